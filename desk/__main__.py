@@ -1,0 +1,3 @@
+from desk.cli import main
+
+main()

@@ -1,0 +1,90 @@
+"""Shared CLI plumbing: the per-invocation state, `--json`, rendering and error reports."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from desk.errors import DeskError
+
+if TYPE_CHECKING:
+    from desk.desk import Desk
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class State:
+    """What the group options and `--json` leave for the command and the error handler."""
+
+    desk_path: Path | None = None
+    json: bool = False
+
+    def desk(self) -> Desk:
+        from desk.desk import find_desk
+
+        return find_desk(explicit=self.desk_path)
+
+
+def state() -> State:
+    return click.get_current_context().ensure_object(State)
+
+
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.ensure_object(State).json = value
+    return value
+
+
+def json_option(func: F) -> F:
+    """`--json`: one JSON object on stdout instead of human output."""
+    return click.option("--json", "as_json", is_flag=True, expose_value=False, is_eager=True,
+                        callback=_set_json, help="Print one JSON object instead of text.")(func)
+
+
+def emit(data: dict[str, Any], human: str | Callable[[], str]) -> None:
+    """Print `data` as JSON under `--json`, else the human text."""
+    if state().json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        text = human() if callable(human) else human
+        if text:
+            click.echo(text)
+
+
+def report_error(ctx: click.Context, exc: DeskError) -> None:
+    """One error message (or JSON object) and its hint; never a traceback."""
+    obj = ctx.find_object(State)
+    if obj is not None and obj.json:
+        click.echo(json.dumps(exc.to_json(), ensure_ascii=False, indent=2, default=str))
+        return
+    label = {"rejected": "rejected", "conflict": "conflict"}.get(exc.status, "error")
+    lines = exc.message.splitlines() or [""]
+    click.echo(f"desk: {label}: {lines[0]}", err=True)
+    for line in lines[1:]:
+        click.echo(f"  {line}", err=True)
+    if exc.hint:
+        click.echo(f"hint: {exc.hint}", err=True)
+
+
+def read_text_arg(value: str | None, file: Path | None, what: str) -> str:
+    """Text from an argument, `-` (stdin) or a file."""
+    from desk.errors import UsageError
+
+    if value is not None and file is not None:
+        raise UsageError(f"give the {what} as an argument or with a file, not both")
+    if file is not None:
+        try:
+            return file.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {file}: {exc}") from None
+    if value == "-":
+        return sys.stdin.read()
+    if value is None:
+        raise UsageError(f"missing the {what}: give it as an argument, `-` for stdin, or a file")
+    return value

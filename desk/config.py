@@ -1,0 +1,78 @@
+"""`.system/desk.json`: the desk's identity, schema version, policies and budgets."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from desk.errors import Finding, InvalidFileError
+
+SCHEMA_VERSION = 1
+CONFIG_PATH = ".system/desk.json"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class DistillPolicy(_Strict):
+    """Seed 000's promotion rules for `desk digest` (DESIGN.md §3)."""
+
+    min_age_days: int = Field(default=30, ge=0)
+    kinds: list[str] = ["decision", "convention", "pitfall"]
+    min_importance: int = Field(default=4, ge=1, le=5)
+    min_occurrences: int = Field(default=2, ge=1)
+    min_confirmations: int = Field(default=2, ge=1)
+
+
+class ContextBudgets(_Strict):
+    """Token budgets per section of `desk context` (DESIGN.md §4)."""
+
+    total: int = Field(default=8000, ge=0)
+    agents: int = Field(default=1500, ge=0)
+    soul: int = Field(default=800, ge=0)
+    now: int = Field(default=600, ge=0)
+    mistakes: int = Field(default=800, ge=0)
+    user: int = Field(default=600, ge=0)
+    memory_index: int = Field(default=1500, ge=0)
+    recalled: int = Field(default=1500, ge=0)
+
+
+class Secrets(_Strict):
+    """Findings of the secret scanner allowed by their sha256 fingerprint (never inline)."""
+
+    allow: list[str] = []
+
+
+class DeskConfig(_Strict):
+    schema_version: int = SCHEMA_VERSION
+    desk_id: str
+    distill: DistillPolicy = DistillPolicy()
+    budgets: ContextBudgets = ContextBudgets()
+    secrets: Secrets = Secrets()
+
+    def to_bytes(self) -> bytes:
+        return (json.dumps(self.model_dump(), indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def new_config() -> DeskConfig:
+    return DeskConfig(desk_id=f"desk-{uuid.uuid4().hex}")
+
+
+def load_config(root: Path) -> DeskConfig:
+    """Read and validate `.system/desk.json`; a broken file is reported with its field."""
+    path = root / CONFIG_PATH
+    try:
+        data = json.loads(path.read_bytes())
+    except json.JSONDecodeError as exc:
+        raise InvalidFileError([Finding(CONFIG_PATH, exc.lineno, "config-json", exc.msg)]) from None
+    try:
+        return DeskConfig.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidFileError([
+            Finding(CONFIG_PATH, 1, "config-field",
+                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") for e in exc.errors()
+        ]) from None

@@ -1,0 +1,186 @@
+"""Remember, forget, show, list and reindex single-fact memories: one commit per change."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from desk import gate
+from desk.atomic import atomic_write
+from desk.desk import INDEX_FILE, MEMORY_DIR, Desk
+from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError
+from desk.git import Commit
+from desk.index import (IndexEntry, committed_files, entries_in_worktree, load_entries, memory_path,
+                        render_index)
+from desk.memory import MemoryFile, build_meta, normalize_body, parse_memory, require_name
+from desk.transaction import commit_message, transaction
+
+ACTORS = ("user", "assistant")
+RULE_FILES = ("AGENTS.md", "SOUL.md")
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+@dataclass
+class MutationResult:
+    """The outcome of remember/forget/reindex, as DESIGN.md §5's JSON shape."""
+
+    status: str  # created | updated | unchanged | deleted | rejected
+    name: str | None
+    path: str
+    commit: str | None = None
+    reason: str | None = None
+    pending: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"status": self.status, "name": self.name, "path": self.path,
+                                   "commit": self.commit, "reason": self.reason}
+        if self.pending:
+            data["pending"] = self.pending
+        return data
+
+
+def _require_actor(actor: str) -> None:
+    if actor not in ACTORS:
+        raise UsageError(f"--actor must be one of {', '.join(ACTORS)}, not {actor!r}")
+
+
+def remember(desk: Desk, name: str, *, type: str, description: str, body: str,
+             triggers: Sequence[str] = (), importance: int | None = None,
+             expires: dt.datetime | str | None = None, source: str | None = None,
+             source_event: str | None = None, actor: str = "user", scope: str = "durable",
+             evidence: Sequence[str] = (), key: str | None = None,
+             now: dt.datetime | None = None) -> MutationResult:
+    """Create or update memory `name` through the write gate; one commit, none when unchanged.
+
+    Raises RejectedError (exit 3) with nothing changed when the gate or validation refuses, and
+    ConflictError (exit 4) when the memory file or MEMORY.md has uncommitted edits.
+    """
+    _require_actor(actor)
+    require_name(name)
+    now = now or utc_now()
+    path = memory_path(name)
+    body = normalize_body(body)
+    if not body:
+        raise RejectedError(f"{name}: the memory body is empty",
+                            hint="give the fact as an argument, or `-` to read it from stdin")
+    fields = dict(name=name, description=description, type=type, triggers=list(triggers),
+                  importance=importance, source=source or ("user" if actor == "user" else "agent"),
+                  source_event=source_event, evidence=list(evidence), key=key, expires=expires)
+    meta = build_meta(path, **fields, created=now, updated=now)  # structural check before the lock
+    if meta.expires is not None and meta.expires <= now:
+        raise RejectedError(f"{name}: expires {meta.expires.isoformat()} is already past",
+                            hint="give a future time, or leave --expires out")
+    with transaction(desk) as tx:
+        tx.require_clean([path, INDEX_FILE])
+        head_files = committed_files(desk)
+        others = {p: b for p, b in head_files.items() if p != path}
+        entries = load_entries(desk, others)
+        existing = _existing(desk, path) if path in head_files else None
+        created = existing.meta.created if existing and existing.meta.created else now
+        memory = MemoryFile(build_meta(path, **fields, created=created, updated=now), body)
+        rules = {f: desk.path(f).read_text("utf-8", "replace") for f in RULE_FILES
+                 if desk.path(f).is_file()}
+        gate.check_memory(memory, scope, entries, rules)
+        if existing is not None:
+            same = MemoryFile(memory.meta.model_copy(update={"updated": existing.meta.updated}), body)
+            if same.render() == existing.render():
+                return MutationResult("unchanged", name, path)
+        entries[name] = IndexEntry.of(memory)
+        status = "updated" if existing is not None or path in head_files else "created"
+        message = commit_message(f"remember: {name}", {
+            "Desk-Op": "remember", "Desk-Memory": name, "Desk-Actor": actor,
+            "Desk-Source-Event": source_event})
+        sha = tx.commit(_with_index(desk, {path: memory.render()}, entries), message)
+    return MutationResult(status, name, path, sha)
+
+
+def forget(desk: Desk, name: str, *, reason: str | None = None, actor: str = "user") -> MutationResult:
+    """Delete memory `name` and its index line in one commit."""
+    _require_actor(actor)
+    require_name(name)
+    path = memory_path(name)
+    with transaction(desk) as tx:
+        tx.require_clean([path, INDEX_FILE])
+        files = committed_files(desk)
+        if path not in files:
+            raise DeskError(f"no memory named {name!r}", hint="see the names with `desk list`")
+        entries = load_entries(desk, {p: b for p, b in files.items() if p != path})
+        message = commit_message(f"forget: {name}", {
+            "Desk-Op": "forget", "Desk-Memory": name, "Desk-Actor": actor, "Desk-Reason": reason})
+        sha = tx.commit(_with_index(desk, {path: None}, entries), message)
+    return MutationResult("deleted", name, path, sha)
+
+
+def reindex(desk: Desk, *, actor: str = "user") -> MutationResult:
+    """Regenerate MEMORY.md from the memory files on disk; commit it when it changed.
+
+    When memory/ itself has uncommitted edits, MEMORY.md is rewritten but not committed: the
+    person commits it together with their edits (desk never commits a person's work for them).
+    """
+    _require_actor(actor)
+    with transaction(desk) as tx:
+        entries = entries_in_worktree(desk)
+        index = render_index(entries.values())
+        current = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
+        pending = desk.git.dirty([MEMORY_DIR + "/"])
+        if pending:
+            if current != index:
+                atomic_write(desk.path(INDEX_FILE), index)
+            return MutationResult("written", None, INDEX_FILE, pending=pending)
+        committed = desk.git.blob_at("HEAD", INDEX_FILE)
+        if committed == index and current == index:
+            return MutationResult("unchanged", None, INDEX_FILE)
+        message = commit_message("reindex: MEMORY.md", {"Desk-Op": "reindex", "Desk-Actor": actor})
+        sha = tx.commit({INDEX_FILE: index}, message)
+    return MutationResult("updated", None, INDEX_FILE, sha)
+
+
+def _with_index(desk: Desk, writes: dict[str, bytes | None],
+                entries: dict[str, IndexEntry]) -> dict[str, bytes | None]:
+    index = render_index(entries.values())
+    if desk.git.blob_at("HEAD", INDEX_FILE) != index or not desk.path(INDEX_FILE).is_file():
+        writes[INDEX_FILE] = index
+    return writes
+
+
+def _existing(desk: Desk, path: str) -> MemoryFile | None:
+    """The committed memory at `path` (the work tree equals HEAD here), or None if unreadable.
+
+    A file broken by a hand edit is simply replaced: its old bytes stay in git history.
+    """
+    try:
+        return parse_memory(desk.path(path).read_bytes(), path, path[len(MEMORY_DIR) + 1:-3])
+    except (InvalidFileError, OSError):
+        return None
+
+
+def show(desk: Desk, name: str) -> tuple[str, MemoryFile]:
+    """The memory file `name` as it is on disk."""
+    require_name(name)
+    path = memory_path(name)
+    try:
+        data = desk.path(path).read_bytes()
+    except FileNotFoundError:
+        raise DeskError(f"no memory named {name!r}", hint="see the names with `desk list`") from None
+    return path, parse_memory(data, path, name)
+
+
+def list_memories(desk: Desk, type: str | None = None) -> list[IndexEntry]:
+    """The memories on disk, sorted by name, optionally of one type."""
+    entries = sorted(entries_in_worktree(desk).values(), key=lambda e: e.name)
+    return [e for e in entries if type is None or e.type == type]
+
+
+def history(desk: Desk, name: str) -> list[Commit]:
+    """Every commit that touched memory `name`, newest first, forgotten revisions included."""
+    require_name(name)
+    return desk.git.log([memory_path(name)])
+
+
+def log(desk: Desk, limit: int | None = None) -> list[Commit]:
+    """The desk's audit trail, newest first."""
+    return desk.git.log(limit=limit)

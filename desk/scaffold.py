@@ -1,0 +1,95 @@
+"""`desk init`: lay down a desk from templates/ and make its first commit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from desk.config import CONFIG_PATH, new_config
+from desk.desk import INDEX_FILE, Desk, is_desk
+from desk.errors import DeskError, UsageError
+from desk.git import Git, toplevel
+from desk.index import render_index
+from desk.transaction import commit_message, transaction
+
+# desk path -> template file name (dotfiles are stored without their dot so packaging keeps them)
+TEMPLATE_FILES = {
+    "AGENTS.md": "AGENTS.md",
+    "SOUL.md": "SOUL.md",
+    "USER.md": "USER.md",
+    "NOW.md": "NOW.md",
+    "MISTAKES.md": "MISTAKES.md",
+    ".gitattributes": "dot-gitattributes",
+    ".gitignore": "dot-gitignore",
+}
+# Folders git would not keep while empty.
+KEPT_FOLDERS = ("memory", "journal", "conversations", ".system/archive")
+
+
+@dataclass
+class InitResult:
+    status: str  # created | exists
+    path: Path
+    commit: str | None = None
+    kept: list[str] = field(default_factory=list)  # files that were already there, left untouched
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": self.status, "path": str(self.path), "commit": self.commit,
+                "kept": self.kept}
+
+
+def template_bytes(name: str) -> bytes:
+    return resources.files("desk._templates").joinpath(name).read_bytes()
+
+
+def desk_files() -> dict[str, bytes]:
+    """Every file a new desk starts with, by path (desk.json gets a fresh desk id)."""
+    files = {path: template_bytes(name) for path, name in TEMPLATE_FILES.items()}
+    files[INDEX_FILE] = render_index([])
+    files[CONFIG_PATH] = new_config().to_bytes()
+    for folder in KEPT_FOLDERS:
+        files[f"{folder}/.gitkeep"] = b""
+    return files
+
+
+def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = False) -> InitResult:
+    """Scaffold a desk at `path`: git init when needed, the file set, the first commit.
+
+    Running it on an existing desk changes nothing. A non-empty folder that is not a desk, or a
+    folder inside another repository's work tree, is refused unless explicitly allowed.
+    """
+    path = path.expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{path} exists and is not a folder")
+    if is_desk(path):
+        return InitResult("exists", path)
+    if path.exists() and any(path.iterdir()) and not allow_nonempty:
+        raise DeskError(f"{path} is not empty and is not a desk",
+                        hint="choose a new or empty folder, or pass --allow-nonempty to add a desk "
+                             "to it (existing files are kept)")
+    existing = path if path.exists() else _nearest_existing(path)
+    top = toplevel(existing)
+    if top is not None and top.resolve() != path and not allow_nested:
+        raise DeskError(f"{path} is inside the git work tree of {top}",
+                        hint="a desk is a repository of its own: choose a folder outside it, or "
+                             "pass --allow-nested to create a nested repository")
+    path.mkdir(parents=True, exist_ok=True)
+    git = Git(path)
+    if top is None or top.resolve() != path:
+        git.init()
+    desk = Desk(path)
+    files = desk_files()
+    kept = sorted(p for p in files if (path / p).exists())
+    writes: dict[str, bytes | None] = {p: data for p, data in files.items() if p not in kept}
+    with transaction(desk) as tx:
+        message = commit_message("init: new desk", {"Desk-Op": "init", "Desk-Actor": "user"})
+        sha = tx.commit(writes, message)
+    return InitResult("created", path, sha, kept)
+
+
+def _nearest_existing(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.exists():
+            return parent
+    return Path("/")

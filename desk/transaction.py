@@ -1,0 +1,85 @@
+"""One mutation, one commit: the lock, the dirty-file check, atomic writes and the commit.
+
+Every desk write path goes through `transaction(desk)`. Under the desk-wide lock it refuses to
+touch a file a person has uncommitted edits in, writes the new contents atomically, and commits
+exactly those paths (`git commit -- paths`, so other staged or unstaged work stays where it was).
+If the commit fails, the files and the index entries are put back: the desk is as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from desk.atomic import atomic_write, remove
+from desk.desk import Desk
+from desk.errors import ConflictError
+from desk.lock import desk_lock
+
+
+def commit_message(subject: str, trailers: Mapping[str, str | None], body: str | None = None) -> str:
+    """`subject`, an optional body, and `Key: value` trailers (empty values left out)."""
+    lines = [subject.replace("\n", " ").strip(), ""]
+    if body:
+        lines += [body.strip(), ""]
+    for key, value in trailers.items():
+        if value:
+            lines.append(f"{key}: {' '.join(str(value).split())}")
+    return "\n".join(lines) + "\n"
+
+
+class Transaction:
+    """What a mutation may do while it holds the lock."""
+
+    def __init__(self, desk: Desk) -> None:
+        self.desk = desk
+
+    def require_clean(self, paths: list[str]) -> None:
+        """Refuse (exit 4) when any of `paths` has uncommitted edits, naming the file."""
+        dirty = self.desk.git.dirty(paths)
+        if dirty:
+            raise ConflictError(
+                f"{dirty[0]} has uncommitted changes; desk will not overwrite them",
+                hint=f"commit or discard them first (`git -C {self.desk.root} diff -- {dirty[0]}`)")
+
+    def commit(self, writes: Mapping[str, bytes | None], message: str) -> str:
+        """Write (bytes) or delete (None) each path, then commit exactly those paths.
+
+        Returns the commit sha. On any failure the files are restored and the error re-raised.
+        """
+        paths = sorted(writes)
+        before = {p: self._read(p) for p in paths}
+        try:
+            for path, data in writes.items():
+                if data is None:
+                    remove(self.desk.path(path))
+                else:
+                    atomic_write(self.desk.path(path), data)
+            added = [p for p in paths if writes[p] is not None and before[p] is None]
+            if added:
+                self.desk.git.add(added)
+            return self.desk.git.commit(message, paths)
+        except BaseException:
+            self._restore(before)
+            raise
+
+    def _read(self, path: str) -> bytes | None:
+        try:
+            return self.desk.path(path).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _restore(self, before: Mapping[str, bytes | None]) -> None:
+        for path, data in before.items():
+            if data is None:
+                remove(self.desk.path(path))
+            else:
+                atomic_write(self.desk.path(path), data)
+        self.desk.git.unstage(list(before))
+
+
+@contextmanager
+def transaction(desk: Desk) -> Iterator[Transaction]:
+    """Hold the desk lock for one mutation."""
+    with desk_lock(desk.lock_path):
+        yield Transaction(desk)
