@@ -89,6 +89,7 @@ def remember(desk: Desk, name: str, *, type: str, description: str, body: str,
             same = MemoryFile(memory.meta.model_copy(update={"updated": existing.meta.updated}), body)
             if same.render() == existing.render():
                 return MutationResult("unchanged", name, path)
+        parse_memory(memory.render(), path, name)  # what desk writes must read back: size caps, bytes
         entries[name] = IndexEntry.of(memory)
         status = "updated" if existing is not None or path in head_files else "created"
         message = commit_message(f"remember: {name}", {

@@ -1,0 +1,208 @@
+"""remember / forget / show / list / history / reindex against real git repositories."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from desk.desk import Desk
+from desk.errors import ConflictError, RejectedError
+from desk.index import entries_in_worktree, render_index
+from desk.memories import forget, history, reindex, remember
+from tests.conftest import DeskRunner, git, snapshot
+
+T0 = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.timezone.utc)
+T1 = T0 + dt.timedelta(days=1)
+
+
+def commits(desk: Desk) -> int:
+    return int(git(desk.root, "rev-list", "--count", "HEAD"))
+
+
+def add(desk: Desk, name: str, body: str = "Reports must be written in Chinese.", **kw: object) -> object:
+    fields = {"type": "preference", "description": f"About {name}", "now": T0, **kw}
+    return remember(desk, name, body=body, **fields)  # type: ignore[arg-type]
+
+
+def test_created_updated_unchanged(desk: Desk) -> None:
+    start = commits(desk)
+    created = add(desk, "report-style", triggers=["report"])
+    assert created.status == "created" and created.commit == git(desk.root, "rev-parse", "HEAD").strip()
+    assert git(desk.root, "show", "--name-only", "--format=", "HEAD").split() == ["MEMORY.md",
+                                                                                 "memory/report-style.md"]
+    same = add(desk, "report-style", triggers=["report"], now=T1)
+    assert same.status == "unchanged" and same.commit is None
+    assert commits(desk) == start + 1
+    updated = add(desk, "report-style", body="Reports may be 800 characters.", triggers=["report"], now=T1)
+    assert updated.status == "updated"
+    text = (desk.root / "memory/report-style.md").read_text()
+    assert "created: 2026-11-29T10:00:00Z" in text and "updated: 2026-11-30T10:00:00Z" in text
+    assert "800 characters" in text and len(list((desk.root / "memory").glob("*.md"))) == 1
+    assert commits(desk) == start + 2
+
+
+def test_commit_subject_and_trailers(desk: Desk) -> None:
+    add(desk, "report-style", actor="assistant", source_event="evt_42")
+    subject = git(desk.root, "log", "-1", "--format=%s").strip()
+    trailers = git(desk.root, "log", "-1", "--format=%(trailers:only,unfold)").strip().splitlines()
+    assert subject == "remember: report-style"
+    assert trailers == ["Desk-Op: remember", "Desk-Memory: report-style", "Desk-Actor: assistant",
+                        "Desk-Source-Event: evt_42"]
+
+
+@pytest.mark.parametrize("kwargs, reason", [
+    ({"scope": "session"}, "session_only"),
+    ({"body": "reports MUST be written   in chinese."}, "already_recorded"),  # same as another memory
+    ({"body": "The current conversation wins."}, "already_recorded"),  # already in AGENTS.md
+])
+def test_gate_rejections_change_nothing(desk: Desk, kwargs: dict[str, object], reason: str) -> None:
+    add(desk, "report-style")
+    before = snapshot(desk.root)
+    with pytest.raises(RejectedError) as info:
+        add(desk, "other", **kwargs)
+    assert getattr(info.value, "reason") == reason
+    assert snapshot(desk.root) == before
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"body": "   \n"}, {"description": ""}, {"description": "two\nlines"}, {"type": "feeling"},
+    {"triggers": [""]}, {"expires": "2020-01-01T00:00:00Z"}, {"body": "x" * 70_000},
+])
+def test_structurally_broken_memories_are_rejected(desk: Desk, kwargs: dict[str, object]) -> None:
+    before = snapshot(desk.root)
+    with pytest.raises(RejectedError):
+        add(desk, "broken", **kwargs)
+    assert snapshot(desk.root) == before
+
+
+@pytest.mark.parametrize("name", ["", "../x", "CON", "a/b", "x" * 81])
+def test_bad_names_rejected_before_anything_changes(desk: Desk, name: str) -> None:
+    before = snapshot(desk.root)
+    with pytest.raises(RejectedError):
+        add(desk, name)
+    assert snapshot(desk.root) == before
+
+
+def test_forget_removes_file_and_index_line(desk: Desk) -> None:
+    add(desk, "a-fact", body="Alpha fact.")
+    add(desk, "b-fact", body="Beta fact.")
+    result = forget(desk, "a-fact", reason="wrong")
+    assert result.status == "deleted"
+    assert not (desk.root / "memory/a-fact.md").exists()
+    index = (desk.root / "MEMORY.md").read_text()
+    assert "a-fact" not in index and "b-fact" in index
+    assert "Desk-Reason: wrong" in git(desk.root, "log", "-1", "--format=%B")
+    assert git(desk.root, "status", "--porcelain") == ""
+
+
+def test_history_includes_forgotten_revisions(desk: Desk) -> None:
+    add(desk, "a-fact", body="Alpha fact.")
+    add(desk, "a-fact", body="Alpha fact, revised.", now=T1)
+    forget(desk, "a-fact")
+    ops = [c.trailers["Desk-Op"][0] for c in history(desk, "a-fact")]
+    assert ops == ["forget", "remember", "remember"]
+
+
+def test_dirty_target_is_refused_with_exit_4(desk: Desk) -> None:
+    add(desk, "a-fact", body="Alpha fact.")
+    path = desk.root / "memory/a-fact.md"
+    path.write_text(path.read_text() + "person's unsaved thought\n")
+    before = snapshot(desk.root)
+    with pytest.raises(ConflictError) as info:
+        add(desk, "a-fact", body="Alpha fact, from the assistant.")
+    assert "memory/a-fact.md" in info.value.message
+    assert snapshot(desk.root) == before
+
+
+def test_persons_other_work_is_never_swept_in(desk: Desk) -> None:
+    (desk.root / "SOUL.md").write_text("# staged soul edit\n")
+    git(desk.root, "add", "SOUL.md")
+    (desk.root / "NOW.md").write_text("# unstaged now edit\n")
+    (desk.root / "notes.txt").write_text("untracked\n")
+    add(desk, "a-fact", body="Alpha fact.")
+    assert git(desk.root, "show", "--name-only", "--format=", "HEAD").split() == ["MEMORY.md", "memory/a-fact.md"]
+    status = git(desk.root, "status", "--porcelain").splitlines()
+    assert sorted(status) == [" M NOW.md", "?? notes.txt", "M  SOUL.md"]
+
+
+def test_index_is_sorted_and_shows_expiry(desk: Desk) -> None:
+    add(desk, "b", body="Beta.", description="second")
+    add(desk, "a-b", body="Dash.", description="dash")
+    add(desk, "a", body="Alpha.", description="first", expires="2027-01-01T00:00:00Z")
+    lines = (desk.root / "MEMORY.md").read_text().splitlines()
+    assert lines[2:] == ["- [a](memory/a.md) — first (expires 2027-01-01T00:00:00Z)",
+                         "- [a-b](memory/a-b.md) — dash", "- [b](memory/b.md) — second"]
+    assert lines[0].startswith("# MEMORY.md: generated") and "desk reindex" in lines[0]
+
+
+def test_incremental_index_equals_full_rebuild_without_cache(desk: Desk) -> None:
+    for i in range(12):
+        add(desk, f"m{i:02d}", body=f"Fact number {i}.", description=f"fact {i}")
+    forget(desk, "m03")
+    add(desk, "m05", body="Fact five, revised.", description="five again", now=T1)
+    incremental = (desk.root / "MEMORY.md").read_bytes()
+    for cached in desk.cache_dir.glob("*"):
+        cached.unlink()
+    assert render_index(entries_in_worktree(desk).values()) == incremental
+
+
+def test_reindex_after_hand_edit_commits_only_memory_md(desk: Desk) -> None:
+    add(desk, "a-fact", body="Alpha fact.")
+    path = desk.root / "memory/a-fact.md"
+    path.write_text(path.read_text().replace("About a-fact", "Hand-edited description"))
+    uncommitted = reindex(desk)
+    assert uncommitted.status == "written" and uncommitted.pending == ["memory/a-fact.md"]
+    assert "Hand-edited description" in (desk.root / "MEMORY.md").read_text()
+    git(desk.root, "-c", "user.name=P", "-c", "user.email=p@x", "commit", "-qm", "hand edit", "--no-verify",
+        "--", "memory/a-fact.md")
+    (desk.root / "MEMORY.md").write_bytes(b"garbage\n")
+    result = reindex(desk)
+    assert result.status == "updated" and result.commit
+    assert git(desk.root, "show", "--name-only", "--format=", "HEAD").split() == ["MEMORY.md"]
+    assert reindex(desk).status == "unchanged"
+
+
+def test_cli_remember_json_and_exit_codes(run: DeskRunner, desk: Desk) -> None:
+    result = run("remember", "report-style", "--type", "preference", "-d", "Report style", "-t", "report",
+                 "--json", "Reports in Chinese.")
+    data = json.loads(result.output)
+    assert result.exit_code == 0
+    assert set(data) == {"status", "name", "path", "commit", "reason"}
+    assert data["status"] == "created" and data["path"] == "memory/report-style.md" and len(data["commit"]) == 40
+    rejected = run("remember", "x", "--type", "fact", "-d", "x", "--scope", "session", "--json", "this time only")
+    assert rejected.exit_code == 3
+    data = json.loads(rejected.output)
+    assert data["status"] == "rejected" and data["reason"] == "session_only" and data["commit"] is None
+    assert run("remember", "x", "--type", "nope", "-d", "x", "body").exit_code == 2
+
+
+def test_cli_body_from_stdin_and_file(run: DeskRunner, desk: Desk, tmp_path: Path) -> None:
+    assert run("remember", "from-stdin", "--type", "fact", "-d", "stdin", "-", input="From stdin.\n").exit_code == 0
+    body = tmp_path / "body.md"
+    body.write_text("From a file.\n")
+    assert run("remember", "from-file", "--type", "fact", "-d", "file", "--body-file", str(body)).exit_code == 0
+    shown = json.loads(run("show", "from-stdin", "--json").output)
+    assert shown["body"] == "From stdin.\n" and shown["type"] == "fact"
+    assert "From a file." in run("show", "from-file").output
+
+
+def test_cli_list_history_log(run: DeskRunner, desk: Desk) -> None:
+    run("remember", "a", "--type", "fact", "-d", "first", "Alpha.")
+    run("remember", "b", "--type", "decision", "-d", "second", "Beta.")
+    listed = json.loads(run("list", "--type", "decision", "--json").output)["memories"]
+    assert [m["name"] for m in listed] == ["b"]
+    run("forget", "a")
+    hist = json.loads(run("history", "a", "--json").output)["commits"]
+    assert [c["trailers"]["Desk-Op"] for c in hist] == [["forget"], ["remember"]]
+    log = json.loads(run("log", "-n", "2", "--json").output)["commits"]
+    assert [c["subject"] for c in log] == ["forget: a", "remember: b"]
+
+
+def test_cli_errors_have_no_traceback(run: DeskRunner) -> None:
+    result = run("forget", "never-was")
+    assert result.exit_code == 1
+    assert "no memory named 'never-was'" in result.output and "Traceback" not in result.output
+    assert "hint:" in result.output
