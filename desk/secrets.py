@@ -1,0 +1,161 @@
+"""Known secret patterns: find them (`scan`) and mask them (`redact`).
+
+The validator scans memory files, NOW.md, MISTAKES.md, USER.md and journal/ with `scan`; the archive
+redacts on append with `redact`. A finding is identified by the sha256 of the secret itself, so
+`.system/desk.json` can allow one finding by fingerprint without ever storing the secret. There is
+deliberately no inline "allow" comment: text an agent wrote could carry one.
+
+Nothing here ever returns or prints the whole secret: `preview` shows a few leading characters and
+the length. Patterns follow the public formats of each vendor (and gitleaks' rules for them);
+look-alikes (test keys, placeholders, words that merely contain "sk-") must pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+REDACTED = "[REDACTED:{kind}]"
+
+# Characters allowed around a token: a token must not be glued to more token characters.
+_L = r"(?<![A-Za-z0-9_\-])"
+_R = r"(?![A-Za-z0-9_\-])"
+
+# (kind, pattern). Order matters where prefixes overlap: sk-ant- before sk-.
+_PATTERNS: list[tuple[str, str]] = [
+    ("private-key", r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+                    r"(?:[\s\S]*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)?"),
+    ("putty-private-key", r"PuTTY-User-Key-File-\d+:[^\n]*"
+                          r"(?:\n(?!PuTTY-User-Key-File-)[^\n]*)*?\nPrivate-(?:MAC|Hash):[ \t]*[0-9A-Fa-f]+"),
+    ("aws-access-key-id", _L + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}" + _R),
+    ("github-token", _L + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _R),
+    ("github-pat", _L + r"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}" + _R),
+    ("gitlab-token", _L + r"gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{20,}" + _R),
+    ("slack-token", _L + r"xox[abpors]-[0-9]{6,}-[0-9A-Za-z\-]{8,}" + _R),
+    ("slack-webhook", r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/"
+                      r"[A-Za-z0-9_]{6,}/[A-Za-z0-9_]{6,}/[A-Za-z0-9_]{12,}"),
+    ("anthropic-api-key", _L + r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{32,}" + _R),
+    # Legacy keys are 48 mixed-case alphanumerics; project/service keys carry a prefix and may
+    # hold '-' and '_'. Requiring a digit, an upper and a lower letter keeps "sk-some-long-phrase" out.
+    ("openai-api-key", _L + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?"
+                       r"(?=[A-Za-z0-9_\-]*[0-9])(?=[A-Za-z0-9_\-]*[A-Z])(?=[A-Za-z0-9_\-]*[a-z])"
+                       r"[A-Za-z0-9_\-]{32,}" + _R),
+    ("google-api-key", _L + r"AIza[0-9A-Za-z_\-]{35}" + _R),
+    ("stripe-live-key", _L + r"(?:sk|rk)_live_[0-9A-Za-z]{20,}" + _R),
+]
+_SPECIFIC = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
+_KINDS = {f"k{i}": kind for i, (kind, _) in enumerate(_PATTERNS)}
+
+# Generic assignments: a secret-sounding key, `=`/`:`/`=>`, then a value (quoted or bare).
+_KEYWORD = (r"(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|pwd|access[_\-]?key|auth[_\-]?key"
+            r"|private[_\-]?key|credentials?)")
+_GENERIC = re.compile(
+    r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_.\-]*" + _KEYWORD + r"[A-Za-z0-9_.\-]*[\"']?"
+    r"[ \t]*(?::=|=>|==|=|:)[ \t]*"
+    r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s]{8,200})(?P=q)|(?P<bv>[^\s\"'`,;)\]}]{8,200}))")
+# Values that are references or placeholders, not secrets.
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:\$|%|\{|<|\[|os\.|env\.|process\.|getenv|none$|null$|true$|false$)|\$\{|\{\{|<[a-z_\-]+>"
+    r"|your[_\-]?|example|placeholder|changeme|redacted|dummy|sample|xxxx|\*\*\*|\.\.\.")
+GENERIC_MIN_ENTROPY = 3.0
+GENERIC_MIN_LENGTH = 10
+
+
+@dataclass(frozen=True)
+class SecretFinding:
+    """One secret in a text: what kind, where, its fingerprint, and a masked preview."""
+
+    kind: str
+    line: int  # 1-based
+    start: int  # offsets into the text
+    end: int
+    fingerprint: str  # sha256 hex of the secret
+    preview: str  # never the whole secret
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "line": self.line, "fingerprint": self.fingerprint,
+                "preview": self.preview}
+
+
+def fingerprint(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def preview(secret: str) -> str:
+    """A few leading characters and the length: enough to recognise, never enough to use."""
+    shown = min(6, len(secret) // 4)
+    return f"{secret[:shown]}…({len(secret)} chars)"
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
+    if not text:
+        return 0.0
+    counts: dict[str, int] = {}
+    for char in text:
+        counts[char] = counts.get(char, 0) + 1
+    total = len(text)
+    return -sum(n / total * math.log2(n / total) for n in counts.values())
+
+
+def _looks_random(value: str) -> bool:
+    if len(value) < GENERIC_MIN_LENGTH or _PLACEHOLDER.search(value):
+        return False
+    classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]"))
+    if classes < 2 or value.isdigit():
+        return False
+    # Dotted names and paths (settings.SECRET_KEY, config/token.txt) are references.
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:[./][A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?", value):
+        return False
+    return entropy(value) >= GENERIC_MIN_ENTROPY
+
+
+def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
+    """Every secret in `text`, in order; findings whose fingerprint is in `allow` are left out."""
+    spans: list[tuple[int, int, str]] = []
+    for match in _SPECIFIC.finditer(text):
+        spans.append((match.start(), match.end(), _KINDS[match.lastgroup or ""]))
+    if spans or _has_keyword(text):
+        for match in _GENERIC.finditer(text):
+            group = "qv" if match.group("qv") is not None else "bv"
+            start, end = match.span(group)
+            if _looks_random(match.group(group)) and not _overlaps(spans, start, end):
+                spans.append((start, end, "generic-secret"))
+    findings = []
+    for start, end, kind in sorted(spans):
+        secret = text[start:end]
+        digest = fingerprint(secret)
+        if digest in allow:
+            continue
+        findings.append(SecretFinding(kind, text.count("\n", 0, start) + 1, start, end, digest,
+                                      preview(secret)))
+    return findings
+
+
+def redact(text: str) -> tuple[str, list[str]]:
+    """`text` with every secret replaced by `[REDACTED:<kind>]`, and the kinds found (in order)."""
+    findings = scan(text)
+    if not findings:
+        return text, []
+    parts = []
+    pos = 0
+    for finding in findings:
+        parts.append(text[pos:finding.start])
+        parts.append(REDACTED.format(kind=finding.kind))
+        pos = finding.end
+    parts.append(text[pos:])
+    return "".join(parts), [f.kind for f in findings]
+
+
+_KEYWORD_RE = re.compile(_KEYWORD, re.IGNORECASE)
+
+
+def _has_keyword(text: str) -> bool:
+    return _KEYWORD_RE.search(text) is not None
+
+
+def _overlaps(spans: list[tuple[int, int, str]], start: int, end: int) -> bool:
+    return any(s < end and start < e for s, e, _ in spans)

@@ -1,0 +1,129 @@
+"""The secret scanner: one secret per pattern is found, look-alikes pass, nothing prints a secret.
+
+Secrets are built by concatenation so this repository never carries one literally (and so the
+scanner of any other tool does not flag the test file itself).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from desk.secrets import fingerprint, redact, scan
+
+ALNUM = "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC"  # 32 mixed characters, high entropy
+
+
+def _key(n: int, alphabet: str = ALNUM) -> str:
+    return (alphabet * (n // len(alphabet) + 1))[:n]
+
+
+# kind -> a line of text carrying exactly one secret (the second element is the secret itself).
+SECRETS: dict[str, tuple[str, str]] = {}
+
+
+def _add(kind: str, template: str, secret: str) -> None:
+    SECRETS[kind] = (template.format(secret), secret)
+
+
+_add("aws-access-key-id", "aws key {} in the config", "AKIA" + "IOSFODNN7EXAMPLQ")
+_add("github-token", "export GH={}", "gh" + "p_" + _key(36))
+_add("github-token-oauth", "token {}", "gh" + "o_" + _key(36))
+_add("github-pat", "pat: {}", "github" + "_pat_" + _key(22) + "_" + _key(59))
+_add("gitlab-token", "use {} for CI", "gl" + "pat-" + _key(20))
+_add("slack-token", "bot {} posts", "xo" + "xb-" + "123456789012-1234567890123-" + _key(24))
+_add("slack-webhook", "hook {}", "https://hooks." + "slack.com/services/" + "T0123ABCD/B0123ABCD/" + _key(24))
+_add("openai-api-key", "OPENAI {}", "s" + "k-" + _key(48))
+_add("openai-project-key", "OPENAI {}", "s" + "k-proj-" + _key(60, ALNUM + "_-"))
+_add("anthropic-api-key", "claude {}", "s" + "k-ant-api03-" + _key(93) + "AA")
+_add("google-api-key", "maps {} here", "AI" + "za" + _key(35))
+_add("stripe-live-key", "stripe {}", "s" + "k_live_" + _key(24))
+_add("stripe-restricted-key", "stripe {}", "r" + "k_live_" + _key(24))
+_PEM_BODY = "\n".join(_key(64) for _ in range(4))
+_add("private-key", "key:\n{}\nend", "-----BEGIN RSA " + "PRIVATE KEY-----\n" + _PEM_BODY
+     + "\n-----END RSA PRIVATE KEY-----")
+_add("openssh-private-key", "{}", "-----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + _PEM_BODY
+     + "\n-----END OPENSSH PRIVATE KEY-----")
+_add("putty-private-key", "{}\n", "PuTTY-User-" + "Key-File-3: ssh-ed25519\nEncryption: none\n"
+     "Comment: me\nPublic-Lines: 2\n" + _key(64) + "\n" + _key(20) + "\nPrivate-Lines: 1\n"
+     + _key(44) + "\nPrivate-MAC: " + "0123456789abcdef" * 4)
+_add("generic-api-key", "api_key = \"{}\"", "Zx8" + "q2LmP0vR7tYw4nKs")
+_add("generic-password", "db_password: '{}'", "Tr0ub4" + "dor&3xK!")
+_add("generic-token-bare", "AUTH_TOKEN={}", "9f8e7d6c" + "5b4aZZyy3x2w")
+
+EXPECTED_KIND = {
+    "github-token-oauth": "github-token", "openai-project-key": "openai-api-key",
+    "stripe-restricted-key": "stripe-live-key", "openssh-private-key": "private-key",
+    "generic-api-key": "generic-secret", "generic-password": "generic-secret",
+    "generic-token-bare": "generic-secret",
+}
+
+LOOK_ALIKES = [
+    "AKIA is the prefix AWS uses for access key ids",
+    "AKIAIOSFODNN7EXAMPL",  # one character short
+    "ghp_short",
+    "gh" + "x_" + _key(36),  # not one of p/o/u/s/r
+    "the task-management-system-design-document-for-everyone is long",
+    "s" + "k-this-is-a-long-hyphenated-phrase-not-a-key",
+    "s" + "k_test_" + _key(24),  # Stripe test keys are meant to be shared
+    "-----BEGIN PUBLIC KEY-----\n" + _key(64) + "\n-----END PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----",
+    "xo" + "xb-your-token-here",
+    "https://hooks." + "slack.com/services/",
+    "AI" + "za" + "short",
+    "api_key = os.environ[\"API_KEY\"]",
+    "api_key: <YOUR_API_KEY>",
+    "token = \"${GITHUB_TOKEN}\"",
+    "password = \"changeme\"",
+    "secret = \"your-secret-here\"",
+    "max_tokens = 4096",
+    "token_budget: 8000",
+    "password = \"aaaaaaaaaaaaaaaa\"",
+    "secret_key = settings.SECRET_KEY",
+    "token: [REDACTED:github-token]",
+    "The password policy requires twelve characters.",
+    "reports: keep the token count low, written in 中文",
+]
+
+
+@pytest.mark.parametrize("name", sorted(SECRETS))
+def test_each_pattern_is_found_once(name: str) -> None:
+    text, secret = SECRETS[name]
+    findings = scan(text)
+    assert [f.kind for f in findings] == [EXPECTED_KIND.get(name, name)]
+    found = findings[0]
+    assert text[found.start:found.end] == secret
+    assert found.fingerprint == fingerprint(secret)
+    assert found.line == text.count("\n", 0, found.start) + 1
+    assert secret not in found.preview and secret not in str(found.to_json())
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_look_alikes_pass(text: str) -> None:
+    assert scan(text) == []
+
+
+def test_redact_replaces_every_secret_and_is_stable() -> None:
+    corpus = "\n".join(text for text, _ in SECRETS.values()) + "\n" + "\n".join(LOOK_ALIKES)
+    redacted, kinds = redact(corpus)
+    assert len(kinds) == len(SECRETS)
+    for _, secret in SECRETS.values():
+        assert secret not in redacted
+    assert "[REDACTED:github-token]" in redacted
+    assert scan(redacted) == []  # redacted text carries nothing left to find
+    assert redact(redacted) == (redacted, [])
+    for text in LOOK_ALIKES:
+        assert text in redacted  # look-alikes survive untouched
+
+
+def test_allow_by_fingerprint_only() -> None:
+    text, secret = SECRETS["github-token"]
+    assert scan(text, allow={fingerprint(secret)}) == []
+    other_text, _ = SECRETS["gitlab-token"]
+    assert len(scan(text + "\n" + other_text, allow={fingerprint(secret)})) == 1
+    # an inline marker is not an allowance
+    assert len(scan(text + "  # desk: allow-secret")) == 1
+
+
+def test_lines_are_counted_across_the_text() -> None:
+    text = "first\nsecond\n" + SECRETS["google-api-key"][0]
+    assert scan(text)[0].line == 3
