@@ -1,0 +1,88 @@
+"""The command surface: help everywhere, the installed script, exit codes, index determinism."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from desk.cli import cli
+from desk.index import IndexEntry, render_index
+
+
+def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in sorted(group.commands.items()):
+        found.append((*prefix, name))
+        if isinstance(command, click.Group):
+            found += all_commands(command, (*prefix, name))
+    return found
+
+
+def test_core_commands_exist() -> None:
+    names = {c[0] for c in all_commands()}
+    assert {"init", "remember", "forget", "show", "list", "history", "log", "reindex"} <= names
+
+
+@pytest.mark.parametrize("path", all_commands(), ids=" ".join)
+def test_every_command_has_help(path: tuple[str, ...]) -> None:
+    command: click.Command = cli
+    for part in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[part]
+    assert command.help and command.help.strip(), f"desk {' '.join(path)} has no help text"
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.hidden:
+            assert param.help, f"desk {' '.join(path)} {param.opts[0]} has no help text"
+    result = CliRunner().invoke(cli, [*path, "-h"], catch_exceptions=False)
+    assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_outside_a_desk_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["list"], catch_exceptions=False)
+    assert result.exit_code == 1 and "no desk in" in result.output and "desk init" in result.output
+
+
+def test_installed_script_runs_end_to_end(tmp_path: Path) -> None:
+    """The console script and `python -m desk`, as a person would run them, with DESK_HOME."""
+    script = shutil.which("desk")
+    assert script, "the desk console script is not installed"
+    env = {**os.environ, "DESK_HOME": str(tmp_path / "d")}
+    subprocess.run([script, "init", str(tmp_path / "d")], check=True, env=env, capture_output=True)
+    done = subprocess.run([script, "remember", "tea", "--type", "preference", "-d", "Drink of choice",
+                           "--json", "-"], input="Green tea, no sugar.\n", env=env, capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "created"
+    bad = subprocess.run([sys.executable, "-m", "desk", "remember", "Bad/Name", "--type", "fact", "-d", "x",
+                          "body"], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 3 and "invalid memory name" in bad.stderr and "Traceback" not in bad.stderr
+    version = subprocess.run([script, "--version"], capture_output=True, text=True, check=True)
+    assert "desk, version" in version.stdout
+
+
+_entry = st.builds(IndexEntry, name=st.from_regex(r"[a-z0-9][a-z0-9._-]{0,12}", fullmatch=True),
+                   type=st.just("fact"), description=st.text(min_size=1, max_size=30).map(
+                       lambda s: " ".join(s.split()) or "x"),
+                   expires=st.none() | st.just("2027-01-01T00:00:00Z"), body_key=st.just("k"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_entry, unique_by=lambda e: e.name), st.randoms())
+def test_index_is_a_pure_function_of_the_entries(entries: list[IndexEntry], rnd: object) -> None:
+    shuffled = list(entries)
+    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert render_index(shuffled) == render_index(entries)
+    lines = render_index(entries).decode().splitlines()[2:]
+    names = [line.split("](")[0][3:] for line in lines if line.startswith("- [")]
+    assert names == sorted(e.name for e in entries)
