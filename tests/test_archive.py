@@ -1,0 +1,196 @@
+"""The archive's library surface: append, read, the chain, torn writes, concurrent writers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from desk.archive import append_event, archive_files, check_archive_change, clone_id, iter_events
+from desk.archive_format import line_hash
+from desk.desk import Desk
+from desk.errors import Finding, UsageError
+
+NOW = dt.datetime(2026, 11, 29, 10, 0, 0, tzinfo=dt.timezone.utc)
+
+
+def _file(desk: Desk, day: str = "2026-11-29") -> Path:
+    return desk.path(f".system/archive/{day}.{clone_id(desk)}.jsonl")
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().split(b"\n")[:-1]
+
+
+def test_append_writes_one_chained_line_per_event(desk: Desk) -> None:
+    first = append_event(desk, "inbound", "hello", session="s1", actor="user", now=NOW)
+    second = append_event(desk, "outbound", "hi", session="s1", payload={"n": 1},
+                          meta={"channel": "cli"}, now=NOW + dt.timedelta(seconds=1))
+    lines = _lines(_file(desk))
+    assert len(lines) == 2
+    records = [json.loads(line) for line in lines]
+    assert records[0] == first and records[1] == second
+    assert first["prev"] is None
+    assert second["prev"] == line_hash(lines[0])
+    assert first["desk_id"] == desk.config.desk_id
+    assert first["at"] == "2026-11-29T10:00:00.000000Z"
+    assert first["id"] < second["id"]
+    # compact, sorted keys, UTF-8 not escaped
+    assert lines[0] == json.dumps(first, sort_keys=True, separators=(",", ":"),
+                                  ensure_ascii=False).encode()
+    # appends are not committed
+    assert desk.git.dirty([".system/archive"]) != []
+
+
+def test_at_goes_to_the_file_of_its_utc_day(desk: Desk) -> None:
+    rec = append_event(desk, "fact", "older", at="2026-03-01T23:30:00-02:00", now=NOW)
+    assert rec["at"] == "2026-03-02T01:30:00.000000Z"
+    assert _file(desk, "2026-03-02").exists()
+    assert rec["recorded_at"] == "2026-11-29T10:00:00.000000Z"
+
+
+def test_non_ascii_content_is_kept(desk: Desk) -> None:
+    append_event(desk, "inbound", "报告用中文", now=NOW)
+    assert "报告用中文".encode() in _file(desk).read_bytes()
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"kind": "Bad Kind"}, {"kind": "inbound", "meta": {"k": 1}}, {"kind": "inbound", "at": "yesterday"},
+    {"kind": "inbound", "at": "2026-11-29T10:00:00"}, {"kind": "inbound", "payload": [1, 2]},
+])
+def test_bad_fields_are_refused_and_nothing_is_written(desk: Desk, kwargs: dict) -> None:
+    kind = kwargs.pop("kind")
+    with pytest.raises(UsageError):
+        append_event(desk, kind, "x", now=NOW, **kwargs)
+    assert archive_files(desk) == []
+
+
+def test_iter_events_sorts_across_files_and_filters(desk: Desk) -> None:
+    append_event(desk, "inbound", "b", session="s1", at="2026-11-29T09:00:00Z", now=NOW)
+    append_event(desk, "fact", "a", session="s2", at="2026-11-28T09:00:00Z", now=NOW)
+    append_event(desk, "outbound", "c", session="s1", at="2026-11-29T08:00:00Z", now=NOW)
+    events = list(iter_events(desk))
+    assert [e.record["content"] for e in events] == ["a", "c", "b"]
+    assert events[1].line == 2 and events[1].path.endswith(".jsonl")
+    assert events[1].offset == len(_lines(_file(desk))[0]) + 1
+    assert [e.record["content"] for e in iter_events(desk, kinds=["inbound", "outbound"])] == ["c", "b"]
+    assert [e.record["content"] for e in iter_events(desk, session="s2")] == ["a"]
+    assert [e.record["content"] for e in iter_events(desk, since="2026-11-29")] == ["c", "b"]
+    assert [e.record["content"] for e in iter_events(desk, until="2026-11-29T08:30:00Z")] == ["a", "c"]
+
+
+def test_seconds_and_microsecond_times_sort_together(desk: Desk) -> None:
+    path = _file(desk)
+    append_event(desk, "x", "late", at="2026-11-29T12:00:00.500000Z", now=NOW)
+    append_event(desk, "x", "early", at="2026-11-29T12:00:00Z", now=NOW)
+    assert path.exists()
+    assert [e.record["content"] for e in iter_events(desk)] == ["early", "late"]
+
+
+def _append_many(root: str, worker: int, count: int) -> None:
+    desk = Desk(Path(root))
+    for i in range(count):
+        append_event(desk, "progress", f"worker {worker} item {i}", session=f"w{worker}")
+
+
+def test_eight_processes_appending_lose_nothing_and_keep_one_chain(desk: Desk) -> None:
+    clone_id(desk)
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_append_many, args=(str(desk.root), w, 25)) for w in range(8)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    events = list(iter_events(desk))
+    assert sorted(e.record["content"] for e in events) == sorted(
+        f"worker {w} item {i}" for w in range(8) for i in range(25))
+    assert len({e.record["id"] for e in events}) == 200
+    for afile in archive_files(desk):
+        data = desk.path(afile.rel).read_bytes()
+        assert check_archive_change(afile.rel, None, data, desk.config.desk_id) == []
+
+
+def test_a_torn_write_of_any_length_loses_no_complete_record(desk: Desk) -> None:
+    path = _file(desk)
+    append_event(desk, "inbound", "one", now=NOW)
+    append_event(desk, "inbound", "two", now=NOW)
+    good = path.read_bytes()
+    append_event(desk, "inbound", "torn", now=NOW)  # the record a crash will tear
+    record = path.read_bytes()[len(good):]
+    rel = f".system/archive/{path.name}"
+    for length in range(1, len(record)):
+        path.write_bytes(good + record[:length])  # the crash left only `length` bytes of it
+        append_event(desk, "inbound", "next", now=NOW)
+        contents = [e.record["content"] for e in iter_events(desk)]
+        whole = length == len(record) - 1  # only its newline was lost: the record is complete
+        assert contents == ["one", "two"] + (["torn"] if whole else []) + ["next"], length
+        findings = check_archive_change(rel, None, path.read_bytes(), desk.config.desk_id)
+        assert [f for f in findings if f.severity == "error"] == [], (length, findings)
+        assert [(f.line, f.rule) for f in findings] == ([] if whole else [(3, "archive-torn")])
+        assert check_archive_change(rel, good, path.read_bytes(), desk.config.desk_id) == findings
+
+
+def test_reader_reports_an_unterminated_fragment(desk: Desk) -> None:
+    path = _file(desk)
+    append_event(desk, "inbound", "one", now=NOW)
+    with path.open("ab") as fh:
+        fh.write(b'{"actor":nu')
+    problems: list[Finding] = []
+    assert [e.record["content"] for e in iter_events(desk, problems=problems)] == ["one"]
+    assert [(p.line, p.rule) for p in problems] == [(2, "archive-torn")]
+
+
+def _three(desk: Desk) -> tuple[Path, bytes, list[bytes]]:
+    for text in ("one", "two", "three", "four"):
+        append_event(desk, "inbound", text, now=NOW)
+    path = _file(desk)
+    return path, path.read_bytes(), _lines(path)
+
+
+def _errors(desk: Desk, path: Path, old: bytes | None, new: bytes) -> list[tuple[int, str]]:
+    found = check_archive_change(f".system/archive/{path.name}", old, new, desk.config.desk_id)
+    return [(f.line, f.rule) for f in found if f.severity == "error"]
+
+
+def test_check_names_a_flipped_byte_at_its_record(desk: Desk) -> None:
+    path, data, lines = _three(desk)
+    flipped = data.replace(b'"two"', b'"twO"')
+    assert _errors(desk, path, None, flipped) == [(2, "archive-chain")]
+    broken = data.replace(b'"two"', b'"two\x00')  # not JSON any more
+    assert _errors(desk, path, None, broken)[0] == (2, "archive-record")
+
+
+def test_check_names_a_deleted_middle_line(desk: Desk) -> None:
+    path, data, lines = _three(desk)
+    new = b"".join(line + b"\n" for i, line in enumerate(lines) if i != 1)
+    assert _errors(desk, path, None, new) == [(2, "archive-chain")]
+
+
+def test_check_names_a_truncated_tail(desk: Desk) -> None:
+    path, data, lines = _three(desk)
+    found = check_archive_change(f".system/archive/{path.name}", None, data[:-10], desk.config.desk_id)
+    assert [(f.line, f.rule) for f in found] == [(4, "archive-torn")]
+    assert _errors(desk, path, data, data[:-10]) == [(4, "archive-append-only")]
+    cut = b"".join(line + b"\n" for line in lines[:2])
+    assert _errors(desk, path, data, cut) == [(3, "archive-append-only")]
+
+
+def test_check_accepts_a_pure_append_and_rejects_rewrites(desk: Desk) -> None:
+    path, data, lines = _three(desk)
+    old = b"".join(line + b"\n" for line in lines[:2])
+    assert _errors(desk, path, old, data) == []
+    assert _errors(desk, path, data, data.replace(b'"one"', b'"uno"')) == [(1, "archive-append-only")]
+    other = check_archive_change(f".system/archive/{path.name}", None, data, "desk-other")
+    assert {(f.line, f.rule) for f in other} == {(n, "archive-record") for n in range(1, 5)}
+    assert _errors(desk, path, None, data + b"[1]\n") == [(5, "archive-record")]
+    assert check_archive_change(".system/archive/notes.txt", None, b"", "d")[0].rule == "archive-record"
+
+
+def test_check_rejects_a_record_in_the_wrong_days_file(desk: Desk) -> None:
+    path, data, lines = _three(desk)
+    found = _errors(desk, path.with_name(path.name.replace("2026-11-29", "2026-11-30")), None, data)
+    assert found and all(rule == "archive-record" for _line, rule in found)
