@@ -1,0 +1,269 @@
+"""The distill policy (DESIGN.md §3, seed 000) as pure functions over fact records.
+
+No files, no git, no clock: `group_facts` and `decide` take facts, the active digest memories and
+the policy, and return what should happen. `desk.digest` turns the plan into files and one commit.
+
+The rules, in the order they apply:
+
+1. Only facts at least `min_age_days` old, of a kind in `policy.kinds` (`outcome` never), count.
+2. Facts with a `key` share a conflict domain per key; facts without one form a domain per kind
+   and normalised content (never merged with keyed facts, never guessed into a key).
+3. Within a domain, facts with the same normalised content are one candidate value. A candidate
+   passes the gate when its importance reaches `min_importance` or it occurs `min_occurrences` times.
+4. No active memory: the strictly best candidate (importance, independent facts, latest time) is
+   promoted; a tie at the top fails closed into a conflict case.
+5. An active memory: facts with its content only add evidence. Another value replaces it only
+   with at least `min_confirmations` independent facts newer than the active value was last seen;
+   older evidence never rolls a newer value back (stale). Ties at the top become a conflict case
+   and the active value stays.
+
+"Independent" means separate fact events: one event id counts once however often it is seen.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from desk.config import DistillPolicy
+from desk.facts import FactRecord
+from desk.memory import name_problem
+from desk.textnorm import content_key, normalize
+
+_SLUG_WORDS = re.compile(r"[a-z0-9]+")
+SLUG_MAX = 48
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One value of a domain: the facts whose normalised content is the same, oldest first."""
+
+    domain: str
+    key: str | None
+    facts: tuple[FactRecord, ...]
+
+    @property
+    def content(self) -> str:
+        return self.facts[0].content  # the first wording stays: later repeats do not churn the file
+
+    @property
+    def content_key(self) -> str:
+        return content_key(self.facts[0].content)
+
+    @property
+    def kind(self) -> str:
+        return self.facts[0].kind
+
+    @property
+    def importance(self) -> int:
+        return max(f.importance for f in self.facts)
+
+    @property
+    def count(self) -> int:
+        return len(self.facts)
+
+    @property
+    def latest(self) -> dt.datetime:
+        return max(f.at for f in self.facts)
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        return tuple(sorted(f.id for f in self.facts))
+
+    def score(self) -> tuple[int, int, dt.datetime]:
+        return (self.importance, self.count, self.latest)
+
+    def newer_than(self, when: dt.datetime) -> Candidate | None:
+        facts = tuple(f for f in self.facts if f.at > when)
+        return replace(self, facts=facts) if facts else None
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A conflict domain: `key:<key>`, or `content:<kind>:<hash>` for facts without a key."""
+
+    id: str
+    key: str | None
+    candidates: tuple[Candidate, ...]
+
+    @property
+    def fact_ids(self) -> tuple[str, ...]:
+        return tuple(sorted(i for c in self.candidates for i in c.evidence))
+
+
+@dataclass(frozen=True)
+class Active:
+    """The active digest memory of a domain, as far as the policy needs it."""
+
+    name: str
+    content: str
+    evidence: tuple[str, ...]
+    last_seen: dt.datetime
+
+    @property
+    def content_key(self) -> str:
+        return content_key(self.content)
+
+
+@dataclass(frozen=True)
+class Tie:
+    """Best candidates with the same score: a conflict case, never a guess."""
+
+    domain: Domain
+    incumbent: Active | None
+    challengers: tuple[Candidate, ...]
+
+
+@dataclass
+class DistillPlan:
+    """What one distill run decided, domain by domain."""
+
+    promote: list[Candidate] = field(default_factory=list)
+    merge: list[tuple[Active, Candidate]] = field(default_factory=list)  # active, same-content facts
+    supersede: list[tuple[Active, Candidate]] = field(default_factory=list)
+    ties: list[Tie] = field(default_factory=list)
+    stale: list[Candidate] = field(default_factory=list)
+    unconfirmed: list[Candidate] = field(default_factory=list)
+    settled: set[str] = field(default_factory=set)  # domains decided without a tie this run
+
+
+def eligible(fact: FactRecord, policy: DistillPolicy, as_of: dt.datetime) -> bool:
+    """Old enough and of a distillable kind."""
+    return fact.kind in policy.kinds and fact.at <= as_of - dt.timedelta(days=policy.min_age_days)
+
+
+def domain_id(fact: FactRecord) -> str:
+    if fact.key is not None:
+        return f"key:{fact.key}"
+    return f"content:{fact.kind}:{content_key(fact.content)}"
+
+
+def group_facts(facts: Iterable[FactRecord], policy: DistillPolicy, as_of: dt.datetime
+                ) -> dict[str, Domain]:
+    """The eligible facts grouped into domains and candidates (deterministic order)."""
+    by_domain: dict[str, dict[str, dict[str, FactRecord]]] = {}
+    keys: dict[str, str | None] = {}
+    for fact in facts:
+        if not eligible(fact, policy, as_of):
+            continue
+        did = domain_id(fact)
+        keys[did] = fact.key
+        by_domain.setdefault(did, {}).setdefault(content_key(fact.content), {})[fact.id] = fact
+    domains = {}
+    for did in sorted(by_domain):
+        candidates = tuple(
+            Candidate(did, keys[did], tuple(sorted(group.values(), key=lambda f: (f.at, f.id))))
+            for _, group in sorted(by_domain[did].items()))
+        domains[did] = Domain(did, keys[did], candidates)
+    return domains
+
+
+def passes_gate(candidate: Candidate, policy: DistillPolicy) -> bool:
+    """Important enough, or repeated often enough."""
+    return candidate.importance >= policy.min_importance or candidate.count >= policy.min_occurrences
+
+
+def _best(candidates: list[Candidate]) -> list[Candidate]:
+    top = max(c.score() for c in candidates)
+    return [c for c in candidates if c.score() == top]
+
+
+def decide(domains: Mapping[str, Domain], actives: Mapping[str, Active],
+           policy: DistillPolicy) -> DistillPlan:
+    """Apply the policy to every domain; `actives` maps domain id to its active memory."""
+    plan = DistillPlan()
+    for did, domain in domains.items():
+        active = actives.get(did)
+        if active is None:
+            _decide_new(domain, policy, plan)
+        else:
+            _decide_active(domain, active, policy, plan)
+    return plan
+
+
+def _decide_new(domain: Domain, policy: DistillPolicy, plan: DistillPlan) -> None:
+    passing = [c for c in domain.candidates if passes_gate(c, policy)]
+    if not passing:
+        plan.settled.add(domain.id)
+        return
+    best = _best(passing)
+    if len(best) > 1:
+        plan.ties.append(Tie(domain, None, tuple(best)))
+        return
+    plan.promote.append(best[0])
+    plan.settled.add(domain.id)
+
+
+def _decide_active(domain: Domain, active: Active, policy: DistillPolicy, plan: DistillPlan) -> None:
+    last_seen = active.last_seen
+    merge: Candidate | None = None
+    challengers: list[tuple[Candidate, Candidate]] = []  # (whole candidate, its newer facts)
+    known = set(active.evidence)
+    for candidate in domain.candidates:
+        if candidate.content_key == active.content_key:
+            fresh = tuple(f for f in candidate.facts if f.id not in known)
+            if fresh:
+                merge = replace(candidate, facts=fresh)
+                last_seen = max(last_seen, merge.latest)  # the active value was seen again
+    for candidate in domain.candidates:
+        if candidate.content_key == active.content_key:
+            continue
+        newer = candidate.newer_than(last_seen)
+        if newer is None:
+            if passes_gate(candidate, policy):
+                plan.stale.append(candidate)  # older evidence never rolls back a newer value
+            continue
+        if newer.count < policy.min_confirmations or not passes_gate(newer, policy):
+            if passes_gate(candidate, policy):
+                plan.unconfirmed.append(candidate)
+            continue
+        challengers.append((candidate, newer))
+    if challengers:
+        top = max(newer.score() for _, newer in challengers)
+        best = [whole for whole, newer in challengers if newer.score() == top]
+        if len(best) > 1:
+            plan.ties.append(Tie(domain, active, tuple(best)))
+            if merge is not None:
+                plan.merge.append((active, merge))
+            return
+        plan.supersede.append((active, best[0]))
+        plan.settled.add(domain.id)
+        return
+    if merge is not None:
+        plan.merge.append((active, merge))
+    plan.settled.add(domain.id)
+
+
+# -- names -------------------------------------------------------------------------------------
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _with_hash(stem: str, seed: str) -> str:
+    stem = stem[:SLUG_MAX + 20].rstrip("._-")
+    return f"{stem}-{_short_hash(seed)}"
+
+
+def memory_name(candidate: Candidate) -> str:
+    """The memory name for a domain: the key itself, else kind, a slug of the content and a hash."""
+    if candidate.key is not None:
+        if name_problem(candidate.key) is None:
+            return candidate.key
+        return _with_hash("k-" + candidate.key, candidate.key)
+    words = _SLUG_WORDS.findall(normalize(candidate.content))
+    slug = ""
+    for word in words:
+        if len(slug) + len(word) + 1 > SLUG_MAX:
+            break
+        slug = f"{slug}-{word}" if slug else word
+    stem = f"{candidate.kind}-{slug}" if slug else candidate.kind
+    return f"{stem}-{candidate.content_key[:8]}"
+
+
+def alternate_name(name: str, domain: str) -> str:
+    """A second name when `name` is taken by a memory of another domain or a person's own."""
+    return _with_hash(name, domain)
