@@ -32,6 +32,7 @@ class ContextBudgets(_Strict):
     """Token budgets per section of `desk context` (DESIGN.md §4)."""
 
     total: int = Field(default=8000, ge=0)
+    project_agents: int = Field(default=1500, ge=0)
     agents: int = Field(default=1500, ge=0)
     soul: int = Field(default=800, ge=0)
     now: int = Field(default=600, ge=0)

@@ -1,0 +1,135 @@
+"""Commands for the read side: recall, context and stats. None of them changes the desk."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from desk.cli.output import emit, json_option, state
+
+PROGRESS_MIN_BYTES = 1 << 20  # show a progress bar only when there is real ingest work
+
+
+class _Progress:
+    """A click progress bar on a terminal for a large cache refresh; silent otherwise."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.shown = 0
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < PROGRESS_MIN_BYTES:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label="indexing the archive for recall",
+                                         file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.shown)
+        self.shown = done
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@click.command("recall")
+@click.argument("query")
+@click.option("--limit", "-n", type=int, default=5, show_default=True,
+              help="How many hits to return, 1 to 10.")
+@click.option("--kind", type=click.Choice(("memory", "conversation", "all")), default="all",
+              show_default=True, help="Search memory files, archived conversation records, or both.")
+@click.option("--as-of", metavar="TIME",
+              help="Evaluate at this UTC time (ISO 8601): recency, expiry, and records after it hidden.")
+@click.option("--ranker", type=click.Choice(("default", "seed", "bm25")), default="default",
+              show_default=True, help="Scoring formula: desk's default, seed 001's baseline, or plain BM25.")
+@click.option("--xml", "as_xml", is_flag=True, help="Print seed 001's <recalled_context> block instead.")
+@json_option
+def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker: str,
+                   as_xml: bool) -> None:
+    """Search memories and archived conversations for QUERY; read-only.
+
+    Each hit carries its scope, provenance (file and commit, or archive event) and the score
+    breakdown. Exit 2 for an empty or punctuation-only query or a limit outside 1..10.
+    """
+    from desk.errors import UsageError
+    from desk.recall import recall, render_text, render_xml
+
+    if as_xml and state().json:
+        raise UsageError("give --json or --xml, not both")
+    progress = _Progress()
+    try:
+        result = recall(state().desk(), query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
+                        progress=progress)
+    finally:
+        progress.close()
+    if as_xml:
+        click.echo(render_xml(result), nl=False)
+        return
+    emit(result.to_json(), lambda: render_text(result))
+
+
+def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
+    from desk.errors import UsageError
+
+    out = {}
+    for value in values:
+        key, sep, number = value.partition("=")
+        if not sep or not number.strip().isdigit():
+            raise UsageError(f"--section-budget wants SECTION=TOKENS, got {value!r}")
+        out[key.strip()] = int(number)
+    return out
+
+
+@click.command("context")
+@click.option("--query", "-q", metavar="TEXT",
+              help="Also inject the bodies of memories whose triggers TEXT hits (none when nothing hits).")
+@click.option("--budget", type=int, metavar="TOKENS", help="Total token budget (default from .system/desk.json).")
+@click.option("--section-budget", "section_budget", multiple=True, metavar="SECTION=TOKENS",
+              help="Override one section's budget, e.g. mistakes=400 (repeatable).")
+@click.option("--project-agents", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
+              help="The current project's AGENTS.md, read first.")
+@click.option("--format", "fmt", type=click.Choice(("markdown", "json")), default="markdown",
+              show_default=True, help="Markdown to inject, or JSON with the sections and token estimates.")
+@click.option("--as-of", metavar="TIME", help="Treat this UTC time as now (which memories are expired).")
+@json_option
+def context_command(query: str | None, budget: int | None, section_budget: tuple[str, ...],
+                    project_agents: Path | None, fmt: str, as_of: str | None) -> None:
+    """Render what the assistant loads at the start of a session (the injection contract).
+
+    Read order: project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, MEMORY.md,
+    then trigger-hit memories. Every section has a budget; what is trimmed is named.
+    """
+    from desk.context import build_context, render_markdown
+    from desk.recall import parse_as_of
+
+    moment = parse_as_of(as_of) if as_of else None
+    result = build_context(state().desk(), query=query, budget=budget,
+                           section_budgets=_section_budgets(section_budget),
+                           project_agents=project_agents, as_of=moment)
+    if fmt == "json" or state().json:
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(render_markdown(result), nl=False)
+
+
+@click.command("stats")
+@click.option("--unverified-days", type=click.IntRange(min=1), default=180, show_default=True,
+              help="A memory not updated for this many days counts as long-unverified.")
+@json_option
+def stats_command(unverified_days: int) -> None:
+    """Memories by type, the resident index's token cost against the bodies', stale memories, archive size."""
+    from desk.stats import desk_stats, render_text
+
+    stats = desk_stats(state().desk(), unverified_days=unverified_days)
+    emit(stats.to_json(), lambda: render_text(stats))
+
+
+COMMANDS = [recall_command, context_command, stats_command]
