@@ -41,13 +41,14 @@ from desk.errors import DeskError, Finding, UsageError
 from desk.lock import desk_lock
 
 __all__ = ["ArchiveEvent", "ArchiveWriter", "append_event", "iter_events", "check_archive_change",
-           "archive_files", "clone_id", "ARCHIVE_DIR"]
+           "archive_files", "clone_id", "find_event", "read_events", "ARCHIVE_DIR"]
 
 CLONE_ID_FILE = "desk-clone-id"
 # The archive has its own lock, not the desk lock: a memory commit holds the desk lock for the
 # whole `git commit` (tens of ms, more with hooks), and the harness's appends must not queue behind
 # it. `desk checkpoint` takes both (desk lock first, always in that order) while it commits.
 ARCHIVE_LOCK = "desk-archive.lock"
+MAX_OPEN_FILES = 64
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,11 @@ class ArchiveWriter:
     def _open(self, rel: str) -> _Open:
         state = self._files.get(rel)
         if state is None:
+            if len(self._files) >= MAX_OPEN_FILES:  # an import spanning years of days
+                self.flush()
+                for other in self._files.values():
+                    os.close(other.fd)
+                self._files.clear()
             path = self.desk.path(rel)
             if not path.parent.is_dir():
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +212,7 @@ def append_event(desk: Desk, kind: str, content: str | None = None, *,
     event = build_event(kind, content, payload=payload, session=session, actor=actor, at=at,
                         meta=meta, redact=redact, now=now)
     with ArchiveWriter(desk) as writer:
-        return writer.append(event, now)
+        return dict(sorted(writer.append(event, now).items()))
 
 
 def archive_files(desk: Desk) -> list[ArchiveFile]:
@@ -299,3 +305,16 @@ def head_hash(data: bytes) -> str | None:
     begin = data.rfind(b"\n", 0, end) + 1
     return line_hash(data[begin:end])
 
+
+
+def find_event(desk: Desk, event_id: str) -> ArchiveEvent:
+    """The event with `event_id`; its file is named in the id, so only that file is read."""
+    m = re.fullmatch(r"\d{8}T\d{12}Z-([0-9a-z]{4,40})-(\d{4})(\d{2})(\d{2})-\d{6,}", event_id.strip())
+    if not m:
+        raise UsageError(f"{event_id!r} is not an archive event id (see `desk archive list`)")
+    rel = ArchiveFile(f"{m.group(2)}-{m.group(3)}-{m.group(4)}", m.group(1)).rel
+    if desk.path(rel).is_file():
+        for event in read_events(desk, rel):
+            if event.record.get("id") == event_id.strip():
+                return event
+    raise DeskError(f"no archive event {event_id}", hint="list events with `desk archive list`")
