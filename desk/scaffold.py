@@ -33,10 +33,11 @@ class InitResult:
     path: Path
     commit: str | None = None
     kept: list[str] = field(default_factory=list)  # files that were already there, left untouched
+    hooks: str | None = None  # why the git hooks were not installed (None: installed)
 
     def to_json(self) -> dict[str, object]:
         return {"status": self.status, "path": str(self.path), "commit": self.commit,
-                "kept": self.kept}
+                "kept": self.kept, "hooks_not_installed": self.hooks}
 
 
 def template_bytes(name: str) -> bytes:
@@ -85,6 +86,12 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
     with transaction(desk) as tx:
         message = commit_message("init: new desk", {"Desk-Op": "init", "Desk-Actor": "user"})
         sha = tx.commit(writes, message)
+    from desk.hooks import install
+
+    try:
+        install(path)  # the pre-commit and commit-msg hooks: hand edits pass the same gate
+    except DeskError as exc:  # core.hooksPath set: the desk works; the person wires the hooks
+        return InitResult("created", path, sha, kept, f"{exc.message}. {exc.hint}")
     return InitResult("created", path, sha, kept)
 
 

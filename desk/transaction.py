@@ -58,7 +58,11 @@ class Transaction:
             added = [p for p in paths if writes[p] is not None and before[p] is None]
             if added:
                 self.desk.git.add(added)
-            return self.desk.git.commit(message, paths)
+            # The one gate (DESIGN.md §1.3): the hook's rules, in process; the hook then skips them.
+            from desk.validate import VALIDATED_ENV, require_valid
+
+            require_valid(self.desk, writes, message)
+            return self.desk.git.with_env(**{VALIDATED_ENV: "1"}).commit(message, paths)
         except BaseException:
             self._restore(before)
             raise

@@ -48,6 +48,22 @@ def _register() -> None:
 
     for command in memory.COMMANDS:
         cli.add_command(command)
+    from desk.cli import guard  # noqa: E402 - GUARD: validate, hooks, edit, doctor
+
+    for command in guard.COMMANDS:
+        cli.add_command(command)
+    from desk.cli import read  # noqa: E402 - RECALL: recall, context, stats
+
+    for command in read.COMMANDS:
+        cli.add_command(command)
+    from desk.cli import digest  # noqa: E402 - DIGEST: fact add, digest, conflicts
+
+    for command in digest.COMMANDS:
+        cli.add_command(command)
+    from desk.cli import working  # noqa: E402 - ARCHIVE: archive, checkpoint, now, mistake, conversations
+
+    for command in working.COMMANDS:
+        cli.add_command(command)
 
 
 _register()

@@ -1,0 +1,119 @@
+"""Commands that guard the desk: validate, hooks, edit, doctor."""
+
+from __future__ import annotations
+
+import click
+
+from desk.cli.output import emit, json_option, state
+
+
+@click.command("validate")
+@click.option("--staged", "mode", flag_value="staged", default=True,
+              help="Check what is staged for commit (the staged blobs, not the work tree). Default.")
+@click.option("--all", "mode", flag_value="all",
+              help="Check every desk file in the work tree, and the whole memory index.")
+@json_option
+def validate_command(mode: str) -> None:
+    """Run the desk's rules: the same gate the hooks and every desk write use.
+
+    Prints one line per finding, `path:line: rule-id: message`, with how to fix it. Exit 3 when
+    any error is found; warnings alone exit 0. The rules are listed in docs/guard.md.
+    """
+    from desk.validate import validate_all, validate_staged
+
+    desk = state().desk()
+    report = validate_all(desk) if mode == "all" else validate_staged(desk)[0]
+
+    def human() -> str:
+        lines = [str(f) + ("" if f.severity == "error" else " (warning)") for f in report.findings]
+        errors = len(report.errors)
+        lines.append(f"{'ok' if not errors else 'rejected'}: {report.checked} file(s) checked, "
+                     f"{errors} error(s), {len(report.findings) - errors} warning(s)")
+        return "\n".join(lines)
+
+    emit({"mode": mode, **report.to_json()}, human)
+    if not report.ok:
+        click.get_current_context().exit(3)
+
+
+@click.group("hooks")
+def hooks_group() -> None:
+    """Install or remove desk's git hooks (pre-commit and commit-msg)."""
+
+
+@hooks_group.command("install")
+@json_option
+def hooks_install_command() -> None:
+    """Install the hooks in the desk's git dir; an existing hook is kept and still runs first.
+
+    Refused when core.hooksPath is set: the message says how to wire the hooks by hand.
+    """
+    from desk.hooks import install
+
+    result = install(state().desk().root)
+    emit(result.to_json(), lambda: "\n".join(f"{h}: {a}" for h, a in result.actions.items()))
+
+
+@hooks_group.command("uninstall")
+@json_option
+def hooks_uninstall_command() -> None:
+    """Remove desk's hooks and restore the hooks they had replaced."""
+    from desk.hooks import uninstall
+
+    result = uninstall(state().desk().root)
+    emit(result.to_json(), lambda: "\n".join(f"{h}: {a}" for h, a in result.actions.items()))
+
+
+@hooks_group.command("run", hidden=True, context_settings={"ignore_unknown_options": True})
+@click.argument("hook")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def hooks_run_command(hook: str, args: tuple[str, ...]) -> None:
+    """What an installed hook runs when the Python that installed it is gone."""
+    from desk.hooks import main
+
+    click.get_current_context().exit(main([hook, *args]))
+
+
+@click.command("edit")
+@click.argument("name")
+@click.option("--actor", type=click.Choice(("user", "assistant")), default="user", show_default=True,
+              help="Who is making the change (the Desk-Actor trailer).")
+@json_option
+def edit_command(name: str, actor: str) -> None:
+    """Open the memory NAME in $VISUAL or $EDITOR, validate it on save, and commit it.
+
+    A new NAME starts from a template. When the saved file breaks a rule you can edit it again
+    or abort (nothing changes). Commits with `Desk-Op: edit`.
+    """
+    from desk.edit import edit_memory
+
+    def ask(findings: str) -> bool:
+        click.echo(findings, err=True)
+        return click.confirm("Edit again? (no aborts and changes nothing)", default=True, err=True)
+
+    result = edit_memory(state().desk(), name, actor=actor, ask=ask)
+    emit(result.to_json(), lambda: f"{result.status}: {result.path}"
+         + (f" (commit {result.commit[:7]})" if result.commit else ""))
+
+
+@click.command("doctor")
+@click.option("--repair", is_flag=True,
+              help="Fix what is safe to fix; list what needs a person. Never discards uncommitted edits.")
+@click.option("--commits", type=click.IntRange(min=0), default=200, show_default=True,
+              help="How many recent commits to check for rule breaks that bypassed the hooks.")
+@json_option
+def doctor_command(repair: bool, commits: int) -> None:
+    """Check the desk's health: stale index, invalid files, commits that bypassed the hooks,
+    leftover temporary files, a torn archive tail, interrupted mutations, a stale index.lock.
+
+    Exit 3 when a problem remains (after --repair: one that needs a person).
+    """
+    from desk.doctor import diagnose
+
+    report = diagnose(state().desk(), repair=repair, commits=commits)
+    emit(report.to_json(), report.text)
+    if not report.ok:
+        click.get_current_context().exit(3)
+
+
+COMMANDS = [validate_command, hooks_group, edit_command, doctor_command]

@@ -1,0 +1,483 @@
+"""`desk validate`: the one gate every write path passes (DESIGN.md §1, principle 3).
+
+The same rules run in three places: in process before each of desk's own commits
+(`validate_writes`, called by `Transaction.commit`), in the git hooks and `desk validate --staged`
+(`validate_staged`: the staged blobs, never the work tree), and over the whole desk
+(`validate_all`: `desk validate --all`, `desk doctor`). Each rule has an id (docs/guard.md):
+
+  memory files      frontmatter/name rules of desk.memory, `memory-path`, `memory-name-case`,
+                    warnings `memory-expired`, `memory-no-triggers`
+  MEMORY.md         `index-stale`: it must equal the index regenerated from the same memory files
+  archive           `archive-append-only`, `archive-record`, `archive-chain` (desk.archive)
+  commit message    `soul-unauthorized`, `digest-now` (need the message: commit-msg hook, in process)
+  secrets           `secret` (desk.secrets; allowed only by fingerprint in .system/desk.json)
+  any desk file     `symlink`, `binary`, `encoding`, `file-size`, `config`
+
+`--staged` costs in proportion to the change: one `git diff --cached --raw` names the changed blobs,
+only those are read and parsed, and the MEMORY.md rule gets the other memories' index entries from
+the blob-keyed cache over `git ls-files -s memory/`. Heavy modules (pydantic, YAML) are imported
+only when a memory or config file is actually checked, so the commit-msg hook stays cheap.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from desk.errors import Finding
+from desk.git import Git, blob_sha
+
+if TYPE_CHECKING:
+    from desk.desk import Desk
+
+INDEX_FILE = "MEMORY.md"
+MEMORY_DIR = "memory/"
+ARCHIVE_DIR = ".system/archive/"
+CONFIG_FILE = ".system/desk.json"
+ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE, "MISTAKES.md",
+                        ".gitattributes", ".gitignore"})
+MANAGED_DIRS = (MEMORY_DIR, "journal/", "conversations/", ".system/", "users/", "projects/")
+UNMANAGED_DIRS = (".system/cache/",)  # derived, git-ignored
+SECRET_FILES = frozenset({"NOW.md", "MISTAKES.md", "USER.md"})
+SECRET_DIRS = (MEMORY_DIR, "journal/")
+TEXT_LIMIT = 1 << 20  # 1 MiB for a hand-written text file
+LARGE_LIMIT = 64 << 20  # archive files and the generated index grow with the desk
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+SYMLINK_MODE = "120000"
+GITLINK_MODE = "160000"
+VALIDATED_ENV = "DESK_VALIDATED"  # set on desk's own commits; the shell hooks skip Python for them
+
+Read = Callable[[list[str]], Mapping[str, bytes]]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path as the commit (or the check) will have it."""
+
+    path: str
+    new: bytes | None  # None: deleted
+    mode: str = "100644"
+    old_blob: str | None = None  # the blob at HEAD, when there was one
+
+
+@dataclass
+class Report:
+    """The findings of one validation run, errors and warnings."""
+
+    findings: list[Finding] = field(default_factory=list)
+    checked: int = 0
+    fixed: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": "ok" if self.ok else "rejected", "checked": self.checked,
+                "errors": len(self.errors), "warnings": len(self.findings) - len(self.errors),
+                "findings": [f.to_json() for f in self.findings], "fixed": self.fixed}
+
+
+def is_managed(path: str) -> bool:
+    """Whether desk's rules apply to `path` (the desk's own files, not a person's extras)."""
+    if path.startswith(UNMANAGED_DIRS):
+        return False
+    return path in ROOT_FILES or path.startswith(MANAGED_DIRS)
+
+
+def memory_name(path: str) -> str | None:
+    """The stem of `memory/<stem>.md`, else None."""
+    if path.startswith(MEMORY_DIR) and path.endswith(".md") and "/" not in path[len(MEMORY_DIR):]:
+        return path[len(MEMORY_DIR):-3]
+    return None
+
+
+# -- the commit message rules -----------------------------------------------------------------
+
+
+def parse_trailers(message: str) -> dict[str, list[str]]:
+    """`Key: value` lines of the message's last paragraph, keys lower-cased (comments dropped)."""
+    lines = [line for line in message.splitlines() if not line.startswith("#")]
+    paragraphs = "\n".join(lines).strip().split("\n\n")
+    if len(paragraphs) < 2:
+        return {}
+    trailers: dict[str, list[str]] = {}
+    for line in paragraphs[-1].splitlines():
+        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9-]*):\s*(.*?)\s*$", line)
+        if match:
+            trailers.setdefault(match.group(1).lower(), []).append(match.group(2))
+    return trailers
+
+
+def check_message(message: str, changed: Collection[str]) -> list[Finding]:
+    """Rules that need the commit message: who may change SOUL.md, what a digest may touch."""
+    trailers = parse_trailers(message)
+    findings = []
+    actors = {value.lower() for value in trailers.get("desk-actor", [])}
+    authorized = [value for value in trailers.get("desk-authorized-by", []) if value]
+    if "SOUL.md" in changed and "assistant" in actors and not authorized:
+        findings.append(Finding(
+            "SOUL.md", 1, "soul-unauthorized",
+            "the assistant may not change SOUL.md silently; add a `Desk-Authorized-By: <person>` "
+            "trailer naming who allowed it, or leave SOUL.md out of this commit"))
+    ops = {value.lower() for value in trailers.get("desk-op", [])}
+    if "digest" in ops and "NOW.md" in changed:
+        findings.append(Finding(
+            "NOW.md", 1, "digest-now",
+            "a digest commit (Desk-Op: digest) never changes NOW.md, which belongs to the "
+            "assistant's work; leave NOW.md out of the digest commit"))
+    return findings
+
+
+# -- per-file rules ---------------------------------------------------------------------------
+
+
+def _line_at(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def check_file(change: Change, *, desk_id: str, allow: Collection[str], now: dt.datetime,
+               old: bytes | None = None) -> list[Finding]:
+    """The rules for one changed path (its content as it will be committed)."""
+    path, data = change.path, change.new
+    if path.startswith(ARCHIVE_DIR) and path.endswith(".jsonl"):
+        return _check_archive(path, old, data, desk_id)
+    if data is None:
+        return []
+    if change.mode == SYMLINK_MODE:
+        return [Finding(path, 1, "symlink", "desk files must be regular files, not symlinks; "
+                        "replace the link with the file itself")]
+    if change.mode == GITLINK_MODE:
+        return [Finding(path, 1, "binary", "a submodule cannot live inside a desk folder; remove it")]
+    limit = LARGE_LIMIT if path in (INDEX_FILE,) or path.startswith(".system/") else TEXT_LIMIT
+    if len(data) > limit:
+        return [Finding(path, 1, "file-size", f"file is {len(data)} bytes; the limit is {limit}: "
+                        "split it or move the bulk out of the desk")]
+    if memory_name(path) is not None:
+        return _check_memory(path, data, allow, now)
+    if path.startswith(MEMORY_DIR) and not path.endswith("/.gitkeep"):
+        return [Finding(path, 1, "memory-path", "memory/ holds only <name>.md files; move this "
+                        "file out of memory/")]
+    nul = data.find(b"\0")
+    if nul >= 0:
+        return [Finding(path, _line_at(data, nul), "binary",
+                        "file holds NUL bytes; desk stores text only: move binary files out of the desk")]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [Finding(path, _line_at(data, exc.start), "encoding",
+                        f"invalid UTF-8 at byte {exc.start}; save the file as UTF-8")]
+    findings = []
+    if path == CONFIG_FILE:
+        findings += _check_config(data, old)
+    if path in SECRET_FILES or path.startswith(SECRET_DIRS):
+        findings += secret_findings(path, text, allow)
+    return findings
+
+
+def secret_findings(path: str, text: str, allow: Collection[str]) -> list[Finding]:
+    from desk.secrets import scan
+
+    return [Finding(path, s.line, "secret",
+                    f"{s.kind} ({s.preview}); remove it from the file, or if it is not a secret "
+                    f"allow exactly this finding: add \"{s.fingerprint}\" to secrets.allow in "
+                    f"{CONFIG_FILE}") for s in scan(text, allow=allow)]
+
+
+def _check_memory(path: str, data: bytes, allow: Collection[str], now: dt.datetime) -> list[Finding]:
+    from desk.errors import InvalidFileError
+    from desk.memory import name_problem, parse_memory
+
+    stem = memory_name(path) or ""
+    problem = name_problem(stem)
+    if problem:
+        return [Finding(path, 1, "memory-name", f"file name {stem!r}: {problem}; rename the file")]
+    try:
+        memory = parse_memory(data, path, stem)
+    except InvalidFileError as exc:
+        return list(exc.findings)
+    findings = []
+    if memory.is_expired(now):
+        findings.append(Finding(path, 1, "memory-expired",
+                                "memory has expired and is no longer injected; `desk forget "
+                                f"{stem}` or move `expires` later", "warning"))
+    if not memory.meta.triggers:
+        findings.append(Finding(path, 1, "memory-no-triggers",
+                                "memory has no triggers, so recall never injects its body; add "
+                                "`triggers: [word, ...]`", "warning"))
+    findings += secret_findings(path, data.decode("utf-8"), allow)
+    return findings
+
+
+def _check_archive(path: str, old: bytes | None, new: bytes | None, desk_id: str) -> list[Finding]:
+    if new is None:
+        return [Finding(path, 1, "archive-append-only",
+                        "archive files are never deleted; restore it (`git restore --staged "
+                        f"--worktree -- {path}`)")]
+    from desk.archive import check_archive_change
+
+    return check_archive_change(path, old, new, desk_id)
+
+
+def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
+    import json
+
+    from pydantic import ValidationError
+
+    from desk.config import DeskConfig
+
+    try:
+        config = DeskConfig.model_validate(json.loads(data))
+        desk_id = json.loads(old).get("desk_id") if old else None
+    except json.JSONDecodeError as exc:
+        return [Finding(CONFIG_FILE, exc.lineno, "config", f"invalid JSON: {exc.msg}")]
+    except (ValidationError, AttributeError) as exc:
+        if not isinstance(exc, ValidationError):
+            return []  # the committed config was not an object: nothing to compare against
+        return [Finding(CONFIG_FILE, 1, "config", f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}")
+                for e in exc.errors()]
+    if desk_id and config.desk_id != desk_id:
+        return [Finding(CONFIG_FILE, 1, "config", f"desk_id changed from {desk_id!r}; a desk keeps "
+                        "its id for life (archive records carry it)")]
+    return []
+
+
+# -- the rules over the memory set ----------------------------------------------------------
+
+
+def check_memory_set(desk: Desk, files: Mapping[str, str], index: bytes | None, read: Read,
+                     changed: Collection[str]) -> tuple[list[Finding], bytes | None]:
+    """`memory-name-case` for changed names and `index-stale`; returns the regenerated index.
+
+    `files` is every memory file of the commit (`{path: blob}`), `index` the MEMORY.md it commits.
+    """
+    from desk.errors import InvalidFileError
+    from desk.index import load_entries, render_index
+
+    findings = []
+    by_lower: dict[str, list[str]] = {}
+    for path in files:
+        by_lower.setdefault(path.lower(), []).append(path)
+    for path in sorted(changed):
+        others = [p for p in by_lower.get(path.lower(), []) if p != path]
+        if others and path in files:
+            findings.append(Finding(path, 1, "memory-name-case",
+                                    f"name differs from {others[0]} only in case; names must be "
+                                    "unique ignoring case: rename one of them"))
+    valid = {p: b for p, b in files.items() if memory_name(p) is not None}
+    for _ in range(len(valid) + 1):
+        try:
+            entries = load_entries(desk, valid, read)
+            break
+        except InvalidFileError as exc:
+            # An invalid file is reported by its own rule; the index is checked over the rest.
+            bad = {f.path for f in exc.findings} & set(valid)
+            if not bad:
+                raise
+            valid = {p: b for p, b in valid.items() if p not in bad}
+    expected = render_index(entries.values())
+    if index != expected:
+        line = _first_difference(index or b"", expected)
+        findings.append(Finding(INDEX_FILE, line, "index-stale",
+                                "MEMORY.md does not match memory/; it is generated: run `desk "
+                                "reindex` (the pre-commit hook regenerates it in the work tree)"))
+    return findings, expected
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    for number, (x, y) in enumerate(zip(a.split(b"\n"), b.split(b"\n")), start=1):
+        if x != y:
+            return number
+    return min(a.count(b"\n"), b.count(b"\n")) + 1
+
+
+# -- the three entry points ---------------------------------------------------------------
+
+
+def _run(desk: Desk, changes: list[Change], memory_files: Callable[[], dict[str, str]],
+         index: Callable[[], bytes | None], read: Read, message: str | None,
+         now: dt.datetime | None, *, whole: bool = False) -> tuple[Report, bytes | None]:
+    """The rules over `changes`; the memory-set rules when memory/ or MEMORY.md changed (or `whole`)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    managed = [c for c in changes if is_managed(c.path)]
+    report = Report(checked=len(managed))
+    if not managed and message is None and not whole:
+        return report, None
+    config = desk.config
+    allow = frozenset(config.secrets.allow)
+    olds = read([c.old_blob for c in managed
+                 if c.old_blob and (c.path.startswith(ARCHIVE_DIR) or c.path == CONFIG_FILE)])
+    for change in managed:
+        old = olds.get(change.old_blob) if change.old_blob else None
+        report.findings += check_file(change, desk_id=config.desk_id, allow=allow, now=now, old=old)
+    changed = {c.path for c in changes}
+    regenerated = None
+    if whole or INDEX_FILE in changed or any(p.startswith(MEMORY_DIR) for p in changed):
+        found, regenerated = check_memory_set(desk, memory_files(), index(), read,
+                                              [p for p in changed if memory_name(p) is not None])
+        report.findings += found
+    if message is not None:
+        report.findings += check_message(message, changed)
+    return report, regenerated
+
+
+def staged_changes(git: Git) -> list[Change]:
+    """What the commit being made changes, with the staged content of each changed blob."""
+    out = git.run("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev",
+                  *([] if git.head() else [EMPTY_TREE]), read_only=True)
+    records = out.split(b"\0")
+    raw = []
+    for meta, path in zip(records[0::2], records[1::2]):
+        if not meta:
+            break
+        old_mode, new_mode, old_sha, new_sha, status = meta.decode().lstrip(":").split()
+        raw.append((path.decode("utf-8", "surrogateescape"), new_mode, old_sha, new_sha, status))
+    wanted = [sha for path, mode, _, sha, status in raw
+              if status != "D" and is_managed(path) and mode not in (SYMLINK_MODE, GITLINK_MODE)]
+    blobs = git.read_blobs(wanted)
+    null = "0" * 40
+    return [Change(path, None if status == "D" else blobs.get(sha, b""), mode,
+                   None if old_sha == null else old_sha)
+            for path, mode, old_sha, sha, status in raw]
+
+
+def validate_staged(desk: Desk, git: Git | None = None, *, message: str | None = None,
+                    now: dt.datetime | None = None) -> tuple[Report, bytes | None]:
+    """Validate what is staged for commit (the hooks, `desk validate --staged`).
+
+    `git` should keep the hook's GIT_INDEX_FILE (a `git commit -- paths` stages into a temporary
+    index). Returns the report and, when the MEMORY.md rule ran, the regenerated index.
+    """
+    git = git or staged_git(desk.root)
+    changes = staged_changes(git)
+    staged_index = git.run("ls-files", "-s", "-z", "--", INDEX_FILE, read_only=True)
+
+    def index() -> bytes | None:
+        if not staged_index:
+            return None
+        sha = staged_index.split()[1].decode()
+        return git.read_blobs([sha])[sha]
+
+    return _run(desk, changes, lambda: git.ls_staged(MEMORY_DIR), index, _reader(git), message, now)
+
+
+def validate_writes(desk: Desk, writes: Mapping[str, bytes | None], message: str,
+                    now: dt.datetime | None = None) -> Report:
+    """Validate one of desk's own commits in process: exactly `writes` on top of HEAD."""
+    head = desk.git.head()
+    old = desk.git.run("ls-tree", "-z", "--full-tree", head, "--", *writes,
+                       read_only=True) if head else b""
+    old_blobs = {}
+    for record in old.split(b"\0"):
+        if record:
+            meta, path = record.split(b"\t", 1)
+            old_blobs[path.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+    changes = [Change(p, data, "100644", old_blobs.get(p)) for p, data in sorted(writes.items())]
+    new_blobs = {blob_sha(data): data for data in writes.values() if data is not None}
+    base_read = _reader(desk.git)
+
+    def read(shas: list[str]) -> Mapping[str, bytes]:
+        found = {s: new_blobs[s] for s in shas if s in new_blobs}
+        found.update(base_read([s for s in shas if s not in new_blobs]))
+        return found
+
+    def memory_files() -> dict[str, str]:
+        files = desk.git.ls_tree(head, MEMORY_DIR) if head else {}
+        for path, data in writes.items():
+            if path.startswith(MEMORY_DIR):
+                if data is None:
+                    files.pop(path, None)
+                else:
+                    files[path] = blob_sha(data)
+        return files
+
+    def index() -> bytes | None:
+        if INDEX_FILE in writes:
+            return writes[INDEX_FILE]
+        return desk.git.blob_at(head, INDEX_FILE) if head else None
+
+    report, _ = _run(desk, changes, memory_files, index, read, message, now)
+    return report
+
+
+def validate_all(desk: Desk, now: dt.datetime | None = None) -> Report:
+    """Every desk file in the work tree (tracked or not ignored): `desk validate --all`."""
+    git = desk.git
+    out = git.run("ls-files", "-z", "--cached", "--others", "--exclude-standard", read_only=True)
+    paths = sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
+    head = git.head()
+    archive_head = git.ls_tree(head, ARCHIVE_DIR) if head else {}
+    changes = []
+    contents: dict[str, bytes] = {}
+    for path in paths:
+        if not is_managed(path):
+            continue
+        full = desk.path(path)
+        if full.is_symlink():
+            changes.append(Change(path, b"", SYMLINK_MODE))
+            continue
+        try:
+            data = full.read_bytes()
+        except FileNotFoundError:
+            continue  # deleted in the work tree, not yet committed
+        contents[blob_sha(data)] = data
+        changes.append(Change(path, data, "100644", archive_head.get(path)))
+    base_read = _reader(git)
+
+    def read(shas: list[str]) -> Mapping[str, bytes]:
+        found = {s: contents[s] for s in shas if s in contents}
+        found.update(base_read([s for s in shas if s not in contents]))
+        return found
+
+    memory = {c.path: blob_sha(c.new) for c in changes
+              if memory_name(c.path) is not None and c.new is not None and c.mode != SYMLINK_MODE}
+    index_path = desk.path(INDEX_FILE)
+    index = index_path.read_bytes() if index_path.is_file() else None
+    report, _ = _run(desk, changes, lambda: memory, lambda: index, read, None, now, whole=True)
+    return report
+
+
+def staged_git(root: Path) -> Git:
+    """A Git for the repository being committed that keeps the hook's index variables.
+
+    git exports GIT_INDEX_FILE (a temporary index for `git commit -- paths`) and may export a
+    relative GIT_DIR; they are made absolute so they hold from the work tree root too.
+    """
+    absolute = {key: os.path.abspath(os.environ[key]) for key in ("GIT_INDEX_FILE", "GIT_DIR")
+                if os.environ.get(key)}
+    return Git(root, hook_env=True).with_env(**absolute)
+
+
+def _reader(git: Git) -> Read:
+    return lambda shas: git.read_blobs(shas) if shas else {}
+
+
+def fix_index(desk: Desk, regenerated: bytes) -> bool:
+    """Write the regenerated MEMORY.md into the work tree (the pre-commit fixer); True if changed."""
+    from desk.atomic import atomic_write
+
+    path = desk.path(INDEX_FILE)
+    if path.is_file() and path.read_bytes() == regenerated:
+        return False
+    atomic_write(path, regenerated)
+    return True
+
+
+def require_valid(desk: Desk, writes: Mapping[str, bytes | None], message: str,
+                  now: dt.datetime | None = None) -> Report:
+    """`validate_writes`, raising InvalidFileError (exit 3) when any rule fails."""
+    from desk.errors import InvalidFileError
+
+    report = validate_writes(desk, writes, message, now)
+    if not report.ok:
+        raise InvalidFileError(report.errors, hint="nothing was committed; fix the findings above")
+    return report
