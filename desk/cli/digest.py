@@ -1,0 +1,118 @@
+"""Commands for facts, the nightly digest and the conflict review queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from desk.cli.output import emit, json_option, read_text_arg, state
+
+FACT_KINDS = ("decision", "convention", "pitfall", "outcome")
+
+
+@click.group("fact")
+def fact_group() -> None:
+    """Structured facts: raw evidence that `desk digest` distils into memories."""
+
+
+@fact_group.command("add")
+@click.argument("text")
+@click.option("--kind", required=True, type=click.Choice(FACT_KINDS),
+              help="decision, convention or pitfall can become memories; outcome never does.")
+@click.option("--importance", required=True, type=click.IntRange(1, 5),
+              help="1 (minor) to 5 (critical); 4 or more is promoted without repetition.")
+@click.option("--key", metavar="K",
+              help="The question this fact answers, e.g. runtime.python-version (lowercase words "
+                   "joined by . _ -): facts sharing a key compete, and a newer value supersedes.")
+@click.option("--session", metavar="S", help="The session the fact came from.")
+@click.option("--actor", metavar="A", help="Who stated it (user, assistant, a tool).")
+@click.option("--at", metavar="TIME", help="When it was stated (UTC, ISO 8601; default now).")
+@click.option("--no-redact", is_flag=True, help="Store known secret patterns as they are.")
+@json_option
+def fact_add_command(text: str, kind: str, importance: int, key: str | None, session: str | None,
+                     actor: str | None, at: str | None, no_redact: bool) -> None:
+    """Validate a fact and append it to the archive (kind `fact`); prints its event id.
+
+    TEXT is the fact itself; `-` reads it from stdin. Not committed on its own: `desk checkpoint`
+    or `desk digest` commits archive growth. Exit 3 for an invalid fact, with nothing written.
+    """
+    from desk.facts import add_fact
+
+    content = read_text_arg(text, None, "fact")
+    record = add_fact(state().desk(), content, kind=kind, importance=importance, key=key,
+                      session=session, actor=actor, at=at, redact=not no_redact)
+    emit(record, str(record["id"]))
+
+
+@click.command("digest")
+@click.option("--date", "date", metavar="D", help="The day to journal, YYYY-MM-DD (default: the day of --as-of).")
+@click.option("--as-of", "as_of", metavar="TIME",
+              help="The run's clock (UTC, ISO 8601; default now): later events are not seen, and "
+                   "facts count once they are old enough relative to it.")
+@click.option("--summarizer", metavar="CMD",
+              help="A command that reads the day's events as JSONL on stdin and prints a Markdown "
+                   "narrative (e.g. an LLM CLI); checked for size and secrets before it is used.")
+@json_option
+def digest_command(date: str | None, as_of: str | None, summarizer: str | None) -> None:
+    """Write journal/D.md and distil old facts into memories, in one commit.
+
+    Facts at least 30 days old, of kind decision/convention/pitfall, important (>= 4) or repeated,
+    become memory files (source: digest). A new value replaces a keyed memory only with 2 newer
+    confirmations; ties go to .system/conflicts.json. Never writes NOW.md. No commit when nothing
+    changed, so running it twice commits once.
+    """
+    from desk.digest import digest
+
+    result = digest(state().desk(), date=date, as_of=as_of, summarizer=summarizer)
+    emit(result.to_json(), lambda: _digest_text(result.to_json()))
+
+
+@click.command("conflicts")
+@click.option("--all", "show_all", is_flag=True, help="Include superseded and resolved cases.")
+@json_option
+def conflicts_command(show_all: bool) -> None:
+    """List the conflict cases the digest opened (tied candidates waiting for a person)."""
+    from desk.conflicts import CONFLICTS_FILE, open_cases, parse_queue
+
+    desk = state().desk()
+    path = desk.path(CONFLICTS_FILE)
+    cases = parse_queue(path.read_bytes() if path.is_file() else None)
+    shown = cases if show_all else open_cases(cases)
+
+    def human() -> str:
+        if not shown:
+            return "no open conflict cases" if not show_all else "no conflict cases"
+        lines = []
+        for case in shown:
+            lines.append(f"{case['id']}  {case.get('key') or case['domain']}  revision {case['revision']}"
+                         f"  {case['status']}")
+            for cand in case.get("candidates", []):
+                lines.append(f"  {cand['id']}  {cand['role']:<10}  {cand['content']}  "
+                             f"({len(cand['evidence'])} evidence)")
+        return "\n".join(lines)
+
+    emit({"cases": shown}, human)
+
+
+def _digest_text(data: dict[str, Any]) -> str:
+    if data["status"] == "unchanged":
+        head = f"digest {data['date']}: nothing changed"
+    else:
+        head = f"digest {data['date']}: committed {str(data['commit'])[:7]}"
+    lines = [head, f"  journal: {data['journal']} ({data['events']} events)"]
+    for label in ("promoted", "merged", "superseded"):
+        if data[label]:
+            lines.append(f"  {label}: {', '.join(data[label])}")
+    if data["conflicts"]:
+        lines.append(f"  conflict cases opened: {', '.join(data['conflicts'])} (see `desk conflicts`)")
+    if data["stale"] or data["unconfirmed"]:
+        lines.append(f"  stale challengers: {data['stale']}, awaiting confirmation: {data['unconfirmed']}")
+    for skip in data["skipped"]:
+        lines.append(f"  skipped {skip['domain']}: {skip['reason']}")
+    if data["invalid_facts"]:
+        lines.append(f"  {data['invalid_facts']} invalid fact events ignored")
+    return "\n".join(lines)
+
+
+COMMANDS = [fact_group, digest_command, conflicts_command]

@@ -1,0 +1,332 @@
+"""`desk digest`: the day's journal and the distilled memories, in one commit (DESIGN.md §3, path C).
+
+One run reads the archive (the day's events for `journal/D.md`, every fact old enough for the
+distill policy), decides with the pure policy in `desk.distill`, and commits the journal, the memory
+files it promoted, merged or superseded, MEMORY.md and `.system/conflicts.json` together, with
+trailers counting what happened. Nothing changed means no commit: a rerun over the same archive is
+a no-op. It never writes NOW.md (the assistant's own note; GUARD's `digest-now` rule enforces it).
+
+Archive growth since the last commit goes into the same commit (as `desk checkpoint` would commit
+it, with its `Desk-Archive-Head` trailers), so the event ids in memories' `evidence` are committed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from desk import gate
+from desk.conflicts import CONFLICTS_FILE, open_cases, parse_queue, reconcile, render_queue
+from desk.desk import INDEX_FILE, Desk
+from desk.distill import (Active, Candidate, Domain, alternate_name, decide, group_facts,
+                          memory_name)
+from desk.errors import InvalidFileError, UsageError
+from desk.facts import FACT_EVENT, FactRecord, fact_from_record
+from desk.frontmatter import format_time
+from desk.git import Commit
+from desk.index import IndexEntry, committed_files, load_entries, memory_path, render_index
+from desk.journal import journal_path, one_line, render_journal, run_summarizer
+from desk.lock import desk_lock
+from desk.memory import DESCRIPTION_MAX, MemoryFile, build_meta, normalize_body, parse_memory
+from desk.textnorm import content_key, normalize
+from desk.transaction import commit_message, transaction
+
+RULE_FILES = ("AGENTS.md", "SOUL.md")
+DAY_COMMIT_PATHS = ("memory/", "MISTAKES.md")
+_US = dt.timedelta(microseconds=1)
+
+
+@dataclass
+class DigestResult:
+    """What one digest run did (the `--json` shape of `desk digest`)."""
+
+    date: str
+    as_of: str
+    journal: str
+    status: str = "unchanged"  # committed | unchanged
+    commit: str | None = None
+    events: int = 0
+    facts: int = 0
+    invalid_facts: int = 0
+    promoted: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # cases opened by this run
+    conflicts_closed: list[str] = field(default_factory=list)
+    open_conflicts: int = 0
+    stale: int = 0
+    unconfirmed: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    archive: list[str] = field(default_factory=list)  # archive files whose growth was committed
+    paths: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _as_time(value: str | dt.datetime | None, what: str) -> dt.datetime | None:
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    from desk.archive_format import parse_time
+
+    return parse_time(value, what).astimezone(dt.timezone.utc)
+
+
+def _as_day(value: str | dt.date | None) -> dt.date | None:
+    if value is None or isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"--date: {value!r} is not a day like 2026-11-29") from None
+
+
+def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.datetime | None = None,
+           summarizer: str | None = None, now: dt.datetime | None = None) -> DigestResult:
+    """Write `journal/D.md` and distil old facts into memories; one commit, none when unchanged.
+
+    `as_of` (default: now) is the clock of the run: events after it are not seen, facts count when
+    they are `min_age_days` older than it, and it stamps created/updated times. `date` (default:
+    the day of `as_of`) picks the journal. `summarizer` is a command that reads the day's events
+    as JSONL and prints a Markdown narrative.
+    """
+    clock = _as_time(as_of, "--as-of") or now or utc_now()
+    day = _as_day(date) or clock.date()
+    if day > clock.date():
+        raise UsageError(f"--date {day} is after --as-of {format_time(clock)}",
+                         hint="a journal covers a day that has started")
+    from desk.archive import iter_events
+
+    start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
+    until = min(start + dt.timedelta(days=1), clock + _US)
+    events = [e.record for e in iter_events(desk, since=start, until=until)]
+    narrative = run_summarizer(summarizer, events) if summarizer else None
+    policy = desk.config.distill
+    cutoff = clock - dt.timedelta(days=policy.min_age_days)
+    facts, invalid = _read_facts(desk, cutoff)
+    result = DigestResult(day.isoformat(), format_time(clock), journal_path(day), events=len(events),
+                          facts=len(facts), invalid_facts=invalid)
+    domains = group_facts(facts, policy, clock)
+    with transaction(desk) as tx:
+        places = {did: _places(d) for did, d in domains.items()}
+        tx.require_clean(sorted({p for names in places.values() for p in map(memory_path, names)}
+                                | {INDEX_FILE, CONFLICTS_FILE, result.journal}))
+        by_id = {f.id: f for f in facts}
+        homes: dict[str, str] = {}  # domain -> the memory name it lives in (or would)
+        actives: dict[str, Active] = {}
+        existing: dict[str, MemoryFile] = {}
+        for did, domain in domains.items():
+            found = _home(desk, domain, places[did])
+            if found is None:
+                result.skipped.append({"domain": did, "reason": "name_taken"})
+                continue
+            homes[did], memory = found
+            if memory is not None:
+                existing[homes[did]] = memory
+                actives[did] = _active(homes[did], memory, by_id)
+        plan = decide({d: domains[d] for d in homes}, actives, policy)
+        result.stale, result.unconfirmed = len(plan.stale), len(plan.unconfirmed)
+        entries = load_entries(desk, committed_files(desk))
+        bodies: dict[str, set[str]] = {}
+        for entry in entries.values():
+            bodies.setdefault(entry.body_key, set()).add(entry.name)
+
+        def same_body(key: str, name: str) -> list[str]:
+            return sorted(bodies.get(key, set()) - {name})
+        rules = {f: desk.path(f).read_text("utf-8", "replace") for f in RULE_FILES
+                 if desk.path(f).is_file()}
+        allow = desk.config.secrets.allow
+        writes: dict[str, bytes | None] = {}
+
+        def land(name: str, memory: MemoryFile, check: bool) -> bool:
+            if check:
+                problem = _secret_problem(memory.body, allow)
+                if problem:
+                    result.skipped.append({"domain": name, "reason": problem})
+                    return False
+                try:
+                    gate.check_memory(memory, "durable", same_body, rules)
+                except gate.GateRejection as exc:
+                    result.skipped.append({"domain": name, "reason": exc.reason})
+                    return False
+            if name in entries:
+                bodies[entries[name].body_key].discard(name)
+            entries[name] = IndexEntry.of(memory)
+            bodies.setdefault(entries[name].body_key, set()).add(name)
+            writes[memory_path(name)] = memory.render()
+            return True
+
+        for candidate in plan.promote:
+            name = homes[candidate.domain]
+            if land(name, _new_memory(name, candidate, clock), True):
+                result.promoted.append(name)
+        for active, candidate in plan.supersede:
+            if land(active.name, _replaced(existing[active.name], candidate, clock), True):
+                result.superseded.append(active.name)
+        for active, candidate in plan.merge:
+            if active.name not in writes:
+                land(active.name, _merged(existing[active.name], candidate, clock), False)
+                result.merged.append(active.name)
+        if writes:
+            index = render_index(entries.values())
+            if desk.git.blob_at("HEAD", INDEX_FILE) != index:
+                writes[INDEX_FILE] = index
+        old_queue = _read(desk, CONFLICTS_FILE)
+        queue = reconcile(parse_queue(old_queue), plan.ties, plan.settled, desk.config.desk_id, clock)
+        result.conflicts, result.conflicts_closed = queue.opened, queue.superseded
+        result.open_conflicts = len(open_cases(queue.cases))
+        if queue.changed:
+            writes[CONFLICTS_FILE] = render_queue(queue.cases)
+        journal = _redacted(render_journal(day, events, _day_commits(desk, start), narrative))
+        if _read(desk, result.journal) != journal:
+            writes[result.journal] = journal
+        # Archive growth goes into the same commit, so the evidence ids it names are committed too.
+        # Desk lock first, then the archive lock (the order `desk checkpoint` uses).
+        from desk.archive import archive_lock_path
+        from desk.checkpoint import archive_trailer_lines, pending_archive
+
+        with desk_lock(archive_lock_path(desk)):
+            archive, old_archive, _torn = pending_archive(desk)
+            result.archive = sorted(archive)
+            writes.update(archive)
+            if not writes:
+                return result
+            fresh = sorted(p for p in archive if p not in old_archive)
+            if fresh:  # written by appends, so the transaction cannot tell they are new to git
+                desk.git.add(fresh)
+            result.paths = sorted(writes)
+            message = _message(result) + "".join(f"{line}\n" for line in archive_trailer_lines(archive))
+            result.commit = tx.commit(writes, message)
+        result.status = "committed"
+    return result
+
+
+def _read_facts(desk: Desk, cutoff: dt.datetime) -> tuple[list[FactRecord], int]:
+    from desk.archive import iter_events
+
+    facts, invalid = [], 0
+    for event in iter_events(desk, until=cutoff + _US, kinds=[FACT_EVENT]):
+        try:
+            facts.append(fact_from_record(event.record))
+        except ValueError:
+            invalid += 1
+    return facts, invalid
+
+
+def _places(domain: Domain) -> tuple[str, str]:
+    """Where a domain's memory lives: its derived name, or the alternate when that is taken."""
+    name = memory_name(domain.candidates[0])
+    return name, alternate_name(name, domain.id)
+
+
+def _home(desk: Desk, domain: Domain, places: tuple[str, ...]) -> tuple[str, MemoryFile | None] | None:
+    """The first place that holds this domain's memory, else the first free one, else None."""
+    free = None
+    for name in places:
+        path = memory_path(name)
+        try:
+            data = desk.path(path).read_bytes()
+        except FileNotFoundError:
+            free = free or name
+            continue
+        try:
+            memory = parse_memory(data, path, name)
+        except InvalidFileError:
+            continue  # a broken file is a person's to fix; never overwritten by a routine
+        if memory.meta.source == "digest" and memory.meta.key == domain.key and (
+                domain.key is not None or content_key(memory.body) == domain.candidates[0].content_key):
+            return name, memory
+    return (free, None) if free else None
+
+
+def _active(name: str, memory: MemoryFile, by_id: Mapping[str, FactRecord]) -> Active:
+    seen = [by_id[e].at for e in memory.meta.evidence if e in by_id]
+    fallback = memory.meta.updated or memory.meta.created or dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    return Active(name, memory.body, tuple(memory.meta.evidence), max(seen) if seen else fallback)
+
+
+def _description(candidate: Candidate) -> str:
+    label = candidate.kind.capitalize() + (f" ({candidate.key})" if candidate.key else "")
+    return one_line(f"{label}: {candidate.content}", DESCRIPTION_MAX)
+
+
+def _triggers(candidate: Candidate) -> list[str]:
+    if candidate.key is not None:
+        words = candidate.key.split(".")
+    else:
+        words = [w for w in normalize(candidate.content).split() if len(w) >= 4][:4]
+    return list(dict.fromkeys(w.strip(".,;:!?()\"'") for w in words if w.strip(".,;:!?()\"'")))
+
+
+def _meta_fields(name: str, candidate: Candidate, evidence: list[str], importance: int) -> dict[str, Any]:
+    return dict(name=name, description=_description(candidate), type=candidate.kind,
+                triggers=_triggers(candidate), importance=importance, source="digest",
+                evidence=evidence, key=candidate.key)
+
+
+def _new_memory(name: str, c: Candidate, now: dt.datetime) -> MemoryFile:
+    meta = build_meta(memory_path(name), **_meta_fields(name, c, list(c.evidence), c.importance),
+                      created=now, updated=now)
+    return MemoryFile(meta, normalize_body(c.content))
+
+
+def _replaced(old: MemoryFile, c: Candidate, now: dt.datetime) -> MemoryFile:
+    """The next revision: the challenger's value and evidence; the old one stays in git history."""
+    meta = build_meta(memory_path(old.name), **_meta_fields(old.name, c, list(c.evidence), c.importance),
+                      created=old.meta.created or now, updated=now)
+    return MemoryFile(meta, normalize_body(c.content))
+
+
+def _merged(old: MemoryFile, c: Candidate, now: dt.datetime) -> MemoryFile:
+    """The same value with more evidence (and the higher importance if a confirmation brought one)."""
+    evidence = sorted(set(old.meta.evidence) | set(c.evidence))
+    importance = max(old.meta.importance or 0, c.importance)
+    return MemoryFile(old.meta.model_copy(update={"evidence": evidence, "importance": importance,
+                                                  "updated": now}), old.body)
+
+
+def _secret_problem(text: str, allow: list[str]) -> str | None:
+    from desk.secrets import scan
+
+    return "secret" if scan(text, allow=allow) else None
+
+
+def _redacted(journal: bytes) -> bytes:
+    """The journal with any known secret replaced: an event archived with --no-redact stays raw there."""
+    from desk.secrets import redact
+
+    text, kinds = redact(journal.decode("utf-8"))
+    return text.encode() if kinds else journal
+
+
+def _read(desk: Desk, path: str) -> bytes | None:
+    try:
+        return desk.path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _day_commits(desk: Desk, start: dt.datetime) -> list[Commit]:
+    """The day's commits to memory/ and MISTAKES.md (the journal leaves out desk's own)."""
+    last = start + dt.timedelta(days=1) - dt.timedelta(seconds=1)
+    return desk.git.log_between(format_time(start), format_time(last), DAY_COMMIT_PATHS)
+
+
+def _message(r: DigestResult) -> str:
+    body = []
+    for label, names in (("promoted", r.promoted), ("merged", r.merged), ("superseded", r.superseded),
+                         ("conflict cases opened", r.conflicts),
+                         ("conflict cases superseded", r.conflicts_closed)):
+        if names:
+            body.append(f"{label}: {', '.join(names)}")
+    return commit_message(f"digest: {r.date}", {
+        "Desk-Op": "digest", "Desk-Date": r.date, "Desk-As-Of": r.as_of,
+        "Desk-Promoted": str(len(r.promoted)), "Desk-Merged": str(len(r.merged)),
+        "Desk-Superseded": str(len(r.superseded)), "Desk-Conflicts": str(len(r.conflicts)),
+        "Desk-Stale": str(r.stale)}, "\n".join(body) or None)

@@ -1,0 +1,289 @@
+"""`desk fact add` and `desk digest` end to end: real archive files, real git commits."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from desk.desk import Desk
+from desk.digest import digest
+from desk.facts import add_fact
+from desk.memory import parse_memory
+
+from tests.conftest import DeskRunner, git, snapshot
+
+AS_OF = "2026-11-29T20:00:00Z"
+LATER = "2027-01-15T20:00:00Z"
+
+
+def head(desk: Desk) -> str:
+    return git(desk.root, "rev-parse", "HEAD").strip()
+
+
+def trailers(desk: Desk, rev: str = "HEAD") -> dict[str, str]:
+    out = git(desk.root, "log", "-1", "--format=%(trailers:only,unfold)", rev)
+    pairs = [line.split(": ", 1) for line in out.splitlines() if ": " in line]
+    return {k: v for k, v in pairs if k != "Desk-Archive-Head"}
+
+
+def memory(desk: Desk, name: str):  # type: ignore[no-untyped-def]
+    path = f"memory/{name}.md"
+    return parse_memory(desk.path(path).read_bytes(), path, name)
+
+
+def fact(desk: Desk, text: str, at: str, *, kind: str = "decision", importance: int = 3,
+         key: str | None = None, session: str | None = None) -> str:
+    return str(add_fact(desk, text, kind=kind, importance=importance, key=key, at=at,
+                        session=session)["id"])
+
+
+# -- desk fact add -----------------------------------------------------------------------------
+
+def test_fact_add_appends_a_fact_event(desk: Desk, run: DeskRunner) -> None:
+    result = run("fact", "add", "SQLite must run in WAL mode.", "--kind", "decision",
+                 "--importance", "5", "--key", "storage.sqlite.journal-mode", "--json")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    assert record["kind"] == "fact" and record["content"] == "SQLite must run in WAL mode."
+    assert record["payload"] == {"kind": "decision", "importance": 5,
+                                 "key": "storage.sqlite.journal-mode"}
+    lines = [json.loads(line) for path in desk.path(".system/archive").glob("*.jsonl")
+             for line in path.read_text().splitlines()]
+    assert [r["id"] for r in lines] == [record["id"]]
+
+
+@pytest.mark.parametrize("args, code", [
+    (["x", "--kind", "decision", "--importance", "3", "--key", "Not A Key"], 3),
+    (["  ", "--kind", "decision", "--importance", "3"], 3),
+    (["x", "--kind", "decision", "--importance", "6"], 2),
+    (["x", "--kind", "opinion", "--importance", "3"], 2),
+])
+def test_invalid_fact_changes_nothing(desk: Desk, run: DeskRunner, args: list[str], code: int) -> None:
+    before = snapshot(desk.root)
+    result = run("fact", "add", *args)
+    assert result.exit_code == code
+    assert not list(desk.path(".system/archive").glob("*.jsonl"))
+    assert snapshot(desk.root) == before
+
+
+# -- promotion, idempotence ----------------------------------------------------------------------
+
+def test_digest_promotes_old_important_facts_in_one_commit(desk: Desk) -> None:
+    wal = fact(desk, "SQLite must run in WAL mode.", "2026-09-01T10:00:00Z", importance=5,
+               key="storage.sqlite.journal-mode")
+    a = fact(desk, "Never log tokens.", "2026-09-02T10:00:00Z", kind="pitfall", importance=1)
+    b = fact(desk, "never  LOG tokens.", "2026-09-03T10:00:00Z", kind="pitfall", importance=2)
+    fact(desk, "Tests pass.", "2026-09-03T11:00:00Z", kind="outcome", importance=5)
+    fact(desk, "Too young to count.", "2026-11-20T10:00:00Z", importance=5)
+    before = int(git(desk.root, "rev-list", "--count", "HEAD"))
+    result = digest(desk, as_of=AS_OF)
+    assert result.status == "committed"
+    assert int(git(desk.root, "rev-list", "--count", "HEAD")) == before + 1
+    assert sorted(result.promoted) == ["pitfall-never-log-tokens-" + result.promoted[0][-8:],
+                                       "storage.sqlite.journal-mode"]
+    keyed = memory(desk, "storage.sqlite.journal-mode")
+    assert (keyed.meta.source, keyed.meta.key, keyed.meta.evidence) == (
+        "digest", "storage.sqlite.journal-mode", [wal])
+    assert keyed.meta.type == "decision" and keyed.body == "SQLite must run in WAL mode.\n"
+    plain = memory(desk, result.promoted[0])
+    assert plain.meta.key is None and plain.meta.evidence == sorted([a, b])
+    index = desk.path("MEMORY.md").read_text()
+    assert "storage.sqlite.journal-mode" in index and result.promoted[0] in index
+    assert trailers(desk) == {"Desk-Op": "digest", "Desk-Date": "2026-11-29", "Desk-As-Of": AS_OF,
+                              "Desk-Promoted": "2", "Desk-Merged": "0", "Desk-Superseded": "0",
+                              "Desk-Conflicts": "0", "Desk-Stale": "0"}
+    committed = git(desk.root, "show", "--name-only", "--format=", "HEAD").split()
+    assert "journal/2026-11-29.md" in committed
+    assert any(p.startswith(".system/archive/") for p in committed)  # evidence is committed too
+    assert git(desk.root, "status", "--porcelain") == ""
+
+
+def test_rerun_commits_nothing(desk: Desk) -> None:
+    fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
+    digest(desk, as_of=AS_OF)
+    sha = head(desk)
+    again = digest(desk, as_of=AS_OF)
+    later = digest(desk, as_of="2026-11-29T23:00:00Z", date="2026-11-29")
+    assert again.status == later.status == "unchanged" and again.commit is None
+    assert head(desk) == sha
+
+
+def test_digest_of_an_empty_day_writes_the_journal_once(desk: Desk) -> None:
+    first = digest(desk, as_of=AS_OF)
+    assert first.status == "committed" and first.paths == ["journal/2026-11-29.md"]
+    assert "No events were archived" in desk.path("journal/2026-11-29.md").read_text()
+    assert digest(desk, as_of=AS_OF).status == "unchanged"
+
+
+# -- an active memory over time -------------------------------------------------------------------
+
+def test_same_content_only_adds_evidence(desk: Desk) -> None:
+    first = fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
+    digest(desk, as_of=AS_OF)
+    created = memory(desk, "storage.mode").meta.created
+    again = fact(desk, "use  wal.", "2026-11-01T10:00:00Z", importance=2, key="storage.mode")
+    result = digest(desk, as_of=LATER, date="2027-01-15")
+    assert result.merged == ["storage.mode"] and result.superseded == []
+    merged = memory(desk, "storage.mode")
+    assert merged.meta.evidence == sorted([first, again]) and merged.body == "Use WAL.\n"
+    assert merged.meta.created == created
+    assert trailers(desk)["Desk-Merged"] == "1"
+
+
+def test_one_confirmation_does_not_supersede_two_do(desk: Desk) -> None:
+    fact(desk, "Use SQLite.", "2026-08-01T10:00:00Z", importance=5, key="storage.db")
+    digest(desk, as_of=AS_OF)
+    fact(desk, "Use Postgres.", "2026-11-01T10:00:00Z", importance=5, key="storage.db")
+    one = digest(desk, as_of=LATER, date="2027-01-15")
+    assert one.superseded == [] and one.unconfirmed == 1
+    assert memory(desk, "storage.db").body == "Use SQLite.\n"
+    second = fact(desk, "Use Postgres.", "2026-11-02T10:00:00Z", importance=2, key="storage.db")
+    two = digest(desk, as_of=LATER, date="2027-01-15")
+    assert two.superseded == ["storage.db"]
+    replaced = memory(desk, "storage.db")
+    assert replaced.body == "Use Postgres.\n" and second in replaced.meta.evidence
+    assert trailers(desk)["Desk-Superseded"] == "1"
+    history = git(desk.root, "log", "--format=%s", "--", "memory/storage.db.md").splitlines()
+    assert len(history) == 2  # the superseded revision stays in git history
+    assert "Use SQLite." in git(desk.root, "show", "HEAD~1:memory/storage.db.md")
+
+
+def test_stale_challenger_never_rolls_back(desk: Desk) -> None:
+    fact(desk, "Use Postgres.", "2026-08-10T10:00:00Z", importance=5, key="storage.db")
+    digest(desk, as_of=AS_OF)
+    fact(desk, "Use SQLite.", "2026-08-01T10:00:00Z", importance=5, key="storage.db")
+    fact(desk, "Use SQLite.", "2026-08-02T10:00:00Z", importance=5, key="storage.db")
+    result = digest(desk, as_of=LATER, date="2027-01-15")
+    assert result.superseded == [] and result.stale == 1
+    assert memory(desk, "storage.db").body == "Use Postgres.\n"
+    assert trailers(desk)["Desk-Stale"] == "1"
+
+
+# -- conflicts -----------------------------------------------------------------------------------
+
+def test_tie_opens_one_case_and_a_rerun_no_duplicate(desk: Desk, run: DeskRunner) -> None:
+    fact(desk, "Use Python 3.11.", "2026-09-01T10:00:00Z", importance=5, key="runtime.python")
+    fact(desk, "Use Python 3.12.", "2026-09-01T10:00:00Z", importance=5, key="runtime.python")
+    result = digest(desk, as_of=AS_OF)
+    assert result.promoted == [] and len(result.conflicts) == 1
+    assert not desk.path("memory/runtime.python.md").exists()
+    queue = json.loads(desk.path(".system/conflicts.json").read_text())
+    assert [c["id"] for c in queue["cases"]] == result.conflicts
+    assert trailers(desk)["Desk-Conflicts"] == "1"
+    sha = head(desk)
+    assert digest(desk, as_of=AS_OF).status == "unchanged" and head(desk) == sha
+    listed = run("conflicts", "--json")
+    assert [c["id"] for c in json.loads(listed.output)["cases"]] == result.conflicts
+    assert "Python 3.1" not in desk.path("MEMORY.md").read_text()  # never injected
+
+
+# -- boundaries ----------------------------------------------------------------------------------
+
+def test_digest_never_touches_now_md(desk: Desk) -> None:
+    desk.path("NOW.md").write_text("# NOW\n\n## Doing\n- my own uncommitted note\n")
+    fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode", session="s1")
+    add_fact(desk, "Update NOW.md with the plan.", kind="outcome", importance=3, at="2026-11-29T10:00:00Z")
+    now_before = desk.path("NOW.md").read_bytes()
+    committed_before = git(desk.root, "show", "HEAD:NOW.md")
+    result = digest(desk, as_of=AS_OF)
+    assert result.status == "committed" and "NOW.md" not in result.paths
+    assert desk.path("NOW.md").read_bytes() == now_before
+    assert git(desk.root, "show", "HEAD:NOW.md") == committed_before
+    assert git(desk.root, "status", "--porcelain").strip() == "M NOW.md"
+    touched = git(desk.root, "log", "--format=", "--name-only", "--grep=Desk-Op: digest")
+    assert "NOW.md" not in touched.split()
+
+
+def test_dirty_memory_file_is_refused_with_nothing_changed(desk: Desk) -> None:
+    fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
+    desk.path("memory/storage.mode.md").write_text("a person's draft\n")
+    before = snapshot(desk.root)
+    from desk.errors import ConflictError
+
+    with pytest.raises(ConflictError, match="memory/storage.mode.md"):
+        digest(desk, as_of=AS_OF)
+    assert snapshot(desk.root) == before
+
+
+def test_a_persons_memory_keeps_its_name_and_its_content_is_not_duplicated(desk: Desk) -> None:
+    from desk.memories import remember
+
+    remember(desk, "storage.mode", type="decision", description="Mine", body="Something else.",
+             triggers=["storage"])
+    remember(desk, "wal-rule", type="decision", description="Also mine", body="Always use WAL mode.",
+             triggers=["wal"])
+    fact(desk, "Use rollback journal.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
+    fact(desk, "Always use WAL   mode.", "2026-09-01T10:00:00Z", importance=5)
+    result = digest(desk, as_of=AS_OF)
+    assert len(result.promoted) == 1 and result.promoted[0].startswith("storage.mode-")
+    assert memory(desk, "storage.mode").body == "Something else.\n"
+    assert [s["reason"] for s in result.skipped] == ["already_recorded"]
+
+
+def test_journal_lists_the_days_events_and_memory_commits(desk: Desk, monkeypatch: pytest.MonkeyPatch) -> None:
+    from desk.memories import remember
+
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-29T09:30:00Z")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-11-29T09:30:00Z")
+    remember(desk, "report-style", type="preference", description="Reports", body="Reports in Chinese.",
+             triggers=["report"])
+    add_fact(desk, "Chose SQLite.", kind="decision", importance=4, key="storage.db",
+             at="2026-11-29T08:00:00Z", session="s1")
+    from desk.archive import append_event
+
+    append_event(desk, "failure", "pip install timed out", session="s1", at="2026-11-29T08:05:00Z")
+    append_event(desk, "inbound", "hello", session="s2", at="2026-11-29T11:00:00Z")
+    append_event(desk, "inbound", "next day", session="s2", at="2026-11-30T11:00:00Z")
+    digest(desk, as_of=AS_OF)
+    text = desk.path("journal/2026-11-29.md").read_text()
+    assert "- 3 events in 2 sessions" in text
+    assert "- `s1`: 2 events, 08:00–08:05 (fact 1, failure 1)" in text
+    assert "## Decisions\n\n- 08:00 **storage.db** Chose SQLite." in text
+    assert "## Failures\n\n- 08:05 `s1`: pip install timed out" in text
+    assert "remember: report-style" in text and "next day" not in text
+    assert "digest:" not in text
+
+
+# -- the summarizer ------------------------------------------------------------------------------
+
+def _script(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "summarize.py"
+    script.write_text("import sys\n" + body)
+    return f"{sys.executable} {script}"
+
+
+def test_summarizer_reads_jsonl_and_writes_the_narrative(desk: Desk, tmp_path: Path) -> None:
+    add_fact(desk, "Chose SQLite.", kind="decision", importance=4, at="2026-11-29T08:00:00Z")
+    cmd = _script(tmp_path, "import json\nrows=[json.loads(l) for l in sys.stdin]\n"
+                            "print(f'A quiet day: {len(rows)} event, {rows[0][\"kind\"]}.')\n")
+    digest(desk, as_of=AS_OF, summarizer=cmd)
+    text = desk.path("journal/2026-11-29.md").read_text()
+    assert "## Narrative\n\nA quiet day: 1 event, fact.\n" in text
+
+
+@pytest.mark.parametrize("body, error", [
+    ("sys.exit(3)\n", "exited with 3"),
+    ("print('token: ghp_' + 'a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8')\n", "secret"),
+    ("print('x' * 20000)\n", "limit"),
+])
+def test_bad_summary_writes_nothing(desk: Desk, tmp_path: Path, body: str, error: str) -> None:
+    from desk.errors import DeskError
+
+    before = snapshot(desk.root)
+    with pytest.raises(DeskError, match=error):
+        digest(desk, as_of=AS_OF, summarizer=_script(tmp_path, body))
+    assert snapshot(desk.root) == before
+
+
+def test_digest_cli_reports_and_json(desk: Desk, run: DeskRunner) -> None:
+    fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
+    result = run("digest", "--as-of", AS_OF)
+    assert result.exit_code == 0 and "promoted: storage.mode" in result.output
+    again = run("digest", "--as-of", AS_OF, "--json")
+    data = json.loads(again.output)
+    assert data["status"] == "unchanged" and data["commit"] is None
+    bad = run("digest", "--date", "2026-12-01", "--as-of", AS_OF)
+    assert bad.exit_code == 2
