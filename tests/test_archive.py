@@ -194,3 +194,21 @@ def test_check_rejects_a_record_in_the_wrong_days_file(desk: Desk) -> None:
     path, data, lines = _three(desk)
     found = _errors(desk, path.with_name(path.name.replace("2026-11-29", "2026-11-30")), None, data)
     assert found and all(rule == "archive-record" for _line, rule in found)
+
+
+def test_secrets_are_redacted_unless_asked_not_to(desk: Desk) -> None:
+    key = "AKIA" + "IOSFODNN7EXAMPLE"
+    rec = append_event(desk, "inbound", f"my key is {key}", payload={"nested": [key]},
+                       meta={"note": key}, now=NOW)
+    raw = _file(desk).read_bytes()
+    assert key.encode() not in raw
+    assert "[REDACTED:" in rec["content"] and "[REDACTED:" in rec["payload"]["nested"][0]
+    assert rec["meta"]["desk.redacted"]
+    kept = append_event(desk, "inbound", f"my key is {key}", redact=False, now=NOW)
+    assert kept["content"].endswith(key) and key.encode() in _file(desk).read_bytes()
+
+
+def test_clone_id_is_made_once_and_kept_untracked(desk: Desk) -> None:
+    first = clone_id(desk)
+    assert first == clone_id(Desk(desk.root)) and len(first) == 12
+    assert (desk.git_dir / "desk-clone-id").read_text().strip() == first

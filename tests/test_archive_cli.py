@@ -1,0 +1,177 @@
+"""`desk archive append|import|list|show|verify` through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from desk.archive import clone_id
+from desk.desk import Desk
+
+from tests.conftest import DeskRunner, git
+
+
+def _file(desk: Desk, day: str = "2026-11-29") -> Path:
+    return desk.path(f".system/archive/{day}.{clone_id(desk)}.jsonl")
+
+
+def _append(run: DeskRunner, *args: str, input: str | None = None) -> str:
+    result = run("archive", "append", *args, input=input)
+    assert result.exit_code == 0, result.output
+    return result.output.strip()
+
+
+def test_append_prints_the_id_and_json_the_record(desk: Desk, run: DeskRunner) -> None:
+    event_id = _append(run, "--kind", "inbound", "-s", "s1", "-a", "ada", "--meta", "ch=cli",
+                       "--at", "2026-11-29T10:00:00Z", "hello")
+    result = run("archive", "append", "--kind", "tool", "--payload", '{"exit": 0}', "--json")
+    record = json.loads(result.output)
+    assert record["payload"] == {"exit": 0} and record["content"] is None
+    shown = json.loads(run("archive", "show", event_id, "--json").output)
+    assert shown["content"] == "hello" and shown["meta"] == {"ch": "cli"} and shown["line"] == 1
+    assert shown["session"] == "s1" and shown["actor"] == "ada"
+
+
+def test_append_reads_stdin_and_refuses_bad_input(desk: Desk, run: DeskRunner) -> None:
+    event_id = _append(run, "--kind", "inbound", "-", input="from stdin\n")
+    assert json.loads(run("archive", "show", event_id, "--json").output)["content"] == "from stdin\n"
+    before = _file(desk).read_bytes()
+    for args in (["--kind", "inbound", "--meta", "novalue", "x"], ["--kind", "inbound"],
+                 ["--kind", "inbound", "--payload", "[1", "x"], ["--kind", "In Bound", "x"],
+                 ["--kind", "inbound", "--at", "2026-11-29 10:00", "x"]):
+        result = run("archive", "append", *args)
+        assert result.exit_code == 2, (args, result.output)
+    assert _file(desk).read_bytes() == before
+
+
+def test_no_redact_keeps_the_text(desk: Desk, run: DeskRunner) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    redacted = _append(run, "--kind", "inbound", f"token {token}")
+    kept = _append(run, "--kind", "inbound", "--no-redact", f"token {token}")
+    assert token not in run("archive", "show", redacted).output
+    assert token in run("archive", "show", kept).output
+
+
+def test_list_filters_and_limits(desk: Desk, run: DeskRunner) -> None:
+    _append(run, "--kind", "inbound", "-s", "a", "--at", "2026-11-28T09:00:00Z", "one")
+    _append(run, "--kind", "outbound", "-s", "a", "--at", "2026-11-29T09:00:00Z", "two")
+    _append(run, "--kind", "progress", "-s", "b", "--at", "2026-11-29T10:00:00Z", "three")
+
+    def contents(*args: str) -> list[str]:
+        return [e["content"] for e in json.loads(run("archive", "list", "--json", *args).output)["events"]]
+
+    assert contents() == ["one", "two", "three"]
+    assert contents("--kind", "inbound", "--kind", "progress") == ["one", "three"]
+    assert contents("--session", "a") == ["one", "two"]
+    assert contents("--since", "2026-11-29") == ["two", "three"]
+    assert contents("--limit", "1") == ["three"]
+    assert "two" in run("archive", "list").output
+
+
+def test_show_unknown_id(run: DeskRunner) -> None:
+    assert run("archive", "show", "nope").exit_code == 2
+    assert run("archive", "show", "20261129T100000000000Z-abcdefabcdef-20261129-000001").exit_code == 1
+
+
+def _five(run: DeskRunner) -> list[str]:
+    return [_append(run, "--kind", "inbound", "--at", f"2026-11-29T10:00:0{i}Z", f"message {i}")
+            for i in range(5)]
+
+
+def _verify(run: DeskRunner) -> tuple[int, list[tuple[int, str, str]]]:
+    result = run("archive", "verify", "--json")
+    data = json.loads(result.output)
+    findings = data["findings"] + data.get("warnings", [])
+    return result.exit_code, [(f["line"], f["rule"], f["severity"]) for f in findings]
+
+
+def test_verify_is_clean_on_a_good_archive(desk: Desk, run: DeskRunner) -> None:
+    _five(run)
+    assert _verify(run) == (0, [])
+    assert "chains intact" in run("archive", "verify").output
+
+
+def test_verify_names_a_flipped_byte(desk: Desk, run: DeskRunner) -> None:
+    _five(run)
+    path = _file(desk)
+    data = bytearray(path.read_bytes())
+    data[data.index(b"message 2") + 8] ^= 0x01  # '2' -> '3'
+    path.write_bytes(bytes(data))
+    assert _verify(run) == (3, [(3, "archive-chain", "error")])
+    assert f"{path.relative_to(desk.root)}:3: archive-chain" in run("archive", "verify").output
+
+
+def test_verify_names_a_deleted_middle_line(desk: Desk, run: DeskRunner) -> None:
+    _five(run)
+    path = _file(desk)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:2] + lines[3:]))
+    assert _verify(run) == (3, [(3, "archive-chain", "error")])
+
+
+def test_verify_names_a_truncated_tail(desk: Desk, run: DeskRunner) -> None:
+    _five(run)
+    path = _file(desk)
+    path.write_bytes(path.read_bytes()[:-25])
+    assert _verify(run) == (0, [(5, "archive-torn", "warning")])
+
+
+def test_verify_names_committed_records_cut_at_a_line_boundary(desk: Desk, run: DeskRunner) -> None:
+    _five(run)
+    assert run("checkpoint").exit_code == 0
+    path = _file(desk)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:3]))
+    assert _verify(run) == (3, [(4, "archive-append-only", "error")])
+
+
+def test_verify_names_a_change_to_the_newest_committed_record(desk: Desk, run: DeskRunner) -> None:
+    _five(run)
+    run("checkpoint")
+    path = _file(desk)
+    path.write_bytes(path.read_bytes().replace(b"message 4", b"message X"))
+    assert _verify(run) == (3, [(5, "archive-append-only", "error")])
+
+
+def _jsonl(tmp_path: Path, lines: list[object]) -> Path:
+    path = tmp_path / "history.jsonl"
+    path.write_text("\n".join(json.dumps(x) if not isinstance(x, str) else x for x in lines) + "\n")
+    return path
+
+
+def test_import_keeps_at_and_fills_each_days_file(desk: Desk, run: DeskRunner, tmp_path: Path) -> None:
+    src = _jsonl(tmp_path, [
+        {"kind": "inbound", "at": "2026-10-01T08:00:00Z", "content": "a", "session": "x"},
+        {"kind": "outbound", "at": "2026-10-02T08:00:00+02:00", "content": "b", "id": "old-1"},
+        "",
+        {"kind": "fact", "at": "2026-10-01T09:00:00Z", "payload": {"k": 1}, "meta": {"src": "log"}},
+    ])
+    result = run("archive", "import", str(src), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["imported"] == 3 and len(data["files"]) == 2
+    events = json.loads(run("archive", "list", "--json").output)["events"]
+    assert [e["at"] for e in events] == ["2026-10-01T08:00:00.000000Z", "2026-10-01T09:00:00.000000Z",
+                                         "2026-10-02T06:00:00.000000Z"]
+    assert events[2]["meta"] == {"desk.source_id": "old-1"}
+    assert _file(desk, "2026-10-01").read_bytes().count(b"\n") == 2
+    assert _verify(run) == (0, [])
+    assert git(desk.root, "status", "--porcelain", "--", ".system/archive").strip()  # not committed
+
+
+def test_import_of_a_bad_line_changes_nothing(desk: Desk, run: DeskRunner, tmp_path: Path) -> None:
+    src = _jsonl(tmp_path, [{"kind": "inbound", "content": "ok"}, {"kind": "inbound", "colour": "red"}])
+    result = run("archive", "import", str(src))
+    assert result.exit_code == 2 and "history.jsonl:2" in result.output
+    src = _jsonl(tmp_path, [{"kind": "inbound", "content": "ok"}, "{not json"])
+    assert "history.jsonl:2" in run("archive", "import", str(src)).output
+    src = _jsonl(tmp_path, [{"kind": "inbound", "at": "never"}])
+    assert "history.jsonl:1: at" in run("archive", "import", str(src)).output
+    assert not list(desk.path(".system/archive").glob("*.jsonl"))
+    assert run("archive", "import", str(tmp_path / "missing.jsonl")).exit_code == 2
+
+
+def test_import_progress_bar(desk: Desk, run: DeskRunner, tmp_path: Path) -> None:
+    src = _jsonl(tmp_path, [{"kind": "inbound", "content": str(i)} for i in range(10)])
+    result = run("archive", "import", "--progress", str(src))
+    assert result.exit_code == 0 and "importing" in result.output and "imported 10 events" in result.output

@@ -1,0 +1,54 @@
+"""`desk checkpoint`: archive growth in one commit, head hashes in trailers."""
+
+from __future__ import annotations
+
+import json
+
+from desk.archive import append_event, clone_id, head_hash
+from desk.desk import Desk
+
+from tests.conftest import DeskRunner, git
+
+
+def test_checkpoint_commits_growth_once_with_head_trailers(desk: Desk, run: DeskRunner) -> None:
+    append_event(desk, "inbound", "a", at="2026-11-28T10:00:00Z")
+    append_event(desk, "inbound", "b", at="2026-11-29T10:00:00Z")
+    append_event(desk, "inbound", "c", at="2026-11-29T11:00:00Z")
+    before = int(git(desk.root, "rev-list", "--count", "HEAD"))
+    result = run("checkpoint", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["status"] == "committed" and data["events"] == 3 and len(data["files"]) == 2
+    assert int(git(desk.root, "rev-list", "--count", "HEAD")) == before + 1
+    assert git(desk.root, "status", "--porcelain", "--", ".system/archive") == ""
+    message = git(desk.root, "log", "-1", "--format=%B")
+    clone = clone_id(desk)
+    day29 = desk.path(f".system/archive/2026-11-29.{clone}.jsonl").read_bytes()
+    assert f"Desk-Archive-Head: 2026-11-29.{clone}.jsonl 2 {head_hash(day29)}" in message
+    assert "Desk-Op: checkpoint" in message
+    trailers = git(desk.root, "log", "-1", "--format=%(trailers:key=Desk-Archive-Head,valueonly)")
+    assert len(trailers.split()) == 6  # two files, three words each: git parses them as trailers
+    # nothing new: no commit
+    assert json.loads(run("checkpoint", "--json").output)["status"] == "unchanged"
+    assert int(git(desk.root, "rev-list", "--count", "HEAD")) == before + 1
+    append_event(desk, "outbound", "d", at="2026-11-29T12:00:00Z")
+    assert json.loads(run("checkpoint", "--json").output)["events"] == 1
+
+
+def test_checkpoint_leaves_a_torn_tail_for_later(desk: Desk, run: DeskRunner) -> None:
+    append_event(desk, "inbound", "a")
+    path = desk.path(f".system/archive/{append_event(desk, 'inbound', 'b')['at'][:10]}.{clone_id(desk)}.jsonl")
+    with path.open("ab") as fh:
+        fh.write(b'{"actor":nu')
+    data = json.loads(run("checkpoint", "--json").output)
+    assert data["status"] == "unchanged" and data["skipped"] == [str(path.relative_to(desk.root))]
+    append_event(desk, "inbound", "c")  # closes the fragment
+    data = json.loads(run("checkpoint", "--json").output)
+    assert data["status"] == "committed" and data["events"] == 4  # 3 records + the closed fragment line
+
+
+def test_checkpoint_waits_for_no_person_and_keeps_other_work(desk: Desk, run: DeskRunner) -> None:
+    desk.path("SOUL.md").write_text("edited by a person\n")
+    append_event(desk, "inbound", "a")
+    assert run("checkpoint").exit_code == 0
+    assert git(desk.root, "status", "--porcelain").strip() == "M SOUL.md"

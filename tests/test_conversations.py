@@ -1,0 +1,71 @@
+"""`desk conversations render`: deterministic Markdown views of inbound/outbound events."""
+
+from __future__ import annotations
+
+import json
+
+from desk.archive import append_event
+from desk.conversations import view_path
+from desk.desk import Desk
+
+from tests.conftest import DeskRunner, git
+
+
+def _events(desk: Desk) -> None:
+    append_event(desk, "inbound", "hi\n# not a heading", session="s1", actor="ada", at="2026-11-29T10:00:00Z")
+    append_event(desk, "outbound", "hello", session="s1", at="2026-11-29T10:00:05Z")
+    append_event(desk, "progress", "internal", session="s1", at="2026-11-29T10:00:06Z")
+    append_event(desk, "inbound", "earlier", session="s1", at="2026-11-29T09:00:00Z")
+    append_event(desk, "inbound", "other day", session="s1", at="2026-11-28T09:00:00Z")
+    append_event(desk, "inbound", "no session", at="2026-11-29T11:00:00Z")
+
+
+def test_render_writes_one_view_per_day_and_session_in_one_commit(desk: Desk, run: DeskRunner) -> None:
+    _events(desk)
+    start = int(git(desk.root, "rev-list", "--count", "HEAD"))
+    data = json.loads(run("conversations", "render", "--json").output)
+    assert data["status"] == "committed" and data["events"] == 5
+    assert data["files"] == ["conversations/2026-11-28/s1.md", "conversations/2026-11-29/no-session.md",
+                             "conversations/2026-11-29/s1.md"]
+    assert int(git(desk.root, "rev-list", "--count", "HEAD")) == start + 1
+    view = desk.path("conversations/2026-11-29/s1.md").read_text()
+    assert view.index("earlier") < view.index("> hi") < view.index("hello")
+    assert "> # not a heading" in view and "internal" not in view
+    assert "**ada** · 10:00:00Z · inbound" in view
+    # the archive itself is not committed by a render
+    assert git(desk.root, "status", "--porcelain", "--", ".system/archive").strip()
+
+
+def test_render_is_deterministic_and_commits_nothing_the_second_time(desk: Desk, run: DeskRunner,
+                                                                    identity: None) -> None:
+    _events(desk)
+    run("conversations", "render")
+    first = desk.path("conversations/2026-11-29/s1.md").read_bytes()
+    start = int(git(desk.root, "rev-list", "--count", "HEAD"))
+    desk.path("conversations/2026-11-29/s1.md").unlink()
+    git(desk.root, "-c", "user.name=T", "-c", "user.email=t@example.org", "commit", "-qam", "drop a view")
+    data = json.loads(run("conversations", "render", "--date", "2026-11-29", "--json").output)
+    assert data["files"] == ["conversations/2026-11-29/s1.md"]
+    assert desk.path("conversations/2026-11-29/s1.md").read_bytes() == first
+    assert json.loads(run("conversations", "render", "--json").output)["status"] == "unchanged"
+    assert int(git(desk.root, "rev-list", "--count", "HEAD")) == start + 2
+
+
+def test_render_filters_by_session_and_refuses_edited_views(desk: Desk, run: DeskRunner) -> None:
+    _events(desk)
+    data = json.loads(run("conversations", "render", "--session", "s1", "--date", "2026-11-28", "--json").output)
+    assert data["files"] == ["conversations/2026-11-28/s1.md"]
+    run("conversations", "render")
+    view = desk.path("conversations/2026-11-29/s1.md")
+    view.write_text(view.read_text() + "a person's note\n")
+    append_event(desk, "outbound", "later", session="s1", at="2026-11-29T12:00:00Z")
+    result = run("conversations", "render")
+    assert result.exit_code == 4 and "conversations/2026-11-29/s1.md" in result.output
+    assert view.read_text().endswith("a person's note\n")
+
+
+def test_unsafe_session_names_get_a_safe_unique_file() -> None:
+    a, b = view_path("2026-11-29", "A/B"), view_path("2026-11-29", "a-b")
+    assert a != b and a.startswith("conversations/2026-11-29/a-b-") and "/" not in a.split("2026-11-29/")[1]
+    assert view_path("2026-11-29", "../../etc") != "conversations/etc.md"
+    assert ".." not in view_path("2026-11-29", "../../etc")

@@ -1,0 +1,89 @@
+"""`desk now show|set|append`: NOW.md sections, one commit per change."""
+
+from __future__ import annotations
+
+import json
+
+from desk.desk import Desk
+from desk.now import NowNote, append_now, read_now, set_now
+
+from tests.conftest import DeskRunner, git, snapshot
+
+
+def _count(desk: Desk) -> int:
+    return int(git(desk.root, "rev-list", "--count", "HEAD"))
+
+
+def test_append_and_set_target_one_section_each_one_commit(desk: Desk, run: DeskRunner) -> None:
+    start = _count(desk)
+    template = desk.path("NOW.md").read_text()
+    assert run("now", "append", "write the archive").exit_code == 0
+    assert run("now", "append", "--section", "blocked", "waiting for review").exit_code == 0
+    assert run("now", "set", "--section", "next", "bench\nthen docs").exit_code == 0
+    assert _count(desk) == start + 3
+    note = read_now(desk)
+    assert note.body("doing") == "- write the archive"
+    assert note.body("blocked") == "- waiting for review"
+    assert note.body("next") == "bench\nthen docs"
+    assert note.body("reminders") == ""
+    text = desk.path("NOW.md").read_text()
+    assert text.startswith(template.split("## Doing")[0])  # the preamble is kept byte for byte
+    assert text.index("## Doing") < text.index("## Blocked") < text.index("## Next") < text.index("## Reminders")
+    message = git(desk.root, "log", "-1", "--format=%B")
+    assert "Desk-Op: now" in message and "Desk-Section: next" in message
+    assert git(desk.root, "show", "--name-only", "--format=", "HEAD").split() == ["NOW.md"]
+
+
+def test_same_text_again_is_unchanged_without_a_commit(desk: Desk, run: DeskRunner) -> None:
+    run("now", "set", "--section", "next", "bench")
+    start = _count(desk)
+    data = json.loads(run("now", "set", "--section", "next", "bench", "--json").output)
+    assert data["status"] == "unchanged" and data["commit"] is None
+    assert _count(desk) == start
+
+
+def test_set_clears_a_section_and_replaces_the_whole_note(desk: Desk, run: DeskRunner) -> None:
+    run("now", "append", "one")
+    run("now", "set", "--section", "doing", "")
+    assert read_now(desk).body("doing") == ""
+    assert run("now", "set", "# mine\n\n## Doing\n\n- all new\n").exit_code == 0
+    assert desk.path("NOW.md").read_text() == "# mine\n\n## Doing\n\n- all new\n"
+    assert run("now", "set", "  ").exit_code == 2
+
+
+def test_a_missing_section_is_put_back_in_its_place(desk: Desk, identity: None) -> None:
+    desk.path("NOW.md").write_text("# NOW\n\n## Doing\n\n- a\n\n## Reminders\n\n- r\n")
+    git(desk.root, "-c", "user.name=T", "-c", "user.email=t@example.org", "commit", "-qam", "hand edit")
+    append_now(desk, "b", section="next")
+    assert desk.path("NOW.md").read_text() == "# NOW\n\n## Doing\n\n- a\n\n## Next\n\n- b\n\n## Reminders\n\n- r\n"
+
+
+def test_show_prints_the_note_or_a_section(desk: Desk, run: DeskRunner) -> None:
+    set_now(desk, "ship it", section="next")
+    assert "## Next" in run("now", "show").output
+    assert run("now", "show", "--section", "next").output.strip() == "ship it"
+    data = json.loads(run("now", "show", "--json").output)
+    assert data["sections"]["next"] == "ship it" and data["path"] == "NOW.md"
+
+
+def test_uncommitted_edits_are_refused_and_kept(desk: Desk, run: DeskRunner) -> None:
+    desk.path("NOW.md").write_text(desk.path("NOW.md").read_text() + "\nmy own line\n")
+    before = snapshot(desk.root)
+    result = run("now", "append", "x")
+    assert result.exit_code == 4 and "NOW.md" in result.output
+    assert snapshot(desk.root) == before
+
+
+def test_an_oversize_note_is_rejected(desk: Desk, run: DeskRunner) -> None:
+    before = snapshot(desk.root)
+    assert run("now", "set", "--section", "next", "x" * 20000).exit_code == 3
+    assert snapshot(desk.root) == before
+
+
+def test_parse_render_round_trip_keeps_unknown_sections() -> None:
+    text = "# N\n\nintro\n\n## Doing\n\n- a\n\n## Ideas\n\nfree text\n\n## Next\n"
+    note = NowNote.parse(text)
+    assert note.render() == text
+    note.set_body("next", "- b")
+    assert note.render() == text + "\n- b\n"
+    assert note.body("ideas") == "free text"
