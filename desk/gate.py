@@ -6,10 +6,9 @@ deterministic and tested, decide whether it lands. A rejection says why and chan
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from desk.errors import RejectedError
-from desk.index import IndexEntry
 from desk.memory import MemoryFile
 from desk.textnorm import content_key, normalize
 
@@ -26,11 +25,11 @@ class GateRejection(RejectedError):
         self.reason = reason
 
 
-def check_memory(memory: MemoryFile, scope: str, entries: Mapping[str, IndexEntry],
+def check_memory(memory: MemoryFile, scope: str, same_body: Callable[[str, str], list[str]],
                  rule_files: Mapping[str, str]) -> None:
     """Raise GateRejection unless `memory` is durable and not already recorded.
 
-    `entries` are the desk's memories by name (the one being updated included), `rule_files` the
+    `same_body(content_key, name)` lists the other memories with that body; `rule_files` is the
     text of AGENTS.md and SOUL.md by path.
     """
     if scope != "durable":
@@ -39,13 +38,12 @@ def check_memory(memory: MemoryFile, scope: str, entries: Mapping[str, IndexEntr
             f"{memory.name}: scope is {scope!r}; only durable facts become memories",
             "keep session-only notes in NOW.md (`desk now append`), or pass --scope durable "
             "if this holds across sessions")
-    key = content_key(memory.body)
-    for name, entry in sorted(entries.items()):
-        if name != memory.name and entry.body_key == key:
-            raise GateRejection(
-                "already_recorded",
-                f"{memory.name}: the same fact is already recorded in memory/{name}.md",
-                f"update that memory instead (`desk remember {name} ...`)")
+    duplicates = same_body(content_key(memory.body), memory.name)
+    if duplicates:
+        raise GateRejection(
+            "already_recorded",
+            f"{memory.name}: the same fact is already recorded in memory/{duplicates[0]}.md",
+            f"update that memory instead (`desk remember {duplicates[0]} ...`)")
     text = normalize(memory.body)
     if len(text) >= MIN_RULE_MATCH:
         for path, rules in sorted(rule_files.items()):

@@ -58,8 +58,13 @@ class IndexEntry:
 
 def render_index(entries: Iterable[IndexEntry]) -> bytes:
     """MEMORY.md for `entries`: the header, then one line per memory sorted by name."""
-    lines = [entry.line() for entry in sorted(entries, key=lambda e: e.name)]
-    body = "\n".join(lines) + "\n" if lines else EMPTY
+    return render_lines({entry.name: entry.line() for entry in entries})
+
+
+def render_lines(lines: Mapping[str, str]) -> bytes:
+    """MEMORY.md from `{name: index line}`: sorted by name (code points, never the locale)."""
+    ordered = [lines[name] for name in sorted(lines)]
+    body = "\n".join(ordered) + "\n" if ordered else EMPTY
     return (HEADER + "\n" + body).encode()
 
 
@@ -81,6 +86,10 @@ class IndexCache:
     def __init__(self, folder: Path) -> None:
         self.path = folder / _CACHE_FILE
         self._db: sqlite3.Connection | None = None
+
+    def connection(self) -> sqlite3.Connection:
+        """The open SQLite connection (other derived tables live in the same file)."""
+        return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
@@ -116,6 +125,9 @@ class IndexCache:
             return
         db = self._connect()
         rows = [(blob, json.dumps(asdict(e), ensure_ascii=False)) for blob, e in entries.items()]
+        if db.in_transaction:  # part of the caller's transaction (desk.state)
+            db.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?)", rows)
+            return
         db.execute("BEGIN")
         db.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?)", rows)
         db.execute("COMMIT")

@@ -10,10 +10,10 @@ from desk import gate
 from desk.atomic import atomic_write
 from desk.desk import INDEX_FILE, MEMORY_DIR, Desk
 from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError
-from desk.git import Commit
-from desk.index import (IndexEntry, committed_files, entries_in_worktree, load_entries, memory_path,
-                        render_index)
+from desk.git import Commit, blob_sha
+from desk.index import IndexEntry, entries_in_worktree, memory_path, render_index
 from desk.memory import MemoryFile, build_meta, normalize_body, parse_memory, require_name
+from desk.state import MemoryState, memory_state
 from desk.transaction import commit_message, transaction
 
 ACTORS = ("user", "assistant")
@@ -74,28 +74,29 @@ def remember(desk: Desk, name: str, *, type: str, description: str, body: str,
     if meta.expires is not None and meta.expires <= now:
         raise RejectedError(f"{name}: expires {meta.expires.isoformat()} is already past",
                             hint="give a future time, or leave --expires out")
-    with transaction(desk) as tx:
+    with transaction(desk) as tx, memory_state(desk) as state:
         tx.require_clean([path, INDEX_FILE])
-        head_files = committed_files(desk)
-        others = {p: b for p, b in head_files.items() if p != path}
-        entries = load_entries(desk, others)
-        existing = _existing(desk, path) if path in head_files else None
+        committed = state.blob(name) is not None
+        existing = _existing(desk, path) if committed else None
         created = existing.meta.created if existing and existing.meta.created else now
         memory = MemoryFile(build_meta(path, **fields, created=created, updated=now), body)
         rules = {f: desk.path(f).read_text("utf-8", "replace") for f in RULE_FILES
                  if desk.path(f).is_file()}
-        gate.check_memory(memory, scope, entries, rules)
+        gate.check_memory(memory, scope, state.same_body, rules)
         if existing is not None:
             same = MemoryFile(memory.meta.model_copy(update={"updated": existing.meta.updated}), body)
             if same.render() == existing.render():
                 return MutationResult("unchanged", name, path)
-        parse_memory(memory.render(), path, name)  # what desk writes must read back: size caps, bytes
-        entries[name] = IndexEntry.of(memory)
-        status = "updated" if existing is not None or path in head_files else "created"
+        data = memory.render()
+        parse_memory(data, path, name)  # what desk writes must read back: size caps, bytes
+        entry = IndexEntry.of(memory)
         message = commit_message(f"remember: {name}", {
             "Desk-Op": "remember", "Desk-Memory": name, "Desk-Actor": actor,
             "Desk-Source-Event": source_event})
-        sha = tx.commit(_with_index(desk, {path: memory.render()}, entries), message)
+        index = state.render_index({name: entry})
+        sha = tx.commit(_with_index(desk, state, {path: data}, index), message)
+        state.record(sha, {name: (blob_sha(data), entry)}, blob_sha(index))
+    status = "updated" if committed else "created"
     return MutationResult(status, name, path, sha)
 
 
@@ -104,15 +105,15 @@ def forget(desk: Desk, name: str, *, reason: str | None = None, actor: str = "us
     _require_actor(actor)
     require_name(name)
     path = memory_path(name)
-    with transaction(desk) as tx:
+    with transaction(desk) as tx, memory_state(desk) as state:
         tx.require_clean([path, INDEX_FILE])
-        files = committed_files(desk)
-        if path not in files:
+        if state.blob(name) is None:
             raise DeskError(f"no memory named {name!r}", hint="see the names with `desk list`")
-        entries = load_entries(desk, {p: b for p, b in files.items() if p != path})
         message = commit_message(f"forget: {name}", {
             "Desk-Op": "forget", "Desk-Memory": name, "Desk-Actor": actor, "Desk-Reason": reason})
-        sha = tx.commit(_with_index(desk, {path: None}, entries), message)
+        index = state.render_index({name: None})
+        sha = tx.commit(_with_index(desk, state, {path: None}, index), message)
+        state.record(sha, {name: None}, blob_sha(index))
     return MutationResult("deleted", name, path, sha)
 
 
@@ -140,10 +141,10 @@ def reindex(desk: Desk, *, actor: str = "user") -> MutationResult:
     return MutationResult("updated", None, INDEX_FILE, sha)
 
 
-def _with_index(desk: Desk, writes: dict[str, bytes | None],
-                entries: dict[str, IndexEntry]) -> dict[str, bytes | None]:
-    index = render_index(entries.values())
-    if desk.git.blob_at("HEAD", INDEX_FILE) != index or not desk.path(INDEX_FILE).is_file():
+def _with_index(desk: Desk, state: MemoryState, writes: dict[str, bytes | None],
+                index: bytes) -> dict[str, bytes | None]:
+    """Add MEMORY.md to `writes` unless HEAD and the work tree already hold exactly `index`."""
+    if state.index_blob != blob_sha(index) or not desk.path(INDEX_FILE).is_file():
         writes[INDEX_FILE] = index
     return writes
 

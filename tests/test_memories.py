@@ -206,3 +206,33 @@ def test_cli_errors_have_no_traceback(run: DeskRunner) -> None:
     assert result.exit_code == 1
     assert "no memory named 'never-was'" in result.output and "Traceback" not in result.output
     assert "hint:" in result.output
+
+
+def commit_by_hand(desk: Desk, *paths: str) -> None:
+    git(desk.root, "-c", "user.name=P", "-c", "user.email=p@x", "commit", "-qm", "by hand", "--no-verify",
+        "--", *paths)
+
+
+def test_hand_commits_between_mutations_reach_the_index(desk: Desk) -> None:
+    add(desk, "a-fact", body="Alpha fact.")
+    path = desk.root / "memory/a-fact.md"
+    path.write_text(path.read_text().replace("About a-fact", "Edited by a person"))
+    commit_by_hand(desk, "memory/a-fact.md")  # MEMORY.md is now stale at HEAD
+    add(desk, "b-fact", body="Beta fact.")
+    index = (desk.root / "MEMORY.md").read_text()
+    assert "Edited by a person" in index and "b-fact" in index
+    with pytest.raises(RejectedError, match="already recorded in memory/a-fact.md"):
+        add(desk, "c-fact", body="Alpha fact.")
+
+
+def test_a_broken_committed_file_blocks_others_but_can_be_forgotten(desk: Desk) -> None:
+    add(desk, "a-fact", body="Alpha fact.")
+    (desk.root / "memory/a-fact.md").write_text("---\nname: a-fact\ntype: fact\n---\nno description\n")
+    commit_by_hand(desk, "memory/a-fact.md")
+    before = snapshot(desk.root)
+    with pytest.raises(RejectedError) as info:
+        add(desk, "b-fact", body="Beta fact.")
+    assert "memory/a-fact.md:" in info.value.message
+    assert snapshot(desk.root) == before
+    assert forget(desk, "a-fact").status == "deleted"
+    assert add(desk, "b-fact", body="Beta fact.").status == "created"

@@ -1,0 +1,123 @@
+"""Core benchmarks (issue 2), printed as ratios against baselines measured in the same run.
+
+  remember (in process) vs a plain `git add` + `git commit` of the same kind of file   target <= 1.5x
+  remember cost at 10,000 memories vs at 100 memories                                  target <= 1.5x
+  `desk --help` vs `python -c "import click"`                                          target <= 1.3x
+
+Usage: python bench/bench_core.py [--sizes 100,10000] [--rounds 15]
+The machine is shared and noisy: each desk operation is paired with its baseline in the same loop
+and medians are compared, so a slow moment hits both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from desk.desk import Desk
+from desk.index import committed_files, entries_in_worktree, load_entries, render_index
+from desk.memories import remember
+from desk.memory import MemoryFile, MemoryMeta
+from desk.scaffold import init_desk
+
+NOW = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
+GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
+NO_HOOKS = ["-c", "core.hooksPath=/dev/null"]
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True, capture_output=True)
+
+
+def memory_bytes(name: str, i: int) -> bytes:
+    meta = MemoryMeta(name=name, description=f"benchmark fact {name}", type="fact",
+                      triggers=[f"topic{i % 97}"], created=NOW, updated=NOW)
+    return MemoryFile(meta, f"Benchmark fact {name}: value {i * 7919 % 100003}.\n").render()
+
+
+def build_desk(root: Path, size: int) -> Desk:
+    """A desk with `size` memories, written directly and committed once (not `size` desk commits)."""
+    init_desk(root)
+    desk = Desk(root)
+    for i in range(size):
+        (root / "memory" / f"m{i:06d}.md").write_bytes(memory_bytes(f"m{i:06d}", i))
+    git(root, "add", "memory")
+    git(root, *NO_HOOKS, "commit", "-q", "-m", f"bench: {size} memories")
+    # The steady state has a warm blob cache: entries_in_worktree fills it once.
+    (root / "MEMORY.md").write_bytes(render_index(entries_in_worktree(desk).values()))
+    git(root, *NO_HOOKS, "commit", "-q", "-m", "bench: index", "--", "MEMORY.md")
+    load_entries(desk, committed_files(desk))
+    return desk
+
+
+def time_remember_vs_git(desk: Desk, rounds: int) -> tuple[float, float]:
+    ours, plain = [], []
+    for i in range(rounds):
+        t0 = time.perf_counter()
+        remember(desk, f"bench-{i:04d}", type="fact", description=f"bench memory {i}",
+                 body=f"Fact recorded by the benchmark, round {i}.", now=NOW)
+        t1 = time.perf_counter()
+        path = desk.root / "memory" / f"plain-{i:04d}.md"
+        path.write_bytes(memory_bytes(f"plain-{i:04d}", i))
+        git(desk.root, "add", "--", str(path))
+        git(desk.root, *NO_HOOKS, "commit", "-q", "-m", f"plain {i}", "--", str(path))
+        t2 = time.perf_counter()
+        ours.append(t1 - t0)
+        plain.append(t2 - t1)
+    return statistics.median(ours), statistics.median(plain)
+
+
+def time_startup(rounds: int) -> tuple[float, float]:
+    desk_cmd = [sys.executable, "-m", "desk", "--help"]
+    click_cmd = [sys.executable, "-c", "import click"]
+    ours, base = [], []
+    for _ in range(rounds):
+        for cmd, into in ((desk_cmd, ours), (click_cmd, base)):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            into.append(time.perf_counter() - t0)
+    return statistics.median(ours), statistics.median(base)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,10000")
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="desk-bench-"))
+    results: dict[int, tuple[float, float]] = {}
+    try:
+        for size in sizes:
+            t0 = time.perf_counter()
+            desk = build_desk(work / f"desk-{size}", size)
+            print(f"built a {size}-memory desk in {time.perf_counter() - t0:.1f} s", flush=True)
+            results[size] = time_remember_vs_git(desk, args.rounds)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(f"{'memories':>9}  {'remember':>10}  {'git add+commit':>15}  {'ratio':>6}  (target <= 1.5)")
+    for size, (ours, plain) in results.items():
+        print(f"{size:>9}  {ours * 1000:>8.1f}ms  {plain * 1000:>13.1f}ms  {ours / plain:>6.2f}")
+    small, large = min(results), max(results)
+    if small != large:
+        growth = results[large][0] / results[small][0]
+        base_growth = results[large][1] / results[small][1]
+        print(f"remember growth {small} -> {large}: {growth:.2f}x (target <= 1.5); "
+              f"plain git's own growth: {base_growth:.2f}x")
+    ours_s, base_s = time_startup(args.rounds)
+    print(f"desk --help {ours_s * 1000:.0f} ms vs python -c 'import click' {base_s * 1000:.0f} ms: "
+          f"{ours_s / base_s:.2f}x (target <= 1.3)")
+
+
+if __name__ == "__main__":
+    main()
