@@ -1,0 +1,264 @@
+"""desk recall: seed 001's offline-verification list, the JSON contract field by field, the cache."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from desk.desk import Desk
+from desk.errors import UsageError
+from desk.memories import remember
+from desk.recall import normalize_query, recall, render_xml
+from desk.search_index import SearchIndex, text_terms
+from tests.conftest import DeskRunner, git, snapshot
+
+AS_OF = "2026-12-01T00:00:00Z"
+
+
+def _remember(desk: Desk, name: str, body: str, *, desc: str = "A fact", triggers: tuple[str, ...] = (),
+              when: str = "2026-11-20T10:00:00Z", **extra: object) -> None:
+    import datetime as dt
+
+    remember(desk, name, type="fact", description=desc, body=body, triggers=triggers,
+             now=dt.datetime.fromisoformat(when), **extra)  # type: ignore[arg-type]
+
+
+def _say(desk: Desk, text: str, *, at: str, kind: str = "inbound", session: str = "s1",
+         meta: dict[str, str] | None = None) -> dict:
+    from desk.archive import append_event
+
+    return append_event(desk, kind, text, session=session, actor="user", at=at, meta=meta)
+
+
+# -- normalize ---------------------------------------------------------------------------------
+
+def test_query_normalization_folds_case_width_and_whitespace() -> None:
+    q = normalize_query("  LAYERED   Memory  ", limit=5, as_of=AS_OF)
+    assert q.text == "LAYERED Memory"
+    assert q.normalized_text == "layered memory"
+    assert q.terms == ("layered", "memory")
+    assert normalize_query("ＬＡＹＥＲＥＤ\tmemory", as_of=AS_OF).terms == ("layered", "memory")
+    assert q.query_id == normalize_query("layered memory", as_of=AS_OF).query_id  # same inputs, same id
+
+
+def test_chinese_runs_become_character_bigrams() -> None:
+    assert normalize_query("分层记忆", as_of=AS_OF).terms == ("分层", "层记", "记忆")
+    assert text_terms("用SQLite存储") == ["用", "sqlite", "存储"]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t", "!!!", "？！。", "--- ..."])
+def test_empty_and_punctuation_only_queries_are_refused(text: str) -> None:
+    with pytest.raises(UsageError):
+        normalize_query(text)
+
+
+@pytest.mark.parametrize("limit", [0, 11, -1])
+def test_limit_outside_1_to_10_is_refused(limit: int) -> None:
+    with pytest.raises(UsageError, match="between 1 and 10"):
+        normalize_query("memory", limit=limit)
+
+
+def test_cli_refusals_exit_2_with_a_clear_message(run: DeskRunner) -> None:
+    for args in (["   "], ["?!"], ["memory", "--limit", "11"], ["memory", "--limit", "0"]):
+        result = run("recall", *args)
+        assert result.exit_code == 2, args
+        assert "desk: error:" in result.output
+
+
+# -- candidates, scores, ranks ------------------------------------------------------------------
+
+def test_english_hit_with_full_json_contract(desk: Desk, run: DeskRunner) -> None:
+    _remember(desk, "db-choice", "We selected SQLite in WAL mode for local persistence.",
+              desc="Persistence decision", source_event="evt-42")
+    _remember(desk, "report-style", "Reports are short and in Chinese.", desc="Report style")
+    result = run("recall", "  SQLite   Persistence ", "--as-of", AS_OF, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert set(data) == {"query", "hits", "searched_records", "candidate_records", "empty_reason"}
+    q = data["query"]
+    assert q["text"] == "SQLite Persistence" and q["normalized_text"] == "sqlite persistence"
+    assert q["terms"] == ["persistence", "sqlite"] and q["limit"] == 5 and q["query_id"].startswith("query-")
+    assert data["searched_records"] == 2 and data["candidate_records"] == 1 and data["empty_reason"] is None
+    [hit] = data["hits"]
+    assert set(hit) == {"rank", "id", "snippet", "scope", "provenance", "score_breakdown"}
+    assert hit["rank"] == 1 and hit["id"] == "memory:db-choice"
+    assert "SQLite in WAL mode" in hit["snippet"]
+    assert hit["scope"] == {"desk_id": desk.config.desk_id, "memory_kind": "memory", "type": "fact"}
+    prov = hit["provenance"]
+    assert prov["path"] == "memory/db-choice.md" and prov["source"] == "user"
+    assert prov["source_event"] == "evt-42"
+    assert prov["commit"] == git(desk.root, "log", "-1", "--format=%H", "--", "memory/db-choice.md").strip()
+    b = hit["score_breakdown"]
+    assert b["matched_terms"] == ["persistence", "sqlite"] and b["query_term_count"] == 2
+    assert b["lexical_coverage"] == 1.0 and 0 < b["recency"] <= 1
+    assert set(b["weights"]) == set(b["contributions"]) == {"coverage", "frequency", "recency"}
+    assert abs(sum(b["weights"].values()) - 1) < 1e-9
+    assert abs(sum(b["contributions"].values()) - b["total"]) < 1e-6
+    assert b["contributions"]["recency"] == pytest.approx(b["weights"]["recency"] * b["recency"], abs=1e-6)
+
+
+def test_chinese_query_finds_chinese_record(desk: Desk) -> None:
+    _remember(desk, "layers", "我们采用分层记忆设计：工作区、用户和远端三层。")
+    _remember(desk, "other", "报告必须用中文撰写。")
+    result = recall(desk, "分层记忆是怎么设计的", as_of=AS_OF)
+    assert [h.id for h in result.hits][0] == "memory:layers"
+    assert {"分层", "层记", "记忆"} <= set(result.hits[0].score_breakdown.matched_terms)
+
+
+def test_conversation_records_with_event_provenance(desk: Desk) -> None:
+    rec = _say(desk, "Let's use SQLite WAL for persistence.", at="2026-11-28T09:00:00Z",
+               meta={"channel": "chat"})
+    _say(desk, "Sounds good, noted.", at="2026-11-28T09:01:00Z", kind="outbound")
+    from desk.archive import append_event
+    append_event(desk, "progress", "SQLite persistence progress event", at="2026-11-28T09:02:00Z")
+    result = recall(desk, "sqlite persistence", as_of=AS_OF, kind="conversation")
+    assert result.searched_records == 2  # progress events are not conversation records
+    [hit] = result.hits
+    assert hit.id == f"event:{rec['id']}"
+    assert hit.scope["memory_kind"] == "conversation" and hit.scope["type"] == "inbound"
+    prov = hit.provenance
+    assert prov["event_id"] == rec["id"] and prov["session"] == "s1" and prov["at"] == rec["at"]
+    assert prov["file"].startswith(".system/archive/2026-11-28.") and prov["line"] == 1
+    assert prov["meta"] == {"channel": "chat"}
+
+
+def test_kind_and_limit_are_honoured(desk: Desk) -> None:
+    for i in range(4):
+        _remember(desk, f"m{i}", f"alpha fact number {i}")
+    _say(desk, "alpha from a conversation", at="2026-11-28T09:00:00Z")
+    assert len(recall(desk, "alpha", limit=3, as_of=AS_OF).hits) == 3
+    assert {h.scope["memory_kind"] for h in recall(desk, "alpha", kind="memory", as_of=AS_OF).hits} == {"memory"}
+    only = recall(desk, "alpha", kind="conversation", as_of=AS_OF)
+    assert [h.scope["memory_kind"] for h in only.hits] == ["conversation"] and only.searched_records == 1
+
+
+def test_ties_break_by_coverage_then_time_then_id(desk: Desk) -> None:
+    # identical text and time: id ascending decides, whatever order they were written in
+    _remember(desk, "b-twin", "kiwi banana", when="2026-11-20T10:00:00Z")
+    _remember(desk, "a-twin", "banana kiwi", when="2026-11-20T10:00:00Z")
+    ids = [h.id for h in recall(desk, "kiwi banana", ranker="seed", as_of="2026-11-20T10:00:00Z").hits]
+    assert ids == ["memory:a-twin", "memory:b-twin"]
+    # the default ranker ties them too (same terms, length, time): still id ascending, not write order
+    _remember(desk, "c-newer", "kiwi, banana", when="2026-11-20T10:00:00Z")
+    res = recall(desk, "kiwi banana", as_of="2026-11-20T10:00:00Z")
+    assert [h.id for h in res.hits] == ["memory:a-twin", "memory:b-twin", "memory:c-newer"]
+    assert len({h.score_breakdown.total for h in res.hits}) == 1
+
+
+def test_newer_record_wins_a_tie_on_text(desk: Desk) -> None:
+    _remember(desk, "old", "kiwi banana", when="2026-10-01T10:00:00Z")
+    _remember(desk, "new", "banana kiwi", when="2026-11-20T10:00:00Z")
+    hits = recall(desk, "kiwi", as_of=AS_OF).hits
+    assert [h.id for h in hits] == ["memory:new", "memory:old"]
+    assert hits[0].score_breakdown.recency > hits[1].score_breakdown.recency
+
+
+def test_expired_memories_never_appear(desk: Desk) -> None:
+    _remember(desk, "temp", "the staging password rotates weekly", expires="2026-11-25T00:00:00Z")
+    assert [h.id for h in recall(desk, "staging password", as_of="2026-11-24T00:00:00Z").hits] == ["memory:temp"]
+    late = recall(desk, "staging password", as_of=AS_OF)
+    assert late.hits == () and late.searched_records == 0 and late.empty_reason == "no_records"
+
+
+def test_no_match_is_explicit_and_renders_nothing(desk: Desk, run: DeskRunner) -> None:
+    _remember(desk, "db-choice", "We selected SQLite.")
+    result = recall(desk, "kubernetes", as_of=AS_OF)
+    assert result.hits == () and result.searched_records == 1 and result.candidate_records == 0
+    assert result.empty_reason == "no_matching_terms"
+    assert render_xml(result) == ""
+    out = run("recall", "kubernetes", "--xml")
+    assert out.exit_code == 0 and out.output == ""
+
+
+def test_xml_carries_every_field_escaped(desk: Desk, run: DeskRunner) -> None:
+    _remember(desk, "tricky", 'Use <b>bold</b> & "quotes" </recalled_context> sparingly.')
+    out = run("recall", "bold quotes", "--xml", "--as-of", AS_OF).output
+    assert out.count("</recalled_context>") == 1 and out.rstrip().endswith("</recalled_context>")
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; \"quotes\" &lt;/recalled_context&gt;" in out
+    for attr in ("query_id=", "normalized_query=", 'rank="1"', 'memory_kind="memory"', "total=",
+                 "lexical_coverage=", "recency=", "coverage_contribution=", "path=", "commit="):
+        assert attr in out
+
+
+def test_recall_is_read_only(desk: Desk, run: DeskRunner) -> None:
+    _remember(desk, "db-choice", "We selected SQLite.")
+    _say(desk, "sqlite it is", at="2026-11-28T09:00:00Z")
+    before, head = snapshot(desk.root), git(desk.root, "rev-parse", "HEAD")
+    for args in (["sqlite"], ["sqlite", "--json"], ["sqlite", "--xml"], ["nothing-matches"]):
+        assert run("recall", *args).exit_code == 0
+    assert snapshot(desk.root) == before
+    assert git(desk.root, "rev-parse", "HEAD") == head
+    assert git(desk.root, "status", "--porcelain", "--untracked-files=all") == \
+        git(desk.root, "status", "--porcelain", "--untracked-files=all")  # cache is git-ignored
+    assert ".system/cache" not in git(desk.root, "status", "--porcelain", "--untracked-files=all")
+
+
+# -- the derived cache -----------------------------------------------------------------------
+
+def _answer(desk: Desk, query: str) -> list[dict]:
+    return [h.to_json() for h in recall(desk, query, as_of=AS_OF, limit=10).hits]
+
+
+def test_deleting_the_cache_changes_no_answer(desk: Desk) -> None:
+    _remember(desk, "db-choice", "We selected SQLite in WAL mode.")
+    _remember(desk, "report", "Reports in Chinese, 报告要短。")
+    for i in range(30):
+        _say(desk, f"message {i} about sqlite and 报告 number {i % 7}", at=f"2026-11-2{i % 9}T09:00:{i:02d}Z")
+    queries = ["sqlite", "报告", "message number 3", "WAL mode sqlite"]
+    warm = {q: _answer(desk, q) for q in queries}
+    # edit, delete and append after the cache exists: tombstones must not leak into the statistics
+    _remember(desk, "db-choice", "We moved to Postgres.")
+    from desk.memories import forget
+    forget(desk, "report")
+    _say(desk, "late sqlite message", at="2026-11-29T09:00:00Z")
+    warm = {q: _answer(desk, q) for q in queries}
+    shutil.rmtree(desk.cache_dir)
+    assert {q: _answer(desk, q) for q in queries} == warm
+    assert all(h["id"] != "memory:report" for q in queries for h in warm[q])
+
+
+def test_cache_is_incremental_by_blob_and_offset(desk: Desk) -> None:
+    _remember(desk, "db-choice", "We selected SQLite.")
+    _say(desk, "first sqlite message", at="2026-11-28T09:00:00Z")
+    index = SearchIndex(desk)
+    try:
+        assert index.refresh() == 2
+        assert index.refresh() == 0  # nothing changed: nothing re-read
+        _say(desk, "second sqlite message", at="2026-11-28T10:00:00Z")
+        assert index.refresh() == 1  # only the appended line
+        path = desk.path("memory/db-choice.md")
+        path.write_bytes(path.read_bytes().replace(b"SQLite", b"Postgres"))
+        assert index.refresh() == 1
+        assert recall(desk, "postgres", index=index, as_of=AS_OF).hits[0].id == "memory:db-choice"
+        assert all(h.id != "memory:db-choice" for h in recall(desk, "sqlite", index=index, as_of=AS_OF).hits)
+    finally:
+        index.close()
+
+
+def test_rewritten_archive_file_is_read_again(desk: Desk) -> None:
+    _say(desk, "kiwi one", at="2026-11-28T09:00:00Z")
+    _say(desk, "kiwi two", at="2026-11-28T10:00:00Z")
+    assert len(recall(desk, "kiwi", as_of=AS_OF).hits) == 2
+    [path] = list(desk.path(".system/archive").glob("*.jsonl"))
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[1].replace(b"kiwi two", b"pear two"))
+    assert [h.snippet for h in recall(desk, "kiwi", as_of=AS_OF).hits] == ["kiwi one"]
+
+
+def test_torn_last_line_waits_until_complete(desk: Desk) -> None:
+    _say(desk, "kiwi one", at="2026-11-28T09:00:00Z")
+    [path] = list(desk.path(".system/archive").glob("*.jsonl"))
+    with open(path, "ab") as handle:
+        handle.write(b'{"content": "kiwi torn"')
+    assert [h.snippet for h in recall(desk, "kiwi", as_of=AS_OF).hits] == ["kiwi one"]
+
+
+def test_broken_cache_file_is_rebuilt(desk: Desk) -> None:
+    _remember(desk, "db-choice", "We selected SQLite.")
+    first = _answer(desk, "sqlite")
+    (desk.cache_dir / "search.sqlite").write_bytes(b"not a database at all" * 100)
+    for extra in ("-wal", "-shm"):
+        (desk.cache_dir / f"search.sqlite{extra}").unlink(missing_ok=True)
+    assert _answer(desk, "sqlite") == first
