@@ -1,0 +1,151 @@
+"""`desk hooks install | uninstall`: marker, chaining a foreign hook, core.hooksPath, fallbacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+from desk.desk import Desk
+from desk.hooks import HOOK_TYPES, MARKER, install
+from desk.scaffold import init_desk
+from tests.conftest import DeskRunner
+from tests.guard_helpers import add_commit, git_env, memory_text, sh, write
+
+INVALID = "---\nname: bad\n---\nno type\n"
+
+
+def hook_dir(root: Path) -> Path:
+    return root / ".git" / "hooks"
+
+
+def foreign_hook(root: Path, hook: str, exit_code: int = 0) -> bytes:
+    script = (f"#!/bin/sh\necho ran >> \"$(git rev-parse --show-toplevel)/{hook}.ran\"\n"
+              f"exit {exit_code}\n").encode()
+    path = hook_dir(root) / hook
+    path.write_bytes(script)
+    path.chmod(0o755)
+    return script
+
+
+def test_init_installs_marked_hooks(desk: Desk) -> None:
+    for hook in HOOK_TYPES:
+        path = hook_dir(desk.root) / hook
+        assert MARKER in path.read_text()
+        assert path.stat().st_mode & stat.S_IXUSR
+        assert repr(sys.executable) in path.read_text() or sys.executable in path.read_text()
+
+
+def test_install_is_idempotent(desk: Desk, run: DeskRunner) -> None:
+    result = run("hooks", "install", "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.output)["hooks"] == {"pre-commit": "updated", "commit-msg": "updated"}
+    assert not (hook_dir(desk.root) / "pre-commit.legacy").exists()
+
+
+def test_foreign_hook_chained_and_restored(desk: Desk, run: DeskRunner) -> None:
+    run("hooks", "uninstall")
+    assert not (hook_dir(desk.root) / "pre-commit").exists()
+    original = foreign_hook(desk.root, "pre-commit")
+    result = run("hooks", "install")
+    assert result.exit_code == 0 and "kept the existing hook" in result.output
+    assert (hook_dir(desk.root) / "pre-commit.legacy").read_bytes() == original
+    # both run: the foreign hook first, then desk's rules
+    write(desk.root, "memory/bad.md", INVALID)
+    proc = add_commit(desk.root, "bad", "memory/bad.md")
+    assert proc.returncode != 0 and "memory/bad.md:1: frontmatter-field" in proc.stderr
+    assert (desk.root / "pre-commit.ran").read_text() == "ran\n"
+    sh(desk.root, "rm", "-q", "--cached", "memory/bad.md")
+    (desk.root / "memory/bad.md").unlink()
+    # a failing foreign hook still blocks a valid commit
+    foreign_hook(desk.root, "pre-commit.legacy", exit_code=1)
+    write(desk.root, "journal/a.md", "fine\n")
+    assert add_commit(desk.root, "fine", "journal/a.md").returncode != 0
+    (hook_dir(desk.root) / "pre-commit.legacy").write_bytes(original)
+    result = run("hooks", "uninstall")
+    assert "restored the previous hook" in result.output
+    assert (hook_dir(desk.root) / "pre-commit").read_bytes() == original
+    assert not (hook_dir(desk.root) / "pre-commit.legacy").exists()
+    assert not (hook_dir(desk.root) / "commit-msg").exists()
+
+
+def test_uninstall_leaves_a_foreign_hook_alone(desk: Desk, run: DeskRunner) -> None:
+    run("hooks", "uninstall")
+    original = foreign_hook(desk.root, "commit-msg")
+    result = run("hooks", "uninstall", "--json")
+    assert json.loads(result.output)["hooks"]["commit-msg"] == "not desk's; left alone"
+    assert (hook_dir(desk.root) / "commit-msg").read_bytes() == original
+
+
+def test_both_hook_and_legacy_foreign_is_refused(desk: Desk, run: DeskRunner) -> None:
+    run("hooks", "uninstall")
+    foreign_hook(desk.root, "pre-commit")
+    foreign_hook(desk.root, "pre-commit.legacy")
+    result = run("hooks", "install")
+    assert result.exit_code == 1 and "both exist" in result.output
+
+
+def test_core_hooks_path_refused_with_the_manual_way(desk: Desk, run: DeskRunner) -> None:
+    sh(desk.root, "config", "core.hooksPath", str(desk.root.parent / "shared-hooks"))
+    result = run("hooks", "install")
+    assert result.exit_code == 1
+    assert "core.hooksPath is set" in result.output
+    assert "-m desk.hooks pre-commit" in result.output and "git config --unset core.hooksPath" in result.output
+    assert not (desk.root.parent / "shared-hooks").exists()
+
+
+def test_init_with_global_hooks_path_still_creates_the_desk(tmp_path: Path, isolated_home: Path) -> None:
+    (isolated_home / ".gitconfig").write_text("[core]\n\thooksPath = /somewhere/else\n")
+    result = init_desk(tmp_path / "d")
+    assert result.status == "created" and result.hooks and "core.hooksPath" in result.hooks
+    assert not (tmp_path / "d" / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_falls_back_to_desk_on_path(desk: Desk, tmp_path: Path) -> None:
+    install(desk.root, python=str(tmp_path / "gone" / "python"))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    launcher = bindir / "desk"
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} -m desk \"$@\"\n")
+    launcher.chmod(0o755)
+    env = git_env(PATH=f"{bindir}:/usr/bin:/bin")
+    write(desk.root, "memory/bad.md", INVALID)
+    sh(desk.root, "add", "memory/bad.md", env=env)
+    proc = sh(desk.root, "commit", "-q", "-m", "bad", env=env)
+    assert proc.returncode != 0 and "memory/bad.md:1: frontmatter-field" in proc.stderr
+    sh(desk.root, "reset", "-q")
+    write(desk.root, "SOUL.md", "# changed\n")
+    sh(desk.root, "add", "SOUL.md", env=env)
+    proc = sh(desk.root, "commit", "-q", "-m", "s\n\nDesk-Actor: assistant", env=env)
+    assert proc.returncode != 0 and "soul-unauthorized" in proc.stderr
+
+
+def test_hook_ignores_inherited_git_variables(desk: Desk, tmp_path: Path) -> None:
+    """A commit made from elsewhere with GIT_DIR/GIT_WORK_TREE set still validates this desk."""
+    write(desk.root, "memory/bad.md", INVALID)
+    env = git_env(GIT_DIR=str(desk.root / ".git"), GIT_WORK_TREE=str(desk.root))
+    sh(tmp_path, "add", "memory/bad.md", env=env)
+    proc = sh(desk.root, "commit", "-q", "-m", "bad", env=env)
+    assert proc.returncode != 0 and "memory/bad.md:1:" in proc.stderr
+
+
+def test_hook_in_a_plain_repository_does_nothing(tmp_path: Path) -> None:
+    """Hooks copied into a repository that is not a desk let commits through."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    sh(root, "init", "-q")
+    install(root)
+    write(root, "memory/bad.md", INVALID)
+    assert add_commit(root, "x", "memory/bad.md").returncode == 0
+
+
+def test_valid_commit_passes_both_hooks(desk: Desk) -> None:
+    write(desk.root, "memory/ok.md", memory_text("ok"))
+    from tests.guard_helpers import reindex_text
+
+    reindex_text(desk.root)
+    proc = add_commit(desk.root, "ok\n\nDesk-Actor: user", "memory/ok.md", "MEMORY.md")
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.exists(desk.root / "memory/ok.md")

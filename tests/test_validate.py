@@ -1,0 +1,255 @@
+"""Every validation rule, each with a refused and an accepted real `git commit` through the hooks."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from desk.desk import Desk
+from desk.errors import InvalidFileError
+from desk.secrets import fingerprint
+from desk.transaction import commit_message, transaction
+from desk.validate import validate_all, validate_staged
+from tests.conftest import DeskRunner
+from tests.guard_helpers import add_commit, commit, head, memory_text, reindex_text, sh, write
+
+GH_TOKEN = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC1234"
+
+
+def add_memory(root, name: str, text: str | None = None):  # type: ignore[no-untyped-def]
+    write(root, f"memory/{name}.md", text or memory_text(name))
+    reindex_text(root)
+    return add_commit(root, f"add {name}", f"memory/{name}.md", "MEMORY.md")
+
+
+def test_valid_hand_edit_commits(desk: Desk) -> None:
+    proc = add_memory(desk.root, "alpha")
+    assert proc.returncode == 0, proc.stderr
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
+
+
+@pytest.mark.parametrize("text, rule, line", [
+    (memory_text("beta", extra="colour: red\n"), "frontmatter-field", 6),
+    (memory_text("other"), "name-mismatch", 2),
+    ("no frontmatter here\n", "frontmatter-missing", 1),
+    (memory_text("beta", body=" "), "body-empty", 7),
+])
+def test_invalid_memory_refused(desk: Desk, text: str, rule: str, line: int) -> None:
+    before = head(desk.root)
+    proc = add_memory(desk.root, "beta", text)
+    assert proc.returncode != 0
+    assert f"memory/beta.md:{line}: {rule}:" in proc.stderr
+    assert head(desk.root) == before
+
+
+def test_bad_file_name_and_case_collision(desk: Desk) -> None:
+    add_memory(desk.root, "report-style")
+    write(desk.root, "memory/Report-style.md", memory_text("report-style", body="Other body."))
+    proc = add_commit(desk.root, "clash", "memory/Report-style.md")
+    assert proc.returncode != 0
+    assert "memory/Report-style.md:1: memory-name:" in proc.stderr
+    assert "memory-name-case" in proc.stderr
+
+
+def test_stray_file_in_memory_folder(desk: Desk) -> None:
+    proc = add_commit(desk.root, "stray", str(write(desk.root, "memory/notes.txt", "x\n").relative_to(desk.root)))
+    assert proc.returncode != 0 and "memory/notes.txt:1: memory-path:" in proc.stderr
+
+
+def test_stale_index_is_regenerated_by_the_hook(desk: Desk) -> None:
+    write(desk.root, "memory/gamma.md", memory_text("gamma"))
+    proc = add_commit(desk.root, "gamma without index", "memory/gamma.md")
+    assert proc.returncode != 0
+    assert "MEMORY.md:" in proc.stderr and "index-stale" in proc.stderr
+    assert "MEMORY.md was regenerated; `git add MEMORY.md` and commit again" in proc.stderr
+    assert "- [gamma](memory/gamma.md)" in (desk.root / "MEMORY.md").read_text()
+    proc = add_commit(desk.root, "gamma with index", "MEMORY.md")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_commit_of_only_paths_checks_the_temporary_index(desk: Desk) -> None:
+    """`git commit -- memory/x.md` stages into a temporary index the hook must read."""
+    add_memory(desk.root, "delta")
+    write(desk.root, "memory/delta.md", memory_text("delta", description="Changed description"))
+    reindex_text(desk.root)  # MEMORY.md is right in the work tree, but not part of this commit
+    proc = commit(desk.root, "only the memory", "--", "memory/delta.md")
+    assert proc.returncode != 0 and "index-stale" in proc.stderr
+    proc = commit(desk.root, "both", "--", "memory/delta.md", "MEMORY.md")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_archive_only_grows(desk: Desk) -> None:
+    from desk.archive import append_event
+
+    append_event(desk, "inbound", "hello")
+    rel = sh(desk.root, "ls-files", "--others", "--exclude-standard", ".system/archive").stdout.split()[0]
+    assert add_commit(desk.root, "archive", rel).returncode == 0
+    append_event(desk, "outbound", "hi there")
+    assert add_commit(desk.root, "archive grows", rel).returncode == 0
+    path = desk.root / rel
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0].replace(b"hello", b"HELLO") + lines[1])
+    proc = add_commit(desk.root, "rewrite history", rel)
+    assert proc.returncode != 0 and f"{rel}:1: archive-append-only" in proc.stderr
+    path.write_bytes(lines[0])
+    proc = add_commit(desk.root, "truncate", rel)
+    assert proc.returncode != 0 and "archive-append-only" in proc.stderr
+    path.write_bytes(b"".join(lines) + b'{"not": "a record"}\n')
+    proc = add_commit(desk.root, "junk", rel)
+    assert proc.returncode != 0 and f"{rel}:3: archive-" in proc.stderr
+    path.unlink()
+    sh(desk.root, "rm", "-q", "--cached", rel)
+    proc = commit(desk.root, "delete")
+    assert proc.returncode != 0 and "archive-append-only" in proc.stderr
+
+
+def test_soul_needs_authorization_when_the_assistant_changes_it(desk: Desk) -> None:
+    write(desk.root, "SOUL.md", (desk.root / "SOUL.md").read_text() + "\nI am terse.\n")
+    sh(desk.root, "add", "SOUL.md")
+    proc = commit(desk.root, "soul\n\nDesk-Actor: assistant")
+    assert proc.returncode != 0 and "SOUL.md:1: soul-unauthorized:" in proc.stderr
+    proc = commit(desk.root, "soul\n\nDesk-Actor: assistant\nDesk-Authorized-By: Ada")
+    assert proc.returncode == 0, proc.stderr
+    write(desk.root, "SOUL.md", (desk.root / "SOUL.md").read_text() + "A person's edit.\n")
+    assert add_commit(desk.root, "my soul edit", "SOUL.md").returncode == 0  # people may
+
+
+def test_digest_never_changes_now(desk: Desk) -> None:
+    write(desk.root, "NOW.md", "# NOW\n\ndoing: something else\n")
+    write(desk.root, "journal/2026-11-29.md", "# 2026-11-29\n\nA day.\n")
+    sh(desk.root, "add", "NOW.md", "journal/2026-11-29.md")
+    proc = commit(desk.root, "digest: 2026-11-29\n\nDesk-Op: digest")
+    assert proc.returncode != 0 and "NOW.md:1: digest-now:" in proc.stderr
+    sh(desk.root, "restore", "--staged", "NOW.md")
+    proc = commit(desk.root, "digest: 2026-11-29\n\nDesk-Op: digest")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_secret_refused_and_never_printed(desk: Desk, run: DeskRunner) -> None:
+    write(desk.root, "NOW.md", f"# NOW\n\nuse {GH_TOKEN} for the API\n")
+    proc = add_commit(desk.root, "oops", "NOW.md")
+    assert proc.returncode != 0 and "NOW.md:3: secret: github-token" in proc.stderr
+    for line in (proc.stdout + proc.stderr).splitlines():
+        assert GH_TOKEN not in line
+    result = run("validate", "--staged")
+    assert result.exit_code == 3 and GH_TOKEN not in result.output
+    result = run("validate", "--staged", "--json")
+    assert GH_TOKEN not in result.output
+    finding = json.loads(result.output)["findings"][0]
+    assert fingerprint(GH_TOKEN) in finding["message"]
+    # allowed by its fingerprint in desk.json (committed first), never by an inline comment
+    config = json.loads((desk.root / ".system/desk.json").read_text())
+    config["secrets"]["allow"] = [fingerprint(GH_TOKEN)]
+    write(desk.root, ".system/desk.json", json.dumps(config, indent=2) + "\n")
+    assert commit(desk.root, "allow it", "--", ".system/desk.json").returncode == 0
+    assert commit(desk.root, "now it passes", "--", "NOW.md").returncode == 0
+
+
+def test_secret_in_memory_and_journal(desk: Desk) -> None:
+    secret = "AI" + "za" + "Sy0123456789abcdefABCDEFghijk_lmnop"
+    proc = add_memory(desk.root, "keys", memory_text("keys", body=f"The maps key is {secret}."))
+    assert proc.returncode != 0 and "memory/keys.md:7: secret: google-api-key" in proc.stderr
+    assert secret not in proc.stderr
+    write(desk.root, "journal/2026-11-30.md", f"token = \"{'Zx8q2LmP0vR7tYw4nKs'}\"\n")
+    sh(desk.root, "reset", "-q")
+    proc = add_commit(desk.root, "journal", "journal/2026-11-30.md")
+    assert proc.returncode != 0 and "journal/2026-11-30.md:1: secret: generic-secret" in proc.stderr
+
+
+def test_file_rules_symlink_binary_encoding_size(desk: Desk) -> None:
+    os.symlink("../AGENTS.md", desk.root / "journal" / "link.md")
+    proc = add_commit(desk.root, "link", "journal/link.md")
+    assert proc.returncode != 0 and "journal/link.md:1: symlink:" in proc.stderr
+    sh(desk.root, "reset", "-q")
+    write(desk.root, "journal/blob.md", b"line\n\x00\x01")
+    proc = add_commit(desk.root, "bin", "journal/blob.md")
+    assert proc.returncode != 0 and "journal/blob.md:2: binary:" in proc.stderr
+    sh(desk.root, "reset", "-q")
+    write(desk.root, "journal/latin.md", "ok\ncaf\xe9\n".encode("latin-1"))
+    proc = add_commit(desk.root, "latin", "journal/latin.md")
+    assert proc.returncode != 0 and "journal/latin.md:2: encoding:" in proc.stderr
+    sh(desk.root, "reset", "-q")
+    write(desk.root, "journal/huge.md", "x" * (1 << 20) + "\n")
+    proc = add_commit(desk.root, "huge", "journal/huge.md")
+    assert proc.returncode != 0 and "journal/huge.md:1: file-size:" in proc.stderr
+    sh(desk.root, "reset", "-q")
+    write(desk.root, "notes/anything.bin", b"\x00\x01")  # not a desk path: a person's own file
+    assert add_commit(desk.root, "own file", "notes/anything.bin").returncode == 0
+
+
+def test_warnings_do_not_block(desk: Desk) -> None:
+    text = memory_text("old", triggers="", extra="expires: 2020-01-01T00:00:00Z\n")
+    proc = add_memory(desk.root, "old", text)
+    assert proc.returncode == 0, proc.stderr
+    assert "memory/old.md:1: memory-expired:" in proc.stderr
+    assert "memory/old.md:1: memory-no-triggers:" in proc.stderr
+
+
+def test_desk_commits_are_validated_in_process(desk: Desk) -> None:
+    before = head(desk.root)
+    now_before = (desk.root / "NOW.md").read_bytes()
+    with pytest.raises(InvalidFileError) as err, transaction(desk) as tx:
+        tx.commit({"NOW.md": f"key {GH_TOKEN}\n".encode()}, commit_message("now", {"Desk-Op": "now"}))
+    assert err.value.findings[0].rule == "secret" and GH_TOKEN not in str(err.value)
+    with pytest.raises(InvalidFileError) as err, transaction(desk) as tx:
+        tx.commit({"SOUL.md": b"# new soul\n"}, commit_message("soul", {"Desk-Actor": "assistant"}))
+    assert err.value.findings[0].rule == "soul-unauthorized"
+    with pytest.raises(InvalidFileError) as err, transaction(desk) as tx:
+        tx.commit({"memory/zeta.md": memory_text("zeta").encode()}, commit_message("z", {}))
+    assert err.value.findings[0].rule == "index-stale"
+    assert head(desk.root) == before and (desk.root / "NOW.md").read_bytes() == now_before
+    assert not (desk.root / "memory/zeta.md").exists()
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
+
+
+def test_desk_commits_skip_the_python_hook(desk: Desk, run: DeskRunner) -> None:
+    """With DESK_VALIDATED the shell hook never starts Python: a broken interpreter path proves it."""
+    from desk.hooks import install
+
+    install(desk.root, python="/nonexistent/python")
+    env_path = os.environ["PATH"]
+    os.environ["PATH"] = "/usr/bin:/bin"  # no `desk` to fall back to either
+    try:
+        result = run("remember", "eta", "--type", "fact", "-d", "Eta", "-t", "eta", "The eta fact.")
+        assert result.exit_code == 0, result.output
+        write(desk.root, "journal/x.md", "hand edit\n")
+        proc = add_commit(desk.root, "by hand", "journal/x.md")
+        assert proc.returncode != 0 and "desk is not installed" in proc.stderr
+    finally:
+        os.environ["PATH"] = env_path
+
+
+def test_no_verify_commit_caught_by_validate_all(desk: Desk, run: DeskRunner) -> None:
+    write(desk.root, "memory/broken.md", "---\nname: broken\n---\nbody\n")
+    write(desk.root, "memory/fine.md", memory_text("fine"))  # valid, but MEMORY.md not updated
+    sh(desk.root, "add", "memory/broken.md", "memory/fine.md")
+    assert commit(desk.root, "bypass", "--no-verify").returncode == 0
+    result = run("validate", "--all")
+    assert result.exit_code == 3
+    assert "memory/broken.md:1: frontmatter-field: type: required field is missing" in result.output
+    assert "MEMORY.md:3: index-stale:" in result.output
+    data = json.loads(run("validate", "--all", "--json").output)
+    assert data["status"] == "rejected" and data["mode"] == "all"
+
+
+def test_staged_is_proportional_to_the_change(desk: Desk) -> None:
+    """An unrelated broken file committed with --no-verify is not re-parsed by --staged."""
+    write(desk.root, "journal/bad.md", b"\xff\xfe")
+    sh(desk.root, "add", "journal/bad.md")
+    commit(desk.root, "bypass", "--no-verify")
+    write(desk.root, "memory/iota.md", memory_text("iota"))
+    reindex_text(desk.root)
+    sh(desk.root, "add", "memory/iota.md", "MEMORY.md")
+    report, _ = validate_staged(desk)
+    assert report.ok and report.checked == 2
+    assert not validate_all(desk).ok
+
+
+def test_validate_cli_ok_and_help(desk: Desk, run: DeskRunner) -> None:
+    result = run("validate")
+    assert result.exit_code == 0 and result.output.startswith("ok: 0 file(s) checked")
+    result = run("validate", "--all")
+    assert result.exit_code == 0, result.output
+    assert "--staged" in run("validate", "--help").output
