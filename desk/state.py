@@ -73,12 +73,14 @@ class MemoryState:
     def sync(self) -> None:
         """Bring the mirror to HEAD: a diff from the recorded commit, or a rebuild."""
         head = self.desk.git.head()
-        recorded = self._meta("commit")
-        self.index_blob = self._meta("index_blob")
-        if head == recorded:
-            return
-        diff = self._diff(recorded, head) if recorded and head else None
+        # Read and write the mirror in one SQLite write transaction: a hook process syncing at the
+        # same time as a desk mutation then applies whole diffs, one after the other.
         with self._write():
+            recorded = self._meta("commit")
+            self.index_blob = self._meta("index_blob")
+            if head == recorded:
+                return
+            diff = self._diff(recorded, head) if recorded and head else None
             if diff is None:
                 self.db.execute(f"DELETE FROM {_ROWS}")
                 files = self.desk.git.ls_tree(head, MEMORY_DIR) if head else {}
