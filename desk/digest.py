@@ -27,7 +27,7 @@ from desk.facts import FACT_EVENT, FactRecord, fact_from_record
 from desk.frontmatter import format_time
 from desk.git import Commit
 from desk.index import IndexEntry, committed_files, load_entries, memory_path, render_index
-from desk.journal import journal_path, one_line, render_journal, run_summarizer
+from desk.journal import existing_narrative, journal_path, one_line, render_journal, run_summarizer
 from desk.lock import desk_lock
 from desk.memory import DESCRIPTION_MAX, MemoryFile, build_meta, normalize_body, parse_memory
 from desk.textnorm import content_key, normalize
@@ -122,11 +122,11 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
         actives: dict[str, Active] = {}
         existing: dict[str, MemoryFile] = {}
         for did, domain in domains.items():
-            found = _home(desk, domain, places[did])
-            if found is None:
-                result.skipped.append({"domain": did, "reason": "name_taken"})
+            home, memory, problem = _home(desk, domain, places[did])
+            if home is None:
+                result.skipped.append({"domain": did, "reason": str(problem)})
                 continue
-            homes[did], memory = found
+            homes[did] = home
             if memory is not None:
                 existing[homes[did]] = memory
                 actives[did] = _active(homes[did], memory, by_id)
@@ -183,8 +183,10 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
         result.open_conflicts = len(open_cases(queue.cases))
         if queue.changed:
             writes[CONFLICTS_FILE] = render_queue(queue.cases)
+        current = _read(desk, result.journal)
+        narrative = narrative or existing_narrative(current)
         journal = _redacted(render_journal(day, events, _day_commits(desk, start), narrative))
-        if _read(desk, result.journal) != journal:
+        if current != journal:
             writes[result.journal] = journal
         # Archive growth goes into the same commit, so the evidence ids it names are committed too.
         # Desk lock first, then the archive lock (the order `desk checkpoint` uses).
@@ -225,8 +227,13 @@ def _places(domain: Domain) -> tuple[str, str]:
     return name, alternate_name(name, domain.id)
 
 
-def _home(desk: Desk, domain: Domain, places: tuple[str, ...]) -> tuple[str, MemoryFile | None] | None:
-    """The first place that holds this domain's memory, else the first free one, else None."""
+def _home(desk: Desk, domain: Domain, places: tuple[str, ...]
+          ) -> tuple[str | None, MemoryFile | None, str | None]:
+    """(name, its memory) where this domain's memory lives, else (a free name, None), else a reason.
+
+    A file of the domain that no longer parses is a person's to fix: the domain waits for it
+    rather than growing a second copy under the alternate name.
+    """
     free = None
     for name in places:
         path = memory_path(name)
@@ -238,11 +245,13 @@ def _home(desk: Desk, domain: Domain, places: tuple[str, ...]) -> tuple[str, Mem
         try:
             memory = parse_memory(data, path, name)
         except InvalidFileError:
-            continue  # a broken file is a person's to fix; never overwritten by a routine
+            if name == places[0]:
+                return None, None, f"broken_file:{path}"
+            continue
         if memory.meta.source == "digest" and memory.meta.key == domain.key and (
                 domain.key is not None or content_key(memory.body) == domain.candidates[0].content_key):
-            return name, memory
-    return (free, None) if free else None
+            return name, memory, None
+    return (free, None, None) if free else (None, None, "name_taken")
 
 
 def _active(name: str, memory: MemoryFile, by_id: Mapping[str, FactRecord]) -> Active:

@@ -160,6 +160,23 @@ def _utc(date: str) -> str:
 
 # -- the optional narrative --------------------------------------------------------------------
 
+def existing_narrative(journal: bytes | None) -> str | None:
+    """The narrative section of a journal desk rendered, so a rerun without `--summarizer` keeps it.
+
+    The overview is the first section after the narrative and every later line is a list item, so
+    the last `## Overview` heading is the real one even if a summary wrote one of its own.
+    """
+    if not journal:
+        return None
+    text = journal.decode("utf-8", "replace")
+    start = text.find("\n## Narrative\n\n")
+    end = text.rfind("\n## Overview\n")
+    if start < 0 or end < start:
+        return None
+    body = text[start + len("\n## Narrative\n\n"):end].strip()
+    return body + "\n" if body else None
+
+
 def events_jsonl(events: Iterable[Mapping[str, Any]]) -> bytes:
     """The day's events as the summarizer reads them: one compact JSON object per line."""
     return b"".join(json.dumps(e, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()

@@ -261,7 +261,13 @@ def test_summarizer_reads_jsonl_and_writes_the_narrative(desk: Desk, tmp_path: P
                             "print(f'A quiet day: {len(rows)} event, {rows[0][\"kind\"]}.')\n")
     digest(desk, as_of=AS_OF, summarizer=cmd)
     text = desk.path("journal/2026-11-29.md").read_text()
-    assert "## Narrative\n\nA quiet day: 1 event, fact.\n" in text
+    assert "## Narrative\n\nA quiet day: 1 event, fact.\n\n## Overview" in text
+    sha = head(desk)
+    assert digest(desk, as_of=AS_OF).status == "unchanged" and head(desk) == sha  # narrative kept
+    add_fact(desk, "Chose WAL.", kind="decision", importance=4, at="2026-11-29T09:00:00Z")
+    digest(desk, as_of=AS_OF)
+    text = desk.path("journal/2026-11-29.md").read_text()
+    assert "A quiet day" in text and "Chose WAL." in text
 
 
 @pytest.mark.parametrize("body, error", [
