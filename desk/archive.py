@@ -61,9 +61,18 @@ class ArchiveEvent:
     offset: int
 
 
+_CLONE_IDS: dict[Path, str] = {}  # per process, by git dir: the id never changes once made
+
+
 def clone_id(desk: Desk) -> str:
     """This clone's id (12 hex chars), made once and kept untracked in the git dir."""
-    path = desk.git_dir / CLONE_ID_FILE
+    cached = _CLONE_IDS.get(desk.git_dir)
+    if cached is None:
+        cached = _CLONE_IDS[desk.git_dir] = _read_or_make_clone_id(desk.git_dir / CLONE_ID_FILE)
+    return cached
+
+
+def _read_or_make_clone_id(path: Path) -> str:
     try:
         value = path.read_text().strip()
         if re.fullmatch(r"[0-9a-f]{12}", value):
@@ -104,6 +113,7 @@ class ArchiveWriter:
         self.batch = batch
         self.desk_id = desk.config.desk_id
         self.clone = clone_id(desk)
+        self._root = str(desk.root)
         self._files: dict[str, _Open] = {}
         self._new_dirs: set[Path] = set()
         self._lock: Any = None
@@ -140,13 +150,13 @@ class ArchiveWriter:
                 for other in self._files.values():
                     os.close(other.fd)
                 self._files.clear()
-            path = self.desk.path(rel)
-            if not path.parent.is_dir():
-                path.parent.mkdir(parents=True, exist_ok=True)
-            created = not path.exists()
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            if created:
-                self._new_dirs.add(path.parent)
+            path = os.path.join(self._root, rel)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            except FileNotFoundError:  # the first event of a day: create the file (and folder)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                self._new_dirs.add(Path(os.path.dirname(path)))
             prev, seq, ends = tail_state(fd, os.fstat(fd).st_size)
             state = _Open(fd, prev, seq, ends)
             self._files[rel] = state

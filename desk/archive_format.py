@@ -48,7 +48,12 @@ def archive_file(day: str, clone: str) -> str:
 
 def format_time(when: dt.datetime) -> str:
     """UTC `YYYY-MM-DDTHH:MM:SS.ffffffZ`."""
-    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    t = when if when.utcoffset() == _ZERO else when.astimezone(dt.timezone.utc)
+    return (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+            f".{t.microsecond:06d}Z")
+
+
+_ZERO = dt.timedelta(0)
 
 
 def parse_time(value: str | dt.datetime, what: str) -> dt.datetime:
@@ -168,7 +173,7 @@ def tail_state(fd: int, size: int) -> tuple[str | None, int, bool]:
     """
     if size == 0:
         return None, 0, True
-    chunk = 8192
+    chunk = 4096
     while True:
         start = max(0, size - chunk)
         data = os.pread(fd, size - start, start)
@@ -178,12 +183,18 @@ def tail_state(fd: int, size: int) -> tuple[str | None, int, bool]:
         if cut < 0 and start > 0:
             chunk *= 4
             continue
-        prev = line_hash(body[cut + 1:])
-        lines = body.split(b"\n")
+        last = body[cut + 1:]
+        prev = line_hash(last)
+        rec = _loads(last)  # the common case: the last line is a whole record
+        seq = seq_of(rec.get("id")) if isinstance(rec, dict) else None
+        if seq is not None:
+            return prev, seq, ends
+        lines = body[:cut].split(b"\n") if cut >= 0 else []
         if start > 0:
             lines = lines[1:]  # the first piece may begin mid-line
         for line in reversed(lines):
-            seq = seq_of(rec.get("id")) if isinstance(rec := _loads(line), dict) else None
+            rec = _loads(line)
+            seq = seq_of(rec.get("id")) if isinstance(rec, dict) else None
             if seq is not None:
                 return prev, seq, ends
         if start == 0:
