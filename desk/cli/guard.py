@@ -12,23 +12,35 @@ from desk.cli.output import emit, json_option, state
               help="Check what is staged for commit (the staged blobs, not the work tree). Default.")
 @click.option("--all", "mode", flag_value="all",
               help="Check every desk file in the work tree, and the whole memory index.")
+@click.option("--fix", is_flag=True,
+              help="With --staged: rewrite a stale MEMORY.md in the work tree (then `git add` it).")
 @json_option
-def validate_command(mode: str) -> None:
+def validate_command(mode: str, fix: bool) -> None:
     """Run the desk's rules: the same gate the hooks and every desk write use.
 
     Prints one line per finding, `path:line: rule-id: message`, with how to fix it. Exit 3 when
     any error is found; warnings alone exit 0. The rules are listed in docs/guard.md.
     """
-    from desk.validate import validate_all, validate_staged
+    from desk.validate import INDEX_FILE, fix_index, validate_all, validate_staged
 
     desk = state().desk()
-    report = validate_all(desk) if mode == "all" else validate_staged(desk)[0]
+    if mode == "all":
+        report = validate_all(desk)
+    else:
+        report, regenerated = validate_staged(desk)
+        stale = any(f.rule == "index-stale" for f in report.findings)
+        if fix and stale and regenerated is not None and fix_index(desk, regenerated):
+            report.fixed.append(INDEX_FILE)
 
     def human() -> str:
         lines = [str(f) + ("" if f.severity == "error" else " (warning)") for f in report.findings]
         errors = len(report.errors)
         lines.append(f"{'ok' if not errors else 'rejected'}: {report.checked} file(s) checked, "
                      f"{errors} error(s), {len(report.findings) - errors} warning(s)")
+        if report.fixed:
+            from desk.hooks import STALE_INDEX_MESSAGE
+
+            lines.append(STALE_INDEX_MESSAGE)
         return "\n".join(lines)
 
     emit({"mode": mode, **report.to_json()}, human)
