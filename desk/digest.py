@@ -29,7 +29,7 @@ from desk.git import Commit
 from desk.index import IndexEntry, committed_files, load_entries, memory_path, render_index
 from desk.journal import existing_narrative, journal_path, one_line, render_journal, run_summarizer
 from desk.lock import desk_lock
-from desk.memory import DESCRIPTION_MAX, MemoryFile, build_meta, normalize_body, parse_memory
+from desk.memory import DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, normalize_body, parse_memory
 from desk.textnorm import content_key, normalize
 from desk.transaction import commit_message, transaction
 
@@ -266,11 +266,13 @@ def _description(candidate: Candidate) -> str:
 
 
 def _triggers(candidate: Candidate) -> list[str]:
+    """The key's parts, else the content's first longer words (never longer than a trigger may be)."""
     if candidate.key is not None:
         words = candidate.key.split(".")
     else:
-        words = [w for w in normalize(candidate.content).split() if len(w) >= 4][:4]
-    return list(dict.fromkeys(w.strip(".,;:!?()\"'") for w in words if w.strip(".,;:!?()\"'")))
+        words = [w.strip(".,;:!?()\"'") for w in normalize(candidate.content).split()]
+        words = [w for w in words if len(w) >= 4][:4]
+    return list(dict.fromkeys(w for w in words if w and len(w) <= TRIGGER_MAX))
 
 
 def _meta_fields(name: str, candidate: Candidate, evidence: list[str], importance: int) -> dict[str, Any]:

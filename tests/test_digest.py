@@ -118,6 +118,16 @@ def test_digest_of_an_empty_day_writes_the_journal_once(desk: Desk) -> None:
     assert digest(desk, as_of=AS_OF).status == "unchanged"
 
 
+def test_long_unspaced_text_still_makes_a_valid_memory(desk: Desk) -> None:
+    text = "数据库必须启用预写日志模式" * 8  # one "word" longer than any trigger may be
+    fact(desk, text, "2026-09-01T10:00:00Z", kind="convention", importance=5)
+    fact(desk, "Keep it.", "2026-09-01T10:00:00Z", importance=5, key="x" * 70 + ".y")
+    result = digest(desk, as_of=AS_OF)
+    assert len(result.promoted) == 2
+    for name in result.promoted:
+        assert all(len(t) <= 64 for t in memory(desk, name).meta.triggers)
+
+
 # -- an active memory over time -------------------------------------------------------------------
 
 def test_same_content_only_adds_evidence(desk: Desk) -> None:
