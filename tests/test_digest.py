@@ -303,3 +303,27 @@ def test_digest_cli_reports_and_json(desk: Desk, run: DeskRunner) -> None:
     assert data["status"] == "unchanged" and data["commit"] is None
     bad = run("digest", "--date", "2026-12-01", "--as-of", AS_OF)
     assert bad.exit_code == 2
+
+
+def test_digest_while_the_harness_appends_loses_nothing(desk: Desk) -> None:
+    import subprocess
+
+    from desk.archive_verify import verify_archive
+
+    n = 400
+    code = ("import sys\nfrom desk.desk import Desk\nfrom desk.archive import append_event\n"
+            "d = Desk(__import__('pathlib').Path(sys.argv[1]))\n"
+            f"for i in range({n}):\n"
+            "    append_event(d, 'inbound', f'msg {i}', session='s', at='2026-11-29T10:00:00Z')\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(desk.root)])
+    try:
+        while proc.poll() is None:
+            digest(desk, as_of=AS_OF)
+    finally:
+        proc.wait()
+    assert proc.returncode == 0
+    digest(desk, as_of=AS_OF)
+    assert git(desk.root, "status", "--porcelain") == ""  # everything appended is committed
+    report = verify_archive(desk)
+    assert report.ok and report.lines == n
+    assert f"- {n} events in 1 session" in desk.path("journal/2026-11-29.md").read_text()
