@@ -57,8 +57,8 @@ def fact_add_command(text: str, kind: str, importance: int, key: str | None, ses
 def digest_command(date: str | None, as_of: str | None, summarizer: str | None) -> None:
     """Write journal/D.md and distil old facts into memories, in one commit.
 
-    Facts at least 30 days old, of kind decision/convention/pitfall, important (>= 4) or repeated,
-    become memory files (source: digest). A new value replaces a keyed memory only with 2 newer
+    By default (policy in .system/desk.json) facts at least 30 days old, of kind
+    decision/convention/pitfall, important (>= 4) or repeated, become memory files (source: digest). A new value replaces a keyed memory only with 2 newer
     confirmations; ties go to .system/conflicts.json. Never writes NOW.md. No commit when nothing
     changed, so running it twice commits once.
     """
