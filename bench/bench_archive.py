@@ -103,6 +103,13 @@ def main() -> None:
           f" into {len(result.files)} files")
     print(f"raw loop, same lines, fsync every {FSYNC_EVERY}: {raw_batch:.2f} s "
           f"({total / raw_batch:,.0f} lines/s); import / raw = {raw_batch / imported:.2f}")
+    plain_root = base / "desk-plain"
+    init_desk(plain_root)
+    start = time.perf_counter()
+    import_events(Desk(plain_root), src, redact=False)
+    plain = time.perf_counter() - start
+    print(f"import, --no-redact: {plain:.2f} s ({total / plain:,.0f} events/s): the secret scan is "
+          f"{(imported - plain) / imported:.0%} of the import")
     start = time.perf_counter()
     count = sum(1 for _ in iter_events(desk))
     read = time.perf_counter() - start

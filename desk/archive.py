@@ -114,6 +114,8 @@ class ArchiveWriter:
         self.desk_id = desk.config.desk_id
         self.clone = clone_id(desk)
         self._root = str(desk.root)
+        self._now: dt.datetime | None = None
+        self._recorded = ""
         self._files: dict[str, _Open] = {}
         self._new_dirs: set[Path] = set()
         self._lock: Any = None
@@ -167,7 +169,9 @@ class ArchiveWriter:
         day = event["at"][:10]
         rel = archive_file(day, self.clone)
         state = self._open(rel)
-        recorded = format_time(now)
+        if now is not self._now:  # an import stamps a whole batch with one `now`
+            self._now, self._recorded = now, format_time(now)
+        recorded = self._recorded
         seq = state.seq + 1
         record = {**event, "desk_id": self.desk_id, "recorded_at": recorded, "prev": state.prev,
                   "id": f"{recorded[:4]}{recorded[5:7]}{recorded[8:13]}{recorded[14:16]}"
