@@ -31,7 +31,7 @@ from desk.journal import existing_narrative, journal_path, one_line, render_jour
 from desk.lock import desk_lock
 from desk.memory import DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, normalize_body, parse_memory
 from desk.textnorm import content_key, normalize
-from desk.transaction import commit_message, transaction
+from desk.transaction import Transaction, commit_message, transaction
 
 RULE_FILES = ("AGENTS.md", "SOUL.md")
 DAY_COMMIT_PATHS = ("memory/", "MISTAKES.md")
@@ -117,66 +117,25 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
         places = {did: _places(d) for did, d in domains.items()}
         tx.require_clean(sorted({p for names in places.values() for p in map(memory_path, names)}
                                 | {INDEX_FILE, CONFLICTS_FILE, result.journal}))
+        homes, existing = _locate(desk, domains, places, result)
         by_id = {f.id: f for f in facts}
-        homes: dict[str, str] = {}  # domain -> the memory name it lives in (or would)
-        actives: dict[str, Active] = {}
-        existing: dict[str, MemoryFile] = {}
-        for did, domain in domains.items():
-            home, memory, problem = _home(desk, domain, places[did])
-            if home is None:
-                result.skipped.append({"domain": did, "reason": str(problem)})
-                continue
-            homes[did] = home
-            if memory is not None:
-                existing[homes[did]] = memory
-                actives[did] = _active(homes[did], memory, by_id)
+        actives = {did: _active(homes[did], existing[homes[did]], by_id)
+                   for did in homes if homes[did] in existing}
         plan = decide({d: domains[d] for d in homes}, actives, policy)
         result.stale, result.unconfirmed = len(plan.stale), len(plan.unconfirmed)
-        entries = load_entries(desk, committed_files(desk))
-        bodies: dict[str, set[str]] = {}
-        for entry in entries.values():
-            bodies.setdefault(entry.body_key, set()).add(entry.name)
-
-        def same_body(key: str, name: str) -> list[str]:
-            return sorted(bodies.get(key, set()) - {name})
-        rules = {f: desk.path(f).read_text("utf-8", "replace") for f in RULE_FILES
-                 if desk.path(f).is_file()}
-        allow = desk.config.secrets.allow
-        writes: dict[str, bytes | None] = {}
-
-        def land(name: str, memory: MemoryFile, check: bool) -> bool:
-            if check:
-                problem = _secret_problem(memory.body, allow)
-                if problem:
-                    result.skipped.append({"domain": name, "reason": problem})
-                    return False
-                try:
-                    gate.check_memory(memory, "durable", same_body, rules)
-                except gate.GateRejection as exc:
-                    result.skipped.append({"domain": name, "reason": exc.reason})
-                    return False
-            if name in entries:
-                bodies[entries[name].body_key].discard(name)
-            entries[name] = IndexEntry.of(memory)
-            bodies.setdefault(entries[name].body_key, set()).add(name)
-            writes[memory_path(name)] = memory.render()
-            return True
-
+        memories = _MemoryWrites(desk, result)
         for candidate in plan.promote:
             name = homes[candidate.domain]
-            if land(name, _new_memory(name, candidate, clock), True):
+            if memories.land(name, _new_memory(name, candidate, clock)):
                 result.promoted.append(name)
         for active, candidate in plan.supersede:
-            if land(active.name, _replaced(existing[active.name], candidate, clock), True):
+            if memories.land(active.name, _replaced(existing[active.name], candidate, clock)):
                 result.superseded.append(active.name)
         for active, candidate in plan.merge:
-            if active.name not in writes:
-                land(active.name, _merged(existing[active.name], candidate, clock), False)
+            if active.name not in memories.writes:  # same value, so no gate: only evidence grows
+                memories.land(active.name, _merged(existing[active.name], candidate, clock), gated=False)
                 result.merged.append(active.name)
-        if writes:
-            index = render_index(entries.values())
-            if desk.git.blob_at("HEAD", INDEX_FILE) != index:
-                writes[INDEX_FILE] = index
+        writes = memories.with_index()
         old_queue = _read(desk, CONFLICTS_FILE)
         queue = reconcile(parse_queue(old_queue), plan.ties, plan.settled, desk.config.desk_id, clock)
         result.conflicts, result.conflicts_closed = queue.opened, queue.superseded
@@ -188,25 +147,95 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
         journal = _redacted(render_journal(day, events, _day_commits(desk, start), narrative))
         if current != journal:
             writes[result.journal] = journal
-        # Archive growth goes into the same commit, so the evidence ids it names are committed too.
-        # Desk lock first, then the archive lock (the order `desk checkpoint` uses).
-        from desk.archive import archive_lock_path
-        from desk.checkpoint import archive_trailer_lines, pending_archive
-
-        with desk_lock(archive_lock_path(desk)):
-            archive, old_archive, _torn = pending_archive(desk)
-            result.archive = sorted(archive)
-            writes.update(archive)
-            if not writes:
-                return result
-            fresh = sorted(p for p in archive if p not in old_archive)
-            if fresh:  # written by appends, so the transaction cannot tell they are new to git
-                desk.git.add(fresh)
-            result.paths = sorted(writes)
-            message = _message(result) + "".join(f"{line}\n" for line in archive_trailer_lines(archive))
-            result.commit = tx.commit(writes, message)
-        result.status = "committed"
+        _commit(desk, tx, writes, result)
     return result
+
+
+def _commit(desk: Desk, tx: Transaction, writes: dict[str, bytes | None], result: DigestResult) -> None:
+    """Commit `writes` with the archive's growth; no commit when there is nothing at all.
+
+    Archive growth goes into the same commit, so the evidence ids the memories name are committed
+    too. Desk lock (held by `tx`) first, then the archive lock: the order `desk checkpoint` uses.
+    """
+    from desk.archive import archive_lock_path
+    from desk.checkpoint import archive_trailer_lines, pending_archive
+
+    with desk_lock(archive_lock_path(desk)):
+        archive, old_archive, _torn = pending_archive(desk)  # a torn tail waits for the next run
+        result.archive = sorted(archive)
+        writes.update(archive)
+        if not writes:
+            return
+        fresh = sorted(p for p in archive if p not in old_archive)
+        if fresh:  # written by appends, so the transaction cannot tell they are new to git
+            desk.git.add(fresh)
+        result.paths = sorted(writes)
+        message = _message(result) + "".join(f"{line}\n" for line in archive_trailer_lines(archive))
+        result.commit = tx.commit(writes, message)
+        result.status = "committed"
+
+
+def _locate(desk: Desk, domains: Mapping[str, Domain], places: Mapping[str, tuple[str, str]],
+            result: DigestResult) -> tuple[dict[str, str], dict[str, MemoryFile]]:
+    """Each domain's memory name (`homes`) and the memories that already exist (by name)."""
+    homes: dict[str, str] = {}
+    existing: dict[str, MemoryFile] = {}
+    for did, domain in domains.items():
+        home, memory, problem = _home(desk, domain, places[did])
+        if home is None:
+            result.skipped.append({"domain": did, "reason": str(problem)})
+            continue
+        homes[did] = home
+        if memory is not None:
+            existing[home] = memory
+    return homes, existing
+
+
+class _MemoryWrites:
+    """The memory files one run writes, each through the write gate, and the index they make."""
+
+    def __init__(self, desk: Desk, result: DigestResult) -> None:
+        self.desk = desk
+        self.result = result
+        self.entries = load_entries(desk, committed_files(desk))
+        self.bodies: dict[str, set[str]] = {}
+        for entry in self.entries.values():
+            self.bodies.setdefault(entry.body_key, set()).add(entry.name)
+        self.rules = {f: desk.path(f).read_text("utf-8", "replace") for f in RULE_FILES
+                      if desk.path(f).is_file()}
+        self.allow = desk.config.secrets.allow
+        self.writes: dict[str, bytes | None] = {}
+
+    def _same_body(self, key: str, name: str) -> list[str]:
+        return sorted(self.bodies.get(key, set()) - {name})
+
+    def land(self, name: str, memory: MemoryFile, *, gated: bool = True) -> bool:
+        """Queue `memory` unless the gate refuses it (the reason goes to `skipped`)."""
+        if gated:
+            from desk.secrets import scan
+
+            try:
+                if scan(memory.body, allow=self.allow):
+                    raise gate.GateRejection("secret", f"{name}: the value holds a secret", "")
+                gate.check_memory(memory, "durable", self._same_body, self.rules)
+            except gate.GateRejection as exc:
+                self.result.skipped.append({"domain": name, "reason": exc.reason})
+                return False
+        if name in self.entries:
+            self.bodies[self.entries[name].body_key].discard(name)
+        entry = self.entries[name] = IndexEntry.of(memory)
+        self.bodies.setdefault(entry.body_key, set()).add(name)
+        self.writes[memory_path(name)] = memory.render()
+        return True
+
+    def with_index(self) -> dict[str, bytes | None]:
+        """The memory writes, and MEMORY.md when they change it."""
+        writes = dict(self.writes)
+        if writes:
+            index = render_index(self.entries.values())
+            if self.desk.git.blob_at("HEAD", INDEX_FILE) != index:
+                writes[INDEX_FILE] = index
+        return writes
 
 
 def _read_facts(desk: Desk, cutoff: dt.datetime) -> tuple[list[FactRecord], int]:
@@ -300,12 +329,6 @@ def _merged(old: MemoryFile, c: Candidate, now: dt.datetime) -> MemoryFile:
     importance = max(old.meta.importance or 0, c.importance)
     return MemoryFile(old.meta.model_copy(update={"evidence": evidence, "importance": importance,
                                                   "updated": now}), old.body)
-
-
-def _secret_problem(text: str, allow: list[str]) -> str | None:
-    from desk.secrets import scan
-
-    return "secret" if scan(text, allow=allow) else None
 
 
 def _redacted(journal: bytes) -> bytes:
