@@ -52,3 +52,38 @@ def test_checkpoint_waits_for_no_person_and_keeps_other_work(desk: Desk, run: De
     append_event(desk, "inbound", "a")
     assert run("checkpoint").exit_code == 0
     assert git(desk.root, "status", "--porcelain").strip() == "M SOUL.md"
+
+
+def test_checkpoint_refuses_a_broken_record_and_changes_nothing(desk: Desk, run: DeskRunner) -> None:
+    rec = append_event(desk, "inbound", "a")
+    path = desk.path(f".system/archive/{rec['at'][:10]}.{clone_id(desk)}.jsonl")
+    path.write_bytes(path.read_bytes() + b'{"kind":"forged"}\n')
+    head = git(desk.root, "rev-parse", "HEAD")
+    before = path.read_bytes()
+    result = run("checkpoint")
+    assert result.exit_code == 3 and ":2: archive-record" in result.output
+    assert git(desk.root, "rev-parse", "HEAD") == head
+    assert path.read_bytes() == before
+    assert git(desk.root, "diff", "--cached", "--name-only") == ""
+
+
+def test_a_hand_commit_rewriting_committed_archive_is_rejected_by_the_hook(desk: Desk, run: DeskRunner) -> None:
+    if not (desk.git_dir / "hooks" / "pre-commit").exists():
+        import pytest
+
+        pytest.skip("desk init did not install the hooks")
+    rec = append_event(desk, "inbound", "original")
+    append_event(desk, "inbound", "second")
+    run("checkpoint")
+    rel = f".system/archive/{rec['at'][:10]}.{clone_id(desk)}.jsonl"
+    path = desk.path(rel)
+    path.write_bytes(path.read_bytes().replace(b"original", b"rewritten"))
+    import subprocess
+
+    from desk.git import clean_env
+
+    proc = subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.org", "commit",
+                           "-qm", "edit history", "--", rel], cwd=desk.root, env=clean_env(),
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert f"{rel}:1: archive-append-only" in proc.stdout + proc.stderr
