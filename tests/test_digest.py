@@ -188,6 +188,9 @@ def test_tie_opens_one_case_and_a_rerun_no_duplicate(desk: Desk, run: DeskRunner
     listed = run("conflicts", "--json")
     assert [c["id"] for c in json.loads(listed.output)["cases"]] == result.conflicts
     assert "Python 3.1" not in desk.path("MEMORY.md").read_text()  # never injected
+    for args in (("context", "--query", "Use Python runtime"), ("recall", "Python 3.11")):
+        shown = run(*args)
+        assert "Python 3.1" not in shown.output, args
 
 
 # -- boundaries ----------------------------------------------------------------------------------
