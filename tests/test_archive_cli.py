@@ -175,3 +175,18 @@ def test_import_progress_bar(desk: Desk, run: DeskRunner, tmp_path: Path) -> Non
     src = _jsonl(tmp_path, [{"kind": "inbound", "content": str(i)} for i in range(10)])
     result = run("archive", "import", "--progress", str(src))
     assert result.exit_code == 0 and "importing" in result.output and "imported 10 events" in result.output
+
+
+def test_verify_catches_a_rewrite_committed_past_the_hook(desk: Desk, run: DeskRunner) -> None:
+    _five(run)
+    run("checkpoint")
+    _append(run, "--kind", "inbound", "--at", "2026-11-29T10:00:09Z", "later")
+    run("checkpoint")
+    path = _file(desk)
+    rel = str(path.relative_to(desk.root))
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:4]))  # drop the last two records, then commit past the hook
+    git(desk.root, "-c", "user.name=T", "-c", "user.email=t@example.org", "commit", "-q",
+        "--no-verify", "-m", "rewrite", "--", rel)
+    code, findings = _verify(run)
+    assert code == 3 and findings == [(5, "archive-append-only", "error")]

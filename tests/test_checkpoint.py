@@ -87,3 +87,43 @@ def test_a_hand_commit_rewriting_committed_archive_is_rejected_by_the_hook(desk:
                           capture_output=True, text=True)
     assert proc.returncode != 0
     assert f"{rel}:1: archive-append-only" in proc.stdout + proc.stderr
+
+
+def _appender(root: str, worker: int) -> None:
+    from pathlib import Path
+
+    desk = Desk(Path(root))
+    for i in range(15):
+        append_event(desk, "progress", f"w{worker} #{i}")
+
+
+def _checkpointer(root: str) -> None:
+    from pathlib import Path
+
+    from desk.checkpoint import checkpoint
+
+    for _ in range(4):
+        checkpoint(Desk(Path(root)))
+
+
+def test_checkpoints_racing_appenders_commit_every_record_once(desk: Desk, run: DeskRunner) -> None:
+    import multiprocessing
+
+    from desk.archive import iter_events
+    from desk.archive_verify import verify_archive
+
+    clone_id(desk)
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_appender, args=(str(desk.root), w)) for w in range(4)]
+    procs.append(ctx.Process(target=_checkpointer, args=(str(desk.root),)))
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    run("checkpoint")
+    assert git(desk.root, "status", "--porcelain", "--", ".system/archive") == ""
+    assert sorted(e.record["content"] for e in iter_events(desk)) == sorted(
+        f"w{w} #{i}" for w in range(4) for i in range(15))
+    report = verify_archive(desk)
+    assert report.ok and report.findings == []
