@@ -241,16 +241,18 @@ def check_lines(path: str, data: bytes, start: int, desk_id: str, day: str) -> l
     prev: str | None = None
     last_seq: int | None = 0
     if start:
-        before = data[:start - 1]
-        prev = line_hash(before[before.rfind(b"\n") + 1:])
-        last_seq = None
-        for line in reversed(before.split(b"\n")):
-            rec = _loads(line)
+        # The line before `start`, and the last record's seq, found backwards without copying
+        # the committed part (a day's file can be large).
+        prev = line_hash(data[data.rfind(b"\n", 0, start - 1) + 1:start - 1])
+        last_seq = 0
+        end = start - 1
+        while end >= 0:  # usually the first line tried is a record
+            begin = data.rfind(b"\n", 0, end) + 1
+            rec = _loads(data[begin:end])
             if isinstance(rec, dict) and seq_of(rec.get("id")) is not None:
                 last_seq = seq_of(rec.get("id"))
                 break
-        else:
-            last_seq = 0
+            end = begin - 1
     prev_ok = True  # False after a damaged line: its successor's prev cannot be judged
     pos, size = start, len(data)
     while pos < size:

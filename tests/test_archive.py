@@ -132,6 +132,8 @@ def test_a_torn_write_of_any_length_loses_no_complete_record(desk: Desk) -> None
         assert [f for f in findings if f.severity == "error"] == [], (length, findings)
         assert [(f.line, f.rule) for f in findings] == ([] if whole else [(3, "archive-torn")])
         assert check_archive_change(rel, good, path.read_bytes(), desk.config.desk_id) == findings
+        torn = good + record[:length]  # committed with its torn tail: the fragment is re-checked
+        assert check_archive_change(rel, torn, path.read_bytes(), desk.config.desk_id) == findings
 
 
 def test_reader_reports_an_unterminated_fragment(desk: Desk) -> None:
