@@ -95,7 +95,7 @@ def scale(records: int, seed: int) -> None:
         desk = make_desk(Path(tmp))
         turns: list[corpus.Turn] = []
         questions: list[corpus.Question] = []
-        sessions = max(1, records // 22)  # ~11 turns per session and language
+        sessions = max(1, records // 20)  # ~11 turns per session and language, trimmed below
         for lang in ("en", "zh"):
             t, q = corpus.build(seed, sessions, lang)
             questions += [corpus.Question(x.text, x.lang, x.evidence + len(turns)) for x in q]

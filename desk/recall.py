@@ -131,16 +131,19 @@ class Ranker:
         self.avg_len = avg_len or 1.0
         self.weights = {"default": DEFAULT_WEIGHTS, "seed": SEED_WEIGHTS, "bm25": {"bm25": 1.0}}[name]
         m = len(terms)
+        # Each matched term adds `flat + slope * tf / (tf + norm(length))`; `bounds` are the most
+        # one term can add (tf / (tf + norm) < 1), which is what MaxScore pruning needs.
         if name == "default":
-            self.bounds = [(DEFAULT_WEIGHTS["coverage"] + DEFAULT_WEIGHTS["frequency"]) * w / self.idf_sum
-                           for w in self.idf]
-            self.recency_bound = DEFAULT_WEIGHTS["recency"]
+            self.flat = [DEFAULT_WEIGHTS["coverage"] * w / self.idf_sum for w in self.idf]
+            self.slope = [DEFAULT_WEIGHTS["frequency"] * w / self.idf_sum for w in self.idf]
+            self.recency_weight = DEFAULT_WEIGHTS["recency"]
         elif name == "seed":
-            self.bounds = [SEED_WEIGHTS["lexical"] / m] * m
-            self.recency_bound = SEED_WEIGHTS["recency"]
+            self.flat, self.slope = [SEED_WEIGHTS["lexical"] / m] * m, [0.0] * m
+            self.recency_weight = SEED_WEIGHTS["recency"]
         else:
-            self.bounds = [w * (K1 + 1) for w in self.idf]
-            self.recency_bound = 0.0
+            self.flat, self.slope = [0.0] * m, [w * (K1 + 1) for w in self.idf]
+            self.recency_weight = 0.0
+        self.bounds = [f + sl for f, sl in zip(self.flat, self.slope)]
 
     def recency(self, time: float) -> float:
         if math.isnan(time):
@@ -276,40 +279,72 @@ def _excluded(index: SearchIndex, kind: str, as_of: float) -> set[int]:
 
 def _top(ranker: Ranker, lists: list[tuple[Any, Any]], excluded: set[int], s: Any,
          limit: int) -> list[tuple[ScoreBreakdown, int]]:
-    """Exact top `limit` by the stable key, skipping records whose upper bound cannot reach it."""
+    """Exact top `limit` by the stable key (MaxScore: skip what provably cannot reach it).
+
+    Terms are taken rarest (highest bound) first, accumulating each record's partial score. Once
+    the `limit`-th best partial score plus recency beats everything a record could still collect
+    from the remaining terms, no new record can enter and records that cannot catch up are dropped;
+    the remaining terms only top up the survivors. The survivors get the full breakdown and the
+    stable sort, so the answer is the one an exhaustive scan gives.
+    """
     m = len(lists)
     order = sorted(range(m), key=lambda i: (-ranker.bounds[i], ranker.terms[i]))
     suffix = [0.0] * (m + 1)
     for pos in range(m - 1, -1, -1):
         suffix[pos] = suffix[pos + 1] + ranker.bounds[order[pos]]
-    seen: set[int] = set()
-    best: list[float] = []  # min-heap of the best `limit` totals so far
-    scored: list[tuple[tuple[float, float, float, str], ScoreBreakdown, int]] = []
+    lengths, times = s.lengths, s.times
+    scale = K1 * B / ranker.avg_len
+    base = K1 * (1 - B)
+    acc: dict[int, float] = {}
+    open_to_new = True
+    eps = 1e-5
     for pos, i in enumerate(order):
-        if len(best) >= limit and suffix[pos] + ranker.recency_bound < best[0] - 1e-5:
-            break  # a record not seen yet matches only terms from here on: it cannot make the top
-        ids = lists[i][0]
-        for doc in ids:
-            if doc in seen or doc in excluded:
-                continue
-            seen.add(doc)
-            tfs = [0] * m
-            for j in order[pos:]:
-                jids, jtfs = lists[j]
-                k = bisect.bisect_left(jids, doc)
-                if k < len(jids) and jids[k] == doc:
-                    tfs[j] = jtfs[k]
-            time = s.times[doc]
-            breakdown = ranker.score(tfs, s.lengths[doc], time)
-            if len(best) < limit:
-                heapq.heappush(best, breakdown.total)
-            elif breakdown.total > best[0]:
-                heapq.heapreplace(best, breakdown.total)
-            key = (-breakdown.total, -breakdown.lexical_coverage,
-                   -time if not math.isnan(time) else math.inf, s.rids[doc])
-            scored.append((key, breakdown, doc))
-    top = heapq.nsmallest(limit, scored, key=lambda item: item[0])
-    return [(breakdown, doc) for _, breakdown, doc in top]
+        ids, tfs = lists[i]
+        flat, slope = ranker.flat[i], ranker.slope[i]
+        if open_to_new:
+            for doc, tf in zip(ids, tfs):
+                if doc in excluded:
+                    continue
+                acc[doc] = acc.get(doc, 0.0) + flat + slope * tf / (tf + base + scale * lengths[doc])
+        elif acc:
+            if len(ids) <= 8 * len(acc):
+                for doc, tf in zip(ids, tfs):
+                    if doc in acc:
+                        acc[doc] += flat + slope * tf / (tf + base + scale * lengths[doc])
+            else:
+                for doc in list(acc):
+                    k = bisect.bisect_left(ids, doc)
+                    if k < len(ids) and ids[k] == doc:
+                        tf = tfs[k]
+                        acc[doc] += flat + slope * tf / (tf + base + scale * lengths[doc])
+        if len(acc) < limit:
+            continue
+        # Partial scores only grow and recency is >= 0, so the limit-th best partial score is a
+        # floor under the final limit-th total; anything whose ceiling is below it is out.
+        floor = heapq.nlargest(limit, acc.values())[-1]
+        ceiling = suffix[pos + 1] + ranker.recency_weight
+        if open_to_new and ceiling < floor - eps:
+            open_to_new = False
+        if not open_to_new:
+            acc = {d: v for d, v in acc.items() if v + ceiling >= floor - eps}
+    weight = ranker.recency_weight
+    totals = {d: v + weight * ranker.recency(times[d]) for d, v in acc.items()}
+    if len(totals) > limit:
+        cut = heapq.nlargest(limit, totals.values())[-1] - eps
+        totals = {d: v for d, v in totals.items() if v >= cut}
+    scored = []
+    for doc in totals:
+        tfs_of = []
+        for ids, tfs in lists:
+            k = bisect.bisect_left(ids, doc)
+            tfs_of.append(tfs[k] if k < len(ids) and ids[k] == doc else 0)
+        time = times[doc]
+        breakdown = ranker.score(tfs_of, lengths[doc], time)
+        key = (-breakdown.total, -breakdown.lexical_coverage,
+               -time if not math.isnan(time) else math.inf, s.rids[doc])
+        scored.append((key, breakdown, doc))
+    scored.sort(key=lambda item: item[0])
+    return [(breakdown, doc) for _, breakdown, doc in scored[:limit]]
 
 
 def _hit(index: SearchIndex, rank: int, data: dict[str, Any], breakdown: ScoreBreakdown,

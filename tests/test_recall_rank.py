@@ -1,0 +1,73 @@
+"""The pruned ranking gives exactly the answer of an exhaustive scan, for every ranker."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from desk.desk import Desk
+from desk.recall import Ranker, normalize_query, search
+from desk.search_index import SearchIndex
+
+WORDS = ("orion maple kestrel database queue port server launch budget which what the for we did "
+         "staging production alice bruno chen report weekly status 数据库 上线 预算 服务器 端口").split()
+
+
+def _write_records(desk: Desk, rng: random.Random, count: int) -> None:
+    folder = desk.path(".system/archive")
+    lines = []
+    for i in range(count):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 14)))
+        rec = {"id": f"e{i:05d}", "desk_id": desk.config.desk_id, "kind": rng.choice(["inbound", "outbound"]),
+               "at": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z",
+               "content": text, "session": "s", "actor": None, "meta": {}, "payload": None, "prev": None,
+               "recorded_at": "2026-11-29T00:00:00Z"}
+        lines.append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+    (folder / "2026-11-29.testclone.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+
+
+def _exhaustive(index: SearchIndex, query_text: str, ranker: str, limit: int, as_of: str) -> list[str]:
+    q = normalize_query(query_text, limit=limit, ranker=ranker, as_of=as_of)
+    s = index.state
+    lists = [index.postings(t) for t in q.terms]
+    alive = len(s.rids) - len(s.dead)
+    r = Ranker(ranker, q.terms, [len(ids) for ids, _ in lists], alive, s.sum_len / alive,
+               _ts(as_of))
+    rows = []
+    for doc in range(len(s.rids)):
+        tfs = [dict(zip(ids, tf)).get(doc, 0) for ids, tf in lists]
+        if not any(tfs):
+            continue
+        b = r.score(tfs, s.lengths[doc], s.times[doc])
+        t = s.times[doc]
+        rows.append(((-b.total, -b.lexical_coverage, -t if not math.isnan(t) else math.inf, s.rids[doc]), s.rids[doc]))
+    rows.sort()
+    return [rid for _, rid in rows[:limit]]
+
+
+def _ts(as_of: str) -> float:
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(as_of).timestamp()
+
+
+@pytest.mark.parametrize("ranker", ["default", "seed", "bm25"])
+def test_pruned_top_equals_exhaustive_scan(desk: Desk, ranker: str) -> None:
+    rng = random.Random(5)
+    _write_records(desk, rng, 600)
+    index = SearchIndex(desk)
+    try:
+        index.refresh()
+        as_of = "2026-12-01T00:00:00+00:00"
+        for _ in range(40):
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 7)))
+            limit = rng.randint(1, 10)
+            got = search(index, normalize_query(text, limit=limit, ranker=ranker, as_of=as_of),
+                         desk.config.desk_id)
+            assert [h.id.removeprefix("event:") for h in got.hits] == \
+                [rid.removeprefix("event:") for rid in _exhaustive(index, text, ranker, limit, as_of)], text
+    finally:
+        index.close()
