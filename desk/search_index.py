@@ -34,7 +34,6 @@ from typing import Any
 from desk.desk import MEMORY_DIR, Desk
 from desk.errors import InvalidFileError
 from desk.git import blob_sha
-from desk.memory import parse_memory
 from desk.textnorm import normalize
 from desk.tokens import CJK_CLASS
 
@@ -45,6 +44,7 @@ MEMORY, CONVERSATION = 0, 1
 KIND_NAMES = ("memory", "conversation")
 SNIPPET_SOURCE_CHARS = 2000
 _SCHEMA = 1
+COMPACT_MIN_DEAD = 5000
 _RACY_NS = 3_000_000_000  # a file modified this close to its stat is re-hashed next time (git's racy rule)
 _TERMS = re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
 
@@ -90,6 +90,8 @@ class Record:
 
 def memory_record(data: bytes, path: str) -> Record | None:
     """The record of one memory file, or None when the file does not parse (not searchable)."""
+    from desk.memory import parse_memory  # YAML and pydantic only when a memory file changed
+
     name = path[len(MEMORY_DIR) + 1:-3]
     try:
         memory = parse_memory(data, path, name)
@@ -178,6 +180,14 @@ class SearchIndex:
             raise sqlite3.DatabaseError("old cache schema")
         return db
 
+    def rebuild(self) -> None:
+        """Drop the cache file; the next refresh reads every file again."""
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self.state, self._loaded = _State(), -1
+        self._postings.clear()
+
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
@@ -239,6 +249,10 @@ class SearchIndex:
         """Bring the cache up to date with memory/ and the archive; return the records added."""
         db = self._connect()
         self._load(db)
+        dead = len(self.state.dead)
+        if dead > COMPACT_MIN_DEAD and dead * 4 > len(self.state.rids):
+            self.rebuild()  # tombstones are a quarter of the cache: start over from the files
+            db = self._connect()
         mem_todo, arch_todo = self._changes(db)
         if not mem_todo and not arch_todo:
             return 0

@@ -262,3 +262,24 @@ def test_broken_cache_file_is_rebuilt(desk: Desk) -> None:
     for extra in ("-wal", "-shm"):
         (desk.cache_dir / f"search.sqlite{extra}").unlink(missing_ok=True)
     assert _answer(desk, "sqlite") == first
+
+
+def test_tombstones_are_compacted_without_changing_answers(desk: Desk, monkeypatch: pytest.MonkeyPatch) -> None:
+    import desk.search_index as search_index
+
+    monkeypatch.setattr(search_index, "COMPACT_MIN_DEAD", 2)
+    for i in range(3):
+        _say(desk, f"kiwi chat {i}", at=f"2026-11-2{i}T09:00:00Z")
+    path = desk.path("memory/fruit.md")
+    _remember(desk, "fruit", "kiwi and mango")
+    index = SearchIndex(desk)
+    try:
+        for i in range(6):  # each hand edit tombstones the previous record of the file
+            path.write_bytes(path.read_bytes().replace(b"mango", b"mango" + b" pear" * (i + 1), 1))
+            index.refresh()
+            assert len(index.state.dead) <= len(index.state.rids) // 4 + 2
+        answer = [h.to_json() for h in recall(desk, "kiwi pear", index=index, as_of=AS_OF).hits]
+    finally:
+        index.close()
+    shutil.rmtree(desk.cache_dir)
+    assert _answer(desk, "kiwi pear")[:len(answer)] == answer
