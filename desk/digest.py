@@ -13,6 +13,7 @@ it, with its `Desk-Archive-Head` trailers), so the event ids in memories' `evide
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,7 @@ class DigestResult:
     promoted: list[str] = field(default_factory=list)
     merged: list[str] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
+    replaced: list[dict[str, str]] = field(default_factory=list)  # per superseded memory: was, now
     conflicts: list[str] = field(default_factory=list)  # cases opened by this run
     conflicts_closed: list[str] = field(default_factory=list)
     open_conflicts: int = 0
@@ -131,6 +133,8 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
         for active, candidate in plan.supersede:
             if memories.land(active.name, _replaced(existing[active.name], candidate, clock)):
                 result.superseded.append(active.name)
+                result.replaced.append({"name": active.name, "was": one_line(active.content, 100),
+                                        "now": one_line(candidate.content, 100)})
         for active, candidate in plan.merge:
             if active.name not in memories.writes:  # same value, so no gate: only evidence grows
                 memories.land(active.name, _merged(existing[active.name], candidate, clock), gated=False)
@@ -359,6 +363,8 @@ def _message(r: DigestResult) -> str:
                          ("conflict cases superseded", r.conflicts_closed)):
         if names:
             body.append(f"{label}: {', '.join(names)}")
+    body += [f"{c['name']}: {json.dumps(c['was'], ensure_ascii=False)} -> "
+             f"{json.dumps(c['now'], ensure_ascii=False)}" for c in r.replaced]
     return commit_message(f"digest: {r.date}", {
         "Desk-Op": "digest", "Desk-Date": r.date, "Desk-As-Of": r.as_of,
         "Desk-Promoted": str(len(r.promoted)), "Desk-Merged": str(len(r.merged)),

@@ -156,6 +156,7 @@ def test_one_confirmation_does_not_supersede_two_do(desk: Desk) -> None:
     replaced = memory(desk, "storage.db")
     assert replaced.body == "Use Postgres.\n" and second in replaced.meta.evidence
     assert trailers(desk)["Desk-Superseded"] == "1"
+    assert 'storage.db: "Use SQLite." -> "Use Postgres."' in git(desk.root, "log", "-1", "--format=%b")
     history = git(desk.root, "log", "--format=%s", "--", "memory/storage.db.md").splitlines()
     assert len(history) == 2  # the superseded revision stays in git history
     assert "Use SQLite." in git(desk.root, "show", "HEAD~1:memory/storage.db.md")
