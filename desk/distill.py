@@ -33,6 +33,8 @@ from desk.facts import FactRecord
 from desk.memory import name_problem
 from desk.textnorm import content_key, normalize
 
+# An outcome ("the tests passed today") stays in the recent log: it is never a lasting rule.
+DISTILLABLE = frozenset({"decision", "convention", "pitfall"})
 _SLUG_WORDS = re.compile(r"[a-z0-9]+")
 SLUG_MAX = 48
 
@@ -131,8 +133,9 @@ class DistillPlan:
 
 
 def eligible(fact: FactRecord, policy: DistillPolicy, as_of: dt.datetime) -> bool:
-    """Old enough and of a distillable kind."""
-    return fact.kind in policy.kinds and fact.at <= as_of - dt.timedelta(days=policy.min_age_days)
+    """Old enough and of a distillable kind (`outcome` never, whatever the configured kinds say)."""
+    return (fact.kind in policy.kinds and fact.kind in DISTILLABLE
+            and fact.at <= as_of - dt.timedelta(days=policy.min_age_days))
 
 
 def domain_id(fact: FactRecord) -> str:

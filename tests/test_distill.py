@@ -43,6 +43,23 @@ def test_only_decision_convention_pitfall_are_promoted_outcome_never() -> None:
     assert sorted(c.kind for c in plan.promote) == ["convention", "decision", "pitfall"]
 
 
+def test_outcome_stays_out_even_when_configured_in() -> None:
+    policy = DistillPolicy(kinds=["decision", "outcome"])
+    facts = [fact("o", 40, "Tests passed.", kind="outcome", importance=5),
+             fact("p", 40, "A pitfall.", kind="pitfall", importance=5)]
+    assert decide(group_facts(facts, policy, AS_OF), {}, policy).promote == []
+
+
+def test_policy_thresholds_come_from_the_config() -> None:
+    policy = DistillPolicy(min_age_days=7, min_importance=5, min_occurrences=3)
+    facts = [fact("a", 8, "Four.", importance=4), fact("b", 8, "Five.", importance=5),
+             fact("c", 8, "Thrice.", importance=1), fact("d", 9, "thrice.", importance=1),
+             fact("e", 10, "THRICE.", importance=1), fact("f", 8, "Twice.", importance=1),
+             fact("g", 9, "twice.", importance=1)]
+    plan = decide(group_facts(facts, policy, AS_OF), {}, policy)
+    assert sorted(c.content for c in plan.promote) == ["Five.", "THRICE."]
+
+
 def test_importance_four_or_more_is_enough_alone() -> None:
     plan = plan_for([fact("a", 40, "Low importance once.", importance=3),
                      fact("b", 40, "High importance once.", importance=4)])
