@@ -49,6 +49,9 @@ class Transaction:
         """
         paths = sorted(writes)
         before = {p: self._read(p) for p in paths}
+        from desk.doctor import mark_pending  # lets `desk doctor` finish or undo it after a crash
+
+        marker = mark_pending(self.desk, writes, before, message)
         try:
             for path, data in writes.items():
                 if data is None:
@@ -62,9 +65,12 @@ class Transaction:
             from desk.validate import VALIDATED_ENV, require_valid
 
             require_valid(self.desk, writes, message)
-            return self.desk.git.with_env(**{VALIDATED_ENV: "1"}).commit(message, paths)
+            sha = self.desk.git.with_env(**{VALIDATED_ENV: "1"}).commit(message, paths)
+            marker.unlink(missing_ok=True)
+            return sha
         except BaseException:
             self._restore(before)
+            marker.unlink(missing_ok=True)
             raise
 
     def _read(self, path: str) -> bytes | None:

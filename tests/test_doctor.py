@@ -1,0 +1,148 @@
+"""`desk doctor [--repair]`: each kind of debris found, the safe ones repaired, a person's work kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from desk.desk import Desk
+from tests.conftest import DeskRunner
+from tests.guard_helpers import commit, head, memory_text, sh, write
+
+OLD = time.time() - 3600
+
+
+def doctor(run: DeskRunner, *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    result = run("doctor", "--json", *args)
+    return result.exit_code, json.loads(result.output)
+
+
+def checks(data: dict) -> dict[str, str]:  # type: ignore[type-arg]
+    return {p["check"]: p["status"] for p in data["problems"]}
+
+
+def test_healthy_desk(desk: Desk, run: DeskRunner) -> None:
+    result = run("doctor")
+    assert result.exit_code == 0 and "ok: nothing to repair" in result.output
+
+
+def test_no_verify_commits_are_caught(desk: Desk, run: DeskRunner) -> None:
+    write(desk.root, "memory/broken.md", "---\nname: broken\n---\nno type\n")
+    write(desk.root, "SOUL.md", "# rewritten by the assistant\n")
+    sh(desk.root, "add", "memory/broken.md", "SOUL.md")
+    assert commit(desk.root, "sneaky\n\nDesk-Actor: assistant", "--no-verify").returncode == 0
+    code, data = doctor(run)
+    assert code == 3
+    found = checks(data)
+    assert found["frontmatter-field"] == "needs-person"
+    assert found["bypassed-soul-unauthorized"] == "needs-person"
+    message = next(p["message"] for p in data["problems"] if p["check"] == "bypassed-soul-unauthorized")
+    assert head(desk.root)[:7] in message
+
+
+def test_stale_index_repaired(desk: Desk, run: DeskRunner) -> None:
+    write(desk.root, "memory/kappa.md", memory_text("kappa"))
+    sh(desk.root, "add", "memory/kappa.md")
+    commit(desk.root, "no index", "--no-verify")
+    code, data = doctor(run)
+    assert code == 3 and checks(data)["index-stale"] == "found"
+    code, data = doctor(run, "--repair")
+    assert code == 0 and checks(data)["index-stale"] == "repaired"
+    assert "kappa" in (desk.root / "MEMORY.md").read_text()
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
+    assert run("validate", "--all").exit_code == 0
+
+
+def test_temp_files(desk: Desk, run: DeskRunner) -> None:
+    old = write(desk.root, "memory/.desk-tmp-abc123", "half")
+    os.utime(old, (OLD, OLD))
+    fresh = write(desk.root, ".desk-tmp-new", "in progress")
+    code, data = doctor(run)
+    assert code == 3 and {p["path"]: p["status"] for p in data["problems"]} == {
+        "memory/.desk-tmp-abc123": "found", ".desk-tmp-new": "note"}
+    code, data = doctor(run, "--repair")
+    assert code == 0 and not old.exists() and fresh.exists()
+
+
+def test_torn_archive_tail(desk: Desk, run: DeskRunner) -> None:
+    from desk.archive import append_event
+
+    append_event(desk, "inbound", "hello")
+    path = next((desk.root / ".system/archive").glob("*.jsonl"))
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"at":"2026-')
+    code, data = doctor(run)
+    assert code == 3 and checks(data)["archive-torn"] == "found"
+    code, data = doctor(run, "--repair")
+    assert code == 0 and path.read_bytes() == whole
+
+
+def _crash_before_commit(root: Path, name: str) -> None:
+    """A real `remember` in a child process that dies (exit 9) right before `git commit`."""
+    code = ("import os, sys\nfrom pathlib import Path\nfrom desk.git import Git\n"
+            "Git.commit = lambda self, message, paths: os._exit(9)\n"
+            "from desk.desk import Desk\nfrom desk.memories import remember\n"
+            f"remember(Desk(Path({str(root)!r})), {name!r}, type='fact', description='Crashed',"
+            " body='It crashed here.', triggers=['crash'])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert proc.returncode == 9, proc.stderr
+
+
+def test_interrupted_mutation_is_finished(desk: Desk, run: DeskRunner) -> None:
+    before = head(desk.root)
+    _crash_before_commit(desk.root, "lambda")
+    assert head(desk.root) == before and (desk.root / "memory/lambda.md").exists()
+    code, data = doctor(run)
+    assert code == 3 and checks(data)["interrupted"] == "found"
+    code, data = doctor(run, "--repair")
+    assert code == 0 and checks(data)["interrupted"] == "repaired", data
+    assert head(desk.root) != before
+    assert sh(desk.root, "log", "-1", "--format=%s").stdout.strip() == "remember: lambda"
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
+    assert not (desk.git_dir / "desk-pending.json").exists()
+
+
+def test_interrupted_mutation_edited_since_is_left_to_a_person(desk: Desk, run: DeskRunner) -> None:
+    _crash_before_commit(desk.root, "mu")
+    mine = memory_text("mu", body="My own words, typed after the crash.")
+    write(desk.root, "memory/mu.md", mine)
+    code, data = doctor(run, "--repair")
+    assert code == 3 and checks(data)["interrupted"] == "needs-person"
+    assert (desk.root / "memory/mu.md").read_text() == mine
+
+
+def test_stale_index_lock(desk: Desk, run: DeskRunner) -> None:
+    lock = desk.git_dir / "index.lock"
+    lock.write_bytes(b"")
+    code, data = doctor(run, "--repair")
+    assert code == 3 and checks(data)["index-lock"] == "needs-person" and lock.exists()  # recent
+    os.utime(lock, (OLD, OLD))
+    code, data = doctor(run)
+    assert code == 3 and checks(data)["index-lock"] == "found" and lock.exists()
+    code, data = doctor(run, "--repair")
+    assert code == 0 and checks(data)["index-lock"] == "repaired" and not lock.exists()
+    write(desk.root, "journal/a.md", "works again\n")
+    sh(desk.root, "add", "journal/a.md")
+    assert commit(desk.root, "after").returncode == 0
+
+
+def test_missing_hooks_reinstalled(desk: Desk, run: DeskRunner) -> None:
+    run("hooks", "uninstall")
+    code, data = doctor(run)
+    assert code == 3 and checks(data)["hooks"] == "found"
+    code, data = doctor(run, "--repair")
+    assert code == 0 and (desk.git_dir / "hooks" / "pre-commit").exists()
+
+
+def test_persons_uncommitted_edits_survive_repair(desk: Desk, run: DeskRunner) -> None:
+    write(desk.root, "NOW.md", "# NOW\n\nmy unsaved thoughts\n")
+    write(desk.root, "memory/nu.md", memory_text("nu"))  # new, uncommitted, index not yet updated
+    code, data = doctor(run, "--repair")
+    assert (desk.root / "NOW.md").read_text() == "# NOW\n\nmy unsaved thoughts\n"
+    assert (desk.root / "memory/nu.md").read_text() == memory_text("nu")
+    assert "nu" in (desk.root / "MEMORY.md").read_text()  # index written, not committed
+    assert "?? memory/nu.md" in sh(desk.root, "status", "--porcelain").stdout
