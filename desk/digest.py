@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from desk import gate
@@ -141,7 +141,9 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
                 result.merged.append(active.name)
         writes = memories.with_index()
         old_queue = _read(desk, CONFLICTS_FILE)
-        queue = reconcile(parse_queue(old_queue), plan.ties, plan.settled, desk.config.desk_id, clock)
+        ties = [replace(t, incumbent=replace(t.incumbent, name=homes[t.domain.id]))
+                if t.incumbent is not None and not t.incumbent.name else t for t in plan.ties]
+        queue = reconcile(parse_queue(old_queue), ties, plan.settled, desk.config.desk_id, clock)
         result.conflicts, result.conflicts_closed = queue.opened, queue.superseded
         result.open_conflicts = len(open_cases(queue.cases))
         if queue.changed:

@@ -16,6 +16,8 @@ The rules, in the order they apply:
    with at least `min_confirmations` independent facts newer than the active value was last seen;
    older evidence never rolls a newer value back (stale). Ties at the top become a conflict case
    and the active value stays.
+6. Step 5 repeats with the new value until nothing newer is confirmed, so one run reaches what a
+   run every day would have reached, and a rerun over the same facts changes nothing.
 
 "Independent" means separate fact events: one event id counts once however often it is seen.
 """
@@ -179,65 +181,85 @@ def decide(domains: Mapping[str, Domain], actives: Mapping[str, Active],
     """Apply the policy to every domain; `actives` maps domain id to its active memory."""
     plan = DistillPlan()
     for did, domain in domains.items():
-        active = actives.get(did)
-        if active is None:
-            _decide_new(domain, policy, plan)
-        else:
-            _decide_active(domain, active, policy, plan)
+        _decide(domain, actives.get(did), policy, plan)
     return plan
 
 
-def _decide_new(domain: Domain, policy: DistillPolicy, plan: DistillPlan) -> None:
-    passing = [c for c in domain.candidates if passes_gate(c, policy)]
-    if not passing:
-        plan.settled.add(domain.id)
-        return
-    best = _best(passing)
-    if len(best) > 1:
-        plan.ties.append(Tie(domain, None, tuple(best)))
-        return
-    plan.promote.append(best[0])
-    plan.settled.add(domain.id)
+def _decide(domain: Domain, active: Active | None, policy: DistillPolicy, plan: DistillPlan) -> None:
+    """One domain: pick or keep the active value, then let confirmed newer values replace it.
 
-
-def _decide_active(domain: Domain, active: Active, policy: DistillPolicy, plan: DistillPlan) -> None:
-    last_seen = active.last_seen
+    Replacement is repeated until nothing newer is confirmed (each step moves `last_seen` strictly
+    forward, so it ends). The run's answer is then a fixed point: a rerun over the same facts finds
+    nothing to do, and a value that lost on importance cannot win on the next run with no new
+    evidence.
+    """
     merge: Candidate | None = None
-    challengers: list[tuple[Candidate, Candidate]] = []  # (whole candidate, its newer facts)
-    known = set(active.evidence)
-    for candidate in domain.candidates:
-        if candidate.content_key == active.content_key:
+    if active is not None:
+        current, last_seen = active.content_key, active.last_seen
+        known = set(active.evidence)
+        for candidate in domain.candidates:
             fresh = tuple(f for f in candidate.facts if f.id not in known)
-            if fresh:
+            if candidate.content_key == current and fresh:
                 merge = replace(candidate, facts=fresh)
                 last_seen = max(last_seen, merge.latest)  # the active value was seen again
+    else:
+        passing = [c for c in domain.candidates if passes_gate(c, policy)]
+        if not passing:
+            plan.settled.add(domain.id)
+            return
+        best = _best(passing)
+        if len(best) > 1:
+            plan.ties.append(Tie(domain, None, tuple(best)))
+            return
+        current, last_seen = best[0].content_key, best[0].latest
+    winner: Candidate | None = None if active is not None else best[0]
+    while True:
+        stale, unconfirmed, challengers = _challengers(domain, current, last_seen, policy)
+        if not challengers:
+            tie = None
+            break
+        top = max(newer.score() for _, newer in challengers)
+        best = [whole for whole, newer in challengers if newer.score() == top]
+        if len(best) > 1:
+            tie = best
+            break
+        winner = best[0]
+        current, last_seen = winner.content_key, winner.latest
+    plan.stale += stale
+    plan.unconfirmed += unconfirmed
+    if winner is None:
+        if active is not None and merge is not None:
+            plan.merge.append((active, merge))
+    elif active is None:
+        plan.promote.append(winner)
+    else:
+        plan.supersede.append((active, winner))
+    if tie is None:
+        plan.settled.add(domain.id)
+        return
+    incumbent = active
+    if winner is not None:  # the value this run makes active is the one the case weighs
+        incumbent = Active(active.name if active else "", winner.content, winner.evidence, winner.latest)
+    plan.ties.append(Tie(domain, incumbent, tuple(tie)))
+
+
+def _challengers(domain: Domain, current: str, last_seen: dt.datetime, policy: DistillPolicy
+                 ) -> tuple[list[Candidate], list[Candidate], list[tuple[Candidate, Candidate]]]:
+    """(stale, unconfirmed, eligible as (whole candidate, its facts newer than `last_seen`))."""
+    stale, unconfirmed, eligible_ = [], [], []
     for candidate in domain.candidates:
-        if candidate.content_key == active.content_key:
+        if candidate.content_key == current:
             continue
         newer = candidate.newer_than(last_seen)
         if newer is None:
             if passes_gate(candidate, policy):
-                plan.stale.append(candidate)  # older evidence never rolls back a newer value
-            continue
-        if newer.count < policy.min_confirmations or not passes_gate(newer, policy):
+                stale.append(candidate)  # older evidence never rolls back a newer value
+        elif newer.count < policy.min_confirmations or not passes_gate(newer, policy):
             if passes_gate(candidate, policy):
-                plan.unconfirmed.append(candidate)
-            continue
-        challengers.append((candidate, newer))
-    if challengers:
-        top = max(newer.score() for _, newer in challengers)
-        best = [whole for whole, newer in challengers if newer.score() == top]
-        if len(best) > 1:
-            plan.ties.append(Tie(domain, active, tuple(best)))
-            if merge is not None:
-                plan.merge.append((active, merge))
-            return
-        plan.supersede.append((active, best[0]))
-        plan.settled.add(domain.id)
-        return
-    if merge is not None:
-        plan.merge.append((active, merge))
-    plan.settled.add(domain.id)
+                unconfirmed.append(candidate)
+        else:
+            eligible_.append((candidate, newer))
+    return stale, unconfirmed, eligible_
 
 
 # -- names -------------------------------------------------------------------------------------

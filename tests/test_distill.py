@@ -247,3 +247,70 @@ def test_names_come_from_the_key_or_from_kind_and_content() -> None:
     long = plan_for([fact("a", 40, "word " * 100, importance=5)])
     assert name_problem(memory_name(long.promote[0])) is None
     assert name_problem(alternate_name("x" * 80, "key:x")) is None
+
+
+# -- a run's answer is a fixed point -----------------------------------------------------------
+
+def test_a_value_that_lost_on_importance_wins_at_once_if_its_confirmations_are_newer() -> None:
+    facts = [fact("a", 90, "Use SQLite.", key="storage.db", importance=5),
+             fact("b", 50, "Use Postgres.", key="storage.db", importance=2),
+             fact("c", 40, "Use Postgres.", key="storage.db", importance=2)]
+    plan = plan_for(facts)
+    # What daily runs would have done: SQLite first, then two newer confirmations of Postgres.
+    assert [c.content for c in plan.promote] == ["Use Postgres."]
+    assert [c.content for c in plan.stale] == ["Use SQLite."]
+
+
+def apply(plan, actives: dict[str, Active], facts: list[FactRecord]) -> dict[str, Active]:  # type: ignore[no-untyped-def]
+    """What desk.digest does with a plan, as far as the next run's actives are concerned."""
+    at = {f.id: f.at for f in facts}
+    out = dict(actives)
+    for c in plan.promote:
+        out[c.domain] = Active(c.domain, c.content + "\n", c.evidence, c.latest)
+    for a, c in plan.supersede:
+        out[c.domain] = Active(a.name, c.content + "\n", c.evidence, c.latest)
+    for a, c in plan.merge:
+        evidence = tuple(sorted(set(a.evidence) | set(c.evidence)))
+        out[c.domain] = Active(a.name, a.content, evidence, max(at[e] for e in evidence))
+    return out
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FACTS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(20, 80),
+                           st.integers(1, 5), st.sampled_from(["decision", "pitfall", "outcome"])),
+                 max_size=14)
+
+
+def _records(rows: list[tuple[int, int, int, int, str]]) -> list[FactRecord]:
+    return [fact(f"e{i:02d}", days, f"value {value}", kind=kind, importance=imp,
+                 key=None if key == 0 else f"k{key}") for i, (key, value, days, imp, kind) in enumerate(rows)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(FACTS, FACTS)
+def test_reruns_change_nothing_and_new_facts_settle_too(first: list, more: list) -> None:  # type: ignore[type-arg]
+    facts = _records(first)
+    actives = apply(plan_for(facts), {}, facts)
+    again = plan_for(facts, actives)
+    assert again.promote == [] and again.supersede == [] and again.merge == []
+    everything = facts + [replace_id(f, i) for i, f in enumerate(_records(more))]
+    actives = apply(plan_for(everything, actives), actives, everything)
+    settled = plan_for(everything, actives)
+    assert settled.promote == [] and settled.supersede == [] and settled.merge == []
+
+
+def replace_id(f: FactRecord, i: int) -> FactRecord:
+    from dataclasses import replace
+
+    return replace(f, id=f"n{i:02d}")
+
+
+@settings(max_examples=100, deadline=None)
+@given(FACTS, st.randoms())
+def test_the_plan_does_not_depend_on_the_order_facts_are_read(rows: list, rnd) -> None:  # type: ignore[no-untyped-def, type-arg]
+    facts = _records(rows)
+    shuffled = list(facts)
+    rnd.shuffle(shuffled)
+    assert plan_for(facts) == plan_for(shuffled)
