@@ -292,9 +292,12 @@ def _records(rows: list[tuple[int, int, int, int, str]]) -> list[FactRecord]:
 @given(FACTS, FACTS)
 def test_reruns_change_nothing_and_new_facts_settle_too(first: list, more: list) -> None:  # type: ignore[type-arg]
     facts = _records(first)
-    actives = apply(plan_for(facts), {}, facts)
+    plan = plan_for(facts)
+    actives = apply(plan, {}, facts)
     again = plan_for(facts, actives)
     assert again.promote == [] and again.supersede == [] and again.merge == []
+    queue = reconcile([], plan.ties, plan.settled, "desk-1", AS_OF)
+    assert not reconcile(queue.cases, again.ties, again.settled, "desk-1", AS_OF).changed
     everything = facts + [replace_id(f, i) for i, f in enumerate(_records(more))]
     actives = apply(plan_for(everything, actives), actives, everything)
     settled = plan_for(everything, actives)
