@@ -233,10 +233,11 @@ def search(index: SearchIndex, query: RecallQuery, desk_id: str) -> RecallResult
     dfs = [len(ids) - sum(1 for d in s.dead if _contains(ids, d)) for ids, _ in lists]
     ranker = Ranker(query.ranker, query.terms, dfs, alive, s.sum_len / max(alive, 1), as_of)
     scored = _top(ranker, lists, excluded, s, query.limit)
-    hits = []
-    for rank, (breakdown, doc) in enumerate(scored, 1):
-        data = index.record_data(doc)
-        hits.append(_hit(index, rank, data, breakdown, desk_id))
+    found = [(breakdown, index.record_data(doc)) for breakdown, doc in scored]
+    paths = [d["provenance"]["path"] for _, d in found if d["kind"] == "memory"]
+    dirty = set(index.desk.git.dirty(paths)) if paths else set()
+    hits = [_hit(index, rank, data, breakdown, desk_id, dirty)
+            for rank, (breakdown, data) in enumerate(found, 1)]
     return RecallResult(query, tuple(hits), searched, candidates, None)
 
 
@@ -348,10 +349,12 @@ def _top(ranker: Ranker, lists: list[tuple[Any, Any]], excluded: set[int], s: An
 
 
 def _hit(index: SearchIndex, rank: int, data: dict[str, Any], breakdown: ScoreBreakdown,
-         desk_id: str) -> RecallHit:
+         desk_id: str, dirty: set[str]) -> RecallHit:
     provenance = dict(data["provenance"])
     if data["kind"] == "memory":
+        # the commit of the file's last change; `uncommitted` says the work tree differs from it
         provenance["commit"] = _last_commit(index, provenance["path"])
+        provenance["uncommitted"] = provenance["path"] in dirty
     scope = {"desk_id": desk_id, "memory_kind": data["kind"], "type": data["type"]}
     return RecallHit(rank, data["rid"], snippet(data["text"], breakdown.matched_terms), scope,
                      provenance, breakdown)

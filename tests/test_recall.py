@@ -90,6 +90,7 @@ def test_english_hit_with_full_json_contract(desk: Desk, run: DeskRunner) -> Non
     assert prov["path"] == "memory/db-choice.md" and prov["source"] == "user"
     assert prov["source_event"] == "evt-42"
     assert prov["commit"] == git(desk.root, "log", "-1", "--format=%H", "--", "memory/db-choice.md").strip()
+    assert prov["uncommitted"] is False
     b = hit["score_breakdown"]
     assert b["matched_terms"] == ["persistence", "sqlite"] and b["query_term_count"] == 2
     assert b["lexical_coverage"] == 1.0 and 0 < b["recency"] <= 1
@@ -231,7 +232,8 @@ def test_cache_is_incremental_by_blob_and_offset(desk: Desk) -> None:
         path = desk.path("memory/db-choice.md")
         path.write_bytes(path.read_bytes().replace(b"SQLite", b"Postgres"))
         assert index.refresh() == 1
-        assert recall(desk, "postgres", index=index, as_of=AS_OF).hits[0].id == "memory:db-choice"
+        [hit] = recall(desk, "postgres", index=index, as_of=AS_OF).hits
+        assert hit.id == "memory:db-choice" and hit.provenance["uncommitted"] is True
         assert all(h.id != "memory:db-choice" for h in recall(desk, "sqlite", index=index, as_of=AS_OF).hits)
     finally:
         index.close()
@@ -283,3 +285,19 @@ def test_tombstones_are_compacted_without_changing_answers(desk: Desk, monkeypat
         index.close()
     shutil.rmtree(desk.cache_dir)
     assert _answer(desk, "kiwi pear")[:len(answer)] == answer
+
+
+def test_refresh_reports_progress_up_to_the_total(desk: Desk) -> None:
+    folder = desk.path(".system/archive")
+    line = json.dumps({"id": "x", "kind": "inbound", "content": "kiwi " * 50, "at": "2026-11-28T09:00:00Z"})
+    (folder / "2026-11-28.testclone.jsonl").write_text("\n".join(
+        line.replace('"x"', f'"e{i:05d}"') for i in range(3000)) + "\n", "utf-8")
+    calls: list[tuple[int, int]] = []
+    index = SearchIndex(desk)
+    try:
+        assert index.refresh(lambda done, total: calls.append((done, total))) == 3000
+    finally:
+        index.close()
+    total = (folder / "2026-11-28.testclone.jsonl").stat().st_size
+    assert len(calls) >= 3 and calls[-1] == (total, total)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
