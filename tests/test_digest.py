@@ -331,3 +331,17 @@ def test_digest_while_the_harness_appends_loses_nothing(desk: Desk) -> None:
     report = verify_archive(desk)
     assert report.ok and report.lines == n
     assert f"- {n} events in 1 session" in desk.path("journal/2026-11-29.md").read_text()
+
+
+def test_a_broken_conflict_queue_is_reported_not_overwritten(desk: Desk, identity: None) -> None:
+    from desk.errors import InvalidFileError
+
+    desk.path(".system/conflicts.json").write_text('{"schema_version": 1,\n "cases": [}\n')
+    git(desk.root, "add", ".system/conflicts.json")
+    git(desk.root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "hand edit")
+    fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
+    before = snapshot(desk.root)
+    with pytest.raises(InvalidFileError) as err:
+        digest(desk, as_of=AS_OF)
+    assert err.value.findings[0].path == ".system/conflicts.json" and err.value.findings[0].line == 2
+    assert snapshot(desk.root) == before
