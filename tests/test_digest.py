@@ -333,12 +333,13 @@ def test_digest_while_the_harness_appends_loses_nothing(desk: Desk) -> None:
     assert f"- {n} events in 1 session" in desk.path("journal/2026-11-29.md").read_text()
 
 
-def test_a_broken_conflict_queue_is_reported_not_overwritten(desk: Desk, identity: None) -> None:
+def test_a_broken_conflict_queue_is_reported_not_overwritten(desk: Desk) -> None:
     from desk.errors import InvalidFileError
 
     desk.path(".system/conflicts.json").write_text('{"schema_version": 1,\n "cases": [}\n')
     git(desk.root, "add", ".system/conflicts.json")
-    git(desk.root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "hand edit")
+    git(desk.root, "-c", "core.hooksPath=/dev/null", "-c", "user.name=A", "-c", "user.email=a@x",
+        "commit", "-q", "-m", "hand edit")
     fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
     before = snapshot(desk.root)
     with pytest.raises(InvalidFileError) as err:
