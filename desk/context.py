@@ -25,7 +25,7 @@ from desk.desk import INDEX_FILE, Desk
 from desk.errors import UsageError
 from desk.index import HEADER, IndexEntry, entries_in_worktree, memory_path
 from desk.memory import parse_memory
-from desk.search_index import parse_utc
+from desk.search_index import parse_utc, text_terms
 from desk.textnorm import normalize
 from desk.tokens import CJK_CLASS, estimate_tokens
 
@@ -138,7 +138,7 @@ def build_context(desk: Desk, *, query: str | None = None, budget: int | None = 
             text, shown = _read(desk.path(rel), rel), rel
         limit = min(budgets[key], remaining)
         if key == "mistakes":
-            section = _trim_entries(key, label, shown, text, limit)
+            section = _trim_entries(key, label, shown, text, limit, query or "")
         else:
             section = _trim_lines(key, label, shown, text, limit)
         remaining -= section.tokens
@@ -203,14 +203,20 @@ def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Sect
     return section
 
 
-def _trim_entries(key: str, label: str, shown: str, text: str, limit: int) -> Section:
-    """MISTAKES.md: keep the highest-value `## ` entries (importance, then newest) that fit."""
+def _trim_entries(key: str, label: str, shown: str, text: str, limit: int, query: str) -> Section:
+    """MISTAKES.md: keep the highest-value `## ` entries that fit.
+
+    Value: an explicit `importance: N` first, then how many of the query's terms the entry shares
+    (a lesson about the task at hand), then the newest (entries are appended).
+    """
     section = Section(key, label, shown, text, limit)
     if estimate_tokens(text) <= limit:
         return section
     parts = re.split(r"(?m)^(?=## )", text)
     preamble, entries = (parts[0], parts[1:]) if not parts[0].startswith("## ") else ("", parts)
-    ranked = sorted(range(len(entries)), key=lambda i: (-_importance(entries[i]), -i))
+    wanted = set(text_terms(query))
+    ranked = sorted(range(len(entries)), key=lambda i: (
+        -_importance(entries[i]), -len(wanted.intersection(text_terms(entries[i]))), -i))
     chosen: set[int] = set()
     for i in ranked:
         trial = chosen | {i}

@@ -165,3 +165,15 @@ def test_budgets_come_from_desk_json(desk: Desk, run: DeskRunner) -> None:
     assert agents["budget"] == 50 and agents["trimmed"]
     assert run("context", "--section-budget", "nonsense=5").exit_code == 2
     assert run("context", "--section-budget", "soul").exit_code == 2
+
+
+def test_mistakes_about_the_query_are_kept_first(desk: Desk) -> None:
+    entries = [f"## M-{i:04d}\n- **What:** " + ("deploy on friday broke billing" if i == 1 else f"typo number {i}")
+               + " " + "filler " * 30 + "\n" for i in range(10)]
+    _edit(desk, "MISTAKES.md", "# MISTAKES.md\n\n" + "\n".join(entries))
+    result = build_context(desk, query="plan the billing deploy", section_budgets={"mistakes": 170}, as_of=NOW)
+    mistakes = next(s for s in result.sections if s.key == "mistakes")
+    assert "## M-0001" in mistakes.text and "M-0001" not in mistakes.left_out
+    plain = build_context(desk, section_budgets={"mistakes": 170}, as_of=NOW)
+    kept = next(s for s in plain.sections if s.key == "mistakes")
+    assert "## M-0009" in kept.text and "M-0001" in kept.left_out  # no query: the newest
