@@ -379,7 +379,7 @@ def snippet(text: str, matched: Sequence[str], width: int = SNIPPET_CHARS) -> st
 
 
 def _attr(value: object) -> str:
-    text = "" if value is None else str(value)
+    text = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
     return '"' + _escape(text).replace('"', "&quot;") + '"'
 
 

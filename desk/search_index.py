@@ -109,10 +109,17 @@ def memory_record(data: bytes, path: str) -> Record | None:
                         "updated": stamp.strftime("%Y-%m-%dT%H:%M:%SZ") if stamp else None}})
 
 
-def event_record(rec: dict[str, Any], path: str, line: int, offset: int) -> Record | None:
-    """The record of one archived inbound/outbound event with text, else None."""
+def event_record(rec: dict[str, Any], path: str, line: int, offset: int,
+                 desk_id: str | None = None) -> Record | None:
+    """The record of one archived inbound/outbound event with text, else None.
+
+    A record carrying another desk's id is not this desk's conversation (seed 001: a record of
+    another scope is never read into a recall), so it is left out.
+    """
     content = rec.get("content")
     if rec.get("kind") not in CONVERSATION_KINDS or not isinstance(content, str) or not content.strip():
+        return None
+    if desk_id is not None and rec.get("desk_id") != desk_id:
         return None
     meta = rec.get("meta") if isinstance(rec.get("meta"), dict) else {}
     return Record(
@@ -341,6 +348,7 @@ class SearchIndex:
                          added: list[tuple[int, Record]], progress: Progress | None) -> None:
         known = {p: (o, n, t) for p, o, n, t in db.execute("SELECT path, offset, lines, tail FROM archfiles")}
         total = sum(st.st_size - known.get(p, (0,))[0] for p, st in todo.items() if st is not None)
+        desk_id = self.desk.config.desk_id
         done = 0
         for path, st in sorted(todo.items()):
             offset, lines, tail = known.get(path, (0, 0, ""))
@@ -365,7 +373,8 @@ class SearchIndex:
                     rec = json.loads(raw)
                 except ValueError:
                     rec = None
-                record = event_record(rec, path, lines, offset + pos) if isinstance(rec, dict) else None
+                record = (event_record(rec, path, lines, offset + pos, desk_id)
+                          if isinstance(rec, dict) else None)
                 if record is not None:
                     self._add(db, record, path, added)
                 tail = hashlib.sha256(raw).hexdigest()

@@ -289,7 +289,8 @@ def test_tombstones_are_compacted_without_changing_answers(desk: Desk, monkeypat
 
 def test_refresh_reports_progress_up_to_the_total(desk: Desk) -> None:
     folder = desk.path(".system/archive")
-    line = json.dumps({"id": "x", "kind": "inbound", "content": "kiwi " * 50, "at": "2026-11-28T09:00:00Z"})
+    line = json.dumps({"id": "x", "kind": "inbound", "content": "kiwi " * 50, "at": "2026-11-28T09:00:00Z",
+                       "desk_id": desk.config.desk_id})
     (folder / "2026-11-28.testclone.jsonl").write_text("\n".join(
         line.replace('"x"', f'"e{i:05d}"') for i in range(3000)) + "\n", "utf-8")
     calls: list[tuple[int, int]] = []
@@ -301,3 +302,12 @@ def test_refresh_reports_progress_up_to_the_total(desk: Desk) -> None:
     total = (folder / "2026-11-28.testclone.jsonl").stat().st_size
     assert len(calls) >= 3 and calls[-1] == (total, total)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+def test_records_of_another_desk_are_never_recalled(desk: Desk) -> None:
+    mine = _say(desk, "kiwi from this desk", at="2026-11-28T09:00:00Z")
+    folder = desk.path(".system/archive")
+    foreign = {**mine, "id": "foreign-1", "desk_id": "desk-someone-else", "content": "kiwi from elsewhere"}
+    (folder / "2026-11-28.otherclone.jsonl").write_text(json.dumps(foreign, sort_keys=True) + "\n", "utf-8")
+    result = recall(desk, "kiwi", as_of=AS_OF)
+    assert [h.id for h in result.hits] == [f"event:{mine['id']}"] and result.searched_records == 1
