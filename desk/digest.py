@@ -22,7 +22,7 @@ from desk import gate
 from desk.conflicts import CONFLICTS_FILE, open_cases, parse_queue, reconcile, render_queue
 from desk.desk import INDEX_FILE, Desk
 from desk.distill import (Active, Candidate, Domain, alternate_name, decide, group_facts,
-                          memory_name)
+                          kept_evidence, memory_name)
 from desk.errors import InvalidFileError, UsageError
 from desk.facts import FACT_EVENT, FactRecord, fact_from_record
 from desk.frontmatter import format_time
@@ -137,7 +137,8 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
                                         "now": one_line(candidate.content, 100)})
         for active, candidate in plan.merge:
             if active.name not in memories.writes:  # same value, so no gate: only evidence grows
-                memories.land(active.name, _merged(existing[active.name], candidate, clock), gated=False)
+                merged = _merged(existing[active.name], candidate, clock, {i: f.at for i, f in by_id.items()})
+                memories.land(active.name, merged, gated=False)
                 result.merged.append(active.name)
         writes = memories.with_index()
         old_queue = _read(desk, CONFLICTS_FILE)
@@ -317,21 +318,26 @@ def _meta_fields(name: str, candidate: Candidate, evidence: list[str], importanc
 
 
 def _new_memory(name: str, c: Candidate, now: dt.datetime) -> MemoryFile:
-    meta = build_meta(memory_path(name), **_meta_fields(name, c, list(c.evidence), c.importance),
+    meta = build_meta(memory_path(name), **_meta_fields(name, c, _kept(c), c.importance),
                       created=now, updated=now)
     return MemoryFile(meta, normalize_body(c.content))
 
 
 def _replaced(old: MemoryFile, c: Candidate, now: dt.datetime) -> MemoryFile:
     """The next revision: the challenger's value and evidence; the old one stays in git history."""
-    meta = build_meta(memory_path(old.name), **_meta_fields(old.name, c, list(c.evidence), c.importance),
+    meta = build_meta(memory_path(old.name), **_meta_fields(old.name, c, _kept(c), c.importance),
                       created=old.meta.created or now, updated=now)
     return MemoryFile(meta, normalize_body(c.content))
 
 
-def _merged(old: MemoryFile, c: Candidate, now: dt.datetime) -> MemoryFile:
+def _kept(c: Candidate) -> list[str]:
+    return kept_evidence(c.evidence, {f.id: f.at for f in c.facts})
+
+
+def _merged(old: MemoryFile, c: Candidate, now: dt.datetime,
+            times: Mapping[str, dt.datetime]) -> MemoryFile:
     """The same value with more evidence (and the higher importance if a confirmation brought one)."""
-    evidence = sorted(set(old.meta.evidence) | set(c.evidence))
+    evidence = kept_evidence([*old.meta.evidence, *c.evidence], times)
     importance = max(old.meta.importance or 0, c.importance)
     return MemoryFile(old.meta.model_copy(update={"evidence": evidence, "importance": importance,
                                                   "updated": now}), old.body)

@@ -35,6 +35,9 @@ from desk.facts import FactRecord
 from desk.memory import name_problem
 from desk.textnorm import content_key, normalize
 
+# Evidence ids a memory file lists: the first and the latest ones (frontmatter stays small; every
+# fact stays in the archive).
+EVIDENCE_MAX = 20
 # An outcome ("the tests passed today") stays in the recent log: it is never a lasting rule.
 DISTILLABLE = frozenset({"decision", "convention", "pitfall"})
 _SLUG_WORDS = re.compile(r"[a-z0-9]+")
@@ -198,7 +201,9 @@ def _decide(domain: Domain, active: Active | None, policy: DistillPolicy, plan: 
         current, last_seen = active.content_key, active.last_seen
         known = set(active.evidence)
         for candidate in domain.candidates:
-            fresh = tuple(f for f in candidate.facts if f.id not in known)
+            # Only confirmations newer than the value was last seen add evidence: a memory keeps at
+            # most EVIDENCE_MAX ids, so "not listed" alone would re-merge dropped old ids forever.
+            fresh = tuple(f for f in candidate.facts if f.id not in known and f.at > active.last_seen)
             if candidate.content_key == current and fresh:
                 merge = replace(candidate, facts=fresh)
                 last_seen = max(last_seen, merge.latest)  # the active value was seen again
@@ -260,6 +265,15 @@ def _challengers(domain: Domain, current: str, last_seen: dt.datetime, policy: D
         else:
             eligible_.append((candidate, newer))
     return stale, unconfirmed, eligible_
+
+
+def kept_evidence(ids: Iterable[str], at: Mapping[str, dt.datetime]) -> list[str]:
+    """At most EVIDENCE_MAX of `ids`: the first stated and the most recent, sorted by id."""
+    floor = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    ordered = sorted(set(ids), key=lambda i: (at.get(i, floor), i))
+    if len(ordered) > EVIDENCE_MAX:
+        ordered = ordered[:1] + ordered[len(ordered) - EVIDENCE_MAX + 1:]
+    return sorted(ordered)
 
 
 # -- names -------------------------------------------------------------------------------------

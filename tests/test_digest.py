@@ -346,3 +346,26 @@ def test_a_broken_conflict_queue_is_reported_not_overwritten(desk: Desk) -> None
         digest(desk, as_of=AS_OF)
     assert err.value.findings[0].path == ".system/conflicts.json" and err.value.findings[0].line == 2
     assert snapshot(desk.root) == before
+
+
+def test_a_fact_repeated_hundreds_of_times_keeps_a_small_memory(desk: Desk) -> None:
+    from desk.archive import ArchiveWriter, build_event
+    from desk.distill import EVIDENCE_MAX
+
+    import datetime as dt
+
+    recorded = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
+    with ArchiveWriter(desk, batch=True) as writer:
+        ids = [writer.append(build_event("fact", "Use WAL.", at=f"2026-09-01T10:{i // 60:02d}:{i % 60:02d}Z",
+                                         payload={"kind": "decision", "importance": 2, "key": None}),
+                             recorded)["id"] for i in range(300)]
+    result = digest(desk, as_of=AS_OF)
+    kept = memory(desk, result.promoted[0]).meta.evidence
+    assert len(kept) == EVIDENCE_MAX and ids[0] in kept and ids[-1] in kept
+    sha = head(desk)
+    assert digest(desk, as_of=AS_OF).status == "unchanged" and head(desk) == sha
+    newer = fact(desk, "use wal.", "2026-10-01T10:00:00Z", importance=1)
+    merged = digest(desk, as_of=AS_OF)
+    assert merged.merged == result.promoted
+    kept = memory(desk, result.promoted[0]).meta.evidence
+    assert len(kept) == EVIDENCE_MAX and ids[0] in kept and newer in kept and ids[1] not in kept
