@@ -111,7 +111,7 @@ class ArchiveWriter:
     def __init__(self, desk: Desk, *, batch: bool = False) -> None:
         self.desk = desk
         self.batch = batch
-        self.desk_id = desk.config.desk_id
+        self.desk_id = desk.desk_id
         self.clone = clone_id(desk)
         self._root = str(desk.root)
         self._now: dt.datetime | None = None

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from desk.desk import CONFIG_PATH
 from desk.errors import Finding, InvalidFileError
 
 SCHEMA_VERSION = 1
-CONFIG_PATH = ".system/desk.json"
 
 
 class _Strict(BaseModel):

@@ -7,10 +7,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from desk.config import CONFIG_PATH, DeskConfig, load_config
+from typing import TYPE_CHECKING
+
 from desk.errors import NotADeskError
 from desk.git import Git
 
+if TYPE_CHECKING:
+    from desk.config import DeskConfig
+
+CONFIG_PATH = ".system/desk.json"
 MEMORY_DIR = "memory"
 INDEX_FILE = "MEMORY.md"
 CACHE_DIR = ".system/cache"
@@ -51,7 +56,21 @@ class Desk:
 
     @cached_property
     def config(self) -> DeskConfig:
+        # Imported here: pydantic costs ~0.1 s, and hot paths such as `archive append` need
+        # only the desk id (`desk_id`).
+        from desk.config import load_config
+
         return load_config(self.root)
+
+    @cached_property
+    def desk_id(self) -> str:
+        """The desk's id, read without validating the whole config."""
+        import json
+
+        try:
+            return str(json.loads(self.path(CONFIG_PATH).read_bytes())["desk_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return self.config.desk_id  # let the validating loader report what is wrong
 
     @cached_property
     def git_dir(self) -> Path:

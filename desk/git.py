@@ -152,6 +152,9 @@ class Git:
 
     def dirty(self, paths: Iterable[str]) -> list[str]:
         """Those of `paths` with staged, unstaged or untracked changes against HEAD."""
+        paths = list(paths)
+        if not paths:
+            return []  # git status without a pathspec would check the whole work tree
         out = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
                        *paths, read_only=True)
         found = []
