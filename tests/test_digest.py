@@ -194,6 +194,22 @@ def test_tie_opens_one_case_and_a_rerun_no_duplicate(desk: Desk, run: DeskRunner
         assert "Python 3.1" not in shown.output, args
 
 
+def test_a_tie_behind_a_new_value_promotes_it_and_opens_a_case_against_it(desk: Desk) -> None:
+    fact(desk, "Use SQLite.", "2026-08-01T10:00:00Z", importance=5, key="storage.db")
+    for day in ("2026-09-01", "2026-09-02"):
+        fact(desk, "Use Postgres.", f"{day}T10:00:00Z", importance=2, key="storage.db")
+        fact(desk, "Use MySQL.", f"{day}T10:00:00Z", importance=2, key="storage.db")
+    result = digest(desk, as_of=AS_OF)
+    assert result.promoted == ["storage.db"] and len(result.conflicts) == 1
+    assert memory(desk, "storage.db").body == "Use SQLite.\n"
+    case = json.loads(desk.path(".system/conflicts.json").read_text())["cases"][0]
+    assert case["active"]["name"] == "storage.db"
+    assert [(c["role"], c["content"]) for c in case["candidates"]] == [
+        ("incumbent", "Use SQLite."), ("challenger", "Use MySQL."), ("challenger", "Use Postgres.")]
+    sha = head(desk)
+    assert digest(desk, as_of=AS_OF).status == "unchanged" and head(desk) == sha
+
+
 # -- boundaries ----------------------------------------------------------------------------------
 
 def test_digest_never_touches_now_md(desk: Desk) -> None:
