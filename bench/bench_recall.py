@@ -34,7 +34,8 @@ import corpus  # noqa: E402
 from desk.desk import Desk  # noqa: E402
 from desk.recall import normalize_query, recall, search  # noqa: E402
 from desk.scaffold import init_desk  # noqa: E402
-from desk.search_index import SearchIndex, text_terms  # noqa: E402
+from desk.search_index import SearchIndex  # noqa: E402
+from desk.search_records import text_terms  # noqa: E402
 
 RANKERS = ("default", "seed", "bm25")
 

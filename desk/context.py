@@ -25,7 +25,7 @@ from desk.desk import INDEX_FILE, Desk
 from desk.errors import UsageError
 from desk.index import HEADER, IndexEntry, entries_in_worktree, memory_path
 from desk.memory import parse_memory
-from desk.search_index import parse_utc, text_terms
+from desk.search_records import parse_utc, text_terms
 from desk.textnorm import normalize
 from desk.tokens import CJK_CLASS, estimate_tokens
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from desk.desk import INDEX_FILE, MEMORY_DIR, Desk
 from desk.index import entries_in_worktree
-from desk.search_index import ARCHIVE_DIR, parse_utc
+from desk.search_index import ARCHIVE_DIR
+from desk.search_records import parse_utc
 from desk.tokens import estimate_tokens
 
 UNVERIFIED_DAYS = 180

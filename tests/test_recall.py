@@ -10,8 +10,10 @@ import pytest
 from desk.desk import Desk
 from desk.errors import UsageError
 from desk.memories import remember
-from desk.recall import normalize_query, recall, render_xml
-from desk.search_index import SearchIndex, text_terms
+from desk.recall import normalize_query, recall
+from desk.recall_render import render_xml
+from desk.search_index import SearchIndex
+from desk.search_records import text_terms
 from tests.conftest import DeskRunner, git, snapshot
 
 AS_OF = "2026-12-01T00:00:00Z"

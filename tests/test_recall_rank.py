@@ -9,7 +9,8 @@ import random
 import pytest
 
 from desk.desk import Desk
-from desk.recall import Ranker, normalize_query, search
+from desk.recall import normalize_query, search
+from desk.recall_rank import Ranker
 from desk.search_index import SearchIndex
 
 WORDS = ("orion maple kestrel database queue port server launch budget which what the for we did "

@@ -60,7 +60,8 @@ def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker:
     breakdown. Exit 2 for an empty or punctuation-only query or a limit outside 1..10.
     """
     from desk.errors import UsageError
-    from desk.recall import recall, render_text, render_xml
+    from desk.recall import recall
+    from desk.recall_render import render_text, render_xml
 
     if as_xml and state().json:
         raise UsageError("give --json or --xml, not both")
