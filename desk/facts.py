@@ -76,7 +76,8 @@ class MemoryFact(BaseModel):
 def validate_fact(content: str, *, kind: str, importance: int, key: str | None = None) -> MemoryFact:
     """A MemoryFact, or RejectedError (exit 3) naming each bad field; nothing is written."""
     try:
-        return MemoryFact(content=content, kind=kind, importance=importance, key=key)  # type: ignore[arg-type]
+        return MemoryFact.model_validate({"content": content, "kind": kind, "importance": importance,
+                                          "key": key})
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
@@ -129,8 +130,9 @@ def fact_from_record(record: Mapping[str, Any]) -> FactRecord:
         raise ValueError("a fact needs a payload with kind and importance")
     content = record.get("content")
     try:
-        fact = MemoryFact(content=content, kind=payload.get("kind"),  # type: ignore[arg-type]
-                          importance=payload.get("importance"), key=payload.get("key"))
+        fact = MemoryFact.model_validate({"content": content, "kind": payload.get("kind"),
+                                          "importance": payload.get("importance"),
+                                          "key": payload.get("key")})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ValueError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
