@@ -15,15 +15,17 @@ pure function of the files, the query, the budgets and `as_of`: same inputs, sam
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desk.desk import INDEX_FILE, Desk
-from desk.errors import UsageError
-from desk.index import HEADER, IndexEntry, entries_in_worktree, memory_path
+from desk.desk import INDEX_FILE, MEMORY_DIR, Desk
+from desk.errors import InvalidFileError, UsageError
+from desk.git import blob_sha
+from desk.index import HEADER, IndexEntry, load_entries, memory_path
 from desk.memory import parse_memory
 from desk.search_records import parse_utc, text_terms
 from desk.textnorm import normalize
@@ -124,7 +126,7 @@ def build_context(desk: Desk, *, query: str | None = None, budget: int | None = 
     as_of = as_of or dt.datetime.now(dt.timezone.utc)
     budgets = budgets_for(desk, budget, section_budgets or {})
     remaining = budgets["total"]
-    entries = entries_in_worktree(desk)
+    entries, broken = memory_entries(desk)
     active = {n: e for n, e in entries.items() if not _expired(e, as_of)}
     sections: list[Section] = []
     for key, label, rel in SECTIONS:
@@ -133,7 +135,7 @@ def build_context(desk: Desk, *, query: str | None = None, budget: int | None = 
                 continue
             text, shown = _read(project_agents, str(project_agents)), str(project_agents)
         elif rel == INDEX_FILE:
-            text, shown = _index_text(active, len(entries) - len(active)), rel
+            text, shown = _index_text(active, len(entries) - len(active), broken), rel
         else:
             text, shown = _read(desk.path(rel), rel), rel
         limit = min(budgets[key], remaining)
@@ -152,6 +154,34 @@ def build_context(desk: Desk, *, query: str | None = None, budget: int | None = 
     return ContextResult(sections, query, recalled, budgets["total"])
 
 
+def memory_entries(desk: Desk) -> tuple[dict[str, IndexEntry], list[str]]:
+    """The memories on disk now, and the files left out because they do not parse.
+
+    A person's broken hand edit must not keep the assistant from waking up: the file is named
+    (`desk validate` says what is wrong) and everything else is still loaded.
+    """
+    contents: dict[str, bytes] = {}
+    files: dict[str, str] = {}
+    folder = desk.path(MEMORY_DIR)
+    if folder.is_dir():
+        for item in sorted(os.scandir(folder), key=lambda i: i.name):
+            if item.name.endswith(".md") and item.is_file(follow_symlinks=False):
+                data = Path(item.path).read_bytes()
+                contents[blob_sha(data)] = data
+                files[memory_path(item.name[:-3])] = blob_sha(data)
+    broken: list[str] = []
+    while True:
+        try:
+            return load_entries(desk, files, lambda blobs: {b: contents[b] for b in blobs}), broken
+        except InvalidFileError as exc:
+            bad = sorted({f.path for f in exc.findings} & set(files))
+            if not bad:
+                raise
+            for path in bad:
+                files.pop(path)
+                broken.append(path)
+
+
 def _expired(entry: IndexEntry, as_of: dt.datetime) -> bool:
     at = parse_utc(entry.expires)
     return at is not None and at <= as_of.timestamp()
@@ -166,11 +196,13 @@ def _read(path: Path, shown: str) -> str:
         raise UsageError(f"cannot read {shown}: {exc}") from None
 
 
-def _index_text(active: Mapping[str, IndexEntry], expired: int) -> str:
+def _index_text(active: Mapping[str, IndexEntry], expired: int, broken: list[str]) -> str:
     lines = [HEADER.rstrip("\n"), ""]
     lines += [e.line() for e in sorted(active.values(), key=lambda e: e.name)] or ["_No active memories._"]
     if expired:
         lines.append(f"_({expired} expired {'memory' if expired == 1 else 'memories'} not shown.)_")
+    if broken:
+        lines.append(f"_({', '.join(broken)} left out: the file does not parse; run `desk validate`.)_")
     return "\n".join(lines) + "\n"
 
 

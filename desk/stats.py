@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from desk.desk import INDEX_FILE, MEMORY_DIR, Desk
-from desk.index import entries_in_worktree
+from desk.context import memory_entries
 from desk.search_index import ARCHIVE_DIR
 from desk.search_records import parse_utc
 from desk.tokens import estimate_tokens
@@ -33,6 +33,7 @@ class DeskStats:
     body_tokens: int = 0
     expired: list[str] = field(default_factory=list)
     unverified: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
     unverified_days: int = UNVERIFIED_DAYS
     archive_files: int = 0
     archive_bytes: int = 0
@@ -45,6 +46,7 @@ class DeskStats:
             "as_of": self.as_of,
             "memories": {"total": self.memories, "by_type": self.by_type,
                          "expired": self.expired, "unverified": self.unverified,
+                         "broken": self.broken,
                          "unverified_after_days": self.unverified_days},
             "tokens": {"index_resident": self.index_tokens, "bodies_on_disk": self.body_tokens,
                        "index_bytes": self.index_bytes,
@@ -60,7 +62,7 @@ def desk_stats(desk: Desk, *, now: dt.datetime | None = None,
     """Count memories, token costs, stale memories and the archive. Read-only."""
     now = now or dt.datetime.now(dt.timezone.utc)
     stats = DeskStats(unverified_days=unverified_days, as_of=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    entries = entries_in_worktree(desk)
+    entries, stats.broken = memory_entries(desk)
     stats.memories = len(entries)
     for entry in entries.values():
         stats.by_type[entry.type] = stats.by_type.get(entry.type, 0) + 1
@@ -109,6 +111,7 @@ def render_text(stats: DeskStats) -> str:
         f"expired: {len(stats.expired)}" + (f" ({', '.join(stats.expired[:10])})" if stats.expired else ""),
         f"unverified for {stats.unverified_days}+ days: {len(stats.unverified)}"
         + (f" ({', '.join(stats.unverified[:10])})" if stats.unverified else ""),
+        *([f"broken (do not parse, left out): {', '.join(stats.broken)}"] if stats.broken else []),
         f"archive: {stats.archive_events} events in {stats.archive_files} files, {stats.archive_bytes} bytes",
         f"search cache: {stats.cache_bytes} bytes (derived, git-ignored)",
     ]

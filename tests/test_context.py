@@ -177,3 +177,15 @@ def test_mistakes_about_the_query_are_kept_first(desk: Desk) -> None:
     plain = build_context(desk, section_budgets={"mistakes": 170}, as_of=NOW)
     kept = next(s for s in plain.sections if s.key == "mistakes")
     assert "## M-0009" in kept.text and "M-0001" in kept.left_out  # no query: the newest
+
+
+def test_a_broken_memory_file_does_not_stop_the_context(desk: Desk, run: DeskRunner) -> None:
+    _remember(desk, "report-style", "Reports in Chinese.", ("report",))
+    _remember(desk, "chart-colors", "Charts are blue.", ("chart",))
+    desk.path("memory/chart-colors.md").write_text("---\nname: [unclosed\n---\nbody\n", "utf-8")
+    out = run("context", "--query", "report", "--as-of", AS_OF)
+    assert out.exit_code == 0
+    assert "memory/chart-colors.md left out: the file does not parse" in out.output
+    assert "Reports in Chinese." in out.output and "[report-style]" in out.output
+    stats = json.loads(run("stats", "--json").output)
+    assert stats["memories"]["broken"] == ["memory/chart-colors.md"] and stats["memories"]["total"] == 1
