@@ -350,7 +350,7 @@ def _check_history(desk: Desk, report: DoctorReport, limit: int) -> None:
 
 def bypassed_commits(desk: Desk, limit: int) -> list[tuple[str, str, Finding]]:
     """(commit, subject, finding) for history rules broken in the last `limit` commits."""
-    from desk.validate import (ARCHIVE_DIR, SECRET_DIRS, SECRET_FILES, check_message,
+    from desk.validate import (ARCHIVE_DIR, SECRET_DIRS, SECRET_FILES, check_message, read_named,
                                secret_findings)
 
     if limit <= 0 or desk.git.head() is None:
@@ -374,7 +374,7 @@ def bypassed_commits(desk: Desk, limit: int) -> list[tuple[str, str, Finding]]:
                     wanted.append(f"{parent}:{path}")
             elif path in SECRET_FILES or path.startswith(SECRET_DIRS):
                 wanted.append(f"{sha}:{path}")
-    blobs = _read_named(desk, wanted)
+    blobs = read_named(desk.git, wanted)
     allow = frozenset(desk.config.secrets.allow)
     found = []
     for sha, parent, body, changes in commits:
@@ -393,25 +393,6 @@ def bypassed_commits(desk: Desk, limit: int) -> list[tuple[str, str, Finding]]:
                 findings += secret_findings(path, text, allow)
         found += [(sha, subject, f) for f in findings]
     return found
-
-
-def _read_named(desk: Desk, names: list[str]) -> dict[str, bytes]:
-    """Blobs by `<rev>:<path>` name through one `git cat-file --batch`; missing names left out."""
-    if not names:
-        return {}
-    out = desk.git.run("cat-file", "--batch", input=("\n".join(names) + "\n").encode(), read_only=True)
-    blobs: dict[str, bytes] = {}
-    pos = 0
-    for name in names:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        if header[-1] == b"missing" or len(header) < 3:
-            pos = end + 1
-            continue
-        size = int(header[2])
-        blobs[name] = out[end + 1:end + 1 + size]
-        pos = end + 1 + size + 1
-    return blobs
 
 
 def _check_hooks(desk: Desk, report: DoctorReport, repair: bool) -> None:

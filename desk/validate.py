@@ -21,6 +21,7 @@ only when a memory or config file is actually checked, so the commit-msg hook st
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import os
 import re
@@ -47,7 +48,6 @@ SECRET_FILES = frozenset({"NOW.md", "MISTAKES.md", "USER.md"})
 SECRET_DIRS = (MEMORY_DIR, "journal/")
 TEXT_LIMIT = 1 << 20  # 1 MiB for a hand-written text file
 LARGE_LIMIT = 64 << 20  # archive files and the generated index grow with the desk
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
 VALIDATED_ENV = "DESK_VALIDATED"  # set on desk's own commits; the shell hooks skip Python for them
@@ -254,43 +254,112 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
 # -- the rules over the memory set ----------------------------------------------------------
 
 
-def check_memory_set(desk: Desk, files: Mapping[str, str], index: bytes | None, read: Read,
-                     changed: Collection[str]) -> tuple[list[Finding], bytes | None]:
-    """`memory-name-case` for changed names and `index-stale`; returns the regenerated index.
+@dataclass
+class MemorySet:
+    """What the memory-set rules need about the commit; the costly parts are fetched on demand."""
 
-    `files` is every memory file of the commit (`{path: blob}`), `index` the MEMORY.md it commits.
+    index: bytes | None  # the MEMORY.md being committed
+    base_index: bytes | None  # MEMORY.md at HEAD, patched by the fast path (None: no fast path)
+    all_files: Callable[[], dict[str, str]]  # every memory `{path: blob}` of the commit
+    read: Read
+    like: Callable[[list[str]], list[str]]  # the commit's memory paths equal to these ignoring case
+
+
+def check_memory_set(desk: Desk, changed: Mapping[str, bytes | None], memory: MemorySet,
+                     added: Collection[str] = ()) -> tuple[list[Finding], bytes | None]:
+    """`memory-name-case` for the changed memory files and `index-stale` for the commit's MEMORY.md.
+
+    Returns the findings and the correct MEMORY.md. Fast path, in proportion to the change: the
+    committed MEMORY.md with the changed memories' lines replaced. Only when that does not match
+    (HEAD's index was itself stale, or the person's index differs) is the index regenerated from
+    every memory file, through the blob-keyed cache so only unseen blobs are parsed.
     """
-    from desk.errors import InvalidFileError
-    from desk.index import load_entries, render_index
-
     findings = []
-    by_lower: dict[str, list[str]] = {}
-    for path in files:
-        by_lower.setdefault(path.lower(), []).append(path)
-    for path in sorted(changed):
-        others = [p for p in by_lower.get(path.lower(), []) if p != path]
-        if others and path in files:
-            findings.append(Finding(path, 1, "memory-name-case",
-                                    f"name differs from {others[0]} only in case; names must be "
-                                    "unique ignoring case: rename one of them"))
-    valid = {p: b for p, b in files.items() if memory_name(p) is not None}
-    for _ in range(len(valid) + 1):
-        try:
-            entries = load_entries(desk, valid, read)
-            break
-        except InvalidFileError as exc:
-            # An invalid file is reported by its own rule; the index is checked over the rest.
-            bad = {f.path for f in exc.findings} & set(valid)
-            if not bad:
-                raise
-            valid = {p: b for p, b in valid.items() if p not in bad}
-    expected = render_index(entries.values())
-    if index != expected:
-        line = _first_difference(index or b"", expected)
+    # Only a new path can clash: a changed one clashed already when it was added.
+    present = [p for p, data in changed.items() if data is not None and p in added]
+    if present:
+        clashing = memory.like(present)
+        for path in sorted(present):
+            others = [p for p in clashing if p.lower() == path.lower() and p != path]
+            if others:
+                findings.append(Finding(path, 1, "memory-name-case",
+                                        f"name differs from {others[0]} only in case; names must be "
+                                        "unique ignoring case: rename one of them"))
+    if memory.base_index is not None:
+        patched = _patched_index(desk, memory.base_index, changed)
+        if patched is not None and patched == memory.index:
+            return findings, patched
+    expected = _full_index(desk, memory.all_files(), memory.read)
+    if memory.index != expected:
+        line = _first_difference(memory.index or b"", expected)
         findings.append(Finding(INDEX_FILE, line, "index-stale",
                                 "MEMORY.md does not match memory/; it is generated: run `desk "
                                 "reindex` (the pre-commit hook regenerates it in the work tree)"))
     return findings, expected
+
+
+def _entry(desk: Desk, path: str, data: bytes) -> object | None:
+    """The index entry of one memory file (cached by blob), or None when it is invalid."""
+    from desk.errors import InvalidFileError
+    from desk.index import load_entries
+
+    sha = blob_sha(data)
+    try:
+        entries = load_entries(desk, {path: sha}, lambda shas: {sha: data})
+    except InvalidFileError:
+        return None
+    return next(iter(entries.values()), None)
+
+
+def _patched_index(desk: Desk, base: bytes, changed: Mapping[str, bytes | None]) -> bytes | None:
+    """HEAD's MEMORY.md with the changed memories' lines replaced; None if it cannot be read.
+
+    The committed index is sorted by name, so each changed line is found and placed by bisection:
+    the cost grows with the change, not with the desk.
+    """
+    from desk.index import EMPTY, HEADER
+
+    head = (HEADER + "\n").encode()
+    if not base.startswith(head):
+        return None
+    body = base[len(head):]
+    lines = [] if body == EMPTY.encode() else body.split(b"\n")[:-1]
+
+    def key(line: bytes) -> bytes:
+        return line[3:line.index(b"](")]
+
+    try:
+        for path, data in sorted(changed.items()):
+            name = memory_name(path)
+            if name is None:
+                continue
+            entry = _entry(desk, path, data) if data is not None else None
+            at = bisect.bisect_left(lines, name.encode(), key=key)
+            if at < len(lines) and key(lines[at]) == name.encode():
+                del lines[at]
+            if entry is not None:
+                new = entry.line().encode()  # type: ignore[attr-defined]
+                lines.insert(bisect.bisect_left(lines, key(new), key=key), new)
+    except ValueError:
+        return None  # not an index line: let the full regeneration decide
+    return head + (b"\n".join(lines) + b"\n" if lines else EMPTY.encode())
+
+
+def _full_index(desk: Desk, files: Mapping[str, str], read: Read) -> bytes:
+    """MEMORY.md regenerated from every valid memory file (invalid ones have their own findings)."""
+    from desk.errors import InvalidFileError
+    from desk.index import load_entries, render_index
+
+    valid = {p: b for p, b in files.items() if memory_name(p) is not None}
+    for _ in range(len(valid) + 1):
+        try:
+            return render_index(load_entries(desk, valid, read).values())
+        except InvalidFileError as exc:
+            bad = {f.path for f in exc.findings} & set(valid)
+            if not bad:
+                raise
+            valid = {p: b for p, b in valid.items() if p not in bad}
+    return render_index([])
 
 
 def _first_difference(a: bytes, b: bytes) -> int:
@@ -303,37 +372,89 @@ def _first_difference(a: bytes, b: bytes) -> int:
 # -- the three entry points ---------------------------------------------------------------
 
 
-def _run(desk: Desk, changes: list[Change], memory_files: Callable[[], dict[str, str]],
-         index: Callable[[], bytes | None], read: Read, message: str | None,
-         now: dt.datetime | None, *, whole: bool = False) -> tuple[Report, bytes | None]:
-    """The rules over `changes`; the memory-set rules when memory/ or MEMORY.md changed (or `whole`)."""
+def _run(desk: Desk, changes: list[Change], memory: MemorySet | None, read: Read,
+         message: str | None, now: dt.datetime | None) -> tuple[Report, bytes | None]:
+    """The rules over `changes`; the memory-set rules when memory/ or MEMORY.md changed."""
     now = now or dt.datetime.now(dt.timezone.utc)
     managed = [c for c in changes if is_managed(c.path)]
     report = Report(checked=len(managed))
-    if not managed and message is None and not whole:
+    if not managed and message is None and memory is None:
         return report, None
-    config = desk.config
-    allow = frozenset(config.secrets.allow)
+    desk_id, allow = _config(desk)
     olds = read([c.old_blob for c in managed
                  if c.old_blob and (c.path.startswith(ARCHIVE_DIR) or c.path == CONFIG_FILE)])
     for change in managed:
         old = olds.get(change.old_blob) if change.old_blob else None
-        report.findings += check_file(change, desk_id=config.desk_id, allow=allow, now=now, old=old)
+        report.findings += check_file(change, desk_id=desk_id, allow=allow, now=now, old=old)
     changed = {c.path for c in changes}
     regenerated = None
-    if whole or INDEX_FILE in changed or any(p.startswith(MEMORY_DIR) for p in changed):
-        found, regenerated = check_memory_set(desk, memory_files(), index(), read,
-                                              [p for p in changed if memory_name(p) is not None])
+    if memory is not None and (INDEX_FILE in changed or any(p.startswith(MEMORY_DIR) for p in changed)):
+        memory_changes = {c.path: c.new for c in changes
+                          if memory_name(c.path) is not None and c.mode != SYMLINK_MODE}
+        added = {c.path for c in changes if c.old_blob is None}
+        found, regenerated = check_memory_set(desk, memory_changes, memory, added)
         report.findings += found
     if message is not None:
         report.findings += check_message(message, changed)
     return report, regenerated
 
 
-def staged_changes(git: Git) -> list[Change]:
-    """What the commit being made changes, with the staged content of each changed blob."""
-    out = git.run("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev",
-                  *([] if git.head() else [EMPTY_TREE]), read_only=True)
+def _config(desk: Desk) -> tuple[str, frozenset[str]]:
+    """desk_id and the allowed secret fingerprints, read without building the pydantic model.
+
+    The hook pays for pydantic only when a memory or desk.json itself is checked; a broken
+    desk.json is reported by the `config` rule when it is committed.
+    """
+    import json
+
+    try:
+        data = json.loads(desk.path(CONFIG_FILE).read_bytes())
+        allow = data.get("secrets", {}).get("allow", [])
+        return str(data["desk_id"]), frozenset(a for a in allow if isinstance(a, str))
+    except (OSError, ValueError, KeyError, AttributeError, TypeError):
+        config = desk.config  # raises the precise InvalidFileError
+        return config.desk_id, frozenset(config.secrets.allow)
+
+
+def read_named(git: Git, names: list[str]) -> dict[str, bytes]:
+    """Objects by any name git accepts (`sha`, `HEAD:path`, `:path`) through one `cat-file --batch`;
+    missing ones are left out."""
+    if not names:
+        return {}
+    out = git.run("cat-file", "--batch", input=("\n".join(names) + "\n").encode(), read_only=True)
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for name in names:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) < 3 or header[-1] == b"missing":
+            continue
+        size = int(header[2])
+        blobs[name] = out[pos:pos + size]
+        pos += size + 1
+    return blobs
+
+
+def _like(git: Git, extra: Collection[str] = (), gone: Collection[str] = ()) -> Callable[[list[str]], list[str]]:
+    """Paths in git's index equal to the given ones ignoring case (one `git ls-files`)."""
+    def like(paths: list[str]) -> list[str]:
+        specs = [f":(icase,literal){p}" for p in paths]
+        out = git.run("ls-files", "-z", "--", *specs, read_only=True)
+        found = {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+        lowered = {p.lower() for p in paths}
+        found |= {p for p in extra if p.lower() in lowered}
+        return sorted(found - set(gone))
+    return like
+
+
+def staged_changes(git: Git) -> tuple[list[Change], dict[str, bytes]]:
+    """What the commit being made changes, and the blobs read for it in one batch.
+
+    The batch holds each changed desk blob (by sha), the old blobs of archive files and
+    desk.json, and `HEAD:MEMORY.md` and `:MEMORY.md` (the committed and the staged index).
+    """
+    out = git.run("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", read_only=True)
     records = out.split(b"\0")
     raw = []
     for meta, path in zip(records[0::2], records[1::2]):
@@ -341,13 +462,18 @@ def staged_changes(git: Git) -> list[Change]:
             break
         old_mode, new_mode, old_sha, new_sha, status = meta.decode().lstrip(":").split()
         raw.append((path.decode("utf-8", "surrogateescape"), new_mode, old_sha, new_sha, status))
+    null = "0" * 40
     wanted = [sha for path, mode, _, sha, status in raw
               if status != "D" and is_managed(path) and mode not in (SYMLINK_MODE, GITLINK_MODE)]
-    blobs = git.read_blobs(wanted)
-    null = "0" * 40
-    return [Change(path, None if status == "D" else blobs.get(sha, b""), mode,
-                   None if old_sha == null else old_sha)
-            for path, mode, old_sha, sha, status in raw]
+    wanted += [old for path, _, old, _, _ in raw
+               if old != null and (path.startswith(ARCHIVE_DIR) or path == CONFIG_FILE)]
+    if any(path == INDEX_FILE or path.startswith(MEMORY_DIR) for path, *_ in raw):
+        wanted += [f"HEAD:{INDEX_FILE}", f":{INDEX_FILE}"]
+    blobs = read_named(git, wanted)
+    changes = [Change(path, None if status == "D" else blobs.get(sha, b""), mode,
+                      None if old_sha == null else old_sha)
+               for path, mode, old_sha, sha, status in raw]
+    return changes, blobs
 
 
 def validate_staged(desk: Desk, git: Git | None = None, *, message: str | None = None,
@@ -355,27 +481,27 @@ def validate_staged(desk: Desk, git: Git | None = None, *, message: str | None =
     """Validate what is staged for commit (the hooks, `desk validate --staged`).
 
     `git` should keep the hook's GIT_INDEX_FILE (a `git commit -- paths` stages into a temporary
-    index). Returns the report and, when the MEMORY.md rule ran, the regenerated index.
+    index). Returns the report and, when the MEMORY.md rule ran, the correct MEMORY.md.
     """
     git = git or staged_git(desk.root)
-    changes = staged_changes(git)
-    staged_index = git.run("ls-files", "-s", "-z", "--", INDEX_FILE, read_only=True)
+    changes, blobs = staged_changes(git)
 
-    def index() -> bytes | None:
-        if not staged_index:
-            return None
-        sha = staged_index.split()[1].decode()
-        return git.read_blobs([sha])[sha]
+    def read(shas: list[str]) -> Mapping[str, bytes]:
+        found = {s: blobs[s] for s in shas if s in blobs}
+        missing = [s for s in shas if s not in blobs]
+        return {**found, **(git.read_blobs(missing) if missing else {})}
 
-    return _run(desk, changes, lambda: git.ls_staged(MEMORY_DIR), index, _reader(git), message, now)
+    memory = MemorySet(blobs.get(f":{INDEX_FILE}"), blobs.get(f"HEAD:{INDEX_FILE}"),
+                       lambda: git.ls_staged(MEMORY_DIR), read, _like(git))
+    return _run(desk, changes, memory, read, message, now)
 
 
 def validate_writes(desk: Desk, writes: Mapping[str, bytes | None], message: str,
                     now: dt.datetime | None = None) -> Report:
     """Validate one of desk's own commits in process: exactly `writes` on top of HEAD."""
-    head = desk.git.head()
-    old = desk.git.run("ls-tree", "-z", "--full-tree", head, "--", *writes,
-                       read_only=True) if head else b""
+    git = desk.git
+    # One ls-tree names the committed blobs (none before the first commit: git fails, output empty).
+    old = git.run("ls-tree", "-z", "--full-tree", "HEAD", "--", *writes, check=False, read_only=True)
     old_blobs = {}
     for record in old.split(b"\0"):
         if record:
@@ -383,15 +509,15 @@ def validate_writes(desk: Desk, writes: Mapping[str, bytes | None], message: str
             old_blobs[path.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
     changes = [Change(p, data, "100644", old_blobs.get(p)) for p, data in sorted(writes.items())]
     new_blobs = {blob_sha(data): data for data in writes.values() if data is not None}
-    base_read = _reader(desk.git)
 
     def read(shas: list[str]) -> Mapping[str, bytes]:
         found = {s: new_blobs[s] for s in shas if s in new_blobs}
-        found.update(base_read([s for s in shas if s not in new_blobs]))
-        return found
+        missing = [s for s in shas if s not in new_blobs]
+        return {**found, **(git.read_blobs(missing) if missing else {})}
 
-    def memory_files() -> dict[str, str]:
-        files = desk.git.ls_tree(head, MEMORY_DIR) if head else {}
+    def all_files() -> dict[str, str]:
+        head = git.head()
+        files = git.ls_tree(head, MEMORY_DIR) if head else {}
         for path, data in writes.items():
             if path.startswith(MEMORY_DIR):
                 if data is None:
@@ -400,12 +526,14 @@ def validate_writes(desk: Desk, writes: Mapping[str, bytes | None], message: str
                     files[path] = blob_sha(data)
         return files
 
-    def index() -> bytes | None:
-        if INDEX_FILE in writes:
-            return writes[INDEX_FILE]
-        return desk.git.blob_at(head, INDEX_FILE) if head else None
-
-    report, _ = _run(desk, changes, memory_files, index, read, message, now)
+    memory = None
+    if INDEX_FILE in writes or any(p.startswith(MEMORY_DIR) for p in writes):
+        base = read_named(git, [f"HEAD:{INDEX_FILE}"]).get(f"HEAD:{INDEX_FILE}")
+        index = writes[INDEX_FILE] if INDEX_FILE in writes else base
+        gone = [p for p, data in writes.items() if data is None]
+        added = [p for p, data in writes.items() if data is not None]
+        memory = MemorySet(index, base, all_files, read, _like(git, added, gone))
+    report, _ = _run(desk, changes, memory, read, message, now)
     return report
 
 
@@ -416,6 +544,7 @@ def validate_all(desk: Desk, now: dt.datetime | None = None) -> Report:
     paths = sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
     head = git.head()
     archive_head = git.ls_tree(head, ARCHIVE_DIR) if head else {}
+    config_head = git.ls_tree(head, ".system") if head else {}
     changes = []
     contents: dict[str, bytes] = {}
     for path in paths:
@@ -430,19 +559,27 @@ def validate_all(desk: Desk, now: dt.datetime | None = None) -> Report:
         except FileNotFoundError:
             continue  # deleted in the work tree, not yet committed
         contents[blob_sha(data)] = data
-        changes.append(Change(path, data, "100644", archive_head.get(path)))
-    base_read = _reader(git)
+        changes.append(Change(path, data, "100644",
+                              archive_head.get(path) or config_head.get(path)))
 
     def read(shas: list[str]) -> Mapping[str, bytes]:
         found = {s: contents[s] for s in shas if s in contents}
-        found.update(base_read([s for s in shas if s not in contents]))
-        return found
+        missing = [s for s in shas if s not in contents]
+        return {**found, **(git.read_blobs(missing) if missing else {})}
 
-    memory = {c.path: blob_sha(c.new) for c in changes
-              if memory_name(c.path) is not None and c.new is not None and c.mode != SYMLINK_MODE}
+    files = {c.path: blob_sha(c.new) for c in changes
+             if memory_name(c.path) is not None and c.new is not None and c.mode != SYMLINK_MODE}
     index_path = desk.path(INDEX_FILE)
     index = index_path.read_bytes() if index_path.is_file() else None
-    report, _ = _run(desk, changes, lambda: memory, lambda: index, read, None, now, whole=True)
+
+    def like(wanted: list[str]) -> list[str]:
+        lowered = {p.lower() for p in wanted}
+        return [p for p in files if p.lower() in lowered]
+
+    memory = MemorySet(index, None, lambda: files, read, like)
+    if INDEX_FILE not in {c.path for c in changes}:
+        changes.append(Change(INDEX_FILE, None))  # a missing MEMORY.md is reported, not skipped
+    report, _ = _run(desk, changes, memory, read, None, now)
     return report
 
 
@@ -455,10 +592,6 @@ def staged_git(root: Path) -> Git:
     absolute = {key: os.path.abspath(os.environ[key]) for key in ("GIT_INDEX_FILE", "GIT_DIR")
                 if os.environ.get(key)}
     return Git(root, hook_env=True).with_env(**absolute)
-
-
-def _reader(git: Git) -> Read:
-    return lambda shas: git.read_blobs(shas) if shas else {}
 
 
 def fix_index(desk: Desk, regenerated: bytes) -> bool:
