@@ -25,7 +25,6 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import hashlib
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -144,7 +143,7 @@ def search(index: SearchIndex, query: RecallQuery, desk_id: str) -> RecallResult
     as_of = parse_as_of(query.as_of).timestamp()
     lists = [index.postings(t) for t in query.terms]
     excluded = _excluded(index, query.kind, as_of)
-    searched = len(s.rids) - len(excluded)
+    searched = s.count - len(excluded)
     union: set[int] = set()
     for ids, _ in lists:
         union.update(ids)
@@ -152,10 +151,10 @@ def search(index: SearchIndex, query: RecallQuery, desk_id: str) -> RecallResult
     if not candidates:
         reason = "no_records" if not searched else "no_matching_terms"
         return RecallResult(query, (), searched, 0, reason)
-    alive = len(s.rids) - len(s.dead)
+    alive = s.count - len(s.dead)
     dfs = [len(ids) - sum(1 for d in s.dead if _contains(ids, d)) for ids, _ in lists]
     ranker = Ranker(query.ranker, query.terms, dfs, alive, s.sum_len / max(alive, 1), as_of)
-    scored = top_records(ranker, lists, excluded, s, query.limit)
+    scored = top_records(ranker, lists, excluded, s, query.limit, index.rid)
     found = [(breakdown, index.record_data(doc)) for breakdown, doc in scored]
     paths = [d["provenance"]["path"] for _, d in found if d["kind"] == "memory"]
     dirty = set(index.desk.git.dirty(paths)) if paths else set()
@@ -170,13 +169,16 @@ def _contains(ids: Sequence[int], doc: int) -> bool:
 
 
 def _derived(index: SearchIndex) -> dict[str, Any]:
+    """Record sets recall needs per cache generation (memory records are few: found with find)."""
     cache: dict[str, Any] = getattr(index, "_derived_cache", {})
     if cache.get("generation") != index.state.generation:
-        s = index.state
-        cache = {"generation": s.generation,
-                 "memory": {d for d, k in enumerate(s.kinds) if k == MEMORY},
-                 "conversation": {d for d, k in enumerate(s.kinds) if k != MEMORY},
-                 "max_time": max((t for t in s.times if not math.isnan(t)), default=0.0)}
+        kinds = index.state.kinds
+        memory: set[int] = set()
+        at = kinds.find(MEMORY)
+        while at >= 0:
+            memory.add(at)
+            at = kinds.find(MEMORY, at + 1)
+        cache = {"generation": index.state.generation, "memory": memory}
         index._derived_cache = cache  # type: ignore[attr-defined]
     return cache
 
@@ -190,14 +192,13 @@ def _excluded(index: SearchIndex, kind: str, as_of: float) -> set[int]:
     s = index.state
     out = set(s.dead)
     out.update(d for d, at in s.expires.items() if at <= as_of)
-    if as_of < _derived(index)["max_time"]:
+    if as_of < s.max_time:
         out.update(d for d, t in enumerate(s.times) if t > as_of)
     if kind == "conversation":
         out |= _memory_docs(index)
     elif kind == "memory":
-        out |= _derived(index)["conversation"]
+        out |= set(range(s.count)) - _memory_docs(index)
     return out
-
 
 
 

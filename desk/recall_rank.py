@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +95,7 @@ class Ranker:
 
 
 def top_records(ranker: Ranker, lists: list[tuple[Any, Any]], excluded: set[int], s: Any,
-         limit: int) -> list[tuple[ScoreBreakdown, int]]:
+                limit: int, rid_of: Callable[[int], str]) -> list[tuple[ScoreBreakdown, int]]:
     """Exact top `limit` by the stable key (MaxScore: skip what provably cannot reach it).
 
     Terms are taken rarest (highest bound) first, accumulating each record's partial score. Once
@@ -158,7 +158,7 @@ def top_records(ranker: Ranker, lists: list[tuple[Any, Any]], excluded: set[int]
         time = times[doc]
         breakdown = ranker.score(tfs_of, lengths[doc], time)
         key = (-breakdown.total, -breakdown.lexical_coverage,
-               -time if not math.isnan(time) else math.inf, s.rids[doc])
+               -time if not math.isnan(time) else math.inf, rid_of(doc))
         scored.append((key, breakdown, doc))
     scored.sort(key=lambda item: item[0])
     return [(breakdown, doc) for _, breakdown, doc in scored[:limit]]

@@ -34,7 +34,7 @@ from desk.search_records import KIND_NAMES, Record, event_record, memory_record
 
 CACHE_FILE = "search.sqlite"
 ARCHIVE_DIR = ".system/archive"
-_SCHEMA = 1
+_SCHEMA = 2
 COMPACT_MIN_DEAD = 5000
 _RACY_NS = 3_000_000_000  # a file modified this close to its stat is re-hashed next time (git's racy rule)
 
@@ -48,11 +48,16 @@ class _State:
     times: array = field(default_factory=lambda: array("d"))  # NaN when unknown
     lengths: array = field(default_factory=lambda: array("I"))
     kinds: bytearray = field(default_factory=bytearray)
-    rids: list[str] = field(default_factory=list)
     dead: set[int] = field(default_factory=set)
     expires: dict[int, float] = field(default_factory=dict)
     sum_len: int = 0
+    max_time: float = float("-inf")
     generation: int = 0
+
+    @property
+    def count(self) -> int:
+        """Records ever numbered, tombstoned ones included."""
+        return len(self.times)
 
 
 class SearchIndex:
@@ -83,7 +88,8 @@ class SearchIndex:
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript("""
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
-            CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, data TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, rid TEXT NOT NULL,
+                                             data TEXT NOT NULL);
             CREATE INDEX IF NOT EXISTS docs_origin ON docs(origin);
             CREATE TABLE IF NOT EXISTS postings (term TEXT PRIMARY KEY, ids BLOB NOT NULL, tfs BLOB NOT NULL);
             CREATE TABLE IF NOT EXISTS memfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
@@ -125,10 +131,10 @@ class SearchIndex:
             state.times.frombytes(meta["times"])
             state.lengths.frombytes(meta["lengths"])
             state.kinds = bytearray(meta["kinds"])
-            state.rids = meta["rids"].decode().split("\n") if meta["rids"] else []
             state.dead = set(array("I", meta["dead"]))
             state.expires = {int(k): v for k, v in json.loads(meta["expires"]).items()}
             state.sum_len = int(meta["sum_len"])
+            state.max_time = float(meta["max_time"])
         self.state, self._loaded = state, generation
         self._postings.clear()
 
@@ -137,7 +143,7 @@ class SearchIndex:
         s.generation += 1
         rows = {"schema": _SCHEMA, "generation": s.generation, "times": s.times.tobytes(),
                 "lengths": s.lengths.tobytes(), "kinds": bytes(s.kinds),
-                "rids": "\n".join(s.rids).encode(), "dead": array("I", sorted(s.dead)).tobytes(),
+                "dead": array("I", sorted(s.dead)).tobytes(), "max_time": s.max_time,
                 "expires": json.dumps(s.expires), "sum_len": s.sum_len}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows.items())
         self._loaded = s.generation
@@ -156,6 +162,11 @@ class SearchIndex:
             hit = self._postings[term] = (ids, tfs)
         return hit
 
+    def rid(self, doc: int) -> str:
+        """The record's id (`memory:<name>`, `event:<id>`): only needed to break exact ties."""
+        row = self._connect().execute("SELECT rid FROM docs WHERE id=?", (doc,)).fetchone()
+        return str(row[0])
+
     def record_data(self, doc: int) -> dict[str, Any]:
         row = self._connect().execute("SELECT data FROM docs WHERE id=?", (doc,)).fetchone()
         return json.loads(row[0])
@@ -167,7 +178,7 @@ class SearchIndex:
         db = self._connect()
         self._load(db)
         dead = len(self.state.dead)
-        if dead > COMPACT_MIN_DEAD and dead * 4 > len(self.state.rids):
+        if dead > COMPACT_MIN_DEAD and dead * 4 > self.state.count:
             self.rebuild()  # tombstones are a quarter of the cache: start over from the files
             db = self._connect()
         mem_todo, arch_todo = self._changes(db)
@@ -208,17 +219,18 @@ class SearchIndex:
     def _add(self, db: sqlite3.Connection, record: Record, origin: str,
              added: list[tuple[int, Record]]) -> int:
         s = self.state
-        doc = len(s.rids)
+        doc = s.count
         length = sum(record.terms.values())
         s.times.append(record.time if record.time is not None else float("nan"))
         s.lengths.append(length)
         s.kinds.append(record.kind)
-        s.rids.append(record.rid)
+        if record.time is not None and record.time > s.max_time:
+            s.max_time = record.time
         s.sum_len += length
         if record.expires is not None:
             s.expires[doc] = record.expires
-        db.execute("INSERT INTO docs VALUES (?, ?, ?)",
-                   (doc, origin, json.dumps({"rid": record.rid, "kind": KIND_NAMES[record.kind],
+        db.execute("INSERT INTO docs VALUES (?, ?, ?, ?)",
+                   (doc, origin, record.rid, json.dumps({"rid": record.rid, "kind": KIND_NAMES[record.kind],
                                              **record.data}, ensure_ascii=False)))
         added.append((doc, record))
         return doc

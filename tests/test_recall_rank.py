@@ -34,17 +34,18 @@ def _exhaustive(index: SearchIndex, query_text: str, ranker: str, limit: int, as
     q = normalize_query(query_text, limit=limit, ranker=ranker, as_of=as_of)
     s = index.state
     lists = [index.postings(t) for t in q.terms]
-    alive = len(s.rids) - len(s.dead)
+    alive = s.count - len(s.dead)
     r = Ranker(ranker, q.terms, [len(ids) for ids, _ in lists], alive, s.sum_len / alive,
                _ts(as_of))
     rows = []
-    for doc in range(len(s.rids)):
+    for doc in range(s.count):
         tfs = [dict(zip(ids, tf)).get(doc, 0) for ids, tf in lists]
         if not any(tfs):
             continue
         b = r.score(tfs, s.lengths[doc], s.times[doc])
         t = s.times[doc]
-        rows.append(((-b.total, -b.lexical_coverage, -t if not math.isnan(t) else math.inf, s.rids[doc]), s.rids[doc]))
+        rid = index.rid(doc)
+        rows.append(((-b.total, -b.lexical_coverage, -t if not math.isnan(t) else math.inf, rid), rid))
     rows.sort()
     return [rid for _, rid in rows[:limit]]
 
