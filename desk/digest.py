@@ -284,8 +284,10 @@ def _home(desk: Desk, domain: Domain, places: tuple[str, ...]
             if name == places[0]:
                 return None, None, f"broken_file:{path}"
             continue
+        # Ours: made by the digest for this key (or, without a key, for this kind: the name holds
+        # the content hash). A person's later edit of the body keeps it ours; their edit stands.
         if memory.meta.source == "digest" and memory.meta.key == domain.key and (
-                domain.key is not None or content_key(memory.body) == domain.candidates[0].content_key):
+                domain.key is not None or memory.meta.type == domain.candidates[0].kind):
             return name, memory, None
     return (free, None, None) if free else (None, None, "name_taken")
 

@@ -210,6 +210,19 @@ def test_a_tie_behind_a_new_value_promotes_it_and_opens_a_case_against_it(desk: 
     assert digest(desk, as_of=AS_OF).status == "unchanged" and head(desk) == sha
 
 
+def test_a_persons_edit_of_a_digest_memory_stands(desk: Desk) -> None:
+    from desk.memories import remember
+
+    fact(desk, "Never log tokens.", "2026-09-01T10:00:00Z", kind="pitfall", importance=5)
+    name = digest(desk, as_of=AS_OF).promoted[0]
+    remember(desk, name, type="pitfall", description="Edited", body="Never log tokens or passwords.",
+             triggers=["tokens"], source="digest")
+    result = digest(desk, as_of=AS_OF)  # the journal may list the edit; no memory changes
+    assert result.paths in ([], ["journal/2026-11-29.md"]) and result.stale == 1
+    assert sorted(p.name for p in desk.path("memory").glob("*.md")) == [f"{name}.md"]
+    assert memory(desk, name).body == "Never log tokens or passwords.\n"
+
+
 # -- boundaries ----------------------------------------------------------------------------------
 
 def test_digest_never_touches_now_md(desk: Desk) -> None:
