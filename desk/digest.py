@@ -123,7 +123,13 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
         by_id = {f.id: f for f in facts}
         actives = {did: _active(homes[did], existing[homes[did]], by_id)
                    for did in homes if homes[did] in existing}
-        plan = decide({d: domains[d] for d in homes}, actives, policy)
+        live = {d: domains[d] for d in homes}
+        plan = decide(live, actives, policy)
+        forgotten = _forgotten(desk, {c.domain: homes[c.domain] for c in plan.promote})
+        if forgotten:  # a person forgot these memories: only facts since then may bring them back
+            for did, when in forgotten.items():
+                live[did] = _after(live[did], when)
+            plan = decide({d: dom for d, dom in live.items() if dom.candidates}, actives, policy)
         result.stale, result.unconfirmed = len(plan.stale), len(plan.unconfirmed)
         memories = _MemoryWrites(desk, result)
         for candidate in plan.promote:
@@ -290,6 +296,23 @@ def _home(desk: Desk, domain: Domain, places: tuple[str, ...]
                 domain.key is not None or memory.meta.type == domain.candidates[0].kind):
             return name, memory, None
     return (free, None, None) if free else (None, None, "name_taken")
+
+
+def _forgotten(desk: Desk, homes: Mapping[str, str]) -> dict[str, dt.datetime]:
+    """Domains about to be promoted whose memory file was deleted before, and when it was."""
+    deleted = desk.git.deleted(memory_path(name) for name in homes.values())
+    out = {}
+    for did, name in homes.items():
+        when = deleted.get(memory_path(name))
+        if when:
+            out[did] = dt.datetime.fromisoformat(when).astimezone(dt.timezone.utc)
+    return out
+
+
+def _after(domain: Domain, when: dt.datetime) -> Domain:
+    """`domain` with only the facts stated after `when` (a forget is a newer decision)."""
+    kept = (c.newer_than(when) for c in domain.candidates)
+    return replace(domain, candidates=tuple(c for c in kept if c is not None))
 
 
 def _active(name: str, memory: MemoryFile, by_id: Mapping[str, FactRecord]) -> Active:

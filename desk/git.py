@@ -263,6 +263,22 @@ class Git:
             commits.append(Commit(sha, author, email, date, subject, trailers, files))
         return commits
 
+    def deleted(self, paths: Iterable[str]) -> dict[str, str]:
+        """Of `paths`, those deleted in history: path -> committer date (ISO) of its last deletion."""
+        wanted = list(paths)
+        if not wanted or self.head() is None:
+            return {}
+        out = self.text("log", "--diff-filter=D", "--no-renames", "--format=%x1e%cI", "--name-only",
+                        "-z", "--", *wanted)
+        found: dict[str, str] = {}
+        for chunk in out.split("\x1e")[1:]:
+            date, _, names = chunk.partition("\0")
+            for name in names.split("\0"):
+                name = name.strip("\n")
+                if name:
+                    found.setdefault(name, date.strip())  # newest first: the first one is the last
+        return found
+
 
 def _parse_ls(out: bytes) -> dict[str, str]:
     entries: dict[str, str] = {}

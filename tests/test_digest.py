@@ -223,6 +223,20 @@ def test_a_persons_edit_of_a_digest_memory_stands(desk: Desk) -> None:
     assert memory(desk, name).body == "Never log tokens or passwords.\n"
 
 
+def test_a_forgotten_digest_memory_comes_back_only_with_facts_after_the_forget(desk: Desk) -> None:
+    from desk.memories import forget
+
+    fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
+    digest(desk, as_of=AS_OF)
+    forget(desk, "storage.mode", reason="wrong")  # forgotten now, i.e. after every fact so far
+    fact(desk, "Use WAL.", "2026-09-02T10:00:00Z", importance=5, key="storage.mode")
+    again = digest(desk, as_of=AS_OF)
+    assert again.promoted == [] and not desk.path("memory/storage.mode.md").exists()
+    fact(desk, "Use WAL.", "2099-01-01T10:00:00Z", importance=5, key="storage.mode")
+    back = digest(desk, as_of="2099-03-01T00:00:00Z")
+    assert back.promoted == ["storage.mode"]
+
+
 # -- boundaries ----------------------------------------------------------------------------------
 
 def test_digest_never_touches_now_md(desk: Desk) -> None:
