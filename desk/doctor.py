@@ -26,7 +26,7 @@ from desk.desk import Desk
 from desk.errors import ConflictError, Finding, InvalidFileError
 from desk.git import blob_sha
 
-PENDING_FILE = "desk-pending.json"
+PENDING_PREFIX = "desk-pending-"
 STALE_AFTER = 300.0  # seconds before a temp file or index.lock counts as abandoned
 LOCK_WAIT = 5.0
 
@@ -37,7 +37,8 @@ LOCK_WAIT = 5.0
 def mark_pending(desk: Desk, writes: Mapping[str, bytes | None],
                  before: Mapping[str, bytes | None], message: str) -> Path:
     """Record what a mutation is about to write, so `doctor` can finish or undo it after a crash."""
-    marker = desk.git_dir / PENDING_FILE
+    # One file per mutation: a later mutation must not erase the record of an interrupted one.
+    marker = desk.git_dir / f"{PENDING_PREFIX}{time.time_ns()}-{os.getpid()}.json"
     data = {"message": message,
             "paths": {p: {"old": None if before[p] is None else blob_sha(before[p] or b""),
                           "new": None if writes[p] is None else blob_sha(writes[p] or b"")}
@@ -119,11 +120,14 @@ def diagnose(desk: Desk, *, repair: bool = False, commits: int = 200) -> DoctorR
 
 
 def _check_pending(desk: Desk, report: DoctorReport, repair: bool) -> None:
+    """Each interrupted mutation, oldest first."""
+    for marker in sorted(desk.git_dir.glob(f"{PENDING_PREFIX}*.json")):  # ns timestamps sort
+        _check_one_pending(desk, marker, report, repair)
+
+
+def _check_one_pending(desk: Desk, marker: Path, report: DoctorReport, repair: bool) -> None:
     from desk.transaction import Transaction
 
-    marker = desk.git_dir / PENDING_FILE
-    if not marker.is_file():
-        return
     try:
         pending = json.loads(marker.read_text())
         paths: dict[str, dict[str, str | None]] = pending["paths"]
@@ -131,7 +135,7 @@ def _check_pending(desk: Desk, report: DoctorReport, repair: bool) -> None:
     except (ValueError, KeyError, TypeError):
         if repair:
             marker.unlink()
-        report.add("interrupted", PENDING_FILE, "unreadable pending-mutation marker"
+        report.add("interrupted", marker.name, "unreadable pending-mutation marker"
                    + (" removed" if repair else ""), "repaired" if repair else "found")
         return
     head = desk.git.head()

@@ -103,7 +103,7 @@ def test_interrupted_mutation_is_finished(desk: Desk, run: DeskRunner) -> None:
     assert head(desk.root) != before
     assert sh(desk.root, "log", "-1", "--format=%s").stdout.strip() == "remember: lambda"
     assert sh(desk.root, "status", "--porcelain").stdout == ""
-    assert not (desk.git_dir / "desk-pending.json").exists()
+    assert not list(desk.git_dir.glob("desk-pending-*"))
 
 
 def test_interrupted_mutation_edited_since_is_left_to_a_person(desk: Desk, run: DeskRunner) -> None:
@@ -146,3 +146,14 @@ def test_persons_uncommitted_edits_survive_repair(desk: Desk, run: DeskRunner) -
     assert (desk.root / "memory/nu.md").read_text() == memory_text("nu")
     assert "nu" in (desk.root / "MEMORY.md").read_text()  # index written, not committed
     assert "?? memory/nu.md" in sh(desk.root, "status", "--porcelain").stdout
+
+
+def test_a_later_mutation_keeps_the_record_of_an_interrupted_one(desk: Desk, run: DeskRunner) -> None:
+    _crash_before_commit(desk.root, "xi")
+    from desk.transaction import commit_message, transaction
+
+    with transaction(desk) as tx:  # another mutation, on other paths, lands meanwhile
+        tx.commit({"journal/2026-11-29.md": b"# a day\n"}, commit_message("journal", {}))
+    code, data = doctor(run, "--repair")
+    assert checks(data)["interrupted"] == "repaired", data
+    assert "remember: xi" in sh(desk.root, "log", "--format=%s").stdout
