@@ -14,27 +14,22 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from desk import gate
 from desk.conflicts import CONFLICTS_FILE, open_cases, parse_queue, reconcile, render_queue
 from desk.desk import INDEX_FILE, Desk
-from desk.distill import (Active, Candidate, Domain, alternate_name, decide, group_facts,
-                          kept_evidence, memory_name)
-from desk.errors import InvalidFileError, UsageError
+from desk.distill import Tie, decide, group_facts
+from desk.distilled import (MemoryWrites, active_of, after, forgotten, locate, merged_memory,
+                            new_memory, places_of, replaced_memory)
+from desk.errors import UsageError
 from desk.facts import FACT_EVENT, FactRecord, fact_from_record
 from desk.frontmatter import format_time
 from desk.git import Commit
-from desk.index import IndexEntry, committed_files, load_entries, memory_path, render_index
+from desk.index import memory_path
 from desk.journal import existing_narrative, journal_path, one_line, render_journal, run_summarizer
 from desk.lock import desk_lock
-from desk.memory import DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, normalize_body, parse_memory
-from desk.textnorm import content_key, normalize
 from desk.transaction import Transaction, commit_message, transaction
 
-RULE_FILES = ("AGENTS.md", "SOUL.md")
 DAY_COMMIT_PATHS = ("memory/", "MISTAKES.md")
 _US = dt.timedelta(microseconds=1)
 
@@ -109,48 +104,13 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
     until = min(start + dt.timedelta(days=1), clock + _US)
     events = [e.record for e in iter_events(desk, since=start, until=until)]
     narrative = run_summarizer(summarizer, events) if summarizer else None
-    policy = desk.config.distill
-    cutoff = clock - dt.timedelta(days=policy.min_age_days)
-    facts, invalid = _read_facts(desk, cutoff)
+    facts, invalid = _read_facts(desk, clock - dt.timedelta(days=desk.config.distill.min_age_days))
     result = DigestResult(day.isoformat(), format_time(clock), journal_path(day), events=len(events),
                           facts=len(facts), invalid_facts=invalid)
-    domains = group_facts(facts, policy, clock)
     with transaction(desk) as tx:
-        places = {did: _places(d) for did, d in domains.items()}
-        tx.require_clean(sorted({p for names in places.values() for p in map(memory_path, names)}
-                                | {INDEX_FILE, CONFLICTS_FILE, result.journal}))
-        homes, existing = _locate(desk, domains, places, result)
-        by_id = {f.id: f for f in facts}
-        actives = {did: _active(homes[did], existing[homes[did]], by_id)
-                   for did in homes if homes[did] in existing}
-        live = {d: domains[d] for d in homes}
-        plan = decide(live, actives, policy)
-        forgotten = _forgotten(desk, {c.domain: homes[c.domain] for c in plan.promote})
-        if forgotten:  # a person forgot these memories: only facts since then may bring them back
-            for did, when in forgotten.items():
-                live[did] = _after(live[did], when)
-            plan = decide({d: dom for d, dom in live.items() if dom.candidates}, actives, policy)
-        result.stale, result.unconfirmed = len(plan.stale), len(plan.unconfirmed)
-        memories = _MemoryWrites(desk, result)
-        for candidate in plan.promote:
-            name = homes[candidate.domain]
-            if memories.land(name, _new_memory(name, candidate, clock)):
-                result.promoted.append(name)
-        for active, candidate in plan.supersede:
-            if memories.land(active.name, _replaced(existing[active.name], candidate, clock)):
-                result.superseded.append(active.name)
-                result.replaced.append({"name": active.name, "was": one_line(active.content, 100),
-                                        "now": one_line(candidate.content, 100)})
-        for active, candidate in plan.merge:
-            if active.name not in memories.writes:  # same value, so no gate: only evidence grows
-                merged = _merged(existing[active.name], candidate, clock, {i: f.at for i, f in by_id.items()})
-                memories.land(active.name, merged, gated=False)
-                result.merged.append(active.name)
-        writes = memories.with_index()
+        writes, ties, settled = _distill(desk, tx, facts, clock, result)
         old_queue = _read(desk, CONFLICTS_FILE)
-        ties = [replace(t, incumbent=replace(t.incumbent, name=homes[t.domain.id]))
-                if t.incumbent is not None and not t.incumbent.name else t for t in plan.ties]
-        queue = reconcile(parse_queue(old_queue), ties, plan.settled, desk.config.desk_id, clock)
+        queue = reconcile(parse_queue(old_queue), ties, settled, desk.config.desk_id, clock)
         result.conflicts, result.conflicts_closed = queue.opened, queue.superseded
         result.open_conflicts = len(open_cases(queue.cases))
         if queue.changed:
@@ -162,6 +122,48 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
             writes[result.journal] = journal
         _commit(desk, tx, writes, result)
     return result
+
+
+def _distill(desk: Desk, tx: Transaction, facts: list[FactRecord], clock: dt.datetime,
+             result: DigestResult) -> tuple[dict[str, bytes | None], list[Tie], set[str]]:
+    """The memory writes (and MEMORY.md) the policy asks for, the ties, the settled domains."""
+    policy = desk.config.distill
+    domains = group_facts(facts, policy, clock)
+    places = {did: places_of(d) for did, d in domains.items()}
+    tx.require_clean(sorted({p for names in places.values() for p in map(memory_path, names)}
+                            | {INDEX_FILE, CONFLICTS_FILE, result.journal}))
+    homes, existing = locate(desk, domains, places, result.skipped)
+    by_id = {f.id: f for f in facts}
+    actives = {did: active_of(homes[did], existing[homes[did]], by_id)
+               for did in homes if homes[did] in existing}
+    live = {d: domains[d] for d in homes}
+    plan = decide(live, actives, policy)
+    gone = forgotten(desk, {c.domain: homes[c.domain] for c in plan.promote})
+    if gone:  # a person forgot these memories: only facts since then may bring them back
+        for did, when in gone.items():
+            live[did] = after(live[did], when)
+        plan = decide({d: dom for d, dom in live.items() if dom.candidates}, actives, policy)
+    result.stale, result.unconfirmed = len(plan.stale), len(plan.unconfirmed)
+    memories = MemoryWrites(desk, result.skipped)
+    for candidate in plan.promote:
+        name = homes[candidate.domain]
+        if memories.land(name, new_memory(name, candidate, clock)):
+            result.promoted.append(name)
+    for active, candidate in plan.supersede:
+        if memories.land(active.name, replaced_memory(existing[active.name], candidate, clock)):
+            result.superseded.append(active.name)
+            result.replaced.append({"name": active.name, "was": one_line(active.content, 100),
+                                    "now": one_line(candidate.content, 100)})
+    times = {i: f.at for i, f in by_id.items()}
+    for active, candidate in plan.merge:
+        if active.name not in memories.writes:  # same value, so no gate: only evidence grows
+            memories.land(active.name, merged_memory(existing[active.name], candidate, clock, times),
+                          gated=False)
+            result.merged.append(active.name)
+    # A value this run made active carries its memory name into the case it is weighed in.
+    ties = [replace(t, incumbent=replace(t.incumbent, name=homes[t.domain.id]))
+            if t.incumbent is not None and not t.incumbent.name else t for t in plan.ties]
+    return memories.with_index(), ties, plan.settled
 
 
 def _commit(desk: Desk, tx: Transaction, writes: dict[str, bytes | None], result: DigestResult) -> None:
@@ -188,69 +190,6 @@ def _commit(desk: Desk, tx: Transaction, writes: dict[str, bytes | None], result
         result.status = "committed"
 
 
-def _locate(desk: Desk, domains: Mapping[str, Domain], places: Mapping[str, tuple[str, str]],
-            result: DigestResult) -> tuple[dict[str, str], dict[str, MemoryFile]]:
-    """Each domain's memory name (`homes`) and the memories that already exist (by name)."""
-    homes: dict[str, str] = {}
-    existing: dict[str, MemoryFile] = {}
-    for did, domain in domains.items():
-        home, memory, problem = _home(desk, domain, places[did])
-        if home is None:
-            result.skipped.append({"domain": did, "reason": str(problem)})
-            continue
-        homes[did] = home
-        if memory is not None:
-            existing[home] = memory
-    return homes, existing
-
-
-class _MemoryWrites:
-    """The memory files one run writes, each through the write gate, and the index they make."""
-
-    def __init__(self, desk: Desk, result: DigestResult) -> None:
-        self.desk = desk
-        self.result = result
-        self.entries = load_entries(desk, committed_files(desk))
-        self.bodies: dict[str, set[str]] = {}
-        for entry in self.entries.values():
-            self.bodies.setdefault(entry.body_key, set()).add(entry.name)
-        self.rules = {f: desk.path(f).read_text("utf-8", "replace") for f in RULE_FILES
-                      if desk.path(f).is_file()}
-        self.allow = desk.config.secrets.allow
-        self.writes: dict[str, bytes | None] = {}
-
-    def _same_body(self, key: str, name: str) -> list[str]:
-        return sorted(self.bodies.get(key, set()) - {name})
-
-    def land(self, name: str, memory: MemoryFile, *, gated: bool = True) -> bool:
-        """Queue `memory` unless the gate refuses it (the reason goes to `skipped`)."""
-        if gated:
-            from desk.secrets import scan
-
-            try:
-                if scan(memory.body, allow=self.allow):
-                    raise gate.GateRejection("secret", f"{name}: the value holds a secret", "")
-                gate.check_memory(memory, "durable", self._same_body, self.rules)
-            except gate.GateRejection as exc:
-                self.result.skipped.append({"domain": name, "reason": exc.reason})
-                return False
-        if name in self.entries:
-            self.bodies[self.entries[name].body_key].discard(name)
-        entry = self.entries[name] = IndexEntry.of(memory)
-        self.bodies.setdefault(entry.body_key, set()).add(name)
-        self.writes[memory_path(name)] = memory.render()
-        return True
-
-    def with_index(self) -> dict[str, bytes | None]:
-        """The memory writes, and MEMORY.md when they change it."""
-        writes = dict(self.writes)
-        if writes:
-            index = render_index(self.entries.values())
-            if self.desk.git.blob_at("HEAD", INDEX_FILE) != index:
-                writes[INDEX_FILE] = index
-        return writes
-
-
 def _read_facts(desk: Desk, cutoff: dt.datetime) -> tuple[list[FactRecord], int]:
     from desk.archive import iter_events
 
@@ -261,111 +200,6 @@ def _read_facts(desk: Desk, cutoff: dt.datetime) -> tuple[list[FactRecord], int]
         except ValueError:
             invalid += 1
     return facts, invalid
-
-
-def _places(domain: Domain) -> tuple[str, str]:
-    """Where a domain's memory lives: its derived name, or the alternate when that is taken."""
-    name = memory_name(domain.candidates[0])
-    return name, alternate_name(name, domain.id)
-
-
-def _home(desk: Desk, domain: Domain, places: tuple[str, ...]
-          ) -> tuple[str | None, MemoryFile | None, str | None]:
-    """(name, its memory) where this domain's memory lives, else (a free name, None), else a reason.
-
-    A file of the domain that no longer parses is a person's to fix: the domain waits for it
-    rather than growing a second copy under the alternate name.
-    """
-    free = None
-    for name in places:
-        path = memory_path(name)
-        try:
-            data = desk.path(path).read_bytes()
-        except FileNotFoundError:
-            free = free or name
-            continue
-        try:
-            memory = parse_memory(data, path, name)
-        except InvalidFileError:
-            if name == places[0]:
-                return None, None, f"broken_file:{path}"
-            continue
-        # Ours: made by the digest for this key (or, without a key, for this kind: the name holds
-        # the content hash). A person's later edit of the body keeps it ours; their edit stands.
-        if memory.meta.source == "digest" and memory.meta.key == domain.key and (
-                domain.key is not None or memory.meta.type == domain.candidates[0].kind):
-            return name, memory, None
-    return (free, None, None) if free else (None, None, "name_taken")
-
-
-def _forgotten(desk: Desk, homes: Mapping[str, str]) -> dict[str, dt.datetime]:
-    """Domains about to be promoted whose memory file was deleted before, and when it was."""
-    deleted = desk.git.deleted(memory_path(name) for name in homes.values())
-    out = {}
-    for did, name in homes.items():
-        when = deleted.get(memory_path(name))
-        if when:
-            out[did] = dt.datetime.fromisoformat(when).astimezone(dt.timezone.utc)
-    return out
-
-
-def _after(domain: Domain, when: dt.datetime) -> Domain:
-    """`domain` with only the facts stated after `when` (a forget is a newer decision)."""
-    kept = (c.newer_than(when) for c in domain.candidates)
-    return replace(domain, candidates=tuple(c for c in kept if c is not None))
-
-
-def _active(name: str, memory: MemoryFile, by_id: Mapping[str, FactRecord]) -> Active:
-    seen = [by_id[e].at for e in memory.meta.evidence if e in by_id]
-    fallback = memory.meta.updated or memory.meta.created or dt.datetime.min.replace(tzinfo=dt.timezone.utc)
-    return Active(name, memory.body, tuple(memory.meta.evidence), max(seen) if seen else fallback)
-
-
-def _description(candidate: Candidate) -> str:
-    label = candidate.kind.capitalize() + (f" ({candidate.key})" if candidate.key else "")
-    return one_line(f"{label}: {candidate.content}", DESCRIPTION_MAX)
-
-
-def _triggers(candidate: Candidate) -> list[str]:
-    """The key's parts, else the content's first longer words (never longer than a trigger may be)."""
-    if candidate.key is not None:
-        words = candidate.key.split(".")
-    else:
-        words = [w.strip(".,;:!?()\"'") for w in normalize(candidate.content).split()]
-        words = [w for w in words if len(w) >= 4][:4]
-    return list(dict.fromkeys(w for w in words if w and len(w) <= TRIGGER_MAX))
-
-
-def _meta_fields(name: str, candidate: Candidate, evidence: list[str], importance: int) -> dict[str, Any]:
-    return dict(name=name, description=_description(candidate), type=candidate.kind,
-                triggers=_triggers(candidate), importance=importance, source="digest",
-                evidence=evidence, key=candidate.key)
-
-
-def _new_memory(name: str, c: Candidate, now: dt.datetime) -> MemoryFile:
-    meta = build_meta(memory_path(name), **_meta_fields(name, c, _kept(c), c.importance),
-                      created=now, updated=now)
-    return MemoryFile(meta, normalize_body(c.content))
-
-
-def _replaced(old: MemoryFile, c: Candidate, now: dt.datetime) -> MemoryFile:
-    """The next revision: the challenger's value and evidence; the old one stays in git history."""
-    meta = build_meta(memory_path(old.name), **_meta_fields(old.name, c, _kept(c), c.importance),
-                      created=old.meta.created or now, updated=now)
-    return MemoryFile(meta, normalize_body(c.content))
-
-
-def _kept(c: Candidate) -> list[str]:
-    return kept_evidence(c.evidence, {f.id: f.at for f in c.facts})
-
-
-def _merged(old: MemoryFile, c: Candidate, now: dt.datetime,
-            times: Mapping[str, dt.datetime]) -> MemoryFile:
-    """The same value with more evidence (and the higher importance if a confirmation brought one)."""
-    evidence = kept_evidence([*old.meta.evidence, *c.evidence], times)
-    importance = max(old.meta.importance or 0, c.importance)
-    return MemoryFile(old.meta.model_copy(update={"evidence": evidence, "importance": importance,
-                                                  "updated": now}), old.body)
 
 
 def _redacted(journal: bytes) -> bytes:
