@@ -25,23 +25,18 @@ The rules, in the order they apply:
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from desk.config import DistillPolicy
 from desk.facts import FactRecord
-from desk.memory import name_problem
-from desk.textnorm import content_key, normalize
+from desk.textnorm import content_key
 
 # Evidence ids a memory file lists: the first and the latest ones (frontmatter stays small; every
 # fact stays in the archive).
 EVIDENCE_MAX = 20
 # An outcome ("the tests passed today") stays in the recent log: it is never a lasting rule.
 DISTILLABLE = frozenset({"decision", "convention", "pitfall"})
-_SLUG_WORDS = re.compile(r"[a-z0-9]+")
-SLUG_MAX = 48
 
 
 @dataclass(frozen=True)
@@ -274,35 +269,3 @@ def kept_evidence(ids: Iterable[str], at: Mapping[str, dt.datetime]) -> list[str
     if len(ordered) > EVIDENCE_MAX:
         ordered = ordered[:1] + ordered[len(ordered) - EVIDENCE_MAX + 1:]
     return sorted(ordered)
-
-
-# -- names -------------------------------------------------------------------------------------
-
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
-
-
-def _with_hash(stem: str, seed: str) -> str:
-    stem = stem[:SLUG_MAX + 20].rstrip("._-")
-    return f"{stem}-{_short_hash(seed)}"
-
-
-def memory_name(candidate: Candidate) -> str:
-    """The memory name for a domain: the key itself, else kind, a slug of the content and a hash."""
-    if candidate.key is not None:
-        if name_problem(candidate.key) is None:
-            return candidate.key
-        return _with_hash("k-" + candidate.key, candidate.key)
-    words = _SLUG_WORDS.findall(normalize(candidate.content))
-    slug = ""
-    for word in words:
-        if len(slug) + len(word) + 1 > SLUG_MAX:
-            break
-        slug = f"{slug}-{word}" if slug else word
-    stem = f"{candidate.kind}-{slug}" if slug else candidate.kind
-    return f"{stem}-{candidate.content_key[:8]}"
-
-
-def alternate_name(name: str, domain: str) -> str:
-    """A second name when `name` is taken by a memory of another domain or a person's own."""
-    return _with_hash(name, domain)

@@ -10,22 +10,57 @@ and landing each through the write gate (`desk.gate`) with the index kept in ste
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from desk import gate
 from desk.desk import INDEX_FILE, Desk
-from desk.distill import Active, Candidate, Domain, alternate_name, kept_evidence, memory_name
+from desk.distill import Active, Candidate, Domain, kept_evidence
 from desk.errors import InvalidFileError
 from desk.facts import FactRecord
 from desk.index import IndexEntry, committed_files, load_entries, memory_path, render_index
 from desk.journal import one_line
-from desk.memory import DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, normalize_body, parse_memory
+from desk.memory import (DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, name_problem,
+                         normalize_body, parse_memory)
 from desk.textnorm import normalize
 
 RULE_FILES = ("AGENTS.md", "SOUL.md")
 Skipped = list[dict[str, str]]
+_SLUG_WORDS = re.compile(r"[a-z0-9]+")
+SLUG_MAX = 48
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _with_hash(stem: str, seed: str) -> str:
+    stem = stem[:SLUG_MAX + 20].rstrip("._-")
+    return f"{stem}-{_short_hash(seed)}"
+
+
+def memory_name(candidate: Candidate) -> str:
+    """The memory name for a domain: the key itself, else kind, a slug of the content and a hash."""
+    if candidate.key is not None:
+        if name_problem(candidate.key) is None:
+            return candidate.key
+        return _with_hash("k-" + candidate.key, candidate.key)
+    words = _SLUG_WORDS.findall(normalize(candidate.content))
+    slug = ""
+    for word in words:
+        if len(slug) + len(word) + 1 > SLUG_MAX:
+            break
+        slug = f"{slug}-{word}" if slug else word
+    stem = f"{candidate.kind}-{slug}" if slug else candidate.kind
+    return f"{stem}-{candidate.content_key[:8]}"
+
+
+def alternate_name(name: str, domain: str) -> str:
+    """A second name when `name` is taken by a memory of another domain or a person's own."""
+    return _with_hash(name, domain)
 
 
 def locate(desk: Desk, domains: Mapping[str, Domain], places: Mapping[str, tuple[str, str]],

@@ -6,7 +6,8 @@ import datetime as dt
 
 from desk.config import DistillPolicy
 from desk.conflicts import reconcile
-from desk.distill import Active, decide, group_facts, memory_name, alternate_name
+from desk.distill import Active, decide, group_facts
+from desk.distilled import alternate_name, memory_name
 from desk.facts import FactRecord
 from desk.memory import name_problem
 
