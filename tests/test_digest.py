@@ -412,3 +412,15 @@ def test_a_fact_repeated_hundreds_of_times_keeps_a_small_memory(desk: Desk) -> N
     assert merged.merged == result.promoted
     kept = memory(desk, result.promoted[0]).meta.evidence
     assert len(kept) == EVIDENCE_MAX and ids[0] in kept and newer in kept and ids[1] not in kept
+
+
+def test_two_digests_at_once_commit_once(desk: Desk) -> None:
+    import subprocess
+
+    fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
+    cmd = [sys.executable, "-m", "desk", "--desk", str(desk.root), "digest", "--as-of", AS_OF, "--json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE) for _ in range(2)]
+    outputs = [json.loads(p.communicate()[0]) for p in procs]
+    assert sorted(o["status"] for o in outputs) == ["committed", "unchanged"]
+    subjects = git(desk.root, "log", "--format=%s").splitlines()
+    assert subjects.count("digest: 2026-11-29") == 1
