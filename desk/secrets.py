@@ -26,10 +26,10 @@ _R = r"(?![A-Za-z0-9_\-])"
 
 # (kind, pattern). Order matters where prefixes overlap: sk-ant- before sk-.
 _PATTERNS: list[tuple[str, str]] = [
-    ("private-key", r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
-                    r"(?:[\s\S]*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)?"),
-    ("putty-private-key", r"PuTTY-User-Key-File-\d+:[^\n]*"
-                          r"(?:\n(?!PuTTY-User-Key-File-)[^\n]*)*?\nPrivate-(?:MAC|Hash):[ \t]*[0-9A-Fa-f]+"),
+    # Key blocks: the regex finds the header; `_block_end` extends the match to the block's end
+    # with bounded `str.find`s (a lazy regex over the body is quadratic on repeated headers).
+    ("private-key", r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"),
+    ("putty-private-key", r"PuTTY-User-Key-File-\d+:"),
     ("aws-access-key-id", _L + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}" + _R),
     ("github-token", _L + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _R),
     ("github-pat", _L + r"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}" + _R),
@@ -48,15 +48,24 @@ _PATTERNS: list[tuple[str, str]] = [
 ]
 _SPECIFIC = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
 _KINDS = {f"k{i}": kind for i, (kind, _) in enumerate(_PATTERNS)}
+# Substrings every specific match contains: most text holds none, and `in` is far cheaper than
+# running the combined pattern at every position (the archive redacts every appended event).
+_LITERALS = ("PRIVATE KEY", "PuTTY-User-Key-File-", "AKIA", "ASIA", "ABIA", "ACCA", "A3T",
+             "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glptt-",
+             "glrt-", "xox", "hooks.slack.com", "sk-", "AIza", "_live_")
+_KEYWORD_HINTS = ("key", "secret", "token", "passw", "pwd", "credential")
 
 # Generic assignments: a secret-sounding key, `=`/`:`/`=>`, then a value (quoted or bare).
 _KEYWORD = (r"(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|pwd|access[_\-]?key|auth[_\-]?key"
             r"|private[_\-]?key|credentials?)")
-_GENERIC = re.compile(
-    r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_.\-]*" + _KEYWORD + r"[A-Za-z0-9_.\-]*[\"']?"
-    r"[ \t]*(?::=|=>|==|=|:)[ \t]*"
+# After a keyword: the rest of the key name, an optional closing quote, the assignment, the value.
+# Matching starts at each keyword found (bounded name parts): a pattern that scans for the name's
+# start backtracks quadratically over long runs like `a_a_a_...`.
+_ASSIGNMENT = re.compile(
+    r"[A-Za-z0-9_.\-]{0,40}[\"']?[ \t]*(?::=|=>|==|=|:)[ \t]*"
     r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s]{8,200})(?P=q)|(?P<bv>[^\s\"'`,;)\]}]{8,200}))")
 # Values that are references or placeholders, not secrets.
+_KEYWORD_RE = re.compile(_KEYWORD, re.IGNORECASE)
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:\$|%|\{|<|\[|os\.|env\.|process\.|getenv|none$|null$|true$|false$)|\$\{|\{\{|<[a-z_\-]+>"
     r"|your[_\-]?|example|placeholder|changeme|redacted|dummy|sample|xxxx|\*\*\*|\.\.\.")
@@ -116,14 +125,20 @@ def _looks_random(value: str) -> bool:
 def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
     """Every secret in `text`, in order; findings whose fingerprint is in `allow` are left out."""
     spans: list[tuple[int, int, str]] = []
-    for match in _SPECIFIC.finditer(text):
-        spans.append((match.start(), match.end(), _KINDS[match.lastgroup or ""]))
-    if spans or _has_keyword(text):
-        for match in _GENERIC.finditer(text):
-            group = "qv" if match.group("qv") is not None else "bv"
-            start, end = match.span(group)
-            if _looks_random(match.group(group)) and not _overlaps(spans, start, end):
-                spans.append((start, end, "generic-secret"))
+    if any(literal in text for literal in _LITERALS):
+        for match in _SPECIFIC.finditer(text):
+            kind = _KINDS[match.lastgroup or ""]
+            spans.append((match.start(), _block_end(text, kind, match.end()), kind))
+    lower = text.lower()
+    keywords = _KEYWORD_RE.finditer(text) if any(h in lower for h in _KEYWORD_HINTS) else ()
+    for keyword in keywords:
+        match = _ASSIGNMENT.match(text, keyword.end())
+        if match is None:
+            continue
+        group = "qv" if match.group("qv") is not None else "bv"
+        start, end = match.span(group)
+        if _looks_random(match.group(group)) and not _overlaps(spans, start, end):
+            spans.append((start, end, "generic-secret"))
     findings = []
     for start, end, kind in sorted(spans):
         secret = text[start:end]
@@ -150,11 +165,26 @@ def redact(text: str) -> tuple[str, list[str]]:
     return "".join(parts), [f.kind for f in findings]
 
 
-_KEYWORD_RE = re.compile(_KEYWORD, re.IGNORECASE)
+BLOCK_LIMIT = 64 * 1024  # a key block longer than this is not searched for its end
 
 
-def _has_keyword(text: str) -> bool:
-    return _KEYWORD_RE.search(text) is not None
+def _block_end(text: str, kind: str, end: int) -> int:
+    """Where a key block that starts with a matched header ends (the header's end if unclosed)."""
+    if kind == "private-key":
+        close = text.find("-----END", end, end + BLOCK_LIMIT)
+        if close >= 0:
+            match = re.compile(r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----").match(text, close)
+            if match:
+                return match.end()
+    elif kind == "putty-private-key":
+        for marker in ("\nPrivate-MAC:", "\nPrivate-Hash:"):
+            close = text.find(marker, end, end + BLOCK_LIMIT)
+            if close >= 0:
+                line_end = text.find("\n", close + 1)
+                return len(text) if line_end < 0 else line_end
+        line_end = text.find("\n", end)
+        return len(text) if line_end < 0 else line_end
+    return end
 
 
 def _overlaps(spans: list[tuple[int, int, str]], start: int, end: int) -> bool:
