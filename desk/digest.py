@@ -103,7 +103,7 @@ def digest(desk: Desk, *, date: str | dt.date | None = None, as_of: str | dt.dat
     start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
     until = min(start + dt.timedelta(days=1), clock + _US)
     events = [e.record for e in iter_events(desk, since=start, until=until)]
-    narrative = run_summarizer(summarizer, events) if summarizer else None
+    narrative = run_summarizer(summarizer, events, day=day) if summarizer else None
     facts, invalid = _read_facts(desk, clock - dt.timedelta(days=desk.config.distill.min_age_days))
     result = DigestResult(day.isoformat(), format_time(clock), journal_path(day), events=len(events),
                           facts=len(facts), invalid_facts=invalid)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shlex
 import subprocess
 from collections import Counter
@@ -183,17 +184,22 @@ def events_jsonl(events: Iterable[Mapping[str, Any]]) -> bytes:
                     + b"\n" for e in events)
 
 
-def run_summarizer(command: str, events: Sequence[Mapping[str, Any]], *,
+def run_summarizer(command: str, events: Sequence[Mapping[str, Any]], *, day: dt.date | None = None,
                    timeout: float = SUMMARIZER_TIMEOUT) -> str:
     """Pipe `events` to `command` (split like a shell would, run without one); check its Markdown.
 
-    A failing, silent, oversized or secret-bearing summary is refused and nothing is written.
+    The command also finds the day in `$DESK_DIGEST_DATE`. A failing, silent, oversized or
+    secret-bearing summary is refused and nothing is written.
     """
     argv = shlex.split(command)
     if not argv:
         raise UsageError("--summarizer is empty")
+    env = dict(os.environ)
+    if day is not None:
+        env["DESK_DIGEST_DATE"] = day.isoformat()
     try:
-        proc = subprocess.run(argv, input=events_jsonl(events), capture_output=True, timeout=timeout)
+        proc = subprocess.run(argv, input=events_jsonl(events), capture_output=True, timeout=timeout,
+                              env=env)
     except FileNotFoundError:
         raise UsageError(f"summarizer not found: {argv[0]}") from None
     except subprocess.TimeoutExpired:

@@ -314,7 +314,8 @@ def _script(tmp_path: Path, body: str) -> str:
 
 def test_summarizer_reads_jsonl_and_writes_the_narrative(desk: Desk, tmp_path: Path) -> None:
     add_fact(desk, "Chose SQLite.", kind="decision", importance=4, at="2026-11-29T08:00:00Z")
-    cmd = _script(tmp_path, "import json\nrows=[json.loads(l) for l in sys.stdin]\n"
+    cmd = _script(tmp_path, "import json, os\nrows=[json.loads(l) for l in sys.stdin]\n"
+                            "assert os.environ['DESK_DIGEST_DATE'] == '2026-11-29'\n"
                             "print(f'A quiet day: {len(rows)} event, {rows[0][\"kind\"]}.')\n")
     digest(desk, as_of=AS_OF, summarizer=cmd)
     text = desk.path("journal/2026-11-29.md").read_text()
