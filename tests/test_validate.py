@@ -253,3 +253,16 @@ def test_validate_cli_ok_and_help(desk: Desk, run: DeskRunner) -> None:
     result = run("validate", "--all")
     assert result.exit_code == 0, result.output
     assert "--staged" in run("validate", "--help").output
+
+
+def test_validate_fix_rewrites_a_stale_index(desk: Desk, run: DeskRunner) -> None:
+    write(desk.root, "memory/theta.md", memory_text("theta"))
+    sh(desk.root, "add", "memory/theta.md")
+    result = run("validate", "--fix", "--json")
+    assert result.exit_code == 3
+    data = json.loads(result.output)
+    assert data["fixed"] == ["MEMORY.md"] and data["findings"][0]["rule"] == "index-stale"
+    assert "- [theta](memory/theta.md)" in (desk.root / "MEMORY.md").read_text()
+    sh(desk.root, "add", "MEMORY.md")
+    assert run("validate").exit_code == 0
+    assert commit(desk.root, "theta").returncode == 0
