@@ -220,7 +220,7 @@ def _read(desk: Desk, path: str) -> bytes | None:
 def _day_commits(desk: Desk, start: dt.datetime) -> list[Commit]:
     """The day's commits to memory/ and MISTAKES.md (the journal leaves out desk's own)."""
     last = start + dt.timedelta(days=1) - dt.timedelta(seconds=1)
-    return desk.git.log_between(format_time(start), format_time(last), DAY_COMMIT_PATHS)
+    return desk.git.log(DAY_COMMIT_PATHS, since=format_time(start), until=format_time(last))
 
 
 def _message(r: DigestResult) -> str:

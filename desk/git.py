@@ -207,50 +207,23 @@ class Git:
 
     # -- reading history ------------------------------------------------------------------
 
-    def log(self, paths: Iterable[str] = (), *, limit: int | None = None) -> list[Commit]:
-        """Commits touching `paths` (all when empty), newest first, trailers parsed, paths listed."""
+    def log(self, paths: Iterable[str] = (), *, limit: int | None = None, since: str | None = None,
+            until: str | None = None) -> list[Commit]:
+        """Commits touching `paths` (all when empty), newest first, trailers parsed, paths listed.
+
+        `since`/`until` bound the commit dates (git's --since/--until, both inclusive).
+        """
+        if self.head() is None:
+            return []
         fmt = "%x1e%H%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%(trailers:unfold,only)%x1f"
         args = ["log", f"--format={fmt}", "--name-only", "-z", "--no-renames"]
         if limit:
             args.append(f"-n{limit}")
-        if self.head() is None:
-            return []
+        if since:
+            args.append(f"--since={since}")
+        if until:
+            args.append(f"--until={until}")
         out = self.text(*args, "--", *paths)
-        commits = []
-        for chunk in out.split("\x1e")[1:]:
-            sha, author, email, date, subject, trailer_text, names = chunk.split("\x1f", 6)
-            trailers: dict[str, list[str]] = {}
-            for line in trailer_text.splitlines():
-                key, sep, value = line.partition(":")
-                if sep:
-                    trailers.setdefault(key.strip(), []).append(value.strip())
-            files = [n.strip("\n") for n in names.split("\0") if n.strip("\n")]
-            commits.append(Commit(sha, author, email, date, subject, trailers, files))
-        return commits
-
-    # -- added for the validator and the hooks (GUARD) ----------------------------------------
-
-    def with_env(self, **changes: str | None) -> Git:
-        """A Git for the same work tree whose environment has `changes` applied (None removes)."""
-        other = Git(self.root)
-        other._env = dict(self._env)
-        other._identity = self._identity
-        for key, value in changes.items():
-            if value is None:
-                other._env.pop(key, None)
-            else:
-                other._env[key] = value
-        return other
-
-    # -- added for the digest (DIGEST) ------------------------------------------------------------
-
-    def log_between(self, since: str, until: str, paths: Iterable[str] = ()) -> list[Commit]:
-        """Commits touching `paths` committed between `since` and `until` (both inclusive), newest first."""
-        if self.head() is None:
-            return []
-        fmt = "%x1e%H%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%(trailers:unfold,only)%x1f"
-        out = self.text("log", f"--format={fmt}", "--name-only", "-z", "--no-renames",
-                        f"--since={since}", f"--until={until}", "--", *paths)
         commits = []
         for chunk in out.split("\x1e")[1:]:
             sha, author, email, date, subject, trailer_text, names = chunk.split("\x1f", 6)
@@ -278,6 +251,18 @@ class Git:
                 if name:
                     found.setdefault(name, date.strip())  # newest first: the first one is the last
         return found
+
+    def with_env(self, **changes: str | None) -> Git:
+        """A Git for the same work tree whose environment has `changes` applied (None removes)."""
+        other = Git(self.root)
+        other._env = dict(self._env)
+        other._identity = self._identity
+        for key, value in changes.items():
+            if value is None:
+                other._env.pop(key, None)
+            else:
+                other._env[key] = value
+        return other
 
 
 def _parse_ls(out: bytes) -> dict[str, str]:
