@@ -149,15 +149,15 @@ def check_file(change: Change, *, desk_id: str, allow: Collection[str], now: dt.
                old: bytes | None = None) -> list[Finding]:
     """The rules for one changed path (its content as it will be committed)."""
     path, data = change.path, change.new
+    if data is not None and change.mode == SYMLINK_MODE:
+        return [Finding(path, 1, "symlink", "desk files must be regular files, not symlinks; "
+                        "replace the link with the file itself")]
+    if data is not None and change.mode == GITLINK_MODE:
+        return [Finding(path, 1, "binary", "a submodule cannot live inside a desk folder; remove it")]
     if path.startswith(ARCHIVE_DIR) and path.endswith(".jsonl"):
         return _check_archive(path, old, data, desk_id)
     if data is None:
         return []
-    if change.mode == SYMLINK_MODE:
-        return [Finding(path, 1, "symlink", "desk files must be regular files, not symlinks; "
-                        "replace the link with the file itself")]
-    if change.mode == GITLINK_MODE:
-        return [Finding(path, 1, "binary", "a submodule cannot live inside a desk folder; remove it")]
     limit = LARGE_LIMIT if path in (INDEX_FILE,) or path.startswith(".system/") else TEXT_LIMIT
     if len(data) > limit:
         return [Finding(path, 1, "file-size", f"file is {len(data)} bytes; the limit is {limit}: "
@@ -201,11 +201,15 @@ def _check_memory(path: str, data: bytes, allow: Collection[str], now: dt.dateti
     problem = name_problem(stem)
     if problem:
         return [Finding(path, 1, "memory-name", f"file name {stem!r}: {problem}; rename the file")]
+    findings: list[Finding] = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""  # parse_memory reports the encoding
     try:
         memory = parse_memory(data, path, stem)
     except InvalidFileError as exc:
-        return list(exc.findings)
-    findings = []
+        return list(exc.findings) + secret_findings(path, text, allow)
     if memory.is_expired(now):
         findings.append(Finding(path, 1, "memory-expired",
                                 "memory has expired and is no longer injected; `desk forget "
@@ -214,7 +218,7 @@ def _check_memory(path: str, data: bytes, allow: Collection[str], now: dt.dateti
         findings.append(Finding(path, 1, "memory-no-triggers",
                                 "memory has no triggers, so recall never injects its body; add "
                                 "`triggers: [word, ...]`", "warning"))
-    findings += secret_findings(path, data.decode("utf-8"), allow)
+    findings += secret_findings(path, text, allow)
     return findings
 
 
@@ -229,6 +233,7 @@ def _check_archive(path: str, old: bytes | None, new: bytes | None, desk_id: str
 
 
 def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
+    """desk.json parses and validates, and keeps the desk_id it had."""
     import json
 
     from pydantic import ValidationError
@@ -237,16 +242,17 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
 
     try:
         config = DeskConfig.model_validate(json.loads(data))
-        desk_id = json.loads(old).get("desk_id") if old else None
     except json.JSONDecodeError as exc:
         return [Finding(CONFIG_FILE, exc.lineno, "config", f"invalid JSON: {exc.msg}")]
-    except (ValidationError, AttributeError) as exc:
-        if not isinstance(exc, ValidationError):
-            return []  # the committed config was not an object: nothing to compare against
+    except ValidationError as exc:
         return [Finding(CONFIG_FILE, 1, "config", f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}")
                 for e in exc.errors()]
-    if desk_id and config.desk_id != desk_id:
-        return [Finding(CONFIG_FILE, 1, "config", f"desk_id changed from {desk_id!r}; a desk keeps "
+    try:
+        before = json.loads(old).get("desk_id") if old else None
+    except (ValueError, AttributeError):
+        before = None  # the committed file was broken: nothing to compare against
+    if before and config.desk_id != before:
+        return [Finding(CONFIG_FILE, 1, "config", f"desk_id changed from {before!r}; a desk keeps "
                         "its id for life (archive records carry it)")]
     return []
 
@@ -403,17 +409,24 @@ def _config(desk: Desk) -> tuple[str, frozenset[str]]:
     """desk_id and the allowed secret fingerprints, read without building the pydantic model.
 
     The hook pays for pydantic only when a memory or desk.json itself is checked; a broken
-    desk.json is reported by the `config` rule when it is committed.
+    desk.json is reported by the `config` rule when it is committed (and by `validate --all`).
     """
     import json
 
+    def load(data: bytes | None) -> tuple[str, frozenset[str]] | None:
+        try:
+            config = json.loads(data or b"")
+            allow = config.get("secrets", {}).get("allow", [])
+            return str(config["desk_id"]), frozenset(a for a in allow if isinstance(a, str))
+        except (ValueError, KeyError, AttributeError, TypeError):
+            return None
+
     try:
-        data = json.loads(desk.path(CONFIG_FILE).read_bytes())
-        allow = data.get("secrets", {}).get("allow", [])
-        return str(data["desk_id"]), frozenset(a for a in allow if isinstance(a, str))
-    except (OSError, ValueError, KeyError, AttributeError, TypeError):
-        config = desk.config  # raises the precise InvalidFileError
-        return config.desk_id, frozenset(config.secrets.allow)
+        found = load(desk.path(CONFIG_FILE).read_bytes())
+    except OSError:
+        found = None
+    # A broken work-tree desk.json (being fixed, or the change under check) falls back to HEAD's.
+    return found or load(desk.git.blob_at("HEAD", CONFIG_FILE)) or ("", frozenset())
 
 
 def read_named(git: Git, names: list[str]) -> dict[str, bytes]:

@@ -266,3 +266,21 @@ def test_validate_fix_rewrites_a_stale_index(desk: Desk, run: DeskRunner) -> Non
     sh(desk.root, "add", "MEMORY.md")
     assert run("validate").exit_code == 0
     assert commit(desk.root, "theta").returncode == 0
+
+
+def test_config_rules(desk: Desk) -> None:
+    path = desk.root / ".system/desk.json"
+    original = path.read_text()
+    config = json.loads(original)
+    write(desk.root, ".system/desk.json", json.dumps({**config, "desk_id": "desk-other"}, indent=2))
+    proc = add_commit(desk.root, "new id", ".system/desk.json")
+    assert proc.returncode != 0 and ".system/desk.json:1: config: desk_id changed" in proc.stderr
+    write(desk.root, ".system/desk.json", "{\n  \"desk_id\": \n")
+    proc = add_commit(desk.root, "broken", ".system/desk.json")
+    assert proc.returncode != 0 and ".system/desk.json:3: config: invalid JSON" in proc.stderr
+    write(desk.root, ".system/desk.json", json.dumps({**config, "colour": "red"}, indent=2))
+    proc = add_commit(desk.root, "unknown key", ".system/desk.json")
+    assert proc.returncode != 0 and "config: colour: Extra inputs are not permitted" in proc.stderr
+    config["budgets"]["total"] = 9000
+    write(desk.root, ".system/desk.json", json.dumps(config, indent=2) + "\n")
+    assert add_commit(desk.root, "budget", ".system/desk.json").returncode == 0
