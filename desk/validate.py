@@ -284,9 +284,11 @@ def check_memory_set(desk: Desk, changed: Mapping[str, bytes | None], memory: Me
     # Only a new path can clash: a changed one clashed already when it was added.
     present = [p for p, data in changed.items() if data is not None and p in added]
     if present:
-        clashing = memory.like(present)
+        by_lower: dict[str, list[str]] = {}
+        for path in memory.like(present):
+            by_lower.setdefault(path.lower(), []).append(path)
         for path in sorted(present):
-            others = [p for p in clashing if p.lower() == path.lower() and p != path]
+            others = [p for p in by_lower.get(path.lower(), []) if p != path]
             if others:
                 findings.append(Finding(path, 1, "memory-name-case",
                                         f"name differs from {others[0]} only in case; names must be "
