@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from desk.desk import INDEX_FILE, MEMORY_DIR, Desk
+from desk.errors import Finding, InvalidFileError
 from desk.frontmatter import format_time
 from desk.git import blob_sha
 from desk.memory import MemoryFile, parse_memory
@@ -141,11 +142,13 @@ class IndexCache:
 ReadBlobs = Callable[[list[str]], Mapping[str, bytes]]
 
 
-def load_entries(desk: Desk, files: Mapping[str, str], read: ReadBlobs | None = None
-                 ) -> dict[str, IndexEntry]:
+def load_entries(desk: Desk, files: Mapping[str, str], read: ReadBlobs | None = None,
+                 invalid: list[Finding] | None = None) -> dict[str, IndexEntry]:
     """`{name: entry}` for `files` (`{path: blob id}`), parsing only blobs the cache lacks.
 
     `read(missing_blob_ids)` returns their bytes; by default they come from git's object store.
+    A file that does not parse raises InvalidFileError, unless `invalid` is given: then its
+    findings are added there and the file is left out.
     """
     by_blob = {blob: path for path, blob in files.items() if name_of(path) is not None}
     cache = IndexCache(desk.cache_dir)
@@ -157,12 +160,17 @@ def load_entries(desk: Desk, files: Mapping[str, str], read: ReadBlobs | None = 
             fresh = {}
             for blob in missing:
                 path = by_blob[blob]
-                fresh[blob] = IndexEntry.of(parse_memory(blobs[blob], path, name_of(path)))
+                try:
+                    fresh[blob] = IndexEntry.of(parse_memory(blobs[blob], path, name_of(path)))
+                except InvalidFileError as exc:
+                    if invalid is None:
+                        raise
+                    invalid.extend(exc.findings)
             cache.put(fresh)
             cached.update(fresh)
     finally:
         cache.close()
-    return {cached[blob].name: cached[blob] for blob in by_blob}
+    return {cached[blob].name: cached[blob] for blob in by_blob if blob in cached}
 
 
 def committed_files(desk: Desk) -> dict[str, str]:
@@ -171,8 +179,8 @@ def committed_files(desk: Desk) -> dict[str, str]:
     return desk.git.ls_tree(head, MEMORY_DIR) if head else {}
 
 
-def entries_in_worktree(desk: Desk) -> dict[str, IndexEntry]:
-    """The memories as they are on disk now (hand edits included)."""
+def entries_in_worktree(desk: Desk, invalid: list[Finding] | None = None) -> dict[str, IndexEntry]:
+    """The memories as they are on disk now (hand edits included); `invalid` as in load_entries."""
     folder = desk.path(MEMORY_DIR)
     contents: dict[str, bytes] = {}
     files: dict[str, str] = {}
@@ -184,4 +192,4 @@ def entries_in_worktree(desk: Desk) -> dict[str, IndexEntry]:
                     blob = blob_sha(data)
                     contents[blob] = data
                     files[memory_path(item.name[:-3])] = blob
-    return load_entries(desk, files, lambda blobs: {b: contents[b] for b in blobs})
+    return load_entries(desk, files, lambda blobs: {b: contents[b] for b in blobs}, invalid)

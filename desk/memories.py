@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from desk import gate
 from desk.atomic import atomic_write
 from desk.desk import INDEX_FILE, MEMORY_DIR, Desk
-from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError
+from desk.errors import DeskError, Finding, InvalidFileError, RejectedError, UsageError
 from desk.git import Commit, blob_sha
 from desk.index import IndexEntry, entries_in_worktree, memory_path, render_index
 from desk.memory import MemoryFile, build_meta, normalize_body, parse_memory, require_name
@@ -171,10 +171,11 @@ def show(desk: Desk, name: str) -> tuple[str, MemoryFile]:
     return path, parse_memory(data, path, name)
 
 
-def list_memories(desk: Desk, type: str | None = None) -> list[IndexEntry]:
-    """The memories on disk, sorted by name, optionally of one type."""
-    entries = sorted(entries_in_worktree(desk).values(), key=lambda e: e.name)
-    return [e for e in entries if type is None or e.type == type]
+def list_memories(desk: Desk, type: str | None = None) -> tuple[list[IndexEntry], list[Finding]]:
+    """The memories on disk sorted by name (optionally of one type), and the files that do not parse."""
+    invalid: list[Finding] = []
+    entries = sorted(entries_in_worktree(desk, invalid).values(), key=lambda e: e.name)
+    return [e for e in entries if type is None or e.type == type], invalid
 
 
 def history(desk: Desk, name: str) -> list[Commit]:

@@ -236,3 +236,14 @@ def test_a_broken_committed_file_blocks_others_but_can_be_forgotten(desk: Desk) 
     assert snapshot(desk.root) == before
     assert forget(desk, "a-fact").status == "deleted"
     assert add(desk, "b-fact", body="Beta fact.").status == "created"
+
+
+def test_list_names_a_broken_file_and_lists_the_rest(run: DeskRunner, desk: Desk) -> None:
+    add(desk, "a-fact", body="Alpha fact.")
+    (desk.root / "memory/b-fact.md").write_text("---\nname: b-fact\n")
+    result = run("list", "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert [m["name"] for m in data["memories"]] == ["a-fact"]
+    assert data["invalid"][0]["path"] == "memory/b-fact.md" and data["invalid"][0]["line"] == 1
+    assert "memory/b-fact.md:1: frontmatter-unclosed" in result.stderr

@@ -117,9 +117,12 @@ def list_command(type_: str | None) -> None:
     """List the memories: name, type and description."""
     from desk.memories import list_memories
 
-    entries = list_memories(state().desk(), type_)
+    entries, invalid = list_memories(state().desk(), type_)
     data = {"memories": [{"name": e.name, "type": e.type, "description": e.description,
-                          "expires": e.expires, "path": f"memory/{e.name}.md"} for e in entries]}
+                          "expires": e.expires, "path": f"memory/{e.name}.md"} for e in entries],
+            "invalid": [f.to_json() for f in invalid]}
+    for finding in invalid:
+        click.echo(f"desk: warning: {finding} (left out; fix it, then `desk reindex`)", err=True)
 
     def human() -> str:
         if not entries:
