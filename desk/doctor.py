@@ -353,48 +353,50 @@ def _check_history(desk: Desk, report: DoctorReport, limit: int) -> None:
 
 
 def bypassed_commits(desk: Desk, limit: int) -> list[tuple[str, str, Finding]]:
-    """(commit, subject, finding) for history rules broken in the last `limit` commits."""
-    from desk.validate import (ARCHIVE_DIR, SECRET_DIRS, SECRET_FILES, check_message, read_named,
-                               secret_findings)
+    """(commit, subject, finding) for history rules broken in the last `limit` commits.
+
+    One `git log --raw` names every changed blob by id and one `git cat-file --batch` reads the
+    ones the rules need (archive files before and after, files the secret scanner covers).
+    """
+    from desk.validate import (ARCHIVE_DIR, SECRET_DIRS, SECRET_FILES, _check_archive,
+                               check_message, read_named, secret_findings)
 
     if limit <= 0 or desk.git.head() is None:
         return []
-    out = desk.git.run("log", f"-n{limit}", "--format=%x1e%H%x1f%P%x1f%B%x1f", "--name-status",
-                       "-z", "--no-renames", read_only=True).decode("utf-8", "surrogateescape")
+    out = desk.git.run("log", f"-n{limit}", "--format=%x1e%H%x1f%B%x1f", "--raw", "--no-abbrev",
+                       "-z", "--no-renames", "--no-merges", read_only=True
+                       ).decode("utf-8", "surrogateescape")
+    null = "0" * 40
     commits = []
     wanted: list[str] = []
     for chunk in out.split("\x1e")[1:]:
-        sha, parents, body, rest = chunk.split("\x1f", 3)
+        sha, body, rest = chunk.split("\x1f", 2)
         tokens = rest.lstrip("\0\n").split("\0")
-        changes = {path: status for status, path in zip(tokens[0::2], tokens[1::2]) if path}
-        parent = parents.split()[0] if parents.strip() else None
-        commits.append((sha, parent, body, changes))
-        for path, status in changes.items():
-            if status == "D":
+        changes: dict[str, tuple[str | None, str | None]] = {}  # path -> (old blob, new blob)
+        for meta, path in zip(tokens[0::2], tokens[1::2]):
+            if not meta.startswith(":"):
                 continue
+            _, _, old, new, status = meta[1:].split()
+            changes[path] = (None if old == null else old, None if status == "D" else new)
             if path.startswith(ARCHIVE_DIR):
-                wanted.append(f"{sha}:{path}")
-                if status != "A" and parent:
-                    wanted.append(f"{parent}:{path}")
-            elif path in SECRET_FILES or path.startswith(SECRET_DIRS):
-                wanted.append(f"{sha}:{path}")
-    blobs = read_named(desk.git, wanted)
+                wanted += [b for b in changes[path] if b]
+            elif changes[path][1] and (path in SECRET_FILES or path.startswith(SECRET_DIRS)):
+                wanted.append(new)
+        commits.append((sha, body, changes))
+    blobs = read_named(desk.git, list(dict.fromkeys(wanted)))
     allow = frozenset(desk.config.secrets.allow)
     found = []
-    for sha, parent, body, changes in commits:
+    for sha, body, changes in commits:
         subject = body.splitlines()[0] if body.strip() else ""
         findings = check_message(body, set(changes))
-        for path, status in sorted(changes.items()):
+        for path, (old, new) in sorted(changes.items()):
             if path.startswith(ARCHIVE_DIR) and path.endswith(".jsonl"):
-                from desk.validate import _check_archive
-
-                new = None if status == "D" else blobs.get(f"{sha}:{path}")
-                old = blobs.get(f"{parent}:{path}") if parent else None
-                findings += [f for f in _check_archive(path, old, new, desk.config.desk_id)
+                findings += [f for f in _check_archive(path, blobs.get(old or ""),
+                                                       blobs.get(new or "") if new else None,
+                                                       desk.config.desk_id)
                              if f.severity == "error"]
-            elif status != "D" and f"{sha}:{path}" in blobs:
-                text = blobs[f"{sha}:{path}"].decode("utf-8", "replace")
-                findings += secret_findings(path, text, allow)
+            elif new in blobs:
+                findings += secret_findings(path, blobs[new].decode("utf-8", "replace"), allow)
         found += [(sha, subject, f) for f in findings]
     return found
 

@@ -157,3 +157,27 @@ def test_a_later_mutation_keeps_the_record_of_an_interrupted_one(desk: Desk, run
     code, data = doctor(run, "--repair")
     assert checks(data)["interrupted"] == "repaired", data
     assert "remember: xi" in sh(desk.root, "log", "--format=%s").stdout
+
+
+def test_secret_and_archive_rewrite_in_history(desk: Desk, run: DeskRunner) -> None:
+    from desk.archive import append_event
+
+    secret = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC1234"
+    write(desk.root, "NOW.md", f"# NOW\n\n{secret}\n")
+    sh(desk.root, "add", "NOW.md")
+    commit(desk.root, "leak", "--no-verify")
+    write(desk.root, "NOW.md", "# NOW\n")
+    sh(desk.root, "add", "NOW.md")
+    assert commit(desk.root, "clean up").returncode == 0  # the file is clean now; history is not
+    append_event(desk, "inbound", "hello")
+    rel = sh(desk.root, "ls-files", "--others", "--exclude-standard", ".system/archive").stdout.split()[0]
+    sh(desk.root, "add", rel)
+    assert commit(desk.root, "archive").returncode == 0
+    (desk.root / rel).write_bytes(b"")
+    sh(desk.root, "add", rel)
+    commit(desk.root, "truncate", "--no-verify")
+    code, data = doctor(run)
+    found = checks(data)
+    assert code == 3 and found["bypassed-secret"] == "needs-person"
+    assert found["bypassed-archive-append-only"] == "needs-person"
+    assert secret not in json.dumps(data)
