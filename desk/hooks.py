@@ -25,7 +25,9 @@ from pathlib import Path
 from desk.errors import DeskError
 from desk.git import Git
 
-HOOK_TYPES = ("pre-commit", "commit-msg")
+# pre-merge-commit: a merge without conflicts skips pre-commit, and the union merge of MEMORY.md
+# (.gitattributes) can leave its lines out of order; the same checks and fixer run there.
+HOOK_TYPES = ("pre-commit", "commit-msg", "pre-merge-commit")
 MARKER = "# desk-managed-hook"
 LEGACY = ".legacy"
 STALE_INDEX_MESSAGE = "MEMORY.md was regenerated; `git add MEMORY.md` and commit again"
@@ -61,13 +63,13 @@ def hooks_folder(git: Git) -> Path:
     configured = git.run("config", "--get", "core.hooksPath", check=False, read_only=True).decode().strip()
     if configured:
         lines = "\n".join(f"    {shlex.quote(sys.executable)} -m desk.hooks {hook} \"$@\" || exit $?"
-                          for hook in HOOK_TYPES)
+                          f"    # in {hook}" for hook in HOOK_TYPES)
         raise DeskError(
             f"core.hooksPath is set ({configured}); desk will not write into a hooks folder that "
             "other repositories may share",
             hint="unset it (`git config --unset core.hooksPath`) and run `desk hooks install` again, "
                  f"or add the checks to the hooks in {configured} yourself, one line per hook:\n"
-                 f"{lines}\n(pre-commit hook: the first line; commit-msg hook: the second)")
+                 f"{lines}")
     path = Path(git.text("rev-parse", "--git-path", "hooks").strip())
     return path if path.is_absolute() else git.root / path
 
@@ -177,7 +179,7 @@ def main(argv: list[str]) -> int:
     root = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True,
                                text=True).stdout.strip() or ".").resolve()
     try:
-        if argv[0] == "pre-commit":
+        if argv[0] in ("pre-commit", "pre-merge-commit"):
             return run_pre_commit(root)
         if len(argv) < 2:
             print("desk: commit-msg hook: missing the message file argument", file=sys.stderr)

@@ -41,7 +41,7 @@ def test_init_installs_marked_hooks(desk: Desk) -> None:
 def test_install_is_idempotent(desk: Desk, run: DeskRunner) -> None:
     result = run("hooks", "install", "--json")
     assert result.exit_code == 0
-    assert json.loads(result.output)["hooks"] == {"pre-commit": "updated", "commit-msg": "updated"}
+    assert json.loads(result.output)["hooks"] == {hook: "updated" for hook in HOOK_TYPES}
     assert not (hook_dir(desk.root) / "pre-commit.legacy").exists()
 
 
@@ -149,3 +149,28 @@ def test_valid_commit_passes_both_hooks(desk: Desk) -> None:
     proc = add_commit(desk.root, "ok\n\nDesk-Actor: user", "memory/ok.md", "MEMORY.md")
     assert proc.returncode == 0, proc.stderr
     assert os.path.exists(desk.root / "memory/ok.md")
+
+
+def test_merge_with_an_unsorted_union_index_is_fixed(desk: Desk) -> None:
+    """A merge without conflicts skips pre-commit; pre-merge-commit catches MEMORY.md's union merge."""
+    from tests.guard_helpers import commit, reindex_text
+
+    def add(name: str) -> None:
+        write(desk.root, f"memory/{name}.md", memory_text(name))
+        reindex_text(desk.root)
+        assert add_commit(desk.root, f"add {name}", f"memory/{name}.md", "MEMORY.md").returncode == 0
+
+    add("a-first")
+    add("c-last")
+    sh(desk.root, "checkout", "-q", "-b", "other")
+    add("b-one")
+    sh(desk.root, "checkout", "-q", "main")
+    add("b-two")  # both sides insert between a-first and c-last: the union puts ours first
+    proc = sh(desk.root, "merge", "--no-edit", "other")
+    assert proc.returncode != 0 and "index-stale" in proc.stderr
+    lines = [line for line in (desk.root / "MEMORY.md").read_text().splitlines() if line.startswith("- ")]
+    assert lines == sorted(lines) and len(lines) == 4
+    sh(desk.root, "add", "MEMORY.md")
+    proc = commit(desk.root, "merge other")
+    assert proc.returncode == 0, proc.stderr
+    assert len(sh(desk.root, "log", "-1", "--format=%P").stdout.split()) == 2
