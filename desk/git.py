@@ -256,7 +256,7 @@ class Git:
         """A Git for the same work tree whose environment has `changes` applied (None removes)."""
         other = Git(self.root)
         other._env = dict(self._env)
-        other._identity = self._identity
+        other._identity = self.identity_args()  # computed once, shared
         for key, value in changes.items():
             if value is None:
                 other._env.pop(key, None)

@@ -64,8 +64,12 @@ def render_index(entries: Iterable[IndexEntry]) -> bytes:
 
 def render_lines(lines: Mapping[str, str]) -> bytes:
     """MEMORY.md from `{name: index line}`: sorted by name (code points, never the locale)."""
-    ordered = [lines[name] for name in sorted(lines)]
-    body = "\n".join(ordered) + "\n" if ordered else EMPTY
+    return render_sorted([lines[name] for name in sorted(lines)])
+
+
+def render_sorted(lines: list[str]) -> bytes:
+    """MEMORY.md from index lines already sorted by name."""
+    body = "\n".join(lines) + "\n" if lines else EMPTY
     return (HEADER + "\n" + body).encode()
 
 

@@ -11,13 +11,14 @@ after committing. The mirror is derived: when the recorded commit is gone it is 
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from desk.desk import INDEX_FILE, MEMORY_DIR, Desk
 from desk.errors import GitError, InvalidFileError
-from desk.index import IndexCache, IndexEntry, memory_path, name_of, render_lines
+from desk.index import IndexCache, IndexEntry, memory_path, name_of, render_sorted
 from desk.memory import parse_memory
 
 _ROWS = "head_v1"
@@ -49,24 +50,29 @@ class MemoryState:
                                (body_key, exclude))
         return [r[0] for r in rows]
 
-    def render_index(self, changes: Mapping[str, IndexEntry | None]) -> bytes:
+    def render_index(self, changes: Mapping[str, IndexEntry | None], *, strict: bool = True) -> bytes:
         """MEMORY.md for HEAD's memories with `changes` applied (None deletes).
 
         A committed file that does not parse fails here, naming its path and line, unless this
-        change replaces or removes it.
+        change replaces or removes it; with `strict=False` it is left out (the validator reports
+        invalid files by their own rule).
         """
-        lines: dict[str, str] = {}
-        for name, blob, line in self.db.execute(f"SELECT name, blob, line FROM {_ROWS}"):
-            if name in changes:
-                continue
-            if line is None:
+        broken = self.db.execute(f"SELECT name, blob FROM {_ROWS} WHERE line IS NULL").fetchall()
+        for name, blob in broken:
+            if strict and name not in changes:
                 path = memory_path(name)
                 parse_memory(self.desk.git.read_blobs([blob])[blob], path, name)  # raises the real error
-            lines[name] = line
-        for name, entry in changes.items():
-            if entry is not None:
-                lines[name] = entry.line()
-        return render_lines(lines)
+        # SQLite's BINARY order on names equals Python's code-point order: no re-sort needed.
+        rows = self.db.execute(f"SELECT name, line FROM {_ROWS} WHERE line IS NOT NULL ORDER BY name")
+        lines = [line for name, line in rows if name not in changes]
+        added = sorted((name, entry.line()) for name, entry in changes.items() if entry is not None)
+        if added:
+            names = [line[3:line.index("](")] for line in lines]
+            for name, line in added:
+                at = bisect.bisect_left(names, name)
+                names.insert(at, name)
+                lines.insert(at, line)
+        return render_sorted(lines)
 
     # -- keeping in step ---------------------------------------------------------------------
 

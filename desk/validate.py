@@ -297,7 +297,9 @@ def check_memory_set(desk: Desk, changed: Mapping[str, bytes | None], memory: Me
         patched = _patched_index(desk, memory.base_index, changed)
         if patched is not None and patched == memory.index:
             return findings, patched
-    expected = _full_index(desk, memory.all_files(), memory.read)
+        expected = _head_index_with(desk, changed)
+    else:
+        expected = _full_index(desk, memory.all_files(), memory.read)
     if memory.index != expected:
         line = _first_difference(memory.index or b"", expected)
         findings.append(Finding(INDEX_FILE, line, "index-stale",
@@ -351,6 +353,23 @@ def _patched_index(desk: Desk, base: bytes, changed: Mapping[str, bytes | None])
     except ValueError:
         return None  # not an index line: let the full regeneration decide
     return head + (b"\n".join(lines) + b"\n" if lines else EMPTY.encode())
+
+
+def _head_index_with(desk: Desk, changed: Mapping[str, bytes | None]) -> bytes:
+    """MEMORY.md for HEAD's memories plus `changed`, from desk.state's mirror of HEAD.
+
+    Used when HEAD's own MEMORY.md was stale or the commit's index differs: the mirror is kept in
+    step with one `git diff-tree`, so this too costs in proportion to the change.
+    """
+    from desk.state import memory_state
+
+    changes = {}
+    for path, data in changed.items():
+        name = memory_name(path)
+        if name is not None:
+            changes[name] = _entry(desk, path, data) if data is not None else None
+    with memory_state(desk) as state:
+        return state.render_index(changes, strict=False)  # type: ignore[arg-type]
 
 
 def _full_index(desk: Desk, files: Mapping[str, str], read: Read) -> bytes:
