@@ -78,7 +78,24 @@ def test_torn_archive_tail(desk: Desk, run: DeskRunner) -> None:
     code, data = doctor(run)
     assert code == 3 and checks(data)["archive-torn"] == "found"
     code, data = doctor(run, "--repair")
-    assert code == 0 and path.read_bytes() == whole
+    # Evidence is never cut: the fragment stays, and the next append starts on a new line.
+    assert code == 0 and path.read_bytes() == whole + b'{"at":"2026-'
+    assert checks(data)["archive-torn"] == "note"
+    record = append_event(desk, "inbound", "after the crash")
+    lines = path.read_bytes().splitlines()
+    assert lines[-2] == b'{"at":"2026-' and record["id"].encode() in lines[-1]
+
+
+def test_torn_archive_record_missing_only_its_newline_is_kept(desk: Desk, run: DeskRunner) -> None:
+    from desk.archive import append_event
+
+    append_event(desk, "inbound", "hello")
+    path = next((desk.root / ".system/archive").glob("*.jsonl"))
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-1])  # a crash between the record and its newline
+    code, data = doctor(run, "--repair")
+    assert code == 0 and checks(data)["archive-torn"] == "repaired"
+    assert path.read_bytes() == whole
 
 
 def _crash_before_commit(root: Path, name: str) -> None:
