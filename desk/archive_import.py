@@ -61,7 +61,7 @@ def parse_import(data: bytes, source: str, *, redact: bool = True,
         if isinstance(obj.get("id"), str) and isinstance(meta, dict):
             meta = {**meta, SOURCE_ID_META: obj["id"]}
         try:
-            events.append(build_event(obj.get("kind"), obj.get("content"), payload=obj.get("payload"),
+            events.append(build_event(str(obj.get("kind") or ""), obj.get("content"), payload=obj.get("payload"),
                                       session=obj.get("session"), actor=obj.get("actor"),
                                       at=obj.get("at"), meta=meta, redact=redact, now=now))
         except UsageError as exc:

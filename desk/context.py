@@ -302,7 +302,7 @@ def _recalled(desk: Desk, query: str, active: Mapping[str, IndexEntry],
             hits.append((name, hit))
     if not hits:
         return None
-    memories = []
+    memories: list[dict[str, Any]] = []
     for name, hit in hits:
         path = memory_path(name)
         memory = parse_memory(desk.path(path).read_bytes(), path, name)

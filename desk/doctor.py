@@ -395,14 +395,14 @@ def bypassed_commits(desk: Desk, limit: int) -> list[tuple[str, str, Finding]]:
     for sha, body, changes in commits:
         subject = body.splitlines()[0] if body.strip() else ""
         findings = check_message(body, set(changes))
-        for path, (old, new) in sorted(changes.items()):
+        for path, (old_blob, new_blob) in sorted(changes.items()):
             if path.startswith(ARCHIVE_DIR) and path.endswith(".jsonl"):
-                findings += [f for f in _check_archive(path, blobs.get(old or ""),
-                                                       blobs.get(new or "") if new else None,
+                findings += [f for f in _check_archive(path, blobs.get(old_blob or ""),
+                                                       blobs.get(new_blob or "") if new_blob else None,
                                                        desk.config.desk_id)
                              if f.severity == "error"]
-            elif new in blobs:
-                findings += secret_findings(path, blobs[new].decode("utf-8", "replace"), allow)
+            elif new_blob is not None and new_blob in blobs:
+                findings += secret_findings(path, blobs[new_blob].decode("utf-8", "replace"), allow)
         found += [(sha, subject, f) for f in findings]
     return found
 

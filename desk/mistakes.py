@@ -74,8 +74,9 @@ def parse_mistakes(text: str) -> list[Mistake]:
             memory = current.get("memory")
             if memory and (m := _LINK.match(memory)):
                 memory = m.group(1)
-            found.append(Mistake(head[0], head[1], *(current.get(f, "") for f in FIELDS),
-                                 memory or None, head[2]))
+            found.append(Mistake(head[0], head[1], current.get("what", ""), current.get("context", ""),
+                                 current.get("cause", ""), current.get("avoid", ""), memory or None,
+                                 head[2]))
 
     for number, line in enumerate(text.splitlines(), 1):
         if m := _HEADING.match(line):

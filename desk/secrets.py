@@ -132,12 +132,12 @@ def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
     lower = text.lower()
     keywords = _KEYWORD_RE.finditer(text) if any(h in lower for h in _KEYWORD_HINTS) else ()
     for keyword in keywords:
-        match = _ASSIGNMENT.match(text, keyword.end())
-        if match is None:
+        assignment = _ASSIGNMENT.match(text, keyword.end())
+        if assignment is None:
             continue
-        group = "qv" if match.group("qv") is not None else "bv"
-        start, end = match.span(group)
-        if _looks_random(match.group(group)) and not _overlaps(spans, start, end):
+        group = "qv" if assignment.group("qv") is not None else "bv"
+        start, end = assignment.span(group)
+        if _looks_random(assignment.group(group)) and not _overlaps(spans, start, end):
             spans.append((start, end, "generic-secret"))
     findings = []
     for start, end, kind in sorted(spans):
