@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from desk.cache import open_cache
 from desk.desk import INDEX_FILE, MEMORY_DIR, Desk
 from desk.errors import Finding, InvalidFileError
 from desk.frontmatter import format_time
@@ -98,18 +99,9 @@ class IndexCache:
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                self._db = self._open()
-            except sqlite3.DatabaseError:
-                self.path.unlink(missing_ok=True)  # a broken cache is rebuilt, never trusted
-                self._db = self._open()
+            self._db = open_cache(self.path, f"CREATE TABLE IF NOT EXISTS {_TABLE} "
+                                             "(blob TEXT PRIMARY KEY, data TEXT NOT NULL);")
         return self._db
-
-    def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.execute(f"CREATE TABLE IF NOT EXISTS {_TABLE} (blob TEXT PRIMARY KEY, data TEXT NOT NULL)")
-        return db
 
     def get(self, blobs: Iterable[str]) -> dict[str, IndexEntry]:
         wanted = list(blobs)

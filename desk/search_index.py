@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from desk.cache import open_cache
 from desk.desk import MEMORY_DIR, Desk
 from desk.git import blob_sha
 from desk.search_records import KIND_NAMES, Record, event_record, memory_record
@@ -60,6 +61,26 @@ class _State:
         return len(self.times)
 
 
+_SCHEMA_SQL = """
+            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
+            CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, rid TEXT NOT NULL,
+                                             data TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS docs_origin ON docs(origin);
+            CREATE TABLE IF NOT EXISTS postings (term TEXT PRIMARY KEY, ids BLOB NOT NULL, tfs BLOB NOT NULL);
+            CREATE TABLE IF NOT EXISTS memfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
+                                                 blob TEXT, doc INTEGER);
+            CREATE TABLE IF NOT EXISTS archfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
+                                                  offset INTEGER, lines INTEGER, tail TEXT);
+        """
+
+
+def _check_schema(db: sqlite3.Connection) -> None:
+    """An older cache layout is rebuilt, not migrated."""
+    row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+    if row is not None and int(row[0]) != _SCHEMA:
+        raise sqlite3.DatabaseError("old cache schema")
+
+
 class SearchIndex:
     """The inverted index over a desk's memories and conversation records. Derived and disposable."""
 
@@ -75,33 +96,8 @@ class SearchIndex:
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                self._db = self._open()
-            except sqlite3.DatabaseError:
-                self.path.unlink(missing_ok=True)  # a broken cache is rebuilt, never trusted
-                self._db = self._open()
+            self._db = open_cache(self.path, _SCHEMA_SQL, wal=True, check=_check_schema)
         return self._db
-
-    def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.executescript("""
-            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
-            CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, rid TEXT NOT NULL,
-                                             data TEXT NOT NULL);
-            CREATE INDEX IF NOT EXISTS docs_origin ON docs(origin);
-            CREATE TABLE IF NOT EXISTS postings (term TEXT PRIMARY KEY, ids BLOB NOT NULL, tfs BLOB NOT NULL);
-            CREATE TABLE IF NOT EXISTS memfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
-                                                 blob TEXT, doc INTEGER);
-            CREATE TABLE IF NOT EXISTS archfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
-                                                  offset INTEGER, lines INTEGER, tail TEXT);
-        """)
-        row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        if row is not None and int(row[0]) != _SCHEMA:
-            db.close()
-            raise sqlite3.DatabaseError("old cache schema")
-        return db
 
     def rebuild(self) -> None:
         """Drop the cache file; the next refresh reads every file again."""
