@@ -227,5 +227,4 @@ def merged_memory(old: MemoryFile, c: Candidate, now: dt.datetime,
     """The same value with more evidence (and the higher importance if a confirmation brought one)."""
     evidence = kept_evidence([*old.meta.evidence, *c.evidence], times)
     importance = max(old.meta.importance or 0, c.importance)
-    return MemoryFile(old.meta.model_copy(update={"evidence": evidence, "importance": importance,
-                                                  "updated": now}), old.body)
+    return MemoryFile(old.meta.replace(evidence=evidence, importance=importance, updated=now), old.body)

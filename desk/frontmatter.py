@@ -144,6 +144,9 @@ def load_mapping(yaml_text: str, path: str, first_line: int = 1) -> tuple[dict[s
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "nesting depth" in problem:  # PyYAML >= 6.0.4 stops deep nesting in its own parser
+            raise _fail(path, at(mark), "yaml-depth",
+                        f"frontmatter nests deeper than {MAX_DEPTH} levels") from None
         raise _fail(path, at(mark), "yaml-syntax", f"invalid YAML: {problem}") from None
     except RecursionError:
         raise _fail(path, first_line, "yaml-depth", "frontmatter nests too deeply") from None

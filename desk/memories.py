@@ -84,7 +84,7 @@ def remember(desk: Desk, name: str, *, type: str, description: str, body: str,
                  if desk.path(f).is_file()}
         gate.check_memory(memory, scope, state.same_body, rules)
         if existing is not None:
-            same = MemoryFile(memory.meta.model_copy(update={"updated": existing.meta.updated}), body)
+            same = MemoryFile(memory.meta.replace(updated=existing.meta.updated), body)
             if same.render() == existing.render():
                 return MutationResult("unchanged", name, path)
         data = memory.render()

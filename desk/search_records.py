@@ -64,7 +64,7 @@ class Record:
 
 def memory_record(data: bytes, path: str) -> Record | None:
     """The record of one memory file, or None when the file does not parse (not searchable)."""
-    from desk.memory import parse_memory  # YAML and pydantic only when a memory file changed
+    from desk.memory import parse_memory  # YAML only when a memory file changed
 
     name = path[len(MEMORY_DIR) + 1:-3]
     try:

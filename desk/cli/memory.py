@@ -106,7 +106,7 @@ def show_command(name: str) -> None:
     from desk.memories import show
 
     path, memory = show(state().desk(), name)
-    data = {"path": path, **memory.meta.model_dump(mode="json", exclude_none=True), "body": memory.body}
+    data = {"path": path, **memory.meta.to_json(), "body": memory.body}
     emit(data, lambda: memory.render().decode().rstrip("\n"))
 
 
