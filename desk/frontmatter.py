@@ -159,6 +159,9 @@ class _Dumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)  # indent list items under their key
 
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # the same object twice (created == updated) is written twice, never aliased
+
 
 def _represent_datetime(dumper: yaml.SafeDumper, value: dt.datetime) -> yaml.Node:
     return dumper.represent_scalar("tag:yaml.org,2002:timestamp", format_time(value))

@@ -124,3 +124,14 @@ def test_write_read_write_is_identity(memory: MemoryFile) -> None:
     again = parse_memory(data, f"memory/{memory.name}.md", memory.name)
     assert again == memory
     assert again.render() == data
+
+
+def test_shared_objects_are_written_out_not_aliased() -> None:
+    """created and updated are often the very same datetime object: no `&id001`/`*id001`."""
+    now = dt.datetime(2026, 11, 29, 10, tzinfo=dt.timezone.utc)
+    tags = ["report"]
+    memory = MemoryFile(MemoryMeta(name="a", description="d", type="fact", triggers=tags, evidence=tags,
+                                   created=now, updated=now), "Body.\n")
+    data = memory.render()
+    assert b"&" not in data and b"*" not in data
+    assert parse_memory(data, "memory/a.md", "a") == memory
