@@ -23,10 +23,11 @@ from pathlib import Path
 
 from desk.atomic import TEMP_PREFIX
 from desk.desk import Desk
-from desk.errors import ConflictError, Finding, InvalidFileError
+from desk.errors import ConflictError, DeskError, Finding, InvalidFileError
 from desk.git import blob_sha
 
 PENDING_PREFIX = "desk-pending-"
+ARCHIVE_PREFIX = ".system/archive/"
 STALE_AFTER = 300.0  # seconds before a temp file or index.lock counts as abandoned
 LOCK_WAIT = 5.0
 
@@ -38,13 +39,35 @@ def mark_pending(desk: Desk, writes: Mapping[str, bytes | None],
                  before: Mapping[str, bytes | None], message: str) -> Path:
     """Record what a mutation is about to write, so `doctor` can finish or undo it after a crash."""
     # One file per mutation: a later mutation must not erase the record of an interrupted one.
+    # Archive files are left out: they only grow, a checkpoint writes them unchanged, and recovery
+    # must never rewrite them (appends racing a rewrite would be lost).
+    from desk.atomic import atomic_write
+
     marker = desk.git_dir / f"{PENDING_PREFIX}{time.time_ns()}-{os.getpid()}.json"
     data = {"message": message,
             "paths": {p: {"old": None if before[p] is None else blob_sha(before[p] or b""),
                           "new": None if writes[p] is None else blob_sha(writes[p] or b"")}
-                      for p in sorted(writes)}}
-    marker.write_text(json.dumps(data, ensure_ascii=False))
+                      for p in sorted(writes) if not p.startswith(ARCHIVE_PREFIX)}}
+    atomic_write(marker, json.dumps(data, ensure_ascii=False).encode())  # durable before any write
     return marker
+
+
+def recover_interrupted(desk: Desk) -> None:
+    """Finish or undo mutations a crash interrupted; called under the desk lock before each mutation.
+
+    The lock is held, so every marker left belongs to a dead process. What cannot be settled
+    safely (a person changed the files since) stops the mutation with exit 4 and the reason.
+    """
+    markers = sorted(desk.git_dir.glob(f"{PENDING_PREFIX}*.json"))
+    if not markers:
+        return
+    report = DoctorReport(repair=True)
+    for marker in markers:
+        _check_one_pending(desk, marker, report, True)
+    if not report.ok:
+        raise ConflictError("an interrupted desk mutation needs a person first:\n"
+                            + "\n".join(p.message for p in report.problems if p.status != "repaired"),
+                            hint="run `desk doctor` for the details")
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -161,20 +184,29 @@ def _check_one_pending(desk: Desk, marker: Path, report: DoctorReport, repair: b
         return
     tx = Transaction(desk)
     done = False
-    if all(current[p] == v["new"] for p, v in paths.items()):
-        writes = {p: (desk.path(p).read_bytes() if v["new"] is not None else None)
-                  for p, v in paths.items()}
-        try:
-            tx.commit(writes, message)
-            done = True
-            report.add("interrupted", ", ".join(paths), f"finished the interrupted mutation "
-                       f"({summary}): committed", "repaired")
-        except InvalidFileError:
-            pass  # an unvalidated write that breaks a rule: undo it instead
-    if not done:
-        _undo(desk, head, paths)
-        report.add("interrupted", ", ".join(paths), f"undid the interrupted mutation ({summary}): "
-                   "the files are as committed", "repaired")
+    try:
+        if all(current[p] == v["new"] for p, v in paths.items()):
+            writes = {p: (desk.path(p).read_bytes() if v["new"] is not None else None)
+                      for p, v in paths.items()}
+            # A new file written before the crash is untracked: commit --only needs it added.
+            created = [p for p, v in paths.items() if v["old"] is None and v["new"] is not None]
+            if created:
+                desk.git.add(created)
+            try:
+                tx.commit(writes, message)
+                done = True
+                report.add("interrupted", ", ".join(paths), f"finished the interrupted mutation "
+                           f"({summary}): committed", "repaired")
+            except InvalidFileError:
+                pass  # an unvalidated write that breaks a rule: undo it instead
+        if not done:
+            _undo(desk, head, paths)
+            report.add("interrupted", ", ".join(paths), f"undid the interrupted mutation ({summary}): "
+                       "the files are as committed", "repaired")
+    except DeskError as exc:
+        report.add("interrupted", ", ".join(paths), f"could not settle the interrupted mutation "
+                   f"({summary}): {exc.message}; then remove {marker}", "needs-person")
+        return
     marker.unlink(missing_ok=True)
 
 

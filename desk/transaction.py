@@ -91,5 +91,8 @@ class Transaction:
 @contextmanager
 def transaction(desk: Desk) -> Iterator[Transaction]:
     """Hold the desk lock for one mutation."""
+    from desk.doctor import recover_interrupted
+
     with desk_lock(desk.lock_path):
+        recover_interrupted(desk)  # the next command recovers from a crash of the last one
         yield Transaction(desk)

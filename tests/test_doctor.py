@@ -165,15 +165,33 @@ def test_persons_uncommitted_edits_survive_repair(desk: Desk, run: DeskRunner) -
     assert "?? memory/nu.md" in sh(desk.root, "status", "--porcelain").stdout
 
 
-def test_a_later_mutation_keeps_the_record_of_an_interrupted_one(desk: Desk, run: DeskRunner) -> None:
+def test_the_next_mutation_first_finishes_an_interrupted_one(desk: Desk, run: DeskRunner) -> None:
     _crash_before_commit(desk.root, "xi")
     from desk.transaction import commit_message, transaction
 
-    with transaction(desk) as tx:  # another mutation, on other paths, lands meanwhile
+    with transaction(desk) as tx:  # the next mutation, on other paths
         tx.commit({"journal/2026-11-29.md": b"# a day\n"}, commit_message("journal", {}))
-    code, data = doctor(run, "--repair")
-    assert checks(data)["interrupted"] == "repaired", data
-    assert "remember: xi" in sh(desk.root, "log", "--format=%s").stdout
+    subjects = sh(desk.root, "log", "--format=%s").stdout.splitlines()
+    assert subjects[:2] == ["journal", "remember: xi"]
+    assert not list(desk.git_dir.glob("desk-pending-*"))
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
+    code, data = doctor(run)
+    assert code == 0, data
+
+
+def test_a_crash_before_git_add_of_a_new_memory_is_finished(desk: Desk, run: DeskRunner) -> None:
+    """Killed after writing memory/new.md but before `git add`: the file is untracked."""
+    code = ("import os\nfrom pathlib import Path\nfrom desk.git import Git\n"
+            "Git.add = lambda self, paths: os._exit(9)\n"
+            "from desk.desk import Desk\nfrom desk.memories import remember\n"
+            f"remember(Desk(Path({str(desk.root)!r})), 'fresh', type='fact', description='New',"
+            " body='A brand new fact.')\n")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 9
+    assert "?? memory/fresh.md" in sh(desk.root, "status", "--porcelain").stdout
+    code_, data = doctor(run, "--repair")
+    assert code_ == 0 and checks(data)["interrupted"] == "repaired", data
+    assert "remember: fresh" in sh(desk.root, "log", "--format=%s").stdout
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
 
 
 def test_secret_and_archive_rewrite_in_history(desk: Desk, run: DeskRunner) -> None:
