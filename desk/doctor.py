@@ -355,31 +355,25 @@ def _check_rules(desk: Desk, report: DoctorReport, repair: bool) -> None:
             report.add(finding.rule, f"{finding.path}:{finding.line}", finding.message, "needs-person")
     if not stale:
         return
-    memory_dirty = desk.git.dirty([MEMORY_DIR, "MEMORY.md"])
     invalid = any(f.path.startswith(MEMORY_DIR) for f in findings)
     if invalid or not repair:
         _found(report, "index-stale", "MEMORY.md", "MEMORY.md does not match memory/"
                + ("; fix the invalid memory files first" if invalid else ""), not invalid)
         return
-    report.add("index-stale", "MEMORY.md", f"regenerated MEMORY.md: {_reindex(desk, memory_dirty)}",
+    report.add("index-stale", "MEMORY.md", f"regenerated MEMORY.md: {_reindex(desk)}",
                "repaired")
 
 
-def _reindex(desk: Desk, memory_dirty: list[str]) -> str:
-    """`desk reindex` under the lock doctor already holds: commit it unless memory/ has a person's
-    uncommitted edits, which are never committed for them (MEMORY.md is then only written)."""
-    from desk.atomic import atomic_write
-    from desk.index import entries_in_worktree, render_index
-    from desk.transaction import Transaction, commit_message
+def _reindex(desk: Desk) -> str:
+    """`desk reindex` under the lock doctor already holds."""
+    from desk.memories import reindex_locked
+    from desk.transaction import Transaction
 
-    index = render_index(entries_in_worktree(desk).values())
-    if any(p != "MEMORY.md" for p in memory_dirty):
-        atomic_write(desk.path("MEMORY.md"), index)
-        return ("written; commit it with your memory/ edits ("
-                + ", ".join(p for p in memory_dirty if p != "MEMORY.md") + ")")
-    message = commit_message("reindex: MEMORY.md", {"Desk-Op": "reindex", "Desk-Actor": "user"})
-    Transaction(desk).commit({"MEMORY.md": index}, message)
-    return "committed"
+    result = reindex_locked(Transaction(desk), "user")
+    if result.status == "written":
+        return "written; commit it with your memory/ edits (" + ", ".join(result.pending) + ")"
+    return {"updated": "committed", "restored": "restored the committed MEMORY.md"}.get(result.status,
+                                                                                       result.status)
 
 
 def _check_history(desk: Desk, report: DoctorReport, limit: int) -> None:

@@ -14,7 +14,7 @@ from desk.git import Commit, blob_sha
 from desk.index import IndexEntry, entries_in_worktree, memory_path, render_index
 from desk.memory import MemoryFile, build_meta, normalize_body, parse_memory, require_name
 from desk.state import MemoryState, memory_state
-from desk.transaction import commit_message, transaction
+from desk.transaction import Transaction, commit_message, transaction
 
 ACTORS = ("user", "assistant")
 RULE_FILES = ("AGENTS.md", "SOUL.md")
@@ -125,20 +125,26 @@ def reindex(desk: Desk, *, actor: str = "user") -> MutationResult:
     """
     _require_actor(actor)
     with transaction(desk) as tx:
-        entries = entries_in_worktree(desk)
-        index = render_index(entries.values())
-        current = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
-        pending = desk.git.dirty([MEMORY_DIR + "/"])
-        if pending:
-            if current != index:
-                atomic_write(desk.path(INDEX_FILE), index)
-            return MutationResult("written", None, INDEX_FILE, pending=pending)
-        committed = desk.git.blob_at("HEAD", INDEX_FILE)
-        if committed == index and current == index:
+        return reindex_locked(tx, actor)
+
+
+def reindex_locked(tx: Transaction, actor: str) -> MutationResult:
+    """`reindex` for a caller that already holds the desk lock (doctor --repair)."""
+    desk = tx.desk
+    index = render_index(entries_in_worktree(desk).values())
+    current = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
+    pending = [p for p in desk.git.dirty([MEMORY_DIR + "/"]) if p != INDEX_FILE]
+    if pending:
+        if current != index:
+            atomic_write(desk.path(INDEX_FILE), index)
+        return MutationResult("written", None, INDEX_FILE, pending=pending)
+    if desk.git.blob_at("HEAD", INDEX_FILE) == index:
+        if current == index:
             return MutationResult("unchanged", None, INDEX_FILE)
-        message = commit_message("reindex: MEMORY.md", {"Desk-Op": "reindex", "Desk-Actor": actor})
-        sha = tx.commit({INDEX_FILE: index}, message)
-    return MutationResult("updated", None, INDEX_FILE, sha)
+        atomic_write(desk.path(INDEX_FILE), index)  # a hand edit of the generated file: put HEAD back
+        return MutationResult("restored", None, INDEX_FILE)
+    message = commit_message("reindex: MEMORY.md", {"Desk-Op": "reindex", "Desk-Actor": actor})
+    return MutationResult("updated", None, INDEX_FILE, tx.commit({INDEX_FILE: index}, message))
 
 
 def _with_index(desk: Desk, state: MemoryState, writes: dict[str, bytes | None],

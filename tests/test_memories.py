@@ -247,3 +247,14 @@ def test_list_names_a_broken_file_and_lists_the_rest(run: DeskRunner, desk: Desk
     assert [m["name"] for m in data["memories"]] == ["a-fact"]
     assert data["invalid"][0]["path"] == "memory/b-fact.md" and data["invalid"][0]["line"] == 1
     assert "memory/b-fact.md:1: frontmatter-unclosed" in result.stderr
+
+
+def test_reindex_puts_back_a_hand_edited_index_when_head_is_right(run: DeskRunner, desk: Desk) -> None:
+    add(desk, "a-fact", body="Alpha fact.")
+    good = (desk.root / "MEMORY.md").read_bytes()
+    (desk.root / "MEMORY.md").write_bytes(good + b"junk\n")
+    start = commits(desk)
+    result = reindex(desk)
+    assert result.status == "restored" and result.commit is None
+    assert (desk.root / "MEMORY.md").read_bytes() == good and commits(desk) == start
+    assert add(desk, "b-fact", body="Beta fact.").status == "created"
