@@ -30,7 +30,8 @@ from desk.git import Git
 HOOK_TYPES = ("pre-commit", "commit-msg", "pre-merge-commit")
 MARKER = "# desk-managed-hook"
 LEGACY = ".legacy"
-STALE_INDEX_MESSAGE = "MEMORY.md was regenerated; `git add MEMORY.md` and commit again"
+STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated; `git add MEMORY.md` and commit again "
+                       "(if you commit named paths, name MEMORY.md too)")
 
 
 @dataclass

@@ -88,7 +88,9 @@ def remember(desk: Desk, name: str, *, type: str, description: str, body: str,
             if same.render() == existing.render():
                 return MutationResult("unchanged", name, path)
         data = memory.render()
-        parse_memory(data, path, name)  # what desk writes must read back: size caps, bytes
+        if parse_memory(data, path, name) != memory:  # what desk writes must read back exactly
+            raise RejectedError(f"{name}: the memory would not read back as written",
+                                hint="remove unusual characters from the description and triggers")
         entry = IndexEntry.of(memory)
         message = commit_message(f"remember: {name}", {
             "Desk-Op": "remember", "Desk-Memory": name, "Desk-Actor": actor,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,8 +56,8 @@ class _FieldError(ValueError):
 def _single_line(value: str, field: str, limit: int) -> str:
     if not value.strip():
         raise _FieldError(field, "is empty")
-    if "\n" in value or "\r" in value:
-        raise _FieldError(field, "must be one line")
+    if len(value.splitlines()) > 1 or any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value):
+        raise _FieldError(field, "must be one line of text without control characters")
     if value != value.strip():
         raise _FieldError(field, "has leading or trailing spaces")
     if len(value) > limit:

@@ -61,7 +61,12 @@ class MemoryState:
         for name, blob in broken:
             if strict and name not in changes:
                 path = memory_path(name)
-                parse_memory(self.desk.git.read_blobs([blob])[blob], path, name)  # raises the real error
+                try:
+                    parse_memory(self.desk.git.read_blobs([blob])[blob], path, name)
+                except InvalidFileError as exc:
+                    exc.hint = (f"the committed {path} is invalid and MEMORY.md cannot be regenerated: "
+                                f"fix it (`desk edit {name}`) or remove it (`desk forget {name}`)")
+                    raise
         # SQLite's BINARY order on names equals Python's code-point order: no re-sort needed.
         rows = self.db.execute(f"SELECT name, line FROM {_ROWS} WHERE line IS NOT NULL ORDER BY name")
         lines = [line for name, line in rows if name not in changes]

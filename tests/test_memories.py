@@ -258,3 +258,11 @@ def test_reindex_puts_back_a_hand_edited_index_when_head_is_right(run: DeskRunne
     assert result.status == "restored" and result.commit is None
     assert (desk.root / "MEMORY.md").read_bytes() == good and commits(desk) == start
     assert add(desk, "b-fact", body="Beta fact.").status == "created"
+
+
+@pytest.mark.parametrize("description", ["a\x85b", "a\u2028b", "a\x1b[31mred", "tab\there"])
+def test_descriptions_with_line_breaks_or_control_characters_are_rejected(desk: Desk, description: str) -> None:
+    before = snapshot(desk.root)
+    with pytest.raises(RejectedError, match="one line of text"):
+        add(desk, "odd", description=description)
+    assert snapshot(desk.root) == before
