@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desk.errors import GitError
+from desk.errors import ConflictError, GitError
 
 # Variables git sets for hooks and sub-commands; inherited by accident they point a git call at the
 # wrong repository or index. Identity (GIT_AUTHOR_*, GIT_COMMITTER_*) and config injection are kept.
@@ -27,6 +28,7 @@ _REPO_ENV = (
     "GIT_REFLOG_ACTION", "GIT_QUARANTINE_PATH", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
 )
 
+INDEX_LOCK_WAIT = 10.0  # seconds a mutating git call waits for another git process's index.lock
 FALLBACK_NAME = "desk"
 FALLBACK_EMAIL = "desk@localhost"
 
@@ -85,14 +87,27 @@ class Git:
         if read_only:
             # Read-only calls must not take .git/index.lock (a status refresh would).
             env = {**env, "GIT_OPTIONAL_LOCKS": "0"}
-        proc = subprocess.run(["git", *args], cwd=self.root, env=env, input=input,
-                              capture_output=True)
-        if check and proc.returncode != 0:
+        deadline = time.monotonic() + INDEX_LOCK_WAIT
+        delay = 0.01
+        while True:
+            proc = subprocess.run(["git", *args], cwd=self.root, env=env, input=input,
+                                  capture_output=True)
+            if not check or proc.returncode == 0:
+                return proc.stdout
             message = proc.stderr.decode("utf-8", "replace").strip() or proc.stdout.decode(
                 "utf-8", "replace").strip()
-            raise GitError(f"git {args[0]} failed: {message}",
-                           hint="run `desk doctor` to check the desk's git state")
-        return proc.stdout
+            if "index.lock" not in message or "File exists" not in message:
+                raise GitError(f"git {args[0]} failed: {message}",
+                               hint="run `desk doctor` to check the desk's git state")
+            # Another git process (a person's commit, an editor's status refresh) holds the index:
+            # wait for it like desk waits for its own lock, then give up with exit 4.
+            if time.monotonic() >= deadline:
+                raise ConflictError(
+                    f"git {args[0]}: another git process has held .git/index.lock for "
+                    f"{INDEX_LOCK_WAIT:g} s", hint="wait for it to finish; if no git process is "
+                    "running, `desk doctor --repair` removes a stale lock")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
 
     def text(self, *args: str, read_only: bool = True) -> str:
         return self.run(*args, read_only=read_only).decode("utf-8", "surrogateescape")

@@ -266,3 +266,13 @@ def test_descriptions_with_line_breaks_or_control_characters_are_rejected(desk: 
     with pytest.raises(RejectedError, match="one line of text"):
         add(desk, "odd", description=description)
     assert snapshot(desk.root) == before
+
+
+def test_a_git_process_holding_index_lock_is_waited_for(desk: Desk) -> None:
+    import threading
+
+    lock = desk.root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    threading.Timer(0.5, lock.unlink).start()  # a person's `git commit` finishing
+    assert add(desk, "a-fact", body="Alpha fact.").status == "created"
+    assert git(desk.root, "status", "--porcelain") == ""
