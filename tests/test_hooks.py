@@ -101,6 +101,12 @@ def test_init_with_global_hooks_path_still_creates_the_desk(tmp_path: Path, isol
     result = init_desk(tmp_path / "d")
     assert result.status == "created" and result.hooks and "core.hooksPath" in result.hooks
     assert not (tmp_path / "d" / ".git" / "hooks" / "pre-commit").exists()
+    from click.testing import CliRunner
+
+    from desk.cli import cli
+
+    shown = CliRunner().invoke(cli, ["init", str(tmp_path / "e")], catch_exceptions=False)
+    assert shown.exit_code == 0 and "warning: the git hooks were not installed" in shown.output
 
 
 def test_falls_back_to_desk_on_path(desk: Desk, tmp_path: Path) -> None:

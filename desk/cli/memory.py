@@ -36,6 +36,8 @@ def init_command(path: Path, allow_nonempty: bool, allow_nested: bool) -> None:
         lines = [f"created a desk in {result.path} (commit {result.commit[:7] if result.commit else '-'})"]
         if result.kept:
             lines.append("kept existing files: " + ", ".join(result.kept))
+        if result.hooks:
+            lines.append(f"warning: the git hooks were not installed: {result.hooks}")
         lines.append("next: fill in SOUL.md, then `desk remember NAME --type T --description D BODY`")
         return "\n".join(lines)
 
