@@ -73,23 +73,30 @@ def clone_id(desk: Desk) -> str:
 
 
 def _read_or_make_clone_id(path: Path) -> str:
-    try:
-        value = path.read_text().strip()
-        if re.fullmatch(r"[0-9a-f]{12}", value):
-            return value
-    except FileNotFoundError:
-        pass
-    # Write a temp file, then link it into place: link refuses to replace, so two processes
-    # racing here agree on whichever id landed first and nobody reads a half-written file.
-    tmp = path.with_name(f"{CLONE_ID_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(os.urandom(6).hex() + "\n")
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink()
-    return path.read_text().strip()
+    if not path.exists():
+        # Write a temp file, fsync it, then link it into place: link refuses to replace, so two
+        # processes racing here agree on whichever id landed first and nobody reads half a file.
+        tmp = path.with_name(f"{CLONE_ID_FILE}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, (os.urandom(6).hex() + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+            fsync_dir(path.parent)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    value = path.read_text("utf-8", "replace").strip()
+    if not re.fullmatch(r"[0-9a-f]{12}", value):
+        # Appending under a malformed id would write files no reader recognises.
+        raise DeskError(f"{path} does not hold a clone id (12 hex characters): {value[:40]!r}",
+                        hint=f"delete {path}; desk makes a new one (this clone's next archive "
+                             "files get the new id, nothing already written changes)")
+    return value
 
 
 def archive_lock_path(desk: Desk) -> Path:
@@ -203,8 +210,12 @@ def build_event(kind: str, content: str | None = None, *, payload: dict[str, Any
                 redact: bool = True, now: dt.datetime | None = None) -> dict[str, Any]:
     """The caller's part of a record, validated (UsageError naming the field) and redacted."""
     when = parse_time(at, "at") if at is not None else (now or dt.datetime.now(dt.timezone.utc))
+    try:
+        stamp = format_time(when)
+    except OverflowError:
+        raise UsageError(f"at: {at!r} is outside the range of UTC times desk can store") from None
     event = {"kind": kind, "content": content, "payload": payload, "session": session,
-             "actor": actor, "at": format_time(when), "meta": dict(meta or {})}
+             "actor": actor, "at": stamp, "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
     problem = validate_fields(event)
     if problem:
         raise UsageError(problem)

@@ -62,6 +62,8 @@ def parse_time(value: str | dt.datetime, what: str) -> dt.datetime:
         if value.tzinfo is None:
             raise UsageError(f"{what}: {value} has no timezone; give UTC (…Z) or an offset")
         return value
+    if not isinstance(value, str):
+        raise UsageError(f"{what}: {value!r} is not an ISO 8601 time (e.g. 2026-11-29T10:00:00Z)")
     text = value.strip()
     try:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
@@ -104,6 +106,11 @@ def validate_fields(event: dict[str, Any]) -> str | None:
         return "meta: must map strings to strings"
     if not isinstance(event.get("at"), str) or not _TIME_RE.match(event["at"]):
         return f"at: {event.get('at')!r} is not a UTC time YYYY-MM-DDTHH:MM:SS[.ffffff]Z"
+    for key, value in event.items():
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{key}: holds characters that are not valid UTF-8 (a lone surrogate)"
     return None
 
 

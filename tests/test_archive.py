@@ -214,3 +214,32 @@ def test_clone_id_is_made_once_and_kept_untracked(desk: Desk) -> None:
     first = clone_id(desk)
     assert first == clone_id(Desk(desk.root)) and len(first) == 12
     assert (desk.git_dir / "desk-clone-id").read_text().strip() == first
+
+
+def test_a_malformed_clone_id_is_refused_not_used(desk: Desk) -> None:
+    from desk.archive import _CLONE_IDS, append_event
+    from desk.errors import DeskError
+
+    _CLONE_IDS.clear()
+    (desk.git_dir / "desk-clone-id").write_text("")
+    with pytest.raises(DeskError, match="does not hold a clone id"):
+        append_event(desk, "inbound", "hello")
+    assert not any((desk.root / ".system/archive").glob("*.jsonl"))
+    _CLONE_IDS.clear()
+
+
+@pytest.mark.parametrize("fields, problem", [
+    ({"content": "x \ud800"}, "content: holds characters that are not valid UTF-8"),
+    ({"meta": ["a", "b"]}, "meta: must map strings to strings"),
+    ({"at": 123}, "is not an ISO 8601 time"),
+    ({"at": "0001-01-01T00:00:00+05:00"}, "outside the range"),
+])
+def test_malformed_event_fields_are_usage_errors(desk: Desk, fields: dict, problem: str) -> None:
+    from desk.archive import append_event
+    from desk.errors import UsageError
+
+    args = {"content": "hello", **fields}
+    content = args.pop("content")
+    with pytest.raises(UsageError, match=problem):
+        append_event(desk, "inbound", content, **args)
+    assert not any((desk.root / ".system/archive").glob("*.jsonl"))
