@@ -65,6 +65,9 @@ class NowNote:
         return self.sections[i][1].strip("\n") if i is not None else ""
 
     def set_body(self, section: str, body: str) -> None:
+        # A `## ` line inside a section's text would start a section of its own (two "Next"s):
+        # demote it to a sub-heading so the note keeps its four sections.
+        body = re.sub(r"(?m)^##(?=\s)", "###", body)
         raw = "\n" + body.strip("\n") + "\n\n" if body.strip() else "\n"
         i = self._find(section)
         if i is not None:

@@ -87,3 +87,13 @@ def test_parse_render_round_trip_keeps_unknown_sections() -> None:
     note.set_body("next", "- b")
     assert note.render() == text + "\n- b\n"
     assert note.body("ideas") == "free text"
+
+
+def test_section_text_cannot_start_a_section_of_its_own(desk: Desk) -> None:
+    from desk.now import read_now, set_now
+
+    set_now(desk, "waiting\n## Next\n- injected", section="blocked")
+    set_now(desk, "real", section="next")
+    text = (desk.root / "NOW.md").read_text()
+    assert text.splitlines().count("## Next") == 1 and "### Next" in text.splitlines()
+    assert read_now(desk).body("next") == "real"
