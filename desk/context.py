@@ -277,8 +277,14 @@ def _assemble(preamble: str, entries: list[str], chosen: set[int], label: str) -
     if left:
         text = text.rstrip("\n") + "\n\n" + _note(
             f"{label} trimmed to its budget: {len(left)} lower-value "
-            f"{'entry' if len(left) == 1 else 'entries'} left out: " + "; ".join(left)) + "\n"
+            f"{'entry' if len(left) == 1 else 'entries'} left out: " + _some(left, "; ")) + "\n"
     return text
+
+
+def _some(names: list[str], sep: str, most: int = 6) -> str:
+    """At most `most` names and a count of the rest: a trim note must not outgrow its budget."""
+    shown = sep.join(names[:most])
+    return shown + (f"{sep}and {len(names) - most} more" if len(names) > most else "")
 
 
 def _escape(text: str) -> str:
@@ -328,7 +334,7 @@ def _recalled(desk: Desk, query: str, active: Mapping[str, IndexEntry],
     text = head + "".join(_memory_xml(m) for m in chosen)
     if left:
         text += _note(f"recalled memories over the budget of {limit} tokens left out: "
-                      + ", ".join(left) + "; read them with `desk show NAME`") + "\n"
+                      + _some(left, ", ") + "; read them with `desk show NAME`") + "\n"
     text += tail
     label = f"Recalled memories (query: {' '.join(query.split())})"
     section = Section("recalled", label, None, text, limit, left)

@@ -191,7 +191,10 @@ def run_summarizer(command: str, events: Sequence[Mapping[str, Any]], *, day: dt
     The command also finds the day in `$DESK_DIGEST_DATE`. A failing, silent, oversized or
     secret-bearing summary is refused and nothing is written.
     """
-    argv = shlex.split(command)
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"--summarizer {command!r}: {exc} (quote it as a shell would)") from None
     if not argv:
         raise UsageError("--summarizer is empty")
     env = dict(os.environ)

@@ -189,3 +189,14 @@ def test_a_broken_memory_file_does_not_stop_the_context(desk: Desk, run: DeskRun
     assert "Reports in Chinese." in out.output and "[report-style]" in out.output
     stats = json.loads(run("stats", "--json").output)
     assert stats["memories"]["broken"] == ["memory/chart-colors.md"] and stats["memories"]["total"] == 1
+
+
+def test_a_long_mistakes_file_keeps_entries_and_a_short_note() -> None:
+    from desk.context import _trim_entries
+
+    entries = "".join(f"## M-{i:04d} · 2026-11-29\n\n- **What:** w{i}\n- **Context:** c\n- **Cause:** c\n"
+                      f"- **Avoid:** a\n\n" for i in range(1, 81))
+    section = _trim_entries("mistakes", "MISTAKES.md", "MISTAKES.md", "# M\n\n" + entries, 800, "")
+    assert section.left_out != ["the whole file"] and len(section.left_out) < 80
+    assert section.text.count("## M-") >= 10  # ~55 tokens an entry in a budget of 800
+    assert "more" in section.text and section.text.count("M-00") < 80
