@@ -407,7 +407,7 @@ def _run(desk: Desk, changes: list[Change], memory: MemorySet | None, read: Read
     report = Report(checked=len(managed))
     if not managed and message is None and memory is None:
         return report, None
-    desk_id, allow = _config(desk)
+    desk_id, allow = _config(desk, changes)
     olds = read([c.old_blob for c in managed
                  if c.old_blob and (c.path.startswith(ARCHIVE_DIR) or c.path == CONFIG_FILE)])
     for change in managed:
@@ -426,11 +426,13 @@ def _run(desk: Desk, changes: list[Change], memory: MemorySet | None, read: Read
     return report, regenerated
 
 
-def _config(desk: Desk) -> tuple[str, frozenset[str]]:
-    """desk_id and the allowed secret fingerprints, read without building the pydantic model.
+def _config(desk: Desk, changes: list[Change]) -> tuple[str, frozenset[str]]:
+    """desk_id and the allowed secret fingerprints of the content under check, without pydantic.
 
-    The hook pays for pydantic only when a memory or desk.json itself is checked; a broken
-    desk.json is reported by the `config` rule when it is committed (and by `validate --all`).
+    The desk.json being committed when the change has one, else HEAD's: never an unstaged edit
+    in the work tree, which would let a secret through a commit that does not allow it.
+    (`validate --all` checks the work tree, so its changes carry the work-tree desk.json.)
+    A broken desk.json is reported by the `config` rule.
     """
     import json
 
@@ -442,11 +444,8 @@ def _config(desk: Desk) -> tuple[str, frozenset[str]]:
         except (ValueError, KeyError, AttributeError, TypeError):
             return None
 
-    try:
-        found = load(desk.path(CONFIG_FILE).read_bytes())
-    except OSError:
-        found = None
-    # A broken work-tree desk.json (being fixed, or the change under check) falls back to HEAD's.
+    found = next((load(c.new) for c in changes if c.path == CONFIG_FILE and c.new is not None), None)
+    # A broken desk.json under check (its own finding) falls back to HEAD's.
     return found or load(desk.git.blob_at("HEAD", CONFIG_FILE)) or ("", frozenset())
 
 

@@ -284,3 +284,16 @@ def test_config_rules(desk: Desk) -> None:
     config["budgets"]["total"] = 9000
     write(desk.root, ".system/desk.json", json.dumps(config, indent=2) + "\n")
     assert add_commit(desk.root, "budget", ".system/desk.json").returncode == 0
+
+
+def test_an_unstaged_allow_list_edit_lets_no_secret_through(desk: Desk) -> None:
+    from desk.errors import RejectedError
+    from desk.memories import remember
+
+    token = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC1234"
+    config = json.loads((desk.root / ".system/desk.json").read_text())
+    config["secrets"]["allow"].append(fingerprint(token))
+    (desk.root / ".system/desk.json").write_text(json.dumps(config))  # edited, not committed
+    with pytest.raises(RejectedError, match="secret"):
+        remember(desk, "tok", type="fact", description="a token", body=f"The token is {token}.")
+    assert not (desk.root / "memory/tok.md").exists()
