@@ -149,7 +149,7 @@ class Git:
         return proc.stdout if proc.returncode == 0 else None
 
     def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
-        """Many blobs at once through one `git cat-file --batch`."""
+        """Many blobs at once through one `git cat-file --batch`; missing ones are left out."""
         wanted = list(dict.fromkeys(shas))
         if not wanted:
             return {}
@@ -160,9 +160,12 @@ class Git:
         for sha in wanted:
             end = out.index(b"\n", pos)
             header = out[pos:end].split()
+            pos = end + 1
+            if len(header) < 3 or header[-1] == b"missing":
+                continue  # not in the object store: left out, the caller decides
             size = int(header[2])
-            blobs[sha] = out[end + 1:end + 1 + size]
-            pos = end + 1 + size + 1
+            blobs[sha] = out[pos:pos + size]
+            pos += size + 1
         return blobs
 
     def dirty(self, paths: Iterable[str]) -> list[str]:
