@@ -391,7 +391,7 @@ def bypassed_commits(desk: Desk, limit: int) -> list[tuple[str, str, Finding]]:
     ones the rules need (archive files before and after, files the secret scanner covers).
     """
     from desk.validate import (ARCHIVE_DIR, SECRET_DIRS, SECRET_FILES, _check_archive,
-                               check_message, read_named, secret_findings)
+                               check_message, secret_findings)
 
     if limit <= 0 or desk.git.head() is None:
         return []
@@ -415,7 +415,7 @@ def bypassed_commits(desk: Desk, limit: int) -> list[tuple[str, str, Finding]]:
             elif changes[path][1] and (path in SECRET_FILES or path.startswith(SECRET_DIRS)):
                 wanted.append(new)
         commits.append((sha, body, changes))
-    blobs = read_named(desk.git, list(dict.fromkeys(wanted)))
+    blobs = desk.git.read_blobs(wanted)
     allow = frozenset(desk.config.secrets.allow)
     found = []
     for sha, body, changes in commits:

@@ -149,7 +149,8 @@ class Git:
         return proc.stdout if proc.returncode == 0 else None
 
     def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
-        """Many blobs at once through one `git cat-file --batch`; missing ones are left out."""
+        """Objects by any name cat-file takes (`sha`, `HEAD:path`, `:path`), through one
+        `git cat-file --batch`; missing ones are left out."""
         wanted = list(dict.fromkeys(shas))
         if not wanted:
             return {}

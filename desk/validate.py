@@ -449,26 +449,6 @@ def _config(desk: Desk, changes: list[Change]) -> tuple[str, frozenset[str]]:
     return found or load(desk.git.blob_at("HEAD", CONFIG_FILE)) or ("", frozenset())
 
 
-def read_named(git: Git, names: list[str]) -> dict[str, bytes]:
-    """Objects by any name git accepts (`sha`, `HEAD:path`, `:path`) through one `cat-file --batch`;
-    missing ones are left out."""
-    if not names:
-        return {}
-    out = git.run("cat-file", "--batch", input=("\n".join(names) + "\n").encode(), read_only=True)
-    blobs: dict[str, bytes] = {}
-    pos = 0
-    for name in names:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        pos = end + 1
-        if len(header) < 3 or header[-1] == b"missing":
-            continue
-        size = int(header[2])
-        blobs[name] = out[pos:pos + size]
-        pos += size + 1
-    return blobs
-
-
 def _like(git: Git, extra: Collection[str] = (), gone: Collection[str] = ()) -> Callable[[list[str]], list[str]]:
     """Paths in git's index equal to the given ones ignoring case (one `git ls-files`)."""
     def like(paths: list[str]) -> list[str]:
@@ -502,7 +482,7 @@ def staged_changes(git: Git) -> tuple[list[Change], dict[str, bytes]]:
                if old != null and (path.startswith(ARCHIVE_DIR) or path == CONFIG_FILE)]
     if any(path == INDEX_FILE or path.startswith(MEMORY_DIR) for path, *_ in raw):
         wanted += [f"HEAD:{INDEX_FILE}", f":{INDEX_FILE}"]
-    blobs = read_named(git, wanted)
+    blobs = git.read_blobs(wanted)
     changes = [Change(path, None if status == "D" else blobs.get(sha, b""), mode,
                       None if old_sha == null else old_sha)
                for path, mode, old_sha, sha, status in raw]
@@ -561,7 +541,7 @@ def validate_writes(desk: Desk, writes: Mapping[str, bytes | None], message: str
 
     memory = None
     if INDEX_FILE in writes or any(p.startswith(MEMORY_DIR) for p in writes):
-        base = read_named(git, [f"HEAD:{INDEX_FILE}"]).get(f"HEAD:{INDEX_FILE}")
+        base = git.read_blobs([f"HEAD:{INDEX_FILE}"]).get(f"HEAD:{INDEX_FILE}")
         index = writes[INDEX_FILE] if INDEX_FILE in writes else base
         gone = [p for p, data in writes.items() if data is None]
         added = [p for p, data in writes.items() if data is not None]
