@@ -346,7 +346,7 @@ def _check_torn_archive(desk: Desk, report: DoctorReport, repair: bool) -> None:
 
 
 def _check_rules(desk: Desk, report: DoctorReport, repair: bool) -> None:
-    from desk.validate import MEMORY_DIR, validate_all
+    from desk.validate import MEMORY_PREFIX, validate_all
 
     findings = [f for f in validate_all(desk).errors if f.rule != "archive-torn"]
     stale = [f for f in findings if f.rule == "index-stale"]
@@ -355,7 +355,7 @@ def _check_rules(desk: Desk, report: DoctorReport, repair: bool) -> None:
             report.add(finding.rule, f"{finding.path}:{finding.line}", finding.message, "needs-person")
     if not stale:
         return
-    invalid = any(f.path.startswith(MEMORY_DIR) for f in findings)
+    invalid = any(f.path.startswith(MEMORY_PREFIX) for f in findings)
     if invalid or not repair:
         _found(report, "index-stale", "MEMORY.md", "MEMORY.md does not match memory/"
                + ("; fix the invalid memory files first" if invalid else ""), not invalid)

@@ -30,22 +30,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from desk.desk import CONFIG_PATH, INDEX_FILE, MEMORY_DIR
 from desk.errors import Finding
 from desk.git import Git, blob_sha
 
 if TYPE_CHECKING:
     from desk.desk import Desk
 
-INDEX_FILE = "MEMORY.md"
-MEMORY_DIR = "memory/"
+MEMORY_PREFIX = MEMORY_DIR + "/"
 ARCHIVE_DIR = ".system/archive/"
-CONFIG_FILE = ".system/desk.json"
+CONFIG_FILE = CONFIG_PATH
 ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE, "MISTAKES.md",
                         ".gitattributes", ".gitignore"})
-MANAGED_DIRS = (MEMORY_DIR, "journal/", "conversations/", ".system/", "users/", "projects/")
+MANAGED_DIRS = (MEMORY_PREFIX, "journal/", "conversations/", ".system/", "users/", "projects/")
 UNMANAGED_DIRS = (".system/cache/",)  # derived, git-ignored
 SECRET_FILES = frozenset({"NOW.md", "MISTAKES.md", "USER.md"})
-SECRET_DIRS = (MEMORY_DIR, "journal/")
+SECRET_DIRS = (MEMORY_PREFIX, "journal/")
 TEXT_LIMIT = 1 << 20  # 1 MiB for a hand-written text file
 LARGE_LIMIT = 64 << 20  # archive files and the generated index grow with the desk
 SYMLINK_MODE = "120000"
@@ -96,8 +96,8 @@ def is_managed(path: str) -> bool:
 
 def memory_name(path: str) -> str | None:
     """The stem of `memory/<stem>.md`, else None."""
-    if path.startswith(MEMORY_DIR) and path.endswith(".md") and "/" not in path[len(MEMORY_DIR):]:
-        return path[len(MEMORY_DIR):-3]
+    if path.startswith(MEMORY_PREFIX) and path.endswith(".md") and "/" not in path[len(MEMORY_PREFIX):]:
+        return path[len(MEMORY_PREFIX):-3]
     return None
 
 
@@ -164,7 +164,7 @@ def check_file(change: Change, *, desk_id: str, allow: Collection[str], now: dt.
                         "split it or move the bulk out of the desk")]
     if memory_name(path) is not None:
         return _check_memory(path, data, allow, now)
-    if path.startswith(MEMORY_DIR) and not path.endswith("/.gitkeep"):
+    if path.startswith(MEMORY_PREFIX) and not path.endswith("/.gitkeep"):
         return [Finding(path, 1, "memory-path", "memory/ holds only <name>.md files; move this "
                         "file out of memory/")]
     nul = data.find(b"\0")
@@ -415,7 +415,7 @@ def _run(desk: Desk, changes: list[Change], memory: MemorySet | None, read: Read
         report.findings += check_file(change, desk_id=desk_id, allow=allow, now=now, old=old)
     changed = {c.path for c in changes}
     regenerated = None
-    if memory is not None and (INDEX_FILE in changed or any(p.startswith(MEMORY_DIR) for p in changed)):
+    if memory is not None and (INDEX_FILE in changed or any(p.startswith(MEMORY_PREFIX) for p in changed)):
         memory_changes = {c.path: c.new for c in changes
                           if memory_name(c.path) is not None and c.mode != SYMLINK_MODE}
         added = {c.path for c in changes if c.old_blob is None}
@@ -480,7 +480,7 @@ def staged_changes(git: Git) -> tuple[list[Change], dict[str, bytes]]:
               if status != "D" and is_managed(path) and mode not in (SYMLINK_MODE, GITLINK_MODE)]
     wanted += [old for path, _, old, _, _ in raw
                if old != null and (path.startswith(ARCHIVE_DIR) or path == CONFIG_FILE)]
-    if any(path == INDEX_FILE or path.startswith(MEMORY_DIR) for path, *_ in raw):
+    if any(path == INDEX_FILE or path.startswith(MEMORY_PREFIX) for path, *_ in raw):
         wanted += [f"HEAD:{INDEX_FILE}", f":{INDEX_FILE}"]
     blobs = git.read_blobs(wanted)
     changes = [Change(path, None if status == "D" else blobs.get(sha, b""), mode,
@@ -505,7 +505,7 @@ def validate_staged(desk: Desk, git: Git | None = None, *, message: str | None =
         return {**found, **(git.read_blobs(missing) if missing else {})}
 
     memory = MemorySet(blobs.get(f":{INDEX_FILE}"), blobs.get(f"HEAD:{INDEX_FILE}"),
-                       lambda: git.ls_staged(MEMORY_DIR), read, _like(git))
+                       lambda: git.ls_staged(MEMORY_PREFIX), read, _like(git))
     return _run(desk, changes, memory, read, message, now)
 
 
@@ -530,9 +530,9 @@ def validate_writes(desk: Desk, writes: Mapping[str, bytes | None], message: str
 
     def all_files() -> dict[str, str]:
         head = git.head()
-        files = git.ls_tree(head, MEMORY_DIR) if head else {}
+        files = git.ls_tree(head, MEMORY_PREFIX) if head else {}
         for path, data in writes.items():
-            if path.startswith(MEMORY_DIR):
+            if path.startswith(MEMORY_PREFIX):
                 if data is None:
                     files.pop(path, None)
                 else:
@@ -540,7 +540,7 @@ def validate_writes(desk: Desk, writes: Mapping[str, bytes | None], message: str
         return files
 
     memory = None
-    if INDEX_FILE in writes or any(p.startswith(MEMORY_DIR) for p in writes):
+    if INDEX_FILE in writes or any(p.startswith(MEMORY_PREFIX) for p in writes):
         base = git.read_blobs([f"HEAD:{INDEX_FILE}"]).get(f"HEAD:{INDEX_FILE}")
         index = writes[INDEX_FILE] if INDEX_FILE in writes else base
         gone = [p for p, data in writes.items() if data is None]
