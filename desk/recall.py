@@ -131,7 +131,7 @@ def recall(desk: Desk, text: str, *, limit: int = 5, kind: str = "all",
     index = index or SearchIndex(desk)
     try:
         index.refresh(progress)
-        return search(index, query, desk.config.desk_id)
+        return search(index, query, desk.desk_id)
     finally:
         if own:
             index.close()

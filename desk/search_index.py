@@ -266,7 +266,7 @@ class SearchIndex:
                          added: list[tuple[int, Record]], progress: Progress | None) -> None:
         known = {p: (o, n, t) for p, o, n, t in db.execute("SELECT path, offset, lines, tail FROM archfiles")}
         total = sum(st.st_size - known.get(p, (0,))[0] for p, st in todo.items() if st is not None)
-        desk_id = self.desk.config.desk_id
+        desk_id = self.desk.desk_id
         done = 0
         for path, st in sorted(todo.items()):
             offset, lines, tail = known.get(path, (0, 0, ""))
