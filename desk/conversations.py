@@ -54,15 +54,21 @@ def _quote(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.splitlines()) or ">"
 
 
+def _inline(text: str) -> str:
+    """A session or actor name as one line of inline code: it cannot add headings or emphasis."""
+    flat = " ".join(text.split()).replace("`", "'")
+    return f"`{flat}`"
+
+
 def render_view(day: str, session: str | None, events: list[ArchiveEvent]) -> bytes:
     """The Markdown view of one session's messages on one day."""
-    title = session if session is not None else "(no session)"
+    title = _inline(session) if session is not None else "(no session)"
     lines = [f"# Conversation {title} — {day}", "",
              "<!-- Generated from .system/archive by `desk conversations render`; do not edit. "
              "The archive is the source of truth. -->", ""]
     for event in events:
         rec: dict[str, Any] = event.record
-        who = rec.get("actor") or ("user" if rec["kind"] == "inbound" else "assistant")
+        who = _inline(rec.get("actor") or ("user" if rec["kind"] == "inbound" else "assistant"))
         stamp = str(rec["at"])[11:19]
         lines.append(f"**{who}** · {stamp}Z · {rec['kind']} · `{rec['id']}`")
         lines.append("")

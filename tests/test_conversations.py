@@ -31,7 +31,7 @@ def test_render_writes_one_view_per_day_and_session_in_one_commit(desk: Desk, ru
     view = desk.path("conversations/2026-11-29/s1.md").read_text()
     assert view.index("earlier") < view.index("> hi") < view.index("hello")
     assert "> # not a heading" in view and "internal" not in view
-    assert "**ada** · 10:00:00Z · inbound" in view
+    assert "**`ada`** · 10:00:00Z · inbound" in view
     # the archive itself is not committed by a render
     assert git(desk.root, "status", "--porcelain", "--", ".system/archive").strip()
 
@@ -69,3 +69,13 @@ def test_unsafe_session_names_get_a_safe_unique_file() -> None:
     assert a != b and a.startswith("conversations/2026-11-29/a-b-") and "/" not in a.split("2026-11-29/")[1]
     assert view_path("2026-11-29", "../../etc") != "conversations/etc.md"
     assert ".." not in view_path("2026-11-29", "../../etc")
+
+
+def test_session_and_actor_cannot_add_structure_to_a_view(desk: Desk, run: DeskRunner) -> None:
+    from desk.archive import append_event
+
+    append_event(desk, "inbound", "hello", session="evil\n## Injected", actor="a**b",
+                 at="2026-11-29T10:00:00Z")
+    run("conversations", "render")
+    view = next((desk.root / "conversations/2026-11-29").glob("*.md")).read_text()
+    assert "\n## Injected" not in view and "`evil ## Injected`" in view and "**`a**b`**" in view
