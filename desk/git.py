@@ -79,6 +79,7 @@ class Git:
         self.root = root
         self._env = dict(os.environ) if hook_env else clean_env()
         self._identity: list[str] | None = None
+        self._config: dict[str, str] | None = None
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True,
             read_only: bool = False) -> bytes:
@@ -190,12 +191,18 @@ class Git:
 
     # -- writing ------------------------------------------------------------------------------
 
+    def config_values(self) -> dict[str, str]:
+        """The few config values desk needs (identity, core.hooksPath), read once per Git."""
+        if self._config is None:
+            out = self.run("config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath)$",
+                           check=False, read_only=True).decode("utf-8", "replace")
+            self._config = dict(line.partition(" ")[::2] for line in out.splitlines())
+        return self._config
+
     def identity_args(self) -> list[str]:
         """`-c user.name=… -c user.email=…` when no identity is configured, so desk works anywhere."""
         if self._identity is None:
-            out = self.run("config", "--get-regexp", r"^user\.(name|email)$", check=False,
-                           read_only=True).decode()
-            keys = {line.split(" ", 1)[0] for line in out.splitlines()}
+            keys = set(self.config_values())
             args: list[str] = []
             if "user.name" not in keys and not ("GIT_AUTHOR_NAME" in self._env
                                                 and "GIT_COMMITTER_NAME" in self._env):
@@ -213,13 +220,14 @@ class Git:
         """Drop `paths` from the index again (after a failed commit of new files)."""
         self.run("reset", "-q", "--", *paths, check=False)
 
-    def commit(self, message: str, paths: list[str]) -> str:
+    def commit(self, message: str, paths: list[str], *, verify: bool = True) -> str:
         """Commit exactly `paths` (git's `--only` semantics) and return the new commit's sha.
 
         A person's other staged or unstaged work is left as it was. New files must be added first.
+        `verify=False` skips the pre-commit and commit-msg hooks (the caller ran their checks).
         """
-        self.run(*self.identity_args(), "commit", "-q", "-F", "-", "--", *paths,
-                 input=message.encode())
+        self.run(*self.identity_args(), "commit", "-q", "-F", "-", *([] if verify else ["--no-verify"]),
+                 "--", *paths, input=message.encode())
         head = self.head()
         assert head is not None
         return head
@@ -276,6 +284,7 @@ class Git:
         other = Git(self.root)
         other._env = dict(self._env)
         other._identity = self.identity_args()  # computed once, shared
+        other._config = self._config
         for key, value in changes.items():
             if value is None:
                 other._env.pop(key, None)

@@ -59,6 +59,22 @@ def is_ours(path: Path) -> bool:
         return False
 
 
+def only_desk_hooks(git: Git, git_dir: Path) -> bool:
+    """True when the commit hooks git would run are desk's own with nothing chained to them.
+
+    desk's own commits ran the same checks in process, so they may then pass --no-verify and save
+    the hook shells' start-up; with a foreign hook (chained or under core.hooksPath) they run it.
+    """
+    if git.config_values().get("core.hookspath"):
+        return False
+    folder = git_dir / "hooks"
+    for hook in ("pre-commit", "commit-msg"):
+        path = folder / hook
+        if (folder / (hook + LEGACY)).exists() or (path.exists() and not is_ours(path)):
+            return False
+    return True
+
+
 def hooks_folder(git: Git) -> Path:
     """The repository's hooks folder; refused (with the manual way) when core.hooksPath is set."""
     configured = git.run("config", "--get", "core.hooksPath", check=False, read_only=True).decode().strip()

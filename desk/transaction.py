@@ -65,7 +65,10 @@ class Transaction:
             from desk.validate import VALIDATED_ENV, require_valid
 
             require_valid(self.desk, writes, message)
-            sha = self.desk.git.with_env(**{VALIDATED_ENV: "1"}).commit(message, paths)
+            from desk.hooks import only_desk_hooks
+
+            verify = not only_desk_hooks(self.desk.git, self.desk.git_dir)
+            sha = self.desk.git.with_env(**{VALIDATED_ENV: "1"}).commit(message, paths, verify=verify)
             marker.unlink(missing_ok=True)
             return sha
         except BaseException:

@@ -101,7 +101,7 @@ def test_torn_archive_record_missing_only_its_newline_is_kept(desk: Desk, run: D
 def _crash_before_commit(root: Path, name: str) -> None:
     """A real `remember` in a child process that dies (exit 9) right before `git commit`."""
     code = ("import os, sys\nfrom pathlib import Path\nfrom desk.git import Git\n"
-            "Git.commit = lambda self, message, paths: os._exit(9)\n"
+            "Git.commit = lambda self, message, paths, **kw: os._exit(9)\n"
             "from desk.desk import Desk\nfrom desk.memories import remember\n"
             f"remember(Desk(Path({str(root)!r})), {name!r}, type='fact', description='Crashed',"
             " body='It crashed here.', triggers=['crash'])\n")

@@ -180,3 +180,17 @@ def test_merge_with_an_unsorted_union_index_is_fixed(desk: Desk) -> None:
     proc = commit(desk.root, "merge other")
     assert proc.returncode == 0, proc.stderr
     assert len(sh(desk.root, "log", "-1", "--format=%P").stdout.split()) == 2
+
+
+def test_a_chained_foreign_hook_runs_for_desks_own_commits_too(desk: Desk, run: DeskRunner) -> None:
+    """desk's own commits skip the hooks only when they are desk's alone (--no-verify saves the
+    shells); a person's chained hook still runs for them."""
+    from desk.memories import remember
+
+    remember(desk, "a", type="fact", description="a", body="First fact.")
+    assert not (desk.root / "pre-commit.ran").exists()  # only desk's hooks: nothing else to run
+    run("hooks", "uninstall")
+    foreign_hook(desk.root, "pre-commit")
+    run("hooks", "install")
+    remember(desk, "b", type="fact", description="b", body="Second fact.")
+    assert (desk.root / "pre-commit.ran").read_text() == "ran\n"
