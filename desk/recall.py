@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from desk.archive_format import parse_time
 from desk.desk import Desk
 from desk.errors import UsageError
 from desk.recall_rank import RANKERS, Ranker, ScoreBreakdown, top_records
@@ -59,16 +60,11 @@ class RecallQuery:
 
 
 def parse_as_of(value: dt.datetime | str | None) -> dt.datetime:
+    """`--as-of` as the other commands read a time (archive_format.parse_time): ISO 8601 with a
+    zone, or a bare date meaning midnight UTC."""
     if value is None:
         return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value)
-        except ValueError:
-            raise UsageError(f"--as-of {value!r} is not an ISO-8601 time like 2026-11-29T10:00:00Z") from None
-    if value.tzinfo is None:
-        raise UsageError("--as-of needs a timezone; write it in UTC with a Z, e.g. 2026-11-29T10:00:00Z")
-    return value.astimezone(dt.timezone.utc)
+    return parse_time(value, "--as-of").astimezone(dt.timezone.utc)
 
 
 def normalize_query(text: str, *, limit: int = 5, kind: str = "all",

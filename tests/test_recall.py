@@ -313,3 +313,9 @@ def test_records_of_another_desk_are_never_recalled(desk: Desk) -> None:
     (folder / "2026-11-28.otherclone.jsonl").write_text(json.dumps(foreign, sort_keys=True) + "\n", "utf-8")
     result = recall(desk, "kiwi", as_of=AS_OF)
     assert [h.id for h in result.hits] == [f"event:{mine['id']}"] and result.searched_records == 1
+
+
+def test_as_of_takes_a_bare_date_like_the_other_commands(run: DeskRunner) -> None:
+    assert run("recall", "anything", "--as-of", "2026-12-01", "--json").exit_code == 0
+    assert run("context", "--as-of", "2026-12-01").exit_code == 0
+    assert run("recall", "anything", "--as-of", "2026-12-01T10:00:00").exit_code == 2  # no zone
