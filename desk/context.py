@@ -27,6 +27,7 @@ from desk.errors import InvalidFileError, UsageError
 from desk.git import blob_sha
 from desk.index import HEADER, IndexEntry, load_entries, memory_path
 from desk.memory import parse_memory
+from desk.recall_render import xml_attr, xml_text
 from desk.search_records import parse_utc, text_terms
 from desk.textnorm import normalize
 from desk.tokens import CJK_CLASS, estimate_tokens
@@ -287,16 +288,6 @@ def _some(names: list[str], sep: str, most: int = 6) -> str:
     return shown + (f"{sep}and {len(names) - most} more" if len(names) > most else "")
 
 
-def _escape(text: str) -> str:
-    """Memory text as XML character data: it can never open or close an element."""
-    text = "".join(ch for ch in text if ch in "\t\n" or ord(ch) >= 32)
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _attr(value: object) -> str:
-    return '"' + _escape("" if value is None else str(value)).replace('"', "&quot;").replace("\n", " ") + '"'
-
-
 def _recalled(desk: Desk, query: str, active: Mapping[str, IndexEntry],
               limit: int) -> tuple[Section, list[dict[str, Any]]] | None:
     """The trigger-gated memory block, or None when no trigger is hit (nothing injected)."""
@@ -343,10 +334,10 @@ def _recalled(desk: Desk, query: str, active: Mapping[str, IndexEntry],
 
 def _memory_xml(m: Mapping[str, Any]) -> str:
     shown = {**m, "commit": (m["commit"] or "")[:12]}  # the full sha is in --format json
-    attrs = " ".join(f"{k}={_attr(shown[k])}" for k in ("name", "path", "commit", "type", "source",
+    attrs = " ".join(f"{k}={xml_attr(shown[k])}" for k in ("name", "path", "commit", "type", "source",
                                                         "source_event", "updated") if shown.get(k))
-    attrs += f" triggers_hit={_attr(', '.join(m['triggers_hit']))}"
-    return f"<memory {attrs}>\n{_escape(m['body']).rstrip(chr(10))}\n</memory>\n"
+    attrs += f" triggers_hit={xml_attr(', '.join(m['triggers_hit']))}"
+    return f"<memory {attrs}>\n{xml_text(m['body']).rstrip(chr(10))}\n</memory>\n"
 
 
 def render_markdown(result: ContextResult) -> str:

@@ -28,13 +28,15 @@ def snippet(text: str, matched: Sequence[str], width: int = SNIPPET_CHARS) -> st
     return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
 
 
-def _attr(value: object) -> str:
+def xml_attr(value: object) -> str:
+    """A quoted XML attribute value: escaped, one line (booleans as true/false)."""
     text = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-    return '"' + _escape(text).replace('"', "&quot;") + '"'
+    return '"' + xml_text(text).replace('"', "&quot;").replace("\n", " ") + '"'
 
 
-def _escape(text: str) -> str:
-    """XML text: `&`, `<`, `>` escaped and control characters (never valid XML) dropped."""
+def xml_text(text: str) -> str:
+    """XML text: `&`, `<`, `>` escaped and control characters (never valid XML) dropped, so
+    recalled or injected memory text can never open or close an element."""
     text = "".join(ch for ch in text if ch in "\t\n" or ord(ch) >= 32)
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -44,25 +46,25 @@ def render_xml(result: RecallResult) -> str:
     if not result.hits:
         return ""
     q = result.query
-    lines = [f"<recalled_context query_id={_attr(q.query_id)} normalized_query={_attr(q.normalized_text)}"
-             f" desk_id={_attr(result.hits[0].scope['desk_id'])}>"]
+    lines = [f"<recalled_context query_id={xml_attr(q.query_id)} normalized_query={xml_attr(q.normalized_text)}"
+             f" desk_id={xml_attr(result.hits[0].scope['desk_id'])}>"]
     for hit in result.hits:
         b = hit.score_breakdown
-        lines.append(f"  <hit rank=\"{hit.rank}\" id={_attr(hit.id)} desk_id={_attr(hit.scope['desk_id'])}"
-                     f" memory_kind={_attr(hit.scope['memory_kind'])} type={_attr(hit.scope['type'])}>")
+        lines.append(f"  <hit rank=\"{hit.rank}\" id={xml_attr(hit.id)} desk_id={xml_attr(hit.scope['desk_id'])}"
+                     f" memory_kind={xml_attr(hit.scope['memory_kind'])} type={xml_attr(hit.scope['type'])}>")
         contrib = " ".join(f"{k}_contribution=\"{v:.6f}\"" for k, v in b.contributions.items())
         lines.append(f"    <score total=\"{b.total:.6f}\" lexical_coverage=\"{b.lexical_coverage:.6f}\""
                      f" recency=\"{b.recency:.6f}\" {contrib}"
-                     f" matched_terms={_attr(' '.join(b.matched_terms))}/>")
-        prov = " ".join(f"{k}={_attr(v)}" for k, v in hit.provenance.items() if k != "meta")
+                     f" matched_terms={xml_attr(' '.join(b.matched_terms))}/>")
+        prov = " ".join(f"{k}={xml_attr(v)}" for k, v in hit.provenance.items() if k != "meta")
         meta = hit.provenance.get("meta") or {}
         if meta:
             lines.append(f"    <provenance {prov}>")
-            lines += [f"      <meta key={_attr(k)} value={_attr(v)}/>" for k, v in sorted(meta.items())]
+            lines += [f"      <meta key={xml_attr(k)} value={xml_attr(v)}/>" for k, v in sorted(meta.items())]
             lines.append("    </provenance>")
         else:
             lines.append(f"    <provenance {prov}/>")
-        lines.append(f"    <snippet>{_escape(hit.snippet)}</snippet>")
+        lines.append(f"    <snippet>{xml_text(hit.snippet)}</snippet>")
         lines.append("  </hit>")
     lines.append("</recalled_context>")
     return "\n".join(lines) + "\n"
