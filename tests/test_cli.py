@@ -86,3 +86,15 @@ def test_index_is_a_pure_function_of_the_entries(entries: list[IndexEntry], rnd:
     lines = render_index(entries).decode().splitlines()[2:]
     names = [line.split("](")[0][3:] for line in lines if line.startswith("- [")]
     assert names == sorted(e.name for e in entries)
+
+
+def test_choices_the_cli_repeats_to_stay_light_match_the_library() -> None:
+    """The CLI spells a few choice lists out so `desk --help` imports no library module."""
+    from desk import facts, memory, now
+    from desk.cli import digest as cli_digest
+    from desk.cli import memory as cli_memory
+    from desk.cli import working as cli_working
+
+    assert cli_memory.MEMORY_TYPES == memory.MEMORY_TYPES
+    assert cli_digest.FACT_KINDS == facts.FACT_KINDS
+    assert cli_working.SECTIONS == now.SECTIONS
