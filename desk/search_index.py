@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from desk.archive_format import ARCHIVE_DIR
 from desk.cache import open_cache
 from desk.desk import MEMORY_DIR, Desk
 from desk.git import blob_sha
 from desk.search_records import KIND_NAMES, Record, event_record, memory_record
 
 CACHE_FILE = "search.sqlite"
-ARCHIVE_DIR = ".system/archive"
 _SCHEMA = 2
 COMPACT_MIN_DEAD = 5000
 _RACY_NS = 3_000_000_000  # a file modified this close to its stat is re-hashed next time (git's racy rule)

@@ -16,7 +16,7 @@ from typing import Any
 
 from desk.desk import INDEX_FILE, MEMORY_DIR, Desk
 from desk.context import memory_entries
-from desk.search_index import ARCHIVE_DIR
+from desk.archive_format import ARCHIVE_DIR
 from desk.search_records import parse_utc
 from desk.tokens import estimate_tokens
 
