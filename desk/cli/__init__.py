@@ -44,26 +44,12 @@ def cli(ctx: click.Context, desk_path: Path | None) -> None:
 
 
 def _register() -> None:
-    from desk.cli import memory
+    """Add each command module's COMMANDS: memories, guard, reading, digest, working desk."""
+    from desk.cli import digest, guard, memory, read, working
 
-    for command in memory.COMMANDS:
-        cli.add_command(command)
-    from desk.cli import guard  # noqa: E402 - GUARD: validate, hooks, edit, doctor
-
-    for command in guard.COMMANDS:
-        cli.add_command(command)
-    from desk.cli import read  # noqa: E402 - RECALL: recall, context, stats
-
-    for command in read.COMMANDS:
-        cli.add_command(command)
-    from desk.cli import digest  # noqa: E402 - DIGEST: fact add, digest, conflicts
-
-    for command in digest.COMMANDS:
-        cli.add_command(command)
-    from desk.cli import working  # noqa: E402 - ARCHIVE: archive, checkpoint, now, mistake, conversations
-
-    for command in working.COMMANDS:
-        cli.add_command(command)
+    for module in (memory, guard, read, digest, working):
+        for command in module.COMMANDS:
+            cli.add_command(command)
 
 
 _register()
