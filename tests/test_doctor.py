@@ -98,10 +98,10 @@ def test_torn_archive_record_missing_only_its_newline_is_kept(desk: Desk, run: D
     assert path.read_bytes() == whole
 
 
-def _crash_before_commit(root: Path, name: str) -> None:
-    """A real `remember` in a child process that dies (exit 9) right before `git commit`."""
+def _crash_before_commit(root: Path, name: str, before: str = "commit") -> None:
+    """A real `remember` in a child process that dies (exit 9) right before `git <before>`."""
     code = ("import os, sys\nfrom pathlib import Path\nfrom desk.git import Git\n"
-            "Git.commit = lambda self, message, paths, **kw: os._exit(9)\n"
+            f"Git.{before} = lambda self, *args, **kw: os._exit(9)\n"
             "from desk.desk import Desk\nfrom desk.memories import remember\n"
             f"remember(Desk(Path({str(root)!r})), {name!r}, type='fact', description='Crashed',"
             " body='It crashed here.', triggers=['crash'])\n")
@@ -181,12 +181,7 @@ def test_the_next_mutation_first_finishes_an_interrupted_one(desk: Desk, run: De
 
 def test_a_crash_before_git_add_of_a_new_memory_is_finished(desk: Desk, run: DeskRunner) -> None:
     """Killed after writing memory/new.md but before `git add`: the file is untracked."""
-    code = ("import os\nfrom pathlib import Path\nfrom desk.git import Git\n"
-            "Git.add = lambda self, paths: os._exit(9)\n"
-            "from desk.desk import Desk\nfrom desk.memories import remember\n"
-            f"remember(Desk(Path({str(desk.root)!r})), 'fresh', type='fact', description='New',"
-            " body='A brand new fact.')\n")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 9
+    _crash_before_commit(desk.root, "fresh", before="add")
     assert "?? memory/fresh.md" in sh(desk.root, "status", "--porcelain").stdout
     code_, data = doctor(run, "--repair")
     assert code_ == 0 and checks(data)["interrupted"] == "repaired", data
