@@ -63,7 +63,7 @@ def edit_memory(desk: Desk, name: str, *, actor: str = "user",
     `ask(findings_text)` is called when the saved text breaks a rule: True edits again, False
     aborts (RejectedError, nothing changed).
     """
-    from desk.index import committed_files, memory_path
+    from desk.index import memory_path
     from desk.memory import require_name
     from desk.transaction import transaction
 
@@ -100,7 +100,7 @@ def edit_memory(desk: Desk, name: str, *, actor: str = "user",
                 os.replace(scratch, keep)
                 raise ConflictError(f"{path} was changed by someone else while you edited it",
                                     hint=f"your text is kept in {keep}; run `desk edit {name}` again")
-            writes = _writes(desk, path, name, data, committed_files(desk))
+            writes = _writes(desk, path, name, data)
             sha = tx.commit(writes, message)
     finally:
         scratch.unlink(missing_ok=True)
@@ -114,28 +114,32 @@ def _message(name: str, actor: str) -> str:
                                             "Desk-Actor": actor})
 
 
-def _writes(desk: Desk, path: str, name: str, data: bytes,
-            files: dict[str, str]) -> dict[str, bytes | None]:
-    """The memory and its regenerated MEMORY.md (raises InvalidFileError when it does not parse)."""
-    from desk.index import IndexEntry, load_entries, render_index
-    from desk.memory import parse_memory
+def _writes(desk: Desk, path: str, name: str, data: bytes) -> dict[str, bytes | None]:
+    """The memory and its regenerated MEMORY.md (raises InvalidFileError when it does not parse).
 
-    entries = load_entries(desk, {p: b for p, b in files.items() if p != path})
-    entries[name] = IndexEntry.of(parse_memory(data, path, name))
+    The index comes from desk.state's mirror of HEAD, as for `remember`: no re-read of the desk.
+    """
+    from desk.git import blob_sha
+    from desk.index import IndexEntry
+    from desk.memory import parse_memory
+    from desk.state import memory_state
+
+    entry = IndexEntry.of(parse_memory(data, path, name))
+    with memory_state(desk) as state:
+        index = state.render_index({name: entry})
+        committed = state.index_blob
     writes: dict[str, bytes | None] = {path: data}
-    index = render_index(entries.values())
-    if desk.git.blob_at("HEAD", INDEX_FILE) != index:
+    if committed != blob_sha(index):
         writes[INDEX_FILE] = index
     return writes
 
 
 def _check(desk: Desk, path: str, name: str, data: bytes, message: str) -> list[Finding]:
     """Every finding for the saved text: the memory rules, then the whole commit's rules."""
-    from desk.index import committed_files
     from desk.validate import Change, check_file, validate_writes
 
     try:
-        writes = _writes(desk, path, name, data, committed_files(desk))
+        writes = _writes(desk, path, name, data)
     except InvalidFileError:
         import datetime as dt
 
