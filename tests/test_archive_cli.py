@@ -33,7 +33,8 @@ def test_append_prints_the_id_and_json_the_record(desk: Desk, run: DeskRunner) -
 
 
 def test_append_reads_stdin_and_refuses_bad_input(desk: Desk, run: DeskRunner) -> None:
-    event_id = _append(run, "--kind", "inbound", "-", input="from stdin\n")
+    # A fixed --at: the archive file is named by the event's UTC day, never by today's date.
+    event_id = _append(run, "--kind", "inbound", "--at", "2026-11-29T10:00:00Z", "-", input="from stdin\n")
     assert json.loads(run("archive", "show", event_id, "--json").output)["content"] == "from stdin\n"
     before = _file(desk).read_bytes()
     for args in (["--kind", "inbound", "--meta", "novalue", "x"], ["--kind", "inbound"],
