@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from desk.archive import append_event, iter_events  # noqa: E402
-from desk.archive_import import FSYNC_EVERY, import_events  # noqa: E402
-from desk.archive_verify import verify_archive  # noqa: E402
-from desk.desk import Desk  # noqa: E402
+from desk.archive.store import append_event, iter_events  # noqa: E402
+from desk.archive.importing import FSYNC_EVERY, import_events  # noqa: E402
+from desk.archive.verify import verify_archive  # noqa: E402
+from desk.layout import DeskFolder  # noqa: E402
 from desk.scaffold import init_desk  # noqa: E402
 
 LINE = json.dumps({"kind": "inbound", "content": "a typical short message " * 4,
@@ -58,7 +58,7 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="bench-archive-", dir=args.dir))
     desk_root = base / "desk"
     init_desk(desk_root)
-    desk = Desk(desk_root)
+    desk = DeskFolder(desk_root)
     n = args.appends
 
     # Interleaved rounds: fsync latency drifts with whatever else the machine is doing, so the
@@ -106,7 +106,7 @@ def main() -> None:
     plain_root = base / "desk-plain"
     init_desk(plain_root)
     start = time.perf_counter()
-    import_events(Desk(plain_root), src, redact=False)
+    import_events(DeskFolder(plain_root), src, redact=False)
     plain = time.perf_counter() - start
     print(f"import, --no-redact: {plain:.2f} s ({total / plain:,.0f} events/s): the secret scan is "
           f"{(imported - plain) / imported:.0%} of the import")

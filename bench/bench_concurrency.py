@@ -14,14 +14,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from desk.desk import Desk
-from desk.index import entries_in_worktree, render_index
-from desk.memories import remember
+from desk.layout import DeskFolder
+from desk.memory.index import entries_in_worktree, render_index
+from desk.memory.operations import remember
 from desk.scaffold import init_desk
 
 
 def worker(root: str, worker_id: int, each: int) -> None:
-    desk = Desk(Path(root))
+    desk = DeskFolder(Path(root))
     for i in range(each):
         remember(desk, f"w{worker_id}-m{i:03d}", type="fact", description=f"worker {worker_id} fact {i}",
                  body=f"Worker {worker_id} learned fact number {i}.")
@@ -52,7 +52,7 @@ def main() -> None:
         total = args.workers * args.each
         commits = int(git(root, "rev-list", "--count", "HEAD")) - start_commits
         files = len([f for f in git(root, "ls-files", "memory/").split() if f.endswith(".md")])
-        index_exact = (root / "MEMORY.md").read_bytes() == render_index(entries_in_worktree(Desk(root)).values())
+        index_exact = (root / "MEMORY.md").read_bytes() == render_index(entries_in_worktree(DeskFolder(root)).values())
         fsck = git(root, "fsck", "--full").strip()
         print(f"{args.workers} x {args.each}: exit codes {sorted({p.exitcode for p in procs})}, "
               f"{commits}/{total} commits, {files}/{total} files, index exact: {index_exact}, "

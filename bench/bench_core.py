@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from desk.desk import Desk
-from desk.index import committed_files, entries_in_worktree, load_entries, render_index
-from desk.memories import remember
-from desk.memory import MemoryFile, MemoryMeta
+from desk.layout import DeskFolder
+from desk.memory.index import committed_files, entries_in_worktree, load_entries, render_index
+from desk.memory.operations import remember
+from desk.memory.file import MemoryFile, MemoryMeta
 from desk.scaffold import init_desk
 
 NOW = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
@@ -44,10 +44,10 @@ def memory_bytes(name: str, i: int) -> bytes:
     return MemoryFile(meta, f"Benchmark fact {name}: value {i * 7919 % 100003}.\n").render()
 
 
-def build_desk(root: Path, size: int) -> Desk:
+def build_desk(root: Path, size: int) -> DeskFolder:
     """A desk with `size` memories, written directly and committed once (not `size` desk commits)."""
     init_desk(root)
-    desk = Desk(root)
+    desk = DeskFolder(root)
     for i in range(size):
         (root / "memory" / f"m{i:06d}.md").write_bytes(memory_bytes(f"m{i:06d}", i))
     git(root, "add", "memory")
@@ -61,7 +61,7 @@ def build_desk(root: Path, size: int) -> Desk:
     return desk
 
 
-def time_remember_vs_git(desk: Desk, rounds: int) -> tuple[float, float]:
+def time_remember_vs_git(desk: DeskFolder, rounds: int) -> tuple[float, float]:
     ours, plain = [], []
     for i in range(rounds):
         t0 = time.perf_counter()

@@ -26,11 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from desk.archive import iter_events
-from desk.archive_import import import_events
-from desk.checkpoint import checkpoint
-from desk.desk import Desk
-from desk.digest import digest
+from desk.archive.store import iter_events
+from desk.archive.importing import import_events
+from desk.archive.checkpoint import checkpoint
+from desk.layout import DeskFolder
+from desk.digest.run import digest
 from desk.scaffold import init_desk
 
 DAY = dt.date(2026, 11, 29)
@@ -83,9 +83,9 @@ def old_facts(domains: int) -> list[dict[str, object]]:
     return facts
 
 
-def build(root: Path, n: int, domains: int) -> Desk:
+def build(root: Path, n: int, domains: int) -> DeskFolder:
     init_desk(root)
-    desk = Desk(root)
+    desk = DeskFolder(root)
     source = root.parent / "events.jsonl"
     lines = [json.dumps(e) for e in old_facts(domains) + day_events(n)]
     source.write_text("\n".join(lines) + "\n")
@@ -100,7 +100,7 @@ def timed(fn) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter() - t0
 
 
-def read_day(desk: Desk) -> int:
+def read_day(desk: DeskFolder) -> int:
     start = dt.datetime(DAY.year, DAY.month, DAY.day, tzinfo=dt.timezone.utc)
     return sum(1 for _ in iter_events(desk, since=start, until=start + dt.timedelta(days=1)))
 
@@ -125,7 +125,7 @@ def scenario(tmp: Path, events: int, domains: int, rounds: int) -> None:
         b = tmp / f"b{r}" / "desk"
         shutil.copytree(template.root, a, symlinks=True)
         shutil.copytree(template.root, b, symlinks=True)
-        da, db = Desk(a), Desk(b)
+        da, db = DeskFolder(a), DeskFolder(b)
         holder: list[object] = []
         firsts.append(timed(lambda: holder.append(digest(da, as_of=AS_OF))))
         result = holder[0]

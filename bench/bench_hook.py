@@ -22,11 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from desk.desk import Desk
-from desk.index import committed_files, entries_in_worktree, load_entries, render_index
-from desk.memory import MemoryFile, MemoryMeta
+from desk.layout import DeskFolder
+from desk.memory.index import committed_files, entries_in_worktree, load_entries, render_index
+from desk.memory.file import MemoryFile, MemoryMeta
 from desk.scaffold import init_desk
-from desk.validate import validate_staged
+from desk.guard.validate import validate_staged
 
 NOW = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
 GIT_ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
@@ -45,10 +45,10 @@ def memory_bytes(name: str, i: int, body: str = "") -> bytes:
     return MemoryFile(meta, body or f"Benchmark fact {name}: value {i * 7919 % 100003}.\n").render()
 
 
-def build_desk(root: Path, size: int) -> Desk:
+def build_desk(root: Path, size: int) -> DeskFolder:
     """`size` memories written directly and committed once; the index cache warmed as in use."""
     init_desk(root)  # installs the hooks
-    desk = Desk(root)
+    desk = DeskFolder(root)
     for i in range(size):
         (root / "memory" / f"m{i:06d}.md").write_bytes(memory_bytes(f"m{i:06d}", i))
     (root / "MEMORY.md").write_bytes(render_index(entries_in_worktree(desk).values()))
@@ -58,7 +58,7 @@ def build_desk(root: Path, size: int) -> Desk:
     return desk
 
 
-def hand_edit(desk: Desk, i: int, tag: str) -> str:
+def hand_edit(desk: DeskFolder, i: int, tag: str) -> str:
     """Change one memory's body (the index line stays the same) and stage it."""
     rel = f"memory/m{i:06d}.md"
     (desk.root / rel).write_bytes(memory_bytes(f"m{i:06d}", i, f"Edited by hand ({tag}, {i}).\n"))
@@ -66,7 +66,7 @@ def hand_edit(desk: Desk, i: int, tag: str) -> str:
     return rel
 
 
-def time_commits(desk: Desk, rounds: int) -> tuple[float, float]:
+def time_commits(desk: DeskFolder, rounds: int) -> tuple[float, float]:
     hooked, plain = [], []
     for r in range(rounds):
         hand_edit(desk, 2 * r, "hooked")
@@ -82,7 +82,7 @@ def time_commits(desk: Desk, rounds: int) -> tuple[float, float]:
     return statistics.median(hooked), statistics.median(plain)
 
 
-def time_validate(desk: Desk, rounds: int) -> float:
+def time_validate(desk: DeskFolder, rounds: int) -> float:
     times = []
     for r in range(rounds):
         rel = hand_edit(desk, r % 50, f"validate {r}")

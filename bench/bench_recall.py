@@ -31,19 +31,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "retrieval"))
 
 import corpus  # noqa: E402
 
-from desk.desk import Desk  # noqa: E402
-from desk.recall import normalize_query, recall, search  # noqa: E402
+from desk.layout import DeskFolder  # noqa: E402
+from desk.recall.search import normalize_query, recall, search  # noqa: E402
 from desk.scaffold import init_desk  # noqa: E402
-from desk.search_index import SearchIndex  # noqa: E402
-from desk.search_records import text_terms  # noqa: E402
+from desk.recall.search_cache import SearchCache  # noqa: E402
+from desk.recall.records import text_terms  # noqa: E402
 
 RANKERS = ("default", "seed", "bm25")
 
 
-def make_desk(folder: Path) -> Desk:
+def make_desk(folder: Path) -> DeskFolder:
     root = folder / "desk"
     init_desk(root)
-    return Desk(root)
+    return DeskFolder(root)
 
 
 def quality(seed: int, sessions: int) -> bool:
@@ -57,7 +57,7 @@ def quality(seed: int, sessions: int) -> bool:
             turns += t
         ids = corpus.write_archive(desk.root, desk.config.desk_id, turns)
         as_of = (max(t.at for t in turns) + corpus.dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        index = SearchIndex(desk)
+        index = SearchCache(desk)
         index.refresh()
         print(f"quality: seed {seed}, {len(turns)} conversation records, {len(questions)} questions "
               f"({sum(q.lang == 'en' for q in questions)} en, {sum(q.lang == 'zh' for q in questions)} zh)")
@@ -111,7 +111,7 @@ def scale(records: int, seed: int) -> None:
         shown = _run_in_pty(["desk", "recall", "database for Orion"], env)
         print(f"first `desk recall` (builds the cache): {time.perf_counter() - started:.2f} s; "
               f"progress bar on the terminal: {'yes' if 'indexing the archive' in shown else 'NO'}")
-        index = SearchIndex(desk)
+        index = SearchCache(desk)
         index.refresh()
         texts = [q.text for q in questions]
         for text in texts[:5]:

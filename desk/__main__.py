@@ -1,3 +1,3 @@
-from desk.cli import main
+from desk.cli.main import main
 
 main()

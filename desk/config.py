@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from desk.desk import CONFIG_PATH
+from desk.layout import CONFIG_PATH
 from desk.errors import Finding, InvalidFileError
 
 SCHEMA_VERSION = 1

@@ -7,10 +7,10 @@ from importlib import resources
 from pathlib import Path
 
 from desk.config import CONFIG_PATH, new_config
-from desk.desk import INDEX_FILE, Desk, is_desk
+from desk.layout import INDEX_FILE, DeskFolder, is_desk
 from desk.errors import DeskError, UsageError
-from desk.git import Git, toplevel
-from desk.index import render_index
+from desk.storage.git import Git, toplevel
+from desk.memory.index import render_index
 from desk.transaction import commit_message, transaction
 
 # desk path -> template file name (dotfiles are stored without their dot so packaging keeps them)
@@ -79,14 +79,14 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
     git = Git(path)
     if top is None or top.resolve() != path:
         git.init()
-    desk = Desk(path)
+    desk = DeskFolder(path)
     files = desk_files()
     kept = sorted(p for p in files if (path / p).exists())
     writes: dict[str, bytes | None] = {p: data for p, data in files.items() if p not in kept}
     with transaction(desk) as tx:
         message = commit_message("init: new desk", {"Desk-Op": "init", "Desk-Actor": "user"})
         sha = tx.commit(writes, message)
-    from desk.hooks import install
+    from desk.guard.hooks import install
 
     try:
         install(path)  # the pre-commit and commit-msg hooks: hand edits pass the same gate

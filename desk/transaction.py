@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from desk.atomic import atomic_write, remove
-from desk.desk import Desk
+from desk.storage.atomic import atomic_write, remove
+from desk.layout import DeskFolder
 from desk.errors import ConflictError
-from desk.lock import desk_lock
+from desk.storage.lock import desk_lock
 
 
 def commit_message(subject: str, trailers: Mapping[str, str | None], body: str | None = None) -> str:
@@ -31,7 +31,7 @@ def commit_message(subject: str, trailers: Mapping[str, str | None], body: str |
 class Transaction:
     """What a mutation may do while it holds the lock."""
 
-    def __init__(self, desk: Desk) -> None:
+    def __init__(self, desk: DeskFolder) -> None:
         self.desk = desk
 
     def require_clean(self, paths: list[str]) -> None:
@@ -49,7 +49,7 @@ class Transaction:
         """
         paths = sorted(writes)
         before = {p: self._read(p) for p in paths}
-        from desk.doctor import mark_pending  # lets `desk doctor` finish or undo it after a crash
+        from desk.guard.doctor import mark_pending  # lets `desk doctor` finish or undo it after a crash
 
         marker = mark_pending(self.desk, writes, before, message)
         try:
@@ -62,10 +62,10 @@ class Transaction:
             if added:
                 self.desk.git.add(added)
             # The one gate (DESIGN.md §1.3): the hook's rules, in process; the hook then skips them.
-            from desk.validate import VALIDATED_ENV, require_valid
+            from desk.guard.validate import VALIDATED_ENV, require_valid
 
             require_valid(self.desk, writes, message)
-            from desk.hooks import only_desk_hooks
+            from desk.guard.hook_files import only_desk_hooks
 
             verify = not only_desk_hooks(self.desk.git, self.desk.git_dir)
             sha = self.desk.git.with_env(**{VALIDATED_ENV: "1"}).commit(message, paths, verify=verify)
@@ -92,9 +92,9 @@ class Transaction:
 
 
 @contextmanager
-def transaction(desk: Desk) -> Iterator[Transaction]:
+def transaction(desk: DeskFolder) -> Iterator[Transaction]:
     """Hold the desk lock for one mutation."""
-    from desk.doctor import recover_interrupted
+    from desk.guard.doctor import recover_interrupted
 
     with desk_lock(desk.lock_path):
         recover_interrupted(desk)  # the next command recovers from a crash of the last one

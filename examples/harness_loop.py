@@ -21,18 +21,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from desk.archive import append_event
-from desk.checkpoint import checkpoint
-from desk.context import build_context, render_markdown
-from desk.desk import Desk
+from desk.archive.store import append_event
+from desk.archive.checkpoint import checkpoint
+from desk.recall.context import build_context, render_markdown
+from desk.layout import DeskFolder
 from desk.errors import RejectedError
-from desk.memories import remember
-from desk.now import append_now
-from desk.recall import recall
+from desk.memory.operations import remember
+from desk.notes.now import append_now
+from desk.recall.search import recall
 from desk.scaffold import init_desk
 
 
-def turn(desk: Desk, session: str, user: str, assistant: str) -> str:
+def turn(desk: DeskFolder, session: str, user: str, assistant: str) -> str:
     """Archive one exchange (raw evidence); return the inbound event id for provenance."""
     inbound = append_event(desk, "inbound", user, session=session, actor="user")
     append_event(desk, "outbound", assistant, session=session, actor="assistant")
@@ -42,7 +42,7 @@ def turn(desk: Desk, session: str, user: str, assistant: str) -> str:
 def main() -> None:
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="desk-example-")) / "desk"
     init_desk(root)
-    desk = Desk(root)
+    desk = DeskFolder(root)
     print(f"desk at {root}\n")
 
     # -- session 1: a correction becomes a memory ------------------------------------------------

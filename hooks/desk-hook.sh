@@ -20,7 +20,7 @@ fi
 
 # The Python that installed the hook, else `desk` on PATH.
 if [ -x "$DESK_PYTHON" ]; then
-    exec "$DESK_PYTHON" -m desk.hooks "$HOOK" "$@"
+    exec "$DESK_PYTHON" -m desk.cli.hook "$HOOK" "$@"
 elif command -v desk >/dev/null 2>&1; then
     exec desk hooks run "$HOOK" "$@"
 else

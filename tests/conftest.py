@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from desk.cli import cli
-from desk.desk import Desk
+from desk.cli.main import cli
+from desk.layout import DeskFolder
 from desk.scaffold import init_desk
 
 
@@ -37,11 +37,11 @@ def identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def desk(tmp_path: Path) -> Desk:
+def desk(tmp_path: Path) -> DeskFolder:
     """A freshly initialised desk in a temporary folder."""
     root = tmp_path / "desk"
     init_desk(root)
-    return Desk(root)
+    return DeskFolder(root)
 
 
 class DeskRunner:
@@ -57,7 +57,7 @@ class DeskRunner:
 
 
 @pytest.fixture
-def run(desk: Desk) -> DeskRunner:
+def run(desk: DeskFolder) -> DeskRunner:
     return DeskRunner(desk.root)
 
 

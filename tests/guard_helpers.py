@@ -49,12 +49,12 @@ def memory_text(name: str, *, description: str | None = None, body: str | None =
 
 def reindex_text(root: Path) -> None:
     """Write the MEMORY.md the work tree's memory/ should have (as `desk reindex` would)."""
-    from desk.desk import Desk
+    from desk.layout import DeskFolder
     from desk.errors import InvalidFileError
-    from desk.index import entries_in_worktree, render_index
+    from desk.memory.index import entries_in_worktree, render_index
 
     try:
-        (root / "MEMORY.md").write_bytes(render_index(entries_in_worktree(Desk(root)).values()))
+        (root / "MEMORY.md").write_bytes(render_index(entries_in_worktree(DeskFolder(root)).values()))
     except InvalidFileError:
         pass  # an invalid memory: the test is about the hook refusing it
 

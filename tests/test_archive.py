@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from desk.archive import append_event, archive_files, check_archive_change, clone_id, iter_events
-from desk.archive_format import line_hash
-from desk.desk import Desk
+from desk.archive.store import append_event, archive_files, check_archive_change, clone_id, iter_events
+from desk.archive.format import line_hash
+from desk.layout import DeskFolder
 from desk.errors import Finding, UsageError
 
 NOW = dt.datetime(2026, 11, 29, 10, 0, 0, tzinfo=dt.timezone.utc)
 
 
-def _file(desk: Desk, day: str = "2026-11-29") -> Path:
+def _file(desk: DeskFolder, day: str = "2026-11-29") -> Path:
     return desk.path(f".system/archive/{day}.{clone_id(desk)}.jsonl")
 
 
@@ -25,7 +25,7 @@ def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().split(b"\n")[:-1]
 
 
-def test_append_writes_one_chained_line_per_event(desk: Desk) -> None:
+def test_append_writes_one_chained_line_per_event(desk: DeskFolder) -> None:
     first = append_event(desk, "inbound", "hello", session="s1", actor="user", now=NOW)
     second = append_event(desk, "outbound", "hi", session="s1", payload={"n": 1},
                           meta={"channel": "cli"}, now=NOW + dt.timedelta(seconds=1))
@@ -45,14 +45,14 @@ def test_append_writes_one_chained_line_per_event(desk: Desk) -> None:
     assert desk.git.dirty([".system/archive"]) != []
 
 
-def test_at_goes_to_the_file_of_its_utc_day(desk: Desk) -> None:
+def test_at_goes_to_the_file_of_its_utc_day(desk: DeskFolder) -> None:
     rec = append_event(desk, "fact", "older", at="2026-03-01T23:30:00-02:00", now=NOW)
     assert rec["at"] == "2026-03-02T01:30:00.000000Z"
     assert _file(desk, "2026-03-02").exists()
     assert rec["recorded_at"] == "2026-11-29T10:00:00.000000Z"
 
 
-def test_non_ascii_content_is_kept(desk: Desk) -> None:
+def test_non_ascii_content_is_kept(desk: DeskFolder) -> None:
     append_event(desk, "inbound", "报告用中文", now=NOW)
     assert "报告用中文".encode() in _file(desk).read_bytes()
 
@@ -61,14 +61,14 @@ def test_non_ascii_content_is_kept(desk: Desk) -> None:
     {"kind": "Bad Kind"}, {"kind": "inbound", "meta": {"k": 1}}, {"kind": "inbound", "at": "yesterday"},
     {"kind": "inbound", "at": "2026-11-29T10:00:00"}, {"kind": "inbound", "payload": [1, 2]},
 ])
-def test_bad_fields_are_refused_and_nothing_is_written(desk: Desk, kwargs: dict) -> None:
+def test_bad_fields_are_refused_and_nothing_is_written(desk: DeskFolder, kwargs: dict) -> None:
     kind = kwargs.pop("kind")
     with pytest.raises(UsageError):
         append_event(desk, kind, "x", now=NOW, **kwargs)
     assert archive_files(desk) == []
 
 
-def test_iter_events_sorts_across_files_and_filters(desk: Desk) -> None:
+def test_iter_events_sorts_across_files_and_filters(desk: DeskFolder) -> None:
     append_event(desk, "inbound", "b", session="s1", at="2026-11-29T09:00:00Z", now=NOW)
     append_event(desk, "fact", "a", session="s2", at="2026-11-28T09:00:00Z", now=NOW)
     append_event(desk, "outbound", "c", session="s1", at="2026-11-29T08:00:00Z", now=NOW)
@@ -82,7 +82,7 @@ def test_iter_events_sorts_across_files_and_filters(desk: Desk) -> None:
     assert [e.record["content"] for e in iter_events(desk, until="2026-11-29T08:30:00Z")] == ["a", "c"]
 
 
-def test_seconds_and_microsecond_times_sort_together(desk: Desk) -> None:
+def test_seconds_and_microsecond_times_sort_together(desk: DeskFolder) -> None:
     path = _file(desk)
     append_event(desk, "x", "late", at="2026-11-29T12:00:00.500000Z", now=NOW)
     append_event(desk, "x", "early", at="2026-11-29T12:00:00Z", now=NOW)
@@ -91,12 +91,12 @@ def test_seconds_and_microsecond_times_sort_together(desk: Desk) -> None:
 
 
 def _append_many(root: str, worker: int, count: int) -> None:
-    desk = Desk(Path(root))
+    desk = DeskFolder(Path(root))
     for i in range(count):
         append_event(desk, "progress", f"worker {worker} item {i}", session=f"w{worker}")
 
 
-def test_eight_processes_appending_lose_nothing_and_keep_one_chain(desk: Desk) -> None:
+def test_eight_processes_appending_lose_nothing_and_keep_one_chain(desk: DeskFolder) -> None:
     clone_id(desk)
     ctx = multiprocessing.get_context("fork")
     procs = [ctx.Process(target=_append_many, args=(str(desk.root), w, 25)) for w in range(8)]
@@ -114,7 +114,7 @@ def test_eight_processes_appending_lose_nothing_and_keep_one_chain(desk: Desk) -
         assert check_archive_change(afile.rel, None, data, desk.config.desk_id) == []
 
 
-def test_a_torn_write_of_any_length_loses_no_complete_record(desk: Desk) -> None:
+def test_a_torn_write_of_any_length_loses_no_complete_record(desk: DeskFolder) -> None:
     path = _file(desk)
     append_event(desk, "inbound", "one", now=NOW)
     append_event(desk, "inbound", "two", now=NOW)
@@ -136,7 +136,7 @@ def test_a_torn_write_of_any_length_loses_no_complete_record(desk: Desk) -> None
         assert check_archive_change(rel, torn, path.read_bytes(), desk.config.desk_id) == findings
 
 
-def test_reader_reports_an_unterminated_fragment(desk: Desk) -> None:
+def test_reader_reports_an_unterminated_fragment(desk: DeskFolder) -> None:
     path = _file(desk)
     append_event(desk, "inbound", "one", now=NOW)
     with path.open("ab") as fh:
@@ -146,19 +146,19 @@ def test_reader_reports_an_unterminated_fragment(desk: Desk) -> None:
     assert [(p.line, p.rule) for p in problems] == [(2, "archive-torn")]
 
 
-def _three(desk: Desk) -> tuple[Path, bytes, list[bytes]]:
+def _three(desk: DeskFolder) -> tuple[Path, bytes, list[bytes]]:
     for text in ("one", "two", "three", "four"):
         append_event(desk, "inbound", text, now=NOW)
     path = _file(desk)
     return path, path.read_bytes(), _lines(path)
 
 
-def _errors(desk: Desk, path: Path, old: bytes | None, new: bytes) -> list[tuple[int, str]]:
+def _errors(desk: DeskFolder, path: Path, old: bytes | None, new: bytes) -> list[tuple[int, str]]:
     found = check_archive_change(f".system/archive/{path.name}", old, new, desk.config.desk_id)
     return [(f.line, f.rule) for f in found if f.severity == "error"]
 
 
-def test_check_names_a_flipped_byte_at_its_record(desk: Desk) -> None:
+def test_check_names_a_flipped_byte_at_its_record(desk: DeskFolder) -> None:
     path, data, lines = _three(desk)
     flipped = data.replace(b'"two"', b'"twO"')
     assert _errors(desk, path, None, flipped) == [(2, "archive-chain")]
@@ -166,13 +166,13 @@ def test_check_names_a_flipped_byte_at_its_record(desk: Desk) -> None:
     assert _errors(desk, path, None, broken)[0] == (2, "archive-record")
 
 
-def test_check_names_a_deleted_middle_line(desk: Desk) -> None:
+def test_check_names_a_deleted_middle_line(desk: DeskFolder) -> None:
     path, data, lines = _three(desk)
     new = b"".join(line + b"\n" for i, line in enumerate(lines) if i != 1)
     assert _errors(desk, path, None, new) == [(2, "archive-chain")]
 
 
-def test_check_names_a_truncated_tail(desk: Desk) -> None:
+def test_check_names_a_truncated_tail(desk: DeskFolder) -> None:
     path, data, lines = _three(desk)
     found = check_archive_change(f".system/archive/{path.name}", None, data[:-10], desk.config.desk_id)
     assert [(f.line, f.rule) for f in found] == [(4, "archive-torn")]
@@ -181,7 +181,7 @@ def test_check_names_a_truncated_tail(desk: Desk) -> None:
     assert _errors(desk, path, data, cut) == [(3, "archive-append-only")]
 
 
-def test_check_accepts_a_pure_append_and_rejects_rewrites(desk: Desk) -> None:
+def test_check_accepts_a_pure_append_and_rejects_rewrites(desk: DeskFolder) -> None:
     path, data, lines = _three(desk)
     old = b"".join(line + b"\n" for line in lines[:2])
     assert _errors(desk, path, old, data) == []
@@ -192,13 +192,13 @@ def test_check_accepts_a_pure_append_and_rejects_rewrites(desk: Desk) -> None:
     assert check_archive_change(".system/archive/notes.txt", None, b"", "d")[0].rule == "archive-record"
 
 
-def test_check_rejects_a_record_in_the_wrong_days_file(desk: Desk) -> None:
+def test_check_rejects_a_record_in_the_wrong_days_file(desk: DeskFolder) -> None:
     path, data, lines = _three(desk)
     found = _errors(desk, path.with_name(path.name.replace("2026-11-29", "2026-11-30")), None, data)
     assert found and all(rule == "archive-record" for _line, rule in found)
 
 
-def test_secrets_are_redacted_unless_asked_not_to(desk: Desk) -> None:
+def test_secrets_are_redacted_unless_asked_not_to(desk: DeskFolder) -> None:
     key = "AKIA" + "IOSFODNN7EXAMPLE"
     rec = append_event(desk, "inbound", f"my key is {key}", payload={"nested": [key]},
                        meta={"note": key}, now=NOW)
@@ -210,14 +210,14 @@ def test_secrets_are_redacted_unless_asked_not_to(desk: Desk) -> None:
     assert kept["content"].endswith(key) and key.encode() in _file(desk).read_bytes()
 
 
-def test_clone_id_is_made_once_and_kept_untracked(desk: Desk) -> None:
+def test_clone_id_is_made_once_and_kept_untracked(desk: DeskFolder) -> None:
     first = clone_id(desk)
-    assert first == clone_id(Desk(desk.root)) and len(first) == 12
+    assert first == clone_id(DeskFolder(desk.root)) and len(first) == 12
     assert (desk.git_dir / "desk-clone-id").read_text().strip() == first
 
 
-def test_a_malformed_clone_id_is_refused_not_used(desk: Desk) -> None:
-    from desk.archive import _CLONE_IDS, append_event
+def test_a_malformed_clone_id_is_refused_not_used(desk: DeskFolder) -> None:
+    from desk.archive.store import _CLONE_IDS, append_event
     from desk.errors import DeskError
 
     _CLONE_IDS.clear()
@@ -234,8 +234,8 @@ def test_a_malformed_clone_id_is_refused_not_used(desk: Desk) -> None:
     ({"at": 123}, "is not an ISO 8601 time"),
     ({"at": "0001-01-01T00:00:00+05:00"}, "outside the range"),
 ])
-def test_malformed_event_fields_are_usage_errors(desk: Desk, fields: dict, problem: str) -> None:
-    from desk.archive import append_event
+def test_malformed_event_fields_are_usage_errors(desk: DeskFolder, fields: dict, problem: str) -> None:
+    from desk.archive.store import append_event
     from desk.errors import UsageError
 
     args = {"content": "hello", **fields}

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from desk.archive import clone_id
-from desk.desk import Desk
+from desk.archive.store import clone_id
+from desk.layout import DeskFolder
 
 from tests.conftest import DeskRunner, git
 
 
-def _file(desk: Desk, day: str = "2026-11-29") -> Path:
+def _file(desk: DeskFolder, day: str = "2026-11-29") -> Path:
     return desk.path(f".system/archive/{day}.{clone_id(desk)}.jsonl")
 
 
@@ -21,7 +21,7 @@ def _append(run: DeskRunner, *args: str, input: str | None = None) -> str:
     return result.output.strip()
 
 
-def test_append_prints_the_id_and_json_the_record(desk: Desk, run: DeskRunner) -> None:
+def test_append_prints_the_id_and_json_the_record(desk: DeskFolder, run: DeskRunner) -> None:
     event_id = _append(run, "--kind", "inbound", "-s", "s1", "-a", "ada", "--meta", "ch=cli",
                        "--at", "2026-11-29T10:00:00Z", "hello")
     result = run("archive", "append", "--kind", "tool", "--payload", '{"exit": 0}', "--json")
@@ -32,7 +32,7 @@ def test_append_prints_the_id_and_json_the_record(desk: Desk, run: DeskRunner) -
     assert shown["session"] == "s1" and shown["actor"] == "ada"
 
 
-def test_append_reads_stdin_and_refuses_bad_input(desk: Desk, run: DeskRunner) -> None:
+def test_append_reads_stdin_and_refuses_bad_input(desk: DeskFolder, run: DeskRunner) -> None:
     # A fixed --at: the archive file is named by the event's UTC day, never by today's date.
     event_id = _append(run, "--kind", "inbound", "--at", "2026-11-29T10:00:00Z", "-", input="from stdin\n")
     assert json.loads(run("archive", "show", event_id, "--json").output)["content"] == "from stdin\n"
@@ -45,7 +45,7 @@ def test_append_reads_stdin_and_refuses_bad_input(desk: Desk, run: DeskRunner) -
     assert _file(desk).read_bytes() == before
 
 
-def test_no_redact_keeps_the_text(desk: Desk, run: DeskRunner) -> None:
+def test_no_redact_keeps_the_text(desk: DeskFolder, run: DeskRunner) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     redacted = _append(run, "--kind", "inbound", f"token {token}")
     kept = _append(run, "--kind", "inbound", "--no-redact", f"token {token}")
@@ -53,7 +53,7 @@ def test_no_redact_keeps_the_text(desk: Desk, run: DeskRunner) -> None:
     assert token in run("archive", "show", kept).output
 
 
-def test_list_filters_and_limits(desk: Desk, run: DeskRunner) -> None:
+def test_list_filters_and_limits(desk: DeskFolder, run: DeskRunner) -> None:
     _append(run, "--kind", "inbound", "-s", "a", "--at", "2026-11-28T09:00:00Z", "one")
     _append(run, "--kind", "outbound", "-s", "a", "--at", "2026-11-29T09:00:00Z", "two")
     _append(run, "--kind", "progress", "-s", "b", "--at", "2026-11-29T10:00:00Z", "three")
@@ -86,13 +86,13 @@ def _verify(run: DeskRunner) -> tuple[int, list[tuple[int, str, str]]]:
     return result.exit_code, [(f["line"], f["rule"], f["severity"]) for f in findings]
 
 
-def test_verify_is_clean_on_a_good_archive(desk: Desk, run: DeskRunner) -> None:
+def test_verify_is_clean_on_a_good_archive(desk: DeskFolder, run: DeskRunner) -> None:
     _five(run)
     assert _verify(run) == (0, [])
     assert "chains intact" in run("archive", "verify").output
 
 
-def test_verify_names_a_flipped_byte(desk: Desk, run: DeskRunner) -> None:
+def test_verify_names_a_flipped_byte(desk: DeskFolder, run: DeskRunner) -> None:
     _five(run)
     path = _file(desk)
     data = bytearray(path.read_bytes())
@@ -102,7 +102,7 @@ def test_verify_names_a_flipped_byte(desk: Desk, run: DeskRunner) -> None:
     assert f"{path.relative_to(desk.root)}:3: archive-chain" in run("archive", "verify").output
 
 
-def test_verify_names_a_deleted_middle_line(desk: Desk, run: DeskRunner) -> None:
+def test_verify_names_a_deleted_middle_line(desk: DeskFolder, run: DeskRunner) -> None:
     _five(run)
     path = _file(desk)
     lines = path.read_bytes().splitlines(keepends=True)
@@ -110,14 +110,14 @@ def test_verify_names_a_deleted_middle_line(desk: Desk, run: DeskRunner) -> None
     assert _verify(run) == (3, [(3, "archive-chain", "error")])
 
 
-def test_verify_names_a_truncated_tail(desk: Desk, run: DeskRunner) -> None:
+def test_verify_names_a_truncated_tail(desk: DeskFolder, run: DeskRunner) -> None:
     _five(run)
     path = _file(desk)
     path.write_bytes(path.read_bytes()[:-25])
     assert _verify(run) == (0, [(5, "archive-torn", "warning")])
 
 
-def test_verify_names_committed_records_cut_at_a_line_boundary(desk: Desk, run: DeskRunner) -> None:
+def test_verify_names_committed_records_cut_at_a_line_boundary(desk: DeskFolder, run: DeskRunner) -> None:
     _five(run)
     assert run("checkpoint").exit_code == 0
     path = _file(desk)
@@ -126,7 +126,7 @@ def test_verify_names_committed_records_cut_at_a_line_boundary(desk: Desk, run: 
     assert _verify(run) == (3, [(4, "archive-append-only", "error")])
 
 
-def test_verify_names_a_change_to_the_newest_committed_record(desk: Desk, run: DeskRunner) -> None:
+def test_verify_names_a_change_to_the_newest_committed_record(desk: DeskFolder, run: DeskRunner) -> None:
     _five(run)
     run("checkpoint")
     path = _file(desk)
@@ -140,7 +140,7 @@ def _jsonl(tmp_path: Path, lines: list[object]) -> Path:
     return path
 
 
-def test_import_keeps_at_and_fills_each_days_file(desk: Desk, run: DeskRunner, tmp_path: Path) -> None:
+def test_import_keeps_at_and_fills_each_days_file(desk: DeskFolder, run: DeskRunner, tmp_path: Path) -> None:
     src = _jsonl(tmp_path, [
         {"kind": "inbound", "at": "2026-10-01T08:00:00Z", "content": "a", "session": "x"},
         {"kind": "outbound", "at": "2026-10-02T08:00:00+02:00", "content": "b", "id": "old-1"},
@@ -160,7 +160,7 @@ def test_import_keeps_at_and_fills_each_days_file(desk: Desk, run: DeskRunner, t
     assert git(desk.root, "status", "--porcelain", "--", ".system/archive").strip()  # not committed
 
 
-def test_import_of_a_bad_line_changes_nothing(desk: Desk, run: DeskRunner, tmp_path: Path) -> None:
+def test_import_of_a_bad_line_changes_nothing(desk: DeskFolder, run: DeskRunner, tmp_path: Path) -> None:
     src = _jsonl(tmp_path, [{"kind": "inbound", "content": "ok"}, {"kind": "inbound", "colour": "red"}])
     result = run("archive", "import", str(src))
     assert result.exit_code == 2 and "history.jsonl:2" in result.output
@@ -172,13 +172,13 @@ def test_import_of_a_bad_line_changes_nothing(desk: Desk, run: DeskRunner, tmp_p
     assert run("archive", "import", str(tmp_path / "missing.jsonl")).exit_code == 2
 
 
-def test_import_progress_bar(desk: Desk, run: DeskRunner, tmp_path: Path) -> None:
+def test_import_progress_bar(desk: DeskFolder, run: DeskRunner, tmp_path: Path) -> None:
     src = _jsonl(tmp_path, [{"kind": "inbound", "content": str(i)} for i in range(10)])
     result = run("archive", "import", "--progress", str(src))
     assert result.exit_code == 0 and "importing" in result.output and "imported 10 events" in result.output
 
 
-def test_verify_catches_a_rewrite_committed_past_the_hook(desk: Desk, run: DeskRunner) -> None:
+def test_verify_catches_a_rewrite_committed_past_the_hook(desk: DeskFolder, run: DeskRunner) -> None:
     _five(run)
     run("checkpoint")
     _append(run, "--kind", "inbound", "--at", "2026-11-29T10:00:09Z", "later")

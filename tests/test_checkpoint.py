@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from desk.archive import append_event, clone_id, head_hash
-from desk.desk import Desk
+from desk.archive.store import append_event, clone_id, head_hash
+from desk.layout import DeskFolder
 
 from tests.conftest import DeskRunner, git
 
 
-def test_checkpoint_commits_growth_once_with_head_trailers(desk: Desk, run: DeskRunner) -> None:
+def test_checkpoint_commits_growth_once_with_head_trailers(desk: DeskFolder, run: DeskRunner) -> None:
     append_event(desk, "inbound", "a", at="2026-11-28T10:00:00Z")
     append_event(desk, "inbound", "b", at="2026-11-29T10:00:00Z")
     append_event(desk, "inbound", "c", at="2026-11-29T11:00:00Z")
@@ -35,7 +35,7 @@ def test_checkpoint_commits_growth_once_with_head_trailers(desk: Desk, run: Desk
     assert json.loads(run("checkpoint", "--json").output)["events"] == 1
 
 
-def test_checkpoint_leaves_a_torn_tail_for_later(desk: Desk, run: DeskRunner) -> None:
+def test_checkpoint_leaves_a_torn_tail_for_later(desk: DeskFolder, run: DeskRunner) -> None:
     append_event(desk, "inbound", "a")
     path = desk.path(f".system/archive/{append_event(desk, 'inbound', 'b')['at'][:10]}.{clone_id(desk)}.jsonl")
     with path.open("ab") as fh:
@@ -47,14 +47,14 @@ def test_checkpoint_leaves_a_torn_tail_for_later(desk: Desk, run: DeskRunner) ->
     assert data["status"] == "committed" and data["events"] == 4  # 3 records + the closed fragment line
 
 
-def test_checkpoint_waits_for_no_person_and_keeps_other_work(desk: Desk, run: DeskRunner) -> None:
+def test_checkpoint_waits_for_no_person_and_keeps_other_work(desk: DeskFolder, run: DeskRunner) -> None:
     desk.path("SOUL.md").write_text("edited by a person\n")
     append_event(desk, "inbound", "a")
     assert run("checkpoint").exit_code == 0
     assert git(desk.root, "status", "--porcelain").strip() == "M SOUL.md"
 
 
-def test_checkpoint_refuses_a_broken_record_and_changes_nothing(desk: Desk, run: DeskRunner) -> None:
+def test_checkpoint_refuses_a_broken_record_and_changes_nothing(desk: DeskFolder, run: DeskRunner) -> None:
     rec = append_event(desk, "inbound", "a")
     path = desk.path(f".system/archive/{rec['at'][:10]}.{clone_id(desk)}.jsonl")
     path.write_bytes(path.read_bytes() + b'{"kind":"forged"}\n')
@@ -67,7 +67,7 @@ def test_checkpoint_refuses_a_broken_record_and_changes_nothing(desk: Desk, run:
     assert git(desk.root, "diff", "--cached", "--name-only") == ""
 
 
-def test_a_hand_commit_rewriting_committed_archive_is_rejected_by_the_hook(desk: Desk, run: DeskRunner) -> None:
+def test_a_hand_commit_rewriting_committed_archive_is_rejected_by_the_hook(desk: DeskFolder, run: DeskRunner) -> None:
     if not (desk.git_dir / "hooks" / "pre-commit").exists():
         import pytest
 
@@ -80,7 +80,7 @@ def test_a_hand_commit_rewriting_committed_archive_is_rejected_by_the_hook(desk:
     path.write_bytes(path.read_bytes().replace(b"original", b"rewritten"))
     import subprocess
 
-    from desk.git import clean_env
+    from desk.storage.git import clean_env
 
     proc = subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.org", "commit",
                            "-qm", "edit history", "--", rel], cwd=desk.root, env=clean_env(),
@@ -92,7 +92,7 @@ def test_a_hand_commit_rewriting_committed_archive_is_rejected_by_the_hook(desk:
 def _appender(root: str, worker: int) -> None:
     from pathlib import Path
 
-    desk = Desk(Path(root))
+    desk = DeskFolder(Path(root))
     for i in range(15):
         append_event(desk, "progress", f"w{worker} #{i}")
 
@@ -100,17 +100,17 @@ def _appender(root: str, worker: int) -> None:
 def _checkpointer(root: str) -> None:
     from pathlib import Path
 
-    from desk.checkpoint import checkpoint
+    from desk.archive.checkpoint import checkpoint
 
     for _ in range(4):
-        checkpoint(Desk(Path(root)))
+        checkpoint(DeskFolder(Path(root)))
 
 
-def test_checkpoints_racing_appenders_commit_every_record_once(desk: Desk, run: DeskRunner) -> None:
+def test_checkpoints_racing_appenders_commit_every_record_once(desk: DeskFolder, run: DeskRunner) -> None:
     import multiprocessing
 
-    from desk.archive import iter_events
-    from desk.archive_verify import verify_archive
+    from desk.archive.store import iter_events
+    from desk.archive.verify import verify_archive
 
     clone_id(desk)
     ctx = multiprocessing.get_context("fork")

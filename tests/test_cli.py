@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desk.cli import cli
-from desk.index import IndexEntry, render_index
+from desk.cli.main import cli
+from desk.memory.index import IndexEntry, render_index
 
 
 def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -90,7 +90,9 @@ def test_index_is_a_pure_function_of_the_entries(entries: list[IndexEntry], rnd:
 
 def test_choices_the_cli_repeats_to_stay_light_match_the_library() -> None:
     """The CLI spells a few choice lists out so `desk --help` imports no library module."""
-    from desk import facts, memory, now
+    from desk.digest import facts
+    from desk.memory import file as memory
+    from desk.notes import now
     from desk.cli import digest as cli_digest
     from desk.cli import memory as cli_memory
     from desk.cli import working as cli_working

@@ -5,8 +5,8 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
-from desk.desk import Desk
-from desk.index import entries_in_worktree, render_index
+from desk.layout import DeskFolder
+from desk.memory.index import entries_in_worktree, render_index
 from tests.conftest import git
 
 WORKERS = 8
@@ -14,15 +14,15 @@ EACH = 25
 
 
 def _worker(root: str, worker: int) -> None:
-    from desk.memories import remember
+    from desk.memory.operations import remember
 
-    desk = Desk(Path(root))
+    desk = DeskFolder(Path(root))
     for i in range(EACH):
         remember(desk, f"w{worker}-m{i:02d}", type="fact", description=f"worker {worker} fact {i}",
                  body=f"Worker {worker} learned fact number {i}.")
 
 
-def test_eight_processes_all_land(desk: Desk) -> None:
+def test_eight_processes_all_land(desk: DeskFolder) -> None:
     start = int(git(desk.root, "rev-list", "--count", "HEAD"))
     ctx = multiprocessing.get_context("fork")
     procs = [ctx.Process(target=_worker, args=(str(desk.root), w)) for w in range(WORKERS)]

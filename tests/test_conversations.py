@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 
-from desk.archive import append_event
-from desk.conversations import view_path
-from desk.desk import Desk
+from desk.archive.store import append_event
+from desk.archive.conversations import view_path
+from desk.layout import DeskFolder
 
 from tests.conftest import DeskRunner, git
 
 
-def _events(desk: Desk) -> None:
+def _events(desk: DeskFolder) -> None:
     append_event(desk, "inbound", "hi\n# not a heading", session="s1", actor="ada", at="2026-11-29T10:00:00Z")
     append_event(desk, "outbound", "hello", session="s1", at="2026-11-29T10:00:05Z")
     append_event(desk, "progress", "internal", session="s1", at="2026-11-29T10:00:06Z")
@@ -20,7 +20,7 @@ def _events(desk: Desk) -> None:
     append_event(desk, "inbound", "no session", at="2026-11-29T11:00:00Z")
 
 
-def test_render_writes_one_view_per_day_and_session_in_one_commit(desk: Desk, run: DeskRunner) -> None:
+def test_render_writes_one_view_per_day_and_session_in_one_commit(desk: DeskFolder, run: DeskRunner) -> None:
     _events(desk)
     start = int(git(desk.root, "rev-list", "--count", "HEAD"))
     data = json.loads(run("conversations", "render", "--json").output)
@@ -36,7 +36,7 @@ def test_render_writes_one_view_per_day_and_session_in_one_commit(desk: Desk, ru
     assert git(desk.root, "status", "--porcelain", "--", ".system/archive").strip()
 
 
-def test_render_is_deterministic_and_commits_nothing_the_second_time(desk: Desk, run: DeskRunner,
+def test_render_is_deterministic_and_commits_nothing_the_second_time(desk: DeskFolder, run: DeskRunner,
                                                                     identity: None) -> None:
     _events(desk)
     run("conversations", "render")
@@ -51,7 +51,7 @@ def test_render_is_deterministic_and_commits_nothing_the_second_time(desk: Desk,
     assert int(git(desk.root, "rev-list", "--count", "HEAD")) == start + 2
 
 
-def test_render_filters_by_session_and_refuses_edited_views(desk: Desk, run: DeskRunner) -> None:
+def test_render_filters_by_session_and_refuses_edited_views(desk: DeskFolder, run: DeskRunner) -> None:
     _events(desk)
     data = json.loads(run("conversations", "render", "--session", "s1", "--date", "2026-11-28", "--json").output)
     assert data["files"] == ["conversations/2026-11-28/s1.md"]
@@ -71,8 +71,8 @@ def test_unsafe_session_names_get_a_safe_unique_file() -> None:
     assert ".." not in view_path("2026-11-29", "../../etc")
 
 
-def test_session_and_actor_cannot_add_structure_to_a_view(desk: Desk, run: DeskRunner) -> None:
-    from desk.archive import append_event
+def test_session_and_actor_cannot_add_structure_to_a_view(desk: DeskFolder, run: DeskRunner) -> None:
+    from desk.archive.store import append_event
 
     append_event(desk, "inbound", "hello", session="evil\n## Injected", actor="a**b",
                  at="2026-11-29T10:00:00Z")

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from desk.desk import Desk
-from desk.index import entries_in_worktree, render_index
-from desk.memories import forget, remember
+from desk.layout import DeskFolder
+from desk.memory.index import entries_in_worktree, render_index
+from desk.memory.operations import forget, remember
 from tests.conftest import git
 
 CHILD = """
 import os, sys
 from pathlib import Path
-import desk.atomic as atomic, desk.transaction as transaction
-from desk.git import Git
+import desk.storage.atomic as atomic, desk.transaction as transaction
+from desk.storage.git import Git
 root, point, op = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 writes = [0]
 real_write, real_remove, real_add, real_commit = atomic.atomic_write, atomic.remove, Git.add, Git.commit
@@ -49,9 +49,9 @@ def commit(self, *args, **kwargs):
 atomic.atomic_write = transaction.atomic_write = write
 transaction.remove = remove
 Git.add, Git.commit = add, commit
-from desk.desk import Desk
-from desk.memories import forget, remember
-desk = Desk(root)
+from desk.layout import DeskFolder
+from desk.memory.operations import forget, remember
+desk = DeskFolder(root)
 if op == "forget":
     forget(desk, "keep")
 else:
@@ -69,7 +69,7 @@ def crash(root: Path, point: str, op: str) -> None:
     assert proc.returncode == 9, proc.stderr.decode()
 
 
-def assert_consistent(desk: Desk) -> None:
+def assert_consistent(desk: DeskFolder) -> None:
     assert git(desk.root, "status", "--porcelain", "--untracked-files=all") == ""
     assert not list(desk.git_dir.glob("desk-pending-*"))
     assert git(desk.root, "fsck", "--full", "--no-dangling").strip() == ""
@@ -79,7 +79,7 @@ def assert_consistent(desk: Desk) -> None:
 
 
 @pytest.mark.parametrize("op, point", [(op, p) for op, points in POINTS.items() for p in points])
-def test_the_next_command_recovers(desk: Desk, op: str, point: str) -> None:
+def test_the_next_command_recovers(desk: DeskFolder, op: str, point: str) -> None:
     remember(desk, "keep", type="fact", description="Kept", body="A fact that was there before.")
     crash(desk.root, point, op)
     remember(desk, "after", type="fact", description="After", body="The next command's fact.")
@@ -95,7 +95,7 @@ def test_the_next_command_recovers(desk: Desk, op: str, point: str) -> None:
         assert landed  # every file was written: the interrupted mutation is finished, not lost
 
 
-def test_a_new_memory_interrupted_before_git_add_is_finished(desk: Desk) -> None:
+def test_a_new_memory_interrupted_before_git_add_is_finished(desk: DeskFolder) -> None:
     crash(desk.root, "add", "remember")
     forget_or_next = remember(desk, "after", type="fact", description="After", body="Next fact.")
     assert forget_or_next.status == "created"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from desk.desk import Desk
-from desk.digest import digest
-from desk.facts import add_fact
-from desk.memory import parse_memory
+from desk.layout import DeskFolder
+from desk.digest.run import digest
+from desk.digest.facts import add_fact
+from desk.memory.file import parse_memory
 
 from tests.conftest import DeskRunner, git, snapshot
 
@@ -19,22 +19,22 @@ AS_OF = "2026-11-29T20:00:00Z"
 LATER = "2027-01-15T20:00:00Z"
 
 
-def head(desk: Desk) -> str:
+def head(desk: DeskFolder) -> str:
     return git(desk.root, "rev-parse", "HEAD").strip()
 
 
-def trailers(desk: Desk, rev: str = "HEAD") -> dict[str, str]:
+def trailers(desk: DeskFolder, rev: str = "HEAD") -> dict[str, str]:
     out = git(desk.root, "log", "-1", "--format=%(trailers:only,unfold)", rev)
     pairs = [line.split(": ", 1) for line in out.splitlines() if ": " in line]
     return {k: v for k, v in pairs if k != "Desk-Archive-Head"}
 
 
-def memory(desk: Desk, name: str):  # type: ignore[no-untyped-def]
+def memory(desk: DeskFolder, name: str):  # type: ignore[no-untyped-def]
     path = f"memory/{name}.md"
     return parse_memory(desk.path(path).read_bytes(), path, name)
 
 
-def fact(desk: Desk, text: str, at: str, *, kind: str = "decision", importance: int = 3,
+def fact(desk: DeskFolder, text: str, at: str, *, kind: str = "decision", importance: int = 3,
          key: str | None = None, session: str | None = None) -> str:
     return str(add_fact(desk, text, kind=kind, importance=importance, key=key, at=at,
                         session=session)["id"])
@@ -42,7 +42,7 @@ def fact(desk: Desk, text: str, at: str, *, kind: str = "decision", importance: 
 
 # -- desk fact add -----------------------------------------------------------------------------
 
-def test_fact_add_appends_a_fact_event(desk: Desk, run: DeskRunner) -> None:
+def test_fact_add_appends_a_fact_event(desk: DeskFolder, run: DeskRunner) -> None:
     result = run("fact", "add", "SQLite must run in WAL mode.", "--kind", "decision",
                  "--importance", "5", "--key", "storage.sqlite.journal-mode", "--json")
     assert result.exit_code == 0, result.output
@@ -61,7 +61,7 @@ def test_fact_add_appends_a_fact_event(desk: Desk, run: DeskRunner) -> None:
     (["x", "--kind", "decision", "--importance", "6"], 2),
     (["x", "--kind", "opinion", "--importance", "3"], 2),
 ])
-def test_invalid_fact_changes_nothing(desk: Desk, run: DeskRunner, args: list[str], code: int) -> None:
+def test_invalid_fact_changes_nothing(desk: DeskFolder, run: DeskRunner, args: list[str], code: int) -> None:
     before = snapshot(desk.root)
     result = run("fact", "add", *args)
     assert result.exit_code == code
@@ -71,7 +71,7 @@ def test_invalid_fact_changes_nothing(desk: Desk, run: DeskRunner, args: list[st
 
 # -- promotion, idempotence ----------------------------------------------------------------------
 
-def test_digest_promotes_old_important_facts_in_one_commit(desk: Desk) -> None:
+def test_digest_promotes_old_important_facts_in_one_commit(desk: DeskFolder) -> None:
     wal = fact(desk, "SQLite must run in WAL mode.", "2026-09-01T10:00:00Z", importance=5,
                key="storage.sqlite.journal-mode")
     a = fact(desk, "Never log tokens.", "2026-09-02T10:00:00Z", kind="pitfall", importance=1)
@@ -101,7 +101,7 @@ def test_digest_promotes_old_important_facts_in_one_commit(desk: Desk) -> None:
     assert git(desk.root, "status", "--porcelain") == ""
 
 
-def test_rerun_commits_nothing(desk: Desk) -> None:
+def test_rerun_commits_nothing(desk: DeskFolder) -> None:
     fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
     digest(desk, as_of=AS_OF)
     sha = head(desk)
@@ -111,14 +111,14 @@ def test_rerun_commits_nothing(desk: Desk) -> None:
     assert head(desk) == sha
 
 
-def test_digest_of_an_empty_day_writes_the_journal_once(desk: Desk) -> None:
+def test_digest_of_an_empty_day_writes_the_journal_once(desk: DeskFolder) -> None:
     first = digest(desk, as_of=AS_OF)
     assert first.status == "committed" and first.paths == ["journal/2026-11-29.md"]
     assert "No events were archived" in desk.path("journal/2026-11-29.md").read_text()
     assert digest(desk, as_of=AS_OF).status == "unchanged"
 
 
-def test_long_unspaced_text_still_makes_a_valid_memory(desk: Desk) -> None:
+def test_long_unspaced_text_still_makes_a_valid_memory(desk: DeskFolder) -> None:
     text = "数据库必须启用预写日志模式" * 8  # one "word" longer than any trigger may be
     fact(desk, text, "2026-09-01T10:00:00Z", kind="convention", importance=5)
     fact(desk, "Keep it.", "2026-09-01T10:00:00Z", importance=5, key="x" * 70 + ".y")
@@ -130,7 +130,7 @@ def test_long_unspaced_text_still_makes_a_valid_memory(desk: Desk) -> None:
 
 # -- an active memory over time -------------------------------------------------------------------
 
-def test_same_content_only_adds_evidence(desk: Desk) -> None:
+def test_same_content_only_adds_evidence(desk: DeskFolder) -> None:
     first = fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
     digest(desk, as_of=AS_OF)
     created = memory(desk, "storage.mode").meta.created
@@ -143,7 +143,7 @@ def test_same_content_only_adds_evidence(desk: Desk) -> None:
     assert trailers(desk)["Desk-Merged"] == "1"
 
 
-def test_one_confirmation_does_not_supersede_two_do(desk: Desk) -> None:
+def test_one_confirmation_does_not_supersede_two_do(desk: DeskFolder) -> None:
     fact(desk, "Use SQLite.", "2026-08-01T10:00:00Z", importance=5, key="storage.db")
     digest(desk, as_of=AS_OF)
     fact(desk, "Use Postgres.", "2026-11-01T10:00:00Z", importance=5, key="storage.db")
@@ -162,7 +162,7 @@ def test_one_confirmation_does_not_supersede_two_do(desk: Desk) -> None:
     assert "Use SQLite." in git(desk.root, "show", "HEAD~1:memory/storage.db.md")
 
 
-def test_stale_challenger_never_rolls_back(desk: Desk) -> None:
+def test_stale_challenger_never_rolls_back(desk: DeskFolder) -> None:
     fact(desk, "Use Postgres.", "2026-08-10T10:00:00Z", importance=5, key="storage.db")
     digest(desk, as_of=AS_OF)
     fact(desk, "Use SQLite.", "2026-08-01T10:00:00Z", importance=5, key="storage.db")
@@ -175,7 +175,7 @@ def test_stale_challenger_never_rolls_back(desk: Desk) -> None:
 
 # -- conflicts -----------------------------------------------------------------------------------
 
-def test_tie_opens_one_case_and_a_rerun_no_duplicate(desk: Desk, run: DeskRunner) -> None:
+def test_tie_opens_one_case_and_a_rerun_no_duplicate(desk: DeskFolder, run: DeskRunner) -> None:
     fact(desk, "Use Python 3.11.", "2026-09-01T10:00:00Z", importance=5, key="runtime.python")
     fact(desk, "Use Python 3.12.", "2026-09-01T10:00:00Z", importance=5, key="runtime.python")
     result = digest(desk, as_of=AS_OF)
@@ -194,7 +194,7 @@ def test_tie_opens_one_case_and_a_rerun_no_duplicate(desk: Desk, run: DeskRunner
         assert "Python 3.1" not in shown.output, args
 
 
-def test_a_tie_behind_a_new_value_promotes_it_and_opens_a_case_against_it(desk: Desk) -> None:
+def test_a_tie_behind_a_new_value_promotes_it_and_opens_a_case_against_it(desk: DeskFolder) -> None:
     fact(desk, "Use SQLite.", "2026-08-01T10:00:00Z", importance=5, key="storage.db")
     for day in ("2026-09-01", "2026-09-02"):
         fact(desk, "Use Postgres.", f"{day}T10:00:00Z", importance=2, key="storage.db")
@@ -210,8 +210,8 @@ def test_a_tie_behind_a_new_value_promotes_it_and_opens_a_case_against_it(desk: 
     assert digest(desk, as_of=AS_OF).status == "unchanged" and head(desk) == sha
 
 
-def test_a_persons_edit_of_a_digest_memory_stands(desk: Desk) -> None:
-    from desk.memories import remember
+def test_a_persons_edit_of_a_digest_memory_stands(desk: DeskFolder) -> None:
+    from desk.memory.operations import remember
 
     fact(desk, "Never log tokens.", "2026-09-01T10:00:00Z", kind="pitfall", importance=5)
     name = digest(desk, as_of=AS_OF).promoted[0]
@@ -223,8 +223,8 @@ def test_a_persons_edit_of_a_digest_memory_stands(desk: Desk) -> None:
     assert memory(desk, name).body == "Never log tokens or passwords.\n"
 
 
-def test_a_forgotten_digest_memory_comes_back_only_with_facts_after_the_forget(desk: Desk) -> None:
-    from desk.memories import forget
+def test_a_forgotten_digest_memory_comes_back_only_with_facts_after_the_forget(desk: DeskFolder) -> None:
+    from desk.memory.operations import forget
 
     fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
     digest(desk, as_of=AS_OF)
@@ -239,7 +239,7 @@ def test_a_forgotten_digest_memory_comes_back_only_with_facts_after_the_forget(d
 
 # -- boundaries ----------------------------------------------------------------------------------
 
-def test_digest_never_touches_now_md(desk: Desk) -> None:
+def test_digest_never_touches_now_md(desk: DeskFolder) -> None:
     desk.path("NOW.md").write_text("# NOW\n\n## Doing\n- my own uncommitted note\n")
     fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode", session="s1")
     add_fact(desk, "Update NOW.md with the plan.", kind="outcome", importance=3, at="2026-11-29T10:00:00Z")
@@ -254,7 +254,7 @@ def test_digest_never_touches_now_md(desk: Desk) -> None:
     assert "NOW.md" not in touched.split()
 
 
-def test_dirty_memory_file_is_refused_with_nothing_changed(desk: Desk) -> None:
+def test_dirty_memory_file_is_refused_with_nothing_changed(desk: DeskFolder) -> None:
     fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
     desk.path("memory/storage.mode.md").write_text("a person's draft\n")
     before = snapshot(desk.root)
@@ -265,8 +265,8 @@ def test_dirty_memory_file_is_refused_with_nothing_changed(desk: Desk) -> None:
     assert snapshot(desk.root) == before
 
 
-def test_a_persons_memory_keeps_its_name_and_its_content_is_not_duplicated(desk: Desk) -> None:
-    from desk.memories import remember
+def test_a_persons_memory_keeps_its_name_and_its_content_is_not_duplicated(desk: DeskFolder) -> None:
+    from desk.memory.operations import remember
 
     remember(desk, "storage.mode", type="decision", description="Mine", body="Something else.",
              triggers=["storage"])
@@ -280,8 +280,8 @@ def test_a_persons_memory_keeps_its_name_and_its_content_is_not_duplicated(desk:
     assert [s["reason"] for s in result.skipped] == ["already_recorded"]
 
 
-def test_journal_lists_the_days_events_and_memory_commits(desk: Desk, monkeypatch: pytest.MonkeyPatch) -> None:
-    from desk.memories import remember
+def test_journal_lists_the_days_events_and_memory_commits(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    from desk.memory.operations import remember
 
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-29T09:30:00Z")
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-11-29T09:30:00Z")
@@ -289,7 +289,7 @@ def test_journal_lists_the_days_events_and_memory_commits(desk: Desk, monkeypatc
              triggers=["report"])
     add_fact(desk, "Chose SQLite.", kind="decision", importance=4, key="storage.db",
              at="2026-11-29T08:00:00Z", session="s1")
-    from desk.archive import append_event
+    from desk.archive.store import append_event
 
     append_event(desk, "failure", "pip install timed out", session="s1", at="2026-11-29T08:05:00Z")
     append_event(desk, "inbound", "hello", session="s2", at="2026-11-29T11:00:00Z")
@@ -312,7 +312,7 @@ def _script(tmp_path: Path, body: str) -> str:
     return f"{sys.executable} {script}"
 
 
-def test_summarizer_reads_jsonl_and_writes_the_narrative(desk: Desk, tmp_path: Path) -> None:
+def test_summarizer_reads_jsonl_and_writes_the_narrative(desk: DeskFolder, tmp_path: Path) -> None:
     add_fact(desk, "Chose SQLite.", kind="decision", importance=4, at="2026-11-29T08:00:00Z")
     cmd = _script(tmp_path, "import json, os\nrows=[json.loads(l) for l in sys.stdin]\n"
                             "assert os.environ['DESK_DIGEST_DATE'] == '2026-11-29'\n"
@@ -333,7 +333,7 @@ def test_summarizer_reads_jsonl_and_writes_the_narrative(desk: Desk, tmp_path: P
     ("print('token: ghp_' + 'a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8')\n", "secret"),
     ("print('x' * 20000)\n", "limit"),
 ])
-def test_bad_summary_writes_nothing(desk: Desk, tmp_path: Path, body: str, error: str) -> None:
+def test_bad_summary_writes_nothing(desk: DeskFolder, tmp_path: Path, body: str, error: str) -> None:
     from desk.errors import DeskError
 
     before = snapshot(desk.root)
@@ -342,7 +342,7 @@ def test_bad_summary_writes_nothing(desk: Desk, tmp_path: Path, body: str, error
     assert snapshot(desk.root) == before
 
 
-def test_digest_cli_reports_and_json(desk: Desk, run: DeskRunner) -> None:
+def test_digest_cli_reports_and_json(desk: DeskFolder, run: DeskRunner) -> None:
     fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")
     result = run("digest", "--as-of", AS_OF)
     assert result.exit_code == 0 and "promoted: storage.mode" in result.output
@@ -353,14 +353,14 @@ def test_digest_cli_reports_and_json(desk: Desk, run: DeskRunner) -> None:
     assert bad.exit_code == 2
 
 
-def test_digest_while_the_harness_appends_loses_nothing(desk: Desk) -> None:
+def test_digest_while_the_harness_appends_loses_nothing(desk: DeskFolder) -> None:
     import subprocess
 
-    from desk.archive_verify import verify_archive
+    from desk.archive.verify import verify_archive
 
     n = 400
-    code = ("import sys\nfrom desk.desk import Desk\nfrom desk.archive import append_event\n"
-            "d = Desk(__import__('pathlib').Path(sys.argv[1]))\n"
+    code = ("import sys\nfrom desk.layout import DeskFolder\nfrom desk.archive.store import append_event\n"
+            "d = DeskFolder(__import__('pathlib').Path(sys.argv[1]))\n"
             f"for i in range({n}):\n"
             "    append_event(d, 'inbound', f'msg {i}', session='s', at='2026-11-29T10:00:00Z')\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(desk.root)])
@@ -377,7 +377,7 @@ def test_digest_while_the_harness_appends_loses_nothing(desk: Desk) -> None:
     assert f"- {n} events in 1 session" in desk.path("journal/2026-11-29.md").read_text()
 
 
-def test_a_broken_conflict_queue_is_reported_not_overwritten(desk: Desk) -> None:
+def test_a_broken_conflict_queue_is_reported_not_overwritten(desk: DeskFolder) -> None:
     from desk.errors import InvalidFileError
 
     desk.path(".system/conflicts.json").write_text('{"schema_version": 1,\n "cases": [}\n')
@@ -392,9 +392,9 @@ def test_a_broken_conflict_queue_is_reported_not_overwritten(desk: Desk) -> None
     assert snapshot(desk.root) == before
 
 
-def test_a_fact_repeated_hundreds_of_times_keeps_a_small_memory(desk: Desk) -> None:
-    from desk.archive import ArchiveWriter, build_event
-    from desk.distill import EVIDENCE_MAX
+def test_a_fact_repeated_hundreds_of_times_keeps_a_small_memory(desk: DeskFolder) -> None:
+    from desk.archive.store import ArchiveWriter, build_event
+    from desk.digest.policy import EVIDENCE_MAX
 
     import datetime as dt
 
@@ -415,7 +415,7 @@ def test_a_fact_repeated_hundreds_of_times_keeps_a_small_memory(desk: Desk) -> N
     assert len(kept) == EVIDENCE_MAX and ids[0] in kept and newer in kept and ids[1] not in kept
 
 
-def test_two_digests_at_once_commit_once(desk: Desk) -> None:
+def test_two_digests_at_once_commit_once(desk: DeskFolder) -> None:
     import subprocess
 
     fact(desk, "Use WAL.", "2026-09-01T10:00:00Z", importance=5, key="storage.mode")

@@ -7,8 +7,8 @@ import datetime as dt
 import pytest
 
 from desk.errors import RejectedError
-from desk.git import Commit
-from desk.journal import MAX_ITEMS, check_narrative, existing_narrative, render_journal
+from desk.storage.git import Commit
+from desk.digest.journal import MAX_ITEMS, check_narrative, existing_narrative, render_journal
 
 DAY = dt.date(2026, 11, 29)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as dt
 
 from desk.config import DistillPolicy
-from desk.conflicts import reconcile
-from desk.distill import Active, decide, group_facts
-from desk.distilled import alternate_name, memory_name
-from desk.facts import FactRecord
-from desk.memory import name_problem
+from desk.digest.conflicts import reconcile
+from desk.digest.policy import Active, decide, group_facts
+from desk.digest.memory_writes import alternate_name, memory_name
+from desk.digest.facts import FactRecord
+from desk.memory.file import name_problem
 
 AS_OF = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 POLICY = DistillPolicy()
@@ -263,7 +263,7 @@ def test_a_value_that_lost_on_importance_wins_at_once_if_its_confirmations_are_n
 
 
 def apply(plan, actives: dict[str, Active], facts: list[FactRecord]) -> dict[str, Active]:  # type: ignore[no-untyped-def]
-    """What desk.digest does with a plan, as far as the next run's actives are concerned."""
+    """What desk.digest.run does with a plan, as far as the next run's actives are concerned."""
     at = {f.id: f.at for f in facts}
     out = dict(actives)
     for c in plan.promote:

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from desk.desk import Desk
+from desk.layout import DeskFolder
 from tests.conftest import DeskRunner
 from tests.guard_helpers import commit, head, memory_text, sh, write
 
@@ -25,12 +25,12 @@ def checks(data: dict) -> dict[str, str]:  # type: ignore[type-arg]
     return {p["check"]: p["status"] for p in data["problems"]}
 
 
-def test_healthy_desk(desk: Desk, run: DeskRunner) -> None:
+def test_healthy_desk(desk: DeskFolder, run: DeskRunner) -> None:
     result = run("doctor")
     assert result.exit_code == 0 and "ok: nothing to repair" in result.output
 
 
-def test_no_verify_commits_are_caught(desk: Desk, run: DeskRunner) -> None:
+def test_no_verify_commits_are_caught(desk: DeskFolder, run: DeskRunner) -> None:
     write(desk.root, "memory/broken.md", "---\nname: broken\n---\nno type\n")
     write(desk.root, "SOUL.md", "# rewritten by the assistant\n")
     sh(desk.root, "add", "memory/broken.md", "SOUL.md")
@@ -44,7 +44,7 @@ def test_no_verify_commits_are_caught(desk: Desk, run: DeskRunner) -> None:
     assert head(desk.root)[:7] in message
 
 
-def test_stale_index_repaired(desk: Desk, run: DeskRunner) -> None:
+def test_stale_index_repaired(desk: DeskFolder, run: DeskRunner) -> None:
     write(desk.root, "memory/kappa.md", memory_text("kappa"))
     sh(desk.root, "add", "memory/kappa.md")
     commit(desk.root, "no index", "--no-verify")
@@ -57,7 +57,7 @@ def test_stale_index_repaired(desk: Desk, run: DeskRunner) -> None:
     assert run("validate", "--all").exit_code == 0
 
 
-def test_temp_files(desk: Desk, run: DeskRunner) -> None:
+def test_temp_files(desk: DeskFolder, run: DeskRunner) -> None:
     old = write(desk.root, "memory/.desk-tmp-abc123", "half")
     os.utime(old, (OLD, OLD))
     fresh = write(desk.root, ".desk-tmp-new", "in progress")
@@ -68,8 +68,8 @@ def test_temp_files(desk: Desk, run: DeskRunner) -> None:
     assert code == 0 and not old.exists() and fresh.exists()
 
 
-def test_torn_archive_tail(desk: Desk, run: DeskRunner) -> None:
-    from desk.archive import append_event
+def test_torn_archive_tail(desk: DeskFolder, run: DeskRunner) -> None:
+    from desk.archive.store import append_event
 
     append_event(desk, "inbound", "hello")
     path = next((desk.root / ".system/archive").glob("*.jsonl"))
@@ -86,8 +86,8 @@ def test_torn_archive_tail(desk: Desk, run: DeskRunner) -> None:
     assert lines[-2] == b'{"at":"2026-' and record["id"].encode() in lines[-1]
 
 
-def test_torn_archive_record_missing_only_its_newline_is_kept(desk: Desk, run: DeskRunner) -> None:
-    from desk.archive import append_event
+def test_torn_archive_record_missing_only_its_newline_is_kept(desk: DeskFolder, run: DeskRunner) -> None:
+    from desk.archive.store import append_event
 
     append_event(desk, "inbound", "hello")
     path = next((desk.root / ".system/archive").glob("*.jsonl"))
@@ -100,16 +100,16 @@ def test_torn_archive_record_missing_only_its_newline_is_kept(desk: Desk, run: D
 
 def _crash_before_commit(root: Path, name: str, before: str = "commit") -> None:
     """A real `remember` in a child process that dies (exit 9) right before `git <before>`."""
-    code = ("import os, sys\nfrom pathlib import Path\nfrom desk.git import Git\n"
+    code = ("import os, sys\nfrom pathlib import Path\nfrom desk.storage.git import Git\n"
             f"Git.{before} = lambda self, *args, **kw: os._exit(9)\n"
-            "from desk.desk import Desk\nfrom desk.memories import remember\n"
-            f"remember(Desk(Path({str(root)!r})), {name!r}, type='fact', description='Crashed',"
+            "from desk.layout import DeskFolder\nfrom desk.memory.operations import remember\n"
+            f"remember(DeskFolder(Path({str(root)!r})), {name!r}, type='fact', description='Crashed',"
             " body='It crashed here.', triggers=['crash'])\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
     assert proc.returncode == 9, proc.stderr
 
 
-def test_interrupted_mutation_is_finished(desk: Desk, run: DeskRunner) -> None:
+def test_interrupted_mutation_is_finished(desk: DeskFolder, run: DeskRunner) -> None:
     before = head(desk.root)
     _crash_before_commit(desk.root, "lambda")
     assert head(desk.root) == before and (desk.root / "memory/lambda.md").exists()
@@ -123,7 +123,7 @@ def test_interrupted_mutation_is_finished(desk: Desk, run: DeskRunner) -> None:
     assert not list(desk.git_dir.glob("desk-pending-*"))
 
 
-def test_interrupted_mutation_edited_since_is_left_to_a_person(desk: Desk, run: DeskRunner) -> None:
+def test_interrupted_mutation_edited_since_is_left_to_a_person(desk: DeskFolder, run: DeskRunner) -> None:
     _crash_before_commit(desk.root, "mu")
     mine = memory_text("mu", body="My own words, typed after the crash.")
     write(desk.root, "memory/mu.md", mine)
@@ -132,7 +132,7 @@ def test_interrupted_mutation_edited_since_is_left_to_a_person(desk: Desk, run: 
     assert (desk.root / "memory/mu.md").read_text() == mine
 
 
-def test_stale_index_lock(desk: Desk, run: DeskRunner) -> None:
+def test_stale_index_lock(desk: DeskFolder, run: DeskRunner) -> None:
     lock = desk.git_dir / "index.lock"
     lock.write_bytes(b"")
     code, data = doctor(run, "--repair")
@@ -147,7 +147,7 @@ def test_stale_index_lock(desk: Desk, run: DeskRunner) -> None:
     assert commit(desk.root, "after").returncode == 0
 
 
-def test_missing_hooks_reinstalled(desk: Desk, run: DeskRunner) -> None:
+def test_missing_hooks_reinstalled(desk: DeskFolder, run: DeskRunner) -> None:
     run("hooks", "uninstall")
     code, data = doctor(run)
     assert code == 3 and checks(data)["hooks"] == "found"
@@ -155,7 +155,7 @@ def test_missing_hooks_reinstalled(desk: Desk, run: DeskRunner) -> None:
     assert code == 0 and (desk.git_dir / "hooks" / "pre-commit").exists()
 
 
-def test_persons_uncommitted_edits_survive_repair(desk: Desk, run: DeskRunner) -> None:
+def test_persons_uncommitted_edits_survive_repair(desk: DeskFolder, run: DeskRunner) -> None:
     write(desk.root, "NOW.md", "# NOW\n\nmy unsaved thoughts\n")
     write(desk.root, "memory/nu.md", memory_text("nu"))  # new, uncommitted, index not yet updated
     code, data = doctor(run, "--repair")
@@ -165,7 +165,7 @@ def test_persons_uncommitted_edits_survive_repair(desk: Desk, run: DeskRunner) -
     assert "?? memory/nu.md" in sh(desk.root, "status", "--porcelain").stdout
 
 
-def test_the_next_mutation_first_finishes_an_interrupted_one(desk: Desk, run: DeskRunner) -> None:
+def test_the_next_mutation_first_finishes_an_interrupted_one(desk: DeskFolder, run: DeskRunner) -> None:
     _crash_before_commit(desk.root, "xi")
     from desk.transaction import commit_message, transaction
 
@@ -179,7 +179,7 @@ def test_the_next_mutation_first_finishes_an_interrupted_one(desk: Desk, run: De
     assert code == 0, data
 
 
-def test_a_crash_before_git_add_of_a_new_memory_is_finished(desk: Desk, run: DeskRunner) -> None:
+def test_a_crash_before_git_add_of_a_new_memory_is_finished(desk: DeskFolder, run: DeskRunner) -> None:
     """Killed after writing memory/new.md but before `git add`: the file is untracked."""
     _crash_before_commit(desk.root, "fresh", before="add")
     assert "?? memory/fresh.md" in sh(desk.root, "status", "--porcelain").stdout
@@ -189,8 +189,8 @@ def test_a_crash_before_git_add_of_a_new_memory_is_finished(desk: Desk, run: Des
     assert sh(desk.root, "status", "--porcelain").stdout == ""
 
 
-def test_secret_and_archive_rewrite_in_history(desk: Desk, run: DeskRunner) -> None:
-    from desk.archive import append_event
+def test_secret_and_archive_rewrite_in_history(desk: DeskFolder, run: DeskRunner) -> None:
+    from desk.archive.store import append_event
 
     secret = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC1234"
     write(desk.root, "NOW.md", f"# NOW\n\n{secret}\n")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from desk.desk import Desk
+from desk.layout import DeskFolder
 from tests.conftest import DeskRunner
 from tests.guard_helpers import head, memory_text, sh
 
@@ -34,7 +34,7 @@ def runs(tmp_path: Path) -> int:
     return int((tmp_path / "editor" / "count").read_text())
 
 
-def test_edit_creates_and_commits(desk: Desk, run: DeskRunner, tmp_path: Path,
+def test_edit_creates_and_commits(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EDITOR", editor(tmp_path, GOOD))
     result = run("edit", "pref", "--json")
@@ -47,14 +47,14 @@ def test_edit_creates_and_commits(desk: Desk, run: DeskRunner, tmp_path: Path,
     assert sh(desk.root, "status", "--porcelain").stdout == ""
 
 
-def test_visual_wins_over_editor(desk: Desk, run: DeskRunner, tmp_path: Path,
+def test_visual_wins_over_editor(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VISUAL", editor(tmp_path, GOOD))
     monkeypatch.setenv("EDITOR", "false")
     assert run("edit", "pref").exit_code == 0
 
 
-def test_errors_offer_re_edit(desk: Desk, run: DeskRunner, tmp_path: Path,
+def test_errors_offer_re_edit(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EDITOR", editor(tmp_path, BAD, GOOD))
     result = run("edit", "pref", input="y\n")
@@ -64,7 +64,7 @@ def test_errors_offer_re_edit(desk: Desk, run: DeskRunner, tmp_path: Path,
     assert (desk.root / "memory/pref.md").read_text() == GOOD
 
 
-def test_abort_changes_nothing(desk: Desk, run: DeskRunner, tmp_path: Path,
+def test_abort_changes_nothing(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
                                monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.conftest import snapshot
 
@@ -76,7 +76,7 @@ def test_abort_changes_nothing(desk: Desk, run: DeskRunner, tmp_path: Path,
     assert not list((desk.git_dir / "desk-edit").iterdir())
 
 
-def test_secret_is_refused_on_save(desk: Desk, run: DeskRunner, tmp_path: Path,
+def test_secret_is_refused_on_save(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "gl" + "pat-" + "aB3dE5gH7jK9mN1pQ2rS"
     monkeypatch.setenv("EDITOR", editor(tmp_path, memory_text("pref", body=f"Use {secret}.")))
@@ -85,7 +85,7 @@ def test_secret_is_refused_on_save(desk: Desk, run: DeskRunner, tmp_path: Path,
     assert secret not in result.output
 
 
-def test_unchanged_edit_makes_no_commit(desk: Desk, run: DeskRunner, tmp_path: Path,
+def test_unchanged_edit_makes_no_commit(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     run("remember", "pref", "--type", "fact", "-d", "A pref", "-t", "x", "Prefer tea.")
     before = head(desk.root)
@@ -95,7 +95,7 @@ def test_unchanged_edit_makes_no_commit(desk: Desk, run: DeskRunner, tmp_path: P
     assert head(desk.root) == before
 
 
-def test_edit_existing_updates(desk: Desk, run: DeskRunner, tmp_path: Path,
+def test_edit_existing_updates(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
                                monkeypatch: pytest.MonkeyPatch) -> None:
     run("remember", "pref", "--type", "fact", "-d", "A pref", "-t", "x", "Prefer tea.")
     monkeypatch.setenv("EDITOR", editor(tmp_path, GOOD))
@@ -104,7 +104,7 @@ def test_edit_existing_updates(desk: Desk, run: DeskRunner, tmp_path: Path,
     assert "Edited by hand" in (desk.root / "MEMORY.md").read_text()
 
 
-def test_uncommitted_edits_are_not_overwritten(desk: Desk, run: DeskRunner, tmp_path: Path,
+def test_uncommitted_edits_are_not_overwritten(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     run("remember", "pref", "--type", "fact", "-d", "A pref", "-t", "x", "Prefer tea.")
     (desk.root / "memory/pref.md").write_text(GOOD)
@@ -113,6 +113,6 @@ def test_uncommitted_edits_are_not_overwritten(desk: Desk, run: DeskRunner, tmp_
     assert result.exit_code == 4 and "uncommitted changes" in result.output
 
 
-def test_no_editor_is_a_usage_error(desk: Desk, run: DeskRunner) -> None:
+def test_no_editor_is_a_usage_error(desk: DeskFolder, run: DeskRunner) -> None:
     result = run("edit", "pref")
     assert result.exit_code == 2 and "$VISUAL or $EDITOR" in result.output

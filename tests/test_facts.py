@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from desk.errors import RejectedError
-from desk.facts import fact_from_record, key_problem, validate_fact
+from desk.digest.facts import fact_from_record, key_problem, validate_fact
 
 
 @pytest.mark.parametrize("key", ["runtime.python-version", "storage.sqlite.journal_mode", "a", "x1.y2"])

@@ -8,8 +8,9 @@ import stat
 import sys
 from pathlib import Path
 
-from desk.desk import Desk
-from desk.hooks import HOOK_TYPES, MARKER, install
+from desk.layout import DeskFolder
+from desk.guard.hook_files import HOOK_TYPES, MARKER
+from desk.guard.hooks import install
 from desk.scaffold import init_desk
 from tests.conftest import DeskRunner
 from tests.guard_helpers import add_commit, git_env, memory_text, sh, write
@@ -30,7 +31,7 @@ def foreign_hook(root: Path, hook: str, exit_code: int = 0) -> bytes:
     return script
 
 
-def test_init_installs_marked_hooks(desk: Desk) -> None:
+def test_init_installs_marked_hooks(desk: DeskFolder) -> None:
     for hook in HOOK_TYPES:
         path = hook_dir(desk.root) / hook
         assert MARKER in path.read_text()
@@ -38,14 +39,14 @@ def test_init_installs_marked_hooks(desk: Desk) -> None:
         assert repr(sys.executable) in path.read_text() or sys.executable in path.read_text()
 
 
-def test_install_is_idempotent(desk: Desk, run: DeskRunner) -> None:
+def test_install_is_idempotent(desk: DeskFolder, run: DeskRunner) -> None:
     result = run("hooks", "install", "--json")
     assert result.exit_code == 0
     assert json.loads(result.output)["hooks"] == {hook: "updated" for hook in HOOK_TYPES}
     assert not (hook_dir(desk.root) / "pre-commit.legacy").exists()
 
 
-def test_foreign_hook_chained_and_restored(desk: Desk, run: DeskRunner) -> None:
+def test_foreign_hook_chained_and_restored(desk: DeskFolder, run: DeskRunner) -> None:
     run("hooks", "uninstall")
     assert not (hook_dir(desk.root) / "pre-commit").exists()
     original = foreign_hook(desk.root, "pre-commit")
@@ -71,7 +72,7 @@ def test_foreign_hook_chained_and_restored(desk: Desk, run: DeskRunner) -> None:
     assert not (hook_dir(desk.root) / "commit-msg").exists()
 
 
-def test_uninstall_leaves_a_foreign_hook_alone(desk: Desk, run: DeskRunner) -> None:
+def test_uninstall_leaves_a_foreign_hook_alone(desk: DeskFolder, run: DeskRunner) -> None:
     run("hooks", "uninstall")
     original = foreign_hook(desk.root, "commit-msg")
     result = run("hooks", "uninstall", "--json")
@@ -79,7 +80,7 @@ def test_uninstall_leaves_a_foreign_hook_alone(desk: Desk, run: DeskRunner) -> N
     assert (hook_dir(desk.root) / "commit-msg").read_bytes() == original
 
 
-def test_both_hook_and_legacy_foreign_is_refused(desk: Desk, run: DeskRunner) -> None:
+def test_both_hook_and_legacy_foreign_is_refused(desk: DeskFolder, run: DeskRunner) -> None:
     run("hooks", "uninstall")
     foreign_hook(desk.root, "pre-commit")
     foreign_hook(desk.root, "pre-commit.legacy")
@@ -87,12 +88,12 @@ def test_both_hook_and_legacy_foreign_is_refused(desk: Desk, run: DeskRunner) ->
     assert result.exit_code == 1 and "both exist" in result.output
 
 
-def test_core_hooks_path_refused_with_the_manual_way(desk: Desk, run: DeskRunner) -> None:
+def test_core_hooks_path_refused_with_the_manual_way(desk: DeskFolder, run: DeskRunner) -> None:
     sh(desk.root, "config", "core.hooksPath", str(desk.root.parent / "shared-hooks"))
     result = run("hooks", "install")
     assert result.exit_code == 1
     assert "core.hooksPath is set" in result.output
-    assert "-m desk.hooks pre-commit" in result.output and "git config --unset core.hooksPath" in result.output
+    assert "-m desk.cli.hook pre-commit" in result.output and "git config --unset core.hooksPath" in result.output
     assert not (desk.root.parent / "shared-hooks").exists()
 
 
@@ -103,13 +104,13 @@ def test_init_with_global_hooks_path_still_creates_the_desk(tmp_path: Path, isol
     assert not (tmp_path / "d" / ".git" / "hooks" / "pre-commit").exists()
     from click.testing import CliRunner
 
-    from desk.cli import cli
+    from desk.cli.main import cli
 
     shown = CliRunner().invoke(cli, ["init", str(tmp_path / "e")], catch_exceptions=False)
     assert shown.exit_code == 0 and "warning: the git hooks were not installed" in shown.output
 
 
-def test_falls_back_to_desk_on_path(desk: Desk, tmp_path: Path) -> None:
+def test_falls_back_to_desk_on_path(desk: DeskFolder, tmp_path: Path) -> None:
     install(desk.root, python=str(tmp_path / "gone" / "python"))
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -128,7 +129,7 @@ def test_falls_back_to_desk_on_path(desk: Desk, tmp_path: Path) -> None:
     assert proc.returncode != 0 and "soul-unauthorized" in proc.stderr
 
 
-def test_hook_ignores_inherited_git_variables(desk: Desk, tmp_path: Path) -> None:
+def test_hook_ignores_inherited_git_variables(desk: DeskFolder, tmp_path: Path) -> None:
     """A commit made from elsewhere with GIT_DIR/GIT_WORK_TREE set still validates this desk."""
     write(desk.root, "memory/bad.md", INVALID)
     env = git_env(GIT_DIR=str(desk.root / ".git"), GIT_WORK_TREE=str(desk.root))
@@ -147,7 +148,7 @@ def test_hook_in_a_plain_repository_does_nothing(tmp_path: Path) -> None:
     assert add_commit(root, "x", "memory/bad.md").returncode == 0
 
 
-def test_valid_commit_passes_both_hooks(desk: Desk) -> None:
+def test_valid_commit_passes_both_hooks(desk: DeskFolder) -> None:
     write(desk.root, "memory/ok.md", memory_text("ok"))
     from tests.guard_helpers import reindex_text
 
@@ -157,7 +158,7 @@ def test_valid_commit_passes_both_hooks(desk: Desk) -> None:
     assert os.path.exists(desk.root / "memory/ok.md")
 
 
-def test_merge_with_an_unsorted_union_index_is_fixed(desk: Desk) -> None:
+def test_merge_with_an_unsorted_union_index_is_fixed(desk: DeskFolder) -> None:
     """A merge without conflicts skips pre-commit; pre-merge-commit catches MEMORY.md's union merge."""
     from tests.guard_helpers import commit, reindex_text
 
@@ -182,10 +183,10 @@ def test_merge_with_an_unsorted_union_index_is_fixed(desk: Desk) -> None:
     assert len(sh(desk.root, "log", "-1", "--format=%P").stdout.split()) == 2
 
 
-def test_a_chained_foreign_hook_runs_for_desks_own_commits_too(desk: Desk, run: DeskRunner) -> None:
+def test_a_chained_foreign_hook_runs_for_desks_own_commits_too(desk: DeskFolder, run: DeskRunner) -> None:
     """desk's own commits skip the hooks only when they are desk's alone (--no-verify saves the
     shells); a person's chained hook still runs for them."""
-    from desk.memories import remember
+    from desk.memory.operations import remember
 
     remember(desk, "a", type="fact", description="a", body="First fact.")
     assert not (desk.root / "pre-commit.ran").exists()  # only desk's hooks: nothing else to run

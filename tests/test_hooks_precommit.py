@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from desk.desk import Desk
+from desk.layout import DeskFolder
 from tests.guard_helpers import add_commit, commit, git_env, memory_text, sh, write
 
 pre_commit = pytest.importorskip("pre_commit")
@@ -41,7 +41,7 @@ def test_manifest_is_valid_for_pre_commit() -> None:
     assert {h["id"] for h in hooks} == {"desk-validate", "desk-validate-message"}
 
 
-def test_pre_commit_framework_runs_desk_validate(desk: Desk, tmp_path: Path) -> None:
+def test_pre_commit_framework_runs_desk_validate(desk: DeskFolder, tmp_path: Path) -> None:
     sh(desk.root, "config", "user.name", "Ada")  # pre-commit runs its own git calls
     sh(desk.root, "config", "user.email", "ada@example.org")
     env = git_env(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"))

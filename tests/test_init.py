@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from desk.desk import Desk
+from desk.layout import DeskFolder
 from desk.errors import DeskError
 from desk.scaffold import init_desk
 from tests.conftest import git, snapshot
@@ -89,13 +89,13 @@ def test_fallback_identity_and_configured_identity(tmp_path: Path, monkeypatch: 
 def test_cli_init_json(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from desk.cli import cli
+    from desk.cli.main import cli
 
     result = CliRunner().invoke(cli, ["init", str(tmp_path / "d"), "--json"], catch_exceptions=False)
     assert result.exit_code == 0 and json.loads(result.output)["status"] == "created"
     again = CliRunner().invoke(cli, ["init", str(tmp_path / "d")], catch_exceptions=False)
     assert again.exit_code == 0 and "already a desk" in again.output
-    Desk(tmp_path / "d").config  # loads and validates
+    DeskFolder(tmp_path / "d").config  # loads and validates
 
 
 def test_non_editable_install_ships_templates(tmp_path: Path) -> None:

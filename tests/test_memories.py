@@ -8,26 +8,26 @@ from pathlib import Path
 
 import pytest
 
-from desk.desk import Desk
+from desk.layout import DeskFolder
 from desk.errors import ConflictError, RejectedError
-from desk.index import entries_in_worktree, render_index
-from desk.memories import forget, history, reindex, remember
+from desk.memory.index import entries_in_worktree, render_index
+from desk.memory.operations import forget, history, reindex, remember
 from tests.conftest import DeskRunner, git, snapshot
 
 T0 = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.timezone.utc)
 T1 = T0 + dt.timedelta(days=1)
 
 
-def commits(desk: Desk) -> int:
+def commits(desk: DeskFolder) -> int:
     return int(git(desk.root, "rev-list", "--count", "HEAD"))
 
 
-def add(desk: Desk, name: str, body: str = "Reports must be written in Chinese.", **kw: object) -> object:
+def add(desk: DeskFolder, name: str, body: str = "Reports must be written in Chinese.", **kw: object) -> object:
     fields = {"type": "preference", "description": f"About {name}", "now": T0, **kw}
     return remember(desk, name, body=body, **fields)  # type: ignore[arg-type]
 
 
-def test_created_updated_unchanged(desk: Desk) -> None:
+def test_created_updated_unchanged(desk: DeskFolder) -> None:
     start = commits(desk)
     created = add(desk, "report-style", triggers=["report"])
     assert created.status == "created" and created.commit == git(desk.root, "rev-parse", "HEAD").strip()
@@ -44,7 +44,7 @@ def test_created_updated_unchanged(desk: Desk) -> None:
     assert commits(desk) == start + 2
 
 
-def test_commit_subject_and_trailers(desk: Desk) -> None:
+def test_commit_subject_and_trailers(desk: DeskFolder) -> None:
     add(desk, "report-style", actor="assistant", source_event="evt_42")
     subject = git(desk.root, "log", "-1", "--format=%s").strip()
     trailers = git(desk.root, "log", "-1", "--format=%(trailers:only,unfold)").strip().splitlines()
@@ -58,7 +58,7 @@ def test_commit_subject_and_trailers(desk: Desk) -> None:
     ({"body": "reports MUST be written   in chinese."}, "already_recorded"),  # same as another memory
     ({"body": "The current conversation wins."}, "already_recorded"),  # already in AGENTS.md
 ])
-def test_gate_rejections_change_nothing(desk: Desk, kwargs: dict[str, object], reason: str) -> None:
+def test_gate_rejections_change_nothing(desk: DeskFolder, kwargs: dict[str, object], reason: str) -> None:
     add(desk, "report-style")
     before = snapshot(desk.root)
     with pytest.raises(RejectedError) as info:
@@ -71,7 +71,7 @@ def test_gate_rejections_change_nothing(desk: Desk, kwargs: dict[str, object], r
     {"body": "   \n"}, {"description": ""}, {"description": "two\nlines"}, {"type": "feeling"},
     {"triggers": [""]}, {"expires": "2020-01-01T00:00:00Z"}, {"body": "x" * 70_000},
 ])
-def test_structurally_broken_memories_are_rejected(desk: Desk, kwargs: dict[str, object]) -> None:
+def test_structurally_broken_memories_are_rejected(desk: DeskFolder, kwargs: dict[str, object]) -> None:
     before = snapshot(desk.root)
     with pytest.raises(RejectedError):
         add(desk, "broken", **kwargs)
@@ -79,14 +79,14 @@ def test_structurally_broken_memories_are_rejected(desk: Desk, kwargs: dict[str,
 
 
 @pytest.mark.parametrize("name", ["", "../x", "CON", "a/b", "x" * 81])
-def test_bad_names_rejected_before_anything_changes(desk: Desk, name: str) -> None:
+def test_bad_names_rejected_before_anything_changes(desk: DeskFolder, name: str) -> None:
     before = snapshot(desk.root)
     with pytest.raises(RejectedError):
         add(desk, name)
     assert snapshot(desk.root) == before
 
 
-def test_forget_removes_file_and_index_line(desk: Desk) -> None:
+def test_forget_removes_file_and_index_line(desk: DeskFolder) -> None:
     add(desk, "a-fact", body="Alpha fact.")
     add(desk, "b-fact", body="Beta fact.")
     result = forget(desk, "a-fact", reason="wrong")
@@ -98,7 +98,7 @@ def test_forget_removes_file_and_index_line(desk: Desk) -> None:
     assert git(desk.root, "status", "--porcelain") == ""
 
 
-def test_history_includes_forgotten_revisions(desk: Desk) -> None:
+def test_history_includes_forgotten_revisions(desk: DeskFolder) -> None:
     add(desk, "a-fact", body="Alpha fact.")
     add(desk, "a-fact", body="Alpha fact, revised.", now=T1)
     forget(desk, "a-fact")
@@ -106,7 +106,7 @@ def test_history_includes_forgotten_revisions(desk: Desk) -> None:
     assert ops == ["forget", "remember", "remember"]
 
 
-def test_dirty_target_is_refused_with_exit_4(desk: Desk) -> None:
+def test_dirty_target_is_refused_with_exit_4(desk: DeskFolder) -> None:
     add(desk, "a-fact", body="Alpha fact.")
     path = desk.root / "memory/a-fact.md"
     path.write_text(path.read_text() + "person's unsaved thought\n")
@@ -117,7 +117,7 @@ def test_dirty_target_is_refused_with_exit_4(desk: Desk) -> None:
     assert snapshot(desk.root) == before
 
 
-def test_persons_other_work_is_never_swept_in(desk: Desk) -> None:
+def test_persons_other_work_is_never_swept_in(desk: DeskFolder) -> None:
     (desk.root / "SOUL.md").write_text("# staged soul edit\n")
     git(desk.root, "add", "SOUL.md")
     (desk.root / "NOW.md").write_text("# unstaged now edit\n")
@@ -128,7 +128,7 @@ def test_persons_other_work_is_never_swept_in(desk: Desk) -> None:
     assert sorted(status) == [" M NOW.md", "?? notes.txt", "M  SOUL.md"]
 
 
-def test_index_is_sorted_and_shows_expiry(desk: Desk) -> None:
+def test_index_is_sorted_and_shows_expiry(desk: DeskFolder) -> None:
     add(desk, "b", body="Beta.", description="second")
     add(desk, "a-b", body="Dash.", description="dash")
     add(desk, "a", body="Alpha.", description="first", expires="2027-01-01T00:00:00Z")
@@ -138,7 +138,7 @@ def test_index_is_sorted_and_shows_expiry(desk: Desk) -> None:
     assert lines[0].startswith("# MEMORY.md: generated") and "desk reindex" in lines[0]
 
 
-def test_incremental_index_equals_full_rebuild_without_cache(desk: Desk) -> None:
+def test_incremental_index_equals_full_rebuild_without_cache(desk: DeskFolder) -> None:
     for i in range(12):
         add(desk, f"m{i:02d}", body=f"Fact number {i}.", description=f"fact {i}")
     forget(desk, "m03")
@@ -149,7 +149,7 @@ def test_incremental_index_equals_full_rebuild_without_cache(desk: Desk) -> None
     assert render_index(entries_in_worktree(desk).values()) == incremental
 
 
-def test_reindex_after_hand_edit_commits_only_memory_md(desk: Desk) -> None:
+def test_reindex_after_hand_edit_commits_only_memory_md(desk: DeskFolder) -> None:
     add(desk, "a-fact", body="Alpha fact.")
     path = desk.root / "memory/a-fact.md"
     path.write_text(path.read_text().replace("About a-fact", "Hand-edited description"))
@@ -165,7 +165,7 @@ def test_reindex_after_hand_edit_commits_only_memory_md(desk: Desk) -> None:
     assert reindex(desk).status == "unchanged"
 
 
-def test_cli_remember_json_and_exit_codes(run: DeskRunner, desk: Desk) -> None:
+def test_cli_remember_json_and_exit_codes(run: DeskRunner, desk: DeskFolder) -> None:
     result = run("remember", "report-style", "--type", "preference", "-d", "Report style", "-t", "report",
                  "--json", "Reports in Chinese.")
     data = json.loads(result.output)
@@ -179,7 +179,7 @@ def test_cli_remember_json_and_exit_codes(run: DeskRunner, desk: Desk) -> None:
     assert run("remember", "x", "--type", "nope", "-d", "x", "body").exit_code == 2
 
 
-def test_cli_body_from_stdin_and_file(run: DeskRunner, desk: Desk, tmp_path: Path) -> None:
+def test_cli_body_from_stdin_and_file(run: DeskRunner, desk: DeskFolder, tmp_path: Path) -> None:
     assert run("remember", "from-stdin", "--type", "fact", "-d", "stdin", "-", input="From stdin.\n").exit_code == 0
     body = tmp_path / "body.md"
     body.write_text("From a file.\n")
@@ -189,7 +189,7 @@ def test_cli_body_from_stdin_and_file(run: DeskRunner, desk: Desk, tmp_path: Pat
     assert "From a file." in run("show", "from-file").output
 
 
-def test_cli_list_history_log(run: DeskRunner, desk: Desk) -> None:
+def test_cli_list_history_log(run: DeskRunner, desk: DeskFolder) -> None:
     run("remember", "a", "--type", "fact", "-d", "first", "Alpha.")
     run("remember", "b", "--type", "decision", "-d", "second", "Beta.")
     listed = json.loads(run("list", "--type", "decision", "--json").output)["memories"]
@@ -208,12 +208,12 @@ def test_cli_errors_have_no_traceback(run: DeskRunner) -> None:
     assert "hint:" in result.output
 
 
-def commit_by_hand(desk: Desk, *paths: str) -> None:
+def commit_by_hand(desk: DeskFolder, *paths: str) -> None:
     git(desk.root, "-c", "user.name=P", "-c", "user.email=p@x", "commit", "-qm", "by hand", "--no-verify",
         "--", *paths)
 
 
-def test_hand_commits_between_mutations_reach_the_index(desk: Desk) -> None:
+def test_hand_commits_between_mutations_reach_the_index(desk: DeskFolder) -> None:
     add(desk, "a-fact", body="Alpha fact.")
     path = desk.root / "memory/a-fact.md"
     path.write_text(path.read_text().replace("About a-fact", "Edited by a person"))
@@ -225,7 +225,7 @@ def test_hand_commits_between_mutations_reach_the_index(desk: Desk) -> None:
         add(desk, "c-fact", body="Alpha fact.")
 
 
-def test_a_broken_committed_file_blocks_others_but_can_be_forgotten(desk: Desk) -> None:
+def test_a_broken_committed_file_blocks_others_but_can_be_forgotten(desk: DeskFolder) -> None:
     add(desk, "a-fact", body="Alpha fact.")
     (desk.root / "memory/a-fact.md").write_text("---\nname: a-fact\ntype: fact\n---\nno description\n")
     commit_by_hand(desk, "memory/a-fact.md")
@@ -238,7 +238,7 @@ def test_a_broken_committed_file_blocks_others_but_can_be_forgotten(desk: Desk) 
     assert add(desk, "b-fact", body="Beta fact.").status == "created"
 
 
-def test_list_names_a_broken_file_and_lists_the_rest(run: DeskRunner, desk: Desk) -> None:
+def test_list_names_a_broken_file_and_lists_the_rest(run: DeskRunner, desk: DeskFolder) -> None:
     add(desk, "a-fact", body="Alpha fact.")
     (desk.root / "memory/b-fact.md").write_text("---\nname: b-fact\n")
     result = run("list", "--json")
@@ -249,7 +249,7 @@ def test_list_names_a_broken_file_and_lists_the_rest(run: DeskRunner, desk: Desk
     assert "memory/b-fact.md:1: frontmatter-unclosed" in result.stderr
 
 
-def test_reindex_puts_back_a_hand_edited_index_when_head_is_right(run: DeskRunner, desk: Desk) -> None:
+def test_reindex_puts_back_a_hand_edited_index_when_head_is_right(run: DeskRunner, desk: DeskFolder) -> None:
     add(desk, "a-fact", body="Alpha fact.")
     good = (desk.root / "MEMORY.md").read_bytes()
     (desk.root / "MEMORY.md").write_bytes(good + b"junk\n")
@@ -261,14 +261,14 @@ def test_reindex_puts_back_a_hand_edited_index_when_head_is_right(run: DeskRunne
 
 
 @pytest.mark.parametrize("description", ["a\x85b", "a\u2028b", "a\x1b[31mred", "tab\there"])
-def test_descriptions_with_line_breaks_or_control_characters_are_rejected(desk: Desk, description: str) -> None:
+def test_descriptions_with_line_breaks_or_control_characters_are_rejected(desk: DeskFolder, description: str) -> None:
     before = snapshot(desk.root)
     with pytest.raises(RejectedError, match="one line of text"):
         add(desk, "odd", description=description)
     assert snapshot(desk.root) == before
 
 
-def test_a_git_process_holding_index_lock_is_waited_for(desk: Desk) -> None:
+def test_a_git_process_holding_index_lock_is_waited_for(desk: DeskFolder) -> None:
     import threading
 
     lock = desk.root / ".git" / "index.lock"

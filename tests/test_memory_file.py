@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from desk.errors import InvalidFileError
-from desk.memory import MEMORY_TYPES, MemoryFile, MemoryMeta, name_problem, parse_memory
+from desk.memory.file import MEMORY_TYPES, MemoryFile, MemoryMeta, name_problem, parse_memory
 
 GOOD = (b"---\nname: report-style\ndescription: Report language and length\ntype: preference\n"
         b"triggers:\n  - report\n  - \xe6\x8a\xa5\xe5\x91\x8a\ncreated: 2026-11-29T10:00:00Z\n---\n"

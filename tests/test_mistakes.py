@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from desk.desk import Desk
-from desk.mistakes import add_mistake, list_mistakes, parse_mistakes
+from desk.layout import DeskFolder
+from desk.notes.mistakes import add_mistake, list_mistakes, parse_mistakes
 
 from tests.conftest import DeskRunner, git, snapshot
 
@@ -14,7 +14,7 @@ ARGS = ["--what", "Answered in English", "--context", "weekly report", "--cause"
         "skipped the report-style memory", "--avoid", "check report-style before writing"]
 
 
-def test_add_writes_an_entry_with_id_and_date_in_one_commit(desk: Desk, run: DeskRunner) -> None:
+def test_add_writes_an_entry_with_id_and_date_in_one_commit(desk: DeskFolder, run: DeskRunner) -> None:
     start = int(git(desk.root, "rev-list", "--count", "HEAD"))
     result = run("mistake", "add", *ARGS, "--json")
     assert result.exit_code == 0, result.output
@@ -30,7 +30,7 @@ def test_add_writes_an_entry_with_id_and_date_in_one_commit(desk: Desk, run: Des
     assert lines[data["line"] - 1].startswith("## M-0001")
 
 
-def test_same_lesson_again_is_unchanged_and_ids_increase(desk: Desk, run: DeskRunner) -> None:
+def test_same_lesson_again_is_unchanged_and_ids_increase(desk: DeskFolder, run: DeskRunner) -> None:
     run("mistake", "add", *ARGS)
     start = int(git(desk.root, "rev-list", "--count", "HEAD"))
     again = json.loads(run("mistake", "add", *[a.upper() if not a.startswith("--") else a for a in ARGS],
@@ -45,7 +45,7 @@ def test_same_lesson_again_is_unchanged_and_ids_increase(desk: Desk, run: DeskRu
     assert "M-0002" in run("mistake", "list").output
 
 
-def test_memory_link_must_exist(desk: Desk, run: DeskRunner) -> None:
+def test_memory_link_must_exist(desk: DeskFolder, run: DeskRunner) -> None:
     before = snapshot(desk.root)
     result = run("mistake", "add", *ARGS, "--memory", "report-style")
     assert result.exit_code == 2 and "report-style" in result.output
@@ -58,7 +58,7 @@ def test_memory_link_must_exist(desk: Desk, run: DeskRunner) -> None:
     assert list_mistakes(desk)[0].memory == "report-style"
 
 
-def test_empty_fields_and_dirty_file_are_refused(desk: Desk, run: DeskRunner) -> None:
+def test_empty_fields_and_dirty_file_are_refused(desk: DeskFolder, run: DeskRunner) -> None:
     before = snapshot(desk.root)
     assert run("mistake", "add", "--what", " ", "--context", "c", "--cause", "c", "--avoid", "a").exit_code == 2
     assert snapshot(desk.root) == before
@@ -66,7 +66,7 @@ def test_empty_fields_and_dirty_file_are_refused(desk: Desk, run: DeskRunner) ->
     assert run("mistake", "add", *ARGS).exit_code == 4
 
 
-def test_multiline_fields_become_one_line_and_hand_entries_parse(desk: Desk) -> None:
+def test_multiline_fields_become_one_line_and_hand_entries_parse(desk: DeskFolder) -> None:
     result = add_mistake(desk, what="two\nlines", context="c", cause="c", avoid="a",
                          now=dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc))
     assert result.mistake.what == "two lines" and result.mistake.date == "2026-01-02"

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 
-from desk.desk import Desk
-from desk.now import NowNote, append_now, read_now, set_now
+from desk.layout import DeskFolder
+from desk.notes.now import NowNote, append_now, read_now, set_now
 
 from tests.conftest import DeskRunner, git, snapshot
 
 
-def _count(desk: Desk) -> int:
+def _count(desk: DeskFolder) -> int:
     return int(git(desk.root, "rev-list", "--count", "HEAD"))
 
 
-def test_append_and_set_target_one_section_each_one_commit(desk: Desk, run: DeskRunner) -> None:
+def test_append_and_set_target_one_section_each_one_commit(desk: DeskFolder, run: DeskRunner) -> None:
     start = _count(desk)
     template = desk.path("NOW.md").read_text()
     assert run("now", "append", "write the archive").exit_code == 0
@@ -34,7 +34,7 @@ def test_append_and_set_target_one_section_each_one_commit(desk: Desk, run: Desk
     assert git(desk.root, "show", "--name-only", "--format=", "HEAD").split() == ["NOW.md"]
 
 
-def test_same_text_again_is_unchanged_without_a_commit(desk: Desk, run: DeskRunner) -> None:
+def test_same_text_again_is_unchanged_without_a_commit(desk: DeskFolder, run: DeskRunner) -> None:
     run("now", "set", "--section", "next", "bench")
     start = _count(desk)
     data = json.loads(run("now", "set", "--section", "next", "bench", "--json").output)
@@ -42,7 +42,7 @@ def test_same_text_again_is_unchanged_without_a_commit(desk: Desk, run: DeskRunn
     assert _count(desk) == start
 
 
-def test_set_clears_a_section_and_replaces_the_whole_note(desk: Desk, run: DeskRunner) -> None:
+def test_set_clears_a_section_and_replaces_the_whole_note(desk: DeskFolder, run: DeskRunner) -> None:
     run("now", "append", "one")
     run("now", "set", "--section", "doing", "")
     assert read_now(desk).body("doing") == ""
@@ -51,14 +51,14 @@ def test_set_clears_a_section_and_replaces_the_whole_note(desk: Desk, run: DeskR
     assert run("now", "set", "  ").exit_code == 2
 
 
-def test_a_missing_section_is_put_back_in_its_place(desk: Desk, identity: None) -> None:
+def test_a_missing_section_is_put_back_in_its_place(desk: DeskFolder, identity: None) -> None:
     desk.path("NOW.md").write_text("# NOW\n\n## Doing\n\n- a\n\n## Reminders\n\n- r\n")
     git(desk.root, "-c", "user.name=T", "-c", "user.email=t@example.org", "commit", "-qam", "hand edit")
     append_now(desk, "b", section="next")
     assert desk.path("NOW.md").read_text() == "# NOW\n\n## Doing\n\n- a\n\n## Next\n\n- b\n\n## Reminders\n\n- r\n"
 
 
-def test_show_prints_the_note_or_a_section(desk: Desk, run: DeskRunner) -> None:
+def test_show_prints_the_note_or_a_section(desk: DeskFolder, run: DeskRunner) -> None:
     set_now(desk, "ship it", section="next")
     assert "## Next" in run("now", "show").output
     assert run("now", "show", "--section", "next").output.strip() == "ship it"
@@ -66,7 +66,7 @@ def test_show_prints_the_note_or_a_section(desk: Desk, run: DeskRunner) -> None:
     assert data["sections"]["next"] == "ship it" and data["path"] == "NOW.md"
 
 
-def test_uncommitted_edits_are_refused_and_kept(desk: Desk, run: DeskRunner) -> None:
+def test_uncommitted_edits_are_refused_and_kept(desk: DeskFolder, run: DeskRunner) -> None:
     desk.path("NOW.md").write_text(desk.path("NOW.md").read_text() + "\nmy own line\n")
     before = snapshot(desk.root)
     result = run("now", "append", "x")
@@ -74,7 +74,7 @@ def test_uncommitted_edits_are_refused_and_kept(desk: Desk, run: DeskRunner) -> 
     assert snapshot(desk.root) == before
 
 
-def test_an_oversize_note_is_rejected(desk: Desk, run: DeskRunner) -> None:
+def test_an_oversize_note_is_rejected(desk: DeskFolder, run: DeskRunner) -> None:
     before = snapshot(desk.root)
     assert run("now", "set", "--section", "next", "x" * 20000).exit_code == 3
     assert snapshot(desk.root) == before
@@ -89,8 +89,8 @@ def test_parse_render_round_trip_keeps_unknown_sections() -> None:
     assert note.body("ideas") == "free text"
 
 
-def test_section_text_cannot_start_a_section_of_its_own(desk: Desk) -> None:
-    from desk.now import read_now, set_now
+def test_section_text_cannot_start_a_section_of_its_own(desk: DeskFolder) -> None:
+    from desk.notes.now import read_now, set_now
 
     set_now(desk, "waiting\n## Next\n- injected", section="blocked")
     set_now(desk, "real", section="next")

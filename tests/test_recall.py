@@ -7,19 +7,19 @@ import shutil
 
 import pytest
 
-from desk.desk import Desk
+from desk.layout import DeskFolder
 from desk.errors import UsageError
-from desk.memories import remember
-from desk.recall import normalize_query, recall
-from desk.recall_render import render_xml
-from desk.search_index import SearchIndex
-from desk.search_records import text_terms
+from desk.memory.operations import remember
+from desk.recall.search import normalize_query, recall
+from desk.recall.render import render_xml
+from desk.recall.search_cache import SearchCache
+from desk.recall.records import text_terms
 from tests.conftest import DeskRunner, git, snapshot
 
 AS_OF = "2026-12-01T00:00:00Z"
 
 
-def _remember(desk: Desk, name: str, body: str, *, desc: str = "A fact", triggers: tuple[str, ...] = (),
+def _remember(desk: DeskFolder, name: str, body: str, *, desc: str = "A fact", triggers: tuple[str, ...] = (),
               when: str = "2026-11-20T10:00:00Z", **extra: object) -> None:
     import datetime as dt
 
@@ -27,9 +27,9 @@ def _remember(desk: Desk, name: str, body: str, *, desc: str = "A fact", trigger
              now=dt.datetime.fromisoformat(when), **extra)  # type: ignore[arg-type]
 
 
-def _say(desk: Desk, text: str, *, at: str, kind: str = "inbound", session: str = "s1",
+def _say(desk: DeskFolder, text: str, *, at: str, kind: str = "inbound", session: str = "s1",
          meta: dict[str, str] | None = None) -> dict:
-    from desk.archive import append_event
+    from desk.archive.store import append_event
 
     return append_event(desk, kind, text, session=session, actor="user", at=at, meta=meta)
 
@@ -71,7 +71,7 @@ def test_cli_refusals_exit_2_with_a_clear_message(run: DeskRunner) -> None:
 
 # -- candidates, scores, ranks ------------------------------------------------------------------
 
-def test_english_hit_with_full_json_contract(desk: Desk, run: DeskRunner) -> None:
+def test_english_hit_with_full_json_contract(desk: DeskFolder, run: DeskRunner) -> None:
     _remember(desk, "db-choice", "We selected SQLite in WAL mode for local persistence.",
               desc="Persistence decision", source_event="evt-42")
     _remember(desk, "report-style", "Reports are short and in Chinese.", desc="Report style")
@@ -102,7 +102,7 @@ def test_english_hit_with_full_json_contract(desk: Desk, run: DeskRunner) -> Non
     assert b["contributions"]["recency"] == pytest.approx(b["weights"]["recency"] * b["recency"], abs=1e-6)
 
 
-def test_chinese_query_finds_chinese_record(desk: Desk) -> None:
+def test_chinese_query_finds_chinese_record(desk: DeskFolder) -> None:
     _remember(desk, "layers", "我们采用分层记忆设计：工作区、用户和远端三层。")
     _remember(desk, "other", "报告必须用中文撰写。")
     result = recall(desk, "分层记忆是怎么设计的", as_of=AS_OF)
@@ -110,11 +110,11 @@ def test_chinese_query_finds_chinese_record(desk: Desk) -> None:
     assert {"分层", "层记", "记忆"} <= set(result.hits[0].score_breakdown.matched_terms)
 
 
-def test_conversation_records_with_event_provenance(desk: Desk) -> None:
+def test_conversation_records_with_event_provenance(desk: DeskFolder) -> None:
     rec = _say(desk, "Let's use SQLite WAL for persistence.", at="2026-11-28T09:00:00Z",
                meta={"channel": "chat"})
     _say(desk, "Sounds good, noted.", at="2026-11-28T09:01:00Z", kind="outbound")
-    from desk.archive import append_event
+    from desk.archive.store import append_event
     append_event(desk, "progress", "SQLite persistence progress event", at="2026-11-28T09:02:00Z")
     result = recall(desk, "sqlite persistence", as_of=AS_OF, kind="conversation")
     assert result.searched_records == 2  # progress events are not conversation records
@@ -127,7 +127,7 @@ def test_conversation_records_with_event_provenance(desk: Desk) -> None:
     assert prov["meta"] == {"channel": "chat"}
 
 
-def test_kind_and_limit_are_honoured(desk: Desk) -> None:
+def test_kind_and_limit_are_honoured(desk: DeskFolder) -> None:
     for i in range(4):
         _remember(desk, f"m{i}", f"alpha fact number {i}")
     _say(desk, "alpha from a conversation", at="2026-11-28T09:00:00Z")
@@ -137,7 +137,7 @@ def test_kind_and_limit_are_honoured(desk: Desk) -> None:
     assert [h.scope["memory_kind"] for h in only.hits] == ["conversation"] and only.searched_records == 1
 
 
-def test_ties_break_by_coverage_then_time_then_id(desk: Desk) -> None:
+def test_ties_break_by_coverage_then_time_then_id(desk: DeskFolder) -> None:
     # identical text and time: id ascending decides, whatever order they were written in
     _remember(desk, "b-twin", "kiwi banana", when="2026-11-20T10:00:00Z")
     _remember(desk, "a-twin", "banana kiwi", when="2026-11-20T10:00:00Z")
@@ -150,7 +150,7 @@ def test_ties_break_by_coverage_then_time_then_id(desk: Desk) -> None:
     assert len({h.score_breakdown.total for h in res.hits}) == 1
 
 
-def test_newer_record_wins_a_tie_on_text(desk: Desk) -> None:
+def test_newer_record_wins_a_tie_on_text(desk: DeskFolder) -> None:
     _remember(desk, "old", "kiwi banana", when="2026-10-01T10:00:00Z")
     _remember(desk, "new", "banana kiwi", when="2026-11-20T10:00:00Z")
     hits = recall(desk, "kiwi", as_of=AS_OF).hits
@@ -158,14 +158,14 @@ def test_newer_record_wins_a_tie_on_text(desk: Desk) -> None:
     assert hits[0].score_breakdown.recency > hits[1].score_breakdown.recency
 
 
-def test_expired_memories_never_appear(desk: Desk) -> None:
+def test_expired_memories_never_appear(desk: DeskFolder) -> None:
     _remember(desk, "temp", "the staging password rotates weekly", expires="2026-11-25T00:00:00Z")
     assert [h.id for h in recall(desk, "staging password", as_of="2026-11-24T00:00:00Z").hits] == ["memory:temp"]
     late = recall(desk, "staging password", as_of=AS_OF)
     assert late.hits == () and late.searched_records == 0 and late.empty_reason == "no_records"
 
 
-def test_no_match_is_explicit_and_renders_nothing(desk: Desk, run: DeskRunner) -> None:
+def test_no_match_is_explicit_and_renders_nothing(desk: DeskFolder, run: DeskRunner) -> None:
     _remember(desk, "db-choice", "We selected SQLite.")
     result = recall(desk, "kubernetes", as_of=AS_OF)
     assert result.hits == () and result.searched_records == 1 and result.candidate_records == 0
@@ -175,7 +175,7 @@ def test_no_match_is_explicit_and_renders_nothing(desk: Desk, run: DeskRunner) -
     assert out.exit_code == 0 and out.output == ""
 
 
-def test_xml_carries_every_field_escaped(desk: Desk, run: DeskRunner) -> None:
+def test_xml_carries_every_field_escaped(desk: DeskFolder, run: DeskRunner) -> None:
     _remember(desk, "tricky", 'Use <b>bold</b> & "quotes" </recalled_context> sparingly.')
     out = run("recall", "bold quotes", "--xml", "--as-of", AS_OF).output
     assert out.count("</recalled_context>") == 1 and out.rstrip().endswith("</recalled_context>")
@@ -185,7 +185,7 @@ def test_xml_carries_every_field_escaped(desk: Desk, run: DeskRunner) -> None:
         assert attr in out
 
 
-def test_recall_is_read_only(desk: Desk, run: DeskRunner) -> None:
+def test_recall_is_read_only(desk: DeskFolder, run: DeskRunner) -> None:
     _remember(desk, "db-choice", "We selected SQLite.")
     _say(desk, "sqlite it is", at="2026-11-28T09:00:00Z")
     before, head = snapshot(desk.root), git(desk.root, "rev-parse", "HEAD")
@@ -200,11 +200,11 @@ def test_recall_is_read_only(desk: Desk, run: DeskRunner) -> None:
 
 # -- the derived cache -----------------------------------------------------------------------
 
-def _answer(desk: Desk, query: str) -> list[dict]:
+def _answer(desk: DeskFolder, query: str) -> list[dict]:
     return [h.to_json() for h in recall(desk, query, as_of=AS_OF, limit=10).hits]
 
 
-def test_deleting_the_cache_changes_no_answer(desk: Desk) -> None:
+def test_deleting_the_cache_changes_no_answer(desk: DeskFolder) -> None:
     _remember(desk, "db-choice", "We selected SQLite in WAL mode.")
     _remember(desk, "report", "Reports in Chinese, 报告要短。")
     for i in range(30):
@@ -213,7 +213,7 @@ def test_deleting_the_cache_changes_no_answer(desk: Desk) -> None:
     warm = {q: _answer(desk, q) for q in queries}
     # edit, delete and append after the cache exists: tombstones must not leak into the statistics
     _remember(desk, "db-choice", "We moved to Postgres.")
-    from desk.memories import forget
+    from desk.memory.operations import forget
     forget(desk, "report")
     _say(desk, "late sqlite message", at="2026-11-29T09:00:00Z")
     warm = {q: _answer(desk, q) for q in queries}
@@ -222,10 +222,10 @@ def test_deleting_the_cache_changes_no_answer(desk: Desk) -> None:
     assert all(h["id"] != "memory:report" for q in queries for h in warm[q])
 
 
-def test_cache_is_incremental_by_blob_and_offset(desk: Desk) -> None:
+def test_cache_is_incremental_by_blob_and_offset(desk: DeskFolder) -> None:
     _remember(desk, "db-choice", "We selected SQLite.")
     _say(desk, "first sqlite message", at="2026-11-28T09:00:00Z")
-    index = SearchIndex(desk)
+    index = SearchCache(desk)
     try:
         assert index.refresh() == 2
         assert index.refresh() == 0  # nothing changed: nothing re-read
@@ -241,7 +241,7 @@ def test_cache_is_incremental_by_blob_and_offset(desk: Desk) -> None:
         index.close()
 
 
-def test_rewritten_archive_file_is_read_again(desk: Desk) -> None:
+def test_rewritten_archive_file_is_read_again(desk: DeskFolder) -> None:
     _say(desk, "kiwi one", at="2026-11-28T09:00:00Z")
     _say(desk, "kiwi two", at="2026-11-28T10:00:00Z")
     assert len(recall(desk, "kiwi", as_of=AS_OF).hits) == 2
@@ -251,7 +251,7 @@ def test_rewritten_archive_file_is_read_again(desk: Desk) -> None:
     assert [h.snippet for h in recall(desk, "kiwi", as_of=AS_OF).hits] == ["kiwi one"]
 
 
-def test_torn_last_line_waits_until_complete(desk: Desk) -> None:
+def test_torn_last_line_waits_until_complete(desk: DeskFolder) -> None:
     _say(desk, "kiwi one", at="2026-11-28T09:00:00Z")
     [path] = list(desk.path(".system/archive").glob("*.jsonl"))
     with open(path, "ab") as handle:
@@ -259,7 +259,7 @@ def test_torn_last_line_waits_until_complete(desk: Desk) -> None:
     assert [h.snippet for h in recall(desk, "kiwi", as_of=AS_OF).hits] == ["kiwi one"]
 
 
-def test_broken_cache_file_is_rebuilt(desk: Desk) -> None:
+def test_broken_cache_file_is_rebuilt(desk: DeskFolder) -> None:
     _remember(desk, "db-choice", "We selected SQLite.")
     first = _answer(desk, "sqlite")
     (desk.cache_dir / "search.sqlite").write_bytes(b"not a database at all" * 100)
@@ -268,15 +268,15 @@ def test_broken_cache_file_is_rebuilt(desk: Desk) -> None:
     assert _answer(desk, "sqlite") == first
 
 
-def test_tombstones_are_compacted_without_changing_answers(desk: Desk, monkeypatch: pytest.MonkeyPatch) -> None:
-    import desk.search_index as search_index
+def test_tombstones_are_compacted_without_changing_answers(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    import desk.recall.search_cache as search_index
 
     monkeypatch.setattr(search_index, "COMPACT_MIN_DEAD", 2)
     for i in range(3):
         _say(desk, f"kiwi chat {i}", at=f"2026-11-2{i}T09:00:00Z")
     path = desk.path("memory/fruit.md")
     _remember(desk, "fruit", "kiwi and mango")
-    index = SearchIndex(desk)
+    index = SearchCache(desk)
     try:
         for i in range(6):  # each hand edit tombstones the previous record of the file
             path.write_bytes(path.read_bytes().replace(b"mango", b"mango" + b" pear" * (i + 1), 1))
@@ -289,14 +289,14 @@ def test_tombstones_are_compacted_without_changing_answers(desk: Desk, monkeypat
     assert _answer(desk, "kiwi pear")[:len(answer)] == answer
 
 
-def test_refresh_reports_progress_up_to_the_total(desk: Desk) -> None:
+def test_refresh_reports_progress_up_to_the_total(desk: DeskFolder) -> None:
     folder = desk.path(".system/archive")
     line = json.dumps({"id": "x", "kind": "inbound", "content": "kiwi " * 50, "at": "2026-11-28T09:00:00Z",
                        "desk_id": desk.config.desk_id})
     (folder / "2026-11-28.testclone.jsonl").write_text("\n".join(
         line.replace('"x"', f'"e{i:05d}"') for i in range(3000)) + "\n", "utf-8")
     calls: list[tuple[int, int]] = []
-    index = SearchIndex(desk)
+    index = SearchCache(desk)
     try:
         assert index.refresh(lambda done, total: calls.append((done, total))) == 3000
     finally:
@@ -306,7 +306,7 @@ def test_refresh_reports_progress_up_to_the_total(desk: Desk) -> None:
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
 
 
-def test_records_of_another_desk_are_never_recalled(desk: Desk) -> None:
+def test_records_of_another_desk_are_never_recalled(desk: DeskFolder) -> None:
     mine = _say(desk, "kiwi from this desk", at="2026-11-28T09:00:00Z")
     folder = desk.path(".system/archive")
     foreign = {**mine, "id": "foreign-1", "desk_id": "desk-someone-else", "content": "kiwi from elsewhere"}

@@ -8,16 +8,16 @@ import random
 
 import pytest
 
-from desk.desk import Desk
-from desk.recall import normalize_query, search
-from desk.recall_rank import Ranker
-from desk.search_index import SearchIndex
+from desk.layout import DeskFolder
+from desk.recall.search import normalize_query, search
+from desk.recall.rank import Ranker
+from desk.recall.search_cache import SearchCache
 
 WORDS = ("orion maple kestrel database queue port server launch budget which what the for we did "
          "staging production alice bruno chen report weekly status 数据库 上线 预算 服务器 端口").split()
 
 
-def _write_records(desk: Desk, rng: random.Random, count: int) -> None:
+def _write_records(desk: DeskFolder, rng: random.Random, count: int) -> None:
     folder = desk.path(".system/archive")
     lines = []
     for i in range(count):
@@ -30,7 +30,7 @@ def _write_records(desk: Desk, rng: random.Random, count: int) -> None:
     (folder / "2026-11-29.testclone.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
 
 
-def _exhaustive(index: SearchIndex, query_text: str, ranker: str, limit: int, as_of: str) -> list[str]:
+def _exhaustive(index: SearchCache, query_text: str, ranker: str, limit: int, as_of: str) -> list[str]:
     q = normalize_query(query_text, limit=limit, ranker=ranker, as_of=as_of)
     s = index.state
     lists = [index.postings(t) for t in q.terms]
@@ -57,10 +57,10 @@ def _ts(as_of: str) -> float:
 
 
 @pytest.mark.parametrize("ranker", ["default", "seed", "bm25"])
-def test_pruned_top_equals_exhaustive_scan(desk: Desk, ranker: str) -> None:
+def test_pruned_top_equals_exhaustive_scan(desk: DeskFolder, ranker: str) -> None:
     rng = random.Random(5)
     _write_records(desk, rng, 600)
-    index = SearchIndex(desk)
+    index = SearchCache(desk)
     try:
         index.refresh()
         as_of = "2026-12-01T00:00:00+00:00"

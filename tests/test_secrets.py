@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from desk.secrets import fingerprint, redact, scan
+from desk.text.secrets import fingerprint, redact, scan
 
 ALNUM = "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC"  # 32 mixed characters, high entropy
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from desk.desk import Desk
-from desk.memories import remember
-from desk.stats import desk_stats
-from desk.tokens import estimate_tokens
+from desk.layout import DeskFolder
+from desk.memory.operations import remember
+from desk.recall.stats import desk_stats
+from desk.text.tokens import estimate_tokens
 from tests.conftest import DeskRunner, snapshot
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
@@ -24,7 +24,7 @@ def test_estimator_rules() -> None:
     assert estimate_tokens("x" * 4000) == 1000
 
 
-def test_stats_counts_types_tokens_and_staleness(desk: Desk, run: DeskRunner) -> None:
+def test_stats_counts_types_tokens_and_staleness(desk: DeskFolder, run: DeskRunner) -> None:
     old = NOW - dt.timedelta(days=400)
     remember(desk, "report-style", type="preference", description="Report style", body="报告必须用中文。" * 20,
              now=old)
@@ -44,8 +44,8 @@ def test_stats_counts_types_tokens_and_staleness(desk: Desk, run: DeskRunner) ->
     assert snapshot(desk.root) == before
 
 
-def test_stats_archive_size(desk: Desk, run: DeskRunner) -> None:
-    from desk.archive import append_event
+def test_stats_archive_size(desk: DeskFolder, run: DeskRunner) -> None:
+    from desk.archive.store import append_event
 
     for i in range(5):
         append_event(desk, "inbound", f"message {i}", at=f"2026-11-2{i}T10:00:00Z")

@@ -7,11 +7,11 @@ import os
 
 import pytest
 
-from desk.desk import Desk
+from desk.layout import DeskFolder
 from desk.errors import InvalidFileError
-from desk.secrets import fingerprint
+from desk.text.secrets import fingerprint
 from desk.transaction import commit_message, transaction
-from desk.validate import validate_all, validate_staged
+from desk.guard.validate import validate_all, validate_staged
 from tests.conftest import DeskRunner
 from tests.guard_helpers import add_commit, commit, head, memory_text, reindex_text, sh, write
 
@@ -24,7 +24,7 @@ def add_memory(root, name: str, text: str | None = None):  # type: ignore[no-unt
     return add_commit(root, f"add {name}", f"memory/{name}.md", "MEMORY.md")
 
 
-def test_valid_hand_edit_commits(desk: Desk) -> None:
+def test_valid_hand_edit_commits(desk: DeskFolder) -> None:
     proc = add_memory(desk.root, "alpha")
     assert proc.returncode == 0, proc.stderr
     assert sh(desk.root, "status", "--porcelain").stdout == ""
@@ -36,7 +36,7 @@ def test_valid_hand_edit_commits(desk: Desk) -> None:
     ("no frontmatter here\n", "frontmatter-missing", 1),
     (memory_text("beta", body=" "), "body-empty", 7),
 ])
-def test_invalid_memory_refused(desk: Desk, text: str, rule: str, line: int) -> None:
+def test_invalid_memory_refused(desk: DeskFolder, text: str, rule: str, line: int) -> None:
     before = head(desk.root)
     proc = add_memory(desk.root, "beta", text)
     assert proc.returncode != 0
@@ -44,7 +44,7 @@ def test_invalid_memory_refused(desk: Desk, text: str, rule: str, line: int) -> 
     assert head(desk.root) == before
 
 
-def test_bad_file_name_and_case_collision(desk: Desk) -> None:
+def test_bad_file_name_and_case_collision(desk: DeskFolder) -> None:
     add_memory(desk.root, "report-style")
     write(desk.root, "memory/Report-style.md", memory_text("report-style", body="Other body."))
     proc = add_commit(desk.root, "clash", "memory/Report-style.md")
@@ -53,12 +53,12 @@ def test_bad_file_name_and_case_collision(desk: Desk) -> None:
     assert "memory-name-case" in proc.stderr
 
 
-def test_stray_file_in_memory_folder(desk: Desk) -> None:
+def test_stray_file_in_memory_folder(desk: DeskFolder) -> None:
     proc = add_commit(desk.root, "stray", str(write(desk.root, "memory/notes.txt", "x\n").relative_to(desk.root)))
     assert proc.returncode != 0 and "memory/notes.txt:1: memory-path:" in proc.stderr
 
 
-def test_stale_index_is_regenerated_by_the_hook(desk: Desk) -> None:
+def test_stale_index_is_regenerated_by_the_hook(desk: DeskFolder) -> None:
     write(desk.root, "memory/gamma.md", memory_text("gamma"))
     proc = add_commit(desk.root, "gamma without index", "memory/gamma.md")
     assert proc.returncode != 0
@@ -69,7 +69,7 @@ def test_stale_index_is_regenerated_by_the_hook(desk: Desk) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def test_commit_of_only_paths_checks_the_temporary_index(desk: Desk) -> None:
+def test_commit_of_only_paths_checks_the_temporary_index(desk: DeskFolder) -> None:
     """`git commit -- memory/x.md` stages into a temporary index the hook must read."""
     add_memory(desk.root, "delta")
     write(desk.root, "memory/delta.md", memory_text("delta", description="Changed description"))
@@ -80,8 +80,8 @@ def test_commit_of_only_paths_checks_the_temporary_index(desk: Desk) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def test_archive_only_grows(desk: Desk) -> None:
-    from desk.archive import append_event
+def test_archive_only_grows(desk: DeskFolder) -> None:
+    from desk.archive.store import append_event
 
     append_event(desk, "inbound", "hello")
     rel = sh(desk.root, "ls-files", "--others", "--exclude-standard", ".system/archive").stdout.split()[0]
@@ -105,7 +105,7 @@ def test_archive_only_grows(desk: Desk) -> None:
     assert proc.returncode != 0 and "archive-append-only" in proc.stderr
 
 
-def test_soul_needs_authorization_when_the_assistant_changes_it(desk: Desk) -> None:
+def test_soul_needs_authorization_when_the_assistant_changes_it(desk: DeskFolder) -> None:
     write(desk.root, "SOUL.md", (desk.root / "SOUL.md").read_text() + "\nI am terse.\n")
     sh(desk.root, "add", "SOUL.md")
     proc = commit(desk.root, "soul\n\nDesk-Actor: assistant")
@@ -116,7 +116,7 @@ def test_soul_needs_authorization_when_the_assistant_changes_it(desk: Desk) -> N
     assert add_commit(desk.root, "my soul edit", "SOUL.md").returncode == 0  # people may
 
 
-def test_digest_never_changes_now(desk: Desk) -> None:
+def test_digest_never_changes_now(desk: DeskFolder) -> None:
     write(desk.root, "NOW.md", "# NOW\n\ndoing: something else\n")
     write(desk.root, "journal/2026-11-29.md", "# 2026-11-29\n\nA day.\n")
     sh(desk.root, "add", "NOW.md", "journal/2026-11-29.md")
@@ -127,7 +127,7 @@ def test_digest_never_changes_now(desk: Desk) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def test_secret_refused_and_never_printed(desk: Desk, run: DeskRunner) -> None:
+def test_secret_refused_and_never_printed(desk: DeskFolder, run: DeskRunner) -> None:
     write(desk.root, "NOW.md", f"# NOW\n\nuse {GH_TOKEN} for the API\n")
     proc = add_commit(desk.root, "oops", "NOW.md")
     assert proc.returncode != 0 and "NOW.md:3: secret: github-token" in proc.stderr
@@ -147,7 +147,7 @@ def test_secret_refused_and_never_printed(desk: Desk, run: DeskRunner) -> None:
     assert commit(desk.root, "now it passes", "--", "NOW.md").returncode == 0
 
 
-def test_secret_in_memory_and_journal(desk: Desk) -> None:
+def test_secret_in_memory_and_journal(desk: DeskFolder) -> None:
     secret = "AI" + "za" + "Sy0123456789abcdefABCDEFghijk_lmnop"
     proc = add_memory(desk.root, "keys", memory_text("keys", body=f"The maps key is {secret}."))
     assert proc.returncode != 0 and "memory/keys.md:7: secret: google-api-key" in proc.stderr
@@ -158,7 +158,7 @@ def test_secret_in_memory_and_journal(desk: Desk) -> None:
     assert proc.returncode != 0 and "journal/2026-11-30.md:1: secret: generic-secret" in proc.stderr
 
 
-def test_file_rules_symlink_binary_encoding_size(desk: Desk) -> None:
+def test_file_rules_symlink_binary_encoding_size(desk: DeskFolder) -> None:
     os.symlink("../AGENTS.md", desk.root / "journal" / "link.md")
     proc = add_commit(desk.root, "link", "journal/link.md")
     assert proc.returncode != 0 and "journal/link.md:1: symlink:" in proc.stderr
@@ -179,7 +179,7 @@ def test_file_rules_symlink_binary_encoding_size(desk: Desk) -> None:
     assert add_commit(desk.root, "own file", "notes/anything.bin").returncode == 0
 
 
-def test_warnings_do_not_block(desk: Desk) -> None:
+def test_warnings_do_not_block(desk: DeskFolder) -> None:
     text = memory_text("old", triggers="", extra="expires: 2020-01-01T00:00:00Z\n")
     proc = add_memory(desk.root, "old", text)
     assert proc.returncode == 0, proc.stderr
@@ -187,7 +187,7 @@ def test_warnings_do_not_block(desk: Desk) -> None:
     assert "memory/old.md:1: memory-no-triggers:" in proc.stderr
 
 
-def test_desk_commits_are_validated_in_process(desk: Desk) -> None:
+def test_desk_commits_are_validated_in_process(desk: DeskFolder) -> None:
     before = head(desk.root)
     now_before = (desk.root / "NOW.md").read_bytes()
     with pytest.raises(InvalidFileError) as err, transaction(desk) as tx:
@@ -204,9 +204,9 @@ def test_desk_commits_are_validated_in_process(desk: Desk) -> None:
     assert sh(desk.root, "status", "--porcelain").stdout == ""
 
 
-def test_desk_commits_skip_the_python_hook(desk: Desk, run: DeskRunner) -> None:
+def test_desk_commits_skip_the_python_hook(desk: DeskFolder, run: DeskRunner) -> None:
     """With DESK_VALIDATED the shell hook never starts Python: a broken interpreter path proves it."""
-    from desk.hooks import install
+    from desk.guard.hooks import install
 
     install(desk.root, python="/nonexistent/python")
     env_path = os.environ["PATH"]
@@ -221,7 +221,7 @@ def test_desk_commits_skip_the_python_hook(desk: Desk, run: DeskRunner) -> None:
         os.environ["PATH"] = env_path
 
 
-def test_no_verify_commit_caught_by_validate_all(desk: Desk, run: DeskRunner) -> None:
+def test_no_verify_commit_caught_by_validate_all(desk: DeskFolder, run: DeskRunner) -> None:
     write(desk.root, "memory/broken.md", "---\nname: broken\n---\nbody\n")
     write(desk.root, "memory/fine.md", memory_text("fine"))  # valid, but MEMORY.md not updated
     sh(desk.root, "add", "memory/broken.md", "memory/fine.md")
@@ -234,7 +234,7 @@ def test_no_verify_commit_caught_by_validate_all(desk: Desk, run: DeskRunner) ->
     assert data["status"] == "rejected" and data["mode"] == "all"
 
 
-def test_staged_is_proportional_to_the_change(desk: Desk) -> None:
+def test_staged_is_proportional_to_the_change(desk: DeskFolder) -> None:
     """An unrelated broken file committed with --no-verify is not re-parsed by --staged."""
     write(desk.root, "journal/bad.md", b"\xff\xfe")
     sh(desk.root, "add", "journal/bad.md")
@@ -247,7 +247,7 @@ def test_staged_is_proportional_to_the_change(desk: Desk) -> None:
     assert not validate_all(desk).ok
 
 
-def test_validate_cli_ok_and_help(desk: Desk, run: DeskRunner) -> None:
+def test_validate_cli_ok_and_help(desk: DeskFolder, run: DeskRunner) -> None:
     result = run("validate")
     assert result.exit_code == 0 and result.output.startswith("ok: 0 file(s) checked")
     result = run("validate", "--all")
@@ -255,7 +255,7 @@ def test_validate_cli_ok_and_help(desk: Desk, run: DeskRunner) -> None:
     assert "--staged" in run("validate", "--help").output
 
 
-def test_validate_fix_rewrites_a_stale_index(desk: Desk, run: DeskRunner) -> None:
+def test_validate_fix_rewrites_a_stale_index(desk: DeskFolder, run: DeskRunner) -> None:
     write(desk.root, "memory/theta.md", memory_text("theta"))
     sh(desk.root, "add", "memory/theta.md")
     result = run("validate", "--fix", "--json")
@@ -268,7 +268,7 @@ def test_validate_fix_rewrites_a_stale_index(desk: Desk, run: DeskRunner) -> Non
     assert commit(desk.root, "theta").returncode == 0
 
 
-def test_config_rules(desk: Desk) -> None:
+def test_config_rules(desk: DeskFolder) -> None:
     path = desk.root / ".system/desk.json"
     original = path.read_text()
     config = json.loads(original)
@@ -286,9 +286,9 @@ def test_config_rules(desk: Desk) -> None:
     assert add_commit(desk.root, "budget", ".system/desk.json").returncode == 0
 
 
-def test_an_unstaged_allow_list_edit_lets_no_secret_through(desk: Desk) -> None:
+def test_an_unstaged_allow_list_edit_lets_no_secret_through(desk: DeskFolder) -> None:
     from desk.errors import RejectedError
-    from desk.memories import remember
+    from desk.memory.operations import remember
 
     token = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC1234"
     config = json.loads((desk.root / ".system/desk.json").read_text())

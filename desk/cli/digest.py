@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from desk.cli.output import emit, json_option, read_text_arg, state
+from desk.cli.output import emit, json_option, read_text_arg, invocation
 
 FACT_KINDS = ("decision", "convention", "pitfall", "outcome")
 
@@ -37,10 +37,10 @@ def fact_add_command(text: str, kind: str, importance: int, key: str | None, ses
     TEXT is the fact itself; `-` reads it from stdin. Not committed on its own: `desk checkpoint`
     or `desk digest` commits archive growth. Exit 3 for an invalid fact, with nothing written.
     """
-    from desk.facts import add_fact
+    from desk.digest.facts import add_fact
 
     content = read_text_arg(text, None, "fact")
-    record = add_fact(state().desk(), content, kind=kind, importance=importance, key=key,
+    record = add_fact(invocation().desk(), content, kind=kind, importance=importance, key=key,
                       session=session, actor=actor, at=at, redact=not no_redact)
     emit(record, str(record["id"]))
 
@@ -62,9 +62,9 @@ def digest_command(date: str | None, as_of: str | None, summarizer: str | None) 
     confirmations; ties go to .system/conflicts.json. Never writes NOW.md. No commit when nothing
     changed, so running it twice commits once.
     """
-    from desk.digest import digest
+    from desk.digest.run import digest
 
-    result = digest(state().desk(), date=date, as_of=as_of, summarizer=summarizer)
+    result = digest(invocation().desk(), date=date, as_of=as_of, summarizer=summarizer)
     emit(result.to_json(), lambda: _digest_text(result.to_json()))
 
 
@@ -73,9 +73,9 @@ def digest_command(date: str | None, as_of: str | None, summarizer: str | None) 
 @json_option
 def conflicts_command(show_all: bool) -> None:
     """List the conflict cases the digest opened (tied candidates waiting for a person)."""
-    from desk.conflicts import CONFLICTS_FILE, open_cases, parse_queue
+    from desk.digest.conflicts import CONFLICTS_FILE, open_cases, parse_queue
 
-    desk = state().desk()
+    desk = invocation().desk()
     path = desk.path(CONFLICTS_FILE)
     cases = parse_queue(path.read_bytes() if path.is_file() else None)
     shown = cases if show_all else open_cases(cases)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from desk.cli.output import emit, json_option, state
+from desk.cli.output import emit, json_option, invocation
 
 
 @click.command("validate")
@@ -21,9 +21,9 @@ def validate_command(mode: str, fix: bool) -> None:
     Prints one line per finding, `path:line: rule-id: message`, with how to fix it. Exit 3 when
     any error is found; warnings alone exit 0. The rules are listed in docs/guard.md.
     """
-    from desk.validate import INDEX_FILE, fix_index, validate_all, validate_staged
+    from desk.guard.validate import INDEX_FILE, fix_index, validate_all, validate_staged
 
-    desk = state().desk()
+    desk = invocation().desk()
     if mode == "all":
         report = validate_all(desk)
     else:
@@ -38,7 +38,7 @@ def validate_command(mode: str, fix: bool) -> None:
         lines.append(f"{'ok' if not errors else 'rejected'}: {report.checked} file(s) checked, "
                      f"{errors} error(s), {len(report.findings) - errors} warning(s)")
         if report.fixed:
-            from desk.hooks import STALE_INDEX_MESSAGE
+            from desk.guard.hooks import STALE_INDEX_MESSAGE
 
             lines.append(STALE_INDEX_MESSAGE)
         return "\n".join(lines)
@@ -60,9 +60,9 @@ def hooks_install_command() -> None:
 
     Refused when core.hooksPath is set: the message says how to wire the hooks by hand.
     """
-    from desk.hooks import install
+    from desk.guard.hooks import install
 
-    result = install(state().desk().root)
+    result = install(invocation().desk().root)
     emit(result.to_json(), lambda: "\n".join(f"{h}: {a}" for h, a in result.actions.items()))
 
 
@@ -70,9 +70,9 @@ def hooks_install_command() -> None:
 @json_option
 def hooks_uninstall_command() -> None:
     """Remove desk's hooks and restore the hooks they had replaced."""
-    from desk.hooks import uninstall
+    from desk.guard.hooks import uninstall
 
-    result = uninstall(state().desk().root)
+    result = uninstall(invocation().desk().root)
     emit(result.to_json(), lambda: "\n".join(f"{h}: {a}" for h, a in result.actions.items()))
 
 
@@ -81,7 +81,7 @@ def hooks_uninstall_command() -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def hooks_run_command(hook: str, args: tuple[str, ...]) -> None:
     """What an installed hook runs when the Python that installed it is gone."""
-    from desk.hooks import main
+    from desk.cli.hook import main
 
     click.get_current_context().exit(main([hook, *args]))
 
@@ -97,13 +97,13 @@ def edit_command(name: str, actor: str) -> None:
     A new NAME starts from a template. When the saved file breaks a rule you can edit it again
     or abort (nothing changes). Commits with `Desk-Op: edit`.
     """
-    from desk.edit import edit_memory
+    from desk.memory.edit import edit_memory
 
     def ask(findings: str) -> bool:
         click.echo(findings, err=True)
         return click.confirm("Edit again? (no aborts and changes nothing)", default=True, err=True)
 
-    result = edit_memory(state().desk(), name, actor=actor, ask=ask)
+    result = edit_memory(invocation().desk(), name, actor=actor, ask=ask)
     emit(result.to_json(), lambda: f"{result.status}: {result.path}"
          + (f" (commit {result.commit[:7]})" if result.commit else ""))
 
@@ -120,9 +120,9 @@ def doctor_command(repair: bool, commits: int) -> None:
 
     Exit 3 when a problem remains (after --repair: one that needs a person).
     """
-    from desk.doctor import diagnose
+    from desk.guard.doctor import diagnose
 
-    report = diagnose(state().desk(), repair=repair, commits=commits)
+    report = diagnose(invocation().desk(), repair=repair, commits=commits)
     emit(report.to_json(), report.text)
     if not report.ok:
         click.get_current_context().exit(3)

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from desk.cli.output import emit, json_option, read_text_arg, state
+from desk.cli.output import emit, json_option, read_text_arg, invocation
 from desk.errors import RejectedError
 
 MEMORY_TYPES = ("preference", "decision", "convention", "pitfall", "fact", "reference")
@@ -71,9 +71,9 @@ def remember_command(name: str, body: str | None, type_: str, description: str,
     BODY is the fact itself; `-` reads it from stdin. Remembering an existing NAME updates it;
     identical content changes nothing. Exit 3 when the gate rejects it, with nothing changed.
     """
-    from desk.memories import remember
+    from desk.memory.operations import remember
 
-    desk = state().desk()
+    desk = invocation().desk()
     try:
         text = read_text_arg(body, body_file, "memory body")
         result = remember(desk, name, type=type_, description=description, body=text,
@@ -94,9 +94,9 @@ def remember_command(name: str, body: str | None, type_: str, description: str,
 @json_option
 def forget_command(name: str, reason: str | None, actor: str) -> None:
     """Delete the memory NAME and its index line (one commit; history keeps it)."""
-    from desk.memories import forget
+    from desk.memory.operations import forget
 
-    result = forget(state().desk(), name, reason=reason, actor=actor)
+    result = forget(invocation().desk(), name, reason=reason, actor=actor)
     emit(result.to_json(), lambda: _mutation_text(result.to_json()))
 
 
@@ -105,9 +105,9 @@ def forget_command(name: str, reason: str | None, actor: str) -> None:
 @json_option
 def show_command(name: str) -> None:
     """Print the memory NAME."""
-    from desk.memories import show
+    from desk.memory.operations import show
 
-    path, memory = show(state().desk(), name)
+    path, memory = show(invocation().desk(), name)
     data = {"path": path, **memory.meta.to_json(), "body": memory.body}
     emit(data, lambda: memory.render().decode().rstrip("\n"))
 
@@ -117,9 +117,9 @@ def show_command(name: str) -> None:
 @json_option
 def list_command(type_: str | None) -> None:
     """List the memories: name, type and description."""
-    from desk.memories import list_memories
+    from desk.memory.operations import list_memories
 
-    entries, invalid = list_memories(state().desk(), type_)
+    entries, invalid = list_memories(invocation().desk(), type_)
     data = {"memories": [{"name": e.name, "type": e.type, "description": e.description,
                           "expires": e.expires, "path": f"memory/{e.name}.md"} for e in entries],
             "invalid": [f.to_json() for f in invalid]}
@@ -140,9 +140,9 @@ def list_command(type_: str | None) -> None:
 @json_option
 def history_command(name: str) -> None:
     """Every revision of the memory NAME, from git, newest first (forgotten ones too)."""
-    from desk.memories import history
+    from desk.memory.operations import history
 
-    commits = history(state().desk(), name)
+    commits = history(invocation().desk(), name)
     emit({"name": name, "commits": [c.to_json() for c in commits]}, lambda: _log_text(commits))
 
 
@@ -151,9 +151,9 @@ def history_command(name: str) -> None:
 @json_option
 def log_command(limit: int | None) -> None:
     """The desk's audit trail: commits with their Desk-* trailers, newest first."""
-    from desk.memories import log
+    from desk.memory.operations import log
 
-    commits = log(state().desk(), limit)
+    commits = log(invocation().desk(), limit)
     emit({"commits": [c.to_json() for c in commits]}, lambda: _log_text(commits))
 
 
@@ -163,9 +163,9 @@ def log_command(limit: int | None) -> None:
 @json_option
 def reindex_command(actor: str) -> None:
     """Regenerate MEMORY.md from memory/ (after hand edits); commit it when it changed."""
-    from desk.memories import reindex
+    from desk.memory.operations import reindex
 
-    result = reindex(state().desk(), actor=actor)
+    result = reindex(invocation().desk(), actor=actor)
 
     def human() -> str:
         if result.status == "written":

@@ -1,4 +1,4 @@
-"""Shared CLI plumbing: the per-invocation state, `--json`, rendering and error reports."""
+"""Shared CLI plumbing: the per-invocation options, `--json`, rendering and error reports."""
 
 from __future__ import annotations
 
@@ -14,30 +14,30 @@ import click
 from desk.errors import DeskError
 
 if TYPE_CHECKING:
-    from desk.desk import Desk
+    from desk.layout import DeskFolder
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass
-class State:
+class Invocation:
     """What the group options and `--json` leave for the command and the error handler."""
 
     desk_path: Path | None = None
     json: bool = False
 
-    def desk(self) -> Desk:
-        from desk.desk import find_desk
+    def desk(self) -> DeskFolder:
+        from desk.layout import find_desk
 
         return find_desk(explicit=self.desk_path)
 
 
-def state() -> State:
-    return click.get_current_context().ensure_object(State)
+def invocation() -> Invocation:
+    return click.get_current_context().ensure_object(Invocation)
 
 
 def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
-    ctx.ensure_object(State).json = value
+    ctx.ensure_object(Invocation).json = value
     return value
 
 
@@ -49,7 +49,7 @@ def json_option(func: F) -> F:
 
 def emit(data: dict[str, Any], human: str | Callable[[], str]) -> None:
     """Print `data` as JSON under `--json`, else the human text."""
-    if state().json:
+    if invocation().json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
     else:
         text = human() if callable(human) else human
@@ -59,7 +59,7 @@ def emit(data: dict[str, Any], human: str | Callable[[], str]) -> None:
 
 def report_error(ctx: click.Context, exc: DeskError) -> None:
     """One error message (or JSON object) and its hint; never a traceback."""
-    obj = ctx.find_object(State)
+    obj = ctx.find_object(Invocation)
     if obj is not None and obj.json:
         click.echo(json.dumps(exc.to_json(), ensure_ascii=False, indent=2, default=str))
         return

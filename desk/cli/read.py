@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from desk.cli.output import emit, json_option, state
+from desk.cli.output import emit, json_option, invocation
 
 PROGRESS_MIN_BYTES = 1 << 20  # show a progress bar only when there is real ingest work
 
@@ -60,14 +60,14 @@ def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker:
     breakdown. Exit 2 for an empty or punctuation-only query or a limit outside 1..10.
     """
     from desk.errors import UsageError
-    from desk.recall import recall
-    from desk.recall_render import render_text, render_xml
+    from desk.recall.search import recall
+    from desk.recall.render import render_text, render_xml
 
-    if as_xml and state().json:
+    if as_xml and invocation().json:
         raise UsageError("give --json or --xml, not both")
     progress = _Progress()
     try:
-        result = recall(state().desk(), query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
+        result = recall(invocation().desk(), query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
                         progress=progress)
     finally:
         progress.close()
@@ -108,14 +108,14 @@ def context_command(query: str | None, budget: int | None, section_budget: tuple
     Read order: project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, MEMORY.md,
     then trigger-hit memories. Every section has a budget; what is trimmed is named.
     """
-    from desk.context import build_context, render_markdown
-    from desk.recall import parse_as_of
+    from desk.recall.context import build_context, render_markdown
+    from desk.recall.search import parse_as_of
 
     moment = parse_as_of(as_of) if as_of else None
-    result = build_context(state().desk(), query=query, budget=budget,
+    result = build_context(invocation().desk(), query=query, budget=budget,
                            section_budgets=_section_budgets(section_budget),
                            project_agents=project_agents, as_of=moment)
-    if fmt == "json" or state().json:
+    if fmt == "json" or invocation().json:
         click.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:
         click.echo(render_markdown(result), nl=False)
@@ -127,9 +127,9 @@ def context_command(query: str | None, budget: int | None, section_budget: tuple
 @json_option
 def stats_command(unverified_days: int) -> None:
     """Memories by type, the resident index's token cost against the bodies', stale memories, archive size."""
-    from desk.stats import desk_stats, render_text
+    from desk.recall.stats import desk_stats, render_text
 
-    stats = desk_stats(state().desk(), unverified_days=unverified_days)
+    stats = desk_stats(invocation().desk(), unverified_days=unverified_days)
     emit(stats.to_json(), lambda: render_text(stats))
 
 

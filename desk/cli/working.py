@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from desk.cli.output import emit, json_option, read_text_arg, state
+from desk.cli.output import emit, json_option, read_text_arg, invocation
 
 ACTORS = ("user", "assistant")
 SECTIONS = ("doing", "blocked", "next", "reminders")
@@ -60,7 +60,7 @@ def archive_append_command(text: str | None, kind: str, session: str | None, act
                            at: str | None, meta: tuple[str, ...], payload: str | None,
                            no_redact: bool) -> None:
     """Append one event; TEXT is its content (`-` reads stdin). Prints the new event id."""
-    from desk.archive import append_event
+    from desk.archive.store import append_event
     from desk.errors import UsageError
 
     content = read_text_arg(text, None, "event text") if text is not None else None
@@ -72,7 +72,7 @@ def archive_append_command(text: str | None, kind: str, session: str | None, act
             raise UsageError(f"--payload: not valid JSON ({exc})") from None
     if content is None and data is None:
         raise UsageError("give the event's TEXT (or `-` for stdin), or --payload JSON")
-    record = append_event(state().desk(), kind, content, payload=data, session=session, actor=actor,
+    record = append_event(invocation().desk(), kind, content, payload=data, session=session, actor=actor,
                           at=at, meta=_meta(meta), redact=not no_redact)
     emit(record, record["id"])
 
@@ -90,9 +90,9 @@ def archive_import_command(file: Path, no_redact: bool, progress: bool | None) -
     `payload`, `session`, `actor` and `meta` are optional. An `id` from another archive is kept
     as meta `desk.source_id`. The whole file is checked first: a bad line changes nothing.
     """
-    from desk.archive_import import import_events
+    from desk.archive.importing import import_events
 
-    show = sys.stderr.isatty() and not state().json if progress is None else progress
+    show = sys.stderr.isatty() and not invocation().json if progress is None else progress
     bar: Any = None
 
     def tick(done: int, total: int) -> None:
@@ -103,7 +103,7 @@ def archive_import_command(file: Path, no_redact: bool, progress: bool | None) -
         bar.update(done - bar.pos)
 
     try:
-        result = import_events(state().desk(), file, redact=not no_redact,
+        result = import_events(invocation().desk(), file, redact=not no_redact,
                                progress=tick if show else None)
     finally:
         if bar is not None:
@@ -127,11 +127,11 @@ def archive_list_command(since: str | None, until: str | None, kinds: tuple[str,
     """List archived events in time order: id, time, kind, session, actor and a preview."""
     from collections import deque
 
-    from desk.archive import iter_events
+    from desk.archive.store import iter_events
     from desk.errors import Finding
 
     problems: list[Finding] = []
-    events = iter_events(state().desk(), since=since, until=until, kinds=kinds or None,
+    events = iter_events(invocation().desk(), since=since, until=until, kinds=kinds or None,
                          session=session, problems=problems)
     shown = list(deque(events, maxlen=limit)) if limit else list(events)
     data = {"events": [_event_json(e) for e in shown],
@@ -153,9 +153,9 @@ def archive_list_command(since: str | None, until: str | None, kinds: tuple[str,
 @json_option
 def archive_show_command(event_id: str) -> None:
     """Print the archived event ID (its file and line too)."""
-    from desk.archive import find_event
+    from desk.archive.store import find_event
 
-    event = find_event(state().desk(), event_id)
+    event = find_event(invocation().desk(), event_id)
     data = _event_json(event)
     emit(data, lambda: f"{event.path}:{event.line}\n"
          + json.dumps(event.record, ensure_ascii=False, indent=2, sort_keys=True))
@@ -168,10 +168,10 @@ def archive_verify_command() -> None:
 
     Exit 3 when a record was altered, removed or damaged; a torn tail from a crash is a warning.
     """
-    from desk.archive_verify import verify_archive
+    from desk.archive.verify import verify_archive
     from desk.errors import InvalidFileError
 
-    report = verify_archive(state().desk())
+    report = verify_archive(invocation().desk())
     if not report.ok:
         exc = InvalidFileError([f for f in report.findings if f.severity == "error"],
                                hint="the archive is append-only evidence: restore the file from git "
@@ -193,9 +193,9 @@ def archive_verify_command() -> None:
 @json_option
 def checkpoint_command(actor: str) -> None:
     """Commit the archive's growth in one commit (trailers carry each file's head hash)."""
-    from desk.checkpoint import checkpoint
+    from desk.archive.checkpoint import checkpoint
 
-    result = checkpoint(state().desk(), actor=actor)
+    result = checkpoint(invocation().desk(), actor=actor)
 
     def human() -> str:
         lines = [f"torn tail left for the next checkpoint: {p}" for p in result.skipped]
@@ -222,9 +222,9 @@ def now_group() -> None:
 @json_option
 def now_show_command(section: str | None) -> None:
     """Print NOW.md (or one section)."""
-    from desk.now import read_now
+    from desk.notes.now import read_now
 
-    note = read_now(state().desk())
+    note = read_now(invocation().desk())
     data = note.to_json()
     emit(data if section is None else {"section": section, "text": note.body(section)},
          (note.body(section) if section else note.render().rstrip("\n")))
@@ -242,10 +242,10 @@ _actor_option = click.option("--actor", type=click.Choice(ACTORS), default="assi
 @json_option
 def now_set_command(text: str, section: str | None, actor: str) -> None:
     """Replace a section of NOW.md, or the whole note, with TEXT (`-` reads stdin). One commit."""
-    from desk.now import set_now
+    from desk.notes.now import set_now
 
     body = read_text_arg(text, None, "text")
-    result = set_now(state().desk(), body, section=section, actor=actor)
+    result = set_now(invocation().desk(), body, section=section, actor=actor)
     emit(result.to_json(), _status_line(result.to_json()))
 
 
@@ -257,10 +257,10 @@ def now_set_command(text: str, section: str | None, actor: str) -> None:
 @json_option
 def now_append_command(text: str, section: str, actor: str) -> None:
     """Add TEXT to a section of NOW.md (one line becomes a `- ` item; `-` reads stdin). One commit."""
-    from desk.now import append_now
+    from desk.notes.now import append_now
 
     body = read_text_arg(text, None, "text")
-    result = append_now(state().desk(), body, section=section, actor=actor)
+    result = append_now(invocation().desk(), body, section=section, actor=actor)
     emit(result.to_json(), _status_line(result.to_json()))
 
 
@@ -289,9 +289,9 @@ def mistake_group() -> None:
 def mistake_add_command(what: str, context: str, cause: str, avoid: str, memory: str | None,
                         actor: str) -> None:
     """Add an entry (id and UTC date) to MISTAKES.md in one commit; the same lesson again changes nothing."""
-    from desk.mistakes import add_mistake
+    from desk.notes.mistakes import add_mistake
 
-    result = add_mistake(state().desk(), what=what, context=context, cause=cause, avoid=avoid,
+    result = add_mistake(invocation().desk(), what=what, context=context, cause=cause, avoid=avoid,
                          memory=memory, actor=actor)
     data = result.to_json()
     commit = f" (commit {str(result.commit)[:7]})" if result.commit else ""
@@ -302,9 +302,9 @@ def mistake_add_command(what: str, context: str, cause: str, avoid: str, memory:
 @json_option
 def mistake_list_command() -> None:
     """List the entries of MISTAKES.md: id, date, what and how to avoid it."""
-    from desk.mistakes import list_mistakes
+    from desk.notes.mistakes import list_mistakes
 
-    entries = list_mistakes(state().desk())
+    entries = list_mistakes(invocation().desk())
 
     def human() -> str:
         if not entries:
@@ -330,9 +330,9 @@ def conversations_group() -> None:
 @json_option
 def conversations_render_command(date: str | None, session: str | None, actor: str) -> None:
     """Regenerate conversations/DAY/SESSION.md from inbound/outbound events; one commit when changed."""
-    from desk.conversations import render_conversations
+    from desk.archive.conversations import render_conversations
 
-    result = render_conversations(state().desk(), date=date, session=session, actor=actor)
+    result = render_conversations(invocation().desk(), date=date, session=session, actor=actor)
     emit(result.to_json(), (f"rendered {result.views} view(s), {len(result.files)} changed"
                             + (f" (commit {str(result.commit)[:7]})" if result.commit else "")))
 

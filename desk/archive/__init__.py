@@ -1,0 +1,1 @@
+"""The append-only archive of raw events: format, store, import, verify, checkpoint, views."""

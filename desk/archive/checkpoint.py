@@ -1,0 +1,87 @@
+"""`desk checkpoint`: commit the archive's growth since the last commit, in one commit.
+
+Appends are never committed one by one (DESIGN.md §3). A checkpoint takes the desk lock and then
+the archive lock (always in that order; appenders take only the archive lock), so the bytes it
+commits are exactly the bytes on disk and no append lands halfway through. Each changed file's head
+hash goes into a trailer, `Desk-Archive-Head: <file> <lines> sha256:<hash>`, so a later rewrite of
+the committed history is visible against the log. A file whose tail is torn (a crash mid-append) is
+left for the next checkpoint: the next append closes the fragment with a newline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from desk.archive.store import ARCHIVE_DIR, archive_files, archive_lock_path, head_hash
+from desk.layout import DeskFolder
+from desk.storage.git import blob_sha
+from desk.storage.lock import desk_lock
+from desk.transaction import commit_message, transaction
+
+HEAD_TRAILER = "Desk-Archive-Head"
+
+
+@dataclass
+class CheckpointResult:
+    status: str  # committed | unchanged
+    commit: str | None = None
+    files: list[str] = field(default_factory=list)
+    events: int = 0
+    heads: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # torn tails, left for the next checkpoint
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": self.status, "commit": self.commit, "files": self.files,
+                "events": self.events, "heads": self.heads, "skipped": self.skipped}
+
+
+def pending_archive(desk: DeskFolder) -> tuple[dict[str, bytes], dict[str, bytes], list[str]]:
+    """(changed archive files' bytes, their committed bytes, torn files skipped).
+
+    Call it holding the archive lock, so no append is half-way through a file.
+    """
+    head = desk.git.head()
+    committed = desk.git.ls_tree(head, ARCHIVE_DIR) if head else {}
+    writes: dict[str, bytes] = {}
+    skipped: list[str] = []
+    for afile in archive_files(desk):
+        data = desk.path(afile.rel).read_bytes()
+        if blob_sha(data) == committed.get(afile.rel):
+            continue
+        if data and not data.endswith(b"\n"):
+            skipped.append(afile.rel)
+            continue
+        writes[afile.rel] = data
+    old_shas = {committed[p] for p in writes if p in committed}
+    blobs = desk.git.read_blobs(old_shas)
+    old = {p: blobs[committed[p]] for p in writes if p in committed}
+    return writes, old, skipped
+
+
+def archive_trailer_lines(writes: dict[str, bytes]) -> list[str]:
+    """One `Desk-Archive-Head` trailer line per file (a commit message trailer block allows repeats)."""
+    newline = b"\n"
+    return [f"{HEAD_TRAILER}: {path.rsplit('/', 1)[-1]} {data.count(newline)} {head_hash(data)}"
+            for path, data in sorted(writes.items())]
+
+
+def checkpoint(desk: DeskFolder, *, actor: str = "assistant") -> CheckpointResult:
+    """Commit every archive file that grew; `unchanged` (no commit) when none did."""
+    with transaction(desk) as tx, desk_lock(archive_lock_path(desk)):
+        writes, old, skipped = pending_archive(desk)
+        if not writes:
+            return CheckpointResult("unchanged", skipped=skipped)
+        events = sum(data.count(b"\n") - old.get(path, b"").count(b"\n") for path, data in writes.items())
+        subject = f"checkpoint: {events} archive event{'s' if events != 1 else ''} in {len(writes)} file" \
+                  f"{'s' if len(writes) != 1 else ''}"
+        message = commit_message(subject, {"Desk-Op": "checkpoint", "Desk-Actor": actor,
+                                           "Desk-Archive-Events": str(events)})
+        message += "\n".join(archive_trailer_lines(writes)) + "\n"
+        new_files = sorted(p for p in writes if p not in old)
+        if new_files:
+            # Written by appends, so the transaction does not see them as new: add them here
+            # (a failed commit unstages them again).
+            desk.git.add(new_files)
+        sha = tx.commit(dict(writes), message)
+    heads = {path: str(head_hash(data)) for path, data in writes.items()}
+    return CheckpointResult("committed", sha, sorted(writes), events, heads, skipped)

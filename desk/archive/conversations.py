@@ -1,0 +1,125 @@
+"""`desk conversations render`: readable Markdown views of archived inbound/outbound events.
+
+Seed 002: `conversations/` is a view derived from the archive, never the source of truth. Files
+are `conversations/YYYY-MM-DD/<session>.md` (UTC day of `at`), a pure function of the archive
+events (no clock, sorted by `at` then id), so rendering twice writes nothing the second time.
+Changed views are committed together in one commit; a view a person has edited is not overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from desk.archive.store import ArchiveEvent, iter_events
+from desk.archive.format import parse_time
+from desk.layout import DeskFolder
+from desk.transaction import commit_message, transaction
+
+CONVERSATIONS_DIR = "conversations"
+KINDS = ("inbound", "outbound")
+NO_SESSION = "no-session"
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,80}$")
+
+
+@dataclass
+class RenderResult:
+    status: str  # committed | unchanged
+    commit: str | None = None
+    files: list[str] = field(default_factory=list)  # written (changed) views
+    views: int = 0  # views rendered, changed or not
+    events: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": self.status, "commit": self.commit, "files": self.files,
+                "views": self.views, "events": self.events}
+
+
+def view_path(day: str, session: str | None) -> str:
+    """`conversations/<day>/<session>.md`; a session id that is not a safe file name gets a hash."""
+    if session is None:
+        stem = NO_SESSION
+    elif _SLUG.match(session) and session != NO_SESSION:
+        stem = session
+    else:
+        slug = re.sub(r"[^a-z0-9._-]+", "-", session.lower()).strip("-._")[:40] or "session"
+        stem = f"{slug}-{hashlib.sha256(session.encode()).hexdigest()[:8]}"
+    return f"{CONVERSATIONS_DIR}/{day}/{stem}.md"
+
+
+def _quote(text: str) -> str:
+    # Block-quoted, so a heading or fence inside a message cannot break the view's structure.
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines()) or ">"
+
+
+def _inline(text: str) -> str:
+    """A session or actor name as one line of inline code: it cannot add headings or emphasis."""
+    flat = " ".join(text.split()).replace("`", "'")
+    return f"`{flat}`"
+
+
+def render_view(day: str, session: str | None, events: list[ArchiveEvent]) -> bytes:
+    """The Markdown view of one session's messages on one day."""
+    title = _inline(session) if session is not None else "(no session)"
+    lines = [f"# Conversation {title} — {day}", "",
+             "<!-- Generated from .system/archive by `desk conversations render`; do not edit. "
+             "The archive is the source of truth. -->", ""]
+    for event in events:
+        rec: dict[str, Any] = event.record
+        who = _inline(rec.get("actor") or ("user" if rec["kind"] == "inbound" else "assistant"))
+        stamp = str(rec["at"])[11:19]
+        lines.append(f"**{who}** · {stamp}Z · {rec['kind']} · `{rec['id']}`")
+        lines.append("")
+        content = rec.get("content")
+        if content is None and rec.get("payload") is not None:
+            import json
+
+            content = json.dumps(rec["payload"], ensure_ascii=False, sort_keys=True)
+        lines.append(_quote(content or ""))
+        lines.append("")
+    return ("\n".join(lines).rstrip("\n") + "\n").encode()
+
+
+def render_conversations(desk: DeskFolder, *, date: str | None = None, session: str | None = None,
+                         actor: str = "assistant") -> RenderResult:
+    """Regenerate the views for `date` (a UTC day; default: every day) and `session`; one commit."""
+    since = until = None
+    if date is not None:
+        start = parse_time(date, "--date")
+        day = start.strftime("%Y-%m-%d")
+        since, until = f"{day}T00:00:00Z", _next_day(day)
+    groups: dict[str, list[ArchiveEvent]] = {}
+    sessions: dict[str, tuple[str, str | None]] = {}
+    count = 0
+    for event in iter_events(desk, since=since, until=until, kinds=KINDS, session=session):
+        day = str(event.record["at"])[:10]
+        sess = event.record.get("session")
+        path = view_path(day, sess)
+        groups.setdefault(path, []).append(event)
+        sessions[path] = (day, sess)
+        count += 1
+    views = {path: render_view(*sessions[path], events) for path, events in sorted(groups.items())}
+    result = RenderResult("unchanged", views=len(views), events=count)
+    with transaction(desk) as tx:
+        changed = {p: data for p, data in views.items()
+                   if not desk.path(p).is_file() or desk.path(p).read_bytes() != data}
+        if not changed:
+            return result
+        tx.require_clean(sorted(changed))  # a view a person edited is theirs until committed
+        n = len(changed)
+        message = commit_message(
+            f"conversations: render {n} view{'s' if n != 1 else ''}",
+            {"Desk-Op": "conversations", "Desk-Actor": actor, "Desk-Date": date,
+             "Desk-Session": session})
+        result.commit = tx.commit(changed, message)
+    result.status, result.files = "committed", sorted(changed)
+    return result
+
+
+def _next_day(day: str) -> str:
+    import datetime as dt
+
+    nxt = dt.date.fromisoformat(day) + dt.timedelta(days=1)
+    return f"{nxt.isoformat()}T00:00:00Z"

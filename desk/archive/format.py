@@ -1,0 +1,308 @@
+"""The archive's record format: names, times, field rules, the chain, and byte-level line parsing.
+
+Pure functions over bytes and dicts (no desk, no lock), shared by the writer, the readers, the
+validator (`check_archive_change`) and `desk archive verify`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from desk.errors import Finding, InvalidFileError, UsageError
+
+ARCHIVE_DIR = ".system/archive"
+FIELDS = frozenset({"id", "desk_id", "at", "recorded_at", "kind", "session", "actor", "content",
+                    "payload", "meta", "prev"})
+MAX_RECORD_BYTES = 1024 * 1024
+_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.([0-9a-z]{4,40})\.jsonl$")
+_TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$")
+_ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-z]{4,40}-(\d{8})-(\d{6,})$")
+_KIND_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,39}$")
+_HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True, order=True)
+class ArchiveFile:
+    day: str
+    clone: str
+
+    @property
+    def rel(self) -> str:
+        return archive_file(self.day, self.clone)
+
+    @classmethod
+    def from_name(cls, name: str) -> ArchiveFile | None:
+        m = _FILE_RE.match(name)
+        return cls(m.group(1), m.group(2)) if m else None
+
+
+def archive_file(day: str, clone: str) -> str:
+    return f"{ARCHIVE_DIR}/{day}.{clone}.jsonl"
+
+
+def format_time(when: dt.datetime) -> str:
+    """UTC `YYYY-MM-DDTHH:MM:SS.ffffffZ`."""
+    t = when if when.utcoffset() == _ZERO else when.astimezone(dt.timezone.utc)
+    return (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+            f".{t.microsecond:06d}Z")
+
+
+_ZERO = dt.timedelta(0)
+
+
+def parse_time(value: str | dt.datetime, what: str) -> dt.datetime:
+    """An aware datetime from ISO 8601 (`Z` or an offset) or a bare date (midnight UTC)."""
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            raise UsageError(f"{what}: {value} has no timezone; give UTC (…Z) or an offset")
+        return value
+    if not isinstance(value, str):
+        raise UsageError(f"{what}: {value!r} is not an ISO 8601 time (e.g. 2026-11-29T10:00:00Z)")
+    text = value.strip()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc)
+        parsed = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"{what}: {value!r} is not an ISO 8601 time (e.g. 2026-11-29T10:00:00Z)") from None
+    if parsed.tzinfo is None:
+        raise UsageError(f"{what}: {value!r} has no timezone; add Z for UTC or an offset")
+    return parsed
+
+
+def at_key(value: str) -> str:
+    """A time string in the microsecond form, so the seconds form sorts with it correctly."""
+    return value[:19] + ".000000Z" if len(value) == 20 else value
+
+
+def line_hash(line: bytes) -> str:
+    return "sha256:" + hashlib.sha256(line).hexdigest()
+
+
+def seq_of(event_id: object) -> int | None:
+    m = _ID_RE.match(event_id) if isinstance(event_id, str) else None
+    return int(m.group(2)) if m else None
+
+
+def validate_fields(event: dict[str, Any]) -> str | None:
+    """What is wrong with the caller-supplied fields of an event, or None."""
+    kind = event.get("kind")
+    if not isinstance(kind, str) or not _KIND_RE.match(kind):
+        return f"kind: {kind!r} must be a lowercase word ([a-z][a-z0-9_.-]*, at most 40 characters)"
+    for key in ("session", "actor", "content"):
+        if event.get(key) is not None and not isinstance(event[key], str):
+            return f"{key}: must be a string or null"
+    if event.get("payload") is not None and not isinstance(event["payload"], dict):
+        return "payload: must be a JSON object or null"
+    meta = event.get("meta")
+    if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                             for k, v in meta.items()):
+        return "meta: must map strings to strings"
+    if not isinstance(event.get("at"), str) or not _TIME_RE.match(event["at"]):
+        return f"at: {event.get('at')!r} is not a UTC time YYYY-MM-DDTHH:MM:SS[.ffffff]Z"
+    for key, value in event.items():
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{key}: holds characters that are not valid UTF-8 (a lone surrogate)"
+    return None
+
+
+def record_problem(rec: object, desk_id: str, day: str) -> str | None:
+    """What makes `rec` an invalid record of this desk in the file of `day`, or None."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    missing = sorted(FIELDS - rec.keys())
+    if missing:
+        return "missing field(s): " + ", ".join(missing)
+    extra = sorted(rec.keys() - FIELDS)
+    if extra:
+        return "unknown field(s): " + ", ".join(extra)
+    problem = validate_fields(rec)
+    if problem:
+        return problem
+    if rec["desk_id"] != desk_id:
+        return f"desk_id {rec['desk_id']!r} is not this desk's ({desk_id})"
+    if rec["at"][:10] != day:
+        return f"at {rec['at']} does not belong in the file of {day}"
+    if not isinstance(rec["recorded_at"], str) or not _TIME_RE.match(rec["recorded_at"]):
+        return "recorded_at: not a UTC time"
+    if seq_of(rec["id"]) is None:
+        return f"id {rec['id']!r} is not a desk event id"
+    if rec["prev"] is not None and not (isinstance(rec["prev"], str) and _HASH_RE.match(rec["prev"])):
+        return "prev: must be sha256:<64 hex> or null"
+    return None
+
+
+def redact_event(event: dict[str, Any]) -> dict[str, Any]:
+    """Redact known secret patterns in content, payload strings and meta values (GUARD's scanner)."""
+    try:
+        from desk.text.secrets import redact
+    except ImportError:  # the scanner has not landed yet
+        return event
+    kinds: list[str] = []
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            text, found = redact(value)
+            kinds.extend(found)
+            return text
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    out = {**event, "content": clean(event["content"]), "payload": clean(event["payload"]),
+           "meta": {k: clean(v) for k, v in event["meta"].items()}}
+    if kinds:
+        out["meta"]["desk.redacted"] = ",".join(sorted(set(kinds)))
+    return out
+
+
+def _loads(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def tail_state(fd: int, size: int) -> tuple[str | None, int, bool]:
+    """(hash of the last line, seq of the last parseable record, ends with a newline) of an open file.
+
+    Reads backwards from the end in growing chunks; usually one small read.
+    """
+    if size == 0:
+        return None, 0, True
+    chunk = 4096
+    while True:
+        start = max(0, size - chunk)
+        data = os.pread(fd, size - start, start)
+        ends = data.endswith(b"\n")
+        body = data[:-1] if ends else data
+        cut = body.rfind(b"\n")
+        if cut < 0 and start > 0:
+            chunk *= 4
+            continue
+        last = body[cut + 1:]
+        prev = line_hash(last)
+        rec = _loads(last)  # the common case: the last line is a whole record
+        seq = seq_of(rec.get("id")) if isinstance(rec, dict) else None
+        if seq is not None:
+            return prev, seq, ends
+        lines = body[:cut].split(b"\n") if cut >= 0 else []
+        if start > 0:
+            lines = lines[1:]  # the first piece may begin mid-line
+        for line in reversed(lines):
+            rec = _loads(line)
+            seq = seq_of(rec.get("id")) if isinstance(rec, dict) else None
+            if seq is not None:
+                return prev, seq, ends
+        if start == 0:
+            return prev, 0, ends
+        chunk *= 4
+
+
+def parse_lines(data: bytes, path: str, problems: list[Finding]) -> list[tuple[int, int, dict[str, Any]]]:
+    """(line, offset, record) for each JSON-object line of an archive file.
+
+    Tolerated and reported: an unterminated final fragment, and a fragment a later append closed
+    (the next line's `prev` hashes it). Any other undecodable line raises InvalidFileError.
+    """
+    out: list[tuple[int, int, dict[str, Any]]] = []
+    pos, line_no, size = 0, 1, len(data)
+    while pos < size:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            problems.append(Finding(path, line_no, "archive-torn",
+                                    f"unterminated final fragment ({size - pos} bytes) skipped",
+                                    "warning"))
+            break
+        rec = _loads(data[pos:end])
+        if isinstance(rec, dict):
+            out.append((line_no, pos, rec))
+        else:
+            nxt_end = data.find(b"\n", end + 1)
+            nxt = _loads(data[end + 1:nxt_end]) if nxt_end >= 0 else None
+            if isinstance(nxt, dict) and nxt.get("prev") == line_hash(data[pos:end]):
+                problems.append(Finding(path, line_no, "archive-torn",
+                                        "fragment of a torn write, closed by the next append; skipped",
+                                        "warning"))
+            else:
+                raise InvalidFileError([Finding(path, line_no, "archive-record", "not a JSON record")],
+                                       hint="run `desk archive verify` to see every damaged record")
+        pos, line_no = end + 1, line_no + 1
+    return out
+
+
+def check_lines(path: str, data: bytes, start: int, desk_id: str, day: str) -> list[Finding]:
+    """Check the complete lines of `data` from byte `start` (a line start): records, chain, seq."""
+    findings: list[Finding] = []
+    line_no = data.count(b"\n", 0, start) + 1
+    prev: str | None = None
+    last_seq: int | None = 0
+    if start:
+        # The line before `start`, and the last record's seq, found backwards without copying
+        # the committed part (a day's file can be large).
+        prev = line_hash(data[data.rfind(b"\n", 0, start - 1) + 1:start - 1])
+        last_seq = 0
+        end = start - 1
+        while end >= 0:  # usually the first line tried is a record
+            begin = data.rfind(b"\n", 0, end) + 1
+            rec = _loads(data[begin:end])
+            if isinstance(rec, dict) and seq_of(rec.get("id")) is not None:
+                last_seq = seq_of(rec.get("id"))
+                break
+            end = begin - 1
+    prev_ok = True  # False after a damaged line: its successor's prev cannot be judged
+    pos, size = start, len(data)
+    while pos < size:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            findings.append(Finding(path, line_no, "archive-torn",
+                                    f"record is truncated: unterminated final fragment of {size - pos} bytes",
+                                    "warning"))
+            break
+        raw = data[pos:end]
+        rec = _loads(raw)
+        this_hash = line_hash(raw)
+        if not isinstance(rec, dict):
+            nxt_end = data.find(b"\n", end + 1)
+            nxt = _loads(data[end + 1:nxt_end]) if nxt_end >= 0 else None
+            if isinstance(nxt, dict) and nxt.get("prev") == this_hash:
+                findings.append(Finding(path, line_no, "archive-torn",
+                                        "fragment of a torn write, closed by the next append", "warning"))
+                prev_ok = True
+            else:
+                findings.append(Finding(path, line_no, "archive-record",
+                                        "not valid JSON: the record is damaged"))
+                prev_ok, last_seq = False, None
+        else:
+            problem = record_problem(rec, desk_id, day)
+            if problem:
+                findings.append(Finding(path, line_no, "archive-record", problem))
+            seq = seq_of(rec.get("id"))
+            gap = seq is not None and last_seq is not None and seq != last_seq + 1
+            if gap:
+                findings.append(Finding(path, line_no, "archive-chain",
+                                        f"sequence jumps from {last_seq} to {seq}: "
+                                        "records before this one were removed or reordered"))
+            elif prev_ok and rec.get("prev") != prev:
+                if prev is None or rec.get("prev") is None:
+                    findings.append(Finding(path, line_no, "archive-chain",
+                                            "prev does not match the previous line"))
+                else:
+                    # The sequence is unbroken, so nothing was removed: the line before was altered.
+                    findings.append(Finding(path, line_no - 1, "archive-chain",
+                                            f"record altered: its hash no longer matches the prev "
+                                            f"stored by line {line_no}"))
+            prev_ok, last_seq = True, seq if seq is not None else None
+        prev = this_hash
+        pos, line_no = end + 1, line_no + 1
+    return findings

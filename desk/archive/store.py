@@ -1,0 +1,345 @@
+"""The JSONL archive: append-only raw events, one file per UTC day per clone, hash-chained.
+
+Format (DESIGN.md §2, the cross-helper contract): `.system/archive/YYYY-MM-DD.<clone-id>.jsonl`,
+one compact JSON object per `\\n`-terminated line, keys sorted, `prev` = sha256 of the previous
+line's bytes (null on a file's first line). The `id` is `<recorded-at>-<clone>-<YYYYMMDD>-<seq>`:
+sortable by recorded time, unique across clones and files, and `seq` (1, 2, 3, ... per file) lets
+`verify` tell a removed record (a gap) from an altered one (a hash mismatch without a gap).
+
+Writes go through `ArchiveWriter`: one `os.write` per record with the byte count checked, then
+`fsync`, under the archive lock. A file that does not end in a newline (a write torn by a crash)
+gets one first, in the same write, so no complete record is ever glued to a fragment.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from desk.archive.format import (
+    ARCHIVE_DIR,
+    ArchiveFile,
+    archive_file,
+    at_key,
+    format_time,
+    line_hash,
+    parse_lines,
+    parse_time,
+    redact_event,
+    tail_state,
+    validate_fields,
+)
+from desk.storage.atomic import fsync_dir
+from desk.layout import DeskFolder
+from desk.errors import DeskError, Finding, UsageError
+from desk.storage.lock import desk_lock
+
+__all__ = ["ArchiveEvent", "ArchiveWriter", "append_event", "iter_events", "check_archive_change",
+           "archive_files", "clone_id", "find_event", "read_events", "ARCHIVE_DIR"]
+
+CLONE_ID_FILE = "desk-clone-id"
+# The archive has its own lock, not the desk lock: a memory commit holds the desk lock for the
+# whole `git commit` (tens of ms, more with hooks), and the harness's appends must not queue behind
+# it. `desk checkpoint` takes both (desk lock first, always in that order) while it commits.
+ARCHIVE_LOCK = "desk-archive.lock"
+MAX_OPEN_FILES = 64
+
+
+@dataclass(frozen=True)
+class ArchiveEvent:
+    """One archived record and where it sits: desk-relative path, 1-based line, byte offset."""
+
+    record: dict[str, Any]
+    path: str
+    line: int
+    offset: int
+
+
+_CLONE_IDS: dict[Path, str] = {}  # per process, by git dir: the id never changes once made
+
+
+def clone_id(desk: DeskFolder) -> str:
+    """This clone's id (12 hex chars), made once and kept untracked in the git dir."""
+    cached = _CLONE_IDS.get(desk.git_dir)
+    if cached is None:
+        cached = _CLONE_IDS[desk.git_dir] = _read_or_make_clone_id(desk.git_dir / CLONE_ID_FILE)
+    return cached
+
+
+def _read_or_make_clone_id(path: Path) -> str:
+    if not path.exists():
+        # Write a temp file, fsync it, then link it into place: link refuses to replace, so two
+        # processes racing here agree on whichever id landed first and nobody reads half a file.
+        tmp = path.with_name(f"{CLONE_ID_FILE}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, (os.urandom(6).hex() + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+            fsync_dir(path.parent)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    value = path.read_text("utf-8", "replace").strip()
+    if not re.fullmatch(r"[0-9a-f]{12}", value):
+        # Appending under a malformed id would write files no reader recognises.
+        raise DeskError(f"{path} does not hold a clone id (12 hex characters): {value[:40]!r}",
+                        hint=f"delete {path}; desk makes a new one (this clone's next archive "
+                             "files get the new id, nothing already written changes)")
+    return value
+
+
+def archive_lock_path(desk: DeskFolder) -> Path:
+    return desk.git_dir / ARCHIVE_LOCK
+
+
+@dataclass
+class _Open:
+    fd: int
+    prev: str | None  # hash of the file's last line, None for an empty file
+    seq: int  # seq of the last parseable record
+    ends_with_newline: bool
+    dirty: bool = False
+
+
+class ArchiveWriter:
+    """Holds the archive lock; appends records, one write each; fsyncs each (or at close when batched)."""
+
+    def __init__(self, desk: DeskFolder, *, batch: bool = False) -> None:
+        self.desk = desk
+        self.batch = batch
+        self.desk_id = desk.desk_id
+        self.clone = clone_id(desk)
+        self._root = str(desk.root)
+        self._now: dt.datetime | None = None
+        self._recorded = ""
+        self._files: dict[str, _Open] = {}
+        self._new_dirs: set[Path] = set()
+        self._lock: Any = None
+
+    def __enter__(self) -> ArchiveWriter:
+        self._lock = desk_lock(archive_lock_path(self.desk))
+        self._lock.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.flush()
+        finally:
+            for state in self._files.values():
+                os.close(state.fd)
+            self._files.clear()
+            self._lock.__exit__(None, None, None)
+
+    def flush(self) -> None:
+        """fsync every file written since the last flush, and the folder of new files."""
+        for state in self._files.values():
+            if state.dirty:
+                os.fsync(state.fd)
+                state.dirty = False
+        for folder in self._new_dirs:
+            fsync_dir(folder)
+        self._new_dirs.clear()
+
+    def _open(self, rel: str) -> _Open:
+        state = self._files.get(rel)
+        if state is None:
+            if len(self._files) >= MAX_OPEN_FILES:  # an import spanning years of days
+                self.flush()
+                for other in self._files.values():
+                    os.close(other.fd)
+                self._files.clear()
+            path = os.path.join(self._root, rel)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            except FileNotFoundError:  # the first event of a day: create the file (and folder)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                self._new_dirs.add(Path(os.path.dirname(path)))
+            prev, seq, ends = tail_state(fd, os.fstat(fd).st_size)
+            state = _Open(fd, prev, seq, ends)
+            self._files[rel] = state
+        return state
+
+    def append(self, event: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
+        """Write one validated event (fields without id/recorded_at/prev/desk_id) and return the record."""
+        day = event["at"][:10]
+        rel = archive_file(day, self.clone)
+        state = self._open(rel)
+        if now is not self._now:  # an import stamps a whole batch with one `now`
+            self._now, self._recorded = now, format_time(now)
+        recorded = self._recorded
+        seq = state.seq + 1
+        record = {**event, "desk_id": self.desk_id, "recorded_at": recorded, "prev": state.prev,
+                  "id": f"{recorded[:4]}{recorded[5:7]}{recorded[8:13]}{recorded[14:16]}"
+                        f"{recorded[17:19]}{recorded[20:26]}Z-{self.clone}-{day.replace('-', '')}-{seq:06d}"}
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+        data = line + b"\n" if state.ends_with_newline else b"\n" + line + b"\n"
+        written = os.write(state.fd, data)
+        if written != len(data):
+            # The tail is now a fragment; the next append closes it with a newline first.
+            state.ends_with_newline = False
+            state.prev = None
+            self._files.pop(rel)
+            os.close(state.fd)
+            raise DeskError(f"short write to {rel}: {written} of {len(data)} bytes (disk full?)",
+                            hint="free some space; the torn tail is closed by the next append")
+        state.prev, state.seq, state.ends_with_newline = line_hash(line), seq, True
+        if self.batch:
+            state.dirty = True
+        else:
+            os.fsync(state.fd)
+            if self._new_dirs:
+                self.flush()
+        return record
+
+
+def build_event(kind: str, content: str | None = None, *, payload: dict[str, Any] | None = None,
+                session: str | None = None, actor: str | None = None,
+                at: str | dt.datetime | None = None, meta: dict[str, str] | None = None,
+                redact: bool = True, now: dt.datetime | None = None) -> dict[str, Any]:
+    """The caller's part of a record, validated (UsageError naming the field) and redacted."""
+    when = parse_time(at, "at") if at is not None else (now or dt.datetime.now(dt.timezone.utc))
+    try:
+        stamp = format_time(when)
+    except OverflowError:
+        raise UsageError(f"at: {at!r} is outside the range of UTC times desk can store") from None
+    event = {"kind": kind, "content": content, "payload": payload, "session": session,
+             "actor": actor, "at": stamp, "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
+    problem = validate_fields(event)
+    if problem:
+        raise UsageError(problem)
+    return redact_event(event) if redact else event
+
+
+def append_event(desk: DeskFolder, kind: str, content: str | None = None, *,
+                 payload: dict[str, Any] | None = None, session: str | None = None,
+                 actor: str | None = None, at: str | dt.datetime | None = None,
+                 meta: dict[str, str] | None = None, redact: bool = True,
+                 now: dt.datetime | None = None) -> dict[str, Any]:
+    """Append one event to the archive file of its UTC day and return the record written.
+
+    `at` (default: now) is when it happened; an earlier `at` goes to that day's file. Known
+    secret patterns in content, payload strings and meta values are redacted unless `redact=False`.
+    Not committed: `desk checkpoint` (or `desk digest`) commits archive growth.
+    """
+    now = now or dt.datetime.now(dt.timezone.utc)
+    event = build_event(kind, content, payload=payload, session=session, actor=actor, at=at,
+                        meta=meta, redact=redact, now=now)
+    with ArchiveWriter(desk) as writer:
+        return dict(sorted(writer.append(event, now).items()))
+
+
+def archive_files(desk: DeskFolder) -> list[ArchiveFile]:
+    """The archive files on disk, sorted by day then clone (other files in the folder ignored)."""
+    folder = desk.path(ARCHIVE_DIR)
+    if not folder.is_dir():
+        return []
+    found = [ArchiveFile.from_name(p.name) for p in folder.iterdir()]
+    return sorted(f for f in found if f is not None)
+
+
+def read_events(desk: DeskFolder, rel: str, problems: list[Finding] | None = None) -> list[ArchiveEvent]:
+    """Every record of one archive file, in file order. A torn fragment is skipped and reported."""
+    data = desk.path(rel).read_bytes()
+    found: list[Finding] = []
+    events = [ArchiveEvent(rec, rel, line, offset) for line, offset, rec in parse_lines(data, rel, found)]
+    if problems is not None:
+        problems.extend(found)
+    return events
+
+
+def iter_events(desk: DeskFolder, *, since: str | dt.datetime | None = None,
+                until: str | dt.datetime | None = None, kinds: Iterable[str] | None = None,
+                session: str | None = None,
+                problems: list[Finding] | None = None) -> Iterator[ArchiveEvent]:
+    """Archived events with since <= at < until, of `kinds`, in `session`; sorted by (at, id).
+
+    Files are read one UTC day at a time, so memory stays bounded by one day of events. A torn
+    fragment (crash) is skipped and reported in `problems`; any other damage raises
+    InvalidFileError naming `path:line` (run `desk archive verify`).
+    """
+    low = at_key(format_time(parse_time(since, "since"))) if since is not None else None
+    high = at_key(format_time(parse_time(until, "until"))) if until is not None else None
+    wanted = set(kinds) if kinds is not None else None
+    by_day: dict[str, list[ArchiveFile]] = {}
+    for f in archive_files(desk):
+        if (low and f.day < low[:10]) or (high and f.day > high[:10]):
+            continue
+        by_day.setdefault(f.day, []).append(f)
+    for day in sorted(by_day):
+        batch: list[tuple[str, str, ArchiveEvent]] = []
+        for f in by_day[day]:
+            for event in read_events(desk, f.rel, problems):
+                rec = event.record
+                if wanted is not None and rec.get("kind") not in wanted:
+                    continue
+                if session is not None and rec.get("session") != session:
+                    continue
+                key = at_key(str(rec.get("at", "")))
+                if (low and key < low) or (high and key >= high):
+                    continue
+                batch.append((key, str(rec.get("id", "")), event))
+        batch.sort(key=lambda item: (item[0], item[1]))
+        for _key, _id, event in batch:
+            yield event
+
+
+def check_archive_change(path: str, old: bytes | None, new: bytes, desk_id: str) -> list[Finding]:
+    """Findings for a change of one archive file from `old` (None: new file) to `new`.
+
+    A pure append only (`archive-append-only`); every added complete line a valid record of this
+    desk (`archive-record`); the hash chain and the per-file sequence intact (`archive-chain`).
+    A fragment torn by a crash and closed by the next append is a warning (`archive-torn`).
+    """
+    from desk.archive.format import check_lines
+
+    name = path.rsplit("/", 1)[-1]
+    afile = ArchiveFile.from_name(name)
+    if afile is None:
+        return [Finding(path, 1, "archive-record",
+                        "archive files are named YYYY-MM-DD.<clone-id>.jsonl")]
+    start = 0
+    if old:
+        if not new.startswith(old):
+            limit = min(len(old), len(new))
+            i = next((k for k in range(limit) if old[k] != new[k]), limit)
+            line = old.count(b"\n", 0, i) + 1
+            what = "was cut off" if new == old[:len(new)] else "was changed"
+            return [Finding(path, line, "archive-append-only",
+                            f"line {line} {what}; committed archive history may only grow")]
+        start = old.rfind(b"\n") + 1  # an unterminated old tail is checked again, now complete
+    return check_lines(path, new, start, desk_id, afile.day)
+
+
+def head_hash(data: bytes) -> str | None:
+    """The chain hash of a file's last complete line (what a checkpoint trailer records)."""
+    end = data.rfind(b"\n")
+    if end < 0:
+        return None
+    begin = data.rfind(b"\n", 0, end) + 1
+    return line_hash(data[begin:end])
+
+
+
+def find_event(desk: DeskFolder, event_id: str) -> ArchiveEvent:
+    """The event with `event_id`; its file is named in the id, so only that file is read."""
+    m = re.fullmatch(r"\d{8}T\d{12}Z-([0-9a-z]{4,40})-(\d{4})(\d{2})(\d{2})-\d{6,}", event_id.strip())
+    if not m:
+        raise UsageError(f"{event_id!r} is not an archive event id (see `desk archive list`)")
+    rel = ArchiveFile(f"{m.group(2)}-{m.group(3)}-{m.group(4)}", m.group(1)).rel
+    if desk.path(rel).is_file():
+        for event in read_events(desk, rel):
+            if event.record.get("id") == event_id.strip():
+                return event
+    raise DeskError(f"no archive event {event_id}", hint="list events with `desk archive list`")

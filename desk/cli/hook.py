@@ -1,0 +1,41 @@
+"""`python -m desk.cli.hook HOOK [ARGS]`: the entry script every installed desk hook runs.
+
+A thin edge like the CLI: it finds the repository being committed, runs the hook through the
+library (`desk.guard.hooks.run_hook`) and prints what it returns. It imports no click, so a
+hooked commit pays for the rules alone.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from desk.errors import DeskError
+
+
+def main(argv: list[str]) -> int:
+    """Run one hook; the exit code is git's verdict (0 lets the commit through)."""
+    from desk.guard.hook_files import HOOK_ENTRY, HOOK_TYPES
+
+    if not argv or argv[0] not in HOOK_TYPES:
+        print(f"usage: python -m {HOOK_ENTRY} {{{'|'.join(HOOK_TYPES)}}} [ARGS]", file=sys.stderr)
+        return 2
+    from desk.guard.hooks import run_hook
+    from desk.storage.git import hook_toplevel
+
+    try:
+        run = run_hook(argv[0], hook_toplevel(), argv[1:])
+    except DeskError as exc:
+        print(f"desk: {argv[0]}: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    for finding in run.findings:
+        label = "" if finding.severity == "error" else " (warning)"
+        print(f"{finding}{label}", file=sys.stderr)
+    for note in run.notes:
+        print(note, file=sys.stderr)
+    return run.code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""The digest: facts, the distill policy, memory writes, conflicts, the journal."""

@@ -1,0 +1,178 @@
+"""`.system/conflicts.json`: the review queue of tied distill candidates (seed 000).
+
+A case is a durable snapshot of what the policy saw when it refused to guess: the active value (the
+incumbent), the tied challengers, each with its evidence ids, and every fact id observed in the
+domain. Its id is derived from the desk id, the domain and a fingerprint of that evidence, so a
+rerun over the same evidence finds the case it already opened instead of opening another. When
+the evidence changes and the domain is still tied, the open case is marked `superseded` and the
+next revision opens; when new evidence lets the policy decide, the open case is superseded too.
+
+The queue is never injected into a prompt: candidates stay out of MEMORY.md and `desk context`.
+Adjudication (`desk resolve`) comes later; this module only writes `open` and `superseded`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from desk.digest.policy import Candidate, Tie
+from desk.errors import Finding, InvalidFileError
+from desk.storage.frontmatter import format_time
+
+CONFLICTS_FILE = ".system/conflicts.json"
+SCHEMA_VERSION = 1
+STATUSES = ("open", "resolved", "superseded")
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def candidate_id(domain: str, content_key: str) -> str:
+    return "cand-" + _sha(f"{domain}\0{content_key}")[:12]
+
+
+def _candidate(role: str, domain: str, content_key: str, content: str, evidence: Iterable[str],
+               latest: dt.datetime, importance: int | None = None, kind: str | None = None
+               ) -> dict[str, Any]:
+    return {"id": candidate_id(domain, content_key), "role": role, "content": content,
+            "kind": kind, "importance": importance, "evidence": sorted(evidence),
+            "latest": format_time(latest)}
+
+
+def case_candidates(tie: Tie) -> list[dict[str, Any]]:
+    """The incumbent (when there is one) and the tied challengers, in a stable order."""
+    did = tie.domain.id
+    out = []
+    if tie.incumbent is not None:
+        inc = tie.incumbent
+        out.append(_candidate("incumbent", did, inc.content_key, inc.content.strip(), inc.evidence,
+                              inc.last_seen))
+    for c in sorted(tie.challengers, key=lambda c: c.content_key):
+        out.append(_challenger(did, c))
+    return out
+
+
+def _challenger(domain: str, c: Candidate) -> dict[str, Any]:
+    return _candidate("challenger", domain, c.content_key, c.content, c.evidence, c.latest,
+                      c.importance, c.kind)
+
+
+def evidence_fingerprint(candidates: list[dict[str, Any]]) -> str:
+    """A hash of which evidence backs which candidate: changes whenever the evidence does."""
+    lines = sorted(f"{c['id']}:{','.join(c['evidence'])}" for c in candidates)
+    return "sha256:" + _sha("\n".join(lines))
+
+
+def case_id(desk_id: str, domain: str, fingerprint: str) -> str:
+    return "case-" + _sha(f"{desk_id}\0{domain}\0{fingerprint}")[:16]
+
+
+@dataclass
+class QueueChange:
+    """The queue after a distill run and what changed in it."""
+
+    cases: list[dict[str, Any]]
+    opened: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # still open, same evidence: not duplicated
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.opened or self.superseded)
+
+
+def reconcile(cases: list[dict[str, Any]], ties: Iterable[Tie], settled: Iterable[str],
+              desk_id: str, now: dt.datetime) -> QueueChange:
+    """Open a case per new tie, keep known ones, supersede open cases whose evidence moved on."""
+    cases = [dict(c) for c in cases]
+    by_id = {c["id"]: c for c in cases}
+    change = QueueChange(cases)
+    stamp = format_time(now)
+
+    def close(case: dict[str, Any], successor: str | None, note: str) -> None:
+        case.update(status="superseded", closed=stamp, superseded_by=successor, note=note)
+        change.superseded.append(case["id"])
+
+    for tie in ties:
+        did = tie.domain.id
+        candidates = case_candidates(tie)
+        fingerprint = evidence_fingerprint(candidates)
+        cid = case_id(desk_id, did, fingerprint)
+        if cid in by_id:
+            if by_id[cid]["status"] == "open":
+                change.kept.append(cid)
+            continue
+        same_domain = [c for c in cases if c["domain"] == did]
+        for old in same_domain:
+            if old["status"] == "open":
+                close(old, cid, "the evidence changed and the candidates are still tied")
+        case = {
+            "id": cid, "domain": did, "key": tie.domain.key,
+            "revision": 1 + max((c["revision"] for c in same_domain), default=0),
+            "status": "open", "opened": stamp, "closed": None, "superseded_by": None, "note": None,
+            "fingerprint": fingerprint,
+            "active": ({"name": tie.incumbent.name, "evidence": list(tie.incumbent.evidence)}
+                       if tie.incumbent else None),
+            "candidates": candidates,
+            "observed_fact_ids": list(tie.domain.fact_ids),
+        }
+        cases.append(case)
+        by_id[cid] = case
+        change.opened.append(cid)
+    for did in sorted(set(settled)):
+        for case in cases:
+            if case["domain"] == did and case["status"] == "open":
+                close(case, None, "new evidence let the policy decide without a tie")
+    cases.sort(key=lambda c: (c["domain"], c["revision"], c["id"]))
+    return change
+
+
+def render_queue(cases: list[dict[str, Any]]) -> bytes:
+    """The queue file: stable key order, one trailing newline, the same bytes on every machine."""
+    data = {"schema_version": SCHEMA_VERSION, "cases": cases}
+    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def parse_queue(data: bytes | None, path: str = CONFLICTS_FILE) -> list[dict[str, Any]]:
+    """The cases in a queue file (none when there is no file); a broken file names path:line."""
+    if data is None:
+        return []
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InvalidFileError([Finding(path, data.count(b"\n", 0, exc.start) + 1, "conflicts-json",
+                                        "invalid UTF-8")]) from None
+    except json.JSONDecodeError as exc:
+        raise InvalidFileError([Finding(path, exc.lineno, "conflicts-json", exc.msg)]) from None
+    problem = _shape_problem(doc)
+    if problem:
+        raise InvalidFileError([Finding(path, 1, "conflicts-schema", problem)],
+                               hint="restore it from git (`git checkout -- .system/conflicts.json`)")
+    cases: list[dict[str, Any]] = doc["cases"]
+    return cases
+
+
+def _shape_problem(doc: Any) -> str | None:
+    if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION:
+        return f"expected an object with schema_version {SCHEMA_VERSION}"
+    if not isinstance(doc.get("cases"), list):
+        return "cases must be a list"
+    for i, case in enumerate(doc["cases"]):
+        if not isinstance(case, dict):
+            return f"cases[{i}] is not an object"
+        for name, kind in (("id", str), ("domain", str), ("revision", int), ("status", str)):
+            if not isinstance(case.get(name), kind):
+                return f"cases[{i}].{name} is missing or not a {kind.__name__}"
+        if case["status"] not in STATUSES:
+            return f"cases[{i}].status must be one of {', '.join(STATUSES)}"
+    return None
+
+
+def open_cases(cases: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for c in cases if c["status"] == "open"]

@@ -1,0 +1,143 @@
+"""Structured facts (seed 000's MemoryFact): validated, then appended to the archive as kind `fact`.
+
+A fact is not a free-form summary: it says what kind of thing it is (`decision`, `convention`,
+`pitfall`, `outcome`), how much it matters (1-5) and, optionally, which question it answers
+(`key`, a stable conflict domain such as `runtime.python-version`: `Use Python 3.11` and
+`Use Python 3.12` share it). Facts are raw evidence; `desk digest` distils them into memories.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from desk.errors import RejectedError
+
+FACT_EVENT = "fact"
+FACT_KINDS = ("decision", "convention", "pitfall", "outcome")
+KEY_MAX = 80
+CONTENT_MAX = 4000
+# Lowercase words joined by single `.`, `_` or `-`: a key names a question, never its answer.
+KEY_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
+
+
+def key_problem(key: str) -> str | None:
+    """Why `key` cannot be a memory key, or None when it can."""
+    if not key:
+        return "key is empty"
+    if len(key) > KEY_MAX:
+        return f"key is {len(key)} characters; the limit is {KEY_MAX}"
+    if not KEY_RE.match(key):
+        return ("key must be lowercase words (a-z, 0-9) joined by single '.', '_' or '-', "
+                "e.g. runtime.python-version")
+    return None
+
+
+class MemoryFact(BaseModel):
+    """The fields a fact must carry before it is written (seed 000)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    content: str
+    kind: Literal["decision", "convention", "pitfall", "outcome"]
+    importance: int = Field(ge=1, le=5)
+    key: str | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("content is empty")
+        if len(value) > CONTENT_MAX:
+            raise ValueError(f"content is {len(value)} characters; the limit is {CONTENT_MAX}")
+        if "\0" in value:
+            raise ValueError("content holds a NUL character")
+        return value
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str | None) -> str | None:
+        if value is not None:
+            problem = key_problem(value)
+            if problem:
+                raise ValueError(problem)
+        return value
+
+    def payload(self) -> dict[str, Any]:
+        return {"kind": self.kind, "importance": self.importance, "key": self.key}
+
+
+def validate_fact(content: str, *, kind: str, importance: int, key: str | None = None) -> MemoryFact:
+    """A MemoryFact, or RejectedError (exit 3) naming each bad field; nothing is written."""
+    try:
+        return MemoryFact.model_validate({"content": content, "kind": kind, "importance": importance,
+                                          "key": key})
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"]) or "fact"
+            problems.append(f"{field}: {error['msg'].removeprefix('Value error, ')}")
+        raise RejectedError("invalid fact: " + "; ".join(problems),
+                            hint=f"kind is one of {', '.join(FACT_KINDS)}, importance 1-5, "
+                                 "key like runtime.python-version") from None
+
+
+def add_fact(desk: Any, content: str, *, kind: str, importance: int, key: str | None = None,
+             session: str | None = None, actor: str | None = None, at: str | None = None,
+             redact: bool = True, now: dt.datetime | None = None) -> dict[str, Any]:
+    """Validate a fact and append it to the archive; return the archived record."""
+    from desk.archive.store import append_event
+
+    fact = validate_fact(content, kind=kind, importance=importance, key=key)
+    return append_event(desk, FACT_EVENT, content=fact.content, payload=fact.payload(),
+                        session=session, actor=actor, at=at, redact=redact, now=now)
+
+
+@dataclass(frozen=True)
+class FactRecord:
+    """A fact as the digest reads it back from the archive."""
+
+    id: str
+    at: dt.datetime
+    kind: str
+    importance: int
+    key: str | None
+    content: str
+    session: str | None = None
+
+
+def parse_time(value: str) -> dt.datetime:
+    """An archive time (`...Z`, seconds or microseconds) as an aware UTC datetime."""
+    parsed = dt.datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        raise ValueError(f"time {value!r} has no timezone")
+    return parsed.astimezone(dt.timezone.utc)
+
+
+def fact_from_record(record: Mapping[str, Any]) -> FactRecord:
+    """The FactRecord of an archive record of kind `fact`; ValueError when it is not a valid fact.
+
+    Anyone may `desk archive append --kind fact` by hand, so a record is validated again here.
+    """
+    payload = record.get("payload")
+    if not isinstance(payload, dict):
+        raise ValueError("a fact needs a payload with kind and importance")
+    content = record.get("content")
+    try:
+        fact = MemoryFact.model_validate({"content": content, "kind": payload.get("kind"),
+                                          "importance": payload.get("importance"),
+                                          "key": payload.get("key")})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    if not isinstance(record.get("id"), str) or not isinstance(record.get("at"), str):
+        raise ValueError("a fact needs an id and a time")
+    session = record.get("session")
+    return FactRecord(record["id"], parse_time(record["at"]), fact.kind, fact.importance, fact.key,
+                      fact.content, session if isinstance(session, str) else None)

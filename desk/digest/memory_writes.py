@@ -1,0 +1,230 @@
+"""The memory files the distill policy makes: where they live, reading them back, writing them.
+
+`desk.digest.policy` decides with pure functions; this module maps its decisions onto `memory/`: a
+domain's file name (the key, or kind + content slug + hash; an alternate when a person's memory
+holds the name), which existing file is the domain's active memory, the frontmatter a promoted,
+superseding or merged memory gets (`source: digest`, `key`, at most EVIDENCE_MAX `evidence` ids),
+and landing each through the write gate (`desk.memory.gate`) with the index kept in step.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from desk.memory import gate
+from desk.layout import INDEX_FILE, DeskFolder
+from desk.digest.policy import Active, Candidate, Domain, kept_evidence
+from desk.errors import InvalidFileError
+from desk.digest.facts import FactRecord
+from desk.memory.index import IndexEntry, committed_files, load_entries, memory_path, render_index
+from desk.digest.journal import one_line
+from desk.memory.file import (DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, name_problem,
+                         normalize_body, parse_memory)
+from desk.text.normalize import normalize
+
+RULE_FILES = ("AGENTS.md", "SOUL.md")
+Skipped = list[dict[str, str]]
+_SLUG_WORDS = re.compile(r"[a-z0-9]+")
+SLUG_MAX = 48
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _with_hash(stem: str, seed: str) -> str:
+    stem = stem[:SLUG_MAX + 20].rstrip("._-")
+    return f"{stem}-{_short_hash(seed)}"
+
+
+def memory_name(candidate: Candidate) -> str:
+    """The memory name for a domain: the key itself, else kind, a slug of the content and a hash."""
+    if candidate.key is not None:
+        if name_problem(candidate.key) is None:
+            return candidate.key
+        return _with_hash("k-" + candidate.key, candidate.key)
+    words = _SLUG_WORDS.findall(normalize(candidate.content))
+    slug = ""
+    for word in words:
+        if len(slug) + len(word) + 1 > SLUG_MAX:
+            break
+        slug = f"{slug}-{word}" if slug else word
+    stem = f"{candidate.kind}-{slug}" if slug else candidate.kind
+    return f"{stem}-{candidate.content_key[:8]}"
+
+
+def alternate_name(name: str, domain: str) -> str:
+    """A second name when `name` is taken by a memory of another domain or a person's own."""
+    return _with_hash(name, domain)
+
+
+def locate(desk: DeskFolder, domains: Mapping[str, Domain], places: Mapping[str, tuple[str, str]],
+           skipped: Skipped) -> tuple[dict[str, str], dict[str, MemoryFile]]:
+    """Each domain's memory name (`homes`) and the memories that already exist (by name)."""
+    homes: dict[str, str] = {}
+    existing: dict[str, MemoryFile] = {}
+    for did, domain in domains.items():
+        home, memory, problem = find_home(desk, domain, places[did])
+        if home is None:
+            skipped.append({"domain": did, "reason": str(problem)})
+            continue
+        homes[did] = home
+        if memory is not None:
+            existing[home] = memory
+    return homes, existing
+
+
+class MemoryWrites:
+    """The memory files one run writes, each through the write gate, and the index they make."""
+
+    def __init__(self, desk: DeskFolder, skipped: Skipped) -> None:
+        self.desk = desk
+        self.skipped = skipped
+        self.entries = load_entries(desk, committed_files(desk))
+        self.bodies: dict[str, set[str]] = {}
+        for entry in self.entries.values():
+            self.bodies.setdefault(entry.body_key, set()).add(entry.name)
+        self.rules = {f: desk.path(f).read_text("utf-8", "replace") for f in RULE_FILES
+                      if desk.path(f).is_file()}
+        self.allow = desk.config.secrets.allow
+        self.writes: dict[str, bytes | None] = {}
+
+    def _same_body(self, key: str, name: str) -> list[str]:
+        return sorted(self.bodies.get(key, set()) - {name})
+
+    def land(self, name: str, memory: MemoryFile, *, gated: bool = True) -> bool:
+        """Queue `memory` unless the gate refuses it (the reason goes to `skipped`)."""
+        if gated:
+            from desk.text.secrets import scan
+
+            try:
+                if scan(memory.body, allow=self.allow):
+                    raise gate.GateRejection("secret", f"{name}: the value holds a secret", "")
+                gate.check_memory(memory, "durable", self._same_body, self.rules)
+            except gate.GateRejection as exc:
+                self.skipped.append({"domain": name, "reason": exc.reason})
+                return False
+        if name in self.entries:
+            self.bodies[self.entries[name].body_key].discard(name)
+        entry = self.entries[name] = IndexEntry.of(memory)
+        self.bodies.setdefault(entry.body_key, set()).add(name)
+        self.writes[memory_path(name)] = memory.render()
+        return True
+
+    def with_index(self) -> dict[str, bytes | None]:
+        """The memory writes, and MEMORY.md when they change it."""
+        writes = dict(self.writes)
+        if writes:
+            index = render_index(self.entries.values())
+            if self.desk.git.blob_at("HEAD", INDEX_FILE) != index:
+                writes[INDEX_FILE] = index
+        return writes
+
+
+def places_of(domain: Domain) -> tuple[str, str]:
+    """Where a domain's memory lives: its derived name, or the alternate when that is taken."""
+    name = memory_name(domain.candidates[0])
+    return name, alternate_name(name, domain.id)
+
+
+def find_home(desk: DeskFolder, domain: Domain, places: tuple[str, ...]
+          ) -> tuple[str | None, MemoryFile | None, str | None]:
+    """(name, its memory) where this domain's memory lives, else (a free name, None), else a reason.
+
+    A file of the domain that no longer parses is a person's to fix: the domain waits for it
+    rather than growing a second copy under the alternate name.
+    """
+    free = None
+    for name in places:
+        path = memory_path(name)
+        try:
+            data = desk.path(path).read_bytes()
+        except FileNotFoundError:
+            free = free or name
+            continue
+        try:
+            memory = parse_memory(data, path, name)
+        except InvalidFileError:
+            if name == places[0]:
+                return None, None, f"broken_file:{path}"
+            continue
+        # Ours: made by the digest for this key (or, without a key, for this kind: the name holds
+        # the content hash). A person's later edit of the body keeps it ours; their edit stands.
+        if memory.meta.source == "digest" and memory.meta.key == domain.key and (
+                domain.key is not None or memory.meta.type == domain.candidates[0].kind):
+            return name, memory, None
+    return (free, None, None) if free else (None, None, "name_taken")
+
+
+def forgotten(desk: DeskFolder, homes: Mapping[str, str]) -> dict[str, dt.datetime]:
+    """Domains about to be promoted whose memory file was deleted before, and when it was."""
+    deleted = desk.git.deleted(memory_path(name) for name in homes.values())
+    out = {}
+    for did, name in homes.items():
+        when = deleted.get(memory_path(name))
+        if when:
+            out[did] = dt.datetime.fromisoformat(when).astimezone(dt.timezone.utc)
+    return out
+
+
+def after(domain: Domain, when: dt.datetime) -> Domain:
+    """`domain` with only the facts stated after `when` (a forget is a newer decision)."""
+    kept = (c.newer_than(when) for c in domain.candidates)
+    return replace(domain, candidates=tuple(c for c in kept if c is not None))
+
+
+def active_of(name: str, memory: MemoryFile, by_id: Mapping[str, FactRecord]) -> Active:
+    seen = [by_id[e].at for e in memory.meta.evidence if e in by_id]
+    fallback = memory.meta.updated or memory.meta.created or dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    return Active(name, memory.body, tuple(memory.meta.evidence), max(seen) if seen else fallback)
+
+
+def _description(candidate: Candidate) -> str:
+    label = candidate.kind.capitalize() + (f" ({candidate.key})" if candidate.key else "")
+    return one_line(f"{label}: {candidate.content}", DESCRIPTION_MAX)
+
+
+def _triggers(candidate: Candidate) -> list[str]:
+    """The key's parts, else the content's first longer words (never longer than a trigger may be)."""
+    if candidate.key is not None:
+        words = candidate.key.split(".")
+    else:
+        words = [w.strip(".,;:!?()\"'") for w in normalize(candidate.content).split()]
+        words = [w for w in words if len(w) >= 4][:4]
+    return list(dict.fromkeys(w for w in words if w and len(w) <= TRIGGER_MAX))
+
+
+def _meta_fields(name: str, candidate: Candidate, evidence: list[str], importance: int) -> dict[str, Any]:
+    return dict(name=name, description=_description(candidate), type=candidate.kind,
+                triggers=_triggers(candidate), importance=importance, source="digest",
+                evidence=evidence, key=candidate.key)
+
+
+def new_memory(name: str, c: Candidate, now: dt.datetime) -> MemoryFile:
+    meta = build_meta(memory_path(name), **_meta_fields(name, c, _kept(c), c.importance),
+                      created=now, updated=now)
+    return MemoryFile(meta, normalize_body(c.content))
+
+
+def replaced_memory(old: MemoryFile, c: Candidate, now: dt.datetime) -> MemoryFile:
+    """The next revision: the challenger's value and evidence; the old one stays in git history."""
+    meta = build_meta(memory_path(old.name), **_meta_fields(old.name, c, _kept(c), c.importance),
+                      created=old.meta.created or now, updated=now)
+    return MemoryFile(meta, normalize_body(c.content))
+
+
+def _kept(c: Candidate) -> list[str]:
+    return kept_evidence(c.evidence, {f.id: f.at for f in c.facts})
+
+
+def merged_memory(old: MemoryFile, c: Candidate, now: dt.datetime,
+            times: Mapping[str, dt.datetime]) -> MemoryFile:
+    """The same value with more evidence (and the higher importance if a confirmation brought one)."""
+    evidence = kept_evidence([*old.meta.evidence, *c.evidence], times)
+    importance = max(old.meta.importance or 0, c.importance)
+    return MemoryFile(old.meta.replace(evidence=evidence, importance=importance, updated=now), old.body)

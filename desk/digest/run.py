@@ -1,0 +1,239 @@
+"""`desk digest`: the day's journal and the distilled memories, in one commit (DESIGN.md §3, path C).
+
+One run reads the archive (the day's events for `journal/D.md`, every fact old enough for the
+distill policy), decides with the pure policy in `desk.digest.policy`, and commits the journal, the memory
+files it promoted, merged or superseded, MEMORY.md and `.system/conflicts.json` together, with
+trailers counting what happened. Nothing changed means no commit: a rerun over the same archive is
+a no-op. It never writes NOW.md (the assistant's own note; GUARD's `digest-now` rule enforces it).
+
+Archive growth since the last commit goes into the same commit (as `desk checkpoint` would commit
+it, with its `Desk-Archive-Head` trailers), so the event ids in memories' `evidence` are committed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field, replace
+
+from desk.digest.conflicts import CONFLICTS_FILE, open_cases, parse_queue, reconcile, render_queue
+from desk.layout import INDEX_FILE, DeskFolder
+from desk.digest.policy import Tie, decide, group_facts
+from desk.digest.memory_writes import (MemoryWrites, active_of, after, forgotten, locate, merged_memory,
+                            new_memory, places_of, replaced_memory)
+from desk.errors import UsageError
+from desk.digest.facts import FACT_EVENT, FactRecord, fact_from_record
+from desk.storage.frontmatter import format_time
+from desk.storage.git import Commit
+from desk.memory.index import memory_path
+from desk.digest.journal import existing_narrative, journal_path, one_line, render_journal, run_summarizer
+from desk.storage.lock import desk_lock
+from desk.transaction import Transaction, commit_message, transaction
+
+DAY_COMMIT_PATHS = ("memory/", "MISTAKES.md")
+_US = dt.timedelta(microseconds=1)
+
+
+@dataclass
+class DigestResult:
+    """What one digest run did (the `--json` shape of `desk digest`)."""
+
+    date: str
+    as_of: str
+    journal: str
+    status: str = "unchanged"  # committed | unchanged
+    commit: str | None = None
+    events: int = 0
+    facts: int = 0
+    invalid_facts: int = 0
+    promoted: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    replaced: list[dict[str, str]] = field(default_factory=list)  # per superseded memory: was, now
+    conflicts: list[str] = field(default_factory=list)  # cases opened by this run
+    conflicts_closed: list[str] = field(default_factory=list)
+    open_conflicts: int = 0
+    stale: int = 0
+    unconfirmed: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    archive: list[str] = field(default_factory=list)  # archive files whose growth was committed
+    paths: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _as_time(value: str | dt.datetime | None, what: str) -> dt.datetime | None:
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    from desk.archive.format import parse_time
+
+    return parse_time(value, what).astimezone(dt.timezone.utc)
+
+
+def _as_day(value: str | dt.date | None) -> dt.date | None:
+    if value is None or isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"--date: {value!r} is not a day like 2026-11-29") from None
+
+
+def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | dt.datetime | None = None,
+           summarizer: str | None = None, now: dt.datetime | None = None) -> DigestResult:
+    """Write `journal/D.md` and distil old facts into memories; one commit, none when unchanged.
+
+    `as_of` (default: now) is the clock of the run: events after it are not seen, facts count when
+    they are `min_age_days` older than it, and it stamps created/updated times. `date` (default:
+    the day of `as_of`) picks the journal. `summarizer` is a command that reads the day's events
+    as JSONL and prints a Markdown narrative.
+    """
+    clock = _as_time(as_of, "--as-of") or now or utc_now()
+    day = _as_day(date) or clock.date()
+    if day > clock.date():
+        raise UsageError(f"--date {day} is after --as-of {format_time(clock)}",
+                         hint="a journal covers a day that has started")
+    from desk.archive.store import iter_events
+
+    start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
+    until = min(start + dt.timedelta(days=1), clock + _US)
+    events = [e.record for e in iter_events(desk, since=start, until=until)]
+    narrative = run_summarizer(summarizer, events, day=day) if summarizer else None
+    facts, invalid = _read_facts(desk, clock - dt.timedelta(days=desk.config.distill.min_age_days))
+    result = DigestResult(day.isoformat(), format_time(clock), journal_path(day), events=len(events),
+                          facts=len(facts), invalid_facts=invalid)
+    with transaction(desk) as tx:
+        writes, ties, settled = _distill(desk, tx, facts, clock, result)
+        old_queue = _read(desk, CONFLICTS_FILE)
+        queue = reconcile(parse_queue(old_queue), ties, settled, desk.config.desk_id, clock)
+        result.conflicts, result.conflicts_closed = queue.opened, queue.superseded
+        result.open_conflicts = len(open_cases(queue.cases))
+        if queue.changed:
+            writes[CONFLICTS_FILE] = render_queue(queue.cases)
+        current = _read(desk, result.journal)
+        narrative = narrative or existing_narrative(current)
+        journal = _redacted(render_journal(day, events, _day_commits(desk, start), narrative))
+        if current != journal:
+            writes[result.journal] = journal
+        _commit(desk, tx, writes, result)
+    return result
+
+
+def _distill(desk: DeskFolder, tx: Transaction, facts: list[FactRecord], clock: dt.datetime,
+             result: DigestResult) -> tuple[dict[str, bytes | None], list[Tie], set[str]]:
+    """The memory writes (and MEMORY.md) the policy asks for, the ties, the settled domains."""
+    policy = desk.config.distill
+    domains = group_facts(facts, policy, clock)
+    places = {did: places_of(d) for did, d in domains.items()}
+    tx.require_clean(sorted({p for names in places.values() for p in map(memory_path, names)}
+                            | {INDEX_FILE, CONFLICTS_FILE, result.journal}))
+    homes, existing = locate(desk, domains, places, result.skipped)
+    by_id = {f.id: f for f in facts}
+    actives = {did: active_of(homes[did], existing[homes[did]], by_id)
+               for did in homes if homes[did] in existing}
+    live = {d: domains[d] for d in homes}
+    plan = decide(live, actives, policy)
+    gone = forgotten(desk, {c.domain: homes[c.domain] for c in plan.promote})
+    if gone:  # a person forgot these memories: only facts since then may bring them back
+        for did, when in gone.items():
+            live[did] = after(live[did], when)
+        plan = decide({d: dom for d, dom in live.items() if dom.candidates}, actives, policy)
+    result.stale, result.unconfirmed = len(plan.stale), len(plan.unconfirmed)
+    memories = MemoryWrites(desk, result.skipped)
+    for candidate in plan.promote:
+        name = homes[candidate.domain]
+        if memories.land(name, new_memory(name, candidate, clock)):
+            result.promoted.append(name)
+    for active, candidate in plan.supersede:
+        if memories.land(active.name, replaced_memory(existing[active.name], candidate, clock)):
+            result.superseded.append(active.name)
+            result.replaced.append({"name": active.name, "was": one_line(active.content, 100),
+                                    "now": one_line(candidate.content, 100)})
+    times = {i: f.at for i, f in by_id.items()}
+    for active, candidate in plan.merge:
+        if active.name not in memories.writes:  # same value, so no gate: only evidence grows
+            memories.land(active.name, merged_memory(existing[active.name], candidate, clock, times),
+                          gated=False)
+            result.merged.append(active.name)
+    # A value this run made active carries its memory name into the case it is weighed in.
+    ties = [replace(t, incumbent=replace(t.incumbent, name=homes[t.domain.id]))
+            if t.incumbent is not None and not t.incumbent.name else t for t in plan.ties]
+    return memories.with_index(), ties, plan.settled
+
+
+def _commit(desk: DeskFolder, tx: Transaction, writes: dict[str, bytes | None], result: DigestResult) -> None:
+    """Commit `writes` with the archive's growth; no commit when there is nothing at all.
+
+    Archive growth goes into the same commit, so the evidence ids the memories name are committed
+    too. Desk lock (held by `tx`) first, then the archive lock: the order `desk checkpoint` uses.
+    """
+    from desk.archive.store import archive_lock_path
+    from desk.archive.checkpoint import archive_trailer_lines, pending_archive
+
+    with desk_lock(archive_lock_path(desk)):
+        archive, old_archive, _torn = pending_archive(desk)  # a torn tail waits for the next run
+        result.archive = sorted(archive)
+        writes.update(archive)
+        if not writes:
+            return
+        fresh = sorted(p for p in archive if p not in old_archive)
+        if fresh:  # written by appends, so the transaction cannot tell they are new to git
+            desk.git.add(fresh)
+        result.paths = sorted(writes)
+        message = _message(result) + "".join(f"{line}\n" for line in archive_trailer_lines(archive))
+        result.commit = tx.commit(writes, message)
+        result.status = "committed"
+
+
+def _read_facts(desk: DeskFolder, cutoff: dt.datetime) -> tuple[list[FactRecord], int]:
+    from desk.archive.store import iter_events
+
+    facts, invalid = [], 0
+    for event in iter_events(desk, until=cutoff + _US, kinds=[FACT_EVENT]):
+        try:
+            facts.append(fact_from_record(event.record))
+        except ValueError:
+            invalid += 1
+    return facts, invalid
+
+
+def _redacted(journal: bytes) -> bytes:
+    """The journal with any known secret replaced: an event archived with --no-redact stays raw there."""
+    from desk.text.secrets import redact
+
+    text, kinds = redact(journal.decode("utf-8"))
+    return text.encode() if kinds else journal
+
+
+def _read(desk: DeskFolder, path: str) -> bytes | None:
+    try:
+        return desk.path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _day_commits(desk: DeskFolder, start: dt.datetime) -> list[Commit]:
+    """The day's commits to memory/ and MISTAKES.md (the journal leaves out desk's own)."""
+    last = start + dt.timedelta(days=1) - dt.timedelta(seconds=1)
+    return desk.git.log(DAY_COMMIT_PATHS, since=format_time(start), until=format_time(last))
+
+
+def _message(r: DigestResult) -> str:
+    body = []
+    for label, names in (("promoted", r.promoted), ("merged", r.merged), ("superseded", r.superseded),
+                         ("conflict cases opened", r.conflicts),
+                         ("conflict cases superseded", r.conflicts_closed)):
+        if names:
+            body.append(f"{label}: {', '.join(names)}")
+    body += [f"{c['name']}: {json.dumps(c['was'], ensure_ascii=False)} -> "
+             f"{json.dumps(c['now'], ensure_ascii=False)}" for c in r.replaced]
+    return commit_message(f"digest: {r.date}", {
+        "Desk-Op": "digest", "Desk-Date": r.date, "Desk-As-Of": r.as_of,
+        "Desk-Promoted": str(len(r.promoted)), "Desk-Merged": str(len(r.merged)),
+        "Desk-Superseded": str(len(r.superseded)), "Desk-Conflicts": str(len(r.conflicts)),
+        "Desk-Stale": str(r.stale)}, "\n".join(body) or None)

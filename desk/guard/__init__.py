@@ -1,0 +1,1 @@
+"""The gate: validation rules, git hooks, and doctor."""

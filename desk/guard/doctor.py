@@ -1,0 +1,453 @@
+"""`desk doctor [--repair]`: find, and where it is safe fix, what crashes and bypasses leave behind.
+
+Checks: the desk's files against every rule (`validate --all`: invalid files, a stale MEMORY.md);
+recent commits that bypassed the hooks (`--no-verify`) and broke a history rule (SOUL.md changed
+by the assistant, a digest changing NOW.md, an archive rewritten, a secret committed); leftover
+temporary files of an interrupted atomic write; a torn archive tail; a mutation interrupted
+between its file writes and its commit; a stale `.git/index.lock`; missing hooks.
+
+`--repair` fixes only what is provably desk's own debris and lists the rest for a person. It never
+discards a person's uncommitted edits: an interrupted mutation is finished or undone only when
+every file it touched still holds exactly the bytes desk wrote (or the bytes it replaced), as
+recorded in the pending-mutation marker `Transaction.commit` writes before it touches anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from desk.storage.atomic import TEMP_PREFIX
+from desk.layout import DeskFolder
+from desk.errors import ConflictError, DeskError, Finding, InvalidFileError
+from desk.storage.git import blob_sha
+
+PENDING_PREFIX = "desk-pending-"
+ARCHIVE_PREFIX = ".system/archive/"
+STALE_AFTER = 300.0  # seconds before a temp file or index.lock counts as abandoned
+LOCK_WAIT = 5.0
+
+
+# -- the pending-mutation marker (written by Transaction.commit) ------------------------------
+
+
+def mark_pending(desk: DeskFolder, writes: Mapping[str, bytes | None],
+                 before: Mapping[str, bytes | None], message: str) -> Path:
+    """Record what a mutation is about to write, so `doctor` can finish or undo it after a crash."""
+    # One file per mutation: a later mutation must not erase the record of an interrupted one.
+    # Archive files are left out: they only grow, a checkpoint writes them unchanged, and recovery
+    # must never rewrite them (appends racing a rewrite would be lost).
+    from desk.storage.atomic import atomic_write
+
+    marker = desk.git_dir / f"{PENDING_PREFIX}{time.time_ns()}-{os.getpid()}.json"
+    data = {"message": message,
+            "paths": {p: {"old": None if before[p] is None else blob_sha(before[p] or b""),
+                          "new": None if writes[p] is None else blob_sha(writes[p] or b"")}
+                      for p in sorted(writes) if not p.startswith(ARCHIVE_PREFIX)}}
+    atomic_write(marker, json.dumps(data, ensure_ascii=False).encode())  # durable before any write
+    return marker
+
+
+def recover_interrupted(desk: DeskFolder) -> None:
+    """Finish or undo mutations a crash interrupted; called under the desk lock before each mutation.
+
+    The lock is held, so every marker left belongs to a dead process. What cannot be settled
+    safely (a person changed the files since) stops the mutation with exit 4 and the reason.
+    """
+    markers = sorted(desk.git_dir.glob(f"{PENDING_PREFIX}*.json"))
+    if not markers:
+        return
+    report = DoctorReport(repair=True)
+    for marker in markers:
+        _check_one_pending(desk, marker, report, True)
+    if not report.ok:
+        raise ConflictError("an interrupted desk mutation needs a person first:\n"
+                            + "\n".join(p.message for p in report.problems if p.status != "repaired"),
+                            hint="run `desk doctor` for the details")
+
+
+# -- the report -----------------------------------------------------------------------------
+
+
+@dataclass
+class Problem:
+    """One thing doctor found: what, where, and whether it was repaired or needs a person."""
+
+    check: str
+    path: str
+    message: str
+    status: str = "found"  # found | repaired | needs-person | note
+
+    def to_json(self) -> dict[str, str]:
+        return {"check": self.check, "path": self.path, "message": self.message, "status": self.status}
+
+
+@dataclass
+class DoctorReport:
+    problems: list[Problem] = field(default_factory=list)
+    repair: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return all(p.status in ("repaired", "note") for p in self.problems)
+
+    def add(self, check: str, path: str, message: str, status: str = "found") -> Problem:
+        problem = Problem(check, path, message, status)
+        self.problems.append(problem)
+        return problem
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": "ok" if self.ok else "problems", "repair": self.repair,
+                "problems": [p.to_json() for p in self.problems]}
+
+    def text(self) -> str:
+        if not self.problems:
+            return "ok: nothing to repair"
+        lines = [f"{p.status}: {p.check}: {p.path}: {p.message}" for p in self.problems]
+        if not self.ok and not self.repair:
+            lines.append("run `desk doctor --repair` to fix what is safe to fix")
+        return "\n".join(lines)
+
+
+def _found(report: DoctorReport, check: str, path: str, message: str, safe: bool) -> Problem:
+    """A problem: `found` (repairable, not repairing), or `needs-person`."""
+    return report.add(check, path, message, "found" if safe else "needs-person")
+
+
+# -- the checks -----------------------------------------------------------------------------
+
+
+def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> DoctorReport:
+    """Run every check; with `repair`, fix what is safe under the desk lock."""
+    from desk.storage.lock import desk_lock
+
+    report = DoctorReport(repair=repair)
+    try:
+        with desk_lock(desk.lock_path, timeout=LOCK_WAIT):
+            _check_pending(desk, report, repair)
+            _check_index_lock(desk, report, repair, lock_held=True)
+            _check_temp_files(desk, report, repair)
+            _check_torn_archive(desk, report, repair)
+            _check_rules(desk, report, repair)
+    except ConflictError:
+        report.add("desk-lock", str(desk.lock_path), "another desk process holds the desk lock; "
+                   "run doctor again when it is done", "needs-person")
+        _check_index_lock(desk, report, False, lock_held=False)
+    _check_history(desk, report, commits)
+    _check_hooks(desk, report, repair)
+    return report
+
+
+def _check_pending(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
+    """Each interrupted mutation, oldest first."""
+    for marker in sorted(desk.git_dir.glob(f"{PENDING_PREFIX}*.json")):  # ns timestamps sort
+        _check_one_pending(desk, marker, report, repair)
+
+
+def _check_one_pending(desk: DeskFolder, marker: Path, report: DoctorReport, repair: bool) -> None:
+    from desk.transaction import Transaction
+
+    try:
+        pending = json.loads(marker.read_text())
+        paths: dict[str, dict[str, str | None]] = pending["paths"]
+        message: str = pending["message"]
+    except (ValueError, KeyError, TypeError):
+        if repair:
+            marker.unlink()
+        report.add("interrupted", marker.name, "unreadable pending-mutation marker"
+                   + (" removed" if repair else ""), "repaired" if repair else "found")
+        return
+    head = desk.git.head()
+    committed = {p: _committed_blob(desk, head, p) for p in paths}
+    current = {p: _worktree_blob(desk, p) for p in paths}
+    if all(committed[p] == v["new"] for p, v in paths.items()):
+        if repair:
+            marker.unlink()
+        report.add("interrupted", ", ".join(paths), "the mutation was committed; only its marker was "
+                   "left", "repaired" if repair else "found")
+        return
+    foreign = [p for p, v in paths.items() if current[p] not in (v["old"], v["new"])]
+    if foreign:
+        report.add("interrupted", ", ".join(foreign),
+                   f"an interrupted mutation ({message.splitlines()[0]}) left these files, and they "
+                   "have changed since: review them (`git diff`), then commit or discard; then "
+                   f"remove {marker}", "needs-person")
+        return
+    summary = message.splitlines()[0]
+    if not repair:
+        report.add("interrupted", ", ".join(paths), f"a mutation ({summary}) was interrupted before "
+                   "its commit; --repair finishes it (or undoes it if it breaks a rule)")
+        return
+    tx = Transaction(desk)
+    done = False
+    try:
+        if all(current[p] == v["new"] for p, v in paths.items()):
+            writes = {p: (desk.path(p).read_bytes() if v["new"] is not None else None)
+                      for p, v in paths.items()}
+            # A new file written before the crash is untracked: commit --only needs it added.
+            created = [p for p, v in paths.items() if v["old"] is None and v["new"] is not None]
+            if created:
+                desk.git.add(created)
+            try:
+                tx.commit(writes, message)
+                done = True
+                report.add("interrupted", ", ".join(paths), f"finished the interrupted mutation "
+                           f"({summary}): committed", "repaired")
+            except InvalidFileError:
+                pass  # an unvalidated write that breaks a rule: undo it instead
+        if not done:
+            _undo(desk, head, paths)
+            report.add("interrupted", ", ".join(paths), f"undid the interrupted mutation ({summary}): "
+                       "the files are as committed", "repaired")
+    except DeskError as exc:
+        report.add("interrupted", ", ".join(paths), f"could not settle the interrupted mutation "
+                   f"({summary}): {exc.message}; then remove {marker}", "needs-person")
+        return
+    marker.unlink(missing_ok=True)
+
+
+def _undo(desk: DeskFolder, head: str | None, paths: Mapping[str, Mapping[str, str | None]]) -> None:
+    """Put back the committed content of desk's own half-written paths."""
+    from desk.storage.atomic import atomic_write, remove
+
+    from desk.guard.validate import ARCHIVE_DIR
+
+    for path, v in paths.items():
+        if path.startswith(ARCHIVE_DIR):
+            continue  # append-only evidence: never rolled back (a checkpoint rewrites it unchanged)
+        if _worktree_blob(desk, path) != v["new"]:
+            continue  # already the old content
+        old = desk.git.blob_at(head, path) if head else None
+        if old is None:
+            remove(desk.path(path))
+        else:
+            atomic_write(desk.path(path), old)
+    desk.git.unstage(list(paths))
+
+
+def _committed_blob(desk: DeskFolder, head: str | None, path: str) -> str | None:
+    if head is None:
+        return None
+    tree = desk.git.run("ls-tree", "-z", head, "--", path, read_only=True)
+    return tree.split()[2].decode() if tree else None
+
+
+def _worktree_blob(desk: DeskFolder, path: str) -> str | None:
+    try:
+        return blob_sha(desk.path(path).read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def _git_running_in(root: Path) -> bool | None:
+    """Whether a git process works in `root` (Linux /proc); None when that cannot be known."""
+    proc = Path("/proc")
+    if not (proc / "self" / "cwd").exists():
+        return None
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "git":
+                continue
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if cwd == root or root in cwd.parents:
+            return True
+    return False
+
+
+def _check_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool) -> None:
+    lock = desk.git_dir / "index.lock"
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return
+    running = _git_running_in(desk.root)
+    if age < STALE_AFTER or running is not False or not lock_held:
+        why = ("it is recent" if age < STALE_AFTER else "a git process is running in the desk"
+               if running else "cannot tell whether git is running here" if running is None
+               else "another desk process is working")
+        report.add("index-lock", str(lock), f"git's index.lock exists ({why}); if no git command is "
+                   f"running, remove it: rm {lock}", "needs-person")
+        return
+    if repair:
+        lock.unlink()
+        report.add("index-lock", str(lock), f"removed a stale index.lock ({int(age)} s old, no git "
+                   "running)", "repaired")
+    else:
+        report.add("index-lock", str(lock), f"stale index.lock ({int(age)} s old, no git running) "
+                   "blocks every commit")
+
+
+def _check_temp_files(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
+    now = time.time()
+    for folder, dirs, files in os.walk(desk.root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            if not name.startswith(TEMP_PREFIX):
+                continue
+            path = Path(folder) / name
+            rel = path.relative_to(desk.root).as_posix()
+            if now - path.stat().st_mtime < STALE_AFTER:
+                report.add("temp-file", rel, "a recent temporary file (a write may be in progress)", "note")
+            elif repair:
+                path.unlink()
+                report.add("temp-file", rel, "removed a temporary file left by an interrupted write "
+                           "(the file it was for was never replaced)", "repaired")
+            else:
+                report.add("temp-file", rel, "temporary file left by an interrupted write")
+    edits = desk.git_dir / "desk-edit"
+    if edits.is_dir():
+        for path in sorted(edits.iterdir()):
+            report.add("edit-leftover", str(path), "text left by an interrupted or refused `desk edit`: "
+                       "copy what you need, then delete it", "needs-person")
+
+
+def _check_torn_archive(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
+    from desk.archive.store import archive_lock_path
+    from desk.storage.lock import desk_lock
+    from desk.guard.validate import ARCHIVE_DIR
+
+    folder = desk.path(ARCHIVE_DIR)
+    if not folder.is_dir():
+        return
+    with desk_lock(archive_lock_path(desk), timeout=LOCK_WAIT):
+        for path in sorted(folder.glob("*.jsonl")):
+            data = path.read_bytes()
+            if not data or data.endswith(b"\n"):
+                continue
+            rel = path.relative_to(desk.root).as_posix()
+            fragment = data[data.rfind(b"\n") + 1:]
+            try:
+                complete = isinstance(json.loads(fragment), dict)
+            except ValueError:
+                complete = False
+            if not repair:
+                report.add("archive-torn", rel, f"the last {len(fragment)} bytes are a record torn by "
+                           "a crash" + (" (complete but for its newline)" if complete else ""))
+            elif complete:
+                # A whole record that only lost its newline: ending the line keeps it.
+                with path.open("ab") as file:
+                    file.write(b"\n")
+                    os.fsync(file.fileno())
+                report.add("archive-torn", rel, "ended a complete last record with its newline",
+                           "repaired")
+            else:
+                # Never cut evidence: the next append starts on a new line and `desk archive verify`
+                # reports the fragment as torn, not as tampering.
+                report.add("archive-torn", rel, f"left a torn fragment of {len(fragment)} bytes in "
+                           "place; the next append starts a new line", "note")
+
+
+def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
+    from desk.guard.validate import MEMORY_PREFIX, validate_all
+
+    findings = [f for f in validate_all(desk).errors if f.rule != "archive-torn"]
+    stale = [f for f in findings if f.rule == "index-stale"]
+    for finding in findings:
+        if finding.rule != "index-stale":
+            report.add(finding.rule, f"{finding.path}:{finding.line}", finding.message, "needs-person")
+    if not stale:
+        return
+    invalid = any(f.path.startswith(MEMORY_PREFIX) for f in findings)
+    if invalid or not repair:
+        _found(report, "index-stale", "MEMORY.md", "MEMORY.md does not match memory/"
+               + ("; fix the invalid memory files first" if invalid else ""), not invalid)
+        return
+    report.add("index-stale", "MEMORY.md", f"regenerated MEMORY.md: {_reindex(desk)}",
+               "repaired")
+
+
+def _reindex(desk: DeskFolder) -> str:
+    """`desk reindex` under the lock doctor already holds."""
+    from desk.memory.operations import reindex_locked
+    from desk.transaction import Transaction
+
+    result = reindex_locked(Transaction(desk), "user")
+    if result.status == "written":
+        return "written; commit it with your memory/ edits (" + ", ".join(result.pending) + ")"
+    return {"updated": "committed", "restored": "restored the committed MEMORY.md"}.get(result.status,
+                                                                                       result.status)
+
+
+def _check_history(desk: DeskFolder, report: DoctorReport, limit: int) -> None:
+    """Rule breaks in the last `limit` commits: only possible for commits made without the hooks."""
+    for sha, subject, finding in bypassed_commits(desk, limit):
+        report.add(f"bypassed-{finding.rule}", f"{finding.path}:{finding.line}",
+                   f"commit {sha[:7]} ({subject}) was made without the hooks and broke a rule: "
+                   f"{finding.message}", "needs-person")
+
+
+def bypassed_commits(desk: DeskFolder, limit: int) -> list[tuple[str, str, Finding]]:
+    """(commit, subject, finding) for history rules broken in the last `limit` commits.
+
+    One `git log --raw` names every changed blob by id and one `git cat-file --batch` reads the
+    ones the rules need (archive files before and after, files the secret scanner covers).
+    """
+    from desk.guard.validate import (ARCHIVE_DIR, SECRET_DIRS, SECRET_FILES, _check_archive,
+                               check_message, secret_findings)
+
+    if limit <= 0 or desk.git.head() is None:
+        return []
+    out = desk.git.run("log", f"-n{limit}", "--format=%x1e%H%x1f%B%x1f", "--raw", "--no-abbrev",
+                       "-z", "--no-renames", "--no-merges", read_only=True
+                       ).decode("utf-8", "surrogateescape")
+    null = "0" * 40
+    commits = []
+    wanted: list[str] = []
+    for chunk in out.split("\x1e")[1:]:
+        sha, body, rest = chunk.split("\x1f", 2)
+        tokens = rest.lstrip("\0\n").split("\0")
+        changes: dict[str, tuple[str | None, str | None]] = {}  # path -> (old blob, new blob)
+        for meta, path in zip(tokens[0::2], tokens[1::2]):
+            if not meta.startswith(":"):
+                continue
+            _, _, old, new, status = meta[1:].split()
+            changes[path] = (None if old == null else old, None if status == "D" else new)
+            if path.startswith(ARCHIVE_DIR):
+                wanted += [b for b in changes[path] if b]
+            elif changes[path][1] and (path in SECRET_FILES or path.startswith(SECRET_DIRS)):
+                wanted.append(new)
+        commits.append((sha, body, changes))
+    blobs = desk.git.read_blobs(wanted)
+    allow = frozenset(desk.config.secrets.allow)
+    found = []
+    for sha, body, changes in commits:
+        subject = body.splitlines()[0] if body.strip() else ""
+        findings = check_message(body, set(changes))
+        for path, (old_blob, new_blob) in sorted(changes.items()):
+            if path.startswith(ARCHIVE_DIR) and path.endswith(".jsonl"):
+                findings += [f for f in _check_archive(path, blobs.get(old_blob or ""),
+                                                       blobs.get(new_blob or "") if new_blob else None,
+                                                       desk.config.desk_id)
+                             if f.severity == "error"]
+            elif new_blob is not None and new_blob in blobs:
+                findings += secret_findings(path, blobs[new_blob].decode("utf-8", "replace"), allow)
+        found += [(sha, subject, f) for f in findings]
+    return found
+
+
+def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
+    from desk.guard.hooks import install, installed
+
+    state = installed(desk.root)
+    if not state:
+        report.add("hooks", "core.hooksPath", "core.hooksPath is set: make sure your hooks run "
+                   "`desk validate --staged` (see `desk hooks install`)", "note")
+        return
+    missing = [hook for hook, ok in state.items() if not ok]
+    if not missing:
+        return
+    if repair:
+        install(desk.root)
+        report.add("hooks", ", ".join(missing), "installed desk's hooks (an existing hook is kept "
+                   "and still runs first)", "repaired")
+    else:
+        report.add("hooks", ", ".join(missing), "desk's git hooks are not installed: hand edits "
+                   "are not validated")

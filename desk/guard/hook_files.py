@@ -1,0 +1,63 @@
+"""Which hook files are desk's: the marker, the hooks folder, and whether desk's are alone.
+
+The gate tier needs this (a desk commit may skip the hook shells only when every hook git would
+run is desk's own), so it sits below `desk.transaction`; installing and running the hooks is
+`desk.guard.hooks`, an operation above it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from desk.errors import DeskError
+from desk.storage.git import Git
+
+HOOK_ENTRY = "desk.cli.hook"  # `python -m desk.cli.hook HOOK`: what an installed hook runs
+# pre-merge-commit: a merge without conflicts skips pre-commit, and the union merge of MEMORY.md
+# (.gitattributes) can leave its lines out of order; the same checks and fixer run there.
+HOOK_TYPES = ("pre-commit", "commit-msg", "pre-merge-commit")
+MARKER = "# desk-managed-hook"
+LEGACY = ".legacy"
+
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return MARKER.encode() in file.read(400)
+    except OSError:
+        return False
+
+
+def only_desk_hooks(git: Git, git_dir: Path) -> bool:
+    """True when the commit hooks git would run are desk's own with nothing chained to them.
+
+    desk's own commits ran the same checks in process, so they may then pass --no-verify and save
+    the hook shells' start-up; with a foreign hook (chained or under core.hooksPath) they run it.
+    """
+    if git.config_values().get("core.hookspath"):
+        return False
+    folder = git_dir / "hooks"
+    for hook in ("pre-commit", "commit-msg"):
+        path = folder / hook
+        if (folder / (hook + LEGACY)).exists() or (path.exists() and not is_ours(path)):
+            return False
+    return True
+
+
+def hooks_folder(git: Git) -> Path:
+    """The repository's hooks folder; refused (with the manual way) when core.hooksPath is set."""
+    configured = git.run("config", "--get", "core.hooksPath", check=False, read_only=True).decode().strip()
+    if configured:
+        lines = "\n".join(f"    {shlex.quote(sys.executable)} -m {HOOK_ENTRY} {hook} \"$@\" || exit $?"
+                          f"    # in {hook}" for hook in HOOK_TYPES)
+        raise DeskError(
+            f"core.hooksPath is set ({configured}); desk will not write into a hooks folder that "
+            "other repositories may share",
+            hint="unset it (`git config --unset core.hooksPath`) and run `desk hooks install` again, "
+                 f"or add the checks to the hooks in {configured} yourself, one line per hook:\n"
+                 f"{lines}")
+    path = Path(git.text("rev-parse", "--git-path", "hooks").strip())
+    return path if path.is_absolute() else git.root / path

@@ -1,0 +1,156 @@
+"""The git hooks: `desk hooks install | uninstall`, and what the hooks run.
+
+Installed like pre-commit installs its own (`pre_commit/commands/install_uninstall.py`): each hook
+is a small shell script (hooks/desk-hook.sh) recognised by a marker line; a foreign hook already
+there is kept as `<hook>.legacy` and still runs first; uninstall puts it back; `core.hooksPath`
+is refused with the manual alternative, since desk would otherwise write into a folder shared by
+other repositories. The script runs the Python that installed it (`python -m desk.cli.hook HOOK`),
+falling back to `desk` on PATH.
+
+The pre-commit hook validates the staged blobs (desk.guard.validate) and, as a fixer, rewrites a stale
+MEMORY.md in the work tree and fails so the person can `git add` it. The commit-msg hook checks
+the message rules. Neither starts Python for desk's own commits (`DESK_VALIDATED=1`).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from desk.errors import DeskError, Finding
+from desk.guard.hook_files import HOOK_TYPES, LEGACY, hooks_folder, is_ours
+from desk.layout import DeskFolder, is_desk
+from desk.storage.git import Git
+
+STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated; `git add MEMORY.md` and commit again "
+                       "(if you commit named paths, name MEMORY.md too)")
+
+
+@dataclass
+class HooksResult:
+    """What install/uninstall did to each hook: `{hook: action}`."""
+
+    folder: Path
+    actions: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {"folder": str(self.folder), "hooks": self.actions}
+
+
+def hook_script(hook: str, python: str | None = None) -> str:
+    template = resources.files("desk._hooks").joinpath("desk-hook.sh").read_text("utf-8")
+    python = python or sys.executable
+    return template.replace("@HOOK@", hook).replace("'@PYTHON@'", shlex.quote(python))
+
+
+def install(root: Path, python: str | None = None) -> HooksResult:
+    """Install desk's pre-commit and commit-msg hooks in the repository at `root`."""
+    from desk.storage.atomic import atomic_write
+
+    folder = hooks_folder(Git(root))
+    folder.mkdir(parents=True, exist_ok=True)
+    result = HooksResult(folder)
+    for hook in HOOK_TYPES:
+        path, legacy = folder / hook, folder / (hook + LEGACY)
+        action = "installed"
+        if path.exists() or path.is_symlink():
+            if is_ours(path):
+                action = "updated"
+            elif legacy.exists() or legacy.is_symlink():
+                raise DeskError(f"{path} and {legacy} both exist and neither is desk's",
+                                hint=f"merge them into one, then run `desk hooks install` again")
+            else:
+                os.replace(path, legacy)
+                action = "installed (kept the existing hook as " + legacy.name + ", run first)"
+        atomic_write(path, hook_script(hook, python).encode())
+        os.chmod(path, 0o755)
+        result.actions[hook] = action
+    return result
+
+
+def uninstall(root: Path) -> HooksResult:
+    """Remove desk's hooks and put back any hook they had replaced."""
+    folder = hooks_folder(Git(root))
+    result = HooksResult(folder)
+    for hook in HOOK_TYPES:
+        path, legacy = folder / hook, folder / (hook + LEGACY)
+        if not path.exists() or not is_ours(path):
+            result.actions[hook] = "not desk's; left alone" if path.exists() else "not installed"
+            continue
+        path.unlink()
+        if legacy.exists() or legacy.is_symlink():
+            os.replace(legacy, path)
+            result.actions[hook] = "removed (restored the previous hook)"
+        else:
+            result.actions[hook] = "removed"
+    return result
+
+
+def installed(root: Path) -> dict[str, bool]:
+    """Which of desk's hooks are in place (for `desk doctor`); empty when core.hooksPath is set."""
+    try:
+        folder = hooks_folder(Git(root))
+    except DeskError:
+        return {}
+    return {hook: is_ours(folder / hook) for hook in HOOK_TYPES}
+
+
+# -- what the hooks run -------------------------------------------------------------------
+
+
+@dataclass
+class HookRun:
+    """What one hook run found: the exit code for git, the findings, and notes for the person.
+
+    The hook's thin entry script (`desk.cli.hook`) prints it; this module never does.
+    """
+
+    code: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def run_pre_commit(root: Path) -> HookRun:
+    """Validate the staged change; fix a stale MEMORY.md in the work tree."""
+    from desk.guard.validate import fix_index, validate_staged
+    from desk.storage.git import staged_git
+
+    if not is_desk(root):
+        return HookRun()
+    desk = DeskFolder(root)
+    report, regenerated = validate_staged(desk, staged_git(root))
+    run = HookRun(findings=list(report.findings))
+    stale = any(f.rule == "index-stale" for f in report.findings)
+    if stale and regenerated is not None:
+        fix_index(desk, regenerated)
+        run.notes.append(f"desk: {STALE_INDEX_MESSAGE}")
+    if not report.ok:
+        run.notes.append("desk: pre-commit: commit refused; fix the findings above and commit again "
+                         "(`desk validate --staged` shows them again)")
+        run.code = 3
+    return run
+
+
+def run_commit_msg(root: Path, message_file: str) -> HookRun:
+    """The message rules (SOUL.md by the assistant, digest and NOW.md) against the staged paths."""
+    from desk.guard.validate import check_message
+    from desk.storage.git import staged_git
+
+    message = Path(message_file).read_text("utf-8", "replace")
+    findings = check_message(message, staged_git(root).staged_paths())
+    if findings:
+        return HookRun(3, findings, ["desk: commit-msg: commit refused; see above"])
+    return HookRun()
+
+
+def run_hook(hook: str, root: Path, args: list[str]) -> HookRun:
+    """Run `hook` (one of HOOK_TYPES) for the repository at `root`."""
+    if hook in ("pre-commit", "pre-merge-commit"):
+        return run_pre_commit(root)
+    if not args:
+        return HookRun(2, notes=["desk: commit-msg hook: missing the message file argument"])
+    return run_commit_msg(root, args[0])

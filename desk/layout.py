@@ -1,0 +1,88 @@
+"""Finding a desk on disk and the paths inside it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+from desk.errors import NotADeskError
+from desk.storage.git import Git
+
+if TYPE_CHECKING:
+    from desk.config import DeskConfig
+
+CONFIG_PATH = ".system/desk.json"
+MEMORY_DIR = "memory"
+INDEX_FILE = "MEMORY.md"
+CACHE_DIR = ".system/cache"
+LOCK_FILE = "desk.lock"
+
+
+def is_desk(path: Path) -> bool:
+    return (path / CONFIG_PATH).is_file() and (path / ".git").exists()
+
+
+def find_desk(start: Path | None = None, explicit: Path | None = None) -> DeskFolder:
+    """The desk at `explicit`, else `$DESK_HOME`, else the desk enclosing `start` (the cwd)."""
+    if explicit is None and os.environ.get("DESK_HOME"):
+        explicit = Path(os.environ["DESK_HOME"])
+    if explicit is not None:
+        root = explicit.expanduser().resolve()
+        if not is_desk(root):
+            raise NotADeskError(f"{root} is not a desk (no {CONFIG_PATH} in a git repository)",
+                                hint=f"create one with `desk init {explicit}`")
+        return DeskFolder(root)
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if is_desk(folder):
+            return DeskFolder(folder)
+    raise NotADeskError(f"no desk in {here} or any folder above it",
+                        hint="pass --desk PATH, set $DESK_HOME, or create one with `desk init`")
+
+
+@dataclass
+class DeskFolder:
+    """A desk: a git work tree with `.system/desk.json` at its root."""
+
+    root: Path
+
+    @cached_property
+    def git(self) -> Git:
+        return Git(self.root)
+
+    @cached_property
+    def config(self) -> DeskConfig:
+        # Imported here: pydantic costs ~0.1 s, and hot paths such as `archive append` need
+        # only the desk id (`desk_id`).
+        from desk.config import load_config
+
+        return load_config(self.root)
+
+    @cached_property
+    def desk_id(self) -> str:
+        """The desk's id, read without validating the whole config."""
+        import json
+
+        try:
+            return str(json.loads(self.path(CONFIG_PATH).read_bytes())["desk_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return self.config.desk_id  # let the validating loader report what is wrong
+
+    @cached_property
+    def git_dir(self) -> Path:
+        return self.git.git_dir()
+
+    @property
+    def lock_path(self) -> Path:
+        return self.git_dir / LOCK_FILE
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.root / CACHE_DIR
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative

@@ -1,0 +1,1 @@
+"""Long-term memory: the file format, MEMORY.md, the HEAD mirror, the write gate, the operations."""

@@ -1,0 +1,148 @@
+"""`desk edit NAME`: a person edits one memory in their editor; desk validates and commits it.
+
+The editor works on a copy in the git dir, without the desk lock (an editor session can last
+minutes; the assistant must still be able to write meanwhile). On save the copy is validated with
+the same rules as every commit; on errors the person may edit again or abort, and aborting changes
+nothing. The commit happens under the lock, and only if the memory was not changed by someone else
+in the meantime. What the person typed is kept exactly as saved (no re-rendering).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from desk.layout import INDEX_FILE, DeskFolder
+from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
+
+TEMPLATE = """---
+name: {name}
+description: One line (at most 150 characters) shown in MEMORY.md
+type: fact
+triggers: [{name}]
+---
+The fact itself, in a few sentences.
+"""
+
+
+@dataclass
+class EditResult:
+    status: str  # created | updated | unchanged
+    name: str
+    path: str
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": self.status, "name": self.name, "path": self.path, "commit": self.commit}
+
+
+def editor_command(env: dict[str, str] | None = None) -> str:
+    """$VISUAL, else $EDITOR (as git reads them); refuse when neither is set."""
+    env = dict(os.environ) if env is None else env
+    for key in ("VISUAL", "EDITOR"):
+        if env.get(key, "").strip():
+            return env[key]
+    raise UsageError("no editor: set $VISUAL or $EDITOR (e.g. `export EDITOR=nano`)")
+
+
+def run_editor(editor: str, path: Path) -> None:
+    """Run the editor like git does: through the shell, so `code --wait` works."""
+    proc = subprocess.run(["sh", "-c", f'{editor} "$@"', editor, str(path)])
+    if proc.returncode != 0:
+        raise DeskError(f"the editor ({editor}) exited with status {proc.returncode}; nothing changed")
+
+
+def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
+                ask: Callable[[str], bool] = lambda findings: False,
+                editor: str | None = None) -> EditResult:
+    """Edit memory `name` (a new one starts from a template), validate it, commit it (Desk-Op: edit).
+
+    `ask(findings_text)` is called when the saved text breaks a rule: True edits again, False
+    aborts (RejectedError, nothing changed).
+    """
+    from desk.memory.index import memory_path
+    from desk.memory.file import require_name
+    from desk.transaction import transaction
+
+    require_name(name)
+    editor = editor or editor_command()
+    path = memory_path(name)
+    if desk.git.dirty([path]):
+        raise ConflictError(f"{path} has uncommitted changes; desk will not edit over them",
+                            hint=f"commit or discard them first (`git -C {desk.root} diff -- {path}`)")
+    original = desk.git.blob_at("HEAD", path) if desk.git.head() else None
+    start = original if original is not None else TEMPLATE.format(name=name).encode()
+    scratch = desk.git_dir / "desk-edit" / f"{name}.md"
+    scratch.parent.mkdir(exist_ok=True)
+    scratch.write_bytes(start)
+    try:
+        while True:
+            run_editor(editor, scratch)
+            data = scratch.read_bytes()
+            if data == start:
+                return EditResult("unchanged", name, path)
+            message = _message(name, actor)
+            findings = _check(desk, path, name, data, message)
+            errors = [f for f in findings if f.severity == "error"]
+            if not errors:
+                break
+            if not ask("\n".join(str(f) for f in findings)):
+                raise RejectedError(f"edit of {path} aborted; nothing changed",
+                                    hint=f"`desk edit {name}` starts again from the committed file")
+        with transaction(desk) as tx:
+            tx.require_clean([path, INDEX_FILE])
+            now_committed = desk.git.blob_at("HEAD", path) if desk.git.head() else None
+            if now_committed != original:
+                keep = desk.git_dir / "desk-edit" / f"{name}.rejected.md"
+                os.replace(scratch, keep)
+                raise ConflictError(f"{path} was changed by someone else while you edited it",
+                                    hint=f"your text is kept in {keep}; run `desk edit {name}` again")
+            writes = _writes(desk, path, name, data)
+            sha = tx.commit(writes, message)
+    finally:
+        scratch.unlink(missing_ok=True)
+    return EditResult("updated" if original is not None else "created", name, path, sha)
+
+
+def _message(name: str, actor: str) -> str:
+    from desk.transaction import commit_message
+
+    return commit_message(f"edit: {name}", {"Desk-Op": "edit", "Desk-Memory": name,
+                                            "Desk-Actor": actor})
+
+
+def _writes(desk: DeskFolder, path: str, name: str, data: bytes) -> dict[str, bytes | None]:
+    """The memory and its regenerated MEMORY.md (raises InvalidFileError when it does not parse).
+
+    The index comes from desk.memory.mirror's mirror of HEAD, as for `remember`: no re-read of the desk.
+    """
+    from desk.storage.git import blob_sha
+    from desk.memory.index import IndexEntry
+    from desk.memory.file import parse_memory
+    from desk.memory.mirror import head_mirror
+
+    entry = IndexEntry.of(parse_memory(data, path, name))
+    with head_mirror(desk) as state:
+        index = state.render_index({name: entry})
+        committed = state.index_blob
+    writes: dict[str, bytes | None] = {path: data}
+    if committed != blob_sha(index):
+        writes[INDEX_FILE] = index
+    return writes
+
+
+def _check(desk: DeskFolder, path: str, name: str, data: bytes, message: str) -> list[Finding]:
+    """Every finding for the saved text: the memory rules, then the whole commit's rules."""
+    from desk.guard.validate import Change, check_file, validate_writes
+
+    try:
+        writes = _writes(desk, path, name, data)
+    except InvalidFileError:
+        import datetime as dt
+
+        return check_file(Change(path, data), desk_id=desk.config.desk_id,
+                          allow=desk.config.secrets.allow, now=dt.datetime.now(dt.timezone.utc))
+    return validate_writes(desk, writes, message).findings

@@ -1,0 +1,286 @@
+"""Single-fact memory files: the frontmatter model, names, parsing and rendering.
+
+A memory is `memory/<name>.md`: YAML frontmatter (fields below, unknown keys refused, strict
+types) and a Markdown body. `render(parse(f)) == f` for every file desk writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from desk.storage import frontmatter
+from desk.errors import Finding, InvalidFileError, RejectedError
+
+MEMORY_TYPES = ("preference", "decision", "convention", "pitfall", "fact", "reference")
+SOURCES = ("user", "agent", "digest", "import")
+NAME_MAX = 80
+DESCRIPTION_MAX = 150
+TRIGGER_MAX = 64
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# Device names Windows refuses as file stems: a desk must check out on every machine.
+_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+# The order keys are written in, so diffs stay small.
+FIELD_ORDER = ("name", "description", "type", "triggers", "importance", "source", "source_event",
+               "evidence", "key", "expires", "created", "updated")
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot be a memory name, or None when it can."""
+    if not name:
+        return "name is empty"
+    if len(name) > NAME_MAX:
+        return f"name is {len(name)} characters; the limit is {NAME_MAX}"
+    if not NAME_RE.match(name):
+        return "name must be a lowercase slug: a-z, 0-9, '.', '_', '-', starting with a letter or digit"
+    if name.endswith("."):
+        return "name must not end with '.'"
+    if name.split(".")[0] in _RESERVED:
+        return f"{name!r} is a reserved device name on Windows"
+    return None
+
+
+class _FieldError(ValueError):
+    """One field's problem: `loc` is the key (and list index), the message says what to do."""
+
+    def __init__(self, loc: str, message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+def _single_line(value: str, field: str, limit: int) -> str:
+    if not value.strip():
+        raise _FieldError(field, "is empty")
+    if len(value.splitlines()) > 1 or any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value):
+        raise _FieldError(field, "must be one line of text without control characters")
+    if value != value.strip():
+        raise _FieldError(field, "has leading or trailing spaces")
+    if len(value) > limit:
+        raise _FieldError(field, f"is {len(value)} characters; the limit is {limit}")
+    return value
+
+
+def _text(value: Any, loc: str, optional: bool = False) -> Any:
+    """A string, strictly: YAML's `yes`, `012` and bare dates are not strings here."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        message = f"expected a string, got {type(value).__name__} {value!r}"
+        if isinstance(value, (bool, int, float, dt.date)):
+            message += " (YAML read it as a non-string: quote the value)"
+        raise _FieldError(loc, message)
+    return value
+
+
+def _texts(value: Any, loc: str) -> list[str]:
+    if not isinstance(value, list):
+        raise _FieldError(loc, f"expected a list of strings, got {type(value).__name__} {value!r}")
+    return [_text(item, f"{loc}.{i}") for i, item in enumerate(value)]
+
+
+def _choice(value: Any, loc: str, choices: tuple[str, ...], optional: bool = False) -> Any:
+    value = _text(value, loc, optional)
+    if value is not None and value not in choices:
+        raise _FieldError(loc, f"must be one of {', '.join(choices)}, not {value!r}")
+    return value
+
+
+def _importance(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _FieldError("importance", f"expected a whole number 1-5, got {type(value).__name__} {value!r}")
+    if not 1 <= value <= 5:
+        raise _FieldError("importance", f"must be 1 to 5, not {value}")
+    return value
+
+
+def _utc(value: Any, loc: str) -> dt.datetime | None:
+    """A timezone-aware datetime, an ISO-8601 string with a zone, or a date (midnight UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise _FieldError(loc, "not an ISO-8601 time like 2026-11-29T10:00:00Z") from None
+    elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
+    if not isinstance(value, dt.datetime):
+        raise _FieldError(loc, f"expected a UTC time like 2026-11-29T10:00:00Z, got {value!r}")
+    if value.tzinfo is None:
+        raise _FieldError(loc, "time has no timezone; write it in UTC with a Z, e.g. 2026-11-29T10:00:00Z")
+    return value.astimezone(dt.timezone.utc).replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class MemoryMeta:
+    """The frontmatter of a memory file (DESIGN.md §2); build it with `validate`.
+
+    A hand-written strict validator rather than a pydantic model: the pre-commit hook validates
+    memories in a fresh process, and pydantic's ~150 ms import would be most of its budget.
+    """
+
+    name: str
+    description: str
+    type: str
+    triggers: list[str] = field(default_factory=list)
+    importance: int | None = None
+    source: str | None = None
+    source_event: str | None = None
+    evidence: list[str] = field(default_factory=list)
+    key: str | None = None
+    expires: dt.datetime | None = None
+    created: dt.datetime | None = None
+    updated: dt.datetime | None = None
+
+    @classmethod
+    def validate(cls, data: Mapping[str, Any]) -> MemoryMeta:
+        """Check every field of `data`; raise MetaErrors listing each problem by field."""
+        errors: list[_FieldError] = []
+        values: dict[str, Any] = {}
+
+        def take(key: str, check: Any, *args: Any) -> None:
+            try:
+                values[key] = check(data[key], *args)
+            except _FieldError as exc:
+                errors.append(exc)
+
+        for key in data:
+            if key not in FIELD_ORDER:
+                errors.append(_FieldError(key, f"unknown key; allowed keys are {', '.join(FIELD_ORDER)}"))
+        for key in ("name", "description", "type"):
+            if key not in data:
+                errors.append(_FieldError(key, "required field is missing"))
+        checks: dict[str, tuple[Any, ...]] = {
+            "name": (_name, ), "description": (_description, ), "type": (_choice, "type", MEMORY_TYPES),
+            "triggers": (_triggers, ), "importance": (_importance, ),
+            "source": (_choice, "source", SOURCES, True), "source_event": (_text, "source_event", True),
+            "evidence": (_texts, "evidence"), "key": (_text, "key", True), "expires": (_utc, "expires"),
+            "created": (_utc, "created"), "updated": (_utc, "updated"),
+        }
+        for key, (check, *args) in checks.items():
+            if key in data:
+                take(key, check, *args)
+        if errors:
+            raise MetaErrors(errors)
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> MemoryMeta:
+        """A copy with `changes` (already valid values: used for desk's own derived updates)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """Fields in FIELD_ORDER, empty optional fields left out."""
+        out: dict[str, Any] = {}
+        for key in FIELD_ORDER:
+            value = getattr(self, key)
+            if value is None or value == []:
+                continue
+            out[key] = list(value) if isinstance(value, list) else value
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """Every set field, times as `YYYY-MM-DDTHH:MM:SSZ`."""
+        return {key: frontmatter.format_time(v) if isinstance(v, dt.datetime) else v
+                for key, v in ((k, getattr(self, k)) for k in FIELD_ORDER) if v is not None}
+
+
+def _name(value: Any) -> str:
+    value = _text(value, "name")
+    problem = name_problem(value)
+    if problem:
+        raise _FieldError("name", problem)
+    return str(value)
+
+
+def _description(value: Any) -> str:
+    return _single_line(_text(value, "description"), "description", DESCRIPTION_MAX)
+
+
+def _triggers(value: Any) -> list[str]:
+    triggers = _texts(value, "triggers")
+    for i, trigger in enumerate(triggers):
+        _single_line(trigger, f"triggers.{i}", TRIGGER_MAX)
+    return triggers
+
+
+class MetaErrors(ValueError):
+    """All the field problems of one frontmatter."""
+
+    def __init__(self, errors: list[_FieldError]) -> None:
+        super().__init__("; ".join(f"{e.loc}: {e}" for e in errors))
+        self.errors = errors
+
+    def findings(self, path: str, line_of: Callable[[str], int]) -> list[Finding]:
+        return [Finding(path, line_of(e.loc.split(".")[0]), "frontmatter-field", f"{e.loc}: {e}")
+                for e in self.errors]
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    """One memory: its metadata and its body (ending in exactly one newline)."""
+
+    meta: MemoryMeta
+    body: str
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    def render(self) -> bytes:
+        return frontmatter.render(self.meta.to_yaml_dict(), self.body)
+
+    def is_expired(self, now: dt.datetime) -> bool:
+        return self.meta.expires is not None and self.meta.expires <= now
+
+
+def normalize_body(body: str) -> str:
+    """The body as desk stores it: surrounding blank space removed, one trailing newline."""
+    return body.strip() + "\n" if body.strip() else ""
+
+
+def build_meta(path: str, **fields: Any) -> MemoryMeta:
+    """A MemoryMeta from arguments; a bad field is rejected naming the field (exit 3).
+
+    Optional fields given as None or empty lists are left out, as a file would leave them out.
+    """
+    given = {k: v for k, v in fields.items()
+             if k in ("name", "description", "type") or (v is not None and v != [])}
+    try:
+        return MemoryMeta.validate(given)
+    except MetaErrors as exc:
+        raise InvalidFileError(exc.findings(path, lambda key: 0)) from None
+
+
+def parse_memory(data: bytes, path: str, expected_name: str | None = None) -> MemoryFile:
+    """Parse and validate a memory file; every problem names `path:line` and the field."""
+    doc = frontmatter.parse(data, path)
+    try:
+        meta = MemoryMeta.validate(doc.meta)
+    except MetaErrors as exc:
+        raise InvalidFileError(exc.findings(path, doc.line_of)) from None
+    problems = []
+    if expected_name is not None and meta.name != expected_name:
+        problems.append(Finding(path, doc.line_of("name"), "name-mismatch",
+                                f"name: {meta.name!r} differs from the file name {expected_name!r}.md; "
+                                "rename the file or fix the name"))
+    if not doc.body.strip():
+        problems.append(Finding(path, doc.body_line, "body-empty",
+                                "the memory has no body; write the fact below the closing `---`"))
+    if problems:
+        raise InvalidFileError(problems)
+    return MemoryFile(meta, doc.body)
+
+
+def require_name(name: str) -> None:
+    """Refuse a bad memory name up front (exit 3), before anything is touched."""
+    problem = name_problem(name)
+    if problem:
+        raise RejectedError(f"invalid memory name {name!r}: {problem}",
+                            hint="use a short lowercase slug like report-style")

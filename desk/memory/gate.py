@@ -1,0 +1,54 @@
+"""The write gate of seed 004: what may become a long-term memory.
+
+Judgement to the model, discipline to code: a model may nominate a memory, and these rules,
+deterministic and tested, decide whether it lands. A rejection says why and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from desk.errors import RejectedError
+from desk.memory.file import MemoryFile
+from desk.text.normalize import content_key, normalize
+
+SCOPES = ("durable", "session")
+# Shorter bodies match too much by accident ("yes" is in every AGENTS.md).
+MIN_RULE_MATCH = 12
+
+
+class GateRejection(RejectedError):
+    """A memory the gate refused; `reason` is a stable code (`session_only`, `already_recorded`)."""
+
+    def __init__(self, reason: str, message: str, hint: str) -> None:
+        super().__init__(message, hint)
+        self.reason = reason
+
+
+def check_memory(memory: MemoryFile, scope: str, same_body: Callable[[str, str], list[str]],
+                 rule_files: Mapping[str, str]) -> None:
+    """Raise GateRejection unless `memory` is durable and not already recorded.
+
+    `same_body(content_key, name)` lists the other memories with that body; `rule_files` is the
+    text of AGENTS.md and SOUL.md by path.
+    """
+    if scope != "durable":
+        raise GateRejection(
+            "session_only",
+            f"{memory.name}: scope is {scope!r}; only durable facts become memories",
+            "keep session-only notes in NOW.md (`desk now append`), or pass --scope durable "
+            "if this holds across sessions")
+    duplicates = same_body(content_key(memory.body), memory.name)
+    if duplicates:
+        raise GateRejection(
+            "already_recorded",
+            f"{memory.name}: the same fact is already recorded in memory/{duplicates[0]}.md",
+            f"update that memory instead (`desk remember {duplicates[0]} ...`)")
+    text = normalize(memory.body)
+    if len(text) >= MIN_RULE_MATCH:
+        for path, rules in sorted(rule_files.items()):
+            if text in normalize(rules):
+                raise GateRejection(
+                    "already_recorded",
+                    f"{memory.name}: {path} already says this; memory does not mirror the rules",
+                    f"leave it in {path}, or reword the memory if it adds something new")

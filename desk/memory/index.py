@@ -1,0 +1,191 @@
+"""MEMORY.md: the index of memory/, a pure function of the memory files.
+
+Sorted by name, no clock, no locale: the same bytes on every run and every machine. An expiring
+memory shows its expiry instead of vanishing with the clock.
+
+Mutations must not re-parse the desk, so index entries are cached by git blob id in
+`.system/cache/index.sqlite` (derived, git-ignored, rebuilt when missing or broken). A blob id is a
+hash of the file's bytes, so a cached entry can never be stale; the set of files comes from one
+`git ls-tree` (or the index, or a folder scan), and only blobs the cache has not seen are parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from desk.storage.sqlite_cache import open_cache
+from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder
+from desk.errors import Finding, InvalidFileError
+from desk.storage.frontmatter import format_time
+from desk.storage.git import blob_sha
+from desk.memory.file import MemoryFile, parse_memory
+from desk.text.normalize import content_key
+
+HEADER = (f"# {INDEX_FILE}: generated from {MEMORY_DIR}/ by desk; do not edit by hand, "
+          "run `desk reindex` after editing memory files\n")
+EMPTY = "_No memories yet: add one with `desk remember`._\n"
+_CACHE_FILE = "index.sqlite"
+_TABLE = "entries_v1"
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """What the index and the write gate need from one memory file."""
+
+    name: str
+    type: str
+    description: str
+    expires: str | None
+    body_key: str
+    triggers: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, memory: MemoryFile) -> IndexEntry:
+        meta = memory.meta
+        return cls(meta.name, meta.type, meta.description,
+                   format_time(meta.expires) if meta.expires else None,
+                   content_key(memory.body), tuple(meta.triggers))
+
+    def line(self) -> str:
+        line = f"- [{self.name}]({MEMORY_DIR}/{self.name}.md) — {self.description}"
+        if self.expires:
+            line += f" (expires {self.expires})"
+        return line
+
+
+def render_index(entries: Iterable[IndexEntry]) -> bytes:
+    """MEMORY.md for `entries`: the header, then one line per memory sorted by name."""
+    return render_lines({entry.name: entry.line() for entry in entries})
+
+
+def render_lines(lines: Mapping[str, str]) -> bytes:
+    """MEMORY.md from `{name: index line}`: sorted by name (code points, never the locale)."""
+    return render_sorted([lines[name] for name in sorted(lines)])
+
+
+def render_sorted(lines: list[str]) -> bytes:
+    """MEMORY.md from index lines already sorted by name."""
+    body = "\n".join(lines) + "\n" if lines else EMPTY
+    return (HEADER + "\n" + body).encode()
+
+
+def memory_path(name: str) -> str:
+    return f"{MEMORY_DIR}/{name}.md"
+
+
+def name_of(path: str) -> str | None:
+    """The memory name of `memory/<name>.md`, or None for anything else."""
+    folder, _, file = path.rpartition("/")
+    if folder != MEMORY_DIR or not file.endswith(".md"):
+        return None
+    return file[:-3]
+
+
+class EntryCache:
+    """Index entries keyed by blob id, in SQLite. Derived: losing it costs a re-parse, nothing else."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / _CACHE_FILE
+        self._db: sqlite3.Connection | None = None
+
+    def connection(self) -> sqlite3.Connection:
+        """The open SQLite connection (other derived tables live in the same file)."""
+        return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = open_cache(self.path, f"CREATE TABLE IF NOT EXISTS {_TABLE} "
+                                             "(blob TEXT PRIMARY KEY, data TEXT NOT NULL);")
+        return self._db
+
+    def get(self, blobs: Iterable[str]) -> dict[str, IndexEntry]:
+        wanted = list(blobs)
+        found: dict[str, IndexEntry] = {}
+        db = self._connect()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            rows = db.execute(f"SELECT blob, data FROM {_TABLE} WHERE blob IN "
+                              f"({','.join('?' * len(chunk))})", chunk)
+            for blob, data in rows:
+                fields = json.loads(data)
+                fields["triggers"] = tuple(fields["triggers"])
+                found[blob] = IndexEntry(**fields)
+        return found
+
+    def put(self, entries: Mapping[str, IndexEntry]) -> None:
+        if not entries:
+            return
+        db = self._connect()
+        rows = [(blob, json.dumps(asdict(e), ensure_ascii=False)) for blob, e in entries.items()]
+        if db.in_transaction:  # part of the caller's transaction (desk.memory.mirror)
+            db.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?)", rows)
+            return
+        db.execute("BEGIN")
+        db.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?)", rows)
+        db.execute("COMMIT")
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+ReadBlobs = Callable[[list[str]], Mapping[str, bytes]]
+
+
+def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | None = None,
+                 invalid: list[Finding] | None = None) -> dict[str, IndexEntry]:
+    """`{name: entry}` for `files` (`{path: blob id}`), parsing only blobs the cache lacks.
+
+    `read(missing_blob_ids)` returns their bytes; by default they come from git's object store.
+    A file that does not parse raises InvalidFileError, unless `invalid` is given: then its
+    findings are added there and the file is left out.
+    """
+    by_blob = {blob: path for path, blob in files.items() if name_of(path) is not None}
+    cache = EntryCache(desk.cache_dir)
+    try:
+        cached = cache.get(by_blob)
+        missing = [blob for blob in by_blob if blob not in cached]
+        if missing:
+            blobs = (read or desk.git.read_blobs)(missing)
+            fresh = {}
+            for blob in missing:
+                path = by_blob[blob]
+                try:
+                    fresh[blob] = IndexEntry.of(parse_memory(blobs[blob], path, name_of(path)))
+                except InvalidFileError as exc:
+                    if invalid is None:
+                        raise
+                    invalid.extend(exc.findings)
+            cache.put(fresh)
+            cached.update(fresh)
+    finally:
+        cache.close()
+    return {cached[blob].name: cached[blob] for blob in by_blob if blob in cached}
+
+
+def committed_files(desk: DeskFolder) -> dict[str, str]:
+    """`{path: blob id}` of the files in memory/ at HEAD."""
+    head = desk.git.head()
+    return desk.git.ls_tree(head, MEMORY_DIR) if head else {}
+
+
+def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None) -> dict[str, IndexEntry]:
+    """The memories as they are on disk now (hand edits included); `invalid` as in load_entries."""
+    folder = desk.path(MEMORY_DIR)
+    contents: dict[str, bytes] = {}
+    files: dict[str, str] = {}
+    if folder.is_dir():
+        with os.scandir(folder) as it:
+            for item in it:
+                if item.name.endswith(".md") and item.is_file(follow_symlinks=False):
+                    data = Path(item.path).read_bytes()
+                    blob = blob_sha(data)
+                    contents[blob] = data
+                    files[memory_path(item.name[:-3])] = blob
+    return load_entries(desk, files, lambda blobs: {b: contents[b] for b in blobs}, invalid)

@@ -1,0 +1,1 @@
+"""The working notes: NOW.md and MISTAKES.md."""

@@ -1,0 +1,146 @@
+"""MISTAKES.md, the error book: what went wrong, in what context, why, and how to avoid it.
+
+Seed 002: high-value, reusable lessons only, written by the assistant as soon as it sees a mistake.
+Each entry has an id (`M-0001`, next free number) and a UTC date, and may link to the memory that
+fixes the behaviour. One commit per entry; adding the same lesson again changes nothing.
+Hand-edited entries are kept as they are; anything that does not parse as an entry is left alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from desk.layout import MEMORY_DIR, DeskFolder
+from desk.errors import UsageError
+from desk.text.normalize import normalize
+from desk.transaction import commit_message, transaction
+
+MISTAKES_FILE = "MISTAKES.md"
+FIELDS = ("what", "context", "cause", "avoid")
+MAX_FIELD = 1000
+_HEADING = re.compile(r"^## (M-\d{4,})\s*(?:·\s*(\d{4}-\d{2}-\d{2}))?.*$")
+_FIELD = re.compile(r"^- \*{0,2}(What|Context|Cause|Avoid|Memory):\*{0,2}\s*(.*)$", re.IGNORECASE)
+_LINK = re.compile(r"^\[([^\]]+)\]\([^)]*\)$")
+
+
+@dataclass(frozen=True)
+class Mistake:
+    id: str
+    date: str | None
+    what: str
+    context: str
+    cause: str
+    avoid: str
+    memory: str | None
+    line: int
+
+    def key(self) -> tuple[str, ...]:
+        return tuple(normalize(getattr(self, f)) for f in FIELDS)
+
+    def render(self) -> str:
+        lines = [f"## {self.id} · {self.date}", "",
+                 f"- **What:** {self.what}", f"- **Context:** {self.context}",
+                 f"- **Cause:** {self.cause}", f"- **Avoid:** {self.avoid}"]
+        if self.memory:
+            lines.append(f"- **Memory:** [{self.memory}]({MEMORY_DIR}/{self.memory}.md)")
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.id, "date": self.date, "what": self.what, "context": self.context,
+                "cause": self.cause, "avoid": self.avoid, "memory": self.memory, "line": self.line}
+
+
+@dataclass
+class MistakeResult:
+    status: str  # created | unchanged
+    mistake: Mistake
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": self.status, "path": MISTAKES_FILE, "commit": self.commit,
+                **self.mistake.to_json()}
+
+
+def parse_mistakes(text: str) -> list[Mistake]:
+    """The entries of MISTAKES.md, in file order (the preamble and stray text are ignored)."""
+    found: list[Mistake] = []
+    current: dict[str, str] | None = None
+    head: tuple[str, str | None, int] = ("", None, 0)
+
+    def close() -> None:
+        if current is not None:
+            memory = current.get("memory")
+            if memory and (m := _LINK.match(memory)):
+                memory = m.group(1)
+            found.append(Mistake(head[0], head[1], current.get("what", ""), current.get("context", ""),
+                                 current.get("cause", ""), current.get("avoid", ""), memory or None,
+                                 head[2]))
+
+    for number, line in enumerate(text.splitlines(), 1):
+        if m := _HEADING.match(line):
+            close()
+            current, head = {}, (m.group(1), m.group(2), number)
+        elif line.startswith("## "):
+            close()
+            current = None
+        elif current is not None and (f := _FIELD.match(line)):
+            current[f.group(1).lower()] = f.group(2).strip()
+    close()
+    return found
+
+
+def list_mistakes(desk: DeskFolder) -> list[Mistake]:
+    path = desk.path(MISTAKES_FILE)
+    return parse_mistakes(path.read_text("utf-8")) if path.exists() else []
+
+
+def _clean(name: str, value: str) -> str:
+    text = " ".join(value.split())  # one line per field keeps the file scannable and parseable
+    if not text:
+        raise UsageError(f"--{name} is empty; say {_PROMPTS[name]}")
+    if len(text) > MAX_FIELD:
+        raise UsageError(f"--{name} is {len(text)} characters; the limit is {MAX_FIELD}: "
+                         "keep the lesson short and reusable")
+    return text
+
+
+_PROMPTS = {"what": "what went wrong", "context": "in what situation", "cause": "why it happened",
+            "avoid": "how to avoid it next time"}
+
+
+def add_mistake(desk: DeskFolder, *, what: str, context: str, cause: str, avoid: str,
+                memory: str | None = None, actor: str = "assistant",
+                now: dt.datetime | None = None) -> MistakeResult:
+    """Add one entry to MISTAKES.md (one commit); the same lesson again is `unchanged`."""
+    values = {"what": _clean("what", what), "context": _clean("context", context),
+              "cause": _clean("cause", cause), "avoid": _clean("avoid", avoid)}
+    if memory is not None:
+        from desk.memory.file import name_problem
+
+        problem = name_problem(memory)
+        if problem:
+            raise UsageError(f"--memory {memory!r}: {problem}")
+        if not desk.path(f"{MEMORY_DIR}/{memory}.md").is_file():
+            raise UsageError(f"--memory {memory!r}: there is no memory/{memory}.md",
+                             hint="create it first with `desk remember`, or leave --memory out")
+    day = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).strftime("%Y-%m-%d")
+    with transaction(desk) as tx:
+        tx.require_clean([MISTAKES_FILE])
+        path = desk.path(MISTAKES_FILE)
+        old = path.read_text("utf-8") if path.exists() else "# MISTAKES.md — the error book\n"
+        entries = parse_mistakes(old)
+        draft = Mistake("", day, memory=memory, line=0, **values)
+        for entry in entries:
+            if entry.key() == draft.key():
+                return MistakeResult("unchanged", entry)
+        number = max((int(e.id[2:]) for e in entries), default=0) + 1
+        entry = Mistake(f"M-{number:04d}", day, memory=memory, line=0, **values)
+        text = old.rstrip("\n") + "\n\n" + entry.render()
+        entry = Mistake(**{**entry.__dict__, "line": text.count("\n", 0, text.index(f"## {entry.id}")) + 1})
+        message = commit_message(f"mistake: {entry.id} {values['what'][:60]}",
+                                 {"Desk-Op": "mistake", "Desk-Actor": actor, "Desk-Mistake": entry.id,
+                                  "Desk-Memory": memory})
+        sha = tx.commit({MISTAKES_FILE: text.encode()}, message)
+    return MistakeResult("created", entry, sha)

@@ -1,0 +1,1 @@
+"""The read side: recall (search, cache, records, rank, render), context and stats."""

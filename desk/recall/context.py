@@ -1,0 +1,356 @@
+"""`desk context`: the injection contract of DESIGN.md §4, rendered deterministically within budgets.
+
+Read order: the project's AGENTS.md (when given), the desk's AGENTS.md, SOUL.md, NOW.md, MISTAKES.md,
+USER.md, MEMORY.md (active memories only), then, with a query, the bodies of the memories whose
+triggers the query hits (seed 004: no hit, nothing injected), each with its provenance, inside one
+block that carries the notice that memory is background that may be out of date.
+
+Budgets (estimated tokens, `desk.text.tokens`) come per section from `.system/desk.json` `budgets` and
+can be overridden per call; the total budget is spent in read order. Whatever is trimmed is named in
+the output, never dropped silently; MISTAKES.md keeps its highest-value entries (importance, then
+newest). Memory text is XML-escaped, so a body cannot close the block it sits in. The output is a
+pure function of the files, the query, the budgets and `as_of`: same inputs, same bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder
+from desk.errors import InvalidFileError, UsageError
+from desk.storage.git import blob_sha
+from desk.memory.index import HEADER, IndexEntry, load_entries, memory_path
+from desk.memory.file import parse_memory
+from desk.recall.render import xml_attr, xml_text
+from desk.recall.records import parse_utc, text_terms
+from desk.text.normalize import normalize
+from desk.text.tokens import CJK_CLASS, estimate_tokens
+
+NOTICE = ("Memory is background that may be out of date; when it conflicts with the current "
+          "conversation, the current conversation wins.")
+BLOCK = "desk-memory"
+SECTIONS = (  # budget key, label, desk path (None: the project's file)
+    ("project_agents", "AGENTS.md (project)", None),
+    ("agents", "AGENTS.md", "AGENTS.md"),
+    ("soul", "SOUL.md", "SOUL.md"),
+    ("now", "NOW.md", "NOW.md"),
+    ("mistakes", "MISTAKES.md", "MISTAKES.md"),
+    ("user", "USER.md", "USER.md"),
+    ("memory_index", "MEMORY.md", INDEX_FILE),
+)
+BUDGET_KEYS = ("total", *(key for key, _, _ in SECTIONS), "recalled")
+_IMPORTANCE = re.compile(r"importance\W{0,3}([1-5])", re.I)
+_WORDISH = re.compile(rf"[^\W_{CJK_CLASS}]")
+
+
+@dataclass
+class Section:
+    key: str
+    label: str
+    path: str | None
+    text: str
+    budget: int
+    left_out: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "label": self.label, "path": self.path, "tokens": self.tokens,
+                "budget": self.budget, "trimmed": bool(self.left_out), "left_out": self.left_out,
+                "text": self.text}
+
+
+@dataclass
+class ContextResult:
+    sections: list[Section]
+    query: str | None
+    recalled: list[dict[str, Any]]
+    budget: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query, "budget": self.budget,
+                "total_tokens": sum(s.tokens for s in self.sections),
+                "sections": [s.to_json() for s in self.sections], "recalled": self.recalled,
+                "left_out": [f"{s.label}: {item}" for s in self.sections for item in s.left_out]}
+
+
+def trigger_hits(trigger: str, query: str) -> bool:
+    """Whether the normalised `query` mentions `trigger`: CJK anywhere, words on word boundaries.
+
+    A word trigger also matches its plain plural (`report` hits `reports`), nothing looser.
+    """
+    needle = normalize(trigger)
+    if not needle:
+        return False
+    start = query.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        before_ok = start == 0 or not (_WORDISH.match(needle[0]) and _WORDISH.match(query[start - 1]))
+        rest = query[end:]
+        for suffix in ("", "s", "es"):
+            if rest.startswith(suffix):
+                after = rest[len(suffix):len(suffix) + 1]
+                if not (after and _WORDISH.match(needle[-1]) and _WORDISH.match(after)):
+                    if before_ok:
+                        return True
+        start = query.find(needle, start + 1)
+    return False
+
+
+def budgets_for(desk: DeskFolder, total: int | None, overrides: Mapping[str, int]) -> dict[str, int]:
+    budgets = desk.config.budgets.model_dump()
+    for key, value in overrides.items():
+        if key not in BUDGET_KEYS:
+            raise UsageError(f"unknown budget section {key!r}; one of {', '.join(BUDGET_KEYS)}")
+        if value < 0:
+            raise UsageError(f"budget for {key} must be 0 or more, not {value}")
+        budgets[key] = value
+    if total is not None:
+        if total < 0:
+            raise UsageError(f"--budget must be 0 or more, not {total}")
+        budgets["total"] = total
+    return budgets
+
+
+def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | None = None,
+                  section_budgets: Mapping[str, int] | None = None, project_agents: Path | None = None,
+                  as_of: dt.datetime | None = None) -> ContextResult:
+    """The sections to inject, trimmed to their budgets, in the contract's read order."""
+    as_of = as_of or dt.datetime.now(dt.timezone.utc)
+    budgets = budgets_for(desk, budget, section_budgets or {})
+    remaining = budgets["total"]
+    entries, broken = memory_entries(desk)
+    active = {n: e for n, e in entries.items() if not _expired(e, as_of)}
+    sections: list[Section] = []
+    for key, label, rel in SECTIONS:
+        if rel is None:
+            if project_agents is None:
+                continue
+            text, shown = _read(project_agents, str(project_agents)), str(project_agents)
+        elif rel == INDEX_FILE:
+            text, shown = _index_text(active, len(entries) - len(active), broken), rel
+        else:
+            text, shown = _read(desk.path(rel), rel), rel
+        limit = min(budgets[key], remaining)
+        if key == "mistakes":
+            section = _trim_entries(key, label, shown, text, limit, query or "")
+        else:
+            section = _trim_lines(key, label, shown, text, limit)
+        remaining -= section.tokens
+        sections.append(section)
+    recalled: list[dict[str, Any]] = []
+    if query is not None and query.strip():
+        block = _recalled(desk, query, active, min(budgets["recalled"], remaining))
+        if block is not None:
+            sections.append(block[0])
+            recalled = block[1]
+    return ContextResult(sections, query, recalled, budgets["total"])
+
+
+def memory_entries(desk: DeskFolder) -> tuple[dict[str, IndexEntry], list[str]]:
+    """The memories on disk now, and the files left out because they do not parse.
+
+    A person's broken hand edit must not keep the assistant from waking up: the file is named
+    (`desk validate` says what is wrong) and everything else is still loaded.
+    """
+    contents: dict[str, bytes] = {}
+    files: dict[str, str] = {}
+    folder = desk.path(MEMORY_DIR)
+    if folder.is_dir():
+        for item in sorted(os.scandir(folder), key=lambda i: i.name):
+            if item.name.endswith(".md") and item.is_file(follow_symlinks=False):
+                data = Path(item.path).read_bytes()
+                contents[blob_sha(data)] = data
+                files[memory_path(item.name[:-3])] = blob_sha(data)
+    broken: list[str] = []
+    while True:
+        try:
+            return load_entries(desk, files, lambda blobs: {b: contents[b] for b in blobs}), broken
+        except InvalidFileError as exc:
+            bad = sorted({f.path for f in exc.findings} & set(files))
+            if not bad:
+                raise
+            for path in bad:
+                files.pop(path)
+                broken.append(path)
+
+
+def _expired(entry: IndexEntry, as_of: dt.datetime) -> bool:
+    at = parse_utc(entry.expires)
+    return at is not None and at <= as_of.timestamp()
+
+
+def _read(path: Path, shown: str) -> str:
+    try:
+        return path.read_text("utf-8", "replace").rstrip() + "\n"
+    except FileNotFoundError:
+        return f"_({shown} does not exist)_\n"
+    except OSError as exc:
+        raise UsageError(f"cannot read {shown}: {exc}") from None
+
+
+def _index_text(active: Mapping[str, IndexEntry], expired: int, broken: list[str]) -> str:
+    lines = [HEADER.rstrip("\n"), ""]
+    lines += [e.line() for e in sorted(active.values(), key=lambda e: e.name)] or ["_No active memories._"]
+    if expired:
+        lines.append(f"_({expired} expired {'memory' if expired == 1 else 'memories'} not shown.)_")
+    if broken:
+        lines.append(f"_({', '.join(broken)} left out: the file does not parse; run `desk validate`.)_")
+    return "\n".join(lines) + "\n"
+
+
+def _note(text: str) -> str:
+    return f"[desk context: {text}]"
+
+
+def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Section:
+    """Keep the first lines that fit; say which lines were left out."""
+    section = Section(key, label, shown, text, limit)
+    if estimate_tokens(text) <= limit:
+        return section
+    lines = text.rstrip("\n").split("\n")
+
+    def note(count: int) -> str:
+        return _note(f"{label} trimmed to its budget of {limit} tokens: lines {count + 1}-{len(lines)} "
+                     f"of {len(lines)} left out; open {shown} for the rest")
+
+    room = limit - estimate_tokens(note(len(lines))) - 1
+    kept: list[str] = []
+    for line in lines:
+        room -= estimate_tokens(line) + 1
+        if room < 0:
+            break
+        kept.append(line)
+    section.text = "\n".join([*kept, note(len(kept))]) + "\n"
+    section.left_out = [f"lines {len(kept) + 1}-{len(lines)}"]
+    if estimate_tokens(section.text) > limit:
+        section.text, section.left_out = "", ["the whole file"]
+    return section
+
+
+def _trim_entries(key: str, label: str, shown: str, text: str, limit: int, query: str) -> Section:
+    """MISTAKES.md: keep the highest-value `## ` entries that fit.
+
+    Value: an explicit `importance: N` first, then how many of the query's terms the entry shares
+    (a lesson about the task at hand), then the newest (entries are appended).
+    """
+    section = Section(key, label, shown, text, limit)
+    if estimate_tokens(text) <= limit:
+        return section
+    parts = re.split(r"(?m)^(?=## )", text)
+    preamble, entries = (parts[0], parts[1:]) if not parts[0].startswith("## ") else ("", parts)
+    wanted = set(text_terms(query))
+    ranked = sorted(range(len(entries)), key=lambda i: (
+        -_importance(entries[i]), -len(wanted.intersection(text_terms(entries[i]))), -i))
+    chosen: set[int] = set()
+    for i in ranked:
+        trial = chosen | {i}
+        if estimate_tokens(_assemble(preamble, entries, trial, label)) <= limit:
+            chosen = trial
+    section.left_out = [_title(entries[i]) for i in range(len(entries)) if i not in chosen]
+    body = _assemble(preamble, entries, chosen, label)
+    if estimate_tokens(body) > limit:
+        body, section.left_out = "", ["the whole file"]
+    section.text = body
+    return section
+
+
+def _importance(entry: str) -> int:
+    match = _IMPORTANCE.search(entry)
+    return int(match.group(1)) if match else 0
+
+
+def _title(entry: str) -> str:
+    return entry.split("\n", 1)[0].removeprefix("## ").strip()
+
+
+def _assemble(preamble: str, entries: list[str], chosen: set[int], label: str) -> str:
+    left = [_title(e) for i, e in enumerate(entries) if i not in chosen]
+    text = preamble + "".join(entries[i] for i in sorted(chosen))
+    if left:
+        text = text.rstrip("\n") + "\n\n" + _note(
+            f"{label} trimmed to its budget: {len(left)} lower-value "
+            f"{'entry' if len(left) == 1 else 'entries'} left out: " + _some(left, "; ")) + "\n"
+    return text
+
+
+def _some(names: list[str], sep: str, most: int = 6) -> str:
+    """At most `most` names and a count of the rest: a trim note must not outgrow its budget."""
+    shown = sep.join(names[:most])
+    return shown + (f"{sep}and {len(names) - most} more" if len(names) > most else "")
+
+
+def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry],
+              limit: int) -> tuple[Section, list[dict[str, Any]]] | None:
+    """The trigger-gated memory block, or None when no trigger is hit (nothing injected)."""
+    normalized = normalize(query)
+    hits = []
+    for name in sorted(active):
+        hit = [t for t in active[name].triggers if trigger_hits(t, normalized)]
+        if hit:
+            hits.append((name, hit))
+    if not hits:
+        return None
+    memories: list[dict[str, Any]] = []
+    for name, hit in hits:
+        path = memory_path(name)
+        memory = parse_memory(desk.path(path).read_bytes(), path, name)
+        commits = desk.git.log([path], limit=1)
+        meta = memory.meta
+        memories.append({
+            "name": name, "path": path, "commit": commits[0].sha if commits else None,
+            "type": meta.type, "importance": meta.importance, "source": meta.source,
+            "source_event": meta.source_event,
+            "updated": meta.updated.strftime("%Y-%m-%dT%H:%M:%SZ") if meta.updated else None,
+            "triggers_hit": hit, "body": memory.body})
+    memories.sort(key=lambda m: (-(m["importance"] or 0), m["name"]))
+    head = f"<{BLOCK}>\n{NOTICE}\n"
+    tail = f"</{BLOCK}>\n"
+    chosen: list[dict[str, Any]] = []
+    left: list[str] = []
+    for m in memories:
+        trial = head + "".join(_memory_xml(x) for x in [*chosen, m]) + tail
+        if estimate_tokens(trial) + 40 <= limit:  # 40: room for the note on what was left out
+            chosen.append(m)
+        else:
+            left.append(m["name"])
+    text = head + "".join(_memory_xml(m) for m in chosen)
+    if left:
+        text += _note(f"recalled memories over the budget of {limit} tokens left out: "
+                      + _some(left, ", ") + "; read them with `desk show NAME`") + "\n"
+    text += tail
+    label = f"Recalled memories (query: {' '.join(query.split())})"
+    section = Section("recalled", label, None, text, limit, left)
+    return section, chosen
+
+
+def _memory_xml(m: Mapping[str, Any]) -> str:
+    shown = {**m, "commit": (m["commit"] or "")[:12]}  # the full sha is in --format json
+    attrs = " ".join(f"{k}={xml_attr(shown[k])}" for k in ("name", "path", "commit", "type", "source",
+                                                        "source_event", "updated") if shown.get(k))
+    attrs += f" triggers_hit={xml_attr(', '.join(m['triggers_hit']))}"
+    return f"<memory {attrs}>\n{xml_text(m['body']).rstrip(chr(10))}\n</memory>\n"
+
+
+def render_markdown(result: ContextResult) -> str:
+    """The context as Markdown: one `## desk: <file>` heading per section, in read order.
+
+    The `desk:` prefix keeps the section headings apart from the files' own `##` headings.
+    """
+    out = ["# Desk context", "",
+           "<!-- generated by `desk context`; read order: project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, "
+           "MISTAKES.md, USER.md, MEMORY.md, recalled memories -->", ""]
+    for section in result.sections:
+        heading = section.label if not section.path or section.path == section.label.split(" ")[0] \
+            else f"{section.label}: {section.path}"
+        out += [f"## desk: {heading}", "", section.text.rstrip("\n") or _note(
+            f"{section.label} left out: the total budget is spent"), ""]
+    return "\n".join(out).rstrip("\n") + "\n"

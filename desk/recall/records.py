@@ -1,0 +1,105 @@
+"""What recall searches: records made from memory files and archived conversation events.
+
+A record is its searchable terms (NFKC + casefold + whitespace via `desk.text.normalize`, words, and every
+run of CJK characters as character bigrams: `分层记忆` gives `分层 层记 记忆`), its time, and what a
+hit shows: snippet source, scope and provenance.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from desk.layout import MEMORY_DIR
+from desk.errors import InvalidFileError
+from desk.text.normalize import normalize
+from desk.text.tokens import CJK_CLASS
+
+CONVERSATION_KINDS = ("inbound", "outbound")
+MEMORY, CONVERSATION = 0, 1
+KIND_NAMES = ("memory", "conversation")
+SNIPPET_SOURCE_CHARS = 2000
+_TERMS = re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
+
+
+def text_terms(text: str) -> list[str]:
+    """Searchable terms of `text`, repeats kept: normalized words, CJK runs as character bigrams."""
+    terms: list[str] = []
+    for match in _TERMS.finditer(normalize(text)):
+        run = match.group()
+        if match.lastgroup == "word" or len(run) == 1:
+            terms.append(run)
+        else:
+            terms.extend(run[i:i + 2] for i in range(len(run) - 1))
+    return terms
+
+
+def parse_utc(value: str | None) -> float | None:
+    """Seconds since the epoch of an ISO-8601 UTC time, or None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.timestamp()
+
+
+@dataclass
+class Record:
+    """One searchable record before it gets a number."""
+
+    rid: str
+    kind: int
+    time: float | None
+    expires: float | None
+    terms: Counter[str]
+    data: dict[str, Any]
+
+
+def memory_record(data: bytes, path: str) -> Record | None:
+    """The record of one memory file, or None when the file does not parse (not searchable)."""
+    from desk.memory.file import parse_memory  # YAML only when a memory file changed
+
+    name = path[len(MEMORY_DIR) + 1:-3]
+    try:
+        memory = parse_memory(data, path, name)
+    except InvalidFileError:
+        return None
+    meta = memory.meta
+    stamp = meta.updated or meta.created
+    text = " ".join([name.replace("-", " "), meta.description, *meta.triggers, memory.body])
+    return Record(
+        f"memory:{name}", MEMORY, stamp.timestamp() if stamp else None,
+        meta.expires.timestamp() if meta.expires else None, Counter(text_terms(text)),
+        {"type": meta.type, "name": name, "description": meta.description,
+         "text": memory.body[:SNIPPET_SOURCE_CHARS], "importance": meta.importance,
+         "provenance": {"path": path, "source": meta.source, "source_event": meta.source_event,
+                        "updated": stamp.strftime("%Y-%m-%dT%H:%M:%SZ") if stamp else None}})
+
+
+def event_record(rec: dict[str, Any], path: str, line: int, offset: int,
+                 desk_id: str | None = None) -> Record | None:
+    """The record of one archived inbound/outbound event with text, else None.
+
+    A record carrying another desk's id is not this desk's conversation (seed 001: a record of
+    another scope is never read into a recall), so it is left out.
+    """
+    content = rec.get("content")
+    if rec.get("kind") not in CONVERSATION_KINDS or not isinstance(content, str) or not content.strip():
+        return None
+    if desk_id is not None and rec.get("desk_id") != desk_id:
+        return None
+    meta = rec.get("meta") if isinstance(rec.get("meta"), dict) else {}
+    return Record(
+        f"event:{rec.get('id')}", CONVERSATION, parse_utc(rec.get("at")), None,
+        Counter(text_terms(content)),
+        {"type": rec.get("kind"), "text": content[:SNIPPET_SOURCE_CHARS],
+         "provenance": {"event_id": rec.get("id"), "session": rec.get("session"),
+                        "actor": rec.get("actor"), "at": rec.get("at"), "file": path, "line": line,
+                        "offset": offset, "meta": meta}})

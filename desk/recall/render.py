@@ -1,0 +1,83 @@
+"""Stage 5 of recall: seed 001's `<recalled_context>` XML, the human listing and snippets.
+
+Every attribute and text is escaped, so a record cannot open or close an element of the block;
+an empty result renders as an empty string, so no empty wrapper costs prompt budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from desk.recall.search import RecallResult
+
+SNIPPET_CHARS = 200
+
+
+def snippet(text: str, matched: Sequence[str], width: int = SNIPPET_CHARS) -> str:
+    """About `width` characters of `text` around the first matched term, whitespace folded."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    folded = flat.casefold()
+    found = [p for p in (folded.find(t) for t in matched) if p >= 0]
+    start = max(0, min(found) - width // 4) if found else 0
+    start = min(start, len(flat) - width)
+    piece = flat[start:start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
+
+
+def xml_attr(value: object) -> str:
+    """A quoted XML attribute value: escaped, one line (booleans as true/false)."""
+    text = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    return '"' + xml_text(text).replace('"', "&quot;").replace("\n", " ") + '"'
+
+
+def xml_text(text: str) -> str:
+    """XML text: `&`, `<`, `>` escaped and control characters (never valid XML) dropped, so
+    recalled or injected memory text can never open or close an element."""
+    text = "".join(ch for ch in text if ch in "\t\n" or ord(ch) >= 32)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_xml(result: RecallResult) -> str:
+    """Seed 001's `<recalled_context>`; empty string when there are no hits."""
+    if not result.hits:
+        return ""
+    q = result.query
+    lines = [f"<recalled_context query_id={xml_attr(q.query_id)} normalized_query={xml_attr(q.normalized_text)}"
+             f" desk_id={xml_attr(result.hits[0].scope['desk_id'])}>"]
+    for hit in result.hits:
+        b = hit.score_breakdown
+        lines.append(f"  <hit rank=\"{hit.rank}\" id={xml_attr(hit.id)} desk_id={xml_attr(hit.scope['desk_id'])}"
+                     f" memory_kind={xml_attr(hit.scope['memory_kind'])} type={xml_attr(hit.scope['type'])}>")
+        contrib = " ".join(f"{k}_contribution=\"{v:.6f}\"" for k, v in b.contributions.items())
+        lines.append(f"    <score total=\"{b.total:.6f}\" lexical_coverage=\"{b.lexical_coverage:.6f}\""
+                     f" recency=\"{b.recency:.6f}\" {contrib}"
+                     f" matched_terms={xml_attr(' '.join(b.matched_terms))}/>")
+        prov = " ".join(f"{k}={xml_attr(v)}" for k, v in hit.provenance.items() if k != "meta")
+        meta = hit.provenance.get("meta") or {}
+        if meta:
+            lines.append(f"    <provenance {prov}>")
+            lines += [f"      <meta key={xml_attr(k)} value={xml_attr(v)}/>" for k, v in sorted(meta.items())]
+            lines.append("    </provenance>")
+        else:
+            lines.append(f"    <provenance {prov}/>")
+        lines.append(f"    <snippet>{xml_text(hit.snippet)}</snippet>")
+        lines.append("  </hit>")
+    lines.append("</recalled_context>")
+    return "\n".join(lines) + "\n"
+
+
+def render_text(result: RecallResult) -> str:
+    """Human output: one block per hit."""
+    if not result.hits:
+        return (f"no hits ({result.empty_reason}); searched {result.searched_records} records")
+    lines = []
+    for hit in result.hits:
+        where = hit.provenance.get("path") or f"{hit.provenance.get('file')}:{hit.provenance.get('line')}"
+        lines.append(f"{hit.rank}. {hit.id}  score {hit.score_breakdown.total:.3f}  ({where})")
+        lines.append(f"   {hit.snippet}")
+    lines.append(f"searched {result.searched_records} records, {result.candidate_records} candidates")
+    return "\n".join(lines)

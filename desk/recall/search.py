@@ -1,0 +1,219 @@
+"""`desk recall`: seed 001's five stages over memory files and archived conversation records.
+
+normalize -> candidate -> score -> stable rank -> render, each a function with a typed result:
+
+- **normalize** (`normalize_query`): whitespace folded for the readable text; NFKC + casefold +
+  whitespace for `normalized_text`; `terms` are the sorted distinct words and CJK character bigrams.
+  Empty and punctuation-only queries and a limit outside 1..10 are refused (exit 2).
+- **candidate**: every record sharing at least one term with the query (posting lists of the
+  derived search cache, `desk.recall.search_cache`); expired memories and records after `as_of` are never
+  candidates.
+- **score** (`desk.recall.rank.Ranker`): an explainable sum, default
+  `0.85 * IDF-weighted coverage + 0.10 * term-frequency saturation + 0.05 * recency`; seed 001's
+  formula and plain BM25 are the documented baselines (`--ranker seed|bm25`).
+- **stable rank**: total desc, plain coverage desc, time desc, id asc. Only the top `limit` are
+  scored exactly; records that provably cannot reach the top (MaxScore pruning on per-term upper
+  bounds) are skipped, which changes nothing in the answer, only the time.
+- **render** (`desk.recall.render`): JSON (the contract) or seed 001's `<recalled_context>` XML; an empty result renders
+  as an empty string so no empty wrapper costs prompt budget.
+
+Read-only: recall never writes the desk (only the git-ignored cache) and never makes a commit.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from desk.archive.format import parse_time
+from desk.layout import DeskFolder
+from desk.errors import UsageError
+from desk.recall.rank import RANKERS, Ranker, ScoreBreakdown, top_records
+from desk.recall.render import render_text, render_xml, snippet
+from desk.recall.search_cache import Progress, SearchCache
+from desk.recall.records import MEMORY, text_terms
+from desk.text.normalize import normalize
+
+KINDS = ("memory", "conversation", "all")
+LIMIT_MIN, LIMIT_MAX = 1, 10
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    query_id: str
+    text: str
+    normalized_text: str
+    terms: tuple[str, ...]
+    limit: int
+    kind: str
+    as_of: str
+    ranker: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query_id": self.query_id, "text": self.text, "normalized_text": self.normalized_text,
+                "terms": list(self.terms), "limit": self.limit, "kind": self.kind,
+                "as_of": self.as_of, "ranker": self.ranker}
+
+
+def parse_as_of(value: dt.datetime | str | None) -> dt.datetime:
+    """`--as-of` as the other commands read a time (archive_format.parse_time): ISO 8601 with a
+    zone, or a bare date meaning midnight UTC."""
+    if value is None:
+        return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    return parse_time(value, "--as-of").astimezone(dt.timezone.utc)
+
+
+def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
+                    as_of: dt.datetime | str | None = None, ranker: str = "default") -> RecallQuery:
+    """Stage 1: validate and normalise the query; a refused query raises UsageError (exit 2)."""
+    if not LIMIT_MIN <= limit <= LIMIT_MAX:
+        raise UsageError(f"--limit must be between {LIMIT_MIN} and {LIMIT_MAX}, not {limit}")
+    if kind not in KINDS:
+        raise UsageError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if ranker not in RANKERS:
+        raise UsageError(f"--ranker must be one of {', '.join(RANKERS)}, not {ranker!r}")
+    readable = " ".join(text.split())
+    if not readable:
+        raise UsageError("the query is empty: say what to look for, e.g. `desk recall \"report style\"`")
+    terms = tuple(sorted(set(text_terms(readable))))
+    if not terms:
+        raise UsageError(f"the query {readable!r} has no searchable words (only punctuation or symbols)")
+    moment = parse_as_of(as_of)
+    as_of_text = moment.strftime("%Y-%m-%dT%H:%M:%SZ") if not moment.microsecond else moment.isoformat()
+    normalized = normalize(readable)
+    digest = hashlib.sha256("\0".join([normalized, str(limit), kind, as_of_text, ranker]).encode())
+    return RecallQuery("query-" + digest.hexdigest()[:16], readable, normalized, terms, limit, kind,
+                       as_of_text.replace("+00:00", "Z"), ranker)
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    rank: int
+    id: str
+    snippet: str
+    scope: dict[str, Any]
+    provenance: dict[str, Any]
+    score_breakdown: ScoreBreakdown
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "id": self.id, "snippet": self.snippet, "scope": self.scope,
+                "provenance": self.provenance, "score_breakdown": self.score_breakdown.to_json()}
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: RecallQuery
+    hits: tuple[RecallHit, ...]
+    searched_records: int
+    candidate_records: int
+    empty_reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query.to_json(), "hits": [h.to_json() for h in self.hits],
+                "searched_records": self.searched_records, "candidate_records": self.candidate_records,
+                "empty_reason": self.empty_reason}
+
+
+def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
+           as_of: dt.datetime | str | None = None, ranker: str = "default",
+           index: SearchCache | None = None, progress: Progress | None = None) -> RecallResult:
+    """Run the five stages. Pass a long-lived `index` to stay warm across calls in one process."""
+    query = normalize_query(text, limit=limit, kind=kind, as_of=as_of, ranker=ranker)
+    own = index is None
+    index = index or SearchCache(desk)
+    try:
+        index.refresh(progress)
+        return search(index, query, desk.desk_id)
+    finally:
+        if own:
+            index.close()
+
+
+def search(index: SearchCache, query: RecallQuery, desk_id: str) -> RecallResult:
+    """Stages 2 to 4 over an up-to-date index, then the hits' snippets and provenance."""
+    s = index.state
+    as_of = parse_as_of(query.as_of).timestamp()
+    lists = [index.postings(t) for t in query.terms]
+    excluded = _excluded(index, query.kind, as_of)
+    searched = s.count - len(excluded)
+    union: set[int] = set()
+    for ids, _ in lists:
+        union.update(ids)
+    candidates = len(union) - len(union & excluded)
+    if not candidates:
+        reason = "no_records" if not searched else "no_matching_terms"
+        return RecallResult(query, (), searched, 0, reason)
+    alive = s.count - len(s.dead)
+    dfs = [len(ids) - sum(1 for d in s.dead if _contains(ids, d)) for ids, _ in lists]
+    ranker = Ranker(query.ranker, query.terms, dfs, alive, s.sum_len / max(alive, 1), as_of)
+    scored = top_records(ranker, lists, excluded, s, query.limit, index.rid)
+    found = [(breakdown, index.record_data(doc)) for breakdown, doc in scored]
+    paths = [d["provenance"]["path"] for _, d in found if d["kind"] == "memory"]
+    dirty = set(index.desk.git.dirty(paths)) if paths else set()
+    hits = [_hit(index, rank, data, breakdown, desk_id, dirty)
+            for rank, (breakdown, data) in enumerate(found, 1)]
+    return RecallResult(query, tuple(hits), searched, candidates, None)
+
+
+def _contains(ids: Sequence[int], doc: int) -> bool:
+    i = bisect.bisect_left(ids, doc)
+    return i < len(ids) and ids[i] == doc
+
+
+def _derived(index: SearchCache) -> dict[str, Any]:
+    """Record sets recall needs per cache generation (memory records are few: found with find)."""
+    cache: dict[str, Any] = getattr(index, "_derived_cache", {})
+    if cache.get("generation") != index.state.generation:
+        kinds = index.state.kinds
+        memory: set[int] = set()
+        at = kinds.find(MEMORY)
+        while at >= 0:
+            memory.add(at)
+            at = kinds.find(MEMORY, at + 1)
+        cache = {"generation": index.state.generation, "memory": memory}
+        index._derived_cache = cache  # type: ignore[attr-defined]
+    return cache
+
+
+def _memory_docs(index: SearchCache) -> set[int]:
+    return _derived(index)["memory"]
+
+
+def _excluded(index: SearchCache, kind: str, as_of: float) -> set[int]:
+    """Records that can never be candidates: tombstoned, expired, after `as_of`, other kind."""
+    s = index.state
+    out = set(s.dead)
+    out.update(d for d, at in s.expires.items() if at <= as_of)
+    if as_of < s.max_time:
+        out.update(d for d, t in enumerate(s.times) if t > as_of)
+    if kind == "conversation":
+        out |= _memory_docs(index)
+    elif kind == "memory":
+        out |= set(range(s.count)) - _memory_docs(index)
+    return out
+
+
+
+def _hit(index: SearchCache, rank: int, data: dict[str, Any], breakdown: ScoreBreakdown,
+         desk_id: str, dirty: set[str]) -> RecallHit:
+    provenance = dict(data["provenance"])
+    if data["kind"] == "memory":
+        # the commit of the file's last change; `uncommitted` says the work tree differs from it
+        provenance["commit"] = _last_commit(index, provenance["path"])
+        provenance["uncommitted"] = provenance["path"] in dirty
+    scope = {"desk_id": desk_id, "memory_kind": data["kind"], "type": data["type"]}
+    return RecallHit(rank, data["rid"], snippet(data["text"], breakdown.matched_terms), scope,
+                     provenance, breakdown)
+
+
+def _last_commit(index: SearchCache, path: str) -> str | None:
+    commits = index.desk.git.log([path], limit=1)
+    return commits[0].sha if commits else None
+
+
+__all__ = ["RecallQuery", "RecallHit", "RecallResult", "Ranker", "normalize_query", "parse_as_of",
+           "recall", "search", "render_xml", "render_text", "snippet"]

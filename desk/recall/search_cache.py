@@ -1,0 +1,358 @@
+"""The derived search cache behind `desk recall`: an inverted index in `.system/cache/search.sqlite`.
+
+Why an own inverted index in stdlib sqlite3 and not FTS5: recall's terms are desk's own (NFKC +
+casefold + whitespace, words, CJK character bigrams) and its score must be explainable term by term
+(which query terms matched, how often, with which weight). FTS5 would re-tokenize the text its own
+way and only hands back an opaque `bm25()`, so every candidate would be re-scored in Python anyway.
+Here a posting list is two packed arrays per term (record numbers, term frequencies), read only for
+the query's terms, and the per-record columns recall needs for every candidate (time, kind,
+length) are packed arrays loaded once per process.
+
+The cache is never the source of truth: records come from `memory/*.md` (keyed by git blob id, so a
+changed file is re-read and a same-content file never is) and from `.system/archive/*.jsonl`
+(read from the byte offset where the last refresh stopped; the last consumed line is checked so a
+rewritten file is re-read whole). Records of changed or removed files are tombstoned and excluded
+from every statistic, so the answers are exactly those of a cache built from scratch, which is
+what deleting the file gives (tested).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from array import array
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from desk.archive.format import ARCHIVE_DIR
+from desk.storage.sqlite_cache import open_cache
+from desk.layout import MEMORY_DIR, DeskFolder
+from desk.storage.git import blob_sha
+from desk.recall.records import KIND_NAMES, Record, event_record, memory_record
+
+CACHE_FILE = "search.sqlite"
+_SCHEMA = 2
+COMPACT_MIN_DEAD = 5000
+_RACY_NS = 3_000_000_000  # a file modified this close to its stat is re-hashed next time (git's racy rule)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class _Columns:
+    """Per-record columns, packed; loaded once per process and refreshed incrementally."""
+
+    times: array = field(default_factory=lambda: array("d"))  # NaN when unknown
+    lengths: array = field(default_factory=lambda: array("I"))
+    kinds: bytearray = field(default_factory=bytearray)
+    dead: set[int] = field(default_factory=set)
+    expires: dict[int, float] = field(default_factory=dict)
+    sum_len: int = 0
+    max_time: float = float("-inf")
+    generation: int = 0
+
+    @property
+    def count(self) -> int:
+        """Records ever numbered, tombstoned ones included."""
+        return len(self.times)
+
+
+_SCHEMA_SQL = """
+            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
+            CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, rid TEXT NOT NULL,
+                                             data TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS docs_origin ON docs(origin);
+            CREATE TABLE IF NOT EXISTS postings (term TEXT PRIMARY KEY, ids BLOB NOT NULL, tfs BLOB NOT NULL);
+            CREATE TABLE IF NOT EXISTS memfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
+                                                 blob TEXT, doc INTEGER);
+            CREATE TABLE IF NOT EXISTS archfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
+                                                  offset INTEGER, lines INTEGER, tail TEXT);
+        """
+
+
+def _check_schema(db: sqlite3.Connection) -> None:
+    """An older cache layout is rebuilt, not migrated."""
+    row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+    if row is not None and int(row[0]) != _SCHEMA:
+        raise sqlite3.DatabaseError("old cache schema")
+
+
+class SearchCache:
+    """The inverted index over a desk's memories and conversation records. Derived and disposable."""
+
+    def __init__(self, desk: DeskFolder) -> None:
+        self.desk = desk
+        self.path = desk.cache_dir / CACHE_FILE
+        self._db: sqlite3.Connection | None = None
+        self.state = _Columns()
+        self._loaded = -1
+        self._postings: dict[str, tuple[array, array]] = {}
+
+    # -- storage ----------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = open_cache(self.path, _SCHEMA_SQL, wal=True, check=_check_schema)
+        return self._db
+
+    def rebuild(self) -> None:
+        """Drop the cache file; the next refresh reads every file again."""
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self.state, self._loaded = _Columns(), -1
+        self._postings.clear()
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _meta(self, db: sqlite3.Connection) -> dict[str, Any]:
+        return dict(db.execute("SELECT key, value FROM meta"))
+
+    def _load(self, db: sqlite3.Connection) -> None:
+        """Load the packed columns when another process (or nobody yet) changed them."""
+        row = db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        generation = int(row[0]) if row else 0
+        if generation == self._loaded:
+            return
+        meta = self._meta(db)
+        state = _Columns(generation=generation)
+        if generation:
+            state.times.frombytes(meta["times"])
+            state.lengths.frombytes(meta["lengths"])
+            state.kinds = bytearray(meta["kinds"])
+            state.dead = set(array("I", meta["dead"]))
+            state.expires = {int(k): v for k, v in json.loads(meta["expires"]).items()}
+            state.sum_len = int(meta["sum_len"])
+            state.max_time = float(meta["max_time"])
+        self.state, self._loaded = state, generation
+        self._postings.clear()
+
+    def _save(self, db: sqlite3.Connection) -> None:
+        s = self.state
+        s.generation += 1
+        rows = {"schema": _SCHEMA, "generation": s.generation, "times": s.times.tobytes(),
+                "lengths": s.lengths.tobytes(), "kinds": bytes(s.kinds),
+                "dead": array("I", sorted(s.dead)).tobytes(), "max_time": s.max_time,
+                "expires": json.dumps(s.expires), "sum_len": s.sum_len}
+        db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows.items())
+        self._loaded = s.generation
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def postings(self, term: str) -> tuple[array, array]:
+        """(record numbers ascending, term frequencies) of `term`; tombstoned records included."""
+        hit = self._postings.get(term)
+        if hit is None:
+            row = self._connect().execute("SELECT ids, tfs FROM postings WHERE term=?", (term,)).fetchone()
+            ids, tfs = array("I"), array("B")
+            if row:
+                ids.frombytes(row[0])
+                tfs.frombytes(row[1])
+            hit = self._postings[term] = (ids, tfs)
+        return hit
+
+    def rid(self, doc: int) -> str:
+        """The record's id (`memory:<name>`, `event:<id>`): only needed to break exact ties."""
+        row = self._connect().execute("SELECT rid FROM docs WHERE id=?", (doc,)).fetchone()
+        return str(row[0])
+
+    def record_data(self, doc: int) -> dict[str, Any]:
+        row = self._connect().execute("SELECT data FROM docs WHERE id=?", (doc,)).fetchone()
+        return json.loads(row[0])
+
+    # -- refreshing -------------------------------------------------------------------------
+
+    def refresh(self, progress: Progress | None = None) -> int:
+        """Bring the cache up to date with memory/ and the archive; return the records added."""
+        db = self._connect()
+        self._load(db)
+        dead = len(self.state.dead)
+        if dead > COMPACT_MIN_DEAD and dead * 4 > self.state.count:
+            self.rebuild()  # tombstones are a quarter of the cache: start over from the files
+            db = self._connect()
+        mem_todo, arch_todo = self._changes(db)
+        if not mem_todo and not arch_todo:
+            return 0
+        db.execute("BEGIN IMMEDIATE")  # one writer at a time; others wait, then see its work
+        try:
+            self._load(db)
+            mem_todo, arch_todo = self._changes(db)
+            added: list[tuple[int, Record]] = []
+            self._refresh_memories(db, mem_todo, added)
+            self._refresh_archive(db, arch_todo, added, progress)
+            self._write_postings(db, added)
+            self._save(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            self._loaded = -1
+            raise
+        return len(added)
+
+    def _changes(self, db: sqlite3.Connection) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Files whose stat differs from what the cache saw ({path: stat or None when removed})."""
+        known_mem = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime FROM memfiles")}
+        mem: dict[str, Any] = {}
+        for path, st in _scan(self.desk.path(MEMORY_DIR), ".md", MEMORY_DIR):
+            if known_mem.pop(path, None) != (st.st_size, st.st_mtime_ns):
+                mem[path] = st
+        mem.update(dict.fromkeys(known_mem))
+        known_arch = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime FROM archfiles")}
+        arch: dict[str, Any] = {}
+        for path, st in _scan(self.desk.path(ARCHIVE_DIR), ".jsonl", ARCHIVE_DIR):
+            if known_arch.pop(path, None) != (st.st_size, st.st_mtime_ns):
+                arch[path] = st
+        arch.update(dict.fromkeys(known_arch))
+        return mem, arch
+
+    def _add(self, db: sqlite3.Connection, record: Record, origin: str,
+             added: list[tuple[int, Record]]) -> int:
+        s = self.state
+        doc = s.count
+        length = sum(record.terms.values())
+        s.times.append(record.time if record.time is not None else float("nan"))
+        s.lengths.append(length)
+        s.kinds.append(record.kind)
+        if record.time is not None and record.time > s.max_time:
+            s.max_time = record.time
+        s.sum_len += length
+        if record.expires is not None:
+            s.expires[doc] = record.expires
+        db.execute("INSERT INTO docs VALUES (?, ?, ?, ?)",
+                   (doc, origin, record.rid, json.dumps({"rid": record.rid, "kind": KIND_NAMES[record.kind],
+                                             **record.data}, ensure_ascii=False)))
+        added.append((doc, record))
+        return doc
+
+    def _kill(self, doc: int) -> None:
+        s = self.state
+        if doc not in s.dead:
+            s.dead.add(doc)
+            s.sum_len -= s.lengths[doc]
+            s.expires.pop(doc, None)
+
+    def _refresh_memories(self, db: sqlite3.Connection, todo: dict[str, Any],
+                          added: list[tuple[int, Record]]) -> None:
+        known = {p: (b, d) for p, b, d in db.execute("SELECT path, blob, doc FROM memfiles")}
+        for path, st in sorted(todo.items()):
+            old_blob, old_doc = known.get(path, (None, None))
+            if st is None:
+                if old_doc is not None:
+                    self._kill(old_doc)
+                db.execute("DELETE FROM memfiles WHERE path=?", (path,))
+                continue
+            try:
+                data = self.desk.path(path).read_bytes()
+            except OSError:
+                continue
+            blob, doc = blob_sha(data), old_doc
+            if blob != old_blob:
+                if old_doc is not None:
+                    self._kill(old_doc)
+                record = memory_record(data, path)
+                doc = self._add(db, record, path, added) if record else None
+            racy = _now_ns() - st.st_mtime_ns < _RACY_NS
+            db.execute("INSERT OR REPLACE INTO memfiles VALUES (?, ?, ?, ?, ?)",
+                       (path, -1 if racy else st.st_size, st.st_mtime_ns, blob, doc))
+
+    def _refresh_archive(self, db: sqlite3.Connection, todo: dict[str, Any],
+                         added: list[tuple[int, Record]], progress: Progress | None) -> None:
+        known = {p: (o, n, t) for p, o, n, t in db.execute("SELECT path, offset, lines, tail FROM archfiles")}
+        total = sum(st.st_size - known.get(p, (0,))[0] for p, st in todo.items() if st is not None)
+        desk_id = self.desk.desk_id
+        done = 0
+        for path, st in sorted(todo.items()):
+            offset, lines, tail = known.get(path, (0, 0, ""))
+            if st is None or not self._still_prefix(path, st, offset, tail):
+                for (doc,) in db.execute("SELECT id FROM docs WHERE origin=?", (path,)).fetchall():
+                    self._kill(doc)
+                db.execute("DELETE FROM docs WHERE origin=?", (path,))
+                db.execute("DELETE FROM archfiles WHERE path=?", (path,))
+                if st is None:
+                    continue
+                offset, lines, tail = 0, 0, ""
+            with open(self.desk.path(path), "rb") as handle:
+                handle.seek(offset)
+                data = handle.read()
+            end = data.rfind(b"\n") + 1  # a torn last line waits until it is complete
+            pos = 0
+            while pos < end:
+                nl = data.index(b"\n", pos)
+                raw = data[pos:nl]
+                lines += 1
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    rec = None
+                record = (event_record(rec, path, lines, offset + pos, desk_id)
+                          if isinstance(rec, dict) else None)
+                if record is not None:
+                    self._add(db, record, path, added)
+                tail = hashlib.sha256(raw).hexdigest()
+                pos = nl + 1
+                if progress is not None and (lines & 1023) == 0:
+                    progress(done + pos, total)
+            done += len(data)
+            db.execute("INSERT OR REPLACE INTO archfiles VALUES (?, ?, ?, ?, ?, ?)",
+                       (path, st.st_size, st.st_mtime_ns, offset + end, lines, tail))
+        if progress is not None and total:
+            progress(total, total)
+
+    def _still_prefix(self, path: str, st: os.stat_result, offset: int, tail: str) -> bool:
+        """Whether what the cache consumed of `path` is still its prefix (append-only growth)."""
+        if offset == 0:
+            return True
+        if st.st_size < offset:
+            return False
+        with open(self.desk.path(path), "rb") as handle:
+            start = max(0, offset - 65536)
+            handle.seek(start)
+            chunk = handle.read(offset - start)
+        line = chunk[:-1].rsplit(b"\n", 1)[-1]
+        return chunk.endswith(b"\n") and hashlib.sha256(line).hexdigest() == tail
+
+    def _write_postings(self, db: sqlite3.Connection, added: list[tuple[int, Record]]) -> None:
+        fresh: dict[str, tuple[array, array]] = {}
+        for doc, record in added:
+            for term, tf in record.terms.items():
+                entry = fresh.get(term)
+                if entry is None:
+                    entry = fresh[term] = (array("I"), array("B"))
+                entry[0].append(doc)
+                entry[1].append(min(tf, 255))
+        terms = list(fresh)
+        for start in range(0, len(terms), 500):
+            chunk = terms[start:start + 500]
+            rows = db.execute(f"SELECT term, ids, tfs FROM postings WHERE term IN "
+                              f"({','.join('?' * len(chunk))})", chunk)
+            for term, ids, tfs in rows.fetchall():
+                old_ids, old_tfs = array("I", ids), array("B", tfs)
+                old_ids.extend(fresh[term][0])
+                old_tfs.extend(fresh[term][1])
+                fresh[term] = (old_ids, old_tfs)
+        db.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?)",
+                       ((t, ids.tobytes(), tfs.tobytes()) for t, (ids, tfs) in fresh.items()))
+        for term in fresh:
+            self._postings.pop(term, None)
+
+
+def _scan(folder: Path, suffix: str, prefix: str) -> Iterable[tuple[str, os.stat_result]]:
+    if not folder.is_dir():
+        return
+    with os.scandir(folder) as it:
+        for item in it:
+            if item.name.endswith(suffix) and item.is_file(follow_symlinks=False):
+                yield f"{prefix}/{item.name}", item.stat(follow_symlinks=False)
+
+
+def _now_ns() -> int:
+    import time
+
+    return time.time_ns()

@@ -1,0 +1,118 @@
+"""`desk stats`: what the desk holds and what it costs to keep resident (seed 004's economics).
+
+Seed 004 measured "5 memories, index 48 tokens resident, bodies 1,526 tokens on disk": the index is
+what an assistant pays for every session, the bodies only when a trigger hits. `desk stats` shows
+those two figures for any desk (tokens by `desk.text.tokens.estimate_tokens`), plus memories by type,
+expired and long-unverified memories, and the archive's size.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder
+from desk.recall.context import memory_entries
+from desk.archive.format import ARCHIVE_DIR
+from desk.recall.records import parse_utc
+from desk.text.tokens import estimate_tokens
+
+UNVERIFIED_DAYS = 180
+_UPDATED = re.compile(rb"^(?:updated|created):\s*['\"]?([0-9T:.\-+Z]+)", re.M)
+
+
+@dataclass
+class DeskStats:
+    memories: int = 0
+    by_type: dict[str, int] = field(default_factory=dict)
+    index_tokens: int = 0
+    index_bytes: int = 0
+    body_tokens: int = 0
+    expired: list[str] = field(default_factory=list)
+    unverified: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+    unverified_days: int = UNVERIFIED_DAYS
+    archive_files: int = 0
+    archive_bytes: int = 0
+    archive_events: int = 0
+    cache_bytes: int = 0
+    as_of: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "as_of": self.as_of,
+            "memories": {"total": self.memories, "by_type": self.by_type,
+                         "expired": self.expired, "unverified": self.unverified,
+                         "broken": self.broken,
+                         "unverified_after_days": self.unverified_days},
+            "tokens": {"index_resident": self.index_tokens, "bodies_on_disk": self.body_tokens,
+                       "index_bytes": self.index_bytes,
+                       "estimator": "desk.text.tokens.estimate_tokens (CJK char = 1, ASCII word = len/4)"},
+            "archive": {"files": self.archive_files, "bytes": self.archive_bytes,
+                        "events": self.archive_events},
+            "cache_bytes": self.cache_bytes,
+        }
+
+
+def desk_stats(desk: DeskFolder, *, now: dt.datetime | None = None,
+               unverified_days: int = UNVERIFIED_DAYS) -> DeskStats:
+    """Count memories, token costs, stale memories and the archive. Read-only."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    stats = DeskStats(unverified_days=unverified_days, as_of=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    entries, stats.broken = memory_entries(desk)
+    stats.memories = len(entries)
+    for entry in entries.values():
+        stats.by_type[entry.type] = stats.by_type.get(entry.type, 0) + 1
+    stats.by_type = dict(sorted(stats.by_type.items()))
+    index = desk.path(INDEX_FILE)
+    if index.is_file():
+        data = index.read_bytes()
+        stats.index_bytes = len(data)
+        stats.index_tokens = estimate_tokens(data.decode("utf-8", "replace"))
+    cutoff = now.timestamp() - unverified_days * 86400
+    for name in sorted(entries):
+        entry = entries[name]
+        expires = parse_utc(entry.expires)
+        if expires is not None and expires <= now.timestamp():
+            stats.expired.append(name)
+        try:
+            data = desk.path(f"{MEMORY_DIR}/{name}.md").read_bytes()
+        except OSError:
+            continue
+        head, _, body = data[4:].partition(b"\n---\n")
+        stats.body_tokens += estimate_tokens(body.decode("utf-8", "replace"))
+        stamps = [parse_utc(m.decode()) for m in _UPDATED.findall(head)]
+        latest = max((s for s in stamps if s is not None), default=None)
+        if latest is None or latest < cutoff:
+            stats.unverified.append(name)
+    folder = desk.path(ARCHIVE_DIR)
+    if folder.is_dir():
+        for item in sorted(os.scandir(folder), key=lambda i: i.name):
+            if item.name.endswith(".jsonl") and item.is_file():
+                stats.archive_files += 1
+                stats.archive_bytes += item.stat().st_size
+                with open(item.path, "rb") as handle:
+                    while chunk := handle.read(1 << 20):
+                        stats.archive_events += chunk.count(b"\n")
+    if desk.cache_dir.is_dir():
+        stats.cache_bytes = sum(p.stat().st_size for p in desk.cache_dir.rglob("*") if p.is_file())
+    return stats
+
+
+def render_text(stats: DeskStats) -> str:
+    types = ", ".join(f"{k} {v}" for k, v in stats.by_type.items()) or "none"
+    lines = [
+        f"memories: {stats.memories} ({types})",
+        f"resident index: {stats.index_tokens} tokens (MEMORY.md, loaded every session)",
+        f"memory bodies: {stats.body_tokens} tokens on disk (injected only when a trigger hits)",
+        f"expired: {len(stats.expired)}" + (f" ({', '.join(stats.expired[:10])})" if stats.expired else ""),
+        f"unverified for {stats.unverified_days}+ days: {len(stats.unverified)}"
+        + (f" ({', '.join(stats.unverified[:10])})" if stats.unverified else ""),
+        *([f"broken (do not parse, left out): {', '.join(stats.broken)}"] if stats.broken else []),
+        f"archive: {stats.archive_events} events in {stats.archive_files} files, {stats.archive_bytes} bytes",
+        f"search cache: {stats.cache_bytes} bytes (derived, git-ignored)",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Text rules: normalisation, tokens, secrets, times, escaping. Pure functions."""
