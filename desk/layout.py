@@ -15,10 +15,21 @@ from desk.storage.git import Git
 if TYPE_CHECKING:
     from desk.config import DeskConfig
 
-CONFIG_PATH = ".system/desk.json"
+# Every path inside a desk, defined once (docs/design.md §2 lays them out).
+AGENTS_FILE = "AGENTS.md"
+SOUL_FILE = "SOUL.md"
+USER_FILE = "USER.md"
+NOW_FILE = "NOW.md"
+INDEX_FILE = "MEMORY.md"  # the generated index of memory/; "index" means this file only
+MISTAKES_FILE = "MISTAKES.md"
 MEMORY_DIR = "memory"
-INDEX_FILE = "MEMORY.md"
+JOURNAL_DIR = "journal"
+CONVERSATIONS_DIR = "conversations"
+CONFIG_PATH = ".system/desk.json"
+CONFLICTS_FILE = ".system/conflicts.json"
 CACHE_DIR = ".system/cache"
+ARCHIVE_DIR = ".system/archive"  # append-only raw events, one file per UTC day per clone
+ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
 LOCK_FILE = "desk.lock"
 
 

@@ -7,7 +7,8 @@ from importlib import resources
 from pathlib import Path
 
 from desk.config import CONFIG_PATH, new_config
-from desk.layout import INDEX_FILE, DeskFolder, is_desk
+from desk.layout import (ARCHIVE_DIR, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, MEMORY_DIR, DeskFolder,
+                         is_desk)
 from desk.errors import DeskError, UsageError
 from desk.storage.git import Git, toplevel
 from desk.memory.index import render_index
@@ -24,7 +25,7 @@ TEMPLATE_FILES = {
     ".gitignore": "dot-gitignore",
 }
 # Folders git would not keep while empty.
-KEPT_FOLDERS = ("memory", "journal", "conversations", ".system/archive")
+KEPT_FOLDERS = (MEMORY_DIR, JOURNAL_DIR, CONVERSATIONS_DIR, ARCHIVE_DIR)
 
 
 @dataclass

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from desk.archive.store import ARCHIVE_DIR, archive_files, archive_lock_path, head_hash
-from desk.layout import DeskFolder
+from desk.archive.store import archive_files, archive_lock_path, head_hash
+from desk.layout import ARCHIVE_DIR, DeskFolder
 from desk.storage.git import blob_sha
 from desk.storage.lock import desk_lock
 from desk.transaction import commit_message, transaction

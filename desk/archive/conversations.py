@@ -15,10 +15,9 @@ from typing import Any
 
 from desk.archive.store import ArchiveEvent, iter_events
 from desk.archive.format import parse_time
-from desk.layout import DeskFolder
+from desk.layout import CONVERSATIONS_DIR, DeskFolder
 from desk.transaction import commit_message, transaction
 
-CONVERSATIONS_DIR = "conversations"
 KINDS = ("inbound", "outbound")
 NO_SESSION = "no-session"
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,80}$")

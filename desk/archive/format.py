@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from desk.errors import Finding, InvalidFileError, UsageError
+from desk.layout import ARCHIVE_DIR
 
-ARCHIVE_DIR = ".system/archive"
 FIELDS = frozenset({"id", "desk_id", "at", "recorded_at", "kind", "session", "actor", "content",
                     "payload", "meta", "prev"})
 MAX_RECORD_BYTES = 1024 * 1024

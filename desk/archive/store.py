@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from desk.archive.format import (
-    ARCHIVE_DIR,
     ArchiveFile,
     archive_file,
     at_key,
@@ -36,12 +35,12 @@ from desk.archive.format import (
     validate_fields,
 )
 from desk.storage.atomic import fsync_dir
-from desk.layout import DeskFolder
+from desk.layout import ARCHIVE_DIR, DeskFolder
 from desk.errors import DeskError, Finding, UsageError
 from desk.storage.lock import desk_lock
 
 __all__ = ["ArchiveEvent", "ArchiveWriter", "append_event", "iter_events", "check_archive_change",
-           "archive_files", "clone_id", "find_event", "read_events", "ARCHIVE_DIR"]
+           "archive_files", "clone_id", "find_event", "read_events"]
 
 CLONE_ID_FILE = "desk-clone-id"
 # The archive has its own lock, not the desk lock: a memory commit holds the desk lock for the

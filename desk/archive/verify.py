@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from desk.archive.store import ARCHIVE_DIR, archive_files, check_archive_change
+from desk.archive.store import archive_files, check_archive_change
 from desk.archive.format import line_hash
 from desk.archive.checkpoint import HEAD_TRAILER
-from desk.layout import DeskFolder
+from desk.layout import ARCHIVE_DIR, DeskFolder
 from desk.errors import Finding
 
 
@@ -38,7 +38,7 @@ def verify_archive(desk: DeskFolder) -> VerifyReport:
     report = VerifyReport()
     desk_id = desk.config.desk_id
     head = desk.git.head()
-    committed = desk.git.ls_tree(head, ".system/archive") if head else {}
+    committed = desk.git.ls_tree(head, ARCHIVE_DIR) if head else {}
     blobs = desk.git.read_blobs(committed.values())
     contents: dict[str, bytes] = {}
     for afile in archive_files(desk):

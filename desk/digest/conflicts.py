@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from desk.digest.policy import Candidate, Tie
+from desk.layout import CONFLICTS_FILE
 from desk.errors import Finding, InvalidFileError
 from desk.storage.frontmatter import format_time
 
-CONFLICTS_FILE = ".system/conflicts.json"
 SCHEMA_VERSION = 1
 STATUSES = ("open", "resolved", "superseded")
 

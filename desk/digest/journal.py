@@ -21,9 +21,9 @@ from typing import Any
 from desk.errors import DeskError, RejectedError, UsageError
 from desk.digest.facts import FACT_EVENT, fact_from_record, parse_time
 from desk.storage.git import Commit
+from desk.layout import JOURNAL_DIR
 from desk.memory.index import name_of
 
-JOURNAL_DIR = "journal"
 MAX_ITEMS = 50  # per section; a 10,000-event day must still read as a page, not a dump
 MAX_LINE = 200
 NARRATIVE_MAX_BYTES = 16 * 1024

@@ -9,7 +9,8 @@ between its file writes and its commit; a stale `.git/index.lock`; missing hooks
 `--repair` fixes only what is provably desk's own debris and lists the rest for a person. It never
 discards a person's uncommitted edits: an interrupted mutation is finished or undone only when
 every file it touched still holds exactly the bytes desk wrote (or the bytes it replaced), as
-recorded in the pending-mutation marker `Transaction.commit` writes before it touches anything.
+recorded in the pending-mutation marker `Transaction.commit` writes before it touches anything
+(the transaction's own recovery, `desk.transaction.settle`, does that; doctor reports it).
 """
 
 from __future__ import annotations
@@ -21,53 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from desk.errors import ConflictError, Finding
+from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import TEMP_PREFIX
-from desk.layout import DeskFolder
-from desk.errors import ConflictError, DeskError, Finding, InvalidFileError
-from desk.storage.git import blob_sha
+from desk.transaction import pending_markers, settle
 
-PENDING_PREFIX = "desk-pending-"
-ARCHIVE_PREFIX = ".system/archive/"
 STALE_AFTER = 300.0  # seconds before a temp file or index.lock counts as abandoned
 LOCK_WAIT = 5.0
-
-
-# -- the pending-mutation marker (written by Transaction.commit) ------------------------------
-
-
-def mark_pending(desk: DeskFolder, writes: Mapping[str, bytes | None],
-                 before: Mapping[str, bytes | None], message: str) -> Path:
-    """Record what a mutation is about to write, so `doctor` can finish or undo it after a crash."""
-    # One file per mutation: a later mutation must not erase the record of an interrupted one.
-    # Archive files are left out: they only grow, a checkpoint writes them unchanged, and recovery
-    # must never rewrite them (appends racing a rewrite would be lost).
-    from desk.storage.atomic import atomic_write
-
-    marker = desk.git_dir / f"{PENDING_PREFIX}{time.time_ns()}-{os.getpid()}.json"
-    data = {"message": message,
-            "paths": {p: {"old": None if before[p] is None else blob_sha(before[p] or b""),
-                          "new": None if writes[p] is None else blob_sha(writes[p] or b"")}
-                      for p in sorted(writes) if not p.startswith(ARCHIVE_PREFIX)}}
-    atomic_write(marker, json.dumps(data, ensure_ascii=False).encode())  # durable before any write
-    return marker
-
-
-def recover_interrupted(desk: DeskFolder) -> None:
-    """Finish or undo mutations a crash interrupted; called under the desk lock before each mutation.
-
-    The lock is held, so every marker left belongs to a dead process. What cannot be settled
-    safely (a person changed the files since) stops the mutation with exit 4 and the reason.
-    """
-    markers = sorted(desk.git_dir.glob(f"{PENDING_PREFIX}*.json"))
-    if not markers:
-        return
-    report = DoctorReport(repair=True)
-    for marker in markers:
-        _check_one_pending(desk, marker, report, True)
-    if not report.ok:
-        raise ConflictError("an interrupted desk mutation needs a person first:\n"
-                            + "\n".join(p.message for p in report.problems if p.status != "repaired"),
-                            hint="run `desk doctor` for the details")
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -143,104 +104,10 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> D
 
 
 def _check_pending(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
-    """Each interrupted mutation, oldest first."""
-    for marker in sorted(desk.git_dir.glob(f"{PENDING_PREFIX}*.json")):  # ns timestamps sort
-        _check_one_pending(desk, marker, report, repair)
-
-
-def _check_one_pending(desk: DeskFolder, marker: Path, report: DoctorReport, repair: bool) -> None:
-    from desk.transaction import Transaction
-
-    try:
-        pending = json.loads(marker.read_text())
-        paths: dict[str, dict[str, str | None]] = pending["paths"]
-        message: str = pending["message"]
-    except (ValueError, KeyError, TypeError):
-        if repair:
-            marker.unlink()
-        report.add("interrupted", marker.name, "unreadable pending-mutation marker"
-                   + (" removed" if repair else ""), "repaired" if repair else "found")
-        return
-    head = desk.git.head()
-    committed = {p: _committed_blob(desk, head, p) for p in paths}
-    current = {p: _worktree_blob(desk, p) for p in paths}
-    if all(committed[p] == v["new"] for p, v in paths.items()):
-        if repair:
-            marker.unlink()
-        report.add("interrupted", ", ".join(paths), "the mutation was committed; only its marker was "
-                   "left", "repaired" if repair else "found")
-        return
-    foreign = [p for p, v in paths.items() if current[p] not in (v["old"], v["new"])]
-    if foreign:
-        report.add("interrupted", ", ".join(foreign),
-                   f"an interrupted mutation ({message.splitlines()[0]}) left these files, and they "
-                   "have changed since: review them (`git diff`), then commit or discard; then "
-                   f"remove {marker}", "needs-person")
-        return
-    summary = message.splitlines()[0]
-    if not repair:
-        report.add("interrupted", ", ".join(paths), f"a mutation ({summary}) was interrupted before "
-                   "its commit; --repair finishes it (or undoes it if it breaks a rule)")
-        return
-    tx = Transaction(desk)
-    done = False
-    try:
-        if all(current[p] == v["new"] for p, v in paths.items()):
-            writes = {p: (desk.path(p).read_bytes() if v["new"] is not None else None)
-                      for p, v in paths.items()}
-            # A new file written before the crash is untracked: commit --only needs it added.
-            created = [p for p, v in paths.items() if v["old"] is None and v["new"] is not None]
-            if created:
-                desk.git.add(created)
-            try:
-                tx.commit(writes, message)
-                done = True
-                report.add("interrupted", ", ".join(paths), f"finished the interrupted mutation "
-                           f"({summary}): committed", "repaired")
-            except InvalidFileError:
-                pass  # an unvalidated write that breaks a rule: undo it instead
-        if not done:
-            _undo(desk, head, paths)
-            report.add("interrupted", ", ".join(paths), f"undid the interrupted mutation ({summary}): "
-                       "the files are as committed", "repaired")
-    except DeskError as exc:
-        report.add("interrupted", ", ".join(paths), f"could not settle the interrupted mutation "
-                   f"({summary}): {exc.message}; then remove {marker}", "needs-person")
-        return
-    marker.unlink(missing_ok=True)
-
-
-def _undo(desk: DeskFolder, head: str | None, paths: Mapping[str, Mapping[str, str | None]]) -> None:
-    """Put back the committed content of desk's own half-written paths."""
-    from desk.storage.atomic import atomic_write, remove
-
-    from desk.guard.validate import ARCHIVE_DIR
-
-    for path, v in paths.items():
-        if path.startswith(ARCHIVE_DIR):
-            continue  # append-only evidence: never rolled back (a checkpoint rewrites it unchanged)
-        if _worktree_blob(desk, path) != v["new"]:
-            continue  # already the old content
-        old = desk.git.blob_at(head, path) if head else None
-        if old is None:
-            remove(desk.path(path))
-        else:
-            atomic_write(desk.path(path), old)
-    desk.git.unstage(list(paths))
-
-
-def _committed_blob(desk: DeskFolder, head: str | None, path: str) -> str | None:
-    if head is None:
-        return None
-    tree = desk.git.run("ls-tree", "-z", head, "--", path, read_only=True)
-    return tree.split()[2].decode() if tree else None
-
-
-def _worktree_blob(desk: DeskFolder, path: str) -> str | None:
-    try:
-        return blob_sha(desk.path(path).read_bytes())
-    except FileNotFoundError:
-        return None
+    """Each interrupted mutation, oldest first: settled by the transaction's recovery."""
+    for marker in pending_markers(desk):
+        settled = settle(desk, marker, repair=repair)
+        report.add("interrupted", settled.paths, settled.message, settled.status)
 
 
 def _git_running_in(root: Path) -> bool | None:
@@ -312,8 +179,6 @@ def _check_temp_files(desk: DeskFolder, report: DoctorReport, repair: bool) -> N
 def _check_torn_archive(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     from desk.archive.store import archive_lock_path
     from desk.storage.lock import desk_lock
-    from desk.guard.validate import ARCHIVE_DIR
-
     folder = desk.path(ARCHIVE_DIR)
     if not folder.is_dir():
         return
@@ -390,7 +255,7 @@ def bypassed_commits(desk: DeskFolder, limit: int) -> list[tuple[str, str, Findi
     One `git log --raw` names every changed blob by id and one `git cat-file --batch` reads the
     ones the rules need (archive files before and after, files the secret scanner covers).
     """
-    from desk.guard.validate import (ARCHIVE_DIR, SECRET_DIRS, SECRET_FILES, _check_archive,
+    from desk.guard.validate import (SECRET_DIRS, SECRET_FILES, _check_archive,
                                check_message, secret_findings)
 
     if limit <= 0 or desk.git.head() is None:
@@ -410,7 +275,7 @@ def bypassed_commits(desk: DeskFolder, limit: int) -> list[tuple[str, str, Findi
                 continue
             _, _, old, new, status = meta[1:].split()
             changes[path] = (None if old == null else old, None if status == "D" else new)
-            if path.startswith(ARCHIVE_DIR):
+            if path.startswith(ARCHIVE_PREFIX):
                 wanted += [b for b in changes[path] if b]
             elif changes[path][1] and (path in SECRET_FILES or path.startswith(SECRET_DIRS)):
                 wanted.append(new)
@@ -422,7 +287,7 @@ def bypassed_commits(desk: DeskFolder, limit: int) -> list[tuple[str, str, Findi
         subject = body.splitlines()[0] if body.strip() else ""
         findings = check_message(body, set(changes))
         for path, (old_blob, new_blob) in sorted(changes.items()):
-            if path.startswith(ARCHIVE_DIR) and path.endswith(".jsonl"):
+            if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
                 findings += [f for f in _check_archive(path, blobs.get(old_blob or ""),
                                                        blobs.get(new_blob or "") if new_blob else None,
                                                        desk.config.desk_id)

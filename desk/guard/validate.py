@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from desk.layout import CONFIG_PATH, INDEX_FILE, MEMORY_DIR
+from desk.layout import ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_DIR
 from desk.errors import Finding
 from desk.storage.git import Git, blob_sha, staged_git
 
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from desk.layout import DeskFolder
 
 MEMORY_PREFIX = MEMORY_DIR + "/"
-ARCHIVE_DIR = ".system/archive/"
 CONFIG_FILE = CONFIG_PATH
 ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE, "MISTAKES.md",
                         ".gitattributes", ".gitignore"})
@@ -154,7 +153,7 @@ def check_file(change: Change, *, desk_id: str, allow: Collection[str], now: dt.
                         "replace the link with the file itself")]
     if data is not None and change.mode == GITLINK_MODE:
         return [Finding(path, 1, "binary", "a submodule cannot live inside a desk folder; remove it")]
-    if path.startswith(ARCHIVE_DIR) and path.endswith(".jsonl"):
+    if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
         return _check_archive(path, old, data, desk_id)
     if data is None:
         return []
@@ -409,7 +408,7 @@ def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read
         return report, None
     desk_id, allow = _config(desk, changes)
     olds = read([c.old_blob for c in managed
-                 if c.old_blob and (c.path.startswith(ARCHIVE_DIR) or c.path == CONFIG_FILE)])
+                 if c.old_blob and (c.path.startswith(ARCHIVE_PREFIX) or c.path == CONFIG_FILE)])
     for change in managed:
         old = olds.get(change.old_blob) if change.old_blob else None
         report.findings += check_file(change, desk_id=desk_id, allow=allow, now=now, old=old)
@@ -479,7 +478,7 @@ def staged_changes(git: Git) -> tuple[list[Change], dict[str, bytes]]:
     wanted = [sha for path, mode, _, sha, status in raw
               if status != "D" and is_managed(path) and mode not in (SYMLINK_MODE, GITLINK_MODE)]
     wanted += [old for path, _, old, _, _ in raw
-               if old != null and (path.startswith(ARCHIVE_DIR) or path == CONFIG_FILE)]
+               if old != null and (path.startswith(ARCHIVE_PREFIX) or path == CONFIG_FILE)]
     if any(path == INDEX_FILE or path.startswith(MEMORY_PREFIX) for path, *_ in raw):
         wanted += [f"HEAD:{INDEX_FILE}", f":{INDEX_FILE}"]
     blobs = git.read_blobs(wanted)
@@ -556,7 +555,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None) -> Report:
     out = git.run("ls-files", "-z", "--cached", "--others", "--exclude-standard", read_only=True)
     paths = sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
     head = git.head()
-    archive_head = git.ls_tree(head, ARCHIVE_DIR) if head else {}
+    archive_head = git.ls_tree(head, ARCHIVE_PREFIX) if head else {}
     config_head = git.ls_tree(head, ".system") if head else {}
     changes = []
     contents: dict[str, bytes] = {}

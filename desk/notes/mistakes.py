@@ -12,12 +12,11 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from desk.layout import MEMORY_DIR, DeskFolder
+from desk.layout import MEMORY_DIR, MISTAKES_FILE, DeskFolder
 from desk.errors import UsageError
 from desk.text.normalize import normalize
 from desk.transaction import commit_message, transaction
 
-MISTAKES_FILE = "MISTAKES.md"
 FIELDS = ("what", "context", "cause", "avoid")
 MAX_FIELD = 1000
 _HEADING = re.compile(r"^## (M-\d{4,})\s*(?:·\s*(\d{4}-\d{2}-\d{2}))?.*$")

@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from desk.layout import DeskFolder
+from desk.layout import NOW_FILE, DeskFolder
 from desk.errors import RejectedError, UsageError
 from desk.transaction import commit_message, transaction
 
-NOW_FILE = "NOW.md"
 SECTIONS = ("doing", "blocked", "next", "reminders")
 TITLES = {name: name.capitalize() for name in SECTIONS}
 MAX_BYTES = 16 * 1024  # a hot note is read at every wake-up; lasting facts belong in memory/

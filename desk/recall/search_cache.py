@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desk.archive.format import ARCHIVE_DIR
 from desk.storage.sqlite_cache import open_cache
-from desk.layout import MEMORY_DIR, DeskFolder
+from desk.layout import ARCHIVE_DIR, MEMORY_DIR, DeskFolder
 from desk.storage.git import blob_sha
 from desk.recall.records import KIND_NAMES, Record, event_record, memory_record
 

@@ -14,9 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder
+from desk.layout import ARCHIVE_DIR, INDEX_FILE, MEMORY_DIR, DeskFolder
 from desk.recall.context import memory_entries
-from desk.archive.format import ARCHIVE_DIR
 from desk.recall.records import parse_utc
 from desk.text.tokens import estimate_tokens
 
