@@ -17,8 +17,8 @@ from desk.archive.store import ArchiveEvent, iter_events
 from desk.archive.format import parse_time
 from desk.layout import CONVERSATIONS_DIR, DeskFolder
 from desk.transaction import commit_message, transaction
+from desk.vocabulary import CONVERSATION_KINDS
 
-KINDS = ("inbound", "outbound")
 NO_SESSION = "no-session"
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,80}$")
 
@@ -92,7 +92,7 @@ def render_conversations(desk: DeskFolder, *, date: str | None = None, session: 
     groups: dict[str, list[ArchiveEvent]] = {}
     sessions: dict[str, tuple[str, str | None]] = {}
     count = 0
-    for event in iter_events(desk, since=since, until=until, kinds=KINDS, session=session):
+    for event in iter_events(desk, since=since, until=until, kinds=CONVERSATION_KINDS, session=session):
         day = str(event.record["at"])[:10]
         sess = event.record.get("session")
         path = view_path(day, sess)

@@ -7,8 +7,8 @@ from typing import Any
 import click
 
 from desk.cli.output import emit, json_option, read_text_arg, invocation
+from desk.vocabulary import FACT_KINDS
 
-FACT_KINDS = ("decision", "convention", "pitfall", "outcome")
 
 
 @click.group("fact")

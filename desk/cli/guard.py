@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from desk.cli.output import emit, json_option, invocation
+from desk.vocabulary import ACTORS
 
 
 @click.command("validate")
@@ -88,7 +89,7 @@ def hooks_run_command(hook: str, args: tuple[str, ...]) -> None:
 
 @click.command("edit")
 @click.argument("name")
-@click.option("--actor", type=click.Choice(("user", "assistant")), default="user", show_default=True,
+@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
               help="Who is making the change (the Desk-Actor trailer).")
 @json_option
 def edit_command(name: str, actor: str) -> None:

@@ -9,8 +9,8 @@ import click
 
 from desk.cli.output import emit, json_option, read_text_arg, invocation
 from desk.errors import RejectedError
+from desk.vocabulary import ACTORS, MEMORY_SCOPES, MEMORY_SOURCES, MEMORY_TYPES
 
-MEMORY_TYPES = ("preference", "decision", "convention", "pitfall", "fact", "reference")
 
 
 @click.command("init")
@@ -53,12 +53,12 @@ def init_command(path: Path, allow_nonempty: bool, allow_nested: bool) -> None:
               help="A word or phrase whose mention in a query recalls this memory (repeatable).")
 @click.option("--importance", type=click.IntRange(1, 5), help="1 (minor) to 5 (critical).")
 @click.option("--expires", metavar="TIME", help="UTC time (ISO 8601) after which it is no longer injected.")
-@click.option("--source", type=click.Choice(("user", "agent", "digest", "import")),
+@click.option("--source", type=click.Choice(MEMORY_SOURCES),
               help="Where the fact came from (default: user for --actor user, else agent).")
 @click.option("--source-event", metavar="ID", help="The archive event id this came from (set by the harness).")
-@click.option("--actor", type=click.Choice(("user", "assistant")), default="user", show_default=True,
+@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
               help="Who is making the change (the Desk-Actor trailer).")
-@click.option("--scope", type=click.Choice(("durable", "session")), default="durable", show_default=True,
+@click.option("--scope", type=click.Choice(MEMORY_SCOPES), default="durable", show_default=True,
               help="session-only facts are refused: they belong in NOW.md.")
 @click.option("--body-file", type=click.Path(path_type=Path, dir_okay=False), help="Read the body from a file.")
 @json_option
@@ -89,7 +89,7 @@ def remember_command(name: str, body: str | None, type_: str, description: str,
 @click.command("forget")
 @click.argument("name")
 @click.option("--reason", "-r", help="Why it is forgotten (kept in the commit as Desk-Reason).")
-@click.option("--actor", type=click.Choice(("user", "assistant")), default="user", show_default=True,
+@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
               help="Who is making the change.")
 @json_option
 def forget_command(name: str, reason: str | None, actor: str) -> None:
@@ -158,7 +158,7 @@ def log_command(limit: int | None) -> None:
 
 
 @click.command("reindex")
-@click.option("--actor", type=click.Choice(("user", "assistant")), default="user", show_default=True,
+@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
               help="Who is making the change.")
 @json_option
 def reindex_command(actor: str) -> None:

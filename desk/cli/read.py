@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from desk.cli.output import emit, json_option, invocation
+from desk.vocabulary import CONTEXT_FORMATS, RANKERS, RECALL_KINDS
 
 PROGRESS_MIN_BYTES = 1 << 20  # show a progress bar only when there is real ingest work
 
@@ -44,11 +45,11 @@ class _Progress:
 @click.argument("query")
 @click.option("--limit", "-n", type=int, default=5, show_default=True,
               help="How many hits to return, 1 to 10.")
-@click.option("--kind", type=click.Choice(("memory", "conversation", "all")), default="all",
+@click.option("--kind", type=click.Choice(RECALL_KINDS), default="all",
               show_default=True, help="Search memory files, archived conversation records, or both.")
 @click.option("--as-of", metavar="TIME",
               help="Evaluate at this UTC time (ISO 8601): recency, expiry, and records after it hidden.")
-@click.option("--ranker", type=click.Choice(("default", "seed", "bm25")), default="default",
+@click.option("--ranker", type=click.Choice(RANKERS), default="default",
               show_default=True, help="Scoring formula: desk's default, seed 001's baseline, or plain BM25.")
 @click.option("--xml", "as_xml", is_flag=True, help="Print seed 001's <recalled_context> block instead.")
 @json_option
@@ -97,7 +98,7 @@ def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
               help="Override one section's budget, e.g. mistakes=400 (repeatable).")
 @click.option("--project-agents", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
               help="The current project's AGENTS.md, read first.")
-@click.option("--format", "fmt", type=click.Choice(("markdown", "json")), default="markdown",
+@click.option("--format", "fmt", type=click.Choice(CONTEXT_FORMATS), default="markdown",
               show_default=True, help="Markdown to inject, or JSON with the sections and token estimates.")
 @click.option("--as-of", metavar="TIME", help="Treat this UTC time as now (which memories are expired).")
 @json_option

@@ -10,9 +10,8 @@ from typing import Any
 import click
 
 from desk.cli.output import emit, json_option, read_text_arg, invocation
+from desk.vocabulary import ACTORS, NOW_SECTIONS
 
-ACTORS = ("user", "assistant")
-SECTIONS = ("doing", "blocked", "next", "reminders")
 
 
 def _meta(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -218,7 +217,7 @@ def now_group() -> None:
 
 
 @now_group.command("show")
-@click.option("--section", type=click.Choice(SECTIONS), help="Print only this section.")
+@click.option("--section", type=click.Choice(NOW_SECTIONS), help="Print only this section.")
 @json_option
 def now_show_command(section: str | None) -> None:
     """Print NOW.md (or one section)."""
@@ -236,7 +235,7 @@ _actor_option = click.option("--actor", type=click.Choice(ACTORS), default="assi
 
 @now_group.command("set")
 @click.argument("text")
-@click.option("--section", type=click.Choice(SECTIONS),
+@click.option("--section", type=click.Choice(NOW_SECTIONS),
               help="Replace only this section ('' clears it); without it TEXT replaces the whole note.")
 @_actor_option
 @json_option
@@ -251,7 +250,7 @@ def now_set_command(text: str, section: str | None, actor: str) -> None:
 
 @now_group.command("append")
 @click.argument("text")
-@click.option("--section", type=click.Choice(SECTIONS), default="doing", show_default=True,
+@click.option("--section", type=click.Choice(NOW_SECTIONS), default="doing", show_default=True,
               help="The section to add to.")
 @_actor_option
 @json_option

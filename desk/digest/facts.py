@@ -17,9 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from desk.errors import RejectedError
+from desk.vocabulary import FACT_KINDS
 
 FACT_EVENT = "fact"
-FACT_KINDS = ("decision", "convention", "pitfall", "outcome")
 KEY_MAX = 80
 CONTENT_MAX = 4000
 # Lowercase words joined by single `.`, `_` or `-`: a key names a question, never its answer.

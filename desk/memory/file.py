@@ -16,9 +16,8 @@ from typing import Any
 
 from desk.storage import frontmatter
 from desk.errors import Finding, InvalidFileError, RejectedError
+from desk.vocabulary import MEMORY_SOURCES, MEMORY_TYPES
 
-MEMORY_TYPES = ("preference", "decision", "convention", "pitfall", "fact", "reference")
-SOURCES = ("user", "agent", "digest", "import")
 NAME_MAX = 80
 DESCRIPTION_MAX = 150
 TRIGGER_MAX = 64
@@ -160,7 +159,7 @@ class MemoryMeta:
         checks: dict[str, tuple[Any, ...]] = {
             "name": (_name, ), "description": (_description, ), "type": (_choice, "type", MEMORY_TYPES),
             "triggers": (_triggers, ), "importance": (_importance, ),
-            "source": (_choice, "source", SOURCES, True), "source_event": (_text, "source_event", True),
+            "source": (_choice, "source", MEMORY_SOURCES, True), "source_event": (_text, "source_event", True),
             "evidence": (_texts, "evidence"), "key": (_text, "key", True), "expires": (_utc, "expires"),
             "created": (_utc, "created"), "updated": (_utc, "updated"),
         }

@@ -12,7 +12,6 @@ from desk.errors import RejectedError
 from desk.memory.file import MemoryFile
 from desk.text.normalize import content_key, normalize
 
-SCOPES = ("durable", "session")
 # Shorter bodies match too much by accident ("yes" is in every AGENTS.md).
 MIN_RULE_MATCH = 12
 

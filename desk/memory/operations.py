@@ -15,8 +15,8 @@ from desk.memory.index import IndexEntry, entries_in_worktree, memory_path, rend
 from desk.memory.file import MemoryFile, build_meta, normalize_body, parse_memory, require_name
 from desk.memory.mirror import HeadMirror, head_mirror
 from desk.transaction import Transaction, commit_message, transaction
+from desk.vocabulary import ACTORS
 
-ACTORS = ("user", "assistant")
 RULE_FILES = ("AGENTS.md", "SOUL.md")
 
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from desk.layout import NOW_FILE, DeskFolder
 from desk.errors import RejectedError, UsageError
 from desk.transaction import commit_message, transaction
+from desk.vocabulary import NOW_SECTIONS
 
-SECTIONS = ("doing", "blocked", "next", "reminders")
-TITLES = {name: name.capitalize() for name in SECTIONS}
+TITLES = {name: name.capitalize() for name in NOW_SECTIONS}
 MAX_BYTES = 16 * 1024  # a hot note is read at every wake-up; lasting facts belong in memory/
 _HEADING = re.compile(r"^## +(.+?)\s*$")
 
@@ -73,7 +73,7 @@ class NowNote:
             self.sections[i] = (self.sections[i][0], raw)
             return
         # A missing section goes back in its canonical place (before the next one that exists).
-        later = [j for s in SECTIONS[SECTIONS.index(section) + 1:] if (j := self._find(s)) is not None]
+        later = [j for s in NOW_SECTIONS[NOW_SECTIONS.index(section) + 1:] if (j := self._find(s)) is not None]
         at = min(later) if later else len(self.sections)
         if at == len(self.sections) and self.sections and not self.sections[-1][1].endswith("\n\n"):
             self.sections[-1] = (self.sections[-1][0], self.sections[-1][1].rstrip("\n") + "\n\n")
@@ -81,7 +81,7 @@ class NowNote:
 
     def to_json(self) -> dict[str, object]:
         return {"path": NOW_FILE, "text": self.render(),
-                "sections": {name: self.body(name) for name in SECTIONS}}
+                "sections": {name: self.body(name) for name in NOW_SECTIONS}}
 
 
 @dataclass
@@ -98,8 +98,8 @@ def _section(section: str | None) -> str | None:
     if section is None:
         return None
     name = section.strip().lower()
-    if name not in SECTIONS:
-        raise UsageError(f"--section {section!r}: choose one of {', '.join(SECTIONS)}")
+    if name not in NOW_SECTIONS:
+        raise UsageError(f"--section {section!r}: choose one of {', '.join(NOW_SECTIONS)}")
     return name
 
 

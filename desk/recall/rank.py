@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-RANKERS = ("default", "seed", "bm25")
 HALF_LIFE_DAYS = 30.0
 K1, B = 1.2, 0.75
 DEFAULT_WEIGHTS = {"coverage": 0.85, "frequency": 0.10, "recency": 0.05}

@@ -32,13 +32,13 @@ from typing import Any
 from desk.archive.format import parse_time
 from desk.layout import DeskFolder
 from desk.errors import UsageError
-from desk.recall.rank import RANKERS, Ranker, ScoreBreakdown, top_records
+from desk.recall.rank import Ranker, ScoreBreakdown, top_records
 from desk.recall.render import render_text, render_xml, snippet
 from desk.recall.search_cache import Progress, SearchCache
 from desk.recall.records import MEMORY, text_terms
 from desk.text.normalize import normalize
+from desk.vocabulary import RANKERS, RECALL_KINDS
 
-KINDS = ("memory", "conversation", "all")
 LIMIT_MIN, LIMIT_MAX = 1, 10
 
 
@@ -72,8 +72,8 @@ def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
     """Stage 1: validate and normalise the query; a refused query raises UsageError (exit 2)."""
     if not LIMIT_MIN <= limit <= LIMIT_MAX:
         raise UsageError(f"--limit must be between {LIMIT_MIN} and {LIMIT_MAX}, not {limit}")
-    if kind not in KINDS:
-        raise UsageError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if kind not in RECALL_KINDS:
+        raise UsageError(f"--kind must be one of {', '.join(RECALL_KINDS)}, not {kind!r}")
     if ranker not in RANKERS:
         raise UsageError(f"--ranker must be one of {', '.join(RANKERS)}, not {ranker!r}")
     readable = " ".join(text.split())
