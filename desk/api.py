@@ -1,31 +1,348 @@
 """The public Python API: `desk.open(path)` and `desk.init(path)` return a `Desk`.
 
-A `Desk` is the desk on disk (`desk.layout.DeskFolder`) with a method for every CLI verb; the CLI
-and the agent-facing server are two thin renderings of these calls.
+A `Desk` is the desk on disk (`desk.layout.DeskFolder`) with one method per CLI verb: `desk X`
+is `Desk.x`, `desk X Y` is `Desk.x_y`. Each method returns a result from `desk.results` whose
+`.to_json()` is the CLI's `--json` and whose `.text()` is its human output; failures raise the
+`desk.errors.DeskError` kinds, each with the CLI's exit code. The CLI and the agent-facing server
+are thin renderings of these calls. Operation modules are imported inside the methods, so a
+command pays only for the code it runs.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from desk.errors import RejectedError, UsageError
 from desk.layout import DeskFolder, find_desk
+from desk.results import (
+    AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases, Context,
+    ConversationsRendered, Diagnosis, Digested, EventList, HooksChange, Imported, Initialized,
+    MemoryChange, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome, Recalled,
+    ShownMemory, Stats, Validation, Wrapped)
+from desk.results import __all__ as _RESULTS
 
-__all__ = ["Desk", "open", "init"]
+__all__ = ["Desk", "open", "init", "Progress", "Time", *_RESULTS]
+
+Progress = Callable[[int, int], None]  # progress(done, total), e.g. for a progress bar
+Time = str | dt.datetime  # ISO 8601 with Z or an offset, or an aware datetime
 
 
 class Desk(DeskFolder):
     """A desk: a git repository of Markdown files holding an assistant's identity and memory."""
 
+    initialized: Initialized | None = None  # what `desk.init` did; None from `desk.open`
+
+    # -- memories ----------------------------------------------------------------------------
+
+    def remember(self, name: str, body: str, *, type: str, description: str,
+                 triggers: Sequence[str] = (), importance: int | None = None,
+                 expires: Time | None = None, source: str | None = None,
+                 source_event: str | None = None, actor: str = "user", scope: str = "durable",
+                 now: dt.datetime | None = None) -> MemoryChange:
+        """Create or update memory `name` through the write gate: one commit, none when unchanged.
+
+        RejectedError (exit 3) when the gate refuses, with nothing changed; its `details` carry
+        the `--json` fields (name, path, reason). ConflictError (exit 4) over uncommitted edits.
+        """
+        from desk.memory.operations import remember
+
+        try:
+            return MemoryChange(remember(
+                self, name, type=type, description=description, body=body, triggers=triggers,
+                importance=importance, expires=expires, source=source, source_event=source_event,
+                actor=actor, scope=scope, now=now))
+        except RejectedError as exc:
+            exc.details = {"name": name, "path": f"memory/{name}.md", "commit": None,
+                           "reason": getattr(exc, "reason", None) or "invalid"}
+            raise
+
+    def forget(self, name: str, *, reason: str | None = None, actor: str = "user") -> MemoryChange:
+        """Delete memory `name` and its index line in one commit (git history keeps it)."""
+        from desk.memory.operations import forget
+
+        return MemoryChange(forget(self, name, reason=reason, actor=actor))
+
+    def show(self, name: str) -> ShownMemory:
+        """The memory file `name` as it is on disk."""
+        from desk.memory.operations import show
+
+        return ShownMemory(*show(self, name))
+
+    def list(self, *, type: str | None = None) -> MemoryList:
+        """The memories on disk sorted by name (optionally of one type), and unparseable files."""
+        from desk.memory.operations import list_memories
+
+        return MemoryList(*list_memories(self, type))
+
+    def history(self, name: str) -> AuditTrail:
+        """Every commit that touched memory `name`, newest first (forgotten revisions too)."""
+        from desk.memory.operations import history
+
+        return AuditTrail(history(self, name), name)
+
+    def log(self, limit: int | None = None) -> AuditTrail:
+        """The desk's audit trail: commits with their Desk-* trailers, newest first."""
+        from desk.memory.operations import log
+
+        return AuditTrail(log(self, limit))
+
+    def reindex(self, *, actor: str = "user") -> MemoryChange:
+        """Regenerate MEMORY.md from memory/; commit it when it changed.
+
+        Status `written` (not committed) when memory/ has a person's uncommitted edits.
+        """
+        from desk.memory.operations import reindex
+
+        return MemoryChange(reindex(self, actor=actor))
+
+    def edit(self, name: str, *, actor: str = "user", ask: Callable[[str], bool] | None = None,
+             editor: str | None = None) -> MemoryChange:
+        """Open memory `name` in `editor` ($VISUAL, else $EDITOR), validate it, commit it.
+
+        `ask(findings)` decides after a rule break: True edits again, False (the default) aborts
+        with RejectedError and nothing changed.
+        """
+        from desk.memory.edit import edit_memory
+
+        return MemoryChange(edit_memory(self, name, actor=actor, ask=ask or (lambda _f: False),
+                                        editor=editor))
+
+    # -- guarding the desk -------------------------------------------------------------------
+
+    def validate(self, mode: str = "staged", *, fix: bool = False) -> Validation:
+        """Run the gate over what is staged (`staged`) or every desk file (`all`).
+
+        With `fix` (staged only), a stale MEMORY.md is rewritten in the work tree for the person
+        to `git add`. The result's `exit_code` is 3 when any finding is an error.
+        """
+        from desk.guard.validate import INDEX_FILE, fix_index, validate_all, validate_staged
+
+        if mode == "all":
+            return Validation(mode, validate_all(self))
+        if mode != "staged":
+            raise UsageError(f"validate mode must be staged or all, not {mode!r}")
+        report, regenerated = validate_staged(self)
+        stale = any(f.rule == "index-stale" for f in report.findings)
+        if fix and stale and regenerated is not None and fix_index(self, regenerated):
+            report.fixed.append(INDEX_FILE)
+        return Validation(mode, report)
+
+    def hooks_install(self) -> HooksChange:
+        """Install desk's pre-commit and commit-msg hooks; a foreign hook is kept and runs first.
+
+        DeskError when core.hooksPath is set: the hint says how to wire the hooks by hand.
+        """
+        from desk.guard.hooks import install
+
+        return HooksChange(install(self.root))
+
+    def hooks_uninstall(self) -> HooksChange:
+        """Remove desk's hooks and restore the hooks they had replaced."""
+        from desk.guard.hooks import uninstall
+
+        return HooksChange(uninstall(self.root))
+
+    def doctor(self, *, repair: bool = False, commits: int = 200) -> Diagnosis:
+        """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem remains."""
+        from desk.guard.doctor import diagnose
+
+        return Diagnosis(diagnose(self, repair=repair, commits=commits))
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def recall(self, query: str, *, limit: int = 5, kind: str = "all", as_of: Time | None = None,
+               ranker: str = "default", progress: Progress | None = None) -> Recalled:
+        """Search memories and archived conversations for `query`; read-only.
+
+        UsageError (exit 2) for an empty or punctuation-only query or a limit outside 1..10.
+        `.xml()` renders seed 001's `<recalled_context>` block.
+        """
+        from desk.recall.search import recall
+
+        return Recalled(recall(self, query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
+                               progress=progress))
+
+    def context(self, *, query: str | None = None, budget: int | None = None,
+                section_budgets: Mapping[str, int] | None = None,
+                project_agents: str | Path | None = None, as_of: Time | None = None) -> Context:
+        """What the assistant loads at the start of a session, within the budgets (DESIGN.md §4)."""
+        from desk.recall.context import build_context
+        from desk.recall.search import parse_as_of
+
+        return Context(build_context(
+            self, query=query, budget=budget, section_budgets=section_budgets,
+            project_agents=Path(project_agents) if project_agents is not None else None,
+            as_of=parse_as_of(as_of) if as_of is not None else None))
+
+    def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
+        """Memories by type, the resident index's token cost, stale memories, archive size."""
+        from desk.recall.stats import desk_stats
+
+        return Stats(desk_stats(self, now=now, unverified_days=unverified_days))
+
+    # -- facts, the digest and conflicts -----------------------------------------------------
+
+    def fact_add(self, text: str, *, kind: str, importance: int, key: str | None = None,
+                 session: str | None = None, actor: str | None = None, at: str | None = None,
+                 redact: bool = True) -> Appended:
+        """Validate a fact and append it to the archive (kind `fact`); not committed on its own.
+
+        RejectedError (exit 3) for an invalid fact, with nothing written.
+        """
+        from desk.digest.facts import add_fact
+
+        return Appended(add_fact(self, text, kind=kind, importance=importance, key=key,
+                                 session=session, actor=actor, at=at, redact=redact))
+
+    def digest(self, *, date: str | dt.date | None = None, as_of: Time | None = None,
+               summarizer: str | None = None) -> Digested:
+        """Write journal/D.md and distil old facts into memories: one commit, none when unchanged."""
+        from desk.digest.run import digest
+
+        return Digested(digest(self, date=date, as_of=as_of, summarizer=summarizer))
+
+    def conflicts(self, *, include_closed: bool = False) -> ConflictCases:
+        """The conflict review queue: open cases (all cases with `include_closed`). Read-only."""
+        from desk.digest.conflicts import CONFLICTS_FILE, open_cases, parse_queue
+
+        path = self.path(CONFLICTS_FILE)
+        cases = parse_queue(path.read_bytes() if path.is_file() else None)
+        return ConflictCases(cases if include_closed else open_cases(cases), include_closed)
+
+    # -- the archive -------------------------------------------------------------------------
+
+    def archive_append(self, kind: str, content: str | None = None, *,
+                       payload: dict[str, Any] | None = None, session: str | None = None,
+                       actor: str | None = None, at: Time | None = None,
+                       meta: Mapping[str, str] | None = None, redact: bool = True) -> Appended:
+        """Append one event (content and/or a JSON-object payload) to its UTC day's archive file.
+
+        Not committed: `checkpoint` (or `digest`) commits the archive's growth.
+        """
+        from desk.archive.store import append_event
+
+        if content is None and payload is None:
+            raise UsageError("give the event's TEXT (or `-` for stdin), or --payload JSON")
+        return Appended(append_event(self, kind, content, payload=payload, session=session,
+                                     actor=actor, at=at, meta=dict(meta or {}), redact=redact))
+
+    def archive_import(self, path: str | Path, *, redact: bool = True,
+                       progress: Progress | None = None) -> Imported:
+        """Append every event of a JSONL file under one lock; a bad line changes nothing."""
+        from desk.archive.importing import import_events
+
+        return Imported(import_events(self, Path(path), redact=redact, progress=progress))
+
+    def archive_list(self, *, since: Time | None = None, until: Time | None = None,
+                     kinds: Iterable[str] | None = None, session: str | None = None,
+                     limit: int | None = None) -> EventList:
+        """Archived events with since <= at < until, in time order; `limit` keeps the last N."""
+        from collections import deque
+
+        from desk.archive.store import iter_events
+        from desk.errors import Finding
+
+        problems: list[Finding] = []
+        events = iter_events(self, since=since, until=until, kinds=kinds or None, session=session,
+                             problems=problems)
+        shown = list(deque(events, maxlen=limit)) if limit else list(events)
+        return EventList([ArchivedEvent.of(e) for e in shown], problems)
+
+    def archive_show(self, event_id: str) -> ArchivedEvent:
+        """The archived event `event_id`, with its file and line."""
+        from desk.archive.store import find_event
+
+        return ArchivedEvent.of(find_event(self, event_id))
+
+    def archive_verify(self) -> ArchiveCheck:
+        """Check every record, the hash chains and committed history.
+
+        InvalidFileError (exit 3) naming each broken record; a torn tail is only a warning.
+        """
+        from desk.archive.verify import verify_archive
+        from desk.errors import InvalidFileError
+
+        report = verify_archive(self)
+        if not report.ok:
+            exc = InvalidFileError([f for f in report.findings if f.severity == "error"],
+                                   hint="the archive is append-only evidence: restore the file from git "
+                                        "(`git restore -- PATH`) or a backup")
+            exc.details = {"files": report.files, "lines": report.lines,
+                           "warnings": [f.to_json() for f in report.findings if f.severity != "error"]}
+            raise exc
+        return ArchiveCheck(report)
+
+    def checkpoint(self, *, actor: str = "assistant") -> Checkpointed:
+        """Commit the archive's growth in one commit (status `unchanged` when there is none)."""
+        from desk.archive.checkpoint import checkpoint
+
+        return Checkpointed(checkpoint(self, actor=actor))
+
+    def conversations_render(self, *, date: str | None = None, session: str | None = None,
+                             actor: str = "assistant") -> ConversationsRendered:
+        """Regenerate conversations/DAY/SESSION.md from the archive; one commit when changed."""
+        from desk.archive.conversations import render_conversations
+
+        return ConversationsRendered(render_conversations(self, date=date, session=session, actor=actor))
+
+    # -- working notes -----------------------------------------------------------------------
+
+    def now_show(self, *, section: str | None = None) -> NowView:
+        """NOW.md (or one section: doing, blocked, next, reminders)."""
+        from desk.notes.now import read_now
+
+        return NowView(read_now(self), section)
+
+    def now_set(self, text: str, *, section: str | None = None, actor: str = "assistant") -> NowChange:
+        """Replace one section of NOW.md (or the whole note) with `text`; one commit."""
+        from desk.notes.now import set_now
+
+        return NowChange(set_now(self, text, section=section, actor=actor))
+
+    def now_append(self, text: str, *, section: str = "doing", actor: str = "assistant") -> NowChange:
+        """Add `text` to a section of NOW.md (one line becomes a `- ` item); one commit."""
+        from desk.notes.now import append_now
+
+        return NowChange(append_now(self, text, section=section, actor=actor))
+
+    def mistake_add(self, *, what: str, context: str, cause: str, avoid: str,
+                    memory: str | None = None, actor: str = "assistant") -> MistakeAdded:
+        """Add an entry to MISTAKES.md in one commit; the same lesson again changes nothing."""
+        from desk.notes.mistakes import add_mistake
+
+        return MistakeAdded(add_mistake(self, what=what, context=context, cause=cause, avoid=avoid,
+                                        memory=memory, actor=actor))
+
+    def mistake_list(self) -> MistakeList:
+        """The entries of MISTAKES.md."""
+        from desk.notes.mistakes import list_mistakes
+
+        return MistakeList(list_mistakes(self))
+
+
 
 def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(path)` is the API's name
-    """The desk at `path`, else `$DESK_HOME`, else the desk enclosing the current folder."""
+    """The desk at `path`, else `$DESK_HOME`, else the desk enclosing the current folder.
+
+    NotADeskError (exit 1) when there is none.
+    """
     folder = find_desk(explicit=Path(path) if path is not None else None)
     return Desk(folder.root)
 
 
 def init(path: str | Path, *, allow_nonempty: bool = False, allow_nested: bool = False) -> Desk:
-    """Scaffold a desk at `path` (git init, templates, hooks, first commit) and open it."""
+    """Scaffold a desk at `path` (git init, templates, hooks, first commit) and open it.
+
+    On an existing desk nothing changes. `Desk.initialized` says what was done. A non-empty
+    folder, or one inside another repository's work tree, is refused unless allowed.
+    """
     from desk.scaffold import init_desk
 
     result = init_desk(Path(path), allow_nonempty=allow_nonempty, allow_nested=allow_nested)
-    return Desk(result.path)
+    desk = Desk(result.path)
+    desk.initialized = Initialized(result)
+    return desk
+

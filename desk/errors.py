@@ -1,7 +1,8 @@
 """The few error kinds desk raises, each with its exit code (DESIGN.md §5) and a hint.
 
 The library raises these; the CLI turns them into one message and an exit code in one place
-(`desk.cli._run`). Nothing else decides exit codes.
+(`desk.cli.main.DeskGroup.invoke`). Nothing else decides exit codes; the public API (`desk.api`)
+raises them unchanged, exit code included.
 """
 
 from __future__ import annotations

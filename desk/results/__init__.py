@@ -1,0 +1,26 @@
+"""The typed results of the public API (`desk.api.Desk`'s methods).
+
+Every result has `.to_json()`, exactly what the CLI prints under `--json`, and `.text()`, the
+CLI's human output, so the CLI only chooses between them (and exits with `.exit_code`). Where an
+operation already returns a typed dataclass, the result carries it as `.value`; otherwise the
+result's own fields are the data. The operation modules are imported for type checking only, so
+importing the results stays cheap.
+"""
+
+from __future__ import annotations
+
+from desk.results.base import Outcome, Wrapped
+from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, Initialized, MemoryChange,
+                                 MemoryList, Recalled, ShownMemory, Stats, Validation)
+from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases,
+                                  ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
+                                  MistakeList, NowChange, NowView)
+
+__all__ = [
+    "Outcome", "Wrapped",
+    "Initialized", "MemoryChange", "ShownMemory", "MemoryList", "AuditTrail",
+    "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
+    "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
+    "Digested", "ConflictCases", "NowView", "NowChange", "MistakeAdded", "MistakeList",
+    "ConversationsRendered",
+]

@@ -1,0 +1,203 @@
+"""Results of the desk, memory, guard and read verbs (init, remember ... validate, doctor, recall, context, stats)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from desk.results.base import Outcome, Wrapped, commit_suffix
+
+if TYPE_CHECKING:
+    from desk.errors import Finding
+    from desk.guard.doctor import DoctorReport
+    from desk.guard.hooks import HooksResult
+    from desk.guard.validate import Report
+    from desk.memory.edit import EditResult
+    from desk.memory.file import MemoryFile
+    from desk.memory.index import IndexEntry
+    from desk.memory.operations import MutationResult
+    from desk.recall.context import ContextResult
+    from desk.recall.search import RecallResult
+    from desk.recall.stats import DeskStats
+    from desk.scaffold import InitResult
+    from desk.storage.git import Commit
+
+
+# -- the desk and its memories -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Initialized(Wrapped["InitResult"]):
+    """`desk.init`: created, or already a desk; files kept; why hooks were not installed."""
+
+    def text(self) -> str:
+        r = self.value
+        if r.status == "exists":
+            return f"{r.path} is already a desk; nothing changed"
+        lines = [f"created a desk in {r.path} (commit {r.commit[:7] if r.commit else '-'})"]
+        if r.kept:
+            lines.append("kept existing files: " + ", ".join(r.kept))
+        if r.hooks:
+            lines.append(f"warning: the git hooks were not installed: {r.hooks}")
+        lines.append("next: fill in SOUL.md, then `desk remember NAME --type T --description D BODY`")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class MemoryChange(Wrapped["MutationResult | EditResult"]):
+    """remember, forget, reindex, edit: the status, the path and the commit (None: none made)."""
+
+    def text(self) -> str:
+        r = self.value
+        pending = getattr(r, "pending", [])
+        if r.status == "written":
+            return ("MEMORY.md regenerated; memory/ has uncommitted edits ("
+                    + ", ".join(pending) + "): review them and commit them with MEMORY.md")
+        return f"{r.status}: {r.path}{commit_suffix(r.commit)}"
+
+
+@dataclass(frozen=True)
+class ShownMemory(Outcome):
+    """One memory file as it is on disk."""
+
+    path: str
+    memory: MemoryFile
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, **self.memory.meta.to_json(), "body": self.memory.body}
+
+    def text(self) -> str:
+        return self.memory.render().decode().rstrip("\n")
+
+
+@dataclass(frozen=True)
+class MemoryList(Outcome):
+    """The memories on disk sorted by name, and the files left out because they do not parse."""
+
+    entries: list[IndexEntry]
+    invalid: list[Finding]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"memories": [{"name": e.name, "type": e.type, "description": e.description,
+                              "expires": e.expires, "path": f"memory/{e.name}.md"} for e in self.entries],
+                "invalid": [f.to_json() for f in self.invalid]}
+
+    def text(self) -> str:
+        if not self.entries:
+            return "no memories yet"
+        width = max(len(e.name) for e in self.entries)
+        return "\n".join(f"{e.name:<{width}}  {e.type:<10}  {e.description}" for e in self.entries)
+
+    def warnings(self) -> list[str]:
+        return [f"desk: warning: {f} (left out; fix it, then `desk reindex`)" for f in self.invalid]
+
+
+@dataclass(frozen=True)
+class AuditTrail(Outcome):
+    """Commits with their Desk-* trailers, newest first: one memory's history (`name`) or the log."""
+
+    commits: list[Commit]
+    name: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        commits = [c.to_json() for c in self.commits]
+        return {"commits": commits} if self.name is None else {"name": self.name, "commits": commits}
+
+    def text(self) -> str:
+        if not self.commits:
+            return "no commits"
+        lines = []
+        for c in self.commits:
+            extra = ", ".join(f"{k.removeprefix('Desk-').lower()}={'/'.join(v)}"
+                              for k, v in c.trailers.items() if k != "Desk-Op")
+            lines.append(f"{c.sha[:7]}  {c.date[:19]}  {c.subject}" + (f"  [{extra}]" if extra else ""))
+        return "\n".join(lines)
+
+
+# -- guarding the desk ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Validation(Outcome):
+    """The findings of `validate` (mode `staged` or `all`); exit 3 when any is an error."""
+
+    mode: str
+    report: Report
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.report.ok else 3
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, **self.report.to_json()}
+
+    def text(self) -> str:
+        report = self.report
+        lines = [str(f) + ("" if f.severity == "error" else " (warning)") for f in report.findings]
+        errors = len(report.errors)
+        lines.append(f"{'ok' if not errors else 'rejected'}: {report.checked} file(s) checked, "
+                     f"{errors} error(s), {len(report.findings) - errors} warning(s)")
+        if report.fixed:
+            from desk.guard.hooks import STALE_INDEX_MESSAGE
+
+            lines.append(STALE_INDEX_MESSAGE)
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class HooksChange(Wrapped["HooksResult"]):
+    """What `hooks_install` / `hooks_uninstall` did to each hook."""
+
+    def text(self) -> str:
+        return "\n".join(f"{h}: {a}" for h, a in self.value.actions.items())
+
+
+@dataclass(frozen=True)
+class Diagnosis(Wrapped["DoctorReport"]):
+    """doctor's problems, each found, repaired or needing a person; exit 3 when one remains."""
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.value.ok else 3
+
+    def text(self) -> str:
+        return self.value.text()
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recalled(Wrapped["RecallResult"]):
+    """recall's ranked hits with scope, provenance and score breakdown."""
+
+    def text(self) -> str:
+        from desk.recall.render import render_text
+
+        return render_text(self.value)
+
+    def xml(self) -> str:
+        """Seed 001's `<recalled_context>` block (empty when nothing was hit)."""
+        from desk.recall.render import render_xml
+
+        return render_xml(self.value)
+
+
+@dataclass(frozen=True)
+class Context(Wrapped["ContextResult"]):
+    """What the assistant loads at the start of a session; `.text()` is the Markdown to inject."""
+
+    def text(self) -> str:
+        from desk.recall.context import render_markdown
+
+        return render_markdown(self.value)
+
+
+@dataclass(frozen=True)
+class Stats(Wrapped["DeskStats"]):
+    """Counts, the resident index's token cost, stale memories, archive size."""
+
+    def text(self) -> str:
+        from desk.recall.stats import render_text
+
+        return render_text(self.value)

@@ -1,0 +1,223 @@
+"""Results of the working-desk verbs: the archive, facts, the digest, conflicts, NOW.md, MISTAKES.md."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from desk.results.base import Outcome, Wrapped, commit_suffix, preview
+
+if TYPE_CHECKING:
+    from desk.archive.checkpoint import CheckpointResult
+    from desk.archive.conversations import RenderResult
+    from desk.archive.importing import ImportResult
+    from desk.archive.store import ArchiveEvent
+    from desk.archive.verify import VerifyReport
+    from desk.digest.run import DigestResult
+    from desk.errors import Finding
+    from desk.notes.mistakes import Mistake, MistakeResult
+    from desk.notes.now import NowNote, NowResult
+
+
+# -- the archive, facts and the digest -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Appended(Outcome):
+    """One archived record as written (`archive_append`, `fact_add`); `.id` is its event id."""
+
+    record: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return str(self.record["id"])
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.record)
+
+    def text(self) -> str:
+        return self.id
+
+
+@dataclass(frozen=True)
+class ArchivedEvent(Outcome):
+    """One archived event and where it sits: desk-relative file and 1-based line."""
+
+    record: dict[str, Any]
+    path: str
+    line: int
+
+    @classmethod
+    def of(cls, event: ArchiveEvent) -> ArchivedEvent:
+        return cls(event.record, event.path, event.line)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.record, "path": self.path, "line": self.line}
+
+    def text(self) -> str:
+        return (f"{self.path}:{self.line}\n"
+                + json.dumps(self.record, ensure_ascii=False, indent=2, sort_keys=True))
+
+
+@dataclass(frozen=True)
+class EventList(Outcome):
+    """Archived events in time order, and torn fragments skipped on the way."""
+
+    events: list[ArchivedEvent]
+    problems: list[Finding]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"events": [e.to_json() for e in self.events],
+                "problems": [p.to_json() for p in self.problems]}
+
+    def text(self) -> str:
+        lines = []
+        for e in self.events:
+            r = e.record
+            shown = r.get("content") if r.get("content") is not None else r.get("payload")
+            lines.append(f"{r['id']}  {r['at'][:19]}Z  {r['kind']:<10} {r.get('session') or '-':<12} "
+                         f"{r.get('actor') or '-':<10} {preview(shown)}")
+        lines += [f"warning: {p}" for p in self.problems]
+        return "\n".join(lines) if lines else "no events"
+
+
+@dataclass(frozen=True)
+class Imported(Wrapped["ImportResult"]):
+    """How many events an import appended, and to which files."""
+
+    def text(self) -> str:
+        return f"imported {self.value.imported} events into {len(self.value.files)} file(s)"
+
+
+@dataclass(frozen=True)
+class ArchiveCheck(Wrapped["VerifyReport"]):
+    """An intact archive's verification (a broken one raises InvalidFileError instead)."""
+
+    def text(self) -> str:
+        r = self.value
+        return "\n".join([f"warning: {f}" for f in r.findings]
+                         + [f"ok: {r.files} file(s), {r.lines} line(s), chains intact"])
+
+
+@dataclass(frozen=True)
+class Checkpointed(Wrapped["CheckpointResult"]):
+    """The commit of the archive's growth (status `unchanged` when there was none)."""
+
+    def text(self) -> str:
+        r = self.value
+        lines = [f"torn tail left for the next checkpoint: {p}" for p in r.skipped]
+        if r.status == "unchanged":
+            lines.append("nothing to checkpoint")
+        else:
+            lines.append(f"committed {r.events} event(s) in {len(r.files)} file(s) (commit {str(r.commit)[:7]})")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Digested(Wrapped["DigestResult"]):
+    """What one digest run did: journal, promoted/merged/superseded memories, conflict cases."""
+
+    def text(self) -> str:
+        r = self.value
+        head = (f"digest {r.date}: nothing changed" if r.status == "unchanged"
+                else f"digest {r.date}: committed {str(r.commit)[:7]}")
+        lines = [head, f"  journal: {r.journal} ({r.events} events)"]
+        for label, names in (("promoted", r.promoted), ("merged", r.merged), ("superseded", r.superseded)):
+            if names:
+                lines.append(f"  {label}: {', '.join(names)}")
+        if r.conflicts:
+            lines.append(f"  conflict cases opened: {', '.join(r.conflicts)} (see `desk conflicts`)")
+        if r.stale or r.unconfirmed:
+            lines.append(f"  stale challengers: {r.stale}, awaiting confirmation: {r.unconfirmed}")
+        for skip in r.skipped:
+            lines.append(f"  skipped {skip['domain']}: {skip['reason']}")
+        if r.invalid_facts:
+            lines.append(f"  {r.invalid_facts} invalid fact events ignored")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ConflictCases(Outcome):
+    """The conflict review queue's cases (open ones only unless `include_closed`)."""
+
+    cases: list[dict[str, Any]]
+    include_closed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cases": self.cases}
+
+    def text(self) -> str:
+        if not self.cases:
+            return "no conflict cases" if self.include_closed else "no open conflict cases"
+        lines = []
+        for case in self.cases:
+            lines.append(f"{case['id']}  {case.get('key') or case['domain']}  revision {case['revision']}"
+                         f"  {case['status']}")
+            for cand in case.get("candidates", []):
+                lines.append(f"  {cand['id']}  {cand['role']:<10}  {cand['content']}  "
+                             f"({len(cand['evidence'])} evidence)")
+        return "\n".join(lines)
+
+
+# -- working notes --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NowView(Outcome):
+    """NOW.md, or one of its sections when `section` is given."""
+
+    note: NowNote
+    section: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.section is None:
+            return dict(self.note.to_json())
+        return {"section": self.section, "text": self.note.body(self.section)}
+
+    def text(self) -> str:
+        return self.note.body(self.section) if self.section else self.note.render().rstrip("\n")
+
+
+@dataclass(frozen=True)
+class NowChange(Wrapped["NowResult"]):
+    """A change of NOW.md: updated or unchanged, the section, the commit."""
+
+    def text(self) -> str:
+        data = self.value.to_json()
+        section = f" [{data['section']}]" if data.get("section") else ""
+        return f"{data['status']}: {data['path']}{section}{commit_suffix(data.get('commit'))}"
+
+
+@dataclass(frozen=True)
+class MistakeAdded(Wrapped["MistakeResult"]):
+    """A MISTAKES.md entry: created, or unchanged when the same lesson was already there."""
+
+    def text(self) -> str:
+        r = self.value
+        return f"{r.status}: {r.mistake.id} in MISTAKES.md{commit_suffix(r.commit)}"
+
+
+@dataclass(frozen=True)
+class MistakeList(Outcome):
+    """The entries of MISTAKES.md in file order."""
+
+    entries: list[Mistake]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mistakes": [e.to_json() for e in self.entries]}
+
+    def text(self) -> str:
+        if not self.entries:
+            return "no mistakes recorded"
+        return "\n".join(f"{e.id}  {e.date or '-'}  {e.what}\n    avoid: {e.avoid}"
+                         + (f"\n    memory: {e.memory}" if e.memory else "") for e in self.entries)
+
+
+@dataclass(frozen=True)
+class ConversationsRendered(Wrapped["RenderResult"]):
+    """How many conversation views were rendered and which files changed."""
+
+    def text(self) -> str:
+        r = self.value
+        return f"rendered {r.views} view(s), {len(r.files)} changed{commit_suffix(r.commit)}"
