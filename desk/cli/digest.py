@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from desk.cli.output import emit, json_option, read_text_arg, invocation
+from desk.cli.output import invocation, json_option, read_text_arg, render
 from desk.vocabulary import FACT_KINDS
-
 
 
 @click.group("fact")
@@ -37,12 +34,9 @@ def fact_add_command(text: str, kind: str, importance: int, key: str | None, ses
     TEXT is the fact itself; `-` reads it from stdin. Not committed on its own: `desk checkpoint`
     or `desk digest` commits archive growth. Exit 3 for an invalid fact, with nothing written.
     """
-    from desk.digest.facts import add_fact
-
     content = read_text_arg(text, None, "fact")
-    record = add_fact(invocation().desk(), content, kind=kind, importance=importance, key=key,
-                      session=session, actor=actor, at=at, redact=not no_redact)
-    emit(record, str(record["id"]))
+    render(invocation().desk().fact_add(content, kind=kind, importance=importance, key=key,
+                                        session=session, actor=actor, at=at, redact=not no_redact))
 
 
 @click.command("digest")
@@ -62,10 +56,7 @@ def digest_command(date: str | None, as_of: str | None, summarizer: str | None) 
     confirmations; ties go to .system/conflicts.json. Never writes NOW.md. No commit when nothing
     changed, so running it twice commits once.
     """
-    from desk.digest.run import digest
-
-    result = digest(invocation().desk(), date=date, as_of=as_of, summarizer=summarizer)
-    emit(result.to_json(), lambda: _digest_text(result.to_json()))
+    render(invocation().desk().digest(date=date, as_of=as_of, summarizer=summarizer))
 
 
 @click.command("conflicts")
@@ -73,46 +64,8 @@ def digest_command(date: str | None, as_of: str | None, summarizer: str | None) 
 @json_option
 def conflicts_command(show_all: bool) -> None:
     """List the conflict cases the digest opened (tied candidates waiting for a person)."""
-    from desk.digest.conflicts import CONFLICTS_FILE, open_cases, parse_queue
+    render(invocation().desk().conflicts(include_closed=show_all))
 
-    desk = invocation().desk()
-    path = desk.path(CONFLICTS_FILE)
-    cases = parse_queue(path.read_bytes() if path.is_file() else None)
-    shown = cases if show_all else open_cases(cases)
-
-    def human() -> str:
-        if not shown:
-            return "no open conflict cases" if not show_all else "no conflict cases"
-        lines = []
-        for case in shown:
-            lines.append(f"{case['id']}  {case.get('key') or case['domain']}  revision {case['revision']}"
-                         f"  {case['status']}")
-            for cand in case.get("candidates", []):
-                lines.append(f"  {cand['id']}  {cand['role']:<10}  {cand['content']}  "
-                             f"({len(cand['evidence'])} evidence)")
-        return "\n".join(lines)
-
-    emit({"cases": shown}, human)
-
-
-def _digest_text(data: dict[str, Any]) -> str:
-    if data["status"] == "unchanged":
-        head = f"digest {data['date']}: nothing changed"
-    else:
-        head = f"digest {data['date']}: committed {str(data['commit'])[:7]}"
-    lines = [head, f"  journal: {data['journal']} ({data['events']} events)"]
-    for label in ("promoted", "merged", "superseded"):
-        if data[label]:
-            lines.append(f"  {label}: {', '.join(data[label])}")
-    if data["conflicts"]:
-        lines.append(f"  conflict cases opened: {', '.join(data['conflicts'])} (see `desk conflicts`)")
-    if data["stale"] or data["unconfirmed"]:
-        lines.append(f"  stale challengers: {data['stale']}, awaiting confirmation: {data['unconfirmed']}")
-    for skip in data["skipped"]:
-        lines.append(f"  skipped {skip['domain']}: {skip['reason']}")
-    if data["invalid_facts"]:
-        lines.append(f"  {data['invalid_facts']} invalid fact events ignored")
-    return "\n".join(lines)
 
 
 COMMANDS = [fact_group, digest_command, conflicts_command]

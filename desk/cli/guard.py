@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from desk.cli.output import emit, json_option, invocation
+from desk.cli.output import invocation, json_option, render
 from desk.vocabulary import ACTORS
 
 
@@ -22,31 +22,7 @@ def validate_command(mode: str, fix: bool) -> None:
     Prints one line per finding, `path:line: rule-id: message`, with how to fix it. Exit 3 when
     any error is found; warnings alone exit 0. The rules are listed in docs/guard.md.
     """
-    from desk.guard.validate import INDEX_FILE, fix_index, validate_all, validate_staged
-
-    desk = invocation().desk()
-    if mode == "all":
-        report = validate_all(desk)
-    else:
-        report, regenerated = validate_staged(desk)
-        stale = any(f.rule == "index-stale" for f in report.findings)
-        if fix and stale and regenerated is not None and fix_index(desk, regenerated):
-            report.fixed.append(INDEX_FILE)
-
-    def human() -> str:
-        lines = [str(f) + ("" if f.severity == "error" else " (warning)") for f in report.findings]
-        errors = len(report.errors)
-        lines.append(f"{'ok' if not errors else 'rejected'}: {report.checked} file(s) checked, "
-                     f"{errors} error(s), {len(report.findings) - errors} warning(s)")
-        if report.fixed:
-            from desk.guard.hooks import STALE_INDEX_MESSAGE
-
-            lines.append(STALE_INDEX_MESSAGE)
-        return "\n".join(lines)
-
-    emit({"mode": mode, **report.to_json()}, human)
-    if not report.ok:
-        click.get_current_context().exit(3)
+    render(invocation().desk().validate(mode, fix=fix))
 
 
 @click.group("hooks")
@@ -61,20 +37,14 @@ def hooks_install_command() -> None:
 
     Refused when core.hooksPath is set: the message says how to wire the hooks by hand.
     """
-    from desk.guard.hooks import install
-
-    result = install(invocation().desk().root)
-    emit(result.to_json(), lambda: "\n".join(f"{h}: {a}" for h, a in result.actions.items()))
+    render(invocation().desk().hooks_install())
 
 
 @hooks_group.command("uninstall")
 @json_option
 def hooks_uninstall_command() -> None:
     """Remove desk's hooks and restore the hooks they had replaced."""
-    from desk.guard.hooks import uninstall
-
-    result = uninstall(invocation().desk().root)
-    emit(result.to_json(), lambda: "\n".join(f"{h}: {a}" for h, a in result.actions.items()))
+    render(invocation().desk().hooks_uninstall())
 
 
 @hooks_group.command("run", hidden=True, context_settings={"ignore_unknown_options": True})
@@ -98,15 +68,11 @@ def edit_command(name: str, actor: str) -> None:
     A new NAME starts from a template. When the saved file breaks a rule you can edit it again
     or abort (nothing changes). Commits with `Desk-Op: edit`.
     """
-    from desk.memory.edit import edit_memory
-
     def ask(findings: str) -> bool:
         click.echo(findings, err=True)
         return click.confirm("Edit again? (no aborts and changes nothing)", default=True, err=True)
 
-    result = edit_memory(invocation().desk(), name, actor=actor, ask=ask)
-    emit(result.to_json(), lambda: f"{result.status}: {result.path}"
-         + (f" (commit {result.commit[:7]})" if result.commit else ""))
+    render(invocation().desk().edit(name, actor=actor, ask=ask))
 
 
 @click.command("doctor")
@@ -121,12 +87,7 @@ def doctor_command(repair: bool, commits: int) -> None:
 
     Exit 3 when a problem remains (after --repair: one that needs a person).
     """
-    from desk.guard.doctor import diagnose
-
-    report = diagnose(invocation().desk(), repair=repair, commits=commits)
-    emit(report.to_json(), report.text)
-    if not report.ok:
-        click.get_current_context().exit(3)
+    render(invocation().desk().doctor(repair=repair, commits=commits))
 
 
 COMMANDS = [validate_command, hooks_group, edit_command, doctor_command]

@@ -1,7 +1,8 @@
 """The `desk` command line: click declarations only.
 
-Each command parses its options, makes one library call and renders the result. Library modules
-are imported inside the commands so `desk --help` pays for click alone. Errors are mapped to exit
+Each command parses its options, makes one call into the public API (`desk.api.Desk`) and
+renders the result with `desk.cli.output.render`. The API is imported only when a command runs, so
+`desk --help` pays for click alone. Errors are mapped to exit
 codes in one place, `DeskGroup.invoke` (DESIGN.md §5: 1 error, 2 usage, 3 rejected, 4 conflict).
 """
 

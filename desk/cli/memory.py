@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
-from desk.cli.output import emit, json_option, read_text_arg, invocation
-from desk.errors import RejectedError
+from desk.cli.output import invocation, json_option, read_text_arg, render
 from desk.vocabulary import ACTORS, MEMORY_SCOPES, MEMORY_SOURCES, MEMORY_TYPES
-
 
 
 @click.command("init")
@@ -26,22 +23,11 @@ def init_command(path: Path, allow_nonempty: bool, allow_nested: bool) -> None:
     Lays down AGENTS.md, SOUL.md, USER.md, NOW.md, MEMORY.md, MISTAKES.md, memory/, journal/,
     conversations/ and .system/. Running it again on a desk changes nothing.
     """
-    from desk.scaffold import init_desk
+    from desk import api
 
-    result = init_desk(path, allow_nonempty=allow_nonempty, allow_nested=allow_nested)
-
-    def human() -> str:
-        if result.status == "exists":
-            return f"{result.path} is already a desk; nothing changed"
-        lines = [f"created a desk in {result.path} (commit {result.commit[:7] if result.commit else '-'})"]
-        if result.kept:
-            lines.append("kept existing files: " + ", ".join(result.kept))
-        if result.hooks:
-            lines.append(f"warning: the git hooks were not installed: {result.hooks}")
-        lines.append("next: fill in SOUL.md, then `desk remember NAME --type T --description D BODY`")
-        return "\n".join(lines)
-
-    emit(result.to_json(), human)
+    result = api.init(path, allow_nonempty=allow_nonempty, allow_nested=allow_nested).initialized
+    assert result is not None  # init always says what it did
+    render(result)
 
 
 @click.command("remember")
@@ -71,19 +57,11 @@ def remember_command(name: str, body: str | None, type_: str, description: str,
     BODY is the fact itself; `-` reads it from stdin. Remembering an existing NAME updates it;
     identical content changes nothing. Exit 3 when the gate rejects it, with nothing changed.
     """
-    from desk.memory.operations import remember
-
     desk = invocation().desk()
-    try:
-        text = read_text_arg(body, body_file, "memory body")
-        result = remember(desk, name, type=type_, description=description, body=text,
-                          triggers=triggers, importance=importance, expires=expires, source=source,
-                          source_event=source_event, actor=actor, scope=scope)
-    except RejectedError as exc:
-        exc.details = {"name": name, "path": f"memory/{name}.md", "commit": None,
-                       "reason": getattr(exc, "reason", None) or "invalid"}
-        raise
-    emit(result.to_json(), lambda: _mutation_text(result.to_json()))
+    text = read_text_arg(body, body_file, "memory body")
+    render(desk.remember(name, text, type=type_, description=description, triggers=triggers,
+                         importance=importance, expires=expires, source=source,
+                         source_event=source_event, actor=actor, scope=scope))
 
 
 @click.command("forget")
@@ -94,10 +72,7 @@ def remember_command(name: str, body: str | None, type_: str, description: str,
 @json_option
 def forget_command(name: str, reason: str | None, actor: str) -> None:
     """Delete the memory NAME and its index line (one commit; history keeps it)."""
-    from desk.memory.operations import forget
-
-    result = forget(invocation().desk(), name, reason=reason, actor=actor)
-    emit(result.to_json(), lambda: _mutation_text(result.to_json()))
+    render(invocation().desk().forget(name, reason=reason, actor=actor))
 
 
 @click.command("show")
@@ -105,11 +80,7 @@ def forget_command(name: str, reason: str | None, actor: str) -> None:
 @json_option
 def show_command(name: str) -> None:
     """Print the memory NAME."""
-    from desk.memory.operations import show
-
-    path, memory = show(invocation().desk(), name)
-    data = {"path": path, **memory.meta.to_json(), "body": memory.body}
-    emit(data, lambda: memory.render().decode().rstrip("\n"))
+    render(invocation().desk().show(name))
 
 
 @click.command("list")
@@ -117,22 +88,7 @@ def show_command(name: str) -> None:
 @json_option
 def list_command(type_: str | None) -> None:
     """List the memories: name, type and description."""
-    from desk.memory.operations import list_memories
-
-    entries, invalid = list_memories(invocation().desk(), type_)
-    data = {"memories": [{"name": e.name, "type": e.type, "description": e.description,
-                          "expires": e.expires, "path": f"memory/{e.name}.md"} for e in entries],
-            "invalid": [f.to_json() for f in invalid]}
-    for finding in invalid:
-        click.echo(f"desk: warning: {finding} (left out; fix it, then `desk reindex`)", err=True)
-
-    def human() -> str:
-        if not entries:
-            return "no memories yet"
-        width = max(len(e.name) for e in entries)
-        return "\n".join(f"{e.name:<{width}}  {e.type:<10}  {e.description}" for e in entries)
-
-    emit(data, human)
+    render(invocation().desk().list(type=type_))
 
 
 @click.command("history")
@@ -140,10 +96,7 @@ def list_command(type_: str | None) -> None:
 @json_option
 def history_command(name: str) -> None:
     """Every revision of the memory NAME, from git, newest first (forgotten ones too)."""
-    from desk.memory.operations import history
-
-    commits = history(invocation().desk(), name)
-    emit({"name": name, "commits": [c.to_json() for c in commits]}, lambda: _log_text(commits))
+    render(invocation().desk().history(name))
 
 
 @click.command("log")
@@ -151,10 +104,7 @@ def history_command(name: str) -> None:
 @json_option
 def log_command(limit: int | None) -> None:
     """The desk's audit trail: commits with their Desk-* trailers, newest first."""
-    from desk.memory.operations import log
-
-    commits = log(invocation().desk(), limit)
-    emit({"commits": [c.to_json() for c in commits]}, lambda: _log_text(commits))
+    render(invocation().desk().log(limit))
 
 
 @click.command("reindex")
@@ -163,33 +113,8 @@ def log_command(limit: int | None) -> None:
 @json_option
 def reindex_command(actor: str) -> None:
     """Regenerate MEMORY.md from memory/ (after hand edits); commit it when it changed."""
-    from desk.memory.operations import reindex
+    render(invocation().desk().reindex(actor=actor))
 
-    result = reindex(invocation().desk(), actor=actor)
-
-    def human() -> str:
-        if result.status == "written":
-            return ("MEMORY.md regenerated; memory/ has uncommitted edits ("
-                    + ", ".join(result.pending) + "): review them and commit them with MEMORY.md")
-        return _mutation_text(result.to_json())
-
-    emit(result.to_json(), human)
-
-
-def _mutation_text(data: dict[str, Any]) -> str:
-    commit = f" (commit {str(data['commit'])[:7]})" if data.get("commit") else ""
-    return f"{data['status']}: {data['path']}{commit}"
-
-
-def _log_text(commits: list[Any]) -> str:
-    if not commits:
-        return "no commits"
-    lines = []
-    for c in commits:
-        extra = ", ".join(f"{k.removeprefix('Desk-').lower()}={'/'.join(v)}"
-                          for k, v in c.trailers.items() if k != "Desk-Op")
-        lines.append(f"{c.sha[:7]}  {c.date[:19]}  {c.subject}" + (f"  [{extra}]" if extra else ""))
-    return "\n".join(lines)
 
 
 COMMANDS = [init_command, remember_command, forget_command, show_command, list_command,

@@ -14,7 +14,7 @@ import click
 from desk.errors import DeskError
 
 if TYPE_CHECKING:
-    from desk.layout import DeskFolder
+    from desk.api import Desk, Outcome
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,10 +26,11 @@ class Invocation:
     desk_path: Path | None = None
     json: bool = False
 
-    def desk(self) -> DeskFolder:
-        from desk.layout import find_desk
+    def desk(self) -> Desk:
+        """The desk the command works on, through the public API (imported here: `--help` stays light)."""
+        from desk import api
 
-        return find_desk(explicit=self.desk_path)
+        return api.open(self.desk_path)
 
 
 def invocation() -> Invocation:
@@ -47,21 +48,32 @@ def json_option(func: F) -> F:
                         callback=_set_json, help="Print one JSON object instead of text.")(func)
 
 
-def emit(data: dict[str, Any], human: str | Callable[[], str]) -> None:
-    """Print `data` as JSON under `--json`, else the human text."""
+def render(result: Outcome) -> None:
+    """Print an API result: its warnings on stderr, then `.to_json()` under `--json`, else `.text()`.
+
+    Exits with the result's exit code when it is not 0 (a check that found errors).
+    """
+    for line in result.warnings():
+        click.echo(line, err=True)
     if invocation().json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        print_json(result.to_json())
     else:
-        text = human() if callable(human) else human
+        text = result.text()
         if text:
             click.echo(text)
+    if result.exit_code:
+        click.get_current_context().exit(result.exit_code)
+
+
+def print_json(data: dict[str, Any]) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
 def report_error(ctx: click.Context, exc: DeskError) -> None:
     """One error message (or JSON object) and its hint; never a traceback."""
     obj = ctx.find_object(Invocation)
     if obj is not None and obj.json:
-        click.echo(json.dumps(exc.to_json(), ensure_ascii=False, indent=2, default=str))
+        print_json(exc.to_json())
         return
     label = {"rejected": "rejected", "conflict": "conflict"}.get(exc.status, "error")
     lines = exc.message.splitlines() or [""]

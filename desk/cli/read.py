@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from desk.cli.output import emit, json_option, invocation
+from desk.cli.output import invocation, json_option, print_json, render
 from desk.vocabulary import CONTEXT_FORMATS, RANKERS, RECALL_KINDS
 
 PROGRESS_MIN_BYTES = 1 << 20  # show a progress bar only when there is real ingest work
@@ -61,21 +60,19 @@ def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker:
     breakdown. Exit 2 for an empty or punctuation-only query or a limit outside 1..10.
     """
     from desk.errors import UsageError
-    from desk.recall.search import recall
-    from desk.recall.render import render_text, render_xml
 
     if as_xml and invocation().json:
         raise UsageError("give --json or --xml, not both")
     progress = _Progress()
     try:
-        result = recall(invocation().desk(), query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
-                        progress=progress)
+        result = invocation().desk().recall(query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
+                                            progress=progress)
     finally:
         progress.close()
     if as_xml:
-        click.echo(render_xml(result), nl=False)
+        click.echo(result.xml(), nl=False)
         return
-    emit(result.to_json(), lambda: render_text(result))
+    render(result)
 
 
 def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
@@ -109,17 +106,13 @@ def context_command(query: str | None, budget: int | None, section_budget: tuple
     Read order: project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, MEMORY.md,
     then trigger-hit memories. Every section has a budget; what is trimmed is named.
     """
-    from desk.recall.context import build_context, render_markdown
-    from desk.recall.search import parse_as_of
-
-    moment = parse_as_of(as_of) if as_of else None
-    result = build_context(invocation().desk(), query=query, budget=budget,
-                           section_budgets=_section_budgets(section_budget),
-                           project_agents=project_agents, as_of=moment)
+    result = invocation().desk().context(query=query, budget=budget,
+                                         section_budgets=_section_budgets(section_budget),
+                                         project_agents=project_agents, as_of=as_of or None)
     if fmt == "json" or invocation().json:
-        click.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        print_json(result.to_json())
     else:
-        click.echo(render_markdown(result), nl=False)
+        click.echo(result.text(), nl=False)
 
 
 @click.command("stats")
@@ -128,10 +121,7 @@ def context_command(query: str | None, budget: int | None, section_budget: tuple
 @json_option
 def stats_command(unverified_days: int) -> None:
     """Memories by type, the resident index's token cost against the bodies', stale memories, archive size."""
-    from desk.recall.stats import desk_stats, render_text
-
-    stats = desk_stats(invocation().desk(), unverified_days=unverified_days)
-    emit(stats.to_json(), lambda: render_text(stats))
+    render(invocation().desk().stats(unverified_days=unverified_days))
 
 
 COMMANDS = [recall_command, context_command, stats_command]

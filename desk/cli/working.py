@@ -9,9 +9,8 @@ from typing import Any
 
 import click
 
-from desk.cli.output import emit, json_option, read_text_arg, invocation
+from desk.cli.output import invocation, json_option, read_text_arg, render
 from desk.vocabulary import ACTORS, NOW_SECTIONS
-
 
 
 def _meta(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -24,11 +23,6 @@ def _meta(pairs: tuple[str, ...]) -> dict[str, str]:
             raise UsageError(f"--meta {pair!r}: expected KEY=VALUE")
         meta[key] = value
     return meta
-
-
-def _preview(text: object, width: int = 60) -> str:
-    one = " ".join(str(text or "").split())
-    return one if len(one) <= width else one[:width - 1] + "…"
 
 
 # -- archive --------------------------------------------------------------------------------
@@ -59,7 +53,6 @@ def archive_append_command(text: str | None, kind: str, session: str | None, act
                            at: str | None, meta: tuple[str, ...], payload: str | None,
                            no_redact: bool) -> None:
     """Append one event; TEXT is its content (`-` reads stdin). Prints the new event id."""
-    from desk.archive.store import append_event
     from desk.errors import UsageError
 
     content = read_text_arg(text, None, "event text") if text is not None else None
@@ -69,11 +62,8 @@ def archive_append_command(text: str | None, kind: str, session: str | None, act
             data = json.loads(payload)
         except ValueError as exc:
             raise UsageError(f"--payload: not valid JSON ({exc})") from None
-    if content is None and data is None:
-        raise UsageError("give the event's TEXT (or `-` for stdin), or --payload JSON")
-    record = append_event(invocation().desk(), kind, content, payload=data, session=session, actor=actor,
-                          at=at, meta=_meta(meta), redact=not no_redact)
-    emit(record, record["id"])
+    render(invocation().desk().archive_append(kind, content, payload=data, session=session, actor=actor,
+                                              at=at, meta=_meta(meta), redact=not no_redact))
 
 
 @archive_group.command("import")
@@ -89,8 +79,6 @@ def archive_import_command(file: Path, no_redact: bool, progress: bool | None) -
     `payload`, `session`, `actor` and `meta` are optional. An `id` from another archive is kept
     as meta `desk.source_id`. The whole file is checked first: a bad line changes nothing.
     """
-    from desk.archive.importing import import_events
-
     show = sys.stderr.isatty() and not invocation().json if progress is None else progress
     bar: Any = None
 
@@ -102,16 +90,13 @@ def archive_import_command(file: Path, no_redact: bool, progress: bool | None) -
         bar.update(done - bar.pos)
 
     try:
-        result = import_events(invocation().desk(), file, redact=not no_redact,
-                               progress=tick if show else None)
+        result = invocation().desk().archive_import(file, redact=not no_redact,
+                                                    progress=tick if show else None)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
-    emit(result.to_json(), f"imported {result.imported} events into {len(result.files)} file(s)")
+    render(result)
 
-
-def _event_json(event: Any) -> dict[str, Any]:
-    return {**event.record, "path": event.path, "line": event.line}
 
 
 @archive_group.command("list")
@@ -124,27 +109,8 @@ def _event_json(event: Any) -> dict[str, Any]:
 def archive_list_command(since: str | None, until: str | None, kinds: tuple[str, ...],
                          session: str | None, limit: int | None) -> None:
     """List archived events in time order: id, time, kind, session, actor and a preview."""
-    from collections import deque
-
-    from desk.archive.store import iter_events
-    from desk.errors import Finding
-
-    problems: list[Finding] = []
-    events = iter_events(invocation().desk(), since=since, until=until, kinds=kinds or None,
-                         session=session, problems=problems)
-    shown = list(deque(events, maxlen=limit)) if limit else list(events)
-    data = {"events": [_event_json(e) for e in shown],
-            "problems": [p.to_json() for p in problems]}
-
-    def human() -> str:
-        lines = [f"{e.record['id']}  {e.record['at'][:19]}Z  {e.record['kind']:<10} "
-                 f"{e.record.get('session') or '-':<12} {e.record.get('actor') or '-':<10} "
-                 f"{_preview(e.record.get('content') if e.record.get('content') is not None else e.record.get('payload'))}"
-                 for e in shown]
-        lines += [f"warning: {p}" for p in problems]
-        return "\n".join(lines) if lines else "no events"
-
-    emit(data, human)
+    render(invocation().desk().archive_list(since=since, until=until, kinds=kinds or None,
+                                            session=session, limit=limit))
 
 
 @archive_group.command("show")
@@ -152,12 +118,7 @@ def archive_list_command(since: str | None, until: str | None, kinds: tuple[str,
 @json_option
 def archive_show_command(event_id: str) -> None:
     """Print the archived event ID (its file and line too)."""
-    from desk.archive.store import find_event
-
-    event = find_event(invocation().desk(), event_id)
-    data = _event_json(event)
-    emit(data, lambda: f"{event.path}:{event.line}\n"
-         + json.dumps(event.record, ensure_ascii=False, indent=2, sort_keys=True))
+    render(invocation().desk().archive_show(event_id))
 
 
 @archive_group.command("verify")
@@ -167,20 +128,7 @@ def archive_verify_command() -> None:
 
     Exit 3 when a record was altered, removed or damaged; a torn tail from a crash is a warning.
     """
-    from desk.archive.verify import verify_archive
-    from desk.errors import InvalidFileError
-
-    report = verify_archive(invocation().desk())
-    if not report.ok:
-        exc = InvalidFileError([f for f in report.findings if f.severity == "error"],
-                               hint="the archive is append-only evidence: restore the file from git "
-                                    "(`git restore -- PATH`) or a backup")
-        exc.details = {"files": report.files, "lines": report.lines,
-                       "warnings": [f.to_json() for f in report.findings if f.severity != "error"]}
-        raise exc
-    emit(report.to_json(), lambda: "\n".join(
-        [f"warning: {f}" for f in report.findings]
-        + [f"ok: {report.files} file(s), {report.lines} line(s), chains intact"]))
+    render(invocation().desk().archive_verify())
 
 
 # -- checkpoint -----------------------------------------------------------------------------
@@ -192,20 +140,7 @@ def archive_verify_command() -> None:
 @json_option
 def checkpoint_command(actor: str) -> None:
     """Commit the archive's growth in one commit (trailers carry each file's head hash)."""
-    from desk.archive.checkpoint import checkpoint
-
-    result = checkpoint(invocation().desk(), actor=actor)
-
-    def human() -> str:
-        lines = [f"torn tail left for the next checkpoint: {p}" for p in result.skipped]
-        if result.status == "unchanged":
-            lines.append("nothing to checkpoint")
-        else:
-            lines.append(f"committed {result.events} event(s) in {len(result.files)} file(s) "
-                         f"(commit {str(result.commit)[:7]})")
-        return "\n".join(lines)
-
-    emit(result.to_json(), human)
+    render(invocation().desk().checkpoint(actor=actor))
 
 
 # -- NOW.md ---------------------------------------------------------------------------------
@@ -221,12 +156,7 @@ def now_group() -> None:
 @json_option
 def now_show_command(section: str | None) -> None:
     """Print NOW.md (or one section)."""
-    from desk.notes.now import read_now
-
-    note = read_now(invocation().desk())
-    data = note.to_json()
-    emit(data if section is None else {"section": section, "text": note.body(section)},
-         (note.body(section) if section else note.render().rstrip("\n")))
+    render(invocation().desk().now_show(section=section))
 
 
 _actor_option = click.option("--actor", type=click.Choice(ACTORS), default="assistant", show_default=True,
@@ -241,11 +171,8 @@ _actor_option = click.option("--actor", type=click.Choice(ACTORS), default="assi
 @json_option
 def now_set_command(text: str, section: str | None, actor: str) -> None:
     """Replace a section of NOW.md, or the whole note, with TEXT (`-` reads stdin). One commit."""
-    from desk.notes.now import set_now
-
     body = read_text_arg(text, None, "text")
-    result = set_now(invocation().desk(), body, section=section, actor=actor)
-    emit(result.to_json(), _status_line(result.to_json()))
+    render(invocation().desk().now_set(body, section=section, actor=actor))
 
 
 @now_group.command("append")
@@ -256,17 +183,9 @@ def now_set_command(text: str, section: str | None, actor: str) -> None:
 @json_option
 def now_append_command(text: str, section: str, actor: str) -> None:
     """Add TEXT to a section of NOW.md (one line becomes a `- ` item; `-` reads stdin). One commit."""
-    from desk.notes.now import append_now
-
     body = read_text_arg(text, None, "text")
-    result = append_now(invocation().desk(), body, section=section, actor=actor)
-    emit(result.to_json(), _status_line(result.to_json()))
+    render(invocation().desk().now_append(body, section=section, actor=actor))
 
-
-def _status_line(data: dict[str, Any]) -> str:
-    commit = f" (commit {str(data['commit'])[:7]})" if data.get("commit") else ""
-    section = f" [{data['section']}]" if data.get("section") else ""
-    return f"{data['status']}: {data['path']}{section}{commit}"
 
 
 # -- MISTAKES.md ----------------------------------------------------------------------------
@@ -288,30 +207,15 @@ def mistake_group() -> None:
 def mistake_add_command(what: str, context: str, cause: str, avoid: str, memory: str | None,
                         actor: str) -> None:
     """Add an entry (id and UTC date) to MISTAKES.md in one commit; the same lesson again changes nothing."""
-    from desk.notes.mistakes import add_mistake
-
-    result = add_mistake(invocation().desk(), what=what, context=context, cause=cause, avoid=avoid,
-                         memory=memory, actor=actor)
-    data = result.to_json()
-    commit = f" (commit {str(result.commit)[:7]})" if result.commit else ""
-    emit(data, f"{result.status}: {result.mistake.id} in MISTAKES.md{commit}")
+    render(invocation().desk().mistake_add(what=what, context=context, cause=cause, avoid=avoid,
+                                           memory=memory, actor=actor))
 
 
 @mistake_group.command("list")
 @json_option
 def mistake_list_command() -> None:
     """List the entries of MISTAKES.md: id, date, what and how to avoid it."""
-    from desk.notes.mistakes import list_mistakes
-
-    entries = list_mistakes(invocation().desk())
-
-    def human() -> str:
-        if not entries:
-            return "no mistakes recorded"
-        return "\n".join(f"{e.id}  {e.date or '-'}  {e.what}\n    avoid: {e.avoid}"
-                         + (f"\n    memory: {e.memory}" if e.memory else "") for e in entries)
-
-    emit({"mistakes": [e.to_json() for e in entries]}, human)
+    render(invocation().desk().mistake_list())
 
 
 # -- conversations --------------------------------------------------------------------------
@@ -329,11 +233,7 @@ def conversations_group() -> None:
 @json_option
 def conversations_render_command(date: str | None, session: str | None, actor: str) -> None:
     """Regenerate conversations/DAY/SESSION.md from inbound/outbound events; one commit when changed."""
-    from desk.archive.conversations import render_conversations
-
-    result = render_conversations(invocation().desk(), date=date, session=session, actor=actor)
-    emit(result.to_json(), (f"rendered {result.views} view(s), {len(result.files)} changed"
-                            + (f" (commit {str(result.commit)[:7]})" if result.commit else "")))
+    render(invocation().desk().conversations_render(date=date, session=session, actor=actor))
 
 
 COMMANDS = [archive_group, checkpoint_command, now_group, mistake_group, conversations_group]
