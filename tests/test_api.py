@@ -5,6 +5,7 @@ Everything runs against real desks made by `desk init` in temporary folders, wit
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import inspect
 import json
@@ -99,7 +100,7 @@ def desk_root(tmp_path: Path, identity: None) -> Path:
     return root
 
 
-def invocations(root: Path, tmp_path: Path, event_id: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
+def invocations(tmp_path: Path, event_id: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
     """Each command with valid arguments, in an order that works on one desk."""
     events = tmp_path / "events.jsonl"
     events.write_text(json.dumps({"kind": "inbound", "at": "2026-01-03T09:00:00Z", "session": "s2",
@@ -164,7 +165,7 @@ def test_every_cli_command_makes_exactly_one_api_call(desk_root: Path, tmp_path:
     runner = CliRunner()
     seen: set[tuple[str, ...]] = set()
     wrong: dict[str, object] = {}
-    for path, args in invocations(desk_root, tmp_path, event.id):
+    for path, args in invocations(tmp_path, event.id):
         result = runner.invoke(cli, ["--desk", str(desk_root), *args], catch_exceptions=False)
         assert result.exit_code == 0, (args, result.output)
         calls, opened = api_calls.take()
@@ -177,7 +178,7 @@ def test_every_cli_command_makes_exactly_one_api_call(desk_root: Path, tmp_path:
 
 def test_the_command_table_names_every_command(tmp_path: Path) -> None:
     """A new command cannot be left out of the one-call test: this fails until it is listed."""
-    listed = {path for path, _args in invocations(tmp_path, tmp_path, "id")}
+    listed = {path for path, _args in invocations(tmp_path, "id")}
     assert NOT_API.keys() <= command_paths()
     assert listed | set(NOT_API) == command_paths()
 
@@ -194,7 +195,9 @@ def as_printed(data: dict[str, Any]) -> Any:
 
 def test_to_json_is_the_cli_json(desk_root: Path) -> None:
     d = desk.open(desk_root)
-    d.remember("alpha", "The alpha fact body.", type="fact", description="About alpha", triggers=["alpha"])
+    written = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)  # after AS_OF: recall at AS_OF cannot see it
+    d.remember("alpha", "The alpha fact body.", type="fact", description="About alpha", triggers=["alpha"],
+               now=written)
     event = d.archive_append("inbound", "we talked about alpha", session="s1", at="2026-01-02T10:00:00Z")
     d.mistake_add(what="w", context="c", cause="k", avoid="a")
     remembered = cli_json(desk_root, "remember", "alpha", "The alpha fact body.", "--type", "fact",
@@ -218,8 +221,9 @@ def test_to_json_is_the_cli_json(desk_root: Path) -> None:
     ]
     for result, args in pairs:
         assert as_printed(result.to_json()) == cli_json(desk_root, *args), args
-    # The memory was written today, after AS_OF, so only the archived conversation is found.
     assert [hit.id for hit in d.recall("alpha", as_of=AS_OF).value.hits] == [f"event:{event.id}"]
+    later = [hit.id for hit in d.recall("alpha", as_of="2026-07-01T00:00:00Z").value.hits]
+    assert later == ["memory:alpha", f"event:{event.id}"]
 
 
 def test_text_is_the_cli_human_output(desk_root: Path) -> None:
