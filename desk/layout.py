@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from desk.errors import NotADeskError
@@ -23,6 +23,7 @@ NOW_FILE = "NOW.md"
 INDEX_FILE = "MEMORY.md"  # the generated index of memory/; "index" means this file only
 MISTAKES_FILE = "MISTAKES.md"
 MEMORY_DIR = "memory"
+MEMORY_PREFIX = MEMORY_DIR + "/"
 JOURNAL_DIR = "journal"
 CONVERSATIONS_DIR = "conversations"
 CONFIG_PATH = ".system/desk.json"
@@ -31,6 +32,18 @@ CACHE_DIR = ".system/cache"
 ARCHIVE_DIR = ".system/archive"  # append-only raw events, one file per UTC day per clone
 ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
 LOCK_FILE = "desk.lock"
+
+
+def memory_name(path: str) -> str | None:
+    """The memory name in a desk path `memory/<name>.md`, or None for any other path.
+
+    Here, beside MEMORY_DIR, so the pre-commit hook can tell memory files apart without
+    importing the memory modules (and YAML) when none is staged.
+    """
+    folder, _, file = path.rpartition("/")
+    if folder != MEMORY_DIR or not file.endswith(".md"):
+        return None
+    return file[:-3]
 
 
 def is_desk(path: Path) -> bool:
@@ -76,8 +89,6 @@ class DeskFolder:
     @cached_property
     def desk_id(self) -> str:
         """The desk's id, read without validating the whole config."""
-        import json
-
         try:
             return str(json.loads(self.path(CONFIG_PATH).read_bytes())["desk_id"])
         except (OSError, ValueError, KeyError, TypeError):

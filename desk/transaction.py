@@ -158,10 +158,10 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
         return Settlement(marker.name, "unreadable pending-mutation marker" + (" removed" if repair else ""),
                           "repaired" if repair else "found")
     head = desk.git.head()
-    committed = {p: _committed_blob(desk, head, p) for p in paths}
+    committed = desk.git.committed_blobs(paths, head) if head else {}
     current = {p: _worktree_blob(desk, p) for p in paths}
     named = ", ".join(paths)
-    if all(committed[p] == v["new"] for p, v in paths.items()):
+    if all(committed.get(p) == v["new"] for p, v in paths.items()):
         if repair:
             marker.unlink()
         return Settlement(named, "the mutation was committed; only its marker was left",
@@ -229,13 +229,6 @@ def _undo(desk: DeskFolder, head: str | None, paths: Mapping[str, Mapping[str, s
         else:
             atomic_write(desk.path(path), old)
     desk.git.unstage(list(paths))
-
-
-def _committed_blob(desk: DeskFolder, head: str | None, path: str) -> str | None:
-    if head is None:
-        return None
-    tree = desk.git.run("ls-tree", "-z", head, "--", path, read_only=True)
-    return tree.split()[2].decode() if tree else None
 
 
 def _worktree_blob(desk: DeskFolder, path: str) -> str | None:

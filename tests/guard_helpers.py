@@ -1,4 +1,4 @@
-"""Helpers for GUARD's tests: real `git commit` through the installed hooks, files written by hand."""
+"""Helpers for the tests of desk.guard: real `git commit` through the installed hooks, files written by hand."""
 
 from __future__ import annotations
 

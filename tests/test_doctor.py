@@ -44,6 +44,15 @@ def test_no_verify_commits_are_caught(desk: DeskFolder, run: DeskRunner) -> None
     assert head(desk.root)[:7] in message
 
 
+def test_no_verify_commit_with_a_folded_trailer_is_caught(desk: DeskFolder, run: DeskRunner) -> None:
+    """History is read with git's trailer rules: `Key :` and folded values count."""
+    write(desk.root, "SOUL.md", "# rewritten by the assistant\n")
+    sh(desk.root, "add", "SOUL.md")
+    assert commit(desk.root, "sneaky\n\nDesk-Actor :\n  assistant", "--no-verify").returncode == 0
+    code, data = doctor(run)
+    assert code == 3 and checks(data)["bypassed-soul-unauthorized"] == "needs-person"
+
+
 def test_stale_index_repaired(desk: DeskFolder, run: DeskRunner) -> None:
     write(desk.root, "memory/kappa.md", memory_text("kappa"))
     sh(desk.root, "add", "memory/kappa.md")

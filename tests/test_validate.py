@@ -116,6 +116,22 @@ def test_soul_needs_authorization_when_the_assistant_changes_it(desk: DeskFolder
     assert add_commit(desk.root, "my soul edit", "SOUL.md").returncode == 0  # people may
 
 
+def test_message_rules_read_trailers_as_git_does(desk: DeskFolder) -> None:
+    """A space before the colon and a folded value are trailers to git, so to the commit-msg hook too."""
+    write(desk.root, "SOUL.md", (desk.root / "SOUL.md").read_text() + "\nI am terse.\n")
+    sh(desk.root, "add", "SOUL.md")
+    proc = commit(desk.root, "soul\n\nDesk-Actor : assistant")
+    assert proc.returncode != 0 and "SOUL.md:1: soul-unauthorized:" in proc.stderr
+    proc = commit(desk.root, "soul\n\nDesk-Actor:\n  assistant\nDesk-Authorized-By:\n  Ada\n  Lovelace")
+    assert proc.returncode == 0, proc.stderr
+    assert desk.git.log(["SOUL.md"], limit=1)[0].trailers == {"Desk-Actor": ["assistant"],
+                                                              "Desk-Authorized-By": ["Ada Lovelace"]}
+    write(desk.root, "NOW.md", "# NOW\n\ndoing: folding\n")
+    sh(desk.root, "add", "NOW.md")
+    proc = commit(desk.root, "digest: 2026-11-29\n\nDesk-Op :\n  digest")
+    assert proc.returncode != 0 and "NOW.md:1: digest-now:" in proc.stderr
+
+
 def test_digest_never_changes_now(desk: DeskFolder) -> None:
     write(desk.root, "NOW.md", "# NOW\n\ndoing: something else\n")
     write(desk.root, "journal/2026-11-29.md", "# 2026-11-29\n\nA day.\n")

@@ -21,8 +21,7 @@ from typing import Any
 from desk.errors import DeskError, RejectedError, UsageError
 from desk.digest.facts import FACT_EVENT, fact_from_record, parse_time
 from desk.storage.git import Commit
-from desk.layout import JOURNAL_DIR
-from desk.memory.index import name_of
+from desk.layout import JOURNAL_DIR, memory_name
 
 MAX_ITEMS = 50  # per section; a 10,000-event day must still read as a page, not a dump
 MAX_LINE = 200
@@ -75,7 +74,7 @@ def render_journal(day: dt.date, events: Sequence[Mapping[str, Any]], commits: S
     commits = [c for c in commits if not {"init", "digest"} & set(c.trailers.get("Desk-Op", []))]
     lines += _commit_section("Mistakes added", [c for c in commits if "MISTAKES.md" in c.paths])
     lines += _commit_section("Memory changes",
-                             [c for c in commits if any(name_of(p) for p in c.paths)])
+                             [c for c in commits if any(memory_name(p) for p in c.paths)])
     return ("\n".join(lines).rstrip("\n") + "\n").encode()
 
 

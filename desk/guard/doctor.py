@@ -18,14 +18,19 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from desk.archive.store import archive_lock_path
 from desk.errors import ConflictError, Finding
-from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, DeskFolder
+from desk.guard.hooks import install, installed
+from desk.guard.rules import SECRET_DIRS, SECRET_FILES, check_archive, check_message, secret_findings
+from desk.guard.validate import validate_all
+from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
+from desk.memory.operations import reindex_locked
 from desk.storage.atomic import TEMP_PREFIX
-from desk.transaction import pending_markers, settle
+from desk.storage.lock import desk_lock
+from desk.transaction import Transaction, pending_markers, settle
 
 STALE_AFTER = 300.0  # seconds before a temp file or index.lock counts as abandoned
 LOCK_WAIT = 5.0
@@ -84,8 +89,6 @@ def _found(report: DoctorReport, check: str, path: str, message: str, safe: bool
 
 def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> DoctorReport:
     """Run every check; with `repair`, fix what is safe under the desk lock."""
-    from desk.storage.lock import desk_lock
-
     report = DoctorReport(repair=repair)
     try:
         with desk_lock(desk.lock_path, timeout=LOCK_WAIT):
@@ -177,8 +180,6 @@ def _check_temp_files(desk: DeskFolder, report: DoctorReport, repair: bool) -> N
 
 
 def _check_torn_archive(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
-    from desk.archive.store import archive_lock_path
-    from desk.storage.lock import desk_lock
     folder = desk.path(ARCHIVE_DIR)
     if not folder.is_dir():
         return
@@ -211,8 +212,6 @@ def _check_torn_archive(desk: DeskFolder, report: DoctorReport, repair: bool) ->
 
 
 def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
-    from desk.guard.validate import MEMORY_PREFIX, validate_all
-
     findings = [f for f in validate_all(desk).errors if f.rule != "archive-torn"]
     stale = [f for f in findings if f.rule == "index-stale"]
     for finding in findings:
@@ -231,9 +230,6 @@ def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
 
 def _reindex(desk: DeskFolder) -> str:
     """`desk reindex` under the lock doctor already holds."""
-    from desk.memory.operations import reindex_locked
-    from desk.transaction import Transaction
-
     result = reindex_locked(Transaction(desk), "user")
     if result.status == "written":
         return "written; commit it with your memory/ edits (" + ", ".join(result.pending) + ")"
@@ -255,52 +251,36 @@ def bypassed_commits(desk: DeskFolder, limit: int) -> list[tuple[str, str, Findi
     One `git log --raw` names every changed blob by id and one `git cat-file --batch` reads the
     ones the rules need (archive files before and after, files the secret scanner covers).
     """
-    from desk.guard.validate import (SECRET_DIRS, SECRET_FILES, _check_archive,
-                               check_message, secret_findings)
-
-    if limit <= 0 or desk.git.head() is None:
+    if limit <= 0:
         return []
-    out = desk.git.run("log", f"-n{limit}", "--format=%x1e%H%x1f%B%x1f", "--raw", "--no-abbrev",
-                       "-z", "--no-renames", "--no-merges", read_only=True
-                       ).decode("utf-8", "surrogateescape")
-    null = "0" * 40
-    commits = []
+    commits = desk.git.log(limit=limit, merges=False)
     wanted: list[str] = []
-    for chunk in out.split("\x1e")[1:]:
-        sha, body, rest = chunk.split("\x1f", 2)
-        tokens = rest.lstrip("\0\n").split("\0")
-        changes: dict[str, tuple[str | None, str | None]] = {}  # path -> (old blob, new blob)
-        for meta, path in zip(tokens[0::2], tokens[1::2]):
-            if not meta.startswith(":"):
-                continue
-            _, _, old, new, status = meta[1:].split()
-            changes[path] = (None if old == null else old, None if status == "D" else new)
-            if path.startswith(ARCHIVE_PREFIX):
-                wanted += [b for b in changes[path] if b]
-            elif changes[path][1] and (path in SECRET_FILES or path.startswith(SECRET_DIRS)):
-                wanted.append(new)
-        commits.append((sha, body, changes))
+    for commit in commits:
+        for change in commit.changes:
+            if change.path.startswith(ARCHIVE_PREFIX):
+                wanted += [b for b in (change.old_blob, change.new_blob) if b]
+            elif change.new_blob and (change.path in SECRET_FILES
+                                      or change.path.startswith(SECRET_DIRS)):
+                wanted.append(change.new_blob)
     blobs = desk.git.read_blobs(wanted)
     allow = frozenset(desk.config.secrets.allow)
     found = []
-    for sha, body, changes in commits:
-        subject = body.splitlines()[0] if body.strip() else ""
-        findings = check_message(body, set(changes))
-        for path, (old_blob, new_blob) in sorted(changes.items()):
+    for commit in commits:
+        findings = check_message(commit.message, set(commit.paths))
+        for change in sorted(commit.changes, key=lambda c: c.path):
+            path, new_blob = change.path, change.new_blob
             if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
-                findings += [f for f in _check_archive(path, blobs.get(old_blob or ""),
-                                                       blobs.get(new_blob or "") if new_blob else None,
-                                                       desk.config.desk_id)
+                findings += [f for f in check_archive(path, blobs.get(change.old_blob or ""),
+                                                      blobs.get(new_blob) if new_blob else None,
+                                                      desk.config.desk_id)
                              if f.severity == "error"]
             elif new_blob is not None and new_blob in blobs:
                 findings += secret_findings(path, blobs[new_blob].decode("utf-8", "replace"), allow)
-        found += [(sha, subject, f) for f in findings]
+        found += [(commit.sha, commit.subject, f) for f in findings]
     return found
 
 
 def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
-    from desk.guard.hooks import install, installed
-
     state = installed(desk.root)
     if not state:
         report.add("hooks", "core.hooksPath", "core.hooksPath is set: make sure your hooks run "

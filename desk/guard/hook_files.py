@@ -22,7 +22,6 @@ MARKER = "# desk-managed-hook"
 LEGACY = ".legacy"
 
 
-
 def is_ours(path: Path) -> bool:
     try:
         with path.open("rb") as file:
@@ -49,7 +48,7 @@ def only_desk_hooks(git: Git, git_dir: Path) -> bool:
 
 def hooks_folder(git: Git) -> Path:
     """The repository's hooks folder; refused (with the manual way) when core.hooksPath is set."""
-    configured = git.run("config", "--get", "core.hooksPath", check=False, read_only=True).decode().strip()
+    configured = git.config_values().get("core.hookspath", "").strip()
     if configured:
         lines = "\n".join(f"    {shlex.quote(sys.executable)} -m {HOOK_ENTRY} {hook} \"$@\" || exit $?"
                           f"    # in {hook}" for hook in HOOK_TYPES)
@@ -59,5 +58,4 @@ def hooks_folder(git: Git) -> Path:
             hint="unset it (`git config --unset core.hooksPath`) and run `desk hooks install` again, "
                  f"or add the checks to the hooks in {configured} yourself, one line per hook:\n"
                  f"{lines}")
-    path = Path(git.text("rev-parse", "--git-path", "hooks").strip())
-    return path if path.is_absolute() else git.root / path
+    return git.git_path("hooks")

@@ -23,8 +23,11 @@ from pathlib import Path
 
 from desk.errors import DeskError, Finding
 from desk.guard.hook_files import HOOK_TYPES, LEGACY, hooks_folder, is_ours
+from desk.guard.rules import check_message
+from desk.guard.validate import fix_index, validate_staged
 from desk.layout import DeskFolder, is_desk
-from desk.storage.git import Git
+from desk.storage.atomic import atomic_write
+from desk.storage.git import Git, staged_git
 
 STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated; `git add MEMORY.md` and commit again "
                        "(if you commit named paths, name MEMORY.md too)")
@@ -49,8 +52,6 @@ def hook_script(hook: str, python: str | None = None) -> str:
 
 def install(root: Path, python: str | None = None) -> HooksResult:
     """Install desk's pre-commit and commit-msg hooks in the repository at `root`."""
-    from desk.storage.atomic import atomic_write
-
     folder = hooks_folder(Git(root))
     folder.mkdir(parents=True, exist_ok=True)
     result = HooksResult(folder)
@@ -116,9 +117,6 @@ class HookRun:
 
 def run_pre_commit(root: Path) -> HookRun:
     """Validate the staged change; fix a stale MEMORY.md in the work tree."""
-    from desk.guard.validate import fix_index, validate_staged
-    from desk.storage.git import staged_git
-
     if not is_desk(root):
         return HookRun()
     desk = DeskFolder(root)
@@ -137,9 +135,6 @@ def run_pre_commit(root: Path) -> HookRun:
 
 def run_commit_msg(root: Path, message_file: str) -> HookRun:
     """The message rules (SOUL.md by the assistant, digest and NOW.md) against the staged paths."""
-    from desk.guard.validate import check_message
-    from desk.storage.git import staged_git
-
     message = Path(message_file).read_text("utf-8", "replace")
     findings = check_message(message, staged_git(root).staged_paths())
     if findings:

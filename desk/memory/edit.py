@@ -136,13 +136,14 @@ def _writes(desk: DeskFolder, path: str, name: str, data: bytes) -> dict[str, by
 
 def _check(desk: DeskFolder, path: str, name: str, data: bytes, message: str) -> list[Finding]:
     """Every finding for the saved text: the memory rules, then the whole commit's rules."""
-    from desk.guard.validate import Change, check_file, validate_writes
+    from desk.guard.rules import check_file
+    from desk.guard.validate import validate_writes
 
     try:
         writes = _writes(desk, path, name, data)
     except InvalidFileError:
         import datetime as dt
 
-        return check_file(Change(path, data), desk_id=desk.config.desk_id,
+        return check_file(path, data, desk_id=desk.config.desk_id,
                           allow=desk.config.secrets.allow, now=dt.datetime.now(dt.timezone.utc))
     return validate_writes(desk, writes, message).findings

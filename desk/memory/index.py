@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from desk.storage.sqlite_cache import open_cache
-from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder
+from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.errors import Finding, InvalidFileError
 from desk.storage.frontmatter import format_time
 from desk.storage.git import blob_sha
@@ -76,14 +76,6 @@ def render_sorted(lines: list[str]) -> bytes:
 
 def memory_path(name: str) -> str:
     return f"{MEMORY_DIR}/{name}.md"
-
-
-def name_of(path: str) -> str | None:
-    """The memory name of `memory/<name>.md`, or None for anything else."""
-    folder, _, file = path.rpartition("/")
-    if folder != MEMORY_DIR or not file.endswith(".md"):
-        return None
-    return file[:-3]
 
 
 class EntryCache:
@@ -146,7 +138,7 @@ def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | N
     A file that does not parse raises InvalidFileError, unless `invalid` is given: then its
     findings are added there and the file is left out.
     """
-    by_blob = {blob: path for path, blob in files.items() if name_of(path) is not None}
+    by_blob = {blob: path for path, blob in files.items() if memory_name(path) is not None}
     cache = EntryCache(desk.cache_dir)
     try:
         cached = cache.get(by_blob)
@@ -157,7 +149,7 @@ def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | N
             for blob in missing:
                 path = by_blob[blob]
                 try:
-                    fresh[blob] = IndexEntry.of(parse_memory(blobs[blob], path, name_of(path)))
+                    fresh[blob] = IndexEntry.of(parse_memory(blobs[blob], path, memory_name(path)))
                 except InvalidFileError as exc:
                     if invalid is None:
                         raise

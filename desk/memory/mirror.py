@@ -16,10 +16,11 @@ import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder
 from desk.errors import GitError, InvalidFileError
-from desk.memory.index import EntryCache, IndexEntry, memory_path, name_of, render_sorted
+from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.memory.file import parse_memory
+from desk.memory.index import EntryCache, IndexEntry, memory_path, render_sorted
+from desk.storage.git import RawChange
 
 _ROWS = "head_v1"
 _META = "head_meta_v1"
@@ -95,20 +96,18 @@ class HeadMirror:
             if diff is None:
                 self.db.execute(f"DELETE FROM {_ROWS}")
                 files = self.desk.git.ls_tree(head, MEMORY_DIR) if head else {}
-                out = self.desk.git.run("rev-parse", "-q", "--verify", f"{head}:{INDEX_FILE}", check=False,
-                                        read_only=True) if head else b""
-                self.index_blob = out.decode().strip() or None
-                self._put_files({p: b for p, b in files.items()})
+                self.index_blob = self.desk.git.object_id(f"{head}:{INDEX_FILE}") if head else None
+                self._put_files(files)
             else:
                 upserts: dict[str, str] = {}
-                for status, path, blob in diff:
-                    if path == INDEX_FILE:
-                        self.index_blob = None if status == "D" else blob
-                    elif (name := name_of(path)) is not None:
-                        if status == "D":
+                for change in diff:
+                    if change.path == INDEX_FILE:
+                        self.index_blob = change.new_blob
+                    elif (name := memory_name(change.path)) is not None:
+                        if change.new_blob is None:
                             self.db.execute(f"DELETE FROM {_ROWS} WHERE name = ?", (name,))
                         else:
-                            upserts[path] = blob
+                            upserts[change.path] = change.new_blob
                 self._put_files(upserts)
             self._set_meta(head, self.index_blob)
 
@@ -128,7 +127,7 @@ class HeadMirror:
 
     def _put_files(self, files: Mapping[str, str]) -> None:
         """Insert rows for `{path: blob}`, parsing only blobs the blob cache has not seen."""
-        by_blob = {blob: path for path, blob in files.items() if name_of(path) is not None}
+        by_blob = {blob: path for path, blob in files.items() if memory_name(path) is not None}
         cached = self.cache.get(by_blob)
         missing = [b for b in by_blob if b not in cached]
         fresh: dict[str, IndexEntry] = {}
@@ -136,30 +135,23 @@ class HeadMirror:
             for blob, data in self.desk.git.read_blobs(missing).items():
                 path = by_blob[blob]
                 try:
-                    fresh[blob] = IndexEntry.of(parse_memory(data, path, name_of(path)))
+                    fresh[blob] = IndexEntry.of(parse_memory(data, path, memory_name(path)))
                 except InvalidFileError:
-                    name = name_of(path)
+                    name = memory_name(path)
                     self.db.execute(f"INSERT OR REPLACE INTO {_ROWS} VALUES (?, ?, NULL, NULL)", (name, blob))
             self.cache.put(fresh)
         rows = []
         for blob, entry in {**cached, **fresh}.items():
-            name = name_of(by_blob[blob])
+            name = memory_name(by_blob[blob])
             rows.append((name, blob, entry.body_key, entry.line()))
         self.db.executemany(f"INSERT OR REPLACE INTO {_ROWS} VALUES (?, ?, ?, ?)", rows)
 
-    def _diff(self, old: str, new: str) -> list[tuple[str, str, str]] | None:
-        """`(status, path, new blob)` for memory/ and MEMORY.md between two commits, or None."""
+    def _diff(self, old: str, new: str) -> list[RawChange] | None:
+        """What changed in memory/ and MEMORY.md between two commits, or None when `old` is gone."""
         try:
-            out = self.desk.git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", old, new, "--",
-                                    MEMORY_DIR + "/", INDEX_FILE, read_only=True)
+            return self.desk.git.diff_tree(old, new, [MEMORY_DIR + "/", INDEX_FILE])
         except GitError:
             return None  # the recorded commit is gone (gc, a re-clone): rebuild
-        fields = out.split(b"\0")
-        changes = []
-        for i in range(0, len(fields) - 1, 2):
-            meta, path = fields[i].split(), fields[i + 1].decode("utf-8", "surrogateescape")
-            changes.append((meta[4].decode()[:1], path, meta[3].decode()))
-        return changes
 
     def _meta(self, key: str) -> str | None:
         row = self.db.execute(f"SELECT value FROM {_META} WHERE key = ?", (key,)).fetchone()

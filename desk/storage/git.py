@@ -6,12 +6,16 @@ fsyncs or signs (DESIGN.md §7), and `import git` alone costs ~0.2 s, which woul
 hook's and the CLI start-up budgets. Every call goes through `Git.run`, which strips the variables git
 exports inside hooks (`GIT_DIR`, `GIT_INDEX_FILE`, ...) unless the caller means the repository
 being committed.
+
+Every git output is parsed here and nowhere else (`-z` lists, `--raw` diffs, `ls-tree`, commit
+messages and their trailers); callers get typed data: `RawChange`, `Commit`, `{path: blob}` maps.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import string
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
@@ -73,6 +77,18 @@ def staged_git(root: Path) -> Git:
 
 
 @dataclass(frozen=True)
+class RawChange:
+    """One path of a `--raw` diff (read with `--no-renames`): the blob it had and the blob it has."""
+
+    path: str
+    status: str  # A added, D deleted, M modified, T type changed, U unmerged
+    old_mode: str
+    new_mode: str
+    old_blob: str | None  # None: the path did not exist before
+    new_blob: str | None  # None: deleted (or unmerged)
+
+
+@dataclass(frozen=True)
 class Commit:
     """One commit as the audit trail shows it."""
 
@@ -81,8 +97,10 @@ class Commit:
     email: str
     date: str
     subject: str
-    trailers: dict[str, list[str]] = field(default_factory=dict)
+    trailers: dict[str, list[str]] = field(default_factory=dict)  # keys as written, see parse_trailers
     paths: list[str] = field(default_factory=list)
+    message: str = ""  # the whole message (`%B`)
+    changes: list[RawChange] = field(default_factory=list)  # what it changed, `paths` in full
 
     def to_json(self) -> dict[str, object]:
         return {"commit": self.sha, "author": self.author, "email": self.email, "date": self.date,
@@ -90,7 +108,11 @@ class Commit:
 
 
 class Git:
-    """git commands run in one work tree. `hook_env=True` keeps git's hook variables (the staged index)."""
+    """git commands run in one work tree. `hook_env=True` keeps git's hook variables (the staged index).
+
+    The methods return parsed, typed data; `_run` (the only place a git process starts, with
+    `blob_at` and the two toplevel helpers) stays inside this module.
+    """
 
     def __init__(self, root: Path, *, hook_env: bool = False) -> None:
         self.root = root
@@ -98,8 +120,8 @@ class Git:
         self._identity: list[str] | None = None
         self._config: dict[str, str] | None = None
 
-    def run(self, *args: str, input: bytes | None = None, check: bool = True,
-            read_only: bool = False) -> bytes:
+    def _run(self, *args: str, input: bytes | None = None, check: bool = True,
+             read_only: bool = False) -> bytes:
         """Run `git ARGS` in the work tree and return stdout; raise GitError with git's message."""
         env = self._env
         if read_only:
@@ -127,38 +149,71 @@ class Git:
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
 
-    def text(self, *args: str, read_only: bool = True) -> str:
-        return self.run(*args, read_only=read_only).decode("utf-8", "surrogateescape")
+    def _text(self, *args: str) -> str:
+        return self._run(*args, read_only=True).decode("utf-8", "surrogateescape")
 
     # -- repository state -------------------------------------------------------------------
 
     def init(self) -> None:
-        self.run("init", "-q", "-b", "main")
+        self._run("init", "-q", "-b", "main")
+
+    def object_id(self, name: str) -> str | None:
+        """The object `name` (`HEAD^{commit}`, `REV:path`) resolves to, or None when there is none."""
+        out = self._run("rev-parse", "-q", "--verify", name, check=False, read_only=True)
+        return out.decode().strip() or None
 
     def head(self) -> str | None:
         """The commit HEAD points to, or None in a repository without commits."""
-        out = self.run("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False, read_only=True)
-        return out.decode().strip() or None
+        return self.object_id("HEAD^{commit}")
 
     def git_dir(self) -> Path:
-        path = Path(self.text("rev-parse", "--git-dir").strip())
+        return self._absolute(self._text("rev-parse", "--git-dir"))
+
+    def git_path(self, name: str) -> Path:
+        """Where git keeps `name` (`hooks`: the hooks folder), absolute."""
+        return self._absolute(self._text("rev-parse", "--git-path", name))
+
+    def _absolute(self, printed: str) -> Path:
+        path = Path(printed.strip())
         return path if path.is_absolute() else self.root / path
 
     def ls_tree(self, rev: str, folder: str) -> dict[str, str]:
         """`{path: blob sha}` for the files directly in `folder` at `rev` (empty when none)."""
-        out = self.run("ls-tree", "-z", "--full-tree", rev, "--", folder.rstrip("/") + "/",
-                       read_only=True)
-        return _parse_ls(out)
+        out = self._run("ls-tree", "-z", "--full-tree", rev, "--", folder.rstrip("/") + "/",
+                        read_only=True)
+        return _parse_ls_tree(out)
+
+    def committed_blobs(self, paths: Iterable[str], rev: str = "HEAD") -> dict[str, str]:
+        """`{path: blob sha}` for those of `paths` that are files at `rev` (empty when `rev` is not
+        a commit, e.g. HEAD before the first commit)."""
+        wanted = list(paths)
+        if not wanted:
+            return {}
+        out = self._run("ls-tree", "-z", "--full-tree", rev, "--", *wanted, check=False,
+                        read_only=True)
+        return _parse_ls_tree(out)
 
     def ls_staged(self, folder: str) -> dict[str, str]:
         """`{path: blob sha}` for the files directly in `folder` in the index (hooks: the staged content)."""
-        out = self.run("ls-files", "-s", "-z", "--", folder.rstrip("/") + "/", read_only=True)
+        out = self._run("ls-files", "-s", "-z", "--", folder.rstrip("/") + "/", read_only=True)
         entries: dict[str, str] = {}
         for record in out.split(b"\0"):
             if record:
                 meta, path = record.split(b"\t", 1)
-                entries[path.decode("utf-8", "surrogateescape")] = meta.split()[1].decode()
+                entries[_path(path)] = meta.split()[1].decode()
         return entries
+
+    def indexed_like(self, paths: Iterable[str]) -> set[str]:
+        """The paths in the index equal to one of `paths` ignoring case (one `git ls-files`)."""
+        specs = [f":(icase,literal){p}" for p in paths]
+        if not specs:
+            return set()
+        return _path_list(self._run("ls-files", "-z", "--", *specs, read_only=True))
+
+    def work_tree_files(self) -> set[str]:
+        """Every file git tracks or would track (not ignored) in the work tree."""
+        return _path_list(self._run("ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                                    read_only=True))
 
     def blob_at(self, rev: str, path: str) -> bytes | None:
         """The content of `path` at `rev` (`""` for the index), or None when it is not there."""
@@ -172,8 +227,8 @@ class Git:
         wanted = list(dict.fromkeys(shas))
         if not wanted:
             return {}
-        out = self.run("cat-file", "--batch", input=("\n".join(wanted) + "\n").encode(),
-                       read_only=True)
+        out = self._run("cat-file", "--batch", input=("\n".join(wanted) + "\n").encode(),
+                        read_only=True)
         blobs: dict[str, bytes] = {}
         pos = 0
         for sha in wanted:
@@ -189,23 +244,34 @@ class Git:
 
     def staged_paths(self) -> set[str]:
         """The paths the index changes against HEAD."""
-        out = self.run("diff", "--cached", "--name-only", "-z", read_only=True)
-        return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+        return _path_list(self._run("diff", "--cached", "--name-only", "-z", read_only=True))
+
+    def staged_changes(self) -> list[RawChange]:
+        """What the index changes against HEAD, blob by blob (the commit being made, in a hook)."""
+        out = self._run("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev",
+                        read_only=True)
+        return _raw_changes(out)
+
+    def diff_tree(self, old: str, new: str, paths: Iterable[str] = ()) -> list[RawChange]:
+        """What changed under `paths` from commit `old` to commit `new`; GitError when one is gone."""
+        out = self._run("diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", "--raw", old, new,
+                        "--", *paths, read_only=True)
+        return _raw_changes(out)
 
     def dirty(self, paths: Iterable[str]) -> list[str]:
         """Those of `paths` with staged, unstaged or untracked changes against HEAD."""
         paths = list(paths)
         if not paths:
             return []  # git status without a pathspec would check the whole work tree
-        out = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
-                       *paths, read_only=True)
+        out = self._run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
+                        *paths, read_only=True)
         found = []
         records = out.split(b"\0")
         i = 0
         while i < len(records):
             record = records[i]
             if record:
-                found.append(record[3:].decode("utf-8", "surrogateescape"))
+                found.append(_path(record[3:]))
                 if record[:1] in (b"R", b"C"):
                     i += 1  # a rename carries its source path as the next record
             i += 1
@@ -214,10 +280,13 @@ class Git:
     # -- writing ------------------------------------------------------------------------------
 
     def config_values(self) -> dict[str, str]:
-        """The few config values desk needs (identity, core.hooksPath), read once per Git."""
+        """The few config values desk needs (identity, core.hooksPath), read once per Git.
+
+        Keys as git prints them: lower-cased (`core.hookspath`).
+        """
         if self._config is None:
-            out = self.run("config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath)$",
-                           check=False, read_only=True).decode("utf-8", "replace")
+            out = self._run("config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath)$",
+                            check=False, read_only=True).decode("utf-8", "replace")
             self._config = dict(line.partition(" ")[::2] for line in out.splitlines())
         return self._config
 
@@ -236,11 +305,11 @@ class Git:
         return self._identity
 
     def add(self, paths: Iterable[str]) -> None:
-        self.run("add", "--", *paths)
+        self._run("add", "--", *paths)
 
     def unstage(self, paths: Iterable[str]) -> None:
         """Drop `paths` from the index again (after a failed commit of new files)."""
-        self.run("reset", "-q", "--", *paths, check=False)
+        self._run("reset", "-q", "--", *paths, check=False)
 
     def commit(self, message: str, paths: list[str], *, verify: bool = True) -> str:
         """Commit exactly `paths` (git's `--only` semantics) and return the new commit's sha.
@@ -248,8 +317,8 @@ class Git:
         A person's other staged or unstaged work is left as it was. New files must be added first.
         `verify=False` skips the pre-commit and commit-msg hooks (the caller ran their checks).
         """
-        self.run(*self.identity_args(), "commit", "-q", "-F", "-", *([] if verify else ["--no-verify"]),
-                 "--", *paths, input=message.encode())
+        self._run(*self.identity_args(), "commit", "-q", "-F", "-",
+                  *([] if verify else ["--no-verify"]), "--", *paths, input=message.encode())
         head = self.head()
         assert head is not None
         return head
@@ -257,32 +326,27 @@ class Git:
     # -- reading history ------------------------------------------------------------------
 
     def log(self, paths: Iterable[str] = (), *, limit: int | None = None, since: str | None = None,
-            until: str | None = None) -> list[Commit]:
-        """Commits touching `paths` (all when empty), newest first, trailers parsed, paths listed.
-
-        `since`/`until` bound the commit dates (git's --since/--until, both inclusive).
+            until: str | None = None, merges: bool = True) -> list[Commit]:
+        """Commits touching `paths` (all when empty), newest first, with their message, trailers
+        and changes. `since`/`until` bound the commit dates (git's --since/--until, both
+        inclusive); `merges=False` leaves merge commits out (and out of `limit`).
         """
         if self.head() is None:
             return []
-        fmt = "%x1e%H%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%(trailers:unfold,only)%x1f"
-        args = ["log", f"--format={fmt}", "--name-only", "-z", "--no-renames"]
+        args = []
         if limit:
             args.append(f"-n{limit}")
         if since:
             args.append(f"--since={since}")
         if until:
             args.append(f"--until={until}")
-        out = self.text(*args, "--", *paths)
+        if not merges:
+            args.append("--no-merges")
         commits = []
-        for chunk in out.split("\x1e")[1:]:
-            sha, author, email, date, subject, trailer_text, names = chunk.split("\x1f", 6)
-            trailers: dict[str, list[str]] = {}
-            for line in trailer_text.splitlines():
-                key, sep, value = line.partition(":")
-                if sep:
-                    trailers.setdefault(key.strip(), []).append(value.strip())
-            files = [n.strip("\n") for n in names.split("\0") if n.strip("\n")]
-            commits.append(Commit(sha, author, email, date, subject, trailers, files))
+        for (sha, author, email, date, subject, message), changes in self._log(
+                ["%H", "%an", "%ae", "%aI", "%s", "%B"], args, paths):
+            commits.append(Commit(sha, author, email, date, subject, parse_trailers(message),
+                                  [c.path for c in changes], message, changes))
         return commits
 
     def deleted(self, paths: Iterable[str]) -> dict[str, str]:
@@ -290,16 +354,31 @@ class Git:
         wanted = list(paths)
         if not wanted or self.head() is None:
             return {}
-        out = self.text("log", "--diff-filter=D", "--no-renames", "--format=%x1e%cI", "--name-only",
-                        "-z", "--", *wanted)
         found: dict[str, str] = {}
-        for chunk in out.split("\x1e")[1:]:
-            date, _, names = chunk.partition("\0")
-            for name in names.split("\0"):
-                name = name.strip("\n")
-                if name:
-                    found.setdefault(name, date.strip())  # newest first: the first one is the last
+        for (date,), changes in self._log(["%cI"], ["--diff-filter=D"], wanted):
+            for change in changes:
+                found.setdefault(change.path, date)  # newest first: the first one is the last
         return found
+
+    def _log(self, fields: list[str], args: list[str], paths: Iterable[str]
+             ) -> list[tuple[list[str], list[RawChange]]]:
+        """`git log` with one `%x1f`-separated record of `fields` per commit and its `--raw` diff.
+
+        The last field may hold anything but NUL (a message cannot hold one), since each record
+        ends with `%x1f` and `-z`'s NUL.
+        """
+        fmt = "%x1e" + "%x1f".join(fields) + "%x1f"
+        out = self._run("log", f"--format={fmt}", "--raw", "-z", "--no-abbrev", "--no-renames",
+                        *args, "--", *paths, read_only=True)
+        records = []
+        for chunk in out.split(b"\x1e")[1:]:
+            head, sep, raw = chunk.partition(b"\x1f\0")
+            if not sep:
+                head = chunk.removesuffix(b"\x1f")
+            values = [v.decode("utf-8", "surrogateescape")
+                      for v in head.split(b"\x1f", len(fields) - 1)]
+            records.append((values, _raw_changes(raw)))
+        return records
 
     def with_env(self, **changes: str | None) -> Git:
         """A Git for the same work tree whose environment has `changes` applied (None removes)."""
@@ -315,12 +394,185 @@ class Git:
         return other
 
 
-def _parse_ls(out: bytes) -> dict[str, str]:
+# -- parsing git's output ---------------------------------------------------------------------
+
+
+def _path(raw: bytes) -> str:
+    """A path as git prints it with -z: bytes, kept losslessly (surrogateescape)."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _path_list(out: bytes) -> set[str]:
+    """A `-z` list of paths."""
+    return {_path(p) for p in out.split(b"\0") if p}
+
+
+def _parse_ls_tree(out: bytes) -> dict[str, str]:
+    """`{path: blob sha}` from `git ls-tree -z` (trees and submodules left out)."""
     entries: dict[str, str] = {}
     for record in out.split(b"\0"):
         if record:
             meta, path = record.split(b"\t", 1)
             mode, kind, sha = meta.split()
             if kind == b"blob":
-                entries[path.decode("utf-8", "surrogateescape")] = sha.decode()
+                entries[_path(path)] = sha.decode()
     return entries
+
+
+def _raw_changes(out: bytes) -> list[RawChange]:
+    """The one `--raw -z` reader (diff, diff-tree, log), always with `--no-renames`.
+
+    Each change is `:old_mode new_mode old_sha new_sha status` NUL path NUL; `git log` puts a
+    newline before a commit's first one. An all-zero sha means no blob on that side.
+    """
+    changes = []
+    meta: bytes | None = None
+    for token in out.split(b"\0"):
+        if meta is None:
+            token = token.lstrip(b"\n")
+            if token.startswith(b":"):
+                meta = token
+            continue
+        old_mode, new_mode, old, new, status = meta[1:].decode().split()
+        changes.append(RawChange(_path(token), status[:1], old_mode, new_mode,
+                                 old if old.strip("0") else None, new if new.strip("0") else None))
+        meta = None
+    return changes
+
+
+# -- commit message trailers ------------------------------------------------------------------
+
+_SPACE = " \t\n\v\f\r"  # C's isspace(), which git uses: never Unicode spaces
+_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "-")
+_COMMENT = "#"
+_SCISSORS = "# ------------------------ >8 ------------------------"
+_GIT_PREFIXES = ("Signed-off-by: ", "(cherry picked from commit ")
+
+
+def parse_trailers(message: str) -> dict[str, list[str]]:
+    """The trailers of a commit message, `{key as written: [values]}`, as git finds them.
+
+    Follows `git interpret-trailers --parse --no-divider` (and `git log --format=%(trailers)`,
+    which reads a commit the same way) with git's default configuration: the trailer block is the
+    last paragraph after the title when every line in it is a trailer (or it holds a
+    `Signed-off-by:` and at least a quarter of it is trailers); a key is letters, digits and `-`,
+    optionally followed by spaces before the `:` (`Key : value`); a line starting with
+    whitespace continues the value above it (`Key:\\n  value`), unfolded to one line. Comment
+    lines (`#`) and everything below a scissors line are ignored, as `git commit` does.
+    """
+    lines = _message_lines(message)
+    start = _trailer_block_start(lines)
+    if start is None:
+        return {}
+    items: list[list[str]] = []  # [key, value as written, continuation lines...]
+    last: list[str] | None = None
+    for line in lines[start:]:
+        if last is not None and (line == "" or line[0] in _SPACE):
+            last.append(line)
+            continue
+        at = _separator(line)  # -1 for a comment line: it ends the value above, like any non-trailer
+        last = [line[:at].strip(_SPACE), line[at + 1:]] if at >= 1 else None
+        if last is not None:
+            items.append(last)
+    trailers: dict[str, list[str]] = {}
+    for key, *value in items:
+        trailers.setdefault(key, []).append(_unfold("\n".join(value)))
+    return trailers
+
+
+def _message_lines(message: str) -> list[str]:
+    """The message's lines without what git ignores at its end (scissors, comments, blank lines)."""
+    lines = message.split("\n")
+    terminated = lines[-1] == ""  # whether the last line ends with a newline
+    if terminated:
+        lines.pop()
+    if _SCISSORS in lines[:-1] or (lines and lines[-1] == _SCISSORS and terminated):
+        lines = lines[:lines.index(_SCISSORS)]
+        terminated = True
+    end = None  # the first of the trailing ignorable lines
+    conflicts = False
+    for i, line in enumerate(lines):
+        if line.startswith(_COMMENT) or line == "":
+            end = i if end is None else end
+        elif line == "Conflicts:" and (i + 1 < len(lines) or terminated):
+            # what old git versions added to merge messages
+            conflicts = True
+            end = i if end is None else end
+        elif conflicts and line.startswith("\t"):
+            pass  # a path under Conflicts:
+        elif end is not None:
+            end, conflicts = None, False
+    return lines if end is None else lines[:end]
+
+
+def _blank(line: str) -> bool:
+    return not line.strip(_SPACE)
+
+
+def _trailer_block_start(lines: list[str]) -> int | None:
+    """The index of the trailer block's first line, or None when the message has none."""
+    title_end = 0  # the first paragraph is the title and never holds trailers
+    while title_end < len(lines):
+        if not lines[title_end].startswith(_COMMENT) and _blank(lines[title_end]):
+            break
+        title_end += 1
+    only_spaces, recognized = True, False
+    trailers = others = maybe_continued = 0
+    for i in range(len(lines) - 1, title_end - 1, -1):
+        line = lines[i]
+        if line.startswith(_COMMENT):
+            others += maybe_continued
+            maybe_continued = 0
+            continue
+        if _blank(line):
+            if only_spaces:
+                continue
+            others += maybe_continued
+            if (recognized and trailers * 3 >= others) or (trailers and not others):
+                return i + 1
+            return None
+        only_spaces = False
+        if line.startswith(_GIT_PREFIXES):
+            trailers += 1
+            maybe_continued = 0
+            recognized = True
+        elif _separator(line) >= 1 and line[0] not in _SPACE:
+            trailers += 1
+            maybe_continued = 0
+        elif line[0] in _SPACE:
+            maybe_continued += 1
+        else:
+            others += 1 + maybe_continued
+            maybe_continued = 0
+    return None
+
+
+def _separator(line: str) -> int:
+    """Where the `:` of a `Key: value` line is, or -1: a key, then only spaces before the colon."""
+    spaces = False
+    for i, char in enumerate(line):
+        if char == ":":
+            return i
+        if not spaces and char in _TOKEN_CHARS:
+            continue
+        if i and char in " \t":
+            spaces = True
+            continue
+        break
+    return -1
+
+
+def _unfold(value: str) -> str:
+    """A folded value on one line: each newline and the whitespace after it become one space."""
+    out = []
+    i = 0
+    while i < len(value):
+        char = value[i]
+        i += 1
+        if char == "\n":
+            while i < len(value) and value[i] in _SPACE:
+                i += 1
+            out.append(" ")
+        else:
+            out.append(char)
+    return "".join(out).strip(_SPACE)

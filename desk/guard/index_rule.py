@@ -1,0 +1,157 @@
+"""The gate's rules over the memory set: `index-stale` and `memory-name-case`.
+
+MEMORY.md is generated (DESIGN.md §2): the one being committed must equal the index regenerated
+from the memory files of the same commit, and no two memory names may differ only in case. The
+check costs in proportion to the change: the committed MEMORY.md with the changed memories' lines
+replaced, and only when that does not match (HEAD's index was itself stale, or the person's index
+differs) the index of HEAD's memories from desk.memory.mirror plus the change, or, without HEAD
+(`validate --all`), every memory through the blob-keyed cache so only unseen blobs are parsed.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from desk.errors import Finding, InvalidFileError
+from desk.layout import INDEX_FILE, DeskFolder, memory_name
+from desk.storage.git import blob_sha
+
+if TYPE_CHECKING:
+    from desk.memory.index import IndexEntry
+
+Read = Callable[[list[str]], Mapping[str, bytes]]
+
+
+@dataclass
+class MemorySet:
+    """What the memory-set rules need about the commit; the costly parts are fetched on demand."""
+
+    index: bytes | None  # the MEMORY.md being committed
+    base_index: bytes | None  # MEMORY.md at HEAD, patched by the fast path (None: no fast path)
+    all_files: Callable[[], dict[str, str]]  # every memory `{path: blob}` of the commit
+    read: Read
+    like: Callable[[list[str]], list[str]]  # the commit's memory paths equal to these ignoring case
+
+
+def check_memory_set(desk: DeskFolder, changed: Mapping[str, bytes | None], memory: MemorySet,
+                     added: Collection[str] = ()) -> tuple[list[Finding], bytes | None]:
+    """`memory-name-case` for the changed memory files and `index-stale` for the commit's MEMORY.md.
+
+    `changed` maps each changed memory path to its new content (None: deleted); `added` names the
+    new paths. Returns the findings and the correct MEMORY.md.
+    """
+    findings = []
+    # Only a new path can clash: a changed one clashed already when it was added.
+    present = [p for p, data in changed.items() if data is not None and p in added]
+    if present:
+        by_lower: dict[str, list[str]] = {}
+        for path in memory.like(present):
+            by_lower.setdefault(path.lower(), []).append(path)
+        for path in sorted(present):
+            others = [p for p in by_lower.get(path.lower(), []) if p != path]
+            if others:
+                findings.append(Finding(path, 1, "memory-name-case",
+                                        f"name differs from {others[0]} only in case; names must be "
+                                        "unique ignoring case: rename one of them"))
+    if memory.base_index is not None:
+        patched = _patched_index(desk, memory.base_index, changed)
+        if patched is not None and patched == memory.index:
+            return findings, patched
+        expected = _head_index_with(desk, changed)
+    else:
+        expected = _full_index(desk, memory.all_files(), memory.read)
+    if memory.index != expected:
+        line = _first_difference(memory.index or b"", expected)
+        findings.append(Finding(INDEX_FILE, line, "index-stale",
+                                "MEMORY.md does not match memory/; it is generated: run `desk "
+                                "reindex` (the pre-commit hook regenerates it in the work tree)"))
+    return findings, expected
+
+
+def _entry(desk: DeskFolder, path: str, data: bytes) -> IndexEntry | None:
+    """The index entry of one memory file (cached by blob), or None when it is invalid."""
+    from desk.memory.index import load_entries  # YAML: only commits touching memories pay
+
+    sha = blob_sha(data)
+    try:
+        entries = load_entries(desk, {path: sha}, lambda shas: {sha: data})
+    except InvalidFileError:
+        return None
+    return next(iter(entries.values()), None)
+
+
+def _patched_index(desk: DeskFolder, base: bytes, changed: Mapping[str, bytes | None]) -> bytes | None:
+    """HEAD's MEMORY.md with the changed memories' lines replaced; None if it cannot be read.
+
+    The committed index is sorted by name, so each changed line is found and placed by bisection:
+    the cost grows with the change, not with the desk.
+    """
+    from desk.memory.index import EMPTY, HEADER  # YAML: only commits touching memories pay
+
+    head = (HEADER + "\n").encode()
+    if not base.startswith(head):
+        return None
+    body = base[len(head):]
+    lines = [] if body == EMPTY.encode() else body.split(b"\n")[:-1]
+
+    def key(line: bytes) -> bytes:
+        return line[3:line.index(b"](")]
+
+    try:
+        for path, data in sorted(changed.items()):
+            name = memory_name(path)
+            if name is None:
+                continue
+            entry = _entry(desk, path, data) if data is not None else None
+            at = bisect.bisect_left(lines, name.encode(), key=key)
+            if at < len(lines) and key(lines[at]) == name.encode():
+                del lines[at]
+            if entry is not None:
+                new = entry.line().encode()
+                lines.insert(bisect.bisect_left(lines, key(new), key=key), new)
+    except ValueError:
+        return None  # not an index line: let the full regeneration decide
+    return head + (b"\n".join(lines) + b"\n" if lines else EMPTY.encode())
+
+
+def _head_index_with(desk: DeskFolder, changed: Mapping[str, bytes | None]) -> bytes:
+    """MEMORY.md for HEAD's memories plus `changed`, from desk.memory.mirror's mirror of HEAD.
+
+    Used when HEAD's own MEMORY.md was stale or the commit's index differs: the mirror is kept in
+    step with one `git diff-tree`, so this too costs in proportion to the change.
+    """
+    from desk.memory.mirror import head_mirror  # YAML and SQLite: only commits touching memories pay
+
+    changes = {}
+    for path, data in changed.items():
+        name = memory_name(path)
+        if name is not None:
+            changes[name] = _entry(desk, path, data) if data is not None else None
+    with head_mirror(desk) as state:
+        return state.render_index(changes, strict=False)
+
+
+def _full_index(desk: DeskFolder, files: Mapping[str, str], read: Read) -> bytes:
+    """MEMORY.md regenerated from every valid memory file (invalid ones have their own findings)."""
+    from desk.memory.index import load_entries, render_index  # YAML, as above
+
+    valid = {p: b for p, b in files.items() if memory_name(p) is not None}
+    for _ in range(len(valid) + 1):
+        try:
+            return render_index(load_entries(desk, valid, read).values())
+        except InvalidFileError as exc:
+            bad = {f.path for f in exc.findings} & set(valid)
+            if not bad:
+                raise
+            valid = {p: b for p, b in valid.items() if p not in bad}
+    return render_index([])
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    for number, (x, y) in enumerate(zip(a.split(b"\n"), b.split(b"\n")), start=1):
+        if x != y:
+            return number
+    return min(a.count(b"\n"), b.count(b"\n")) + 1

@@ -1,0 +1,191 @@
+"""The gate's rules for one path and for the commit message (the rule ids are in docs/guard.md).
+
+  memory files      frontmatter/name rules of desk.memory.file, `memory-name`, `memory-path`,
+                    warnings `memory-expired`, `memory-no-triggers`
+  archive           `archive-append-only`, `archive-record`, `archive-chain` (desk.archive.store)
+  commit message    `soul-unauthorized`, `digest-now` (they need the message: the commit-msg hook,
+                    desk's own commits in process)
+  secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
+  any desk file     `symlink`, `binary`, `encoding`, `file-size`, `config`
+
+Each rule looks at one path's content as it will be committed (and, for the archive and desk.json,
+the content it replaces). The rule over the memory set, MEMORY.md against its regenerated self, is
+desk.guard.index_rule; desk.guard.validate feeds both from the staged blobs, desk's own writes or
+the work tree. Heavy modules (YAML, pydantic, the secret patterns) are imported by the rule that
+needs them, so a hook run pays only for the kinds of file the commit touches.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Collection
+
+from desk.errors import Finding, InvalidFileError
+from desk.layout import ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, memory_name
+from desk.storage.git import parse_trailers
+
+ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE, "MISTAKES.md",
+                        ".gitattributes", ".gitignore"})
+MANAGED_DIRS = (MEMORY_PREFIX, "journal/", "conversations/", ".system/", "users/", "projects/")
+UNMANAGED_DIRS = (".system/cache/",)  # derived, git-ignored
+SECRET_FILES = frozenset({"NOW.md", "MISTAKES.md", "USER.md"})
+SECRET_DIRS = (MEMORY_PREFIX, "journal/")
+TEXT_LIMIT = 1 << 20  # 1 MiB for a hand-written text file
+LARGE_LIMIT = 64 << 20  # archive files and the generated index grow with the desk
+FILE_MODE = "100644"
+SYMLINK_MODE = "120000"
+GITLINK_MODE = "160000"
+
+
+def is_managed(path: str) -> bool:
+    """Whether desk's rules apply to `path` (the desk's own files, not a person's extras)."""
+    if path.startswith(UNMANAGED_DIRS):
+        return False
+    return path in ROOT_FILES or path.startswith(MANAGED_DIRS)
+
+
+# -- the commit message rules -----------------------------------------------------------------
+
+
+def check_message(message: str, changed: Collection[str]) -> list[Finding]:
+    """Rules that need the commit message: who may change SOUL.md, what a digest may touch.
+
+    Trailers are read as git reads them (desk.storage.git.parse_trailers), keys ignoring case.
+    """
+    trailers: dict[str, list[str]] = {}
+    for key, values in parse_trailers(message).items():
+        trailers.setdefault(key.lower(), []).extend(values)
+    findings = []
+    actors = {value.lower() for value in trailers.get("desk-actor", [])}
+    authorized = [value for value in trailers.get("desk-authorized-by", []) if value]
+    if "SOUL.md" in changed and "assistant" in actors and not authorized:
+        findings.append(Finding(
+            "SOUL.md", 1, "soul-unauthorized",
+            "the assistant may not change SOUL.md silently; add a `Desk-Authorized-By: <person>` "
+            "trailer naming who allowed it, or leave SOUL.md out of this commit"))
+    ops = {value.lower() for value in trailers.get("desk-op", [])}
+    if "digest" in ops and "NOW.md" in changed:
+        findings.append(Finding(
+            "NOW.md", 1, "digest-now",
+            "a digest commit (Desk-Op: digest) never changes NOW.md, which belongs to the "
+            "assistant's work; leave NOW.md out of the digest commit"))
+    return findings
+
+
+# -- per-file rules ---------------------------------------------------------------------------
+
+
+def _line_at(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def check_file(path: str, data: bytes | None, *, desk_id: str, allow: Collection[str],
+               now: dt.datetime, mode: str = FILE_MODE, old: bytes | None = None) -> list[Finding]:
+    """The rules for one path: `data` as it will be committed (None: deleted) with git's `mode`;
+    `old` is the content it replaces (the archive and desk.json rules compare against it)."""
+    if data is not None and mode == SYMLINK_MODE:
+        return [Finding(path, 1, "symlink", "desk files must be regular files, not symlinks; "
+                        "replace the link with the file itself")]
+    if data is not None and mode == GITLINK_MODE:
+        return [Finding(path, 1, "binary", "a submodule cannot live inside a desk folder; remove it")]
+    if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
+        return check_archive(path, old, data, desk_id)
+    if data is None:
+        return []
+    limit = LARGE_LIMIT if path in (INDEX_FILE,) or path.startswith(".system/") else TEXT_LIMIT
+    if len(data) > limit:
+        return [Finding(path, 1, "file-size", f"file is {len(data)} bytes; the limit is {limit}: "
+                        "split it or move the bulk out of the desk")]
+    if memory_name(path) is not None:
+        return _check_memory(path, data, allow, now)
+    if path.startswith(MEMORY_PREFIX) and not path.endswith("/.gitkeep"):
+        return [Finding(path, 1, "memory-path", "memory/ holds only <name>.md files; move this "
+                        "file out of memory/")]
+    nul = data.find(b"\0")
+    if nul >= 0:
+        return [Finding(path, _line_at(data, nul), "binary",
+                        "file holds NUL bytes; desk stores text only: move binary files out of the desk")]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [Finding(path, _line_at(data, exc.start), "encoding",
+                        f"invalid UTF-8 at byte {exc.start}; save the file as UTF-8")]
+    findings = []
+    if path == CONFIG_PATH:
+        findings += _check_config(data, old)
+    if path in SECRET_FILES or path.startswith(SECRET_DIRS):
+        findings += secret_findings(path, text, allow)
+    return findings
+
+
+def secret_findings(path: str, text: str, allow: Collection[str]) -> list[Finding]:
+    """`secret` findings for `text`, each naming the fingerprint that would allow it."""
+    from desk.text.secrets import scan  # compiling its patterns: the commit-msg hook never scans
+
+    return [Finding(path, s.line, "secret",
+                    f"{s.kind} ({s.preview}); remove it from the file, or if it is not a secret "
+                    f"allow exactly this finding: add \"{s.fingerprint}\" to secrets.allow in "
+                    f"{CONFIG_PATH}") for s in scan(text, allow=allow)]
+
+
+def _check_memory(path: str, data: bytes, allow: Collection[str], now: dt.datetime) -> list[Finding]:
+    from desk.memory.file import name_problem, parse_memory  # YAML: only commits of memories pay
+
+    stem = memory_name(path) or ""
+    problem = name_problem(stem)
+    if problem:
+        return [Finding(path, 1, "memory-name", f"file name {stem!r}: {problem}; rename the file")]
+    findings: list[Finding] = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""  # parse_memory reports the encoding
+    try:
+        memory = parse_memory(data, path, stem)
+    except InvalidFileError as exc:
+        return list(exc.findings) + secret_findings(path, text, allow)
+    if memory.is_expired(now):
+        findings.append(Finding(path, 1, "memory-expired",
+                                "memory has expired and is no longer injected; `desk forget "
+                                f"{stem}` or move `expires` later", "warning"))
+    if not memory.meta.triggers:
+        findings.append(Finding(path, 1, "memory-no-triggers",
+                                "memory has no triggers, so recall never injects its body; add "
+                                "`triggers: [word, ...]`", "warning"))
+    findings += secret_findings(path, text, allow)
+    return findings
+
+
+def check_archive(path: str, old: bytes | None, new: bytes | None, desk_id: str) -> list[Finding]:
+    """An archive file only grows: `new` (None: deleted) must extend `old` by valid records."""
+    if new is None:
+        return [Finding(path, 1, "archive-append-only",
+                        "archive files are never deleted; restore it (`git restore --staged "
+                        f"--worktree -- {path}`)")]
+    from desk.archive.store import check_archive_change  # ~10 ms: only commits of archive files pay
+
+    return check_archive_change(path, old, new, desk_id)
+
+
+def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
+    """desk.json parses and validates, and keeps the desk_id it had."""
+    from pydantic import ValidationError  # pydantic (~0.1 s): only commits of desk.json pay
+
+    from desk.config import DeskConfig
+
+    try:
+        config = DeskConfig.model_validate(json.loads(data))
+    except json.JSONDecodeError as exc:
+        return [Finding(CONFIG_PATH, exc.lineno, "config", f"invalid JSON: {exc.msg}")]
+    except ValidationError as exc:
+        return [Finding(CONFIG_PATH, 1, "config", f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}")
+                for e in exc.errors()]
+    try:
+        before = json.loads(old).get("desk_id") if old else None
+    except (ValueError, AttributeError):
+        before = None  # the committed file was broken: nothing to compare against
+    if before and config.desk_id != before:
+        return [Finding(CONFIG_PATH, 1, "config", f"desk_id changed from {before!r}; a desk keeps "
+                        "its id for life (archive records carry it)")]
+    return []

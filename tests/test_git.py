@@ -1,0 +1,160 @@
+"""desk.storage.git, the one reader of git's output, checked against git itself in real repositories."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from desk.errors import GitError
+from desk.storage.git import Git, RawChange, blob_sha, parse_trailers
+from tests.guard_helpers import git_env
+
+DESK = Path(__file__).resolve().parent.parent / "desk"
+
+# Line shapes that exercise git's trailer rules: the title, blank and whitespace-only lines,
+# `Key : value`, folded values, comments, git's own trailer prefixes, the scissors line.
+LINES = ["subject", "", "  ", "body text", "Key: v", "Key : v", "Key:", "key-two:  x y ", "  folded",
+         "\tmore", "# comment", "Signed-off-by: A <a@example.org>", "(cherry picked from commit abc)",
+         "Not a: trailer", "a:b", ":x", "Desk-Actor: assistant", "Desk-Authorized-By:", "   Ada",
+         "Conflicts:", "\tpath", "# ------------------------ >8 ------------------------",
+         "K\t: tab", "Ключ: v", "x\r", "Key: v\r", "---"]
+
+
+def git(root: Path, *args: str, input: str | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=root, env=git_env(), input=input, text=True,
+                          capture_output=True, check=True).stdout
+
+
+def printed(trailers: str) -> dict[str, list[str]]:
+    """`Key: value` lines as git prints parsed trailers, grouped by key."""
+    found: dict[str, list[str]] = {}
+    for line in trailers.split("\n")[:-1]:
+        key, _, value = line.partition(": ")
+        found.setdefault(key, []).append(value)
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(LINES), st.text(" \t:#-aK1()", max_size=8)), max_size=10),
+       st.sampled_from(["", "\n", "\n\n"]))
+def test_trailers_are_found_as_git_interpret_trailers_finds_them(tmp_path_factory: pytest.TempPathFactory,
+                                                                 lines: list[str], end: str) -> None:
+    message = "\n".join(lines) + end
+    expected = git(tmp_path_factory.getbasetemp(), "interpret-trailers", "--parse", "--no-divider",
+                   input=message)
+    assert parse_trailers(message) == printed(expected)
+
+
+def test_folded_values_and_a_space_before_the_colon(tmp_path: Path) -> None:
+    message = ("Adjust the persona\n\nThe body: not a trailer.\n\n"
+               "Desk-Actor : assistant\nDesk-Authorized-By:\n  Ada\n   Lovelace\nDesk-Op: soul\n")
+    assert parse_trailers(message) == {"Desk-Actor": ["assistant"],
+                                       "Desk-Authorized-By": ["Ada Lovelace"], "Desk-Op": ["soul"]}
+    # a paragraph that is not all trailers is not the trailer block (no Signed-off-by in it)
+    assert parse_trailers("subject\n\nDesk-Actor: assistant\nthen prose\n") == {}
+    assert parse_trailers("subject\nDesk-Actor: assistant\n") == {}  # the title never holds any
+
+
+MESSAGES = [
+    "plain subject",
+    "subject\n\nbody\n\nDesk-Op: remember\nDesk-Memory: report-style\n",
+    "subject\n\nDesk-Actor : assistant\nDesk-Authorized-By:\n  Ada\n  Lovelace\n",
+    "subject\n\nA: 1\n---\nB: 2\n",
+    "subject\n\nsome prose here\nmore prose\nSigned-off-by: Ada <ada@example.org>\nKey: v\n",
+    "subject\n\nKey: v\n# a comment git strips\n",
+]
+
+
+def test_log_reads_trailers_as_git_log_does(tmp_path: Path) -> None:
+    """Commits made by git: `Git.log` agrees with git's own `%(trailers:unfold,only)`."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    for message in MESSAGES:
+        git(root, "commit", "-q", "--allow-empty", "-F", "-", input=message)
+    commits = Git(root).log()
+    assert len(commits) == len(MESSAGES)
+    for commit in commits:
+        theirs = git(root, "log", "-1", "--format=%(trailers:unfold,only)", commit.sha)
+        assert commit.trailers == printed(theirs.rstrip("\n") + "\n" if theirs.strip() else "")
+    by_subject = {c.message: c for c in commits}
+    folded = by_subject[MESSAGES[2]]
+    assert folded.trailers == {"Desk-Actor": ["assistant"], "Desk-Authorized-By": ["Ada Lovelace"]}
+    assert folded.subject == "subject"
+
+
+def test_raw_changes_from_diff_tree_log_and_the_index(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    odd = os.fsdecode(b"caf\xe9 new\nline.md")  # not UTF-8, with a space and a newline
+    files = {"a.md": b"one\n", "dir/b.md": b"two\n", "c.md": b"three\n"}
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(exist_ok=True)
+        (root / rel).write_bytes(data)
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    first = Git(root).head()
+    (root / "a.md").write_bytes(b"one, changed\n")
+    (root / "dir/b.md").unlink()
+    (root / "c.md").unlink()
+    os.symlink("a.md", root / "c.md")
+    (root / odd).write_bytes(b"new\n")
+    git(root, "add", "-A")
+    repo = Git(root)
+    expected = [
+        RawChange("a.md", "M", "100644", "100644", blob_sha(b"one\n"), blob_sha(b"one, changed\n")),
+        RawChange("c.md", "T", "100644", "120000", blob_sha(b"three\n"), blob_sha(b"a.md")),
+        RawChange(odd, "A", "000000", "100644", None, blob_sha(b"new\n")),
+        RawChange("dir/b.md", "D", "100644", "000000", blob_sha(b"two\n"), None),
+    ]
+    assert sorted(repo.staged_changes(), key=lambda c: c.path) == sorted(expected, key=lambda c: c.path)
+    git(root, "commit", "-q", "-m", "second")
+    second = repo.head()
+    assert first is not None and second is not None
+    assert sorted(repo.diff_tree(first, second), key=lambda c: c.path) == sorted(expected,
+                                                                                key=lambda c: c.path)
+    assert repo.diff_tree(first, second, ["dir/"]) == [expected[3]]
+    newest = repo.log()[0]
+    assert newest.message == "second\n" and sorted(newest.paths) == sorted(c.path for c in expected)
+    assert sorted(newest.changes, key=lambda c: c.path) == sorted(expected, key=lambda c: c.path)
+    assert set(repo.deleted(["dir/b.md", "a.md"])) == {"dir/b.md"}
+    assert repo.committed_blobs(["a.md", odd, "dir/b.md"]) == {"a.md": blob_sha(b"one, changed\n"),
+                                                               odd: blob_sha(b"new\n")}
+    with pytest.raises(GitError):
+        repo.diff_tree("0" * 40, second)  # the mirror rebuilds when its recorded commit is gone
+
+
+def test_an_empty_repository_has_no_history(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    repo = Git(tmp_path)
+    assert repo.head() is None and repo.log() == [] and repo.committed_blobs(["a.md"]) == {}
+
+
+def _runs_git_itself(node: ast.Call) -> bool:
+    """`x._run(...)`/`x._text(...)`, or a subprocess call whose argv starts with "git"."""
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in ("_run", "_text"):
+        return True
+    argv = node.args[0] if node.args else None
+    return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+            and func.value.id == "subprocess" and isinstance(argv, ast.List) and bool(argv.elts)
+            and isinstance(argv.elts[0], ast.Constant) and argv.elts[0].value == "git")
+
+
+def test_only_the_git_module_runs_git() -> None:
+    """Git in one place: every other module gets parsed, typed data from desk.storage.git."""
+    offenders = []
+    for path in sorted(DESK.rglob("*.py")):
+        if path == DESK / "storage" / "git.py":
+            continue
+        tree = ast.parse(path.read_text("utf-8"))
+        offenders += [f"{path.relative_to(DESK)}:{node.lineno}" for node in ast.walk(tree)
+                      if isinstance(node, ast.Call) and _runs_git_itself(node)]
+    assert offenders == []
