@@ -57,8 +57,8 @@ def quality(seed: int, sessions: int) -> bool:
             turns += t
         ids = corpus.write_archive(desk.root, desk.config.desk_id, turns)
         as_of = (max(t.at for t in turns) + corpus.dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        index = SearchCache(desk)
-        index.refresh()
+        cache = SearchCache(desk)
+        cache.refresh()
         print(f"quality: seed {seed}, {len(turns)} conversation records, {len(questions)} questions "
               f"({sum(q.lang == 'en' for q in questions)} en, {sum(q.lang == 'zh' for q in questions)} zh)")
         table: dict[tuple[str, str], list[int | None]] = {}
@@ -66,7 +66,7 @@ def quality(seed: int, sessions: int) -> bool:
         for ranker in RANKERS:
             for q in questions:
                 query = normalize_query(q.text, limit=10, as_of=as_of, ranker=ranker)
-                result = search(index, query, desk.config.desk_id)
+                result = search(cache, query, desk.config.desk_id)
                 want = f"event:{ids[q.evidence]}"
                 rank = next((h.rank for h in result.hits if h.id == want), None)
                 for lang in (q.lang, "all"):
@@ -74,7 +74,7 @@ def quality(seed: int, sessions: int) -> bool:
                 for h in result.hits:
                     b = h.score_breakdown
                     sums_ok &= abs(sum(b.contributions.values()) - b.total) < 1e-6
-        index.close()
+        cache.close()
     print(f"{'ranker':<8} {'lang':<4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
     scores = {}
     for (ranker, lang), ranks in sorted(table.items(), key=lambda kv: (RANKERS.index(kv[0][0]),
@@ -111,17 +111,17 @@ def scale(records: int, seed: int) -> None:
         shown = _run_in_pty(["desk", "recall", "database for Orion"], env)
         print(f"first `desk recall` (builds the cache): {time.perf_counter() - started:.2f} s; "
               f"progress bar on the terminal: {'yes' if 'indexing the archive' in shown else 'NO'}")
-        index = SearchCache(desk)
-        index.refresh()
+        cache = SearchCache(desk)
+        cache.refresh()
         texts = [q.text for q in questions]
         for text in texts[:5]:
-            recall(desk, text, index=index, limit=10)  # warm up: posting lists cached in process
+            recall(desk, text, cache=cache, limit=10)  # warm up: posting lists cached in process
         warm = []
         for text in texts:
             t0 = time.perf_counter()
-            recall(desk, text, index=index, limit=10)
+            recall(desk, text, cache=cache, limit=10)
             warm.append(time.perf_counter() - t0)
-        index.close()
+        cache.close()
         bags = [set(text_terms(t.content)) for t in turns]
         scan = []
         for text in texts[:20]:

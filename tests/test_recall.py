@@ -225,20 +225,20 @@ def test_deleting_the_cache_changes_no_answer(desk: DeskFolder) -> None:
 def test_cache_is_incremental_by_blob_and_offset(desk: DeskFolder) -> None:
     _remember(desk, "db-choice", "We selected SQLite.")
     _say(desk, "first sqlite message", at="2026-11-28T09:00:00Z")
-    index = SearchCache(desk)
+    cache = SearchCache(desk)
     try:
-        assert index.refresh() == 2
-        assert index.refresh() == 0  # nothing changed: nothing re-read
+        assert cache.refresh() == 2
+        assert cache.refresh() == 0  # nothing changed: nothing re-read
         _say(desk, "second sqlite message", at="2026-11-28T10:00:00Z")
-        assert index.refresh() == 1  # only the appended line
+        assert cache.refresh() == 1  # only the appended line
         path = desk.path("memory/db-choice.md")
         path.write_bytes(path.read_bytes().replace(b"SQLite", b"Postgres"))
-        assert index.refresh() == 1
-        [hit] = recall(desk, "postgres", index=index, as_of=AS_OF).hits
+        assert cache.refresh() == 1
+        [hit] = recall(desk, "postgres", cache=cache, as_of=AS_OF).hits
         assert hit.id == "memory:db-choice" and hit.provenance["uncommitted"] is True
-        assert all(h.id != "memory:db-choice" for h in recall(desk, "sqlite", index=index, as_of=AS_OF).hits)
+        assert all(h.id != "memory:db-choice" for h in recall(desk, "sqlite", cache=cache, as_of=AS_OF).hits)
     finally:
-        index.close()
+        cache.close()
 
 
 def test_rewritten_archive_file_is_read_again(desk: DeskFolder) -> None:
@@ -269,22 +269,22 @@ def test_broken_cache_file_is_rebuilt(desk: DeskFolder) -> None:
 
 
 def test_tombstones_are_compacted_without_changing_answers(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
-    import desk.recall.search_cache as search_index
+    import desk.recall.search_cache as search_cache
 
-    monkeypatch.setattr(search_index, "COMPACT_MIN_DEAD", 2)
+    monkeypatch.setattr(search_cache, "COMPACT_MIN_DEAD", 2)
     for i in range(3):
         _say(desk, f"kiwi chat {i}", at=f"2026-11-2{i}T09:00:00Z")
     path = desk.path("memory/fruit.md")
     _remember(desk, "fruit", "kiwi and mango")
-    index = SearchCache(desk)
+    cache = SearchCache(desk)
     try:
         for i in range(6):  # each hand edit tombstones the previous record of the file
             path.write_bytes(path.read_bytes().replace(b"mango", b"mango" + b" pear" * (i + 1), 1))
-            index.refresh()
-            assert len(index.state.dead) <= index.state.count // 4 + 2
-        answer = [h.to_json() for h in recall(desk, "kiwi pear", index=index, as_of=AS_OF).hits]
+            cache.refresh()
+            assert len(cache.columns.dead) <= cache.columns.count // 4 + 2
+        answer = [h.to_json() for h in recall(desk, "kiwi pear", cache=cache, as_of=AS_OF).hits]
     finally:
-        index.close()
+        cache.close()
     shutil.rmtree(desk.cache_dir)
     assert _answer(desk, "kiwi pear")[:len(answer)] == answer
 
@@ -296,11 +296,11 @@ def test_refresh_reports_progress_up_to_the_total(desk: DeskFolder) -> None:
     (folder / "2026-11-28.testclone.jsonl").write_text("\n".join(
         line.replace('"x"', f'"e{i:05d}"') for i in range(3000)) + "\n", "utf-8")
     calls: list[tuple[int, int]] = []
-    index = SearchCache(desk)
+    cache = SearchCache(desk)
     try:
-        assert index.refresh(lambda done, total: calls.append((done, total))) == 3000
+        assert cache.refresh(lambda done, total: calls.append((done, total))) == 3000
     finally:
-        index.close()
+        cache.close()
     total = (folder / "2026-11-28.testclone.jsonl").stat().st_size
     assert len(calls) >= 3 and calls[-1] == (total, total)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)

@@ -30,10 +30,10 @@ def _write_records(desk: DeskFolder, rng: random.Random, count: int) -> None:
     (folder / "2026-11-29.testclone.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
 
 
-def _exhaustive(index: SearchCache, query_text: str, ranker: str, limit: int, as_of: str) -> list[str]:
+def _exhaustive(cache: SearchCache, query_text: str, ranker: str, limit: int, as_of: str) -> list[str]:
     q = normalize_query(query_text, limit=limit, ranker=ranker, as_of=as_of)
-    s = index.state
-    lists = [index.postings(t) for t in q.terms]
+    s = cache.columns
+    lists = [cache.postings(t) for t in q.terms]
     alive = s.count - len(s.dead)
     r = Ranker(ranker, q.terms, [len(ids) for ids, _ in lists], alive, s.sum_len / alive,
                _ts(as_of))
@@ -44,7 +44,7 @@ def _exhaustive(index: SearchCache, query_text: str, ranker: str, limit: int, as
             continue
         b = r.score(tfs, s.lengths[doc], s.times[doc])
         t = s.times[doc]
-        rid = index.rid(doc)
+        rid = cache.rid(doc)
         rows.append(((-b.total, -b.lexical_coverage, -t if not math.isnan(t) else math.inf, rid), rid))
     rows.sort()
     return [rid for _, rid in rows[:limit]]
@@ -60,16 +60,16 @@ def _ts(as_of: str) -> float:
 def test_pruned_top_equals_exhaustive_scan(desk: DeskFolder, ranker: str) -> None:
     rng = random.Random(5)
     _write_records(desk, rng, 600)
-    index = SearchCache(desk)
+    cache = SearchCache(desk)
     try:
-        index.refresh()
+        cache.refresh()
         as_of = "2026-12-01T00:00:00+00:00"
         for _ in range(40):
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 7)))
             limit = rng.randint(1, 10)
-            got = search(index, normalize_query(text, limit=limit, ranker=ranker, as_of=as_of),
+            got = search(cache, normalize_query(text, limit=limit, ranker=ranker, as_of=as_of),
                          desk.config.desk_id)
             assert [h.id.removeprefix("event:") for h in got.hits] == \
-                [rid.removeprefix("event:") for rid in _exhaustive(index, text, ranker, limit, as_of)], text
+                [rid.removeprefix("event:") for rid in _exhaustive(cache, text, ranker, limit, as_of)], text
     finally:
-        index.close()
+        cache.close()

@@ -93,7 +93,7 @@ class Ranker:
                               dict(self.weights), contributions, round(sum(contributions.values()), 6))
 
 
-def top_records(ranker: Ranker, lists: list[tuple[Any, Any]], excluded: set[int], s: Any,
+def top_records(ranker: Ranker, lists: list[tuple[Any, Any]], excluded: set[int], columns: Any,
                 limit: int, rid_of: Callable[[int], str]) -> list[tuple[ScoreBreakdown, int]]:
     """Exact top `limit` by the stable key (MaxScore: skip what provably cannot reach it).
 
@@ -108,7 +108,7 @@ def top_records(ranker: Ranker, lists: list[tuple[Any, Any]], excluded: set[int]
     suffix = [0.0] * (m + 1)
     for pos in range(m - 1, -1, -1):
         suffix[pos] = suffix[pos + 1] + ranker.bounds[order[pos]]
-    lengths, times = s.lengths, s.times
+    lengths, times = columns.lengths, columns.times  # the search cache's per-record columns
     scale = K1 * B / ranker.avg_len
     base = K1 * (1 - B)
     acc: dict[int, float] = {}

@@ -29,14 +29,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from desk.archive.format import parse_time
-from desk.layout import DeskFolder
 from desk.errors import UsageError
+from desk.layout import DeskFolder
 from desk.recall.rank import Ranker, ScoreBreakdown, top_records
+from desk.recall.records import text_terms
 from desk.recall.render import render_text, render_xml, snippet
 from desk.recall.search_cache import Progress, SearchCache
-from desk.recall.records import MEMORY, text_terms
 from desk.text.normalize import normalize
+from desk.text.times import format_time, parse_time, utc_now
 from desk.vocabulary import RANKERS, RECALL_KINDS
 
 LIMIT_MIN, LIMIT_MAX = 1, 10
@@ -59,12 +59,12 @@ class RecallQuery:
                 "as_of": self.as_of, "ranker": self.ranker}
 
 
-def parse_as_of(value: dt.datetime | str | None) -> dt.datetime:
-    """`--as-of` as the other commands read a time (archive_format.parse_time): ISO 8601 with a
-    zone, or a bare date meaning midnight UTC."""
+def parse_as_of(value: dt.datetime | str | None, now: dt.datetime | None = None) -> dt.datetime:
+    """`--as-of` read as every command reads a time (`desk.text.times.parse_time`); None is `now`
+    (default: the current time) to the second."""
     if value is None:
-        return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    return parse_time(value, "--as-of").astimezone(dt.timezone.utc)
+        return (now or utc_now()).replace(microsecond=0)
+    return parse_time(value, "--as-of")
 
 
 def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
@@ -83,11 +83,11 @@ def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
     if not terms:
         raise UsageError(f"the query {readable!r} has no searchable words (only punctuation or symbols)")
     moment = parse_as_of(as_of)
-    as_of_text = moment.strftime("%Y-%m-%dT%H:%M:%SZ") if not moment.microsecond else moment.isoformat()
+    as_of_text = format_time(moment, "microsecond" if moment.microsecond else "second")
     normalized = normalize(readable)
     digest = hashlib.sha256("\0".join([normalized, str(limit), kind, as_of_text, ranker]).encode())
     return RecallQuery("query-" + digest.hexdigest()[:16], readable, normalized, terms, limit, kind,
-                       as_of_text.replace("+00:00", "Z"), ranker)
+                       as_of_text, ranker)
 
 
 @dataclass(frozen=True)
@@ -120,26 +120,26 @@ class RecallResult:
 
 def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
            as_of: dt.datetime | str | None = None, ranker: str = "default",
-           index: SearchCache | None = None, progress: Progress | None = None) -> RecallResult:
-    """Run the five stages. Pass a long-lived `index` to stay warm across calls in one process."""
+           cache: SearchCache | None = None, progress: Progress | None = None) -> RecallResult:
+    """Run the five stages. Pass a long-lived `cache` to stay warm across calls in one process."""
     query = normalize_query(text, limit=limit, kind=kind, as_of=as_of, ranker=ranker)
-    own = index is None
-    index = index or SearchCache(desk)
+    own = cache is None
+    cache = cache or SearchCache(desk)
     try:
-        index.refresh(progress)
-        return search(index, query, desk.desk_id)
+        cache.refresh(progress)
+        return search(cache, query, desk.desk_id)
     finally:
         if own:
-            index.close()
+            cache.close()
 
 
-def search(index: SearchCache, query: RecallQuery, desk_id: str) -> RecallResult:
-    """Stages 2 to 4 over an up-to-date index, then the hits' snippets and provenance."""
-    s = index.state
+def search(cache: SearchCache, query: RecallQuery, desk_id: str) -> RecallResult:
+    """Stages 2 to 4 over an up-to-date search cache, then the hits' snippets and provenance."""
+    columns = cache.columns
     as_of = parse_as_of(query.as_of).timestamp()
-    lists = [index.postings(t) for t in query.terms]
-    excluded = _excluded(index, query.kind, as_of)
-    searched = s.count - len(excluded)
+    lists = [cache.postings(t) for t in query.terms]
+    excluded = _excluded(cache, query.kind, as_of)
+    searched = columns.count - len(excluded)
     union: set[int] = set()
     for ids, _ in lists:
         union.update(ids)
@@ -147,14 +147,14 @@ def search(index: SearchCache, query: RecallQuery, desk_id: str) -> RecallResult
     if not candidates:
         reason = "no_records" if not searched else "no_matching_terms"
         return RecallResult(query, (), searched, 0, reason)
-    alive = s.count - len(s.dead)
-    dfs = [len(ids) - sum(1 for d in s.dead if _contains(ids, d)) for ids, _ in lists]
-    ranker = Ranker(query.ranker, query.terms, dfs, alive, s.sum_len / max(alive, 1), as_of)
-    scored = top_records(ranker, lists, excluded, s, query.limit, index.rid)
-    found = [(breakdown, index.record_data(doc)) for breakdown, doc in scored]
+    alive = columns.count - len(columns.dead)
+    dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in lists]
+    ranker = Ranker(query.ranker, query.terms, dfs, alive, columns.sum_len / max(alive, 1), as_of)
+    scored = top_records(ranker, lists, excluded, columns, query.limit, cache.rid)
+    found = [(breakdown, cache.record_data(doc)) for breakdown, doc in scored]
     paths = [d["provenance"]["path"] for _, d in found if d["kind"] == "memory"]
-    dirty = set(index.desk.git.dirty(paths)) if paths else set()
-    hits = [_hit(index, rank, data, breakdown, desk_id, dirty)
+    dirty = set(cache.desk.git.dirty(paths)) if paths else set()
+    hits = [_hit(cache, rank, data, breakdown, desk_id, dirty)
             for rank, (breakdown, data) in enumerate(found, 1)]
     return RecallResult(query, tuple(hits), searched, candidates, None)
 
@@ -164,54 +164,34 @@ def _contains(ids: Sequence[int], doc: int) -> bool:
     return i < len(ids) and ids[i] == doc
 
 
-def _derived(index: SearchCache) -> dict[str, Any]:
-    """Record sets recall needs per cache generation (memory records are few: found with find)."""
-    cache: dict[str, Any] = getattr(index, "_derived_cache", {})
-    if cache.get("generation") != index.state.generation:
-        kinds = index.state.kinds
-        memory: set[int] = set()
-        at = kinds.find(MEMORY)
-        while at >= 0:
-            memory.add(at)
-            at = kinds.find(MEMORY, at + 1)
-        cache = {"generation": index.state.generation, "memory": memory}
-        index._derived_cache = cache  # type: ignore[attr-defined]
-    return cache
-
-
-def _memory_docs(index: SearchCache) -> set[int]:
-    return _derived(index)["memory"]
-
-
-def _excluded(index: SearchCache, kind: str, as_of: float) -> set[int]:
+def _excluded(cache: SearchCache, kind: str, as_of: float) -> set[int]:
     """Records that can never be candidates: tombstoned, expired, after `as_of`, other kind."""
-    s = index.state
-    out = set(s.dead)
-    out.update(d for d, at in s.expires.items() if at <= as_of)
-    if as_of < s.max_time:
-        out.update(d for d, t in enumerate(s.times) if t > as_of)
+    columns = cache.columns
+    out = set(columns.dead)
+    out.update(d for d, at in columns.expires.items() if at <= as_of)
+    if as_of < columns.max_time:
+        out.update(d for d, t in enumerate(columns.times) if t > as_of)
     if kind == "conversation":
-        out |= _memory_docs(index)
+        out |= cache.memory_records()
     elif kind == "memory":
-        out |= set(range(s.count)) - _memory_docs(index)
+        out |= set(range(columns.count)) - cache.memory_records()
     return out
 
 
-
-def _hit(index: SearchCache, rank: int, data: dict[str, Any], breakdown: ScoreBreakdown,
+def _hit(cache: SearchCache, rank: int, data: dict[str, Any], breakdown: ScoreBreakdown,
          desk_id: str, dirty: set[str]) -> RecallHit:
     provenance = dict(data["provenance"])
     if data["kind"] == "memory":
         # the commit of the file's last change; `uncommitted` says the work tree differs from it
-        provenance["commit"] = _last_commit(index, provenance["path"])
+        provenance["commit"] = _last_commit(cache, provenance["path"])
         provenance["uncommitted"] = provenance["path"] in dirty
     scope = {"desk_id": desk_id, "memory_kind": data["kind"], "type": data["type"]}
     return RecallHit(rank, data["rid"], snippet(data["text"], breakdown.matched_terms), scope,
                      provenance, breakdown)
 
 
-def _last_commit(index: SearchCache, path: str) -> str | None:
-    commits = index.desk.git.log([path], limit=1)
+def _last_commit(cache: SearchCache, path: str) -> str | None:
+    commits = cache.desk.git.log([path], limit=1)
     return commits[0].sha if commits else None
 
 

@@ -1,6 +1,6 @@
-"""The derived search cache behind `desk recall`: an inverted index in `.system/cache/search.sqlite`.
+"""The derived search cache behind `desk recall`: posting lists in `.system/cache/search.sqlite`.
 
-Why an own inverted index in stdlib sqlite3 and not FTS5: recall's terms are desk's own (NFKC +
+Why its own posting lists in stdlib sqlite3 and not FTS5: recall's terms are desk's own (NFKC +
 casefold + whitespace, words, CJK character bigrams) and its score must be explainable term by term
 (which query terms matched, how often, with which weight). FTS5 would re-tokenize the text its own
 way and only hands back an opaque `bm25()`, so every candidate would be re-scored in Python anyway.
@@ -22,16 +22,17 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desk.storage.sqlite_cache import open_cache
 from desk.layout import ARCHIVE_DIR, MEMORY_DIR, DeskFolder
+from desk.recall.records import KIND_NAMES, MEMORY, Record, event_record, memory_record
 from desk.storage.git import blob_sha
-from desk.recall.records import KIND_NAMES, Record, event_record, memory_record
+from desk.storage.sqlite_cache import open_cache
 
 CACHE_FILE = "search.sqlite"
 _SCHEMA = 2
@@ -81,15 +82,19 @@ def _check_schema(db: sqlite3.Connection) -> None:
 
 
 class SearchCache:
-    """The inverted index over a desk's memories and conversation records. Derived and disposable."""
+    """Posting lists and per-record columns over a desk's memories and conversation records.
+
+    Derived and disposable: deleting the file only costs the next refresh a full read.
+    """
 
     def __init__(self, desk: DeskFolder) -> None:
         self.desk = desk
         self.path = desk.cache_dir / CACHE_FILE
         self._db: sqlite3.Connection | None = None
-        self.state = _Columns()
+        self.columns = _Columns()
         self._loaded = -1
         self._postings: dict[str, tuple[array, array]] = {}
+        self._memory_records: tuple[_Columns | None, int, set[int]] = (None, -1, set())
 
     # -- storage ----------------------------------------------------------------------------
 
@@ -103,7 +108,7 @@ class SearchCache:
         self.close()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-        self.state, self._loaded = _Columns(), -1
+        self.columns, self._loaded = _Columns(), -1
         self._postings.clear()
 
     def close(self) -> None:
@@ -121,20 +126,20 @@ class SearchCache:
         if generation == self._loaded:
             return
         meta = self._meta(db)
-        state = _Columns(generation=generation)
+        columns = _Columns(generation=generation)
         if generation:
-            state.times.frombytes(meta["times"])
-            state.lengths.frombytes(meta["lengths"])
-            state.kinds = bytearray(meta["kinds"])
-            state.dead = set(array("I", meta["dead"]))
-            state.expires = {int(k): v for k, v in json.loads(meta["expires"]).items()}
-            state.sum_len = int(meta["sum_len"])
-            state.max_time = float(meta["max_time"])
-        self.state, self._loaded = state, generation
+            columns.times.frombytes(meta["times"])
+            columns.lengths.frombytes(meta["lengths"])
+            columns.kinds = bytearray(meta["kinds"])
+            columns.dead = set(array("I", meta["dead"]))
+            columns.expires = {int(k): v for k, v in json.loads(meta["expires"]).items()}
+            columns.sum_len = int(meta["sum_len"])
+            columns.max_time = float(meta["max_time"])
+        self.columns, self._loaded = columns, generation
         self._postings.clear()
 
     def _save(self, db: sqlite3.Connection) -> None:
-        s = self.state
+        s = self.columns
         s.generation += 1
         rows = {"schema": _SCHEMA, "generation": s.generation, "times": s.times.tobytes(),
                 "lengths": s.lengths.tobytes(), "kinds": bytes(s.kinds),
@@ -166,14 +171,27 @@ class SearchCache:
         row = self._connect().execute("SELECT data FROM docs WHERE id=?", (doc,)).fetchone()
         return json.loads(row[0])
 
+    def memory_records(self) -> set[int]:
+        """Numbers of the memory records (tombstoned included); few, so found with `find` and
+        kept until the columns change (a reload or rebuild makes new columns)."""
+        columns, generation, found = self._memory_records
+        if columns is not self.columns or generation != self.columns.generation:
+            kinds, found = self.columns.kinds, set()
+            at = kinds.find(MEMORY)
+            while at >= 0:
+                found.add(at)
+                at = kinds.find(MEMORY, at + 1)
+            self._memory_records = (self.columns, self.columns.generation, found)
+        return found
+
     # -- refreshing -------------------------------------------------------------------------
 
     def refresh(self, progress: Progress | None = None) -> int:
         """Bring the cache up to date with memory/ and the archive; return the records added."""
         db = self._connect()
         self._load(db)
-        dead = len(self.state.dead)
-        if dead > COMPACT_MIN_DEAD and dead * 4 > self.state.count:
+        dead = len(self.columns.dead)
+        if dead > COMPACT_MIN_DEAD and dead * 4 > self.columns.count:
             self.rebuild()  # tombstones are a quarter of the cache: start over from the files
             db = self._connect()
         mem_todo, arch_todo = self._changes(db)
@@ -213,7 +231,7 @@ class SearchCache:
 
     def _add(self, db: sqlite3.Connection, record: Record, origin: str,
              added: list[tuple[int, Record]]) -> int:
-        s = self.state
+        s = self.columns
         doc = s.count
         length = sum(record.terms.values())
         s.times.append(record.time if record.time is not None else float("nan"))
@@ -231,7 +249,7 @@ class SearchCache:
         return doc
 
     def _kill(self, doc: int) -> None:
-        s = self.state
+        s = self.columns
         if doc not in s.dead:
             s.dead.add(doc)
             s.sum_len -= s.lengths[doc]
@@ -257,7 +275,7 @@ class SearchCache:
                     self._kill(old_doc)
                 record = memory_record(data, path)
                 doc = self._add(db, record, path, added) if record else None
-            racy = _now_ns() - st.st_mtime_ns < _RACY_NS
+            racy = time.time_ns() - st.st_mtime_ns < _RACY_NS
             db.execute("INSERT OR REPLACE INTO memfiles VALUES (?, ?, ?, ?, ?)",
                        (path, -1 if racy else st.st_size, st.st_mtime_ns, blob, doc))
 
@@ -350,8 +368,3 @@ def _scan(folder: Path, suffix: str, prefix: str) -> Iterable[tuple[str, os.stat
             if item.name.endswith(suffix) and item.is_file(follow_symlinks=False):
                 yield f"{prefix}/{item.name}", item.stat(follow_symlinks=False)
 
-
-def _now_ns() -> int:
-    import time
-
-    return time.time_ns()

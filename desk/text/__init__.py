@@ -1,1 +1,1 @@
-"""Text rules: normalisation, tokens, secrets, times, escaping. Pure functions."""
+"""Text rules: normalisation, tokens, secrets and UTC times. Pure functions (and the one clock read)."""
