@@ -198,6 +198,21 @@ def test_check_rejects_a_record_in_the_wrong_days_file(desk: DeskFolder) -> None
     assert found and all(rule == "archive-record" for _line, rule in found)
 
 
+@pytest.mark.parametrize("at", [
+    "2026-11-29T10:00:00.000000Z\n",     # Python's `$` matches before a final newline
+    "2026-11-29T25:00:00.000000Z",       # shaped like a time, but not one
+    "2026-11-29T10:00:00.000000z",
+    "2026-11-29T12:00:00.000000+02:00",  # records are compared as strings: one spelling only
+    "2026-11-29T10:00:00.000Z",
+])
+def test_check_refuses_times_not_spelled_as_the_archive_stores_them(desk: DeskFolder, at: str) -> None:
+    path, data, lines = _three(desk)
+    last = json.loads(lines[-1])
+    forged = json.dumps({**last, "at": at}, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    new = b"".join(line + b"\n" for line in lines[:-1]) + forged.encode() + b"\n"
+    assert _errors(desk, path, None, new) == [(4, "archive-record")]
+
+
 def test_secrets_are_redacted_unless_asked_not_to(desk: DeskFolder) -> None:
     key = "AKIA" + "IOSFODNN7EXAMPLE"
     rec = append_event(desk, "inbound", f"my key is {key}", payload={"nested": [key]},

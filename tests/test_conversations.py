@@ -64,6 +64,15 @@ def test_render_filters_by_session_and_refuses_edited_views(desk: DeskFolder, ru
     assert view.read_text().endswith("a person's note\n")
 
 
+def test_date_is_a_utc_day_whatever_the_offset(desk: DeskFolder, run: DeskRunner) -> None:
+    _events(desk)
+    # 01:00 at +05:00 is 20:00 UTC the day before: that UTC day's view is rendered.
+    data = json.loads(run("conversations", "render", "--date", "2026-11-29T01:00:00+05:00", "--json").output)
+    assert data["files"] == ["conversations/2026-11-28/s1.md"] and data["events"] == 1
+    refused = run("conversations", "render", "--date", "2026-11-29T01:00", "--json")
+    assert refused.exit_code == 2 and "no timezone" in refused.output
+
+
 def test_unsafe_session_names_get_a_safe_unique_file() -> None:
     a, b = view_path("2026-11-29", "A/B"), view_path("2026-11-29", "a-b")
     assert a != b and a.startswith("conversations/2026-11-29/a-b-") and "/" not in a.split("2026-11-29/")[1]

@@ -29,6 +29,37 @@ def test_good_file_parses_and_round_trips() -> None:
     assert memory.render() == GOOD
 
 
+TEN = dt.datetime(2026, 11, 29, 10, tzinfo=dt.timezone.utc)
+
+
+@pytest.mark.parametrize("value, expected", [
+    (b"2026-11-29T12:00:00+02:00", TEN),        # YAML's own timestamp, with an offset
+    (b"2026-11-29 10:00:00Z", TEN),             # YAML allows a space
+    (b"2026-11-29T10:00:00.9Z", TEN),           # the file keeps whole seconds
+    (b"'2026-11-29T10:00:00z'", TEN),           # quoted: desk.text.times reads it
+    (b"2026-11-29", TEN.replace(hour=0)),       # YAML's date: midnight UTC
+    (b"'2026-11-29'", TEN.replace(hour=0)),     # the same date quoted
+])
+def test_time_fields_read_like_every_other_time(value: bytes, expected: dt.datetime) -> None:
+    data = GOOD.replace(b"created: 2026-11-29T10:00:00Z", b"created: " + value)
+    memory = parse_memory(data, "memory/report-style.md", "report-style")
+    assert memory.meta.created == expected and memory.meta.created.tzinfo is dt.timezone.utc
+    assert b"created: " + expected.strftime("%Y-%m-%dT%H:%M:%SZ").encode() + b"\n" in memory.render()
+
+
+@pytest.mark.parametrize("value, message", [
+    (b"2026-11-29T10:00:00", "created: 2026-11-29 10:00:00 has no timezone"),   # YAML: a naive datetime
+    (b"'2026-11-29T10:00:00'", "created: '2026-11-29T10:00:00' has no timezone"),
+    ("'2026-11-29\u200bT10:00:00Z'".encode(), "is not an ISO 8601 time"),  # a zero-width space
+    (b"'2026-02-30'", "is not a real time"),
+    (b"12", "created: expected a UTC time like 2026-11-29T10:00:00Z, got 12"),
+])
+def test_bad_time_fields_are_named(value: bytes, message: str) -> None:
+    error = refused(GOOD.replace(b"created: 2026-11-29T10:00:00Z", b"created: " + value))
+    assert [f.rule for f in error.findings] == ["frontmatter-field"]
+    assert message in error.findings[0].message and error.findings[0].line == 8
+
+
 # Each malformed file, the file line the error must name, and the rule.
 CORPUS = {
     "unclosed frontmatter": (b"---\nname: report-style\ntype: fact\nbody\n", 1, "frontmatter-unclosed"),

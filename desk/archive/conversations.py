@@ -8,14 +8,16 @@ Changed views are committed together in one commit; a view a person has edited i
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from desk.archive.store import ArchiveEvent, iter_events
-from desk.archive.format import parse_time
-from desk.layout import CONVERSATIONS_DIR, DeskFolder
+from desk.layout import ARCHIVE_DIR, CONVERSATIONS_DIR, DeskFolder
+from desk.text.times import parse_time
 from desk.transaction import commit_message, transaction
 from desk.vocabulary import CONVERSATION_KINDS
 
@@ -63,7 +65,7 @@ def render_view(day: str, session: str | None, events: list[ArchiveEvent]) -> by
     """The Markdown view of one session's messages on one day."""
     title = _inline(session) if session is not None else "(no session)"
     lines = [f"# Conversation {title} — {day}", "",
-             "<!-- Generated from .system/archive by `desk conversations render`; do not edit. "
+             f"<!-- Generated from {ARCHIVE_DIR} by `desk conversations render`; do not edit. "
              "The archive is the source of truth. -->", ""]
     for event in events:
         rec: dict[str, Any] = event.record
@@ -73,8 +75,6 @@ def render_view(day: str, session: str | None, events: list[ArchiveEvent]) -> by
         lines.append("")
         content = rec.get("content")
         if content is None and rec.get("payload") is not None:
-            import json
-
             content = json.dumps(rec["payload"], ensure_ascii=False, sort_keys=True)
         lines.append(_quote(content or ""))
         lines.append("")
@@ -86,9 +86,8 @@ def render_conversations(desk: DeskFolder, *, date: str | None = None, session: 
     """Regenerate the views for `date` (a UTC day; default: every day) and `session`; one commit."""
     since = until = None
     if date is not None:
-        start = parse_time(date, "--date")
-        day = start.strftime("%Y-%m-%d")
-        since, until = f"{day}T00:00:00Z", _next_day(day)
+        since = parse_time(date, "--date").replace(hour=0, minute=0, second=0, microsecond=0)
+        until = since + dt.timedelta(days=1)  # the whole UTC day of the date (or time) given
     groups: dict[str, list[ArchiveEvent]] = {}
     sessions: dict[str, tuple[str, str | None]] = {}
     count = 0
@@ -115,10 +114,3 @@ def render_conversations(desk: DeskFolder, *, date: str | None = None, session: 
         result.commit = tx.commit(changed, message)
     result.status, result.files = "committed", sorted(changed)
     return result
-
-
-def _next_day(day: str) -> str:
-    import datetime as dt
-
-    nxt = dt.date.fromisoformat(day) + dt.timedelta(days=1)
-    return f"{nxt.isoformat()}T00:00:00Z"

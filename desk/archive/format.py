@@ -6,7 +6,6 @@ validator (`check_archive_change`) and `desk archive verify`.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import os
@@ -14,14 +13,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from desk.errors import Finding, InvalidFileError, UsageError
+from desk.errors import Finding, InvalidFileError
 from desk.layout import ARCHIVE_DIR
+from desk.text.secrets import redact
+from desk.text.times import TimeFormatError, parse_time
 
 FIELDS = frozenset({"id", "desk_id", "at", "recorded_at", "kind", "session", "actor", "content",
                     "payload", "meta", "prev"})
 MAX_RECORD_BYTES = 1024 * 1024
 _FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.([0-9a-z]{4,40})\.jsonl$")
-_TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$")
 _ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-z]{4,40}-(\d{8})-(\d{6,})$")
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,39}$")
 _HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -46,34 +46,15 @@ def archive_file(day: str, clone: str) -> str:
     return f"{ARCHIVE_DIR}/{day}.{clone}.jsonl"
 
 
-def format_time(when: dt.datetime) -> str:
-    """UTC `YYYY-MM-DDTHH:MM:SS.ffffffZ`."""
-    t = when if when.utcoffset() == _ZERO else when.astimezone(dt.timezone.utc)
-    return (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
-            f".{t.microsecond:06d}Z")
-
-
-_ZERO = dt.timedelta(0)
-
-
-def parse_time(value: str | dt.datetime, what: str) -> dt.datetime:
-    """An aware datetime from ISO 8601 (`Z` or an offset) or a bare date (midnight UTC)."""
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            raise UsageError(f"{what}: {value} has no timezone; give UTC (…Z) or an offset")
-        return value
+def is_stored_time(value: object) -> bool:
+    """Whether `value` is a time spelled as the archive stores it (seconds or microseconds, `Z`)."""
     if not isinstance(value, str):
-        raise UsageError(f"{what}: {value!r} is not an ISO 8601 time (e.g. 2026-11-29T10:00:00Z)")
-    text = value.strip()
+        return False
     try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            return dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc)
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise UsageError(f"{what}: {value!r} is not an ISO 8601 time (e.g. 2026-11-29T10:00:00Z)") from None
-    if parsed.tzinfo is None:
-        raise UsageError(f"{what}: {value!r} has no timezone; add Z for UTC or an offset")
-    return parsed
+        parse_time(value, form="stored")
+    except TimeFormatError:
+        return False
+    return True
 
 
 def at_key(value: str) -> str:
@@ -104,7 +85,7 @@ def validate_fields(event: dict[str, Any]) -> str | None:
     if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                              for k, v in meta.items()):
         return "meta: must map strings to strings"
-    if not isinstance(event.get("at"), str) or not _TIME_RE.match(event["at"]):
+    if not is_stored_time(event.get("at")):
         return f"at: {event.get('at')!r} is not a UTC time YYYY-MM-DDTHH:MM:SS[.ffffff]Z"
     for key, value in event.items():
         try:
@@ -131,7 +112,7 @@ def record_problem(rec: object, desk_id: str, day: str) -> str | None:
         return f"desk_id {rec['desk_id']!r} is not this desk's ({desk_id})"
     if rec["at"][:10] != day:
         return f"at {rec['at']} does not belong in the file of {day}"
-    if not isinstance(rec["recorded_at"], str) or not _TIME_RE.match(rec["recorded_at"]):
+    if not is_stored_time(rec["recorded_at"]):
         return "recorded_at: not a UTC time"
     if seq_of(rec["id"]) is None:
         return f"id {rec['id']!r} is not a desk event id"
@@ -141,11 +122,7 @@ def record_problem(rec: object, desk_id: str, day: str) -> str | None:
 
 
 def redact_event(event: dict[str, Any]) -> dict[str, Any]:
-    """Redact known secret patterns in content, payload strings and meta values (GUARD's scanner)."""
-    try:
-        from desk.text.secrets import redact
-    except ImportError:  # the scanner has not landed yet
-        return event
+    """Redact known secret patterns in content, payload strings and meta values (`desk.text.secrets`)."""
     kinds: list[str] = []
 
     def clean(value: Any) -> Any:
@@ -173,7 +150,7 @@ def _loads(line: bytes) -> Any:
         return None
 
 
-def tail_state(fd: int, size: int) -> tuple[str | None, int, bool]:
+def read_tail(fd: int, size: int) -> tuple[str | None, int, bool]:
     """(hash of the last line, seq of the last parseable record, ends with a newline) of an open file.
 
     Reads backwards from the end in growing chunks; usually one small read.

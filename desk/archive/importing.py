@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from desk.archive.store import ArchiveWriter, build_event
-from desk.layout import DeskFolder
 from desk.errors import UsageError
+from desk.layout import DeskFolder
+from desk.text.times import utc_now
 
 FSYNC_EVERY = 5000
 # Fields of a desk record that the importing desk recomputes (its own chain, id and desk).
@@ -42,7 +43,7 @@ class ImportResult:
 def parse_import(data: bytes, source: str, *, redact: bool = True,
                  now: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Validated events from JSONL bytes; a UsageError names `source:line` and the field."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or utc_now()
     events = []
     for number, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
@@ -79,7 +80,7 @@ def import_events(desk: DeskFolder, path: Path, *, redact: bool = True, now: dt.
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or utc_now()
     events = parse_import(data, str(path), redact=redact, now=now)
     result = ImportResult(str(path))
     files: set[str] = set()

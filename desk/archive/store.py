@@ -1,6 +1,6 @@
 """The JSONL archive: append-only raw events, one file per UTC day per clone, hash-chained.
 
-Format (DESIGN.md §2, the cross-helper contract): `.system/archive/YYYY-MM-DD.<clone-id>.jsonl`,
+Format (DESIGN.md §2): `.system/archive/YYYY-MM-DD.<clone-id>.jsonl`,
 one compact JSON object per `\\n`-terminated line, keys sorted, `prev` = sha256 of the previous
 line's bytes (null on a file's first line). The `id` is `<recorded-at>-<clone>-<YYYYMMDD>-<seq>`:
 sortable by recorded time, unique across clones and files, and `seq` (1, 2, 3, ... per file) lets
@@ -26,18 +26,18 @@ from desk.archive.format import (
     ArchiveFile,
     archive_file,
     at_key,
-    format_time,
+    check_lines,
     line_hash,
     parse_lines,
-    parse_time,
     redact_event,
-    tail_state,
+    read_tail,
     validate_fields,
 )
-from desk.storage.atomic import fsync_dir
-from desk.layout import ARCHIVE_DIR, DeskFolder
 from desk.errors import DeskError, Finding, UsageError
+from desk.layout import ARCHIVE_DIR, DeskFolder
+from desk.storage.atomic import fsync_dir
 from desk.storage.lock import desk_lock
+from desk.text.times import format_time, parse_time, utc_now
 
 __all__ = ["ArchiveEvent", "ArchiveWriter", "append_event", "iter_events", "check_archive_change",
            "archive_files", "clone_id", "find_event", "read_events"]
@@ -135,24 +135,24 @@ class ArchiveWriter:
         try:
             self.flush()
         finally:
-            for state in self._files.values():
-                os.close(state.fd)
+            for opened in self._files.values():
+                os.close(opened.fd)
             self._files.clear()
             self._lock.__exit__(None, None, None)
 
     def flush(self) -> None:
         """fsync every file written since the last flush, and the folder of new files."""
-        for state in self._files.values():
-            if state.dirty:
-                os.fsync(state.fd)
-                state.dirty = False
+        for opened in self._files.values():
+            if opened.dirty:
+                os.fsync(opened.fd)
+                opened.dirty = False
         for folder in self._new_dirs:
             fsync_dir(folder)
         self._new_dirs.clear()
 
     def _open(self, rel: str) -> _Open:
-        state = self._files.get(rel)
-        if state is None:
+        opened = self._files.get(rel)
+        if opened is None:
             if len(self._files) >= MAX_OPEN_FILES:  # an import spanning years of days
                 self.flush()
                 for other in self._files.values():
@@ -165,39 +165,39 @@ class ArchiveWriter:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
                 self._new_dirs.add(Path(os.path.dirname(path)))
-            prev, seq, ends = tail_state(fd, os.fstat(fd).st_size)
-            state = _Open(fd, prev, seq, ends)
-            self._files[rel] = state
-        return state
+            prev, seq, ends = read_tail(fd, os.fstat(fd).st_size)
+            opened = _Open(fd, prev, seq, ends)
+            self._files[rel] = opened
+        return opened
 
     def append(self, event: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
         """Write one validated event (fields without id/recorded_at/prev/desk_id) and return the record."""
         day = event["at"][:10]
         rel = archive_file(day, self.clone)
-        state = self._open(rel)
+        opened = self._open(rel)
         if now is not self._now:  # an import stamps a whole batch with one `now`
-            self._now, self._recorded = now, format_time(now)
+            self._now, self._recorded = now, format_time(now, "microsecond")
         recorded = self._recorded
-        seq = state.seq + 1
-        record = {**event, "desk_id": self.desk_id, "recorded_at": recorded, "prev": state.prev,
+        seq = opened.seq + 1
+        record = {**event, "desk_id": self.desk_id, "recorded_at": recorded, "prev": opened.prev,
                   "id": f"{recorded[:4]}{recorded[5:7]}{recorded[8:13]}{recorded[14:16]}"
                         f"{recorded[17:19]}{recorded[20:26]}Z-{self.clone}-{day.replace('-', '')}-{seq:06d}"}
         line = json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
-        data = line + b"\n" if state.ends_with_newline else b"\n" + line + b"\n"
-        written = os.write(state.fd, data)
+        data = line + b"\n" if opened.ends_with_newline else b"\n" + line + b"\n"
+        written = os.write(opened.fd, data)
         if written != len(data):
             # The tail is now a fragment; the next append closes it with a newline first.
-            state.ends_with_newline = False
-            state.prev = None
+            opened.ends_with_newline = False
+            opened.prev = None
             self._files.pop(rel)
-            os.close(state.fd)
+            os.close(opened.fd)
             raise DeskError(f"short write to {rel}: {written} of {len(data)} bytes (disk full?)",
                             hint="free some space; the torn tail is closed by the next append")
-        state.prev, state.seq, state.ends_with_newline = line_hash(line), seq, True
+        opened.prev, opened.seq, opened.ends_with_newline = line_hash(line), seq, True
         if self.batch:
-            state.dirty = True
+            opened.dirty = True
         else:
-            os.fsync(state.fd)
+            os.fsync(opened.fd)
             if self._new_dirs:
                 self.flush()
         return record
@@ -208,13 +208,9 @@ def build_event(kind: str, content: str | None = None, *, payload: dict[str, Any
                 at: str | dt.datetime | None = None, meta: dict[str, str] | None = None,
                 redact: bool = True, now: dt.datetime | None = None) -> dict[str, Any]:
     """The caller's part of a record, validated (UsageError naming the field) and redacted."""
-    when = parse_time(at, "at") if at is not None else (now or dt.datetime.now(dt.timezone.utc))
-    try:
-        stamp = format_time(when)
-    except OverflowError:
-        raise UsageError(f"at: {at!r} is outside the range of UTC times desk can store") from None
+    when = parse_time(at, "at") if at is not None else (now or utc_now())
     event = {"kind": kind, "content": content, "payload": payload, "session": session,
-             "actor": actor, "at": stamp, "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
+             "actor": actor, "at": format_time(when, "microsecond"), "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
     problem = validate_fields(event)
     if problem:
         raise UsageError(problem)
@@ -232,7 +228,7 @@ def append_event(desk: DeskFolder, kind: str, content: str | None = None, *,
     secret patterns in content, payload strings and meta values are redacted unless `redact=False`.
     Not committed: `desk checkpoint` (or `desk digest`) commits archive growth.
     """
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or utc_now()
     event = build_event(kind, content, payload=payload, session=session, actor=actor, at=at,
                         meta=meta, redact=redact, now=now)
     with ArchiveWriter(desk) as writer:
@@ -268,8 +264,8 @@ def iter_events(desk: DeskFolder, *, since: str | dt.datetime | None = None,
     fragment (crash) is skipped and reported in `problems`; any other damage raises
     InvalidFileError naming `path:line` (run `desk archive verify`).
     """
-    low = at_key(format_time(parse_time(since, "since"))) if since is not None else None
-    high = at_key(format_time(parse_time(until, "until"))) if until is not None else None
+    low = format_time(parse_time(since, "since"), "microsecond") if since is not None else None
+    high = format_time(parse_time(until, "until"), "microsecond") if until is not None else None
     wanted = set(kinds) if kinds is not None else None
     by_day: dict[str, list[ArchiveFile]] = {}
     for f in archive_files(desk):
@@ -301,8 +297,6 @@ def check_archive_change(path: str, old: bytes | None, new: bytes, desk_id: str)
     desk (`archive-record`); the hash chain and the per-file sequence intact (`archive-chain`).
     A fragment torn by a crash and closed by the next append is a warning (`archive-torn`).
     """
-    from desk.archive.format import check_lines
-
     name = path.rsplit("/", 1)[-1]
     afile = ArchiveFile.from_name(name)
     if afile is None:

@@ -23,7 +23,7 @@ from typing import Any
 from desk.digest.policy import Candidate, Tie
 from desk.layout import CONFLICTS_FILE
 from desk.errors import Finding, InvalidFileError
-from desk.storage.frontmatter import format_time
+from desk.text.times import format_time
 
 SCHEMA_VERSION = 1
 STATUSES = ("open", "resolved", "superseded")
@@ -153,7 +153,7 @@ def parse_queue(data: bytes | None, path: str = CONFLICTS_FILE) -> list[dict[str
     problem = _shape_problem(doc)
     if problem:
         raise InvalidFileError([Finding(path, 1, "conflicts-schema", problem)],
-                               hint="restore it from git (`git checkout -- .system/conflicts.json`)")
+                               hint=f"restore it from git (`git checkout -- {path}`)")
     cases: list[dict[str, Any]] = doc["cases"]
     return cases
 

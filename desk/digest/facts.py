@@ -16,7 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from desk.archive.store import append_event
 from desk.errors import RejectedError
+from desk.text.times import TimeFormatError, parse_time
 from desk.vocabulary import FACT_KINDS
 
 FACT_EVENT = "fact"
@@ -92,8 +94,6 @@ def add_fact(desk: Any, content: str, *, kind: str, importance: int, key: str | 
              session: str | None = None, actor: str | None = None, at: str | None = None,
              redact: bool = True, now: dt.datetime | None = None) -> dict[str, Any]:
     """Validate a fact and append it to the archive; return the archived record."""
-    from desk.archive.store import append_event
-
     fact = validate_fact(content, kind=kind, importance=importance, key=key)
     return append_event(desk, FACT_EVENT, content=fact.content, payload=fact.payload(),
                         session=session, actor=actor, at=at, redact=redact, now=now)
@@ -110,14 +110,6 @@ class FactRecord:
     key: str | None
     content: str
     session: str | None = None
-
-
-def parse_time(value: str) -> dt.datetime:
-    """An archive time (`...Z`, seconds or microseconds) as an aware UTC datetime."""
-    parsed = dt.datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        raise ValueError(f"time {value!r} has no timezone")
-    return parsed.astimezone(dt.timezone.utc)
 
 
 def fact_from_record(record: Mapping[str, Any]) -> FactRecord:
@@ -138,6 +130,10 @@ def fact_from_record(record: Mapping[str, Any]) -> FactRecord:
         raise ValueError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
     if not isinstance(record.get("id"), str) or not isinstance(record.get("at"), str):
         raise ValueError("a fact needs an id and a time")
+    try:
+        at = parse_time(record["at"], "at", form="stored")  # the archive's own spelling only
+    except TimeFormatError as exc:
+        raise ValueError(exc.message) from None
     session = record.get("session")
-    return FactRecord(record["id"], parse_time(record["at"]), fact.kind, fact.importance, fact.key,
-                      fact.content, session if isinstance(session, str) else None)
+    return FactRecord(record["id"], at, fact.kind, fact.importance, fact.key, fact.content,
+                      session if isinstance(session, str) else None)

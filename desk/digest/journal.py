@@ -18,10 +18,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from desk.digest.facts import FACT_EVENT, fact_from_record
 from desk.errors import DeskError, RejectedError, UsageError
-from desk.digest.facts import FACT_EVENT, fact_from_record, parse_time
+from desk.layout import JOURNAL_DIR, MISTAKES_FILE, memory_name
 from desk.storage.git import Commit
-from desk.layout import JOURNAL_DIR, memory_name
+from desk.text.secrets import scan
+from desk.text.times import TimeFormatError, format_time, parse_time
 
 MAX_ITEMS = 50  # per section; a 10,000-event day must still read as a page, not a dump
 MAX_LINE = 200
@@ -42,9 +44,10 @@ def one_line(text: str | None, limit: int = MAX_LINE) -> str:
 
 
 def _hhmm(value: str) -> str:
+    """`HH:MM` (UTC) of an archived event's time; `--:--` when it is not a time."""
     try:
         return parse_time(value).strftime("%H:%M")
-    except (ValueError, TypeError):
+    except TimeFormatError:
         return "--:--"
 
 
@@ -72,7 +75,7 @@ def render_journal(day: dt.date, events: Sequence[Mapping[str, Any]], commits: S
     lines += _facts(events)
     lines += _failures(events)
     commits = [c for c in commits if not {"init", "digest"} & set(c.trailers.get("Desk-Op", []))]
-    lines += _commit_section("Mistakes added", [c for c in commits if "MISTAKES.md" in c.paths])
+    lines += _commit_section("Mistakes added", [c for c in commits if MISTAKES_FILE in c.paths])
     lines += _commit_section("Memory changes",
                              [c for c in commits if any(memory_name(p) for p in c.paths)])
     return ("\n".join(lines).rstrip("\n") + "\n").encode()
@@ -152,9 +155,10 @@ def _commit_section(title: str, commits: Sequence[Commit]) -> list[str]:
 
 
 def _utc(date: str) -> str:
+    """A commit's date (git's strict ISO 8601, any offset) in UTC, so commits sort by time."""
     try:
-        return dt.datetime.fromisoformat(date).astimezone(dt.timezone.utc).isoformat()
-    except ValueError:
+        return format_time(parse_time(date, "commit date"))
+    except TimeFormatError:
         return date
 
 
@@ -234,9 +238,5 @@ def check_narrative(data: bytes) -> str:
 
 
 def secret_kinds(text: str) -> list[str]:
-    """Kinds of known secrets in `text` (empty until the secret scanner module is present)."""
-    try:
-        from desk.text.secrets import scan
-    except ImportError:
-        return []
+    """Kinds of known secrets in `text`."""
     return sorted({finding.kind for finding in scan(text)})

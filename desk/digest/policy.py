@@ -37,6 +37,7 @@ from desk.text.normalize import content_key
 EVIDENCE_MAX = 20
 # An outcome ("the tests passed today") stays in the recent log: it is never a lasting rule.
 DISTILLABLE = frozenset({"decision", "convention", "pitfall"})
+EARLIEST = dt.datetime.min.replace(tzinfo=dt.timezone.utc)  # "never seen": before every fact
 
 
 @dataclass(frozen=True)
@@ -264,8 +265,7 @@ def _challengers(domain: Domain, current: str, last_seen: dt.datetime, policy: D
 
 def kept_evidence(ids: Iterable[str], at: Mapping[str, dt.datetime]) -> list[str]:
     """At most EVIDENCE_MAX of `ids`: the first stated and the most recent, sorted by id."""
-    floor = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
-    ordered = sorted(set(ids), key=lambda i: (at.get(i, floor), i))
+    ordered = sorted(set(ids), key=lambda i: (at.get(i, EARLIEST), i))
     if len(ordered) > EVIDENCE_MAX:
         ordered = ordered[:1] + ordered[len(ordered) - EVIDENCE_MAX + 1:]
     return sorted(ordered)

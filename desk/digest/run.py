@@ -4,7 +4,7 @@ One run reads the archive (the day's events for `journal/D.md`, every fact old e
 distill policy), decides with the pure policy in `desk.digest.policy`, and commits the journal, the memory
 files it promoted, merged or superseded, MEMORY.md and `.system/conflicts.json` together, with
 trailers counting what happened. Nothing changed means no commit: a rerun over the same archive is
-a no-op. It never writes NOW.md (the assistant's own note; GUARD's `digest-now` rule enforces it).
+a no-op. It never writes NOW.md (the assistant's own note; the validator's `digest-now` rule enforces it).
 
 Archive growth since the last commit goes into the same commit (as `desk checkpoint` would commit
 it, with its `Desk-Archive-Head` trailers), so the event ids in memories' `evidence` are committed.
@@ -16,21 +16,24 @@ import datetime as dt
 import json
 from dataclasses import dataclass, field, replace
 
-from desk.digest.conflicts import CONFLICTS_FILE, open_cases, parse_queue, reconcile, render_queue
-from desk.layout import INDEX_FILE, DeskFolder
-from desk.digest.policy import Tie, decide, group_facts
-from desk.digest.memory_writes import (MemoryWrites, active_of, after, forgotten, locate, merged_memory,
-                            new_memory, places_of, replaced_memory)
-from desk.errors import UsageError
+from desk.archive.checkpoint import archive_trailer_lines, pending_archive
+from desk.archive.store import archive_lock_path, iter_events
+from desk.digest.conflicts import open_cases, parse_queue, reconcile, render_queue
 from desk.digest.facts import FACT_EVENT, FactRecord, fact_from_record
-from desk.storage.frontmatter import format_time
-from desk.storage.git import Commit
-from desk.memory.index import memory_path
 from desk.digest.journal import existing_narrative, journal_path, one_line, render_journal, run_summarizer
+from desk.digest.memory_writes import (MemoryWrites, active_of, after, forgotten, locate, merged_memory,
+                                       new_memory, places_of, replaced_memory)
+from desk.digest.policy import Tie, decide, group_facts
+from desk.errors import UsageError
+from desk.layout import CONFLICTS_FILE, INDEX_FILE, MEMORY_DIR, MISTAKES_FILE, DeskFolder
+from desk.memory.index import memory_path
+from desk.storage.git import Commit
 from desk.storage.lock import desk_lock
+from desk.text.secrets import redact
+from desk.text.times import format_time, parse_time, utc_now
 from desk.transaction import Transaction, commit_message, transaction
 
-DAY_COMMIT_PATHS = ("memory/", "MISTAKES.md")
+DAY_COMMIT_PATHS = (MEMORY_DIR + "/", MISTAKES_FILE)
 _US = dt.timedelta(microseconds=1)
 
 
@@ -63,27 +66,6 @@ class DigestResult:
         return dict(self.__dict__)
 
 
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
-
-
-def _as_time(value: str | dt.datetime | None, what: str) -> dt.datetime | None:
-    if value is None or isinstance(value, dt.datetime):
-        return value
-    from desk.archive.format import parse_time
-
-    return parse_time(value, what).astimezone(dt.timezone.utc)
-
-
-def _as_day(value: str | dt.date | None) -> dt.date | None:
-    if value is None or isinstance(value, dt.date):
-        return value
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise UsageError(f"--date: {value!r} is not a day like 2026-11-29") from None
-
-
 def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | dt.datetime | None = None,
            summarizer: str | None = None, now: dt.datetime | None = None) -> DigestResult:
     """Write `journal/D.md` and distil old facts into memories; one commit, none when unchanged.
@@ -93,14 +75,13 @@ def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | 
     the day of `as_of`) picks the journal. `summarizer` is a command that reads the day's events
     as JSONL and prints a Markdown narrative.
     """
-    clock = _as_time(as_of, "--as-of") or now or utc_now()
-    day = _as_day(date) or clock.date()
-    if day > clock.date():
+    clock = parse_time(as_of if as_of is not None else now or utc_now(), "--as-of")
+    moment = parse_time(date, "--date", form="day") if date is not None else clock
+    start = moment.replace(hour=0, minute=0, second=0, microsecond=0)  # midnight UTC of the day
+    day = start.date()
+    if start > clock:
         raise UsageError(f"--date {day} is after --as-of {format_time(clock)}",
                          hint="a journal covers a day that has started")
-    from desk.archive.store import iter_events
-
-    start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
     until = min(start + dt.timedelta(days=1), clock + _US)
     events = [e.record for e in iter_events(desk, since=start, until=until)]
     narrative = run_summarizer(summarizer, events, day=day) if summarizer else None
@@ -172,9 +153,6 @@ def _commit(desk: DeskFolder, tx: Transaction, writes: dict[str, bytes | None], 
     Archive growth goes into the same commit, so the evidence ids the memories name are committed
     too. Desk lock (held by `tx`) first, then the archive lock: the order `desk checkpoint` uses.
     """
-    from desk.archive.store import archive_lock_path
-    from desk.archive.checkpoint import archive_trailer_lines, pending_archive
-
     with desk_lock(archive_lock_path(desk)):
         archive, old_archive, _torn = pending_archive(desk)  # a torn tail waits for the next run
         result.archive = sorted(archive)
@@ -191,8 +169,6 @@ def _commit(desk: DeskFolder, tx: Transaction, writes: dict[str, bytes | None], 
 
 
 def _read_facts(desk: DeskFolder, cutoff: dt.datetime) -> tuple[list[FactRecord], int]:
-    from desk.archive.store import iter_events
-
     facts, invalid = [], 0
     for event in iter_events(desk, until=cutoff + _US, kinds=[FACT_EVENT]):
         try:
@@ -204,8 +180,6 @@ def _read_facts(desk: DeskFolder, cutoff: dt.datetime) -> tuple[list[FactRecord]
 
 def _redacted(journal: bytes) -> bytes:
     """The journal with any known secret replaced: an event archived with --no-redact stays raw there."""
-    from desk.text.secrets import redact
-
     text, kinds = redact(journal.decode("utf-8"))
     return text.encode() if kinds else journal
 

@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from desk.storage import frontmatter
 from desk.errors import Finding, InvalidFileError, RejectedError
+from desk.storage import frontmatter
+from desk.text.times import TimeFormatError, format_time, parse_time
 from desk.vocabulary import MEMORY_SOURCES, MEMORY_TYPES
 
 NAME_MAX = 80
@@ -100,21 +101,16 @@ def _importance(value: Any) -> int | None:
 
 
 def _utc(value: Any, loc: str) -> dt.datetime | None:
-    """A timezone-aware datetime, an ISO-8601 string with a zone, or a date (midnight UTC)."""
+    """A UTC time, whole seconds (what the file stores): an ISO 8601 string with a zone, YAML's
+    timestamp, or a date (midnight UTC), read by `desk.text.times.parse_time`."""
     if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value)
-        except ValueError:
-            raise _FieldError(loc, "not an ISO-8601 time like 2026-11-29T10:00:00Z") from None
-    elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        value = dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
-    if not isinstance(value, dt.datetime):
+    if not isinstance(value, (str, dt.date)):
         raise _FieldError(loc, f"expected a UTC time like 2026-11-29T10:00:00Z, got {value!r}")
-    if value.tzinfo is None:
-        raise _FieldError(loc, "time has no timezone; write it in UTC with a Z, e.g. 2026-11-29T10:00:00Z")
-    return value.astimezone(dt.timezone.utc).replace(microsecond=0)
+    try:
+        return parse_time(value, loc).replace(microsecond=0)
+    except TimeFormatError as exc:
+        raise _FieldError(loc, exc.reason) from None
 
 
 @dataclass(frozen=True)
@@ -175,18 +171,20 @@ class MemoryMeta:
         return dataclasses.replace(self, **changes)
 
     def to_yaml_dict(self) -> dict[str, Any]:
-        """Fields in FIELD_ORDER, empty optional fields left out."""
+        """Fields in FIELD_ORDER, empty optional fields left out, times spelled by `format_time`."""
         out: dict[str, Any] = {}
         for key in FIELD_ORDER:
             value = getattr(self, key)
             if value is None or value == []:
                 continue
+            if isinstance(value, dt.datetime):
+                value = frontmatter.Timestamp(format_time(value))
             out[key] = list(value) if isinstance(value, list) else value
         return out
 
     def to_json(self) -> dict[str, Any]:
         """Every set field, times as `YYYY-MM-DDTHH:MM:SSZ`."""
-        return {key: frontmatter.format_time(v) if isinstance(v, dt.datetime) else v
+        return {key: format_time(v) if isinstance(v, dt.datetime) else v
                 for key, v in ((k, getattr(self, k)) for k in FIELD_ORDER) if v is not None}
 
 

@@ -1,16 +1,19 @@
-"""MEMORY.md: the index of memory/, a pure function of the memory files.
+"""MEMORY.md, the index of memory/ (a pure function of the memory files), and the one entry loader.
 
 Sorted by name, no clock, no locale: the same bytes on every run and every machine. An expiring
 memory shows its expiry instead of vanishing with the clock.
 
-Mutations must not re-parse the desk, so index entries are cached by git blob id in
-`.system/cache/index.sqlite` (derived, git-ignored, rebuilt when missing or broken). A blob id is a
-hash of the file's bytes, so a cached entry can never be stale; the set of files comes from one
-`git ls-tree` (or the index, or a folder scan), and only blobs the cache has not seen are parsed.
+`load_entries` is how anything reads memory files into entries (MEMORY.md, the write gate, the
+validator, the digest, `desk context`, `desk stats`). Mutations must not re-parse the desk, so
+entries are cached by git blob id in `.system/cache/entries.sqlite` (derived, git-ignored, rebuilt
+when missing or broken). A blob id is a hash of the file's bytes, so a cached entry can never be
+stale; the set of files comes from one `git ls-tree` or a folder scan, and only blobs the cache has
+not seen are parsed.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import sqlite3
@@ -18,24 +21,25 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from desk.storage.sqlite_cache import open_cache
-from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.errors import Finding, InvalidFileError
-from desk.storage.frontmatter import format_time
-from desk.storage.git import blob_sha
+from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.memory.file import MemoryFile, parse_memory
+from desk.storage.git import blob_sha
+from desk.storage.sqlite_cache import open_cache
 from desk.text.normalize import content_key
+from desk.text.times import format_time, parse_time
+from desk.text.tokens import estimate_tokens
 
 HEADER = (f"# {INDEX_FILE}: generated from {MEMORY_DIR}/ by desk; do not edit by hand, "
           "run `desk reindex` after editing memory files\n")
 EMPTY = "_No memories yet: add one with `desk remember`._\n"
-_CACHE_FILE = "index.sqlite"
-_TABLE = "entries_v1"
+_CACHE_FILE = "entries.sqlite"
+_TABLE = "entries_v2"
 
 
 @dataclass(frozen=True)
 class IndexEntry:
-    """What the index and the write gate need from one memory file."""
+    """What MEMORY.md, the write gate, `desk context` and `desk stats` need from one memory file."""
 
     name: str
     type: str
@@ -43,13 +47,21 @@ class IndexEntry:
     expires: str | None
     body_key: str
     triggers: tuple[str, ...] = ()
+    updated: str | None = None  # the later of `updated` and `created`
+    body_tokens: int = 0
 
     @classmethod
     def of(cls, memory: MemoryFile) -> IndexEntry:
         meta = memory.meta
+        stamps = [t for t in (meta.created, meta.updated) if t is not None]
         return cls(meta.name, meta.type, meta.description,
                    format_time(meta.expires) if meta.expires else None,
-                   content_key(memory.body), tuple(meta.triggers))
+                   content_key(memory.body), tuple(meta.triggers),
+                   format_time(max(stamps)) if stamps else None, estimate_tokens(memory.body))
+
+    def is_expired(self, now: dt.datetime) -> bool:
+        """Expired at `now`: still on disk and in MEMORY.md, never injected or recalled."""
+        return self.expires is not None and parse_time(self.expires) <= now
 
     def line(self) -> str:
         line = f"- [{self.name}]({MEMORY_DIR}/{self.name}.md) — {self.description}"
@@ -79,7 +91,7 @@ def memory_path(name: str) -> str:
 
 
 class EntryCache:
-    """Index entries keyed by blob id, in SQLite. Derived: losing it costs a re-parse, nothing else."""
+    """Entries keyed by blob id, in SQLite. Derived: losing it costs a re-parse, nothing else."""
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / _CACHE_FILE
@@ -138,27 +150,30 @@ def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | N
     A file that does not parse raises InvalidFileError, unless `invalid` is given: then its
     findings are added there and the file is left out.
     """
-    by_blob = {blob: path for path, blob in files.items() if memory_name(path) is not None}
+    named = {path: blob for path, blob in files.items() if memory_name(path) is not None}
     cache = EntryCache(desk.cache_dir)
     try:
-        cached = cache.get(by_blob)
-        missing = [blob for blob in by_blob if blob not in cached]
-        if missing:
-            blobs = (read or desk.git.read_blobs)(missing)
+        known = cache.get(set(named.values()))
+        # A cached entry was parsed under its own file name: the same bytes under another name
+        # are a name mismatch, which parsing that file reports.
+        todo = {path: blob for path, blob in named.items()
+                if blob not in known or known[blob].name != memory_name(path)}
+        if todo:
+            data = (read or desk.git.read_blobs)(sorted(set(todo.values())))
             fresh = {}
-            for blob in missing:
-                path = by_blob[blob]
+            for path, blob in sorted(todo.items()):
                 try:
-                    fresh[blob] = IndexEntry.of(parse_memory(blobs[blob], path, memory_name(path)))
+                    fresh[blob] = IndexEntry.of(parse_memory(data[blob], path, memory_name(path)))
                 except InvalidFileError as exc:
                     if invalid is None:
                         raise
                     invalid.extend(exc.findings)
             cache.put(fresh)
-            cached.update(fresh)
+            known.update(fresh)
     finally:
         cache.close()
-    return {cached[blob].name: cached[blob] for blob in by_blob if blob in cached}
+    return {entry.name: entry for path, blob in named.items()
+            if (entry := known.get(blob)) is not None and entry.name == memory_name(path)}
 
 
 def committed_files(desk: DeskFolder) -> dict[str, str]:
@@ -168,16 +183,24 @@ def committed_files(desk: DeskFolder) -> dict[str, str]:
 
 
 def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None) -> dict[str, IndexEntry]:
-    """The memories as they are on disk now (hand edits included); `invalid` as in load_entries."""
+    """The memories as they are on disk now (hand edits included); `invalid` as in load_entries.
+
+    Symlinks are not followed: a memory is a regular file in memory/.
+    """
     folder = desk.path(MEMORY_DIR)
     contents: dict[str, bytes] = {}
     files: dict[str, str] = {}
     if folder.is_dir():
         with os.scandir(folder) as it:
-            for item in it:
+            for item in sorted(it, key=lambda i: i.name):
                 if item.name.endswith(".md") and item.is_file(follow_symlinks=False):
                     data = Path(item.path).read_bytes()
                     blob = blob_sha(data)
                     contents[blob] = data
                     files[memory_path(item.name[:-3])] = blob
     return load_entries(desk, files, lambda blobs: {b: contents[b] for b in blobs}, invalid)
+
+
+def invalid_paths(invalid: Iterable[Finding]) -> list[str]:
+    """The files named by `invalid`, sorted: what a reader left out because it does not parse."""
+    return sorted({finding.path for finding in invalid})

@@ -12,9 +12,10 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from desk.layout import MEMORY_DIR, MISTAKES_FILE, DeskFolder
 from desk.errors import UsageError
+from desk.layout import MEMORY_DIR, MISTAKES_FILE, DeskFolder
 from desk.text.normalize import normalize
+from desk.text.times import format_time, utc_now
 from desk.transaction import commit_message, transaction
 
 FIELDS = ("what", "context", "cause", "avoid")
@@ -116,19 +117,21 @@ def add_mistake(desk: DeskFolder, *, what: str, context: str, cause: str, avoid:
     values = {"what": _clean("what", what), "context": _clean("context", context),
               "cause": _clean("cause", cause), "avoid": _clean("avoid", avoid)}
     if memory is not None:
+        # Imported here: desk.memory.file loads PyYAML (~50 ms), which a mistake without a
+        # memory link never needs.
         from desk.memory.file import name_problem
 
         problem = name_problem(memory)
         if problem:
             raise UsageError(f"--memory {memory!r}: {problem}")
         if not desk.path(f"{MEMORY_DIR}/{memory}.md").is_file():
-            raise UsageError(f"--memory {memory!r}: there is no memory/{memory}.md",
+            raise UsageError(f"--memory {memory!r}: there is no {MEMORY_DIR}/{memory}.md",
                              hint="create it first with `desk remember`, or leave --memory out")
-    day = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).strftime("%Y-%m-%d")
+    day = format_time(now or utc_now(), "day")
     with transaction(desk) as tx:
         tx.require_clean([MISTAKES_FILE])
         path = desk.path(MISTAKES_FILE)
-        old = path.read_text("utf-8") if path.exists() else "# MISTAKES.md — the error book\n"
+        old = path.read_text("utf-8") if path.exists() else f"# {MISTAKES_FILE} — the error book\n"
         entries = parse_mistakes(old)
         draft = Mistake("", day, memory=memory, line=0, **values)
         for entry in entries:

@@ -15,34 +15,34 @@ pure function of the files, the query, the budgets and `as_of`: same inputs, sam
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder
-from desk.errors import InvalidFileError, UsageError
-from desk.storage.git import blob_sha
-from desk.memory.index import HEADER, IndexEntry, load_entries, memory_path
+from desk.errors import Finding, UsageError
+from desk.layout import (AGENTS_FILE, INDEX_FILE, MISTAKES_FILE, NOW_FILE, SOUL_FILE, USER_FILE,
+                         DeskFolder)
 from desk.memory.file import parse_memory
+from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths, memory_path
 from desk.recall.render import xml_attr, xml_text
-from desk.recall.records import parse_utc, text_terms
+from desk.recall.records import text_terms
 from desk.text.normalize import normalize
+from desk.text.times import format_time, utc_now
 from desk.text.tokens import CJK_CLASS, estimate_tokens
 
 NOTICE = ("Memory is background that may be out of date; when it conflicts with the current "
           "conversation, the current conversation wins.")
 BLOCK = "desk-memory"
 SECTIONS = (  # budget key, label, desk path (None: the project's file)
-    ("project_agents", "AGENTS.md (project)", None),
-    ("agents", "AGENTS.md", "AGENTS.md"),
-    ("soul", "SOUL.md", "SOUL.md"),
-    ("now", "NOW.md", "NOW.md"),
-    ("mistakes", "MISTAKES.md", "MISTAKES.md"),
-    ("user", "USER.md", "USER.md"),
-    ("memory_index", "MEMORY.md", INDEX_FILE),
+    ("project_agents", f"{AGENTS_FILE} (project)", None),
+    ("agents", AGENTS_FILE, AGENTS_FILE),
+    ("soul", SOUL_FILE, SOUL_FILE),
+    ("now", NOW_FILE, NOW_FILE),
+    ("mistakes", MISTAKES_FILE, MISTAKES_FILE),
+    ("user", USER_FILE, USER_FILE),
+    ("memory_index", INDEX_FILE, INDEX_FILE),
 )
 BUDGET_KEYS = ("total", *(key for key, _, _ in SECTIONS), "recalled")
 _IMPORTANCE = re.compile(r"importance\W{0,3}([1-5])", re.I)
@@ -124,11 +124,15 @@ def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | N
                   section_budgets: Mapping[str, int] | None = None, project_agents: Path | None = None,
                   as_of: dt.datetime | None = None) -> ContextResult:
     """The sections to inject, trimmed to their budgets, in the contract's read order."""
-    as_of = as_of or dt.datetime.now(dt.timezone.utc)
+    as_of = as_of or utc_now()
     budgets = budgets_for(desk, budget, section_budgets or {})
     remaining = budgets["total"]
-    entries, broken = memory_entries(desk)
-    active = {n: e for n, e in entries.items() if not _expired(e, as_of)}
+    # A person's broken hand edit must not keep the assistant from waking up: the file is named
+    # (`desk validate` says what is wrong) and everything else is still loaded.
+    invalid: list[Finding] = []
+    entries = entries_in_worktree(desk, invalid)
+    broken = invalid_paths(invalid)
+    active = {n: e for n, e in entries.items() if not e.is_expired(as_of)}
     sections: list[Section] = []
     for key, label, rel in SECTIONS:
         if rel is None:
@@ -153,39 +157,6 @@ def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | N
             sections.append(block[0])
             recalled = block[1]
     return ContextResult(sections, query, recalled, budgets["total"])
-
-
-def memory_entries(desk: DeskFolder) -> tuple[dict[str, IndexEntry], list[str]]:
-    """The memories on disk now, and the files left out because they do not parse.
-
-    A person's broken hand edit must not keep the assistant from waking up: the file is named
-    (`desk validate` says what is wrong) and everything else is still loaded.
-    """
-    contents: dict[str, bytes] = {}
-    files: dict[str, str] = {}
-    folder = desk.path(MEMORY_DIR)
-    if folder.is_dir():
-        for item in sorted(os.scandir(folder), key=lambda i: i.name):
-            if item.name.endswith(".md") and item.is_file(follow_symlinks=False):
-                data = Path(item.path).read_bytes()
-                contents[blob_sha(data)] = data
-                files[memory_path(item.name[:-3])] = blob_sha(data)
-    broken: list[str] = []
-    while True:
-        try:
-            return load_entries(desk, files, lambda blobs: {b: contents[b] for b in blobs}), broken
-        except InvalidFileError as exc:
-            bad = sorted({f.path for f in exc.findings} & set(files))
-            if not bad:
-                raise
-            for path in bad:
-                files.pop(path)
-                broken.append(path)
-
-
-def _expired(entry: IndexEntry, as_of: dt.datetime) -> bool:
-    at = parse_utc(entry.expires)
-    return at is not None and at <= as_of.timestamp()
 
 
 def _read(path: Path, shown: str) -> str:
@@ -309,7 +280,7 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry],
             "name": name, "path": path, "commit": commits[0].sha if commits else None,
             "type": meta.type, "importance": meta.importance, "source": meta.source,
             "source_event": meta.source_event,
-            "updated": meta.updated.strftime("%Y-%m-%dT%H:%M:%SZ") if meta.updated else None,
+            "updated": format_time(meta.updated) if meta.updated else None,
             "triggers_hit": hit, "body": memory.body})
     memories.sort(key=lambda m: (-(m["importance"] or 0), m["name"]))
     head = f"<{BLOCK}>\n{NOTICE}\n"
@@ -346,8 +317,8 @@ def render_markdown(result: ContextResult) -> str:
     The `desk:` prefix keeps the section headings apart from the files' own `##` headings.
     """
     out = ["# Desk context", "",
-           "<!-- generated by `desk context`; read order: project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, "
-           "MISTAKES.md, USER.md, MEMORY.md, recalled memories -->", ""]
+           f"<!-- generated by `desk context`; read order: project {AGENTS_FILE}, {AGENTS_FILE}, {SOUL_FILE}, "
+           f"{NOW_FILE}, {MISTAKES_FILE}, {USER_FILE}, {INDEX_FILE}, recalled memories -->", ""]
     for section in result.sections:
         heading = section.label if not section.path or section.path == section.label.split(" ")[0] \
             else f"{section.label}: {section.path}"

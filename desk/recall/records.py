@@ -7,15 +7,15 @@ hit shows: snippet source, scope and provenance.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from desk.layout import MEMORY_DIR
 from desk.errors import InvalidFileError
+from desk.layout import memory_name
 from desk.text.normalize import normalize
+from desk.text.times import TimeFormatError, format_time, parse_time
 from desk.text.tokens import CJK_CLASS
 
 CONVERSATION_KINDS = ("inbound", "outbound")
@@ -37,17 +37,15 @@ def text_terms(text: str) -> list[str]:
     return terms
 
 
-def parse_utc(value: str | None) -> float | None:
-    """Seconds since the epoch of an ISO-8601 UTC time, or None when absent or unreadable."""
-    if not value:
+def _timestamp(value: object) -> float | None:
+    """Seconds since the epoch of a time as `desk.text.times.parse_time` reads it, or None when
+    absent or unreadable (a record without a time is still searchable, without recency)."""
+    if not isinstance(value, str) or not value:
         return None
     try:
-        moment = dt.datetime.fromisoformat(value)
-    except ValueError:
+        return parse_time(value).timestamp()
+    except TimeFormatError:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return moment.timestamp()
 
 
 @dataclass
@@ -64,9 +62,12 @@ class Record:
 
 def memory_record(data: bytes, path: str) -> Record | None:
     """The record of one memory file, or None when the file does not parse (not searchable)."""
-    from desk.memory.file import parse_memory  # YAML only when a memory file changed
+    # Imported here: PyYAML (~50 ms) only when a memory file changed, not on every warm `desk recall`.
+    from desk.memory.file import parse_memory
 
-    name = path[len(MEMORY_DIR) + 1:-3]
+    name = memory_name(path)
+    if name is None:
+        return None
     try:
         memory = parse_memory(data, path, name)
     except InvalidFileError:
@@ -80,7 +81,7 @@ def memory_record(data: bytes, path: str) -> Record | None:
         {"type": meta.type, "name": name, "description": meta.description,
          "text": memory.body[:SNIPPET_SOURCE_CHARS], "importance": meta.importance,
          "provenance": {"path": path, "source": meta.source, "source_event": meta.source_event,
-                        "updated": stamp.strftime("%Y-%m-%dT%H:%M:%SZ") if stamp else None}})
+                        "updated": format_time(stamp) if stamp else None}})
 
 
 def event_record(rec: dict[str, Any], path: str, line: int, offset: int,
@@ -97,7 +98,7 @@ def event_record(rec: dict[str, Any], path: str, line: int, offset: int,
         return None
     meta = rec.get("meta") if isinstance(rec.get("meta"), dict) else {}
     return Record(
-        f"event:{rec.get('id')}", CONVERSATION, parse_utc(rec.get("at")), None,
+        f"event:{rec.get('id')}", CONVERSATION, _timestamp(rec.get("at")), None,
         Counter(text_terms(content)),
         {"type": rec.get("kind"), "text": content[:SNIPPET_SOURCE_CHARS],
          "provenance": {"event_id": rec.get("id"), "session": rec.get("session"),

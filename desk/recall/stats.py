@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from desk.layout import ARCHIVE_DIR, INDEX_FILE, MEMORY_DIR, DeskFolder
-from desk.recall.context import memory_entries
-from desk.recall.records import parse_utc
+from desk.errors import Finding
+from desk.layout import ARCHIVE_DIR, INDEX_FILE, DeskFolder
+from desk.memory.index import entries_in_worktree, invalid_paths
+from desk.text.times import format_time, parse_time, utc_now
 from desk.text.tokens import estimate_tokens
 
 UNVERIFIED_DAYS = 180
-_UPDATED = re.compile(rb"^(?:updated|created):\s*['\"]?([0-9T:.\-+Z]+)", re.M)
 
 
 @dataclass
@@ -59,9 +58,11 @@ class DeskStats:
 def desk_stats(desk: DeskFolder, *, now: dt.datetime | None = None,
                unverified_days: int = UNVERIFIED_DAYS) -> DeskStats:
     """Count memories, token costs, stale memories and the archive. Read-only."""
-    now = now or dt.datetime.now(dt.timezone.utc)
-    stats = DeskStats(unverified_days=unverified_days, as_of=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    entries, stats.broken = memory_entries(desk)
+    now = now or utc_now()
+    stats = DeskStats(unverified_days=unverified_days, as_of=format_time(now))
+    invalid: list[Finding] = []
+    entries = entries_in_worktree(desk, invalid)
+    stats.broken = invalid_paths(invalid)
     stats.memories = len(entries)
     for entry in entries.values():
         stats.by_type[entry.type] = stats.by_type.get(entry.type, 0) + 1
@@ -71,21 +72,13 @@ def desk_stats(desk: DeskFolder, *, now: dt.datetime | None = None,
         data = index.read_bytes()
         stats.index_bytes = len(data)
         stats.index_tokens = estimate_tokens(data.decode("utf-8", "replace"))
-    cutoff = now.timestamp() - unverified_days * 86400
+    cutoff = now - dt.timedelta(days=unverified_days)
     for name in sorted(entries):
         entry = entries[name]
-        expires = parse_utc(entry.expires)
-        if expires is not None and expires <= now.timestamp():
+        if entry.is_expired(now):
             stats.expired.append(name)
-        try:
-            data = desk.path(f"{MEMORY_DIR}/{name}.md").read_bytes()
-        except OSError:
-            continue
-        head, _, body = data[4:].partition(b"\n---\n")
-        stats.body_tokens += estimate_tokens(body.decode("utf-8", "replace"))
-        stamps = [parse_utc(m.decode()) for m in _UPDATED.findall(head)]
-        latest = max((s for s in stamps if s is not None), default=None)
-        if latest is None or latest < cutoff:
+        stats.body_tokens += entry.body_tokens
+        if entry.updated is None or parse_time(entry.updated) < cutoff:
             stats.unverified.append(name)
     folder = desk.path(ARCHIVE_DIR)
     if folder.is_dir():

@@ -153,8 +153,16 @@ def load_mapping(yaml_text: str, path: str, first_line: int = 1) -> tuple[dict[s
     return meta, key_lines
 
 
+class Timestamp(str):
+    """A time already spelled by `desk.text.times.format_time`: written as a plain YAML timestamp.
+
+    Storage sits beside desk.text, not above it, so the caller formats and this module only keeps
+    the scalar unquoted (a plain `str` that looks like a time would be quoted).
+    """
+
+
 class _Dumper(yaml.SafeDumper):
-    """Block style, keys in the caller's order, unicode as is, UTC times as `YYYY-MM-DDTHH:MM:SSZ`."""
+    """Block style, keys in the caller's order, unicode as is, `Timestamp`s unquoted."""
 
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)  # indent list items under their key
@@ -163,16 +171,19 @@ class _Dumper(yaml.SafeDumper):
         return True  # the same object twice (created == updated) is written twice, never aliased
 
 
-def _represent_datetime(dumper: yaml.SafeDumper, value: dt.datetime) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", format_time(value))
+def _represent_timestamp(dumper: yaml.SafeDumper, value: Timestamp) -> yaml.Node:
+    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", str(value))
 
 
-_Dumper.add_representer(dt.datetime, _represent_datetime)
+def _refuse_datetime(dumper: yaml.SafeDumper, value: dt.date) -> yaml.Node:
+    # PyYAML would write its own spelling (`2026-11-29 10:00:00+00:00`); desk has one.
+    raise TypeError(f"{value!r}: format times with desk.text.times.format_time and wrap them "
+                    "in frontmatter.Timestamp")
 
 
-def format_time(value: dt.datetime) -> str:
-    """The one spelling of a time desk writes: UTC, seconds, `Z`."""
-    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+_Dumper.add_representer(Timestamp, _represent_timestamp)
+_Dumper.add_representer(dt.datetime, _refuse_datetime)
+_Dumper.add_representer(dt.date, _refuse_datetime)
 
 
 def dump_mapping(meta: dict[str, Any]) -> str:
