@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from desk.errors import ConflictError, InvalidFileError, RejectedError
+from desk.errors import Finding
 from desk.layout import DeskFolder
-from desk.errors import ConflictError, RejectedError
 from desk.memory.index import entries_in_worktree, render_index
 from desk.memory.operations import forget, history, reindex, remember
 from tests.conftest import DeskRunner, git, snapshot
@@ -247,6 +248,39 @@ def test_list_names_a_broken_file_and_lists_the_rest(run: DeskRunner, desk: Desk
     assert [m["name"] for m in data["memories"]] == ["a-fact"]
     assert data["invalid"][0]["path"] == "memory/b-fact.md" and data["invalid"][0]["line"] == 1
     assert "memory/b-fact.md:1: frontmatter-unclosed" in result.stderr
+
+
+def test_a_copy_of_a_memory_under_another_name_is_reported_not_dropped(desk: DeskFolder) -> None:
+    """The entry cache is keyed by content: the same bytes under a second name are that file's
+    name mismatch, whichever file the cache saw first."""
+    add(desk, "a-fact", body="Alpha fact.")
+    assert set(entries_in_worktree(desk)) == {"a-fact"}  # cached under a-fact
+    original = (desk.root / "memory/a-fact.md").read_bytes()
+    (desk.root / "memory/0-copy.md").write_bytes(original)  # sorts first, same blob
+    invalid: list[Finding] = []
+    assert set(entries_in_worktree(desk, invalid)) == {"a-fact"}
+    assert [(f.path, f.rule) for f in invalid] == [("memory/0-copy.md", "name-mismatch")]
+    with pytest.raises(InvalidFileError, match="memory/0-copy.md"):
+        entries_in_worktree(desk)
+    for cached in desk.cache_dir.glob("*"):
+        cached.unlink()
+    invalid.clear()
+    assert set(entries_in_worktree(desk, invalid)) == {"a-fact"}  # a cold cache answers the same
+    assert [f.path for f in invalid] == ["memory/0-copy.md"]
+
+
+def test_expires_reads_like_every_other_time(desk: DeskFolder) -> None:
+    add(desk, "a", body="Alpha.", expires="2027-01-01")  # a bare date is midnight UTC
+    add(desk, "b", body="Beta.", expires="2027-01-01T02:00:00+02:00")
+    entries = entries_in_worktree(desk)
+    assert entries["a"].expires == entries["b"].expires == "2027-01-01T00:00:00Z"
+    last_second = dt.datetime(2026, 12, 31, 23, 59, 59, tzinfo=dt.timezone.utc)
+    assert not entries["a"].is_expired(last_second)
+    assert entries["a"].is_expired(last_second + dt.timedelta(seconds=1))
+    with pytest.raises(RejectedError, match="expires: '2027-01-01T00:00' has no timezone"):
+        add(desk, "c", body="Gamma.", expires="2027-01-01T00:00")
+    with pytest.raises(RejectedError, match="expires 2026-11-29T00:00:00Z is already past"):
+        add(desk, "c", body="Gamma.", expires="2026-11-29")
 
 
 def test_reindex_puts_back_a_hand_edited_index_when_head_is_right(run: DeskRunner, desk: DeskFolder) -> None:

@@ -16,18 +16,19 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from desk.memory import gate
-from desk.layout import INDEX_FILE, DeskFolder
-from desk.digest.policy import Active, Candidate, Domain, kept_evidence
-from desk.errors import InvalidFileError
 from desk.digest.facts import FactRecord
-from desk.memory.index import IndexEntry, committed_files, load_entries, memory_path, render_index
 from desk.digest.journal import one_line
+from desk.digest.policy import EARLIEST, Active, Candidate, Domain, kept_evidence
+from desk.errors import InvalidFileError
+from desk.layout import INDEX_FILE, DeskFolder
+from desk.memory import gate
 from desk.memory.file import (DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, name_problem,
-                         normalize_body, parse_memory)
+                              normalize_body, parse_memory)
+from desk.memory.index import IndexEntry, committed_files, load_entries, memory_path, render_index
 from desk.text.normalize import normalize
+from desk.text.secrets import scan
+from desk.text.times import parse_time
 
-RULE_FILES = ("AGENTS.md", "SOUL.md")
 Skipped = list[dict[str, str]]
 _SLUG_WORDS = re.compile(r"[a-z0-9]+")
 SLUG_MAX = 48
@@ -89,8 +90,7 @@ class MemoryWrites:
         self.bodies: dict[str, set[str]] = {}
         for entry in self.entries.values():
             self.bodies.setdefault(entry.body_key, set()).add(entry.name)
-        self.rules = {f: desk.path(f).read_text("utf-8", "replace") for f in RULE_FILES
-                      if desk.path(f).is_file()}
+        self.rules = gate.rule_texts(desk)
         self.allow = desk.config.secrets.allow
         self.writes: dict[str, bytes | None] = {}
 
@@ -100,8 +100,6 @@ class MemoryWrites:
     def land(self, name: str, memory: MemoryFile, *, gated: bool = True) -> bool:
         """Queue `memory` unless the gate refuses it (the reason goes to `skipped`)."""
         if gated:
-            from desk.text.secrets import scan
-
             try:
                 if scan(memory.body, allow=self.allow):
                     raise gate.GateRejection("secret", f"{name}: the value holds a secret", "")
@@ -168,7 +166,7 @@ def forgotten(desk: DeskFolder, homes: Mapping[str, str]) -> dict[str, dt.dateti
     for did, name in homes.items():
         when = deleted.get(memory_path(name))
         if when:
-            out[did] = dt.datetime.fromisoformat(when).astimezone(dt.timezone.utc)
+            out[did] = parse_time(when, "deletion date")
     return out
 
 
@@ -180,7 +178,7 @@ def after(domain: Domain, when: dt.datetime) -> Domain:
 
 def active_of(name: str, memory: MemoryFile, by_id: Mapping[str, FactRecord]) -> Active:
     seen = [by_id[e].at for e in memory.meta.evidence if e in by_id]
-    fallback = memory.meta.updated or memory.meta.created or dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    fallback = memory.meta.updated or memory.meta.created or EARLIEST
     return Active(name, memory.body, tuple(memory.meta.evidence), max(seen) if seen else fallback)
 
 

@@ -15,8 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from desk.layout import INDEX_FILE, DeskFolder
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
+from desk.guard.rules import check_file
+from desk.guard.validate import validate_writes
+from desk.layout import INDEX_FILE, DeskFolder
+from desk.memory.file import parse_memory, require_name
+from desk.memory.index import IndexEntry, memory_path
+from desk.memory.mirror import head_mirror
+from desk.storage.git import blob_sha
+from desk.text.times import utc_now
+from desk.transaction import commit_message, transaction
 
 TEMPLATE = """---
 name: {name}
@@ -63,10 +71,6 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
     `ask(findings_text)` is called when the saved text breaks a rule: True edits again, False
     aborts (RejectedError, nothing changed).
     """
-    from desk.memory.index import memory_path
-    from desk.memory.file import require_name
-    from desk.transaction import transaction
-
     require_name(name)
     editor = editor or editor_command()
     path = memory_path(name)
@@ -108,8 +112,6 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
 
 
 def _message(name: str, actor: str) -> str:
-    from desk.transaction import commit_message
-
     return commit_message(f"edit: {name}", {"Desk-Op": "edit", "Desk-Memory": name,
                                             "Desk-Actor": actor})
 
@@ -117,17 +119,13 @@ def _message(name: str, actor: str) -> str:
 def _writes(desk: DeskFolder, path: str, name: str, data: bytes) -> dict[str, bytes | None]:
     """The memory and its regenerated MEMORY.md (raises InvalidFileError when it does not parse).
 
-    The index comes from desk.memory.mirror's mirror of HEAD, as for `remember`: no re-read of the desk.
+    MEMORY.md comes from the HEAD mirror (`desk.memory.mirror`), as for `remember`: no re-read of
+    the desk.
     """
-    from desk.storage.git import blob_sha
-    from desk.memory.index import IndexEntry
-    from desk.memory.file import parse_memory
-    from desk.memory.mirror import head_mirror
-
     entry = IndexEntry.of(parse_memory(data, path, name))
-    with head_mirror(desk) as state:
-        index = state.render_index({name: entry})
-        committed = state.index_blob
+    with head_mirror(desk) as mirror:
+        index = mirror.render_index({name: entry})
+        committed = mirror.index_blob
     writes: dict[str, bytes | None] = {path: data}
     if committed != blob_sha(index):
         writes[INDEX_FILE] = index
@@ -136,14 +134,9 @@ def _writes(desk: DeskFolder, path: str, name: str, data: bytes) -> dict[str, by
 
 def _check(desk: DeskFolder, path: str, name: str, data: bytes, message: str) -> list[Finding]:
     """Every finding for the saved text: the memory rules, then the whole commit's rules."""
-    from desk.guard.rules import check_file
-    from desk.guard.validate import validate_writes
-
     try:
         writes = _writes(desk, path, name, data)
     except InvalidFileError:
-        import datetime as dt
-
         return check_file(path, data, desk_id=desk.config.desk_id,
-                          allow=desk.config.secrets.allow, now=dt.datetime.now(dt.timezone.utc))
+                          allow=desk.config.secrets.allow, now=utc_now())
     return validate_writes(desk, writes, message).findings

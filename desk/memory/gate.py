@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from desk.errors import RejectedError
+from desk.layout import RULE_FILES, DeskFolder
 from desk.memory.file import MemoryFile
+from desk.memory.index import memory_path
 from desk.text.normalize import content_key, normalize
 
 # Shorter bodies match too much by accident ("yes" is in every AGENTS.md).
@@ -22,6 +24,12 @@ class GateRejection(RejectedError):
     def __init__(self, reason: str, message: str, hint: str) -> None:
         super().__init__(message, hint)
         self.reason = reason
+
+
+def rule_texts(desk: DeskFolder) -> dict[str, str]:
+    """The text of AGENTS.md and SOUL.md by path (those that exist): what memory must not repeat."""
+    return {path: desk.path(path).read_text("utf-8", "replace") for path in RULE_FILES
+            if desk.path(path).is_file()}
 
 
 def check_memory(memory: MemoryFile, scope: str, same_body: Callable[[str, str], list[str]],
@@ -41,7 +49,7 @@ def check_memory(memory: MemoryFile, scope: str, same_body: Callable[[str, str],
     if duplicates:
         raise GateRejection(
             "already_recorded",
-            f"{memory.name}: the same fact is already recorded in memory/{duplicates[0]}.md",
+            f"{memory.name}: the same fact is already recorded in {memory_path(duplicates[0])}",
             f"update that memory instead (`desk remember {duplicates[0]} ...`)")
     text = normalize(memory.body)
     if len(text) >= MIN_RULE_MATCH:

@@ -6,22 +6,17 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from desk.memory import gate
-from desk.storage.atomic import atomic_write
-from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder
 from desk.errors import DeskError, Finding, InvalidFileError, RejectedError, UsageError
-from desk.storage.git import Commit, blob_sha
-from desk.memory.index import IndexEntry, entries_in_worktree, memory_path, render_index
+from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
+from desk.memory import gate
 from desk.memory.file import MemoryFile, build_meta, normalize_body, parse_memory, require_name
+from desk.memory.index import IndexEntry, entries_in_worktree, memory_path, render_index
 from desk.memory.mirror import HeadMirror, head_mirror
+from desk.storage.atomic import atomic_write
+from desk.storage.git import Commit, blob_sha
+from desk.text.times import format_time, utc_now
 from desk.transaction import Transaction, commit_message, transaction
 from desk.vocabulary import ACTORS
-
-RULE_FILES = ("AGENTS.md", "SOUL.md")
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
 
 
 @dataclass
@@ -61,7 +56,7 @@ def remember(desk: DeskFolder, name: str, *, type: str, description: str, body: 
     """
     _require_actor(actor)
     require_name(name)
-    now = now or utc_now()
+    now = (now or utc_now()).replace(microsecond=0)  # memory files keep whole seconds
     path = memory_path(name)
     body = normalize_body(body)
     if not body:
@@ -72,17 +67,15 @@ def remember(desk: DeskFolder, name: str, *, type: str, description: str, body: 
                   source_event=source_event, evidence=list(evidence), key=key, expires=expires)
     meta = build_meta(path, **fields, created=now, updated=now)  # structural check before the lock
     if meta.expires is not None and meta.expires <= now:
-        raise RejectedError(f"{name}: expires {meta.expires.isoformat()} is already past",
+        raise RejectedError(f"{name}: expires {format_time(meta.expires)} is already past",
                             hint="give a future time, or leave --expires out")
-    with transaction(desk) as tx, head_mirror(desk) as state:
+    with transaction(desk) as tx, head_mirror(desk) as mirror:
         tx.require_clean([path, INDEX_FILE])
-        committed = state.blob(name) is not None
+        committed = mirror.blob(name) is not None
         existing = _existing(desk, path) if committed else None
         created = existing.meta.created if existing and existing.meta.created else now
         memory = MemoryFile(build_meta(path, **fields, created=created, updated=now), body)
-        rules = {f: desk.path(f).read_text("utf-8", "replace") for f in RULE_FILES
-                 if desk.path(f).is_file()}
-        gate.check_memory(memory, scope, state.same_body, rules)
+        gate.check_memory(memory, scope, mirror.same_body, gate.rule_texts(desk))
         if existing is not None:
             same = MemoryFile(memory.meta.replace(updated=existing.meta.updated), body)
             if same.render() == existing.render():
@@ -95,9 +88,9 @@ def remember(desk: DeskFolder, name: str, *, type: str, description: str, body: 
         message = commit_message(f"remember: {name}", {
             "Desk-Op": "remember", "Desk-Memory": name, "Desk-Actor": actor,
             "Desk-Source-Event": source_event})
-        index = state.render_index({name: entry})
-        sha = tx.commit(_with_index(desk, state, {path: data}, index), message)
-        state.record(sha, {name: (blob_sha(data), entry)}, blob_sha(index))
+        index = mirror.render_index({name: entry})
+        sha = tx.commit(_with_index(desk, mirror, {path: data}, index), message)
+        mirror.record(sha, {name: (blob_sha(data), entry)}, blob_sha(index))
     status = "updated" if committed else "created"
     return MutationResult(status, name, path, sha)
 
@@ -107,15 +100,15 @@ def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str
     _require_actor(actor)
     require_name(name)
     path = memory_path(name)
-    with transaction(desk) as tx, head_mirror(desk) as state:
+    with transaction(desk) as tx, head_mirror(desk) as mirror:
         tx.require_clean([path, INDEX_FILE])
-        if state.blob(name) is None:
+        if mirror.blob(name) is None:
             raise DeskError(f"no memory named {name!r}", hint="see the names with `desk list`")
         message = commit_message(f"forget: {name}", {
             "Desk-Op": "forget", "Desk-Memory": name, "Desk-Actor": actor, "Desk-Reason": reason})
-        index = state.render_index({name: None})
-        sha = tx.commit(_with_index(desk, state, {path: None}, index), message)
-        state.record(sha, {name: None}, blob_sha(index))
+        index = mirror.render_index({name: None})
+        sha = tx.commit(_with_index(desk, mirror, {path: None}, index), message)
+        mirror.record(sha, {name: None}, blob_sha(index))
     return MutationResult("deleted", name, path, sha)
 
 
@@ -149,10 +142,10 @@ def reindex_locked(tx: Transaction, actor: str) -> MutationResult:
     return MutationResult("updated", None, INDEX_FILE, tx.commit({INDEX_FILE: index}, message))
 
 
-def _with_index(desk: DeskFolder, state: HeadMirror, writes: dict[str, bytes | None],
+def _with_index(desk: DeskFolder, mirror: HeadMirror, writes: dict[str, bytes | None],
                 index: bytes) -> dict[str, bytes | None]:
     """Add MEMORY.md to `writes` unless HEAD and the work tree already hold exactly `index`."""
-    if state.index_blob != blob_sha(index) or not desk.path(INDEX_FILE).is_file():
+    if mirror.index_blob != blob_sha(index) or not desk.path(INDEX_FILE).is_file():
         writes[INDEX_FILE] = index
     return writes
 
@@ -163,7 +156,7 @@ def _existing(desk: DeskFolder, path: str) -> MemoryFile | None:
     A file broken by a hand edit is simply replaced: its old bytes stay in git history.
     """
     try:
-        return parse_memory(desk.path(path).read_bytes(), path, path[len(MEMORY_DIR) + 1:-3])
+        return parse_memory(desk.path(path).read_bytes(), path, memory_name(path))
     except (InvalidFileError, OSError):
         return None
 

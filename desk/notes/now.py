@@ -148,7 +148,7 @@ def _update(desk: DeskFolder, change: object, section: str | None, verb: str, ac
         if new == old:
             return NowResult("unchanged", section)
         if len(new) > MAX_BYTES:
-            raise RejectedError(f"NOW.md would be {len(new)} bytes; the limit is {MAX_BYTES}",
+            raise RejectedError(f"{NOW_FILE} would be {len(new)} bytes; the limit is {MAX_BYTES}",
                                 hint="keep it a short working note: trim done items, move lasting "
                                      "facts to memory with `desk remember`")
         where = f" {section}" if section else ""
