@@ -27,8 +27,10 @@ LINES = ["subject", "", "  ", "body text", "Key: v", "Key : v", "Key:", "key-two
 
 
 def git(root: Path, *args: str, input: str | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=root, env=git_env(), input=input, text=True,
-                          capture_output=True, check=True).stdout
+    # Bytes, decoded by hand: text mode would turn git's `\r` into `\n` (universal newlines).
+    out = subprocess.run(["git", *args], cwd=root, env=git_env(), input=None if input is None else input.encode(),
+                         capture_output=True, check=True).stdout
+    return out.decode("utf-8", "surrogateescape")
 
 
 def printed(trailers: str) -> dict[str, list[str]]:
