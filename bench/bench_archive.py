@@ -5,7 +5,7 @@
 Everything is measured in the same run on the same filesystem (DIR, default a temp folder):
   1. raw loop: one open file, `os.write` + `fsync` per line (the floor for a durable append);
   2. `append_event` in process: lock, tail read, chain hash, one write, fsync, per event.
-     Target (DESIGN.md §6): >= 50 % of the raw loop's rate.
+     Target (docs/design.md §6): >= 50 % of the raw loop's rate.
   3. `import_events` of N events over 30 UTC days (one lock, batched fsync), against a raw loop
      writing the same number of lines with one fsync per 5,000 (the same durability schedule).
   4. reading them back (`iter_events`, sorted) and `verify_archive`.

@@ -1,4 +1,4 @@
-"""Concurrency target (DESIGN.md §6): 8 processes × 50 mutations land as 400 commits and 400 files,
+"""Concurrency target (docs/design.md §6): 8 processes × 50 mutations land as 400 commits and 400 files,
 the index exact and `git fsck` clean. Prints the counts, the wall time and throughput.
 
 Usage: python bench/bench_concurrency.py [--workers 8] [--each 50]

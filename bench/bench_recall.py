@@ -6,7 +6,7 @@
 
 Quality: English and Chinese sessions from bench/retrieval/corpus.py (seeded), written as archive
 files in the contract's format into a fresh desk; each question's evidence turn is known. For the
-default ranker, seed 001's formula (0.85 coverage + 0.15 recency) and plain BM25, it prints
+default ranker, docs/design.md §8.1's formula (0.85 coverage + 0.15 recency) and plain BM25, it prints
 recall@1/5/10 and MRR per language and overall, and checks that every hit's contributions sum to
 its total. The default ranker was tuned on seed 1; the report uses seed 2 (held out).
 

@@ -158,7 +158,7 @@ class Desk(DeskFolder):
         """Search memories and archived conversations for `query`; read-only.
 
         UsageError (exit 2) for an empty or punctuation-only query or a limit outside 1..10.
-        `.xml()` renders seed 001's `<recalled_context>` block.
+        `.xml()` renders docs/design.md §8.1's `<recalled_context>` block.
         """
         from desk.recall.search import recall
 
@@ -168,7 +168,7 @@ class Desk(DeskFolder):
     def context(self, *, query: str | None = None, budget: int | None = None,
                 section_budgets: Mapping[str, int] | None = None,
                 project_agents: str | Path | None = None, as_of: Time | None = None) -> Context:
-        """What the assistant loads at the start of a session, within the budgets (DESIGN.md §4)."""
+        """What the assistant loads at the start of a session, within the budgets (docs/design.md §4.1)."""
         from desk.recall.context import build_context
         from desk.recall.search import parse_as_of
 

@@ -19,7 +19,7 @@ class _Strict(BaseModel):
 
 
 class DistillPolicy(_Strict):
-    """Seed 000's promotion rules for `desk digest` (DESIGN.md §3)."""
+    """docs/design.md §8.0's promotion rules for `desk digest` (docs/design.md §3)."""
 
     min_age_days: int = Field(default=30, ge=0)
     kinds: list[str] = ["decision", "convention", "pitfall"]
@@ -29,7 +29,7 @@ class DistillPolicy(_Strict):
 
 
 class ContextBudgets(_Strict):
-    """Token budgets per section of `desk context` (DESIGN.md §4)."""
+    """Token budgets per section of `desk context` (docs/design.md §4.1)."""
 
     total: int = Field(default=8000, ge=0)
     project_agents: int = Field(default=1500, ge=0)

@@ -1,4 +1,4 @@
-"""The few error kinds desk raises, each with its exit code (DESIGN.md §5) and a hint.
+"""The few error kinds desk raises, each with its exit code (docs/design.md §5) and a hint.
 
 The library raises these; the CLI turns them into one message and an exit code in one place
 (`desk.cli.main.DeskGroup.invoke`). Nothing else decides exit codes; the public API (`desk.api`)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # Every path inside a desk, defined once (docs/design.md §2 lays them out).
 AGENTS_FILE = "AGENTS.md"
 SOUL_FILE = "SOUL.md"
-RULE_FILES = (AGENTS_FILE, SOUL_FILE)  # what memory must not repeat (seed 004's write gate)
+RULE_FILES = (AGENTS_FILE, SOUL_FILE)  # what memory must not repeat (docs/design.md §8.4's write gate)
 USER_FILE = "USER.md"
 NOW_FILE = "NOW.md"
 INDEX_FILE = "MEMORY.md"  # the generated index of memory/; "index" means this file only

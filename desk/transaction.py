@@ -75,7 +75,7 @@ class Transaction:
             added = [p for p in paths if writes[p] is not None and before[p] is None]
             if added:
                 self.desk.git.add(added)
-            # The one gate (DESIGN.md §1.3): the hook's rules, in process; the hook then skips them.
+            # The one gate (docs/design.md §1.3): the hook's rules, in process; the hook then skips them.
             require_valid(self.desk, writes, message)
             verify = not only_desk_hooks(self.desk.git, self.desk.git_dir)
             sha = self.desk.git.with_env(**{VALIDATED_ENV: "1"}).commit(message, paths, verify=verify)

@@ -250,7 +250,7 @@ def test_init_and_open_return_the_same_kind_of_object(tmp_path: Path, identity: 
 
 
 def test_error_kinds_carry_the_design_exit_codes() -> None:
-    """DESIGN.md §5: 1 error, 2 usage, 3 rejected, 4 conflict; all one hierarchy."""
+    """docs/design.md §5: 1 error, 2 usage, 3 rejected, 4 conflict; all one hierarchy."""
     codes = {DeskError: 1, NotADeskError: 1, GitError: 1, UsageError: 2, RejectedError: 3,
              InvalidFileError: 3, ConflictError: 4}
     for kind, code in codes.items():

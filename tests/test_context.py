@@ -1,4 +1,4 @@
-"""desk context: the injection contract (DESIGN.md §4) and seed 004's recall rules."""
+"""desk context: the injection contract (docs/design.md §4.1) and docs/design.md §8.4's recall rules."""
 
 from __future__ import annotations
 

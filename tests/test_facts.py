@@ -1,4 +1,4 @@
-"""Fact validation (seed 000's MemoryFact) and reading facts back from archive records."""
+"""Fact validation (docs/design.md §8.0's MemoryFact) and reading facts back from archive records."""
 
 from __future__ import annotations
 

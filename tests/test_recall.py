@@ -1,4 +1,4 @@
-"""desk recall: seed 001's offline-verification list, the JSON contract field by field, the cache."""
+"""desk recall: docs/design.md §8.1's offline-verification list, the JSON contract field by field, the cache."""
 
 from __future__ import annotations
 

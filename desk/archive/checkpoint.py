@@ -1,6 +1,6 @@
 """`desk checkpoint`: commit the archive's growth since the last commit, in one commit.
 
-Appends are never committed one by one (DESIGN.md §3). A checkpoint takes the desk lock and then
+Appends are never committed one by one (docs/design.md §3). A checkpoint takes the desk lock and then
 the archive lock (always in that order; appenders take only the archive lock), so the bytes it
 commits are exactly the bytes on disk and no append lands halfway through. Each changed file's head
 hash goes into a trailer, `Desk-Archive-Head: <file> <lines> sha256:<hash>`, so a later rewrite of

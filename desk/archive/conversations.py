@@ -1,6 +1,6 @@
 """`desk conversations render`: readable Markdown views of archived inbound/outbound events.
 
-Seed 002: `conversations/` is a view derived from the archive, never the source of truth. Files
+docs/design.md §8.2: `conversations/` is a view derived from the archive, never the source of truth. Files
 are `conversations/YYYY-MM-DD/<session>.md` (UTC day of `at`), a pure function of the archive
 events (no clock, sorted by `at` then id), so rendering twice writes nothing the second time.
 Changed views are committed together in one commit; a view a person has edited is not overwritten.

@@ -1,6 +1,6 @@
 """The JSONL archive: append-only raw events, one file per UTC day per clone, hash-chained.
 
-Format (DESIGN.md §2): `.system/archive/YYYY-MM-DD.<clone-id>.jsonl`,
+Format (docs/design.md §2): `.system/archive/YYYY-MM-DD.<clone-id>.jsonl`,
 one compact JSON object per `\\n`-terminated line, keys sorted, `prev` = sha256 of the previous
 line's bytes (null on a file's first line). The `id` is `<recorded-at>-<clone>-<YYYYMMDD>-<seq>`:
 sortable by recorded time, unique across clones and files, and `seq` (1, 2, 3, ... per file) lets

@@ -3,7 +3,7 @@
 Each command parses its options, makes one call into the public API (`desk.api.Desk`) and
 renders the result with `desk.cli.output.render`. The API is imported only when a command runs, so
 `desk --help` pays for click alone. Errors are mapped to exit
-codes in one place, `DeskGroup.invoke` (DESIGN.md §5: 1 error, 2 usage, 3 rejected, 4 conflict).
+codes in one place, `DeskGroup.invoke` (docs/design.md §5: 1 error, 2 usage, 3 rejected, 4 conflict).
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ class _Progress:
 @click.option("--as-of", metavar="TIME",
               help="Evaluate at this UTC time (ISO 8601): recency, expiry, and records after it hidden.")
 @click.option("--ranker", type=click.Choice(RANKERS), default="default",
-              show_default=True, help="Scoring formula: desk's default, seed 001's baseline, or plain BM25.")
-@click.option("--xml", "as_xml", is_flag=True, help="Print seed 001's <recalled_context> block instead.")
+              show_default=True, help="Scoring formula: desk's default, the baseline formula (0.85 coverage + 0.15 recency), or plain BM25.")
+@click.option("--xml", "as_xml", is_flag=True, help="Print a <recalled_context> XML block instead.")
 @json_option
 def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker: str,
                    as_xml: bool) -> None:

@@ -1,4 +1,4 @@
-"""`.system/conflicts.json`: the review queue of tied distill candidates (seed 000).
+"""`.system/conflicts.json`: the review queue of tied distill candidates (docs/design.md §8.0).
 
 A case is a durable snapshot of what the policy saw when it refused to guess: the active value (the
 incumbent), the tied challengers, each with its evidence ids, and every fact id observed in the

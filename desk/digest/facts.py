@@ -1,4 +1,4 @@
-"""Structured facts (seed 000's MemoryFact): validated, then appended to the archive as kind `fact`.
+"""Structured facts (docs/design.md §8.0's MemoryFact): validated, then appended to the archive as kind `fact`.
 
 A fact is not a free-form summary: it says what kind of thing it is (`decision`, `convention`,
 `pitfall`, `outcome`), how much it matters (1-5) and, optionally, which question it answers
@@ -41,7 +41,7 @@ def key_problem(key: str) -> str | None:
 
 
 class MemoryFact(BaseModel):
-    """The fields a fact must carry before it is written (seed 000)."""
+    """The fields a fact must carry before it is written (docs/design.md §8.0)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 

@@ -1,4 +1,4 @@
-"""The distill policy (DESIGN.md §3, seed 000) as pure functions over fact records.
+"""The distill policy (docs/design.md §3.3) as pure functions over fact records.
 
 No files, no git, no clock: `group_facts` and `decide` take facts, the active digest memories and
 the policy, and return what should happen. `desk.digest.run` turns the plan into files and one commit.

@@ -1,4 +1,4 @@
-"""`desk digest`: the day's journal and the distilled memories, in one commit (DESIGN.md §3, path C).
+"""`desk digest`: the day's journal and the distilled memories, in one commit (docs/design.md §3, path C).
 
 One run reads the archive (the day's events for `journal/D.md`, every fact old enough for the
 distill policy), decides with the pure policy in `desk.digest.policy`, and commits the journal, the memory

@@ -1,6 +1,6 @@
 """The gate's rules over the memory set: `index-stale` and `memory-name-case`.
 
-MEMORY.md is generated (DESIGN.md §2): the one being committed must equal the index regenerated
+MEMORY.md is generated (docs/design.md §2): the one being committed must equal the index regenerated
 from the memory files of the same commit, and no two memory names may differ only in case. The
 check costs in proportion to the change: the committed MEMORY.md with the changed memories' lines
 replaced, and only when that does not match (HEAD's index was itself stale, or the person's index

@@ -1,4 +1,4 @@
-"""`desk validate`: the one gate every write path passes (DESIGN.md §1, principle 3).
+"""`desk validate`: the one gate every write path passes (docs/design.md §1.3).
 
 The same rules run in three places: in process before each of desk's own commits
 (`validate_writes`, called by `Transaction.commit`), in the git hooks and `desk validate --staged`

@@ -115,7 +115,7 @@ def _utc(value: Any, loc: str) -> dt.datetime | None:
 
 @dataclass(frozen=True)
 class MemoryMeta:
-    """The frontmatter of a memory file (DESIGN.md §2); build it with `validate`.
+    """The frontmatter of a memory file (docs/design.md §2); build it with `validate`.
 
     A hand-written strict validator rather than a pydantic model: the pre-commit hook validates
     memories in a fresh process, and pydantic's ~150 ms import would be most of its budget.

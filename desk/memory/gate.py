@@ -1,4 +1,4 @@
-"""The write gate of seed 004: what may become a long-term memory.
+"""The write gate of docs/design.md §8.4: what may become a long-term memory.
 
 Judgement to the model, discipline to code: a model may nominate a memory, and these rules,
 deterministic and tested, decide whether it lands. A rejection says why and changes nothing.

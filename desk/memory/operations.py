@@ -21,7 +21,7 @@ from desk.vocabulary import ACTORS
 
 @dataclass
 class MutationResult:
-    """The outcome of remember/forget/reindex, as DESIGN.md §5's JSON shape."""
+    """The outcome of remember/forget/reindex, as docs/design.md §5's JSON shape."""
 
     status: str  # created | updated | unchanged | deleted | rejected
     name: str | None

@@ -1,6 +1,6 @@
 """NOW.md, the assistant's hot working note: `## Doing`, `## Blocked`, `## Next`, `## Reminders`.
 
-Seed 002: short, task-oriented, updated by the assistant during work (never by the digest).
+docs/design.md §8.2: short, task-oriented, updated by the assistant during work (never by the digest).
 Each change is one commit through the transaction, refused when NOW.md has a person's
 uncommitted edits. A section can be targeted; the rest of the file is kept byte for byte.
 """

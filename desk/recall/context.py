@@ -1,8 +1,8 @@
-"""`desk context`: the injection contract of DESIGN.md §4, rendered deterministically within budgets.
+"""`desk context`: the injection contract of docs/design.md §4.1, rendered deterministically within budgets.
 
 Read order: the project's AGENTS.md (when given), the desk's AGENTS.md, SOUL.md, NOW.md, MISTAKES.md,
 USER.md, MEMORY.md (active memories only), then, with a query, the bodies of the memories whose
-triggers the query hits (seed 004: no hit, nothing injected), each with its provenance, inside one
+triggers the query hits (docs/design.md §8.4: no hit, nothing injected), each with its provenance, inside one
 block that carries the notice that memory is background that may be out of date.
 
 Budgets (estimated tokens, `desk.text.tokens`) come per section from `.system/desk.json` `budgets` and

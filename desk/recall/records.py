@@ -88,7 +88,7 @@ def event_record(rec: dict[str, Any], path: str, line: int, offset: int,
                  desk_id: str | None = None) -> Record | None:
     """The record of one archived inbound/outbound event with text, else None.
 
-    A record carrying another desk's id is not this desk's conversation (seed 001: a record of
+    A record carrying another desk's id is not this desk's conversation (docs/design.md §8.1: a record of
     another scope is never read into a recall), so it is left out.
     """
     content = rec.get("content")

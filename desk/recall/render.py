@@ -1,4 +1,4 @@
-"""Stage 5 of recall: seed 001's `<recalled_context>` XML, the human listing and snippets.
+"""Stage 5 of recall: docs/design.md §8.1's `<recalled_context>` XML, the human listing and snippets.
 
 Every attribute and text is escaped, so a record cannot open or close an element of the block;
 an empty result renders as an empty string, so no empty wrapper costs prompt budget.
@@ -42,7 +42,7 @@ def xml_text(text: str) -> str:
 
 
 def render_xml(result: RecallResult) -> str:
-    """Seed 001's `<recalled_context>`; empty string when there are no hits."""
+    """docs/design.md §8.1's `<recalled_context>`; empty string when there are no hits."""
     if not result.hits:
         return ""
     q = result.query

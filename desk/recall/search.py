@@ -1,4 +1,4 @@
-"""`desk recall`: seed 001's five stages over memory files and archived conversation records.
+"""`desk recall`: docs/design.md §8.1's five stages over memory files and archived conversation records.
 
 normalize -> candidate -> score -> stable rank -> render, each a function with a typed result:
 
@@ -9,12 +9,12 @@ normalize -> candidate -> score -> stable rank -> render, each a function with a
   derived search cache, `desk.recall.search_cache`); expired memories and records after `as_of` are never
   candidates.
 - **score** (`desk.recall.rank.Ranker`): an explainable sum, default
-  `0.85 * IDF-weighted coverage + 0.10 * term-frequency saturation + 0.05 * recency`; seed 001's
+  `0.85 * IDF-weighted coverage + 0.10 * term-frequency saturation + 0.05 * recency`; docs/design.md §8.1's
   formula and plain BM25 are the documented baselines (`--ranker seed|bm25`).
 - **stable rank**: total desc, plain coverage desc, time desc, id asc. Only the top `limit` are
   scored exactly; records that provably cannot reach the top (MaxScore pruning on per-term upper
   bounds) are skipped, which changes nothing in the answer, only the time.
-- **render** (`desk.recall.render`): JSON (the contract) or seed 001's `<recalled_context>` XML; an empty result renders
+- **render** (`desk.recall.render`): JSON (the contract) or docs/design.md §8.1's `<recalled_context>` XML; an empty result renders
   as an empty string so no empty wrapper costs prompt budget.
 
 Read-only: recall never writes the desk (only the git-ignored cache) and never makes a commit.

@@ -1,6 +1,6 @@
-"""`desk stats`: what the desk holds and what it costs to keep resident (seed 004's economics).
+"""`desk stats`: what the desk holds and what it costs to keep resident (docs/design.md §8.4's economics).
 
-Seed 004 measured "5 memories, index 48 tokens resident, bodies 1,526 tokens on disk": the index is
+docs/design.md §8.4 measured "5 memories, index 48 tokens resident, bodies 1,526 tokens on disk": the index is
 what an assistant pays for every session, the bodies only when a trigger hits. `desk stats` shows
 those two figures for any desk (tokens by `desk.text.tokens.estimate_tokens`), plus memories by type,
 expired and long-unverified memories, and the archive's size.

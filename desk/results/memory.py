@@ -177,7 +177,7 @@ class Recalled(Wrapped["RecallResult"]):
         return render_text(self.value)
 
     def xml(self) -> str:
-        """Seed 001's `<recalled_context>` block (empty when nothing was hit)."""
+        """docs/design.md §8.1's `<recalled_context>` block (empty when nothing was hit)."""
         from desk.recall.render import render_xml
 
         return render_xml(self.value)

@@ -2,7 +2,7 @@
 
 desk does its own framing instead of python-frontmatter, whose 1.3 release strips trailing
 newlines, returns empty metadata for an unclosed block, drops a top-level YAML list and misses
-frontmatter behind a BOM (DESIGN.md §7). Here a file must start with exactly `---\\n`, the closing
+frontmatter behind a BOM (docs/design.md §7). Here a file must start with exactly `---\\n`, the closing
 `---` line is found explicitly, and YAML is loaded safely with anchors, aliases, duplicate keys and
 deep nesting refused. Every problem is reported as `path:line: rule: message`.
 """

@@ -2,7 +2,7 @@
 
 desk drives git's own command line, like pre-commit's `git.py`, rather than GitPython's object
 layer: GitPython's `IndexFile.commit` lost commits under concurrent writers on this machine and never
-fsyncs or signs (DESIGN.md §7), and `import git` alone costs ~0.2 s, which would blow the pre-commit
+fsyncs or signs (docs/design.md §7), and `import git` alone costs ~0.2 s, which would blow the pre-commit
 hook's and the CLI start-up budgets. A `Git` runs its commands with the variables git exports
 inside hooks (`GIT_DIR`, `GIT_INDEX_FILE`, ...) stripped, unless the caller means the repository
 being committed (`staged_git`).
