@@ -34,6 +34,19 @@ class Desk(DeskFolder):
     """A desk: a git repository of Markdown files holding an assistant's identity and memory."""
 
     initialized: Initialized | None = None  # what `desk.init` did; None from `desk.open`
+    _search_cache: Any = None  # recall's SearchCache, kept warm across calls until close()
+
+    def close(self) -> None:
+        """Release what recall keeps open between calls (its search cache). Safe to call twice."""
+        if self._search_cache is not None:
+            self._search_cache.close()
+            self._search_cache = None
+
+    def __enter__(self) -> Desk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- memories ----------------------------------------------------------------------------
 
@@ -131,7 +144,7 @@ class Desk(DeskFolder):
         return Validation(mode, report)
 
     def hooks_install(self) -> HooksChange:
-        """Install desk's pre-commit and commit-msg hooks; a foreign hook is kept and runs first.
+        """Install desk's pre-commit, commit-msg and pre-merge-commit hooks; a foreign hook is kept and runs first.
 
         DeskError when core.hooksPath is set: the hint says how to wire the hooks by hand.
         """
@@ -158,12 +171,17 @@ class Desk(DeskFolder):
         """Search memories and archived conversations for `query`; read-only.
 
         UsageError (exit 2) for an empty or punctuation-only query or a limit outside 1..10.
-        `.xml()` renders docs/design.md §8.1's `<recalled_context>` block.
+        `.xml()` renders docs/design.md §8.1's `<recalled_context>` block. The search cache
+        stays loaded between calls on this object (refreshed incrementally each time), so a
+        harness that keeps one `Desk` recalls warm; `close()` (or `with desk.open(...)`) frees it.
         """
         from desk.recall.search import recall
+        from desk.recall.search_cache import SearchCache
 
+        if self._search_cache is None:
+            self._search_cache = SearchCache(self)
         return Recalled(recall(self, query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
-                               progress=progress))
+                               cache=self._search_cache, progress=progress))
 
     def context(self, *, query: str | None = None, budget: int | None = None,
                 section_budgets: Mapping[str, int] | None = None,

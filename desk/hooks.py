@@ -1,7 +1,7 @@
 """Hooks installed by desk 0.1.0 run `python -m desk.hooks`; this keeps them working.
 
-New installs run `python -m desk.cli.hook`; `desk hooks install` (or `desk doctor --repair`)
-rewrites old hooks.
+New installs run `python -m desk.cli.hook`; `desk doctor` reports old hooks as outdated, and
+`desk hooks install` (or `desk doctor --repair`) rewrites them.
 """
 
 import sys

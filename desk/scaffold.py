@@ -90,7 +90,7 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
     from desk.guard.hooks import install
 
     try:
-        install(path)  # the pre-commit and commit-msg hooks: hand edits pass the same gate
+        install(path)  # desk's git hooks: hand edits pass the same gate
     except DeskError as exc:  # core.hooksPath set: the desk works; the person wires the hooks
         return InitResult("created", path, sha, kept, f"{exc.message}. {exc.hint}")
     return InitResult("created", path, sha, kept)

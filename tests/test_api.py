@@ -293,3 +293,22 @@ def test_import_desk_is_light_and_names_resolve() -> None:
     assert set(api.__all__) >= {"Desk", "open", "init", "Recalled", "MemoryChange"}
     with pytest.raises(AttributeError):
         desk.no_such_name  # noqa: B018
+
+
+def test_one_desk_object_recalls_warm_and_sees_every_change(desk_root: Path) -> None:
+    """The search cache stays open between recalls on one Desk and is refreshed by each call."""
+    with desk.open(desk_root) as d:
+        at = dt.datetime(2026, 1, 5, tzinfo=dt.timezone.utc)
+        d.remember("alpha", "The alpha fact body.", type="fact", description="About alpha", triggers=["alpha"],
+                   now=at)
+        assert [h.id for h in d.recall("alpha", as_of=AS_OF).value.hits] == ["memory:alpha"]
+        cache = d._search_cache
+        assert cache is not None
+        d.remember("alpha-two", "Another alpha fact.", type="fact", description="More alpha", triggers=["alpha"],
+                   now=at)
+        d.forget("alpha")
+        assert [h.id for h in d.recall("alpha", as_of=AS_OF).value.hits] == ["memory:alpha-two"]
+        assert d._search_cache is cache  # the same warm cache, refreshed
+    assert d._search_cache is None  # closed on leaving the with-block
+    assert [h.id for h in d.recall("alpha", as_of=AS_OF).value.hits] == ["memory:alpha-two"]
+    d.close()

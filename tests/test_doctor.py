@@ -164,6 +164,24 @@ def test_missing_hooks_reinstalled(desk: DeskFolder, run: DeskRunner) -> None:
     assert code == 0 and (desk.git_dir / "hooks" / "pre-commit").exists()
 
 
+def test_hooks_from_an_older_desk_still_guard_and_are_rewritten(desk: DeskFolder, run: DeskRunner) -> None:
+    """Hooks written by desk 0.1.0 run `python -m desk.hooks`: they keep working, doctor says so."""
+    for hook in ("pre-commit", "commit-msg", "pre-merge-commit"):
+        path = desk.git_dir / "hooks" / hook
+        path.write_text(path.read_text().replace("-m desk.cli.hook ", "-m desk.hooks "))
+    write(desk.root, "memory/bad.md", "no frontmatter here\n")
+    sh(desk.root, "add", "memory/bad.md")
+    refused = commit(desk.root, "a broken memory")
+    assert refused.returncode != 0 and "memory/bad.md:1:" in refused.stderr  # the old entry still validates
+    sh(desk.root, "rm", "-q", "--cached", "memory/bad.md")
+    (desk.root / "memory" / "bad.md").unlink()
+    code, data = doctor(run)
+    assert code == 3 and checks(data)["hooks"] == "found"
+    assert "older desk" in next(p["message"] for p in data["problems"] if p["check"] == "hooks")
+    code, data = doctor(run, "--repair")
+    assert code == 0 and "-m desk.cli.hook " in (desk.git_dir / "hooks" / "pre-commit").read_text()
+
+
 def test_persons_uncommitted_edits_survive_repair(desk: DeskFolder, run: DeskRunner) -> None:
     write(desk.root, "NOW.md", "# NOW\n\nmy unsaved thoughts\n")
     write(desk.root, "memory/nu.md", memory_text("nu"))  # new, uncommitted, index not yet updated

@@ -27,7 +27,7 @@ def validate_command(mode: str, fix: bool) -> None:
 
 @click.group("hooks")
 def hooks_group() -> None:
-    """Install or remove desk's git hooks (pre-commit and commit-msg)."""
+    """Install or remove desk's git hooks (pre-commit, commit-msg, pre-merge-commit)."""
 
 
 @hooks_group.command("install")

@@ -286,13 +286,18 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
         report.add("hooks", "core.hooksPath", "core.hooksPath is set: make sure your hooks run "
                    "`desk validate --staged` (see `desk hooks install`)", "note")
         return
-    missing = [hook for hook, ok in state.items() if not ok]
-    if not missing:
+    missing = [hook for hook, status in state.items() if status == "missing"]
+    outdated = [hook for hook, status in state.items() if status == "outdated"]
+    if not missing and not outdated:
         return
     if repair:
         install(desk.root)
-        report.add("hooks", ", ".join(missing), "installed desk's hooks (an existing hook is kept "
-                   "and still runs first)", "repaired")
-    else:
+        report.add("hooks", ", ".join(missing + outdated), "installed desk's hooks (an existing hook is "
+                   "kept and still runs first)", "repaired")
+        return
+    if missing:
         report.add("hooks", ", ".join(missing), "desk's git hooks are not installed: hand edits "
                    "are not validated")
+    if outdated:
+        report.add("hooks", ", ".join(outdated), "desk's hooks were written by an older desk; "
+                   "`desk hooks install` (or `desk doctor --repair`) rewrites them")

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from desk.errors import DeskError, Finding
-from desk.guard.hook_files import HOOK_TYPES, LEGACY, hooks_folder, is_ours
+from desk.guard.hook_files import HOOK_ENTRY, HOOK_TYPES, LEGACY, hooks_folder, is_ours
 from desk.guard.rules import check_message
 from desk.guard.validate import fix_index, validate_staged
 from desk.layout import DeskFolder, is_desk
@@ -51,7 +51,7 @@ def hook_script(hook: str, python: str | None = None) -> str:
 
 
 def install(root: Path, python: str | None = None) -> HooksResult:
-    """Install desk's pre-commit and commit-msg hooks in the repository at `root`."""
+    """Install desk's pre-commit, commit-msg and pre-merge-commit hooks in the repository at `root`."""
     folder = hooks_folder(Git(root))
     folder.mkdir(parents=True, exist_ok=True)
     result = HooksResult(folder)
@@ -91,13 +91,22 @@ def uninstall(root: Path) -> HooksResult:
     return result
 
 
-def installed(root: Path) -> dict[str, bool]:
-    """Which of desk's hooks are in place (for `desk doctor`); empty when core.hooksPath is set."""
+def installed(root: Path) -> dict[str, str]:
+    """Each of desk's hooks: `ok`, `missing`, or `outdated` (desk's, but running an entry that is
+    no longer desk's: hooks from desk 0.1.0 run `python -m desk.hooks`). Empty when
+    core.hooksPath is set. For `desk doctor`."""
     try:
         folder = hooks_folder(Git(root))
     except DeskError:
         return {}
-    return {hook: is_ours(folder / hook) for hook in HOOK_TYPES}
+    found = {}
+    for hook in HOOK_TYPES:
+        path = folder / hook
+        if not is_ours(path):
+            found[hook] = "missing"
+        else:
+            found[hook] = "ok" if f"-m {HOOK_ENTRY} " in path.read_text("utf-8", "replace") else "outdated"
+    return found
 
 
 # -- what the hooks run -------------------------------------------------------------------
