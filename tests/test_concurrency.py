@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
+import pytest
+
 from desk.layout import DeskFolder
 from desk.memory.index import entries_in_worktree, render_index
 from tests.conftest import git
@@ -22,6 +24,7 @@ def _worker(root: str, worker: int) -> None:
                  body=f"Worker {worker} learned fact number {i}.")
 
 
+@pytest.mark.slow
 def test_eight_processes_all_land(desk: DeskFolder) -> None:
     start = int(git(desk.root, "rev-list", "--count", "HEAD"))
     ctx = multiprocessing.get_context("fork")

@@ -98,6 +98,7 @@ def test_cli_init_json(tmp_path: Path) -> None:
     DeskFolder(tmp_path / "d").config  # loads and validates
 
 
+@pytest.mark.slow
 def test_non_editable_install_ships_templates(tmp_path: Path) -> None:
     """`pip install .` (not editable) then `desk init` from another folder works."""
     project = Path(__file__).resolve().parents[1]

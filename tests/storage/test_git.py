@@ -15,7 +15,7 @@ from desk.errors import GitError
 from desk.storage.git import Git, RawChange, blob_sha, parse_trailers
 from tests.guard_helpers import git_env
 
-DESK = Path(__file__).resolve().parent.parent / "desk"
+DESK = Path(__file__).resolve().parents[2] / "desk"
 
 # Line shapes that exercise git's trailer rules: the title, blank and whitespace-only lines,
 # `Key : value`, folded values, comments, git's own trailer prefixes, the scissors line.

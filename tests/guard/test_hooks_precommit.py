@@ -21,7 +21,7 @@ from tests.guard_helpers import add_commit, commit, git_env, memory_text, sh, wr
 pre_commit = pytest.importorskip("pre_commit")
 from pre_commit.clientlib import load_manifest  # noqa: E402
 
-MANIFEST = Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml"
+MANIFEST = Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml"
 KEYS = ("id", "name", "entry", "pass_filenames", "always_run", "stages")
 
 
@@ -41,6 +41,7 @@ def test_manifest_is_valid_for_pre_commit() -> None:
     assert {h["id"] for h in hooks} == {"desk-validate", "desk-validate-message"}
 
 
+@pytest.mark.slow
 def test_pre_commit_framework_runs_desk_validate(desk: DeskFolder, tmp_path: Path) -> None:
     sh(desk.root, "config", "user.name", "Ada")  # pre-commit runs its own git calls
     sh(desk.root, "config", "user.email", "ada@example.org")
