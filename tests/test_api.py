@@ -39,7 +39,10 @@ NOT_API = {("hooks", "run"): "hidden: what an installed hook runs (desk.cli.hook
 def command_paths(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
     """Every runnable command of the CLI, as its words (`("archive", "append")`)."""
     paths: set[tuple[str, ...]] = set()
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
         if isinstance(command, click.Group):
             paths |= command_paths(command, (*prefix, name))
         else:

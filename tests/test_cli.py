@@ -19,9 +19,15 @@ from desk.cli.main import cli
 from desk.memory.index import IndexEntry, render_index
 
 
+def subcommands(group: click.Group) -> list[tuple[str, click.Command]]:
+    """A group's commands as click finds them (desk's top level loads each module on demand)."""
+    ctx = click.Context(group)
+    return [(name, cmd) for name in group.list_commands(ctx) if (cmd := group.get_command(ctx, name))]
+
+
 def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = []
-    for name, command in sorted(group.commands.items()):
+    for name, command in subcommands(group):
         found.append((*prefix, name))
         if isinstance(command, click.Group):
             found += all_commands(command, (*prefix, name))
@@ -38,7 +44,7 @@ def test_every_command_has_help(path: tuple[str, ...]) -> None:
     command: click.Command = cli
     for part in path:
         assert isinstance(command, click.Group)
-        command = command.commands[part]
+        command = dict(subcommands(command))[part]
     assert command.help and command.help.strip(), f"desk {' '.join(path)} has no help text"
     for param in command.params:
         if isinstance(param, click.Option) and not param.hidden:
@@ -97,3 +103,26 @@ def test_cli_help_imports_no_library_module() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
+
+
+def test_the_lazy_command_table_matches_the_commands() -> None:
+    """desk.cli.main.COMMANDS names each command's module and help without importing it: check both,
+    and that `desk --help` reads exactly as click renders the loaded commands."""
+    import inspect
+
+    from desk.cli import digest, guard, main, memory, read, working
+
+    declared = {c.name: (m.__name__.rsplit(".", 1)[1], c) for m in (memory, guard, read, digest, working)
+                for c in m.COMMANDS}
+    assert set(declared) == set(main.COMMANDS)
+    for name, (module, command) in declared.items():
+        assert main.COMMANDS[name][0] == module, name
+        first = inspect.cleandoc(command.help or "").split("\n\n")[0].replace("\n", " ")
+        assert main.COMMANDS[name][1] == first, name
+    eager = click.Group("desk", commands=[c for _, c in declared.values()],
+                        context_settings=main.CONTEXT_SETTINGS)
+
+    def command_list(group: click.Group) -> str:
+        return CliRunner().invoke(group, ["--help"]).output.split("Commands:\n")[1]
+
+    assert command_list(cli) == command_list(eager)

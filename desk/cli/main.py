@@ -1,13 +1,16 @@
 """The `desk` command line: click declarations only.
 
 Each command parses its options, makes one call into the public API (`desk.api.Desk`) and
-renders the result with `desk.cli.output.render`. The API is imported only when a command runs, so
-`desk --help` pays for click alone. Errors are mapped to exit
-codes in one place, `DeskGroup.invoke` (docs/design.md §5: 1 error, 2 usage, 3 rejected, 4 conflict).
+renders the result with `desk.cli.output.render`. The API is imported only when a command runs,
+and a command's module only when that command runs (`COMMANDS` names the module of each), so
+`desk --help` pays for click and this module, and `desk archive append` for its own module alone.
+Errors are mapped to exit codes in one place, `DeskGroup.invoke` (docs/design.md §5: 1 error,
+2 usage, 3 rejected, 4 conflict).
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
 
 import click
@@ -19,8 +22,62 @@ from desk.errors import DeskError
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+# Each top-level command: the desk.cli module that declares it, and the first paragraph of its
+# help, spelled out here so `desk --help` lists the commands without importing them.
+# tests/test_cli.py checks both against the commands themselves.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("memory", "Scaffold a desk at PATH (default: the current folder) and make its first commit."),
+    "remember": ("memory", "Create or update the memory NAME through the write gate (one commit)."),
+    "forget": ("memory", "Delete the memory NAME and its index line (one commit; history keeps it)."),
+    "show": ("memory", "Print the memory NAME."),
+    "list": ("memory", "List the memories: name, type and description."),
+    "history": ("memory", "Every revision of the memory NAME, from git, newest first (forgotten ones too)."),
+    "log": ("memory", "The desk's audit trail: commits with their Desk-* trailers, newest first."),
+    "reindex": ("memory", "Regenerate MEMORY.md from memory/ (after hand edits); commit it when it changed."),
+    "validate": ("guard", "Run the desk's rules: the same gate the hooks and every desk write use."),
+    "hooks": ("guard", "Install or remove desk's git hooks (pre-commit, commit-msg, pre-merge-commit)."),
+    "edit": ("guard", "Open the memory NAME in $VISUAL or $EDITOR, validate it on save, and commit it."),
+    "doctor": ("guard", "Check the desk's health: stale index, invalid files, commits that bypassed the "
+                        "hooks, leftover temporary files, a torn archive tail, interrupted mutations, a "
+                        "stale index.lock."),
+    "recall": ("read", "Search memories and archived conversations for QUERY; read-only."),
+    "context": ("read", "Render what the assistant loads at the start of a session (the injection contract)."),
+    "stats": ("read", "Memories by type, the resident index's token cost against the bodies', stale "
+                      "memories, archive size."),
+    "fact": ("digest", "Structured facts: raw evidence that `desk digest` distils into memories."),
+    "digest": ("digest", "Write journal/D.md and distil old facts into memories, in one commit."),
+    "conflicts": ("digest", "List the conflict cases the digest opened (tied candidates waiting for a person)."),
+    "archive": ("working", "The append-only JSONL archive of raw events (.system/archive/, one file per UTC "
+                           "day per clone)."),
+    "checkpoint": ("working", "Commit the archive's growth in one commit (trailers carry each file's head hash)."),
+    "now": ("working", "NOW.md, the assistant's hot working note: Doing, Blocked, Next, Reminders."),
+    "mistake": ("working", "MISTAKES.md, the error book of high-value, reusable lessons."),
+    "conversations": ("working", "Readable views of archived conversations under conversations/ (never the "
+                                 "source of truth)."),
+}
+
+
 class DeskGroup(click.Group):
-    """A click group that turns DeskError into a message and the design's exit code."""
+    """A click group that loads each command's module on first use and maps DeskError to exit codes."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        entry = COMMANDS.get(name)
+        if entry is None:
+            return None
+        module = import_module(f"desk.cli.{entry[0]}")
+        return next(c for c in module.COMMANDS if c.name == name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list, as click renders it, from COMMANDS: no command module is imported."""
+        limit = formatter.width - 6 - max(map(len, COMMANDS))
+        # A bare Command shortens the help exactly as the real one would (click's public rule).
+        rows = [(name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit))
+                for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -42,18 +99,6 @@ def cli(ctx: click.Context, desk_path: Path | None) -> None:
     `desk log` shows the audit trail.
     """
     ctx.ensure_object(Invocation).desk_path = desk_path
-
-
-def _register() -> None:
-    """Add each command module's COMMANDS: memories, guard, reading, digest, working desk."""
-    from desk.cli import digest, guard, memory, read, working
-
-    for module in (memory, guard, read, digest, working):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
 
 
 def main() -> None:

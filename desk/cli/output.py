@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,12 +17,16 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass
 class Invocation:
-    """What the group options and `--json` leave for the command and the error handler."""
+    """What the group options and `--json` leave for the command and the error handler.
 
-    desk_path: Path | None = None
-    json: bool = False
+    A plain class, and `json` imported where output is written: `desk --help` needs neither
+    `dataclasses` nor `json`.
+    """
+
+    def __init__(self) -> None:
+        self.desk_path: Path | None = None
+        self.json = False
 
     def desk(self) -> Desk:
         """The desk the command works on, through the public API (imported here: `--help` stays light)."""
@@ -66,6 +68,8 @@ def render(result: Outcome) -> None:
 
 
 def print_json(data: dict[str, Any]) -> None:
+    import json
+
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
