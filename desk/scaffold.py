@@ -10,6 +10,7 @@ from desk.config import CONFIG_PATH, new_config
 from desk.layout import (ARCHIVE_DIR, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, MEMORY_DIR, DeskFolder,
                          is_desk)
 from desk.errors import DeskError, UsageError
+from desk.guard.hooks import install
 from desk.storage.git import Git, toplevel
 from desk.memory.index import render_index
 from desk.transaction import commit_message, transaction
@@ -87,8 +88,6 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
     with transaction(desk) as tx:
         message = commit_message("init: new desk", {"Desk-Op": "init", "Desk-Actor": "user"})
         sha = tx.commit(writes, message)
-    from desk.guard.hooks import install
-
     try:
         install(path)  # desk's git hooks: hand edits pass the same gate
     except DeskError as exc:  # core.hooksPath set: the desk works; the person wires the hooks

@@ -3,8 +3,9 @@
 Every result has `.to_json()`, exactly what the CLI prints under `--json`, and `.text()`, the
 CLI's human output, so the CLI only chooses between them (and exits with `.exit_code`). Where an
 operation already returns a typed dataclass, the result carries it as `.value`; otherwise the
-result's own fields are the data. The operation modules are imported for type checking only, so
-importing the results stays cheap.
+result's own fields are the data. The operation modules are imported for type checking only, and
+the few renderers a `.text()` needs inside that method, so importing the results (which every
+command does) does not load recall, doctor or the hooks.
 """
 
 from __future__ import annotations
