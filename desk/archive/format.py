@@ -25,6 +25,10 @@ _FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.([0-9a-z]{4,40})\.jsonl$")
 _ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-z]{4,40}-(\d{8})-(\d{6,})$")
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,39}$")
 _HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+# One encoder each, made once: `json.dumps` with options builds a new JSONEncoder on every call.
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False).encode
+# A record's line: UTF-8 JSON, keys sorted, compact separators (docs/working-desk.md "File format").
+record_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode
 
 
 @dataclass(frozen=True, order=True)
@@ -71,8 +75,14 @@ def seq_of(event_id: object) -> int | None:
     return int(m.group(2)) if m else None
 
 
-def validate_fields(event: dict[str, Any]) -> str | None:
-    """What is wrong with the caller-supplied fields of an event, or None."""
+def validate_fields(event: dict[str, Any], *, check_at: bool = True) -> str | None:
+    """What is wrong with the caller-supplied fields of an event, or None.
+
+    `check_at=False` skips the `at` check, for an event whose `at` desk formatted itself. This is
+    on the append path (docs/design.md §6: append >= 50 % of a raw write+fsync loop), so the UTF-8
+    check encodes only what can fail: a lone surrogate makes the encoding of a string, or of the
+    JSON text of an object, raise.
+    """
     kind = event.get("kind")
     if not isinstance(kind, str) or not _KIND_RE.match(kind):
         return f"kind: {kind!r} must be a lowercase word ([a-z][a-z0-9_.-]*, at most 40 characters)"
@@ -85,11 +95,15 @@ def validate_fields(event: dict[str, Any]) -> str | None:
     if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                              for k, v in meta.items()):
         return "meta: must map strings to strings"
-    if not is_stored_time(event.get("at")):
+    if check_at and not is_stored_time(event.get("at")):
         return f"at: {event.get('at')!r} is not a UTC time YYYY-MM-DDTHH:MM:SS[.ffffff]Z"
     for key, value in event.items():
         try:
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
+            if isinstance(value, str):
+                if not value.isascii():
+                    value.encode("utf-8")
+            elif value:
+                _JSON_TEXT(value).encode("utf-8")
         except UnicodeEncodeError:
             return f"{key}: holds characters that are not valid UTF-8 (a lone surrogate)"
     return None
@@ -124,23 +138,27 @@ def record_problem(rec: object, desk_id: str, day: str) -> str | None:
 def redact_event(event: dict[str, Any]) -> dict[str, Any]:
     """Redact known secret patterns in content, payload strings and meta values (`desk.text.secrets`)."""
     kinds: list[str] = []
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            text, found = redact(value)
-            kinds.extend(found)
-            return text
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-
-    out = {**event, "content": clean(event["content"]), "payload": clean(event["payload"]),
-           "meta": {k: clean(v) for k, v in event["meta"].items()}}
+    content, payload, meta = event["content"], event["payload"], event["meta"]
+    out = {**event, "meta": {k: _redact_value(v, kinds) for k, v in meta.items()}}
+    if isinstance(content, str):
+        out["content"] = _redact_value(content, kinds)
+    if payload is not None:
+        out["payload"] = _redact_value(payload, kinds)
     if kinds:
         out["meta"]["desk.redacted"] = ",".join(sorted(set(kinds)))
     return out
+
+
+def _redact_value(value: Any, kinds: list[str]) -> Any:
+    if isinstance(value, str):
+        text, found = redact(value)
+        kinds.extend(found)
+        return text
+    if isinstance(value, dict):
+        return {k: _redact_value(v, kinds) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(v, kinds) for v in value]
+    return value
 
 
 def _loads(line: bytes) -> Any:

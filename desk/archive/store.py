@@ -14,7 +14,6 @@ gets one first, in the same write, so no complete record is ever glued to a frag
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -31,6 +30,7 @@ from desk.archive.format import (
     parse_lines,
     redact_event,
     read_tail,
+    record_json,
     validate_fields,
 )
 from desk.errors import DeskError, Finding, UsageError
@@ -102,6 +102,19 @@ def archive_lock_path(desk: DeskFolder) -> Path:
     return desk.git_dir / ARCHIVE_LOCK
 
 
+_STAMPS: tuple[dt.datetime | None, str] = (None, "")  # the last `now` formatted, and its text
+
+
+def _stamp(now: dt.datetime) -> str:
+    """`now` in the archive's microsecond form; one append formats it once for `at` and `recorded_at`."""
+    global _STAMPS
+    last, text = _STAMPS
+    if now is not last:
+        text = format_time(now, "microsecond")
+        _STAMPS = (now, text)
+    return text
+
+
 @dataclass
 class _Open:
     fd: int
@@ -120,8 +133,6 @@ class ArchiveWriter:
         self.desk_id = desk.desk_id
         self.clone = clone_id(desk)
         self._root = str(desk.root)
-        self._now: dt.datetime | None = None
-        self._recorded = ""
         self._files: dict[str, _Open] = {}
         self._new_dirs: set[Path] = set()
         self._lock: Any = None
@@ -171,18 +182,22 @@ class ArchiveWriter:
         return opened
 
     def append(self, event: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
-        """Write one validated event (fields without id/recorded_at/prev/desk_id) and return the record."""
+        """Write one validated event (fields without id/recorded_at/prev/desk_id) and return the record.
+
+        The record comes back with its keys in sorted order, as its line has them.
+        """
         day = event["at"][:10]
         rel = archive_file(day, self.clone)
-        opened = self._open(rel)
-        if now is not self._now:  # an import stamps a whole batch with one `now`
-            self._now, self._recorded = now, format_time(now, "microsecond")
-        recorded = self._recorded
+        opened = self._files.get(rel) or self._open(rel)
+        recorded = _stamp(now)
         seq = opened.seq + 1
-        record = {**event, "desk_id": self.desk_id, "recorded_at": recorded, "prev": opened.prev,
+        record = {"actor": event["actor"], "at": event["at"], "content": event["content"],
+                  "desk_id": self.desk_id,
                   "id": f"{recorded[:4]}{recorded[5:7]}{recorded[8:13]}{recorded[14:16]}"
-                        f"{recorded[17:19]}{recorded[20:26]}Z-{self.clone}-{day.replace('-', '')}-{seq:06d}"}
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+                        f"{recorded[17:19]}{recorded[20:26]}Z-{self.clone}-{day.replace('-', '')}-{seq:06d}",
+                  "kind": event["kind"], "meta": event["meta"], "payload": event["payload"],
+                  "prev": opened.prev, "recorded_at": recorded, "session": event["session"]}
+        line = record_json(record).encode()
         data = line + b"\n" if opened.ends_with_newline else b"\n" + line + b"\n"
         written = os.write(opened.fd, data)
         if written != len(data):
@@ -208,10 +223,10 @@ def build_event(kind: str, content: str | None = None, *, payload: dict[str, Any
                 at: str | dt.datetime | None = None, meta: dict[str, str] | None = None,
                 redact: bool = True, now: dt.datetime | None = None) -> dict[str, Any]:
     """The caller's part of a record, validated (UsageError naming the field) and redacted."""
-    when = parse_time(at, "at") if at is not None else (now or utc_now())
+    stamp = format_time(parse_time(at, "at"), "microsecond") if at is not None else _stamp(now or utc_now())
     event = {"kind": kind, "content": content, "payload": payload, "session": session,
-             "actor": actor, "at": format_time(when, "microsecond"), "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
-    problem = validate_fields(event)
+             "actor": actor, "at": stamp, "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
+    problem = validate_fields(event, check_at=False)  # `at` was formatted just above
     if problem:
         raise UsageError(problem)
     return redact_event(event) if redact else event
@@ -232,7 +247,7 @@ def append_event(desk: DeskFolder, kind: str, content: str | None = None, *,
     event = build_event(kind, content, payload=payload, session=session, actor=actor, at=at,
                         meta=meta, redact=redact, now=now)
     with ArchiveWriter(desk) as writer:
-        return dict(sorted(writer.append(event, now).items()))
+        return writer.append(event, now)
 
 
 def archive_files(desk: DeskFolder) -> list[ArchiveFile]:

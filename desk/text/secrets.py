@@ -12,6 +12,7 @@ look-alikes (test keys, placeholders, words that merely contain "sk-") must pass
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -46,7 +47,6 @@ _PATTERNS: list[tuple[str, str]] = [
     ("google-api-key", _L + r"AIza[0-9A-Za-z_\-]{35}" + _R),
     ("stripe-live-key", _L + r"(?:sk|rk)_live_[0-9A-Za-z]{20,}" + _R),
 ]
-_SPECIFIC = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
 _KINDS = {f"k{i}": kind for i, (kind, _) in enumerate(_PATTERNS)}
 # Substrings every specific match contains: most text holds none, and `in` is far cheaper than
 # running the combined pattern at every position (the archive redacts every appended event).
@@ -61,14 +61,29 @@ _KEYWORD = (r"(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|pwd|access[_\-]?
 # After a keyword: the rest of the key name, an optional closing quote, the assignment, the value.
 # Matching starts at each keyword found (bounded name parts): a pattern that scans for the name's
 # start backtracks quadratically over long runs like `a_a_a_...`.
-_ASSIGNMENT = re.compile(
-    r"[A-Za-z0-9_.\-]{0,40}[\"']?[ \t]*(?::=|=>|==|=|:)[ \t]*"
-    r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s]{8,200})(?P=q)|(?P<bv>[^\s\"'`,;)\]}]{8,200}))")
+_ASSIGNMENT = (r"[A-Za-z0-9_.\-]{0,40}[\"']?[ \t]*(?::=|=>|==|=|:)[ \t]*"
+               r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s]{8,200})(?P=q)|(?P<bv>[^\s\"'`,;)\]}]{8,200}))")
 # Values that are references or placeholders, not secrets.
-_KEYWORD_RE = re.compile(_KEYWORD, re.IGNORECASE)
-_PLACEHOLDER = re.compile(
-    r"(?i)^(?:\$|%|\{|<|\[|os\.|env\.|process\.|getenv|none$|null$|true$|false$)|\$\{|\{\{|<[a-z_\-]+>"
-    r"|your[_\-]?|example|placeholder|changeme|redacted|dummy|sample|xxxx|\*\*\*|\.\.\.")
+_PLACEHOLDER = (r"(?i)^(?:\$|%|\{|<|\[|os\.|env\.|process\.|getenv|none$|null$|true$|false$)|\$\{|\{\{"
+                r"|<[a-z_\-]+>|your[_\-]?|example|placeholder|changeme|redacted|dummy|sample|xxxx|\*\*\*|\.\.\.")
+
+
+class _Patterns:
+    """The compiled patterns, made on first use (`_patterns()`): most text holds no literal and no
+    keyword hint, and compiling them costs ~2.5 ms, which every `desk archive append` process
+    (redacting by default) would otherwise pay for nothing."""
+
+    def __init__(self) -> None:
+        self.specific = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
+        self.assignment = re.compile(_ASSIGNMENT)
+        self.keyword = re.compile(_KEYWORD, re.IGNORECASE)
+        self.placeholder = re.compile(_PLACEHOLDER)
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    return _Patterns()
+
 GENERIC_MIN_ENTROPY = 3.0
 GENERIC_MIN_LENGTH = 10
 
@@ -111,7 +126,7 @@ def entropy(text: str) -> float:
 
 
 def _looks_random(value: str) -> bool:
-    if len(value) < GENERIC_MIN_LENGTH or _PLACEHOLDER.search(value):
+    if len(value) < GENERIC_MIN_LENGTH or _patterns().placeholder.search(value):
         return False
     classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]"))
     if classes < 2 or value.isdigit():
@@ -126,13 +141,13 @@ def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
     """Every secret in `text`, in order; findings whose fingerprint is in `allow` are left out."""
     spans: list[tuple[int, int, str]] = []
     if any(literal in text for literal in _LITERALS):
-        for match in _SPECIFIC.finditer(text):
+        for match in _patterns().specific.finditer(text):
             kind = _KINDS[match.lastgroup or ""]
             spans.append((match.start(), _block_end(text, kind, match.end()), kind))
     lower = text.lower()
-    keywords = _KEYWORD_RE.finditer(text) if any(h in lower for h in _KEYWORD_HINTS) else ()
+    keywords = _patterns().keyword.finditer(text) if any(h in lower for h in _KEYWORD_HINTS) else ()
     for keyword in keywords:
-        assignment = _ASSIGNMENT.match(text, keyword.end())
+        assignment = _patterns().assignment.match(text, keyword.end())
         if assignment is None:
             continue
         group = "qv" if assignment.group("qv") is not None else "bv"
