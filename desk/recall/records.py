@@ -37,11 +37,33 @@ def text_terms(text: str) -> list[str]:
     return terms
 
 
+_STORED_TIME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{6}))?Z")
+_DAY_STARTS: dict[str, int | None] = {}  # midnight UTC of each day seen, in whole seconds
+
+
 def _timestamp(value: object) -> float | None:
     """Seconds since the epoch of a time as `desk.text.times.parse_time` reads it, or None when
-    absent or unreadable (a record without a time is still searchable, without recency)."""
+    absent or unreadable (a record without a time is still searchable, without recency).
+
+    An archive record's time is in one of the two stored spellings; those are computed from a
+    per-day cache (an import of 100,000 records spans a few dozen days), the rest parsed in full.
+    """
     if not isinstance(value, str) or not value:
         return None
+    stored = _STORED_TIME.fullmatch(value)
+    if stored is not None:
+        day, hour, minute, second, fraction = stored.groups()
+        start = _DAY_STARTS.get(day, -1)
+        if start == -1:
+            try:
+                start = _DAY_STARTS[day] = int(parse_time(day, form="day").timestamp())
+            except TimeFormatError:
+                start = _DAY_STARTS[day] = None
+        h, m, sec = int(hour), int(minute), int(second)
+        if start is None or h > 23 or m > 59 or sec > 59:
+            return None
+        # The same float as parse_time(value).timestamp(): microseconds as an integer, divided once.
+        return ((start + h * 3600 + m * 60 + sec) * 1_000_000 + int(fraction or 0)) / 1_000_000
     try:
         return parse_time(value).timestamp()
     except TimeFormatError:
@@ -84,9 +106,8 @@ def memory_record(data: bytes, path: str) -> Record | None:
                         "updated": format_time(stamp) if stamp else None}})
 
 
-def event_record(rec: dict[str, Any], path: str, line: int, offset: int,
-                 desk_id: str | None = None) -> Record | None:
-    """The record of one archived inbound/outbound event with text, else None.
+def conversation_terms(rec: dict[str, Any], desk_id: str | None = None) -> Counter[str] | None:
+    """The terms of an archived inbound/outbound event with text, else None (not a record).
 
     A record carrying another desk's id is not this desk's conversation (docs/design.md §8.1: a record of
     another scope is never read into a recall), so it is left out.
@@ -96,11 +117,19 @@ def event_record(rec: dict[str, Any], path: str, line: int, offset: int,
         return None
     if desk_id is not None and rec.get("desk_id") != desk_id:
         return None
+    return Counter(text_terms(content))
+
+
+def event_time(rec: dict[str, Any]) -> float | None:
+    return _timestamp(rec.get("at"))
+
+
+def event_data(rec: dict[str, Any], path: str, line: int, offset: int) -> dict[str, Any]:
+    """What a hit on an archived event shows: snippet source and provenance (the event itself)."""
+    content = rec.get("content")
     meta = rec.get("meta") if isinstance(rec.get("meta"), dict) else {}
-    return Record(
-        f"event:{rec.get('id')}", CONVERSATION, _timestamp(rec.get("at")), None,
-        Counter(text_terms(content)),
-        {"type": rec.get("kind"), "text": content[:SNIPPET_SOURCE_CHARS],
-         "provenance": {"event_id": rec.get("id"), "session": rec.get("session"),
-                        "actor": rec.get("actor"), "at": rec.get("at"), "file": path, "line": line,
-                        "offset": offset, "meta": meta}})
+    return {"type": rec.get("kind"), "text": content[:SNIPPET_SOURCE_CHARS] if isinstance(content, str) else "",
+            "provenance": {"event_id": rec.get("id"), "session": rec.get("session"),
+                           "actor": rec.get("actor"), "at": rec.get("at"), "file": path, "line": line,
+                           "offset": offset, "meta": meta}}
+

@@ -14,6 +14,12 @@ changed file is re-read and a same-content file never is) and from `.system/arch
 rewritten file is re-read whole). Records of changed or removed files are tombstoned and excluded
 from every statistic, so the answers are exactly those of a cache built from scratch, which is
 what deleting the file gives (tested).
+
+A refresh streams: archive files are read in chunks, each record's postings go into a batch that
+is merged into the file once it holds `batch_postings` postings, and snippet rows are written as
+they come, so memory stays bounded whatever the size of the ingest (the first recall after a
+100,000-record import, docs/design.md §6). An archived event's snippet and provenance are its
+archive line itself, stored as is and decoded only for a hit.
 """
 
 from __future__ import annotations
@@ -30,13 +36,28 @@ from pathlib import Path
 from typing import Any
 
 from desk.layout import ARCHIVE_DIR, MEMORY_DIR, DeskFolder
-from desk.recall.records import KIND_NAMES, MEMORY, Record, event_record, memory_record
+from desk.recall.records import (
+    CONVERSATION,
+    KIND_NAMES,
+    MEMORY,
+    conversation_terms,
+    event_data,
+    event_time,
+    memory_record,
+)
 from desk.storage.git import blob_sha
 from desk.storage.sqlite_cache import open_cache
 
 CACHE_FILE = "search.sqlite"
-_SCHEMA = 2
+_SCHEMA = 3
 COMPACT_MIN_DEAD = 5000
+# Postings held in memory during a refresh before they are merged into the file: about 5 bytes
+# each plus ~0.3 KB per distinct term, so a batch stays in the tens of MB.
+BATCH_POSTINGS = 400_000
+BATCH_TERMS = 60_000
+DOCS_BATCH = 2000  # snippet rows written per executemany
+READ_CHUNK = 1 << 20  # archive bytes read at a time
+_NAN = float("nan")
 _RACY_NS = 3_000_000_000  # a file modified this close to its stat is re-hashed next time (git's racy rule)
 
 Progress = Callable[[int, int], None]
@@ -61,10 +82,30 @@ class _Columns:
         return len(self.times)
 
 
+@dataclass
+class RefreshStats:
+    """What the last refresh did: records added, postings merges, the most postings held at once."""
+
+    records: int = 0
+    merges: int = 0
+    most_postings_held: int = 0
+    most_terms_held: int = 0
+
+
+@dataclass
+class _Batch:
+    """A refresh's pending writes: postings per term and snippet rows, flushed when full."""
+
+    postings: dict[str, tuple[array, array]] = field(default_factory=dict)
+    held: int = 0
+    docs: list[tuple[int, str, str, int | None, int | None, bytes | str]] = field(default_factory=list)
+    stats: RefreshStats = field(default_factory=RefreshStats)
+
+
 _SCHEMA_SQL = """
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
             CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, rid TEXT NOT NULL,
-                                             data TEXT NOT NULL);
+                                             line INTEGER, offset INTEGER, data BLOB NOT NULL);
             CREATE INDEX IF NOT EXISTS docs_origin ON docs(origin);
             CREATE TABLE IF NOT EXISTS postings (term TEXT PRIMARY KEY, ids BLOB NOT NULL, tfs BLOB NOT NULL);
             CREATE TABLE IF NOT EXISTS memfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
@@ -87,8 +128,12 @@ class SearchCache:
     Derived and disposable: deleting the file only costs the next refresh a full read.
     """
 
-    def __init__(self, desk: DeskFolder) -> None:
+    def __init__(self, desk: DeskFolder, *, batch_postings: int = BATCH_POSTINGS,
+                 batch_terms: int = BATCH_TERMS) -> None:
         self.desk = desk
+        self.batch_postings = batch_postings
+        self.batch_terms = batch_terms
+        self.last_refresh = RefreshStats()
         self.path = desk.cache_dir / CACHE_FILE
         self._db: sqlite3.Connection | None = None
         self.columns = _Columns()
@@ -168,8 +213,12 @@ class SearchCache:
         return str(row[0])
 
     def record_data(self, doc: int) -> dict[str, Any]:
-        row = self._connect().execute("SELECT data FROM docs WHERE id=?", (doc,)).fetchone()
-        return json.loads(row[0])
+        """A hit's snippet source and provenance: `rid`, `kind`, `type`, `text`, `provenance`."""
+        origin, rid, line, offset, data = self._connect().execute(
+            "SELECT origin, rid, line, offset, data FROM docs WHERE id=?", (doc,)).fetchone()
+        if line is None:
+            return json.loads(data)
+        return {"rid": rid, "kind": KIND_NAMES[CONVERSATION], **event_data(json.loads(data), origin, line, offset)}
 
     def memory_records(self) -> set[int]:
         """Numbers of the memory records (tombstoned included); few, so found with `find` and
@@ -198,20 +247,21 @@ class SearchCache:
         if not mem_todo and not arch_todo:
             return 0
         db.execute("BEGIN IMMEDIATE")  # one writer at a time; others wait, then see its work
+        batch = _Batch()
         try:
             self._load(db)
             mem_todo, arch_todo = self._changes(db)
-            added: list[tuple[int, Record]] = []
-            self._refresh_memories(db, mem_todo, added)
-            self._refresh_archive(db, arch_todo, added, progress)
-            self._write_postings(db, added)
+            self._refresh_memories(db, mem_todo, batch)
+            self._refresh_archive(db, arch_todo, batch, progress)
+            self._flush(db, batch)
             self._save(db)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             self._loaded = -1
             raise
-        return len(added)
+        self.last_refresh = batch.stats
+        return batch.stats.records
 
     def _changes(self, db: sqlite3.Connection) -> tuple[dict[str, Any], dict[str, Any]]:
         """Files whose stat differs from what the cache saw ({path: stat or None when removed})."""
@@ -229,23 +279,35 @@ class SearchCache:
         arch.update(dict.fromkeys(known_arch))
         return mem, arch
 
-    def _add(self, db: sqlite3.Connection, record: Record, origin: str,
-             added: list[tuple[int, Record]]) -> int:
+    def _add(self, db: sqlite3.Connection, batch: _Batch, terms: dict[str, int], kind: int,
+             time: float | None, expires: float | None,
+             row: tuple[str, str, int | None, int | None, bytes | str]) -> int:
+        """Number a record, append its columns and postings to the batch; flush what is full."""
         s = self.columns
         doc = s.count
-        length = sum(record.terms.values())
-        s.times.append(record.time if record.time is not None else float("nan"))
+        length = sum(terms.values())
+        s.times.append(_NAN if time is None else time)
         s.lengths.append(length)
-        s.kinds.append(record.kind)
-        if record.time is not None and record.time > s.max_time:
-            s.max_time = record.time
+        s.kinds.append(kind)
+        if time is not None and time > s.max_time:
+            s.max_time = time
         s.sum_len += length
-        if record.expires is not None:
-            s.expires[doc] = record.expires
-        db.execute("INSERT INTO docs VALUES (?, ?, ?, ?)",
-                   (doc, origin, record.rid, json.dumps({"rid": record.rid, "kind": KIND_NAMES[record.kind],
-                                             **record.data}, ensure_ascii=False)))
-        added.append((doc, record))
+        if expires is not None:
+            s.expires[doc] = expires
+        batch.docs.append((doc, *row))
+        postings = batch.postings
+        for term, tf in terms.items():
+            entry = postings.get(term)
+            if entry is None:
+                entry = postings[term] = (array("I"), array("B"))
+            entry[0].append(doc)
+            entry[1].append(tf if tf < 255 else 255)
+        batch.held += len(terms)
+        batch.stats.records += 1
+        if len(batch.docs) >= DOCS_BATCH:
+            self._flush_docs(db, batch)
+        if batch.held >= self.batch_postings or len(postings) >= self.batch_terms:
+            self._flush_postings(db, batch)
         return doc
 
     def _kill(self, doc: int) -> None:
@@ -255,8 +317,7 @@ class SearchCache:
             s.sum_len -= s.lengths[doc]
             s.expires.pop(doc, None)
 
-    def _refresh_memories(self, db: sqlite3.Connection, todo: dict[str, Any],
-                          added: list[tuple[int, Record]]) -> None:
+    def _refresh_memories(self, db: sqlite3.Connection, todo: dict[str, Any], batch: _Batch) -> None:
         known = {p: (b, d) for p, b, d in db.execute("SELECT path, blob, doc FROM memfiles")}
         for path, st in sorted(todo.items()):
             old_blob, old_doc = known.get(path, (None, None))
@@ -274,20 +335,24 @@ class SearchCache:
                 if old_doc is not None:
                     self._kill(old_doc)
                 record = memory_record(data, path)
-                doc = self._add(db, record, path, added) if record else None
+                doc = None
+                if record is not None:
+                    shown = json.dumps({"rid": record.rid, "kind": KIND_NAMES[record.kind], **record.data},
+                                       ensure_ascii=False)
+                    doc = self._add(db, batch, record.terms, record.kind, record.time, record.expires,
+                                    (path, record.rid, None, None, shown))
             racy = time.time_ns() - st.st_mtime_ns < _RACY_NS
             db.execute("INSERT OR REPLACE INTO memfiles VALUES (?, ?, ?, ?, ?)",
                        (path, -1 if racy else st.st_size, st.st_mtime_ns, blob, doc))
 
-    def _refresh_archive(self, db: sqlite3.Connection, todo: dict[str, Any],
-                         added: list[tuple[int, Record]], progress: Progress | None) -> None:
+    def _refresh_archive(self, db: sqlite3.Connection, todo: dict[str, Any], batch: _Batch,
+                         progress: Progress | None) -> None:
         known = {p: (o, n, t) for p, o, n, t in db.execute("SELECT path, offset, lines, tail FROM archfiles")}
-        total = sum(st.st_size - known.get(p, (0,))[0] for p, st in todo.items() if st is not None)
-        desk_id = self.desk.desk_id
-        done = 0
+        plan: list[tuple[str, os.stat_result, int, int, str]] = []
         for path, st in sorted(todo.items()):
             offset, lines, tail = known.get(path, (0, 0, ""))
             if st is None or not self._still_prefix(path, st, offset, tail):
+                # Removed, or not grown by appends only: its records go, and it is read again whole.
                 for (doc,) in db.execute("SELECT id FROM docs WHERE origin=?", (path,)).fetchall():
                     self._kill(doc)
                 db.execute("DELETE FROM docs WHERE origin=?", (path,))
@@ -295,32 +360,66 @@ class SearchCache:
                 if st is None:
                     continue
                 offset, lines, tail = 0, 0, ""
-            with open(self.desk.path(path), "rb") as handle:
-                handle.seek(offset)
-                data = handle.read()
-            end = data.rfind(b"\n") + 1  # a torn last line waits until it is complete
-            pos = 0
-            while pos < end:
-                nl = data.index(b"\n", pos)
-                raw = data[pos:nl]
-                lines += 1
-                try:
-                    rec = json.loads(raw)
-                except ValueError:
-                    rec = None
-                record = (event_record(rec, path, lines, offset + pos, desk_id)
-                          if isinstance(rec, dict) else None)
-                if record is not None:
-                    self._add(db, record, path, added)
-                tail = hashlib.sha256(raw).hexdigest()
-                pos = nl + 1
-                if progress is not None and (lines & 1023) == 0:
-                    progress(done + pos, total)
-            done += len(data)
+            plan.append((path, st, offset, lines, tail))
+        total = sum(st.st_size - offset for _, st, offset, _, _ in plan)
+        done = 0
+        for path, st, offset, lines, tail in plan:
+            new_offset, lines, tail = self._read_archive_file(db, batch, path, st.st_size, offset, lines,
+                                                              tail, progress, done, total)
+            done += st.st_size - offset
             db.execute("INSERT OR REPLACE INTO archfiles VALUES (?, ?, ?, ?, ?, ?)",
-                       (path, st.st_size, st.st_mtime_ns, offset + end, lines, tail))
+                       (path, st.st_size, st.st_mtime_ns, new_offset, lines, tail))
         if progress is not None and total:
             progress(total, total)
+
+    def _read_archive_file(self, db: sqlite3.Connection, batch: _Batch, path: str, size: int, offset: int,
+                           lines: int, tail: str, progress: Progress | None, done: int,
+                           total: int) -> tuple[int, int, str]:
+        """Add the records of the complete lines of `path` from byte `offset` up to `size`, read in
+        chunks; return the new (offset, lines, hash of the last consumed line).
+
+        Bytes past `size` (appended since the stat) wait for the next refresh, and so does a torn
+        last line; a line that does not decode is skipped (`desk archive verify` reports damage).
+        """
+        desk_id = self.desk.desk_id
+        start = offset
+        last = b""
+        with open(self.desk.path(path), "rb") as handle:
+            handle.seek(offset)
+            pending = b""
+            remaining = size - offset
+            while remaining > 0:
+                chunk = handle.read(min(READ_CHUNK, remaining))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+                data = pending + chunk if pending else chunk
+                end = data.rfind(b"\n") + 1
+                pos = 0
+                while pos < end:
+                    nl = data.index(b"\n", pos)
+                    raw = data[pos:nl]
+                    lines += 1
+                    try:
+                        rec = json.loads(raw)
+                    except ValueError:
+                        rec = None
+                    if isinstance(rec, dict):
+                        terms = conversation_terms(rec, desk_id)
+                        if terms is not None:
+                            self._add(db, batch, terms, CONVERSATION, event_time(rec), None,
+                                      (path, f"event:{rec.get('id')}", lines, offset + pos, raw))
+                    last = raw
+                    pos = nl + 1
+                    if progress is not None and (lines & 1023) == 0:
+                        progress(done + offset + pos - start, total)
+                offset += end
+                pending = data[end:]
+                if progress is not None:
+                    progress(done + offset - start, total)
+        if offset > start:
+            tail = hashlib.sha256(last).hexdigest()
+        return offset, lines, tail
 
     def _still_prefix(self, path: str, st: os.stat_result, offset: int, tail: str) -> bool:
         """Whether what the cache consumed of `path` is still its prefix (append-only growth)."""
@@ -335,29 +434,39 @@ class SearchCache:
         line = chunk[:-1].rsplit(b"\n", 1)[-1]
         return chunk.endswith(b"\n") and hashlib.sha256(line).hexdigest() == tail
 
-    def _write_postings(self, db: sqlite3.Connection, added: list[tuple[int, Record]]) -> None:
-        fresh: dict[str, tuple[array, array]] = {}
-        for doc, record in added:
-            for term, tf in record.terms.items():
-                entry = fresh.get(term)
-                if entry is None:
-                    entry = fresh[term] = (array("I"), array("B"))
-                entry[0].append(doc)
-                entry[1].append(min(tf, 255))
+    def _flush(self, db: sqlite3.Connection, batch: _Batch) -> None:
+        self._flush_docs(db, batch)
+        self._flush_postings(db, batch)
+
+    def _flush_docs(self, db: sqlite3.Connection, batch: _Batch) -> None:
+        if batch.docs:
+            db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?)", batch.docs)
+            batch.docs = []
+
+    def _flush_postings(self, db: sqlite3.Connection, batch: _Batch) -> None:
+        """Merge the batch's postings into the file: each term's new record numbers are higher than
+        every stored one, so a merge appends to the stored arrays."""
+        fresh = batch.postings
+        if not fresh:
+            return
+        stats = batch.stats
+        stats.merges += 1
+        stats.most_postings_held = max(stats.most_postings_held, batch.held)
+        stats.most_terms_held = max(stats.most_terms_held, len(fresh))
         terms = list(fresh)
-        for start in range(0, len(terms), 500):
-            chunk = terms[start:start + 500]
-            rows = db.execute(f"SELECT term, ids, tfs FROM postings WHERE term IN "
-                              f"({','.join('?' * len(chunk))})", chunk)
-            for term, ids, tfs in rows.fetchall():
-                old_ids, old_tfs = array("I", ids), array("B", tfs)
-                old_ids.extend(fresh[term][0])
-                old_tfs.extend(fresh[term][1])
-                fresh[term] = (old_ids, old_tfs)
-        db.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?)",
-                       ((t, ids.tobytes(), tfs.tobytes()) for t, (ids, tfs) in fresh.items()))
-        for term in fresh:
-            self._postings.pop(term, None)
+        for begin in range(0, len(terms), 500):
+            chunk = terms[begin:begin + 500]
+            stored = dict.fromkeys(chunk, (b"", b""))
+            for term, ids, tfs in db.execute(f"SELECT term, ids, tfs FROM postings WHERE term IN "
+                                             f"({','.join('?' * len(chunk))})", chunk):
+                stored[term] = (ids, tfs)
+            db.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?)",
+                           ((t, stored[t][0] + fresh[t][0].tobytes(), stored[t][1] + fresh[t][1].tobytes())
+                            for t in chunk))
+            for term in chunk:
+                self._postings.pop(term, None)
+        batch.postings = {}
+        batch.held = 0
 
 
 def _scan(folder: Path, suffix: str, prefix: str) -> Iterable[tuple[str, os.stat_result]]:
