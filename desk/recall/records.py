@@ -23,17 +23,23 @@ MEMORY, CONVERSATION = 0, 1
 KIND_NAMES = ("memory", "conversation")
 SNIPPET_SOURCE_CHARS = 2000
 _TERMS = re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
+_WORDS = re.compile(rf"[^\W_{CJK_CLASS}]+")
+_CJK = re.compile(rf"[{CJK_CLASS}]")
 
 
 def text_terms(text: str) -> list[str]:
     """Searchable terms of `text`, repeats kept: normalized words, CJK runs as character bigrams."""
+    normalized = normalize(text)
+    if _CJK.search(normalized) is None:
+        return _WORDS.findall(normalized)  # no CJK run: every term is a word (the common case)
     terms: list[str] = []
-    for match in _TERMS.finditer(normalize(text)):
-        run = match.group()
-        if match.lastgroup == "word" or len(run) == 1:
-            terms.append(run)
+    for cjk, word in _TERMS.findall(normalized):
+        if word:
+            terms.append(word)
+        elif len(cjk) == 1:
+            terms.append(cjk)
         else:
-            terms.extend(run[i:i + 2] for i in range(len(run) - 1))
+            terms.extend(cjk[i:i + 2] for i in range(len(cjk) - 1))
     return terms
 
 

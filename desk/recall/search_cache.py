@@ -16,10 +16,11 @@ from every statistic, so the answers are exactly those of a cache built from scr
 what deleting the file gives (tested).
 
 A refresh streams: archive files are read in chunks, each record's postings go into a batch that
-is merged into the file once it holds `batch_postings` postings, and snippet rows are written as
-they come, so memory stays bounded whatever the size of the ingest (the first recall after a
-100,000-record import, docs/design.md §6). An archived event's snippet and provenance are its
-archive line itself, stored as is and decoded only for a hit.
+is merged into the file once it holds about `batch_bytes` (an upsert per term that appends to the
+stored arrays, in term order), and snippet rows are written as they come, so memory stays bounded
+whatever the size of the ingest (the first recall after a 100,000-record import, issue 17). An
+archived event's snippet and provenance are its archive line itself, stored as is and decoded
+only for a hit.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
 import time
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,12 +51,17 @@ from desk.storage.git import blob_sha
 from desk.storage.sqlite_cache import open_cache
 
 CACHE_FILE = "search.sqlite"
-_SCHEMA = 3
+_SCHEMA = 4
 COMPACT_MIN_DEAD = 5000
-# Postings held in memory during a refresh before they are merged into the file: about 5 bytes
-# each plus ~0.3 KB per distinct term, so a batch stays in the tens of MB.
-BATCH_POSTINGS = 400_000
-BATCH_TERMS = 60_000
+# Postings held in memory during a refresh before they are merged into the file. Every merge
+# writes one row per term it holds, so fewer, larger batches write less; this bounds the batch
+# (estimated below) to well inside issue 17's 150 MiB for the whole process.
+BATCH_BYTES = 48 * 1024 * 1024
+# Estimated bytes held: a posting 5 (a record number and a term frequency in packed arrays), a
+# term seen once ~110 (its str, an int and its dict slot), a term seen more often ~320 (two arrays
+# and a tuple instead of the int). Measured with tracemalloc on a 100,000-event import.
+POSTING_BYTES, TERM_BYTES, ARRAYS_BYTES = 5, 110, 210
+_ID_SIZE = array("I").itemsize
 DOCS_BATCH = 2000  # snippet rows written per executemany
 READ_CHUNK = 1 << 20  # archive bytes read at a time
 _NAN = float("nan")
@@ -84,20 +91,23 @@ class _Columns:
 
 @dataclass
 class RefreshStats:
-    """What the last refresh did: records added, postings merges, the most postings held at once."""
+    """What the last refresh did: records added, postings merges, the most bytes a batch held."""
 
     records: int = 0
     merges: int = 0
-    most_postings_held: int = 0
-    most_terms_held: int = 0
+    most_bytes_held: int = 0  # the estimate `BATCH_BYTES` bounds
 
 
 @dataclass
 class _Batch:
-    """A refresh's pending writes: postings per term and snippet rows, flushed when full."""
+    """A refresh's pending writes: postings per term and snippet rows, flushed when full.
 
-    postings: dict[str, tuple[array, array]] = field(default_factory=dict)
-    held: int = 0
+    A term seen once in the batch maps to one int (record number << 8 | tf) rather than two
+    arrays: most distinct terms of a large ingest are rare (ids, numbers, names).
+    """
+
+    postings: dict[str, int | tuple[array, array]] = field(default_factory=dict)
+    held: int = 0  # estimated bytes
     docs: list[tuple[int, str, str, int | None, int | None, bytes | str]] = field(default_factory=list)
     stats: RefreshStats = field(default_factory=RefreshStats)
 
@@ -107,7 +117,8 @@ _SCHEMA_SQL = """
             CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, rid TEXT NOT NULL,
                                              line INTEGER, offset INTEGER, data BLOB NOT NULL);
             CREATE INDEX IF NOT EXISTS docs_origin ON docs(origin);
-            CREATE TABLE IF NOT EXISTS postings (term TEXT PRIMARY KEY, ids BLOB NOT NULL, tfs BLOB NOT NULL);
+            CREATE TABLE IF NOT EXISTS postings (term TEXT PRIMARY KEY, ids BLOB NOT NULL, tfs BLOB NOT NULL)
+                WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS memfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
                                                  blob TEXT, doc INTEGER);
             CREATE TABLE IF NOT EXISTS archfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
@@ -128,11 +139,9 @@ class SearchCache:
     Derived and disposable: deleting the file only costs the next refresh a full read.
     """
 
-    def __init__(self, desk: DeskFolder, *, batch_postings: int = BATCH_POSTINGS,
-                 batch_terms: int = BATCH_TERMS) -> None:
+    def __init__(self, desk: DeskFolder, *, batch_bytes: int = BATCH_BYTES) -> None:
         self.desk = desk
-        self.batch_postings = batch_postings
-        self.batch_terms = batch_terms
+        self.batch_bytes = batch_bytes
         self.last_refresh = RefreshStats()
         self.path = desk.cache_dir / CACHE_FILE
         self._db: sqlite3.Connection | None = None
@@ -296,17 +305,25 @@ class SearchCache:
             s.expires[doc] = expires
         batch.docs.append((doc, *row))
         postings = batch.postings
-        for term, tf in terms.items():
+        held = POSTING_BYTES * len(terms)
+        for term, tf in terms.items():  # the hot loop of a large refresh: one pass per posting
+            if tf > 255:
+                tf = 255
             entry = postings.get(term)
             if entry is None:
-                entry = postings[term] = (array("I"), array("B"))
-            entry[0].append(doc)
-            entry[1].append(tf if tf < 255 else 255)
-        batch.held += len(terms)
+                postings[term] = doc << 8 | tf
+                held += TERM_BYTES
+            elif isinstance(entry, int):
+                postings[term] = (array("I", (entry >> 8, doc)), array("B", (entry & 255, tf)))
+                held += ARRAYS_BYTES
+            else:
+                entry[0].append(doc)
+                entry[1].append(tf)
+        batch.held += held
         batch.stats.records += 1
         if len(batch.docs) >= DOCS_BATCH:
             self._flush_docs(db, batch)
-        if batch.held >= self.batch_postings or len(postings) >= self.batch_terms:
+        if batch.held >= self.batch_bytes:
             self._flush_postings(db, batch)
         return doc
 
@@ -444,30 +461,36 @@ class SearchCache:
             batch.docs = []
 
     def _flush_postings(self, db: sqlite3.Connection, batch: _Batch) -> None:
-        """Merge the batch's postings into the file: each term's new record numbers are higher than
-        every stored one, so a merge appends to the stored arrays."""
+        """Merge the batch's postings into the file. A term's new record numbers are higher than
+        every stored one, so a merge appends to the stored arrays: an upsert per term, in term
+        order (the table's key order, so the B-tree is written front to back)."""
         fresh = batch.postings
         if not fresh:
             return
         stats = batch.stats
         stats.merges += 1
-        stats.most_postings_held = max(stats.most_postings_held, batch.held)
-        stats.most_terms_held = max(stats.most_terms_held, len(fresh))
-        terms = list(fresh)
-        for begin in range(0, len(terms), 500):
-            chunk = terms[begin:begin + 500]
-            stored = dict.fromkeys(chunk, (b"", b""))
-            for term, ids, tfs in db.execute(f"SELECT term, ids, tfs FROM postings WHERE term IN "
-                                             f"({','.join('?' * len(chunk))})", chunk):
-                stored[term] = (ids, tfs)
-            db.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?)",
-                           ((t, stored[t][0] + fresh[t][0].tobytes(), stored[t][1] + fresh[t][1].tobytes())
-                            for t in chunk))
-            for term in chunk:
-                self._postings.pop(term, None)
+        stats.most_bytes_held = max(stats.most_bytes_held, batch.held)
+        order = sys.byteorder
+
+        def rows() -> Iterator[tuple[str, bytes, bytes]]:
+            for term in sorted(fresh):
+                entry = fresh[term]
+                if isinstance(entry, int):
+                    yield term, (entry >> 8).to_bytes(_ID_SIZE, order), bytes((entry & 255,))
+                else:
+                    yield term, entry[0].tobytes(), entry[1].tobytes()
+
+        # `||` on two blobs joins their bytes (SQLite's concat keeps lengths, so NULs survive) and
+        # types the result text; the CAST gives the blob back (tested against a cold build).
+        db.executemany("INSERT INTO postings VALUES (?, ?, ?) ON CONFLICT(term) DO UPDATE SET "
+                       "ids = CAST(ids || excluded.ids AS BLOB), tfs = CAST(tfs || excluded.tfs AS BLOB)",
+                       rows())
+        cached = self._postings
+        if cached:
+            for term in fresh:
+                cached.pop(term, None)
         batch.postings = {}
         batch.held = 0
-
 
 def _scan(folder: Path, suffix: str, prefix: str) -> Iterable[tuple[str, os.stat_result]]:
     if not folder.is_dir():

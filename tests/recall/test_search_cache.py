@@ -103,17 +103,17 @@ def test_tiny_batches_and_chunks_build_the_same_cache_as_the_defaults(
         (desk.cache_dir / f"{search_cache.CACHE_FILE}{suffix}").unlink(missing_ok=True)
     monkeypatch.setattr(search_cache, "READ_CHUNK", 257)  # most lines are longer: split across reads
     monkeypatch.setattr(search_cache, "DOCS_BATCH", 7)
-    cache = SearchCache(desk, batch_postings=97, batch_terms=31)
+    budget = 2000  # bytes: a merge every few records
+    cache = SearchCache(desk, batch_bytes=budget)
     try:
         added = cache.refresh()
         stats = cache.last_refresh
         assert added == stats.records == expected_state["alive"]
-        # Bounded: a batch is merged as soon as it reaches its limit, so it never holds more than
-        # the limit plus one record's distinct terms.
-        most_terms_in_a_record = 31 + 2  # at most 30 words and "turn", "<i>"
-        assert stats.most_postings_held <= 97 + most_terms_in_a_record
-        assert stats.most_terms_held <= 31 + most_terms_in_a_record
-        assert stats.merges >= sum(len(v) for v in expected_state["postings"].values()) // (97 + 33)
+        # Bounded: a batch is merged as soon as it reaches its budget, so it never holds more than
+        # the budget plus one record's worth (at most 32 distinct terms, each a new rare term).
+        one_record = 32 * (search_cache.POSTING_BYTES + search_cache.TERM_BYTES + search_cache.ARRAYS_BYTES)
+        assert budget <= stats.most_bytes_held <= budget + one_record
+        assert stats.merges >= 300
         assert _state(cache) == expected_state
         assert _answers(desk, cache) == expected_answers
     finally:
@@ -122,7 +122,7 @@ def test_tiny_batches_and_chunks_build_the_same_cache_as_the_defaults(
 
 def test_incremental_refreshes_after_imports_answer_like_a_cold_rebuild(desk: DeskFolder, tmp_path: Path) -> None:
     _seed_memories(desk)
-    cache = SearchCache(desk, batch_postings=500, batch_terms=100)
+    cache = SearchCache(desk, batch_bytes=20_000)
     try:
         for part in range(3):  # three imports into the same days' files, refreshed in between
             import_events(desk, _history(tmp_path / f"h{part}.jsonl", 10 + part, 700, first=part * 700))
