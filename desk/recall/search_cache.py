@@ -25,6 +25,7 @@ only for a hit.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -213,6 +214,12 @@ class SearchCache:
             if row:
                 ids.frombytes(row[0])
                 tfs.frombytes(row[1])
+                count = self.columns.count
+                if ids and ids[-1] >= count:
+                    # Another process refreshed the file since these columns were loaded: its
+                    # records are not in this snapshot (they come with the next refresh).
+                    cut = bisect.bisect_left(ids, count)
+                    del ids[cut:], tfs[cut:]
             hit = self._postings[term] = (ids, tfs)
         return hit
 

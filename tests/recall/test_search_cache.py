@@ -201,3 +201,29 @@ def test_a_cache_of_an_older_layout_is_rebuilt(desk: DeskFolder, tmp_path: Path)
         assert _state(cache) == expected_state and _answers(desk, cache) == expected_answers
     finally:
         cache.close()
+
+
+def test_a_cache_another_process_refreshed_answers_from_its_own_snapshot(desk: DeskFolder) -> None:
+    """Two SearchCache objects stand for two processes: B's refresh adds records that A's loaded
+    columns do not know; A's answers keep to its snapshot until A refreshes."""
+    from desk.recall.search import normalize_query, search
+
+    for i in range(5):
+        append_event(desk, "inbound", f"kestrel note {i}", at=f"2026-11-2{i}T09:00:00Z")
+    a, b = SearchCache(desk), SearchCache(desk)
+    try:
+        a.refresh()
+        before = search(a, normalize_query("kestrel", limit=10, as_of=AS_OF), desk.desk_id)
+        for i in range(5):
+            append_event(desk, "outbound", f"kestrel reply {i}", at=f"2026-11-2{i}T10:00:00Z")
+        assert b.refresh() == 5
+        a._postings.clear()  # A reads the postings again (a new term, or a process that just started)
+        query = normalize_query("kestrel", limit=10, as_of=AS_OF)
+        ids, _ = a.postings("kestrel")
+        assert len(ids) == 5 and max(ids) < a.columns.count
+        assert search(a, query, desk.desk_id) == before
+        assert a.refresh() == 0  # B's work is already in the file: A only loads it
+        assert len(search(a, query, desk.desk_id).hits) == 10
+    finally:
+        a.close()
+        b.close()
