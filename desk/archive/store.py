@@ -102,6 +102,11 @@ def archive_lock_path(desk: DeskFolder) -> Path:
     return desk.git_dir / ARCHIVE_LOCK
 
 
+# Per process, by file path: the bytes this process's last append there left at the file's end
+# (its line and newline, with the newline before it unless the line is the file's first) and the
+# chain state after it. When the next append finds exactly those bytes at the end, the file still
+# ends in that line, so `read_tail` would give the same (prev, seq): its hash and parse are skipped.
+_LAST_WRITTEN: dict[str, tuple[bytes, bool, str, int]] = {}
 _STAMPS: tuple[dt.datetime | None, str] = (None, "")  # the last `now` formatted, and its text
 
 
@@ -118,6 +123,7 @@ def _stamp(now: dt.datetime) -> str:
 @dataclass
 class _Open:
     fd: int
+    path: str
     prev: str | None  # hash of the file's last line, None for an empty file
     seq: int  # seq of the last parseable record
     ends_with_newline: bool
@@ -176,8 +182,13 @@ class ArchiveWriter:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
                 self._new_dirs.add(Path(os.path.dirname(path)))
-            prev, seq, ends = read_tail(fd, os.fstat(fd).st_size)
-            opened = _Open(fd, prev, seq, ends)
+            size = os.fstat(fd).st_size
+            last = _LAST_WRITTEN.get(path)
+            if last is not None and (size == len(last[0]) if last[1] else size >= len(last[0])) \
+                    and os.pread(fd, len(last[0]), size - len(last[0])) == last[0]:
+                opened = _Open(fd, path, last[2], last[3], True)
+            else:
+                opened = _Open(fd, path, *read_tail(fd, size))
             self._files[rel] = opened
         return opened
 
@@ -208,7 +219,9 @@ class ArchiveWriter:
             os.close(opened.fd)
             raise DeskError(f"short write to {rel}: {written} of {len(data)} bytes (disk full?)",
                             hint="free some space; the torn tail is closed by the next append")
+        first = opened.prev is None  # the file was empty: this is its first line
         opened.prev, opened.seq, opened.ends_with_newline = line_hash(line), seq, True
+        _LAST_WRITTEN[opened.path] = (line + b"\n" if first else b"\n" + line + b"\n", first, opened.prev, seq)
         if self.batch:
             opened.dirty = True
         else:

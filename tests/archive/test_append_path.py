@@ -200,3 +200,58 @@ def test_fields_that_cannot_be_written_are_refused_before_the_lock(desk: DeskFol
     with pytest.raises(UsageError, match=problem):
         append_event(desk, "inbound", "hello", now=NOW, **fields)
     assert archive_files(desk) == []
+
+
+def _tail_state(path: Path) -> tuple[str | None, int]:
+    """(prev, seq) the next record must carry, read from the file the slow way."""
+    import os
+
+    from desk.archive.format import read_tail
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        prev, seq, _ = read_tail(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return prev, seq + 1
+
+
+def _append_checked(desk: DeskFolder, path: Path, text: str) -> dict[str, Any]:
+    expected = _tail_state(path) if path.exists() else (None, 1)
+    record = append_event(desk, "inbound", text, at="2026-11-29T09:00:00Z", now=NOW)
+    assert (record["prev"], int(record["id"].rsplit("-", 1)[1])) == expected
+    return record
+
+
+def _other_process_appends(root: str, count: int) -> None:
+    for i in range(count):
+        append_event(DeskFolder(Path(root)), "inbound", f"from the other process {i}", at="2026-11-29T09:00:00Z")
+
+
+def test_the_chain_continues_from_the_files_real_end_whoever_wrote_it(fixed_desk: DeskFolder) -> None:
+    """This process remembers the line it wrote last; any other change to the file's end (another
+    process's appends, a shortened or rewritten tail) makes the next append read the tail again."""
+    import multiprocessing
+
+    desk = fixed_desk
+    path = desk.path(f".system/archive/2026-11-29.{CLONE}.jsonl")
+    for i in range(3):
+        _append_checked(desk, path, f"mine {i}")
+    child = multiprocessing.get_context("fork").Process(target=_other_process_appends, args=(str(desk.root), 2))
+    child.start()
+    child.join()
+    assert child.exitcode == 0
+    _append_checked(desk, path, "after the other process")  # seq 6, prev = the child's last line
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-2]))  # an older version of the file (a checkout, a restore)
+    _append_checked(desk, path, "after the file shrank")
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-2]) + lines[-2][:-1] + lines[-1])  # the last line glued to the one before
+    _append_checked(desk, path, "after a glued tail")
+    path.write_bytes(lines[-1])  # only our last line is left, now the file's first line
+    _append_checked(desk, path, "after a file of one line")
+    path.write_bytes(b"")
+    _append_checked(desk, path, "into an emptied file")
+    assert path.read_bytes().count(b"\n") == 1
+    path.write_bytes(b'{"glued":' + path.read_bytes())  # bytes before what was the first line
+    _append_checked(desk, path, "after bytes glued before the first line")
