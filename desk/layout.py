@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import NotADeskError
-from desk.storage.git import Git
+from desk.storage.git import Git, blob_sha
 
 if TYPE_CHECKING:
     from desk.config import DeskConfig
@@ -34,6 +35,8 @@ ARCHIVE_DIR = ".system/archive"  # append-only raw events, one file per UTC day 
 ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
 LOCK_FILE = "desk.lock"
 
+
+NOT_A_FILE = "(not a regular file)"  # what worktree_blob says of a symlink or folder
 
 def memory_name(path: str) -> str | None:
     """The memory name in a desk path `memory/<name>.md`, or None for any other path.
@@ -109,3 +112,15 @@ class DeskFolder:
 
     def path(self, relative: str) -> Path:
         return self.root / relative
+
+    def worktree_blob(self, relative: str) -> str | None:
+        """The git blob id of the work tree's file, None when absent. A symlink or folder is never
+        followed: it gets NOT_A_FILE, which equals no blob id, so it is never taken for clean."""
+        full = self.root / relative
+        try:
+            mode = os.lstat(full).st_mode
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(mode):
+            return NOT_A_FILE
+        return blob_sha(full.read_bytes())

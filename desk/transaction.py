@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -27,10 +28,11 @@ from desk.guard.hook_files import only_desk_hooks
 from desk.guard.validate import VALIDATED_ENV, require_valid
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
-from desk.storage.git import blob_sha
+from desk.storage.git import IndexLock, blob_sha, release_stale_index_lock
 from desk.storage.lock import desk_lock
 
 PENDING_PREFIX = "desk-pending-"
+MOVE_ATTEMPTS = 5  # compare-and-swap retries when a person moves HEAD during a desk commit
 
 
 def commit_message(subject: str, trailers: Mapping[str, str | None], body: str | None = None) -> str:
@@ -50,41 +52,106 @@ class Transaction:
     def __init__(self, desk: DeskFolder) -> None:
         self.desk = desk
 
-    def require_clean(self, paths: list[str]) -> None:
-        """Refuse (exit 4) when any of `paths` has uncommitted edits, naming the file."""
-        dirty = self.desk.git.dirty(paths)
-        if dirty:
-            raise ConflictError(
-                f"{dirty[0]} has uncommitted changes; desk will not overwrite them",
-                hint=f"commit or discard them first (`git -C {self.desk.root} diff -- {dirty[0]}`)")
+    def require_clean(self, paths: list[str], head_blobs: Mapping[str, str] | None = None) -> None:
+        """Refuse (exit 4) when any of `paths` differs in the work tree from HEAD, naming the file.
+
+        `head_blobs` ({path: blob id at HEAD}) saves a git call when the caller knows them (the
+        memory mirror does). What a person has staged is checked again under git's index lock,
+        where desk publishes its commit.
+        """
+        if head_blobs is None:
+            head_blobs = self.desk.git.committed_blobs(paths)
+        for path in paths:
+            if self.desk.worktree_blob(path) != head_blobs.get(path):
+                raise _dirty(self.desk, path)
 
     def commit(self, writes: Mapping[str, bytes | None], message: str) -> str:
-        """Write (bytes) or delete (None) each path, then commit exactly those paths.
+        """Commit exactly `writes` (bytes, or None to delete) on top of HEAD; return the commit id.
 
-        Returns the commit sha. On any failure the files are restored and the error re-raised.
+        Nothing is visible half-done: the gate runs on the content, the objects and the tree are
+        built beside the person's index, and only under git's own index lock are the files
+        written, the branch moved by compare-and-swap and the person's index refreshed for these
+        paths. If HEAD moved meanwhile (a person committed), the commit is rebuilt on the new HEAD
+        and checked again. On any failure before the branch moves, the desk is as it was.
         """
-        paths = sorted(writes)
-        before = {p: self._read(p) for p in paths}
+        git = self.desk.git
+        # The one gate (docs/design.md §1.3): the hook's rules, in process, on exactly this change.
+        require_valid(self.desk, writes, message)
+        before = {p: self._read(p) for p in sorted(writes)}
         marker = mark_pending(self.desk, writes, before, message)
+        subject = message.split("\n", 1)[0]
+        blobs: dict[str, str | None] = {}
         try:
-            for path, data in writes.items():
-                if data is None:
-                    remove(self.desk.path(path))
-                else:
-                    atomic_write(self.desk.path(path), data)
-            added = [p for p in paths if writes[p] is not None and before[p] is None]
-            if added:
-                self.desk.git.add(added)
-            # The one gate (docs/design.md §1.3): the hook's rules, in process; the hook then skips them.
-            require_valid(self.desk, writes, message)
-            verify = not only_desk_hooks(self.desk.git, self.desk.git_dir)
-            sha = self.desk.git.with_env(**{VALIDATED_ENV: "1"}).commit(message, paths, verify=verify)
-            marker.unlink(missing_ok=True)
-            return sha
+            blobs = {p: (git.write_blob(data) if data is not None else None) for p, data in writes.items()}
+            run_hooks = not only_desk_hooks(git, self.desk.git_dir)
+            for _attempt in range(MOVE_ATTEMPTS):
+                head = git.head()
+                tree = git.build_tree(head, blobs)
+                if run_hooks:  # a person's own hook chained beside desk's: it sees this commit
+                    git.with_env(**{VALIDATED_ENV: "1"}).run_commit_hooks(None, message)
+                sha = git.commit_tree(tree, head, message)
+                if self._publish(writes, before, blobs, head, sha, subject):
+                    marker.unlink(missing_ok=True)
+                    return sha
+                require_valid(self.desk, writes, message)  # on the HEAD a person just made
         except BaseException:
-            self._restore(before)
-            marker.unlink(missing_ok=True)
+            if not self._landed(blobs):
+                marker.unlink(missing_ok=True)
             raise
+        marker.unlink(missing_ok=True)
+        raise ConflictError("HEAD kept moving while desk committed (another process is committing "
+                            "in a loop); nothing was changed", hint="run the command again")
+
+    def _publish(self, writes: Mapping[str, bytes | None], before: Mapping[str, bytes | None],
+                 blobs: Mapping[str, str | None], head: str | None, sha: str, subject: str) -> bool:
+        """Under git's index lock: files, compare-and-swap of the branch, the person's index.
+
+        False (and nothing changed) when HEAD is no longer `head`.
+        """
+        git, git_dir = self.desk.git, self.desk.git_dir
+        paths = sorted(writes)
+        with IndexLock(git_dir) as lock:
+            person_index = git_dir / "index"
+            committed = git.committed_blobs(paths, head) if head else {}
+            staged = git.index_entries(person_index, paths)
+            for path in paths:
+                if staged.get(path) != committed.get(path):
+                    raise ConflictError(
+                        f"{path} has staged changes; desk will not overwrite them",
+                        hint=f"commit or unstage them first (`git -C {self.desk.root} diff --cached -- {path}`)")
+            written = [p for p in paths if before[p] != writes[p]]
+            try:
+                for path in written:
+                    data = writes[path]
+                    if data is None:
+                        remove(self.desk.path(path))
+                    else:
+                        atomic_write(self.desk.path(path), data)
+                refreshed = git_dir / "desk-person-index"
+                if person_index.exists():
+                    shutil.copyfile(person_index, refreshed)
+                else:
+                    refreshed.unlink(missing_ok=True)
+                git.refresh_entries(refreshed, paths)
+                if not git.move_head(sha, head, subject):
+                    self._restore({p: before[p] for p in written})
+                    refreshed.unlink(missing_ok=True)
+                    return False
+            except BaseException:
+                if git.head() != sha:  # the branch did not move: put the files back
+                    self._restore({p: before[p] for p in written})
+                raise
+            lock.publish(refreshed)
+        return True
+
+    def _landed(self, blobs: Mapping[str, str | None]) -> bool:
+        """After a failure: whether the commit landed anyway (then the marker stays, so the next
+        command's recovery brings the person's index up to date)."""
+        if not blobs:
+            return False
+        head = self.desk.git.head()
+        committed = self.desk.git.committed_blobs(blobs, head) if head else {}
+        return all(committed.get(p) == sha for p, sha in blobs.items())
 
     def _read(self, path: str) -> bytes | None:
         try:
@@ -98,13 +165,18 @@ class Transaction:
                 remove(self.desk.path(path))
             else:
                 atomic_write(self.desk.path(path), data)
-        self.desk.git.unstage(list(before))
+
+
+def _dirty(desk: DeskFolder, path: str) -> ConflictError:
+    return ConflictError(f"{path} has uncommitted changes; desk will not overwrite them",
+                         hint=f"commit or discard them first (`git -C {desk.root} diff -- {path}`)")
 
 
 @contextmanager
 def transaction(desk: DeskFolder) -> Iterator[Transaction]:
     """Hold the desk lock for one mutation."""
     with desk_lock(desk.lock_path):
+        release_stale_index_lock(desk.git_dir)  # left by a desk process that died holding it
         recover_interrupted(desk)  # the next command recovers from a crash of the last one
         yield Transaction(desk)
 
@@ -159,12 +231,20 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
                           "repaired" if repair else "found")
     head = desk.git.head()
     committed = desk.git.committed_blobs(paths, head) if head else {}
-    current = {p: _worktree_blob(desk, p) for p in paths}
+    current = {p: desk.worktree_blob(p) for p in paths}
     named = ", ".join(paths)
     if all(committed.get(p) == v["new"] for p, v in paths.items()):
+        # It landed. A crash between moving the branch and refreshing the person's index leaves
+        # their index holding the old blobs, which their next commit would quietly revert: set
+        # those entries to HEAD's (entries the person has changed since are theirs, left alone).
+        indexed = desk.git.index_entries(desk.git_dir / "index", paths)
+        stale = [p for p, v in paths.items() if v["old"] != v["new"] and indexed.get(p) == v["old"]]
         if repair:
+            if stale:
+                desk.git.unstage(stale)
             marker.unlink()
-        return Settlement(named, "the mutation was committed; only its marker was left",
+        return Settlement(named, "the mutation was committed; only its marker was left"
+                          + (" (the index was brought up to date)" if stale and repair else ""),
                           "repaired" if repair else "found")
     foreign = [p for p, v in paths.items() if current[p] not in (v["old"], v["new"])]
     if foreign:
@@ -181,10 +261,6 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
         if all(current[p] == v["new"] for p, v in paths.items()):
             writes = {p: (desk.path(p).read_bytes() if v["new"] is not None else None)
                       for p, v in paths.items()}
-            # A new file written before the crash is untracked: commit --only needs it added.
-            created = [p for p, v in paths.items() if v["old"] is None and v["new"] is not None]
-            if created:
-                desk.git.add(created)
             try:
                 Transaction(desk).commit(writes, message)
                 settled = Settlement(named, f"finished the interrupted mutation ({summary}): committed",
@@ -221,7 +297,7 @@ def _undo(desk: DeskFolder, head: str | None, paths: Mapping[str, Mapping[str, s
     for path, v in paths.items():
         if path.startswith(ARCHIVE_PREFIX):
             continue  # append-only evidence: never rolled back (a checkpoint rewrites it unchanged)
-        if _worktree_blob(desk, path) != v["new"]:
+        if desk.worktree_blob(path) != v["new"]:
             continue  # already the old content
         old = desk.git.blob_at(head, path) if head else None
         if old is None:
@@ -229,10 +305,3 @@ def _undo(desk: DeskFolder, head: str | None, paths: Mapping[str, Mapping[str, s
         else:
             atomic_write(desk.path(path), old)
     desk.git.unstage(list(paths))
-
-
-def _worktree_blob(desk: DeskFolder, path: str) -> str | None:
-    try:
-        return blob_sha(desk.path(path).read_bytes())
-    except FileNotFoundError:
-        return None

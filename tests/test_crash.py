@@ -1,8 +1,10 @@
 """kill -9 at every write boundary of a mutation: the next command recovers, nothing half-written.
 
-A child process runs a real `remember` and dies (os._exit, as abrupt as kill -9 for the desk's
-files) at one boundary: before the pending marker, before each file write, before `git add`,
-before `git commit`, right after the commit. Then the next ordinary command runs.
+A child process runs a real `remember` or `forget` and dies (os._exit, as abrupt as kill -9 for
+the desk's files) at one boundary of the commit path: the pending marker, the blob objects, the
+private tree, the commit object, taking git's index lock, each work-tree file, the person's index
+refreshed in its copy, the compare-and-swap of the branch, and publishing the person's index.
+Then the next ordinary command runs.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ CHILD = """
 import os, sys
 from pathlib import Path
 import desk.storage.atomic as atomic, desk.transaction as transaction
-from desk.storage.git import Git
+from desk.storage.git import Git, IndexLock
 root, point, op = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 writes = [0]
-real_write, real_remove, real_add, real_commit = atomic.atomic_write, atomic.remove, Git.add, Git.commit
+real_write, real_remove = atomic.atomic_write, atomic.remove
 def remove(path):
     if point == "remove":
         os._exit(9)
@@ -35,20 +37,22 @@ def write(path, data):
     if point == f"write{writes[0]}":
         os._exit(9)
     real_write(path, data)
-def add(self, paths):
-    if point == "add":
-        os._exit(9)
-    real_add(self, paths)
-def commit(self, *args, **kwargs):
-    if point == "commit":
-        os._exit(9)
-    sha = real_commit(self, *args, **kwargs)
-    if point == "after-commit":
-        os._exit(9)
-    return sha
+def dying(cls, name, after=False):
+    real = getattr(cls, name)
+    def method(self, *args, **kwargs):
+        if point == name:
+            os._exit(9)
+        result = real(self, *args, **kwargs)
+        if point == "after-" + name:
+            os._exit(9)
+        return result
+    setattr(cls, name, method)
+for name in ("write_blob", "build_tree", "commit_tree", "refresh_entries", "move_head"):
+    dying(Git, name)
+for name in ("acquire", "publish"):
+    dying(IndexLock, name)
 atomic.atomic_write = transaction.atomic_write = write
 transaction.remove = remove
-Git.add, Git.commit = add, commit
 from desk.layout import DeskFolder
 from desk.memory.operations import forget, remember
 desk = DeskFolder(root)
@@ -58,10 +62,14 @@ else:
     remember(desk, "fresh", type="fact", description="Interrupted", body="Written when it crashed.")
 """
 
-# remember (a new memory; `add` has its own test): write1 the pending marker, write2 the memory file, write3 MEMORY.md;
+# remember (a new memory): write1 the pending marker, write2 the memory file, write3 MEMORY.md;
 # forget: write1 the marker, remove the memory file, write2 MEMORY.md.
-POINTS = {"remember": ["write1", "write2", "write3", "commit", "after-commit"],
-          "forget": ["write1", "remove", "write2", "commit", "after-commit"]}
+COMMON = ["write_blob", "build_tree", "commit_tree", "acquire", "after-acquire", "refresh_entries",
+          "move_head", "after-move_head", "publish", "after-publish"]
+POINTS = {"remember": ["write1", *COMMON, "write2", "write3"],
+          "forget": ["write1", *COMMON, "remove", "write2"]}
+LANDED = {"after-move_head", "publish", "after-publish"}  # the branch had moved: the commit stands
+WRITTEN = {"refresh_entries", "move_head"}  # every file written, not committed: finished, not lost
 
 
 def crash(root: Path, point: str, op: str) -> None:
@@ -71,7 +79,9 @@ def crash(root: Path, point: str, op: str) -> None:
 
 def assert_consistent(desk: DeskFolder) -> None:
     assert git(desk.root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(desk.root, "diff", "--cached", "--name-only") == ""  # the person's index is HEAD's
     assert not list(desk.git_dir.glob("desk-pending-*"))
+    assert not (desk.git_dir / "index.lock").exists()  # a lock desk left is gone: a person can commit
     assert git(desk.root, "fsck", "--full", "--no-dangling").strip() == ""
     for cached in desk.cache_dir.glob("*"):
         cached.unlink()
@@ -91,15 +101,7 @@ def test_the_next_command_recovers(desk: DeskFolder, op: str, point: str) -> Non
         assert (desk.root / "memory/keep.md").exists() != landed
     else:
         assert (desk.root / "memory/fresh.md").exists() == landed
-    if point in ("commit", "after-commit"):
-        assert landed  # every file was written: the interrupted mutation is finished, not lost
-
-
-def test_a_new_memory_interrupted_before_git_add_is_finished(desk: DeskFolder) -> None:
-    crash(desk.root, "add", "remember")
-    forget_or_next = remember(desk, "after", type="fact", description="After", body="Next fact.")
-    assert forget_or_next.status == "created"
-    assert_consistent(desk)
-    assert "remember: fresh" in git(desk.root, "log", "--format=%s")
-    forget(desk, "fresh")
-    assert_consistent(desk)
+    if point in LANDED | WRITTEN:
+        assert landed  # the interrupted mutation is finished (or stands), not lost
+    elif point in ("write_blob", "build_tree", "commit_tree", "acquire", "after-acquire", "write1"):
+        assert not landed  # nothing was visible yet: the mutation never happened

@@ -77,11 +77,6 @@ def checkpoint(desk: DeskFolder, *, actor: str = "assistant") -> CheckpointResul
         message = commit_message(subject, {"Desk-Op": "checkpoint", "Desk-Actor": actor,
                                            "Desk-Archive-Events": str(events)})
         message += "\n".join(archive_trailer_lines(writes)) + "\n"
-        new_files = sorted(p for p in writes if p not in old)
-        if new_files:
-            # Written by appends, so the transaction does not see them as new: add them here
-            # (a failed commit unstages them again).
-            desk.git.add(new_files)
         sha = tx.commit(dict(writes), message)
     heads = {path: str(head_hash(data)) for path, data in writes.items()}
     return CheckpointResult("committed", sha, sorted(writes), events, heads, skipped)

@@ -154,14 +154,11 @@ def _commit(desk: DeskFolder, tx: Transaction, writes: dict[str, bytes | None], 
     too. Desk lock (held by `tx`) first, then the archive lock: the order `desk checkpoint` uses.
     """
     with desk_lock(archive_lock_path(desk)):
-        archive, old_archive, _torn = pending_archive(desk)  # a torn tail waits for the next run
+        archive, _old, _torn = pending_archive(desk)  # a torn tail waits for the next run
         result.archive = sorted(archive)
         writes.update(archive)
         if not writes:
             return
-        fresh = sorted(p for p in archive if p not in old_archive)
-        if fresh:  # written by appends, so the transaction cannot tell they are new to git
-            desk.git.add(fresh)
         result.paths = sorted(writes)
         message = _message(result) + "".join(f"{line}\n" for line in archive_trailer_lines(archive))
         result.commit = tx.commit(writes, message)

@@ -29,6 +29,7 @@ from desk.guard.validate import validate_all
 from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
 from desk.memory.operations import reindex_locked
 from desk.storage.atomic import TEMP_PREFIX
+from desk.storage.git import desk_left_index_lock, release_stale_index_lock
 from desk.storage.lock import desk_lock
 from desk.transaction import Transaction, pending_markers, settle
 
@@ -92,6 +93,7 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> D
     report = DoctorReport(repair=repair)
     try:
         with desk_lock(desk.lock_path, timeout=LOCK_WAIT):
+            _check_desk_index_lock(desk, report, repair)
             _check_pending(desk, report, repair)
             _check_index_lock(desk, report, repair, lock_held=True)
             _check_temp_files(desk, report, repair)
@@ -132,8 +134,24 @@ def _git_running_in(root: Path) -> bool | None:
     return False
 
 
+def _check_desk_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
+    """git's index.lock left by a desk process that died holding it: desk's own, removed at once."""
+    if not desk_left_index_lock(desk.git_dir):
+        return
+    lock = desk.git_dir / "index.lock"
+    if repair:
+        release_stale_index_lock(desk.git_dir)
+        report.add("index-lock", str(lock), "removed the index.lock a crashed desk command left",
+                   "repaired")
+    else:
+        report.add("index-lock", str(lock), "a crashed desk command left git's index.lock: it "
+                   "blocks every commit; --repair (or any desk command) removes it")
+
+
 def _check_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool) -> None:
     lock = desk.git_dir / "index.lock"
+    if lock_held and desk_left_index_lock(desk.git_dir):
+        return  # desk's own, reported (and removed) by _check_desk_index_lock
     try:
         age = time.time() - lock.stat().st_mtime
     except FileNotFoundError:

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from desk.errors import DeskError, Finding
+from desk.errors import ConflictError, DeskError, Finding
 from desk.guard.hook_files import HOOK_ENTRY, HOOK_TYPES, LEGACY, hooks_folder, is_ours
 from desk.guard.rules import check_message
 from desk.guard.validate import fix_index, validate_staged
-from desk.layout import DeskFolder, is_desk
+from desk.layout import INDEX_FILE, DeskFolder, is_desk, memory_name
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Git, staged_git
+from desk.storage.git import Git, staged_git, staged_snapshot
+from desk.storage.lock import desk_lock
 
 STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated; `git add MEMORY.md` and commit again "
                        "(if you commit named paths, name MEMORY.md too)")
@@ -124,22 +125,75 @@ class HookRun:
     notes: list[str] = field(default_factory=list)
 
 
+BEHIND_HEAD_MESSAGE = ("desk: pre-commit: HEAD moved while this commit was starting (a desk command "
+                      "committed meanwhile), so git read an older index; nothing was committed: run "
+                      "the same `git commit` again (if it says this again, the staged memory files "
+                      "differ from HEAD while the work tree matches HEAD: `git status` shows what "
+                      "is staged)")
+FIX_LOCK_WAIT = 1.0  # seconds the fixer waits for the desk lock before leaving MEMORY.md alone
+
+
+SNAPSHOT_TRIES = 5  # re-reads when HEAD moves during one check (a desk commit publishing)
+
+
 def run_pre_commit(root: Path) -> HookRun:
-    """Validate the staged change; fix a stale MEMORY.md in the work tree."""
+    """Validate the staged change; fix a stale MEMORY.md in the work tree.
+
+    Every read of one check sees one copy of the index and one HEAD: when HEAD moves meanwhile
+    (a desk command's commit landing, which a plain `git commit` does not lock out while its hooks
+    run), the check starts again.
+    """
     if not is_desk(root):
         return HookRun()
     desk = DeskFolder(root)
-    report, regenerated = validate_staged(desk, staged_git(root))
-    run = HookRun(findings=list(report.findings))
-    stale = any(f.rule == "index-stale" for f in report.findings)
-    if stale and regenerated is not None:
-        fix_index(desk, regenerated)
-        run.notes.append(f"desk: {STALE_INDEX_MESSAGE}")
+    for _attempt in range(SNAPSHOT_TRIES):
+        with staged_snapshot(root) as git:
+            head = git.head()
+            if _index_behind_head(desk, git):
+                if git.head() != head:
+                    continue
+                return HookRun(3, notes=[BEHIND_HEAD_MESSAGE])
+            report, regenerated = validate_staged(desk, git)
+            if git.head() != head:
+                continue
+            run = HookRun(findings=list(report.findings))
+            stale = any(f.rule == "index-stale" for f in report.findings)
+            if stale and regenerated is not None and _fix_index(desk, git, regenerated):
+                run.notes.append(f"desk: {STALE_INDEX_MESSAGE}")
+            break
+    else:
+        return HookRun(3, notes=[BEHIND_HEAD_MESSAGE])
     if not report.ok:
         run.notes.append("desk: pre-commit: commit refused; fix the findings above and commit again "
                          "(`desk validate --staged` shows them again)")
         run.code = 3
     return run
+
+
+def _index_behind_head(desk: DeskFolder, git: Git) -> bool:
+    """Whether the staged memory changes are only a stale read: `git commit` reads the index before
+    it locks it, so a desk commit landing in between leaves the commit reverting desk's files while
+    the work tree already holds them. git would refuse the commit itself (HEAD is not what it
+    read); the hook says why instead of calling MEMORY.md stale, and touches nothing."""
+    memory = [c for c in git.staged_changes()
+              if c.path == INDEX_FILE or memory_name(c.path) is not None]
+    return bool(memory) and all(desk.worktree_blob(c.path) == c.old_blob for c in memory)
+
+
+def _fix_index(desk: DeskFolder, git: Git, regenerated: bytes) -> bool:
+    """The fixer: write the regenerated MEMORY.md into the work tree, under the desk lock, and
+    only when the work tree's MEMORY.md is the staged one (never over a person's own edit or a
+    desk command's fresh write). True when MEMORY.md now holds the regenerated index."""
+    staged = git.read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}")
+    try:
+        with desk_lock(desk.lock_path, timeout=FIX_LOCK_WAIT):
+            current = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
+            if current not in (staged, regenerated):
+                return False
+            fix_index(desk, regenerated)
+    except ConflictError:
+        return False  # a desk command is writing: it keeps MEMORY.md right itself
+    return True
 
 
 def run_commit_msg(root: Path, message_file: str) -> HookRun:

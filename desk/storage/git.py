@@ -14,15 +14,19 @@ messages and their trailers); callers get typed data: `RawChange`, `Commit`, `{p
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shutil
 import string
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desk.errors import ConflictError, GitError
+from desk.errors import ConflictError, GitError, RejectedError
 
 # Variables git sets for hooks and sub-commands; inherited by accident they point a git call at the
 # wrong repository or index. Identity (GIT_AUTHOR_*, GIT_COMMITTER_*) and config injection are kept.
@@ -34,6 +38,8 @@ _REPO_ENV = (
 
 INDEX_LOCK_WAIT = 10.0  # seconds a mutating git call waits for another git process's index.lock
 FALLBACK_NAME = "desk"
+PRIVATE_INDEX = "desk-index"  # desk's own index in .git/, never the person's
+NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
 
 
@@ -76,6 +82,25 @@ def staged_git(root: Path) -> Git:
     return Git(root, hook_env=True).with_env(**absolute)
 
 
+@contextmanager
+def staged_snapshot(root: Path) -> Iterator[Git]:
+    """Inside a git hook: a Git reading a private copy of the index being committed.
+
+    A plain `git commit` does not hold index.lock while its hooks run, so another writer (desk,
+    publishing its own commit) may replace the index between two reads; the copy keeps every read
+    of one check on one index.
+    """
+    git = staged_git(root)
+    source = Path(git._env.get("GIT_INDEX_FILE") or git.git_dir() / "index")
+    snapshot = git.git_dir() / f"desk-hook-index-{os.getpid()}"
+    try:
+        if source.exists():
+            shutil.copyfile(source, snapshot)
+        yield git.with_env(GIT_INDEX_FILE=str(snapshot))
+    finally:
+        snapshot.unlink(missing_ok=True)
+
+
 @dataclass(frozen=True)
 class RawChange:
     """One path of a `--raw` diff (read with `--no-renames`): the blob it had and the blob it has."""
@@ -105,6 +130,36 @@ class Commit:
     def to_json(self) -> dict[str, object]:
         return {"commit": self.sha, "author": self.author, "email": self.email, "date": self.date,
                 "subject": self.subject, "trailers": self.trailers, "paths": self.paths}
+
+
+class WorkTreeListing:
+    """The work tree as git's index sees it (`Git.work_tree_listing`), parsed as far as asked:
+    a desk of 10,000 files lists 10,000 records, and a caller that only needs the few changed
+    ones and a hash of the rest should not pay for the others."""
+
+    def __init__(self, out: bytes) -> None:
+        self._records = [r for r in out.split(b"\0") if r]
+        self.digest = hashlib.sha1(out).hexdigest()  # equal digests, equal listings
+        # Paths only the work tree knows: changed or deleted since the index, unmerged, not
+        # checked out, or untracked and not ignored (every record but `H`, a cached entry).
+        self.elsewhere: set[str] = set()
+        for record in self._records:
+            if not record.startswith(b"H "):
+                self.elsewhere.add(_path(record.partition(b"\t" if record[:1] != b"?" else b" ")[2]))
+
+    def clean(self, prefix: str = "") -> dict[str, tuple[str, str]]:
+        """`{path: (mode, blob)}` of the files (under `prefix`) git finds as the index has them:
+        by its stat cache, comparing content when the stat data cannot tell."""
+        marker = b"\t" + prefix.encode()
+        found: dict[str, tuple[str, str]] = {}
+        for record in self._records:
+            if record.startswith(b"H ") and marker in record:
+                meta, _, raw_path = record[2:].partition(b"\t")
+                path = _path(raw_path)
+                mode, blob, stage = meta.decode().split()
+                if stage == "0" and path.startswith(prefix) and path not in self.elsewhere:
+                    found[path] = (mode, blob)
+        return found
 
 
 class Git:
@@ -215,6 +270,11 @@ class Git:
         return _path_list(self._run("ls-files", "-z", "--cached", "--others", "--exclude-standard",
                                     read_only=True))
 
+    def work_tree_listing(self) -> WorkTreeListing:
+        """The work tree as git sees it, in one `git ls-files` (see WorkTreeListing)."""
+        return WorkTreeListing(self._run("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o",
+                                         "--exclude-standard", read_only=True))
+
     def blob_at(self, rev: str, path: str) -> bytes | None:
         """The content of `path` at `rev` (`""` for the index), or None when it is not there."""
         proc = subprocess.run(["git", "cat-file", "blob", f"{rev}:{path}"], cwd=self.root,
@@ -323,6 +383,105 @@ class Git:
         assert head is not None
         return head
 
+    # -- the plumbing commit path -------------------------------------------------------------
+    # desk's own commits never go through the shared index: objects are written directly, the tree
+    # is built in a private index, and the branch moves by compare-and-swap. Only then, under
+    # .git/index.lock (git's own lock, so no person's `git commit` can interleave), are the work
+    # tree and the person's index brought up to date for desk's paths alone.
+
+    def write_blob(self, data: bytes) -> str:
+        """Store `data` as a loose blob (zlib, fsynced; a no-op when git has it) and return its id."""
+        raw = b"blob %d\0" % len(data) + data
+        sha = hashlib.sha1(raw).hexdigest()
+        folder = self.git_dir() / "objects" / sha[:2]
+        target = folder / sha[2:]
+        if target.exists():
+            return sha
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"tmp_obj_desk_{os.getpid()}_{sha[2:8]}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+        try:
+            view = memoryview(zlib.compress(raw, 1))
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+        return sha
+
+    def build_tree(self, parent: str | None, blobs: Mapping[str, str | None]) -> str:
+        """The tree of `parent` (None: empty) with `blobs` applied (`{path: blob id, or None to
+        delete}`), built in desk's private index `.git/desk-index`; returns the tree id."""
+        env = {"GIT_INDEX_FILE": str(self.git_dir() / PRIVATE_INDEX)}
+        private = self.with_env(**env)
+        private._run("read-tree", parent or "--empty")
+        lines = "".join(f"100644 {sha}\t{path}\n" if sha else f"0 {NULL_SHA}\t{path}\n"
+                        for path, sha in sorted(blobs.items()))
+        private._run("update-index", "--index-info", input=lines.encode())
+        return private._run("write-tree").decode().strip()
+
+    def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
+        """A commit object for `tree` on `parent` (None: a root commit); the branch is not moved."""
+        parents = ["-p", parent] if parent else []
+        out = self._run(*self.identity_args(), "commit-tree", tree, *parents, "-F", "-",
+                        input=message.encode())
+        return out.decode().strip()
+
+    def run_commit_hooks(self, tree_index: Path | None, message: str) -> None:
+        """Run the repository's pre-commit and commit-msg hooks as `git commit` would, against
+        desk's private index; RejectedError with the hooks' words when one refuses."""
+        env = {"GIT_INDEX_FILE": str(tree_index or self.git_dir() / PRIVATE_INDEX)}
+        hooked = self.with_env(**env)
+        message_file = self.git_dir() / "DESK_COMMIT_MSG"
+        message_file.write_text(message, "utf-8")
+        try:
+            for hook, args in (("pre-commit", []), ("commit-msg", [str(message_file)])):
+                proc = subprocess.run(["git", "hook", "run", "--ignore-missing", hook, "--", *args],
+                                      cwd=self.root, env=hooked._env, capture_output=True)
+                if proc.returncode != 0:
+                    words = (proc.stderr + proc.stdout).decode("utf-8", "replace").strip()
+                    raise RejectedError(f"the {hook} hook refused desk's commit: {words}",
+                                        hint="the hook is not desk's (a chained .legacy hook or "
+                                             "core.hooksPath): see what it checks")
+        finally:
+            message_file.unlink(missing_ok=True)
+
+    def move_head(self, new: str, old: str | None, subject: str) -> bool:
+        """Compare-and-swap the branch HEAD points to from `old` (None: unborn) to `new`.
+
+        False when HEAD is no longer `old` (someone else moved it); nothing changed then.
+        """
+        proc = subprocess.run(["git", "update-ref", "-m", f"commit: {subject}", "HEAD", new,
+                               old or NULL_SHA], cwd=self.root, env=self._env, capture_output=True)
+        if proc.returncode == 0:
+            return True
+        words = proc.stderr.decode("utf-8", "replace")
+        if "but expected" in words or "reference already exists" in words or "unable to resolve" in words:
+            return False
+        raise GitError(f"git update-ref failed: {words.strip()}",
+                       hint="run `desk doctor` to check the desk's git state")
+
+    def index_entries(self, index: Path, paths: Iterable[str]) -> dict[str, str]:
+        """`{path: blob id}` of `paths` in the index file `index` (absent paths left out)."""
+        wanted = list(paths)
+        if not wanted or not index.exists():
+            return {}
+        out = self.with_env(GIT_INDEX_FILE=str(index))._run(
+            "ls-files", "-s", "-z", "--", *(f":(literal){p}" for p in wanted), read_only=True)
+        entries: dict[str, str] = {}
+        for record in out.split(b"\0"):
+            if record:
+                meta, path = record.split(b"\t", 1)
+                entries[_path(path)] = meta.split()[1].decode()
+        return entries
+
+    def refresh_entries(self, index: Path, paths: Iterable[str]) -> None:
+        """Set `paths` in the index file `index` to what the work tree holds (stat data included,
+        so git sees them clean); a path gone from the work tree leaves the index."""
+        self.with_env(GIT_INDEX_FILE=str(index))._run(
+            "update-index", "--add", "--remove", "--", *(p for p in paths))
+
     # -- reading history ------------------------------------------------------------------
 
     def log(self, paths: Iterable[str] = (), *, limit: int | None = None, since: str | None = None,
@@ -348,6 +507,23 @@ class Git:
             commits.append(Commit(sha, author, email, date, subject, parse_trailers(message),
                                   [c.path for c in changes], message, changes))
         return commits
+
+    def commit_ids(self, limit: int, *, merges: bool = True) -> list[str]:
+        """The last `limit` commits from HEAD, newest first (one `git rev-list`); `merges=False`
+        leaves merge commits out (and out of `limit`). Empty before the first commit."""
+        out = self._run("rev-list", f"-n{limit}", *([] if merges else ["--no-merges"]), "HEAD",
+                        "--", check=False, read_only=True)
+        return out.decode().split()
+
+    def commits(self, shas: Iterable[str]) -> list[Commit]:
+        """These commits, in the order given, as `log` returns them (message, trailers, changes)."""
+        wanted = list(shas)
+        if not wanted:
+            return []
+        return [Commit(sha, author, email, date, subject, parse_trailers(message),
+                       [c.path for c in changes], message, changes)
+                for (sha, author, email, date, subject, message), changes in self._log(
+                    ["%H", "%an", "%ae", "%aI", "%s", "%B"], ["--no-walk=unsorted", *wanted], ())]
 
     def deleted(self, paths: Iterable[str]) -> dict[str, str]:
         """Of `paths`, those deleted in history: path -> committer date (ISO) of its last deletion."""
@@ -392,6 +568,114 @@ class Git:
             else:
                 other._env[key] = value
         return other
+
+
+# -- git's index lock, held by desk -------------------------------------------------------------
+
+INDEX_LOCK_OWNER = "desk-index-lock.json"  # in .git/: which index.lock files are desk's own
+
+
+class IndexLock:
+    """`.git/index.lock`, taken the way git takes it (O_EXCL), so no person's `git commit`, `git add`
+    or merge can run while desk moves HEAD and refreshes the person's index.
+
+    Before it takes the lock desk records, in `.git/desk-index-lock.json`, the pid and every file it
+    will leave as index.lock; a crash leaves that record, and `release_stale_index_lock` (called under
+    the desk lock, when no desk process can be holding it) removes exactly the lock desk left, never
+    one a person's git holds.
+    """
+
+    def __init__(self, git_dir: Path) -> None:
+        self.git_dir = git_dir
+        self.path = git_dir / "index.lock"
+        self.owner = git_dir / INDEX_LOCK_OWNER
+        self._files: list[int] = []
+        self._held = False
+
+    def acquire(self, wait: float = INDEX_LOCK_WAIT) -> None:
+        # The lock file is made under a private name and linked into place (link fails like O_EXCL
+        # when index.lock exists), so its inode is on record before it can be left behind.
+        candidate = self.git_dir / "desk-index-lock.new"
+        candidate.unlink(missing_ok=True)
+        candidate.write_bytes(b"")
+        self._files.append(candidate.stat().st_ino)
+        self._record()
+        deadline = time.monotonic() + wait
+        delay = 0.005
+        try:
+            while True:
+                try:
+                    os.link(candidate, self.path)
+                    self._held = True
+                    return
+                except FileExistsError:
+                    if time.monotonic() >= deadline:
+                        self.owner.unlink(missing_ok=True)
+                        raise ConflictError(
+                            f"another git process has held .git/index.lock for {wait:g} s",
+                            hint="wait for it to finish; if no git process is running, "
+                                 "`desk doctor --repair` removes a stale lock") from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.1)
+        finally:
+            candidate.unlink(missing_ok=True)
+
+    def publish(self, new_index: Path) -> None:
+        """Make `new_index` the person's index and release the lock (git's rename protocol)."""
+        self._files.append(new_index.stat().st_ino)
+        self._record()
+        os.replace(new_index, self.path)
+        os.replace(self.path, self.git_dir / "index")
+        self._held = False
+        self.owner.unlink(missing_ok=True)
+
+    def release(self) -> None:
+        """Give the lock up without changing the person's index."""
+        if self._held:
+            self.path.unlink(missing_ok=True)
+            self._held = False
+        self.owner.unlink(missing_ok=True)
+
+    def _record(self) -> None:
+        data = json.dumps({"pid": os.getpid(), "inodes": self._files}).encode()
+        tmp = self.owner.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, self.owner)
+
+    def __enter__(self) -> IndexLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def desk_left_index_lock(git_dir: Path) -> bool:
+    """Whether `.git/index.lock` is one a desk process took and did not release (it crashed).
+
+    Meaningful only while holding the desk lock: then no desk process can be holding index.lock.
+    The lock is desk's when its inode is one desk recorded and it is no newer than the record.
+    """
+    owner = git_dir / INDEX_LOCK_OWNER
+    try:
+        record = json.loads(owner.read_bytes())
+        recorded = owner.stat().st_mtime_ns
+        st = (git_dir / "index.lock").stat()
+    except (OSError, ValueError):
+        return False
+    return st.st_ino in record.get("inodes", []) and st.st_mtime_ns <= recorded
+
+
+def release_stale_index_lock(git_dir: Path) -> bool:
+    """Remove the index.lock a crashed desk process left (never a person's); True when there was one.
+
+    Call it only while holding the desk lock.
+    """
+    left = desk_left_index_lock(git_dir)
+    if left:
+        (git_dir / "index.lock").unlink(missing_ok=True)
+    (git_dir / INDEX_LOCK_OWNER).unlink(missing_ok=True)
+    return left
 
 
 # -- parsing git's output ---------------------------------------------------------------------

@@ -107,10 +107,11 @@ def test_torn_archive_record_missing_only_its_newline_is_kept(desk: DeskFolder, 
     assert path.read_bytes() == whole
 
 
-def _crash_before_commit(root: Path, name: str, before: str = "commit") -> None:
-    """A real `remember` in a child process that dies (exit 9) right before `git <before>`."""
-    code = ("import os, sys\nfrom pathlib import Path\nfrom desk.storage.git import Git\n"
-            f"Git.{before} = lambda self, *args, **kw: os._exit(9)\n"
+def _crash_before_commit(root: Path, name: str, before: str = "Git.move_head") -> None:
+    """A real `remember` in a child process that dies (exit 9) right before `before` runs (by
+    default: its files are written, under git's index lock, and the branch has not moved)."""
+    code = ("import os, sys\nfrom pathlib import Path\nfrom desk.storage.git import Git, IndexLock\n"
+            f"{before} = lambda self, *args, **kw: os._exit(9)\n"
             "from desk.layout import DeskFolder\nfrom desk.memory.operations import remember\n"
             f"remember(DeskFolder(Path({str(root)!r})), {name!r}, type='fact', description='Crashed',"
             " body='It crashed here.', triggers=['crash'])\n")
@@ -122,10 +123,12 @@ def test_interrupted_mutation_is_finished(desk: DeskFolder, run: DeskRunner) -> 
     before = head(desk.root)
     _crash_before_commit(desk.root, "lambda")
     assert head(desk.root) == before and (desk.root / "memory/lambda.md").exists()
+    assert (desk.git_dir / "index.lock").exists()  # it died holding git's lock
     code, data = doctor(run)
-    assert code == 3 and checks(data)["interrupted"] == "found"
+    assert code == 3 and checks(data)["interrupted"] == "found" and checks(data)["index-lock"] == "found"
     code, data = doctor(run, "--repair")
     assert code == 0 and checks(data)["interrupted"] == "repaired", data
+    assert checks(data)["index-lock"] == "repaired" and not (desk.git_dir / "index.lock").exists()
     assert head(desk.root) != before
     assert sh(desk.root, "log", "-1", "--format=%s").stdout.strip() == "remember: lambda"
     assert sh(desk.root, "status", "--porcelain").stdout == ""
@@ -206,9 +209,10 @@ def test_the_next_mutation_first_finishes_an_interrupted_one(desk: DeskFolder, r
     assert code == 0, data
 
 
-def test_a_crash_before_git_add_of_a_new_memory_is_finished(desk: DeskFolder, run: DeskRunner) -> None:
-    """Killed after writing memory/new.md but before `git add`: the file is untracked."""
-    _crash_before_commit(desk.root, "fresh", before="add")
+def test_a_crash_before_the_index_refresh_of_a_new_memory_is_finished(desk: DeskFolder,
+                                                                     run: DeskRunner) -> None:
+    """Killed after writing memory/new.md but before the person's index knew it: it is untracked."""
+    _crash_before_commit(desk.root, "fresh", before="Git.refresh_entries")
     assert "?? memory/fresh.md" in sh(desk.root, "status", "--porcelain").stdout
     code_, data = doctor(run, "--repair")
     assert code_ == 0 and checks(data)["interrupted"] == "repaired", data
@@ -238,3 +242,19 @@ def test_secret_and_archive_rewrite_in_history(desk: DeskFolder, run: DeskRunner
     assert code == 3 and found["bypassed-secret"] == "needs-person"
     assert found["bypassed-archive-append-only"] == "needs-person"
     assert secret not in json.dumps(data)
+
+
+def test_a_crash_after_the_branch_moved_leaves_no_stale_index(desk: DeskFolder, run: DeskRunner) -> None:
+    """Killed after the compare-and-swap, before the person's index was published: HEAD has the
+    commit, the person's index still the old entries, which a plain `git commit` would revert."""
+    _crash_before_commit(desk.root, "omicron", before="IndexLock.publish")
+    assert "remember: omicron" in sh(desk.root, "log", "-1", "--format=%s").stdout
+    code, data = doctor(run, "--repair")
+    assert code == 0, data
+    assert sh(desk.root, "diff", "--cached", "--name-only").stdout == ""
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
+    write(desk.root, "journal/after.md", "# a person's note\n")
+    sh(desk.root, "add", "journal/after.md")
+    assert commit(desk.root, "a person's commit").returncode == 0
+    assert sh(desk.root, "show", "--name-only", "--format=", "HEAD").stdout.split() == ["journal/after.md"]
+    assert (desk.root / "memory/omicron.md").exists()
