@@ -32,7 +32,9 @@ def install_kind() -> str:
     direct = dist.read_text("direct_url.json")
     editable = bool(direct and json.loads(direct).get("dir_info", {}).get("editable"))
     kind = "editable install" if editable else "non-editable install"
-    return f"{kind} {dist.version} (imported from {Path(desk.__file__).parent})"
+    source = json.loads(direct).get("url", "") if direct else ""
+    origin = f" of {source}" if source and not editable else ""
+    return f"{kind} {dist.version}{origin} (imported from {Path(desk.__file__).parent})"
 
 
 def tree_commit() -> str:
@@ -54,7 +56,7 @@ def describe(argv: list[str]) -> str:
         f"command     {Path(sys.executable)} {' '.join(argv)}",
         f"python      {platform.python_version()} ({platform.python_implementation()})",
         f"desk        {install_kind()}",
-        f"tree        {tree_commit()}",
+        f"bench/ at   {tree_commit()} (the scripts; a non-editable install runs the code it copied)",
         f"machine     {os.cpu_count()} cores, load average {load} (1, 5, 15 min)",
     ]
     return "\n".join(lines)
