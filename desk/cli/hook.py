@@ -19,11 +19,10 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in HOOK_TYPES:
         print(f"usage: python -m {HOOK_ENTRY} {{{'|'.join(HOOK_TYPES)}}} [ARGS]", file=sys.stderr)
         return 2
-    from desk.guard.hooks import run_hook
-    from desk.storage.git import hook_toplevel
+    from desk.guard.hooks import hook_root, run_hook
 
     try:
-        run = run_hook(argv[0], hook_toplevel(), argv[1:])
+        run = run_hook(argv[0], hook_root(), argv[1:])
     except DeskError as exc:
         print(f"desk: {argv[0]}: {exc.message}", file=sys.stderr)
         if exc.hint:

@@ -11,23 +11,28 @@ discards a person's uncommitted edits: an interrupted mutation is finished or un
 every file it touched still holds exactly the bytes desk wrote (or the bytes it replaced), as
 recorded in the pending-mutation marker `Transaction.commit` writes before it touches anything
 (the transaction's own recovery, `desk.transaction.settle`, does that; doctor reports it).
+
+On an unchanged desk it costs about what `git status` does: the rule check is `validate --all`
+over the blob-keyed verdict cache, what the history check found in a commit is cached by commit
+id (a commit never changes), and a torn archive is found by reading each file's last bytes.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desk.archive.store import archive_lock_path
 from desk.errors import ConflictError, Finding
 from desk.guard.hooks import install, installed
-from desk.guard.rules import SECRET_DIRS, SECRET_FILES, check_archive, check_message, secret_findings
-from desk.guard.validate import validate_all
+from desk.guard.rules import (SECRET_DIRS, SECRET_FILES, FileVerdict, check_archive, check_message,
+                              secret_verdict)
+from desk.guard.validate import current_config, validate_all
+from desk.guard.verdicts import VerdictCache
 from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
-from desk.memory.operations import reindex_locked
 from desk.storage.atomic import TEMP_PREFIX
 from desk.storage.git import desk_left_index_lock, release_stale_index_lock
 from desk.storage.lock import desk_lock
@@ -201,13 +206,19 @@ def _check_torn_archive(desk: DeskFolder, report: DoctorReport, repair: bool) ->
     folder = desk.path(ARCHIVE_DIR)
     if not folder.is_dir():
         return
+    # A first look without the archive lock: an append in progress may look torn, so a file that
+    # does is looked at again under the lock (appends hold it), and only then reported.
+    suspects = [path for path in sorted(folder.glob("*.jsonl")) if _torn_tail(path) is not None]
+    if not suspects:
+        return
+    from desk.archive.store import archive_lock_path  # the archive's modules: only when needed
+
     with desk_lock(archive_lock_path(desk), timeout=LOCK_WAIT):
-        for path in sorted(folder.glob("*.jsonl")):
-            data = path.read_bytes()
-            if not data or data.endswith(b"\n"):
+        for path in suspects:
+            fragment = _torn_tail(path)
+            if fragment is None:
                 continue
             rel = path.relative_to(desk.root).as_posix()
-            fragment = data[data.rfind(b"\n") + 1:]
             try:
                 complete = isinstance(json.loads(fragment), dict)
             except ValueError:
@@ -229,6 +240,28 @@ def _check_torn_archive(desk: DeskFolder, report: DoctorReport, repair: bool) ->
                            "place; the next append starts a new line", "note")
 
 
+def _torn_tail(path: Path, chunk: int = 1 << 16) -> bytes | None:
+    """The bytes after the last newline of a file that does not end in one (None when it does, or
+    is empty), read from the end: archive files grow without bound."""
+    with path.open("rb") as file:
+        end = file.seek(0, os.SEEK_END)
+        if end == 0:
+            return None
+        file.seek(end - 1)
+        if file.read(1) == b"\n":
+            return None
+        start = end
+        while start > 0:
+            start = max(0, start - chunk)
+            file.seek(start)
+            block = file.read(end - start)
+            newline = block.rfind(b"\n")
+            if newline >= 0:
+                return block[newline + 1:]
+        file.seek(0)
+        return file.read(end)
+
+
 def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     findings = [f for f in validate_all(desk).errors if f.rule != "archive-torn"]
     stale = [f for f in findings if f.rule == "index-stale"]
@@ -248,6 +281,8 @@ def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
 
 def _reindex(desk: DeskFolder) -> str:
     """`desk reindex` under the lock doctor already holds."""
+    from desk.memory.operations import reindex_locked  # the write path: only when repairing
+
     result = reindex_locked(Transaction(desk), "user")
     if result.status == "written":
         return "written; commit it with your memory/ edits (" + ", ".join(result.pending) + ")"
@@ -266,12 +301,35 @@ def _check_history(desk: DeskFolder, report: DoctorReport, limit: int) -> None:
 def bypassed_commits(desk: DeskFolder, limit: int) -> list[tuple[str, str, Finding]]:
     """(commit, subject, finding) for history rules broken in the last `limit` commits.
 
-    One `git log --raw` names every changed blob by id and one `git cat-file --batch` reads the
-    ones the rules need (archive files before and after, files the secret scanner covers).
+    A commit never changes, so what the rules found in it is cached by commit id
+    (desk.guard.verdicts; secrets by fingerprint, so the allow-list of now applies). One
+    `git rev-list` names the commits; only those the cache lacks are read, with one `git log
+    --raw` and one `git cat-file --batch` of the blobs the rules need (archive files before and
+    after, files the secret scanner covers).
     """
     if limit <= 0:
         return []
-    commits = desk.git.log(limit=limit, merges=False)
+    shas = desk.git.commit_ids(limit, merges=False)
+    desk_id, allow = current_config(desk)
+    cache = VerdictCache(desk.cache_dir, desk_id)
+    try:
+        known = cache.commits(shas)
+        fresh = _commit_verdicts(desk, [sha for sha in shas if sha not in known], desk_id)
+        cache.put_commits(fresh)
+    finally:
+        cache.close()
+    found = []
+    now = dt.datetime.now(dt.timezone.utc)
+    for sha in shas:
+        subject, verdict = known.get(sha) or fresh[sha]
+        found += [(sha, subject, f) for f in verdict.findings_at(allow, now)]
+    return found
+
+
+def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
+                     ) -> dict[str, tuple[str, FileVerdict]]:
+    """`{commit: (subject, what the history rules found in it)}`."""
+    commits = desk.git.commits(shas)
     wanted: list[str] = []
     for commit in commits:
         for change in commit.changes:
@@ -281,21 +339,22 @@ def bypassed_commits(desk: DeskFolder, limit: int) -> list[tuple[str, str, Findi
                                       or change.path.startswith(SECRET_DIRS)):
                 wanted.append(change.new_blob)
     blobs = desk.git.read_blobs(wanted)
-    allow = frozenset(desk.config.secrets.allow)
-    found = []
+    verdicts = {}
     for commit in commits:
-        findings = check_message(commit.message, set(commit.paths))
+        items = [(f, "") for f in check_message(commit.message, set(commit.paths))]
         for change in sorted(commit.changes, key=lambda c: c.path):
             path, new_blob = change.path, change.new_blob
             if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
-                findings += [f for f in check_archive(path, blobs.get(change.old_blob or ""),
-                                                      blobs.get(new_blob) if new_blob else None,
-                                                      desk.config.desk_id)
-                             if f.severity == "error"]
+                items += [(f, "") for f in check_archive(path, blobs.get(change.old_blob or ""),
+                                                         blobs.get(new_blob) if new_blob else None,
+                                                         desk_id)
+                          if f.severity == "error"]
             elif new_blob is not None and new_blob in blobs:
-                findings += secret_findings(path, blobs[new_blob].decode("utf-8", "replace"), allow)
-        found += [(commit.sha, commit.subject, f) for f in findings]
-    return found
+                secrets = secret_verdict(path, blobs[new_blob].decode("utf-8", "replace"))
+                items += list(zip(secrets.findings, secrets.conditions))
+        verdicts[commit.sha] = (commit.subject, FileVerdict(tuple(f for f, _ in items),
+                                                            tuple(c for _, c in items)))
+    return verdicts
 
 
 def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:

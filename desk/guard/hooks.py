@@ -15,10 +15,8 @@ the message rules. Neither starts Python for desk's own commits (`DESK_VALIDATED
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from desk.errors import ConflictError, DeskError, Finding
@@ -27,7 +25,7 @@ from desk.guard.rules import check_message
 from desk.guard.validate import fix_index, validate_staged
 from desk.layout import INDEX_FILE, DeskFolder, is_desk, memory_name
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Git, staged_git, staged_snapshot
+from desk.storage.git import Git, hook_toplevel, staged_git, staged_snapshot
 from desk.storage.lock import desk_lock
 
 STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated; `git add MEMORY.md` and commit again "
@@ -46,6 +44,9 @@ class HooksResult:
 
 
 def hook_script(hook: str, python: str | None = None) -> str:
+    import shlex
+    from importlib import resources  # installing only: a hook run never loads these
+
     template = resources.files("desk._hooks").joinpath("desk-hook.sh").read_text("utf-8")
     python = python or sys.executable
     return template.replace("@HOOK@", hook).replace("'@PYTHON@'", shlex.quote(python))
@@ -203,6 +204,13 @@ def run_commit_msg(root: Path, message_file: str) -> HookRun:
     if findings:
         return HookRun(3, findings, ["desk: commit-msg: commit refused; see above"])
     return HookRun()
+
+
+def hook_root() -> Path:
+    """Inside a git hook: the work tree being committed. git runs hooks in its root, so the current
+    folder when it is a desk (asking git, `rev-parse --show-toplevel`, costs a process)."""
+    here = Path.cwd()
+    return here if is_desk(here) else hook_toplevel()
 
 
 def run_hook(hook: str, root: Path, args: list[str]) -> HookRun:

@@ -4,15 +4,17 @@ MEMORY.md is generated (docs/design.md §2): the one being committed must equal 
 from the memory files of the same commit, and no two memory names may differ only in case. The
 check costs in proportion to the change: the committed MEMORY.md with the changed memories' lines
 replaced, and only when that does not match (HEAD's index was itself stale, or the person's index
-differs) the index of HEAD's memories from desk.memory.mirror plus the change, or, without HEAD
-(`validate --all`), every memory through the blob-keyed cache so only unseen blobs are parsed.
+differs) the index of HEAD's memories from desk.memory.mirror plus the change. Without HEAD's
+index (`validate --all`), it is rendered from every memory's line, which the caller takes from
+the cached verdicts (desk.guard.verdicts): nothing is parsed again. The changed memories' lines
+come from their verdicts too.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from desk.errors import Finding, InvalidFileError
@@ -34,18 +36,23 @@ class MemorySet:
     all_files: Callable[[], dict[str, str]]  # every memory `{path: blob}` of the commit
     read: Read
     like: Callable[[list[str]], list[str]]  # the commit's memory paths equal to these ignoring case
+    # `{name: MEMORY.md line}` of every memory of the commit that parses, when the caller has them
+    # (else they are loaded from `all_files`)
+    all_lines: Callable[[], Mapping[str, str]] | None = field(default=None)
 
 
-def check_memory_set(desk: DeskFolder, changed: Mapping[str, bytes | None], memory: MemorySet,
-                     added: Collection[str] = ()) -> tuple[list[Finding], bytes | None]:
+def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory: MemorySet,
+                     added: Collection[str] = (), contents: Mapping[str, bytes | None] | None = None
+                     ) -> tuple[list[Finding], bytes | None]:
     """`memory-name-case` for the changed memory files and `index-stale` for the commit's MEMORY.md.
 
-    `changed` maps each changed memory path to its new content (None: deleted); `added` names the
-    new paths. Returns the findings and the correct MEMORY.md.
+    `changed` maps each changed memory path to its new MEMORY.md line (None: deleted, or it does not
+    parse); `added` names the new paths; `contents` holds the changed files' bytes (None: deleted)
+    for the slow path. Returns the findings and the correct MEMORY.md.
     """
     findings = []
     # Only a new path can clash: a changed one clashed already when it was added.
-    present = [p for p, data in changed.items() if data is not None and p in added]
+    present = [p for p in changed if p in added]
     if present:
         by_lower: dict[str, list[str]] = {}
         for path in memory.like(present):
@@ -57,10 +64,14 @@ def check_memory_set(desk: DeskFolder, changed: Mapping[str, bytes | None], memo
                                         f"name differs from {others[0]} only in case; names must be "
                                         "unique ignoring case: rename one of them"))
     if memory.base_index is not None:
-        patched = _patched_index(desk, memory.base_index, changed)
+        patched = _patched_index(memory.base_index, changed)
         if patched is not None and patched == memory.index:
             return findings, patched
-        expected = _head_index_with(desk, changed)
+        expected = _head_index_with(desk, contents or {})
+    elif memory.all_lines is not None:
+        from desk.memory.index import render_lines  # YAML: only commits touching memories pay
+
+        expected = render_lines(memory.all_lines())
     else:
         expected = _full_index(desk, memory.all_files(), memory.read)
     if memory.index != expected:
@@ -83,7 +94,7 @@ def _entry(desk: DeskFolder, path: str, data: bytes) -> IndexEntry | None:
     return next(iter(entries.values()), None)
 
 
-def _patched_index(desk: DeskFolder, base: bytes, changed: Mapping[str, bytes | None]) -> bytes | None:
+def _patched_index(base: bytes, changed: Mapping[str, str | None]) -> bytes | None:
     """HEAD's MEMORY.md with the changed memories' lines replaced; None if it cannot be read.
 
     The committed index is sorted by name, so each changed line is found and placed by bisection:
@@ -101,16 +112,15 @@ def _patched_index(desk: DeskFolder, base: bytes, changed: Mapping[str, bytes | 
         return line[3:line.index(b"](")]
 
     try:
-        for path, data in sorted(changed.items()):
+        for path, line in sorted(changed.items()):
             name = memory_name(path)
             if name is None:
                 continue
-            entry = _entry(desk, path, data) if data is not None else None
             at = bisect.bisect_left(lines, name.encode(), key=key)
             if at < len(lines) and key(lines[at]) == name.encode():
                 del lines[at]
-            if entry is not None:
-                new = entry.line().encode()
+            if line is not None:
+                new = line.encode()
                 lines.insert(bisect.bisect_left(lines, key(new), key=key), new)
     except ValueError:
         return None  # not an index line: let the full regeneration decide

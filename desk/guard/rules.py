@@ -13,6 +13,12 @@ the content it replaces). The rule over the memory set, MEMORY.md against its re
 desk.guard.index_rule; desk.guard.validate feeds both from the staged blobs, desk's own writes or
 the work tree. Heavy modules (YAML, pydantic, the secret patterns) are imported by the rule that
 needs them, so a hook run pays only for the kinds of file the commit touches.
+
+A path's findings are a `FileVerdict`: a pure function of the path, git's mode, the bytes, the
+bytes they replace (archive files, desk.json), the desk id and the code of the rules, so
+desk.guard.verdicts can cache it by blob id. The two inputs it leaves out are applied when it is
+read: the allow-list (a `secret` finding carries its fingerprint) and the clock (`memory-expired`
+carries the expiry time).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Collection
+from typing import NamedTuple
 
 from desk.errors import Finding, InvalidFileError
 from desk.layout import ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, memory_name
@@ -76,6 +83,38 @@ def check_message(message: str, changed: Collection[str]) -> list[Finding]:
 # -- per-file rules ---------------------------------------------------------------------------
 
 
+class FileVerdict(NamedTuple):
+    """What the per-file rules found in one path's content, before the allow-list and the clock.
+
+    `conditions[i]` says when `findings[i]` holds: `""` always, `"secret:<fingerprint>"` unless
+    the allow-list names the fingerprint, `"expires:<ISO time>"` from that time on. `entry` is a
+    memory file's `(name, MEMORY.md line)` when it parses, for the rules over the memory set.
+    """
+
+    findings: tuple[Finding, ...] = ()
+    conditions: tuple[str, ...] = ()
+    entry: tuple[str, str] | None = None
+
+    def findings_at(self, allow: Collection[str], now: dt.datetime) -> list[Finding]:
+        """The findings that hold with this allow-list at this time."""
+        found = []
+        for finding, condition in zip(self.findings, self.conditions):
+            kind, _, value = condition.partition(":")
+            if kind == "secret" and value in allow:
+                continue
+            if kind == "expires" and dt.datetime.fromisoformat(value) > now:
+                continue
+            found.append(finding)
+        return found
+
+
+_Items = list[tuple[Finding, str]]  # findings with their conditions, in order
+
+
+def _verdict(items: _Items, entry: tuple[str, str] | None = None) -> FileVerdict:
+    return FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items), entry)
+
+
 def _line_at(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
@@ -84,77 +123,108 @@ def check_file(path: str, data: bytes | None, *, desk_id: str, allow: Collection
                now: dt.datetime, mode: str = FILE_MODE, old: bytes | None = None) -> list[Finding]:
     """The rules for one path: `data` as it will be committed (None: deleted) with git's `mode`;
     `old` is the content it replaces (the archive and desk.json rules compare against it)."""
+    return file_verdict(path, data, desk_id=desk_id, mode=mode, old=old).findings_at(allow, now)
+
+
+def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FILE_MODE,
+                 old: bytes | None = None) -> FileVerdict:
+    """The per-file rules' verdict on `path` (arguments as in `check_file`)."""
     if data is not None and mode == SYMLINK_MODE:
-        return [Finding(path, 1, "symlink", "desk files must be regular files, not symlinks; "
-                        "replace the link with the file itself")]
+        return _verdict([(Finding(path, 1, "symlink", "desk files must be regular files, not "
+                                  "symlinks; replace the link with the file itself"), "")])
     if data is not None and mode == GITLINK_MODE:
-        return [Finding(path, 1, "binary", "a submodule cannot live inside a desk folder; remove it")]
+        return _verdict([(Finding(path, 1, "binary", "a submodule cannot live inside a desk folder; "
+                                  "remove it"), "")])
     if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
-        return check_archive(path, old, data, desk_id)
+        return _verdict([(f, "") for f in check_archive(path, old, data, desk_id)])
     if data is None:
-        return []
+        return FileVerdict()
+    if memory_name(path) is not None:
+        return _memory_verdict(path, data)
     limit = LARGE_LIMIT if path in (INDEX_FILE,) or path.startswith(".system/") else TEXT_LIMIT
     if len(data) > limit:
-        return [Finding(path, 1, "file-size", f"file is {len(data)} bytes; the limit is {limit}: "
-                        "split it or move the bulk out of the desk")]
-    if memory_name(path) is not None:
-        return _check_memory(path, data, allow, now)
+        return _verdict([(_too_big(path, data, limit), "")])
     if path.startswith(MEMORY_PREFIX) and not path.endswith("/.gitkeep"):
-        return [Finding(path, 1, "memory-path", "memory/ holds only <name>.md files; move this "
-                        "file out of memory/")]
+        return _verdict([(Finding(path, 1, "memory-path", "memory/ holds only <name>.md files; "
+                                  "move this file out of memory/"), "")])
     nul = data.find(b"\0")
     if nul >= 0:
-        return [Finding(path, _line_at(data, nul), "binary",
-                        "file holds NUL bytes; desk stores text only: move binary files out of the desk")]
+        return _verdict([(Finding(path, _line_at(data, nul), "binary", "file holds NUL bytes; desk "
+                                  "stores text only: move binary files out of the desk"), "")])
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return [Finding(path, _line_at(data, exc.start), "encoding",
-                        f"invalid UTF-8 at byte {exc.start}; save the file as UTF-8")]
-    findings = []
+        return _verdict([(Finding(path, _line_at(data, exc.start), "encoding",
+                                  f"invalid UTF-8 at byte {exc.start}; save the file as UTF-8"), "")])
+    items: _Items = []
     if path == CONFIG_PATH:
-        findings += _check_config(data, old)
+        items += [(f, "") for f in _check_config(data, old)]
     if path in SECRET_FILES or path.startswith(SECRET_DIRS):
-        findings += secret_findings(path, text, allow)
-    return findings
+        items += _secret_items(path, text)
+    return _verdict(items)
+
+
+def _too_big(path: str, data: bytes, limit: int) -> Finding:
+    return Finding(path, 1, "file-size", f"file is {len(data)} bytes; the limit is {limit}: "
+                   "split it or move the bulk out of the desk")
 
 
 def secret_findings(path: str, text: str, allow: Collection[str]) -> list[Finding]:
     """`secret` findings for `text`, each naming the fingerprint that would allow it."""
+    return _verdict(_secret_items(path, text)).findings_at(allow, dt.datetime.max)
+
+
+def secret_verdict(path: str, text: str) -> FileVerdict:
+    """The `secret` findings for `text`, each dropped when the allow-list names it."""
+    return _verdict(_secret_items(path, text))
+
+
+def _secret_items(path: str, text: str) -> _Items:
     from desk.text.secrets import scan  # compiling its patterns: the commit-msg hook never scans
 
-    return [Finding(path, s.line, "secret",
-                    f"{s.kind} ({s.preview}); remove it from the file, or if it is not a secret "
-                    f"allow exactly this finding: add \"{s.fingerprint}\" to secrets.allow in "
-                    f"{CONFIG_PATH}") for s in scan(text, allow=allow)]
+    return [(Finding(path, s.line, "secret",
+                     f"{s.kind} ({s.preview}); remove it from the file, or if it is not a secret "
+                     f"allow exactly this finding: add \"{s.fingerprint}\" to secrets.allow in "
+                     f"{CONFIG_PATH}"), f"secret:{s.fingerprint}") for s in scan(text)]
 
 
-def _check_memory(path: str, data: bytes, allow: Collection[str], now: dt.datetime) -> list[Finding]:
+def _memory_verdict(path: str, data: bytes) -> FileVerdict:
+    """A memory file's findings and, when it parses, its index entry.
+
+    The entry is taken whatever the findings: MEMORY.md lists every memory that parses (a file too
+    big or with a bad name still gets its line, as `desk reindex` gives it one).
+    """
     from desk.memory.file import name_problem, parse_memory  # YAML: only commits of memories pay
+    from desk.memory.index import IndexEntry
 
     stem = memory_name(path) or ""
+    try:
+        memory = parse_memory(data, path, stem)
+        entry: tuple[str, str] | None = (memory.meta.name, IndexEntry.of(memory).line())
+        failure: list[Finding] = []
+    except InvalidFileError as exc:
+        memory, entry, failure = None, None, list(exc.findings)
+    if len(data) > TEXT_LIMIT:
+        return _verdict([(_too_big(path, data, TEXT_LIMIT), "")], entry)
     problem = name_problem(stem)
     if problem:
-        return [Finding(path, 1, "memory-name", f"file name {stem!r}: {problem}; rename the file")]
-    findings: list[Finding] = []
+        return _verdict([(Finding(path, 1, "memory-name", f"file name {stem!r}: {problem}; rename "
+                                  "the file"), "")], entry)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = ""  # parse_memory reports the encoding
-    try:
-        memory = parse_memory(data, path, stem)
-    except InvalidFileError as exc:
-        return list(exc.findings) + secret_findings(path, text, allow)
-    if memory.is_expired(now):
-        findings.append(Finding(path, 1, "memory-expired",
-                                "memory has expired and is no longer injected; `desk forget "
-                                f"{stem}` or move `expires` later", "warning"))
+    if memory is None:
+        return _verdict([(f, "") for f in failure] + _secret_items(path, text))
+    items: _Items = []
+    if memory.meta.expires is not None:
+        items.append((Finding(path, 1, "memory-expired", "memory has expired and is no longer "
+                              f"injected; `desk forget {stem}` or move `expires` later", "warning"),
+                      f"expires:{memory.meta.expires.isoformat()}"))
     if not memory.meta.triggers:
-        findings.append(Finding(path, 1, "memory-no-triggers",
-                                "memory has no triggers, so recall never injects its body; add "
-                                "`triggers: [word, ...]`", "warning"))
-    findings += secret_findings(path, text, allow)
-    return findings
+        items.append((Finding(path, 1, "memory-no-triggers", "memory has no triggers, so recall "
+                              "never injects its body; add `triggers: [word, ...]`", "warning"), ""))
+    return _verdict(items + _secret_items(path, text), entry)
 
 
 def check_archive(path: str, old: bytes | None, new: bytes | None, desk_id: str) -> list[Finding]:

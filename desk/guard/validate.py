@@ -8,27 +8,35 @@ changes and runs the rules on it: the per-file and commit-message rules of desk.
 the memory-set rules (MEMORY.md regenerated, names unique ignoring case) of desk.guard.index_rule.
 The rule ids are listed in docs/guard.md.
 
-`--staged` costs in proportion to the change: one `git diff --cached --raw` names the changed blobs,
-only those are read and parsed, and the MEMORY.md rule gets the other memories' index entries from
-the blob-keyed cache over `git ls-files -s memory/`. Heavy modules (pydantic, YAML) are imported
-only when a memory or config file is actually checked, so the commit-msg hook stays cheap.
+Verdicts are cached by blob id (desk.guard.verdicts), so no run checks the same bytes twice:
+`--staged` costs in proportion to the change (one `git diff --cached --raw` names the changed
+blobs, only those are read, and only those the cache lacks are checked), and `--all` on an
+unchanged desk costs one `git ls-files` (git's stat cache says which files changed) and one pass
+over the cache. The rules over the memory set are computed from the verdicts' index lines, never
+by parsing again. Heavy modules (pydantic, YAML) are imported only when a memory or config file is
+actually checked, so the commit-msg hook stays cheap.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from desk.errors import Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set
-from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, check_file, check_message,
-                              is_managed)
+from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
+                              file_verdict, is_managed)
 from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Git, blob_sha, staged_git
+
+if TYPE_CHECKING:
+    from desk.guard.verdicts import FileKey, VerdictCache
 
 VALIDATED_ENV = "DESK_VALIDATED"  # set on desk's own commits; the shell hooks skip Python for them
 
@@ -41,6 +49,11 @@ class Change:
     new: bytes | None  # None: deleted
     mode: str = FILE_MODE
     old_blob: str | None = None  # the blob at HEAD, when there was one
+    blob: str | None = None  # the blob id of `new`, when git already named it
+
+    def key(self) -> FileKey:
+        """What its verdict is cached under (desk.guard.verdicts)."""
+        return (self.path, self.mode, self.blob or blob_sha(self.new or b""), self.old_blob or "")
 
 
 @dataclass
@@ -50,6 +63,8 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     checked: int = 0
     fixed: list[str] = field(default_factory=list)
+    computed: int = 0  # files the rules ran on
+    reused: int = 0  # files whose verdict came from the cache (desk.guard.verdicts)
 
     @property
     def errors(self) -> list[Finding]:
@@ -66,40 +81,89 @@ class Report:
 
 
 def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read: Read,
-         message: str | None, now: dt.datetime | None) -> tuple[Report, bytes | None]:
-    """The rules over `changes`; the memory-set rules when memory/ or MEMORY.md changed."""
+         message: str | None, now: dt.datetime | None, *, cached: bool = False,
+         head_config: Callable[[], bytes | None] | None = None) -> tuple[Report, bytes | None]:
+    """The rules over `changes`; the memory-set rules when memory/ or MEMORY.md changed.
+
+    With `cached`, verdicts come from (and go to) the blob-keyed cache. `head_config()` gives
+    HEAD's desk.json when the caller has read it already.
+    """
     now = now or dt.datetime.now(dt.timezone.utc)
     managed = [c for c in changes if is_managed(c.path)]
     report = Report(checked=len(managed))
     if not managed and message is None and memory is None:
         return report, None
-    desk_id, allow = _config(desk, changes)
-    olds = read([c.old_blob for c in managed
-                 if c.old_blob and (c.path.startswith(ARCHIVE_PREFIX) or c.path == CONFIG_PATH)])
+    desk_id, allow = _config(desk, changes, head_config)
+    cache = _open_cache(desk, desk_id) if cached else None
+    try:
+        known = cache.files(c.key() for c in managed if c.new is not None) if cache else {}
+        verdicts, fresh = _verdicts(managed, desk_id, read, known, report, keyed=cache is not None)
+        if cache is not None:
+            cache.put_files(fresh)
+    finally:
+        if cache is not None:
+            cache.close()
     for change in managed:
-        old = olds.get(change.old_blob) if change.old_blob else None
-        report.findings += check_file(change.path, change.new, mode=change.mode, old=old,
-                                      desk_id=desk_id, allow=allow, now=now)
+        report.findings += verdicts[change.path].findings_at(allow, now)
     changed = {c.path for c in changes}
     regenerated = None
     if memory is not None and (INDEX_FILE in changed or any(p.startswith(MEMORY_PREFIX) for p in changed)):
-        memory_changes = {c.path: c.new for c in changes
-                          if memory_name(c.path) is not None and c.mode != SYMLINK_MODE}
+        contents = {c.path: c.new for c in changes
+                    if memory_name(c.path) is not None and c.mode != SYMLINK_MODE}
+        lines = {path: _line(verdicts.get(path)) for path in contents}
         added = {c.path for c in changes if c.old_blob is None}
-        found, regenerated = check_memory_set(desk, memory_changes, memory, added)
+        found, regenerated = check_memory_set(desk, lines, memory, added, contents)
         report.findings += found
     if message is not None:
         report.findings += check_message(message, changed)
     return report, regenerated
 
 
-def _config(desk: DeskFolder, changes: list[Change]) -> tuple[str, frozenset[str]]:
+def _line(verdict: FileVerdict | None) -> str | None:
+    return verdict.entry[1] if verdict is not None and verdict.entry is not None else None
+
+
+def _open_cache(desk: DeskFolder, desk_id: str) -> VerdictCache:
+    from desk.guard.verdicts import VerdictCache  # SQLite: only the runs that use the cache pay
+
+    return VerdictCache(desk.cache_dir, desk_id)
+
+
+def _verdicts(changes: list[Change], desk_id: str, read: Read, known: Mapping[FileKey, FileVerdict],
+              report: Report, *, keyed: bool = True
+              ) -> tuple[dict[str, FileVerdict], dict[FileKey, FileVerdict]]:
+    """`{path: verdict}` for `changes`, taken from `known` (the cache) when it has them, and the
+    verdicts computed here by their keys (none unless `keyed`; a deletion is not cached: its
+    verdict never needs the content)."""
+    keys = {c.path: c.key() for c in changes if c.new is not None} if keyed else {}
+    olds = read([c.old_blob for c in changes
+                 if c.old_blob and (c.path.startswith(ARCHIVE_PREFIX) or c.path == CONFIG_PATH)
+                 and keys.get(c.path) not in known])
+    verdicts: dict[str, FileVerdict] = {}
+    fresh: dict[FileKey, FileVerdict] = {}
+    for change in changes:
+        key = keys.get(change.path)
+        if key is not None and key in known:
+            verdicts[change.path] = known[key]
+            report.reused += 1
+            continue
+        old = olds.get(change.old_blob) if change.old_blob else None
+        verdicts[change.path] = file_verdict(change.path, change.new, desk_id=desk_id,
+                                             mode=change.mode, old=old)
+        report.computed += 1
+        if key is not None:
+            fresh[key] = verdicts[change.path]
+    return verdicts, fresh
+
+
+def _config(desk: DeskFolder, changes: list[Change],
+            head: Callable[[], bytes | None] | None = None) -> tuple[str, frozenset[str]]:
     """desk_id and the allowed secret fingerprints of the content under check, without pydantic.
 
-    The desk.json being committed when the change has one, else HEAD's: never an unstaged edit
-    in the work tree, which would let a secret through a commit that does not allow it.
-    (`validate --all` checks the work tree, so its changes carry the work-tree desk.json.)
-    A broken desk.json is reported by the `config` rule.
+    The desk.json being committed when the change has one, else HEAD's (`head()`, when the caller
+    has read it already): never an unstaged edit in the work tree, which would let a secret
+    through a commit that does not allow it. (`validate --all` checks the work tree, so its
+    changes carry the work-tree desk.json.) A broken desk.json is reported by the `config` rule.
     """
     def load(data: bytes | None) -> tuple[str, frozenset[str]] | None:
         try:
@@ -110,8 +174,19 @@ def _config(desk: DeskFolder, changes: list[Change]) -> tuple[str, frozenset[str
             return None
 
     found = next((load(c.new) for c in changes if c.path == CONFIG_PATH and c.new is not None), None)
+    if found:
+        return found
     # A broken desk.json under check (its own finding) falls back to HEAD's.
-    return found or load(desk.git.blob_at("HEAD", CONFIG_PATH)) or ("", frozenset())
+    data = head() if head is not None else desk.git.blob_at("HEAD", CONFIG_PATH)
+    return load(data) or ("", frozenset())
+
+
+def current_config(desk: DeskFolder) -> tuple[str, frozenset[str]]:
+    """desk_id and the allowed secret fingerprints of the work tree's desk.json (else HEAD's), read
+    without pydantic: `desk doctor` judges history by the allow-list as it stands."""
+    path = desk.path(CONFIG_PATH)
+    data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    return _config(desk, [Change(CONFIG_PATH, data)] if data is not None else [])
 
 
 def _like(git: Git, extra: Collection[str] = (), gone: Collection[str] = ()) -> Callable[[list[str]], list[str]]:
@@ -137,18 +212,21 @@ def staged_changes(git: Git) -> tuple[list[Change], dict[str, bytes]]:
     """What the commit being made changes, and the blobs read for it in one batch.
 
     The batch holds each changed desk blob (by sha), the old blobs of archive files and
-    desk.json, and `HEAD:MEMORY.md` and `:MEMORY.md` (the committed and the staged index).
+    desk.json, HEAD's desk.json (the desk id and allow-list), and `HEAD:MEMORY.md` and
+    `:MEMORY.md` (the committed and the staged index).
     """
     raw = git.staged_changes()
     wanted = [c.new_blob for c in raw if c.new_blob and c.status != "D" and is_managed(c.path)
               and c.new_mode not in (SYMLINK_MODE, GITLINK_MODE)]
+    if any(is_managed(c.path) for c in raw):
+        wanted.append(f"HEAD:{CONFIG_PATH}")
     wanted += [c.old_blob for c in raw
                if c.old_blob and (c.path.startswith(ARCHIVE_PREFIX) or c.path == CONFIG_PATH)]
     if any(c.path == INDEX_FILE or c.path.startswith(MEMORY_PREFIX) for c in raw):
         wanted += [f"HEAD:{INDEX_FILE}", f":{INDEX_FILE}"]
     blobs = git.read_blobs(wanted)
     changes = [Change(c.path, None if c.status == "D" else blobs.get(c.new_blob or "", b""),
-                      c.new_mode, c.old_blob) for c in raw]
+                      c.new_mode, c.old_blob, c.new_blob) for c in raw]
     return changes, blobs
 
 
@@ -164,7 +242,8 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
     read = _reader(git, blobs)
     memory = MemorySet(blobs.get(f":{INDEX_FILE}"), blobs.get(f"HEAD:{INDEX_FILE}"),
                        lambda: git.ls_staged(MEMORY_PREFIX), read, _like(git))
-    return _run(desk, changes, memory, read, message, now)
+    return _run(desk, changes, memory, read, message, now, cached=True,
+                head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"))
 
 
 def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], message: str,
@@ -187,53 +266,135 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
         return files
 
     memory = None
-    if INDEX_FILE in writes or any(p.startswith(MEMORY_PREFIX) for p in writes):
-        base = git.read_blobs([f"HEAD:{INDEX_FILE}"]).get(f"HEAD:{INDEX_FILE}")
+    touches_memory = INDEX_FILE in writes or any(p.startswith(MEMORY_PREFIX) for p in writes)
+    # HEAD's MEMORY.md and desk.json in one `git cat-file --batch`, not a git process each.
+    heads = git.read_blobs([f"HEAD:{INDEX_FILE}"] * touches_memory + [f"HEAD:{CONFIG_PATH}"])
+    if touches_memory:
+        base = heads.get(f"HEAD:{INDEX_FILE}")
         index = writes[INDEX_FILE] if INDEX_FILE in writes else base
         gone = [p for p, data in writes.items() if data is None]
         added = [p for p, data in writes.items() if data is not None]
         memory = MemorySet(index, base, all_files, read, _like(git, added, gone))
-    report, _ = _run(desk, changes, memory, read, message, now)
+    report, _ = _run(desk, changes, memory, read, message, now,
+                     head_config=lambda: heads.get(f"HEAD:{CONFIG_PATH}"))
     return report
 
 
-def validate_all(desk: DeskFolder, now: dt.datetime | None = None) -> Report:
-    """Every desk file in the work tree (tracked or not ignored): `desk validate --all`."""
+def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bool = True) -> Report:
+    """Every desk file in the work tree (tracked or not ignored): `desk validate --all`.
+
+    One `git ls-files` lists the work tree, naming the blob of every file git's stat cache finds
+    unchanged since the index; only the other files are read from disk, and of the unchanged ones
+    only those whose verdict the cache lacks. A desk whose listing, changed files and committed
+    archive files are all as in an earlier run gets that run's findings back in one lookup.
+    `cached=False` runs every rule on every file.
+    """
+    now = now or dt.datetime.now(dt.timezone.utc)
     git = desk.git
-    head = git.head()
-    archive_head = git.ls_tree(head, ARCHIVE_PREFIX) if head else {}
-    config_head = git.ls_tree(head, ".system") if head else {}
-    changes = []
-    contents: dict[str, bytes] = {}
-    for path in sorted(git.work_tree_files()):
-        if not is_managed(path):
-            continue
-        full = desk.path(path)
-        if full.is_symlink():
-            changes.append(Change(path, b"", SYMLINK_MODE))
-            continue
-        try:
-            data = full.read_bytes()
-        except FileNotFoundError:
-            continue  # deleted in the work tree, not yet committed
-        contents[blob_sha(data)] = data
-        changes.append(Change(path, data, FILE_MODE,
-                              archive_head.get(path) or config_head.get(path)))
-    read = _reader(git, contents)
-    files = {c.path: blob_sha(c.new) for c in changes
-             if memory_name(c.path) is not None and c.new is not None and c.mode != SYMLINK_MODE}
+    listing = git.work_tree_listing()
+    found: dict[str, tuple[str, str | None, bytes | None]] = {}  # path: mode, blob, content
+    for path in sorted(p for p in listing.elsewhere if is_managed(p)):
+        entry = _read_work_tree(desk, path)
+        if entry is not None:
+            found[path] = entry
+    changed = sorted(found)
+    system = listing.clean(".system/")  # archive files and desk.json: their HEAD blobs are inputs
+    if CONFIG_PATH in system:  # always read: its desk id and allow-list
+        config = _read_work_tree(desk, CONFIG_PATH)
+        if config is not None:
+            found[CONFIG_PATH] = config
+    heads = git.committed_blobs(sorted(p for p in {*found, *system}
+                                       if p.startswith(ARCHIVE_PREFIX) or p == CONFIG_PATH))
+    config = found.get(CONFIG_PATH)
+    desk_id, allow = _config(desk, [Change(CONFIG_PATH, config[2])] if config else [])
+    cache = _open_cache(desk, desk_id) if cached else None
+    try:
+        state = hashlib.sha1(repr((listing.digest, [(p, found[p][:2]) for p in changed],
+                                   sorted(heads.items()))).encode()).hexdigest()
+        earlier = cache.state(state) if cache else None
+        if earlier is not None:
+            checked, verdict = earlier
+            return Report(verdict.findings_at(allow, now), checked, reused=checked)
+        for path, (mode, blob) in listing.clean().items():
+            if is_managed(path) and path not in found:
+                kind = mode if mode in (SYMLINK_MODE, GITLINK_MODE) else FILE_MODE
+                found[path] = (kind, blob, b"" if kind != FILE_MODE else None)
+        report, verdict = _validate_files(desk, found, heads, desk_id, cache)
+        if cache is not None:
+            cache.put_state(state, report.checked, verdict)
+    finally:
+        if cache is not None:
+            cache.close()
+    report.findings = verdict.findings_at(allow, now)
+    return report
+
+
+def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, bytes | None]],
+                    heads: Mapping[str, str], desk_id: str, cache: VerdictCache | None
+                    ) -> tuple[Report, FileVerdict]:
+    """`validate_all`'s work: every file's verdict (cached ones reused) and the memory-set rules.
+
+    `found` maps each path to `(mode, blob, content)`, content None when it is still to be read.
+    Returns the counts and every finding with its condition (desk.guard.rules.FileVerdict).
+    """
+    report = Report()
+    read = _reader(desk.git, {})
+    verdicts: dict[str, FileVerdict] = {}
+    known = cache.all_files() if cache else {}
+    current: set[FileKey] = set()
+    misses = []
+    for path in sorted(found):
+        listed = found[path]
+        if listed[2] is None:  # unchanged since the index: its verdict may be cached
+            key = (path, listed[0], listed[1] or "", heads.get(path, ""))
+            if key in known:
+                verdicts[path] = known[key]
+                current.add(key)
+                report.reused += 1
+                continue
+            reread = _read_work_tree(desk, path)  # keyed by what is read: it may have changed
+            if reread is None:
+                continue
+            found[path] = listed = reread
+        misses.append(Change(path, listed[2], listed[0], heads.get(path), listed[1]))
+    computed, fresh = _verdicts(misses, desk_id, read, known, report, keyed=cache is not None)
+    verdicts.update(computed)
+    if cache is not None:
+        cache.put_files(fresh)
+        current |= {c.key() for c in misses}
+        cache.forget_files([key for key in known if key not in current])
+    report.checked = len(verdicts) + (INDEX_FILE not in verdicts)  # a missing MEMORY.md is reported
+    items = [(f, c) for path in sorted(verdicts)
+             for f, c in zip(verdicts[path].findings, verdicts[path].conditions)]
+    memory_paths = [p for p in sorted(verdicts)
+                    if memory_name(p) is not None and found[p][0] != SYMLINK_MODE]
+    lines = {path: _line(verdicts[path]) for path in memory_paths}
+    every = {e[0]: e[1] for p in memory_paths if (e := verdicts[p].entry) is not None}
     index_path = desk.path(INDEX_FILE)
     index = index_path.read_bytes() if index_path.is_file() else None
 
     def like(wanted: list[str]) -> list[str]:
         lowered = {p.lower() for p in wanted}
-        return [p for p in files if p.lower() in lowered]
+        return [p for p in memory_paths if p.lower() in lowered]
 
-    memory = MemorySet(index, None, lambda: files, read, like)
-    if INDEX_FILE not in {c.path for c in changes}:
-        changes.append(Change(INDEX_FILE, None))  # a missing MEMORY.md is reported, not skipped
-    report, _ = _run(desk, changes, memory, read, None, now)
-    return report
+    memory = MemorySet(index, None, lambda: {}, read, like, all_lines=lambda: every)
+    found_set, _ = check_memory_set(desk, lines, memory, set(memory_paths))
+    items += [(f, "") for f in found_set]
+    return report, FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items))
+
+
+def _read_work_tree(desk: DeskFolder, path: str) -> tuple[str, str | None, bytes | None] | None:
+    """`(mode, blob, content)` of a work-tree file as a commit would take it; None when it is gone."""
+    full = desk.path(path)
+    if full.is_symlink():
+        return (SYMLINK_MODE, None, b"")
+    try:
+        data = full.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # deleted in the work tree, not yet committed
+    except IsADirectoryError:
+        return (GITLINK_MODE, None, b"")  # a repository of its own (git lists it as a folder)
+    return (FILE_MODE, blob_sha(data), data)
 
 
 def fix_index(desk: DeskFolder, regenerated: bytes) -> bool:

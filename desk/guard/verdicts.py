@@ -1,0 +1,247 @@
+"""The gate's memory: verdicts cached by blob id, and what the history check found, by commit id.
+
+Same bytes, same verdict under the same rules. A `FileVerdict` (desk.guard.rules) is a pure function
+of the path, git's mode, the blob, the blob it replaces (archive files and desk.json compare against
+it), the desk id and the rules' code, so `.system/cache/verdicts.sqlite` keeps it under exactly
+those: a row per `(rules, path, mode, blob, old)`, where `rules` is a hash of `rules_version()` and
+the desk id. The path is in the key because the verdict depends on it (a memory's name must equal
+its file stem; which rules apply depends on where a file lives). The allow-list and the clock are
+not: a verdict carries each secret's fingerprint and a memory's expiry, and desk.guard.rules applies
+them when it is read, so allowing a secret or the passing of time never needs a re-check.
+
+`rules_version()` hashes the source of every module a verdict depends on (`RULE_MODULES`;
+tests/guard/test_verdicts.py checks the list against what computing every kind of verdict
+imports), the installed PyYAML and pydantic (their files' size and time: a reinstall changes
+them) and the Python version. Editing a rule, upgrading a parser or a new Python is a new version;
+rows of other versions are dropped by the next `validate --all`.
+
+A commit never changes, so what the history rules (`desk doctor`) found in one is kept by commit
+id, under the same rules version and desk id.
+
+Derived data: git-ignored, rebuilt silently when missing or unreadable, and never needed: when
+SQLite fails, the rules simply run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from desk.errors import Finding
+from desk.guard.rules import FileVerdict
+from desk.storage.sqlite_cache import open_cache
+
+CACHE_FILE = "verdicts.sqlite"
+_FORMAT = 1  # how rows are written; part of the rules version
+# Every module whose code can change a verdict (the per-file rules, the history rules and what
+# they call), as `desk.<package>.<module>`.
+RULE_MODULES = (
+    "desk.guard.rules", "desk.guard.verdicts",
+    "desk.memory.file", "desk.memory.index", "desk.storage.frontmatter",
+    "desk.archive.store", "desk.archive.format", "desk.config", "desk.layout",
+    "desk.text.secrets", "desk.text.times", "desk.text.normalize", "desk.text.tokens",
+    "desk.text.escape", "desk.vocabulary", "desk.errors", "desk.storage.atomic",
+    "desk.storage.git", "desk.storage.lock", "desk.storage.sqlite_cache",
+)
+LIBRARIES = ("yaml", "pydantic", "pydantic_core")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    rules TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, blob TEXT NOT NULL,
+    old TEXT NOT NULL, findings TEXT, name TEXT, line TEXT,
+    PRIMARY KEY (rules, path, mode, blob, old)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS states (
+    rules TEXT NOT NULL, state TEXT NOT NULL, checked INTEGER NOT NULL, findings TEXT,
+    PRIMARY KEY (rules, state)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS commits (
+    rules TEXT NOT NULL, sha TEXT NOT NULL, subject TEXT NOT NULL, findings TEXT,
+    PRIMARY KEY (rules, sha)) WITHOUT ROWID;
+"""
+
+FileKey = tuple[str, str, str, str]  # path, mode, blob id, blob id of the content it replaces ("")
+
+
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@lru_cache(maxsize=4)
+def rules_version(package: Path = PACKAGE) -> str | None:
+    """A hash of everything a verdict depends on besides its inputs (the sources of RULE_MODULES
+    in `package`, the libraries, Python); None when a source cannot be read (nothing is cached)."""
+    from importlib.util import find_spec
+
+    digest = hashlib.sha1(f"desk verdicts {_FORMAT} {sys.version}".encode())
+    for module in RULE_MODULES:
+        path = package.joinpath(*module.split(".")[1:]).with_suffix(".py")
+        try:
+            digest.update(b"\0%s\0%s" % (module.encode(), path.read_bytes()))
+        except OSError:
+            return None
+    for library in LIBRARIES:
+        try:
+            spec = find_spec(library)
+            origin = spec.origin if spec else None
+            stat = os.stat(origin) if origin else None
+        except (ImportError, ValueError, OSError):
+            origin, stat = None, None
+        digest.update(f"\0{library} {origin} {stat and (stat.st_size, stat.st_mtime_ns)}".encode())
+    return digest.hexdigest()
+
+
+def _encode(verdict: FileVerdict) -> str | None:
+    if not verdict.findings:
+        return None
+    return json.dumps([[*f, c] for f, c in zip(verdict.findings, verdict.conditions)],
+                      ensure_ascii=False)
+
+
+def _decode(findings: str | None, entry: tuple[str, str] | None = None) -> FileVerdict:
+    if findings is None:
+        return FileVerdict((), (), entry)
+    rows = json.loads(findings)
+    return FileVerdict(tuple(Finding(*row[:5]) for row in rows), tuple(row[5] for row in rows), entry)
+
+
+class VerdictCache:
+    """The verdicts of one desk under one rules version and desk id; `computed` and `reused`
+    count the verdicts the caller ran the rules for and the ones it found here."""
+
+    def __init__(self, folder: Path, desk_id: str) -> None:
+        self.path = folder / CACHE_FILE
+        version = rules_version()
+        self.rules = (hashlib.sha1(f"{version}\0{desk_id}".encode()).hexdigest()
+                      if version else None)
+        self._db: sqlite3.Connection | None = None
+        self.computed = 0
+        self.reused = 0
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._db is None and self.rules is not None:
+            try:
+                self._db = open_cache(self.path, _SCHEMA, wal=True)
+                self._db.execute("PRAGMA synchronous=NORMAL")  # derived: losing the last rows is fine
+            except (sqlite3.Error, OSError):
+                self.rules = None  # no cache this time: the rules just run
+        return self._db
+
+    def _query(self, sql: str, args: Iterable[object]) -> list[tuple[Any, ...]]:
+        db = self._connect()
+        if db is None:
+            return []
+        try:
+            return db.execute(sql, tuple(args)).fetchall()
+        except sqlite3.Error:
+            return []
+
+    def _write(self, sql: str, rows: list[tuple[object, ...]]) -> None:
+        db = self._connect()
+        if db is None or not rows:
+            return
+        try:
+            db.execute("BEGIN")
+            db.executemany(sql, rows)
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.rollback()
+
+    # -- per-file verdicts ------------------------------------------------------------------
+
+    def files(self, keys: Iterable[FileKey]) -> dict[FileKey, FileVerdict]:
+        """The cached verdicts among `keys` (a few: one lookup each)."""
+        found = {}
+        for key in keys:
+            rows = self._query("SELECT findings, name, line FROM files WHERE rules = ? AND path = ? "
+                               "AND mode = ? AND blob = ? AND old = ?", (self.rules, *key))
+            for findings, name, line in rows:
+                verdict = self._row(findings, name, line)
+                if verdict is not None:
+                    found[key] = verdict
+        return found
+
+    def all_files(self) -> dict[FileKey, FileVerdict]:
+        """Every cached verdict of this rules version (the whole desk: one pass over the table)."""
+        found = {}
+        for path, mode, blob, old, findings, name, line in self._query(
+                "SELECT path, mode, blob, old, findings, name, line FROM files WHERE rules = ?",
+                (self.rules,)):
+            verdict = self._row(findings, name, line)
+            if verdict is not None:
+                found[(path or "", mode or "", blob or "", old or "")] = verdict
+        return found
+
+    @staticmethod
+    def _row(findings: str | None, name: str | None, line: str | None) -> FileVerdict | None:
+        try:
+            return _decode(findings, (name, line) if name is not None and line is not None else None)
+        except (ValueError, TypeError, IndexError):
+            return None  # a damaged row is a miss
+
+    def put_files(self, verdicts: Mapping[FileKey, FileVerdict]) -> None:
+        self._write("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(self.rules, *key, _encode(v), *(v.entry or (None, None)))
+                     for key, v in verdicts.items()])
+
+    def forget_files(self, keys: Iterable[FileKey]) -> None:
+        """Drop `keys` (verdicts on content the desk no longer holds) and every other version's rows."""
+        self._write("DELETE FROM files WHERE rules = ? AND path = ? AND mode = ? AND blob = ? "
+                    "AND old = ?", [(self.rules, *key) for key in keys])
+        if self._query("SELECT 1 FROM files WHERE rules != ? LIMIT 1", (self.rules,)):
+            self._write("DELETE FROM files WHERE rules != ?", [(self.rules,)])
+            self._write("DELETE FROM commits WHERE rules != ?", [(self.rules,)])
+
+    # -- the whole desk -----------------------------------------------------------------------
+
+    def state(self, state: str) -> tuple[int, FileVerdict] | None:
+        """What `validate --all` found (files checked, every finding) in the desk state `state`."""
+        for checked, findings in self._query("SELECT checked, findings FROM states WHERE rules = ? "
+                                             "AND state = ?", (self.rules, state)):
+            verdict = self._row(findings, None, None)
+            if isinstance(checked, int) and verdict is not None:
+                return checked, verdict
+        return None
+
+    def put_state(self, state: str, checked: int, verdict: FileVerdict) -> None:
+        """Remember the findings of one state of the desk (only the latest is kept)."""
+        db = self._connect()
+        if db is None:
+            return
+        try:
+            db.execute("BEGIN")
+            db.execute("DELETE FROM states")
+            db.execute("INSERT INTO states VALUES (?, ?, ?, ?)",
+                       (self.rules, state, checked, _encode(verdict)))
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.rollback()
+
+    # -- what the history rules found in a commit -------------------------------------------
+
+    def commits(self, shas: list[str]) -> dict[str, tuple[str, FileVerdict]]:
+        """`{commit: (subject, verdict)}` for those of `shas` the cache has."""
+        found = {}
+        for start in range(0, len(shas), 500):
+            chunk = shas[start:start + 500]
+            for sha, subject, findings in self._query(
+                    f"SELECT sha, subject, findings FROM commits WHERE rules = ? AND sha IN "
+                    f"({','.join('?' * len(chunk))})", (self.rules, *chunk)):
+                verdict = self._row(findings, None, None)
+                if sha is not None and subject is not None and verdict is not None:
+                    found[sha] = (subject, verdict)
+        return found
+
+    def put_commits(self, verdicts: Mapping[str, tuple[str, FileVerdict]]) -> None:
+        self._write("INSERT OR REPLACE INTO commits VALUES (?, ?, ?, ?)",
+                    [(self.rules, sha, subject, _encode(v)) for sha, (subject, v) in verdicts.items()])
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
