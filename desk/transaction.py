@@ -112,13 +112,10 @@ class Transaction:
         paths = sorted(writes)
         with IndexLock(git_dir) as lock:
             person_index = git_dir / "index"
-            committed = git.committed_blobs(paths, head) if head else {}
-            staged = git.index_entries(person_index, paths)
-            for path in paths:
-                if staged.get(path) != committed.get(path):
-                    raise ConflictError(
-                        f"{path} has staged changes; desk will not overwrite them",
-                        hint=f"commit or unstage them first (`git -C {self.desk.root} diff --cached -- {path}`)")
+            for path in git.staged_against(person_index, head, paths):
+                raise ConflictError(
+                    f"{path} has staged changes; desk will not overwrite them",
+                    hint=f"commit or unstage them first (`git -C {self.desk.root} diff --cached -- {path}`)")
             written = [p for p in paths if before[p] != writes[p]]
             try:
                 for path in written:
@@ -142,6 +139,7 @@ class Transaction:
                     self._restore({p: before[p] for p in written})
                 raise
             lock.publish(refreshed)
+        git.private_index_holds(sha)
         return True
 
     def _landed(self, blobs: Mapping[str, str | None]) -> bool:

@@ -70,7 +70,7 @@ def remember(desk: DeskFolder, name: str, *, type: str, description: str, body: 
         raise RejectedError(f"{name}: expires {format_time(meta.expires)} is already past",
                             hint="give a future time, or leave --expires out")
     with transaction(desk) as tx, head_mirror(desk) as mirror:
-        tx.require_clean([path, INDEX_FILE])
+        tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
         committed = mirror.blob(name) is not None
         existing = _existing(desk, path) if committed else None
         created = existing.meta.created if existing and existing.meta.created else now
@@ -101,7 +101,7 @@ def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str
     require_name(name)
     path = memory_path(name)
     with transaction(desk) as tx, head_mirror(desk) as mirror:
-        tx.require_clean([path, INDEX_FILE])
+        tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
         if mirror.blob(name) is None:
             raise DeskError(f"no memory named {name!r}", hint="see the names with `desk list`")
         message = commit_message(f"forget: {name}", {
@@ -140,6 +140,12 @@ def reindex_locked(tx: Transaction, actor: str) -> MutationResult:
         return MutationResult("restored", None, INDEX_FILE)
     message = commit_message("reindex: MEMORY.md", {"Desk-Op": "reindex", "Desk-Actor": actor})
     return MutationResult("updated", None, INDEX_FILE, tx.commit({INDEX_FILE: index}, message))
+
+
+def _head_blobs(mirror: HeadMirror, name: str) -> dict[str, str]:
+    """HEAD's blobs of memory `name` and MEMORY.md, from the mirror (no git call)."""
+    known = {memory_path(name): mirror.blob(name), INDEX_FILE: mirror.index_blob}
+    return {path: blob for path, blob in known.items() if blob is not None}
 
 
 def _with_index(desk: DeskFolder, mirror: HeadMirror, writes: dict[str, bytes | None],

@@ -174,6 +174,7 @@ class Git:
         self._env = dict(os.environ) if hook_env else clean_env()
         self._identity: list[str] | None = None
         self._config: dict[str, str] | None = None
+        self._git_dir: Path | None = None
 
     def _run(self, *args: str, input: bytes | None = None, check: bool = True,
              read_only: bool = False) -> bytes:
@@ -222,7 +223,14 @@ class Git:
         return self.object_id("HEAD^{commit}")
 
     def git_dir(self) -> Path:
-        return self._absolute(self._text("rev-parse", "--git-dir"))
+        """The repository's git folder, absolute; found once per Git (`.git` without asking git)."""
+        if self._git_dir is None:
+            dot_git = self.root / ".git"
+            if dot_git.is_dir() and not self._env.get("GIT_DIR"):
+                self._git_dir = dot_git
+            else:  # a linked work tree, a submodule, or GIT_DIR set: ask git
+                self._git_dir = self._absolute(self._text("rev-parse", "--git-dir"))
+        return self._git_dir
 
     def git_path(self, name: str) -> Path:
         """Where git keeps `name` (`hooks`: the hooks folder), absolute."""
@@ -412,14 +420,31 @@ class Git:
 
     def build_tree(self, parent: str | None, blobs: Mapping[str, str | None]) -> str:
         """The tree of `parent` (None: empty) with `blobs` applied (`{path: blob id, or None to
-        delete}`), built in desk's private index `.git/desk-index`; returns the tree id."""
-        env = {"GIT_INDEX_FILE": str(self.git_dir() / PRIVATE_INDEX)}
-        private = self.with_env(**env)
-        private._run("read-tree", parent or "--empty")
+        delete}`), built in desk's private index `.git/desk-index`; returns the tree id.
+
+        The private index is read from `parent` only when it does not already hold it: the file
+        `.git/desk-index.base` names the commit it was last made to match (desk's own last commit,
+        as a rule), and is removed before the index is changed, so a crash cannot leave it lying.
+        """
+        index = self.git_dir() / PRIVATE_INDEX
+        base = index.with_name(PRIVATE_INDEX + ".base")
+        private = self.with_env(GIT_INDEX_FILE=str(index))
+        try:
+            current = base.read_text().strip()
+        except OSError:
+            current = ""
+        base.unlink(missing_ok=True)
+        if not parent or current != parent or not index.exists():
+            private._run("read-tree", parent or "--empty")
         lines = "".join(f"100644 {sha}\t{path}\n" if sha else f"0 {NULL_SHA}\t{path}\n"
                         for path, sha in sorted(blobs.items()))
         private._run("update-index", "--index-info", input=lines.encode())
         return private._run("write-tree").decode().strip()
+
+    def private_index_holds(self, commit: str) -> None:
+        """Record that desk's private index now holds `commit`'s tree (it was just built for it)."""
+        base = self.git_dir() / (PRIVATE_INDEX + ".base")
+        base.write_text(commit + "\n")
 
     def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
         """A commit object for `tree` on `parent` (None: a root commit); the branch is not moved."""
@@ -461,6 +486,19 @@ class Git:
             return False
         raise GitError(f"git update-ref failed: {words.strip()}",
                        hint="run `desk doctor` to check the desk's git state")
+
+    def staged_against(self, index: Path, rev: str | None, paths: Iterable[str]) -> list[str]:
+        """Those of `paths` whose entry in the index file `index` differs from `rev` (None: no
+        commit yet, so any entry differs): what a person has staged there. One git process."""
+        wanted = list(paths)
+        if not wanted or not index.exists():
+            return []
+        indexed = self.with_env(GIT_INDEX_FILE=str(index))
+        if rev is None:
+            return sorted(indexed.index_entries(index, wanted))
+        out = indexed._run("diff-index", "--cached", "-z", "--name-only", "--no-renames", rev, "--",
+                           *(f":(literal){p}" for p in wanted), read_only=True)
+        return sorted(_path_list(out))
 
     def index_entries(self, index: Path, paths: Iterable[str]) -> dict[str, str]:
         """`{path: blob id}` of `paths` in the index file `index` (absent paths left out)."""
