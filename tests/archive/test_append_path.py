@@ -255,3 +255,14 @@ def test_the_chain_continues_from_the_files_real_end_whoever_wrote_it(fixed_desk
     assert path.read_bytes().count(b"\n") == 1
     path.write_bytes(b'{"glued":' + path.read_bytes())  # bytes before what was the first line
     _append_checked(desk, path, "after bytes glued before the first line")
+
+
+def test_an_import_read_line_by_line_numbers_lines_as_the_file_does(desk: DeskFolder, tmp_path: Path) -> None:
+    source = tmp_path / "crlf.jsonl"
+    good = json.dumps({"kind": "inbound", "content": "ok", "at": "2026-11-28T09:00:00Z"}).encode()
+    source.write_bytes(good + b"\r\n\r\n" + good + b"\r\n   \n" + b'{"kind": "inbound", "colour": 1}\r\n' + good)
+    with pytest.raises(UsageError, match=r"crlf\.jsonl:5: unknown field\(s\) colour"):
+        import_events(desk, source, now=NOW)
+    assert archive_files(desk) == []
+    source.write_bytes(good + b"\r\n\r\n" + good + b"\r\n   \n" + good)  # no newline at the end
+    assert import_events(desk, source, now=NOW).imported == 3
