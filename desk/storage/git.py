@@ -19,9 +19,10 @@ import os
 import shutil
 import string
 import subprocess
+import tempfile
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -606,6 +607,105 @@ class Git:
             else:
                 other._env[key] = value
         return other
+
+    # -- walking history: each memory's last commit, for the HEAD mirror ------------------------
+    # `git log -n1 -- path` costs O(commits x tree size) per path (docs/design.md §7); the HEAD
+    # mirror finds every path's last commit from one pass over these steps instead.
+
+    def history(self, revs: Iterable[str]) -> Generator[HistoryStep, None, None]:
+        """Every commit of `revs` (`HEAD`, `OLD..NEW`), children before parents (`--topo-order`),
+        with its parents, committer time and what it changed against its first parent (a merge
+        too; a root commit against nothing). Streamed: a caller that stops reading ends git.
+
+        No pathspec, so no commit is left out and git does not diff each commit twice (pruning,
+        then printing); callers keep the paths they want. GitError when a revision is unknown.
+        """
+        stream = self._stream("log", "--topo-order", "--diff-merges=first-parent", "--raw", "-z",
+                              "--no-renames", "--no-abbrev", "--format=%x1e%H%x1f%P%x1f%ct%x1f",
+                              *revs, "--")
+        try:
+            yield from _history_steps(stream)
+        finally:
+            stream.close()  # ends git when the caller stopped early
+
+    def last_change(self, rev: str, path: str) -> tuple[str, int] | None:
+        """`git log -n1 REV -- PATH`: the commit (and its committer time) that last changed `path`
+        as of `rev`, with git's default history simplification; None when none did."""
+        out = self._text("log", "-n1", "--format=%H %ct", rev, "--", path).split()
+        return (out[0], int(out[1])) if len(out) == 2 else None
+
+    def commit_times(self, shas: Iterable[str]) -> dict[str, int]:
+        """`{sha: committer time (seconds since the epoch)}` for commits, in one `git log --no-walk`."""
+        wanted = sorted(set(shas))
+        if not wanted:
+            return {}
+        out = self._run("log", "--no-walk=unsorted", "--stdin", "--format=%H %ct",
+                        input=("\n".join(wanted) + "\n").encode(), read_only=True).decode()
+        return {sha: int(stamp) for sha, stamp in (line.split() for line in out.splitlines() if line)}
+
+    def _stream(self, *args: str) -> Generator[bytes, None, None]:
+        """Run a read-only `git ARGS` and yield its stdout in chunks as git writes it.
+
+        Closing the generator early kills git; a failure raises GitError once stdout is read.
+        """
+        with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on it
+            proc = subprocess.Popen(["git", *args], cwd=self.root, stdout=subprocess.PIPE,
+                                    stderr=errors, env={**self._env, "GIT_OPTIONAL_LOCKS": "0"})
+            assert proc.stdout is not None
+            done = False
+            try:
+                while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+                    yield chunk
+                done = True
+            finally:
+                proc.stdout.close()
+                if not done:  # the caller stopped reading (or failed): git need not finish
+                    proc.kill()
+                code = proc.wait()
+            if code != 0:
+                errors.seek(0)
+                message = errors.read().decode("utf-8", "replace").strip()
+                raise GitError(f"git {args[0]} failed: {message}",
+                               hint="run `desk doctor` to check the desk's git state")
+
+
+@dataclass(frozen=True)
+class HistoryStep:
+    """One commit of `Git.history`: its parents, committer time and changes against its first parent."""
+
+    sha: str
+    parents: tuple[str, ...]
+    time: int  # committer time, seconds since the epoch
+    changes: list[RawChange]
+
+
+def _history_steps(chunks: Iterable[bytes]) -> Generator[HistoryStep, None, None]:
+    """Parse `git log -z --raw --format=%x1e%H%x1f%P%x1f%ct%x1f` as it streams.
+
+    The output is NUL-separated tokens: a commit header (`\\x1e` first), then per change a
+    `:modes shas status` token and a path token. A path token always follows a change token, so a
+    path holding `\\x1e` or `:` is never mistaken for a header.
+    """
+    step: HistoryStep | None = None
+    meta: bytes | None = None
+    pending = b""
+    for chunk in chunks:
+        tokens = (pending + chunk).split(b"\0")
+        pending = tokens.pop()
+        for token in tokens:
+            if meta is not None:
+                assert step is not None
+                step.changes.extend(_raw_changes(meta + b"\0" + token + b"\0"))
+                meta = None
+            elif token.lstrip(b"\n").startswith(b":"):
+                meta = token
+            elif token.startswith(b"\x1e"):
+                if step is not None:
+                    yield step
+                sha, parents, stamp = token[1:].decode().split("\x1f")[:3]
+                step = HistoryStep(sha, tuple(parents.split()), int(stamp), [])
+    if step is not None:
+        yield step
 
 
 # -- git's index lock, held by desk -------------------------------------------------------------

@@ -133,6 +133,46 @@ def test_raw_changes_from_diff_tree_log_and_the_index(tmp_path: Path) -> None:
         repo.diff_tree("0" * 40, second)  # the mirror rebuilds when its recorded commit is gone
 
 
+def test_history_gives_each_commit_its_parents_time_and_first_parent_changes(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    odd = os.fsdecode(b"memory/a\x1e:b\n\xe9.md")  # a header byte, a colon, a newline, not UTF-8
+    (root / "memory").mkdir()
+    (root / odd).write_bytes(b"one\n")
+    (root / "memory/b.md").write_bytes(b"two\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "root")
+    git(root, "checkout", "-q", "-b", "side")
+    (root / "memory/b.md").write_bytes(b"two, on the side\n")
+    git(root, "commit", "-q", "-am", "side")
+    git(root, "checkout", "-q", "main")
+    (root / odd).write_bytes(b"one, on main\n")
+    git(root, "commit", "-q", "-am", "main")
+    git(root, "merge", "-q", "--no-ff", "-m", "merge", "side")
+    repo = Git(root)
+    steps = list(repo.history(["HEAD"]))
+    listed = git(root, "log", "--topo-order", "--format=%H %P|%ct").splitlines()
+    assert [f"{s.sha} {' '.join(s.parents)}|{s.time}" for s in steps] == listed
+    for step in steps:
+        if step.parents:
+            expected = repo.diff_tree(step.parents[0], step.sha)
+        else:
+            expected = repo.diff_tree("4b825dc642cb6eb9a060e54bf8d69288fbee4904", step.sha)  # the empty tree
+        assert sorted(step.changes, key=lambda c: c.path) == sorted(expected, key=lambda c: c.path)
+    (merge, (main, side)), times = (steps[0].sha, steps[0].parents), {s.sha: s.time for s in steps}
+    assert [c.path for c in steps[0].changes] == ["memory/b.md"]  # the side's change, against main
+    assert [s.sha for s in repo.history([f"{main}..{merge}"])] == [merge, side]
+    assert repo.last_change("HEAD", "memory/b.md") == (side, times[side])
+    assert repo.last_change("HEAD", "memory/none.md") is None
+    assert repo.commit_times([merge, main]) == {merge: times[merge], main: times[main]}
+    stream = repo.history(["HEAD"])
+    assert next(stream).sha == merge
+    stream.close()  # stops git early, without an error
+    with pytest.raises(GitError):
+        list(repo.history(["0" * 40 + "..HEAD"]))
+
+
 def test_an_empty_repository_has_no_history(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
     repo = Git(tmp_path)
