@@ -3,38 +3,59 @@
 A mutation needs three things about the committed memories: the blob of one file, whether another
 memory already holds the same body (the write gate), and the index lines of all of them. Reading
 every cache row per mutation made `remember` grow with the desk, so the cache keeps a table that
-mirrors memory/ at a recorded commit. Each mutation brings it up to HEAD with one
-`git diff-tree` from that commit (proportional to what changed since) and records its own change
-after committing. The mirror is derived: when the recorded commit is gone it is rebuilt from
-`git ls-tree` and the blob cache, and a crash between commit and record only costs that diff.
+mirrors memory/ at a recorded commit. Each mutation brings it up to HEAD from that commit
+(proportional to what changed since) and records its own change after committing. The mirror is
+derived: when the recorded commit is gone it is rebuilt from `git ls-tree` and the blob cache, and
+a crash between commit and record only costs that catch-up.
+
+Each row also keeps the memory's **last commit** and that commit's time: the commit
+`git log -n1 -- memory/<name>.md` shows. Asking git that per file costs O(commits x tree size)
+(docs/design.md §7), so recall and context read it here instead. It is found from the history the
+mirror reads anyway: catching up from the recorded commit reads `git log --raw OLD..HEAD` (every
+commit a person made in between, merges included), and a rebuild walks the whole history once, all
+files together (`last_commits`). A mutation records its own commit for the files it changed.
 """
 
 from __future__ import annotations
 
 import bisect
 import sqlite3
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import closing, contextmanager
+from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import GitError, InvalidFileError
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
-from desk.memory.file import parse_memory
 from desk.memory.index import EntryCache, IndexEntry, memory_path, render_sorted
-from desk.storage.git import RawChange
 
-_ROWS = "head_v1"
-_META = "head_meta_v1"
+if TYPE_CHECKING:
+    from desk.storage.git import Git, HistoryStep
+
+_ROWS = "head_v2"
+_META = "head_meta_v2"
+_RETIRED = ("head_v1", "head_meta_v1")  # earlier layouts (no last commit): dropped, rebuilt as v2
+_PATHSPEC_MAX = 1000  # a merge's paths named on git's command line; more: diff the whole tree
+
+
+class Committed(NamedTuple):
+    """A memory as HEAD holds it: its blob, the commit that last changed it and that commit's time."""
+
+    blob: str
+    commit: str | None  # None only if history could not say (a shallow clone cut it off)
+    time: int | None  # committer time, seconds since the epoch
 
 
 class HeadMirror:
-    """The memories committed at HEAD: `{name: (blob, entry)}` in SQLite, one row per memory."""
+    """The memories committed at HEAD: `{name: (blob, entry, last commit)}` in SQLite, one row each."""
 
     def __init__(self, desk: DeskFolder, cache: EntryCache) -> None:
         self.desk = desk
         self.cache = cache
         self.db: sqlite3.Connection = cache.connection()
+        for retired in _RETIRED:
+            self.db.execute(f"DROP TABLE IF EXISTS {retired}")
         self.db.execute(f"CREATE TABLE IF NOT EXISTS {_ROWS} (name TEXT PRIMARY KEY, blob TEXT NOT NULL, "
-                        "body_key TEXT, line TEXT)")
+                        "body_key TEXT, line TEXT, last_commit TEXT, last_time INTEGER)")
         self.db.execute(f"CREATE INDEX IF NOT EXISTS {_ROWS}_body ON {_ROWS}(body_key)")
         self.db.execute(f"CREATE TABLE IF NOT EXISTS {_META} (key TEXT PRIMARY KEY, value TEXT)")
         self.index_blob: str | None = None
@@ -44,6 +65,33 @@ class HeadMirror:
     def blob(self, name: str) -> str | None:
         row = self.db.execute(f"SELECT blob FROM {_ROWS} WHERE name = ?", (name,)).fetchone()
         return row[0] if row else None
+
+    def committed(self, names: Iterable[str]) -> dict[str, Committed]:
+        """`{name: Committed}` for those of `names` committed at HEAD: no git process per name.
+
+        A commit desk recorded without its time (`record`) gets it here, for all names at once
+        in one `git log --no-walk`, and keeps it.
+        """
+        wanted = sorted(set(names))
+        found: dict[str, Committed] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            rows = self.db.execute(f"SELECT name, blob, last_commit, last_time FROM {_ROWS} WHERE name IN "
+                                   f"({','.join('?' * len(chunk))})", chunk)
+            found.update((name, Committed(blob, commit, time)) for name, blob, commit, time in rows)
+        untimed = {c.commit for c in found.values() if c.commit is not None and c.time is None}
+        if untimed:
+            try:
+                times = self.desk.git.commit_times(untimed)
+            except GitError:
+                times = {}  # a commit gone from under us: shown without its time
+            if times:
+                with self._write():
+                    self.db.executemany(f"UPDATE {_ROWS} SET last_time = ? WHERE last_commit = ?",
+                                        [(t, sha) for sha, t in times.items()])
+                found = {name: c._replace(time=times.get(c.commit, c.time)) if c.commit else c
+                         for name, c in found.items()}
+        return found
 
     def same_body(self, body_key: str, exclude: str) -> list[str]:
         """Names of other memories whose body has this content key."""
@@ -58,6 +106,8 @@ class HeadMirror:
         change replaces or removes it; with `strict=False` it is left out (the validator reports
         invalid files by their own rule).
         """
+        from desk.memory.file import parse_memory  # PyYAML only when a broken file is named
+
         broken = self.db.execute(f"SELECT name, blob FROM {_ROWS} WHERE line IS NULL").fetchall()
         for name, blob in broken:
             if strict and name not in changes:
@@ -83,75 +133,130 @@ class HeadMirror:
     # -- keeping in step ---------------------------------------------------------------------
 
     def sync(self) -> None:
-        """Bring the mirror to HEAD: a diff from the recorded commit, or a rebuild."""
+        """Bring the mirror to HEAD: the history since the recorded commit, or a rebuild."""
         head = self.desk.git.head()
         # Read and write the mirror in one SQLite write transaction: a hook process syncing at the
-        # same time as a desk mutation then applies whole diffs, one after the other.
+        # same time as a desk mutation then applies whole catch-ups, one after the other.
         with self._write():
             recorded = self._meta("commit")
             self.index_blob = self._meta("index_blob")
             if head == recorded:
                 return
-            diff = self._diff(recorded, head) if recorded and head else None
-            if diff is None:
-                self.db.execute(f"DELETE FROM {_ROWS}")
-                files = self.desk.git.ls_tree(head, MEMORY_DIR) if head else {}
-                self.index_blob = self.desk.git.object_id(f"{head}:{INDEX_FILE}") if head else None
-                self._put_files(files)
-            else:
-                upserts: dict[str, str] = {}
-                for change in diff:
-                    if change.path == INDEX_FILE:
-                        self.index_blob = change.new_blob
-                    elif (name := memory_name(change.path)) is not None:
-                        if change.new_blob is None:
-                            self.db.execute(f"DELETE FROM {_ROWS} WHERE name = ?", (name,))
-                        else:
-                            upserts[change.path] = change.new_blob
-                self._put_files(upserts)
+            if not (recorded and head and self._advance(recorded, head)):
+                self._rebuild(head)
             self._set_meta(head, self.index_blob)
 
     def record(self, commit: str, changes: Mapping[str, tuple[str, IndexEntry] | None],
-               index_blob: str | None) -> None:
-        """After `commit` landed: apply `changes` (`{name: (blob, entry)}`, None deleted)."""
+               index_blob: str | None, *, committed: int | None = None) -> None:
+        """After `commit` landed on the recorded commit: apply `changes` (`{name: (blob, entry)}`,
+        None deleted); `commit` is their last commit now. `committed` is its committer time
+        (seconds since the epoch) when the caller knows it; else `committed()` asks git once."""
         with self._write():
             for name, change in changes.items():
                 if change is None:
                     self.db.execute(f"DELETE FROM {_ROWS} WHERE name = ?", (name,))
                 else:
                     blob, entry = change
-                    self.db.execute(f"INSERT OR REPLACE INTO {_ROWS} VALUES (?, ?, ?, ?)",
-                                    (name, blob, entry.body_key, entry.line()))
+                    self.db.execute(f"INSERT OR REPLACE INTO {_ROWS} VALUES (?, ?, ?, ?, ?, ?)",
+                                    (name, blob, entry.body_key, entry.line(), commit, committed))
             self.index_blob = index_blob
             self._set_meta(commit, index_blob)
 
+    def _rebuild(self, head: str | None) -> None:
+        """The mirror from nothing: HEAD's files, and their last commits from one history walk."""
+        self.db.execute(f"DELETE FROM {_ROWS}")
+        if head is None:
+            self.index_blob = None
+            return
+        git = self.desk.git
+        files = {path: blob for path, blob in git.ls_tree(head, MEMORY_DIR).items()
+                 if memory_name(path) is not None}
+        self.index_blob = git.object_id(f"{head}:{INDEX_FILE}")
+        self._put_files(files)
+        with closing(git.history([head])) as steps:
+            found, _ = last_commits(git, steps, head, set(files))
+        self._set_last(found)
+
+    def _advance(self, old: str, new: str) -> bool:
+        """Catch up from `old` to `new` with `git log --raw OLD..NEW`; False when only a rebuild can
+        (`old` is gone, or `new` does not descend from it along first parents: history rewritten)."""
+        git = self.desk.git
+        try:
+            steps = list(git.history([f"{old}..{new}"]))
+        except GitError:
+            return False  # the recorded commit is gone (gc, a re-clone)
+        by_sha = {step.sha: step for step in steps}
+        chain: list[HistoryStep] = []
+        at: str | None = new
+        while at is not None and at in by_sha:
+            chain.append(by_sha[at])
+            at = by_sha[at].parents[0] if by_sha[at].parents else None
+        if at != old:
+            return False
+        # HEAD's tree is the recorded one plus the first-parent changes, oldest first.
+        final: dict[str, str | None] = {}
+        for step in reversed(chain):
+            for change in step.changes:
+                final[change.path] = change.new_blob
+        if INDEX_FILE in final:
+            self.index_blob = final[INDEX_FILE]
+        gone = [(name,) for path, blob in final.items() if blob is None and (name := memory_name(path))]
+        self.db.executemany(f"DELETE FROM {_ROWS} WHERE name = ?", gone)
+        self._put_files({path: blob for path, blob in final.items()
+                         if blob is not None and memory_name(path) is not None})
+        # Only a path some commit in between touched can have a new last commit; one that reaches
+        # `old` unchanged keeps the row's.
+        touched = {c.path for step in steps for c in step.changes if memory_name(c.path) is not None}
+        present = {memory_path(name) for name in self._names(memory_name(p) or "" for p in touched)}
+        found, waiting = last_commits(git, steps, new, present)
+        waiting.pop(old, None)
+        for paths in waiting.values():  # reached history before `old` through a side branch: rare
+            for path in paths:
+                last = git.last_change(new, path)
+                if last is not None:
+                    found[path] = last
+        self._set_last(found)
+        return True
+
+    def _names(self, names: Iterable[str]) -> set[str]:
+        """Those of `names` that have a row."""
+        wanted = sorted(set(names))
+        out: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            out.update(r[0] for r in self.db.execute(
+                f"SELECT name FROM {_ROWS} WHERE name IN ({','.join('?' * len(chunk))})", chunk))
+        return out
+
+    def _set_last(self, found: Mapping[str, tuple[str, int]]) -> None:
+        self.db.executemany(f"UPDATE {_ROWS} SET last_commit = ?, last_time = ? WHERE name = ?",
+                            [(sha, time, memory_name(path)) for path, (sha, time) in found.items()])
+
     def _put_files(self, files: Mapping[str, str]) -> None:
-        """Insert rows for `{path: blob}`, parsing only blobs the blob cache has not seen."""
+        """Rows for `{path: blob}`, parsing only blobs the blob cache has not seen. A row that
+        exists keeps its last commit (the caller sets it)."""
         by_blob = {blob: path for path, blob in files.items() if memory_name(path) is not None}
         cached = self.cache.get(by_blob)
         missing = [b for b in by_blob if b not in cached]
         fresh: dict[str, IndexEntry] = {}
+        rows: list[tuple[str, str, str | None, str | None]] = []
         if missing:
+            from desk.memory.file import parse_memory  # PyYAML only when a blob is new to the cache
+
             for blob, data in self.desk.git.read_blobs(missing).items():
                 path = by_blob[blob]
                 try:
                     fresh[blob] = IndexEntry.of(parse_memory(data, path, memory_name(path)))
                 except InvalidFileError:
-                    name = memory_name(path)
-                    self.db.execute(f"INSERT OR REPLACE INTO {_ROWS} VALUES (?, ?, NULL, NULL)", (name, blob))
+                    rows.append((memory_name(path) or "", blob, None, None))
             self.cache.put(fresh)
-        rows = []
         for blob, entry in {**cached, **fresh}.items():
             name = memory_name(by_blob[blob])
+            assert name is not None
             rows.append((name, blob, entry.body_key, entry.line()))
-        self.db.executemany(f"INSERT OR REPLACE INTO {_ROWS} VALUES (?, ?, ?, ?)", rows)
-
-    def _diff(self, old: str, new: str) -> list[RawChange] | None:
-        """What changed in memory/ and MEMORY.md between two commits, or None when `old` is gone."""
-        try:
-            return self.desk.git.diff_tree(old, new, [MEMORY_DIR + "/", INDEX_FILE])
-        except GitError:
-            return None  # the recorded commit is gone (gc, a re-clone): rebuild
+        self.db.executemany(f"INSERT INTO {_ROWS} (name, blob, body_key, line) VALUES (?, ?, ?, ?) "
+                            "ON CONFLICT(name) DO UPDATE SET blob = excluded.blob, "
+                            "body_key = excluded.body_key, line = excluded.line", rows)
 
     def _meta(self, key: str) -> str | None:
         row = self.db.execute(f"SELECT value FROM {_META} WHERE key = ?", (key,)).fetchone()
@@ -172,9 +277,65 @@ class HeadMirror:
         self.db.execute("COMMIT")
 
 
+def last_commits(git: Git, steps: Iterable[HistoryStep], start: str, paths: set[str]
+                 ) -> tuple[dict[str, tuple[str, int]], dict[str, set[str]]]:
+    """For each of `paths` at commit `start`: the commit (and its time) that `git log -n1 START --
+    PATH` shows, from one pass over `steps` (`Git.history`: `start` and its ancestors, children
+    before parents).
+
+    git's default history simplification, path by path: a commit that changed the path against its
+    first parent is the answer; one that did not passes the path on to its first parent; a merge
+    passes it on to the first parent it is unchanged against (one `git diff-tree` for such a merge),
+    and is itself the answer when it differs from every parent. Paths travel in sets keyed by the
+    commit they wait at, so each commit costs only its own changes; reading stops once every path
+    is answered. Returns the answers and, by commit, the paths still waiting when `steps` ended
+    (those that reached a commit outside them).
+    """
+    waiting: dict[str, set[str]] = {start: set(paths)} if paths else {}
+    found: dict[str, tuple[str, int]] = {}
+    for step in steps:
+        if not waiting:
+            break
+        here = waiting.pop(step.sha, None)
+        if not here:
+            continue
+        changed = {c.path for c in step.changes if c.path in here}
+        here -= changed
+        if here and step.parents:
+            _wait(waiting, step.parents[0], here)
+        for parent in step.parents[1:]:
+            if not changed:
+                break
+            spec = sorted(changed) if len(changed) <= _PATHSPEC_MAX else []
+            differs = {c.path for c in git.diff_tree(parent, step.sha, spec)}
+            same = changed - differs
+            if same:
+                _wait(waiting, parent, same)
+                changed -= same
+        for path in changed:
+            found[path] = (step.sha, step.time)
+    return found, waiting
+
+
+def _wait(waiting: dict[str, set[str]], commit: str, paths: set[str]) -> None:
+    """Add `paths` to those waiting at `commit` (the larger set absorbs the smaller)."""
+    there = waiting.get(commit)
+    if there is None:
+        waiting[commit] = paths
+    elif len(there) >= len(paths):
+        there |= paths
+    else:
+        paths |= there
+        waiting[commit] = paths
+
+
 @contextmanager
 def head_mirror(desk: DeskFolder) -> Iterator[HeadMirror]:
-    """The mirror of HEAD's memories, synced; call only under the desk lock."""
+    """The mirror of HEAD's memories, synced.
+
+    A mutation opens it under the desk lock; a reader (recall, context) may open it without: a
+    sync only ever brings the mirror to the HEAD it reads, in one SQLite transaction.
+    """
     cache = EntryCache(desk.cache_dir)
     try:
         state = HeadMirror(desk, cache)
