@@ -13,28 +13,37 @@ not seen are parsed.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-import json
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from desk.errors import Finding, InvalidFileError
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
-from desk.memory.file import MemoryFile, parse_memory
 from desk.storage.git import blob_sha
 from desk.storage.sqlite_cache import open_cache
+from desk.text.escape import injected_body
 from desk.text.normalize import content_key
 from desk.text.times import format_time, parse_time
 from desk.text.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from desk.memory.file import MemoryFile
 
 HEADER = (f"# {INDEX_FILE}: generated from {MEMORY_DIR}/ by desk; do not edit by hand, "
           "run `desk reindex` after editing memory files\n")
 EMPTY = "_No memories yet: add one with `desk remember`._\n"
 _CACHE_FILE = "entries.sqlite"
-_TABLE = "entries_v2"
+_TABLE = "entries_v4"  # v4: a column per field; importance, source, source_event, updated_field, injected_tokens
+_RETIRED = ("entries_v2", "entries_v3")  # earlier layouts: dropped
+_STATS = "worktree_v1"  # memory/ in the work tree as last read: path -> size, mtime, blob id
+_RACY_NS = 3_000_000_000  # a file modified this close to being read is read again (git's racy rule)
+_SCAN_ALL = 2000  # from this many blobs, one pass over the table beats IN (...) lookups
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,13 @@ class IndexEntry:
     triggers: tuple[str, ...] = ()
     updated: str | None = None  # the later of `updated` and `created`
     body_tokens: int = 0
+    # What `desk context` shows of a recalled memory, so it can tell which fit its budget before
+    # reading any body: the fields it prints and the body's tokens as it injects them.
+    importance: int | None = None
+    source: str | None = None
+    source_event: str | None = None
+    updated_field: str | None = None  # the `updated` field itself (None when the file has none)
+    injected_tokens: int = 0
 
     @classmethod
     def of(cls, memory: MemoryFile) -> IndexEntry:
@@ -57,7 +73,10 @@ class IndexEntry:
         return cls(meta.name, meta.type, meta.description,
                    format_time(meta.expires) if meta.expires else None,
                    content_key(memory.body), tuple(meta.triggers),
-                   format_time(max(stamps)) if stamps else None, estimate_tokens(memory.body))
+                   format_time(max(stamps)) if stamps else None, estimate_tokens(memory.body),
+                   meta.importance, meta.source, meta.source_event,
+                   format_time(meta.updated) if meta.updated else None,
+                   estimate_tokens(injected_body(memory.body)))
 
     def is_expired(self, now: dt.datetime) -> bool:
         """Expired at `now`: still on disk and in MEMORY.md, never injected or recalled."""
@@ -104,39 +123,75 @@ class EntryCache:
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
             self._db = open_cache(self.path, f"CREATE TABLE IF NOT EXISTS {_TABLE} "
-                                             "(blob TEXT PRIMARY KEY, data TEXT NOT NULL);")
+                                             f"(blob TEXT PRIMARY KEY, {', '.join(_FIELDS)}); "
+                                             f"CREATE TABLE IF NOT EXISTS {_STATS} (path TEXT PRIMARY KEY, "
+                                             "size INTEGER, mtime INTEGER, blob TEXT); "
+                                             + "".join(f"DROP TABLE IF EXISTS {t};" for t in _RETIRED))
         return self._db
 
     def get(self, blobs: Iterable[str]) -> dict[str, IndexEntry]:
         wanted = list(blobs)
         found: dict[str, IndexEntry] = {}
         db = self._connect()
+        select = f"SELECT blob, {', '.join(_FIELDS)} FROM {_TABLE}"
+        if len(wanted) >= _SCAN_ALL:
+            want = set(wanted)
+            found.update((row[0], _entry(row)) for row in db.execute(select) if row[0] in want)
+            return found
         for start in range(0, len(wanted), 500):
             chunk = wanted[start:start + 500]
-            rows = db.execute(f"SELECT blob, data FROM {_TABLE} WHERE blob IN "
-                              f"({','.join('?' * len(chunk))})", chunk)
-            for blob, data in rows:
-                fields = json.loads(data)
-                fields["triggers"] = tuple(fields["triggers"])
-                found[blob] = IndexEntry(**fields)
+            rows = db.execute(f"{select} WHERE blob IN ({','.join('?' * len(chunk))})", chunk)
+            found.update((row[0], _entry(row)) for row in rows)
         return found
+
+    def stats(self) -> dict[str, tuple[int, int, str]]:
+        """`{path: (size, mtime_ns, blob id)}` of the memory files as `entries_in_worktree` last read them."""
+        return {path: (size, mtime, blob) for path, size, mtime, blob in
+                self._connect().execute(f"SELECT path, size, mtime, blob FROM {_STATS}")}
+
+    def put_stats(self, seen: list[tuple[str, int, int, str]], gone: Iterable[str]) -> None:
+        db = self._connect()
+        db.execute("BEGIN")
+        db.executemany(f"DELETE FROM {_STATS} WHERE path = ?", [(p,) for p in gone])
+        db.executemany(f"INSERT OR REPLACE INTO {_STATS} VALUES (?, ?, ?, ?)", seen)
+        db.execute("COMMIT")
 
     def put(self, entries: Mapping[str, IndexEntry]) -> None:
         if not entries:
             return
         db = self._connect()
-        rows = [(blob, json.dumps(asdict(e), ensure_ascii=False)) for blob, e in entries.items()]
+        rows = [(blob, *_row(e)) for blob, e in entries.items()]
+        insert = f"INSERT OR REPLACE INTO {_TABLE} VALUES ({', '.join('?' * (len(_FIELDS) + 1))})"
         if db.in_transaction:  # part of the caller's transaction (desk.memory.mirror)
-            db.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?)", rows)
+            db.executemany(insert, rows)
             return
         db.execute("BEGIN")
-        db.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?)", rows)
+        db.executemany(insert, rows)
         db.execute("COMMIT")
 
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+# The table holds one column per field (no JSON to decode: `desk context` loads every entry);
+# triggers, single lines each (desk.memory.file), joined by newlines.
+_FIELDS = tuple(f.name for f in dataclasses.fields(IndexEntry))
+_TRIGGERS = _FIELDS.index("triggers")
+
+
+def _row(entry: IndexEntry) -> list[object]:
+    values: list[object] = [getattr(entry, name) for name in _FIELDS]
+    values[_TRIGGERS] = "\n".join(entry.triggers)
+    return values
+
+
+def _entry(row: tuple[object, ...]) -> IndexEntry:
+    values = list(row[1:])
+    triggers = values[_TRIGGERS]
+    values[_TRIGGERS] = tuple(str(triggers).split("\n")) if triggers else ()
+    return IndexEntry(*values)  # type: ignore[arg-type]
 
 
 ReadBlobs = Callable[[list[str]], Mapping[str, bytes]]
@@ -147,8 +202,9 @@ def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | N
     """`{name: entry}` for `files` (`{path: blob id}`), parsing only blobs the cache lacks.
 
     `read(missing_blob_ids)` returns their bytes; by default they come from git's object store.
-    A file that does not parse raises InvalidFileError, unless `invalid` is given: then its
-    findings are added there and the file is left out.
+    A blob `read` cannot give (a file changed while it was read) is left out. A file that does
+    not parse raises InvalidFileError, unless `invalid` is given: then its findings are added
+    there and the file is left out.
     """
     named = {path: blob for path, blob in files.items() if memory_name(path) is not None}
     cache = EntryCache(desk.cache_dir)
@@ -159,9 +215,13 @@ def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | N
         todo = {path: blob for path, blob in named.items()
                 if blob not in known or known[blob].name != memory_name(path)}
         if todo:
+            from desk.memory.file import parse_memory  # PyYAML only when a blob is new to the cache
+
             data = (read or desk.git.read_blobs)(sorted(set(todo.values())))
             fresh = {}
             for path, blob in sorted(todo.items()):
+                if blob not in data:
+                    continue
                 try:
                     fresh[blob] = IndexEntry.of(parse_memory(data[blob], path, memory_name(path)))
                 except InvalidFileError as exc:
@@ -185,20 +245,56 @@ def committed_files(desk: DeskFolder) -> dict[str, str]:
 def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None) -> dict[str, IndexEntry]:
     """The memories as they are on disk now (hand edits included); `invalid` as in load_entries.
 
-    Symlinks are not followed: a memory is a regular file in memory/.
+    Symlinks are not followed: a memory is a regular file in memory/. A file whose size and
+    mtime are those it had when last read is not read again (its blob id is kept in the cache);
+    one modified within 3 s of being read is read again next time, as git does for its index.
     """
     folder = desk.path(MEMORY_DIR)
     contents: dict[str, bytes] = {}
     files: dict[str, str] = {}
-    if folder.is_dir():
-        with os.scandir(folder) as it:
-            for item in sorted(it, key=lambda i: i.name):
-                if item.name.endswith(".md") and item.is_file(follow_symlinks=False):
+    cache = EntryCache(desk.cache_dir)
+    try:
+        known = cache.stats()
+        seen: list[tuple[str, int, int, str]] = []
+        now = time.time_ns()
+        if folder.is_dir():
+            with os.scandir(folder) as it:
+                for item in sorted(it, key=lambda i: i.name):
+                    if not (item.name.endswith(".md") and item.is_file(follow_symlinks=False)):
+                        continue
+                    path = f"{MEMORY_DIR}/{item.name}"
+                    st = item.stat(follow_symlinks=False)
+                    old = known.pop(path, None)
+                    if old is not None and old[:2] == (st.st_size, st.st_mtime_ns):
+                        files[path] = old[2]
+                        continue
                     data = Path(item.path).read_bytes()
                     blob = blob_sha(data)
                     contents[blob] = data
-                    files[memory_path(item.name[:-3])] = blob
-    return load_entries(desk, files, lambda blobs: {b: contents[b] for b in blobs}, invalid)
+                    files[path] = blob
+                    racy = now - st.st_mtime_ns < _RACY_NS
+                    seen.append((path, -1 if racy else st.st_size, st.st_mtime_ns, blob))
+        if seen or known:
+            cache.put_stats(seen, known)
+    finally:
+        cache.close()
+    paths = {blob: path for path, blob in files.items()}
+
+    def read(blobs: list[str]) -> dict[str, bytes]:
+        out = {}
+        for blob in blobs:
+            data = contents.get(blob)
+            if data is None:  # seen unchanged, but its entry is not cached (a file that does not parse)
+                try:
+                    data = desk.path(paths[blob]).read_bytes()
+                except OSError:
+                    continue
+                if blob_sha(data) != blob:
+                    continue  # changed since: read again next time (its size or mtime differs)
+            out[blob] = data
+        return out
+
+    return load_entries(desk, files, read, invalid)
 
 
 def invalid_paths(invalid: Iterable[Finding]) -> list[str]:

@@ -24,9 +24,9 @@ from typing import Any
 from desk.errors import Finding, UsageError
 from desk.layout import (AGENTS_FILE, INDEX_FILE, MISTAKES_FILE, NOW_FILE, SOUL_FILE, USER_FILE,
                          DeskFolder)
-from desk.memory.file import parse_memory
 from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths, memory_path
-from desk.recall.render import xml_attr, xml_text
+from desk.memory.mirror import head_mirror
+from desk.text.escape import injected_body, xml_attr
 from desk.recall.records import text_terms
 from desk.text.normalize import normalize
 from desk.text.times import format_time, utc_now
@@ -185,7 +185,7 @@ def _note(text: str) -> str:
 def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Section:
     """Keep the first lines that fit; say which lines were left out."""
     section = Section(key, label, shown, text, limit)
-    if estimate_tokens(text) <= limit:
+    if _fits(text, limit):
         return section
     lines = text.rstrip("\n").split("\n")
 
@@ -205,6 +205,26 @@ def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Sect
     if estimate_tokens(section.text) > limit:
         section.text, section.left_out = "", ["the whole file"]
     return section
+
+
+def _fits(text: str, limit: int, chunk: int = 8192) -> bool:
+    """`estimate_tokens(text) <= limit`, counted in pieces that stop once over the limit (MEMORY.md
+    of 10,000 memories is 600 kB; its budget shows a few hundred lines).
+
+    Pieces end after a newline that follows a non-space character: the estimator counts that
+    newline on its own, so the pieces' counts add up to the whole text's exactly.
+    """
+    total, start = 0, 0
+    while start < len(text):
+        end = text.find("\n", start + chunk)
+        while end > 0 and text[end - 1].isspace():
+            end = text.find("\n", end + 1)
+        end = len(text) if end < 0 else end + 1
+        total += estimate_tokens(text[start:end])
+        if total > limit:
+            return False
+        start = end
+    return total <= limit
 
 
 def _trim_entries(key: str, label: str, shown: str, text: str, limit: int, query: str) -> Section:
@@ -270,29 +290,42 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry],
             hits.append((name, hit))
     if not hits:
         return None
-    memories: list[dict[str, Any]] = []
-    for name, hit in hits:
-        path = memory_path(name)
-        memory = parse_memory(desk.path(path).read_bytes(), path, name)
-        commits = desk.git.log([path], limit=1)
-        meta = memory.meta
-        memories.append({
-            "name": name, "path": path, "commit": commits[0].sha if commits else None,
-            "type": meta.type, "importance": meta.importance, "source": meta.source,
-            "source_event": meta.source_event,
-            "updated": format_time(meta.updated) if meta.updated else None,
-            "triggers_hit": hit, "body": memory.body})
-    memories.sort(key=lambda m: (-(m["importance"] or 0), m["name"]))
+    # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
+    with head_mirror(desk) as mirror:
+        committed = mirror.committed(name for name, _ in hits)
+    hits.sort(key=lambda h: (-(active[h[0]].importance or 0), h[0]))  # importance, then name
     head = f"<{BLOCK}>\n{NOTICE}\n"
     tail = f"</{BLOCK}>\n"
     chosen: list[dict[str, Any]] = []
     left: list[str] = []
-    for m in memories:
-        trial = head + "".join(_memory_xml(x) for x in [*chosen, m]) + tail
-        if estimate_tokens(trial) + 40 <= limit:  # 40: room for the note on what was left out
+    used = estimate_tokens(head + tail)
+    for name, hit in hits:
+        path = memory_path(name)
+        at_head = committed.get(name)
+        entry = active[name]
+        m = {"name": name, "path": path, "commit": at_head.commit if at_head else None,
+             "type": entry.type, "importance": entry.importance, "source": entry.source,
+             "source_event": entry.source_event, "updated": entry.updated_field, "triggers_hit": hit}
+        # Elements are whole lines, so their token estimates add up, and the index entry knows
+        # each one but for a newline: a memory that cannot fit is never read (40: room for the
+        # note on what was left out).
+        least = estimate_tokens(_memory_tag(m) + "\n") + entry.injected_tokens + estimate_tokens(_CLOSE)
+        if used + least + 40 > limit:
+            left.append(name)
+            continue
+        from desk.memory.file import parse_memory  # PyYAML only when a body is injected
+
+        memory = parse_memory(desk.path(path).read_bytes(), path, name)
+        meta = memory.meta
+        m.update({"type": meta.type, "importance": meta.importance, "source": meta.source,
+                  "source_event": meta.source_event,
+                  "updated": format_time(meta.updated) if meta.updated else None, "body": memory.body})
+        trial = estimate_tokens(head + "".join(_memory_xml(x) for x in [*chosen, m]) + tail)
+        if trial + 40 <= limit:
             chosen.append(m)
+            used = trial
         else:
-            left.append(m["name"])
+            left.append(name)
     text = head + "".join(_memory_xml(m) for m in chosen)
     if left:
         text += _note(f"recalled memories over the budget of {limit} tokens left out: "
@@ -303,12 +336,19 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry],
     return section, chosen
 
 
-def _memory_xml(m: Mapping[str, Any]) -> str:
+_CLOSE = "</memory>\n"
+
+
+def _memory_tag(m: Mapping[str, Any]) -> str:
     shown = {**m, "commit": (m["commit"] or "")[:12]}  # the full sha is in --format json
     attrs = " ".join(f"{k}={xml_attr(shown[k])}" for k in ("name", "path", "commit", "type", "source",
                                                         "source_event", "updated") if shown.get(k))
     attrs += f" triggers_hit={xml_attr(', '.join(m['triggers_hit']))}"
-    return f"<memory {attrs}>\n{xml_text(m['body']).rstrip(chr(10))}\n</memory>\n"
+    return f"<memory {attrs}>"
+
+
+def _memory_xml(m: Mapping[str, Any]) -> str:
+    return f"{_memory_tag(m)}\n{injected_body(m['body'])}\n{_CLOSE}"
 
 
 def render_markdown(result: ContextResult) -> str:

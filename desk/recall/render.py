@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from desk.text.escape import xml_attr, xml_text
+
 if TYPE_CHECKING:
     from desk.recall.search import RecallResult
 
@@ -26,19 +28,6 @@ def snippet(text: str, matched: Sequence[str], width: int = SNIPPET_CHARS) -> st
     start = min(start, len(flat) - width)
     piece = flat[start:start + width]
     return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
-
-
-def xml_attr(value: object) -> str:
-    """A quoted XML attribute value: escaped, one line (booleans as true/false)."""
-    text = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-    return '"' + xml_text(text).replace('"', "&quot;").replace("\n", " ") + '"'
-
-
-def xml_text(text: str) -> str:
-    """XML text: `&`, `<`, `>` escaped and control characters (never valid XML) dropped, so
-    recalled or injected memory text can never open or close an element."""
-    text = "".join(ch for ch in text if ch in "\t\n" or ord(ch) >= 32)
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def render_xml(result: RecallResult) -> str:

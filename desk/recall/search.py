@@ -30,11 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from desk.errors import UsageError
-from desk.layout import DeskFolder
+from desk.layout import DeskFolder, memory_name
+from desk.memory.mirror import Committed, head_mirror
 from desk.recall.rank import Ranker, ScoreBreakdown, top_records
 from desk.recall.records import text_terms
 from desk.recall.render import render_text, render_xml, snippet
 from desk.recall.search_cache import Progress, SearchCache
+from desk.storage.git import blob_sha
 from desk.text.normalize import normalize
 from desk.text.times import format_time, parse_time, utc_now
 from desk.vocabulary import RANKERS, RECALL_KINDS
@@ -152,9 +154,13 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str) -> RecallResult
     ranker = Ranker(query.ranker, query.terms, dfs, alive, columns.sum_len / max(alive, 1), as_of)
     scored = top_records(ranker, lists, excluded, columns, query.limit, cache.rid)
     found = [(breakdown, cache.record_data(doc)) for breakdown, doc in scored]
-    paths = [d["provenance"]["path"] for _, d in found if d["kind"] == "memory"]
-    dirty = set(cache.desk.git.dirty(paths)) if paths else set()
-    hits = [_hit(cache, rank, data, breakdown, desk_id, dirty)
+    names = [memory_name(d["provenance"]["path"]) or "" for _, d in found if d["kind"] == "memory"]
+    committed: dict[str, Committed] = {}
+    if names:
+        # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
+        with head_mirror(cache.desk) as mirror:
+            committed = mirror.committed(names)
+    hits = [_hit(cache.desk, rank, data, breakdown, desk_id, committed)
             for rank, (breakdown, data) in enumerate(found, 1)]
     return RecallResult(query, tuple(hits), searched, candidates, None)
 
@@ -178,21 +184,29 @@ def _excluded(cache: SearchCache, kind: str, as_of: float) -> set[int]:
     return out
 
 
-def _hit(cache: SearchCache, rank: int, data: dict[str, Any], breakdown: ScoreBreakdown,
-         desk_id: str, dirty: set[str]) -> RecallHit:
+def _hit(desk: DeskFolder, rank: int, data: dict[str, Any], breakdown: ScoreBreakdown,
+         desk_id: str, committed: dict[str, Committed]) -> RecallHit:
     provenance = dict(data["provenance"])
     if data["kind"] == "memory":
-        # the commit of the file's last change; `uncommitted` says the work tree differs from it
-        provenance["commit"] = _last_commit(cache, provenance["path"])
-        provenance["uncommitted"] = provenance["path"] in dirty
+        # The commit of the file's last change at HEAD and when it was made (when the memory was
+        # stored, beside `updated`, when the fact was); `uncommitted`: the work tree's file is
+        # not the one HEAD holds (edited, or never committed).
+        path = provenance["path"]
+        at_head = committed.get(memory_name(path) or "")
+        provenance["commit"] = at_head.commit if at_head else None
+        provenance["committed_at"] = (format_time(dt.datetime.fromtimestamp(at_head.time, dt.timezone.utc))
+                                      if at_head and at_head.time is not None else None)
+        provenance["uncommitted"] = at_head is None or _work_tree_blob(desk, path) != at_head.blob
     scope = {"desk_id": desk_id, "memory_kind": data["kind"], "type": data["type"]}
     return RecallHit(rank, data["rid"], snippet(data["text"], breakdown.matched_terms), scope,
                      provenance, breakdown)
 
 
-def _last_commit(cache: SearchCache, path: str) -> str | None:
-    commits = cache.desk.git.log([path], limit=1)
-    return commits[0].sha if commits else None
+def _work_tree_blob(desk: DeskFolder, path: str) -> str | None:
+    try:
+        return blob_sha(desk.path(path).read_bytes())
+    except OSError:
+        return None
 
 
 __all__ = ["RecallQuery", "RecallHit", "RecallResult", "Ranker", "normalize_query", "parse_as_of",

@@ -6,12 +6,18 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pytest
+
+from desk import open as open_desk
+from desk.memory import file as memory_file
+from desk.recall import context as context_module
 from desk.recall.context import NOTICE, build_context, render_markdown, trigger_hits
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.text.normalize import normalize
 from desk.text.tokens import estimate_tokens
 from tests.conftest import DeskRunner, git, snapshot
+from tests.history_helpers import build_history, count_git, last_commit
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 AS_OF = "2026-11-30T00:00:00Z"
@@ -200,3 +206,66 @@ def test_a_long_mistakes_file_keeps_entries_and_a_short_note() -> None:
     assert section.left_out != ["the whole file"] and len(section.left_out) < 80
     assert section.text.count("## M-") >= 10  # ~55 tokens an entry in a budget of 800
     assert "more" in section.text and section.text.count("M-00") < 80
+
+
+# -- provenance from the HEAD mirror, bodies read only while the budget lasts (issue 17) ---------
+
+def test_recalled_memories_carry_the_commit_git_log_shows(desk: DeskFolder) -> None:
+    build_history(desk)  # person commits, a revert, merges, a rename, a forget and a re-remember
+    result = build_context(desk, query="history", as_of=NOW)
+    names = sorted(p.stem for p in desk.path("memory").glob("*.md"))
+    assert sorted(m["name"] for m in result.recalled) == names
+    for m in result.recalled:
+        assert m["commit"] == last_commit(desk.root, m["name"])[0], m["name"]
+
+
+def test_context_starts_no_git_process_per_recalled_memory(desk: DeskFolder, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(8):
+        _remember(desk, f"note-{i}", f"A lantern note, number {i}.", ("lantern", f"u{i}"))
+    calls = count_git(tmp_path / "bin", monkeypatch)
+    with open_desk(desk.root) as warm:
+        for query in ("lantern", "u3"):
+            warm.context(query=query, as_of=AS_OF)  # caches filled, commit times read once
+        started = len(calls())
+        many = warm.context(query="lantern", as_of=AS_OF).to_json()["recalled"]
+        after_many = len(calls())
+        one = warm.context(query="u3", as_of=AS_OF).to_json()["recalled"]
+        after_one = len(calls())
+    assert len(many) == 8 and len(one) == 1
+    assert after_many - started == after_one - after_many  # the same with 8 memories as with 1
+    assert calls()[started:] == ["rev-parse -q --verify HEAD^{commit}"] * 2  # the mirror's HEAD check
+
+
+def test_context_reads_only_the_bodies_its_budget_can_hold(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(30):
+        _remember(desk, f"note-{i:02d}", f"Lantern note {i}: " + "a longer body of words " * (1 + i % 4),
+                  ("lantern",), importance=1 + i % 5, source="user")
+    unlimited = build_context(desk, query="lantern", as_of=NOW, budget=100_000,
+                              section_budgets={"recalled": 100_000})
+    assert len(unlimited.recalled) == 30
+    read: list[str] = []  # the memory files parsed (the index entries are all cached by now)
+    parse = memory_file.parse_memory
+    monkeypatch.setattr(memory_file, "parse_memory",
+                        lambda data, path, name: read.append(name) or parse(data, path, name))
+    budgets = {"recalled": 700}
+    result = build_context(desk, query="lantern", as_of=NOW, section_budgets=budgets)
+    chosen = [m["name"] for m in result.recalled]
+    left = result.sections[-1].left_out
+    assert 0 < len(chosen) < 30 and sorted(chosen + left) == sorted(m["name"] for m in unlimited.recalled)
+    assert len(read) <= len(chosen) + 2  # the chosen ones, and at most a couple that came within a token
+    # The same bytes as reading every hit, which is what the trim did before (issue 17):
+    expected = _trim_by_reading_all(unlimited.recalled, 700)
+    assert chosen == expected
+
+
+def _trim_by_reading_all(memories: list[dict[str, object]], limit: int) -> list[str]:
+    """The recalled block's choice made the old way: every hit read, taken greedily in order."""
+    head, tail = f"<desk-memory>\n{NOTICE}\n", "</desk-memory>\n"
+    chosen: list[dict[str, object]] = []
+    ordered = sorted(memories, key=lambda m: (-int(m["importance"] or 0), str(m["name"])))  # type: ignore[call-overload]
+    for m in ordered:
+        trial = head + "".join(context_module._memory_xml(x) for x in [*chosen, m]) + tail
+        if estimate_tokens(trial) + 40 <= limit:
+            chosen.append(m)
+    return [str(m["name"]) for m in chosen]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
+from desk import open as open_desk
 from desk.layout import DeskFolder
 from desk.errors import UsageError
 from desk.memory.operations import remember
@@ -14,7 +17,9 @@ from desk.recall.search import normalize_query, recall
 from desk.recall.render import render_xml
 from desk.recall.search_cache import SearchCache
 from desk.recall.records import text_terms
+from desk.text.times import format_time
 from tests.conftest import DeskRunner, git, snapshot
+from tests.history_helpers import build_history, count_git, last_commit
 
 AS_OF = "2026-12-01T00:00:00Z"
 
@@ -319,3 +324,45 @@ def test_as_of_takes_a_bare_date_like_the_other_commands(run: DeskRunner) -> Non
     assert run("recall", "anything", "--as-of", "2026-12-01", "--json").exit_code == 0
     assert run("context", "--as-of", "2026-12-01").exit_code == 0
     assert run("recall", "anything", "--as-of", "2026-12-01T10:00:00").exit_code == 2  # no zone
+
+
+# -- provenance from the HEAD mirror (issue 17: no git process per hit) -------------------------
+
+def test_memory_hits_carry_the_commit_git_log_shows(desk: DeskFolder) -> None:
+    build_history(desk)  # person commits, a revert, merges, a rename, a forget and a re-remember
+    result = recall(desk, "history", limit=10, kind="memory", as_of=AS_OF)
+    names = sorted(p.stem for p in desk.path("memory").glob("*.md"))
+    assert sorted(h.id.removeprefix("memory:") for h in result.hits) == names
+    for hit in result.hits:
+        sha, stamp = last_commit(desk.root, hit.id.removeprefix("memory:"))
+        assert hit.provenance["commit"] == sha, hit.id
+        assert hit.provenance["committed_at"] == format_time(dt.datetime.fromtimestamp(stamp, dt.timezone.utc))
+        assert hit.provenance["uncommitted"] is False
+
+
+def test_an_uncommitted_memory_has_no_commit(desk: DeskFolder) -> None:
+    _remember(desk, "db-choice", "We selected SQLite in WAL mode.")
+    new = desk.path("memory/db-choice.md").read_text().replace("db-choice", "db-later")
+    desk.path("memory/db-later.md").write_text(new)
+    hits = {h.id: h for h in recall(desk, "SQLite", as_of=AS_OF).hits}
+    assert hits["memory:db-later"].provenance["commit"] is None
+    assert hits["memory:db-later"].provenance["uncommitted"] is True
+    assert hits["memory:db-choice"].provenance["uncommitted"] is False
+
+
+def test_a_warm_recall_starts_no_git_process_per_hit(desk: DeskFolder, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(8):
+        _remember(desk, f"note-{i}", f"A lantern note, number u{i}.")
+    calls = count_git(tmp_path / "bin", monkeypatch)
+    with open_desk(desk.root) as warm:
+        for query in ("lantern", "u3"):
+            warm.recall(query, limit=8, as_of=AS_OF)  # caches loaded, commit times read once
+        started = len(calls())
+        many = warm.recall("lantern", limit=8, as_of=AS_OF).to_json()["hits"]
+        after_many = len(calls())
+        one = warm.recall("u3", limit=8, as_of=AS_OF).to_json()["hits"]
+        after_one = len(calls())
+    assert len(many) == 8 and len(one) == 1
+    assert after_many - started == after_one - after_many  # the same with 8 hits as with 1
+    assert calls()[started:] == ["rev-parse -q --verify HEAD^{commit}"] * 2  # the mirror's HEAD check
