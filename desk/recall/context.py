@@ -15,6 +15,7 @@ pure function of the files, the query, the budgets and `as_of`: same inputs, sam
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from desk.errors import Finding, UsageError
-from desk.layout import (AGENTS_FILE, INDEX_FILE, MISTAKES_FILE, NOW_FILE, SOUL_FILE, USER_FILE,
+from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, MISTAKES_FILE, NOW_FILE, SOUL_FILE, USER_FILE,
                          DeskFolder)
 from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths, memory_path
 from desk.memory.mirror import head_mirror
@@ -105,8 +106,22 @@ def trigger_hits(trigger: str, query: str) -> bool:
     return False
 
 
+def _configured_budgets(desk: DeskFolder) -> dict[str, int]:
+    """The budgets of `.system/desk.json`. When they are complete and plain, as `desk init` writes
+    them, they are read as JSON: loading pydantic to validate them would cost a cold `desk context`
+    ~70 ms. Anything else goes through the validating loader, which says what is wrong."""
+    try:
+        found = json.loads(desk.path(CONFIG_PATH).read_bytes())["budgets"]
+        if (isinstance(found, dict) and sorted(found) == sorted(BUDGET_KEYS)
+                and all(type(v) is int and v >= 0 for v in found.values())):
+            return dict(found)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return desk.config.budgets.model_dump()
+
+
 def budgets_for(desk: DeskFolder, total: int | None, overrides: Mapping[str, int]) -> dict[str, int]:
-    budgets = desk.config.budgets.model_dump()
+    budgets = _configured_budgets(desk)
     for key, value in overrides.items():
         if key not in BUDGET_KEYS:
             raise UsageError(f"unknown budget section {key!r}; one of {', '.join(BUDGET_KEYS)}")

@@ -269,3 +269,23 @@ def _trim_by_reading_all(memories: list[dict[str, object]], limit: int) -> list[
         if estimate_tokens(trial) + 40 <= limit:
             chosen.append(m)
     return [str(m["name"]) for m in chosen]
+
+
+def test_budgets_from_a_plain_config_match_the_validated_ones(desk: DeskFolder) -> None:
+    """The JSON fast path for budgets (no pydantic on a cold context) reads what the loader reads,
+    and a config it does not recognise goes through the loader, which names what is wrong."""
+    from desk.config import ContextBudgets
+    from desk.errors import InvalidFileError
+    from desk.recall.context import BUDGET_KEYS, budgets_for
+
+    assert sorted(ContextBudgets.model_fields) == sorted(BUDGET_KEYS)
+    path = desk.root / ".system/desk.json"
+    config = json.loads(path.read_text())
+    config["budgets"]["soul"] = 123
+    path.write_text(json.dumps(config))
+    assert budgets_for(DeskFolder(desk.root), None, {})["soul"] == 123
+    assert budgets_for(DeskFolder(desk.root), None, {}) == DeskFolder(desk.root).config.budgets.model_dump()
+    config["budgets"]["soul"] = -1
+    path.write_text(json.dumps(config))
+    with pytest.raises(InvalidFileError, match="budgets.soul"):
+        budgets_for(DeskFolder(desk.root), None, {})
