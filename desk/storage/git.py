@@ -259,13 +259,8 @@ class Git:
 
     def ls_staged(self, folder: str) -> dict[str, str]:
         """`{path: blob sha}` for the files directly in `folder` in the index (hooks: the staged content)."""
-        out = self._run("ls-files", "-s", "-z", "--", folder.rstrip("/") + "/", read_only=True)
-        entries: dict[str, str] = {}
-        for record in out.split(b"\0"):
-            if record:
-                meta, path = record.split(b"\t", 1)
-                entries[_path(path)] = meta.split()[1].decode()
-        return entries
+        return _parse_ls_files(self._run("ls-files", "-s", "-z", "--", folder.rstrip("/") + "/",
+                                         read_only=True))
 
     def indexed_like(self, paths: Iterable[str]) -> set[str]:
         """The paths in the index equal to one of `paths` ignoring case (one `git ls-files`)."""
@@ -506,14 +501,8 @@ class Git:
         wanted = list(paths)
         if not wanted or not index.exists():
             return {}
-        out = self.with_env(GIT_INDEX_FILE=str(index))._run(
-            "ls-files", "-s", "-z", "--", *(f":(literal){p}" for p in wanted), read_only=True)
-        entries: dict[str, str] = {}
-        for record in out.split(b"\0"):
-            if record:
-                meta, path = record.split(b"\t", 1)
-                entries[_path(path)] = meta.split()[1].decode()
-        return entries
+        return _parse_ls_files(self.with_env(GIT_INDEX_FILE=str(index))._run(
+            "ls-files", "-s", "-z", "--", *(f":(literal){p}" for p in wanted), read_only=True))
 
     def refresh_entries(self, index: Path, paths: Iterable[str]) -> None:
         """Set `paths` in the index file `index` to what the work tree holds (stat data included,
@@ -822,6 +811,16 @@ def release_stale_index_lock(git_dir: Path) -> bool:
 def _path(raw: bytes) -> str:
     """A path as git prints it with -z: bytes, kept losslessly (surrogateescape)."""
     return raw.decode("utf-8", "surrogateescape")
+
+
+def _parse_ls_files(out: bytes) -> dict[str, str]:
+    """`{path: blob id}` from `git ls-files -s -z`."""
+    entries: dict[str, str] = {}
+    for record in out.split(b"\0"):
+        if record:
+            meta, path = record.split(b"\t", 1)
+            entries[_path(path)] = meta.split()[1].decode()
+    return entries
 
 
 def _path_list(out: bytes) -> set[str]:
