@@ -7,6 +7,7 @@ hooked commit pays for the rules alone.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from desk.errors import DeskError
@@ -36,5 +37,14 @@ def main(argv: list[str]) -> int:
     return run.code
 
 
+def exit_now(code: int) -> None:
+    """Leave at once with `code`: the output flushed, but none of the interpreter's teardown
+    (freeing every module, ~5 ms after YAML and the rules are loaded), which a hook pays on every
+    commit. Nothing here needs it: files and the cache are closed, no atexit work is pending."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    exit_now(main(sys.argv[1:]))

@@ -180,26 +180,78 @@ def _check_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool, *, l
 
 def _check_temp_files(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     now = time.time()
-    for folder, dirs, files in os.walk(desk.root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in files:
-            if not name.startswith(TEMP_PREFIX):
-                continue
-            path = Path(folder) / name
-            rel = path.relative_to(desk.root).as_posix()
-            if now - path.stat().st_mtime < STALE_AFTER:
-                report.add("temp-file", rel, "a recent temporary file (a write may be in progress)", "note")
-            elif repair:
-                path.unlink()
-                report.add("temp-file", rel, "removed a temporary file left by an interrupted write "
-                           "(the file it was for was never replaced)", "repaired")
-            else:
-                report.add("temp-file", rel, "temporary file left by an interrupted write")
+    for path in _temp_files(desk):
+        rel = path.relative_to(desk.root).as_posix()
+        try:
+            age = now - path.lstat().st_mtime
+        except FileNotFoundError:
+            continue  # the write it belonged to has finished meanwhile
+        if age < STALE_AFTER:
+            report.add("temp-file", rel, "a recent temporary file (a write may be in progress)", "note")
+        elif repair:
+            path.unlink()
+            report.add("temp-file", rel, "removed a temporary file left by an interrupted write "
+                       "(the file it was for was never replaced)", "repaired")
+        else:
+            report.add("temp-file", rel, "temporary file left by an interrupted write")
     edits = desk.git_dir / "desk-edit"
     if edits.is_dir():
         for path in sorted(edits.iterdir()):
             report.add("edit-leftover", str(path), "text left by an interrupted or refused `desk edit`: "
                        "copy what you need, then delete it", "needs-person")
+
+
+RACY_NS = 2_000_000_000  # a folder changed this recently may change again in the same clock tick
+
+
+def _temp_files(desk: DeskFolder) -> list[Path]:
+    """Every `.desk-tmp-*` file in the desk (not in `.git`), listing only the folders that changed.
+
+    Adding, removing or renaming an entry sets its folder's mtime to the current time. So a
+    folder with the inode and mtime it had at an earlier look that found no temporary file in it
+    has none now and the same subfolders, provided its mtime was already 2 s old at that look (a
+    change within the same tick of a coarse clock could not hide). Those looks are kept in the
+    verdict cache: on an unchanged desk this costs a `stat` per folder, not a read of memory/.
+    """
+    start = time.time_ns()
+    cache = VerdictCache(desk.cache_dir, "")
+    try:
+        known = cache.folders()
+        found: list[Path] = []
+        looks: dict[str, tuple[int, int, list[str]]] = {}
+        stack = [""]
+        while stack:
+            rel = stack.pop()
+            folder = desk.root / rel
+            try:
+                st = folder.stat()
+            except OSError:
+                continue
+            seen = known.get(rel)
+            if seen is not None and seen[:2] == (st.st_ino, st.st_mtime_ns):
+                subdirs = seen[2]
+                looks[rel] = seen
+            else:
+                subdirs, temps = [], []
+                try:
+                    with os.scandir(folder) as entries:
+                        for entry in entries:
+                            if entry.is_dir(follow_symlinks=False):
+                                if entry.name != ".git":
+                                    subdirs.append(entry.name)
+                            elif entry.name.startswith(TEMP_PREFIX):
+                                temps.append(Path(entry.path))
+                except OSError:
+                    continue
+                found += temps
+                if not temps and st.st_mtime_ns < start - RACY_NS:
+                    looks[rel] = (st.st_ino, st.st_mtime_ns, subdirs)
+            stack += [f"{rel}/{name}" if rel else name for name in subdirs]
+        if looks != known:
+            cache.put_folders(looks)
+    finally:
+        cache.close()
+    return sorted(found)
 
 
 def _check_torn_archive(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:

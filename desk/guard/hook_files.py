@@ -7,7 +7,6 @@ run is desk's own), so it sits below `desk.transaction`; installing and running 
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
 
@@ -50,6 +49,8 @@ def hooks_folder(git: Git) -> Path:
     """The repository's hooks folder; refused (with the manual way) when core.hooksPath is set."""
     configured = git.config_values().get("core.hookspath", "").strip()
     if configured:
+        import shlex  # only for the refusal's message: a hook run never loads it
+
         lines = "\n".join(f"    {shlex.quote(sys.executable)} -m {HOOK_ENTRY} {hook} \"$@\" || exit $?"
                           f"    # in {hook}" for hook in HOOK_TYPES)
         raise DeskError(

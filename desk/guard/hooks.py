@@ -25,7 +25,7 @@ from desk.guard.rules import check_message
 from desk.guard.validate import fix_index, validate_staged
 from desk.layout import INDEX_FILE, DeskFolder, is_desk, memory_name
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Git, hook_toplevel, staged_git, staged_snapshot
+from desk.storage.git import Git, RawChange, hook_toplevel, staged_git, staged_snapshot
 from desk.storage.lock import desk_lock
 
 STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated; `git add MEMORY.md` and commit again "
@@ -150,11 +150,12 @@ def run_pre_commit(root: Path) -> HookRun:
     for _attempt in range(SNAPSHOT_TRIES):
         with staged_snapshot(root) as git:
             head = git.head()
-            if _index_behind_head(desk, git):
+            raw = git.staged_changes()  # one `git diff --cached --raw` serves both checks
+            if _index_behind_head(desk, raw):
                 if git.head() != head:
                     continue
                 return HookRun(3, notes=[BEHIND_HEAD_MESSAGE])
-            report, regenerated = validate_staged(desk, git)
+            report, regenerated = validate_staged(desk, git, raw=raw)
             if git.head() != head:
                 continue
             run = HookRun(findings=list(report.findings))
@@ -171,13 +172,12 @@ def run_pre_commit(root: Path) -> HookRun:
     return run
 
 
-def _index_behind_head(desk: DeskFolder, git: Git) -> bool:
+def _index_behind_head(desk: DeskFolder, raw: list[RawChange]) -> bool:
     """Whether the staged memory changes are only a stale read: `git commit` reads the index before
     it locks it, so a desk commit landing in between leaves the commit reverting desk's files while
     the work tree already holds them. git would refuse the commit itself (HEAD is not what it
     read); the hook says why instead of calling MEMORY.md stale, and touches nothing."""
-    memory = [c for c in git.staged_changes()
-              if c.path == INDEX_FILE or memory_name(c.path) is not None]
+    memory = [c for c in raw if c.path == INDEX_FILE or memory_name(c.path) is not None]
     return bool(memory) and all(desk.worktree_blob(c.path) == c.old_blob for c in memory)
 
 

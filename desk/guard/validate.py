@@ -33,7 +33,7 @@ from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict
 from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Git, blob_sha, staged_git
+from desk.storage.git import Git, RawChange, blob_sha, staged_git
 
 if TYPE_CHECKING:
     from desk.guard.verdicts import FileKey, VerdictCache
@@ -208,14 +208,16 @@ def _reader(git: Git, known: Mapping[str, bytes]) -> Read:
     return read
 
 
-def staged_changes(git: Git) -> tuple[list[Change], dict[str, bytes]]:
+def staged_changes(git: Git, raw: list[RawChange] | None = None
+                   ) -> tuple[list[Change], dict[str, bytes]]:
     """What the commit being made changes, and the blobs read for it in one batch.
 
     The batch holds each changed desk blob (by sha), the old blobs of archive files and
     desk.json, HEAD's desk.json (the desk id and allow-list), and `HEAD:MEMORY.md` and
-    `:MEMORY.md` (the committed and the staged index).
+    `:MEMORY.md` (the committed and the staged index). `raw` is `git.staged_changes()` when the
+    caller has it already.
     """
-    raw = git.staged_changes()
+    raw = git.staged_changes() if raw is None else raw
     wanted = [c.new_blob for c in raw if c.new_blob and c.status != "D" and is_managed(c.path)
               and c.new_mode not in (SYMLINK_MODE, GITLINK_MODE)]
     if any(is_managed(c.path) for c in raw):
@@ -231,14 +233,15 @@ def staged_changes(git: Git) -> tuple[list[Change], dict[str, bytes]]:
 
 
 def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | None = None,
-                    now: dt.datetime | None = None) -> tuple[Report, bytes | None]:
+                    now: dt.datetime | None = None, raw: list[RawChange] | None = None
+                    ) -> tuple[Report, bytes | None]:
     """Validate what is staged for commit (the hooks, `desk validate --staged`).
 
     `git` should keep the hook's GIT_INDEX_FILE (a `git commit -- paths` stages into a temporary
     index). Returns the report and, when the MEMORY.md rule ran, the correct MEMORY.md.
     """
     git = git or staged_git(desk.root)
-    changes, blobs = staged_changes(git)
+    changes, blobs = staged_changes(git, raw)
     read = _reader(git, blobs)
     memory = MemorySet(blobs.get(f":{INDEX_FILE}"), blobs.get(f"HEAD:{INDEX_FILE}"),
                        lambda: git.ls_staged(MEMORY_PREFIX), read, _like(git))
@@ -315,7 +318,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
         if earlier is not None:
             checked, verdict = earlier
             return Report(verdict.findings_at(allow, now), checked, reused=checked)
-        for path, (mode, blob) in listing.clean().items():
+        for path, (mode, blob) in listing.clean().items():  # the whole index, parsed only now
             if is_managed(path) and path not in found:
                 kind = mode if mode in (SYMLINK_MODE, GITLINK_MODE) else FILE_MODE
                 found[path] = (kind, blob, b"" if kind != FILE_MODE else None)
@@ -373,9 +376,12 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
     index_path = desk.path(INDEX_FILE)
     index = index_path.read_bytes() if index_path.is_file() else None
 
+    by_lower: dict[str, list[str]] = {}
+    for path in memory_paths:
+        by_lower.setdefault(path.lower(), []).append(path)
+
     def like(wanted: list[str]) -> list[str]:
-        lowered = {p.lower() for p in wanted}
-        return [p for p in memory_paths if p.lower() in lowered]
+        return [p for lower in {w.lower() for w in wanted} for p in by_lower.get(lower, ())]
 
     memory = MemorySet(index, None, lambda: {}, read, like, all_lines=lambda: every)
     found_set, _ = check_memory_set(desk, lines, memory, set(memory_paths))

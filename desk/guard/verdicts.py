@@ -16,7 +16,8 @@ them) and the Python version. Editing a rule, upgrading a parser or a new Python
 rows of other versions are dropped by the next `validate --all`.
 
 A commit never changes, so what the history rules (`desk doctor`) found in one is kept by commit
-id, under the same rules version and desk id.
+id, under the same rules version and desk id. And `desk doctor`'s look for temporary files keeps,
+per folder that held none, its inode, mtime and subfolders (see desk.guard.doctor).
 
 Derived data: git-ignored, rebuilt silently when missing or unreadable, and never needed: when
 SQLite fails, the rules simply run.
@@ -59,6 +60,9 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS states (
     rules TEXT NOT NULL, state TEXT NOT NULL, checked INTEGER NOT NULL, findings TEXT,
     PRIMARY KEY (rules, state)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS folders (
+    path TEXT PRIMARY KEY, ino INTEGER NOT NULL, mtime INTEGER NOT NULL, subdirs TEXT NOT NULL
+    ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS commits (
     rules TEXT NOT NULL, sha TEXT NOT NULL, subject TEXT NOT NULL, findings TEXT,
     PRIMARY KEY (rules, sha)) WITHOUT ROWID;
@@ -240,6 +244,36 @@ class VerdictCache:
     def put_commits(self, verdicts: Mapping[str, tuple[str, FileVerdict]]) -> None:
         self._write("INSERT OR REPLACE INTO commits VALUES (?, ?, ?, ?)",
                     [(self.rules, sha, subject, _encode(v)) for sha, (subject, v) in verdicts.items()])
+
+    # -- folders without temporary files (desk doctor) ---------------------------------------
+
+    def folders(self) -> dict[str, tuple[int, int, list[str]]]:
+        """`{folder: (inode, mtime in ns, subfolders)}` as the last look found them."""
+        found = {}
+        for path, ino, mtime, subdirs in self._query("SELECT path, ino, mtime, subdirs FROM folders", ()):
+            try:
+                names = json.loads(subdirs)
+            except (ValueError, TypeError):
+                continue
+            if isinstance(ino, int) and isinstance(mtime, int) and isinstance(names, list):
+                found[str(path)] = (ino, mtime, [str(n) for n in names])
+        return found
+
+    def put_folders(self, folders: Mapping[str, tuple[int, int, list[str]]]) -> None:
+        """Replace the looks kept with `folders`."""
+        db = self._connect()
+        if db is None:
+            return
+        try:
+            db.execute("BEGIN")
+            db.execute("DELETE FROM folders")
+            db.executemany("INSERT INTO folders VALUES (?, ?, ?, ?)",
+                           [(path, ino, mtime, json.dumps(subdirs, ensure_ascii=False))
+                            for path, (ino, mtime, subdirs) in folders.items()])
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.rollback()
 
     def close(self) -> None:
         if self._db is not None:
