@@ -1,10 +1,17 @@
-"""One mutation, one commit: the lock, the dirty-file check, atomic writes, crash markers, recovery.
+"""One mutation, one commit: the lock, the dirty-file check, the plumbing commit, crash markers, recovery.
 
 Every desk write path goes through `transaction(desk)`. Under the desk-wide lock it refuses to
-touch a file a person has uncommitted edits in, writes the new contents atomically, runs the gate
-(`desk.guard.validate`, the same rules as the hooks) and commits exactly those paths
-(`git commit -- paths`, so other staged or unstaged work stays where it was). If the commit fails,
-the files and the index entries are put back: the desk is as it was.
+touch a file a person has uncommitted edits in, runs the gate (`desk.guard.validate`, the same
+rules as the hooks) on the content, and commits exactly those paths without touching the person's
+index on the way: blobs and a tree built in desk's private index, `commit-tree`, and then, under
+git's own index lock, the files written, the branch moved by compare-and-swap (`update-ref HEAD
+NEW OLD`, rebuilt and retried when a person committed meanwhile) and the person's index refreshed
+for those paths. If anything fails before the branch moves, the files are put back.
+
+A plain `git commit` reads the index before it locks it, so one that started before desk's commit
+was published writes its older index back afterwards. desk records what each of its commits
+changed (`record_published`) and heals exactly those entries (`stale_write_backs`): at its next
+commit, and in the pre-commit hook of the person's next commit.
 
 Before it touches anything, a mutation records what it will write in a pending-mutation marker
 in `.git/`. A crash leaves the marker behind; the next mutation (under the lock, so the marker's
@@ -28,7 +35,7 @@ from desk.guard.hook_files import only_desk_hooks
 from desk.guard.validate import VALIDATED_ENV, require_valid
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
-from desk.storage.git import IndexLock, blob_sha, release_stale_index_lock
+from desk.storage.git import IndexLock, RawChange, blob_sha, release_stale_index_lock
 from desk.storage.lock import desk_lock
 
 PENDING_PREFIX = "desk-pending-"
@@ -112,10 +119,7 @@ class Transaction:
         paths = sorted(writes)
         with IndexLock(git_dir) as lock:
             person_index = git_dir / "index"
-            for path in git.staged_against(person_index, head, paths):
-                raise ConflictError(
-                    f"{path} has staged changes; desk will not overwrite them",
-                    hint=f"commit or unstage them first (`git -C {self.desk.root} diff --cached -- {path}`)")
+            healed = self._staged_check(person_index, head, paths)
             written = [p for p in paths if before[p] != writes[p]]
             try:
                 for path in written:
@@ -129,11 +133,14 @@ class Transaction:
                     shutil.copyfile(person_index, refreshed)
                 else:
                     refreshed.unlink(missing_ok=True)
-                git.refresh_entries(refreshed, paths)
+                git.refresh_entries(refreshed, [*paths, *healed])
                 if not git.move_head(sha, head, subject):
                     self._restore({p: before[p] for p in written})
                     refreshed.unlink(missing_ok=True)
                     return False
+                # Before the index lock is let go: no `git commit` can write an index back sooner.
+                record_published(git_dir, {p: (None if before[p] is None else blob_sha(before[p] or b""),
+                                               blobs[p]) for p in written})
             except BaseException:
                 if git.head() != sha:  # the branch did not move: put the files back
                     self._restore({p: before[p] for p in written})
@@ -141,6 +148,25 @@ class Transaction:
             lock.publish(refreshed)
         git.private_index_holds(sha)
         return True
+
+    def _staged_check(self, person_index: Path, head: str | None, paths: list[str]) -> list[str]:
+        """Refuse (exit 4) when the person has staged changes to any of `paths`; return the
+        entries to heal: those a plain `git commit` wrote back from an index it read before one
+        of desk's earlier commits landed (see `stale_write_backs`)."""
+        git = self.desk.git
+        if head is None:
+            staged = sorted(git.index_entries(person_index, paths))
+            healed: list[str] = []
+        else:
+            published = read_published(self.desk.git_dir)
+            changes = git.index_changes(person_index, head, sorted({*paths, *published_paths(published)}))
+            healed = stale_write_backs(self.desk, changes, published)
+            staged = sorted(c.path for c in changes if c.path in paths and c.path not in healed)
+        for path in staged:
+            raise ConflictError(
+                f"{path} has staged changes; desk will not overwrite them",
+                hint=f"commit or unstage them first (`git -C {self.desk.root} diff --cached -- {path}`)")
+        return healed
 
     def _landed(self, blobs: Mapping[str, str | None]) -> bool:
         """After a failure: whether the commit landed anyway (then the marker stays, so the next
@@ -177,6 +203,69 @@ def transaction(desk: DeskFolder) -> Iterator[Transaction]:
         release_stale_index_lock(desk.git_dir)  # left by a desk process that died holding it
         recover_interrupted(desk)  # the next command recovers from a crash of the last one
         yield Transaction(desk)
+
+
+# -- the record of what desk published ----------------------------------------------------------
+
+PUBLISHED_FILE = "desk-published.json"  # in .git/: the paths desk's last commits changed, blob to blob
+PUBLISHED_KEPT = 32  # commits remembered: far more than can land while one `git commit` starts
+
+
+def record_published(git_dir: Path, changes: Mapping[str, tuple[str | None, str | None]]) -> None:
+    """Remember, for `stale_write_backs`, the blobs desk's commit moved each path from and to.
+
+    Called under git's index lock, just before the commit is published."""
+    if not changes:
+        return
+    kept = [*read_published(git_dir)[-(PUBLISHED_KEPT - 1):], dict(changes)]
+    path = git_dir / PUBLISHED_FILE
+    tmp = path.with_suffix(".tmp")  # no fsync: after a crash an empty record only heals less
+    tmp.write_bytes(json.dumps(kept).encode())
+    os.replace(tmp, path)
+
+
+Published = list[dict[str, tuple[str | None, str | None]]]
+
+
+def read_published(git_dir: Path) -> Published:
+    """desk's last commits, oldest first, each as `{path: (blob before, blob after)}`."""
+    try:
+        entries = json.loads((git_dir / PUBLISHED_FILE).read_bytes())
+        return [{p: (old, new) for p, (old, new) in e.items()} for e in entries]
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
+
+
+def published_paths(published: Published) -> set[str]:
+    return {path for record in published for path in record}
+
+
+def stale_write_backs(desk: DeskFolder, staged: list[RawChange], published: Published) -> list[str]:
+    """The staged changes that are a plain `git commit` writing back an older index, not a person's.
+
+    `git commit` reads the index before it takes index.lock; when a desk commit is published in
+    between, git writes the index it read back over desk's refreshed one, and the person's index
+    then "stages" the reversal of desk's commit. That is recognised by desk's record of what it
+    published: every path of one of desk's commits is staged back to a blob desk moved it away
+    from, while HEAD and the work tree hold the blob desk last gave it. A person who staged
+    something on purpose changed the work tree, staged other bytes, or touched only some of the
+    commit's paths (`git rm --cached memory/x.md` leaves MEMORY.md as HEAD has it).
+    """
+    olds: dict[str, set[str | None]] = {}
+    latest: dict[str, str | None] = {}
+    for record in published:
+        for path, (old, new) in record.items():
+            olds.setdefault(path, set()).add(old)
+            latest[path] = new
+    by_path = {c.path: c for c in staged}
+
+    def reverted(path: str) -> bool:
+        change = by_path.get(path)
+        return (change is not None and change.old_blob == latest[path] != change.new_blob
+                and change.new_blob in olds[path] and desk.worktree_blob(path) == latest[path])
+
+    return sorted({path for record in published if record and all(map(reverted, record))
+                   for path in record})
 
 
 # -- crash markers and recovery --------------------------------------------------------------

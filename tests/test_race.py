@@ -18,6 +18,7 @@ import pytest
 
 from desk.layout import DeskFolder
 from tests.conftest import git
+from tests.guard_helpers import add_commit, commit
 
 DESK_WRITERS = 2
 EACH = 12
@@ -63,12 +64,6 @@ def _person(root: str, stop: multiprocessing.synchronize.Event, out: multiproces
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "known residual race, left open in issue 15: a plain `git commit` reads the index before it locks "
-    "it and may write that older index back after desk published its commit; the person's index then "
-    "holds stale desk entries (desk's next mutation refuses them as staged changes, the hook refuses "
-    "the person's commits as behind HEAD). Fails in about 1 run of 5 on a 2-core machine; the fix is "
-    "for desk to heal index entries that differ from HEAD while the work tree equals HEAD"))
 def test_a_persons_commits_and_desks_never_mix(desk: DeskFolder) -> None:
     ctx = multiprocessing.get_context("fork")
     stop, out = ctx.Event(), ctx.Queue()
@@ -110,3 +105,60 @@ def test_a_persons_commits_and_desks_never_mix(desk: DeskFolder) -> None:
         assert listed == files, sha
     assert git(desk.root, "status", "--porcelain", "--untracked-files=all") == ""
     assert git(desk.root, "fsck", "--full", "--no-dangling").strip() == ""
+
+
+# -- the write-back itself, made deterministic ----------------------------------------------------
+# What the race above hits by chance: a plain `git commit` reads the index, desk publishes a commit,
+# then git takes index.lock and writes the index it read back over desk's. The tests do exactly
+# that with a copy of the index.
+
+
+def _written_back(desk: DeskFolder, name: str) -> bytes:
+    """desk remembers `name` while a `git commit` that read the index before holds on to it; then
+    git writes that index back. Returns the index desk published (for comparison)."""
+    from desk.memory.operations import remember
+
+    read_by_git = (desk.git_dir / "index").read_bytes()
+    remember(desk, name, type="fact", description=f"about {name}", body=f"{name} is a fact.")
+    published = (desk.git_dir / "index").read_bytes()
+    (desk.git_dir / "index").write_bytes(read_by_git)
+    return published
+
+
+def _person_commits(desk: DeskFolder, rel: str) -> None:
+    Path(desk.root, rel).write_text("# a note\n\nWritten by hand.\n")
+    proc = add_commit(desk.root, f"person: {rel}", rel)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_hook_heals_an_index_written_back_over_a_desk_commit(desk: DeskFolder) -> None:
+    from desk.memory.operations import remember
+
+    remember(desk, "first", type="fact", description="about first", body="first is a fact.")
+    _written_back(desk, "second")
+    assert "memory/second.md" in git(desk.root, "diff", "--cached", "--name-only")  # the damage
+    _person_commits(desk, "journal/person-1.md")
+    assert git(desk.root, "show", "--name-only", "--format=", "HEAD").split() == ["journal/person-1.md"]
+    assert git(desk.root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert "memory/second.md" in git(desk.root, "ls-files", "memory/")
+
+
+def test_desk_heals_an_index_written_back_over_its_commit(desk: DeskFolder) -> None:
+    from desk.memory.operations import remember
+
+    _written_back(desk, "second")
+    remember(desk, "third", type="fact", description="about third", body="third is a fact.")
+    assert git(desk.root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(desk.root, "diff", "--cached", "--name-only", "HEAD") == ""
+
+
+def test_a_persons_own_unstaging_is_not_taken_for_a_write_back(desk: DeskFolder) -> None:
+    """`git rm --cached` of one memory leaves MEMORY.md as HEAD has it: the person's choice stands
+    (the hook refuses the commit, which would leave MEMORY.md listing an untracked file)."""
+    from desk.memory.operations import remember
+
+    remember(desk, "kept", type="fact", description="about kept", body="kept is a fact.")
+    git(desk.root, "rm", "-q", "--cached", "memory/kept.md")
+    proc = commit(desk.root, "untrack")
+    assert "memory/kept.md" not in git(desk.root, "ls-files", "memory/")  # not put back
+    assert proc.returncode != 0, proc.stderr

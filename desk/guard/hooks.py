@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desk.errors import ConflictError, DeskError, Finding
+from desk.errors import ConflictError, DeskError, Finding, GitError
 from desk.guard.hook_files import HOOK_ENTRY, HOOK_TYPES, LEGACY, hooks_folder, is_ours
 from desk.guard.rules import check_message
 from desk.guard.validate import fix_index, validate_staged
 from desk.layout import INDEX_FILE, DeskFolder, is_desk, memory_name
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Git, RawChange, hook_toplevel, staged_git, staged_snapshot
+from desk.storage.git import Git, RawChange, hook_index, hook_toplevel, staged_git, staged_snapshot
 from desk.storage.lock import desk_lock
 
 STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated; `git add MEMORY.md` and commit again "
@@ -147,10 +148,13 @@ def run_pre_commit(root: Path) -> HookRun:
     if not is_desk(root):
         return HookRun()
     desk = DeskFolder(root)
+    healed: list[str] | None = None
     for _attempt in range(SNAPSHOT_TRIES):
         with staged_snapshot(root) as git:
             head = git.head()
             raw = git.staged_changes()  # one `git diff --cached --raw` serves both checks
+            if healed is None and (healed := _heal_write_backs(desk, raw)):
+                continue  # the index was repaired: read it again
             if _index_behind_head(desk, raw):
                 if git.head() != head:
                     continue
@@ -170,6 +174,34 @@ def run_pre_commit(root: Path) -> HookRun:
                          "(`desk validate --staged` shows them again)")
         run.code = 3
     return run
+
+
+HEAL_TRIES = 20  # attempts at the index while a desk command holds index.lock (50 ms apart)
+
+
+def _heal_write_backs(desk: DeskFolder, raw: list[RawChange]) -> list[str]:
+    """Set back to HEAD the index entries an earlier `git commit` wrote back over a desk commit.
+
+    A plain `git commit` reads the index before it locks it; if a desk commit lands in between,
+    git writes the older index back, and every later commit would revert desk's files. Those
+    entries are recognised exactly (`stale_write_backs`: desk's own record of what it published)
+    and refreshed from the work tree, which holds HEAD's bytes; git reads the index again after
+    this hook, so the commit being made takes only what the person staged. Returns the paths.
+    """
+    from desk.transaction import read_published, stale_write_backs
+
+    published = read_published(desk.git_dir)
+    stale = stale_write_backs(desk, raw, published) if published else []
+    if not stale:
+        return []
+    git = staged_git(desk.root)
+    for _ in range(HEAL_TRIES):
+        try:
+            git.refresh_entries(hook_index(git), stale)
+            return stale
+        except GitError:
+            time.sleep(0.05)  # desk is publishing a commit under index.lock: a moment
+    return []
 
 
 def _index_behind_head(desk: DeskFolder, raw: list[RawChange]) -> bool:

@@ -83,6 +83,11 @@ def staged_git(root: Path) -> Git:
     return Git(root, hook_env=True).with_env(**absolute)
 
 
+def hook_index(git: Git) -> Path:
+    """The index file a `staged_git` commits from: git's GIT_INDEX_FILE, else `.git/index`."""
+    return Path(git._env.get("GIT_INDEX_FILE") or git.git_dir() / "index")
+
+
 @contextmanager
 def staged_snapshot(root: Path) -> Iterator[Git]:
     """Inside a git hook: a Git reading a private copy of the index being committed.
@@ -92,7 +97,7 @@ def staged_snapshot(root: Path) -> Iterator[Git]:
     of one check on one index.
     """
     git = staged_git(root)
-    source = Path(git._env.get("GIT_INDEX_FILE") or git.git_dir() / "index")
+    source = hook_index(git)
     snapshot = git.git_dir() / f"desk-hook-index-{os.getpid()}"
     try:
         if source.exists():
@@ -483,18 +488,16 @@ class Git:
         raise GitError(f"git update-ref failed: {words.strip()}",
                        hint="run `desk doctor` to check the desk's git state")
 
-    def staged_against(self, index: Path, rev: str | None, paths: Iterable[str]) -> list[str]:
-        """Those of `paths` whose entry in the index file `index` differs from `rev` (None: no
-        commit yet, so any entry differs): what a person has staged there. One git process."""
+    def index_changes(self, index: Path, rev: str, paths: Iterable[str]) -> list[RawChange]:
+        """How the index file `index` differs from commit `rev` under `paths`, blob by blob
+        (old: `rev`'s, new: the index's): what is staged there. One git process."""
         wanted = list(paths)
         if not wanted or not index.exists():
             return []
-        indexed = self.with_env(GIT_INDEX_FILE=str(index))
-        if rev is None:
-            return sorted(indexed.index_entries(index, wanted))
-        out = indexed._run("diff-index", "--cached", "-z", "--name-only", "--no-renames", rev, "--",
-                           *(f":(literal){p}" for p in wanted), read_only=True)
-        return sorted(_path_list(out))
+        out = self.with_env(GIT_INDEX_FILE=str(index))._run(
+            "diff-index", "--cached", "-z", "--raw", "--no-renames", "--no-abbrev", rev, "--",
+            *(f":(literal){p}" for p in wanted), read_only=True)
+        return _raw_changes(out)
 
     def index_entries(self, index: Path, paths: Iterable[str]) -> dict[str, str]:
         """`{path: blob id}` of `paths` in the index file `index` (absent paths left out)."""
