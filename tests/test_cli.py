@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from desk.cli.main import cli
+from desk.layout import DeskFolder
 from desk.memory.index import IndexEntry, render_index
 
 
@@ -126,3 +127,86 @@ def test_the_lazy_command_table_matches_the_commands() -> None:
         return CliRunner().invoke(group, ["--help"]).output.split("Commands:\n")[1]
 
     assert command_list(cli) == command_list(eager)
+
+
+# -- the contract under hostile input (issue 15.11): a clear error, the right exit code, nothing written
+
+
+def _tree_state(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(root).parts}
+
+
+@pytest.mark.parametrize("args", [
+    ("digest", "--as-of", "9999-12-31T23:59:59Z"),  # its next day overflowed: a traceback
+    ("recall", "x", "--as-of", "9999-12-31T23:59:59Z"),
+    ("context", "--as-of", "0001-01-01T00:00:00Z"),
+    ("archive", "append", "-k", "inbound", "--at", "9999-12-31T23:59:59Z", "late"),
+])
+def test_times_at_the_edge_of_the_calendar_are_usage_errors(desk: DeskFolder, run: DeskRunner,
+                                                            args: tuple[str, ...]) -> None:
+    before = _tree_state(desk.root)
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    assert "outside the range of UTC times" in result.output and "hint:" not in result.output.split("outside")[0]
+    assert _tree_state(desk.root) == before
+
+
+@pytest.mark.parametrize("payload", ['{"a": NaN}', '{"a": Infinity}', '{"a": [-Infinity]}'])
+def test_nan_is_never_written_as_json(desk: DeskFolder, run: DeskRunner, payload: str) -> None:
+    before = _tree_state(desk.root)
+    result = run("archive", "append", "-k", "inbound", "--payload", payload, "text")
+    assert result.exit_code == 2 and "NaN or Infinity" in result.output, result.output
+    assert _tree_state(desk.root) == before
+
+
+def test_a_record_over_the_limit_is_refused_whole(desk: DeskFolder, run: DeskRunner) -> None:
+    from desk.archive.format import MAX_RECORD_BYTES
+
+    before = _tree_state(desk.root)
+    result = run("archive", "append", "-k", "inbound", "-", input="x" * (MAX_RECORD_BYTES + 1))
+    assert result.exit_code == 2 and "at most 1,048,576 bytes" in result.output, result.output
+    assert "hint:" in result.output
+    assert _tree_state(desk.root) == before
+    assert run("archive", "append", "-k", "inbound", "-", input="x" * 1000).exit_code == 0
+
+
+def test_an_oversized_record_written_by_hand_is_a_finding() -> None:
+    from desk.archive.format import MAX_RECORD_BYTES, check_lines, record_json
+
+    record = {"actor": None, "at": "2026-01-02T00:00:00.000000Z", "content": "x" * MAX_RECORD_BYTES,
+              "desk_id": "desk-1", "id": "20260102T000000000000Z-0123456789ab-20260102-000001",
+              "kind": "inbound", "meta": {}, "payload": None, "prev": None,
+              "recorded_at": "2026-01-02T00:00:00.000000Z", "session": None}
+    findings = check_lines("a.jsonl", record_json(record).encode() + b"\n", 0, "desk-1", "2026-01-02")
+    assert [(f.line, f.rule) for f in findings] == [(1, "archive-record")]
+    assert "at most 1,048,576" in findings[0].message
+
+
+def test_a_bug_is_one_clear_line_and_exit_1_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    from desk.cli.main import DeskGroup
+
+    class Broken(DeskGroup):
+        def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+            @click.command(name)
+            def boom() -> None:
+                raise KeyError("a desk bug")
+            return boom
+
+    group = click.Group.__new__(Broken)
+    click.Group.__init__(group, "desk")
+    monkeypatch.delenv("DESK_DEBUG", raising=False)
+    result = CliRunner().invoke(group, ["boom"])
+    assert result.exit_code == 1
+    assert result.output.startswith("desk: error: internal error: KeyError: 'a desk bug'"), result.output
+    assert "Traceback" not in result.output and "DESK_DEBUG=1" in result.output
+    monkeypatch.setenv("DESK_DEBUG", "1")
+    assert isinstance(CliRunner().invoke(group, ["boom"]).exception, KeyError)
+
+
+def test_git_errors_name_the_git_command_not_its_options() -> None:
+    from desk.storage.git import _command
+
+    assert _command(("-c", "user.name=desk", "-c", "user.email=x", "commit-tree", "abc")) == "commit-tree"
+    assert _command(("--no-pager", "log")) == "log"
+    assert _command(("-C", "/tmp", "status")) == "status"

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from desk.errors import Finding, InvalidFileError
+from desk.errors import Finding, InvalidFileError, UsageError
 from desk.layout import ARCHIVE_DIR
 from desk.text.secrets import redact
 from desk.text.times import TimeFormatError, parse_time
@@ -26,9 +26,11 @@ _ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-z]{4,40}-(\d{8})-(\d{6,})$")
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,39}$")
 _HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 # One encoder each, made once: `json.dumps` with options builds a new JSONEncoder on every call.
-_JSON_TEXT = json.JSONEncoder(ensure_ascii=False).encode
+# NaN and Infinity are refused: they are not JSON (RFC 8259), and other readers reject the line.
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 # A record's line: UTF-8 JSON, keys sorted, compact separators (docs/working-desk.md "File format").
-record_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode
+record_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                               allow_nan=False).encode
 
 
 @dataclass(frozen=True, order=True)
@@ -106,7 +108,18 @@ def validate_fields(event: dict[str, Any], *, check_at: bool = True) -> str | No
                 _JSON_TEXT(value).encode("utf-8")
         except UnicodeEncodeError:
             return f"{key}: holds characters that are not valid UTF-8 (a lone surrogate)"
+        except ValueError:  # allow_nan=False
+            return f"{key}: holds NaN or Infinity, which JSON cannot carry (use null or a string)"
     return None
+
+
+def check_record_size(line: bytes) -> None:
+    """Refuse (exit 2) a record line over MAX_RECORD_BYTES, before anything is written."""
+    if len(line) > MAX_RECORD_BYTES:
+        raise UsageError(f"the record is {len(line):,} bytes; one archive record holds at most "
+                         f"{MAX_RECORD_BYTES:,} bytes ({MAX_RECORD_BYTES // (1024 * 1024)} MiB)",
+                         hint="store a large artefact as a file in the desk (or outside it) and "
+                              "archive a reference to it")
 
 
 def record_problem(rec: object, desk_id: str, day: str) -> str | None:
@@ -280,6 +293,8 @@ def check_lines(path: str, data: bytes, start: int, desk_id: str, day: str) -> l
                 prev_ok, last_seq = False, None
         else:
             problem = record_problem(rec, desk_id, day)
+            if problem is None and len(raw) > MAX_RECORD_BYTES:
+                problem = f"the record is {len(raw):,} bytes; one record holds at most {MAX_RECORD_BYTES:,}"
             if problem:
                 findings.append(Finding(path, line_no, "archive-record", problem))
             seq = seq_of(rec.get("id"))

@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from desk.archive.format import (
+    MAX_RECORD_BYTES,
     ArchiveFile,
     archive_file,
     at_key,
     check_lines,
+    check_record_size,
     line_hash,
     parse_lines,
     redact_event,
@@ -35,7 +37,7 @@ from desk.archive.format import (
 )
 from desk.errors import DeskError, Finding, UsageError
 from desk.layout import ARCHIVE_DIR, DeskFolder
-from desk.storage.atomic import fsync_dir
+from desk.storage.atomic import atomic_write, fsync_dir
 from desk.storage.lock import desk_lock
 from desk.text.times import format_time, parse_time, utc_now
 
@@ -64,21 +66,45 @@ _CLONE_IDS: dict[Path, str] = {}  # per process, by git dir: the id never change
 
 
 def clone_id(desk: DeskFolder) -> str:
-    """This clone's id (12 hex chars), made once and kept untracked in the git dir."""
+    """This clone's id (12 hex chars), made once and kept untracked in the git dir.
+
+    The file also names the git dir it was made in (device and inode): a desk copied with
+    `cp -a` or `rsync` carries the file along, and two copies appending under one id would write
+    one archive file's name with two histories. A copy notices the git dir is not the one named
+    and makes an id of its own.
+    """
     cached = _CLONE_IDS.get(desk.git_dir)
     if cached is None:
         cached = _CLONE_IDS[desk.git_dir] = _read_or_make_clone_id(desk.git_dir / CLONE_ID_FILE)
     return cached
 
 
+def _binding(git_dir: Path) -> str:
+    st = os.stat(git_dir)
+    return f"git-dir {st.st_dev}:{st.st_ino}"
+
+
 def _read_or_make_clone_id(path: Path) -> str:
+    binding = _binding(path.parent)
+    try:
+        lines = path.read_text("utf-8", "replace").splitlines()
+    except FileNotFoundError:
+        lines = []
+    if lines and lines[1:2] != [binding]:
+        with desk_lock(path.with_name(f"{CLONE_ID_FILE}.lock")):
+            current = path.read_text("utf-8", "replace").splitlines() if path.exists() else []
+            if len(current) == 1 and re.fullmatch(r"[0-9a-f]{12}", current[0].strip()):
+                # Made by desk 0.1 without a binding: bind it to this git dir from now on.
+                atomic_write(path, f"{current[0].strip()}\n{binding}\n".encode())
+            elif len(current) > 1 and current[1] != binding:  # a copy of another clone's git dir
+                path.replace(path.with_name(f"{CLONE_ID_FILE}.copied"))  # kept: says what happened
     if not path.exists():
         # Write a temp file, fsync it, then link it into place: link refuses to replace, so two
         # processes racing here agree on whichever id landed first and nobody reads half a file.
         tmp = path.with_name(f"{CLONE_ID_FILE}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, (os.urandom(6).hex() + "\n").encode())
+            os.write(fd, f"{os.urandom(6).hex()}\n{binding}\n".encode())
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -89,7 +115,7 @@ def _read_or_make_clone_id(path: Path) -> str:
             pass
         finally:
             tmp.unlink()
-    value = path.read_text("utf-8", "replace").strip()
+    value = (path.read_text("utf-8", "replace").splitlines() or [""])[0].strip()
     if not re.fullmatch(r"[0-9a-f]{12}", value):
         # Appending under a malformed id would write files no reader recognises.
         raise DeskError(f"{path} does not hold a clone id (12 hex characters): {value[:40]!r}",
@@ -209,6 +235,12 @@ class ArchiveWriter:
                   "kind": event["kind"], "meta": event["meta"], "payload": event["payload"],
                   "prev": opened.prev, "recorded_at": recorded, "session": event["session"]}
         line = record_json(record).encode()
+        if len(line) > MAX_RECORD_BYTES:
+            if os.fstat(opened.fd).st_size == 0:  # the day's file was made for this record: unmake it
+                self._files.pop(rel)
+                os.close(opened.fd)
+                os.unlink(opened.path)
+            check_record_size(line)
         data = line + b"\n" if opened.ends_with_newline else b"\n" + line + b"\n"
         written = os.write(opened.fd, data)
         if written != len(data):

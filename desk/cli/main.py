@@ -10,6 +10,7 @@ Errors are mapped to exit codes in one place, `DeskGroup.invoke` (docs/design.md
 
 from __future__ import annotations
 
+import os
 from importlib import import_module
 from pathlib import Path
 
@@ -85,6 +86,16 @@ class DeskGroup(click.Group):
         except DeskError as exc:
             report_error(ctx, exc)
             ctx.exit(exc.exit_code)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug in desk: one clear line and exit 1, never a traceback
+            if os.environ.get("DESK_DEBUG"):
+                raise
+            report_error(ctx, DeskError(
+                f"internal error: {type(exc).__name__}: {exc}",
+                hint="this is a bug in desk; `desk doctor` checks the desk, and DESK_DEBUG=1 shows "
+                     "the traceback to report"))
+            ctx.exit(1)
 
 
 @click.group(cls=DeskGroup, context_settings=CONTEXT_SETTINGS)

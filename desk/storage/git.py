@@ -199,13 +199,13 @@ class Git:
             message = proc.stderr.decode("utf-8", "replace").strip() or proc.stdout.decode(
                 "utf-8", "replace").strip()
             if "index.lock" not in message or "File exists" not in message:
-                raise GitError(f"git {args[0]} failed: {message}",
+                raise GitError(f"git {_command(args)} failed: {message}",
                                hint="run `desk doctor` to check the desk's git state")
             # Another git process (a person's commit, an editor's status refresh) holds the index:
             # wait for it like desk waits for its own lock, then give up with exit 4.
             if time.monotonic() >= deadline:
                 raise ConflictError(
-                    f"git {args[0]}: another git process has held .git/index.lock for "
+                    f"git {_command(args)}: another git process has held .git/index.lock for "
                     f"{INDEX_LOCK_WAIT:g} s", hint="wait for it to finish; if no git process is "
                     "running, `desk doctor --repair` removes a stale lock")
             time.sleep(delay)
@@ -657,8 +657,16 @@ class Git:
             if code != 0:
                 errors.seek(0)
                 message = errors.read().decode("utf-8", "replace").strip()
-                raise GitError(f"git {args[0]} failed: {message}",
+                raise GitError(f"git {_command(args)} failed: {message}",
                                hint="run `desk doctor` to check the desk's git state")
+
+
+def _command(args: tuple[str, ...] | list[str]) -> str:
+    """The git subcommand of `args` for an error message: past `-c NAME=VALUE` and other options."""
+    rest = list(args)
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in ("-c", "-C") else rest[1:]
+    return rest[0] if rest else "(no command)"
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ the archive, where the order of events within one second matters.
   by their time strings, so any other spelling there is a damaged record, not a time.
 
 Digits are ASCII only (Python's `\\d` and `int()` also take other scripts' digits), the year has
-four digits, and a time whose UTC value falls outside years 1-9999 is refused. Every time comes
-back as an aware datetime in UTC.
+four digits, and a time whose UTC value falls outside years 2-9998 is refused: a year of margin on
+either side of what Python's datetime holds, so no day, expiry or staleness window computed from a
+time desk accepted can overflow. Every time comes back as an aware datetime in UTC.
 """
 
 from __future__ import annotations
@@ -98,12 +99,18 @@ def parse_time(value: str | dt.date, what: str = "time", *, form: Form = "input"
     return _in_utc(moment, what, repr(value))
 
 
+FIRST_YEAR, LAST_YEAR = 2, 9998  # the UTC years desk accepts (see the module docstring)
+
+
 def _in_utc(moment: dt.datetime, what: str, shown: str) -> dt.datetime:
     try:
-        return moment.astimezone(_UTC)
+        utc = moment.astimezone(_UTC)
     except OverflowError:
+        utc = None
+    if utc is None or not FIRST_YEAR <= utc.year <= LAST_YEAR:
         raise TimeFormatError(what, f"{shown} is outside the range of UTC times desk can store "
-                                    "(years 1-9999)") from None
+                                    f"(years {FIRST_YEAR}-{LAST_YEAR})")
+    return utc
 
 
 def format_time(when: dt.datetime, unit: Unit = "second") -> str:

@@ -228,7 +228,39 @@ def test_secrets_are_redacted_unless_asked_not_to(desk: DeskFolder) -> None:
 def test_clone_id_is_made_once_and_kept_untracked(desk: DeskFolder) -> None:
     first = clone_id(desk)
     assert first == clone_id(DeskFolder(desk.root)) and len(first) == 12
-    assert (desk.git_dir / "desk-clone-id").read_text().strip() == first
+    assert (desk.git_dir / "desk-clone-id").read_text().splitlines()[0] == first
+
+
+def test_a_copied_desk_makes_a_clone_id_of_its_own(desk: DeskFolder, tmp_path: Path) -> None:
+    """`cp -a` carries .git/desk-clone-id along; two copies must not append under one id."""
+    import shutil
+    import subprocess
+
+    from desk.archive.store import _CLONE_IDS, append_event
+
+    append_event(desk, "inbound", "before the copy")
+    original = clone_id(desk)
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(desk.root), str(copy)], check=True)
+    _CLONE_IDS.clear()  # as a new process would start
+    copied = DeskFolder(copy)
+    assert clone_id(copied) != original
+    assert clone_id(DeskFolder(desk.root)) == original  # the original keeps its id
+    append_event(copied, "inbound", "in the copy")
+    assert any(p.name.endswith(f".{clone_id(copied)}.jsonl") for p in (copy / ".system/archive").iterdir())
+    assert (copied.git_dir / "desk-clone-id.copied").exists()
+    _CLONE_IDS.clear()
+    shutil.rmtree(copy)
+
+
+def test_an_unbound_clone_id_is_kept_and_bound(desk: DeskFolder) -> None:
+    from desk.archive.store import _CLONE_IDS
+
+    _CLONE_IDS.clear()
+    (desk.git_dir / "desk-clone-id").write_text("0123456789ab\n")  # as desk 0.1 wrote it
+    assert clone_id(desk) == "0123456789ab"
+    assert (desk.git_dir / "desk-clone-id").read_text().startswith("0123456789ab\ngit-dir ")
+    _CLONE_IDS.clear()
 
 
 def test_a_malformed_clone_id_is_refused_not_used(desk: DeskFolder) -> None:
