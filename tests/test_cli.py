@@ -210,3 +210,29 @@ def test_git_errors_name_the_git_command_not_its_options() -> None:
     assert _command(("-c", "user.name=desk", "-c", "user.email=x", "commit-tree", "abc")) == "commit-tree"
     assert _command(("--no-pager", "log")) == "log"
     assert _command(("-C", "/tmp", "status")) == "status"
+
+
+@pytest.mark.parametrize("argv", [
+    [b"recall", b"ab\xff"],
+    [b"remember", b"x\xff", b"--type", b"fact", b"-d", b"d", b"body"],
+    [b"context", b"--query", b"q\xfe"],
+    [b"now", b"append", b"doing", b"caf\xe9"],  # Latin-1, not UTF-8
+])
+def test_arguments_that_are_not_utf8_are_usage_errors(desk: DeskFolder, argv: list[bytes]) -> None:
+    before = _tree_state(desk.root)
+    proc = subprocess.run([sys.executable.encode(), b"-m", b"desk", b"--desk", bytes(desk.root), *argv],
+                          capture_output=True, cwd=desk.root)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 2, err
+    assert "is not valid UTF-8" in err and "hint:" in err and "Traceback" not in err
+    assert _tree_state(desk.root) == before
+
+
+def test_stdin_that_is_not_utf8_is_a_usage_error(desk: DeskFolder) -> None:
+    before = _tree_state(desk.root)
+    for argv in ([b"remember", b"zz", b"--type", b"fact", b"-d", b"d", b"-t", b"zz", b"-"],
+                 [b"archive", b"append", b"-k", b"inbound", b"-"]):
+        proc = subprocess.run([sys.executable, "-m", "desk", "--desk", str(desk.root), *argv],
+                              input=b"caf\xe9\n", capture_output=True, cwd=desk.root)
+        assert proc.returncode == 2 and b"stdin is not valid UTF-8" in proc.stderr, proc.stderr
+    assert _tree_state(desk.root) == before

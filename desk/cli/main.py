@@ -11,6 +11,7 @@ Errors are mapped to exit codes in one place, `DeskGroup.invoke` (docs/design.md
 from __future__ import annotations
 
 import os
+import sys
 from importlib import import_module
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import click
 
 from desk import __version__
 from desk.cli.output import Invocation, report_error
-from desk.errors import DeskError
+from desk.errors import DeskError, UsageError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -114,4 +115,14 @@ def cli(ctx: click.Context, desk_path: Path | None) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    for n, arg in enumerate(sys.argv[1:], 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:  # Python hands undecodable bytes over as lone surrogates
+            bad = arg.encode("utf-8", "surrogateescape")[exc.start]
+            report_error(None, UsageError(
+                f"argument {n} ({arg.encode('utf-8', 'surrogateescape')!r}) is not valid UTF-8 "
+                f"(byte {bad:#04x})", hint="desk reads and stores UTF-8 only: convert the text first, "
+                "e.g. with `iconv -t UTF-8`"), as_json="--json" in sys.argv)
+            sys.exit(2)
     cli(prog_name="desk")

@@ -73,10 +73,11 @@ def print_json(data: dict[str, Any]) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
-def report_error(ctx: click.Context, exc: DeskError) -> None:
-    """One error message (or JSON object) and its hint; never a traceback."""
-    obj = ctx.find_object(Invocation)
-    if obj is not None and obj.json:
+def report_error(ctx: click.Context | None, exc: DeskError, *, as_json: bool = False) -> None:
+    """One error message (or JSON object) and its hint; never a traceback. Without a click
+    context (before click parsed anything), `as_json` says whether `--json` was asked for."""
+    obj = ctx.find_object(Invocation) if ctx is not None else None
+    if as_json or (obj is not None and obj.json):
         print_json(exc.to_json())
         return
     label = {"rejected": "rejected", "conflict": "conflict"}.get(exc.status, "error")
@@ -100,7 +101,12 @@ def read_text_arg(value: str | None, file: Path | None, what: str) -> str:
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read {file}: {exc}") from None
     if value == "-":
-        return sys.stdin.read()
+        data = sys.stdin.buffer.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"stdin is not valid UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start})",
+                             hint="convert it first, e.g. `iconv -f LATIN1 -t UTF-8`") from None
     if value is None:
         raise UsageError(f"missing the {what}: give it as an argument, `-` for stdin, or a file")
     return value
