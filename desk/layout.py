@@ -29,6 +29,7 @@ MEMORY_PREFIX = MEMORY_DIR + "/"
 JOURNAL_DIR = "journal"
 CONVERSATIONS_DIR = "conversations"
 CONFIG_PATH = ".system/desk.json"
+DESK_ID_CACHE = "desk-id"  # in .git/: the committed desk_id (DeskFolder.desk_id)
 CONFLICTS_FILE = ".system/conflicts.json"
 CACHE_DIR = ".system/cache"
 ARCHIVE_DIR = ".system/archive"  # append-only raw events, one file per UTC day per clone
@@ -92,11 +93,32 @@ class DeskFolder:
 
     @cached_property
     def desk_id(self) -> str:
-        """The desk's id, read without validating the whole config."""
+        """The desk's id as committed, read without validating the whole config.
+
+        Records are stamped with it, and a checkpoint refuses records of another desk, so it is
+        never taken from an uncommitted edit of desk.json (the gate keeps a committed desk_id
+        fixed). It is cached in `.git/desk-id`, so an archive append runs no git.
+        """
+        cache = self.git_dir / DESK_ID_CACHE
         try:
-            return str(json.loads(self.path(CONFIG_PATH).read_bytes())["desk_id"])
-        except (OSError, ValueError, KeyError, TypeError):
+            cached = cache.read_text("ascii").strip()
+            if _plausible_desk_id(cached):
+                return cached
+        except (OSError, UnicodeDecodeError):
+            pass
+        committed = self.git.blob_at("HEAD", CONFIG_PATH)
+        data = committed if committed is not None else self.path(CONFIG_PATH).read_bytes()
+        try:
+            value = json.loads(data)["desk_id"]
+        except (ValueError, KeyError, TypeError):
+            value = None
+        if not isinstance(value, str) or not _plausible_desk_id(value):
             return self.config.desk_id  # let the validating loader report what is wrong
+        if committed is not None:
+            tmp = cache.with_name(f"{DESK_ID_CACHE}.{os.getpid()}.tmp")
+            tmp.write_text(value + "\n", "ascii")
+            os.replace(tmp, cache)
+        return value
 
     @cached_property
     def git_dir(self) -> Path:
@@ -124,3 +146,7 @@ class DeskFolder:
         if not stat.S_ISREG(mode):
             return NOT_A_FILE
         return blob_sha(full.read_bytes())
+
+
+def _plausible_desk_id(value: str) -> bool:
+    return 0 < len(value) <= 100 and value.isascii() and value.replace("-", "").replace("_", "").isalnum()

@@ -290,3 +290,22 @@ def test_malformed_event_fields_are_usage_errors(desk: DeskFolder, fields: dict,
     with pytest.raises(UsageError, match=problem):
         append_event(desk, "inbound", content, **args)
     assert not any((desk.root / ".system/archive").glob("*.jsonl"))
+
+
+def test_records_carry_the_committed_desk_id_not_an_edit_in_the_work_tree(desk: DeskFolder) -> None:
+    """An uncommitted edit of desk.json's desk_id used to stamp records that every checkpoint and
+    digest then refused for good (issue 15.8)."""
+    from desk.archive.checkpoint import checkpoint
+
+    committed = json.loads((desk.root / ".system/desk.json").read_text())["desk_id"]
+    config = desk.root / ".system/desk.json"
+    edited = json.loads(config.read_text())
+    edited["desk_id"] = "desk-edited-by-hand"
+    config.write_text(json.dumps(edited))
+    fresh = DeskFolder(desk.root)  # a new process: nothing cached in memory
+    (fresh.git_dir / "desk-id").unlink(missing_ok=True)  # nor on disk
+    record = append_event(fresh, "inbound", "hello")
+    assert record["desk_id"] == committed
+    assert (fresh.git_dir / "desk-id").read_text().strip() == committed
+    checkpoint(DeskFolder(desk.root))  # accepted: no record of another desk
+    assert [e.record["content"] for e in iter_events(DeskFolder(desk.root))] == ["hello"]
