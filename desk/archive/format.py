@@ -15,7 +15,7 @@ from typing import Any
 
 from desk.errors import Finding, InvalidFileError, UsageError
 from desk.layout import ARCHIVE_DIR
-from desk.text.secrets import redact
+from desk.text.secrets import redact, scan
 from desk.text.times import TimeFormatError, parse_time
 
 FIELDS = frozenset({"id", "desk_id", "at", "recorded_at", "kind", "session", "actor", "content",
@@ -149,10 +149,14 @@ def record_problem(rec: object, desk_id: str, day: str) -> str | None:
 
 
 def redact_event(event: dict[str, Any]) -> dict[str, Any]:
-    """Redact known secret patterns in content, payload strings and meta values (`desk.text.secrets`)."""
+    """Redact known secret patterns in every field of an event (`desk.text.secrets`): content,
+    payload keys and values at any depth, meta keys and values. `session` and `actor` are ids
+    (a session becomes a file name under conversations/): one that holds a secret is refused,
+    with exit 2, whether or not redaction is on (see `refuse_secret_ids`)."""
+    refuse_secret_ids(event)
     kinds: list[str] = []
     content, payload, meta = event["content"], event["payload"], event["meta"]
-    out = {**event, "meta": {k: _redact_value(v, kinds) for k, v in meta.items()}}
+    out = {**event, "meta": _redact_value(meta, kinds)}
     if isinstance(content, str):
         out["content"] = _redact_value(content, kinds)
     if payload is not None:
@@ -162,13 +166,22 @@ def redact_event(event: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def refuse_secret_ids(event: dict[str, Any]) -> None:
+    """UsageError when `session` or `actor` holds a secret: ids are never redacted in place."""
+    for key in ("session", "actor"):
+        value = event.get(key)
+        if isinstance(value, str) and (found := scan(value)):
+            raise UsageError(f"{key}: holds what looks like a secret ({found[0].kind}, {found[0].preview}); "
+                             "ids are kept as they are and become file names", hint=f"pass another {key}")
+
+
 def _redact_value(value: Any, kinds: list[str]) -> Any:
     if isinstance(value, str):
         text, found = redact(value)
         kinds.extend(found)
         return text
     if isinstance(value, dict):
-        return {k: _redact_value(v, kinds) for k, v in value.items()}
+        return {_redact_value(k, kinds): _redact_value(v, kinds) for k, v in value.items()}
     if isinstance(value, list):
         return [_redact_value(v, kinds) for v in value]
     return value

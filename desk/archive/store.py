@@ -31,6 +31,7 @@ from desk.archive.format import (
     line_hash,
     parse_lines,
     redact_event,
+    refuse_secret_ids,
     read_tail,
     record_json,
     validate_fields,
@@ -274,6 +275,8 @@ def build_event(kind: str, content: str | None = None, *, payload: dict[str, Any
     problem = validate_fields(event, check_at=False)  # `at` was formatted just above
     if problem:
         raise UsageError(problem)
+    if not redact:
+        refuse_secret_ids(event)
     return redact_event(event) if redact else event
 
 

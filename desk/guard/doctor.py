@@ -28,8 +28,7 @@ from pathlib import Path
 
 from desk.errors import ConflictError, Finding
 from desk.guard.hooks import install, installed
-from desk.guard.rules import (SECRET_DIRS, SECRET_FILES, FileVerdict, check_archive, check_message,
-                              secret_verdict)
+from desk.guard.rules import FileVerdict, check_archive, check_message, secret_verdict
 from desk.guard.validate import current_config, validate_all
 from desk.guard.verdicts import VerdictCache
 from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
@@ -387,8 +386,7 @@ def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
         for change in commit.changes:
             if change.path.startswith(ARCHIVE_PREFIX):
                 wanted += [b for b in (change.old_blob, change.new_blob) if b]
-            elif change.new_blob and (change.path in SECRET_FILES
-                                      or change.path.startswith(SECRET_DIRS)):
+            elif change.new_blob:
                 wanted.append(change.new_blob)
     blobs = desk.git.read_blobs(wanted)
     verdicts = {}

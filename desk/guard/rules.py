@@ -36,8 +36,6 @@ ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE,
                         ".gitattributes", ".gitignore"})
 MANAGED_DIRS = (MEMORY_PREFIX, "journal/", "conversations/", ".system/", "users/", "projects/")
 UNMANAGED_DIRS = (".system/cache/",)  # derived, git-ignored
-SECRET_FILES = frozenset({"NOW.md", "MISTAKES.md", "USER.md"})
-SECRET_DIRS = (MEMORY_PREFIX, "journal/")
 TEXT_LIMIT = 1 << 20  # 1 MiB for a hand-written text file
 LARGE_LIMIT = 64 << 20  # archive files and the generated index grow with the desk
 FILE_MODE = "100644"
@@ -135,8 +133,13 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
     if data is not None and mode == GITLINK_MODE:
         return _verdict([(Finding(path, 1, "binary", "a submodule cannot live inside a desk folder; "
                                   "remove it"), "")])
+    if data is not None and (named := _secret_items(path, path, "file name")):
+        return _verdict(named)
     if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
-        return _verdict([(f, "") for f in check_archive(path, old, data, desk_id)])
+        found = check_archive(path, old, data, desk_id)
+        if data is not None and not any(f.severity == "error" for f in found):
+            return _verdict([(f, "") for f in found] + archive_secret_items(path, old, data))
+        return _verdict([(f, "") for f in found])
     if data is None:
         return FileVerdict()
     if memory_name(path) is not None:
@@ -159,8 +162,7 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
     items: _Items = []
     if path == CONFIG_PATH:
         items += [(f, "") for f in _check_config(data, old)]
-    if path in SECRET_FILES or path.startswith(SECRET_DIRS):
-        items += _secret_items(path, text)
+    items += _secret_items(path, text)  # every committed text, whatever its folder
     return _verdict(items)
 
 
@@ -179,13 +181,21 @@ def secret_verdict(path: str, text: str) -> FileVerdict:
     return _verdict(_secret_items(path, text))
 
 
-def _secret_items(path: str, text: str) -> _Items:
+def _secret_items(path: str, text: str, where: str = "", first_line: int = 1) -> _Items:
     from desk.text.secrets import scan  # compiling its patterns: the commit-msg hook never scans
 
-    return [(Finding(path, s.line, "secret",
-                     f"{s.kind} ({s.preview}); remove it from the file, or if it is not a secret "
-                     f"allow exactly this finding: add \"{s.fingerprint}\" to secrets.allow in "
-                     f"{CONFIG_PATH}"), f"secret:{s.fingerprint}") for s in scan(text)]
+    return [(Finding(path, s.line + first_line - 1, "secret",
+                     f"{s.kind} ({s.preview}){' in the ' + where if where else ''}; remove it, or if "
+                     f"it is not a secret allow exactly this finding: add \"{s.fingerprint}\" to "
+                     f"secrets.allow in {CONFIG_PATH}"), f"secret:{s.fingerprint}") for s in scan(text)]
+
+
+def archive_secret_items(path: str, old: bytes | None, new: bytes) -> _Items:
+    """Secrets in what an archive file gained (records appended with redaction turned off, or
+    written by hand): they reach a commit only when the allow-list names them."""
+    start = len(old) if old is not None and new.startswith(old) else 0
+    grown = new[start:].decode("utf-8", "replace")
+    return _secret_items(path, grown, first_line=new.count(b"\n", 0, start) + 1)
 
 
 def _memory_verdict(path: str, data: bytes) -> FileVerdict:

@@ -1,7 +1,7 @@
 """Known secret patterns: find them (`scan`) and mask them (`redact`).
 
-The validator scans memory files, NOW.md, MISTAKES.md, USER.md and journal/ with `scan`; the archive
-redacts on append with `redact`. A finding is identified by the sha256 of the secret itself, so
+The validator scans every desk file it checks (and every file name, and what an archive file
+gained) with `scan`; the archive redacts every field of an event on append with `redact`. A finding is identified by the sha256 of the secret itself, so
 `.system/desk.json` can allow one finding by fingerprint without ever storing the secret. There is
 deliberately no inline "allow" comment: text an agent wrote could carry one.
 
@@ -12,11 +12,14 @@ look-alikes (test keys, placeholders, words that merely contain "sk-") must pass
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
+import itertools
 import math
 import re
-from collections.abc import Collection
+import unicodedata
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 REDACTED = "[REDACTED:{kind}]"
@@ -46,13 +49,19 @@ _PATTERNS: list[tuple[str, str]] = [
                        r"[A-Za-z0-9_\-]{32,}" + _R),
     ("google-api-key", _L + r"AIza[0-9A-Za-z_\-]{35}" + _R),
     ("stripe-live-key", _L + r"(?:sk|rk)_live_[0-9A-Za-z]{20,}" + _R),
+    # JSON Web Tokens: a base64url header and payload (both JSON objects, so `eyJ`) and a signature
+    # (gitleaks' `jwt` rule).
+    ("jwt", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}={0,2}" + _R),
+    # A password in a URL's userinfo (detect-secrets' BasicAuthDetector): the password is the secret.
+    ("url-credentials", r"(?<=[A-Za-z0-9+.\-]://)[^\s/:@{}\[\]\"'<>]{0,64}:"
+                        r"(?P<url_password>[^\s/@{}\[\]\"'<>]{3,128})(?=@[A-Za-z0-9.\-\[])"),
 ]
 _KINDS = {f"k{i}": kind for i, (kind, _) in enumerate(_PATTERNS)}
 # Substrings every specific match contains: most text holds none, and `in` is far cheaper than
 # running the combined pattern at every position (the archive redacts every appended event).
 _LITERALS = ("PRIVATE KEY", "PuTTY-User-Key-File-", "AKIA", "ASIA", "ABIA", "ACCA", "A3T",
              "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glptt-",
-             "glrt-", "xox", "hooks.slack.com", "sk-", "AIza", "_live_")
+             "glrt-", "xox", "hooks.slack.com", "sk-", "AIza", "_live_", "eyJ", "://")
 _KEYWORD_HINTS = ("key", "secret", "token", "passw", "pwd", "credential")
 
 # Generic assignments: a secret-sounding key, `=`/`:`/`=>`, then a value (quoted or bare).
@@ -61,8 +70,13 @@ _KEYWORD = (r"(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|pwd|access[_\-]?
 # After a keyword: the rest of the key name, an optional closing quote, the assignment, the value.
 # Matching starts at each keyword found (bounded name parts): a pattern that scans for the name's
 # start backtracks quadratically over long runs like `a_a_a_...`.
-_ASSIGNMENT = (r"[A-Za-z0-9_.\-]{0,40}[\"']?[ \t]*(?::=|=>|==|=|:)[ \t]*"
+_ASSIGNMENT = (r"[A-Za-z0-9_.\-]{0,40}[\"']?(?:[ \t]*(?P<op>:=|=>|==|=|:)[ \t]*|[ \t]+(?:is[ \t]+)?)"
                r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s]{8,200})(?P=q)|(?P<bv>[^\s\"'`,;)\]}]{8,200}))")
+# A value named in prose ("the password is <value>"): ASCII, letters and digits both, no
+# brackets or ellipses (code and previews), so "secrets' BasicAuthDetector" is a word, not a key.
+_PROSE_SECRET = re.compile(r"(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])[!-~]+")
+_PROSE_EXCLUDED = re.compile(r"[(){}\[\]<>]|\.\.\.")
+_PASSWORD_WORDS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "pw", "x", "xxx"})
 # Values that are references or placeholders, not secrets.
 _PLACEHOLDER = (r"(?i)^(?:\$|%|\{|<|\[|os\.|env\.|process\.|getenv|none$|null$|true$|false$)|\$\{|\{\{"
                 r"|<[a-z_\-]+>|your[_\-]?|example|placeholder|changeme|redacted|dummy|sample|xxxx|\*\*\*|\.\.\.")
@@ -78,6 +92,10 @@ class _Patterns:
         self.assignment = re.compile(_ASSIGNMENT)
         self.keyword = re.compile(_KEYWORD, re.IGNORECASE)
         self.placeholder = re.compile(_PLACEHOLDER)
+
+    def placeholder_password(self, value: str) -> bool:
+        """A URL password that only shows where one goes: `user:password@`, `:${PASS}@`, `:***@`."""
+        return value.lower() in _PASSWORD_WORDS or bool(self.placeholder.search(value))
 
 
 @functools.cache
@@ -131,6 +149,12 @@ def _looks_random(value: str) -> bool:
     classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]"))
     if classes < 2 or value.isdigit():
         return False
+    # Words joined by - or _ (github-token, report_style) are names, however varied their letters.
+    if re.fullmatch(r"[a-z]+(?:[-_][a-z]+)*", value):
+        return False
+    # Code: a call, an index or a literal (`estimate_tokens(data`, `frozenset({`, `text[start:end`).
+    if re.match(r"[A-Za-z_][A-Za-z0-9_.]*[(\[{]", value):
+        return False
     # Dotted names and paths (settings.SECRET_KEY, config/token.txt) are references.
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:[./][A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?", value):
         return False
@@ -138,22 +162,23 @@ def _looks_random(value: str) -> bool:
 
 
 def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
-    """Every secret in `text`, in order; findings whose fingerprint is in `allow` are left out."""
-    spans: list[tuple[int, int, str]] = []
-    if any(literal in text for literal in _LITERALS):
-        for match in _patterns().specific.finditer(text):
-            kind = _KINDS[match.lastgroup or ""]
-            spans.append((match.start(), _block_end(text, kind, match.end()), kind))
-    lower = text.lower()
-    keywords = _patterns().keyword.finditer(text) if any(h in lower for h in _KEYWORD_HINTS) else ()
-    for keyword in keywords:
-        assignment = _patterns().assignment.match(text, keyword.end())
-        if assignment is None:
-            continue
-        group = "qv" if assignment.group("qv") is not None else "bv"
-        start, end = assignment.span(group)
-        if _looks_random(assignment.group(group)) and not _overlaps(spans, start, end):
-            spans.append((start, end, "generic-secret"))
+    """Every secret in `text`, in order; findings whose fingerprint is in `allow` are left out.
+
+    Besides the text as it is, two views of it are scanned, and what they find is mapped back to
+    the text's own characters: the text without invisible characters (zero-width spaces and
+    joiners, soft hyphens, BOMs, other format characters) and NFKC-normalised (full-width and
+    other compatibility forms), and, for the vendor patterns only, the text with its line breaks
+    (and the indentation after them) removed, which rejoins a key split over lines.
+    """
+    spans = _spans(text, generic=True)
+    for view, origin, generic in _views(text):
+        for start, end, kind in _spans(view, generic=generic):
+            first, last = origin(start), origin(end - 1) + 1
+            inside = [s for s in spans if first <= s[0] and s[1] <= last]
+            if inside and not _overlaps([s for s in spans if s not in inside], first, last):
+                spans = [s for s in spans if s not in inside]  # the same key, found whole
+            if not _overlaps(spans, first, last):
+                spans.append((first, last, kind))
     findings = []
     for start, end, kind in sorted(spans):
         secret = text[start:end]
@@ -163,6 +188,102 @@ def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
         findings.append(SecretFinding(kind, text.count("\n", 0, start) + 1, start, end, digest,
                                       preview(secret)))
     return findings
+
+
+def _spans(text: str, *, generic: bool) -> list[tuple[int, int, str]]:
+    spans: list[tuple[int, int, str]] = []
+    if any(literal in text for literal in _LITERALS):
+        for match in _patterns().specific.finditer(text):
+            kind = _KINDS[match.lastgroup or ""]
+            if kind == "url-credentials" and _patterns().placeholder_password(match.group("url_password")):
+                continue
+            spans.append((match.start(), _block_end(text, kind, match.end()), kind))
+    if not generic:
+        return spans
+    lower = text.lower()
+    keywords = _patterns().keyword.finditer(text) if any(h in lower for h in _KEYWORD_HINTS) else ()
+    for keyword in keywords:
+        assignment = _patterns().assignment.match(text, keyword.end())
+        if assignment is None:
+            continue
+        group = "qv" if assignment.group("qv") is not None else "bv"
+        start, end = assignment.span(group)
+        value = assignment.group(group)
+        if assignment.group("op") is None and (not _PROSE_SECRET.fullmatch(value)
+                                               or _PROSE_EXCLUDED.search(value)):
+            continue  # "password <value>" without `=` or `:`: only a value no word looks like
+        if _looks_random(value) and not _overlaps(spans, start, end):
+            spans.append((start, end, "generic-secret"))
+    return spans
+
+
+# Characters that render as nothing: a key with one inside looks whole to a reader.
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+                        "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]")
+# A line break is joined only before a line that is key material alone (a key wrapped by an editor
+# or a terminal), never before ordinary text.
+_LINE_BREAK = re.compile(r"\r?\n[ \t]*(?=[A-Za-z0-9+/=_\-]+[ \t]*(?:\r?\n|$))")
+
+Origin = Callable[[int], int]
+
+
+def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
+    """(view, map from a view offset to a text offset, whether generic rules apply) per view."""
+    view: str = text
+    origin: Origin = _identity
+    invisible = not text.isascii() and _INVISIBLE.search(text)
+    if invisible or (not text.isascii() and not unicodedata.is_normalized("NFKC", text)):
+        # The mapping back is built only when the clean text holds a pattern's literal or a keyword,
+        # and then only for hidden characters or cues the text itself does not show (CJK
+        # punctuation alone changes under NFKC, and most text has no cue at all).
+        clean = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
+        cues = _cues(clean)
+        if cues and (invisible or cues - _cues(text)):
+            view, origin = _mapped(text, lambda ch: "" if _INVISIBLE.fullmatch(ch) else
+                                   unicodedata.normalize("NFKC", ch))
+            yield view, origin, True
+    if "\n" in view:
+        joined = _LINE_BREAK.sub("", view)
+        if any(literal in joined for literal in _LITERALS):
+            kept = _kept(view)
+            starts = list(itertools.accumulate((e - s for s, e in kept[:-1]), initial=0))
+            inner = origin
+
+            def rejoined(i: int) -> int:
+                part = bisect.bisect_right(starts, i) - 1
+                return inner(kept[part][0] + i - starts[part])
+
+            yield joined, rejoined, False
+
+
+def _cues(text: str) -> set[str]:
+    """The literals and keyword hints `text` holds: what makes the patterns look closer."""
+    lower = text.lower()
+    return {c for c in _LITERALS if c in text} | {h for h in _KEYWORD_HINTS if h in lower}
+
+
+def _identity(i: int) -> int:
+    return i
+
+
+def _kept(view: str) -> list[tuple[int, int]]:
+    """The (start, end) of each part of `view` between line breaks and the indentation after them."""
+    parts, pos = [], 0
+    for brk in _LINE_BREAK.finditer(view):
+        parts.append((pos, brk.start()))
+        pos = brk.end()
+    parts.append((pos, len(view)))
+    return parts
+
+
+def _mapped(text: str, change: Callable[[str], str]) -> tuple[str, Origin]:
+    chars: list[str] = []
+    origins: list[int] = []
+    for i, ch in enumerate(text):
+        out = ch if ch.isascii() else change(ch)
+        chars.append(out)
+        origins.extend([i] * len(out))
+    return "".join(chars), origins.__getitem__
 
 
 def redact(text: str) -> tuple[str, list[str]]:

@@ -46,7 +46,7 @@ def test_text_terms_examples() -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)), st.booleans())
+@given(st.datetimes(min_value=dt.datetime(2, 1, 1), max_value=dt.datetime(9998, 12, 31, 23, 59, 59)), st.booleans())
 def test_stored_times_give_the_same_timestamp_as_the_parser(moment: dt.datetime, micro: bool) -> None:
     stamp = (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
              f"{moment.second:02d}" + (f".{moment.microsecond:06d}" if micro else "") + "Z")
@@ -55,7 +55,8 @@ def test_stored_times_give_the_same_timestamp_as_the_parser(moment: dt.datetime,
 
 def test_unreadable_or_other_times() -> None:
     for value in ("2026-02-30T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T23:60:00Z",
-                  "2026-01-01T23:59:60Z", "0000-01-01T00:00:00Z", "2026-13-01T00:00:00Z", "soon", "", None, 5):
+                  "2026-01-01T23:59:60Z", "0000-01-01T00:00:00Z", "2026-13-01T00:00:00Z", "soon", "", None, 5,
+                  "0001-06-01T00:00:00Z", "9999-01-01T00:00:00Z"):  # outside the years desk accepts
         try:
             expected = parse_time(value).timestamp()  # type: ignore[arg-type]
         except (TimeFormatError, TypeError):

@@ -49,12 +49,19 @@ _add("putty-private-key", "{}\n", "PuTTY-User-" + "Key-File-3: ssh-ed25519\nEncr
 _add("generic-api-key", "api_key = \"{}\"", "Zx8" + "q2LmP0vR7tYw4nKs")
 _add("generic-password", "db_password: '{}'", "Tr0ub4" + "dor&3xK!")
 _add("generic-token-bare", "AUTH_TOKEN={}", "9f8e7d6c" + "5b4aZZyy3x2w")
+_add("jwt", "Authorization: Bearer {}", "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + "ey"
+     + "JzdWIiOiIxMjM0NTY3ODkwIn0." + _key(43))
+_add("url-credentials", "DATABASE_URL=postgres://{}@db.example.org:5432/prod", "admin:" + "S3cr" + "etP4ss!")
+_add("url-credentials-no-user", "cache at redis://{}@cache.internal", ":" + "qW9" + "xE4rT7y")
+_add("generic-password-prose", "my password is {} for now", "Tr0ub4" + "dor&3xK!")
+_add("generic-password-spaced", "wifi password {}", "kX9" + "vQ2mL7p")
 
 EXPECTED_KIND = {
     "github-token-oauth": "github-token", "openai-project-key": "openai-api-key",
     "stripe-restricted-key": "stripe-live-key", "openssh-private-key": "private-key",
     "generic-api-key": "generic-secret", "generic-password": "generic-secret",
-    "generic-token-bare": "generic-secret",
+    "generic-token-bare": "generic-secret", "url-credentials-no-user": "url-credentials",
+    "generic-password-prose": "generic-secret", "generic-password-spaced": "generic-secret",
 }
 
 LOOK_ALIKES = [
@@ -82,7 +89,40 @@ LOOK_ALIKES = [
     "token: [REDACTED:github-token]",
     "The password policy requires twelve characters.",
     "reports: keep the token count low, written in 中文",
+    "postgres://user:password@localhost/db",  # placeholders in URLs
+    "redis://:${REDIS_PASSWORD}@cache",
+    "https://user:***@example.org",
+    "https://example.org/path?a=b@c",
+    "git@github.com:org/repo.git",
+    "ey" + "J is how base64 of a JSON object starts",
+    "the token expired yesterday afternoon",
+    "the secret ingredient is love",
+    "password reset link sent",
+    "secret: github-token (a finding's kind, not a value)",
+    "the API key rotation runs every 90 days",
 ]
+
+# Secrets a reader sees whole but a plain pattern would not: invisible characters inside,
+# full-width forms, a key broken over lines. Each is found, and redaction removes all of it.
+DISGUISED = {
+    "zero-width": "key AKIA\u200bIOSFODNN7\u200dEXAMPLQ here",
+    "soft-hyphen": "gh" + "p_" + _key(18) + "\u00ad" + _key(18),
+    "full-width": "token " + "".join(chr(ord(c) + 0xFEE0) for c in "gh" + "p_" + _key(36)),
+    "split-over-lines": "export GH=gh" + "p_" + _key(20) + "\n    " + _key(16) + "\nnext line",
+    "split-crlf": "s" + "k-ant-api03-" + _key(50) + "\r\n" + _key(43) + "AA\r\nnext line",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DISGUISED))
+def test_disguised_secrets_are_found_and_redacted(name: str) -> None:
+    text = DISGUISED[name]
+    findings = scan(text)
+    assert len(findings) == 1, (name, findings)
+    redacted, kinds = redact(text)
+    assert kinds and "[REDACTED:" in redacted
+    for part in (_key(16), "IOSFODNN7", "EXAMPLQ"):
+        assert part not in redacted or part not in text
+    assert "next line" in redacted if "next line" in text else True
 
 
 @pytest.mark.parametrize("name", sorted(SECRETS))
