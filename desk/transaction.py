@@ -35,7 +35,8 @@ from desk.guard.hook_files import only_desk_hooks
 from desk.guard.validate import VALIDATED_ENV, require_valid
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
-from desk.storage.git import IndexLock, RawChange, blob_sha, release_stale_index_lock
+from desk.storage.git import (IndexLock, RawChange, blob_sha, release_private_index_lock,
+                              release_stale_index_lock)
 from desk.storage.lock import desk_lock
 
 PENDING_PREFIX = "desk-pending-"
@@ -201,6 +202,7 @@ def transaction(desk: DeskFolder) -> Iterator[Transaction]:
     """Hold the desk lock for one mutation."""
     with desk_lock(desk.lock_path):
         release_stale_index_lock(desk.git_dir)  # left by a desk process that died holding it
+        release_private_index_lock(desk.git_dir)  # left by a git desk started that died
         recover_interrupted(desk)  # the next command recovers from a crash of the last one
         yield Transaction(desk)
 

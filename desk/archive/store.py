@@ -14,6 +14,7 @@ gets one first, in the same write, so no complete record is ever glued to a frag
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -155,6 +156,7 @@ class _Open:
     seq: int  # seq of the last parseable record
     ends_with_newline: bool
     dirty: bool = False
+    created: bool = False  # this writer made the file (a failed first append removes it again)
 
 
 class ArchiveWriter:
@@ -184,6 +186,18 @@ class ArchiveWriter:
             self._files.clear()
             self._lock.__exit__(None, None, None)
 
+    def _unwrite(self, rel: str, opened: _Open, size: int) -> None:
+        """Put `rel` back to `size` bytes (removing a file made for this record) and forget it."""
+        self._files.pop(rel, None)
+        _LAST_WRITTEN.pop(opened.path, None)
+        try:
+            if size == 0 and opened.created:
+                os.unlink(opened.path)
+            else:
+                os.ftruncate(opened.fd, size)
+        finally:
+            os.close(opened.fd)
+
     def flush(self) -> None:
         """fsync every file written since the last flush, and the folder of new files."""
         for opened in self._files.values():
@@ -203,12 +217,14 @@ class ArchiveWriter:
                     os.close(other.fd)
                 self._files.clear()
             path = os.path.join(self._root, rel)
+            created = False
             try:
                 fd = os.open(path, os.O_RDWR | os.O_APPEND)
             except FileNotFoundError:  # the first event of a day: create the file (and folder)
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
                 self._new_dirs.add(Path(os.path.dirname(path)))
+                created = True
             size = os.fstat(fd).st_size
             last = _LAST_WRITTEN.get(path)
             if last is not None and (size == len(last[0]) if last[1] else size >= len(last[0])) \
@@ -216,6 +232,7 @@ class ArchiveWriter:
                 opened = _Open(fd, path, last[2], last[3], True)
             else:
                 opened = _Open(fd, path, *read_tail(fd, size))
+            opened.created = created
             self._files[rel] = opened
         return opened
 
@@ -236,31 +253,30 @@ class ArchiveWriter:
                   "kind": event["kind"], "meta": event["meta"], "payload": event["payload"],
                   "prev": opened.prev, "recorded_at": recorded, "session": event["session"]}
         line = record_json(record).encode()
+        size = os.fstat(opened.fd).st_size
         if len(line) > MAX_RECORD_BYTES:
-            if os.fstat(opened.fd).st_size == 0:  # the day's file was made for this record: unmake it
-                self._files.pop(rel)
-                os.close(opened.fd)
-                os.unlink(opened.path)
+            self._unwrite(rel, opened, size)
             check_record_size(line)
         data = line + b"\n" if opened.ends_with_newline else b"\n" + line + b"\n"
-        written = os.write(opened.fd, data)
-        if written != len(data):
-            # The tail is now a fragment; the next append closes it with a newline first.
-            opened.ends_with_newline = False
-            opened.prev = None
-            self._files.pop(rel)
-            os.close(opened.fd)
-            raise DeskError(f"short write to {rel}: {written} of {len(data)} bytes (disk full?)",
-                            hint="free some space; the torn tail is closed by the next append")
+        try:
+            written = os.write(opened.fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes")
+            if not self.batch:
+                os.fsync(opened.fd)
+                if self._new_dirs:
+                    self.flush()
+        except OSError as exc:
+            # Under the archive lock nobody else appends: take the bytes back, so a failed append
+            # leaves the file as it was (the caller was told the event was not recorded).
+            self._unwrite(rel, opened, size)
+            raise DeskError(f"could not append to {rel}: {exc.strerror or exc}; the event was not "
+                            "recorded", hint="free some space or check the disk, then append again") from None
         first = opened.prev is None  # the file was empty: this is its first line
         opened.prev, opened.seq, opened.ends_with_newline = line_hash(line), seq, True
         _LAST_WRITTEN[opened.path] = (line + b"\n" if first else b"\n" + line + b"\n", first, opened.prev, seq)
         if self.batch:
             opened.dirty = True
-        else:
-            os.fsync(opened.fd)
-            if self._new_dirs:
-                self.flush()
         return record
 
 

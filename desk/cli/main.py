@@ -89,6 +89,14 @@ class DeskGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except OSError as exc:  # the disk or the system refused a write or a read
+            where = f" ({exc.filename})" if exc.filename else ""
+            report_error(ctx, DeskError(
+                f"{exc.strerror or exc}{where}",
+                hint="desk leaves the desk as it was when a write fails (or finishes the change at "
+                     "the next command); fix the cause (free space, permissions, the disk), then "
+                     "run the command again; `desk doctor` checks the desk"))
+            ctx.exit(1)
         except Exception as exc:  # a bug in desk: one clear line and exit 1, never a traceback
             if os.environ.get("DESK_DEBUG"):
                 raise

@@ -804,6 +804,19 @@ def desk_left_index_lock(git_dir: Path) -> bool:
     return st.st_ino in record.get("inodes", []) and st.st_mtime_ns <= recorded
 
 
+def release_private_index_lock(git_dir: Path) -> bool:
+    """Remove `.git/desk-index.lock`, left by a git process desk started on its private index and
+    that died (killed with desk, or by a failed write to its stdin); True when there was one.
+
+    Only desk uses the private index, and only under the desk lock: call it holding that lock.
+    """
+    try:
+        (git_dir / f"{PRIVATE_INDEX}.lock").unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def release_stale_index_lock(git_dir: Path) -> bool:
     """Remove the index.lock a crashed desk process left (never a person's); True when there was one.
 
