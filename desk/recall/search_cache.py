@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 import sys
 import time
 from array import array
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from desk.errors import DeskError
 from desk.layout import ARCHIVE_DIR, MEMORY_DIR, DeskFolder
 from desk.recall.records import (
     CONVERSATION,
@@ -150,6 +152,9 @@ class SearchCache:
         self._loaded = -1
         self._postings: dict[str, tuple[array, array]] = {}
         self._memory_records: tuple[_Columns | None, int, set[int]] = (None, -1, set())
+        # (memory tree at HEAD, memory files changed in the work tree) as the last look saw them
+        self._memory_state: tuple[str | None, list[str] | None] = (None, None)
+        self._memory_seen: tuple[str | None, list[str] | None] = (None, None)  # as the cache has it
 
     # -- storage ----------------------------------------------------------------------------
 
@@ -196,7 +201,9 @@ class SearchCache:
     def _save(self, db: sqlite3.Connection) -> None:
         s = self.columns
         s.generation += 1
+        tree, dirty = self._memory_state
         rows = {"schema": _SCHEMA, "generation": s.generation, "times": s.times.tobytes(),
+                "mem_tree": tree or "", "mem_dirty": json.dumps(dirty or []),
                 "lengths": s.lengths.tobytes(), "kinds": bytes(s.kinds),
                 "dead": array("I", sorted(s.dead)).tobytes(), "max_time": s.max_time,
                 "expires": json.dumps(s.expires), "sum_len": s.sum_len}
@@ -261,6 +268,11 @@ class SearchCache:
             db = self._connect()
         mem_todo, arch_todo = self._changes(db)
         if not mem_todo and not arch_todo:
+            if self._memory_state != self._memory_seen:  # HEAD moved, nothing to read: note it
+                tree, dirty = self._memory_state
+                with db:
+                    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                   [("mem_tree", tree or ""), ("mem_dirty", json.dumps(dirty or []))])
             return 0
         db.execute("BEGIN IMMEDIATE")  # one writer at a time; others wait, then see its work
         batch = _Batch()
@@ -281,19 +293,61 @@ class SearchCache:
 
     def _changes(self, db: sqlite3.Connection) -> tuple[dict[str, Any], dict[str, Any]]:
         """Files whose stat differs from what the cache saw ({path: stat or None when removed})."""
-        known_mem = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime FROM memfiles")}
-        mem: dict[str, Any] = {}
-        for path, st in _scan(self.desk.path(MEMORY_DIR), ".md", MEMORY_DIR):
-            if known_mem.pop(path, None) != (st.st_size, st.st_mtime_ns):
-                mem[path] = st
-        mem.update(dict.fromkeys(known_mem))
-        known_arch = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime FROM archfiles")}
         arch: dict[str, Any] = {}
+        known_arch = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime FROM archfiles")}
         for path, st in _scan(self.desk.path(ARCHIVE_DIR), ".jsonl", ARCHIVE_DIR):
             if known_arch.pop(path, None) != (st.st_size, st.st_mtime_ns):
                 arch[path] = st
         arch.update(dict.fromkeys(known_arch))
-        return mem, arch
+        return self._memory_changes(db), arch
+
+    def _memory_changes(self, db: sqlite3.Connection) -> dict[str, Any]:
+        """The memory files to read again ({path: stat or None when removed}).
+
+        git narrows the search: a file that is the same blob in the memory tree the cache last
+        saw and in HEAD's, and clean against HEAD now and then, is what the cache read. So only
+        the files git names (`diff-tree` between the two trees, the work tree's changes against
+        HEAD now and at the last refresh) are stat'ed; every file is, when the cache saw no tree
+        (a new cache, no commit yet) or the old tree is gone.
+        """
+        git = self.desk.git
+        tree = git.object_id(f"HEAD:{MEMORY_DIR}")
+        dirty = git.changed_in_worktree(MEMORY_DIR) if tree is not None else None
+        meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('mem_tree', 'mem_dirty')"))
+        self._memory_state = (tree, dirty)
+        self._memory_seen = (meta.get("mem_tree") or None, json.loads(meta.get("mem_dirty") or "[]"))
+        candidates: set[str] | None = None
+        if tree is not None and dirty is not None and meta.get("mem_tree"):
+            candidates = {*dirty, *json.loads(meta.get("mem_dirty") or "[]")}
+            if meta["mem_tree"] != tree:
+                try:
+                    moved = git.diff_tree(str(meta["mem_tree"]), tree)
+                except DeskError:
+                    moved = None  # the old tree is gone (gc after a rewrite): look at everything
+                candidates = None if moved is None else candidates | {f"{MEMORY_DIR}/{c.path}" for c in moved}
+        if candidates is None:
+            known = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime FROM memfiles")}
+            mem: dict[str, Any] = {}
+            for path, st in _scan(self.desk.path(MEMORY_DIR), ".md", MEMORY_DIR):
+                if known.pop(path, None) != (st.st_size, st.st_mtime_ns):
+                    mem[path] = st
+            mem.update(dict.fromkeys(known))
+            return mem
+        wanted = sorted(p for p in candidates if _memory_path(p))
+        known = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            known.update({p: (s, m) for p, s, m in db.execute(
+                f"SELECT path, size, mtime FROM memfiles WHERE path IN ({','.join('?' * len(chunk))})", chunk)})
+        mem = {}
+        for path in wanted:
+            found = _regular_file(self.desk.path(path))
+            if found is None:
+                if path in known:
+                    mem[path] = None
+            elif known.get(path) != (found.st_size, found.st_mtime_ns):
+                mem[path] = found
+        return mem
 
     def _add(self, db: sqlite3.Connection, batch: _Batch, terms: dict[str, int], kind: int,
              time: float | None, expires: float | None,
@@ -498,6 +552,20 @@ class SearchCache:
                 cached.pop(term, None)
         batch.postings = {}
         batch.held = 0
+
+def _regular_file(path: Path) -> os.stat_result | None:
+    """`path`'s stat when it is a regular file (a symlink is never followed), else None."""
+    try:
+        found = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return found if stat.S_ISREG(found.st_mode) else None
+
+
+def _memory_path(path: str) -> bool:
+    """A memory file's path as `_scan` finds them: `memory/<name>.md`, no deeper."""
+    return path.startswith(f"{MEMORY_DIR}/") and path.endswith(".md") and "/" not in path[len(MEMORY_DIR) + 1:]
+
 
 def _scan(folder: Path, suffix: str, prefix: str) -> Iterable[tuple[str, os.stat_result]]:
     if not folder.is_dir():

@@ -365,4 +365,9 @@ def test_a_warm_recall_starts_no_git_process_per_hit(desk: DeskFolder, tmp_path:
         after_one = len(calls())
     assert len(many) == 8 and len(one) == 1
     assert after_many - started == after_one - after_many  # the same with 8 hits as with 1
-    assert calls()[started:] == ["rev-parse -q --verify HEAD^{commit}"] * 2  # the mirror's HEAD check
+    # The mirror's HEAD check, and the search cache's look at what changed in memory/ since it
+    # last read it (the memory tree at HEAD, the work tree's changes against HEAD).
+    look = ["rev-parse -q --verify HEAD^{commit}", "rev-parse -q --verify HEAD:memory",
+            "diff-index --name-only -z --no-renames HEAD -- :(literal)memory/",
+            "ls-files -o -z --exclude-standard -- :(literal)memory/"]
+    assert sorted(calls()[started:]) == sorted(look * 2)

@@ -227,3 +227,77 @@ def test_a_cache_another_process_refreshed_answers_from_its_own_snapshot(desk: D
     finally:
         a.close()
         b.close()
+
+
+def _memory_text(name: str, body: str) -> str:
+    return (f"---\nname: {name}\ndescription: about {name}\ntype: fact\ntriggers:\n- {name}\n"
+            f"created: 2026-11-25T00:00:00Z\nupdated: 2026-11-25T00:00:00Z\n---\n\n{body}\n")
+
+
+def _steps(desk: DeskFolder) -> list[tuple[str, Any]]:
+    from tests.guard_helpers import sh
+
+    root = desk.root
+
+    def edit_in_place() -> None:  # same size, new bytes: an editor writing over the file
+        path = root / "memory/db-choice.md"
+        path.write_bytes(path.read_bytes().replace(b"SQLite", b"DuckDB"))
+
+    def revert() -> None:
+        sh(root, "checkout", "--", "memory/db-choice.md")
+
+    def untracked() -> None:
+        (root / "memory/loose-note.md").write_text(_memory_text("loose-note", "A loose lantern note."))
+
+    def commit_by_hand() -> None:
+        (root / "memory/report-style.md").write_text(_memory_text("report-style", "Reports in English now."))
+        sh(root, "commit", "-q", "--no-verify", "-m", "by hand", "--", "memory/report-style.md")
+
+    def delete_unstaged() -> None:
+        (root / "memory/loose-note.md").unlink()
+
+    def rename_committed() -> None:
+        sh(root, "mv", "memory/db-choice.md", "memory/db-pick.md")
+        sh(root, "commit", "-q", "--no-verify", "-m", "rename")
+
+    def back_in_history() -> None:  # HEAD moves backwards: the cache's tree is not an ancestor
+        sh(root, "reset", "-q", "--hard", "HEAD~2")
+
+    return [("edit in place", edit_in_place), ("revert", revert), ("untracked file", untracked),
+            ("commit by hand", commit_by_hand), ("delete unstaged", delete_unstaged),
+            ("rename committed", rename_committed), ("back in history", back_in_history)]
+
+
+def test_a_warm_cache_follows_every_kind_of_memory_change_like_a_cold_one(desk: DeskFolder) -> None:
+    """The memory files to read again are found through git (the memory tree at HEAD, the work
+    tree's changes against HEAD): after each kind of change a person or git can make, the warm
+    cache answers exactly as one built from scratch."""
+    _seed_memories(desk)
+    warm = SearchCache(desk)
+    try:
+        warm.refresh()
+        for label, step in _steps(desk):
+            step()
+            warm.refresh()
+            cold_state, cold_answers = _cold(desk)
+            assert _state(warm) == cold_state, label
+            assert _answers(desk, warm) == cold_answers, label
+    finally:
+        warm.close()
+
+
+def test_a_memory_tree_git_no_longer_has_means_looking_at_every_file(desk: DeskFolder) -> None:
+    _seed_memories(desk)
+    cache = SearchCache(desk)
+    try:
+        cache.refresh()
+        with cache._connect() as db:  # as after a rewrite and gc: the tree the cache saw is gone
+            db.execute("UPDATE meta SET value=? WHERE key='mem_tree'", ("0" * 40,))
+        path = desk.root / "memory/db-choice.md"
+        path.write_bytes(path.read_bytes().replace(b"SQLite", b"DuckDB"))
+        from tests.guard_helpers import sh
+        sh(desk.root, "commit", "-q", "--no-verify", "-am", "by hand")
+        cache.refresh()
+        assert _state(cache) == _cold(desk)[0]
+    finally:
+        cache.close()
