@@ -52,16 +52,18 @@ _PATTERNS: list[tuple[str, str]] = [
     # JSON Web Tokens: a base64url header and payload (both JSON objects, so `eyJ`) and a signature
     # (gitleaks' `jwt` rule).
     ("jwt", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}={0,2}" + _R),
-    # A password in a URL's userinfo (detect-secrets' BasicAuthDetector): the password is the secret.
-    ("url-credentials", r"(?<=[A-Za-z0-9+.\-]://)[^\s/:@{}\[\]\"'<>]{0,64}:"
-                        r"(?P<url_password>[^\s/@{}\[\]\"'<>]{3,128})(?=@[A-Za-z0-9.\-\[])"),
 ]
 _KINDS = {f"k{i}": kind for i, (kind, _) in enumerate(_PATTERNS)}
+# A password in a URL's userinfo (detect-secrets' BasicAuthDetector): the password is the secret.
+# Its own pattern, tried only on text holding both `://` and `@` (URLs are common in chat, and
+# the combined pattern costs at every position).
+_URL_CREDENTIALS = (r"(?<=[A-Za-z0-9+.\-]://)[^\s/:@{}\[\]\"'<>]{0,64}:"
+                    r"(?P<url_password>[^\s/@{}\[\]\"'<>]{3,128})(?=@[A-Za-z0-9.\-\[])")
 # Substrings every specific match contains: most text holds none, and `in` is far cheaper than
 # running the combined pattern at every position (the archive redacts every appended event).
 _LITERALS = ("PRIVATE KEY", "PuTTY-User-Key-File-", "AKIA", "ASIA", "ABIA", "ACCA", "A3T",
              "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glptt-",
-             "glrt-", "xox", "hooks.slack.com", "sk-", "AIza", "_live_", "eyJ", "://")
+             "glrt-", "xox", "hooks.slack.com", "sk-", "AIza", "_live_", "eyJ")
 _KEYWORD_HINTS = ("key", "secret", "token", "passw", "pwd", "credential")
 
 # Generic assignments: a secret-sounding key, `=`/`:`/`=>`, then a value (quoted or bare).
@@ -89,6 +91,7 @@ class _Patterns:
 
     def __init__(self) -> None:
         self.specific = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
+        self.url_credentials = re.compile(_URL_CREDENTIALS)
         self.assignment = re.compile(_ASSIGNMENT)
         self.keyword = re.compile(_KEYWORD, re.IGNORECASE)
         self.placeholder = re.compile(_PLACEHOLDER)
@@ -195,9 +198,12 @@ def _spans(text: str, *, generic: bool) -> list[tuple[int, int, str]]:
     if any(literal in text for literal in _LITERALS):
         for match in _patterns().specific.finditer(text):
             kind = _KINDS[match.lastgroup or ""]
-            if kind == "url-credentials" and _patterns().placeholder_password(match.group("url_password")):
-                continue
             spans.append((match.start(), _block_end(text, kind, match.end()), kind))
+    if "://" in text and "@" in text:
+        for match in _patterns().url_credentials.finditer(text):
+            if not _patterns().placeholder_password(match.group("url_password")):
+                if not _overlaps(spans, *match.span()):
+                    spans.append((*match.span(), "url-credentials"))
     if not generic:
         return spans
     lower = text.lower()
@@ -243,8 +249,8 @@ def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
                                    unicodedata.normalize("NFKC", ch))
             yield view, origin, True
     if "\n" in view:
-        joined = _LINE_BREAK.sub("", view)
-        if any(literal in joined for literal in _LITERALS):
+        joined = _LINE_BREAK.sub("", view) if _LINE_BREAK.search(view) else view
+        if joined is not view and any(literal in joined for literal in _LITERALS):
             kept = _kept(view)
             starts = list(itertools.accumulate((e - s for s, e in kept[:-1]), initial=0))
             inner = origin
@@ -259,7 +265,7 @@ def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
 def _cues(text: str) -> set[str]:
     """The literals and keyword hints `text` holds: what makes the patterns look closer."""
     lower = text.lower()
-    return {c for c in _LITERALS if c in text} | {h for h in _KEYWORD_HINTS if h in lower}
+    return ({c for c in (*_LITERALS, "://") if c in text} | {h for h in _KEYWORD_HINTS if h in lower})
 
 
 def _identity(i: int) -> int:
