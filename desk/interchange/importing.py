@@ -1,0 +1,206 @@
+"""`desk import FORMAT SOURCE`: a foreign source into the desk in one commit, or a plan (--dry-run).
+
+1. The reader parses the whole source first (a malformed file stops everything, nothing written)
+   and every conversation record is validated as an archive event (redacted like every append).
+2. Under the desk lock: the memory plan (`plan.py`: names, collisions, the write gate), then the
+   commit's rules on the memories to write (the same `validate_writes` every desk commit passes,
+   including the secret scan): a memory that breaks one is rejected with the finding, the rest go on.
+3. Under the archive lock as well: records already in the archive (same `desk.import` origin, in the
+   files of their days) are skipped; the new ones are appended through the archive's own writer
+   (one write each, batched fsync, hash chains), then memories, MEMORY.md and the archive's growth
+   are ONE commit (`Desk-Op: import`, `Desk-Import-Format`, counts in trailers, `Desk-Archive-Head`
+   per archive file as a checkpoint writes them). Nothing new: status `unchanged`, no commit.
+If the commit fails after the appends, the records stay in the archive (append-only evidence; the
+next checkpoint commits them) and a re-run imports the memories and finds the records present.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from desk.archive.checkpoint import archive_trailer_lines, pending_archive
+from desk.archive.store import ArchiveWriter, archive_files, build_event
+from desk.errors import UsageError
+from desk.interchange.items import Proposal, RecordItem, Source
+from desk.interchange.plan import PlanLine, plan_memories
+from desk.interchange.readers import read_source
+from desk.layout import INDEX_FILE, DeskFolder
+from desk.memory.index import IndexEntry, memory_path
+from desk.memory.mirror import head_mirror
+from desk.storage.git import blob_sha
+from desk.text.times import utc_now
+from desk.transaction import commit_message, transaction
+
+IMPORT_META = "desk.import"  # archive meta: the record's origin in its source (the re-import key)
+PROGRESS_EVERY = 2000  # records between progress calls (and batched fsyncs every FSYNC_EVERY)
+FSYNC_EVERY = 5000
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class ImportReport:
+    """The plan, and what a real import did with it."""
+
+    format: str
+    source: str
+    dry_run: bool
+    status: str = "planned"  # planned | imported | unchanged
+    commit: str | None = None
+    memories: list[PlanLine] = field(default_factory=list)
+    proposals: list[Proposal] = field(default_factory=list)
+    records_new: int = 0
+    records_present: int = 0
+    archive_files: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        counts = {a: 0 for a in ("create", "update", "unchanged", "rejected")}
+        for line in self.memories:
+            counts[line.action] += 1
+        return {**counts, "records_new": self.records_new, "records_present": self.records_present,
+                "proposed": len(self.proposals)}
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": self.status, "format": self.format, "source": self.source, "dry_run": self.dry_run,
+                "commit": self.commit, "counts": self.counts(), "memories": [m.to_json() for m in self.memories],
+                "proposals": [p.to_json() for p in self.proposals], "archive_files": self.archive_files,
+                "skipped": self.skipped}
+
+
+def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = False,
+                  progress: Progress | None = None, now: dt.datetime | None = None) -> ImportReport:
+    """Import `path` in format `fmt`; with `dry_run` only the plan, nothing written."""
+    now = (now or utc_now()).replace(microsecond=0)
+    source = read_source(fmt, path)
+    events = _events(source, now)
+    report = ImportReport(fmt, str(path), dry_run, proposals=source.proposals, skipped=source.skipped)
+    prefix = fmt.split("-")[0]
+    if dry_run:
+        with head_mirror(desk) as mirror:
+            report.memories = plan_memories(desk, mirror, source.memories, prefix, now)
+            _check_rules(desk, mirror, report, fmt)
+        present = _present_origins(desk, events)
+        report.records_present = sum(1 for e in events if e["meta"][IMPORT_META] in present)
+        report.records_new = len(events) - report.records_present
+        return report
+    with transaction(desk) as tx, head_mirror(desk) as mirror:
+        report.memories = plan_memories(desk, mirror, source.memories, prefix, now)
+        writes, entries = _check_rules(desk, mirror, report, fmt)
+        tx.require_clean([*writes, INDEX_FILE])
+        with ArchiveWriter(desk, batch=True) as writer:
+            present = _present_origins(desk, events)
+            new = [e for e in events if e["meta"][IMPORT_META] not in present]
+            report.records_present = len(events) - len(new)
+            report.records_new = len(new)
+            if progress and new:
+                progress(0, len(new))
+            for n, event in enumerate(new, 1):
+                writer.append(event, now)
+                if n % FSYNC_EVERY == 0:
+                    writer.flush()
+                if progress and (n % PROGRESS_EVERY == 0 or n == len(new)):
+                    progress(n, len(new))
+            writer.flush()
+            archive, _old, _torn = pending_archive(desk)
+            if not writes and not archive:
+                report.status = "unchanged"
+                return report
+            index = mirror.render_index(entries) if entries else None
+            if index is not None and (mirror.index_blob != blob_sha(index) or not desk.path(INDEX_FILE).is_file()):
+                writes[INDEX_FILE] = index
+            report.archive_files = sorted(archive)
+            message = _message(fmt, path, report) + "".join(f"{t}\n" for t in archive_trailer_lines(archive))
+            sha = tx.commit({**writes, **archive}, message)
+        if entries:
+            assert index is not None
+            mirror.record(sha, {name: (blob_sha(writes[memory_path(name)] or b""), entry)
+                                for name, entry in entries.items()}, blob_sha(index))
+    report.status, report.commit = "imported", sha
+    return report
+
+
+def _events(source: Source, now: dt.datetime) -> list[dict[str, Any]]:
+    """Every record as a validated, redacted archive event; a bad one names its place in SOURCE."""
+    events, seen = [], set()
+    for record in source.records:
+        if record.origin in seen:
+            continue  # the same message twice in one source
+        seen.add(record.origin)
+        events.append(_event(record, now))
+    return events
+
+
+def _event(record: RecordItem, now: dt.datetime) -> dict[str, Any]:
+    try:
+        return build_event(record.kind, record.content, session=record.session, actor=record.actor,
+                           at=record.at, meta={IMPORT_META: record.origin}, now=now)
+    except UsageError as exc:
+        raise UsageError(f"{record.where}: {exc.message}",
+                         hint="fix that record in the source and run the import again; nothing was written") from None
+
+
+def _present_origins(desk: DeskFolder, events: list[dict[str, Any]]) -> set[str]:
+    """The `desk.import` origins already archived in the files of the days these events fall on."""
+    days = {e["at"][:10] for e in events}
+    found: set[str] = set()
+    marker = f'"{IMPORT_META}"'.encode()
+    for afile in archive_files(desk):
+        if afile.day not in days:
+            continue
+        with open(os.path.join(desk.root, afile.rel), "rb") as handle:
+            for line in handle:
+                if marker in line:
+                    try:
+                        value = json.loads(line).get("meta", {}).get(IMPORT_META)
+                    except (ValueError, AttributeError):
+                        continue  # a torn tail: verify reports it
+                    if isinstance(value, str):
+                        found.add(value)
+    return found
+
+
+def _check_rules(desk: DeskFolder, mirror: Any, report: ImportReport,
+                 fmt: str) -> tuple[dict[str, bytes | None], dict[str, IndexEntry]]:
+    """Run the commit's file rules (secrets included) on the planned memories; reject each that
+    fails, with its finding. Returns the memory writes and their index entries."""
+    from desk.guard.validate import validate_writes
+
+    for _round in range(3):
+        writable = [m for m in report.memories if m.memory is not None and m.action in ("create", "update")]
+        writes: dict[str, bytes | None] = {memory_path(m.name or ""): m.memory.render()
+                                           for m in writable if m.memory is not None}
+        entries = {m.name or "": IndexEntry.of(m.memory) for m in writable if m.memory is not None}
+        if not writes:
+            return writes, entries
+        index = mirror.render_index(entries, strict=False)
+        found = validate_writes(desk, {**writes, INDEX_FILE: index}, _message(fmt, Path(report.source), report))
+        bad: dict[str, list[str]] = {}
+        for finding in found.errors:
+            if finding.path in writes:
+                bad.setdefault(finding.path, []).append(f"{finding.rule}: {finding.message}")
+        if not bad:
+            return writes, entries
+        for line in writable:
+            reasons = bad.get(memory_path(line.name or ""))
+            if reasons:
+                line.action, line.reason, line.memory = "rejected", "; ".join(reasons), None
+    raise UsageError("the imported memories kept breaking the desk's rules; nothing was written",
+                     hint="run with --dry-run to see the plan")
+
+
+def _message(fmt: str, path: Path, report: ImportReport) -> str:
+    counts = report.counts()
+    subject = (f"import: {fmt} from {path.name}: {counts['create']} created, {counts['update']} updated, "
+               f"{counts['records_new']} archive records")
+    return commit_message(subject, {
+        "Desk-Op": "import", "Desk-Actor": "user", "Desk-Import-Format": fmt,
+        "Desk-Import-Source": path.name or str(path),
+        "Desk-Import-Created": str(counts["create"]), "Desk-Import-Updated": str(counts["update"]),
+        "Desk-Import-Unchanged": str(counts["unchanged"]), "Desk-Import-Rejected": str(counts["rejected"]),
+        "Desk-Archive-Events": str(counts["records_new"])})
