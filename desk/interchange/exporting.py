@@ -1,6 +1,7 @@
 """`desk export FORMAT DEST`: the desk's memories in the formats other tools read. Read-only on the desk.
 
-- `claude-code`: DEST is a Claude Code auto-memory folder. One `<name>.md` a memory with Claude
+- `claude-code`: DEST is a Claude Code auto-memory folder. One `<name>.md` a memory (the original
+  topic file's name for a memory imported from one, so it is updated in place) with Claude
   Code's `name`/`description`/`type` frontmatter (desk's type mapped to Claude Code's four; the
   exact desk type kept as `desk_type` where the mapping would lose it, and desk's `triggers` and
   `importance`), and MEMORY.md, the index Claude Code loads: a line a memory, plus the lines of
@@ -104,19 +105,32 @@ def claude_file(memory: MemoryFile) -> bytes:
     out: dict[str, Any] = {"name": meta.name, "description": meta.description, "type": TO_CLAUDE[meta.type]}
     if FROM_CLAUDE[TO_CLAUDE[meta.type]] != meta.type:
         out[DESK_TYPE_KEY] = meta.type
-    if meta.triggers:
-        out["triggers"] = list(meta.triggers)
+    out["triggers"] = list(meta.triggers)  # even empty: an import must not derive others
     if meta.importance is not None:
         out["importance"] = meta.importance
     return frontmatter.render(out, memory.body)
 
 
+def claude_file_name(memory: MemoryFile, taken: set[str]) -> str:
+    """`<name>.md`, or the Claude Code topic file the memory was imported from (origin
+    `claude-code:memory/<file>.md`), so exporting back into that folder updates the file in place."""
+    origin = memory.meta.origin or ""
+    if origin.startswith("claude-code:") and origin.endswith(".md"):
+        base = origin.rsplit("/", 1)[-1].removeprefix("claude-code:")
+        if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*\.md", base) and base not in ("MEMORY.md", "CLAUDE.md") \
+                and base not in taken:
+            return base
+    return f"{memory.name}.md"
+
+
 def _claude_code(dest: Path, memories: list[MemoryFile], report: ExportReport) -> None:
-    written = set()
+    written: set[str] = set()
+    lines = []
     for memory in memories:
-        _put(dest / f"{memory.name}.md", f"{memory.name}.md", claude_file(memory), report)
-        written.add(f"{memory.name}.md")
-    lines = [f"- [{m.name}]({m.name}.md) — {m.meta.description}" for m in memories]
+        file = claude_file_name(memory, written)
+        _put(dest / file, file, claude_file(memory), report)
+        written.add(file)
+        lines.append(f"- [{memory.name}]({file}) — {memory.meta.description}")
     index = dest / "MEMORY.md"
     if index.is_file() and not index.is_symlink():
         for line in index.read_text("utf-8", "replace").splitlines():

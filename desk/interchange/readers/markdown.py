@@ -33,6 +33,9 @@ def read(root: Path) -> Source:
         parts = path.relative_to(base).parts
         if any(part.startswith(".") for part in parts):
             continue
+        if path.is_symlink():
+            source.skipped.append(f"{path.relative_to(base).as_posix()}: a symlink (not followed)")
+            continue
         if len(source.memories) >= MAX_NOTES:
             raise refuse(str(root), f"more than {MAX_NOTES} notes; import a smaller folder at a time")
         rel = path.relative_to(base).as_posix()

@@ -84,10 +84,13 @@ def note_memory(note: ForeignNote, origin: str, type_: str, title: str) -> Memor
     meta = note.meta
     description = meta.get("description") if isinstance(meta.get("description"), str) else None
     description = one_line(description or "") or one_line(note.body) or one_line(title)
-    triggers = meta.get("triggers")
-    if not (isinstance(triggers, list) and triggers and all(isinstance(t, str) for t in triggers)):
-        triggers = derive_triggers(tag_list(meta.get("tags")), title, description)
     name = meta.get("name")
+    triggers = meta.get("triggers")
+    own = isinstance(name, str) and name_problem(name) is None and meta.get("type") in MEMORY_TYPES
+    if own and triggers is None:
+        triggers = []  # a desk memory file without triggers: none, as desk wrote it
+    if not (isinstance(triggers, list) and all(isinstance(t, str) for t in triggers)):
+        triggers = derive_triggers(tag_list(meta.get("tags")), title, description)
     importance = meta.get("importance")
     return MemoryItem(
         title=title, body=note.body, type=type_, description=description, origin=origin,
