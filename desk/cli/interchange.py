@@ -16,7 +16,7 @@ from desk.vocabulary import EXPORT_FORMATS, IMPORT_FORMATS
 @click.option("--dry-run", is_flag=True, help="Print the plan (create / update / unchanged / rejected, "
               "proposals, archive records) and write nothing.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
-              help="Report appended archive records on stderr, a line every few seconds.")
+              help="Report progress over the conversation records on stderr, a line every few seconds.")
 @json_option
 def import_command(fmt: str, source: Path, dry_run: bool, progress: bool) -> None:
     """Import memory from another tool's files: one commit, none when nothing is new.
@@ -30,7 +30,7 @@ def import_command(fmt: str, source: Path, dry_run: bool, progress: bool) -> Non
     """
     from desk.cli.import_progress import ProgressLines
 
-    lines = ProgressLines("archive records") if progress and not dry_run else None
+    lines = ProgressLines("import (validate, append, commit the records)") if progress and not dry_run else None
     try:
         result = invocation().desk().import_(fmt, source, dry_run=dry_run, progress=lines)
     finally:

@@ -38,7 +38,7 @@ from desk.text.times import utc_now
 from desk.transaction import commit_message, transaction
 
 IMPORT_META = "desk.import"  # archive meta: the record's origin in its source (the re-import key)
-PROGRESS_EVERY = 2000  # records between progress calls (and batched fsyncs every FSYNC_EVERY)
+PROGRESS_EVERY = 1000  # steps between progress calls (fsyncs are batched every FSYNC_EVERY records)
 FSYNC_EVERY = 5000
 Progress = Callable[[int, int], None]
 
@@ -78,7 +78,8 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
     """Import `path` in format `fmt`; with `dry_run` only the plan, nothing written."""
     now = (now or utc_now()).replace(microsecond=0)
     source = read_source(fmt, path)
-    events = _events(source, now)
+    steps = _Steps(progress, len(source.records))
+    events = _events(source, now, steps)
     report = ImportReport(fmt, str(path), dry_run, proposals=source.proposals, skipped=source.skipped)
     prefix = fmt.split("-")[0]
     if dry_run:
@@ -98,15 +99,13 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
             new = [e for e in events if e["meta"][IMPORT_META] not in present]
             report.records_present = len(events) - len(new)
             report.records_new = len(new)
-            if progress and new:
-                progress(0, len(new))
             for n, event in enumerate(new, 1):
                 writer.append(event, now)
                 if n % FSYNC_EVERY == 0:
                     writer.flush()
-                if progress and (n % PROGRESS_EVERY == 0 or n == len(new)):
-                    progress(n, len(new))
+                steps.tick(steps.total // 3 + n * (steps.total // 3) // max(len(new), 1))
             writer.flush()
+            steps.tick(2 * steps.total // 3)
             archive, _old, _torn = pending_archive(desk)
             if not writes and not archive:
                 report.status = "unchanged"
@@ -117,6 +116,7 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
             report.archive_files = sorted(archive)
             message = _message(fmt, path, report) + "".join(f"{t}\n" for t in archive_trailer_lines(archive))
             sha = tx.commit({**writes, **archive}, message)
+            steps.tick(steps.total)
         if entries:
             assert index is not None
             mirror.record(sha, {name: (blob_sha(writes[memory_path(name)] or b""), entry)
@@ -125,14 +125,32 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
     return report
 
 
-def _events(source: Source, now: dt.datetime) -> list[dict[str, Any]]:
+class _Steps:
+    """`progress(done, total)` over the three stages of the records: validating them (a third),
+    appending them (a third), committing (the last third). Called every PROGRESS_EVERY records
+    at most, so the caller decides how often to show it (a line every few seconds)."""
+
+    def __init__(self, progress: Progress | None, records: int) -> None:
+        self.progress = progress if records else None
+        self.total = 3 * records
+        self.last = -PROGRESS_EVERY
+        if self.progress:
+            self.progress(0, self.total)
+
+    def tick(self, done: int) -> None:
+        if self.progress and (done - self.last >= PROGRESS_EVERY or done == self.total):
+            self.last = done
+            self.progress(done, self.total)
+
+
+def _events(source: Source, now: dt.datetime, steps: _Steps) -> list[dict[str, Any]]:
     """Every record as a validated, redacted archive event; a bad one names its place in SOURCE."""
     events, seen = [], set()
-    for record in source.records:
-        if record.origin in seen:
-            continue  # the same message twice in one source
-        seen.add(record.origin)
-        events.append(_event(record, now))
+    for n, record in enumerate(source.records, 1):
+        if record.origin not in seen:  # else the same message twice in one source
+            seen.add(record.origin)
+            events.append(_event(record, now))
+        steps.tick(n)
     return events
 
 
