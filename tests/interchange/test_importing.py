@@ -202,10 +202,16 @@ def test_hostile_notes_bom_crlf_symlinks_and_zero_width_titles(desk: DeskFolder,
     (vault / "bom.md").write_bytes(b"\xef\xbb\xbf---\r\ntitle: With BOM\r\n---\r\nBody behind a BOM.\r\n")
     (vault / "zw.md").write_text("---\ntitle: \"Zero\u200bwidth\\nline\"\n---\nA body.\n")
     (vault / "link.md").symlink_to(FIXTURES / "markdown" / "vault" / "people" / "ada.md")
+    (vault / "big.md").write_text("# Big\n\n" + "word " * 20_000)
+    (vault / "evil.md").write_text("---\nname: ../../etc/passwd\ntype: fact\ntitle: Evil\n---\nPath games.\n")
     report = do_import(desk, "markdown", vault)
     assert actions(report)["with-bom"] == "create"
     assert show(desk, "with-bom")[1].body == "Body behind a BOM.\n"
     assert report["skipped"] == ["link.md: a symlink (not followed)"]
+    big = next(m for m in report["memories"] if m["origin"] == "markdown:big.md")
+    assert big["action"] == "rejected" and big["reason"].startswith("file-size: ")  # over 64 KiB
+    assert actions(report)["evil"] == "create"  # an unusable `name` is not a path: the title's slug is
+    assert not (tmp_path / "etc").exists()
     zero = next(m for m in report["memories"] if m["origin"] == "markdown:zw.md")
     assert zero["action"] == "create" and "\n" not in show(desk, zero["name"])[1].meta.description
 
