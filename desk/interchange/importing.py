@@ -5,13 +5,15 @@
 2. Under the desk lock: the memory plan (`plan.py`: names, collisions, the write gate), then the
    commit's rules on the memories to write (the same `validate_writes` every desk commit passes,
    including the secret scan): a memory that breaks one is rejected with the finding, the rest go on.
-3. Under the archive lock as well: records already in the archive (same `desk.import` origin, in the
-   files of their days) are skipped; the new ones are appended through the archive's own writer
-   (one write each, batched fsync, hash chains), then memories, MEMORY.md and the archive's growth
-   are ONE commit (`Desk-Op: import`, `Desk-Import-Format`, counts in trailers, `Desk-Archive-Head`
-   per archive file as a checkpoint writes them). Nothing new: status `unchanged`, no commit.
-If the commit fails after the appends, the records stay in the archive (append-only evidence; the
-next checkpoint commits them) and a re-run imports the memories and finds the records present.
+3. The memories and MEMORY.md are ONE commit (`Desk-Op: import`, `Desk-Import-Format`, counts in
+   trailers); none when no memory changes.
+4. The records not yet archived (by their `desk.import` origin, in the files of their days) are
+   appended through the archive's own import path (`desk.archive.importing.append_events`: one
+   write each, batched fsync, hash chains) and, like every append and `desk archive import`, are
+   committed by the next `desk checkpoint`: committing them here would re-scan every record for
+   secrets inside the import (the gate reads what an archive file gained), several times the
+   import's own cost at 50,000 messages.
+Importing the same source again changes nothing: status `unchanged`, no commit, no append.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desk.archive.checkpoint import archive_trailer_lines, pending_archive
-from desk.archive.store import ArchiveWriter, archive_files, build_event
+from desk.archive.importing import append_events
+from desk.archive.store import archive_files, build_event
 from desk.errors import UsageError
 from desk.interchange.items import Proposal, RecordItem, Source
 from desk.interchange.plan import PlanLine, plan_memories
@@ -38,8 +40,7 @@ from desk.text.times import utc_now
 from desk.transaction import commit_message, transaction
 
 IMPORT_META = "desk.import"  # archive meta: the record's origin in its source (the re-import key)
-PROGRESS_EVERY = 1000  # steps between progress calls (fsyncs are batched every FSYNC_EVERY records)
-FSYNC_EVERY = 5000
+PROGRESS_EVERY = 1000  # steps between progress calls
 Progress = Callable[[int, int], None]
 
 
@@ -93,52 +94,43 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
     with transaction(desk) as tx, head_mirror(desk) as mirror:
         report.memories = plan_memories(desk, mirror, source.memories, prefix, now)
         writes, entries = _check_rules(desk, mirror, report, fmt)
-        tx.require_clean([*writes, INDEX_FILE])
-        with ArchiveWriter(desk, batch=True) as writer:
-            present = _present_origins(desk, events)
-            new = [e for e in events if e["meta"][IMPORT_META] not in present]
-            report.records_present = len(events) - len(new)
-            report.records_new = len(new)
-            for n, event in enumerate(new, 1):
-                writer.append(event, now)
-                if n % FSYNC_EVERY == 0:
-                    writer.flush()
-                steps.tick(steps.total // 3 + n * (steps.total // 3) // max(len(new), 1))
-            writer.flush()
-            steps.tick(2 * steps.total // 3)
-            archive, _old, _torn = pending_archive(desk)
-            if not writes and not archive:
-                report.status = "unchanged"
-                return report
-            index = mirror.render_index(entries) if entries else None
-            if index is not None and (mirror.index_blob != blob_sha(index) or not desk.path(INDEX_FILE).is_file()):
+        # Under the desk lock, so a concurrent import of the same source waits and then finds
+        # these records present (appenders never write `desk.import` meta).
+        present = _present_origins(desk, events)
+        new = [e for e in events if e["meta"][IMPORT_META] not in present]
+        report.records_present = len(events) - len(new)
+        report.records_new = len(new)
+        if writes:
+            tx.require_clean([*writes, INDEX_FILE])
+            index = mirror.render_index(entries)
+            if mirror.index_blob != blob_sha(index) or not desk.path(INDEX_FILE).is_file():
                 writes[INDEX_FILE] = index
-            report.archive_files = sorted(archive)
-            message = _message(fmt, path, report) + "".join(f"{t}\n" for t in archive_trailer_lines(archive))
-            sha = tx.commit({**writes, **archive}, message)
-            steps.tick(steps.total)
-        if entries:
-            assert index is not None
-            mirror.record(sha, {name: (blob_sha(writes[memory_path(name)] or b""), entry)
-                                for name, entry in entries.items()}, blob_sha(index))
-    report.status, report.commit = "imported", sha
+            report.commit = tx.commit(writes, _message(fmt, path, report))
+            mirror.record(report.commit, {name: (blob_sha(writes[memory_path(name)] or b""), entry)
+                                          for name, entry in entries.items()}, blob_sha(index))
+        if new:
+            appended = append_events(desk, new, str(path), now=now,
+                                     progress=lambda done, _total: steps.tick(len(events) + done))
+            report.archive_files = appended.files
+    steps.tick(steps.total)
+    report.status = "imported" if writes or new else "unchanged"
     return report
 
 
 class _Steps:
-    """`progress(done, total)` over the three stages of the records: validating them (a third),
-    appending them (a third), committing (the last third). Called every PROGRESS_EVERY records
-    at most, so the caller decides how often to show it (a line every few seconds)."""
+    """`progress(done, total)` over the conversation records: validating them (the first half),
+    then appending them (the second). Reported every PROGRESS_EVERY steps at most; the caller
+    decides how often to show it (a line every few seconds)."""
 
     def __init__(self, progress: Progress | None, records: int) -> None:
         self.progress = progress if records else None
-        self.total = 3 * records
+        self.total = 2 * records
         self.last = -PROGRESS_EVERY
         if self.progress:
             self.progress(0, self.total)
 
     def tick(self, done: int) -> None:
-        if self.progress and (done - self.last >= PROGRESS_EVERY or done == self.total):
+        if self.progress and (done - self.last >= PROGRESS_EVERY or done == self.total) and done > self.last:
             self.last = done
             self.progress(done, self.total)
 
@@ -221,4 +213,4 @@ def _message(fmt: str, path: Path, report: ImportReport) -> str:
         "Desk-Import-Source": path.name or str(path),
         "Desk-Import-Created": str(counts["create"]), "Desk-Import-Updated": str(counts["update"]),
         "Desk-Import-Unchanged": str(counts["unchanged"]), "Desk-Import-Rejected": str(counts["rejected"]),
-        "Desk-Archive-Events": str(counts["records_new"])})
+        "Desk-Import-Records": str(counts["records_new"])})

@@ -33,7 +33,9 @@ class ImportPlan(Wrapped["ImportReport"]):
                      f"{c['rejected']} rejected; archive records: {c['records_new']} new, "
                      f"{c['records_present']} already archived")
         if r.status == "imported":
-            lines.append(f"imported{commit_suffix(r.commit)}")
+            lines.append(f"imported{commit_suffix(r.commit)}" if r.commit else "imported (no memory changed)")
+        if r.records_new and not r.dry_run:
+            lines.append(f"{r.records_new} records appended to the archive; `desk checkpoint` commits them")
         elif r.status == "unchanged":
             lines.append("unchanged: nothing new to import (no commit)")
         return "\n".join(lines)

@@ -70,9 +70,15 @@ def test_claude_code_project_becomes_memories_records_and_a_proposal(desk: DeskF
     assert records[0]["meta"]["desk.import"] == "claude-code:4f1c2a9e:u-1"
     message = git(desk.root, "log", "-1", "--format=%B")
     for trailer in ("Desk-Op: import", "Desk-Import-Format: claude-code", "Desk-Import-Created: 4",
-                    "Desk-Import-Rejected: 0", "Desk-Archive-Events: 3", "Desk-Archive-Head: 2026-02-10."):
+                    "Desk-Import-Rejected: 0", "Desk-Import-Records: 3"):
         assert trailer in message
-    assert git(desk.root, "status", "--porcelain") == ""  # memories, MEMORY.md and the archive: all committed
+    assert git(desk.root, "show", "--name-only", "--format=", "HEAD").split() == [
+        "MEMORY.md", "memory/always-answer-in-english-unless-asked-otherwise.md", "memory/release-freeze.md",
+        "memory/testing-feedback.md", "memory/user-role.md"]
+    # The records were appended like `desk archive import`'s: the next checkpoint commits them.
+    assert [line[3:].split("/")[0] for line in git(desk.root, "status", "--porcelain", "-uall").splitlines()] \
+        == [".system"]
+    assert desk_api.open(desk.root).checkpoint().value.events == 3
     assert "- [user-role](memory/user-role.md)" in (desk.root / "MEMORY.md").read_text()
 
 
@@ -219,7 +225,7 @@ def test_hostile_notes_bom_crlf_symlinks_and_zero_width_titles(desk: DeskFolder,
 def test_progress_reports_the_archive_records(desk: DeskFolder, identity: None) -> None:
     calls: list[tuple[int, int]] = []
     desk_api.open(desk.root).import_("chat-export", SOURCES["chat-export"], progress=lambda d, t: calls.append((d, t)))
-    assert calls[0] == (0, 9) and calls[-1] == (9, 9)  # validate, append, commit: a third each
+    assert calls[0] == (0, 6) and calls[-1] == (6, 6)  # validate, then append: half each
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
 
 
