@@ -19,18 +19,19 @@ from desk.vocabulary import EXPORT_FORMATS, IMPORT_FORMATS
               help="Report progress over the conversation records on stderr, a line every few seconds.")
 @json_option
 def import_command(fmt: str, source: Path, dry_run: bool, progress: bool) -> None:
-    """Import memory from another tool's files: one commit, none when nothing is new.
+    """Import memory from another tool's files in one commit, and its conversations into the archive.
 
     FORMAT is claude-code (a ~/.claude/projects/<project>/ folder or its memory/ folder),
     openclaw (a workspace), markdown (basic-memory, Obsidian or Letta notes), mem0 (its export
     JSON), chat-export (ChatGPT or Claude conversations.json) or jsonl (`desk export jsonl`).
     Every memory passes the write gate; refused ones are listed with the reason and the rest go
-    on. Conversations become archive records. A malformed source changes nothing (exit 2).
+    on. Conversations become archive records (committed by `desk checkpoint`, like every
+    append). A malformed source changes nothing (exit 2).
     docs/import-export.md describes each format.
     """
     from desk.cli.import_progress import ProgressLines
 
-    lines = ProgressLines("import (validate, append, commit the records)") if progress and not dry_run else None
+    lines = ProgressLines("import (validate, append the records)") if progress and not dry_run else None
     try:
         result = invocation().desk().import_(fmt, source, dry_run=dry_run, progress=lines)
     finally:
