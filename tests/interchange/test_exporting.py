@@ -3,7 +3,6 @@ round-trips through desk with a change visible to Claude Code's reader."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 import desk as desk_api
 from desk.layout import DeskFolder
 from desk.memory.operations import remember, show
-from tests.conftest import git, snapshot
+from tests.conftest import snapshot
 from tests.interchange.test_importing import FIXTURES, NOW
 
 EXPORTS = {"claude-code": "claude", "openclaw": "workspace", "markdown": "notes", "jsonl": "memories.jsonl"}

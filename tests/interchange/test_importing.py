@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -252,3 +251,17 @@ def test_the_cli_prints_the_plan_and_json(desk: DeskFolder, identity: None, run:
     assert "create    memory/is-vegetarian.md" in result.output
     data = json.loads(run("import", "mem0", str(SOURCES["mem0"]), "--json").output)
     assert data["status"] == "imported" and data["counts"]["create"] == 3
+
+
+def test_secrets_in_conversations_are_redacted_on_append_and_a_dirty_index_does_not_block_records(
+        desk: DeskFolder, identity: None, tmp_path: Path) -> None:
+    (desk.root / "MEMORY.md").write_text("a person's hand edit\n")  # records never touch MEMORY.md
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([{"uuid": "c1", "name": "keys", "created_at": "2026-01-02T08:00:00Z",
+                                   "chat_messages": [{"uuid": "m1", "sender": "human", "created_at": "2026-01-02T08:00:00Z",
+                                                      "text": "my key is AKIAIOSFODNN7EXAMPLF ok"}]}]))
+    report = do_import(desk, "chat-export", export)
+    assert report["status"] == "imported" and report["commit"] is None
+    (record,) = [e.record for e in iter_events(desk)]
+    assert "AKIA" not in record["content"] and "[REDACTED:" in record["content"]
+    assert (desk.root / "MEMORY.md").read_text() == "a person's hand edit\n"
