@@ -19,7 +19,8 @@ from desk.errors import RejectedError, UsageError
 from desk.layout import DeskFolder, find_desk
 from desk.results import (
     AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases, Context,
-    ConversationsRendered, Diagnosis, Digested, EventList, HooksChange, Imported, Initialized,
+    ConversationsRendered, Diagnosis, Digested, EventList, Exported, HooksChange, Imported, ImportPlan,
+    Initialized,
     MemoryChange, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome, Recalled,
     ShownMemory, Stats, Validation, Wrapped)
 from desk.results import __all__ as _RESULTS
@@ -339,6 +340,30 @@ class Desk(DeskFolder):
         from desk.notes.mistakes import list_mistakes
 
         return MistakeList(list_mistakes(self))
+
+    # -- interchange with other tools --------------------------------------------------------
+
+    def import_(self, format: str, source: str | Path, *, dry_run: bool = False,
+                progress: Progress | None = None, now: dt.datetime | None = None) -> ImportPlan:
+        """`desk import FORMAT SOURCE` (`import` is a Python keyword, hence the underscore).
+
+        Reads SOURCE in `format` (claude-code, openclaw, markdown, mem0, chat-export, jsonl),
+        plans each memory through the write gate and appends conversation records to the
+        archive, all in one commit; `dry_run` returns the plan and writes nothing. A malformed
+        source raises UsageError (exit 2) naming the file and line, with nothing written.
+        `progress(done, total)` follows the archive records as they are appended.
+        """
+        from desk.interchange.importing import import_source
+
+        return ImportPlan(import_source(self, format, Path(source), dry_run=dry_run, progress=progress,
+                                        now=now))
+
+    def export(self, format: str, dest: str | Path) -> Exported:
+        """`desk export FORMAT DEST`: the memories as claude-code, openclaw, markdown or jsonl files."""
+        from desk.interchange.exporting import export_desk
+
+        return Exported(export_desk(self, format, Path(dest)))
+
 
 
 

@@ -14,3 +14,5 @@ CONVERSATION_KINDS = ("inbound", "outbound")  # archive kinds a conversation vie
 RECALL_KINDS = ("memory", "conversation", "all")
 RANKERS = ("default", "seed", "bm25")
 CONTEXT_FORMATS = ("markdown", "json")
+IMPORT_FORMATS = ("claude-code", "openclaw", "markdown", "mem0", "chat-export", "jsonl")  # desk import FORMAT
+EXPORT_FORMATS = ("claude-code", "openclaw", "markdown", "jsonl")  # desk export FORMAT

@@ -152,6 +152,9 @@ def invocations(tmp_path: Path, event_id: str) -> Iterator[tuple[tuple[str, ...]
                                "--cause", "the clock", "--avoid", "pass fixed times"]
     yield ("mistake", "list"), ["mistake", "list", "--json"]
     yield ("conversations", "render"), ["conversations", "render", "--date", "2026-01-02"]
+    yield ("export",), ["export", "jsonl", str(tmp_path / "export.jsonl")]
+    yield ("import",), ["import", "jsonl", str(tmp_path / "export.jsonl"), "--dry-run"]
+    yield ("import",), ["import", "jsonl", str(tmp_path / "export.jsonl"), "--json"]
 
 
 def test_every_cli_command_makes_exactly_one_api_call(desk_root: Path, tmp_path: Path, api_calls: ApiCalls,

@@ -85,7 +85,19 @@ def import_events(desk: DeskFolder, path: Path, *, redact: bool = True, now: dt.
             events = parse_import(handle, str(path), redact=redact, now=now)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    result = ImportResult(str(path))
+    return append_events(desk, events, str(path), now=now, progress=progress)
+
+
+def append_events(desk: DeskFolder, events: list[dict[str, Any]], source: str, *,
+                  now: dt.datetime | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> ImportResult:
+    """Append validated events (from `build_event`) under one archive lock, fsync'd in batches.
+
+    `progress(done, total)` is called after each fsync'd batch. `desk import` appends the
+    conversations it read through here too.
+    """
+    now = now or utc_now()
+    result = ImportResult(source)
     files: set[str] = set()
     with ArchiveWriter(desk, batch=True) as writer:
         for n, event in enumerate(events, 1):

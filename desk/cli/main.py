@@ -54,6 +54,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "checkpoint": ("working", "Commit the archive's growth in one commit (trailers carry each file's head hash)."),
     "now": ("working", "NOW.md, the assistant's hot working note: Doing, Blocked, Next, Reminders."),
     "mistake": ("working", "MISTAKES.md, the error book of high-value, reusable lessons."),
+    "import": ("interchange", "Import memory from another tool's files in one commit, and its conversations "
+                              "into the archive."),
+    "export": ("interchange", "Export the desk's memories for another tool to read; the desk itself is not "
+                              "changed."),
     "conversations": ("working", "Readable views of archived conversations under conversations/ (never the "
                                  "source of truth)."),
 }

@@ -22,12 +22,13 @@ from desk.vocabulary import MEMORY_SOURCES, MEMORY_TYPES
 NAME_MAX = 80
 DESCRIPTION_MAX = 150
 TRIGGER_MAX = 64
+ORIGIN_MAX = 300
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 # Device names Windows refuses as file stems: a desk must check out on every machine.
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 # The order keys are written in, so diffs stay small.
 FIELD_ORDER = ("name", "description", "type", "triggers", "importance", "source", "source_event",
-               "evidence", "key", "expires", "created", "updated")
+               "origin", "evidence", "key", "expires", "created", "updated")
 
 
 def name_problem(name: str) -> str | None:
@@ -128,6 +129,7 @@ class MemoryMeta:
     importance: int | None = None
     source: str | None = None
     source_event: str | None = None
+    origin: str | None = None  # where an imported memory came from: `<format>:<path or id>`
     evidence: list[str] = field(default_factory=list)
     key: str | None = None
     expires: dt.datetime | None = None
@@ -156,6 +158,7 @@ class MemoryMeta:
             "name": (_name, ), "description": (_description, ), "type": (_choice, "type", MEMORY_TYPES),
             "triggers": (_triggers, ), "importance": (_importance, ),
             "source": (_choice, "source", MEMORY_SOURCES, True), "source_event": (_text, "source_event", True),
+            "origin": (_origin, ),
             "evidence": (_texts, "evidence"), "key": (_text, "key", True), "expires": (_utc, "expires"),
             "created": (_utc, "created"), "updated": (_utc, "updated"),
         }
@@ -198,6 +201,10 @@ def _name(value: Any) -> str:
 
 def _description(value: Any) -> str:
     return _single_line(_text(value, "description"), "description", DESCRIPTION_MAX)
+
+
+def _origin(value: Any) -> str:
+    return _single_line(_text(value, "origin"), "origin", ORIGIN_MAX)
 
 
 def _triggers(value: Any) -> list[str]:

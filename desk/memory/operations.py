@@ -74,7 +74,9 @@ def remember(desk: DeskFolder, name: str, *, type: str, description: str, body: 
         committed = mirror.blob(name) is not None
         existing = _existing(desk, path) if committed else None
         created = existing.meta.created if existing and existing.meta.created else now
-        memory = MemoryFile(build_meta(path, **fields, created=created, updated=now), body)
+        # An imported memory keeps where it came from (`desk export claude-code` writes it back there).
+        origin = existing.meta.origin if existing else None
+        memory = MemoryFile(build_meta(path, **fields, origin=origin, created=created, updated=now), body)
         gate.check_memory(memory, scope, mirror.same_body, gate.rule_texts(desk))
         if existing is not None:
             same = MemoryFile(memory.meta.replace(updated=existing.meta.updated), body)

@@ -11,6 +11,7 @@ command does) does not load recall, doctor or the hooks.
 from __future__ import annotations
 
 from desk.results.base import Outcome, Wrapped
+from desk.results.interchange import Exported, ImportPlan
 from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, Initialized, MemoryChange,
                                  MemoryList, Recalled, ShownMemory, Stats, Validation)
 from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases,
@@ -23,5 +24,5 @@ __all__ = [
     "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
     "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
     "Digested", "ConflictCases", "NowView", "NowChange", "MistakeAdded", "MistakeList",
-    "ConversationsRendered",
+    "ConversationsRendered", "ImportPlan", "Exported",
 ]

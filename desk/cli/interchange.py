@@ -1,0 +1,57 @@
+"""`desk import` and `desk export`: other tools' memory in, desk's memory out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from desk.cli.output import invocation, json_option, render
+from desk.vocabulary import EXPORT_FORMATS, IMPORT_FORMATS
+
+
+@click.command("import")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Print the plan (create / update / unchanged / rejected, "
+              "proposals, archive records) and write nothing.")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Report progress over the conversation records on stderr, a line every few seconds.")
+@json_option
+def import_command(fmt: str, source: Path, dry_run: bool, progress: bool) -> None:
+    """Import memory from another tool's files in one commit, and its conversations into the archive.
+
+    FORMAT is claude-code (a ~/.claude/projects/<project>/ folder or its memory/ folder),
+    openclaw (a workspace), markdown (basic-memory, Obsidian or Letta notes), mem0 (its export
+    JSON), chat-export (ChatGPT or Claude conversations.json) or jsonl (`desk export jsonl`).
+    Every memory passes the write gate; refused ones are listed with the reason and the rest go
+    on. Conversations become archive records (committed by `desk checkpoint`, like every
+    append). A malformed source changes nothing (exit 2).
+    docs/import-export.md describes each format.
+    """
+    from desk.cli.import_progress import ProgressLines
+
+    lines = ProgressLines("import (validate, append the records)") if progress and not dry_run else None
+    try:
+        result = invocation().desk().import_(fmt, source, dry_run=dry_run, progress=lines)
+    finally:
+        if lines is not None:
+            lines.close()
+    render(result)
+
+
+@click.command("export")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(EXPORT_FORMATS))
+@click.argument("dest", type=click.Path(path_type=Path))
+@json_option
+def export_command(fmt: str, dest: Path) -> None:
+    """Export the desk's memories for another tool to read; the desk itself is not changed.
+
+    FORMAT is claude-code (an auto-memory folder with its MEMORY.md), openclaw (a workspace),
+    markdown (one file per memory, for Obsidian or basic-memory) or jsonl (one line per memory
+    with its commit history). `desk import` reads each back unchanged.
+    """
+    render(invocation().desk().export(fmt, dest))
+
+
+COMMANDS = [import_command, export_command]

@@ -1,0 +1,129 @@
+"""What each imported memory becomes in this desk: the same rules as `remember`, decided up front.
+
+For every `MemoryItem`, in source order: a name (the source's own slug, else one derived from the
+title); a collision with an existing memory of that name is the same fact when the bodies match
+(then `unchanged`, or `updated` when description, type, triggers or importance differ), otherwise
+the next free `<name>-2`, `<name>-3`, ... with a plan line saying so. Then the write gate of
+`remember` (`desk.memory.gate.check_memory`: durable, not already recorded in another memory or in
+AGENTS.md/SOUL.md), the structural checks of the memory file schema, and the read-back check. A
+refusal rejects that item with its reason; the import goes on with the rest. The file rules and
+the secret scan run on the whole commit afterwards (`importing.py`), as for every desk commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from desk.errors import InvalidFileError, RejectedError
+from desk.interchange.items import MemoryItem, slugify
+from desk.layout import DeskFolder
+from desk.memory import gate
+from desk.memory.file import NAME_MAX, MemoryFile, build_meta, normalize_body, parse_memory
+from desk.memory.index import memory_path
+from desk.memory.mirror import HeadMirror
+from desk.text.normalize import content_key
+
+MAX_SUFFIX = 1000
+
+
+@dataclass
+class PlanLine:
+    """One memory of the plan: `action` is create, update, unchanged or rejected."""
+
+    action: str
+    name: str | None
+    origin: str
+    reason: str | None = None  # why rejected, or a note (a collision's new name, a duplicate)
+    memory: MemoryFile | None = field(default=None, repr=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {"action": self.action, "name": self.name, "path": memory_path(self.name) if self.name else None,
+                "origin": self.origin, "reason": self.reason}
+
+
+def plan_memories(desk: DeskFolder, mirror: HeadMirror, items: list[MemoryItem], prefix: str,
+                  now: dt.datetime) -> list[PlanLine]:
+    """The plan for `items` against the desk as it is (HEAD through `mirror`, and the work tree)."""
+    rules = gate.rule_texts(desk)
+    planned: dict[str, MemoryFile] = {}  # name -> what this import writes (create or update)
+    planned_keys: dict[str, list[str]] = {}
+    existing_cache: dict[str, MemoryFile | None | bool] = {}
+
+    def existing(name: str) -> MemoryFile | None | bool:
+        """The memory `name` on disk; False when there is none; None when it does not parse."""
+        if name not in existing_cache:
+            path = desk.path(memory_path(name))
+            if mirror.blob(name) is None and not path.exists() and not path.is_symlink():
+                existing_cache[name] = False
+            else:
+                try:
+                    existing_cache[name] = parse_memory(path.read_bytes(), memory_path(name), name)
+                except (InvalidFileError, OSError):
+                    existing_cache[name] = None
+        return existing_cache[name]
+
+    def same_body(key: str, name: str) -> list[str]:
+        others = [n for n in mirror.same_body(key, name) if n not in planned or content_key(planned[n].body) == key]
+        return sorted({*others, *(n for n in planned_keys.get(key, []) if n != name)})
+
+    lines = []
+    for item in items:
+        lines.append(_plan_one(item, prefix, now, rules, planned, planned_keys, existing, same_body))
+    return lines
+
+
+def _plan_one(item: MemoryItem, prefix: str, now: dt.datetime, rules: dict[str, str],
+              planned: dict[str, MemoryFile], planned_keys: dict[str, list[str]],
+              existing: Callable[[str], MemoryFile | None | bool],
+              same_body: Callable[[str, str], list[str]]) -> PlanLine:
+    body = normalize_body(item.body)
+    if not body:
+        return PlanLine("rejected", None, item.origin, "empty: the note has no text to remember")
+    key = content_key(body)
+    base = item.name or slugify(item.title, item.origin, prefix)
+    name, current, note = base, existing(base), None
+    for n in range(2, MAX_SUFFIX):
+        if name in planned:
+            if content_key(planned[name].body) == key:
+                return PlanLine("unchanged", name, item.origin, "the same fact appears earlier in this source")
+        elif current is False:
+            break
+        elif isinstance(current, MemoryFile) and content_key(current.body) == key:
+            break
+        stem = base[:NAME_MAX - len(str(n)) - 1].rstrip("-.")
+        name, current = f"{stem}-{n}", existing(f"{stem}-{n}")
+    else:
+        return PlanLine("rejected", None, item.origin, f"{base}: no free name up to -{MAX_SUFFIX}")
+    if name != base:
+        note = f"{base} holds a different fact: imported as {name}"
+    path = memory_path(name)
+    old = current if isinstance(current, MemoryFile) else None
+    fields = dict(name=name, description=item.description, type=item.type, triggers=list(item.triggers),
+                  importance=item.importance)
+    try:
+        if old is not None:
+            same = (old.meta.description, old.meta.type, old.meta.triggers) == (item.description, item.type,
+                                                                             list(item.triggers))
+            if same and (item.importance is None or item.importance == old.meta.importance):
+                return PlanLine("unchanged", name, item.origin, note)
+            if item.importance is None:
+                fields["importance"] = old.meta.importance
+            meta = build_meta(path, **fields, source="import", origin=item.origin,
+                              created=old.meta.created or now, updated=now)
+        else:
+            meta = build_meta(path, **fields, source="import", origin=item.origin, created=now, updated=now)
+        memory = MemoryFile(meta, body)
+        gate.check_memory(memory, "durable", same_body, rules)
+        if parse_memory(memory.render(), path, name) != memory:
+            raise RejectedError(f"{name}: the memory would not read back as written",
+                                hint="remove unusual characters from the description and triggers")
+    except InvalidFileError as exc:
+        return PlanLine("rejected", name, item.origin, "; ".join(f"{f.rule}: {f.message}" for f in exc.findings))
+    except RejectedError as exc:
+        reason = getattr(exc, "reason", None)
+        return PlanLine("rejected", name, item.origin, f"{reason}: {exc.message}" if reason else exc.message)
+    planned[name] = memory
+    planned_keys.setdefault(key, []).append(name)
+    return PlanLine("update" if old is not None else "create", name, item.origin, note, memory)

@@ -1,0 +1,118 @@
+"""Claude Code's memory: a project folder `~/.claude/projects/<project>/` or its `memory/` folder.
+
+Auto memory (read: docs/import-export.md): `memory/MEMORY.md` is an index the assistant loads,
+one line a topic file; each topic file is Markdown with `name`, `description` and `type`
+(`user`, `feedback`, `project`, `reference`) frontmatter. Session transcripts are `<session>.jsonl`
+beside it, one JSON object a line with `type` (`user`, `assistant`, `system`, ...), `uuid`,
+`sessionId`, `timestamp` and `message.content` (a string, or blocks of `text`, `tool_use`,
+`tool_result`). CLAUDE.md files are a person's instructions: proposed for AGENTS.md, never
+written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from desk.interchange.foreign import MAX_SOURCE_BYTES, read_note, read_text, refuse
+from desk.interchange.items import MemoryItem, Proposal, RecordItem, Source, derive_triggers, one_line
+from desk.interchange.readers.notes import bullets, note_memory, section_type
+from desk.vocabulary import MEMORY_TYPES
+
+# Claude Code's four memory types and desk's six, both ways (docs/import-export.md).
+FROM_CLAUDE = {"user": "preference", "feedback": "convention", "project": "fact", "reference": "reference"}
+TO_CLAUDE = {"preference": "user", "convention": "feedback", "pitfall": "feedback", "decision": "project",
+             "fact": "project", "reference": "reference"}
+DESK_TYPE_KEY = "desk_type"  # written by `desk export claude-code` where the mapping loses desk's type
+_INDEX_LINK = re.compile(r"^\[[^\]]*\]\(([^)]+\.md)\)")
+ROLES = {"user": ("inbound", "user"), "assistant": ("outbound", "assistant")}
+
+
+def read(root: Path) -> Source:
+    if not root.is_dir():
+        raise refuse(str(root), "not a folder; give a Claude Code project folder or its memory/ folder",
+                     hint="e.g. ~/.claude/projects/<project>/ or ~/.claude/projects/<project>/memory/")
+    memory_dir = root / "memory" if (root / "memory").is_dir() else root
+    source = Source("claude-code", str(root))
+    for path in sorted(memory_dir.glob("*.md")):
+        rel = path.relative_to(root).as_posix()
+        if path.name == "MEMORY.md":
+            _index_bullets(read_text(path, rel), rel, source)
+        elif path.name not in ("CLAUDE.md", "CLAUDE.local.md"):
+            source.memories.append(_memory(path, rel))
+    for rel in ("CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"):
+        if (root / rel).is_file():
+            read_text(root / rel, rel)
+            source.proposals.append(Proposal("AGENTS.md", f"claude-code:{rel}",
+                                             "a person's instructions: merge into AGENTS.md by hand if wanted"))
+    for path in sorted(root.glob("*.jsonl")):
+        _session(path, path.relative_to(root).as_posix(), source)
+    return source
+
+
+def _memory(path: Path, rel: str) -> MemoryItem:
+    note = read_note(path, rel)
+    meta = note.meta
+    wanted = meta.get(DESK_TYPE_KEY)
+    claude_type = meta.get("type")
+    if isinstance(wanted, str) and wanted in MEMORY_TYPES:
+        type_ = wanted
+    elif isinstance(claude_type, str) and claude_type in FROM_CLAUDE:
+        type_ = FROM_CLAUDE[claude_type]
+    else:
+        type_ = claude_type if isinstance(claude_type, str) and claude_type in MEMORY_TYPES else "fact"
+    title = meta["name"] if isinstance(meta.get("name"), str) and meta["name"].strip() else path.stem
+    return note_memory(note, f"claude-code:{rel}", type_, title)
+
+
+def _index_bullets(text: str, rel: str, source: Source) -> None:
+    """MEMORY.md lines that hold a fact themselves (not a link to a topic file) become memories."""
+    for bullet in bullets(text):
+        if _INDEX_LINK.match(bullet.text):
+            continue
+        description = one_line(bullet.text)
+        source.memories.append(MemoryItem(
+            title=description, body=bullet.text, type=section_type(bullet.section),
+            description=description, origin=f"claude-code:{rel}:{bullet.line}",
+            triggers=derive_triggers([], description)))
+
+
+def _session(path: Path, rel: str, source: Source) -> None:
+    text = read_text(path, rel, MAX_SOURCE_BYTES)
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise refuse(f"{rel}:{number}", f"not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise refuse(f"{rel}:{number}", "each line must be a JSON object")
+        if obj.get("type") not in ROLES or obj.get("isMeta"):
+            continue
+        content = _text(obj.get("message"))
+        if not content:
+            continue  # tool calls and results only: not conversation
+        session = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else path.stem
+        uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else str(number)
+        at = obj.get("timestamp")
+        if not isinstance(at, str):
+            raise refuse(f"{rel}:{number}", "a user or assistant line without a `timestamp` string")
+        kind, actor = ROLES[obj["type"]]
+        source.records.append(RecordItem(kind, content, f"claude-code:{session}:{uuid}", f"{rel}:{number}",
+                                         session=session, actor=actor, at=at))
+
+
+def _text(message: Any) -> str:
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        return "\n\n".join(b["text"].strip() for b in content
+                           if isinstance(b, dict) and b.get("type") == "text"
+                           and isinstance(b.get("text"), str) and b["text"].strip())
+    return ""

@@ -1,0 +1,40 @@
+"""desk's own `desk export jsonl` file: a line a memory (`name`, `meta`, `body`, `history`).
+
+Read back so the export round-trips: each line becomes the memory it was, provenance
+`jsonl:<file>:<line>`; the history is the old desk's and stays there.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from desk.interchange.foreign import MAX_SOURCE_BYTES, read_text, refuse
+from desk.interchange.items import MemoryItem, Source
+from desk.memory.file import MemoryMeta, MetaErrors
+
+
+def read(path: Path) -> Source:
+    if path.is_dir():
+        raise refuse(str(path), "a folder; give the .jsonl file `desk export jsonl` wrote")
+    rel = path.name
+    source = Source("jsonl", str(path))
+    for number, line in enumerate(read_text(path, rel, MAX_SOURCE_BYTES).split("\n"), 1):
+        if not line.strip():
+            continue
+        where = f"{rel}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise refuse(where, f"not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("meta"), dict) or not isinstance(obj.get("body"), str):
+            raise refuse(where, "expected an object with `meta` (an object) and `body` (a string)")
+        try:
+            meta = MemoryMeta.validate(obj["meta"])
+        except MetaErrors as exc:
+            raise refuse(where, f"meta: {exc}") from None
+        source.memories.append(MemoryItem(
+            title=meta.name, body=obj["body"], type=meta.type, description=meta.description,
+            origin=f"jsonl:{rel}:{number}", triggers=list(meta.triggers), importance=meta.importance,
+            name=meta.name))
+    return source

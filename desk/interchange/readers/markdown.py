@@ -1,0 +1,49 @@
+"""Any folder of Markdown notes: basic-memory, Obsidian vaults, Letta memory repositories.
+
+Read (docs/import-export.md): basic-memory notes carry `title`, `type` (default `note`), `tags`
+(a list or a comma-separated string) and `permalink`, then free Markdown with `- [category] text`
+observations and `- relation [[Target]]` relations (kept in the body as written). Obsidian notes
+may have any frontmatter or none. Letta's MemFS is a git repository of Markdown files with
+`description` frontmatter, `system/` holding the pinned ones. Each note becomes one memory; desk's
+own fields (`name`, `description`, `type`, `triggers`, `importance`) are taken as they are, so a
+`desk export markdown` folder imports back unchanged. Hidden folders (.git, .obsidian) are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from desk.interchange.foreign import read_note, refuse
+from desk.interchange.items import Source
+from desk.interchange.readers.notes import desk_type, note_memory
+
+MAX_NOTES = 100_000
+
+
+def read(root: Path) -> Source:
+    if root.is_file() and root.suffix == ".md":
+        paths, base = [root], root.parent
+    elif root.is_dir():
+        paths, base = sorted(root.rglob("*.md")), root
+    else:
+        raise refuse(str(root), "not a Markdown file or a folder of notes")
+    source = Source("markdown", str(root))
+    for path in paths:
+        parts = path.relative_to(base).parts
+        if any(part.startswith(".") for part in parts):
+            continue
+        if path.is_symlink():
+            source.skipped.append(f"{path.relative_to(base).as_posix()}: a symlink (not followed)")
+            continue
+        if len(source.memories) >= MAX_NOTES:
+            raise refuse(str(root), f"more than {MAX_NOTES} notes; import a smaller folder at a time")
+        rel = path.relative_to(base).as_posix()
+        note = read_note(path, rel)
+        title = next((note.meta[k] for k in ("title", "name", "label")
+                      if isinstance(note.meta.get(k), str) and note.meta[k].strip()), None)
+        if title is None:
+            heading = re.search(r"^#\s+(.+)$", note.body, re.MULTILINE)
+            title = heading.group(1).strip() if heading else path.stem
+        source.memories.append(note_memory(note, f"markdown:{rel}", desk_type(note.meta.get("type")), title))
+    return source

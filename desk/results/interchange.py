@@ -1,0 +1,53 @@
+"""Results of `desk import` and `desk export`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from desk.results.base import Wrapped, commit_suffix
+
+if TYPE_CHECKING:
+    from desk.interchange.exporting import ExportReport
+    from desk.interchange.importing import ImportReport
+
+
+@dataclass(frozen=True)
+class ImportPlan(Wrapped["ImportReport"]):
+    """An import's plan (create / update / unchanged / rejected, proposals, archive records) and,
+    unless it was a dry run, what was committed."""
+
+    def text(self) -> str:
+        r = self.value
+        head = "plan (dry run, nothing written)" if r.dry_run else "import"
+        lines = [f"{head}: {r.format} from {r.source}"]
+        for m in r.memories:
+            where = f"memory/{m.name}.md" if m.name else "-"
+            lines.append(f"  {m.action:<9} {where}  ({m.origin})" + (f": {m.reason}" if m.reason else ""))
+        for p in r.proposals:
+            lines.append(f"  proposed  {p.target} <- {p.origin}: {p.note}")
+        for s in r.skipped:
+            lines.append(f"  skipped   {s}")
+        c = r.counts()
+        lines.append(f"memories: {c['create']} create, {c['update']} update, {c['unchanged']} unchanged, "
+                     f"{c['rejected']} rejected; archive records: {c['records_new']} new, "
+                     f"{c['records_present']} already archived")
+        if r.status == "imported":
+            lines.append(f"imported{commit_suffix(r.commit)}" if r.commit else "imported (no memory changed)")
+        if r.records_new and not r.dry_run:
+            lines.append(f"{r.records_new} records appended to the archive; `desk checkpoint` commits them")
+        elif r.status == "unchanged":
+            lines.append("unchanged: nothing new to import (no commit)")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Exported(Wrapped["ExportReport"]):
+    """The files an export wrote (and those it found already up to date)."""
+
+    def text(self) -> str:
+        r = self.value
+        lines = [f"skipped: {s}" for s in r.skipped]
+        lines.append(f"exported {r.memories} memories as {r.format} to {r.dest}: {len(r.written)} file(s) "
+                     f"written, {len(r.unchanged)} unchanged")
+        return "\n".join(lines)

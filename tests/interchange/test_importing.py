@@ -1,0 +1,267 @@
+"""`desk import`: every format's fixture, the plan, the gate, collisions, idempotence, one commit."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+import desk as desk_api
+from desk.archive.store import iter_events
+from desk.errors import UsageError
+from desk.layout import DeskFolder
+from desk.memory.operations import remember, show
+from tests.conftest import DeskRunner, git, snapshot
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+SOURCES = {
+    "claude-code": FIXTURES / "claude-code" / "project",
+    "openclaw": FIXTURES / "openclaw" / "workspace",
+    "markdown": FIXTURES / "markdown" / "vault",
+    "mem0": FIXTURES / "mem0" / "export.json",
+    "chat-export": FIXTURES / "chat-export" / "chatgpt",
+}
+MALFORMED = {
+    "claude-code": (FIXTURES / "claude-code" / "malformed", "memory/broken.md:1: the frontmatter opened by `---` is never closed"),
+    "openclaw": (FIXTURES / "openclaw" / "malformed", "USER.md:1: not UTF-8 text (byte 0xe9)"),
+    "markdown": (FIXTURES / "markdown" / "malformed", "list.md:2: frontmatter is not a mapping"),
+    "mem0": (FIXTURES / "mem0" / "malformed.json", "malformed.json: memory 1: `memory` (the text) is missing"),
+    "chat-export": (FIXTURES / "chat-export" / "malformed", "conversations.json: conversation 1: neither a ChatGPT"),
+}
+
+
+def do_import(desk: DeskFolder, fmt: str, source: Path, **kw: object) -> dict:
+    return desk_api.open(desk.root).import_(fmt, source, now=NOW, **kw).to_json()  # type: ignore[arg-type]
+
+
+def commits(desk: DeskFolder) -> int:
+    return int(git(desk.root, "rev-list", "--count", "HEAD"))
+
+
+def actions(report: dict) -> dict[str, str]:
+    return {m["name"]: m["action"] for m in report["memories"] if m["name"]}
+
+
+def test_claude_code_project_becomes_memories_records_and_a_proposal(desk: DeskFolder, identity: None) -> None:
+    before = commits(desk)
+    report = do_import(desk, "claude-code", SOURCES["claude-code"])
+    assert report["status"] == "imported" and commits(desk) == before + 1
+    assert actions(report) == {"user-role": "create", "testing-feedback": "create", "release-freeze": "create",
+                               "always-answer-in-english-unless-asked-otherwise": "create"}
+    _, role = show(desk, "user-role")
+    assert role.meta.type == "preference"  # Claude Code's `user`
+    assert role.meta.source == "import" and role.meta.origin == "claude-code:memory/user_role.md"
+    assert role.meta.description == "The user is a data scientist, new to the frontend code"
+    assert role.meta.triggers  # derived: the source has none
+    assert show(desk, "testing-feedback")[1].meta.type == "convention"  # `feedback`
+    assert show(desk, "release-freeze")[1].meta.type == "fact"  # `project`
+    assert report["proposals"] == [{"target": "AGENTS.md", "origin": "claude-code:CLAUDE.md",
+                                    "note": "a person's instructions: merge into AGENTS.md by hand if wanted"}]
+    assert "make test" not in (desk.root / "AGENTS.md").read_text()
+    records = [e.record for e in iter_events(desk)]
+    assert [(r["kind"], r["actor"], r["session"], r["at"]) for r in records] == [
+        ("inbound", "user", "4f1c2a9e", "2026-02-10T09:00:00.000000Z"),
+        ("outbound", "assistant", "4f1c2a9e", "2026-02-10T09:00:05.000000Z"),
+        ("outbound", "assistant", "4f1c2a9e", "2026-02-10T09:00:09.000000Z")]  # the tool result is not a message
+    assert records[0]["meta"]["desk.import"] == "claude-code:4f1c2a9e:u-1"
+    message = git(desk.root, "log", "-1", "--format=%B")
+    for trailer in ("Desk-Op: import", "Desk-Import-Format: claude-code", "Desk-Import-Created: 4",
+                    "Desk-Import-Rejected: 0", "Desk-Import-Records: 3"):
+        assert trailer in message
+    assert git(desk.root, "show", "--name-only", "--format=", "HEAD").split() == [
+        "MEMORY.md", "memory/always-answer-in-english-unless-asked-otherwise.md", "memory/release-freeze.md",
+        "memory/testing-feedback.md", "memory/user-role.md"]
+    # The records were appended like `desk archive import`'s: the next checkpoint commits them.
+    assert [line[3:].split("/")[0] for line in git(desk.root, "status", "--porcelain", "-uall").splitlines()] \
+        == [".system"]
+    assert desk_api.open(desk.root).checkpoint().value.events == 3
+    assert "- [user-role](memory/user-role.md)" in (desk.root / "MEMORY.md").read_text()
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_dry_run_prints_the_plan_and_writes_nothing(desk: DeskFolder, identity: None, fmt: str) -> None:
+    before = snapshot(desk.root)
+    report = do_import(desk, fmt, SOURCES[fmt], dry_run=True)
+    assert report["status"] == "planned" and report["commit"] is None
+    assert report["counts"]["create"] + report["counts"]["records_new"] > 0
+    assert snapshot(desk.root) == before
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_importing_the_same_source_again_is_unchanged_without_a_commit(desk: DeskFolder, identity: None,
+                                                                        fmt: str) -> None:
+    first = do_import(desk, fmt, SOURCES[fmt])
+    assert first["status"] == "imported"
+    head = git(desk.root, "rev-parse", "HEAD")
+    again = do_import(desk, fmt, SOURCES[fmt])
+    assert again["status"] == "unchanged" and again["commit"] is None
+    assert again["counts"]["create"] == again["counts"]["update"] == again["counts"]["records_new"] == 0
+    assert again["counts"]["records_present"] == first["counts"]["records_new"]
+    assert git(desk.root, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("fmt", sorted(MALFORMED))
+def test_a_malformed_source_is_refused_naming_the_file_and_nothing_is_written(
+        desk: DeskFolder, identity: None, run: DeskRunner, fmt: str) -> None:
+    path, message = MALFORMED[fmt]
+    before = snapshot(desk.root)
+    result = run("import", fmt, str(path))
+    assert result.exit_code == 2
+    assert message in result.output and "hint: " in result.output
+    assert snapshot(desk.root) == before
+
+
+def test_collisions_same_fact_is_unchanged_a_different_fact_gets_a_suffixed_name(
+        desk: DeskFolder, identity: None, tmp_path: Path) -> None:
+    remember(desk, "is-vegetarian", type="fact", description="Diet", body="Is vegetarian")
+    remember(desk, "is-leading-the-api-redesign-project-targeting-a-q2-launch", type="fact",
+             description="Something else", body="A different fact under the same name.")
+    report = do_import(desk, "mem0", SOURCES["mem0"])
+    lines = {m["origin"].rsplit("0", 1)[-1]: m for m in report["memories"]}
+    assert lines["3"]["action"] == "update"  # same fact: description and triggers taken from the source
+    assert lines["2"]["action"] == "create"
+    assert lines["2"]["name"] == "is-leading-the-api-redesign-project-targeting-a-q2-launch-2"
+    assert "holds a different fact: imported as" in lines["2"]["reason"]
+    _, kept = show(desk, "is-leading-the-api-redesign-project-targeting-a-q2-launch")
+    assert kept.body == "A different fact under the same name.\n"
+    again = do_import(desk, "mem0", SOURCES["mem0"])
+    assert {m["action"] for m in again["memories"]} == {"unchanged"} and again["commit"] is None
+
+
+def test_what_the_gate_refuses_is_listed_and_the_rest_is_imported(desk: DeskFolder, identity: None,
+                                                                   tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "empty.md").write_text("---\ntitle: Empty\n---\n\n")
+    agents = (desk.root / "AGENTS.md").read_text()
+    rule = max((line.strip("-* ").strip() for line in agents.splitlines()), key=len)
+    (vault / "rule.md").write_text(f"{rule}\n")
+    (vault / "secret.md").write_text("# Keys\n\nThe deploy key is AKIAIOSFODNN7EXAMPLF for the bucket.\n")
+    (vault / "twin-a.md").write_text("The same sentence twice.\n")
+    (vault / "twin-b.md").write_text("The same sentence twice.\n")
+    (vault / "good.md").write_text("---\ntitle: Good note\ntags: alpha, beta\n---\nA durable fact.\n")
+    report = do_import(desk, "markdown", vault)
+    by_origin = {m["origin"]: m for m in report["memories"]}
+    assert by_origin["markdown:empty.md"]["action"] == "rejected"
+    assert by_origin["markdown:rule.md"]["reason"].startswith("already_recorded: ")
+    assert by_origin["markdown:secret.md"]["action"] == "rejected"
+    assert "secret" in by_origin["markdown:secret.md"]["reason"]
+    assert by_origin["markdown:twin-a.md"]["action"] == "create"
+    assert by_origin["markdown:twin-b.md"]["reason"] == (  # the same fact, earlier in this source
+        "already_recorded: twin-b: the same fact is already recorded in memory/twin-a.md")
+    assert by_origin["markdown:good.md"]["action"] == "create"
+    assert report["status"] == "imported"
+    assert show(desk, "good-note")[1].meta.triggers == ["alpha", "beta"]
+    assert not (desk.root / "memory" / "keys.md").exists()
+    assert "AKIA" not in git(desk.root, "log", "-p", "-1")
+
+
+def test_openclaw_bullets_daily_notes_and_proposals(desk: DeskFolder, identity: None) -> None:
+    report = do_import(desk, "openclaw", SOURCES["openclaw"])
+    names = actions(report)
+    assert names["deploys-go-out-on-tuesdays-only"] == "create"
+    assert show(desk, "deploys-go-out-on-tuesdays-only")[1].meta.type == "decision"  # under "## Decisions"
+    assert show(desk, "prefers-short-replies-without-greetings")[1].meta.type == "preference"
+    chinese = next(n for n in names if n.startswith("openclaw-"))  # no ASCII words: a stable hashed name
+    assert show(desk, chinese)[1].body == "晚上 11 点后不要打扰\n(周末也一样)\n"
+    assert show(desk, "project-alpha")[1].meta.triggers == ["alpha", "billing"]
+    assert sorted(p["target"] for p in report["proposals"]) == ["AGENTS.md", "SOUL.md", "SOUL.md", "USER.md"]
+    records = [e.record for e in iter_events(desk)]
+    assert [(r["kind"], r["at"][:10], r["session"]) for r in records] == [
+        ("note", "2026-01-05", "openclaw:2026-01-05"), ("note", "2026-01-06", "openclaw:2026-01-06")]
+    assert "Be genuinely helpful" not in (desk.root / "SOUL.md").read_text()
+
+
+def test_chat_exports_follow_the_thread_shown_and_keep_roles_and_times(desk: DeskFolder, identity: None) -> None:
+    do_import(desk, "chat-export", SOURCES["chat-export"])
+    do_import(desk, "chat-export", FIXTURES / "chat-export" / "claude" / "conversations.json")
+    records = [(e.record["session"], e.record["kind"], e.record["actor"], e.record["at"], e.record["content"])
+               for e in iter_events(desk)]
+    assert records == [
+        ("chatgpt:conv-1", "inbound", "user", "2026-01-01T10:00:10.500000Z", "Which database for metrics?"),
+        ("chatgpt:conv-1", "outbound", "assistant", "2026-01-01T10:00:30.000000Z",
+         "Postgres with a time-series extension."),
+        ("chatgpt:conv-1", "inbound", "user", "2026-01-01T10:00:40.000000Z", "Thanks, that settles it."),
+        ("claude:c-100", "inbound", "user", "2026-01-02T08:00:00.000000Z", "Plan two days in Kyoto."),
+        ("claude:c-100", "outbound", "assistant", "2026-01-02T08:00:20.000000Z", "Day one: Fushimi Inari early."),
+    ]  # the abandoned branch (m2) and the empty system message are left out
+
+
+def test_markdown_reads_basic_memory_obsidian_letta_and_toml_notes(desk: DeskFolder, identity: None) -> None:
+    report = do_import(desk, "markdown", SOURCES["markdown"])
+    assert sorted(actions(report)) == ["ada", "coffee-brewing-methods", "deploy-checklist", "human"]
+    coffee = show(desk, "coffee-brewing-methods")[1]
+    assert coffee.meta.triggers == ["coffee", "brewing"] and coffee.meta.type == "fact"
+    assert "- relates_to [[Coffee Bean Origins]]" in coffee.body  # relations kept as written
+    assert show(desk, "human")[1].meta.description == "What the agent knows about the human it works with"
+    assert show(desk, "deploy-checklist")[1].meta.triggers == ["deploy"]  # TOML frontmatter
+
+
+def test_hostile_notes_bom_crlf_symlinks_and_zero_width_titles(desk: DeskFolder, identity: None,
+                                                               tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "bom.md").write_bytes(b"\xef\xbb\xbf---\r\ntitle: With BOM\r\n---\r\nBody behind a BOM.\r\n")
+    (vault / "zw.md").write_text("---\ntitle: \"Zero\u200bwidth\\nline\"\n---\nA body.\n")
+    (vault / "link.md").symlink_to(FIXTURES / "markdown" / "vault" / "people" / "ada.md")
+    (vault / "big.md").write_text("# Big\n\n" + "word " * 20_000)
+    (vault / "evil.md").write_text("---\nname: ../../etc/passwd\ntype: fact\ntitle: Evil\n---\nPath games.\n")
+    report = do_import(desk, "markdown", vault)
+    assert actions(report)["with-bom"] == "create"
+    assert show(desk, "with-bom")[1].body == "Body behind a BOM.\n"
+    assert report["skipped"] == ["link.md: a symlink (not followed)"]
+    big = next(m for m in report["memories"] if m["origin"] == "markdown:big.md")
+    assert big["action"] == "rejected" and big["reason"].startswith("file-size: ")  # over 64 KiB
+    assert actions(report)["evil"] == "create"  # an unusable `name` is not a path: the title's slug is
+    assert not (tmp_path / "etc").exists()
+    zero = next(m for m in report["memories"] if m["origin"] == "markdown:zw.md")
+    assert zero["action"] == "create" and "\n" not in show(desk, zero["name"])[1].meta.description
+
+
+def test_progress_reports_the_archive_records(desk: DeskFolder, identity: None) -> None:
+    calls: list[tuple[int, int]] = []
+    desk_api.open(desk.root).import_("chat-export", SOURCES["chat-export"], progress=lambda d, t: calls.append((d, t)))
+    assert calls[0] == (0, 6) and calls[-1] == (6, 6)  # validate, then append: half each
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+def test_an_unknown_format_or_missing_source_is_a_usage_error(desk: DeskFolder, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="unknown import format"):
+        desk_api.open(desk.root).import_("evernote", tmp_path)
+    with pytest.raises(UsageError, match="no such file or folder"):
+        desk_api.open(desk.root).import_("markdown", tmp_path / "missing")
+
+
+def test_a_person_s_uncommitted_memory_file_is_never_overwritten(desk: DeskFolder, identity: None,
+                                                                tmp_path: Path) -> None:
+    (desk.root / "memory" / "ada.md").write_text("a person's draft\n")
+    report = do_import(desk, "markdown", SOURCES["markdown"])
+    ada = next(m for m in report["memories"] if m["origin"] == "markdown:people/ada.md")
+    assert ada["name"] == "ada-2"
+    assert (desk.root / "memory" / "ada.md").read_text() == "a person's draft\n"
+
+
+def test_the_cli_prints_the_plan_and_json(desk: DeskFolder, identity: None, run: DeskRunner) -> None:
+    result = run("import", "mem0", str(SOURCES["mem0"]), "--dry-run")
+    assert result.exit_code == 0
+    assert "plan (dry run, nothing written): mem0" in result.output
+    assert "create    memory/is-vegetarian.md" in result.output
+    data = json.loads(run("import", "mem0", str(SOURCES["mem0"]), "--json").output)
+    assert data["status"] == "imported" and data["counts"]["create"] == 3
+
+
+def test_secrets_in_conversations_are_redacted_on_append_and_a_dirty_index_does_not_block_records(
+        desk: DeskFolder, identity: None, tmp_path: Path) -> None:
+    (desk.root / "MEMORY.md").write_text("a person's hand edit\n")  # records never touch MEMORY.md
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([{"uuid": "c1", "name": "keys", "created_at": "2026-01-02T08:00:00Z",
+                                   "chat_messages": [{"uuid": "m1", "sender": "human", "created_at": "2026-01-02T08:00:00Z",
+                                                      "text": "my key is AKIAIOSFODNN7EXAMPLF ok"}]}]))
+    report = do_import(desk, "chat-export", export)
+    assert report["status"] == "imported" and report["commit"] is None
+    (record,) = [e.record for e in iter_events(desk)]
+    assert "AKIA" not in record["content"] and "[REDACTED:" in record["content"]
+    assert (desk.root / "MEMORY.md").read_text() == "a person's hand edit\n"
