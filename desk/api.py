@@ -18,13 +18,13 @@ from typing import Any
 from desk.errors import RejectedError, UsageError
 from desk.layout import DeskFolder, find_desk
 from desk.results import (
-    AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases, Context,
+    AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, Cloned, ConflictCases, Context,
     ConversationsRendered, Diagnosis, Digested, EventList, HooksChange, Imported, Initialized,
     MemoryChange, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome, Recalled,
-    ShownMemory, Stats, Validation, Wrapped)
+    ShownMemory, Stats, Synced, Validation, Wrapped)
 from desk.results import __all__ as _RESULTS
 
-__all__ = ["Desk", "open", "init", "Progress", "Time", *_RESULTS]
+__all__ = ["Desk", "open", "init", "clone", "Progress", "Time", *_RESULTS]
 
 Progress = Callable[[int, int], None]  # progress(done, total), e.g. for a progress bar
 Time = str | dt.datetime  # ISO 8601 with Z or an offset, or an aware datetime
@@ -34,6 +34,7 @@ class Desk(DeskFolder):
     """A desk: a git repository of Markdown files holding an assistant's identity and memory."""
 
     initialized: Initialized | None = None  # what `desk.init` did; None from `desk.open`
+    cloned: Cloned | None = None  # what `desk.clone` did
     _search_cache: Any = None  # recall's SearchCache, kept warm across calls until close()
 
     def close(self) -> None:
@@ -157,6 +158,25 @@ class Desk(DeskFolder):
         from desk.guard.hooks import uninstall
 
         return HooksChange(uninstall(self.root))
+
+    def missing_setup(self) -> list[str]:
+        """The hooks and merge drivers this clone lacks (empty when complete; `desk hooks install`
+        sets them). File reads only: every CLI command checks it to warn once."""
+        from desk.guard.hooks import missing_setup
+
+        return missing_setup(self.root, self.git_dir)
+
+    def sync(self, remote: str | None = None, *, push: bool = True,
+             progress: Callable[[str], None] | None = None, now: dt.datetime | None = None) -> Synced:
+        """Fetch, integrate by merge (never rewriting history), check with the gate, push (never forced).
+
+        ConflictError (exit 4) when the remote rewrote history (naming the commits it would lose)
+        or keeps moving; DeskError (exit 1) when it cannot be reached, with nothing changed;
+        RejectedError (exit 3) for a remote address that embeds a password.
+        """
+        from desk.sync.run import sync
+
+        return Synced(sync(self, remote, push=push, progress=progress, now=now))
 
     def doctor(self, *, repair: bool = False, commits: int = 200) -> Diagnosis:
         """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem remains."""
@@ -349,6 +369,19 @@ def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(pat
     """
     folder = find_desk(explicit=Path(path) if path is not None else None)
     return Desk(folder.root)
+
+
+def clone(url: str, path: str | Path | None = None, *,
+          progress: Callable[[str], None] | None = None) -> Desk:
+    """Clone the desk at `url` into `path`, install its hooks and merge drivers, make the clone's
+    id and run `doctor` once; `Desk.cloned` says what was done."""
+    from desk.guard.doctor import diagnose
+    from desk.sync.run import clone as clone_desk
+
+    root, setup = clone_desk(url, Path(path) if path is not None else None, progress=progress)
+    desk = Desk(root)
+    desk.cloned = Cloned(root, setup, diagnose(desk))
+    return desk
 
 
 def init(path: str | Path, *, allow_nonempty: bool = False, allow_nested: bool = False) -> Desk:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from desk.results.base import Outcome, Wrapped
 from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, Initialized, MemoryChange,
                                  MemoryList, Recalled, ShownMemory, Stats, Validation)
+from desk.results.sync import Cloned, Synced
 from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases,
                                   ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
                                   MistakeList, NowChange, NowView)
@@ -23,5 +24,5 @@ __all__ = [
     "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
     "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
     "Digested", "ConflictCases", "NowView", "NowChange", "MistakeAdded", "MistakeList",
-    "ConversationsRendered",
+    "ConversationsRendered", "Synced", "Cloned",
 ]
