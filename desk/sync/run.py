@@ -56,9 +56,11 @@ def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
     with transaction(desk) as tx:
         for attempt in range(1, PUSH_ATTEMPTS + 1):
             result.attempts = attempt
-            incoming = remotes.fetch(desk.root, name, branch, progress)
             tracking = f"refs/remotes/{name}/{branch}"
             known = git.object_id(tracking)
+            incoming = remotes.fetch(desk.root, name, branch, progress)
+            if known is not None and git.object_id(tracking) != known:
+                git.update_ref(tracking, known)  # git's opportunistic update: not before the checks
             if incoming is not None and known is not None and not remotes.is_ancestor(desk.root, known, incoming):
                 lost = git.rev_list(known, incoming)
                 raise ConflictError(
