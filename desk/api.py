@@ -24,7 +24,7 @@ from desk.results import (
     ShownMemory, Stats, Synced, Validation, Wrapped)
 from desk.results import __all__ as _RESULTS
 
-__all__ = ["Desk", "open", "init", "clone", "Progress", "Time", *_RESULTS]
+__all__ = ["Desk", "open", "init", "clone", "missing_setup", "Progress", "Time", *_RESULTS]
 
 Progress = Callable[[int, int], None]  # progress(done, total), e.g. for a progress bar
 Time = str | dt.datetime  # ISO 8601 with Z or an offset, or an aware datetime
@@ -158,13 +158,6 @@ class Desk(DeskFolder):
         from desk.guard.hooks import uninstall
 
         return HooksChange(uninstall(self.root))
-
-    def missing_setup(self) -> list[str]:
-        """The hooks and merge drivers this clone lacks (empty when complete; `desk hooks install`
-        sets them). File reads only: every CLI command checks it to warn once."""
-        from desk.guard.hooks import missing_setup
-
-        return missing_setup(self.root, self.git_dir)
 
     def sync(self, remote: str | None = None, *, push: bool = True,
              progress: Callable[[str], None] | None = None, now: dt.datetime | None = None) -> Synced:
@@ -369,6 +362,14 @@ def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(pat
     """
     folder = find_desk(explicit=Path(path) if path is not None else None)
     return Desk(folder.root)
+
+
+def missing_setup(desk: DeskFolder) -> list[str]:
+    """The hooks and merge drivers the clone holding `desk` lacks (empty when complete; `desk hooks
+    install` sets them). File reads only: every CLI command checks it, to warn once."""
+    from desk.guard.hooks import missing_setup as missing
+
+    return missing(desk.root, desk.git_dir)
 
 
 def clone(url: str, path: str | Path | None = None, *,

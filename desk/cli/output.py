@@ -39,7 +39,7 @@ class Invocation:
         global _WARNED
         if not _WARNED:
             _WARNED = True
-            missing = desk.missing_setup()
+            missing = api.missing_setup(desk)
             if missing:
                 click.echo(f"desk: warning: this clone lacks desk's {', '.join(missing)}; "
                            f"install them with `desk --desk {desk.root} hooks install`", err=True)

@@ -40,9 +40,13 @@ class HooksResult:
 
     folder: Path
     actions: dict[str, str] = field(default_factory=dict)
+    merge_drivers: dict[str, str] = field(default_factory=dict)  # install only: drivers and .gitattributes
 
     def to_json(self) -> dict[str, object]:
-        return {"folder": str(self.folder), "hooks": self.actions}
+        data: dict[str, object] = {"folder": str(self.folder), "hooks": self.actions}
+        if self.merge_drivers:
+            data["merge_drivers"] = self.merge_drivers
+        return data
 
 
 def hook_script(hook: str, python: str | None = None) -> str:
@@ -62,7 +66,7 @@ def install(root: Path, python: str | None = None) -> HooksResult:
     which git never carries from clone to clone; `.gitattributes` too when the desk has none)."""
     drivers = install_merge_drivers(root, python)  # first: they work even where the hooks are refused
     result = install_hooks(root, python)
-    result.actions.update(drivers)
+    result.merge_drivers = drivers
     return result
 
 
@@ -82,7 +86,7 @@ def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, st
         before = git.config_get(f"{key}.driver")
         git.set_config(f"{key}.name", f"desk: {driver} merge (never conflict markers)")
         git.set_config(f"{key}.driver", command)
-        actions[f"merge driver desk-{driver}"] = "installed" if before is None else (
+        actions[f"desk-{driver}"] = "installed" if before is None else (
             "updated" if before != command else "ok")
     attributes = root / GITATTRIBUTES
     if not attributes.exists() and is_desk(root):

@@ -25,7 +25,7 @@ def sync_case(pending: dict[str, Any], desk_id: str, existing: list[dict[str, An
     domain, path, kept = pending["domain"], pending["path"], pending["kept"]
     versions: dict[str, str | None] = pending["versions"]
     stamp = format_time(now)
-    candidates = []
+    candidates: list[dict[str, Any]] = []
     for side in (kept, "theirs" if kept == "ours" else "ours"):
         text = versions.get(side)
         key = content_key(text) if text is not None else DELETED

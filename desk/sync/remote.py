@@ -141,7 +141,7 @@ def push(root: Path, remote: str, branch: str, progress: Progress | None = None)
 
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
     with open_repo(root) as repo:
-        return bool(repo.is_ancestor(ancestor, descendant))
+        return bool(repo.is_ancestor(repo.commit(ancestor), repo.commit(descendant)))
 
 
 def clone(url: str, path: Path, progress: Progress | None = None) -> None:

@@ -13,11 +13,18 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, DeskError, RejectedError, UsageError
 from desk.layout import DeskFolder
 from desk.sync import remote as remotes
-from desk.sync.settle import SYNC_ENV, Settled, finish_locked, incoming_warnings, resolve_merge
+from desk.layout import INDEX_FILE
+from desk.sync.settle import (SYNC_ENV, Settled, finish_locked, incoming_warnings, regenerate_index,
+                              resolve_merge)
+
+if TYPE_CHECKING:
+    from desk.storage.git import Git
+    from desk.transaction import Transaction
 
 PUSH_ATTEMPTS = 3  # integrate-and-push rounds when the remote keeps moving
 
@@ -99,13 +106,12 @@ def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
     return result
 
 
-def _integrate(desk: DeskFolder, git: object, tx: object, head: str | None, incoming: str,
+def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, incoming: str,
                result: SyncResult, now: dt.datetime | None) -> None:
+    """Bring `incoming` into HEAD: nothing, a fast-forward, or a merge desk settles and checks."""
     from desk.guard.validate import validate_staged
-    from desk.storage.git import Git
-    from desk.transaction import Transaction, commit_message
+    from desk.transaction import commit_message
 
-    assert isinstance(git, Git) and isinstance(tx, Transaction)
     if head is not None and (head == incoming or remotes.is_ancestor(desk.root, incoming, head)):
         return
     new = git.rev_list(incoming, head)
@@ -116,6 +122,11 @@ def _integrate(desk: DeskFolder, git: object, tx: object, head: str | None, inco
         if head is not None:
             result.warnings += incoming_warnings(git, head, incoming)
             result.merged += sorted({c.path for c in git.diff_tree(head, incoming)})
+        # A commit made with --no-verify elsewhere may have left MEMORY.md stale: regenerate it.
+        fixed = regenerate_index(tx, now)
+        if fixed is not None:
+            result.commits.append(fixed)
+            result.regenerated.append(INDEX_FILE)
         return
     message = commit_message(f"sync: merge {result.remote}/{result.branch}",
                              {"Desk-Op": "sync", "Desk-Actor": "assistant"})
@@ -156,8 +167,13 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
     path = path.expanduser().resolve()
     if path.exists() and any(path.iterdir()):
         raise UsageError(f"{path} exists and is not empty", hint="choose a new or empty folder")
+    created = not path.exists()
     remotes.clone(url, path, progress)
     if not is_desk(path):
+        import shutil
+
+        if created:
+            shutil.rmtree(path, ignore_errors=True)  # leave nothing behind for a refused clone
         raise DeskError(f"cloned {url} into {path}, but it is not a desk (no .system/desk.json)",
                         hint=f"check the address; to start a desk there, run `desk init {path} --allow-nonempty`")
     desk = DeskFolder(path)
@@ -171,4 +187,7 @@ def install_merge_setup(desk: DeskFolder) -> list[str]:
     .gitattributes when the desk has none. What was done, one line each."""
     from desk.guard.hooks import install
 
-    return [f"{what}: {action}" for what, action in install(desk.root).actions.items()]
+    done = install(desk.root)
+    return ([f"hook {what}: {action}" for what, action in done.actions.items()]
+            + [f"merge driver {what}: {action}" if what.startswith("desk-") else f"{what}: {action}"
+               for what, action in done.merge_drivers.items()])

@@ -139,6 +139,17 @@ def finish_locked(tx: Transaction, regenerate: list[str], *, actor: str = "assis
     return tx.commit(dict(writes), message)
 
 
+def regenerate_index(tx: Transaction, now: dt.datetime | None = None) -> str | None:
+    """Commit MEMORY.md regenerated from memory/ when it differs (after a fast-forward)."""
+    from desk.transaction import commit_message
+
+    writes = _cases_and_index(tx.desk, [], now, Settled())
+    if INDEX_FILE not in writes or tx.desk.git.dirty([INDEX_FILE, "memory/"]):
+        return None
+    return tx.commit({INDEX_FILE: writes[INDEX_FILE]},
+                     commit_message("sync: regenerate MEMORY.md", {"Desk-Op": "sync", "Desk-Actor": "assistant"}))
+
+
 def hook_after_merge(root: Path) -> list[str]:
     """The post-merge / post-rewrite hook: settle, commit, and the lines to print."""
     from desk.layout import is_desk

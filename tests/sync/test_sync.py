@@ -36,14 +36,14 @@ def no_markers(d: api.Desk) -> None:
 def test_clone_installs_hooks_drivers_and_checks(clones: Clones) -> None:
     b = clones[1]
     assert b.cloned is not None and b.cloned.doctor.ok
-    assert b.missing_setup() == []
+    assert api.missing_setup(b) == []
     config = (b.git_dir / "config").read_text()
     assert '[merge "desk-memory"]' in config and "desk.cli.merge memory" in config
     assert (b.git_dir / "hooks" / "post-merge").is_file()
     # A plain git clone lacks them, and every desk command says so.
     plain = clones.remote.parent / "plain"
     subprocess.run(["git", "clone", "-q", str(clones.remote), str(plain)], check=True)
-    assert "merge driver desk-memory" in api.open(plain).missing_setup()
+    assert "merge driver desk-memory" in api.missing_setup(api.open(plain))
     from click.testing import CliRunner
 
     import desk.cli.output as output
@@ -276,12 +276,12 @@ def test_hooks_install_adds_gitattributes_only_when_absent(clones: Clones) -> No
     b = clones[1]
     git(b.root, "rm", "-q", ".gitattributes")
     git(b.root, "commit", "-q", "-m", "drop attributes")
-    actions = b.hooks_install().value.actions
+    actions = b.hooks_install().value.merge_drivers
     assert actions[".gitattributes"] == "added and committed"
     assert "merge=desk-memory" in (b.root / ".gitattributes").read_text()
     (b.root / ".gitattributes").write_text("*.bin binary\n")
     git(b.root, "commit", "-qam", "own attributes")
-    actions = b.hooks_install().value.actions
+    actions = b.hooks_install().value.merge_drivers
     assert "add the lines" in actions[".gitattributes"]
     assert (b.root / ".gitattributes").read_text() == "*.bin binary\n"
 
@@ -296,3 +296,55 @@ def test_sync_json_from_the_cli(clones: Clones) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["pushed"] == 1 and data["status"] == "pushed-only"
+
+
+def test_journal_digested_in_two_clones_is_regenerated_from_the_merged_archive(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    a.archive_append("inbound", "from a", session="s1", at="2026-11-29T10:00:00Z")
+    b.archive_append("outbound", "from b", session="s2", at="2026-11-29T11:00:00Z")
+    for d in (a, b):
+        d.digest(date="2026-11-29", as_of="2026-11-29T23:59:00Z")
+    a.sync()
+    result = b.sync(now=NOW).value
+    assert "journal/2026-11-29.md" in result.regenerated
+    journal = (b.root / "journal/2026-11-29.md").read_text()
+    assert "s1" in journal and "s2" in journal
+    a.sync()
+    assert tree(a) == tree(b)
+    no_markers(b)
+
+
+def test_a_merge_that_breaks_the_rules_is_refused_with_nothing_changed(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    (a.root / "memory/bad.md").write_text("---\nname: Not A Slug\n---\nbody\n")
+    git(a.root, "add", "memory/bad.md")
+    git(a.root, "commit", "-q", "--no-verify", "-m", "bad memory")
+    git(a.root, "push", "-q", "origin", "main")
+    remember(b, "fine", "Fine.")
+    head = git(b.root, "rev-parse", "HEAD")
+    with pytest.raises(RejectedError) as err:
+        b.sync()
+    assert "memory/bad.md" in err.value.message
+    assert git(b.root, "rev-parse", "HEAD") == head
+    assert not (b.git_dir / "MERGE_HEAD").exists() and not (b.root / "memory/bad.md").exists()
+    assert git(b.root, "status", "--porcelain").strip() == ""
+
+
+def test_post_rewrite_regenerates_an_index_a_union_merge_left_unsorted(clones: Clones) -> None:
+    """Issue 9.2: a desk whose .gitattributes still says `MEMORY.md merge=union` (desk 0.1's
+    template): `git pull --rebase` commits an unsorted index, and the post-rewrite hook fixes it."""
+    a, b = clones[0], clones[1]
+    for d in (a, b):
+        (d.root / ".gitattributes").write_text("MEMORY.md merge=union\n")
+        git(d.root, "commit", "-qam", "old attributes")
+    a.sync()
+    git(b.root, "pull", "-q", "--no-rebase", "origin", "main")
+    b.sync()
+    remember(a, "zeta", "Z.")
+    a.sync()
+    remember(b, "alpha", "A.")
+    git(b.root, "pull", "-q", "--rebase", "origin", "main")
+    assert b.validate("all").exit_code == 0
+    subjects = git(b.root, "log", "-3", "--format=%s")
+    assert "sync: settle the merge" in subjects  # the hook's commit
+    assert git(b.root, "status", "--porcelain").strip() == ""
