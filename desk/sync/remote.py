@@ -54,6 +54,77 @@ def open_repo(root: Path) -> Iterator[Repo]:
         repo.close()
 
 
+class RemoteSession:
+    """One open `Repo` for a whole sync: the remote's address, the branch, fetch, push, ancestry."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+
+    def url(self, remote: str) -> str:
+        try:
+            return str(self.repo.remote(remote).url)
+        except ValueError:
+            raise _no_remote(remote) from None
+
+    def branch(self) -> str:
+        if self.repo.head.is_detached:
+            raise UsageError("HEAD is detached; desk sync integrates a branch",
+                             hint="check out the desk's branch first (`git switch main`)")
+        return str(self.repo.active_branch.name)
+
+    def fetch(self, remote: str, branch: str, progress: Progress | None = None) -> str | None:
+        """Fetch `remote`'s `branch` into INCOMING (no other ref is trusted before the checks); its
+        commit, None when the remote has no such branch yet (an empty repository). DeskError when
+        it cannot be reached."""
+        from git import GitCommandError
+
+        try:
+            self.repo.remote(remote).fetch(f"+refs/heads/{branch}:{INCOMING}", progress=_progress(progress))
+        except GitCommandError as exc:
+            if "couldn't find remote ref" in _git_words(exc):
+                return None  # an empty remote: nothing to integrate, everything to push
+            raise DeskError(f"cannot fetch from {remote}: {_git_words(exc)}; nothing was changed",
+                            hint=UNREACHABLE_HINT) from None
+        except ValueError:
+            raise _no_remote(remote) from None
+        return str(self.repo.commit(INCOMING).hexsha)
+
+    def push(self, remote: str, branch: str, progress: Progress | None = None) -> bool:
+        """Push HEAD to `remote`'s `branch`, never forced: True when it landed, False when rejected
+        because the remote moved (fetch and integrate again). DeskError for anything else."""
+        from git import GitCommandError, PushInfo
+
+        try:
+            infos = self.repo.remote(remote).push(f"HEAD:refs/heads/{branch}", progress=_progress(progress))
+        except GitCommandError as exc:
+            words = _git_words(exc)
+            if "rejected" in words or "fetch first" in words or "non-fast-forward" in words:
+                return False
+            raise DeskError(f"cannot push to {remote}: {words}", hint=UNREACHABLE_HINT) from None
+        for info in infos:
+            if info.flags & PushInfo.REJECTED:
+                return False
+            if info.flags & (PushInfo.REMOTE_REJECTED | PushInfo.ERROR):
+                raise DeskError(f"{remote} refused the push: {info.summary.strip()}",
+                                hint="the remote's own rules refused it (a protected branch, a hook): ask its owner")
+        return True
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        return ancestor == descendant or bool(
+            self.repo.is_ancestor(self.repo.commit(ancestor), self.repo.commit(descendant)))
+
+
+@contextmanager
+def session(root: Path) -> Iterator[RemoteSession]:
+    with open_repo(root) as repo:
+        yield RemoteSession(repo)
+
+
+def _no_remote(remote: str) -> UsageError:
+    return UsageError(f"this desk has no remote named {remote!r}",
+                      hint="add one: `git remote add origin URL` (or clone with `desk clone URL`)")
+
+
 def refuse_embedded_password(url: str) -> None:
     """A remote address that carries a password or token is refused: it would sit in .git/config."""
     from urllib.parse import urlsplit
@@ -79,69 +150,6 @@ def _masked(url: str) -> str:
     if parts.password is None:
         return url
     return url.replace(f":{parts.password}@", ":***@")
-
-
-def remote_url(root: Path, remote: str) -> str:
-    with open_repo(root) as repo:
-        try:
-            return str(repo.remote(remote).url)
-        except ValueError:
-            raise UsageError(f"this desk has no remote named {remote!r}",
-                             hint="add one: `git remote add origin URL` (or clone with `desk clone URL`)") from None
-
-
-def branch_name(root: Path) -> str:
-    with open_repo(root) as repo:
-        if repo.head.is_detached:
-            raise UsageError("HEAD is detached; desk sync integrates a branch",
-                             hint="check out the desk's branch first (`git switch main`)")
-        return str(repo.active_branch.name)
-
-
-def fetch(root: Path, remote: str, branch: str, progress: Progress | None = None) -> str | None:
-    """Fetch `remote`'s `branch` into INCOMING (no other ref moves); its commit, None when the
-    remote has no such branch yet (an empty repository). DeskError when it cannot be reached."""
-    from git import GitCommandError
-
-    with open_repo(root) as repo:
-        try:
-            repo.remote(remote).fetch(f"+refs/heads/{branch}:{INCOMING}", progress=_progress(progress))
-        except GitCommandError as exc:
-            if "couldn't find remote ref" in _git_words(exc):
-                return None  # an empty remote: nothing to integrate, everything to push
-            raise DeskError(f"cannot fetch from {remote}: {_git_words(exc)}; nothing was changed",
-                            hint=UNREACHABLE_HINT) from None
-        except ValueError:
-            raise UsageError(f"this desk has no remote named {remote!r}",
-                             hint="add one: `git remote add origin URL` (or clone with `desk clone URL`)") from None
-        return str(repo.commit(INCOMING).hexsha)
-
-
-def push(root: Path, remote: str, branch: str, progress: Progress | None = None) -> bool:
-    """Push HEAD to `remote`'s `branch`, never forced: True when it landed, False when rejected
-    because the remote moved (fetch and integrate again). DeskError for anything else."""
-    from git import GitCommandError, PushInfo
-
-    with open_repo(root) as repo:
-        try:
-            infos = repo.remote(remote).push(f"HEAD:refs/heads/{branch}", progress=_progress(progress))
-        except GitCommandError as exc:
-            words = _git_words(exc)
-            if "rejected" in words or "fetch first" in words or "non-fast-forward" in words:
-                return False
-            raise DeskError(f"cannot push to {remote}: {words}", hint=UNREACHABLE_HINT) from None
-        for info in infos:
-            if info.flags & PushInfo.REJECTED:
-                return False
-            if info.flags & (PushInfo.REMOTE_REJECTED | PushInfo.ERROR):
-                raise DeskError(f"{remote} refused the push: {info.summary.strip()}",
-                                hint="the remote's own rules refused it (a protected branch, a hook): ask its owner")
-        return True
-
-
-def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
-    with open_repo(root) as repo:
-        return bool(repo.is_ancestor(repo.commit(ancestor), repo.commit(descendant)))
 
 
 def clone(url: str, path: Path, progress: Progress | None = None) -> None:

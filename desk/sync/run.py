@@ -52,71 +52,81 @@ class SyncResult:
 
 def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
          progress: remotes.Progress | None = None, now: dt.datetime | None = None) -> SyncResult:
-    from desk.archive.checkpoint import checkpoint_locked
+    """`desk sync`: see the module's docstring. One GitPython `Repo` for the whole run, closed."""
     from desk.transaction import transaction
 
     name = remote or "origin"
-    remotes.refuse_embedded_password(remotes.remote_url(desk.root, name))
-    branch = remotes.branch_name(desk.root)
-    result = SyncResult(name, branch)
-    git = desk.git.with_env(**{SYNC_ENV: "1"})
-    with transaction(desk) as tx:
-        for attempt in range(1, PUSH_ATTEMPTS + 1):
-            result.attempts = attempt
-            tracking = f"refs/remotes/{name}/{branch}"
-            known = git.object_id(tracking)
-            incoming = remotes.fetch(desk.root, name, branch, progress)
-            if known is not None and git.object_id(tracking) != known:
-                git.update_ref(tracking, known)  # git's opportunistic update: not before the checks
-            if incoming is not None and known is not None and not remotes.is_ancestor(desk.root, known, incoming):
-                lost = git.rev_list(known, incoming)
-                raise ConflictError(
-                    f"{name}/{branch} was rewritten (a forced push): it no longer holds "
-                    f"{len(lost)} commit{'s' if len(lost) != 1 else ''} this clone saw there: "
-                    + ", ".join(f"{c.sha[:12]} {c.subject}" for c in git.commits(lost[:10]))
-                    + (" ..." if len(lost) > 10 else "") + "; nothing was changed",
-                    hint="desk will not integrate rewritten history; see docs/sync.md, \"When the "
-                         "remote rewrote history\", to restore the commits or accept the rewrite")
-            if attempt == 1:
-                done = checkpoint_locked(tx, actor="assistant")
-                if done.commit:
-                    result.commits.append(done.commit)
-            head = git.head()
-            if incoming is not None:
-                git.update_ref(tracking, incoming)
-                _integrate(desk, git, tx, head, incoming, result, now)
-            if not push:
-                break
-            head = git.head()
-            ahead = git.rev_list(head, incoming) if head else []
-            if not ahead:
-                break
-            if remotes.push(desk.root, name, branch, progress):
-                result.pushed += len(ahead)
-                result.pushed_to = head
-                if head is not None:
-                    git.update_ref(tracking, head)
-                if result.status == "up-to-date":
-                    result.status = "pushed-only"
-                break
-        else:
-            raise ConflictError(f"{name} kept moving: the push was rejected {PUSH_ATTEMPTS} times; "
-                                "what was merged here is committed locally",
-                                hint="run `desk sync` again in a moment")
+    with remotes.session(desk.root) as remote_session, transaction(desk) as tx:
+        remotes.refuse_embedded_password(remote_session.url(name))
+        result = _sync_locked(desk, tx, remote_session, name, push=push, progress=progress, now=now)
     return result
 
 
-def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, incoming: str,
+def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSession, name: str, *,
+                 push: bool, progress: remotes.Progress | None, now: dt.datetime | None) -> SyncResult:
+    from desk.archive.checkpoint import checkpoint_locked
+
+    branch = remote.branch()
+    result = SyncResult(name, branch)
+    git = desk.git.with_env(**{SYNC_ENV: "1"})
+    for attempt in range(1, PUSH_ATTEMPTS + 1):
+        result.attempts = attempt
+        tracking = f"refs/remotes/{name}/{branch}"
+        known = git.object_id(tracking)
+        incoming = remote.fetch(name, branch, progress)
+        if known is not None and git.object_id(tracking) != known:
+            git.update_ref(tracking, known)  # git's opportunistic update: not before the checks
+        if incoming is not None and known is not None and not remote.is_ancestor(known, incoming):
+            lost = git.rev_list(known, incoming)
+            raise ConflictError(
+                f"{name}/{branch} was rewritten (a forced push): it no longer holds "
+                f"{len(lost)} commit{'s' if len(lost) != 1 else ''} this clone saw there: "
+                + ", ".join(f"{c.sha[:12]} {c.subject}" for c in git.commits(lost[:10]))
+                + (" ..." if len(lost) > 10 else "") + "; nothing was changed",
+                hint="desk will not integrate rewritten history; see docs/sync.md, \"When the "
+                     "remote rewrote history\", to restore the commits or accept the rewrite")
+        if attempt == 1:
+            done = checkpoint_locked(tx, actor="assistant")
+            if done.commit:
+                result.commits.append(done.commit)
+        head = git.head()
+        if incoming is not None:
+            if incoming != known:
+                git.update_ref(tracking, incoming)
+            _integrate(desk, git, tx, remote, head, incoming, result, now)
+        if not push:
+            break
+        head = git.head()
+        ahead = git.rev_list(head, incoming) if head else []
+        if not ahead:
+            break
+        if remote.push(name, branch, progress):
+            result.pushed += len(ahead)
+            result.pushed_to = head
+            if head is not None:
+                git.update_ref(tracking, head)
+            if result.status == "up-to-date":
+                result.status = "pushed-only"
+            break
+    else:
+        raise ConflictError(f"{name} kept moving: the push was rejected {PUSH_ATTEMPTS} times; "
+                            "what was merged here is committed locally",
+                            hint="run `desk sync` again in a moment")
+    return result
+
+
+def _integrate(desk: DeskFolder, git: Git, tx: Transaction, remote: remotes.RemoteSession, head: str | None,
+               incoming: str,
                result: SyncResult, now: dt.datetime | None) -> None:
     """Bring `incoming` into HEAD: nothing, a fast-forward, or a merge desk settles and checks."""
     from desk.guard.validate import validate_staged
     from desk.transaction import commit_message
 
-    if head is not None and (head == incoming or remotes.is_ancestor(desk.root, incoming, head)):
+    if head is not None and (head == incoming or remote.is_ancestor(incoming, head)):
         return
     new = git.rev_list(incoming, head)
     result.fetched += len(new)
-    if head is None or remotes.is_ancestor(desk.root, head, incoming):
+    if head is None or remote.is_ancestor(head, incoming):
         git.fast_forward(incoming)
         result.status = "fast-forward"
         if head is not None:

@@ -178,17 +178,18 @@ def test_push_rejected_by_a_racing_clone_is_retried(clones: Clones, monkeypatch:
 
     a, b = clones[0], clones[1]
     remember(b, "from-b", "B.")
-    real_push = remote.push
+    real_push = remote.RemoteSession.push
     calls = []
 
-    def racing_push(root: Path, name: str, branch: str, progress: object = None) -> bool:
+    def racing_push(self: remote.RemoteSession, name: str, branch: str, progress: object = None) -> bool:
+        root = Path(self.repo.working_tree_dir or "")
         calls.append(root)
         if root == b.root and len(calls) == 1:  # another clone lands a commit just before b's first push
             remember(a, "racer", "A.")
             a.sync()
-        return real_push(root, name, branch)
+        return real_push(self, name, branch)
 
-    monkeypatch.setattr(remote, "push", racing_push)
+    monkeypatch.setattr(remote.RemoteSession, "push", racing_push)
     result = b.sync(now=NOW).value
     assert result.attempts == 2 and [c for c in calls if c == b.root] == [b.root, b.root]
     assert (b.root / "memory/racer.md").is_file()
