@@ -46,6 +46,8 @@ def after_merge(hook: str, args: list[str]) -> int:
     from desk.guard.hooks import hook_root
     from desk.sync.settle import hook_after_merge
 
+    if os.environ.get("DESK_SYNC"):
+        return 0  # desk sync settles its own merges (and holds the desk lock meanwhile)
     if hook == "post-rewrite" and args[:1] != ["rebase"]:
         return 0  # an amend rewrites one local commit: its own hooks already ran
     try:
