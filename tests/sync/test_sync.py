@@ -33,8 +33,8 @@ def no_markers(d: api.Desk) -> None:
         assert b"<<<<<<<" not in text and b">>>>>>>" not in text, path
 
 
-def test_clone_installs_hooks_drivers_and_checks(clones: Clones) -> None:
-    b = clones[1]
+def test_clone_installs_hooks_drivers_and_checks(clones: Clones, tmp_path: Path) -> None:
+    b = api.clone(str(clones.remote), tmp_path / "fresh")
     assert b.cloned is not None and b.cloned.doctor.ok
     assert api.missing_setup(b) == []
     config = (b.git_dir / "config").read_text()

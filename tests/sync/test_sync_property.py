@@ -57,9 +57,9 @@ def apply(d: api.Desk, op: str, name: str, n: int, counter: int, created: set[st
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(work=steps)
 def test_random_work_on_three_clones_converges_and_loses_nothing(work: list[tuple[int, str, str, int]],
-                                                                 identity: None) -> None:
+                                                                 clone_template: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        clones = Clones(Path(tmp))
+        clones = Clones(Path(tmp), clone_template)
         created: set[str] = set()
         forgotten: set[str] = set()
         for counter, (who, op, name, n) in enumerate(work):
