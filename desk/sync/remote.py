@@ -26,19 +26,29 @@ UNREACHABLE_HINT = ("check the address (`git remote -v`), the network, and that 
                     "(desk uses git's own credential helpers: `git fetch` should work by itself)")
 
 
+PROGRESS_EVERY = 1.0  # seconds between progress lines of one stage (its last line always shows)
+
+
 def _progress(report: Progress | None) -> Any:
+    import time
+
     from git import RemoteProgress
 
     class Relay(RemoteProgress):
+        last = 0.0
+
         def update(self, op_code: int, cur_count: Any, max_count: Any = None, message: str = "") -> None:
             if report is None:
                 return
+            now = time.monotonic()
+            if not op_code & RemoteProgress.END and now - self.last < PROGRESS_EVERY:
+                return
+            self.last = now
             stage = {RemoteProgress.COUNTING: "counting", RemoteProgress.COMPRESSING: "compressing",
                      RemoteProgress.WRITING: "writing", RemoteProgress.RECEIVING: "receiving",
                      RemoteProgress.RESOLVING: "resolving"}.get(op_code & RemoteProgress.OP_MASK, "working")
             done = f"{int(cur_count)}/{int(max_count)}" if max_count else f"{int(cur_count or 0)}"
-            if op_code & RemoteProgress.END or not max_count or int(cur_count) % 100 == 0:
-                report(f"{stage} objects: {done}")
+            report(f"{stage} objects: {done}")
 
     return Relay()
 

@@ -350,3 +350,14 @@ def test_post_rewrite_regenerates_an_index_a_union_merge_left_unsorted(clones: C
     subjects = git(b.root, "log", "-3", "--format=%s")
     assert "sync: settle the merge" in subjects  # the hook's commit
     assert git(b.root, "status", "--porcelain").strip() == ""
+
+
+def test_progress_reaches_stderr_for_push_and_fetch(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    remember(a, "p", "P.")
+    lines: list[str] = []
+    a.sync(progress=lines.append)
+    assert any(line.startswith("writing objects:") for line in lines)  # the push
+    lines.clear()
+    b.sync(progress=lines.append)
+    assert lines  # the fetch (unpacking on a local path reports its stages)
