@@ -18,14 +18,14 @@ from typing import Any
 from desk.errors import RejectedError, UsageError
 from desk.layout import DeskFolder, find_desk
 from desk.results import (
-    AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases, Context,
+    AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, Cloned, ConflictCases, Context,
     ConversationsRendered, Diagnosis, Digested, EventList, Exported, HooksChange, Imported, ImportPlan,
     Initialized,
     MemoryChange, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome, Recalled,
-    ShownMemory, Stats, Validation, Wrapped)
+    ShownMemory, Stats, Synced, Validation, Wrapped)
 from desk.results import __all__ as _RESULTS
 
-__all__ = ["Desk", "open", "init", "Progress", "Time", *_RESULTS]
+__all__ = ["Desk", "open", "init", "clone", "missing_setup", "Progress", "Time", *_RESULTS]
 
 Progress = Callable[[int, int], None]  # progress(done, total), e.g. for a progress bar
 Time = str | dt.datetime  # ISO 8601 with Z or an offset, or an aware datetime
@@ -35,6 +35,7 @@ class Desk(DeskFolder):
     """A desk: a git repository of Markdown files holding an assistant's identity and memory."""
 
     initialized: Initialized | None = None  # what `desk.init` did; None from `desk.open`
+    cloned: Cloned | None = None  # what `desk.clone` did
     _search_cache: Any = None  # recall's SearchCache, kept warm across calls until close()
 
     def close(self) -> None:
@@ -158,6 +159,18 @@ class Desk(DeskFolder):
         from desk.guard.hooks import uninstall
 
         return HooksChange(uninstall(self.root))
+
+    def sync(self, remote: str | None = None, *, push: bool = True,
+             progress: Callable[[str], None] | None = None, now: dt.datetime | None = None) -> Synced:
+        """Fetch, integrate by merge (never rewriting history), check with the gate, push (never forced).
+
+        ConflictError (exit 4) when the remote rewrote history (naming the commits it would lose)
+        or keeps moving; DeskError (exit 1) when it cannot be reached, with nothing changed;
+        RejectedError (exit 3) for a remote address that embeds a password.
+        """
+        from desk.sync.run import sync
+
+        return Synced(sync(self, remote, push=push, progress=progress, now=now))
 
     def doctor(self, *, repair: bool = False, commits: int = 200) -> Diagnosis:
         """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem remains."""
@@ -374,6 +387,27 @@ def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(pat
     """
     folder = find_desk(explicit=Path(path) if path is not None else None)
     return Desk(folder.root)
+
+
+def missing_setup(desk: DeskFolder) -> list[str]:
+    """The hooks and merge drivers the clone holding `desk` lacks (empty when complete; `desk hooks
+    install` sets them). File reads only: every CLI command checks it, to warn once."""
+    from desk.guard.hooks import missing_setup as missing
+
+    return missing(desk.root, desk.git_dir)
+
+
+def clone(url: str, path: str | Path | None = None, *,
+          progress: Callable[[str], None] | None = None) -> Desk:
+    """Clone the desk at `url` into `path`, install its hooks and merge drivers, make the clone's
+    id and run `doctor` once; `Desk.cloned` says what was done."""
+    from desk.guard.doctor import diagnose
+    from desk.sync.run import clone as clone_desk
+
+    root, setup = clone_desk(url, Path(path) if path is not None else None, progress=progress)
+    desk = Desk(root)
+    desk.cloned = Cloned(root, setup, diagnose(desk))
+    return desk
 
 
 def init(path: str | Path, *, allow_nonempty: bool = False, allow_nested: bool = False) -> Desk:

@@ -9,6 +9,9 @@ if [ -x "$HERE/$HOOK.legacy" ]; then
     "$HERE/$HOOK.legacy" "$@" || exit $?
 fi
 
+# desk sync settles its own merges; the post-merge and post-rewrite hooks stand aside for it.
+case "$HOOK" in post-*) [ -n "${DESK_SYNC:-}" ] && exit 0 ;; esac
+
 # desk's own commits ran the same rules in process just before `git commit`; starting Python
 # again would only double the cost.
 [ "${DESK_VALIDATED:-}" = 1 ] && exit 0

@@ -85,6 +85,7 @@ def api_calls(monkeypatch: pytest.MonkeyPatch) -> ApiCalls:
             if not name.startswith("_") and inspect.isfunction(member):
                 monkeypatch.setattr(api.Desk, name, counter.wrap(name, getattr(api.Desk, name)))
     monkeypatch.setattr(api, "init", counter.wrap("init", api.init))
+    monkeypatch.setattr(api, "clone", counter.wrap("clone", api.clone))
     real_open = api.open
 
     def counted_open(*args: Any, **kwargs: Any) -> api.Desk:
@@ -155,6 +156,13 @@ def invocations(tmp_path: Path, event_id: str) -> Iterator[tuple[tuple[str, ...]
     yield ("export",), ["export", "jsonl", str(tmp_path / "export.jsonl")]
     yield ("import",), ["import", "jsonl", str(tmp_path / "export.jsonl"), "--dry-run"]
     yield ("import",), ["import", "jsonl", str(tmp_path / "export.jsonl"), "--json"]
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    if (tmp_path / "desk").is_dir():  # (the command-table check only lists the commands)
+        subprocess.run(["git", "-C", str(tmp_path / "desk"), "remote", "add", "origin", str(remote)], check=True)
+    yield ("sync",), ["sync", "-q"]
+    yield ("sync",), ["sync", "--no-push", "--json"]
+    yield ("clone",), ["clone", "-q", str(remote), str(tmp_path / "third")]
 
 
 def test_every_cli_command_makes_exactly_one_api_call(desk_root: Path, tmp_path: Path, api_calls: ApiCalls,

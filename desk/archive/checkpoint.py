@@ -16,7 +16,7 @@ from desk.archive.store import archive_files, archive_lock_path, head_hash
 from desk.layout import ARCHIVE_DIR, DeskFolder
 from desk.storage.git import blob_sha
 from desk.storage.lock import desk_lock
-from desk.transaction import commit_message, transaction
+from desk.transaction import Transaction, commit_message, transaction
 
 HEAD_TRAILER = "Desk-Archive-Head"
 
@@ -67,7 +67,14 @@ def archive_trailer_lines(writes: dict[str, bytes]) -> list[str]:
 
 def checkpoint(desk: DeskFolder, *, actor: str = "assistant") -> CheckpointResult:
     """Commit every archive file that grew; `unchanged` (no commit) when none did."""
-    with transaction(desk) as tx, desk_lock(archive_lock_path(desk)):
+    with transaction(desk) as tx:
+        return checkpoint_locked(tx, actor=actor)
+
+
+def checkpoint_locked(tx: Transaction, *, actor: str = "assistant") -> CheckpointResult:
+    """`checkpoint` for a caller that already holds the desk lock (desk sync)."""
+    desk = tx.desk
+    with desk_lock(archive_lock_path(desk)):
         writes, old, skipped = pending_archive(desk)
         if not writes:
             return CheckpointResult("unchanged", skipped=skipped)

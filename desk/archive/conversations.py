@@ -81,9 +81,11 @@ def render_view(day: str, session: str | None, events: list[ArchiveEvent]) -> by
     return ("\n".join(lines).rstrip("\n") + "\n").encode()
 
 
-def render_conversations(desk: DeskFolder, *, date: str | None = None, session: str | None = None,
-                         actor: str = "assistant") -> RenderResult:
-    """Regenerate the views for `date` (a UTC day; default: every day) and `session`; one commit."""
+def render_views(desk: DeskFolder, *, date: str | None = None, session: str | None = None
+                 ) -> tuple[dict[str, bytes], int]:
+    """Every view of `date` (a UTC day; default: every day) and `session`, rendered from the
+    archive alone: `({path: bytes}, events)`. The same records give the same bytes in every clone,
+    so desk sync regenerates a view both clones changed from the merged archive."""
     since = until = None
     if date is not None:
         since = parse_time(date, "--date").replace(hour=0, minute=0, second=0, microsecond=0)
@@ -98,7 +100,13 @@ def render_conversations(desk: DeskFolder, *, date: str | None = None, session: 
         groups.setdefault(path, []).append(event)
         sessions[path] = (day, sess)
         count += 1
-    views = {path: render_view(*sessions[path], events) for path, events in sorted(groups.items())}
+    return {path: render_view(*sessions[path], events) for path, events in sorted(groups.items())}, count
+
+
+def render_conversations(desk: DeskFolder, *, date: str | None = None, session: str | None = None,
+                         actor: str = "assistant") -> RenderResult:
+    """Regenerate the views for `date` (a UTC day; default: every day) and `session`; one commit."""
+    views, count = render_views(desk, date=date, session=session)
     result = RenderResult("unchanged", views=len(views), events=count)
     with transaction(desk) as tx:
         changed = {p: data for p, data in views.items()

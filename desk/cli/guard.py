@@ -27,7 +27,13 @@ def validate_command(mode: str, fix: bool) -> None:
 
 @click.group("hooks")
 def hooks_group() -> None:
-    """Install or remove desk's git hooks (pre-commit, commit-msg, pre-merge-commit)."""
+    """Install or remove desk's git hooks and merge drivers.
+
+    The hooks: pre-commit, commit-msg, pre-merge-commit (the gate), post-merge and post-rewrite
+    (after a `git pull`: settle the merge, report what arrived unchecked). The merge drivers live
+    in .git/config, which git never copies to a clone; `install` also adds .gitattributes when the
+    desk has none.
+    """
 
 
 @hooks_group.command("install")

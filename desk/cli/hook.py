@@ -22,6 +22,8 @@ def main(argv: list[str]) -> int:
         return 2
     from desk.guard.hooks import hook_root, run_hook
 
+    if argv[0] in ("post-merge", "post-rewrite"):
+        return after_merge(argv[0], argv[1:])
     try:
         run = run_hook(argv[0], hook_root(), argv[1:])
     except DeskError as exc:
@@ -35,6 +37,29 @@ def main(argv: list[str]) -> int:
     for note in run.notes:
         print(note, file=sys.stderr)
     return run.code
+
+
+def after_merge(hook: str, args: list[str]) -> int:
+    """post-merge / post-rewrite: settle the merge in one desk commit and report what arrived.
+
+    git ignores these hooks' exit codes; problems are printed loudly, with what to do."""
+    from desk.guard.hooks import hook_root
+    from desk.sync.settle import hook_after_merge
+
+    if os.environ.get("DESK_SYNC"):
+        return 0  # desk sync settles its own merges (and holds the desk lock meanwhile)
+    if hook == "post-rewrite" and args[:1] != ["rebase"]:
+        return 0  # an amend rewrites one local commit: its own hooks already ran
+    try:
+        lines = hook_after_merge(hook_root())
+    except DeskError as exc:
+        print(f"desk: {hook}: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return 0
+    for line in lines:
+        print(line, file=sys.stderr)
+    return 0
 
 
 def exit_now(code: int) -> None:

@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("memory", "The desk's audit trail: commits with their Desk-* trailers, newest first."),
     "reindex": ("memory", "Regenerate MEMORY.md from memory/ (after hand edits); commit it when it changed."),
     "validate": ("guard", "Run the desk's rules: the same gate the hooks and every desk write use."),
-    "hooks": ("guard", "Install or remove desk's git hooks (pre-commit, commit-msg, pre-merge-commit)."),
+    "hooks": ("guard", "Install or remove desk's git hooks and merge drivers."),
     "edit": ("guard", "Open the memory NAME in $VISUAL or $EDITOR, validate it on save, and commit it."),
     "doctor": ("guard", "Check the desk's health: stale index, invalid files, commits that bypassed the "
                         "hooks, leftover temporary files, a torn archive tail, interrupted mutations, a "
@@ -60,6 +60,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                               "changed."),
     "conversations": ("working", "Readable views of archived conversations under conversations/ (never the "
                                  "source of truth)."),
+    "clone": ("sync", "Clone the desk at URL into PATH, install its hooks and merge drivers, and check it."),
+    "sync": ("sync", "Fetch REMOTE (default: origin), merge it, check the result with the gate, and push."),
 }
 
 

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_WARNED = False  # the missing-hooks warning: once per process
+
+
 class Invocation:
     """What the group options and `--json` leave for the command and the error handler.
 
@@ -32,7 +35,15 @@ class Invocation:
         """The desk the command works on, through the public API (imported here: `--help` stays light)."""
         from desk import api
 
-        return api.open(self.desk_path)
+        desk = api.open(self.desk_path)
+        global _WARNED
+        if not _WARNED:
+            _WARNED = True
+            missing = api.missing_setup(desk)
+            if missing:
+                click.echo(f"desk: warning: this clone lacks desk's {', '.join(missing)}; "
+                           f"install them with `desk --desk {desk.root} hooks install`", err=True)
+        return desk
 
 
 def invocation() -> Invocation:

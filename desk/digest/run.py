@@ -25,7 +25,7 @@ from desk.digest.memory_writes import (MemoryWrites, active_of, after, forgotten
                                        new_memory, places_of, replaced_memory)
 from desk.digest.policy import Tie, decide, group_facts
 from desk.errors import UsageError
-from desk.layout import CONFLICTS_FILE, INDEX_FILE, MEMORY_DIR, MISTAKES_FILE, DeskFolder
+from desk.layout import CONFLICTS_FILE, INDEX_FILE, JOURNAL_DIR, MEMORY_DIR, MISTAKES_FILE, DeskFolder
 from desk.memory.index import memory_path
 from desk.storage.git import Commit
 from desk.storage.lock import desk_lock
@@ -186,6 +186,21 @@ def _read(desk: DeskFolder, path: str) -> bytes | None:
         return desk.path(path).read_bytes()
     except FileNotFoundError:
         return None
+
+
+def regenerate_journal(desk: DeskFolder, path: str) -> bytes | None:
+    """journal/D.md rendered again for the whole day from the archive and the day's commits,
+    keeping its narrative: what desk sync writes when two clones both digested that day (None
+    when `path` is not a journal page)."""
+    stem = path.removeprefix(JOURNAL_DIR + "/").removesuffix(".md")
+    try:
+        day = dt.date.fromisoformat(stem)
+    except ValueError:
+        return None
+    start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
+    events = [e.record for e in iter_events(desk, since=start, until=start + dt.timedelta(days=1))]
+    narrative = existing_narrative(_read(desk, path))
+    return _redacted(render_journal(day, events, _day_commits(desk, start), narrative))
 
 
 def _day_commits(desk: DeskFolder, start: dt.datetime) -> list[Commit]:

@@ -16,7 +16,22 @@ from desk.storage.git import Git
 HOOK_ENTRY = "desk.cli.hook"  # `python -m desk.cli.hook HOOK`: what an installed hook runs
 # pre-merge-commit: a merge without conflicts skips pre-commit, and the union merge of MEMORY.md
 # (.gitattributes) can leave its lines out of order; the same checks and fixer run there.
-HOOK_TYPES = ("pre-commit", "commit-msg", "pre-merge-commit")
+# post-merge and post-rewrite: after a person's `git pull` (merge or rebase), settle what the merge
+# drivers left (conflict cases, derived files) in one desk commit and report what arrived unchecked.
+HOOK_TYPES = ("pre-commit", "commit-msg", "pre-merge-commit", "post-merge", "post-rewrite")
+MERGE_ENTRY = "desk.cli.merge"  # `python -m desk.cli.merge DRIVER %O %A %B %P`: what a merge driver runs
+# .gitattributes patterns -> desk's merge driver (`merge=desk-<driver>`; desk.sync.drivers merges)
+MERGE_ATTRIBUTES = (
+    ("MEMORY.md", "index"),
+    ("memory/*.md", "memory"),
+    ("NOW.md", "now"),
+    (".system/conflicts.json", "conflicts"),
+    (".system/archive/*.jsonl", "append"),
+    (".system/adjudications*.jsonl", "append"),
+    ("conversations/**", "derived"),
+    ("journal/*.md", "derived"),
+)
+MERGE_DRIVERS = ("index", "memory", "now", "conflicts", "append", "derived")
 MARKER = "# desk-managed-hook"
 LEGACY = ".legacy"
 

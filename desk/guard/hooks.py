@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
-from desk.guard.hook_files import HOOK_ENTRY, HOOK_TYPES, LEGACY, hooks_folder, is_ours
+from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
+                                   MERGE_ENTRY, hooks_folder, is_ours)
 from desk.guard.rules import check_message
 from desk.guard.validate import fix_index, validate_staged
 from desk.layout import INDEX_FILE, DeskFolder, is_desk, memory_name
@@ -39,9 +40,13 @@ class HooksResult:
 
     folder: Path
     actions: dict[str, str] = field(default_factory=dict)
+    merge_drivers: dict[str, str] = field(default_factory=dict)  # install only: drivers and .gitattributes
 
     def to_json(self) -> dict[str, object]:
-        return {"folder": str(self.folder), "hooks": self.actions}
+        data: dict[str, object] = {"folder": str(self.folder), "hooks": self.actions}
+        if self.merge_drivers:
+            data["merge_drivers"] = self.merge_drivers
+        return data
 
 
 def hook_script(hook: str, python: str | None = None) -> str:
@@ -53,8 +58,73 @@ def hook_script(hook: str, python: str | None = None) -> str:
     return template.replace("@HOOK@", hook).replace("'@PYTHON@'", shlex.quote(python))
 
 
+GITATTRIBUTES = ".gitattributes"
+
+
 def install(root: Path, python: str | None = None) -> HooksResult:
-    """Install desk's pre-commit, commit-msg and pre-merge-commit hooks in the repository at `root`."""
+    """Install desk's hooks in the repository at `root`, and its merge drivers (in .git/config,
+    which git never carries from clone to clone; `.gitattributes` too when the desk has none)."""
+    drivers = install_merge_drivers(root, python)  # first: they work even where the hooks are refused
+    result = install_hooks(root, python)
+    result.merge_drivers = drivers
+    return result
+
+
+def merge_driver_command(driver: str, python: str | None = None) -> str:
+    import shlex
+
+    return f"{shlex.quote(python or sys.executable)} -m {MERGE_ENTRY} {driver} %O %A %B %P"
+
+
+def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, str]:
+    """`merge.desk-<driver>.*` in .git/config, and `.gitattributes` when absent (committed)."""
+    git = Git(root)
+    actions = {}
+    for driver in MERGE_DRIVERS:
+        key = f"merge.desk-{driver}"
+        command = merge_driver_command(driver, python)
+        before = git.config_get(f"{key}.driver")
+        git.set_config(f"{key}.name", f"desk: {driver} merge (never conflict markers)")
+        git.set_config(f"{key}.driver", command)
+        actions[f"desk-{driver}"] = "installed" if before is None else (
+            "updated" if before != command else "ok")
+    attributes = root / GITATTRIBUTES
+    if not attributes.exists() and is_desk(root):
+        from desk.transaction import commit_message, transaction
+
+        lines = "".join(f"{pattern} merge=desk-{driver}\n" for pattern, driver in MERGE_ATTRIBUTES)
+        data = ("# desk's merge drivers (docs/sync.md); defined in .git/config by `desk hooks install`\n"
+                + lines).encode()
+        with transaction(DeskFolder(root)) as tx:
+            tx.commit({GITATTRIBUTES: data}, commit_message(
+                "hooks: add .gitattributes (desk's merge drivers)", {"Desk-Op": "hooks", "Desk-Actor": "user"}))
+        actions[GITATTRIBUTES] = "added and committed"
+    elif "merge=desk-memory" not in _read_text(attributes):
+        actions[GITATTRIBUTES] = ("exists without desk's merge drivers; add the lines of docs/sync.md "
+                                  "\"Merge drivers\" to it and commit")
+    return actions
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def missing_setup(root: Path, git_dir: Path) -> list[str]:
+    """What this clone lacks of desk's hooks and merge drivers (empty when complete); cheap: file
+    reads only, for the warning every desk command prints once."""
+    missing = []
+    config = _read_text(git_dir / "config")
+    if "hookspath" not in config.lower():
+        missing += [h for h in HOOK_TYPES if not is_ours(git_dir / "hooks" / h)]
+    missing += [f"merge driver desk-{d}" for d in MERGE_DRIVERS if f'[merge "desk-{d}"]' not in config]
+    return missing
+
+
+def install_hooks(root: Path, python: str | None = None) -> HooksResult:
+    """Install desk's git hooks (HOOK_TYPES) in the repository at `root`."""
     folder = hooks_folder(Git(root))
     folder.mkdir(parents=True, exist_ok=True)
     result = HooksResult(folder)
@@ -246,7 +316,7 @@ def hook_root() -> Path:
 
 
 def run_hook(hook: str, root: Path, args: list[str]) -> HookRun:
-    """Run `hook` (one of HOOK_TYPES) for the repository at `root`."""
+    """Run `hook` (one of HOOK_TYPES but the post-* hooks, which desk.sync runs) for `root`."""
     if hook in ("pre-commit", "pre-merge-commit"):
         return run_pre_commit(root)
     if not args:

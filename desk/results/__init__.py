@@ -14,6 +14,7 @@ from desk.results.base import Outcome, Wrapped
 from desk.results.interchange import Exported, ImportPlan
 from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, Initialized, MemoryChange,
                                  MemoryList, Recalled, ShownMemory, Stats, Validation)
+from desk.results.sync import Cloned, Synced
 from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases,
                                   ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
                                   MistakeList, NowChange, NowView)
@@ -24,5 +25,5 @@ __all__ = [
     "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
     "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
     "Digested", "ConflictCases", "NowView", "NowChange", "MistakeAdded", "MistakeList",
-    "ConversationsRendered", "ImportPlan", "Exported",
+    "ConversationsRendered", "ImportPlan", "Exported", "Synced", "Cloned",
 ]

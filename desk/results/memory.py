@@ -149,7 +149,9 @@ class HooksChange(Wrapped["HooksResult"]):
     """What `hooks_install` / `hooks_uninstall` did to each hook."""
 
     def text(self) -> str:
-        return "\n".join(f"{h}: {a}" for h, a in self.value.actions.items())
+        return "\n".join([*(f"{h}: {a}" for h, a in self.value.actions.items()),
+                          *(f"merge driver {d}: {a}" if d.startswith("desk-") else f"{d}: {a}"
+                            for d, a in self.value.merge_drivers.items())])
 
 
 @dataclass(frozen=True)

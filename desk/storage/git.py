@@ -610,6 +610,92 @@ class Git:
                 other._env[key] = value
         return other
 
+    # -- integrating another clone's history (desk sync, the post-merge hook) -------------------
+    # Fetch and push go through GitPython (desk.sync.remote); the merge itself runs in the work
+    # tree with git's own merge machinery, so the merge drivers of .gitattributes apply.
+
+    def merge(self, rev: str, message: str) -> bool:
+        """`git merge --no-ff --no-commit REV`: True when it merged cleanly, False when paths are left
+        unmerged (the caller resolves them). ConflictError when git refused before changing anything
+        (local changes the merge would overwrite)."""
+        try:
+            self._run(*self.identity_args(), "merge", "--no-ff", "--no-commit", "--no-edit",
+                      "-m", message.split("\n", 1)[0], rev)
+        except GitError as exc:
+            if self.object_id("MERGE_HEAD") is None:
+                raise ConflictError(f"git merge refused to start: {exc.message}",
+                                    hint=f"commit or discard local changes first (`git -C {self.root} "
+                                         "status`), then sync again") from None
+        return not self.unmerged()
+
+    def fast_forward(self, rev: str) -> None:
+        """Move the branch and the work tree to `rev`, a descendant of HEAD (`git merge --ff-only`)."""
+        try:
+            self._run("merge", "--ff-only", "-q", rev)
+        except GitError as exc:
+            raise ConflictError(f"the fast-forward to {rev[:12]} was refused: {exc.message}",
+                                hint=f"commit or discard your local changes (`git -C {self.root} status`), "
+                                     "then sync again") from None
+
+    def merge_abort(self) -> None:
+        """Put HEAD, the index and the work tree back as they were before `merge`."""
+        if self.object_id("MERGE_HEAD") is not None:
+            self._run("merge", "--abort", check=False)
+
+    def unmerged(self) -> dict[str, dict[int, tuple[str, str]]]:
+        """`{path: {stage: (mode, blob)}}` of the paths a merge left unmerged (1 base, 2 ours, 3 theirs)."""
+        out = self._run("ls-files", "-u", "-z", read_only=True)
+        found: dict[str, dict[int, tuple[str, str]]] = {}
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, raw_path = record.partition(b"\t")
+            mode, blob, stage = meta.decode().split()
+            found.setdefault(_path(raw_path), {})[int(stage)] = (mode, blob)
+        return found
+
+    def stage_file(self, path: str, data: bytes | None) -> None:
+        """Write `path` (None: delete it) in the work tree and the index, resolving it in a merge."""
+        full = self.root / path
+        if data is None:
+            self._run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+            if full.exists() or full.is_symlink():
+                full.unlink()
+            return
+        full.parent.mkdir(parents=True, exist_ok=True)
+        tmp = full.with_name(f".{full.name}.desk-merge")
+        tmp.write_bytes(data)
+        os.replace(tmp, full)
+        self._run("add", "--", path)
+
+    def commit_merge(self, message: str) -> str:
+        """Conclude the merge in progress with `message` (the caller ran the gate: --no-verify)."""
+        self._run(*self.identity_args(), "commit", "-q", "--no-verify", "-F", "-", input=message.encode())
+        head = self.head()
+        assert head is not None
+        return head
+
+    def symlinks(self, rev: str = "HEAD") -> list[str]:
+        """Every path that is a symbolic link in the tree of `rev`."""
+        out = self._run("ls-tree", "-r", "-z", "--full-tree", rev, read_only=True)
+        return sorted(_path(r.partition(b"\t")[2]) for r in out.split(b"\0") if r.startswith(b"120000 "))
+
+    def rev_list(self, include: str, exclude: str | None = None) -> list[str]:
+        """The commits reachable from `include` and not from `exclude`, newest first."""
+        args = [include] + ([f"^{exclude}"] if exclude else [])
+        return self._run("rev-list", *args, "--", read_only=True).decode().split()
+
+    def set_config(self, key: str, value: str) -> None:
+        self._run("config", key, value)
+        self._config = None
+
+    def config_get(self, key: str) -> str | None:
+        out = self._run("config", "--get", key, check=False, read_only=True).decode("utf-8", "replace")
+        return out.strip() or None
+
+    def update_ref(self, ref: str, new: str) -> None:
+        self._run("update-ref", "-m", "desk sync", ref, new)
+
     # -- walking history: each memory's last commit, for the HEAD mirror ------------------------
     # `git log -n1 -- path` costs O(commits x tree size) per path (docs/design.md §7); the HEAD
     # mirror finds every path's last commit from one pass over these steps instead.

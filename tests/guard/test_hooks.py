@@ -158,8 +158,31 @@ def test_valid_commit_passes_both_hooks(desk: DeskFolder) -> None:
     assert os.path.exists(desk.root / "memory/ok.md")
 
 
+def test_a_merge_with_desks_index_driver_gives_the_exact_index(desk: DeskFolder) -> None:
+    """desk's MEMORY.md merge driver merges index lines by name: no conflict, no stale index."""
+    from tests.guard_helpers import reindex_text
+
+    def add(name: str) -> None:
+        write(desk.root, f"memory/{name}.md", memory_text(name))
+        reindex_text(desk.root)
+        assert add_commit(desk.root, f"add {name}", f"memory/{name}.md", "MEMORY.md").returncode == 0
+
+    add("a-first")
+    add("c-last")
+    sh(desk.root, "checkout", "-q", "-b", "other")
+    add("b-one")
+    sh(desk.root, "checkout", "-q", "main")
+    add("b-two")
+    proc = sh(desk.root, "merge", "--no-edit", "other")
+    assert proc.returncode == 0, proc.stderr
+    committed = sh(desk.root, "show", "HEAD:MEMORY.md").stdout
+    lines = [line for line in committed.splitlines() if line.startswith("- ")]
+    assert lines == sorted(lines) and len(lines) == 4
+
+
 def test_merge_with_an_unsorted_union_index_is_fixed(desk: DeskFolder) -> None:
-    """A merge without conflicts skips pre-commit; pre-merge-commit catches MEMORY.md's union merge."""
+    """A merge without conflicts skips pre-commit; pre-merge-commit catches MEMORY.md's union merge
+    (the merge of desks whose .gitattributes predates desk's merge drivers)."""
     from tests.guard_helpers import commit, reindex_text
 
     def add(name: str) -> None:
@@ -167,6 +190,8 @@ def test_merge_with_an_unsorted_union_index_is_fixed(desk: DeskFolder) -> None:
         reindex_text(desk.root)
         assert add_commit(desk.root, f"add {name}", f"memory/{name}.md", "MEMORY.md").returncode == 0
 
+    write(desk.root, ".gitattributes", "MEMORY.md merge=union\n")
+    assert add_commit(desk.root, "desk 0.1 attributes", ".gitattributes").returncode == 0
     add("a-first")
     add("c-last")
     sh(desk.root, "checkout", "-q", "-b", "other")

@@ -1,0 +1,55 @@
+"""Results of `desk sync` and `desk clone`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from desk.results.base import Outcome, Wrapped
+
+if TYPE_CHECKING:
+    from desk.guard.doctor import DoctorReport
+    from desk.sync.run import SyncResult
+
+
+@dataclass(frozen=True)
+class Synced(Wrapped["SyncResult"]):
+    """What one sync did: commits fetched and pushed, files merged and regenerated, cases opened."""
+
+    def warnings(self) -> list[str]:
+        return list(self.value.warnings)
+
+    def text(self) -> str:
+        v = self.value
+        where = f"{v.remote}/{v.branch}"
+        lines = [{"up-to-date": f"up to date with {where}",
+                  "pushed-only": f"nothing new from {where}",
+                  "fast-forward": f"fast-forwarded to {where} ({v.fetched} new commit{'s' if v.fetched != 1 else ''})",
+                  "merged": f"merged {where} ({v.fetched} new commit{'s' if v.fetched != 1 else ''})"}[v.status]]
+        if v.merged:
+            lines.append(f"files changed here: {len(v.merged)}")
+        if v.regenerated:
+            lines.append("regenerated: " + ", ".join(v.regenerated))
+        for case in v.cases:
+            lines.append(f"conflict case opened: {case} (a memory changed differently on both sides; "
+                         "`desk conflicts` lists it)")
+        if v.pushed:
+            lines.append(f"pushed {v.pushed} commit{'s' if v.pushed != 1 else ''} to {where}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Cloned(Outcome):
+    """A new clone: where, what was set up, and doctor's first look."""
+
+    path: Path
+    setup: list[str]
+    doctor: DoctorReport
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": "cloned", "path": str(self.path), "setup": self.setup,
+                "doctor": self.doctor.to_json()}
+
+    def text(self) -> str:
+        return "\n".join([f"cloned a desk into {self.path}", *self.setup, self.doctor.text()])

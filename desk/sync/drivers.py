@@ -1,0 +1,243 @@
+"""The merge drivers: three-way merges of desk's files that never write conflict markers.
+
+git runs a driver per file when both sides changed it (`.gitattributes` names the driver, and
+`.git/config` defines it: `desk hooks install` writes both). Each merge here is a pure function of
+the three versions (base, ours, theirs; None when the file is absent on that side):
+
+- `index` (MEMORY.md): merged line by line keyed by memory name; desk regenerates it after the
+  merge anyway, and this merge gives the same bytes whenever each memory merged on its own.
+- `memory` (memory/*.md): a memory changed differently on both sides keeps *ours* in the file
+  (a deletion loses to a change: nothing is ever lost) and records a conflict case with both versions.
+- `now` (NOW.md): merged by `## ` section; a section changed differently on both sides keeps ours
+  and records a case.
+- `conflicts` (.system/conflicts.json): cases unioned by id; a closed status, then a later revision, wins.
+- `append` (archive and audit files): one side must be a prefix of the other (a pure append).
+- `derived` (conversations/, journal/): ours is kept and the path is recorded for regeneration
+  from the merged archive.
+
+What a merge could not settle in the file itself goes to `.git/desk-merge-pending.jsonl`, read by
+`desk.sync.settle` after the merge (desk sync, the post-merge and post-rewrite hooks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from desk.guard.hook_files import MERGE_ATTRIBUTES as ATTRIBUTES
+from desk.guard.hook_files import MERGE_DRIVERS as DRIVERS
+
+PENDING_FILE = "desk-merge-pending.jsonl"  # in .git/
+
+
+@dataclass
+class Resolution:
+    """A merged file (None: deleted), and what is left for after the merge."""
+
+    data: bytes | None
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    ok: bool = True  # False: no safe merge (git keeps the conflict; nothing is guessed)
+
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", "surrogateescape")
+
+
+def _pick(base: Any, ours: Any, theirs: Any) -> tuple[bool, Any]:
+    """Three-way choice of one value: (clean, value). Not clean: both sides changed it differently."""
+    if ours == theirs or theirs == base:
+        return True, ours
+    if ours == base:
+        return True, theirs
+    return False, ours
+
+
+_INDEX_LINE = re.compile(r"^- \[([^\]]+)\]")
+
+
+def _index_lines(data: bytes | None) -> tuple[list[str], dict[str, str]]:
+    head: list[str] = []
+    lines: dict[str, str] = {}
+    for line in (_text(data) or "").splitlines():
+        m = _INDEX_LINE.match(line)
+        if m:
+            lines[m.group(1)] = line
+        elif not lines:
+            head.append(line)
+    return head, lines
+
+
+def merge_index(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+    from desk.memory.index import render_sorted
+
+    _h, b = _index_lines(base)
+    _h, o = _index_lines(ours)
+    _h, t = _index_lines(theirs)
+    merged = {}
+    for name in sorted({*b, *o, *t}):
+        clean, line = _pick(b.get(name), o.get(name), t.get(name))
+        if not clean and line is None:  # deleted here, changed there: the memory is kept
+            line = t.get(name)
+        if line is not None:
+            merged[name] = line
+    return Resolution(render_sorted([merged[n] for n in sorted(merged)]))
+
+
+def merge_memory(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+    clean, data = _pick(base, ours, theirs)
+    if clean:
+        return Resolution(data)
+    kept = "ours" if ours is not None else "theirs"
+    data = ours if ours is not None else theirs
+    case = {"type": "case", "path": path, "domain": f"memory:{Path(path).stem}", "kept": kept,
+            "versions": {"ours": _text(ours), "theirs": _text(theirs)}, "base": _text(base)}
+    return Resolution(data, [case])
+
+
+def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+    from desk.notes.now import NowNote
+
+    if ours is None or theirs is None:
+        return merge_memory("NOW.md", base, ours, theirs)
+
+    def sections(data: bytes | None) -> dict[str, tuple[str, str]]:
+        note = NowNote.parse(_text(data) or "")
+        found = {"": ("", note.preamble)}
+        for heading, body in note.sections:
+            found.setdefault(heading.strip().lower(), (heading, body))
+        return found
+
+    b, o, t = sections(base), sections(ours), sections(theirs)
+    order = list(o) + [k for k in t if k not in o]
+    out: list[tuple[str, str]] = []
+    pending = []
+    for key in order:
+        clean, value = _pick(b.get(key), o.get(key), t.get(key))
+        if not clean:
+            value = o.get(key) or t.get(key)
+            label = key.lstrip("# ").strip() or "preamble"
+            pending.append({"type": "case", "path": "NOW.md", "domain": f"now:{label}", "kept": "ours",
+                            "versions": {"ours": o[key][1] if key in o else None,
+                                         "theirs": t[key][1] if key in t else None},
+                            "base": b[key][1] if key in b else None})
+        if value is not None:
+            out.append(value)
+    text = "".join(h + body for h, body in out)
+    return Resolution((text.rstrip("\n") + "\n").encode(), pending)
+
+
+def merge_conflicts(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+    from desk.digest.conflicts import parse_queue, render_queue
+
+    try:
+        b, o, t = (parse_queue(x) for x in (base, ours, theirs))
+    except Exception:  # noqa: BLE001 - a broken side: leave the conflict to a person
+        return Resolution(ours, ok=False)
+    del b  # a case removed on one side stays: the queue only ever closes cases, never drops them
+    by_id: dict[str, dict[str, Any]] = {}
+    for case in [*o, *t]:
+        known = by_id.get(case["id"])
+        if known is None or _rank(case) > _rank(known):
+            by_id[case["id"]] = case
+    cases = sorted(by_id.values(), key=lambda c: (c["domain"], c["revision"], c["id"]))
+    return Resolution(render_queue(cases))
+
+
+def _rank(case: dict[str, Any]) -> tuple[int, int]:
+    return (case.get("status") != "open", int(case.get("revision") or 0))
+
+
+def merge_append(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+    o, t = ours or b"", theirs or b""
+    if o.startswith(t):
+        return Resolution(ours)
+    if t.startswith(o):
+        return Resolution(theirs)
+    return Resolution(ours, ok=False)  # not a pure append on both sides: a person must look
+
+
+def merge_derived(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+    clean, data = _pick(base, ours, theirs)
+    if clean:
+        return Resolution(data)
+    return Resolution(ours if ours is not None else theirs, [{"type": "regenerate", "path": path}])
+
+
+def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
+               theirs: bytes | None) -> Resolution:
+    """Merge one file with `driver` (one of DRIVERS)."""
+    if driver == "index":
+        return merge_index(base, ours, theirs)
+    if driver == "memory":
+        return merge_memory(path, base, ours, theirs)
+    if driver == "now":
+        return merge_now(base, ours, theirs)
+    if driver == "conflicts":
+        return merge_conflicts(base, ours, theirs)
+    if driver == "append":
+        return merge_append(base, ours, theirs)
+    if driver == "derived":
+        return merge_derived(path, base, ours, theirs)
+    raise ValueError(f"unknown merge driver {driver!r}")
+
+
+def driver_for(path: str) -> str | None:
+    """The driver `.gitattributes` gives `path` (the same table, for merges desk settles itself)."""
+    import fnmatch
+
+    for pattern, driver in ATTRIBUTES:
+        if pattern.endswith("/**"):
+            if path.startswith(pattern[:-2]):
+                return driver
+        elif "/" in path.rstrip("/") and "/" not in pattern:
+            continue
+        elif fnmatch.fnmatchcase(path, pattern) and path.count("/") == pattern.count("/"):
+            return driver
+    return None
+
+
+def record_pending(git_dir: Path, items: list[dict[str, Any]]) -> None:
+    """Append what a merge left for later to `.git/desk-merge-pending.jsonl` (one O_APPEND write)."""
+    if not items:
+        return
+    data = "".join(json.dumps(i, ensure_ascii=False, sort_keys=True) + "\n" for i in items).encode()
+    fd = os.open(git_dir / PENDING_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read_pending(git_dir: Path) -> list[dict[str, Any]]:
+    try:
+        lines = (git_dir / PENDING_FILE).read_text("utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a torn line from a killed driver: its merge was not concluded either
+    return out
+
+
+def clear_pending(git_dir: Path) -> None:
+    (git_dir / PENDING_FILE).unlink(missing_ok=True)
+
+
+def run_driver(driver: str, base_file: str, ours_file: str, theirs_file: str, path: str,
+               git_dir: Path) -> int:
+    """What `python -m desk.cli.merge` runs for git: merge into `ours_file`; 0 clean, 1 conflict."""
+    # git passes an empty file for a side without the path (the base of an add/add merge)
+    base, ours, theirs = (Path(f).read_bytes() for f in (base_file, ours_file, theirs_file))
+    result = merge_file(driver, path, base or None, ours, theirs)
+    if not result.ok:
+        return 1
+    Path(ours_file).write_bytes(result.data if result.data is not None else b"")
+    record_pending(git_dir, result.pending)
+    return 0

@@ -1,0 +1,187 @@
+"""Talking to a remote through GitPython: clone, fetch, push with progress; ancestry.
+
+GitPython earns its place here (docs/design.md §5a): `Remote.fetch`/`push` with a `RemoteProgress`
+feed the progress display, and push results arrive as typed flags. It costs ~0.2 s to import, so
+it is imported inside these functions only, never on a mutation's hot path, and every `Repo` is
+closed (it keeps `git cat-file` processes). Credentials are git's: desk passes nothing but the
+remote's name, so git's own credential helpers answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from desk.errors import DeskError, RejectedError, UsageError
+from desk.storage.git import clean_env
+
+if TYPE_CHECKING:
+    from git import Repo
+
+Progress = Callable[[str], None]  # one line of progress for stderr
+INCOMING = "refs/desk/incoming"  # where desk sync fetches the remote branch before it trusts it
+UNREACHABLE_HINT = ("check the address (`git remote -v`), the network, and that git can log in "
+                    "(desk uses git's own credential helpers: `git fetch` should work by itself)")
+
+
+PROGRESS_EVERY = 1.0  # seconds between progress lines of one stage (its last line always shows)
+
+
+def _progress(report: Progress | None) -> Any:
+    import time
+
+    from git import RemoteProgress
+
+    class Relay(RemoteProgress):
+        last = 0.0
+
+        def update(self, op_code: int, cur_count: Any, max_count: Any = None, message: str = "") -> None:
+            if report is None:
+                return
+            now = time.monotonic()
+            if not op_code & RemoteProgress.END and now - self.last < PROGRESS_EVERY:
+                return
+            self.last = now
+            stage = {RemoteProgress.COUNTING: "counting", RemoteProgress.COMPRESSING: "compressing",
+                     RemoteProgress.WRITING: "writing", RemoteProgress.RECEIVING: "receiving",
+                     RemoteProgress.RESOLVING: "resolving"}.get(op_code & RemoteProgress.OP_MASK, "working")
+            done = f"{int(cur_count)}/{int(max_count)}" if max_count else f"{int(cur_count or 0)}"
+            report(f"{stage} objects: {done}")
+
+    return Relay()
+
+
+@contextmanager
+def open_repo(root: Path) -> Iterator[Repo]:
+    import git
+
+    repo = git.Repo(root)
+    try:
+        yield repo
+    finally:
+        repo.close()
+
+
+class RemoteSession:
+    """One open `Repo` for a whole sync: the remote's address, the branch, fetch, push, ancestry."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+
+    def url(self, remote: str) -> str:
+        try:
+            return str(self.repo.remote(remote).url)
+        except ValueError:
+            raise _no_remote(remote) from None
+
+    def branch(self) -> str:
+        if self.repo.head.is_detached:
+            raise UsageError("HEAD is detached; desk sync integrates a branch",
+                             hint="check out the desk's branch first (`git switch main`)")
+        return str(self.repo.active_branch.name)
+
+    def fetch(self, remote: str, branch: str, progress: Progress | None = None) -> str | None:
+        """Fetch `remote`'s `branch` into INCOMING (no other ref is trusted before the checks); its
+        commit, None when the remote has no such branch yet (an empty repository). DeskError when
+        it cannot be reached."""
+        from git import GitCommandError
+
+        try:
+            self.repo.remote(remote).fetch(f"+refs/heads/{branch}:{INCOMING}", progress=_progress(progress))
+        except GitCommandError as exc:
+            if "couldn't find remote ref" in _git_words(exc):
+                return None  # an empty remote: nothing to integrate, everything to push
+            raise DeskError(f"cannot fetch from {remote}: {_git_words(exc)}; nothing was changed",
+                            hint=UNREACHABLE_HINT) from None
+        except ValueError:
+            raise _no_remote(remote) from None
+        return str(self.repo.commit(INCOMING).hexsha)
+
+    def push(self, remote: str, branch: str, progress: Progress | None = None) -> bool:
+        """Push HEAD to `remote`'s `branch`, never forced: True when it landed, False when rejected
+        because the remote moved (fetch and integrate again). DeskError for anything else."""
+        from git import GitCommandError, PushInfo
+
+        try:
+            infos = self.repo.remote(remote).push(f"HEAD:refs/heads/{branch}", progress=_progress(progress))
+        except GitCommandError as exc:
+            words = _git_words(exc)
+            if "rejected" in words or "fetch first" in words or "non-fast-forward" in words:
+                return False
+            raise DeskError(f"cannot push to {remote}: {words}", hint=UNREACHABLE_HINT) from None
+        for info in infos:
+            if info.flags & PushInfo.REJECTED:
+                return False
+            if info.flags & (PushInfo.REMOTE_REJECTED | PushInfo.ERROR):
+                raise DeskError(f"{remote} refused the push: {info.summary.strip()}",
+                                hint="the remote's own rules refused it (a protected branch, a hook): ask its owner")
+        return True
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        return ancestor == descendant or bool(
+            self.repo.is_ancestor(self.repo.commit(ancestor), self.repo.commit(descendant)))
+
+
+@contextmanager
+def session(root: Path) -> Iterator[RemoteSession]:
+    with open_repo(root) as repo:
+        yield RemoteSession(repo)
+
+
+def _no_remote(remote: str) -> UsageError:
+    return UsageError(f"this desk has no remote named {remote!r}",
+                      hint="add one: `git remote add origin URL` (or clone with `desk clone URL`)")
+
+
+def refuse_embedded_password(url: str) -> None:
+    """A remote address that carries a password or token is refused: it would sit in .git/config."""
+    from urllib.parse import urlsplit
+
+    from desk.text.secrets import scan
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    if password or scan(url):
+        raise RejectedError(f"the remote address embeds a password or token ({_masked(url)}); desk "
+                            "never stores credentials",
+                            hint="remove it from the address (`git remote set-url origin https://host/path`) "
+                                 "and let a credential helper keep it: `git config --global credential.helper "
+                                 "store` (or your platform's helper, e.g. osxkeychain, manager)")
+
+
+def _masked(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@")
+
+
+def clone(url: str, path: Path, progress: Progress | None = None) -> None:
+    from git import GitCommandError, Repo
+
+    try:
+        repo = Repo.clone_from(url, path, progress=_progress(progress), env=clean_env())
+    except GitCommandError as exc:
+        raise DeskError(f"cannot clone {_masked(url)}: {_git_words(exc)}", hint=UNREACHABLE_HINT) from None
+    try:
+        if not repo.head.is_valid() and repo.remotes and repo.remotes[0].refs:
+            # The remote's HEAD names a branch that does not exist (a bare repository made with
+            # another default branch): check out its `main`, else its only branch.
+            names = [ref.remote_head for ref in repo.remotes[0].refs if ref.remote_head != "HEAD"]
+            if names:
+                name = "main" if "main" in names else names[0]
+                repo.git.checkout("-q", "-b", name, "--track", f"{repo.remotes[0].name}/{name}")
+    finally:
+        repo.close()
+
+
+def _git_words(exc: Any) -> str:
+    text = str(getattr(exc, "stderr", "") or exc).strip()
+    text = text.removeprefix("stderr:").strip().strip("'").strip()
+    return " ".join(text.split())[:400] or "git failed"

@@ -1,0 +1,203 @@
+"""`desk sync` and `desk clone`: one desk on many machines, history never rewritten.
+
+`sync` under the desk lock: fetch the remote branch (into a private ref, so nothing moves before
+it is checked), refuse a remote that rewrote history (naming the commits that would be lost),
+checkpoint the archive's growth, integrate by fast-forward or by a merge whose every path desk
+settles (the drivers of desk.sync.drivers; a memory changed on both sides becomes a conflict case),
+check the merge with the same gate as every commit, commit it, regenerate derived views, and push,
+never forced. A push rejected because the remote moved meanwhile fetches and integrates again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from desk.errors import ConflictError, DeskError, RejectedError, UsageError
+from desk.layout import DeskFolder
+from desk.sync import remote as remotes
+from desk.layout import INDEX_FILE
+from desk.sync.settle import (SYNC_ENV, Settled, finish_locked, incoming_warnings, regenerate_index,
+                              resolve_merge)
+
+if TYPE_CHECKING:
+    from desk.storage.git import Git
+    from desk.transaction import Transaction
+
+PUSH_ATTEMPTS = 3  # integrate-and-push rounds when the remote keeps moving
+
+
+@dataclass
+class SyncResult:
+    """What one `desk sync` did; `.to_json()` is `desk sync --json`."""
+
+    remote: str
+    branch: str
+    status: str = "up-to-date"  # up-to-date | fast-forward | merged | pushed-only
+    fetched: int = 0  # commits that were new to this clone
+    pushed: int = 0  # commits the remote did not have
+    merged: list[str] = field(default_factory=list)  # files the integration changed here
+    regenerated: list[str] = field(default_factory=list)
+    cases: list[str] = field(default_factory=list)  # conflict cases opened
+    commits: list[str] = field(default_factory=list)  # commits desk made (checkpoint, merge, derived)
+    attempts: int = 1
+    pushed_to: str | None = None  # the remote's branch commit after the push
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
+         progress: remotes.Progress | None = None, now: dt.datetime | None = None) -> SyncResult:
+    """`desk sync`: see the module's docstring. One GitPython `Repo` for the whole run, closed."""
+    from desk.transaction import transaction
+
+    name = remote or "origin"
+    with remotes.session(desk.root) as remote_session, transaction(desk) as tx:
+        remotes.refuse_embedded_password(remote_session.url(name))
+        result = _sync_locked(desk, tx, remote_session, name, push=push, progress=progress, now=now)
+    return result
+
+
+def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSession, name: str, *,
+                 push: bool, progress: remotes.Progress | None, now: dt.datetime | None) -> SyncResult:
+    from desk.archive.checkpoint import checkpoint_locked
+
+    branch = remote.branch()
+    result = SyncResult(name, branch)
+    git = desk.git.with_env(**{SYNC_ENV: "1"})
+    for attempt in range(1, PUSH_ATTEMPTS + 1):
+        result.attempts = attempt
+        tracking = f"refs/remotes/{name}/{branch}"
+        known = git.object_id(tracking)
+        incoming = remote.fetch(name, branch, progress)
+        if known is not None and git.object_id(tracking) != known:
+            git.update_ref(tracking, known)  # git's opportunistic update: not before the checks
+        if incoming is not None and known is not None and not remote.is_ancestor(known, incoming):
+            lost = git.rev_list(known, incoming)
+            raise ConflictError(
+                f"{name}/{branch} was rewritten (a forced push): it no longer holds "
+                f"{len(lost)} commit{'s' if len(lost) != 1 else ''} this clone saw there: "
+                + ", ".join(f"{c.sha[:12]} {c.subject}" for c in git.commits(lost[:10]))
+                + (" ..." if len(lost) > 10 else "") + "; nothing was changed",
+                hint="desk will not integrate rewritten history; see docs/sync.md, \"When the "
+                     "remote rewrote history\", to restore the commits or accept the rewrite")
+        if attempt == 1:
+            done = checkpoint_locked(tx, actor="assistant")
+            if done.commit:
+                result.commits.append(done.commit)
+        head = git.head()
+        if incoming is not None:
+            if incoming != known:
+                git.update_ref(tracking, incoming)
+            _integrate(desk, git, tx, remote, head, incoming, result, now)
+        if not push:
+            break
+        head = git.head()
+        ahead = git.rev_list(head, incoming) if head else []
+        if not ahead:
+            break
+        if remote.push(name, branch, progress):
+            result.pushed += len(ahead)
+            result.pushed_to = head
+            if head is not None:
+                git.update_ref(tracking, head)
+            if result.status == "up-to-date":
+                result.status = "pushed-only"
+            break
+    else:
+        raise ConflictError(f"{name} kept moving: the push was rejected {PUSH_ATTEMPTS} times; "
+                            "what was merged here is committed locally",
+                            hint="run `desk sync` again in a moment")
+    return result
+
+
+def _integrate(desk: DeskFolder, git: Git, tx: Transaction, remote: remotes.RemoteSession, head: str | None,
+               incoming: str,
+               result: SyncResult, now: dt.datetime | None) -> None:
+    """Bring `incoming` into HEAD: nothing, a fast-forward, or a merge desk settles and checks."""
+    from desk.guard.validate import validate_staged
+    from desk.transaction import commit_message
+
+    if head is not None and (head == incoming or remote.is_ancestor(incoming, head)):
+        return
+    new = git.rev_list(incoming, head)
+    result.fetched += len(new)
+    if head is None or remote.is_ancestor(head, incoming):
+        git.fast_forward(incoming)
+        result.status = "fast-forward"
+        if head is not None:
+            result.warnings += incoming_warnings(git, head, incoming)
+            result.merged += sorted({c.path for c in git.diff_tree(head, incoming)})
+        # A commit made with --no-verify elsewhere may have left MEMORY.md stale: regenerate it.
+        fixed = regenerate_index(tx, now)
+        if fixed is not None:
+            result.commits.append(fixed)
+            result.regenerated.append(INDEX_FILE)
+        return
+    message = commit_message(f"sync: merge {result.remote}/{result.branch}",
+                             {"Desk-Op": "sync", "Desk-Actor": "assistant"})
+    git.merge(incoming, message)
+    try:
+        settled: Settled = resolve_merge(desk, git, now=now)
+        report, _regenerated = validate_staged(desk, git)
+        if not report.ok:
+            raise RejectedError(
+                "the merged desk breaks the rules; nothing was merged:\n"
+                + "\n".join(str(f) for f in report.findings if f.severity == "error"),
+                hint=f"fix the other clone's commits ({result.remote}/{result.branch}) or merge by hand "
+                     "(`git merge " + f"{result.remote}/{result.branch}`), then sync again")
+        sha = git.commit_merge(message + (f"Desk-Cases: {' '.join(settled.cases)}\n" if settled.cases else ""))
+    except BaseException:
+        git.merge_abort()
+        raise
+    result.status = "merged"
+    result.commits.append(sha)
+    result.merged += sorted({c.path for c in git.diff_tree(head, sha)} - set(settled.regenerated))
+    result.cases += settled.cases
+    result.regenerated += settled.regenerated
+    derived = finish_locked(tx, settled.derived)
+    if derived is not None:
+        result.commits.append(derived)
+        result.regenerated += sorted(c.path for c in git.diff_tree(sha, derived))
+
+
+def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | None = None) -> tuple[Path, list[str]]:
+    """Clone a desk, install its hooks and merge drivers, make the clone's id; (path, what was set up)."""
+    from desk.archive.store import clone_id
+    from desk.layout import is_desk
+
+    remotes.refuse_embedded_password(url)
+    if path is None:
+        stem = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git") or "desk"
+        path = Path(stem)
+    path = path.expanduser().resolve()
+    if path.exists() and any(path.iterdir()):
+        raise UsageError(f"{path} exists and is not empty", hint="choose a new or empty folder")
+    created = not path.exists()
+    remotes.clone(url, path, progress)
+    if not is_desk(path):
+        import shutil
+
+        if created:
+            shutil.rmtree(path, ignore_errors=True)  # leave nothing behind for a refused clone
+        raise DeskError(f"cloned {url} into {path}, but it is not a desk (no .system/desk.json)",
+                        hint=f"check the address; to start a desk there, run `desk init {path} --allow-nonempty`")
+    desk = DeskFolder(path)
+    done = install_merge_setup(desk)
+    clone_id(desk)
+    return path, done
+
+
+def install_merge_setup(desk: DeskFolder) -> list[str]:
+    """The hooks and the merge drivers (in .git/config, which git never carries), and
+    .gitattributes when the desk has none. What was done, one line each."""
+    from desk.guard.hooks import install
+
+    done = install(desk.root)
+    return ([f"hook {what}: {action}" for what, action in done.actions.items()]
+            + [f"merge driver {what}: {action}" if what.startswith("desk-") else f"{what}: {action}"
+               for what, action in done.merge_drivers.items()])

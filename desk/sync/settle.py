@@ -1,0 +1,220 @@
+"""After a merge: settle what the merge drivers left, regenerate derived files, check what came in.
+
+Two callers. `desk sync` merges with `--no-commit` and calls `resolve_merge` before it commits the
+merge, then `finish` for the derived views. A person's `git pull` (merge or rebase) runs desk's
+post-merge or post-rewrite hook, which calls `after_merge`: the same settling, committed as one
+desk commit on top of what git made, and a loud report of anything risky that came in unchecked
+(a fast-forward runs no pre-commit hook).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from desk.errors import ConflictError
+from desk.layout import CONFLICTS_FILE, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, DeskFolder
+from desk.storage.git import Git
+from desk.sync.drivers import clear_pending, driver_for, merge_file, read_pending
+from desk.text.times import utc_now
+
+if TYPE_CHECKING:
+    from desk.transaction import Transaction
+
+SYNC_ENV = "DESK_SYNC"  # set while desk sync runs git: the post-merge/post-rewrite hooks stand aside
+
+
+@dataclass
+class Settled:
+    """What settling one merge did."""
+
+    merged: list[str] = field(default_factory=list)  # paths desk merged itself (git left them unmerged)
+    regenerated: list[str] = field(default_factory=list)
+    derived: list[str] = field(default_factory=list)  # derived views to render from the merged archive
+    cases: list[str] = field(default_factory=list)  # conflict cases opened
+    warnings: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+
+def resolve_merge(desk: DeskFolder, git: Git, *, now: dt.datetime | None = None) -> Settled:
+    """In a merge in progress: merge every unmerged path with its driver, open the cases the
+    drivers recorded, and regenerate MEMORY.md from the merged memory files, all staged.
+
+    ConflictError (the caller aborts the merge) when a path is not desk's to merge."""
+    settled = Settled()
+    unmerged = git.unmerged()
+    stage_blobs = {blob for stages in unmerged.values() for _mode, blob in stages.values()}
+    blobs = git.read_blobs(stage_blobs)
+    pending: list[dict[str, Any]] = []
+    for path, stages in sorted(unmerged.items()):
+        driver = driver_for(path)
+        base, ours, theirs = (blobs[stages[s][1]] if s in stages else None for s in (1, 2, 3))
+        if driver is None:
+            raise ConflictError(f"{path} changed on both sides and is not a file desk can merge",
+                                hint="merge it by hand (`git pull`, resolve, commit), then sync again")
+        result = merge_file(driver, path, base, ours, theirs)
+        if not result.ok:
+            raise ConflictError(f"{path} changed on both sides in a way desk cannot merge safely "
+                                f"(the {driver} merge refused)",
+                                hint=f"look at both versions (`git log --merge -- {path}`), merge by hand, "
+                                     "then sync again")
+        git.stage_file(path, result.data)
+        pending += result.pending
+        settled.merged.append(path)
+    pending = read_pending(desk.git_dir) + pending
+    writes = _cases_and_index(desk, pending, now, settled)
+    for path, data in writes.items():
+        git.stage_file(path, data)
+    settled.derived = pending_regenerations(pending)
+    clear_pending(desk.git_dir)
+    return settled
+
+
+def pending_regenerations(pending: list[dict[str, Any]]) -> list[str]:
+    return sorted({p["path"] for p in pending if p.get("type") == "regenerate"})
+
+
+def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.datetime | None,
+                     settled: Settled) -> dict[str, bytes]:
+    """conflicts.json with a case per pending record, and MEMORY.md regenerated: what changed."""
+    from desk.digest.conflicts import parse_queue, render_queue
+    from desk.memory.index import entries_in_worktree, render_index
+    from desk.sync.cases import add_cases
+
+    writes: dict[str, bytes] = {}
+    case_items = [p for p in pending if p.get("type") == "case"]
+    if case_items:
+        queue_path = desk.path(CONFLICTS_FILE)
+        current = queue_path.read_bytes() if queue_path.is_file() else None
+        cases = parse_queue(current)
+        settled.cases = add_cases(cases, case_items, desk.desk_id, now or utc_now())
+        if settled.cases:
+            writes[CONFLICTS_FILE] = render_queue(cases)
+    index = render_index(entries_in_worktree(desk).values())
+    current_index = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
+    if index != current_index:
+        writes[INDEX_FILE] = index
+        settled.regenerated.append(INDEX_FILE)
+    return writes
+
+
+def regenerate_derived(desk: DeskFolder, paths: list[str]) -> dict[str, bytes]:
+    """The derived files among `paths` rendered again from the merged archive (and history)."""
+    from desk.archive.conversations import render_views
+    from desk.digest.run import regenerate_journal
+
+    writes: dict[str, bytes] = {}
+    days: dict[str, dict[str, bytes]] = {}
+    for path in paths:
+        data: bytes | None = None
+        if path.startswith(CONVERSATIONS_DIR + "/"):
+            day = path.split("/")[1]
+            if day not in days:
+                try:
+                    days[day] = render_views(desk, date=day)[0]
+                except Exception:  # noqa: BLE001 - a folder that is not a day: leave the file alone
+                    days[day] = {}
+            data = days[day].get(path)
+        elif path.startswith(JOURNAL_DIR + "/"):
+            data = regenerate_journal(desk, path)
+        if data is not None and (not desk.path(path).is_file() or desk.path(path).read_bytes() != data):
+            writes[path] = data
+    return writes
+
+
+def finish_locked(tx: Transaction, regenerate: list[str], *, actor: str = "assistant") -> str | None:
+    """Commit the derived files `regenerate` names, rendered from the merged archive (one commit);
+    the caller holds the desk lock."""
+    from desk.transaction import commit_message
+
+    if not regenerate:
+        return None
+    writes = regenerate_derived(tx.desk, regenerate)
+    if not writes:
+        return None
+    message = commit_message(f"sync: regenerate {len(writes)} derived file{'s' if len(writes) != 1 else ''}",
+                             {"Desk-Op": "sync", "Desk-Actor": actor})
+    return tx.commit(dict(writes), message)
+
+
+def regenerate_index(tx: Transaction, now: dt.datetime | None = None) -> str | None:
+    """Commit MEMORY.md regenerated from memory/ when it differs (after a fast-forward)."""
+    from desk.transaction import commit_message
+
+    writes = _cases_and_index(tx.desk, [], now, Settled())
+    if INDEX_FILE not in writes or tx.desk.git.dirty([INDEX_FILE, "memory/"]):
+        return None
+    return tx.commit({INDEX_FILE: writes[INDEX_FILE]},
+                     commit_message("sync: regenerate MEMORY.md", {"Desk-Op": "sync", "Desk-Actor": "assistant"}))
+
+
+def hook_after_merge(root: Path) -> list[str]:
+    """The post-merge / post-rewrite hook: settle, commit, and the lines to print."""
+    from desk.layout import is_desk
+
+    if not is_desk(root):
+        return []
+    desk = DeskFolder(root)
+    settled = after_merge(desk, desk.git.object_id("ORIG_HEAD"))
+    lines = list(settled.warnings)
+    if settled.commit:
+        lines.append(f"desk: settled the merge in commit {settled.commit[:12]}: "
+                     + ", ".join(settled.regenerated or ["conflict queue"]))
+    for case in settled.cases:
+        lines.append(f"desk: a memory changed differently on both sides: conflict case {case} "
+                     "(`desk conflicts` lists it; the file keeps one version, the other is a candidate)")
+    return lines
+
+
+def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = None) -> Settled:
+    """What the post-merge and post-rewrite hooks run after a person's `git pull`/`git rebase`:
+    open the cases the drivers recorded, regenerate MEMORY.md and the derived files, commit them
+    in one desk commit, and warn about what arrived unchecked since `old` (ORIG_HEAD)."""
+    from desk.transaction import commit_message, transaction
+
+    settled = Settled()
+    head = desk.git.head()
+    if old and head and old != head:
+        settled.warnings = incoming_warnings(desk.git, old, head)
+    with transaction(desk) as tx:
+        pending = read_pending(desk.git_dir)
+        regenerate = pending_regenerations(pending)
+        writes: dict[str, bytes | None] = dict(_cases_and_index(desk, pending, now, settled))
+        writes.update(regenerate_derived(desk, regenerate))
+        settled.regenerated = sorted({*settled.regenerated, *(p for p in writes if p != CONFLICTS_FILE)})
+        if writes:
+            dirty = desk.git.dirty(sorted(writes))
+            if dirty:
+                settled.warnings.append(
+                    f"desk: left {', '.join(dirty)} alone: they have uncommitted changes; run `desk reindex` "
+                    "and `desk conversations render` after committing them")
+                writes = {p: d for p, d in writes.items() if p not in dirty}
+        if writes:
+            message = commit_message("sync: settle the merge (index, conflict cases, derived files)",
+                                     {"Desk-Op": "sync", "Desk-Actor": "user",
+                                      "Desk-Cases": " ".join(settled.cases) or None})
+            settled.commit = tx.commit(writes, message)
+        clear_pending(desk.git_dir)
+    return settled
+
+
+def incoming_warnings(git: Git, old: str, new: str) -> list[str]:
+    """What arrived between `old` and `new` without passing desk's hooks: symbolic links, and
+    commits breaking the message rules (SOUL.md changed by the assistant without a person's
+    authorisation, a digest touching NOW.md), each with what to do."""
+    from desk.guard.rules import check_message
+
+    warnings = []
+    for change in git.diff_tree(old, new):
+        if change.new_mode == "120000":
+            warnings.append(f"desk: WARNING: {change.path} arrived as a symbolic link; desk never follows "
+                            f"it, and the hooks refuse it. Remove it: `git rm {change.path}` and commit "
+                            "(then find who committed it: `git log -- " + change.path + "`)")
+    for commit in git.commits(git.rev_list(new, old)):
+        for finding in check_message(commit.message, commit.paths):
+            warnings.append(f"desk: WARNING: commit {commit.sha[:12]} ({commit.subject}) arrived unchecked: "
+                            f"{finding}. Review it (`git show {commit.sha[:12]}`); undo it with "
+                            f"`git revert {commit.sha[:12]}` if nobody allowed it")
+    return warnings

@@ -1,0 +1,363 @@
+"""desk sync between three clones of one bare remote: every merge case, rejected pushes, rewritten
+history, an unreachable remote, a person's `git pull --rebase`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import desk.api as api
+from desk.errors import ConflictError, DeskError, RejectedError
+from tests.sync.conftest import Clones, git
+
+NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def remember(d: api.Desk, name: str, body: str, description: str = "a memory") -> None:
+    d.remember(name, body, type="fact", description=description, triggers=[name], now=NOW)
+
+
+def tree(d: api.Desk) -> str:
+    return git(d.root, "rev-parse", "HEAD^{tree}").strip()
+
+
+def no_markers(d: api.Desk) -> None:
+    for path in d.root.rglob("*"):
+        if ".git" in path.parts or not path.is_file():
+            continue
+        text = path.read_bytes()
+        assert b"<<<<<<<" not in text and b">>>>>>>" not in text, path
+
+
+def test_clone_installs_hooks_drivers_and_checks(clones: Clones, tmp_path: Path) -> None:
+    b = api.clone(str(clones.remote), tmp_path / "fresh")
+    assert b.cloned is not None and b.cloned.doctor.ok
+    assert api.missing_setup(b) == []
+    config = (b.git_dir / "config").read_text()
+    assert '[merge "desk-memory"]' in config and "desk.cli.merge memory" in config
+    assert (b.git_dir / "hooks" / "post-merge").is_file()
+    # A plain git clone lacks them, and every desk command says so.
+    plain = clones.remote.parent / "plain"
+    subprocess.run(["git", "clone", "-q", str(clones.remote), str(plain)], check=True)
+    assert "merge driver desk-memory" in api.missing_setup(api.open(plain))
+    from click.testing import CliRunner
+
+    import desk.cli.output as output
+    from desk.cli.main import cli
+
+    output._WARNED = False
+    result = CliRunner().invoke(cli, ["--desk", str(plain), "list"])
+    assert "lacks desk's" in result.stderr and "hooks install" in result.stderr
+
+
+def test_different_memories_merge_and_index_is_exact(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    remember(a, "alpha", "Alpha body.")
+    remember(b, "beta", "Beta body.")
+    a.sync()
+    result = b.sync(now=NOW).value
+    assert result.status == "merged" and result.fetched == 1 and result.pushed == 2
+    assert result.cases == []
+    a.sync()
+    assert tree(a) == tree(b)
+    assert b.validate("all").exit_code == 0
+    index = (b.root / "MEMORY.md").read_text()
+    assert "[alpha]" in index and "[beta]" in index
+    fsck = subprocess.run(["git", "fsck", "--no-dangling"], cwd=b.root, capture_output=True, text=True)
+    assert fsck.returncode == 0 and "error" not in fsck.stderr
+
+
+def test_memory_changed_on_both_sides_opens_a_case_never_markers(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    remember(a, "foo", "Shared.")
+    a.sync()
+    b.sync()
+    remember(a, "foo", "A's version.")
+    remember(b, "foo", "B's version.")
+    a.sync()
+    result = b.sync(now=NOW).value
+    assert len(result.cases) == 1
+    no_markers(b)
+    assert "B's version." in (b.root / "memory/foo.md").read_text()  # ours kept in the file
+    cases = b.conflicts().to_json()["cases"]
+    (case,) = [c for c in cases if c["id"] == result.cases[0]]
+    assert case["domain"] == "memory:foo" and case["status"] == "open" and case["origin"] == "sync"
+    contents = sorted(c["content"] for c in case["candidates"])
+    assert any("A's version." in c for c in contents) and any("B's version." in c for c in contents)
+    assert b.validate("all").exit_code == 0
+
+
+def test_deleted_on_one_side_changed_on_the_other_keeps_the_memory(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    remember(a, "foo", "Shared.")
+    a.sync()
+    b.sync()
+    a.forget("foo")
+    remember(b, "foo", "Changed here.")
+    a.sync()
+    result = b.sync(now=NOW).value
+    assert (b.root / "memory/foo.md").read_text().endswith("Changed here.\n")
+    (case,) = [c for c in b.conflicts().to_json()["cases"] if c["id"] in result.cases]
+    assert {c["deleted"] for c in case["candidates"]} == {True, False}
+    assert "[foo]" in (b.root / "MEMORY.md").read_text()
+    no_markers(b)
+
+
+def test_now_md_merges_by_section_and_a_clash_becomes_a_case(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    a.now_set("a doing", section="doing")
+    b.now_set("b next", section="next")
+    a.sync()
+    result = b.sync(now=NOW).value
+    now = (b.root / "NOW.md").read_text()
+    assert "a doing" in now and "b next" in now and result.cases == []
+    b.sync()
+    a.sync()
+    a.now_set("a blocked", section="blocked")
+    b.now_set("b blocked", section="blocked")
+    a.sync()
+    result = b.sync(now=NOW).value
+    assert len(result.cases) == 1
+    assert "b blocked" in (b.root / "NOW.md").read_text()
+    no_markers(b)
+
+
+def test_conflict_queue_unions_cases(clones: Clones) -> None:
+    a, b, c = clones[0], clones[1], clones[2]
+    for d, body in ((a, "A"), (b, "B")):
+        remember(d, "foo", body)
+    a.sync()
+    first = b.sync(now=NOW).value.cases
+    for d, body in ((c, "C1"),):
+        remember(d, "bar", body)
+    remember(a, "bar", "A1")
+    a.sync()
+    second = c.sync(now=NOW).value.cases
+    b.sync()
+    c.sync()
+    ids = {x["id"] for x in c.conflicts().to_json()["cases"]}
+    assert set(first) | set(second) <= ids
+
+
+def test_conversations_regenerate_from_the_merged_archive(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    a.archive_append("inbound", "hello from a", session="s1", at="2026-11-29T10:00:00Z")
+    b.archive_append("inbound", "hello from b", session="s1", at="2026-11-29T11:00:00Z")
+    a.conversations_render()
+    b.conversations_render()
+    a.sync()
+    result = b.sync(now=NOW).value
+    view = (b.root / "conversations/2026-11-29/s1.md").read_text()
+    assert "hello from a" in view and "hello from b" in view
+    assert "conversations/2026-11-29/s1.md" in result.regenerated
+    a.sync()
+    a.conversations_render()  # the same records render the same bytes in the other clone
+    assert git(a.root, "status", "--porcelain").strip() == ""
+    no_markers(b)
+
+
+def test_rejected_push_fetches_and_integrates_again(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    remember(b, "from-b", "B.")
+    # The remote moves between b's fetch and b's push: a pushes from a hook on b's first fetch.
+    remember(a, "from-a", "A.")
+    a.sync()
+    git(b.root, "fetch", "-q", "origin")  # b's tracking ref is current ...
+    remember(a, "from-a2", "A2.")
+    a.sync()  # ... and then the remote moves again
+    result = b.sync(now=NOW).value
+    assert result.pushed >= 2
+    assert git(b.root, "rev-parse", "HEAD").strip() == git(clones.remote, "rev-parse", "main").strip()
+
+
+def test_push_rejected_by_a_racing_clone_is_retried(clones: Clones, monkeypatch: pytest.MonkeyPatch) -> None:
+    from desk.sync import remote
+
+    a, b = clones[0], clones[1]
+    remember(b, "from-b", "B.")
+    real_push = remote.RemoteSession.push
+    calls = []
+
+    def racing_push(self: remote.RemoteSession, name: str, branch: str, progress: object = None) -> bool:
+        root = Path(self.repo.working_tree_dir or "")
+        calls.append(root)
+        if root == b.root and len(calls) == 1:  # another clone lands a commit just before b's first push
+            remember(a, "racer", "A.")
+            a.sync()
+        return real_push(self, name, branch)
+
+    monkeypatch.setattr(remote.RemoteSession, "push", racing_push)
+    result = b.sync(now=NOW).value
+    assert result.attempts == 2 and [c for c in calls if c == b.root] == [b.root, b.root]
+    assert (b.root / "memory/racer.md").is_file()
+    assert git(b.root, "rev-parse", "HEAD").strip() == git(clones.remote, "rev-parse", "main").strip()
+
+
+def test_remote_that_rewrote_history_is_refused_naming_lost_commits(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    remember(a, "keep-me", "Important.")
+    a.sync()
+    b.sync()
+    # Someone force-pushes history without that commit.
+    git(a.root, "push", "-q", "--force", "origin", "HEAD~1:main")
+    before = git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main")
+    with pytest.raises(ConflictError) as err:
+        b.sync()
+    assert "remember: keep-me" in err.value.message and err.value.exit_code == 4
+    assert git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main") == before
+
+
+def test_unreachable_remote_is_a_clear_error_with_nothing_changed(clones: Clones) -> None:
+    b = clones[1]
+    remember(b, "local", "Local.")
+    git(b.root, "remote", "set-url", "origin", str(clones.remote.parent / "gone.git"))
+    head = git(b.root, "rev-parse", "HEAD")
+    with pytest.raises(DeskError) as err:
+        b.sync()
+    assert err.value.exit_code == 1 and "cannot fetch" in err.value.message and err.value.hint
+    assert git(b.root, "rev-parse", "HEAD") == head
+
+
+def test_remote_address_with_a_password_is_refused(clones: Clones) -> None:
+    b = clones[1]
+    git(b.root, "remote", "add", "leaky", "https://ada:hunter2secret@example.org/desk.git")
+    with pytest.raises(RejectedError) as err:
+        b.sync("leaky")
+    assert "hunter2secret" not in err.value.message and "credential" in (err.value.hint or "")
+    with pytest.raises(RejectedError):
+        api.clone("https://ada:hunter2secret@example.org/desk.git", clones.remote.parent / "x")
+
+
+def test_a_persons_git_pull_rebase_leaves_an_exact_index(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    remember(a, "zeta", "Z.")
+    a.sync()
+    remember(b, "alpha", "A.")
+    git(b.root, "pull", "-q", "--rebase", "origin", "main")
+    assert b.validate("all").exit_code == 0
+    index = (b.root / "MEMORY.md").read_text()
+    assert index.index("[alpha]") < index.index("[zeta]")
+    assert git(b.root, "status", "--porcelain").strip() == ""
+
+
+def test_a_persons_git_pull_merge_opens_the_case_in_a_desk_commit(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    remember(a, "foo", "Shared.")
+    a.sync()
+    b.sync()
+    remember(a, "foo", "A's version.")
+    remember(b, "foo", "B's version.")
+    a.sync()
+    git(b.root, "pull", "-q", "--no-rebase", "origin", "main")
+    no_markers(b)
+    assert b.validate("all").exit_code == 0
+    assert [c for c in b.conflicts().to_json()["cases"] if c["domain"] == "memory:foo"]
+    assert git(b.root, "status", "--porcelain").strip() == ""
+
+
+def test_post_merge_reports_a_symlink_and_an_unauthorised_soul_change(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    (a.root / "SOUL.md").write_text("# Soul\nchanged silently\n")
+    (a.root / "link").symlink_to("/etc/hostname")
+    git(a.root, "add", "SOUL.md", "link")
+    git(a.root, "commit", "-q", "--no-verify", "-m", "sneaky\n\nDesk-Actor: assistant")
+    git(a.root, "push", "-q", "origin", "main")
+    proc = subprocess.run(["git", "pull", "--ff-only", "origin", "main"], cwd=b.root,
+                          capture_output=True, text=True)
+    assert "link arrived as a symbolic link" in proc.stderr
+    assert "soul-unauthorized" in proc.stderr and "git revert" in proc.stderr
+    result = clones[2].sync().value  # desk sync reports the same
+    assert any("symbolic link" in w for w in result.warnings)
+
+
+def test_hooks_install_adds_gitattributes_only_when_absent(clones: Clones) -> None:
+    b = clones[1]
+    git(b.root, "rm", "-q", ".gitattributes")
+    git(b.root, "commit", "-q", "-m", "drop attributes")
+    actions = b.hooks_install().value.merge_drivers
+    assert actions[".gitattributes"] == "added and committed"
+    assert "merge=desk-memory" in (b.root / ".gitattributes").read_text()
+    (b.root / ".gitattributes").write_text("*.bin binary\n")
+    git(b.root, "commit", "-qam", "own attributes")
+    actions = b.hooks_install().value.merge_drivers
+    assert "add the lines" in actions[".gitattributes"]
+    assert (b.root / ".gitattributes").read_text() == "*.bin binary\n"
+
+
+def test_sync_json_from_the_cli(clones: Clones) -> None:
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    remember(clones[0], "x", "X.")
+    result = CliRunner().invoke(cli, ["--desk", str(clones[0].root), "sync", "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["pushed"] == 1 and data["status"] == "pushed-only"
+
+
+def test_journal_digested_in_two_clones_is_regenerated_from_the_merged_archive(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    a.archive_append("inbound", "from a", session="s1", at="2026-11-29T10:00:00Z")
+    b.archive_append("outbound", "from b", session="s2", at="2026-11-29T11:00:00Z")
+    for d in (a, b):
+        d.digest(date="2026-11-29", as_of="2026-11-29T23:59:00Z")
+    a.sync()
+    result = b.sync(now=NOW).value
+    assert "journal/2026-11-29.md" in result.regenerated
+    journal = (b.root / "journal/2026-11-29.md").read_text()
+    assert "s1" in journal and "s2" in journal
+    a.sync()
+    assert tree(a) == tree(b)
+    no_markers(b)
+
+
+def test_a_merge_that_breaks_the_rules_is_refused_with_nothing_changed(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    (a.root / "memory/bad.md").write_text("---\nname: Not A Slug\n---\nbody\n")
+    git(a.root, "add", "memory/bad.md")
+    git(a.root, "commit", "-q", "--no-verify", "-m", "bad memory")
+    git(a.root, "push", "-q", "origin", "main")
+    remember(b, "fine", "Fine.")
+    head = git(b.root, "rev-parse", "HEAD")
+    with pytest.raises(RejectedError) as err:
+        b.sync()
+    assert "memory/bad.md" in err.value.message
+    assert git(b.root, "rev-parse", "HEAD") == head
+    assert not (b.git_dir / "MERGE_HEAD").exists() and not (b.root / "memory/bad.md").exists()
+    assert git(b.root, "status", "--porcelain").strip() == ""
+
+
+def test_post_rewrite_regenerates_an_index_a_union_merge_left_unsorted(clones: Clones) -> None:
+    """Issue 9.2: a desk whose .gitattributes still says `MEMORY.md merge=union` (desk 0.1's
+    template): `git pull --rebase` commits an unsorted index, and the post-rewrite hook fixes it."""
+    a, b = clones[0], clones[1]
+    for d in (a, b):
+        (d.root / ".gitattributes").write_text("MEMORY.md merge=union\n")
+        git(d.root, "commit", "-qam", "old attributes")
+    a.sync()
+    git(b.root, "pull", "-q", "--no-rebase", "origin", "main")
+    b.sync()
+    remember(a, "zeta", "Z.")
+    a.sync()
+    remember(b, "alpha", "A.")
+    git(b.root, "pull", "-q", "--rebase", "origin", "main")
+    assert b.validate("all").exit_code == 0
+    subjects = git(b.root, "log", "-3", "--format=%s")
+    assert "sync: settle the merge" in subjects  # the hook's commit
+    assert git(b.root, "status", "--porcelain").strip() == ""
+
+
+def test_progress_reaches_stderr_for_push_and_fetch(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    remember(a, "p", "P.")
+    lines: list[str] = []
+    a.sync(progress=lines.append)
+    assert any(line.startswith("writing objects:") for line in lines)  # the push
+    lines.clear()
+    b.sync(progress=lines.append)
+    assert lines  # the fetch (unpacking on a local path reports its stages)
