@@ -403,10 +403,18 @@ def _read_work_tree(desk: DeskFolder, path: str) -> tuple[str, str | None, bytes
     return (FILE_MODE, blob_sha(data), data)
 
 
-def fix_index(desk: DeskFolder, regenerated: bytes) -> bool:
-    """Write the regenerated MEMORY.md into the work tree (the pre-commit fixer); True if changed."""
+def fix_index(desk: DeskFolder, regenerated: bytes, staged: bytes | None) -> bool:
+    """Write the regenerated MEMORY.md into the work tree (`desk validate --staged --fix`, what the
+    pre-commit framework runs); True if changed. Only over the staged MEMORY.md: a work-tree
+    MEMORY.md that differs from it is the person's own and is never written over."""
+    from desk.storage.reading import SymlinkError, read_regular
+
     path = desk.path(INDEX_FILE)
-    if path.is_file() and path.read_bytes() == regenerated:
+    try:
+        current: bytes | None = read_regular(path, desk.root)
+    except (FileNotFoundError, SymlinkError):
+        current = None
+    if current == regenerated or current != staged:
         return False
     atomic_write(path, regenerated)
     return True

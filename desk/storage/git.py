@@ -523,6 +523,19 @@ class Git:
         self.with_env(GIT_INDEX_FILE=str(index))._run(
             "update-index", "--add", "--remove", "--", *(p for p in paths))
 
+    def unstaged(self, index: Path, paths: Iterable[str]) -> set[str]:
+        """Those of `paths` (pathspecs) whose work-tree file differs from the index file `index`:
+        changes not staged there (a deleted file counts; an untracked one does not)."""
+        out = self.with_env(GIT_INDEX_FILE=str(index))._run(
+            "diff-files", "--name-only", "-z", "--", *paths, read_only=True)
+        return _path_list(out)
+
+    def stage_blob(self, index: Path, path: str, blob: str) -> None:
+        """Set `path` in the index file `index` to the stored blob `blob` (mode 100644), leaving the
+        work tree alone: the pre-commit fixer adds the regenerated MEMORY.md to the commit."""
+        self.with_env(GIT_INDEX_FILE=str(index))._run(
+            "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+
     # -- reading history ------------------------------------------------------------------
 
     def log(self, paths: Iterable[str] = (), *, limit: int | None = None, since: str | None = None,

@@ -160,7 +160,7 @@ def test_valid_commit_passes_both_hooks(desk: DeskFolder) -> None:
 
 def test_merge_with_an_unsorted_union_index_is_fixed(desk: DeskFolder) -> None:
     """A merge without conflicts skips pre-commit; pre-merge-commit catches MEMORY.md's union merge."""
-    from tests.guard_helpers import commit, reindex_text
+    from tests.guard_helpers import reindex_text
 
     def add(name: str) -> None:
         write(desk.root, f"memory/{name}.md", memory_text(name))
@@ -174,13 +174,18 @@ def test_merge_with_an_unsorted_union_index_is_fixed(desk: DeskFolder) -> None:
     sh(desk.root, "checkout", "-q", "main")
     add("b-two")  # both sides insert between a-first and c-last: the union puts ours first
     proc = sh(desk.root, "merge", "--no-edit", "other")
+    # git merge wrote the tree before the hook ran: the fixer writes the work tree and names the
+    # exact command that concludes the merge
     assert proc.returncode != 0 and "index-stale" in proc.stderr
+    assert "`git add MEMORY.md && git commit --no-edit`" in proc.stderr
     lines = [line for line in (desk.root / "MEMORY.md").read_text().splitlines() if line.startswith("- ")]
     assert lines == sorted(lines) and len(lines) == 4
     sh(desk.root, "add", "MEMORY.md")
-    proc = commit(desk.root, "merge other")
+    proc = sh(desk.root, "commit", "--no-edit")
     assert proc.returncode == 0, proc.stderr
     assert len(sh(desk.root, "log", "-1", "--format=%P").stdout.split()) == 2
+    assert (desk.root / "MEMORY.md").read_text() == sh(desk.root, "show", "HEAD:MEMORY.md").stdout
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
 
 
 def test_a_chained_foreign_hook_runs_for_desks_own_commits_too(desk: DeskFolder, run: DeskRunner) -> None:
