@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from desk.errors import Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
-                              file_verdict, is_managed)
+                              file_verdict, is_checked, is_managed)
 from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
@@ -89,7 +89,7 @@ def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read
     HEAD's desk.json when the caller has read it already.
     """
     now = now or dt.datetime.now(dt.timezone.utc)
-    managed = [c for c in changes if is_managed(c.path)]
+    managed = [c for c in changes if is_checked(c.path, c.mode)]
     report = Report(checked=len(managed))
     if not managed and message is None and memory is None:
         return report, None
@@ -296,7 +296,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
     git = desk.git
     listing = git.work_tree_listing()
     found: dict[str, tuple[str, str | None, bytes | None]] = {}  # path: mode, blob, content
-    for path in sorted(p for p in listing.elsewhere if is_managed(p)):
+    for path in sorted(p for p in listing.elsewhere if is_managed(p) or desk.path(p).is_symlink()):
         entry = _read_work_tree(desk, path)
         if entry is not None:
             found[path] = entry
@@ -319,7 +319,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
             checked, verdict = earlier
             return Report(verdict.findings_at(allow, now), checked, reused=checked)
         for path, (mode, blob) in listing.clean().items():  # the whole index, parsed only now
-            if is_managed(path) and path not in found:
+            if is_checked(path, mode) and path not in found:
                 kind = mode if mode in (SYMLINK_MODE, GITLINK_MODE) else FILE_MODE
                 found[path] = (kind, blob, b"" if kind != FILE_MODE else None)
         report, verdict = _validate_files(desk, found, heads, desk_id, cache)

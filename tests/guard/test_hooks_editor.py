@@ -132,3 +132,26 @@ def test_a_persons_own_work_tree_index_is_left_alone(desk: DeskFolder) -> None:
     assert "your own MEMORY.md in the work tree was left as it is" in proc.stderr
     assert (desk.root / "MEMORY.md").read_text() == mine
     assert "— new desc" in committed(desk.root, "MEMORY.md")
+
+
+def test_conflict_markers_are_an_unresolved_merge_conflict(desk: DeskFolder) -> None:
+    """Issue 9.3: a memory file a merge left with markers is reported as such, with path:line and
+    how to resolve it, by the hook and by `validate --all`, not as a YAML error."""
+    from desk.guard.validate import validate_all
+
+    foo(desk)
+    text = (desk.root / "memory/foo.md").read_text()
+    conflicted = text.replace("description: old desc\n", "<<<<<<< HEAD\ndescription: ours\n=======\n"
+                              "description: theirs\n>>>>>>> other\n")
+    (desk.root / "memory/foo.md").write_text(conflicted)
+    line = conflicted.splitlines().index("<<<<<<< HEAD") + 1
+    proc = sh(desk.root, "commit", "-qam", "half merged")
+    assert proc.returncode != 0
+    assert f"memory/foo.md:{line}: merge-conflict: unresolved merge conflict" in proc.stderr
+    assert "delete the `<<<<<<<`, `=======` and `>>>>>>>` lines" in proc.stderr
+    assert "yaml" not in proc.stderr.lower()
+    rules = {(f.path, f.line, f.rule) for f in validate_all(desk).findings}
+    assert ("memory/foo.md", line, "merge-conflict") in rules
+    # a setext heading underline alone is no conflict
+    write(desk.root, "journal/2026-01-01.md", "Title\n=======\n\ntext\n")
+    assert not [f for f in validate_all(desk).findings if f.path.startswith("journal/")]
