@@ -229,8 +229,7 @@ class Desk(DeskFolder):
         """The conflict review queue: open cases (all cases with `include_closed`). Read-only."""
         from desk.digest.conflicts import CONFLICTS_FILE, open_cases, parse_queue
 
-        path = self.path(CONFLICTS_FILE)
-        cases = parse_queue(path.read_bytes() if path.is_file() else None)
+        cases = parse_queue(self.read_if_present(CONFLICTS_FILE))
         return ConflictCases(cases if include_closed else open_cases(cases), include_closed)
 
     # -- the archive -------------------------------------------------------------------------

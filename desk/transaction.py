@@ -180,8 +180,8 @@ class Transaction:
 
     def _read(self, path: str) -> bytes | None:
         try:
-            return self.desk.path(path).read_bytes()
-        except FileNotFoundError:
+            return self.desk.read(path)
+        except (FileNotFoundError, NotADirectoryError):
             return None
 
     def _restore(self, before: Mapping[str, bytes | None]) -> None:
@@ -348,7 +348,7 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
     try:
         settled = None
         if all(current[p] == v["new"] for p, v in paths.items()):
-            writes = {p: (desk.path(p).read_bytes() if v["new"] is not None else None)
+            writes = {p: (desk.read(p) if v["new"] is not None else None)
                       for p, v in paths.items()}
             try:
                 Transaction(desk).commit(writes, message)

@@ -35,6 +35,7 @@ from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
 from desk.storage.atomic import TEMP_PREFIX
 from desk.storage.git import desk_left_index_lock, release_stale_index_lock
 from desk.storage.lock import desk_lock
+from desk.storage.reading import is_plain_file
 from desk.transaction import Transaction, pending_markers, settle
 
 STALE_AFTER = 300.0  # seconds before a temp file or index.lock counts as abandoned
@@ -259,7 +260,8 @@ def _check_torn_archive(desk: DeskFolder, report: DoctorReport, repair: bool) ->
         return
     # A first look without the archive lock: an append in progress may look torn, so a file that
     # does is looked at again under the lock (appends hold it), and only then reported.
-    suspects = [path for path in sorted(folder.glob("*.jsonl")) if _torn_tail(path) is not None]
+    suspects = [path for path in sorted(folder.glob("*.jsonl"))
+                if is_plain_file(path) and _torn_tail(path) is not None]  # never through a link
     if not suspects:
         return
     from desk.archive.store import archive_lock_path  # the archive's modules: only when needed

@@ -34,6 +34,7 @@ from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX,
                          memory_name)
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Git, RawChange, blob_sha, staged_git
+from desk.storage.reading import SymlinkError
 
 if TYPE_CHECKING:
     from desk.guard.verdicts import FileKey, VerdictCache
@@ -184,8 +185,10 @@ def _config(desk: DeskFolder, changes: list[Change],
 def current_config(desk: DeskFolder) -> tuple[str, frozenset[str]]:
     """desk_id and the allowed secret fingerprints of the work tree's desk.json (else HEAD's), read
     without pydantic: `desk doctor` judges history by the allow-list as it stands."""
-    path = desk.path(CONFIG_PATH)
-    data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    try:
+        data = desk.read_if_present(CONFIG_PATH)
+    except SymlinkError:
+        data = None
     return _config(desk, [Change(CONFIG_PATH, data)] if data is not None else [])
 
 
@@ -373,8 +376,10 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
                     if memory_name(p) is not None and found[p][0] != SYMLINK_MODE]
     lines = {path: _line(verdicts[path]) for path in memory_paths}
     every = {e[0]: e[1] for p in memory_paths if (e := verdicts[p].entry) is not None}
-    index_path = desk.path(INDEX_FILE)
-    index = index_path.read_bytes() if index_path.is_file() else None
+    try:
+        index = desk.read_if_present(INDEX_FILE)
+    except SymlinkError:
+        index = None  # reported by the symlink rule
 
     by_lower: dict[str, list[str]] = {}
     for path in memory_paths:
@@ -394,12 +399,14 @@ def _read_work_tree(desk: DeskFolder, path: str) -> tuple[str, str | None, bytes
     full = desk.path(path)
     if full.is_symlink():
         return (SYMLINK_MODE, None, b"")
+    if full.is_dir():
+        return (GITLINK_MODE, None, b"")  # a repository of its own (git lists it as a folder)
     try:
-        data = full.read_bytes()
+        data = desk.read(path)
     except (FileNotFoundError, NotADirectoryError):
         return None  # deleted in the work tree, not yet committed
-    except IsADirectoryError:
-        return (GITLINK_MODE, None, b"")  # a repository of its own (git lists it as a folder)
+    except SymlinkError:
+        return (SYMLINK_MODE, None, b"")  # a folder on its way is a link
     return (FILE_MODE, blob_sha(data), data)
 
 
