@@ -362,7 +362,7 @@ def bypassed_commits(desk: DeskFolder, limit: int) -> list[tuple[str, str, Findi
     """
     if limit <= 0:
         return []
-    shas = desk.git.commit_ids(limit, merges=False)
+    shas = desk.git.commit_ids(limit)
     desk_id, allow = current_config(desk)
     cache = VerdictCache(desk.cache_dir, desk_id)
     try:
@@ -383,24 +383,36 @@ def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
                      ) -> dict[str, tuple[str, FileVerdict]]:
     """`{commit: (subject, what the history rules found in it)}`."""
     commits = desk.git.commits(shas)
-    wanted: list[str] = []
+    # A merge is checked for what it made itself: the paths that differ from every parent (a path
+    # equal to one parent's was checked in that parent's commit), each against every parent.
+    merges = desk.git.merge_changes(shas)
+    changes_of: dict[str, list[tuple[str, tuple[str | None, ...], str | None]]] = {}
     for commit in commits:
-        for change in commit.changes:
-            if change.path.startswith(ARCHIVE_PREFIX):
-                wanted += [b for b in (change.old_blob, change.new_blob) if b]
-            elif change.new_blob:
-                wanted.append(change.new_blob)
+        if commit.sha in merges:
+            changes_of[commit.sha] = [(c.path, c.old_blobs, c.new_blob) for c in merges[commit.sha]]
+        else:
+            changes_of[commit.sha] = [(c.path, (c.old_blob,), c.new_blob) for c in commit.changes]
+    wanted: list[str] = []
+    for changes in changes_of.values():
+        for path, old_blobs, new_blob in changes:
+            if path.startswith(ARCHIVE_PREFIX):
+                wanted += [b for b in (*old_blobs, new_blob) if b]
+            elif new_blob:
+                wanted.append(new_blob)
     blobs = desk.git.read_blobs(wanted)
     verdicts = {}
     for commit in commits:
-        items = [(f, "") for f in check_message(commit.message, set(commit.paths))]
-        for change in sorted(commit.changes, key=lambda c: c.path):
-            path, new_blob = change.path, change.new_blob
+        changes = sorted(changes_of[commit.sha])
+        items = [(f, "") for f in check_message(commit.message, {c[0] for c in changes})]
+        for path, old_blobs, new_blob in changes:
             if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
-                items += [(f, "") for f in check_archive(path, blobs.get(change.old_blob or ""),
-                                                         blobs.get(new_blob) if new_blob else None,
-                                                         desk_id)
-                          if f.severity == "error"]
+                # an error only when the file is no pure append of any parent's
+                per_parent = [[f for f in check_archive(path, blobs.get(old or ""),
+                                                        blobs.get(new_blob) if new_blob else None,
+                                                        desk_id) if f.severity == "error"]
+                              for old in old_blobs]
+                if all(per_parent):
+                    items += [(f, "") for f in per_parent[0]]
             elif new_blob is not None and new_blob in blobs:
                 secrets = secret_verdict(path, blobs[new_blob].decode("utf-8", "replace"))
                 items += list(zip(secrets.findings, secrets.conditions))

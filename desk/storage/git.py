@@ -120,6 +120,15 @@ class RawChange:
 
 
 @dataclass(frozen=True)
+class MergeChange:
+    """A path a merge commit made differ from every parent (`git log -c --raw`)."""
+
+    path: str
+    old_blobs: tuple[str | None, ...]  # each parent's blob, in parent order (None: absent there)
+    new_blob: str | None  # None: the merge deleted it
+
+
+@dataclass(frozen=True)
 class Commit:
     """One commit as the audit trail shows it."""
 
@@ -578,6 +587,34 @@ class Git:
                        [c.path for c in changes], message, changes)
                 for (sha, author, email, date, subject, message), changes in self._log(
                     ["%H", "%an", "%ae", "%aI", "%s", "%B"], ["--no-walk=unsorted", *wanted], ())]
+
+    def merge_changes(self, shas: Iterable[str]) -> dict[str, list[MergeChange]]:
+        """For each merge commit among `shas`: the paths whose content differs from every parent's,
+        each with every parent's blob (one `git log -c --raw`). What the merge itself made: a path
+        that equals one parent's was checked in that parent's own commit."""
+        wanted = list(shas)
+        if not wanted:
+            return {}
+        out = self._run("log", "--format=%x1e%H", "--merges", "-c", "--raw", "-z", "--no-abbrev",
+                        "--no-renames", "--no-walk=unsorted", *wanted, "--", read_only=True)
+        found: dict[str, list[MergeChange]] = {}
+        for chunk in out.split(b"\x1e")[1:]:
+            tokens = chunk.split(b"\0")
+            sha = tokens[0].decode().strip()
+            changes = found.setdefault(sha, [])
+            meta: bytes | None = None
+            for token in tokens[1:]:
+                if meta is None:
+                    token = token.lstrip(b"\n")
+                    if token.startswith(b"::"):
+                        meta = token
+                    continue
+                parents = len(meta) - len(meta.lstrip(b":"))
+                fields = meta.lstrip(b":").decode().split()
+                blobs = [b if b.strip("0") else None for b in fields[parents + 1:2 * parents + 2]]
+                changes.append(MergeChange(_path(token), tuple(blobs[:-1]), blobs[-1]))
+                meta = None
+        return found
 
     def deleted(self, paths: Iterable[str]) -> dict[str, str]:
         """Of `paths`, those deleted in history: path -> committer date (ISO) of its last deletion."""
