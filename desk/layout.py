@@ -62,6 +62,10 @@ def find_desk(start: Path | None = None, explicit: Path | None = None) -> DeskFo
     if explicit is not None:
         root = explicit.expanduser().resolve()
         if not is_desk(root):
+            enclosing = next((f for f in root.parents if is_desk(f)), None)
+            if enclosing is not None:  # `desk init` there would be refused as nested
+                raise NotADeskError(f"{root} is not a desk: it is inside the desk at {enclosing}",
+                                    hint=f"name the desk itself: `--desk {enclosing}`")
             raise NotADeskError(f"{root} is not a desk (no {CONFIG_PATH} in a git repository)",
                                 hint=f"create one with `desk init {explicit}`")
         return DeskFolder(root)

@@ -27,15 +27,17 @@ def validate_command(mode: str, fix: bool) -> None:
 
 @click.group("hooks")
 def hooks_group() -> None:
-    """Install or remove desk's git hooks (pre-commit, commit-msg, pre-merge-commit)."""
+    """Install or remove desk's hooks: pre-commit, commit-msg, pre-merge-commit."""
 
 
 @hooks_group.command("install")
 @json_option
 def hooks_install_command() -> None:
-    """Install the hooks in the desk's git dir; an existing hook is kept and still runs first.
+    """Install pre-commit, commit-msg and pre-merge-commit; a foreign hook is kept, run first.
 
-    Refused when core.hooksPath is set: the message says how to wire the hooks by hand.
+    pre-commit and pre-merge-commit run the gate on what is being committed (and regenerate a
+    stale MEMORY.md), commit-msg checks the message rules. Refused when core.hooksPath is set: the
+    message says how to wire the hooks by hand.
     """
     render(invocation().desk().hooks_install())
 

@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("memory", "The desk's audit trail: commits with their Desk-* trailers, newest first."),
     "reindex": ("memory", "Regenerate MEMORY.md from memory/ (after hand edits); commit it when it changed."),
     "validate": ("guard", "Run the desk's rules: the same gate the hooks and every desk write use."),
-    "hooks": ("guard", "Install or remove desk's git hooks (pre-commit, commit-msg, pre-merge-commit)."),
+    "hooks": ("guard", "Install or remove desk's hooks: pre-commit, commit-msg, pre-merge-commit."),
     "edit": ("guard", "Open the memory NAME in $VISUAL or $EDITOR, validate it on save, and commit it."),
     "doctor": ("guard", "Check the desk's health: stale index, invalid files, commits that bypassed the "
                         "hooks, leftover temporary files, a torn archive tail, interrupted mutations, a "

@@ -200,3 +200,23 @@ def test_a_chained_foreign_hook_runs_for_desks_own_commits_too(desk: DeskFolder,
     run("hooks", "install")
     remember(desk, "b", type="fact", description="b", body="Second fact.")
     assert (desk.root / "pre-commit.ran").read_text() == "ran\n"
+
+
+def test_hooks_help_names_every_hook_it_installs(run: DeskRunner) -> None:
+    """Issue 9.10: the help of `desk hooks` and `desk hooks install` names each installed hook."""
+    for args in (("hooks", "-h"), ("hooks", "install", "-h")):
+        text = run(*args).output
+        for hook in HOOK_TYPES:
+            assert hook in text, (args, hook)
+
+
+def test_a_folder_inside_a_desk_names_the_enclosing_desk(desk: DeskFolder) -> None:
+    """Issue 9.10: `desk --desk DESK/memory list` names DESK instead of suggesting a nested init."""
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["--desk", str(desk.root / "memory"), "list"])
+    assert result.exit_code != 0
+    assert f"inside the desk at {desk.root}" in result.output
+    assert f"--desk {desk.root}`" in result.output and "desk init" not in result.output
