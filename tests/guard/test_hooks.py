@@ -220,3 +220,18 @@ def test_a_folder_inside_a_desk_names_the_enclosing_desk(desk: DeskFolder) -> No
     assert result.exit_code != 0
     assert f"inside the desk at {desk.root}" in result.output
     assert f"--desk {desk.root}`" in result.output and "desk init" not in result.output
+
+
+def test_commit_msg_reads_every_trailer_spelling_git_accepts(desk: DeskFolder) -> None:
+    """Issue 15.5: the SOUL.md guard through a real `git commit`, with the spellings git accepts."""
+    from tests.guard_helpers import commit
+
+    for n, message in enumerate(["soul\n\nDesk-Actor:\n  assistant\n", "soul\n\nDesk-Actor : assistant\n",
+                                 "soul\n\ndesk-actor:\tassistant\n", "soul\n\nDESK-ACTOR:assistant\n",
+                                 "soul\n\nSigned-off-by: A <a@example.org>\nDesk-Actor:\n\tassistant\n"]):
+        write(desk.root, "SOUL.md", f"# soul {n}\n")
+        sh(desk.root, "add", "SOUL.md")
+        proc = commit(desk.root, message)
+        assert proc.returncode != 0 and "soul-unauthorized" in proc.stderr, message
+    proc = commit(desk.root, "soul\n\nDesk-Actor : assistant\nDesk-Authorized-By:\n  Ada Lovelace\n")
+    assert proc.returncode == 0, proc.stderr
