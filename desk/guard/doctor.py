@@ -199,6 +199,12 @@ def _check_git_locks(desk: DeskFolder, report: DoctorReport, repair: bool, *, lo
             rel = lock.relative_to(git_dir).as_posix()
             owner = recorded.get(lock)
             private = lock.parent == git_dir and name in PRIVATE_LOCKS
+            if owner is not None and owner.owner_alive:
+                report.add("git-lock", f".git/{rel}", f"held by git process {owner.pid}, started by "
+                           "a desk command that is still at work", "note")
+                continue
+            if private and not lock_held:
+                continue  # a desk process holds the desk lock: its git is using desk's own index
             if lock_held and (private or (owner is not None and not owner.owner_alive
                                           and running is False)):
                 whose = (f"git process {owner.pid}, started by a desk command, died holding it"
