@@ -134,6 +134,7 @@ class Desk(DeskFolder):
         to `git add`. The result's `exit_code` is 3 when any finding is an error.
         """
         from desk.guard.validate import INDEX_FILE, fix_index, validate_all, validate_staged
+        from desk.storage.git import staged_git
 
         if mode == "all":
             return Validation(mode, validate_all(self))
@@ -141,7 +142,8 @@ class Desk(DeskFolder):
             raise UsageError(f"validate mode must be staged or all, not {mode!r}")
         report, regenerated = validate_staged(self)
         stale = any(f.rule == "index-stale" for f in report.findings)
-        if fix and stale and regenerated is not None and fix_index(self, regenerated):
+        if fix and stale and regenerated is not None and fix_index(
+                self, regenerated, staged_git(self.root).read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}")):
             report.fixed.append(INDEX_FILE)
         return Validation(mode, report)
 
@@ -240,8 +242,7 @@ class Desk(DeskFolder):
         """The conflict review queue: open cases (all cases with `include_closed`). Read-only."""
         from desk.digest.conflicts import CONFLICTS_FILE, open_cases, parse_queue
 
-        path = self.path(CONFLICTS_FILE)
-        cases = parse_queue(path.read_bytes() if path.is_file() else None)
+        cases = parse_queue(self.read_if_present(CONFLICTS_FILE))
         return ConflictCases(cases if include_closed else open_cases(cases), include_closed)
 
     # -- the archive -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from desk.layout import CONFIG_PATH
 from desk.errors import Finding, InvalidFileError
+from desk.storage.reading import read_regular
 
 SCHEMA_VERSION = 1
 
@@ -67,7 +68,7 @@ def load_config(root: Path) -> DeskConfig:
     """Read and validate `.system/desk.json`; a broken file is reported with its field."""
     path = root / CONFIG_PATH
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_regular(path, root))
     except json.JSONDecodeError as exc:
         raise InvalidFileError([Finding(CONFIG_PATH, exc.lineno, "config-json", exc.msg)]) from None
     try:

@@ -62,6 +62,10 @@ def find_desk(start: Path | None = None, explicit: Path | None = None) -> DeskFo
     if explicit is not None:
         root = explicit.expanduser().resolve()
         if not is_desk(root):
+            enclosing = next((f for f in root.parents if is_desk(f)), None)
+            if enclosing is not None:  # `desk init` there would be refused as nested
+                raise NotADeskError(f"{root} is not a desk: it is inside the desk at {enclosing}",
+                                    hint=f"name the desk itself: `--desk {enclosing}`")
             raise NotADeskError(f"{root} is not a desk (no {CONFIG_PATH} in a git repository)",
                                 hint=f"create one with `desk init {explicit}`")
         return DeskFolder(root)
@@ -107,7 +111,7 @@ class DeskFolder:
         except (OSError, UnicodeDecodeError):
             pass
         committed = self.git.blob_at("HEAD", CONFIG_PATH)
-        data = committed if committed is not None else self.path(CONFIG_PATH).read_bytes()
+        data = committed if committed is not None else self.read(CONFIG_PATH)
         try:
             value = json.loads(data)["desk_id"]
         except (ValueError, KeyError, TypeError):
@@ -135,6 +139,24 @@ class DeskFolder:
     def path(self, relative: str) -> Path:
         return self.root / relative
 
+    def read(self, relative: str) -> bytes:
+        """A desk file's bytes, never through a symlink (desk.storage.reading): FileNotFoundError
+        when absent, SymlinkError (exit 1, with a hint) when it or a folder on its way is a link."""
+        from desk.storage.reading import read_regular
+
+        return read_regular(self.root / relative, self.root)
+
+    def read_text(self, relative: str, errors: str = "strict") -> str:
+        """`read` decoded as UTF-8."""
+        return self.read(relative).decode("utf-8", errors)
+
+    def read_if_present(self, relative: str) -> bytes | None:
+        """`read`, or None when the file does not exist (a symlink is still refused)."""
+        try:
+            return self.read(relative)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
     def worktree_blob(self, relative: str) -> str | None:
         """The git blob id of the work tree's file, None when absent. A symlink or folder is never
         followed: it gets NOT_A_FILE, which equals no blob id, so it is never taken for clean."""
@@ -145,7 +167,12 @@ class DeskFolder:
             return None
         if not stat.S_ISREG(mode):
             return NOT_A_FILE
-        return blob_sha(full.read_bytes())
+        from desk.storage.reading import SymlinkError
+
+        try:
+            return blob_sha(self.read(relative))
+        except SymlinkError:
+            return NOT_A_FILE  # swapped for a link (or a folder on its way is one) meanwhile
 
 
 def _plausible_desk_id(value: str) -> bool:

@@ -35,7 +35,8 @@ from desk.guard.hook_files import only_desk_hooks
 from desk.guard.validate import VALIDATED_ENV, require_valid
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
-from desk.storage.git import (IndexLock, RawChange, blob_sha, release_private_index_lock,
+from desk.storage.git import (IndexLock, RawChange, blob_sha, recording_git_children,
+                              release_dead_git_locks, release_private_index_lock,
                               release_stale_index_lock)
 from desk.storage.lock import desk_lock
 
@@ -180,8 +181,8 @@ class Transaction:
 
     def _read(self, path: str) -> bytes | None:
         try:
-            return self.desk.path(path).read_bytes()
-        except FileNotFoundError:
+            return self.desk.read(path)
+        except (FileNotFoundError, NotADirectoryError):
             return None
 
     def _restore(self, before: Mapping[str, bytes | None]) -> None:
@@ -203,8 +204,10 @@ def transaction(desk: DeskFolder) -> Iterator[Transaction]:
     with desk_lock(desk.lock_path):
         release_stale_index_lock(desk.git_dir)  # left by a desk process that died holding it
         release_private_index_lock(desk.git_dir)  # left by a git desk started that died
-        recover_interrupted(desk)  # the next command recovers from a crash of the last one
-        yield Transaction(desk)
+        release_dead_git_locks(desk.git_dir, desk.root)  # left by git processes desk started
+        with recording_git_children(desk.git_dir):
+            recover_interrupted(desk)  # the next command recovers from a crash of the last one
+            yield Transaction(desk)
 
 
 # -- the record of what desk published ----------------------------------------------------------
@@ -335,12 +338,19 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
         return Settlement(named, "the mutation was committed; only its marker was left"
                           + (" (the index was brought up to date)" if stale and repair else ""),
                           "repaired" if repair else "found")
+    if repair and all(current[p] == committed.get(p) for p in paths):
+        # A person settled it by hand (committed or discarded the files): nothing of desk's
+        # half-done work is left in the work tree, so the record has nothing more to recover.
+        marker.unlink()
+        return Settlement(named, "the files of an interrupted mutation are as committed now; "
+                          "cleared its record", "repaired")
     foreign = [p for p, v in paths.items() if current[p] not in (v["old"], v["new"])]
     if foreign:
         return Settlement(", ".join(foreign),
                           f"an interrupted mutation ({message.splitlines()[0]}) left these files, and they "
-                          "have changed since: review them (`git diff`), then commit or discard; then "
-                          f"remove {marker}", "needs-person")
+                          "have changed since: review them (`git diff`), then commit or discard them; "
+                          "then `desk doctor --repair` clears the record (keep the record file "
+                          f"{marker.name} in .git until then: it is what recovery reads)", "needs-person")
     summary = message.splitlines()[0]
     if not repair:
         return Settlement(named, f"a mutation ({summary}) was interrupted before its commit; --repair "
@@ -348,7 +358,7 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
     try:
         settled = None
         if all(current[p] == v["new"] for p, v in paths.items()):
-            writes = {p: (desk.path(p).read_bytes() if v["new"] is not None else None)
+            writes = {p: (desk.read(p) if v["new"] is not None else None)
                       for p, v in paths.items()}
             try:
                 Transaction(desk).commit(writes, message)
@@ -362,7 +372,8 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
                                  "committed", "repaired")
     except DeskError as exc:
         return Settlement(named, f"could not settle the interrupted mutation ({summary}): {exc.message}; "
-                          f"then remove {marker}", "needs-person")
+                          "fix that, then run `desk doctor --repair` again (it settles the mutation "
+                          "from its record)", "needs-person")
     marker.unlink(missing_ok=True)
     return settled
 

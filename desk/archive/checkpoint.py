@@ -45,7 +45,7 @@ def pending_archive(desk: DeskFolder) -> tuple[dict[str, bytes], dict[str, bytes
     writes: dict[str, bytes] = {}
     skipped: list[str] = []
     for afile in archive_files(desk):
-        data = desk.path(afile.rel).read_bytes()
+        data = desk.read(afile.rel)
         if blob_sha(data) == committed.get(afile.rel):
             continue
         if data and not data.endswith(b"\n"):

@@ -110,7 +110,7 @@ def render_conversations(desk: DeskFolder, *, date: str | None = None, session: 
     result = RenderResult("unchanged", views=len(views), events=count)
     with transaction(desk) as tx:
         changed = {p: data for p, data in views.items()
-                   if not desk.path(p).is_file() or desk.path(p).read_bytes() != data}
+                   if desk.read_if_present(p) != data}
         if not changed:
             return result
         tx.require_clean(sorted(changed))  # a view a person edited is theirs until committed

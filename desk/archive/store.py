@@ -217,14 +217,24 @@ class ArchiveWriter:
                     os.close(other.fd)
                 self._files.clear()
             path = os.path.join(self._root, rel)
+            from desk.storage.reading import NOFOLLOW, SymlinkError, check_no_link
+
+            check_no_link(Path(path), Path(self._root))  # never append through a link
             created = False
             try:
-                fd = os.open(path, os.O_RDWR | os.O_APPEND)
-            except FileNotFoundError:  # the first event of a day: create the file (and folder)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-                self._new_dirs.add(Path(os.path.dirname(path)))
-                created = True
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_APPEND | NOFOLLOW)
+                except FileNotFoundError:  # the first event of a day: create the file (and folder)
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)
+                    self._new_dirs.add(Path(os.path.dirname(path)))
+                    created = True
+            except OSError as exc:
+                import errno
+
+                if exc.errno == errno.ELOOP:
+                    raise SymlinkError(Path(path), rel) from None
+                raise
             size = os.fstat(fd).st_size
             last = _LAST_WRITTEN.get(path)
             if last is not None and (size == len(last[0]) if last[1] else size >= len(last[0])) \
@@ -325,7 +335,7 @@ def archive_files(desk: DeskFolder) -> list[ArchiveFile]:
 
 def read_events(desk: DeskFolder, rel: str, problems: list[Finding] | None = None) -> list[ArchiveEvent]:
     """Every record of one archive file, in file order. A torn fragment is skipped and reported."""
-    data = desk.path(rel).read_bytes()
+    data = desk.read(rel)
     found: list[Finding] = []
     events = [ArchiveEvent(rec, rel, line, offset) for line, offset, rec in parse_lines(data, rel, found)]
     if problems is not None:

@@ -42,7 +42,7 @@ def verify_archive(desk: DeskFolder) -> VerifyReport:
     blobs = desk.git.read_blobs(committed.values())
     contents: dict[str, bytes] = {}
     for afile in archive_files(desk):
-        data = contents[afile.rel] = desk.path(afile.rel).read_bytes()
+        data = contents[afile.rel] = desk.read(afile.rel)
         report.files += 1
         report.lines += data.count(b"\n")
         found = check_archive_change(afile.rel, None, data, desk_id)

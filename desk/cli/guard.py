@@ -39,9 +39,13 @@ def hooks_group() -> None:
 @hooks_group.command("install")
 @json_option
 def hooks_install_command() -> None:
-    """Install the hooks in the desk's git dir; an existing hook is kept and still runs first.
+    """Install the hooks and merge drivers; a foreign hook is kept, run first.
 
-    Refused when core.hooksPath is set: the message says how to wire the hooks by hand.
+    pre-commit and pre-merge-commit run the gate on what is being committed (and regenerate a
+    stale MEMORY.md), commit-msg checks the message rules, post-merge and post-rewrite settle what
+    a `git pull` brought (regenerated indexes, conflict cases) and report what arrived unchecked.
+    The merge drivers go in .git/config (and .gitattributes when the desk has none). Refused when
+    core.hooksPath is set: the message says how to wire the hooks by hand.
     """
     render(invocation().desk().hooks_install())
 

@@ -141,7 +141,7 @@ def find_home(desk: DeskFolder, domain: Domain, places: tuple[str, ...]
     for name in places:
         path = memory_path(name)
         try:
-            data = desk.path(path).read_bytes()
+            data = desk.read(path)
         except FileNotFoundError:
             free = free or name
             continue

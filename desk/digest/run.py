@@ -183,8 +183,8 @@ def _redacted(journal: bytes) -> bytes:
 
 def _read(desk: DeskFolder, path: str) -> bytes | None:
     try:
-        return desk.path(path).read_bytes()
-    except FileNotFoundError:
+        return desk.read(path)
+    except (FileNotFoundError, NotADirectoryError):
         return None
 
 

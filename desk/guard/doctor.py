@@ -33,11 +33,13 @@ from desk.guard.validate import current_config, validate_all
 from desk.guard.verdicts import VerdictCache
 from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
 from desk.storage.atomic import TEMP_PREFIX
-from desk.storage.git import desk_left_index_lock, release_stale_index_lock
+from desk.storage.git import (LOCK_STALE_AFTER, PRIVATE_LOCKS, desk_left_index_lock, git_running_in,
+                              recorded_git_locks, release_stale_index_lock)
 from desk.storage.lock import desk_lock
+from desk.storage.reading import is_plain_file
 from desk.transaction import Transaction, pending_markers, settle
 
-STALE_AFTER = 300.0  # seconds before a temp file or index.lock counts as abandoned
+STALE_AFTER = float(LOCK_STALE_AFTER)  # seconds before a temp file or a lock of unknown owner is abandoned
 LOCK_WAIT = 5.0
 
 
@@ -79,8 +81,10 @@ class DoctorReport:
         if not self.problems:
             return "ok: nothing to repair"
         lines = [f"{p.status}: {p.check}: {p.path}: {p.message}" for p in self.problems]
-        if not self.ok and not self.repair:
-            lines.append("run `desk doctor --repair` to fix what is safe to fix")
+        if not self.repair and any(p.status == "found" for p in self.problems):
+            lines.append("run `desk doctor --repair` to fix what is marked found (safe to fix)")
+        elif not self.ok:
+            lines.append("what is left needs a person: each line says what to do")
         return "\n".join(lines)
 
 
@@ -100,6 +104,7 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> D
             _check_desk_index_lock(desk, report, repair)
             _check_pending(desk, report, repair)
             _check_index_lock(desk, report, repair, lock_held=True)
+            _check_git_locks(desk, report, repair, lock_held=True)
             _check_temp_files(desk, report, repair)
             _check_torn_archive(desk, report, repair)
             _check_rules(desk, report, repair)
@@ -107,6 +112,7 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> D
         report.add("desk-lock", str(desk.lock_path), "another desk process holds the desk lock; "
                    "run doctor again when it is done", "needs-person")
         _check_index_lock(desk, report, False, lock_held=False)
+        _check_git_locks(desk, report, False, lock_held=False)
     _check_history(desk, report, commits)
     _check_hooks(desk, report, repair)
     return report
@@ -117,25 +123,6 @@ def _check_pending(desk: DeskFolder, report: DoctorReport, repair: bool) -> None
     for marker in pending_markers(desk):
         settled = settle(desk, marker, repair=repair)
         report.add("interrupted", settled.paths, settled.message, settled.status)
-
-
-def _git_running_in(root: Path) -> bool | None:
-    """Whether a git process works in `root` (Linux /proc); None when that cannot be known."""
-    proc = Path("/proc")
-    if not (proc / "self" / "cwd").exists():
-        return None
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (entry / "comm").read_text().strip() != "git":
-                continue
-            cwd = Path(os.readlink(entry / "cwd"))
-        except OSError:
-            continue
-        if cwd == root or root in cwd.parents:
-            return True
-    return False
 
 
 def _check_desk_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
@@ -160,21 +147,77 @@ def _check_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool, *, l
         age = time.time() - lock.stat().st_mtime
     except FileNotFoundError:
         return
-    running = _git_running_in(desk.root)
+    running = git_running_in(desk.root)
+    _unknown_lock(report, "index-lock", lock, str(lock), age, running, repair, lock_held)
+
+
+def _unknown_lock(report: DoctorReport, check: str, lock: Path, shown: str, age: float,
+                  running: bool | None, repair: bool, lock_held: bool) -> None:
+    """A lock file whose owner desk does not know: removed by --repair only when it is older than
+    STALE_AFTER (git.LOCK_HINT says so) and no git process works in the desk."""
     if age < STALE_AFTER or running is not False or not lock_held:
-        why = ("it is recent" if age < STALE_AFTER else "a git process is running in the desk"
-               if running else "cannot tell whether git is running here" if running is None
+        why = (f"it is {int(age)} s old; --repair waits until {int(STALE_AFTER)} s" if age < STALE_AFTER
+               else "a git process is running in the desk" if running
+               else "cannot tell whether git is running here" if running is None
                else "another desk process is working")
-        report.add("index-lock", str(lock), f"git's index.lock exists ({why}); if no git command is "
-                   f"running, remove it: rm {lock}", "needs-person")
+        report.add(check, shown, f"{lock.name} exists and blocks git ({why}); if no git "
+                   f"command is running, remove it yourself: rm {lock}", "needs-person")
         return
     if repair:
-        lock.unlink()
-        report.add("index-lock", str(lock), f"removed a stale index.lock ({int(age)} s old, no git "
+        lock.unlink(missing_ok=True)
+        report.add(check, shown, f"removed a stale {lock.name} ({int(age)} s old, no git "
                    "running)", "repaired")
     else:
-        report.add("index-lock", str(lock), f"stale index.lock ({int(age)} s old, no git running) "
-                   "blocks every commit")
+        report.add(check, shown, f"stale {lock.name} ({int(age)} s old, no git running) "
+                   "blocks git; --repair removes it")
+
+
+def _check_git_locks(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool) -> None:
+    """Every other `*.lock` under .git (refs/heads/main.lock, HEAD.lock, desk's private index locks,
+    config.lock, ...). Under the desk lock, one a dead desk git process left (desk.storage.git
+    records them) or one of desk's own private index files is desk's debris: repaired at once."""
+    git_dir = desk.git_dir
+    recorded = {lock.path: lock for lock in recorded_git_locks(git_dir)[0]}
+    running: bool | None = None
+    looked = False
+    now = time.time()
+    for folder, subdirs, files in os.walk(git_dir):
+        if folder == str(git_dir):
+            subdirs[:] = [d for d in subdirs if d not in ("objects", "hooks")]
+        for name in sorted(files):
+            lock = Path(folder) / name
+            if not name.endswith(".lock") or lock == git_dir / "index.lock":
+                continue  # index.lock: _check_index_lock and _check_desk_index_lock
+            if name + ".queue" in files:
+                continue  # one of desk's own flock files (desk.lock, ...): always there, never stale
+            try:
+                age = now - lock.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if not looked:
+                running, looked = git_running_in(desk.root), True
+            rel = lock.relative_to(git_dir).as_posix()
+            owner = recorded.get(lock)
+            private = lock.parent == git_dir and name in PRIVATE_LOCKS
+            if owner is not None and owner.owner_alive:
+                report.add("git-lock", f".git/{rel}", f"held by git process {owner.pid}, started by "
+                           "a desk command that is still at work", "note")
+                continue
+            if private and not lock_held:
+                continue  # a desk process holds the desk lock: its git is using desk's own index
+            if lock_held and (private or (owner is not None and not owner.owner_alive
+                                          and running is False)):
+                whose = (f"git process {owner.pid}, started by a desk command, died holding it"
+                         if owner is not None else "a lock on desk's own index file, left by a "
+                         "killed desk command")
+                if repair:
+                    lock.unlink(missing_ok=True)
+                    report.add("git-lock", f".git/{rel}", f"removed: {whose}", "repaired")
+                else:
+                    report.add("git-lock", f".git/{rel}", f"{whose}; it blocks desk's commits: "
+                               "--repair (or the next desk command) removes it")
+                continue
+            _unknown_lock(report, "git-lock", lock, f".git/{rel}", age, running, repair, lock_held)
 
 
 def _check_temp_files(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
@@ -259,7 +302,8 @@ def _check_torn_archive(desk: DeskFolder, report: DoctorReport, repair: bool) ->
         return
     # A first look without the archive lock: an append in progress may look torn, so a file that
     # does is looked at again under the lock (appends hold it), and only then reported.
-    suspects = [path for path in sorted(folder.glob("*.jsonl")) if _torn_tail(path) is not None]
+    suspects = [path for path in sorted(folder.glob("*.jsonl"))
+                if is_plain_file(path) and _torn_tail(path) is not None]  # never through a link
     if not suspects:
         return
     from desk.archive.store import archive_lock_path  # the archive's modules: only when needed
@@ -360,7 +404,7 @@ def bypassed_commits(desk: DeskFolder, limit: int) -> list[tuple[str, str, Findi
     """
     if limit <= 0:
         return []
-    shas = desk.git.commit_ids(limit, merges=False)
+    shas = desk.git.commit_ids(limit)
     desk_id, allow = current_config(desk)
     cache = VerdictCache(desk.cache_dir, desk_id)
     try:
@@ -381,24 +425,36 @@ def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
                      ) -> dict[str, tuple[str, FileVerdict]]:
     """`{commit: (subject, what the history rules found in it)}`."""
     commits = desk.git.commits(shas)
-    wanted: list[str] = []
+    # A merge is checked for what it made itself: the paths that differ from every parent (a path
+    # equal to one parent's was checked in that parent's commit), each against every parent.
+    merges = desk.git.merge_changes(shas)
+    changes_of: dict[str, list[tuple[str, tuple[str | None, ...], str | None]]] = {}
     for commit in commits:
-        for change in commit.changes:
-            if change.path.startswith(ARCHIVE_PREFIX):
-                wanted += [b for b in (change.old_blob, change.new_blob) if b]
-            elif change.new_blob:
-                wanted.append(change.new_blob)
+        if commit.sha in merges:
+            changes_of[commit.sha] = [(c.path, c.old_blobs, c.new_blob) for c in merges[commit.sha]]
+        else:
+            changes_of[commit.sha] = [(c.path, (c.old_blob,), c.new_blob) for c in commit.changes]
+    wanted: list[str] = []
+    for changes in changes_of.values():
+        for path, old_blobs, new_blob in changes:
+            if path.startswith(ARCHIVE_PREFIX):
+                wanted += [b for b in (*old_blobs, new_blob) if b]
+            elif new_blob:
+                wanted.append(new_blob)
     blobs = desk.git.read_blobs(wanted)
     verdicts = {}
     for commit in commits:
-        items = [(f, "") for f in check_message(commit.message, set(commit.paths))]
-        for change in sorted(commit.changes, key=lambda c: c.path):
-            path, new_blob = change.path, change.new_blob
+        changes = sorted(changes_of[commit.sha])
+        items = [(f, "") for f in check_message(commit.message, {c[0] for c in changes})]
+        for path, old_blobs, new_blob in changes:
             if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
-                items += [(f, "") for f in check_archive(path, blobs.get(change.old_blob or ""),
-                                                         blobs.get(new_blob) if new_blob else None,
-                                                         desk_id)
-                          if f.severity == "error"]
+                # an error only when the file is no pure append of any parent's
+                per_parent = [[f for f in check_archive(path, blobs.get(old or ""),
+                                                        blobs.get(new_blob) if new_blob else None,
+                                                        desk_id) if f.severity == "error"]
+                              for old in old_blobs]
+                if all(per_parent):
+                    items += [(f, "") for f in per_parent[0]]
             elif new_blob is not None and new_blob in blobs:
                 secrets = secret_verdict(path, blobs[new_blob].decode("utf-8", "replace"))
                 items += list(zip(secrets.findings, secrets.conditions))

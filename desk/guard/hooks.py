@@ -7,8 +7,11 @@ is refused with the manual alternative, since desk would otherwise write into a 
 other repositories. The script runs the Python that installed it (`python -m desk.cli.hook HOOK`),
 falling back to `desk` on PATH.
 
-The pre-commit hook validates the staged blobs (desk.guard.validate) and, as a fixer, rewrites a stale
-MEMORY.md in the work tree and fails so the person can `git add` it. The commit-msg hook checks
+The pre-commit hook validates the staged blobs (desk.guard.validate) and, as a fixer like
+pre-commit's, regenerates a stale MEMORY.md from the memory files being committed (`_fix_index`):
+it adds it to the commit when git lets a hook do so, else writes it to the work tree and names the
+exact command that commits it. It never writes over a MEMORY.md the person changed, and never
+commits an index that hides memory edits the person left unstaged. The commit-msg hook checks
 the message rules. Neither starts Python for desk's own commits (`DESK_VALIDATED=1`).
 """
 
@@ -24,14 +27,15 @@ from desk.errors import ConflictError, DeskError, Finding, GitError
 from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
                                    MERGE_ENTRY, hooks_folder, is_ours)
 from desk.guard.rules import check_message
-from desk.guard.validate import fix_index, validate_staged
-from desk.layout import INDEX_FILE, DeskFolder, is_desk, memory_name
+from desk.guard.validate import validate_staged
+from desk.layout import INDEX_FILE, MEMORY_PREFIX, DeskFolder, is_desk, memory_name
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Git, RawChange, hook_index, hook_toplevel, staged_git, staged_snapshot
 from desk.storage.lock import desk_lock
 
-STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated; `git add MEMORY.md` and commit again "
-                       "(if you commit named paths, name MEMORY.md too)")
+STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated in the work tree from the staged memory files; "
+                       "`git add MEMORY.md` and commit again (if you commit named paths, name "
+                       "MEMORY.md too)")
 
 
 @dataclass
@@ -208,8 +212,8 @@ FIX_LOCK_WAIT = 1.0  # seconds the fixer waits for the desk lock before leaving 
 SNAPSHOT_TRIES = 5  # re-reads when HEAD moves during one check (a desk commit publishing)
 
 
-def run_pre_commit(root: Path) -> HookRun:
-    """Validate the staged change; fix a stale MEMORY.md in the work tree.
+def run_pre_commit(root: Path, merge: bool = False) -> HookRun:
+    """Validate the staged change; fix a stale MEMORY.md (`merge`: for pre-merge-commit).
 
     Every read of one check sees one copy of the index and one HEAD: when HEAD moves meanwhile
     (a desk command's commit landing, which a plain `git commit` does not lock out while its hooks
@@ -233,17 +237,61 @@ def run_pre_commit(root: Path) -> HookRun:
             if git.head() != head:
                 continue
             run = HookRun(findings=list(report.findings))
-            stale = any(f.rule == "index-stale" for f in report.findings)
-            if stale and regenerated is not None and _fix_index(desk, git, regenerated):
-                run.notes.append(f"desk: {STALE_INDEX_MESSAGE}")
+            errors = [f for f in report.findings if f.severity == "error"]
+            if regenerated is not None and [f.rule for f in errors] == ["index-stale"]:
+                fix = _fix_index(desk, git, head, raw, regenerated, merge)
+                if fix.staged:
+                    run.findings = [f for f in run.findings if f.rule != "index-stale"]
+                    run.notes.append(f"desk: {fix.note}")
+                    return run
+                run.notes.append(f"desk: {fix.note}")
+                run.code = 3
+                return run
             break
     else:
         return HookRun(3, notes=[BEHIND_HEAD_MESSAGE])
     if not report.ok:
+        run.notes += _unstaged_notes(desk, report.errors, raw)
         run.notes.append("desk: pre-commit: commit refused; fix the findings above and commit again "
                          "(`desk validate --staged` shows them again)")
         run.code = 3
     return run
+
+
+def _unstaged_notes(desk: DeskFolder, findings: list[Finding], raw: list[RawChange]) -> list[str]:
+    """For each refused file whose work-tree copy is not the staged one the findings are about: say
+    so, with what the person's file says where it matters (its `name:`), and how to stage it. A
+    person who fixed the file but not the index otherwise reads a finding that quotes a line their
+    editor no longer shows."""
+    staged = {c.path: c.new_blob for c in raw if c.new_blob}
+    notes = []
+    for path in sorted({f.path for f in findings if f.path in staged}):
+        if desk.worktree_blob(path) in (staged[path], None):
+            continue
+        says = ""
+        if any(f.path == path and f.rule == "name-mismatch" for f in findings):
+            name = _worktree_name(desk, path)
+            says = f" (it says `name: {name}`)" if name is not None else ""
+        notes.append(f"desk: {path}: the findings above are about the staged copy; the file in the "
+                     f"work tree differs{says} and is not staged: `git add {_quote(path)}` and "
+                     "commit again")
+    return notes
+
+
+def _worktree_name(desk: DeskFolder, path: str) -> str | None:
+    """The `name:` line of a work-tree file's frontmatter, as written (for a note, not validated)."""
+    data = _read_plain(desk.path(path))
+    if data is None:
+        return None
+    lines = data.decode("utf-8", "replace").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None
+    for line in lines[1:60]:
+        if line.strip() == "---":
+            break
+        if line.startswith("name:"):
+            return line[5:].strip()[:80]
+    return None
 
 
 HEAL_TRIES = 20  # attempts at the index while a desk command holds index.lock (50 ms apart)
@@ -283,20 +331,101 @@ def _index_behind_head(desk: DeskFolder, raw: list[RawChange]) -> bool:
     return bool(memory) and all(desk.worktree_blob(c.path) == c.old_blob for c in memory)
 
 
-def _fix_index(desk: DeskFolder, git: Git, regenerated: bytes) -> bool:
-    """The fixer: write the regenerated MEMORY.md into the work tree, under the desk lock, and
-    only when the work tree's MEMORY.md is the staged one (never over a person's own edit or a
-    desk command's fresh write). True when MEMORY.md now holds the regenerated index."""
+@dataclass(frozen=True)
+class IndexFix:
+    """What the fixer did about a stale MEMORY.md: `staged` (it is in the commit now, which may go
+    on) or not (the commit is refused), and the note telling the person what happened and what to
+    run next."""
+
+    staged: bool
+    note: str
+
+
+# `git commit` runs the hooks on `.git/index` (a plain commit, a merge) or `.git/index.lock` (`-a`,
+# `-i`): the index it re-reads after pre-commit and then keeps, so what the hook adds is committed
+# and stays staged. `git commit -- PATHS` runs them on a temporary `next-index-*.lock` and keeps the
+# real index locked: what a hook adds there is committed but the real index never hears of it.
+WHOLE_INDEX_NAMES = ("index", "index.lock")
+
+
+def _fix_index(desk: DeskFolder, git: Git, head: str | None, raw: list[RawChange],
+               regenerated: bytes, merge: bool = False) -> IndexFix:
+    """The fixer: MEMORY.md regenerated from the memory files being committed.
+
+    Under the desk lock (a desk command publishing its own commit refreshes the person's index and
+    work tree under it), and only while HEAD is still the one checked:
+    - When the person staged a MEMORY.md of their own while memory files differ in the work tree
+      from what is staged, they forgot those files: nothing is touched, and the hint stages them.
+    - The work tree's MEMORY.md is rewritten only when it holds the staged one (never over the
+      person's own edit; the regenerated index then only adds the staged memory changes to it).
+    - A whole-index commit gets the regenerated MEMORY.md added to it and goes on; a commit of
+      named paths is refused with the exact command that names MEMORY.md too. So is a merge:
+      `git merge` wrote the merge's tree before pre-merge-commit runs, and never reads the index
+      again, so the person stages MEMORY.md and concludes the merge with `git commit`.
+    """
+    hooked = staged_git(desk.root)
+    index = hook_index(hooked)  # `git` reads a private copy of it
     staged = git.read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}")
+    head_index = git.read_blobs([f"HEAD:{INDEX_FILE}"]).get(f"HEAD:{INDEX_FILE}") if head else None
     try:
         with desk_lock(desk.lock_path, timeout=FIX_LOCK_WAIT):
-            current = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
-            if current not in (staged, regenerated):
-                return False
-            fix_index(desk, regenerated)
+            if hooked.head() != head:
+                return IndexFix(False, BEHIND_HEAD_MESSAGE.removeprefix("desk: "))
+            forgotten = sorted(p for p in hooked.unstaged(index, [MEMORY_PREFIX])
+                               if memory_name(p) is not None)
+            if forgotten and staged != head_index:
+                return IndexFix(False, _forgotten_note(forgotten))
+            path = desk.path(INDEX_FILE)
+            current = _read_plain(path)
+            rewrite = current == staged and current != regenerated
+            if rewrite:
+                atomic_write(path, regenerated)
+            whole = index.name in WHOLE_INDEX_NAMES and not merge
+            if whole:
+                hooked.stage_blob(index, INDEX_FILE, hooked.write_blob(regenerated))
     except ConflictError:
-        return False  # a desk command is writing: it keeps MEMORY.md right itself
-    return True
+        return IndexFix(False, "MEMORY.md is stale and a desk command is committing right now; "
+                               "nothing was committed: run the same `git commit` again")
+    kept = "" if rewrite or current == regenerated else (
+        " (your own MEMORY.md in the work tree was left as it is; `desk reindex` regenerates it)")
+    if whole:
+        return IndexFix(True, "pre-commit: files were modified by this hook: MEMORY.md was "
+                              "regenerated from the memory files being committed and added to this "
+                              "commit" + kept)
+    if merge:
+        return IndexFix(False, "pre-merge-commit: files were modified by this hook: MEMORY.md was "
+                               f"regenerated in the work tree{kept}; the merge is not committed yet: "
+                               "run `git add MEMORY.md && git commit --no-edit` to conclude it")
+    paths = sorted({c.path for c in raw} | {INDEX_FILE})
+    command = "git commit -- " + " ".join(_quote(p) for p in paths)
+    return IndexFix(False, "pre-commit: files were modified by this hook: MEMORY.md was regenerated "
+                           f"in the work tree{kept}; this commit names its paths, so it must name "
+                           f"MEMORY.md too: run it again as `{command}` (with your -m message); "
+                           "nothing was committed")
+
+
+def _forgotten_note(paths: list[str]) -> str:
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return ("pre-commit: the staged MEMORY.md does not match the staged memory files, and "
+            f"{shown} {'has' if len(paths) == 1 else 'have'} changes that are not staged: stage "
+            "them with `git add memory/ MEMORY.md` and run the same `git commit` again (or commit "
+            "with `git commit -a`); nothing was changed or committed")
+
+
+def _read_plain(path: Path) -> bytes | None:
+    """A work-tree file's bytes; None when absent or not a plain file (a symlink is not followed)."""
+    from desk.storage.reading import SymlinkError, read_regular
+
+    try:
+        return read_regular(path)
+    except (FileNotFoundError, NotADirectoryError, SymlinkError):
+        return None
+
+
+def _quote(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)
 
 
 def run_commit_msg(root: Path, message_file: str) -> HookRun:
@@ -318,7 +447,7 @@ def hook_root() -> Path:
 def run_hook(hook: str, root: Path, args: list[str]) -> HookRun:
     """Run `hook` (one of HOOK_TYPES but the post-* hooks, which desk.sync runs) for `root`."""
     if hook in ("pre-commit", "pre-merge-commit"):
-        return run_pre_commit(root)
+        return run_pre_commit(root, merge=hook == "pre-merge-commit")
     if not args:
         return HookRun(2, notes=["desk: commit-msg hook: missing the message file argument"])
     return run_commit_msg(root, args[0])

@@ -6,7 +6,8 @@
   commit message    `soul-unauthorized`, `digest-now` (they need the message: the commit-msg hook,
                     desk's own commits in process)
   secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
-  any desk file     `symlink`, `binary`, `encoding`, `file-size`, `config`
+  any desk file     `symlink` (any tracked path, desk's or not), `merge-conflict`, `binary`,
+                    `encoding`, `file-size`, `config`
 
 Each rule looks at one path's content as it will be committed (and, for the archive and desk.json,
 the content it replaces). The rule over the memory set, MEMORY.md against its regenerated self, is
@@ -48,6 +49,12 @@ def is_managed(path: str) -> bool:
     if path.startswith(UNMANAGED_DIRS):
         return False
     return path in ROOT_FILES or path.startswith(MANAGED_DIRS)
+
+
+def is_checked(path: str, mode: str) -> bool:
+    """Whether the gate checks `path` committed with git's `mode`: desk's files, and a symbolic
+    link anywhere (a reader could be led through it out of the desk)."""
+    return mode == SYMLINK_MODE or is_managed(path)
 
 
 # -- the commit message rules -----------------------------------------------------------------
@@ -135,6 +142,12 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
                                   "remove it"), "")])
     if data is not None and (named := _secret_items(path, path, "file name")):
         return _verdict(named)
+    if data is not None and not path.startswith(ARCHIVE_PREFIX):
+        from desk.storage.conflict_markers import conflict_finding, conflict_markers
+
+        markers = conflict_markers(data)
+        if markers is not None:  # what a merge left is the finding, not the YAML it broke
+            return _verdict([(conflict_finding(path, markers), "")])
     if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
         found = check_archive(path, old, data, desk_id)
         if data is not None and not any(f.severity == "error" for f in found):

@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING
 from desk.errors import Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
-                              file_verdict, is_managed)
+                              file_verdict, is_checked, is_managed)
 from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Git, RawChange, blob_sha, staged_git
+from desk.storage.reading import SymlinkError
 
 if TYPE_CHECKING:
     from desk.guard.verdicts import FileKey, VerdictCache
@@ -89,7 +90,7 @@ def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read
     HEAD's desk.json when the caller has read it already.
     """
     now = now or dt.datetime.now(dt.timezone.utc)
-    managed = [c for c in changes if is_managed(c.path)]
+    managed = [c for c in changes if is_checked(c.path, c.mode)]
     report = Report(checked=len(managed))
     if not managed and message is None and memory is None:
         return report, None
@@ -184,8 +185,10 @@ def _config(desk: DeskFolder, changes: list[Change],
 def current_config(desk: DeskFolder) -> tuple[str, frozenset[str]]:
     """desk_id and the allowed secret fingerprints of the work tree's desk.json (else HEAD's), read
     without pydantic: `desk doctor` judges history by the allow-list as it stands."""
-    path = desk.path(CONFIG_PATH)
-    data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    try:
+        data = desk.read_if_present(CONFIG_PATH)
+    except SymlinkError:
+        data = None
     return _config(desk, [Change(CONFIG_PATH, data)] if data is not None else [])
 
 
@@ -296,7 +299,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
     git = desk.git
     listing = git.work_tree_listing()
     found: dict[str, tuple[str, str | None, bytes | None]] = {}  # path: mode, blob, content
-    for path in sorted(p for p in listing.elsewhere if is_managed(p)):
+    for path in sorted(p for p in listing.elsewhere if is_managed(p) or desk.path(p).is_symlink()):
         entry = _read_work_tree(desk, path)
         if entry is not None:
             found[path] = entry
@@ -319,7 +322,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
             checked, verdict = earlier
             return Report(verdict.findings_at(allow, now), checked, reused=checked)
         for path, (mode, blob) in listing.clean().items():  # the whole index, parsed only now
-            if is_managed(path) and path not in found:
+            if is_checked(path, mode) and path not in found:
                 kind = mode if mode in (SYMLINK_MODE, GITLINK_MODE) else FILE_MODE
                 found[path] = (kind, blob, b"" if kind != FILE_MODE else None)
         report, verdict = _validate_files(desk, found, heads, desk_id, cache)
@@ -373,8 +376,10 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
                     if memory_name(p) is not None and found[p][0] != SYMLINK_MODE]
     lines = {path: _line(verdicts[path]) for path in memory_paths}
     every = {e[0]: e[1] for p in memory_paths if (e := verdicts[p].entry) is not None}
-    index_path = desk.path(INDEX_FILE)
-    index = index_path.read_bytes() if index_path.is_file() else None
+    try:
+        index = desk.read_if_present(INDEX_FILE)
+    except SymlinkError:
+        index = None  # reported by the symlink rule
 
     by_lower: dict[str, list[str]] = {}
     for path in memory_paths:
@@ -394,19 +399,29 @@ def _read_work_tree(desk: DeskFolder, path: str) -> tuple[str, str | None, bytes
     full = desk.path(path)
     if full.is_symlink():
         return (SYMLINK_MODE, None, b"")
+    if full.is_dir():
+        return (GITLINK_MODE, None, b"")  # a repository of its own (git lists it as a folder)
     try:
-        data = full.read_bytes()
+        data = desk.read(path)
     except (FileNotFoundError, NotADirectoryError):
         return None  # deleted in the work tree, not yet committed
-    except IsADirectoryError:
-        return (GITLINK_MODE, None, b"")  # a repository of its own (git lists it as a folder)
+    except SymlinkError:
+        return (SYMLINK_MODE, None, b"")  # a folder on its way is a link
     return (FILE_MODE, blob_sha(data), data)
 
 
-def fix_index(desk: DeskFolder, regenerated: bytes) -> bool:
-    """Write the regenerated MEMORY.md into the work tree (the pre-commit fixer); True if changed."""
+def fix_index(desk: DeskFolder, regenerated: bytes, staged: bytes | None) -> bool:
+    """Write the regenerated MEMORY.md into the work tree (`desk validate --staged --fix`, what the
+    pre-commit framework runs); True if changed. Only over the staged MEMORY.md: a work-tree
+    MEMORY.md that differs from it is the person's own and is never written over."""
+    from desk.storage.reading import SymlinkError, read_regular
+
     path = desk.path(INDEX_FILE)
-    if path.is_file() and path.read_bytes() == regenerated:
+    try:
+        current: bytes | None = read_regular(path, desk.root)
+    except (FileNotFoundError, SymlinkError):
+        current = None
+    if current == regenerated or current != staged:
         return False
     atomic_write(path, regenerated)
     return True

@@ -50,6 +50,7 @@ RULE_MODULES = (
     "desk.text.secrets", "desk.text.times", "desk.text.normalize", "desk.text.tokens",
     "desk.text.escape", "desk.vocabulary", "desk.errors", "desk.storage.atomic",
     "desk.storage.git", "desk.storage.lock", "desk.storage.sqlite_cache",
+    "desk.storage.conflict_markers", "desk.storage.reading",
 )
 LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 _SCHEMA = """

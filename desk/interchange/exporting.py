@@ -80,10 +80,21 @@ def _memories(desk: DeskFolder, report: ExportReport) -> list[MemoryFile]:
     for name in sorted(entries_in_worktree(desk)):
         path = memory_path(name)
         try:
-            found.append(parse_memory(desk.path(path).read_bytes(), path, name))
+            found.append(parse_memory(desk.read(path), path, name))  # never through a link
         except Exception as exc:  # noqa: BLE001 - a broken file is reported, the export goes on
             report.skipped.append(f"{path}: {exc}")
     return found
+
+
+def _desk_file(desk: DeskFolder, name: str, report: ExportReport) -> bytes | None:
+    """A desk file to export, never read through a symlink (a link is skipped and reported)."""
+    from desk.storage.reading import SymlinkError
+
+    try:
+        return desk.read_if_present(name)
+    except SymlinkError as exc:
+        report.skipped.append(f"{name}: {exc.message}")
+        return None
 
 
 def _put(path: Path, rel: str, data: bytes, report: ExportReport) -> None:
@@ -154,8 +165,8 @@ def _openclaw(desk: DeskFolder, dest: Path, memories: list[MemoryFile], report: 
     for name in (AGENTS_FILE, SOUL_FILE, USER_FILE):
         if (dest / name).exists():
             report.skipped.append(f"{name}: the workspace has its own; not overwritten")
-        elif desk.path(name).is_file():
-            _put(dest / name, name, desk.path(name).read_bytes(), report)
+        elif (data := _desk_file(desk, name, report)) is not None:
+            _put(dest / name, name, data, report)
 
 
 def _jsonl(desk: DeskFolder, memories: list[MemoryFile]) -> bytes:

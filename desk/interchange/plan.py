@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from desk.errors import InvalidFileError, RejectedError
+from desk.errors import DeskError, InvalidFileError, RejectedError
 from desk.interchange.items import MemoryItem, slugify
 from desk.layout import DeskFolder
 from desk.memory import gate
@@ -59,8 +59,9 @@ def plan_memories(desk: DeskFolder, mirror: HeadMirror, items: list[MemoryItem],
                 existing_cache[name] = False
             else:
                 try:
-                    existing_cache[name] = parse_memory(path.read_bytes(), memory_path(name), name)
-                except (InvalidFileError, OSError):
+                    existing_cache[name] = parse_memory(desk.read(memory_path(name)), memory_path(name),
+                                                        name)
+                except (InvalidFileError, OSError, DeskError):  # DeskError: a symlink, never read
                     existing_cache[name] = None
         return existing_cache[name]
 

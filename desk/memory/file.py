@@ -272,8 +272,9 @@ def parse_memory(data: bytes, path: str, expected_name: str | None = None) -> Me
     problems = []
     if expected_name is not None and meta.name != expected_name:
         problems.append(Finding(path, doc.line_of("name"), "name-mismatch",
-                                f"name: {meta.name!r} differs from the file name {expected_name!r}.md; "
-                                "rename the file or fix the name"))
+                                f"name: {meta.name!r} differs from the file name "
+                                f"{expected_name + '.md'!r}; set `name: {expected_name}` or rename "
+                                "the file to match"))
     if not doc.body.strip():
         problems.append(Finding(path, doc.body_line, "body-empty",
                                 "the memory has no body; write the fact below the closing `---`"))

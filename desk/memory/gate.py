@@ -28,8 +28,8 @@ class GateRejection(RejectedError):
 
 def rule_texts(desk: DeskFolder) -> dict[str, str]:
     """The text of AGENTS.md and SOUL.md by path (those that exist): what memory must not repeat."""
-    return {path: desk.path(path).read_text("utf-8", "replace") for path in RULE_FILES
-            if desk.path(path).is_file()}
+    texts = {path: desk.read_if_present(path) for path in RULE_FILES}
+    return {path: data.decode("utf-8", "replace") for path, data in texts.items() if data is not None}
 
 
 def check_memory(memory: MemoryFile, scope: str, same_body: Callable[[str, str], list[str]],

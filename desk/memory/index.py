@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from desk.errors import Finding, InvalidFileError
+from desk.errors import DeskError, Finding, InvalidFileError
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.storage.git import blob_sha
 from desk.storage.sqlite_cache import open_cache
@@ -268,7 +268,10 @@ def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None) 
                     if old is not None and old[:2] == (st.st_size, st.st_mtime_ns):
                         files[path] = old[2]
                         continue
-                    data = Path(item.path).read_bytes()
+                    try:
+                        data = desk.read(path)
+                    except (OSError, DeskError):
+                        continue  # gone, or swapped for a link since the listing
                     blob = blob_sha(data)
                     contents[blob] = data
                     files[path] = blob
@@ -286,8 +289,8 @@ def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None) 
             data = contents.get(blob)
             if data is None:  # seen unchanged, but its entry is not cached (a file that does not parse)
                 try:
-                    data = desk.path(paths[blob]).read_bytes()
-                except OSError:
+                    data = desk.read(paths[blob])
+                except (OSError, DeskError):
                     continue
                 if blob_sha(data) != blob:
                     continue  # changed since: read again next time (its size or mtime differs)

@@ -14,6 +14,7 @@ from desk.memory.index import IndexEntry, entries_in_worktree, memory_path, rend
 from desk.memory.mirror import HeadMirror, head_mirror
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Commit, blob_sha
+from desk.storage.reading import SymlinkError
 from desk.text.times import format_time, utc_now
 from desk.transaction import Transaction, commit_message, transaction
 from desk.vocabulary import ACTORS
@@ -129,7 +130,7 @@ def reindex_locked(tx: Transaction, actor: str) -> MutationResult:
     """`reindex` for a caller that already holds the desk lock (doctor --repair)."""
     desk = tx.desk
     index = render_index(entries_in_worktree(desk).values())
-    current = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
+    current = desk.read_if_present(INDEX_FILE)
     pending = [p for p in desk.git.dirty([MEMORY_DIR + "/"]) if p != INDEX_FILE]
     if pending:
         if current != index:
@@ -164,8 +165,8 @@ def _existing(desk: DeskFolder, path: str) -> MemoryFile | None:
     A file broken by a hand edit is simply replaced: its old bytes stay in git history.
     """
     try:
-        return parse_memory(desk.path(path).read_bytes(), path, memory_name(path))
-    except (InvalidFileError, OSError):
+        return parse_memory(desk.read(path), path, memory_name(path))
+    except (InvalidFileError, OSError, SymlinkError):
         return None
 
 
@@ -174,8 +175,8 @@ def show(desk: DeskFolder, name: str) -> tuple[str, MemoryFile]:
     require_name(name)
     path = memory_path(name)
     try:
-        data = desk.path(path).read_bytes()
-    except FileNotFoundError:
+        data = desk.read(path)
+    except (FileNotFoundError, NotADirectoryError):
         raise DeskError(f"no memory named {name!r}", hint="see the names with `desk list`") from None
     return path, parse_memory(data, path, name)
 

@@ -92,8 +92,8 @@ def parse_mistakes(text: str) -> list[Mistake]:
 
 
 def list_mistakes(desk: DeskFolder) -> list[Mistake]:
-    path = desk.path(MISTAKES_FILE)
-    return parse_mistakes(path.read_text("utf-8")) if path.exists() else []
+    data = desk.read_if_present(MISTAKES_FILE)
+    return parse_mistakes(data.decode("utf-8")) if data is not None else []
 
 
 def _clean(name: str, value: str) -> str:
@@ -131,7 +131,8 @@ def add_mistake(desk: DeskFolder, *, what: str, context: str, cause: str, avoid:
     with transaction(desk) as tx:
         tx.require_clean([MISTAKES_FILE])
         path = desk.path(MISTAKES_FILE)
-        old = path.read_text("utf-8") if path.exists() else f"# {MISTAKES_FILE} — the error book\n"
+        present = desk.read_if_present(MISTAKES_FILE)
+        old = present.decode("utf-8") if present is not None else f"# {MISTAKES_FILE} — the error book\n"
         entries = parse_mistakes(old)
         draft = Mistake("", day, memory=memory, line=0, **values)
         for entry in entries:

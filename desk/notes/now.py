@@ -104,8 +104,8 @@ def _section(section: str | None) -> str | None:
 
 
 def read_now(desk: DeskFolder) -> NowNote:
-    path = desk.path(NOW_FILE)
-    return NowNote.parse(path.read_text("utf-8") if path.exists() else "")
+    data = desk.read_if_present(NOW_FILE)
+    return NowNote.parse(data.decode("utf-8") if data is not None else "")
 
 
 def set_now(desk: DeskFolder, text: str, *, section: str | None = None, actor: str = "assistant") -> NowResult:
@@ -143,7 +143,7 @@ def append_now(desk: DeskFolder, text: str, *, section: str = "doing", actor: st
 def _update(desk: DeskFolder, change: object, section: str | None, verb: str, actor: str) -> NowResult:
     with transaction(desk) as tx:
         tx.require_clean([NOW_FILE])
-        old = desk.path(NOW_FILE).read_bytes() if desk.path(NOW_FILE).exists() else b""
+        old = desk.read_if_present(NOW_FILE) or b""
         new = change(NowNote.parse(old.decode("utf-8", "replace"))).encode()  # type: ignore[operator]
         if new == old:
             return NowResult("unchanged", section)

@@ -111,7 +111,7 @@ def _configured_budgets(desk: DeskFolder) -> dict[str, int]:
     them, they are read as JSON: loading pydantic to validate them would cost a cold `desk context`
     ~70 ms. Anything else goes through the validating loader, which says what is wrong."""
     try:
-        found = json.loads(desk.path(CONFIG_PATH).read_bytes())["budgets"]
+        found = json.loads(desk.read(CONFIG_PATH))["budgets"]
         if (isinstance(found, dict) and sorted(found) == sorted(BUDGET_KEYS)
                 and all(type(v) is int and v >= 0 for v in found.values())):
             return dict(found)
@@ -153,11 +153,11 @@ def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | N
         if rel is None:
             if project_agents is None:
                 continue
-            text, shown = _read(project_agents, str(project_agents)), str(project_agents)
+            text, shown = _read(project_agents, str(project_agents), None), str(project_agents)
         elif rel == INDEX_FILE:
             text, shown = _index_text(active, len(entries) - len(active), broken), rel
         else:
-            text, shown = _read(desk.path(rel), rel), rel
+            text, shown = _read(desk.path(rel), rel, desk.root), rel
         limit = min(budgets[key], remaining)
         if key == "mistakes":
             section = _trim_entries(key, label, shown, text, limit, query or "")
@@ -174,9 +174,19 @@ def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | N
     return ContextResult(sections, query, recalled, budgets["total"])
 
 
-def _read(path: Path, shown: str) -> str:
+def _read(path: Path, shown: str, root: Path | None) -> str:
+    """A section's file. Inside the desk (`root`) a symlink is never read through: the section says
+    it was refused instead (the link could point anywhere, /proc/self/environ or a key file), and
+    everything else still loads. The project's AGENTS.md is the caller's own path, outside it."""
+    from desk.storage.reading import SymlinkError, read_text
+
     try:
-        return path.read_text("utf-8", "replace").rstrip() + "\n"
+        if root is None:
+            return path.read_text("utf-8", "replace").rstrip() + "\n"
+        return read_text(path, root, "replace").rstrip() + "\n"
+    except SymlinkError:
+        return (f"_({shown} was not read: it is a symbolic link, and desk never reads through one; "
+                "`desk validate --all` names it and says how to put the file back)_\n")
     except FileNotFoundError:
         return f"_({shown} does not exist)_\n"
     except OSError as exc:
@@ -330,7 +340,7 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry],
             continue
         from desk.memory.file import parse_memory  # PyYAML only when a body is injected
 
-        memory = parse_memory(desk.path(path).read_bytes(), path, name)
+        memory = parse_memory(desk.read(path), path, name)
         meta = memory.meta
         m.update({"type": meta.type, "importance": meta.importance, "source": meta.source,
                   "source_event": meta.source_event,

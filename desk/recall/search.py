@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from desk.errors import UsageError
+from desk.errors import DeskError, UsageError
 from desk.layout import DeskFolder, memory_name
 from desk.memory.mirror import Committed, head_mirror
 from desk.recall.rank import Ranker, ScoreBreakdown, top_records
@@ -204,8 +204,8 @@ def _hit(desk: DeskFolder, rank: int, data: dict[str, Any], breakdown: ScoreBrea
 
 def _work_tree_blob(desk: DeskFolder, path: str) -> str | None:
     try:
-        return blob_sha(desk.path(path).read_bytes())
-    except OSError:
+        return blob_sha(desk.read(path))
+    except (OSError, DeskError):  # gone, or a symlink: never read through
         return None
 
 

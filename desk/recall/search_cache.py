@@ -51,6 +51,7 @@ from desk.recall.records import (
     memory_record,
 )
 from desk.storage.git import blob_sha
+from desk.storage.reading import open_regular
 from desk.storage.sqlite_cache import open_cache
 
 CACHE_FILE = "search.sqlite"
@@ -405,8 +406,8 @@ class SearchCache:
                 db.execute("DELETE FROM memfiles WHERE path=?", (path,))
                 continue
             try:
-                data = self.desk.path(path).read_bytes()
-            except OSError:
+                data = self.desk.read(path)
+            except (OSError, DeskError):  # gone, or a symlink: never read through
                 continue
             blob, doc = blob_sha(data), old_doc
             if blob != old_blob:
@@ -462,7 +463,7 @@ class SearchCache:
         desk_id = self.desk.desk_id
         start = offset
         last = b""
-        with open(self.desk.path(path), "rb") as handle:
+        with open_regular(self.desk, path) as handle:
             handle.seek(offset)
             pending = b""
             remaining = size - offset
@@ -505,7 +506,7 @@ class SearchCache:
             return True
         if st.st_size < offset:
             return False
-        with open(self.desk.path(path), "rb") as handle:
+        with open_regular(self.desk, path) as handle:
             start = max(0, offset - 65536)
             handle.seek(start)
             chunk = handle.read(offset - start)

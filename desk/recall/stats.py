@@ -67,9 +67,8 @@ def desk_stats(desk: DeskFolder, *, now: dt.datetime | None = None,
     for entry in entries.values():
         stats.by_type[entry.type] = stats.by_type.get(entry.type, 0) + 1
     stats.by_type = dict(sorted(stats.by_type.items()))
-    index = desk.path(INDEX_FILE)
-    if index.is_file():
-        data = index.read_bytes()
+    data = desk.read_if_present(INDEX_FILE)
+    if data is not None:
         stats.index_bytes = len(data)
         stats.index_tokens = estimate_tokens(data.decode("utf-8", "replace"))
     cutoff = now - dt.timedelta(days=unverified_days)
@@ -83,12 +82,10 @@ def desk_stats(desk: DeskFolder, *, now: dt.datetime | None = None,
     folder = desk.path(ARCHIVE_DIR)
     if folder.is_dir():
         for item in sorted(os.scandir(folder), key=lambda i: i.name):
-            if item.name.endswith(".jsonl") and item.is_file():
+            if item.name.endswith(".jsonl") and item.is_file(follow_symlinks=False):
                 stats.archive_files += 1
                 stats.archive_bytes += item.stat().st_size
-                with open(item.path, "rb") as handle:
-                    while chunk := handle.read(1 << 20):
-                        stats.archive_events += chunk.count(b"\n")
+                stats.archive_events += desk.read(f"{ARCHIVE_DIR}/{item.name}").count(b"\n")
     if desk.cache_dir.is_dir():
         stats.cache_bytes = sum(p.stat().st_size for p in desk.cache_dir.rglob("*") if p.is_file())
     return stats

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from desk.errors import Finding, InvalidFileError
+from desk.storage.conflict_markers import conflict_finding, conflict_markers
 
 MAX_FILE_BYTES = 64 * 1024
 MAX_FRONTMATTER_BYTES = 8 * 1024
@@ -61,6 +62,9 @@ def decode(data: bytes, path: str) -> str:
 
 def parse(data: bytes, path: str) -> Document:
     """Split `data` into frontmatter and body and load the frontmatter as a YAML mapping."""
+    markers = conflict_markers(data)
+    if markers is not None:
+        raise InvalidFileError([conflict_finding(path, markers)])
     text = decode(data, path)
     if text.startswith(DELIMITER + "\r\n"):
         raise _fail(path, 1, "line-endings", "file uses CRLF line endings; save it with LF (\\n)")

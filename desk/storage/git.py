@@ -39,6 +39,13 @@ _REPO_ENV = (
 
 INDEX_LOCK_WAIT = 10.0  # seconds a mutating git call waits for another git process's index.lock
 FALLBACK_NAME = "desk"
+# What doctor does with a lock whose owner is unknown (desk.guard.doctor keeps to it): a lock a
+# desk git process left when it died is removed by the next desk command at once.
+LOCK_STALE_AFTER = 300  # seconds
+LOCK_HINT = ("wait for the git command to finish; `desk doctor` lists every lock and whether a git "
+             "process is running in the desk: when none is, `desk doctor --repair` removes a lock "
+             f"left by a killed desk command at once and any other once it is {LOCK_STALE_AFTER // 60} "
+             "minutes old (or remove the lock file it names yourself)")
 PRIVATE_INDEX = "desk-index"  # desk's own index in .git/, never the person's
 NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
@@ -120,6 +127,15 @@ class RawChange:
 
 
 @dataclass(frozen=True)
+class MergeChange:
+    """A path a merge commit made differ from every parent (`git log -c --raw`)."""
+
+    path: str
+    old_blobs: tuple[str | None, ...]  # each parent's blob, in parent order (None: absent there)
+    new_blob: str | None  # None: the merge deleted it
+
+
+@dataclass(frozen=True)
 class Commit:
     """One commit as the audit trail shows it."""
 
@@ -191,9 +207,13 @@ class Git:
             env = {**env, "GIT_OPTIONAL_LOCKS": "0"}
         deadline = time.monotonic() + INDEX_LOCK_WAIT
         delay = 0.01
+        locks = [] if read_only or not _CHILD_RECORDS else self._lock_files(args)
         while True:
-            proc = subprocess.run(["git", *args], cwd=self.root, env=env, input=input,
-                                  capture_output=True)
+            if locks:
+                proc = self._run_recorded(args, env, input, locks)
+            else:
+                proc = subprocess.run(["git", *args], cwd=self.root, env=env, input=input,
+                                      capture_output=True)
             if not check or proc.returncode == 0:
                 return proc.stdout
             message = proc.stderr.decode("utf-8", "replace").strip() or proc.stdout.decode(
@@ -206,10 +226,41 @@ class Git:
             if time.monotonic() >= deadline:
                 raise ConflictError(
                     f"git {_command(args)}: another git process has held .git/index.lock for "
-                    f"{INDEX_LOCK_WAIT:g} s", hint="wait for it to finish; if no git process is "
-                    "running, `desk doctor --repair` removes a stale lock")
+                    f"{INDEX_LOCK_WAIT:g} s", hint=LOCK_HINT)
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
+
+    def _run_recorded(self, args: tuple[str, ...], env: Mapping[str, str], input: bytes | None,
+                      locks: list[Path]) -> subprocess.CompletedProcess[bytes]:
+        """Start git and record its pid, start time and the lock files it may take in the active
+        child record (`recording_git_children`) before waiting for it: if desk is killed, the
+        next desk command knows whose locks are left and that their owner is dead."""
+        start = time.time_ns()
+        child = subprocess.Popen(["git", *args], cwd=self.root, env=env, stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = f"{child.pid} {start} " + "\t".join(str(p) for p in locks) + "\n"
+        with open(_CHILD_RECORDS[-1], "a", encoding="utf-8") as record:
+            record.write(line)
+        out, err = child.communicate(input)
+        return subprocess.CompletedProcess(child.args, child.returncode, out, err)
+
+    def _lock_files(self, args: tuple[str, ...]) -> list[Path]:
+        """The lock files git may take for `args` (the commands desk's writes run)."""
+        command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
+        git_dir = self.git_dir()
+        locks = []
+        if command in ("update-index", "read-tree", "write-tree", "commit", "add", "reset"):
+            index = self._env.get("GIT_INDEX_FILE")
+            locks.append(Path(f"{index}.lock") if index else git_dir / "index.lock")
+        if command in ("update-ref", "commit"):
+            locks.append(git_dir / "HEAD.lock")
+            try:
+                head = (git_dir / "HEAD").read_text("utf-8").strip()
+            except OSError:
+                head = ""
+            if head.startswith("ref: "):
+                locks.append(git_dir / f"{head[5:]}.lock")
+        return locks
 
     def _text(self, *args: str) -> str:
         return self._run(*args, read_only=True).decode("utf-8", "surrogateescape")
@@ -495,6 +546,8 @@ class Git:
         words = proc.stderr.decode("utf-8", "replace")
         if "but expected" in words or "reference already exists" in words or "unable to resolve" in words:
             return False
+        if ".lock" in words and "File exists" in words:
+            raise ConflictError(f"git update-ref: {words.strip()}", hint=LOCK_HINT)
         raise GitError(f"git update-ref failed: {words.strip()}",
                        hint="run `desk doctor` to check the desk's git state")
 
@@ -522,6 +575,19 @@ class Git:
         so git sees them clean); a path gone from the work tree leaves the index."""
         self.with_env(GIT_INDEX_FILE=str(index))._run(
             "update-index", "--add", "--remove", "--", *(p for p in paths))
+
+    def unstaged(self, index: Path, paths: Iterable[str]) -> set[str]:
+        """Those of `paths` (pathspecs) whose work-tree file differs from the index file `index`:
+        changes not staged there (a deleted file counts; an untracked one does not)."""
+        out = self.with_env(GIT_INDEX_FILE=str(index))._run(
+            "diff-files", "--name-only", "-z", "--", *paths, read_only=True)
+        return _path_list(out)
+
+    def stage_blob(self, index: Path, path: str, blob: str) -> None:
+        """Set `path` in the index file `index` to the stored blob `blob` (mode 100644), leaving the
+        work tree alone: the pre-commit fixer adds the regenerated MEMORY.md to the commit."""
+        self.with_env(GIT_INDEX_FILE=str(index))._run(
+            "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
 
     # -- reading history ------------------------------------------------------------------
 
@@ -565,6 +631,34 @@ class Git:
                        [c.path for c in changes], message, changes)
                 for (sha, author, email, date, subject, message), changes in self._log(
                     ["%H", "%an", "%ae", "%aI", "%s", "%B"], ["--no-walk=unsorted", *wanted], ())]
+
+    def merge_changes(self, shas: Iterable[str]) -> dict[str, list[MergeChange]]:
+        """For each merge commit among `shas`: the paths whose content differs from every parent's,
+        each with every parent's blob (one `git log -c --raw`). What the merge itself made: a path
+        that equals one parent's was checked in that parent's own commit."""
+        wanted = list(shas)
+        if not wanted:
+            return {}
+        out = self._run("log", "--format=%x1e%H", "--merges", "-c", "--raw", "-z", "--no-abbrev",
+                        "--no-renames", "--no-walk=unsorted", *wanted, "--", read_only=True)
+        found: dict[str, list[MergeChange]] = {}
+        for chunk in out.split(b"\x1e")[1:]:
+            tokens = chunk.split(b"\0")
+            sha = tokens[0].decode().strip()
+            changes = found.setdefault(sha, [])
+            meta: bytes | None = None
+            for token in tokens[1:]:
+                if meta is None:
+                    token = token.lstrip(b"\n")
+                    if token.startswith(b"::"):
+                        meta = token
+                    continue
+                parents = len(meta) - len(meta.lstrip(b":"))
+                fields = meta.lstrip(b":").decode().split()
+                blobs = [b if b.strip("0") else None for b in fields[parents + 1:2 * parents + 2]]
+                changes.append(MergeChange(_path(token), tuple(blobs[:-1]), blobs[-1]))
+                meta = None
+        return found
 
     def deleted(self, paths: Iterable[str]) -> dict[str, str]:
         """Of `paths`, those deleted in history: path -> committer date (ISO) of its last deletion."""
@@ -804,6 +898,136 @@ def _history_steps(chunks: Iterable[bytes]) -> Generator[HistoryStep, None, None
         yield step
 
 
+# -- the git processes desk starts, and the locks they leave when killed ------------------------
+
+CHILD_RECORD_PREFIX = "desk-git-children-"  # in .git/: `<pid> <start ns> <lock>\t<lock>...` lines
+_CHILD_RECORDS: list[Path] = []  # the active record (a stack: recording nests)
+
+
+@contextmanager
+def recording_git_children(git_dir: Path) -> Iterator[Path]:
+    """While active, every git process desk starts that may take a lock is recorded in
+    `.git/desk-git-children-<pid>.txt` (the mutation's recovery record beside its pending marker).
+    The record is removed when the block ends; a kill -9 leaves it for `release_dead_git_locks`."""
+    record = git_dir / f"{CHILD_RECORD_PREFIX}{os.getpid()}.txt"
+    _CHILD_RECORDS.append(record)
+    try:
+        yield record
+    finally:
+        _CHILD_RECORDS.pop()
+        if record not in _CHILD_RECORDS:
+            record.unlink(missing_ok=True)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, dead but not yet reaped, counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            return stat_file.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+@dataclass(frozen=True)
+class LeftLock:
+    """A lock file a git process desk started may have left: `owner_alive` says whether it still
+    runs; `recorded` is when it started (ns)."""
+
+    path: Path
+    pid: int
+    owner_alive: bool
+    started_ns: int
+
+
+def recorded_git_locks(git_dir: Path) -> tuple[list[LeftLock], list[Path]]:
+    """The lock files that exist and that a recorded desk git process may have taken (each with its
+    owner's state), and the record files read. A record whose owning desk process is alive is
+    skipped: its git processes are still at work."""
+    found: list[LeftLock] = []
+    records = []
+    for record in sorted(git_dir.glob(f"{CHILD_RECORD_PREFIX}*.txt")):
+        try:
+            owner = int(record.name[len(CHILD_RECORD_PREFIX):-len(".txt")])
+            lines = record.read_text("utf-8").splitlines()
+        except (ValueError, OSError):
+            continue
+        if owner != os.getpid() and process_alive(owner):
+            continue
+        records.append(record)
+        for line in lines:
+            try:
+                pid_text, start_text, paths = line.split(" ", 2)
+                pid, start = int(pid_text), int(start_text)
+            except ValueError:
+                continue  # a line torn by the kill
+            alive = process_alive(pid)
+            for name in paths.split("\t"):
+                path = Path(name)
+                try:
+                    made = path.stat().st_mtime_ns
+                except OSError:
+                    continue
+                if made >= start - 10_000_000:  # taken after that process started (clock slack)
+                    found.append(LeftLock(path, pid, alive, start))
+    return found, records
+
+
+PRIVATE_LOCKS = (f"{PRIVATE_INDEX}.lock", "desk-person-index.lock")  # desk's own index files' locks
+
+
+def release_dead_git_locks(git_dir: Path, root: Path) -> list[Path]:
+    """Remove the locks git processes desk started left when they died (kill -9), and the records
+    of dead desk processes; returns the locks removed. Call under the desk lock.
+
+    The locks of desk's private index files are desk's alone, and no desk process runs git while
+    this one holds the desk lock: any left is removed. A shared lock (`refs/heads/main.lock`, ...)
+    is removed when the desk git process recorded as taking it is dead and no git process works
+    in the desk (a person's git could have taken the same file since).
+    """
+    removed = [git_dir / name for name in PRIVATE_LOCKS if (git_dir / name).exists()]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    left, records = recorded_git_locks(git_dir)
+    dead = [lock for lock in left if not lock.owner_alive and lock.path.exists()]
+    if dead and git_running_in(root) is False:
+        for lock in dead:
+            lock.path.unlink(missing_ok=True)
+            removed.append(lock.path)
+        dead = []
+    if not dead:
+        for record in records:
+            if record.name != f"{CHILD_RECORD_PREFIX}{os.getpid()}.txt":
+                record.unlink(missing_ok=True)
+    return removed
+
+
+def git_running_in(root: Path) -> bool | None:
+    """Whether a git process works in `root` (Linux /proc); None when that cannot be known."""
+    proc = Path("/proc")
+    if not (proc / "self" / "cwd").exists():
+        return None
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or entry.name == str(os.getpid()):
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "git":
+                continue
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if not process_alive(int(entry.name)):
+            continue
+        if cwd == root or root in cwd.parents:
+            return True
+    return False
+
+
 # -- git's index lock, held by desk -------------------------------------------------------------
 
 INDEX_LOCK_OWNER = "desk-index-lock.json"  # in .git/: which index.lock files are desk's own
@@ -847,8 +1071,7 @@ class IndexLock:
                         self.owner.unlink(missing_ok=True)
                         raise ConflictError(
                             f"another git process has held .git/index.lock for {wait:g} s",
-                            hint="wait for it to finish; if no git process is running, "
-                                 "`desk doctor --repair` removes a stale lock") from None
+                            hint=LOCK_HINT) from None
                     time.sleep(delay)
                     delay = min(delay * 2, 0.1)
         finally:

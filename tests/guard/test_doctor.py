@@ -258,3 +258,43 @@ def test_a_crash_after_the_branch_moved_leaves_no_stale_index(desk: DeskFolder, 
     assert commit(desk.root, "a person's commit").returncode == 0
     assert sh(desk.root, "show", "--name-only", "--format=", "HEAD").stdout.split() == ["journal/after.md"]
     assert (desk.root / "memory/omicron.md").exists()
+
+
+def test_a_no_verify_merge_is_checked_against_each_parent(desk: DeskFolder, run: DeskRunner) -> None:
+    """Issue 15.6: what a merge made itself (a SOUL.md change, a key in NOW.md) is reported; what it
+    took from a parent (checked in that parent's commit) is not reported again."""
+    secret = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC1234"
+    sh(desk.root, "checkout", "-q", "-b", "side")
+    write(desk.root, "journal/side.md", "from the side\n")
+    sh(desk.root, "add", "journal/side.md")
+    assert commit(desk.root, "side").returncode == 0
+    write(desk.root, "SOUL.md", "# a new soul, authorised\n")
+    sh(desk.root, "add", "SOUL.md")
+    assert commit(desk.root, "soul\n\nDesk-Actor: user\nDesk-Authorized-By: Ada").returncode == 0
+    sh(desk.root, "checkout", "-q", "main")
+    write(desk.root, "journal/main.md", "on main\n")
+    sh(desk.root, "add", "journal/main.md")
+    assert commit(desk.root, "main").returncode == 0
+    # a clean merge that only takes the side's authorised SOUL.md: nothing to report
+    assert sh(desk.root, "merge", "-q", "--no-edit", "side").returncode == 0
+    code, data = doctor(run)
+    assert code == 0, data
+    # a --no-verify merge that changes SOUL.md and NOW.md itself
+    sh(desk.root, "checkout", "-q", "side")
+    write(desk.root, "journal/side2.md", "more\n")
+    sh(desk.root, "add", "journal/side2.md")
+    assert commit(desk.root, "side 2").returncode == 0
+    sh(desk.root, "checkout", "-q", "main")
+    sh(desk.root, "merge", "-q", "--no-commit", "--no-ff", "side")
+    write(desk.root, "SOUL.md", "# rewritten inside the merge\n")
+    write(desk.root, "NOW.md", f"# NOW\n\n{secret}\n")
+    sh(desk.root, "add", "SOUL.md", "NOW.md")
+    assert commit(desk.root, "merge side\n\nDesk-Actor: assistant", "--no-verify").returncode == 0
+    assert len(sh(desk.root, "log", "-1", "--format=%P").stdout.split()) == 2
+    code, data = doctor(run)
+    found = checks(data)
+    assert code == 3 and found["bypassed-soul-unauthorized"] == "needs-person"
+    assert found["bypassed-secret"] == "needs-person"
+    merge = head(desk.root)[:7]
+    assert all(merge in p["message"] for p in data["problems"] if p["check"].startswith("bypassed-"))
+    assert secret not in json.dumps(data)

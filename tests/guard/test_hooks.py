@@ -183,7 +183,7 @@ def test_a_merge_with_desks_index_driver_gives_the_exact_index(desk: DeskFolder)
 def test_merge_with_an_unsorted_union_index_is_fixed(desk: DeskFolder) -> None:
     """A merge without conflicts skips pre-commit; pre-merge-commit catches MEMORY.md's union merge
     (the merge of desks whose .gitattributes predates desk's merge drivers)."""
-    from tests.guard_helpers import commit, reindex_text
+    from tests.guard_helpers import reindex_text
 
     def add(name: str) -> None:
         write(desk.root, f"memory/{name}.md", memory_text(name))
@@ -199,13 +199,18 @@ def test_merge_with_an_unsorted_union_index_is_fixed(desk: DeskFolder) -> None:
     sh(desk.root, "checkout", "-q", "main")
     add("b-two")  # both sides insert between a-first and c-last: the union puts ours first
     proc = sh(desk.root, "merge", "--no-edit", "other")
+    # git merge wrote the tree before the hook ran: the fixer writes the work tree and names the
+    # exact command that concludes the merge
     assert proc.returncode != 0 and "index-stale" in proc.stderr
+    assert "`git add MEMORY.md && git commit --no-edit`" in proc.stderr
     lines = [line for line in (desk.root / "MEMORY.md").read_text().splitlines() if line.startswith("- ")]
     assert lines == sorted(lines) and len(lines) == 4
     sh(desk.root, "add", "MEMORY.md")
-    proc = commit(desk.root, "merge other")
+    proc = sh(desk.root, "commit", "--no-edit")
     assert proc.returncode == 0, proc.stderr
     assert len(sh(desk.root, "log", "-1", "--format=%P").stdout.split()) == 2
+    assert (desk.root / "MEMORY.md").read_text() == sh(desk.root, "show", "HEAD:MEMORY.md").stdout
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
 
 
 def test_a_chained_foreign_hook_runs_for_desks_own_commits_too(desk: DeskFolder, run: DeskRunner) -> None:
@@ -220,3 +225,38 @@ def test_a_chained_foreign_hook_runs_for_desks_own_commits_too(desk: DeskFolder,
     run("hooks", "install")
     remember(desk, "b", type="fact", description="b", body="Second fact.")
     assert (desk.root / "pre-commit.ran").read_text() == "ran\n"
+
+
+def test_hooks_help_names_every_hook_it_installs(run: DeskRunner) -> None:
+    """Issue 9.10: the help of `desk hooks` and `desk hooks install` names each installed hook."""
+    for args in (("hooks", "-h"), ("hooks", "install", "-h")):
+        text = run(*args).output
+        for hook in HOOK_TYPES:
+            assert hook in text, (args, hook)
+
+
+def test_a_folder_inside_a_desk_names_the_enclosing_desk(desk: DeskFolder) -> None:
+    """Issue 9.10: `desk --desk DESK/memory list` names DESK instead of suggesting a nested init."""
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["--desk", str(desk.root / "memory"), "list"])
+    assert result.exit_code != 0
+    assert f"inside the desk at {desk.root}" in result.output
+    assert f"--desk {desk.root}`" in result.output and "desk init" not in result.output
+
+
+def test_commit_msg_reads_every_trailer_spelling_git_accepts(desk: DeskFolder) -> None:
+    """Issue 15.5: the SOUL.md guard through a real `git commit`, with the spellings git accepts."""
+    from tests.guard_helpers import commit
+
+    for n, message in enumerate(["soul\n\nDesk-Actor:\n  assistant\n", "soul\n\nDesk-Actor : assistant\n",
+                                 "soul\n\ndesk-actor:\tassistant\n", "soul\n\nDESK-ACTOR:assistant\n",
+                                 "soul\n\nSigned-off-by: A <a@example.org>\nDesk-Actor:\n\tassistant\n"]):
+        write(desk.root, "SOUL.md", f"# soul {n}\n")
+        sh(desk.root, "add", "SOUL.md")
+        proc = commit(desk.root, message)
+        assert proc.returncode != 0 and "soul-unauthorized" in proc.stderr, message
+    proc = commit(desk.root, "soul\n\nDesk-Actor : assistant\nDesk-Authorized-By:\n  Ada Lovelace\n")
+    assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,123 @@
+"""Reading a desk's files without following a symlink: the one way desk opens a file to read it.
+
+A desk's work tree is not trusted to have passed the hooks: a fast-forward `git pull` runs none, and
+a commit made with `--no-verify` can put a symbolic link where SOUL.md should be, pointing at
+`/proc/self/environ` or a key file outside the desk. Every reader of a desk file opens it with
+`O_NOFOLLOW` (the last component) after checking with `lstat` that no folder on the way inside the
+desk is a link either, and refuses anything that is not a plain file with `SymlinkError`, which
+names the path and says how to put the file back.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from desk.errors import DeskError
+
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class HasRoot(Protocol):
+    root: Path
+
+
+class SymlinkError(DeskError):
+    """A desk file, or a folder on its way, is a symbolic link (or not a plain file): refused."""
+
+    def __init__(self, path: Path, relative: str) -> None:
+        super().__init__(
+            f"{relative}: refused: it is a symbolic link (or not a plain file); desk never reads "
+            "through a link, which could point outside the desk",
+            hint=f"replace it with a plain file: `git rm --cached {relative}`, remove the link and "
+                 "restore the file from a good commit (`git log -- " + relative + "` shows them), "
+                 "then `desk doctor`")
+        self.path = path
+        self.relative = relative
+
+
+def _relative(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return str(path)
+
+
+def check_no_link(path: Path, root: Path | None = None) -> None:
+    """SymlinkError when a folder between `root` (exclusive) and `path` (exclusive) is a symlink."""
+    if root is None:
+        return
+    try:
+        parts = path.relative_to(root).parts[:-1]
+    except ValueError:
+        return
+    folder = root
+    for part in parts:
+        folder = folder / part
+        try:
+            if stat.S_ISLNK(os.lstat(folder).st_mode):
+                raise SymlinkError(path, _relative(path, root))
+        except FileNotFoundError:
+            return  # the open below reports the missing file as git would
+
+
+def read_regular(path: Path, root: Path | None = None) -> bytes:
+    """`path`'s bytes, never through a symlink. FileNotFoundError when absent (as `read_bytes`);
+    SymlinkError when `path` (or a folder between `root` and it) is a link or not a plain file."""
+    check_no_link(path, root)
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        import errno
+
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise SymlinkError(path, _relative(path, root)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SymlinkError(path, _relative(path, root))
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path, root: Path | None = None, errors: str = "strict") -> str:
+    """`read_regular` decoded as UTF-8 (`errors` as for `bytes.decode`)."""
+    return read_regular(path, root).decode("utf-8", errors)
+
+
+def is_plain_file(path: Path) -> bool:
+    """Whether `path` is a plain file itself (not a link to one): `Path.is_file` without following."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def open_regular(desk: HasRoot, relative: str) -> BinaryIO:
+    """A desk file opened for binary reading (to seek and read in chunks), never through a symlink;
+    errors as `read_regular`. The caller closes it (`with open_regular(...) as handle:`)."""
+    path = desk.root / relative
+    check_no_link(path, desk.root)
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        import errno
+
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise SymlinkError(path, relative) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SymlinkError(path, relative)
+    return os.fdopen(fd, "rb")
