@@ -54,6 +54,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "checkpoint": ("working", "Commit the archive's growth in one commit (trailers carry each file's head hash)."),
     "now": ("working", "NOW.md, the assistant's hot working note: Doing, Blocked, Next, Reminders."),
     "mistake": ("working", "MISTAKES.md, the error book of high-value, reusable lessons."),
+    "serve": ("serve", "Run desk as an MCP server (stdio by default) for assistants such as Claude Code."),
+    "memory-tool": ("serve", "Run one Anthropic memory-tool call (view, create, str_replace, insert, delete, "
+                             "rename)."),
     "conversations": ("working", "Readable views of archived conversations under conversations/ (never the "
                                  "source of truth)."),
 }
