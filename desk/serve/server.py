@@ -14,15 +14,17 @@ cache kept warm on the `Desk` is not shared between threads.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
 from desk.api import Desk
 from desk.errors import DeskError
+from desk.vocabulary import FACT_KINDS, MEMORY_TYPES, NOW_SECTIONS, RECALL_KINDS
 
 ACTOR = "assistant"
 CLIENT_TRAILER = "Desk-Client"
@@ -37,6 +39,19 @@ INSTRUCTIONS = (
     "it is read-only here.")
 
 T = TypeVar("T")
+
+
+def _choice(words: tuple[str, ...], description: str) -> Any:
+    """A string argument whose JSON schema lists `words` (desk itself still checks the value)."""
+    from pydantic import Field
+
+    return Annotated[str, Field(description=description, json_schema_extra={"enum": list(words)})]
+
+
+MemoryType = _choice(MEMORY_TYPES, "What kind of memory this is.")
+FactKind = _choice(FACT_KINDS, "What kind of fact this is.")
+Section = _choice(NOW_SECTIONS, "A section of NOW.md.")
+RecallKind = _choice(RECALL_KINDS, "Search memory files, archived conversations, or both.")
 
 
 def tool_error(exc: DeskError) -> ToolError:
@@ -76,7 +91,7 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
     # -- memories --------------------------------------------------------------------------------
 
     @server.tool()
-    def remember(name: str, body: str, type: str, description: str, ctx: Context,
+    def remember(name: str, body: str, type: MemoryType, description: str, ctx: Context,
                  triggers: list[str] | None = None, importance: int | None = None,
                  expires: str | None = None) -> dict[str, Any]:
         """Create or update the memory `name` (one durable fact) through the write gate; one commit.
@@ -97,7 +112,7 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
         return call(lambda: writer(ctx).forget(name, reason=reason, actor=ACTOR).to_json())
 
     @server.tool()
-    def list_memories(type: str | None = None) -> dict[str, Any]:
+    def list_memories(type: MemoryType | None = None) -> dict[str, Any]:
         """The memories: name, type, description (optionally of one type)."""
         return call(lambda: desk.list(type=type).to_json())
 
@@ -109,7 +124,7 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
     # -- reading ---------------------------------------------------------------------------------
 
     @server.tool()
-    def recall(query: str, limit: int = 5, kind: str = "all") -> dict[str, Any]:
+    def recall(query: str, limit: int = 5, kind: RecallKind = "all") -> dict[str, Any]:
         """Search memories and archived conversations for `query` (read-only).
 
         `limit` 1-10; `kind`: memory, conversation or all. Each hit has its score and provenance.
@@ -129,17 +144,17 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
     # -- working notes -----------------------------------------------------------------------------
 
     @server.tool()
-    def now_show(section: str | None = None) -> dict[str, Any]:
+    def now_show(section: Section | None = None) -> dict[str, Any]:
         """NOW.md, the working note (or one section: doing, blocked, next, reminders)."""
         return call(lambda: desk.now_show(section=section).to_json())
 
     @server.tool()
-    def now_set(text: str, ctx: Context, section: str | None = None) -> dict[str, Any]:
+    def now_set(text: str, ctx: Context, section: Section | None = None) -> dict[str, Any]:
         """Replace one section of NOW.md (doing, blocked, next, reminders), or the whole note; one commit."""
         return call(lambda: writer(ctx).now_set(text, section=section, actor=ACTOR).to_json())
 
     @server.tool()
-    def now_append(text: str, ctx: Context, section: str = "doing") -> dict[str, Any]:
+    def now_append(text: str, ctx: Context, section: Section = "doing") -> dict[str, Any]:
         """Add `text` as an item to a section of NOW.md (default: doing); one commit."""
         return call(lambda: writer(ctx).now_append(text, section=section, actor=ACTOR).to_json())
 
@@ -152,7 +167,7 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
                                                     avoid=avoid, memory=memory, actor=ACTOR).to_json())
 
     @server.tool()
-    def fact_add(text: str, kind: str, importance: int, key: str | None = None) -> dict[str, Any]:
+    def fact_add(text: str, kind: FactKind, importance: int, key: str | None = None) -> dict[str, Any]:
         """Log a structured fact (kind: decision, convention, pitfall, outcome; importance 1-5;
         optional `key` naming what it is about) as raw evidence the nightly digest distils."""
         return call(lambda: desk.fact_add(text, kind=kind, importance=importance, key=key,
@@ -176,7 +191,7 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
 
     for file in ROOT_FILES:
         server.resource(f"desk://{file}", name=file, mime_type="text/markdown",
-                        description=f"The desk's {file}")(lambda file=file: read_root(file))
+                        description=f"The desk's {file}")(functools.partial(read_root, file))
 
     @server.resource("desk://memory/{name}", mime_type="text/markdown",
                      description="The memory file memory/NAME.md")
