@@ -22,6 +22,7 @@ an exception, and leaves the desk as it was.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ class MemoryTool:
     def run(self, call: dict[str, Any]) -> ToolResult:
         """One tool_use `input` ({"command": ..., ...}) → its result; never raises for bad input."""
         command = call.get("command")
-        handlers = {"view": self.view, "create": self.create, "str_replace": self.str_replace,
+        handlers: dict[str, Callable[..., str]] = {"view": self.view, "create": self.create, "str_replace": self.str_replace,
                     "insert": self.insert, "delete": self.delete, "rename": self.rename}
         if command not in handlers:
             return ToolResult(f"Error: unknown command {command!r}; use one of {', '.join(handlers)}", True)

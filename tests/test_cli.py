@@ -111,9 +111,9 @@ def test_the_lazy_command_table_matches_the_commands() -> None:
     and that `desk --help` reads exactly as click renders the loaded commands."""
     import inspect
 
-    from desk.cli import digest, guard, main, memory, read, working
+    from desk.cli import digest, guard, main, memory, read, serve, working
 
-    declared = {c.name: (m.__name__.rsplit(".", 1)[1], c) for m in (memory, guard, read, digest, working)
+    declared = {c.name: (m.__name__.rsplit(".", 1)[1], c) for m in (memory, guard, read, digest, working, serve)
                 for c in m.COMMANDS}
     assert set(declared) == set(main.COMMANDS)
     for name, (module, command) in declared.items():

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
 from desk.api import Desk
@@ -41,17 +42,17 @@ INSTRUCTIONS = (
 T = TypeVar("T")
 
 
-def _choice(words: tuple[str, ...], description: str) -> Any:
-    """A string argument whose JSON schema lists `words` (desk itself still checks the value)."""
-    from pydantic import Field
-
-    return Annotated[str, Field(description=description, json_schema_extra={"enum": list(words)})]
+def _enum(words: tuple[str, ...]) -> dict[str, Any]:
+    """JSON schema extras listing `words` (desk itself still checks the value, with its hint)."""
+    return {"enum": list(words)}
 
 
-MemoryType = _choice(MEMORY_TYPES, "What kind of memory this is.")
-FactKind = _choice(FACT_KINDS, "What kind of fact this is.")
-Section = _choice(NOW_SECTIONS, "A section of NOW.md.")
-RecallKind = _choice(RECALL_KINDS, "Search memory files, archived conversations, or both.")
+MemoryType = Annotated[str, Field(description="What kind of memory this is.",
+                                  json_schema_extra=_enum(MEMORY_TYPES))]
+FactKind = Annotated[str, Field(description="What kind of fact this is.", json_schema_extra=_enum(FACT_KINDS))]
+Section = Annotated[str, Field(description="A section of NOW.md.", json_schema_extra=_enum(NOW_SECTIONS))]
+RecallKind = Annotated[str, Field(description="Search memory files, archived conversations, or both.",
+                                  json_schema_extra=_enum(RECALL_KINDS))]
 
 
 def tool_error(exc: DeskError) -> ToolError:
