@@ -71,8 +71,8 @@ class Refused(Exception):
 class MemoryTool:
     """Runs memory-tool commands against one desk (`run(input)` for one tool_use input)."""
 
-    def __init__(self, desk: Desk, *, root: str = "/memories") -> None:
-        self.desk = desk
+    def __init__(self, desk: Desk, *, root: str = "/memories", client: str = "memory-tool") -> None:
+        self.desk = desk.with_trailers({"Desk-Client": client})  # every commit names the harness
         self.root = "/" + root.strip("/")
 
     def run(self, call: dict[str, Any]) -> ToolResult:

@@ -56,7 +56,7 @@ def test_create_view_edit_delete_each_one_commit_by_the_assistant(tool: MemoryTo
     assert ok(tool.run({"command": "create", "path": "/memories/report-style.md", "file_text": REPORT})) \
         == "File created successfully at: /memories/report-style.md"
     assert git(root, "log", "-1", "--format=%s%n%(trailers)").startswith("remember: report-style\n")
-    assert "Desk-Actor: assistant" in git(root, "log", "-1", "--format=%(trailers)")
+    assert "Desk-Actor: assistant\nDesk-Client: memory-tool\n" in git(root, "log", "-1", "--format=%(trailers)")
 
     listing = ok(tool.run({"command": "view", "path": "/memories"}))
     size = (root / "memory/report-style.md").stat().st_size

@@ -54,7 +54,9 @@ def serve_command(http: str | None) -> None:
 @click.command("memory-tool")
 @click.option("--root", default="/memories", show_default=True, metavar="DIR",
               help="The directory the model sees (the memory tool's /memories).")
-def memory_tool_command(root: str) -> None:
+@click.option("--client", default="memory-tool", show_default=True, metavar="NAME",
+              help="The harness's name, recorded in each commit's Desk-Client trailer.")
+def memory_tool_command(root: str, client: str) -> None:
     """Run one Anthropic memory-tool call (view, create, str_replace, insert, delete, rename).
 
     Reads the tool_use input as JSON on stdin ({"command": "view", "path": "/memories"}) and
@@ -75,7 +77,7 @@ def memory_tool_command(root: str) -> None:
     if not isinstance(call, dict):
         raise UsageError("stdin must be one JSON object (the tool_use block's `input`)",
                          hint='e.g. {"command": "view", "path": "/memories"}')
-    result = MemoryTool(invocation().desk(), root=root).run(call)
+    result = MemoryTool(invocation().desk(), root=root, client=client).run(call)
     print_json(result.to_json())
 
 
