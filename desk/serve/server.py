@@ -7,16 +7,17 @@ no provenance fields (`source_event`, `evidence`, an event's `at` or `meta`): th
 provenance, the model cannot invent it. A refusal (the gate, a bad argument, a dirty file) comes
 back as a tool error whose text says what to change; nothing is written then.
 
-The SDK runs each (synchronous) tool on a worker thread. Calls into one `Desk` object are taken
-one at a time (`_serial`): the desk lock already orders writers across processes, and the recall
-cache kept warm on the `Desk` is not shared between threads.
+Every desk call runs on one worker thread, one at a time: the event loop stays free for the
+protocol, the desk lock already orders writers across processes, and the recall cache kept warm
+on the `Desk` (SQLite) must stay on the thread that opened it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
-import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -77,14 +78,15 @@ def client_name(ctx: Context | None) -> str:
 def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
     """An MCP server over `desk`: the tools, resources and prompt of docs/agents.md."""
     server = MCPServer(name, instructions=INSTRUCTIONS)
-    serial = threading.Lock()
+    # One thread runs every desk call: the recall cache (SQLite) kept warm on `desk` must stay
+    # on the thread that opened it, and calls into one Desk object go one at a time.
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desk-serve")
 
-    def call(fn: Callable[[], T]) -> T:
-        with serial:
-            try:
-                return fn()
-            except DeskError as exc:
-                raise tool_error(exc) from None
+    async def call(fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.wrap_future(worker.submit(fn))
+        except DeskError as exc:
+            raise tool_error(exc) from None
 
     def writer(ctx: Context) -> Desk:
         return desk.with_trailers({CLIENT_TRAILER: client_name(ctx)})
@@ -92,7 +94,7 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
     # -- memories --------------------------------------------------------------------------------
 
     @server.tool()
-    def remember(name: str, body: str, type: MemoryType, description: str, ctx: Context,
+    async def remember(name: str, body: str, type: MemoryType, description: str, ctx: Context,
                  triggers: list[str] | None = None, importance: int | None = None,
                  expires: str | None = None) -> dict[str, Any]:
         """Create or update the memory `name` (one durable fact) through the write gate; one commit.
@@ -103,106 +105,108 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
         time after which the memory is no longer injected. Remembering an existing name updates
         it; session-only notes and duplicates are refused with the reason.
         """
-        return call(lambda: writer(ctx).remember(
+        return await call(lambda: writer(ctx).remember(
             name, body, type=type, description=description, triggers=triggers or (),
             importance=importance, expires=expires, actor=ACTOR).to_json())
 
     @server.tool()
-    def forget(name: str, ctx: Context, reason: str | None = None) -> dict[str, Any]:
+    async def forget(name: str, ctx: Context, reason: str | None = None) -> dict[str, Any]:
         """Delete the memory `name` and its index line in one commit (git history keeps it)."""
-        return call(lambda: writer(ctx).forget(name, reason=reason, actor=ACTOR).to_json())
+        return await call(lambda: writer(ctx).forget(name, reason=reason, actor=ACTOR).to_json())
 
     @server.tool()
-    def list_memories(type: MemoryType | None = None) -> dict[str, Any]:
+    async def list_memories(type: MemoryType | None = None) -> dict[str, Any]:
         """The memories: name, type, description (optionally of one type)."""
-        return call(lambda: desk.list(type=type).to_json())
+        return await call(lambda: desk.list(type=type).to_json())
 
     @server.tool()
-    def show_memory(name: str) -> dict[str, Any]:
+    async def show_memory(name: str) -> dict[str, Any]:
         """The memory `name`: its frontmatter fields and body."""
-        return call(lambda: desk.show(name).to_json())
+        return await call(lambda: desk.show(name).to_json())
 
     # -- reading ---------------------------------------------------------------------------------
 
     @server.tool()
-    def recall(query: str, limit: int = 5, kind: RecallKind = "all") -> dict[str, Any]:
+    async def recall(query: str, limit: int = 5, kind: RecallKind = "all") -> dict[str, Any]:
         """Search memories and archived conversations for `query` (read-only).
 
         `limit` 1-10; `kind`: memory, conversation or all. Each hit has its score and provenance.
         """
-        return call(lambda: desk.recall(query, limit=limit, kind=kind).to_json())
+        return await call(lambda: desk.recall(query, limit=limit, kind=kind).to_json())
 
     @server.tool()
-    def context(query: str | None = None, budget: int | None = None) -> dict[str, Any]:
+    async def context(query: str | None = None, budget: int | None = None) -> dict[str, Any]:
         """What to load at the start of a session: AGENTS.md, SOUL.md, NOW.md, MISTAKES.md,
         USER.md, the memory index, and with `query` the memories it triggers. `markdown` is the
         text to read; what a budget trimmed is named."""
         def run() -> dict[str, Any]:
             result = desk.context(query=query, budget=budget)
             return {**result.to_json(), "markdown": result.text()}
-        return call(run)
+        return await call(run)
 
     # -- working notes -----------------------------------------------------------------------------
 
     @server.tool()
-    def now_show(section: Section | None = None) -> dict[str, Any]:
+    async def now_show(section: Section | None = None) -> dict[str, Any]:
         """NOW.md, the working note (or one section: doing, blocked, next, reminders)."""
-        return call(lambda: desk.now_show(section=section).to_json())
+        return await call(lambda: desk.now_show(section=section).to_json())
 
     @server.tool()
-    def now_set(text: str, ctx: Context, section: Section | None = None) -> dict[str, Any]:
+    async def now_set(text: str, ctx: Context, section: Section | None = None) -> dict[str, Any]:
         """Replace one section of NOW.md (doing, blocked, next, reminders), or the whole note; one commit."""
-        return call(lambda: writer(ctx).now_set(text, section=section, actor=ACTOR).to_json())
+        return await call(lambda: writer(ctx).now_set(text, section=section, actor=ACTOR).to_json())
 
     @server.tool()
-    def now_append(text: str, ctx: Context, section: Section = "doing") -> dict[str, Any]:
+    async def now_append(text: str, ctx: Context, section: Section = "doing") -> dict[str, Any]:
         """Add `text` as an item to a section of NOW.md (default: doing); one commit."""
-        return call(lambda: writer(ctx).now_append(text, section=section, actor=ACTOR).to_json())
+        return await call(lambda: writer(ctx).now_append(text, section=section, actor=ACTOR).to_json())
 
     @server.tool()
-    def mistake_add(what: str, context: str, cause: str, avoid: str, ctx: Context,
+    async def mistake_add(what: str, context: str, cause: str, avoid: str, ctx: Context,
                     memory: str | None = None) -> dict[str, Any]:
         """Record a reusable lesson in MISTAKES.md: what went wrong, in what context, why, and how
         to avoid it (optionally the memory it relates to); one commit."""
-        return call(lambda: writer(ctx).mistake_add(what=what, context=context, cause=cause,
+        return await call(lambda: writer(ctx).mistake_add(what=what, context=context, cause=cause,
                                                     avoid=avoid, memory=memory, actor=ACTOR).to_json())
 
     @server.tool()
-    def fact_add(text: str, kind: FactKind, importance: int, key: str | None = None) -> dict[str, Any]:
+    async def fact_add(text: str, kind: FactKind, importance: int, key: str | None = None) -> dict[str, Any]:
         """Log a structured fact (kind: decision, convention, pitfall, outcome; importance 1-5;
         optional `key` naming what it is about) as raw evidence the nightly digest distils."""
-        return call(lambda: desk.fact_add(text, kind=kind, importance=importance, key=key,
+        return await call(lambda: desk.fact_add(text, kind=kind, importance=importance, key=key,
                                           actor=ACTOR).to_json())
 
     @server.tool()
-    def archive_append(kind: str, content: str, session: str | None = None) -> dict[str, Any]:
+    async def archive_append(kind: str, content: str, session: str | None = None) -> dict[str, Any]:
         """Append one event (e.g. kind `progress`, `tool`, `failure`) to the append-only archive."""
-        return call(lambda: desk.archive_append(kind, content, session=session, actor=ACTOR).to_json())
+        return await call(lambda: desk.archive_append(kind, content, session=session, actor=ACTOR).to_json())
 
     # -- resources and the prompt --------------------------------------------------------------------
 
     def read_root(file: str) -> str:
-        with serial:
-            try:
-                return desk.path(file).read_text("utf-8")
-            except FileNotFoundError:
-                return ""
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ResourceError(f"cannot read {file}: {exc}") from None
+        try:
+            return desk.path(file).read_text("utf-8")
+        except FileNotFoundError:
+            return ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ResourceError(f"cannot read {file}: {exc}") from None
+
+    async def root_resource(file: str) -> str:
+        return await asyncio.wrap_future(worker.submit(read_root, file))
 
     for file in ROOT_FILES:
         server.resource(f"desk://{file}", name=file, mime_type="text/markdown",
-                        description=f"The desk's {file}")(functools.partial(read_root, file))
+                        description=f"The desk's {file}")(functools.partial(root_resource, file))
 
     @server.resource("desk://memory/{name}", mime_type="text/markdown",
                      description="The memory file memory/NAME.md")
-    def memory_resource(name: str) -> str:
-        return call(lambda: desk.show(name).text()) + "\n"
+    async def memory_resource(name: str) -> str:
+        return await call(lambda: desk.show(name).text()) + "\n"
 
     @server.prompt()
-    def wake_up(query: str | None = None) -> str:
+    async def wake_up(query: str | None = None) -> str:
         """Load the desk at the start of a session (`desk context`)."""
-        return call(lambda: desk.context(query=query).text())
+        return await call(lambda: desk.context(query=query).text())
 
     return server
 

@@ -197,3 +197,23 @@ def test_serve_without_the_sdk_says_how_to_install_it(desk: DeskFolder) -> None:
                           env=server_env())
     assert proc.returncode == 1
     assert "hint: install the MCP extra: pip install 'desk[mcp]'" in proc.stderr
+
+
+def test_calls_at_once_in_one_session_all_answer(desk: DeskFolder) -> None:
+    """The recall cache is SQLite, bound to the thread that opened it: concurrent calls must not
+    spread it over threads (they did, on the SDK's worker threads, before every desk call got one)."""
+    answers: list[dict[str, object]] = []
+
+    async def main() -> None:
+        async with stdio_session(desk.root) as s:
+            await call(s, "remember", **REPORT)
+
+            async def one(n: int) -> None:
+                answers.append(await call(s, "recall", query=f"report writing {n}"))
+                answers.append(await call(s, "list_memories"))
+
+            async with anyio.create_task_group() as tg:
+                for n in range(8):
+                    tg.start_soon(one, n)
+    anyio.run(main)
+    assert len(answers) == 16
