@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import sys
 
 import click
@@ -10,19 +9,18 @@ import click
 from desk.cli.output import invocation, print_json
 from desk.errors import DeskError, UsageError
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
 
 def _loopback(value: str) -> tuple[str, int]:
     """HOST:PORT with a loopback host: the server has no authentication, so it never listens
-    where another machine could reach it."""
+    where another machine could reach it. Exactly the hosts for which the MCP SDK turns on its
+    DNS-rebinding protection (a web page must not reach the server through a rebound name)."""
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise UsageError(f"--http must be HOST:PORT, e.g. 127.0.0.1:8765, not {value!r}")
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if host not in LOOPBACK:
         raise UsageError(f"--http host {host!r} is not a loopback address",
                          hint="the server has no authentication: listen on 127.0.0.1, ::1 or localhost")
     return host, int(port)

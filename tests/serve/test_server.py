@@ -188,6 +188,8 @@ def test_http_must_be_loopback(run: DeskRunner) -> None:
     result = run("serve", "--http", "0.0.0.0:8765")
     assert result.exit_code == 2 and "not a loopback address" in result.output
     assert run("serve", "--http", "8765").exit_code == 2
+    assert run("serve", "--http", "127.0.0.2:8765").exit_code == 2  # loopback, but no rebinding guard
+    assert run("serve", "--http", "[::1]:0").exit_code == 2
 
 
 def test_serve_without_the_sdk_says_how_to_install_it(desk: DeskFolder) -> None:
