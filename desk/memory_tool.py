@@ -135,7 +135,7 @@ class MemoryTool:
             raise Refused(f"Error: {relative} is reached through a symlink; desk refuses to follow it")
         return target
 
-    def _text(self, path: str, file: str) -> str:
+    def _read(self, path: str, file: str) -> str:
         relative = file if file in READ_ONLY else f"memory/{file}"
         target = self._real_file(relative)
         try:
@@ -152,7 +152,7 @@ class MemoryTool:
         file = self._resolve(path)
         if file is None:
             return self._listing()
-        lines = self._text(path, file).splitlines()
+        lines = self._read(path, file).splitlines()
         start, end = 1, len(lines)
         if view_range is not None:
             if (not isinstance(view_range, list) or len(view_range) != 2
@@ -195,7 +195,7 @@ class MemoryTool:
     def str_replace(self, path: str, old_str: str, new_str: str) -> str:
         """Replace the one occurrence of `old_str` in the memory file; one commit through the gate."""
         name = self._memory(path)
-        text = self._text(path, f"{name}.md")
+        text = self._read(path, f"{name}.md")
         old_str, new_str = _text_arg(old_str, "old_str"), _text_arg(new_str, "new_str")
         count = text.count(old_str) if old_str else 0
         if count == 0:
@@ -212,7 +212,7 @@ class MemoryTool:
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         """Insert `insert_text` after line `insert_line` (0: at the top); one commit through the gate."""
         name = self._memory(path)
-        text = self._text(path, f"{name}.md")
+        text = self._read(path, f"{name}.md")
         lines = text.splitlines(keepends=True)
         if not isinstance(insert_line, int) or isinstance(insert_line, bool) or not 0 <= insert_line <= len(lines):
             raise Refused(f"Error: Invalid `insert_line` parameter: {insert_line!r}. It should be within "
