@@ -38,6 +38,25 @@ class Desk(DeskFolder):
     cloned: Cloned | None = None  # what `desk.clone` did
     _search_cache: Any = None  # recall's SearchCache, kept warm across calls until close()
 
+    def with_trailers(self, trailers: Mapping[str, str]) -> Desk:
+        """This desk, for commits that also carry `trailers` (`Key: value`) after each operation's
+        own (an operation's own key wins). `desk serve` names the MCP client this way
+        (`Desk-Client`). The copy shares this object's caches; closing either closes both.
+
+        UsageError (exit 2) for a key that is not letters, digits and `-`, or an empty value.
+        """
+        import copy
+        import re
+
+        for key, value in trailers.items():
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]*", key):
+                raise UsageError(f"trailer key {key!r} must be letters, digits and `-`")
+            if not " ".join(str(value).split()):
+                raise UsageError(f"trailer {key} needs a value")
+        clone = copy.copy(self)
+        clone.trailers = {**self.trailers, **trailers}
+        return clone
+
     def close(self) -> None:
         """Release what recall keeps open between calls (its search cache). Safe to call twice."""
         if self._search_cache is not None:
@@ -69,6 +88,26 @@ class Desk(DeskFolder):
                 self, name, type=type, description=description, body=body, triggers=triggers,
                 importance=importance, expires=expires, source=source, source_event=source_event,
                 actor=actor, scope=scope, now=now))
+        except RejectedError as exc:
+            exc.details = {"name": name, "path": f"memory/{name}.md", "commit": None,
+                           "reason": getattr(exc, "reason", None) or "invalid"}
+            raise
+
+    def remember_file(self, name: str, text: str | bytes, *, actor: str = "user",
+                      now: dt.datetime | None = None) -> MemoryChange:
+        """Create or update memory `name` from the whole text of its file (frontmatter and body),
+        through the same write gate as `remember`; one commit, none when unchanged.
+
+        What a file-editing agent (the memory tool) writes. RejectedError (exit 3), nothing
+        changed, when the text does not parse (the hint shows the required header), when it sets
+        or changes `source_event`, `evidence` or `key` (provenance is the harness's), or when the
+        gate refuses.
+        """
+        from desk.memory.whole_file import remember_file
+
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        try:
+            return MemoryChange(remember_file(self, name, data, actor=actor, now=now))
         except RejectedError as exc:
             exc.details = {"name": name, "path": f"memory/{name}.md", "commit": None,
                            "reason": getattr(exc, "reason", None) or "invalid"}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,6 +83,9 @@ class DeskFolder:
     """A desk: a git work tree with `.system/desk.json` at its root."""
 
     root: Path
+    # `Key: value` trailers every commit made through this object carries after the operation's
+    # own, e.g. `Desk-Client` from `desk serve` (set with `desk.api.Desk.with_trailers`).
+    trailers: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property
     def git(self) -> Git:

@@ -35,7 +35,7 @@ from desk.guard.hook_files import only_desk_hooks
 from desk.guard.validate import VALIDATED_ENV, require_valid
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
-from desk.storage.git import (IndexLock, RawChange, blob_sha, recording_git_children,
+from desk.storage.git import (IndexLock, RawChange, blob_sha, parse_trailers, recording_git_children,
                               release_dead_git_locks, release_private_index_lock,
                               release_stale_index_lock)
 from desk.storage.lock import desk_lock
@@ -53,6 +53,20 @@ def commit_message(subject: str, trailers: Mapping[str, str | None], body: str |
         if value:
             lines.append(f"{key}: {' '.join(str(value).split())}")
     return "\n".join(lines) + "\n"
+
+
+def add_trailers(message: str, trailers: Mapping[str, str]) -> str:
+    """`message` with `trailers` appended to its trailer block; a key the message already has
+    (ignoring case) keeps the operation's value, so a caller's extras never override it."""
+    if not trailers:
+        return message
+    have = {key.lower() for key in parse_trailers(message)}
+    extra = {k: v for k, v in trailers.items() if k.lower() not in have}
+    if not extra:
+        return message
+    if parse_trailers(message):
+        return message.rstrip("\n") + "\n" + commit_message("", extra).lstrip("\n")
+    return commit_message(message.rstrip("\n"), extra)
 
 
 class Transaction:
@@ -84,6 +98,7 @@ class Transaction:
         and checked again. On any failure before the branch moves, the desk is as it was.
         """
         git = self.desk.git
+        message = add_trailers(message, self.desk.trailers)
         # The one gate (docs/design.md §1.3): the hook's rules, in process, on exactly this change.
         require_valid(self.desk, writes, message)
         before = {p: self._read(p) for p in sorted(writes)}

@@ -33,7 +33,9 @@ path.write_text(path.read_text().replace("The fact itself", "The gamma fact itse
 """
 
 # Commands that make no API call, and why.
-NOT_API = {("hooks", "run"): "hidden: what an installed hook runs (desk.cli.hook), the hooks' own edge"}
+NOT_API = {("hooks", "run"): "hidden: what an installed hook runs (desk.cli.hook), the hooks' own edge",
+           ("serve",): "a long-running server: each tool call is one API call (tests/serve/)",
+           ("memory-tool",): "one memory-tool command may read, then write (tests/test_memory_tool.py)"}
 
 
 def command_paths(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
@@ -326,3 +328,23 @@ def test_one_desk_object_recalls_warm_and_sees_every_change(desk_root: Path) -> 
     assert d._search_cache is None  # closed on leaving the with-block
     assert [h.id for h in d.recall("alpha", as_of=AS_OF).value.hits] == ["memory:alpha-two"]
     d.close()
+
+
+def test_with_trailers_adds_trailers_to_every_commit_and_never_overrides_the_operation_s(
+        desk_root: Path) -> None:
+    d = desk.open(desk_root)
+    tagged = d.with_trailers({"Desk-Client": "claude-code 2.0", "Desk-Actor": "forged"})
+    tagged.remember("alpha", "The alpha fact.", type="fact", description="About alpha", actor="assistant")
+    tagged.now_append("something", section="next")
+    for rev in ("HEAD", "HEAD~1"):
+        trailers = subprocess.run(["git", "log", "-1", "--format=%(trailers)", rev], cwd=desk_root,
+                                  capture_output=True, text=True, check=True).stdout
+        assert "Desk-Client: claude-code 2.0" in trailers
+        assert "Desk-Actor: assistant" in trailers and "forged" not in trailers
+    d.remember("beta", "The beta fact.", type="fact", description="About beta")  # the original is untouched
+    plain = subprocess.run(["git", "log", "-1", "--format=%B"], cwd=desk_root, capture_output=True,
+                           text=True, check=True).stdout
+    assert "Desk-Client" not in plain
+    for bad in ({"Bad Key": "x"}, {"Desk-Client": " \n "}, {"Key:": "x"}):
+        with pytest.raises(UsageError):
+            d.with_trailers(bad)

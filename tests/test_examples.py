@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -22,3 +25,64 @@ def test_harness_loop_runs_and_leaves_an_audit_trail(tmp_path: Path) -> None:
     assert subjects.count("remember: report-style") == 2 and subjects[0].startswith("checkpoint:")
     assert len(list((root / "memory").glob("*.md"))) == 1
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_the_memory_tool_example_replays_offline_and_commits_through_the_gate(tmp_path: Path) -> None:
+    root = tmp_path / "desk"
+    example = EXAMPLE.parent / "anthropic_memory_tool.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC")}  # no key needed
+    out = subprocess.run([sys.executable, str(example), str(root)], capture_output=True, text=True, check=True,
+                         env=env).stdout
+    assert "toolu_02 create /memories/report-style.md: error" in out and "frontmatter-missing" in out
+    assert "toolu_06 create /memories/SOUL.md: error" in out and "never changes it" in out
+    assert "toolu_07 view /memories/../.git/config: error" in out
+    assert "keep the body under 500 characters" in (root / "memory/report-style.md").read_text()
+    assert git(root, "log", "--format=%s").splitlines() == ["remember: report-style"] * 2 + ["init: new desk"]
+    assert git(root, "log", "-1", "--format=%(trailers:key=Desk-Client,valueonly)").strip() == "memory-tool"
+    assert (root / "SOUL.md").read_text() == git(root, "show", "HEAD:SOUL.md")
+
+
+CLAUDE_CODE = EXAMPLE.parent / "claude-code"
+
+
+def test_the_claude_code_settings_are_valid_and_run_commands_that_exist() -> None:
+    settings = json.loads((CLAUDE_CODE / "settings.json").read_text())
+    commands = [hook["command"] for event in ("SessionStart", "Stop", "PreCompact")
+                for group in settings["hooks"][event] for hook in group["hooks"]]
+    assert commands[0] == "desk context"
+    for command in commands:
+        words = shlex.split(command)
+        if words[0] == "desk":
+            desk_cli = [sys.executable, "-m", "desk", *words[1:], "--help"]
+            assert subprocess.run(desk_cli, capture_output=True).returncode == 0, command
+        else:
+            assert words[0] == "python3" and (CLAUDE_CODE / Path(words[1]).name).is_file(), command
+    readme = (CLAUDE_CODE / "README.md").read_text()
+    assert "claude mcp add" in readme and "desk_archive_transcript.py" in readme
+
+
+def test_the_transcript_hook_archives_each_line_once(tmp_path: Path) -> None:
+    root = tmp_path / "desk"
+    subprocess.run([sys.executable, "-m", "desk", "init", str(root)], check=True, capture_output=True)
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text('{"type":"user","message":"hi"}\n{"type":"assistant","message":"hello"}\n')
+    hook = json.dumps({"session_id": "s1", "transcript_path": str(transcript), "hook_event_name": "Stop"})
+    bin_dir = Path(sys.executable).parent  # the `desk` the hook calls is this environment's
+    env = {**os.environ, "DESK_HOME": str(root), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+    def run_hook() -> None:
+        proc = subprocess.run([sys.executable, str(CLAUDE_CODE / "desk_archive_transcript.py")], input=hook,
+                              capture_output=True, text=True, env=env)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+    run_hook()
+    with transcript.open("a") as file:
+        file.write('{"type":"user","message":"more"}\n')
+    run_hook()
+    run_hook()
+    listed = subprocess.run([sys.executable, "-m", "desk", "--desk", str(root), "archive", "list", "--json"],
+                            capture_output=True, text=True, check=True).stdout
+    events = json.loads(listed)["events"]
+    assert [(e["meta"]["lines_from"], e["meta"]["lines_to"]) for e in events] == [("1", "2"), ("3", "3")]
+    assert "\n".join(e["content"] for e in events) == transcript.read_text().rstrip("\n")
+    assert {e["kind"] for e in events} == {"transcript"} and {e["session"] for e in events} == {"s1"}

@@ -58,6 +58,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
                               "into the archive."),
     "export": ("interchange", "Export the desk's memories for another tool to read; the desk itself is not "
                               "changed."),
+    "serve": ("serve", "Run desk as an MCP server (stdio by default) for assistants such as Claude Code."),
+    "memory-tool": ("serve", "Run one Anthropic memory-tool call (view, create, str_replace, insert, delete, "
+                             "rename)."),
     "conversations": ("working", "Readable views of archived conversations under conversations/ (never the "
                                  "source of truth)."),
     "clone": ("sync", "Clone the desk at URL into PATH, install its hooks and merge drivers, and check it."),

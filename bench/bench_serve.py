@@ -1,0 +1,98 @@
+"""`desk serve` benchmark (issue 12): a tool call through a running MCP server vs the same call in process.
+
+  `remember` through the server (stdio, no process start) vs `Desk.remember` in process   target <= 1.2x
+  `recall` (warm) through the server vs `Desk.recall` in process (warm)                    target <= 1.2x
+
+Usage: python bench/bench_serve.py [--memories 1000] [--rounds 30]
+
+The desk is built as in bench_core.py (N memories, one commit each). The server is the installed
+`python -m desk serve`, started once with the MCP SDK's own client (`stdio_client` +
+`ClientSession`), as a harness would keep it; its start is not measured. Each round makes the
+in-process call and the server call back to back, alternating which goes first, and medians are
+compared, so a slow moment on the shared machine hits both sides. Both write to the same desk, as
+the assistant, so both pay for the same desk size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from bench_core import GIT_ENV, build_desk
+from environment import describe
+from mcp import ClientSession, Implementation, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+import desk as desk_api
+
+QUERIES = ["topic5 benchmark fact", "benchmark value topic42", "fact topic7"]
+
+
+def remember_args(i: int, who: str) -> dict[str, object]:
+    return {"name": f"{who}-{i:04d}", "type": "fact", "description": f"{who} benchmark memory {i}",
+            "body": f"Fact recorded through {who}, round {i}.", "triggers": [f"topic{i % 97}"]}
+
+
+async def measure(root: Path, rounds: int, cwd: Path) -> dict[str, tuple[float, float]]:
+    local = desk_api.open(root).with_trailers({"Desk-Client": "bench"})
+    params = StdioServerParameters(command=sys.executable, args=["-m", "desk", "--desk", str(root), "serve"],
+                                   env=GIT_ENV, cwd=str(cwd))
+    times: dict[str, tuple[list[float], list[float]]] = {"remember": ([], []), "recall": ([], [])}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, client_info=Implementation(name="bench", version="1")) as s:
+            await s.initialize()
+            await s.call_tool("recall", {"query": QUERIES[0]})  # warm both recall caches
+            local.recall(QUERIES[0])
+            for i in range(rounds):
+                for what in ("remember", "recall"):
+                    args = remember_args(i, "api") if what == "remember" else {"query": QUERIES[i % 3]}
+                    served = remember_args(i, "mcp") if what == "remember" else args
+
+                    def in_process() -> None:
+                        if what == "remember":
+                            local.remember(f"api-{i:04d}", f"Fact recorded through api, round {i}.",
+                                           type="fact", description=f"api benchmark memory {i}",
+                                           triggers=[f"topic{i % 97}"], actor="assistant")
+                        else:
+                            local.recall(str(args["query"]))
+
+                    async def through_server() -> None:
+                        result = await s.call_tool(what, served)
+                        assert not result.is_error, result.content
+
+                    for side in ((0, 1) if i % 2 else (1, 0)):
+                        t0 = time.perf_counter()
+                        if side == 0:
+                            in_process()
+                        else:
+                            await through_server()
+                        times[what][side].append(time.perf_counter() - t0)
+    return {what: (statistics.median(a), statistics.median(b)) for what, (a, b) in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--memories", type=int, default=1000, help="memories in the desk (default 1000)")
+    parser.add_argument("--rounds", type=int, default=30, help="paired rounds per call (default 30)")
+    ns = parser.parse_args()
+    print(describe(sys.argv))
+    with tempfile.TemporaryDirectory() as tmp:
+        root, cwd = Path(tmp) / "desk", Path(tmp) / "cwd"
+        cwd.mkdir()  # `python -m desk` from an empty folder imports the installed desk
+        build_desk(root, ns.memories, "full")
+        results = anyio.run(measure, root, ns.rounds, cwd)
+    print(f"desk        {ns.memories:,} memories, one commit each; {ns.rounds} paired rounds\n")
+    for what, (api, server) in results.items():
+        ratio = server / api
+        verdict = "OK" if ratio <= 1.2 else "MISSED"
+        print(f"{what:<9} in process {api * 1000:7.1f} ms   through the server {server * 1000:7.1f} ms   "
+              f"{ratio:.2f}x  (target <= 1.2x) {verdict}")
+
+
+if __name__ == "__main__":
+    main()

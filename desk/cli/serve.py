@@ -1,0 +1,82 @@
+"""`desk serve` (the MCP server) and `desk memory-tool` (one memory-tool call): the agent's side."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from desk.cli.output import invocation, print_json
+from desk.errors import DeskError, UsageError
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _loopback(value: str) -> tuple[str, int]:
+    """HOST:PORT with a loopback host: the server has no authentication, so it never listens
+    where another machine could reach it. Exactly the hosts for which the MCP SDK turns on its
+    DNS-rebinding protection (a web page must not reach the server through a rebound name)."""
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--http must be HOST:PORT, e.g. 127.0.0.1:8765, not {value!r}")
+    if host not in LOOPBACK:
+        raise UsageError(f"--http host {host!r} is not a loopback address",
+                         hint="the server has no authentication: listen on 127.0.0.1, ::1 or localhost")
+    return host, int(port)
+
+
+@click.command("serve")
+@click.option("--http", "http", metavar="HOST:PORT",
+              help="Serve streamable HTTP at http://HOST:PORT/mcp (loopback only) instead of stdio.")
+def serve_command(http: str | None) -> None:
+    """Run desk as an MCP server (stdio by default) for assistants such as Claude Code.
+
+    Tools: remember, forget, recall, context, list_memories, show_memory, now_show, now_set,
+    now_append, mistake_add, fact_add, archive_append. Resources: desk://AGENTS.md, SOUL.md,
+    NOW.md, MEMORY.md, MISTAKES.md and desk://memory/{name}; the prompt wake_up. Writes are commits
+    by the assistant naming the client. Needs the `mcp` extra: pip install 'desk[mcp]'.
+    """
+    address = _loopback(http) if http is not None else None
+    desk = invocation().desk()
+    try:
+        from desk.serve.server import serve
+    except ImportError as exc:
+        from desk.serve import MCP_MISSING_HINT
+
+        raise DeskError(f"desk serve needs the MCP Python SDK, which is not installed ({exc})",
+                        hint=MCP_MISSING_HINT) from None
+    serve(desk, http=address)
+
+
+@click.command("memory-tool")
+@click.option("--root", default="/memories", show_default=True, metavar="DIR",
+              help="The directory the model sees (the memory tool's /memories).")
+@click.option("--client", default="memory-tool", show_default=True, metavar="NAME",
+              help="The harness's name, recorded in each commit's Desk-Client trailer.")
+def memory_tool_command(root: str, client: str) -> None:
+    """Run one Anthropic memory-tool call (view, create, str_replace, insert, delete, rename).
+
+    Reads the tool_use input as JSON on stdin ({"command": "view", "path": "/memories"}) and
+    prints the tool result as JSON: {"content": TEXT, "is_error": BOOL}. Each change is one commit
+    by the assistant through the write gate; a refusal is a result with is_error true (exit 0:
+    the text goes back to the model). Exit 2 when stdin is not one JSON object.
+    """
+    import json
+
+    from desk.memory_tool import MemoryTool
+
+    data = sys.stdin.buffer.read()
+    try:
+        call = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"stdin is not a JSON tool input: {exc}",
+                         hint='pipe one object, e.g. {"command": "view", "path": "/memories"}') from None
+    if not isinstance(call, dict):
+        raise UsageError("stdin must be one JSON object (the tool_use block's `input`)",
+                         hint='e.g. {"command": "view", "path": "/memories"}')
+    result = MemoryTool(invocation().desk(), root=root, client=client).run(call)
+    print_json(result.to_json())
+
+
+COMMANDS = [serve_command, memory_tool_command]

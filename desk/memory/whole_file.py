@@ -1,0 +1,65 @@
+"""Remember a memory from a whole file's text (frontmatter and body), as the memory tool writes it.
+
+An agent that edits files (Anthropic's memory tool: `create`, `str_replace`, `insert`) hands desk
+the complete new text of `memory/NAME.md`. It goes through the same path as `remember` (the write
+gate, one commit, `created` kept and `updated` set by desk), so a file-editing agent gets no way
+around the rules. Provenance is the harness's: `source_event`, `evidence` and `key` must stay as
+they are committed; a text that adds or changes them is refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from desk.errors import InvalidFileError, RejectedError
+from desk.layout import DeskFolder
+from desk.memory.file import MemoryFile, parse_memory, require_name
+from desk.memory.index import memory_path
+from desk.memory.operations import MutationResult, remember
+
+HEADER = """---
+name: {name}
+description: One line (at most 150 characters) shown in MEMORY.md
+type: fact            # preference, decision, convention, pitfall, fact or reference
+triggers: [word, another phrase]
+---
+The fact itself, in a few sentences."""
+PROVENANCE = ("source_event", "evidence", "key")
+
+
+def remember_file(desk: DeskFolder, name: str, data: bytes, *, actor: str = "assistant",
+                  now: dt.datetime | None = None) -> MutationResult:
+    """Create or update memory `name` from `data`, the whole memory file, through the write gate.
+
+    RejectedError (exit 3), nothing changed, when the text does not parse (its hint shows the
+    required header), when it changes provenance fields, or when the gate refuses.
+    """
+    require_name(name)
+    path = memory_path(name)
+    try:
+        memory = parse_memory(data, path, name)
+    except InvalidFileError as exc:
+        raise InvalidFileError(exc.findings, hint="a memory file starts with its frontmatter:\n"
+                               + HEADER.format(name=name)) from None
+    committed = _committed(desk, path, name)
+    meta = memory.meta
+    for field in PROVENANCE:
+        before = getattr(committed.meta, field) if committed else ([] if field == "evidence" else None)
+        if getattr(meta, field) != before:
+            raise RejectedError(
+                f"{path}: {field} is provenance the harness attaches; the model may not set or "
+                "change it", hint=f"keep the `{field}:` line as it was (or leave it out of a new memory)")
+    return remember(desk, name, type=meta.type, description=meta.description, body=memory.body,
+                    triggers=meta.triggers, importance=meta.importance, expires=meta.expires,
+                    source=meta.source, source_event=meta.source_event, evidence=meta.evidence,
+                    key=meta.key, actor=actor, now=now)
+
+
+def _committed(desk: DeskFolder, path: str, name: str) -> MemoryFile | None:
+    data = desk.git.blob_at("HEAD", path) if desk.git.head() else None
+    if data is None:
+        return None
+    try:
+        return parse_memory(data, path, name)
+    except InvalidFileError:
+        return None

@@ -1,0 +1,221 @@
+"""The MCP server: each tool one call into `desk.api.Desk`, its result the call's `.to_json()`.
+
+What the model may do is deliberately narrower than the CLI (docs/agents.md): every write is made
+as `Desk-Actor: assistant` and names the MCP client in a `Desk-Client` trailer; there is no
+`resolve` (adjudication is a person's), no `migrate`, no hook management, no SOUL.md writes, and
+no provenance fields (`source_event`, `evidence`, an event's `at` or `meta`): the harness attaches
+provenance, the model cannot invent it. A refusal (the gate, a bad argument, a dirty file) comes
+back as a tool error whose text says what to change; nothing is written then.
+
+Every desk call runs on one worker thread, one at a time: the event loop stays free for the
+protocol, the desk lock already orders writers across processes, and the recall cache kept warm
+on the `Desk` (SQLite) must stay on the thread that opened it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+
+from desk.api import Desk
+from desk.errors import DeskError
+from desk.vocabulary import FACT_KINDS, MEMORY_TYPES, NOW_SECTIONS, RECALL_KINDS
+
+ACTOR = "assistant"
+CLIENT_TRAILER = "Desk-Client"
+ROOT_FILES = ("AGENTS.md", "SOUL.md", "NOW.md", "MEMORY.md", "MISTAKES.md")
+INSTRUCTIONS = (
+    "This server is the assistant's desk: its identity and memory kept as a git repository of "
+    "Markdown files. Call `context` (or the `wake_up` prompt) at the start of a session. Save a "
+    "durable fact, preference or decision with `remember` (one fact per memory, a short "
+    "description, triggers that would make it relevant); look things up with `recall`. Every "
+    "write is one reviewed git commit made as the assistant; the write gate refuses session-only "
+    "notes and duplicates, and its error says what to change. SOUL.md is the persona people own: "
+    "it is read-only here.")
+
+T = TypeVar("T")
+
+
+def _enum(words: tuple[str, ...]) -> dict[str, Any]:
+    """JSON schema extras listing `words` (desk itself still checks the value, with its hint)."""
+    return {"enum": list(words)}
+
+
+MemoryType = Annotated[str, Field(description="What kind of memory this is.",
+                                  json_schema_extra=_enum(MEMORY_TYPES))]
+FactKind = Annotated[str, Field(description="What kind of fact this is.", json_schema_extra=_enum(FACT_KINDS))]
+Section = Annotated[str, Field(description="A section of NOW.md.", json_schema_extra=_enum(NOW_SECTIONS))]
+RecallKind = Annotated[str, Field(description="Search memory files, archived conversations, or both.",
+                                  json_schema_extra=_enum(RECALL_KINDS))]
+
+
+def tool_error(exc: DeskError) -> ToolError:
+    """The refusal as the model should read it: what was wrong, then what to do."""
+    text = exc.message
+    if exc.hint:
+        text += f"\nhint: {exc.hint}"
+    return ToolError(f"{exc.status}: {text}\nNothing was written.")
+
+
+def client_name(ctx: Context | None) -> str:
+    """The MCP client's name (and version) from its `initialize`, else `unknown`."""
+    try:
+        info = ctx.session.client_params.client_info  # type: ignore[union-attr]
+    except AttributeError:
+        return "unknown"
+    name = " ".join(str(getattr(info, "name", "") or "").split()) or "unknown"
+    version = " ".join(str(getattr(info, "version", "") or "").split())
+    return f"{name} {version}" if version else name
+
+
+def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
+    """An MCP server over `desk`: the tools, resources and prompt of docs/agents.md."""
+    server = MCPServer(name, instructions=INSTRUCTIONS)
+    # One thread runs every desk call: the recall cache (SQLite) kept warm on `desk` must stay
+    # on the thread that opened it, and calls into one Desk object go one at a time.
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desk-serve")
+
+    async def call(fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.wrap_future(worker.submit(fn))
+        except DeskError as exc:
+            raise tool_error(exc) from None
+
+    def writer(ctx: Context) -> Desk:
+        return desk.with_trailers({CLIENT_TRAILER: client_name(ctx)})
+
+    # -- memories --------------------------------------------------------------------------------
+
+    @server.tool()
+    async def remember(name: str, body: str, type: MemoryType, description: str, ctx: Context,
+                 triggers: list[str] | None = None, importance: int | None = None,
+                 expires: str | None = None) -> dict[str, Any]:
+        """Create or update the memory `name` (one durable fact) through the write gate; one commit.
+
+        `type`: preference, decision, convention, pitfall, fact or reference. `description`: one
+        line (at most 150 characters) the index shows. `triggers`: words or phrases whose mention
+        should bring the memory's body into context. `importance` 1-5. `expires`: an ISO 8601 UTC
+        time after which the memory is no longer injected. Remembering an existing name updates
+        it; session-only notes and duplicates are refused with the reason.
+        """
+        return await call(lambda: writer(ctx).remember(
+            name, body, type=type, description=description, triggers=triggers or (),
+            importance=importance, expires=expires, actor=ACTOR).to_json())
+
+    @server.tool()
+    async def forget(name: str, ctx: Context, reason: str | None = None) -> dict[str, Any]:
+        """Delete the memory `name` and its index line in one commit (git history keeps it)."""
+        return await call(lambda: writer(ctx).forget(name, reason=reason, actor=ACTOR).to_json())
+
+    @server.tool()
+    async def list_memories(type: MemoryType | None = None) -> dict[str, Any]:
+        """The memories: name, type, description (optionally of one type)."""
+        return await call(lambda: desk.list(type=type).to_json())
+
+    @server.tool()
+    async def show_memory(name: str) -> dict[str, Any]:
+        """The memory `name`: its frontmatter fields and body."""
+        return await call(lambda: desk.show(name).to_json())
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    @server.tool()
+    async def recall(query: str, limit: int = 5, kind: RecallKind = "all") -> dict[str, Any]:
+        """Search memories and archived conversations for `query` (read-only).
+
+        `limit` 1-10; `kind`: memory, conversation or all. Each hit has its score and provenance.
+        """
+        return await call(lambda: desk.recall(query, limit=limit, kind=kind).to_json())
+
+    @server.tool()
+    async def context(query: str | None = None, budget: int | None = None) -> dict[str, Any]:
+        """What to load at the start of a session: AGENTS.md, SOUL.md, NOW.md, MISTAKES.md,
+        USER.md, the memory index, and with `query` the memories it triggers. `markdown` is the
+        text to read; what a budget trimmed is named."""
+        def run() -> dict[str, Any]:
+            result = desk.context(query=query, budget=budget)
+            return {**result.to_json(), "markdown": result.text()}
+        return await call(run)
+
+    # -- working notes -----------------------------------------------------------------------------
+
+    @server.tool()
+    async def now_show(section: Section | None = None) -> dict[str, Any]:
+        """NOW.md, the working note (or one section: doing, blocked, next, reminders)."""
+        return await call(lambda: desk.now_show(section=section).to_json())
+
+    @server.tool()
+    async def now_set(text: str, ctx: Context, section: Section | None = None) -> dict[str, Any]:
+        """Replace one section of NOW.md (doing, blocked, next, reminders), or the whole note; one commit."""
+        return await call(lambda: writer(ctx).now_set(text, section=section, actor=ACTOR).to_json())
+
+    @server.tool()
+    async def now_append(text: str, ctx: Context, section: Section = "doing") -> dict[str, Any]:
+        """Add `text` as an item to a section of NOW.md (default: doing); one commit."""
+        return await call(lambda: writer(ctx).now_append(text, section=section, actor=ACTOR).to_json())
+
+    @server.tool()
+    async def mistake_add(what: str, context: str, cause: str, avoid: str, ctx: Context,
+                    memory: str | None = None) -> dict[str, Any]:
+        """Record a reusable lesson in MISTAKES.md: what went wrong, in what context, why, and how
+        to avoid it (optionally the memory it relates to); one commit."""
+        return await call(lambda: writer(ctx).mistake_add(what=what, context=context, cause=cause,
+                                                    avoid=avoid, memory=memory, actor=ACTOR).to_json())
+
+    @server.tool()
+    async def fact_add(text: str, kind: FactKind, importance: int, key: str | None = None) -> dict[str, Any]:
+        """Log a structured fact (kind: decision, convention, pitfall, outcome; importance 1-5;
+        optional `key` naming what it is about) as raw evidence the nightly digest distils."""
+        return await call(lambda: desk.fact_add(text, kind=kind, importance=importance, key=key,
+                                          actor=ACTOR).to_json())
+
+    @server.tool()
+    async def archive_append(kind: str, content: str, session: str | None = None) -> dict[str, Any]:
+        """Append one event (e.g. kind `progress`, `tool`, `failure`) to the append-only archive."""
+        return await call(lambda: desk.archive_append(kind, content, session=session, actor=ACTOR).to_json())
+
+    # -- resources and the prompt --------------------------------------------------------------------
+
+    def read_root(file: str) -> str:
+        try:
+            return desk.path(file).read_text("utf-8")
+        except FileNotFoundError:
+            return ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ResourceError(f"cannot read {file}: {exc}") from None
+
+    async def root_resource(file: str) -> str:
+        return await asyncio.wrap_future(worker.submit(read_root, file))
+
+    for file in ROOT_FILES:
+        server.resource(f"desk://{file}", name=file, mime_type="text/markdown",
+                        description=f"The desk's {file}")(functools.partial(root_resource, file))
+
+    @server.resource("desk://memory/{name}", mime_type="text/markdown",
+                     description="The memory file memory/NAME.md")
+    async def memory_resource(name: str) -> str:
+        return await call(lambda: desk.show(name).text()) + "\n"
+
+    @server.prompt()
+    async def wake_up(query: str | None = None) -> str:
+        """Load the desk at the start of a session (`desk context`)."""
+        return await call(lambda: desk.context(query=query).text())
+
+    return server
+
+
+def serve(desk: Desk, *, http: tuple[str, int] | None = None) -> None:
+    """Run the server until the client hangs up: over stdio, or streamable HTTP at `http`."""
+    server = build_server(desk)
+    if http is None:
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=http[0], port=http[1])
+

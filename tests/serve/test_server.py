@@ -1,0 +1,221 @@
+"""`desk serve`: a real server process, driven by the MCP SDK's own client, writing real commits."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from desk.layout import DeskFolder
+from tests.conftest import DeskRunner, git
+from tests.serve.mcp_client import call, server_env, stdio_session
+
+pytestmark = pytest.mark.usefixtures("identity")
+
+TOOLS = {"remember", "forget", "recall", "context", "list_memories", "show_memory", "now_show", "now_set",
+         "now_append", "mistake_add", "fact_add", "archive_append"}
+REPORT = dict(name="report-style", body="Reports must be written in Chinese; keep them under 500 characters.",
+              type="preference", description="Report language and length", triggers=["report", "writing"])
+
+
+def trailers(root: Path, rev: str = "HEAD") -> str:
+    return git(root, "log", "-1", "--format=%(trailers)", rev)
+
+
+def test_tools_are_the_agent_surface_and_carry_no_provenance_fields(desk: DeskFolder) -> None:
+    async def main() -> None:
+        async with stdio_session(desk.root) as session:
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert set(tools) == TOOLS  # no resolve, migrate, hooks, validate, doctor ...
+            schema = tools["remember"].input_schema
+            assert set(schema["properties"]) == {"name", "body", "type", "description", "triggers",
+                                                 "importance", "expires"}
+            assert schema["properties"]["type"]["enum"][0] == "preference"
+            for tool in tools.values():
+                assert tool.description
+                props = set(tool.input_schema.get("properties", {}))
+                assert not props & {"source_event", "evidence", "actor", "at", "meta", "redact"}
+    anyio.run(main)
+
+
+def test_each_tool_writes_one_commit_as_the_assistant_naming_the_client(desk: DeskFolder) -> None:
+    root = desk.root
+
+    async def main() -> None:
+        async with stdio_session(root, client="claude-code") as s:
+            made = await call(s, "remember", **REPORT)
+            assert made["status"] == "created" and (root / "memory/report-style.md").is_file()
+            assert made["commit"] == git(root, "rev-parse", "HEAD").strip()
+            assert "Desk-Actor: assistant" in trailers(root)
+            assert "Desk-Client: claude-code 1.0" in trailers(root)
+            assert (await call(s, "remember", **REPORT))["status"] == "unchanged"
+
+            shown = await call(s, "show_memory", name="report-style")
+            assert shown["type"] == "preference" and shown["source"] == "agent"
+            listed = await call(s, "list_memories")
+            assert [m["name"] for m in listed["memories"]] == ["report-style"]
+            hits = await call(s, "recall", query="report writing")
+            assert hits["hits"][0]["id"] == "memory:report-style"
+            assert hits["hits"][0]["provenance"]["commit"] == made["commit"]
+            context = await call(s, "context", query="write the report")
+            assert "report-style" in context["markdown"]
+
+            await call(s, "now_set", text="Ship the MCP server", section="doing")
+            await call(s, "now_append", text="write docs/agents.md", section="next")
+            now = await call(s, "now_show")
+            assert "Ship the MCP server" in str(now) and "write docs/agents.md" in str(now)
+            assert "Desk-Client: claude-code 1.0" in trailers(root)
+
+            await call(s, "mistake_add", what="Guessed the SDK API", context="writing desk serve",
+                       cause="read v1 examples", avoid="read the installed SDK's source")
+            assert "Guessed the SDK API" in (root / "MISTAKES.md").read_text()
+            assert "Desk-Client: claude-code 1.0" in trailers(root)
+
+            fact = await call(s, "fact_add", text="We deploy on Fridays", kind="decision", importance=4,
+                              key="deploy-day")
+            event = await call(s, "archive_append", kind="progress", content="server tests written")
+            assert fact["id"] != event["id"]
+            archived = "".join(p.read_text() for p in (root / ".system/archive").glob("*.jsonl"))
+            assert "We deploy on Fridays" in archived and "server tests written" in archived
+
+            gone = await call(s, "forget", name="report-style", reason="the user changed their mind")
+            assert gone["status"] == "deleted" and not (root / "memory/report-style.md").exists()
+            assert "Desk-Client: claude-code 1.0" in trailers(root)
+    anyio.run(main)
+    assert git(root, "status", "--porcelain", "--", "memory", "MEMORY.md", "NOW.md", "MISTAKES.md") == ""
+    subjects = git(root, "log", "--format=%s").splitlines()
+    assert subjects[0] == "forget: report-style" and subjects.count("remember: report-style") == 1
+
+
+def test_a_gate_rejection_is_a_tool_error_saying_what_to_change_and_writes_nothing(desk: DeskFolder) -> None:
+    async def main() -> None:
+        async with stdio_session(desk.root) as s:
+            await call(s, "remember", **REPORT)
+            head = git(desk.root, "rev-parse", "HEAD")
+            duplicate = await s.call_tool("remember", {**REPORT, "name": "report-copy"})
+            assert duplicate.is_error
+            text = duplicate.content[0].text  # type: ignore[union-attr]
+            assert "rejected" in text and "hint:" in text and "Nothing was written" in text
+            bad_type = await s.call_tool("remember", {**REPORT, "name": "other", "type": "mood",
+                                                     "body": "Something else entirely."})
+            assert bad_type.is_error and "type" in bad_type.content[0].text  # type: ignore[union-attr]
+            missing = await s.call_tool("show_memory", {"name": "nope"})
+            assert missing.is_error and "desk list" in missing.content[0].text  # type: ignore[union-attr]
+            assert git(desk.root, "rev-parse", "HEAD") == head
+            assert not (desk.root / "memory/report-copy.md").exists()
+    anyio.run(main)
+
+
+def test_resources_and_the_wake_up_prompt(desk: DeskFolder) -> None:
+    async def main() -> None:
+        async with stdio_session(desk.root) as s:
+            await call(s, "remember", **REPORT)
+            uris = {str(r.uri) for r in (await s.list_resources()).resources}
+            assert uris == {f"desk://{f}" for f in ("AGENTS.md", "SOUL.md", "NOW.md", "MEMORY.md", "MISTAKES.md")}
+            templates = (await s.list_resource_templates()).resource_templates
+            assert [t.uri_template for t in templates] == ["desk://memory/{name}"]
+            soul = await s.read_resource("desk://SOUL.md")
+            assert soul.contents[0].text == (desk.root / "SOUL.md").read_text()  # type: ignore[union-attr]
+            index = await s.read_resource("desk://MEMORY.md")
+            assert "report-style" in index.contents[0].text  # type: ignore[union-attr]
+            memory = await s.read_resource("desk://memory/report-style")
+            assert memory.contents[0].text == (desk.root / "memory/report-style.md").read_text()  # type: ignore[union-attr]
+            prompt = await s.get_prompt("wake_up", {})
+            text = prompt.messages[0].content.text  # type: ignore[union-attr]
+            assert text.startswith("# Desk context") and "report-style" in text
+    anyio.run(main)
+
+
+def test_two_clients_writing_at_once_all_land(desk: DeskFolder) -> None:
+    per_client = 6
+
+    async def client(name: str) -> None:
+        async with stdio_session(desk.root, client=name) as s:
+            for n in range(per_client):
+                made = await call(s, "remember", name=f"{name}-{n}", type="fact", description=f"{name} fact {n}",
+                                  body=f"Fact number {n} written by {name}.", triggers=[name])
+                assert made["status"] == "created"
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client, "alpha")
+            tg.start_soon(client, "beta")
+    anyio.run(main)
+    clients = git(desk.root, "log", "--format=%(trailers:key=Desk-Client,valueonly)").split()
+    assert clients.count("alpha") == clients.count("beta") == per_client
+    assert len(list((desk.root / "memory").glob("*.md"))) == 2 * per_client
+    index = (desk.root / "MEMORY.md").read_text()
+    assert all(f"{c}-{n}" in index for c in ("alpha", "beta") for n in range(per_client))
+    assert git(desk.root, "status", "--porcelain") == ""
+    git(desk.root, "fsck", "--strict")
+
+
+def test_serve_over_streamable_http_on_loopback(desk: DeskFolder) -> None:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "desk", "--desk", str(desk.root), "serve", "--http",
+                             f"127.0.0.1:{port}"], env=server_env(), stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):  # wait for the port to accept (bounded; not a timing assertion)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+
+        async def main() -> None:
+            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    assert (await call(s, "remember", **REPORT))["status"] == "created"
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert "Desk-Actor: assistant" in trailers(desk.root)
+
+
+def test_http_must_be_loopback(run: DeskRunner) -> None:
+    result = run("serve", "--http", "0.0.0.0:8765")
+    assert result.exit_code == 2 and "not a loopback address" in result.output
+    assert run("serve", "--http", "8765").exit_code == 2
+    assert run("serve", "--http", "127.0.0.2:8765").exit_code == 2  # loopback, but no rebinding guard
+    assert run("serve", "--http", "[::1]:0").exit_code == 2
+
+
+def test_serve_without_the_sdk_says_how_to_install_it(desk: DeskFolder) -> None:
+    code = ("import sys; sys.modules['mcp'] = None; sys.argv = ['desk', 'serve']; "
+            "from desk.cli.main import main; main()")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=desk.root, capture_output=True, text=True,
+                          env=server_env())
+    assert proc.returncode == 1
+    assert "hint: install the MCP extra: pip install 'desk[mcp]'" in proc.stderr
+
+
+def test_calls_at_once_in_one_session_all_answer(desk: DeskFolder) -> None:
+    """The recall cache is SQLite, bound to the thread that opened it: concurrent calls must not
+    spread it over threads (they did, on the SDK's worker threads, before every desk call got one)."""
+    answers: list[dict[str, object]] = []
+
+    async def main() -> None:
+        async with stdio_session(desk.root) as s:
+            await call(s, "remember", **REPORT)
+
+            async def one(n: int) -> None:
+                answers.append(await call(s, "recall", query=f"report writing {n}"))
+                answers.append(await call(s, "list_memories"))
+
+            async with anyio.create_task_group() as tg:
+                for n in range(8):
+                    tg.start_soon(one, n)
+    anyio.run(main)
+    assert len(answers) == 16
