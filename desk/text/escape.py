@@ -13,8 +13,8 @@ around it (issue 15.3). Whoever renders stored text into a prompt uses them, and
 - `one_line(text)`: a field that must stay on one line (a list item, a heading, a note, an
   attribute): `plain_text` with every line break a space.
 - `markdown_block(text)`: stored text shown as the body of a `## desk: …` section of `desk
-  context`. Line by line: a line that is a Markdown heading (`#` after any indent) is demoted two
-  levels and its indent dropped, so no stored line ever reads as `# ` or `## ` (the levels desk's
+  context`. Line by line: a line that is a Markdown heading (`#` or full-width `＃` after any indent,
+  zero-width characters included) is demoted two levels and its indent dropped, so no stored line ever reads as `# ` or `## ` (the levels desk's
   own headings use); a setext underline (`===`, `---` under text) is backslash-escaped, so it
   cannot turn the line above into a heading; a line starting with `[desk` is backslash-escaped
   (desk's own notes read `[desk context: …]`); `<` is escaped as `&lt;` where it would open or
@@ -43,7 +43,11 @@ from collections.abc import Iterable
 LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _BREAK_RE = re.compile(f"[{LINE_BREAKS}]")
 _CONTROL_RE = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
-_HEADING_RE = re.compile(r"^[ \t]*(#+)")
+# Indent a reader may not see (spaces, tabs, zero-width and other invisible format characters)
+# before `#` or its full-width twin `＃` (NFKC makes it `#`).
+_INVISIBLE = " \t\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+_HEADING_RE = re.compile(f"^[{_INVISIBLE}]*[#\uff03]")
+_LEAD_RE = re.compile(f"^[{_INVISIBLE}]+")
 _SETEXT_RE = re.compile(r"^[ \t]*(=+|-+)[ \t]*$")
 _OWN_TAG_RE = re.compile(r"<(?=/?(?:desk|memory|recalled_context|hit)\b|!--)", re.I)
 TOKEN_CHARS = 16
@@ -73,11 +77,11 @@ def markdown_block(text: str) -> str:
         if frontmatter and i > 0 and line == "---":
             frontmatter = False
         elif _HEADING_RE.match(line):
-            line = "##" + line.lstrip(" \t")
+            line = "##" + _LEAD_RE.sub("", line)
         elif previous.strip() and _SETEXT_RE.match(line):
             line = "\\" + line.lstrip(" \t")
-        elif line.lstrip(" \t").lower().startswith("[desk"):
-            line = "\\" + line.lstrip(" \t")
+        elif _LEAD_RE.sub("", line).lower().startswith("[desk"):
+            line = "\\" + _LEAD_RE.sub("", line)
         line = _OWN_TAG_RE.sub("&lt;", line)
         out.append(line)
         previous = line
@@ -98,8 +102,9 @@ def xml_text(text: str) -> str:
 
 
 def injected_body(body: str) -> str:
-    """A memory's body as recall and context inject it: XML text, trailing newlines dropped."""
-    return xml_text(body).rstrip("\n")
+    """A memory's body as context injects it: XML text (it sits in `<memory>`), each line also
+    escaped as `markdown_block` does (the block sits in Markdown), trailing newlines dropped."""
+    return markdown_block(xml_text(body)).rstrip("\n")
 
 
 def boundary_token(parts: Iterable[str]) -> str:
