@@ -543,8 +543,11 @@ def render_markdown(result: ContextResult) -> str:
     for section in result.sections:
         heading = section.label if not section.path or section.path == section.label.split(" ")[0] \
             else f"{section.label}: {section.path}"
-        out += [f"## desk: {one_line(heading)} [{token}]", "", section.text.rstrip("\n") or _note(
-            f"{section.label} left out: the total budget is spent"), ""]
+        body = section.text.rstrip("\n")
+        if not body:
+            body = _note(f"{section.label} left out: the total budget is spent") if section.left_out or \
+                section.budget == 0 else "_(empty)_"
+        out += [f"## desk: {one_line(heading)} [{token}]", "", body, ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
