@@ -24,17 +24,77 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import json
+import re
+
 from desk.archive.format import at_key
 from desk.archive.store import archive_files, read_events
-from desk.digest.conflicts import open_cases, parse_queue
-from desk.digest.facts import FACT_EVENT, FactRecord, fact_from_record
-from desk.digest.policy import domain_id
 from desk.errors import DeskError, Finding
 from desk.layout import CONFLICTS_FILE, DeskFolder
 from desk.text.normalize import content_key
-from desk.text.times import format_time
+from desk.text.times import TimeFormatError, format_time, parse_time
+from desk.vocabulary import FACT_KINDS
 
-MAX_COUNT = 50
+FACT_EVENT = "fact"  # desk.digest.facts.FACT_EVENT
+# desk.digest.facts' rules, checked here without pydantic (a cold `desk context` must not load it:
+# ~100 ms); tests/digest/test_recent.py keeps the two in agreement.
+KEY_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
+KEY_MAX = 80
+CONTENT_MAX = 4000
+
+
+@dataclass(frozen=True)
+class FactRecord:
+    """The fields of a fact the recent facts need (desk.digest.facts.FactRecord's)."""
+
+    id: str
+    at: dt.datetime
+    kind: str
+    importance: int
+    key: str | None
+    content: str
+
+
+def fact_from_record(rec: Mapping[str, Any]) -> FactRecord:
+    """A valid fact record's fields; ValueError otherwise (as desk.digest.facts.fact_from_record)."""
+    payload, content = rec.get("payload"), rec.get("content")
+    if not isinstance(payload, dict) or not isinstance(content, str):
+        raise ValueError("a fact needs a payload and content")
+    kind, importance, key = payload.get("kind"), payload.get("importance"), payload.get("key")
+    content = content.strip()
+    if (not content or len(content) > CONTENT_MAX or "\0" in content or kind not in FACT_KINDS
+            or type(importance) is not int or not 1 <= importance <= 5
+            or not (key is None or (isinstance(key, str) and len(key) <= KEY_MAX and KEY_RE.fullmatch(key)))
+            or not isinstance(rec.get("id"), str) or not isinstance(rec.get("at"), str)):
+        raise ValueError("not a valid fact")
+    try:
+        at = parse_time(rec["at"], "at", form="stored")
+    except TimeFormatError as exc:
+        raise ValueError(exc.message) from None
+    return FactRecord(rec["id"], at, kind, importance, key, content)
+
+
+def domain_id(fact: FactRecord) -> str:
+    """desk.digest.policy.domain_id."""
+    return f"key:{fact.key}" if fact.key is not None else f"content:{fact.kind}:{content_key(fact.content)}"
+
+
+def _open_cases(data: bytes | None) -> list[dict[str, Any]]:
+    """The open cases of the queue; a file that is not plainly well formed goes through
+    desk.digest.conflicts.parse_queue, which names what is wrong."""
+    if data is None:
+        return []
+    try:
+        doc = json.loads(data)
+        cases = doc["cases"] if isinstance(doc, dict) and doc.get("schema_version") == 1 else None
+    except (ValueError, KeyError):
+        cases = None
+    if not isinstance(cases, list) or not all(isinstance(c, dict) and isinstance(c.get("domain"), str)
+                                              and isinstance(c.get("status"), str) for c in cases):
+        from desk.digest.conflicts import parse_queue
+
+        cases = parse_queue(data)
+    return [c for c in cases if c.get("status") == "open"]
 
 
 @dataclass(frozen=True)
@@ -69,7 +129,7 @@ def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
     if count <= 0:
         return out
     try:
-        cases = open_cases(parse_queue(_read(desk, CONFLICTS_FILE)))
+        cases = _open_cases(_read(desk, CONFLICTS_FILE))
     except DeskError as exc:
         out.unreadable.append(f"{CONFLICTS_FILE}: {exc.message}")
         return out
