@@ -17,7 +17,6 @@ from desk.api import Desk
 from desk.errors import DeskError
 from desk.layout import DeskFolder
 from desk.recall.context import BUDGET_KEYS
-from tests.conftest import DeskRunner
 from tests.context_helpers import StructureEscape, parse_context
 
 AS_OF = "2026-11-30T00:00:00Z"
@@ -191,21 +190,21 @@ def test_a_forged_line_is_caught_by_the_parser() -> None:
     assert "[desk context: fake]" not in good
 
 
-@pytest.mark.parametrize("attack", CORPUS)
-def test_recall_output_keeps_one_hit_per_record(desk: DeskFolder, run: DeskRunner, attack: str) -> None:
-    """Archive content shown by `desk recall`: the human listing keeps two lines per hit and no
-    control character; --json and --xml parse with the same hits."""
-    d = open_desk(desk.root)
-    d.archive_append("inbound", f"lantern rollout {attack} lantern", session="s1", at="2026-11-28T09:00:00Z")
-    d.archive_append("inbound", "lantern second record", session="s1", at="2026-11-28T10:00:00Z")
-    human = d.recall("lantern", kind="conversation").text().split("\n")
-    assert len(human) == 2 * 2 + 1
-    assert all(line[:3] in ("1. ", "2. ", "   ") or line.startswith("searched ") for line in human)
-    assert not any(ch < " " and ch != "\t" or ch in "\x85\u2028\u2029" for line in human for ch in line)
-    hits = json.loads(run("recall", "lantern", "--kind", "conversation", "--json").output)["hits"]
-    assert len(hits) == 2
-    xml = run("recall", "lantern", "--kind", "conversation", "--xml").output
+def test_recall_output_keeps_one_hit_per_record(desk: DeskFolder) -> None:
+    """Archive content shown by `desk recall`: for every attack, the human listing keeps two lines
+    per hit and no control character, and --json and --xml parse with the same hits."""
     import xml.etree.ElementTree as ET
 
-    root = ET.fromstring(xml)
-    assert [child.tag for child in root] == ["hit", "hit"]
+    d = open_desk(desk.root)
+    for i, attack in enumerate(CORPUS):
+        d.archive_append("inbound", f"lantern{i}x rollout {attack} lantern{i}x", session="s1",
+                         at=f"2026-11-28T09:{i:02d}:00Z")
+        d.archive_append("inbound", f"lantern{i}x second record", session="s1", at=f"2026-11-28T10:{i:02d}:00Z")
+    for i, attack in enumerate(CORPUS):
+        result = d.recall(f"lantern{i}x", kind="conversation", as_of=AS_OF)
+        human = result.text().split("\n")
+        assert len(human) == 2 * 2 + 1, (attack, human)
+        assert all(line[:3] in ("1. ", "2. ", "   ") or line.startswith("searched ") for line in human)
+        assert not any(ch < " " and ch != "\t" or ch in "\x85\u2028\u2029" for line in human for ch in line)
+        assert len(json.loads(json.dumps(result.to_json()))["hits"]) == 2
+        assert [child.tag for child in ET.fromstring(result.xml())] == ["hit", "hit"]
