@@ -67,7 +67,8 @@ def render_text(result: RecallResult) -> str:
     for hit in result.hits:
         where = hit.provenance.get("path") or f"{hit.provenance.get('file')}:{hit.provenance.get('line')}"
         # One line each, no control character: a stored record must not add lines or drive the terminal.
-        lines.append(f"{hit.rank}. {one_line(hit.id)}  score {hit.score_breakdown.total:.3f}  ({one_line(str(where))})")
+        score = f"score {hit.score_breakdown.total:.3f}"
+        lines.append(f"{hit.rank}. {one_line(hit.id)}  {score}  ({one_line(str(where))})")
         lines.append(f"   {one_line(hit.snippet)}")
     lines.append(f"searched {result.searched_records} records, {result.candidate_records} candidates")
     return "\n".join(lines)

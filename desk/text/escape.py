@@ -14,8 +14,8 @@ around it (issue 15.3). Whoever renders stored text into a prompt uses them, and
   attribute): `plain_text` with every line break a space.
 - `markdown_block(text)`: stored text shown as the body of a `## desk: …` section of `desk
   context`. Line by line: a line that is a Markdown heading (`#` or full-width `＃` after any indent,
-  zero-width characters included) is demoted two levels and its indent dropped, so no stored line ever reads as `# ` or `## ` (the levels desk's
-  own headings use); a setext underline (`===`, `---` under text) is backslash-escaped, so it
+  zero-width characters included) is demoted two levels and its indent dropped, so no stored line
+  ever reads as `# ` or `## ` (the levels desk's own headings use); a setext underline (`===`, `---` under text) is backslash-escaped, so it
   cannot turn the line above into a heading; a line starting with `[desk` is backslash-escaped
   (desk's own notes read `[desk context: …]`); `<` is escaped as `&lt;` where it would open or
   close one of desk's elements (`<desk-…>`, `<memory>`, `<recalled_context>`, `<hit>`) or an HTML

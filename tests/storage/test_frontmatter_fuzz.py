@@ -24,7 +24,8 @@ def memory_like(draw: st.DrawFn) -> bytes:
     lines = [f"{draw(st.sampled_from(KEYS))}:{draw(piece)}{draw(piece)}" for _ in range(draw(st.integers(0, 6)))]
     if draw(st.booleans()):
         lines.append(f"triggers:\n  - {draw(piece)}\n  - {draw(piece)}")
-    text = "---\n" + "\n".join(lines) + ("\n---\n" if draw(st.booleans()) else "\n") + draw(piece) + draw(st.text(max_size=40))
+    text = ("---\n" + "\n".join(lines) + ("\n---\n" if draw(st.booleans()) else "\n") + draw(piece)
+            + draw(st.text(max_size=40)))
     return text.encode("utf-8", "surrogatepass") + draw(st.binary(max_size=4))
 
 
