@@ -31,29 +31,25 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from desk.errors import DeskError, Finding, UsageError
 from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MISTAKES_FILE, NOW_FILE, SOUL_FILE,
                          USER_FILE, DeskFolder)
-from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths, memory_path
-from desk.memory.mirror import head_mirror
-from desk.recall.records import text_terms
+from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths
+# Re-exported: the public names of `desk context` stay importable from here.
+from desk.recall.context_memories import BLOCK, NOTICE, _memory_xml, _recalled, trigger_hits  # noqa: F401
+from desk.recall.context_sections import Section, _note, _trim_entries, _trim_lines  # noqa: F401
 from desk.storage.git import blob_sha
-from desk.text.escape import boundary_token, injected_body, markdown_block, one_line, xml_attr
-from desk.text.normalize import normalize
+from desk.text.escape import boundary_token, markdown_block, one_line
 from desk.text.times import format_time, utc_now
-from desk.text.tokens import CJK_CLASS, estimate_tokens
 from desk.vocabulary import CONTEXT_MODES
 
 if TYPE_CHECKING:
     from desk.digest.recent import RecentFacts
 
-NOTICE = ("Memory is background that may be out of date; when it conflicts with the current "
-          "conversation, the current conversation wins.")
-BLOCK = "desk-memory"
 MODES = CONTEXT_MODES
 FILE_SECTIONS = (  # budget key, label, desk path (None: the project's file)
     ("project_agents", f"{AGENTS_FILE} (project)", None),
@@ -74,31 +70,8 @@ OPTION_DEFAULTS = {"recent_facts": 6, "journal_days": 1}  # desk.config.ContextO
 # Budget keys added after desks were first made: a desk.json without them reads their defaults
 # (desk.config.ContextBudgets'; a test keeps the two equal) without loading pydantic.
 LATER_BUDGETS = {"recent_facts": 400, "journal": 1500}
-_IMPORTANCE = re.compile(r"importance\W{0,3}([1-5])", re.I)
-_WORDISH = re.compile(rf"[^\W_{CJK_CLASS}]")
 _JOURNAL_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
-_ENTRY = "#### "  # a MISTAKES.md `## ` entry once escaped (`markdown_block` demotes two levels)
 FactsReader = Callable[[int, Mapping[str, IndexEntry]], "RecentFacts"]
-
-
-@dataclass
-class Section:
-    key: str
-    label: str
-    path: str | None
-    text: str
-    budget: int
-    left_out: list[str] = field(default_factory=list)
-    sources: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def tokens(self) -> int:
-        return estimate_tokens(self.text)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "label": self.label, "path": self.path, "sources": self.sources,
-                "tokens": self.tokens, "budget": self.budget, "trimmed": bool(self.left_out),
-                "left_out": self.left_out, "text": self.text}
 
 
 @dataclass
@@ -122,29 +95,6 @@ class ContextResult:
                 "total_tokens": sum(s.tokens for s in self.sections),
                 "sections": [s.to_json() for s in self.sections], "recalled": self.recalled,
                 "left_out": [f"{s.label}: {item}" for s in self.sections for item in s.left_out]}
-
-
-def trigger_hits(trigger: str, query: str) -> bool:
-    """Whether the normalised `query` mentions `trigger`: CJK anywhere, words on word boundaries.
-
-    A word trigger also matches its plain plural (`report` hits `reports`), nothing looser.
-    """
-    needle = normalize(trigger)
-    if not needle:
-        return False
-    start = query.find(needle)
-    while start >= 0:
-        end = start + len(needle)
-        before_ok = start == 0 or not (_WORDISH.match(needle[0]) and _WORDISH.match(query[start - 1]))
-        rest = query[end:]
-        for suffix in ("", "s", "es"):
-            if rest.startswith(suffix):
-                after = rest[len(suffix):len(suffix) + 1]
-                if not (after and _WORDISH.match(needle[-1]) and _WORDISH.match(after)):
-                    if before_ok:
-                        return True
-        start = query.find(needle, start + 1)
-    return False
 
 
 def _fast_config(desk: DeskFolder) -> dict[str, Any] | None:
@@ -351,180 +301,6 @@ def _journal_sections(desk: DeskFolder, as_of: dt.datetime, days: int, limit: in
         limit = max(0, limit - section.tokens)
         out.append(section)
     return out
-
-
-def _note(text: str) -> str:
-    return f"[desk context: {text}]"
-
-
-def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Section:
-    """Keep the first lines that fit; say which lines were left out."""
-    section = Section(key, label, shown, text, limit)
-    if _fits(text, limit):
-        return section
-    lines = text.rstrip("\n").split("\n")
-
-    def note(count: int) -> str:
-        return _note(f"{label} trimmed to its budget of {limit} tokens: lines {count + 1}-{len(lines)} "
-                     f"of {len(lines)} left out; open {shown} for the rest")
-
-    room = limit - estimate_tokens(note(len(lines))) - 1
-    kept: list[str] = []
-    for line in lines:
-        room -= estimate_tokens(line) + 1
-        if room < 0:
-            break
-        kept.append(line)
-    section.text = "\n".join([*kept, note(len(kept))]) + "\n"
-    section.left_out = [f"lines {len(kept) + 1}-{len(lines)}"]
-    if estimate_tokens(section.text) > limit:
-        section.text, section.left_out = "", ["the whole file"]
-    return section
-
-
-def _fits(text: str, limit: int, chunk: int = 8192) -> bool:
-    """`estimate_tokens(text) <= limit`, counted in pieces that stop once over the limit (MEMORY.md
-    of 10,000 memories is 600 kB; its budget shows a few hundred lines).
-
-    Pieces end after a newline that follows a non-space character: the estimator counts that
-    newline on its own, so the pieces' counts add up to the whole text's exactly.
-    """
-    total, start = 0, 0
-    while start < len(text):
-        end = text.find("\n", start + chunk)
-        while end > 0 and text[end - 1].isspace():
-            end = text.find("\n", end + 1)
-        end = len(text) if end < 0 else end + 1
-        total += estimate_tokens(text[start:end])
-        if total > limit:
-            return False
-        start = end
-    return total <= limit
-
-
-def _trim_entries(key: str, label: str, shown: str, text: str, limit: int, query: str) -> Section:
-    """MISTAKES.md: keep the highest-value `## ` entries that fit.
-
-    Value: an explicit `importance: N` first, then how many of the query's terms the entry shares
-    (a lesson about the task at hand), then the newest (entries are appended).
-    """
-    section = Section(key, label, shown, text, limit)
-    if estimate_tokens(text) <= limit:
-        return section
-    parts = re.split(f"(?m)^(?={_ENTRY})", text)
-    preamble, entries = (parts[0], parts[1:]) if not parts[0].startswith(_ENTRY) else ("", parts)
-    wanted = set(text_terms(query))
-    ranked = sorted(range(len(entries)), key=lambda i: (
-        -_importance(entries[i]), -len(wanted.intersection(text_terms(entries[i]))), -i))
-    chosen: set[int] = set()
-    for i in ranked:
-        trial = chosen | {i}
-        if estimate_tokens(_assemble(preamble, entries, trial, label)) <= limit:
-            chosen = trial
-    section.left_out = [_title(entries[i]) for i in range(len(entries)) if i not in chosen]
-    body = _assemble(preamble, entries, chosen, label)
-    if estimate_tokens(body) > limit:
-        body, section.left_out = "", ["the whole file"]
-    section.text = body
-    return section
-
-
-def _importance(entry: str) -> int:
-    match = _IMPORTANCE.search(entry)
-    return int(match.group(1)) if match else 0
-
-
-def _title(entry: str) -> str:
-    return entry.split("\n", 1)[0].removeprefix(_ENTRY).strip()
-
-
-def _assemble(preamble: str, entries: list[str], chosen: set[int], label: str) -> str:
-    left = [_title(e) for i, e in enumerate(entries) if i not in chosen]
-    text = preamble + "".join(entries[i] for i in sorted(chosen))
-    if left:
-        text = text.rstrip("\n") + "\n\n" + _note(
-            f"{label} trimmed to its budget: {len(left)} lower-value "
-            f"{'entry' if len(left) == 1 else 'entries'} left out: " + _some(left, "; ")) + "\n"
-    return text
-
-
-def _some(names: list[str], sep: str, most: int = 6) -> str:
-    """At most `most` names and a count of the rest: a trim note must not outgrow its budget."""
-    shown = sep.join(names[:most])
-    return shown + (f"{sep}and {len(names) - most} more" if len(names) > most else "")
-
-
-def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry],
-              limit: int) -> tuple[Section, list[dict[str, Any]]] | None:
-    """The trigger-gated memory block, or None when no trigger is hit (nothing injected)."""
-    normalized = normalize(query)
-    hits = []
-    for name in sorted(active):
-        hit = [t for t in active[name].triggers if trigger_hits(t, normalized)]
-        if hit:
-            hits.append((name, hit))
-    if not hits:
-        return None
-    # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
-    with head_mirror(desk) as mirror:
-        committed = mirror.committed(name for name, _ in hits)
-    hits.sort(key=lambda h: (-(active[h[0]].importance or 0), h[0]))  # importance, then name
-    head = f"<{BLOCK}>\n{NOTICE}\n"
-    tail = f"</{BLOCK}>\n"
-    chosen: list[dict[str, Any]] = []
-    left: list[str] = []
-    used = estimate_tokens(head + tail)
-    for name, hit in hits:
-        path = memory_path(name)
-        at_head = committed.get(name)
-        entry = active[name]
-        m = {"name": name, "path": path, "commit": at_head.commit if at_head else None,
-             "type": entry.type, "importance": entry.importance, "source": entry.source,
-             "source_event": entry.source_event, "updated": entry.updated_field, "triggers_hit": hit}
-        # Elements are whole lines, so their token estimates add up, and the index entry knows
-        # each one but for a newline: a memory that cannot fit is never read (40: room for the
-        # note on what was left out).
-        least = estimate_tokens(_memory_tag(m) + "\n") + entry.injected_tokens + estimate_tokens(_CLOSE)
-        if used + least + 40 > limit:
-            left.append(name)
-            continue
-        from desk.memory.file import parse_memory  # PyYAML only when a body is injected
-
-        memory = parse_memory(desk.path(path).read_bytes(), path, name)
-        meta = memory.meta
-        m.update({"type": meta.type, "importance": meta.importance, "source": meta.source,
-                  "source_event": meta.source_event,
-                  "updated": format_time(meta.updated) if meta.updated else None, "body": memory.body})
-        trial = estimate_tokens(head + "".join(_memory_xml(x) for x in [*chosen, m]) + tail)
-        if trial + 40 <= limit:
-            chosen.append(m)
-            used = trial
-        else:
-            left.append(name)
-    text = head + "".join(_memory_xml(m) for m in chosen)
-    if left:
-        text += _note(f"recalled memories over the budget of {limit} tokens left out: "
-                      + _some(left, ", ") + "; read them with `desk show NAME`") + "\n"
-    text += tail
-    label = f"Recalled memories (query: {' '.join(one_line(query).split())})"
-    section = Section("recalled", label, None, text, limit, left,
-                      [{"path": m["path"], "commit": m["commit"]} for m in chosen])
-    return section, chosen
-
-
-_CLOSE = "</memory>\n"
-
-
-def _memory_tag(m: Mapping[str, Any]) -> str:
-    shown = {**m, "commit": (m["commit"] or "")[:12]}  # the full sha is in --format json
-    attrs = " ".join(f"{k}={xml_attr(shown[k])}" for k in ("name", "path", "commit", "type", "source",
-                                                        "source_event", "updated") if shown.get(k))
-    attrs += f" triggers_hit={xml_attr(', '.join(m['triggers_hit']))}"
-    return f"<memory {attrs}>"
-
-
-def _memory_xml(m: Mapping[str, Any]) -> str:
-    return f"{_memory_tag(m)}\n{injected_body(m['body'])}\n{_CLOSE}"
 
 
 def render_markdown(result: ContextResult) -> str:
