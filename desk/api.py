@@ -238,17 +238,31 @@ class Desk(DeskFolder):
         return Recalled(recall(self, query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
                                cache=self._search_cache, progress=progress))
 
-    def context(self, *, query: str | None = None, budget: int | None = None,
+    def context(self, *, mode: str = "wake", query: str | None = None, budget: int | None = None,
                 section_budgets: Mapping[str, int] | None = None,
-                project_agents: str | Path | None = None, as_of: Time | None = None) -> Context:
-        """What the assistant loads at the start of a session, within the budgets (docs/design.md §4.1)."""
+                project_agents: str | Path | None = None, as_of: Time | None = None,
+                journal_days: int | None = None) -> Context:
+        """What the assistant reads, within the budgets (docs/context.md).
+
+        `mode` is the read: `wake` (the start of a session: AGENTS.md ... MEMORY.md and the recent
+        facts) or `spot` (the key-turn spot check: NOW.md, MISTAKES.md and the newest
+        `journal_days` journal days). UsageError (exit 2) for an unknown mode or budget section.
+        """
         from desk.recall.context import build_context
         from desk.recall.search import parse_as_of
+        from desk.text.times import utc_now
+
+        when = parse_as_of(as_of) if as_of is not None else utc_now()
+
+        def facts(count: int, memories: Mapping[str, Any]) -> Any:
+            from desk.digest.recent import recent_facts
+
+            return recent_facts(self, as_of=when, count=count, memories=memories)
 
         return Context(build_context(
-            self, query=query, budget=budget, section_budgets=section_budgets,
+            self, mode=mode, query=query, budget=budget, section_budgets=section_budgets,
             project_agents=Path(project_agents) if project_agents is not None else None,
-            as_of=parse_as_of(as_of) if as_of is not None else None))
+            as_of=when, journal_days=journal_days, facts=facts))
 
     def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
         """Memories by type, the resident index's token cost, stale memories, archive size."""

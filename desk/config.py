@@ -40,7 +40,17 @@ class ContextBudgets(_Strict):
     mistakes: int = Field(default=800, ge=0)
     user: int = Field(default=600, ge=0)
     memory_index: int = Field(default=1500, ge=0)
+    recent_facts: int = Field(default=400, ge=0)
+    journal: int = Field(default=1500, ge=0)
     recalled: int = Field(default=1500, ge=0)
+
+
+class ContextOptions(_Strict):
+    """What `desk context` reads besides files (docs/context.md): how many recent facts the
+    wake-up read shows (seed 000: at most 6) and how many journal days the spot check reads."""
+
+    recent_facts: int = Field(default=6, ge=0, le=50)
+    journal_days: int = Field(default=1, ge=1, le=31)
 
 
 class Secrets(_Strict):
@@ -54,6 +64,7 @@ class DeskConfig(_Strict):
     desk_id: str
     distill: DistillPolicy = DistillPolicy()
     budgets: ContextBudgets = ContextBudgets()
+    context: ContextOptions = ContextOptions()
     secrets: Secrets = Secrets()
 
     def to_bytes(self) -> bytes:

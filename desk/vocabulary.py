@@ -16,3 +16,4 @@ RANKERS = ("default", "seed", "bm25")
 CONTEXT_FORMATS = ("markdown", "json")
 IMPORT_FORMATS = ("claude-code", "openclaw", "markdown", "mem0", "chat-export", "jsonl")  # desk import FORMAT
 EXPORT_FORMATS = ("claude-code", "openclaw", "markdown", "jsonl")  # desk export FORMAT
+CONTEXT_MODES = ("wake", "spot")  # desk context --mode: the wake-up read, the key-turn spot check

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from desk.cli.output import invocation, json_option, print_json, render
-from desk.vocabulary import CONTEXT_FORMATS, RANKERS, RECALL_KINDS
+from desk.vocabulary import CONTEXT_FORMATS, CONTEXT_MODES, RANKERS, RECALL_KINDS
 
 PROGRESS_MIN_BYTES = 1 << 20  # show a progress bar only when there is real ingest work
 
@@ -88,6 +88,12 @@ def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
 
 
 @click.command("context")
+@click.option("--mode", type=click.Choice(CONTEXT_MODES), default="wake", show_default=True,
+              help="wake: what the assistant loads at the start of a session; spot: the key-turn spot "
+                   "check during long work (NOW.md, MISTAKES.md, the newest journal days).")
+@click.option("--journal-days", type=click.IntRange(1, 31), metavar="N",
+              help="Spot check: how many of the newest journal days to read (default from "
+                   ".system/desk.json, 1).")
 @click.option("--query", "-q", metavar="TEXT",
               help="Also inject the bodies of memories whose triggers TEXT hits (none when nothing hits).")
 @click.option("--budget", type=int, metavar="TOKENS", help="Total token budget (default from .system/desk.json).")
@@ -97,18 +103,22 @@ def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
               help="The current project's AGENTS.md, read first.")
 @click.option("--format", "fmt", type=click.Choice(CONTEXT_FORMATS), default="markdown",
               show_default=True, help="Markdown to inject, or JSON with the sections and token estimates.")
-@click.option("--as-of", metavar="TIME", help="Treat this UTC time as now (which memories are expired).")
+@click.option("--as-of", metavar="TIME",
+              help="Treat this UTC time as now (expired memories, recent facts, journal days).")
 @json_option
-def context_command(query: str | None, budget: int | None, section_budget: tuple[str, ...],
-                    project_agents: Path | None, fmt: str, as_of: str | None) -> None:
+def context_command(mode: str, journal_days: int | None, query: str | None, budget: int | None,
+                    section_budget: tuple[str, ...], project_agents: Path | None, fmt: str,
+                    as_of: str | None) -> None:
     """Render what the assistant loads at the start of a session (the injection contract).
 
-    Read order: project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, MEMORY.md,
-    then trigger-hit memories. Every section has a budget; what is trimmed is named.
+    --mode wake (default): project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md,
+    MEMORY.md, recent facts. --mode spot: NOW.md, MISTAKES.md, the newest journal days. Then, with
+    --query, trigger-hit memories. Every section has a budget; what is trimmed is named.
     """
-    result = invocation().desk().context(query=query, budget=budget,
+    result = invocation().desk().context(mode=mode, query=query, budget=budget,
                                          section_budgets=_section_budgets(section_budget),
-                                         project_agents=project_agents, as_of=as_of or None)
+                                         project_agents=project_agents, as_of=as_of or None,
+                                         journal_days=journal_days)
     if fmt == "json" or invocation().json:
         print_json(result.to_json())
     else:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from desk.errors import UsageError
 from desk.layout import MEMORY_DIR, MISTAKES_FILE, DeskFolder
+from desk.text.escape import one_line
 from desk.text.normalize import normalize
 from desk.text.times import format_time, utc_now
 from desk.transaction import commit_message, transaction
@@ -97,7 +98,7 @@ def list_mistakes(desk: DeskFolder) -> list[Mistake]:
 
 
 def _clean(name: str, value: str) -> str:
-    text = " ".join(value.split())  # one line per field keeps the file scannable and parseable
+    text = " ".join(one_line(value).split())  # one line per field keeps the file scannable and parseable
     if not text:
         raise UsageError(f"--{name} is empty; say {_PROMPTS[name]}")
     if len(text) > MAX_FIELD:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from desk.layout import NOW_FILE, DeskFolder
 from desk.errors import RejectedError, UsageError
+from desk.text.escape import plain_text
 from desk.transaction import commit_message, transaction
 from desk.vocabulary import NOW_SECTIONS
 
@@ -109,8 +110,13 @@ def read_now(desk: DeskFolder) -> NowNote:
 
 
 def set_now(desk: DeskFolder, text: str, *, section: str | None = None, actor: str = "assistant") -> NowResult:
-    """Replace one section's text (empty clears it), or the whole note when no section is given."""
+    """Replace one section's text (empty clears it), or the whole note when no section is given.
+
+    A line break other than `\n` (lone CR, U+2028, NEL, ...) becomes a space and other control
+    characters are dropped (`desk.text.escape.plain_text`): only a newline starts a line.
+    """
     name = _section(section)
+    text = plain_text(text, breaks=" ")
     if name is None and not text.strip():
         raise UsageError("refusing to empty NOW.md; clear one section with --section NAME ''")
 
@@ -126,6 +132,7 @@ def set_now(desk: DeskFolder, text: str, *, section: str | None = None, actor: s
 def append_now(desk: DeskFolder, text: str, *, section: str = "doing", actor: str = "assistant") -> NowResult:
     """Add TEXT at the end of a section (default Doing); one line becomes a `- ` list item."""
     name = _section(section) or "doing"
+    text = plain_text(text, breaks=" ")  # a CR or U+2028 in the text must not start a line
     if not text.strip():
         raise UsageError("nothing to append: the text is empty")
     item = text.strip("\n")

@@ -1,42 +1,57 @@
-"""`desk context`: the injection contract of docs/design.md §4.1, rendered deterministically within budgets.
+"""`desk context`: the read contract of docs/context.md, rendered deterministically within budgets.
 
-Read order: the project's AGENTS.md (when given), the desk's AGENTS.md, SOUL.md, NOW.md, MISTAKES.md,
-USER.md, MEMORY.md (active memories only), then, with a query, the bodies of the memories whose
-triggers the query hits (docs/design.md §8.4: no hit, nothing injected), each with its provenance, inside one
-block that carries the notice that memory is background that may be out of date.
+Two reads, one `mode` parameter (the CLI's `--mode wake|spot`; docs/context.md says why one
+option and not a flag per read: the MCP `context` tool and `Desk.context` take the same value):
+
+- `wake` (seed 002 "Read A/B", the default): the project's AGENTS.md (when given), the desk's
+  AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, MEMORY.md (active memories only), then at most
+  `context.recent_facts` recent facts (seed 000: facts not yet memories, never a keyed fact,
+  `desk.digest.recent`).
+- `spot` (seed 002 "Read C", the key-turn spot check): NOW.md, MISTAKES.md and the newest
+  `journal_days` journal days on or before `as_of`; nothing of SOUL.md, USER.md or MEMORY.md.
+
+In both, a query adds the bodies of the memories whose triggers it hits (docs/design.md §8.4: no
+hit, nothing injected), each with its provenance, inside one block that carries the notice that
+memory is background that may be out of date.
 
 Budgets (estimated tokens, `desk.text.tokens`) come per section from `.system/desk.json` `budgets` and
 can be overridden per call; the total budget is spent in read order. Whatever is trimmed is named in
 the output, never dropped silently; MISTAKES.md keeps its highest-value entries (importance, then
-newest). Memory text is XML-escaped, so a body cannot close the block it sits in. The output is a
-pure function of the files, the query, the budgets and `as_of`: same inputs, same bytes.
+query terms, then newest). Every stored text is escaped for what it sits in (`desk.text.escape`):
+Markdown sections cannot open a heading of desk's levels, a desk note or a desk element, memory
+text in the XML block cannot close it, and the headings carry a boundary token derived from the
+rendered content. The output is a pure function of the files, the archive's facts, the query, the
+budgets and `as_of`: same inputs, same bytes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from desk.errors import Finding, UsageError
-from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, MISTAKES_FILE, NOW_FILE, SOUL_FILE, USER_FILE,
-                         DeskFolder)
-from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths, memory_path
-from desk.memory.mirror import head_mirror
-from desk.text.escape import injected_body, xml_attr
-from desk.recall.records import text_terms
-from desk.text.normalize import normalize
+from desk.errors import DeskError, Finding, UsageError
+from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MISTAKES_FILE, NOW_FILE, SOUL_FILE,
+                         USER_FILE, DeskFolder)
+from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths
+# Re-exported: the public names of `desk context` stay importable from here.
+from desk.recall.context_memories import BLOCK, NOTICE, _memory_xml, _recalled, trigger_hits  # noqa: F401
+from desk.recall.context_sections import Section, _note, _trim_entries, _trim_lines  # noqa: F401
+from desk.storage.git import blob_sha
+from desk.text.escape import boundary_token, markdown_block, one_line
 from desk.text.times import format_time, utc_now
-from desk.text.tokens import CJK_CLASS, estimate_tokens
+from desk.vocabulary import CONTEXT_MODES
 
-NOTICE = ("Memory is background that may be out of date; when it conflicts with the current "
-          "conversation, the current conversation wins.")
-BLOCK = "desk-memory"
-SECTIONS = (  # budget key, label, desk path (None: the project's file)
+if TYPE_CHECKING:
+    from desk.digest.recent import RecentFacts
+
+MODES = CONTEXT_MODES
+FILE_SECTIONS = (  # budget key, label, desk path (None: the project's file)
     ("project_agents", f"{AGENTS_FILE} (project)", None),
     ("agents", AGENTS_FILE, AGENTS_FILE),
     ("soul", SOUL_FILE, SOUL_FILE),
@@ -45,28 +60,18 @@ SECTIONS = (  # budget key, label, desk path (None: the project's file)
     ("user", USER_FILE, USER_FILE),
     ("memory_index", INDEX_FILE, INDEX_FILE),
 )
-BUDGET_KEYS = ("total", *(key for key, _, _ in SECTIONS), "recalled")
-_IMPORTANCE = re.compile(r"importance\W{0,3}([1-5])", re.I)
-_WORDISH = re.compile(rf"[^\W_{CJK_CLASS}]")
-
-
-@dataclass
-class Section:
-    key: str
-    label: str
-    path: str | None
-    text: str
-    budget: int
-    left_out: list[str] = field(default_factory=list)
-
-    @property
-    def tokens(self) -> int:
-        return estimate_tokens(self.text)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "label": self.label, "path": self.path, "tokens": self.tokens,
-                "budget": self.budget, "trimmed": bool(self.left_out), "left_out": self.left_out,
-                "text": self.text}
+SECTIONS = FILE_SECTIONS  # the wake-up read's file sections (kept for callers of the old name)
+READ_ORDER = {
+    "wake": ["project_agents", "agents", "soul", "now", "mistakes", "user", "memory_index", "recent_facts"],
+    "spot": ["now", "mistakes", "journal"],
+}
+BUDGET_KEYS = ("total", *(key for key, _, _ in FILE_SECTIONS), "recent_facts", "journal", "recalled")
+OPTION_DEFAULTS = {"recent_facts": 6, "journal_days": 1}  # desk.config.ContextOptions' defaults
+# Budget keys added after desks were first made: a desk.json without them reads their defaults
+# (desk.config.ContextBudgets'; a test keeps the two equal) without loading pydantic.
+LATER_BUDGETS = {"recent_facts": 400, "journal": 1500}
+_JOURNAL_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
+FactsReader = Callable[[int, Mapping[str, IndexEntry]], "RecentFacts"]
 
 
 @dataclass
@@ -75,49 +80,51 @@ class ContextResult:
     query: str | None
     recalled: list[dict[str, Any]]
     budget: int
+    mode: str = "wake"
+    as_of: str | None = None
+    commit: str | None = None  # HEAD when the files were read
+
+    @property
+    def boundary(self) -> str:
+        """The token on desk's headings: a hash of everything rendered (`desk.text.escape`)."""
+        return boundary_token([self.mode, *(p for s in self.sections for p in (s.key, s.label, s.text))])
 
     def to_json(self) -> dict[str, Any]:
-        return {"query": self.query, "budget": self.budget,
+        return {"mode": self.mode, "query": self.query, "as_of": self.as_of, "budget": self.budget,
+                "commit": self.commit, "boundary": self.boundary,
                 "total_tokens": sum(s.tokens for s in self.sections),
                 "sections": [s.to_json() for s in self.sections], "recalled": self.recalled,
                 "left_out": [f"{s.label}: {item}" for s in self.sections for item in s.left_out]}
 
 
-def trigger_hits(trigger: str, query: str) -> bool:
-    """Whether the normalised `query` mentions `trigger`: CJK anywhere, words on word boundaries.
-
-    A word trigger also matches its plain plural (`report` hits `reports`), nothing looser.
-    """
-    needle = normalize(trigger)
-    if not needle:
-        return False
-    start = query.find(needle)
-    while start >= 0:
-        end = start + len(needle)
-        before_ok = start == 0 or not (_WORDISH.match(needle[0]) and _WORDISH.match(query[start - 1]))
-        rest = query[end:]
-        for suffix in ("", "s", "es"):
-            if rest.startswith(suffix):
-                after = rest[len(suffix):len(suffix) + 1]
-                if not (after and _WORDISH.match(needle[-1]) and _WORDISH.match(after)):
-                    if before_ok:
-                        return True
-        start = query.find(needle, start + 1)
-    return False
+def _fast_config(desk: DeskFolder) -> dict[str, Any] | None:
+    try:
+        found = json.loads(desk.read(CONFIG_PATH))
+    except (OSError, ValueError, DeskError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _configured_budgets(desk: DeskFolder) -> dict[str, int]:
-    """The budgets of `.system/desk.json`. When they are complete and plain, as `desk init` writes
-    them, they are read as JSON: loading pydantic to validate them would cost a cold `desk context`
-    ~70 ms. Anything else goes through the validating loader, which says what is wrong."""
-    try:
-        found = json.loads(desk.read(CONFIG_PATH))["budgets"]
-        if (isinstance(found, dict) and sorted(found) == sorted(BUDGET_KEYS)
-                and all(type(v) is int and v >= 0 for v in found.values())):
-            return dict(found)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    """The budgets of `.system/desk.json`. When they are plain, as `desk init` writes them, they
+    are read as JSON: loading pydantic to validate them would cost a cold `desk context` ~70 ms.
+    Anything else goes through the validating loader, which says what is wrong."""
+    found = (_fast_config(desk) or {}).get("budgets")
+    if isinstance(found, dict) and all(type(v) is int and v >= 0 for v in found.values()):
+        merged = {**LATER_BUDGETS, **found}
+        if sorted(merged) == sorted(BUDGET_KEYS):
+            return merged
     return desk.config.budgets.model_dump()
+
+
+def configured_options(desk: DeskFolder) -> dict[str, int]:
+    """`.system/desk.json` `context`: how many recent facts, how many journal days."""
+    found = (_fast_config(desk) or {}).get("context", {})
+    if isinstance(found, dict) and set(found) <= set(OPTION_DEFAULTS) and all(
+            type(v) is int and 0 <= v <= (50 if k == "recent_facts" else 31) and (v >= 1 or k == "recent_facts")
+            for k, v in found.items()):
+        return {**OPTION_DEFAULTS, **found}
+    return desk.config.context.model_dump()
 
 
 def budgets_for(desk: DeskFolder, total: int | None, overrides: Mapping[str, int]) -> dict[str, int]:
@@ -135,10 +142,21 @@ def budgets_for(desk: DeskFolder, total: int | None, overrides: Mapping[str, int
     return budgets
 
 
-def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | None = None,
-                  section_budgets: Mapping[str, int] | None = None, project_agents: Path | None = None,
-                  as_of: dt.datetime | None = None) -> ContextResult:
-    """The sections to inject, trimmed to their budgets, in the contract's read order."""
+def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = None,
+                  budget: int | None = None, section_budgets: Mapping[str, int] | None = None,
+                  project_agents: Path | None = None, as_of: dt.datetime | None = None,
+                  journal_days: int | None = None, facts: FactsReader | None = None) -> ContextResult:
+    """The sections to inject, trimmed to their budgets, in the read order of `mode`.
+
+    `facts(count, active_memories)` reads the recent facts (`desk.digest.recent.recent_facts`,
+    passed in by the API: recall sits beside digest, not above it); without it the wake-up read
+    has no recent facts section.
+    """
+    if mode not in MODES:
+        raise UsageError(f"unknown context mode {mode!r}; one of {', '.join(MODES)}")
+    options = configured_options(desk)
+    if journal_days is not None and not 1 <= journal_days <= 31:
+        raise UsageError(f"--journal-days must be 1 to 31, not {journal_days}")
     as_of = as_of or utc_now()
     budgets = budgets_for(desk, budget, section_budgets or {})
     remaining = budgets["total"]
@@ -149,53 +167,94 @@ def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | N
     broken = invalid_paths(invalid)
     active = {n: e for n, e in entries.items() if not e.is_expired(as_of)}
     sections: list[Section] = []
-    for key, label, rel in SECTIONS:
-        if rel is None:
-            if project_agents is None:
-                continue
-            text, shown = _read(project_agents, str(project_agents), None), str(project_agents)
-        elif rel == INDEX_FILE:
-            text, shown = _index_text(active, len(entries) - len(active), broken), rel
-        else:
-            text, shown = _read(desk.path(rel), rel, desk.root), rel
+    read: dict[str, bytes | None] = {}  # desk files read: their blobs are checked against HEAD
+    labels = {key: (label, rel) for key, label, rel in FILE_SECTIONS}
+    for key in READ_ORDER[mode]:
         limit = min(budgets[key], remaining)
-        if key == "mistakes":
-            section = _trim_entries(key, label, shown, text, limit, query or "")
+        if key == "recent_facts":
+            if facts is None:
+                continue
+            found = [_facts_section(facts(options["recent_facts"], active), limit, options["recent_facts"])]
+        elif key == "journal":
+            found = _journal_sections(desk, as_of, journal_days or options["journal_days"], limit, read)
         else:
-            section = _trim_lines(key, label, shown, text, limit)
-        remaining -= section.tokens
-        sections.append(section)
+            label, rel = labels[key]
+            if rel is None:
+                if project_agents is None:
+                    continue
+                shown = one_line(str(project_agents))
+                text = markdown_block(_read(project_agents, shown, {}, None))
+            elif rel == INDEX_FILE:
+                _read(desk.path(rel), rel, read, rel, desk.root)  # its blob, for the sources
+                text, shown = markdown_block(_index_text(active, len(entries) - len(active), broken)), rel
+            else:
+                text, shown = markdown_block(_read(desk.path(rel), rel, read, rel, desk.root)), rel
+            if key == "mistakes":
+                section = _trim_entries(key, label, shown, text, limit, query or "")
+            else:
+                section = _trim_lines(key, label, shown, text, limit)
+            section.sources = [{"path": shown, "commit": None}] if rel is None else [{"path": rel}]
+            found = [section]
+        for section in found:
+            remaining -= section.tokens
+            sections.append(section)
     recalled: list[dict[str, Any]] = []
     if query is not None and query.strip():
         block = _recalled(desk, query, active, min(budgets["recalled"], remaining))
         if block is not None:
             sections.append(block[0])
             recalled = block[1]
-    return ContextResult(sections, query, recalled, budgets["total"])
+    head = _stamp_sources(desk, sections, read)
+    return ContextResult(sections, query, recalled, budgets["total"], mode, format_time(as_of), head)
 
 
-def _read(path: Path, shown: str, root: Path | None) -> str:
-    """A section's file. Inside the desk (`root`) a symlink is never read through: the section says
-    it was refused instead (the link could point anywhere, /proc/self/environ or a key file), and
-    everything else still loads. The project's AGENTS.md is the caller's own path, outside it."""
-    from desk.storage.reading import SymlinkError, read_text
+def _read(path: Path, shown: str, read: dict[str, bytes | None], rel: str | None,
+          root: Path | None = None) -> str:
+    """A section's file. Inside the desk (`root`) a symlink is never read through, nor a folder
+    on the way that is one: the section says it was refused instead (the link could point
+    anywhere, /proc/self/environ or a key file), and everything else still loads. The project's
+    AGENTS.md is the caller's own path, outside the desk; it is still never read through a link."""
+    from desk.storage.reading import SymlinkError, read_regular
 
     try:
-        if root is None:
-            return path.read_text("utf-8", "replace").rstrip() + "\n"
-        return read_text(path, root, "replace").rstrip() + "\n"
+        data = read_regular(path, root)
+    except FileNotFoundError:
+        if rel is not None:
+            read[rel] = None
+        return f"_({shown} does not exist)_\n"
     except SymlinkError:
         return (f"_({shown} was not read: it is a symbolic link, and desk never reads through one; "
                 "`desk validate --all` names it and says how to put the file back)_\n")
-    except FileNotFoundError:
-        return f"_({shown} does not exist)_\n"
     except OSError as exc:
         raise UsageError(f"cannot read {shown}: {exc}") from None
+    if rel is not None:
+        read[rel] = data
+    return data.decode("utf-8", "replace").rstrip() + "\n"
+
+
+def _stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, bytes | None]) -> str | None:
+    """Give each desk file source its blob and, when HEAD holds exactly that, HEAD's commit
+    (one `git cat-file --batch-check` for all of them)."""
+    try:
+        ids = desk.git.object_ids(["HEAD", *(f"HEAD:{rel}" for rel in read)])
+    except DeskError:
+        ids = {}
+    head = ids.get("HEAD")
+    for section in sections:
+        for source in section.sources:
+            rel = source["path"]
+            if rel not in read or "commit" in source:
+                continue
+            data = read[rel]
+            blob = blob_sha(data) if data is not None else None
+            committed = blob is not None and ids.get(f"HEAD:{rel}") == blob
+            source.update(blob=blob, commit=head if committed else None, committed=committed)
+    return head
 
 
 def _index_text(active: Mapping[str, IndexEntry], expired: int, broken: list[str]) -> str:
     lines = [HEADER.rstrip("\n"), ""]
-    lines += [e.line() for e in sorted(active.values(), key=lambda e: e.name)] or ["_No active memories._"]
+    lines += [_index_line(e) for e in sorted(active.values(), key=lambda e: e.name)] or ["_No active memories._"]
     if expired:
         lines.append(f"_({expired} expired {'memory' if expired == 1 else 'memories'} not shown.)_")
     if broken:
@@ -203,190 +262,76 @@ def _index_text(active: Mapping[str, IndexEntry], expired: int, broken: list[str
     return "\n".join(lines) + "\n"
 
 
-def _note(text: str) -> str:
-    return f"[desk context: {text}]"
+def _index_line(entry: IndexEntry) -> str:
+    """MEMORY.md's line for `entry`, every stored field on one line (escaped with the block)."""
+    line = f"- [{one_line(entry.name)}](memory/{one_line(entry.name)}.md) — {one_line(entry.description)}"
+    return line + (f" (expires {one_line(entry.expires)})" if entry.expires else "")
 
 
-def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Section:
-    """Keep the first lines that fit; say which lines were left out."""
-    section = Section(key, label, shown, text, limit)
-    if _fits(text, limit):
-        return section
-    lines = text.rstrip("\n").split("\n")
-
-    def note(count: int) -> str:
-        return _note(f"{label} trimmed to its budget of {limit} tokens: lines {count + 1}-{len(lines)} "
-                     f"of {len(lines)} left out; open {shown} for the rest")
-
-    room = limit - estimate_tokens(note(len(lines))) - 1
-    kept: list[str] = []
-    for line in lines:
-        room -= estimate_tokens(line) + 1
-        if room < 0:
-            break
-        kept.append(line)
-    section.text = "\n".join([*kept, note(len(kept))]) + "\n"
-    section.left_out = [f"lines {len(kept) + 1}-{len(lines)}"]
-    if estimate_tokens(section.text) > limit:
-        section.text, section.left_out = "", ["the whole file"]
+def _facts_section(found: RecentFacts, limit: int, count: int) -> Section:
+    """Seed 000's recent facts: newest first, each with its time and event id."""
+    label = "Recent facts"
+    lines = [f"Newest first, at most {count}: raw facts not yet distilled into memories (a keyed fact "
+             "shows only as its domain's active memory)."]
+    lines += [f"- {format_time(r.fact.at)} `{one_line(r.fact.id)}` {r.fact.kind}, importance "
+              f"{r.fact.importance}: {one_line(r.fact.content)}" for r in found.facts] or ["_No recent facts._"]
+    if found.excluded:
+        lines.append("_(not shown: " + "; ".join(f"{n} {why}" for why, n in sorted(found.excluded.items())) + ")_")
+    lines += [f"_(could not read {one_line(p)})_" for p in found.unreadable]
+    section = _trim_lines("recent_facts", label, label, markdown_block("\n".join(lines) + "\n"), limit)
+    section.path = None
+    by_file: dict[str, list[str]] = {}
+    for r in found.facts:
+        by_file.setdefault(r.path, []).append(r.fact.id)
+    section.sources = [{"path": p, "events": ids, "commit": None} for p, ids in by_file.items()]
     return section
 
 
-def _fits(text: str, limit: int, chunk: int = 8192) -> bool:
-    """`estimate_tokens(text) <= limit`, counted in pieces that stop once over the limit (MEMORY.md
-    of 10,000 memories is 600 kB; its budget shows a few hundred lines).
-
-    Pieces end after a newline that follows a non-space character: the estimator counts that
-    newline on its own, so the pieces' counts add up to the whole text's exactly.
-    """
-    total, start = 0, 0
-    while start < len(text):
-        end = text.find("\n", start + chunk)
-        while end > 0 and text[end - 1].isspace():
-            end = text.find("\n", end + 1)
-        end = len(text) if end < 0 else end + 1
-        total += estimate_tokens(text[start:end])
-        if total > limit:
-            return False
-        start = end
-    return total <= limit
-
-
-def _trim_entries(key: str, label: str, shown: str, text: str, limit: int, query: str) -> Section:
-    """MISTAKES.md: keep the highest-value `## ` entries that fit.
-
-    Value: an explicit `importance: N` first, then how many of the query's terms the entry shares
-    (a lesson about the task at hand), then the newest (entries are appended).
-    """
-    section = Section(key, label, shown, text, limit)
-    if estimate_tokens(text) <= limit:
-        return section
-    parts = re.split(r"(?m)^(?=## )", text)
-    preamble, entries = (parts[0], parts[1:]) if not parts[0].startswith("## ") else ("", parts)
-    wanted = set(text_terms(query))
-    ranked = sorted(range(len(entries)), key=lambda i: (
-        -_importance(entries[i]), -len(wanted.intersection(text_terms(entries[i]))), -i))
-    chosen: set[int] = set()
-    for i in ranked:
-        trial = chosen | {i}
-        if estimate_tokens(_assemble(preamble, entries, trial, label)) <= limit:
-            chosen = trial
-    section.left_out = [_title(entries[i]) for i in range(len(entries)) if i not in chosen]
-    body = _assemble(preamble, entries, chosen, label)
-    if estimate_tokens(body) > limit:
-        body, section.left_out = "", ["the whole file"]
-    section.text = body
-    return section
-
-
-def _importance(entry: str) -> int:
-    match = _IMPORTANCE.search(entry)
-    return int(match.group(1)) if match else 0
-
-
-def _title(entry: str) -> str:
-    return entry.split("\n", 1)[0].removeprefix("## ").strip()
-
-
-def _assemble(preamble: str, entries: list[str], chosen: set[int], label: str) -> str:
-    left = [_title(e) for i, e in enumerate(entries) if i not in chosen]
-    text = preamble + "".join(entries[i] for i in sorted(chosen))
-    if left:
-        text = text.rstrip("\n") + "\n\n" + _note(
-            f"{label} trimmed to its budget: {len(left)} lower-value "
-            f"{'entry' if len(left) == 1 else 'entries'} left out: " + _some(left, "; ")) + "\n"
-    return text
-
-
-def _some(names: list[str], sep: str, most: int = 6) -> str:
-    """At most `most` names and a count of the rest: a trim note must not outgrow its budget."""
-    shown = sep.join(names[:most])
-    return shown + (f"{sep}and {len(names) - most} more" if len(names) > most else "")
-
-
-def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry],
-              limit: int) -> tuple[Section, list[dict[str, Any]]] | None:
-    """The trigger-gated memory block, or None when no trigger is hit (nothing injected)."""
-    normalized = normalize(query)
-    hits = []
-    for name in sorted(active):
-        hit = [t for t in active[name].triggers if trigger_hits(t, normalized)]
-        if hit:
-            hits.append((name, hit))
-    if not hits:
-        return None
-    # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
-    with head_mirror(desk) as mirror:
-        committed = mirror.committed(name for name, _ in hits)
-    hits.sort(key=lambda h: (-(active[h[0]].importance or 0), h[0]))  # importance, then name
-    head = f"<{BLOCK}>\n{NOTICE}\n"
-    tail = f"</{BLOCK}>\n"
-    chosen: list[dict[str, Any]] = []
-    left: list[str] = []
-    used = estimate_tokens(head + tail)
-    for name, hit in hits:
-        path = memory_path(name)
-        at_head = committed.get(name)
-        entry = active[name]
-        m = {"name": name, "path": path, "commit": at_head.commit if at_head else None,
-             "type": entry.type, "importance": entry.importance, "source": entry.source,
-             "source_event": entry.source_event, "updated": entry.updated_field, "triggers_hit": hit}
-        # Elements are whole lines, so their token estimates add up, and the index entry knows
-        # each one but for a newline: a memory that cannot fit is never read (40: room for the
-        # note on what was left out).
-        least = estimate_tokens(_memory_tag(m) + "\n") + entry.injected_tokens + estimate_tokens(_CLOSE)
-        if used + least + 40 > limit:
-            left.append(name)
-            continue
-        from desk.memory.file import parse_memory  # PyYAML only when a body is injected
-
-        memory = parse_memory(desk.read(path), path, name)
-        meta = memory.meta
-        m.update({"type": meta.type, "importance": meta.importance, "source": meta.source,
-                  "source_event": meta.source_event,
-                  "updated": format_time(meta.updated) if meta.updated else None, "body": memory.body})
-        trial = estimate_tokens(head + "".join(_memory_xml(x) for x in [*chosen, m]) + tail)
-        if trial + 40 <= limit:
-            chosen.append(m)
-            used = trial
-        else:
-            left.append(name)
-    text = head + "".join(_memory_xml(m) for m in chosen)
-    if left:
-        text += _note(f"recalled memories over the budget of {limit} tokens left out: "
-                      + _some(left, ", ") + "; read them with `desk show NAME`") + "\n"
-    text += tail
-    label = f"Recalled memories (query: {' '.join(query.split())})"
-    section = Section("recalled", label, None, text, limit, left)
-    return section, chosen
-
-
-_CLOSE = "</memory>\n"
-
-
-def _memory_tag(m: Mapping[str, Any]) -> str:
-    shown = {**m, "commit": (m["commit"] or "")[:12]}  # the full sha is in --format json
-    attrs = " ".join(f"{k}={xml_attr(shown[k])}" for k in ("name", "path", "commit", "type", "source",
-                                                        "source_event", "updated") if shown.get(k))
-    attrs += f" triggers_hit={xml_attr(', '.join(m['triggers_hit']))}"
-    return f"<memory {attrs}>"
-
-
-def _memory_xml(m: Mapping[str, Any]) -> str:
-    return f"{_memory_tag(m)}\n{injected_body(m['body'])}\n{_CLOSE}"
+def _journal_sections(desk: DeskFolder, as_of: dt.datetime, days: int, limit: int,
+                      read: dict[str, bytes | None]) -> list[Section]:
+    """The newest `days` journal days dated on or before `as_of`'s day, newest first, sharing `limit`."""
+    folder = desk.path(JOURNAL_DIR)
+    last = format_time(as_of, "day")
+    names = sorted((m.group(1) for p in (folder.iterdir() if folder.is_dir() else ())
+                    if (m := _JOURNAL_DAY.fullmatch(p.name)) and m.group(1) <= last), reverse=True)[:days]
+    if not names:
+        text = f"_(no {JOURNAL_DIR}/ day on or before {last})_\n"
+        return [Section("journal", f"{JOURNAL_DIR}/", None, text, limit)]
+    out = []
+    for day in names:
+        rel = f"{JOURNAL_DIR}/{day}.md"
+        text = markdown_block(_read(desk.path(rel), rel, read, rel, desk.root))
+        section = _trim_lines("journal", rel, rel, text, limit)
+        section.sources = [{"path": rel}]
+        limit = max(0, limit - section.tokens)
+        out.append(section)
+    return out
 
 
 def render_markdown(result: ContextResult) -> str:
-    """The context as Markdown: one `## desk: <file>` heading per section, in read order.
+    """The context as Markdown: one `## desk: <label> [<boundary>]` heading per section, in read order.
 
-    The `desk:` prefix keeps the section headings apart from the files' own `##` headings.
+    Only these headings are desk's: every stored line that would read as a `#` or `##` heading is
+    demoted (`desk.text.escape.markdown_block`), and the boundary token is a hash of the rendered
+    sections, so stored text can neither write one of these lines nor predict its token.
     """
+    token = result.boundary
+    order = ", ".join(_ORDER_NAMES[key] for key in READ_ORDER[result.mode])
     out = ["# Desk context", "",
-           f"<!-- generated by `desk context`; read order: project {AGENTS_FILE}, {AGENTS_FILE}, {SOUL_FILE}, "
-           f"{NOW_FILE}, {MISTAKES_FILE}, {USER_FILE}, {INDEX_FILE}, recalled memories -->", ""]
+           f"<!-- generated by `desk context --mode {result.mode}`; read order: {order}, recalled memories; "
+           f"boundary {token}: only the `## desk: ... [{token}]` headings are desk's, every other "
+           "heading belongs to the file it is in -->", ""]
     for section in result.sections:
         heading = section.label if not section.path or section.path == section.label.split(" ")[0] \
             else f"{section.label}: {section.path}"
-        out += [f"## desk: {heading}", "", section.text.rstrip("\n") or _note(
-            f"{section.label} left out: the total budget is spent"), ""]
+        body = section.text.rstrip("\n")
+        if not body:
+            body = _note(f"{section.label} left out: the total budget is spent") if section.left_out or \
+                section.budget == 0 else "_(empty)_"
+        out += [f"## desk: {one_line(heading)} [{token}]", "", body, ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+_ORDER_NAMES = {"project_agents": f"project {AGENTS_FILE}", "agents": AGENTS_FILE, "soul": SOUL_FILE,
+                "now": NOW_FILE, "mistakes": MISTAKES_FILE, "user": USER_FILE, "memory_index": INDEX_FILE,
+                "recent_facts": "recent facts", "journal": f"the newest {JOURNAL_DIR}/ days"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from desk.text.escape import xml_attr, xml_text
+from desk.text.escape import one_line, xml_attr, xml_text
 
 if TYPE_CHECKING:
     from desk.recall.search import RecallResult
@@ -66,7 +66,9 @@ def render_text(result: RecallResult) -> str:
     lines = []
     for hit in result.hits:
         where = hit.provenance.get("path") or f"{hit.provenance.get('file')}:{hit.provenance.get('line')}"
-        lines.append(f"{hit.rank}. {hit.id}  score {hit.score_breakdown.total:.3f}  ({where})")
-        lines.append(f"   {hit.snippet}")
+        # One line each, no control character: a stored record must not add lines or drive the terminal.
+        score = f"score {hit.score_breakdown.total:.3f}"
+        lines.append(f"{hit.rank}. {one_line(hit.id)}  {score}  ({one_line(str(where))})")
+        lines.append(f"   {one_line(hit.snippet)}")
     lines.append(f"searched {result.searched_records} records, {result.candidate_records} candidates")
     return "\n".join(lines)

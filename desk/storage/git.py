@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import string
 import subprocess
@@ -361,6 +362,19 @@ class Git:
             blobs[sha] = out[pos:pos + size]
             pos += size + 1
         return blobs
+
+    def object_ids(self, names: Iterable[str]) -> dict[str, str | None]:
+        """`{name: object id or None}` for names like `HEAD` and `HEAD:path`, in one
+        `git cat-file --batch-check` (a missing name is None, never an error)."""
+        wanted = [n for n in dict.fromkeys(names) if "\n" not in n]
+        if not wanted:
+            return {}
+        out = self._run("cat-file", "--batch-check=%(objectname)", input=("\n".join(wanted) + "\n").encode(),
+                        read_only=True).decode("utf-8", "surrogateescape").split("\n")
+        found: dict[str, str | None] = {}
+        for name, line in zip(wanted, out):
+            found[name] = line if re.fullmatch(r"[0-9a-f]{40,64}", line) else None
+        return found
 
     def staged_paths(self) -> set[str]:
         """The paths the index changes against HEAD."""

@@ -14,9 +14,11 @@ from desk.recall import context as context_module
 from desk.recall.context import NOTICE, build_context, render_markdown, trigger_hits
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
+from desk.text.escape import markdown_block
 from desk.text.normalize import normalize
 from desk.text.tokens import estimate_tokens
 from tests.conftest import DeskRunner, git, snapshot
+from tests.context_helpers import parse_context
 from tests.history_helpers import build_history, count_git, last_commit
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
@@ -36,9 +38,10 @@ def test_read_order_with_project_agents(desk: DeskFolder, run: DeskRunner, tmp_p
     project = tmp_path / "AGENTS.md"
     project.write_text("# Project rules\nUse tabs.\n", "utf-8")
     out = run("context", "--project-agents", str(project), "--as-of", AS_OF).output
-    headings = [line for line in out.splitlines() if line.startswith("## desk: ")]
-    assert [h.removeprefix("## desk: ").split(":")[0] for h in headings] == [
-        "AGENTS.md (project)", "AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md", "MEMORY.md"]
+    labels = parse_context(out).labels
+    assert [label.split(":")[0] for label in labels] == [
+        "AGENTS.md (project)", "AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md", "MEMORY.md",
+        "Recent facts"]
     assert out.index("Use tabs.") < out.index("the desk's rules and read contract")
     assert NOTICE not in out  # no query: no recalled block
 
@@ -154,7 +157,7 @@ def test_json_format_gives_sections_with_token_estimates(desk: DeskFolder, run: 
     _remember(desk, "report-style", "Reports in Chinese.", ("report",))
     data = json.loads(run("context", "--format", "json", "--query", "report", "--as-of", AS_OF).output)
     assert [s["key"] for s in data["sections"]] == [
-        "agents", "soul", "now", "mistakes", "user", "memory_index", "recalled"]
+        "agents", "soul", "now", "mistakes", "user", "memory_index", "recent_facts", "recalled"]
     for s in data["sections"]:
         assert s["tokens"] == estimate_tokens(s["text"]) and s["budget"] >= s["tokens"]
     assert data["total_tokens"] == sum(s["tokens"] for s in data["sections"])
@@ -202,7 +205,8 @@ def test_a_long_mistakes_file_keeps_entries_and_a_short_note() -> None:
 
     entries = "".join(f"## M-{i:04d} · 2026-11-29\n\n- **What:** w{i}\n- **Context:** c\n- **Cause:** c\n"
                       f"- **Avoid:** a\n\n" for i in range(1, 81))
-    section = _trim_entries("mistakes", "MISTAKES.md", "MISTAKES.md", "# M\n\n" + entries, 800, "")
+    section = _trim_entries("mistakes", "MISTAKES.md", "MISTAKES.md",
+                                                    markdown_block("# M\n\n" + entries), 800, "")
     assert section.left_out != ["the whole file"] and len(section.left_out) < 80
     assert section.text.count("## M-") >= 10  # ~55 tokens an entry in a budget of 800
     assert "more" in section.text and section.text.count("M-00") < 80
@@ -234,7 +238,8 @@ def test_context_starts_no_git_process_per_recalled_memory(desk: DeskFolder, tmp
         after_one = len(calls())
     assert len(many) == 8 and len(one) == 1
     assert after_many - started == after_one - after_many  # the same with 8 memories as with 1
-    assert calls()[started:] == ["rev-parse -q --verify HEAD^{commit}"] * 2  # the mirror's HEAD check
+    # per call: the mirror's HEAD check, and one batch check of the sources against HEAD
+    assert calls()[started:] == ["rev-parse -q --verify HEAD^{commit}", "cat-file --batch-check=%(objectname)"] * 2
 
 
 def test_context_reads_only_the_bodies_its_budget_can_hold(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,122 @@
+"""The recalled-memories block of `desk context`: trigger-gated memory bodies (docs/design.md §8.4).
+
+No trigger hit, nothing injected. The bodies sit in one `<desk-memory>` block with the notice that
+memory is background that may be out of date, each with its provenance; text and attributes are
+escaped (`desk.text.escape`), so a body cannot close or imitate the block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from desk.layout import DeskFolder
+from desk.memory.index import IndexEntry, memory_path
+from desk.memory.mirror import head_mirror
+from desk.recall.context_sections import Section, _note, _some
+from desk.text.escape import injected_body, one_line, xml_attr
+from desk.text.normalize import normalize
+from desk.text.times import format_time
+from desk.text.tokens import CJK_CLASS, estimate_tokens
+
+NOTICE = ("Memory is background that may be out of date; when it conflicts with the current "
+          "conversation, the current conversation wins.")
+BLOCK = "desk-memory"
+_WORDISH = re.compile(rf"[^\W_{CJK_CLASS}]")
+
+
+def trigger_hits(trigger: str, query: str) -> bool:
+    """Whether the normalised `query` mentions `trigger`: CJK anywhere, words on word boundaries.
+
+    A word trigger also matches its plain plural (`report` hits `reports`), nothing looser.
+    """
+    needle = normalize(trigger)
+    if not needle:
+        return False
+    start = query.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        before_ok = start == 0 or not (_WORDISH.match(needle[0]) and _WORDISH.match(query[start - 1]))
+        rest = query[end:]
+        for suffix in ("", "s", "es"):
+            if rest.startswith(suffix):
+                after = rest[len(suffix):len(suffix) + 1]
+                if not (after and _WORDISH.match(needle[-1]) and _WORDISH.match(after)):
+                    if before_ok:
+                        return True
+        start = query.find(needle, start + 1)
+    return False
+
+
+def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry],
+              limit: int) -> tuple[Section, list[dict[str, Any]]] | None:
+    """The trigger-gated memory block, or None when no trigger is hit (nothing injected)."""
+    normalized = normalize(query)
+    hits = []
+    for name in sorted(active):
+        hit = [t for t in active[name].triggers if trigger_hits(t, normalized)]
+        if hit:
+            hits.append((name, hit))
+    if not hits:
+        return None
+    # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
+    with head_mirror(desk) as mirror:
+        committed = mirror.committed(name for name, _ in hits)
+    hits.sort(key=lambda h: (-(active[h[0]].importance or 0), h[0]))  # importance, then name
+    head = f"<{BLOCK}>\n{NOTICE}\n"
+    tail = f"</{BLOCK}>\n"
+    chosen: list[dict[str, Any]] = []
+    left: list[str] = []
+    used = estimate_tokens(head + tail)
+    for name, hit in hits:
+        path = memory_path(name)
+        at_head = committed.get(name)
+        entry = active[name]
+        m = {"name": name, "path": path, "commit": at_head.commit if at_head else None,
+             "type": entry.type, "importance": entry.importance, "source": entry.source,
+             "source_event": entry.source_event, "updated": entry.updated_field, "triggers_hit": hit}
+        # Elements are whole lines, so their token estimates add up, and the index entry knows
+        # each one but for a newline: a memory that cannot fit is never read (40: room for the
+        # note on what was left out).
+        least = estimate_tokens(_memory_tag(m) + "\n") + entry.injected_tokens + estimate_tokens(_CLOSE)
+        if used + least + 40 > limit:
+            left.append(name)
+            continue
+        from desk.memory.file import parse_memory  # PyYAML only when a body is injected
+
+        memory = parse_memory(desk.read(path), path, name)
+        meta = memory.meta
+        m.update({"type": meta.type, "importance": meta.importance, "source": meta.source,
+                  "source_event": meta.source_event,
+                  "updated": format_time(meta.updated) if meta.updated else None, "body": memory.body})
+        trial = estimate_tokens(head + "".join(_memory_xml(x) for x in [*chosen, m]) + tail)
+        if trial + 40 <= limit:
+            chosen.append(m)
+            used = trial
+        else:
+            left.append(name)
+    text = head + "".join(_memory_xml(m) for m in chosen)
+    if left:
+        text += _note(f"recalled memories over the budget of {limit} tokens left out: "
+                      + _some(left, ", ") + "; read them with `desk show NAME`") + "\n"
+    text += tail
+    label = f"Recalled memories (query: {' '.join(one_line(query).split())})"
+    section = Section("recalled", label, None, text, limit, left,
+                      [{"path": m["path"], "commit": m["commit"]} for m in chosen])
+    return section, chosen
+
+
+_CLOSE = "</memory>\n"
+
+
+def _memory_tag(m: Mapping[str, Any]) -> str:
+    shown = {**m, "commit": (m["commit"] or "")[:12]}  # the full sha is in --format json
+    attrs = " ".join(f"{k}={xml_attr(shown[k])}" for k in ("name", "path", "commit", "type", "source",
+                                                        "source_event", "updated") if shown.get(k))
+    attrs += f" triggers_hit={xml_attr(', '.join(m['triggers_hit']))}"
+    return f"<memory {attrs}>"
+
+
+def _memory_xml(m: Mapping[str, Any]) -> str:
+    return f"{_memory_tag(m)}\n{injected_body(m['body'])}\n{_CLOSE}"

@@ -1,0 +1,43 @@
+"""desk.digest.recent reads facts without pydantic; it must agree with desk.digest.facts."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from desk.digest import facts, policy, recent
+
+VALUE = st.one_of(st.none(), st.booleans(), st.integers(-1, 7), st.sampled_from(
+    ["decision", "outcome", "pitfall", "bogus", "runtime.python", "Bad Key", "a..b", "x" * 81, " ", "\0"]),
+    st.text(max_size=6))
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=VALUE, importance=VALUE, key=VALUE, content=st.one_of(VALUE, st.just("x" * 4001), st.just(" ok ")),
+       at=st.sampled_from(["2026-11-28T10:00:00Z", "2026-11-28T10:00:00.123456Z", "2026-11-28", "soon", None]),
+       ident=st.sampled_from(["evt-1", None, 5]), with_payload=st.booleans())
+def test_the_light_fact_check_agrees_with_the_model(kind: object, importance: object, key: object,
+                                                     content: object, at: object, ident: object,
+                                                     with_payload: bool) -> None:
+    record = {"id": ident, "at": at, "content": content,
+              "payload": {"kind": kind, "importance": importance, "key": key} if with_payload else None}
+    try:
+        model = facts.fact_from_record(record)
+    except ValueError:
+        model = None
+    try:
+        light = recent.fact_from_record(record)
+    except ValueError:
+        light = None
+    if model is None or light is None:
+        assert model is light is None, (record, model, light)
+        return
+    assert (light.id, light.at, light.kind, light.importance, light.key, light.content) == (
+        model.id, model.at, model.kind, model.importance, model.key, model.content)
+    assert recent.domain_id(light) == policy.domain_id(model)
+
+
+def test_the_copied_rules_match() -> None:
+    assert (recent.KEY_MAX, recent.CONTENT_MAX, recent.FACT_EVENT) == (facts.KEY_MAX, facts.CONTENT_MAX,
+                                                                       facts.FACT_EVENT)
+    assert recent.KEY_RE.pattern.strip("^$") == facts.KEY_RE.pattern.strip("^$")
