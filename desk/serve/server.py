@@ -26,7 +26,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
 from desk.api import Desk
 from desk.errors import DeskError
-from desk.vocabulary import FACT_KINDS, MEMORY_TYPES, NOW_SECTIONS, RECALL_KINDS
+from desk.vocabulary import CONTEXT_MODES, FACT_KINDS, MEMORY_TYPES, NOW_SECTIONS, RECALL_KINDS
 
 ACTOR = "assistant"
 CLIENT_TRAILER = "Desk-Client"
@@ -52,6 +52,9 @@ MemoryType = Annotated[str, Field(description="What kind of memory this is.",
                                   json_schema_extra=_enum(MEMORY_TYPES))]
 FactKind = Annotated[str, Field(description="What kind of fact this is.", json_schema_extra=_enum(FACT_KINDS))]
 Section = Annotated[str, Field(description="A section of NOW.md.", json_schema_extra=_enum(NOW_SECTIONS))]
+ContextMode = Annotated[str, Field(description="wake: the start of a session; spot: the key-turn spot "
+                                   "check during long work (NOW.md, MISTAKES.md, the newest journal days).",
+                                   json_schema_extra=_enum(CONTEXT_MODES))]
 RecallKind = Annotated[str, Field(description="Search memory files, archived conversations, or both.",
                                   json_schema_extra=_enum(RECALL_KINDS))]
 
@@ -135,12 +138,14 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
         return await call(lambda: desk.recall(query, limit=limit, kind=kind).to_json())
 
     @server.tool()
-    async def context(query: str | None = None, budget: int | None = None) -> dict[str, Any]:
-        """What to load at the start of a session: AGENTS.md, SOUL.md, NOW.md, MISTAKES.md,
-        USER.md, the memory index, and with `query` the memories it triggers. `markdown` is the
-        text to read; what a budget trimmed is named."""
+    async def context(mode: ContextMode = "wake", query: str | None = None, budget: int | None = None,
+                      journal_days: int | None = None) -> dict[str, Any]:
+        """What to read. `wake` (the start of a session): AGENTS.md, SOUL.md, NOW.md, MISTAKES.md,
+        USER.md, the memory index, recent facts, and with `query` the memories it triggers.
+        `spot` (a key turn during long work): NOW.md, MISTAKES.md and the newest `journal_days`
+        journal days. `markdown` is the text to read; what a budget trimmed is named."""
         def run() -> dict[str, Any]:
-            result = desk.context(query=query, budget=budget)
+            result = desk.context(mode=mode, query=query, budget=budget, journal_days=journal_days)
             return {**result.to_json(), "markdown": result.text()}
         return await call(run)
 

@@ -67,6 +67,9 @@ def test_each_tool_writes_one_commit_as_the_assistant_naming_the_client(desk: De
 
             await call(s, "now_set", text="Ship the MCP server", section="doing")
             await call(s, "now_append", text="write docs/agents.md", section="next")
+            spot = await call(s, "context", mode="spot")  # the key-turn spot check (issue 18)
+            assert spot["mode"] == "spot" and "Ship the MCP server" in spot["markdown"]
+            assert "report-style" not in spot["markdown"]  # no MEMORY.md in a spot check
             now = await call(s, "now_show")
             assert "Ship the MCP server" in str(now) and "write docs/agents.md" in str(now)
             assert "Desk-Client: claude-code 1.0" in trailers(root)
