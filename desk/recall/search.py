@@ -63,9 +63,10 @@ class RecallQuery:
 
 def parse_as_of(value: dt.datetime | str | None, now: dt.datetime | None = None) -> dt.datetime:
     """`--as-of` read as every command reads a time (`desk.text.times.parse_time`); None is `now`
-    (default: the current time) to the second."""
+    (default: the current time) to the end of its second, so a record appended earlier in the
+    same second (records carry microseconds) is found."""
     if value is None:
-        return (now or utc_now()).replace(microsecond=0)
+        return (now or utc_now()).replace(microsecond=999_999)
     return parse_time(value, "--as-of")
 
 

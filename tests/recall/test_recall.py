@@ -371,3 +371,17 @@ def test_a_warm_recall_starts_no_git_process_per_hit(desk: DeskFolder, tmp_path:
             "diff-index --name-only -z --no-renames HEAD -- :(literal)memory/",
             "ls-files -o -z --exclude-standard -- :(literal)memory/"]
     assert sorted(calls()[started:]) == sorted(look * 2)
+
+
+def test_a_record_appended_this_second_is_found_by_the_next_recall(desk: DeskFolder) -> None:
+    """Records carry microseconds; the default `as_of` (now) used to be cut to the second, so an
+    event appended a moment before in the same second was after it and not searched."""
+    from desk.archive.store import append_event
+    from desk.recall.search import parse_as_of
+
+    now = dt.datetime(2026, 5, 1, 12, 0, 0, 500_000, tzinfo=dt.timezone.utc)
+    assert parse_as_of(None, now) >= now
+    append_event(desk, "inbound", "the quokka protocol was approved", session="s1")
+    with open_desk(desk.root) as d:
+        hits = d.recall("quokka").to_json()["hits"]
+    assert [h["scope"]["memory_kind"] for h in hits] == ["conversation"], hits
