@@ -90,3 +90,18 @@ def cwd(tmp_path: Path) -> Iterator[Path]:
         yield tmp_path
     finally:
         os.chdir(old)
+
+
+def allow_secrets(desk: DeskFolder, *texts: str) -> None:
+    """Name every secret in `texts` in the work tree's secrets.allow (desk.json), as a person
+    would to keep a known non-secret (or a deliberate one) as it is."""
+    import json
+
+    from desk.text.secrets import scan
+
+    path = desk.root / ".system/desk.json"
+    config = json.loads(path.read_text())
+    allow = config.setdefault("secrets", {}).setdefault("allow", [])
+    allow += [s.fingerprint for t in texts for s in scan(t) if s.fingerprint not in allow]
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    desk.__dict__.pop("config", None)  # the cached config, read again

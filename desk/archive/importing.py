@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desk.archive.store import ArchiveWriter, build_event
+from desk.archive.store import ArchiveWriter, build_event, refuse_unallowed_secrets
 from desk.errors import UsageError
 from desk.layout import DeskFolder
 from desk.text.times import utc_now
@@ -85,6 +85,9 @@ def import_events(desk: DeskFolder, path: Path, *, redact: bool = True, now: dt.
             events = parse_import(handle, str(path), redact=redact, now=now)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    if not redact:  # all parsed before anything is written: a refusal leaves the archive as it was
+        for event in events:
+            refuse_unallowed_secrets(desk, event)
     return append_events(desk, events, str(path), now=now, progress=progress)
 
 

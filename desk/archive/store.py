@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -314,14 +315,36 @@ def append_event(desk: DeskFolder, kind: str, content: str | None = None, *,
     """Append one event to the archive file of its UTC day and return the record written.
 
     `at` (default: now) is when it happened; an earlier `at` goes to that day's file. Known
-    secret patterns in content, payload strings and meta values are redacted unless `redact=False`.
-    Not committed: `desk checkpoint` (or `desk digest`) commits archive growth.
+    secret patterns in every field are redacted unless `redact=False`; then a secret the
+    allow-list in .system/desk.json does not name is refused (exit 3), since no checkpoint could
+    ever commit the record. Not committed: `desk checkpoint` (or `desk digest`) commits archive growth.
     """
     now = now or utc_now()
     event = build_event(kind, content, payload=payload, session=session, actor=actor, at=at,
                         meta=meta, redact=redact, now=now)
+    if not redact:
+        refuse_unallowed_secrets(desk, event)
     with ArchiveWriter(desk) as writer:
         return writer.append(event, now)
+
+
+def refuse_unallowed_secrets(desk: DeskFolder, event: dict[str, Any]) -> None:
+    """RejectedError (exit 3) naming the first secret in `event` the allow-list does not name."""
+    from desk.errors import RejectedError
+    from desk.text.secrets import scan
+
+    text = json.dumps({k: event[k] for k in ("content", "payload", "meta")}, ensure_ascii=False)
+    found = scan(text)
+    if not found:
+        return
+    allowed = set(desk.config.secrets.allow)
+    for secret in found:
+        if secret.fingerprint not in allowed:
+            raise RejectedError(
+                f"the event holds a secret ({secret.kind}, {secret.preview}) and --no-redact keeps "
+                "it: no checkpoint could commit it, so it is not appended",
+                hint=f"let desk redact it (drop --no-redact), or if it is not a secret add "
+                     f"\"{secret.fingerprint}\" to secrets.allow in .system/desk.json")
 
 
 def archive_files(desk: DeskFolder) -> list[ArchiveFile]:

@@ -25,7 +25,7 @@ def fact_group() -> None:
 @click.option("--session", metavar="S", help="The session the fact came from.")
 @click.option("--actor", metavar="A", help="Who stated it (user, assistant, a tool).")
 @click.option("--at", metavar="TIME", help="When it was stated (UTC, ISO 8601; default now).")
-@click.option("--no-redact", is_flag=True, help="Store known secret patterns as they are.")
+@click.option("--no-redact", is_flag=True, help="Store known secret patterns as they are (only those secrets.allow names; another is refused, exit 3).")
 @json_option
 def fact_add_command(text: str, kind: str, importance: int, key: str | None, session: str | None,
                      actor: str | None, at: str | None, no_redact: bool) -> None:

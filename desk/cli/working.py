@@ -47,7 +47,7 @@ def archive_group() -> None:
 @click.option("--meta", "-m", "meta", multiple=True, metavar="KEY=VALUE",
               help="A string label on the event (repeatable).")
 @click.option("--payload", metavar="JSON", help="Structured data: a JSON object.")
-@click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind].")
+@click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind] (only those secrets.allow in .system/desk.json names; another is refused, exit 3).")
 @json_option
 def archive_append_command(text: str | None, kind: str, session: str | None, actor: str | None,
                            at: str | None, meta: tuple[str, ...], payload: str | None,
@@ -68,7 +68,7 @@ def archive_append_command(text: str | None, kind: str, session: str | None, act
 
 @archive_group.command("import")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind].")
+@click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind] (only those secrets.allow in .system/desk.json names; another is refused, exit 3).")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar (default: when stderr is a terminal).")
 @json_option

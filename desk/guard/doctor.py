@@ -360,8 +360,9 @@ def _torn_tail(path: Path, chunk: int = 1 << 16) -> bytes | None:
 def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     findings = [f for f in validate_all(desk).errors if f.rule != "archive-torn"]
     stale = [f for f in findings if f.rule == "index-stale"]
+    blocked = _check_blocking_records(desk, report, repair, findings)
     for finding in findings:
-        if finding.rule != "index-stale":
+        if finding.rule != "index-stale" and finding.path not in blocked:
             report.add(finding.rule, f"{finding.path}:{finding.line}", finding.message, "needs-person")
     if not stale:
         return
@@ -372,6 +373,34 @@ def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
         return
     report.add("index-stale", "MEMORY.md", f"regenerated MEMORY.md: {_reindex(desk)}",
                "repaired")
+
+
+def _check_blocking_records(desk: DeskFolder, report: DoctorReport, repair: bool,
+                            findings: list[Finding]) -> set[str]:
+    """Archive files whose uncommitted records every checkpoint would refuse: with `repair`, those
+    records are moved aside into `.system/quarantine/` (kept byte for byte) and the valid ones
+    appended again. Returns the files handled here."""
+    paths = sorted({f.path for f in findings if f.rule in ("archive-record", "archive-chain")})
+    if not paths:
+        return set()
+    from desk.archive.quarantine import blocking_records, quarantine  # only when an archive is damaged
+
+    handled = set()
+    for rel in paths:
+        if not blocking_records(desk, rel):
+            continue  # the committed part, or a rewrite: a person's (the findings stay)
+        handled.add(rel)
+        if not repair:
+            _found(report, "archive-blocked", rel, "uncommitted records that every checkpoint refuses "
+                   "(another desk's id, a damaged line or chain); --repair moves them aside into "
+                   ".system/quarantine/ and appends the valid ones again", True)
+            continue
+        done = quarantine(desk, rel)
+        if done is not None:
+            report.add("archive-blocked", rel, f"moved {done.moved} uncommitted record(s) aside to "
+                       f"{done.quarantine} (kept as they were) and appended {done.restored} valid one(s) "
+                       "again with new ids (meta desk.restored_from names the old)", "repaired")
+    return handled
 
 
 def _reindex(desk: DeskFolder) -> str:

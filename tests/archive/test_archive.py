@@ -221,6 +221,12 @@ def test_secrets_are_redacted_unless_asked_not_to(desk: DeskFolder) -> None:
     assert key.encode() not in raw
     assert "[REDACTED:" in rec["content"] and "[REDACTED:" in rec["payload"]["nested"][0]
     assert rec["meta"]["desk.redacted"]
+    from desk.errors import RejectedError
+    from tests.conftest import allow_secrets
+
+    with pytest.raises(RejectedError, match="no checkpoint could commit it"):
+        append_event(desk, "inbound", f"my key is {key}", redact=False, now=NOW)
+    allow_secrets(desk, key)
     kept = append_event(desk, "inbound", f"my key is {key}", redact=False, now=NOW)
     assert kept["content"].endswith(key) and key.encode() in _file(desk).read_bytes()
 

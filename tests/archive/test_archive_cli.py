@@ -47,7 +47,11 @@ def test_append_reads_stdin_and_refuses_bad_input(desk: DeskFolder, run: DeskRun
 
 def test_no_redact_keeps_the_text(desk: DeskFolder, run: DeskRunner) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    from tests.conftest import allow_secrets
+
     redacted = _append(run, "--kind", "inbound", f"token {token}")
+    assert run("archive", "append", "--kind", "inbound", "--no-redact", f"token {token}").exit_code == 3
+    allow_secrets(desk, token)  # --no-redact keeps only what the allow-list names
     kept = _append(run, "--kind", "inbound", "--no-redact", f"token {token}")
     assert token not in run("archive", "show", redacted).output
     assert token in run("archive", "show", kept).output

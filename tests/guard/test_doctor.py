@@ -298,3 +298,40 @@ def test_a_no_verify_merge_is_checked_against_each_parent(desk: DeskFolder, run:
     merge = head(desk.root)[:7]
     assert all(merge in p["message"] for p in data["problems"] if p["check"].startswith("bypassed-"))
     assert secret not in json.dumps(data)
+
+
+def test_records_that_block_every_checkpoint_are_moved_aside_never_lost(desk: DeskFolder, run: DeskRunner) -> None:
+    """A record of another desk in the uncommitted growth (as desk 0.1 could write, or a hand
+    edit) blocked checkpoint and digest for good; the only hint was to discard the day's events."""
+    from desk.archive.store import append_event, archive_files
+
+    for text in ("first event", "second event", "third event"):
+        append_event(desk, "inbound", text, session="s1", at="2026-03-01T10:00:00Z")
+    rel = archive_files(desk)[0].rel
+    path = desk.root / rel
+    lines = path.read_bytes().split(b"\n")
+    record = json.loads(lines[1])
+    record["desk_id"] = "desk-someone-else"
+    lines[1] = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+    damaged = b"\n".join(lines)
+    path.write_bytes(damaged)
+    assert run("checkpoint").exit_code == 3
+    found = run("doctor", "--json")
+    problems = json.loads(found.output)["problems"]
+    assert [p["status"] for p in problems if p["check"] == "archive-blocked"] == ["found"]
+
+    repaired = run("doctor", "--repair", "--json")
+    done = [p for p in json.loads(repaired.output)["problems"] if p["check"] == "archive-blocked"]
+    assert [p["status"] for p in done] == ["repaired"], repaired.output
+    aside = list((desk.root / ".system/quarantine").iterdir())
+    assert len(aside) == 1 and aside[0].read_bytes() == damaged  # every byte kept
+    kept = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert [r["content"] for r in kept] == ["first event", "third event"]  # the valid ones, again
+    old_ids = {json.loads(line)["id"] for line in damaged.splitlines()}
+    assert all(r["meta"]["desk.restored_from"] in old_ids and r["id"] not in old_ids for r in kept)
+    committed = sh(desk.root, "show", "--name-only", "--format=", "HEAD").stdout.split()
+    assert rel in committed and any(p.startswith(".system/quarantine/") for p in committed)
+    assert "Desk-Op: quarantine" in sh(desk.root, "log", "-1", "--format=%B").stdout
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
+    assert run("archive", "verify").exit_code == 0
+    assert run("checkpoint").exit_code == 0  # nothing blocks it any more

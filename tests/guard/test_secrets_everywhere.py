@@ -40,20 +40,30 @@ def test_meta_and_payload_keys_are_redacted_like_values(desk: DeskFolder, run: D
     assert "[REDACTED:github-token]" in stored and "[REDACTED:aws-access-key-id]" in stored
 
 
-def test_unredacted_growth_reaches_a_commit_only_when_allowed(desk: DeskFolder, run: DeskRunner) -> None:
-    assert run("archive", "append", "-k", "inbound", "--no-redact", f"the key is {AWS}").exit_code == 0
-    head = git(desk.root, "rev-parse", "HEAD")
-    refused = run("checkpoint")
-    assert refused.exit_code == 3, refused.output
-    assert ".system/archive/" in refused.output and ":1: secret: aws-access-key-id" in refused.output
-    assert git(desk.root, "rev-parse", "HEAD") == head
-    fingerprint = scan(AWS)[0].fingerprint
+def _set_allow(desk: DeskFolder, fingerprints: list[str]) -> None:
     config = json.loads((desk.root / ".system/desk.json").read_text())
-    config.setdefault("secrets", {}).setdefault("allow", []).append(fingerprint)
+    config.setdefault("secrets", {})["allow"] = fingerprints
     write(desk.root, ".system/desk.json", json.dumps(config, indent=2) + "\n")
-    assert add_commit(desk.root, "allow the example key", ".system/desk.json").returncode == 0
-    accepted = run("checkpoint")
-    assert accepted.exit_code == 0, accepted.output
+    assert add_commit(desk.root, "the allow-list", ".system/desk.json").returncode == 0
+
+
+def test_unredacted_secrets_reach_the_archive_and_a_commit_only_when_allowed(desk: DeskFolder,
+                                                                           run: DeskRunner) -> None:
+    refused = run("archive", "append", "-k", "inbound", "--no-redact", f"the key is {AWS}")
+    assert refused.exit_code == 3 and "secrets.allow" in refused.output, refused.output
+    assert AWS not in refused.output and _archive_bytes(desk) == b""  # refused at append, not later
+    fingerprint = scan(AWS)[0].fingerprint
+    _set_allow(desk, [fingerprint])
+    assert run("archive", "append", "-k", "inbound", "--no-redact", f"the key is {AWS}").exit_code == 0
+    assert AWS in _archive_bytes(desk).decode()
+    _set_allow(desk, [])  # allowed when appended, not any more: the checkpoint's scan refuses it
+    head = git(desk.root, "rev-parse", "HEAD")
+    blocked = run("checkpoint")
+    assert blocked.exit_code == 3, blocked.output
+    assert ".system/archive/" in blocked.output and ":1: secret: aws-access-key-id" in blocked.output
+    assert git(desk.root, "rev-parse", "HEAD") == head
+    _set_allow(desk, [fingerprint])
+    assert run("checkpoint").exit_code == 0
 
 
 def test_every_text_file_and_every_file_name_is_scanned_by_the_hook(desk: DeskFolder) -> None:
