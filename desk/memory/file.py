@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any
 
 from desk.errors import Finding, InvalidFileError, RejectedError
 from desk.storage import frontmatter
+from desk.text.names import path_name_problem
 from desk.text.times import TimeFormatError, format_time, parse_time
 from desk.vocabulary import MEMORY_SOURCES, MEMORY_TYPES
 
@@ -23,27 +23,14 @@ NAME_MAX = 80
 DESCRIPTION_MAX = 150
 TRIGGER_MAX = 64
 ORIGIN_MAX = 300
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-# Device names Windows refuses as file stems: a desk must check out on every machine.
-_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 # The order keys are written in, so diffs stay small.
 FIELD_ORDER = ("name", "description", "type", "triggers", "importance", "source", "source_event",
                "origin", "evidence", "key", "expires", "created", "updated")
 
 
 def name_problem(name: str) -> str | None:
-    """Why `name` cannot be a memory name, or None when it can."""
-    if not name:
-        return "name is empty"
-    if len(name) > NAME_MAX:
-        return f"name is {len(name)} characters; the limit is {NAME_MAX}"
-    if not NAME_RE.match(name):
-        return "name must be a lowercase slug: a-z, 0-9, '.', '_', '-', starting with a letter or digit"
-    if name.endswith("."):
-        return "name must not end with '.'"
-    if name.split(".")[0] in _RESERVED:
-        return f"{name!r} is a reserved device name on Windows"
-    return None
+    """Why `name` cannot be a memory name, or None when it can (desk.text.names' path rule)."""
+    return path_name_problem(name, limit=NAME_MAX)
 
 
 class _FieldError(ValueError):
