@@ -435,12 +435,12 @@ class Desk(DeskFolder):
 
 
 def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(path)` is the API's name
-    """The desk at `path`, else `$DESK_HOME`, else the desk enclosing the current folder.
+    """The desk at `path`, else the desk enclosing the current folder, else `$DESK_HOME`.
 
     NotADeskError (exit 1) when there is none.
     """
     folder = find_desk(explicit=Path(path) if path is not None else None)
-    return Desk(folder.root)
+    return Desk(folder.root, found_by=folder.found_by)
 
 
 def missing_setup(desk: DeskFolder) -> list[str]:

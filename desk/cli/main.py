@@ -68,8 +68,41 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Global options, which a person may also give after the subcommand (`desk list --desk X`):
+# `DeskGroup.parse_args` moves them in front of it. Each entry: the option's spellings, and
+# whether it takes a value. A new global option is declared on `cli` and listed here.
+GLOBAL_OPTIONS: dict[str, bool] = {"--desk": True}
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """`args` with every global option (and its value) moved to the front, in order; what
+    follows `--` is left alone (it is data, not options)."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_OPTIONS:
+            takes_value = GLOBAL_OPTIONS[name] and "=" not in arg
+            front += args[i:i + 1 + takes_value]
+            i += 1 + takes_value
+            continue
+        rest.append(arg)
+        i += 1
+    return front + rest
+
+
 class DeskGroup(click.Group):
     """A click group that loads each command's module on first use and maps DeskError to exit codes."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            args = hoist_global_options(args)
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -118,7 +151,8 @@ class DeskGroup(click.Group):
 
 @click.group(cls=DeskGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--desk", "desk_path", type=click.Path(path_type=Path), metavar="PATH",
-              help="The desk to use (default: $DESK_HOME, else the desk enclosing the current folder).")
+              help="The desk to use (default: the desk enclosing the current folder, else $DESK_HOME); "
+                   "also accepted after the subcommand.")
 @click.version_option(__version__, "--version", prog_name="desk")
 @click.pass_context
 def cli(ctx: click.Context, desk_path: Path | None) -> None:

@@ -36,6 +36,8 @@ class Invocation:
         from desk import api
 
         desk = api.open(self.desk_path)
+        if desk.found_by == "env" and not self.json:  # not the folder the person stands in: say so
+            click.echo(f"desk: using {desk.root} ($DESK_HOME)", err=True)
         global _WARNED
         if not _WARNED:
             _WARNED = True
