@@ -30,6 +30,9 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("memory", "Scaffold a desk at PATH (default: the current folder) and make its first commit."),
     "remember": ("memory", "Create or update the memory NAME through the write gate (one commit)."),
+    "set": ("memory", "Change fields of the memory NAME without restating its body (one commit)."),
+    "rename": ("memory", "Rename the memory OLD to NEW in one commit (file, its name and MEMORY.md)."),
+    "diff": ("memory", "Show what changed in the memory NAME, from git, as a unified diff."),
     "forget": ("memory", "Delete the memory NAME and its index line (one commit; history keeps it)."),
     "show": ("memory", "Print the memory NAME."),
     "list": ("memory", "List the memories: name, type and description."),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+import click.shell_completion
 
 from desk.errors import DeskError
 
@@ -46,6 +47,22 @@ class Invocation:
                 click.echo(f"desk: warning: this clone lacks desk's {', '.join(missing)}; "
                            f"install them with `desk --desk {desk.root} hooks install`", err=True)
         return desk
+
+
+def complete_memory_names(ctx: click.Context, _param: click.Parameter,
+                          incomplete: str) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion for a memory NAME: the memory files of the desk the command line names
+    (its --desk, else the enclosing desk, else $DESK_HOME); nothing outside a desk."""
+    from click.shell_completion import CompletionItem
+
+    from desk import api
+
+    try:
+        desk = api.open(ctx.find_root().params.get("desk_path"))
+    except DeskError:
+        return []
+    names = sorted(p.name[:-3] for p in (desk.root / "memory").glob("*.md"))
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
 
 def invocation() -> Invocation:

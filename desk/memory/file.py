@@ -7,10 +7,12 @@ types) and a Markdown body. `render(parse(f)) == f` for every file desk writes.
 from __future__ import annotations
 
 import dataclasses
+import os
 import datetime as dt
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from desk.errors import Finding, InvalidFileError, RejectedError
@@ -276,3 +278,26 @@ def require_name(name: str) -> None:
     if problem:
         raise RejectedError(f"invalid memory name {name!r}: {problem}",
                             hint="use a short lowercase slug like report-style")
+
+
+def require_read_name(name: str) -> None:
+    """Refuse a bad memory name given to a read (`show`, `history`, `diff`): a usage error (exit 2)."""
+    from desk.errors import UsageError
+
+    problem = name_problem(name)
+    if problem:
+        raise UsageError(f"invalid memory name {name!r}: {problem}",
+                         hint="memory names are lowercase slugs like report-style (see `desk list`)")
+
+
+def memory_name_arg(value: str, memory_dir: Path | None = None) -> str:
+    """The memory name in what a person typed: `x`, `x.md`, `memory/x.md`, `./memory/x.md`, or
+    a path to the file in `memory_dir` (absolute, or relative to the current folder)."""
+    text = value
+    if memory_dir is not None and ("/" in text or os.sep in text):
+        try:
+            text = Path(text).expanduser().resolve().relative_to(memory_dir.resolve()).as_posix()
+        except ValueError:
+            pass  # not a path into this desk's memory/: the name rule will say what is wrong
+    text = text.removeprefix("./").removeprefix("memory/")
+    return text.removesuffix(".md") if text.endswith(".md") else text

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from desk.memory.edit import EditResult
     from desk.memory.file import MemoryFile
     from desk.memory.index import IndexEntry
-    from desk.memory.operations import MutationResult
+    from desk.memory.operations import MutationResult, Shown
     from desk.recall.context import ContextResult
     from desk.recall.search import RecallResult
     from desk.recall.stats import DeskStats
@@ -50,24 +50,69 @@ class MemoryChange(Wrapped["MutationResult | EditResult"]):
     def text(self) -> str:
         r = self.value
         pending = getattr(r, "pending", [])
+        if r.status == "renamed":
+            return f"renamed: {r.path}{commit_suffix(r.commit)}"
         if r.status == "written":
             return ("MEMORY.md regenerated; memory/ has uncommitted edits ("
                     + ", ".join(pending) + "): review them and commit them with MEMORY.md")
         return f"{r.status}: {r.path}{commit_suffix(r.commit)}"
 
+    def warnings(self) -> list[str]:
+        return [f"desk: warning: {w}" for w in getattr(self.value, "warnings", [])]
+
 
 @dataclass(frozen=True)
 class ShownMemory(Outcome):
-    """One memory file as it is on disk."""
+    """One memory file as it is on disk; an invalid one with its findings (on stderr in text)."""
 
-    path: str
-    memory: MemoryFile
+    value: Shown
+
+    @property
+    def path(self) -> str:
+        return self.value.path
+
+    @property
+    def memory(self) -> MemoryFile | None:
+        """The parsed memory; None when the file is invalid (see `findings`)."""
+        return self.value.memory
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.value.findings
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, **self.memory.meta.to_json(), "body": self.memory.body}
+        r = self.value
+        if r.memory is None:
+            return {"path": r.path, "valid": False, "text": r.text,
+                    "findings": [f.to_json() for f in r.findings]}
+        return {"path": r.path, "valid": True, **r.memory.meta.to_json(), "body": r.memory.body}
 
     def text(self) -> str:
-        return self.memory.render().decode().rstrip("\n")
+        r = self.value
+        return (r.memory.render().decode() if r.memory is not None else r.text).rstrip("\n")
+
+    def warnings(self) -> list[str]:
+        if not self.value.findings:
+            return []
+        return [f"desk: warning: {f}" for f in self.value.findings] + [
+            f"hint: fix {self.value.path} (`desk edit {self.value.path}`), then `desk validate --all`"]
+
+
+@dataclass(frozen=True)
+class MemoryDiff(Outcome):
+    """`desk diff`: the unified diff of one memory from a revision to the file as it is now."""
+
+    name: str
+    path: str
+    rev: str
+    diff: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "path": self.path, "from": self.rev, "to": "worktree",
+                "changed": bool(self.diff), "diff": self.diff}
+
+    def text(self) -> str:
+        return self.diff.rstrip("\n") if self.diff else f"no change in {self.path} since {self.rev[:12]}"
 
 
 @dataclass(frozen=True)

@@ -629,6 +629,24 @@ class Git:
                                   [c.path for c in changes], message, changes))
         return commits
 
+    def log_follow(self, path: str) -> list[Commit]:
+        """The commits that touched `path`, newest first, following it across renames (git's
+        `--follow`); each as `commits` returns it."""
+        if self.head() is None:
+            return []
+        out = self._run("log", "--follow", "--format=%H", "--", path, read_only=True)
+        return self.commits(out.decode().split())
+
+    def empty_tree(self) -> str:
+        """The id of the empty tree in this repository's hash (to diff against a root commit)."""
+        return self._run("hash-object", "-t", "tree", "--stdin", input=b"", read_only=True).decode().strip()
+
+    def diff_worktree(self, rev: str, path: str) -> str:
+        """`git diff REV -- PATH`: the unified diff from `rev` to the work tree's file, no colour,
+        no external diff driver (empty when they are the same)."""
+        out = self._run("diff", "--no-color", "--no-ext-diff", rev, "--", path, read_only=True)
+        return out.decode("utf-8", "replace")
+
     def commit_ids(self, limit: int, *, merges: bool = True) -> list[str]:
         """The last `limit` commits from HEAD, newest first (one `git rev-list`); `merges=False`
         leaves merge commits out (and out of `limit`). Empty before the first commit."""
