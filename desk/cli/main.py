@@ -118,11 +118,9 @@ class DeskGroup(click.Group):
         return next(c for c in module.COMMANDS if c.name == name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list, as click renders it, from COMMANDS: no command module is imported."""
-        limit = formatter.width - 6 - max(map(len, COMMANDS))
-        # A bare Command shortens the help exactly as the real one would (click's public rule).
-        rows = [(name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit))
-                for name in self.list_commands(ctx)]
+        """The command list from COMMANDS (no command module is imported), each command's whole
+        first help paragraph wrapped under it: click's short help would cut it with "…"."""
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

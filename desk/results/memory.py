@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desk.results.base import Outcome, Wrapped, commit_suffix
+from desk.results.base import Outcome, Wrapped, commit_suffix, counted
 
 if TYPE_CHECKING:
     from desk.errors import Finding
@@ -180,8 +180,8 @@ class Validation(Outcome):
         report = self.report
         lines = [str(f) + ("" if f.severity == "error" else " (warning)") for f in report.findings]
         errors = len(report.errors)
-        lines.append(f"{'ok' if not errors else 'rejected'}: {report.checked} file(s) checked, "
-                     f"{errors} error(s), {len(report.findings) - errors} warning(s)")
+        lines.append(f"{'ok' if not errors else 'rejected'}: {counted(report.checked, 'file')} checked, "
+                     f"{counted(errors, 'error')}, {counted(len(report.findings) - errors, 'warning')}")
         if report.fixed:
             from desk.guard.hooks import STALE_INDEX_MESSAGE
 
