@@ -86,8 +86,16 @@ def edit_command(name: str, actor: str) -> None:
     or abort (nothing changes). Commits with `Desk-Op: edit`.
     """
     def ask(findings: str) -> bool:
+        from desk.errors import RejectedError
+
         click.echo(findings, err=True)
-        return click.confirm("Edit again? (no aborts and changes nothing)", default=True, err=True)
+        try:
+            return click.confirm("Edit again? (no aborts and changes nothing)", default=True, err=True)
+        except click.exceptions.Abort:  # end of input (or ^C): no answer is no, said plainly
+            click.echo("", err=True)
+            raise RejectedError(f"no answer to \"Edit again?\" (end of input); the edit of {name} is "
+                                "aborted and nothing changed",
+                                hint=f"`desk edit {name}` starts again from the committed file") from None
 
     render(invocation().desk().edit(name, actor=actor, ask=ask))
 
