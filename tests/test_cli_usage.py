@@ -34,3 +34,41 @@ def test_counts_agree_with_their_nouns(run: DeskRunner) -> None:
     assert "file(s)" not in out and "error(s)" not in out and ", 0 errors, 0 warnings" in out
     assert run("archive", "append", "--kind", "note", "--at", "2026-11-29T10:00:00Z", "hi").exit_code == 0
     assert "committed 1 event in 1 file " in run("checkpoint").output
+
+
+@pytest.mark.parametrize("args", [
+    ["recall", ""],
+    ["recall", "?!"],
+    ["archive", "show", "nosuch"],
+    ["archive", "show", "20261129T100000000000Z-abcd-20261129-000001"],
+    ["remember", "x", "--type", "fact", "-d", "", "-t", "x", "body"],
+    ["remember", "x", "--type", "fact", "-d", "X", "-t", "x", "--expires", "tomorrow", "body"],
+    ["history", "nosuch"],
+    ["show", "nosuch"],
+    ["archive", "append", "--kind", "Bad Kind", "text"],
+])
+def test_every_error_ends_with_a_hint_and_no_made_up_location(desk: DeskFolder, run: DeskRunner,
+                                                              args: list[str]) -> None:
+    before = snapshot(desk.root)
+    result = run(*args)
+    assert result.exit_code in (1, 2, 3)
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("desk: ") and lines[-1].startswith("hint: ") and len(lines[-1]) > 10
+    assert ":0:" not in result.stderr
+    assert snapshot(desk.root) == before
+
+
+def test_a_bad_import_line_names_file_and_line_with_a_hint(run: DeskRunner, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "inbound", "content": "ok"}\n{"kind": "inbound", "oops": 1}\n')
+    result = run("archive", "import", str(bad))
+    assert result.exit_code == 2 and f"{bad}:2: unknown field" in result.stderr
+    assert "hint: fix that line" in result.stderr
+
+
+def test_an_argument_error_names_the_option_not_a_line(run: DeskRunner) -> None:
+    result = run("remember", "x", "--type", "fact", "-d", "", "body")
+    assert "memory/x.md: frontmatter-field: description: is empty" in result.stderr
+    assert "hint: fix --description" in result.stderr
+    data = __import__("json").loads(run("remember", "x", "--type", "fact", "-d", "", "--json", "body").stdout)
+    assert data["hint"] and data["status"] == "rejected"

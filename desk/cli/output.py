@@ -107,6 +107,8 @@ def report_error(ctx: click.Context | None, exc: DeskError, *, as_json: bool = F
     """One error message (or JSON object) and its hint; never a traceback. Without a click
     context (before click parsed anything), `as_json` says whether `--json` was asked for."""
     obj = ctx.find_object(Invocation) if ctx is not None else None
+    if not exc.hint:  # every error says what to do next (a raise site without one gets this)
+        exc.hint = _fallback_hint(ctx, exc)
     if as_json or (obj is not None and obj.json):
         print_json(exc.to_json())
         return
@@ -117,6 +119,17 @@ def report_error(ctx: click.Context | None, exc: DeskError, *, as_json: bool = F
         click.echo(f"  {line}", err=True)
     if exc.hint:
         click.echo(f"hint: {exc.hint}", err=True)
+
+
+def _fallback_hint(ctx: click.Context | None, exc: DeskError) -> str:
+    from desk.errors import InvalidFileError, UsageError
+
+    if isinstance(exc, InvalidFileError):
+        return "fix what is named above, then check with `desk validate --all`"
+    command = f"desk {ctx.invoked_subcommand}" if ctx is not None and ctx.invoked_subcommand else "desk"
+    if isinstance(exc, UsageError):
+        return f"see `{command} -h` for the arguments it takes"
+    return f"see `{command} -h`; `desk doctor` checks the desk's health"
 
 
 def read_text_arg(value: str | None, file: Path | None, what: str) -> str:

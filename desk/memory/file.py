@@ -247,8 +247,12 @@ def build_meta(path: str, **fields: Any) -> MemoryMeta:
              if k in ("name", "description", "type") or (v is not None and v != [])}
     try:
         return MemoryMeta.validate(given)
-    except MetaErrors as exc:
-        raise InvalidFileError(exc.findings(path, lambda key: 0)) from None
+    except MetaErrors as exc:  # from arguments, not a file: no line to name, the option instead
+        options = {"description": "--description", "type": "--type", "triggers": "--trigger",
+                   "importance": "--importance", "expires": "--expires", "name": "NAME"}
+        named = [e.loc.split(".")[0] for e in exc.errors]
+        raise InvalidFileError(exc.findings(path, lambda key: 0), hint="fix " + ", ".join(
+            dict.fromkeys(options.get(n, n) for n in named)) + " and run the command again") from None
 
 
 def parse_memory(data: bytes, path: str, expected_name: str | None = None) -> MemoryFile:
