@@ -72,3 +72,30 @@ def test_an_argument_error_names_the_option_not_a_line(run: DeskRunner) -> None:
     assert "hint: fix --description" in result.stderr
     data = __import__("json").loads(run("remember", "x", "--type", "fact", "-d", "", "--json", "body").stdout)
     assert data["hint"] and data["status"] == "rejected"
+
+
+def test_init_without_a_git_identity_says_what_desk_commits_as(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["init", str(tmp_path / "d")], catch_exceptions=False)
+    assert result.exit_code == 0
+    assert "desk commits as desk <desk@localhost>" in result.output
+    assert "git config --global user.name" in result.output
+    data = __import__("json").loads(CliRunner().invoke(cli, ["init", str(tmp_path / "e"), "--json"]).output)
+    assert data["fallback_identity"] == "desk <desk@localhost>"
+
+
+def test_init_with_a_git_identity_says_nothing_about_it(tmp_path: Path, identity: None) -> None:
+    result = CliRunner().invoke(cli, ["init", str(tmp_path / "d")], catch_exceptions=False)
+    assert result.exit_code == 0 and "user.name" not in result.output
+
+
+def test_init_in_a_fresh_git_repository_needs_no_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "d"
+    root.mkdir()
+    git(root, "init", "-q")
+    monkeypatch.chdir(root)
+    result = CliRunner().invoke(cli, ["init", "."], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert (root / ".system" / "desk.json").is_file() and git(root, "log", "--format=%s") == "init: new desk\n"
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    assert CliRunner().invoke(cli, ["init", str(tmp_path / "busy")]).exit_code == 1

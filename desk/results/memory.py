@@ -39,6 +39,10 @@ class Initialized(Wrapped["InitResult"]):
             lines.append("kept existing files: " + ", ".join(r.kept))
         if r.hooks:
             lines.append(f"warning: the git hooks were not installed: {r.hooks}")
+        if r.fallback_identity:
+            lines.append(f"note: git has no user.name/user.email, so desk commits as {r.fallback_identity}; "
+                         "a plain `git commit` in this desk needs them: `git config --global user.name "
+                         "\"Your Name\"` and `git config --global user.email you@example.org`")
         lines.append("next: fill in SOUL.md, then `desk remember NAME --type T --description D BODY`")
         return "\n".join(lines)
 

@@ -448,6 +448,14 @@ class Git:
             self._identity = args
         return self._identity
 
+    def fallback_identity(self) -> str | None:
+        """`name <email>` desk commits as because git has no identity configured, else None."""
+        args = self.identity_args()
+        if not args:
+            return None
+        given = dict(a.split("=", 1) for a in args if a != "-c")
+        return f"{given.get('user.name', '(your name)')} <{given.get('user.email', '(your email)')}>"
+
     def add(self, paths: Iterable[str]) -> None:
         self._run("add", "--", *paths)
 
