@@ -99,3 +99,49 @@ def test_init_in_a_fresh_git_repository_needs_no_flag(tmp_path: Path, monkeypatc
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     assert CliRunner().invoke(cli, ["init", str(tmp_path / "busy")]).exit_code == 1
+
+
+def _complete(args: list[str], incomplete: str) -> list[str]:
+    from click.shell_completion import BashComplete
+
+    return [c.value for c in BashComplete(cli, {}, "desk", "_DESK_COMPLETE").get_completions(args, incomplete)]
+
+
+def test_completion_offers_memory_names_types_and_sections(desk: DeskFolder, run: DeskRunner,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("report-style", "report-zh", "tea"):
+        assert run("remember", name, "--type", "fact", "-d", name, "-t", name, f"About {name}.").exit_code == 0
+    assert _complete(["--desk", str(desk.root), "show"], "rep") == ["report-style", "report-zh"]
+    assert _complete(["show", "--desk", str(desk.root)], "t") == ["tea"]  # --desk after the command too
+    monkeypatch.chdir(desk.root / "memory")
+    assert _complete(["set"], "") == ["report-style", "report-zh", "tea"]
+    assert "preference" in _complete(["remember", "x", "--type"], "")
+    assert _complete(["now", "show", "--section"], "b") == ["blocked"]
+    assert _complete(["rem"], "") == [] or "remember" in _complete([], "rem")
+
+
+def test_completion_outside_a_desk_offers_no_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _complete(["show"], "") == []
+
+
+def test_the_bash_completion_script_is_generated(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, [], prog_name="desk", env={"_DESK_COMPLETE": "bash_source"})
+    assert "_desk_completion" in result.output and "complete " in result.output
+
+
+@pytest.mark.parametrize("args,suggestion", [
+    (["remmeber"], "Did you mean 'remember'?"),
+    (["archive", "lst"], "Did you mean 'list'?"),
+    (["now", "shw"], "Did you mean 'show'?"),
+])
+def test_a_mistyped_command_gets_a_did_you_mean(args: list[str], suggestion: str) -> None:
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and suggestion in result.output
+
+
+def test_a_mistyped_memory_name_gets_a_did_you_mean(run: DeskRunner) -> None:
+    assert run("remember", "report-style", "--type", "fact", "-d", "R", "-t", "r", "Short.").exit_code == 0
+    for verb in ("show", "forget", "diff", "history"):
+        result = run(verb, "report-styel")
+        assert result.exit_code == 1 and "did you mean `report-style`?" in result.stderr, verb

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from desk.cli.output import invocation, json_option, render
+from desk.cli.output import SuggestingGroup, invocation, json_option, render
 from desk.vocabulary import ACTORS
 
 
@@ -32,7 +32,7 @@ def validate_command(staged: bool, all_files: bool, fix: bool) -> None:
     render(invocation().desk().validate("all" if all_files else "staged", fix=fix))
 
 
-@click.group("hooks")
+@click.group("hooks", cls=SuggestingGroup)
 def hooks_group() -> None:
     """Install or remove desk's git hooks and merge drivers.
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from desk import __version__
-from desk.cli.output import Invocation, report_error
+from desk.cli.output import Invocation, SuggestingGroup, report_error
 from desk.errors import DeskError, UsageError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -99,7 +99,7 @@ def hoist_global_options(args: list[str]) -> list[str]:
     return front + rest
 
 
-class DeskGroup(click.Group):
+class DeskGroup(SuggestingGroup):
     """A click group that loads each command's module on first use and maps DeskError to exit codes."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

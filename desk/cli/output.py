@@ -65,6 +65,26 @@ def complete_memory_names(ctx: click.Context, _param: click.Parameter,
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
 
+def did_you_mean(name: str, choices: list[str]) -> str:
+    """` Did you mean 'x'?` for the nearest of `choices` (difflib), or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, choices, n=2, cutoff=0.6)
+    return " Did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+
+
+class SuggestingGroup(click.Group):
+    """A command group that answers a mistyped subcommand with "did you mean …?"."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and self.get_command(ctx, name) is None and not ctx.resilient_parsing \
+                and not name.startswith("-"):
+            ctx.fail(f"No such command {name!r}.{did_you_mean(name, self.list_commands(ctx))}")
+        return super().resolve_command(ctx, args)
+
+
 def invocation() -> Invocation:
     return click.get_current_context().ensure_object(Invocation)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from desk.cli.output import invocation, json_option, read_text_arg, render
+from desk.cli.output import SuggestingGroup, invocation, json_option, read_text_arg, render
 from desk.vocabulary import ACTORS, NOW_SECTIONS
 
 
@@ -28,7 +28,7 @@ def _meta(pairs: tuple[str, ...]) -> dict[str, str]:
 # -- archive --------------------------------------------------------------------------------
 
 
-@click.group("archive")
+@click.group("archive", cls=SuggestingGroup)
 def archive_group() -> None:
     """The append-only JSONL archive of raw events (.system/archive/, one file per UTC day per clone).
 
@@ -146,7 +146,7 @@ def checkpoint_command(actor: str) -> None:
 # -- NOW.md ---------------------------------------------------------------------------------
 
 
-@click.group("now")
+@click.group("now", cls=SuggestingGroup)
 def now_group() -> None:
     """NOW.md, the assistant's hot working note: Doing, Blocked, Next, Reminders."""
 
@@ -191,7 +191,7 @@ def now_append_command(text: str, section: str, actor: str) -> None:
 # -- MISTAKES.md ----------------------------------------------------------------------------
 
 
-@click.group("mistake")
+@click.group("mistake", cls=SuggestingGroup)
 def mistake_group() -> None:
     """MISTAKES.md, the error book of high-value, reusable lessons."""
 
@@ -221,7 +221,7 @@ def mistake_list_command() -> None:
 # -- conversations --------------------------------------------------------------------------
 
 
-@click.group("conversations")
+@click.group("conversations", cls=SuggestingGroup)
 def conversations_group() -> None:
     """Readable views of archived conversations under conversations/ (never the source of truth)."""
 
