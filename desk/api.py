@@ -403,11 +403,14 @@ class Desk(DeskFolder):
             raise exc
         return ArchiveCheck(report)
 
-    def checkpoint(self, *, actor: str = "assistant") -> Checkpointed:
-        """Commit the archive's growth in one commit (status `unchanged` when there is none)."""
+    def checkpoint(self, *, actor: str = "assistant", progress: Progress | None = None) -> Checkpointed:
+        """Commit the archive's growth in one commit (status `unchanged` when there is none).
+
+        `progress(done, total)` counts the archive files read (then the commit runs).
+        """
         from desk.archive.checkpoint import checkpoint
 
-        return Checkpointed(checkpoint(self, actor=actor))
+        return Checkpointed(checkpoint(self, actor=actor, progress=progress))
 
     def conversations_render(self, *, date: str | None = None, session: str | None = None,
                              actor: str = "assistant") -> ConversationsRendered:

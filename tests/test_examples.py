@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "harness_loop.py"
@@ -86,3 +88,54 @@ def test_the_transcript_hook_archives_each_line_once(tmp_path: Path) -> None:
     assert [(e["meta"]["lines_from"], e["meta"]["lines_to"]) for e in events] == [("1", "2"), ("3", "3")]
     assert "\n".join(e["content"] for e in events) == transcript.read_text().rstrip("\n")
     assert {e["kind"] for e in events} == {"transcript"} and {e["session"] for e in events} == {"s1"}
+
+
+# -- the README's tour, command by command (issue 9: the tour is run, so it cannot rot) ----------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def tour_commands() -> list[str]:
+    """The shell lines of the README's "A short tour" block: continuations joined, comments cut."""
+    import re
+
+    text = README.read_text("utf-8")
+    block = text.split("## A short tour", 1)[1].split("```sh\n", 1)[1].split("\n```", 1)[0]
+    joined = re.sub(r"\\\n\s*", "", block)
+    lines = []
+    for line in joined.splitlines():
+        line = re.sub(r"\s{2,}#.*$", "", line).strip()  # a comment after two spaces, as the tour writes them
+        if line and not line.startswith("#"):
+            lines.append(line)
+    return lines
+
+
+def test_the_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, identity: None) -> None:
+    import json
+    import shlex
+
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EDITOR", "true")  # `desk edit`: saved unchanged, nothing to commit
+    commands = tour_commands()
+    assert len(commands) >= 20 and commands[0].startswith("desk init")
+    runner = CliRunner()
+    for line in commands:
+        argv = shlex.split(line)
+        if argv[0] == "cd":
+            monkeypatch.chdir(argv[1])
+            continue
+        if argv[0] == "cat":
+            assert Path(argv[1]).is_file(), line
+            continue
+        assert argv[0] == "desk", line
+        result = runner.invoke(cli, argv[1:], catch_exceptions=False)
+        assert result.exit_code == 0, (line, result.output)
+        if argv[1:2] == ["history"]:
+            subjects = [c["subject"] for c in json.loads(
+                runner.invoke(cli, [*argv[1:], "--json"]).output)["commits"]]
+            assert subjects[0].startswith("rename:") and subjects[-1] == "remember: report-style"
+    assert git(tmp_path / "my-desk", "status", "--porcelain") == ""

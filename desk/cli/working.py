@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -69,32 +67,20 @@ def archive_append_command(text: str | None, kind: str, session: str | None, act
 @archive_group.command("import")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind].")
-@click.option("--progress/--no-progress", default=None,
-              help="Show a progress bar (default: when stderr is a terminal).")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Print a progress line to stderr every few seconds while it runs.")
 @json_option
-def archive_import_command(file: Path, no_redact: bool, progress: bool | None) -> None:
+def archive_import_command(file: Path, no_redact: bool, progress: bool) -> None:
     """Append every event of FILE.jsonl (one JSON object a line) under one lock, batched fsync.
 
     Each line needs `kind`; `at` (kept: the event lands in the file of its UTC day), `content`,
     `payload`, `session`, `actor` and `meta` are optional. An `id` from another archive is kept
     as meta `desk.source_id`. The whole file is checked first: a bad line changes nothing.
     """
-    show = sys.stderr.isatty() and not invocation().json if progress is None else progress
-    bar: Any = None
+    from desk.cli.progress import stderr_progress
 
-    def tick(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = click.progressbar(length=total, label="importing", file=sys.stderr)
-            bar.__enter__()
-        bar.update(done - bar.pos)
-
-    try:
-        result = invocation().desk().archive_import(file, redact=not no_redact,
-                                                    progress=tick if show else None)
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+    with stderr_progress(f"importing {file.name}", unit="events", enabled=progress) as lines:
+        result = invocation().desk().archive_import(file, redact=not no_redact, progress=lines)
     render(result)
 
 
@@ -140,7 +126,11 @@ def archive_verify_command() -> None:
 @json_option
 def checkpoint_command(actor: str) -> None:
     """Commit the archive's growth in one commit (trailers carry each file's head hash)."""
-    render(invocation().desk().checkpoint(actor=actor))
+    from desk.cli.progress import stderr_progress
+
+    with stderr_progress("checkpoint", unit="files") as lines:
+        result = invocation().desk().checkpoint(actor=actor, progress=lines)
+    render(result)
 
 
 # -- NOW.md ---------------------------------------------------------------------------------
