@@ -145,3 +145,17 @@ def test_a_mistyped_memory_name_gets_a_did_you_mean(run: DeskRunner) -> None:
     for verb in ("show", "forget", "diff", "history"):
         result = run(verb, "report-styel")
         assert result.exit_code == 1 and "did you mean `report-style`?" in result.stderr, verb
+
+
+def test_the_documented_multi_line_now_set_writes_two_lines(desk: DeskFolder) -> None:
+    """docs/working-desk.md's `now set` example, run by bash as a reader would (issue 9.12)."""
+    import re
+    import shutil
+    import subprocess
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "working-desk.md").read_text()
+    line = next(l for l in doc.splitlines() if l.startswith("desk now set --section next"))
+    command = re.sub(r"\s{2,}#.*$", "", line).replace("desk ", f"{shutil.which('desk')} --desk {desk.root} ", 1)
+    subprocess.run(["bash", "-c", command], check=True, capture_output=True)
+    now = desk.path("NOW.md").read_text()
+    assert "send the report\nreview MISTAKES.md" in now and "\\n" not in now

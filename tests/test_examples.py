@@ -95,12 +95,16 @@ def test_the_transcript_hook_archives_each_line_once(tmp_path: Path) -> None:
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def tour_commands() -> list[str]:
-    """The shell lines of the README's "A short tour" block: continuations joined, comments cut."""
+def tour_commands(doc: Path = README) -> list[str]:
+    """The shell lines of the README's "A short tour" block (or of every sh block of a docs/ page
+    that is a tour): continuations joined, comments cut."""
     import re
 
-    text = README.read_text("utf-8")
-    block = text.split("## A short tour", 1)[1].split("```sh\n", 1)[1].split("\n```", 1)[0]
+    text = doc.read_text("utf-8")
+    if doc == README:
+        block = text.split("## A short tour", 1)[1].split("```sh\n", 1)[1].split("\n```", 1)[0]
+    else:
+        block = "\n".join(re.findall(r"```sh\n(.*?)\n```", text, re.S))
     joined = re.sub(r"\\\n\s*", "", block)
     lines = []
     for line in joined.splitlines():
@@ -139,3 +143,73 @@ def test_the_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, i
                 runner.invoke(cli, [*argv[1:], "--json"]).output)["commits"]]
             assert subjects[0].startswith("rename:") and subjects[-1] == "remember: report-style"
     assert git(tmp_path / "my-desk", "status", "--porcelain") == ""
+
+
+# -- every `desk ...` line in README.md and docs/ names real commands and options -----------------
+
+DOCS = [README, *sorted((README.parent / "docs").glob("*.md"))]
+
+
+def doc_command_lines() -> list[tuple[str, list[str]]]:
+    """(file, argv) for each `desk` command in the sh/console blocks of the README and docs/:
+    split as a shell would (quotes, comments, `&&`, `|`, `;`, `<`), prompts and output cut."""
+    import re
+    import shlex
+
+    found = []
+    for doc in DOCS:
+        for _lang, block in re.findall(r"```(sh|console)\n(.*?)\n```", doc.read_text("utf-8"), re.S):
+            joined = re.sub(r"\\\n\s*", "", block)
+            for line in joined.splitlines():
+                line = line.removeprefix("$ ")
+                if not re.match(r"\S*desk |.*(&&|\|) *desk ", line):
+                    continue  # output, or a line that runs no desk command
+                line = re.sub(r"\[(-[^\]]*)\]", r"\1", line)  # `[--section next]`: an optional part
+                lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+                lexer.whitespace_split = True
+                command: list[str] = []
+                for token in [*lexer, ";"]:
+                    if token in ("&&", "||", ";", "|", "<", ">", "&"):
+                        if command[:1] == ["desk"]:
+                            found.append((doc.name, command[1:]))
+                        command = [] if token != "<" else ["<"]
+                    else:
+                        command.append(token)
+    return found
+
+
+@pytest.mark.parametrize("doc,argv", doc_command_lines(),
+                         ids=lambda v: v if isinstance(v, str) else " ".join(v)[:50])
+def test_documented_commands_and_options_exist(doc: str, argv: list[str]) -> None:
+    """Parsed with `--help` appended: an unknown command or option fails (exit 2), values are not
+    checked (the README tour, run above, checks those). `[--opt v]` is an optional part: kept."""
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    result = CliRunner().invoke(cli, [*argv, "--help"], catch_exceptions=False)
+    assert result.exit_code == 0 and "Usage:" in result.output, (doc, argv, result.output)
+
+
+def test_the_memories_page_runs(desk_root_cwd: Path) -> None:
+    """docs/memories.md's examples, in order, on a fresh desk (shell completion aside)."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    commands = [c for c in tour_commands(README.parent / "docs" / "memories.md") if "_DESK_COMPLETE" not in c]
+    assert len(commands) >= 8
+    for line in commands:
+        result = CliRunner().invoke(cli, shlex.split(line)[1:], catch_exceptions=False)
+        assert result.exit_code == 0, (line, result.output)
+
+
+@pytest.fixture
+def desk_root_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, identity: None) -> Path:
+    from desk.scaffold import init_desk
+
+    init_desk(tmp_path / "d")
+    monkeypatch.chdir(tmp_path / "d")
+    return tmp_path / "d"
