@@ -26,6 +26,8 @@ def path_name_problem(name: str, *, limit: int) -> str | None:
         return "name must be a lowercase slug: a-z, 0-9, '.', '_', '-', starting with a letter or digit"
     if name.endswith("."):
         return "name must not end with '.'"
+    if name.endswith(".md"):  # `x.md` would be the file `x.md.md`: the suffix is desk's to add
+        return "name must not end with '.md' (desk adds the file's .md itself)"
     if name.split(".")[0] in RESERVED_STEMS:
         return f"{name!r} is a reserved device name on Windows"
     return None

@@ -11,7 +11,8 @@ from desk.text.names import path_name_problem
 from tests.conftest import DeskRunner, git
 
 
-@pytest.mark.parametrize("name", ["foo\n", "foo\r", "con", "con.md", "nul.txt", "Com1", "x.", "", "a/b"])
+@pytest.mark.parametrize("name", ["foo\n", "foo\r", "con", "con.md", "nul.txt", "Com1", "x.", "", "a/b",
+                                  "x.md", "report.md"])
 def test_names_that_cannot_be_files_are_refused(name: str) -> None:
     assert path_name_problem(name, limit=80) is not None
 
