@@ -132,7 +132,7 @@ class Desk(DeskFolder):
         """Change fields of memory `name` without restating its body: one commit, none when
         nothing differs. `triggers` replaces the list; `clear` empties triggers, importance or
         expires. DeskError (exit 1) when there is no such memory."""
-        from desk.memory.operations import set_fields
+        from desk.memory.revise import set_fields
 
         return MemoryChange(set_fields(
             self, self._name(name), description=description, type=type, triggers=triggers,
@@ -141,14 +141,14 @@ class Desk(DeskFolder):
 
     def rename(self, old: str, new: str, *, actor: str = "user") -> MemoryChange:
         """Rename memory `old` to `new` in one commit (file, `name:` and MEMORY.md); history follows it."""
-        from desk.memory.operations import rename
+        from desk.memory.revise import rename
 
         return MemoryChange(rename(self, self._name(old), self._name(new), actor=actor))
 
     def diff(self, name: str, rev: str | None = None) -> MemoryDiff:
         """What changed in memory `name` from `rev` (default: before its last committed change)
         to the file as it is now, as a unified diff. UsageError (exit 2) for an unknown `rev`."""
-        from desk.memory.operations import diff
+        from desk.memory.reads import diff
 
         return MemoryDiff(self._name(name), *diff(self, self._name(name), rev))
 
@@ -161,27 +161,27 @@ class Desk(DeskFolder):
     def show(self, name: str) -> ShownMemory:
         """The memory file `name` as it is on disk; an invalid file comes with its findings
         (`valid` false) rather than an error, so a person can see what to fix."""
-        from desk.memory.operations import show
+        from desk.memory.reads import show
 
         return ShownMemory(show(self, self._name(name)))
 
     def list(self, *, type: str | None = None) -> MemoryList:
         """The memories on disk sorted by name (optionally of one type), and unparseable files."""
-        from desk.memory.operations import list_memories
+        from desk.memory.reads import list_memories
 
         return MemoryList(*list_memories(self, type))
 
     def history(self, name: str) -> AuditTrail:
         """Every commit that touched memory `name`, newest first (forgotten revisions too, and
         across renames). DeskError (exit 1) when no commit ever touched it."""
-        from desk.memory.operations import history
+        from desk.memory.reads import history
 
         name = self._name(name)
         return AuditTrail(history(self, name), name)
 
     def log(self, limit: int | None = None) -> AuditTrail:
         """The desk's audit trail: commits with their Desk-* trailers, newest first."""
-        from desk.memory.operations import log
+        from desk.memory.reads import log
 
         return AuditTrail(log(self, limit))
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from desk.cli.output import F, complete_memory_names, invocation, json_option, read_text_arg, render
-from desk.errors import UsageError
 from desk.vocabulary import ACTORS, MEMORY_SCOPES, MEMORY_SOURCES, MEMORY_TYPES
 
 
@@ -109,8 +108,6 @@ def set_command(name: str, description: str | None, type_: str | None, triggers:
 
     Only the options given change; nothing given, or nothing different, changes nothing.
     """
-    if expires is not None and no_expires:
-        raise UsageError("give --expires or --no-expires, not both")
     render(invocation().desk().set(
         name, description=description, type=type_, triggers=triggers or None,
         add_triggers=add_triggers, remove_triggers=remove_triggers, importance=importance,

@@ -1,4 +1,5 @@
-"""Remember, forget, show, list and reindex single-fact memories: one commit per change."""
+"""Remember, forget and reindex single-fact memories: one commit per change (the helpers
+`desk.memory.revise` shares; reads are in `desk.memory.reads`)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,14 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from desk.errors import DeskError, Finding, InvalidFileError, RejectedError, UsageError
+from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.memory import gate
-from desk.memory.file import (MemoryFile, build_meta, normalize_body, parse_memory, require_name,
-                              require_read_name)
+from desk.memory.file import MemoryFile, build_meta, normalize_body, parse_memory, require_name
 from desk.memory.index import IndexEntry, entries_in_worktree, memory_path, render_index
 from desk.memory.mirror import HeadMirror, head_mirror
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Commit, blob_sha
+from desk.storage.git import blob_sha
 from desk.storage.reading import SymlinkError
 from desk.text.times import format_time, utc_now
 from desk.transaction import Transaction, commit_message, transaction
@@ -70,7 +70,6 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
     ConflictError (exit 4) when the memory file or MEMORY.md has uncommitted edits.
     """
     _require_actor(actor)
-    _require_clearable(clear)
     require_name(name)
     now = (now or utc_now()).replace(microsecond=0)  # memory files keep whole seconds
     path = memory_path(name)
@@ -81,6 +80,7 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
     given = dict(name=name, description=description, type=type, triggers=_list(triggers),
                  importance=importance, source=source, source_event=source_event,
                  evidence=_list(evidence), key=key, expires=expires)
+    _require_clearable(clear, given)
     if type is not None and description is not None:  # a structural check before the lock
         build_meta(path, **{**given, "source": source or "agent"}, created=now, updated=now)
     _require_future(name, path, given, now)
@@ -115,81 +115,6 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
     return result
 
 
-def set_fields(desk: DeskFolder, name: str, *, description: str | None = None, type: str | None = None,
-               triggers: Sequence[str] | None = None, add_triggers: Sequence[str] = (),
-               remove_triggers: Sequence[str] = (), importance: int | None = None,
-               expires: dt.datetime | str | None = None, clear: Collection[str] = (),
-               actor: str = "user", now: dt.datetime | None = None) -> MutationResult:
-    """Change fields of memory `name` without restating its body (`desk set`); one commit.
-
-    `triggers` replaces the list, `add_triggers`/`remove_triggers` edit it; `clear` empties
-    fields. Status `unchanged` (no commit) when nothing differs.
-    """
-    _require_actor(actor)
-    _require_clearable(clear)
-    require_name(name)
-    if triggers is not None and "triggers" in clear:
-        raise UsageError("give --trigger or --no-triggers, not both")
-    now = (now or utc_now()).replace(microsecond=0)
-    path = memory_path(name)
-    given = dict(name=name, description=description, type=type, triggers=_list(triggers),
-                 importance=importance, expires=expires)
-    _require_future(name, path, given, now)
-    with transaction(desk) as tx, head_mirror(desk) as mirror:
-        tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
-        if mirror.blob(name) is None:
-            raise no_memory(desk, name)
-        existing = parse_memory(desk.path(path).read_bytes(), path, name)
-        fields = _merged(existing, given, clear)
-        current = list(fields.get("triggers") or [])
-        absent = [t for t in remove_triggers if t not in current]
-        if absent:
-            raise UsageError(f"{name} has no trigger {absent[0]!r}",
-                             hint="its triggers are: " + (", ".join(current) or "(none)"))
-        current = [t for t in current if t not in remove_triggers]
-        current += [t for t in dict.fromkeys(add_triggers) if t not in current]
-        fields["triggers"] = current
-        memory = MemoryFile(build_meta(path, **fields, created=existing.meta.created or now,
-                                       updated=now), existing.body)
-        if memory.meta.replace(updated=existing.meta.updated) == existing.meta:
-            return MutationResult("unchanged", name, path)
-        sha = _commit_memory(desk, tx, mirror, memory, f"set: {name}", {
-            "Desk-Op": "set", "Desk-Memory": name, "Desk-Actor": actor})
-    result = MutationResult("updated", name, path, sha)
-    result.warnings = _trigger_warnings(existing, memory)
-    return result
-
-
-def rename(desk: DeskFolder, old: str, new: str, *, actor: str = "user") -> MutationResult:
-    """Rename memory `old` to `new` in one commit: the file moves, its `name:` follows, MEMORY.md
-    is regenerated. Nothing else in the file changes, so git sees a rename (`desk history`
-    follows it)."""
-    _require_actor(actor)
-    require_name(old)
-    require_name(new)
-    if old == new:
-        raise UsageError(f"{old!r} is already called {new!r}")
-    old_path, new_path = memory_path(old), memory_path(new)
-    with transaction(desk) as tx, head_mirror(desk) as mirror:
-        tx.require_clean([old_path, new_path, INDEX_FILE],
-                         {**_head_blobs(mirror, old), **_head_blobs(mirror, new)})
-        if mirror.blob(old) is None:
-            raise no_memory(desk, old)
-        if mirror.blob(new) is not None or desk.path(new_path).exists():
-            raise UsageError(f"a memory named {new!r} already exists",
-                             hint=f"pick another name, or `desk forget {new}` first")
-        existing = parse_memory(desk.path(old_path).read_bytes(), old_path, old)
-        memory = MemoryFile(existing.meta.replace(name=new), existing.body)
-        data = memory.render()
-        entry = IndexEntry.of(memory)
-        message = commit_message(f"rename: {old} -> {new}", {
-            "Desk-Op": "rename", "Desk-Memory": new, "Desk-Renamed-From": old, "Desk-Actor": actor})
-        index = mirror.render_index({old: None, new: entry})
-        sha = tx.commit(_with_index(desk, mirror, {old_path: None, new_path: data}, index), message)
-        mirror.record(sha, {old: None, new: (blob_sha(data), entry)}, blob_sha(index))
-    return MutationResult("renamed", new, new_path, sha)
-
-
 def _commit_memory(desk: DeskFolder, tx: Transaction, mirror: HeadMirror, memory: MemoryFile,
                    subject: str, trailers: dict[str, str | None]) -> str:
     """Write `memory` and its MEMORY.md line in one commit; the mirror records it."""
@@ -209,10 +134,16 @@ def _list(values: Sequence[str] | None) -> list[str] | None:
     return None if values is None else list(values)
 
 
-def _require_clearable(clear: Collection[str]) -> None:
+def _require_clearable(clear: Collection[str], given: dict[str, Any]) -> None:
     unknown = sorted(set(clear) - set(CLEARABLE))
     if unknown:
-        raise UsageError(f"cannot clear {unknown[0]!r}; clearable fields: {', '.join(CLEARABLE)}")
+        raise UsageError(f"cannot clear {unknown[0]!r}; clearable fields: {', '.join(CLEARABLE)}",
+                         hint="--no-triggers, --no-importance and --no-expires clear a field")
+    both = [key for key in CLEARABLE if key in clear and given.get(key) is not None]
+    if both:
+        flag = {"triggers": "--trigger"}.get(both[0], f"--{both[0]}")
+        raise UsageError(f"give {flag} or --no-{both[0]}, not both",
+                         hint=f"{flag} sets the field, --no-{both[0]} empties it")
 
 
 def _require_future(name: str, path: str, given: dict[str, Any], now: dt.datetime) -> None:
@@ -326,69 +257,3 @@ def _existing(desk: DeskFolder, path: str) -> MemoryFile | None:
         return parse_memory(desk.read(path), path, memory_name(path))
     except (InvalidFileError, OSError, SymlinkError):
         return None
-
-
-@dataclass
-class Shown:
-    """A memory file as it is on disk: parsed when valid, else its text and what is wrong."""
-
-    path: str
-    text: str
-    memory: MemoryFile | None
-    findings: list[Finding]
-
-
-def show(desk: DeskFolder, name: str) -> Shown:
-    """The memory file `name` as it is on disk; an invalid one comes with its findings."""
-    require_read_name(name)
-    path = memory_path(name)
-    try:
-        data = desk.read(path)
-    except (FileNotFoundError, NotADirectoryError):
-        raise no_memory(desk, name) from None
-    text = data.decode("utf-8", "replace")
-    try:
-        return Shown(path, text, parse_memory(data, path, name), [])
-    except InvalidFileError as exc:  # exactly when a person wants to see it
-        return Shown(path, text, None, exc.findings)
-
-
-def list_memories(desk: DeskFolder, type: str | None = None) -> tuple[list[IndexEntry], list[Finding]]:
-    """The memories on disk sorted by name (optionally of one type), and the files that do not parse."""
-    invalid: list[Finding] = []
-    entries = sorted(entries_in_worktree(desk, invalid).values(), key=lambda e: e.name)
-    return [e for e in entries if type is None or e.type == type], invalid
-
-
-def history(desk: DeskFolder, name: str) -> list[Commit]:
-    """Every commit that touched memory `name`, newest first, forgotten revisions included, and
-    across renames (git's --follow)."""
-    require_read_name(name)
-    commits = desk.git.log_follow(memory_path(name))
-    if not commits:
-        raise no_memory(desk, name)
-    return commits
-
-
-def diff(desk: DeskFolder, name: str, rev: str | None = None) -> tuple[str, str, str]:
-    """What changed in memory `name`: from `rev` (default: before its last committed change) to
-    the file as it is now, uncommitted edits included. Returns (path, from, unified diff)."""
-    require_read_name(name)
-    path = memory_path(name)
-    if rev is None:
-        commits = desk.git.log([path], limit=1)
-        if not commits:
-            raise no_memory(desk, name)
-        parent = commits[0].sha + "^"
-        rev = parent if desk.git.object_id(parent) else desk.git.empty_tree()
-    elif rev.startswith("-") or desk.git.object_id(rev + "^{commit}") is None:
-        raise UsageError(f"unknown revision {rev!r}",
-                         hint=f"give a commit from `desk history {name}`, e.g. HEAD~1")
-    if not desk.path(path).exists() and desk.git.blob_at(rev, path) is None:
-        raise no_memory(desk, name)
-    return path, rev, desk.git.diff_worktree(rev, path)
-
-
-def log(desk: DeskFolder, limit: int | None = None) -> list[Commit]:
-    """The desk's audit trail, newest first."""
-    return desk.git.log(limit=limit)

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from desk.memory.edit import EditResult
     from desk.memory.file import MemoryFile
     from desk.memory.index import IndexEntry
-    from desk.memory.operations import MutationResult, Shown
+    from desk.memory.operations import MutationResult
+    from desk.memory.reads import Shown
     from desk.recall.context import ContextResult
     from desk.recall.search import RecallResult
     from desk.recall.stats import DeskStats
