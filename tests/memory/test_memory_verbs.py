@@ -54,6 +54,16 @@ def test_a_new_memory_without_triggers_warns_on_stderr_and_in_json(run: DeskRunn
     assert "warning" not in quiet.stderr
 
 
+def test_setting_and_clearing_a_field_at_once_is_a_usage_error(desk: DeskFolder, run: DeskRunner) -> None:
+    _remember(run)
+    before = snapshot(desk.root)
+    for verb in (["remember", "report-zh"], ["set", "report-zh"]):
+        result = run(*verb, "--expires", "2099-02-01T00:00:00Z", "--no-expires",
+                     *(["Body."] if verb[0] == "remember" else []))
+        assert result.exit_code == 2 and "not both" in result.stderr, verb
+    assert snapshot(desk.root) == before
+
+
 def test_a_new_memory_needs_type_and_description(desk: DeskFolder, run: DeskRunner) -> None:
     before = snapshot(desk.root)
     result = run("remember", "tea", "Green tea.")
