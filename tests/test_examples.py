@@ -132,13 +132,20 @@ def test_the_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, i
     home = Path(os.environ["HOME"])
     shutil.copytree(fixtures / "claude-code" / "project", home / ".claude" / "projects" / "my-app")
     shutil.copytree(fixtures / "chat-export" / "chatgpt", home / "Downloads" / "chatgpt")
+    server = tmp_path / "server" / "desk.git"  # the tour's `me@server:desk.git`, as a local bare repo
+    server.parent.mkdir()
+    subprocess.run(["git", "init", "-q", "--bare", str(server)], check=True)
     commands = tour_commands()
     assert len(commands) >= 20 and commands[0].startswith("desk init")
     runner = CliRunner()
     for line in commands:
-        argv = [os.path.expanduser(a) for a in shlex.split(line)]  # `~`, as the shell expands it
+        argv = [str(server) if a == "me@server:desk.git" else os.path.expanduser(a)  # `~`, as a shell
+                for a in shlex.split(line)]
         if argv[0] == "cd":
             monkeypatch.chdir(argv[1])
+            continue
+        if argv[0] == "git":
+            subprocess.run(argv, check=True, capture_output=True)
             continue
         if argv[0] == "cat":
             assert Path(argv[1]).is_file(), line
