@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from desk.errors import RejectedError, UsageError
-from desk.layout import DeskFolder, find_desk
+from desk.layout import MEMORY_DIR, DeskFolder, find_desk
 from desk.results import (
     AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, Cloned, ConflictCases, Context,
     ConversationsRendered, Diagnosis, Digested, EventList, Exported, HooksChange, Imported, ImportPlan,
     Initialized,
-    MemoryChange, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome, Recalled,
+    MemoryChange, MemoryDiff, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome, Recalled,
     ShownMemory, Stats, Synced, Validation, Wrapped)
 from desk.results import __all__ as _RESULTS
 
@@ -71,23 +71,34 @@ class Desk(DeskFolder):
 
     # -- memories ----------------------------------------------------------------------------
 
-    def remember(self, name: str, body: str, *, type: str, description: str,
-                 triggers: Sequence[str] = (), importance: int | None = None,
-                 expires: Time | None = None, source: str | None = None,
-                 source_event: str | None = None, actor: str = "user", scope: str = "durable",
+    def _name(self, name: str) -> str:
+        """A memory name from what a person typed: `x`, `x.md`, `memory/x.md` or a path to it."""
+        from desk.memory.file import memory_name_arg
+
+        return memory_name_arg(name, self.root / MEMORY_DIR)
+
+    def remember(self, name: str, body: str, *, type: str | None = None,
+                 description: str | None = None, triggers: Sequence[str] | None = None,
+                 importance: int | None = None, expires: Time | None = None,
+                 source: str | None = None, source_event: str | None = None, actor: str = "user",
+                 scope: str = "durable", clear: Iterable[str] = (),
                  now: dt.datetime | None = None) -> MemoryChange:
         """Create or update memory `name` through the write gate: one commit, none when unchanged.
 
-        RejectedError (exit 3) when the gate refuses, with nothing changed; its `details` carry
-        the `--json` fields (name, path, reason). ConflictError (exit 4) over uncommitted edits.
+        A new memory needs `type` and `description`. On an update, a field left None keeps its
+        value (`clear` names fields to empty: triggers, importance, expires). The result warns
+        when the memory ends up without triggers. RejectedError (exit 3) when the gate refuses,
+        with nothing changed; its `details` carry the `--json` fields (name, path, reason).
+        ConflictError (exit 4) over uncommitted edits.
         """
         from desk.memory.operations import remember
 
+        name = self._name(name)
         try:
             return MemoryChange(remember(
                 self, name, type=type, description=description, body=body, triggers=triggers,
                 importance=importance, expires=expires, source=source, source_event=source_event,
-                actor=actor, scope=scope, now=now))
+                actor=actor, scope=scope, clear=tuple(clear), now=now))
         except RejectedError as exc:
             exc.details = {"name": name, "path": f"memory/{name}.md", "commit": None,
                            "reason": getattr(exc, "reason", None) or "invalid"}
@@ -113,33 +124,64 @@ class Desk(DeskFolder):
                            "reason": getattr(exc, "reason", None) or "invalid"}
             raise
 
+    def set(self, name: str, *, description: str | None = None, type: str | None = None,
+            triggers: Sequence[str] | None = None, add_triggers: Sequence[str] = (),
+            remove_triggers: Sequence[str] = (), importance: int | None = None,
+            expires: Time | None = None, clear: Iterable[str] = (), actor: str = "user",
+            now: dt.datetime | None = None) -> MemoryChange:
+        """Change fields of memory `name` without restating its body: one commit, none when
+        nothing differs. `triggers` replaces the list; `clear` empties triggers, importance or
+        expires. DeskError (exit 1) when there is no such memory."""
+        from desk.memory.revise import set_fields
+
+        return MemoryChange(set_fields(
+            self, self._name(name), description=description, type=type, triggers=triggers,
+            add_triggers=add_triggers, remove_triggers=remove_triggers, importance=importance,
+            expires=expires, clear=tuple(clear), actor=actor, now=now))
+
+    def rename(self, old: str, new: str, *, actor: str = "user") -> MemoryChange:
+        """Rename memory `old` to `new` in one commit (file, `name:` and MEMORY.md); history follows it."""
+        from desk.memory.revise import rename
+
+        return MemoryChange(rename(self, self._name(old), self._name(new), actor=actor))
+
+    def diff(self, name: str, rev: str | None = None) -> MemoryDiff:
+        """What changed in memory `name` from `rev` (default: before its last committed change)
+        to the file as it is now, as a unified diff. UsageError (exit 2) for an unknown `rev`."""
+        from desk.memory.reads import diff
+
+        return MemoryDiff(self._name(name), *diff(self, self._name(name), rev))
+
     def forget(self, name: str, *, reason: str | None = None, actor: str = "user") -> MemoryChange:
         """Delete memory `name` and its index line in one commit (git history keeps it)."""
         from desk.memory.operations import forget
 
-        return MemoryChange(forget(self, name, reason=reason, actor=actor))
+        return MemoryChange(forget(self, self._name(name), reason=reason, actor=actor))
 
     def show(self, name: str) -> ShownMemory:
-        """The memory file `name` as it is on disk."""
-        from desk.memory.operations import show
+        """The memory file `name` as it is on disk; an invalid file comes with its findings
+        (`valid` false) rather than an error, so a person can see what to fix."""
+        from desk.memory.reads import show
 
-        return ShownMemory(*show(self, name))
+        return ShownMemory(show(self, self._name(name)))
 
     def list(self, *, type: str | None = None) -> MemoryList:
         """The memories on disk sorted by name (optionally of one type), and unparseable files."""
-        from desk.memory.operations import list_memories
+        from desk.memory.reads import list_memories
 
         return MemoryList(*list_memories(self, type))
 
     def history(self, name: str) -> AuditTrail:
-        """Every commit that touched memory `name`, newest first (forgotten revisions too)."""
-        from desk.memory.operations import history
+        """Every commit that touched memory `name`, newest first (forgotten revisions too, and
+        across renames). DeskError (exit 1) when no commit ever touched it."""
+        from desk.memory.reads import history
 
+        name = self._name(name)
         return AuditTrail(history(self, name), name)
 
     def log(self, limit: int | None = None) -> AuditTrail:
         """The desk's audit trail: commits with their Desk-* trailers, newest first."""
-        from desk.memory.operations import log
+        from desk.memory.reads import log
 
         return AuditTrail(log(self, limit))
 
@@ -161,7 +203,7 @@ class Desk(DeskFolder):
         """
         from desk.memory.edit import edit_memory
 
-        return MemoryChange(edit_memory(self, name, actor=actor, ask=ask or (lambda _f: False),
+        return MemoryChange(edit_memory(self, self._name(name), actor=actor, ask=ask or (lambda _f: False),
                                         editor=editor))
 
     # -- guarding the desk -------------------------------------------------------------------
@@ -361,11 +403,14 @@ class Desk(DeskFolder):
             raise exc
         return ArchiveCheck(report)
 
-    def checkpoint(self, *, actor: str = "assistant") -> Checkpointed:
-        """Commit the archive's growth in one commit (status `unchanged` when there is none)."""
+    def checkpoint(self, *, actor: str = "assistant", progress: Progress | None = None) -> Checkpointed:
+        """Commit the archive's growth in one commit (status `unchanged` when there is none).
+
+        `progress(done, total)` counts the archive files read (then the commit runs).
+        """
         from desk.archive.checkpoint import checkpoint
 
-        return Checkpointed(checkpoint(self, actor=actor))
+        return Checkpointed(checkpoint(self, actor=actor, progress=progress))
 
     def conversations_render(self, *, date: str | None = None, session: str | None = None,
                              actor: str = "assistant") -> ConversationsRendered:
@@ -435,12 +480,12 @@ class Desk(DeskFolder):
 
 
 def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(path)` is the API's name
-    """The desk at `path`, else `$DESK_HOME`, else the desk enclosing the current folder.
+    """The desk at `path`, else the desk enclosing the current folder, else `$DESK_HOME`.
 
     NotADeskError (exit 1) when there is none.
     """
     folder = find_desk(explicit=Path(path) if path is not None else None)
-    return Desk(folder.root)
+    return Desk(folder.root, found_by=folder.found_by)
 
 
 def missing_setup(desk: DeskFolder) -> list[str]:

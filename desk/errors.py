@@ -69,7 +69,10 @@ class Finding(NamedTuple):
     severity: str = "error"
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.rule}: {self.message}"
+        """`path:line: rule: message`; without `:line` when there is no line (line 0: a problem
+        in an argument, or in the file as a whole), never a made-up `:0:`."""
+        where = f"{self.path}:{self.line}" if self.line > 0 else self.path
+        return f"{where}: {self.rule}: {self.message}"
 
     def to_json(self) -> dict[str, object]:
         return {"path": self.path, "line": self.line, "rule": self.rule,

@@ -57,25 +57,35 @@ def is_desk(path: Path) -> bool:
 
 
 def find_desk(start: Path | None = None, explicit: Path | None = None) -> DeskFolder:
-    """The desk at `explicit`, else `$DESK_HOME`, else the desk enclosing `start` (the cwd)."""
-    if explicit is None and os.environ.get("DESK_HOME"):
-        explicit = Path(os.environ["DESK_HOME"])
+    """The desk at `explicit`, else the desk enclosing `start` (the cwd), else `$DESK_HOME`.
+
+    The enclosing desk wins over `$DESK_HOME` (docs/design.md §5): a person standing in a desk
+    means that desk. `DeskFolder.found_by` says which one it was (`explicit`, `cwd`, `env`), so
+    the CLI can name a desk that did not come from the current folder.
+    """
     if explicit is not None:
-        root = explicit.expanduser().resolve()
-        if not is_desk(root):
-            enclosing = next((f for f in root.parents if is_desk(f)), None)
-            if enclosing is not None:  # `desk init` there would be refused as nested
-                raise NotADeskError(f"{root} is not a desk: it is inside the desk at {enclosing}",
-                                    hint=f"name the desk itself: `--desk {enclosing}`")
-            raise NotADeskError(f"{root} is not a desk (no {CONFIG_PATH} in a git repository)",
-                                hint=f"create one with `desk init {explicit}`")
-        return DeskFolder(root)
+        return _desk_at(explicit, "explicit", "--desk")
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if is_desk(folder):
-            return DeskFolder(folder)
+            return DeskFolder(folder, found_by="cwd")
+    if os.environ.get("DESK_HOME"):
+        return _desk_at(Path(os.environ["DESK_HOME"]), "env", "$DESK_HOME")
     raise NotADeskError(f"no desk in {here} or any folder above it",
                         hint="pass --desk PATH, set $DESK_HOME, or create one with `desk init`")
+
+
+def _desk_at(given: Path, found_by: str, source: str) -> DeskFolder:
+    root = given.expanduser().resolve()
+    if is_desk(root):
+        return DeskFolder(root, found_by=found_by)
+    named = str(root) if found_by == "explicit" else f"{root} ({source})"
+    enclosing = next((f for f in root.parents if is_desk(f)), None)
+    if enclosing is not None:  # `desk init` there would be refused as nested
+        raise NotADeskError(f"{named} is not a desk: it is inside the desk at {enclosing}",
+                            hint=f"name the desk itself: `--desk {enclosing}`")
+    raise NotADeskError(f"{named} is not a desk (no {CONFIG_PATH} in a git repository)",
+                        hint=f"create one with `desk init {given}`")
 
 
 @dataclass
@@ -86,6 +96,7 @@ class DeskFolder:
     # `Key: value` trailers every commit made through this object carries after the operation's
     # own, e.g. `Desk-Client` from `desk serve` (set with `desk.api.Desk.with_trailers`).
     trailers: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    found_by: str = field(default="explicit", compare=False)  # explicit | cwd | env (find_desk)
 
     @cached_property
     def git(self) -> Git:

@@ -243,11 +243,7 @@ class MemoryTool:
             raise Refused(f"The path {old_path} does not exist. Please provide a valid path.")
         if (self.desk.root / "memory" / f"{new}.md").exists():
             raise Refused(f"Error: The destination {new_path} already exists")
-        rename = getattr(self.desk, "rename", None)
-        if rename is None:  # Desk.rename lands with `desk rename` (issue 9)
-            raise Refused("Error: this desk version cannot rename a memory yet; create the new file "
-                          "and delete the old one")
-        rename(old, new, actor=ACTOR)
+        self.desk.rename(old, new, actor=ACTOR)
         return f"Successfully renamed {old_path} to {new_path}"
 
 

@@ -36,10 +36,12 @@ class InitResult:
     commit: str | None = None
     kept: list[str] = field(default_factory=list)  # files that were already there, left untouched
     hooks: str | None = None  # why the git hooks were not installed (None: installed)
+    fallback_identity: str | None = None  # "name <email>" desk commits as when git has none
 
     def to_json(self) -> dict[str, object]:
         return {"status": self.status, "path": str(self.path), "commit": self.commit,
-                "kept": self.kept, "hooks_not_installed": self.hooks}
+                "kept": self.kept, "hooks_not_installed": self.hooks,
+                "fallback_identity": self.fallback_identity}
 
 
 def template_bytes(name: str) -> bytes:
@@ -67,7 +69,8 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
         raise UsageError(f"{path} exists and is not a folder")
     if is_desk(path):
         return InitResult("exists", path)
-    if path.exists() and any(path.iterdir()) and not allow_nonempty:
+    # A folder holding only `.git` (`git init` then `desk init .`) is empty.
+    if path.exists() and any(p.name != ".git" for p in path.iterdir()) and not allow_nonempty:
         raise DeskError(f"{path} is not empty and is not a desk",
                         hint="choose a new or empty folder, or pass --allow-nonempty to add a desk "
                              "to it (existing files are kept)")
@@ -88,11 +91,12 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
     with transaction(desk) as tx:
         message = commit_message("init: new desk", {"Desk-Op": "init", "Desk-Actor": "user"})
         sha = tx.commit(writes, message)
+    fallback = git.fallback_identity()
     try:
         install(path)  # desk's git hooks: hand edits pass the same gate
     except DeskError as exc:  # core.hooksPath set: the desk works; the person wires the hooks
-        return InitResult("created", path, sha, kept, f"{exc.message}. {exc.hint}")
-    return InitResult("created", path, sha, kept)
+        return InitResult("created", path, sha, kept, f"{exc.message}. {exc.hint}", fallback)
+    return InitResult("created", path, sha, kept, fallback_identity=fallback)
 
 
 def _nearest_existing(path: Path) -> Path:

@@ -121,13 +121,11 @@ def test_the_lazy_command_table_matches_the_commands() -> None:
         assert main.COMMANDS[name][0] == module, name
         first = inspect.cleandoc(command.help or "").split("\n\n")[0].replace("\n", " ")
         assert main.COMMANDS[name][1] == first, name
-    eager = click.Group("desk", commands=[c for _, c in declared.values()],
-                        context_settings=main.CONTEXT_SETTINGS)
-
-    def command_list(group: click.Group) -> str:
-        return CliRunner().invoke(group, ["--help"]).output.split("Commands:\n")[1]
-
-    assert command_list(cli) == command_list(eager)
+    listing = CliRunner().invoke(cli, ["--help"]).output.split("Commands:\n")[1]
+    assert "…" not in listing and "..." not in listing  # issue 9.12: nothing cut short
+    flat = "".join(listing.split())  # wrapping may break a line at a space or after a hyphen
+    for name, (_module, first) in main.COMMANDS.items():
+        assert name + "".join(first.split()) in flat, name
 
 
 # -- the contract under hostile input (issue 15.11): a clear error, the right exit code, nothing written

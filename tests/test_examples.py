@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "harness_loop.py"
@@ -86,3 +88,145 @@ def test_the_transcript_hook_archives_each_line_once(tmp_path: Path) -> None:
     assert [(e["meta"]["lines_from"], e["meta"]["lines_to"]) for e in events] == [("1", "2"), ("3", "3")]
     assert "\n".join(e["content"] for e in events) == transcript.read_text().rstrip("\n")
     assert {e["kind"] for e in events} == {"transcript"} and {e["session"] for e in events} == {"s1"}
+
+
+# -- the README's tour, command by command (issue 9: the tour is run, so it cannot rot) ----------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def tour_commands(doc: Path = README) -> list[str]:
+    """The shell lines of the README's "A short tour" block (or of every sh block of a docs/ page
+    that is a tour): continuations joined, comments cut."""
+    import re
+
+    text = doc.read_text("utf-8")
+    if doc == README:
+        block = text.split("## A short tour", 1)[1].split("```sh\n", 1)[1].split("\n```", 1)[0]
+    else:
+        block = "\n".join(re.findall(r"```sh\n(.*?)\n```", text, re.S))
+    joined = re.sub(r"\\\n\s*", "", block)
+    lines = []
+    for line in joined.splitlines():
+        line = re.sub(r"\s{2,}#.*$", "", line).strip()  # a comment after two spaces, as the tour writes them
+        if line and not line.startswith("#"):
+            lines.append(line)
+    return lines
+
+
+def test_the_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, identity: None) -> None:
+    import json
+    import shlex
+
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    import os
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EDITOR", "true")  # `desk edit`: saved unchanged, nothing to commit
+    # What the tour imports, where it looks (HOME is the test's own: see tests/conftest.py).
+    fixtures = Path(__file__).resolve().parent / "interchange" / "fixtures"
+    home = Path(os.environ["HOME"])
+    shutil.copytree(fixtures / "claude-code" / "project", home / ".claude" / "projects" / "my-app")
+    shutil.copytree(fixtures / "chat-export" / "chatgpt", home / "Downloads" / "chatgpt")
+    server = tmp_path / "server" / "desk.git"  # the tour's `me@server:desk.git`, as a local bare repo
+    server.parent.mkdir()
+    subprocess.run(["git", "init", "-q", "--bare", str(server)], check=True)
+    commands = tour_commands()
+    assert len(commands) >= 20 and commands[0].startswith("desk init")
+    runner = CliRunner()
+    for line in commands:
+        argv = [str(server) if a == "me@server:desk.git" else os.path.expanduser(a)  # `~`, as a shell
+                for a in shlex.split(line)]
+        if argv[0] == "cd":
+            monkeypatch.chdir(argv[1])
+            continue
+        if argv[0] == "git":
+            subprocess.run(argv, check=True, capture_output=True)
+            continue
+        if argv[0] == "cat":
+            assert Path(argv[1]).is_file(), line
+            continue
+        assert argv[0] == "desk", line
+        result = runner.invoke(cli, argv[1:], catch_exceptions=False)
+        assert result.exit_code == 0, (line, result.output)
+        if argv[1:2] == ["history"]:
+            subjects = [c["subject"] for c in json.loads(
+                runner.invoke(cli, [*argv[1:], "--json"]).output)["commits"]]
+            assert subjects[0].startswith("rename:") and subjects[-1] == "remember: report-style"
+    dirty = git(tmp_path / "my-desk", "status", "--porcelain").splitlines()
+    # only archive growth may wait (for the next `desk checkpoint`): every other change is committed
+    assert all(line[3:].startswith(".system/archive/") for line in dirty), dirty
+
+
+# -- every `desk ...` line in README.md and docs/ names real commands and options -----------------
+
+DOCS = [README, *sorted((README.parent / "docs").glob("*.md"))]
+
+
+def doc_command_lines() -> list[tuple[str, list[str]]]:
+    """(file, argv) for each `desk` command in the sh/console blocks of the README and docs/:
+    split as a shell would (quotes, comments, `&&`, `|`, `;`, `<`), prompts and output cut."""
+    import re
+    import shlex
+
+    found = []
+    for doc in DOCS:
+        for _lang, block in re.findall(r"```(sh|console)\n(.*?)\n```", doc.read_text("utf-8"), re.S):
+            joined = re.sub(r"\\\n\s*", "", block)
+            for line in joined.splitlines():
+                line = line.removeprefix("$ ")
+                if not re.match(r"\S*desk |.*(&&|\|) *desk ", line):
+                    continue  # output, or a line that runs no desk command
+                line = re.sub(r"\[(-[^\]]*)\]", r"\1", line)  # `[--section next]`: an optional part
+                lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+                lexer.whitespace_split = True
+                command: list[str] = []
+                for token in [*lexer, ";"]:
+                    if token in ("&&", "||", ";", "|", "<", ">", "&"):
+                        if command[:1] == ["desk"]:
+                            found.append((doc.name, command[1:]))
+                        command = [] if token != "<" else ["<"]
+                    else:
+                        command.append(token)
+    return found
+
+
+@pytest.mark.parametrize("doc,argv", doc_command_lines(),
+                         ids=lambda v: v if isinstance(v, str) else " ".join(v)[:50])
+def test_documented_commands_and_options_exist(doc: str, argv: list[str]) -> None:
+    """Parsed with `--help` appended: an unknown command or option fails (exit 2), values are not
+    checked (the README tour, run above, checks those). `[--opt v]` is an optional part: kept."""
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    result = CliRunner().invoke(cli, [*argv, "--help"], catch_exceptions=False)
+    assert result.exit_code == 0 and "Usage:" in result.output, (doc, argv, result.output)
+
+
+def test_the_memories_page_runs(desk_root_cwd: Path) -> None:
+    """docs/memories.md's examples, in order, on a fresh desk (shell completion aside)."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    commands = [c for c in tour_commands(README.parent / "docs" / "memories.md") if "_DESK_COMPLETE" not in c]
+    assert len(commands) >= 8
+    for line in commands:
+        result = CliRunner().invoke(cli, shlex.split(line)[1:], catch_exceptions=False)
+        assert result.exit_code == 0, (line, result.output)
+
+
+@pytest.fixture
+def desk_root_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, identity: None) -> Path:
+    from desk.scaffold import init_desk
+
+    init_desk(tmp_path / "d")
+    monkeypatch.chdir(tmp_path / "d")
+    return tmp_path / "d"

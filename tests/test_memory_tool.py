@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 import desk as desk_api
-from desk.api import Desk
 from desk.layout import DeskFolder
 from desk.memory_tool import MemoryTool, ToolResult
 from tests.conftest import git
@@ -161,7 +160,6 @@ def test_bad_calls_are_error_results_not_crashes(tool: MemoryTool) -> None:
         == "The path /memories/none.md does not exist. Please provide a valid path."
 
 
-@pytest.mark.skipif(not hasattr(Desk, "rename"), reason="Desk.rename lands with `desk rename` (issue 9)")
 def test_rename_is_one_commit_that_history_follows(tool: MemoryTool) -> None:
     ok(tool.run({"command": "create", "path": "/memories/report-style.md", "file_text": REPORT}))
     before = int(git(tool.desk.root, "rev-list", "--count", "HEAD"))

@@ -10,6 +10,7 @@ left for the next checkpoint: the next append closes the fragment with a newline
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from desk.archive.store import archive_files, archive_lock_path, head_hash
@@ -35,7 +36,8 @@ class CheckpointResult:
                 "events": self.events, "heads": self.heads, "skipped": self.skipped}
 
 
-def pending_archive(desk: DeskFolder) -> tuple[dict[str, bytes], dict[str, bytes], list[str]]:
+def pending_archive(desk: DeskFolder, progress: Callable[[int, int], None] | None = None
+                    ) -> tuple[dict[str, bytes], dict[str, bytes], list[str]]:
     """(changed archive files' bytes, their committed bytes, torn files skipped).
 
     Call it holding the archive lock, so no append is half-way through a file.
@@ -44,7 +46,10 @@ def pending_archive(desk: DeskFolder) -> tuple[dict[str, bytes], dict[str, bytes
     committed = desk.git.ls_tree(head, ARCHIVE_DIR) if head else {}
     writes: dict[str, bytes] = {}
     skipped: list[str] = []
-    for afile in archive_files(desk):
+    files = list(archive_files(desk))
+    for n, afile in enumerate(files):
+        if progress is not None:
+            progress(n, len(files))
         data = desk.read(afile.rel)
         if blob_sha(data) == committed.get(afile.rel):
             continue
@@ -65,17 +70,22 @@ def archive_trailer_lines(writes: dict[str, bytes]) -> list[str]:
             for path, data in sorted(writes.items())]
 
 
-def checkpoint(desk: DeskFolder, *, actor: str = "assistant") -> CheckpointResult:
-    """Commit every archive file that grew; `unchanged` (no commit) when none did."""
+def checkpoint(desk: DeskFolder, *, actor: str = "assistant",
+               progress: Callable[[int, int], None] | None = None) -> CheckpointResult:
+    """Commit every archive file that grew; `unchanged` (no commit) when none did.
+
+    `progress(done, total)` counts the archive files read; the commit (validation) follows.
+    """
     with transaction(desk) as tx:
-        return checkpoint_locked(tx, actor=actor)
+        return checkpoint_locked(tx, actor=actor, progress=progress)
 
 
-def checkpoint_locked(tx: Transaction, *, actor: str = "assistant") -> CheckpointResult:
+def checkpoint_locked(tx: Transaction, *, actor: str = "assistant",
+                      progress: Callable[[int, int], None] | None = None) -> CheckpointResult:
     """`checkpoint` for a caller that already holds the desk lock (desk sync)."""
     desk = tx.desk
     with desk_lock(archive_lock_path(desk)):
-        writes, old, skipped = pending_archive(desk)
+        writes, old, skipped = pending_archive(desk, progress)
         if not writes:
             return CheckpointResult("unchanged", skipped=skipped)
         events = sum(data.count(b"\n") - old.get(path, b"").count(b"\n") for path, data in writes.items())

@@ -17,12 +17,12 @@ from typing import Any
 
 from desk.archive.store import ArchiveEvent, iter_events
 from desk.layout import ARCHIVE_DIR, CONVERSATIONS_DIR, DeskFolder
+from desk.text.names import path_name_problem
 from desk.text.times import parse_time
 from desk.transaction import commit_message, transaction
 from desk.vocabulary import CONVERSATION_KINDS
 
 NO_SESSION = "no-session"
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,80}$")
 
 
 @dataclass
@@ -42,11 +42,13 @@ def view_path(day: str, session: str | None) -> str:
     """`conversations/<day>/<session>.md`; a session id that is not a safe file name gets a hash."""
     if session is None:
         stem = NO_SESSION
-    elif _SLUG.match(session) and session != NO_SESSION:
+    elif path_name_problem(session, limit=80) is None and session != NO_SESSION:
         stem = session
     else:
         slug = re.sub(r"[^a-z0-9._-]+", "-", session.lower()).strip("-._")[:40] or "session"
         stem = f"{slug}-{hashlib.sha256(session.encode()).hexdigest()[:8]}"
+        if path_name_problem(stem, limit=80):  # `aux.md` -> `aux.md-…`: still a device stem
+            stem = f"session-{stem}"
     return f"{CONVERSATIONS_DIR}/{day}/{stem}.md"
 
 

@@ -21,10 +21,10 @@ from desk.text.times import TimeFormatError, parse_time
 FIELDS = frozenset({"id", "desk_id", "at", "recorded_at", "kind", "session", "actor", "content",
                     "payload", "meta", "prev"})
 MAX_RECORD_BYTES = 1024 * 1024
-_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.([0-9a-z]{4,40})\.jsonl$")
-_ID_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-z]{4,40}-(\d{8})-(\d{6,})$")
-_KIND_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,39}$")
-_HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_FILE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})\.([0-9a-z]{4,40})\.jsonl")
+_ID_RE = re.compile(r"\d{8}T\d{12}Z-[0-9a-z]{4,40}-(\d{8})-(\d{6,})")
+_KIND_RE = re.compile(r"[a-z][a-z0-9_.-]{0,39}")
+_HASH_RE = re.compile(r"sha256:[0-9a-f]{64}")
 # One encoder each, made once: `json.dumps` with options builds a new JSONEncoder on every call.
 # NaN and Infinity are refused: they are not JSON (RFC 8259), and other readers reject the line.
 _JSON_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
@@ -44,7 +44,7 @@ class ArchiveFile:
 
     @classmethod
     def from_name(cls, name: str) -> ArchiveFile | None:
-        m = _FILE_RE.match(name)
+        m = _FILE_RE.fullmatch(name)
         return cls(m.group(1), m.group(2)) if m else None
 
 
@@ -73,7 +73,7 @@ def line_hash(line: bytes) -> str:
 
 
 def seq_of(event_id: object) -> int | None:
-    m = _ID_RE.match(event_id) if isinstance(event_id, str) else None
+    m = _ID_RE.fullmatch(event_id) if isinstance(event_id, str) else None
     return int(m.group(2)) if m else None
 
 
@@ -86,7 +86,7 @@ def validate_fields(event: dict[str, Any], *, check_at: bool = True) -> str | No
     JSON text of an object, raise.
     """
     kind = event.get("kind")
-    if not isinstance(kind, str) or not _KIND_RE.match(kind):
+    if not isinstance(kind, str) or not _KIND_RE.fullmatch(kind):
         return f"kind: {kind!r} must be a lowercase word ([a-z][a-z0-9_.-]*, at most 40 characters)"
     for key in ("session", "actor", "content"):
         if event.get(key) is not None and not isinstance(event[key], str):
@@ -143,7 +143,7 @@ def record_problem(rec: object, desk_id: str, day: str) -> str | None:
         return "recorded_at: not a UTC time"
     if seq_of(rec["id"]) is None:
         return f"id {rec['id']!r} is not a desk event id"
-    if rec["prev"] is not None and not (isinstance(rec["prev"], str) and _HASH_RE.match(rec["prev"])):
+    if rec["prev"] is not None and not (isinstance(rec["prev"], str) and _HASH_RE.fullmatch(rec["prev"])):
         return "prev: must be sha256:<64 hex> or null"
     return None
 

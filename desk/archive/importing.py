@@ -40,6 +40,9 @@ class ImportResult:
                 "files": self.files, "first_id": self.first_id, "last_id": self.last_id}
 
 
+IMPORT_HINT = ("fix that line and import the file again: nothing was imported (each line is one JSON "
+               "object; docs/working-desk.md lists the fields)")
+
 def parse_import(lines: Iterable[bytes], source: str, *, redact: bool = True,
                  now: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Validated events from JSONL lines (bytes split on b"\\n"); a UsageError names `source:line`
@@ -52,13 +55,13 @@ def parse_import(lines: Iterable[bytes], source: str, *, redact: bool = True,
         try:
             obj = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{source}:{number}: not valid JSON ({exc})") from None
+            raise UsageError(f"{source}:{number}: not valid JSON ({exc})", hint=IMPORT_HINT) from None
         if not isinstance(obj, dict):
-            raise UsageError(f"{source}:{number}: each line must be a JSON object")
+            raise UsageError(f"{source}:{number}: each line must be a JSON object", hint=IMPORT_HINT)
         unknown = sorted(obj.keys() - ACCEPTED)
         if unknown:
             raise UsageError(f"{source}:{number}: unknown field(s) {', '.join(unknown)}; "
-                             f"accepted: {', '.join(sorted(ACCEPTED))}")
+                             f"accepted: {', '.join(sorted(ACCEPTED))}", hint=IMPORT_HINT)
         meta = obj.get("meta") or {}
         if isinstance(obj.get("id"), str) and isinstance(meta, dict):
             meta = {**meta, SOURCE_ID_META: obj["id"]}
@@ -67,7 +70,7 @@ def parse_import(lines: Iterable[bytes], source: str, *, redact: bool = True,
                                       session=obj.get("session"), actor=obj.get("actor"),
                                       at=obj.get("at"), meta=meta, redact=redact, now=now))
         except UsageError as exc:
-            raise UsageError(f"{source}:{number}: {exc.message}") from None
+            raise UsageError(f"{source}:{number}: {exc.message}", hint=IMPORT_HINT) from None
     return events
 
 
@@ -84,7 +87,8 @@ def import_events(desk: DeskFolder, path: Path, *, redact: bool = True, now: dt.
         with path.open("rb") as handle:
             events = parse_import(handle, str(path), redact=redact, now=now)
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        raise UsageError(f"cannot read {path}: {exc.strerror}",
+                         hint="give the path of a readable JSONL file, one event per line") from None
     if not redact:  # all parsed before anything is written: a refusal leaves the archive as it was
         for event in events:
             refuse_unallowed_secrets(desk, event)

@@ -301,7 +301,7 @@ def build_event(kind: str, content: str | None = None, *, payload: dict[str, Any
              "actor": actor, "at": stamp, "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
     problem = validate_fields(event, check_at=False)  # `at` was formatted just above
     if problem:
-        raise UsageError(problem)
+        raise UsageError(problem, hint="fix the field named above (docs/working-desk.md lists the fields)")
     if not redact:
         refuse_secret_ids(event)
     return redact_event(event) if redact else event
@@ -441,7 +441,9 @@ def find_event(desk: DeskFolder, event_id: str) -> ArchiveEvent:
     """The event with `event_id`; its file is named in the id, so only that file is read."""
     m = re.fullmatch(r"\d{8}T\d{12}Z-([0-9a-z]{4,40})-(\d{4})(\d{2})(\d{2})-\d{6,}", event_id.strip())
     if not m:
-        raise UsageError(f"{event_id!r} is not an archive event id (see `desk archive list`)")
+        raise UsageError(f"{event_id!r} is not an archive event id",
+                         hint="event ids look like 20261129T100000000000Z-<clone>-20261129-000001; "
+                              "see them with `desk archive list`")
     rel = ArchiveFile(f"{m.group(2)}-{m.group(3)}-{m.group(4)}", m.group(1)).rel
     if desk.path(rel).is_file():
         for event in read_events(desk, rel):

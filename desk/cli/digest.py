@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from desk.cli.output import invocation, json_option, read_text_arg, render
+from desk.cli.output import SuggestingGroup, invocation, json_option, read_text_arg, render
 from desk.vocabulary import FACT_KINDS
 
 
-@click.group("fact")
+@click.group("fact", cls=SuggestingGroup)
 def fact_group() -> None:
     """Structured facts: raw evidence that `desk digest` distils into memories."""
 

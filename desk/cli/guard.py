@@ -4,28 +4,35 @@ from __future__ import annotations
 
 import click
 
-from desk.cli.output import invocation, json_option, render
+from desk.cli.output import SuggestingGroup, invocation, json_option, render
 from desk.vocabulary import ACTORS
 
 
 @click.command("validate")
-@click.option("--staged", "mode", flag_value="staged", default=True,
+@click.option("--staged", is_flag=True,
               help="Check what is staged for commit (the staged blobs, not the work tree). Default.")
-@click.option("--all", "mode", flag_value="all",
+@click.option("--all", "all_files", is_flag=True,
               help="Check every desk file in the work tree, and the whole memory index.")
 @click.option("--fix", is_flag=True,
               help="With --staged: rewrite a stale MEMORY.md in the work tree (then `git add` it).")
 @json_option
-def validate_command(mode: str, fix: bool) -> None:
+def validate_command(staged: bool, all_files: bool, fix: bool) -> None:
     """Run the desk's rules: the same gate the hooks and every desk write use.
 
     Prints one line per finding, `path:line: rule-id: message`, with how to fix it. Exit 3 when
     any error is found; warnings alone exit 0. The rules are listed in docs/guard.md.
     """
-    render(invocation().desk().validate(mode, fix=fix))
+    from desk.errors import UsageError
+
+    if staged and all_files:
+        raise UsageError("give --staged or --all, not both",
+                         hint="--staged checks what a commit would record; --all checks the work tree")
+    if fix and all_files:
+        raise UsageError("--fix works with --staged only", hint="run `desk reindex` to fix MEMORY.md in the work tree")
+    render(invocation().desk().validate("all" if all_files else "staged", fix=fix))
 
 
-@click.group("hooks")
+@click.group("hooks", cls=SuggestingGroup)
 def hooks_group() -> None:
     """Install or remove desk's git hooks and merge drivers.
 
@@ -79,8 +86,16 @@ def edit_command(name: str, actor: str) -> None:
     or abort (nothing changes). Commits with `Desk-Op: edit`.
     """
     def ask(findings: str) -> bool:
+        from desk.errors import RejectedError
+
         click.echo(findings, err=True)
-        return click.confirm("Edit again? (no aborts and changes nothing)", default=True, err=True)
+        try:
+            return click.confirm("Edit again? (no aborts and changes nothing)", default=True, err=True)
+        except click.exceptions.Abort:  # end of input (or ^C): no answer is no, said plainly
+            click.echo("", err=True)
+            raise RejectedError(f"no answer to \"Edit again?\" (end of input); the edit of {name} is "
+                                "aborted and nothing changed",
+                                hint=f"`desk edit {name}` starts again from the committed file") from None
 
     render(invocation().desk().edit(name, actor=actor, ask=ask))
 

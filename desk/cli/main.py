@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from desk import __version__
-from desk.cli.output import Invocation, report_error
+from desk.cli.output import Invocation, SuggestingGroup, report_error
 from desk.errors import DeskError, UsageError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -30,6 +30,9 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("memory", "Scaffold a desk at PATH (default: the current folder) and make its first commit."),
     "remember": ("memory", "Create or update the memory NAME through the write gate (one commit)."),
+    "set": ("memory", "Change fields of the memory NAME without restating its body (one commit)."),
+    "rename": ("memory", "Rename the memory OLD to NEW in one commit (file, its name and MEMORY.md)."),
+    "diff": ("memory", "Show what changed in the memory NAME, from git, as a unified diff."),
     "forget": ("memory", "Delete the memory NAME and its index line (one commit; history keeps it)."),
     "show": ("memory", "Print the memory NAME."),
     "list": ("memory", "List the memories: name, type and description."),
@@ -68,8 +71,41 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class DeskGroup(click.Group):
+# Global options, which a person may also give after the subcommand (`desk list --desk X`):
+# `DeskGroup.parse_args` moves them in front of it. Each entry: the option's spellings, and
+# whether it takes a value. A new global option is declared on `cli` and listed here.
+GLOBAL_OPTIONS: dict[str, bool] = {"--desk": True}
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """`args` with every global option (and its value) moved to the front, in order; what
+    follows `--` is left alone (it is data, not options)."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_OPTIONS:
+            takes_value = GLOBAL_OPTIONS[name] and "=" not in arg
+            front += args[i:i + 1 + takes_value]
+            i += 1 + takes_value
+            continue
+        rest.append(arg)
+        i += 1
+    return front + rest
+
+
+class DeskGroup(SuggestingGroup):
     """A click group that loads each command's module on first use and maps DeskError to exit codes."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            args = hoist_global_options(args)
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -82,11 +118,9 @@ class DeskGroup(click.Group):
         return next(c for c in module.COMMANDS if c.name == name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list, as click renders it, from COMMANDS: no command module is imported."""
-        limit = formatter.width - 6 - max(map(len, COMMANDS))
-        # A bare Command shortens the help exactly as the real one would (click's public rule).
-        rows = [(name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit))
-                for name in self.list_commands(ctx)]
+        """The command list from COMMANDS (no command module is imported), each command's whole
+        first help paragraph wrapped under it: click's short help would cut it with "…"."""
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -118,7 +152,8 @@ class DeskGroup(click.Group):
 
 @click.group(cls=DeskGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--desk", "desk_path", type=click.Path(path_type=Path), metavar="PATH",
-              help="The desk to use (default: $DESK_HOME, else the desk enclosing the current folder).")
+              help="The desk to use (default: the desk enclosing the current folder, else $DESK_HOME); "
+                   "also accepted after the subcommand.")
 @click.version_option(__version__, "--version", prog_name="desk")
 @click.pass_context
 def cli(ctx: click.Context, desk_path: Path | None) -> None:

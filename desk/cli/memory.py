@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from desk.cli.output import invocation, json_option, read_text_arg, render
+from desk.cli.output import F, complete_memory_names, invocation, json_option, read_text_arg, render
 from desk.vocabulary import ACTORS, MEMORY_SCOPES, MEMORY_SOURCES, MEMORY_TYPES
 
 
@@ -30,15 +30,31 @@ def init_command(path: Path, allow_nonempty: bool, allow_nested: bool) -> None:
     render(result)
 
 
+def _clearing(func: F) -> F:
+    """The options that empty a field (on an update, a field that is not given keeps its value)."""
+    for flag, what in (("--no-expires", "expiry"), ("--no-importance", "importance"),
+                       ("--no-triggers", "triggers")):
+        func = click.option(flag, flag[2:].replace("-", "_"), is_flag=True,
+                            help=f"Remove the memory's {what}.")(func)
+    return func
+
+
+def _cleared(**flags: bool) -> list[str]:
+    return [name.removeprefix("no_") for name, on in flags.items() if on]
+
+
 @click.command("remember")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_memory_names)
 @click.argument("body", required=False)
-@click.option("--type", "type_", required=True, type=click.Choice(MEMORY_TYPES), help="What kind of fact.")
-@click.option("--description", "-d", required=True, help="One line (≤150 characters) for the index.")
+@click.option("--type", "type_", type=click.Choice(MEMORY_TYPES),
+              help="What kind of fact (required for a new memory).")
+@click.option("--description", "-d", help="One line (≤150 characters) for the index (required for a new memory).")
 @click.option("--trigger", "-t", "triggers", multiple=True,
-              help="A word or phrase whose mention in a query recalls this memory (repeatable).")
+              help="A word or phrase whose mention in a query recalls this memory (repeatable; "
+                   "replaces the list on an update).")
 @click.option("--importance", type=click.IntRange(1, 5), help="1 (minor) to 5 (critical).")
 @click.option("--expires", metavar="TIME", help="UTC time (ISO 8601) after which it is no longer injected.")
+@_clearing
 @click.option("--source", type=click.Choice(MEMORY_SOURCES),
               help="Where the fact came from (default: user for --actor user, else agent).")
 @click.option("--source-event", metavar="ID", help="The archive event id this came from (set by the harness).")
@@ -48,24 +64,86 @@ def init_command(path: Path, allow_nonempty: bool, allow_nested: bool) -> None:
               help="session-only facts are refused: they belong in NOW.md.")
 @click.option("--body-file", type=click.Path(path_type=Path, dir_okay=False), help="Read the body from a file.")
 @json_option
-def remember_command(name: str, body: str | None, type_: str, description: str,
+def remember_command(name: str, body: str | None, type_: str | None, description: str | None,
                      triggers: tuple[str, ...], importance: int | None, expires: str | None,
+                     no_triggers: bool, no_importance: bool, no_expires: bool,
                      source: str | None, source_event: str | None, actor: str, scope: str,
                      body_file: Path | None) -> None:
     """Create or update the memory NAME through the write gate (one commit).
 
-    BODY is the fact itself; `-` reads it from stdin. Remembering an existing NAME updates it;
-    identical content changes nothing. Exit 3 when the gate rejects it, with nothing changed.
+    BODY is the fact itself; `-` reads it from stdin. Remembering an existing NAME updates it:
+    options not given keep their values (`--no-triggers` and the like clear them); identical
+    content changes nothing. NAME may be given as `x.md` or `memory/x.md`. Exit 3 when the
+    gate rejects it, with nothing changed.
     """
     desk = invocation().desk()
     text = read_text_arg(body, body_file, "memory body")
-    render(desk.remember(name, text, type=type_, description=description, triggers=triggers,
-                         importance=importance, expires=expires, source=source,
-                         source_event=source_event, actor=actor, scope=scope))
+    render(desk.remember(name, text, type=type_, description=description,
+                         triggers=triggers or None, importance=importance, expires=expires,
+                         source=source, source_event=source_event, actor=actor, scope=scope,
+                         clear=_cleared(no_triggers=no_triggers, no_importance=no_importance,
+                                        no_expires=no_expires)))
+
+
+@click.command("set")
+@click.argument("name", shell_complete=complete_memory_names)
+@click.option("--description", "-d", help="A new one-line description.")
+@click.option("--type", "type_", type=click.Choice(MEMORY_TYPES), help="A new type.")
+@click.option("--trigger", "-t", "triggers", multiple=True,
+              help="Replace the triggers with these (repeatable).")
+@click.option("--add-trigger", "add_triggers", multiple=True, metavar="WORD", help="Add a trigger (repeatable).")
+@click.option("--remove-trigger", "remove_triggers", multiple=True, metavar="WORD",
+              help="Remove a trigger (repeatable).")
+@click.option("--importance", type=click.IntRange(1, 5), help="1 (minor) to 5 (critical).")
+@click.option("--expires", metavar="TIME", help="UTC time (ISO 8601) after which it is no longer injected.")
+@_clearing
+@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
+              help="Who is making the change (the Desk-Actor trailer).")
+@json_option
+def set_command(name: str, description: str | None, type_: str | None, triggers: tuple[str, ...],
+                add_triggers: tuple[str, ...], remove_triggers: tuple[str, ...],
+                importance: int | None, expires: str | None, no_triggers: bool, no_importance: bool,
+                no_expires: bool, actor: str) -> None:
+    """Change fields of the memory NAME without restating its body (one commit).
+
+    Only the options given change; nothing given, or nothing different, changes nothing.
+    """
+    render(invocation().desk().set(
+        name, description=description, type=type_, triggers=triggers or None,
+        add_triggers=add_triggers, remove_triggers=remove_triggers, importance=importance,
+        expires=expires, actor=actor,
+        clear=_cleared(no_triggers=no_triggers, no_importance=no_importance, no_expires=no_expires)))
+
+
+@click.command("rename")
+@click.argument("old", shell_complete=complete_memory_names)
+@click.argument("new")
+@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
+              help="Who is making the change (the Desk-Actor trailer).")
+@json_option
+def rename_command(old: str, new: str, actor: str) -> None:
+    """Rename the memory OLD to NEW in one commit (file, its name and MEMORY.md).
+
+    Only the name changes, so git records a rename and `desk history NEW` shows OLD's past.
+    """
+    render(invocation().desk().rename(old, new, actor=actor))
+
+
+@click.command("diff")
+@click.argument("name", shell_complete=complete_memory_names)
+@click.argument("rev", required=False)
+@json_option
+def diff_command(name: str, rev: str | None) -> None:
+    """Show what changed in the memory NAME, from git, as a unified diff.
+
+    From REV (a commit, e.g. HEAD~2; default: before its last committed change) to the file as
+    it is now, uncommitted edits included.
+    """
+    render(invocation().desk().diff(name, rev))
 
 
 @click.command("forget")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_memory_names)
 @click.option("--reason", "-r", help="Why it is forgotten (kept in the commit as Desk-Reason).")
 @click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
               help="Who is making the change.")
@@ -76,10 +154,13 @@ def forget_command(name: str, reason: str | None, actor: str) -> None:
 
 
 @click.command("show")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_memory_names)
 @json_option
 def show_command(name: str) -> None:
-    """Print the memory NAME."""
+    """Print the memory NAME.
+
+    An invalid file is printed as it is, its findings on stderr (`valid: false` in --json).
+    """
     render(invocation().desk().show(name))
 
 
@@ -92,10 +173,13 @@ def list_command(type_: str | None) -> None:
 
 
 @click.command("history")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_memory_names)
 @json_option
 def history_command(name: str) -> None:
-    """Every revision of the memory NAME, from git, newest first (forgotten ones too)."""
+    """Every revision of the memory NAME, from git, newest first (forgotten ones too).
+
+    Follows renames (git's --follow). Exit 1 when no commit ever touched NAME.
+    """
     render(invocation().desk().history(name))
 
 
@@ -117,5 +201,5 @@ def reindex_command(actor: str) -> None:
 
 
 
-COMMANDS = [init_command, remember_command, forget_command, show_command, list_command,
-            history_command, log_command, reindex_command]
+COMMANDS = [init_command, remember_command, set_command, rename_command, diff_command, forget_command,
+            show_command, list_command, history_command, log_command, reindex_command]

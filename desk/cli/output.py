@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+import click.shell_completion
 
 from desk.errors import DeskError
 
@@ -36,6 +37,8 @@ class Invocation:
         from desk import api
 
         desk = api.open(self.desk_path)
+        if desk.found_by == "env" and not self.json:  # not the folder the person stands in: say so
+            click.echo(f"desk: using {desk.root} ($DESK_HOME)", err=True)
         global _WARNED
         if not _WARNED:
             _WARNED = True
@@ -44,6 +47,42 @@ class Invocation:
                 click.echo(f"desk: warning: this clone lacks desk's {', '.join(missing)}; "
                            f"install them with `desk --desk {desk.root} hooks install`", err=True)
         return desk
+
+
+def complete_memory_names(ctx: click.Context, _param: click.Parameter,
+                          incomplete: str) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion for a memory NAME: the memory files of the desk the command line names
+    (its --desk, else the enclosing desk, else $DESK_HOME); nothing outside a desk."""
+    from click.shell_completion import CompletionItem
+
+    from desk import api
+
+    try:
+        desk = api.open(ctx.find_root().params.get("desk_path"))
+    except DeskError:
+        return []
+    names = sorted(p.name[:-3] for p in (desk.root / "memory").glob("*.md"))
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def did_you_mean(name: str, choices: list[str]) -> str:
+    """` Did you mean 'x'?` for the nearest of `choices` (difflib), or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, choices, n=2, cutoff=0.6)
+    return " Did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+
+
+class SuggestingGroup(click.Group):
+    """A command group that answers a mistyped subcommand with "did you mean …?"."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and self.get_command(ctx, name) is None and not ctx.resilient_parsing \
+                and not name.startswith("-"):
+            ctx.fail(f"No such command {name!r}.{did_you_mean(name, self.list_commands(ctx))}")
+        return super().resolve_command(ctx, args)
 
 
 def invocation() -> Invocation:
@@ -88,6 +127,8 @@ def report_error(ctx: click.Context | None, exc: DeskError, *, as_json: bool = F
     """One error message (or JSON object) and its hint; never a traceback. Without a click
     context (before click parsed anything), `as_json` says whether `--json` was asked for."""
     obj = ctx.find_object(Invocation) if ctx is not None else None
+    if not exc.hint:  # every error says what to do next (a raise site without one gets this)
+        exc.hint = _fallback_hint(ctx, exc)
     if as_json or (obj is not None and obj.json):
         print_json(exc.to_json())
         return
@@ -98,6 +139,17 @@ def report_error(ctx: click.Context | None, exc: DeskError, *, as_json: bool = F
         click.echo(f"  {line}", err=True)
     if exc.hint:
         click.echo(f"hint: {exc.hint}", err=True)
+
+
+def _fallback_hint(ctx: click.Context | None, exc: DeskError) -> str:
+    from desk.errors import InvalidFileError, UsageError
+
+    if isinstance(exc, InvalidFileError):
+        return "fix what is named above, then check with `desk validate --all`"
+    command = f"desk {ctx.invoked_subcommand}" if ctx is not None and ctx.invoked_subcommand else "desk"
+    if isinstance(exc, UsageError):
+        return f"see `{command} -h` for the arguments it takes"
+    return f"see `{command} -h`; `desk doctor` checks the desk's health"
 
 
 def read_text_arg(value: str | None, file: Path | None, what: str) -> str:

@@ -2,43 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from desk.cli.output import invocation, json_option, print_json, render
 from desk.vocabulary import CONTEXT_FORMATS, CONTEXT_MODES, RANKERS, RECALL_KINDS
-
-PROGRESS_MIN_BYTES = 1 << 20  # show a progress bar only when there is real ingest work
-
-
-class _Progress:
-    """A click progress bar on a terminal for a large cache refresh; silent otherwise."""
-
-    def __init__(self) -> None:
-        self.bar: Any = None
-        self.shown = 0
-        self.enabled = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total < PROGRESS_MIN_BYTES:
-            return
-        if self.bar is None:
-            self.bar = click.progressbar(length=total, label="indexing the archive for recall",
-                                         file=sys.stderr)
-            self.bar.__enter__()
-        self.bar.update(done - self.shown)
-        self.shown = done
-        if done >= total:
-            self.close()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
-
 
 @click.command("recall")
 @click.argument("query")
@@ -63,12 +32,11 @@ def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker:
 
     if as_xml and invocation().json:
         raise UsageError("give --json or --xml, not both")
-    progress = _Progress()
-    try:
+    from desk.cli.progress import stderr_progress
+
+    with stderr_progress("indexing the archive for recall", unit="bytes") as lines:
         result = invocation().desk().recall(query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
-                                            progress=progress)
-    finally:
-        progress.close()
+                                            progress=lines)
     if as_xml:
         click.echo(result.xml(), nl=False)
         return

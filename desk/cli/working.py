@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
-from desk.cli.output import invocation, json_option, read_text_arg, render
+from desk.cli.output import SuggestingGroup, invocation, json_option, read_text_arg, render
 from desk.vocabulary import ACTORS, NOW_SECTIONS
 
 
@@ -28,7 +26,7 @@ def _meta(pairs: tuple[str, ...]) -> dict[str, str]:
 # -- archive --------------------------------------------------------------------------------
 
 
-@click.group("archive")
+@click.group("archive", cls=SuggestingGroup)
 def archive_group() -> None:
     """The append-only JSONL archive of raw events (.system/archive/, one file per UTC day per clone).
 
@@ -47,7 +45,8 @@ def archive_group() -> None:
 @click.option("--meta", "-m", "meta", multiple=True, metavar="KEY=VALUE",
               help="A string label on the event (repeatable).")
 @click.option("--payload", metavar="JSON", help="Structured data: a JSON object.")
-@click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind] (only those secrets.allow in .system/desk.json names; another is refused, exit 3).")
+@click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind] "
+              "(only those secrets.allow in .system/desk.json names; another is refused, exit 3).")
 @json_option
 def archive_append_command(text: str | None, kind: str, session: str | None, actor: str | None,
                            at: str | None, meta: tuple[str, ...], payload: str | None,
@@ -68,33 +67,22 @@ def archive_append_command(text: str | None, kind: str, session: str | None, act
 
 @archive_group.command("import")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind] (only those secrets.allow in .system/desk.json names; another is refused, exit 3).")
-@click.option("--progress/--no-progress", default=None,
-              help="Show a progress bar (default: when stderr is a terminal).")
+@click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind] "
+              "(only those secrets.allow in .system/desk.json names; another is refused, exit 3).")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Print a progress line to stderr every few seconds while it runs.")
 @json_option
-def archive_import_command(file: Path, no_redact: bool, progress: bool | None) -> None:
+def archive_import_command(file: Path, no_redact: bool, progress: bool) -> None:
     """Append every event of FILE.jsonl (one JSON object a line) under one lock, batched fsync.
 
     Each line needs `kind`; `at` (kept: the event lands in the file of its UTC day), `content`,
     `payload`, `session`, `actor` and `meta` are optional. An `id` from another archive is kept
     as meta `desk.source_id`. The whole file is checked first: a bad line changes nothing.
     """
-    show = sys.stderr.isatty() and not invocation().json if progress is None else progress
-    bar: Any = None
+    from desk.cli.progress import stderr_progress
 
-    def tick(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = click.progressbar(length=total, label="importing", file=sys.stderr)
-            bar.__enter__()
-        bar.update(done - bar.pos)
-
-    try:
-        result = invocation().desk().archive_import(file, redact=not no_redact,
-                                                    progress=tick if show else None)
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+    with stderr_progress(f"importing {file.name}", unit="events", enabled=progress) as lines:
+        result = invocation().desk().archive_import(file, redact=not no_redact, progress=lines)
     render(result)
 
 
@@ -140,13 +128,17 @@ def archive_verify_command() -> None:
 @json_option
 def checkpoint_command(actor: str) -> None:
     """Commit the archive's growth in one commit (trailers carry each file's head hash)."""
-    render(invocation().desk().checkpoint(actor=actor))
+    from desk.cli.progress import stderr_progress
+
+    with stderr_progress("checkpoint", unit="files") as lines:
+        result = invocation().desk().checkpoint(actor=actor, progress=lines)
+    render(result)
 
 
 # -- NOW.md ---------------------------------------------------------------------------------
 
 
-@click.group("now")
+@click.group("now", cls=SuggestingGroup)
 def now_group() -> None:
     """NOW.md, the assistant's hot working note: Doing, Blocked, Next, Reminders."""
 
@@ -191,7 +183,7 @@ def now_append_command(text: str, section: str, actor: str) -> None:
 # -- MISTAKES.md ----------------------------------------------------------------------------
 
 
-@click.group("mistake")
+@click.group("mistake", cls=SuggestingGroup)
 def mistake_group() -> None:
     """MISTAKES.md, the error book of high-value, reusable lessons."""
 
@@ -221,7 +213,7 @@ def mistake_list_command() -> None:
 # -- conversations --------------------------------------------------------------------------
 
 
-@click.group("conversations")
+@click.group("conversations", cls=SuggestingGroup)
 def conversations_group() -> None:
     """Readable views of archived conversations under conversations/ (never the source of truth)."""
 

@@ -25,7 +25,7 @@ FACT_EVENT = "fact"
 KEY_MAX = 80
 CONTENT_MAX = 4000
 # Lowercase words joined by single `.`, `_` or `-`: a key names a question, never its answer.
-KEY_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
+KEY_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
 
 
 def key_problem(key: str) -> str | None:
@@ -34,7 +34,7 @@ def key_problem(key: str) -> str | None:
         return "key is empty"
     if len(key) > KEY_MAX:
         return f"key is {len(key)} characters; the limit is {KEY_MAX}"
-    if not KEY_RE.match(key):
+    if not KEY_RE.fullmatch(key):
         return ("key must be lowercase words (a-z, 0-9) joined by single '.', '_' or '-', "
                 "e.g. runtime.python-version")
     return None

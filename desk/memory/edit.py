@@ -23,14 +23,16 @@ from desk.memory.file import parse_memory, require_name
 from desk.memory.index import IndexEntry, memory_path
 from desk.memory.mirror import head_mirror
 from desk.storage.git import blob_sha
-from desk.text.times import utc_now
+from desk.text.times import format_time, utc_now
 from desk.transaction import commit_message, transaction
 
+# Block style, as desk writes memories; `created`/`updated` are stamped on save (`stamp_times`).
 TEMPLATE = """---
 name: {name}
 description: One line (at most 150 characters) shown in MEMORY.md
 type: fact
-triggers: [{name}]
+triggers:
+- {name}
 ---
 The fact itself, in a few sentences.
 """
@@ -53,14 +55,17 @@ def editor_command(env: dict[str, str] | None = None) -> str:
     for key in ("VISUAL", "EDITOR"):
         if env.get(key, "").strip():
             return env[key]
-    raise UsageError("no editor: set $VISUAL or $EDITOR (e.g. `export EDITOR=nano`)")
+    raise UsageError("no editor: set $VISUAL or $EDITOR",
+                     hint="set one, e.g. `export EDITOR=nano`, or change the memory with `desk set`/`desk remember`")
 
 
 def run_editor(editor: str, path: Path) -> None:
     """Run the editor like git does: through the shell, so `code --wait` works."""
     proc = subprocess.run(["sh", "-c", f'{editor} "$@"', editor, str(path)])
     if proc.returncode != 0:
-        raise DeskError(f"the editor ({editor}) exited with status {proc.returncode}; nothing changed")
+        raise DeskError(f"the editor ({editor}) exited with status {proc.returncode}; nothing changed",
+                        hint="check that $VISUAL/$EDITOR runs on its own (e.g. `$EDITOR some.md`), "
+                             "then run `desk edit` again")
 
 
 def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
@@ -88,6 +93,7 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
             data = scratch.read_bytes()
             if data == start:
                 return EditResult("unchanged", name, path)
+            data = stamp_times(data, format_time(utc_now()), new=original is None)
             message = _message(name, actor)
             findings = _check(desk, path, name, data, message)
             errors = [f for f in findings if f.severity == "error"]
@@ -109,6 +115,30 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
     finally:
         scratch.unlink(missing_ok=True)
     return EditResult("updated" if original is not None else "created", name, path, sha)
+
+
+def stamp_times(data: bytes, now: str, *, new: bool) -> bytes:
+    """`data` with its frontmatter's `updated:` set to `now` (and `created:` too for a new
+    memory without one), changing only those lines: the rest stays exactly as the person typed
+    it. Text without a closed frontmatter is returned as it is, for the rules to report."""
+    text = data.decode("utf-8", "surrogateescape")
+    lines = text.split("\n")
+    if not lines or lines[0] != "---" or "---" not in lines[1:]:
+        return data
+    close = lines.index("---", 1)
+    head = lines[1:close]
+
+    def put(key: str, replace: bool) -> None:
+        at = next((i for i, line in enumerate(head) if line.startswith(key + ":")), None)
+        if at is None:
+            head.append(f"{key}: {now}")
+        elif replace:
+            head[at] = f"{key}: {now}"
+
+    if new:
+        put("created", replace=False)
+    put("updated", replace=True)
+    return "\n".join(["---", *head, *lines[close:]]).encode("utf-8", "surrogateescape")
 
 
 def _message(name: str, actor: str) -> str:

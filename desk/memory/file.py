@@ -7,15 +7,17 @@ types) and a Markdown body. `render(parse(f)) == f` for every file desk writes.
 from __future__ import annotations
 
 import dataclasses
+import os
 import datetime as dt
-import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from desk.errors import Finding, InvalidFileError, RejectedError
 from desk.storage import frontmatter
+from desk.text.names import path_name_problem
 from desk.text.times import TimeFormatError, format_time, parse_time
 from desk.vocabulary import MEMORY_SOURCES, MEMORY_TYPES
 
@@ -23,27 +25,14 @@ NAME_MAX = 80
 DESCRIPTION_MAX = 150
 TRIGGER_MAX = 64
 ORIGIN_MAX = 300
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-# Device names Windows refuses as file stems: a desk must check out on every machine.
-_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 # The order keys are written in, so diffs stay small.
 FIELD_ORDER = ("name", "description", "type", "triggers", "importance", "source", "source_event",
                "origin", "evidence", "key", "expires", "created", "updated")
 
 
 def name_problem(name: str) -> str | None:
-    """Why `name` cannot be a memory name, or None when it can."""
-    if not name:
-        return "name is empty"
-    if len(name) > NAME_MAX:
-        return f"name is {len(name)} characters; the limit is {NAME_MAX}"
-    if not NAME_RE.match(name):
-        return "name must be a lowercase slug: a-z, 0-9, '.', '_', '-', starting with a letter or digit"
-    if name.endswith("."):
-        return "name must not end with '.'"
-    if name.split(".")[0] in _RESERVED:
-        return f"{name!r} is a reserved device name on Windows"
-    return None
+    """Why `name` cannot be a memory name, or None when it can (desk.text.names' path rule)."""
+    return path_name_problem(name, limit=NAME_MAX)
 
 
 class _FieldError(ValueError):
@@ -258,8 +247,12 @@ def build_meta(path: str, **fields: Any) -> MemoryMeta:
              if k in ("name", "description", "type") or (v is not None and v != [])}
     try:
         return MemoryMeta.validate(given)
-    except MetaErrors as exc:
-        raise InvalidFileError(exc.findings(path, lambda key: 0)) from None
+    except MetaErrors as exc:  # from arguments, not a file: no line to name, the option instead
+        options = {"description": "--description", "type": "--type", "triggers": "--trigger",
+                   "importance": "--importance", "expires": "--expires", "name": "NAME"}
+        named = [e.loc.split(".")[0] for e in exc.errors]
+        raise InvalidFileError(exc.findings(path, lambda key: 0), hint="fix " + ", ".join(
+            dict.fromkeys(options.get(n, n) for n in named)) + " and run the command again") from None
 
 
 def parse_memory(data: bytes, path: str, expected_name: str | None = None) -> MemoryFile:
@@ -289,3 +282,26 @@ def require_name(name: str) -> None:
     if problem:
         raise RejectedError(f"invalid memory name {name!r}: {problem}",
                             hint="use a short lowercase slug like report-style")
+
+
+def require_read_name(name: str) -> None:
+    """Refuse a bad memory name given to a read (`show`, `history`, `diff`): a usage error (exit 2)."""
+    from desk.errors import UsageError
+
+    problem = name_problem(name)
+    if problem:
+        raise UsageError(f"invalid memory name {name!r}: {problem}",
+                         hint="memory names are lowercase slugs like report-style (see `desk list`)")
+
+
+def memory_name_arg(value: str, memory_dir: Path | None = None) -> str:
+    """The memory name in what a person typed: `x`, `x.md`, `memory/x.md`, `./memory/x.md`, or
+    a path to the file in `memory_dir` (absolute, or relative to the current folder)."""
+    text = value
+    if memory_dir is not None and ("/" in text or os.sep in text):
+        try:
+            text = Path(text).expanduser().resolve().relative_to(memory_dir.resolve()).as_posix()
+        except ValueError:
+            pass  # not a path into this desk's memory/: the name rule will say what is wrong
+    text = text.removeprefix("./").removeprefix("memory/")
+    return text.removesuffix(".md") if text.endswith(".md") else text

@@ -1,19 +1,21 @@
-"""Remember, forget, show, list and reindex single-fact memories: one commit per change."""
+"""Remember, forget and reindex single-fact memories: one commit per change (the helpers
+`desk.memory.revise` shares; reads are in `desk.memory.reads`)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from desk.errors import DeskError, Finding, InvalidFileError, RejectedError, UsageError
+from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.memory import gate
 from desk.memory.file import MemoryFile, build_meta, normalize_body, parse_memory, require_name
 from desk.memory.index import IndexEntry, entries_in_worktree, memory_path, render_index
 from desk.memory.mirror import HeadMirror, head_mirror
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Commit, blob_sha
+from desk.storage.git import blob_sha
 from desk.storage.reading import SymlinkError
 from desk.text.times import format_time, utc_now
 from desk.transaction import Transaction, commit_message, transaction
@@ -30,12 +32,15 @@ class MutationResult:
     commit: str | None = None
     reason: str | None = None
     pending: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"status": self.status, "name": self.name, "path": self.path,
                                    "commit": self.commit, "reason": self.reason}
         if self.pending:
             data["pending"] = self.pending
+        if self.warnings:
+            data["warnings"] = self.warnings
         return data
 
 
@@ -44,15 +49,24 @@ def _require_actor(actor: str) -> None:
         raise UsageError(f"--actor must be one of {', '.join(ACTORS)}, not {actor!r}")
 
 
-def remember(desk: DeskFolder, name: str, *, type: str, description: str, body: str,
-             triggers: Sequence[str] = (), importance: int | None = None,
+# Fields a caller may clear explicitly (`--no-triggers`, `--no-importance`, `--no-expires`):
+# on an update, a field that is not given keeps its value.
+CLEARABLE = ("triggers", "importance", "expires")
+NO_TRIGGERS_WARNING = ("{name} has no triggers: it is listed in MEMORY.md but never injected by a "
+                       "query's words; add some with `desk set {name} --add-trigger WORD`")
+
+
+def remember(desk: DeskFolder, name: str, *, type: str | None, description: str | None, body: str,
+             triggers: Sequence[str] | None = None, importance: int | None = None,
              expires: dt.datetime | str | None = None, source: str | None = None,
              source_event: str | None = None, actor: str = "user", scope: str = "durable",
-             evidence: Sequence[str] = (), key: str | None = None,
-             now: dt.datetime | None = None) -> MutationResult:
+             evidence: Sequence[str] | None = None, key: str | None = None,
+             clear: Collection[str] = (), now: dt.datetime | None = None) -> MutationResult:
     """Create or update memory `name` through the write gate; one commit, none when unchanged.
 
-    Raises RejectedError (exit 3) with nothing changed when the gate or validation refuses, and
+    On an update, every field given as None keeps its committed value (`clear` names the
+    fields to empty instead); a new memory needs `type` and `description`. Raises
+    RejectedError (exit 3) with nothing changed when the gate or validation refuses, and
     ConflictError (exit 4) when the memory file or MEMORY.md has uncommitted edits.
     """
     _require_actor(actor)
@@ -63,39 +77,114 @@ def remember(desk: DeskFolder, name: str, *, type: str, description: str, body: 
     if not body:
         raise RejectedError(f"{name}: the memory body is empty",
                             hint="give the fact as an argument, or `-` to read it from stdin")
-    fields = dict(name=name, description=description, type=type, triggers=list(triggers),
-                  importance=importance, source=source or ("user" if actor == "user" else "agent"),
-                  source_event=source_event, evidence=list(evidence), key=key, expires=expires)
-    meta = build_meta(path, **fields, created=now, updated=now)  # structural check before the lock
-    if meta.expires is not None and meta.expires <= now:
-        raise RejectedError(f"{name}: expires {format_time(meta.expires)} is already past",
-                            hint="give a future time, or leave --expires out")
+    given = dict(name=name, description=description, type=type, triggers=_list(triggers),
+                 importance=importance, source=source, source_event=source_event,
+                 evidence=_list(evidence), key=key, expires=expires)
+    _require_clearable(clear, given)
+    if type is not None and description is not None:  # a structural check before the lock
+        build_meta(path, **{**given, "source": source or "agent"}, created=now, updated=now)
+    _require_future(name, path, given, now)
     with transaction(desk) as tx, head_mirror(desk) as mirror:
         tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
         committed = mirror.blob(name) is not None
         existing = _existing(desk, path) if committed else None
-        created = existing.meta.created if existing and existing.meta.created else now
-        # An imported memory keeps where it came from (`desk export claude-code` writes it back there).
-        origin = existing.meta.origin if existing else None
-        memory = MemoryFile(build_meta(path, **fields, origin=origin, created=created, updated=now), body)
+        if existing is None:
+            missing = [opt for opt, value in (("--type", type), ("--description", description))
+                       if value is None]
+            if missing:
+                raise UsageError(f"a new memory needs {' and '.join(missing)}: {name!r} does not exist yet",
+                                 hint=f"`desk remember {name} --type fact --description \"one line\" BODY`")
+            fields = {**given, "source": source or ("user" if actor == "user" else "agent")}
+            created = now
+        else:
+            # An imported memory keeps where it came from (`desk export claude-code` writes it
+            # back there): `_merged` keeps `origin` with every field the caller did not give.
+            fields = _merged(existing, given, clear)
+            created = existing.meta.created or now
+        memory = MemoryFile(build_meta(path, **fields, created=created, updated=now), body)
         gate.check_memory(memory, scope, mirror.same_body, gate.rule_texts(desk))
         if existing is not None:
             same = MemoryFile(memory.meta.replace(updated=existing.meta.updated), body)
             if same.render() == existing.render():
                 return MutationResult("unchanged", name, path)
-        data = memory.render()
-        if parse_memory(data, path, name) != memory:  # what desk writes must read back exactly
-            raise RejectedError(f"{name}: the memory would not read back as written",
-                                hint="remove unusual characters from the description and triggers")
-        entry = IndexEntry.of(memory)
-        message = commit_message(f"remember: {name}", {
+        sha = _commit_memory(desk, tx, mirror, memory, f"remember: {name}", {
             "Desk-Op": "remember", "Desk-Memory": name, "Desk-Actor": actor,
             "Desk-Source-Event": source_event})
-        index = mirror.render_index({name: entry})
-        sha = tx.commit(_with_index(desk, mirror, {path: data}, index), message)
-        mirror.record(sha, {name: (blob_sha(data), entry)}, blob_sha(index))
-    status = "updated" if committed else "created"
-    return MutationResult(status, name, path, sha)
+    result = MutationResult("updated" if committed else "created", name, path, sha)
+    result.warnings = _trigger_warnings(existing, memory)
+    return result
+
+
+def _commit_memory(desk: DeskFolder, tx: Transaction, mirror: HeadMirror, memory: MemoryFile,
+                   subject: str, trailers: dict[str, str | None]) -> str:
+    """Write `memory` and its MEMORY.md line in one commit; the mirror records it."""
+    name, path = memory.name, memory_path(memory.name)
+    data = memory.render()
+    if parse_memory(data, path, name) != memory:  # what desk writes must read back exactly
+        raise RejectedError(f"{name}: the memory would not read back as written",
+                            hint="remove unusual characters from the description and triggers")
+    entry = IndexEntry.of(memory)
+    index = mirror.render_index({name: entry})
+    sha = tx.commit(_with_index(desk, mirror, {path: data}, index), commit_message(subject, trailers))
+    mirror.record(sha, {name: (blob_sha(data), entry)}, blob_sha(index))
+    return sha
+
+
+def _list(values: Sequence[str] | None) -> list[str] | None:
+    return None if values is None else list(values)
+
+
+def _require_clearable(clear: Collection[str], given: dict[str, Any]) -> None:
+    unknown = sorted(set(clear) - set(CLEARABLE))
+    if unknown:
+        raise UsageError(f"cannot clear {unknown[0]!r}; clearable fields: {', '.join(CLEARABLE)}",
+                         hint="--no-triggers, --no-importance and --no-expires clear a field")
+    both = [key for key in CLEARABLE if key in clear and given.get(key) is not None]
+    if both:
+        flag = {"triggers": "--trigger"}.get(both[0], f"--{both[0]}")
+        raise UsageError(f"give {flag} or --no-{both[0]}, not both",
+                         hint=f"{flag} sets the field, --no-{both[0]} empties it")
+
+
+def _require_future(name: str, path: str, given: dict[str, Any], now: dt.datetime) -> None:
+    """Refuse an --expires that is malformed or already past, before the lock."""
+    if given.get("expires") is None:
+        return
+    expires = build_meta(path, name=name, description="-", type="fact", expires=given["expires"]).expires
+    if expires is not None and expires <= now:
+        raise RejectedError(f"{name}: expires {format_time(expires)} is already past",
+                            hint="give a future time, or leave --expires out")
+
+
+def _merged(existing: MemoryFile, given: dict[str, Any], clear: Collection[str]) -> dict[str, Any]:
+    """The committed fields, overlaid with what the caller gave, less what it cleared."""
+    meta = existing.meta
+    fields: dict[str, Any] = {key: getattr(meta, key) for key in given}
+    for key in ("source", "source_event", "origin", "evidence", "key", "triggers", "importance", "expires"):
+        fields.setdefault(key, getattr(meta, key))
+    fields.update({key: value for key, value in given.items() if value is not None})
+    for key in clear:
+        fields[key] = [] if key == "triggers" else None
+    return fields
+
+
+def _trigger_warnings(existing: MemoryFile | None, memory: MemoryFile) -> list[str]:
+    """A memory without triggers is never injected by trigger: say so when one is made so."""
+    if memory.meta.triggers or (existing is not None and not existing.meta.triggers):
+        return []
+    return [NO_TRIGGERS_WARNING.format(name=memory.name)]
+
+
+def no_memory(desk: DeskFolder, name: str) -> DeskError:
+    """`no memory named X`, with the nearest existing names as a "did you mean"."""
+    import difflib
+
+    names = sorted(memory_name(p) or "" for p in desk.git.ls_tree("HEAD", MEMORY_DIR)) \
+        if desk.git.head() else []
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    hint = ("did you mean " + " or ".join(f"`{c}`" for c in close) + "? " if close else "") + \
+        "see the names with `desk list`"
+    return DeskError(f"no memory named {name!r}", hint=hint)
 
 
 def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str = "user") -> MutationResult:
@@ -106,7 +195,7 @@ def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str
     with transaction(desk) as tx, head_mirror(desk) as mirror:
         tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
         if mirror.blob(name) is None:
-            raise DeskError(f"no memory named {name!r}", hint="see the names with `desk list`")
+            raise no_memory(desk, name)
         message = commit_message(f"forget: {name}", {
             "Desk-Op": "forget", "Desk-Memory": name, "Desk-Actor": actor, "Desk-Reason": reason})
         index = mirror.render_index({name: None})
@@ -168,32 +257,3 @@ def _existing(desk: DeskFolder, path: str) -> MemoryFile | None:
         return parse_memory(desk.read(path), path, memory_name(path))
     except (InvalidFileError, OSError, SymlinkError):
         return None
-
-
-def show(desk: DeskFolder, name: str) -> tuple[str, MemoryFile]:
-    """The memory file `name` as it is on disk."""
-    require_name(name)
-    path = memory_path(name)
-    try:
-        data = desk.read(path)
-    except (FileNotFoundError, NotADirectoryError):
-        raise DeskError(f"no memory named {name!r}", hint="see the names with `desk list`") from None
-    return path, parse_memory(data, path, name)
-
-
-def list_memories(desk: DeskFolder, type: str | None = None) -> tuple[list[IndexEntry], list[Finding]]:
-    """The memories on disk sorted by name (optionally of one type), and the files that do not parse."""
-    invalid: list[Finding] = []
-    entries = sorted(entries_in_worktree(desk, invalid).values(), key=lambda e: e.name)
-    return [e for e in entries if type is None or e.type == type], invalid
-
-
-def history(desk: DeskFolder, name: str) -> list[Commit]:
-    """Every commit that touched memory `name`, newest first, forgotten revisions included."""
-    require_name(name)
-    return desk.git.log([memory_path(name)])
-
-
-def log(desk: DeskFolder, limit: int | None = None) -> list[Commit]:
-    """The desk's audit trail, newest first."""
-    return desk.git.log(limit=limit)

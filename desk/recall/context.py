@@ -166,6 +166,9 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
     entries = entries_in_worktree(desk, invalid)
     broken = invalid_paths(invalid)
     active = {n: e for n, e in entries.items() if not e.is_expired(as_of)}
+    if project_agents is not None and not project_agents.exists():  # a typo must not drop its rules
+        raise UsageError(f"--project-agents {project_agents}: no such file",
+                         hint="give the path of the project's AGENTS.md, or leave the option out")
     sections: list[Section] = []
     read: dict[str, bytes | None] = {}  # desk files read: their blobs are checked against HEAD
     labels = {key: (label, rel) for key, label, rel in FILE_SECTIONS}
@@ -226,7 +229,8 @@ def _read(path: Path, shown: str, read: dict[str, bytes | None], rel: str | None
         return (f"_({shown} was not read: it is a symbolic link, and desk never reads through one; "
                 "`desk validate --all` names it and says how to put the file back)_\n")
     except OSError as exc:
-        raise UsageError(f"cannot read {shown}: {exc}") from None
+        raise UsageError(f"cannot read {shown}: {exc}",
+                         hint="check the file's permissions, or leave it out") from None
     if rel is not None:
         read[rel] = data
     return data.decode("utf-8", "replace").rstrip() + "\n"

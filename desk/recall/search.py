@@ -74,17 +74,19 @@ def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
                     as_of: dt.datetime | str | None = None, ranker: str = "default") -> RecallQuery:
     """Stage 1: validate and normalise the query; a refused query raises UsageError (exit 2)."""
     if not LIMIT_MIN <= limit <= LIMIT_MAX:
-        raise UsageError(f"--limit must be between {LIMIT_MIN} and {LIMIT_MAX}, not {limit}")
+        raise UsageError(f"--limit must be between {LIMIT_MIN} and {LIMIT_MAX}, not {limit}",
+                         hint=f"ask for at most {LIMIT_MAX} hits, e.g. `-n 5`")
     if kind not in RECALL_KINDS:
         raise UsageError(f"--kind must be one of {', '.join(RECALL_KINDS)}, not {kind!r}")
     if ranker not in RANKERS:
         raise UsageError(f"--ranker must be one of {', '.join(RANKERS)}, not {ranker!r}")
     readable = " ".join(text.split())
     if not readable:
-        raise UsageError("the query is empty: say what to look for, e.g. `desk recall \"report style\"`")
+        raise UsageError("the query is empty", hint="say what to look for, e.g. `desk recall \"report style\"`")
     terms = tuple(sorted(set(text_terms(readable))))
     if not terms:
-        raise UsageError(f"the query {readable!r} has no searchable words (only punctuation or symbols)")
+        raise UsageError(f"the query {readable!r} has no searchable words (only punctuation or symbols)",
+                         hint="search for words, e.g. `desk recall \"report style\"`")
     moment = parse_as_of(as_of)
     as_of_text = format_time(moment, "microsecond" if moment.microsecond else "second")
     normalized = normalize(readable)

@@ -16,6 +16,7 @@ from typing import Any
 from desk.errors import Finding
 from desk.layout import ARCHIVE_DIR, INDEX_FILE, DeskFolder
 from desk.memory.index import entries_in_worktree, invalid_paths
+from desk.text.plural import counted
 from desk.text.times import format_time, parse_time, utc_now
 from desk.text.tokens import estimate_tokens
 
@@ -95,13 +96,14 @@ def render_text(stats: DeskStats) -> str:
     types = ", ".join(f"{k} {v}" for k, v in stats.by_type.items()) or "none"
     lines = [
         f"memories: {stats.memories} ({types})",
-        f"resident index: {stats.index_tokens} tokens (MEMORY.md, loaded every session)",
-        f"memory bodies: {stats.body_tokens} tokens on disk (injected only when a trigger hits)",
+        f"resident index: {counted(stats.index_tokens, 'token')} (MEMORY.md, loaded every session)",
+        f"memory bodies: {counted(stats.body_tokens, 'token')} on disk (injected only when a trigger hits)",
         f"expired: {len(stats.expired)}" + (f" ({', '.join(stats.expired[:10])})" if stats.expired else ""),
         f"unverified for {stats.unverified_days}+ days: {len(stats.unverified)}"
         + (f" ({', '.join(stats.unverified[:10])})" if stats.unverified else ""),
         *([f"broken (do not parse, left out): {', '.join(stats.broken)}"] if stats.broken else []),
-        f"archive: {stats.archive_events} events in {stats.archive_files} files, {stats.archive_bytes} bytes",
+        f"archive: {counted(stats.archive_events, 'event')} in {counted(stats.archive_files, 'file')}, "
+        f"{counted(stats.archive_bytes, 'byte')}",
         f"search cache: {stats.cache_bytes} bytes (derived, git-ignored)",
     ]
     return "\n".join(lines)

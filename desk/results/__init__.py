@@ -13,7 +13,7 @@ from __future__ import annotations
 from desk.results.base import Outcome, Wrapped
 from desk.results.interchange import Exported, ImportPlan
 from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, Initialized, MemoryChange,
-                                 MemoryList, Recalled, ShownMemory, Stats, Validation)
+                                 MemoryDiff, MemoryList, Recalled, ShownMemory, Stats, Validation)
 from desk.results.sync import Cloned, Synced
 from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases,
                                   ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
@@ -21,7 +21,7 @@ from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpo
 
 __all__ = [
     "Outcome", "Wrapped",
-    "Initialized", "MemoryChange", "ShownMemory", "MemoryList", "AuditTrail",
+    "Initialized", "MemoryChange", "MemoryDiff", "ShownMemory", "MemoryList", "AuditTrail",
     "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
     "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
     "Digested", "ConflictCases", "NowView", "NowChange", "MistakeAdded", "MistakeList",

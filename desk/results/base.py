@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from desk.text.plural import counted
+
+__all__ = ["Outcome", "Wrapped", "commit_suffix", "counted", "preview"]
+
 
 class _HasJson(Protocol):
     def to_json(self) -> Any: ...
@@ -51,3 +55,4 @@ def commit_suffix(commit: object) -> str:
 def preview(text: object, width: int = 60) -> str:
     one = " ".join(str(text or "").split())
     return one if len(one) <= width else one[:width - 1] + "…"
+

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desk.results.base import Outcome, Wrapped, commit_suffix
+from desk.results.base import Outcome, Wrapped, commit_suffix, counted
 
 if TYPE_CHECKING:
     from desk.errors import Finding
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from desk.memory.file import MemoryFile
     from desk.memory.index import IndexEntry
     from desk.memory.operations import MutationResult
+    from desk.memory.reads import Shown
     from desk.recall.context import ContextResult
     from desk.recall.search import RecallResult
     from desk.recall.stats import DeskStats
@@ -39,6 +40,10 @@ class Initialized(Wrapped["InitResult"]):
             lines.append("kept existing files: " + ", ".join(r.kept))
         if r.hooks:
             lines.append(f"warning: the git hooks were not installed: {r.hooks}")
+        if r.fallback_identity:
+            lines.append(f"note: git has no user.name/user.email, so desk commits as {r.fallback_identity}; "
+                         "a plain `git commit` in this desk needs them: `git config --global user.name "
+                         "\"Your Name\"` and `git config --global user.email you@example.org`")
         lines.append("next: fill in SOUL.md, then `desk remember NAME --type T --description D BODY`")
         return "\n".join(lines)
 
@@ -50,24 +55,69 @@ class MemoryChange(Wrapped["MutationResult | EditResult"]):
     def text(self) -> str:
         r = self.value
         pending = getattr(r, "pending", [])
+        if r.status == "renamed":
+            return f"renamed: {r.path}{commit_suffix(r.commit)}"
         if r.status == "written":
             return ("MEMORY.md regenerated; memory/ has uncommitted edits ("
                     + ", ".join(pending) + "): review them and commit them with MEMORY.md")
         return f"{r.status}: {r.path}{commit_suffix(r.commit)}"
 
+    def warnings(self) -> list[str]:
+        return [f"desk: warning: {w}" for w in getattr(self.value, "warnings", [])]
+
 
 @dataclass(frozen=True)
 class ShownMemory(Outcome):
-    """One memory file as it is on disk."""
+    """One memory file as it is on disk; an invalid one with its findings (on stderr in text)."""
 
-    path: str
-    memory: MemoryFile
+    value: Shown
+
+    @property
+    def path(self) -> str:
+        return self.value.path
+
+    @property
+    def memory(self) -> MemoryFile | None:
+        """The parsed memory; None when the file is invalid (see `findings`)."""
+        return self.value.memory
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.value.findings
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, **self.memory.meta.to_json(), "body": self.memory.body}
+        r = self.value
+        if r.memory is None:
+            return {"path": r.path, "valid": False, "text": r.text,
+                    "findings": [f.to_json() for f in r.findings]}
+        return {"path": r.path, "valid": True, **r.memory.meta.to_json(), "body": r.memory.body}
 
     def text(self) -> str:
-        return self.memory.render().decode().rstrip("\n")
+        r = self.value
+        return (r.memory.render().decode() if r.memory is not None else r.text).rstrip("\n")
+
+    def warnings(self) -> list[str]:
+        if not self.value.findings:
+            return []
+        return [f"desk: warning: {f}" for f in self.value.findings] + [
+            f"hint: fix {self.value.path} (`desk edit {self.value.path}`), then `desk validate --all`"]
+
+
+@dataclass(frozen=True)
+class MemoryDiff(Outcome):
+    """`desk diff`: the unified diff of one memory from a revision to the file as it is now."""
+
+    name: str
+    path: str
+    rev: str
+    diff: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "path": self.path, "from": self.rev, "to": "worktree",
+                "changed": bool(self.diff), "diff": self.diff}
+
+    def text(self) -> str:
+        return self.diff.rstrip("\n") if self.diff else f"no change in {self.path} since {self.rev[:12]}"
 
 
 @dataclass(frozen=True)
@@ -135,8 +185,8 @@ class Validation(Outcome):
         report = self.report
         lines = [str(f) + ("" if f.severity == "error" else " (warning)") for f in report.findings]
         errors = len(report.errors)
-        lines.append(f"{'ok' if not errors else 'rejected'}: {report.checked} file(s) checked, "
-                     f"{errors} error(s), {len(report.findings) - errors} warning(s)")
+        lines.append(f"{'ok' if not errors else 'rejected'}: {counted(report.checked, 'file')} checked, "
+                     f"{counted(errors, 'error')}, {counted(len(report.findings) - errors, 'warning')}")
         if report.fixed:
             from desk.guard.hooks import STALE_INDEX_MESSAGE
 

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desk.results.base import Outcome, Wrapped, commit_suffix, preview
+from desk.results.base import Outcome, Wrapped, commit_suffix, counted, preview
 
 if TYPE_CHECKING:
     from desk.archive.checkpoint import CheckpointResult
@@ -87,7 +87,7 @@ class Imported(Wrapped["ImportResult"]):
     """How many events an import appended, and to which files."""
 
     def text(self) -> str:
-        return f"imported {self.value.imported} events into {len(self.value.files)} file(s)"
+        return f"imported {counted(self.value.imported, 'event')} into {counted(len(self.value.files), 'file')}"
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class ArchiveCheck(Wrapped["VerifyReport"]):
     def text(self) -> str:
         r = self.value
         return "\n".join([f"warning: {f}" for f in r.findings]
-                         + [f"ok: {r.files} file(s), {r.lines} line(s), chains intact"])
+                         + [f"ok: {counted(r.files, 'file')}, {counted(r.lines, 'line')}, chains intact"])
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class Checkpointed(Wrapped["CheckpointResult"]):
         if r.status == "unchanged":
             lines.append("nothing to checkpoint")
         else:
-            lines.append(f"committed {r.events} event(s) in {len(r.files)} file(s) (commit {str(r.commit)[:7]})")
+            lines.append(f"committed {counted(r.events, 'event')} in {counted(len(r.files), 'file')} (commit {str(r.commit)[:7]})")
         return "\n".join(lines)
 
 
@@ -122,7 +122,7 @@ class Digested(Wrapped["DigestResult"]):
         r = self.value
         head = (f"digest {r.date}: nothing changed" if r.status == "unchanged"
                 else f"digest {r.date}: committed {str(r.commit)[:7]}")
-        lines = [head, f"  journal: {r.journal} ({r.events} events)"]
+        lines = [head, f"  journal: {r.journal} ({counted(r.events, 'event')})"]
         for label, names in (("promoted", r.promoted), ("merged", r.merged), ("superseded", r.superseded)):
             if names:
                 lines.append(f"  {label}: {', '.join(names)}")
@@ -133,7 +133,7 @@ class Digested(Wrapped["DigestResult"]):
         for skip in r.skipped:
             lines.append(f"  skipped {skip['domain']}: {skip['reason']}")
         if r.invalid_facts:
-            lines.append(f"  {r.invalid_facts} invalid fact events ignored")
+            lines.append(f"  {counted(r.invalid_facts, 'invalid fact event')} ignored")
         return "\n".join(lines)
 
 
@@ -220,4 +220,4 @@ class ConversationsRendered(Wrapped["RenderResult"]):
 
     def text(self) -> str:
         r = self.value
-        return f"rendered {r.views} view(s), {len(r.files)} changed{commit_suffix(r.commit)}"
+        return f"rendered {counted(r.views, 'view')}, {len(r.files)} changed{commit_suffix(r.commit)}"

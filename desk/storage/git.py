@@ -448,6 +448,14 @@ class Git:
             self._identity = args
         return self._identity
 
+    def fallback_identity(self) -> str | None:
+        """`name <email>` desk commits as because git has no identity configured, else None."""
+        args = self.identity_args()
+        if not args:
+            return None
+        given = dict(a.split("=", 1) for a in args if a != "-c")
+        return f"{given.get('user.name', '(your name)')} <{given.get('user.email', '(your email)')}>"
+
     def add(self, paths: Iterable[str]) -> None:
         self._run("add", "--", *paths)
 
@@ -628,6 +636,24 @@ class Git:
             commits.append(Commit(sha, author, email, date, subject, parse_trailers(message),
                                   [c.path for c in changes], message, changes))
         return commits
+
+    def log_follow(self, path: str) -> list[Commit]:
+        """The commits that touched `path`, newest first, following it across renames (git's
+        `--follow`); each as `commits` returns it."""
+        if self.head() is None:
+            return []
+        out = self._run("log", "--follow", "--format=%H", "--", path, read_only=True)
+        return self.commits(out.decode().split())
+
+    def empty_tree(self) -> str:
+        """The id of the empty tree in this repository's hash (to diff against a root commit)."""
+        return self._run("hash-object", "-t", "tree", "--stdin", input=b"", read_only=True).decode().strip()
+
+    def diff_worktree(self, rev: str, path: str) -> str:
+        """`git diff REV -- PATH`: the unified diff from `rev` to the work tree's file, no colour,
+        no external diff driver (empty when they are the same)."""
+        out = self._run("diff", "--no-color", "--no-ext-diff", rev, "--", path, read_only=True)
+        return out.decode("utf-8", "replace")
 
     def commit_ids(self, limit: int, *, merges: bool = True) -> list[str]:
         """The last `limit` commits from HEAD, newest first (one `git rev-list`); `merges=False`

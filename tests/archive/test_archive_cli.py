@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from desk.archive.store import clone_id
 from desk.layout import DeskFolder
 
@@ -176,10 +178,17 @@ def test_import_of_a_bad_line_changes_nothing(desk: DeskFolder, run: DeskRunner,
     assert run("archive", "import", str(tmp_path / "missing.jsonl")).exit_code == 2
 
 
-def test_import_progress_bar(desk: DeskFolder, run: DeskRunner, tmp_path: Path) -> None:
+def test_import_progress_lines(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 9.15: progress lines on stderr though stderr is no terminal (CliRunner's is not)."""
+    monkeypatch.setenv("DESK_PROGRESS_INTERVAL", "0")  # every update: no wall clock in the test
     src = _jsonl(tmp_path, [{"kind": "inbound", "content": str(i)} for i in range(10)])
-    result = run("archive", "import", "--progress", str(src))
-    assert result.exit_code == 0 and "importing" in result.output and "imported 10 events" in result.output
+    result = run("archive", "import", str(src))
+    assert result.exit_code == 0 and "imported 10 events" in result.stdout
+    assert f"desk: importing {src.name}: 10/10 events (100%)" in result.stderr
+    assert result.stderr.rstrip().splitlines()[-1].startswith(f"desk: importing {src.name}: done")
+    quiet = run("archive", "import", "--no-progress", str(src))
+    assert quiet.exit_code == 0 and "importing" not in quiet.stderr
 
 
 def test_verify_catches_a_rewrite_committed_past_the_hook(desk: DeskFolder, run: DeskRunner) -> None:

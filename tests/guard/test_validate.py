@@ -264,7 +264,7 @@ def test_staged_is_proportional_to_the_change(desk: DeskFolder) -> None:
 
 def test_validate_cli_ok_and_help(desk: DeskFolder, run: DeskRunner) -> None:
     result = run("validate")
-    assert result.exit_code == 0 and result.output.startswith("ok: 0 file(s) checked")
+    assert result.exit_code == 0 and result.output.startswith("ok: 0 files checked")
     result = run("validate", "--all")
     assert result.exit_code == 0, result.output
     assert "--staged" in run("validate", "--help").output

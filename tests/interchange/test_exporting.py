@@ -12,9 +12,19 @@ import pytest
 
 import desk as desk_api
 from desk.layout import DeskFolder
-from desk.memory.operations import remember, show
+from desk.memory.operations import remember
+from desk.memory.file import MemoryFile
+from desk.memory.reads import show as show_file
 from tests.conftest import snapshot
 from tests.interchange.test_importing import FIXTURES, NOW
+
+
+def show(desk: DeskFolder, name: str) -> tuple[str, MemoryFile]:
+    """The memory `name` as (path, parsed file); the file must be valid."""
+    shown = show_file(desk, name)
+    assert shown.memory is not None, shown.findings
+    return shown.path, shown.memory
+
 
 EXPORTS = {"claude-code": "claude", "openclaw": "workspace", "markdown": "notes", "jsonl": "memories.jsonl"}
 

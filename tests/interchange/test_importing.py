@@ -12,8 +12,17 @@ import desk as desk_api
 from desk.archive.store import iter_events
 from desk.errors import UsageError
 from desk.layout import DeskFolder
-from desk.memory.operations import remember, show
+from desk.memory.operations import remember
+from desk.memory.file import MemoryFile
+from desk.memory.reads import show as show_file
 from tests.conftest import DeskRunner, git, snapshot
+
+
+def show(desk: DeskFolder, name: str) -> tuple[str, MemoryFile]:
+    """The memory `name` as (path, parsed file); the file must be valid."""
+    shown = show_file(desk, name)
+    assert shown.memory is not None, shown.findings
+    return shown.path, shown.memory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)

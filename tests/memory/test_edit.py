@@ -30,6 +30,12 @@ def editor(tmp_path: Path, *versions: str) -> str:
     return str(script)
 
 
+def _unstamped(text: str) -> str:
+    """`text` without the `created:`/`updated:` lines `desk edit` stamps on save."""
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.startswith(("created: ", "updated: ")))
+
+
 def runs(tmp_path: Path) -> int:
     return int((tmp_path / "editor" / "count").read_text())
 
@@ -40,7 +46,7 @@ def test_edit_creates_and_commits(desk: DeskFolder, run: DeskRunner, tmp_path: P
     result = run("edit", "pref", "--json")
     assert result.exit_code == 0, result.output
     assert '"status": "created"' in result.output
-    assert (desk.root / "memory/pref.md").read_text() == GOOD  # kept exactly as saved
+    assert _unstamped((desk.root / "memory/pref.md").read_text()) == GOOD  # kept as saved, times added
     assert "- [pref](memory/pref.md) — Edited by hand" in (desk.root / "MEMORY.md").read_text()
     message = sh(desk.root, "log", "-1", "--format=%B").stdout
     assert "Desk-Op: edit" in message and "Desk-Memory: pref" in message
@@ -61,7 +67,7 @@ def test_errors_offer_re_edit(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
     assert result.exit_code == 0, result.output
     assert "memory/pref.md:3: frontmatter-field: type:" in result.output
     assert runs(tmp_path) == 2
-    assert (desk.root / "memory/pref.md").read_text() == GOOD
+    assert _unstamped((desk.root / "memory/pref.md").read_text()) == GOOD
 
 
 def test_abort_changes_nothing(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
@@ -116,3 +122,57 @@ def test_uncommitted_edits_are_not_overwritten(desk: DeskFolder, run: DeskRunner
 def test_no_editor_is_a_usage_error(desk: DeskFolder, run: DeskRunner) -> None:
     result = run("edit", "pref")
     assert result.exit_code == 2 and "$VISUAL or $EDITOR" in result.output
+
+
+def test_edit_stamps_created_and_updated_and_bumps_updated(desk: DeskFolder, run: DeskRunner,
+                                                           tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 9.5: a new memory gets created/updated; editing one moves `updated` only."""
+    import json
+
+    monkeypatch.setenv("EDITOR", editor(tmp_path, GOOD))
+    assert run("edit", "pref").exit_code == 0
+    first = json.loads(run("show", "pref", "--json").output)
+    assert first["created"] == first["updated"]
+    stats = json.loads(run("stats", "--json").output)
+    assert "pref" not in json.dumps(stats["memories"]["unverified"])
+    text = (desk.root / "memory/pref.md").read_text()
+    later = text.replace(f"updated: {first['updated']}", "updated: 2020-01-01T00:00:00Z")
+    later = later.replace(f"created: {first['created']}", "created: 2020-01-01T00:00:00Z")
+    (desk.root / "memory/pref.md").write_text(later)
+    sh(desk.root, "commit", "-qam", "backdate")
+    other = tmp_path / "second"
+    other.mkdir()
+    monkeypatch.setenv("EDITOR", editor(other, later.replace("Prefer short", "Prefer very short")))
+    assert run("edit", "pref").exit_code == 0
+    second = json.loads(run("show", "pref", "--json").output)
+    assert second["created"] == "2020-01-01T00:00:00Z" and second["updated"] > "2026"
+    assert "Prefer very short answers." in second["body"]
+
+
+def test_the_template_is_block_style(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = tmp_path / "seen.md"
+    monkeypatch.setenv("EDITOR", f"cp \"$1\" {seen} && true")
+    script = tmp_path / "copy.sh"
+    script.write_text(f"#!/bin/sh\ncp \"$1\" {seen}\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(script))
+    assert run("edit", "fresh").exit_code == 0  # saved unchanged: nothing happens
+    assert "triggers:\n- fresh\n" in seen.read_text() and "[" not in seen.read_text()
+
+
+def test_end_of_input_at_edit_again_is_a_clear_message(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EDITOR", editor(tmp_path, BAD))
+    result = run("edit", "pref", input="")
+    assert result.exit_code == 3 and "Aborted!" not in result.output
+    assert "end of input" in result.output and "hint: `desk edit pref`" in result.output
+    assert not (desk.root / "memory/pref.md").exists()
+
+
+def test_an_editor_failure_has_a_hint(desk: DeskFolder, run: DeskRunner,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EDITOR", "false")
+    result = run("edit", "pref")
+    assert result.exit_code == 1 and "exited with status 1" in result.output and "hint:" in result.output

@@ -12,7 +12,8 @@ from desk.errors import ConflictError, InvalidFileError, RejectedError
 from desk.errors import Finding
 from desk.layout import DeskFolder
 from desk.memory.index import entries_in_worktree, render_index
-from desk.memory.operations import forget, history, reindex, remember
+from desk.memory.operations import forget, reindex, remember
+from desk.memory.reads import history
 from tests.conftest import DeskRunner, git, snapshot
 
 T0 = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.timezone.utc)
