@@ -21,8 +21,8 @@ from desk.results import (
     AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, Cloned, ConflictCases, Context,
     ConversationsRendered, Diagnosis, Digested, EventList, Exported, HooksChange, Imported, ImportPlan,
     Initialized,
-    MemoryChange, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome, Recalled,
-    ShownMemory, Stats, Synced, Validation, Wrapped)
+    MemoryChange, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome, PrefChanged,
+    PrefList, PrefShown, Recalled, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
 from desk.results import __all__ as _RESULTS
 
 __all__ = ["Desk", "open", "init", "clone", "missing_setup", "Progress", "Time", *_RESULTS]
@@ -143,14 +143,25 @@ class Desk(DeskFolder):
 
         return AuditTrail(log(self, limit))
 
-    def reindex(self, *, actor: str = "user") -> MemoryChange:
-        """Regenerate MEMORY.md from memory/; commit it when it changed.
+    def reindex(self, *, actor: str = "user", now: dt.datetime | None = None) -> MemoryChange:
+        """Regenerate MEMORY.md from memory/ and every user scope's PREFERENCES.md from its
+        preference files (as of `now`); commit what changed.
 
-        Status `written` (not committed) when memory/ has a person's uncommitted edits.
+        Status `written` (not committed) when memory/ has a person's uncommitted edits. The
+        result's `preferences` names the preference projections repaired.
         """
         from desk.memory.operations import reindex
+        from desk.scopes.prefs import reindex_prefs
 
-        return MemoryChange(reindex(self, actor=actor))
+        result = reindex(self, actor=actor)
+        result.preferences, prefs_commit = reindex_prefs(self, actor=actor, now=now)
+        if prefs_commit is not None:
+            result.commit = prefs_commit if result.commit is None else result.commit
+            if result.status in ("unchanged", "restored"):
+                result.status = "updated"
+        elif result.preferences and result.status == "unchanged":
+            result.status = "restored"
+        return MemoryChange(result)
 
     def edit(self, name: str, *, actor: str = "user", ask: Callable[[str], bool] | None = None,
              editor: str | None = None) -> MemoryChange:
@@ -240,21 +251,92 @@ class Desk(DeskFolder):
 
     def context(self, *, query: str | None = None, budget: int | None = None,
                 section_budgets: Mapping[str, int] | None = None,
-                project_agents: str | Path | None = None, as_of: Time | None = None) -> Context:
-        """What the assistant loads at the start of a session, within the budgets (docs/design.md §4.1)."""
+                project_agents: str | Path | None = None, as_of: Time | None = None,
+                user: str | None = None) -> Context:
+        """What the assistant loads at the start of a session, within the budgets (docs/design.md §4.1).
+
+        `user` (a user id; None: the desk owner) selects whose profile and preferences are loaded;
+        nothing of any other user is.
+        """
         from desk.recall.context import build_context
         from desk.recall.search import parse_as_of
 
         return Context(build_context(
             self, query=query, budget=budget, section_budgets=section_budgets,
             project_agents=Path(project_agents) if project_agents is not None else None,
-            as_of=parse_as_of(as_of) if as_of is not None else None))
+            as_of=parse_as_of(as_of) if as_of is not None else None, user=user))
 
     def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
         """Memories by type, the resident index's token cost, stale memories, archive size."""
         from desk.recall.stats import desk_stats
 
         return Stats(desk_stats(self, now=now, unverified_days=unverified_days))
+
+    # -- users: profile and preferences (docs/scopes.md) -------------------------------------
+
+    def user_show(self, *, user: str | None = None) -> UserProfile:
+        """The profile of `user` (a user id; None: the desk owner)."""
+        from desk.scopes.profile import show_user
+
+        return UserProfile(show_user(self, user=user))
+
+    def user_set(self, fields: Mapping[str, Any], *, user: str | None = None,
+                 actor: str = "user") -> UserProfile:
+        """Set the named profile fields (others unchanged): one commit, none when the same.
+
+        UsageError (exit 2) for an unknown field or an invalid value (e.g. a timezone that is
+        neither an IANA name nor a UTC offset), with nothing changed.
+        """
+        from desk.scopes.profile import patch_user
+
+        return UserProfile(patch_user(self, user=user, set_fields=fields, actor=actor))
+
+    def user_unset(self, fields: Sequence[str], *, user: str | None = None,
+                   actor: str = "user") -> UserProfile:
+        """Remove the named profile fields: one commit, none when none was set."""
+        from desk.scopes.profile import patch_user
+
+        return UserProfile(patch_user(self, user=user, unset=fields, actor=actor))
+
+    def pref_set(self, key: str, value: str, *, user: str | None = None, expires: Time | None = None,
+                 source: str | None = None, at: Time | None = None, actor: str = "user",
+                 source_event: str | None = None, now: dt.datetime | None = None) -> PrefChanged:
+        """Create or update preference `key`: `created` (revision 1), `unchanged` (no commit),
+        `updated` (revision + 1), one commit with `Desk-Op: pref` per change.
+
+        ConflictError (exit 4) when `at` is not later than the stored change's time.
+        `source_event` is the harness's provenance (an archive event id): the agent-facing
+        server never passes it, so a model cannot invent evidence.
+        """
+        from desk.scopes.prefs import set_pref
+
+        return PrefChanged(set_pref(self, key, value, user=user, expires=expires, source=source,
+                                    source_event=source_event, at=at, actor=actor, now=now))
+
+    def pref_get(self, key: str, *, user: str | None = None, as_of: Time | None = None) -> PrefShown:
+        """Preference `key` (expired ones too; `active` says whether it is at `as_of`)."""
+        from desk.scopes.prefs import get_pref
+
+        return PrefShown(*get_pref(self, key, user=user, as_of=as_of))
+
+    def pref_list(self, *, user: str | None = None, all: bool = False,
+                  as_of: Time | None = None) -> PrefList:
+        """The preferences active at `as_of` (default now), or all of them with `all`; read-only."""
+        from desk.scopes.prefs import list_prefs
+
+        return PrefList(list_prefs(self, user=user, include_expired=all, as_of=as_of))
+
+    def pref_delete(self, key: str, *, user: str | None = None, actor: str = "user") -> PrefChanged:
+        """Delete preference `key` (exact key only) in one commit."""
+        from desk.scopes.prefs import delete_pref
+
+        return PrefChanged(delete_pref(self, key, user=user, actor=actor))
+
+    def pref_history(self, key: str, *, user: str | None = None) -> AuditTrail:
+        """Every commit that touched preference `key`, newest first."""
+        from desk.scopes.prefs import pref_history
+
+        return AuditTrail(pref_history(self, key, user=user), key)
 
     # -- facts, the digest and conflicts -----------------------------------------------------
 

@@ -39,6 +39,7 @@ class ContextBudgets(_Strict):
     now: int = Field(default=600, ge=0)
     mistakes: int = Field(default=800, ge=0)
     user: int = Field(default=600, ge=0)
+    user_prefs: int = Field(default=400, ge=0)  # the selected user's profile line and preferences
     memory_index: int = Field(default=1500, ge=0)
     recalled: int = Field(default=1500, ge=0)
 

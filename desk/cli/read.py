@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from desk.cli.output import invocation, json_option, print_json, render
+from desk.cli.output import invocation, json_option, print_json, render, user_option
 from desk.vocabulary import CONTEXT_FORMATS, RANKERS, RECALL_KINDS
 
 PROGRESS_MIN_BYTES = 1 << 20  # show a progress bar only when there is real ingest work
@@ -98,17 +98,21 @@ def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
 @click.option("--format", "fmt", type=click.Choice(CONTEXT_FORMATS), default="markdown",
               show_default=True, help="Markdown to inject, or JSON with the sections and token estimates.")
 @click.option("--as-of", metavar="TIME", help="Treat this UTC time as now (which memories are expired).")
+@user_option
 @json_option
 def context_command(query: str | None, budget: int | None, section_budget: tuple[str, ...],
                     project_agents: Path | None, fmt: str, as_of: str | None) -> None:
     """Render what the assistant loads at the start of a session (the injection contract).
 
-    Read order: project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, MEMORY.md,
-    then trigger-hit memories. Every section has a budget; what is trimmed is named.
+    Read order: project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, the user's
+    profile and preferences, MEMORY.md, then trigger-hit memories. Every section has a budget;
+    what is trimmed is named. With --user, that user's USER.md and preferences replace the
+    owner's, and nothing of any other user is loaded.
     """
     result = invocation().desk().context(query=query, budget=budget,
                                          section_budgets=_section_budgets(section_budget),
-                                         project_agents=project_agents, as_of=as_of or None)
+                                         project_agents=project_agents, as_of=as_of or None,
+                                         user=invocation().user)
     if fmt == "json" or invocation().json:
         print_json(result.to_json())
     else:

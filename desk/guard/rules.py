@@ -8,6 +8,8 @@
   secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
   any desk file     `symlink` (any tracked path, desk's or not), `merge-conflict`, `binary`,
                     `encoding`, `file-size`, `config`
+  user scopes       `scope-mismatch` (a file recording another user's scope or another desk),
+                    `scope-path`, `pref-*` and `profile-field` (desk.scopes.files)
 
 Each rule looks at one path's content as it will be committed (and, for the archive and desk.json,
 the content it replaces). The rule over the memory set, MEMORY.md against its regenerated self, is
@@ -30,12 +32,14 @@ from collections.abc import Collection
 from typing import NamedTuple
 
 from desk.errors import Finding, InvalidFileError
-from desk.layout import ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, memory_name
+from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, OWNER_SCOPE, PREFS_DIR,
+                         PREFS_INDEX_FILE, is_scope_id, memory_name, scope_file)
 from desk.storage.git import parse_trailers
 
 ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE, "MISTAKES.md",
-                        ".gitattributes", ".gitignore"})
-MANAGED_DIRS = (MEMORY_PREFIX, "journal/", "conversations/", ".system/", "users/", "projects/")
+                        PREFS_INDEX_FILE, ".gitattributes", ".gitignore"})
+MANAGED_DIRS = (MEMORY_PREFIX, "journal/", "conversations/", ".system/", "users/", "projects/",
+                PREFS_DIR + "/")
 UNMANAGED_DIRS = (".system/cache/",)  # derived, git-ignored
 TEXT_LIMIT = 1 << 20  # 1 MiB for a hand-written text file
 LARGE_LIMIT = 64 << 20  # archive files and the generated index grow with the desk
@@ -175,8 +179,38 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
     items: _Items = []
     if path == CONFIG_PATH:
         items += [(f, "") for f in _check_config(data, old)]
+    if scope_file(path) is not None:
+        items += [(f, "") for f in check_scope_file(path, data, desk_id)]
     items += _secret_items(path, text)  # every committed text, whatever its folder
     return _verdict(items)
+
+
+def check_scope_file(path: str, data: bytes, desk_id: str) -> list[Finding]:
+    """A user scope's file: in its place, parsing, and recording the scope and desk it sits in."""
+    kind, scope, key = scope_file(path) or ("other", "", None)
+    if not is_scope_id(scope) or scope == OWNER_SCOPE and path.startswith("users/"):
+        return [Finding(path, 1, "scope-path", f"users/{scope}/ is not a user scope folder (its name "
+                        "is a scope id made by `desk --user ID ...`); move the file out of users/")]
+    if kind == "other":
+        return [Finding(path, 1, "scope-path", "a user scope holds only USER.md, PREFERENCES.md and "
+                        "prefs/<key>.md; move this file out of the scope's folder")]
+    if kind == "prefs-index":
+        return []  # generated; `desk reindex` regenerates it
+    from desk.scopes.files import ownership_problem, parse_pref, parse_profile, profile_scope
+
+    try:
+        if kind == "pref":
+            record = parse_pref(data, path, key)
+            found: tuple[str | None, str | None] = (record.user_scope, record.desk_id)
+        else:
+            profile = parse_profile(data, path)
+            if not profile.framed and scope == OWNER_SCOPE:
+                return []  # the owner's USER.md may be free text only (desks before scopes)
+            found = (profile_scope(profile, scope), profile.desk_id)
+    except InvalidFileError as exc:
+        return list(exc.findings)
+    problem = ownership_problem(*found, scope, desk_id)
+    return [Finding(path, 1, "scope-mismatch", problem)] if problem else []
 
 
 def _too_big(path: str, data: bytes, limit: int) -> Finding:

@@ -30,12 +30,15 @@ class MutationResult:
     commit: str | None = None
     reason: str | None = None
     pending: list[str] = field(default_factory=list)
+    preferences: list[str] | None = None  # reindex: the preference projections repaired
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"status": self.status, "name": self.name, "path": self.path,
                                    "commit": self.commit, "reason": self.reason}
         if self.pending:
             data["pending"] = self.pending
+        if self.preferences is not None:
+            data["preferences"] = self.preferences
         return data
 
 

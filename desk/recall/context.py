@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desk.errors import Finding, UsageError
-from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, MISTAKES_FILE, NOW_FILE, SOUL_FILE, USER_FILE,
-                         DeskFolder)
+from desk.errors import Finding, InvalidFileError, UsageError
+from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, MISTAKES_FILE, NOW_FILE, OWNER_SCOPE,
+                         PREFS_INDEX_FILE, SOUL_FILE, USER_FILE, DeskFolder, profile_path,
+                         prefs_index_path, scope_id)
 from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths, memory_path
 from desk.memory.mirror import head_mirror
 from desk.text.escape import injected_body, xml_attr
@@ -43,6 +44,7 @@ SECTIONS = (  # budget key, label, desk path (None: the project's file)
     ("now", NOW_FILE, NOW_FILE),
     ("mistakes", MISTAKES_FILE, MISTAKES_FILE),
     ("user", USER_FILE, USER_FILE),
+    ("user_prefs", "User profile and preferences", PREFS_INDEX_FILE),
     ("memory_index", INDEX_FILE, INDEX_FILE),
 )
 BUDGET_KEYS = ("total", *(key for key, _, _ in SECTIONS), "recalled")
@@ -137,9 +139,14 @@ def budgets_for(desk: DeskFolder, total: int | None, overrides: Mapping[str, int
 
 def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | None = None,
                   section_budgets: Mapping[str, int] | None = None, project_agents: Path | None = None,
-                  as_of: dt.datetime | None = None) -> ContextResult:
-    """The sections to inject, trimmed to their budgets, in the contract's read order."""
+                  as_of: dt.datetime | None = None, user: str | None = None) -> ContextResult:
+    """The sections to inject, trimmed to their budgets, in the contract's read order.
+
+    `user` (a user id; None: the desk owner) selects whose USER.md and preferences are loaded;
+    nothing of any other user's scope is read.
+    """
     as_of = as_of or utc_now()
+    scope = scope_id(user)
     budgets = budgets_for(desk, budget, section_budgets or {})
     remaining = budgets["total"]
     # A person's broken hand edit must not keep the assistant from waking up: the file is named
@@ -156,6 +163,11 @@ def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | N
             text, shown = _read(project_agents, str(project_agents), None), str(project_agents)
         elif rel == INDEX_FILE:
             text, shown = _index_text(active, len(entries) - len(active), broken), rel
+        elif rel == USER_FILE:
+            shown = profile_path(scope)
+            text = _profile_text(desk, scope, shown)
+        elif rel == PREFS_INDEX_FILE:
+            text, shown = _user_block(desk, scope, as_of), prefs_index_path(scope)
         else:
             text, shown = _read(desk.path(rel), rel, desk.root), rel
         limit = min(budgets[key], remaining)
@@ -172,6 +184,57 @@ def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | N
             sections.append(block[0])
             recalled = block[1]
     return ContextResult(sections, query, recalled, budgets["total"])
+
+
+def _profile_text(desk: DeskFolder, scope: str, shown: str) -> str:
+    """The scope's USER.md as it is, unless it records another scope or desk (then only a note)."""
+    problem = _profile_problem(desk, scope, shown)
+    if problem:
+        return _note(f"{shown} left out: {problem}") + "\n"
+    if scope != OWNER_SCOPE and not desk.path(shown).is_file():
+        return "_(no profile for this user yet: `desk --user ID user set FIELD=VALUE`)_\n"
+    return _read(desk.path(shown), shown, desk.root)
+
+
+def _profile_problem(desk: DeskFolder, scope: str, shown: str) -> str | None:
+    from desk.scopes.files import ownership_problem, profile_fields_unchecked
+
+    from desk.storage.reading import SymlinkError
+
+    try:
+        data = desk.read_if_present(shown)
+    except SymlinkError:
+        return "it is a symbolic link, and desk never reads through one"
+    if data is None:
+        return None
+    try:
+        _, found, found_desk, framed = profile_fields_unchecked(data, shown)
+    except InvalidFileError as exc:
+        return exc.findings[0].message if exc.findings else "it does not parse"
+    if not framed and scope == OWNER_SCOPE:
+        return None
+    return ownership_problem(found if found is not None or scope != OWNER_SCOPE else OWNER_SCOPE,
+                             found_desk, scope, desk.desk_id)
+
+
+def _user_block(desk: DeskFolder, scope: str, as_of: dt.datetime) -> str:
+    """The selected user's profile line and active preferences (seed 003's block), values escaped;
+    files that record another scope or desk are left out and named."""
+    from desk.scopes.files import profile_fields_unchecked, user_block
+    from desk.scopes.prefs import scope_prefs
+
+    notes: list[str] = []
+    fields: dict[str, Any] = {}
+    shown = profile_path(scope)
+    problem = _profile_problem(desk, scope, shown)
+    if problem:
+        notes.append(f"{shown} left out: {problem}")
+    elif desk.path(shown).is_file():
+        fields = profile_fields_unchecked(desk.read(shown), shown)[0]
+    problems: list[Finding] = []
+    active = [p for p in scope_prefs(desk, scope, problems) if p.is_active(as_of)]
+    notes += [f"{f.path} left out: {f.message}" for f in problems]
+    return user_block(fields, active, notes)
 
 
 def _read(path: Path, shown: str, root: Path | None) -> str:
@@ -383,7 +446,7 @@ def render_markdown(result: ContextResult) -> str:
     """
     out = ["# Desk context", "",
            f"<!-- generated by `desk context`; read order: project {AGENTS_FILE}, {AGENTS_FILE}, {SOUL_FILE}, "
-           f"{NOW_FILE}, {MISTAKES_FILE}, {USER_FILE}, {INDEX_FILE}, recalled memories -->", ""]
+           f"{NOW_FILE}, {MISTAKES_FILE}, {USER_FILE}, user preferences, {INDEX_FILE}, recalled memories -->", ""]
     for section in result.sections:
         heading = section.label if not section.path or section.path == section.label.split(" ")[0] \
             else f"{section.label}: {section.path}"

@@ -38,7 +38,8 @@ def test_read_order_with_project_agents(desk: DeskFolder, run: DeskRunner, tmp_p
     out = run("context", "--project-agents", str(project), "--as-of", AS_OF).output
     headings = [line for line in out.splitlines() if line.startswith("## desk: ")]
     assert [h.removeprefix("## desk: ").split(":")[0] for h in headings] == [
-        "AGENTS.md (project)", "AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md", "MEMORY.md"]
+        "AGENTS.md (project)", "AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md",
+        "User profile and preferences", "MEMORY.md"]
     assert out.index("Use tabs.") < out.index("the desk's rules and read contract")
     assert NOTICE not in out  # no query: no recalled block
 
@@ -154,7 +155,7 @@ def test_json_format_gives_sections_with_token_estimates(desk: DeskFolder, run: 
     _remember(desk, "report-style", "Reports in Chinese.", ("report",))
     data = json.loads(run("context", "--format", "json", "--query", "report", "--as-of", AS_OF).output)
     assert [s["key"] for s in data["sections"]] == [
-        "agents", "soul", "now", "mistakes", "user", "memory_index", "recalled"]
+        "agents", "soul", "now", "mistakes", "user", "user_prefs", "memory_index", "recalled"]
     for s in data["sections"]:
         assert s["tokens"] == estimate_tokens(s["text"]) and s["budget"] >= s["tokens"]
     assert data["total_tokens"] == sum(s["tokens"] for s in data["sections"])
