@@ -75,21 +75,33 @@ class Desk(DeskFolder):
                  triggers: Sequence[str] = (), importance: int | None = None,
                  expires: Time | None = None, source: str | None = None,
                  source_event: str | None = None, actor: str = "user", scope: str = "durable",
-                 now: dt.datetime | None = None) -> MemoryChange:
+                 now: dt.datetime | None = None, project: str | None = None) -> MemoryChange:
         """Create or update memory `name` through the write gate: one commit, none when unchanged.
 
-        RejectedError (exit 3) when the gate refuses, with nothing changed; its `details` carry
-        the `--json` fields (name, path, reason). ConflictError (exit 4) over uncommitted edits.
+        With `project`, the memory is `projects/<project>/memory/<name>.md` and the index is the
+        project's own MEMORY.md (docs/scopes.md). RejectedError (exit 3) when the gate refuses,
+        with nothing changed; its `details` carry the `--json` fields (name, path, reason).
+        ConflictError (exit 4) over uncommitted edits.
         """
         from desk.memory.operations import remember
 
+        path = f"memory/{name}.md"
         try:
+            if project is not None:
+                from desk.layout import project_memory_path
+                from desk.scopes.projects import remember_in_project
+
+                path = project_memory_path(project, name)
+                return MemoryChange(remember_in_project(
+                    self, project, name, type=type, description=description, body=body,
+                    triggers=triggers, importance=importance, expires=expires, source=source,
+                    source_event=source_event, actor=actor, scope=scope, now=now))
             return MemoryChange(remember(
                 self, name, type=type, description=description, body=body, triggers=triggers,
                 importance=importance, expires=expires, source=source, source_event=source_event,
                 actor=actor, scope=scope, now=now))
         except RejectedError as exc:
-            exc.details = {"name": name, "path": f"memory/{name}.md", "commit": None,
+            exc.details = {"name": name, "path": path, "commit": None,
                            "reason": getattr(exc, "reason", None) or "invalid"}
             raise
 
@@ -113,26 +125,44 @@ class Desk(DeskFolder):
                            "reason": getattr(exc, "reason", None) or "invalid"}
             raise
 
-    def forget(self, name: str, *, reason: str | None = None, actor: str = "user") -> MemoryChange:
-        """Delete memory `name` and its index line in one commit (git history keeps it)."""
+    def forget(self, name: str, *, reason: str | None = None, actor: str = "user",
+               project: str | None = None) -> MemoryChange:
+        """Delete memory `name` (of `project`, when given) and its index line in one commit."""
+        if project is not None:
+            from desk.scopes.projects import forget_in_project
+
+            return MemoryChange(forget_in_project(self, project, name, reason=reason, actor=actor))
         from desk.memory.operations import forget
 
         return MemoryChange(forget(self, name, reason=reason, actor=actor))
 
-    def show(self, name: str) -> ShownMemory:
-        """The memory file `name` as it is on disk."""
+    def show(self, name: str, *, project: str | None = None) -> ShownMemory:
+        """The memory file `name` (of `project`, when given) as it is on disk."""
+        if project is not None:
+            from desk.scopes.projects import show_in_project
+
+            return ShownMemory(*show_in_project(self, project, name))
         from desk.memory.operations import show
 
         return ShownMemory(*show(self, name))
 
-    def list(self, *, type: str | None = None) -> MemoryList:
-        """The memories on disk sorted by name (optionally of one type), and unparseable files."""
+    def list(self, *, type: str | None = None, project: str | None = None) -> MemoryList:
+        """The memories on disk sorted by name (optionally of one type; of `project` when given),
+        and unparseable or refused files."""
+        if project is not None:
+            from desk.scopes.projects import list_in_project
+
+            return MemoryList(*list_in_project(self, project, type))
         from desk.memory.operations import list_memories
 
         return MemoryList(*list_memories(self, type))
 
-    def history(self, name: str) -> AuditTrail:
-        """Every commit that touched memory `name`, newest first (forgotten revisions too)."""
+    def history(self, name: str, *, project: str | None = None) -> AuditTrail:
+        """Every commit that touched memory `name` (of `project`), newest first (forgotten revisions too)."""
+        if project is not None:
+            from desk.scopes.projects import history_in_project
+
+            return AuditTrail(history_in_project(self, project, name), name)
         from desk.memory.operations import history
 
         return AuditTrail(history(self, name), name)
@@ -144,22 +174,22 @@ class Desk(DeskFolder):
         return AuditTrail(log(self, limit))
 
     def reindex(self, *, actor: str = "user", now: dt.datetime | None = None) -> MemoryChange:
-        """Regenerate MEMORY.md from memory/ and every user scope's PREFERENCES.md from its
-        preference files (as of `now`); commit what changed.
+        """Regenerate MEMORY.md from memory/, every user scope's PREFERENCES.md from its
+        preference files (as of `now`) and every project's MEMORY.md; commit what changed.
 
         Status `written` (not committed) when memory/ has a person's uncommitted edits. The
-        result's `preferences` names the preference projections repaired.
+        result's `scopes` names the scope projections repaired.
         """
         from desk.memory.operations import reindex
-        from desk.scopes.prefs import reindex_prefs
+        from desk.scopes.prefs import reindex_scopes
 
         result = reindex(self, actor=actor)
-        result.preferences, prefs_commit = reindex_prefs(self, actor=actor, now=now)
+        result.scopes, prefs_commit = reindex_scopes(self, actor=actor, now=now)
         if prefs_commit is not None:
             result.commit = prefs_commit if result.commit is None else result.commit
             if result.status in ("unchanged", "restored"):
                 result.status = "updated"
-        elif result.preferences and result.status == "unchanged":
+        elif result.scopes and result.status == "unchanged":
             result.status = "restored"
         return MemoryChange(result)
 
@@ -252,11 +282,12 @@ class Desk(DeskFolder):
     def context(self, *, query: str | None = None, budget: int | None = None,
                 section_budgets: Mapping[str, int] | None = None,
                 project_agents: str | Path | None = None, as_of: Time | None = None,
-                user: str | None = None) -> Context:
+                user: str | None = None, project: str | None = None) -> Context:
         """What the assistant loads at the start of a session, within the budgets (docs/design.md §4.1).
 
         `user` (a user id; None: the desk owner) selects whose profile and preferences are loaded;
-        nothing of any other user is.
+        nothing of any other user is. `project` adds that project's memory index (and, with a
+        query, its trigger-hit memories) to the desk-wide ones; never another project's.
         """
         from desk.recall.context import build_context
         from desk.recall.search import parse_as_of
@@ -264,7 +295,7 @@ class Desk(DeskFolder):
         return Context(build_context(
             self, query=query, budget=budget, section_budgets=section_budgets,
             project_agents=Path(project_agents) if project_agents is not None else None,
-            as_of=parse_as_of(as_of) if as_of is not None else None, user=user))
+            as_of=parse_as_of(as_of) if as_of is not None else None, user=user, project=project))
 
     def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
         """Memories by type, the resident index's token cost, stale memories, archive size."""
@@ -342,15 +373,17 @@ class Desk(DeskFolder):
 
     def fact_add(self, text: str, *, kind: str, importance: int, key: str | None = None,
                  session: str | None = None, actor: str | None = None, at: str | None = None,
-                 redact: bool = True) -> Appended:
+                 redact: bool = True, project: str | None = None) -> Appended:
         """Validate a fact and append it to the archive (kind `fact`); not committed on its own.
 
-        RejectedError (exit 3) for an invalid fact, with nothing written.
+        `project` records the project scope the fact belongs to (payload `project`): the
+        desk-wide digest never distils it into memory/. RejectedError (exit 3) for an invalid
+        fact, with nothing written.
         """
         from desk.digest.facts import add_fact
 
         return Appended(add_fact(self, text, kind=kind, importance=importance, key=key,
-                                 session=session, actor=actor, at=at, redact=redact))
+                                 session=session, actor=actor, at=at, redact=redact, project=project))
 
     def digest(self, *, date: str | dt.date | None = None, as_of: Time | None = None,
                summarizer: str | None = None) -> Digested:

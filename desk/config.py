@@ -41,6 +41,7 @@ class ContextBudgets(_Strict):
     user: int = Field(default=600, ge=0)
     user_prefs: int = Field(default=400, ge=0)  # the selected user's profile line and preferences
     memory_index: int = Field(default=1500, ge=0)
+    project_index: int = Field(default=800, ge=0)  # the --project scope's own MEMORY.md
     recalled: int = Field(default=1500, ge=0)
 
 

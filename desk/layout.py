@@ -46,6 +46,12 @@ PREFS_DIR = "prefs"
 PREFS_INDEX_FILE = "PREFERENCES.md"
 USER_ENV = "DESK_USER"  # the user id selected when --user is not given
 
+# Project scopes (docs/scopes.md): `projects/<name>/memory/<memory>.md` and its own generated
+# `projects/<name>/MEMORY.md`, beside the desk-wide memory/ and MEMORY.md.
+PROJECTS_DIR = "projects"
+PROJECT_ENV = "DESK_PROJECT"
+PROJECT_MAX = 64
+
 
 NOT_A_FILE = "(not a regular file)"  # what worktree_blob says of a symlink or folder
 
@@ -115,6 +121,41 @@ def scope_file(path: str) -> tuple[str, str, str | None] | None:
     if len(rest) == 2 and rest[0] == PREFS_DIR and rest[1].endswith(".md"):
         return "pref", scope, rest[1][:-3]
     return "other", scope, None
+
+
+def project_problem(name: str) -> str | None:
+    """Why `name` cannot be a project name (a slug that becomes a folder), or None."""
+    import re
+
+    if not name:
+        return "the project name is empty"
+    if len(name) > PROJECT_MAX:
+        return f"the project name is {len(name)} characters; the limit is {PROJECT_MAX}"
+    if not re.fullmatch(r"[a-z0-9]+(?:[-_][a-z0-9]+)*", name):
+        return "a project name is lowercase words (a-z, 0-9) joined by '-' or '_', e.g. billing-api"
+    return None
+
+
+def project_memory_path(project: str, name: str) -> str:
+    return f"{PROJECTS_DIR}/{project}/{MEMORY_DIR}/{name}.md"
+
+
+def project_index_path(project: str) -> str:
+    return f"{PROJECTS_DIR}/{project}/{INDEX_FILE}"
+
+
+def project_file(path: str) -> tuple[str, str, str | None] | None:
+    """What a path under projects/ is: `(kind, project, name)` with kind `memory` (name: the stem),
+    `index` or `other`; None outside projects/."""
+    parts = path.split("/")
+    if parts[0] != PROJECTS_DIR or len(parts) < 3:
+        return None
+    project, rest = parts[1], parts[2:]
+    if rest == [INDEX_FILE]:
+        return "index", project, None
+    if len(rest) == 2 and rest[0] == MEMORY_DIR and rest[1].endswith(".md"):
+        return "memory", project, rest[1][:-3]
+    return "other", project, None
 
 
 def is_desk(path: Path) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from desk import __version__
-from desk.cli.output import USER_HELP, Invocation, report_error
+from desk.cli.output import PROJECT_HELP, USER_HELP, Invocation, report_error
 from desk.errors import DeskError, UsageError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -122,9 +122,10 @@ class DeskGroup(click.Group):
 @click.option("--desk", "desk_path", type=click.Path(path_type=Path), metavar="PATH",
               help="The desk to use (default: $DESK_HOME, else the desk enclosing the current folder).")
 @click.option("--user", metavar="ID", envvar="DESK_USER", help=USER_HELP)
+@click.option("--project", metavar="NAME", envvar="DESK_PROJECT", help=PROJECT_HELP)
 @click.version_option(__version__, "--version", prog_name="desk")
 @click.pass_context
-def cli(ctx: click.Context, desk_path: Path | None, user: str | None) -> None:
+def cli(ctx: click.Context, desk_path: Path | None, user: str | None, project: str | None) -> None:
     """Keep an AI assistant's identity and memory as a git repository of Markdown files.
 
     Start with `desk init PATH`, then `desk remember NAME ...`. Every change is one git commit;
@@ -133,6 +134,7 @@ def cli(ctx: click.Context, desk_path: Path | None, user: str | None) -> None:
     obj = ctx.ensure_object(Invocation)
     obj.desk_path = desk_path
     obj.user = user or None
+    obj.project = project or None
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from desk.cli.output import invocation, json_option, read_text_arg, render
+from desk.cli.output import invocation, json_option, project_option, read_text_arg, render
 from desk.vocabulary import ACTORS, MEMORY_SCOPES, MEMORY_SOURCES, MEMORY_TYPES
 
 
@@ -47,6 +47,7 @@ def init_command(path: Path, allow_nonempty: bool, allow_nested: bool) -> None:
 @click.option("--scope", type=click.Choice(MEMORY_SCOPES), default="durable", show_default=True,
               help="session-only facts are refused: they belong in NOW.md.")
 @click.option("--body-file", type=click.Path(path_type=Path, dir_okay=False), help="Read the body from a file.")
+@project_option
 @json_option
 def remember_command(name: str, body: str | None, type_: str, description: str,
                      triggers: tuple[str, ...], importance: int | None, expires: str | None,
@@ -61,7 +62,8 @@ def remember_command(name: str, body: str | None, type_: str, description: str,
     text = read_text_arg(body, body_file, "memory body")
     render(desk.remember(name, text, type=type_, description=description, triggers=triggers,
                          importance=importance, expires=expires, source=source,
-                         source_event=source_event, actor=actor, scope=scope))
+                         source_event=source_event, actor=actor, scope=scope,
+                         project=invocation().project))
 
 
 @click.command("forget")
@@ -69,34 +71,38 @@ def remember_command(name: str, body: str | None, type_: str, description: str,
 @click.option("--reason", "-r", help="Why it is forgotten (kept in the commit as Desk-Reason).")
 @click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
               help="Who is making the change.")
+@project_option
 @json_option
 def forget_command(name: str, reason: str | None, actor: str) -> None:
     """Delete the memory NAME and its index line (one commit; history keeps it)."""
-    render(invocation().desk().forget(name, reason=reason, actor=actor))
+    render(invocation().desk().forget(name, reason=reason, actor=actor, project=invocation().project))
 
 
 @click.command("show")
 @click.argument("name")
+@project_option
 @json_option
 def show_command(name: str) -> None:
     """Print the memory NAME."""
-    render(invocation().desk().show(name))
+    render(invocation().desk().show(name, project=invocation().project))
 
 
 @click.command("list")
 @click.option("--type", "type_", type=click.Choice(MEMORY_TYPES), help="Only memories of this type.")
+@project_option
 @json_option
 def list_command(type_: str | None) -> None:
     """List the memories: name, type and description."""
-    render(invocation().desk().list(type=type_))
+    render(invocation().desk().list(type=type_, project=invocation().project))
 
 
 @click.command("history")
 @click.argument("name")
+@project_option
 @json_option
 def history_command(name: str) -> None:
     """Every revision of the memory NAME, from git, newest first (forgotten ones too)."""
-    render(invocation().desk().history(name))
+    render(invocation().desk().history(name, project=invocation().project))
 
 
 @click.command("log")

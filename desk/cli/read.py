@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from desk.cli.output import invocation, json_option, print_json, render, user_option
+from desk.cli.output import invocation, json_option, print_json, project_option, render, user_option
 from desk.vocabulary import CONTEXT_FORMATS, RANKERS, RECALL_KINDS
 
 PROGRESS_MIN_BYTES = 1 << 20  # show a progress bar only when there is real ingest work
@@ -99,6 +99,7 @@ def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
               show_default=True, help="Markdown to inject, or JSON with the sections and token estimates.")
 @click.option("--as-of", metavar="TIME", help="Treat this UTC time as now (which memories are expired).")
 @user_option
+@project_option
 @json_option
 def context_command(query: str | None, budget: int | None, section_budget: tuple[str, ...],
                     project_agents: Path | None, fmt: str, as_of: str | None) -> None:
@@ -107,12 +108,13 @@ def context_command(query: str | None, budget: int | None, section_budget: tuple
     Read order: project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, the user's
     profile and preferences, MEMORY.md, then trigger-hit memories. Every section has a budget;
     what is trimmed is named. With --user, that user's USER.md and preferences replace the
-    owner's, and nothing of any other user is loaded.
+    owner's, and nothing of any other user is loaded. With --project, that project's memory
+    index (and trigger-hit memories) is loaded after the desk-wide one, never another project's.
     """
     result = invocation().desk().context(query=query, budget=budget,
                                          section_budgets=_section_budgets(section_budget),
                                          project_agents=project_agents, as_of=as_of or None,
-                                         user=invocation().user)
+                                         user=invocation().user, project=invocation().project)
     if fmt == "json" or invocation().json:
         print_json(result.to_json())
     else:

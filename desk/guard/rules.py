@@ -33,7 +33,8 @@ from typing import NamedTuple
 
 from desk.errors import Finding, InvalidFileError
 from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, OWNER_SCOPE, PREFS_DIR,
-                         PREFS_INDEX_FILE, is_scope_id, memory_name, scope_file)
+                         PREFS_INDEX_FILE, is_scope_id, memory_name, project_file, project_problem,
+                         scope_file)
 from desk.storage.git import parse_trailers
 
 ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE, "MISTAKES.md",
@@ -161,6 +162,16 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
         return FileVerdict()
     if memory_name(path) is not None:
         return _memory_verdict(path, data)
+    in_project = project_file(path)
+    if in_project is not None:
+        kind, project, stem = in_project
+        problem = project_problem(project)
+        if problem or kind == "other" and path.startswith(f"projects/{project}/memory/"):
+            return _verdict([(Finding(path, 1, "scope-path", f"projects/{project}/: {problem}; rename the "
+                                      "folder" if problem else "a project's memory/ holds only <name>.md "
+                                      "files; move this file out"), "")])
+        if kind == "memory":
+            return _memory_verdict(path, data, stem, project)
     limit = LARGE_LIMIT if path in (INDEX_FILE,) or path.startswith(".system/") else TEXT_LIMIT
     if len(data) > limit:
         return _verdict([(_too_big(path, data, limit), "")])
@@ -245,19 +256,22 @@ def archive_secret_items(path: str, old: bytes | None, new: bytes) -> _Items:
     return _secret_items(path, grown, first_line=new.count(b"\n", 0, start) + 1)
 
 
-def _memory_verdict(path: str, data: bytes) -> FileVerdict:
-    """A memory file's findings and, when it parses, its index entry.
+def _memory_verdict(path: str, data: bytes, stem: str | None = None,
+                    project: str | None = None) -> FileVerdict:
+    """A memory file's findings and, when it parses, its index entry (desk-wide memories only).
 
     The entry is taken whatever the findings: MEMORY.md lists every memory that parses (a file too
-    big or with a bad name still gets its line, as `desk reindex` gives it one).
+    big or with a bad name still gets its line, as `desk reindex` gives it one). A memory records
+    the project it belongs to (none for memory/): one found elsewhere is `scope-mismatch`.
     """
     from desk.memory.file import name_problem, parse_memory  # YAML: only commits of memories pay
     from desk.memory.index import IndexEntry
 
-    stem = memory_name(path) or ""
+    stem = stem if stem is not None else memory_name(path) or ""
     try:
         memory = parse_memory(data, path, stem)
-        entry: tuple[str, str] | None = (memory.meta.name, IndexEntry.of(memory).line())
+        entry: tuple[str, str] | None = (
+            (memory.meta.name, IndexEntry.of(memory).line()) if project is None else None)
         failure: list[Finding] = []
     except InvalidFileError as exc:
         memory, entry, failure = None, None, list(exc.findings)
@@ -274,6 +288,11 @@ def _memory_verdict(path: str, data: bytes) -> FileVerdict:
     if memory is None:
         return _verdict([(f, "") for f in failure] + _secret_items(path, text))
     items: _Items = []
+    if memory.meta.project != project:
+        where = f"project {project!r}" if project else "the desk-wide memory/"
+        items.append((Finding(path, 1, "scope-mismatch", f"records project {memory.meta.project!r} but "
+                              f"sits in {where}: a memory copied from another scope is never read; "
+                              "move it back or remove it"), ""))
     if memory.meta.expires is not None:
         items.append((Finding(path, 1, "memory-expired", "memory has expired and is no longer "
                               f"injected; `desk forget {stem}` or move `expires` later", "warning"),

@@ -30,15 +30,15 @@ class MutationResult:
     commit: str | None = None
     reason: str | None = None
     pending: list[str] = field(default_factory=list)
-    preferences: list[str] | None = None  # reindex: the preference projections repaired
+    scopes: list[str] | None = None  # reindex: the scope projections repaired (docs/scopes.md)
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"status": self.status, "name": self.name, "path": self.path,
                                    "commit": self.commit, "reason": self.reason}
         if self.pending:
             data["pending"] = self.pending
-        if self.preferences is not None:
-            data["preferences"] = self.preferences
+        if self.scopes is not None:
+            data["scopes"] = self.scopes
         return data
 
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from desk.errors import Finding, InvalidFileError, UsageError
 from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, MISTAKES_FILE, NOW_FILE, OWNER_SCOPE,
-                         PREFS_INDEX_FILE, SOUL_FILE, USER_FILE, DeskFolder, profile_path,
-                         prefs_index_path, scope_id)
+                         PREFS_INDEX_FILE, PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder, profile_path,
+                         prefs_index_path, project_index_path, project_memory_path, scope_id)
 from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths, memory_path
 from desk.memory.mirror import head_mirror
 from desk.text.escape import injected_body, xml_attr
@@ -46,6 +46,7 @@ SECTIONS = (  # budget key, label, desk path (None: the project's file)
     ("user", USER_FILE, USER_FILE),
     ("user_prefs", "User profile and preferences", PREFS_INDEX_FILE),
     ("memory_index", INDEX_FILE, INDEX_FILE),
+    ("project_index", f"{INDEX_FILE} (project)", PROJECTS_DIR),
 )
 BUDGET_KEYS = ("total", *(key for key, _, _ in SECTIONS), "recalled")
 _IMPORTANCE = re.compile(r"importance\W{0,3}([1-5])", re.I)
@@ -139,14 +140,26 @@ def budgets_for(desk: DeskFolder, total: int | None, overrides: Mapping[str, int
 
 def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | None = None,
                   section_budgets: Mapping[str, int] | None = None, project_agents: Path | None = None,
-                  as_of: dt.datetime | None = None, user: str | None = None) -> ContextResult:
+                  as_of: dt.datetime | None = None, user: str | None = None,
+                  project: str | None = None) -> ContextResult:
     """The sections to inject, trimmed to their budgets, in the contract's read order.
 
     `user` (a user id; None: the desk owner) selects whose USER.md and preferences are loaded;
-    nothing of any other user's scope is read.
+    nothing of any other user's scope is read. `project` adds that project's active memories (its
+    index, and with a query its trigger-hit bodies); no other project's are read.
     """
     as_of = as_of or utc_now()
     scope = scope_id(user)
+    project_active: dict[str, IndexEntry] = {}
+    project_expired = 0
+    project_refused: list[Finding] = []
+    if project is not None:
+        from desk.scopes.projects import project_entries, require_project
+
+        require_project(project)
+        found = project_entries(desk, project, project_refused)
+        project_active = {n: e for n, e in found.items() if not e.is_expired(as_of)}
+        project_expired = len(found) - len(project_active)
     budgets = budgets_for(desk, budget, section_budgets or {})
     remaining = budgets["total"]
     # A person's broken hand edit must not keep the assistant from waking up: the file is named
@@ -157,7 +170,12 @@ def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | N
     active = {n: e for n, e in entries.items() if not e.is_expired(as_of)}
     sections: list[Section] = []
     for key, label, rel in SECTIONS:
-        if rel is None:
+        if rel == PROJECTS_DIR:
+            if project is None:
+                continue
+            text = _index_text(project_active, project_expired, invalid_paths(project_refused))
+            shown = project_index_path(project)
+        elif rel is None:
             if project_agents is None:
                 continue
             text, shown = _read(project_agents, str(project_agents), None), str(project_agents)
@@ -179,7 +197,8 @@ def build_context(desk: DeskFolder, *, query: str | None = None, budget: int | N
         sections.append(section)
     recalled: list[dict[str, Any]] = []
     if query is not None and query.strip():
-        block = _recalled(desk, query, active, min(budgets["recalled"], remaining))
+        block = _recalled(desk, query, active, min(budgets["recalled"], remaining),
+                          (project, project_active) if project is not None else None)
         if block is not None:
             sections.append(block[0])
             recalled = block[1]
@@ -262,7 +281,7 @@ def _index_text(active: Mapping[str, IndexEntry], expired: int, broken: list[str
     if expired:
         lines.append(f"_({expired} expired {'memory' if expired == 1 else 'memories'} not shown.)_")
     if broken:
-        lines.append(f"_({', '.join(broken)} left out: the file does not parse; run `desk validate`.)_")
+        lines.append(f"_({', '.join(broken)} left out: the file does not parse or belongs to another scope; run `desk validate`.)_")
     return "\n".join(lines) + "\n"
 
 
@@ -368,29 +387,34 @@ def _some(names: list[str], sep: str, most: int = 6) -> str:
 
 
 def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry],
-              limit: int) -> tuple[Section, list[dict[str, Any]]] | None:
-    """The trigger-gated memory block, or None when no trigger is hit (nothing injected)."""
+              limit: int, project: tuple[str, Mapping[str, IndexEntry]] | None = None
+              ) -> tuple[Section, list[dict[str, Any]]] | None:
+    """The trigger-gated memory block, or None when no trigger is hit (nothing injected).
+
+    `project` (its name and active entries) adds that project's memories to the desk-wide ones.
+    """
     normalized = normalize(query)
+    scoped = [(memory_path(n), n, e) for n, e in sorted(active.items())]
+    if project is not None:
+        scoped += [(project_memory_path(project[0], n), n, e) for n, e in sorted(project[1].items())]
     hits = []
-    for name in sorted(active):
-        hit = [t for t in active[name].triggers if trigger_hits(t, normalized)]
+    for path, name, entry in scoped:
+        hit = [t for t in entry.triggers if trigger_hits(t, normalized)]
         if hit:
-            hits.append((name, hit))
+            hits.append((path, name, entry, hit))
     if not hits:
         return None
     # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
     with head_mirror(desk) as mirror:
-        committed = mirror.committed(name for name, _ in hits)
-    hits.sort(key=lambda h: (-(active[h[0]].importance or 0), h[0]))  # importance, then name
+        committed = mirror.committed(name for path, name, _, _ in hits if path == memory_path(name))
+    hits.sort(key=lambda h: (-(h[2].importance or 0), h[1], h[0]))  # importance, then name
     head = f"<{BLOCK}>\n{NOTICE}\n"
     tail = f"</{BLOCK}>\n"
     chosen: list[dict[str, Any]] = []
     left: list[str] = []
     used = estimate_tokens(head + tail)
-    for name, hit in hits:
-        path = memory_path(name)
-        at_head = committed.get(name)
-        entry = active[name]
+    for path, name, entry, hit in hits:
+        at_head = committed.get(name) if path == memory_path(name) else None
         m = {"name": name, "path": path, "commit": at_head.commit if at_head else None,
              "type": entry.type, "importance": entry.importance, "source": entry.source,
              "source_event": entry.source_event, "updated": entry.updated_field, "triggers_hit": hit}

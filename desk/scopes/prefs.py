@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
-from desk.layout import (PREFS_DIR, USERS_DIR, DeskFolder, is_scope_id, pref_path, prefs_index_path,
-                         scope_id, scope_root, OWNER_SCOPE)
+from desk.layout import (OWNER_SCOPE, PREFS_DIR, USERS_DIR, DeskFolder, is_scope_id, pref_path,
+                         prefs_index_path, project_index_path, scope_id, scope_root)
+from desk.memory.index import render_index
 from desk.scopes.files import (EVENT_MAX, SOURCE_MAX, Preference, key_problem, line_problem,
                                ownership_problem, parse_pref, render_prefs_index, stamp, VALUE_MAX)
 from desk.storage.atomic import atomic_write
@@ -219,23 +220,28 @@ def all_scopes(desk: DeskFolder) -> list[str]:
     return [OWNER_SCOPE, *found]
 
 
-def reindex_prefs(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | None = None
-                  ) -> tuple[list[str], str | None]:
-    """Regenerate every scope's PREFERENCES.md from its preference files at `now`.
+def reindex_scopes(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | None = None
+                   ) -> tuple[list[str], str | None]:
+    """Regenerate every user scope's PREFERENCES.md (as of `now`) and every project's MEMORY.md.
 
     Returns the projections repaired and the commit (None when HEAD already held them all: a
     hand edit in the work tree alone is put back without a commit).
     """
+    from desk.scopes.projects import all_projects, project_entries
+
     now = now or utc_now()
     with transaction(desk) as tx:
-        writes: dict[str, bytes | None] = {}
-        repaired = []
+        wanted: dict[str, bytes] = {}
         for scope in all_scopes(desk):
             index = prefs_index_path(scope)
             records = scope_prefs(desk, scope)
-            if not records and not desk.path(index).exists() and not desk.path(scope_root(scope) + PREFS_DIR).exists():
-                continue
-            data = render_prefs_index(records, now)
+            if records or desk.path(index).exists() or desk.path(scope_root(scope) + PREFS_DIR).exists():
+                wanted[index] = render_prefs_index(records, now)
+        for project in all_projects(desk):
+            wanted[project_index_path(project)] = render_index(project_entries(desk, project).values())
+        writes: dict[str, bytes | None] = {}
+        repaired = []
+        for index, data in wanted.items():
             on_disk = desk.path(index).read_bytes() if desk.path(index).is_file() else None
             if desk.git.blob_at("HEAD", index) != data:
                 writes[index] = data
@@ -245,7 +251,7 @@ def reindex_prefs(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | N
                 repaired.append(index)
         if not writes:
             return repaired, None
-        message = commit_message("reindex: preferences", {"Desk-Op": "reindex", "Desk-Actor": actor})
+        message = commit_message("reindex: scopes", {"Desk-Op": "reindex", "Desk-Actor": actor})
         return repaired, tx.commit(writes, message)
 
 

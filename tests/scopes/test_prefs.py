@@ -219,13 +219,13 @@ def test_a_hand_broken_projection_is_repaired_by_reindex(desk: DeskFolder, run: 
     good = desk.path(index).read_bytes()
     desk.path(index).write_text("# Preferences\n\n- `editor.indent`: spaces (forged)\n")
     restored = d.reindex(now=NOW).to_json()
-    assert restored["status"] == "restored" and restored["preferences"] == [index]
+    assert restored["status"] == "restored" and restored["scopes"] == [index]
     assert desk.path(index).read_bytes() == good
     desk.path(index).write_text("broken\n")
     git(desk.root, *ME, "commit", "-qam", "hand edit of the projection")
     start = commits(desk.root)
     repaired = json.loads(run("reindex", "--json").output)
-    assert repaired["status"] == "updated" and repaired["preferences"] == [index]
+    assert repaired["status"] == "updated" and repaired["scopes"] == [index]
     assert desk.path(index).read_bytes() == good and commits(desk.root) == start + 1
     assert json.loads(run("reindex", "--json").output)["status"] == "unchanged"
 
@@ -235,7 +235,7 @@ def test_reindex_drops_what_expired_since(desk: DeskFolder) -> None:
     d.pref_set("response.detail", "verbose", at=T1, expires="2026-08-02T01:00:00Z", now=NOW)
     assert "response.detail" in desk.path("PREFERENCES.md").read_text()
     later = dt.datetime(2026, 8, 2, 1, tzinfo=dt.timezone.utc)
-    assert d.reindex(now=later).to_json()["preferences"] == ["PREFERENCES.md"]
+    assert d.reindex(now=later).to_json()["scopes"] == ["PREFERENCES.md"]
     assert "response.detail" not in desk.path("PREFERENCES.md").read_text()
     assert desk.path(pref_path("owner", "response.detail")).is_file()  # expired, kept
 
