@@ -350,3 +350,11 @@ def test_any_sequence_of_pref_ops_makes_one_commit_per_observable_change(identit
                 state, stored_at, observable = new, at, observable + 1
         assert commits(root, path) == observable
         assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_secret_in_a_value_is_refused_by_the_gate(desk: DeskFolder, run: DeskRunner) -> None:
+    before = snapshot(desk.root)
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    result = run("--user", "ada", "pref", "set", "github.token", token, "--at", T1)
+    assert result.exit_code == 3 and "secret" in result.output
+    assert snapshot(desk.root) == before

@@ -121,3 +121,11 @@ def test_facts_carry_their_project_and_the_desk_wide_digest_leaves_them(desk: De
     assert "Use Python 3.10" in text and "3.17" not in text and "3.16" not in text
     assert not desk.path("projects").exists()
     assert result.open_conflicts == 0
+
+
+def test_desk_project_selects_the_project(desk: DeskFolder, run: DeskRunner,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DESK_PROJECT", "billing")
+    assert run("remember", "runtime", *RUNTIME, "Billing runs Python 3.12.").exit_code == 0
+    assert desk.path(project_memory_path("billing", "runtime")).is_file()
+    assert not desk.path("memory/runtime.md").exists()
