@@ -49,6 +49,9 @@ SECTIONS = (  # budget key, label, desk path (None: the project's file)
     ("project_index", f"{INDEX_FILE} (project)", PROJECTS_DIR),
 )
 BUDGET_KEYS = ("total", *(key for key, _, _ in SECTIONS), "recalled")
+# Budget keys added after desks were made, with their defaults (desk.config.ContextBudgets; a test
+# keeps them equal): an older desk.json without them still takes the fast path below.
+LATER_BUDGETS = {"user_prefs": 400, "project_index": 800}
 _IMPORTANCE = re.compile(r"importance\W{0,3}([1-5])", re.I)
 _WORDISH = re.compile(rf"[^\W_{CJK_CLASS}]")
 
@@ -115,6 +118,8 @@ def _configured_budgets(desk: DeskFolder) -> dict[str, int]:
     ~70 ms. Anything else goes through the validating loader, which says what is wrong."""
     try:
         found = json.loads(desk.read(CONFIG_PATH))["budgets"]
+        if isinstance(found, dict):
+            found = {**LATER_BUDGETS, **found}
         if (isinstance(found, dict) and sorted(found) == sorted(BUDGET_KEYS)
                 and all(type(v) is int and v >= 0 for v in found.values())):
             return dict(found)

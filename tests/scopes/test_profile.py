@@ -113,3 +113,17 @@ def test_an_owner_profile_without_frontmatter_is_free_text(desk: DeskFolder, run
     assert json.loads(run("user", "set", "name=Ann", "--json").output)["status"] == "updated"
     profile = parse_profile(desk.path("USER.md").read_bytes(), "USER.md")
     assert profile.fields == {"name": "Ann"} and profile.body == "Just some notes about the owner.\n"
+
+
+def test_an_older_desk_json_keeps_the_fast_budget_path(desk: DeskFolder) -> None:
+    """Budget keys added for scopes default as desk.config says, without loading pydantic."""
+    from desk.config import ContextBudgets
+    from desk.recall.context import LATER_BUDGETS, _configured_budgets
+
+    defaults = ContextBudgets().model_dump()
+    assert {k: defaults[k] for k in LATER_BUDGETS} == LATER_BUDGETS
+    config = json.loads(desk.path(".system/desk.json").read_text())
+    for key in LATER_BUDGETS:
+        del config["budgets"][key]
+    desk.path(".system/desk.json").write_text(json.dumps(config))
+    assert _configured_budgets(DeskFolder(desk.root)) == defaults
