@@ -139,7 +139,7 @@ def set_pref(desk: DeskFolder, key: str, value: str, *, user: str | None = None,
     scope = scope_id(user)
     path, index = pref_path(scope, key), prefs_index_path(scope)
     with transaction(desk) as tx:
-        tx.require_clean([path])
+        tx.require_clean([path, index])  # never over a person's uncommitted edit, even of the projection
         old = read_pref(desk, scope, key)
         new = Preference(key, value, 1, source or "user", source_event, until, when, when, scope,
                          desk.desk_id)
@@ -171,7 +171,7 @@ def delete_pref(desk: DeskFolder, key: str, *, user: str | None = None, actor: s
     scope = scope_id(user)
     path, index = pref_path(scope, key), prefs_index_path(scope)
     with transaction(desk) as tx:
-        tx.require_clean([path])
+        tx.require_clean([path, index])  # never over a person's uncommitted edit, even of the projection
         old = read_pref(desk, scope, key)
         if old is None:
             raise DeskError(f"no preference {key!r} for {_who(scope)}",

@@ -358,3 +358,15 @@ def test_a_secret_in_a_value_is_refused_by_the_gate(desk: DeskFolder, run: DeskR
     result = run("--user", "ada", "pref", "set", "github.token", token, "--at", T1)
     assert result.exit_code == 3 and "secret" in result.output
     assert snapshot(desk.root) == before
+
+
+def test_uncommitted_edits_are_never_overwritten(desk: DeskFolder, run: DeskRunner) -> None:
+    d = desk_api.open(desk.root)
+    d.pref_set("a.b", "one", at=T1, now=NOW)
+    desk.path("PREFERENCES.md").write_text("a person's edit\n")
+    before = snapshot(desk.root)
+    assert run("pref", "set", "a.b", "two", "--at", T2).exit_code == 4
+    assert run("pref", "delete", "a.b").exit_code == 4
+    assert snapshot(desk.root) == before
+    d.reindex(now=NOW)  # puts the generated file back
+    assert d.pref_set("a.b", "two", at=T2, now=NOW).value.status == "updated"
