@@ -263,12 +263,14 @@ class Desk(DeskFolder):
     # -- reading -----------------------------------------------------------------------------
 
     def recall(self, query: str, *, limit: int = 5, kind: str = "all", as_of: Time | None = None,
-               ranker: str = "default", progress: Progress | None = None) -> Recalled:
+               ranker: str = "default", progress: Progress | None = None,
+               project: str | None = None, all_scopes: bool = False) -> Recalled:
         """Search memories and archived conversations for `query`; read-only.
 
         UsageError (exit 2) for an empty or punctuation-only query or a limit outside 1..10.
-        `.xml()` renders docs/design.md §8.1's `<recalled_context>` block. The search cache
-        stays loaded between calls on this object (refreshed incrementally each time), so a
+        Memories searched: the desk-wide ones and `project`'s, or every project's with
+        `all_scopes` (docs/scopes.md). `.xml()` renders docs/design.md §8.1's
+        `<recalled_context>` block. The search cache stays loaded between calls on this object (refreshed incrementally each time), so a
         harness that keeps one `Desk` recalls warm; `close()` (or `with desk.open(...)`) frees it.
         """
         from desk.recall.search import recall
@@ -277,7 +279,8 @@ class Desk(DeskFolder):
         if self._search_cache is None:
             self._search_cache = SearchCache(self)
         return Recalled(recall(self, query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
-                               cache=self._search_cache, progress=progress))
+                               cache=self._search_cache, progress=progress, project=project,
+                               all_scopes=all_scopes))
 
     def context(self, *, query: str | None = None, budget: int | None = None,
                 section_budgets: Mapping[str, int] | None = None,

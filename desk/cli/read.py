@@ -51,9 +51,12 @@ class _Progress:
 @click.option("--ranker", type=click.Choice(RANKERS), default="default",
               show_default=True, help="Scoring formula: desk's default, the baseline formula (0.85 coverage + 0.15 recency), or plain BM25.")
 @click.option("--xml", "as_xml", is_flag=True, help="Print a <recalled_context> XML block instead.")
+@click.option("--all-scopes", is_flag=True,
+              help="Search every project's memories too (default: desk-wide and --project's only).")
+@project_option
 @json_option
 def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker: str,
-                   as_xml: bool) -> None:
+                   as_xml: bool, all_scopes: bool) -> None:
     """Search memories and archived conversations for QUERY; read-only.
 
     Each hit carries its scope, provenance (file and commit, or archive event) and the score
@@ -66,7 +69,8 @@ def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker:
     progress = _Progress()
     try:
         result = invocation().desk().recall(query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
-                                            progress=progress)
+                                            progress=progress, project=invocation().project,
+                                            all_scopes=all_scopes)
     finally:
         progress.close()
     if as_xml:

@@ -129,3 +129,29 @@ def test_desk_project_selects_the_project(desk: DeskFolder, run: DeskRunner,
     assert run("remember", "runtime", *RUNTIME, "Billing runs Python 3.12.").exit_code == 0
     assert desk.path(project_memory_path("billing", "runtime")).is_file()
     assert not desk.path("memory/runtime.md").exists()
+
+
+def test_recall_searches_desk_wide_and_the_named_project(desk: DeskFolder, run: DeskRunner) -> None:
+    run("--project", "billing", "remember", "runtime", *RUNTIME, "The interpreter is Python 3.12 here.")
+    run("--project", "search", "remember", "runtime", *RUNTIME, "The interpreter is Python 3.11 there.")
+    run("remember", "typing", "--type", "convention", "-d", "Typing", "-t", "typing",
+        "The interpreter runs mypy strict everywhere.")
+    d = desk_api.open(desk.root)
+
+    def found(**kwargs: object) -> list[tuple[str, str | None]]:
+        hits = d.recall("interpreter", kind="memory", as_of="2100-01-01T00:00:00Z", limit=10, **kwargs).to_json()["hits"]  # type: ignore[arg-type]
+        return sorted((h["provenance"]["path"], h["scope"].get("project")) for h in hits)
+
+    assert found() == [("memory/typing.md", None)]
+    assert found(project="billing") == [("memory/typing.md", None),
+                                        ("projects/billing/memory/runtime.md", "billing")]
+    assert found(all_scopes=True) == [("memory/typing.md", None), ("projects/billing/memory/runtime.md", "billing"),
+                                      ("projects/search/memory/runtime.md", "search")]
+    out = json.loads(run("recall", "interpreter", "--project", "search", "--json").output)
+    assert {h["provenance"]["path"] for h in out["hits"]} == {"memory/typing.md",
+                                                              "projects/search/memory/runtime.md"}
+    # a memory copied into another project is never recalled there
+    shutil.copyfile(desk.path(project_memory_path("billing", "runtime")),
+                    desk.path(project_memory_path("search", "copied")))
+    assert "projects/search/memory/copied.md" not in {p for p, _ in found(all_scopes=True)}
+    assert run("recall", "interpreter", "--project", "Bad").exit_code == 2
