@@ -242,7 +242,7 @@ def reindex_scopes(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | 
         writes: dict[str, bytes | None] = {}
         repaired = []
         for index, data in wanted.items():
-            on_disk = desk.path(index).read_bytes() if desk.path(index).is_file() else None
+            on_disk = _on_disk(desk, index)
             if desk.git.blob_at("HEAD", index) != data:
                 writes[index] = data
                 repaired.append(index)
@@ -257,10 +257,21 @@ def reindex_scopes(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | 
 
 def _index_write(desk: DeskFolder, index: str, data: bytes) -> dict[str, bytes]:
     """`{index: data}` unless HEAD and the work tree hold exactly it."""
-    on_disk = desk.path(index).read_bytes() if desk.path(index).is_file() else None
+    on_disk = _on_disk(desk, index)
     if on_disk == data and desk.git.blob_at("HEAD", index) == data:
         return {}
     return {index: data}
+
+
+def _on_disk(desk: DeskFolder, path: str) -> bytes | None:
+    """A generated file's bytes as they are, never read through a symlink (a link reads as
+    different bytes, so it is replaced by the file)."""
+    from desk.storage.reading import SymlinkError
+
+    try:
+        return desk.read_if_present(path)
+    except (SymlinkError, IsADirectoryError):
+        return b"\0(not a regular file)"
 
 
 def _for(scope: str) -> str:

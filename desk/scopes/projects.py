@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import stat
 from collections.abc import Sequence
 
 from desk.errors import DeskError, Finding, InvalidFileError, RejectedError, UsageError
@@ -54,14 +53,17 @@ def project_mismatch(meta_project: str | None, project: str | None) -> str | Non
 def read_project_memory(desk: DeskFolder, project: str, name: str) -> MemoryFile | None:
     """The memory `name` of `project`, None when absent; InvalidFileError when it does not parse,
     is a symlink, or records another project."""
+    from desk.storage.reading import SymlinkError
+
     path = project_memory_path(project, name)
     try:
-        mode = os.lstat(desk.path(path)).st_mode
-    except FileNotFoundError:
+        data = desk.read_if_present(path)  # never through a symlink, of the file or a folder
+    except (SymlinkError, IsADirectoryError):
+        raise InvalidFileError([Finding(path, 1, "symlink", "memory files must be regular files, "
+                                        "not symlinks or inside a linked folder")]) from None
+    if data is None:
         return None
-    if not stat.S_ISREG(mode):
-        raise InvalidFileError([Finding(path, 1, "symlink", "memory files must be regular files")])
-    memory = parse_memory(desk.path(path).read_bytes(), path, name)
+    memory = parse_memory(data, path, name)
     problem = project_mismatch(memory.meta.project, project)
     if problem:
         raise InvalidFileError([Finding(path, 1, "scope-mismatch", problem)],

@@ -370,3 +370,15 @@ def test_uncommitted_edits_are_never_overwritten(desk: DeskFolder, run: DeskRunn
     assert snapshot(desk.root) == before
     d.reindex(now=NOW)  # puts the generated file back
     assert d.pref_set("a.b", "two", at=T2, now=NOW).value.status == "updated"
+
+
+def test_a_linked_scope_folder_is_never_read(desk: DeskFolder) -> None:
+    import os
+
+    d = desk_api.open(desk.root)
+    d.pref_set("editor.indent", "tabs", user="alice", at=T1, now=NOW)
+    (desk.root / "users" / scope_id("mallory")).symlink_to(desk.root / "users" / scope_id("alice"))
+    assert os.path.islink(desk.root / "users" / scope_id("mallory"))
+    listing = d.pref_list(user="mallory").value
+    assert listing.records == [] and listing.problems[0].rule == "symlink"
+    assert "tabs" not in d.context(user="mallory", as_of=T3).text()
