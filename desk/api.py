@@ -21,8 +21,8 @@ from desk.results import (
     AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, Cloned, ConflictCases, Context,
     ConversationsRendered, Diagnosis, Digested, EventList, Exported, HooksChange, Imported, ImportPlan,
     Initialized,
-    MemoryChange, MemoryDiff, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome, Recalled,
-    ShownMemory, Stats, Synced, Validation, Wrapped)
+    MemoryChange, MemoryDiff, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome,
+    PrefChanged, PrefList, PrefShown, Recalled, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
 from desk.results import __all__ as _RESULTS
 
 __all__ = ["Desk", "open", "init", "clone", "missing_setup", "Progress", "Time", *_RESULTS]
@@ -71,36 +71,54 @@ class Desk(DeskFolder):
 
     # -- memories ----------------------------------------------------------------------------
 
-    def _name(self, name: str) -> str:
-        """A memory name from what a person typed: `x`, `x.md`, `memory/x.md` or a path to it."""
+    def _name(self, name: str, project: str | None = None) -> str:
+        """A memory name from what a person typed: `x`, `x.md`, `memory/x.md` or a path to it
+        (in `project`'s memory folder when given, also `projects/<project>/memory/x.md`)."""
+        from desk.layout import PROJECTS_DIR, project_problem
         from desk.memory.file import memory_name_arg
 
-        return memory_name_arg(name, self.root / MEMORY_DIR)
+        if project is None or project_problem(project):  # a bad project name is refused later
+            return memory_name_arg(name, self.root / MEMORY_DIR)
+        name = name.removeprefix("./").removeprefix(f"{PROJECTS_DIR}/{project}/")  # the desk-relative path
+        return memory_name_arg(name, self.root / PROJECTS_DIR / project / MEMORY_DIR)
 
     def remember(self, name: str, body: str, *, type: str | None = None,
                  description: str | None = None, triggers: Sequence[str] | None = None,
                  importance: int | None = None, expires: Time | None = None,
                  source: str | None = None, source_event: str | None = None, actor: str = "user",
                  scope: str = "durable", clear: Iterable[str] = (),
-                 now: dt.datetime | None = None) -> MemoryChange:
+                 now: dt.datetime | None = None, project: str | None = None) -> MemoryChange:
         """Create or update memory `name` through the write gate: one commit, none when unchanged.
 
         A new memory needs `type` and `description`. On an update, a field left None keeps its
         value (`clear` names fields to empty: triggers, importance, expires). The result warns
-        when the memory ends up without triggers. RejectedError (exit 3) when the gate refuses,
+        when the memory ends up without triggers. With `project`, the memory is
+        `projects/<project>/memory/<name>.md` and the index is the project's own MEMORY.md
+        (docs/scopes.md). RejectedError (exit 3) when the gate refuses,
         with nothing changed; its `details` carry the `--json` fields (name, path, reason).
         ConflictError (exit 4) over uncommitted edits.
         """
         from desk.memory.operations import remember
 
-        name = self._name(name)
+        name = self._name(name, project)
+        path = f"memory/{name}.md"
         try:
+            if project is not None:
+                from desk.layout import project_memory_path
+                from desk.scopes.projects import remember_in_project
+
+                path = project_memory_path(project, name)
+                return MemoryChange(remember_in_project(
+                    self, project, name, type=type, description=description, body=body,
+                    triggers=triggers, importance=importance, expires=expires, source=source,
+                    source_event=source_event, actor=actor, scope=scope, clear=tuple(clear),
+                    now=now))
             return MemoryChange(remember(
                 self, name, type=type, description=description, body=body, triggers=triggers,
                 importance=importance, expires=expires, source=source, source_event=source_event,
                 actor=actor, scope=scope, clear=tuple(clear), now=now))
         except RejectedError as exc:
-            exc.details = {"name": name, "path": f"memory/{name}.md", "commit": None,
+            exc.details = {"name": name, "path": path, "commit": None,
                            "reason": getattr(exc, "reason", None) or "invalid"}
             raise
 
@@ -152,28 +170,50 @@ class Desk(DeskFolder):
 
         return MemoryDiff(self._name(name), *diff(self, self._name(name), rev))
 
-    def forget(self, name: str, *, reason: str | None = None, actor: str = "user") -> MemoryChange:
-        """Delete memory `name` and its index line in one commit (git history keeps it)."""
+    def forget(self, name: str, *, reason: str | None = None, actor: str = "user",
+               project: str | None = None) -> MemoryChange:
+        """Delete memory `name` (of `project`, when given) and its index line in one commit (git
+        history keeps it)."""
+        if project is not None:
+            from desk.scopes.projects import forget_in_project
+
+            return MemoryChange(forget_in_project(self, project, self._name(name, project),
+                                                  reason=reason, actor=actor))
         from desk.memory.operations import forget
 
         return MemoryChange(forget(self, self._name(name), reason=reason, actor=actor))
 
-    def show(self, name: str) -> ShownMemory:
-        """The memory file `name` as it is on disk; an invalid file comes with its findings
-        (`valid` false) rather than an error, so a person can see what to fix."""
+    def show(self, name: str, *, project: str | None = None) -> ShownMemory:
+        """The memory file `name` (of `project`, when given) as it is on disk; an invalid file
+        comes with its findings (`valid` false) rather than an error, so a person can see what to fix."""
+        if project is not None:
+            from desk.scopes.projects import show_in_project
+
+            return ShownMemory(show_in_project(self, project, self._name(name, project)))
         from desk.memory.reads import show
 
         return ShownMemory(show(self, self._name(name)))
 
-    def list(self, *, type: str | None = None) -> MemoryList:
-        """The memories on disk sorted by name (optionally of one type), and unparseable files."""
+    def list(self, *, type: str | None = None, project: str | None = None) -> MemoryList:
+        """The memories on disk sorted by name (optionally of one type; of `project` when given),
+        and unparseable or refused files."""
+        if project is not None:
+            from desk.scopes.projects import list_in_project
+
+            return MemoryList(*list_in_project(self, project, type))
         from desk.memory.reads import list_memories
 
         return MemoryList(*list_memories(self, type))
 
-    def history(self, name: str) -> AuditTrail:
-        """Every commit that touched memory `name`, newest first (forgotten revisions too, and
-        across renames). DeskError (exit 1) when no commit ever touched it."""
+    def history(self, name: str, *, project: str | None = None) -> AuditTrail:
+        """Every commit that touched memory `name` (of `project`, when given), newest first
+        (forgotten revisions too, and across renames). DeskError (exit 1) when no commit ever
+        touched it."""
+        if project is not None:
+            from desk.scopes.projects import history_in_project
+
+            name = self._name(name, project)
+            return AuditTrail(history_in_project(self, project, name), name)
         from desk.memory.reads import history
 
         name = self._name(name)
@@ -185,14 +225,25 @@ class Desk(DeskFolder):
 
         return AuditTrail(log(self, limit))
 
-    def reindex(self, *, actor: str = "user") -> MemoryChange:
-        """Regenerate MEMORY.md from memory/; commit it when it changed.
+    def reindex(self, *, actor: str = "user", now: dt.datetime | None = None) -> MemoryChange:
+        """Regenerate MEMORY.md from memory/, every user scope's PREFERENCES.md from its
+        preference files (as of `now`) and every project's MEMORY.md; commit what changed.
 
-        Status `written` (not committed) when memory/ has a person's uncommitted edits.
+        Status `written` (not committed) when memory/ has a person's uncommitted edits. The
+        result's `scopes` names the scope projections repaired.
         """
         from desk.memory.operations import reindex
+        from desk.scopes.prefs import reindex_scopes
 
-        return MemoryChange(reindex(self, actor=actor))
+        result = reindex(self, actor=actor)
+        result.scopes, prefs_commit = reindex_scopes(self, actor=actor, now=now)
+        if prefs_commit is not None:
+            result.commit = prefs_commit if result.commit is None else result.commit
+            if result.status in ("unchanged", "restored"):
+                result.status = "updated"
+        elif result.scopes and result.status == "unchanged":
+            result.status = "restored"
+        return MemoryChange(result)
 
     def edit(self, name: str, *, actor: str = "user", ask: Callable[[str], bool] | None = None,
              editor: str | None = None) -> MemoryChange:
@@ -264,12 +315,14 @@ class Desk(DeskFolder):
     # -- reading -----------------------------------------------------------------------------
 
     def recall(self, query: str, *, limit: int = 5, kind: str = "all", as_of: Time | None = None,
-               ranker: str = "default", progress: Progress | None = None) -> Recalled:
+               ranker: str = "default", progress: Progress | None = None,
+               project: str | None = None, all_scopes: bool = False) -> Recalled:
         """Search memories and archived conversations for `query`; read-only.
 
         UsageError (exit 2) for an empty or punctuation-only query or a limit outside 1..10.
-        `.xml()` renders docs/design.md §8.1's `<recalled_context>` block. The search cache
-        stays loaded between calls on this object (refreshed incrementally each time), so a
+        Memories searched: the desk-wide ones and `project`'s, or every project's with
+        `all_scopes` (docs/scopes.md). `.xml()` renders docs/design.md §8.1's
+        `<recalled_context>` block. The search cache stays loaded between calls on this object (refreshed incrementally each time), so a
         harness that keeps one `Desk` recalls warm; `close()` (or `with desk.open(...)`) frees it.
         """
         from desk.recall.search import recall
@@ -278,17 +331,23 @@ class Desk(DeskFolder):
         if self._search_cache is None:
             self._search_cache = SearchCache(self)
         return Recalled(recall(self, query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
-                               cache=self._search_cache, progress=progress))
+                               cache=self._search_cache, progress=progress, project=project,
+                               all_scopes=all_scopes))
 
     def context(self, *, mode: str = "wake", query: str | None = None, budget: int | None = None,
                 section_budgets: Mapping[str, int] | None = None,
                 project_agents: str | Path | None = None, as_of: Time | None = None,
-                journal_days: int | None = None) -> Context:
+                journal_days: int | None = None, user: str | None = None,
+                project: str | None = None) -> Context:
         """What the assistant reads, within the budgets (docs/context.md).
 
         `mode` is the read: `wake` (the start of a session: AGENTS.md ... MEMORY.md and the recent
         facts) or `spot` (the key-turn spot check: NOW.md, MISTAKES.md and the newest
         `journal_days` journal days). UsageError (exit 2) for an unknown mode or budget section.
+        `user` (a user id; None: the desk owner) selects whose profile and preferences the wake-up
+        read loads; nothing of any other user is. `project` adds that project's memory index (and,
+        with a query, its trigger-hit memories) to the desk-wide ones; never another project's
+        (docs/scopes.md).
         """
         from desk.recall.context import build_context
         from desk.recall.search import parse_as_of
@@ -304,7 +363,7 @@ class Desk(DeskFolder):
         return Context(build_context(
             self, mode=mode, query=query, budget=budget, section_budgets=section_budgets,
             project_agents=Path(project_agents) if project_agents is not None else None,
-            as_of=when, journal_days=journal_days, facts=facts))
+            as_of=when, journal_days=journal_days, facts=facts, user=user, project=project))
 
     def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
         """Memories by type, the resident index's token cost, stale memories, archive size."""
@@ -312,19 +371,87 @@ class Desk(DeskFolder):
 
         return Stats(desk_stats(self, now=now, unverified_days=unverified_days))
 
+    # -- users: profile and preferences (docs/scopes.md) -------------------------------------
+
+    def user_show(self, *, user: str | None = None) -> UserProfile:
+        """The profile of `user` (a user id; None: the desk owner)."""
+        from desk.scopes.profile import show_user
+
+        return UserProfile(show_user(self, user=user))
+
+    def user_set(self, fields: Mapping[str, Any], *, user: str | None = None,
+                 actor: str = "user") -> UserProfile:
+        """Set the named profile fields (others unchanged): one commit, none when the same.
+
+        UsageError (exit 2) for an unknown field or an invalid value (e.g. a timezone that is
+        neither an IANA name nor a UTC offset), with nothing changed.
+        """
+        from desk.scopes.profile import patch_user
+
+        return UserProfile(patch_user(self, user=user, set_fields=fields, actor=actor))
+
+    def user_unset(self, fields: Sequence[str], *, user: str | None = None,
+                   actor: str = "user") -> UserProfile:
+        """Remove the named profile fields: one commit, none when none was set."""
+        from desk.scopes.profile import patch_user
+
+        return UserProfile(patch_user(self, user=user, unset=fields, actor=actor))
+
+    def pref_set(self, key: str, value: str, *, user: str | None = None, expires: Time | None = None,
+                 source: str | None = None, at: Time | None = None, actor: str = "user",
+                 source_event: str | None = None, now: dt.datetime | None = None) -> PrefChanged:
+        """Create or update preference `key`: `created` (revision 1), `unchanged` (no commit),
+        `updated` (revision + 1), one commit with `Desk-Op: pref` per change.
+
+        ConflictError (exit 4) when `at` is not later than the stored change's time.
+        `source_event` is the harness's provenance (an archive event id): the agent-facing
+        server never passes it, so a model cannot invent evidence.
+        """
+        from desk.scopes.prefs import set_pref
+
+        return PrefChanged(set_pref(self, key, value, user=user, expires=expires, source=source,
+                                    source_event=source_event, at=at, actor=actor, now=now))
+
+    def pref_get(self, key: str, *, user: str | None = None, as_of: Time | None = None) -> PrefShown:
+        """Preference `key` (expired ones too; `active` says whether it is at `as_of`)."""
+        from desk.scopes.prefs import get_pref
+
+        return PrefShown(*get_pref(self, key, user=user, as_of=as_of))
+
+    def pref_list(self, *, user: str | None = None, all: bool = False,
+                  as_of: Time | None = None) -> PrefList:
+        """The preferences active at `as_of` (default now), or all of them with `all`; read-only."""
+        from desk.scopes.prefs import list_prefs
+
+        return PrefList(list_prefs(self, user=user, include_expired=all, as_of=as_of))
+
+    def pref_delete(self, key: str, *, user: str | None = None, actor: str = "user") -> PrefChanged:
+        """Delete preference `key` (exact key only) in one commit."""
+        from desk.scopes.prefs import delete_pref
+
+        return PrefChanged(delete_pref(self, key, user=user, actor=actor))
+
+    def pref_history(self, key: str, *, user: str | None = None) -> AuditTrail:
+        """Every commit that touched preference `key`, newest first."""
+        from desk.scopes.prefs import pref_history
+
+        return AuditTrail(pref_history(self, key, user=user), key)
+
     # -- facts, the digest and conflicts -----------------------------------------------------
 
     def fact_add(self, text: str, *, kind: str, importance: int, key: str | None = None,
                  session: str | None = None, actor: str | None = None, at: str | None = None,
-                 redact: bool = True) -> Appended:
+                 redact: bool = True, project: str | None = None) -> Appended:
         """Validate a fact and append it to the archive (kind `fact`); not committed on its own.
 
-        RejectedError (exit 3) for an invalid fact, with nothing written.
+        `project` records the project scope the fact belongs to (payload `project`): the
+        desk-wide digest never distils it into memory/. RejectedError (exit 3) for an invalid
+        fact, with nothing written.
         """
         from desk.digest.facts import add_fact
 
         return Appended(add_fact(self, text, kind=kind, importance=importance, key=key,
-                                 session=session, actor=actor, at=at, redact=redact))
+                                 session=session, actor=actor, at=at, redact=redact, project=project))
 
     def digest(self, *, date: str | dt.date | None = None, as_of: Time | None = None,
                summarizer: str | None = None) -> Digested:

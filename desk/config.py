@@ -39,9 +39,11 @@ class ContextBudgets(_Strict):
     now: int = Field(default=600, ge=0)
     mistakes: int = Field(default=800, ge=0)
     user: int = Field(default=600, ge=0)
+    user_prefs: int = Field(default=400, ge=0)  # the selected user's profile line and preferences
     memory_index: int = Field(default=1500, ge=0)
     recent_facts: int = Field(default=400, ge=0)
     journal: int = Field(default=1500, ge=0)
+    project_index: int = Field(default=800, ge=0)  # the --project scope's own MEMORY.md
     recalled: int = Field(default=1500, ge=0)
 
 

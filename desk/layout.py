@@ -37,6 +37,21 @@ ARCHIVE_DIR = ".system/archive"  # append-only raw events, one file per UTC day 
 ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
 LOCK_FILE = "desk.lock"
 
+# User scopes (docs/scopes.md): the owner's scope is the desk's top level, every other user's is
+# `users/<scope-id>/`. A scope holds its profile (USER.md), one file a preference under prefs/,
+# and PREFERENCES.md, the generated projection of its active preferences.
+OWNER_SCOPE = "owner"
+USERS_DIR = "users"
+PREFS_DIR = "prefs"
+PREFS_INDEX_FILE = "PREFERENCES.md"
+USER_ENV = "DESK_USER"  # the user id selected when --user is not given
+
+# Project scopes (docs/scopes.md): `projects/<name>/memory/<memory>.md` and its own generated
+# `projects/<name>/MEMORY.md`, beside the desk-wide memory/ and MEMORY.md.
+PROJECTS_DIR = "projects"
+PROJECT_ENV = "DESK_PROJECT"
+PROJECT_MAX = 64
+
 
 NOT_A_FILE = "(not a regular file)"  # what worktree_blob says of a symlink or folder
 
@@ -50,6 +65,97 @@ def memory_name(path: str) -> str | None:
     if folder != MEMORY_DIR or not file.endswith(".md"):
         return None
     return file[:-3]
+
+
+def scope_id(user: str | None) -> str:
+    """The scope of user id `user`: OWNER_SCOPE for None or blank, else `u-` and 16 hex digits of a
+    SHA-256 of the normalised id (NFKC, trimmed, case-folded), so an email or an account id never
+    becomes a path and `Ada@Example.org` and `ada@example.org` are one person."""
+    import hashlib
+    import unicodedata
+
+    normal = unicodedata.normalize("NFKC", user or "").strip().casefold()
+    if not normal:
+        return OWNER_SCOPE
+    return "u-" + hashlib.sha256(normal.encode()).hexdigest()[:16]
+
+
+def is_scope_id(value: str) -> bool:
+    """Whether `value` is a scope id `scope_id` can make (the owner's, or `u-` and 16 hex digits)."""
+    return value == OWNER_SCOPE or (len(value) == 18 and value.startswith("u-")
+                                    and all(c in "0123456789abcdef" for c in value[2:]))
+
+
+def scope_root(scope: str) -> str:
+    """The folder prefix of scope `scope`: "" for the owner, else `users/<scope>/`."""
+    return "" if scope == OWNER_SCOPE else f"{USERS_DIR}/{scope}/"
+
+
+def profile_path(scope: str) -> str:
+    return scope_root(scope) + USER_FILE
+
+
+def prefs_index_path(scope: str) -> str:
+    return scope_root(scope) + PREFS_INDEX_FILE
+
+
+def pref_path(scope: str, key: str) -> str:
+    return f"{scope_root(scope)}{PREFS_DIR}/{key}.md"
+
+
+def scope_file(path: str) -> tuple[str, str, str | None] | None:
+    """What a scope file is: `(kind, scope, key)` with kind `profile`, `pref` (key: the stem) or
+    `prefs-index`, or `(other, scope, None)` for anything else under `users/<x>/` (the scope as
+    spelled in the path); None for paths outside the user scopes."""
+    parts = path.split("/")
+    if parts[0] == USERS_DIR and len(parts) >= 3:
+        scope, rest = parts[1], parts[2:]
+    elif parts[0] in (USER_FILE, PREFS_INDEX_FILE, PREFS_DIR):
+        scope, rest = OWNER_SCOPE, parts
+    else:
+        return None
+    if rest == [USER_FILE]:
+        return "profile", scope, None
+    if rest == [PREFS_INDEX_FILE]:
+        return "prefs-index", scope, None
+    if len(rest) == 2 and rest[0] == PREFS_DIR and rest[1].endswith(".md"):
+        return "pref", scope, rest[1][:-3]
+    return "other", scope, None
+
+
+def project_problem(name: str) -> str | None:
+    """Why `name` cannot be a project name (a slug that becomes a folder), or None."""
+    import re
+
+    if not name:
+        return "the project name is empty"
+    if len(name) > PROJECT_MAX:
+        return f"the project name is {len(name)} characters; the limit is {PROJECT_MAX}"
+    if not re.fullmatch(r"[a-z0-9]+(?:[-_][a-z0-9]+)*", name):
+        return "a project name is lowercase words (a-z, 0-9) joined by '-' or '_', e.g. billing-api"
+    return None
+
+
+def project_memory_path(project: str, name: str) -> str:
+    return f"{PROJECTS_DIR}/{project}/{MEMORY_DIR}/{name}.md"
+
+
+def project_index_path(project: str) -> str:
+    return f"{PROJECTS_DIR}/{project}/{INDEX_FILE}"
+
+
+def project_file(path: str) -> tuple[str, str, str | None] | None:
+    """What a path under projects/ is: `(kind, project, name)` with kind `memory` (name: the stem),
+    `index` or `other`; None outside projects/."""
+    parts = path.split("/")
+    if parts[0] != PROJECTS_DIR or len(parts) < 3:
+        return None
+    project, rest = parts[1], parts[2:]
+    if rest == [INDEX_FILE]:
+        return "index", project, None
+    if len(rest) == 2 and rest[0] == MEMORY_DIR and rest[1].endswith(".md"):
+        return "memory", project, rest[1][:-3]
+    return "other", project, None
 
 
 def is_desk(path: Path) -> bool:

@@ -168,6 +168,15 @@ def invocations(tmp_path: Path, event_id: str) -> Iterator[tuple[tuple[str, ...]
     yield ("sync",), ["sync", "-q"]
     yield ("sync",), ["sync", "--no-push", "--json"]
     yield ("clone",), ["clone", "-q", str(remote), str(tmp_path / "third")]
+    yield ("user", "set"), ["--user", "ada@example.org", "user", "set", "name=Ada", "timezone=UTC+1"]
+    yield ("user", "show"), ["user", "show", "--user", "ada@example.org", "--json"]
+    yield ("user", "unset"), ["user", "unset", "timezone", "--user", "ada@example.org"]
+    yield ("pref", "set"), ["pref", "set", "response.language", "English", "--at", "2026-01-02T10:00:00Z",
+                            "--source-event", event_id]
+    yield ("pref", "get"), ["pref", "get", "response.language", "--as-of", AS_OF]
+    yield ("pref", "list"), ["pref", "list", "--all", "--json"]
+    yield ("pref", "history"), ["pref", "history", "response.language"]
+    yield ("pref", "delete"), ["pref", "delete", "response.language", "--json"]
 
 
 def test_every_cli_command_makes_exactly_one_api_call(desk_root: Path, tmp_path: Path, api_calls: ApiCalls,

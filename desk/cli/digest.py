@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from desk.cli.output import SuggestingGroup, invocation, json_option, read_text_arg, render
+from desk.cli.output import SuggestingGroup, invocation, json_option, project_option, read_text_arg, render
 from desk.vocabulary import FACT_KINDS
 
 
@@ -26,6 +26,7 @@ def fact_group() -> None:
 @click.option("--actor", metavar="A", help="Who stated it (user, assistant, a tool).")
 @click.option("--at", metavar="TIME", help="When it was stated (UTC, ISO 8601; default now).")
 @click.option("--no-redact", is_flag=True, help="Store known secret patterns as they are (only those secrets.allow names; another is refused, exit 3).")
+@project_option
 @json_option
 def fact_add_command(text: str, kind: str, importance: int, key: str | None, session: str | None,
                      actor: str | None, at: str | None, no_redact: bool) -> None:
@@ -36,7 +37,8 @@ def fact_add_command(text: str, kind: str, importance: int, key: str | None, ses
     """
     content = read_text_arg(text, None, "fact")
     render(invocation().desk().fact_add(content, kind=kind, importance=importance, key=key,
-                                        session=session, actor=actor, at=at, redact=not no_redact))
+                                        session=session, actor=actor, at=at, redact=not no_redact,
+                                        project=invocation().project))
 
 
 @click.command("digest")

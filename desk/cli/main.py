@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from desk import __version__
-from desk.cli.output import Invocation, SuggestingGroup, report_error
+from desk.cli.output import PROJECT_HELP, USER_HELP, Invocation, SuggestingGroup, report_error
 from desk.errors import DeskError, UsageError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -64,6 +64,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "Run desk as an MCP server (stdio by default) for assistants such as Claude Code."),
     "memory-tool": ("serve", "Run one Anthropic memory-tool call (view, create, str_replace, insert, delete, "
                              "rename)."),
+    "user": ("scopes", "The profile of the desk owner or of the user named by --user: show, set, unset."),
+    "pref": ("scopes", "Preferences by stable key for the desk owner or the user named by --user."),
     "conversations": ("working", "Readable views of archived conversations under conversations/ (never the "
                                  "source of truth)."),
     "clone": ("sync", "Clone the desk at URL into PATH, install its hooks and merge drivers, and check it."),
@@ -74,7 +76,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # Global options, which a person may also give after the subcommand (`desk list --desk X`):
 # `DeskGroup.parse_args` moves them in front of it. Each entry: the option's spellings, and
 # whether it takes a value. A new global option is declared on `cli` and listed here.
-GLOBAL_OPTIONS: dict[str, bool] = {"--desk": True}
+GLOBAL_OPTIONS: dict[str, bool] = {"--desk": True, "--user": True, "--project": True}
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
@@ -154,15 +156,20 @@ class DeskGroup(SuggestingGroup):
 @click.option("--desk", "desk_path", type=click.Path(path_type=Path), metavar="PATH",
               help="The desk to use (default: the desk enclosing the current folder, else $DESK_HOME); "
                    "also accepted after the subcommand.")
+@click.option("--user", metavar="ID", envvar="DESK_USER", help=USER_HELP)
+@click.option("--project", metavar="NAME", envvar="DESK_PROJECT", help=PROJECT_HELP)
 @click.version_option(__version__, "--version", prog_name="desk")
 @click.pass_context
-def cli(ctx: click.Context, desk_path: Path | None) -> None:
+def cli(ctx: click.Context, desk_path: Path | None, user: str | None, project: str | None) -> None:
     """Keep an AI assistant's identity and memory as a git repository of Markdown files.
 
     Start with `desk init PATH`, then `desk remember NAME ...`. Every change is one git commit;
     `desk log` shows the audit trail.
     """
-    ctx.ensure_object(Invocation).desk_path = desk_path
+    obj = ctx.ensure_object(Invocation)
+    obj.desk_path = desk_path
+    obj.user = user or None
+    obj.project = project or None
 
 
 def main() -> None:

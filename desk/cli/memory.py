@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from desk.cli.output import F, complete_memory_names, invocation, json_option, read_text_arg, render
+from desk.cli.output import F, complete_memory_names, invocation, json_option, project_option, read_text_arg, render
 from desk.vocabulary import ACTORS, MEMORY_SCOPES, MEMORY_SOURCES, MEMORY_TYPES
 
 
@@ -63,6 +63,7 @@ def _cleared(**flags: bool) -> list[str]:
 @click.option("--scope", type=click.Choice(MEMORY_SCOPES), default="durable", show_default=True,
               help="session-only facts are refused: they belong in NOW.md.")
 @click.option("--body-file", type=click.Path(path_type=Path, dir_okay=False), help="Read the body from a file.")
+@project_option
 @json_option
 def remember_command(name: str, body: str | None, type_: str | None, description: str | None,
                      triggers: tuple[str, ...], importance: int | None, expires: str | None,
@@ -82,7 +83,8 @@ def remember_command(name: str, body: str | None, type_: str | None, description
                          triggers=triggers or None, importance=importance, expires=expires,
                          source=source, source_event=source_event, actor=actor, scope=scope,
                          clear=_cleared(no_triggers=no_triggers, no_importance=no_importance,
-                                        no_expires=no_expires)))
+                                        no_expires=no_expires),
+                         project=invocation().project))
 
 
 @click.command("set")
@@ -147,40 +149,46 @@ def diff_command(name: str, rev: str | None) -> None:
 @click.option("--reason", "-r", help="Why it is forgotten (kept in the commit as Desk-Reason).")
 @click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
               help="Who is making the change.")
+@project_option
 @json_option
 def forget_command(name: str, reason: str | None, actor: str) -> None:
     """Delete the memory NAME and its index line (one commit; history keeps it)."""
-    render(invocation().desk().forget(name, reason=reason, actor=actor))
+    render(invocation().desk().forget(name, reason=reason, actor=actor, project=invocation().project))
 
 
 @click.command("show")
 @click.argument("name", shell_complete=complete_memory_names)
+@project_option
 @json_option
 def show_command(name: str) -> None:
     """Print the memory NAME.
 
-    An invalid file is printed as it is, its findings on stderr (`valid: false` in --json).
+    An invalid file is printed as it is, its findings on stderr (`valid: false` in --json). With
+    --project, the memory of that project.
     """
-    render(invocation().desk().show(name))
+    render(invocation().desk().show(name, project=invocation().project))
 
 
 @click.command("list")
 @click.option("--type", "type_", type=click.Choice(MEMORY_TYPES), help="Only memories of this type.")
+@project_option
 @json_option
 def list_command(type_: str | None) -> None:
     """List the memories: name, type and description."""
-    render(invocation().desk().list(type=type_))
+    render(invocation().desk().list(type=type_, project=invocation().project))
 
 
 @click.command("history")
 @click.argument("name", shell_complete=complete_memory_names)
+@project_option
 @json_option
 def history_command(name: str) -> None:
     """Every revision of the memory NAME, from git, newest first (forgotten ones too).
 
-    Follows renames (git's --follow). Exit 1 when no commit ever touched NAME.
+    Follows renames (git's --follow). Exit 1 when no commit ever touched NAME. With --project,
+    the memory of that project.
     """
-    render(invocation().desk().history(name))
+    render(invocation().desk().history(name, project=invocation().project))
 
 
 @click.command("log")

@@ -31,6 +31,8 @@ class Invocation:
     def __init__(self) -> None:
         self.desk_path: Path | None = None
         self.json = False
+        self.user: str | None = None  # --user (or $DESK_USER): None is the desk owner
+        self.project: str | None = None  # --project (or $DESK_PROJECT): None is desk-wide
 
     def desk(self) -> Desk:
         """The desk the command works on, through the public API (imported here: `--help` stays light)."""
@@ -92,6 +94,38 @@ def invocation() -> Invocation:
 def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     ctx.ensure_object(Invocation).json = value
     return value
+
+
+def _set_user(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        ctx.ensure_object(Invocation).user = value
+    return value
+
+
+USER_HELP = ("The user whose scope this is (an email or account id; default: $DESK_USER, else the "
+             "desk owner).")
+
+
+def user_option(func: F) -> F:
+    """`--user ID` after the subcommand: the same as the group's `--user` before it."""
+    return click.option("--user", metavar="ID", expose_value=False, callback=_set_user,
+                        help=USER_HELP)(func)
+
+
+def _set_project(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        ctx.ensure_object(Invocation).project = value
+    return value
+
+
+PROJECT_HELP = ("The project scope (a slug): memories under projects/NAME/ (default: $DESK_PROJECT, "
+                "else desk-wide).")
+
+
+def project_option(func: F) -> F:
+    """`--project NAME` after the subcommand: the same as the group's `--project` before it."""
+    return click.option("--project", metavar="NAME", expose_value=False, callback=_set_project,
+                        help=PROJECT_HELP)(func)
 
 
 def json_option(func: F) -> F:

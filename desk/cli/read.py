@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from desk.cli.output import invocation, json_option, print_json, render
+from desk.cli.output import invocation, json_option, print_json, project_option, render, user_option
 from desk.vocabulary import CONTEXT_FORMATS, CONTEXT_MODES, RANKERS, RECALL_KINDS
+
 
 @click.command("recall")
 @click.argument("query")
@@ -20,9 +21,12 @@ from desk.vocabulary import CONTEXT_FORMATS, CONTEXT_MODES, RANKERS, RECALL_KIND
 @click.option("--ranker", type=click.Choice(RANKERS), default="default",
               show_default=True, help="Scoring formula: desk's default, the baseline formula (0.85 coverage + 0.15 recency), or plain BM25.")
 @click.option("--xml", "as_xml", is_flag=True, help="Print a <recalled_context> XML block instead.")
+@click.option("--all-scopes", is_flag=True,
+              help="Search every project's memories too (default: desk-wide and --project's only).")
+@project_option
 @json_option
 def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker: str,
-                   as_xml: bool) -> None:
+                   as_xml: bool, all_scopes: bool) -> None:
     """Search memories and archived conversations for QUERY; read-only.
 
     Each hit carries its scope, provenance (file and commit, or archive event) and the score
@@ -36,7 +40,8 @@ def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker:
 
     with stderr_progress("indexing the archive for recall", unit="bytes") as lines:
         result = invocation().desk().recall(query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
-                                            progress=lines)
+                                            progress=lines, project=invocation().project,
+                                            all_scopes=all_scopes)
     if as_xml:
         click.echo(result.xml(), nl=False)
         return
@@ -72,21 +77,27 @@ def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
 @click.option("--format", "fmt", type=click.Choice(CONTEXT_FORMATS), default="markdown",
               show_default=True, help="Markdown to inject, or JSON with the sections and token estimates.")
 @click.option("--as-of", metavar="TIME",
-              help="Treat this UTC time as now (expired memories, recent facts, journal days).")
+              help="Treat this UTC time as now (expired memories and preferences, recent facts, journal days).")
+@user_option
+@project_option
 @json_option
 def context_command(mode: str, journal_days: int | None, query: str | None, budget: int | None,
                     section_budget: tuple[str, ...], project_agents: Path | None, fmt: str,
                     as_of: str | None) -> None:
     """Render what the assistant loads at the start of a session (the injection contract).
 
-    --mode wake (default): project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md,
-    MEMORY.md, recent facts. --mode spot: NOW.md, MISTAKES.md, the newest journal days. Then, with
-    --query, trigger-hit memories. Every section has a budget; what is trimmed is named.
+    --mode wake (default): project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, the
+    user's profile and preferences, MEMORY.md, the --project's MEMORY.md, recent facts. --mode spot:
+    NOW.md, MISTAKES.md, the newest journal days. Then, with --query, trigger-hit memories. Every
+    section has a budget; what is trimmed is named. With --user, that user's USER.md and preferences
+    replace the owner's, and nothing of any other user is loaded. With --project, that project's
+    memories are loaded beside the desk-wide ones, never another project's.
     """
     result = invocation().desk().context(mode=mode, query=query, budget=budget,
                                          section_budgets=_section_budgets(section_budget),
                                          project_agents=project_agents, as_of=as_of or None,
-                                         journal_days=journal_days)
+                                         journal_days=journal_days, user=invocation().user,
+                                         project=invocation().project)
     if fmt == "json" or invocation().json:
         print_json(result.to_json())
     else:

@@ -49,6 +49,18 @@ class MemoryFact(BaseModel):
     kind: Literal["decision", "convention", "pitfall", "outcome"]
     importance: int = Field(ge=1, le=5)
     key: str | None = None
+    project: str | None = None  # the project scope the fact belongs to (docs/scopes.md)
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str | None) -> str | None:
+        if value is not None:
+            from desk.layout import project_problem
+
+            problem = project_problem(value)
+            if problem:
+                raise ValueError(problem)
+        return value
 
     @field_validator("content")
     @classmethod
@@ -72,14 +84,18 @@ class MemoryFact(BaseModel):
         return value
 
     def payload(self) -> dict[str, Any]:
-        return {"kind": self.kind, "importance": self.importance, "key": self.key}
+        data: dict[str, Any] = {"kind": self.kind, "importance": self.importance, "key": self.key}
+        if self.project is not None:  # desk-wide facts keep the payload they always had
+            data["project"] = self.project
+        return data
 
 
-def validate_fact(content: str, *, kind: str, importance: int, key: str | None = None) -> MemoryFact:
+def validate_fact(content: str, *, kind: str, importance: int, key: str | None = None,
+                  project: str | None = None) -> MemoryFact:
     """A MemoryFact, or RejectedError (exit 3) naming each bad field; nothing is written."""
     try:
         return MemoryFact.model_validate({"content": content, "kind": kind, "importance": importance,
-                                          "key": key})
+                                          "key": key, "project": project})
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
@@ -92,9 +108,10 @@ def validate_fact(content: str, *, kind: str, importance: int, key: str | None =
 
 def add_fact(desk: Any, content: str, *, kind: str, importance: int, key: str | None = None,
              session: str | None = None, actor: str | None = None, at: str | None = None,
-             redact: bool = True, now: dt.datetime | None = None) -> dict[str, Any]:
+             redact: bool = True, now: dt.datetime | None = None,
+             project: str | None = None) -> dict[str, Any]:
     """Validate a fact and append it to the archive; return the archived record."""
-    fact = validate_fact(content, kind=kind, importance=importance, key=key)
+    fact = validate_fact(content, kind=kind, importance=importance, key=key, project=project)
     return append_event(desk, FACT_EVENT, content=fact.content, payload=fact.payload(),
                         session=session, actor=actor, at=at, redact=redact, now=now)
 
@@ -110,6 +127,7 @@ class FactRecord:
     key: str | None
     content: str
     session: str | None = None
+    project: str | None = None
 
 
 def fact_from_record(record: Mapping[str, Any]) -> FactRecord:
@@ -124,7 +142,7 @@ def fact_from_record(record: Mapping[str, Any]) -> FactRecord:
     try:
         fact = MemoryFact.model_validate({"content": content, "kind": payload.get("kind"),
                                           "importance": payload.get("importance"),
-                                          "key": payload.get("key")})
+                                          "key": payload.get("key"), "project": payload.get("project")})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ValueError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
@@ -136,4 +154,4 @@ def fact_from_record(record: Mapping[str, Any]) -> FactRecord:
         raise ValueError(exc.message) from None
     session = record.get("session")
     return FactRecord(record["id"], at, fact.kind, fact.importance, fact.key, fact.content,
-                      session if isinstance(session, str) else None)
+                      session if isinstance(session, str) else None, fact.project)

@@ -140,9 +140,12 @@ def eligible(fact: FactRecord, policy: DistillPolicy, as_of: dt.datetime) -> boo
 
 
 def domain_id(fact: FactRecord) -> str:
+    """The conflict domain: the key (or kind and content), within the fact's project scope, so a
+    key in project A never supersedes or conflicts with the same key in project B or desk-wide."""
+    scope = f"project:{fact.project}/" if fact.project is not None else ""
     if fact.key is not None:
-        return f"key:{fact.key}"
-    return f"content:{fact.kind}:{content_key(fact.content)}"
+        return f"{scope}key:{fact.key}"
+    return f"{scope}content:{fact.kind}:{content_key(fact.content)}"
 
 
 def group_facts(facts: Iterable[FactRecord], policy: DistillPolicy, as_of: dt.datetime

@@ -166,12 +166,16 @@ def _commit(desk: DeskFolder, tx: Transaction, writes: dict[str, bytes | None], 
 
 
 def _read_facts(desk: DeskFolder, cutoff: dt.datetime) -> tuple[list[FactRecord], int]:
+    """The desk-wide facts (a project's facts are its own scope's: never distilled into memory/)."""
     facts, invalid = [], 0
     for event in iter_events(desk, until=cutoff + _US, kinds=[FACT_EVENT]):
         try:
-            facts.append(fact_from_record(event.record))
+            fact = fact_from_record(event.record)
         except ValueError:
             invalid += 1
+            continue
+        if fact.project is None:
+            facts.append(fact)
     return facts, invalid
 
 

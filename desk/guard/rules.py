@@ -8,6 +8,8 @@
   secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
   any desk file     `symlink` (any tracked path, desk's or not), `merge-conflict`, `binary`,
                     `encoding`, `file-size`, `config`
+  user scopes       `scope-mismatch` (a file recording another user's scope or another desk),
+                    `scope-path`, `pref-*` and `profile-field` (desk.scopes.files)
 
 Each rule looks at one path's content as it will be committed (and, for the archive and desk.json,
 the content it replaces). The rule over the memory set, MEMORY.md against its regenerated self, is
@@ -30,12 +32,15 @@ from collections.abc import Collection
 from typing import NamedTuple
 
 from desk.errors import Finding, InvalidFileError
-from desk.layout import ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, memory_name
+from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, OWNER_SCOPE, PREFS_DIR,
+                         PREFS_INDEX_FILE, is_scope_id, memory_name, project_file, project_problem,
+                         scope_file)
 from desk.storage.git import parse_trailers
 
 ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE, "MISTAKES.md",
-                        ".gitattributes", ".gitignore"})
-MANAGED_DIRS = (MEMORY_PREFIX, "journal/", "conversations/", ".system/", "users/", "projects/")
+                        PREFS_INDEX_FILE, ".gitattributes", ".gitignore"})
+MANAGED_DIRS = (MEMORY_PREFIX, "journal/", "conversations/", ".system/", "users/", "projects/",
+                PREFS_DIR + "/")
 UNMANAGED_DIRS = (".system/cache/",)  # derived, git-ignored
 TEXT_LIMIT = 1 << 20  # 1 MiB for a hand-written text file
 LARGE_LIMIT = 64 << 20  # archive files and the generated index grow with the desk
@@ -157,6 +162,16 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
         return FileVerdict()
     if memory_name(path) is not None:
         return _memory_verdict(path, data)
+    in_project = project_file(path)
+    if in_project is not None:
+        kind, project, stem = in_project
+        problem = project_problem(project)
+        if problem or kind == "other" and path.startswith(f"projects/{project}/memory/"):
+            return _verdict([(Finding(path, 1, "scope-path", f"projects/{project}/: {problem}; rename the "
+                                      "folder" if problem else "a project's memory/ holds only <name>.md "
+                                      "files; move this file out"), "")])
+        if kind == "memory":
+            return _memory_verdict(path, data, stem, project)
     limit = LARGE_LIMIT if path in (INDEX_FILE,) or path.startswith(".system/") else TEXT_LIMIT
     if len(data) > limit:
         return _verdict([(_too_big(path, data, limit), "")])
@@ -175,8 +190,38 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
     items: _Items = []
     if path == CONFIG_PATH:
         items += [(f, "") for f in _check_config(data, old)]
+    if scope_file(path) is not None:
+        items += [(f, "") for f in check_scope_file(path, data, desk_id)]
     items += _secret_items(path, text)  # every committed text, whatever its folder
     return _verdict(items)
+
+
+def check_scope_file(path: str, data: bytes, desk_id: str) -> list[Finding]:
+    """A user scope's file: in its place, parsing, and recording the scope and desk it sits in."""
+    kind, scope, key = scope_file(path) or ("other", "", None)
+    if not is_scope_id(scope) or scope == OWNER_SCOPE and path.startswith("users/"):
+        return [Finding(path, 1, "scope-path", f"users/{scope}/ is not a user scope folder (its name "
+                        "is a scope id made by `desk --user ID ...`); move the file out of users/")]
+    if kind == "other":
+        return [Finding(path, 1, "scope-path", "a user scope holds only USER.md, PREFERENCES.md and "
+                        "prefs/<key>.md; move this file out of the scope's folder")]
+    if kind == "prefs-index":
+        return []  # generated; `desk reindex` regenerates it
+    from desk.scopes.files import ownership_problem, parse_pref, parse_profile, profile_scope
+
+    try:
+        if kind == "pref":
+            record = parse_pref(data, path, key)
+            found: tuple[str | None, str | None] = (record.user_scope, record.desk_id)
+        else:
+            profile = parse_profile(data, path)
+            if not profile.framed and scope == OWNER_SCOPE:
+                return []  # the owner's USER.md may be free text only (desks before scopes)
+            found = (profile_scope(profile, scope), profile.desk_id)
+    except InvalidFileError as exc:
+        return list(exc.findings)
+    problem = ownership_problem(*found, scope, desk_id)
+    return [Finding(path, 1, "scope-mismatch", problem)] if problem else []
 
 
 def _too_big(path: str, data: bytes, limit: int) -> Finding:
@@ -211,19 +256,22 @@ def archive_secret_items(path: str, old: bytes | None, new: bytes) -> _Items:
     return _secret_items(path, grown, first_line=new.count(b"\n", 0, start) + 1)
 
 
-def _memory_verdict(path: str, data: bytes) -> FileVerdict:
-    """A memory file's findings and, when it parses, its index entry.
+def _memory_verdict(path: str, data: bytes, stem: str | None = None,
+                    project: str | None = None) -> FileVerdict:
+    """A memory file's findings and, when it parses, its index entry (desk-wide memories only).
 
     The entry is taken whatever the findings: MEMORY.md lists every memory that parses (a file too
-    big or with a bad name still gets its line, as `desk reindex` gives it one).
+    big or with a bad name still gets its line, as `desk reindex` gives it one). A memory records
+    the project it belongs to (none for memory/): one found elsewhere is `scope-mismatch`.
     """
     from desk.memory.file import name_problem, parse_memory  # YAML: only commits of memories pay
     from desk.memory.index import IndexEntry
 
-    stem = memory_name(path) or ""
+    stem = stem if stem is not None else memory_name(path) or ""
     try:
         memory = parse_memory(data, path, stem)
-        entry: tuple[str, str] | None = (memory.meta.name, IndexEntry.of(memory).line())
+        entry: tuple[str, str] | None = (
+            (memory.meta.name, IndexEntry.of(memory).line()) if project is None else None)
         failure: list[Finding] = []
     except InvalidFileError as exc:
         memory, entry, failure = None, None, list(exc.findings)
@@ -240,6 +288,11 @@ def _memory_verdict(path: str, data: bytes) -> FileVerdict:
     if memory is None:
         return _verdict([(f, "") for f in failure] + _secret_items(path, text))
     items: _Items = []
+    if memory.meta.project != project:
+        where = f"project {project!r}" if project else "the desk-wide memory/"
+        items.append((Finding(path, 1, "scope-mismatch", f"records project {memory.meta.project!r} but "
+                              f"sits in {where}: a memory copied from another scope is never read; "
+                              "move it back or remove it"), ""))
     if memory.meta.expires is not None:
         items.append((Finding(path, 1, "memory-expired", "memory has expired and is no longer "
                               f"injected; `desk forget {stem}` or move `expires` later", "warning"),

@@ -46,7 +46,7 @@ _FORMAT = 1  # how rows are written; part of the rules version
 RULE_MODULES = (
     "desk.guard.rules", "desk.guard.verdicts",
     "desk.memory.file", "desk.memory.index", "desk.storage.frontmatter",
-    "desk.archive.store", "desk.archive.format", "desk.config", "desk.layout",
+    "desk.archive.store", "desk.archive.format", "desk.config", "desk.layout", "desk.scopes.files",
     "desk.text.secrets", "desk.text.times", "desk.text.normalize", "desk.text.tokens", "desk.text.names",
     "desk.text.escape", "desk.vocabulary", "desk.errors", "desk.storage.atomic",
     "desk.storage.git", "desk.storage.lock", "desk.storage.sqlite_cache",

@@ -27,7 +27,7 @@ TRIGGER_MAX = 64
 ORIGIN_MAX = 300
 # The order keys are written in, so diffs stay small.
 FIELD_ORDER = ("name", "description", "type", "triggers", "importance", "source", "source_event",
-               "origin", "evidence", "key", "expires", "created", "updated")
+               "origin", "evidence", "key", "project", "expires", "created", "updated")
 
 
 def name_problem(name: str) -> str | None:
@@ -121,6 +121,7 @@ class MemoryMeta:
     origin: str | None = None  # where an imported memory came from: `<format>:<path or id>`
     evidence: list[str] = field(default_factory=list)
     key: str | None = None
+    project: str | None = None  # the project scope a memory under projects/<name>/memory/ belongs to
     expires: dt.datetime | None = None
     created: dt.datetime | None = None
     updated: dt.datetime | None = None
@@ -148,7 +149,8 @@ class MemoryMeta:
             "triggers": (_triggers, ), "importance": (_importance, ),
             "source": (_choice, "source", MEMORY_SOURCES, True), "source_event": (_text, "source_event", True),
             "origin": (_origin, ),
-            "evidence": (_texts, "evidence"), "key": (_text, "key", True), "expires": (_utc, "expires"),
+            "evidence": (_texts, "evidence"), "key": (_text, "key", True),
+            "project": (_text, "project", True), "expires": (_utc, "expires"),
             "created": (_utc, "created"), "updated": (_utc, "updated"),
         }
         for key, (check, *args) in checks.items():

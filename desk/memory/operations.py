@@ -33,6 +33,7 @@ class MutationResult:
     reason: str | None = None
     pending: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    scopes: list[str] | None = None  # reindex: the scope projections repaired (docs/scopes.md)
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"status": self.status, "name": self.name, "path": self.path,
@@ -41,6 +42,8 @@ class MutationResult:
             data["pending"] = self.pending
         if self.warnings:
             data["warnings"] = self.warnings
+        if self.scopes is not None:
+            data["scopes"] = self.scopes
         return data
 
 

@@ -4,9 +4,12 @@ Two reads, one `mode` parameter (the CLI's `--mode wake|spot`; docs/context.md s
 option and not a flag per read: the MCP `context` tool and `Desk.context` take the same value):
 
 - `wake` (seed 002 "Read A/B", the default): the project's AGENTS.md (when given), the desk's
-  AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, MEMORY.md (active memories only), then at most
-  `context.recent_facts` recent facts (seed 000: facts not yet memories, never a keyed fact,
-  `desk.digest.recent`).
+  AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, the user's profile line and preferences,
+  MEMORY.md (active memories only), the `--project` scope's own MEMORY.md (when given), then at
+  most `context.recent_facts` recent facts (seed 000: facts not yet memories, never a keyed fact,
+  `desk.digest.recent`). `user` selects whose USER.md and preferences are read (the owner's by
+  default; nothing of any other user's scope is read), `project` which project's memories are
+  added to the desk-wide ones (never another project's): docs/scopes.md, desk.recall.context_scopes.
 - `spot` (seed 002 "Read C", the key-turn spot check): NOW.md, MISTAKES.md and the newest
   `journal_days` journal days on or before `as_of`; nothing of SOUL.md, USER.md or MEMORY.md.
 
@@ -36,11 +39,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from desk.errors import DeskError, Finding, UsageError
-from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MISTAKES_FILE, NOW_FILE, SOUL_FILE,
-                         USER_FILE, DeskFolder)
+from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MISTAKES_FILE, NOW_FILE,
+                         PREFS_INDEX_FILE, PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder, project_index_path,
+                         scope_id)
 from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths
 # Re-exported: the public names of `desk context` stay importable from here.
 from desk.recall.context_memories import BLOCK, NOTICE, _memory_xml, _recalled, trigger_hits  # noqa: F401
+from desk.recall.context_scopes import profile_section, user_prefs_section
 from desk.recall.context_sections import Section, _note, _trim_entries, _trim_lines  # noqa: F401
 from desk.storage.git import blob_sha
 from desk.text.escape import boundary_token, markdown_block, one_line
@@ -58,18 +63,21 @@ FILE_SECTIONS = (  # budget key, label, desk path (None: the project's file)
     ("now", NOW_FILE, NOW_FILE),
     ("mistakes", MISTAKES_FILE, MISTAKES_FILE),
     ("user", USER_FILE, USER_FILE),
+    ("user_prefs", "User profile and preferences", PREFS_INDEX_FILE),
     ("memory_index", INDEX_FILE, INDEX_FILE),
+    ("project_index", f"{INDEX_FILE} (project)", PROJECTS_DIR),
 )
 SECTIONS = FILE_SECTIONS  # the wake-up read's file sections (kept for callers of the old name)
 READ_ORDER = {
-    "wake": ["project_agents", "agents", "soul", "now", "mistakes", "user", "memory_index", "recent_facts"],
+    "wake": ["project_agents", "agents", "soul", "now", "mistakes", "user", "user_prefs", "memory_index",
+             "project_index", "recent_facts"],
     "spot": ["now", "mistakes", "journal"],
 }
 BUDGET_KEYS = ("total", *(key for key, _, _ in FILE_SECTIONS), "recent_facts", "journal", "recalled")
 OPTION_DEFAULTS = {"recent_facts": 6, "journal_days": 1}  # desk.config.ContextOptions' defaults
 # Budget keys added after desks were first made: a desk.json without them reads their defaults
 # (desk.config.ContextBudgets'; a test keeps the two equal) without loading pydantic.
-LATER_BUDGETS = {"recent_facts": 400, "journal": 1500}
+LATER_BUDGETS = {"user_prefs": 400, "project_index": 800, "recent_facts": 400, "journal": 1500}
 _JOURNAL_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
 FactsReader = Callable[[int, Mapping[str, IndexEntry]], "RecentFacts"]
 
@@ -145,12 +153,16 @@ def budgets_for(desk: DeskFolder, total: int | None, overrides: Mapping[str, int
 def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = None,
                   budget: int | None = None, section_budgets: Mapping[str, int] | None = None,
                   project_agents: Path | None = None, as_of: dt.datetime | None = None,
-                  journal_days: int | None = None, facts: FactsReader | None = None) -> ContextResult:
+                  journal_days: int | None = None, facts: FactsReader | None = None,
+                  user: str | None = None, project: str | None = None) -> ContextResult:
     """The sections to inject, trimmed to their budgets, in the read order of `mode`.
 
     `facts(count, active_memories)` reads the recent facts (`desk.digest.recent.recent_facts`,
     passed in by the API: recall sits beside digest, not above it); without it the wake-up read
-    has no recent facts section.
+    has no recent facts section. `user` (a user id; None: the desk owner) selects whose USER.md
+    and preferences are loaded; nothing of any other user's scope is read. `project` adds that
+    project's active memories (its index, and with a query its trigger-hit bodies); no other
+    project's are read.
     """
     if mode not in MODES:
         raise UsageError(f"unknown context mode {mode!r}; one of {', '.join(MODES)}")
@@ -158,6 +170,17 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
     if journal_days is not None and not 1 <= journal_days <= 31:
         raise UsageError(f"--journal-days must be 1 to 31, not {journal_days}")
     as_of = as_of or utc_now()
+    scope = scope_id(user)
+    project_active: dict[str, IndexEntry] = {}
+    project_expired = 0
+    project_refused: list[Finding] = []
+    if project is not None:
+        from desk.scopes.projects import project_entries, require_project
+
+        require_project(project)
+        found_entries = project_entries(desk, project, project_refused)
+        project_active = {n: e for n, e in found_entries.items() if not e.is_expired(as_of)}
+        project_expired = len(found_entries) - len(project_active)
     budgets = budgets_for(desk, budget, section_budgets or {})
     remaining = budgets["total"]
     # A person's broken hand edit must not keep the assistant from waking up: the file is named
@@ -182,28 +205,44 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
             found = _journal_sections(desk, as_of, journal_days or options["journal_days"], limit, read)
         else:
             label, rel = labels[key]
+            sources: list[dict[str, Any]] | None = None
             if rel is None:
                 if project_agents is None:
                     continue
                 shown = one_line(str(project_agents))
                 text = markdown_block(_read(project_agents, shown, {}, None))
+                sources = [{"path": shown, "commit": None}]
             elif rel == INDEX_FILE:
                 _read(desk.path(rel), rel, read, rel, desk.root)  # its blob, for the sources
                 text, shown = markdown_block(_index_text(active, len(entries) - len(active), broken)), rel
+            elif rel == PROJECTS_DIR:
+                if project is None:
+                    continue
+                shown = project_index_path(project)
+                _read(desk.path(shown), shown, read, shown, desk.root)  # its blob, for the sources
+                text = markdown_block(_index_text(project_active, project_expired, invalid_paths(project_refused)))
+            elif rel == USER_FILE:
+                content, shown, notes = profile_section(desk, scope, read)
+                text = markdown_block(content) + notes
+            elif rel == PREFS_INDEX_FILE:
+                content, shown, notes, files = user_prefs_section(desk, scope, as_of, read)
+                text = markdown_block(content) + notes
+                sources = [{"path": f} for f in files]
             else:
                 text, shown = markdown_block(_read(desk.path(rel), rel, read, rel, desk.root)), rel
             if key == "mistakes":
                 section = _trim_entries(key, label, shown, text, limit, query or "")
             else:
                 section = _trim_lines(key, label, shown, text, limit)
-            section.sources = [{"path": shown, "commit": None}] if rel is None else [{"path": rel}]
+            section.sources = sources if sources is not None else [{"path": shown}]
             found = [section]
         for section in found:
             remaining -= section.tokens
             sections.append(section)
     recalled: list[dict[str, Any]] = []
     if query is not None and query.strip():
-        block = _recalled(desk, query, active, min(budgets["recalled"], remaining))
+        block = _recalled(desk, query, active, min(budgets["recalled"], remaining),
+                          (project, project_active) if project is not None else None)
         if block is not None:
             sections.append(block[0])
             recalled = block[1]
@@ -262,7 +301,8 @@ def _index_text(active: Mapping[str, IndexEntry], expired: int, broken: list[str
     if expired:
         lines.append(f"_({expired} expired {'memory' if expired == 1 else 'memories'} not shown.)_")
     if broken:
-        lines.append(f"_({', '.join(broken)} left out: the file does not parse; run `desk validate`.)_")
+        lines.append(f"_({', '.join(broken)} left out: the file does not parse or belongs to another "
+                     "scope; run `desk validate`.)_")
     return "\n".join(lines) + "\n"
 
 
@@ -337,5 +377,7 @@ def render_markdown(result: ContextResult) -> str:
 
 
 _ORDER_NAMES = {"project_agents": f"project {AGENTS_FILE}", "agents": AGENTS_FILE, "soul": SOUL_FILE,
-                "now": NOW_FILE, "mistakes": MISTAKES_FILE, "user": USER_FILE, "memory_index": INDEX_FILE,
+                "now": NOW_FILE, "mistakes": MISTAKES_FILE, "user": USER_FILE,
+                "user_prefs": "the user's profile and preferences", "memory_index": INDEX_FILE,
+                "project_index": f"the project's {INDEX_FILE}",
                 "recent_facts": "recent facts", "journal": f"the newest {JOURNAL_DIR}/ days"}

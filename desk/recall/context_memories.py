@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from desk.layout import DeskFolder
+from desk.layout import DeskFolder, project_memory_path
 from desk.memory.index import IndexEntry, memory_path
 from desk.memory.mirror import head_mirror
 from desk.recall.context_sections import Section, _note, _some
@@ -49,30 +49,37 @@ def trigger_hits(trigger: str, query: str) -> bool:
     return False
 
 
-def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry],
-              limit: int) -> tuple[Section, list[dict[str, Any]]] | None:
-    """The trigger-gated memory block, or None when no trigger is hit (nothing injected)."""
+def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry], limit: int,
+              project: tuple[str, Mapping[str, IndexEntry]] | None = None
+              ) -> tuple[Section, list[dict[str, Any]]] | None:
+    """The trigger-gated memory block, or None when no trigger is hit (nothing injected).
+
+    `project` (its name and active entries) adds that project's memories to the desk-wide ones
+    (docs/scopes.md); no other project's are read.
+    """
     normalized = normalize(query)
+    scoped = [(memory_path(n), n, e) for n, e in sorted(active.items())]
+    if project is not None:
+        scoped += [(project_memory_path(project[0], n), n, e) for n, e in sorted(project[1].items())]
     hits = []
-    for name in sorted(active):
-        hit = [t for t in active[name].triggers if trigger_hits(t, normalized)]
+    for path, name, entry in scoped:
+        hit = [t for t in entry.triggers if trigger_hits(t, normalized)]
         if hit:
-            hits.append((name, hit))
+            hits.append((path, name, entry, hit))
     if not hits:
         return None
-    # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
+    # Each desk-wide hit's last commit from the HEAD mirror: no git process per hit
+    # (docs/recall.md). A project memory's commit is not looked up (projects have no mirror).
     with head_mirror(desk) as mirror:
-        committed = mirror.committed(name for name, _ in hits)
-    hits.sort(key=lambda h: (-(active[h[0]].importance or 0), h[0]))  # importance, then name
+        committed = mirror.committed(name for path, name, _, _ in hits if path == memory_path(name))
+    hits.sort(key=lambda h: (-(h[2].importance or 0), h[1], h[0]))  # importance, then name
     head = f"<{BLOCK}>\n{NOTICE}\n"
     tail = f"</{BLOCK}>\n"
     chosen: list[dict[str, Any]] = []
     left: list[str] = []
     used = estimate_tokens(head + tail)
-    for name, hit in hits:
-        path = memory_path(name)
-        at_head = committed.get(name)
-        entry = active[name]
+    for path, name, entry, hit in hits:
+        at_head = committed.get(name) if path == memory_path(name) else None
         m = {"name": name, "path": path, "commit": at_head.commit if at_head else None,
              "type": entry.type, "importance": entry.importance, "source": entry.source,
              "source_event": entry.source_event, "updated": entry.updated_field, "triggers_hit": hit}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from desk.errors import InvalidFileError
-from desk.layout import memory_name
+from desk.layout import memory_name, project_file
 from desk.text.normalize import normalize
 from desk.text.times import TimeFormatError, format_time, parse_time
 from desk.text.tokens import CJK_CLASS
@@ -86,6 +86,15 @@ class Record:
     expires: float | None
     terms: Counter[str]
     data: dict[str, Any]
+    tags: tuple[str, ...] = ()  # posted like terms, never counted in the length: scope filters
+
+
+PROJECTS_TAG = "\0project"  # every project memory's record (no query term holds a NUL)
+
+
+def project_tag(project: str) -> str:
+    """The tag of the records of one project's memories."""
+    return f"{PROJECTS_TAG}:{project}"
 
 
 def memory_record(data: bytes, path: str) -> Record | None:
@@ -93,23 +102,33 @@ def memory_record(data: bytes, path: str) -> Record | None:
     # Imported here: PyYAML (~50 ms) only when a memory file changed, not on every warm `desk recall`.
     from desk.memory.file import parse_memory
 
-    name = memory_name(path)
+    name, project = memory_name(path), None
     if name is None:
-        return None
+        found = project_file(path)
+        if found is None or found[0] != "memory":
+            return None
+        _, project, name = found
+    assert name is not None
     try:
         memory = parse_memory(data, path, name)
     except InvalidFileError:
         return None
     meta = memory.meta
+    if meta.project != project:
+        return None  # copied from another scope: never read into a recall (docs/scopes.md)
     stamp = meta.updated or meta.created
     text = " ".join([name.replace("-", " "), meta.description, *meta.triggers, memory.body])
+    shown: dict[str, Any] = {"type": meta.type, "name": name, "description": meta.description,
+                             "text": memory.body[:SNIPPET_SOURCE_CHARS], "importance": meta.importance,
+                             "provenance": {"path": path, "source": meta.source,
+                                            "source_event": meta.source_event,
+                                            "updated": format_time(stamp) if stamp else None}}
+    if project is not None:
+        shown["project"] = project
     return Record(
-        f"memory:{name}", MEMORY, stamp.timestamp() if stamp else None,
-        meta.expires.timestamp() if meta.expires else None, Counter(text_terms(text)),
-        {"type": meta.type, "name": name, "description": meta.description,
-         "text": memory.body[:SNIPPET_SOURCE_CHARS], "importance": meta.importance,
-         "provenance": {"path": path, "source": meta.source, "source_event": meta.source_event,
-                        "updated": format_time(stamp) if stamp else None}})
+        f"memory:{name}" if project is None else f"memory:{project}/{name}", MEMORY,
+        stamp.timestamp() if stamp else None, meta.expires.timestamp() if meta.expires else None,
+        Counter(text_terms(text)), shown, () if project is None else (PROJECTS_TAG, project_tag(project)))
 
 
 def conversation_terms(rec: dict[str, Any], desk_id: str | None = None) -> Counter[str] | None:

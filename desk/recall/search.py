@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from desk.errors import DeskError, UsageError
-from desk.layout import DeskFolder, memory_name
+from desk.layout import DeskFolder, memory_name, project_problem
 from desk.memory.mirror import Committed, head_mirror
 from desk.recall.rank import Ranker, ScoreBreakdown, top_records
-from desk.recall.records import text_terms
+from desk.recall.records import PROJECTS_TAG, project_tag, text_terms
 from desk.recall.render import render_text, render_xml, snippet
 from desk.recall.search_cache import Progress, SearchCache
 from desk.storage.git import blob_sha
@@ -125,25 +125,40 @@ class RecallResult:
 
 def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
            as_of: dt.datetime | str | None = None, ranker: str = "default",
-           cache: SearchCache | None = None, progress: Progress | None = None) -> RecallResult:
-    """Run the five stages. Pass a long-lived `cache` to stay warm across calls in one process."""
+           cache: SearchCache | None = None, progress: Progress | None = None,
+           project: str | None = None, all_scopes: bool = False) -> RecallResult:
+    """Run the five stages. Pass a long-lived `cache` to stay warm across calls in one process.
+
+    Memories searched: the desk-wide ones and `project`'s (docs/scopes.md), or every project's
+    with `all_scopes`.
+    """
     query = normalize_query(text, limit=limit, kind=kind, as_of=as_of, ranker=ranker)
+    if project is not None:
+        problem = project_problem(project)
+        if problem:
+            raise UsageError(f"--project {project!r}: {problem}")
     own = cache is None
     cache = cache or SearchCache(desk)
     try:
         cache.refresh(progress)
-        return search(cache, query, desk.desk_id)
+        return search(cache, query, desk.desk_id, project=project, all_scopes=all_scopes)
     finally:
         if own:
             cache.close()
 
 
-def search(cache: SearchCache, query: RecallQuery, desk_id: str) -> RecallResult:
+def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str | None = None,
+           all_scopes: bool = False) -> RecallResult:
     """Stages 2 to 4 over an up-to-date search cache, then the hits' snippets and provenance."""
     columns = cache.columns
     as_of = parse_as_of(query.as_of).timestamp()
     lists = [cache.postings(t) for t in query.terms]
     excluded = _excluded(cache, query.kind, as_of)
+    if not all_scopes:  # other projects' memories are never candidates
+        other = set(cache.postings(PROJECTS_TAG)[0])
+        if project is not None:
+            other -= set(cache.postings(project_tag(project))[0])
+        excluded |= other
     searched = columns.count - len(excluded)
     union: set[int] = set()
     for ids, _ in lists:
@@ -157,7 +172,7 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str) -> RecallResult
     ranker = Ranker(query.ranker, query.terms, dfs, alive, columns.sum_len / max(alive, 1), as_of)
     scored = top_records(ranker, lists, excluded, columns, query.limit, cache.rid)
     found = [(breakdown, cache.record_data(doc)) for breakdown, doc in scored]
-    names = [memory_name(d["provenance"]["path"]) or "" for _, d in found if d["kind"] == "memory"]
+    names = [n for _, d in found if d["kind"] == "memory" and (n := memory_name(d["provenance"]["path"]))]
     committed: dict[str, Committed] = {}
     if names:
         # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
@@ -199,8 +214,12 @@ def _hit(desk: DeskFolder, rank: int, data: dict[str, Any], breakdown: ScoreBrea
         provenance["commit"] = at_head.commit if at_head else None
         provenance["committed_at"] = (format_time(dt.datetime.fromtimestamp(at_head.time, dt.timezone.utc))
                                       if at_head and at_head.time is not None else None)
-        provenance["uncommitted"] = at_head is None or _work_tree_blob(desk, path) != at_head.blob
+        # A project memory's commit is not in the HEAD mirror (memory/ only): not known here.
+        provenance["uncommitted"] = (None if "project" in data else
+                                     at_head is None or _work_tree_blob(desk, path) != at_head.blob)
     scope = {"desk_id": desk_id, "memory_kind": data["kind"], "type": data["type"]}
+    if "project" in data:
+        scope["project"] = data["project"]
     return RecallHit(rank, data["rid"], snippet(data["text"], breakdown.matched_terms), scope,
                      provenance, breakdown)
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from desk.errors import DeskError
-from desk.layout import ARCHIVE_DIR, MEMORY_DIR, DeskFolder
+from desk.layout import ARCHIVE_DIR, MEMORY_DIR, PROJECTS_DIR, DeskFolder, project_problem
 from desk.recall.records import (
     CONVERSATION,
     KIND_NAMES,
@@ -300,7 +300,20 @@ class SearchCache:
             if known_arch.pop(path, None) != (st.st_size, st.st_mtime_ns):
                 arch[path] = st
         arch.update(dict.fromkeys(known_arch))
-        return self._memory_changes(db), arch
+        return {**self._memory_changes(db), **self._project_changes(db)}, arch
+
+    def _project_changes(self, db: sqlite3.Connection) -> dict[str, Any]:
+        """The project memory files to read again (docs/scopes.md): projects are small, so every
+        `projects/<name>/memory/*.md` is stat'ed."""
+        known = {p: (s, m) for p, s, m in db.execute(
+            "SELECT path, size, mtime FROM memfiles WHERE path LIKE ?", (f"{PROJECTS_DIR}/%",))}
+        mem: dict[str, Any] = {}
+        for folder in (f"{PROJECTS_DIR}/{p}/{MEMORY_DIR}" for p in _projects(self.desk)):
+            for path, st in _scan(self.desk.path(folder), ".md", folder):
+                if known.pop(path, None) != (st.st_size, st.st_mtime_ns):
+                    mem[path] = st
+        mem.update(dict.fromkeys(known))
+        return mem
 
     def _memory_changes(self, db: sqlite3.Connection) -> dict[str, Any]:
         """The memory files to read again ({path: stat or None when removed}).
@@ -327,7 +340,8 @@ class SearchCache:
                     moved = None  # the old tree is gone (gc after a rewrite): look at everything
                 candidates = None if moved is None else candidates | {f"{MEMORY_DIR}/{c.path}" for c in moved}
         if candidates is None:
-            known = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime FROM memfiles")}
+            known = {p: (s, m) for p, s, m in db.execute(
+                "SELECT path, size, mtime FROM memfiles WHERE path NOT LIKE ?", (f"{PROJECTS_DIR}/%",))}
             mem: dict[str, Any] = {}
             for path, st in _scan(self.desk.path(MEMORY_DIR), ".md", MEMORY_DIR):
                 if known.pop(path, None) != (st.st_size, st.st_mtime_ns):
@@ -352,11 +366,15 @@ class SearchCache:
 
     def _add(self, db: sqlite3.Connection, batch: _Batch, terms: dict[str, int], kind: int,
              time: float | None, expires: float | None,
-             row: tuple[str, str, int | None, int | None, bytes | str]) -> int:
-        """Number a record, append its columns and postings to the batch; flush what is full."""
+             row: tuple[str, str, int | None, int | None, bytes | str], tags: tuple[str, ...] = ()) -> int:
+        """Number a record, append its columns and postings to the batch; flush what is full.
+
+        `tags` are posted like terms but never counted in the record's length (scope filters)."""
         s = self.columns
         doc = s.count
         length = sum(terms.values())
+        if tags:
+            terms = {**terms, **dict.fromkeys(tags, 1)}
         s.times.append(_NAN if time is None else time)
         s.lengths.append(length)
         s.kinds.append(kind)
@@ -419,7 +437,7 @@ class SearchCache:
                     shown = json.dumps({"rid": record.rid, "kind": KIND_NAMES[record.kind], **record.data},
                                        ensure_ascii=False)
                     doc = self._add(db, batch, record.terms, record.kind, record.time, record.expires,
-                                    (path, record.rid, None, None, shown))
+                                    (path, record.rid, None, None, shown), record.tags)
             racy = time.time_ns() - st.st_mtime_ns < _RACY_NS
             db.execute("INSERT OR REPLACE INTO memfiles VALUES (?, ?, ?, ?, ?)",
                        (path, -1 if racy else st.st_size, st.st_mtime_ns, blob, doc))
@@ -566,6 +584,14 @@ def _regular_file(path: Path) -> os.stat_result | None:
 def _memory_path(path: str) -> bool:
     """A memory file's path as `_scan` finds them: `memory/<name>.md`, no deeper."""
     return path.startswith(f"{MEMORY_DIR}/") and path.endswith(".md") and "/" not in path[len(MEMORY_DIR) + 1:]
+
+
+def _projects(desk: DeskFolder) -> list[str]:
+    """The project folders whose memories recall indexes (valid names only)."""
+    folder = desk.path(PROJECTS_DIR)
+    if not folder.is_dir():
+        return []
+    return sorted(n for n in os.listdir(folder) if project_problem(n) is None)
 
 
 def _scan(folder: Path, suffix: str, prefix: str) -> Iterable[tuple[str, os.stat_result]]:

@@ -14,6 +14,7 @@ from desk.results.base import Outcome, Wrapped
 from desk.results.interchange import Exported, ImportPlan
 from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, Initialized, MemoryChange,
                                  MemoryDiff, MemoryList, Recalled, ShownMemory, Stats, Validation)
+from desk.results.scopes import PrefChanged, PrefList, PrefShown, UserProfile
 from desk.results.sync import Cloned, Synced
 from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases,
                                   ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
@@ -25,5 +26,6 @@ __all__ = [
     "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
     "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
     "Digested", "ConflictCases", "NowView", "NowChange", "MistakeAdded", "MistakeList",
-    "ConversationsRendered", "ImportPlan", "Exported", "Synced", "Cloned",
+    "ConversationsRendered", "ImportPlan", "Exported", "Synced", "Cloned", "UserProfile", "PrefChanged",
+    "PrefShown", "PrefList",
 ]

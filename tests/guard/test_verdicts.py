@@ -181,7 +181,10 @@ for path, data, mode, old in [
         (".system/desk.json", b"{", "100644", None),
         ("NOW.md", b"token = 'Zx8q2LmP0vR7tYw4nKs'\n", "100644", None), ("journal/a.md", b"\xff", "100644", None),
         ("journal/b.md", b"a\0b", "100644", None), ("journal/c.md", b"", "120000", None),
-        ("journal/d", b"", "160000", None), ("MEMORY.md", b"x" * (2 << 20), "100644", None)]:
+        ("journal/d", b"", "160000", None), ("MEMORY.md", b"x" * (2 << 20), "100644", None),
+        ("USER.md", b"---\nname: A\ntimezone: UTC+8\n---\n", "100644", None),
+        ("users/u-0123456789abcdef/prefs/a.b.md", b"---\nkey: a.b\n---\n", "100644", None),
+        ("users/x/notes.md", b"x", "100644", None), ("projects/p/memory/m.md", memory, "100644", None)]:
     file_verdict(path, data, desk_id="d", mode=mode, old=old).findings_at((), dt.datetime.now(dt.timezone.utc))
 secret_verdict("NOW.md", "password = 'Zx8q2LmP0vR7tYw4nKs'")
 check_message("x\n\nDesk-Actor: assistant\n", {"SOUL.md"})

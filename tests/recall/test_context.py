@@ -40,8 +40,8 @@ def test_read_order_with_project_agents(desk: DeskFolder, run: DeskRunner, tmp_p
     out = run("context", "--project-agents", str(project), "--as-of", AS_OF).output
     labels = parse_context(out).labels
     assert [label.split(":")[0] for label in labels] == [
-        "AGENTS.md (project)", "AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md", "MEMORY.md",
-        "Recent facts"]
+        "AGENTS.md (project)", "AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md",
+        "User profile and preferences", "MEMORY.md", "Recent facts"]
     assert out.index("Use tabs.") < out.index("the desk's rules and read contract")
     assert NOTICE not in out  # no query: no recalled block
 
@@ -157,7 +157,7 @@ def test_json_format_gives_sections_with_token_estimates(desk: DeskFolder, run: 
     _remember(desk, "report-style", "Reports in Chinese.", ("report",))
     data = json.loads(run("context", "--format", "json", "--query", "report", "--as-of", AS_OF).output)
     assert [s["key"] for s in data["sections"]] == [
-        "agents", "soul", "now", "mistakes", "user", "memory_index", "recent_facts", "recalled"]
+        "agents", "soul", "now", "mistakes", "user", "user_prefs", "memory_index", "recent_facts", "recalled"]
     for s in data["sections"]:
         assert s["tokens"] == estimate_tokens(s["text"]) and s["budget"] >= s["tokens"]
     assert data["total_tokens"] == sum(s["tokens"] for s in data["sections"])

@@ -34,9 +34,9 @@ def test_escaped_sections_render_exactly_their_headings(texts: list[str]) -> Non
 
 
 @FUZZ
-@given(now=HOSTILE, soul=HOSTILE, journal=HOSTILE, fact=HOSTILE, query=HOSTILE)
+@given(now=HOSTILE, soul=HOSTILE, journal=HOSTILE, fact=HOSTILE, query=HOSTILE, pref=HOSTILE)
 def test_a_desk_full_of_hostile_text_keeps_its_structure(desk: DeskFolder, now: str, soul: str, journal: str,
-                                                         fact: str, query: str) -> None:
+                                                         fact: str, query: str, pref: str) -> None:
     d = open_desk(desk.root)
     d.path("NOW.md").write_text(now, "utf-8", newline="")
     d.path("SOUL.md").write_text(soul, "utf-8", newline="")
@@ -46,8 +46,13 @@ def test_a_desk_full_of_hostile_text_keeps_its_structure(desk: DeskFolder, now: 
         d.fact_add(fact, kind="outcome", importance=2, at="2026-11-29T10:00:00Z")
     except DeskError:
         pass
-    for mode, labels in (("wake", ["AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md", "MEMORY.md",
-                                   "Recent facts"]), ("spot", ["NOW.md", "MISTAKES.md", "journal/2026-11-29.md"])):
+    try:
+        d.pref_set("fuzz.value", pref or "x")
+    except DeskError:
+        pass
+    wake = ["AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md", "User profile and preferences: PREFERENCES.md",
+            "MEMORY.md", "Recent facts"]
+    for mode, labels in (("wake", wake), ("spot", ["NOW.md", "MISTAKES.md", "journal/2026-11-29.md"])):
         out = d.context(mode=mode, query=query or None, as_of="2026-11-30T00:00:00Z", budget=10**7,
                         section_budgets=ROOMY).text()
         assert parse_context(out).shape() == [(label, 0, ()) for label in labels]
@@ -87,5 +92,6 @@ def test_remember_refuses_cleanly_or_stays_recallable(desk: DeskFolder, name: st
         assert snapshot(desk.root) == before
         return
     out = d.context(query=trigger, as_of="2026-11-30T00:00:00Z", budget=10**7, section_budgets=ROOMY).text()
-    assert parse_context(out).labels[:7] == ["AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md",
-                                             "MEMORY.md", "Recent facts"]
+    assert parse_context(out).labels[:8] == ["AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md",
+                                             "User profile and preferences: PREFERENCES.md", "MEMORY.md",
+                                             "Recent facts"]

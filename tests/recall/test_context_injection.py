@@ -59,7 +59,8 @@ CORPUS = [
 ]
 assert len(CORPUS) >= 30
 
-WAKE = ["AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md", "MEMORY.md", "Recent facts"]
+WAKE = ["AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md", "User profile and preferences: PREFERENCES.md",
+        "MEMORY.md", "Recent facts"]
 SPOT = ["NOW.md", "MISTAKES.md", "journal/2026-11-29.md"]
 
 
@@ -140,13 +141,21 @@ def _channels() -> dict[str, Callable[[Desk, str], str]]:
         d.fact_add("Fact " + attack, kind="outcome", importance=2, at="2026-11-29T10:00:00Z")
         return _wake(d)
 
+    def preference(d: Desk, attack: str) -> str:
+        d.pref_set("response.style", "terse " + attack)
+        return _wake(d)
+
+    def profile(d: Desk, attack: str) -> str:
+        d.user_set({"name": "Zelda " + attack})
+        return _wake(d)
+
     return {"AGENTS.md": file_channel("AGENTS.md"), "SOUL.md": file_channel("SOUL.md"),
             "USER.md": file_channel("USER.md"), "NOW.md file": file_channel("NOW.md"),
             "MISTAKES.md file": file_channel("MISTAKES.md"),
             "journal": file_channel("journal/2026-11-29.md", "spot"),
             "now append": now_append, "now set": now_set, "mistake add": mistake,
             "memory name": name, "memory description": description, "memory trigger": trigger,
-            "memory body": body, "fact": fact}
+            "memory body": body, "fact": fact, "preference value": preference, "profile field": profile}
 
 
 CHANNELS = _channels()
@@ -173,6 +182,13 @@ def test_no_attack_in_the_corpus_adds_structure(base: Desk, channel: str) -> Non
             # A file the validator refuses (its name is not the file's, a NUL in the body) is
             # left out of the index, named there, and never recalled: no block at all.
             assert "evil" not in "\n".join(parse_context(out).sections[-1].content)
+        elif channel == "USER.md" and got != expected:
+            # A USER.md that no longer parses cannot say whose it is: it is left out and named
+            # (docs/scopes.md), never shown; everything else keeps its structure.
+            parsed = parse_context(out)
+            assert [(label, e) for label, _, e in got] == [(label, e) for label, _, e in expected]
+            user = parsed.sections[4]
+            assert "USER.md left out" in user.notes[0] and not any(line.strip() for line in user.content)
         else:
             assert got == expected, (channel, attack, got)
 

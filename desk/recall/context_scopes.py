@@ -1,0 +1,94 @@
+"""The scope sections of `desk context`'s wake-up read (docs/scopes.md).
+
+- `user`: the selected user's USER.md (the owner's at the top level, another user's under
+  `users/<scope-id>/`); nothing of any other user's scope is read.
+- `user_prefs`: that user's profile line and active preferences (seed 003's block).
+
+(The `project_index` section, the `--project` scope's active memories, is MEMORY.md's rendering
+in desk.recall.context.)
+
+A file that records another scope or desk (copied from another user's folder, project or desk),
+or that is a symbolic link, is left out and named, never shown. Every stored value is escaped
+with desk.text.escape: the caller passes each section's content through `markdown_block`; the
+notes returned beside it are desk's own `[desk context: …]` lines, their stored parts on one line.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from desk.errors import Finding, InvalidFileError
+from desk.layout import OWNER_SCOPE, DeskFolder, pref_path, prefs_index_path, profile_path
+from desk.recall.context_sections import _note
+from desk.storage.reading import SymlinkError
+from desk.text.escape import markdown_block, one_line
+
+_LINK = "it is a symbolic link, and desk never reads through one"
+
+
+def scope_note(message: str) -> str:
+    """A desk note whose text may hold stored values: one line, desk's elements escaped."""
+    return _note(markdown_block(one_line(message))) + "\n"
+
+
+def _profile(desk: DeskFolder, scope: str, shown: str) -> tuple[bytes | None, str | None]:
+    """The scope's USER.md bytes (None when absent) and why it must not be shown, or None."""
+    from desk.scopes.files import ownership_problem, profile_fields_unchecked
+
+    try:
+        data = desk.read_if_present(shown)
+    except SymlinkError:
+        return None, _LINK
+    if data is None:
+        return None, None
+    try:
+        _, found, found_desk, framed = profile_fields_unchecked(data, shown)
+    except InvalidFileError as exc:
+        return data, exc.findings[0].message if exc.findings else "it does not parse"
+    if not framed and scope == OWNER_SCOPE:
+        return data, None  # a desk's USER.md from before scopes: free text, the owner's
+    return data, ownership_problem(found if found is not None or scope != OWNER_SCOPE else OWNER_SCOPE,
+                                   found_desk, scope, desk.desk_id)
+
+
+def profile_section(desk: DeskFolder, scope: str,
+                    read: dict[str, bytes | None]) -> tuple[str, str, str]:
+    """The `user` section: (content, shown path, notes). The file's blob goes to `read`."""
+    shown = profile_path(scope)
+    data, problem = _profile(desk, scope, shown)
+    if problem:
+        return "", shown, scope_note(f"{shown} left out: {problem}")
+    read[shown] = data
+    if data is None:
+        if scope == OWNER_SCOPE:
+            return f"_({shown} does not exist)_\n", shown, ""
+        return "_(no profile for this user yet: `desk --user ID user set FIELD=VALUE`)_\n", shown, ""
+    return data.decode("utf-8", "replace").rstrip() + "\n", shown, ""
+
+
+def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime,
+                       read: dict[str, bytes | None]) -> tuple[str, str, str, list[str]]:
+    """The `user_prefs` section: (content, shown path, notes, the preference files shown)."""
+    from desk.scopes.files import profile_fields_unchecked, user_block
+    from desk.scopes.prefs import scope_prefs
+
+    notes: list[str] = []
+    fields: dict[str, Any] = {}
+    shown = profile_path(scope)
+    data, problem = _profile(desk, scope, shown)
+    if problem:
+        notes.append(f"{shown} left out: {problem}")
+    elif data is not None:
+        fields = profile_fields_unchecked(data, shown)[0]
+    problems: list[Finding] = []
+    active = [p for p in scope_prefs(desk, scope, problems) if p.is_active(as_of)]
+    notes += [f"{f.path} left out: {f.message}" for f in problems]
+    files = [pref_path(scope, p.key) for p in sorted(active, key=lambda p: p.key)]
+    for rel in files:  # their blobs, for the sources (the files were just read: they are plain)
+        try:
+            read[rel] = desk.read_if_present(rel)
+        except SymlinkError:
+            read[rel] = None
+    return user_block(fields, active), prefs_index_path(scope), "".join(scope_note(n) for n in notes), files
+

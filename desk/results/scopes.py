@@ -1,0 +1,77 @@
+"""Results of the user-scope verbs: `desk user show|set|unset`, `desk pref set|get|list|delete`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from desk.results.base import Outcome, Wrapped, commit_suffix
+
+if TYPE_CHECKING:
+    from desk.scopes.files import Preference
+    from desk.scopes.prefs import PrefChange, PrefListing
+    from desk.scopes.profile import ProfileView
+
+
+@dataclass(frozen=True)
+class UserProfile(Wrapped["ProfileView"]):
+    """`user show`: the fields; `user set`/`unset`: the status, the fields changed, the commit."""
+
+    def text(self) -> str:
+        v = self.value
+        lines = []
+        if v.status is not None:
+            lines.append(f"{v.status}: {v.path}" + (f" ({', '.join(v.changed)})" if v.changed else "")
+                         + commit_suffix(v.commit))
+        else:
+            lines.append(f"{v.path} (user scope {v.user_scope})")
+            lines += [f"{k}: {', '.join(x) if isinstance(x, list) else x}" for k, x in v.fields.items()] \
+                or ["(no profile fields)"]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class PrefChanged(Wrapped["PrefChange"]):
+    """`pref set`/`pref delete`: created | updated | unchanged | deleted, revision, previous, current."""
+
+    def text(self) -> str:
+        v = self.value
+        if v.status == "deleted":
+            return f"deleted: {v.key} (was {v.previous!r}){commit_suffix(v.commit)}"
+        return (f"{v.status}: {v.key} revision {v.revision}: {v.previous!r} -> {v.current!r}"
+                + commit_suffix(v.commit))
+
+
+@dataclass(frozen=True)
+class PrefShown(Outcome):
+    """`pref get`: one preference and whether it is active at `as_of`."""
+
+    record: Preference
+    as_of: dt.datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return self.record.to_json(self.as_of)
+
+    def text(self) -> str:
+        r = self.record.to_json(self.as_of)
+        state = "active" if r["active"] else f"expired (at {r['expires']})"
+        return "\n".join([f"{r['key']}: {r['value']}", f"  revision {r['revision']}, {state}, updated "
+                          f"{r['updated']}, source {r['source']}"
+                          + (f", event {r['source_event']}" if r["source_event"] else "")])
+
+
+@dataclass(frozen=True)
+class PrefList(Wrapped["PrefListing"]):
+    """`pref list`: the active preferences at a time (or all), and the files refused."""
+
+    def text(self) -> str:
+        v = self.value
+        lines = []
+        for r in v.records:
+            flag = "" if r.is_active(v.as_of) else "  [expired]"
+            lines.append(f"{r.key}: {r.value}  (revision {r.revision}){flag}")
+        return "\n".join(lines) or "no preferences"
+
+    def warnings(self) -> list[str]:
+        return [f"warning: refused {f.path}:{f.line}: {f.rule}: {f.message}" for f in self.value.problems]
