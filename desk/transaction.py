@@ -35,6 +35,7 @@ from desk.guard.hook_files import only_desk_hooks
 from desk.guard.validate import VALIDATED_ENV, require_valid
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
+from desk.storage.crash import crash_point
 from desk.storage.git import (IndexLock, RawChange, blob_sha, parse_trailers, recording_git_children,
                               release_dead_git_locks, release_private_index_lock,
                               release_stale_index_lock)
@@ -102,7 +103,9 @@ class Transaction:
         # The one gate (docs/design.md §1.3): the hook's rules, in process, on exactly this change.
         require_valid(self.desk, writes, message)
         before = {p: self._read(p) for p in sorted(writes)}
+        crash_point("before-marker")
         marker = mark_pending(self.desk, writes, before, message)
+        crash_point("after-marker")
         subject = message.split("\n", 1)[0]
         blobs: dict[str, str | None] = {}
         try:
@@ -114,8 +117,11 @@ class Transaction:
                 if run_hooks:  # a person's own hook chained beside desk's: it sees this commit
                     git.with_env(**{VALIDATED_ENV: "1"}).run_commit_hooks(None, message)
                 sha = git.commit_tree(tree, head, message)
+                crash_point("after-objects")
                 if self._publish(writes, before, blobs, head, sha, subject):
+                    crash_point("after-publish")
                     marker.unlink(missing_ok=True)
+                    crash_point("after-marker-cleared")
                     return sha
                 require_valid(self.desk, writes, message)  # on the HEAD a person just made
         except BaseException:
@@ -145,16 +151,19 @@ class Transaction:
                         remove(self.desk.path(path))
                     else:
                         atomic_write(self.desk.path(path), data)
+                    crash_point(f"after-write:{path}")
                 refreshed = git_dir / "desk-person-index"
                 if person_index.exists():
                     shutil.copyfile(person_index, refreshed)
                 else:
                     refreshed.unlink(missing_ok=True)
                 git.refresh_entries(refreshed, [*paths, *healed])
+                crash_point("after-index-refresh")
                 if not git.move_head(sha, head, subject):
                     self._restore({p: before[p] for p in written})
                     refreshed.unlink(missing_ok=True)
                     return False
+                crash_point("after-update-ref")
                 # Before the index lock is let go: no `git commit` can write an index back sooner.
                 record_published(git_dir, {p: (None if before[p] is None else blob_sha(before[p] or b""),
                                                blobs[p]) for p in written})

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 from desk.errors import Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
-                              file_verdict, is_checked, is_managed)
-from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
+                              file_verdict, is_checked, is_managed, needs_old)
+from desk.layout import (CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Git, RawChange, blob_sha, staged_git
@@ -138,8 +138,7 @@ def _verdicts(changes: list[Change], desk_id: str, read: Read, known: Mapping[Fi
     verdict never needs the content)."""
     keys = {c.path: c.key() for c in changes if c.new is not None} if keyed else {}
     olds = read([c.old_blob for c in changes
-                 if c.old_blob and (c.path.startswith(ARCHIVE_PREFIX) or c.path == CONFIG_PATH)
-                 and keys.get(c.path) not in known])
+                 if c.old_blob and needs_old(c.path) and keys.get(c.path) not in known])
     verdicts: dict[str, FileVerdict] = {}
     fresh: dict[FileKey, FileVerdict] = {}
     for change in changes:
@@ -225,8 +224,7 @@ def staged_changes(git: Git, raw: list[RawChange] | None = None
               and c.new_mode not in (SYMLINK_MODE, GITLINK_MODE)]
     if any(is_managed(c.path) for c in raw):
         wanted.append(f"HEAD:{CONFIG_PATH}")
-    wanted += [c.old_blob for c in raw
-               if c.old_blob and (c.path.startswith(ARCHIVE_PREFIX) or c.path == CONFIG_PATH)]
+    wanted += [c.old_blob for c in raw if c.old_blob and needs_old(c.path)]
     if any(c.path == INDEX_FILE or c.path.startswith(MEMORY_PREFIX) for c in raw):
         wanted += [f"HEAD:{INDEX_FILE}", f":{INDEX_FILE}"]
     blobs = git.read_blobs(wanted)
@@ -309,8 +307,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
         config = _read_work_tree(desk, CONFIG_PATH)
         if config is not None:
             found[CONFIG_PATH] = config
-    heads = git.committed_blobs(sorted(p for p in {*found, *system}
-                                       if p.startswith(ARCHIVE_PREFIX) or p == CONFIG_PATH))
+    heads = git.committed_blobs(sorted(p for p in {*found, *system} if needs_old(p)))
     config = found.get(CONFIG_PATH)
     desk_id, allow = _config(desk, [Change(CONFIG_PATH, config[2])] if config else [])
     cache = _open_cache(desk, desk_id) if cached else None

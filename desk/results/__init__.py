@@ -15,15 +15,15 @@ from desk.results.interchange import Exported, ImportPlan
 from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, Initialized, MemoryChange,
                                  MemoryDiff, MemoryList, Recalled, ShownMemory, Stats, Validation)
 from desk.results.sync import Cloned, Synced
-from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases,
+from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCase, ConflictCases,
                                   ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
-                                  MistakeList, NowChange, NowView)
+                                  MistakeList, NowChange, NowView, Resolved)
 
 __all__ = [
     "Outcome", "Wrapped",
     "Initialized", "MemoryChange", "MemoryDiff", "ShownMemory", "MemoryList", "AuditTrail",
     "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
     "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
-    "Digested", "ConflictCases", "NowView", "NowChange", "MistakeAdded", "MistakeList",
+    "Digested", "ConflictCases", "ConflictCase", "Resolved", "NowView", "NowChange", "MistakeAdded", "MistakeList",
     "ConversationsRendered", "ImportPlan", "Exported", "Synced", "Cloned",
 ]

@@ -181,7 +181,9 @@ for path, data, mode, old in [
         (".system/desk.json", b"{", "100644", None),
         ("NOW.md", b"token = 'Zx8q2LmP0vR7tYw4nKs'\n", "100644", None), ("journal/a.md", b"\xff", "100644", None),
         ("journal/b.md", b"a\0b", "100644", None), ("journal/c.md", b"", "120000", None),
-        ("journal/d", b"", "160000", None), ("MEMORY.md", b"x" * (2 << 20), "100644", None)]:
+        ("journal/d", b"", "160000", None), ("MEMORY.md", b"x" * (2 << 20), "100644", None),
+        (".system/conflicts.json", b'{"schema_version": 2, "cases": []}', "100644", None),
+        (".system/adjudications.0123456789ab.jsonl", b"{}\n", "100644", b"")]:
     file_verdict(path, data, desk_id="d", mode=mode, old=old).findings_at((), dt.datetime.now(dt.timezone.utc))
 secret_verdict("NOW.md", "password = 'Zx8q2LmP0vR7tYw4nKs'")
 check_message("x\n\nDesk-Actor: assistant\n", {"SOUL.md"})

@@ -1,0 +1,266 @@
+"""`desk resolve`: a person decides a conflict case, in one commit (docs/design.md §3, adjudication).
+
+Every check runs before anything is written, under the desk lock: the case is open and at the
+revision the person saw; the domain's active memory is still the one the case saw; the facts the
+policy counts for the domain are still exactly the case's `observed_fact_ids` (new evidence means
+"review again"); the candidate belongs to the case; the event id names no other decision.
+
+Choosing a challenger writes the next revision of the domain's memory (its value and evidence; the
+previous revision stays in git history, and the audit line names both blobs). Choosing the
+incumbent records "kept" and writes no memory. Either way one commit holds the memory file and
+MEMORY.md (when they change), the closed case in `.system/conflicts.json` and the audit line, with
+`Desk-Op: resolve`, `Desk-Case`, `Desk-Event` and `Desk-Actor` trailers: a crash leaves either all
+of it or none of it (desk.transaction's marker and recovery), never a memory without its audit line.
+
+The same event id with the same decision again returns the first result and writes nothing, so a
+harness may retry after a crash or a timeout without deciding twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from desk.archive.store import clone_id
+from desk.digest.conflicts import candidate_id, parse_queue, render_queue
+from desk.digest.memory_writes import MemoryWrites, find_home, new_memory, places_of, replaced_memory
+from desk.digest.policy import Candidate, Domain, group_facts
+from desk.digest.run import read_facts
+from desk.errors import ConflictError, DeskError, InvalidFileError, RejectedError, UsageError
+from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder
+from desk.memory.index import memory_path
+from desk.review.audit import audit_path, parse_audit, render_line
+from desk.review.queue import event_id_problem
+from desk.storage.git import blob_sha
+from desk.text.times import format_time, parse_time, utc_now
+from desk.transaction import commit_message, transaction
+
+ACTOR_MAX = 200
+RATIONALE_MAX = 2000
+
+
+@dataclass
+class Resolution:
+    """What `desk resolve` did (its `--json` shape)."""
+
+    status: str  # resolved | unchanged (the same decision was already recorded under this event id)
+    case: str
+    revision: int
+    candidate: str
+    outcome: str  # replaced | kept
+    event: str
+    memory: str | None
+    commit: str | None
+    audit: str
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision: int, event_id: str,
+            actor: str, rationale: str, now: dt.datetime | str | None = None) -> Resolution:
+    """Decide case `case_id` for `candidate`; one commit. See the module docstring for the checks.
+
+    ConflictError (exit 4) when the case is closed, at another revision, or its evidence or active
+    memory moved on, and when the event id decided something else; UsageError (exit 2) for a
+    candidate outside the case or a bad argument; nothing is written in any of these cases.
+    """
+    actor, rationale = _arguments(event_id, actor, rationale)
+    clock = parse_time(now if now is not None else utc_now(), "now")
+    with transaction(desk) as tx:
+        audit_file = audit_path(clone_id(desk))
+        tx.require_clean([CONFLICTS_FILE, INDEX_FILE, audit_file])
+        cases = parse_queue(_read(desk, CONFLICTS_FILE), hint=last_good_hint(desk, CONFLICTS_FILE))
+        decided = decisions(desk)
+        asked = {"case": case_id, "revision": expected_revision, "candidate": candidate,
+                 "actor": actor, "rationale": rationale}
+        if event_id in decided:
+            return _retry(desk, event_id, decided[event_id], asked)
+        case = _open_case(cases, case_id, expected_revision)
+        chosen = next((c for c in case["candidates"] if c["id"] == candidate), None)
+        if chosen is None:
+            raise UsageError(f"{candidate} is not a candidate of case {case_id}; its candidates are "
+                             + ", ".join(c["id"] for c in case["candidates"]),
+                             hint=f"see them with `desk conflicts show {case_id}`")
+        domain = _current_domain(desk, case, clock)
+        home, active = _active_memory(desk, case, domain)
+        name = home if chosen["role"] != "incumbent" else (case["active"] or {}).get("name")
+        memory_file = memory_path(name) if name else None
+        if memory_file:
+            tx.require_clean([memory_file])
+        before = desk.worktree_blob(memory_file) if memory_file and active is not None else None
+        writes: dict[str, bytes | None] = {}
+        if chosen["role"] == "incumbent":
+            outcome, after = "kept", before
+        else:
+            assert name is not None and domain is not None
+            value = _candidate(domain, candidate)
+            skipped: list[dict[str, str]] = []
+            memories = MemoryWrites(desk, skipped)
+            memory = (replaced_memory(active, value, clock) if active is not None
+                      else new_memory(name, value, clock))
+            if not memories.land(name, memory):
+                raise RejectedError(f"the write gate refused {candidate}'s memory: "
+                                    f"{skipped[-1]['reason']}", hint="nothing was written; decide "
+                                    "another candidate, or `desk remember` the value yourself")
+            writes = memories.with_index()
+            outcome, after = "replaced", blob_sha(memory.render())
+        stamp = format_time(clock)
+        resolution = {"event": event_id, "candidate": candidate, "outcome": outcome, "actor": actor,
+                      "rationale": rationale, "at": stamp, "before": before, "after": after}
+        case.update(status="resolved", closed=stamp, resolution=resolution,
+                    note=f"decided by {actor}: {outcome}")
+        writes[CONFLICTS_FILE] = render_queue(cases)
+        old_audit = _read(desk, audit_file) or b""
+        record = {"event": event_id, "case": case_id, "revision": case["revision"],
+                  "domain": case["domain"], "key": case["key"], "candidate": candidate,
+                  "role": chosen["role"], "outcome": outcome, "content": chosen["content"],
+                  "evidence": list(chosen["evidence"]), "actor": actor, "rationale": rationale,
+                  "before": {"name": name, "blob": before} if before else None,
+                  "after": {"name": name, "blob": after} if after else None,
+                  "at": stamp, "desk_id": desk.config.desk_id}
+        writes[audit_file] = old_audit + render_line(record, old_audit)
+        subject = f"resolve: {case['key'] or case['domain']}: {outcome} {chosen['content']!r}"
+        message = commit_message(subject[:200], {
+            "Desk-Op": "resolve", "Desk-Case": f"{case_id} r{case['revision']}",
+            "Desk-Event": event_id, "Desk-Actor": actor, "Desk-Candidate": candidate,
+            "Desk-Outcome": outcome}, f"Rationale: {rationale}")
+        sha = tx.commit(writes, message)
+    return Resolution("resolved", case_id, case["revision"], candidate, outcome, event_id, name,
+                      sha, audit_file)
+
+
+def _arguments(event_id: str, actor: str, rationale: str) -> tuple[str, str]:
+    problem = event_id_problem(event_id)
+    if problem:
+        raise UsageError(f"--event-id {event_id!r}: {problem}")
+    actor = " ".join(actor.split())
+    if not actor or len(actor) > ACTOR_MAX:
+        raise UsageError(f"--actor must name who decides (1-{ACTOR_MAX} characters)",
+                         hint="e.g. --actor reviewer@example.org")
+    rationale = " ".join(rationale.split())
+    if not rationale or len(rationale) > RATIONALE_MAX or "\0" in rationale:
+        raise UsageError(f"--rationale must say why (1-{RATIONALE_MAX} characters)")
+    return actor, rationale
+
+
+def _open_case(cases: list[dict[str, Any]], case_id: str, expected: int) -> dict[str, Any]:
+    case = next((c for c in cases if c["id"] == case_id), None)
+    if case is None:
+        raise DeskError(f"no conflict case {case_id}", hint="list them with `desk conflicts --all`")
+    if case["status"] != "open":
+        later = case.get("superseded_by")
+        raise ConflictError(
+            f"stale: case {case_id} is {case['status']}" + (f"; case {later} replaced it" if later else ""),
+            hint=f"review again: `desk conflicts show {later}`" if later else "review again: `desk conflicts`")
+    if case["revision"] != expected:
+        raise ConflictError(f"stale: case {case_id} is at revision {case['revision']}, not {expected}",
+                            hint=f"review again: `desk conflicts show {case_id}`")
+    return case
+
+
+def _current_domain(desk: DeskFolder, case: dict[str, Any], clock: dt.datetime) -> Domain | None:
+    """The domain as the policy sees it now; ConflictError when its facts are not the case's."""
+    policy = desk.config.distill
+    facts, _invalid = read_facts(desk, clock - dt.timedelta(days=policy.min_age_days))
+    domain = group_facts(facts, policy, clock).get(case["domain"])
+    now_ids = set(domain.fact_ids) if domain else set()
+    seen = set(case["observed_fact_ids"])
+    if now_ids != seen:
+        added, gone = sorted(now_ids - seen), sorted(seen - now_ids)
+        what = "; ".join(part for part in (
+            f"new evidence: {', '.join(added[:5])}" + (" …" if len(added) > 5 else "") if added else "",
+            f"evidence no longer counted: {', '.join(gone[:5])}" if gone else "") if part)
+        raise ConflictError(f"stale: the facts of {case['key'] or case['domain']} changed since case "
+                            f"{case['id']} was opened ({what})",
+                            hint="review again: run `desk digest`, then `desk conflicts`")
+    return domain
+
+
+def _active_memory(desk: DeskFolder, case: dict[str, Any], domain: Domain | None) -> tuple[str | None, Any]:
+    """(the domain's memory name, its active memory or None); ConflictError when it is not the one
+    the case saw."""
+    if domain is None:  # no fact counts any more: only possible with an empty case
+        raise ConflictError(f"stale: no fact of {case['domain']} counts any more",
+                            hint="review again: `desk digest`, then `desk conflicts`")
+    home, memory, problem = find_home(desk, domain, places_of(domain))
+    seen = case["active"]
+    if seen is None:
+        if memory is not None:
+            raise ConflictError(f"stale: {memory_path(memory.name)} became the active memory of "
+                                f"{case['key'] or case['domain']} after case {case['id']} was opened",
+                                hint="review again: `desk digest`, then `desk conflicts`")
+    elif memory is None or home != seen["name"] or sorted(memory.meta.evidence) != sorted(seen["evidence"]):
+        raise ConflictError(f"stale: the active memory of {case['key'] or case['domain']} "
+                            f"(memory/{seen['name']}.md) changed since case {case['id']} was opened",
+                            hint="review again: `desk digest`, then `desk conflicts`")
+    if home is None:
+        raise DeskError(f"no memory file can hold {case['domain']}: {problem}",
+                        hint="fix or rename the memory file in the way, then run the command again")
+    return home, memory
+
+
+def _candidate(domain: Domain, wanted: str) -> Candidate:
+    for value in domain.candidates:
+        if candidate_id(domain.id, value.content_key) == wanted:
+            return value
+    raise ConflictError(f"stale: candidate {wanted} has no counted facts any more",
+                        hint="review again: `desk digest`, then `desk conflicts`")
+
+
+def decisions(desk: DeskFolder) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every recorded decision by event id: `(audit file, record)`. Fail closed: a broken or
+    tampered audit file raises InvalidFileError (exit 3) naming the line."""
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    desk_id = desk.config.desk_id
+    for full in sorted(desk.path(".system").glob("adjudications.*.jsonl")):
+        path = f".system/{full.name}"
+        if full.is_symlink():
+            raise InvalidFileError([], hint=f"{path} is a symlink; restore it from git")
+        records, findings = parse_audit(path, full.read_bytes(), desk_id)
+        if findings:
+            raise InvalidFileError(findings, hint=f"the audit only grows: restore {path} from git "
+                                                  f"(`git restore -- {path}`); nothing was written")
+        for record in records:
+            if record["event"] in found:
+                raise InvalidFileError([], hint=f"event {record['event']} is recorded in two audit files")
+            found[record["event"]] = (path, record)
+    return found
+
+
+def _retry(desk: DeskFolder, event_id: str, prior: tuple[str, dict[str, Any]],
+           asked: dict[str, Any]) -> Resolution:
+    path, record = prior
+    recorded = {"case": record["case"], "revision": record["revision"], "candidate": record["candidate"],
+                "actor": record["actor"], "rationale": record["rationale"]}
+    if recorded != asked:
+        differs = ", ".join(k for k in asked if asked[k] != recorded[k])
+        raise ConflictError(f"event id {event_id} already recorded a different decision ({differs} "
+                            f"differ): case {record['case']} -> {record['candidate']} by {record['actor']}",
+                            hint="use a new --event-id for a new decision")
+    commit = next((c.sha for c in desk.git.log([path])
+                   if event_id in c.trailers.get("Desk-Event", [])), None)
+    name = (record["after"] or record["before"] or {}).get("name")
+    return Resolution("unchanged", record["case"], record["revision"], record["candidate"],
+                      record["outcome"], event_id, name, commit, path)
+
+
+def last_good_hint(desk: DeskFolder, path: str) -> str:
+    """A hint naming the last commit whose `path` is a valid queue (the latest one may be the
+    broken one: restoring HEAD's would restore the same broken file)."""
+    from desk.review.queue import queue_findings
+
+    for commit in desk.git.log([path], limit=50):
+        data = desk.git.blob_at(commit.sha, path)
+        if data is not None and not queue_findings(path, data):
+            return (f"restore the last good version: `git checkout {commit.sha[:12]} -- {path}` "
+                    f"(from \"{commit.subject}\"), then commit it")
+    return f"no good version in the last 50 commits; `git log -- {path}` shows its history"
+
+
+def _read(desk: DeskFolder, path: str) -> bytes | None:
+    try:
+        return desk.path(path).read_bytes()
+    except FileNotFoundError:
+        return None
