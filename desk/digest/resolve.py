@@ -27,16 +27,19 @@ from desk.digest.conflicts import candidate_id, parse_queue, render_queue
 from desk.digest.memory_writes import MemoryWrites, find_home, new_memory, places_of, replaced_memory
 from desk.digest.policy import Candidate, Domain, group_facts
 from desk.digest.run import read_facts
-from desk.errors import ConflictError, DeskError, InvalidFileError, RejectedError, UsageError
+from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
 from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder
 from desk.memory.index import memory_path
-from desk.review.audit import audit_path, parse_audit, render_line
+from desk.review.audit import audit_path, line_hash, parse_audit, render_line
 from desk.review.queue import event_id_problem
 from desk.storage.git import blob_sha
 from desk.text.times import format_time, parse_time, utc_now
 from desk.transaction import commit_message, transaction
 
 ACTOR_MAX = 200
+# The hash of the audit line a resolve commit adds: the anchor that makes even the last line of
+# an audit file tamper-evident (the chain inside the file covers every line before it).
+AUDIT_TRAILER = "Desk-Audit-Line"
 RATIONALE_MAX = 2000
 
 
@@ -113,6 +116,7 @@ def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision
                     note=f"decided by {actor}: {outcome}")
         writes[CONFLICTS_FILE] = render_queue(cases)
         old_audit = _read(desk, audit_file) or b""
+        line = b""
         record = {"event": event_id, "case": case_id, "revision": case["revision"],
                   "domain": case["domain"], "key": case["key"], "candidate": candidate,
                   "role": chosen["role"], "outcome": outcome, "content": chosen["content"],
@@ -120,12 +124,14 @@ def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision
                   "before": {"name": name, "blob": before} if before else None,
                   "after": {"name": name, "blob": after} if after else None,
                   "at": stamp, "desk_id": desk.config.desk_id}
-        writes[audit_file] = old_audit + render_line(record, old_audit)
+        line = render_line(record, old_audit)
+        writes[audit_file] = old_audit + line
         subject = f"resolve: {case['key'] or case['domain']}: {outcome} {chosen['content']!r}"
         message = commit_message(subject[:200], {
             "Desk-Op": "resolve", "Desk-Case": f"{case_id} r{case['revision']}",
             "Desk-Event": event_id, "Desk-Actor": actor, "Desk-Candidate": candidate,
-            "Desk-Outcome": outcome}, f"Rationale: {rationale}")
+            "Desk-Outcome": outcome, AUDIT_TRAILER: line_hash(line.rstrip(b"\n"))},
+            f"Rationale: {rationale}")
         sha = tx.commit(writes, message)
     return Resolution("resolved", case_id, case["revision"], candidate, outcome, event_id, name,
                       sha, audit_file)
@@ -210,22 +216,38 @@ def _candidate(domain: Domain, wanted: str) -> Candidate:
 
 
 def decisions(desk: DeskFolder) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Every recorded decision by event id: `(audit file, record)`. Fail closed: a broken or
-    tampered audit file raises InvalidFileError (exit 3) naming the line."""
+    """Every recorded decision by event id: `(audit file, record)`.
+
+    Fail closed: InvalidFileError (exit 3) naming the line when an audit file is broken, its chain
+    does not hold, or a line is not exactly the one its commit recorded (`Desk-Audit-Line`).
+    """
     found: dict[str, tuple[str, dict[str, Any]]] = {}
     desk_id = desk.config.desk_id
-    for full in sorted(desk.path(".system").glob("adjudications.*.jsonl")):
-        path = f".system/{full.name}"
+    paths = [f".system/{p.name}" for p in sorted(desk.path(".system").glob("adjudications.*.jsonl"))]
+    anchors: dict[str, list[str]] = {}
+    if paths:
+        for commit in desk.git.log(paths):
+            for event in commit.trailers.get("Desk-Event", []):
+                anchors.setdefault(event, []).extend(commit.trailers.get(AUDIT_TRAILER, []))
+    for path in paths:
+        full = desk.path(path)
         if full.is_symlink():
-            raise InvalidFileError([], hint=f"{path} is a symlink; restore it from git")
-        records, findings = parse_audit(path, full.read_bytes(), desk_id)
+            raise InvalidFileError([Finding(path, 1, "symlink", "the audit is a symlink")],
+                                   hint=f"restore {path} from git")
+        data = full.read_bytes()
+        records, findings = parse_audit(path, data, desk_id)
+        lines = data.split(b"\n")
+        for number, record in enumerate(records, 1):
+            if line_hash(lines[number - 1]) not in anchors.get(record["event"], []):
+                findings.append(Finding(path, number, "audit-commit", f"the line of event "
+                                        f"{record['event']} is not the one its commit recorded"))
+            if record["event"] in found:
+                findings.append(Finding(path, number, "audit-record",
+                                        f"event {record['event']} is recorded in two audit files"))
+            found[record["event"]] = (path, record)
         if findings:
             raise InvalidFileError(findings, hint=f"the audit only grows: restore {path} from git "
-                                                  f"(`git restore -- {path}`); nothing was written")
-        for record in records:
-            if record["event"] in found:
-                raise InvalidFileError([], hint=f"event {record['event']} is recorded in two audit files")
-            found[record["event"]] = (path, record)
+                                                  f"(`git log -p -- {path}`); nothing was written")
     return found
 
 
