@@ -10,6 +10,7 @@ command pays only for the code it runs.
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -341,9 +342,8 @@ class Desk(DeskFolder):
         naming the last commit whose queue was good.
         """
         from desk.digest.conflicts import open_cases
-        from desk.digest.resolve import last_good_hint
 
-        cases = self._cases(last_good_hint)
+        cases = self._cases()
         return ConflictCases(cases if include_closed else open_cases(cases), include_closed)
 
     def conflicts(self, *, include_closed: bool = False) -> ConflictCases:
@@ -354,10 +354,9 @@ class Desk(DeskFolder):
         """One case (any status) in full: candidates, their evidence with its archived text, the
         `desk resolve` command for each. DeskError (exit 1) when there is no such case."""
         from desk.archive.store import iter_events
-        from desk.digest.resolve import last_good_hint
         from desk.errors import DeskError
 
-        found = next((c for c in self._cases(last_good_hint) if c["id"] == case), None)
+        found = next((c for c in self._cases() if c["id"] == case), None)
         if found is None:
             raise DeskError(f"no conflict case {case}", hint="list them with `desk conflicts --all`")
         wanted = {e for c in found["candidates"] for e in c["evidence"]}
@@ -367,7 +366,9 @@ class Desk(DeskFolder):
                 evidence[event.record["id"]] = {k: event.record.get(k) for k in ("at", "content", "session")}
         return ConflictCase(found, evidence)
 
-    def _cases(self, last_good_hint: Callable[[Any, str], str]) -> list[dict[str, Any]]:
+    def _cases(self) -> builtins.list[dict[str, Any]]:
+        """The queue's cases; a broken queue's hint names the last commit where it was good."""
+        from desk.digest.resolve import last_good_hint
         from desk.errors import InvalidFileError
         from desk.layout import CONFLICTS_FILE
         from desk.review.queue import parse_queue

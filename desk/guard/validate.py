@@ -30,7 +30,7 @@ from desk.errors import Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
                               file_verdict, is_checked, is_managed, needs_old)
-from desk.layout import (CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
+from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Git, RawChange, blob_sha, staged_git
@@ -38,6 +38,7 @@ from desk.storage.reading import SymlinkError
 
 if TYPE_CHECKING:
     from desk.guard.verdicts import FileKey, VerdictCache
+    from desk.memory.file import MemoryFile
 
 VALIDATED_ENV = "DESK_VALIDATED"  # set on desk's own commits; the shell hooks skip Python for them
 
@@ -115,9 +116,41 @@ def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read
         added = {c.path for c in changes if c.old_blob is None}
         found, regenerated = check_memory_set(desk, lines, memory, added, contents)
         report.findings += found
+        report.findings += _staged_duplicate_keys(contents, memory)
     if message is not None:
         report.findings += check_message(message, changed)
     return report, regenerated
+
+
+def _staged_duplicate_keys(contents: Mapping[str, bytes | None], memory: MemorySet) -> list[Finding]:
+    """`keyed-duplicate` for the digest memories this commit writes: another memory of the commit
+    that holds the same key (looked for among the names the digest gives a key: it, or `k-` it,
+    with a hash suffix). Nothing is read unless a changed memory carries a key."""
+    keyed = {p: d for p, d in contents.items() if d is not None and b"\nkey:" in d}
+    if not keyed:
+        return []
+    from desk.memory.file import parse_memory
+    from desk.review.keyed import duplicate_keys, key_of
+
+    def parsed(path: str, data: bytes) -> MemoryFile | None:
+        try:
+            return parse_memory(data, path, memory_name(path))
+        except InvalidFileError:
+            return None
+
+    mine = {p: m for p, d in keyed.items() if (m := parsed(p, d)) is not None and key_of(m)}
+    if not mine:
+        return []
+    prefixes = tuple({k[:40] for m in mine.values() for k in (m.meta.key or "", "k-" + (m.meta.key or ""))})
+    others = {p: b for p, b in memory.all_files().items()
+              if p not in contents and (memory_name(p) or "").startswith(prefixes)}
+    blobs = memory.read(list(others.values())) if others else {}
+    every = dict(mine)
+    for path, blob in others.items():
+        data = blobs.get(blob)
+        if data is not None and (m := parsed(path, data)) is not None:
+            every[path] = m
+    return duplicate_keys(every, mine, {p: d.decode("utf-8", "replace") for p, d in keyed.items()})
 
 
 def _line(verdict: FileVerdict | None) -> str | None:
@@ -388,7 +421,46 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
     memory = MemorySet(index, None, lambda: {}, read, like, all_lines=lambda: every)
     found_set, _ = check_memory_set(desk, lines, memory, set(memory_paths))
     items += [(f, "") for f in found_set]
+    items += [(f, "") for f in _keyed_state(desk, memory_paths, verdicts)]
     return report, FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items))
+
+
+def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[str, FileVerdict]
+                 ) -> list[Finding]:
+    """desk.review.keyed's rules over the work tree: one active revision per key, evidence in the
+    archive, open cases that still describe their domain. Only files that mention a key are parsed."""
+    from desk.memory.file import parse_memory
+    from desk.review.keyed import archive_ids, keyed_findings
+    from desk.review.queue import queue_findings
+
+    memories, texts = {}, {}
+    for path in memory_paths:
+        if verdicts[path].entry is None:
+            continue  # does not parse: its own finding says so
+        try:
+            data = desk.path(path).read_bytes()
+        except OSError:
+            continue
+        if b"\nkey:" not in data and b"\nevidence:" not in data:
+            continue
+        try:
+            memories[path] = parse_memory(data, path, memory_name(path))
+        except InvalidFileError:
+            continue
+        texts[path] = data.decode("utf-8", "replace")
+    queue = desk.path(CONFLICTS_FILE)
+    queue_data = queue.read_bytes() if queue.is_file() and not queue.is_symlink() else b""
+    cases = []
+    if queue_data and not queue_findings(CONFLICTS_FILE, queue_data):
+        cases = json.loads(queue_data)["cases"]
+    if not memories and not cases:
+        return []
+    known = None
+    if any(m.meta.evidence for m in memories.values()):
+        folder = desk.path(ARCHIVE_DIR)
+        known = archive_ids(p.read_bytes() for p in sorted(folder.glob("*.jsonl")) if not p.is_symlink())
+    return keyed_findings(memories, texts, cases, known, queue_data.decode("utf-8", "replace"),
+                          CONFLICTS_FILE)
 
 
 def _read_work_tree(desk: DeskFolder, path: str) -> tuple[str, str | None, bytes | None] | None:

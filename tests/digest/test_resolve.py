@@ -311,3 +311,38 @@ def test_a_corrupted_queue_is_found_by_the_hook_and_validate_all(d: Desk, run: D
     with pytest.raises(InvalidFileError) as err:
         decide(d, case, "Use Python 3.11.")
     assert err.value.hint and good[:12] in err.value.hint
+
+
+# -- the keyed state as a whole ------------------------------------------------------------------
+
+def second_holder(d: Desk) -> Path:
+    """A hand-made second digest memory of key storage.db, where the digest's alternate name is."""
+    text = d.path("memory/storage.db.md").read_text().replace("name: storage.db", "name: storage.db-0000abcd")
+    path = d.path("memory/storage.db-0000abcd.md")
+    path.write_text(text)
+    return path
+
+
+def test_the_hook_refuses_a_second_active_revision_of_a_key(d: Desk) -> None:
+    tie_against_incumbent(d)
+    second_holder(d)
+    d.reindex()  # MEMORY.md written; the commit of the memory is refused
+    git(d.root, "add", "-A")
+    proc = commit_by_hand(d.root)
+    assert proc.returncode != 0 and "memory/storage.db-0000abcd.md:" in proc.stderr
+    assert "keyed-duplicate" in proc.stderr
+
+
+def test_validate_all_checks_the_keyed_state_as_a_whole(d: Desk) -> None:
+    case = tie_against_incumbent(d)
+    path = d.path("memory/storage.db.md")
+    evidence = case["active"]["evidence"][0]
+    path.write_text(path.read_text().replace(evidence, "20260101T000000000000Z-abcdef123456-20260101-000009"))
+    second_holder(d)
+    findings = d.validate("all").report.findings
+    rules = {(f.path, f.rule) for f in findings}
+    assert ("memory/storage.db-0000abcd.md", "keyed-duplicate") in rules
+    assert ("memory/storage.db.md", "keyed-evidence") in rules
+    assert (".system/conflicts.json", "conflicts-stale-case") in rules  # its active memory moved on
+    line = next(f.line for f in findings if f.rule == "keyed-evidence")
+    assert path.read_text().splitlines()[line - 1].strip().endswith("000009")
