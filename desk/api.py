@@ -22,7 +22,7 @@ from desk.results import (
     AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, Cloned, ConflictCase, ConflictCases, Context,
     ConversationsRendered, Diagnosis, Digested, EventList, Exported, HooksChange, Imported, ImportPlan,
     Initialized,
-    MemoryChange, MemoryDiff, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome, Recalled,
+    MemoryChange, MemoryDiff, MemoryList, Migrated, MistakeAdded, MistakeList, NowChange, NowView, Outcome, Recalled,
     Resolved, ShownMemory, Stats, Synced, Validation, Wrapped)
 from desk.results import __all__ as _RESULTS
 
@@ -261,6 +261,13 @@ class Desk(DeskFolder):
         from desk.guard.doctor import diagnose
 
         return Diagnosis(diagnose(self, repair=repair, commits=commits))
+
+    def migrate(self, *, dry_run: bool = False) -> Migrated:
+        """Upgrade an older desk's schema in one commit (status `unchanged` when it is current,
+        `planned` with `dry_run`). DeskError when the desk is newer than this desk."""
+        from desk.migrate import migrate
+
+        return Migrated(migrate(self, dry_run=dry_run))
 
     # -- reading -----------------------------------------------------------------------------
 

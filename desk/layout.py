@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from desk.errors import NotADeskError
+from desk.errors import DeskError, NotADeskError
 from desk.storage.git import Git, blob_sha
 
 if TYPE_CHECKING:
@@ -36,6 +36,21 @@ CACHE_DIR = ".system/cache"
 ARCHIVE_DIR = ".system/archive"  # append-only raw events, one file per UTC day per clone
 ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
 LOCK_FILE = "desk.lock"
+
+# The desk's schema (`schema_version` in desk.json): 1 before adjudication; 2 with the conflict
+# queue at v2 (every case carries its `resolution`) and the adjudication audit. An older desk is
+# read as it is (`desk migrate` upgrades it in one commit); a newer one is refused, never read or
+# written as if it were older. Here, not in desk.config, so a mutation checks it without pydantic.
+DESK_SCHEMA = 2
+READABLE_SCHEMAS = (1, 2)
+
+
+def newer_schema(version: object) -> str | None:
+    """The refusal for a desk.json `schema_version` newer than this desk reads, None when readable."""
+    if isinstance(version, int) and not isinstance(version, bool) and version > DESK_SCHEMA:
+        return (f"this desk has schema version {version}, written by a newer desk; this desk reads "
+                f"schema versions {', '.join(map(str, READABLE_SCHEMAS))}")
+    return None
 
 
 NOT_A_FILE = "(not a regular file)"  # what worktree_blob says of a symlink or folder
@@ -138,6 +153,16 @@ class DeskFolder:
             tmp.write_text(value + "\n", "ascii")
             os.replace(tmp, cache)
         return value
+
+    def require_known_schema(self) -> None:
+        """DeskError (exit 1) when desk.json says a newer desk wrote this one: never write to it."""
+        try:
+            version = json.loads(self.path(CONFIG_PATH).read_bytes()).get("schema_version")
+        except (OSError, ValueError, AttributeError):
+            return  # a missing or broken desk.json is reported where it is read
+        refusal = newer_schema(version)
+        if refusal:
+            raise DeskError(refusal, hint="upgrade desk (`pip install -U desk`); nothing was changed")
 
     @cached_property
     def git_dir(self) -> Path:

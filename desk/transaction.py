@@ -225,6 +225,7 @@ def _dirty(desk: DeskFolder, path: str) -> ConflictError:
 @contextmanager
 def transaction(desk: DeskFolder) -> Iterator[Transaction]:
     """Hold the desk lock for one mutation."""
+    desk.require_known_schema()  # a desk written by a newer desk is never written by this one
     with desk_lock(desk.lock_path):
         release_stale_index_lock(desk.git_dir)  # left by a desk process that died holding it
         release_private_index_lock(desk.git_dir)  # left by a git desk started that died

@@ -33,7 +33,8 @@ from collections.abc import Collection
 from typing import NamedTuple
 
 from desk.errors import Finding, InvalidFileError
-from desk.layout import ARCHIVE_PREFIX, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, memory_name
+from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, memory_name,
+                         newer_schema)
 from desk.storage.git import parse_trailers
 
 ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE, "MISTAKES.md",
@@ -295,7 +296,11 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
     from desk.config import DeskConfig
 
     try:
-        config = DeskConfig.model_validate(json.loads(data))
+        doc = json.loads(data)
+        newer = newer_schema(doc.get("schema_version") if isinstance(doc, dict) else None)
+        if newer:
+            return [Finding(CONFIG_PATH, 1, "config", f"{newer}: upgrade desk before committing it")]
+        config = DeskConfig.model_validate(doc)
     except json.JSONDecodeError as exc:
         return [Finding(CONFIG_PATH, exc.lineno, "config", f"invalid JSON: {exc.msg}")]
     except ValidationError as exc:

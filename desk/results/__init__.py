@@ -17,13 +17,13 @@ from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, In
 from desk.results.sync import Cloned, Synced
 from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCase, ConflictCases,
                                   ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
-                                  MistakeList, NowChange, NowView, Resolved)
+                                  Migrated, MistakeList, NowChange, NowView, Resolved)
 
 __all__ = [
     "Outcome", "Wrapped",
     "Initialized", "MemoryChange", "MemoryDiff", "ShownMemory", "MemoryList", "AuditTrail",
     "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
     "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
-    "Digested", "ConflictCases", "ConflictCase", "Resolved", "NowView", "NowChange", "MistakeAdded", "MistakeList",
+    "Digested", "ConflictCases", "ConflictCase", "Resolved", "Migrated", "NowView", "NowChange", "MistakeAdded", "MistakeList",
     "ConversationsRendered", "ImportPlan", "Exported", "Synced", "Cloned",
 ]

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from desk.archive.store import ArchiveEvent
     from desk.archive.verify import VerifyReport
     from desk.digest.resolve import Resolution
+    from desk.migrate import MigrationResult
     from desk.digest.run import DigestResult
     from desk.errors import Finding
     from desk.notes.mistakes import Mistake, MistakeResult
@@ -218,6 +219,19 @@ class ConflictCase(Outcome):
             lines += ["", f"resolved by {r['actor']} at {r['at']}: {r['outcome']} {r['candidate']} "
                           f"(event {r['event']})", f"  rationale: {r['rationale']}"]
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Migrated(Wrapped["MigrationResult"]):
+    """What `desk migrate` did (or, with --dry-run, would do)."""
+
+    def text(self) -> str:
+        m = self.value
+        if m.status == "unchanged":
+            return f"the desk is at schema version {m.to_version}: nothing to migrate"
+        head = ("would migrate" if m.status == "planned" else "migrated") + \
+            f" the desk from schema {m.from_version} to {m.to_version}{commit_suffix(m.commit)}"
+        return "\n".join([head, *(f"  {c['path']}: {c['change']}" for c in m.changes)])
 
 
 @dataclass(frozen=True)
