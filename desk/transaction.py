@@ -21,6 +21,7 @@ it, and never touches a file a person has changed since. `desk doctor` reports t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -308,12 +309,22 @@ def mark_pending(desk: DeskFolder, writes: Mapping[str, bytes | None],
     # Archive files are left out: they only grow, a checkpoint writes them unchanged, and recovery
     # must never rewrite them (appends racing a rewrite would be lost).
     marker = desk.git_dir / f"{PENDING_PREFIX}{time.time_ns()}-{os.getpid()}.json"
-    data = {"message": message,
-            "paths": {p: {"old": None if before[p] is None else blob_sha(before[p] or b""),
-                          "new": None if writes[p] is None else blob_sha(writes[p] or b"")}
-                      for p in sorted(writes) if not p.startswith(ARCHIVE_PREFIX)}}
+    data: dict[str, object] = {
+        "message": message,
+        "paths": {p: {"old": None if before[p] is None else blob_sha(before[p] or b""),
+                      "new": None if writes[p] is None else blob_sha(writes[p] or b"")}
+                  for p in sorted(writes) if not p.startswith(ARCHIVE_PREFIX)}}
+    data["check"] = _marker_check(data)
     atomic_write(marker, json.dumps(data, ensure_ascii=False).encode())  # durable before any write
     return marker
+
+
+def _marker_check(data: Mapping[str, object]) -> str:
+    """The checksum a marker carries over its message and paths: recovery acts only on a marker
+    exactly as desk wrote it (an edited one could make it commit or undo the wrong bytes)."""
+    body = json.dumps({"message": data["message"], "paths": data["paths"]}, sort_keys=True,
+                      ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
 
 def pending_markers(desk: DeskFolder) -> list[Path]:
@@ -341,11 +352,14 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
         pending = json.loads(marker.read_text())
         paths: dict[str, dict[str, str | None]] = pending["paths"]
         message: str = pending["message"]
-    except (ValueError, KeyError, TypeError):
-        if repair:
-            marker.unlink()
-        return Settlement(marker.name, "unreadable pending-mutation marker" + (" removed" if repair else ""),
-                          "repaired" if repair else "found")
+        altered = "check" in pending and pending["check"] != _marker_check(pending)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        altered = True
+    if altered:  # fail closed: never commit or undo on the word of a marker desk did not write
+        return Settlement(marker.name, f"the pending-mutation marker {marker} is unreadable or was "
+                          "altered (its checksum does not match), so desk will not act on it: check "
+                          "`git status` and `git diff` for a half-done change and keep or discard it, "
+                          f"then remove {marker}", "needs-person")
     head = desk.git.head()
     committed = desk.git.committed_blobs(paths, head) if head else {}
     current = {p: desk.worktree_blob(p) for p in paths}

@@ -125,3 +125,24 @@ def test_doctor_repair_settles_it_and_is_idempotent(template: tuple[Path, dict[s
     assert git(d.root, "status", "--porcelain", "--untracked-files=all") == ""
     retry(d.root, case)
     assert_one_decision(d)
+
+
+@pytest.mark.parametrize("tamper", ["edit", "garbage"])
+def test_a_tampered_marker_is_refused_fail_closed(template: tuple[Path, dict[str, Any]], tmp_path: Path,
+                                                  tamper: str) -> None:
+    from desk.errors import ConflictError
+    from tests.conftest import snapshot
+
+    root, case = template
+    d = copy_of(root, tmp_path)
+    kill_at(d.root, case, "after-write:MEMORY.md")
+    [marker] = d.git_dir.glob("desk-pending-*")
+    text = marker.read_text()
+    marker.write_text(text.replace('"new": "', '"new": "0', 1) if tamper == "edit" else "{not json")
+    before = snapshot(d.root)
+    with pytest.raises(ConflictError) as err:
+        retry(d.root, case)
+    assert "altered" in err.value.message and marker.exists()
+    assert snapshot(d.root) == before  # refused before anything was touched
+    report = desk_api.open(d.root).doctor(repair=True)  # may regenerate MEMORY.md; never acts on the marker
+    assert report.exit_code == 3 and marker.exists() and commits(d) == []
