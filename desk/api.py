@@ -375,10 +375,9 @@ class Desk(DeskFolder):
 
     def _cases(self) -> builtins.list[dict[str, Any]]:
         """The queue's cases; a broken queue's hint names the last commit where it was good."""
-        from desk.digest.resolve import last_good_hint
         from desk.errors import InvalidFileError
         from desk.layout import CONFLICTS_FILE
-        from desk.review.queue import parse_queue
+        from desk.review.queue import last_good_hint, parse_queue
 
         try:
             return parse_queue(self.read_if_present(CONFLICTS_FILE))

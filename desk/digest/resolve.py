@@ -31,7 +31,7 @@ from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, Rej
 from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder
 from desk.memory.index import memory_path
 from desk.review.audit import audit_path, line_hash, parse_audit, render_line
-from desk.review.queue import event_id_problem
+from desk.review.queue import event_id_problem, last_good_hint
 from desk.storage.git import blob_sha
 from desk.text.times import format_time, parse_time, utc_now
 from desk.transaction import commit_message, transaction
@@ -266,19 +266,6 @@ def _retry(desk: DeskFolder, event_id: str, prior: tuple[str, dict[str, Any]],
     name = (record["after"] or record["before"] or {}).get("name")
     return Resolution("unchanged", record["case"], record["revision"], record["candidate"],
                       record["outcome"], event_id, name, commit, path)
-
-
-def last_good_hint(desk: DeskFolder, path: str) -> str:
-    """A hint naming the last commit whose `path` is a valid queue (the latest one may be the
-    broken one: restoring HEAD's would restore the same broken file)."""
-    from desk.review.queue import queue_findings
-
-    for commit in desk.git.log([path], limit=50):
-        data = desk.git.blob_at(commit.sha, path)
-        if data is not None and not queue_findings(path, data):
-            return (f"restore the last good version: `git checkout {commit.sha[:12]} -- {path}` "
-                    f"(from \"{commit.subject}\"), then commit it")
-    return f"no good version in the last 50 commits; `git log -- {path}` shows its history"
 
 
 def _read(desk: DeskFolder, path: str) -> bytes | None:

@@ -279,8 +279,22 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
     read = _reader(git, blobs)
     memory = MemorySet(blobs.get(f":{INDEX_FILE}"), blobs.get(f"HEAD:{INDEX_FILE}"),
                        lambda: git.ls_staged(MEMORY_PREFIX), read, _like(git))
-    return _run(desk, changes, memory, read, message, now, cached=True,
-                head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"))
+    report, regenerated = _run(desk, changes, memory, read, message, now, cached=True,
+                               head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"))
+    report.findings = _restore_hints(desk, report.findings)
+    return report, regenerated
+
+
+def _restore_hints(desk: DeskFolder, findings: list[Finding]) -> list[Finding]:
+    """A broken conflict queue's findings name the last commit whose queue was good (HEAD's copy
+    may be the broken one). One `git log` of the queue, and only when it is broken."""
+    if not any(f.path == CONFLICTS_FILE and f.severity == "error" for f in findings):
+        return findings
+    from desk.review.queue import last_good_hint
+
+    hint = last_good_hint(desk, CONFLICTS_FILE)
+    return [f._replace(message=f"{f.message}; {hint}")
+            if f.path == CONFLICTS_FILE and f.severity == "error" else f for f in findings]
 
 
 def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], message: str,
@@ -350,7 +364,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
         earlier = cache.state(state) if cache else None
         if earlier is not None:
             checked, verdict = earlier
-            return Report(verdict.findings_at(allow, now), checked, reused=checked)
+            return Report(_restore_hints(desk, verdict.findings_at(allow, now)), checked, reused=checked)
         for path, (mode, blob) in listing.clean().items():  # the whole index, parsed only now
             if is_checked(path, mode) and path not in found:
                 kind = mode if mode in (SYMLINK_MODE, GITLINK_MODE) else FILE_MODE
@@ -361,7 +375,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
     finally:
         if cache is not None:
             cache.close()
-    report.findings = verdict.findings_at(allow, now)
+    report.findings = _restore_hints(desk, verdict.findings_at(allow, now))
     return report
 
 

@@ -300,11 +300,12 @@ def test_a_corrupted_queue_is_found_by_the_hook_and_validate_all(d: Desk, run: D
     good = git(d.root, "rev-parse", "HEAD").strip()
     d.path(".system/conflicts.json").write_bytes(broken)
     proc = commit_by_hand(d.root)
-    assert proc.returncode != 0 and ".system/conflicts.json" in proc.stderr
+    restore = f"git checkout {good[:12]} -- .system/conflicts.json"
+    assert proc.returncode != 0 and ".system/conflicts.json" in proc.stderr and restore in proc.stderr
     report = d.validate("all")
     assert report.exit_code == 3
     assert any(f.path == ".system/conflicts.json" and f.rule.startswith(("conflicts-", "encoding"))
-               for f in report.report.findings)
+               and restore in f.message for f in report.report.findings)
     git(d.root, "commit", "-qam", "broken", "--no-verify")  # committed anyway: HEAD is bad now
     listed = run("conflicts")
     assert listed.exit_code == 3 and f"git checkout {good[:12]} -- .system/conflicts.json" in listed.output
