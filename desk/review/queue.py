@@ -78,10 +78,12 @@ class CaseModel(_Strict):
     active: ActiveModel | None
     candidates: list[CandidateModel] = Field(min_length=1)
     observed_fact_ids: list[str]
+    # Optional in v1: a writer that made its cases with `make_case` under the v1 header is read too.
+    resolution: ResolutionModel | None = None
 
 
 class CaseV2(CaseModel):
-    resolution: ResolutionModel | None
+    resolution: ResolutionModel | None  # required from v2 on
 
 
 class QueueV1(_Strict):
@@ -145,6 +147,9 @@ def queue_findings(path: str, data: bytes) -> list[Finding]:
         return [Finding(path, _line_of(text, '"schema_version"'), "conflicts-version",
                         f"schema_version {version} was written by a newer desk (this one reads "
                         f"{', '.join(map(str, READABLE_VERSIONS))}); upgrade desk")]
+    if isinstance(version, bool):  # `true == 1` in Python: never taken for version 1
+        return [Finding(path, _line_of(text, '"schema_version"'), "conflicts-schema",
+                        "schema_version must be a number")]
     model: type[QueueV1] | type[QueueV2] = QueueV1 if version == 1 else QueueV2
     try:
         queue = model.model_validate(doc)
