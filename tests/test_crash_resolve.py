@@ -110,8 +110,7 @@ def test_the_next_resolve_rolls_forward_or_back(template: tuple[Path, dict[str, 
     assert_one_decision(d)
 
 
-@pytest.mark.parametrize("point", ["after-marker", "after-write:MEMORY.md", "after-index-refresh",
-                                   "after-update-ref"])
+@pytest.mark.parametrize("point", ["after-write:MEMORY.md", "after-index-refresh", "after-update-ref"])
 def test_doctor_repair_settles_it_and_is_idempotent(template: tuple[Path, dict[str, Any]], tmp_path: Path,
                                                     point: str) -> None:
     root, case = template
@@ -127,9 +126,7 @@ def test_doctor_repair_settles_it_and_is_idempotent(template: tuple[Path, dict[s
     assert_one_decision(d)
 
 
-@pytest.mark.parametrize("tamper", ["edit", "garbage"])
-def test_a_tampered_marker_is_refused_fail_closed(template: tuple[Path, dict[str, Any]], tmp_path: Path,
-                                                  tamper: str) -> None:
+def test_a_tampered_marker_is_refused_fail_closed(template: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     from desk.errors import ConflictError
     from tests.conftest import snapshot
 
@@ -138,11 +135,13 @@ def test_a_tampered_marker_is_refused_fail_closed(template: tuple[Path, dict[str
     kill_at(d.root, case, "after-write:MEMORY.md")
     [marker] = d.git_dir.glob("desk-pending-*")
     text = marker.read_text()
-    marker.write_text(text.replace('"new": "', '"new": "0', 1) if tamper == "edit" else "{not json")
     before = snapshot(d.root)
-    with pytest.raises(ConflictError) as err:
-        retry(d.root, case)
-    assert "altered" in err.value.message and marker.exists()
-    assert snapshot(d.root) == before  # refused before anything was touched
+    for tampered in (text.replace('"new": "', '"new": "0', 1), "{not json"):
+        marker.write_text(tampered)
+        with pytest.raises(ConflictError) as err:
+            retry(d.root, case)
+        assert "altered" in err.value.message and marker.exists()
+        assert {k: v for k, v in snapshot(d.root).items() if "desk-pending" not in k} == {
+            k: v for k, v in before.items() if "desk-pending" not in k}  # refused, nothing touched
     report = desk_api.open(d.root).doctor(repair=True)  # may regenerate MEMORY.md; never acts on the marker
     assert report.exit_code == 3 and marker.exists() and commits(d) == []
