@@ -74,7 +74,11 @@ def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision
     with transaction(desk) as tx:
         audit_file = audit_path(clone_id(desk))
         tx.require_clean([CONFLICTS_FILE, INDEX_FILE, audit_file])
-        cases = parse_queue(_read(desk, CONFLICTS_FILE), hint=last_good_hint(desk, CONFLICTS_FILE))
+        try:
+            cases = parse_queue(_read(desk, CONFLICTS_FILE))
+        except InvalidFileError as exc:
+            exc.hint = last_good_hint(desk, CONFLICTS_FILE)  # one `git log`, only when broken
+            raise
         decided = decisions(desk)
         asked = {"case": case_id, "revision": expected_revision, "candidate": candidate,
                  "actor": actor, "rationale": rationale}
@@ -116,7 +120,6 @@ def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision
                     note=f"decided by {actor}: {outcome}")
         writes[CONFLICTS_FILE] = render_queue(cases)
         old_audit = _read(desk, audit_file) or b""
-        line = b""
         record = {"event": event_id, "case": case_id, "revision": case["revision"],
                   "domain": case["domain"], "key": case["key"], "candidate": candidate,
                   "role": chosen["role"], "outcome": outcome, "content": chosen["content"],
@@ -142,6 +145,9 @@ def _arguments(event_id: str, actor: str, rationale: str) -> tuple[str, str]:
     if problem:
         raise UsageError(f"--event-id {event_id!r}: {problem}")
     actor = " ".join(actor.split())
+    if actor.lower() in ("assistant", "agent", "model"):
+        raise UsageError("desk resolve records a person's decision; the assistant never adjudicates",
+                         hint="--actor names the person who decided, e.g. reviewer@example.org")
     if not actor or len(actor) > ACTOR_MAX:
         raise UsageError(f"--actor must name who decides (1-{ACTOR_MAX} characters)",
                          hint="e.g. --actor reviewer@example.org")

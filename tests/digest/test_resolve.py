@@ -217,7 +217,7 @@ def test_a_bad_event_id_actor_or_rationale_is_a_usage_error(d: Desk) -> None:
     case = tie_without_incumbent(d)
     before = snapshot(d.root)
     for bad in ({"event": ""}, {"event": "a b"}, {"event": "e\n"}, {"event": "-x"}, {"event": "x" * 201},
-                {"actor": " \n"}, {"rationale": ""}, {"rationale": "x" * 2001}):
+                {"actor": " \n"}, {"actor": "assistant"}, {"rationale": ""}, {"rationale": "x" * 2001}):
         with pytest.raises(UsageError):
             decide(d, case, "Use Python 3.11.", **bad)
     assert snapshot(d.root) == before
