@@ -326,6 +326,14 @@ class Git:
             return set()
         return _path_list(self._run("ls-files", "-z", "--", *specs, read_only=True))
 
+    def work_tree_grep(self, folder: str, patterns: Iterable[str]) -> set[str]:
+        """The work-tree files under `folder` (tracked, or untracked and not ignored) with a line
+        matching one of the extended regexes `patterns` (one multi-threaded `git grep -l`)."""
+        args = [arg for p in patterns for arg in ("-e", p)]
+        out = self._run("grep", "-l", "-z", "-E", "--untracked", "--no-color", *args, "--", folder,
+                        check=False, read_only=True)
+        return _path_list(out)
+
     def work_tree_files(self) -> set[str]:
         """Every file git tracks or would track (not ignored) in the work tree."""
         return _path_list(self._run("ls-files", "-z", "--cached", "--others", "--exclude-standard",
