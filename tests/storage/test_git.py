@@ -213,6 +213,7 @@ def test_work_tree_grep_finds_tracked_and_untracked_files_not_ignored(tmp_path: 
                        "ignored": "key: b\n", "new\nline": "key: c\n"}.items():
         (tmp_path / "memory" / f"{name}.md").write_text(text)
     g.add(["memory/tracked.md"])
-    assert g.work_tree_grep("memory/", ["^key:", "^evidence:"]) == {
+    assert g.work_tree_grep("memory/", ["^key:", "^evidence:"], untracked=True) == {
         "memory/tracked.md", "memory/untracked.md", "memory/new\nline.md"}
+    assert g.work_tree_grep("memory/", ["^key:", "^evidence:"]) == {"memory/tracked.md"}
     assert g.work_tree_grep("nowhere/", ["^key:"]) == set()
