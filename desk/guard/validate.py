@@ -443,16 +443,15 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
 def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[str, FileVerdict],
                  changed: Collection[str]) -> list[Finding]:
     """desk.review.keyed's rules over the work tree: one active revision per key, evidence in the
-    archive, open cases that still describe their domain. Only files that mention a key are parsed."""
-    from desk.memory.file import parse_memory
-    from desk.review.keyed import archive_ids, keyed_findings
-    from desk.review.queue import queue_findings
+    archive, open cases that still describe their domain.
 
-    memories, texts = {}, {}
-    # Only the files that can hold a key or evidence are read: one `git grep` over the tracked
-    # ones finds them (tens of ms at 10,000 memories, against hundreds to read every file), and
-    # the changed and untracked ones (`changed`) are looked at directly.
+    Cheap on a desk without keyed memories: one `git grep` over the tracked memory files finds
+    those that can hold a key or evidence (tens of ms at 10,000 memories, against hundreds to read
+    every file; the changed and untracked ones, `changed`, are read already), the queue is taken
+    as its own verdict found it, and YAML, pydantic and the rules load only when there is work.
+    """
     keyed = desk.git.work_tree_grep(MEMORY_PREFIX, ["^key:", "^evidence:"]) | set(changed)
+    datas = {}
     for path in memory_paths:
         if path not in keyed or verdicts[path].entry is None:
             continue  # does not parse: its own finding says so
@@ -460,20 +459,26 @@ def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[st
             data = desk.path(path).read_bytes()
         except OSError:
             continue
-        if b"\nkey:" not in data and b"\nevidence:" not in data:
-            continue
+        if b"\nkey:" in data or b"\nevidence:" in data:
+            datas[path] = data
+    queue = desk.path(CONFLICTS_FILE)
+    queue_data = queue.read_bytes() if queue.is_file() and not queue.is_symlink() else b""
+    cases = []
+    queue_verdict = verdicts.get(CONFLICTS_FILE)
+    if queue_data and queue_verdict is not None and not queue_verdict.findings:
+        cases = json.loads(queue_data)["cases"]
+    if not datas and not any(c.get("status") == "open" for c in cases):
+        return []
+    from desk.memory.file import parse_memory
+    from desk.review.keyed import archive_ids, keyed_findings
+
+    memories, texts = {}, {}
+    for path, data in datas.items():
         try:
             memories[path] = parse_memory(data, path, memory_name(path))
         except InvalidFileError:
             continue
         texts[path] = data.decode("utf-8", "replace")
-    queue = desk.path(CONFLICTS_FILE)
-    queue_data = queue.read_bytes() if queue.is_file() and not queue.is_symlink() else b""
-    cases = []
-    if queue_data and not queue_findings(CONFLICTS_FILE, queue_data):
-        cases = json.loads(queue_data)["cases"]
-    if not memories and not cases:
-        return []
     known = None
     if any(m.meta.evidence for m in memories.values()):
         folder = desk.path(ARCHIVE_DIR)
