@@ -28,7 +28,7 @@ from desk.digest.memory_writes import MemoryWrites, find_home, new_memory, place
 from desk.digest.policy import Candidate, Domain, group_facts
 from desk.digest.run import read_facts
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
-from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder
+from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder, memory_name
 from desk.memory.index import memory_path
 from desk.review.audit import audit_path, line_hash, parse_audit, render_line
 from desk.review.queue import event_id_problem, last_good_hint
@@ -90,6 +90,9 @@ def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision
             raise UsageError(f"{candidate} is not a candidate of case {case_id}; its candidates are "
                              + ", ".join(c["id"] for c in case["candidates"]),
                              hint=f"see them with `desk conflicts show {case_id}`")
+        if case.get("origin") == "sync":  # a merge's case: a file's two versions, no facts
+            return _resolve_merge_case(desk, tx, case, chosen, event_id, actor, rationale, clock,
+                                       cases, audit_file)
         domain = _current_domain(desk, case, clock)
         home, active = _active_memory(desk, case, domain)
         name = home if chosen["role"] != "incumbent" else (case["active"] or {}).get("name")
@@ -113,31 +116,121 @@ def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision
                                     "another candidate, or `desk remember` the value yourself")
             writes = memories.with_index()
             outcome, after = "replaced", blob_sha(memory.render())
-        stamp = format_time(clock)
-        resolution = {"event": event_id, "candidate": candidate, "outcome": outcome, "actor": actor,
-                      "rationale": rationale, "at": stamp, "before": before, "after": after}
-        case.update(status="resolved", closed=stamp, resolution=resolution,
-                    note=f"decided by {actor}: {outcome}")
-        writes[CONFLICTS_FILE] = render_queue(cases)
-        old_audit = _read(desk, audit_file) or b""
-        record = {"event": event_id, "case": case_id, "revision": case["revision"],
-                  "domain": case["domain"], "key": case["key"], "candidate": candidate,
-                  "role": chosen["role"], "outcome": outcome, "content": chosen["content"],
-                  "evidence": list(chosen["evidence"]), "actor": actor, "rationale": rationale,
-                  "before": {"name": name, "blob": before} if before else None,
-                  "after": {"name": name, "blob": after} if after else None,
-                  "at": stamp, "desk_id": desk.config.desk_id}
-        line = render_line(record, old_audit)
-        writes[audit_file] = old_audit + line
-        subject = f"resolve: {case['key'] or case['domain']}: {outcome} {chosen['content']!r}"
-        message = commit_message(subject[:200], {
-            "Desk-Op": "resolve", "Desk-Case": f"{case_id} r{case['revision']}",
-            "Desk-Event": event_id, "Desk-Actor": actor, "Desk-Candidate": candidate,
-            "Desk-Outcome": outcome, AUDIT_TRAILER: line_hash(line.rstrip(b"\n"))},
-            f"Rationale: {rationale}")
-        sha = tx.commit(writes, message)
+        sha = _close_and_commit(desk, tx, cases, case, chosen, writes, event_id, actor, rationale, clock,
+                                audit_file, outcome, name, before, after)
     return Resolution("resolved", case_id, case["revision"], candidate, outcome, event_id, name,
                       sha, audit_file)
+
+
+def _close_and_commit(desk: DeskFolder, tx: Any, cases: list[dict[str, Any]], case: dict[str, Any],
+                      chosen: dict[str, Any], writes: dict[str, bytes | None], event_id: str, actor: str,
+                      rationale: str, clock: dt.datetime, audit_file: str, outcome: str,
+                      name: str | None, before: str | None, after: str | None) -> str:
+    """Close `case` with the decision, append its audit line, and commit it all with `writes`."""
+    candidate, case_id = chosen["id"], case["id"]
+    stamp = format_time(clock)
+    resolution = {"event": event_id, "candidate": candidate, "outcome": outcome, "actor": actor,
+                  "rationale": rationale, "at": stamp, "before": before, "after": after}
+    case.update(status="resolved", closed=stamp, resolution=resolution,
+                note=f"decided by {actor}: {outcome}")
+    writes[CONFLICTS_FILE] = render_queue(cases)
+    old_audit = _read(desk, audit_file) or b""
+    record = {"event": event_id, "case": case_id, "revision": case["revision"],
+              "domain": case["domain"], "key": case["key"], "candidate": candidate,
+              "role": chosen["role"], "outcome": outcome, "content": chosen["content"] or "",
+              "evidence": list(chosen["evidence"]), "actor": actor, "rationale": rationale,
+              "before": {"name": name, "blob": before} if before else None,
+              "after": {"name": name, "blob": after} if after else None,
+              "at": stamp, "desk_id": desk.config.desk_id}
+    line = render_line(record, old_audit)
+    writes[audit_file] = old_audit + line
+    shown = chosen["content"] if chosen["content"] is not None else "(deleted)"
+    subject = f"resolve: {case['key'] or case['domain']}: {outcome} {shown!r}"
+    message = commit_message(subject[:200], {
+        "Desk-Op": "resolve", "Desk-Case": f"{case_id} r{case['revision']}",
+        "Desk-Event": event_id, "Desk-Actor": actor, "Desk-Candidate": candidate,
+        "Desk-Outcome": outcome, AUDIT_TRAILER: line_hash(line.rstrip(b"\n"))},
+        f"Rationale: {rationale}")
+    return str(tx.commit(writes, message))
+
+
+def _resolve_merge_case(desk: DeskFolder, tx: Any, case: dict[str, Any], chosen: dict[str, Any],
+                        event_id: str, actor: str, rationale: str, clock: dt.datetime,
+                        cases: list[dict[str, Any]], audit_file: str) -> Resolution:
+    """A case `desk sync` opened (desk.sync.cases): the file (or NOW.md section) holds the kept
+    side's version; choosing the other side writes it (None: deletes it), choosing the kept one
+    records `kept`. Stale (exit 4) when the file no longer holds the kept version."""
+    path = str(case["key"])
+    incumbent = next((c for c in case["candidates"] if c["role"] == "incumbent"), None)
+    tx.require_clean([path, INDEX_FILE])
+    data = _read(desk, path)
+    current = data.decode("utf-8", "replace") if data is not None else None
+    label = case["domain"].split(":", 1)[1] if case["domain"].startswith("now:") else None
+    if label is not None:
+        current = _now_section(current or "", label)
+    if incumbent is None or current != incumbent["content"]:
+        raise ConflictError(f"stale: {path} changed since the merge opened case {case['id']}",
+                            hint=f"review again: `desk conflicts show {case['id']}`, or close it by "
+                                 "deciding after looking at the file")
+    before = blob_sha(data) if data is not None else None
+    writes: dict[str, bytes | None] = {}
+    outcome, after = "kept", before
+    name = memory_name(path)
+    if chosen["role"] != "incumbent":
+        outcome = "replaced"
+        content = chosen["content"]
+        new: bytes | None
+        if label is not None:
+            new = _with_now_section(data.decode("utf-8") if data is not None else "", label, content)
+        else:
+            new = content.encode("utf-8") if content is not None else None
+        writes[path] = new
+        after = blob_sha(new) if new is not None else None
+        if name is not None:
+            writes.update(_index_with(desk, path, name, new))
+    sha = _close_and_commit(desk, tx, cases, case, chosen, writes, event_id, actor, rationale, clock,
+                            audit_file, outcome, name or path, before, after)
+    return Resolution("resolved", case["id"], case["revision"], chosen["id"], outcome, event_id,
+                      name, sha, audit_file)
+
+
+def _now_key(heading: str) -> str:
+    return heading.strip().lower().lstrip("# ").strip()
+
+
+def _now_section(text: str, label: str) -> str | None:
+    from desk.notes.now import NowNote
+
+    note = NowNote.parse(text)
+    if label == "preamble":
+        return note.preamble
+    return next((body for heading, body in note.sections if _now_key(heading) == label), None)
+
+
+def _with_now_section(text: str, label: str, body: str | None) -> bytes:
+    from desk.notes.now import NowNote
+
+    note = NowNote.parse(text)
+    if label == "preamble":
+        note.preamble = body or ""
+    else:
+        note.sections = [(h, body if body is not None and _now_key(h) == label else b)
+                         for h, b in note.sections if not (_now_key(h) == label and body is None)]
+    rendered = note.preamble + "".join(h + b for h, b in note.sections)
+    return (rendered.rstrip("\n") + "\n").encode()
+
+
+def _index_with(desk: DeskFolder, path: str, name: str, data: bytes | None) -> dict[str, bytes | None]:
+    """MEMORY.md with memory `name` as `data` (None: gone), when that changes it."""
+    from desk.memory.file import parse_memory
+    from desk.memory.index import IndexEntry, committed_files, load_entries, render_index
+
+    entries = load_entries(desk, committed_files(desk))
+    entries.pop(name, None)
+    if data is not None:
+        entries[name] = IndexEntry.of(parse_memory(data, path, name))  # a broken file: exit 3
+    index = render_index(entries.values())
+    return {INDEX_FILE: index} if _read(desk, INDEX_FILE) != index else {}
 
 
 def _arguments(event_id: str, actor: str, rationale: str) -> tuple[str, str]:

@@ -465,7 +465,8 @@ def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[st
     queue_data = queue.read_bytes() if queue.is_file() and not queue.is_symlink() else b""
     cases = []
     queue_verdict = verdicts.get(CONFLICTS_FILE)
-    if queue_data and queue_verdict is not None and not queue_verdict.findings:
+    if queue_data and queue_verdict is not None and not any(
+            f.severity == "error" for f in queue_verdict.findings):
         cases = json.loads(queue_data)["cases"]
     if not datas and not any(c.get("status") == "open" for c in cases):
         return []

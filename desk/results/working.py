@@ -241,8 +241,9 @@ class Resolved(Wrapped["Resolution"]):
     def text(self) -> str:
         r = self.value
         verb = "already decided" if r.status == "unchanged" else "resolved"
-        what = (f"kept the active value" if r.outcome == "kept"
-                else f"memory/{r.memory}.md now holds the chosen value")
+        what = ("kept the active value" if r.outcome == "kept"
+                else f"memory/{r.memory}.md now holds the chosen value" if r.memory
+                else "the file now holds the chosen version")
         return f"{verb} case {r.case} (event {r.event}): {what}{commit_suffix(r.commit)}"
 
 

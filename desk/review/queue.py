@@ -41,11 +41,13 @@ class _Strict(BaseModel):
 class CandidateModel(_Strict):
     id: str = Field(pattern=r"^cand-[0-9a-f]{12}$")
     role: str = Field(pattern=r"^[a-z][a-z-]{0,39}$")  # incumbent, challenger (a merge may add its own)
-    content: str = Field(min_length=1)
+    content: str | None  # None: a merge case's deleted side (desk.sync.cases)
     kind: str | None = None
     importance: int | None = Field(default=None, ge=1, le=5)
     evidence: list[str]
     latest: str
+    side: Literal["ours", "theirs"] | None = None  # a merge case's: which clone's version
+    deleted: bool = False
 
 
 class ActiveModel(_Strict):
@@ -75,6 +77,7 @@ class CaseModel(_Strict):
     superseded_by: str | None
     note: str | None
     fingerprint: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    origin: Literal["sync"] | None = None  # a case a merge opened (desk.sync.cases); None: the digest's
     active: ActiveModel | None
     candidates: list[CandidateModel] = Field(min_length=1)
     observed_fact_ids: list[str]
@@ -123,7 +126,7 @@ def parse_queue(data: bytes | None, path: str = CONFLICTS_FILE, *, hint: str | N
     """
     if data is None:
         return []
-    findings = queue_findings(path, data)
+    findings = [f for f in queue_findings(path, data) if f.severity == "error"]
     if findings:
         raise InvalidFileError(findings, hint=hint or f"restore the last good version from git "
                                                       f"(`git log -- {path}`) and run the command again")
@@ -198,12 +201,18 @@ def chain_findings(path: str, text: str, cases: list[dict[str, Any]]) -> list[Fi
     for case in cases:
         domains.setdefault(case["domain"], []).append(case)
     for domain, chain in domains.items():
-        revisions = sorted(c["revision"] for c in chain)
-        if revisions != list(range(1, len(chain) + 1)):
-            bad(chain[0], f"domain {domain}: revisions must run 1, 2, ... without gaps or repeats "
+        revisions = sorted({c["revision"] for c in chain})
+        if revisions != list(range(1, len(revisions) + 1)):
+            bad(chain[0], f"domain {domain}: revisions must run 1, 2, ... without gaps "
                           f"(found {', '.join(map(str, revisions))})")
-        if sum(c["status"] == "open" for c in chain) > 1:
-            bad(chain[0], f"domain {domain}: more than one case is open")
+        # Two clones that each opened the next revision of a domain merge into a repeated revision
+        # and two open cases: legitimate after `desk sync`, so a warning (the next digest, or a
+        # decision on each, settles them), never a refused merge.
+        if len(revisions) != len(chain) or sum(c["status"] == "open" for c in chain) > 1:
+            found.append(Finding(path, _line_of(text, '"id": ' + json.dumps(chain[0]["id"])),
+                                 "conflicts-chain", f"domain {domain}: two cases share a revision or "
+                                 "are open at once (clones that each opened one, merged); decide "
+                                 "each, or let the next digest review the domain", "warning"))
     for case in cases:
         _case_findings(case, by_id, bad)
     return found
@@ -218,7 +227,7 @@ def _case_findings(case: dict[str, Any], by_id: dict[str, dict[str, Any]], bad: 
         later = by_id.get(successor)
         if status != "superseded":
             bad(case, f"only a superseded case names a successor, and this one is {status}")
-        elif later is None or later["domain"] != case["domain"] or later["revision"] <= case["revision"]:
+        elif later is None or later["domain"] != case["domain"] or later["revision"] < case["revision"]:
             bad(case, f"superseded_by {successor} is not a later case of domain {case['domain']}")
     if (status == "open") != (case["closed"] is None):
         bad(case, "an open case has no `closed` time and a closed case has one")
@@ -248,7 +257,7 @@ def last_good_commit(desk: DeskFolder, path: str = CONFLICTS_FILE, depth: int = 
     """
     for commit in desk.git.log([path], limit=depth):
         data = desk.git.blob_at(commit.sha, path)
-        if data is not None and not queue_findings(path, data):
+        if data is not None and not any(f.severity == "error" for f in queue_findings(path, data)):
             return commit.sha, commit.subject
     return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 from pathlib import Path
@@ -346,3 +347,52 @@ def test_validate_all_checks_the_keyed_state_as_a_whole(d: Desk) -> None:
     assert (".system/conflicts.json", "conflicts-stale-case") in rules  # its active memory moved on
     line = next(f.line for f in findings if f.rule == "keyed-evidence")
     assert path.read_text().splitlines()[line - 1].strip().endswith("000009")
+
+
+# -- cases a merge opened (desk sync) ------------------------------------------------------------
+
+def merge_case(d: Desk, path: str, domain: str, theirs: str | None) -> dict[str, Any]:
+    """The case `desk sync` opens when `path` changed on both clones (desk.sync.cases), committed by
+    hand through the hook, as the merge commit would carry it."""
+    from desk.review.queue import render_queue
+    from desk.sync.cases import sync_case
+
+    ours = d.path(path).read_text()
+    if domain.startswith("now:"):
+        from desk.digest.resolve import _now_section
+        ours = _now_section(ours, domain.split(":", 1)[1]) or ""
+    case = sync_case({"path": path, "domain": domain, "kept": "ours",
+                      "versions": {"ours": ours, "theirs": theirs}}, d.desk_id, [],
+                     datetime.datetime(2026, 11, 30, tzinfo=datetime.timezone.utc))
+    d.path(".system/conflicts.json").write_bytes(render_queue([case]))
+    git(d.root, "add", ".system/conflicts.json")
+    proc = commit_by_hand(d.root, "merge: a case")
+    assert proc.returncode == 0, proc.stderr
+    return case
+
+
+def test_a_merge_case_over_a_memory_is_decided_like_any_other(d: Desk) -> None:
+    d.remember("deploy", "Deploy on Tuesdays.", type="convention", description="Deploy day", triggers=["deploy"])
+    theirs = d.path("memory/deploy.md").read_text().replace("Tuesdays", "Thursdays")
+    case = merge_case(d, "memory/deploy.md", "memory:deploy", theirs)
+    [listed] = d.conflicts_list().cases
+    assert listed["origin"] == "sync"
+    other = next(c["id"] for c in case["candidates"] if c["role"] == "challenger")
+    result = d.resolve(case["id"], other, expected_revision=1, event_id="m1", actor="ada",
+                       rationale="Thursdays now", now=NOW).value
+    assert result.outcome == "replaced" and "Thursdays" in d.path("memory/deploy.md").read_text()
+    assert "Deploy day" in d.path("MEMORY.md").read_text()
+    assert d.validate("all").exit_code == 0 and git(d.root, "status", "--porcelain") == ""
+
+
+def test_a_merge_case_over_a_now_section_and_a_stale_one(d: Desk) -> None:
+    d.now_set("Writing the report.\n", section="doing")
+    case = merge_case(d, "NOW.md", "now:doing", "Reviewing the report.\n")
+    other = next(c["id"] for c in case["candidates"] if c["role"] == "challenger")
+    d.now_append("and the slides", section="doing")  # the kept version changed since
+    with pytest.raises(ConflictError):
+        d.resolve(case["id"], other, expected_revision=1, event_id="n1", actor="ada", rationale="r", now=NOW)
+    git(d.root, "reset", "-q", "--hard", "HEAD~1")
+    d.resolve(case["id"], other, expected_revision=1, event_id="n1", actor="ada", rationale="r", now=NOW)
+    assert "Reviewing the report." in d.path("NOW.md").read_text()
+    assert "Writing the report." not in d.path("NOW.md").read_text()
