@@ -157,7 +157,7 @@ class DeskFolder:
     def require_known_schema(self) -> None:
         """DeskError (exit 1) when desk.json says a newer desk wrote this one: never write to it."""
         try:
-            version = json.loads(self.path(CONFIG_PATH).read_bytes()).get("schema_version")
+            version = json.loads(self.read(CONFIG_PATH)).get("schema_version")
         except (OSError, ValueError, AttributeError):
             return  # a missing or broken desk.json is reported where it is read
         refusal = newer_schema(version)

@@ -35,7 +35,7 @@ class MigrationResult:
 def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
     """Upgrade every versioned file of the desk to the current schema; one commit (none if current)."""
     with transaction(desk) as tx:
-        config_bytes = desk.path(CONFIG_PATH).read_bytes()
+        config_bytes = desk.read(CONFIG_PATH)
         try:
             config = json.loads(config_bytes)
             version = config.get("schema_version", 1)
@@ -47,9 +47,8 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
             raise DeskError(newer, hint="upgrade desk (`pip install -U desk`); nothing was changed")
         writes: dict[str, bytes | None] = {}
         changes: list[dict[str, str]] = []
-        queue = desk.path(CONFLICTS_FILE)
-        if queue.is_file():
-            data = queue.read_bytes()
+        data = desk.read_if_present(CONFLICTS_FILE)  # never through a symlink
+        if data is not None:
             old = queue_version(data)
             if old != QUEUE_VERSION:
                 cases = parse_queue(data)  # a broken queue stops the migration, naming path:line

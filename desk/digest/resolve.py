@@ -333,7 +333,7 @@ def decisions(desk: DeskFolder) -> dict[str, tuple[str, dict[str, Any]]]:
         if full.is_symlink():
             raise InvalidFileError([Finding(path, 1, "symlink", "the audit is a symlink")],
                                    hint=f"restore {path} from git")
-        data = full.read_bytes()
+        data = desk.read(path)
         records, findings = parse_audit(path, data, desk_id)
         lines = data.split(b"\n")
         for number, record in enumerate(records, 1):
@@ -368,7 +368,4 @@ def _retry(desk: DeskFolder, event_id: str, prior: tuple[str, dict[str, Any]],
 
 
 def _read(desk: DeskFolder, path: str) -> bytes | None:
-    try:
-        return desk.path(path).read_bytes()
-    except FileNotFoundError:
-        return None
+    return desk.read_if_present(path)  # never through a symlink

@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from desk.errors import Finding, InvalidFileError
+from desk.errors import DeskError, Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
                               file_verdict, is_checked, is_managed, needs_old)
@@ -456,13 +456,15 @@ def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[st
         if path not in keyed or verdicts[path].entry is None:
             continue  # does not parse: its own finding says so
         try:
-            data = desk.path(path).read_bytes()
-        except OSError:
+            data = desk.read(path)
+        except (OSError, DeskError):  # a symlink has its own finding
             continue
         if b"\nkey:" in data or b"\nevidence:" in data:
             datas[path] = data
-    queue = desk.path(CONFLICTS_FILE)
-    queue_data = queue.read_bytes() if queue.is_file() and not queue.is_symlink() else b""
+    try:
+        queue_data = desk.read_if_present(CONFLICTS_FILE) or b""
+    except DeskError:  # a symlink: its own finding
+        queue_data = b""
     cases = []
     queue_verdict = verdicts.get(CONFLICTS_FILE)
     if queue_data and queue_verdict is not None and not any(
@@ -483,7 +485,8 @@ def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[st
     known = None
     if any(m.meta.evidence for m in memories.values()):
         folder = desk.path(ARCHIVE_DIR)
-        known = archive_ids(p.read_bytes() for p in sorted(folder.glob("*.jsonl")) if not p.is_symlink())
+        known = archive_ids(desk.read(f"{ARCHIVE_DIR}/{p.name}") for p in sorted(folder.glob("*.jsonl"))
+                            if not p.is_symlink())
     return keyed_findings(memories, texts, cases, known, queue_data.decode("utf-8", "replace"),
                           CONFLICTS_FILE)
 
