@@ -33,6 +33,7 @@ from desk.memory.index import memory_path
 from desk.review.audit import audit_path, line_hash, parse_audit, render_line
 from desk.review.queue import event_id_problem, last_good_hint
 from desk.storage.git import blob_sha
+from desk.text.normalize import content_key
 from desk.text.times import format_time, parse_time, utc_now
 from desk.transaction import commit_message, transaction
 
@@ -296,7 +297,8 @@ def _active_memory(desk: DeskFolder, case: dict[str, Any], domain: Domain | None
             raise ConflictError(f"stale: {memory_path(memory.name)} became the active memory of "
                                 f"{case['key'] or case['domain']} after case {case['id']} was opened",
                                 hint="review again: `desk digest`, then `desk conflicts`")
-    elif memory is None or home != seen["name"] or sorted(memory.meta.evidence) != sorted(seen["evidence"]):
+    elif (memory is None or home != seen["name"] or sorted(memory.meta.evidence) != sorted(seen["evidence"])
+          or content_key(memory.body) != content_key(_incumbent_content(case))):
         raise ConflictError(f"stale: the active memory of {case['key'] or case['domain']} "
                             f"(memory/{seen['name']}.md) changed since case {case['id']} was opened",
                             hint="review again: `desk digest`, then `desk conflicts`")
@@ -304,6 +306,10 @@ def _active_memory(desk: DeskFolder, case: dict[str, Any], domain: Domain | None
         raise DeskError(f"no memory file can hold {case['domain']}: {problem}",
                         hint="fix or rename the memory file in the way, then run the command again")
     return home, memory
+
+
+def _incumbent_content(case: dict[str, Any]) -> str:
+    return str(next((c["content"] for c in case["candidates"] if c["role"] == "incumbent"), "") or "")
 
 
 def _candidate(domain: Domain, wanted: str) -> Candidate:
