@@ -12,14 +12,11 @@ Prints each finding on clean text (a false positive by construction) and the rat
 from __future__ import annotations
 
 import random
-import sys
 import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from desk.text.secrets import scan  # noqa: E402
+from desk.text.secrets import scan
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,6 +10,7 @@ command pays only for the code it runs.
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -18,11 +19,12 @@ from typing import Any
 from desk.errors import RejectedError, UsageError
 from desk.layout import MEMORY_DIR, DeskFolder, find_desk
 from desk.results import (
-    AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, Cloned, ConflictCases, Context,
+    AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, Cloned, ConflictCase, ConflictCases, Context,
     ConversationsRendered, Diagnosis, Digested, EventList, Exported, HooksChange, Imported, ImportPlan,
     Initialized,
-    MemoryChange, MemoryDiff, MemoryList, MistakeAdded, MistakeList, NowChange, NowView, Outcome,
-    PrefChanged, PrefList, PrefShown, Recalled, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
+    MemoryChange, MemoryDiff, MemoryList, Migrated, MistakeAdded, MistakeList, NowChange, NowView, Outcome,
+    PrefChanged, PrefList, PrefShown, Recalled, Resolved, ShownMemory, Stats, Synced, UserProfile, Validation,
+    Wrapped)
 from desk.results import __all__ as _RESULTS
 
 __all__ = ["Desk", "open", "init", "clone", "missing_setup", "Progress", "Time", *_RESULTS]
@@ -312,6 +314,13 @@ class Desk(DeskFolder):
 
         return Diagnosis(diagnose(self, repair=repair, commits=commits))
 
+    def migrate(self, *, dry_run: bool = False) -> Migrated:
+        """Upgrade an older desk's schema in one commit (status `unchanged` when it is current,
+        `planned` with `dry_run`). DeskError when the desk is newer than this desk."""
+        from desk.migrate import migrate
+
+        return Migrated(migrate(self, dry_run=dry_run))
+
     # -- reading -----------------------------------------------------------------------------
 
     def recall(self, query: str, *, limit: int = 5, kind: str = "all", as_of: Time | None = None,
@@ -460,12 +469,64 @@ class Desk(DeskFolder):
 
         return Digested(digest(self, date=date, as_of=as_of, summarizer=summarizer))
 
-    def conflicts(self, *, include_closed: bool = False) -> ConflictCases:
-        """The conflict review queue: open cases (all cases with `include_closed`). Read-only."""
-        from desk.digest.conflicts import CONFLICTS_FILE, open_cases, parse_queue
+    def conflicts_list(self, *, include_closed: bool = False) -> ConflictCases:
+        """The conflict review queue: open cases (all cases with `include_closed`). Read-only.
 
-        cases = parse_queue(self.read_if_present(CONFLICTS_FILE))
+        Each open case's candidates carry the `desk resolve` command that picks them. A broken
+        `.system/conflicts.json` raises InvalidFileError (exit 3) naming path:line, with a hint
+        naming the last commit whose queue was good.
+        """
+        from desk.digest.conflicts import open_cases
+
+        cases = self._cases()
         return ConflictCases(cases if include_closed else open_cases(cases), include_closed)
+
+    def conflicts(self, *, include_closed: bool = False) -> ConflictCases:
+        """`desk conflicts` without a subcommand: the same as `conflicts_list`."""
+        return self.conflicts_list(include_closed=include_closed)
+
+    def conflicts_show(self, case: str) -> ConflictCase:
+        """One case (any status) in full: candidates, their evidence with its archived text, the
+        `desk resolve` command for each. DeskError (exit 1) when there is no such case."""
+        from desk.archive.store import iter_events
+        from desk.errors import DeskError
+
+        found = next((c for c in self._cases() if c["id"] == case), None)
+        if found is None:
+            raise DeskError(f"no conflict case {case}", hint="list them with `desk conflicts --all`")
+        wanted = {e for c in found["candidates"] for e in c["evidence"]}
+        evidence: dict[str, dict[str, Any] | None] = dict.fromkeys(wanted)
+        for event in iter_events(self, kinds=["fact"]):
+            if event.record.get("id") in wanted:
+                evidence[event.record["id"]] = {k: event.record.get(k) for k in ("at", "content", "session")}
+        return ConflictCase(found, evidence)
+
+    def _cases(self) -> builtins.list[dict[str, Any]]:
+        """The queue's cases; a broken queue's hint names the last commit where it was good."""
+        from desk.errors import InvalidFileError
+        from desk.layout import CONFLICTS_FILE
+        from desk.review.queue import last_good_hint, parse_queue
+
+        try:
+            return parse_queue(self.read_if_present(CONFLICTS_FILE))
+        except InvalidFileError as exc:
+            exc.hint = last_good_hint(self, CONFLICTS_FILE)
+            raise
+
+    def resolve(self, case: str, candidate: str, *, expected_revision: int, event_id: str, actor: str,
+                rationale: str, now: Time | None = None) -> Resolved:
+        """A person's decision on conflict case `case`: `candidate` becomes (or stays) the domain's
+        value. One commit: the memory (for a challenger), MEMORY.md, the closed case and the audit
+        line. Never offered to the model (not in `context`, not in `desk serve`).
+
+        ConflictError (exit 4) when the case is closed or at another revision, its evidence or its
+        active memory changed since, or `event_id` recorded a different decision; the same call
+        again returns the first result with status `unchanged` and writes nothing.
+        """
+        from desk.digest.resolve import resolve
+
+        return Resolved(resolve(self, case, candidate, expected_revision=expected_revision,
+                                event_id=event_id, actor=actor, rationale=rationale, now=now))
 
     # -- the archive -------------------------------------------------------------------------
 

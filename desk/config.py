@@ -8,11 +8,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from desk.layout import CONFIG_PATH
-from desk.errors import Finding, InvalidFileError
+from desk.layout import CONFIG_PATH, DESK_SCHEMA, newer_schema
+from desk.errors import DeskError, Finding, InvalidFileError
 from desk.storage.reading import read_regular
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = DESK_SCHEMA
 
 
 class _Strict(BaseModel):
@@ -62,7 +62,7 @@ class Secrets(_Strict):
 
 
 class DeskConfig(_Strict):
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = Field(default=SCHEMA_VERSION, ge=1)
     desk_id: str
     distill: DistillPolicy = DistillPolicy()
     budgets: ContextBudgets = ContextBudgets()
@@ -78,12 +78,18 @@ def new_config() -> DeskConfig:
 
 
 def load_config(root: Path) -> DeskConfig:
-    """Read and validate `.system/desk.json`; a broken file is reported with its field."""
+    """Read and validate `.system/desk.json`; a broken file is reported with its field.
+
+    A desk of a newer schema raises DeskError: it is never read (or written) as if it were older.
+    """
     path = root / CONFIG_PATH
     try:
         data = json.loads(read_regular(path, root))
     except json.JSONDecodeError as exc:
         raise InvalidFileError([Finding(CONFIG_PATH, exc.lineno, "config-json", exc.msg)]) from None
+    newer = newer_schema(data.get("schema_version") if isinstance(data, dict) else None)
+    if newer:
+        raise DeskError(newer, hint="upgrade desk (`pip install -U desk`); nothing was changed")
     try:
         return DeskConfig.model_validate(data)
     except ValidationError as exc:

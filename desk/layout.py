@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from desk.errors import NotADeskError
+from desk.errors import DeskError, NotADeskError
 from desk.storage.git import Git, blob_sha
 
 if TYPE_CHECKING:
@@ -52,8 +52,24 @@ PROJECTS_DIR = "projects"
 PROJECT_ENV = "DESK_PROJECT"
 PROJECT_MAX = 64
 
+# The desk's schema (`schema_version` in desk.json): 1 before adjudication; 2 with the conflict
+# queue at v2 (every case carries its `resolution`) and the adjudication audit. An older desk is
+# read as it is (`desk migrate` upgrades it in one commit); a newer one is refused, never read or
+# written as if it were older. Here, not in desk.config, so a mutation checks it without pydantic.
+DESK_SCHEMA = 2
+READABLE_SCHEMAS = (1, 2)
+
+
+def newer_schema(version: object) -> str | None:
+    """The refusal for a desk.json `schema_version` newer than this desk reads, None when readable."""
+    if isinstance(version, int) and not isinstance(version, bool) and version > DESK_SCHEMA:
+        return (f"this desk has schema version {version}, written by a newer desk; this desk reads "
+                f"schema versions {', '.join(map(str, READABLE_SCHEMAS))}")
+    return None
+
 
 NOT_A_FILE = "(not a regular file)"  # what worktree_blob says of a symlink or folder
+
 
 def memory_name(path: str) -> str | None:
     """The memory name in a desk path `memory/<name>.md`, or None for any other path.
@@ -244,6 +260,16 @@ class DeskFolder:
             tmp.write_text(value + "\n", "ascii")
             os.replace(tmp, cache)
         return value
+
+    def require_known_schema(self) -> None:
+        """DeskError (exit 1) when desk.json says a newer desk wrote this one: never write to it."""
+        try:
+            version = json.loads(self.read(CONFIG_PATH)).get("schema_version")
+        except (OSError, ValueError, AttributeError):
+            return  # a missing or broken desk.json is reported where it is read
+        refusal = newer_schema(version)
+        if refusal:
+            raise DeskError(refusal, hint="upgrade desk (`pip install -U desk`); nothing was changed")
 
     @cached_property
     def git_dir(self) -> Path:

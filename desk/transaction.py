@@ -21,6 +21,7 @@ it, and never touches a file a person has changed since. `desk doctor` reports t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -35,6 +36,7 @@ from desk.guard.hook_files import only_desk_hooks
 from desk.guard.validate import VALIDATED_ENV, require_valid
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
+from desk.storage.crash import crash_point
 from desk.storage.git import (IndexLock, RawChange, blob_sha, parse_trailers, recording_git_children,
                               release_dead_git_locks, release_private_index_lock,
                               release_stale_index_lock)
@@ -102,7 +104,9 @@ class Transaction:
         # The one gate (docs/design.md §1.3): the hook's rules, in process, on exactly this change.
         require_valid(self.desk, writes, message)
         before = {p: self._read(p) for p in sorted(writes)}
+        crash_point("before-marker")
         marker = mark_pending(self.desk, writes, before, message)
+        crash_point("after-marker")
         subject = message.split("\n", 1)[0]
         blobs: dict[str, str | None] = {}
         try:
@@ -114,8 +118,11 @@ class Transaction:
                 if run_hooks:  # a person's own hook chained beside desk's: it sees this commit
                     git.with_env(**{VALIDATED_ENV: "1"}).run_commit_hooks(None, message)
                 sha = git.commit_tree(tree, head, message)
+                crash_point("after-objects")
                 if self._publish(writes, before, blobs, head, sha, subject):
+                    crash_point("after-publish")
                     marker.unlink(missing_ok=True)
+                    crash_point("after-marker-cleared")
                     return sha
                 require_valid(self.desk, writes, message)  # on the HEAD a person just made
         except BaseException:
@@ -145,16 +152,19 @@ class Transaction:
                         remove(self.desk.path(path))
                     else:
                         atomic_write(self.desk.path(path), data)
+                    crash_point(f"after-write:{path}")
                 refreshed = git_dir / "desk-person-index"
                 if person_index.exists():
                     shutil.copyfile(person_index, refreshed)
                 else:
                     refreshed.unlink(missing_ok=True)
                 git.refresh_entries(refreshed, [*paths, *healed])
+                crash_point("after-index-refresh")
                 if not git.move_head(sha, head, subject):
                     self._restore({p: before[p] for p in written})
                     refreshed.unlink(missing_ok=True)
                     return False
+                crash_point("after-update-ref")
                 # Before the index lock is let go: no `git commit` can write an index back sooner.
                 record_published(git_dir, {p: (None if before[p] is None else blob_sha(before[p] or b""),
                                                blobs[p]) for p in written})
@@ -216,6 +226,7 @@ def _dirty(desk: DeskFolder, path: str) -> ConflictError:
 @contextmanager
 def transaction(desk: DeskFolder) -> Iterator[Transaction]:
     """Hold the desk lock for one mutation."""
+    desk.require_known_schema()  # a desk written by a newer desk is never written by this one
     with desk_lock(desk.lock_path):
         release_stale_index_lock(desk.git_dir)  # left by a desk process that died holding it
         release_private_index_lock(desk.git_dir)  # left by a git desk started that died
@@ -298,12 +309,22 @@ def mark_pending(desk: DeskFolder, writes: Mapping[str, bytes | None],
     # Archive files are left out: they only grow, a checkpoint writes them unchanged, and recovery
     # must never rewrite them (appends racing a rewrite would be lost).
     marker = desk.git_dir / f"{PENDING_PREFIX}{time.time_ns()}-{os.getpid()}.json"
-    data = {"message": message,
-            "paths": {p: {"old": None if before[p] is None else blob_sha(before[p] or b""),
-                          "new": None if writes[p] is None else blob_sha(writes[p] or b"")}
-                      for p in sorted(writes) if not p.startswith(ARCHIVE_PREFIX)}}
+    data: dict[str, object] = {
+        "message": message,
+        "paths": {p: {"old": None if before[p] is None else blob_sha(before[p] or b""),
+                      "new": None if writes[p] is None else blob_sha(writes[p] or b"")}
+                  for p in sorted(writes) if not p.startswith(ARCHIVE_PREFIX)}}
+    data["check"] = _marker_check(data)
     atomic_write(marker, json.dumps(data, ensure_ascii=False).encode())  # durable before any write
     return marker
+
+
+def _marker_check(data: Mapping[str, object]) -> str:
+    """The checksum a marker carries over its message and paths: recovery acts only on a marker
+    exactly as desk wrote it (an edited one could make it commit or undo the wrong bytes)."""
+    body = json.dumps({"message": data["message"], "paths": data["paths"]}, sort_keys=True,
+                      ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
 
 def pending_markers(desk: DeskFolder) -> list[Path]:
@@ -331,11 +352,14 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
         pending = json.loads(marker.read_text())
         paths: dict[str, dict[str, str | None]] = pending["paths"]
         message: str = pending["message"]
-    except (ValueError, KeyError, TypeError):
-        if repair:
-            marker.unlink()
-        return Settlement(marker.name, "unreadable pending-mutation marker" + (" removed" if repair else ""),
-                          "repaired" if repair else "found")
+        altered = "check" in pending and pending["check"] != _marker_check(pending)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        altered = True
+    if altered:  # fail closed: never commit or undo on the word of a marker desk did not write
+        return Settlement(marker.name, f"the pending-mutation marker {marker} is unreadable or was "
+                          "altered (its checksum does not match), so desk will not act on it: check "
+                          "`git status` and `git diff` for a half-done change and keep or discard it, "
+                          f"then remove {marker}", "needs-person")
     head = desk.git.head()
     committed = desk.git.committed_blobs(paths, head) if head else {}
     current = {p: desk.worktree_blob(p) for p in paths}

@@ -130,6 +130,8 @@ def invocations(tmp_path: Path, event_id: str) -> Iterator[tuple[tuple[str, ...]
     yield ("hooks", "uninstall"), ["hooks", "uninstall"]
     yield ("hooks", "install"), ["hooks", "install"]
     yield ("doctor",), ["doctor", "--json"]
+    yield ("migrate",), ["migrate", "--dry-run"]
+    yield ("migrate",), ["migrate", "--json"]
     yield ("recall",), ["recall", "beta", "--as-of", AS_OF]
     yield ("recall",), ["recall", "beta", "--as-of", AS_OF, "--json"]
     yield ("recall",), ["recall", "beta", "--as-of", AS_OF, "--xml"]
@@ -139,9 +141,18 @@ def invocations(tmp_path: Path, event_id: str) -> Iterator[tuple[tuple[str, ...]
     yield ("stats",), ["stats", "--json"]
     yield ("fact", "add"), ["fact", "add", "The runtime is Python 3.12", "--kind", "decision",
                             "--importance", "4", "--key", "runtime.python-version", "--at", "2026-01-02T11:00:00Z"]
-    yield ("digest",), ["digest", "--as-of", AS_OF, "--json"]
-    yield ("conflicts",), ["conflicts"]
-    yield ("conflicts",), ["conflicts", "--all", "--json"]
+    yield ("fact", "add"), ["fact", "add", "The runtime is Python 3.11", "--kind", "decision",
+                            "--importance", "4", "--key", "runtime.python-version", "--at", "2026-01-02T11:00:00Z"]
+    yield ("digest",), ["digest", "--as-of", AS_OF, "--json"]  # a tie: one open case
+    yield ("conflicts", "list"), ["conflicts"]  # the group alone lists
+    yield ("conflicts", "list"), ["conflicts", "--all", "--json"]
+    yield ("conflicts", "list"), ["conflicts", "list", "--json"]
+    queue = tmp_path / "desk" / ".system" / "conflicts.json"
+    case = json.loads(queue.read_text())["cases"][0] if queue.exists() else {
+        "id": "case-0", "candidates": [{"id": "cand-0"}]}
+    yield ("conflicts", "show"), ["conflicts", "show", case["id"]]
+    yield ("resolve",), ["resolve", case["id"], case["candidates"][0]["id"], "--expected-revision", "1",
+                         "--event-id", "review:1", "--actor", "ada@example.org", "--rationale", "tested"]
     yield ("archive", "append"), ["archive", "append", "a routine ran", "--kind", "routine",
                                   "--at", "2026-01-02T12:00:00Z", "-m", "job=nightly"]
     yield ("archive", "import"), ["archive", "import", str(events), "--no-progress"]

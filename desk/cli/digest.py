@@ -61,13 +61,59 @@ def digest_command(date: str | None, as_of: str | None, summarizer: str | None) 
     render(invocation().desk().digest(date=date, as_of=as_of, summarizer=summarizer))
 
 
-@click.command("conflicts")
+@click.group("conflicts", invoke_without_command=True)
 @click.option("--all", "show_all", is_flag=True, help="Include superseded and resolved cases.")
 @json_option
-def conflicts_command(show_all: bool) -> None:
-    """List the conflict cases the digest opened (tied candidates waiting for a person)."""
-    render(invocation().desk().conflicts(include_closed=show_all))
+@click.pass_context
+def conflicts_group(ctx: click.Context, show_all: bool) -> None:
+    """The conflict review queue: cases the digest opened when candidates tied (read-only).
+
+    Without a subcommand, the same as `desk conflicts list`. The queue is for people: it is never
+    shown to the model (not in `desk context`, not in `desk serve`).
+    """
+    if ctx.invoked_subcommand is None:
+        render(invocation().desk().conflicts_list(include_closed=show_all))
 
 
+@conflicts_group.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include superseded and resolved cases.")
+@json_option
+def conflicts_list_command(show_all: bool) -> None:
+    """Open cases (all with --all): id, revision, domain key, candidates, and how to show each."""
+    render(invocation().desk().conflicts_list(include_closed=show_all))
 
-COMMANDS = [fact_group, digest_command, conflicts_command]
+
+@conflicts_group.command("show")
+@click.argument("case")
+@json_option
+def conflicts_show_command(case: str) -> None:
+    """One case in full: the incumbent and every tied challenger with content, importance, evidence
+    ids and their archived text, the latest time, and the exact `desk resolve` command for each."""
+    render(invocation().desk().conflicts_show(case))
+
+
+@click.command("resolve")
+@click.argument("case")
+@click.argument("candidate")
+@click.option("--expected-revision", required=True, type=int, metavar="N",
+              help="The case revision you reviewed (from `desk conflicts show`); another one is stale (exit 4).")
+@click.option("--event-id", required=True, metavar="E",
+              help="A unique id for this decision (e.g. review:CASE:r1): retrying with the same id "
+                   "and arguments changes nothing; reusing it for another choice is refused (exit 4).")
+@click.option("--actor", required=True, metavar="A", help="Who decides (a person, e.g. an email address).")
+@click.option("--rationale", required=True, metavar="R", help="Why: recorded in the audit and the commit.")
+@json_option
+def resolve_command(case: str, candidate: str, expected_revision: int, event_id: str, actor: str,
+                    rationale: str) -> None:
+    """Decide a conflict case: CANDIDATE becomes (or, for the incumbent, stays) the domain's memory.
+
+    All checks run before anything is written (exit 4 when the case is closed, at another revision,
+    or its evidence or active memory changed: review again). One commit holds the memory, MEMORY.md,
+    the closed case and a line of the append-only audit (.system/adjudications.<clone>.jsonl).
+    For people only: the model is never offered this command.
+    """
+    render(invocation().desk().resolve(case, candidate, expected_revision=expected_revision,
+                                       event_id=event_id, actor=actor, rationale=rationale))
+
+
+COMMANDS = [fact_group, digest_command, conflicts_group, resolve_command]

@@ -115,4 +115,17 @@ def doctor_command(repair: bool, commits: int) -> None:
     render(invocation().desk().doctor(repair=repair, commits=commits))
 
 
-COMMANDS = [validate_command, hooks_group, edit_command, doctor_command]
+@click.command("migrate")
+@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@json_option
+def migrate_command(dry_run: bool) -> None:
+    """Upgrade an older desk's schema (desk.json, the conflict queue) in one commit.
+
+    An older desk works as it is (readers accept the previous schema; reading never rewrites), and
+    each file is upgraded by its next write anyway; this upgrades them all at once and says what
+    changed. A desk newer than this desk is refused, never downgraded.
+    """
+    render(invocation().desk().migrate(dry_run=dry_run))
+
+
+COMMANDS = [validate_command, hooks_group, edit_command, doctor_command, migrate_command]

@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("guard", "Run the desk's rules: the same gate the hooks and every desk write use."),
     "hooks": ("guard", "Install or remove desk's git hooks and merge drivers."),
     "edit": ("guard", "Open the memory NAME in $VISUAL or $EDITOR, validate it on save, and commit it."),
+    "migrate": ("guard", "Upgrade an older desk's schema (desk.json, the conflict queue) in one commit."),
     "doctor": ("guard", "Check the desk's health: stale index, invalid files, commits that bypassed the "
                         "hooks, leftover temporary files, a torn archive tail, interrupted mutations, a "
                         "stale index.lock."),
@@ -51,7 +52,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                       "memories, archive size."),
     "fact": ("digest", "Structured facts: raw evidence that `desk digest` distils into memories."),
     "digest": ("digest", "Write journal/D.md and distil old facts into memories, in one commit."),
-    "conflicts": ("digest", "List the conflict cases the digest opened (tied candidates waiting for a person)."),
+    "conflicts": ("digest", "The conflict review queue: cases the digest opened when candidates tied (read-only)."),
+    "resolve": ("digest", "Decide a conflict case: CANDIDATE becomes (or, for the incumbent, stays) the domain's memory."),
     "archive": ("working", "The append-only JSONL archive of raw events (.system/archive/, one file per UTC "
                            "day per clone)."),
     "checkpoint": ("working", "Commit the archive's growth in one commit (trailers carry each file's head hash)."),

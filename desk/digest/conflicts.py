@@ -8,25 +8,25 @@ the evidence changes and the domain is still tied, the open case is marked `supe
 next revision opens; when new evidence lets the policy decide, the open case is superseded too.
 
 The queue is never injected into a prompt: candidates stay out of MEMORY.md and `desk context`.
-Adjudication (`desk resolve`) comes later; this module only writes `open` and `superseded`.
+This module opens and supersedes cases; `desk.digest.resolve` closes them with a person's decision.
+The file format (schema, versions, the chain of a domain's cases) is desk.review.queue's.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from desk.digest.policy import Candidate, Tie
-from desk.layout import CONFLICTS_FILE
-from desk.errors import Finding, InvalidFileError
+from desk.review.queue import QUEUE_VERSION as SCHEMA_VERSION
+from desk.review.queue import STATUSES, parse_queue, render_queue
 from desk.text.times import format_time
 
-SCHEMA_VERSION = 1
-STATUSES = ("open", "resolved", "superseded")
+__all__ = ["SCHEMA_VERSION", "STATUSES", "parse_queue", "render_queue", "make_case", "reconcile",
+           "open_cases", "case_candidates", "candidate_id", "case_id", "evidence_fingerprint"]
 
 
 def _sha(text: str) -> str:
@@ -73,6 +73,25 @@ def case_id(desk_id: str, domain: str, fingerprint: str) -> str:
     return "case-" + _sha(f"{desk_id}\0{domain}\0{fingerprint}")[:16]
 
 
+def make_case(desk_id: str, domain: str, key: str | None, candidates: list[dict[str, Any]],
+              observed_fact_ids: list[str], active: dict[str, Any] | None, *, revision: int,
+              opened: str) -> dict[str, Any]:
+    """A new open case: the one place a case is made (the digest's ties, and any other writer of
+    the queue), so every case has the same fields and a deterministic id.
+
+    `candidates` are `_candidate`-shaped dicts (`case_candidates` makes them from a tie); `active`
+    is `{"name", "evidence"}` of the domain's active memory, None when it has none; `revision` is
+    one more than the domain's last case (1 for its first); `opened` a stored UTC time.
+    """
+    fingerprint = evidence_fingerprint(candidates)
+    return {
+        "id": case_id(desk_id, domain, fingerprint), "domain": domain, "key": key,
+        "revision": revision, "status": "open", "opened": opened, "closed": None,
+        "superseded_by": None, "note": None, "fingerprint": fingerprint, "active": active,
+        "candidates": candidates, "observed_fact_ids": sorted(observed_fact_ids), "resolution": None,
+    }
+
+
 @dataclass
 class QueueChange:
     """The queue after a distill run and what changed in it."""
@@ -112,16 +131,11 @@ def reconcile(cases: list[dict[str, Any]], ties: Iterable[Tie], settled: Iterabl
         for old in same_domain:
             if old["status"] == "open":
                 close(old, cid, "the evidence changed and the candidates are still tied")
-        case = {
-            "id": cid, "domain": did, "key": tie.domain.key,
-            "revision": 1 + max((c["revision"] for c in same_domain), default=0),
-            "status": "open", "opened": stamp, "closed": None, "superseded_by": None, "note": None,
-            "fingerprint": fingerprint,
-            "active": ({"name": tie.incumbent.name, "evidence": list(tie.incumbent.evidence)}
-                       if tie.incumbent else None),
-            "candidates": candidates,
-            "observed_fact_ids": list(tie.domain.fact_ids),
-        }
+        case = make_case(
+            desk_id, did, tie.domain.key, candidates, list(tie.domain.fact_ids),
+            {"name": tie.incumbent.name, "evidence": list(tie.incumbent.evidence)}
+            if tie.incumbent else None, revision=1 + max((c["revision"] for c in same_domain), default=0),
+            opened=stamp)
         cases.append(case)
         by_id[cid] = case
         change.opened.append(cid)
@@ -131,47 +145,6 @@ def reconcile(cases: list[dict[str, Any]], ties: Iterable[Tie], settled: Iterabl
                 close(case, None, "new evidence let the policy decide without a tie")
     cases.sort(key=lambda c: (c["domain"], c["revision"], c["id"]))
     return change
-
-
-def render_queue(cases: list[dict[str, Any]]) -> bytes:
-    """The queue file: stable key order, one trailing newline, the same bytes on every machine."""
-    data = {"schema_version": SCHEMA_VERSION, "cases": cases}
-    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
-
-
-def parse_queue(data: bytes | None, path: str = CONFLICTS_FILE) -> list[dict[str, Any]]:
-    """The cases in a queue file (none when there is no file); a broken file names path:line."""
-    if data is None:
-        return []
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InvalidFileError([Finding(path, data.count(b"\n", 0, exc.start) + 1, "conflicts-json",
-                                        "invalid UTF-8")]) from None
-    except json.JSONDecodeError as exc:
-        raise InvalidFileError([Finding(path, exc.lineno, "conflicts-json", exc.msg)]) from None
-    problem = _shape_problem(doc)
-    if problem:
-        raise InvalidFileError([Finding(path, 1, "conflicts-schema", problem)],
-                               hint=f"restore it from git (`git checkout -- {path}`)")
-    cases: list[dict[str, Any]] = doc["cases"]
-    return cases
-
-
-def _shape_problem(doc: Any) -> str | None:
-    if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION:
-        return f"expected an object with schema_version {SCHEMA_VERSION}"
-    if not isinstance(doc.get("cases"), list):
-        return "cases must be a list"
-    for i, case in enumerate(doc["cases"]):
-        if not isinstance(case, dict):
-            return f"cases[{i}] is not an object"
-        for name, kind in (("id", str), ("domain", str), ("revision", int), ("status", str)):
-            if not isinstance(case.get(name), kind):
-                return f"cases[{i}].{name} is missing or not a {kind.__name__}"
-        if case["status"] not in STATUSES:
-            return f"cases[{i}].status must be one of {', '.join(STATUSES)}"
-    return None
 
 
 def open_cases(cases: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

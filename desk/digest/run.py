@@ -85,7 +85,7 @@ def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | 
     until = min(start + dt.timedelta(days=1), clock + _US)
     events = [e.record for e in iter_events(desk, since=start, until=until)]
     narrative = run_summarizer(summarizer, events, day=day) if summarizer else None
-    facts, invalid = _read_facts(desk, clock - dt.timedelta(days=desk.config.distill.min_age_days))
+    facts, invalid = read_facts(desk, clock - dt.timedelta(days=desk.config.distill.min_age_days))
     result = DigestResult(day.isoformat(), format_time(clock), journal_path(day), events=len(events),
                           facts=len(facts), invalid_facts=invalid)
     with transaction(desk) as tx:
@@ -165,8 +165,9 @@ def _commit(desk: DeskFolder, tx: Transaction, writes: dict[str, bytes | None], 
         result.status = "committed"
 
 
-def _read_facts(desk: DeskFolder, cutoff: dt.datetime) -> tuple[list[FactRecord], int]:
-    """The desk-wide facts (a project's facts are its own scope's: never distilled into memory/)."""
+def read_facts(desk: DeskFolder, cutoff: dt.datetime) -> tuple[list[FactRecord], int]:
+    """The valid desk-wide facts stated up to `cutoff`, and how many fact records were invalid (a
+    project's facts are its own scope's: never distilled into memory/, docs/scopes.md)."""
     facts, invalid = [], 0
     for event in iter_events(desk, until=cutoff + _US, kinds=[FACT_EVENT]):
         try:

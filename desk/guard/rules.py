@@ -3,6 +3,9 @@
   memory files      frontmatter/name rules of desk.memory.file, `memory-name`, `memory-path`,
                     warnings `memory-expired`, `memory-no-triggers`
   archive           `archive-append-only`, `archive-record`, `archive-chain` (desk.archive.store)
+  conflict queue    `conflicts-json`, `conflicts-schema`, `conflicts-version`, `conflicts-chain`
+                    (desk.review.queue)
+  adjudications     `audit-append-only`, `audit-record`, `audit-chain` (desk.review.audit)
   commit message    `soul-unauthorized`, `digest-now` (they need the message: the commit-msg hook,
                     desk's own commits in process)
   secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
@@ -32,9 +35,9 @@ from collections.abc import Collection
 from typing import NamedTuple
 
 from desk.errors import Finding, InvalidFileError
-from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, OWNER_SCOPE, PREFS_DIR,
-                         PREFS_INDEX_FILE, is_scope_id, memory_name, project_file, project_problem,
-                         scope_file)
+from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, OWNER_SCOPE,
+                         PREFS_DIR, PREFS_INDEX_FILE, is_scope_id, memory_name, newer_schema, project_file,
+                         project_problem, scope_file)
 from desk.storage.git import parse_trailers
 
 ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE, "MISTAKES.md",
@@ -47,6 +50,16 @@ LARGE_LIMIT = 64 << 20  # archive files and the generated index grow with the de
 FILE_MODE = "100644"
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
+
+
+def needs_old(path: str) -> bool:
+    """Whether the rules for `path` compare it with the content it replaces (append-only files,
+    desk.json's id)."""
+    return path.startswith(ARCHIVE_PREFIX) or path == CONFIG_PATH or _is_audit(path)
+
+
+def _is_audit(path: str) -> bool:
+    return path.startswith(".system/adjudications.") and path.endswith(".jsonl")
 
 
 def is_managed(path: str) -> bool:
@@ -158,6 +171,16 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
         if data is not None and not any(f.severity == "error" for f in found):
             return _verdict([(f, "") for f in found] + archive_secret_items(path, old, data))
         return _verdict([(f, "") for f in found])
+    if _is_audit(path):
+        from desk.review.audit import check_audit_change, is_audit_path
+
+        if not is_audit_path(path):
+            return _verdict([(Finding(path, 1, "audit-record", "adjudication audit files are named "
+                                      ".system/adjudications.<clone-id>.jsonl"), "")])
+        found = check_audit_change(path, old, data, desk_id)
+        if data is not None and not any(f.severity == "error" for f in found):
+            return _verdict([(f, "") for f in found] + archive_secret_items(path, old, data))
+        return _verdict([(f, "") for f in found])
     if data is None:
         return FileVerdict()
     if memory_name(path) is not None:
@@ -192,6 +215,10 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
         items += [(f, "") for f in _check_config(data, old)]
     if scope_file(path) is not None:
         items += [(f, "") for f in check_scope_file(path, data, desk_id)]
+    if path == CONFLICTS_FILE:
+        from desk.review.queue import queue_findings  # pydantic: only commits of the queue pay
+
+        items += [(f, "") for f in queue_findings(path, data)]
     items += _secret_items(path, text)  # every committed text, whatever its folder
     return _verdict(items)
 
@@ -321,7 +348,11 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
     from desk.config import DeskConfig
 
     try:
-        config = DeskConfig.model_validate(json.loads(data))
+        doc = json.loads(data)
+        newer = newer_schema(doc.get("schema_version") if isinstance(doc, dict) else None)
+        if newer:
+            return [Finding(CONFIG_PATH, 1, "config", f"{newer}: upgrade desk before committing it")]
+        config = DeskConfig.model_validate(doc)
     except json.JSONDecodeError as exc:
         return [Finding(CONFIG_PATH, exc.lineno, "config", f"invalid JSON: {exc.msg}")]
     except ValidationError as exc:

@@ -26,11 +26,11 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from desk.errors import Finding, InvalidFileError
+from desk.errors import DeskError, Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
-                              file_verdict, is_checked, is_managed)
-from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
+                              file_verdict, is_checked, is_managed, needs_old)
+from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Git, RawChange, blob_sha, staged_git
@@ -38,6 +38,7 @@ from desk.storage.reading import SymlinkError
 
 if TYPE_CHECKING:
     from desk.guard.verdicts import FileKey, VerdictCache
+    from desk.memory.file import MemoryFile
 
 VALIDATED_ENV = "DESK_VALIDATED"  # set on desk's own commits; the shell hooks skip Python for them
 
@@ -115,9 +116,41 @@ def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read
         added = {c.path for c in changes if c.old_blob is None}
         found, regenerated = check_memory_set(desk, lines, memory, added, contents)
         report.findings += found
+        report.findings += _staged_duplicate_keys(contents, memory)
     if message is not None:
         report.findings += check_message(message, changed)
     return report, regenerated
+
+
+def _staged_duplicate_keys(contents: Mapping[str, bytes | None], memory: MemorySet) -> list[Finding]:
+    """`keyed-duplicate` for the digest memories this commit writes: another memory of the commit
+    that holds the same key (looked for among the names the digest gives a key: it, or `k-` it,
+    with a hash suffix). Nothing is read unless a changed memory carries a key."""
+    keyed = {p: d for p, d in contents.items() if d is not None and b"\nkey:" in d}
+    if not keyed:
+        return []
+    from desk.memory.file import parse_memory
+    from desk.review.keyed import duplicate_keys, key_of
+
+    def parsed(path: str, data: bytes) -> MemoryFile | None:
+        try:
+            return parse_memory(data, path, memory_name(path))
+        except InvalidFileError:
+            return None
+
+    mine = {p: m for p, d in keyed.items() if (m := parsed(p, d)) is not None and key_of(m)}
+    if not mine:
+        return []
+    prefixes = tuple({k[:40] for m in mine.values() for k in (m.meta.key or "", "k-" + (m.meta.key or ""))})
+    others = {p: b for p, b in memory.all_files().items()
+              if p not in contents and (memory_name(p) or "").startswith(prefixes)}
+    blobs = memory.read(list(others.values())) if others else {}
+    every = dict(mine)
+    for path, blob in others.items():
+        data = blobs.get(blob)
+        if data is not None and (m := parsed(path, data)) is not None:
+            every[path] = m
+    return duplicate_keys(every, mine, {p: d.decode("utf-8", "replace") for p, d in keyed.items()})
 
 
 def _line(verdict: FileVerdict | None) -> str | None:
@@ -138,8 +171,7 @@ def _verdicts(changes: list[Change], desk_id: str, read: Read, known: Mapping[Fi
     verdict never needs the content)."""
     keys = {c.path: c.key() for c in changes if c.new is not None} if keyed else {}
     olds = read([c.old_blob for c in changes
-                 if c.old_blob and (c.path.startswith(ARCHIVE_PREFIX) or c.path == CONFIG_PATH)
-                 and keys.get(c.path) not in known])
+                 if c.old_blob and needs_old(c.path) and keys.get(c.path) not in known])
     verdicts: dict[str, FileVerdict] = {}
     fresh: dict[FileKey, FileVerdict] = {}
     for change in changes:
@@ -225,8 +257,7 @@ def staged_changes(git: Git, raw: list[RawChange] | None = None
               and c.new_mode not in (SYMLINK_MODE, GITLINK_MODE)]
     if any(is_managed(c.path) for c in raw):
         wanted.append(f"HEAD:{CONFIG_PATH}")
-    wanted += [c.old_blob for c in raw
-               if c.old_blob and (c.path.startswith(ARCHIVE_PREFIX) or c.path == CONFIG_PATH)]
+    wanted += [c.old_blob for c in raw if c.old_blob and needs_old(c.path)]
     if any(c.path == INDEX_FILE or c.path.startswith(MEMORY_PREFIX) for c in raw):
         wanted += [f"HEAD:{INDEX_FILE}", f":{INDEX_FILE}"]
     blobs = git.read_blobs(wanted)
@@ -248,8 +279,22 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
     read = _reader(git, blobs)
     memory = MemorySet(blobs.get(f":{INDEX_FILE}"), blobs.get(f"HEAD:{INDEX_FILE}"),
                        lambda: git.ls_staged(MEMORY_PREFIX), read, _like(git))
-    return _run(desk, changes, memory, read, message, now, cached=True,
-                head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"))
+    report, regenerated = _run(desk, changes, memory, read, message, now, cached=True,
+                               head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"))
+    report.findings = _restore_hints(desk, report.findings)
+    return report, regenerated
+
+
+def _restore_hints(desk: DeskFolder, findings: list[Finding]) -> list[Finding]:
+    """A broken conflict queue's findings name the last commit whose queue was good (HEAD's copy
+    may be the broken one). One `git log` of the queue, and only when it is broken."""
+    if not any(f.path == CONFLICTS_FILE and f.severity == "error" for f in findings):
+        return findings
+    from desk.review.queue import last_good_hint
+
+    hint = last_good_hint(desk, CONFLICTS_FILE)
+    return [f._replace(message=f"{f.message}; {hint}")
+            if f.path == CONFLICTS_FILE and f.severity == "error" else f for f in findings]
 
 
 def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], message: str,
@@ -309,8 +354,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
         config = _read_work_tree(desk, CONFIG_PATH)
         if config is not None:
             found[CONFIG_PATH] = config
-    heads = git.committed_blobs(sorted(p for p in {*found, *system}
-                                       if p.startswith(ARCHIVE_PREFIX) or p == CONFIG_PATH))
+    heads = git.committed_blobs(sorted(p for p in {*found, *system} if needs_old(p)))
     config = found.get(CONFIG_PATH)
     desk_id, allow = _config(desk, [Change(CONFIG_PATH, config[2])] if config else [])
     cache = _open_cache(desk, desk_id) if cached else None
@@ -320,7 +364,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
         earlier = cache.state(state) if cache else None
         if earlier is not None:
             checked, verdict = earlier
-            return Report(verdict.findings_at(allow, now), checked, reused=checked)
+            return Report(_restore_hints(desk, verdict.findings_at(allow, now)), checked, reused=checked)
         for path, (mode, blob) in listing.clean().items():  # the whole index, parsed only now
             if is_checked(path, mode) and path not in found:
                 kind = mode if mode in (SYMLINK_MODE, GITLINK_MODE) else FILE_MODE
@@ -331,7 +375,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
     finally:
         if cache is not None:
             cache.close()
-    report.findings = verdict.findings_at(allow, now)
+    report.findings = _restore_hints(desk, verdict.findings_at(allow, now))
     return report
 
 
@@ -391,7 +435,60 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
     memory = MemorySet(index, None, lambda: {}, read, like, all_lines=lambda: every)
     found_set, _ = check_memory_set(desk, lines, memory, set(memory_paths))
     items += [(f, "") for f in found_set]
+    changed = {p for p in memory_paths if found[p][2] is not None}  # read already: not tracked as is
+    items += [(f, "") for f in _keyed_state(desk, memory_paths, verdicts, changed)]
     return report, FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items))
+
+
+def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[str, FileVerdict],
+                 changed: Collection[str]) -> list[Finding]:
+    """desk.review.keyed's rules over the work tree: one active revision per key, evidence in the
+    archive, open cases that still describe their domain.
+
+    Cheap on a desk without keyed memories: one `git grep` over the tracked memory files finds
+    those that can hold a key or evidence (tens of ms at 10,000 memories, against hundreds to read
+    every file; the changed and untracked ones, `changed`, are read already), the queue is taken
+    as its own verdict found it, and YAML, pydantic and the rules load only when there is work.
+    """
+    keyed = desk.git.work_tree_grep(MEMORY_PREFIX, ["^key:", "^evidence:"]) | set(changed)
+    datas = {}
+    for path in memory_paths:
+        if path not in keyed or verdicts[path].entry is None:
+            continue  # does not parse: its own finding says so
+        try:
+            data = desk.read(path)
+        except (OSError, DeskError):  # a symlink has its own finding
+            continue
+        if b"\nkey:" in data or b"\nevidence:" in data:
+            datas[path] = data
+    try:
+        queue_data = desk.read_if_present(CONFLICTS_FILE) or b""
+    except DeskError:  # a symlink: its own finding
+        queue_data = b""
+    cases = []
+    queue_verdict = verdicts.get(CONFLICTS_FILE)
+    if queue_data and queue_verdict is not None and not any(
+            f.severity == "error" for f in queue_verdict.findings):
+        cases = json.loads(queue_data)["cases"]
+    if not datas and not any(c.get("status") == "open" for c in cases):
+        return []
+    from desk.memory.file import parse_memory
+    from desk.review.keyed import archive_ids, keyed_findings
+
+    memories, texts = {}, {}
+    for path, data in datas.items():
+        try:
+            memories[path] = parse_memory(data, path, memory_name(path))
+        except InvalidFileError:
+            continue
+        texts[path] = data.decode("utf-8", "replace")
+    known = None
+    if any(m.meta.evidence for m in memories.values()):
+        folder = desk.path(ARCHIVE_DIR)
+        known = archive_ids(desk.read(f"{ARCHIVE_DIR}/{p.name}") for p in sorted(folder.glob("*.jsonl"))
+                            if not p.is_symlink())
+    return keyed_findings(memories, texts, cases, known, queue_data.decode("utf-8", "replace"),
+                          CONFLICTS_FILE)
 
 
 def _read_work_tree(desk: DeskFolder, path: str) -> tuple[str, str | None, bytes | None] | None:

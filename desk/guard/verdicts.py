@@ -51,6 +51,7 @@ RULE_MODULES = (
     "desk.text.escape", "desk.vocabulary", "desk.errors", "desk.storage.atomic",
     "desk.storage.git", "desk.storage.lock", "desk.storage.sqlite_cache",
     "desk.storage.conflict_markers", "desk.storage.reading",
+    "desk.review.queue", "desk.review.audit",
 )
 LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 _SCHEMA = """

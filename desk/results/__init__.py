@@ -16,16 +16,16 @@ from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, In
                                  MemoryDiff, MemoryList, Recalled, ShownMemory, Stats, Validation)
 from desk.results.scopes import PrefChanged, PrefList, PrefShown, UserProfile
 from desk.results.sync import Cloned, Synced
-from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCases,
+from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCase, ConflictCases,
                                   ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
-                                  MistakeList, NowChange, NowView)
+                                  Migrated, MistakeList, NowChange, NowView, Resolved)
 
 __all__ = [
     "Outcome", "Wrapped",
     "Initialized", "MemoryChange", "MemoryDiff", "ShownMemory", "MemoryList", "AuditTrail",
     "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
     "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
-    "Digested", "ConflictCases", "NowView", "NowChange", "MistakeAdded", "MistakeList",
-    "ConversationsRendered", "ImportPlan", "Exported", "Synced", "Cloned", "UserProfile", "PrefChanged",
-    "PrefShown", "PrefList",
+    "Digested", "ConflictCases", "ConflictCase", "Resolved", "Migrated", "NowView", "NowChange", "MistakeAdded",
+    "MistakeList", "ConversationsRendered", "ImportPlan", "Exported", "Synced", "Cloned", "UserProfile",
+    "PrefChanged", "PrefShown", "PrefList",
 ]

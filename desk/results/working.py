@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from desk.archive.importing import ImportResult
     from desk.archive.store import ArchiveEvent
     from desk.archive.verify import VerifyReport
+    from desk.digest.resolve import Resolution
+    from desk.migrate import MigrationResult
     from desk.digest.run import DigestResult
     from desk.errors import Finding
     from desk.notes.mistakes import Mistake, MistakeResult
@@ -137,15 +139,28 @@ class Digested(Wrapped["DigestResult"]):
         return "\n".join(lines)
 
 
+def resolve_command(case: dict[str, Any], candidate: dict[str, Any]) -> str:
+    """The `desk resolve` command that picks `candidate` (ACTOR and WHY for the person to fill in)."""
+    return (f"desk resolve {case['id']} {candidate['id']} --expected-revision {case['revision']} "
+            f"--event-id review:{case['id']}:r{case['revision']} --actor ACTOR --rationale 'WHY'")
+
+
+def _with_commands(case: dict[str, Any]) -> dict[str, Any]:
+    if case["status"] != "open":
+        return dict(case)
+    return {**case, "candidates": [{**c, "resolve": resolve_command(case, c)} for c in case["candidates"]]}
+
+
 @dataclass(frozen=True)
 class ConflictCases(Outcome):
-    """The conflict review queue's cases (open ones only unless `include_closed`)."""
+    """The conflict review queue's cases (open ones only unless `include_closed`); each open case's
+    candidates carry the `desk resolve` command that picks them."""
 
     cases: list[dict[str, Any]]
     include_closed: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"cases": self.cases}
+        return {"cases": [_with_commands(c) for c in self.cases]}
 
     def text(self) -> str:
         if not self.cases:
@@ -155,9 +170,81 @@ class ConflictCases(Outcome):
             lines.append(f"{case['id']}  {case.get('key') or case['domain']}  revision {case['revision']}"
                          f"  {case['status']}")
             for cand in case.get("candidates", []):
-                lines.append(f"  {cand['id']}  {cand['role']:<10}  {cand['content']}  "
+                lines.append(f"  {cand['id']}  {cand['role']:<10}  {preview(cand['content'])}  "
                              f"({len(cand['evidence'])} evidence)")
+            if case["status"] == "open":
+                lines.append(f"  show: desk conflicts show {case['id']}")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ConflictCase(Outcome):
+    """One case in full: each candidate with its evidence (id, time and archived text) and the
+    `desk resolve` command that picks it (`desk conflicts show CASE`)."""
+
+    case: dict[str, Any]
+    evidence: dict[str, dict[str, Any] | None]  # event id: {at, content, session} or None when missing
+
+    def to_json(self) -> dict[str, Any]:
+        case = _with_commands(self.case)
+        case["candidates"] = [{**c, "evidence_records": [self._record(e) for e in c["evidence"]]}
+                              for c in case["candidates"]]
+        return {"case": case}
+
+    def _record(self, event_id: str) -> dict[str, Any]:
+        found = self.evidence.get(event_id)
+        return {"id": event_id, **(found or {"missing": True})}
+
+    def text(self) -> str:
+        case = self.case
+        lines = [f"case {case['id']}  revision {case['revision']}  {case['status']}",
+                 f"domain: {case.get('key') or case['domain']}",
+                 f"opened: {case['opened']}" + (f"  closed: {case['closed']}" if case.get("closed") else "")]
+        if case.get("active"):
+            lines.append(f"active memory: memory/{case['active']['name']}.md")
+        if case.get("note"):
+            lines.append(f"note: {case['note']}")
+        for cand in case["candidates"]:
+            detail = ", ".join(f"{k} {cand[k]}" for k in ("kind", "importance") if cand.get(k) is not None)
+            lines += ["", f"{cand['role']} {cand['id']}: {cand['content']}",
+                      f"  latest {cand['latest']}" + (f", {detail}" if detail else "")]
+            for event_id in cand["evidence"]:
+                record = self.evidence.get(event_id)
+                said = preview(record.get("content"), 80) if record else "(not in the archive)"
+                lines.append(f"  - {event_id}  {said}")
+            if case["status"] == "open":
+                lines.append(f"  pick: {resolve_command(case, cand)}")
+        if case.get("resolution"):
+            r = case["resolution"]
+            lines += ["", f"resolved by {r['actor']} at {r['at']}: {r['outcome']} {r['candidate']} "
+                          f"(event {r['event']})", f"  rationale: {r['rationale']}"]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Migrated(Wrapped["MigrationResult"]):
+    """What `desk migrate` did (or, with --dry-run, would do)."""
+
+    def text(self) -> str:
+        m = self.value
+        if m.status == "unchanged":
+            return f"the desk is at schema version {m.to_version}: nothing to migrate"
+        head = ("would migrate" if m.status == "planned" else "migrated") + \
+            f" the desk from schema {m.from_version} to {m.to_version}{commit_suffix(m.commit)}"
+        return "\n".join([head, *(f"  {c['path']}: {c['change']}" for c in m.changes)])
+
+
+@dataclass(frozen=True)
+class Resolved(Wrapped["Resolution"]):
+    """What `desk resolve` did: status `resolved`, or `unchanged` for a retried event id."""
+
+    def text(self) -> str:
+        r = self.value
+        verb = "already decided" if r.status == "unchanged" else "resolved"
+        what = ("kept the active value" if r.outcome == "kept"
+                else f"memory/{r.memory}.md now holds the chosen value" if r.memory
+                else "the file now holds the chosen version")
+        return f"{verb} case {r.case} (event {r.event}): {what}{commit_suffix(r.commit)}"
 
 
 # -- working notes --------------------------------------------------------------------------

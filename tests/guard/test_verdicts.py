@@ -184,7 +184,9 @@ for path, data, mode, old in [
         ("journal/d", b"", "160000", None), ("MEMORY.md", b"x" * (2 << 20), "100644", None),
         ("USER.md", b"---\nname: A\ntimezone: UTC+8\n---\n", "100644", None),
         ("users/u-0123456789abcdef/prefs/a.b.md", b"---\nkey: a.b\n---\n", "100644", None),
-        ("users/x/notes.md", b"x", "100644", None), ("projects/p/memory/m.md", memory, "100644", None)]:
+        ("users/x/notes.md", b"x", "100644", None), ("projects/p/memory/m.md", memory, "100644", None),
+        (".system/conflicts.json", b'{"schema_version": 2, "cases": []}', "100644", None),
+        (".system/adjudications.0123456789ab.jsonl", b"{}\n", "100644", b"")]:
     file_verdict(path, data, desk_id="d", mode=mode, old=old).findings_at((), dt.datetime.now(dt.timezone.utc))
 secret_verdict("NOW.md", "password = 'Zx8q2LmP0vR7tYw4nKs'")
 check_message("x\n\nDesk-Actor: assistant\n", {"SOUL.md"})

@@ -46,13 +46,24 @@ def test_now_merges_by_section() -> None:
 
 
 def test_conflict_queue_union_prefers_closed_then_later_revision() -> None:
-    def case(cid: str, status: str = "open", revision: int = 1) -> dict[str, object]:
-        return {"id": cid, "domain": f"d-{cid}", "revision": revision, "status": status}
+    from desk.digest.conflicts import candidate_id, make_case
+
+    def case(name: str, status: str = "open", revision: int = 1) -> dict[str, object]:
+        domain = f"key:{name}"
+        made = make_case("desk-x", domain, name, [{
+            "id": candidate_id(domain, "v"), "role": "challenger", "content": "V.", "kind": "decision",
+            "importance": 5, "evidence": ["f"], "latest": "2026-09-01T00:00:00Z"}], ["f"], None,
+            revision=revision, opened="2026-11-29T00:00:00Z")
+        if status == "resolved":  # as desk resolve closes a case
+            made.update(status="resolved", closed="2026-11-30T00:00:00Z", resolution={
+                "event": "e", "candidate": candidate_id(domain, "v"), "outcome": "replaced", "actor": "ada",
+                "rationale": "r", "at": "2026-11-30T00:00:00Z", "before": None, "after": None})
+        return made
 
     ours = render_queue([case("a"), case("b", "resolved")])
     theirs = render_queue([case("a", "resolved"), case("b"), case("c")])
     merged = json.loads(merge_file("conflicts", ".system/conflicts.json", None, ours, theirs).data or b"")
-    assert {c["id"]: c["status"] for c in merged["cases"]} == {"a": "resolved", "b": "resolved", "c": "open"}
+    assert {c["key"]: c["status"] for c in merged["cases"]} == {"a": "resolved", "b": "resolved", "c": "open"}
     broken = merge_file("conflicts", ".system/conflicts.json", None, b"{not json", theirs)
     assert not broken.ok
 

@@ -1,0 +1,129 @@
+"""`.system/adjudications.<clone-id>.jsonl`: the append-only audit of people's decisions on conflict cases.
+
+One JSON line per decision (`desk resolve`), keys sorted, written in the same commit as the memory
+change and the closed case. Like the archive, one file per clone (docs/design.md §2: two machines
+syncing one desk never append to the same file) and a hash chain per file: each line's `prev` is
+the sha256 of the line before it (null on the first line), so an edited or removed line shows.
+The gate allows a change of an audit file only when it is a pure append of valid lines
+(`audit-append-only`, `audit-record`, `audit-chain`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from desk.errors import Finding
+
+AUDIT_VERSION = 1
+AUDIT_GLOB = ".system/adjudications.*.jsonl"
+_AUDIT_RE = re.compile(r"\.system/adjudications\.([0-9a-f]{12})\.jsonl")
+_HASH_RE = re.compile(r"sha256:[0-9a-f]{64}")
+FIELDS: Mapping[str, tuple[type, ...]] = {
+    "v": (int,), "event": (str,), "case": (str,), "revision": (int,), "domain": (str,),
+    "key": (str, type(None)), "candidate": (str,), "role": (str,), "outcome": (str,),
+    "content": (str,), "evidence": (list,), "actor": (str,), "rationale": (str,),
+    "before": (dict, type(None)), "after": (dict, type(None)), "at": (str,), "desk_id": (str,),
+    "prev": (str, type(None)),
+}
+
+
+def audit_path(clone: str) -> str:
+    return f".system/adjudications.{clone}.jsonl"
+
+
+def is_audit_path(path: str) -> bool:
+    return _AUDIT_RE.fullmatch(path) is not None
+
+
+def line_hash(line: bytes) -> str:
+    return "sha256:" + hashlib.sha256(line).hexdigest()
+
+
+def render_line(record: Mapping[str, Any], previous: bytes | None) -> bytes:
+    """One audit line chained onto `previous` (the file so far), with its newline."""
+    prev = None
+    if previous:
+        body = previous[:-1] if previous.endswith(b"\n") else previous
+        prev = line_hash(body[body.rfind(b"\n") + 1:])
+    data = {**record, "v": AUDIT_VERSION, "prev": prev}
+    return (json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False,
+                       separators=(",", ":")) + "\n").encode()
+
+
+def parse_audit(path: str, data: bytes, desk_id: str | None = None
+                ) -> tuple[list[dict[str, Any]], list[Finding]]:
+    """The records of an audit file and every problem (each at its line)."""
+    records: list[dict[str, Any]] = []
+    findings: list[Finding] = []
+    if data and not data.endswith(b"\n"):
+        findings.append(Finding(path, data.count(b"\n") + 1, "audit-record",
+                                "the last line is not complete (audit lines end with a newline)"))
+    prev: str | None = None
+    events: set[str] = set()
+    for number, line in enumerate(data.split(b"\n")[:-1] if data else [], 1):
+        problem = _record_problem(line, desk_id)
+        if isinstance(problem, str):
+            findings.append(Finding(path, number, "audit-record", problem))
+        else:
+            if problem["prev"] != prev:
+                findings.append(Finding(path, number, "audit-chain",
+                                        "prev does not match the line before it: a line was edited, "
+                                        "removed or reordered"))
+            if problem["event"] in events:
+                findings.append(Finding(path, number, "audit-record",
+                                        f"event {problem['event']} is recorded twice"))
+            events.add(problem["event"])
+            records.append(problem)
+        prev = line_hash(line)
+    return records, findings
+
+
+def _record_problem(line: bytes, desk_id: str | None) -> dict[str, Any] | str:
+    try:
+        record = json.loads(line.decode("utf-8"), parse_constant=_refuse)
+    except ValueError as exc:
+        return f"not a JSON line: {exc}"
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    missing = sorted(set(FIELDS) - set(record))
+    extra = sorted(set(record) - set(FIELDS))
+    if missing or extra:
+        return "fields " + ("missing: " + ", ".join(missing) if missing else "") + \
+               ("; " if missing and extra else "") + ("unknown: " + ", ".join(extra) if extra else "")
+    for name, kinds in FIELDS.items():
+        value = record[name]
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            return f"{name} has the wrong type"
+    if record["v"] != AUDIT_VERSION:
+        return f"v {record['v']} is not an audit version this desk reads ({AUDIT_VERSION})"
+    if record["prev"] is not None and not _HASH_RE.fullmatch(record["prev"]):
+        return "prev is not a sha256:<hex> hash"
+    if record["outcome"] not in ("replaced", "kept"):
+        return "outcome must be replaced or kept"
+    if desk_id and record["desk_id"] != desk_id:
+        return f"desk_id {record['desk_id']!r} is not this desk's"
+    return record
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def check_audit_change(path: str, old: bytes | None, new: bytes | None, desk_id: str) -> list[Finding]:
+    """A change of an audit file: never deleted or rewritten, only valid lines appended."""
+    if new is None:
+        return [Finding(path, 1, "audit-append-only", "the adjudication audit is never deleted; "
+                        f"restore it (`git restore --staged --worktree -- {path}`)")]
+    if old and not new.startswith(old):
+        limit = min(len(old), len(new))
+        at = next((k for k in range(limit) if old[k] != new[k]), limit)
+        line = old.count(b"\n", 0, at) + 1
+        return [Finding(path, line, "audit-append-only",
+                        f"line {line} was changed or removed; the adjudication audit only grows "
+                        f"(`git restore --staged --worktree -- {path}`)")]
+    _records, findings = parse_audit(path, new, desk_id or None)
+    return findings

@@ -1,0 +1,31 @@
+"""Named crash points: the test hook that lets the kill matrix stop a real process at a write boundary.
+
+`crash_point("after-marker")` does nothing unless the environment variable DESK_TEST_CRASH_AT
+names that point; then the process SIGKILLs itself on the spot (no `finally`, no atexit, no
+buffered write flushed: exactly what a `kill -9` or a power cut leaves). tests/test_crash_resolve.py
+runs a real `desk resolve` once per point. The names are listed in CRASH_POINTS so a test can tell a
+point that never fires from one that is misspelt.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+CRASH_ENV = "DESK_TEST_CRASH_AT"
+CRASH_POINTS = (
+    "before-marker",        # nothing written yet
+    "after-marker",         # the pending-mutation marker is durable, no object or file yet
+    "after-objects",        # blobs, tree and commit object written (unreferenced), no file yet
+    "after-write",          # after each work-tree file: `after-write:<path>`
+    "after-index-refresh",  # the person's index refreshed in desk's copy (what `git add` would do)
+    "after-update-ref",     # the branch moved: the commit is published, the index not yet
+    "after-publish",        # the person's index published; the marker is still there
+    "after-marker-cleared",
+)
+
+
+def crash_point(name: str) -> None:
+    """SIGKILL this process when DESK_TEST_CRASH_AT is `name` (a test hook; a no-op otherwise)."""
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
