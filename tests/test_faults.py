@@ -1,6 +1,6 @@
 """I/O faults injected in process (issue 15.13), the way SQLite's tests inject them: `os.write`
 fails with ENOSPC and `os.fsync` with EIO at the Nth call, for every N a command makes, in
-remember (create and update), forget, archive append, checkpoint and digest.
+remember (create and update), forget, archive append, checkpoint, digest and resolve.
 
 After each fault the command has failed with an error that says what happened (a DeskError, or an
 OSError naming the errno) and the desk is exactly as before, or (when the fault hit after the
@@ -81,13 +81,27 @@ OPS: dict[str, Callable[[desk_api.Desk], object]] = {
     "archive-append": lambda d: d.archive_append("inbound", "hello", session="s1"),
     "checkpoint": lambda d: d.checkpoint(),
     "digest": lambda d: d.digest(date="2026-03-01", as_of=FIXED),
+    "resolve": lambda d: _resolve(d),
 }
+
+
+def _resolve(d: desk_api.Desk) -> object:
+    """Choose a challenger of the template's open case (a retry with the same event id is the
+    same decision: desk returns the first result)."""
+    [case] = d.conflicts_list().cases
+    chosen = next(c["id"] for c in case["candidates"] if c["content"] == "Use Python 3.12.")
+    return d.resolve(case["id"], chosen, expected_revision=case["revision"], event_id="review:faults",
+                     actor="ada@example.org", rationale="The fault test decides.", now=FIXED)
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("faults") / "desk"
     d = desk_api.init(root)
+    for value in ("Use Python 3.11.", "Use Python 3.12."):  # a tie: one open conflict case
+        d.fact_add(value, kind="decision", importance=5, key="runtime.python", at="2025-12-01T10:00:00Z")
+    d.digest(as_of="2026-02-28T00:00:00Z")
+    assert len(d.conflicts_list().cases) == 1
     d.remember("base", "The base fact.", type="fact", description="A base fact", triggers=["base"])
     d.archive_append("inbound", "an event to checkpoint", session="s0", at="2026-03-01T09:00:00Z")
     d.fact_add("Deploys go through the staging box.", kind="convention", importance=4,
