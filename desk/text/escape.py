@@ -48,7 +48,9 @@ _CONTROL_RE = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
 _INVISIBLE = " \t\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
 _HEADING_RE = re.compile(f"^[{_INVISIBLE}]*[#\uff03]")
 _LEAD_RE = re.compile(f"^[{_INVISIBLE}]+")
-_SETEXT_RE = re.compile(r"^[ \t]*(=+|-+)[ \t]*$")
+# A setext underline is `=+` or `-+`; a mix (`===---`) is not one in CommonMark, but other renderers
+# (and a reader) may take it for one, so it is escaped too.
+_SETEXT_RE = re.compile(r"^[ \t]*[=\-]+[ \t]*$")
 _OWN_TAG_RE = re.compile(r"<(?=/?(?:desk|memory|recalled_context|hit)\b|!--)", re.I)
 TOKEN_CHARS = 16
 
