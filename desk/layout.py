@@ -149,6 +149,10 @@ def project_problem(name: str) -> str | None:
         return f"the project name is {len(name)} characters; the limit is {PROJECT_MAX}"
     if not re.fullmatch(r"[a-z0-9]+(?:[-_][a-z0-9]+)*", name):
         return "a project name is lowercase words (a-z, 0-9) joined by '-' or '_', e.g. billing-api"
+    from desk.text.names import RESERVED_STEMS  # the one name rule's Windows device names
+
+    if name in RESERVED_STEMS:
+        return f"{name!r} is a reserved device name on Windows; the folder would not check out there"
     return None
 
 

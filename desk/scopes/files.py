@@ -26,6 +26,7 @@ from desk.layout import OWNER_SCOPE
 from desk.storage import frontmatter
 from desk.text import escape
 from desk.text.escape import xml_text
+from desk.text.names import RESERVED_STEMS
 from desk.text.times import TimeFormatError, format_time, parse_time
 
 FORMAT = 1  # the preference file format written; readers accept READABLE_FORMATS
@@ -57,6 +58,10 @@ def key_problem(key: str) -> str | None:
     if not KEY_RE.fullmatch(key):
         return ("a key is lowercase words (a-z, 0-9) joined by '.', '_' or '-', "
                 "e.g. response.language")
+    if key.endswith(".md"):  # prefs/<key>.md: the suffix is desk's to add
+        return "a key must not end with '.md'"
+    if key.split(".")[0] in RESERVED_STEMS:
+        return f"{key!r} starts with a device name Windows reserves; the file would not check out there"
     return None
 
 

@@ -122,6 +122,7 @@ def test_as_of_reads_never_write(desk: DeskFolder, run: DeskRunner) -> None:
 def test_bad_input_is_refused_and_changes_nothing(desk: DeskFolder, run: DeskRunner) -> None:
     before = snapshot(desk.root)
     for args, code in ((("Response.Language", "x"), 2), (("a..b", "x"), 2), (("a.b", "two\nlines"), 2),
+                       (("con.language", "x"), 2), (("notes.md", "x"), 2), (("a.b\n", "x"), 2),
                        (("a.b", "  "), 2), (("a.b", "x", "--at", "2026-08-01T01:00:00"), 2),
                        (("a.b", "x", "--at", T2, "--expires", T1), 3),
                        (("a.b", "x", "--at", T2, "--expires", T2), 3),

@@ -59,7 +59,7 @@ def test_statuses_and_forget_in_a_project(desk: DeskFolder, run: DeskRunner) -> 
     assert run("forget", "runtime", "--project", "billing").exit_code == 1
 
 
-@pytest.mark.parametrize("name", ["Billing", "../x", "a/b", "-x", "a" * 65, "a..b", " "])
+@pytest.mark.parametrize("name", ["Billing", "../x", "a/b", "-x", "a" * 65, "a..b", " ", "con", "com1", "x\n"])
 def test_project_names_are_validated_slugs(desk: DeskFolder, run: DeskRunner, name: str) -> None:
     before = snapshot(desk.root)
     assert run("--project", name, "remember", "x", *RUNTIME, "body").exit_code == 2
