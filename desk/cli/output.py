@@ -96,36 +96,26 @@ def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     return value
 
 
-def _set_user(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    if value is not None:
-        ctx.ensure_object(Invocation).user = value
-    return value
-
-
 USER_HELP = ("The user whose scope this is (an email or account id; default: $DESK_USER, else the "
              "desk owner).")
-
-
-def user_option(func: F) -> F:
-    """`--user ID` after the subcommand: the same as the group's `--user` before it."""
-    return click.option("--user", metavar="ID", expose_value=False, callback=_set_user,
-                        help=USER_HELP)(func)
-
-
-def _set_project(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    if value is not None:
-        ctx.ensure_object(Invocation).project = value
-    return value
-
-
 PROJECT_HELP = ("The project scope (a slug): memories under projects/NAME/ (default: $DESK_PROJECT, "
                 "else desk-wide).")
 
 
-def project_option(func: F) -> F:
-    """`--project NAME` after the subcommand: the same as the group's `--project` before it."""
-    return click.option("--project", metavar="NAME", expose_value=False, callback=_set_project,
-                        help=PROJECT_HELP)(func)
+def _scope_option(name: str, metavar: str, help: str) -> Callable[[F], F]:
+    """`--user`/`--project` shown on a command's own help. Given after the subcommand they are
+    hoisted to the group (desk.cli.main.GLOBAL_OPTIONS); the callback keeps a direct call of the
+    command (a test's CliRunner on it) working the same way."""
+    def remember(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+        if value is not None:
+            setattr(ctx.ensure_object(Invocation), name, value)
+        return value
+
+    return click.option(f"--{name}", metavar=metavar, expose_value=False, callback=remember, help=help)
+
+
+user_option = _scope_option("user", "ID", USER_HELP)
+project_option = _scope_option("project", "NAME", PROJECT_HELP)
 
 
 def json_option(func: F) -> F:
