@@ -194,7 +194,8 @@ def test_check_accepts_a_pure_append_and_rejects_rewrites(desk: DeskFolder) -> N
 
 def test_check_rejects_a_record_in_the_wrong_days_file(desk: DeskFolder) -> None:
     path, data, lines = _three(desk)
-    found = _errors(desk, path.with_name(path.name.replace("2026-11-29", "2026-11-30")), None, data)
+    other_day = (NOW + dt.timedelta(days=1)).strftime("%Y-%m-%d")  # records are at NOW, fixed
+    found = _errors(desk, path.with_name(path.name.replace(NOW.strftime("%Y-%m-%d"), other_day)), None, data)
     assert found and all(rule == "archive-record" for _line, rule in found)
 
 

@@ -20,7 +20,7 @@ from desk.review.audit import parse_audit
 from tests.conftest import DeskRunner, git, snapshot
 
 AS_OF = "2026-11-29T20:00:00Z"
-NOW = "2026-11-30T09:00:00Z"
+NOW = "2026-11-30T09:00:00Z"  # a fixed clock, passed to every resolve: never today's date
 
 
 def fact(d: DeskFolder, text: str, at: str, *, importance: int = 5, key: str = "runtime.python") -> str:

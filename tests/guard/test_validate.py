@@ -167,10 +167,10 @@ def test_secret_in_memory_and_journal(desk: DeskFolder) -> None:
     proc = add_memory(desk.root, "keys", memory_text("keys", body=f"The maps key is {secret}."))
     assert proc.returncode != 0 and "memory/keys.md:7: secret: google-api-key" in proc.stderr
     assert secret not in proc.stderr
-    write(desk.root, "journal/2026-11-30.md", f"token = \"{'Zx8q2LmP0vR7tYw4nKs'}\"\n")
+    write(desk.root, "journal/2026-01-05.md", f"token = \"{'Zx8q2LmP0vR7tYw4nKs'}\"\n")
     sh(desk.root, "reset", "-q")
-    proc = add_commit(desk.root, "journal", "journal/2026-11-30.md")
-    assert proc.returncode != 0 and "journal/2026-11-30.md:1: secret: generic-secret" in proc.stderr
+    proc = add_commit(desk.root, "journal", "journal/2026-01-05.md")
+    assert proc.returncode != 0 and "journal/2026-01-05.md:1: secret: generic-secret" in proc.stderr
 
 
 def test_file_rules_symlink_binary_encoding_size(desk: DeskFolder) -> None:
