@@ -15,7 +15,7 @@ from typing import Any
 
 from desk.errors import Finding, InvalidFileError, UsageError
 from desk.layout import ARCHIVE_DIR
-from desk.text.secrets import redact, scan
+from desk.text.secrets import SHORTEST_SECRET, redact, scan
 from desk.text.times import TimeFormatError, parse_time
 
 FIELDS = frozenset({"id", "desk_id", "at", "recorded_at", "kind", "session", "actor", "content",
@@ -170,7 +170,8 @@ def refuse_secret_ids(event: dict[str, Any]) -> None:
     """UsageError when `session` or `actor` holds a secret: ids are never redacted in place."""
     for key in ("session", "actor"):
         value = event.get(key)
-        if isinstance(value, str) and (found := scan(value)):
+        # No pattern matches fewer than SHORTEST_SECRET characters: short ids (most) skip the scan.
+        if isinstance(value, str) and len(value) >= SHORTEST_SECRET and (found := scan(value)):
             raise UsageError(f"{key}: holds what looks like a secret ({found[0].kind}, {found[0].preview}); "
                              "ids are kept as they are and become file names", hint=f"pass another {key}")
 

@@ -220,7 +220,7 @@ class ArchiveWriter:
             path = os.path.join(self._root, rel)
             from desk.storage.reading import NOFOLLOW, SymlinkError, check_no_link
 
-            check_no_link(Path(path), Path(self._root))  # never append through a link
+            check_no_link(path, self._root)  # never append through a link
             created = False
             try:
                 try:

@@ -47,22 +47,25 @@ def _relative(path: Path, root: Path | None) -> str:
     return str(path)
 
 
-def check_no_link(path: Path, root: Path | None = None) -> None:
-    """SymlinkError when a folder between `root` (exclusive) and `path` (exclusive) is a symlink."""
+def check_no_link(path: Path | str, root: Path | str | None = None) -> None:
+    """SymlinkError when a folder between `root` (exclusive) and `path` (exclusive) is a symlink.
+
+    Plain string work and one `lstat` a folder: every archive append pays for it."""
     if root is None:
         return
-    try:
-        parts = path.relative_to(root).parts[:-1]
-    except ValueError:
+    full, top = os.fspath(path), os.fspath(root).rstrip(os.sep)
+    if not full.startswith(top + os.sep):
         return
-    folder = root
-    for part in parts:
-        folder = folder / part
+    relative = full[len(top) + 1:]
+    folder = top
+    for part in relative.split(os.sep)[:-1]:
+        folder = f"{folder}{os.sep}{part}"
         try:
-            if stat.S_ISLNK(os.lstat(folder).st_mode):
-                raise SymlinkError(path, _relative(path, root))
+            mode = os.lstat(folder).st_mode
         except FileNotFoundError:
             return  # the open below reports the missing file as git would
+        if stat.S_ISLNK(mode):
+            raise SymlinkError(Path(full), relative)
 
 
 def read_regular(path: Path, root: Path | None = None) -> bytes:

@@ -107,6 +107,9 @@ def _patterns() -> _Patterns:
 
 GENERIC_MIN_ENTROPY = 3.0
 GENERIC_MIN_LENGTH = 10
+# The shortest text any pattern can match: a URL's `x://:pwd@h` (a one-letter scheme, no user, a
+# 3-character password, a one-letter host); the generic rule needs 14, the vendor ones more.
+SHORTEST_SECRET = len("x://:pwd@h")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ scanner of any other tool does not flag the test file itself).
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from desk.text.secrets import fingerprint, redact, scan
 
@@ -167,3 +169,18 @@ def test_allow_by_fingerprint_only() -> None:
 def test_lines_are_counted_across_the_text() -> None:
     text = "first\nsecond\n" + SECRETS["google-api-key"][0]
     assert scan(text)[0].line == 3
+
+
+_SHORT = st.text(alphabet="x:/@=pwdkeyAKIghp_ 9Z-.eyJsk", max_size=13)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_SHORT)
+def test_nothing_shorter_than_the_shortest_secret_is_ever_found(text: str) -> None:
+    """SHORTEST_SECRET lets short ids skip the scan: it must be a true lower bound."""
+    from desk.text.secrets import SHORTEST_SECRET
+
+    assert [f.kind for f in scan("x://:k9Z@h")] == ["url-credentials"]  # exactly that long
+    assert len("x://:k9Z@h") == SHORTEST_SECRET
+    if len(text) < SHORTEST_SECRET:
+        assert scan(text) == []
