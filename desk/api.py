@@ -629,9 +629,13 @@ class Desk(DeskFolder):
 
     def mistake_add(self, *, what: str, context: str, cause: str, avoid: str,
                     memory: str | None = None, actor: str = "assistant") -> MistakeAdded:
-        """Add an entry to MISTAKES.md in one commit; the same lesson again changes nothing."""
+        """Add an entry to MISTAKES.md in one commit; the same lesson again changes nothing.
+
+        `memory` links the entry to a memory, given as `x`, `x.md` or `memory/x.md`."""
         from desk.notes.mistakes import add_mistake
 
+        if memory is not None:
+            memory = self._name(memory)
         return MistakeAdded(add_mistake(self, what=what, context=context, cause=cause, avoid=avoid,
                                         memory=memory, actor=actor))
 

@@ -193,7 +193,7 @@ def mistake_group() -> None:
 @click.option("--context", required=True, help="The situation it happened in.")
 @click.option("--cause", required=True, help="Why it happened.")
 @click.option("--avoid", required=True, help="How to avoid it next time.")
-@click.option("--memory", metavar="NAME", help="The memory that fixes the behaviour (memory/NAME.md).")
+@click.option("--memory", metavar="NAME", help="The memory that fixes the behaviour: NAME, NAME.md or memory/NAME.md.")
 @_actor_option
 @json_option
 def mistake_add_command(what: str, context: str, cause: str, avoid: str, memory: str | None,

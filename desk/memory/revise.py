@@ -6,13 +6,14 @@ import datetime as dt
 from collections.abc import Collection, Sequence
 
 from desk.errors import UsageError
-from desk.layout import INDEX_FILE, DeskFolder
+from desk.layout import INDEX_FILE, MISTAKES_FILE, DeskFolder
 from desk.memory.file import MemoryFile, build_meta, parse_memory, require_name
 from desk.memory.index import IndexEntry, memory_path
 from desk.memory.mirror import head_mirror
 from desk.memory.operations import (MutationResult, _commit_memory, _head_blobs, _list, _merged,
                                     _require_actor, _require_clearable, _require_future,
                                     _trigger_warnings, _with_index, no_memory)
+from desk.notes.mistakes import relink_mistakes
 from desk.storage.git import blob_sha
 from desk.text.times import utc_now
 from desk.transaction import commit_message, transaction
@@ -63,8 +64,8 @@ def set_fields(desk: DeskFolder, name: str, *, description: str | None = None, t
 
 def rename(desk: DeskFolder, old: str, new: str, *, actor: str = "user") -> MutationResult:
     """Rename memory `old` to `new` in one commit: the file moves, its `name:` follows, MEMORY.md
-    is regenerated. Nothing else in the file changes, so git sees a rename (`desk history`
-    follows it)."""
+    is regenerated and MISTAKES.md's links to `old` follow. Nothing else in the file changes, so
+    git sees a rename (`desk history` follows it)."""
     _require_actor(actor)
     require_name(old)
     require_name(new)
@@ -81,11 +82,18 @@ def rename(desk: DeskFolder, old: str, new: str, *, actor: str = "user") -> Muta
                              hint=f"pick another name, or `desk forget {new}` first")
         existing = parse_memory(desk.read(old_path), old_path, old)
         memory = MemoryFile(existing.meta.replace(name=new), existing.body)
-        data = memory.render()
+        changes: dict[str, bytes | None] = {old_path: None, new_path: memory.render()}
+        mistakes = desk.read_if_present(MISTAKES_FILE)
+        relinked = relink_mistakes(mistakes.decode("utf-8"), old, new) if mistakes is not None else None
+        if relinked is not None:
+            tx.require_clean([MISTAKES_FILE])
+            changes[MISTAKES_FILE] = relinked.encode("utf-8")
+        data = changes[new_path]
+        assert data is not None
         entry = IndexEntry.of(memory)
         message = commit_message(f"rename: {old} -> {new}", {
             "Desk-Op": "rename", "Desk-Memory": new, "Desk-Renamed-From": old, "Desk-Actor": actor})
         index = mirror.render_index({old: None, new: entry})
-        sha = tx.commit(_with_index(desk, mirror, {old_path: None, new_path: data}, index), message)
+        sha = tx.commit(_with_index(desk, mirror, changes, index), message)
         mirror.record(sha, {old: None, new: (blob_sha(data), entry)}, blob_sha(index))
     return MutationResult("renamed", new, new_path, sha)

@@ -92,6 +92,21 @@ def parse_mistakes(text: str) -> list[Mistake]:
     return found
 
 
+def relink_mistakes(text: str, old: str, new: str) -> str | None:
+    """MISTAKES.md `text` with every entry's link to memory `old` pointing at `new` instead, or None
+    when no entry links to `old` (so a rename carries the error book's links along)."""
+    lines = text.splitlines(keepends=True)
+    changed = False
+    for i, line in enumerate(lines):
+        f = _FIELD.match(line.rstrip("\r\n"))
+        if f and f.group(1).lower() == "memory" and (m := _LINK.match(f.group(2).strip())) \
+                and m.group(1) == old:
+            ending = line[len(line.rstrip("\r\n")):]
+            lines[i] = f"{line[:f.start(2)]}[{new}]({MEMORY_DIR}/{new}.md){ending}"
+            changed = True
+    return "".join(lines) if changed else None
+
+
 def list_mistakes(desk: DeskFolder) -> list[Mistake]:
     data = desk.read_if_present(MISTAKES_FILE)
     return parse_mistakes(data.decode("utf-8")) if data is not None else []

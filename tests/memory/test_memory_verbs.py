@@ -151,6 +151,29 @@ def test_rename_is_one_commit_and_history_follows_it(desk: DeskFolder, run: Desk
     assert subjects == ["rename: report-zh -> reports-chinese", "set: report-zh", "remember: report-zh"]
 
 
+def test_rename_carries_the_error_books_links_along(desk: DeskFolder, run: DeskRunner) -> None:
+    _remember(run)
+    assert run("mistake", "add", "--what", "English report", "--context", "weekly report", "--cause",
+               "skipped the memory", "--avoid", "read the memory first", "--memory", "report-zh").exit_code == 0
+    assert run("mistake", "add", "--what", "w", "--context", "c", "--cause", "c", "--avoid", "a").exit_code == 0
+    start = int(git(desk.root, "rev-list", "--count", "HEAD"))
+    assert run("rename", "report-zh", "reports-chinese").exit_code == 0
+    assert int(git(desk.root, "rev-list", "--count", "HEAD")) == start + 1  # the links move in the rename
+    mistakes = desk.path("MISTAKES.md").read_text()
+    assert "[reports-chinese](memory/reports-chinese.md)" in mistakes and "report-zh" not in mistakes
+    assert [m["memory"] for m in json.loads(run("mistake", "list", "--json").output)["mistakes"]] \
+        == ["reports-chinese", None]
+    assert git(desk.root, "status", "--porcelain") == ""
+    # A hand edit to MISTAKES.md is never overwritten by a rename that would touch it.
+    run("mistake", "add", "--what", "x", "--context", "c", "--cause", "c", "--avoid", "a",
+        "--memory", "reports-chinese")
+    path = desk.path("MISTAKES.md")
+    path.write_text(path.read_text() + "\nhand note\n")
+    before = snapshot(desk.root)
+    assert run("rename", "reports-chinese", "report-zh").exit_code == 4
+    assert snapshot(desk.root) == before
+
+
 def test_rename_refuses_an_existing_target_or_a_missing_source(desk: DeskFolder, run: DeskRunner) -> None:
     _remember(run)
     assert run("remember", "other", "--type", "fact", "-d", "Other", "-t", "o", "Other fact.").exit_code == 0

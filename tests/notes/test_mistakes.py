@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import pytest
+
 from desk.layout import DeskFolder
 from desk.notes.mistakes import add_mistake, list_mistakes, parse_mistakes
 
@@ -56,6 +58,15 @@ def test_memory_link_must_exist(desk: DeskFolder, run: DeskRunner) -> None:
     assert data["memory"] == "report-style"
     assert "[report-style](memory/report-style.md)" in desk.path("MISTAKES.md").read_text()
     assert list_mistakes(desk)[0].memory == "report-style"
+
+
+@pytest.mark.parametrize("typed", ["report-style.md", "memory/report-style.md"])
+def test_memory_link_accepts_the_file_name(desk: DeskFolder, run: DeskRunner, typed: str) -> None:
+    assert run("remember", "report-style", "--type", "preference", "-d", "Report style",
+               "-t", "report", "Reports in Chinese.").exit_code == 0
+    data = json.loads(run("mistake", "add", *ARGS, "--memory", typed, "--json").output)
+    assert data["memory"] == "report-style"
+    assert "[report-style](memory/report-style.md)" in desk.path("MISTAKES.md").read_text()
 
 
 def test_empty_fields_and_dirty_file_are_refused(desk: DeskFolder, run: DeskRunner) -> None:
