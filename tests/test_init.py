@@ -86,6 +86,13 @@ def test_fallback_identity_and_configured_identity(tmp_path: Path, monkeypatch: 
     assert git(tmp_path / "named", "log", "-1", "--format=%an <%ae>").strip() == "Grace Hopper <grace@example.org>"
 
 
+def test_the_fallback_note_names_the_half_of_the_identity_that_is_configured(tmp_path: Path) -> None:
+    git(tmp_path, "config", "--global", "user.name", "Grace Hopper")
+    result = init_desk(tmp_path / "half")
+    assert result.fallback_identity == "Grace Hopper <desk@localhost>"
+    assert git(tmp_path / "half", "log", "-1", "--format=%an <%ae>").strip() == "Grace Hopper <desk@localhost>"
+
+
 def test_cli_init_json(tmp_path: Path) -> None:
     from click.testing import CliRunner
 

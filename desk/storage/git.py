@@ -462,8 +462,10 @@ class Git:
         args = self.identity_args()
         if not args:
             return None
-        given = dict(a.split("=", 1) for a in args if a != "-c")
-        return f"{given.get('user.name', '(your name)')} <{given.get('user.email', '(your email)')}>"
+        given = {**self.config_values(), **dict(a.split("=", 1) for a in args if a != "-c")}
+        name = given.get("user.name") or self._env.get("GIT_AUTHOR_NAME", "")
+        email = given.get("user.email") or self._env.get("GIT_AUTHOR_EMAIL", "")
+        return f"{name} <{email}>"
 
     def add(self, paths: Iterable[str]) -> None:
         self._run("add", "--", *paths)
