@@ -93,7 +93,10 @@ def load_config(root: Path) -> DeskConfig:
     try:
         return DeskConfig.model_validate(data)
     except ValidationError as exc:
+        unknown = [e for e in exc.errors() if e["type"] == "extra_forbidden"]
         raise InvalidFileError([
             Finding(CONFIG_PATH, 1, "config-field",
                     f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") for e in exc.errors()
-        ]) from None
+        ], hint=("an unknown setting is usually one a newer desk wrote: every new setting comes with a "
+                 "new schema_version, so upgrade desk on this machine (`pip install -U desk`), or "
+                 "remove the setting by hand") if unknown else None) from None

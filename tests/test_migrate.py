@@ -13,6 +13,7 @@ import pytest
 import desk as desk_api
 from desk.api import Desk
 from desk.errors import DeskError
+from desk.layout import DeskFolder
 from tests.conftest import DeskRunner, git, snapshot
 
 FIXTURE = Path(__file__).parent / "fixtures" / "desk-v1.tar.gz"
@@ -94,3 +95,18 @@ def test_a_newer_desk_is_refused_never_downgraded(v1: Desk) -> None:
     queue = v1.path(".system/conflicts.json")
     queue.write_text(queue.read_text().replace('"schema_version": 1', '"schema_version": 7'))
     assert any(f.rule == "conflicts-version" for f in v1.validate("all").report.findings)
+
+
+def test_an_unknown_setting_names_the_key_and_says_to_upgrade(desk: DeskFolder) -> None:
+    path = desk.path(".system/desk.json")
+    config = json.loads(path.read_text())
+    config["budgets"]["from_the_future"] = 1
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    git(desk.root, "-c", "user.name=Ada", "-c", "user.email=ada@example.org", "commit", "-qam",
+        "a newer desk setting", "--no-verify")
+    before = snapshot(desk.root)
+    result = DeskRunner(desk.root)("context")  # a command that reads the settings
+    assert result.exit_code == 3, result.output
+    assert ".system/desk.json:1" in result.output and "budgets.from_the_future" in result.output
+    assert "upgrade desk" in result.output
+    assert snapshot(desk.root) == before
