@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from desk.cli.output import invocation, print_json
+from desk.cli.output import invocation, print_json, user_option
 from desk.errors import DeskError, UsageError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -29,13 +29,16 @@ def _loopback(value: str) -> tuple[str, int]:
 @click.command("serve")
 @click.option("--http", "http", metavar="HOST:PORT",
               help="Serve streamable HTTP at http://HOST:PORT/mcp (loopback only) instead of stdio.")
+@user_option
 def serve_command(http: str | None) -> None:
     """Run desk as an MCP server (stdio by default) for assistants such as Claude Code.
 
     Tools: remember, forget, recall, context, list_memories, show_memory, now_show, now_set,
-    now_append, mistake_add, fact_add, archive_append. Resources: desk://AGENTS.md, SOUL.md,
-    NOW.md, MEMORY.md, MISTAKES.md and desk://memory/{name}; the prompt wake_up. Writes are commits
-    by the assistant naming the client. Needs the `mcp` extra: pip install 'desk[mcp]'.
+    now_append, mistake_add, fact_add, archive_append, pref_set, pref_list. Resources:
+    desk://AGENTS.md, SOUL.md, NOW.md, MEMORY.md, MISTAKES.md and desk://memory/{name}; the prompt
+    wake_up. Writes are commits by the assistant naming the client. The preference tools and the
+    wake-up read are the user's named by --user (else the desk owner's), fixed for the server's
+    life: no tool takes a user. Needs the `mcp` extra: pip install 'desk[mcp]'.
     """
     address = _loopback(http) if http is not None else None
     desk = invocation().desk()
@@ -46,7 +49,7 @@ def serve_command(http: str | None) -> None:
 
         raise DeskError(f"desk serve needs the MCP Python SDK, which is not installed ({exc})",
                         hint=MCP_MISSING_HINT) from None
-    serve(desk, http=address)
+    serve(desk, http=address, user=invocation().user)
 
 
 @click.command("memory-tool")

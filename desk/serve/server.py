@@ -3,9 +3,12 @@
 What the model may do is deliberately narrower than the CLI (docs/agents.md): every write is made
 as `Desk-Actor: assistant` and names the MCP client in a `Desk-Client` trailer; there is no
 `resolve` (adjudication is a person's), no `migrate`, no hook management, no SOUL.md writes, and
-no provenance fields (`source_event`, `evidence`, an event's `at` or `meta`): the harness attaches
-provenance, the model cannot invent it. A refusal (the gate, a bad argument, a dirty file) comes
-back as a tool error whose text says what to change; nothing is written then.
+no provenance fields (`source_event`, `evidence`, an event's or a preference's `at`, `meta`): the
+harness attaches provenance, the model cannot invent it. Whose preferences and profile the server
+reads and writes is fixed when it starts (`desk --user ID serve`, else the desk owner): no tool
+takes a user, so a model can never reach another user's scope. A refusal (the gate, a bad
+argument, a dirty file) comes back as a tool error whose text says what to change; nothing is
+written then.
 
 Every desk call runs on one worker thread, one at a time: the event loop stays free for the
 protocol, the desk lock already orders writers across processes, and the recall cache kept warm
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, TypeVar
@@ -23,6 +27,7 @@ from typing import Annotated, Any, TypeVar
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import CallToolResult, TextContent
 
 from desk.api import Desk
 from desk.errors import DeskError
@@ -59,6 +64,17 @@ RecallKind = Annotated[str, Field(description="Search memory files, archived con
                                   json_schema_extra=_enum(RECALL_KINDS))]
 
 
+Result = Annotated[CallToolResult, dict[str, Any]]
+"""A tool's answer: the API result's `.to_json()` as structured content (validated against the
+published output schema by the SDK) and the same JSON, compact, in one text block."""
+
+
+def structured(data: dict[str, Any]) -> CallToolResult:
+    """`data` once as structured content and once as compact JSON text (see docs/agents.md)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
 def tool_error(exc: DeskError) -> ToolError:
     """The refusal as the model should read it: what was wrong, then what to do."""
     text = exc.message
@@ -78,8 +94,12 @@ def client_name(ctx: Context | None) -> str:
     return f"{name} {version}" if version else name
 
 
-def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
-    """An MCP server over `desk`: the tools, resources and prompt of docs/agents.md."""
+def build_server(desk: Desk, *, name: str = "desk", user: str | None = None) -> MCPServer:
+    """An MCP server over `desk`: the tools, resources and prompt of docs/agents.md.
+
+    `user` (a user id; None: the desk owner) is the one user scope the preference tools and the
+    wake-up read use; the model cannot choose another.
+    """
     server = MCPServer(name, instructions=INSTRUCTIONS)
     # One thread runs every desk call: the recall cache (SQLite) kept warm on `desk` must stay
     # on the thread that opened it, and calls into one Desk object go one at a time.
@@ -91,6 +111,9 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
         except DeskError as exc:
             raise tool_error(exc) from None
 
+    async def answer(fn: Callable[[], dict[str, Any]]) -> CallToolResult:
+        return structured(await call(fn))
+
     def writer(ctx: Context) -> Desk:
         return desk.with_trailers({CLIENT_TRAILER: client_name(ctx)})
 
@@ -99,7 +122,7 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
     @server.tool()
     async def remember(name: str, body: str, type: MemoryType, description: str, ctx: Context,
                  triggers: list[str] | None = None, importance: int | None = None,
-                 expires: str | None = None) -> dict[str, Any]:
+                 expires: str | None = None) -> Result:
         """Create or update the memory `name` (one durable fact) through the write gate; one commit.
 
         `type`: preference, decision, convention, pitfall, fact or reference. `description`: one
@@ -108,83 +131,100 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
         time after which the memory is no longer injected. Remembering an existing name updates
         it; session-only notes and duplicates are refused with the reason.
         """
-        return await call(lambda: writer(ctx).remember(
+        return await answer(lambda: writer(ctx).remember(
             name, body, type=type, description=description, triggers=triggers or (),
             importance=importance, expires=expires, actor=ACTOR).to_json())
 
     @server.tool()
-    async def forget(name: str, ctx: Context, reason: str | None = None) -> dict[str, Any]:
+    async def forget(name: str, ctx: Context, reason: str | None = None) -> Result:
         """Delete the memory `name` and its index line in one commit (git history keeps it)."""
-        return await call(lambda: writer(ctx).forget(name, reason=reason, actor=ACTOR).to_json())
+        return await answer(lambda: writer(ctx).forget(name, reason=reason, actor=ACTOR).to_json())
 
     @server.tool()
-    async def list_memories(type: MemoryType | None = None) -> dict[str, Any]:
+    async def list_memories(type: MemoryType | None = None) -> Result:
         """The memories: name, type, description (optionally of one type)."""
-        return await call(lambda: desk.list(type=type).to_json())
+        return await answer(lambda: desk.list(type=type).to_json())
 
     @server.tool()
-    async def show_memory(name: str) -> dict[str, Any]:
+    async def show_memory(name: str) -> Result:
         """The memory `name`: its frontmatter fields and body."""
-        return await call(lambda: desk.show(name).to_json())
+        return await answer(lambda: desk.show(name).to_json())
 
     # -- reading ---------------------------------------------------------------------------------
 
     @server.tool()
-    async def recall(query: str, limit: int = 5, kind: RecallKind = "all") -> dict[str, Any]:
+    async def recall(query: str, limit: int = 5, kind: RecallKind = "all") -> Result:
         """Search memories and archived conversations for `query` (read-only).
 
         `limit` 1-10; `kind`: memory, conversation or all. Each hit has its score and provenance.
         """
-        return await call(lambda: desk.recall(query, limit=limit, kind=kind).to_json())
+        return await answer(lambda: desk.recall(query, limit=limit, kind=kind).to_json())
 
     @server.tool()
     async def context(mode: ContextMode = "wake", query: str | None = None, budget: int | None = None,
-                      journal_days: int | None = None) -> dict[str, Any]:
+                      journal_days: int | None = None) -> Result:
         """What to read. `wake` (the start of a session): AGENTS.md, SOUL.md, NOW.md, MISTAKES.md,
         USER.md, the memory index, recent facts, and with `query` the memories it triggers.
         `spot` (a key turn during long work): NOW.md, MISTAKES.md and the newest `journal_days`
         journal days. `markdown` is the text to read; what a budget trimmed is named."""
         def run() -> dict[str, Any]:
-            result = desk.context(mode=mode, query=query, budget=budget, journal_days=journal_days)
+            result = desk.context(mode=mode, query=query, budget=budget, journal_days=journal_days,
+                                  user=user)
             return {**result.to_json(), "markdown": result.text()}
-        return await call(run)
+        return await answer(run)
 
     # -- working notes -----------------------------------------------------------------------------
 
     @server.tool()
-    async def now_show(section: Section | None = None) -> dict[str, Any]:
+    async def now_show(section: Section | None = None) -> Result:
         """NOW.md, the working note (or one section: doing, blocked, next, reminders)."""
-        return await call(lambda: desk.now_show(section=section).to_json())
+        return await answer(lambda: desk.now_show(section=section).to_json())
 
     @server.tool()
-    async def now_set(text: str, ctx: Context, section: Section | None = None) -> dict[str, Any]:
+    async def now_set(text: str, ctx: Context, section: Section | None = None) -> Result:
         """Replace one section of NOW.md (doing, blocked, next, reminders), or the whole note; one commit."""
-        return await call(lambda: writer(ctx).now_set(text, section=section, actor=ACTOR).to_json())
+        return await answer(lambda: writer(ctx).now_set(text, section=section, actor=ACTOR).to_json())
 
     @server.tool()
-    async def now_append(text: str, ctx: Context, section: Section = "doing") -> dict[str, Any]:
+    async def now_append(text: str, ctx: Context, section: Section = "doing") -> Result:
         """Add `text` as an item to a section of NOW.md (default: doing); one commit."""
-        return await call(lambda: writer(ctx).now_append(text, section=section, actor=ACTOR).to_json())
+        return await answer(lambda: writer(ctx).now_append(text, section=section, actor=ACTOR).to_json())
 
     @server.tool()
     async def mistake_add(what: str, context: str, cause: str, avoid: str, ctx: Context,
-                    memory: str | None = None) -> dict[str, Any]:
+                    memory: str | None = None) -> Result:
         """Record a reusable lesson in MISTAKES.md: what went wrong, in what context, why, and how
         to avoid it (optionally the memory it relates to); one commit."""
-        return await call(lambda: writer(ctx).mistake_add(what=what, context=context, cause=cause,
+        return await answer(lambda: writer(ctx).mistake_add(what=what, context=context, cause=cause,
                                                     avoid=avoid, memory=memory, actor=ACTOR).to_json())
 
     @server.tool()
-    async def fact_add(text: str, kind: FactKind, importance: int, key: str | None = None) -> dict[str, Any]:
+    async def fact_add(text: str, kind: FactKind, importance: int, key: str | None = None) -> Result:
         """Log a structured fact (kind: decision, convention, pitfall, outcome; importance 1-5;
         optional `key` naming what it is about) as raw evidence the nightly digest distils."""
-        return await call(lambda: desk.fact_add(text, kind=kind, importance=importance, key=key,
+        return await answer(lambda: desk.fact_add(text, kind=kind, importance=importance, key=key,
                                           actor=ACTOR).to_json())
 
     @server.tool()
-    async def archive_append(kind: str, content: str, session: str | None = None) -> dict[str, Any]:
+    async def archive_append(kind: str, content: str, session: str | None = None) -> Result:
         """Append one event (e.g. kind `progress`, `tool`, `failure`) to the append-only archive."""
-        return await call(lambda: desk.archive_append(kind, content, session=session, actor=ACTOR).to_json())
+        return await answer(lambda: desk.archive_append(kind, content, session=session, actor=ACTOR).to_json())
+
+    # -- preferences (the server's one user scope) ---------------------------------------------------
+
+    @server.tool()
+    async def pref_set(key: str, value: str, ctx: Context, expires: str | None = None) -> Result:
+        """Set the user's preference `key` (e.g. `response.language`) to `value`: created,
+        updated (a new revision) or unchanged (no commit); one commit. Keys are lowercase words
+        joined by `.`, `_` or `-`; a key holds one value, a new value replaces the old one.
+        `expires`: an ISO 8601 UTC time after which the preference no longer applies."""
+        return await answer(lambda: writer(ctx).pref_set(key, value, user=user, expires=expires,
+                                                         source="agent", actor=ACTOR).to_json())
+
+    @server.tool()
+    async def pref_list(all: bool = False) -> Result:
+        """The user's preferences in force now (with `all`, expired ones too), by key (read-only)."""
+        return await answer(lambda: desk.pref_list(user=user, all=all).to_json())
 
     # -- resources and the prompt --------------------------------------------------------------------
 
@@ -211,14 +251,15 @@ def build_server(desk: Desk, *, name: str = "desk") -> MCPServer:
     @server.prompt()
     async def wake_up(query: str | None = None) -> str:
         """Load the desk at the start of a session (`desk context`)."""
-        return await call(lambda: desk.context(query=query).text())
+        return await call(lambda: desk.context(query=query, user=user).text())
 
     return server
 
 
-def serve(desk: Desk, *, http: tuple[str, int] | None = None) -> None:
-    """Run the server until the client hangs up: over stdio, or streamable HTTP at `http`."""
-    server = build_server(desk)
+def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None = None) -> None:
+    """Run the server until the client hangs up: over stdio, or streamable HTTP at `http`; its
+    preference tools and wake-up read are `user`'s (None: the desk owner)."""
+    server = build_server(desk, user=user)
     if http is None:
         server.run("stdio")
     else:

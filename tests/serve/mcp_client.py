@@ -21,10 +21,11 @@ def server_env() -> dict[str, str]:
 
 
 @asynccontextmanager
-async def stdio_session(root: Path, client: str = "test-client") -> AsyncIterator[ClientSession]:
-    """An initialised session with `python -m desk --desk ROOT serve`, the installed server."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "desk", "--desk", str(root), "serve"],
-                                   env=server_env())
+async def stdio_session(root: Path, client: str = "test-client",
+                        options: tuple[str, ...] = ()) -> AsyncIterator[ClientSession]:
+    """An initialised session with `python -m desk --desk ROOT [OPTIONS] serve`, the installed server."""
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "desk", "--desk", str(root), *options, "serve"], env=server_env())
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, client_info=Implementation(name=client, version="1.0")) as session:
             await session.initialize()

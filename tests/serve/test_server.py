@@ -18,7 +18,7 @@ from tests.serve.mcp_client import call, server_env, stdio_session
 pytestmark = pytest.mark.usefixtures("identity")
 
 TOOLS = {"remember", "forget", "recall", "context", "list_memories", "show_memory", "now_show", "now_set",
-         "now_append", "mistake_add", "fact_add", "archive_append"}
+         "now_append", "mistake_add", "fact_add", "archive_append", "pref_set", "pref_list"}
 REPORT = dict(name="report-style", body="Reports must be written in Chinese; keep them under 500 characters.",
               type="preference", description="Report language and length", triggers=["report", "writing"])
 
@@ -39,7 +39,9 @@ def test_tools_are_the_agent_surface_and_carry_no_provenance_fields(desk: DeskFo
             for tool in tools.values():
                 assert tool.description
                 props = set(tool.input_schema.get("properties", {}))
-                assert not props & {"source_event", "evidence", "actor", "at", "meta", "redact"}
+                assert not props & {"source_event", "evidence", "actor", "at", "meta", "redact", "source",
+                                    "user", "as_of"}
+            assert set(tools["pref_set"].input_schema["properties"]) == {"key", "value", "expires"}
     anyio.run(main)
 
 
@@ -222,3 +224,55 @@ def test_calls_at_once_in_one_session_all_answer(desk: DeskFolder) -> None:
                     tg.start_soon(one, n)
     anyio.run(main)
     assert len(answers) == 16
+
+
+def test_preferences_through_the_server_are_commits_by_the_assistant_with_no_model_provenance(
+        desk: DeskFolder) -> None:
+    root = desk.root
+
+    async def main() -> None:
+        async with stdio_session(root, client="claude-code") as s:
+            made = await call(s, "pref_set", key="response.language", value="Chinese")
+            assert made["status"] == "created" and made["revision"] == 1 and made["user_scope"] == "owner"
+            assert made["commit"] == git(root, "rev-parse", "HEAD").strip()
+            assert (await call(s, "pref_set", key="response.language", value="Chinese"))["status"] == "unchanged"
+            changed = await call(s, "pref_set", key="response.language", value="English")
+            assert (changed["status"], changed["revision"], changed["previous"]) == ("updated", 2, "Chinese")
+            listed = await call(s, "pref_list")
+            assert [(p["key"], p["value"]) for p in listed["preferences"]] == [("response.language", "English")]
+            # provenance is the harness's: extra arguments a model might invent never reach the file
+            await s.call_tool("pref_set", {"key": "response.detail", "value": "short",
+                                           "source_event": "forged-1", "source": "user"})
+            bad = await s.call_tool("pref_set", {"key": "Not A Key", "value": "x"})
+            assert bad.is_error and "Nothing was written" in bad.content[0].text  # type: ignore[union-attr]
+    anyio.run(main)
+    log = trailers(root)
+    assert "Desk-Op: pref" in log and "Desk-Actor: assistant" in log and "Desk-Client: claude-code 1.0" in log
+    assert "Desk-Source-Event" not in git(root, "log", "--format=%(trailers)")
+    detail = (root / "prefs/response.detail.md").read_text()
+    assert "forged-1" not in detail and "source: agent" in detail
+    assert "source: agent" in (root / "prefs/response.language.md").read_text()
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_the_user_scope_is_fixed_when_the_server_starts_not_chosen_by_the_model(
+        desk: DeskFolder) -> None:
+    from desk.layout import scope_id
+
+    root, ada = desk.root, scope_id("ada@example.org")
+
+    async def main() -> None:
+        async with stdio_session(root) as owner:
+            await call(owner, "pref_set", key="response.language", value="Chinese")
+        async with stdio_session(root, options=("--user", "ada@example.org")) as s:
+            made = await call(s, "pref_set", key="response.language", value="French",
+                              user="owner")  # a model's `user` is no argument: ignored
+            assert made["user_scope"] == ada and made["path"] == f"users/{ada}/prefs/response.language.md"
+            listed = await call(s, "pref_list")
+            assert [p["value"] for p in listed["preferences"]] == ["French"]  # never the owner's
+            wake = await call(s, "context")
+            assert "French" in wake["markdown"] and "Chinese" not in wake["markdown"]
+        async with stdio_session(root) as owner:
+            assert [p["value"] for p in (await call(owner, "pref_list"))["preferences"]] == ["Chinese"]
+    anyio.run(main)
+    assert f"Desk-User: {ada}" in trailers(root)  # the owner's last session only read
