@@ -83,6 +83,25 @@ def memory_name(path: str) -> str | None:
     return file[:-3]
 
 
+# desk path -> template file name (dotfiles are stored without their dot so packaging keeps them)
+TEMPLATE_FILES = {
+    "AGENTS.md": "AGENTS.md",
+    "SOUL.md": "SOUL.md",
+    "USER.md": "USER.md",
+    "NOW.md": "NOW.md",
+    "MISTAKES.md": "MISTAKES.md",
+    ".gitattributes": "dot-gitattributes",
+    ".gitignore": "dot-gitignore",
+}
+
+
+def template_bytes(name: str) -> bytes:
+    """The template file `name` (templates/, shipped in the wheel as desk._templates)."""
+    from importlib import resources
+
+    return resources.files("desk._templates").joinpath(name).read_bytes()
+
+
 def scope_id(user: str | None) -> str:
     """The scope of user id `user`: OWNER_SCOPE for None or blank, else `u-` and 16 hex digits of a
     SHA-256 of the normalised id (NFKC, trimmed, case-folded), so an email or an account id never

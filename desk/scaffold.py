@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from desk.config import CONFIG_PATH, new_config
-from desk.layout import (ARCHIVE_DIR, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, MEMORY_DIR, DeskFolder,
-                         is_desk)
+from desk.layout import (ARCHIVE_DIR, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, MEMORY_DIR, TEMPLATE_FILES,
+                         DeskFolder, is_desk, template_bytes)
 from desk.errors import DeskError, UsageError
 from desk.guard.hooks import install
 from desk.storage.git import Git, toplevel
 from desk.memory.index import render_index
 from desk.transaction import commit_message, transaction
 
-# desk path -> template file name (dotfiles are stored without their dot so packaging keeps them)
-TEMPLATE_FILES = {
-    "AGENTS.md": "AGENTS.md",
-    "SOUL.md": "SOUL.md",
-    "USER.md": "USER.md",
-    "NOW.md": "NOW.md",
-    "MISTAKES.md": "MISTAKES.md",
-    ".gitattributes": "dot-gitattributes",
-    ".gitignore": "dot-gitignore",
-}
 # Folders git would not keep while empty.
 KEPT_FOLDERS = (MEMORY_DIR, JOURNAL_DIR, CONVERSATIONS_DIR, ARCHIVE_DIR)
 
@@ -42,10 +31,6 @@ class InitResult:
         return {"status": self.status, "path": str(self.path), "commit": self.commit,
                 "kept": self.kept, "hooks_not_installed": self.hooks,
                 "fallback_identity": self.fallback_identity}
-
-
-def template_bytes(name: str) -> bytes:
-    return resources.files("desk._templates").joinpath(name).read_bytes()
 
 
 def desk_files() -> dict[str, bytes]:

@@ -5,8 +5,11 @@
 2. Under the desk lock: the memory plan (`plan.py`: names, collisions, the write gate), then the
    commit's rules on the memories to write (the same `validate_writes` every desk commit passes,
    including the secret scan): a memory that breaks one is rejected with the finding, the rest go on.
-3. The memories and MEMORY.md are ONE commit (`Desk-Op: import`, `Desk-Import-Format`, counts in
-   trailers); none when no memory changes.
+3. The source's versions of desk files (an OpenClaw SOUL.md, ...) fill the desk's file where it is
+   still byte-identical to its `desk init` template, at HEAD and in the work tree (nobody wrote it
+   yet: the template is as good as empty); where a person wrote it, they are proposed, never
+   written. The memories, MEMORY.md and these files are ONE commit (`Desk-Op: import`,
+   `Desk-Import-Format`, counts in trailers); none when nothing changes.
 4. The records not yet archived (by their `desk.import` origin, in the files of their days) are
    appended through the archive's own import path (`desk.archive.importing.append_events`: one
    write each, batched fsync, hash chains) and, like every append and `desk archive import`, are
@@ -28,11 +31,11 @@ from typing import Any
 
 from desk.archive.importing import append_events
 from desk.archive.store import archive_files, build_event
-from desk.errors import UsageError
-from desk.interchange.items import Proposal, RecordItem, Source
+from desk.errors import DeskError, UsageError
+from desk.interchange.items import DeskFileItem, Proposal, RecordItem, Source
 from desk.interchange.plan import PlanLine, plan_memories
 from desk.interchange.readers import read_source
-from desk.layout import INDEX_FILE, DeskFolder
+from desk.layout import INDEX_FILE, TEMPLATE_FILES, USER_FILE, DeskFolder, template_bytes
 from desk.memory.index import IndexEntry, memory_path
 from desk.memory.mirror import head_mirror
 from desk.storage.git import blob_sha
@@ -42,6 +45,19 @@ from desk.transaction import commit_message, transaction
 IMPORT_META = "desk.import"  # archive meta: the record's origin in its source (the re-import key)
 PROGRESS_EVERY = 1000  # steps between progress calls
 Progress = Callable[[int, int], None]
+
+
+@dataclass
+class FileLine:
+    """A desk file the import fills from the source (`write`), or finds already holding it."""
+
+    action: str  # write | unchanged
+    target: str
+    origins: list[str]
+    data: bytes = field(default=b"", repr=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {"action": self.action, "path": self.target, "origins": self.origins}
 
 
 @dataclass
@@ -55,6 +71,7 @@ class ImportReport:
     commit: str | None = None
     memories: list[PlanLine] = field(default_factory=list)
     proposals: list[Proposal] = field(default_factory=list)
+    files: list[FileLine] = field(default_factory=list)
     records_new: int = 0
     records_present: int = 0
     archive_files: list[str] = field(default_factory=list)
@@ -65,11 +82,12 @@ class ImportReport:
         for line in self.memories:
             counts[line.action] += 1
         return {**counts, "records_new": self.records_new, "records_present": self.records_present,
-                "proposed": len(self.proposals)}
+                "proposed": len(self.proposals), "files": sum(f.action == "write" for f in self.files)}
 
     def to_json(self) -> dict[str, object]:
         return {"status": self.status, "format": self.format, "source": self.source, "dry_run": self.dry_run,
                 "commit": self.commit, "counts": self.counts(), "memories": [m.to_json() for m in self.memories],
+                "files": [f.to_json() for f in self.files],
                 "proposals": [p.to_json() for p in self.proposals], "archive_files": self.archive_files,
                 "skipped": self.skipped}
 
@@ -81,11 +99,12 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
     source = read_source(fmt, path)
     steps = _Steps(progress, len(source.records))
     events = _events(source, now, steps)
-    report = ImportReport(fmt, str(path), dry_run, proposals=source.proposals, skipped=source.skipped)
+    report = ImportReport(fmt, str(path), dry_run, proposals=list(source.proposals), skipped=source.skipped)
     prefix = fmt.split("-")[0]
     if dry_run:
         with head_mirror(desk) as mirror:
             report.memories = plan_memories(desk, mirror, source.memories, prefix, now)
+            _plan_files(desk, source.desk_files, report)
             _check_rules(desk, mirror, report, fmt)
         present = _present_origins(desk, events)
         report.records_present = sum(1 for e in events if e["meta"][IMPORT_META] in present)
@@ -93,6 +112,7 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
         return report
     with transaction(desk) as tx, head_mirror(desk) as mirror:
         report.memories = plan_memories(desk, mirror, source.memories, prefix, now)
+        _plan_files(desk, source.desk_files, report)
         writes, entries = _check_rules(desk, mirror, report, fmt)
         # Under the desk lock, so a concurrent import of the same source waits and then finds
         # these records present (appenders never write `desk.import` meta).
@@ -177,8 +197,9 @@ def _present_origins(desk: DeskFolder, events: list[dict[str, Any]]) -> set[str]
 
 def _check_rules(desk: DeskFolder, mirror: Any, report: ImportReport,
                  fmt: str) -> tuple[dict[str, bytes | None], dict[str, IndexEntry]]:
-    """Run the commit's file rules (secrets included) on the planned memories; reject each that
-    fails, with its finding. Returns the memory writes and their index entries."""
+    """Run the commit's file rules (secrets included) on the planned memories and desk files;
+    reject each memory that fails, with its finding, and propose each desk file that fails instead
+    of writing it. Returns the writes (memories and desk files) and the memories' index entries."""
     from desk.guard.validate import validate_writes
 
     for _round in range(3):
@@ -186,31 +207,75 @@ def _check_rules(desk: DeskFolder, mirror: Any, report: ImportReport,
         writes: dict[str, bytes | None] = {memory_path(m.name or ""): m.memory.render()
                                            for m in writable if m.memory is not None}
         entries = {m.name or "": IndexEntry.of(m.memory) for m in writable if m.memory is not None}
-        if not writes:
+        files: dict[str, bytes | None] = {f.target: f.data for f in report.files if f.action == "write"}
+        if not writes and not files:
             return writes, entries
         index = mirror.render_index(entries, strict=False)
-        found = validate_writes(desk, {**writes, INDEX_FILE: index}, _message(fmt, Path(report.source), report))
+        checked = {**writes, **files, INDEX_FILE: index} if writes else {**files}
+        found = validate_writes(desk, checked, _message(fmt, Path(report.source), report))
         bad: dict[str, list[str]] = {}
         for finding in found.errors:
-            if finding.path in writes:
+            if finding.path in writes or finding.path in files:
                 bad.setdefault(finding.path, []).append(f"{finding.rule}: {finding.message}")
         if not bad:
-            return writes, entries
+            return {**writes, **files}, entries
         for line in writable:
             reasons = bad.get(memory_path(line.name or ""))
             if reasons:
                 line.action, line.reason, line.memory = "rejected", "; ".join(reasons), None
+        for fill in [f for f in report.files if f.target in bad]:
+            report.files.remove(fill)
+            report.proposals.append(Proposal(fill.target, ", ".join(fill.origins),
+                                             "not written: " + "; ".join(bad[fill.target])))
     raise UsageError("the imported memories kept breaking the desk's rules; nothing was written",
                      hint="run with --dry-run to see the plan")
+
+
+def _plan_files(desk: DeskFolder, items: list[DeskFileItem], report: ImportReport) -> None:
+    """Fill, keep or propose each desk file the source has a version of (module docstring, 3)."""
+    if not items:
+        return
+    head = desk.git.committed_blobs([i.target for i in items])
+    for item in items:
+        data = _filled(item)
+        try:
+            current: bytes | None = desk.read(item.target)
+        except (OSError, DeskError):  # missing, or a symlink (never followed)
+            current = None
+        if current == data:
+            report.files.append(FileLine("unchanged", item.target, item.origins))
+            continue
+        template = template_bytes(TEMPLATE_FILES[item.target]) if item.target in TEMPLATE_FILES else None
+        if template is not None and current == template and head.get(item.target) == blob_sha(template):
+            report.files.append(FileLine("write", item.target, item.origins, data))
+        else:
+            report.proposals.append(Proposal(
+                item.target, ", ".join(item.origins),
+                "the desk's file is no longer its `desk init` template (a person wrote it) and an import "
+                "never writes over that: merge by hand"))
+
+
+def _filled(item: DeskFileItem) -> bytes:
+    """What the desk file becomes. USER.md keeps its template's profile frontmatter above the
+    source's free text (so `desk user set` keeps working), unless the source has frontmatter."""
+    text = item.text
+    if item.target == USER_FILE and not text.startswith("---\n"):
+        template = template_bytes(TEMPLATE_FILES[USER_FILE]).decode("utf-8")
+        end = template.index("\n---\n", 4) + len("\n---\n")
+        text = template[:end] + text
+    return text.encode("utf-8")
 
 
 def _message(fmt: str, path: Path, report: ImportReport) -> str:
     counts = report.counts()
     subject = (f"import: {fmt} from {path.name}: {counts['create']} created, {counts['update']} updated, "
                f"{counts['records_new']} archive records")
+    if counts["files"]:
+        subject += f", {counts['files']} desk files"
     return commit_message(subject, {
         "Desk-Op": "import", "Desk-Actor": "user", "Desk-Import-Format": fmt,
         "Desk-Import-Source": path.name or str(path),
         "Desk-Import-Created": str(counts["create"]), "Desk-Import-Updated": str(counts["update"]),
         "Desk-Import-Unchanged": str(counts["unchanged"]), "Desk-Import-Rejected": str(counts["rejected"]),
-        "Desk-Import-Records": str(counts["records_new"])})
+        "Desk-Import-Records": str(counts["records_new"]),
+        "Desk-Import-Files": str(counts["files"]) if counts["files"] else None})

@@ -1,8 +1,9 @@
 """What a foreign source holds, in desk's terms, before the desk is consulted.
 
 A reader produces a `Source`: memory candidates (`MemoryItem`), conversation records for the
-archive (`RecordItem`) and files desk only proposes (`Proposal`: a CLAUDE.md or a SOUL.md is a
-person's rules, never overwritten by an import). Names, types, descriptions and triggers are
+archive (`RecordItem`), the source's own versions of desk files (`DeskFileItem`: an OpenClaw
+SOUL.md, written only where the desk's file is still its `desk init` template, else proposed) and
+files desk only proposes (`Proposal`: a CLAUDE.md is a person's rules, never written by an import). Names, types, descriptions and triggers are
 derived here by fixed rules, so the same source always yields the same plan.
 """
 
@@ -61,6 +62,17 @@ class Proposal:
 
 
 @dataclass
+class DeskFileItem:
+    """The source's text for the desk file `target` (e.g. SOUL.md from OpenClaw's SOUL.md and
+    IDENTITY.md, in that order). An import writes it where the desk's file is still byte-identical
+    to its `desk init` template (nobody wrote it yet) and proposes it otherwise."""
+
+    target: str
+    origins: list[str]
+    text: str
+
+
+@dataclass
 class Source:
     """Everything one reader found in SOURCE."""
 
@@ -69,6 +81,7 @@ class Source:
     memories: list[MemoryItem] = field(default_factory=list)
     records: list[RecordItem] = field(default_factory=list)
     proposals: list[Proposal] = field(default_factory=list)
+    desk_files: list[DeskFileItem] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # what the reader left out, and why
 
 

@@ -24,6 +24,10 @@ class ImportPlan(Wrapped["ImportReport"]):
         for m in r.memories:
             where = f"memory/{m.name}.md" if m.name else "-"
             lines.append(f"  {m.action:<9} {where}  ({m.origin})" + (f": {m.reason}" if m.reason else ""))
+        for f in r.files:
+            verb = "write" if f.action == "write" else "unchanged"
+            lines.append(f"  {verb:<9} {f.target} <- {', '.join(f.origins)}"
+                         + (": the desk's file is still its `desk init` template" if f.action == "write" else ""))
         for p in r.proposals:
             lines.append(f"  proposed  {p.target} <- {p.origin}: {p.note}")
         for s in r.skipped:
@@ -31,7 +35,8 @@ class ImportPlan(Wrapped["ImportReport"]):
         c = r.counts()
         lines.append(f"memories: {c['create']} create, {c['update']} update, {c['unchanged']} unchanged, "
                      f"{c['rejected']} rejected; archive records: {c['records_new']} new, "
-                     f"{c['records_present']} already archived")
+                     f"{c['records_present']} already archived"
+                     + (f"; desk files: {c['files']} written from the source" if c["files"] else ""))
         if r.status == "imported":
             lines.append(f"imported{commit_suffix(r.commit)}" if r.commit else "imported (no memory changed)")
         if r.records_new and not r.dry_run:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -168,8 +169,9 @@ def test_what_the_gate_refuses_is_listed_and_the_rest_is_imported(desk: DeskFold
     assert "AKIA" not in git(desk.root, "log", "-p", "-1")
 
 
-def test_openclaw_bullets_daily_notes_and_proposals(desk: DeskFolder, identity: None) -> None:
-    report = do_import(desk, "openclaw", SOURCES["openclaw"])
+def test_openclaw_bullets_daily_notes_and_workspace_files(desk: DeskFolder, identity: None) -> None:
+    workspace = SOURCES["openclaw"]
+    report = do_import(desk, "openclaw", workspace)
     names = actions(report)
     assert names["deploys-go-out-on-tuesdays-only"] == "create"
     assert show(desk, "deploys-go-out-on-tuesdays-only")[1].meta.type == "decision"  # under "## Decisions"
@@ -177,11 +179,75 @@ def test_openclaw_bullets_daily_notes_and_proposals(desk: DeskFolder, identity: 
     chinese = next(n for n in names if n.startswith("openclaw-"))  # no ASCII words: a stable hashed name
     assert show(desk, chinese)[1].body == "晚上 11 点后不要打扰\n(周末也一样)\n"
     assert show(desk, "project-alpha")[1].meta.triggers == ["alpha", "billing"]
-    assert sorted(p["target"] for p in report["proposals"]) == ["AGENTS.md", "SOUL.md", "SOUL.md", "USER.md"]
     records = [e.record for e in iter_events(desk)]
     assert [(r["kind"], r["at"][:10], r["session"]) for r in records] == [
         ("note", "2026-01-05", "openclaw:2026-01-05"), ("note", "2026-01-06", "openclaw:2026-01-06")]
-    assert "Be genuinely helpful" not in (desk.root / "SOUL.md").read_text()
+    # A fresh desk's AGENTS.md, SOUL.md and USER.md are still their `desk init` templates: as good
+    # as empty, so the workspace's files fill them, in the import's one commit.
+    assert report["proposals"] == []
+    assert report["files"] == [
+        {"action": "write", "path": "AGENTS.md", "origins": ["openclaw:AGENTS.md"]},
+        {"action": "write", "path": "SOUL.md", "origins": ["openclaw:SOUL.md", "openclaw:IDENTITY.md"]},
+        {"action": "write", "path": "USER.md", "origins": ["openclaw:USER.md"]}]
+    assert report["counts"]["files"] == 3
+    assert (desk.root / "AGENTS.md").read_bytes() == (workspace / "AGENTS.md").read_bytes()
+    assert (desk.root / "SOUL.md").read_text() == (
+        (workspace / "SOUL.md").read_text() + "\n" + (workspace / "IDENTITY.md").read_text())
+    user = (desk.root / "USER.md").read_text()
+    assert user.startswith("---\ndisplay_name: ''\n") and user.endswith((workspace / "USER.md").read_text())
+    committed = git(desk.root, "show", "--name-only", "--format=%(trailers:key=Desk-Import-Files)", "HEAD")
+    assert "Desk-Import-Files: 3" in committed
+    assert {"AGENTS.md", "SOUL.md", "USER.md", "MEMORY.md", "memory/project-alpha.md"} <= set(committed.split())
+    assert git(desk.root, "status", "--porcelain", "--untracked-files=no") == ""  # records: the next checkpoint
+    api = desk_api.open(desk.root)
+    assert api.user_set({"display_name": "Mei"}).to_json()["status"] == "updated"  # the profile still works
+    assert "**Timezone**: Asia/Shanghai" in (desk.root / "USER.md").read_text()
+    assert "Be genuinely helpful" in api.context().text()  # the wake-up read now carries the persona
+
+
+def test_openclaw_files_are_proposed_where_a_person_wrote_the_desk_file(
+        desk: DeskFolder, identity: None, tmp_path: Path) -> None:
+    soul = "# SOUL.md\n\nOur own persona, written by hand.\n"
+    (desk.root / "SOUL.md").write_text(soul)
+    git(desk.root, "-c", "user.name=Mei", "-c", "user.email=mei@example.org", "commit", "-q", "-m", "our soul",
+        "--", "SOUL.md")
+    user = desk.root / "USER.md"
+    user.write_text(user.read_text() + "An uncommitted note.\n")  # the template at HEAD, edited in the tree
+    agents_template = (desk.root / "AGENTS.md").read_bytes()
+    workspace = tmp_path / "workspace"
+    shutil.copytree(SOURCES["openclaw"], workspace)
+    (workspace / "HEARTBEAT.md").write_text("# HEARTBEAT.md\n\n- check the inbox\n")
+    plan = do_import(desk, "openclaw", workspace, dry_run=True)
+    assert [(f["action"], f["path"]) for f in plan["files"]] == [("write", "AGENTS.md")]
+    assert (desk.root / "AGENTS.md").read_bytes() == agents_template  # a dry run writes nothing
+    report = do_import(desk, "openclaw", workspace)
+    assert [(f["action"], f["path"]) for f in report["files"]] == [("write", "AGENTS.md")]
+    proposed = {p["target"]: p for p in report["proposals"]}
+    assert sorted(proposed) == ["NOW.md", "SOUL.md", "USER.md"]
+    assert proposed["SOUL.md"]["origin"] == "openclaw:SOUL.md, openclaw:IDENTITY.md"
+    assert "merge by hand" in proposed["SOUL.md"]["note"]
+    assert proposed["NOW.md"]["origin"] == "openclaw:HEARTBEAT.md"  # never written: not a working note
+    assert (desk.root / "SOUL.md").read_text() == soul
+    assert user.read_text().endswith("An uncommitted note.\n")
+    assert "USER.md" in git(desk.root, "status", "--porcelain")  # still the person's, uncommitted
+    assert (desk.root / "AGENTS.md").read_bytes() == (workspace / "AGENTS.md").read_bytes()
+    again = do_import(desk, "openclaw", workspace)
+    assert again["status"] == "unchanged" and again["commit"] is None
+    assert [(f["action"], f["path"]) for f in again["files"]] == [("unchanged", "AGENTS.md")]
+
+
+def test_an_openclaw_file_the_rules_refuse_is_proposed_and_the_rest_imported(
+        desk: DeskFolder, identity: None, tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    shutil.copytree(SOURCES["openclaw"], workspace)
+    (workspace / "SOUL.md").write_text("# SOUL.md\n\nDeploy with AKIAIOSFODNN7EXAMPLF when asked.\n")
+    soul_before = (desk.root / "SOUL.md").read_bytes()
+    report = do_import(desk, "openclaw", workspace)
+    assert [f["path"] for f in report["files"]] == ["AGENTS.md", "USER.md"]
+    refused = next(p for p in report["proposals"] if p["target"] == "SOUL.md")
+    assert refused["note"].startswith("not written: ") and "secret" in refused["note"]
+    assert (desk.root / "SOUL.md").read_bytes() == soul_before
+    assert report["status"] == "imported" and "AKIA" not in git(desk.root, "log", "-p", "-1")
 
 
 def test_chat_exports_follow_the_thread_shown_and_keep_roles_and_times(desk: DeskFolder, identity: None) -> None:

@@ -4,8 +4,11 @@ Read (docs/import-export.md): AGENTS.md (operating rules), SOUL.md (persona), ID
 vibe), USER.md (the human's profile), TOOLS.md, HEARTBEAT.md; MEMORY.md (curated long-term memory,
 bullets under headings); `memory/YYYY-MM-DD.md` or `memory/YYYY-MM-DD-<slug>.md` (daily notes).
 MEMORY.md bullets become memories; daily notes become archive records (kind `note`, at the day's
-start); other Markdown under memory/ becomes memories; the persona and rule files are proposed,
-never written over desk's own.
+start); other Markdown under memory/ becomes memories. The workspace files with a matching desk
+file fill it where it is still its `desk init` template (AGENTS.md from AGENTS.md then TOOLS.md,
+SOUL.md from SOUL.md then IDENTITY.md, USER.md from USER.md) and are proposed where a person has
+written it; HEARTBEAT.md (a periodic checklist, not a working note) is always only proposed for
+NOW.md.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import re
 from pathlib import Path
 
 from desk.interchange.foreign import read_note, read_text, refuse
-from desk.interchange.items import MemoryItem, Proposal, RecordItem, Source, derive_triggers, one_line
+from desk.interchange.items import DeskFileItem, MemoryItem, Proposal, RecordItem, Source, derive_triggers, one_line
 from desk.interchange.readers.notes import bullets, desk_type, note_memory, section_type
 
-PROPOSED = {"AGENTS.md": "AGENTS.md", "SOUL.md": "SOUL.md", "IDENTITY.md": "SOUL.md",
-            "USER.md": "USER.md", "TOOLS.md": "AGENTS.md", "HEARTBEAT.md": "NOW.md"}
+MATCHING = {"AGENTS.md": "AGENTS.md", "TOOLS.md": "AGENTS.md", "SOUL.md": "SOUL.md", "IDENTITY.md": "SOUL.md",
+            "USER.md": "USER.md"}  # in the order their texts go into the desk file
+PROPOSED = {"HEARTBEAT.md": "NOW.md"}
 DAILY = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:-[^/]+)?\.md$")
 # `desk export openclaw` lists its memory files in MEMORY.md between these lines; the memories
 # themselves are the files, so an import skips the block.
@@ -32,11 +36,19 @@ def read(root: Path) -> Source:
         raise refuse(str(root), "not a folder; give the OpenClaw workspace folder",
                      hint="the default workspace is ~/.openclaw/workspace")
     source = Source("openclaw", str(root))
+    files: dict[str, DeskFileItem] = {}
+    for name, target in MATCHING.items():
+        text = read_text(root / name, name) if (root / name).is_file() else ""
+        if text.strip():
+            item = files.setdefault(target, DeskFileItem(target, [], ""))
+            item.origins.append(f"openclaw:{name}")
+            item.text += ("\n" if item.text else "") + text.rstrip("\n") + "\n"
+    source.desk_files = list(files.values())
     for name, target in PROPOSED.items():
         if (root / name).is_file() and read_text(root / name, name).strip():
             source.proposals.append(Proposal(
                 target, f"openclaw:{name}",
-                "desk never overwrites a person's rules, persona or profile on import: merge by hand"))
+                "NOW.md is the assistant's working note, not a heartbeat checklist: merge by hand"))
     if (root / "MEMORY.md").is_file():
         text = read_text(root / "MEMORY.md", "MEMORY.md")
         for bullet in bullets(BLOCK.sub(lambda m: "\n" * m.group(0).count("\n"), text)):
