@@ -40,6 +40,7 @@ MALFORMED = {
     "markdown": (FIXTURES / "markdown" / "malformed", "list.md:2: frontmatter is not a mapping"),
     "mem0": (FIXTURES / "mem0" / "malformed.json", "malformed.json: memory 1: `memory` (the text) is missing"),
     "chat-export": (FIXTURES / "chat-export" / "malformed", "conversations.json: conversation 1: neither a ChatGPT"),
+    "jsonl": (FIXTURES / "jsonl" / "malformed.jsonl", "malformed.jsonl:2: not valid JSON"),  # its good line: nothing
 }
 
 
@@ -340,3 +341,15 @@ def test_secrets_in_conversations_are_redacted_on_append_and_a_dirty_index_does_
     (record,) = [e.record for e in iter_events(desk)]
     assert "AKIA" not in record["content"] and "[REDACTED:" in record["content"]
     assert (desk.root / "MEMORY.md").read_text() == "a person's hand edit\n"
+
+
+def test_the_cli_shows_progress_on_stderr_when_it_is_not_a_terminal(desk: DeskFolder, identity: None,
+                                                                   run: DeskRunner) -> None:
+    result = run("import", "chat-export", str(SOURCES["chat-export"]), "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["counts"]["records_new"] == 3  # stdout stays one JSON object
+    lines = result.stderr.splitlines()  # CliRunner's stderr is no terminal: a line per report
+    assert lines[0] == "import (validate, append the records): 0/6 (0%)"
+    assert lines[-1] == "import (validate, append the records): 6/6 (100%)"
+    quiet = run("import", "chat-export", str(SOURCES["chat-export"]), "--no-progress")
+    assert quiet.exit_code == 0 and "append the records" not in quiet.stderr
