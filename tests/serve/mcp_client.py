@@ -37,6 +37,8 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
     result = await session.call_tool(tool, arguments)
     assert not result.is_error, result.content
     assert result.structured_content is not None
+    assert len(result.content) == 1
     text = result.content[0].text  # type: ignore[union-attr]
-    assert json.loads(text) == result.structured_content  # the text block carries the same JSON
+    assert json.loads(text) == result.structured_content  # the text block carries the same JSON,
+    assert text == json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))  # compact
     return result.structured_content
