@@ -167,7 +167,7 @@ def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
                 except ValueError:
                     continue  # not a valid fact: `desk digest` reports it
                 except NewerFactError as exc:  # said, never shown as if it were an older fact
-                    out.unreadable.append(f"{exc.message}; {exc.hint}")
+                    out.unreadable.append(f"{exc.message}; upgrade desk (`pip install -U desk`)")
                     continue
                 why = _excluded(fact, case_domains, case_facts, bodies, events)
                 if why:

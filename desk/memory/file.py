@@ -306,6 +306,12 @@ def build_meta(path: str, **fields: Any) -> MemoryMeta:
             dict.fromkeys(options.get(n, n) for n in named)) + " and run the command again") from None
 
 
+def written_by_newer_desk(error: InvalidFileError) -> bool:
+    """Whether `error` refuses a memory file because a newer desk wrote it: such a file is never
+    treated as a broken one that a write may replace (that would downgrade it)."""
+    return any(f.rule == "memory-schema" for f in error.findings)
+
+
 NEWER_HINT = ("this memory file was written by a newer desk: upgrade desk (`pip install -U desk`); "
               "nothing was changed")
 
