@@ -75,6 +75,10 @@ def test_the_next_write_saves_the_current_version(v1: Desk) -> None:
     text = v1.path(MEMORY).read_text()
     assert text.endswith("\nschema: 2\n---\nUse MySQL.\n")  # the memory written is stamped
     assert v1.validate("all").exit_code == 0
+    v1.fact_add("Tabs, never spaces.", kind="convention", importance=5, key="style.indent", at="2026-10-01T10:00:00Z")
+    digested = v1.digest(as_of="2026-12-30T00:00:00Z").value
+    assert digested.promoted == ["style.indent"]  # a memory the digest writes is stamped
+    assert v1.path("memory/style.indent.md").read_text().endswith("\nschema: 2\n---\nTabs, never spaces.\n")
     added = v1.fact_add("Use Redis for caching.", kind="decision", importance=3)
     assert added.record["payload"]["schema_version"] == 2  # a new fact says its version
 

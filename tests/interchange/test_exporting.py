@@ -91,6 +91,7 @@ def test_the_export_imports_into_a_new_desk_as_the_same_memories(desk: DeskFolde
         assert (theirs.body, theirs.meta.type, theirs.meta.triggers, theirs.meta.importance) == \
             (mine.body, mine.meta.type, mine.meta.triggers, mine.meta.importance)
         assert theirs.meta.source == "import" and theirs.meta.origin.startswith("jsonl:m.jsonl:")
+        assert theirs.meta.schema == 2  # an import is a desk write: stamped
 
 
 def test_jsonl_carries_each_memory_s_commit_history(desk: DeskFolder, identity: None, tmp_path: Path) -> None:
