@@ -133,6 +133,14 @@ def test_migrate_stamps_project_memories_and_hand_written_files_and_refuses_a_di
     assert v1.path("memory/notes.md").read_text() == hand.replace("\n---\nA", "\nschema: 2\n---\nA")
     assert "schema: 2\n" in v1.path("projects/garden/memory/tea.md").read_text()
     assert v1.validate("all").exit_code == 0 and v1.migrate().value.status == "unchanged"
+    # a current desk that gains a person's unversioned file: migrate stamps it, the desk stays at 3
+    v1.path("memory/later.md").write_text(hand.replace("notes", "later"))
+    git(v1.root, "add", "memory/later.md")
+    git(v1.root, "commit", "-qm", "another by hand", "--no-verify")
+    v1.reindex()
+    later = DeskRunner(v1.root)("migrate")
+    assert later.exit_code == 0 and "migrated the desk at schema 3" in later.output, later.output
+    assert "memory/: 1 memory file stamped" in later.output
 
 
 def test_a_newer_desk_is_refused_never_downgraded(v1: Desk) -> None:
