@@ -53,11 +53,13 @@ PROJECT_ENV = "DESK_PROJECT"
 PROJECT_MAX = 64
 
 # The desk's schema (`schema_version` in desk.json): 1 before adjudication; 2 with the conflict
-# queue at v2 (every case carries its `resolution`) and the adjudication audit. An older desk is
-# read as it is (`desk migrate` upgrades it in one commit); a newer one is refused, never read or
-# written as if it were older. Here, not in desk.config, so a mutation checks it without pydantic.
-DESK_SCHEMA = 2
-READABLE_SCHEMAS = (1, 2)
+# queue at v2 (every case carries its `resolution`) and the adjudication audit; 3 with versioned
+# memory files (`schema: 2`, which a desk of schema 1 or 2 refuses as an unknown key) and facts
+# (`payload.schema_version`). An older desk is read as it is (`desk migrate` upgrades it in one
+# commit); a newer one is refused, never read or written as if it were older. Here, not in
+# desk.config, so a mutation checks it without pydantic.
+DESK_SCHEMA = 3
+READABLE_SCHEMAS = (1, 2, 3)
 
 
 def newer_schema(version: object) -> str | None:

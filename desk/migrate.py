@@ -13,7 +13,9 @@ import json
 from dataclasses import dataclass, field
 
 from desk.errors import DeskError, InvalidFileError
-from desk.layout import CONFIG_PATH, CONFLICTS_FILE, DESK_SCHEMA as SCHEMA_VERSION, DeskFolder, newer_schema
+from desk.layout import (CONFIG_PATH, CONFLICTS_FILE, DESK_SCHEMA as SCHEMA_VERSION, MEMORY_DIR, PROJECTS_DIR,
+                         DeskFolder, memory_name, newer_schema, project_file)
+from desk.memory.file import MEMORY_SCHEMA, SCHEMA_KEY, stamp_schema
 from desk.review.queue import QUEUE_VERSION, parse_queue, queue_version, render_queue
 from desk.transaction import commit_message, transaction
 
@@ -27,6 +29,7 @@ class MigrationResult:
     to_version: int
     changes: list[dict[str, str]] = field(default_factory=list)  # {path, change}
     commit: str | None = None
+    memory_files: int = 0  # memory files stamped `schema: MEMORY_SCHEMA` (or, planned, to stamp)
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -56,11 +59,17 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
                 changes.append({"path": CONFLICTS_FILE,
                                 "change": f"queue schema {old} -> {QUEUE_VERSION}: every case gains "
                                           f"`resolution` (null for the {len(cases)} undecided cases)"})
+        stamped = _stamped_memories(desk)
+        writes.update(stamped)
+        for folder, count in sorted(_by_folder(stamped).items()):
+            changes.append({"path": folder, "change": f"{count} memory file{'s' if count != 1 else ''} "
+                                                      f"stamped `{SCHEMA_KEY}: {MEMORY_SCHEMA}` (memory file "
+                                                      f"format 1 -> {MEMORY_SCHEMA}; no other line changed)"})
         if version != SCHEMA_VERSION:
             config["schema_version"] = SCHEMA_VERSION
             writes[CONFIG_PATH] = (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode()
             changes.append({"path": CONFIG_PATH, "change": f"schema_version {version} -> {SCHEMA_VERSION}"})
-        result = MigrationResult("unchanged", version, SCHEMA_VERSION, changes)
+        result = MigrationResult("unchanged", version, SCHEMA_VERSION, changes, memory_files=len(stamped))
         if not writes:
             return result
         if dry_run:
@@ -73,3 +82,51 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
             {"Desk-Op": "migrate", "Desk-Schema": str(SCHEMA_VERSION)}, body))
         result.status = "migrated"
     return result
+
+
+_CURRENT = f"\n{SCHEMA_KEY}: {MEMORY_SCHEMA}\n".encode()  # how desk writes the last line of a frontmatter
+
+
+def _is_current(data: bytes) -> bool:
+    """Whether the frontmatter ends with the current `schema:` line, as desk writes it."""
+    close = data.find(b"\n---\n", 3)
+    return data.startswith(b"---\n") and close >= 0 and data[:close + 1].endswith(_CURRENT)
+
+
+def _stamped_memories(desk: DeskFolder) -> dict[str, bytes]:
+    """`{path: stamped bytes}` for every committed memory file not yet at MEMORY_SCHEMA.
+
+    The committed bytes (one `git cat-file --batch`); the caller's `require_clean` makes sure the
+    work tree holds them. A file desk wrote (its frontmatter ending in the current `schema:` line)
+    is not parsed; any other is, and one that does not parse stops the migration naming path:line.
+    """
+    head = desk.git.head()
+    if head is None:
+        return {}
+    blobs = {path: blob for path, blob in desk.git.ls_tree(head, MEMORY_DIR).items()
+             if memory_name(path) is not None}
+    blobs.update({path: blob for path, blob in desk.git.ls_tree(head, PROJECTS_DIR, recursive=True).items()
+                  if (project_file(path) or ("", "", None))[0] == "memory"})
+    data = desk.git.read_blobs(blobs.values())
+    out = {}
+    for path in sorted(blobs):
+        old = data[blobs[path]]
+        if _is_current(old):
+            continue
+        try:
+            new = stamp_schema(old, path)
+        except InvalidFileError as exc:
+            raise InvalidFileError(exc.findings, hint=exc.hint or (
+                "fix the file (`desk validate --all` lists every problem), commit it, and run "
+                "`desk migrate` again; nothing was changed")) from None
+        if new != old:
+            out[path] = new
+    return out
+
+
+def _by_folder(paths: dict[str, bytes]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for path in paths:
+        folder = path.rsplit("/", 1)[0] + "/"
+        counts[folder] = counts.get(folder, 0) + 1
+    return counts

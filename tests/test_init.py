@@ -31,7 +31,7 @@ def test_init_lays_down_the_file_set_in_one_commit(tmp_path: Path) -> None:
     assert "Desk-Op: init" in git(root, "log", "-1", "--format=%B")
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
     config = json.loads((root / ".system/desk.json").read_text())
-    assert config["schema_version"] == 2 and config["desk_id"].startswith("desk-")
+    assert config["schema_version"] == 3 and config["desk_id"].startswith("desk-")
     assert config["distill"]["min_age_days"] == 30
     assert ".system/cache/" in (root / ".gitignore").read_text()
     agents = (root / "AGENTS.md").read_text()

@@ -108,6 +108,18 @@ def test_edits_that_break_the_file_or_the_gate_change_nothing(tool: MemoryTool) 
     assert "hint:" in refused(tool, {"command": "create", "path": "/memories/copy.md", "file_text": duplicate})
 
 
+def test_the_file_the_model_writes_is_stamped_and_a_newer_version_refused(tool: MemoryTool) -> None:
+    ok(tool.run({"command": "create", "path": "/memories/report-style.md", "file_text": REPORT}))
+    path = "/memories/report-style.md"
+    stored = (tool.desk.root / "memory/report-style.md").read_text()
+    assert "\nschema: 2\n---\n" in stored  # the model's text had no version; desk's write has it
+    assert "schema: 2" in ok(tool.run({"command": "view", "path": path}))
+    assert "newer desk" in refused(tool, {"command": "str_replace", "path": path,
+                                          "old_str": "schema: 2", "new_str": "schema: 9"})
+    ok(tool.run({"command": "str_replace", "path": path, "old_str": "schema: 2\n", "new_str": ""}))
+    assert (tool.desk.root / "memory/report-style.md").read_text() == stored  # the same memory: unchanged
+
+
 def test_provenance_is_the_harness_s_not_the_model_s(tool: MemoryTool) -> None:
     forged = REPORT.replace("type: preference", "type: preference\nsource_event: evt-123")
     assert "source_event is provenance" in refused(

@@ -119,7 +119,7 @@ def doctor_command(repair: bool, commits: int) -> None:
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
 @json_option
 def migrate_command(dry_run: bool) -> None:
-    """Upgrade an older desk's schema (desk.json, the conflict queue) in one commit.
+    """Upgrade an older desk's schema (desk.json, the conflict queue, memory files) in one commit.
 
     An older desk works as it is (readers accept the previous schema; reading never rewrites), and
     each file is upgraded by its next write anyway; this upgrades them all at once and says what

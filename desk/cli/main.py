@@ -42,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("guard", "Run the desk's rules: the same gate the hooks and every desk write use."),
     "hooks": ("guard", "Install or remove desk's git hooks and merge drivers."),
     "edit": ("guard", "Open the memory NAME in $VISUAL or $EDITOR, validate it on save, and commit it."),
-    "migrate": ("guard", "Upgrade an older desk's schema (desk.json, the conflict queue) in one commit."),
+    "migrate": ("guard", "Upgrade an older desk's schema (desk.json, the conflict queue, memory files) in one commit."),
     "doctor": ("guard", "Check the desk's health: stale index, invalid files, commits that bypassed the "
                         "hooks, leftover temporary files, a torn archive tail, interrupted mutations, a "
                         "stale index.lock."),

@@ -4,6 +4,8 @@ A fact is not a free-form summary: it says what kind of thing it is (`decision`,
 `pitfall`, `outcome`), how much it matters (1-5) and, optionally, which question it answers
 (`key`, a stable conflict domain such as `runtime.python-version`: `Use Python 3.11` and
 `Use Python 3.12` share it). Facts are raw evidence; `desk digest` distils them into memories.
+Each new fact says its format version (`payload.schema_version`, desk.digest.fact_version): a fact
+without it is version 1, one newer than this desk reads is refused, never misread.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from desk.archive.store import append_event
+from desk.digest.fact_version import FACT_SCHEMA, VERSION_KEY, fact_version
 from desk.errors import RejectedError
 from desk.text.times import TimeFormatError, parse_time
 from desk.vocabulary import FACT_KINDS
@@ -87,6 +90,7 @@ class MemoryFact(BaseModel):
         data: dict[str, Any] = {"kind": self.kind, "importance": self.importance, "key": self.key}
         if self.project is not None:  # desk-wide facts keep the payload they always had
             data["project"] = self.project
+        data[VERSION_KEY] = FACT_SCHEMA
         return data
 
 
@@ -130,14 +134,16 @@ class FactRecord:
     project: str | None = None
 
 
-def fact_from_record(record: Mapping[str, Any]) -> FactRecord:
-    """The FactRecord of an archive record of kind `fact`; ValueError when it is not a valid fact.
+def fact_from_record(record: Mapping[str, Any], where: str = "") -> FactRecord:
+    """The FactRecord of an archive record of kind `fact`; ValueError when it is not a valid fact,
+    NewerFactError (naming `where`, the record's `path:line`) when a newer desk wrote it.
 
     Anyone may `desk archive append --kind fact` by hand, so a record is validated again here.
     """
     payload = record.get("payload")
     if not isinstance(payload, dict):
         raise ValueError("a fact needs a payload with kind and importance")
+    fact_version(payload, where=where, fact_id=record.get("id"))  # first: a newer fact may mean other fields
     content = record.get("content")
     try:
         fact = MemoryFact.model_validate({"content": content, "kind": payload.get("kind"),

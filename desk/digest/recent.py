@@ -14,7 +14,8 @@ So, newest first, a fact is shown unless
 Read-only; the archive is read one UTC day at a time from the newest day at or before `as_of`, and
 reading stops once `count` facts are found. A damaged archive file or queue never keeps the
 assistant from waking up: what could not be read is reported, and with an unreadable queue no fact
-is shown (it could belong to an open case).
+is shown (it could belong to an open case). So is a fact a newer desk wrote (desk.digest.fact_version):
+left out and reported with its `path:line`, never shown as if it were an older fact.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import re
 
 from desk.archive.format import at_key
 from desk.archive.store import archive_files, read_events
+from desk.digest.fact_version import NewerFactError, fact_version
 from desk.errors import DeskError, Finding
 from desk.layout import CONFLICTS_FILE, DeskFolder
 from desk.text.normalize import content_key
@@ -55,10 +57,14 @@ class FactRecord:
     content: str
 
 
-def fact_from_record(rec: Mapping[str, Any]) -> FactRecord:
-    """A valid fact record's fields; ValueError otherwise (as desk.digest.facts.fact_from_record)."""
+def fact_from_record(rec: Mapping[str, Any], where: str = "") -> FactRecord:
+    """A valid fact record's fields; ValueError otherwise, NewerFactError for a fact a newer desk
+    wrote (as desk.digest.facts.fact_from_record)."""
     payload, content = rec.get("payload"), rec.get("content")
-    if not isinstance(payload, dict) or not isinstance(content, str):
+    if not isinstance(payload, dict):
+        raise ValueError("a fact needs a payload and content")
+    fact_version(payload, where=where, fact_id=rec.get("id"))
+    if not isinstance(content, str):
         raise ValueError("a fact needs a payload and content")
     kind, importance, key = payload.get("kind"), payload.get("importance"), payload.get("key")
     content = content.strip()
@@ -157,9 +163,12 @@ def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
                 if rec.get("kind") != FACT_EVENT or at_key(str(rec.get("at", ""))) > high:
                     continue
                 try:
-                    fact = fact_from_record(rec)
+                    fact = fact_from_record(rec, f"{rel}:{event.line}")
                 except ValueError:
                     continue  # not a valid fact: `desk digest` reports it
+                except NewerFactError as exc:  # said, never shown as if it were an older fact
+                    out.unreadable.append(f"{exc.message}; upgrade desk (`pip install -U desk`)")
+                    continue
                 why = _excluded(fact, case_domains, case_facts, bodies, events)
                 if why:
                     out.excluded[why] = out.excluded.get(why, 0) + 1

@@ -15,10 +15,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from desk.archive.checkpoint import archive_trailer_lines, pending_archive
 from desk.archive.store import archive_lock_path, iter_events
 from desk.digest.conflicts import open_cases, parse_queue, reconcile, render_queue
+from desk.digest.fact_version import fact_version
 from desk.digest.facts import FACT_EVENT, FactRecord, fact_from_record
 from desk.digest.journal import existing_narrative, journal_path, one_line, render_journal, run_summarizer
 from desk.digest.memory_writes import (MemoryWrites, active_of, after, forgotten, locate, merged_memory,
@@ -83,7 +85,7 @@ def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | 
         raise UsageError(f"--date {day} is after --as-of {format_time(clock)}",
                          hint="a journal covers a day that has started")
     until = min(start + dt.timedelta(days=1), clock + _US)
-    events = [e.record for e in iter_events(desk, since=start, until=until)]
+    events = _day_records(desk, start, until)
     narrative = run_summarizer(summarizer, events, day=day) if summarizer else None
     facts, invalid = read_facts(desk, clock - dt.timedelta(days=desk.config.distill.min_age_days))
     result = DigestResult(day.isoformat(), format_time(clock), journal_path(day), events=len(events),
@@ -171,13 +173,25 @@ def read_facts(desk: DeskFolder, cutoff: dt.datetime) -> tuple[list[FactRecord],
     facts, invalid = [], 0
     for event in iter_events(desk, until=cutoff + _US, kinds=[FACT_EVENT]):
         try:
-            fact = fact_from_record(event.record)
+            fact = fact_from_record(event.record, f"{event.path}:{event.line}")  # a newer fact: refused
         except ValueError:
             invalid += 1
             continue
         if fact.project is None:
             facts.append(fact)
     return facts, invalid
+
+
+def _day_records(desk: DeskFolder, since: dt.datetime, until: dt.datetime) -> list[dict[str, Any]]:
+    """The archive records of a journal's day; NewerFactError (path:line) when a fact among them
+    was made by a newer desk: the journal would misread it."""
+    records = []
+    for event in iter_events(desk, since=since, until=until):
+        payload = event.record.get("payload")
+        if event.record.get("kind") == FACT_EVENT and isinstance(payload, dict):
+            fact_version(payload, where=f"{event.path}:{event.line}", fact_id=event.record.get("id"))
+        records.append(event.record)
+    return records
 
 
 def _redacted(journal: bytes) -> bytes:
@@ -203,7 +217,7 @@ def regenerate_journal(desk: DeskFolder, path: str) -> bytes | None:
     except ValueError:
         return None
     start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
-    events = [e.record for e in iter_events(desk, since=start, until=start + dt.timedelta(days=1))]
+    events = _day_records(desk, start, start + dt.timedelta(days=1))
     narrative = existing_narrative(_read(desk, path))
     return _redacted(render_journal(day, events, _day_commits(desk, start), narrative))
 

@@ -1,7 +1,8 @@
 """The gate's rules for one path and for the commit message (the rule ids are in docs/guard.md).
 
-  memory files      frontmatter/name rules of desk.memory.file, `memory-name`, `memory-path`,
-                    warnings `memory-expired`, `memory-no-triggers`
+  memory files      frontmatter/name rules of desk.memory.file (`memory-schema`: a newer format
+                    version), `memory-name`, `memory-path`, warnings `memory-expired`,
+                    `memory-no-triggers`
   archive           `archive-append-only`, `archive-record`, `archive-chain` (desk.archive.store)
   conflict queue    `conflicts-json`, `conflicts-schema`, `conflicts-version`, `conflicts-chain`
                     (desk.review.queue)

@@ -9,9 +9,11 @@
 - `openclaw`: DEST is a workspace. Memories go to `memory/desk/<name>.md` (desk's own frontmatter),
   and MEMORY.md gets a marked block listing them, the rest of MEMORY.md kept; AGENTS.md, SOUL.md
   and USER.md are copied only where the workspace has none.
-- `markdown`: DEST is a folder; each memory file exactly as desk stores it (for Obsidian or
-  basic-memory, frontmatter included).
-- `jsonl`: DEST is a file; a line a memory: its fields, body, path and commit history.
+- `markdown`: DEST is a folder; each memory file as desk stores it (for Obsidian or
+  basic-memory, frontmatter included) less desk's `schema:` version line, which means nothing to
+  those tools (so does `openclaw`'s copy).
+- `jsonl`: DEST is a file; a line a memory: its fields (with `schema` as the file declares it:
+  desk's own format), body, path and commit history.
 Each is read back by `desk import` to the same memories (`unchanged`).
 """
 
@@ -67,7 +69,7 @@ def export_desk(desk: DeskFolder, fmt: str, dest: Path) -> ExportReport:
         raise UsageError(f"{dest}: not a folder", hint=f"{fmt} export writes a folder of files")
     if fmt == "markdown":
         for memory in memories:
-            _put(dest / f"{memory.name}.md", f"{memory.name}.md", memory.render(), report)
+            _put(dest / f"{memory.name}.md", f"{memory.name}.md", memory.render(schema=None), report)
     elif fmt == "claude-code":
         _claude_code(dest, memories, report)
     else:
@@ -154,7 +156,8 @@ def _claude_code(dest: Path, memories: list[MemoryFile], report: ExportReport) -
 
 def _openclaw(desk: DeskFolder, dest: Path, memories: list[MemoryFile], report: ExportReport) -> None:
     for memory in memories:
-        _put(dest / OPENCLAW_DIR / f"{memory.name}.md", f"{OPENCLAW_DIR}/{memory.name}.md", memory.render(), report)
+        _put(dest / OPENCLAW_DIR / f"{memory.name}.md", f"{OPENCLAW_DIR}/{memory.name}.md",
+             memory.render(schema=None), report)
     block = [BLOCK_BEGIN, "## From desk", ""]
     block += [f"- {m.meta.description} ({OPENCLAW_DIR}/{m.name}.md)" for m in memories]
     block += ["", BLOCK_END]

@@ -19,14 +19,14 @@ from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, Rej
 from desk.guard.rules import check_file
 from desk.guard.validate import validate_writes
 from desk.layout import INDEX_FILE, DeskFolder
-from desk.memory.file import parse_memory, require_name
+from desk.memory.file import MEMORY_SCHEMA, SCHEMA_KEY, parse_memory, require_name
 from desk.memory.index import IndexEntry, memory_path
 from desk.memory.mirror import head_mirror
 from desk.storage.git import blob_sha
 from desk.text.times import format_time, utc_now
 from desk.transaction import commit_message, transaction
 
-# Block style, as desk writes memories; `created`/`updated` are stamped on save (`stamp_times`).
+# Block style, as desk writes memories; `created`/`updated`/`schema` are stamped on save (`stamp_times`).
 TEMPLATE = """---
 name: {name}
 description: One line (at most 150 characters) shown in MEMORY.md
@@ -119,7 +119,8 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
 
 def stamp_times(data: bytes, now: str, *, new: bool) -> bytes:
     """`data` with its frontmatter's `updated:` set to `now` (and `created:` too for a new
-    memory without one), changing only those lines: the rest stays exactly as the person typed
+    memory without one) and `schema:` at MEMORY_SCHEMA (added last, or an older one replaced),
+    changing only those lines: the rest stays exactly as the person typed
     it. Text without a closed frontmatter is returned as it is, for the rules to report."""
     text = data.decode("utf-8", "surrogateescape")
     lines = text.split("\n")
@@ -138,6 +139,13 @@ def stamp_times(data: bytes, now: str, *, new: bool) -> bytes:
     if new:
         put("created", replace=False)
     put("updated", replace=True)
+    # Saved by desk, so at desk's format version; a newer version's line stays for the rules to refuse.
+    at = next((i for i, line in enumerate(head) if line.startswith(SCHEMA_KEY + ":")), None)
+    declared = head[at][len(SCHEMA_KEY) + 1:].strip() if at is not None else ""
+    if at is None:
+        head.append(f"{SCHEMA_KEY}: {MEMORY_SCHEMA}")
+    elif declared.isascii() and declared.isdigit() and int(declared) < MEMORY_SCHEMA:
+        head[at] = f"{SCHEMA_KEY}: {MEMORY_SCHEMA}"
     return "\n".join(["---", *head, *lines[close:]]).encode("utf-8", "surrogateescape")
 
 

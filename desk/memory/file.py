@@ -2,6 +2,12 @@
 
 A memory is `memory/<name>.md`: YAML frontmatter (fields below, unknown keys refused, strict
 types) and a Markdown body. `render(parse(f)) == f` for every file desk writes.
+
+Versions: the optional `schema` key, last in the key order, says which version of this format a
+file is written in. A file without it is version 1 (every file desk wrote before the key existed,
+and a person's hand-written file), read as it is; every write by desk stamps MEMORY_SCHEMA; a
+version newer than MEMORY_SCHEMA is refused (`memory-schema`), never read as if it were older.
+Reading never rewrites: `desk migrate` stamps the files of a whole desk in one commit.
 """
 
 from __future__ import annotations
@@ -25,9 +31,15 @@ NAME_MAX = 80
 DESCRIPTION_MAX = 150
 TRIGGER_MAX = 64
 ORIGIN_MAX = 300
-# The order keys are written in, so diffs stay small.
+# The memory file format version desk writes (`schema: 2`); no key is version 1. Version 2 reads
+# as version 1 does: the key is what it adds, so a newer format can be told apart from now on.
+MEMORY_SCHEMA = 2
+READABLE_MEMORY_SCHEMAS = (1, 2)
+SCHEMA_KEY = "schema"
+# The order keys are written in, so diffs stay small. `schema` comes last: stamping a person's file
+# (`desk migrate`, `desk edit`) adds one line at the end of its frontmatter and changes nothing else.
 FIELD_ORDER = ("name", "description", "type", "triggers", "importance", "source", "source_event",
-               "origin", "evidence", "key", "project", "expires", "created", "updated")
+               "origin", "evidence", "key", "project", "expires", "created", "updated", SCHEMA_KEY)
 
 
 def name_problem(name: str) -> str | None:
@@ -38,9 +50,29 @@ def name_problem(name: str) -> str | None:
 class _FieldError(ValueError):
     """One field's problem: `loc` is the key (and list index), the message says what to do."""
 
-    def __init__(self, loc: str, message: str) -> None:
+    def __init__(self, loc: str, message: str, rule: str = "frontmatter-field") -> None:
         super().__init__(message)
         self.loc = loc
+        self.rule = rule
+
+
+def newer_memory_schema(version: int) -> str:
+    """The refusal for a memory file written in a format newer than this desk reads."""
+    return (f"{version} was written by a newer desk (this desk reads memory schema "
+            f"{', '.join(map(str, READABLE_MEMORY_SCHEMAS))}); upgrade desk (`pip install -U desk`) "
+            "to read or change this file")
+
+
+def _schema(value: Any) -> int:
+    """The format version a file declares: a whole number this desk reads."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _FieldError(SCHEMA_KEY, f"expected a whole number (the memory file format version, "
+                                      f"{MEMORY_SCHEMA} today), got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise _FieldError(SCHEMA_KEY, f"must be 1 or more, not {value}")
+    if value > MEMORY_SCHEMA:
+        raise _FieldError(SCHEMA_KEY, newer_memory_schema(value), "memory-schema")
+    return value
 
 
 def _single_line(value: str, field: str, limit: int) -> str:
@@ -125,6 +157,14 @@ class MemoryMeta:
     expires: dt.datetime | None = None
     created: dt.datetime | None = None
     updated: dt.datetime | None = None
+    # The version the file declares; None: no `schema` key (version 1). Not part of equality: a
+    # memory is the same memory in either version (an unchanged `remember` stays unchanged).
+    schema: int | None = field(default=None, compare=False)
+
+    @property
+    def schema_version(self) -> int:
+        """The format version this memory was read in (1 when the file has no `schema` key)."""
+        return self.schema or 1
 
     @classmethod
     def validate(cls, data: Mapping[str, Any]) -> MemoryMeta:
@@ -151,7 +191,7 @@ class MemoryMeta:
             "origin": (_origin, ),
             "evidence": (_texts, "evidence"), "key": (_text, "key", True),
             "project": (_text, "project", True), "expires": (_utc, "expires"),
-            "created": (_utc, "created"), "updated": (_utc, "updated"),
+            "created": (_utc, "created"), "updated": (_utc, "updated"), SCHEMA_KEY: (_schema, ),
         }
         for key, (check, *args) in checks.items():
             if key in data:
@@ -164,11 +204,15 @@ class MemoryMeta:
         """A copy with `changes` (already valid values: used for desk's own derived updates)."""
         return dataclasses.replace(self, **changes)
 
-    def to_yaml_dict(self) -> dict[str, Any]:
-        """Fields in FIELD_ORDER, empty optional fields left out, times spelled by `format_time`."""
+    def to_yaml_dict(self, schema: int | None = MEMORY_SCHEMA) -> dict[str, Any]:
+        """Fields in FIELD_ORDER, empty optional fields left out, times spelled by `format_time`.
+
+        `schema` is the version written: desk's writes stamp the current one; `desk show` passes
+        the file's own (None: no key), an export to a foreign format None.
+        """
         out: dict[str, Any] = {}
         for key in FIELD_ORDER:
-            value = getattr(self, key)
+            value = schema if key == SCHEMA_KEY else getattr(self, key)
             if value is None or value == []:
                 continue
             if isinstance(value, dt.datetime):
@@ -177,7 +221,7 @@ class MemoryMeta:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        """Every set field, times as `YYYY-MM-DDTHH:MM:SSZ`."""
+        """Every set field, times as `YYYY-MM-DDTHH:MM:SSZ` (`schema` only when the file has it)."""
         return {key: format_time(v) if isinstance(v, dt.datetime) else v
                 for key, v in ((k, getattr(self, k)) for k in FIELD_ORDER) if v is not None}
 
@@ -213,8 +257,12 @@ class MetaErrors(ValueError):
         self.errors = errors
 
     def findings(self, path: str, line_of: Callable[[str], int]) -> list[Finding]:
-        return [Finding(path, line_of(e.loc.split(".")[0]), "frontmatter-field", f"{e.loc}: {e}")
-                for e in self.errors]
+        return [Finding(path, line_of(e.loc.split(".")[0]), e.rule, f"{e.loc}: {e}") for e in self.errors]
+
+    @property
+    def newer(self) -> bool:
+        """Whether a field says the file was written by a newer desk."""
+        return any(e.rule == "memory-schema" for e in self.errors)
 
 
 @dataclass(frozen=True)
@@ -228,8 +276,9 @@ class MemoryFile:
     def name(self) -> str:
         return self.meta.name
 
-    def render(self) -> bytes:
-        return frontmatter.render(self.meta.to_yaml_dict(), self.body)
+    def render(self, schema: int | None = MEMORY_SCHEMA) -> bytes:
+        """The file's bytes; `schema`: the version stamped (MemoryMeta.to_yaml_dict)."""
+        return frontmatter.render(self.meta.to_yaml_dict(schema), self.body)
 
     def is_expired(self, now: dt.datetime) -> bool:
         return self.meta.expires is not None and self.meta.expires <= now
@@ -257,13 +306,51 @@ def build_meta(path: str, **fields: Any) -> MemoryMeta:
             dict.fromkeys(options.get(n, n) for n in named)) + " and run the command again") from None
 
 
+def written_by_newer_desk(error: InvalidFileError) -> bool:
+    """Whether `error` refuses a memory file because a newer desk wrote it: such a file is never
+    treated as a broken one that a write may replace (that would downgrade it)."""
+    return any(f.rule == "memory-schema" for f in error.findings)
+
+
+NEWER_HINT = ("this memory file was written by a newer desk: upgrade desk (`pip install -U desk`); "
+              "nothing was changed")
+
+
+def stamp_schema(data: bytes, path: str) -> bytes:
+    """`data` (a valid memory file) declaring MEMORY_SCHEMA, every other byte kept: a `schema:`
+    line added at the end of the frontmatter, or an older version's line replaced. What
+    `desk migrate` writes; a file already at the current version comes back as it is.
+    InvalidFileError when `data` is not a memory this desk reads (a newer one included)."""
+    doc = frontmatter.parse(data, path)
+    memory = parse_memory(data, path)
+    if memory.meta.schema == MEMORY_SCHEMA:
+        return data
+    lines = data.decode("utf-8").split("\n")
+    line = f"{SCHEMA_KEY}: {MEMORY_SCHEMA}"
+    if memory.meta.schema is None:
+        lines.insert(doc.body_line - 2, line)  # before the closing `---` (file line body_line - 1)
+    else:
+        lines[doc.line_of(SCHEMA_KEY) - 1] = line
+    stamped = "\n".join(lines).encode()
+    try:
+        again: MemoryFile | None = parse_memory(stamped, path)
+    except InvalidFileError:
+        again = None
+    if again is None or again != memory or again.meta.schema != MEMORY_SCHEMA:
+        raise InvalidFileError([Finding(path, doc.line_of(SCHEMA_KEY), "memory-schema",
+                                        f"{SCHEMA_KEY}: cannot be set to {MEMORY_SCHEMA} without rewriting "
+                                        "other lines")],
+                               hint=f"write `{line}` as one line at the end of the frontmatter by hand")
+    return stamped
+
+
 def parse_memory(data: bytes, path: str, expected_name: str | None = None) -> MemoryFile:
     """Parse and validate a memory file; every problem names `path:line` and the field."""
     doc = frontmatter.parse(data, path)
     try:
         meta = MemoryMeta.validate(doc.meta)
     except MetaErrors as exc:
-        raise InvalidFileError(exc.findings(path, doc.line_of)) from None
+        raise InvalidFileError(exc.findings(path, doc.line_of), hint=NEWER_HINT if exc.newer else None) from None
     problems = []
     if expected_name is not None and meta.name != expected_name:
         problems.append(Finding(path, doc.line_of("name"), "name-mismatch",

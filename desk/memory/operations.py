@@ -11,7 +11,8 @@ from typing import Any
 from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.memory import gate
-from desk.memory.file import MemoryFile, build_meta, normalize_body, parse_memory, require_name
+from desk.memory.file import (MemoryFile, build_meta, normalize_body, parse_memory, require_name,
+                              written_by_newer_desk)
 from desk.memory.index import IndexEntry, entries_in_worktree, memory_path, render_index
 from desk.memory.mirror import HeadMirror, head_mirror
 from desk.storage.atomic import atomic_write
@@ -254,9 +255,14 @@ def _with_index(desk: DeskFolder, mirror: HeadMirror, writes: dict[str, bytes | 
 def _existing(desk: DeskFolder, path: str) -> MemoryFile | None:
     """The committed memory at `path` (the work tree equals HEAD here), or None if unreadable.
 
-    A file broken by a hand edit is simply replaced: its old bytes stay in git history.
+    A file broken by a hand edit is simply replaced: its old bytes stay in git history. A file a
+    newer desk wrote is refused instead (InvalidFileError): replacing it would downgrade it.
     """
     try:
         return parse_memory(desk.read(path), path, memory_name(path))
-    except (InvalidFileError, OSError, SymlinkError):
+    except InvalidFileError as exc:
+        if written_by_newer_desk(exc):
+            raise
+        return None
+    except (OSError, SymlinkError):
         return None

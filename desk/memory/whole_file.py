@@ -13,7 +13,7 @@ import datetime as dt
 
 from desk.errors import InvalidFileError, RejectedError
 from desk.layout import DeskFolder
-from desk.memory.file import MemoryFile, parse_memory, require_name
+from desk.memory.file import MemoryFile, parse_memory, require_name, written_by_newer_desk
 from desk.memory.index import memory_path
 from desk.memory.operations import MutationResult, remember
 
@@ -63,5 +63,7 @@ def _committed(desk: DeskFolder, path: str, name: str) -> MemoryFile | None:
         return None
     try:
         return parse_memory(data, path, name)
-    except InvalidFileError:
+    except InvalidFileError as exc:
+        if written_by_newer_desk(exc):  # never replaced as if it were broken
+            raise
         return None

@@ -94,7 +94,7 @@ class ShownMemory(Outcome):
 
     def text(self) -> str:
         r = self.value
-        return (r.memory.render().decode() if r.memory is not None else r.text).rstrip("\n")
+        return (r.memory.render(r.memory.meta.schema).decode() if r.memory is not None else r.text).rstrip("\n")
 
     def warnings(self) -> list[str]:
         if not self.value.findings:

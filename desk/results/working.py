@@ -229,8 +229,10 @@ class Migrated(Wrapped["MigrationResult"]):
         m = self.value
         if m.status == "unchanged":
             return f"the desk is at schema version {m.to_version}: nothing to migrate"
+        span = (f"from schema {m.from_version} to {m.to_version}" if m.from_version != m.to_version
+                else f"at schema {m.to_version}")  # a current desk with files an older write left unversioned
         head = ("would migrate" if m.status == "planned" else "migrated") + \
-            f" the desk from schema {m.from_version} to {m.to_version}{commit_suffix(m.commit)}"
+            f" the desk {span}{commit_suffix(m.commit)}"
         return "\n".join([head, *(f"  {c['path']}: {c['change']}" for c in m.changes)])
 
 

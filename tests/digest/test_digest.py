@@ -49,7 +49,7 @@ def test_fact_add_appends_a_fact_event(desk: DeskFolder, run: DeskRunner) -> Non
     record = json.loads(result.output)
     assert record["kind"] == "fact" and record["content"] == "SQLite must run in WAL mode."
     assert record["payload"] == {"kind": "decision", "importance": 5,
-                                 "key": "storage.sqlite.journal-mode"}
+                                 "key": "storage.sqlite.journal-mode", "schema_version": 2}
     lines = [json.loads(line) for path in desk.path(".system/archive").glob("*.jsonl")
              for line in path.read_text().splitlines()]
     assert [r["id"] for r in lines] == [record["id"]]

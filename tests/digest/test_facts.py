@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 
 from desk.errors import RejectedError
+from desk.digest.fact_version import NewerFactError
 from desk.digest.facts import fact_from_record, key_problem, validate_fact
 
 
@@ -24,7 +25,7 @@ def test_bad_keys(key: str) -> None:
 def test_validate_fact_strips_and_accepts() -> None:
     fact = validate_fact("  Use WAL.  ", kind="decision", importance=5, key="storage.mode")
     assert fact.content == "Use WAL." and fact.payload() == {
-        "kind": "decision", "importance": 5, "key": "storage.mode"}
+        "kind": "decision", "importance": 5, "key": "storage.mode", "schema_version": 2}
 
 
 @pytest.mark.parametrize("args, field", [
@@ -52,3 +53,22 @@ def test_fact_from_record_validates_hand_appended_records() -> None:
                    {**record, "payload": {"kind": "mood", "importance": 4}}):
         with pytest.raises(ValueError):
             fact_from_record(broken)
+
+
+def test_fact_versions_every_earlier_one_read_a_newer_one_refused() -> None:
+    record = {"id": "e1", "at": "2026-10-01T10:00:00Z", "kind": "fact", "content": "Use WAL.",
+              "payload": {"kind": "pitfall", "importance": 4, "key": None}}
+    v1 = fact_from_record(record)  # no schema_version: version 1, as every fact before it
+    v2 = fact_from_record({**record, "payload": {**record["payload"], "schema_version": 2}})
+    assert v1 == v2
+    for bad in (0, -1, True, "2", 2.0, None):
+        with pytest.raises(ValueError, match="schema_version"):
+            fact_from_record({**record, "payload": {**record["payload"], "schema_version": bad}})
+    # A newer fact may mean other fields: it is refused before they are read, naming where it is.
+    newer = {**record, "payload": {"schema_version": 3, "weight": 0.7}}
+    with pytest.raises(NewerFactError) as info:
+        fact_from_record(newer, ".system/archive/2026-10-01.abc.jsonl:7")
+    assert info.value.exit_code == 1
+    assert info.value.message.startswith(".system/archive/2026-10-01.abc.jsonl:7: fact e1 has schema_version 3: "
+                                         "made by a newer desk")
+    assert "upgrade desk" in (info.value.hint or "")

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from desk.digest import facts, policy, recent
+from desk.digest.fact_version import NewerFactError
 
 VALUE = st.one_of(st.none(), st.booleans(), st.integers(-1, 7), st.sampled_from(
     ["decision", "outcome", "pitfall", "bogus", "runtime.python", "Bad Key", "a..b", "x" * 81, " ", "\0"]),
@@ -15,20 +16,29 @@ VALUE = st.one_of(st.none(), st.booleans(), st.integers(-1, 7), st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(kind=VALUE, importance=VALUE, key=VALUE, content=st.one_of(VALUE, st.just("x" * 4001), st.just(" ok ")),
        at=st.sampled_from(["2026-11-28T10:00:00Z", "2026-11-28T10:00:00.123456Z", "2026-11-28", "soon", None]),
-       ident=st.sampled_from(["evt-1", None, 5]), with_payload=st.booleans())
+       ident=st.sampled_from(["evt-1", None, 5]), with_payload=st.booleans(),
+       version=st.one_of(st.just("absent"), VALUE, st.integers(-1, 4), st.just(10**30)))
 def test_the_light_fact_check_agrees_with_the_model(kind: object, importance: object, key: object,
                                                      content: object, at: object, ident: object,
-                                                     with_payload: bool) -> None:
-    record = {"id": ident, "at": at, "content": content,
-              "payload": {"kind": kind, "importance": importance, "key": key} if with_payload else None}
-    try:
-        model = facts.fact_from_record(record)
-    except ValueError:
-        model = None
-    try:
-        light = recent.fact_from_record(record)
-    except ValueError:
-        light = None
+                                                     with_payload: bool, version: object) -> None:
+    payload = {"kind": kind, "importance": importance, "key": key}
+    if version != "absent":
+        payload["schema_version"] = version
+    record = {"id": ident, "at": at, "content": content, "payload": payload if with_payload else None}
+    outcomes = []
+    for read in (facts.fact_from_record, recent.fact_from_record):
+        try:
+            outcomes.append(read(record, "a.jsonl:3"))
+        except ValueError:
+            outcomes.append(None)
+        except NewerFactError as exc:  # a fact of a newer desk: refused by both, naming where
+            assert exc.message.startswith("a.jsonl:3: fact ") and "newer desk" in exc.message
+            outcomes.append("newer")
+    model, light = outcomes
+    if with_payload and type(version) is int and version > 2:
+        assert model == light == "newer", (record, model, light)
+        return
+    assert "newer" not in outcomes
     if model is None or light is None:
         assert model is light is None, (record, model, light)
         return

@@ -53,6 +53,21 @@ def test_add_memory_folder_then_commit(desk: DeskFolder) -> None:
     assert proc.returncode == 0, proc.stderr
     index = committed(desk.root, "MEMORY.md")
     assert "- [bar](memory/bar.md) — A new one" in index and "— new desc" in index
+    # a person's file without `schema:` (format version 1) is committed exactly as written, in one go
+    assert committed(desk.root, "memory/bar.md") == (desk.root / "memory/bar.md").read_text()
+    assert "schema:" not in committed(desk.root, "memory/bar.md")
+    assert "\nschema: 2\n---\n" in committed(desk.root, "memory/foo.md")  # desk's stamp, kept
+    assert clean(desk.root)
+
+
+def test_removing_the_version_line_by_hand_commits_on_the_first_try(desk: DeskFolder) -> None:
+    foo(desk)
+    before = (desk.root / "MEMORY.md").read_bytes()
+    edit(desk.root, "memory/foo.md", "schema: 2\n", "")
+    proc = sh(desk.root, "commit", "-qam", "no version line")
+    assert proc.returncode == 0, proc.stderr
+    assert "schema" not in committed(desk.root, "memory/foo.md")
+    assert (desk.root / "MEMORY.md").read_bytes() == before  # the index never shows the version
     assert clean(desk.root)
 
 

@@ -11,6 +11,7 @@ import frontmatter
 import pytest
 
 import desk as desk_api
+from desk.errors import DeskError
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.memory.file import MemoryFile
@@ -56,6 +57,29 @@ def test_export_then_import_brings_every_memory_back_unchanged(desk: DeskFolder,
     assert back["status"] == "unchanged" and snapshot(desk.root) == before
 
 
+def test_only_desk_s_own_format_carries_the_memory_file_version(desk: DeskFolder, identity: None,
+                                                               tmp_path: Path) -> None:
+    fill(desk)
+    assert all(b"\nschema: 2\n---\n" in data for path, data in snapshot(desk.root).items()
+               if path.startswith("memory/") and path.endswith(".md"))
+    for fmt in ("claude-code", "openclaw", "markdown"):
+        desk_api.open(desk.root).export(fmt, tmp_path / fmt)
+        files = [p for p in (tmp_path / fmt).rglob("*.md") if p.name != "MEMORY.md"]
+        assert len(files) >= 6 and not any("schema" in frontmatter.load(p).metadata for p in files), fmt
+    markdown = (tmp_path / "markdown" / "report-style.md").read_bytes()
+    assert markdown == desk.path("memory/report-style.md").read_bytes().replace(b"\nschema: 2\n", b"\n")
+    desk_api.open(desk.root).export("jsonl", tmp_path / "m.jsonl")
+    lines = [json.loads(line) for line in (tmp_path / "m.jsonl").read_text().splitlines()]
+    assert [line["meta"]["schema"] for line in lines] == [2] * 6  # desk's own format says its version
+    newer = json.dumps({**lines[0], "meta": {**lines[0]["meta"], "schema": 3}})
+    (tmp_path / "newer.jsonl").write_text(newer + "\n")
+    before = snapshot(desk.root)
+    with pytest.raises(DeskError) as info:
+        desk_api.open(desk.root).import_("jsonl", tmp_path / "newer.jsonl", now=NOW)
+    assert "newer.jsonl:1" in info.value.message and "3 was written by a newer desk" in info.value.message
+    assert snapshot(desk.root) == before
+
+
 def test_the_export_imports_into_a_new_desk_as_the_same_memories(desk: DeskFolder, identity: None,
                                                                  tmp_path: Path) -> None:
     fill(desk)
@@ -67,6 +91,7 @@ def test_the_export_imports_into_a_new_desk_as_the_same_memories(desk: DeskFolde
         assert (theirs.body, theirs.meta.type, theirs.meta.triggers, theirs.meta.importance) == \
             (mine.body, mine.meta.type, mine.meta.triggers, mine.meta.importance)
         assert theirs.meta.source == "import" and theirs.meta.origin.startswith("jsonl:m.jsonl:")
+        assert theirs.meta.schema == 2  # an import is a desk write: stamped
 
 
 def test_jsonl_carries_each_memory_s_commit_history(desk: DeskFolder, identity: None, tmp_path: Path) -> None:

@@ -31,9 +31,9 @@ def editor(tmp_path: Path, *versions: str) -> str:
 
 
 def _unstamped(text: str) -> str:
-    """`text` without the `created:`/`updated:` lines `desk edit` stamps on save."""
+    """`text` without the `created:`/`updated:`/`schema:` lines `desk edit` stamps on save."""
     return "".join(line for line in text.splitlines(keepends=True)
-                   if not line.startswith(("created: ", "updated: ")))
+                   if not line.startswith(("created: ", "updated: ", "schema: ")))
 
 
 def runs(tmp_path: Path) -> int:
@@ -46,7 +46,9 @@ def test_edit_creates_and_commits(desk: DeskFolder, run: DeskRunner, tmp_path: P
     result = run("edit", "pref", "--json")
     assert result.exit_code == 0, result.output
     assert '"status": "created"' in result.output
-    assert _unstamped((desk.root / "memory/pref.md").read_text()) == GOOD  # kept as saved, times added
+    saved = (desk.root / "memory/pref.md").read_text()
+    assert _unstamped(saved) == GOOD  # kept as saved, times and the format version added
+    assert "\nschema: 2\n---\n" in saved  # the last frontmatter line, as desk writes it
     assert "- [pref](memory/pref.md) — Edited by hand" in (desk.root / "MEMORY.md").read_text()
     message = sh(desk.root, "log", "-1", "--format=%B").stdout
     assert "Desk-Op: edit" in message and "Desk-Memory: pref" in message

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from desk.errors import InvalidFileError
-from desk.memory.file import MEMORY_TYPES, MemoryFile, MemoryMeta, name_problem, parse_memory
+from desk.memory.file import (MEMORY_SCHEMA, MEMORY_TYPES, MemoryFile, MemoryMeta, name_problem, parse_memory,
+                              stamp_schema)
 
 GOOD = (b"---\nname: report-style\ndescription: Report language and length\ntype: preference\n"
         b"triggers:\n  - report\n  - \xe6\x8a\xa5\xe5\x91\x8a\ncreated: 2026-11-29T10:00:00Z\n---\n"
@@ -22,11 +23,61 @@ def refused(data: bytes, name: str = "report-style") -> InvalidFileError:
     return info.value
 
 
+# GOOD as desk writes it: the format version stamped as the last frontmatter line.
+STAMPED = GOOD.replace(b"\n---\n", b"\nschema: 2\n---\n")
+
+
 def test_good_file_parses_and_round_trips() -> None:
     memory = parse_memory(GOOD, "memory/report-style.md", "report-style")
     assert memory.meta.triggers == ["report", "报告"]
     assert memory.meta.created == dt.datetime(2026, 11, 29, 10, tzinfo=dt.timezone.utc)
-    assert memory.render() == GOOD
+    assert (memory.meta.schema, memory.meta.schema_version) == (None, 1)  # no key: version 1
+    assert memory.render(memory.meta.schema) == GOOD  # shown as it is
+    assert memory.render() == STAMPED  # every write stamps the current version
+    again = parse_memory(STAMPED, "memory/report-style.md", "report-style")
+    assert again == memory and again.meta.schema == MEMORY_SCHEMA == 2 and again.render() == STAMPED
+    assert "schema" not in memory.meta.to_json() and again.meta.to_json()["schema"] == 2
+
+
+def test_a_newer_memory_file_is_refused_with_its_line_and_a_hint() -> None:
+    error = refused(STAMPED.replace(b"schema: 2", b"schema: 99"))
+    assert [(f.line, f.rule) for f in error.findings] == [(9, "memory-schema")]
+    assert "99 was written by a newer desk" in error.findings[0].message
+    assert "upgrade desk" in error.findings[0].message and "upgrade desk" in (error.hint or "")
+    assert str(error.findings[0]).startswith("memory/report-style.md:9: memory-schema: schema: 99")
+
+
+@pytest.mark.parametrize("value, message", [
+    (b"true", "expected a whole number"), (b"'2'", "expected a whole number"), (b"2.0", "expected a whole number"),
+    (b"0", "must be 1 or more"), (b"-1", "must be 1 or more"), (b"[2]", "expected a whole number"),
+    (b"1" + b"0" * 400, "newer desk"),  # a huge number is a newer version, not a crash
+])
+def test_bad_schema_values_are_named(value: bytes, message: str) -> None:
+    error = refused(STAMPED.replace(b"schema: 2", b"schema: " + value))
+    assert error.findings[0].line == 9 and error.findings[0].message.startswith("schema: ")
+    assert message in error.findings[0].message
+
+
+def test_schema_1_written_out_is_read_as_version_1() -> None:
+    memory = parse_memory(STAMPED.replace(b"schema: 2", b"schema: 1"), "memory/report-style.md", "report-style")
+    assert memory.meta.schema_version == 1 and memory.render() == STAMPED
+
+
+def test_stamp_schema_adds_one_line_and_keeps_every_other_byte() -> None:
+    hand = (b"---\ntype: fact   # a comment\nname: report-style\ndescription: \"quoted\"\ntriggers: [a, b]\n"
+            b"---\nBody with\nschema: 1\n---\nlines.\n")
+    stamped = stamp_schema(hand, "memory/report-style.md")
+    assert stamped == hand.replace(b"b]\n---\n", b"b]\nschema: 2\n---\n", 1)
+    assert stamp_schema(stamped, "memory/report-style.md") == stamped  # current: as it is
+    assert stamp_schema(STAMPED.replace(b"schema: 2", b"schema: 1"), "memory/report-style.md") == STAMPED
+    assert stamp_schema(GOOD, "memory/report-style.md") == STAMPED
+    with pytest.raises(InvalidFileError) as info:
+        stamp_schema(STAMPED.replace(b"schema: 2", b"schema: 3"), "memory/report-style.md")
+    assert info.value.findings[0].rule == "memory-schema"  # never downgraded
+    odd = STAMPED.replace(b"schema: 2", b"schema:\n  1")  # the value on its own line
+    with pytest.raises(InvalidFileError) as info:
+        stamp_schema(odd, "memory/report-style.md")
+    assert "by hand" in (info.value.hint or "")
 
 
 TEN = dt.datetime(2026, 11, 29, 10, tzinfo=dt.timezone.utc)
@@ -153,8 +204,12 @@ def memories(draw: st.DrawFn) -> MemoryFile:
 def test_write_read_write_is_identity(memory: MemoryFile) -> None:
     data = memory.render()
     again = parse_memory(data, f"memory/{memory.name}.md", memory.name)
-    assert again == memory
+    assert again == memory and again.meta.schema == MEMORY_SCHEMA
     assert again.render() == data
+    # A file without the key (an older desk's) is stamped by `desk migrate` to what desk writes.
+    old = memory.render(schema=None)
+    assert b"\nschema:" not in old.split(b"\n---\n", 1)[0]
+    assert stamp_schema(old, f"memory/{memory.name}.md") == data
 
 
 def test_shared_objects_are_written_out_not_aliased() -> None:

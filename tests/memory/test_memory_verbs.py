@@ -9,6 +9,7 @@ import pytest
 
 from desk.layout import DeskFolder
 from tests.conftest import DeskRunner, git, snapshot
+from tests.guard_helpers import sh
 
 
 def _remember(run: DeskRunner, name: str = "report-zh", *extra: str) -> None:
@@ -199,3 +200,33 @@ def test_diff_shows_the_last_change_and_uncommitted_edits(desk: DeskFolder, run:
     bad = run("diff", "report-zh", "--", "--output=/tmp/x")
     assert bad.exit_code == 2 and "unknown revision" in bad.output
     assert run("diff", "nosuch").exit_code == 1
+
+
+def test_a_version_1_file_reads_as_it_is_and_only_a_real_change_stamps_it(desk: DeskFolder,
+                                                                            run: DeskRunner) -> None:
+    """A file without `schema:` (an older desk's, or a person's) is shown and left as it is by a
+    write that changes nothing; the next write that changes it saves it at the current version."""
+    _remember(run)
+    path = desk.path("memory/report-zh.md")
+    v1 = path.read_text().replace("schema: 2\n", "")
+    path.write_text(v1)
+    assert sh(desk.root, "commit", "-qam", "as an older desk wrote it", "--no-verify").returncode == 0
+    head = git(desk.root, "rev-parse", "HEAD")
+    assert run("show", "report-zh").output.startswith(v1.rstrip("\n"))  # shown as it is
+    assert "schema" not in _meta(run, "report-zh")
+    for args in (["set", "report-zh", "--importance", "4"],
+                 ["remember", "report-zh", "--type", "preference", "-d", "Reports in Chinese",
+                  "Write reports in Chinese."]):
+        result = run(*args, "--json")
+        assert json.loads(result.output)["status"] == "unchanged", (args, result.output)
+    assert path.read_text() == v1 and git(desk.root, "rev-parse", "HEAD") == head  # reading never rewrites
+    assert run("set", "report-zh", "--importance", "5").exit_code == 0
+
+    def undated(text: str) -> str:  # `updated:` is the clock's
+        return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("updated: "))
+
+    assert undated(path.read_text()) == undated(v1.replace("importance: 4", "importance: 5").replace(
+        "\n---\n", "\nschema: 2\n---\n", 1))
+    assert _meta(run, "report-zh")["schema"] == 2
+    assert run("rename", "report-zh", "report-cn").exit_code == 0
+    assert "\nschema: 2\n---\n" in desk.path("memory/report-cn.md").read_text()
