@@ -9,6 +9,10 @@ import click
 from desk.cli.output import invocation, json_option, print_json, project_option, render, user_option
 from desk.vocabulary import CONTEXT_FORMATS, CONTEXT_MODES, RANKERS, RECALL_KINDS
 
+# Archive bytes a recall's cache refresh must read before its progress shows at once rather than
+# after the first interval: about 10,000 events, the first recall after an import (issue 16).
+ANNOUNCE_BYTES = 4 * 1024 * 1024
+
 
 @click.command("recall")
 @click.argument("query")
@@ -43,7 +47,7 @@ def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker:
     from desk.cli.progress import stderr_progress
 
     embedder = embedder.strip() if embedder else None
-    with stderr_progress("indexing the archive for recall", unit="bytes") as lines, \
+    with stderr_progress("indexing the archive for recall", unit="bytes", announce=ANNOUNCE_BYTES) as lines, \
             stderr_progress("embedding records for recall", unit="records", enabled=bool(embedder)) as embedded:
         result = invocation().desk().recall(query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
                                             progress=lines, project=invocation().project,

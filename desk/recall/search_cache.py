@@ -494,6 +494,8 @@ class SearchCache:
                 offset, lines = 0, 0
             plan.append((path, st, offset, lines, hasher[0]))
         total = sum(st.st_size - offset for _, st, offset, _, _ in plan)
+        if progress is not None and total:
+            progress(0, total)  # before any reading: a big first build can say so at once
         done = 0
         for path, st, offset, lines, hasher in plan:
             new_offset, lines = self._read_archive_file(db, batch, path, st.st_size, offset, lines,
