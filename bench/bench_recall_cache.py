@@ -4,6 +4,7 @@ progress lines of the first recall after an import (issue 16).
     python bench/bench_recall_cache.py                    # both parts, 100,000 records / 30,000 events
     python bench/bench_recall_cache.py --warm --records 100000
     python bench/bench_recall_cache.py --progress --events 30000
+    python bench/bench_recall_cache.py --hybrid --records 20000    # with the tests' trigram embedder
 
 Warm: N conversation records (bench/retrieval/corpus.py, seeded) written straight into archive
 files; one `SearchCache` refreshed once, then in-process recall over 200 questions (median, p95)
@@ -13,6 +14,11 @@ consumed prefix is hashed again after every change of its stat). Target: warm in
 
 Progress: `desk archive import` of N events, then the first `desk recall` with stderr a pipe, not a
 terminal (a log file, a CI job); prints each stderr line with the second it arrived at.
+
+Hybrid: the same records, recall with the tests' hashed-trigram embedder (64 dimensions, pure
+Python): the first recall embeds every record, then warm hybrid recall (median, p95) against
+lexical-only recall in the same run. No target: hybrid recall is optional; this says what the
+stdlib cosine scan costs per record.
 """
 
 from __future__ import annotations
@@ -102,6 +108,38 @@ def warm(records: int, seed: int) -> bool:
     return ok
 
 
+def hybrid(records: int, seed: int) -> bool:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from desk import open as open_desk
+    from tests.recall.trigram_embedder import TrigramEmbedder
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "desk"
+        init_desk(root)
+        turns, texts = _turns(records, seed)
+        corpus.write_archive(root, DeskFolder(root).config.desk_id, turns)
+        embedder = TrigramEmbedder()
+        with open_desk(root) as d:
+            d.recall("warm up", limit=10)
+            t0 = time.perf_counter()
+            d.recall(texts[0], limit=10, embedder=embedder)
+            print(f"hybrid: {len(turns)} records; first hybrid recall embeds them all: "
+                  f"{time.perf_counter() - t0:.1f} s")
+            lexical, fused = [], []
+            for text in texts[:50]:
+                t0 = time.perf_counter()
+                d.recall(text, limit=10)
+                lexical.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                d.recall(text, limit=10, embedder=embedder)
+                fused.append((time.perf_counter() - t0) * 1000)
+        med = statistics.median(fused)
+        print(f"warm recall, lexical only: median {statistics.median(lexical):.1f} ms; hybrid: median "
+              f"{med:.1f} ms, p95 {sorted(fused)[int(len(fused) * 0.95) - 1]:.1f} ms "
+              f"({med * 1000 / len(turns):.1f} us per record)")
+    return True
+
+
 def progress(events: int, seed: int) -> bool:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "desk"
@@ -140,16 +178,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--warm", action="store_true", help="warm recall only")
     parser.add_argument("--progress", action="store_true", help="first recall after an import only")
+    parser.add_argument("--hybrid", action="store_true", help="hybrid recall with the tests' embedder only")
     parser.add_argument("--records", type=int, default=100_000, help="records for the warm part")
     parser.add_argument("--events", type=int, default=30_000, help="events imported for the progress part")
     parser.add_argument("--seed", type=int, default=2)
     args = parser.parse_args()
-    both = not args.warm and not args.progress
+    both = not args.warm and not args.progress and not args.hybrid
     ok = True
     if args.warm or both:
         ok &= warm(args.records, args.seed)
     if args.progress or both:
         ok &= progress(args.events, args.seed)
+    if args.hybrid:
+        ok &= hybrid(args.records, args.seed)
     sys.exit(0 if ok else 1)
 
 
