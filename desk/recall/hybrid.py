@@ -219,6 +219,7 @@ class DenseIndex:
         self._db: sqlite3.Connection | None = None
         self._vectors: dict[int, array] = {}  # record number -> unit vector
         self._loaded = 0  # record numbers below this are in _vectors (when they have one)
+        self._mark = ""  # the search cache's lineage at _loaded
         self.embedded = 0  # texts the last sync sent to the embedder
 
     def _connect(self) -> sqlite3.Connection:
@@ -233,43 +234,28 @@ class DenseIndex:
 
     def sync(self, cache: SearchCache) -> int:
         """Embed the searchable records that have no vector for this embedder yet (new records,
-        or a changed text); return how many. All or nothing: a failing embedder writes nothing."""
+        or a changed text); return how many. All or nothing: a failing embedder writes nothing.
+
+        Record numbers are the search cache's; they start over when it is rebuilt, which the rid
+        of its first and last numbered record tells (then the map is made again from the search
+        cache, and vectors, keyed by record id and text, are reused).
+        """
         db = self._connect()
-        columns = cache.columns
-        count = columns.count
+        count = cache.columns.count
+        mark = _lineage(cache, count)
+        if self._loaded and (self._loaded > count or _lineage(cache, self._loaded) != self._mark):
+            self._vectors, self._loaded = {}, 0  # this process's map is of a rebuilt cache
+        upto = f"upto:{self.key}"
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+        if meta.get("lineage") == mark and int(meta.get(upto) or 0) == count:
+            self.embedded = 0  # nothing new: no write transaction
+            self._load(db, count, mark)
+            return 0
         db.execute("BEGIN IMMEDIATE")
         try:
-            meta = dict(db.execute("SELECT key, value FROM meta"))
-            synced, last = int(meta.get("synced") or 0), meta.get("last_rid")
-            if synced > count or (synced and cache.rid(synced - 1) != last):
-                # The search cache was rebuilt: its record numbers start over (vectors are kept,
-                # keyed by record id and text).
-                db.execute("DELETE FROM docmap")
-                synced, self._vectors, self._loaded = 0, {}, 0
-            texts: dict[int, str] = {}
-            rows = []
-            for doc in range(synced, count):
-                if doc in columns.dead:
-                    continue
-                data = cache.record_data(doc)
-                text = texts[doc] = record_text(data)
-                rows.append((doc, str(data["rid"]), hashlib.sha256(text.encode()).hexdigest()[:32]))
-            db.executemany("INSERT OR REPLACE INTO docmap VALUES (?, ?, ?)", rows)
-            missing = [(d, r, h) for d, r, h in db.execute(
-                "SELECT d.doc, d.rid, d.hash FROM docmap d LEFT JOIN vectors v ON v.embedder=? AND "
-                "v.rid=d.rid AND v.hash=d.hash WHERE v.rid IS NULL ORDER BY d.doc", (self.key,))
-                if d not in columns.dead]
-            for start in range(0, len(missing), EMBED_BATCH):
-                part = missing[start:start + EMBED_BATCH]
-                batch = [texts[d] if d in texts else record_text(cache.record_data(d)) for d, _, _ in part]
-                vectors = embed_checked(self.embedder, batch)
-                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
-                               [(self.key, r, h, v.tobytes()) for (_, r, h), v in zip(part, vectors)])
-                if self.progress is not None:
-                    self.progress(start + len(part), len(missing))
-            if count:
-                db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                               [("schema", _SCHEMA), ("synced", count), ("last_rid", cache.rid(count - 1))])
+            missing = self._embed_missing(db, cache, count, upto)
+            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                           [("schema", _SCHEMA), ("synced", count), ("lineage", mark), (upto, count)])
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -277,17 +263,54 @@ class DenseIndex:
         self.embedded = len(missing)
         if missing:
             self._loaded = min(self._loaded, missing[0][0])
-        self._load(db, count)
+        self._load(db, count, mark)
         return len(missing)
 
-    def _load(self, db: sqlite3.Connection, count: int) -> None:
-        for doc, blob in db.execute(
-                "SELECT d.doc, v.vec FROM docmap d JOIN vectors v ON v.embedder=? AND v.rid=d.rid AND "
-                "v.hash=d.hash WHERE d.doc >= ?", (self.key, self._loaded)):
-            vector = array("f")
-            vector.frombytes(blob)
-            self._vectors[doc] = vector
-        self._loaded = count
+    def _embed_missing(self, db: sqlite3.Connection, cache: SearchCache, count: int,
+                       upto: str) -> list[tuple[int, str, str]]:
+        """Map the records numbered since the last sync, then embed those of them (and of the
+        records numbered since this embedder's last sync) that have no vector: inside the
+        caller's transaction."""
+        dead = cache.columns.dead
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+        synced, first = int(meta.get("synced") or 0), int(meta.get(upto) or 0)
+        if synced > count or meta.get("lineage") != _lineage(cache, synced):
+            db.execute("DELETE FROM docmap")  # the search cache was rebuilt: map it again
+            db.execute("DELETE FROM meta WHERE key LIKE 'upto:%'")
+            synced = first = 0
+            self._vectors, self._loaded = {}, 0
+        texts: dict[int, str] = {}
+        rows = []
+        for doc in range(synced, count):
+            if doc in dead:
+                continue
+            data = cache.record_data(doc)
+            text = texts[doc] = record_text(data)
+            rows.append((doc, str(data["rid"]), hashlib.sha256(text.encode()).hexdigest()[:32]))
+        db.executemany("INSERT OR REPLACE INTO docmap VALUES (?, ?, ?)", rows)
+        missing = [(d, r, h) for d, r, h in db.execute(
+            "SELECT d.doc, d.rid, d.hash FROM docmap d LEFT JOIN vectors v ON v.embedder=? AND "
+            "v.rid=d.rid AND v.hash=d.hash WHERE d.doc >= ? AND v.rid IS NULL ORDER BY d.doc",
+            (self.key, min(first, synced))) if d not in dead]
+        for start in range(0, len(missing), EMBED_BATCH):
+            part = missing[start:start + EMBED_BATCH]
+            batch = [texts[d] if d in texts else record_text(cache.record_data(d)) for d, _, _ in part]
+            vectors = embed_checked(self.embedder, batch)
+            db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
+                           [(self.key, r, h, v.tobytes()) for (_, r, h), v in zip(part, vectors)])
+            if self.progress is not None:
+                self.progress(start + len(part), len(missing))
+        return missing
+
+    def _load(self, db: sqlite3.Connection, count: int, mark: str) -> None:
+        if self._loaded < count:
+            for doc, blob in db.execute(
+                    "SELECT d.doc, v.vec FROM docmap d JOIN vectors v ON v.embedder=? AND v.rid=d.rid AND "
+                    "v.hash=d.hash WHERE d.doc >= ?", (self.key, self._loaded)):
+                vector = array("f")
+                vector.frombytes(blob)
+                self._vectors[doc] = vector
+        self._loaded, self._mark = count, mark
 
     def ranking(self, query_text: str, excluded: set[int], depth: int,
                 rid_of: Callable[[int], str]) -> list[tuple[int, float]]:
@@ -329,6 +352,12 @@ def hybrid_top(index: DenseIndex, cache: SearchCache, query_text: str, ranker: R
     lexical = top_records(ranker, lists, excluded, cache.columns, DEPTH, cache.rid)
     dense = index.ranking(query_text, excluded, DEPTH, cache.rid)
     return fuse(lexical, dense, limit, index.key, cache.rid)
+
+
+def _lineage(cache: SearchCache, count: int) -> str:
+    """Which numbering of the search cache's records the first `count` are: the ids of its first
+    and last record (a rebuilt cache numbers its records anew)."""
+    return f"{count}:{cache.rid(0)}:{cache.rid(count - 1)}" if count else "0"
 
 
 def _check_schema(db: sqlite3.Connection) -> None:

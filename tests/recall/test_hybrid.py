@@ -7,6 +7,7 @@ entry point of the `desk.embedders` group.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import sqlite3
@@ -135,15 +136,19 @@ def test_vectors_are_cached_and_only_new_records_are_embedded(desk: DeskFolder) 
     assert "osprey" in hits[0]["snippet"]
 
 
-def test_a_changed_record_is_embedded_again_and_filters_hold(desk: DeskFolder, run: DeskRunner) -> None:
+def test_a_changed_record_is_embedded_again_and_filters_hold(desk: DeskFolder) -> None:
+    from desk.memory.operations import remember
+
     _archive(desk)
-    assert run("remember", "kestrel-plan", "--type", "decision", "--description", "The kestrel plan",
-               "Kestrel ships in March.").exit_code == 0
+    now = dt.datetime(2026, 11, 25, tzinfo=dt.timezone.utc)  # a fixed clock, before AS_OF
+    remember(desk, "kestrel-plan", type="decision", description="The kestrel plan",
+             body="Kestrel ships in March.", now=now)
     embedder = TrigramEmbedder()
     with open_desk(desk.root) as d:
         _recall(d, "kestrel", embedder=embedder)
         embedder.calls.clear()
-        assert run("remember", "kestrel-plan", "Kestrel ships in April.").exit_code == 0
+        remember(desk, "kestrel-plan", type="decision", description="The kestrel plan",
+                 body="Kestrel ships in April.", now=now)
         memories = _recall(d, "kestrel", embedder=embedder, kind="memory")["hits"]
         assert [[t.strip() for t in call] for call in embedder.calls] == [
             ["kestrel-plan The kestrel plan Kestrel ships in April."], ["kestrel"]]
