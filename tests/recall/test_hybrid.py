@@ -244,3 +244,21 @@ def test_the_first_hybrid_recall_shows_embedding_progress(desk: DeskFolder, run:
     assert "desk: embedding records for recall: 64/150 records" in result.stderr
     assert "desk: embedding records for recall: done" in result.stderr
     json.loads(result.stdout)
+
+
+def test_a_search_cache_rebuilt_in_process_is_mapped_again_without_embedding_again(desk: DeskFolder) -> None:
+    """A rebuild numbers the records anew (here an event appended to an early day moves ahead of
+    later days' records): the dense ranking must follow the new numbers, not the old."""
+    _archive(desk)
+    embedder = TrigramEmbedder()
+    with open_desk(desk.root) as d:
+        _recall(d, "kestrel", embedder=embedder)
+        append_event(desk, "inbound", "an osprey over the harbour", at="2026-11-20T09:00:00Z", session="s1")
+        _recall(d, "osprey", embedder=embedder)  # numbered last, incrementally
+        d._search_cache.rebuild()  # numbered by file now: it moves to the front
+        embedder.calls.clear()
+        warm = _recall(d, "ospray harbor", embedder=embedder)
+        assert embedder.calls == [["ospray harbor"]]  # vectors reused, only the query embedded
+    with open_desk(desk.root) as cold:
+        assert _recall(cold, "ospray harbor", embedder=TrigramEmbedder()) == warm
+    assert "osprey" in warm["hits"][0]["snippet"]
