@@ -39,6 +39,7 @@ class Desk(DeskFolder):
     initialized: Initialized | None = None  # what `desk.init` did; None from `desk.open`
     cloned: Cloned | None = None  # what `desk.clone` did
     _search_cache: Any = None  # recall's SearchCache, kept warm across calls until close()
+    _dense: Any = None  # hybrid recall's DenseIndex per embedder (name or object), warm until close()
 
     def with_trailers(self, trailers: Mapping[str, str]) -> Desk:
         """This desk, for commits that also carry `trailers` (`Key: value`) after each operation's
@@ -64,6 +65,9 @@ class Desk(DeskFolder):
         if self._search_cache is not None:
             self._search_cache.close()
             self._search_cache = None
+        for index in (self._dense or {}).values():
+            index.close()
+        self._dense = None
 
     def __enter__(self) -> Desk:
         return self
@@ -325,7 +329,8 @@ class Desk(DeskFolder):
 
     def recall(self, query: str, *, limit: int = 5, kind: str = "all", as_of: Time | None = None,
                ranker: str = "default", progress: Progress | None = None,
-               project: str | None = None, all_scopes: bool = False) -> Recalled:
+               project: str | None = None, all_scopes: bool = False, embedder: Any = None,
+               embed_progress: Progress | None = None) -> Recalled:
         """Search memories and archived conversations for `query`; read-only.
 
         UsageError (exit 2) for an empty or punctuation-only query or a limit outside 1..10.
@@ -333,15 +338,32 @@ class Desk(DeskFolder):
         `all_scopes` (docs/scopes.md). `.xml()` renders docs/design.md §8.1's
         `<recalled_context>` block. The search cache stays loaded between calls on this object (refreshed incrementally each time), so a
         harness that keeps one `Desk` recalls warm; `close()` (or `with desk.open(...)`) frees it.
+
+        `embedder` turns on hybrid recall (docs/recall.md "Hybrid retrieval (optional)"): an
+        entry point name of `desk.embedders`, `package.module:factory`, or an object with `name`,
+        `dimension` and `embed(texts)`. Its dense ranking is fused with the lexical one; the
+        embedder is loaded once per `Desk` and `embed_progress(done, total)` follows the records
+        it embeds. UsageError (exit 2) for an unknown embedder; DeskError (exit 1) for one that
+        fails or returns vectors of the wrong dimension.
         """
         from desk.recall.search import recall
         from desk.recall.search_cache import SearchCache
 
         if self._search_cache is None:
             self._search_cache = SearchCache(self)
+        dense = None
+        if embedder is not None:
+            from desk.recall.hybrid import DenseIndex, check_embedder, load_embedder
+
+            self._dense = self._dense or {}
+            dense = self._dense.get(embedder if isinstance(embedder, str) else id(embedder))
+            if dense is None:
+                made = load_embedder(embedder) if isinstance(embedder, str) else check_embedder(embedder)
+                dense = self._dense[embedder if isinstance(embedder, str) else id(embedder)] = DenseIndex(self, made)
+            dense.progress = embed_progress
         return Recalled(recall(self, query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
                                cache=self._search_cache, progress=progress, project=project,
-                               all_scopes=all_scopes))
+                               all_scopes=all_scopes, dense=dense))
 
     def context(self, *, mode: str = "wake", query: str | None = None, budget: int | None = None,
                 section_budgets: Mapping[str, int] | None = None,

@@ -3,7 +3,9 @@
 Long work (an archive import, the first recall after one builds its search cache, a checkpoint
 of a big archive) must not look hung, including in a log file or a CI job where stderr is no
 terminal (a bar that redraws itself would fill those with control characters). So this prints
-plain lines, at most one per `interval`, and none at all for work that ends sooner. A heartbeat
+plain lines, at most one per `interval`, and none at all for work that ends sooner, unless its
+size alone says it is long work (`announce`: a total at least that big gets its first line at
+once, so the first recall after a big import says what it is doing on any machine). A heartbeat
 thread keeps the lines coming through a step that reports nothing (checkpoint's commit). The
 library only calls `progress(done, total)`; the clock and the writer are inputs, for tests.
 """
@@ -23,8 +25,9 @@ class ProgressLines:
 
     def __init__(self, label: str, write: Callable[[str], None], *, unit: str = "",
                  interval: float = INTERVAL, clock: Callable[[], float] = time.monotonic,
-                 heartbeat: bool = True) -> None:
+                 heartbeat: bool = True, announce: int | None = None) -> None:
         self.label = label
+        self.announce = announce
         self.write = write
         self.unit = unit
         self.interval = interval
@@ -41,13 +44,13 @@ class ProgressLines:
 
     def __call__(self, done: int, total: int) -> None:
         self.done, self.total = done, total
-        self.beat()
+        self.beat(force=self.announce is not None and not self.lines and total >= self.announce)
 
-    def beat(self) -> None:
-        """Print a line if `interval` has passed since the last one (or the start)."""
+    def beat(self, force: bool = False) -> None:
+        """Print a line if `interval` has passed since the last one (or the start), or `force`."""
         with self._lock:
             now = self.clock()
-            if now - self.last < self.interval:
+            if not force and now - self.last < self.interval:
                 return
             self.last = now
             self.lines += 1
@@ -79,9 +82,10 @@ class ProgressLines:
                            f"{self.clock() - self.start:.0f} s")
 
 
-def stderr_progress(label: str, *, unit: str = "", enabled: bool = True) -> ProgressLines:
+def stderr_progress(label: str, *, unit: str = "", enabled: bool = True,
+                    announce: int | None = None) -> ProgressLines:
     """ProgressLines writing to stderr (silent when not `enabled`), every $DESK_PROGRESS_INTERVAL
-    seconds (default INTERVAL)."""
+    seconds (default INTERVAL); a total of at least `announce` gets its first line at once."""
     import os
 
     import click
@@ -95,4 +99,4 @@ def stderr_progress(label: str, *, unit: str = "", enabled: bool = True) -> Prog
         if enabled:
             click.echo(line, err=True)
 
-    return ProgressLines(label, write, unit=unit, interval=interval, heartbeat=enabled)
+    return ProgressLines(label, write, unit=unit, interval=interval, heartbeat=enabled, announce=announce)

@@ -9,6 +9,10 @@ import click
 from desk.cli.output import invocation, json_option, print_json, project_option, render, user_option
 from desk.vocabulary import CONTEXT_FORMATS, CONTEXT_MODES, RANKERS, RECALL_KINDS
 
+# Archive bytes a recall's cache refresh must read before its progress shows at once rather than
+# after the first interval: about 10,000 events, the first recall after an import (issue 16).
+ANNOUNCE_BYTES = 4 * 1024 * 1024
+
 
 @click.command("recall")
 @click.argument("query")
@@ -23,10 +27,14 @@ from desk.vocabulary import CONTEXT_FORMATS, CONTEXT_MODES, RANKERS, RECALL_KIND
 @click.option("--xml", "as_xml", is_flag=True, help="Print a <recalled_context> XML block instead.")
 @click.option("--all-scopes", is_flag=True,
               help="Search every project's memories too (default: desk-wide and --project's only).")
+@click.option("--embedder", metavar="NAME", envvar="DESK_EMBEDDER",
+              help="Hybrid recall: fuse a dense retriever's ranking with the lexical one. An entry "
+                   "point of the desk.embedders group or package.module:factory; default "
+                   "$DESK_EMBEDDER, else off (an empty value turns it off).")
 @project_option
 @json_option
 def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker: str,
-                   as_xml: bool, all_scopes: bool) -> None:
+                   as_xml: bool, all_scopes: bool, embedder: str | None) -> None:
     """Search memories and archived conversations for QUERY; read-only.
 
     Each hit carries its scope, provenance (file and commit, or archive event) and the score
@@ -38,10 +46,13 @@ def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker:
         raise UsageError("give --json or --xml, not both")
     from desk.cli.progress import stderr_progress
 
-    with stderr_progress("indexing the archive for recall", unit="bytes") as lines:
+    embedder = embedder.strip() if embedder else None
+    with stderr_progress("indexing the archive for recall", unit="bytes", announce=ANNOUNCE_BYTES) as lines, \
+            stderr_progress("embedding records for recall", unit="records", enabled=bool(embedder)) as embedded:
         result = invocation().desk().recall(query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
                                             progress=lines, project=invocation().project,
-                                            all_scopes=all_scopes)
+                                            all_scopes=all_scopes, embedder=embedder or None,
+                                            embed_progress=embedded if embedder else None)
     if as_xml:
         click.echo(result.xml(), nl=False)
         return

@@ -27,7 +27,7 @@ import datetime as dt
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from desk.errors import DeskError, UsageError
 from desk.layout import DeskFolder, memory_name, project_problem
@@ -40,6 +40,9 @@ from desk.storage.git import blob_sha
 from desk.text.normalize import normalize
 from desk.text.times import format_time, parse_time, utc_now
 from desk.vocabulary import RANKERS, RECALL_KINDS
+
+if TYPE_CHECKING:
+    from desk.recall.hybrid import DenseIndex, HybridBreakdown
 
 LIMIT_MIN, LIMIT_MAX = 1, 10
 
@@ -54,11 +57,15 @@ class RecallQuery:
     kind: str
     as_of: str
     ranker: str
+    embedder: str | None = None  # hybrid recall's dense retriever (`name/dimension`); None: lexical only
 
     def to_json(self) -> dict[str, Any]:
-        return {"query_id": self.query_id, "text": self.text, "normalized_text": self.normalized_text,
-                "terms": list(self.terms), "limit": self.limit, "kind": self.kind,
-                "as_of": self.as_of, "ranker": self.ranker}
+        out = {"query_id": self.query_id, "text": self.text, "normalized_text": self.normalized_text,
+               "terms": list(self.terms), "limit": self.limit, "kind": self.kind,
+               "as_of": self.as_of, "ranker": self.ranker}
+        if self.embedder is not None:
+            out["embedder"] = self.embedder
+        return out
 
 
 def parse_as_of(value: dt.datetime | str | None, now: dt.datetime | None = None) -> dt.datetime:
@@ -71,7 +78,8 @@ def parse_as_of(value: dt.datetime | str | None, now: dt.datetime | None = None)
 
 
 def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
-                    as_of: dt.datetime | str | None = None, ranker: str = "default") -> RecallQuery:
+                    as_of: dt.datetime | str | None = None, ranker: str = "default",
+                    embedder: str | None = None) -> RecallQuery:
     """Stage 1: validate and normalise the query; a refused query raises UsageError (exit 2)."""
     if not LIMIT_MIN <= limit <= LIMIT_MAX:
         raise UsageError(f"--limit must be between {LIMIT_MIN} and {LIMIT_MAX}, not {limit}",
@@ -90,9 +98,10 @@ def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
     moment = parse_as_of(as_of)
     as_of_text = format_time(moment, "microsecond" if moment.microsecond else "second")
     normalized = normalize(readable)
-    digest = hashlib.sha256("\0".join([normalized, str(limit), kind, as_of_text, ranker]).encode())
+    parts = [normalized, str(limit), kind, as_of_text, ranker] + ([embedder] if embedder is not None else [])
+    digest = hashlib.sha256("\0".join(parts).encode())
     return RecallQuery("query-" + digest.hexdigest()[:16], readable, normalized, terms, limit, kind,
-                       as_of_text, ranker)
+                       as_of_text, ranker, embedder)
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,7 @@ class RecallHit:
     snippet: str
     scope: dict[str, Any]
     provenance: dict[str, Any]
-    score_breakdown: ScoreBreakdown
+    score_breakdown: ScoreBreakdown | HybridBreakdown
 
     def to_json(self) -> dict[str, Any]:
         return {"rank": self.rank, "id": self.id, "snippet": self.snippet, "scope": self.scope,
@@ -126,13 +135,16 @@ class RecallResult:
 def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
            as_of: dt.datetime | str | None = None, ranker: str = "default",
            cache: SearchCache | None = None, progress: Progress | None = None,
-           project: str | None = None, all_scopes: bool = False) -> RecallResult:
+           project: str | None = None, all_scopes: bool = False,
+           dense: DenseIndex | None = None) -> RecallResult:
     """Run the five stages. Pass a long-lived `cache` to stay warm across calls in one process.
 
     Memories searched: the desk-wide ones and `project`'s (docs/scopes.md), or every project's
-    with `all_scopes`.
+    with `all_scopes`. With `dense` (hybrid recall, `desk.recall.hybrid`), its dense ranking is
+    fused with the lexical one.
     """
-    query = normalize_query(text, limit=limit, kind=kind, as_of=as_of, ranker=ranker)
+    query = normalize_query(text, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
+                            embedder=dense.key if dense is not None else None)
     if project is not None:
         problem = project_problem(project)
         if problem:
@@ -141,14 +153,14 @@ def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
     cache = cache or SearchCache(desk)
     try:
         cache.refresh(progress)
-        return search(cache, query, desk.desk_id, project=project, all_scopes=all_scopes)
+        return search(cache, query, desk.desk_id, project=project, all_scopes=all_scopes, dense=dense)
     finally:
         if own:
             cache.close()
 
 
 def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str | None = None,
-           all_scopes: bool = False) -> RecallResult:
+           all_scopes: bool = False, dense: DenseIndex | None = None) -> RecallResult:
     """Stages 2 to 4 over an up-to-date search cache, then the hits' snippets and provenance."""
     columns = cache.columns
     as_of = parse_as_of(query.as_of).timestamp()
@@ -164,13 +176,21 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
     for ids, _ in lists:
         union.update(ids)
     candidates = len(union) - len(union & excluded)
-    if not candidates:
-        reason = "no_records" if not searched else "no_matching_terms"
+    reason = "no_records" if not searched else "no_matching_terms"
+    if not candidates and (dense is None or not searched):
         return RecallResult(query, (), searched, 0, reason)
     alive = columns.count - len(columns.dead)
     dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in lists]
     ranker = Ranker(query.ranker, query.terms, dfs, alive, columns.sum_len / max(alive, 1), as_of)
-    scored = top_records(ranker, lists, excluded, columns, query.limit, cache.rid)
+    if dense is None:
+        scored: Sequence[tuple[ScoreBreakdown | HybridBreakdown, int]] = top_records(
+            ranker, lists, excluded, columns, query.limit, cache.rid)
+    else:  # hybrid recall: the dense retriever's ranking fused with this one
+        from desk.recall.hybrid import hybrid_top
+
+        scored = hybrid_top(dense, cache, query.text, ranker, lists, excluded, query.limit)
+    if not scored:
+        return RecallResult(query, (), searched, candidates, reason)
     found = [(breakdown, cache.record_data(doc)) for breakdown, doc in scored]
     names = [n for _, d in found if d["kind"] == "memory" and (n := memory_name(d["provenance"]["path"]))]
     committed: dict[str, Committed] = {}
@@ -202,7 +222,7 @@ def _excluded(cache: SearchCache, kind: str, as_of: float) -> set[int]:
     return out
 
 
-def _hit(desk: DeskFolder, rank: int, data: dict[str, Any], breakdown: ScoreBreakdown,
+def _hit(desk: DeskFolder, rank: int, data: dict[str, Any], breakdown: ScoreBreakdown | HybridBreakdown,
          desk_id: str, committed: dict[str, Committed]) -> RecallHit:
     provenance = dict(data["provenance"])
     if data["kind"] == "memory":

@@ -10,8 +10,14 @@ length) are packed arrays loaded once per process.
 
 The cache is never the source of truth: records come from `memory/*.md` (keyed by git blob id, so a
 changed file is re-read and a same-content file never is) and from `.system/archive/*.jsonl`
-(read from the byte offset where the last refresh stopped; the last consumed line is checked so a
-rewritten file is re-read whole). Records of changed or removed files are tombstoned and excluded
+(read from the byte offset where the last refresh stopped). Every change to an archive file is
+noticed: the cache keeps, per file, a SHA-256 of the whole consumed prefix and the file's stat
+(size, mtime_ns, ctime_ns, inode). When the stat differs (an append, an edit, a `touch -d` that put
+the mtime back: the ctime only the kernel sets moves anyway, a file replaced: a new inode), or
+when HEAD's blob of the file changed (a checkpoint, a pull, a reset: for filesystems whose ctime is
+not a change time), the consumed prefix is hashed again; a file whose prefix is not what was
+consumed is read again whole, otherwise only its new bytes are read, feeding the same hash. An
+unchanged stat costs no read. Records of changed or removed files are tombstoned and excluded
 from every statistic, so the answers are exactly those of a cache built from scratch, which is
 what deleting the file gives (tested).
 
@@ -55,7 +61,7 @@ from desk.storage.reading import open_regular
 from desk.storage.sqlite_cache import open_cache
 
 CACHE_FILE = "search.sqlite"
-_SCHEMA = 4
+_SCHEMA = 5
 COMPACT_MIN_DEAD = 5000
 # Postings held in memory during a refresh before they are merged into the file. Every merge
 # writes one row per term it holds, so fewer, larger batches write less; this bounds the batch
@@ -126,7 +132,8 @@ _SCHEMA_SQL = """
             CREATE TABLE IF NOT EXISTS memfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
                                                  blob TEXT, doc INTEGER);
             CREATE TABLE IF NOT EXISTS archfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
-                                                  offset INTEGER, lines INTEGER, tail TEXT);
+                                                  ctime INTEGER, inode INTEGER, offset INTEGER,
+                                                  lines INTEGER, prefix TEXT);
         """
 
 
@@ -156,6 +163,8 @@ class SearchCache:
         # (memory tree at HEAD, memory files changed in the work tree) as the last look saw them
         self._memory_state: tuple[str | None, list[str] | None] = (None, None)
         self._memory_seen: tuple[str | None, list[str] | None] = (None, None)  # as the cache has it
+        # (HEAD's archive tree now, the one the cache last saw)
+        self._archive_trees: tuple[str | None, str | None] = (None, None)
 
     # -- storage ----------------------------------------------------------------------------
 
@@ -205,6 +214,7 @@ class SearchCache:
         tree, dirty = self._memory_state
         rows = {"schema": _SCHEMA, "generation": s.generation, "times": s.times.tobytes(),
                 "mem_tree": tree or "", "mem_dirty": json.dumps(dirty or []),
+                "arch_tree": self._archive_trees[0] or "",
                 "lengths": s.lengths.tobytes(), "kinds": bytes(s.kinds),
                 "dead": array("I", sorted(s.dead)).tobytes(), "max_time": s.max_time,
                 "expires": json.dumps(s.expires), "sum_len": s.sum_len}
@@ -269,11 +279,13 @@ class SearchCache:
             db = self._connect()
         mem_todo, arch_todo = self._changes(db)
         if not mem_todo and not arch_todo:
-            if self._memory_state != self._memory_seen:  # HEAD moved, nothing to read: note it
-                tree, dirty = self._memory_state
+            arch_tree, arch_seen = self._archive_trees
+            if self._memory_state != self._memory_seen or arch_tree != arch_seen:
+                tree, dirty = self._memory_state  # HEAD moved, nothing to read: note it
                 with db:
                     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                   [("mem_tree", tree or ""), ("mem_dirty", json.dumps(dirty or []))])
+                                   [("mem_tree", tree or ""), ("mem_dirty", json.dumps(dirty or [])),
+                                    ("arch_tree", arch_tree or "")])
             return 0
         db.execute("BEGIN IMMEDIATE")  # one writer at a time; others wait, then see its work
         batch = _Batch()
@@ -293,14 +305,36 @@ class SearchCache:
         return batch.stats.records
 
     def _changes(self, db: sqlite3.Connection) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Files whose stat differs from what the cache saw ({path: stat or None when removed})."""
+        """Files to look at again ({path: stat or None when removed}); one git process names
+        HEAD's memory and archive trees."""
+        trees = self.desk.git.object_ids([f"HEAD:{MEMORY_DIR}", f"HEAD:{ARCHIVE_DIR}"])
+        mem = {**self._memory_changes(db, trees[f"HEAD:{MEMORY_DIR}"]), **self._project_changes(db)}
+        return mem, self._archive_changes(db, trees[f"HEAD:{ARCHIVE_DIR}"])
+
+    def _archive_changes(self, db: sqlite3.Connection, tree: str | None) -> dict[str, Any]:
+        """The archive files whose stat (size, mtime_ns, ctime_ns, inode) differs from what the
+        cache stored, and those whose blob at HEAD changed since the last refresh (`diff-tree`
+        between the archive trees; every file when the old tree is gone). Their consumed prefix
+        is checked in `_refresh_archive`."""
+        row = db.execute("SELECT value FROM meta WHERE key='arch_tree'").fetchone()
+        seen = str(row[0]) if row and row[0] else None
+        self._archive_trees = (tree, seen)
+        known = {p: (s, m, c, i) for p, s, m, c, i in db.execute(
+            "SELECT path, size, mtime, ctime, inode FROM archfiles")}
+        forced: set[str] | None = set()
+        if tree != seen and known:
+            try:
+                moved = self.desk.git.diff_tree(seen, tree) if seen and tree else None
+            except DeskError:
+                moved = None  # the old tree is gone (gc after a rewrite): check every file
+            forced = None if moved is None else {f"{ARCHIVE_DIR}/{c.path}" for c in moved}
         arch: dict[str, Any] = {}
-        known_arch = {p: (s, m) for p, s, m in db.execute("SELECT path, size, mtime FROM archfiles")}
         for path, st in _scan(self.desk.path(ARCHIVE_DIR), ".jsonl", ARCHIVE_DIR):
-            if known_arch.pop(path, None) != (st.st_size, st.st_mtime_ns):
+            stamp = known.pop(path, None)
+            if stamp != _stamp(st) or forced is None or path in forced:
                 arch[path] = st
-        arch.update(dict.fromkeys(known_arch))
-        return {**self._memory_changes(db), **self._project_changes(db)}, arch
+        arch.update(dict.fromkeys(known))
+        return arch
 
     def _project_changes(self, db: sqlite3.Connection) -> dict[str, Any]:
         """The project memory files to read again (docs/scopes.md): projects are small, so every
@@ -315,7 +349,7 @@ class SearchCache:
         mem.update(dict.fromkeys(known))
         return mem
 
-    def _memory_changes(self, db: sqlite3.Connection) -> dict[str, Any]:
+    def _memory_changes(self, db: sqlite3.Connection, tree: str | None) -> dict[str, Any]:
         """The memory files to read again ({path: stat or None when removed}).
 
         git narrows the search: a file that is the same blob in the memory tree the cache last
@@ -325,7 +359,6 @@ class SearchCache:
         (a new cache, no commit yet) or the old tree is gone.
         """
         git = self.desk.git
-        tree = git.object_id(f"HEAD:{MEMORY_DIR}")
         dirty = git.changed_in_worktree(MEMORY_DIR) if tree is not None else None
         meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('mem_tree', 'mem_dirty')"))
         self._memory_state = (tree, dirty)
@@ -444,43 +477,51 @@ class SearchCache:
 
     def _refresh_archive(self, db: sqlite3.Connection, todo: dict[str, Any], batch: _Batch,
                          progress: Progress | None) -> None:
-        known = {p: (o, n, t) for p, o, n, t in db.execute("SELECT path, offset, lines, tail FROM archfiles")}
-        plan: list[tuple[str, os.stat_result, int, int, str]] = []
+        known = {p: (o, n, h) for p, o, n, h in db.execute("SELECT path, offset, lines, prefix FROM archfiles")}
+        plan: list[tuple[str, os.stat_result, int, int, Any]] = []
         for path, st in sorted(todo.items()):
-            offset, lines, tail = known.get(path, (0, 0, ""))
-            if st is None or not self._still_prefix(path, st, offset, tail):
-                # Removed, or not grown by appends only: its records go, and it is read again whole.
+            offset, lines, prefix = known.get(path, (0, 0, ""))
+            hasher = None if st is None else self._consumed_prefix(path, st, offset, prefix)
+            if hasher is None or hasher[1] is False:
+                # Removed (or now a link), or not grown by appends only: its records go, and it
+                # is read again whole.
                 for (doc,) in db.execute("SELECT id FROM docs WHERE origin=?", (path,)).fetchall():
                     self._kill(doc)
                 db.execute("DELETE FROM docs WHERE origin=?", (path,))
                 db.execute("DELETE FROM archfiles WHERE path=?", (path,))
-                if st is None:
+                if hasher is None:
                     continue
-                offset, lines, tail = 0, 0, ""
-            plan.append((path, st, offset, lines, tail))
+                offset, lines = 0, 0
+            plan.append((path, st, offset, lines, hasher[0]))
         total = sum(st.st_size - offset for _, st, offset, _, _ in plan)
+        if progress is not None and total:
+            progress(0, total)  # before any reading: a big first build can say so at once
         done = 0
-        for path, st, offset, lines, tail in plan:
-            new_offset, lines, tail = self._read_archive_file(db, batch, path, st.st_size, offset, lines,
-                                                              tail, progress, done, total)
+        for path, st, offset, lines, hasher in plan:
+            new_offset, lines = self._read_archive_file(db, batch, path, st.st_size, offset, lines,
+                                                        hasher, progress, done, total)
             done += st.st_size - offset
-            db.execute("INSERT OR REPLACE INTO archfiles VALUES (?, ?, ?, ?, ?, ?)",
-                       (path, st.st_size, st.st_mtime_ns, new_offset, lines, tail))
+            # git's racy rule: a change in the same clock tick as this stat would leave the stat
+            # as stored, so a file changed this recently is checked again by the next refresh.
+            racy = time.time_ns() - st.st_ctime_ns < _RACY_NS
+            db.execute("INSERT OR REPLACE INTO archfiles VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (path, -1 if racy else st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+                        new_offset, lines, hasher.hexdigest()))
         if progress is not None and total:
             progress(total, total)
 
     def _read_archive_file(self, db: sqlite3.Connection, batch: _Batch, path: str, size: int, offset: int,
-                           lines: int, tail: str, progress: Progress | None, done: int,
-                           total: int) -> tuple[int, int, str]:
+                           lines: int, hasher: Any, progress: Progress | None, done: int,
+                           total: int) -> tuple[int, int]:
         """Add the records of the complete lines of `path` from byte `offset` up to `size`, read in
-        chunks; return the new (offset, lines, hash of the last consumed line).
+        chunks, feeding the consumed bytes to `hasher` (the prefix's SHA-256 so far); return the
+        new (offset, lines).
 
         Bytes past `size` (appended since the stat) wait for the next refresh, and so does a torn
         last line; a line that does not decode is skipped (`desk archive verify` reports damage).
         """
         desk_id = self.desk.desk_id
         start = offset
-        last = b""
         with open_regular(self.desk, path) as handle:
             handle.seek(offset)
             pending = b""
@@ -506,30 +547,39 @@ class SearchCache:
                         if terms is not None:
                             self._add(db, batch, terms, CONVERSATION, event_time(rec), None,
                                       (path, f"event:{rec.get('id')}", lines, offset + pos, raw))
-                    last = raw
                     pos = nl + 1
                     if progress is not None and (lines & 1023) == 0:
                         progress(done + offset + pos - start, total)
+                hasher.update(memoryview(data)[:end])
                 offset += end
                 pending = data[end:]
                 if progress is not None:
                     progress(done + offset - start, total)
-        if offset > start:
-            tail = hashlib.sha256(last).hexdigest()
-        return offset, lines, tail
+        return offset, lines
 
-    def _still_prefix(self, path: str, st: os.stat_result, offset: int, tail: str) -> bool:
-        """Whether what the cache consumed of `path` is still its prefix (append-only growth)."""
-        if offset == 0:
-            return True
-        if st.st_size < offset:
-            return False
-        with open_regular(self.desk, path) as handle:
-            start = max(0, offset - 65536)
-            handle.seek(start)
-            chunk = handle.read(offset - start)
-        line = chunk[:-1].rsplit(b"\n", 1)[-1]
-        return chunk.endswith(b"\n") and hashlib.sha256(line).hexdigest() == tail
+    def _consumed_prefix(self, path: str, st: os.stat_result, offset: int,
+                         prefix: str) -> tuple[Any, bool] | None:
+        """(a SHA-256 fed with the first `offset` bytes of `path`, True) when they are still the
+        bytes the cache consumed (append-only growth; `prefix` is their hex digest); (a fresh
+        SHA-256, False) when they are not (a truncation, an edit of any earlier line, a rewritten
+        file); None when the file cannot be read safely (a symlink now, or gone): its records go."""
+        hasher = hashlib.sha256()
+        if offset == 0 or st.st_size < offset:
+            return (hasher, offset == 0) if _regular_file(self.desk.path(path)) is not None else None
+        try:
+            with open_regular(self.desk, path) as handle:
+                remaining = offset
+                while remaining > 0:
+                    chunk = handle.read(min(READ_CHUNK, remaining))
+                    if not chunk:
+                        break
+                    hasher.update(chunk)
+                    remaining -= len(chunk)
+        except (OSError, DeskError):  # a symlink or a folder now, or gone: never read through
+            return None
+        if remaining == 0 and hasher.hexdigest() == prefix:
+            return hasher, True
+        return hashlib.sha256(), False
 
     def _flush(self, db: sqlite3.Connection, batch: _Batch) -> None:
         self._flush_docs(db, batch)
@@ -571,6 +621,13 @@ class SearchCache:
                 cached.pop(term, None)
         batch.postings = {}
         batch.held = 0
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What the cache compares of an archive file's stat: a person can put the mtime back
+    (`touch -d`), not the ctime, which the kernel sets on every change; a replaced file has a
+    new inode."""
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
 
 def _regular_file(path: Path) -> os.stat_result | None:
     """`path`'s stat when it is a regular file (a symlink is never followed), else None."""

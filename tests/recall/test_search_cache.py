@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import random
 from collections import Counter
 from pathlib import Path
@@ -298,6 +299,152 @@ def test_a_memory_tree_git_no_longer_has_means_looking_at_every_file(desk: DeskF
         from tests.guard_helpers import sh
         sh(desk.root, "commit", "-q", "--no-verify", "-am", "by hand")
         cache.refresh()
+        assert _state(cache) == _cold(desk)[0]
+    finally:
+        cache.close()
+
+
+# -- every change to an archive file is noticed (issue 16.5) ------------------------------------
+
+
+def _kestrel_day(desk: DeskFolder) -> Path:
+    """One archive day of five turns; the second names the kestrel budget."""
+    for i, text in enumerate(["the maple queue is slow", "kestrel budget approved at 4000",
+                              "staging server port 8080", "weekly status for bruno", "orion launch date"]):
+        append_event(desk, "inbound", text, at=f"2026-11-21T0{i}:00:00Z", session="s1")
+    (only,) = archive_files(desk)
+    return desk.path(only.rel)
+
+
+def _found(desk: DeskFolder, cache: SearchCache, query: str) -> list[str]:
+    return [h.snippet for h in recall(desk, query, cache=cache, as_of=AS_OF, limit=10).hits]
+
+
+def _past_the_racy_window(cache: SearchCache) -> None:
+    """As if the last refresh ran seconds after the files' last change: the stored stat is
+    trusted (a file changed within git's racy window of its stat is checked again anyway)."""
+    with cache._connect() as db:
+        for path, offset in db.execute("SELECT path, offset FROM archfiles").fetchall():
+            db.execute("UPDATE archfiles SET size=? WHERE path=?", (cache.desk.path(path).stat().st_size, path))
+
+
+def _restore_times(path: Path, before: Any) -> None:
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # what `touch -d` can do
+
+
+def test_a_same_length_edit_of_an_earlier_line_is_noticed_with_its_mtime_put_back(desk: DeskFolder) -> None:
+    path = _kestrel_day(desk)
+    cache = SearchCache(desk)
+    try:
+        cache.refresh()
+        assert any("kestrel" in s for s in _found(desk, cache, "kestrel"))
+        _past_the_racy_window(cache)
+        before = path.stat()
+        raw = path.read_bytes()
+        edited = raw.replace(b"kestrel budget", b"falcon! budget")  # same length, line 2 of 5
+        assert len(edited) == len(raw) and edited != raw
+        with path.open("r+b") as handle:  # in place: same inode, same size
+            handle.write(edited)
+        _restore_times(path, before)
+        after = path.stat()
+        assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns,
+                                                                    before.st_ino)
+        cache.refresh()
+        assert _found(desk, cache, "kestrel") == []
+        assert any("falcon" in s for s in _found(desk, cache, "falcon"))
+        assert _state(cache) == _cold(desk)[0]
+    finally:
+        cache.close()
+
+
+def test_a_truncation_and_a_regrowth_to_the_same_size_are_noticed(desk: DeskFolder) -> None:
+    path = _kestrel_day(desk)
+    cache = SearchCache(desk)
+    try:
+        cache.refresh()
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(b"".join(lines[:3]))  # the last two turns cut off
+        cache.refresh()
+        assert _found(desk, cache, "bruno") == [] and _found(desk, cache, "orion") == []
+        assert _state(cache) == _cold(desk)[0]
+        # grown back to exactly the old size and mtime, with other words where "orion" stood
+        before = path.stat()
+        other = lines[4].replace(b"orion", b"vireo")
+        path.write_bytes(b"".join(lines[:4]) + other)
+        _restore_times(path, before)
+        cache.refresh()
+        assert _found(desk, cache, "orion") == [] and _found(desk, cache, "vireo")
+        assert _state(cache) == _cold(desk)[0]
+    finally:
+        cache.close()
+
+
+def test_an_archive_file_replaced_by_a_symlink_is_never_read_through(desk: DeskFolder, tmp_path: Path) -> None:
+    path = _kestrel_day(desk)
+    outside = tmp_path / "outside.jsonl"
+    rec = json.loads(path.read_bytes().splitlines()[0])
+    outside.write_text(json.dumps({**rec, "content": "zanzibar secret outside the desk"}) + "\n"
+                       + path.read_text(), encoding="utf-8")
+    cache = SearchCache(desk)
+    try:
+        cache.refresh()
+        path.unlink()
+        path.symlink_to(outside)
+        cache.refresh()
+        assert _found(desk, cache, "zanzibar") == [] and _found(desk, cache, "kestrel") == []
+        assert _state(cache) == _cold(desk)[0]
+    finally:
+        cache.close()
+
+
+def test_a_change_git_sees_is_checked_even_when_the_stat_looks_unchanged(desk: DeskFolder) -> None:
+    """On a filesystem whose ctime is no change time (Windows' st_ctime is the creation time),
+    an edit with the mtime put back leaves the stat as stored; HEAD's blob of the file moving
+    (here a commit of the edit) makes the cache check the consumed prefix anyway."""
+    from tests.guard_helpers import sh
+
+    path = _kestrel_day(desk)
+    rel = path.relative_to(desk.root).as_posix()
+    assert sh(desk.root, "add", rel).returncode == 0
+    assert sh(desk.root, "commit", "-q", "--no-verify", "-m", "archive").returncode == 0
+    cache = SearchCache(desk)
+    try:
+        cache.refresh()
+        before = path.stat()
+        path.write_bytes(path.read_bytes().replace(b"kestrel", b"osprey"))
+        _restore_times(path, before)
+        assert sh(desk.root, "commit", "-q", "--no-verify", "-am", "edit").returncode == 0
+        now = path.stat()
+        with cache._connect() as db:  # the stat as such a filesystem reports it, past the racy window
+            db.execute("UPDATE archfiles SET size=?, ctime=?, inode=? WHERE path=?",
+                       (now.st_size, now.st_ctime_ns, now.st_ino, rel))
+        cache.refresh()
+        assert _found(desk, cache, "kestrel") == [] and _found(desk, cache, "osprey")
+    finally:
+        cache.close()
+
+
+def test_an_unchanged_archive_file_is_not_read_and_an_append_reads_only_its_new_bytes(
+        desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _kestrel_day(desk)
+    cache = SearchCache(desk)
+    checked: list[tuple[str, int]] = []
+    real = SearchCache._consumed_prefix
+
+    def counting(self: SearchCache, rel: str, st: Any, offset: int, prefix: str) -> Any:
+        checked.append((rel, offset))
+        return real(self, rel, st, offset, prefix)
+
+    monkeypatch.setattr(SearchCache, "_consumed_prefix", counting)
+    try:
+        cache.refresh()
+        size = path.stat().st_size
+        _past_the_racy_window(cache)
+        checked.clear()
+        assert cache.refresh() == 0 and checked == []  # nothing changed: no file is opened
+        append_event(desk, "outbound", "kestrel reply", at="2026-11-21T06:00:00Z", session="s1")
+        assert cache.refresh() == 1  # the prefix checked, then only the new line read
+        assert checked == [(path.relative_to(desk.root).as_posix(), size)]
         assert _state(cache) == _cold(desk)[0]
     finally:
         cache.close()
