@@ -146,6 +146,20 @@ def print_report(report: dict[str, Any]) -> None:
                       f"{m['R@10']:>6.3f} {m['MRR']:>6.3f}")
 
 
+def ablate(overrides: str, no_stem: bool, no_stop: bool) -> None:
+    """Apply `--set`, `--no-stem` and `--no-stop` to this process's desk (before any index is built)."""
+    from desk.recall import rank
+    from desk.text import terms
+
+    for item in filter(None, overrides.split(",")):
+        name, value = item.split("=")
+        setattr(rank.CONTEXT_PARAMS, name, float(value))
+    if no_stem:
+        terms._stem = lambda words: words
+    if no_stop:
+        terms.EN_STOP = terms.ZH_STOP = terms._ZH_PARTICLES = terms._STOP_STEMS = frozenset()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=2, help="generator seed: 1 is the tuning split, 2 the test split")
@@ -153,7 +167,13 @@ def main() -> None:
     parser.add_argument("--rankers", default=",".join([*RANKERS, REFERENCE]),
                         help=f"comma-separated: desk's {', '.join(RANKERS)} and {REFERENCE}")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--set", default="", metavar="NAME=V,...",
+                        help="override the default ranker's parameters (desk.recall.rank.ContextParams), "
+                             "e.g. context=0,time=0: how each step is measured")
+    parser.add_argument("--no-stem", action="store_true", help="ablation: index and ask unstemmed words")
+    parser.add_argument("--no-stop", action="store_true", help="ablation: keep stop words in queries")
     args = parser.parse_args()
+    ablate(args.set, args.no_stem, args.no_stop)
     report = evaluate(args.seed, args.per_language, [r for r in args.rankers.split(",") if r])
     print_report(report)
     if args.json:

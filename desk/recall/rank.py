@@ -50,11 +50,11 @@ class Ranker:
         self.idf = [math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for d in df]
         self.idf_sum = sum(self.idf) or 1.0
         self.avg_len = avg_len or 1.0
-        self.weights = {"default": DEFAULT_WEIGHTS, "seed": SEED_WEIGHTS, "bm25": {"bm25": 1.0}}[name]
+        self.weights = {"coverage": DEFAULT_WEIGHTS, "seed": SEED_WEIGHTS, "bm25": {"bm25": 1.0}}[name]
         m = len(terms)
         # Each matched term adds `flat + slope * tf / (tf + norm(length))`; `bounds` are the most
         # one term can add (tf / (tf + norm) < 1), which is what MaxScore pruning needs.
-        if name == "default":
+        if name == "coverage":
             self.flat = [DEFAULT_WEIGHTS["coverage"] * w / self.idf_sum for w in self.idf]
             self.slope = [DEFAULT_WEIGHTS["frequency"] * w / self.idf_sum for w in self.idf]
             self.recency_weight = DEFAULT_WEIGHTS["recency"]
@@ -78,7 +78,7 @@ class Ranker:
         recency = self.recency(time)
         norm = K1 * (1 - B + B * length / self.avg_len)
         sat = [tf * (K1 + 1) / (tf + norm) if tf else 0.0 for tf in tfs]
-        if self.name == "default":
+        if self.name == "coverage":
             weighted = sum(w for w, tf in zip(self.idf, tfs) if tf) / self.idf_sum
             freq = sum(w * s for w, s in zip(self.idf, sat)) / (K1 + 1) / self.idf_sum
             parts = {"coverage": DEFAULT_WEIGHTS["coverage"] * weighted,
@@ -161,3 +161,159 @@ def top_records(ranker: Ranker, lists: list[tuple[Any, Any]], excluded: set[int]
         scored.append((key, breakdown, doc))
     scored.sort(key=lambda item: item[0])
     return [(breakdown, doc) for _, breakdown, doc in scored[:limit]]
+
+
+# -- the default ranker: BM25 over two fields, in conversational context --------------------------
+
+@dataclass
+class ContextParams:
+    """The default ranker's parameters, chosen on bench/retrieval's tuning split (seed 1) and
+    reported on its test split (seed 2); docs/recall.md has the figures of each step."""
+
+    k1: float = 0.6
+    b: float = 0.2
+    field: float = 1.0  # the speaker/meta field's BM25, relative to what was said
+    context: float = 0.6  # each neighbour's own score in the same session, times this
+    time: float = 0.8  # a "when" question: the record's own score times this when it names a time
+    recency: float = 0.05  # the record's own score times this times its recency (halves every 30 days)
+
+
+CONTEXT_PARAMS = ContextParams()
+CONTEXT_COMPONENTS = ("content", "field", "context", "time", "recency")
+
+
+@dataclass(frozen=True)
+class ContextQuery:
+    """What the default ranker needs of one query: its terms and their postings in each field."""
+
+    terms: tuple[str, ...]
+    content: list[tuple[Any, Any]]  # per term: (record numbers, tfs) of what was said
+    side: list[tuple[Any, Any]]  # per term: the speaker/meta field's postings
+    content_df: list[int]
+    side_df: list[int]
+    timed: Any  # record numbers whose text names a time (sorted), or None when not a "when" question
+
+
+def _idf(df: int, n: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, avg_len: float,
+                as_of: float, limit: int, rid_of: Callable[[int], str],
+                params: ContextParams = CONTEXT_PARAMS) -> list[tuple[ScoreBreakdown, int]]:
+    """The default ranker's exact top `limit` (an exhaustive pass over the query's postings).
+
+    A record's own score is BM25 over what was said (k1, b, length-normalised) plus `field` times
+    BM25 over its speaker and meta values (no length normalisation: a name or a caption). Then
+    each record in a session gets `context` times the own score of the turn before and of the
+    turn after it in the same session (the question it answers, the reaction to it), so an answer
+    that shares no word with the query ("Yes! We named her Biscuit.") is found through the
+    question that prompted it; a "when" question adds `time` times the own score of a record that
+    names a time; `recency` times the own score times the recency. The contributions sum to the total.
+    """
+    p = params
+    lengths, times, sessions = columns.lengths, columns.times, columns.sessions
+    avg = avg_len or 1.0
+    base, scale = p.k1 * (1 - p.b), p.k1 * p.b / avg
+    own: dict[int, float] = {}
+    content_part: dict[int, float] = {}
+    for (ids, tfs), df in zip(q.content, q.content_df):
+        w = _idf(df, n_docs) * (p.k1 + 1)
+        get = content_part.get
+        for doc, tf in zip(ids, tfs):
+            content_part[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
+    side_part: dict[int, float] = {}
+    if p.field:
+        for (ids, tfs), df in zip(q.side, q.side_df):
+            w = p.field * _idf(df, n_docs) * (p.k1 + 1)
+            get = side_part.get
+            for doc, tf in zip(ids, tfs):
+                side_part[doc] = get(doc, 0.0) + w * tf / (tf + p.k1)
+    for part in (content_part, side_part):
+        for doc, v in part.items():
+            if doc not in excluded:
+                own[doc] = own.get(doc, 0.0) + v
+    context: dict[int, float] = {}
+    if p.context:
+        weight = p.context
+        for doc, v in own.items():
+            if sessions[doc]:
+                for n in _neighbours(columns, doc):
+                    if n not in excluded:
+                        context[n] = context.get(n, 0.0) + weight * v
+    totals = dict(context)
+    for doc, v in own.items():
+        totals[doc] = totals.get(doc, 0.0) + v
+    timed = q.timed
+    if timed is not None and p.time:
+        for doc, v in own.items():
+            if _contains_id(timed, doc):
+                totals[doc] += p.time * v
+    if p.recency:
+        for doc, v in own.items():
+            totals[doc] += p.recency * v * _recency(times[doc], as_of)
+    if not totals:
+        return []
+    best = heapq.nlargest(limit, totals.values())
+    cut = best[-1] - 1e-6
+    chosen = [d for d, v in totals.items() if v >= cut]
+    scored = []
+    for doc in chosen:
+        breakdown = _context_breakdown(q, doc, own, context, content_part, side_part, p, times[doc], as_of, n_docs)
+        time = times[doc]
+        key = (-breakdown.total, -breakdown.lexical_coverage, -time if not math.isnan(time) else math.inf,
+               rid_of(doc))
+        scored.append((key, breakdown, doc))
+    scored.sort(key=lambda item: item[0])
+    return [(b, d) for _, b, d in scored[:limit]]
+
+
+NEIGHBOUR_WINDOW = 16  # records looked at on each side for the turn before and after
+
+
+def _neighbours(columns: Any, doc: int) -> list[int]:
+    """The conversation turns just before and after `doc` in its session: the nearest live
+    conversation record on each side in the order records were read (archive files in name
+    order, lines in file order), when it is of the same session. Memory records and tombstones
+    in between are skipped, so an edited memory or a removed file changes no neighbour."""
+    sessions, kinds, dead = columns.sessions, columns.kinds, columns.dead
+    session, count, out = sessions[doc], len(sessions), []
+    for step in (-1, 1):
+        n = doc + step
+        while 0 <= n < count and abs(n - doc) <= NEIGHBOUR_WINDOW:
+            if kinds[n] != 0 and n not in dead:  # the first live conversation record on this side
+                if sessions[n] == session:
+                    out.append(n)
+                break
+            n += step
+    return out
+
+
+def _contains_id(ids: Any, doc: int) -> bool:
+    k = bisect.bisect_left(ids, doc)
+    return k < len(ids) and ids[k] == doc
+
+
+def _recency(time: float, as_of: float) -> float:
+    if math.isnan(time):
+        return 0.0
+    return 0.5 ** (max(0.0, as_of - time) / 86400.0 / HALF_LIFE_DAYS)
+
+
+def _context_breakdown(q: ContextQuery, doc: int, own: dict[int, float], context: dict[int, float],
+                       content_part: dict[int, float], side_part: dict[int, float], p: ContextParams,
+                       time: float, as_of: float, n_docs: int) -> ScoreBreakdown:
+    matched = tuple(t for t, (ci, ct), (si, st) in zip(q.terms, q.content, q.side)
+                    if _contains_id(ci, doc) or _contains_id(si, doc))
+    mine = own.get(doc, 0.0)
+    recency = _recency(time, as_of)
+    timed = q.timed is not None and p.time and _contains_id(q.timed, doc)
+    parts = {"content": content_part.get(doc, 0.0) if doc in own else 0.0,
+             "field": side_part.get(doc, 0.0) if doc in own else 0.0,
+             "context": context.get(doc, 0.0),
+             "time": p.time * mine if timed else 0.0,
+             "recency": p.recency * mine * recency}
+    contributions = {k: round(v, 6) for k, v in parts.items()}
+    weights = {"content": 1.0, "field": p.field, "context": p.context, "time": p.time, "recency": p.recency}
+    return ScoreBreakdown(matched, len(q.terms), round(len(matched) / max(len(q.terms), 1), 6), round(recency, 6),
+                          weights, contributions, round(sum(contributions.values()), 6))

@@ -32,12 +32,13 @@ from typing import Any
 from desk.errors import DeskError, UsageError
 from desk.layout import DeskFolder, memory_name, project_problem
 from desk.memory.mirror import Committed, head_mirror
-from desk.recall.rank import Ranker, ScoreBreakdown, top_records
-from desk.recall.records import PROJECTS_TAG, project_tag, text_terms
+from desk.recall.rank import ContextQuery, Ranker, ScoreBreakdown, context_top, top_records
+from desk.recall.records import PROJECTS_TAG, project_tag
 from desk.recall.render import render_text, render_xml, snippet
 from desk.recall.search_cache import Progress, SearchCache
 from desk.storage.git import blob_sha
 from desk.text.normalize import normalize
+from desk.text.terms import FIELD_MARK, TIME_TAG, asks_when, query_terms
 from desk.text.times import format_time, parse_time, utc_now
 from desk.vocabulary import RANKERS, RECALL_KINDS
 
@@ -83,7 +84,7 @@ def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
     readable = " ".join(text.split())
     if not readable:
         raise UsageError("the query is empty", hint="say what to look for, e.g. `desk recall \"report style\"`")
-    terms = tuple(sorted(set(text_terms(readable))))
+    terms = tuple(query_terms(readable))
     if not terms:
         raise UsageError(f"the query {readable!r} has no searchable words (only punctuation or symbols)",
                          hint="search for words, e.g. `desk recall \"report style\"`")
@@ -153,6 +154,7 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
     columns = cache.columns
     as_of = parse_as_of(query.as_of).timestamp()
     lists = [cache.postings(t) for t in query.terms]
+    side = [cache.postings(FIELD_MARK + t) for t in query.terms] if query.ranker == "default" else []
     excluded = _excluded(cache, query.kind, as_of)
     if not all_scopes:  # other projects' memories are never candidates
         other = set(cache.postings(PROJECTS_TAG)[0])
@@ -161,7 +163,7 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
         excluded |= other
     searched = columns.count - len(excluded)
     union: set[int] = set()
-    for ids, _ in lists:
+    for ids, _ in lists + side:
         union.update(ids)
     candidates = len(union) - len(union & excluded)
     if not candidates:
@@ -169,8 +171,15 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
         return RecallResult(query, (), searched, 0, reason)
     alive = columns.count - len(columns.dead)
     dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in lists]
-    ranker = Ranker(query.ranker, query.terms, dfs, alive, columns.sum_len / max(alive, 1), as_of)
-    scored = top_records(ranker, lists, excluded, columns, query.limit, cache.rid)
+    avg_len = columns.sum_len / max(alive, 1)
+    if query.ranker == "default":
+        side_dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in side]
+        timed = cache.postings(TIME_TAG)[0] if asks_when(query.text) else None
+        scored = context_top(ContextQuery(query.terms, lists, side, dfs, side_dfs, timed), columns, excluded,
+                             alive, avg_len, as_of, query.limit, cache.rid)
+    else:
+        ranker = Ranker(query.ranker, query.terms, dfs, alive, avg_len, as_of)
+        scored = top_records(ranker, lists, excluded, columns, query.limit, cache.rid)
     found = [(breakdown, cache.record_data(doc)) for breakdown, doc in scored]
     names = [n for _, d in found if d["kind"] == "memory" and (n := memory_name(d["provenance"]["path"]))]
     committed: dict[str, Committed] = {}

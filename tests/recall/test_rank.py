@@ -56,7 +56,7 @@ def _ts(as_of: str) -> float:
     return dt.datetime.fromisoformat(as_of).timestamp()
 
 
-@pytest.mark.parametrize("ranker", ["default", "seed", "bm25"])
+@pytest.mark.parametrize("ranker", ["coverage", "seed", "bm25"])
 def test_pruned_top_equals_exhaustive_scan(desk: DeskFolder, ranker: str) -> None:
     rng = random.Random(5)
     _write_records(desk, rng, 600)
