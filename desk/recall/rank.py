@@ -215,7 +215,6 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     lengths, times, sessions = columns.lengths, columns.times, columns.sessions
     avg = avg_len or 1.0
     base, scale = p.k1 * (1 - p.b), p.k1 * p.b / avg
-    own: dict[int, float] = {}
     content_part: dict[int, float] = {}
     for (ids, tfs), df in zip(q.content, q.content_df):
         w = _idf(df, n_docs) * (p.k1 + 1)
@@ -229,10 +228,13 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
             get = side_part.get
             for doc, tf in zip(ids, tfs):
                 side_part[doc] = get(doc, 0.0) + w * tf / (tf + p.k1)
-    for part in (content_part, side_part):
-        for doc, v in part.items():
-            if doc not in excluded:
-                own[doc] = own.get(doc, 0.0) + v
+    for doc in excluded.intersection(content_part) if len(excluded) < len(content_part) else \
+            [d for d in content_part if d in excluded]:
+        del content_part[doc]
+    own = dict(content_part)
+    for doc, v in side_part.items():
+        if doc not in excluded:
+            own[doc] = own.get(doc, 0.0) + v
     context: dict[int, float] = {}
     if p.context:
         weight = p.context

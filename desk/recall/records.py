@@ -9,6 +9,7 @@ term, so the ranker can weigh them apart from what was said (docs/recall.md).
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from collections import Counter
@@ -19,7 +20,7 @@ from desk.errors import InvalidFileError
 from desk.layout import memory_name, project_file
 from desk.text.normalize import normalize
 from desk.text.times import TimeFormatError, format_time, parse_time
-from desk.text.terms import FIELD_MARK, TIME_TAG, mentions_time, text_terms
+from desk.text.terms import FIELD_MARK, TIME_TAG, terms_name_time, text_terms
 
 CONVERSATION_KINDS = ("inbound", "outbound")
 MEMORY, CONVERSATION = 0, 1
@@ -129,22 +130,28 @@ def conversation_terms(rec: dict[str, Any], desk_id: str | None = None) -> Count
     return Counter(text_terms(content))
 
 
-def conversation_side(rec: dict[str, Any]) -> dict[str, int]:
+def conversation_side(rec: dict[str, Any], terms: dict[str, int]) -> dict[str, int]:
     """An event's second field, posted but not counted in its length: the speaker (`actor`) and the
     `meta` values (a caption; desk's own `desk.*` keys left out) as `FIELD_MARK` + term, and
-    `TIME_TAG` when what was said names a time ("yesterday", "last Friday", "上周")."""
+    `TIME_TAG` when what was said (its `terms`) names a time ("yesterday", "last Friday", "上周")."""
     side = [rec["actor"]] if isinstance(rec.get("actor"), str) else []
     meta = rec.get("meta")
     if isinstance(meta, dict):
         side += [v for k, v in meta.items() if isinstance(v, str) and not k.startswith("desk.")]
-    out: dict[str, int] = {}
-    for term in text_terms(" ".join(side)) if side else ():
-        key = FIELD_MARK + term
-        out[key] = out.get(key, 0) + 1
-    content = rec.get("content")
-    if isinstance(content, str) and mentions_time(content):
+    out = dict(_side_terms(" ".join(side))) if side else {}
+    if terms_name_time(terms):
         out[TIME_TAG] = 1
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _side_terms(text: str) -> tuple[tuple[str, int], ...]:
+    """The speaker/meta field's terms of `text` (speakers and captions repeat: computed once each)."""
+    out: dict[str, int] = {}
+    for term in text_terms(text):
+        key = FIELD_MARK + term
+        out[key] = out.get(key, 0) + 1
+    return tuple(out.items())
 
 
 def event_session(rec: dict[str, Any]) -> int:

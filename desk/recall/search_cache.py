@@ -513,7 +513,7 @@ class SearchCache:
                         if terms is not None:
                             self._add(db, batch, terms, CONVERSATION, event_time(rec), None,
                                       (path, f"event:{rec.get('id')}", lines, offset + pos, raw),
-                                      conversation_side(rec), event_session(rec))
+                                      conversation_side(rec, terms), event_session(rec))
                     last = raw
                     pos = nl + 1
                     if progress is not None and (lines & 1023) == 0:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-import Stemmer
+import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hints
 
 from desk.text.normalize import normalize
 from desk.text.tokens import CJK_CLASS
@@ -45,12 +45,6 @@ ZH_STOP = frozenset("的 了 吗 呢 吧 啊 呀 么 是 在 和 与 也 都 就
                     "什么 怎么 哪些 哪个 哪里 哪儿 时候 为什么 怎样 如何 我们 你们 他们 她们 这个 那个 一个 有没有 是不是".split())
 _ZH_PARTICLES = frozenset("的了吗呢吧啊呀么")
 _STOP_STEMS = frozenset(_stem(sorted(EN_STOP)))
-_TIME_WORDS = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|ago|weekend|last (?:week|month|year|night|time)|next (?:week|month|year)"
-    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|january|february|march|april|may|june|july|august"
-    r"|september|october|november|december|\d{4}-\d{2}(?:-\d{2})?|\d{1,2}(?:st|nd|rd|th))\b"
-    r"|昨天|今天|明天|前天|上周|下周|这周|本周|上个月|下个月|去年|今年|明年|周[一二三四五六日末]|星期|礼拜"
-    r"|[一二三四五六七八九十\d]+月|[\d一二三四五六七八九十]+[号日]", re.I)
 _WHEN_QUESTION = re.compile(r"\bwhen\b|\bwhat (?:date|day|time|year|month)\b|\bhow long ago\b"
                             r"|什么时候|哪天|何时|几号|哪一天|哪年|几月|多久以前", re.I)
 
@@ -94,9 +88,22 @@ def query_terms(text: str) -> list[str]:
     return sorted(set(kept)) or every
 
 
-def mentions_time(text: str) -> bool:
-    """Whether `text` names a time: a day, a date, a month, "yesterday", "last week", "上周"."""
-    return _TIME_WORDS.search(text) is not None
+_TIME_TERMS = frozenset(_stem("""yesterday today tonight tomorrow ago weekend monday tuesday wednesday thursday
+friday saturday sunday mondays saturdays sundays january february march april june july august september october
+november december""".split())) | frozenset("""昨天 今天 明天 前天 上周 下周 这周 本周 周一 周二 周三 周四 周五 周六 周日 周末
+星期 礼拜 去年 今年 明年 个月 一月 二月 三月 四月 五月 六月 七月 八月 九月 十月 一号 二号 三号""".split())
+_PERIODS = frozenset(("week", "month", "year", "night", "time"))
+
+
+def terms_name_time(terms: dict[str, int]) -> bool:
+    """Whether a record names a time, from its index terms (no second pass over the text): a time word,
+    a month, a weekday, `last`/`next` with a period, a year (4 digits), an ordinal day."""
+    if not _TIME_TERMS.isdisjoint(terms):
+        return True
+    if ("last" in terms or "next" in terms) and not _PERIODS.isdisjoint(terms):
+        return True
+    return any(len(t) == 4 and t.isdigit() and t[:2] in ("19", "20") or
+               t[-2:] in ("st", "nd", "rd", "th") and t[:-2].isdigit() and t[:-2] for t in terms if t[:1].isdigit())
 
 
 def asks_when(text: str) -> bool:
