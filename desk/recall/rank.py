@@ -198,10 +198,52 @@ def _idf(df: int, n: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
+POOL_MIN, POOL_PER_HIT = 100, 10  # records kept by the own-score pass before context is added
+EXHAUSTIVE_BELOW = 20_000  # postings: fewer than this and one plain pass is quicker
+
+
+class _Own:
+    """Own scores (content + field BM25) of single records, by lookups in the query's postings."""
+
+    def __init__(self, q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, avg_len: float,
+                 p: ContextParams) -> None:
+        self.lengths, self.excluded, self.k1 = columns.lengths, excluded, p.k1
+        self.base, self.scale = p.k1 * (1 - p.b), p.k1 * p.b / (avg_len or 1.0)
+        # (ids, tfs, weight, is the speaker/meta field), what was said first: the sums' order is fixed
+        self.entries = [(ids, tfs, _idf(df, n_docs) * (p.k1 + 1), False)
+                        for (ids, tfs), df in zip(q.content, q.content_df) if len(ids)]
+        if p.field:
+            self.entries += [(ids, tfs, p.field * _idf(df, n_docs) * (p.k1 + 1), True)
+                             for (ids, tfs), df in zip(q.side, q.side_df) if len(ids)]
+        self.memo: dict[int, tuple[float, float]] = {}
+
+    def parts(self, doc: int) -> tuple[float, float]:
+        """(content, field) of `doc`; (0, 0) for an excluded record."""
+        hit = self.memo.get(doc)
+        if hit is None:
+            content = side = 0.0
+            if doc not in self.excluded:
+                norm = self.base + self.scale * self.lengths[doc]
+                for ids, tfs, w, is_side in self.entries:
+                    k = bisect.bisect_left(ids, doc)
+                    if k < len(ids) and ids[k] == doc:
+                        tf = tfs[k]
+                        if is_side:
+                            side += w * tf / (tf + self.k1)
+                        else:
+                            content += w * tf / (tf + norm)
+            hit = self.memo[doc] = (content, side)
+        return hit
+
+    def __call__(self, doc: int) -> float:
+        content, side = self.parts(doc)
+        return content + side
+
+
 def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, avg_len: float,
                 as_of: float, limit: int, rid_of: Callable[[int], str],
                 params: ContextParams = CONTEXT_PARAMS) -> list[tuple[ScoreBreakdown, int]]:
-    """The default ranker's exact top `limit` (an exhaustive pass over the query's postings).
+    """The default ranker's exact top `limit`.
 
     A record's own score is BM25 over what was said (k1, b, length-normalised) plus `field` times
     BM25 over its speaker and meta values (no length normalisation: a name or a caption). Then
@@ -210,64 +252,116 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     that shares no word with the query ("Yes! We named her Biscuit.") is found through the
     question that prompted it; a "when" question adds `time` times the own score of a record that
     names a time; `recency` times the own score times the recency. The contributions sum to the total.
+
+    Large posting lists are not read whole: MaxScore keeps the records whose own score can reach
+    the top `POOL_MIN`/`POOL_PER_HIT × limit` (every other record's own score is below θ, that
+    pool's floor), and only the pool and its neighbours are scored. A record outside them totals
+    less than `θ × (1 + time + recency + 2 × context)`; when the `limit`-th best total in the pool
+    is not above that, the answer could differ and the exhaustive pass runs instead (tested:
+    both give the same answer).
     """
     p = params
-    lengths, times, sessions = columns.lengths, columns.times, columns.sessions
-    avg = avg_len or 1.0
-    base, scale = p.k1 * (1 - p.b), p.k1 * p.b / avg
-    content_part: dict[int, float] = {}
-    for (ids, tfs), df in zip(q.content, q.content_df):
-        w = _idf(df, n_docs) * (p.k1 + 1)
-        get = content_part.get
-        for doc, tf in zip(ids, tfs):
-            content_part[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
-    side_part: dict[int, float] = {}
-    if p.field:
-        for (ids, tfs), df in zip(q.side, q.side_df):
-            w = p.field * _idf(df, n_docs) * (p.k1 + 1)
-            get = side_part.get
-            for doc, tf in zip(ids, tfs):
-                side_part[doc] = get(doc, 0.0) + w * tf / (tf + p.k1)
-    for doc in excluded.intersection(content_part) if len(excluded) < len(content_part) else \
-            [d for d in content_part if d in excluded]:
-        del content_part[doc]
-    own = dict(content_part)
-    for doc, v in side_part.items():
-        if doc not in excluded:
-            own[doc] = own.get(doc, 0.0) + v
-    context: dict[int, float] = {}
-    if p.context:
-        weight = p.context
-        for doc, v in own.items():
-            if sessions[doc]:
-                for n in _neighbours(columns, doc):
-                    if n not in excluded:
-                        context[n] = context.get(n, 0.0) + weight * v
-    totals = dict(context)
-    for doc, v in own.items():
-        totals[doc] = totals.get(doc, 0.0) + v
-    timed = q.timed
-    if timed is not None and p.time:
-        for doc, v in own.items():
-            if _contains_id(timed, doc):
-                totals[doc] += p.time * v
-    if p.recency:
-        for doc, v in own.items():
-            totals[doc] += p.recency * v * _recency(times[doc], as_of)
+    own = _Own(q, columns, excluded, n_docs, avg_len, p)
+    pool_size = max(POOL_MIN, POOL_PER_HIT * limit)
+    pool: set[int] | None = None
+    theta = 0.0
+    if sum(len(e[0]) for e in own.entries) >= EXHAUSTIVE_BELOW:
+        pool, theta = _own_pool(own, pool_size)
+    if pool is not None:
+        totals = _totals(own, pool, columns, excluded, q.timed, as_of, p)
+        ceiling = theta * (1 + (p.time if q.timed is not None else 0.0) + p.recency + 2 * p.context)
+        if len(totals) < limit or heapq.nlargest(limit, totals.values())[-1] <= ceiling + 1e-9:
+            pool = None  # the pool cannot prove its answer: score everything
+    if pool is None:
+        totals = _totals(own, _every_candidate(own), columns, excluded, q.timed, as_of, p)
     if not totals:
         return []
-    best = heapq.nlargest(limit, totals.values())
-    cut = best[-1] - 1e-6
-    chosen = [d for d, v in totals.items() if v >= cut]
+    cut = heapq.nlargest(limit, totals.values())[-1] - 1e-6
     scored = []
-    for doc in chosen:
-        breakdown = _context_breakdown(q, doc, own, context, content_part, side_part, p, times[doc], as_of, n_docs)
-        time = times[doc]
+    for doc in (d for d, v in totals.items() if v >= cut):
+        breakdown = _context_breakdown(q, doc, own, columns, excluded, p, as_of)
+        time = columns.times[doc]
         key = (-breakdown.total, -breakdown.lexical_coverage, -time if not math.isnan(time) else math.inf,
                rid_of(doc))
         scored.append((key, breakdown, doc))
     scored.sort(key=lambda item: item[0])
     return [(b, d) for _, b, d in scored[:limit]]
+
+
+def _every_candidate(own: _Own) -> set[int]:
+    """Every record with an own score: one pass over all the postings, filling the memo."""
+    lengths, base, scale, k1 = own.lengths, own.base, own.scale, own.k1
+    content: dict[int, float] = {}
+    side: dict[int, float] = {}
+    for ids, tfs, w, is_side in own.entries:
+        if is_side:
+            get = side.get
+            for doc, tf in zip(ids, tfs):
+                side[doc] = get(doc, 0.0) + w * tf / (tf + k1)
+        else:
+            get = content.get
+            for doc, tf in zip(ids, tfs):
+                content[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
+    docs = (content.keys() | side.keys()) - own.excluded
+    own.memo.update((d, (content.get(d, 0.0), side.get(d, 0.0))) for d in docs)
+    return docs
+
+
+def _own_pool(own: _Own, size: int) -> tuple[set[int], float]:
+    """MaxScore over own scores: the records that can be among the `size` best, and θ, the floor
+    every other record's own score is below (0 when no pruning happened)."""
+    lengths, base, scale, k1, excluded = own.lengths, own.base, own.scale, own.k1, own.excluded
+    order = sorted(own.entries, key=lambda e: -e[2])
+    suffix = [0.0] * (len(order) + 1)
+    for pos in range(len(order) - 1, -1, -1):
+        suffix[pos] = suffix[pos + 1] + order[pos][2]
+    acc: dict[int, float] = {}
+    open_to_new, floor = True, 0.0
+    for pos, (ids, tfs, w, is_side) in enumerate(order):
+        if open_to_new:
+            for doc, tf in zip(ids, tfs):
+                if doc not in excluded:
+                    acc[doc] = acc.get(doc, 0.0) + w * tf / (tf + (k1 if is_side else base + scale * lengths[doc]))
+        elif acc:
+            for doc in list(acc):
+                k = bisect.bisect_left(ids, doc)
+                if k < len(ids) and ids[k] == doc:
+                    tf = tfs[k]
+                    acc[doc] += w * tf / (tf + (k1 if is_side else base + scale * lengths[doc]))
+        if len(acc) < size:
+            continue
+        floor = heapq.nlargest(size, acc.values())[-1]
+        ceiling = suffix[pos + 1]
+        if open_to_new and ceiling < floor - 1e-9:
+            open_to_new = False
+        if not open_to_new:
+            acc = {d: v for d, v in acc.items() if v + ceiling >= floor - 1e-9}
+    return set(acc), (floor if not open_to_new else 0.0)
+
+
+def _totals(own: _Own, docs: Any, columns: Any, excluded: set[int], timed: Any, as_of: float,
+            p: ContextParams) -> dict[int, float]:
+    """Totals of `docs` and of their neighbours (context from each neighbour's own score)."""
+    times, sessions = columns.times, columns.sessions
+    reach = set(docs)
+    if p.context:
+        for doc in docs:
+            if sessions[doc]:
+                reach.update(n for n in _neighbours(columns, doc) if n not in excluded)
+    totals: dict[int, float] = {}
+    for doc in reach:
+        mine = own(doc)
+        total = mine
+        if mine:
+            if timed is not None and p.time and _contains_id(timed, doc):
+                total += p.time * mine
+            if p.recency:
+                total += p.recency * mine * _recency(times[doc], as_of)
+        if p.context and sessions[doc]:
+            total += p.context * sum(own(n) for n in _neighbours(columns, doc))
+        if total > 0:
+            totals[doc] = total
+    return totals
 
 
 NEIGHBOUR_WINDOW = 16  # records looked at on each side for the turn before and after
@@ -302,17 +396,17 @@ def _recency(time: float, as_of: float) -> float:
     return 0.5 ** (max(0.0, as_of - time) / 86400.0 / HALF_LIFE_DAYS)
 
 
-def _context_breakdown(q: ContextQuery, doc: int, own: dict[int, float], context: dict[int, float],
-                       content_part: dict[int, float], side_part: dict[int, float], p: ContextParams,
-                       time: float, as_of: float, n_docs: int) -> ScoreBreakdown:
-    matched = tuple(t for t, (ci, ct), (si, st) in zip(q.terms, q.content, q.side)
+def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, excluded: set[int],
+                       p: ContextParams, as_of: float) -> ScoreBreakdown:
+    matched = tuple(t for t, (ci, _), (si, _) in zip(q.terms, q.content, q.side)
                     if _contains_id(ci, doc) or _contains_id(si, doc))
-    mine = own.get(doc, 0.0)
-    recency = _recency(time, as_of)
+    content, side = own.parts(doc)
+    mine = content + side
+    recency = _recency(columns.times[doc], as_of)
     timed = q.timed is not None and p.time and _contains_id(q.timed, doc)
-    parts = {"content": content_part.get(doc, 0.0) if doc in own else 0.0,
-             "field": side_part.get(doc, 0.0) if doc in own else 0.0,
-             "context": context.get(doc, 0.0),
+    near = _neighbours(columns, doc) if p.context and columns.sessions[doc] else []
+    parts = {"content": content, "field": side,
+             "context": p.context * sum(own(n) for n in near),
              "time": p.time * mine if timed else 0.0,
              "recency": p.recency * mine * recency}
     contributions = {k: round(v, 6) for k, v in parts.items()}

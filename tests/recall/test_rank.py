@@ -73,3 +73,50 @@ def test_pruned_top_equals_exhaustive_scan(desk: DeskFolder, ranker: str) -> Non
                 [rid.removeprefix("event:") for rid in _exhaustive(cache, text, ranker, limit, as_of)], text
     finally:
         cache.close()
+
+
+def test_default_ranker_pool_gives_the_exhaustive_answer(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default ranker's MaxScore pool (own scores, then context) answers exactly like the
+    plain pass over every posting, sessions, speakers and "when" questions included."""
+    from desk.recall import rank
+
+    rng = random.Random(11)
+    folder = desk.path(".system/archive")
+    lines = []
+    for i in range(1500):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 14)))
+        if rng.random() < 0.2:
+            text += " yesterday"
+        rec = {"id": f"e{i:05d}", "desk_id": desk.config.desk_id, "kind": rng.choice(["inbound", "outbound"]),
+               "at": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z",
+               "content": text, "session": f"s{i // rng.randint(3, 12)}", "actor": rng.choice(["alice", "bruno"]),
+               "meta": {}, "payload": None, "prev": None, "recorded_at": "2026-11-29T00:00:00Z"}
+        lines.append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+    (folder / "2026-11-29.testclone.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    cache = SearchCache(desk)
+    pooled = 0
+    real_pool = rank._own_pool
+
+    def counting_pool(*args: object) -> tuple[set[int], float]:
+        nonlocal pooled
+        found = real_pool(*args)  # type: ignore[arg-type]
+        pooled += found[1] > 0
+        return found
+
+    try:
+        cache.refresh()
+        as_of = "2026-12-01T00:00:00+00:00"
+        queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) for _ in range(40)]
+        queries += ["when did alice launch the server", "when was the 上线"]
+        answers = {}
+        for threshold in (10**9, 0):  # every query exhaustive, then every query through the pool
+            monkeypatch.setattr(rank, "EXHAUSTIVE_BELOW", threshold)
+            monkeypatch.setattr(rank, "POOL_MIN", 12)
+            monkeypatch.setattr(rank, "_own_pool", counting_pool)
+            answers[threshold] = [[(h.id, h.score_breakdown.to_json()) for h in
+                                   search(cache, normalize_query(t, limit=1 + i % 10, as_of=as_of),
+                                          desk.config.desk_id).hits] for i, t in enumerate(queries)]
+        assert answers[0] == answers[10**9]
+        assert pooled > 10  # the pool really pruned, in most queries
+    finally:
+        cache.close()
