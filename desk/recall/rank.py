@@ -198,12 +198,9 @@ def _idf(df: int, n: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
-POOL_MIN, POOL_PER_HIT = 100, 10  # records kept by the own-score pass before context is added
-EXHAUSTIVE_BELOW = 20_000  # postings: fewer than this and one plain pass is quicker
-
-
 class _Own:
-    """Own scores (content + field BM25) of single records, by lookups in the query's postings."""
+    """Own scores (content + field BM25) of records: every candidate's from one pass over the
+    postings (`fill`), any other record's by lookups in them."""
 
     def __init__(self, q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, avg_len: float,
                  p: ContextParams) -> None:
@@ -215,35 +212,47 @@ class _Own:
         if p.field:
             self.entries += [(ids, tfs, p.field * _idf(df, n_docs) * (p.k1 + 1), True)
                              for (ids, tfs), df in zip(q.side, q.side_df) if len(ids)]
-        self.memo: dict[int, tuple[float, float]] = {}
+        self.content: dict[int, float] = {}
+        self.side: dict[int, float] = {}
+        self.total: dict[int, float] = {}  # content + side of every candidate, excluded ones left out
+
+    def fill(self) -> dict[int, float]:
+        """One pass over every posting: the own score of every candidate."""
+        lengths, base, scale, k1 = self.lengths, self.base, self.scale, self.k1
+        content, side = self.content, self.side
+        for ids, tfs, w, is_side in self.entries:
+            if is_side:
+                get = side.get
+                for doc, tf in zip(ids, tfs):
+                    side[doc] = get(doc, 0.0) + w * tf / (tf + k1)
+            else:
+                get = content.get
+                for doc, tf in zip(ids, tfs):
+                    content[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
+        total = dict(content)
+        for doc, v in side.items():
+            total[doc] = total.get(doc, 0.0) + v
+        excluded = self.excluded
+        for doc in [d for d in total if d in excluded] if len(total) < len(excluded) else excluded & total.keys():
+            del total[doc]
+        self.total = total
+        return total
 
     def parts(self, doc: int) -> tuple[float, float]:
-        """(content, field) of `doc`; (0, 0) for an excluded record."""
-        hit = self.memo.get(doc)
-        if hit is None:
-            content = side = 0.0
-            if doc not in self.excluded:
-                norm = self.base + self.scale * self.lengths[doc]
-                for ids, tfs, w, is_side in self.entries:
-                    k = bisect.bisect_left(ids, doc)
-                    if k < len(ids) and ids[k] == doc:
-                        tf = tfs[k]
-                        if is_side:
-                            side += w * tf / (tf + self.k1)
-                        else:
-                            content += w * tf / (tf + norm)
-            hit = self.memo[doc] = (content, side)
-        return hit
+        """(content, field) of `doc`; (0, 0) for an excluded or non-candidate record."""
+        if doc in self.excluded:
+            return 0.0, 0.0
+        return self.content.get(doc, 0.0), self.side.get(doc, 0.0)
 
     def __call__(self, doc: int) -> float:
-        content, side = self.parts(doc)
-        return content + side
+        return self.total.get(doc, 0.0)
 
 
 def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, avg_len: float,
                 as_of: float, limit: int, rid_of: Callable[[int], str],
                 params: ContextParams = CONTEXT_PARAMS) -> list[tuple[ScoreBreakdown, int]]:
-    """The default ranker's exact top `limit`.
+    """The default ranker's exact top `limit`: one pass over the query's postings for the own
+    scores, then only the strong records and their neighbours scored in full (below).
 
     A record's own score is BM25 over what was said (k1, b, length-normalised) plus `field` times
     BM25 over its speaker and meta values (no length normalisation: a name or a caption). Then
@@ -252,116 +261,53 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     that shares no word with the query ("Yes! We named her Biscuit.") is found through the
     question that prompted it; a "when" question adds `time` times the own score of a record that
     names a time; `recency` times the own score times the recency. The contributions sum to the total.
-
-    Large posting lists are not read whole: MaxScore keeps the records whose own score can reach
-    the top `POOL_MIN`/`POOL_PER_HIT × limit` (every other record's own score is below θ, that
-    pool's floor), and only the pool and its neighbours are scored. A record outside them totals
-    less than `θ × (1 + time + recency + 2 × context)`; when the `limit`-th best total in the pool
-    is not above that, the answer could differ and the exhaustive pass runs instead (tested:
-    both give the same answer).
     """
     p = params
     own = _Own(q, columns, excluded, n_docs, avg_len, p)
-    pool_size = max(POOL_MIN, POOL_PER_HIT * limit)
-    pool: set[int] | None = None
-    theta = 0.0
-    if sum(len(e[0]) for e in own.entries) >= EXHAUSTIVE_BELOW:
-        pool, theta = _own_pool(own, pool_size)
-    if pool is not None:
-        totals = _totals(own, pool, columns, excluded, q.timed, as_of, p)
-        ceiling = theta * (1 + (p.time if q.timed is not None else 0.0) + p.recency + 2 * p.context)
-        if len(totals) < limit or heapq.nlargest(limit, totals.values())[-1] <= ceiling + 1e-9:
-            pool = None  # the pool cannot prove its answer: score everything
-    if pool is None:
-        totals = _totals(own, _every_candidate(own), columns, excluded, q.timed, as_of, p)
+    scores = own.fill()
+    if not scores:
+        return []
+    times, sessions = columns.times, columns.sessions
+    timed = q.timed if q.timed is not None and p.time else None
+    # Only the strong records (own score >= tau) and their neighbours are scored in full. Every
+    # other record totals less than `tau * slack` (its own score and both neighbours' are below
+    # tau), and the `limit` best own scores are strong with totals of at least `kth`, their
+    # smallest own score: with `tau * slack < kth`, nothing outside can enter the top `limit`.
+    slack = 1 + 2 * p.context + (p.time if timed is not None else 0.0) + p.recency
+    kth = heapq.nlargest(limit, scores.values())[-1] if len(scores) > limit else 0.0
+    tau = kth / slack * (1 - 1e-9)
+    strong = [d for d, v in scores.items() if v >= tau] if tau > 0 else list(scores)
+    reach = set(strong)
+    if p.context:
+        for doc in strong:
+            if sessions[doc]:
+                reach.update(_neighbours(columns, doc))
+        reach -= excluded
+    totals = {}
+    for doc in reach:
+        mine = scores.get(doc, 0.0)
+        total = mine
+        if mine:
+            if timed is not None and _contains_id(timed, doc):
+                total += p.time * mine
+            if p.recency:
+                total += p.recency * mine * _recency(times[doc], as_of)
+        if p.context and sessions[doc]:
+            total += p.context * sum(scores.get(n, 0.0) for n in _neighbours(columns, doc))
+        if total > 0:
+            totals[doc] = total
     if not totals:
         return []
     cut = heapq.nlargest(limit, totals.values())[-1] - 1e-6
     scored = []
     for doc in (d for d, v in totals.items() if v >= cut):
-        breakdown = _context_breakdown(q, doc, own, columns, excluded, p, as_of)
-        time = columns.times[doc]
+        breakdown = _context_breakdown(q, doc, own, columns, p, as_of)
+        time = times[doc]
         key = (-breakdown.total, -breakdown.lexical_coverage, -time if not math.isnan(time) else math.inf,
                rid_of(doc))
         scored.append((key, breakdown, doc))
     scored.sort(key=lambda item: item[0])
     return [(b, d) for _, b, d in scored[:limit]]
-
-
-def _every_candidate(own: _Own) -> set[int]:
-    """Every record with an own score: one pass over all the postings, filling the memo."""
-    lengths, base, scale, k1 = own.lengths, own.base, own.scale, own.k1
-    content: dict[int, float] = {}
-    side: dict[int, float] = {}
-    for ids, tfs, w, is_side in own.entries:
-        if is_side:
-            get = side.get
-            for doc, tf in zip(ids, tfs):
-                side[doc] = get(doc, 0.0) + w * tf / (tf + k1)
-        else:
-            get = content.get
-            for doc, tf in zip(ids, tfs):
-                content[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
-    docs = (content.keys() | side.keys()) - own.excluded
-    own.memo.update((d, (content.get(d, 0.0), side.get(d, 0.0))) for d in docs)
-    return docs
-
-
-def _own_pool(own: _Own, size: int) -> tuple[set[int], float]:
-    """MaxScore over own scores: the records that can be among the `size` best, and θ, the floor
-    every other record's own score is below (0 when no pruning happened)."""
-    lengths, base, scale, k1, excluded = own.lengths, own.base, own.scale, own.k1, own.excluded
-    order = sorted(own.entries, key=lambda e: -e[2])
-    suffix = [0.0] * (len(order) + 1)
-    for pos in range(len(order) - 1, -1, -1):
-        suffix[pos] = suffix[pos + 1] + order[pos][2]
-    acc: dict[int, float] = {}
-    open_to_new, floor = True, 0.0
-    for pos, (ids, tfs, w, is_side) in enumerate(order):
-        if open_to_new:
-            for doc, tf in zip(ids, tfs):
-                if doc not in excluded:
-                    acc[doc] = acc.get(doc, 0.0) + w * tf / (tf + (k1 if is_side else base + scale * lengths[doc]))
-        elif acc:
-            for doc in list(acc):
-                k = bisect.bisect_left(ids, doc)
-                if k < len(ids) and ids[k] == doc:
-                    tf = tfs[k]
-                    acc[doc] += w * tf / (tf + (k1 if is_side else base + scale * lengths[doc]))
-        if len(acc) < size:
-            continue
-        floor = heapq.nlargest(size, acc.values())[-1]
-        ceiling = suffix[pos + 1]
-        if open_to_new and ceiling < floor - 1e-9:
-            open_to_new = False
-        if not open_to_new:
-            acc = {d: v for d, v in acc.items() if v + ceiling >= floor - 1e-9}
-    return set(acc), (floor if not open_to_new else 0.0)
-
-
-def _totals(own: _Own, docs: Any, columns: Any, excluded: set[int], timed: Any, as_of: float,
-            p: ContextParams) -> dict[int, float]:
-    """Totals of `docs` and of their neighbours (context from each neighbour's own score)."""
-    times, sessions = columns.times, columns.sessions
-    reach = set(docs)
-    if p.context:
-        for doc in docs:
-            if sessions[doc]:
-                reach.update(n for n in _neighbours(columns, doc) if n not in excluded)
-    totals: dict[int, float] = {}
-    for doc in reach:
-        mine = own(doc)
-        total = mine
-        if mine:
-            if timed is not None and p.time and _contains_id(timed, doc):
-                total += p.time * mine
-            if p.recency:
-                total += p.recency * mine * _recency(times[doc], as_of)
-        if p.context and sessions[doc]:
-            total += p.context * sum(own(n) for n in _neighbours(columns, doc))
-        if total > 0:
-            totals[doc] = total
-    return totals
 
 
 NEIGHBOUR_WINDOW = 16  # records looked at on each side for the turn before and after
@@ -376,6 +322,10 @@ def _neighbours(columns: Any, doc: int) -> list[int]:
     session, count, out = sessions[doc], len(sessions), []
     for step in (-1, 1):
         n = doc + step
+        if 0 <= n < count and kinds[n] and n not in dead:  # the usual case: the next record read
+            if sessions[n] == session:
+                out.append(n)
+            continue
         while 0 <= n < count and abs(n - doc) <= NEIGHBOUR_WINDOW:
             if kinds[n] != 0 and n not in dead:  # the first live conversation record on this side
                 if sessions[n] == session:
@@ -396,8 +346,8 @@ def _recency(time: float, as_of: float) -> float:
     return 0.5 ** (max(0.0, as_of - time) / 86400.0 / HALF_LIFE_DAYS)
 
 
-def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, excluded: set[int],
-                       p: ContextParams, as_of: float) -> ScoreBreakdown:
+def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, p: ContextParams,
+                       as_of: float) -> ScoreBreakdown:
     matched = tuple(t for t, (ci, _), (si, _) in zip(q.terms, q.content, q.side)
                     if _contains_id(ci, doc) or _contains_id(si, doc))
     content, side = own.parts(doc)
