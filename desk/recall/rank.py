@@ -1,13 +1,13 @@
 """Stage 3 and 4 of recall: the explainable score and the exact, pruned top-k.
 
-The default ranker is `0.85 * weighted coverage + 0.10 * term-frequency saturation + 0.05 *
-recency`: docs/design.md §8.1's 0.85 lexical share, but the coverage is IDF-weighted (a match on "Orion"
-counts for far more than one on "which"), and two thirds of the seed's recency weight go to BM25's
-length-normalised term-frequency saturation (IDF-weighted, scaled to 0..1). Recency halves every 30
-days before `as_of`. Weights were tuned on bench corpus seed 1 and are reported on seed 2
-(`bench/bench_recall.py`). docs/design.md §8.1's `0.85 * coverage + 0.15 * recency` and plain BM25 stay
-available as the documented baselines. Each breakdown carries its weights and contributions, and
-the contributions sum to the total.
+The default ranker (`context_top`, issue 16) is BM25 over what was said plus the speaker/meta field,
+plus the neighbouring turns' own scores in the same session, a share for "when" questions and a
+little recency; its parameters (`ContextParams`) were chosen on bench/retrieval's seed 1 and are
+reported on seed 2 (docs/recall.md). The previous default, `coverage`
+(`0.85 * IDF-weighted coverage + 0.10 * term-frequency saturation + 0.05 * recency`), docs/design.md
+§8.1's `seed` formula (`0.85 * coverage + 0.15 * recency`) and plain `bm25` stay selectable as
+baselines (`Ranker`, with MaxScore pruning). Recency halves every 30 days before `as_of`. Each
+breakdown carries its weights and contributions, and the contributions sum to the total.
 """
 
 from __future__ import annotations

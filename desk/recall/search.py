@@ -3,14 +3,16 @@
 normalize -> candidate -> score -> stable rank -> render, each a function with a typed result:
 
 - **normalize** (`normalize_query`): whitespace folded for the readable text; NFKC + casefold +
-  whitespace for `normalized_text`; `terms` are the sorted distinct words and CJK character bigrams.
+  whitespace for `normalized_text`; `terms` (`desk.text.terms.query_terms`) are the sorted distinct
+  word stems and CJK character bigrams (a one-character run as itself), stop words left out.
   Empty and punctuation-only queries and a limit outside 1..10 are refused (exit 2).
 - **candidate**: every record sharing at least one term with the query (posting lists of the
   derived search cache, `desk.recall.search_cache`); expired memories and records after `as_of` are never
   candidates.
 - **score** (`desk.recall.rank.Ranker`): an explainable sum, default
-  `0.85 * IDF-weighted coverage + 0.10 * term-frequency saturation + 0.05 * recency`; docs/design.md §8.1's
-  formula and plain BM25 are the documented baselines (`--ranker seed|bm25`).
+  `content + field + context + time + recency` (`desk.recall.rank.context_top`, docs/recall.md); the
+  previous default, docs/design.md §8.1's formula and plain BM25 are the baselines
+  (`--ranker coverage|seed|bm25`).
 - **stable rank**: total desc, plain coverage desc, time desc, id asc. Only the top `limit` are
   scored exactly; records that provably cannot reach the top (MaxScore pruning on per-term upper
   bounds) are skipped, which changes nothing in the answer, only the time.
