@@ -167,14 +167,15 @@ def top_records(ranker: Ranker, lists: list[tuple[Any, Any]], excluded: set[int]
 
 @dataclass
 class ContextParams:
-    """The default ranker's parameters, chosen on bench/retrieval's tuning split (seed 1) and
-    reported on its test split (seed 2); docs/recall.md has the figures of each step."""
+    """The default ranker's parameters, chosen on the tuning splits (seed 1) of both benchmarks,
+    bench/retrieval (long two-person conversations) and bench/bench_recall.py --quality (project
+    chats), and reported on their seed 2; docs/recall.md has the figures of each step."""
 
     k1: float = 0.6
     b: float = 0.2
     field: float = 1.0  # the speaker/meta field's BM25, relative to what was said
-    context: float = 0.6  # each neighbour's own score in the same session, times this
-    time: float = 0.8  # a "when" question: the record's own score times this when it names a time
+    context: float = 0.1  # each neighbour's own score in the same session, times this
+    time: float = 0.0  # a "when" question: the record's own score times this when it names a time
     recency: float = 0.05  # the record's own score times this times its recency (halves every 30 days)
 
 

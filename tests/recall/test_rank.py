@@ -124,10 +124,17 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
     return sorted(totals, reverse=True)[:limit]
 
 
-def test_default_ranker_equals_its_definition(desk: DeskFolder) -> None:
-    """The default ranker's one pass (own scores, then time, recency and context pushed to the
-    neighbours) gives the totals of a record-by-record computation: sessions interleaved with
-    tombstones, speakers and "when" questions included."""
+@pytest.mark.parametrize("weights", [{}, {"context": 0.6, "time": 0.5}])
+def test_default_ranker_equals_its_definition(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch,
+                                              weights: dict[str, float]) -> None:
+    """The default ranker (own scores, then only the strong records and their neighbours scored
+    in full) gives the totals of a record-by-record computation: sessions interleaved with
+    tombstones, speakers and "when" questions included; with the default weights and with
+    stronger context and time."""
+    from desk.recall.rank import CONTEXT_PARAMS
+
+    for name, value in weights.items():
+        monkeypatch.setattr(CONTEXT_PARAMS, name, value)
     rng = random.Random(11)
     folder = desk.path(".system/archive")
     lines = []

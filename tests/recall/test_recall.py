@@ -446,8 +446,12 @@ def test_a_turn_is_found_through_the_question_it_answers(desk: DeskFolder) -> No
     assert len(result.hits) == 2  # the other session's turn is no neighbour
 
 
-def test_the_speaker_and_captions_are_a_field_and_when_questions_favour_times(desk: DeskFolder) -> None:
+def test_the_speaker_and_captions_are_a_field_and_when_questions_favour_times(
+        desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
     from desk.archive.store import append_event
+    from desk.recall.rank import CONTEXT_PARAMS
+
+    monkeypatch.setattr(CONTEXT_PARAMS, "time", 0.5)  # off by default (docs/recall.md): measured here
 
     mara = append_event(desk, "inbound", "Finally got the keys", session="s", actor="Mara",
                         at="2026-11-20T09:00:00Z", meta={"caption": "a photo of the new flat"})
