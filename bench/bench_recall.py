@@ -111,6 +111,8 @@ def scale(records: int, seed: int) -> None:
         shown = _run_in_pty(["desk", "recall", "database for Orion"], env)
         print(f"first `desk recall` (builds the cache): {time.perf_counter() - started:.2f} s; "
               f"progress bar on the terminal: {'yes' if 'indexing the archive' in shown else 'NO'}")
+        cache_file = desk.cache_dir / "search.sqlite"
+        print(f"search cache: {cache_file.stat().st_size / 1e6:.1f} MB")
         cache = SearchCache(desk)
         cache.refresh()
         texts = [q.text for q in questions]

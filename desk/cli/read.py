@@ -23,7 +23,7 @@ ANNOUNCE_BYTES = 4 * 1024 * 1024
 @click.option("--as-of", metavar="TIME",
               help="Evaluate at this UTC time (ISO 8601): recency, expiry, and records after it hidden.")
 @click.option("--ranker", type=click.Choice(RANKERS), default="default",
-              show_default=True, help="Scoring formula: desk's default, the baseline formula (0.85 coverage + 0.15 recency), or plain BM25.")
+              show_default=True, help="Scoring formula: desk's default (BM25 in conversational context, docs/recall.md), the previous default (coverage), the baseline formula (0.85 coverage + 0.15 recency), or plain BM25.")
 @click.option("--xml", "as_xml", is_flag=True, help="Print a <recalled_context> XML block instead.")
 @click.option("--all-scopes", is_flag=True,
               help="Search every project's memories too (default: desk-wide and --project's only).")

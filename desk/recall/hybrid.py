@@ -342,14 +342,14 @@ def fuse(lexical: Sequence[tuple[ScoreBreakdown, int]], dense: Sequence[tuple[in
     return [(hit, doc) for _, hit, doc in scored[:limit]]
 
 
-def hybrid_top(index: DenseIndex, cache: SearchCache, query_text: str, ranker: Ranker,
-               lists: list[tuple[Any, Any]], excluded: set[int], limit: int) -> list[tuple[HybridBreakdown, int]]:
+def hybrid_top(index: DenseIndex, cache: SearchCache, query_text: str,
+               lexical_top: Callable[[int], Sequence[tuple[ScoreBreakdown, int]]],
+               excluded: set[int], limit: int) -> list[tuple[HybridBreakdown, int]]:
     """Stages 3 and 4 with a dense retriever: the records the search cache gained are embedded,
-    then the lexical top `DEPTH` and the dense top `DEPTH` are fused."""
-    from desk.recall.rank import top_records
-
+    then the lexical top `DEPTH` (`lexical_top(DEPTH)`, whichever ranker the query chose) and the
+    dense top `DEPTH` are fused."""
     index.sync(cache)
-    lexical = top_records(ranker, lists, excluded, cache.columns, DEPTH, cache.rid)
+    lexical = lexical_top(DEPTH)
     dense = index.ranking(query_text, excluded, DEPTH, cache.rid)
     return fuse(lexical, dense, limit, index.key, cache.rid)
 

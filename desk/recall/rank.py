@@ -1,13 +1,13 @@
 """Stage 3 and 4 of recall: the explainable score and the exact, pruned top-k.
 
-The default ranker is `0.85 * weighted coverage + 0.10 * term-frequency saturation + 0.05 *
-recency`: docs/design.md §8.1's 0.85 lexical share, but the coverage is IDF-weighted (a match on "Orion"
-counts for far more than one on "which"), and two thirds of the seed's recency weight go to BM25's
-length-normalised term-frequency saturation (IDF-weighted, scaled to 0..1). Recency halves every 30
-days before `as_of`. Weights were tuned on bench corpus seed 1 and are reported on seed 2
-(`bench/bench_recall.py`). docs/design.md §8.1's `0.85 * coverage + 0.15 * recency` and plain BM25 stay
-available as the documented baselines. Each breakdown carries its weights and contributions, and
-the contributions sum to the total.
+The default ranker (`context_top`, issue 16) is BM25 over what was said plus the speaker/meta field,
+plus the neighbouring turns' own scores in the same session, a share for "when" questions and a
+little recency; its parameters (`ContextParams`) were chosen on bench/retrieval's seed 1 and are
+reported on seed 2 (docs/recall.md). The previous default, `coverage`
+(`0.85 * IDF-weighted coverage + 0.10 * term-frequency saturation + 0.05 * recency`), docs/design.md
+§8.1's `seed` formula (`0.85 * coverage + 0.15 * recency`) and plain `bm25` stay selectable as
+baselines (`Ranker`, with MaxScore pruning). Recency halves every 30 days before `as_of`. Each
+breakdown carries its weights and contributions, and the contributions sum to the total.
 """
 
 from __future__ import annotations
@@ -50,11 +50,11 @@ class Ranker:
         self.idf = [math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for d in df]
         self.idf_sum = sum(self.idf) or 1.0
         self.avg_len = avg_len or 1.0
-        self.weights = {"default": DEFAULT_WEIGHTS, "seed": SEED_WEIGHTS, "bm25": {"bm25": 1.0}}[name]
+        self.weights = {"coverage": DEFAULT_WEIGHTS, "seed": SEED_WEIGHTS, "bm25": {"bm25": 1.0}}[name]
         m = len(terms)
         # Each matched term adds `flat + slope * tf / (tf + norm(length))`; `bounds` are the most
         # one term can add (tf / (tf + norm) < 1), which is what MaxScore pruning needs.
-        if name == "default":
+        if name == "coverage":
             self.flat = [DEFAULT_WEIGHTS["coverage"] * w / self.idf_sum for w in self.idf]
             self.slope = [DEFAULT_WEIGHTS["frequency"] * w / self.idf_sum for w in self.idf]
             self.recency_weight = DEFAULT_WEIGHTS["recency"]
@@ -78,7 +78,7 @@ class Ranker:
         recency = self.recency(time)
         norm = K1 * (1 - B + B * length / self.avg_len)
         sat = [tf * (K1 + 1) / (tf + norm) if tf else 0.0 for tf in tfs]
-        if self.name == "default":
+        if self.name == "coverage":
             weighted = sum(w for w, tf in zip(self.idf, tfs) if tf) / self.idf_sum
             freq = sum(w * s for w, s in zip(self.idf, sat)) / (K1 + 1) / self.idf_sum
             parts = {"coverage": DEFAULT_WEIGHTS["coverage"] * weighted,
@@ -161,3 +161,206 @@ def top_records(ranker: Ranker, lists: list[tuple[Any, Any]], excluded: set[int]
         scored.append((key, breakdown, doc))
     scored.sort(key=lambda item: item[0])
     return [(breakdown, doc) for _, breakdown, doc in scored[:limit]]
+
+
+# -- the default ranker: BM25 over two fields, in conversational context --------------------------
+
+@dataclass
+class ContextParams:
+    """The default ranker's parameters, chosen on the tuning splits (seed 1) of both benchmarks,
+    bench/retrieval (long two-person conversations) and bench/bench_recall.py --quality (project
+    chats), and reported on their seed 2; docs/recall.md has the figures of each step."""
+
+    k1: float = 0.6
+    b: float = 0.2
+    field: float = 1.0  # the speaker/meta field's BM25, relative to what was said
+    context: float = 0.1  # each neighbour's own score in the same session, times this
+    time: float = 0.0  # a "when" question: the record's own score times this when it names a time
+    recency: float = 0.05  # the record's own score times this times its recency (halves every 30 days)
+
+
+CONTEXT_PARAMS = ContextParams()
+CONTEXT_COMPONENTS = ("content", "field", "context", "time", "recency")
+
+
+@dataclass(frozen=True)
+class ContextQuery:
+    """What the default ranker needs of one query: its terms and their postings in each field."""
+
+    terms: tuple[str, ...]
+    content: list[tuple[Any, Any]]  # per term: (record numbers, tfs) of what was said
+    side: list[tuple[Any, Any]]  # per term: the speaker/meta field's postings
+    content_df: list[int]
+    side_df: list[int]
+    timed: Any  # record numbers whose text names a time (sorted), or None when not a "when" question
+
+
+def _idf(df: int, n: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+class _Own:
+    """Own scores (content + field BM25) of records: every candidate's from one pass over the
+    postings (`fill`), any other record's by lookups in them."""
+
+    def __init__(self, q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, avg_len: float,
+                 p: ContextParams) -> None:
+        self.lengths, self.excluded, self.k1 = columns.lengths, excluded, p.k1
+        self.base, self.scale = p.k1 * (1 - p.b), p.k1 * p.b / (avg_len or 1.0)
+        # (ids, tfs, weight, is the speaker/meta field), what was said first: the sums' order is fixed
+        self.entries = [(ids, tfs, _idf(df, n_docs) * (p.k1 + 1), False)
+                        for (ids, tfs), df in zip(q.content, q.content_df) if len(ids)]
+        if p.field:
+            self.entries += [(ids, tfs, p.field * _idf(df, n_docs) * (p.k1 + 1), True)
+                             for (ids, tfs), df in zip(q.side, q.side_df) if len(ids)]
+        self.content: dict[int, float] = {}
+        self.side: dict[int, float] = {}
+        self.total: dict[int, float] = {}  # content + side of every candidate, excluded ones left out
+
+    def fill(self) -> dict[int, float]:
+        """One pass over every posting: the own score of every candidate."""
+        lengths, base, scale, k1 = self.lengths, self.base, self.scale, self.k1
+        content, side = self.content, self.side
+        for ids, tfs, w, is_side in self.entries:
+            if is_side:
+                get = side.get
+                for doc, tf in zip(ids, tfs):
+                    side[doc] = get(doc, 0.0) + w * tf / (tf + k1)
+            else:
+                get = content.get
+                for doc, tf in zip(ids, tfs):
+                    content[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
+        total = dict(content)
+        for doc, v in side.items():
+            total[doc] = total.get(doc, 0.0) + v
+        excluded = self.excluded
+        for doc in [d for d in total if d in excluded] if len(total) < len(excluded) else excluded & total.keys():
+            del total[doc]
+        self.total = total
+        return total
+
+    def parts(self, doc: int) -> tuple[float, float]:
+        """(content, field) of `doc`; (0, 0) for an excluded or non-candidate record."""
+        if doc in self.excluded:
+            return 0.0, 0.0
+        return self.content.get(doc, 0.0), self.side.get(doc, 0.0)
+
+    def __call__(self, doc: int) -> float:
+        return self.total.get(doc, 0.0)
+
+
+def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, avg_len: float,
+                as_of: float, limit: int, rid_of: Callable[[int], str],
+                params: ContextParams = CONTEXT_PARAMS) -> list[tuple[ScoreBreakdown, int]]:
+    """The default ranker's exact top `limit`: one pass over the query's postings for the own
+    scores, then only the strong records and their neighbours scored in full (below).
+
+    A record's own score is BM25 over what was said (k1, b, length-normalised) plus `field` times
+    BM25 over its speaker and meta values (no length normalisation: a name or a caption). Then
+    each record in a session gets `context` times the own score of the turn before and of the
+    turn after it in the same session (the question it answers, the reaction to it), so an answer
+    that shares no word with the query ("Yes! We named her Biscuit.") is found through the
+    question that prompted it; a "when" question adds `time` times the own score of a record that
+    names a time; `recency` times the own score times the recency. The contributions sum to the total.
+    """
+    p = params
+    own = _Own(q, columns, excluded, n_docs, avg_len, p)
+    scores = own.fill()
+    if not scores:
+        return []
+    times, sessions = columns.times, columns.sessions
+    timed = q.timed if q.timed is not None and p.time else None
+    # Only the strong records (own score >= tau) and their neighbours are scored in full. Every
+    # other record totals less than `tau * slack` (its own score and both neighbours' are below
+    # tau), and the `limit` best own scores are strong with totals of at least `kth`, their
+    # smallest own score: with `tau * slack < kth`, nothing outside can enter the top `limit`.
+    slack = 1 + 2 * p.context + (p.time if timed is not None else 0.0) + p.recency
+    kth = heapq.nlargest(limit, scores.values())[-1] if len(scores) > limit else 0.0
+    tau = kth / slack * (1 - 1e-9)
+    strong = [d for d, v in scores.items() if v >= tau] if tau > 0 else list(scores)
+    reach = set(strong)
+    if p.context:
+        for doc in strong:
+            if sessions[doc]:
+                reach.update(_neighbours(columns, doc))
+        reach -= excluded
+    totals = {}
+    for doc in reach:
+        mine = scores.get(doc, 0.0)
+        total = mine
+        if mine:
+            if timed is not None and _contains_id(timed, doc):
+                total += p.time * mine
+            if p.recency:
+                total += p.recency * mine * _recency(times[doc], as_of)
+        if p.context and sessions[doc]:
+            total += p.context * sum(scores.get(n, 0.0) for n in _neighbours(columns, doc))
+        if total > 0:
+            totals[doc] = total
+    if not totals:
+        return []
+    cut = heapq.nlargest(limit, totals.values())[-1] - 1e-6
+    scored = []
+    for doc in (d for d, v in totals.items() if v >= cut):
+        breakdown = _context_breakdown(q, doc, own, columns, p, as_of)
+        time = times[doc]
+        key = (-breakdown.total, -breakdown.lexical_coverage, -time if not math.isnan(time) else math.inf,
+               rid_of(doc))
+        scored.append((key, breakdown, doc))
+    scored.sort(key=lambda item: item[0])
+    return [(b, d) for _, b, d in scored[:limit]]
+
+
+NEIGHBOUR_WINDOW = 16  # records looked at on each side for the turn before and after
+
+
+def _neighbours(columns: Any, doc: int) -> list[int]:
+    """The conversation turns just before and after `doc` in its session: the nearest live
+    conversation record on each side in the order records were read (archive files in name
+    order, lines in file order), when it is of the same session. Memory records and tombstones
+    in between are skipped, so an edited memory or a removed file changes no neighbour."""
+    sessions, kinds, dead = columns.sessions, columns.kinds, columns.dead
+    session, count, out = sessions[doc], len(sessions), []
+    for step in (-1, 1):
+        n = doc + step
+        if 0 <= n < count and kinds[n] and n not in dead:  # the usual case: the next record read
+            if sessions[n] == session:
+                out.append(n)
+            continue
+        while 0 <= n < count and abs(n - doc) <= NEIGHBOUR_WINDOW:
+            if kinds[n] != 0 and n not in dead:  # the first live conversation record on this side
+                if sessions[n] == session:
+                    out.append(n)
+                break
+            n += step
+    return out
+
+
+def _contains_id(ids: Any, doc: int) -> bool:
+    k = bisect.bisect_left(ids, doc)
+    return k < len(ids) and ids[k] == doc
+
+
+def _recency(time: float, as_of: float) -> float:
+    if math.isnan(time):
+        return 0.0
+    return 0.5 ** (max(0.0, as_of - time) / 86400.0 / HALF_LIFE_DAYS)
+
+
+def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, p: ContextParams,
+                       as_of: float) -> ScoreBreakdown:
+    matched = tuple(t for t, (ci, _), (si, _) in zip(q.terms, q.content, q.side)
+                    if _contains_id(ci, doc) or _contains_id(si, doc))
+    content, side = own.parts(doc)
+    mine = content + side
+    recency = _recency(columns.times[doc], as_of)
+    timed = q.timed is not None and p.time and _contains_id(q.timed, doc)
+    near = _neighbours(columns, doc) if p.context and columns.sessions[doc] else []
+    parts = {"content": content, "field": side,
+             "context": p.context * sum(own(n) for n in near),
+             "time": p.time * mine if timed else 0.0,
+             "recency": p.recency * mine * recency}
+    contributions = {k: round(v, 6) for k, v in parts.items()}
+    weights = {"content": 1.0, "field": p.field, "context": p.context, "time": p.time, "recency": p.recency}
+    return ScoreBreakdown(matched, len(q.terms), round(len(matched) / max(len(q.terms), 1), 6), round(recency, 6),
+                          weights, contributions, round(sum(contributions.values()), 6))

@@ -1,13 +1,17 @@
 """What recall searches: records made from memory files and archived conversation events.
 
-A record is its searchable terms (NFKC + casefold + whitespace via `desk.text.normalize`, words, and every
-run of CJK characters as character bigrams: `分层记忆` gives `分层 层记 记忆`), its time, and what a
-hit shows: snippet source, scope and provenance.
+A record is its searchable terms (`desk.text.terms`: NFKC + casefold + whitespace, words reduced to
+their Snowball stem, every run of CJK characters as character bigrams and single characters), its
+time, and what a hit shows: snippet source, scope and provenance. An archived event's speaker
+(`actor`) and its `meta` values (a photo's caption) are a second field, posted as `FIELD_MARK` +
+term, so the ranker can weigh them apart from what was said (docs/recall.md).
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -16,31 +20,12 @@ from desk.errors import InvalidFileError
 from desk.layout import memory_name, project_file
 from desk.text.normalize import normalize
 from desk.text.times import TimeFormatError, format_time, parse_time
-from desk.text.tokens import CJK_CLASS
+from desk.text.terms import FIELD_MARK, TIME_TAG, terms_name_time, text_terms
 
 CONVERSATION_KINDS = ("inbound", "outbound")
 MEMORY, CONVERSATION = 0, 1
 KIND_NAMES = ("memory", "conversation")
 SNIPPET_SOURCE_CHARS = 2000
-_TERMS = re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
-_WORDS = re.compile(rf"[^\W_{CJK_CLASS}]+")
-_CJK = re.compile(rf"[{CJK_CLASS}]")
-
-
-def text_terms(text: str) -> list[str]:
-    """Searchable terms of `text`, repeats kept: normalized words, CJK runs as character bigrams."""
-    normalized = normalize(text)
-    if _CJK.search(normalized) is None:
-        return _WORDS.findall(normalized)  # no CJK run: every term is a word (the common case)
-    terms: list[str] = []
-    for cjk, word in _TERMS.findall(normalized):
-        if word:
-            terms.append(word)
-        elif len(cjk) == 1:
-            terms.append(cjk)
-        else:
-            terms.extend(cjk[i:i + 2] for i in range(len(cjk) - 1))
-    return terms
 
 
 _STORED_TIME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{6}))?Z")
@@ -132,7 +117,7 @@ def memory_record(data: bytes, path: str) -> Record | None:
 
 
 def conversation_terms(rec: dict[str, Any], desk_id: str | None = None) -> Counter[str] | None:
-    """The terms of an archived inbound/outbound event with text, else None (not a record).
+    """The terms of what an archived inbound/outbound event with text says, else None (not a record).
 
     A record carrying another desk's id is not this desk's conversation (docs/design.md §8.1: a record of
     another scope is never read into a recall), so it is left out.
@@ -143,6 +128,39 @@ def conversation_terms(rec: dict[str, Any], desk_id: str | None = None) -> Count
     if desk_id is not None and rec.get("desk_id") != desk_id:
         return None
     return Counter(text_terms(content))
+
+
+def conversation_side(rec: dict[str, Any], terms: dict[str, int]) -> dict[str, int]:
+    """An event's second field, posted but not counted in its length: the speaker (`actor`) and the
+    `meta` values (a caption; desk's own `desk.*` keys left out) as `FIELD_MARK` + term, and
+    `TIME_TAG` when what was said (its `terms`) names a time ("yesterday", "last Friday", "上周")."""
+    side = [rec["actor"]] if isinstance(rec.get("actor"), str) else []
+    meta = rec.get("meta")
+    if isinstance(meta, dict):
+        side += [v for k, v in meta.items() if isinstance(v, str) and not k.startswith("desk.")]
+    out = dict(_side_terms(" ".join(side))) if side else {}
+    if terms_name_time(terms):
+        out[TIME_TAG] = 1
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _side_terms(text: str) -> tuple[tuple[str, int], ...]:
+    """The speaker/meta field's terms of `text` (speakers and captions repeat: computed once each)."""
+    out: dict[str, int] = {}
+    for term in text_terms(text):
+        key = FIELD_MARK + term
+        out[key] = out.get(key, 0) + 1
+    return tuple(out.items())
+
+
+def event_session(rec: dict[str, Any]) -> int:
+    """A stable 32-bit number of the event's session (0: none), so the ranker can tell which records
+    are neighbours in one conversation."""
+    session = rec.get("session")
+    if not isinstance(session, str) or not session:
+        return 0
+    return zlib.crc32(session.encode("utf-8", "surrogatepass")) or 1
 
 
 def event_time(rec: dict[str, Any]) -> float | None:

@@ -3,14 +3,16 @@
 normalize -> candidate -> score -> stable rank -> render, each a function with a typed result:
 
 - **normalize** (`normalize_query`): whitespace folded for the readable text; NFKC + casefold +
-  whitespace for `normalized_text`; `terms` are the sorted distinct words and CJK character bigrams.
+  whitespace for `normalized_text`; `terms` (`desk.text.terms.query_terms`) are the sorted distinct
+  word stems and CJK character bigrams (a one-character run as itself), stop words left out.
   Empty and punctuation-only queries and a limit outside 1..10 are refused (exit 2).
 - **candidate**: every record sharing at least one term with the query (posting lists of the
   derived search cache, `desk.recall.search_cache`); expired memories and records after `as_of` are never
   candidates.
 - **score** (`desk.recall.rank.Ranker`): an explainable sum, default
-  `0.85 * IDF-weighted coverage + 0.10 * term-frequency saturation + 0.05 * recency`; docs/design.md §8.1's
-  formula and plain BM25 are the documented baselines (`--ranker seed|bm25`).
+  `content + field + context + time + recency` (`desk.recall.rank.context_top`, docs/recall.md); the
+  previous default, docs/design.md §8.1's formula and plain BM25 are the baselines
+  (`--ranker coverage|seed|bm25`).
 - **stable rank**: total desc, plain coverage desc, time desc, id asc. Only the top `limit` are
   scored exactly; records that provably cannot reach the top (MaxScore pruning on per-term upper
   bounds) are skipped, which changes nothing in the answer, only the time.
@@ -32,12 +34,13 @@ from typing import TYPE_CHECKING, Any
 from desk.errors import DeskError, UsageError
 from desk.layout import DeskFolder, memory_name, project_problem
 from desk.memory.mirror import Committed, head_mirror
-from desk.recall.rank import Ranker, ScoreBreakdown, top_records
-from desk.recall.records import PROJECTS_TAG, project_tag, text_terms
+from desk.recall.rank import ContextQuery, Ranker, ScoreBreakdown, context_top, top_records
+from desk.recall.records import PROJECTS_TAG, project_tag
 from desk.recall.render import render_text, render_xml, snippet
 from desk.recall.search_cache import Progress, SearchCache
 from desk.storage.git import blob_sha
 from desk.text.normalize import normalize
+from desk.text.terms import FIELD_MARK, TIME_TAG, asks_when, query_terms
 from desk.text.times import format_time, parse_time, utc_now
 from desk.vocabulary import RANKERS, RECALL_KINDS
 
@@ -91,7 +94,7 @@ def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
     readable = " ".join(text.split())
     if not readable:
         raise UsageError("the query is empty", hint="say what to look for, e.g. `desk recall \"report style\"`")
-    terms = tuple(sorted(set(text_terms(readable))))
+    terms = tuple(query_terms(readable))
     if not terms:
         raise UsageError(f"the query {readable!r} has no searchable words (only punctuation or symbols)",
                          hint="search for words, e.g. `desk recall \"report style\"`")
@@ -165,6 +168,7 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
     columns = cache.columns
     as_of = parse_as_of(query.as_of).timestamp()
     lists = [cache.postings(t) for t in query.terms]
+    side = [cache.postings(FIELD_MARK + t) for t in query.terms] if query.ranker == "default" else []
     excluded = _excluded(cache, query.kind, as_of)
     if not all_scopes:  # other projects' memories are never candidates
         other = set(cache.postings(PROJECTS_TAG)[0])
@@ -173,7 +177,7 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
         excluded |= other
     searched = columns.count - len(excluded)
     union: set[int] = set()
-    for ids, _ in lists:
+    for ids, _ in lists + side:
         union.update(ids)
     candidates = len(union) - len(union & excluded)
     reason = "no_records" if not searched else "no_matching_terms"
@@ -181,14 +185,23 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
         return RecallResult(query, (), searched, 0, reason)
     alive = columns.count - len(columns.dead)
     dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in lists]
-    ranker = Ranker(query.ranker, query.terms, dfs, alive, columns.sum_len / max(alive, 1), as_of)
+    avg_len = columns.sum_len / max(alive, 1)
+
+    def lexical_top(limit: int) -> Sequence[tuple[ScoreBreakdown, int]]:
+        if query.ranker == "default":
+            side_dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in side]
+            timed = cache.postings(TIME_TAG)[0] if asks_when(query.text) else None
+            return context_top(ContextQuery(query.terms, lists, side, dfs, side_dfs, timed), columns,
+                               excluded, alive, avg_len, as_of, limit, cache.rid)
+        ranker = Ranker(query.ranker, query.terms, dfs, alive, avg_len, as_of)
+        return top_records(ranker, lists, excluded, columns, limit, cache.rid)
+
     if dense is None:
-        scored: Sequence[tuple[ScoreBreakdown | HybridBreakdown, int]] = top_records(
-            ranker, lists, excluded, columns, query.limit, cache.rid)
+        scored: Sequence[tuple[ScoreBreakdown | HybridBreakdown, int]] = lexical_top(query.limit)
     else:  # hybrid recall: the dense retriever's ranking fused with this one
         from desk.recall.hybrid import hybrid_top
 
-        scored = hybrid_top(dense, cache, query.text, ranker, lists, excluded, query.limit)
+        scored = hybrid_top(dense, cache, query.text, lexical_top, excluded, query.limit)
     if not scored:
         return RecallResult(query, (), searched, candidates, reason)
     found = [(breakdown, cache.record_data(doc)) for breakdown, doc in scored]

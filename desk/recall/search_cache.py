@@ -51,8 +51,10 @@ from desk.recall.records import (
     CONVERSATION,
     KIND_NAMES,
     MEMORY,
+    conversation_side,
     conversation_terms,
     event_data,
+    event_session,
     event_time,
     memory_record,
 )
@@ -61,7 +63,7 @@ from desk.storage.reading import open_regular
 from desk.storage.sqlite_cache import open_cache
 
 CACHE_FILE = "search.sqlite"
-_SCHEMA = 5
+_SCHEMA = 6  # 5: archive prefix hashes; 6: stemmed words, CJK single characters, the speaker/meta field, sessions
 COMPACT_MIN_DEAD = 5000
 # Postings held in memory during a refresh before they are merged into the file. Every merge
 # writes one row per term it holds, so fewer, larger batches write less; this bounds the batch
@@ -87,6 +89,7 @@ class _Columns:
     times: array = field(default_factory=lambda: array("d"))  # NaN when unknown
     lengths: array = field(default_factory=lambda: array("I"))
     kinds: bytearray = field(default_factory=bytearray)
+    sessions: array = field(default_factory=lambda: array("I"))  # `event_session`: 0 for a memory
     dead: set[int] = field(default_factory=set)
     expires: dict[int, float] = field(default_factory=dict)
     sum_len: int = 0
@@ -201,6 +204,7 @@ class SearchCache:
             columns.times.frombytes(meta["times"])
             columns.lengths.frombytes(meta["lengths"])
             columns.kinds = bytearray(meta["kinds"])
+            columns.sessions.frombytes(meta["sessions"])
             columns.dead = set(array("I", meta["dead"]))
             columns.expires = {int(k): v for k, v in json.loads(meta["expires"]).items()}
             columns.sum_len = int(meta["sum_len"])
@@ -215,7 +219,7 @@ class SearchCache:
         rows = {"schema": _SCHEMA, "generation": s.generation, "times": s.times.tobytes(),
                 "mem_tree": tree or "", "mem_dirty": json.dumps(dirty or []),
                 "arch_tree": self._archive_trees[0] or "",
-                "lengths": s.lengths.tobytes(), "kinds": bytes(s.kinds),
+                "lengths": s.lengths.tobytes(), "kinds": bytes(s.kinds), "sessions": s.sessions.tobytes(),
                 "dead": array("I", sorted(s.dead)).tobytes(), "max_time": s.max_time,
                 "expires": json.dumps(s.expires), "sum_len": s.sum_len}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows.items())
@@ -399,15 +403,18 @@ class SearchCache:
 
     def _add(self, db: sqlite3.Connection, batch: _Batch, terms: dict[str, int], kind: int,
              time: float | None, expires: float | None,
-             row: tuple[str, str, int | None, int | None, bytes | str], tags: tuple[str, ...] = ()) -> int:
+             row: tuple[str, str, int | None, int | None, bytes | str], tags: dict[str, int] | None = None,
+             session: int = 0) -> int:
         """Number a record, append its columns and postings to the batch; flush what is full.
 
-        `tags` are posted like terms but never counted in the record's length (scope filters)."""
+        `tags` ({term: tf}) are posted like terms but never counted in the record's length (scope
+        filters, an event's speaker and meta field, the time tag)."""
         s = self.columns
         doc = s.count
         length = sum(terms.values())
         if tags:
-            terms = {**terms, **dict.fromkeys(tags, 1)}
+            terms = {**terms, **tags}
+        s.sessions.append(session)
         s.times.append(_NAN if time is None else time)
         s.lengths.append(length)
         s.kinds.append(kind)
@@ -470,7 +477,7 @@ class SearchCache:
                     shown = json.dumps({"rid": record.rid, "kind": KIND_NAMES[record.kind], **record.data},
                                        ensure_ascii=False)
                     doc = self._add(db, batch, record.terms, record.kind, record.time, record.expires,
-                                    (path, record.rid, None, None, shown), record.tags)
+                                    (path, record.rid, None, None, shown), dict.fromkeys(record.tags, 1))
             racy = time.time_ns() - st.st_mtime_ns < _RACY_NS
             db.execute("INSERT OR REPLACE INTO memfiles VALUES (?, ?, ?, ?, ?)",
                        (path, -1 if racy else st.st_size, st.st_mtime_ns, blob, doc))
@@ -546,7 +553,8 @@ class SearchCache:
                         terms = conversation_terms(rec, desk_id)
                         if terms is not None:
                             self._add(db, batch, terms, CONVERSATION, event_time(rec), None,
-                                      (path, f"event:{rec.get('id')}", lines, offset + pos, raw))
+                                      (path, f"event:{rec.get('id')}", lines, offset + pos, raw),
+                                      conversation_side(rec, terms), event_session(rec))
                     pos = nl + 1
                     if progress is not None and (lines & 1023) == 0:
                         progress(done + offset + pos - start, total)

@@ -213,9 +213,10 @@ def test_recall_output_keeps_one_hit_per_record(desk: DeskFolder) -> None:
 
     d = open_desk(desk.root)
     for i, attack in enumerate(CORPUS):
-        d.archive_append("inbound", f"lantern{i}x rollout {attack} lantern{i}x", session="s1",
+        # one session per record: a neighbour in the same session would be a hit too (context)
+        d.archive_append("inbound", f"lantern{i}x rollout {attack} lantern{i}x", session=f"a{i}",
                          at=f"2026-11-28T09:{i:02d}:00Z")
-        d.archive_append("inbound", f"lantern{i}x second record", session="s1", at=f"2026-11-28T10:{i:02d}:00Z")
+        d.archive_append("inbound", f"lantern{i}x second record", session=f"b{i}", at=f"2026-11-28T10:{i:02d}:00Z")
     for i, attack in enumerate(CORPUS):
         result = d.recall(f"lantern{i}x", kind="conversation", as_of=AS_OF)
         human = result.text().split("\n")

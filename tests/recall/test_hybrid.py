@@ -49,8 +49,8 @@ def _recall(d: Any, query: str, **kw: Any) -> dict[str, Any]:
 def test_a_misspelt_query_the_lexical_ranking_misses_is_found_by_the_dense_one(desk: DeskFolder) -> None:
     _archive(desk)
     with open_desk(desk.root) as d:
-        assert _recall(d, "kestrell")["hits"] == []  # no shared term
-        fused = _recall(d, "kestrell", embedder=TrigramEmbedder())
+        assert _recall(d, "kestral")["hits"] == []  # no shared term
+        fused = _recall(d, "kestral", embedder=TrigramEmbedder())
     assert fused["query"]["embedder"] == "trigram-test/64"
     top = fused["hits"][0]
     assert "kestrel" in top["snippet"]
@@ -177,17 +177,17 @@ def test_an_embedder_named_by_entry_point_and_by_module_path_gives_the_same_answ
     _archive(desk)
     _installed(tmp_path, monkeypatch)
     assert {"trigram", "broken"} <= set(installed_embedders())
-    by_name = run("recall", "kestrell", "--embedder", "trigram", "--as-of", AS_OF, "--json")
-    by_path = run("recall", "kestrell", "--embedder", f"{MODULE}:factory", "--as-of", AS_OF, "--json")
+    by_name = run("recall", "kestral", "--embedder", "trigram", "--as-of", AS_OF, "--json")
+    by_path = run("recall", "kestral", "--embedder", f"{MODULE}:factory", "--as-of", AS_OF, "--json")
     assert by_name.exit_code == 0 and by_path.exit_code == 0, by_name.output + by_path.output
     assert json.loads(by_name.stdout) == json.loads(by_path.stdout)
     assert json.loads(by_name.stdout)["hits"][0]["score_breakdown"]["dense"]["rank"] == 1
     monkeypatch.setenv("DESK_EMBEDDER", "trigram")
-    assert json.loads(run("recall", "kestrell", "--as-of", AS_OF, "--json").stdout) == json.loads(by_name.stdout)
+    assert json.loads(run("recall", "kestral", "--as-of", AS_OF, "--json").stdout) == json.loads(by_name.stdout)
     monkeypatch.setenv("DESK_EMBEDDER", "")  # empty: off
-    off = json.loads(run("recall", "kestrell", "--as-of", AS_OF, "--json").stdout)
+    off = json.loads(run("recall", "kestral", "--as-of", AS_OF, "--json").stdout)
     assert off["hits"] == [] and "embedder" not in off["query"]
-    xml = run("recall", "kestrell", "--embedder", "trigram", "--as-of", AS_OF, "--xml").stdout
+    xml = run("recall", "kestral", "--embedder", "trigram", "--as-of", AS_OF, "--xml").stdout
     assert "dense_rrf_contribution=" in xml and "kestrel" in xml
 
 
@@ -226,7 +226,7 @@ def test_the_api_takes_an_embedder_object_and_refuses_what_is_not_one(desk: Desk
 
     _archive(desk)
     with open_desk(desk.root) as d:
-        assert _recall(d, "kestrell", embedder=TrigramEmbedder())["hits"]
+        assert _recall(d, "kestral", embedder=TrigramEmbedder())["hits"]
         with pytest.raises(DeskError, match="not an embedder") as refused:
             d.recall("kestrel", embedder=object())
         assert refused.value.exit_code == 1

@@ -56,7 +56,7 @@ def _ts(as_of: str) -> float:
     return dt.datetime.fromisoformat(as_of).timestamp()
 
 
-@pytest.mark.parametrize("ranker", ["default", "seed", "bm25"])
+@pytest.mark.parametrize("ranker", ["coverage", "seed", "bm25"])
 def test_pruned_top_equals_exhaustive_scan(desk: DeskFolder, ranker: str) -> None:
     rng = random.Random(5)
     _write_records(desk, rng, 600)
@@ -71,5 +71,101 @@ def test_pruned_top_equals_exhaustive_scan(desk: DeskFolder, ranker: str) -> Non
                          desk.config.desk_id)
             assert [h.id.removeprefix("event:") for h in got.hits] == \
                 [rid.removeprefix("event:") for rid in _exhaustive(cache, text, ranker, limit, as_of)], text
+    finally:
+        cache.close()
+
+
+def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) -> list[float]:
+    """The default ranker's best totals, computed record by record from the definition in
+    docs/recall.md (no shared code with desk.recall.rank's pass)."""
+    from desk.recall.rank import CONTEXT_PARAMS as p
+    from desk.text.terms import FIELD_MARK, TIME_TAG, asks_when
+
+    q = normalize_query(text, limit=limit, as_of=as_of, kind="conversation")
+    s = cache.columns
+    conv = [d for d in range(s.count) if s.kinds[d] == 1 and d not in s.dead]
+    n, avg = len(conv), s.sum_len / len(conv)
+    fields = []
+    for term in q.terms:
+        for key, side in ((term, False), (FIELD_MARK + term, True)):
+            ids, tfs = cache.postings(key)
+            tf_of = {d: tf for d, tf in zip(ids, tfs) if d not in s.dead}
+            idf = math.log(1 + (n - len(tf_of) + 0.5) / (len(tf_of) + 0.5))
+            fields.append((tf_of, idf * (p.k1 + 1) * (p.field if side else 1.0), side))
+    timed = set(cache.postings(TIME_TAG)[0]) if asks_when(text) else set()
+    at = _ts(as_of)
+
+    def own(d: int) -> float:
+        total = 0.0
+        for tf_of, w, side in fields:
+            tf = tf_of.get(d, 0)
+            if tf:
+                total += w * tf / (tf + (p.k1 if side else p.k1 * (1 - p.b + p.b * s.lengths[d] / avg)))
+        return total
+
+    def neighbours(d: int) -> list[int]:
+        out = []
+        for step in (-1, 1):
+            m = d + step
+            while 0 <= m < s.count and (s.kinds[m] != 1 or m in s.dead):
+                m += step
+            if 0 <= m < s.count and s.sessions[m] == s.sessions[d] != 0:
+                out.append(m)
+        return out
+
+    totals = []
+    for d in conv:
+        mine = own(d)
+        recency = 0.5 ** (max(0.0, at - s.times[d]) / 86400 / 30)
+        total = mine * (1 + (p.time if d in timed else 0) + p.recency * recency)
+        total += p.context * sum(own(m) for m in neighbours(d))
+        if total > 0:
+            totals.append(total)
+    return sorted(totals, reverse=True)[:limit]
+
+
+@pytest.mark.parametrize("weights", [{}, {"context": 0.6, "time": 0.5}])
+def test_default_ranker_equals_its_definition(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch,
+                                              weights: dict[str, float]) -> None:
+    """The default ranker (own scores, then only the strong records and their neighbours scored
+    in full) gives the totals of a record-by-record computation: sessions interleaved with
+    tombstones, speakers and "when" questions included; with the default weights and with
+    stronger context and time."""
+    from desk.recall.rank import CONTEXT_PARAMS
+
+    for name, value in weights.items():
+        monkeypatch.setattr(CONTEXT_PARAMS, name, value)
+    rng = random.Random(11)
+    folder = desk.path(".system/archive")
+    lines = []
+    for i in range(700):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 14)))
+        if rng.random() < 0.2:
+            text += " yesterday"
+        rec = {"id": f"e{i:05d}", "desk_id": desk.config.desk_id, "kind": rng.choice(["inbound", "outbound"]),
+               "at": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z",
+               "content": text, "session": f"s{i // 6}", "actor": rng.choice(["alice", "bruno"]),
+               "meta": {}, "payload": None, "prev": None, "recorded_at": "2026-11-29T00:00:00Z"}
+        lines.append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+    (folder / "2026-11-29.testclone.jsonl").write_text("\n".join(lines[:400]) + "\n", "utf-8")
+    (folder / "2026-11-30.testclone.jsonl").write_text("\n".join(lines[400:]) + "\n", "utf-8")
+    cache = SearchCache(desk)
+    try:
+        cache.refresh()
+        # a rewritten file leaves tombstones between records of one session
+        (folder / "2026-11-29.testclone.jsonl").write_text("\n".join(lines[:390]) + "\n", "utf-8")
+        cache.refresh()
+        as_of = "2026-12-01T00:00:00+00:00"
+        queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) for _ in range(30)]
+        queries += ["when did alice launch the server", "when was the 上线"]
+        for i, text in enumerate(queries):
+            limit = 1 + i % 10
+            got = search(cache, normalize_query(text, limit=limit, as_of=as_of, kind="conversation"),
+                         desk.config.desk_id).hits
+            assert [h.score_breakdown.total for h in got] == \
+                pytest.approx(_reference_default(cache, text, as_of, limit), abs=1e-4), text
+            for h in got:
+                b = h.score_breakdown
+                assert abs(sum(b.contributions.values()) - b.total) < 1e-6
     finally:
         cache.close()

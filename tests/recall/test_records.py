@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+import Stemmer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,17 +14,20 @@ from desk.text.normalize import normalize
 from desk.text.times import TimeFormatError, parse_time
 from desk.text.tokens import CJK_CLASS
 
+_STEMMER = Stemmer.Stemmer("english")
 _PLAIN = re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
 
 
 def plain_terms(text: str) -> list[str]:
-    """docs/recall.md's rule, match by match: words, and each CJK run as its character bigrams."""
+    """docs/recall.md's rule, match by match: words by their English Snowball stem, and each CJK run
+    as its characters then its character bigrams."""
     terms: list[str] = []
     for match in _PLAIN.finditer(normalize(text)):
         run = match.group()
-        if match.lastgroup == "word" or len(run) == 1:
-            terms.append(run)
+        if match.lastgroup == "word":
+            terms.append(_STEMMER.stemWord(run))
         else:
+            terms.extend(run)
             terms.extend(run[i:i + 2] for i in range(len(run) - 1))
     return terms
 
@@ -40,9 +44,10 @@ def test_text_terms_equal_the_plain_rule(parts: list[str]) -> None:
 
 
 def test_text_terms_examples() -> None:
-    assert text_terms("用SQLite存储") == ["用", "sqlite", "存储"]
+    assert text_terms("用SQLite存储") == ["用", "sqlite", "存", "储", "存储"]
     assert text_terms("Orion's WAL_mode, port 5432") == ["orion", "s", "wal", "mode", "port", "5432"]
-    assert text_terms("分层记忆 and more") == ["分层", "层记", "记忆", "and", "more"]
+    assert text_terms("分层记忆 and more") == ["分", "层", "记", "忆", "分层", "层记", "记忆", "and", "more"]
+    assert text_terms("Adopted, adopting, adopts") == ["adopt", "adopt", "adopt"]
 
 
 @settings(max_examples=400, deadline=None)

@@ -1,0 +1,111 @@
+"""Searchable terms: what recall indexes and what a query asks for (docs/recall.md "Terms").
+
+Text is normalised (NFKC, casefold, whitespace: `desk.text.normalize`), then cut into
+- words (letters and digits), each reduced to its Snowball stem (PyStemmer's English stemmer:
+  `adopted`, `adopting`, `adopts` all give `adopt`); words with digits are kept as they are;
+- runs of CJK characters (ideographs, kana, hangul), each as its character bigrams and, for the
+  index, its single characters too: `分层记忆` gives `分层 层记 记忆` and `分 层 记 忆`, so a
+  one-character query (`猫`) finds every record holding that character.
+
+A query (`query_terms`) asks for the bigrams of a CJK run of two or more characters and the single
+character of a one-character run, and leaves out stop words (English function words, Chinese
+particles and question words, and bigrams made of a particle and a neighbour) unless nothing else
+is left: "what did Mara name the dog" asks for `mara name dog`.
+
+The stemmer is English for every Latin-script word: Snowball's other languages need a language
+guess per text, which a short chat turn does not give reliably; an English stem of a French word
+is still the same stem on both sides (index and query), so matching stays exact-or-better.
+"""
+
+from __future__ import annotations
+
+import re
+
+import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hints
+
+from desk.text.normalize import normalize
+from desk.text.tokens import CJK_CLASS
+
+FIELD_MARK = "\x01"  # prefix of a second-field term (an event's speaker and meta values)
+TIME_TAG = "\0time"  # posted on records whose text names a time (no query term holds a NUL)
+_TERMS = re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
+_WORDS = re.compile(rf"[^\W_{CJK_CLASS}]+")
+_CJK = re.compile(rf"[{CJK_CLASS}]")
+_STEMMER = Stemmer.Stemmer("english")
+_stem = _STEMMER.stemWords
+_stem_word = _STEMMER.stemWord
+
+EN_STOP = frozenset("""a about after again all also am an and any are as at be been before being both but by can could
+did do does doing done for from get got had has have having he her here hers him his how i if in into is it its just
+me more most my no nor not of off on once only or other our out over own same she should so some such than that the their
+them then there these they this those through to too under until up very was we were what when where which while who
+whom why will with would you your yours s t don didn doesn isn wasn im ive id youre thats whats""".split())
+# Particles, pronouns and question words; a bigram holding a particle (`的猫`) spans two words.
+ZH_STOP = frozenset("的 了 吗 呢 吧 啊 呀 么 是 在 和 与 也 都 就 还 又 很 我 你 他 她 它 们 这 那 哪 谁 啥 个 么 "
+                    "什么 怎么 哪些 哪个 哪里 哪儿 时候 为什么 怎样 如何 我们 你们 他们 她们 这个 那个 一个 有没有 是不是".split())
+_ZH_PARTICLES = frozenset("的了吗呢吧啊呀么")
+_STOP_STEMS = frozenset(_stem(sorted(EN_STOP)))
+_WHEN_QUESTION = re.compile(r"\bwhen\b|\bwhat (?:date|day|time|year|month)\b|\bhow long ago\b"
+                            r"|什么时候|哪天|何时|几号|哪一天|哪年|几月|多久以前", re.I)
+
+
+def _words(words: list[str]) -> list[str]:
+    return _stem(words) if words else words
+
+
+def text_terms(text: str) -> list[str]:
+    """The index terms of `text`, repeats kept: stemmed words, CJK bigrams and single characters."""
+    normalized = normalize(text)
+    if _CJK.search(normalized) is None:
+        return _words(_WORDS.findall(normalized))  # no CJK run: every term is a word (the common case)
+    terms: list[str] = []
+    for cjk, word in _TERMS.findall(normalized):
+        if word:
+            terms.append(_stem_word(word))
+        else:
+            terms.extend(cjk)
+            terms.extend(cjk[i:i + 2] for i in range(len(cjk) - 1))
+    return terms
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct terms a query asks for, sorted: stemmed words, the bigrams of each CJK run (its
+    character when it is one character long), stop words left out unless that leaves nothing."""
+    normalized = normalize(text)
+    words: list[str] = []
+    cjk_terms: list[str] = []
+    for cjk, word in _TERMS.findall(normalized):
+        if word:
+            words.append(word)
+        elif len(cjk) == 1:
+            cjk_terms.append(cjk)
+        else:
+            cjk_terms.extend(cjk[i:i + 2] for i in range(len(cjk) - 1))
+    stemmed = _words(words)
+    every = sorted(set(stemmed + cjk_terms))
+    kept = [t for t, w in zip(stemmed, words) if w not in EN_STOP and t not in _STOP_STEMS]
+    kept += [t for t in cjk_terms if t not in ZH_STOP and not (len(t) == 2 and (t[0] in _ZH_PARTICLES or t[1] in _ZH_PARTICLES))]
+    return sorted(set(kept)) or every
+
+
+_TIME_TERMS = frozenset(_stem("""yesterday today tonight tomorrow ago weekend monday tuesday wednesday thursday
+friday saturday sunday mondays saturdays sundays january february march april june july august september october
+november december""".split())) | frozenset("""昨天 今天 明天 前天 上周 下周 这周 本周 周一 周二 周三 周四 周五 周六 周日 周末
+星期 礼拜 去年 今年 明年 个月 一月 二月 三月 四月 五月 六月 七月 八月 九月 十月 一号 二号 三号""".split())
+_PERIODS = frozenset(("week", "month", "year", "night", "time"))
+
+
+def terms_name_time(terms: dict[str, int]) -> bool:
+    """Whether a record names a time, from its index terms (no second pass over the text): a time word,
+    a month, a weekday, `last`/`next` with a period, a year (4 digits), an ordinal day."""
+    if not _TIME_TERMS.isdisjoint(terms):
+        return True
+    if ("last" in terms or "next" in terms) and not _PERIODS.isdisjoint(terms):
+        return True
+    return any(len(t) == 4 and t.isdigit() and t[:2] in ("19", "20") or
+               t[-2:] in ("st", "nd", "rd", "th") and t[:-2].isdigit() and t[:-2] for t in terms if t[:1].isdigit())
+
+
+def asks_when(text: str) -> bool:
+    """Whether a query asks when something happened ("When did…", "什么时候")."""
+    return _WHEN_QUESTION.search(text) is not None

@@ -1,0 +1,63 @@
+"""bench/retrieval/conversations.py: the retrieval benchmark's generator is deterministic, its labels
+point at real turns, and what it writes is archive JSONL that `desk archive import` accepts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import desk.api as desk_api
+
+_PATH = Path(__file__).resolve().parents[1] / "bench" / "retrieval" / "conversations.py"
+
+
+def _generator():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("bench_conversations", _PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_same_seed_same_conversations_byte_for_byte() -> None:
+    gen = _generator()
+    first = [gen.jsonl_lines(c) + [json.dumps(gen.questions_json(c))] for c in gen.generate_split(7, 2, sessions=8)]
+    again = [gen.jsonl_lines(c) + [json.dumps(gen.questions_json(c))] for c in gen.generate_split(7, 2, sessions=8)]
+    other = [gen.jsonl_lines(c) for c in gen.generate_split(8, 2, sessions=8)]
+    assert first == again
+    assert [c[:-1] for c in first] != other
+
+
+def test_labels_point_at_real_turns_of_their_conversation() -> None:
+    gen = _generator()
+    convs = gen.generate_split(1, 1)
+    assert {c.lang for c in convs} == {"en", "zh"}
+    for conv in convs:
+        turns = {t.id: t for t in conv.turns}
+        assert len(turns) == len(conv.turns)  # ids unique
+        assert {q.kind for q in conv.questions} == set(gen.KINDS)
+        sessions = {t.session for t in conv.turns}
+        assert len(sessions) > 20 and len(conv.turns) > 400
+        for q in conv.questions:
+            assert q.evidence and all(e in turns for e in q.evidence), q
+            # the evidence is said by the person the question is about
+            assert all(turns[e].speaker in q.text for e in q.evidence), q
+            if q.kind == "multi":
+                assert len({turns[e].session for e in q.evidence}) > 1, q
+        times = [t.at for t in conv.turns]
+        assert times == sorted(times)
+
+
+def test_written_jsonl_imports_into_a_desk(tmp_path: Path) -> None:
+    gen = _generator()
+    conv = gen.generate("3", "zh", 0, sessions=3)
+    desk = desk_api.init(tmp_path / "desk")
+    imported = desk.archive_import(gen.write_jsonl(conv, tmp_path / "turns.jsonl")).to_json()
+    assert imported["imported"] == len(conv.turns)
+    listed = desk.archive_list().to_json()
+    events = listed["events"] if isinstance(listed, dict) else listed
+    assert [e["meta"]["desk.source_id"] for e in events] == [t.id for t in conv.turns]
+    desk.close()
