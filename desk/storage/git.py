@@ -14,13 +14,9 @@ messages and their trailers); callers get typed data: `RawChange`, `Commit`, `{p
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
-import shutil
-import string
 import subprocess
-import tempfile
 import time
 import zlib
 from collections.abc import Generator, Iterable, Iterator, Mapping
@@ -109,6 +105,8 @@ def staged_snapshot(root: Path) -> Iterator[Git]:
     snapshot = git.git_dir() / f"desk-hook-index-{os.getpid()}"
     try:
         if source.exists():
+            import shutil  # the hook's only use: importing it on every start costs ~2 ms
+
             shutil.copyfile(source, snapshot)
         yield git.with_env(GIT_INDEX_FILE=str(snapshot))
     finally:
@@ -881,6 +879,8 @@ class Git:
 
         Closing the generator early kills git; a failure raises GitError once stdout is read.
         """
+        import tempfile  # streaming reads only (history walks)
+
         with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on it
             proc = subprocess.Popen(["git", *args], cwd=self.root, stdout=subprocess.PIPE,
                                     stderr=errors, env={**self._env, "GIT_OPTIONAL_LOCKS": "0"})
@@ -1145,6 +1145,8 @@ class IndexLock:
         self.owner.unlink(missing_ok=True)
 
     def _record(self) -> None:
+        import json
+
         data = json.dumps({"pid": os.getpid(), "inodes": self._files}).encode()
         tmp = self.owner.with_suffix(".tmp")
         tmp.write_bytes(data)
@@ -1164,6 +1166,8 @@ def desk_left_index_lock(git_dir: Path) -> bool:
     Meaningful only while holding the desk lock: then no desk process can be holding index.lock.
     The lock is desk's when its inode is one desk recorded and it is no newer than the record.
     """
+    import json
+
     owner = git_dir / INDEX_LOCK_OWNER
     try:
         record = json.loads(owner.read_bytes())
@@ -1258,7 +1262,7 @@ def _raw_changes(out: bytes) -> list[RawChange]:
 # -- commit message trailers ------------------------------------------------------------------
 
 _SPACE = " \t\n\v\f\r"  # C's isspace(), which git uses: never Unicode spaces
-_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "-")
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")  # string.ascii_letters, digits
 _COMMENT = "#"
 _SCISSORS = "# ------------------------ >8 ------------------------"
 _GIT_PREFIXES = ("Signed-off-by: ", "(cherry picked from commit ")
