@@ -359,10 +359,14 @@ class Desk(DeskFolder):
         (docs/scopes.md).
         """
         from desk.recall.context import build_context
-        from desk.recall.search import parse_as_of
         from desk.text.times import utc_now
 
-        when = parse_as_of(as_of) if as_of is not None else utc_now()
+        if as_of is not None:
+            from desk.recall.search import parse_as_of  # recall's modules only for --as-of
+
+            when = parse_as_of(as_of)
+        else:
+            when = utc_now()
 
         def facts(count: int, memories: Mapping[str, Any]) -> Any:
             from desk.digest.recent import recent_facts

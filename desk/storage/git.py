@@ -194,6 +194,7 @@ class Git:
         self.root = root
         self._env = dict(os.environ) if hook_env else clean_env()
         self._identity: list[str] | None = None
+        self._parent: Git | None = None  # `with_env`'s source: identity and config come from it
         self._config: dict[str, str] | None = None
         self._git_dir: Path | None = None
 
@@ -404,10 +405,24 @@ class Git:
         untracked ones git does not ignore. Two git processes, which compare through the index's
         stat data (in C, in parallel) instead of reading every file. Call it when HEAD exists."""
         spec = f":(literal){folder}/"
-        changed = self._run("diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--", spec,
-                            read_only=True)
-        untracked = self._run("ls-files", "-o", "-z", "--exclude-standard", "--", spec, read_only=True)
+        changed, untracked = self._run_together(
+            ("diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--", spec),
+            ("ls-files", "-o", "-z", "--exclude-standard", "--", spec))
         return sorted({*_path_list(changed), *_path_list(untracked)})
+
+    def _run_together(self, *commands: tuple[str, ...]) -> list[bytes]:
+        """Run read-only git commands at the same time (each start costs a few ms that the other
+        cores can hide) and return their outputs in order; GitError as `_run` raises it."""
+        env = {**self._env, "GIT_OPTIONAL_LOCKS": "0"}
+        procs = [subprocess.Popen(["git", *args], cwd=self.root, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
+        outputs = [proc.communicate() for proc in procs]
+        for args, proc, (out, err) in zip(commands, procs, outputs):
+            if proc.returncode != 0:
+                message = err.decode("utf-8", "replace").strip() or out.decode("utf-8", "replace").strip()
+                raise GitError(f"git {_command(args)} failed: {message}",
+                               hint="run `desk doctor` to check the desk's git state")
+        return [out for out, _ in outputs]
 
     def dirty(self, paths: Iterable[str]) -> list[str]:
         """Those of `paths` with staged, unstaged or untracked changes against HEAD."""
@@ -435,6 +450,8 @@ class Git:
 
         Keys as git prints them: lower-cased (`core.hookspath`).
         """
+        if self._config is None and self._parent is not None:
+            self._config = self._parent.config_values()
         if self._config is None:
             out = self._run("config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath)$",
                             check=False, read_only=True).decode("utf-8", "replace")
@@ -443,6 +460,8 @@ class Git:
 
     def identity_args(self) -> list[str]:
         """`-c user.name=… -c user.email=…` when no identity is configured, so desk works anywhere."""
+        if self._identity is None and self._parent is not None:
+            self._identity = self._parent.identity_args()
         if self._identity is None:
             keys = set(self.config_values())
             args: list[str] = []
@@ -744,7 +763,10 @@ class Git:
         """A Git for the same work tree whose environment has `changes` applied (None removes)."""
         other = Git(self.root)
         other._env = dict(self._env)
-        other._identity = self.identity_args()  # computed once, shared
+        # Identity and config as this Git sees them, computed once when first needed (a hook's
+        # read-only checks never need them: no `git config` process for them).
+        other._parent = self
+        other._identity = self._identity
         other._config = self._config
         for key, value in changes.items():
             if value is None:
