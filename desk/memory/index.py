@@ -83,10 +83,22 @@ class IndexEntry:
         return self.expires is not None and parse_time(self.expires) <= now
 
     def line(self) -> str:
-        line = f"- [{self.name}]({MEMORY_DIR}/{self.name}.md) — {self.description}"
-        if self.expires:
-            line += f" (expires {self.expires})"
-        return line
+        return index_line(self.name, self.description, self.expires)
+
+
+def index_line(name: str, description: str, expires: str | None) -> str:
+    """A memory's MEMORY.md line."""
+    line = f"- [{name}]({MEMORY_DIR}/{name}.md) — {description}"
+    if expires:
+        line += f" (expires {expires})"
+    return line
+
+
+def memory_line(memory: MemoryFile) -> str:
+    """`IndexEntry.of(memory).line()` without the rest of the entry (the body's key and token
+    counts): the gate's per-file verdict needs only the line."""
+    meta = memory.meta
+    return index_line(meta.name, meta.description, format_time(meta.expires) if meta.expires else None)
 
 
 def render_index(entries: Iterable[IndexEntry]) -> bytes:
