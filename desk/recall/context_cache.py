@@ -233,9 +233,10 @@ def _store(db: sqlite3.Connection, key: str, view: MemoryView, expires: Mapping[
 
 _CODE_CACHE: list[str] = []
 # The modules whose code a view is made by: the index lines and their escaping (context, escape),
-# trigger normalisation, expiry times, the entries and their cache (index), this module.
+# trigger normalisation, expiry times, the entries and their cache (index), which file names are
+# memories (layout), this module.
 _CODE_MODULES = ("desk.recall.context", "desk.recall.context_cache", "desk.text.escape",
-                 "desk.text.normalize", "desk.text.times", "desk.memory.index")
+                 "desk.text.normalize", "desk.text.times", "desk.memory.index", "desk.layout")
 
 
 def _code() -> str:
