@@ -381,10 +381,14 @@ class Desk(DeskFolder):
         (docs/scopes.md).
         """
         from desk.recall.context import build_context
-        from desk.recall.search import parse_as_of
         from desk.text.times import utc_now
 
-        when = parse_as_of(as_of) if as_of is not None else utc_now()
+        if as_of is not None:
+            from desk.recall.search import parse_as_of  # recall's modules only for --as-of
+
+            when = parse_as_of(as_of)
+        else:
+            when = utc_now()
 
         def facts(count: int, memories: Mapping[str, Any]) -> Any:
             from desk.digest.recent import recent_facts
@@ -705,7 +709,7 @@ def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(pat
 def missing_setup(desk: DeskFolder) -> list[str]:
     """The hooks and merge drivers the clone holding `desk` lacks (empty when complete; `desk hooks
     install` sets them). File reads only: every CLI command checks it, to warn once."""
-    from desk.guard.hooks import missing_setup as missing
+    from desk.guard.hook_files import missing_setup as missing
 
     return missing(desk.root, desk.git_dir)
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -155,6 +154,8 @@ class Transaction:
                     crash_point(f"after-write:{path}")
                 refreshed = git_dir / "desk-person-index"
                 if person_index.exists():
+                    import shutil  # here: the pre-commit hook imports this module and never copies
+
                     shutil.copyfile(person_index, refreshed)
                 else:
                     refreshed.unlink(missing_ok=True)

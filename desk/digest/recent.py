@@ -141,8 +141,14 @@ def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
         return out
     case_domains = {c["domain"] for c in cases}
     case_facts = {i for c in cases for i in c.get("observed_fact_ids") or [] if isinstance(i, str)}
-    bodies = {getattr(e, "body_key", None) for e in memories.values()}
-    events = {getattr(e, "source_event", None) for e in memories.values()} - {None}
+    known: list[set[Any]] = []  # the memories' body keys and source events, read at the first fact
+
+    def memory_sets() -> tuple[set[Any], set[Any]]:
+        if not known:  # `desk context` passes its memories unloaded: a desk without facts never loads them
+            known.append({getattr(e, "body_key", None) for e in memories.values()})
+            known.append({getattr(e, "source_event", None) for e in memories.values()} - {None})
+        return known[0], known[1]
+
     high = format_time(as_of, "microsecond")
     by_day: dict[str, list[str]] = {}
     for f in archive_files(desk):
@@ -169,7 +175,7 @@ def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
                 except NewerFactError as exc:  # said, never shown as if it were an older fact
                     out.unreadable.append(f"{exc.message}; upgrade desk (`pip install -U desk`)")
                     continue
-                why = _excluded(fact, case_domains, case_facts, bodies, events)
+                why = _excluded(fact, case_domains, case_facts, *memory_sets())
                 if why:
                     out.excluded[why] = out.excluded.get(why, 0) + 1
                     continue

@@ -293,13 +293,13 @@ def _memory_verdict(path: str, data: bytes, stem: str | None = None,
     the project it belongs to (none for memory/): one found elsewhere is `scope-mismatch`.
     """
     from desk.memory.file import name_problem, parse_memory  # YAML: only commits of memories pay
-    from desk.memory.index import IndexEntry
+    from desk.memory.index import memory_line
 
     stem = stem if stem is not None else memory_name(path) or ""
     try:
         memory = parse_memory(data, path, stem)
         entry: tuple[str, str] | None = (
-            (memory.meta.name, IndexEntry.of(memory).line()) if project is None else None)
+            (memory.meta.name, memory_line(memory)) if project is None else None)
         failure: list[Finding] = []
     except InvalidFileError as exc:
         memory, entry, failure = None, None, list(exc.findings)

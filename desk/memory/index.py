@@ -83,10 +83,22 @@ class IndexEntry:
         return self.expires is not None and parse_time(self.expires) <= now
 
     def line(self) -> str:
-        line = f"- [{self.name}]({MEMORY_DIR}/{self.name}.md) — {self.description}"
-        if self.expires:
-            line += f" (expires {self.expires})"
-        return line
+        return index_line(self.name, self.description, self.expires)
+
+
+def index_line(name: str, description: str, expires: str | None) -> str:
+    """A memory's MEMORY.md line."""
+    line = f"- [{name}]({MEMORY_DIR}/{name}.md) — {description}"
+    if expires:
+        line += f" (expires {expires})"
+    return line
+
+
+def memory_line(memory: MemoryFile) -> str:
+    """`IndexEntry.of(memory).line()` without the rest of the entry (the body's key and token
+    counts): the gate's per-file verdict needs only the line."""
+    meta = memory.meta
+    return index_line(meta.name, meta.description, format_time(meta.expires) if meta.expires else None)
 
 
 def render_index(entries: Iterable[IndexEntry]) -> bytes:
@@ -198,13 +210,15 @@ ReadBlobs = Callable[[list[str]], Mapping[str, bytes]]
 
 
 def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | None = None,
-                 invalid: list[Finding] | None = None) -> dict[str, IndexEntry]:
+                 invalid: list[Finding] | None = None,
+                 blobs: dict[str, str] | None = None) -> dict[str, IndexEntry]:
     """`{name: entry}` for `files` (`{path: blob id}`), parsing only blobs the cache lacks.
 
     `read(missing_blob_ids)` returns their bytes; by default they come from git's object store.
     A blob `read` cannot give (a file changed while it was read) is left out. A file that does
     not parse raises InvalidFileError, unless `invalid` is given: then its findings are added
-    there and the file is left out.
+    there and the file is left out. `blobs`, when given, receives each returned entry's blob id
+    (`{name: blob id}`).
     """
     named = {path: blob for path, blob in files.items() if memory_name(path) is not None}
     cache = EntryCache(desk.cache_dir)
@@ -232,8 +246,11 @@ def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | N
             known.update(fresh)
     finally:
         cache.close()
-    return {entry.name: entry for path, blob in named.items()
-            if (entry := known.get(blob)) is not None and entry.name == memory_name(path)}
+    found = {entry.name: (entry, blob) for path, blob in named.items()
+             if (entry := known.get(blob)) is not None and entry.name == memory_name(path)}
+    if blobs is not None:
+        blobs.update((name, blob) for name, (_, blob) in found.items())
+    return {name: entry for name, (entry, _) in found.items()}
 
 
 def committed_files(desk: DeskFolder) -> dict[str, str]:
@@ -242,8 +259,10 @@ def committed_files(desk: DeskFolder) -> dict[str, str]:
     return desk.git.ls_tree(head, MEMORY_DIR) if head else {}
 
 
-def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None) -> dict[str, IndexEntry]:
-    """The memories as they are on disk now (hand edits included); `invalid` as in load_entries.
+def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None,
+                        blobs: dict[str, str] | None = None) -> dict[str, IndexEntry]:
+    """The memories as they are on disk now (hand edits included); `invalid` and `blobs` as in
+    load_entries.
 
     Symlinks are not followed: a memory is a regular file in memory/. A file whose size and
     mtime are those it had when last read is not read again (its blob id is kept in the cache);
@@ -297,7 +316,7 @@ def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None) 
             out[blob] = data
         return out
 
-    return load_entries(desk, files, read, invalid)
+    return load_entries(desk, files, read, invalid, blobs)
 
 
 def invalid_paths(invalid: Iterable[Finding]) -> list[str]:

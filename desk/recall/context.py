@@ -42,7 +42,8 @@ from desk.errors import DeskError, Finding, UsageError
 from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MISTAKES_FILE, NOW_FILE,
                          PREFS_INDEX_FILE, PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder, project_index_path,
                          scope_id)
-from desk.memory.index import HEADER, IndexEntry, entries_in_worktree, invalid_paths
+from desk.memory.index import HEADER, IndexEntry, invalid_paths
+from desk.recall.context_cache import memory_view
 # Re-exported: the public names of `desk context` stay importable from here.
 from desk.recall.context_memories import BLOCK, NOTICE, _memory_xml, _recalled, trigger_hits  # noqa: F401
 from desk.recall.context_scopes import profile_section, user_prefs_section
@@ -185,10 +186,10 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
     remaining = budgets["total"]
     # A person's broken hand edit must not keep the assistant from waking up: the file is named
     # (`desk validate` says what is wrong) and everything else is still loaded.
-    invalid: list[Finding] = []
-    entries = entries_in_worktree(desk, invalid)
-    broken = invalid_paths(invalid)
-    active = {n: e for n, e in entries.items() if not e.is_expired(as_of)}
+    # The desk-wide memories: the index text and the trigger table kept between runs while
+    # memory/ is unchanged (desk.recall.context_cache); entries are loaded only where needed.
+    view = memory_view(desk, as_of, lambda act, expired, broken: markdown_block(_index_text(act, expired, broken)))
+    active = view.active()
     if project_agents is not None and not project_agents.exists():  # a typo must not drop its rules
         raise UsageError(f"--project-agents {project_agents}: no such file",
                          hint="give the path of the project's AGENTS.md, or leave the option out")
@@ -214,7 +215,7 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
                 sources = [{"path": shown, "commit": None}]
             elif rel == INDEX_FILE:
                 _read(desk.path(rel), rel, read, rel, desk.root)  # its blob, for the sources
-                text, shown = markdown_block(_index_text(active, len(entries) - len(active), broken)), rel
+                text, shown = view.index_text, rel
             elif rel == PROJECTS_DIR:
                 if project is None:
                     continue
@@ -241,7 +242,7 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
             sections.append(section)
     recalled: list[dict[str, Any]] = []
     if query is not None and query.strip():
-        block = _recalled(desk, query, active, min(budgets["recalled"], remaining),
+        block = _recalled(desk, query, view, min(budgets["recalled"], remaining),
                           (project, project_active) if project is not None else None)
         if block is not None:
             sections.append(block[0])

@@ -14,6 +14,7 @@ from typing import Any
 from desk.layout import DeskFolder, project_memory_path
 from desk.memory.index import IndexEntry, memory_path
 from desk.memory.mirror import head_mirror
+from desk.recall.context_cache import MemoryView
 from desk.recall.context_sections import Section, _note, _some
 from desk.text.escape import injected_body, one_line, xml_attr
 from desk.text.normalize import normalize
@@ -49,15 +50,18 @@ def trigger_hits(trigger: str, query: str) -> bool:
     return False
 
 
-def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry], limit: int,
+def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | MemoryView, limit: int,
               project: tuple[str, Mapping[str, IndexEntry]] | None = None
               ) -> tuple[Section, list[dict[str, Any]]] | None:
     """The trigger-gated memory block, or None when no trigger is hit (nothing injected).
 
-    `project` (its name and active entries) adds that project's memories to the desk-wide ones
-    (docs/scopes.md); no other project's are read.
+    `active`: the desk-wide active memories, or their MemoryView (whose trigger table names the
+    candidates, so only their entries are loaded). `project` (its name and active entries) adds
+    that project's memories to the desk-wide ones (docs/scopes.md); no other project's are read.
     """
     normalized = normalize(query)
+    if isinstance(active, MemoryView):
+        active = active.entries(active.candidates(normalized))
     scoped = [(memory_path(n), n, e) for n, e in sorted(active.items())]
     if project is not None:
         scoped += [(project_memory_path(project[0], n), n, e) for n, e in sorted(project[1].items())]

@@ -19,7 +19,7 @@ import datetime as dt
 from typing import Any
 
 from desk.errors import Finding, InvalidFileError
-from desk.layout import OWNER_SCOPE, DeskFolder, pref_path, prefs_index_path, profile_path
+from desk.layout import OWNER_SCOPE, PREFS_DIR, DeskFolder, pref_path, prefs_index_path, profile_path, scope_root
 from desk.recall.context_sections import _note
 from desk.storage.reading import SymlinkError
 from desk.text.escape import markdown_block, one_line
@@ -71,7 +71,6 @@ def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime,
                        read: dict[str, bytes | None]) -> tuple[str, str, str, list[str]]:
     """The `user_prefs` section: (content, shown path, notes, the preference files shown)."""
     from desk.scopes.files import profile_fields_unchecked, user_block
-    from desk.scopes.prefs import scope_prefs
 
     notes: list[str] = []
     fields: dict[str, Any] = {}
@@ -82,7 +81,11 @@ def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime,
     elif data is not None:
         fields = profile_fields_unchecked(data, shown)[0]
     problems: list[Finding] = []
-    active = [p for p in scope_prefs(desk, scope, problems) if p.is_active(as_of)]
+    active = []
+    if desk.path(scope_root(scope) + PREFS_DIR).is_dir():  # the preference modules only when there are any
+        from desk.scopes.prefs import scope_prefs
+
+        active = [p for p in scope_prefs(desk, scope, problems) if p.is_active(as_of)]
     notes += [f"{f.path} left out: {f.message}" for f in problems]
     files = [pref_path(scope, p.key) for p in sorted(active, key=lambda p: p.key)]
     for rel in files:  # their blobs, for the sources (the files were just read: they are plain)

@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from desk.recall.records import text_terms
 from desk.text.tokens import estimate_tokens
 
 _IMPORTANCE = re.compile(r"importance\W{0,3}([1-5])", re.I)
@@ -96,6 +95,8 @@ def _trim_entries(key: str, label: str, shown: str, text: str, limit: int, query
     section = Section(key, label, shown, text, limit)
     if estimate_tokens(text) <= limit:
         return section
+    from desk.recall.records import text_terms  # only when MISTAKES.md is over its budget
+
     parts = re.split(f"(?m)^(?={_ENTRY})", text)
     preamble, entries = (parts[0], parts[1:]) if not parts[0].startswith(_ENTRY) else ("", parts)
     wanted = set(text_terms(query))

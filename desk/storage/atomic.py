@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 TEMP_PREFIX = ".desk-tmp-"
@@ -23,6 +22,8 @@ def atomic_write(path: Path, data: bytes) -> None:
     An fsync error propagates: the operation is aborted rather than reported as durable.
     Leftover temp files (a crash before the rename) carry TEMP_PREFIX so `desk doctor` finds them.
     """
+    import tempfile  # here: read-only commands import this module without writing (tempfile loads shutil)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
     try:

@@ -14,13 +14,9 @@ messages and their trailers); callers get typed data: `RawChange`, `Commit`, `{p
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
-import shutil
-import string
 import subprocess
-import tempfile
 import time
 import zlib
 from collections.abc import Generator, Iterable, Iterator, Mapping
@@ -109,7 +105,9 @@ def staged_snapshot(root: Path) -> Iterator[Git]:
     snapshot = git.git_dir() / f"desk-hook-index-{os.getpid()}"
     try:
         if source.exists():
-            shutil.copyfile(source, snapshot)
+            # A plain copy (what shutil.copyfile does): importing shutil (with bz2 and lzma) on
+            # every hook run costs more than this read.
+            snapshot.write_bytes(source.read_bytes())
         yield git.with_env(GIT_INDEX_FILE=str(snapshot))
     finally:
         snapshot.unlink(missing_ok=True)
@@ -196,6 +194,7 @@ class Git:
         self.root = root
         self._env = dict(os.environ) if hook_env else clean_env()
         self._identity: list[str] | None = None
+        self._parent: Git | None = None  # `with_env`'s source: identity and config come from it
         self._config: dict[str, str] | None = None
         self._git_dir: Path | None = None
 
@@ -407,10 +406,24 @@ class Git:
         untracked ones git does not ignore. Two git processes, which compare through the index's
         stat data (in C, in parallel) instead of reading every file. Call it when HEAD exists."""
         spec = f":(literal){folder}/"
-        changed = self._run("diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--", spec,
-                            read_only=True)
-        untracked = self._run("ls-files", "-o", "-z", "--exclude-standard", "--", spec, read_only=True)
+        changed, untracked = self._run_together(
+            ("diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--", spec),
+            ("ls-files", "-o", "-z", "--exclude-standard", "--", spec))
         return sorted({*_path_list(changed), *_path_list(untracked)})
+
+    def _run_together(self, *commands: tuple[str, ...]) -> list[bytes]:
+        """Run read-only git commands at the same time (each start costs a few ms that the other
+        cores can hide) and return their outputs in order; GitError as `_run` raises it."""
+        env = {**self._env, "GIT_OPTIONAL_LOCKS": "0"}
+        procs = [subprocess.Popen(["git", *args], cwd=self.root, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
+        outputs = [proc.communicate() for proc in procs]
+        for args, proc, (out, err) in zip(commands, procs, outputs):
+            if proc.returncode != 0:
+                message = err.decode("utf-8", "replace").strip() or out.decode("utf-8", "replace").strip()
+                raise GitError(f"git {_command(args)} failed: {message}",
+                               hint="run `desk doctor` to check the desk's git state")
+        return [out for out, _ in outputs]
 
     def dirty(self, paths: Iterable[str]) -> list[str]:
         """Those of `paths` with staged, unstaged or untracked changes against HEAD."""
@@ -438,6 +451,8 @@ class Git:
 
         Keys as git prints them: lower-cased (`core.hookspath`).
         """
+        if self._config is None and self._parent is not None:
+            self._config = self._parent.config_values()
         if self._config is None:
             out = self._run("config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath)$",
                             check=False, read_only=True).decode("utf-8", "replace")
@@ -446,6 +461,8 @@ class Git:
 
     def identity_args(self) -> list[str]:
         """`-c user.name=… -c user.email=…` when no identity is configured, so desk works anywhere."""
+        if self._identity is None and self._parent is not None:
+            self._identity = self._parent.identity_args()
         if self._identity is None:
             keys = set(self.config_values())
             args: list[str] = []
@@ -747,7 +764,10 @@ class Git:
         """A Git for the same work tree whose environment has `changes` applied (None removes)."""
         other = Git(self.root)
         other._env = dict(self._env)
-        other._identity = self.identity_args()  # computed once, shared
+        # Identity and config as this Git sees them, computed once when first needed (a hook's
+        # read-only checks never need them: no `git config` process for them).
+        other._parent = self
+        other._identity = self._identity
         other._config = self._config
         for key, value in changes.items():
             if value is None:
@@ -882,6 +902,8 @@ class Git:
 
         Closing the generator early kills git; a failure raises GitError once stdout is read.
         """
+        import tempfile  # streaming reads only (history walks)
+
         with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on it
             proc = subprocess.Popen(["git", *args], cwd=self.root, stdout=subprocess.PIPE,
                                     stderr=errors, env={**self._env, "GIT_OPTIONAL_LOCKS": "0"})
@@ -1146,6 +1168,8 @@ class IndexLock:
         self.owner.unlink(missing_ok=True)
 
     def _record(self) -> None:
+        import json
+
         data = json.dumps({"pid": os.getpid(), "inodes": self._files}).encode()
         tmp = self.owner.with_suffix(".tmp")
         tmp.write_bytes(data)
@@ -1165,6 +1189,8 @@ def desk_left_index_lock(git_dir: Path) -> bool:
     Meaningful only while holding the desk lock: then no desk process can be holding index.lock.
     The lock is desk's when its inode is one desk recorded and it is no newer than the record.
     """
+    import json
+
     owner = git_dir / INDEX_LOCK_OWNER
     try:
         record = json.loads(owner.read_bytes())
@@ -1259,7 +1285,7 @@ def _raw_changes(out: bytes) -> list[RawChange]:
 # -- commit message trailers ------------------------------------------------------------------
 
 _SPACE = " \t\n\v\f\r"  # C's isspace(), which git uses: never Unicode spaces
-_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "-")
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")  # string.ascii_letters, digits
 _COMMENT = "#"
 _SCISSORS = "# ------------------------ >8 ------------------------"
 _GIT_PREFIXES = ("Signed-off-by: ", "(cherry picked from commit ")

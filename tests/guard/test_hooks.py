@@ -8,6 +8,8 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 from desk.layout import DeskFolder
 from desk.guard.hook_files import HOOK_TYPES, MARKER
 from desk.guard.hooks import install
@@ -260,3 +262,22 @@ def test_commit_msg_reads_every_trailer_spelling_git_accepts(desk: DeskFolder) -
         assert proc.returncode != 0 and "soul-unauthorized" in proc.stderr, message
     proc = commit(desk.root, "soul\n\nDesk-Actor : assistant\nDesk-Authorized-By:\n  Ada Lovelace\n")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_pre_commit_of_a_memory_edit_starts_four_git_reads(desk: DeskFolder, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """HEAD before and after, the staged diff and one `cat-file --batch`; no `git config`, whose
+    identity only desk's own commits need (issue 17: each git start is a few ms of every commit)."""
+    from desk.guard.hooks import run_pre_commit
+    from tests.guard_helpers import reindex_text
+    from tests.history_helpers import count_git
+
+    write(desk.root, "memory/ok.md", memory_text("ok"))
+    reindex_text(desk.root)
+    assert add_commit(desk.root, "ok\n\nDesk-Actor: user", "memory/ok.md", "MEMORY.md").returncode == 0
+    write(desk.root, "memory/ok.md", memory_text("ok", body="Edited by hand."))
+    sh(desk.root, "add", "--", "memory/ok.md")
+    calls = count_git(tmp_path / "bin", monkeypatch)
+    run = run_pre_commit(desk.root)
+    assert run.code == 0, [str(f) for f in run.findings]
+    assert [c.split()[0] for c in calls()] == ["rev-parse", "diff", "cat-file", "rev-parse"], calls()

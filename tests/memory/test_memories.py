@@ -311,3 +311,17 @@ def test_a_git_process_holding_index_lock_is_waited_for(desk: DeskFolder) -> Non
     threading.Timer(0.5, lock.unlink).start()  # a person's `git commit` finishing
     assert add(desk, "a-fact", body="Alpha fact.").status == "created"
     assert git(desk.root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("expires", [None, dt.datetime(2026, 12, 24, 9, 30, tzinfo=dt.timezone.utc),
+                                     dt.datetime(2027, 1, 1, 0, 0, 0, 123456, tzinfo=dt.timezone.utc)])
+def test_the_gates_index_line_is_the_index_entrys_line(expires: dt.datetime | None) -> None:
+    """`memory_line` (what a verdict keeps, without counting tokens) equals `IndexEntry.of(...).line()`."""
+    from desk.memory.file import MemoryFile, MemoryMeta
+    from desk.memory.index import IndexEntry, memory_line
+
+    meta = MemoryMeta(name="a.b-c_1", description="Ünïcode — `ticks` [x](y) 报告", type="fact",
+                      triggers=["x"], expires=expires)
+    memory = MemoryFile(meta, "Body with 中文 and\n# a heading\n")
+    assert memory_line(memory) == IndexEntry.of(memory).line()
+    assert ("(expires " in memory_line(memory)) == (expires is not None)

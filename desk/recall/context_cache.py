@@ -1,0 +1,257 @@
+"""What `desk context` needs of every memory in the work tree, kept between runs (issue 17).
+
+A wake-up read shows MEMORY.md's lines of the active memories and, with a query, looks at every
+active memory's triggers. On a 10,000-memory desk building that from the entry cache (10,000
+entries loaded, 10,000 index lines escaped, 30,000 triggers normalised) took ~90 ms of a cold
+`desk context`. This cache keeps the result (`MemoryView`): the escaped index text, the expiry
+times, the invalid files and each normalised trigger with the memories that have it, in
+`.system/cache/context.sqlite` (derived, git-ignored; deleted and rebuilt when unreadable).
+
+It is keyed by the memory folder as the file system shows it: every `memory/*.md` regular file's
+name, size, mtime, ctime and inode (one `scandir`, no file read), plus the rendering code's own
+fingerprint (`_CODE`), so a desk opened by another desk version builds its own. A file changed
+since the view was built changes its stat, and the view is built again. As git does for its
+index, a view is stored only when no file was modified within `_RACY_NS` of the scan: a file
+written in the same clock tick as the scan could change without its stat showing it. The view
+also records the set of memories expired at the time it was built (`--as-of` included); another
+set builds it again. The trigger table only narrows the candidates: a candidate's triggers are
+matched by `trigger_hits` itself, so the memories recalled are exactly those the uncached path
+finds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from array import array
+from bisect import bisect_left
+from stat import S_ISREG
+from collections.abc import Callable, Iterator, Mapping
+
+from desk.errors import Finding
+from desk.layout import MEMORY_DIR, DeskFolder
+from desk.memory.index import EntryCache, IndexEntry, entries_in_worktree, invalid_paths
+from desk.storage.sqlite_cache import open_cache
+from desk.text.normalize import normalize
+from desk.text.times import parse_time
+
+_CACHE_FILE = "context.sqlite"
+_TABLE = "memory_view_v1"
+_RACY_NS = 3_000_000_000  # as desk.memory.index: a file this close to the scan may change unseen
+IndexRenderer = Callable[[Mapping[str, IndexEntry], int, list[str]], str]
+
+
+def scan_memory_folder(desk: DeskFolder) -> tuple[str, bool]:
+    """A fingerprint of `memory/`'s regular `.md` files (name, size, mtime, ctime, inode), and
+    whether every one of them is older than `_RACY_NS` (only then may a view be stored).
+
+    Each file is `lstat`ed by its name relative to the open folder (~40 % faster than a
+    `scandir` entry's stat, which resolves the whole path again); files come in the directory's
+    own order (no sort: a reordered listing only builds the view again) and their numbers go into
+    the hash as one array, on the path every `desk context` takes."""
+    folder = desk.path(MEMORY_DIR)
+    now = time.time_ns()
+    settled = True
+    names: list[str] = []
+    numbers = array("Q")
+    mask = (1 << 64) - 1
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        fd = -1  # no memory folder (or not a readable one): nothing is read from it either
+    if fd >= 0:
+        try:
+            for name in os.listdir(fd):
+                if not name.endswith(".md"):
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue  # gone since the listing
+                if not S_ISREG(st.st_mode):
+                    continue  # a link, a folder: memories are regular files
+                names.append(name)
+                numbers.extend((st.st_size, st.st_mtime_ns & mask, st.st_ctime_ns & mask, st.st_ino))
+                if now - st.st_mtime_ns < _RACY_NS:
+                    settled = False
+        finally:
+            os.close(fd)
+    digest = hashlib.sha1("\0".join(names).encode("utf-8", "surrogateescape"))
+    digest.update(numbers.tobytes())
+    return digest.hexdigest(), settled
+
+
+class MemoryView:
+    """The desk-wide memories as `desk context` reads them at one `as_of`."""
+
+    def __init__(self, desk: DeskFolder, count: int, broken: list[str], expired: list[str],
+                 index_text: str, names: list[str], blobs: list[str], needles: dict[str, list[int]]) -> None:
+        self.desk = desk
+        self.count = count  # memories parsed (active and expired)
+        self.broken = broken  # files left out: they do not parse
+        self.expired = set(expired)
+        self.index_text = index_text  # the MEMORY.md section's text, escaped (markdown_block)
+        self.names = names  # every parsed memory's name, sorted
+        self.blobs = blobs  # their blob ids, in the same order
+        self.needles = needles  # normalised trigger -> positions in `names` of the memories with it
+
+    @property
+    def active_count(self) -> int:
+        return self.count - len(self.expired)
+
+    def candidates(self, normalized_query: str) -> list[str]:
+        """Names of the active memories with a trigger whose normalised form occurs in the query
+        (what `trigger_hits` needs before it looks at word boundaries), sorted."""
+        found = {i for needle, where in self.needles.items() if needle in normalized_query for i in where}
+        return sorted(n for n in (self.names[i] for i in found) if n not in self.expired)
+
+    def entries(self, names: list[str]) -> dict[str, IndexEntry]:
+        """The index entries of `names` (from the entry cache, by blob id)."""
+        if not names:
+            return {}
+        wanted = {n: self.blobs[bisect_left(self.names, n)] for n in names}
+        cache = EntryCache(self.desk.cache_dir)
+        try:
+            found = cache.get(set(wanted.values()))
+        finally:
+            cache.close()
+        out = {}
+        for name, blob in wanted.items():
+            entry = found.get(blob)
+            if entry is None or entry.name != name:  # the entry cache lost it: read the files
+                every = entries_in_worktree(self.desk, [])
+                return {n: every[n] for n in names if n in every}
+            out[name] = entry
+        return out
+
+    def active(self) -> Mapping[str, IndexEntry]:
+        """Every active memory's entry, loaded when first looked at (the recent facts section
+        asks only when the archive holds a fact)."""
+        return _LazyEntries(self)
+
+
+class _LazyEntries(Mapping[str, IndexEntry]):
+    def __init__(self, view: MemoryView) -> None:
+        self._view = view
+        self._loaded: dict[str, IndexEntry] | None = None
+
+    def _all(self) -> dict[str, IndexEntry]:
+        if self._loaded is None:
+            view = self._view
+            self._loaded = view.entries([n for n in view.names if n not in view.expired])
+        return self._loaded
+
+    def __getitem__(self, key: str) -> IndexEntry:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRenderer) -> MemoryView:
+    """The view at `as_of`, from the cache when memory/ and the expired set are as it was built
+    for, else built from the entries (`entries_in_worktree`) and stored when it may be."""
+    scanned, settled = scan_memory_folder(desk)
+    key = hashlib.sha1(f"{scanned}\0{_code()}".encode()).hexdigest()
+    db = _open(desk)
+    try:
+        view = _cached(desk, db, key, as_of) if db is not None else None
+        if view is not None:
+            return view
+        invalid: list[Finding] = []
+        blob_of: dict[str, str] = {}
+        entries = entries_in_worktree(desk, invalid, blob_of)
+        broken = invalid_paths(invalid)
+        active = {n: e for n, e in entries.items() if not e.is_expired(as_of)}
+        names = sorted(entries)
+        needles: dict[str, list[int]] = {}
+        for i, name in enumerate(names):
+            for trigger in entries[name].triggers:
+                needle = normalize(trigger)
+                if needle:
+                    where = needles.setdefault(needle, [])
+                    if not where or where[-1] != i:
+                        where.append(i)
+        view = MemoryView(desk, len(entries), broken, sorted(set(entries) - set(active)),
+                          render_index(active, len(entries) - len(active), broken), names,
+                          [blob_of[n] for n in names], needles)
+        if settled and db is not None:
+            _store(db, key, view, {n: e.expires for n, e in entries.items() if e.expires is not None})
+        return view
+    finally:
+        if db is not None:
+            db.close()
+
+
+def _open(desk: DeskFolder) -> sqlite3.Connection | None:
+    try:
+        return open_cache(desk.cache_dir / _CACHE_FILE,
+                          f"CREATE TABLE IF NOT EXISTS {_TABLE} (key TEXT PRIMARY KEY, count INTEGER, "
+                          "broken TEXT, expired TEXT, expires TEXT, index_text TEXT, names TEXT, "
+                          "blobs TEXT, needles TEXT)")
+    except (OSError, sqlite3.Error):
+        return None  # a read-only desk still gets its context, built every time
+
+
+def _cached(desk: DeskFolder, db: sqlite3.Connection, key: str, as_of: dt.datetime) -> MemoryView | None:
+    try:
+        row = db.execute(f"SELECT count, broken, expired, expires, index_text, names, blobs, needles "
+                         f"FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
+    except sqlite3.Error:
+        return None
+    if row is None:
+        return None
+    count, broken, expired, expires, index_text, names, blobs, needles = row
+    now_expired = sorted(n for n, at in json.loads(expires).items() if parse_time(at) <= as_of)
+    if now_expired != json.loads(expired):
+        return None  # another set of memories is expired at this `as_of`: build the view for it
+    return MemoryView(desk, count, json.loads(broken), now_expired, index_text, json.loads(names),
+                      json.loads(blobs), json.loads(needles))
+
+
+def _store(db: sqlite3.Connection, key: str, view: MemoryView, expires: Mapping[str, str | None]) -> None:
+    """Keep one view (the newest); a failure to write only costs the next run a rebuild."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(f"DELETE FROM {_TABLE}")
+        db.execute(f"INSERT INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   (key, view.count, json.dumps(view.broken), json.dumps(sorted(view.expired)),
+                    json.dumps(dict(expires)), view.index_text, json.dumps(view.names),
+                    json.dumps(view.blobs), json.dumps(view.needles, separators=(",", ":"))))
+        db.execute("COMMIT")
+    except sqlite3.Error:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+
+
+_CODE_CACHE: list[str] = []
+# The modules whose code a view is made by: the index lines and their escaping (context, escape),
+# trigger normalisation, expiry times, the entries and their cache (index), which file names are
+# memories (layout), this module.
+_CODE_MODULES = ("desk.recall.context", "desk.recall.context_cache", "desk.text.escape",
+                 "desk.text.normalize", "desk.text.times", "desk.memory.index", "desk.layout")
+
+
+def _code() -> str:
+    """A fingerprint of the code that renders a view (the source of `_CODE_MODULES`): a desk
+    opened by another version of desk builds its views anew instead of showing stale text."""
+    if not _CODE_CACHE:
+        from importlib import import_module
+        from pathlib import Path
+
+        digest = hashlib.sha1(b"memory view v1")
+        for name in _CODE_MODULES:
+            path = getattr(import_module(name), "__file__", None)
+            try:
+                digest.update(Path(path).read_bytes() if path else name.encode())
+            except OSError:
+                digest.update(name.encode())
+        _CODE_CACHE.append(digest.hexdigest())
+    return _CODE_CACHE[0]

@@ -1,0 +1,126 @@
+"""desk.recall.context_cache: the kept view of memory/ renders exactly what a fresh build renders.
+
+Files written by a test are racy (modified within 3 s), so their views are never stored; each test
+here sets the memory files' mtimes an hour back, as files a person wrote earlier would have.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+from desk.layout import DeskFolder
+from desk.memory.operations import remember
+from desk.recall.context import build_context, render_markdown
+from desk.recall.context_cache import memory_view, scan_memory_folder
+
+NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def _remember(desk: DeskFolder, name: str, triggers: tuple[str, ...], **extra: object) -> None:
+    remember(desk, name, type="preference", description=f"About {name}", body=f"The {name} rule.",
+             triggers=triggers, now=NOW, **extra)  # type: ignore[arg-type]
+
+
+def _settle(desk: DeskFolder, age: float = 3600) -> None:
+    """Set every memory file's mtime `age` seconds back (distinct times, as real edits have)."""
+    for i, path in enumerate(sorted(desk.path("memory").glob("*.md"))):
+        when = path.stat().st_mtime - age - i
+        os.utime(path, (when, when))
+
+
+def _stored(desk: DeskFolder) -> list[tuple[str, str]]:
+    path = desk.cache_dir / "context.sqlite"
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT key, names FROM memory_view_v1").fetchall()
+
+
+def _both(desk: DeskFolder, **kwargs: object) -> tuple[str, str]:
+    """The context from the kept view and from a fresh build (the cache file removed)."""
+    kept = build_context(desk, **kwargs)  # type: ignore[arg-type]
+    (desk.cache_dir / "context.sqlite").unlink()
+    (desk.cache_dir / "entries.sqlite").unlink()
+    fresh = build_context(desk, **kwargs)  # type: ignore[arg-type]
+    return (render_markdown(kept) + json.dumps(kept.to_json(), sort_keys=True),
+            render_markdown(fresh) + json.dumps(fresh.to_json(), sort_keys=True))
+
+
+def test_kept_view_renders_what_a_fresh_build_renders(desk: DeskFolder) -> None:
+    _remember(desk, "report-style", ("Report", "报告", "weekly  summary"), importance=4)
+    _remember(desk, "reporting-tool", ("reporting tool",))
+    _remember(desk, "port-numbers", ("port",))
+    _remember(desk, "temp-freeze", ("report",), expires="2026-11-29T18:00:00Z")
+    desk.path("memory/broken.md").write_text("---\nname: broken\n", "utf-8")  # does not parse
+    _settle(desk)
+    build_context(desk, query="x", as_of=NOW)  # builds and stores the view
+    assert len(_stored(desk)) == 1
+    for query in ("write the weekly REPORTS", "写报告", "the reporting tool, weekly summary", "airport", None):
+        for as_of in (NOW, NOW + dt.timedelta(days=1)):  # before and after temp-freeze expires
+            build_context(desk, query="x", as_of=as_of)  # the view for this expired set, stored
+            kept, fresh = _both(desk, query=query, as_of=as_of)
+            assert kept == fresh, (query, as_of)
+    out = render_markdown(build_context(desk, query="write the weekly REPORTS", as_of=NOW))
+    assert "The report-style rule." in out and "The temp-freeze rule." in out
+    assert "The port-numbers rule." not in out and "The reporting-tool rule." not in out
+    assert "memory/broken.md left out" in out
+    later = render_markdown(build_context(desk, query="write the weekly REPORTS", as_of=NOW + dt.timedelta(days=1)))
+    assert "The report-style rule." in later and "The temp-freeze rule." not in later  # expired
+    assert "[temp-freeze]" not in later and "1 expired memory not shown" in later
+
+
+def test_a_kept_view_answers_without_loading_the_entries(desk: DeskFolder) -> None:
+    _remember(desk, "report-style", ("report",))
+    _settle(desk)
+    expected = render_markdown(build_context(desk, query="report", as_of=NOW))
+    (desk.cache_dir / "entries.sqlite").unlink()
+    assert render_markdown(build_context(desk, query="nothing here", as_of=NOW)) == render_markdown(
+        build_context(desk, as_of=NOW))
+    assert not (desk.cache_dir / "entries.sqlite").exists()  # no memory was hit: no entry was read
+    # a hit looks its entry up by blob id; the lost entry cache is rebuilt from the files
+    assert render_markdown(build_context(desk, query="report", as_of=NOW)) == expected
+
+
+def test_any_change_to_memory_files_builds_the_view_again(desk: DeskFolder) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    _remember(desk, "beta", ("beta",))
+    _settle(desk)
+    build_context(desk, as_of=NOW)
+    key = _stored(desk)[0][0]
+    path = desk.path("memory/alpha.md")
+    path.write_text(path.read_text("utf-8").replace("About alpha", "Alpha, edited by hand"), "utf-8")
+    _settle(desk)
+    out = render_markdown(build_context(desk, query="alpha", as_of=NOW))
+    assert "Alpha, edited by hand" in out
+    assert _stored(desk)[0][0] != key
+    desk.path("memory/beta.md").unlink()
+    out = render_markdown(build_context(desk, query="beta", as_of=NOW))
+    assert "[beta]" not in out and "The beta rule." not in out
+    assert json.loads(_stored(desk)[0][1]) == ["alpha"]
+
+
+def test_a_view_is_not_kept_while_a_file_may_still_change_unseen(desk: DeskFolder) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    _settle(desk)
+    _remember(desk, "fresh", ("fresh",))  # written just now: racy
+    assert scan_memory_folder(desk)[1] is False
+    view = memory_view(desk, NOW, lambda active, expired, broken: ",".join(sorted(active)))
+    assert view.index_text == "alpha,fresh" and view.candidates("fresh") == ["fresh"]
+    assert _stored(desk) == []
+    _settle(desk)
+    assert scan_memory_folder(desk)[1] is True
+
+
+def test_a_symlinked_memory_file_is_left_out_as_the_entries_leave_it(desk: DeskFolder, tmp_path: Path) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    outside = tmp_path / "secret.md"
+    outside.write_text(desk.path("memory/alpha.md").read_text("utf-8").replace("alpha", "linked"), "utf-8")
+    desk.path("memory/linked.md").symlink_to(outside)
+    _settle(desk)
+    build_context(desk, as_of=NOW)
+    out = render_markdown(build_context(desk, query="linked", as_of=NOW))
+    assert "[linked]" not in out and "<desk-memory" not in out
