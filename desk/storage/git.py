@@ -773,6 +773,47 @@ class Git:
                                          "status`), then sync again") from None
         return not self.unmerged()
 
+    def current_branch(self) -> str | None:
+        """The branch HEAD is on (`main`), None when HEAD is detached. Read from `.git/HEAD` when
+        that is a plain file (as `_lock_files` does), else asked of git."""
+        try:
+            text = (self.git_dir() / "HEAD").read_text("utf-8").strip()
+        except OSError:
+            text = ""
+        if text.startswith("ref: refs/heads/"):
+            return text.removeprefix("ref: refs/heads/")
+        if re.fullmatch(r"[0-9a-f]{40,64}", text):
+            return None
+        out = self._run("symbolic-ref", "-q", "--short", "HEAD", check=False, read_only=True)
+        return out.decode("utf-8", "surrogateescape").strip() or None
+
+    def remote_url(self, remote: str) -> str | None:
+        """The address `remote` fetches from (as configured), None when there is no such remote."""
+        return self.config_get(f"remote.{remote}.url")
+
+    def ls_remote(self, remote: str, branch: str) -> str | None:
+        """The commit `remote` advertises for `branch` (one round trip, no objects transferred),
+        None when it has no such branch. GitError (git's words) when it cannot be reached."""
+        out = self._run("ls-remote", "--", remote, f"refs/heads/{branch}", read_only=True)
+        for line in out.decode("utf-8", "replace").splitlines():
+            sha, _, ref = line.partition("\t")
+            if ref == f"refs/heads/{branch}":
+                return sha
+        return None
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """`git merge-base --is-ancestor` (a commit is its own ancestor)."""
+        if ancestor == descendant:
+            return True
+        env = {**self._env, "GIT_OPTIONAL_LOCKS": "0"}
+        proc = subprocess.run(["git", "merge-base", "--is-ancestor", ancestor, descendant], cwd=self.root,
+                              env=env, capture_output=True)
+        if proc.returncode > 1:
+            raise GitError(f"git merge-base --is-ancestor {ancestor[:12]} {descendant[:12]} failed: "
+                           + proc.stderr.decode("utf-8", "replace").strip(),
+                           hint="run `desk doctor` to check the desk's git state")
+        return proc.returncode == 0
+
     def fast_forward(self, rev: str) -> None:
         """Move the branch and the work tree to `rev`, a descendant of HEAD (`git merge --ff-only`)."""
         try:

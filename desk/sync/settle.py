@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from desk.errors import ConflictError
+from desk.errors import ConflictError, Finding
 from desk.layout import CONFLICTS_FILE, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, DeskFolder
 from desk.storage.git import Git
 from desk.sync.drivers import clear_pending, driver_for, merge_file, read_pending
@@ -177,7 +177,7 @@ def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = 
     settled = Settled()
     head = desk.git.head()
     if old and head and old != head:
-        settled.warnings = incoming_warnings(desk.git, old, head)
+        settled.warnings = gate_warnings(desk, old, head, now) + incoming_warnings(desk.git, old, head)
     with transaction(desk) as tx:
         pending = read_pending(desk.git_dir)
         regenerate = pending_regenerations(pending)
@@ -198,6 +198,27 @@ def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = 
             settled.commit = tx.commit(writes, message)
         clear_pending(desk.git_dir)
     return settled
+
+
+def fast_forward_findings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None = None) -> list[Finding]:
+    """The gate's findings on moving HEAD from `old` to `new` (desk.guard.validate.validate_range),
+    without `index-stale`: every path that integrates commits regenerates MEMORY.md after."""
+    from desk.guard.validate import validate_range
+
+    return [f for f in validate_range(desk, old, new, now=now).findings if f.rule != "index-stale"]
+
+
+def gate_warnings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None = None) -> list[str]:
+    """What a person's `git pull` brought that the gate refuses, loudly, with what to do: a
+    fast-forward runs no hook, so git took it unchecked and a post-merge hook cannot undo it."""
+    errors = [f for f in fast_forward_findings(desk, old, new, now) if f.severity == "error"]
+    if not errors:
+        return []
+    return ([f"desk: ERROR: the pull brought {len(errors)} problem{'s' if len(errors) != 1 else ''} "
+             "desk's gate refuses (git runs no hook on a fast-forward, so nothing stopped them):"]
+            + [f"desk: ERROR:   {f}" for f in errors]
+            + [f"desk: ERROR: fix them and commit (`desk doctor` lists them), or undo the pull with "
+               f"`git reset --keep {old[:12]}`; `desk sync` refuses such commits before they land"])
 
 
 def incoming_warnings(git: Git, old: str, new: str) -> list[str]:

@@ -270,8 +270,43 @@ def test_post_merge_reports_a_symlink_and_an_unauthorised_soul_change(clones: Cl
                           capture_output=True, text=True)
     assert "link arrived as a symbolic link" in proc.stderr
     assert "soul-unauthorized" in proc.stderr and "git revert" in proc.stderr
-    result = clones[2].sync().value  # desk sync reports the same
-    assert any("symbolic link" in w for w in result.warnings)
+    # git could not refuse it (a fast-forward runs no hook): the hook says so loudly, doctor lists it.
+    assert "desk: ERROR:   link:1: symlink:" in proc.stderr and "git reset --keep" in proc.stderr
+    assert any(p.path == "link:1" and p.check == "symlink" for p in b.doctor().value.problems)
+    # desk sync refuses it before anything moves.
+    c = clones[2]
+    before = git(c.root, "rev-parse", "HEAD", "refs/remotes/origin/main")
+    with pytest.raises(RejectedError) as err:
+        c.sync()
+    assert "link:1: symlink" in err.value.message and err.value.exit_code == 3
+    assert git(c.root, "rev-parse", "HEAD", "refs/remotes/origin/main") == before
+    assert not (c.root / "link").is_symlink()
+
+
+def test_a_fast_forward_that_breaks_the_rules_is_refused_with_nothing_changed(clones: Clones) -> None:
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    a, b = clones[0], clones[1]
+    (a.root / "memory/bad.md").write_text("---\nname: bad\ndescription: x\ntype: nonsense\n---\nbody\n")
+    git(a.root, "add", "memory/bad.md")
+    git(a.root, "commit", "-q", "--no-verify", "-m", "bad memory")
+    git(a.root, "push", "-q", "origin", "main")
+    before = git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main")
+    result = CliRunner().invoke(cli, ["--desk", str(b.root), "sync", "--json", "-q"])
+    assert result.exit_code == 3, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "rejected" and "validate --all" in data["hint"]
+    assert [(f["path"], f["line"]) for f in data["findings"]] == [("memory/bad.md", 4)]
+    assert git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main") == before
+    assert not (b.root / "memory/bad.md").exists()
+    assert git(b.root, "status", "--porcelain").strip() == ""
+    # Fixed on the other clone, it integrates.
+    (a.root / "memory/bad.md").unlink()
+    git(a.root, "commit", "-q", "-am", "drop the bad memory")
+    git(a.root, "push", "-q", "origin", "main")
+    assert b.sync().value.status == "fast-forward"
 
 
 def test_hooks_install_adds_gitattributes_only_when_absent(clones: Clones) -> None:
