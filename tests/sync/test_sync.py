@@ -396,3 +396,29 @@ def test_progress_reaches_stderr_for_push_and_fetch(clones: Clones) -> None:
     lines.clear()
     b.sync(progress=lines.append)
     assert lines  # the fetch (unpacking on a local path reports its stages)
+
+
+def test_two_clones_render_the_same_journal_bytes_from_the_same_records(
+        clones: Clones, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13.3: a journal page depends on the archive records only, not on the history each
+    clone happens to have (commits made that day, their times), so pages never conflict."""
+    a, b = clones[0], clones[1]
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-29T09:00:00Z")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-11-29T09:00:00Z")
+    a.archive_append("inbound", "hello", session="s1", at="2026-11-29T10:00:00Z")
+    a.fact_add("Use WAL.", kind="decision", importance=4, at="2026-11-29T10:05:00Z")
+    a.sync()
+    b.sync()
+    remember(a, "only-in-a", "A.")  # that day's history now differs between the clones
+    remember(b, "only-in-b", "B.")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-29T23:00:00Z")
+    pages = []
+    for d in (a, b):
+        d.digest(date="2026-11-29", as_of="2026-11-29T23:59:00Z")
+        pages.append((d.root / "journal/2026-11-29.md").read_bytes())
+    assert pages[0] == pages[1]
+    assert b"Use WAL." in pages[0] and b"git log --since=2026-11-29T00:00:00Z" in pages[0]
+    a.sync()
+    result = b.sync(now=NOW).value
+    assert "journal/2026-11-29.md" not in result.regenerated and result.cases == []
+    assert (b.root / "journal/2026-11-29.md").read_bytes() == pages[0]
