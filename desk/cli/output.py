@@ -48,6 +48,9 @@ class Invocation:
             if missing:
                 click.echo(f"desk: warning: this clone lacks desk's {', '.join(missing)}; "
                            f"install them with `desk --desk {desk.root} hooks install`", err=True)
+            stopped = api.stopped_notice(desk)
+            if stopped:
+                click.echo(f"desk: warning: {stopped}", err=True)
         return desk
 
 

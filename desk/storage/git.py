@@ -823,6 +823,39 @@ class Git:
                                 hint=f"commit or discard your local changes (`git -C {self.root} status`), "
                                      "then sync again") from None
 
+    def stopped(self) -> str | None:
+        """What a person's git left half-done in this clone: `merge` (MERGE_HEAD: a `git pull` or
+        `git merge` stopped on a conflict), `rebase` (a `git pull --rebase` or `git rebase` stopped),
+        else None. File checks only: every desk command asks."""
+        git_dir = self.git_dir()
+        if (git_dir / "MERGE_HEAD").is_file():
+            return "merge"
+        if (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir():
+            return "rebase"
+        return None
+
+    def merge_message(self) -> str:
+        """The message git prepared for the stopped merge (.git/MERGE_MSG), comment lines dropped."""
+        try:
+            text = (self.git_dir() / "MERGE_MSG").read_text("utf-8", "replace")
+        except OSError:
+            text = ""
+        kept = [line for line in text.splitlines() if not line.startswith("#")]
+        return "\n".join(kept).strip() + "\n" if any(line.strip() for line in kept) else "Merge\n"
+
+    def rebase_continue(self) -> bool:
+        """`git rebase --continue` without an editor: True when the rebase finished, False when it
+        stopped again on the next commit's conflicts. GitError for anything else."""
+        env = {**self._env, "GIT_EDITOR": "true"}
+        proc = subprocess.run(["git", *self.identity_args(), "rebase", "--continue"], cwd=self.root,
+                              env=env, capture_output=True)
+        if proc.returncode == 0:
+            return self.stopped() != "rebase"
+        if self.stopped() == "rebase" and self.unmerged():
+            return False
+        raise GitError("git rebase --continue failed: " + (proc.stderr or proc.stdout).decode(
+            "utf-8", "replace").strip(), hint="finish it by hand (`git status` says what is left)")
+
     def merge_abort(self) -> None:
         """Put HEAD, the index and the work tree back as they were before `merge`."""
         if self.object_id("MERGE_HEAD") is not None:

@@ -33,9 +33,10 @@ PUSH_ATTEMPTS = 3  # integrate-and-push rounds when the remote keeps moving
 class SyncResult:
     """What one `desk sync` did; `.to_json()` is `desk sync --json`."""
 
-    remote: str
+    remote: str  # "" for desk sync --continue (the person's pull named its own)
     branch: str
-    status: str = "up-to-date"  # up-to-date | fast-forward | merged | pushed-only
+    status: str = "up-to-date"  # up-to-date | fast-forward | merged | pushed-only (desk sync);
+    # merge-finished | rebase-finished (desk sync --continue, desk.sync.stopped)
     fetched: int = 0  # commits that were new to this clone
     pushed: int = 0  # commits the remote did not have
     merged: list[str] = field(default_factory=list)  # files the integration changed here

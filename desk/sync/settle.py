@@ -178,7 +178,8 @@ def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = 
     head = desk.git.head()
     if old and head and old != head:
         settled.warnings = gate_warnings(desk, old, head, now) + incoming_warnings(desk.git, old, head)
-    with transaction(desk) as tx:
+    # git runs post-rewrite before it removes the rebase's state folder: the rebase is done.
+    with transaction(desk, stopped=True) as tx:
         pending = read_pending(desk.git_dir)
         regenerate = pending_regenerations(pending)
         writes: dict[str, bytes | None] = dict(_cases_and_index(desk, pending, now, settled))

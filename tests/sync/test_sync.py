@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import desk.api as api
-from desk.errors import ConflictError, DeskError, RejectedError
+from desk.errors import ConflictError, DeskError, RejectedError, UsageError
 from tests.sync.conftest import Clones, git
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
@@ -422,3 +422,72 @@ def test_two_clones_render_the_same_journal_bytes_from_the_same_records(
     result = b.sync(now=NOW).value
     assert "journal/2026-11-29.md" not in result.regenerated and result.cases == []
     assert (b.root / "journal/2026-11-29.md").read_bytes() == pages[0]
+
+
+def _delete_here_change_there(clones: Clones) -> tuple[api.Desk, api.Desk]:
+    a, b = clones[0], clones[1]
+    remember(a, "foo", "Shared.")
+    a.sync()
+    b.sync()
+    a.forget("foo")
+    remember(b, "foo", "Changed here.")
+    a.sync()
+    return a, b
+
+
+def test_a_persons_git_pull_stopped_on_delete_modify_is_finished_by_sync_continue(clones: Clones) -> None:
+    """git never calls a merge driver for modify/delete: `git pull` stops. Every desk command then
+    says what to run, desk's commits wait, and `desk sync --continue` keeps the changed memory,
+    opens the case, regenerates the index and concludes the merge."""
+    from click.testing import CliRunner
+
+    import desk.cli.output as output
+    from desk.cli.main import cli
+
+    a, b = _delete_here_change_there(clones)
+    pull = subprocess.run(["git", "pull", "--no-rebase", "origin", "main"], cwd=b.root,
+                          capture_output=True, text=True)
+    assert pull.returncode != 0 and "CONFLICT (modify/delete)" in pull.stdout + pull.stderr
+    assert (b.git_dir / "MERGE_HEAD").is_file()
+    output._WARNED = False
+    listed = CliRunner().invoke(cli, ["--desk", str(b.root), "list"])
+    assert "git merge stopped in this clone on memory/foo.md" in listed.stderr
+    assert "`desk sync --continue`" in listed.stderr and "git merge --abort" in listed.stderr
+    with pytest.raises(ConflictError) as err:
+        remember(b, "meanwhile", "Waits.")
+    assert "desk sync --continue" in (err.value.hint or "")
+    output._WARNED = True  # the warning was shown once in this process already
+    done = CliRunner().invoke(cli, ["--desk", str(b.root), "sync", "--continue", "--json"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    assert data["status"] == "merge-finished" and len(data["cases"]) == 1
+    assert "memory/foo.md" in data["merged"] or (b.root / "memory/foo.md").is_file()
+    assert (b.root / "memory/foo.md").read_text().endswith("Changed here.\n")
+    assert "[foo]" in (b.root / "MEMORY.md").read_text()
+    (case,) = [c for c in b.conflicts().to_json()["cases"] if c["id"] in data["cases"]]
+    assert {c["deleted"] for c in case["candidates"]} == {True, False}
+    assert not (b.git_dir / "MERGE_HEAD").exists()
+    assert len(git(b.root, "rev-list", "--parents", "-n1", "HEAD").split()) == 3  # a merge commit
+    assert "Desk-Cases: " + data["cases"][0] in git(b.root, "log", "-1", "--format=%B")
+    assert git(b.root, "status", "--porcelain").strip() == ""
+    assert b.validate("all").exit_code == 0
+    no_markers(b)
+    b.sync()
+    a.sync()
+    assert tree(a) == tree(b)
+    with pytest.raises(UsageError):
+        b.sync(resume=True)  # nothing stopped any more
+
+
+def test_a_persons_git_pull_rebase_stopped_on_delete_modify_is_finished_by_sync_continue(clones: Clones) -> None:
+    a, b = _delete_here_change_there(clones)
+    pull = subprocess.run(["git", "pull", "--rebase", "origin", "main"], cwd=b.root,
+                          capture_output=True, text=True)
+    assert pull.returncode != 0 and b.git.stopped() == "rebase"
+    result = b.sync(resume=True, now=NOW).value
+    assert result.status == "rebase-finished" and len(result.cases) == 1
+    assert b.git.stopped() is None and git(b.root, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert (b.root / "memory/foo.md").read_text().endswith("Changed here.\n")
+    assert b.validate("all").exit_code == 0
+    assert git(b.root, "status", "--porcelain").strip() == ""
+    no_markers(b)
