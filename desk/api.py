@@ -701,7 +701,7 @@ def stopped_notice(desk: DeskFolder) -> str | None:
 def missing_setup(desk: DeskFolder) -> list[str]:
     """The hooks and merge drivers the clone holding `desk` lacks (empty when complete; `desk hooks
     install` sets them). File reads only: every CLI command checks it, to warn once."""
-    from desk.guard.hooks import missing_setup as missing
+    from desk.guard.hook_files import missing_setup as missing
 
     return missing(desk.root, desk.git_dir)
 

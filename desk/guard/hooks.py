@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
-from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
+from desk.guard.hook_files import (_read_text, missing_setup, HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
                                    MERGE_ENTRY, hooks_folder, is_ours)
 from desk.guard.rules import check_message
 from desk.guard.validate import validate_staged
@@ -107,24 +107,6 @@ def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, st
         actions[GITATTRIBUTES] = ("exists without desk's merge drivers; add the lines of docs/sync.md "
                                   "\"Merge drivers\" to it and commit")
     return actions
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def missing_setup(root: Path, git_dir: Path) -> list[str]:
-    """What this clone lacks of desk's hooks and merge drivers (empty when complete); cheap: file
-    reads only, for the warning every desk command prints once."""
-    missing = []
-    config = _read_text(git_dir / "config")
-    if "hookspath" not in config.lower():
-        missing += [h for h in HOOK_TYPES if not is_ours(git_dir / "hooks" / h)]
-    missing += [f"merge driver desk-{d}" for d in MERGE_DRIVERS if f'[merge "desk-{d}"]' not in config]
-    return missing
 
 
 def install_hooks(root: Path, python: str | None = None) -> HooksResult:
