@@ -148,12 +148,19 @@ def refuse_embedded_password(url: str) -> None:
 
 
 def _masked(url: str) -> str:
+    """`url` fit to print: a password shown as `***`, and any known token (a token given as the
+    user name, `https://ghp_...@host/...`) redacted."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@")
+    from desk.text.secrets import redact
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    if password:
+        url = url.replace(f":{password}@", ":***@")
+    return redact(url)[0]
 
 
 def clone(url: str, path: Path, progress: Progress | None = None) -> None:

@@ -126,7 +126,8 @@ def _fetch(git: Git, remote: remotes.RemoteSession, name: str, branch: str, trac
     try:
         advertised = git.ls_remote(name, branch)
     except GitError as exc:
-        raise DeskError(f"cannot fetch from {name}: {exc.message.split(': ', 1)[-1]}; nothing was changed",
+        words = " ".join(exc.message.split(": ", 1)[-1].split())[:400]
+        raise DeskError(f"cannot fetch from {name}: {words}; nothing was changed",
                         hint=remotes.UNREACHABLE_HINT) from None
     ids = git.object_ids([tracking, "HEAD", *([advertised] if advertised else [])])
     known, head = ids.get(tracking), ids.get("HEAD")

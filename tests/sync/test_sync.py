@@ -214,12 +214,15 @@ def test_remote_that_rewrote_history_is_refused_naming_lost_commits(clones: Clon
 def test_unreachable_remote_is_a_clear_error_with_nothing_changed(clones: Clones) -> None:
     b = clones[1]
     remember(b, "local", "Local.")
+    b.archive_append("inbound", "pending", session="s1", at="2026-11-29T10:00:00Z")
     git(b.root, "remote", "set-url", "origin", str(clones.remote.parent / "gone.git"))
-    head = git(b.root, "rev-parse", "HEAD")
+    before = git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main")
+    status = git(b.root, "status", "--porcelain")
     with pytest.raises(DeskError) as err:
         b.sync()
     assert err.value.exit_code == 1 and "cannot fetch" in err.value.message and err.value.hint
-    assert git(b.root, "rev-parse", "HEAD") == head
+    assert git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main") == before
+    assert git(b.root, "status", "--porcelain") == status  # the archive growth was not committed either
 
 
 def test_remote_address_with_a_password_is_refused(clones: Clones) -> None:
@@ -230,6 +233,13 @@ def test_remote_address_with_a_password_is_refused(clones: Clones) -> None:
     assert "hunter2secret" not in err.value.message and "credential" in (err.value.hint or "")
     with pytest.raises(RejectedError):
         api.clone("https://ada:hunter2secret@example.org/desk.git", clones.remote.parent / "x")
+    # A token given as the user name is caught by the secret scanner, and never printed.
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    git(b.root, "remote", "set-url", "leaky", f"https://{token}@github.com/me/desk.git")
+    with pytest.raises(RejectedError) as err:
+        b.sync("leaky")
+    assert token not in err.value.message and "REDACTED" in err.value.message
+    assert not (clones.remote.parent / "x").exists()
 
 
 def test_a_persons_git_pull_rebase_leaves_an_exact_index(clones: Clones) -> None:
