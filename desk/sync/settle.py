@@ -172,7 +172,7 @@ def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = 
     """What the post-merge and post-rewrite hooks run after a person's `git pull`/`git rebase`:
     open the cases the drivers recorded, regenerate MEMORY.md and the derived files, commit them
     in one desk commit, and warn about what arrived unchecked since `old` (ORIG_HEAD)."""
-    from desk.transaction import commit_message, transaction
+    from desk.transaction import transaction
 
     settled = Settled()
     head = desk.git.head()
@@ -180,25 +180,36 @@ def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = 
         settled.warnings = gate_warnings(desk, old, head, now) + incoming_warnings(desk.git, old, head)
     # git runs post-rewrite before it removes the rebase's state folder: the rebase is done.
     with transaction(desk, stopped=True) as tx:
-        pending = read_pending(desk.git_dir)
-        regenerate = pending_regenerations(pending)
-        writes: dict[str, bytes | None] = dict(_cases_and_index(desk, pending, now, settled))
-        writes.update(regenerate_derived(desk, regenerate))
-        settled.regenerated = sorted({*settled.regenerated, *(p for p in writes if p != CONFLICTS_FILE)})
-        if writes:
-            dirty = desk.git.dirty(sorted(writes))
-            if dirty:
-                settled.warnings.append(
-                    f"desk: left {', '.join(dirty)} alone: they have uncommitted changes; run `desk reindex` "
-                    "and `desk conversations render` after committing them")
-                writes = {p: d for p, d in writes.items() if p not in dirty}
-        if writes:
-            message = commit_message("sync: settle the merge (index, conflict cases, derived files)",
-                                     {"Desk-Op": "sync", "Desk-Actor": "user",
-                                      "Desk-Cases": " ".join(settled.cases) or None})
-            settled.commit = tx.commit(writes, message)
-        clear_pending(desk.git_dir)
+        settle_locked(tx, settled, now)
     return settled
+
+
+def settle_locked(tx: Transaction, settled: Settled, now: dt.datetime | None = None,
+                  derived: list[str] | None = None) -> None:
+    """After a merge or rebase git finished: the cases the drivers recorded, MEMORY.md and the
+    derived files (those the drivers named, and `derived`) in one desk commit (`settled.commit`);
+    files with a person's uncommitted edits are left alone, with a warning. Under the desk lock."""
+    from desk.transaction import commit_message
+
+    desk = tx.desk
+    pending = read_pending(desk.git_dir)
+    regenerate = sorted({*pending_regenerations(pending), *(derived or [])})
+    writes: dict[str, bytes | None] = dict(_cases_and_index(desk, pending, now, settled))
+    writes.update(regenerate_derived(desk, regenerate))
+    settled.regenerated = sorted({*settled.regenerated, *(p for p in writes if p != CONFLICTS_FILE)})
+    if writes:
+        dirty = desk.git.dirty(sorted(writes))
+        if dirty:
+            settled.warnings.append(
+                f"desk: left {', '.join(dirty)} alone: they have uncommitted changes; run `desk reindex` "
+                "and `desk conversations render` after committing them")
+            writes = {p: d for p, d in writes.items() if p not in dirty}
+    if writes:
+        message = commit_message("sync: settle the merge (index, conflict cases, derived files)",
+                                 {"Desk-Op": "sync", "Desk-Actor": "user",
+                                  "Desk-Cases": " ".join(settled.cases) or None})
+        settled.commit = tx.commit(writes, message)
+    clear_pending(desk.git_dir)
 
 
 def fast_forward_findings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None = None) -> list[Finding]:

@@ -15,10 +15,10 @@ import datetime as dt
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, RejectedError, UsageError
-from desk.layout import INDEX_FILE, DeskFolder
+from desk.layout import DeskFolder
 from desk.sync.drivers import driver_for
 from desk.sync.run import SyncResult
-from desk.sync.settle import SYNC_ENV, Settled, finish_locked, regenerate_index, resolve_merge
+from desk.sync.settle import SYNC_ENV, Settled, finish_locked, resolve_merge, settle_locked
 
 if TYPE_CHECKING:
     from desk.storage.git import Git
@@ -77,15 +77,18 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
                 if git.rebase_continue():
                     break
         head = git.head()
-        if kind == "rebase":
-            fixed = regenerate_index(tx, now)  # a rebase runs no pre-commit hook on clean commits
-            if fixed is not None:
-                result.commits.append(fixed)
-                result.regenerated.append(INDEX_FILE)
-        more = finish_locked(tx, sorted(set(derived)), actor="user")
+        if kind == "merge":
+            more = finish_locked(tx, sorted(set(derived)), actor="user")
+        else:  # cases the drivers recorded on the commits that replayed cleanly, the index, the views
+            after = Settled()
+            settle_locked(tx, after, now, sorted(set(derived)))
+            more = after.commit
+            result.cases += after.cases
+            result.warnings += after.warnings
         if more is not None:
             result.commits.append(more)
-            result.regenerated += sorted(c.path for c in git.diff_tree(head or more, more))
+            result.regenerated = sorted({*result.regenerated,
+                                         *(c.path for c in git.diff_tree(head or more, more))})
         if start is not None and head is not None:
             result.merged = sorted({c.path for c in git.diff_tree(start, head)} - set(result.regenerated))
     return result
