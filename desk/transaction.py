@@ -230,7 +230,7 @@ def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transact
     caller is `desk sync --continue`, which finishes it)."""
     desk.require_known_schema()  # a desk written by a newer desk is never written by this one
     if not stopped:
-        _refuse_stopped(desk)
+        refuse_stopped(desk)
     with desk_lock(desk.lock_path):
         release_stale_index_lock(desk.git_dir)  # left by a desk process that died holding it
         release_private_index_lock(desk.git_dir)  # left by a git desk started that died
@@ -240,7 +240,8 @@ def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transact
             yield Transaction(desk)
 
 
-def _refuse_stopped(desk: DeskFolder) -> None:
+def refuse_stopped(desk: DeskFolder) -> None:
+    """ConflictError, saying what to run, while a person's merge or rebase is stopped here."""
     kind = desk.git.stopped()
     if kind is not None:
         raise ConflictError(f"a git {kind} is stopped in this clone (a `git pull` met a conflict); desk "

@@ -55,8 +55,9 @@ def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
          progress: remotes.Progress | None = None, now: dt.datetime | None = None) -> SyncResult:
     """`desk sync`: see the module's docstring. GitPython is imported (one `Repo`, closed) only
     when there is something to fetch or push."""
-    from desk.transaction import transaction
+    from desk.transaction import refuse_stopped, transaction
 
+    refuse_stopped(desk)  # before the branch check: a stopped rebase has HEAD detached
     name = remote or "origin"
     url = desk.git.remote_url(name)
     if url is None:

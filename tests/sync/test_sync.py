@@ -494,6 +494,9 @@ def test_a_persons_git_pull_rebase_stopped_on_delete_modify_is_finished_by_sync_
     pull = subprocess.run(["git", "pull", "--rebase", "origin", "main"], cwd=b.root,
                           capture_output=True, text=True)
     assert pull.returncode != 0 and b.git.stopped() == "rebase"
+    with pytest.raises(ConflictError) as err:
+        b.sync()  # not "HEAD is detached": what to run
+    assert "desk sync --continue" in (err.value.hint or "") and "git rebase --abort" in (err.value.hint or "")
     result = b.sync(resume=True, now=NOW).value
     assert result.status == "rebase-finished" and len(result.cases) == 1
     assert b.git.stopped() is None and git(b.root, "symbolic-ref", "--short", "HEAD").strip() == "main"
