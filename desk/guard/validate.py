@@ -285,7 +285,8 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
     return report, regenerated
 
 
-def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | None = None) -> Report:
+def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | None = None
+                   ) -> tuple[Report, bytes | None]:
     """The gate over what moving HEAD from `old` (HEAD now) to `new` would change, as if it were
     one commit: what desk sync runs before a fast-forward, which runs no hook (docs/sync.md).
 
@@ -315,10 +316,10 @@ def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | N
     if touches_memory:
         memory = MemorySet(blobs.get(f"{new}:{INDEX_FILE}"), blobs.get(f"{old}:{INDEX_FILE}"),
                            lambda: git.ls_tree(new, MEMORY_PREFIX), read, like)
-    report, _ = _run(desk, changes, memory, read, None, now, cached=True,
-                     head_config=lambda: blobs.get(f"{old}:{CONFIG_PATH}"))
+    report, regenerated = _run(desk, changes, memory, read, None, now, cached=True,
+                               head_config=lambda: blobs.get(f"{old}:{CONFIG_PATH}"))
     report.findings = _restore_hints(desk, report.findings)
-    return report
+    return report, regenerated
 
 
 def _restore_hints(desk: DeskFolder, findings: list[Finding]) -> list[Finding]:

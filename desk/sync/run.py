@@ -19,7 +19,7 @@ from desk.errors import ConflictError, DeskError, RejectedError, UsageError
 from desk.layout import DeskFolder
 from desk.sync import remote as remotes
 from desk.layout import INDEX_FILE
-from desk.sync.settle import (SYNC_ENV, Settled, fast_forward_findings, finish_locked, incoming_warnings,
+from desk.sync.settle import (SYNC_ENV, Settled, fast_forward_check, finish_locked, incoming_warnings,
                               regenerate_index, resolve_merge)
 
 if TYPE_CHECKING:
@@ -173,16 +173,16 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
         return head
     new = git.rev_list(incoming, head)
     if head is None or git.is_ancestor(head, incoming):
-        if head is not None:
-            _gate_fast_forward(desk, head, incoming, result, now)
+        index = _gate_fast_forward(desk, head, incoming, result, now) if head is not None else None
         git.fast_forward(incoming)
         result.fetched += len(new)
         result.status = "fast-forward"
         if head is not None:
             result.warnings += incoming_warnings(git, head, incoming)
             result.merged += sorted({c.path for c in git.diff_tree(head, incoming)})
-        # A commit made with --no-verify elsewhere may have left MEMORY.md stale: regenerate it.
-        fixed = regenerate_index(tx, now)
+        # A commit made with --no-verify elsewhere may have left MEMORY.md stale: the gate said so
+        # and computed the right one from the change (a first sync regenerates it from memory/).
+        fixed = regenerate_index(tx, now, index) if head is None or index is not None else None
         if fixed is not None:
             result.commits.append(fixed)
             result.regenerated.append(INDEX_FILE)
@@ -217,11 +217,12 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
 
 
 def _gate_fast_forward(desk: DeskFolder, head: str, incoming: str, result: SyncResult,
-                       now: dt.datetime | None) -> None:
+                       now: dt.datetime | None) -> bytes | None:
     """The gate over the tree a fast-forward would bring, before HEAD moves (a fast-forward runs
     no hook). RejectedError, with nothing changed, when it breaks a rule; a stale MEMORY.md is
-    not a refusal: sync regenerates it right after."""
-    errors = [f for f in fast_forward_findings(desk, head, incoming, now) if f.severity == "error"]
+    not a refusal: the right one is returned, and sync commits it right after."""
+    findings, index = fast_forward_check(desk, head, incoming, now)
+    errors = [f for f in findings if f.severity == "error"]
     if errors:
         target = f"{result.remote}/{result.branch}"
         error = RejectedError(
@@ -232,6 +233,7 @@ def _gate_fast_forward(desk: DeskFolder, head: str, incoming: str, result: SyncR
                  "(`git fetch` first) and fix them here (`desk doctor` lists what is wrong)")
         error.details["findings"] = [f.to_json() for f in errors]
         raise error
+    return index
 
 
 def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | None = None) -> tuple[Path, list[str]]:

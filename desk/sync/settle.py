@@ -139,14 +139,18 @@ def finish_locked(tx: Transaction, regenerate: list[str], *, actor: str = "assis
     return tx.commit(dict(writes), message)
 
 
-def regenerate_index(tx: Transaction, now: dt.datetime | None = None) -> str | None:
-    """Commit MEMORY.md regenerated from memory/ when it differs (after a fast-forward)."""
+def regenerate_index(tx: Transaction, now: dt.datetime | None = None, index: bytes | None = None) -> str | None:
+    """Commit MEMORY.md regenerated from memory/ (or `index`, when the caller has it) when it
+    differs (after a fast-forward or a rebase); not when it or memory/ has a person's edits."""
     from desk.transaction import commit_message
 
-    writes = _cases_and_index(tx.desk, [], now, Settled())
-    if INDEX_FILE not in writes or tx.desk.git.dirty([INDEX_FILE, "memory/"]):
+    if index is None:
+        index = _cases_and_index(tx.desk, [], now, Settled()).get(INDEX_FILE)
+    elif tx.desk.path(INDEX_FILE).is_file() and tx.desk.path(INDEX_FILE).read_bytes() == index:
+        index = None
+    if index is None or tx.desk.git.dirty([INDEX_FILE, "memory/"]):
         return None
-    return tx.commit({INDEX_FILE: writes[INDEX_FILE]},
+    return tx.commit({INDEX_FILE: index},
                      commit_message("sync: regenerate MEMORY.md", {"Desk-Op": "sync", "Desk-Actor": "assistant"}))
 
 
@@ -212,18 +216,22 @@ def settle_locked(tx: Transaction, settled: Settled, now: dt.datetime | None = N
     clear_pending(desk.git_dir)
 
 
-def fast_forward_findings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None = None) -> list[Finding]:
+def fast_forward_check(desk: DeskFolder, old: str, new: str, now: dt.datetime | None = None
+                       ) -> tuple[list[Finding], bytes | None]:
     """The gate's findings on moving HEAD from `old` to `new` (desk.guard.validate.validate_range),
-    without `index-stale`: every path that integrates commits regenerates MEMORY.md after."""
+    without `index-stale`, and the MEMORY.md to commit after it when `new`'s is stale (None when it
+    is exact): computed from the change, so no memory file outside it is parsed."""
     from desk.guard.validate import validate_range
 
-    return [f for f in validate_range(desk, old, new, now=now).findings if f.rule != "index-stale"]
+    report, index = validate_range(desk, old, new, now=now)
+    stale = any(f.rule == "index-stale" for f in report.findings)
+    return [f for f in report.findings if f.rule != "index-stale"], index if stale else None
 
 
 def gate_warnings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None = None) -> list[str]:
     """What a person's `git pull` brought that the gate refuses, loudly, with what to do: a
     fast-forward runs no hook, so git took it unchecked and a post-merge hook cannot undo it."""
-    errors = [f for f in fast_forward_findings(desk, old, new, now) if f.severity == "error"]
+    errors = [f for f in fast_forward_check(desk, old, new, now)[0] if f.severity == "error"]
     if not errors:
         return []
     return ([f"desk: ERROR: the pull brought {len(errors)} problem{'s' if len(errors) != 1 else ''} "

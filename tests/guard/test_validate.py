@@ -327,12 +327,13 @@ def test_validate_range_checks_what_a_fast_forward_would_bring_from_the_object_s
     assert commit(desk.root, "sneaky", "--no-verify").returncode == 0
     new = head(desk.root)
     sh(desk.root, "reset", "-q", "--hard", start)  # HEAD back where a clone that has not synced is
-    report = validate_range(desk, start, new)
+    report, index = validate_range(desk, start, new)
     rules = {(f.path, f.rule) for f in report.errors}
     assert ("memory/beta.md", "frontmatter-field") in rules
     assert any(path == "memory/Alpha.md" and rule == "memory-name-case" for path, rule in rules)
     # A stale MEMORY.md is reported (desk sync leaves it out: it regenerates the index after).
     assert any(f.rule == "index-stale" for f in report.findings)
+    assert index is not None and b"[delta]" in index and b"[beta]" not in index  # the correct one
     assert not desk.path("memory/beta.md").exists()  # nothing was read from or written to the work tree
     good = add_memory(desk.root, "gamma")
-    assert good.returncode == 0 and validate_range(desk, start, head(desk.root)).ok
+    assert good.returncode == 0 and validate_range(desk, start, head(desk.root))[0].ok

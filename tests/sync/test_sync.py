@@ -504,3 +504,21 @@ def test_a_persons_git_pull_rebase_stopped_on_delete_modify_is_finished_by_sync_
     assert b.validate("all").exit_code == 0
     assert git(b.root, "status", "--porcelain").strip() == ""
     no_markers(b)
+
+
+def test_a_fast_forward_with_a_stale_index_is_taken_and_the_index_regenerated(clones: Clones) -> None:
+    """A stale MEMORY.md is not a refusal: the gate computes the right one from the change alone."""
+    a, b = clones[0], clones[1]
+    remember(a, "kept", "Kept.")
+    (a.root / "memory/hand.md").write_text((a.root / "memory/kept.md").read_text().replace("kept", "hand"))
+    git(a.root, "add", "memory/hand.md")
+    git(a.root, "commit", "-q", "--no-verify", "-m", "hand-made, index not updated")
+    git(a.root, "push", "-q", "origin", "main")
+    result = b.sync(now=NOW).value
+    assert result.status == "fast-forward" and result.regenerated == ["MEMORY.md"]
+    assert "[hand]" in (b.root / "MEMORY.md").read_text()
+    assert b.validate("all").exit_code == 0
+    assert git(b.root, "log", "-1", "--format=%s").strip() == "sync: regenerate MEMORY.md"
+    remember(b, "plain", "Plain.")
+    b.sync()
+    assert a.sync(now=NOW).value.regenerated == []  # an exact index: nothing to regenerate
