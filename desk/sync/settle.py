@@ -64,7 +64,8 @@ def resolve_merge(desk: DeskFolder, git: Git, *, now: dt.datetime | None = None)
         pending += result.pending
         settled.merged.append(path)
     pending = read_pending(desk.git_dir) + pending
-    writes = _cases_and_index(desk, pending, now, settled)
+    # Against the staged MEMORY.md (what the merge commits), not the work tree's copy.
+    writes = _cases_and_index(desk, pending, now, settled, git.read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}"))
     for path, data in writes.items():
         git.stage_file(path, data)
     settled.derived = pending_regenerations(pending)
@@ -77,7 +78,7 @@ def pending_regenerations(pending: list[dict[str, Any]]) -> list[str]:
 
 
 def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.datetime | None,
-                     settled: Settled) -> dict[str, bytes]:
+                     settled: Settled, current_index: bytes | None | bool = False) -> dict[str, bytes]:
     """conflicts.json with a case per pending record, and MEMORY.md regenerated: what changed."""
     from desk.digest.conflicts import parse_queue, render_queue
     from desk.memory.index import entries_in_worktree, render_index
@@ -93,7 +94,8 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
         if settled.cases:
             writes[CONFLICTS_FILE] = render_queue(cases)
     index = render_index(entries_in_worktree(desk).values())
-    current_index = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
+    if current_index is False:  # the caller did not say: the work tree's
+        current_index = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
     if index != current_index:
         writes[INDEX_FILE] = index
         settled.regenerated.append(INDEX_FILE)

@@ -466,9 +466,14 @@ def test_a_persons_git_pull_stopped_on_delete_modify_is_finished_by_sync_continu
     with pytest.raises(ConflictError) as err:
         remember(b, "meanwhile", "Waits.")
     assert "desk sync --continue" in (err.value.hint or "")
-    output._WARNED = True  # the warning was shown once in this process already
+    index = (b.root / "MEMORY.md").read_bytes()
+    doctor = b.doctor(repair=True).value  # names it, and repairs nothing inside the half-made merge
+    assert [p.path for p in doctor.problems if p.check == "stopped-merge"] == ["memory/foo.md"]
+    assert (b.root / "MEMORY.md").read_bytes() == index
+    output._WARNED = False
     done = CliRunner().invoke(cli, ["--desk", str(b.root), "sync", "--continue", "--json"])
     assert done.exit_code == 0, done.output
+    assert "stopped" not in done.stderr  # the command that finishes it does not tell itself to run
     data = json.loads(done.stdout)
     assert data["status"] == "merge-finished" and len(data["cases"]) == 1
     assert "memory/foo.md" in data["merged"] or (b.root / "memory/foo.md").is_file()
