@@ -5,9 +5,9 @@ records give the same bytes, so a rerun of `desk digest` over an unchanged day c
 two clones that render the same records write the same page (desk sync regenerates a page both
 clones digested from the merged archive; docs/sync.md). Nothing comes from git history: each clone
 sees other commits (and commit times) until it syncs, so the day's memory and mistake changes are
-named by the `git log` command that lists them, not copied into the page. The narrative comes from an external summarizer (`--summarizer CMD`,
-e.g. an LLM CLI) that reads the day's events as JSONL on stdin; its Markdown is checked (UTF-8,
-size cap, no known secret) before it lands. Without one, no model is involved at all.
+named by the `git log` command that lists them, not copied into the page. The narrative comes from
+an external summarizer (`--summarizer CMD`, e.g. an LLM CLI) that reads the day's events as JSONL
+on stdin; its Markdown is checked (UTF-8, size cap, no known secret) before it lands. Without one, no model is involved at all.
 """
 
 from __future__ import annotations

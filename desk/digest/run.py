@@ -192,8 +192,9 @@ def _read(desk: DeskFolder, path: str) -> bytes | None:
 
 
 def regenerate_journal(desk: DeskFolder, path: str) -> bytes | None:
-    """journal/D.md rendered again for the whole day from the archive, keeping its narrative: what desk sync writes when two clones both digested that day (None
-    when `path` is not a journal page)."""
+    """journal/D.md rendered again for the whole day from the archive, keeping its narrative:
+    what desk sync writes when two clones both digested that day (None when `path` is not a
+    journal page)."""
     stem = path.removeprefix(JOURNAL_DIR + "/").removesuffix(".md")
     try:
         day = dt.date.fromisoformat(stem)

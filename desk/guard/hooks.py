@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
-from desk.guard.hook_files import (_read_text, missing_setup, HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
-                                   MERGE_ENTRY, hooks_folder, is_ours)
+from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
+                                   MERGE_ENTRY, _read_text, hooks_folder, is_ours)
+from desk.guard.hook_files import missing_setup as missing_setup  # re-exported: it lives where it is cheap
 from desk.guard.rules import check_message
 from desk.guard.validate import validate_staged
 from desk.layout import INDEX_FILE, MEMORY_PREFIX, DeskFolder, is_desk, memory_name
