@@ -27,7 +27,7 @@ from desk.results import (
     Wrapped)
 from desk.results import __all__ as _RESULTS
 
-__all__ = ["Desk", "open", "init", "clone", "missing_setup", "Progress", "Time", *_RESULTS]
+__all__ = ["Desk", "open", "init", "clone", "missing_setup", "stopped_notice", "Progress", "Time", *_RESULTS]
 
 Progress = Callable[[int, int], None]  # progress(done, total), e.g. for a progress bar
 Time = str | dt.datetime  # ISO 8601 with Z or an offset, or an aware datetime
@@ -301,13 +301,21 @@ class Desk(DeskFolder):
         return HooksChange(uninstall(self.root))
 
     def sync(self, remote: str | None = None, *, push: bool = True,
-             progress: Callable[[str], None] | None = None, now: dt.datetime | None = None) -> Synced:
+             progress: Callable[[str], None] | None = None, now: dt.datetime | None = None,
+             resume: bool = False) -> Synced:
         """Fetch, integrate by merge (never rewriting history), check with the gate, push (never forced).
 
         ConflictError (exit 4) when the remote rewrote history (naming the commits it would lose)
         or keeps moving; DeskError (exit 1) when it cannot be reached, with nothing changed;
-        RejectedError (exit 3) for a remote address that embeds a password.
+        RejectedError (exit 3) for a remote address that embeds a password, or for incoming
+        commits that break the rules. With `resume` (`desk sync --continue`): settle and finish a
+        person's `git pull` that stopped on a conflict (a memory deleted on one side and changed
+        on the other), nothing fetched or pushed; UsageError when none is stopped.
         """
+        if resume:
+            from desk.sync.stopped import continue_stopped
+
+            return Synced(continue_stopped(self, now=now))
         from desk.sync.run import sync
 
         return Synced(sync(self, remote, push=push, progress=progress, now=now))
@@ -704,6 +712,16 @@ def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(pat
     """
     folder = find_desk(explicit=Path(path) if path is not None else None)
     return Desk(folder.root, found_by=folder.found_by)
+
+
+def stopped_notice(desk: DeskFolder) -> str | None:
+    """What to run when a person's `git pull` (merge or rebase) is stopped on a conflict in this
+    clone, else None. A few file checks when nothing is stopped: every CLI command asks."""
+    if desk.git.stopped() is None:
+        return None
+    from desk.sync.stopped import stopped_notice as notice
+
+    return notice(desk)
 
 
 def missing_setup(desk: DeskFolder) -> list[str]:

@@ -225,9 +225,13 @@ def _dirty(desk: DeskFolder, path: str) -> ConflictError:
 
 
 @contextmanager
-def transaction(desk: DeskFolder) -> Iterator[Transaction]:
-    """Hold the desk lock for one mutation."""
+def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transaction]:
+    """Hold the desk lock for one mutation. ConflictError while a person's merge or rebase is
+    stopped on a conflict (a commit now would land in the middle of it), unless `stopped` (the
+    caller is `desk sync --continue`, which finishes it)."""
     desk.require_known_schema()  # a desk written by a newer desk is never written by this one
+    if not stopped:
+        refuse_stopped(desk)
     with desk_lock(desk.lock_path):
         release_stale_index_lock(desk.git_dir)  # left by a desk process that died holding it
         release_private_index_lock(desk.git_dir)  # left by a git desk started that died
@@ -235,6 +239,17 @@ def transaction(desk: DeskFolder) -> Iterator[Transaction]:
         with recording_git_children(desk.git_dir):
             recover_interrupted(desk)  # the next command recovers from a crash of the last one
             yield Transaction(desk)
+
+
+def refuse_stopped(desk: DeskFolder) -> None:
+    """ConflictError, saying what to run, while a person's merge or rebase is stopped here."""
+    kind = desk.git.stopped()
+    if kind is not None:
+        raise ConflictError(f"a git {kind} is stopped in this clone (a `git pull` met a conflict); desk "
+                            "commits nothing until it is finished",
+                            hint=f"run `desk sync --continue` to settle it (memories deleted on one side and "
+                                 f"changed on the other are kept, with a conflict case), or undo the pull "
+                                 f"with `git {kind} --abort`")
 
 
 # -- the record of what desk published ----------------------------------------------------------

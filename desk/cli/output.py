@@ -48,6 +48,10 @@ class Invocation:
             if missing:
                 click.echo(f"desk: warning: this clone lacks desk's {', '.join(missing)}; "
                            f"install them with `desk --desk {desk.root} hooks install`", err=True)
+            resuming = click.get_current_context(silent=True)
+            stopped = None if resuming is not None and resuming.params.get("resume") else api.stopped_notice(desk)
+            if stopped:  # (not for `desk sync --continue` itself)
+                click.echo(f"desk: warning: {stopped}", err=True)
         return desk
 
 

@@ -35,17 +35,23 @@ def clone_command(url: str, path: Path | None, quiet: bool) -> None:
 @click.command("sync")
 @click.argument("remote", required=False)
 @click.option("--no-push", is_flag=True, help="Fetch and integrate only; push nothing.")
+@click.option("--continue", "resume", is_flag=True,
+              help="Settle and finish a `git pull` (merge or rebase) that stopped on a conflict in "
+                   "this clone, e.g. a memory deleted on one side and changed on the other; "
+                   "nothing is fetched or pushed.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @json_option
-def sync_command(remote: str | None, no_push: bool, quiet: bool) -> None:
+def sync_command(remote: str | None, no_push: bool, resume: bool, quiet: bool) -> None:
     """Fetch REMOTE (default: origin), merge it, check the result with the gate, and push.
 
     History is never rewritten and never force-pushed. A memory changed differently on both sides
     keeps one version and opens a conflict case (`desk conflicts`). Exit 4 when the remote rewrote
     history (the commits it would lose are named) or kept moving; exit 1 when it cannot be reached,
-    with nothing changed. docs/sync.md explains every case.
+    with nothing changed; exit 3 when incoming commits break the rules (a fast-forward is checked
+    before it moves anything). docs/sync.md explains every case.
     """
-    render(invocation().desk().sync(remote, push=not no_push, progress=None if quiet else _progress))
+    render(invocation().desk().sync(remote, push=not no_push, progress=None if quiet else _progress,
+                                    resume=resume))
 
 
 COMMANDS = [clone_command, sync_command]

@@ -27,15 +27,13 @@ from desk.digest.memory_writes import (MemoryWrites, active_of, after, forgotten
                                        new_memory, places_of, replaced_memory)
 from desk.digest.policy import Tie, decide, group_facts
 from desk.errors import UsageError
-from desk.layout import CONFLICTS_FILE, INDEX_FILE, JOURNAL_DIR, MEMORY_DIR, MISTAKES_FILE, DeskFolder
+from desk.layout import CONFLICTS_FILE, INDEX_FILE, JOURNAL_DIR, DeskFolder
 from desk.memory.index import memory_path
-from desk.storage.git import Commit
 from desk.storage.lock import desk_lock
 from desk.text.secrets import redact
 from desk.text.times import format_time, parse_time, utc_now
 from desk.transaction import Transaction, commit_message, transaction
 
-DAY_COMMIT_PATHS = (MEMORY_DIR + "/", MISTAKES_FILE)
 _US = dt.timedelta(microseconds=1)
 
 
@@ -100,7 +98,7 @@ def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | 
             writes[CONFLICTS_FILE] = render_queue(queue.cases)
         current = _read(desk, result.journal)
         narrative = narrative or existing_narrative(current)
-        journal = _redacted(render_journal(day, events, _day_commits(desk, start), narrative))
+        journal = _redacted(render_journal(day, events, narrative))
         if current != journal:
             writes[result.journal] = journal
         _commit(desk, tx, writes, result)
@@ -208,9 +206,9 @@ def _read(desk: DeskFolder, path: str) -> bytes | None:
 
 
 def regenerate_journal(desk: DeskFolder, path: str) -> bytes | None:
-    """journal/D.md rendered again for the whole day from the archive and the day's commits,
-    keeping its narrative: what desk sync writes when two clones both digested that day (None
-    when `path` is not a journal page)."""
+    """journal/D.md rendered again for the whole day from the archive, keeping its narrative:
+    what desk sync writes when two clones both digested that day (None when `path` is not a
+    journal page)."""
     stem = path.removeprefix(JOURNAL_DIR + "/").removesuffix(".md")
     try:
         day = dt.date.fromisoformat(stem)
@@ -219,13 +217,7 @@ def regenerate_journal(desk: DeskFolder, path: str) -> bytes | None:
     start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
     events = _day_records(desk, start, start + dt.timedelta(days=1))
     narrative = existing_narrative(_read(desk, path))
-    return _redacted(render_journal(day, events, _day_commits(desk, start), narrative))
-
-
-def _day_commits(desk: DeskFolder, start: dt.datetime) -> list[Commit]:
-    """The day's commits to memory/ and MISTAKES.md (the journal leaves out desk's own)."""
-    last = start + dt.timedelta(days=1) - dt.timedelta(seconds=1)
-    return desk.git.log(DAY_COMMIT_PATHS, since=format_time(start), until=format_time(last))
+    return _redacted(render_journal(day, events, narrative))
 
 
 def _message(r: DigestResult) -> str:

@@ -105,9 +105,10 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> D
             _check_pending(desk, report, repair)
             _check_index_lock(desk, report, repair, lock_held=True)
             _check_git_locks(desk, report, repair, lock_held=True)
-            _check_temp_files(desk, report, repair)
-            _check_torn_archive(desk, report, repair)
-            _check_rules(desk, report, repair)
+            if not _check_stopped_merge(desk, report):  # mid-merge files are git's and the person's
+                _check_temp_files(desk, report, repair)
+                _check_torn_archive(desk, report, repair)
+                _check_rules(desk, report, repair)
     except ConflictError:
         report.add("desk-lock", str(desk.lock_path), "another desk process holds the desk lock; "
                    "run doctor again when it is done", "needs-person")
@@ -116,6 +117,20 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> D
     _check_history(desk, report, commits)
     _check_hooks(desk, report, repair)
     return report
+
+
+def _check_stopped_merge(desk: DeskFolder, report: DoctorReport) -> bool:
+    """A person's merge or rebase stopped on a conflict: named, with what to run; the checks of
+    the work tree wait for it (its files are half-merged, and a repair would write into them)."""
+    kind = desk.git.stopped()
+    if kind is None:
+        return False
+    unmerged = sorted(desk.git.unmerged())
+    report.add("stopped-merge", ", ".join(unmerged) or str(desk.git_dir),
+               f"a git {kind} is stopped here on a conflict; run `desk sync --continue` to settle desk's "
+               f"files and finish it, or `git {kind} --abort` to undo the pull; the work tree is checked "
+               "once it is finished", "needs-person")
+    return True
 
 
 def _check_pending(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:

@@ -77,20 +77,20 @@ def hooks_folder(git: Git) -> Path:
     return git.git_path("hooks")
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def missing_setup(root: Path, git_dir: Path) -> list[str]:
     """What this clone lacks of desk's hooks and merge drivers (empty when complete); cheap: file
     reads only, for the warning every desk command prints once (here, not in desk.guard.hooks, so
-    that check does not load the validator)."""
+    the check does not import the gate)."""
     missing = []
     config = _read_text(git_dir / "config")
     if "hookspath" not in config.lower():
         missing += [h for h in HOOK_TYPES if not is_ours(git_dir / "hooks" / h)]
     missing += [f"merge driver desk-{d}" for d in MERGE_DRIVERS if f'[merge "desk-{d}"]' not in config]
     return missing
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text("utf-8", "replace")
-    except OSError:
-        return ""

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
-from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,  # noqa: F401
-                                   MERGE_ENTRY, hooks_folder, is_ours, missing_setup)
+from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
+                                   MERGE_ENTRY, _read_text, hooks_folder, is_ours)
+from desk.guard.hook_files import missing_setup as missing_setup  # re-exported: it lives where it is cheap
 from desk.guard.rules import check_message
 from desk.guard.validate import validate_staged
 from desk.layout import INDEX_FILE, MEMORY_PREFIX, DeskFolder, is_desk, memory_name
@@ -107,13 +108,6 @@ def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, st
         actions[GITATTRIBUTES] = ("exists without desk's merge drivers; add the lines of docs/sync.md "
                                   "\"Merge drivers\" to it and commit")
     return actions
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def install_hooks(root: Path, python: str | None = None) -> HooksResult:

@@ -285,6 +285,43 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
     return report, regenerated
 
 
+def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | None = None
+                   ) -> tuple[Report, bytes | None]:
+    """The gate over what moving HEAD from `old` (HEAD now) to `new` would change, as if it were
+    one commit: what desk sync runs before a fast-forward, which runs no hook (docs/sync.md).
+
+    The same per-file and memory-set rules as `validate_staged`, read from the object store (the
+    work tree and the index are never looked at). Costs in proportion to the change: one
+    `git diff-tree`, one batch read of the changed blobs.
+    """
+    git = desk.git
+    raw = git.diff_tree(old, new)
+    wanted = [c.new_blob for c in raw if c.new_blob and c.status != "D" and is_managed(c.path)
+              and c.new_mode not in (SYMLINK_MODE, GITLINK_MODE)]
+    wanted += [f"{old}:{CONFIG_PATH}"] + [c.old_blob for c in raw if c.old_blob and needs_old(c.path)]
+    touches_memory = any(c.path == INDEX_FILE or c.path.startswith(MEMORY_PREFIX) for c in raw)
+    if touches_memory:
+        wanted += [f"{old}:{INDEX_FILE}", f"{new}:{INDEX_FILE}"]
+    blobs = git.read_blobs(wanted)
+    changes = [Change(c.path, None if c.status == "D" else blobs.get(c.new_blob or "", b""),
+                      c.new_mode, c.old_blob, c.new_blob) for c in raw]
+    read = _reader(git, blobs)
+
+    def like(paths: list[str]) -> list[str]:
+        lowered = {p.lower() for p in paths}
+        folders = {p.rsplit("/", 1)[0] for p in paths}
+        return sorted(p for folder in folders for p in git.ls_tree(new, folder) if p.lower() in lowered)
+
+    memory = None
+    if touches_memory:
+        memory = MemorySet(blobs.get(f"{new}:{INDEX_FILE}"), blobs.get(f"{old}:{INDEX_FILE}"),
+                           lambda: git.ls_tree(new, MEMORY_PREFIX), read, like)
+    report, regenerated = _run(desk, changes, memory, read, None, now, cached=True,
+                               head_config=lambda: blobs.get(f"{old}:{CONFIG_PATH}"))
+    report.findings = _restore_hints(desk, report.findings)
+    return report, regenerated
+
+
 def _restore_hints(desk: DeskFolder, findings: list[Finding]) -> list[Finding]:
     """A broken conflict queue's findings name the last commit whose queue was good (HEAD's copy
     may be the broken one). One `git log` of the queue, and only when it is broken."""

@@ -26,7 +26,10 @@ class Synced(Wrapped["SyncResult"]):
         lines = [{"up-to-date": f"up to date with {where}",
                   "pushed-only": f"nothing new from {where}",
                   "fast-forward": f"fast-forwarded to {where} ({v.fetched} new commit{'s' if v.fetched != 1 else ''})",
-                  "merged": f"merged {where} ({v.fetched} new commit{'s' if v.fetched != 1 else ''})"}[v.status]]
+                  "merged": f"merged {where} ({v.fetched} new commit{'s' if v.fetched != 1 else ''})",
+                  "merge-finished": f"finished the stopped git merge on {v.branch} "
+                                    f"(commit {v.commits[0][:12] if v.commits else '-'})",
+                  "rebase-finished": f"finished the stopped git rebase on {v.branch}"}[v.status]]
         if v.merged:
             lines.append(f"files changed here: {len(v.merged)}")
         if v.regenerated:

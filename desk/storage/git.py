@@ -794,6 +794,47 @@ class Git:
                                          "status`), then sync again") from None
         return not self.unmerged()
 
+    def current_branch(self) -> str | None:
+        """The branch HEAD is on (`main`), None when HEAD is detached. Read from `.git/HEAD` when
+        that is a plain file (as `_lock_files` does), else asked of git."""
+        try:
+            text = (self.git_dir() / "HEAD").read_text("utf-8").strip()
+        except OSError:
+            text = ""
+        if text.startswith("ref: refs/heads/"):
+            return text.removeprefix("ref: refs/heads/")
+        if re.fullmatch(r"[0-9a-f]{40,64}", text):
+            return None
+        out = self._run("symbolic-ref", "-q", "--short", "HEAD", check=False, read_only=True)
+        return out.decode("utf-8", "surrogateescape").strip() or None
+
+    def remote_url(self, remote: str) -> str | None:
+        """The address `remote` fetches from (as configured), None when there is no such remote."""
+        return self.config_get(f"remote.{remote}.url")
+
+    def ls_remote(self, remote: str, branch: str) -> str | None:
+        """The commit `remote` advertises for `branch` (one round trip, no objects transferred),
+        None when it has no such branch. GitError (git's words) when it cannot be reached."""
+        out = self._run("ls-remote", "--", remote, f"refs/heads/{branch}", read_only=True)
+        for line in out.decode("utf-8", "replace").splitlines():
+            sha, _, ref = line.partition("\t")
+            if ref == f"refs/heads/{branch}":
+                return sha
+        return None
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """`git merge-base --is-ancestor` (a commit is its own ancestor)."""
+        if ancestor == descendant:
+            return True
+        env = {**self._env, "GIT_OPTIONAL_LOCKS": "0"}
+        proc = subprocess.run(["git", "merge-base", "--is-ancestor", ancestor, descendant], cwd=self.root,
+                              env=env, capture_output=True)
+        if proc.returncode > 1:
+            raise GitError(f"git merge-base --is-ancestor {ancestor[:12]} {descendant[:12]} failed: "
+                           + proc.stderr.decode("utf-8", "replace").strip(),
+                           hint="run `desk doctor` to check the desk's git state")
+        return proc.returncode == 0
+
     def fast_forward(self, rev: str) -> None:
         """Move the branch and the work tree to `rev`, a descendant of HEAD (`git merge --ff-only`)."""
         try:
@@ -802,6 +843,39 @@ class Git:
             raise ConflictError(f"the fast-forward to {rev[:12]} was refused: {exc.message}",
                                 hint=f"commit or discard your local changes (`git -C {self.root} status`), "
                                      "then sync again") from None
+
+    def stopped(self) -> str | None:
+        """What a person's git left half-done in this clone: `merge` (MERGE_HEAD: a `git pull` or
+        `git merge` stopped on a conflict), `rebase` (a `git pull --rebase` or `git rebase` stopped),
+        else None. File checks only: every desk command asks."""
+        git_dir = self.git_dir()
+        if (git_dir / "MERGE_HEAD").is_file():
+            return "merge"
+        if (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir():
+            return "rebase"
+        return None
+
+    def merge_message(self) -> str:
+        """The message git prepared for the stopped merge (.git/MERGE_MSG), comment lines dropped."""
+        try:
+            text = (self.git_dir() / "MERGE_MSG").read_text("utf-8", "replace")
+        except OSError:
+            text = ""
+        kept = [line for line in text.splitlines() if not line.startswith("#")]
+        return "\n".join(kept).strip() + "\n" if any(line.strip() for line in kept) else "Merge\n"
+
+    def rebase_continue(self) -> bool:
+        """`git rebase --continue` without an editor: True when the rebase finished, False when it
+        stopped again on the next commit's conflicts. GitError for anything else."""
+        env = {**self._env, "GIT_EDITOR": "true"}
+        proc = subprocess.run(["git", *self.identity_args(), "rebase", "--continue"], cwd=self.root,
+                              env=env, capture_output=True)
+        if proc.returncode == 0:
+            return self.stopped() != "rebase"
+        if self.stopped() == "rebase" and self.unmerged():
+            return False
+        raise GitError("git rebase --continue failed: " + (proc.stderr or proc.stdout).decode(
+            "utf-8", "replace").strip(), hint="finish it by hand (`git status` says what is left)")
 
     def merge_abort(self) -> None:
         """Put HEAD, the index and the work tree back as they were before `merge`."""

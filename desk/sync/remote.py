@@ -1,9 +1,12 @@
-"""Talking to a remote through GitPython: clone, fetch, push with progress; ancestry.
+"""Talking to a remote through GitPython: clone, fetch, push with progress.
 
 GitPython earns its place here (docs/design.md §5a): `Remote.fetch`/`push` with a `RemoteProgress`
-feed the progress display, and push results arrive as typed flags. It costs ~0.2 s to import, so
-it is imported inside these functions only, never on a mutation's hot path, and every `Repo` is
-closed (it keeps `git cat-file` processes). Credentials are git's: desk passes nothing but the
+feed the progress display, and push results arrive as typed flags. It costs ~35 ms to import (with
+bytecode cached; ~0.2 s without), so it is imported only when there is something to fetch or push,
+never on a mutation's hot path, and every `Repo` is closed (it keeps `git cat-file` processes).
+Whether there is anything to do at all is asked with plain git first (`git ls-remote`, then
+`rev-parse` / `merge-base --is-ancestor` in desk.storage.git): that is what GitPython's own
+`is_ancestor` runs, without the import. Credentials are git's: desk passes nothing but the
 remote's name, so git's own credential helpers answer.
 """
 
@@ -53,34 +56,26 @@ def _progress(report: Progress | None) -> Any:
     return Relay()
 
 
-@contextmanager
-def open_repo(root: Path) -> Iterator[Repo]:
-    import git
-
-    repo = git.Repo(root)
-    try:
-        yield repo
-    finally:
-        repo.close()
-
-
 class RemoteSession:
-    """One open `Repo` for a whole sync: the remote's address, the branch, fetch, push, ancestry."""
+    """Fetch and push for a whole sync through one GitPython `Repo`, opened on first use (so a sync
+    with nothing to fetch or push never imports GitPython) and closed by `session`."""
 
-    def __init__(self, repo: Repo) -> None:
-        self.repo = repo
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._repo: Repo | None = None
 
-    def url(self, remote: str) -> str:
-        try:
-            return str(self.repo.remote(remote).url)
-        except ValueError:
-            raise _no_remote(remote) from None
+    @property
+    def repo(self) -> Repo:
+        if self._repo is None:
+            import git
 
-    def branch(self) -> str:
-        if self.repo.head.is_detached:
-            raise UsageError("HEAD is detached; desk sync integrates a branch",
-                             hint="check out the desk's branch first (`git switch main`)")
-        return str(self.repo.active_branch.name)
+            self._repo = git.Repo(self.root)
+        return self._repo
+
+    def close(self) -> None:
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
 
     def fetch(self, remote: str, branch: str, progress: Progress | None = None) -> str | None:
         """Fetch `remote`'s `branch` into INCOMING (no other ref is trusted before the checks); its
@@ -96,7 +91,7 @@ class RemoteSession:
             raise DeskError(f"cannot fetch from {remote}: {_git_words(exc)}; nothing was changed",
                             hint=UNREACHABLE_HINT) from None
         except ValueError:
-            raise _no_remote(remote) from None
+            raise no_remote(remote) from None
         return str(self.repo.commit(INCOMING).hexsha)
 
     def push(self, remote: str, branch: str, progress: Progress | None = None) -> bool:
@@ -119,18 +114,17 @@ class RemoteSession:
                                 hint="the remote's own rules refused it (a protected branch, a hook): ask its owner")
         return True
 
-    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        return ancestor == descendant or bool(
-            self.repo.is_ancestor(self.repo.commit(ancestor), self.repo.commit(descendant)))
-
 
 @contextmanager
 def session(root: Path) -> Iterator[RemoteSession]:
-    with open_repo(root) as repo:
-        yield RemoteSession(repo)
+    remote = RemoteSession(root)
+    try:
+        yield remote
+    finally:
+        remote.close()
 
 
-def _no_remote(remote: str) -> UsageError:
+def no_remote(remote: str) -> UsageError:
     return UsageError(f"this desk has no remote named {remote!r}",
                       hint="add one: `git remote add origin URL` (or clone with `desk clone URL`)")
 
@@ -154,12 +148,19 @@ def refuse_embedded_password(url: str) -> None:
 
 
 def _masked(url: str) -> str:
+    """`url` fit to print: a password shown as `***`, and any known token (a token given as the
+    user name, `https://ghp_...@host/...`) redacted."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@")
+    from desk.text.secrets import redact
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    if password:
+        url = url.replace(f":{password}@", ":***@")
+    return redact(url)[0]
 
 
 def clone(url: str, path: Path, progress: Progress | None = None) -> None:

@@ -19,8 +19,8 @@ from desk.errors import ConflictError, DeskError, RejectedError, UsageError
 from desk.layout import DeskFolder
 from desk.sync import remote as remotes
 from desk.layout import INDEX_FILE
-from desk.sync.settle import (SYNC_ENV, Settled, finish_locked, incoming_warnings, regenerate_index,
-                              resolve_merge)
+from desk.sync.settle import (SYNC_ENV, Settled, fast_forward_check, finish_locked, incoming_warnings,
+                              regenerate_index, resolve_merge)
 
 if TYPE_CHECKING:
     from desk.storage.git import Git
@@ -33,9 +33,10 @@ PUSH_ATTEMPTS = 3  # integrate-and-push rounds when the remote keeps moving
 class SyncResult:
     """What one `desk sync` did; `.to_json()` is `desk sync --json`."""
 
-    remote: str
+    remote: str  # "" for desk sync --continue (the person's pull named its own)
     branch: str
-    status: str = "up-to-date"  # up-to-date | fast-forward | merged | pushed-only
+    status: str = "up-to-date"  # up-to-date | fast-forward | merged | pushed-only (desk sync);
+    # merge-finished | rebase-finished (desk sync --continue, desk.sync.stopped)
     fetched: int = 0  # commits that were new to this clone
     pushed: int = 0  # commits the remote did not have
     merged: list[str] = field(default_factory=list)  # files the integration changed here
@@ -52,31 +53,34 @@ class SyncResult:
 
 def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
          progress: remotes.Progress | None = None, now: dt.datetime | None = None) -> SyncResult:
-    """`desk sync`: see the module's docstring. One GitPython `Repo` for the whole run, closed."""
-    from desk.transaction import transaction
+    """`desk sync`: see the module's docstring. GitPython is imported (one `Repo`, closed) only
+    when there is something to fetch or push."""
+    from desk.transaction import refuse_stopped, transaction
 
+    refuse_stopped(desk)  # before the branch check: a stopped rebase has HEAD detached
     name = remote or "origin"
+    url = desk.git.remote_url(name)
+    if url is None:
+        raise remotes.no_remote(name)
+    remotes.refuse_embedded_password(url)
+    branch = desk.git.current_branch()
+    if branch is None:
+        raise UsageError("HEAD is detached; desk sync integrates a branch",
+                         hint="check out the desk's branch first (`git switch main`)")
     with remotes.session(desk.root) as remote_session, transaction(desk) as tx:
-        remotes.refuse_embedded_password(remote_session.url(name))
-        result = _sync_locked(desk, tx, remote_session, name, push=push, progress=progress, now=now)
+        result = _sync_locked(desk, tx, remote_session, name, branch, push=push, progress=progress, now=now)
     return result
 
 
-def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSession, name: str, *,
+def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSession, name: str, branch: str, *,
                  push: bool, progress: remotes.Progress | None, now: dt.datetime | None) -> SyncResult:
-    from desk.archive.checkpoint import checkpoint_locked
-
-    branch = remote.branch()
     result = SyncResult(name, branch)
     git = desk.git.with_env(**{SYNC_ENV: "1"})
+    tracking = f"refs/remotes/{name}/{branch}"
     for attempt in range(1, PUSH_ATTEMPTS + 1):
         result.attempts = attempt
-        tracking = f"refs/remotes/{name}/{branch}"
-        known = git.object_id(tracking)
-        incoming = remote.fetch(name, branch, progress)
-        if known is not None and git.object_id(tracking) != known:
-            git.update_ref(tracking, known)  # git's opportunistic update: not before the checks
-        if incoming is not None and known is not None and not remote.is_ancestor(known, incoming):
+        incoming, known, head = _fetch(git, remote, name, branch, tracking, progress)
+        if incoming is not None and known is not None and not git.is_ancestor(known, incoming):
             lost = git.rev_list(known, incoming)
             raise ConflictError(
                 f"{name}/{branch} was rewritten (a forced push): it no longer holds "
@@ -85,26 +89,21 @@ def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSessio
                 + (" ..." if len(lost) > 10 else "") + "; nothing was changed",
                 hint="desk will not integrate rewritten history; see docs/sync.md, \"When the "
                      "remote rewrote history\", to restore the commits or accept the rewrite")
-        if attempt == 1:
-            done = checkpoint_locked(tx, actor="assistant")
-            if done.commit:
-                result.commits.append(done.commit)
-        head = git.head()
+        if attempt == 1 and _checkpoint(desk, tx, result, head):
+            head = git.head()
         if incoming is not None:
+            head = _integrate(desk, git, tx, head, incoming, result, now)
             if incoming != known:
-                git.update_ref(tracking, incoming)
-            _integrate(desk, git, tx, remote, head, incoming, result, now)
-        if not push:
+                git.update_ref(tracking, incoming)  # only once it is integrated (or already held)
+        if not push or head is None or head == incoming:
             break
-        head = git.head()
-        ahead = git.rev_list(head, incoming) if head else []
+        ahead = git.rev_list(head, incoming)
         if not ahead:
             break
         if remote.push(name, branch, progress):
             result.pushed += len(ahead)
             result.pushed_to = head
-            if head is not None:
-                git.update_ref(tracking, head)
+            git.update_ref(tracking, head)
             if result.status == "up-to-date":
                 result.status = "pushed-only"
             break
@@ -115,29 +114,80 @@ def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSessio
     return result
 
 
-def _integrate(desk: DeskFolder, git: Git, tx: Transaction, remote: remotes.RemoteSession, head: str | None,
-               incoming: str,
-               result: SyncResult, now: dt.datetime | None) -> None:
-    """Bring `incoming` into HEAD: nothing, a fast-forward, or a merge desk settles and checks."""
+def _fetch(git: Git, remote: remotes.RemoteSession, name: str, branch: str, tracking: str,
+           progress: remotes.Progress | None) -> tuple[str | None, str | None, str | None]:
+    """(the remote branch's commit (None for an empty remote), this clone's last sight of it, HEAD).
+
+    `git ls-remote` asks first (no objects move): when the advertised commit is already held here
+    (this clone's tracking ref, HEAD or an ancestor of HEAD), nothing is fetched and GitPython is
+    never imported. Otherwise GitPython fetches it with progress into a private ref.
+    """
+    from desk.errors import GitError
+
+    try:
+        advertised = git.ls_remote(name, branch)
+    except GitError as exc:
+        words = " ".join(exc.message.split(": ", 1)[-1].split())[:400]
+        raise DeskError(f"cannot fetch from {name}: {words}; nothing was changed",
+                        hint=remotes.UNREACHABLE_HINT) from None
+    ids = git.object_ids([tracking, "HEAD", *([advertised] if advertised else [])])
+    known, head = ids.get(tracking), ids.get("HEAD")
+    if advertised is None:
+        return None, known, head
+    if ids.get(advertised) and (advertised in (known, head) or (head and git.is_ancestor(advertised, head))):
+        return advertised, known, head
+    incoming = remote.fetch(name, branch, progress)
+    if known is not None and git.object_id(tracking) != known:
+        git.update_ref(tracking, known)  # git's opportunistic update: not before the checks
+    return incoming, known, head
+
+
+def _checkpoint(desk: DeskFolder, tx: Transaction, result: SyncResult, head: str | None) -> bool:
+    """Commit pending archive growth (True when it did); nothing is read when git sees no archive
+    file changed since HEAD (its stat cache answers, in two git processes)."""
+    from desk.layout import ARCHIVE_DIR
+
+    folder = desk.path(ARCHIVE_DIR)
+    try:
+        has_files = any(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        has_files = False
+    if not has_files or (head is not None and not desk.git.changed_in_worktree(ARCHIVE_DIR)):
+        return False
+    from desk.archive.checkpoint import checkpoint_locked
+
+    done = checkpoint_locked(tx, actor="assistant")
+    if done.commit:
+        result.commits.append(done.commit)
+    return done.commit is not None
+
+
+def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, incoming: str,
+               result: SyncResult, now: dt.datetime | None) -> str | None:
+    """Bring `incoming` into HEAD: nothing, a fast-forward, or a merge desk settles and checks.
+    HEAD after it."""
     from desk.guard.validate import validate_staged
     from desk.transaction import commit_message
 
-    if head is not None and (head == incoming or remote.is_ancestor(incoming, head)):
-        return
+    if head is not None and (head == incoming or git.is_ancestor(incoming, head)):
+        return head
     new = git.rev_list(incoming, head)
-    result.fetched += len(new)
-    if head is None or remote.is_ancestor(head, incoming):
+    if head is None or git.is_ancestor(head, incoming):
+        index = _gate_fast_forward(desk, head, incoming, result, now) if head is not None else None
         git.fast_forward(incoming)
+        result.fetched += len(new)
         result.status = "fast-forward"
         if head is not None:
             result.warnings += incoming_warnings(git, head, incoming)
             result.merged += sorted({c.path for c in git.diff_tree(head, incoming)})
-        # A commit made with --no-verify elsewhere may have left MEMORY.md stale: regenerate it.
-        fixed = regenerate_index(tx, now)
+        # A commit made with --no-verify elsewhere may have left MEMORY.md stale: the gate said so
+        # and computed the right one from the change (a first sync regenerates it from memory/).
+        fixed = regenerate_index(tx, now, index) if head is None or index is not None else None
         if fixed is not None:
             result.commits.append(fixed)
             result.regenerated.append(INDEX_FILE)
-        return
+        return git.head()
+    result.fetched += len(new)
     message = commit_message(f"sync: merge {result.remote}/{result.branch}",
                              {"Desk-Op": "sync", "Desk-Actor": "assistant"})
     git.merge(incoming, message)
@@ -163,6 +213,27 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, remote: remotes.Remo
     if derived is not None:
         result.commits.append(derived)
         result.regenerated += sorted(c.path for c in git.diff_tree(sha, derived))
+    return git.head()
+
+
+def _gate_fast_forward(desk: DeskFolder, head: str, incoming: str, result: SyncResult,
+                       now: dt.datetime | None) -> bytes | None:
+    """The gate over the tree a fast-forward would bring, before HEAD moves (a fast-forward runs
+    no hook). RejectedError, with nothing changed, when it breaks a rule; a stale MEMORY.md is
+    not a refusal: the right one is returned, and sync commits it right after."""
+    findings, index = fast_forward_check(desk, head, incoming, now)
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        target = f"{result.remote}/{result.branch}"
+        error = RejectedError(
+            f"{target} brings commits that break desk's rules (made with --no-verify, or by an older "
+            f"desk); nothing was integrated:\n" + "\n".join(str(f) for f in errors),
+            hint=f"fix them in the clone that made them (`desk validate --all` there) and push, then "
+                 f"sync again; or take them as they are with `git merge --ff-only {target}` "
+                 "(`git fetch` first) and fix them here (`desk doctor` lists what is wrong)")
+        error.details["findings"] = [f.to_json() for f in errors]
+        raise error
+    return index
 
 
 def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | None = None) -> tuple[Path, list[str]]:

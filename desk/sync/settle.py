@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from desk.errors import ConflictError
+from desk.errors import ConflictError, Finding
 from desk.layout import CONFLICTS_FILE, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, DeskFolder
 from desk.storage.git import Git
 from desk.sync.drivers import clear_pending, driver_for, merge_file, read_pending
@@ -64,7 +64,8 @@ def resolve_merge(desk: DeskFolder, git: Git, *, now: dt.datetime | None = None)
         pending += result.pending
         settled.merged.append(path)
     pending = read_pending(desk.git_dir) + pending
-    writes = _cases_and_index(desk, pending, now, settled)
+    # Against the staged MEMORY.md (what the merge commits), not the work tree's copy.
+    writes = _cases_and_index(desk, pending, now, settled, git.read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}"))
     for path, data in writes.items():
         git.stage_file(path, data)
     settled.derived = pending_regenerations(pending)
@@ -77,7 +78,7 @@ def pending_regenerations(pending: list[dict[str, Any]]) -> list[str]:
 
 
 def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.datetime | None,
-                     settled: Settled) -> dict[str, bytes]:
+                     settled: Settled, current_index: bytes | None | bool = False) -> dict[str, bytes]:
     """conflicts.json with a case per pending record, and MEMORY.md regenerated: what changed."""
     from desk.digest.conflicts import parse_queue, render_queue
     from desk.memory.index import entries_in_worktree, render_index
@@ -93,7 +94,8 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
         if settled.cases:
             writes[CONFLICTS_FILE] = render_queue(cases)
     index = render_index(entries_in_worktree(desk).values())
-    current_index = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
+    if current_index is False:  # the caller did not say: the work tree's
+        current_index = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
     if index != current_index:
         writes[INDEX_FILE] = index
         settled.regenerated.append(INDEX_FILE)
@@ -139,14 +141,18 @@ def finish_locked(tx: Transaction, regenerate: list[str], *, actor: str = "assis
     return tx.commit(dict(writes), message)
 
 
-def regenerate_index(tx: Transaction, now: dt.datetime | None = None) -> str | None:
-    """Commit MEMORY.md regenerated from memory/ when it differs (after a fast-forward)."""
+def regenerate_index(tx: Transaction, now: dt.datetime | None = None, index: bytes | None = None) -> str | None:
+    """Commit MEMORY.md regenerated from memory/ (or `index`, when the caller has it) when it
+    differs (after a fast-forward or a rebase); not when it or memory/ has a person's edits."""
     from desk.transaction import commit_message
 
-    writes = _cases_and_index(tx.desk, [], now, Settled())
-    if INDEX_FILE not in writes or tx.desk.git.dirty([INDEX_FILE, "memory/"]):
+    if index is None:
+        index = _cases_and_index(tx.desk, [], now, Settled()).get(INDEX_FILE)
+    elif tx.desk.path(INDEX_FILE).is_file() and tx.desk.path(INDEX_FILE).read_bytes() == index:
+        index = None
+    if index is None or tx.desk.git.dirty([INDEX_FILE, "memory/"]):
         return None
-    return tx.commit({INDEX_FILE: writes[INDEX_FILE]},
+    return tx.commit({INDEX_FILE: index},
                      commit_message("sync: regenerate MEMORY.md", {"Desk-Op": "sync", "Desk-Actor": "assistant"}))
 
 
@@ -172,32 +178,69 @@ def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = 
     """What the post-merge and post-rewrite hooks run after a person's `git pull`/`git rebase`:
     open the cases the drivers recorded, regenerate MEMORY.md and the derived files, commit them
     in one desk commit, and warn about what arrived unchecked since `old` (ORIG_HEAD)."""
-    from desk.transaction import commit_message, transaction
+    from desk.transaction import transaction
 
     settled = Settled()
     head = desk.git.head()
     if old and head and old != head:
-        settled.warnings = incoming_warnings(desk.git, old, head)
-    with transaction(desk) as tx:
-        pending = read_pending(desk.git_dir)
-        regenerate = pending_regenerations(pending)
-        writes: dict[str, bytes | None] = dict(_cases_and_index(desk, pending, now, settled))
-        writes.update(regenerate_derived(desk, regenerate))
-        settled.regenerated = sorted({*settled.regenerated, *(p for p in writes if p != CONFLICTS_FILE)})
-        if writes:
-            dirty = desk.git.dirty(sorted(writes))
-            if dirty:
-                settled.warnings.append(
-                    f"desk: left {', '.join(dirty)} alone: they have uncommitted changes; run `desk reindex` "
-                    "and `desk conversations render` after committing them")
-                writes = {p: d for p, d in writes.items() if p not in dirty}
-        if writes:
-            message = commit_message("sync: settle the merge (index, conflict cases, derived files)",
-                                     {"Desk-Op": "sync", "Desk-Actor": "user",
-                                      "Desk-Cases": " ".join(settled.cases) or None})
-            settled.commit = tx.commit(writes, message)
-        clear_pending(desk.git_dir)
+        settled.warnings = gate_warnings(desk, old, head, now) + incoming_warnings(desk.git, old, head)
+    # git runs post-rewrite before it removes the rebase's state folder: the rebase is done.
+    with transaction(desk, stopped=True) as tx:
+        settle_locked(tx, settled, now)
     return settled
+
+
+def settle_locked(tx: Transaction, settled: Settled, now: dt.datetime | None = None,
+                  derived: list[str] | None = None) -> None:
+    """After a merge or rebase git finished: the cases the drivers recorded, MEMORY.md and the
+    derived files (those the drivers named, and `derived`) in one desk commit (`settled.commit`);
+    files with a person's uncommitted edits are left alone, with a warning. Under the desk lock."""
+    from desk.transaction import commit_message
+
+    desk = tx.desk
+    pending = read_pending(desk.git_dir)
+    regenerate = sorted({*pending_regenerations(pending), *(derived or [])})
+    writes: dict[str, bytes | None] = dict(_cases_and_index(desk, pending, now, settled))
+    writes.update(regenerate_derived(desk, regenerate))
+    settled.regenerated = sorted({*settled.regenerated, *(p for p in writes if p != CONFLICTS_FILE)})
+    if writes:
+        dirty = desk.git.dirty(sorted(writes))
+        if dirty:
+            settled.warnings.append(
+                f"desk: left {', '.join(dirty)} alone: they have uncommitted changes; run `desk reindex` "
+                "and `desk conversations render` after committing them")
+            writes = {p: d for p, d in writes.items() if p not in dirty}
+    if writes:
+        message = commit_message("sync: settle the merge (index, conflict cases, derived files)",
+                                 {"Desk-Op": "sync", "Desk-Actor": "user",
+                                  "Desk-Cases": " ".join(settled.cases) or None})
+        settled.commit = tx.commit(writes, message)
+    clear_pending(desk.git_dir)
+
+
+def fast_forward_check(desk: DeskFolder, old: str, new: str, now: dt.datetime | None = None
+                       ) -> tuple[list[Finding], bytes | None]:
+    """The gate's findings on moving HEAD from `old` to `new` (desk.guard.validate.validate_range),
+    without `index-stale`, and the MEMORY.md to commit after it when `new`'s is stale (None when it
+    is exact): computed from the change, so no memory file outside it is parsed."""
+    from desk.guard.validate import validate_range
+
+    report, index = validate_range(desk, old, new, now=now)
+    stale = any(f.rule == "index-stale" for f in report.findings)
+    return [f for f in report.findings if f.rule != "index-stale"], index if stale else None
+
+
+def gate_warnings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None = None) -> list[str]:
+    """What a person's `git pull` brought that the gate refuses, loudly, with what to do: a
+    fast-forward runs no hook, so git took it unchecked and a post-merge hook cannot undo it."""
+    errors = [f for f in fast_forward_check(desk, old, new, now)[0] if f.severity == "error"]
+    if not errors:
+        return []
+    return ([f"desk: ERROR: the pull brought {len(errors)} problem{'s' if len(errors) != 1 else ''} "
+             "desk's gate refuses (git runs no hook on a fast-forward, so nothing stopped them):"]
+            + [f"desk: ERROR:   {f}" for f in errors]
+            + [f"desk: ERROR: fix them and commit (`desk doctor` lists them), or undo the pull with "
+               f"`git reset --keep {old[:12]}`; `desk sync` refuses such commits before they land"])
 
 
 def incoming_warnings(git: Git, old: str, new: str) -> list[str]:

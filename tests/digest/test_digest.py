@@ -280,7 +280,7 @@ def test_a_persons_memory_keeps_its_name_and_its_content_is_not_duplicated(desk:
     assert [s["reason"] for s in result.skipped] == ["already_recorded"]
 
 
-def test_journal_lists_the_days_events_and_memory_commits(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_journal_lists_the_days_events_and_names_the_log_of_its_commits(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
     from desk.memory.operations import remember
 
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-29T09:30:00Z")
@@ -300,8 +300,11 @@ def test_journal_lists_the_days_events_and_memory_commits(desk: DeskFolder, monk
     assert "- `s1`: 2 events, 08:00–08:05 (fact 1, failure 1)" in text
     assert "## Decisions\n\n- 08:00 **storage.db** Chose SQLite." in text
     assert "## Failures\n\n- 08:05 `s1`: pip install timed out" in text
-    assert "remember: report-style" in text and "next day" not in text
-    assert "digest:" not in text
+    assert "next day" not in text
+    # The day's commits are not copied from git history (a clone that has not synced sees others):
+    # the page names the command that lists them.
+    assert "remember: report-style" not in text and "digest:" not in text
+    assert "`git log --since=2026-11-29T00:00:00Z --until=2026-11-29T23:59:59Z -- memory/ MISTAKES.md`" in text
 
 
 # -- the summarizer ------------------------------------------------------------------------------

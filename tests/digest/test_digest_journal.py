@@ -7,7 +7,6 @@ import datetime as dt
 import pytest
 
 from desk.errors import RejectedError
-from desk.storage.git import Commit
 from desk.digest.journal import MAX_ITEMS, check_narrative, existing_narrative, render_journal
 
 DAY = dt.date(2026, 11, 29)
@@ -23,37 +22,32 @@ def test_same_inputs_same_bytes_and_sections() -> None:
                               payload={"kind": "pitfall", "importance": 4, "key": "storage.mode"}),
               event(3, "failure", content="disk\nfull", session=None),
               event(4, "fact", content="x", payload={"kind": "mood", "importance": 4})]
-    commits = [Commit("b" * 40, "a", "a@x", "2026-11-29T10:00:00+01:00", "mistake: m-1",
-                      {"Desk-Op": ["mistake"]}, ["MISTAKES.md"]),
-               Commit("c" * 40, "a", "a@x", "2026-11-29T09:30:00Z", "remember: report-style",
-                      {"Desk-Op": ["remember"]}, ["memory/report-style.md", "MEMORY.md"]),
-               Commit("d" * 40, "a", "a@x", "2026-11-29T09:40:00Z", "digest: 2026-11-29",
-                      {"Desk-Op": ["digest"]}, ["memory/x.md"])]
-    first = render_journal(DAY, events, commits)
-    assert first == render_journal(DAY, list(events), list(reversed(commits)))
+    first = render_journal(DAY, events)
+    assert first == render_journal(DAY, list(events))
     text = first.decode()
     assert text.startswith("# Journal 2026-11-29\n")
     assert "- 4 events in 1 session, 08:00–08:00 UTC" in text
     assert "## Pitfalls\n\n- 08:00 **storage.mode** Use WAL. _(importance 4, `e00002`)_" in text
     assert "## Failures\n\n- 08:00: disk full" in text
     assert "1 fact event without a valid kind" in text
-    assert "## Mistakes added\n\n- `bbbbbbb` 09:00 mistake: m-1" in text  # shown in UTC
-    assert "remember: report-style" in text and "digest:" not in text
+    # The day's commits are named by the command that lists them, never copied from git history.
+    assert ("## Memory and mistake changes\n\n- `git log --since=2026-11-29T00:00:00Z "
+            "--until=2026-11-29T23:59:59Z -- memory/ MISTAKES.md`") in text
     assert "## Decisions" not in text and "## Narrative" not in text
 
 
 def test_long_sections_are_capped() -> None:
     events = [event(i, "failure") for i in range(MAX_ITEMS + 7)]
-    text = render_journal(DAY, events, []).decode()
+    text = render_journal(DAY, events).decode()
     assert text.count("\n- 0") + text.count("\n- 1") >= MAX_ITEMS
     assert "… and 7 more failures" in text
 
 
 def test_narrative_round_trips_even_with_its_own_headings() -> None:
     narrative = "A long day.\n\n## Overview\n\nThe summary has its own overview.\n"
-    text = render_journal(DAY, [event(1)], [], narrative)
+    text = render_journal(DAY, [event(1)], narrative)
     assert existing_narrative(text) == narrative
-    assert existing_narrative(render_journal(DAY, [event(1)], [])) is None
+    assert existing_narrative(render_journal(DAY, [event(1)])) is None
     assert existing_narrative(None) is None
 
 

@@ -312,3 +312,28 @@ def test_an_unstaged_allow_list_edit_lets_no_secret_through(desk: DeskFolder) ->
     with pytest.raises(RejectedError, match="secret"):
         remember(desk, "tok", type="fact", description="a token", body=f"The token is {token}.")
     assert not (desk.root / "memory/tok.md").exists()
+
+
+def test_validate_range_checks_what_a_fast_forward_would_bring_from_the_object_store(desk: DeskFolder) -> None:
+    """desk sync's gate before a fast-forward: the commits' content, never the work tree."""
+    from desk.guard.validate import validate_range
+
+    start = head(desk.root)
+    assert add_memory(desk.root, "alpha").returncode == 0
+    write(desk.root, "memory/Alpha.md", memory_text("Alpha"))  # a case clash, and a bad name
+    write(desk.root, "memory/beta.md", memory_text("beta", extra="colour: red\n"))
+    write(desk.root, "memory/delta.md", memory_text("delta"))  # valid, but not in MEMORY.md
+    assert sh(desk.root, "add", "memory").returncode == 0
+    assert commit(desk.root, "sneaky", "--no-verify").returncode == 0
+    new = head(desk.root)
+    sh(desk.root, "reset", "-q", "--hard", start)  # HEAD back where a clone that has not synced is
+    report, index = validate_range(desk, start, new)
+    rules = {(f.path, f.rule) for f in report.errors}
+    assert ("memory/beta.md", "frontmatter-field") in rules
+    assert any(path == "memory/Alpha.md" and rule == "memory-name-case" for path, rule in rules)
+    # A stale MEMORY.md is reported (desk sync leaves it out: it regenerates the index after).
+    assert any(f.rule == "index-stale" for f in report.findings)
+    assert index is not None and b"[delta]" in index and b"[beta]" not in index  # the correct one
+    assert not desk.path("memory/beta.md").exists()  # nothing was read from or written to the work tree
+    good = add_memory(desk.root, "gamma")
+    assert good.returncode == 0 and validate_range(desk, start, head(desk.root))[0].ok

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import desk.api as api
-from desk.errors import ConflictError, DeskError, RejectedError
+from desk.errors import ConflictError, DeskError, RejectedError, UsageError
 from tests.sync.conftest import Clones, git
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
@@ -214,12 +214,15 @@ def test_remote_that_rewrote_history_is_refused_naming_lost_commits(clones: Clon
 def test_unreachable_remote_is_a_clear_error_with_nothing_changed(clones: Clones) -> None:
     b = clones[1]
     remember(b, "local", "Local.")
+    b.archive_append("inbound", "pending", session="s1", at="2026-11-29T10:00:00Z")
     git(b.root, "remote", "set-url", "origin", str(clones.remote.parent / "gone.git"))
-    head = git(b.root, "rev-parse", "HEAD")
+    before = git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main")
+    status = git(b.root, "status", "--porcelain")
     with pytest.raises(DeskError) as err:
         b.sync()
     assert err.value.exit_code == 1 and "cannot fetch" in err.value.message and err.value.hint
-    assert git(b.root, "rev-parse", "HEAD") == head
+    assert git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main") == before
+    assert git(b.root, "status", "--porcelain") == status  # the archive growth was not committed either
 
 
 def test_remote_address_with_a_password_is_refused(clones: Clones) -> None:
@@ -230,6 +233,13 @@ def test_remote_address_with_a_password_is_refused(clones: Clones) -> None:
     assert "hunter2secret" not in err.value.message and "credential" in (err.value.hint or "")
     with pytest.raises(RejectedError):
         api.clone("https://ada:hunter2secret@example.org/desk.git", clones.remote.parent / "x")
+    # A token given as the user name is caught by the secret scanner, and never printed.
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    git(b.root, "remote", "set-url", "leaky", f"https://{token}@github.com/me/desk.git")
+    with pytest.raises(RejectedError) as err:
+        b.sync("leaky")
+    assert token not in err.value.message and "REDACTED" in err.value.message
+    assert not (clones.remote.parent / "x").exists()
 
 
 def test_a_persons_git_pull_rebase_leaves_an_exact_index(clones: Clones) -> None:
@@ -270,8 +280,43 @@ def test_post_merge_reports_a_symlink_and_an_unauthorised_soul_change(clones: Cl
                           capture_output=True, text=True)
     assert "link arrived as a symbolic link" in proc.stderr
     assert "soul-unauthorized" in proc.stderr and "git revert" in proc.stderr
-    result = clones[2].sync().value  # desk sync reports the same
-    assert any("symbolic link" in w for w in result.warnings)
+    # git could not refuse it (a fast-forward runs no hook): the hook says so loudly, doctor lists it.
+    assert "desk: ERROR:   link:1: symlink:" in proc.stderr and "git reset --keep" in proc.stderr
+    assert any(p.path == "link:1" and p.check == "symlink" for p in b.doctor().value.problems)
+    # desk sync refuses it before anything moves.
+    c = clones[2]
+    before = git(c.root, "rev-parse", "HEAD", "refs/remotes/origin/main")
+    with pytest.raises(RejectedError) as err:
+        c.sync()
+    assert "link:1: symlink" in err.value.message and err.value.exit_code == 3
+    assert git(c.root, "rev-parse", "HEAD", "refs/remotes/origin/main") == before
+    assert not (c.root / "link").is_symlink()
+
+
+def test_a_fast_forward_that_breaks_the_rules_is_refused_with_nothing_changed(clones: Clones) -> None:
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    a, b = clones[0], clones[1]
+    (a.root / "memory/bad.md").write_text("---\nname: bad\ndescription: x\ntype: nonsense\n---\nbody\n")
+    git(a.root, "add", "memory/bad.md")
+    git(a.root, "commit", "-q", "--no-verify", "-m", "bad memory")
+    git(a.root, "push", "-q", "origin", "main")
+    before = git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main")
+    result = CliRunner().invoke(cli, ["--desk", str(b.root), "sync", "--json", "-q"])
+    assert result.exit_code == 3, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "rejected" and "validate --all" in data["hint"]
+    assert [(f["path"], f["line"]) for f in data["findings"]] == [("memory/bad.md", 4)]
+    assert git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main") == before
+    assert not (b.root / "memory/bad.md").exists()
+    assert git(b.root, "status", "--porcelain").strip() == ""
+    # Fixed on the other clone, it integrates.
+    (a.root / "memory/bad.md").unlink()
+    git(a.root, "commit", "-q", "-am", "drop the bad memory")
+    git(a.root, "push", "-q", "origin", "main")
+    assert b.sync().value.status == "fast-forward"
 
 
 def test_hooks_install_adds_gitattributes_only_when_absent(clones: Clones) -> None:
@@ -361,3 +406,124 @@ def test_progress_reaches_stderr_for_push_and_fetch(clones: Clones) -> None:
     lines.clear()
     b.sync(progress=lines.append)
     assert lines  # the fetch (unpacking on a local path reports its stages)
+
+
+def test_two_clones_render_the_same_journal_bytes_from_the_same_records(
+        clones: Clones, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13.3: a journal page depends on the archive records only, not on the history each
+    clone happens to have (commits made that day, their times), so pages never conflict."""
+    a, b = clones[0], clones[1]
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-29T09:00:00Z")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-11-29T09:00:00Z")
+    a.archive_append("inbound", "hello", session="s1", at="2026-11-29T10:00:00Z")
+    a.fact_add("Use WAL.", kind="decision", importance=4, at="2026-11-29T10:05:00Z")
+    a.sync()
+    b.sync()
+    remember(a, "only-in-a", "A.")  # that day's history now differs between the clones
+    remember(b, "only-in-b", "B.")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-29T23:00:00Z")
+    pages = []
+    for d in (a, b):
+        d.digest(date="2026-11-29", as_of="2026-11-29T23:59:00Z")
+        pages.append((d.root / "journal/2026-11-29.md").read_bytes())
+    assert pages[0] == pages[1]
+    assert b"Use WAL." in pages[0] and b"git log --since=2026-11-29T00:00:00Z" in pages[0]
+    a.sync()
+    result = b.sync(now=NOW).value
+    assert "journal/2026-11-29.md" not in result.regenerated and result.cases == []
+    assert (b.root / "journal/2026-11-29.md").read_bytes() == pages[0]
+
+
+def _delete_here_change_there(clones: Clones) -> tuple[api.Desk, api.Desk]:
+    a, b = clones[0], clones[1]
+    remember(a, "foo", "Shared.")
+    a.sync()
+    b.sync()
+    a.forget("foo")
+    remember(b, "foo", "Changed here.")
+    a.sync()
+    return a, b
+
+
+def test_a_persons_git_pull_stopped_on_delete_modify_is_finished_by_sync_continue(clones: Clones) -> None:
+    """git never calls a merge driver for modify/delete: `git pull` stops. Every desk command then
+    says what to run, desk's commits wait, and `desk sync --continue` keeps the changed memory,
+    opens the case, regenerates the index and concludes the merge."""
+    from click.testing import CliRunner
+
+    import desk.cli.output as output
+    from desk.cli.main import cli
+
+    a, b = _delete_here_change_there(clones)
+    pull = subprocess.run(["git", "pull", "--no-rebase", "origin", "main"], cwd=b.root,
+                          capture_output=True, text=True)
+    assert pull.returncode != 0 and "CONFLICT (modify/delete)" in pull.stdout + pull.stderr
+    assert (b.git_dir / "MERGE_HEAD").is_file()
+    output._WARNED = False
+    listed = CliRunner().invoke(cli, ["--desk", str(b.root), "list"])
+    assert "git merge stopped in this clone on memory/foo.md" in listed.stderr
+    assert "`desk sync --continue`" in listed.stderr and "git merge --abort" in listed.stderr
+    with pytest.raises(ConflictError) as err:
+        remember(b, "meanwhile", "Waits.")
+    assert "desk sync --continue" in (err.value.hint or "")
+    index = (b.root / "MEMORY.md").read_bytes()
+    doctor = b.doctor(repair=True).value  # names it, and repairs nothing inside the half-made merge
+    assert [p.path for p in doctor.problems if p.check == "stopped-merge"] == ["memory/foo.md"]
+    assert (b.root / "MEMORY.md").read_bytes() == index
+    output._WARNED = False
+    done = CliRunner().invoke(cli, ["--desk", str(b.root), "sync", "--continue", "--json"])
+    assert done.exit_code == 0, done.output
+    assert "stopped" not in done.stderr  # the command that finishes it does not tell itself to run
+    data = json.loads(done.stdout)
+    assert data["status"] == "merge-finished" and len(data["cases"]) == 1
+    assert "memory/foo.md" in data["merged"] or (b.root / "memory/foo.md").is_file()
+    assert (b.root / "memory/foo.md").read_text().endswith("Changed here.\n")
+    assert "[foo]" in (b.root / "MEMORY.md").read_text()
+    (case,) = [c for c in b.conflicts().to_json()["cases"] if c["id"] in data["cases"]]
+    assert {c["deleted"] for c in case["candidates"]} == {True, False}
+    assert not (b.git_dir / "MERGE_HEAD").exists()
+    assert len(git(b.root, "rev-list", "--parents", "-n1", "HEAD").split()) == 3  # a merge commit
+    assert "Desk-Cases: " + data["cases"][0] in git(b.root, "log", "-1", "--format=%B")
+    assert git(b.root, "status", "--porcelain").strip() == ""
+    assert b.validate("all").exit_code == 0
+    no_markers(b)
+    b.sync()
+    a.sync()
+    assert tree(a) == tree(b)
+    with pytest.raises(UsageError):
+        b.sync(resume=True)  # nothing stopped any more
+
+
+def test_a_persons_git_pull_rebase_stopped_on_delete_modify_is_finished_by_sync_continue(clones: Clones) -> None:
+    a, b = _delete_here_change_there(clones)
+    pull = subprocess.run(["git", "pull", "--rebase", "origin", "main"], cwd=b.root,
+                          capture_output=True, text=True)
+    assert pull.returncode != 0 and b.git.stopped() == "rebase"
+    with pytest.raises(ConflictError) as err:
+        b.sync()  # not "HEAD is detached": what to run
+    assert "desk sync --continue" in (err.value.hint or "") and "git rebase --abort" in (err.value.hint or "")
+    result = b.sync(resume=True, now=NOW).value
+    assert result.status == "rebase-finished" and len(result.cases) == 1
+    assert b.git.stopped() is None and git(b.root, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert (b.root / "memory/foo.md").read_text().endswith("Changed here.\n")
+    assert b.validate("all").exit_code == 0
+    assert git(b.root, "status", "--porcelain").strip() == ""
+    no_markers(b)
+
+
+def test_a_fast_forward_with_a_stale_index_is_taken_and_the_index_regenerated(clones: Clones) -> None:
+    """A stale MEMORY.md is not a refusal: the gate computes the right one from the change alone."""
+    a, b = clones[0], clones[1]
+    remember(a, "kept", "Kept.")
+    (a.root / "memory/hand.md").write_text((a.root / "memory/kept.md").read_text().replace("kept", "hand"))
+    git(a.root, "add", "memory/hand.md")
+    git(a.root, "commit", "-q", "--no-verify", "-m", "hand-made, index not updated")
+    git(a.root, "push", "-q", "origin", "main")
+    result = b.sync(now=NOW).value
+    assert result.status == "fast-forward" and result.regenerated == ["MEMORY.md"]
+    assert "[hand]" in (b.root / "MEMORY.md").read_text()
+    assert b.validate("all").exit_code == 0
+    assert git(b.root, "log", "-1", "--format=%s").strip() == "sync: regenerate MEMORY.md"
+    remember(b, "plain", "Plain.")
+    b.sync()
+    assert a.sync(now=NOW).value.regenerated == []  # an exact index: nothing to regenerate

@@ -1,0 +1,126 @@
+"""A person's `git pull` that stopped on a conflict git cannot hand to a merge driver.
+
+git calls a merge driver only when both sides changed a file. A memory deleted on one side and
+changed on the other (modify/delete) stops `git pull` (merge or rebase) with the file unmerged, and
+no post-merge hook runs. `desk sync --continue` settles what git left the way `desk sync` would
+have (desk.sync.settle.resolve_merge: the changed memory kept, a conflict case opened, MEMORY.md
+regenerated), checks the result with the gate, concludes the merge (or continues the rebase to its
+end) and renders the derived views again. Until then every desk command says what to run
+(`stopped_notice`), and desk's own commits wait (desk.transaction refuses, exit 4).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+from desk.errors import ConflictError, RejectedError, UsageError
+from desk.layout import DeskFolder
+from desk.sync.drivers import driver_for
+from desk.sync.run import SyncResult
+from desk.sync.settle import SYNC_ENV, Settled, finish_locked, resolve_merge, settle_locked
+
+if TYPE_CHECKING:
+    from desk.storage.git import Git
+
+REBASE_STEPS = 10_000  # commits one `--continue` replays at most (a rebase stops once per conflicted commit)
+
+
+def stopped_notice(desk: DeskFolder) -> str | None:
+    """What to run, when a person's merge or rebase is stopped in this clone; None otherwise."""
+    kind = desk.git.stopped()
+    if kind is None:
+        return None
+    unmerged = sorted(desk.git.unmerged())
+    undo = f"`git {kind} --abort` undoes the pull"
+    named = ", ".join(unmerged[:5]) + (f" and {len(unmerged) - 5} more" if len(unmerged) > 5 else "")
+    where = f" on {named}" if unmerged else ""
+    by_hand = [p for p in unmerged if driver_for(p) is None]
+    if by_hand:
+        return (f"a git {kind} stopped in this clone{where}; resolve {', '.join(by_hand[:5])} by hand "
+                f"(edit, `git add`), then run `desk sync --continue` to settle desk's files and finish "
+                f"it ({undo})")
+    return (f"a git {kind} stopped in this clone{where}; run `desk sync --continue` to settle it (a memory "
+            f"deleted on one side and changed on the other keeps the changed version and opens a conflict "
+            f"case) and finish the {kind} ({undo})")
+
+
+def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> SyncResult:
+    """`desk sync --continue`: settle and finish the stopped merge or rebase; what it did.
+
+    UsageError when nothing is stopped; ConflictError when a file is not desk's to merge (the
+    merge stays stopped); RejectedError when the settled result breaks the rules."""
+    from desk.transaction import transaction
+
+    git = desk.git.with_env(**{SYNC_ENV: "1"})  # the post-merge/post-rewrite hooks stand aside
+    kind = git.stopped()
+    if kind is None:
+        raise UsageError("nothing to continue: no merge or rebase is stopped in this clone",
+                         hint="`desk sync` fetches and merges; `git status` shows the clone's state")
+    result = SyncResult("", git.current_branch() or "HEAD", status=f"{kind}-finished")
+    with transaction(desk, stopped=True) as tx:
+        start = git.head()
+        if kind == "merge":
+            settled = _settle(desk, git, kind, now)
+            message = git.merge_message()
+            subject, _, body = message.partition("\n")
+            sha = git.commit_merge(_with_trailers(subject, body, settled))
+            result.commits.append(sha)
+            derived = settled.derived
+            _count(result, settled)
+        else:
+            derived = []
+            for _step in range(REBASE_STEPS):
+                settled = _settle(desk, git, kind, now)
+                derived += settled.derived
+                _count(result, settled)
+                if git.rebase_continue():
+                    break
+        head = git.head()
+        if kind == "merge":
+            more = finish_locked(tx, sorted(set(derived)), actor="user")
+        else:  # cases the drivers recorded on the commits that replayed cleanly, the index, the views
+            after = Settled()
+            settle_locked(tx, after, now, sorted(set(derived)))
+            more = after.commit
+            result.cases += after.cases
+            result.warnings += after.warnings
+        if more is not None:
+            result.commits.append(more)
+            result.regenerated = sorted({*result.regenerated,
+                                         *(c.path for c in git.diff_tree(head or more, more))})
+        if start is not None and head is not None:
+            result.merged = sorted({c.path for c in git.diff_tree(start, head)} - set(result.regenerated))
+    return result
+
+
+def _settle(desk: DeskFolder, git: Git, kind: str, now: dt.datetime | None) -> Settled:
+    """Merge every unmerged path with desk's driver and check the staged result with the gate."""
+    from desk.guard.validate import validate_staged
+
+    try:
+        settled = resolve_merge(desk, git, now=now)
+    except ConflictError as exc:
+        raise ConflictError(f"{exc.message}; the {kind} is still stopped",
+                            hint=f"resolve it by hand (edit, `git add`), then run `desk sync --continue` "
+                                 f"again; or undo the pull with `git {kind} --abort`") from None
+    report, _ = validate_staged(desk, git)
+    if not report.ok:
+        raise RejectedError(
+            f"the settled {kind} breaks desk's rules; nothing was committed (desk's resolutions are "
+            "staged):\n" + "\n".join(str(f) for f in report.errors),
+            hint=f"fix those files and `git add` them, then run `desk sync --continue` again; or undo "
+                 f"the pull with `git {kind} --abort`")
+    return settled
+
+
+def _with_trailers(subject: str, body: str, settled: Settled) -> str:
+    from desk.transaction import commit_message
+
+    return commit_message(subject, {"Desk-Op": "sync", "Desk-Actor": "user",
+                                     "Desk-Cases": " ".join(settled.cases) or None}, body.strip() or None)
+
+
+def _count(result: SyncResult, settled: Settled) -> None:
+    result.cases += settled.cases
+    result.regenerated += [p for p in settled.regenerated if p not in result.regenerated]
