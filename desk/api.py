@@ -463,11 +463,15 @@ class Desk(DeskFolder):
                                  session=session, actor=actor, at=at, redact=redact, project=project))
 
     def digest(self, *, date: str | dt.date | None = None, as_of: Time | None = None,
-               summarizer: str | None = None) -> Digested:
-        """Write journal/D.md and distil old facts into memories: one commit, none when unchanged."""
+               summarizer: str | None = None, project: str | None = None) -> Digested:
+        """Write journal/D.md and distil old facts into memories: one commit, none when unchanged.
+
+        With `project`, distil that project's facts only, into `projects/<project>/memory/` and its
+        MEMORY.md (no journal): a key in one project never supersedes or conflicts with the same
+        key in another project or desk-wide (docs/scopes.md)."""
         from desk.digest.run import digest
 
-        return Digested(digest(self, date=date, as_of=as_of, summarizer=summarizer))
+        return Digested(digest(self, date=date, as_of=as_of, summarizer=summarizer, project=project))
 
     def conflicts_list(self, *, include_closed: bool = False) -> ConflictCases:
         """The conflict review queue: open cases (all cases with `include_closed`). Read-only.
