@@ -5,7 +5,8 @@ the project it sits in; a file whose `project` does not match its folder (copied
 project, or into the desk-wide memory/) is refused by `desk validate` and by these readers. The
 write gate is the desk-wide one: durable facts only, no second memory with the same body in the
 same project, nothing AGENTS.md or SOUL.md already says. Projects are small, so the files are read
-from the folder (no HEAD mirror as for memory/).
+from the folder (no HEAD mirror of entries as for memory/; each project memory's last commit is
+kept beside the mirror, desk.memory.mirror.ProjectHeads, for recall and context).
 """
 
 from __future__ import annotations

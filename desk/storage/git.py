@@ -298,10 +298,11 @@ class Git:
         path = Path(printed.strip())
         return path if path.is_absolute() else self.root / path
 
-    def ls_tree(self, rev: str, folder: str) -> dict[str, str]:
-        """`{path: blob sha}` for the files directly in `folder` at `rev` (empty when none)."""
-        out = self._run("ls-tree", "-z", "--full-tree", rev, "--", folder.rstrip("/") + "/",
-                        read_only=True)
+    def ls_tree(self, rev: str, folder: str, *, recursive: bool = False) -> dict[str, str]:
+        """`{path: blob sha}` for the files directly in `folder` at `rev` (empty when none); with
+        `recursive`, the files at any depth under it."""
+        out = self._run("ls-tree", *(("-r",) if recursive else ()), "-z", "--full-tree", rev, "--",
+                        folder.rstrip("/") + "/", read_only=True)
         return _parse_ls_tree(out)
 
     def committed_blobs(self, paths: Iterable[str], rev: str = "HEAD") -> dict[str, str]:

@@ -38,6 +38,10 @@ def test_two_projects_with_the_same_name_stay_apart(desk: DeskFolder, run: DeskR
     context = desk_api.open(desk.root).context(project="billing", query="which runtime", as_of=AS_OF).text()
     assert "3.12" in context and "3.11" not in context and "Everything is typed." in context
     assert "projects/billing/MEMORY.md" in context
+    recalled = desk_api.open(desk.root).context(project="billing", query="which runtime", as_of=AS_OF).to_json()
+    commits = {m["path"]: m["commit"] for m in recalled["recalled"]}
+    assert commits[project_memory_path("billing", "runtime")] == git(
+        desk.root, "log", "-n1", "--format=%H", "--", project_memory_path("billing", "runtime")).strip()
     plain = desk_api.open(desk.root).context(query="which runtime", as_of=AS_OF).text()
     assert "3.12" not in plain and "3.11" not in plain and "Everything is typed." in plain
 
@@ -151,6 +155,16 @@ def test_recall_searches_desk_wide_and_the_named_project(desk: DeskFolder, run: 
     out = json.loads(run("recall", "interpreter", "--project", "search", "--json").output)
     assert {h["provenance"]["path"] for h in out["hits"]} == {"memory/typing.md",
                                                               "projects/search/memory/runtime.md"}
+    # a project hit names its commit like a desk-wide one (from the cache, not a git log per hit)
+    for hit in out["hits"]:
+        path = hit["provenance"]["path"]
+        assert hit["provenance"]["commit"] == git(desk.root, "log", "-n1", "--format=%H", "--", path).strip()
+        assert hit["provenance"]["uncommitted"] is False and hit["provenance"]["committed_at"]
+    edited = desk.path(project_memory_path("search", "runtime"))
+    edited.write_text(edited.read_text().replace("3.11", "3.10"))
+    [hit] = [h for h in json.loads(run("recall", "interpreter", "--project", "search", "--json").output)["hits"]
+             if h["scope"].get("project")]
+    assert hit["provenance"]["uncommitted"] is True
     # a memory copied into another project is never recalled there
     shutil.copyfile(desk.path(project_memory_path("billing", "runtime")),
                     desk.path(project_memory_path("search", "copied")))
