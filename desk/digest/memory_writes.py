@@ -168,13 +168,10 @@ def find_home(desk: DeskFolder, domain: Domain, places: tuple[str, ...], project
             continue
         try:
             memory = parse_memory(data, path, name)
-        except InvalidFileError:
-            if name == places[0]:
-                return None, None, f"broken_file:{path}"
-            continue
-        if memory.meta.project != project:  # another scope's copy: a person's to fix
-            if name == places[0]:
-                return None, None, f"scope_mismatch:{path}"
+        except InvalidFileError as exc:
+            if name == places[0]:  # another scope's copy is a person's to fix too
+                copied = any(f.rule == "scope-mismatch" for f in exc.findings)
+                return None, None, f"{'scope_mismatch' if copied else 'broken_file'}:{path}"
             continue
         # Ours: made by the digest for this key (or, without a key, for this kind: the name holds
         # the content hash). A person's later edit of the body keeps it ours; their edit stands.

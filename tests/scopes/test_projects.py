@@ -98,6 +98,41 @@ def test_a_copied_project_memory_is_refused(desk: DeskFolder, run: DeskRunner, i
         run("validate", "--all", "--json").output)["findings"] if f["rule"] == "scope-mismatch"}
 
 
+def test_desk_wide_readers_refuse_a_memory_recording_a_project(desk: DeskFolder, run: DeskRunner,
+                                                               identity: None) -> None:
+    """list, show, recall, context, MEMORY.md and the hook: a memory/ file holding `project:` is
+    never read desk-wide, and each names path:line (a fast-forward pull runs no hook)."""
+    run("remember", "house", "--type", "convention", "-d", "House style", "-t", "runtime", "All typed.")
+    run("--project", "billing", "remember", "runtime", *RUNTIME, "Billing runs Python 3.12.")
+    index = desk.path("MEMORY.md").read_bytes()
+    shutil.copyfile(desk.path(project_memory_path("billing", "runtime")), desk.path("memory/runtime.md"))
+    line = desk.path("memory/runtime.md").read_text().splitlines().index("project: billing") + 1
+    where = f"memory/runtime.md:{line}: scope-mismatch"
+    d = desk_api.open(desk.root)
+    listed = d.list()
+    assert [e.name for e in listed.entries] == ["house"]
+    assert [(f.path, f.line, f.rule) for f in listed.invalid] == [("memory/runtime.md", line, "scope-mismatch")]
+    shown = d.show("runtime")
+    assert shown.memory is None and shown.to_json()["valid"] is False
+    assert where in run("show", "runtime").output
+    context = d.context(query="which runtime", as_of=AS_OF).text()
+    assert "3.12" not in context and "All typed." in context
+    hits = d.recall("billing python runtime", kind="memory", as_of="2100-01-01T00:00:00Z").to_json()["hits"]
+    assert "memory/runtime.md" not in {h["provenance"]["path"] for h in hits}
+    reindexed = run("reindex")
+    assert where in reindexed.output and desk.path("MEMORY.md").read_bytes() == index
+    git(desk.root, "add", "memory/runtime.md")
+    import subprocess
+
+    hook = subprocess.run(["git", "commit", "-qm", "copy"], cwd=desk.root, capture_output=True, text=True)
+    assert hook.returncode != 0 and where in hook.stdout + hook.stderr
+    assert git(desk.root, "log", "-1", "--format=%s").strip() != "copy"
+    # a project memory that records no project (or another) is refused in its folder too
+    path = desk.path(project_memory_path("billing", "runtime"))
+    path.write_text(path.read_text().replace("project: billing\n", ""))
+    assert [f.rule for f in d.list(project="billing").invalid] == ["scope-mismatch"]
+
+
 def test_a_hand_broken_project_index_is_repaired_by_reindex(desk: DeskFolder, run: DeskRunner) -> None:
     run("--project", "billing", "remember", "runtime", *RUNTIME, "Billing runs Python 3.12.")
     index = project_index_path("billing")
