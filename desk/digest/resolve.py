@@ -33,7 +33,7 @@ from desk.digest.memory_writes import (MemoryWrites, find_home, new_memory, plac
 from desk.digest.policy import Candidate, Domain, group_facts
 from desk.digest.run import read_facts
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
-from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder, memory_name
+from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder, memory_name, project_file
 from desk.review.audit import audit_path, line_hash, parse_audit, render_line
 from desk.review.queue import event_id_problem, last_good_hint
 from desk.storage.git import blob_sha
@@ -168,7 +168,8 @@ def _resolve_merge_case(desk: DeskFolder, tx: Any, case: dict[str, Any], chosen:
     records `kept`. Stale (exit 4) when the file no longer holds the kept version."""
     path = str(case["key"])
     incumbent = next((c for c in case["candidates"] if c["role"] == "incumbent"), None)
-    tx.require_clean([path, INDEX_FILE])
+    in_project = project_file(path)
+    tx.require_clean([path, INDEX_FILE] + ([scoped_index(in_project[1])] if in_project else []))
     data = _read(desk, path)
     current = data.decode("utf-8", "replace") if data is not None else None
     label = case["domain"].split(":", 1)[1] if case["domain"].startswith("now:") else None
@@ -194,6 +195,8 @@ def _resolve_merge_case(desk: DeskFolder, tx: Any, case: dict[str, Any], chosen:
         after = blob_sha(new) if new is not None else None
         if name is not None:
             writes.update(_index_with(desk, path, name, new))
+        elif (in_project := project_file(path)) is not None and in_project[0] == "memory":
+            writes.update(_project_index_with(desk, in_project[1], path, new))
     sha = _close_and_commit(desk, tx, cases, case, chosen, writes, event_id, actor, rationale, clock,
                             audit_file, outcome, name or path, before, after)
     return Resolution("resolved", case["id"], case["revision"], chosen["id"], outcome, event_id,
@@ -237,6 +240,23 @@ def _index_with(desk: DeskFolder, path: str, name: str, data: bytes | None) -> d
         entries[name] = IndexEntry.of(parse_memory(data, path, name))  # a broken file: exit 3
     index = render_index(entries.values())
     return {INDEX_FILE: index} if _read(desk, INDEX_FILE) != index else {}
+
+
+def _project_index_with(desk: DeskFolder, project: str, path: str, data: bytes | None
+                        ) -> dict[str, bytes | None]:
+    """The project's MEMORY.md with the memory at `path` as `data` (None: gone), when that changes it."""
+    from desk.memory.file import parse_memory
+    from desk.memory.index import IndexEntry, render_index
+    from desk.scopes.projects import project_memories
+
+    memories = project_memories(desk, project)
+    name = path.rpartition("/")[2].removesuffix(".md")
+    entries = {n: IndexEntry.of(m) for n, m in memories.items() if n != name}
+    if data is not None:
+        entries[name] = IndexEntry.of(parse_memory(data, path, name))  # a broken file: exit 3
+    index = render_index(entries.values())
+    target = scoped_index(project)
+    return {target: index} if _read(desk, target) != index else {}
 
 
 def _arguments(event_id: str, actor: str, rationale: str) -> tuple[str, str]:

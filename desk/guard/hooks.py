@@ -26,7 +26,8 @@ from pathlib import Path
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
 from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
-                                   MERGE_ENTRY, hooks_folder, is_ours)
+                                   MERGE_ENTRY, attributes_with_missing, hooks_folder, is_ours,
+                                   missing_attributes)
 from desk.guard.rules import check_message
 from desk.guard.validate import validate_staged
 from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, DeskFolder, is_desk,
@@ -108,7 +109,24 @@ def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, st
     elif "merge=desk-memory" not in _read_text(attributes):
         actions[GITATTRIBUTES] = ("exists without desk's merge drivers; add the lines of docs/sync.md "
                                   "\"Merge drivers\" to it and commit")
+    elif missing_attributes(_read_text(attributes)) and is_desk(root):
+        actions[GITATTRIBUTES] = _add_missing_attributes(DeskFolder(root))
     return actions
+
+
+def _add_missing_attributes(desk: DeskFolder) -> str:
+    """Append the missing desk lines to .gitattributes in one commit (when it is clean)."""
+    from desk.transaction import commit_message, transaction
+
+    with transaction(desk) as tx:
+        if desk.git.dirty([GITATTRIBUTES]):
+            return "lacks some of desk's merge lines and has uncommitted changes; commit them, then run this again"
+        data = attributes_with_missing(_read_text(desk.path(GITATTRIBUTES)))
+        if data is None:
+            return "ok"
+        tx.commit({GITATTRIBUTES: data}, commit_message(
+            "hooks: add the scopes' merge lines to .gitattributes", {"Desk-Op": "hooks", "Desk-Actor": "user"}))
+    return "updated and committed (the scopes' merge lines added)"
 
 
 def _read_text(path: Path) -> str:
