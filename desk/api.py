@@ -196,6 +196,22 @@ class Desk(DeskFolder):
 
         return ShownMemory(show(self, self._name(name)))
 
+    def memory_names(self, *, project: str | None = None) -> builtins.list[str]:
+        """The names of the memory files in memory/ (or `project`'s memory folder), sorted, read
+        from the folder without parsing: what shell completion offers ([] for a bad project name)."""
+        from desk.layout import MEMORY_DIR, PROJECTS_DIR, project_problem
+
+        if project is not None and project_problem(project):
+            return []
+        folder = self.root / (MEMORY_DIR if project is None else f"{PROJECTS_DIR}/{project}/{MEMORY_DIR}")
+        return sorted(p.name[:-3] for p in folder.glob("*.md") if not p.is_symlink())
+
+    def project_names(self) -> builtins.list[str]:
+        """The projects with a folder under projects/ (a valid name each), sorted."""
+        from desk.scopes.projects import all_projects
+
+        return all_projects(self)
+
     def list(self, *, type: str | None = None, project: str | None = None) -> MemoryList:
         """The memories on disk sorted by name (optionally of one type; of `project` when given),
         and unparseable or refused files."""
