@@ -668,19 +668,23 @@ class Desk(DeskFolder):
     # -- interchange with other tools --------------------------------------------------------
 
     def import_(self, format: str, source: str | Path, *, dry_run: bool = False,
-                progress: Progress | None = None, now: dt.datetime | None = None) -> ImportPlan:
+                progress: Progress | None = None, now: dt.datetime | None = None,
+                project: str | None = None, user: str | None = None) -> ImportPlan:
         """`desk import FORMAT SOURCE` (`import` is a Python keyword, hence the underscore).
 
         Reads SOURCE in `format` (claude-code, openclaw, markdown, mem0, chat-export, jsonl),
         plans each memory through the write gate and appends conversation records to the
         archive, all in one commit; `dry_run` returns the plan and writes nothing. A malformed
         source raises UsageError (exit 2) naming the file and line, with nothing written.
-        `progress(done, total)` follows the archive records as they are appended.
+        `progress(done, total)` follows the archive records as they are appended. `project`
+        imports the memories into that project's scope; `user` applies the profile fields the
+        source carries (an OpenClaw USER.md) to that user's profile in the same commit, and is
+        refused (UsageError) for a source that carries none (docs/import-export.md).
         """
         from desk.interchange.importing import import_source
 
         return ImportPlan(import_source(self, format, Path(source), dry_run=dry_run, progress=progress,
-                                        now=now))
+                                        now=now, project=project, user=user))
 
     def export(self, format: str, dest: str | Path) -> Exported:
         """`desk export FORMAT DEST`: the memories as claude-code, openclaw, markdown or jsonl files."""
