@@ -140,3 +140,23 @@ def test_project_digest_refuses_journal_options_and_bad_names(d: Desk, run: Desk
         d.digest(project="billing", date="2026-11-29", as_of=AS_OF)
     assert run("digest", "--project", "Bad!").exit_code == 2
     assert run("digest", "--project", "billing", "--summarizer", "cat").exit_code == 2
+
+
+def test_an_open_project_case_against_an_incumbent_is_not_stale_to_the_desk_wide_rules(d: Desk) -> None:
+    """desk validate's keyed rules weigh desk-wide memories: a project case's incumbent lives in the
+    project, so it is not reported as a stale case (and a desk-wide memory of the same key is not it)."""
+    fact(d, "Use SQLite.", "2026-08-01T10:00:00Z", "billing")
+    fact(d, "Use SQLite.", "2026-08-01T10:00:00Z", None)
+    for day in ("2026-09-01", "2026-09-02"):
+        fact(d, "Use Postgres.", f"{day}T10:00:00Z", "billing", importance=2)
+        fact(d, "Use MySQL.", f"{day}T10:00:00Z", "billing", importance=2)
+    d.digest(as_of=AS_OF)
+    [case_id] = d.digest(as_of=AS_OF, project="billing").value.conflicts
+    case = next(c for c in d.conflicts_list().cases if c["id"] == case_id)
+    assert case["active"]["name"] == KEY and case["project"] == "billing"
+    report = d.validate("all").to_json()
+    assert report["errors"] == 0 and not [f for f in report["findings"] if f["rule"] == "conflicts-stale-case"]
+    kept = next(c["id"] for c in case["candidates"] if c["role"] == "incumbent")
+    result = d.resolve(case_id, kept, expected_revision=1, event_id="review:billing:kept",
+                       actor="ada@example.org", rationale="SQLite is enough", now=NOW).value
+    assert result.outcome == "kept" and project_memory(d, "billing").body == "Use SQLite.\n"
