@@ -31,7 +31,8 @@ MERGE_ATTRIBUTES = (
     ("conversations/**", "derived"),
     ("journal/*.md", "derived"),
     # the scopes (docs/scopes.md): a project's memories and index as the desk-wide ones; a user
-    # scope's preference files by their `updated` time; its PREFERENCES.md regenerated after a merge
+    # scope's preference files by their `updated` time; its PREFERENCES.md merged by key and
+    # regenerated after a merge
     ("projects/*/MEMORY.md", "index"),
     ("projects/*/memory/*.md", "memory"),
     ("prefs/*.md", "pref"),

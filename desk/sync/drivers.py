@@ -18,8 +18,8 @@ the three versions (base, ours, theirs; None when the file is absent on that sid
   keeps the version with the later `updated` (then the higher revision, then the larger bytes: the
   same answer on every clone, whichever side is ours), as `desk pref set` never lets an older
   change roll a newer one back; a deletion loses to a change. The other version stays in history.
-- `generated` (PREFERENCES.md): ours is kept; desk regenerates it from the merged preference
-  files after the merge (as every scope's generated file, desk.sync.settle).
+- `generated` (PREFERENCES.md): merged line by line keyed by preference key, as `index`; desk
+  regenerates it from the merged preference files after the merge (desk.sync.settle).
 
 A project's memories and MEMORY.md use `memory` and `index` as the desk-wide ones do.
 
@@ -195,10 +195,43 @@ def merge_pref(path: str, base: bytes | None, ours: bytes | None, theirs: bytes 
     return Resolution(max((mine.updated, mine.revision, ours), (other.updated, other.revision, theirs))[2])
 
 
+_PREF_LINE = re.compile(r"^- `([^`]+)`:")
+NO_PREFS = "_No active preferences._"
+
+
+def _pref_lines(data: bytes | None) -> tuple[list[str], dict[str, str]]:
+    head: list[str] = []
+    lines: dict[str, str] = {}
+    for line in (_text(data) or "").splitlines():
+        m = _PREF_LINE.match(line)
+        if m:
+            lines[m.group(1)] = line
+        elif not lines and line != NO_PREFS:
+            head.append(line)
+    return head, lines
+
+
 def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
-    """A generated file desk rewrites after every merge: either side will do."""
+    """PREFERENCES.md merged line by line, keyed by preference key (as MEMORY.md by name): exact
+    when the two sides changed different keys. A key changed on both sides keeps ours here; the
+    `pref` driver decides the file by `updated`, and desk regenerates this projection after the
+    merge (a person's `git pull` that took the other side's value is stopped by pre-merge-commit's
+    `index-stale` with the regenerated file in the work tree, as for MEMORY.md)."""
     clean, data = _pick(base, ours, theirs)
-    return Resolution(data if clean else (ours if ours is not None else theirs))
+    if clean:
+        return Resolution(data)
+    _h, b = _pref_lines(base)
+    head, o = _pref_lines(ours if ours is not None else theirs)
+    _h, t = _pref_lines(theirs)
+    merged = {}
+    for key in sorted({*b, *o, *t}):
+        clean, line = _pick(b.get(key), o.get(key), t.get(key))
+        if not clean and line is None:  # deleted here, changed there: the preference is kept
+            line = t.get(key)
+        if line is not None:
+            merged[key] = line
+    body = [merged[k] for k in sorted(merged)] or [NO_PREFS]
+    return Resolution(("\n".join(head + body) + "\n").encode())
 
 
 def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,

@@ -126,3 +126,20 @@ def test_pref_merge_keeps_the_later_update_whichever_side_is_ours() -> None:
     assert driver_for("projects/billing/memory/x.md") == "memory"
     assert driver_for("projects/billing/MEMORY.md") == "index"
     assert driver_for("users/u-0123456789abcdef/PREFERENCES.md") == "generated"
+
+
+def test_preferences_md_merges_by_key_like_the_index() -> None:
+    from desk.scopes.files import INDEX_HEADER
+
+    def projection(*lines: str) -> bytes:
+        body = list(lines) or ["_No active preferences._"]
+        return ("\n".join(["# Preferences", "", INDEX_HEADER.rstrip("\n"), "", *body]) + "\n").encode()
+
+    base = projection("- `a.x`: 1", "- `c.z`: 3")
+    ours = projection("- `a.x`: 1", "- `b.y`: 2", "- `c.z`: 3")  # b.y added here
+    theirs = projection("- `c.z`: 4")  # a.x deleted, c.z changed there
+    merged = merge_file("generated", "PREFERENCES.md", base, ours, theirs).data
+    assert merged == projection("- `b.y`: 2", "- `c.z`: 4")
+    assert merge_file("generated", "PREFERENCES.md", base, projection(), projection()).data == projection()
+    changed = projection("- `a.x`: 9", "- `c.z`: 3")  # changed there, deleted here: kept
+    assert b"`a.x`: 9" in (merge_file("generated", "PREFERENCES.md", base, projection("- `c.z`: 3"), changed).data or b"")

@@ -5,6 +5,7 @@ between real clones of one bare remote."""
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
 
 import desk.api as api
 from desk.layout import pref_path, prefs_index_path, project_index_path, project_memory_path, scope_id
@@ -103,16 +104,35 @@ def test_a_persons_git_pull_merges_preferences_the_same_way(clones: Clones) -> N
     _prefs(a, "Chinese", T1, user="alice")
     a.sync()
     c.sync()
-    _prefs(c, "Italian", T2, user="alice")  # here the later change is the puller's own
-    _prefs(a, "English", "2026-11-30T10:30:00Z", user="alice")
+    scope = scope_id("alice")
+    index = prefs_index_path(scope)
+    # different keys on the two clones: the drivers merge files and projection exactly
+    c.pref_set("editor.indent", "tabs", at=T2, user="alice", now=NOW)
+    a.pref_set("editor.theme", "dark", at=T2, user="alice", now=NOW)
     a.sync()
     git(c.root, "pull", "-q", "--no-rebase", "origin", "main")
     no_markers(c)
-    scope = scope_id("alice")
-    path = pref_path(scope, "response.language")
-    assert parse_pref((c.root / path).read_bytes(), path, "response.language").value == "Italian"
-    assert "Italian" in (c.root / prefs_index_path(scope)).read_text()
+    text = (c.root / index).read_text()
+    assert "`editor.indent`: tabs" in text and "`editor.theme`: dark" in text
     assert c.validate("all").exit_code == 0 and git(c.root, "status", "--porcelain").strip() == ""
+    c.sync()
+    # the same key on both: the later `updated` wins the file; the projection that kept the
+    # puller's line is stopped by pre-merge-commit, regenerated in the work tree, and one
+    # `git add` + `git commit --no-edit` concludes the merge (as for MEMORY.md, docs/sync.md)
+    _prefs(c, "Italian", "2026-11-30T10:30:00Z", user="alice")  # the puller's own, earlier change
+    _prefs(a, "English", T2, user="alice")  # the later one comes in with the pull
+    a.sync()
+    pulled = subprocess.run(["git", "pull", "-q", "--no-rebase", "origin", "main"], cwd=c.root,
+                            capture_output=True, text=True)
+    assert pulled.returncode != 0 and f"git add {index} && git commit --no-edit" in pulled.stderr
+    no_markers(c)
+    path = pref_path(scope, "response.language")
+    assert parse_pref((c.root / path).read_bytes(), path, "response.language").value == "English"
+    assert "English" in (c.root / index).read_text()
+    git(c.root, "add", index)
+    git(c.root, "commit", "-q", "--no-edit")
+    assert c.validate("all").exit_code == 0 and git(c.root, "status", "--porcelain").strip() == ""
+    assert "English" in git(c.root, "show", f"HEAD:{index}")
 
 
 def test_an_older_desks_gitattributes_gains_the_scope_lines(clones: Clones) -> None:
