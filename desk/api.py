@@ -200,6 +200,22 @@ class Desk(DeskFolder):
 
         return ShownMemory(show(self, self._name(name)))
 
+    def memory_names(self, *, project: str | None = None) -> builtins.list[str]:
+        """The names of the memory files in memory/ (or `project`'s memory folder), sorted, read
+        from the folder without parsing: what shell completion offers ([] for a bad project name)."""
+        from desk.layout import MEMORY_DIR, PROJECTS_DIR, project_problem
+
+        if project is not None and project_problem(project):
+            return []
+        folder = self.root / (MEMORY_DIR if project is None else f"{PROJECTS_DIR}/{project}/{MEMORY_DIR}")
+        return sorted(p.name[:-3] for p in folder.glob("*.md") if not p.is_symlink())
+
+    def project_names(self) -> builtins.list[str]:
+        """The projects with a folder under projects/ (a valid name each), sorted."""
+        from desk.scopes.projects import all_projects
+
+        return all_projects(self)
+
     def list(self, *, type: str | None = None, project: str | None = None) -> MemoryList:
         """The memories on disk sorted by name (optionally of one type; of `project` when given),
         and unparseable or refused files."""
@@ -497,11 +513,15 @@ class Desk(DeskFolder):
                                  session=session, actor=actor, at=at, redact=redact, project=project))
 
     def digest(self, *, date: str | dt.date | None = None, as_of: Time | None = None,
-               summarizer: str | None = None) -> Digested:
-        """Write journal/D.md and distil old facts into memories: one commit, none when unchanged."""
+               summarizer: str | None = None, project: str | None = None) -> Digested:
+        """Write journal/D.md and distil old facts into memories: one commit, none when unchanged.
+
+        With `project`, distil that project's facts only, into `projects/<project>/memory/` and its
+        MEMORY.md (no journal): a key in one project never supersedes or conflicts with the same
+        key in another project or desk-wide (docs/scopes.md)."""
         from desk.digest.run import digest
 
-        return Digested(digest(self, date=date, as_of=as_of, summarizer=summarizer))
+        return Digested(digest(self, date=date, as_of=as_of, summarizer=summarizer, project=project))
 
     def conflicts_list(self, *, include_closed: bool = False) -> ConflictCases:
         """The conflict review queue: open cases (all cases with `include_closed`). Read-only.
@@ -682,19 +702,23 @@ class Desk(DeskFolder):
     # -- interchange with other tools --------------------------------------------------------
 
     def import_(self, format: str, source: str | Path, *, dry_run: bool = False,
-                progress: Progress | None = None, now: dt.datetime | None = None) -> ImportPlan:
+                progress: Progress | None = None, now: dt.datetime | None = None,
+                project: str | None = None, user: str | None = None) -> ImportPlan:
         """`desk import FORMAT SOURCE` (`import` is a Python keyword, hence the underscore).
 
         Reads SOURCE in `format` (claude-code, openclaw, markdown, mem0, chat-export, jsonl),
         plans each memory through the write gate and appends conversation records to the
         archive, all in one commit; `dry_run` returns the plan and writes nothing. A malformed
         source raises UsageError (exit 2) naming the file and line, with nothing written.
-        `progress(done, total)` follows the archive records as they are appended.
+        `progress(done, total)` follows the archive records as they are appended. `project`
+        imports the memories into that project's scope; `user` applies the profile fields the
+        source carries (an OpenClaw USER.md) to that user's profile in the same commit, and is
+        refused (UsageError) for a source that carries none (docs/import-export.md).
         """
         from desk.interchange.importing import import_source
 
         return ImportPlan(import_source(self, format, Path(source), dry_run=dry_run, progress=progress,
-                                        now=now))
+                                        now=now, project=project, user=user))
 
     def export(self, format: str, dest: str | Path) -> Exported:
         """`desk export FORMAT DEST`: the memories as claude-code, openclaw, markdown or jsonl files."""

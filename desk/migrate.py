@@ -3,8 +3,10 @@
 Readers accept the previous schema, and reading never rewrites a file: a v1 desk works as it is,
 and each file is saved at the current version by the next write that changes it anyway (the next
 digest or resolve writes `.system/conflicts.json` v2). `desk migrate` upgrades every versioned
-file at once, in one commit: `.system/desk.json`'s `schema_version` and the conflict queue. A desk
-newer than this desk is refused; nothing is ever downgraded.
+file at once, in one commit: `.system/desk.json`'s `schema_version` and the conflict queue, and
+adds to `.gitattributes` the merge lines a desk made before the scopes lacks (a clone's drivers
+themselves live in .git/config: `desk hooks install` defines them). A desk newer than this desk is
+refused; nothing is ever downgraded.
 """
 
 from __future__ import annotations
@@ -13,11 +15,14 @@ import json
 from dataclasses import dataclass, field
 
 from desk.errors import DeskError, InvalidFileError
+from desk.guard.hook_files import attributes_with_missing, missing_attributes
 from desk.layout import (CONFIG_PATH, CONFLICTS_FILE, DESK_SCHEMA as SCHEMA_VERSION, MEMORY_DIR, PROJECTS_DIR,
                          DeskFolder, memory_name, newer_schema, project_file)
 from desk.memory.file import MEMORY_SCHEMA, SCHEMA_KEY, stamp_schema
 from desk.review.queue import QUEUE_VERSION, parse_queue, queue_version, render_queue
 from desk.transaction import commit_message, transaction
+
+GITATTRIBUTES = ".gitattributes"
 
 
 @dataclass
@@ -65,6 +70,15 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
             changes.append({"path": folder, "change": f"{count} memory file{'s' if count != 1 else ''} "
                                                       f"stamped `{SCHEMA_KEY}: {MEMORY_SCHEMA}` (memory file "
                                                       f"format 1 -> {MEMORY_SCHEMA}; no other line changed)"})
+        attributes = desk.read_if_present(GITATTRIBUTES)
+        if attributes is not None and b"merge=desk-" in attributes:  # a person's own file is theirs
+            text = attributes.decode("utf-8", "replace")
+            upgraded = attributes_with_missing(text)
+            if upgraded is not None:
+                writes[GITATTRIBUTES] = upgraded
+                changes.append({"path": GITATTRIBUTES, "change": "merge lines added for "
+                                + ", ".join(p for p, _ in missing_attributes(text))
+                                + " (run `desk hooks install` in every clone to define the new drivers)"})
         if version != SCHEMA_VERSION:
             config["schema_version"] = SCHEMA_VERSION
             writes[CONFIG_PATH] = (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode()
@@ -77,8 +91,10 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
             return result
         tx.require_clean(sorted(writes))
         body = "\n".join(f"{c['path']}: {c['change']}" for c in changes)
+        subject = (f"migrate: desk schema {version} -> {SCHEMA_VERSION}" if version != SCHEMA_VERSION
+                   else f"migrate: desk schema {SCHEMA_VERSION} ({', '.join(c['path'] for c in changes)})")
         result.commit = tx.commit(writes, commit_message(
-            f"migrate: desk schema {version} -> {SCHEMA_VERSION}",
+            subject,
             {"Desk-Op": "migrate", "Desk-Schema": str(SCHEMA_VERSION)}, body))
         result.status = "migrated"
     return result

@@ -120,6 +120,23 @@ def test_completion_offers_memory_names_types_and_sections(desk: DeskFolder, run
     assert _complete(["rem"], "") == [] or "remember" in _complete([], "rem")
 
 
+def test_completion_looks_inside_projects(desk: DeskFolder, run: DeskRunner,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    args = ("--type", "fact", "-d", "d", "-t", "t")
+    assert run("remember", "house", *args, "Desk-wide.").exit_code == 0
+    assert run("--project", "billing", "remember", "runtime", *args, "Billing.").exit_code == 0
+    assert run("--project", "bistro", "remember", "menu", *args, "Bistro.").exit_code == 0
+    root = ["--desk", str(desk.root)]
+    assert _complete([*root, "--project", "billing", "show"], "") == ["runtime"]
+    assert _complete([*root, "show", "--project", "bistro"], "") == ["menu"]  # after the command too
+    assert _complete([*root, "show"], "") == ["house"]
+    assert _complete([*root, "--project"], "bi") == ["billing", "bistro"]
+    assert _complete([*root, "list", "--project"], "bil") == ["billing"]
+    assert _complete([*root, "--project", "../..", "show"], "") == []  # never a path outside
+    monkeypatch.setenv("DESK_PROJECT", "billing")
+    assert _complete([*root, "forget"], "") == ["runtime"]
+
+
 def test_completion_outside_a_desk_offers_no_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert _complete(["show"], "") == []

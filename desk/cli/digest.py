@@ -49,6 +49,7 @@ def fact_add_command(text: str, kind: str, importance: int, key: str | None, ses
 @click.option("--summarizer", metavar="CMD",
               help="A command that reads the day's events as JSONL on stdin and prints a Markdown "
                    "narrative (e.g. an LLM CLI); checked for size and secrets before it is used.")
+@project_option
 @json_option
 def digest_command(date: str | None, as_of: str | None, summarizer: str | None) -> None:
     """Write journal/D.md and distil old facts into memories, in one commit.
@@ -56,9 +57,11 @@ def digest_command(date: str | None, as_of: str | None, summarizer: str | None) 
     By default (policy in .system/desk.json) facts at least 30 days old, of kind
     decision/convention/pitfall, important (>= 4) or repeated, become memory files (source: digest). A new value replaces a keyed memory only with 2 newer
     confirmations; ties go to .system/conflicts.json. Never writes NOW.md. No commit when nothing
-    changed, so running it twice commits once.
+    changed, so running it twice commits once. With --project NAME, distils that project's facts
+    into projects/NAME/memory/ and its MEMORY.md instead (no journal).
     """
-    render(invocation().desk().digest(date=date, as_of=as_of, summarizer=summarizer))
+    render(invocation().desk().digest(date=date, as_of=as_of, summarizer=summarizer,
+                                      project=invocation().project))
 
 
 @click.group("conflicts", invoke_without_command=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from desk.cli.output import invocation, json_option, render
+from desk.cli.output import invocation, json_option, project_option, render, user_option
 from desk.vocabulary import EXPORT_FORMATS, IMPORT_FORMATS
 
 
@@ -17,6 +17,8 @@ from desk.vocabulary import EXPORT_FORMATS, IMPORT_FORMATS
               "proposals, archive records) and write nothing.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Report progress over the conversation records on stderr, a line every few seconds.")
+@project_option
+@user_option
 @json_option
 def import_command(fmt: str, source: Path, dry_run: bool, progress: bool) -> None:
     """Import memory from another tool's files in one commit, and its conversations into the archive.
@@ -26,14 +28,18 @@ def import_command(fmt: str, source: Path, dry_run: bool, progress: bool) -> Non
     JSON), chat-export (ChatGPT or Claude conversations.json) or jsonl (`desk export jsonl`).
     Every memory passes the write gate; refused ones are listed with the reason and the rest go
     on. Conversations become archive records (committed by `desk checkpoint`, like every
-    append). A malformed source changes nothing (exit 2).
+    append). A malformed source changes nothing (exit 2). --project NAME imports the memories
+    into that project's scope; --user ID applies an OpenClaw USER.md's profile fields to that
+    user's profile (refused for a source without profile data).
     docs/import-export.md describes each format.
     """
     from desk.cli.import_progress import ProgressLines
 
     lines = ProgressLines("import (validate, append the records)") if progress and not dry_run else None
     try:
-        result = invocation().desk().import_(fmt, source, dry_run=dry_run, progress=lines)
+        scope = invocation()
+        result = scope.desk().import_(fmt, source, dry_run=dry_run, progress=lines, project=scope.project,
+                                      user=scope.user)
     finally:
         if lines is not None:
             lines.close()

@@ -18,7 +18,8 @@ from pathlib import Path
 import click
 
 from desk import __version__
-from desk.cli.output import PROJECT_HELP, USER_HELP, Invocation, SuggestingGroup, report_error
+from desk.cli.output import (PROJECT_HELP, USER_HELP, Invocation, SuggestingGroup, complete_project_names,
+                             report_error)
 from desk.errors import DeskError, UsageError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -159,7 +160,8 @@ class DeskGroup(SuggestingGroup):
               help="The desk to use (default: the desk enclosing the current folder, else $DESK_HOME); "
                    "also accepted after the subcommand.")
 @click.option("--user", metavar="ID", envvar="DESK_USER", help=USER_HELP)
-@click.option("--project", metavar="NAME", envvar="DESK_PROJECT", help=PROJECT_HELP)
+@click.option("--project", metavar="NAME", envvar="DESK_PROJECT", help=PROJECT_HELP,
+              shell_complete=complete_project_names)
 @click.version_option(__version__, "--version", prog_name="desk")
 @click.pass_context
 def cli(ctx: click.Context, desk_path: Path | None, user: str | None, project: str | None) -> None:

@@ -55,20 +55,38 @@ class Invocation:
         return desk
 
 
-def complete_memory_names(ctx: click.Context, _param: click.Parameter,
-                          incomplete: str) -> list[click.shell_completion.CompletionItem]:
-    """Shell completion for a memory NAME: the memory files of the desk the command line names
-    (its --desk, else the enclosing desk, else $DESK_HOME); nothing outside a desk."""
-    from click.shell_completion import CompletionItem
-
+def _completion_desk(ctx: click.Context) -> Desk | None:
     from desk import api
 
     try:
-        desk = api.open(ctx.find_root().params.get("desk_path"))
+        return api.open(ctx.find_root().params.get("desk_path"))
     except DeskError:
+        return None
+
+
+def complete_memory_names(ctx: click.Context, _param: click.Parameter,
+                          incomplete: str) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion for a memory NAME: the memory files of the desk the command line names
+    (its --desk, else the enclosing desk, else $DESK_HOME), in the --project's memory folder when
+    one is given (else memory/); nothing outside a desk."""
+    from click.shell_completion import CompletionItem
+
+    desk = _completion_desk(ctx)
+    if desk is None:
         return []
-    names = sorted(p.name[:-3] for p in (desk.root / "memory").glob("*.md"))
-    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+    project = ctx.find_root().params.get("project") or None
+    return [CompletionItem(n) for n in desk.memory_names(project=project) if n.startswith(incomplete)]
+
+
+def complete_project_names(ctx: click.Context, _param: click.Parameter,
+                           incomplete: str) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion for --project NAME: the project folders of the desk."""
+    from click.shell_completion import CompletionItem
+
+    desk = _completion_desk(ctx)
+    if desk is None:
+        return []
+    return [CompletionItem(n) for n in desk.project_names() if n.startswith(incomplete)]
 
 
 def did_you_mean(name: str, choices: list[str]) -> str:
@@ -106,7 +124,7 @@ PROJECT_HELP = ("The project scope (a slug): memories under projects/NAME/ (defa
                 "else desk-wide).")
 
 
-def _scope_option(name: str, metavar: str, help: str) -> Callable[[F], F]:
+def _scope_option(name: str, metavar: str, help: str, complete: Any = None) -> Callable[[F], F]:
     """`--user`/`--project` shown on a command's own help. Given after the subcommand they are
     hoisted to the group (desk.cli.main.GLOBAL_OPTIONS); the callback keeps a direct call of the
     command (a test's CliRunner on it) working the same way."""
@@ -115,11 +133,12 @@ def _scope_option(name: str, metavar: str, help: str) -> Callable[[F], F]:
             setattr(ctx.ensure_object(Invocation), name, value)
         return value
 
-    return click.option(f"--{name}", metavar=metavar, expose_value=False, callback=remember, help=help)
+    return click.option(f"--{name}", metavar=metavar, expose_value=False, callback=remember, help=help,
+                        shell_complete=complete)
 
 
 user_option = _scope_option("user", "ID", USER_HELP)
-project_option = _scope_option("project", "NAME", PROJECT_HELP)
+project_option = _scope_option("project", "NAME", PROJECT_HELP, complete_project_names)
 
 
 def json_option(func: F) -> F:

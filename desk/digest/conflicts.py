@@ -75,21 +75,26 @@ def case_id(desk_id: str, domain: str, fingerprint: str) -> str:
 
 def make_case(desk_id: str, domain: str, key: str | None, candidates: list[dict[str, Any]],
               observed_fact_ids: list[str], active: dict[str, Any] | None, *, revision: int,
-              opened: str) -> dict[str, Any]:
+              opened: str, project: str | None = None) -> dict[str, Any]:
     """A new open case: the one place a case is made (the digest's ties, and any other writer of
     the queue), so every case has the same fields and a deterministic id.
 
     `candidates` are `_candidate`-shaped dicts (`case_candidates` makes them from a tie); `active`
     is `{"name", "evidence"}` of the domain's active memory, None when it has none; `revision` is
-    one more than the domain's last case (1 for its first); `opened` a stored UTC time.
+    one more than the domain's last case (1 for its first); `opened` a stored UTC time; `project`
+    the project scope whose facts tied (its memory folder is where `desk resolve` writes; a
+    desk-wide case has no `project` field, as before scopes).
     """
     fingerprint = evidence_fingerprint(candidates)
-    return {
+    case: dict[str, Any] = {
         "id": case_id(desk_id, domain, fingerprint), "domain": domain, "key": key,
         "revision": revision, "status": "open", "opened": opened, "closed": None,
         "superseded_by": None, "note": None, "fingerprint": fingerprint, "active": active,
         "candidates": candidates, "observed_fact_ids": sorted(observed_fact_ids), "resolution": None,
     }
+    if project is not None:
+        case["project"] = project
+    return case
 
 
 @dataclass
@@ -107,8 +112,9 @@ class QueueChange:
 
 
 def reconcile(cases: list[dict[str, Any]], ties: Iterable[Tie], settled: Iterable[str],
-              desk_id: str, now: dt.datetime) -> QueueChange:
-    """Open a case per new tie, keep known ones, supersede open cases whose evidence moved on."""
+              desk_id: str, now: dt.datetime, project: str | None = None) -> QueueChange:
+    """Open a case per new tie, keep known ones, supersede open cases whose evidence moved on.
+    `project`: the scope the ties and settled domains are of (their domain ids carry it too)."""
     cases = [dict(c) for c in cases]
     by_id = {c["id"]: c for c in cases}
     change = QueueChange(cases)
@@ -135,7 +141,7 @@ def reconcile(cases: list[dict[str, Any]], ties: Iterable[Tie], settled: Iterabl
             desk_id, did, tie.domain.key, candidates, list(tie.domain.fact_ids),
             {"name": tie.incumbent.name, "evidence": list(tie.incumbent.evidence)}
             if tie.incumbent else None, revision=1 + max((c["revision"] for c in same_domain), default=0),
-            opened=stamp)
+            opened=stamp, project=project)
         cases.append(case)
         by_id[cid] = case
         change.opened.append(cid)

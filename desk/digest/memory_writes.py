@@ -5,6 +5,10 @@ domain's file name (the key, or kind + content slug + hash; an alternate when a 
 holds the name), which existing file is the domain's active memory, the frontmatter a promoted,
 superseding or merged memory gets (`source: digest`, `key`, at most EVIDENCE_MAX `evidence` ids),
 and landing each through the write gate (`desk.memory.gate`) with the index kept in step.
+
+Every function takes the scope it works in: `project` None for the desk-wide `memory/` and
+MEMORY.md, a project name for `projects/<name>/memory/` and that project's MEMORY.md (whose
+memories record `project: <name>`, docs/scopes.md).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from desk.digest.facts import FactRecord
 from desk.digest.journal import one_line
 from desk.digest.policy import EARLIEST, Active, Candidate, Domain, kept_evidence
 from desk.errors import InvalidFileError
-from desk.layout import INDEX_FILE, DeskFolder
+from desk.layout import INDEX_FILE, DeskFolder, project_index_path, project_memory_path
 from desk.memory import gate
 from desk.memory.file import (DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, name_problem,
                               normalize_body, parse_memory)
@@ -32,6 +36,16 @@ from desk.text.times import parse_time
 Skipped = list[dict[str, str]]
 _SLUG_WORDS = re.compile(r"[a-z0-9]+")
 SLUG_MAX = 48
+
+
+def scoped_path(name: str, project: str | None) -> str:
+    """Where memory `name` lives: `memory/<name>.md`, or in `project`'s memory folder."""
+    return memory_path(name) if project is None else project_memory_path(project, name)
+
+
+def scoped_index(project: str | None) -> str:
+    """The generated index of the scope: MEMORY.md, or `projects/<project>/MEMORY.md`."""
+    return INDEX_FILE if project is None else project_index_path(project)
 
 
 def _short_hash(text: str) -> str:
@@ -65,12 +79,12 @@ def alternate_name(name: str, domain: str) -> str:
 
 
 def locate(desk: DeskFolder, domains: Mapping[str, Domain], places: Mapping[str, tuple[str, str]],
-           skipped: Skipped) -> tuple[dict[str, str], dict[str, MemoryFile]]:
+           skipped: Skipped, project: str | None = None) -> tuple[dict[str, str], dict[str, MemoryFile]]:
     """Each domain's memory name (`homes`) and the memories that already exist (by name)."""
     homes: dict[str, str] = {}
     existing: dict[str, MemoryFile] = {}
     for did, domain in domains.items():
-        home, memory, problem = find_home(desk, domain, places[did])
+        home, memory, problem = find_home(desk, domain, places[did], project)
         if home is None:
             skipped.append({"domain": did, "reason": str(problem)})
             continue
@@ -83,10 +97,16 @@ def locate(desk: DeskFolder, domains: Mapping[str, Domain], places: Mapping[str,
 class MemoryWrites:
     """The memory files one run writes, each through the write gate, and the index they make."""
 
-    def __init__(self, desk: DeskFolder, skipped: Skipped) -> None:
+    def __init__(self, desk: DeskFolder, skipped: Skipped, project: str | None = None) -> None:
         self.desk = desk
         self.skipped = skipped
-        self.entries = load_entries(desk, committed_files(desk))
+        self.project = project
+        if project is None:
+            self.entries = load_entries(desk, committed_files(desk))
+        else:  # a project is small: its folder is read (the work tree equals HEAD under the lock)
+            from desk.scopes.projects import project_entries
+
+            self.entries = project_entries(desk, project)
         self.bodies: dict[str, set[str]] = {}
         for entry in self.entries.values():
             self.bodies.setdefault(entry.body_key, set()).add(entry.name)
@@ -111,16 +131,17 @@ class MemoryWrites:
             self.bodies[self.entries[name].body_key].discard(name)
         entry = self.entries[name] = IndexEntry.of(memory)
         self.bodies.setdefault(entry.body_key, set()).add(name)
-        self.writes[memory_path(name)] = memory.render()
+        self.writes[scoped_path(name, self.project)] = memory.render()
         return True
 
     def with_index(self) -> dict[str, bytes | None]:
-        """The memory writes, and MEMORY.md when they change it."""
+        """The memory writes, and the scope's MEMORY.md when they change it."""
         writes = dict(self.writes)
         if writes:
             index = render_index(self.entries.values())
-            if self.desk.git.blob_at("HEAD", INDEX_FILE) != index:
-                writes[INDEX_FILE] = index
+            path = scoped_index(self.project)
+            if self.desk.git.blob_at("HEAD", path) != index:
+                writes[path] = index
         return writes
 
 
@@ -130,8 +151,8 @@ def places_of(domain: Domain) -> tuple[str, str]:
     return name, alternate_name(name, domain.id)
 
 
-def find_home(desk: DeskFolder, domain: Domain, places: tuple[str, ...]
-          ) -> tuple[str | None, MemoryFile | None, str | None]:
+def find_home(desk: DeskFolder, domain: Domain, places: tuple[str, ...], project: str | None = None
+              ) -> tuple[str | None, MemoryFile | None, str | None]:
     """(name, its memory) where this domain's memory lives, else (a free name, None), else a reason.
 
     A file of the domain that no longer parses is a person's to fix: the domain waits for it
@@ -139,7 +160,7 @@ def find_home(desk: DeskFolder, domain: Domain, places: tuple[str, ...]
     """
     free = None
     for name in places:
-        path = memory_path(name)
+        path = scoped_path(name, project)
         try:
             data = desk.read(path)
         except FileNotFoundError:
@@ -147,9 +168,10 @@ def find_home(desk: DeskFolder, domain: Domain, places: tuple[str, ...]
             continue
         try:
             memory = parse_memory(data, path, name)
-        except InvalidFileError:
-            if name == places[0]:
-                return None, None, f"broken_file:{path}"
+        except InvalidFileError as exc:
+            if name == places[0]:  # another scope's copy is a person's to fix too
+                copied = any(f.rule == "scope-mismatch" for f in exc.findings)
+                return None, None, f"{'scope_mismatch' if copied else 'broken_file'}:{path}"
             continue
         # Ours: made by the digest for this key (or, without a key, for this kind: the name holds
         # the content hash). A person's later edit of the body keeps it ours; their edit stands.
@@ -159,12 +181,13 @@ def find_home(desk: DeskFolder, domain: Domain, places: tuple[str, ...]
     return (free, None, None) if free else (None, None, "name_taken")
 
 
-def forgotten(desk: DeskFolder, homes: Mapping[str, str]) -> dict[str, dt.datetime]:
+def forgotten(desk: DeskFolder, homes: Mapping[str, str], project: str | None = None
+              ) -> dict[str, dt.datetime]:
     """Domains about to be promoted whose memory file was deleted before, and when it was."""
-    deleted = desk.git.deleted(memory_path(name) for name in homes.values())
+    deleted = desk.git.deleted(scoped_path(name, project) for name in homes.values())
     out = {}
     for did, name in homes.items():
-        when = deleted.get(memory_path(name))
+        when = deleted.get(scoped_path(name, project))
         if when:
             out[did] = parse_time(when, "deletion date")
     return out
@@ -197,21 +220,25 @@ def _triggers(candidate: Candidate) -> list[str]:
     return list(dict.fromkeys(w for w in words if w and len(w) <= TRIGGER_MAX))
 
 
-def _meta_fields(name: str, candidate: Candidate, evidence: list[str], importance: int) -> dict[str, Any]:
+def _meta_fields(name: str, candidate: Candidate, evidence: list[str], importance: int,
+                 project: str | None) -> dict[str, Any]:
     return dict(name=name, description=_description(candidate), type=candidate.kind,
                 triggers=_triggers(candidate), importance=importance, source="digest",
-                evidence=evidence, key=candidate.key)
+                evidence=evidence, key=candidate.key, project=project)
 
 
-def new_memory(name: str, c: Candidate, now: dt.datetime) -> MemoryFile:
-    meta = build_meta(memory_path(name), **_meta_fields(name, c, _kept(c), c.importance),
+def new_memory(name: str, c: Candidate, now: dt.datetime, project: str | None = None) -> MemoryFile:
+    meta = build_meta(scoped_path(name, project), **_meta_fields(name, c, _kept(c), c.importance, project),
                       created=now, updated=now)
     return MemoryFile(meta, normalize_body(c.content))
 
 
 def replaced_memory(old: MemoryFile, c: Candidate, now: dt.datetime) -> MemoryFile:
-    """The next revision: the challenger's value and evidence; the old one stays in git history."""
-    meta = build_meta(memory_path(old.name), **_meta_fields(old.name, c, _kept(c), c.importance),
+    """The next revision: the challenger's value and evidence; the old one stays in git history
+    (in the scope the old one records)."""
+    project = old.meta.project
+    meta = build_meta(scoped_path(old.name, project),
+                      **_meta_fields(old.name, c, _kept(c), c.importance, project),
                       created=old.meta.created or now, updated=now)
     return MemoryFile(meta, normalize_body(c.content))
 

@@ -12,6 +12,10 @@ MEMORY.md (when they change), the closed case in `.system/conflicts.json` and th
 `Desk-Op: resolve`, `Desk-Case`, `Desk-Event` and `Desk-Actor` trailers: a crash leaves either all
 of it or none of it (desk.transaction's marker and recovery), never a memory without its audit line.
 
+A case of a project (`project` in the case, docs/scopes.md) is decided in that project's scope: its
+facts are the project's, its memory lives under `projects/<name>/memory/` and the project's
+MEMORY.md is the index regenerated.
+
 The same event id with the same decision again returns the first result and writes nothing, so a
 harness may retry after a crash or a timeout without deciding twice.
 """
@@ -24,12 +28,12 @@ from typing import Any
 
 from desk.archive.store import clone_id
 from desk.digest.conflicts import candidate_id, parse_queue, render_queue
-from desk.digest.memory_writes import MemoryWrites, find_home, new_memory, places_of, replaced_memory
+from desk.digest.memory_writes import (MemoryWrites, find_home, new_memory, places_of, replaced_memory,
+                                       scoped_index, scoped_path)
 from desk.digest.policy import Candidate, Domain, group_facts
 from desk.digest.run import read_facts
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
-from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder, memory_name
-from desk.memory.index import memory_path
+from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder, memory_name, project_file
 from desk.review.audit import audit_path, line_hash, parse_audit, render_line
 from desk.review.queue import event_id_problem, last_good_hint
 from desk.storage.git import blob_sha
@@ -94,12 +98,13 @@ def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision
         if case.get("origin") == "sync":  # a merge's case: a file's two versions, no facts
             return _resolve_merge_case(desk, tx, case, chosen, event_id, actor, rationale, clock,
                                        cases, audit_file)
+        project = case.get("project")
         domain = _current_domain(desk, case, clock)
         home, active = _active_memory(desk, case, domain)
         name = home if chosen["role"] != "incumbent" else (case["active"] or {}).get("name")
-        memory_file = memory_path(name) if name else None
+        memory_file = scoped_path(name, project) if name else None
         if memory_file:
-            tx.require_clean([memory_file])
+            tx.require_clean([memory_file, scoped_index(project)])
         before = desk.worktree_blob(memory_file) if memory_file and active is not None else None
         writes: dict[str, bytes | None] = {}
         if chosen["role"] == "incumbent":
@@ -108,9 +113,9 @@ def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision
             assert name is not None and domain is not None
             value = _candidate(domain, candidate)
             skipped: list[dict[str, str]] = []
-            memories = MemoryWrites(desk, skipped)
+            memories = MemoryWrites(desk, skipped, project)
             memory = (replaced_memory(active, value, clock) if active is not None
-                      else new_memory(name, value, clock))
+                      else new_memory(name, value, clock, project))
             if not memories.land(name, memory):
                 raise RejectedError(f"the write gate refused {candidate}'s memory: "
                                     f"{skipped[-1]['reason']}", hint="nothing was written; decide "
@@ -163,7 +168,8 @@ def _resolve_merge_case(desk: DeskFolder, tx: Any, case: dict[str, Any], chosen:
     records `kept`. Stale (exit 4) when the file no longer holds the kept version."""
     path = str(case["key"])
     incumbent = next((c for c in case["candidates"] if c["role"] == "incumbent"), None)
-    tx.require_clean([path, INDEX_FILE])
+    in_project = project_file(path)
+    tx.require_clean([path, INDEX_FILE] + ([scoped_index(in_project[1])] if in_project else []))
     data = _read(desk, path)
     current = data.decode("utf-8", "replace") if data is not None else None
     label = case["domain"].split(":", 1)[1] if case["domain"].startswith("now:") else None
@@ -189,6 +195,8 @@ def _resolve_merge_case(desk: DeskFolder, tx: Any, case: dict[str, Any], chosen:
         after = blob_sha(new) if new is not None else None
         if name is not None:
             writes.update(_index_with(desk, path, name, new))
+        elif (in_project := project_file(path)) is not None and in_project[0] == "memory":
+            writes.update(_project_index_with(desk, in_project[1], path, new))
     sha = _close_and_commit(desk, tx, cases, case, chosen, writes, event_id, actor, rationale, clock,
                             audit_file, outcome, name or path, before, after)
     return Resolution("resolved", case["id"], case["revision"], chosen["id"], outcome, event_id,
@@ -234,6 +242,23 @@ def _index_with(desk: DeskFolder, path: str, name: str, data: bytes | None) -> d
     return {INDEX_FILE: index} if _read(desk, INDEX_FILE) != index else {}
 
 
+def _project_index_with(desk: DeskFolder, project: str, path: str, data: bytes | None
+                        ) -> dict[str, bytes | None]:
+    """The project's MEMORY.md with the memory at `path` as `data` (None: gone), when that changes it."""
+    from desk.memory.file import parse_memory
+    from desk.memory.index import IndexEntry, render_index
+    from desk.scopes.projects import project_memories
+
+    memories = project_memories(desk, project)
+    name = path.rpartition("/")[2].removesuffix(".md")
+    entries = {n: IndexEntry.of(m) for n, m in memories.items() if n != name}
+    if data is not None:
+        entries[name] = IndexEntry.of(parse_memory(data, path, name))  # a broken file: exit 3
+    index = render_index(entries.values())
+    target = scoped_index(project)
+    return {target: index} if _read(desk, target) != index else {}
+
+
 def _arguments(event_id: str, actor: str, rationale: str) -> tuple[str, str]:
     problem = event_id_problem(event_id)
     if problem:
@@ -269,7 +294,7 @@ def _open_case(cases: list[dict[str, Any]], case_id: str, expected: int) -> dict
 def _current_domain(desk: DeskFolder, case: dict[str, Any], clock: dt.datetime) -> Domain | None:
     """The domain as the policy sees it now; ConflictError when its facts are not the case's."""
     policy = desk.config.distill
-    facts, _invalid = read_facts(desk, clock - dt.timedelta(days=policy.min_age_days))
+    facts, _invalid = read_facts(desk, clock - dt.timedelta(days=policy.min_age_days), case.get("project"))
     domain = group_facts(facts, policy, clock).get(case["domain"])
     now_ids = set(domain.fact_ids) if domain else set()
     seen = set(case["observed_fact_ids"])
@@ -290,17 +315,18 @@ def _active_memory(desk: DeskFolder, case: dict[str, Any], domain: Domain | None
     if domain is None:  # no fact counts any more: only possible with an empty case
         raise ConflictError(f"stale: no fact of {case['domain']} counts any more",
                             hint="review again: `desk digest`, then `desk conflicts`")
-    home, memory, problem = find_home(desk, domain, places_of(domain))
+    project = case.get("project")
+    home, memory, problem = find_home(desk, domain, places_of(domain), project)
     seen = case["active"]
     if seen is None:
         if memory is not None:
-            raise ConflictError(f"stale: {memory_path(memory.name)} became the active memory of "
+            raise ConflictError(f"stale: {scoped_path(memory.name, project)} became the active memory of "
                                 f"{case['key'] or case['domain']} after case {case['id']} was opened",
                                 hint="review again: `desk digest`, then `desk conflicts`")
     elif (memory is None or home != seen["name"] or sorted(memory.meta.evidence) != sorted(seen["evidence"])
           or content_key(memory.body) != content_key(_incumbent_content(case))):
         raise ConflictError(f"stale: the active memory of {case['key'] or case['domain']} "
-                            f"(memory/{seen['name']}.md) changed since case {case['id']} was opened",
+                            f"({scoped_path(seen['name'], project)}) changed since case {case['id']} was opened",
                             hint="review again: `desk digest`, then `desk conflicts`")
     if home is None:
         raise DeskError(f"no memory file can hold {case['domain']}: {problem}",

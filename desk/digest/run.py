@@ -6,6 +6,12 @@ files it promoted, merged or superseded, MEMORY.md and `.system/conflicts.json` 
 trailers counting what happened. Nothing changed means no commit: a rerun over the same archive is
 a no-op. It never writes NOW.md (the assistant's own note; the validator's `digest-now` rule enforces it).
 
+`project` (docs/scopes.md) distils one project's facts instead, into `projects/<name>/memory/` and
+that project's MEMORY.md: a fact's conflict domain is its key within its project, so a key in
+project A never supersedes or conflicts with the same key in project B or desk-wide, and the
+cases it opens carry the project. A project run writes no journal (the day's journal is the
+desk-wide run's).
+
 Archive growth since the last commit goes into the same commit (as `desk checkpoint` would commit
 it, with its `Desk-Archive-Head` trailers), so the event ids in memories' `evidence` are committed.
 """
@@ -24,11 +30,10 @@ from desk.digest.fact_version import fact_version
 from desk.digest.facts import FACT_EVENT, FactRecord, fact_from_record
 from desk.digest.journal import existing_narrative, journal_path, one_line, render_journal, run_summarizer
 from desk.digest.memory_writes import (MemoryWrites, active_of, after, forgotten, locate, merged_memory,
-                                       new_memory, places_of, replaced_memory)
+                                       new_memory, places_of, replaced_memory, scoped_index, scoped_path)
 from desk.digest.policy import Tie, decide, group_facts
 from desk.errors import UsageError
-from desk.layout import CONFLICTS_FILE, INDEX_FILE, JOURNAL_DIR, DeskFolder
-from desk.memory.index import memory_path
+from desk.layout import CONFLICTS_FILE, JOURNAL_DIR, DeskFolder
 from desk.storage.lock import desk_lock
 from desk.text.secrets import redact
 from desk.text.times import format_time, parse_time, utc_now
@@ -43,7 +48,7 @@ class DigestResult:
 
     date: str
     as_of: str
-    journal: str
+    journal: str | None  # None: a project run writes no journal
     status: str = "unchanged"  # committed | unchanged
     commit: str | None = None
     events: int = 0
@@ -61,20 +66,30 @@ class DigestResult:
     skipped: list[dict[str, str]] = field(default_factory=list)
     archive: list[str] = field(default_factory=list)  # archive files whose growth was committed
     paths: list[str] = field(default_factory=list)
+    project: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
 def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | dt.datetime | None = None,
-           summarizer: str | None = None, now: dt.datetime | None = None) -> DigestResult:
+           summarizer: str | None = None, now: dt.datetime | None = None,
+           project: str | None = None) -> DigestResult:
     """Write `journal/D.md` and distil old facts into memories; one commit, none when unchanged.
 
     `as_of` (default: now) is the clock of the run: events after it are not seen, facts count when
     they are `min_age_days` older than it, and it stamps created/updated times. `date` (default:
     the day of `as_of`) picks the journal. `summarizer` is a command that reads the day's events
-    as JSONL and prints a Markdown narrative.
+    as JSONL and prints a Markdown narrative. `project` distils that project's facts only (no
+    journal, so `date` and `summarizer` are refused with it).
     """
+    if project is not None:
+        from desk.scopes.projects import require_project
+
+        require_project(project)
+        if date is not None or summarizer is not None:
+            raise UsageError("--date and --summarizer write the journal, which a --project digest "
+                             "does not write", hint="run `desk digest` without --project for the journal")
     clock = parse_time(as_of if as_of is not None else now or utc_now(), "--as-of")
     moment = parse_time(date, "--date", form="day") if date is not None else clock
     start = moment.replace(hour=0, minute=0, second=0, microsecond=0)  # midnight UTC of the day
@@ -83,24 +98,25 @@ def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | 
         raise UsageError(f"--date {day} is after --as-of {format_time(clock)}",
                          hint="a journal covers a day that has started")
     until = min(start + dt.timedelta(days=1), clock + _US)
-    events = _day_records(desk, start, until)
+    events = _day_records(desk, start, until) if project is None else []
     narrative = run_summarizer(summarizer, events, day=day) if summarizer else None
-    facts, invalid = read_facts(desk, clock - dt.timedelta(days=desk.config.distill.min_age_days))
-    result = DigestResult(day.isoformat(), format_time(clock), journal_path(day), events=len(events),
-                          facts=len(facts), invalid_facts=invalid)
+    facts, invalid = read_facts(desk, clock - dt.timedelta(days=desk.config.distill.min_age_days), project)
+    result = DigestResult(day.isoformat(), format_time(clock), journal_path(day) if project is None else None,
+                          events=len(events), facts=len(facts), invalid_facts=invalid, project=project)
     with transaction(desk) as tx:
         writes, ties, settled = _distill(desk, tx, facts, clock, result)
         old_queue = _read(desk, CONFLICTS_FILE)
-        queue = reconcile(parse_queue(old_queue), ties, settled, desk.config.desk_id, clock)
+        queue = reconcile(parse_queue(old_queue), ties, settled, desk.config.desk_id, clock, project)
         result.conflicts, result.conflicts_closed = queue.opened, queue.superseded
         result.open_conflicts = len(open_cases(queue.cases))
         if queue.changed:
             writes[CONFLICTS_FILE] = render_queue(queue.cases)
-        current = _read(desk, result.journal)
-        narrative = narrative or existing_narrative(current)
-        journal = _redacted(render_journal(day, events, narrative))
-        if current != journal:
-            writes[result.journal] = journal
+        if result.journal is not None:
+            current = _read(desk, result.journal)
+            narrative = narrative or existing_narrative(current)
+            journal = _redacted(render_journal(day, events, narrative))
+            if current != journal:
+                writes[result.journal] = journal
         _commit(desk, tx, writes, result)
     return result
 
@@ -109,26 +125,28 @@ def _distill(desk: DeskFolder, tx: Transaction, facts: list[FactRecord], clock: 
              result: DigestResult) -> tuple[dict[str, bytes | None], list[Tie], set[str]]:
     """The memory writes (and MEMORY.md) the policy asks for, the ties, the settled domains."""
     policy = desk.config.distill
+    project = result.project
     domains = group_facts(facts, policy, clock)
     places = {did: places_of(d) for did, d in domains.items()}
-    tx.require_clean(sorted({p for names in places.values() for p in map(memory_path, names)}
-                            | {INDEX_FILE, CONFLICTS_FILE, result.journal}))
-    homes, existing = locate(desk, domains, places, result.skipped)
+    tx.require_clean(sorted({scoped_path(n, project) for names in places.values() for n in names}
+                            | {scoped_index(project), CONFLICTS_FILE}
+                            | ({result.journal} if result.journal else set())))
+    homes, existing = locate(desk, domains, places, result.skipped, project)
     by_id = {f.id: f for f in facts}
     actives = {did: active_of(homes[did], existing[homes[did]], by_id)
                for did in homes if homes[did] in existing}
     live = {d: domains[d] for d in homes}
     plan = decide(live, actives, policy)
-    gone = forgotten(desk, {c.domain: homes[c.domain] for c in plan.promote})
+    gone = forgotten(desk, {c.domain: homes[c.domain] for c in plan.promote}, project)
     if gone:  # a person forgot these memories: only facts since then may bring them back
         for did, when in gone.items():
             live[did] = after(live[did], when)
         plan = decide({d: dom for d, dom in live.items() if dom.candidates}, actives, policy)
     result.stale, result.unconfirmed = len(plan.stale), len(plan.unconfirmed)
-    memories = MemoryWrites(desk, result.skipped)
+    memories = MemoryWrites(desk, result.skipped, project)
     for candidate in plan.promote:
         name = homes[candidate.domain]
-        if memories.land(name, new_memory(name, candidate, clock)):
+        if memories.land(name, new_memory(name, candidate, clock, project)):
             result.promoted.append(name)
     for active, candidate in plan.supersede:
         if memories.land(active.name, replaced_memory(existing[active.name], candidate, clock)):
@@ -165,9 +183,11 @@ def _commit(desk: DeskFolder, tx: Transaction, writes: dict[str, bytes | None], 
         result.status = "committed"
 
 
-def read_facts(desk: DeskFolder, cutoff: dt.datetime) -> tuple[list[FactRecord], int]:
-    """The valid desk-wide facts stated up to `cutoff`, and how many fact records were invalid (a
-    project's facts are its own scope's: never distilled into memory/, docs/scopes.md)."""
+def read_facts(desk: DeskFolder, cutoff: dt.datetime, project: str | None = None
+               ) -> tuple[list[FactRecord], int]:
+    """The valid facts of one scope (desk-wide, or `project`'s) stated up to `cutoff`, and how many
+    fact records were invalid (each scope's facts are distilled into its own memory folder only,
+    docs/scopes.md)."""
     facts, invalid = [], 0
     for event in iter_events(desk, until=cutoff + _US, kinds=[FACT_EVENT]):
         try:
@@ -175,7 +195,7 @@ def read_facts(desk: DeskFolder, cutoff: dt.datetime) -> tuple[list[FactRecord],
         except ValueError:
             invalid += 1
             continue
-        if fact.project is None:
+        if fact.project == project:
             facts.append(fact)
     return facts, invalid
 
@@ -229,8 +249,9 @@ def _message(r: DigestResult) -> str:
             body.append(f"{label}: {', '.join(names)}")
     body += [f"{c['name']}: {json.dumps(c['was'], ensure_ascii=False)} -> "
              f"{json.dumps(c['now'], ensure_ascii=False)}" for c in r.replaced]
-    return commit_message(f"digest: {r.date}", {
-        "Desk-Op": "digest", "Desk-Date": r.date, "Desk-As-Of": r.as_of,
+    subject = f"digest: {r.date}" + (f" (project {r.project})" if r.project else "")
+    return commit_message(subject, {
+        "Desk-Op": "digest", "Desk-Project": r.project, "Desk-Date": r.date, "Desk-As-Of": r.as_of,
         "Desk-Promoted": str(len(r.promoted)), "Desk-Merged": str(len(r.merged)),
         "Desk-Superseded": str(len(r.superseded)), "Desk-Conflicts": str(len(r.conflicts)),
         "Desk-Stale": str(r.stale)}, "\n".join(body) or None)

@@ -30,8 +30,35 @@ MERGE_ATTRIBUTES = (
     (".system/adjudications*.jsonl", "append"),
     ("conversations/**", "derived"),
     ("journal/*.md", "derived"),
+    # the scopes (docs/scopes.md): a project's memories and index as the desk-wide ones; a user
+    # scope's preference files by their `updated` time; its PREFERENCES.md merged by key and
+    # regenerated after a merge
+    ("projects/*/MEMORY.md", "index"),
+    ("projects/*/memory/*.md", "memory"),
+    ("prefs/*.md", "pref"),
+    ("users/*/prefs/*.md", "pref"),
+    ("PREFERENCES.md", "generated"),
+    ("users/*/PREFERENCES.md", "generated"),
 )
-MERGE_DRIVERS = ("index", "memory", "now", "conflicts", "append", "derived")
+MERGE_DRIVERS = ("index", "memory", "now", "conflicts", "append", "derived", "pref", "generated")
+
+
+def missing_attributes(text: str) -> list[tuple[str, str]]:
+    """The (pattern, driver) pairs of MERGE_ATTRIBUTES a `.gitattributes` text lacks (a desk made
+    before they existed): what `desk hooks install` and `desk migrate` append."""
+    present = {tuple(line.split()[:2]) for line in text.splitlines() if len(line.split()) >= 2}
+    return [(p, d) for p, d in MERGE_ATTRIBUTES if (p, f"merge=desk-{d}") not in present]
+
+
+def attributes_with_missing(text: str) -> bytes | None:
+    """`.gitattributes` with the desk merge lines it lacks appended (a desk made before the scopes'
+    drivers), None when it lacks none."""
+    missing = missing_attributes(text)
+    if not missing:
+        return None
+    lines = "".join(f"{pattern} merge=desk-{driver}\n" for pattern, driver in missing)
+    return (text + ("" if not text or text.endswith("\n") else "\n") + lines).encode()
+
 MARKER = "# desk-managed-hook"
 LEGACY = ".legacy"
 

@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
 from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
-                                   MERGE_ENTRY, _read_text, hooks_folder, is_ours)
+                                   MERGE_ENTRY, _read_text, attributes_with_missing, hooks_folder, is_ours,
+                                   missing_attributes)
 from desk.guard.hook_files import missing_setup as missing_setup  # re-exported: it lives where it is cheap
 from desk.guard.rules import check_message
 from desk.guard.validate import validate_staged
-from desk.layout import INDEX_FILE, MEMORY_PREFIX, DeskFolder, is_desk, memory_name
+from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, DeskFolder, is_desk,
+                         memory_name)
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Git, RawChange, hook_index, hook_toplevel, staged_git, staged_snapshot
 from desk.storage.lock import desk_lock
@@ -107,7 +110,24 @@ def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, st
     elif "merge=desk-memory" not in _read_text(attributes):
         actions[GITATTRIBUTES] = ("exists without desk's merge drivers; add the lines of docs/sync.md "
                                   "\"Merge drivers\" to it and commit")
+    elif missing_attributes(_read_text(attributes)) and is_desk(root):
+        actions[GITATTRIBUTES] = _add_missing_attributes(DeskFolder(root))
     return actions
+
+
+def _add_missing_attributes(desk: DeskFolder) -> str:
+    """Append the missing desk lines to .gitattributes in one commit (when it is clean)."""
+    from desk.transaction import commit_message, transaction
+
+    with transaction(desk) as tx:
+        if desk.git.dirty([GITATTRIBUTES]):
+            return "lacks some of desk's merge lines and has uncommitted changes; commit them, then run this again"
+        data = attributes_with_missing(_read_text(desk.path(GITATTRIBUTES)))
+        if data is None:
+            return "ok"
+        tx.commit({GITATTRIBUTES: data}, commit_message(
+            "hooks: add the scopes' merge lines to .gitattributes", {"Desk-Op": "hooks", "Desk-Actor": "user"}))
+    return "updated and committed (the scopes' merge lines added)"
 
 
 def install_hooks(root: Path, python: str | None = None) -> HooksResult:
@@ -221,8 +241,12 @@ def run_pre_commit(root: Path, merge: bool = False) -> HookRun:
                 continue
             run = HookRun(findings=list(report.findings))
             errors = [f for f in report.findings if f.severity == "error"]
-            if regenerated is not None and [f.rule for f in errors] == ["index-stale"]:
-                fix = _fix_index(desk, git, head, raw, regenerated, merge)
+            fixes = dict(report.regenerated)
+            if regenerated is not None:
+                fixes[INDEX_FILE] = regenerated
+            if errors and all(f.rule == "index-stale" and f.path in fixes for f in errors):
+                fix = _fix_index(desk, git, head, raw,
+                                 {f.path: fixes[f.path] for f in errors}, merge)
                 if fix.staged:
                     run.findings = [f for f in run.findings if f.rule != "index-stale"]
                     run.notes.append(f"desk: {fix.note}")
@@ -332,67 +356,95 @@ WHOLE_INDEX_NAMES = ("index", "index.lock")
 
 
 def _fix_index(desk: DeskFolder, git: Git, head: str | None, raw: list[RawChange],
-               regenerated: bytes, merge: bool = False) -> IndexFix:
-    """The fixer: MEMORY.md regenerated from the memory files being committed.
+               fixes: Mapping[str, bytes], merge: bool = False) -> IndexFix:
+    """The fixer: each stale generated file (MEMORY.md, a project's MEMORY.md, a user scope's
+    PREFERENCES.md: `fixes`, path -> the correct bytes) regenerated from the files being committed.
 
     Under the desk lock (a desk command publishing its own commit refreshes the person's index and
     work tree under it), and only while HEAD is still the one checked:
-    - When the person staged a MEMORY.md of their own while memory files differ in the work tree
-      from what is staged, they forgot those files: nothing is touched, and the hint stages them.
-    - The work tree's MEMORY.md is rewritten only when it holds the staged one (never over the
-      person's own edit; the regenerated index then only adds the staged memory changes to it).
-    - A whole-index commit gets the regenerated MEMORY.md added to it and goes on; a commit of
-      named paths is refused with the exact command that names MEMORY.md too. So is a merge:
-      `git merge` wrote the merge's tree before pre-merge-commit runs, and never reads the index
-      again, so the person stages MEMORY.md and concludes the merge with `git commit`.
+    - When the person staged a generated file of their own while the files it is made from differ
+      in the work tree from what is staged, they forgot those files: nothing is touched, and the
+      hint stages them.
+    - A work-tree file is rewritten only when it holds the staged one (never over the person's own
+      edit; the regenerated file then only adds the staged changes to it).
+    - A whole-index commit gets the regenerated files added to it and goes on; a commit of named
+      paths is refused with the exact command that names them too. So is a merge: `git merge`
+      wrote the merge's tree before pre-merge-commit runs, and never reads the index again, so the
+      person stages them and concludes the merge with `git commit`.
     """
     hooked = staged_git(desk.root)
     index = hook_index(hooked)  # `git` reads a private copy of it
-    staged = git.read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}")
-    head_index = git.read_blobs([f"HEAD:{INDEX_FILE}"]).get(f"HEAD:{INDEX_FILE}") if head else None
+    names = sorted(fixes)
+    staged = git.read_blobs([f":{p}" for p in names])
+    heads = git.read_blobs([f"HEAD:{p}" for p in names]) if head else {}
+    kept: list[str] = []
     try:
         with desk_lock(desk.lock_path, timeout=FIX_LOCK_WAIT):
             if hooked.head() != head:
                 return IndexFix(False, BEHIND_HEAD_MESSAGE.removeprefix("desk: "))
-            forgotten = sorted(p for p in hooked.unstaged(index, [MEMORY_PREFIX])
-                               if memory_name(p) is not None)
-            if forgotten and staged != head_index:
-                return IndexFix(False, _forgotten_note(forgotten))
-            path = desk.path(INDEX_FILE)
-            current = _read_plain(path)
-            rewrite = current == staged and current != regenerated
-            if rewrite:
-                atomic_write(path, regenerated)
+            for path in names:
+                source = _source_folder(path)
+                forgotten = sorted(p for p in hooked.unstaged(index, [source]) if _is_source(path, p))
+                if forgotten and staged.get(f":{path}") != heads.get(f"HEAD:{path}"):
+                    return IndexFix(False, _forgotten_note(forgotten, path))
             whole = index.name in WHOLE_INDEX_NAMES and not merge
-            if whole:
-                hooked.stage_blob(index, INDEX_FILE, hooked.write_blob(regenerated))
+            for path in names:
+                regenerated = fixes[path]
+                current = _read_plain(desk.path(path))
+                if current == staged.get(f":{path}") and current != regenerated:
+                    atomic_write(desk.path(path), regenerated)
+                elif current != regenerated:
+                    kept.append(path)
+                if whole:
+                    hooked.stage_blob(index, path, hooked.write_blob(regenerated))
     except ConflictError:
-        return IndexFix(False, "MEMORY.md is stale and a desk command is committing right now; "
+        return IndexFix(False, f"{_listed(names)} stale and a desk command is committing right now; "
                                "nothing was committed: run the same `git commit` again")
-    kept = "" if rewrite or current == regenerated else (
-        " (your own MEMORY.md in the work tree was left as it is; `desk reindex` regenerates it)")
+    note = "" if not kept else (f" (your own {', '.join(kept)} in the work tree was left as it is; "
+                                "`desk reindex` regenerates it)")
+    shown = ", ".join(names) + (" was" if len(names) == 1 else " were")
     if whole:
-        return IndexFix(True, "pre-commit: files were modified by this hook: MEMORY.md was "
-                              "regenerated from the memory files being committed and added to this "
-                              "commit" + kept)
+        return IndexFix(True, f"pre-commit: files were modified by this hook: {shown} regenerated "
+                              "from the files being committed and added to this commit" + note)
     if merge:
-        return IndexFix(False, "pre-merge-commit: files were modified by this hook: MEMORY.md was "
-                               f"regenerated in the work tree{kept}; the merge is not committed yet: "
-                               "run `git add MEMORY.md && git commit --no-edit` to conclude it")
-    paths = sorted({c.path for c in raw} | {INDEX_FILE})
+        return IndexFix(False, f"pre-merge-commit: files were modified by this hook: {shown} "
+                               f"regenerated in the work tree{note}; the merge is not committed yet: "
+                               f"run `git add {' '.join(_quote(p) for p in names)} && git commit "
+                               "--no-edit` to conclude it")
+    paths = sorted({c.path for c in raw} | set(names))
     command = "git commit -- " + " ".join(_quote(p) for p in paths)
-    return IndexFix(False, "pre-commit: files were modified by this hook: MEMORY.md was regenerated "
-                           f"in the work tree{kept}; this commit names its paths, so it must name "
-                           f"MEMORY.md too: run it again as `{command}` (with your -m message); "
-                           "nothing was committed")
+    return IndexFix(False, f"pre-commit: files were modified by this hook: {shown} regenerated "
+                           f"in the work tree{note}; this commit names its paths, so it must name "
+                           f"{'it' if len(names) == 1 else 'them'} too: run it again as `{command}` "
+                           "(with your -m message); nothing was committed")
 
 
-def _forgotten_note(paths: list[str]) -> str:
+def _listed(names: list[str]) -> str:
+    return f"{names[0]} is" if len(names) == 1 else f"{', '.join(names)} are"
+
+
+def _source_folder(generated: str) -> str:
+    """The folder a generated file is made from: memory/, projects/P/memory/, <scope>prefs/."""
+    if generated == INDEX_FILE:
+        return MEMORY_PREFIX
+    if generated.endswith(INDEX_FILE):  # projects/<name>/MEMORY.md
+        return generated.removesuffix(INDEX_FILE) + MEMORY_PREFIX
+    return generated.removesuffix(PREFS_INDEX_FILE) + PREFS_DIR + "/"
+
+
+def _is_source(generated: str, path: str) -> bool:
+    if generated == INDEX_FILE:
+        return memory_name(path) is not None
+    return path.endswith(".md") and path.rpartition("/")[0] + "/" == _source_folder(generated)
+
+
+def _forgotten_note(paths: list[str], generated: str = INDEX_FILE) -> str:
     shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-    return ("pre-commit: the staged MEMORY.md does not match the staged memory files, and "
+    made_from = "memory files" if generated == INDEX_FILE else "files it is made from"
+    return (f"pre-commit: the staged {generated} does not match the staged {made_from}, and "
             f"{shown} {'has' if len(paths) == 1 else 'have'} changes that are not staged: stage "
-            "them with `git add memory/ MEMORY.md` and run the same `git commit` again (or commit "
-            "with `git commit -a`); nothing was changed or committed")
+            f"them with `git add {_source_folder(generated)} {generated}` and run the same `git "
+            "commit` again (or commit with `git commit -a`); nothing was changed or committed")
 
 
 def _read_plain(path: Path) -> bytes | None:

@@ -315,12 +315,7 @@ def _memory_verdict(path: str, data: bytes, stem: str | None = None,
         text = ""  # parse_memory reports the encoding
     if memory is None:
         return _verdict([(f, "") for f in failure] + _secret_items(path, text))
-    items: _Items = []
-    if memory.meta.project != project:
-        where = f"project {project!r}" if project else "the desk-wide memory/"
-        items.append((Finding(path, 1, "scope-mismatch", f"records project {memory.meta.project!r} but "
-                              f"sits in {where}: a memory copied from another scope is never read; "
-                              "move it back or remove it"), ""))
+    items: _Items = []  # a memory recording another project fails parse_memory (scope-mismatch)
     if memory.meta.expires is not None:
         items.append((Finding(path, 1, "memory-expired", "memory has expired and is no longer "
                               f"injected; `desk forget {stem}` or move `expires` later", "warning"),

@@ -5,8 +5,9 @@ The same rules run in three places: in process before each of desk's own commits
 (`validate_staged`: the staged blobs, never the work tree), and over the whole desk
 (`validate_all`: `desk validate --all`, `desk doctor`). This module gathers what each place
 changes and runs the rules on it: the per-file and commit-message rules of desk.guard.rules, and
-the memory-set rules (MEMORY.md regenerated, names unique ignoring case) of desk.guard.index_rule.
-The rule ids are listed in docs/guard.md.
+the memory-set rules (MEMORY.md regenerated, names unique ignoring case) of desk.guard.index_rule,
+and the scopes' generated files (a project's MEMORY.md, a user scope's PREFERENCES.md) of
+desk.guard.scope_index. The rule ids are listed in docs/guard.md.
 
 Verdicts are cached by blob id (desk.guard.verdicts), so no run checks the same bytes twice:
 `--staged` costs in proportion to the change (one `git diff --cached --raw` names the changed
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set
+from desk.guard.scope_index import FilesUnder, check_scope_indexes, touched_scopes
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
                               file_verdict, is_checked, is_managed, needs_old)
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
@@ -67,6 +69,9 @@ class Report:
     fixed: list[str] = field(default_factory=list)
     computed: int = 0  # files the rules ran on
     reused: int = 0  # files whose verdict came from the cache (desk.guard.verdicts)
+    # `{path: correct bytes}` of each stale generated scope file (desk.guard.scope_index): what the
+    # pre-commit fixer writes. Not part of the JSON output.
+    regenerated: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Finding]:
@@ -84,8 +89,10 @@ class Report:
 
 def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read: Read,
          message: str | None, now: dt.datetime | None, *, cached: bool = False,
-         head_config: Callable[[], bytes | None] | None = None) -> tuple[Report, bytes | None]:
-    """The rules over `changes`; the memory-set rules when memory/ or MEMORY.md changed.
+         head_config: Callable[[], bytes | None] | None = None,
+         files_under: FilesUnder | None = None) -> tuple[Report, bytes | None]:
+    """The rules over `changes`; the memory-set rules when memory/ or MEMORY.md changed; the
+    scopes' generated files when a scope's files changed (`files_under` lists the commit's files).
 
     With `cached`, verdicts come from (and go to) the blob-keyed cache. `head_config()` gives
     HEAD's desk.json when the caller has read it already.
@@ -117,6 +124,9 @@ def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read
         found, regenerated = check_memory_set(desk, lines, memory, added, contents)
         report.findings += found
         report.findings += _staged_duplicate_keys(contents, memory)
+    if files_under is not None and any(touched_scopes(changed)):
+        found_scoped, report.regenerated = check_scope_indexes(changed, files_under, read, desk_id, now)
+        report.findings += found_scoped
     if message is not None:
         report.findings += check_message(message, changed)
     return report, regenerated
@@ -280,7 +290,8 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
     memory = MemorySet(blobs.get(f":{INDEX_FILE}"), blobs.get(f"HEAD:{INDEX_FILE}"),
                        lambda: git.ls_staged(MEMORY_PREFIX), read, _like(git))
     report, regenerated = _run(desk, changes, memory, read, message, now, cached=True,
-                               head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"))
+                               head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"),
+                               files_under=lambda spec: git.ls_staged_files([spec]))
     report.findings = _restore_hints(desk, report.findings)
     return report, regenerated
 
@@ -363,8 +374,22 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
         gone = [p for p, data in writes.items() if data is None]
         added = [p for p, data in writes.items() if data is not None]
         memory = MemorySet(index, base, all_files, read, _like(git, added, gone))
+    def files_under(spec: str) -> dict[str, str]:
+        head = git.head()
+        if spec.endswith("/"):
+            files = git.ls_tree(head, spec, recursive=True) if head else {}
+        else:
+            files = git.committed_blobs([spec]) if head else {}
+        for path, data in writes.items():
+            if path == spec or spec.endswith("/") and path.startswith(spec):
+                if data is None:
+                    files.pop(path, None)
+                else:
+                    files[path] = blob_sha(data)
+        return files
+
     report, _ = _run(desk, changes, memory, read, message, now,
-                     head_config=lambda: heads.get(f"HEAD:{CONFIG_PATH}"))
+                     head_config=lambda: heads.get(f"HEAD:{CONFIG_PATH}"), files_under=files_under)
     return report
 
 
@@ -474,7 +499,25 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
     items += [(f, "") for f in found_set]
     changed = {p for p in memory_paths if found[p][2] is not None}  # read already: not tracked as is
     items += [(f, "") for f in _keyed_state(desk, memory_paths, verdicts, changed)]
+    items += [(f, "") for f in _work_tree_scope_indexes(desk, found, desk_id)]
     return report, FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items))
+
+
+def _work_tree_scope_indexes(desk: DeskFolder, found: Mapping[str, tuple[str, str | None, bytes | None]],
+                             desk_id: str) -> list[Finding]:
+    """desk.guard.scope_index over every scope in the work tree (clock-free, so a cached run's
+    findings stay true)."""
+    files = {p: blob for p, (mode, blob, _) in found.items() if mode == FILE_MODE and blob}
+    if not any(touched_scopes(files)):
+        return []
+    known = {blob: data for _, blob, data in found.values() if blob and data is not None}
+
+    def files_under(spec: str) -> dict[str, str]:
+        return {p: b for p, b in files.items() if p == spec or spec.endswith("/") and p.startswith(spec)}
+
+    findings, _ = check_scope_indexes(sorted(files), files_under, _reader(desk.git, known), desk_id,
+                                      dt.datetime.now(dt.timezone.utc))
+    return findings
 
 
 def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[str, FileVerdict],

@@ -17,6 +17,10 @@
    secrets inside the import (the gate reads what an archive file gained), several times the
    import's own cost at 50,000 messages.
 Importing the same source again changes nothing: status `unchanged`, no commit, no append.
+
+`project` imports the memories into that project's memory folder and index (docs/scopes.md);
+`user` applies the profile fields the source carries (an OpenClaw USER.md's labelled lines) to
+that user's profile in the same commit, and is refused for a source that carries none.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,11 +38,11 @@ from desk.archive.importing import append_events
 from desk.archive.store import archive_files, build_event
 from desk.errors import DeskError, UsageError
 from desk.interchange.items import DeskFileItem, Proposal, RecordItem, Source
-from desk.interchange.plan import PlanLine, plan_memories
+from desk.interchange.plan import FolderMemories, PlanLine, plan_memories
 from desk.interchange.readers import read_source
-from desk.layout import INDEX_FILE, TEMPLATE_FILES, USER_FILE, DeskFolder, template_bytes
-from desk.memory.index import IndexEntry, memory_path
-from desk.memory.mirror import head_mirror
+from desk.layout import INDEX_FILE, TEMPLATE_FILES, USER_FILE, DeskFolder, project_index_path, template_bytes
+from desk.memory.index import IndexEntry, memory_path, render_index
+from desk.memory.mirror import HeadMirror, head_mirror
 from desk.storage.git import blob_sha
 from desk.text.times import utc_now
 from desk.transaction import commit_message, transaction
@@ -76,6 +81,8 @@ class ImportReport:
     records_present: int = 0
     archive_files: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    project: str | None = None
+    profile: dict[str, Any] | None = None  # with --user: {user_scope, path, fields, changed}
 
     def counts(self) -> dict[str, int]:
         counts = {a: 0 for a in ("create", "update", "unchanged", "rejected")}
@@ -89,29 +96,42 @@ class ImportReport:
                 "commit": self.commit, "counts": self.counts(), "memories": [m.to_json() for m in self.memories],
                 "files": [f.to_json() for f in self.files],
                 "proposals": [p.to_json() for p in self.proposals], "archive_files": self.archive_files,
-                "skipped": self.skipped}
+                "skipped": self.skipped, "project": self.project, "profile": self.profile}
 
 
 def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = False,
-                  progress: Progress | None = None, now: dt.datetime | None = None) -> ImportReport:
-    """Import `path` in format `fmt`; with `dry_run` only the plan, nothing written."""
+                  progress: Progress | None = None, now: dt.datetime | None = None,
+                  project: str | None = None, user: str | None = None) -> ImportReport:
+    """Import `path` in format `fmt`; with `dry_run` only the plan, nothing written. `project`:
+    the memories go into that project's scope; `user`: the source's profile fields go to that user."""
     now = (now or utc_now()).replace(microsecond=0)
+    if project is not None:
+        from desk.scopes.projects import require_project
+
+        require_project(project)
     source = read_source(fmt, path)
+    if user is not None and not source.profile:
+        raise UsageError(f"--user: {_no_profile(fmt, source)}",
+                         hint="leave --user out: memories and records do not belong to one user")
     steps = _Steps(progress, len(source.records))
     events = _events(source, now, steps)
-    report = ImportReport(fmt, str(path), dry_run, proposals=list(source.proposals), skipped=source.skipped)
+    report = ImportReport(fmt, str(path), dry_run, proposals=list(source.proposals), skipped=source.skipped,
+                          project=project)
     prefix = fmt.split("-")[0]
+    index_path = INDEX_FILE if project is None else project_index_path(project)
     if dry_run:
-        with head_mirror(desk) as mirror:
-            report.memories = plan_memories(desk, mirror, source.memories, prefix, now)
+        with _committed(desk, project) as mirror:
+            report.memories = plan_memories(desk, mirror, source.memories, prefix, now, project)
             _plan_files(desk, source.desk_files, report)
             _check_rules(desk, mirror, report, fmt)
+        if user is not None:
+            _profile_patch(desk, source.profile, user, report)
         present = _present_origins(desk, events)
         report.records_present = sum(1 for e in events if e["meta"][IMPORT_META] in present)
         report.records_new = len(events) - report.records_present
         return report
-    with transaction(desk) as tx, head_mirror(desk) as mirror:
-        report.memories = plan_memories(desk, mirror, source.memories, prefix, now)
+    with transaction(desk) as tx, _committed(desk, project) as mirror:
+        report.memories = plan_memories(desk, mirror, source.memories, prefix, now, project)
         _plan_files(desk, source.desk_files, report)
         writes, entries = _check_rules(desk, mirror, report, fmt)
         # Under the desk lock, so a concurrent import of the same source waits and then finds
@@ -120,14 +140,24 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
         new = [e for e in events if e["meta"][IMPORT_META] not in present]
         report.records_present = len(events) - len(new)
         report.records_new = len(new)
+        index: bytes | None = None
         if writes:
-            tx.require_clean([*writes, INDEX_FILE])
-            index = mirror.render_index(entries)
-            if mirror.index_blob != blob_sha(index) or not desk.path(INDEX_FILE).is_file():
-                writes[INDEX_FILE] = index
+            tx.require_clean([*writes, index_path])
+            if isinstance(mirror, HeadMirror):
+                index = mirror.render_index(entries)
+                if mirror.index_blob != blob_sha(index) or not desk.path(INDEX_FILE).is_file():
+                    writes[INDEX_FILE] = index
+            else:
+                index = _render_index(mirror, entries)
+                if desk.read_if_present(index_path) != index or desk.git.blob_at("HEAD", index_path) != index:
+                    writes[index_path] = index
+        if user is not None:
+            writes.update(_profile_patch(desk, source.profile, user, report, tx))
+        if writes:
             report.commit = tx.commit(writes, _message(fmt, path, report))
-            mirror.record(report.commit, {name: (blob_sha(writes[memory_path(name)] or b""), entry)
-                                          for name, entry in entries.items()}, blob_sha(index))
+            if isinstance(mirror, HeadMirror) and index is not None:
+                mirror.record(report.commit, {name: (blob_sha(writes[memory_path(name)] or b""), entry)
+                                              for name, entry in entries.items()}, blob_sha(index))
         if new:
             appended = append_events(desk, new, str(path), now=now,
                                      progress=lambda done, _total: steps.tick(len(events) + done))
@@ -135,6 +165,56 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
     steps.tick(steps.total)
     report.status = "imported" if writes or new else "unchanged"
     return report
+
+
+@contextmanager
+def _committed(desk: DeskFolder, project: str | None) -> Iterator[HeadMirror | FolderMemories]:
+    """The committed memories of the scope: the HEAD mirror for memory/, the folder for a project."""
+    if project is None:
+        with head_mirror(desk) as mirror:
+            yield mirror
+        return
+    from desk.scopes.projects import project_memories
+
+    yield FolderMemories(project_memories(desk, project))
+
+
+def _render_index(mirror: HeadMirror | FolderMemories, entries: dict[str, IndexEntry]) -> bytes:
+    if isinstance(mirror, HeadMirror):
+        return mirror.render_index(entries, strict=False)
+    return render_index({**{n: IndexEntry.of(m) for n, m in mirror.memories.items()}, **entries}.values())
+
+
+def _no_profile(fmt: str, source: Source) -> str:
+    if fmt != "openclaw":
+        return (f"a {fmt} source carries no user profile data desk maps to profile fields (only an "
+                "OpenClaw workspace's USER.md does), so there is nothing to import for a user")
+    return ("this workspace's USER.md has no labelled line desk maps to a profile field (`- **Name:** "
+            "...`, `- **What to call them:** ...`, `- **Pronouns:** ...`, `- **Timezone:** ...`)")
+
+
+def _profile_patch(desk: DeskFolder, fields: dict[str, Any], user: str, report: ImportReport,
+                   tx: Any = None) -> dict[str, bytes | None]:
+    """The user's USER.md with the source's profile fields set (their other fields kept); the
+    write, or none when nothing changes. `report.profile` says what changes."""
+    from desk.layout import profile_path, scope_id
+    from desk.scopes.files import ProfileFile, validate_profile
+    from desk.scopes.profile import read_profile
+
+    scope = scope_id(user)
+    path = profile_path(scope)
+    checked = validate_profile(fields, "USER.md")
+    if tx is not None:
+        tx.require_clean([path])
+    profile = read_profile(desk, scope)
+    before = dict(profile.fields) if profile else {}
+    after = {**before, **checked}
+    changed = sorted(k for k in after if before.get(k) != after.get(k))
+    report.profile = {"user_scope": scope, "path": path, "fields": after, "changed": changed}
+    if not changed:
+        return {}
+    base = profile or ProfileFile({}, None, None, "", False, {})
+    return {path: base.render(after, scope, desk.desk_id)}
 
 
 class _Steps:
@@ -195,23 +275,24 @@ def _present_origins(desk: DeskFolder, events: list[dict[str, Any]]) -> set[str]
     return found
 
 
-def _check_rules(desk: DeskFolder, mirror: Any, report: ImportReport,
+def _check_rules(desk: DeskFolder, mirror: HeadMirror | FolderMemories, report: ImportReport,
                  fmt: str) -> tuple[dict[str, bytes | None], dict[str, IndexEntry]]:
     """Run the commit's file rules (secrets included) on the planned memories and desk files;
     reject each memory that fails, with its finding, and propose each desk file that fails instead
     of writing it. Returns the writes (memories and desk files) and the memories' index entries."""
     from desk.guard.validate import validate_writes
 
+    index_path = INDEX_FILE if report.project is None else project_index_path(report.project)
     for _round in range(3):
         writable = [m for m in report.memories if m.memory is not None and m.action in ("create", "update")]
-        writes: dict[str, bytes | None] = {memory_path(m.name or ""): m.memory.render()
+        writes: dict[str, bytes | None] = {m.path or "": m.memory.render()
                                            for m in writable if m.memory is not None}
         entries = {m.name or "": IndexEntry.of(m.memory) for m in writable if m.memory is not None}
         files: dict[str, bytes | None] = {f.target: f.data for f in report.files if f.action == "write"}
         if not writes and not files:
             return writes, entries
-        index = mirror.render_index(entries, strict=False)
-        checked = {**writes, **files, INDEX_FILE: index} if writes else {**files}
+        index = _render_index(mirror, entries)
+        checked = {**writes, **files, index_path: index} if writes else {**files}
         found = validate_writes(desk, checked, _message(fmt, Path(report.source), report))
         bad: dict[str, list[str]] = {}
         for finding in found.errors:
@@ -220,7 +301,7 @@ def _check_rules(desk: DeskFolder, mirror: Any, report: ImportReport,
         if not bad:
             return {**writes, **files}, entries
         for line in writable:
-            reasons = bad.get(memory_path(line.name or ""))
+            reasons = bad.get(line.path or "")
             if reasons:
                 line.action, line.reason, line.memory = "rejected", "; ".join(reasons), None
         for fill in [f for f in report.files if f.target in bad]:
@@ -272,8 +353,12 @@ def _message(fmt: str, path: Path, report: ImportReport) -> str:
                f"{counts['records_new']} archive records")
     if counts["files"]:
         subject += f", {counts['files']} desk files"
+    if report.project:
+        subject += f" (project {report.project})"
     return commit_message(subject, {
-        "Desk-Op": "import", "Desk-Actor": "user", "Desk-Import-Format": fmt,
+        "Desk-Op": "import", "Desk-Actor": "user", "Desk-Project": report.project,
+        "Desk-User": (report.profile or {}).get("user_scope") if (report.profile or {}).get("changed") else None,
+        "Desk-Import-Format": fmt,
         "Desk-Import-Source": path.name or str(path),
         "Desk-Import-Created": str(counts["create"]), "Desk-Import-Updated": str(counts["update"]),
         "Desk-Import-Unchanged": str(counts["unchanged"]), "Desk-Import-Rejected": str(counts["rejected"]),

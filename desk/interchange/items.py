@@ -83,6 +83,9 @@ class Source:
     proposals: list[Proposal] = field(default_factory=list)
     desk_files: list[DeskFileItem] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # what the reader left out, and why
+    # profile fields the source states about its user (desk's field names: name, call_them, ...),
+    # applied to a user's profile only with `desk import --user`
+    profile: dict[str, str] = field(default_factory=dict)
 
 
 def slugify(text: str, fallback_seed: str, prefix: str = "note") -> str:

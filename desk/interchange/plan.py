@@ -8,17 +8,21 @@ the next free `<name>-2`, `<name>-3`, ... with a plan line saying so. Then the w
 AGENTS.md/SOUL.md), the structural checks of the memory file schema, and the read-back check. A
 refusal rejects that item with its reason; the import goes on with the rest. The file rules and
 the secret scan run on the whole commit afterwards (`importing.py`), as for every desk commit.
+
+`project` plans into a project's memory folder (docs/scopes.md): names, collisions and the gate's
+"already recorded" are the project's, and each memory records `project: <name>`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from desk.errors import DeskError, InvalidFileError, RejectedError
 from desk.interchange.items import MemoryItem, slugify
-from desk.layout import DeskFolder
+from desk.layout import DeskFolder, project_memory_path
 from desk.memory import gate
 from desk.memory.file import NAME_MAX, MemoryFile, build_meta, normalize_body, parse_memory
 from desk.memory.index import memory_path
@@ -26,6 +30,31 @@ from desk.memory.mirror import HeadMirror
 from desk.text.normalize import content_key
 
 MAX_SUFFIX = 1000
+
+
+class Committed(Protocol):
+    """What the plan asks of the memories committed in its scope (HeadMirror for memory/)."""
+
+    def blob(self, name: str) -> str | None: ...
+
+    def same_body(self, body_key: str, exclude: str) -> list[str]: ...
+
+
+class FolderMemories:
+    """A project's memories read from its folder (a project is small: no mirror), as Committed."""
+
+    def __init__(self, memories: Mapping[str, MemoryFile]) -> None:
+        self.memories = dict(memories)
+
+    def blob(self, name: str) -> str | None:
+        return name if name in self.memories else None
+
+    def same_body(self, body_key: str, exclude: str) -> list[str]:
+        return sorted(n for n, m in self.memories.items() if n != exclude and content_key(m.body) == body_key)
+
+
+def scoped_path(name: str, project: str | None) -> str:
+    return memory_path(name) if project is None else project_memory_path(project, name)
 
 
 @dataclass
@@ -37,15 +66,21 @@ class PlanLine:
     origin: str
     reason: str | None = None  # why rejected, or a note (a collision's new name, a duplicate)
     memory: MemoryFile | None = field(default=None, repr=False)
+    project: str | None = None
+
+    @property
+    def path(self) -> str | None:
+        return scoped_path(self.name, self.project) if self.name else None
 
     def to_json(self) -> dict[str, object]:
-        return {"action": self.action, "name": self.name, "path": memory_path(self.name) if self.name else None,
+        return {"action": self.action, "name": self.name, "path": self.path,
                 "origin": self.origin, "reason": self.reason}
 
 
-def plan_memories(desk: DeskFolder, mirror: HeadMirror, items: list[MemoryItem], prefix: str,
-                  now: dt.datetime) -> list[PlanLine]:
-    """The plan for `items` against the desk as it is (HEAD through `mirror`, and the work tree)."""
+def plan_memories(desk: DeskFolder, mirror: HeadMirror | Committed, items: list[MemoryItem], prefix: str,
+                  now: dt.datetime, project: str | None = None) -> list[PlanLine]:
+    """The plan for `items` against the desk as it is (HEAD through `mirror`, and the work tree),
+    in `project`'s memory folder when given."""
     rules = gate.rule_texts(desk)
     planned: dict[str, MemoryFile] = {}  # name -> what this import writes (create or update)
     planned_keys: dict[str, list[str]] = {}
@@ -54,13 +89,13 @@ def plan_memories(desk: DeskFolder, mirror: HeadMirror, items: list[MemoryItem],
     def existing(name: str) -> MemoryFile | None | bool:
         """The memory `name` on disk; False when there is none; None when it does not parse."""
         if name not in existing_cache:
-            path = desk.path(memory_path(name))
+            where = scoped_path(name, project)
+            path = desk.path(where)
             if mirror.blob(name) is None and not path.exists() and not path.is_symlink():
                 existing_cache[name] = False
             else:
                 try:
-                    existing_cache[name] = parse_memory(desk.read(memory_path(name)), memory_path(name),
-                                                        name)
+                    existing_cache[name] = parse_memory(desk.read(where), where, name)
                 except (InvalidFileError, OSError, DeskError):  # DeskError: a symlink, never read
                     existing_cache[name] = None
         return existing_cache[name]
@@ -71,14 +106,16 @@ def plan_memories(desk: DeskFolder, mirror: HeadMirror, items: list[MemoryItem],
 
     lines = []
     for item in items:
-        lines.append(_plan_one(item, prefix, now, rules, planned, planned_keys, existing, same_body))
+        line = _plan_one(item, prefix, now, rules, planned, planned_keys, existing, same_body, project)
+        line.project = project
+        lines.append(line)
     return lines
 
 
 def _plan_one(item: MemoryItem, prefix: str, now: dt.datetime, rules: dict[str, str],
               planned: dict[str, MemoryFile], planned_keys: dict[str, list[str]],
               existing: Callable[[str], MemoryFile | None | bool],
-              same_body: Callable[[str, str], list[str]]) -> PlanLine:
+              same_body: Callable[[str, str], list[str]], project: str | None = None) -> PlanLine:
     body = normalize_body(item.body)
     if not body:
         return PlanLine("rejected", None, item.origin, "empty: the note has no text to remember")
@@ -99,10 +136,10 @@ def _plan_one(item: MemoryItem, prefix: str, now: dt.datetime, rules: dict[str, 
         return PlanLine("rejected", None, item.origin, f"{base}: no free name up to -{MAX_SUFFIX}")
     if name != base:
         note = f"{base} holds a different fact: imported as {name}"
-    path = memory_path(name)
+    path = scoped_path(name, project)
     old = current if isinstance(current, MemoryFile) else None
     fields = dict(name=name, description=item.description, type=item.type, triggers=list(item.triggers),
-                  importance=item.importance)
+                  importance=item.importance, project=project)
     try:
         if old is not None:
             same = (old.meta.description, old.meta.type, old.meta.triggers) == (item.description, item.type,

@@ -360,9 +360,38 @@ def parse_memory(data: bytes, path: str, expected_name: str | None = None) -> Me
     if not doc.body.strip():
         problems.append(Finding(path, doc.body_line, "body-empty",
                                 "the memory has no body; write the fact below the closing `---`"))
+    problem = scope_problem(path, meta.project)
+    if problem:
+        problems.append(Finding(path, doc.line_of("project") if meta.project else 1, "scope-mismatch",
+                                problem))
     if problems:
         raise InvalidFileError(problems)
     return MemoryFile(meta, doc.body)
+
+
+def path_project(path: str) -> tuple[bool, str | None]:
+    """`(known, project)`: the scope a memory at desk path `path` belongs to, `(True, None)` for the
+    desk-wide `memory/<name>.md`, `(True, P)` for `projects/P/memory/<name>.md`, `(False, None)`
+    for any other path (a file read from outside a desk: no scope to check)."""
+    parts = path.split("/")
+    if len(parts) == 2 and parts[0] == "memory":
+        return True, None
+    if len(parts) == 4 and parts[0] == "projects" and parts[2] == "memory":
+        return True, parts[1]
+    return False, None
+
+
+def scope_problem(path: str, recorded: str | None) -> str | None:
+    """Why a memory recording project `recorded` must not be read at `path` (docs/scopes.md): a
+    desk-wide memory records no project, a project's records its own. Every reader parses through
+    `parse_memory`, so none of them injects a memory copied into another scope (a fast-forward
+    pull runs no hook)."""
+    known, project = path_project(path)
+    if not known or recorded == project:
+        return None
+    where = f"project {project!r}" if project else "the desk-wide memory/"
+    return (f"records project {recorded!r} but sits in {where}: a memory copied from another "
+            "scope is never read; move it back or remove it")
 
 
 def require_name(name: str) -> None:

@@ -39,8 +39,10 @@ HEADER = (f"# {INDEX_FILE}: generated from {MEMORY_DIR}/ by desk; do not edit by
           "run `desk reindex` after editing memory files\n")
 EMPTY = "_No memories yet: add one with `desk remember`._\n"
 _CACHE_FILE = "entries.sqlite"
-_TABLE = "entries_v5"  # v5: injected_tokens of the Markdown-escaped body (v4: a column per field)
-_RETIRED = ("entries_v2", "entries_v3", "entries_v4")  # earlier layouts: dropped
+# v6: a memory recording another scope's project is not an entry (parse_memory refuses it); v5:
+# injected_tokens of the Markdown-escaped body (v4: a column per field)
+_TABLE = "entries_v6"
+_RETIRED = ("entries_v2", "entries_v3", "entries_v4", "entries_v5")  # earlier layouts: dropped
 _STATS = "worktree_v1"  # memory/ in the work tree as last read: path -> size, mtime, blob id
 _RACY_NS = 3_000_000_000  # a file modified this close to being read is read again (git's racy rule)
 _SCAN_ALL = 2000  # from this many blobs, one pass over the table beats IN (...) lookups

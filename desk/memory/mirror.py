@@ -14,18 +14,23 @@ Each row also keeps the memory's **last commit** and that commit's time: the com
 mirror reads anyway: catching up from the recorded commit reads `git log --raw OLD..HEAD` (every
 commit a person made in between, merges included), and a rebuild walks the whole history once, all
 files together (`last_commits`). A mutation records its own commit for the files it changed.
+
+Project memories (`projects/<name>/memory/<m>.md`, docs/scopes.md) keep their last commit in a
+table of their own (`ProjectHeads`), caught up and rebuilt the same way, so a project hit in
+`desk recall` names its commit without a `git log` per hit either.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import GitError, InvalidFileError
-from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
+from desk.layout import INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
 from desk.memory.index import EntryCache, IndexEntry, memory_path, render_sorted
 
 if TYPE_CHECKING:
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
 _ROWS = "head_v2"
 _META = "head_meta_v2"
 _RETIRED = ("head_v1", "head_meta_v1")  # earlier layouts (no last commit): dropped, rebuilt as v2
+_PROJECT_ROWS = "project_heads_v1"  # ProjectHeads: path -> blob, last commit, its time
 _PATHSPEC_MAX = 1000  # a merge's paths named on git's command line; more: diff the whole tree
 
 
@@ -266,15 +272,132 @@ class HeadMirror:
         self.db.executemany(f"INSERT OR REPLACE INTO {_META} VALUES (?, ?)",
                             [("commit", commit), ("index_blob", index_blob)])
 
-    @contextmanager
-    def _write(self) -> Iterator[None]:
-        self.db.execute("BEGIN IMMEDIATE")
+    def _write(self) -> contextlib.AbstractContextManager[None]:
+        return _write(self.db)
+
+
+@contextmanager
+def _write(db: sqlite3.Connection) -> Iterator[None]:
+    """One SQLite write transaction (BEGIN IMMEDIATE: a concurrent writer waits)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def is_project_memory(path: str) -> bool:
+    found = project_file(path)
+    return found is not None and found[0] == "memory"
+
+
+class ProjectHeads:
+    """Each project memory committed at HEAD with its blob and last commit (the one `git log -n1
+    -- PATH` shows), by path, kept in step with HEAD like HeadMirror's last commits: from the
+    history since the recorded commit, or one walk of the whole history when that is gone.
+    Read-only for the desk: only the git-ignored cache is written."""
+
+    def __init__(self, desk: DeskFolder, cache: EntryCache) -> None:
+        self.desk = desk
+        self.db: sqlite3.Connection = cache.connection()
+        self.db.execute(f"CREATE TABLE IF NOT EXISTS {_PROJECT_ROWS} (path TEXT PRIMARY KEY, "
+                        "blob TEXT NOT NULL, last_commit TEXT, last_time INTEGER)")
+        self.db.execute(f"CREATE TABLE IF NOT EXISTS {_META} (key TEXT PRIMARY KEY, value TEXT)")
+
+    def committed(self, paths: Iterable[str]) -> dict[str, Committed]:
+        """`{path: Committed}` for those of `paths` committed at HEAD."""
+        wanted = sorted(set(paths))
+        found: dict[str, Committed] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            rows = self.db.execute(f"SELECT path, blob, last_commit, last_time FROM {_PROJECT_ROWS} "
+                                   f"WHERE path IN ({','.join('?' * len(chunk))})", chunk)
+            found.update((path, Committed(blob, commit, time)) for path, blob, commit, time in rows)
+        return found
+
+    def sync(self) -> None:
+        head = self.desk.git.head()
+        with _write(self.db):
+            row = self.db.execute(f"SELECT value FROM {_META} WHERE key = 'project_commit'").fetchone()
+            recorded = row[0] if row else None
+            if head == recorded:
+                return
+            if not (recorded and head and self._advance(recorded, head)):
+                self._rebuild(head)
+            self.db.execute(f"INSERT OR REPLACE INTO {_META} VALUES ('project_commit', ?)", (head,))
+
+    def _rebuild(self, head: str | None) -> None:
+        self.db.execute(f"DELETE FROM {_PROJECT_ROWS}")
+        if head is None:
+            return
+        git = self.desk.git
+        files = {p: b for p, b in git.ls_tree(head, PROJECTS_DIR, recursive=True).items()
+                 if is_project_memory(p)}
+        if not files:
+            return
+        with closing(git.history([head])) as steps:
+            found, _ = last_commits(git, steps, head, set(files))
+        self._put(files, found)
+
+    def _advance(self, old: str, new: str) -> bool:
+        """Catch up from `old` to `new` (as HeadMirror._advance does); False when only a rebuild can."""
+        git = self.desk.git
         try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+            steps = list(git.history([f"{old}..{new}"]))
+        except GitError:
+            return False
+        by_sha = {step.sha: step for step in steps}
+        at: str | None = new
+        chain: list[HistoryStep] = []
+        while at is not None and at in by_sha:
+            chain.append(by_sha[at])
+            at = by_sha[at].parents[0] if by_sha[at].parents else None
+        if at != old:
+            return False
+        final: dict[str, str | None] = {}
+        for step in reversed(chain):
+            for change in step.changes:
+                if is_project_memory(change.path):
+                    final[change.path] = change.new_blob
+        self.db.executemany(f"DELETE FROM {_PROJECT_ROWS} WHERE path = ?",
+                            [(p,) for p, blob in final.items() if blob is None])
+        present = {p: b for p, b in final.items() if b is not None}
+        touched = {c.path for step in steps for c in step.changes if is_project_memory(c.path)}
+        touched |= set(present)
+        rows = self.committed(touched)  # a side branch may touch a file the first parents kept
+        current = {p: b for p, b in present.items()} | {p: c.blob for p, c in rows.items() if p not in final}
+        found, waiting = last_commits(git, steps, new, set(current))
+        waiting.pop(old, None)
+        for paths in waiting.values():
+            for path in paths:
+                last = git.last_change(new, path)
+                if last is not None:
+                    found[path] = last
+        self._put(current, found)
+        return True
+
+    def _put(self, files: Mapping[str, str], found: Mapping[str, tuple[str, int]]) -> None:
+        """Rows for `{path: blob}`; a path without a new last commit keeps the one it has."""
+        self.db.executemany(
+            f"INSERT INTO {_PROJECT_ROWS} (path, blob, last_commit, last_time) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET blob = excluded.blob, "
+            "last_commit = COALESCE(excluded.last_commit, last_commit), "
+            "last_time = COALESCE(excluded.last_time, last_time)",
+            [(p, b, *(found.get(p) or (None, None))) for p, b in files.items()])
+
+
+@contextmanager
+def project_heads(desk: DeskFolder) -> Iterator[ProjectHeads]:
+    """The last commits of HEAD's project memories, synced (a reader may open it without the lock)."""
+    cache = EntryCache(desk.cache_dir)
+    try:
+        state = ProjectHeads(desk, cache)
+        state.sync()
+        yield state
+    finally:
+        cache.close()
 
 
 def last_commits(git: Git, steps: Iterable[HistoryStep], start: str, paths: set[str]

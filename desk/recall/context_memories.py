@@ -13,7 +13,7 @@ from typing import Any
 
 from desk.layout import DeskFolder, project_memory_path
 from desk.memory.index import IndexEntry, memory_path
-from desk.memory.mirror import head_mirror
+from desk.memory.mirror import head_mirror, project_heads
 from desk.recall.context_cache import MemoryView
 from desk.recall.context_sections import Section, _note, _some
 from desk.text.escape import injected_body, one_line, xml_attr
@@ -72,10 +72,14 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
             hits.append((path, name, entry, hit))
     if not hits:
         return None
-    # Each desk-wide hit's last commit from the HEAD mirror: no git process per hit
-    # (docs/recall.md). A project memory's commit is not looked up (projects have no mirror).
+    # Each hit's last commit from the HEAD mirror (a project memory's from its table beside it):
+    # no git process per hit (docs/recall.md).
     with head_mirror(desk) as mirror:
         committed = mirror.committed(name for path, name, _, _ in hits if path == memory_path(name))
+    in_project = [path for path, name, _, _ in hits if path != memory_path(name)]
+    if in_project:
+        with project_heads(desk) as heads:
+            committed.update(heads.committed(in_project))
     hits.sort(key=lambda h: (-(h[2].importance or 0), h[1], h[0]))  # importance, then name
     head = f"<{BLOCK}>\n{NOTICE}\n"
     tail = f"</{BLOCK}>\n"
@@ -83,7 +87,7 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
     left: list[str] = []
     used = estimate_tokens(head + tail)
     for path, name, entry, hit in hits:
-        at_head = committed.get(name) if path == memory_path(name) else None
+        at_head = committed.get(name if path == memory_path(name) else path)
         m = {"name": name, "path": path, "commit": at_head.commit if at_head else None,
              "type": entry.type, "importance": entry.importance, "source": entry.source,
              "source_event": entry.source_event, "updated": entry.updated_field, "triggers_hit": hit}

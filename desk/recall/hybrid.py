@@ -33,7 +33,7 @@ from desk.storage.sqlite_cache import open_cache
 
 if TYPE_CHECKING:
     from desk.layout import DeskFolder
-    from desk.recall.rank import Ranker, ScoreBreakdown
+    from desk.recall.rank import ScoreBreakdown
     from desk.recall.search_cache import SearchCache
 
 ENTRY_POINT_GROUP = "desk.embedders"

@@ -18,7 +18,6 @@ from typing import Any
 
 from desk.errors import InvalidFileError
 from desk.layout import memory_name, project_file
-from desk.text.normalize import normalize
 from desk.text.times import TimeFormatError, format_time, parse_time
 from desk.text.terms import FIELD_MARK, TIME_TAG, terms_name_time, text_terms
 

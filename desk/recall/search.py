@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from desk.errors import DeskError, UsageError
 from desk.layout import DeskFolder, memory_name, project_problem
-from desk.memory.mirror import Committed, head_mirror
+from desk.memory.mirror import Committed, head_mirror, project_heads
 from desk.recall.rank import ContextQuery, Ranker, ScoreBreakdown, context_top, top_records
 from desk.recall.records import PROJECTS_TAG, project_tag
 from desk.recall.render import render_text, render_xml, snippet
@@ -211,6 +211,10 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
         # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
         with head_mirror(cache.desk) as mirror:
             committed = mirror.committed(names)
+    in_projects = [d["provenance"]["path"] for _, d in found if d["kind"] == "memory" and "project" in d]
+    if in_projects:  # a project memory's, from the project table beside the mirror
+        with project_heads(cache.desk) as heads:
+            committed.update(heads.committed(in_projects))
     hits = [_hit(cache.desk, rank, data, breakdown, desk_id, committed)
             for rank, (breakdown, data) in enumerate(found, 1)]
     return RecallResult(query, tuple(hits), searched, candidates, None)
@@ -243,13 +247,11 @@ def _hit(desk: DeskFolder, rank: int, data: dict[str, Any], breakdown: ScoreBrea
         # stored, beside `updated`, when the fact was); `uncommitted`: the work tree's file is
         # not the one HEAD holds (edited, or never committed).
         path = provenance["path"]
-        at_head = committed.get(memory_name(path) or "")
+        at_head = committed.get(path if "project" in data else memory_name(path) or "")
         provenance["commit"] = at_head.commit if at_head else None
         provenance["committed_at"] = (format_time(dt.datetime.fromtimestamp(at_head.time, dt.timezone.utc))
                                       if at_head and at_head.time is not None else None)
-        # A project memory's commit is not in the HEAD mirror (memory/ only): not known here.
-        provenance["uncommitted"] = (None if "project" in data else
-                                     at_head is None or _work_tree_blob(desk, path) != at_head.blob)
+        provenance["uncommitted"] = at_head is None or _work_tree_blob(desk, path) != at_head.blob
     scope = {"desk_id": desk_id, "memory_kind": data["kind"], "type": data["type"]}
     if "project" in data:
         scope["project"] = data["project"]

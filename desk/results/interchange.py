@@ -20,9 +20,9 @@ class ImportPlan(Wrapped["ImportReport"]):
     def text(self) -> str:
         r = self.value
         head = "plan (dry run, nothing written)" if r.dry_run else "import"
-        lines = [f"{head}: {r.format} from {r.source}"]
+        lines = [f"{head}: {r.format} from {r.source}" + (f" into project {r.project}" if r.project else "")]
         for m in r.memories:
-            where = f"memory/{m.name}.md" if m.name else "-"
+            where = m.path or "-"
             lines.append(f"  {m.action:<9} {where}  ({m.origin})" + (f": {m.reason}" if m.reason else ""))
         for f in r.files:
             verb = "write" if f.action == "write" else "unchanged"
@@ -32,6 +32,9 @@ class ImportPlan(Wrapped["ImportReport"]):
             lines.append(f"  proposed  {p.target} <- {p.origin}: {p.note}")
         for s in r.skipped:
             lines.append(f"  skipped   {s}")
+        if r.profile is not None:
+            changed = ", ".join(r.profile["changed"]) or "nothing changes"
+            lines.append(f"  profile   {r.profile['path']} ({r.profile['user_scope']}): {changed}")
         c = r.counts()
         lines.append(f"memories: {c['create']} create, {c['update']} update, {c['unchanged']} unchanged, "
                      f"{c['rejected']} rejected; archive records: {c['records_new']} new, "

@@ -122,9 +122,11 @@ class Digested(Wrapped["DigestResult"]):
 
     def text(self) -> str:
         r = self.value
-        head = (f"digest {r.date}: nothing changed" if r.status == "unchanged"
-                else f"digest {r.date}: committed {str(r.commit)[:7]}")
-        lines = [head, f"  journal: {r.journal} ({counted(r.events, 'event')})"]
+        what = f"digest {r.date}" + (f" (project {r.project})" if r.project else "")
+        head = (f"{what}: nothing changed" if r.status == "unchanged"
+                else f"{what}: committed {str(r.commit)[:7]}")
+        lines = [head, f"  journal: {r.journal} ({counted(r.events, 'event')})" if r.journal
+                 else f"  facts of project {r.project}: {r.facts}"]
         for label, names in (("promoted", r.promoted), ("merged", r.merged), ("superseded", r.superseded)):
             if names:
                 lines.append(f"  {label}: {', '.join(names)}")
@@ -167,7 +169,8 @@ class ConflictCases(Outcome):
             return "no conflict cases" if self.include_closed else "no open conflict cases"
         lines = []
         for case in self.cases:
-            lines.append(f"{case['id']}  {case.get('key') or case['domain']}  revision {case['revision']}"
+            scope = f"  project {case['project']}" if case.get("project") else ""
+            lines.append(f"{case['id']}  {case.get('key') or case['domain']}{scope}  revision {case['revision']}"
                          f"  {case['status']}")
             for cand in case.get("candidates", []):
                 lines.append(f"  {cand['id']}  {cand['role']:<10}  {preview(cand['content'])}  "
@@ -198,10 +201,12 @@ class ConflictCase(Outcome):
     def text(self) -> str:
         case = self.case
         lines = [f"case {case['id']}  revision {case['revision']}  {case['status']}",
-                 f"domain: {case.get('key') or case['domain']}",
+                 f"domain: {case.get('key') or case['domain']}"
+                 + (f"  (project {case['project']})" if case.get("project") else ""),
                  f"opened: {case['opened']}" + (f"  closed: {case['closed']}" if case.get("closed") else "")]
         if case.get("active"):
-            lines.append(f"active memory: memory/{case['active']['name']}.md")
+            folder = f"projects/{case['project']}/memory" if case.get("project") else "memory"
+            lines.append(f"active memory: {folder}/{case['active']['name']}.md")
         if case.get("note"):
             lines.append(f"note: {case['note']}")
         for cand in case["candidates"]:

@@ -57,8 +57,9 @@ def duplicate_keys(memories: Mapping[str, MemoryFile], changed: Iterable[str] | 
 
 def keyed_findings(memories: Mapping[str, MemoryFile], texts: Mapping[str, str], cases: list[dict[str, Any]],
                    known_ids: set[str] | None, queue_text: str = "", queue_path: str = "") -> list[Finding]:
-    """Every keyed-state rule over the whole desk. `texts` holds each memory's text (for line
-    numbers); `known_ids` the archive's record ids (None: not checked)."""
+    """Every keyed-state rule over the desk-wide memories. `texts` holds each memory's text (for line
+    numbers); `known_ids` the archive's record ids (None: not checked). A project's open cases are
+    not checked against them (`desk resolve` checks a case against its own scope)."""
     found = duplicate_keys(memories, texts=texts)
     if known_ids is not None:
         for path, memory in sorted(memories.items()):
@@ -69,8 +70,8 @@ def keyed_findings(memories: Mapping[str, MemoryFile], texts: Mapping[str, str],
                                          "archived facts (restore the archive, or remove the id)"))
     by_name = {m.meta.name: m for m in memories.values()}
     for case in cases:
-        if case.get("status") != "open":
-            continue
+        if case.get("status") != "open" or case.get("project"):
+            continue  # a project's case weighs its project's memories, not these desk-wide ones
         seen, key = case.get("active"), case.get("key")
         now = by_name.get(seen["name"]) if seen else None
         moved = (now is None or sorted(now.meta.evidence) != sorted(seen["evidence"])) if seen else (

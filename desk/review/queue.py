@@ -78,6 +78,9 @@ class CaseModel(_Strict):
     note: str | None
     fingerprint: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     origin: Literal["sync"] | None = None  # a case a merge opened (desk.sync.cases); None: the digest's
+    # The project scope of a digest case (docs/scopes.md): its domain id starts `project:<name>/`
+    # and `desk resolve` writes into that project's memory folder. Absent: a desk-wide case.
+    project: str | None = Field(default=None, pattern=r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$", max_length=64)
     active: ActiveModel | None
     candidates: list[CandidateModel] = Field(min_length=1)
     observed_fact_ids: list[str]
@@ -220,6 +223,12 @@ def chain_findings(path: str, text: str, cases: list[dict[str, Any]]) -> list[Fi
 
 def _case_findings(case: dict[str, Any], by_id: dict[str, dict[str, Any]], bad: Any) -> None:
     status, successor = case["status"], case["superseded_by"]
+    project = case.get("project")
+    if case.get("origin") is None and (case["domain"].startswith("project:")
+                                       != (project is not None) or project is not None
+                                       and not case["domain"].startswith(f"project:{project}/")):
+        bad(case, f"domain {case['domain']} and project {project!r} disagree: a project's case "
+                  "records its project and its domain starts `project:<name>/`")
     candidates = {c["id"] for c in case["candidates"]}
     if len(candidates) != len(case["candidates"]):
         bad(case, "two candidates share an id")

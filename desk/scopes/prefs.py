@@ -227,18 +227,9 @@ def reindex_scopes(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | 
     Returns the projections repaired and the commit (None when HEAD already held them all: a
     hand edit in the work tree alone is put back without a commit).
     """
-    from desk.scopes.projects import all_projects, project_entries
-
     now = now or utc_now()
     with transaction(desk) as tx:
-        wanted: dict[str, bytes] = {}
-        for scope in all_scopes(desk):
-            index = prefs_index_path(scope)
-            records = scope_prefs(desk, scope)
-            if records or desk.path(index).exists() or desk.path(scope_root(scope) + PREFS_DIR).exists():
-                wanted[index] = render_prefs_index(records, now)
-        for project in all_projects(desk):
-            wanted[project_index_path(project)] = render_index(project_entries(desk, project).values())
+        wanted = scope_projections(desk, now)
         writes: dict[str, bytes | None] = {}
         repaired = []
         for index, data in wanted.items():
@@ -253,6 +244,23 @@ def reindex_scopes(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | 
             return repaired, None
         message = commit_message("reindex: scopes", {"Desk-Op": "reindex", "Desk-Actor": actor})
         return repaired, tx.commit(writes, message)
+
+
+def scope_projections(desk: DeskFolder, now: dt.datetime) -> dict[str, bytes]:
+    """Every scope's generated file as the work tree's files make it: each user scope's
+    PREFERENCES.md (as of `now`) and each project's MEMORY.md (`desk reindex`, and desk.sync
+    after a merge)."""
+    from desk.scopes.projects import all_projects, project_entries
+
+    wanted: dict[str, bytes] = {}
+    for scope in all_scopes(desk):
+        index = prefs_index_path(scope)
+        records = scope_prefs(desk, scope)
+        if records or desk.path(index).exists() or desk.path(scope_root(scope) + PREFS_DIR).exists():
+            wanted[index] = render_prefs_index(records, now)
+    for project in all_projects(desk):
+        wanted[project_index_path(project)] = render_index(project_entries(desk, project).values())
+    return wanted
 
 
 def _index_write(desk: DeskFolder, index: str, data: bytes) -> dict[str, bytes]:

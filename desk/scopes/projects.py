@@ -5,7 +5,8 @@ the project it sits in; a file whose `project` does not match its folder (copied
 project, or into the desk-wide memory/) is refused by `desk validate` and by these readers. The
 write gate is the desk-wide one: durable facts only, no second memory with the same body in the
 same project, nothing AGENTS.md or SOUL.md already says. Projects are small, so the files are read
-from the folder (no HEAD mirror as for memory/).
+from the folder (no HEAD mirror of entries as for memory/; each project memory's last commit is
+kept beside the mirror, desk.memory.mirror.ProjectHeads, for recall and context).
 """
 
 from __future__ import annotations
@@ -43,15 +44,6 @@ def require_project(project: str) -> None:
         raise UsageError(f"--project {project!r}: {problem}")
 
 
-def project_mismatch(meta_project: str | None, project: str | None) -> str | None:
-    """Why a memory recording `meta_project` must not be read in `project` (None: desk-wide)."""
-    if meta_project == project:
-        return None
-    where = f"project {project!r}" if project else "the desk-wide memory/"
-    return (f"records project {meta_project!r} but sits in {where}: a memory copied from another "
-            "scope is never read; move it back or remove it")
-
-
 def read_project_memory(desk: DeskFolder, project: str, name: str) -> MemoryFile | None:
     """The memory `name` of `project`, None when absent; InvalidFileError when it does not parse,
     is a symlink, or records another project."""
@@ -65,12 +57,12 @@ def read_project_memory(desk: DeskFolder, project: str, name: str) -> MemoryFile
                                         "not symlinks or inside a linked folder")]) from None
     if data is None:
         return None
-    memory = parse_memory(data, path, name)
-    problem = project_mismatch(memory.meta.project, project)
-    if problem:
-        raise InvalidFileError([Finding(path, 1, "scope-mismatch", problem)],
-                               hint=f"remove it (`git rm {path}`) or move it to the project it records")
-    return memory
+    try:
+        return parse_memory(data, path, name)  # a memory recording another project: scope-mismatch
+    except InvalidFileError as exc:
+        if any(f.rule == "scope-mismatch" for f in exc.findings):
+            exc.hint = f"remove it (`git rm {path}`) or move it to the project it records"
+        raise
 
 
 def project_memories(desk: DeskFolder, project: str,

@@ -319,6 +319,13 @@ class Git:
         return _parse_ls_files(self._run("ls-files", "-s", "-z", "--", folder.rstrip("/") + "/",
                                          read_only=True))
 
+    def ls_staged_files(self, paths: Iterable[str]) -> dict[str, str]:
+        """`{path: blob sha}` for those of `paths` (files, or folders at any depth) in the index."""
+        wanted = list(paths)
+        if not wanted:
+            return {}
+        return _parse_ls_files(self._run("ls-files", "-s", "-z", "--", *wanted, read_only=True))
+
     def indexed_like(self, paths: Iterable[str]) -> set[str]:
         """The paths in the index equal to one of `paths` ignoring case (one `git ls-files`)."""
         specs = [f":(icase,literal){p}" for p in paths]

@@ -14,6 +14,14 @@ the three versions (base, ours, theirs; None when the file is absent on that sid
 - `append` (archive and audit files): one side must be a prefix of the other (a pure append).
 - `derived` (conversations/, journal/): ours is kept and the path is recorded for regeneration
   from the merged archive.
+- `pref` (a user scope's `prefs/<key>.md`, docs/scopes.md): a preference changed on both sides
+  keeps the version with the later `updated` (then the higher revision, then the larger bytes: the
+  same answer on every clone, whichever side is ours), as `desk pref set` never lets an older
+  change roll a newer one back; a deletion loses to a change. The other version stays in history.
+- `generated` (PREFERENCES.md): merged line by line keyed by preference key, as `index`; desk
+  regenerates it from the merged preference files after the merge (desk.sync.settle).
+
+A project's memories and MEMORY.md use `memory` and `index` as the desk-wide ones do.
 
 What a merge could not settle in the file itself goes to `.git/desk-merge-pending.jsonl`, read by
 `desk.sync.settle` after the merge (desk sync, the post-merge and post-rewrite hooks).
@@ -93,7 +101,9 @@ def merge_memory(path: str, base: bytes | None, ours: bytes | None, theirs: byte
         return Resolution(data)
     kept = "ours" if ours is not None else "theirs"
     data = ours if ours is not None else theirs
-    case = {"type": "case", "path": path, "domain": f"memory:{Path(path).stem}", "kept": kept,
+    parts = path.split("/")
+    scope = f"project:{parts[1]}/" if len(parts) == 4 and parts[0] == "projects" else ""
+    case = {"type": "case", "path": path, "domain": f"{scope}memory:{Path(path).stem}", "kept": kept,
             "versions": {"ours": _text(ours), "theirs": _text(theirs)}, "base": _text(base)}
     return Resolution(data, [case])
 
@@ -167,6 +177,63 @@ def merge_derived(path: str, base: bytes | None, ours: bytes | None, theirs: byt
     return Resolution(ours if ours is not None else theirs, [{"type": "regenerate", "path": path}])
 
 
+def merge_pref(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+    """One preference file: the later `updated` wins (see the module docstring)."""
+    from desk.errors import InvalidFileError
+    from desk.scopes.files import parse_pref
+
+    clean, data = _pick(base, ours, theirs)
+    if clean:
+        return Resolution(data)
+    if ours is None or theirs is None:  # deleted on one side, changed on the other: kept
+        return Resolution(ours if ours is not None else theirs)
+    key = Path(path).stem
+    try:
+        mine, other = parse_pref(ours, path, key), parse_pref(theirs, path, key)
+    except InvalidFileError:
+        return Resolution(ours, ok=False)  # a broken side: a person must look
+    return Resolution(max((mine.updated, mine.revision, ours), (other.updated, other.revision, theirs))[2])
+
+
+_PREF_LINE = re.compile(r"^- `([^`]+)`:")
+NO_PREFS = "_No active preferences._"
+
+
+def _pref_lines(data: bytes | None) -> tuple[list[str], dict[str, str]]:
+    head: list[str] = []
+    lines: dict[str, str] = {}
+    for line in (_text(data) or "").splitlines():
+        m = _PREF_LINE.match(line)
+        if m:
+            lines[m.group(1)] = line
+        elif not lines and line != NO_PREFS:
+            head.append(line)
+    return head, lines
+
+
+def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+    """PREFERENCES.md merged line by line, keyed by preference key (as MEMORY.md by name): exact
+    when the two sides changed different keys. A key changed on both sides keeps ours here; the
+    `pref` driver decides the file by `updated`, and desk regenerates this projection after the
+    merge (a person's `git pull` that took the other side's value is stopped by pre-merge-commit's
+    `index-stale` with the regenerated file in the work tree, as for MEMORY.md)."""
+    clean, data = _pick(base, ours, theirs)
+    if clean:
+        return Resolution(data)
+    _h, b = _pref_lines(base)
+    head, o = _pref_lines(ours if ours is not None else theirs)
+    _h, t = _pref_lines(theirs)
+    merged = {}
+    for key in sorted({*b, *o, *t}):
+        clean, line = _pick(b.get(key), o.get(key), t.get(key))
+        if not clean and line is None:  # deleted here, changed there: the preference is kept
+            line = t.get(key)
+        if line is not None:
+            merged[key] = line
+    body = [merged[k] for k in sorted(merged)] or [NO_PREFS]
+    return Resolution(("\n".join(head + body) + "\n").encode())
+
+
 def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
                theirs: bytes | None) -> Resolution:
     """Merge one file with `driver` (one of DRIVERS)."""
@@ -182,6 +249,10 @@ def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
         return merge_append(base, ours, theirs)
     if driver == "derived":
         return merge_derived(path, base, ours, theirs)
+    if driver == "pref":
+        return merge_pref(path, base, ours, theirs)
+    if driver == "generated":
+        return merge_generated(base, ours, theirs)
     raise ValueError(f"unknown merge driver {driver!r}")
 
 

@@ -99,6 +99,21 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
     if index != current_index:
         writes[INDEX_FILE] = index
         settled.regenerated.append(INDEX_FILE)
+    writes.update(_scope_projections(desk, now, settled))
+    return writes
+
+
+def _scope_projections(desk: DeskFolder, now: dt.datetime | None, settled: Settled) -> dict[str, bytes]:
+    """Each project's MEMORY.md and each user scope's PREFERENCES.md regenerated from the merged
+    files, where they differ (docs/scopes.md)."""
+    from desk.scopes.prefs import scope_projections
+
+    writes = {}
+    for path, data in scope_projections(desk, now or utc_now()).items():
+        current = desk.path(path).read_bytes() if desk.path(path).is_file() else None
+        if data != current:
+            writes[path] = data
+            settled.regenerated.append(path)
     return writes
 
 

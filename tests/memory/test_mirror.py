@@ -9,7 +9,7 @@ import pytest
 
 from desk.layout import DeskFolder
 from desk.memory.index import memory_path
-from desk.memory.mirror import head_mirror
+from desk.memory.mirror import head_mirror, project_heads
 from tests.history_helpers import add, build_history, edit, last_commit, person
 
 
@@ -93,3 +93,41 @@ def test_desks_own_commit_is_recorded_and_its_time_read_once(desk: DeskFolder) -
         assert mirror.committed(["alpha"])["alpha"].commit == person(desk.root, "rev-parse", "HEAD").strip()
         assert mirror.committed(["alpha", "missing"]).keys() == {"alpha"}
     _assert_like_git(desk)
+
+
+# -- project memories (desk.memory.mirror.ProjectHeads) -----------------------------------------
+
+def _git_last(desk: DeskFolder, path: str) -> tuple[str, int] | None:
+    out = person(desk.root, "log", "-n1", "--format=%H %ct", "--", path).split()
+    return (out[0], int(out[1])) if out else None
+
+
+def _assert_projects_like_git(desk: DeskFolder) -> None:
+    paths = sorted(str(p.relative_to(desk.root)) for p in desk.path("projects").glob("*/memory/*.md"))
+    with project_heads(desk) as heads:
+        committed = heads.committed(paths + ["projects/gone/memory/never.md"])
+    assert sorted(committed) == paths
+    for path in paths:
+        assert (committed[path].commit, committed[path].time) == _git_last(desk, path), path
+
+
+def test_project_last_commits_follow_head_through_desk_and_person_commits(desk: DeskFolder) -> None:
+    import desk as desk_api
+    from desk.layout import project_memory_path
+
+    d = desk_api.open(desk.root)
+    args = dict(type="decision", description="Runtime", triggers=["runtime"])
+    d.remember("runtime", "Billing runs Python 3.12.", project="billing", **args)  # type: ignore[arg-type]
+    d.remember("runtime", "Search runs Python 3.11.", project="search", **args)  # type: ignore[arg-type]
+    _assert_projects_like_git(desk)  # rebuilt from nothing
+    d.remember("runtime", "Billing runs Python 3.13.", project="billing", **args)  # type: ignore[arg-type]
+    path = desk.path(project_memory_path("search", "runtime"))
+    path.write_text(path.read_text().replace("3.11", "3.10"))
+    person(desk.root, "commit", "-qam", "a person's edit")
+    _assert_projects_like_git(desk)  # caught up from the recorded commit
+    d.forget("runtime", project="search")
+    _assert_projects_like_git(desk)
+    person(desk.root, "reset", "-q", "--hard", "HEAD~2")  # history rewritten: rebuilt
+    _assert_projects_like_git(desk)
+    shutil.rmtree(desk.cache_dir)
+    _assert_projects_like_git(desk)

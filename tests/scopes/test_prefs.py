@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -224,7 +225,12 @@ def test_a_hand_broken_projection_is_repaired_by_reindex(desk: DeskFolder, run: 
     assert restored["status"] == "restored" and restored["scopes"] == [index]
     assert desk.path(index).read_bytes() == good
     desk.path(index).write_text("broken\n")
-    git(desk.root, *ME, "commit", "-qam", "hand edit of the projection")
+    refused = subprocess.run(["git", *ME, "commit", "-qm", "hand edit", "--", index], cwd=desk.root,
+                             capture_output=True, text=True)  # the hook compares it with its files
+    assert refused.returncode != 0 and f"{index}:1: index-stale" in refused.stdout + refused.stderr
+    assert desk.path(index).read_bytes() == good  # the fixer put the projection back in the work tree
+    desk.path(index).write_text("broken\n")
+    git(desk.root, *ME, "commit", "--no-verify", "-qam", "hand edit of the projection")  # as a pull would
     start = commits(desk.root)
     repaired = json.loads(run("reindex", "--json").output)
     assert repaired["status"] == "updated" and repaired["scopes"] == [index]

@@ -38,6 +38,10 @@ def test_two_projects_with_the_same_name_stay_apart(desk: DeskFolder, run: DeskR
     context = desk_api.open(desk.root).context(project="billing", query="which runtime", as_of=AS_OF).text()
     assert "3.12" in context and "3.11" not in context and "Everything is typed." in context
     assert "projects/billing/MEMORY.md" in context
+    recalled = desk_api.open(desk.root).context(project="billing", query="which runtime", as_of=AS_OF).to_json()
+    commits = {m["path"]: m["commit"] for m in recalled["recalled"]}
+    assert commits[project_memory_path("billing", "runtime")] == git(
+        desk.root, "log", "-n1", "--format=%H", "--", project_memory_path("billing", "runtime")).strip()
     plain = desk_api.open(desk.root).context(query="which runtime", as_of=AS_OF).text()
     assert "3.12" not in plain and "3.11" not in plain and "Everything is typed." in plain
 
@@ -92,6 +96,41 @@ def test_a_copied_project_memory_is_refused(desk: DeskFolder, run: DeskRunner, i
     shutil.copyfile(desk.path(project_memory_path("billing", "runtime")), desk.path("memory/runtime.md"))
     assert "memory/runtime.md" in {f["path"] for f in json.loads(
         run("validate", "--all", "--json").output)["findings"] if f["rule"] == "scope-mismatch"}
+
+
+def test_desk_wide_readers_refuse_a_memory_recording_a_project(desk: DeskFolder, run: DeskRunner,
+                                                               identity: None) -> None:
+    """list, show, recall, context, MEMORY.md and the hook: a memory/ file holding `project:` is
+    never read desk-wide, and each names path:line (a fast-forward pull runs no hook)."""
+    run("remember", "house", "--type", "convention", "-d", "House style", "-t", "runtime", "All typed.")
+    run("--project", "billing", "remember", "runtime", *RUNTIME, "Billing runs Python 3.12.")
+    index = desk.path("MEMORY.md").read_bytes()
+    shutil.copyfile(desk.path(project_memory_path("billing", "runtime")), desk.path("memory/runtime.md"))
+    line = desk.path("memory/runtime.md").read_text().splitlines().index("project: billing") + 1
+    where = f"memory/runtime.md:{line}: scope-mismatch"
+    d = desk_api.open(desk.root)
+    listed = d.list()
+    assert [e.name for e in listed.entries] == ["house"]
+    assert [(f.path, f.line, f.rule) for f in listed.invalid] == [("memory/runtime.md", line, "scope-mismatch")]
+    shown = d.show("runtime")
+    assert shown.memory is None and shown.to_json()["valid"] is False
+    assert where in run("show", "runtime").output
+    context = d.context(query="which runtime", as_of=AS_OF).text()
+    assert "3.12" not in context and "All typed." in context
+    hits = d.recall("billing python runtime", kind="memory", as_of="2100-01-01T00:00:00Z").to_json()["hits"]
+    assert "memory/runtime.md" not in {h["provenance"]["path"] for h in hits}
+    reindexed = run("reindex")
+    assert where in reindexed.output and desk.path("MEMORY.md").read_bytes() == index
+    git(desk.root, "add", "memory/runtime.md")
+    import subprocess
+
+    hook = subprocess.run(["git", "commit", "-qm", "copy"], cwd=desk.root, capture_output=True, text=True)
+    assert hook.returncode != 0 and where in hook.stdout + hook.stderr
+    assert git(desk.root, "log", "-1", "--format=%s").strip() != "copy"
+    # a project memory that records no project (or another) is refused in its folder too
+    path = desk.path(project_memory_path("billing", "runtime"))
+    path.write_text(path.read_text().replace("project: billing\n", ""))
+    assert [f.rule for f in d.list(project="billing").invalid] == ["scope-mismatch"]
 
 
 def test_a_hand_broken_project_index_is_repaired_by_reindex(desk: DeskFolder, run: DeskRunner) -> None:
@@ -151,6 +190,16 @@ def test_recall_searches_desk_wide_and_the_named_project(desk: DeskFolder, run: 
     out = json.loads(run("recall", "interpreter", "--project", "search", "--json").output)
     assert {h["provenance"]["path"] for h in out["hits"]} == {"memory/typing.md",
                                                               "projects/search/memory/runtime.md"}
+    # a project hit names its commit like a desk-wide one (from the cache, not a git log per hit)
+    for hit in out["hits"]:
+        path = hit["provenance"]["path"]
+        assert hit["provenance"]["commit"] == git(desk.root, "log", "-n1", "--format=%H", "--", path).strip()
+        assert hit["provenance"]["uncommitted"] is False and hit["provenance"]["committed_at"]
+    edited = desk.path(project_memory_path("search", "runtime"))
+    edited.write_text(edited.read_text().replace("3.11", "3.10"))
+    [hit] = [h for h in json.loads(run("recall", "interpreter", "--project", "search", "--json").output)["hits"]
+             if h["scope"].get("project")]
+    assert hit["provenance"]["uncommitted"] is True
     # a memory copied into another project is never recalled there
     shutil.copyfile(desk.path(project_memory_path("billing", "runtime")),
                     desk.path(project_memory_path("search", "copied")))

@@ -101,3 +101,45 @@ def test_the_entry_point_writes_ours_and_records_pending(tmp_path: Path) -> None
     bad = subprocess.run([sys.executable, "-m", "desk.cli.merge", "nosuch", "a", "b", "c", "d"],
                          cwd=tmp_path / "r", capture_output=True, text=True)
     assert bad.returncode == 2
+
+
+def _pref(value: str, updated: str, revision: int) -> bytes:
+    return (f"---\nkey: editor.indent\nvalue: {value}\nrevision: {revision}\nsource: user\n"
+            f"created: 2026-08-01T00:00:00Z\nupdated: {updated}\nuser_scope: owner\n"
+            "desk_id: desk-0123456789abcdef0123456789abcdef\nformat: 1\n---\n").encode()
+
+
+def test_pref_merge_keeps_the_later_update_whichever_side_is_ours() -> None:
+    path = "prefs/editor.indent.md"
+    base = _pref("tabs", "2026-08-01T00:00:00Z", 1)
+    later, earlier = _pref("spaces", "2026-08-03T00:00:00Z", 2), _pref("two", "2026-08-02T00:00:00Z", 2)
+    assert merge_file("pref", path, base, later, earlier).data == later
+    assert merge_file("pref", path, base, earlier, later).data == later
+    same_time = _pref("four", "2026-08-03T00:00:00Z", 3)  # same `updated`: the higher revision
+    assert merge_file("pref", path, base, later, same_time).data == same_time
+    assert merge_file("pref", path, base, same_time, later).data == same_time
+    twin = _pref("zz", "2026-08-03T00:00:00Z", 2)  # and then the bytes: still symmetric
+    assert merge_file("pref", path, base, later, twin).data == merge_file("pref", path, base, twin, later).data
+    assert merge_file("pref", path, base, None, later).data == later  # a deletion loses to a change
+    assert merge_file("pref", path, base, later, b"not a preference\n").ok is False
+    assert driver_for("users/u-0123456789abcdef/prefs/editor.indent.md") == "pref"
+    assert driver_for("projects/billing/memory/x.md") == "memory"
+    assert driver_for("projects/billing/MEMORY.md") == "index"
+    assert driver_for("users/u-0123456789abcdef/PREFERENCES.md") == "generated"
+
+
+def test_preferences_md_merges_by_key_like_the_index() -> None:
+    from desk.scopes.files import INDEX_HEADER
+
+    def projection(*lines: str) -> bytes:
+        body = list(lines) or ["_No active preferences._"]
+        return ("\n".join(["# Preferences", "", INDEX_HEADER.rstrip("\n"), "", *body]) + "\n").encode()
+
+    base = projection("- `a.x`: 1", "- `c.z`: 3")
+    ours = projection("- `a.x`: 1", "- `b.y`: 2", "- `c.z`: 3")  # b.y added here
+    theirs = projection("- `c.z`: 4")  # a.x deleted, c.z changed there
+    merged = merge_file("generated", "PREFERENCES.md", base, ours, theirs).data
+    assert merged == projection("- `b.y`: 2", "- `c.z`: 4")
+    assert merge_file("generated", "PREFERENCES.md", base, projection(), projection()).data == projection()
+    changed = projection("- `a.x`: 9", "- `c.z`: 3")  # changed there, deleted here: kept
+    assert b"`a.x`: 9" in (merge_file("generated", "PREFERENCES.md", base, projection("- `c.z`: 3"), changed).data or b"")

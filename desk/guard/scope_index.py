@@ -1,0 +1,133 @@
+"""The gate's `index-stale` rule for the scopes' generated files (docs/scopes.md).
+
+`projects/<name>/MEMORY.md` is generated from `projects/<name>/memory/` exactly as MEMORY.md is
+from `memory/`: the one being committed must equal the index regenerated from the project memories
+of the same commit. A user scope's `PREFERENCES.md` is a pure function of its preference files and
+a time (a preference leaves it at its expiry instant): the one being committed must be what the
+preference files of the commit render at *some* time, so it is checked without a clock (one
+rendering before every expiry, one at each expiry instant: the projection only changes there).
+A projection that is merely behind the clock (a preference expired since) is `desk reindex`'s to
+refresh, never a refused commit; a hand edit, a forged line or a missing key is refused.
+
+The rule runs for the scopes a change touches (a project memory or index, a preference file or
+index), reading only those scopes' files: projects and preference sets are small. Files that do
+not parse, or that record another scope or desk, have findings of their own and are left out of
+the rendering, as every reader leaves them out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Collection, Mapping
+
+from desk.errors import Finding, InvalidFileError
+from desk.layout import (PREFS_DIR, is_scope_id, prefs_index_path, project_file, project_index_path,
+                         project_problem, scope_file, scope_root)
+
+Read = Callable[[list[str]], Mapping[str, bytes]]
+FilesUnder = Callable[[str], Mapping[str, str]]  # a folder or file path -> `{path: blob}` of the commit
+_EARLIEST = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+
+
+def touched_scopes(paths: Collection[str]) -> tuple[set[str], set[str]]:
+    """(projects, user scopes) whose generated file a change of `paths` may leave stale."""
+    projects: set[str] = set()
+    scopes: set[str] = set()
+    for path in paths:
+        found = project_file(path)
+        if found is not None and found[0] in ("memory", "index") and project_problem(found[1]) is None:
+            projects.add(found[1])
+        in_scope = scope_file(path)
+        if in_scope is not None and in_scope[0] in ("pref", "prefs-index") and is_scope_id(in_scope[1]):
+            scopes.add(in_scope[1])
+    return projects, scopes
+
+
+def check_scope_indexes(paths: Collection[str], files_under: FilesUnder, read: Read, desk_id: str,
+                        now: dt.datetime) -> tuple[list[Finding], dict[str, bytes]]:
+    """`index-stale` for each generated scope file the change of `paths` concerns; returns the
+    findings and `{path: the correct file}` for every stale one (what the pre-commit fixer writes:
+    a PREFERENCES.md rendered at `now`, which only picks the rendering, never the verdict)."""
+    projects, scopes = touched_scopes(paths)
+    findings: list[Finding] = []
+    regenerated: dict[str, bytes] = {}
+    for project in sorted(projects):
+        index = project_index_path(project)
+        files = dict(files_under(f"projects/{project}/memory/"))
+        files.update(files_under(index))
+        memories = {p: b for p, b in files.items() if (project_file(p) or ("",))[0] == "memory"}
+        if not memories and index not in files:
+            continue  # the project is gone as a whole
+        expected = _project_index(memories, read)
+        _compare(index, files.get(index), [expected], read, findings, regenerated,
+                 f"it is generated from projects/{project}/memory/")
+    for scope in sorted(scopes):
+        index = prefs_index_path(scope)
+        files = dict(files_under(f"{scope_root(scope)}{PREFS_DIR}/"))
+        files.update(files_under(index))
+        prefs = {p: b for p, b in files.items() if (scope_file(p) or ("",))[0] == "pref"}
+        if not prefs and index not in files:
+            continue
+        renderings = _prefs_renderings(scope, prefs, read, desk_id, now)
+        _compare(index, files.get(index), renderings, read, findings, regenerated,
+                 f"it is generated from {scope_root(scope)}{PREFS_DIR}/")
+    return findings, regenerated
+
+
+def _compare(index: str, blob: str | None, accepted: list[bytes], read: Read, findings: list[Finding],
+             regenerated: dict[str, bytes], source: str) -> None:
+    actual = read([blob]).get(blob) if blob is not None else None
+    if actual in accepted:
+        return
+    regenerated[index] = accepted[0]
+    # the line where it departs from the rendering it is closest to
+    line = max(_first_difference(actual, r) for r in accepted) if actual is not None else 1
+    what = "is missing" if actual is None else "does not match its scope's files"
+    findings.append(Finding(index, line, "index-stale", f"{index} {what}; {source}: run `desk "
+                            "reindex` (the pre-commit hook regenerates it in the work tree)"))
+
+
+def _project_index(memories: Mapping[str, str], read: Read) -> bytes:
+    from desk.memory.file import parse_memory  # YAML: only commits touching a project pay
+    from desk.memory.index import IndexEntry, render_index
+
+    blobs = read(sorted(set(memories.values())))
+    entries = []
+    for path, blob in sorted(memories.items()):
+        found = project_file(path)
+        try:
+            entries.append(IndexEntry.of(parse_memory(blobs[blob], path, found[2] if found else None)))
+        except (InvalidFileError, KeyError):
+            continue  # its own finding says why (a copy from another project included)
+    return render_index(entries)
+
+
+def _prefs_renderings(scope: str, prefs: Mapping[str, str], read: Read, desk_id: str,
+                      now: dt.datetime) -> list[bytes]:
+    """Every PREFERENCES.md the preference files render at some time, the one at `now` first."""
+    from desk.scopes.files import ownership_problem, parse_pref, render_prefs_index
+
+    blobs = read(sorted(set(prefs.values())))
+    records = []
+    for path, blob in sorted(prefs.items()):
+        found = scope_file(path)
+        try:
+            record = parse_pref(blobs[blob], path, found[2] if found else None)
+        except (InvalidFileError, KeyError):
+            continue
+        if ownership_problem(record.user_scope, record.desk_id, scope, desk_id) is None:
+            records.append(record)
+    instants = [_EARLIEST, *sorted({r.expires for r in records if r.expires is not None})]
+    renderings: list[bytes] = [render_prefs_index(records, now)]
+    for instant in instants:
+        rendered = render_prefs_index(records, instant)
+        if rendered not in renderings:
+            renderings.append(rendered)
+    return renderings
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    for number, (x, y) in enumerate(zip(a.split(b"\n"), b.split(b"\n")), start=1):
+        if x != y:
+            return number
+    return min(a.count(b"\n"), b.count(b"\n")) + 1
