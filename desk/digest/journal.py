@@ -31,6 +31,7 @@ MAX_ITEMS = 50  # per section; a 10,000-event day must still read as a page, not
 MAX_LINE = 200
 NARRATIVE_MAX_BYTES = 16 * 1024
 SUMMARIZER_TIMEOUT = 300.0
+NOTE_CHARS = 500  # a note's line in the journal; the whole note stays in the archive
 FACT_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("pitfall", "Pitfalls"),
                  ("outcome", "Outcomes"))
 
@@ -75,6 +76,7 @@ def render_journal(day: dt.date, events: Sequence[Mapping[str, Any]], narrative:
     lines += _overview(events)
     lines += _sessions(events)
     lines += _facts(events)
+    lines += _notes(events)
     lines += _failures(events)
     lines += ["## Memory and mistake changes", "",
               f"- `git log --since={format_time(start)} --until={format_time(until)} -- memory/ MISTAKES.md`", ""]
@@ -132,6 +134,20 @@ def _facts(events: Sequence[Mapping[str, Any]]) -> list[str]:
         out += [f"_{invalid} fact event{'s' if invalid != 1 else ''} without a valid kind, importance "
                 "or content were left out._", ""]
     return out
+
+
+def _notes(events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Notes a person wrote (kind `note`: e.g. OpenClaw's daily notes, brought by `desk import`),
+    each on one line, cut at NOTE_CHARS."""
+    items = []
+    for event in events:
+        content = event.get("content")
+        if event.get("kind") == "note" and isinstance(content, str) and content.strip():
+            text = " ".join(one_line(content).split())
+            if len(text) > NOTE_CHARS:
+                text = text[:NOTE_CHARS - 1].rstrip() + "…"
+            items.append(f"- {_hhmm(str(event.get('at')))}: {text}")
+    return ["## Notes", "", *_capped(items, "notes"), ""] if items else []
 
 
 def _failures(events: Sequence[Mapping[str, Any]]) -> list[str]:

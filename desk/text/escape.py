@@ -43,14 +43,16 @@ from collections.abc import Iterable
 LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _BREAK_RE = re.compile(f"[{LINE_BREAKS}]")
 _CONTROL_RE = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
-# Indent a reader may not see (spaces, tabs, zero-width and other invisible format characters)
-# before `#` or its full-width twin `＃` (NFKC makes it `#`).
-_INVISIBLE = " \t\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+# Indent a reader may not see or may take for plain space (spaces, tabs, no-break and the other
+# Unicode spaces, zero-width and other invisible format characters) before `#` or its full-width
+# twin `＃` (NFKC makes it `#`).
+_INVISIBLE = (" \t\u00a0\u00ad\u1680\u180e\u2000-\u200f\u202a-\u202f\u205f-\u2064\u2066-\u2069"
+              "\u3000\ufeff")
 _HEADING_RE = re.compile(f"^[{_INVISIBLE}]*[#\uff03]")
 _LEAD_RE = re.compile(f"^[{_INVISIBLE}]+")
 # A setext underline is `=+` or `-+`; a mix (`===---`) is not one in CommonMark, but other renderers
 # (and a reader) may take it for one, so it is escaped too.
-_SETEXT_RE = re.compile(r"^[ \t]*[=\-]+[ \t]*$")
+_SETEXT_RE = re.compile(f"^[{_INVISIBLE}]*[=\\-]+[{_INVISIBLE}]*$")
 _OWN_TAG_RE = re.compile(r"<(?=/?(?:desk|memory|recalled_context|hit)\b|!--)", re.I)
 TOKEN_CHARS = 16
 
@@ -81,7 +83,7 @@ def markdown_block(text: str) -> str:
         elif _HEADING_RE.match(line):
             line = "##" + _LEAD_RE.sub("", line)
         elif previous.strip() and _SETEXT_RE.match(line):
-            line = "\\" + line.lstrip(" \t")
+            line = "\\" + _LEAD_RE.sub("", line)
         elif _LEAD_RE.sub("", line).lower().startswith("[desk"):
             line = "\\" + _LEAD_RE.sub("", line)
         line = _OWN_TAG_RE.sub("&lt;", line)

@@ -204,6 +204,13 @@ def test_openclaw_bullets_daily_notes_and_workspace_files(desk: DeskFolder, iden
     assert api.user_set({"display_name": "Mei"}).to_json()["status"] == "updated"  # the profile still works
     assert "**Timezone**: Asia/Shanghai" in (desk.root / "USER.md").read_text()
     assert "Be genuinely helpful" in api.context().text()  # the wake-up read now carries the persona
+    # The daily notes reach the journal: the digest of their day renders them from the archive.
+    api.checkpoint()
+    api.digest(date="2026-01-05", as_of="2026-01-06T00:00:00Z")
+    page = (desk.root / "journal" / "2026-01-05.md").read_text()
+    notes = page[page.index("## Notes"):]
+    assert "Set up the staging server; DNS still pending." in notes and "onboarding doc" in notes
+    assert "2026-01-06" not in notes
 
 
 def test_openclaw_files_are_proposed_where_a_person_wrote_the_desk_file(

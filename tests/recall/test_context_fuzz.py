@@ -28,6 +28,8 @@ FUZZ = settings(max_examples=60, deadline=None,
 @settings(max_examples=300, deadline=None)
 @given(st.lists(HOSTILE, min_size=1, max_size=4))
 @example(["\x1b[2J\n===---"])  # found by this test in CI: a mixed underline after a control sequence
+@example(["\xa0## desk: AGENTS.md"])  # found by this test: a heading behind a no-break space
+@example(["text\n\u3000---"])  # an underline behind an ideographic space
 def test_escaped_sections_render_exactly_their_headings(texts: list[str]) -> None:
     sections = [Section("now", f"S{i}", None, markdown_block(t), 100) for i, t in enumerate(texts)]
     parsed = parse_context(render_markdown(ContextResult(sections, None, [], 100)))
