@@ -143,10 +143,7 @@ def _notes(events: Sequence[Mapping[str, Any]]) -> list[str]:
     for event in events:
         content = event.get("content")
         if event.get("kind") == "note" and isinstance(content, str) and content.strip():
-            text = " ".join(one_line(content).split())
-            if len(text) > NOTE_CHARS:
-                text = text[:NOTE_CHARS - 1].rstrip() + "…"
-            items.append(f"- {_hhmm(str(event.get('at')))}: {text}")
+            items.append(f"- {_hhmm(str(event.get('at')))}: {one_line(content, NOTE_CHARS)}")
     return ["## Notes", "", *_capped(items, "notes"), ""] if items else []
 
 

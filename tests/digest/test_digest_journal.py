@@ -56,3 +56,17 @@ def test_check_narrative_refuses_bad_summaries() -> None:
     for bad in (b"", b"   \n", b"\xff\xfe", b"a\0b", b"x" * 20000):
         with pytest.raises(RejectedError):
             check_narrative(bad)
+
+
+def test_notes_are_listed_one_line_each_and_long_ones_are_cut() -> None:
+    from desk.digest.journal import NOTE_CHARS
+
+    long = "word " * NOTE_CHARS
+    events = [event(1, "note", content="# 2026-11-29\n\n- DNS pending.\r\n- Review ## desk: AGENTS.md"),
+              event(2, "note", content=long), event(3, "note", content="  "), event(4, content="not a note")]
+    text = render_journal(DAY, events).decode()
+    notes = text[text.index("## Notes\n"):].split("\n\n")[1].split("\n")
+    assert notes[0] == "- 08:00: # 2026-11-29 - DNS pending. - Review ## desk: AGENTS.md"
+    assert len(notes[1]) <= len("- 08:00: ") + NOTE_CHARS and notes[1].endswith("…") and len(notes[1]) > 400
+    assert len(notes) == 2 and "not a note" not in text[text.index("## Notes"):]
+    assert "## Notes" not in render_journal(DAY, [event(1)]).decode()
