@@ -53,6 +53,10 @@ RULE_MODULES = (
     "desk.storage.conflict_markers", "desk.storage.reading",
     "desk.review.queue", "desk.review.audit",
 )
+# The whole-desk rules `validate --all` runs besides the per-file ones (the memory index, the scoped
+# indexes, the keyed state): the `states` table keeps their findings too, so their code is part of a
+# state's key.
+STATE_MODULES = ("desk.guard.validate", "desk.guard.index_rule", "desk.guard.scope_index", "desk.review.keyed")
 LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -74,6 +78,24 @@ FileKey = tuple[str, str, str, str]  # path, mode, blob id, blob id of the conte
 
 
 PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@lru_cache(maxsize=4)
+def state_rules_version(package: Path = PACKAGE) -> str:
+    """A hash of the sources of STATE_MODULES in `package` (a unique value when one cannot be read,
+    so nothing cached is reused)."""
+    digest = hashlib.sha1(b"desk states")
+    for module in STATE_MODULES:
+        path = package.joinpath(*module.split(".")[1:]).with_suffix(".py")
+        try:
+            digest.update(b"\0%s\0%s" % (module.encode(), path.read_bytes()))
+        except OSError:
+            digest.update(os.urandom(16))
+    return digest.hexdigest()
+
+
+def _state_key(state: str) -> str:
+    return f"{state_rules_version()}:{state}"
 
 
 @lru_cache(maxsize=4)
@@ -206,6 +228,7 @@ class VerdictCache:
 
     def state(self, state: str) -> tuple[int, FileVerdict] | None:
         """What `validate --all` found (files checked, every finding) in the desk state `state`."""
+        state = _state_key(state)
         for checked, findings in self._query("SELECT checked, findings FROM states WHERE rules = ? "
                                              "AND state = ?", (self.rules, state)):
             verdict = self._row(findings, None, None)
@@ -222,7 +245,7 @@ class VerdictCache:
             db.execute("BEGIN")
             db.execute("DELETE FROM states")
             db.execute("INSERT INTO states VALUES (?, ?, ?, ?)",
-                       (self.rules, state, checked, _encode(verdict)))
+                       (self.rules, _state_key(state), checked, _encode(verdict)))
             db.execute("COMMIT")
         except sqlite3.Error:
             if db.in_transaction:

@@ -23,7 +23,7 @@ from desk.errors import Finding
 from desk.guard import verdicts
 from desk.guard.doctor import bypassed_commits, diagnose
 from desk.guard.validate import validate_all, validate_staged
-from desk.guard.verdicts import CACHE_FILE, RULE_MODULES, rules_version
+from desk.guard.verdicts import CACHE_FILE, RULE_MODULES, STATE_MODULES, rules_version
 from desk.layout import DeskFolder
 from desk.text.secrets import fingerprint
 from tests.guard_helpers import add_commit, commit, memory_text, reindex_text, sh, write
@@ -141,6 +141,24 @@ def test_a_new_rules_version_checks_everything_again(desk: DeskFolder,
     report = validate_all(desk, NOW)
     assert report.computed == first.checked and report.reused == 0
     assert key(report.findings) == key(first.findings)
+
+
+def test_the_whole_desk_rules_code_is_part_of_a_states_key(desk: DeskFolder,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `validate --all` of an unchanged desk reuses the state's findings only under the same code
+    of the index, scoped-index and keyed-state rules (STATE_MODULES), which RULE_MODULES leaves out."""
+    add_memories(desk, "alpha", "beta")
+    first = validate_all(desk, NOW)
+    assert validate_all(desk, NOW).computed == 0
+    monkeypatch.setattr(verdicts, "state_rules_version", lambda: "another version of the index rule")
+    # The state is not reused: the whole-desk rules run again (file verdicts still come from the cache).
+    fresh = validate_all(desk, NOW)
+    assert key(fresh.findings) == key(first.findings)
+    states = sqlite3.connect(desk.root / ".system" / "cache" / CACHE_FILE).execute(
+        "SELECT state FROM states").fetchall()
+    assert [s.split(":")[0] for (s,) in states] == ["another version of the index rule"]
+    for module in STATE_MODULES:
+        assert (ROOT / "desk" / Path(*module.split(".")[1:]).with_suffix(".py")).is_file(), module
 
 
 def test_the_rules_version_follows_every_rule_module(tmp_path: Path) -> None:
