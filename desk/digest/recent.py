@@ -92,7 +92,7 @@ def _open_cases(data: bytes | None) -> list[dict[str, Any]]:
         return []
     try:
         doc = json.loads(data)
-        cases = doc["cases"] if isinstance(doc, dict) and doc.get("schema_version") == 1 else None
+        cases = doc["cases"] if isinstance(doc, dict) and doc.get("schema_version") in (1, 2) else None
     except (ValueError, KeyError):
         cases = None
     if not isinstance(cases, list) or not all(isinstance(c, dict) and isinstance(c.get("domain"), str)
