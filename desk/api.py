@@ -417,7 +417,7 @@ class Desk(DeskFolder):
         def facts(count: int, memories: Mapping[str, Any]) -> Any:
             from desk.digest.recent import recent_facts
 
-            return recent_facts(self, as_of=when, count=count, memories=memories)
+            return recent_facts(self, as_of=when, count=count, memories=memories, project=project)
 
         return Context(build_context(
             self, mode=mode, query=query, budget=budget, section_budgets=section_budgets,

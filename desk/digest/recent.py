@@ -126,10 +126,12 @@ class RecentFacts:
 
 
 def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
-                 memories: Mapping[str, Any]) -> RecentFacts:
+                 memories: Mapping[str, Any], project: str | None = None) -> RecentFacts:
     """The newest `count` facts at or before `as_of` that the prompt may see (module docstring).
 
     `memories`: the active memories by name, as IndexEntry (their `body_key` and `source_event`).
+    The desk-wide facts and `project`'s are seen; another project's never are, not even counted
+    (docs/scopes.md: isolation).
     """
     out = RecentFacts()
     if count <= 0:
@@ -139,7 +141,7 @@ def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
     except DeskError as exc:
         out.unreadable.append(f"{CONFLICTS_FILE}: {exc.message}")
         return out
-    case_domains = {c["domain"] for c in cases}
+    case_domains = {(c.get("project"), c["domain"]) for c in cases}
     case_facts = {i for c in cases for i in c.get("observed_fact_ids") or [] if isinstance(i, str)}
     known: list[set[Any]] = []  # the memories' body keys and source events, read at the first fact
 
@@ -168,6 +170,10 @@ def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
                 rec = event.record
                 if rec.get("kind") != FACT_EVENT or at_key(str(rec.get("at", ""))) > high:
                     continue
+                payload = rec.get("payload")
+                scope = payload.get("project") if isinstance(payload, dict) else None
+                if scope is not None and scope != project:
+                    continue  # another project's fact: never seen here
                 try:
                     fact = fact_from_record(rec, f"{rel}:{event.line}")
                 except ValueError:
@@ -175,7 +181,7 @@ def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
                 except NewerFactError as exc:  # said, never shown as if it were an older fact
                     out.unreadable.append(f"{exc.message}; upgrade desk (`pip install -U desk`)")
                     continue
-                why = _excluded(fact, case_domains, case_facts, *memory_sets())
+                why = _excluded(fact, scope, case_domains, case_facts, *memory_sets())
                 if why:
                     out.excluded[why] = out.excluded.get(why, 0) + 1
                     continue
@@ -187,11 +193,11 @@ def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
     return out
 
 
-def _excluded(fact: FactRecord, case_domains: set[str], case_facts: set[str], bodies: set[Any],
-              events: set[Any]) -> str | None:
+def _excluded(fact: FactRecord, scope: str | None, case_domains: set[tuple[str | None, str]],
+              case_facts: set[str], bodies: set[Any], events: set[Any]) -> str | None:
     if fact.key is not None:
         return "keyed (shown only as its domain's active memory)"
-    if fact.id in case_facts or domain_id(fact) in case_domains:
+    if fact.id in case_facts or (scope, domain_id(fact)) in case_domains:
         return "in an open conflict case"
     if fact.id in events or content_key(fact.content) in bodies:
         return "already a memory"

@@ -239,3 +239,24 @@ def test_user_and_project_are_global_options(desk: DeskFolder, run: DeskRunner) 
     out = run("context", "--as-of", AS_OF, "--project", "billing", "--user", "bob").output
     assert "projects/billing/MEMORY.md" in out and "`editor.indent`: tabs" in out
     assert "projects/" not in run("context", "--mode", "spot", "--project", "billing", "--as-of", AS_OF).output
+
+
+def test_recent_facts_in_context_are_the_desk_wide_ones_and_the_projects_own(desk: DeskFolder) -> None:
+    d = desk_api.open(desk.root)
+    d.fact_add("Alpha launches on Friday.", kind="outcome", importance=4, at="2026-11-29T10:00:00Z",
+               project="alpha")
+    d.fact_add("Beta's vendor is Acme.", kind="outcome", importance=4, at="2026-11-29T10:01:00Z",
+               project="beta")
+    d.fact_add("The office moves in March.", kind="outcome", importance=4, at="2026-11-29T10:02:00Z")
+    as_of = "2026-11-30T00:00:00Z"
+
+    def facts(project: str | None) -> list[str]:
+        shown = d.context(as_of=as_of, project=project).to_json()
+        section = next(s for s in shown["sections"] if s["label"] == "Recent facts")
+        return [f["content"] for f in section["facts"]] if "facts" in section else [
+            line for line in section["text"].splitlines() if "outcome" in line]
+
+    wide, alpha = facts(None), facts("alpha")
+    assert any("office" in f for f in wide) and not any("Alpha" in f or "Acme" in f for f in wide)
+    assert any("Alpha" in f for f in alpha) and any("office" in f for f in alpha)
+    assert not any("Acme" in f for f in alpha)  # never another project's
