@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -352,7 +353,8 @@ def test_digest_cli_reports_and_json(desk: DeskFolder, run: DeskRunner) -> None:
     again = run("digest", "--as-of", AS_OF, "--json")
     data = json.loads(again.output)
     assert data["status"] == "unchanged" and data["commit"] is None
-    bad = run("digest", "--date", "2026-12-01", "--as-of", AS_OF)
+    day_after = (dt.date.fromisoformat(AS_OF[:10]) + dt.timedelta(days=1)).isoformat()
+    bad = run("digest", "--date", day_after, "--as-of", AS_OF)  # a day that starts after --as-of
     assert bad.exit_code == 2
 
 

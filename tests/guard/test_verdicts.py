@@ -220,7 +220,8 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("desk"))))
 def test_the_allow_list_and_the_clock_apply_to_cached_verdicts(desk: DeskFolder) -> None:
     """Neither is part of the key: a verdict carries each secret's fingerprint and a memory's
     expiry, so allowing a secret or the passing of time never checks a file again."""
-    text = memory_text("temp", extra="expires: 2026-12-01T00:00:00Z\n")
+    expires = (NOW + dt.timedelta(hours=12)).strftime("%Y-%m-%dT%H:%M:%SZ")  # between NOW and NOW + 2 days
+    text = memory_text("temp", extra=f"expires: {expires}\n")
     write(desk.root, "memory/temp.md", text)
     write(desk.root, "NOW.md", f"# NOW\n\nuse {GH_TOKEN}\n")
     reindex_text(desk.root)

@@ -25,6 +25,9 @@ from desk.recall.search_cache import CACHE_FILE
 from tests.conftest import DeskRunner, git, snapshot
 from tests.recall.trigram_embedder import TrigramEmbedder
 
+# A fixed time after every turn's `at` (all in November 2026). Every append here passes `at`, so
+# each record lands in its `at` day's archive file, never today's, and recall is asked as of this
+# time: the results are the same on any day the tests run.
 AS_OF = "2026-12-01T00:00:00Z"
 MODULE = "tests.recall.trigram_embedder"
 TURNS = ["the kestrel launch moved to march", "budget review for the falcon team",
