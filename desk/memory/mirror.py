@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -187,23 +187,10 @@ class HeadMirror:
         """Catch up from `old` to `new` with `git log --raw OLD..NEW`; False when only a rebuild can
         (`old` is gone, or `new` does not descend from it along first parents: history rewritten)."""
         git = self.desk.git
-        try:
-            steps = list(git.history([f"{old}..{new}"]))
-        except GitError:
-            return False  # the recorded commit is gone (gc, a re-clone)
-        by_sha = {step.sha: step for step in steps}
-        chain: list[HistoryStep] = []
-        at: str | None = new
-        while at is not None and at in by_sha:
-            chain.append(by_sha[at])
-            at = by_sha[at].parents[0] if by_sha[at].parents else None
-        if at != old:
+        caught = _first_parent_changes(git, old, new, lambda p: p == INDEX_FILE or memory_name(p) is not None)
+        if caught is None:
             return False
-        # HEAD's tree is the recorded one plus the first-parent changes, oldest first.
-        final: dict[str, str | None] = {}
-        for step in reversed(chain):
-            for change in step.changes:
-                final[change.path] = change.new_blob
+        steps, final = caught
         if INDEX_FILE in final:
             self.index_blob = final[INDEX_FILE]
         gone = [(name,) for path, blob in final.items() if blob is None and (name := memory_name(path))]
@@ -214,13 +201,7 @@ class HeadMirror:
         # `old` unchanged keeps the row's.
         touched = {c.path for step in steps for c in step.changes if memory_name(c.path) is not None}
         present = {memory_path(name) for name in self._names(memory_name(p) or "" for p in touched)}
-        found, waiting = last_commits(git, steps, new, present)
-        waiting.pop(old, None)
-        for paths in waiting.values():  # reached history before `old` through a side branch: rare
-            for path in paths:
-                last = git.last_change(new, path)
-                if last is not None:
-                    found[path] = last
+        found = _last_commits_since(git, steps, old, new, present)
         self._set_last(found)
         return True
 
@@ -344,37 +325,18 @@ class ProjectHeads:
     def _advance(self, old: str, new: str) -> bool:
         """Catch up from `old` to `new` (as HeadMirror._advance does); False when only a rebuild can."""
         git = self.desk.git
-        try:
-            steps = list(git.history([f"{old}..{new}"]))
-        except GitError:
+        caught = _first_parent_changes(git, old, new, is_project_memory)
+        if caught is None:
             return False
-        by_sha = {step.sha: step for step in steps}
-        at: str | None = new
-        chain: list[HistoryStep] = []
-        while at is not None and at in by_sha:
-            chain.append(by_sha[at])
-            at = by_sha[at].parents[0] if by_sha[at].parents else None
-        if at != old:
-            return False
-        final: dict[str, str | None] = {}
-        for step in reversed(chain):
-            for change in step.changes:
-                if is_project_memory(change.path):
-                    final[change.path] = change.new_blob
+        steps, final = caught
         self.db.executemany(f"DELETE FROM {_PROJECT_ROWS} WHERE path = ?",
                             [(p,) for p, blob in final.items() if blob is None])
         present = {p: b for p, b in final.items() if b is not None}
         touched = {c.path for step in steps for c in step.changes if is_project_memory(c.path)}
         touched |= set(present)
         rows = self.committed(touched)  # a side branch may touch a file the first parents kept
-        current = {p: b for p, b in present.items()} | {p: c.blob for p, c in rows.items() if p not in final}
-        found, waiting = last_commits(git, steps, new, set(current))
-        waiting.pop(old, None)
-        for paths in waiting.values():
-            for path in paths:
-                last = git.last_change(new, path)
-                if last is not None:
-                    found[path] = last
+        current = present | {p: c.blob for p, c in rows.items() if p not in final}
+        found = _last_commits_since(git, steps, old, new, set(current))
         self._put(current, found)
         return True
 
@@ -398,6 +360,46 @@ def project_heads(desk: DeskFolder) -> Iterator[ProjectHeads]:
         yield state
     finally:
         cache.close()
+
+
+def _first_parent_changes(git: Git, old: str, new: str, wanted: Callable[[str], bool]
+                          ) -> tuple[list[HistoryStep], dict[str, str | None]] | None:
+    """The commits of `old..new` and, for each `wanted` path they changed along `new`'s first
+    parents, its blob at `new` (None: deleted); None when only a rebuild can catch up (`old` is
+    gone, or `new` does not descend from it along first parents: history rewritten)."""
+    try:
+        steps = list(git.history([f"{old}..{new}"]))
+    except GitError:
+        return None  # the recorded commit is gone (gc, a re-clone)
+    by_sha = {step.sha: step for step in steps}
+    chain: list[HistoryStep] = []
+    at: str | None = new
+    while at is not None and at in by_sha:
+        chain.append(by_sha[at])
+        at = by_sha[at].parents[0] if by_sha[at].parents else None
+    if at != old:
+        return None
+    # The tree at `new` is the one at `old` plus the first-parent changes, oldest first.
+    final: dict[str, str | None] = {}
+    for step in reversed(chain):
+        for change in step.changes:
+            if wanted(change.path):
+                final[change.path] = change.new_blob
+    return steps, final
+
+
+def _last_commits_since(git: Git, steps: list[HistoryStep], old: str, new: str, paths: set[str]
+                        ) -> dict[str, tuple[str, int]]:
+    """`last_commits` of `paths` at `new` over the commits of `old..new`; a path that reached
+    history before `old` through a side branch (rare) is asked of git on its own."""
+    found, waiting = last_commits(git, steps, new, paths)
+    waiting.pop(old, None)
+    for rest in waiting.values():
+        for path in rest:
+            last = git.last_change(new, path)
+            if last is not None:
+                found[path] = last
+    return found
 
 
 def last_commits(git: Git, steps: Iterable[HistoryStep], start: str, paths: set[str]
