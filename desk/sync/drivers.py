@@ -82,17 +82,21 @@ def _index_lines(data: bytes | None) -> tuple[list[str], dict[str, str]]:
 def merge_index(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
     from desk.memory.index import render_sorted
 
-    _h, b = _index_lines(base)
-    _h, o = _index_lines(ours)
-    _h, t = _index_lines(theirs)
-    merged = {}
-    for name in sorted({*b, *o, *t}):
-        clean, line = _pick(b.get(name), o.get(name), t.get(name))
-        if not clean and line is None:  # deleted here, changed there: the memory is kept
-            line = t.get(name)
-        if line is not None:
-            merged[name] = line
+    merged = _merge_lines(_index_lines(base)[1], _index_lines(ours)[1], _index_lines(theirs)[1])
     return Resolution(render_sorted([merged[n] for n in sorted(merged)]))
+
+
+def _merge_lines(b: dict[str, str], o: dict[str, str], t: dict[str, str]) -> dict[str, str]:
+    """Index lines keyed by name (or preference key), merged three ways key by key; a key deleted
+    on one side and changed on the other keeps the changed line (nothing is lost)."""
+    merged = {}
+    for key in sorted({*b, *o, *t}):
+        clean, line = _pick(b.get(key), o.get(key), t.get(key))
+        if not clean and line is None:
+            line = t.get(key)
+        if line is not None:
+            merged[key] = line
+    return merged
 
 
 def merge_memory(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
@@ -220,16 +224,8 @@ def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None
     clean, data = _pick(base, ours, theirs)
     if clean:
         return Resolution(data)
-    _h, b = _pref_lines(base)
     head, o = _pref_lines(ours if ours is not None else theirs)
-    _h, t = _pref_lines(theirs)
-    merged = {}
-    for key in sorted({*b, *o, *t}):
-        clean, line = _pick(b.get(key), o.get(key), t.get(key))
-        if not clean and line is None:  # deleted here, changed there: the preference is kept
-            line = t.get(key)
-        if line is not None:
-            merged[key] = line
+    merged = _merge_lines(_pref_lines(base)[1], o, _pref_lines(theirs)[1])
     body = [merged[k] for k in sorted(merged)] or [NO_PREFS]
     return Resolution(("\n".join(head + body) + "\n").encode())
 
