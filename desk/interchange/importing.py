@@ -125,7 +125,7 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
             _plan_files(desk, source.desk_files, report)
             _check_rules(desk, mirror, report, fmt)
         if user is not None:
-            _profile_patch(desk, source.profile, user, report)
+            _profile_patch(desk, source, user, report)
         present = _present_origins(desk, events)
         report.records_present = sum(1 for e in events if e["meta"][IMPORT_META] in present)
         report.records_new = len(events) - report.records_present
@@ -152,7 +152,7 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
                 if desk.read_if_present(index_path) != index or desk.git.blob_at("HEAD", index_path) != index:
                     writes[index_path] = index
         if user is not None:
-            writes.update(_profile_patch(desk, source.profile, user, report, tx))
+            writes.update(_profile_patch(desk, source, user, report, tx))
         if writes:
             report.commit = tx.commit(writes, _message(fmt, path, report))
             if isinstance(mirror, HeadMirror) and index is not None:
@@ -193,17 +193,18 @@ def _no_profile(fmt: str, source: Source) -> str:
             "...`, `- **What to call them:** ...`, `- **Pronouns:** ...`, `- **Timezone:** ...`)")
 
 
-def _profile_patch(desk: DeskFolder, fields: dict[str, Any], user: str, report: ImportReport,
+def _profile_patch(desk: DeskFolder, source: Source, user: str, report: ImportReport,
                    tx: Any = None) -> dict[str, bytes | None]:
     """The user's USER.md with the source's profile fields set (their other fields kept); the
-    write, or none when nothing changes. `report.profile` says what changes."""
+    write, or none when nothing changes. `report.profile` says what changes. An invalid value is
+    refused at the source's file and line it was read from."""
     from desk.layout import profile_path, scope_id
     from desk.scopes.files import ProfileFile, validate_profile
     from desk.scopes.profile import read_profile
 
     scope = scope_id(user)
     path = profile_path(scope)
-    checked = validate_profile(fields, "USER.md")
+    checked = validate_profile(source.profile, "USER.md", source.profile_lines)
     if tx is not None:
         tx.require_clean([path])
     profile = read_profile(desk, scope)

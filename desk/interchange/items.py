@@ -86,6 +86,8 @@ class Source:
     # profile fields the source states about its user (desk's field names: name, call_them, ...),
     # applied to a user's profile only with `desk import --user`
     profile: dict[str, str] = field(default_factory=dict)
+    # the line of the source's USER.md each profile field was read from, for errors
+    profile_lines: dict[str, int] = field(default_factory=dict)
 
 
 def slugify(text: str, fallback_seed: str, prefix: str = "note") -> str:

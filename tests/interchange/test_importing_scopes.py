@@ -103,11 +103,13 @@ def test_user_is_refused_for_a_user_md_without_a_labelled_field(desk: DeskFolder
     (source / "USER.md").write_text("# USER.md\n\n- **Name:** *(optional)*\n- **Notes:** likes tea\n")
     with pytest.raises(UsageError, match="no labelled line"):
         do_import(desk, "openclaw", source, user="ada@example.org")
-    (source / "USER.md").write_text("- **Timezone:** Mars/Olympus\n")
+    (source / "USER.md").write_text("# USER.md\n\n- **Name:** Ada\n- **Timezone:** Mars/Olympus\n")
     from desk.errors import InvalidFileError
 
     before = snapshot(desk.root)
-    with pytest.raises(InvalidFileError, match="timezone"):
+    with pytest.raises(InvalidFileError, match="timezone") as refused:
         do_import(desk, "openclaw", source, user="ada@example.org")
+    # the finding names the source's line the bad value was read from, not line 1
+    assert [(f.path, f.line) for f in refused.value.findings] == [("USER.md", 4)]
     assert snapshot(desk.root) == before
     assert NOW  # the fixed clock of the import tests

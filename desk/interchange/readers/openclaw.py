@@ -58,7 +58,8 @@ def read(root: Path) -> Source:
                 target, f"openclaw:{name}",
                 "NOW.md is the assistant's working note, not a heartbeat checklist: merge by hand"))
     if (root / "USER.md").is_file():
-        source.profile = profile_fields(read_text(root / "USER.md", "USER.md"), source.skipped)
+        source.profile = profile_fields(read_text(root / "USER.md", "USER.md"), source.skipped,
+                                        source.profile_lines)
     if (root / "MEMORY.md").is_file():
         text = read_text(root / "MEMORY.md", "MEMORY.md")
         for bullet in bullets(BLOCK.sub(lambda m: "\n" * m.group(0).count("\n"), text)):
@@ -94,9 +95,11 @@ def _daily(path: Path, rel: str, day: str, source: Source) -> None:
                                      actor="assistant", at=f"{day}T00:00:00Z"))
 
 
-def profile_fields(text: str, skipped: list[str]) -> dict[str, str]:
+def profile_fields(text: str, skipped: list[str],
+                   lines: dict[str, int] | None = None) -> dict[str, str]:
     """The profile fields of an OpenClaw USER.md: its `- **Label:** value` lines whose label desk
-    maps; a placeholder (`*(optional)*`) or an empty value is no value; the first line wins."""
+    maps; a placeholder (`*(optional)*`) or an empty value is no value; the first line wins.
+    `lines` gets where each field was read, for the errors of an invalid value."""
     fields: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), 1):
         found = LABELLED.fullmatch(line.strip())
@@ -110,4 +113,6 @@ def profile_fields(text: str, skipped: list[str]) -> dict[str, str]:
             skipped.append(f"USER.md:{number}: a second {field}; the first one is kept")
             continue
         fields[field] = value
+        if lines is not None:
+            lines[field] = number
     return fields
