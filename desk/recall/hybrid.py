@@ -288,6 +288,9 @@ class DenseIndex:
             text = texts[doc] = record_text(data)
             rows.append((doc, str(data["rid"]), hashlib.sha256(text.encode()).hexdigest()[:32]))
         db.executemany("INSERT OR REPLACE INTO docmap VALUES (?, ?, ?)", rows)
+        if synced == 0:  # a full map of the live records: a vector no record has is stale
+            db.execute("DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM docmap d "
+                       "WHERE d.rid = vectors.rid AND d.hash = vectors.hash)")
         missing = [(d, r, h) for d, r, h in db.execute(
             "SELECT d.doc, d.rid, d.hash FROM docmap d LEFT JOIN vectors v ON v.embedder=? AND "
             "v.rid=d.rid AND v.hash=d.hash WHERE d.doc >= ? AND v.rid IS NULL ORDER BY d.doc",

@@ -265,3 +265,30 @@ def test_a_search_cache_rebuilt_in_process_is_mapped_again_without_embedding_aga
     with open_desk(desk.root) as cold:
         assert _recall(cold, "ospray harbor", embedder=TrigramEmbedder()) == warm
     assert "osprey" in warm["hits"][0]["snippet"]
+
+
+def test_a_rebuild_of_the_search_cache_drops_the_vectors_no_live_record_has(desk: DeskFolder) -> None:
+    from desk.memory.operations import remember
+
+    now = dt.datetime(2026, 11, 25, tzinfo=dt.timezone.utc)  # a fixed clock, before AS_OF
+    remember(desk, "kestrel-plan", type="decision", description="The kestrel plan",
+             body="Kestrel ships in March.", now=now)
+    embedder = TrigramEmbedder()
+
+    def texts() -> list[str]:
+        with sqlite3.connect(desk.cache_dir / hybrid.CACHE_FILE) as db:
+            return sorted(h for (h,) in db.execute("SELECT hash FROM vectors"))
+
+    with open_desk(desk.root) as d:
+        _recall(d, "kestrel", embedder=embedder)
+        remember(desk, "kestrel-plan", type="decision", description="The kestrel plan",
+                 body="Kestrel ships in April.", now=now)
+        _recall(d, "kestrel", embedder=embedder)
+        assert len(texts()) == 2  # the changed memory's old vector is kept until a rebuild
+        d._search_cache.rebuild()
+        _recall(d, "kestrel", embedder=embedder)
+    kept = texts()
+    assert len(kept) == 1  # only the April text's vector: the March one had no live record
+    with open_desk(desk.root) as d:
+        hits = _recall(d, "kestrel", embedder=embedder, kind="memory")["hits"]
+    assert "April" in hits[0]["snippet"] and texts() == kept
