@@ -190,8 +190,6 @@ class ContextQuery:
     terms: tuple[str, ...]
     content: list[tuple[Any, Any]]  # per term: (record numbers, tfs) of what was said
     side: list[tuple[Any, Any]]  # per term: the speaker/meta field's postings
-    content_df: list[int]
-    side_df: list[int]
     timed: Any  # record numbers whose text names a time (sorted), or None when not a "when" question
 
 
@@ -200,36 +198,50 @@ def _idf(df: int, n: int) -> float:
 
 
 class _Own:
-    """Own scores (content + field BM25) of records: every candidate's from one pass over the
-    postings (`fill`), any other record's by lookups in them."""
+    """Own scores (BM25F over what was said and the speaker/meta field) of records: every
+    candidate's from one pass over the postings (`fill`), any other record's by lookups in them.
+
+    BM25F: per query term, a record's pseudo-frequency is `tf_said / (1 − b + b·len/avg) +
+    field · tf_speaker_meta`, saturated once (`t·(k1+1) / (t + k1)`) and weighted by one IDF
+    over the records holding the term in either field. So a speaker's name, which half the
+    turns carry in the speaker field, weighs little also where the other person says it
+    ("Hi Mara!"), instead of counting as a rare word of what was said. Each term's score is
+    split between `content` and `field` by the share of its pseudo-frequency from each.
+    """
 
     def __init__(self, q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, avg_len: float,
                  p: ContextParams) -> None:
-        self.lengths, self.excluded, self.k1 = columns.lengths, excluded, p.k1
-        self.base, self.scale = p.k1 * (1 - p.b), p.k1 * p.b / (avg_len or 1.0)
-        # (ids, tfs, weight, is the speaker/meta field), what was said first: the sums' order is fixed
-        self.entries = [(ids, tfs, _idf(df, n_docs) * (p.k1 + 1), False)
-                        for (ids, tfs), df in zip(q.content, q.content_df) if len(ids)]
-        if p.field:
-            self.entries += [(ids, tfs, p.field * _idf(df, n_docs) * (p.k1 + 1), True)
-                             for (ids, tfs), df in zip(q.side, q.side_df) if len(ids)]
+        self.q, self.lengths, self.dead, self.excluded = q, columns.lengths, columns.dead, excluded
+        self.n_docs, self.k1, self.field = n_docs, p.k1, p.field
+        self.flat, self.slope = 1 - p.b, p.b / (avg_len or 1.0)  # length normalisation of what was said
         self.content: dict[int, float] = {}
         self.side: dict[int, float] = {}
         self.total: dict[int, float] = {}  # content + side of every candidate, excluded ones left out
 
     def fill(self) -> dict[int, float]:
         """One pass over every posting: the own score of every candidate."""
-        lengths, base, scale, k1 = self.lengths, self.base, self.scale, self.k1
+        lengths, flat, slope, k1, field, dead = self.lengths, self.flat, self.slope, self.k1, self.field, self.dead
         content, side = self.content, self.side
-        for ids, tfs, w, is_side in self.entries:
-            if is_side:
-                get = side.get
-                for doc, tf in zip(ids, tfs):
-                    side[doc] = get(doc, 0.0) + w * tf / (tf + k1)
-            else:
-                get = content.get
-                for doc, tf in zip(ids, tfs):
-                    content[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
+        for (said_ids, said_tfs), (side_ids, side_tfs) in zip(self.q.content, self.q.side):
+            said = {doc: tf / (flat + slope * lengths[doc]) for doc, tf in zip(said_ids, said_tfs)}
+            named = {doc: field * tf for doc, tf in zip(side_ids, side_tfs)} if field else {}
+            df = len(said) + sum(1 for doc in named if doc not in said)
+            if dead:
+                df -= sum(1 for doc in dead if doc in said or doc in named)
+            if df <= 0:
+                continue
+            w = _idf(df, self.n_docs) * (k1 + 1)
+            for doc, c in said.items():
+                s = named.pop(doc, 0.0)
+                t = c + s
+                v = w * t / (t + k1)
+                if s:
+                    content[doc] = content.get(doc, 0.0) + v * c / t
+                    side[doc] = side.get(doc, 0.0) + v * s / t
+                else:
+                    content[doc] = content.get(doc, 0.0) + v
+            for doc, s in named.items():
+                side[doc] = side.get(doc, 0.0) + w * s / (s + k1)
         total = dict(content)
         for doc, v in side.items():
             total[doc] = total.get(doc, 0.0) + v

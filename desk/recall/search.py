@@ -184,15 +184,14 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
     if not candidates and (dense is None or not searched):
         return RecallResult(query, (), searched, 0, reason)
     alive = columns.count - len(columns.dead)
-    dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in lists]
     avg_len = columns.sum_len / max(alive, 1)
 
     def lexical_top(limit: int) -> Sequence[tuple[ScoreBreakdown, int]]:
         if query.ranker == "default":
-            side_dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in side]
             timed = cache.postings(TIME_TAG)[0] if asks_when(query.text) else None
-            return context_top(ContextQuery(query.terms, lists, side, dfs, side_dfs, timed), columns,
+            return context_top(ContextQuery(query.terms, lists, side, timed), columns,
                                excluded, alive, avg_len, as_of, limit, cache.rid)
+        dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in lists]
         ranker = Ranker(query.ranker, query.terms, dfs, alive, avg_len, as_of)
         return top_records(ranker, lists, excluded, columns, limit, cache.rid)
 

@@ -85,22 +85,23 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
     s = cache.columns
     conv = [d for d in range(s.count) if s.kinds[d] == 1 and d not in s.dead]
     n, avg = len(conv), s.sum_len / len(conv)
-    fields = []
+    terms = []  # per query term: tf in what was said, tf in the speaker/meta field, one IDF over both
     for term in q.terms:
-        for key, side in ((term, False), (FIELD_MARK + term, True)):
-            ids, tfs = cache.postings(key)
-            tf_of = {d: tf for d, tf in zip(ids, tfs) if d not in s.dead}
-            idf = math.log(1 + (n - len(tf_of) + 0.5) / (len(tf_of) + 0.5))
-            fields.append((tf_of, idf * (p.k1 + 1) * (p.field if side else 1.0), side))
+        said, named = ({d: tf for d, tf in zip(*cache.postings(key)) if d not in s.dead}
+                       for key in (term, FIELD_MARK + term))
+        named = named if p.field else {}  # field 0: the field is off, also for the IDF
+        df = len(said.keys() | named.keys())
+        terms.append((said, named, math.log(1 + (n - df + 0.5) / (df + 0.5))))
     timed = set(cache.postings(TIME_TAG)[0]) if asks_when(text) else set()
     at = _ts(as_of)
 
     def own(d: int) -> float:
+        """BM25F: one pseudo-frequency per term over both fields, saturated once."""
         total = 0.0
-        for tf_of, w, side in fields:
-            tf = tf_of.get(d, 0)
-            if tf:
-                total += w * tf / (tf + (p.k1 if side else p.k1 * (1 - p.b + p.b * s.lengths[d] / avg)))
+        for said, named, idf in terms:
+            t = said.get(d, 0) / (1 - p.b + p.b * s.lengths[d] / avg) + p.field * named.get(d, 0)
+            if t:
+                total += idf * t * (p.k1 + 1) / (t + p.k1)
         return total
 
     def neighbours(d: int) -> list[int]:
@@ -124,7 +125,7 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
     return sorted(totals, reverse=True)[:limit]
 
 
-@pytest.mark.parametrize("weights", [{}, {"context": 0.6, "time": 0.5}])
+@pytest.mark.parametrize("weights", [{}, {"context": 0.6, "time": 0.5, "field": 2.5}, {"field": 0.0}])
 def test_default_ranker_equals_its_definition(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch,
                                               weights: dict[str, float]) -> None:
     """The default ranker (own scores, then only the strong records and their neighbours scored
@@ -167,5 +168,41 @@ def test_default_ranker_equals_its_definition(desk: DeskFolder, monkeypatch: pyt
             for h in got:
                 b = h.score_breakdown
                 assert abs(sum(b.contributions.values()) - b.total) < 1e-6
+    finally:
+        cache.close()
+
+
+def _session_lines(desk: DeskFolder, turns: list[tuple[str, str, str]]) -> None:
+    """Archive `(session, actor, content)` turns, one minute apart, in one day file."""
+    lines = []
+    for i, (session, actor, content) in enumerate(turns):
+        rec = {"id": f"e{i:05d}", "desk_id": desk.config.desk_id, "kind": "inbound" if actor == "rosa" else "outbound",
+               "at": f"2026-11-29T{i // 60:02d}:{i % 60:02d}:00Z", "content": content, "session": session,
+               "actor": actor, "meta": {}, "payload": None, "prev": None, "recorded_at": "2026-11-29T23:00:00Z"}
+        lines.append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+    desk.path(".system/archive/2026-11-29.testclone.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+
+
+def test_a_speakers_name_said_by_the_other_person_weighs_as_little_as_the_speaker_field(desk: DeskFolder) -> None:
+    """BM25F (issue 16): "Hi Emeka!" said by Rosa shares the name with the question, but Emeka is
+    the speaker of half the turns, so the name's IDF is taken over both fields and is low; the
+    turn Emeka says about the asked thing ranks first. With separate IDFs per field, the one
+    greeting's name counted as a rare word and outranked it."""
+    turns = []
+    for s in range(12):
+        turns += [(f"s{s}", "rosa", "Hi Emeka, long time no talk!" if s == 0 else "Hey, how was your week?"),
+                  (f"s{s}", "emeka", "Pretty good, busy as always."),
+                  (f"s{s}", "rosa", "The pottery fair is on again." if s < 4 else "Haha, totally."),
+                  (f"s{s}", "emeka", "I signed up for a pottery class." if s == 7 else "Ha, classic.")]
+    _session_lines(desk, turns)
+    cache = SearchCache(desk)
+    try:
+        cache.refresh()
+        got = search(cache, normalize_query("Did Emeka take up pottery?", limit=3, kind="conversation",
+                                            as_of="2026-12-01T00:00:00Z"), desk.config.desk_id).hits
+        assert got[0].snippet == "I signed up for a pottery class."
+        assert "Hi Emeka, long time no talk!" not in [h.snippet for h in got[:2]]
+        b = got[0].score_breakdown
+        assert b.contributions["content"] > 0 and b.contributions["field"] > 0  # both fields named
     finally:
         cache.close()
