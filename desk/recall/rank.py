@@ -175,12 +175,13 @@ class ContextParams:
     b: float = 0.2
     field: float = 1.0  # the speaker/meta field's BM25, relative to what was said
     context: float = 0.1  # each neighbour's own score in the same session, times this
+    question: float = 0.5  # instead of `context`: the own score of the question a turn answers (the turn before it)
     time: float = 0.0  # a "when" question: the record's own score times this when it names a time
     recency: float = 0.05  # the record's own score times this times its recency (halves every 30 days)
 
 
 CONTEXT_PARAMS = ContextParams()
-CONTEXT_COMPONENTS = ("content", "field", "context", "time", "recency")
+CONTEXT_COMPONENTS = ("content", "field", "context", "question", "time", "recency")
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,7 @@ class ContextQuery:
     content: list[tuple[Any, Any]]  # per term: (record numbers, tfs) of what was said
     side: list[tuple[Any, Any]]  # per term: the speaker/meta field's postings
     timed: Any  # record numbers whose text names a time (sorted), or None when not a "when" question
+    asks: Any = ()  # record numbers of conversation turns that end with a question (sorted)
 
 
 def _idf(df: int, n: int) -> float:
@@ -267,13 +269,15 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     """The default ranker's exact top `limit`: one pass over the query's postings for the own
     scores, then only the strong records and their neighbours scored in full (below).
 
-    A record's own score is BM25 over what was said (k1, b, length-normalised) plus `field` times
-    BM25 over its speaker and meta values (no length normalisation: a name or a caption). Then
-    each record in a session gets `context` times the own score of the turn before and of the
-    turn after it in the same session (the question it answers, the reaction to it), so an answer
+    A record's own score is BM25F over what was said (k1, b, length-normalised) and its speaker
+    and meta values (`field` times their frequency, no length normalisation: a name or a
+    caption), `_Own`. Then each record in a session gets `context` times the own score of the
+    turn before and of the turn after it in the same session, except that the turn before counts
+    `question` times when it ends with a question (the question this turn answers): an answer
     that shares no word with the query ("Yes! We named her Biscuit.") is found through the
-    question that prompted it; a "when" question adds `time` times the own score of a record that
-    names a time; `recency` times the own score times the recency. The contributions sum to the total.
+    question that prompted it ("Did you end up getting that dog?"). A "when" question adds `time`
+    times the own score of a record that names a time; `recency` times the own score times the
+    recency. The contributions sum to the total.
     """
     p = params
     own = _Own(q, columns, excluded, n_docs, avg_len, p)
@@ -286,12 +290,13 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     # other record totals less than `tau * slack` (its own score and both neighbours' are below
     # tau), and the `limit` best own scores are strong with totals of at least `kth`, their
     # smallest own score: with `tau * slack < kth`, nothing outside can enter the top `limit`.
-    slack = 1 + 2 * p.context + (p.time if timed is not None else 0.0) + p.recency
+    slack = 1 + p.context + max(p.context, p.question) + (p.time if timed is not None else 0.0) + p.recency
     kth = heapq.nlargest(limit, scores.values())[-1] if len(scores) > limit else 0.0
     tau = kth / slack * (1 - 1e-9)
     strong = [d for d, v in scores.items() if v >= tau] if tau > 0 else list(scores)
     reach = set(strong)
-    if p.context:
+    talk = bool(p.context or p.question)
+    if talk:
         for doc in strong:
             if sessions[doc]:
                 reach.update(_neighbours(columns, doc))
@@ -305,8 +310,8 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
                 total += p.time * mine
             if p.recency:
                 total += p.recency * mine * _recency(times[doc], as_of)
-        if p.context and sessions[doc]:
-            total += p.context * sum(scores.get(n, 0.0) for n in _neighbours(columns, doc))
+        if talk and sessions[doc]:
+            total += sum(_near(columns, doc, q.asks, p, own))
         if total > 0:
             totals[doc] = total
     if not totals:
@@ -348,6 +353,19 @@ def _neighbours(columns: Any, doc: int) -> list[int]:
     return out
 
 
+def _near(columns: Any, doc: int, asks: Any, p: ContextParams, own: Callable[[int], float]) -> tuple[float, float]:
+    """(context, question) of `doc`: `question` times the own score of the turn before it when
+    that turn ends with a question (the one `doc` answers), `context` times every other
+    neighbour's own score."""
+    context = question = 0.0
+    for n in _neighbours(columns, doc):
+        if n < doc and _contains_id(asks, n):
+            question += p.question * own(n)
+        else:
+            context += p.context * own(n)
+    return context, question
+
+
 def _contains_id(ids: Any, doc: int) -> bool:
     k = bisect.bisect_left(ids, doc)
     return k < len(ids) and ids[k] == doc
@@ -367,12 +385,13 @@ def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, p: Co
     mine = content + side
     recency = _recency(columns.times[doc], as_of)
     timed = q.timed is not None and p.time and _contains_id(q.timed, doc)
-    near = _neighbours(columns, doc) if p.context and columns.sessions[doc] else []
-    parts = {"content": content, "field": side,
-             "context": p.context * sum(own(n) for n in near),
+    context, question = (_near(columns, doc, q.asks, p, own) if (p.context or p.question) and columns.sessions[doc]
+                         else (0.0, 0.0))
+    parts = {"content": content, "field": side, "context": context, "question": question,
              "time": p.time * mine if timed else 0.0,
              "recency": p.recency * mine * recency}
     contributions = {k: round(v, 6) for k, v in parts.items()}
-    weights = {"content": 1.0, "field": p.field, "context": p.context, "time": p.time, "recency": p.recency}
+    weights = {"content": 1.0, "field": p.field, "context": p.context, "question": p.question, "time": p.time,
+               "recency": p.recency}
     return ScoreBreakdown(matched, len(q.terms), round(len(matched) / max(len(q.terms), 1), 6), round(recency, 6),
                           weights, contributions, round(sum(contributions.values()), 6))

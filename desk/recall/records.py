@@ -19,7 +19,7 @@ from typing import Any
 from desk.errors import InvalidFileError
 from desk.layout import memory_name, project_file
 from desk.text.times import TimeFormatError, format_time, parse_time
-from desk.text.terms import FIELD_MARK, TIME_TAG, terms_name_time, text_terms
+from desk.text.terms import ASK_TAG, FIELD_MARK, TIME_TAG, is_question, terms_name_time, text_terms
 
 CONVERSATION_KINDS = ("inbound", "outbound")
 MEMORY, CONVERSATION = 0, 1
@@ -132,7 +132,8 @@ def conversation_terms(rec: dict[str, Any], desk_id: str | None = None) -> Count
 def conversation_side(rec: dict[str, Any], terms: dict[str, int]) -> dict[str, int]:
     """An event's second field, posted but not counted in its length: the speaker (`actor`) and the
     `meta` values (a caption; desk's own `desk.*` keys left out) as `FIELD_MARK` + term, and
-    `TIME_TAG` when what was said (its `terms`) names a time ("yesterday", "last Friday", "上周")."""
+    `TIME_TAG` when what was said (its `terms`) names a time ("yesterday", "last Friday", "上周"),
+    `ASK_TAG` when it ends with a question ("Did you get the dog?": the next turn answers it)."""
     side = [rec["actor"]] if isinstance(rec.get("actor"), str) else []
     meta = rec.get("meta")
     if isinstance(meta, dict):
@@ -140,6 +141,9 @@ def conversation_side(rec: dict[str, Any], terms: dict[str, int]) -> dict[str, i
     out = dict(_side_terms(" ".join(side))) if side else {}
     if terms_name_time(terms):
         out[TIME_TAG] = 1
+    content = rec.get("content")
+    if isinstance(content, str) and is_question(content):
+        out[ASK_TAG] = 1
     return out
 
 

@@ -63,7 +63,7 @@ from desk.storage.reading import open_regular
 from desk.storage.sqlite_cache import open_cache
 
 CACHE_FILE = "search.sqlite"
-_SCHEMA = 6  # 5: archive prefix hashes; 6: stemmed words, CJK single characters, the speaker/meta field, sessions
+_SCHEMA = 7  # 5: archive prefix hashes; 6: stemmed words, CJK single characters, the speaker/meta field, sessions; 7: question turns
 COMPACT_MIN_DEAD = 5000
 # Postings held in memory during a refresh before they are merged into the file. Every merge
 # writes one row per term it holds, so fewer, larger batches write less; this bounds the batch

@@ -28,6 +28,7 @@ from desk.text.tokens import CJK_CLASS
 
 FIELD_MARK = "\x01"  # prefix of a second-field term (an event's speaker and meta values)
 TIME_TAG = "\0time"  # posted on records whose text names a time (no query term holds a NUL)
+ASK_TAG = "\0ask"  # posted on conversation turns that end with a question (`is_question`)
 _TERMS = re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
 _WORDS = re.compile(rf"[^\W_{CJK_CLASS}]+")
 _CJK = re.compile(rf"[{CJK_CLASS}]")
@@ -109,3 +110,14 @@ def terms_name_time(terms: dict[str, int]) -> bool:
 def asks_when(text: str) -> bool:
     """Whether a query asks when something happened ("When did…", "什么时候")."""
     return _WHEN_QUESTION.search(text) is not None
+
+
+# A question mark (ASCII, full-width, or the small and Arabic forms), then nothing but closing
+# quotes and brackets, emoji, symbols and spaces: "Did you get the dog? 🐶" is a question,
+# "Really?!" too; "What? No, never." is not.
+_ENDS_ASKING = re.compile(r"[?？﹖؟][?!？！]*[^\w.!?。！？﹖؟…]*\Z")
+
+
+def is_question(text: str) -> bool:
+    """Whether a conversation turn ends by asking something: the turn after it is its answer."""
+    return _ENDS_ASKING.search(text) is not None

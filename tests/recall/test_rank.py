@@ -79,7 +79,7 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
     """The default ranker's best totals, computed record by record from the definition in
     docs/recall.md (no shared code with desk.recall.rank's pass)."""
     from desk.recall.rank import CONTEXT_PARAMS as p
-    from desk.text.terms import FIELD_MARK, TIME_TAG, asks_when
+    from desk.text.terms import ASK_TAG, FIELD_MARK, TIME_TAG, asks_when
 
     q = normalize_query(text, limit=limit, as_of=as_of, kind="conversation")
     s = cache.columns
@@ -93,6 +93,7 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
         df = len(said.keys() | named.keys())
         terms.append((said, named, math.log(1 + (n - df + 0.5) / (df + 0.5))))
     timed = set(cache.postings(TIME_TAG)[0]) if asks_when(text) else set()
+    asks = set(cache.postings(ASK_TAG)[0])
     at = _ts(as_of)
 
     def own(d: int) -> float:
@@ -119,13 +120,14 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
         mine = own(d)
         recency = 0.5 ** (max(0.0, at - s.times[d]) / 86400 / 30)
         total = mine * (1 + (p.time if d in timed else 0) + p.recency * recency)
-        total += p.context * sum(own(m) for m in neighbours(d))
+        total += sum((p.question if m < d and m in asks else p.context) * own(m) for m in neighbours(d))
         if total > 0:
             totals.append(total)
     return sorted(totals, reverse=True)[:limit]
 
 
-@pytest.mark.parametrize("weights", [{}, {"context": 0.6, "time": 0.5, "field": 2.5}, {"field": 0.0}])
+@pytest.mark.parametrize("weights", [{}, {"context": 0.6, "time": 0.5, "field": 2.5, "question": 0.2},
+                                     {"field": 0.0, "context": 0.0, "question": 1.5}])
 def test_default_ranker_equals_its_definition(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch,
                                               weights: dict[str, float]) -> None:
     """The default ranker (own scores, then only the strong records and their neighbours scored
@@ -143,6 +145,8 @@ def test_default_ranker_equals_its_definition(desk: DeskFolder, monkeypatch: pyt
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 14)))
         if rng.random() < 0.2:
             text += " yesterday"
+        if rng.random() < 0.3:
+            text += rng.choice(["?", " ？", "? 🙂", "?)"])
         rec = {"id": f"e{i:05d}", "desk_id": desk.config.desk_id, "kind": rng.choice(["inbound", "outbound"]),
                "at": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z",
                "content": text, "session": f"s{i // 6}", "actor": rng.choice(["alice", "bruno"]),
@@ -206,3 +210,14 @@ def test_a_speakers_name_said_by_the_other_person_weighs_as_little_as_the_speake
         assert b.contributions["content"] > 0 and b.contributions["field"] > 0  # both fields named
     finally:
         cache.close()
+
+
+@pytest.mark.parametrize(("text", "asks"), [
+    ("Did you get the dog?", True), ("Did you get the dog? 🐶", True), ("真的吗？", True), ("really?!", True),
+    ("Was it \"Circe\"?)  \r\n", True), ("What? No, never.", False), ("Fine.", False), ("", False),
+    ("Who knows… ", False), ("a ? in the middle, then more", False), ("?\u200b", True),
+])
+def test_a_turn_that_ends_with_a_question(text: str, asks: bool) -> None:
+    from desk.text.terms import is_question
+
+    assert is_question(text) is asks

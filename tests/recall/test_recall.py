@@ -102,10 +102,10 @@ def test_english_hit_with_full_json_contract(desk: DeskFolder, run: DeskRunner) 
     b = hit["score_breakdown"]
     assert b["matched_terms"] == ["persist", "sqlite"] and b["query_term_count"] == 2
     assert b["lexical_coverage"] == 1.0 and 0 < b["recency"] <= 1
-    assert set(b["weights"]) == set(b["contributions"]) == {"content", "field", "context", "time", "recency"}
+    assert set(b["weights"]) == set(b["contributions"]) == {"content", "field", "context", "question", "time", "recency"}
     assert abs(sum(b["contributions"].values()) - b["total"]) < 1e-6
     own = b["contributions"]["content"] + b["contributions"]["field"]
-    assert own > 0 and b["contributions"]["context"] == 0 and b["contributions"]["time"] == 0
+    assert own > 0 and b["contributions"]["context"] == b["contributions"]["question"] == b["contributions"]["time"] == 0
     assert b["contributions"]["recency"] == pytest.approx(b["weights"]["recency"] * b["recency"] * own, abs=1e-5)
     # the previous default stays selectable, with its own breakdown
     old = run("recall", "SQLite Persistence", "--json", "--ranker", "coverage", "--as-of", AS_OF)
@@ -442,9 +442,30 @@ def test_a_turn_is_found_through_the_question_it_answers(desk: DeskFolder) -> No
     result = recall(desk, "dog", as_of=AS_OF, kind="conversation", limit=10)
     by_id = {h.id: h.score_breakdown for h in result.hits}
     b = by_id[f"event:{answer['id']}"]
-    assert b.matched_terms == () and b.contributions["content"] == 0 and b.contributions["context"] > 0
+    assert b.matched_terms == () and b.contributions["content"] == 0 and b.contributions["context"] == 0
+    # the turn before ends with a question: it counts as the question this turn answers
+    asked = result.hits[0].score_breakdown
+    assert b.contributions["question"] == pytest.approx(b.weights["question"] * asked.total / (1 + asked.weights["recency"] * asked.recency), abs=1e-5)
     assert abs(sum(b.contributions.values()) - b.total) < 1e-6
     assert len(result.hits) == 2  # the other session's turn is no neighbour
+
+
+def test_a_question_lifts_its_answer_more_than_a_statement_lifts_the_next_turn(desk: DeskFolder) -> None:
+    """The question-answer pairing (issue 16): the turn after a question is its answer and gets
+    `question` (0.5) times the question's own score; the turn after a statement gets only
+    `context` (0.1), and so does the turn before an answer (the reaction comes after)."""
+    _say(desk, "Did you end up getting that dog?", at="2026-11-28T09:00:00Z", session="a")
+    answer = _say(desk, "Yes! We named her Biscuit.", at="2026-11-28T09:01:00Z", session="a", kind="outbound")
+    _say(desk, "I walked the neighbours' dog.", at="2026-11-28T10:00:00Z", session="b")
+    after = _say(desk, "Nice, the weather was good for it.", at="2026-11-28T10:01:00Z", session="b", kind="outbound")
+    hits = recall(desk, "dog", as_of=AS_OF, kind="conversation", limit=10).hits
+    by_id = {h.id: h for h in hits}
+    lifted, plain = by_id[f"event:{answer['id']}"].score_breakdown, by_id[f"event:{after['id']}"].score_breakdown
+    assert lifted.contributions["question"] > 0 and lifted.contributions["context"] == 0
+    assert plain.contributions["question"] == 0 and plain.contributions["context"] > 0
+    assert [h.id for h in hits].index(f"event:{answer['id']}") < [h.id for h in hits].index(f"event:{after['id']}")
+    # the question itself is lifted by its answer's score only as context (its answer matched nothing here)
+    assert all(h.score_breakdown.contributions["question"] == 0 for h in hits if h.snippet.endswith("?"))
 
 
 def test_the_speaker_and_captions_are_a_field_and_when_questions_favour_times(
