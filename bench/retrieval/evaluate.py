@@ -79,8 +79,9 @@ def score_question(found: list[str], evidence: tuple[str, ...]) -> dict[str, flo
     return out
 
 
-def evaluate(seed: int, per_language: int, rankers: list[str]) -> dict[str, Any]:
-    convs = gen.generate_split(seed, per_language)
+def evaluate(seed: int, per_language: int, rankers: list[str],
+             version: int = gen.BENCHMARK_VERSION) -> dict[str, Any]:
+    convs = gen.generate_split(seed, per_language, version=version)
     bm25_class = _reference_ranker() if REFERENCE in rankers else None
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
@@ -111,7 +112,7 @@ def evaluate(seed: int, per_language: int, rankers: list[str]) -> dict[str, Any]
                     rows.append({"ranker": ranker, "kind": q.kind, "lang": q.lang,
                                  **score_question(found, q.evidence)})
             desk.close()
-    return {"seed": seed, "conversations": len(convs), "turns": sum(len(c.turns) for c in convs),
+    return {"seed": seed, "benchmark_version": version, "conversations": len(convs), "turns": sum(len(c.turns) for c in convs),
             "questions": sum(len(c.questions) for c in convs), "seconds": round(time.perf_counter() - started, 1),
             "reference_available": bm25_class is not None, "table": aggregate(rows)}
 
@@ -130,7 +131,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print(f"seed {report['seed']}: {report['conversations']} conversations, {report['turns']} turns, "
+    print(f"seed {report['seed']} (benchmark version {report['benchmark_version']}): {report['conversations']} conversations, {report['turns']} turns, "
           f"{report['questions']} questions ({report['seconds']} s)")
     if not report["reference_available"]:
         print(f"note: {REFERENCE} is not installed, its column is skipped "
@@ -164,6 +165,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=2, help="generator seed: 1 is the tuning split, 2 the test split")
     parser.add_argument("--per-language", type=int, default=5, help="conversations per language")
+    parser.add_argument("--benchmark-version", type=int, default=gen.BENCHMARK_VERSION, choices=(1, 2),
+                        help="1: statements never name their topic (before issue 16's review); 2: some do")
     parser.add_argument("--rankers", default=",".join([*RANKERS, REFERENCE]),
                         help=f"comma-separated: desk's {', '.join(RANKERS)} and {REFERENCE}")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -174,7 +177,7 @@ def main() -> None:
     parser.add_argument("--no-stop", action="store_true", help="ablation: keep stop words in queries")
     args = parser.parse_args()
     ablate(args.set, args.no_stem, args.no_stop)
-    report = evaluate(args.seed, args.per_language, [r for r in args.rankers.split(",") if r])
+    report = evaluate(args.seed, args.per_language, [r for r in args.rankers.split(",") if r], args.benchmark_version)
     print_report(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")

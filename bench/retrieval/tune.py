@@ -23,7 +23,8 @@ import desk.api as desk_api  # noqa: E402
 from desk.recall import rank  # noqa: E402
 
 GRID = {"k1": [0.3, 0.45, 0.6, 0.9, 1.2, 1.6], "b": [0.0, 0.1, 0.2, 0.4, 0.6, 0.75],
-        "field": [0.0, 0.25, 0.5, 1.0, 1.5], "context": [0.0, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0],
+        "field": [0.0, 0.25, 0.5, 1.0, 1.5], "context": [0.0, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0],
+        "question": [0.0, 0.1, 0.3, 0.5, 0.8, 1.0],
         "time": [0.0, 0.2, 0.4, 0.8, 1.2, 1.6], "recency": [0.0, 0.05, 0.1, 0.2, 0.4]}
 
 
@@ -42,10 +43,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--benchmark-version", type=int, default=gen.BENCHMARK_VERSION, choices=(1, 2))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         desks = []
-        for conv in gen.generate_split(args.seed):
+        for conv in gen.generate_split(args.seed, version=args.benchmark_version):
             folder = Path(tmp) / conv.id
             d = desk_api.init(folder / "desk")
             d.archive_import(gen.write_jsonl(conv, folder / "turns.jsonl"))
