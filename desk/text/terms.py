@@ -7,10 +7,12 @@ Text is normalised (NFKC, casefold, whitespace: `desk.text.normalize`), then cut
   index, its single characters too: `分层记忆` gives `分层 层记 记忆` and `分 层 记 忆`, so a
   one-character query (`猫`) finds every record holding that character.
 
-A query (`query_terms`) asks for the bigrams of a CJK run of two or more characters and the single
-character of a one-character run, and leaves out stop words (English function words, Chinese
-particles and question words, and bigrams made of a particle and a neighbour) unless nothing else
-is left: "what did Mara name the dog" asks for `mara name dog`.
+A query (`query_terms`) asks for the bigrams **and** the single characters of a CJK run (the
+standard unigram + bigram combination: "王伟给新养的狗取了什么名字" finds "…接回来一只小狗…"
+through `狗`, which the query holds only inside `的狗` and `狗取`), and leaves out stop words
+(English function words, Chinese particles, pronouns and question words, and bigrams made of a
+particle and a neighbour) unless nothing else is left: "what did Mara name the dog" asks for
+`mara name dog`.
 
 The stemmer is English for every Latin-script word: Snowball's other languages need a language
 guess per text, which a short chat turn does not give reliably; an English stem of a French word
@@ -70,22 +72,28 @@ def text_terms(text: str) -> list[str]:
 
 
 def query_terms(text: str) -> list[str]:
-    """The distinct terms a query asks for, sorted: stemmed words, the bigrams of each CJK run (its
-    character when it is one character long), stop words left out unless that leaves nothing."""
+    """The distinct terms a query asks for, sorted: stemmed words, the bigrams and the characters of
+    each CJK run (not the characters of a stop word such as 什么), stop words left out unless that
+    leaves nothing."""
     normalized = normalize(text)
     words: list[str] = []
     cjk_terms: list[str] = []
+    singles: list[str] = []
     for cjk, word in _TERMS.findall(normalized):
         if word:
             words.append(word)
         elif len(cjk) == 1:
             cjk_terms.append(cjk)
         else:
-            cjk_terms.extend(cjk[i:i + 2] for i in range(len(cjk) - 1))
+            grams = [cjk[i:i + 2] for i in range(len(cjk) - 1)]
+            cjk_terms.extend(grams)
+            asking = {j for i, g in enumerate(grams) if g in ZH_STOP for j in (i, i + 1)}  # 什么, 时候
+            singles.extend(c for j, c in enumerate(cjk) if j not in asking)
     stemmed = _words(words)
     every = sorted(set(stemmed + cjk_terms))
     kept = [t for t, w in zip(stemmed, words) if w not in EN_STOP and t not in _STOP_STEMS]
     kept += [t for t in cjk_terms if t not in ZH_STOP and not (len(t) == 2 and (t[0] in _ZH_PARTICLES or t[1] in _ZH_PARTICLES))]
+    kept += [c for c in singles if c not in ZH_STOP and c not in _ZH_PARTICLES]
     return sorted(set(kept)) or every
 
 

@@ -50,8 +50,12 @@ def test_query_normalization_folds_case_width_and_whitespace() -> None:
     assert q.query_id == normalize_query("layered memory", as_of=AS_OF).query_id  # same inputs, same id
 
 
-def test_chinese_runs_become_character_bigrams() -> None:
-    assert normalize_query("分层记忆", as_of=AS_OF).terms == ("分层", "层记", "记忆")
+def test_chinese_runs_become_character_bigrams_and_characters() -> None:
+    assert normalize_query("分层记忆", as_of=AS_OF).terms == ("分", "分层", "层", "层记", "忆", "记", "记忆")
+    # a stop word's characters are not asked for (什么, 时候), a particle never; other characters are
+    terms = normalize_query("小明是什么时候领养狗的？", as_of=AS_OF).terms
+    assert {"狗", "领养", "领", "养", "小明"} <= set(terms)
+    assert not {"什", "么", "时", "候", "的", "是"} & set(terms)
     # the index also keeps every single character, so a one-character query finds it
     assert sorted(text_terms("用SQLite存储")) == sorted(["用", "sqlite", "存", "储", "存储"])
 
@@ -418,9 +422,9 @@ def test_short_and_mixed_language_queries(desk: DeskFolder) -> None:
     _remember(desk, "maple", "Maple project deadline moved to April.")
     _remember(desk, "zh-only", "项目周会改到周二。")
     mixed = recall(desk, "Orion 项目 deadline", as_of=AS_OF)
-    assert mixed.query.terms == ("deadlin", "orion", "项目")
+    assert mixed.query.terms == ("deadlin", "orion", "目", "项", "项目")
     assert mixed.hits[0].id == "memory:orion"
-    assert set(mixed.hits[0].score_breakdown.matched_terms) == {"deadlin", "orion", "项目"}
+    assert set(mixed.hits[0].score_breakdown.matched_terms) == {"deadlin", "orion", "目", "项", "项目"}
     assert {h.id for h in mixed.hits} == {"memory:orion", "memory:maple", "memory:zh-only"}
     # a short query made only of stop words still asks for them rather than nothing
     assert normalize_query("who", as_of=AS_OF).terms == ("who",)
@@ -429,7 +433,7 @@ def test_short_and_mixed_language_queries(desk: DeskFolder) -> None:
 
 def test_stop_words_and_stems(desk: DeskFolder) -> None:
     assert normalize_query("What did Mara name the new dogs?", as_of=AS_OF).terms == ("dog", "mara", "name", "new")
-    assert normalize_query("小明的猫叫什么名字", as_of=AS_OF).terms.count("什么") == 0
+    assert not {"什么", "什", "么"} & set(normalize_query("小明的猫叫什么名字", as_of=AS_OF).terms)
     _remember(desk, "adopt", "We adopted a beagle puppy from the shelter.")
     assert [h.id for h in recall(desk, "adopting beagles", as_of=AS_OF).hits] == ["memory:adopt"]
 
@@ -486,3 +490,14 @@ def test_the_speaker_and_captions_are_a_field_and_when_questions_favour_times(
     assert "yesterday" in when[0].snippet and when[0].score_breakdown.contributions["time"] > 0
     plain = recall(desk, "run the race", as_of=AS_OF, kind="conversation").hits
     assert all(h.score_breakdown.contributions["time"] == 0 for h in plain)
+
+
+def test_a_chinese_query_finds_a_word_it_holds_only_next_to_a_particle(desk: DeskFolder) -> None:
+    """Unigram + bigram queries (issue 16): 狗 sits in the query only inside 的狗 (a particle's
+    bigram, dropped) and 狗取 (across two words, in no record): with bigrams alone the record
+    about the dog shared no term with the question; the character finds it."""
+    dog = _say(desk, "周五接回来一只小狗，起名叫糯米。", at="2026-11-28T09:00:00Z")
+    _say(desk, "周末我们去公园散步了。", at="2026-11-28T09:05:00Z", session="s2")
+    hits = recall(desk, "她给新养的狗取了什么名字？", as_of=AS_OF, kind="conversation", limit=10).hits
+    assert [h.id for h in hits] == [f"event:{dog['id']}"]
+    assert {"狗", "名"} <= set(hits[0].score_breakdown.matched_terms)
