@@ -225,6 +225,15 @@ class _Own:
         lengths, flat, slope, k1, field, dead = self.lengths, self.flat, self.slope, self.k1, self.field, self.dead
         content, side = self.content, self.side
         for (said_ids, said_tfs), (side_ids, side_tfs) in zip(self.q.content, self.q.side):
+            if not field or not len(side_ids):  # the usual term: said only, no dict of its own
+                df = len(said_ids) - (sum(1 for doc in dead if _contains_id(said_ids, doc)) if dead else 0)
+                if df <= 0:
+                    continue
+                w = _idf(df, self.n_docs) * (k1 + 1)
+                base, scale, get = k1 * flat, k1 * slope, content.get
+                for doc, tf in zip(said_ids, said_tfs):
+                    content[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
+                continue
             said = {doc: tf / (flat + slope * lengths[doc]) for doc, tf in zip(said_ids, said_tfs)}
             named = {doc: field * tf for doc, tf in zip(side_ids, side_tfs)} if field else {}
             df = len(said) + sum(1 for doc in named if doc not in said)
