@@ -1,9 +1,10 @@
 """Stage 3 and 4 of recall: the explainable score and the exact, pruned top-k.
 
-The default ranker (`context_top`, issue 16) is BM25 over what was said plus the speaker/meta field,
-plus the neighbouring turns' own scores in the same session, a share for "when" questions and a
-little recency; its parameters (`ContextParams`) were chosen on bench/retrieval's seed 1 and are
-reported on seed 2 (docs/recall.md). The previous default, `coverage`
+The default ranker (`context_top`, issue 16) is BM25F over what was said and the speaker/meta
+field, plus the neighbouring turns' own scores in the same session (the question a turn answers
+counting more), a share for "when" questions and a little recency; its parameters
+(`ContextParams`) were chosen on bench/retrieval's seed 1 and are reported on seed 2
+(docs/recall.md). The previous default, `coverage`
 (`0.85 * IDF-weighted coverage + 0.10 * term-frequency saturation + 0.05 * recency`), docs/design.md
 §8.1's `seed` formula (`0.85 * coverage + 0.15 * recency`) and plain `bm25` stay selectable as
 baselines (`Ranker`, with MaxScore pruning). Recency halves every 30 days before `as_of`. Each
@@ -173,9 +174,10 @@ class ContextParams:
 
     k1: float = 0.6
     b: float = 0.2
-    field: float = 1.0  # the speaker/meta field's BM25, relative to what was said
+    field: float = 1.0  # BM25F: a speaker/meta occurrence's weight against one in what was said (0: off)
     context: float = 0.1  # each neighbour's own score in the same session, times this
-    question: float = 0.5  # instead of `context`: the own score of the question a turn answers (the turn before it)
+    question: float = 0.5  # instead of `context`: the own score of the question a turn answers (the turn
+    # before it, when it ends with a question mark)
     time: float = 0.0  # a "when" question: the record's own score times this when it names a time
     recency: float = 0.05  # the record's own score times this times its recency (halves every 30 days)
 

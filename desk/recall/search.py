@@ -4,13 +4,14 @@ normalize -> candidate -> score -> stable rank -> render, each a function with a
 
 - **normalize** (`normalize_query`): whitespace folded for the readable text; NFKC + casefold +
   whitespace for `normalized_text`; `terms` (`desk.text.terms.query_terms`) are the sorted distinct
-  word stems and CJK character bigrams (a one-character run as itself), stop words left out.
+  word stems and CJK character bigrams and characters (bigrams only for the baseline rankers),
+  stop words left out.
   Empty and punctuation-only queries and a limit outside 1..10 are refused (exit 2).
 - **candidate**: every record sharing at least one term with the query (posting lists of the
   derived search cache, `desk.recall.search_cache`); expired memories and records after `as_of` are never
   candidates.
 - **score** (`desk.recall.rank.Ranker`): an explainable sum, default
-  `content + field + context + time + recency` (`desk.recall.rank.context_top`, docs/recall.md); the
+  `content + field + context + question + time + recency` (`desk.recall.rank.context_top`, docs/recall.md); the
   previous default, docs/design.md §8.1's formula and plain BM25 are the baselines
   (`--ranker coverage|seed|bm25`).
 - **stable rank**: total desc, plain coverage desc, time desc, id asc. Only the top `limit` are
@@ -94,7 +95,7 @@ def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
     readable = " ".join(text.split())
     if not readable:
         raise UsageError("the query is empty", hint="say what to look for, e.g. `desk recall \"report style\"`")
-    terms = tuple(query_terms(readable))
+    terms = tuple(query_terms(readable, characters=ranker == "default"))  # the baselines as they were
     if not terms:
         raise UsageError(f"the query {readable!r} has no searchable words (only punctuation or symbols)",
                          hint="search for words, e.g. `desk recall \"report style\"`")

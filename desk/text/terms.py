@@ -71,10 +71,11 @@ def text_terms(text: str) -> list[str]:
     return terms
 
 
-def query_terms(text: str) -> list[str]:
-    """The distinct terms a query asks for, sorted: stemmed words, the bigrams and the characters of
-    each CJK run (not the characters of a stop word such as 什么), stop words left out unless that
-    leaves nothing."""
+def query_terms(text: str, *, characters: bool = True) -> list[str]:
+    """The distinct terms a query asks for, sorted: stemmed words, the bigrams and (`characters`)
+    the characters of each CJK run (not the characters of a stop word such as 什么), stop words
+    left out unless that leaves nothing. Without `characters` (the baseline rankers), a run of two
+    or more characters asks for its bigrams only."""
     normalized = normalize(text)
     words: list[str] = []
     cjk_terms: list[str] = []
@@ -88,7 +89,8 @@ def query_terms(text: str) -> list[str]:
             grams = [cjk[i:i + 2] for i in range(len(cjk) - 1)]
             cjk_terms.extend(grams)
             asking = {j for i, g in enumerate(grams) if g in ZH_STOP for j in (i, i + 1)}  # 什么, 时候
-            singles.extend(c for j, c in enumerate(cjk) if j not in asking)
+            if characters:
+                singles.extend(c for j, c in enumerate(cjk) if j not in asking)
     stemmed = _words(words)
     every = sorted(set(stemmed + cjk_terms))
     kept = [t for t, w in zip(stemmed, words) if w not in EN_STOP and t not in _STOP_STEMS]

@@ -56,6 +56,8 @@ def test_chinese_runs_become_character_bigrams_and_characters() -> None:
     terms = normalize_query("小明是什么时候领养狗的？", as_of=AS_OF).terms
     assert {"狗", "领养", "领", "养", "小明"} <= set(terms)
     assert not {"什", "么", "时", "候", "的", "是"} & set(terms)
+    # the baseline rankers ask as they did: bigrams only
+    assert normalize_query("分层记忆", as_of=AS_OF, ranker="coverage").terms == ("分层", "层记", "记忆")
     # the index also keeps every single character, so a one-character query finds it
     assert sorted(text_terms("用SQLite存储")) == sorted(["用", "sqlite", "存", "储", "存储"])
 
