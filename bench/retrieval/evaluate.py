@@ -114,7 +114,8 @@ def evaluate(seed: int, per_language: int, rankers: list[str],
             desk.close()
     return {"seed": seed, "benchmark_version": version, "conversations": len(convs), "turns": sum(len(c.turns) for c in convs),
             "questions": sum(len(c.questions) for c in convs), "seconds": round(time.perf_counter() - started, 1),
-            "reference_available": bm25_class is not None, "table": aggregate(rows)}
+            "reference_available": bm25_class is not None, "reference_asked": REFERENCE in rankers,
+            "table": aggregate(rows)}
 
 
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
@@ -133,7 +134,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
 def print_report(report: dict[str, Any]) -> None:
     print(f"seed {report['seed']} (benchmark version {report['benchmark_version']}): {report['conversations']} conversations, {report['turns']} turns, "
           f"{report['questions']} questions ({report['seconds']} s)")
-    if not report["reference_available"]:
+    if not report["reference_available"] and report["reference_asked"]:
         print(f"note: {REFERENCE} is not installed, its column is skipped "
               "(pip install -e '.[bench]' or pip install rank-bm25)")
     table = report["table"]
