@@ -61,3 +61,25 @@ def test_written_jsonl_imports_into_a_desk(tmp_path: Path) -> None:
     events = listed["events"] if isinstance(listed, dict) else listed
     assert [e["meta"]["desk.source_id"] for e in events] == [t.id for t in conv.turns]
     desk.close()
+
+
+def _digest(gen, **kwargs) -> str:  # type: ignore[no-untyped-def]
+    import hashlib
+
+    h = hashlib.sha256()
+    for c in gen.generate_split(7, 2, sessions=8, **kwargs):
+        h.update("\n".join(gen.jsonl_lines(c) + [json.dumps(gen.questions_json(c), ensure_ascii=False)]).encode())
+    return h.hexdigest()
+
+
+def test_version_1_is_the_corpus_of_the_first_round_and_version_2_names_topics_sometimes() -> None:
+    """Version 1 stays byte for byte what the first round measured (its figures stay
+    reproducible); version 2 (the default) adds statements that name their topic, and only those."""
+    gen = _generator()
+    assert _digest(gen, version=1) == "98ae4f910972f364bb28d6a0c500c3bf359f89ac88a5582120d4a8151daa2e8b"
+    assert gen.BENCHMARK_VERSION == 2 and _digest(gen) == _digest(gen, version=2) != _digest(gen, version=1)
+    extra = {t.split("{")[0] for lang in gen.EXTRA_STATE.values() for ts in lang.values() for t in ts}
+    said = [t.text for c in gen.generate_split(1, 1) for t in c.turns]
+    old = [t.text for c in gen.generate_split(1, 1, version=1) for t in c.turns]
+    assert any(s.startswith(tuple(extra)) for s in said)
+    assert not any(s.startswith(tuple(x for x in extra if x)) for s in old)
