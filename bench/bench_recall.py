@@ -88,7 +88,10 @@ def quality(seed: int, sessions: int) -> bool:
     print(f"default vs seed formula: MRR {d[3] / s[3]:.2f}x, R@1 {d[0] / max(s[0], 1e-9):.2f}x")
     print(f"default vs BM25:         MRR {d[3] / b[3]:.2f}x, R@1 {d[0] / max(b[0], 1e-9):.2f}x")
     print(f"every hit's contributions sum to its total: {sums_ok}")
-    return d[3] > s[3] and d[3] >= b[3] and sums_ok
+    met = d[1] >= 0.62 and d[2] >= 0.70  # issue 16's goal, here on this corpus's held-out seed
+    print(f"default R@5 {d[1]:.3f} (target >= 0.62), R@10 {d[2]:.3f} (target >= 0.70): "
+          f"{'OK' if met else 'MISSED'}")
+    return met and sums_ok
 
 
 def scale(records: int, seed: int) -> None:
