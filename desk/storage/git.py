@@ -276,8 +276,20 @@ class Git:
         return out.decode().strip() or None
 
     def head(self) -> str | None:
-        """The commit HEAD points to, or None in a repository without commits."""
-        return self.object_id("HEAD^{commit}")
+        """The commit HEAD points to, or None in a repository without commits.
+
+        Read from `.git/HEAD` and the branch's ref file (or `packed-refs`) without a git process
+        when the repository is a plain one; anything unusual (a linked work tree, reftable, a
+        symbolic ref chain, a malformed file) is asked of git.
+        """
+        found = _head_from_files(self.git_dir()) if self._plain_refs() else _ASK_GIT
+        if found is _ASK_GIT:
+            return self.object_id("HEAD^{commit}")
+        return found
+
+    def _plain_refs(self) -> bool:
+        """Whether refs live as files in `.git` itself (no variable redirects git's ref lookup)."""
+        return not any(self._env.get(key) for key in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_NAMESPACE"))
 
     def git_dir(self) -> Path:
         """The repository's git folder, absolute; found once per Git (`.git` without asking git)."""
@@ -1305,6 +1317,52 @@ def release_stale_index_lock(git_dir: Path) -> bool:
         (git_dir / "index.lock").unlink(missing_ok=True)
     (git_dir / INDEX_LOCK_OWNER).unlink(missing_ok=True)
     return left
+
+
+# -- refs read without git ----------------------------------------------------------------------
+
+_ASK_GIT = "ask git"  # `_head_from_files` could not tell: the caller runs git
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _head_from_files(git_dir: Path) -> str | None:
+    """The commit HEAD names, read as git stores it: `.git/HEAD`, then the branch's loose ref file,
+    then `packed-refs`; None for an unborn branch; `_ASK_GIT` for anything this does not read.
+
+    git replaces ref files by rename under a lock, so a read sees the old id or the new one. A
+    branch is looked up loose first: `git pack-refs` writes packed-refs before it removes the
+    loose file, and a deletion removes both.
+    """
+    if (git_dir / "commondir").exists() or (git_dir / "reftable").exists():
+        return _ASK_GIT  # a linked work tree (refs in the common folder) or the reftable backend
+    try:
+        head = (git_dir / "HEAD").read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return _ASK_GIT
+    if _OBJECT_ID.fullmatch(head):
+        return head  # detached: git keeps only a commit there
+    ref = head[5:] if head.startswith("ref: ") else ""
+    if not ref.startswith("refs/heads/") or ".." in ref or ref.endswith(("/", ".invalid")):
+        return _ASK_GIT
+    try:
+        loose = (git_dir / ref).read_text("ascii").strip()
+    except FileNotFoundError:
+        loose = None
+    except (OSError, UnicodeDecodeError):
+        return _ASK_GIT  # a folder, unreadable: git knows what it means
+    if loose is not None:
+        return loose if _OBJECT_ID.fullmatch(loose) else _ASK_GIT
+    try:
+        packed = (git_dir / "packed-refs").read_bytes()
+    except FileNotFoundError:
+        return None  # no commit on this branch yet
+    except OSError:
+        return _ASK_GIT
+    for line in packed.decode("ascii", "replace").splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref:
+            return sha if _OBJECT_ID.fullmatch(sha) else _ASK_GIT
+    return None
 
 
 # -- parsing git's output ---------------------------------------------------------------------

@@ -217,3 +217,48 @@ def test_work_tree_grep_finds_tracked_and_untracked_files_not_ignored(tmp_path: 
         "memory/tracked.md", "memory/untracked.md", "memory/new\nline.md"}
     assert g.work_tree_grep("memory/", ["^key:", "^evidence:"]) == {"memory/tracked.md"}
     assert g.work_tree_grep("nowhere/", ["^key:"]) == set()
+
+
+def _rev_parse_head(root: Path) -> str | None:
+    proc = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=root, env=git_env(),
+                          capture_output=True)
+    return proc.stdout.decode().strip() or None
+
+
+def test_head_read_from_ref_files_agrees_with_git_in_every_state(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "topic/deep")
+    repo = Git(root)
+    assert repo.head() is None and _rev_parse_head(root) is None  # unborn branch
+    (root / "a.txt").write_text("a\n")
+    git(root, "add", "a.txt")
+    git(root, "commit", "-q", "-m", "one")
+    assert repo.head() == _rev_parse_head(root) is not None  # a loose ref under a nested branch name
+    git(root, "pack-refs", "--all")
+    assert not (root / ".git/refs/heads/topic/deep").exists()
+    assert repo.head() == _rev_parse_head(root)  # only in packed-refs
+    git(root, "commit", "-q", "--allow-empty", "-m", "two")
+    assert repo.head() == _rev_parse_head(root)  # loose again, newer than the packed one
+    first = git(root, "rev-parse", "HEAD~1").strip()
+    git(root, "checkout", "-q", "--detach", first)
+    assert repo.head() == first == _rev_parse_head(root)  # detached
+    git(root, "checkout", "-q", "-b", "fresh-orphan-check", "topic/deep")
+    git(root, "checkout", "-q", "--orphan", "orphan")
+    assert repo.head() is None and _rev_parse_head(root) is None  # a new unborn branch
+    git(root, "checkout", "-q", "-f", "topic/deep")
+    git(root, "worktree", "add", "-q", str(tmp_path / "linked"), "-b", "side")
+    git(tmp_path / "linked", "commit", "-q", "--allow-empty", "-m", "in the linked tree")
+    linked = Git(tmp_path / "linked")
+    assert linked.head() == _rev_parse_head(tmp_path / "linked") != repo.head()  # asked of git
+
+
+def test_head_asks_git_when_the_ref_file_is_not_an_object_id(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "commit", "-q", "--allow-empty", "-m", "one")
+    sha = _rev_parse_head(root)
+    git(root, "symbolic-ref", "refs/heads/alias", "refs/heads/main")  # a symbolic ref chain
+    git(root, "symbolic-ref", "HEAD", "refs/heads/alias")
+    assert Git(root).head() == sha == _rev_parse_head(root)
