@@ -32,7 +32,7 @@ from pathlib import Path
 
 from desk.errors import ConflictError, DeskError, InvalidFileError
 from desk.guard.hook_files import only_desk_hooks
-from desk.guard.validate import VALIDATED_ENV, require_valid
+from desk.guard.validate import VALIDATED_ENV, KnownHead, require_valid
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
 from desk.storage.crash import crash_point
@@ -89,7 +89,7 @@ class Transaction:
             if self.desk.worktree_blob(path) != head_blobs.get(path):
                 raise _dirty(self.desk, path)
 
-    def commit(self, writes: Mapping[str, bytes | None], message: str) -> str:
+    def commit(self, writes: Mapping[str, bytes | None], message: str, known: KnownHead | None = None) -> str:
         """Commit exactly `writes` (bytes, or None to delete) on top of HEAD; return the commit id.
 
         Nothing is visible half-done: the gate runs on the content, the objects and the tree are
@@ -97,11 +97,13 @@ class Transaction:
         written, the branch moved by compare-and-swap and the person's index refreshed for these
         paths. If HEAD moved meanwhile (a person committed), the commit is rebuilt on the new HEAD
         and checked again. On any failure before the branch moves, the desk is as it was.
+        `known` is what the caller knows about HEAD (the memory mirror): the gate reads it from
+        there instead of git, and checks again on HEAD itself if HEAD is no longer that commit.
         """
         git = self.desk.git
         message = add_trailers(message, self.desk.trailers)
         # The one gate (docs/design.md §1.3): the hook's rules, in process, on exactly this change.
-        require_valid(self.desk, writes, message)
+        require_valid(self.desk, writes, message, known=known)
         before = {p: self._read(p) for p in sorted(writes)}
         crash_point("before-marker")
         marker = mark_pending(self.desk, writes, before, message)
@@ -113,6 +115,9 @@ class Transaction:
             run_hooks = not only_desk_hooks(git, self.desk.git_dir)
             for _attempt in range(MOVE_ATTEMPTS):
                 head = git.head()
+                if known is not None and head != known.commit:  # checked on another HEAD: again
+                    require_valid(self.desk, writes, message)
+                known = None
                 tree = git.build_tree(head, blobs)
                 if run_hooks:  # a person's own hook chained beside desk's: it sees this commit
                     git.with_env(**{VALIDATED_ENV: "1"}).run_commit_hooks(None, message)

@@ -234,14 +234,44 @@ def current_config(desk: DeskFolder) -> tuple[str, frozenset[str]]:
     return _config(desk, [Change(CONFIG_PATH, data)] if data is not None else [])
 
 
-def _like(git: Git, extra: Collection[str] = (), gone: Collection[str] = ()) -> Callable[[list[str]], list[str]]:
-    """Paths in git's index (plus `extra`, minus `gone`) equal to the given ones ignoring case."""
+def _like(git: Git, extra: Collection[str] = (), gone: Collection[str] = (),
+          listed: Callable[[list[str]], list[str]] | None = None) -> Callable[[list[str]], list[str]]:
+    """Paths in git's index (or those `listed` gives: HEAD's, from the memory mirror), plus `extra`,
+    minus `gone`, equal to the given ones ignoring case."""
     def like(paths: list[str]) -> list[str]:
-        found = git.indexed_like(paths)
+        found = set(listed(paths)) if listed is not None else git.indexed_like(paths)
         lowered = {p.lower() for p in paths}
         found |= {p for p in extra if p.lower() in lowered}
         return sorted(found - set(gone))
     return like
+
+
+def _head_contents(desk: DeskFolder, paths: list[str], known: KnownHead | None) -> dict[str, bytes]:
+    """`{"HEAD:path": content}` of `paths` at HEAD (absent files left out). A path whose HEAD blob
+    `known` names is read from the work tree when the file there has exactly that blob (it is
+    then the same bytes); the others, and any file that differs, come from one `git cat-file`."""
+    found: dict[str, bytes] = {}
+    ask: list[str] = []
+    for path in paths:
+        if known is None or path not in known.blobs:
+            ask.append(path)
+            continue
+        blob = known.blobs[path]
+        if blob is None:
+            continue  # not at HEAD
+        try:
+            data = desk.read(path)
+        except (OSError, SymlinkError):
+            data = None
+        if data is not None and blob_sha(data) == blob:
+            found[f"HEAD:{path}"] = data
+        else:
+            ask.append(path)
+    rev = known.commit if known is not None and known.commit else "HEAD"
+    if ask:
+        asked = desk.git.read_blobs([f"{rev}:{path}" for path in ask])
+        found.update({f"HEAD:{path}": data for path in ask if (data := asked.get(f"{rev}:{path}")) is not None})
+    return found
 
 
 def _reader(git: Git, known: Mapping[str, bytes]) -> Read:
@@ -345,11 +375,31 @@ def _restore_hints(desk: DeskFolder, findings: list[Finding]) -> list[Finding]:
             if f.path == CONFLICTS_FILE and f.severity == "error" else f for f in findings]
 
 
+@dataclass(frozen=True)
+class KnownHead:
+    """What a caller already knows about HEAD (the memory mirror does): the gate then reads none
+    of it from git. Facts a caller leaves out are read from git as before.
+
+    `blobs` gives HEAD's blob id (None: no such file) of paths the caller vouches for; a file the
+    gate needs the content of (MEMORY.md, desk.json) is read from the work tree and used only when
+    its blob id is that one. `like` lists HEAD's memory paths equal to the given ones ignoring
+    case (ASCII, as git's `:(icase)` pathspec compares).
+    """
+
+    commit: str | None
+    blobs: Mapping[str, str | None]
+    like: Callable[[list[str]], list[str]] | None = None
+
+
 def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], message: str,
-                    now: dt.datetime | None = None) -> Report:
-    """Validate one of desk's own commits in process: exactly `writes` on top of HEAD."""
+                    now: dt.datetime | None = None, known: KnownHead | None = None) -> Report:
+    """Validate one of desk's own commits in process: exactly `writes` on top of HEAD (the
+    commit `known` describes, when given)."""
     git = desk.git
-    old_blobs = git.committed_blobs(writes)  # one ls-tree; none before the first commit
+    if known is not None and all(p in known.blobs for p in writes):
+        old_blobs = {p: b for p in writes if (b := known.blobs[p]) is not None}
+    else:
+        old_blobs = git.committed_blobs(writes)  # one ls-tree; none before the first commit
     changes = [Change(p, data, FILE_MODE, old_blobs.get(p)) for p, data in sorted(writes.items())]
     read = _reader(git, {blob_sha(data): data for data in writes.values() if data is not None})
 
@@ -366,14 +416,16 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
 
     memory = None
     touches_memory = INDEX_FILE in writes or any(p.startswith(MEMORY_PREFIX) for p in writes)
-    # HEAD's MEMORY.md and desk.json in one `git cat-file --batch`, not a git process each.
-    heads = git.read_blobs([f"HEAD:{INDEX_FILE}"] * touches_memory + [f"HEAD:{CONFIG_PATH}"])
+    # HEAD's MEMORY.md and desk.json: from the work tree when `known` names their blobs and the
+    # files hold them, else in one `git cat-file --batch`, not a git process each.
+    heads = _head_contents(desk, [INDEX_FILE] * touches_memory + [CONFIG_PATH], known)
     if touches_memory:
         base = heads.get(f"HEAD:{INDEX_FILE}")
         index = writes[INDEX_FILE] if INDEX_FILE in writes else base
         gone = [p for p, data in writes.items() if data is None]
         added = [p for p, data in writes.items() if data is not None]
-        memory = MemorySet(index, base, all_files, read, _like(git, added, gone))
+        like = _like(git, added, gone, known.like if known is not None else None)
+        memory = MemorySet(index, base, all_files, read, like)
     def files_under(spec: str) -> dict[str, str]:
         head = git.head()
         if spec.endswith("/"):
@@ -605,9 +657,9 @@ def fix_index(desk: DeskFolder, regenerated: bytes, staged: bytes | None) -> boo
 
 
 def require_valid(desk: DeskFolder, writes: Mapping[str, bytes | None], message: str,
-                  now: dt.datetime | None = None) -> Report:
+                  now: dt.datetime | None = None, known: KnownHead | None = None) -> Report:
     """`validate_writes`, raising InvalidFileError (exit 3) when any rule fails."""
-    report = validate_writes(desk, writes, message, now)
+    report = validate_writes(desk, writes, message, now, known)
     if not report.ok:
         raise InvalidFileError(report.errors, hint="nothing was committed; fix the findings above")
     return report

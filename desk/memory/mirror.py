@@ -30,7 +30,7 @@ from contextlib import closing, contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import GitError, InvalidFileError
-from desk.layout import INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
+from desk.layout import CONFIG_PATH, INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
 from desk.memory.index import EntryCache, IndexEntry, memory_path, render_sorted
 
 if TYPE_CHECKING:
@@ -63,8 +63,12 @@ class HeadMirror:
         self.db.execute(f"CREATE TABLE IF NOT EXISTS {_ROWS} (name TEXT PRIMARY KEY, blob TEXT NOT NULL, "
                         "body_key TEXT, line TEXT, last_commit TEXT, last_time INTEGER)")
         self.db.execute(f"CREATE INDEX IF NOT EXISTS {_ROWS}_body ON {_ROWS}(body_key)")
+        # SQLite's NOCASE folds ASCII only, as git's `:(icase)` pathspecs do (the gate's name rule).
+        self.db.execute(f"CREATE INDEX IF NOT EXISTS {_ROWS}_nocase ON {_ROWS}(name COLLATE NOCASE)")
         self.db.execute(f"CREATE TABLE IF NOT EXISTS {_META} (key TEXT PRIMARY KEY, value TEXT)")
+        self.commit: str | None = None  # the HEAD the mirror was last brought to
         self.index_blob: str | None = None
+        self._config_blob: str | None = None  # desk.json's blob at HEAD; "" none; None unknown
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -98,6 +102,24 @@ class HeadMirror:
                 found = {name: c._replace(time=times.get(c.commit, c.time)) if c.commit else c
                          for name, c in found.items()}
         return found
+
+    def like(self, paths: list[str]) -> list[str]:
+        """HEAD's memory paths equal to one of `paths` ignoring (ASCII) case; other paths match none."""
+        names = [name for name in map(memory_name, paths) if name is not None]
+        found: list[str] = []
+        for name in names:
+            rows = self.db.execute(f"SELECT name FROM {_ROWS} WHERE name = ? COLLATE NOCASE", (name,))
+            found += [memory_path(row[0]) for row in rows]
+        return found
+
+    def head_blobs(self, names: Iterable[str]) -> dict[str, str | None]:
+        """HEAD's blob ids (None: no such file) of the memories `names`, MEMORY.md and, once known,
+        desk.json: what the gate would otherwise ask git for (`desk.guard.validate.KnownHead`)."""
+        blobs: dict[str, str | None] = {memory_path(name): self.blob(name) for name in names}
+        blobs[INDEX_FILE] = self.index_blob
+        if self._config_blob is not None:
+            blobs[CONFIG_PATH] = self._config_blob or None
+        return blobs
 
     def same_body(self, body_key: str, exclude: str) -> list[str]:
         """Names of other memories whose body has this content key."""
@@ -145,11 +167,15 @@ class HeadMirror:
         # same time as a desk mutation then applies whole catch-ups, one after the other.
         with self._write():
             recorded = self._meta("commit")
+            self.commit = head
             self.index_blob = self._meta("index_blob")
-            if head == recorded:
+            self._config_blob = self._meta("config_blob")
+            if head == recorded and (self._config_blob is not None or head is None):
                 return
-            if not (recorded and head and self._advance(recorded, head)):
+            if head != recorded and not (recorded and head and self._advance(recorded, head)):
                 self._rebuild(head)
+            if self._config_blob is None and head is not None:  # a mirror made before it was kept
+                self._config_blob = self.desk.git.object_id(f"{head}:{CONFIG_PATH}") or ""
             self._set_meta(head, self.index_blob)
 
     def record(self, commit: str, changes: Mapping[str, tuple[str, IndexEntry] | None],
@@ -165,6 +191,7 @@ class HeadMirror:
                     blob, entry = change
                     self.db.execute(f"INSERT OR REPLACE INTO {_ROWS} VALUES (?, ?, ?, ?, ?, ?)",
                                     (name, blob, entry.body_key, entry.line(), commit, committed))
+            self.commit = commit
             self.index_blob = index_blob
             self._set_meta(commit, index_blob)
 
@@ -173,11 +200,14 @@ class HeadMirror:
         self.db.execute(f"DELETE FROM {_ROWS}")
         if head is None:
             self.index_blob = None
+            self._config_blob = ""
             return
         git = self.desk.git
         files = {path: blob for path, blob in git.ls_tree(head, MEMORY_DIR).items()
                  if memory_name(path) is not None}
-        self.index_blob = git.object_id(f"{head}:{INDEX_FILE}")
+        ids = git.object_ids([f"{head}:{INDEX_FILE}", f"{head}:{CONFIG_PATH}"])
+        self.index_blob = ids[f"{head}:{INDEX_FILE}"]
+        self._config_blob = ids[f"{head}:{CONFIG_PATH}"] or ""
         self._put_files(files)
         with closing(git.history([head])) as steps:
             found, _ = last_commits(git, steps, head, set(files))
@@ -187,12 +217,15 @@ class HeadMirror:
         """Catch up from `old` to `new` with `git log --raw OLD..NEW`; False when only a rebuild can
         (`old` is gone, or `new` does not descend from it along first parents: history rewritten)."""
         git = self.desk.git
-        caught = _first_parent_changes(git, old, new, lambda p: p == INDEX_FILE or memory_name(p) is not None)
+        caught = _first_parent_changes(git, old, new, lambda p: p in (INDEX_FILE, CONFIG_PATH)
+                                       or memory_name(p) is not None)
         if caught is None:
             return False
         steps, final = caught
         if INDEX_FILE in final:
             self.index_blob = final[INDEX_FILE]
+        if CONFIG_PATH in final and self._config_blob is not None:
+            self._config_blob = final[CONFIG_PATH] or ""
         gone = [(name,) for path, blob in final.items() if blob is None and (name := memory_name(path))]
         self.db.executemany(f"DELETE FROM {_ROWS} WHERE name = ?", gone)
         self._put_files({path: blob for path, blob in final.items()
@@ -250,8 +283,10 @@ class HeadMirror:
         return row[0] if row else None
 
     def _set_meta(self, commit: str | None, index_blob: str | None) -> None:
-        self.db.executemany(f"INSERT OR REPLACE INTO {_META} VALUES (?, ?)",
-                            [("commit", commit), ("index_blob", index_blob)])
+        rows = [("commit", commit), ("index_blob", index_blob)]
+        if self._config_blob is not None:
+            rows.append(("config_blob", self._config_blob))
+        self.db.executemany(f"INSERT OR REPLACE INTO {_META} VALUES (?, ?)", rows)
 
     def _write(self) -> contextlib.AbstractContextManager[None]:
         return _write(self.db)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError
+from desk.guard.validate import KnownHead
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.memory import gate
 from desk.memory.file import (MemoryFile, build_meta, normalize_body, parse_memory, require_name,
@@ -129,7 +130,8 @@ def _commit_memory(desk: DeskFolder, tx: Transaction, mirror: HeadMirror, memory
                             hint="remove unusual characters from the description and triggers")
     entry = IndexEntry.of(memory)
     index = mirror.render_index({name: entry})
-    sha = tx.commit(_with_index(desk, mirror, {path: data}, index), commit_message(subject, trailers))
+    sha = tx.commit(_with_index(desk, mirror, {path: data}, index), commit_message(subject, trailers),
+                    known_head(mirror, [name]))
     mirror.record(sha, {name: (blob_sha(data), entry)}, blob_sha(index))
     return sha
 
@@ -203,7 +205,7 @@ def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str
         message = commit_message(f"forget: {name}", {
             "Desk-Op": "forget", "Desk-Memory": name, "Desk-Actor": actor, "Desk-Reason": reason})
         index = mirror.render_index({name: None})
-        sha = tx.commit(_with_index(desk, mirror, {path: None}, index), message)
+        sha = tx.commit(_with_index(desk, mirror, {path: None}, index), message, known_head(mirror, [name]))
         mirror.record(sha, {name: None}, blob_sha(index))
     return MutationResult("deleted", name, path, sha)
 
@@ -236,6 +238,12 @@ def reindex_locked(tx: Transaction, actor: str) -> MutationResult:
         return MutationResult("restored", None, INDEX_FILE)
     message = commit_message("reindex: MEMORY.md", {"Desk-Op": "reindex", "Desk-Actor": actor})
     return MutationResult("updated", None, INDEX_FILE, tx.commit({INDEX_FILE: index}, message))
+
+
+def known_head(mirror: HeadMirror, names: Sequence[str]) -> KnownHead:
+    """What the mirror knows of HEAD for a commit of memories `names` and MEMORY.md: the gate's
+    reads of HEAD, answered without git."""
+    return KnownHead(mirror.commit, mirror.head_blobs(names), mirror.like)
 
 
 def _head_blobs(mirror: HeadMirror, name: str) -> dict[str, str]:
