@@ -118,7 +118,7 @@ class Transaction:
                 if known is not None and head != known.commit:  # checked on another HEAD: again
                     require_valid(self.desk, writes, message)
                 known = None
-                tree = git.build_tree(head, blobs)
+                tree = git.build_tree(head, blobs, private_index=run_hooks)
                 if run_hooks:  # a person's own hook chained beside desk's: it sees this commit
                     git.with_env(**{VALIDATED_ENV: "1"}).run_commit_hooks(None, message)
                 sha = git.commit_tree(tree, head, message)

@@ -2,7 +2,7 @@
 
 A child process runs a real `remember` or `forget` and dies (os._exit, as abrupt as kill -9 for
 the desk's files) at one boundary of the commit path: the pending marker, the blob objects, the
-private tree, the commit object, taking git's index lock, each work-tree file, the person's index
+trees (written in process), the commit object, taking git's index lock, each work-tree file, the person's index
 refreshed in its copy, the compare-and-swap of the branch, and publishing the person's index.
 Then the next ordinary command runs.
 """
@@ -47,7 +47,7 @@ def dying(cls, name, after=False):
             os._exit(9)
         return result
     setattr(cls, name, method)
-for name in ("write_blob", "build_tree", "commit_tree", "refresh_entries", "move_head"):
+for name in ("write_blob", "build_tree", "write_trees", "commit_tree", "refresh_entries", "move_head"):
     dying(Git, name)
 for name in ("acquire", "publish"):
     dying(IndexLock, name)
@@ -64,7 +64,7 @@ else:
 
 # remember (a new memory): write1 the pending marker, write2 the memory file, write3 MEMORY.md;
 # forget: write1 the marker, remove the memory file, write2 MEMORY.md.
-COMMON = ["write_blob", "build_tree", "commit_tree", "acquire", "after-acquire", "refresh_entries",
+COMMON = ["write_blob", "build_tree", "write_trees", "after-write_trees", "commit_tree", "acquire", "after-acquire", "refresh_entries",
           "move_head", "after-move_head", "publish", "after-publish"]
 POINTS = {"remember": ["write1", *COMMON, "write2", "write3"],
           "forget": ["write1", *COMMON, "remove", "write2"]}
@@ -103,5 +103,6 @@ def test_the_next_command_recovers(desk: DeskFolder, op: str, point: str) -> Non
         assert (desk.root / "memory/fresh.md").exists() == landed
     if point in LANDED | WRITTEN:
         assert landed  # the interrupted mutation is finished (or stands), not lost
-    elif point in ("write_blob", "build_tree", "commit_tree", "acquire", "after-acquire", "write1"):
+    elif point in ("write_blob", "build_tree", "write_trees", "after-write_trees", "commit_tree", "acquire",
+                   "after-acquire", "write1"):
         assert not landed  # nothing was visible yet: the mutation never happened

@@ -18,13 +18,14 @@ import os
 import re
 import subprocess
 import time
-import zlib
 from collections.abc import Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, GitError, RejectedError
+from desk.storage.objects import (TREE_MODE, TreeConflict, TreeEntry, changed_trees, commit_tree_id,
+                                  folders_of, parse_tree, read_loose, write_loose)
 
 # Variables git sets for hooks and sub-commands; inherited by accident they point a git call at the
 # wrong repository or index. Identity (GIT_AUTHOR_*, GIT_COMMITTER_*) and config injection are kept.
@@ -197,6 +198,8 @@ class Git:
         self._parent: Git | None = None  # `with_env`'s source: identity and config come from it
         self._config: dict[str, str] | None = None
         self._git_dir: Path | None = None
+        self._objects: tuple[Path | None] | None = None  # `_objects_in_process`, found once
+        self._index_built = False  # the last `build_tree` used the private index
 
     def _run(self, *args: str, input: bytes | None = None, check: bool = True,
              read_only: bool = False) -> bytes:
@@ -373,12 +376,17 @@ class Git:
     def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
         """Objects by any name cat-file takes (`sha`, `HEAD:path`, `:path`), through one
         `git cat-file --batch`; missing ones are left out."""
-        wanted = list(dict.fromkeys(shas))
+        return {name: content for name, (_kind, content) in self.read_objects(shas).items()}
+
+    def read_objects(self, names: Iterable[str]) -> dict[str, tuple[str, bytes]]:
+        """`{name: (type, content)}` of objects by any name cat-file takes, through one
+        `git cat-file --batch`; missing ones are left out."""
+        wanted = list(dict.fromkeys(names))
         if not wanted:
             return {}
         out = self._run("cat-file", "--batch", input=("\n".join(wanted) + "\n").encode(),
                         read_only=True)
-        blobs: dict[str, bytes] = {}
+        found: dict[str, tuple[str, bytes]] = {}
         pos = 0
         for sha in wanted:
             end = out.index(b"\n", pos)
@@ -387,9 +395,9 @@ class Git:
             if len(header) < 3 or header[-1] == b"missing":
                 continue  # not in the object store: left out, the caller decides
             size = int(header[2])
-            blobs[sha] = out[pos:pos + size]
+            found[sha] = (header[1].decode("ascii", "replace"), out[pos:pos + size])
             pos += size + 1
-        return blobs
+        return found
 
     def object_ids(self, names: Iterable[str]) -> dict[str, str | None]:
         """`{name: object id or None}` for names like `HEAD` and `HEAD:path`, in one
@@ -531,35 +539,58 @@ class Git:
 
     def write_blob(self, data: bytes) -> str:
         """Store `data` as a loose blob (zlib, fsynced; a no-op when git has it) and return its id."""
-        raw = b"blob %d\0" % len(data) + data
-        sha = hashlib.sha1(raw).hexdigest()
-        folder = self.git_dir() / "objects" / sha[:2]
-        target = folder / sha[2:]
-        if target.exists():
-            return sha
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f"tmp_obj_desk_{os.getpid()}_{sha[2:8]}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
-        try:
-            view = memoryview(zlib.compress(raw, 1))
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-        return sha
+        return self.write_object("blob", data)
 
-    def build_tree(self, parent: str | None, blobs: Mapping[str, str | None]) -> str:
+    def write_object(self, kind: str, content: bytes) -> str:
+        """Store `content` as an object of `kind` and return its id: a loose object written in
+        process (desk.storage.objects), or by `git hash-object -w` where that cannot be (a
+        repository whose object format is not SHA-1, or whose objects live elsewhere)."""
+        objects = self._objects_in_process()
+        if objects is not None:
+            return write_loose(objects, kind, content)
+        return self._run("hash-object", "-w", "-t", kind, "--stdin", input=content).decode().strip()
+
+    def _objects_in_process(self) -> Path | None:
+        """The objects folder desk reads and writes loose objects in itself, or None when git must
+        (no variable redirects git, not a linked work tree, and SHA-1: a config naming any
+        `extensions.objectFormat` is left to git, whatever it names)."""
+        if self._objects is None:
+            git_dir = self.git_dir()
+            objects: Path | None = git_dir / "objects"
+            redirected = any(self._env.get(key) for key in (
+                "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES")) or not self._plain_refs()
+            try:
+                config = (git_dir / "config").read_bytes().lower()
+            except OSError:
+                config = b"objectformat"  # unreadable: let git decide
+            if redirected or b"objectformat" in config or (git_dir / "commondir").exists():
+                objects = None
+            self._objects = (objects,)
+        return self._objects[0]
+
+    def build_tree(self, parent: str | None, blobs: Mapping[str, str | None], *,
+                   private_index: bool = False) -> str:
         """The tree of `parent` (None: empty) with `blobs` applied (`{path: blob id, or None to
-        delete}`), built in desk's private index `.git/desk-index`; returns the tree id.
+        delete}`); returns the tree id.
 
-        The private index is read from `parent` only when it does not already hold it: the file
-        `.git/desk-index.base` names the commit it was last made to match (desk's own last commit,
-        as a rule), and is removed before the index is changed, so a crash cannot leave it lying.
+        The new trees are written in process from `parent`'s (read from their loose objects, or
+        with one `git cat-file --batch` when git packed them). With `private_index` (a person's
+        hook must see the commit in an index), or where objects are git's to write, the tree is
+        built in desk's private index `.git/desk-index` instead, read from `parent` only when it
+        does not already hold it: the file `.git/desk-index.base` names the commit it was last
+        made to match (desk's own last commit, as a rule), and is removed before the index is
+        changed, so a crash cannot leave it lying.
         """
         index = self.git_dir() / PRIVATE_INDEX
         base = index.with_name(PRIVATE_INDEX + ".base")
+        objects = self._objects_in_process()
+        self._index_built = private_index or objects is None
+        if not self._index_built and objects is not None:
+            base.unlink(missing_ok=True)  # the private index is not kept in step from here on
+            try:
+                return self.write_trees(objects, parent, blobs)
+            except TreeConflict:
+                self._index_built = True  # a file and a folder trade places: git's rules decide
         private = self.with_env(GIT_INDEX_FILE=str(index))
         try:
             current = base.read_text().strip()
@@ -568,15 +599,63 @@ class Git:
         base.unlink(missing_ok=True)
         if not parent or current != parent or not index.exists():
             private._run("read-tree", parent or "--empty")
-        lines = "".join(f"100644 {sha}\t{path}\n" if sha else f"0 {NULL_SHA}\t{path}\n"
+        zero = "0" * len(parent or next((b for b in blobs.values() if b), NULL_SHA))  # SHA-256: 64
+        lines = "".join(f"100644 {sha}\t{path}\n" if sha else f"0 {zero}\t{path}\n"
                         for path, sha in sorted(blobs.items()))
         private._run("update-index", "--index-info", input=lines.encode())
         return private._run("write-tree").decode().strip()
 
+    def write_trees(self, objects: Path, parent: str | None, blobs: Mapping[str, str | None]) -> str:
+        """`build_tree` without git: the changed folders' trees of `parent`, patched and written."""
+        folders = folders_of(list(blobs))
+        old = self._trees_of(objects, parent, folders) if parent else {}
+        root, contents = changed_trees(old, blobs)
+        for content in contents:
+            write_loose(objects, "tree", content)
+        return root
+
+    def _trees_of(self, objects: Path, commit: str, folders: list[str]) -> dict[str, list[TreeEntry] | None]:
+        """The entries of `folders` (parents first; None: absent) in `commit`'s tree: from loose
+        objects, else from one `git cat-file --batch` for all of them. TreeConflict when one of
+        them is a file there."""
+        found: dict[str, list[TreeEntry] | None] = {}
+        loose = read_loose(objects, commit)
+        ids: dict[str, str | None] = {"": commit_tree_id(loose[1]) if loose and loose[0] == "commit" else None}
+        for folder in folders:
+            sha = ids.get(folder, "")
+            if sha is None and folder:
+                found[folder] = None  # its parent has no such entry
+                continue
+            obj = read_loose(objects, sha) if sha else None
+            if obj is None or obj[0] != "tree":
+                break
+            found[folder] = entries = parse_tree(obj[1])
+            by_name = {e.name: e for e in entries}
+            for child in folders:
+                rest = child[len(folder):]
+                if child.startswith(folder) and rest.count("/") == 1:
+                    entry = by_name.get(rest[:-1].encode("utf-8", "surrogateescape"))
+                    if entry is not None and entry.mode != TREE_MODE:
+                        raise TreeConflict(child)
+                    ids[child] = entry.sha.hex() if entry is not None else None
+        else:
+            return found
+        names = {f"{commit}^{{tree}}" if not folder else f"{commit}:{folder[:-1]}": folder for folder in folders}
+        read = self.read_objects(names)
+        trees: dict[str, list[TreeEntry] | None] = {}
+        for name, folder in names.items():
+            kind, content = read.get(name, ("missing", b""))
+            if kind not in ("tree", "missing"):
+                raise TreeConflict(folder)
+            trees[folder] = parse_tree(content) if kind == "tree" else None
+        return trees
+
     def private_index_holds(self, commit: str) -> None:
-        """Record that desk's private index now holds `commit`'s tree (it was just built for it)."""
-        base = self.git_dir() / (PRIVATE_INDEX + ".base")
-        base.write_text(commit + "\n")
+        """Record that desk's private index now holds `commit`'s tree, when it was just built
+        for it (`build_tree` in the private index)."""
+        if self._index_built:
+            base = self.git_dir() / (PRIVATE_INDEX + ".base")
+            base.write_text(commit + "\n")
 
     def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
         """A commit object for `tree` on `parent` (None: a root commit); the branch is not moved."""

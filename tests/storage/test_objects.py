@@ -1,0 +1,129 @@
+"""desk.storage.objects and the in-process tree path of `Git.build_tree`: the trees desk writes
+itself are byte for byte the ones git writes for the same change (`git update-index` +
+`git write-tree` in an index read from the parent), from loose and from packed parents; where
+desk cannot write objects itself (a SHA-256 repository) git writes them, and `git fsck` is clean."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from desk.storage.git import Git
+from desk.storage.objects import folders_of, object_id, read_loose, write_loose
+from tests.guard_helpers import git_env
+
+BASE_FILES = ["a.md", "memory/x.md", "memory/y.md", "memory/sub/z.md", "projects/p/memory/m.md",
+              "projects/p/notes.md", "zz/deep/er/file.txt", "memory.md", "memory-x/a.md"]
+PATHS = BASE_FILES + ["memory/new.md", "memory/sub/new.md", "new/folder/file.md", "projects/q/memory/n.md",
+                      "memory/ü-é.md", "memory/a b.md", "memory/sub.md", "memory0.md", "zz/deep/er/other.txt"]
+
+
+def run(root: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=root, env={**git_env(), **(env or {})}, input=input,
+                          capture_output=True, check=True).stdout.decode("utf-8", "surrogateescape")
+
+
+def make_repo(root: Path, *, fmt: str = "sha1") -> str:
+    root.mkdir()
+    run(root, "init", "-q", f"--object-format={fmt}")
+    for rel in BASE_FILES:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"{rel}\n")
+    (root / "tool.sh").write_text("#!/bin/sh\n")
+    (root / "tool.sh").chmod(0o755)
+    os.symlink("a.md", root / "link")
+    run(root, "add", "-A")
+    run(root, "commit", "-q", "-m", "base")
+    return run(root, "rev-parse", "HEAD").strip()
+
+
+def git_tree(root: Path, parent: str, blobs: dict[str, str | None]) -> str:
+    """What git writes for the change: an index read from `parent`, the entries set, write-tree."""
+    env = {"GIT_INDEX_FILE": str(root / ".git" / "test-index")}
+    run(root, "read-tree", parent, env=env)
+    zero = "0" * len(parent)
+    lines = "".join(f"100644 {sha}\t{p}\n" if sha else f"0 {zero}\t{p}\n" for p, sha in sorted(blobs.items()))
+    run(root, "update-index", "--index-info", input=lines.encode(), env=env)
+    return run(root, "write-tree", env=env).strip()
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("objects") / "repo"
+    return root, make_repo(root)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(PATHS), st.one_of(st.none(), st.binary(max_size=20)), min_size=1,
+                       max_size=6))
+def test_trees_written_in_process_equal_gits(repo: tuple[Path, str], change: dict[str, bytes | None]) -> None:
+    root, parent = repo
+    git = Git(root)
+    blobs = {p: (git.write_blob(data) if data is not None else None) for p, data in change.items()}
+    tree = git.build_tree(parent, blobs)
+    assert not git._index_built  # built in process, not in the private index
+    assert tree == git_tree(root, parent, blobs)
+    assert run(root, "cat-file", "-t", tree).strip() == "tree"
+
+
+def test_a_packed_parent_is_read_through_git_once_and_gives_the_same_tree(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    parent = make_repo(root)
+    run(root, "gc", "-q", "--prune=now")
+    assert read_loose(root / ".git/objects", parent) is None  # packed: not readable in process
+    git = Git(root)
+    blobs = {"memory/new.md": git.write_blob(b"new\n"), "memory/x.md": None, "zz/deep/er/file.txt": None}
+    assert git.build_tree(parent, blobs) == git_tree(root, parent, blobs)
+    assert not git._index_built
+    assert "error" not in run(root, "fsck", "--full", "--no-progress").lower()
+
+
+@pytest.mark.parametrize("blobs_of", [
+    lambda blob: {"memory": blob},  # a folder replaced by a file
+    lambda blob: {"a.md/inner.md": blob},  # a file replaced by a folder
+], ids=["folder-to-file", "file-to-folder"])
+def test_a_file_and_a_folder_trading_places_is_left_to_git(tmp_path: Path, blobs_of) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "repo"
+    parent = make_repo(root)
+    git = Git(root)
+    blobs = blobs_of(git.write_blob(b"x\n"))
+    tree = git.build_tree(parent, blobs)
+    assert git._index_built
+    assert tree == git_tree(root, parent, blobs)
+
+
+def test_a_sha256_repository_has_its_objects_written_by_git(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    parent = make_repo(root, fmt="sha256")
+    git = Git(root)
+    blob = git.write_blob(b"a fact\n")
+    assert len(blob) == 64 and blob == run(root, "hash-object", "--stdin", input=b"a fact\n").strip()
+    blobs = {"memory/new.md": blob, "memory/x.md": None}
+    tree = git.build_tree(parent, blobs)
+    assert git._index_built and tree == git_tree(root, parent, blobs)
+    assert not list((root / ".git/objects").glob("??/" + "?" * 38))  # no SHA-1 file written
+    assert "error" not in run(root, "fsck", "--full", "--no-progress").lower()
+
+
+def test_loose_objects_read_back_and_name_like_git(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    make_repo(root)
+    objects = root / ".git/objects"
+    sha = write_loose(objects, "blob", b"hello\n")
+    assert sha == object_id("blob", b"hello\n") == run(root, "hash-object", "--stdin", input=b"hello\n").strip()
+    assert read_loose(objects, sha) == ("blob", b"hello\n")
+    assert write_loose(objects, "blob", b"hello\n") == sha  # written once: a no-op
+    path = objects / sha[:2] / sha[2:]
+    path.chmod(0o644)
+    path.write_bytes(b"not zlib")  # damaged: not trusted, git is asked instead
+    assert read_loose(objects, sha) is None
+    assert read_loose(objects, "0" * 40) is None
+
+
+def test_folders_of_lists_every_folder_parents_first() -> None:
+    assert folders_of(["a/b/c.md", "a/d.md", "e.md"]) == ["", "a/", "a/b/"]
