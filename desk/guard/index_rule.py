@@ -39,6 +39,9 @@ class MemorySet:
     # `{name: MEMORY.md line}` of every memory of the commit that parses, when the caller has them
     # (else they are loaded from `all_files`)
     all_lines: Callable[[], Mapping[str, str]] | None = field(default=None)
+    # MEMORY.md regenerated for HEAD's memories plus this commit's, when the caller has it (desk's
+    # own commit renders it from the HEAD mirror, exactly as `_head_index_with` would)
+    head_index: bytes | None = None
 
 
 def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory: MemorySet,
@@ -67,7 +70,9 @@ def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory
         patched = _patched_index(memory.base_index, changed)
         if patched is not None and patched == memory.index:
             return findings, patched
-        expected = _head_index_with(desk, contents or {})
+        expected = memory.head_index
+        if expected is None:
+            expected = _head_index_with(desk, contents or {})
     elif memory.all_lines is not None:
         from desk.memory.index import render_lines  # YAML: only commits touching memories pay
 

@@ -389,6 +389,7 @@ class KnownHead:
     commit: str | None
     blobs: Mapping[str, str | None]
     like: Callable[[list[str]], list[str]] | None = None
+    index: bytes | None = None  # MEMORY.md for HEAD's memories plus the commit's, rendered by the mirror
 
 
 def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], message: str,
@@ -425,7 +426,8 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
         gone = [p for p, data in writes.items() if data is None]
         added = [p for p, data in writes.items() if data is not None]
         like = _like(git, added, gone, known.like if known is not None else None)
-        memory = MemorySet(index, base, all_files, read, like)
+        memory = MemorySet(index, base, all_files, read, like,
+                           head_index=known.index if known is not None else None)
     def files_under(spec: str) -> dict[str, str]:
         head = git.head()
         if spec.endswith("/"):

@@ -131,7 +131,7 @@ def _commit_memory(desk: DeskFolder, tx: Transaction, mirror: HeadMirror, memory
     entry = IndexEntry.of(memory)
     index = mirror.render_index({name: entry})
     sha = tx.commit(_with_index(desk, mirror, {path: data}, index), commit_message(subject, trailers),
-                    known_head(mirror, [name]))
+                    known_head(mirror, [name], index))
     mirror.record(sha, {name: (blob_sha(data), entry)}, blob_sha(index))
     return sha
 
@@ -205,7 +205,7 @@ def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str
         message = commit_message(f"forget: {name}", {
             "Desk-Op": "forget", "Desk-Memory": name, "Desk-Actor": actor, "Desk-Reason": reason})
         index = mirror.render_index({name: None})
-        sha = tx.commit(_with_index(desk, mirror, {path: None}, index), message, known_head(mirror, [name]))
+        sha = tx.commit(_with_index(desk, mirror, {path: None}, index), message, known_head(mirror, [name], index))
         mirror.record(sha, {name: None}, blob_sha(index))
     return MutationResult("deleted", name, path, sha)
 
@@ -240,10 +240,11 @@ def reindex_locked(tx: Transaction, actor: str) -> MutationResult:
     return MutationResult("updated", None, INDEX_FILE, tx.commit({INDEX_FILE: index}, message))
 
 
-def known_head(mirror: HeadMirror, names: Sequence[str]) -> KnownHead:
+def known_head(mirror: HeadMirror, names: Sequence[str], index: bytes | None = None) -> KnownHead:
     """What the mirror knows of HEAD for a commit of memories `names` and MEMORY.md: the gate's
-    reads of HEAD, answered without git."""
-    return KnownHead(mirror.commit, mirror.head_blobs(names), mirror.like)
+    reads of HEAD, answered without git. `index` is the MEMORY.md the mirror rendered for the
+    commit (`HeadMirror.render_index`), when the commit's memories are all in it."""
+    return KnownHead(mirror.commit, mirror.head_blobs(names), mirror.like, index)
 
 
 def _head_blobs(mirror: HeadMirror, name: str) -> dict[str, str]:

@@ -94,6 +94,6 @@ def rename(desk: DeskFolder, old: str, new: str, *, actor: str = "user") -> Muta
         message = commit_message(f"rename: {old} -> {new}", {
             "Desk-Op": "rename", "Desk-Memory": new, "Desk-Renamed-From": old, "Desk-Actor": actor})
         index = mirror.render_index({old: None, new: entry})
-        sha = tx.commit(_with_index(desk, mirror, changes, index), message, known_head(mirror, [old, new]))
+        sha = tx.commit(_with_index(desk, mirror, changes, index), message, known_head(mirror, [old, new], index))
         mirror.record(sha, {old: None, new: (blob_sha(data), entry)}, blob_sha(index))
     return MutationResult("renamed", new, new_path, sha)

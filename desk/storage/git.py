@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, GitError, RejectedError
-from desk.storage.objects import (TREE_MODE, TreeConflict, TreeEntry, changed_trees, commit_tree_id,
-                                  folders_of, parse_tree, read_loose, write_loose)
+from desk.storage.objects import (TREE_MODE, TreeConflict, changed_trees, commit_tree_id, entry_id,
+                                  entry_mode, find_entry, folders_of, read_loose, tree_entries, write_loose)
 
 # Variables git sets for hooks and sub-commands; inherited by accident they point a git call at the
 # wrong repository or index. Identity (GIT_AUTHOR_*, GIT_COMMITTER_*) and config injection are kept.
@@ -614,11 +614,11 @@ class Git:
             write_loose(objects, "tree", content)
         return root
 
-    def _trees_of(self, objects: Path, commit: str, folders: list[str]) -> dict[str, list[TreeEntry] | None]:
+    def _trees_of(self, objects: Path, commit: str, folders: list[str]) -> dict[str, list[bytes] | None]:
         """The entries of `folders` (parents first; None: absent) in `commit`'s tree: from loose
         objects, else from one `git cat-file --batch` for all of them. TreeConflict when one of
         them is a file there."""
-        found: dict[str, list[TreeEntry] | None] = {}
+        found: dict[str, list[bytes] | None] = {}
         loose = read_loose(objects, commit)
         ids: dict[str, str | None] = {"": commit_tree_id(loose[1]) if loose and loose[0] == "commit" else None}
         for folder in folders:
@@ -629,25 +629,27 @@ class Git:
             obj = read_loose(objects, sha) if sha else None
             if obj is None or obj[0] != "tree":
                 break
-            found[folder] = entries = parse_tree(obj[1])
-            by_name = {e.name: e for e in entries}
+            try:
+                found[folder] = entries = tree_entries(obj[1])
+            except ValueError:
+                break  # not as git writes trees: git reads it
             for child in folders:
                 rest = child[len(folder):]
                 if child.startswith(folder) and rest.count("/") == 1:
-                    entry = by_name.get(rest[:-1].encode("utf-8", "surrogateescape"))
-                    if entry is not None and entry.mode != TREE_MODE:
+                    at = find_entry(entries, rest[:-1].encode("utf-8", "surrogateescape"))
+                    if at is not None and entry_mode(entries[at]) != TREE_MODE:
                         raise TreeConflict(child)
-                    ids[child] = entry.sha.hex() if entry is not None else None
+                    ids[child] = entry_id(entries[at]) if at is not None else None
         else:
             return found
         names = {f"{commit}^{{tree}}" if not folder else f"{commit}:{folder[:-1]}": folder for folder in folders}
         read = self.read_objects(names)
-        trees: dict[str, list[TreeEntry] | None] = {}
+        trees: dict[str, list[bytes] | None] = {}
         for name, folder in names.items():
             kind, content = read.get(name, ("missing", b""))
             if kind not in ("tree", "missing"):
                 raise TreeConflict(folder)
-            trees[folder] = parse_tree(content) if kind == "tree" else None
+            trees[folder] = tree_entries(content) if kind == "tree" else None
         return trees
 
     def private_index_holds(self, commit: str) -> None:
