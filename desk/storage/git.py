@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, GitError, RejectedError
-from desk.storage.objects import (TREE_MODE, TreeConflict, changed_trees, commit_tree_id, entry_id,
+from desk.storage.objects import (TREE_MODE, TreeConflict, changed_trees, commit_bytes, commit_tree_id, entry_id,
                                   entry_mode, find_entry, folders_of, read_loose, tree_entries, write_loose)
 
 # Variables git sets for hooks and sub-commands; inherited by accident they point a git call at the
@@ -481,7 +481,8 @@ class Git:
         if self._config is None and self._parent is not None:
             self._config = self._parent.config_values()
         if self._config is None:
-            out = self._run("config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath)$",
+            out = self._run("config", "--get-regexp",
+                            r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding)$",
                             check=False, read_only=True).decode("utf-8", "replace")
             self._config = dict(line.partition(" ")[::2] for line in out.splitlines())
         return self._config
@@ -501,6 +502,22 @@ class Git:
                 args += ["-c", f"user.email={FALLBACK_EMAIL}"]
             self._identity = args
         return self._identity
+
+    def _plain_idents(self, role: str) -> str | None:
+        """`Name <email>` git would write for `role` (AUTHOR, COMMITTER), when desk can tell it
+        exactly; None when git must (config or environment it would read, or a name git would
+        trim)."""
+        config = self.config_values()
+        env = self._env
+        if (env.get(f"GIT_{role}_DATE") or env.get("TZ") != os.environ.get("TZ")
+                or any(key.startswith(("author.", "committer.", "i18n.")) for key in config)):
+            return None
+        given = dict(a.split("=", 1) for a in self.identity_args() if a != "-c")
+        name = env.get(f"GIT_{role}_NAME", config.get("user.name", given.get("user.name")))
+        email = env.get(f"GIT_{role}_EMAIL", config.get("user.email", given.get("user.email")))
+        if not name or not email or not _clean_ident(name) or not _clean_ident(email):
+            return None
+        return f"{name} <{email}>"
 
     def fallback_identity(self) -> str | None:
         """`name <email>` desk commits as because git has no identity configured, else None."""
@@ -659,8 +676,20 @@ class Git:
             base = self.git_dir() / (PRIVATE_INDEX + ".base")
             base.write_text(commit + "\n")
 
-    def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
-        """A commit object for `tree` on `parent` (None: a root commit); the branch is not moved."""
+    def commit_tree(self, tree: str, parent: str | None, message: str, *, now: float | None = None) -> str:
+        """A commit object for `tree` on `parent` (None: a root commit); the branch is not moved.
+
+        Written in process, as `git commit-tree` writes it, when the identity is plain (the
+        environment's GIT_AUTHOR_* and GIT_COMMITTER_*, else user.name and user.email, else desk's
+        fallback) and nothing else shapes the object (no GIT_*_DATE, author.* or committer.*
+        config, i18n.commitEncoding, or a TZ other than this process's); else by git.
+        """
+        objects = self._objects_in_process()
+        author, committer = self._plain_idents("AUTHOR"), self._plain_idents("COMMITTER")
+        if objects is not None and author and committer and "\0" not in message:
+            when = _git_time(now if now is not None else time.time())
+            content = commit_bytes(tree, parent, f"{author} {when}", f"{committer} {when}", message)
+            return write_loose(objects, "commit", content)
         parents = ["-p", parent] if parent else []
         out = self._run(*self.identity_args(), "commit-tree", tree, *parents, "-F", "-",
                         input=message.encode())
@@ -1401,6 +1430,28 @@ def release_stale_index_lock(git_dir: Path) -> bool:
 
 
 # -- refs read without git ----------------------------------------------------------------------
+
+_IDENT_CRUD = set(range(33)) | set(b".,:;<>\"\\'")  # what git trims from a name's ends (ident.c)
+
+
+def _clean_ident(value: str) -> bool:
+    """Whether git writes `value` into an ident line unchanged (no crud to trim, nothing to drop)."""
+    try:
+        data = value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False  # bytes that are not UTF-8: git writes them as they are
+    return (bool(data) and data[0] not in _IDENT_CRUD and data[-1] not in _IDENT_CRUD
+            and not any(c in data for c in b"<>\n"))
+
+
+def _git_time(now: float) -> str:
+    """`<seconds> <+hhmm>` as git writes a commit's time, in this process's time zone."""
+    seconds = int(now)
+    time.tzset()  # TZ as the environment has it now, as the git process would read it
+    offset = time.localtime(seconds).tm_gmtoff // 60
+    sign = "-" if offset < 0 else "+"
+    return f"{seconds} {sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
+
 
 _ASK_GIT = "ask git"  # `_head_from_files` could not tell: the caller runs git
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")

@@ -128,6 +128,13 @@ def commit_tree_id(content: bytes) -> str | None:
     return None
 
 
+def commit_bytes(tree: str, parent: str | None, author: str, committer: str, message: str) -> bytes:
+    """A commit object's content as `git commit-tree` writes it: the tree, the parent, the author
+    and committer lines (`Name <email> <seconds> <+hhmm>`), a blank line, the message verbatim."""
+    head = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
+    return f"{head}author {author}\ncommitter {committer}\n\n{message}".encode()
+
+
 def folders_of(paths: list[str]) -> list[str]:
     """Every folder (`""` for the root, else `a/b/`) holding one of `paths`, parents first."""
     found = {""}

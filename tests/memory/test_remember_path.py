@@ -42,8 +42,10 @@ def test_remember_starts_only_the_commits_own_git_processes(desk: DeskFolder, tm
     monkeypatch.delenv("GIT_TRACE")
     assert sha == git(desk.root, "rev-parse", "HEAD").strip()
     # No rev-parse, ls-tree, cat-file or ls-files: HEAD from its ref file, the rest from the
-    # mirror; no update-index or write-tree in a private index: the trees are written in process.
-    assert _git_commands(trace) == ["config", "commit-tree", "diff-index", "update-index", "update-ref"]
+    # mirror; no update-index, write-tree or commit-tree: trees and commit are written in process.
+    # Left: the identity (config), then, under git's index lock, what the person staged, their
+    # index refreshed for desk's paths, and the compare-and-swap of the branch.
+    assert _git_commands(trace) == ["config", "diff-index", "update-index", "update-ref"]
     assert git(desk.root, "status", "--porcelain") == ""
     assert "error" not in git(desk.root, "fsck", "--no-progress").lower()
 

@@ -127,3 +127,49 @@ def test_loose_objects_read_back_and_name_like_git(tmp_path: Path) -> None:
 
 def test_folders_of_lists_every_folder_parents_first() -> None:
     assert folders_of(["a/b/c.md", "a/d.md", "e.md"]) == ["", "a/", "a/b/"]
+
+
+T = 1796096312  # a fixed commit time
+
+
+@pytest.mark.parametrize("tz, name, in_process", [
+    ("UTC0", "Ada Lovelace", True),
+    ("XYZ-05:30", "Ada Lovelace", True),  # POSIX TZ: five and a half hours east, +0530
+    ("XYZ+03", "Ada Lovelace", True),  # -0300
+    ("UTC0", "Ada L.", False),  # git trims the trailing dot: git writes it
+    ("UTC0", "Ada <x> Lovelace", False),  # git drops the angle brackets
+], ids=["utc", "east", "west", "trimmed", "brackets"])
+def test_commit_objects_written_in_process_equal_git_commit_trees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  tz: str, name: str, in_process: bool) -> None:
+    root = tmp_path / "repo"
+    parent = make_repo(root)
+    tree = run(root, "rev-parse", "HEAD^{tree}").strip()
+    monkeypatch.setenv("TZ", tz)
+    for key, value in {"GIT_AUTHOR_NAME": name, "GIT_COMMITTER_NAME": name, "GIT_AUTHOR_EMAIL": "ada@example.org",
+                       "GIT_COMMITTER_EMAIL": "ada@example.org"}.items():
+        monkeypatch.setenv(key, value)
+    for key in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        monkeypatch.delenv(key, raising=False)
+    git = Git(root)
+    assert (git._plain_idents("AUTHOR") is not None) == in_process
+    message = "remember: x\n\nDesk-Op: remember\n"
+    ours = git.commit_tree(tree, parent, message, now=T)
+    offset = {"UTC0": "+0000", "XYZ-05:30": "+0530", "XYZ+03": "-0300"}[tz]
+    env = {"TZ": tz, "GIT_AUTHOR_DATE": f"{T} {offset}", "GIT_COMMITTER_DATE": f"{T} {offset}",
+           "GIT_AUTHOR_NAME": name, "GIT_COMMITTER_NAME": name, "GIT_AUTHOR_EMAIL": "ada@example.org",
+           "GIT_COMMITTER_EMAIL": "ada@example.org"}
+    if in_process:  # git's own object for the same commit, at the same time: the same id
+        theirs = run(root, "commit-tree", tree, "-p", parent, "-F", "-", input=message.encode(), env=env).strip()
+        assert ours == theirs
+    assert f" {T} " in run(root, "cat-file", "-p", ours) or not in_process
+    assert "error" not in run(root, "fsck", "--full", "--no-progress").lower()
+
+
+def test_a_commit_date_from_the_environment_is_left_to_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "repo"
+    parent = make_repo(root)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2001-02-03T04:05:06+0100")
+    git = Git(root)
+    assert git._plain_idents("COMMITTER") is None
+    sha = git.commit_tree(run(root, "rev-parse", "HEAD^{tree}").strip(), parent, "x\n")
+    assert "981169506 +0100" in run(root, "cat-file", "-p", sha)
