@@ -720,7 +720,7 @@ class Git:
         False when HEAD is no longer `old` (someone else moved it); nothing changed then.
         """
         proc = subprocess.run(["git", "update-ref", "-m", f"commit: {subject}", "HEAD", new,
-                               old or NULL_SHA], cwd=self.root, env=self._env, capture_output=True)
+                               old or "0" * len(new)], cwd=self.root, env=self._env, capture_output=True)
         if proc.returncode == 0:
             return True
         words = proc.stderr.decode("utf-8", "replace")
