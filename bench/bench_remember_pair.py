@@ -1,0 +1,124 @@
+"""`remember` of two desk installs interleaved round by round (issue 17.2), each beside a plain
+`git add` + `git commit -- path` on its own copy of one desk, in process and as whole processes.
+
+  in process:    remember vs the plain add + commit                                target <= 1.5x
+  whole process: (`desk remember` - `desk --help`) vs the plain add + commit        target <= 1.5x
+
+Usage: python bench/bench_remember_pair.py --python main=/tmp/vmain/bin/python
+           --python branch=/tmp/v/bin/python [--size 10000] [--rounds 11]
+
+Each install is a virtual environment with desk installed non-editable (bench/README.md, "Two
+versions in one run"); its `desk` script sits beside its python. The desk is built once, with this
+interpreter's desk, as `bench_core.py` builds it (N memories, N commits), and copied per install,
+so neither version's caches are read by the other. Each round runs every install once, the order
+alternating; a slow moment of the shared machine then hits both. Medians are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_core import GIT_ENV, NO_HOOKS, build_desk, git, memory_bytes
+from environment import describe
+
+CHILD = """
+import sys, time, datetime as dt
+from pathlib import Path
+from desk.layout import DeskFolder
+from desk.memory.operations import remember
+now = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
+desk = DeskFolder(Path(sys.argv[1]))
+for line in sys.stdin:
+    i = int(line)
+    t0 = time.perf_counter()
+    remember(desk, f"pair-{i:04d}", type="fact", description=f"pair memory {i}",
+             body=f"Fact recorded by the paired benchmark, round {i}.", now=now)
+    print(f"{time.perf_counter() - t0:.6f}", flush=True)
+"""
+
+
+def plain_commit(root: Path, name: str, i: int) -> float:
+    path = root / "memory" / f"{name}.md"
+    path.write_bytes(memory_bytes(name, i))
+    t0 = time.perf_counter()
+    git(root, "add", "--", str(path))
+    git(root, *NO_HOOKS, "commit", "-q", "-m", name, "--", str(path))
+    return time.perf_counter() - t0
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--python", action="append", required=True, metavar="NAME=PATH",
+                        help="an install to measure: a name and its interpreter (give two or more)")
+    parser.add_argument("--size", type=int, default=10000, help="memories (and commits) in the desk")
+    parser.add_argument("--rounds", type=int, default=11)
+    args = parser.parse_args()
+    print(describe(sys.argv))
+    pythons = dict(spec.split("=", 1) for spec in args.python)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_ENV)
+    work = Path(tempfile.mkdtemp(prefix="desk-pair-"))
+    try:
+        t0 = time.perf_counter()
+        built = build_desk(work / "desk", args.size, "full").root
+        print(f"built a {args.size}-memory desk in {time.perf_counter() - t0:.1f} s", flush=True)
+        desks = {}
+        for name in pythons:
+            desks[name] = work / f"desk-{name}"
+            shutil.copytree(built, desks[name], symlinks=True)
+            git(desks[name], "update-index", "-q", "--refresh")  # a copy's stat data is new
+        results = {name: {"remember": [], "plain": [], "cli": [], "help": [], "cli-plain": []}
+                   for name in pythons}
+        kids = {name: subprocess.Popen([py, "-c", CHILD, str(desks[name])], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, text=True, env=env, cwd=work)
+                for name, py in pythons.items()}
+        for i in range(-1, args.rounds):  # round -1 warms up: the mirror catches up with the copy
+            for name in (list(pythons) if i % 2 == 0 else list(reversed(list(pythons)))):
+                stdin, stdout = kids[name].stdin, kids[name].stdout
+                assert stdin is not None and stdout is not None
+                stdin.write(f"{i + 1}\n")
+                stdin.flush()
+                ours = float(stdout.readline())
+                plain = plain_commit(desks[name], f"plain-{i + 1:04d}", i + 1)
+                desk_cli = str(Path(pythons[name]).with_name("desk"))
+                cli = timed([desk_cli, "remember", f"cli-{i + 1:04d}", "--type", "fact", "--description",
+                             f"cli memory {i}", f"Fact {i} recorded through the command line."], desks[name], env)
+                help_ = timed([desk_cli, "--help"], desks[name], env)
+                cli_plain = plain_commit(desks[name], f"cli-plain-{i + 1:04d}", i + 1)
+                if i >= 0:
+                    for key, value in (("remember", ours), ("plain", plain), ("cli", cli), ("help", help_),
+                                       ("cli-plain", cli_plain)):
+                        results[name][key].append(value)
+        for kid in kids.values():
+            assert kid.stdin is not None
+            kid.stdin.close()
+            kid.wait()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print()
+    for name, got in results.items():
+        m = {key: statistics.median(values) * 1000 for key, values in got.items()}
+        in_process = m["remember"] / m["plain"]
+        whole = (m["cli"] - m["help"]) / m["cli-plain"]
+        print(f"{name}: in process {m['remember']:.1f} ms vs {m['plain']:.1f} ms, {in_process:.2f}x "
+              f"({'OK' if in_process <= 1.5 else 'MISSED'}); whole process desk remember {m['cli']:.1f} ms, "
+              f"--help {m['help']:.1f} ms, plain {m['cli-plain']:.1f} ms: (remember - help) / plain "
+              f"{whole:.2f}x ({'OK' if whole <= 1.5 else 'MISSED'})")
+
+
+if __name__ == "__main__":
+    main()
