@@ -10,9 +10,12 @@ takes a user, so a model can never reach another user's scope. A refusal (the ga
 argument, a dirty file) comes back as a tool error whose text says what to change; nothing is
 written then.
 
-Every desk call runs on one worker thread, one at a time: the event loop stays free for the
-protocol, the desk lock already orders writers across processes, and the recall cache kept warm
-on the `Desk` (SQLite) must stay on the thread that opened it.
+Desk calls go one at a time, always on the same thread: the recall cache kept warm on the `Desk`
+(SQLite) must stay on the thread that opened it, and the desk lock already orders writers across
+processes. Over stdio (one client) that thread is the event loop's own: while a call runs there
+is nothing else for the loop to do but queue the client's next request, and a hop to a worker
+thread and back costs more than a small call itself (docs/agents.md, Performance). Over HTTP the
+calls run on one worker thread, so the loop stays free for other connections.
 """
 
 from __future__ import annotations
@@ -22,15 +25,18 @@ import functools
 import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from pydantic import Field
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent
+from pydantic import Field
 
 from desk.api import Desk
 from desk.errors import DeskError
+from desk.serve.pipes import PipeLines, PipeWriter, claimed_pipes
 from desk.vocabulary import CONTEXT_MODES, FACT_KINDS, MEMORY_TYPES, NOW_SECTIONS, RECALL_KINDS
 
 ACTOR = "assistant"
@@ -94,20 +100,28 @@ def client_name(ctx: Context | None) -> str:
     return f"{name} {version}" if version else name
 
 
-def build_server(desk: Desk, *, name: str = "desk", user: str | None = None) -> MCPServer:
+def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
+                 inline: bool = False) -> MCPServer:
     """An MCP server over `desk`: the tools, resources and prompt of docs/agents.md.
 
     `user` (a user id; None: the desk owner) is the one user scope the preference tools and the
-    wake-up read use; the model cannot choose another.
+    wake-up read use; the model cannot choose another. `inline`: run each desk call on the event
+    loop's thread (one client: stdio) rather than on the one worker thread (HTTP).
     """
     server = MCPServer(name, instructions=INSTRUCTIONS)
     # One thread runs every desk call: the recall cache (SQLite) kept warm on `desk` must stay
-    # on the thread that opened it, and calls into one Desk object go one at a time.
-    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desk-serve")
+    # on the thread that opened it, and calls into one Desk object go one at a time. Inline,
+    # that thread is the loop's, and a call cannot be interleaved with another (it never awaits).
+    worker = None if inline else ThreadPoolExecutor(max_workers=1, thread_name_prefix="desk-serve")
+
+    async def run(fn: Callable[[], T]) -> T:
+        if worker is None:
+            return fn()
+        return await asyncio.wrap_future(worker.submit(fn))
 
     async def call(fn: Callable[[], T]) -> T:
         try:
-            return await asyncio.wrap_future(worker.submit(fn))
+            return await run(fn)
         except DeskError as exc:
             raise tool_error(exc) from None
 
@@ -237,7 +251,7 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None) -> 
             raise ResourceError(f"cannot read {file}: {exc}") from None
 
     async def root_resource(file: str) -> str:
-        return await asyncio.wrap_future(worker.submit(read_root, file))
+        return await run(functools.partial(read_root, file))
 
     for file in ROOT_FILES:
         server.resource(f"desk://{file}", name=file, mime_type="text/markdown",
@@ -259,9 +273,23 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None) -> 
 def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None = None) -> None:
     """Run the server until the client hangs up: over stdio, or streamable HTTP at `http`; its
     preference tools and wake-up read are `user`'s (None: the desk owner)."""
-    server = build_server(desk, user=user)
-    if http is None:
-        server.run("stdio")
-    else:
-        server.run("streamable-http", host=http[0], port=http[1])
+    if http is not None:
+        build_server(desk, user=user).run("streamable-http", host=http[0], port=http[1])
+        return
+    server = build_server(desk, user=user, inline=True)
+    with claimed_pipes() as wire:
+        if wire is None:  # a terminal or a file: the SDK's own stdio streams
+            server.run("stdio")
+        else:
+            anyio.run(serve_pipes, server, *wire)
 
+
+async def serve_pipes(server: MCPServer, stdin: PipeLines, stdout: PipeWriter) -> None:
+    """`server` over the SDK's stdio transport fed with our pipe streams (`desk.serve.pipes`).
+
+    `MCPServer.run("stdio")` cannot be given streams, so this does what its `run_stdio_async`
+    does, through its low-level server (mcp 2.x names it `_lowlevel_server`).
+    """
+    lowlevel = server._lowlevel_server
+    async with stdio_server(cast(Any, stdin), cast(Any, stdout)) as (read, write):
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
