@@ -3,7 +3,8 @@
   `remember` through the server (stdio, no process start) vs `Desk.remember` in process   target <= 1.2x
   `recall` (warm) through the server vs `Desk.recall` in process (warm)                    target <= 1.2x
   `recall`, read-only rounds (no write between calls: the cache stays warm on both sides)  target <= 1.2x
-  `now_show`, read-only rounds: the server's fixed cost per call (the call itself is ~0.1 ms)
+  `now_show`, read-only rounds: the server's fixed cost per call (the call itself is ~0.1 ms),
+      and the CPU time a call costs the client (this process) and the server (Linux: schedstat)
 
 Usage: python bench/bench_serve.py [--memories 1000] [--rounds 30] [--reads 200]
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import functools
 import multiprocessing
+import os
 import statistics
 import sys
 import tempfile
@@ -38,12 +40,41 @@ import desk as desk_api
 QUERIES = ["topic5 benchmark fact", "benchmark value topic42", "fact topic7"]
 
 
+def server_pid() -> int | None:
+    """The `desk ... serve` child of this process (Linux /proc), else None."""
+    try:
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with open(f"/proc/{entry.name}/stat") as stat, open(f"/proc/{entry.name}/cmdline", "rb") as cmd:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                    if parent == os.getpid() and cmd.read().endswith(b"\0serve\0"):
+                        return int(entry.name)
+    except OSError:
+        return None
+    return None
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time of every thread of `pid` so far, from the scheduler's nanosecond counts (0: unknown)."""
+    if pid is None:
+        return 0.0
+    total = 0
+    try:
+        for task in os.scandir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task.name}/schedstat") as schedstat:
+                total += int(schedstat.read().split()[0])
+    except OSError:
+        return 0.0
+    return total / 1e9
+
+
 def remember_args(i: int, who: str) -> dict[str, object]:
     return {"name": f"{who}-{i:04d}", "type": "fact", "description": f"{who} benchmark memory {i}",
             "body": f"Fact recorded through {who}, round {i}.", "triggers": [f"topic{i % 97}"]}
 
 
-async def measure(root: Path, rounds: int, reads: int, cwd: Path) -> dict[str, tuple[float, float]]:
+async def measure(root: Path, rounds: int, reads: int, cwd: Path
+                  ) -> tuple[dict[str, tuple[float, float]], tuple[float, float]]:
     local = desk_api.open(root).with_trailers({"Desk-Client": "bench"})
     params = StdioServerParameters(command=sys.executable, args=["-m", "desk", "--desk", str(root), "serve"],
                                    env=GIT_ENV, cwd=str(cwd))
@@ -51,6 +82,8 @@ async def measure(root: Path, rounds: int, reads: int, cwd: Path) -> dict[str, t
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, client_info=Implementation(name="bench", version="1")) as s:
             await s.initialize()
+            pid = server_pid()
+            fixed_cpu = [0.0, 0.0]  # the now_show rounds' CPU seconds: this process, the server
             await s.call_tool("recall", {"query": QUERIES[0]})  # warm both recall caches
             local.recall(QUERIES[0])
             for i in range(rounds):
@@ -89,10 +122,15 @@ async def measure(root: Path, rounds: int, reads: int, cwd: Path) -> dict[str, t
                         if side == 0:
                             local_call()
                         else:
+                            c0, s0 = time.process_time(), cpu_seconds(pid)
                             result = await s.call_tool(tool, args)
                             assert not result.is_error, result.content
+                            if tool == "now_show":
+                                fixed_cpu[0] += time.process_time() - c0
+                                fixed_cpu[1] += cpu_seconds(pid) - s0
                         times[what][side].append(time.perf_counter() - t0)
-    return {what: (statistics.median(a), statistics.median(b)) for what, (a, b) in times.items()}
+    medians = {what: (statistics.median(a), statistics.median(b)) for what, (a, b) in times.items()}
+    return medians, (fixed_cpu[0] / reads, fixed_cpu[1] / reads)
 
 
 def main() -> None:
@@ -115,7 +153,7 @@ def main() -> None:
         builder.join()
         if builder.exitcode != 0:
             sys.exit(f"building the desk failed (exit {builder.exitcode})")
-        results = anyio.run(measure, root, ns.rounds, ns.reads, cwd)
+        results, (client_cpu, server_cpu) = anyio.run(measure, root, ns.rounds, ns.reads, cwd)
     print(f"desk        {ns.memories:,} memories, one commit each; {ns.rounds} paired rounds, "
           f"{ns.reads} read-only rounds\n")
     for what, (api, server) in results.items():
@@ -123,6 +161,9 @@ def main() -> None:
         if what.startswith("now_show"):
             print(f"{what:<21} in process {api * 1000:7.2f} ms   through the server {server * 1000:7.2f} ms   "
                   f"fixed cost per call {(server - api) * 1000:.2f} ms")
+            if server_cpu:
+                print(f"{'':<21} CPU time a call: client (this process, the SDK's ClientSession) "
+                      f"{client_cpu * 1000:.2f} ms, server {server_cpu * 1000:.2f} ms")
             continue
         verdict = "OK" if ratio <= 1.2 else "MISSED"
         print(f"{what:<21} in process {api * 1000:7.2f} ms   through the server {server * 1000:7.2f} ms   "
