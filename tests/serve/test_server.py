@@ -276,3 +276,47 @@ def test_the_user_scope_is_fixed_when_the_server_starts_not_chosen_by_the_model(
             assert [p["value"] for p in (await call(owner, "pref_list"))["preferences"]] == ["Chinese"]
     anyio.run(main)
     assert f"Desk-User: {ada}" in trailers(root)  # the owner's last session only read
+
+
+def test_desk_calls_inline_on_the_loop_and_on_the_worker_thread_answer_alike(desk: DeskFolder) -> None:
+    """Over stdio each desk call runs on the event loop's thread, over HTTP on one worker thread:
+    the same answers and the same refusals either way, each call on the thread its mode names."""
+    import threading
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    import desk as desk_api
+    from desk.serve.server import build_server
+
+    threads: set[str] = set()
+    answers: dict[bool, list[object]] = {}
+
+    async def main(inline: bool) -> None:
+        opened = desk_api.open(desk.root)  # one Desk per server, as in `desk serve`
+        real_recall = opened.recall
+
+        def recall(*args: object, **kwargs: object) -> object:
+            threads.add(threading.current_thread().name)
+            return real_recall(*args, **kwargs)  # type: ignore[arg-type]
+
+        opened.recall = recall  # type: ignore[method-assign]
+        server = build_server(opened, inline=inline)
+        got: list[object] = []
+        for tool, arguments in (("fact_add", {"text": f"We ship on Fridays ({inline})", "kind": "decision",
+                                              "importance": 3}),
+                                ("recall", {"query": "report writing", "limit": 1}), ("now_show", {}),
+                                ("show_memory", {"name": "nope"}), ("recall", {"query": "x", "limit": "many"})):
+            try:
+                result = await server.call_tool(tool, arguments)
+            except ToolError as exc:  # what the SDK turns into the is_error result the model reads
+                got.append(str(exc))
+            else:
+                got.append(sorted(result.structured_content))  # type: ignore[union-attr]
+        answers[inline] = got
+
+    for inline in (True, False):
+        threads.clear()
+        anyio.run(main, inline)
+        assert threads == ({threading.main_thread().name} if inline else {"desk-serve_0"})
+    assert answers[True] == answers[False]
+    assert "Nothing was written" in str(answers[True][3]) and "validation error" in str(answers[True][4])
