@@ -25,18 +25,15 @@ import functools
 import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Annotated, Any, TypeVar, cast
+from typing import Annotated, Any, TypeVar
 
-import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from desk.api import Desk
 from desk.errors import DeskError
-from desk.serve.pipes import PipeLines, PipeWriter, claimed_pipes
 from desk.vocabulary import CONTEXT_MODES, FACT_KINDS, MEMORY_TYPES, NOW_SECTIONS, RECALL_KINDS
 
 ACTOR = "assistant"
@@ -271,25 +268,10 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
 
 
 def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None = None) -> None:
-    """Run the server until the client hangs up: over stdio, or streamable HTTP at `http`; its
-    preference tools and wake-up read are `user`'s (None: the desk owner)."""
-    if http is not None:
+    """Run the server until the client hangs up: over stdio (desk calls inline on the event
+    loop's thread), or streamable HTTP at `http` (on one worker thread); its preference tools and
+    wake-up read are `user`'s (None: the desk owner)."""
+    if http is None:
+        build_server(desk, user=user, inline=True).run("stdio")
+    else:
         build_server(desk, user=user).run("streamable-http", host=http[0], port=http[1])
-        return
-    server = build_server(desk, user=user, inline=True)
-    with claimed_pipes() as wire:
-        if wire is None:  # a terminal or a file: the SDK's own stdio streams
-            server.run("stdio")
-        else:
-            anyio.run(serve_pipes, server, *wire)
-
-
-async def serve_pipes(server: MCPServer, stdin: PipeLines, stdout: PipeWriter) -> None:
-    """`server` over the SDK's stdio transport fed with our pipe streams (`desk.serve.pipes`).
-
-    `MCPServer.run("stdio")` cannot be given streams, so this does what its `run_stdio_async`
-    does, through its low-level server (mcp 2.x names it `_lowlevel_server`).
-    """
-    lowlevel = server._lowlevel_server
-    async with stdio_server(cast(Any, stdin), cast(Any, stdout)) as (read, write):
-        await lowlevel.run(read, write, lowlevel.create_initialization_options())
