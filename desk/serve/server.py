@@ -90,7 +90,7 @@ def client_name(ctx: Context | None) -> str:
     """The MCP client's name (and version) from its `initialize`, else `unknown`."""
     try:
         info = ctx.session.client_params.client_info  # type: ignore[union-attr]
-    except AttributeError:
+    except (AttributeError, ValueError):  # ValueError: the SDK's "Context is not available outside of a request"
         return "unknown"
     name = " ".join(str(getattr(info, "name", "") or "").split()) or "unknown"
     version = " ".join(str(getattr(info, "version", "") or "").split())

@@ -320,3 +320,19 @@ def test_desk_calls_inline_on_the_loop_and_on_the_worker_thread_answer_alike(des
         assert threads == ({threading.main_thread().name} if inline else {"desk-serve_0"})
     assert answers[True] == answers[False]
     assert "Nothing was written" in str(answers[True][3]) and "validation error" in str(answers[True][4])
+
+
+def test_a_write_called_in_process_outside_a_request_names_an_unknown_client(desk: DeskFolder) -> None:
+    """A harness may call the server's tools directly (no MCP request, so no client): the write
+    still lands, its Desk-Client trailer saying `unknown`."""
+    import desk as desk_api
+    from desk.serve.server import build_server
+
+    async def main() -> None:
+        server = build_server(desk_api.open(desk.root))
+        await server.call_tool("remember", {"name": "direct-call", "type": "fact", "description": "Called directly",
+                                            "body": "No request around it.", "triggers": ["direct"]})
+
+    anyio.run(main)
+    trailers = git(desk.root, "log", "-1", "--format=%(trailers:key=Desk-Client,valueonly)").strip()
+    assert trailers == "unknown" and (desk.root / "memory" / "direct-call.md").is_file()
