@@ -122,14 +122,11 @@ def load_mapping(yaml_text: str, path: str, first_line: int = 1) -> tuple[dict[s
 # plain string that starts with a letter, a single-quoted string on one line, a decimal whole
 # number, a `YYYY-MM-DDTHH:MM:SSZ` time, or a flow list `[a, b]` of plain words; or `key:` alone,
 # followed by block list items `- value` (all at one indent of 0 or 2 spaces). No comments,
-# blank lines, tabs, quotes of other kinds, anchors, tags, or characters PyYAML treats as line
-# breaks or refuses as unprintable. tests/storage/test_frontmatter_plain.py checks, on hostile
-# input, that whatever this reads equals what PyYAML reads.
+# blank lines, tabs, quotes of other kinds, anchors, tags, or characters Python does not call
+# printable (PyYAML's line breaks, BOM and unprintable ones among them).
+# tests/storage/test_frontmatter_plain.py checks, on hostile input, that whatever this reads
+# equals what PyYAML reads.
 
-# Every character PyYAML's reader accepts as printable, minus tab, CR, NEL, the Unicode line and
-# paragraph separators and the BOM (each of which PyYAML treats specially).
-_OUTSIDE = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
-                      "\U00010000-\U0010ffff]")
 _LINE = re.compile(r"([a-z][a-z0-9_]*):(?: (.*))?\Z|( *)- (.*)\Z", re.DOTALL)
 _NOT_STRINGS = frozenset(("y", "n", "yes", "no", "true", "false", "on", "off", "null"))
 _INT = re.compile(r"(?:0|[1-9][0-9]{0,17})\Z")
@@ -177,7 +174,10 @@ def _scalar(value: str) -> Any:
 def plain_mapping(yaml_text: str, first_line: int = 1) -> tuple[dict[str, Any], dict[str, int]] | None:
     """`yaml_text` read as `yaml_mapping` reads it when it is desk's plain frontmatter (see above);
     None for anything else."""
-    if not yaml_text.endswith("\n") or _OUTSIDE.search(yaml_text):
+    # Each line printable as Python says: that excludes tab, CR, NEL, the line and paragraph
+    # separators, the BOM and zero-width characters (format characters), which PyYAML treats
+    # specially, and everything PyYAML refuses as unprintable (and some it takes, like U+3000).
+    if not yaml_text.endswith("\n"):
         return None
     meta: dict[str, Any] = {}
     key_lines: dict[str, int] = {}
@@ -185,7 +185,7 @@ def plain_mapping(yaml_text: str, first_line: int = 1) -> tuple[dict[str, Any], 
     indent: str | None = None  # the indent of that list's items
     try:
         for number, line in enumerate(yaml_text[:-1].split("\n"), first_line):
-            match = _LINE.match(line)
+            match = _LINE.match(line) if line.isprintable() else None
             if match is None:
                 return None
             key, value, item_indent, item = match.groups()
