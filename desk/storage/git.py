@@ -46,6 +46,7 @@ LOCK_HINT = ("wait for the git command to finish; `desk doctor` lists every lock
 PRIVATE_INDEX = "desk-index"  # desk's own index in .git/, never the person's
 NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -277,7 +278,36 @@ class Git:
 
     def head(self) -> str | None:
         """The commit HEAD points to, or None in a repository without commits."""
-        return self.object_id("HEAD^{commit}")
+        return self._head_from_files() or self.object_id("HEAD^{commit}")
+
+    def _head_from_files(self) -> str | None:
+        """HEAD's commit read from `.git/HEAD` and the branch's loose ref or `packed-refs`, as git
+        itself reads them (each file is replaced whole, by a rename), without starting git; None
+        whenever that is not certain (a linked work tree, GIT_DIR, the reftable format, a symbolic
+        ref of a symbolic ref, an unborn branch): the caller then asks git."""
+        dot_git = self.root / ".git"
+        if self._env.get("GIT_DIR") or self._env.get("GIT_COMMON_DIR"):
+            return None
+        try:
+            head = (dot_git / "HEAD").read_bytes().decode("ascii").strip()
+            if not head.startswith("ref: "):
+                return head if _OBJECT_ID.fullmatch(head) else None
+            ref = head[5:]
+            if not ref.startswith("refs/heads/") or ".." in ref or (dot_git / "commondir").exists():
+                return None
+            try:
+                loose = (dot_git / ref).read_bytes().decode("ascii").strip()
+                return loose if _OBJECT_ID.fullmatch(loose) else None
+            except FileNotFoundError:
+                pass
+            packed = (dot_git / "packed-refs").read_bytes().decode("utf-8", "replace")
+        except (OSError, UnicodeDecodeError):
+            return None
+        for line in packed.split("\n"):
+            sha, _, name = line.partition(" ")
+            if name == ref and _OBJECT_ID.fullmatch(sha):
+                return sha
+        return None
 
     def git_dir(self) -> Path:
         """The repository's git folder, absolute; found once per Git (`.git` without asking git)."""

@@ -217,3 +217,40 @@ def test_work_tree_grep_finds_tracked_and_untracked_files_not_ignored(tmp_path: 
         "memory/tracked.md", "memory/untracked.md", "memory/new\nline.md"}
     assert g.work_tree_grep("memory/", ["^key:", "^evidence:"]) == {"memory/tracked.md"}
     assert g.work_tree_grep("nowhere/", ["^key:"]) == set()
+
+
+def test_head_read_from_the_files_is_what_git_says(tmp_path: Path) -> None:
+    """`Git.head` reads `.git/HEAD` and the branch's ref itself (no git process, issue 17.4); in
+    every shape the ref can take it answers what `git rev-parse HEAD` answers, and where reading
+    the files is not certain (a linked work tree, an unborn branch) it asks git."""
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    repo = Git(root)
+    assert repo._head_from_files() is None and repo.head() is None  # unborn: git decides
+    (root / "a").write_text("a")
+    git(root, "add", "a")
+    git(root, "commit", "-q", "-m", "one")
+
+    def says() -> str:
+        return git(root, "rev-parse", "HEAD").strip()
+
+    assert repo._head_from_files() == repo.head() == says()  # a loose ref
+    git(root, "pack-refs", "--all")
+    assert not (root / ".git/refs/heads/main").exists()
+    assert repo._head_from_files() == repo.head() == says()  # only in packed-refs
+    git(root, "commit", "-q", "--allow-empty", "-m", "two")  # a loose ref over a packed one
+    assert repo._head_from_files() == repo.head() == says()
+    git(root, "checkout", "-q", "--detach")
+    assert repo._head_from_files() == repo.head() == says()  # detached: the id in HEAD itself
+    git(root, "checkout", "-q", "main")
+    git(root, "symbolic-ref", "HEAD", "refs/heads/other")  # unborn branch, main still packed
+    assert repo._head_from_files() is None and repo.head() is None
+    git(root, "symbolic-ref", "HEAD", "refs/heads/main")
+    git(root, "worktree", "add", "-q", str(tmp_path / "linked"), "-b", "side")
+    linked = Git(tmp_path / "linked")
+    git(tmp_path / "linked", "commit", "-q", "--allow-empty", "-m", "side")
+    assert linked._head_from_files() is None  # `.git` is a file there: git is asked
+    assert linked.head() == git(tmp_path / "linked", "rev-parse", "HEAD").strip() != says()
+    (root / ".git/HEAD").write_text("ref: refs/heads/../../x\n")
+    assert repo._head_from_files() is None
