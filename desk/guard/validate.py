@@ -21,7 +21,6 @@ actually checked, so the commit-msg hook stays cheap.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Git, RawChange, blob_sha, staged_git
+from desk.storage.git import Git, RawChange, blob_sha, sha1, staged_git
 from desk.storage.reading import SymlinkError
 
 if TYPE_CHECKING:
@@ -424,7 +423,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
     desk_id, allow = _config(desk, [Change(CONFIG_PATH, config[2])] if config else [])
     cache = _open_cache(desk, desk_id) if cached else None
     try:
-        state = hashlib.sha1(repr((listing.digest, [(p, found[p][:2]) for p in changed],
+        state = sha1(repr((listing.digest, [(p, found[p][:2]) for p in changed],
                                    sorted(heads.items()))).encode()).hexdigest()
         earlier = cache.state(state) if cache else None
         if earlier is not None:

@@ -25,7 +25,6 @@ SQLite fails, the rules simply run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -37,6 +36,7 @@ from typing import Any
 
 from desk.errors import Finding
 from desk.guard.rules import FileVerdict
+from desk.storage.git import sha1
 from desk.storage.sqlite_cache import open_cache
 
 CACHE_FILE = "verdicts.sqlite"
@@ -84,7 +84,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 def state_rules_version(package: Path = PACKAGE) -> str:
     """A hash of the sources of STATE_MODULES in `package` (a unique value when one cannot be read,
     so nothing cached is reused)."""
-    digest = hashlib.sha1(b"desk states")
+    digest = sha1(b"desk states")
     for module in STATE_MODULES:
         path = package.joinpath(*module.split(".")[1:]).with_suffix(".py")
         try:
@@ -104,7 +104,7 @@ def rules_version(package: Path = PACKAGE) -> str | None:
     in `package`, the libraries, Python); None when a source cannot be read (nothing is cached)."""
     from importlib.util import find_spec
 
-    digest = hashlib.sha1(f"desk verdicts {_FORMAT} {sys.version}".encode())
+    digest = sha1(f"desk verdicts {_FORMAT} {sys.version}".encode())
     for module in RULE_MODULES:
         path = package.joinpath(*module.split(".")[1:]).with_suffix(".py")
         try:
@@ -143,7 +143,7 @@ class VerdictCache:
     def __init__(self, folder: Path, desk_id: str) -> None:
         self.path = folder / CACHE_FILE
         version = rules_version()
-        self.rules = (hashlib.sha1(f"{version}\0{desk_id}".encode()).hexdigest()
+        self.rules = (sha1(f"{version}\0{desk_id}".encode()).hexdigest()
                       if version else None)
         self._db: sqlite3.Connection | None = None
         self.computed = 0

@@ -13,7 +13,6 @@ messages and their trailers); callers get typed data: `RawChange`, `Commit`, `{p
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
@@ -57,9 +56,15 @@ def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+try:  # CPython's own SHA-1: hashlib loads OpenSSL, ~3 ms of every hook's start (as `random` does)
+    from _sha1 import sha1 as sha1  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # another Python
+    from hashlib import sha1 as sha1
+
+
 def blob_sha(content: bytes) -> str:
     """The object id git gives `content` as a blob (SHA-1 repositories)."""
-    return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+    return sha1(b"blob %d\0" % len(content) + content).hexdigest()
 
 
 def toplevel(path: Path) -> Path | None:
@@ -161,7 +166,7 @@ class WorkTreeListing:
 
     def __init__(self, out: bytes) -> None:
         self._records = [r for r in out.split(b"\0") if r]
-        self.digest = hashlib.sha1(out).hexdigest()  # equal digests, equal listings
+        self.digest = sha1(out).hexdigest()  # equal digests, equal listings
         # Paths only the work tree knows: changed or deleted since the index, unmerged, not
         # checked out, or untracked and not ignored (every record but `H`, a cached entry).
         self.elsewhere: set[str] = set()
@@ -550,7 +555,7 @@ class Git:
     def write_blob(self, data: bytes) -> str:
         """Store `data` as a loose blob (zlib, fsynced; a no-op when git has it) and return its id."""
         raw = b"blob %d\0" % len(data) + data
-        sha = hashlib.sha1(raw).hexdigest()
+        sha = sha1(raw).hexdigest()
         folder = self.git_dir() / "objects" / sha[:2]
         target = folder / sha[2:]
         if target.exists():
