@@ -55,8 +55,11 @@ class Change:
     blob: str | None = None  # the blob id of `new`, when git already named it
 
     def key(self) -> FileKey:
-        """What its verdict is cached under (desk.guard.verdicts)."""
-        return (self.path, self.mode, self.blob or blob_sha(self.new or b""), self.old_blob or "")
+        """What its verdict is cached under (desk.guard.verdicts): the blob it replaces only where
+        the rules read it (`needs_old`), so a memory the hook checked as a change is found by
+        `validate --all`, which has no old blob for it."""
+        old = self.old_blob or "" if needs_old(self.path) else ""
+        return (self.path, self.mode, self.blob or blob_sha(self.new or b""), old)
 
 
 @dataclass

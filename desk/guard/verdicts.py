@@ -302,5 +302,21 @@ class VerdictCache:
 
     def close(self) -> None:
         if self._db is not None:
-            self._db.close()
+            if _LEFT_OPEN is not None:
+                _LEFT_OPEN.append(self._db)  # see leave_open_at_exit
+            else:
+                self._db.close()
             self._db = None
+
+
+_LEFT_OPEN: list[sqlite3.Connection] | None = None
+
+
+def leave_open_at_exit() -> None:
+    """From now on `VerdictCache.close` leaves the connection open, for a process that ends with
+    `os._exit` (the git hooks' entry, desk.cli.hook): closing the last connection to a WAL database
+    checkpoints it, with its fsyncs, a few ms of every hooked commit. What was written is committed
+    in the WAL already; the next connection reads it from there, as after any crash."""
+    global _LEFT_OPEN
+    if _LEFT_OPEN is None:
+        _LEFT_OPEN = []
