@@ -34,7 +34,7 @@ from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Git, RawChange, blob_sha, sha1, staged_git
+from desk.storage.git import Git, RawChange, blob_sha, sha1_hex, staged_git
 from desk.storage.reading import SymlinkError
 
 if TYPE_CHECKING:
@@ -409,7 +409,8 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
     """
     now = now or dt.datetime.now(dt.timezone.utc)
     git = desk.git
-    listing = git.work_tree_listing()
+    # The listing and HEAD's .system/ (every path `needs_old` names lives there) at once.
+    listing, head_system = git.work_tree_listing_and_tree(".system/")
     found: dict[str, tuple[str, str | None, bytes | None]] = {}  # path: mode, blob, content
     for path in sorted(p for p in listing.elsewhere if is_managed(p) or desk.path(p).is_symlink()):
         entry = _read_work_tree(desk, path)
@@ -421,13 +422,14 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
         config = _read_work_tree(desk, CONFIG_PATH)
         if config is not None:
             found[CONFIG_PATH] = config
-    heads = git.committed_blobs(sorted(p for p in {*found, *system} if needs_old(p)))
+    heads = {p: head_system[p] for p in sorted({*found, *system})
+             if needs_old(p) and p in head_system}
     config = found.get(CONFIG_PATH)
     desk_id, allow = _config(desk, [Change(CONFIG_PATH, config[2])] if config else [])
     cache = _open_cache(desk, desk_id) if cached else None
     try:
-        state = sha1(repr((listing.digest, [(p, found[p][:2]) for p in changed],
-                                   sorted(heads.items()))).encode()).hexdigest()
+        state = sha1_hex(repr((listing.digest, [(p, found[p][:2]) for p in changed],
+                                   sorted(heads.items()))).encode())
         earlier = cache.state(state) if cache else None
         if earlier is not None:
             checked, verdict = earlier

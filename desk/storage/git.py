@@ -46,6 +46,7 @@ PRIVATE_INDEX = "desk-index"  # desk's own index in .git/, never the person's
 NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_LISTING = ("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o", "--exclude-standard")
 
 
 def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -56,15 +57,27 @@ def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-try:  # CPython's own SHA-1: hashlib loads OpenSSL, ~3 ms of every hook's start (as `random` does)
-    from _sha1 import sha1 as sha1  # type: ignore[import-not-found,unused-ignore]
+try:  # CPython's own SHA-1, as `random` takes _sha512: importing hashlib loads OpenSSL (~3 ms)
+    from _sha1 import sha1 as _small_sha1  # type: ignore[import-not-found,unused-ignore]
 except ImportError:  # another Python
-    from hashlib import sha1 as sha1
+    _small_sha1 = None
+_SMALL = 1 << 15  # below this many bytes _sha1 (~20x slower per byte than OpenSSL's) costs less
+                  # than loading OpenSSL; above it hashlib is imported
+
+
+def sha1_hex(data: bytes) -> str:
+    """The SHA-1 of `data` in hex, without loading OpenSSL for small inputs (the pre-commit hook
+    hashes only small ones)."""
+    if _small_sha1 is not None and len(data) < _SMALL:
+        return str(_small_sha1(data).hexdigest())
+    import hashlib
+
+    return hashlib.sha1(data).hexdigest()
 
 
 def blob_sha(content: bytes) -> str:
     """The object id git gives `content` as a blob (SHA-1 repositories)."""
-    return sha1(b"blob %d\0" % len(content) + content).hexdigest()
+    return sha1_hex(b"blob %d\0" % len(content) + content)
 
 
 def toplevel(path: Path) -> Path | None:
@@ -166,7 +179,7 @@ class WorkTreeListing:
 
     def __init__(self, out: bytes) -> None:
         self._records = [r for r in out.split(b"\0") if r]
-        self.digest = sha1(out).hexdigest()  # equal digests, equal listings
+        self.digest = sha1_hex(out)  # equal digests, equal listings
         # Paths only the work tree knows: changed or deleted since the index, unmerged, not
         # checked out, or untracked and not ignored (every record but `H`, a cached entry).
         self.elsewhere: set[str] = set()
@@ -384,8 +397,16 @@ class Git:
 
     def work_tree_listing(self) -> WorkTreeListing:
         """The work tree as git sees it, in one `git ls-files` (see WorkTreeListing)."""
-        return WorkTreeListing(self._run("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o",
-                                         "--exclude-standard", read_only=True))
+        return WorkTreeListing(self._run(*_LISTING, read_only=True))
+
+    def work_tree_listing_and_tree(self, folder: str) -> tuple[WorkTreeListing, dict[str, str]]:
+        """`work_tree_listing()` and `ls_tree("HEAD", folder, recursive=True)`, the two git
+        processes started together; the tree is empty before the first commit."""
+        if self.head() is None:
+            return self.work_tree_listing(), {}
+        listing, tree = self._run_together(
+            _LISTING, ("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--", folder.rstrip("/") + "/"))
+        return WorkTreeListing(listing), _parse_ls_tree(tree)
 
     def blob_at(self, rev: str, path: str) -> bytes | None:
         """The content of `path` at `rev` (`""` for the index), or None when it is not there."""
@@ -555,7 +576,7 @@ class Git:
     def write_blob(self, data: bytes) -> str:
         """Store `data` as a loose blob (zlib, fsynced; a no-op when git has it) and return its id."""
         raw = b"blob %d\0" % len(data) + data
-        sha = sha1(raw).hexdigest()
+        sha = sha1_hex(raw)
         folder = self.git_dir() / "objects" / sha[:2]
         target = folder / sha[2:]
         if target.exists():
