@@ -239,7 +239,8 @@ def test_context_starts_no_git_process_per_recalled_memory(desk: DeskFolder, tmp
     assert len(many) == 8 and len(one) == 1
     assert after_many - started == after_one - after_many  # the same with 8 memories as with 1
     # per call: the mirror's HEAD check, and one batch check of the sources against HEAD
-    assert calls()[started:] == ["rev-parse -q --verify HEAD^{commit}", "cat-file --batch-check=%(objectname)"] * 2
+    # HEAD is read from .git (Git.head); the one git process is the trees at HEAD.
+    assert calls()[started:] == ["cat-file --batch-check=%(objectname)"] * 2
 
 
 def test_context_reads_only_the_bodies_its_budget_can_hold(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -382,10 +382,10 @@ def test_a_warm_recall_starts_no_git_process_per_hit(desk: DeskFolder, tmp_path:
         after_one = len(calls())
     assert len(many) == 8 and len(one) == 1
     assert after_many - started == after_one - after_many  # the same with 8 hits as with 1
-    # The mirror's HEAD check, and the search cache's look at what changed in memory/ since it
-    # last read it (the memory and archive trees at HEAD in one process, the work tree's changes
-    # against HEAD).
-    look = ["rev-parse -q --verify HEAD^{commit}", "cat-file --batch-check=%(objectname)",
+    # The search cache's look at what changed in memory/ since it last read it (the memory and
+    # archive trees at HEAD in one process, the work tree's changes against HEAD); the mirror's
+    # HEAD check reads .git's files (Git.head), no git process.
+    look = ["cat-file --batch-check=%(objectname)",
             "diff-index --name-only -z --no-renames HEAD -- :(literal)memory/",
             "ls-files -o -z --exclude-standard -- :(literal)memory/"]
     assert sorted(calls()[started:]) == sorted(look * 2)
