@@ -3,7 +3,8 @@
 # back the hook that was here before (kept beside it as @HOOK@.legacy, and still run first).
 HOOK='@HOOK@'
 DESK_PYTHON='@PYTHON@'
-HERE=$(dirname "$0")
+# The hook's folder without `dirname` (a process on every commit; git names hooks by a path).
+case "$0" in */*) HERE=${0%/*} ;; *) HERE=. ;; esac
 
 if [ -x "$HERE/$HOOK.legacy" ]; then
     "$HERE/$HOOK.legacy" "$@" || exit $?

@@ -72,4 +72,7 @@ def exit_now(code: int) -> None:
 
 
 if __name__ == "__main__":
+    from desk.guard.hooks import leave_open_at_exit
+
+    leave_open_at_exit()  # exit_now ends the process: no checkpoint of the verdict cache on close
     exit_now(main(sys.argv[1:]))

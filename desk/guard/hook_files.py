@@ -101,6 +101,9 @@ def hooks_folder(git: Git) -> Path:
             hint="unset it (`git config --unset core.hooksPath`) and run `desk hooks install` again, "
                  f"or add the checks to the hooks in {configured} yourself, one line per hook:\n"
                  f"{lines}")
+    git_dir = git.git_dir()
+    if git_dir == git.root / ".git" and not (git_dir / "commondir").exists():
+        return git_dir / "hooks"  # what `git rev-parse --git-path hooks` says here, without asking
     return git.git_path("hooks")
 
 

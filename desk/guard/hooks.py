@@ -31,6 +31,7 @@ from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBU
 from desk.guard.hook_files import missing_setup as missing_setup  # re-exported: it lives where it is cheap
 from desk.guard.rules import check_message
 from desk.guard.validate import validate_staged
+from desk.guard.verdicts import leave_open_at_exit as leave_open_at_exit  # for desk.cli.hook
 from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, DeskFolder, is_desk,
                          memory_name)
 from desk.storage.atomic import atomic_write

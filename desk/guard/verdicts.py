@@ -9,9 +9,9 @@ its file stem; which rules apply depends on where a file lives). The allow-list 
 not: a verdict carries each secret's fingerprint and a memory's expiry, and desk.guard.rules applies
 them when it is read, so allowing a secret or the passing of time never needs a re-check.
 
-`rules_version()` hashes the source of every module a verdict depends on (`RULE_MODULES`;
-tests/guard/test_verdicts.py checks the list against what computing every kind of verdict
-imports), the installed PyYAML and pydantic (their files' size and time: a reinstall changes
+`rules_version()` hashes the size and CRC-32 of the source of every module a verdict depends on
+(`RULE_MODULES`; tests/guard/test_verdicts.py checks the list against what computing every kind of
+verdict imports), the installed PyYAML and pydantic (their files' size and time: a reinstall changes
 them) and the Python version. Editing a rule, upgrading a parser or a new Python is a new version;
 rows of other versions are dropped by the next `validate --all`.
 
@@ -25,11 +25,11 @@ SQLite fails, the rules simply run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
 import sys
+import zlib
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -37,6 +37,7 @@ from typing import Any
 
 from desk.errors import Finding
 from desk.guard.rules import FileVerdict
+from desk.storage.git import sha1_hex
 from desk.storage.sqlite_cache import open_cache
 
 CACHE_FILE = "verdicts.sqlite"
@@ -84,14 +85,22 @@ PACKAGE = Path(__file__).resolve().parents[1]
 def state_rules_version(package: Path = PACKAGE) -> str:
     """A hash of the sources of STATE_MODULES in `package` (a unique value when one cannot be read,
     so nothing cached is reused)."""
-    digest = hashlib.sha1(b"desk states")
+    parts = [b"desk states"]
     for module in STATE_MODULES:
         path = package.joinpath(*module.split(".")[1:]).with_suffix(".py")
         try:
-            digest.update(b"\0%s\0%s" % (module.encode(), path.read_bytes()))
+            parts.append(_source_print(module, path.read_bytes()))
         except OSError:
-            digest.update(os.urandom(16))
-    return digest.hexdigest()
+            parts.append(os.urandom(16))
+    return sha1_hex(b"\0".join(parts))
+
+
+def _source_print(module: str, source: bytes) -> bytes:
+    """What a rules version takes from one source file: its size and CRC-32 (zlib, ~1 GB/s). A
+    SHA-1 of ~300 KB of sources cost the hook more than its own check (without OpenSSL, which the
+    hook does not load); an edit that keeps both the size and the CRC of a file is a 1 in 2^32
+    accident, and only a developer editing desk's rules can make one."""
+    return b"%s %d %08x" % (module.encode(), len(source), zlib.crc32(source))
 
 
 def _state_key(state: str) -> str:
@@ -104,11 +113,11 @@ def rules_version(package: Path = PACKAGE) -> str | None:
     in `package`, the libraries, Python); None when a source cannot be read (nothing is cached)."""
     from importlib.util import find_spec
 
-    digest = hashlib.sha1(f"desk verdicts {_FORMAT} {sys.version}".encode())
+    parts = [f"desk verdicts {_FORMAT} {sys.version}".encode()]
     for module in RULE_MODULES:
         path = package.joinpath(*module.split(".")[1:]).with_suffix(".py")
         try:
-            digest.update(b"\0%s\0%s" % (module.encode(), path.read_bytes()))
+            parts.append(_source_print(module, path.read_bytes()))
         except OSError:
             return None
     for library in LIBRARIES:
@@ -118,8 +127,8 @@ def rules_version(package: Path = PACKAGE) -> str | None:
             stat = os.stat(origin) if origin else None
         except (ImportError, ValueError, OSError):
             origin, stat = None, None
-        digest.update(f"\0{library} {origin} {stat and (stat.st_size, stat.st_mtime_ns)}".encode())
-    return digest.hexdigest()
+        parts.append(f"{library} {origin} {stat and (stat.st_size, stat.st_mtime_ns)}".encode())
+    return sha1_hex(b"\0".join(parts))
 
 
 def _encode(verdict: FileVerdict) -> str | None:
@@ -143,7 +152,7 @@ class VerdictCache:
     def __init__(self, folder: Path, desk_id: str) -> None:
         self.path = folder / CACHE_FILE
         version = rules_version()
-        self.rules = (hashlib.sha1(f"{version}\0{desk_id}".encode()).hexdigest()
+        self.rules = (sha1_hex(f"{version}\0{desk_id}".encode())
                       if version else None)
         self._db: sqlite3.Connection | None = None
         self.computed = 0
@@ -302,5 +311,21 @@ class VerdictCache:
 
     def close(self) -> None:
         if self._db is not None:
-            self._db.close()
+            if _LEFT_OPEN is not None:
+                _LEFT_OPEN.append(self._db)  # see leave_open_at_exit
+            else:
+                self._db.close()
             self._db = None
+
+
+_LEFT_OPEN: list[sqlite3.Connection] | None = None
+
+
+def leave_open_at_exit() -> None:
+    """From now on `VerdictCache.close` leaves the connection open, for a process that ends with
+    `os._exit` (the git hooks' entry, desk.cli.hook): closing the last connection to a WAL database
+    checkpoints it, with its fsyncs, a few ms of every hooked commit. What was written is committed
+    in the WAL already; the next connection reads it from there, as after any crash."""
+    global _LEFT_OPEN
+    if _LEFT_OPEN is None:
+        _LEFT_OPEN = []

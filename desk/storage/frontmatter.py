@@ -10,20 +10,21 @@ deep nesting refused. Every problem is reported as `path:line: rule: message`.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
-from typing import Any
-
-import yaml
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from desk.errors import Finding, InvalidFileError
 from desk.storage.conflict_markers import conflict_finding, conflict_markers
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_FILE_BYTES = 64 * 1024
 MAX_FRONTMATTER_BYTES = 8 * 1024
 MAX_DEPTH = 3  # mapping -> list -> scalar is all desk's frontmatter ever needs
 DELIMITER = "---"
-
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,120 @@ def load_mapping(yaml_text: str, path: str, first_line: int = 1) -> tuple[dict[s
     Refused: anchors and aliases (an alias bomb loads fast and explodes later), nesting deeper than
     MAX_DEPTH, duplicate keys (YAML lets the last one win silently), non-string keys, a top level
     that is not a mapping.
+
+    The plain frontmatter desk itself writes is read by `plain_mapping` without PyYAML (importing
+    it costs the pre-commit hook ~10 ms); anything else goes through PyYAML (`yaml_mapping`).
     """
+    fast = plain_mapping(yaml_text, first_line)
+    return fast if fast is not None else yaml_mapping(yaml_text, path, first_line)
+
+
+# -- the fast path: desk's own plain frontmatter, exactly as PyYAML reads it ------------------
+#
+# Only a subset whose meaning under YAML 1.1 (PyYAML's resolver) is beyond doubt is read here;
+# for anything else `plain_mapping` answers None and PyYAML decides (and reports). The subset:
+# lines `key: value` at column 0 (`key` lowercase, not a YAML boolean or null), a value being a
+# plain string that starts with a letter, a single-quoted string on one line, a decimal whole
+# number, a `YYYY-MM-DDTHH:MM:SSZ` time, or a flow list `[a, b]` of plain words; or `key:` alone,
+# followed by block list items `- value` (all at one indent of 0 or 2 spaces). No comments,
+# blank lines, tabs, quotes of other kinds, anchors, tags, or characters Python does not call
+# printable (PyYAML's line breaks, BOM and unprintable ones among them).
+# tests/storage/test_frontmatter_plain.py checks, on hostile input, that whatever this reads
+# equals what PyYAML reads.
+
+_LINE = re.compile(r"([a-z][a-z0-9_]*):(?: (.*))?\Z|( *)- (.*)\Z", re.DOTALL)
+_NOT_STRINGS = frozenset(("y", "n", "yes", "no", "true", "false", "on", "off", "null"))
+_INT = re.compile(r"(?:0|[1-9][0-9]{0,17})\Z")
+_TIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})Z\Z")
+_QUOTED = re.compile(r"'((?:[^']|'')*)'\Z", re.DOTALL)
+_FLOW_UNSAFE = frozenset(",?[]{}:#'\"")
+
+
+class _Defer(Exception):
+    """The text is outside the fast path's subset: PyYAML reads it."""
+
+
+def _plain_string(value: str, flow: bool = False) -> bool:
+    """Whether PyYAML reads `value` (a plain scalar in block, or with `flow` flow, context) as
+    exactly this string."""
+    return (value[:1].isalpha() and value[-1] not in " :" and ": " not in value and " #" not in value
+            and value.lower() not in _NOT_STRINGS and not (flow and any(c in _FLOW_UNSAFE for c in value)))
+
+
+def _scalar(value: str) -> Any:
+    if _plain_string(value):
+        return value
+    quoted = _QUOTED.match(value)
+    if quoted:
+        return quoted.group(1).replace("''", "'")
+    if _INT.match(value):
+        return int(value)
+    when = _TIME.match(value)
+    if when:
+        try:
+            year, month, day, hour, minute, second = map(int, when.groups())
+            return dt.datetime(year, month, day, hour, minute, second, tzinfo=dt.timezone.utc)
+        except ValueError:
+            raise _Defer from None  # no such day or hour: PyYAML's own error
+    if value.startswith("[") and value.endswith("]"):
+        inner = value[1:-1]
+        if not inner:
+            return []
+        items = [item.strip(" ") for item in inner.split(",")]
+        if all(item and _plain_string(item, flow=True) for item in items):
+            return items
+    raise _Defer
+
+
+def plain_mapping(yaml_text: str, first_line: int = 1) -> tuple[dict[str, Any], dict[str, int]] | None:
+    """`yaml_text` read as `yaml_mapping` reads it when it is desk's plain frontmatter (see above);
+    None for anything else."""
+    # Each line printable as Python says: that excludes tab, CR, NEL, the line and paragraph
+    # separators, the BOM and zero-width characters (format characters), which PyYAML treats
+    # specially, and everything PyYAML refuses as unprintable (and some it takes, like U+3000).
+    if not yaml_text.endswith("\n"):
+        return None
+    meta: dict[str, Any] = {}
+    key_lines: dict[str, int] = {}
+    listed: str | None = None  # the last key when it has no value: the block list under it
+    indent: str | None = None  # the indent of that list's items
+    try:
+        for number, line in enumerate(yaml_text[:-1].split("\n"), first_line):
+            match = _LINE.match(line) if line.isprintable() else None
+            if match is None:
+                return None
+            key, value, item_indent, item = match.groups()
+            if key is None:  # `- item`: only under a `key:` without a value, all at one indent
+                if listed is None or indent not in (None, item_indent) or len(item_indent) > 2:
+                    return None
+                indent = item_indent
+                meta[listed].append(_scalar(item))
+                continue
+            if key in key_lines or key in _NOT_STRINGS:
+                return None
+            if listed is not None and not meta[listed]:
+                meta[listed] = None  # `key:` with nothing under it is null
+            key_lines[key] = number
+            listed = indent = None
+            if value is None:
+                meta[key] = []
+                listed = key
+            else:
+                meta[key] = _scalar(value)
+    except _Defer:
+        return None
+    if listed is not None and not meta[listed]:
+        meta[listed] = None
+    return (meta, key_lines) if meta else None
+
+
+def yaml_mapping(yaml_text: str, path: str, first_line: int = 1, loader: type | None = None
+                 ) -> tuple[dict[str, Any], dict[str, int]]:
+    """`load_mapping` through PyYAML: libyaml's CSafeLoader when PyYAML was built with it, else
+    (or with `loader`) the pure-Python SafeLoader; both read the same."""
+    import yaml  # ~10 ms: only frontmatter outside the plain subset pays
+
+    _Loader = loader or _safe_loader()
     offset = first_line - 1
 
     def at(mark: Any) -> int:
@@ -124,9 +238,9 @@ def load_mapping(yaml_text: str, path: str, first_line: int = 1) -> tuple[dict[s
                                 f"frontmatter nests deeper than {MAX_DEPTH} levels")
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
-        loader = _Loader(yaml_text)
+        reader: Any = _Loader(yaml_text)
         try:
-            node = loader.get_single_node()
+            node = reader.get_single_node()
             if node is None:
                 raise _fail(path, first_line, "frontmatter-empty", "frontmatter is empty")
             if not isinstance(node, yaml.MappingNode):
@@ -142,9 +256,9 @@ def load_mapping(yaml_text: str, path: str, first_line: int = 1) -> tuple[dict[s
                                 f"{key_node.value}: key given twice (first on line "
                                 f"{key_lines[key_node.value]})")
                 key_lines[key_node.value] = at(key_node.start_mark)
-            meta = loader.construct_document(node)
+            meta = reader.construct_document(node)
         finally:
-            loader.dispose()
+            reader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -165,34 +279,45 @@ class Timestamp(str):
     """
 
 
-class _Dumper(yaml.SafeDumper):
-    """Block style, keys in the caller's order, unicode as is, `Timestamp`s unquoted."""
+def _safe_loader() -> type:
+    import yaml
 
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)  # indent list items under their key
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True  # the same object twice (created == updated) is written twice, never aliased
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[no-any-return]
 
 
-def _represent_timestamp(dumper: yaml.SafeDumper, value: Timestamp) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", str(value))
+@lru_cache(maxsize=1)
+def _dumper() -> type:
+    """PyYAML's SafeDumper in desk's style (built on first use: reading never imports PyYAML)."""
+    import yaml
 
+    class Dumper(yaml.SafeDumper):
+        """Block style, keys in the caller's order, unicode as is, `Timestamp`s unquoted."""
 
-def _refuse_datetime(dumper: yaml.SafeDumper, value: dt.date) -> yaml.Node:
-    # PyYAML would write its own spelling (`2026-11-29 10:00:00+00:00`); desk has one.
-    raise TypeError(f"{value!r}: format times with desk.text.times.format_time and wrap them "
-                    "in frontmatter.Timestamp")
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            super().increase_indent(flow, False)  # indent list items under their key
 
+        def ignore_aliases(self, data: Any) -> bool:
+            return True  # the same object twice (created == updated) is written twice, never aliased
 
-_Dumper.add_representer(Timestamp, _represent_timestamp)
-_Dumper.add_representer(dt.datetime, _refuse_datetime)
-_Dumper.add_representer(dt.date, _refuse_datetime)
+    def represent_timestamp(dumper: yaml.SafeDumper, value: Timestamp) -> yaml.Node:
+        return dumper.represent_scalar("tag:yaml.org,2002:timestamp", str(value))
+
+    def refuse_datetime(dumper: yaml.SafeDumper, value: dt.date) -> yaml.Node:
+        # PyYAML would write its own spelling (`2026-11-29 10:00:00+00:00`); desk has one.
+        raise TypeError(f"{value!r}: format times with desk.text.times.format_time and wrap them "
+                        "in frontmatter.Timestamp")
+
+    Dumper.add_representer(Timestamp, represent_timestamp)
+    Dumper.add_representer(dt.datetime, refuse_datetime)
+    Dumper.add_representer(dt.date, refuse_datetime)
+    return Dumper
 
 
 def dump_mapping(meta: dict[str, Any]) -> str:
     """YAML for `meta` in block style, keys in the given order, no line folding."""
-    return yaml.dump(meta, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+    import yaml
+
+    return yaml.dump(meta, Dumper=_dumper(), sort_keys=False, allow_unicode=True,
                      default_flow_style=False, width=1 << 30)
 
 

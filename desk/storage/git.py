@@ -13,7 +13,6 @@ messages and their trailers); callers get typed data: `RawChange`, `Commit`, `{p
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, GitError, RejectedError
+from desk.storage.objects import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
 from desk.storage.objects import (TREE_MODE, TreeConflict, changed_trees, commit_bytes, commit_tree_id, entry_id,
                                   entry_mode, find_entry, folders_of, read_loose, tree_entries, write_loose)
 
@@ -47,6 +47,8 @@ LOCK_HINT = ("wait for the git command to finish; `desk doctor` lists every lock
 PRIVATE_INDEX = "desk-index"  # desk's own index in .git/, never the person's
 NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_LISTING = ("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o", "--exclude-standard")
 
 
 def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -59,7 +61,7 @@ def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def blob_sha(content: bytes) -> str:
     """The object id git gives `content` as a blob (SHA-1 repositories)."""
-    return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+    return sha1_hex(b"blob %d\0" % len(content) + content)
 
 
 def toplevel(path: Path) -> Path | None:
@@ -161,7 +163,7 @@ class WorkTreeListing:
 
     def __init__(self, out: bytes) -> None:
         self._records = [r for r in out.split(b"\0") if r]
-        self.digest = hashlib.sha1(out).hexdigest()  # equal digests, equal listings
+        self.digest = sha1_hex(out)  # equal digests, equal listings
         # Paths only the work tree knows: changed or deleted since the index, unmerged, not
         # checked out, or untracked and not ignored (every record but `H`, a cached entry).
         self.elsewhere: set[str] = set()
@@ -364,8 +366,16 @@ class Git:
 
     def work_tree_listing(self) -> WorkTreeListing:
         """The work tree as git sees it, in one `git ls-files` (see WorkTreeListing)."""
-        return WorkTreeListing(self._run("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o",
-                                         "--exclude-standard", read_only=True))
+        return WorkTreeListing(self._run(*_LISTING, read_only=True))
+
+    def work_tree_listing_and_tree(self, folder: str) -> tuple[WorkTreeListing, dict[str, str]]:
+        """`work_tree_listing()` and `ls_tree("HEAD", folder, recursive=True)`, the two git
+        processes started together; the tree is empty before the first commit."""
+        if self.head() is None:
+            return self.work_tree_listing(), {}
+        listing, tree = self._run_together(
+            _LISTING, ("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--", folder.rstrip("/") + "/"))
+        return WorkTreeListing(listing), _parse_ls_tree(tree)
 
     def blob_at(self, rev: str, path: str) -> bytes | None:
         """The content of `path` at `rev` (`""` for the index), or None when it is not there."""

@@ -15,7 +15,6 @@ Nothing here starts git; objects git packed are not read here either (the caller
 from __future__ import annotations
 
 import bisect
-import hashlib
 import os
 import re
 import zlib
@@ -31,6 +30,24 @@ class TreeConflict(Exception):
 
 
 _ENTRY = re.compile(rb"[0-7]{5,6} [^\0]+\0.{20}", re.S)
+
+
+try:  # CPython's own SHA-1, as `random` takes _sha512: importing hashlib loads OpenSSL (~3 ms)
+    from _sha1 import sha1 as _small_sha1  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # another Python
+    _small_sha1 = None
+_SMALL = 1 << 15  # below this many bytes _sha1 (~20x slower per byte than OpenSSL's) costs less
+                  # than loading OpenSSL; above it hashlib is imported
+
+
+def sha1_hex(data: bytes) -> str:
+    """The SHA-1 of `data` in hex, without loading OpenSSL for small inputs (the pre-commit hook
+    hashes only small ones)."""
+    if _small_sha1 is not None and len(data) < _SMALL:
+        return str(_small_sha1(data).hexdigest())
+    import hashlib
+
+    return hashlib.sha1(data).hexdigest()
 
 
 def tree_entries(content: bytes) -> list[bytes]:
@@ -78,14 +95,14 @@ def make_entry(mode: bytes, name: bytes, sha: str) -> bytes:
 
 def object_id(kind: str, content: bytes) -> str:
     """The SHA-1 id git gives `content` as an object of `kind` (blob, tree, commit)."""
-    return hashlib.sha1(b"%s %d\0" % (kind.encode(), len(content)) + content).hexdigest()
+    return sha1_hex(b"%s %d\0" % (kind.encode(), len(content)) + content)
 
 
 def write_loose(objects: Path, kind: str, content: bytes) -> str:
     """Store `content` as a loose object of `kind` under the folder `objects` (fsynced; a no-op when
     the object is there already) and return its id."""
     raw = b"%s %d\0" % (kind.encode(), len(content)) + content
-    sha = hashlib.sha1(raw).hexdigest()
+    sha = sha1_hex(raw)
     folder = objects / sha[:2]
     target = folder / sha[2:]
     if target.exists():
@@ -115,7 +132,7 @@ def read_loose(objects: Path, sha: str) -> tuple[str, bytes] | None:
     kind, _, size = header.partition(b" ")
     if not sep or not size.isdigit() or int(size) != len(content):
         return None
-    if hashlib.sha1(data).hexdigest() != sha:
+    if sha1_hex(data) != sha:
         return None  # a damaged file: git itself is asked
     return kind.decode("ascii", "replace"), content
 

@@ -34,7 +34,6 @@ it (`desk.memory.index.IndexEntry.injected_tokens`) without importing recall.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 
@@ -113,6 +112,8 @@ def injected_body(body: str) -> str:
 
 def boundary_token(parts: Iterable[str]) -> str:
     """A token no part can contain by design: the first TOKEN_CHARS hex digits of a hash of all parts."""
+    import hashlib  # OpenSSL, ~3 ms: the hooks never need a boundary
+
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode("utf-8", "surrogatepass"))

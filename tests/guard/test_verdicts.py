@@ -319,6 +319,21 @@ def test_staged_verdicts_are_cached_too(desk: DeskFolder) -> None:
     assert report.ok and report.computed < report.checked
 
 
+def test_the_hook_leaves_its_verdicts_in_the_wal_and_they_are_read_back(desk: DeskFolder) -> None:
+    """The hook process ends with os._exit and leaves the cache's connection open (no checkpoint
+    and its fsyncs on every commit): what it wrote stays in the WAL, and the next connection
+    reads it from there."""
+    validate_all(desk, NOW)  # every committed file's verdict cached, the WAL checkpointed on close
+    wal = desk.cache_dir / (CACHE_FILE + "-wal")
+    assert not wal.exists()
+    write(desk.root, "memory/kappa.md", memory_text("kappa"))
+    reindex_text(desk.root)
+    assert add_commit(desk.root, "kappa", "memory/kappa.md", "MEMORY.md").returncode == 0
+    assert wal.exists() and wal.stat().st_size > 0  # the hook's rows, not checkpointed
+    report = validate_all(desk, NOW)
+    assert report.ok and report.computed == 0 and report.reused == report.checked
+
+
 def test_what_a_commit_broke_is_cached_by_commit(desk: DeskFolder) -> None:
     write(desk.root, "NOW.md", f"# NOW\n\nuse {GH_TOKEN}\n")
     sh(desk.root, "add", "NOW.md")

@@ -262,3 +262,39 @@ def test_head_asks_git_when_the_ref_file_is_not_an_object_id(tmp_path: Path) -> 
     git(root, "symbolic-ref", "refs/heads/alias", "refs/heads/main")  # a symbolic ref chain
     git(root, "symbolic-ref", "HEAD", "refs/heads/alias")
     assert Git(root).head() == sha == _rev_parse_head(root)
+
+
+def test_the_listing_and_heads_tree_together_are_what_each_says(tmp_path: Path) -> None:
+    """`work_tree_listing_and_tree` starts the two git processes at once (validate --all, desk
+    doctor): the same listing and the same tree as asking for each alone."""
+    root = tmp_path / "r"
+    (root / ".system/archive").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    repo = Git(root)
+    (root / ".system/desk.json").write_text("{}")
+    listing, tree = repo.work_tree_listing_and_tree(".system/")
+    assert tree == {} and listing.digest == repo.work_tree_listing().digest  # no HEAD yet
+    (root / ".system/archive/2026-11-30.jsonl").write_text("{}\n")
+    (root / "other.md").write_text("x")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "one")
+    (root / "other.md").write_text("changed")
+    listing, tree = repo.work_tree_listing_and_tree(".system/")
+    assert listing.digest == repo.work_tree_listing().digest and listing.elsewhere == {"other.md"}
+    assert tree == repo.ls_tree("HEAD", ".system/", recursive=True)
+    assert set(tree) == {".system/desk.json", ".system/archive/2026-11-30.jsonl"}
+
+
+def test_the_hooks_folder_is_where_git_says(tmp_path: Path) -> None:
+    """desk.guard.hook_files.hooks_folder takes `.git/hooks` without asking git in a plain clone,
+    and asks in a linked work tree (whose hooks are the main repository's)."""
+    from desk.guard.hook_files import hooks_folder
+
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "commit", "-q", "--allow-empty", "-m", "one")
+    git(root, "worktree", "add", "-q", str(tmp_path / "linked"), "-b", "side")
+    for where in (root, tmp_path / "linked"):
+        said = Path(git(where, "rev-parse", "--path-format=absolute", "--git-path", "hooks").strip())
+        assert hooks_folder(Git(where)).resolve() == said.resolve()
