@@ -43,12 +43,12 @@ from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MIST
                          PREFS_INDEX_FILE, PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder, project_index_path,
                          scope_id)
 from desk.memory.index import HEADER, IndexEntry, invalid_paths
-from desk.recall.context_cache import memory_view
+from desk.recall.context_cache import MemoryView, memory_view, start_folder_state
 # Re-exported: the public names of `desk context` stay importable from here.
 from desk.recall.context_memories import BLOCK, NOTICE, _memory_xml, _recalled, trigger_hits  # noqa: F401
 from desk.recall.context_scopes import profile_section, user_prefs_section
 from desk.recall.context_sections import Section, _note, _trim_entries, _trim_lines  # noqa: F401
-from desk.storage.git import blob_sha
+from desk.storage.git import FolderState, blob_sha
 from desk.text.escape import boundary_token, markdown_block, one_line
 from desk.text.times import format_time, utc_now
 from desk.vocabulary import CONTEXT_MODES
@@ -155,7 +155,8 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
                   budget: int | None = None, section_budgets: Mapping[str, int] | None = None,
                   project_agents: Path | None = None, as_of: dt.datetime | None = None,
                   journal_days: int | None = None, facts: FactsReader | None = None,
-                  user: str | None = None, project: str | None = None) -> ContextResult:
+                  user: str | None = None, project: str | None = None,
+                  memory_state: FolderState | None = None) -> ContextResult:
     """The sections to inject, trimmed to their budgets, in the read order of `mode`.
 
     `facts(count, active_memories)` reads the recent facts (`desk.digest.recent.recent_facts`,
@@ -163,7 +164,8 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
     has no recent facts section. `user` (a user id; None: the desk owner) selects whose USER.md
     and preferences are loaded; nothing of any other user's scope is read. `project` adds that
     project's active memories (its index, and with a query its trigger-hit bodies); no other
-    project's are read.
+    project's are read. `memory_state`: memory/ as git sees it, when the caller started asking
+    already (`desk.recall.context_cache.start_folder_state`; else it is started here).
     """
     if mode not in MODES:
         raise UsageError(f"unknown context mode {mode!r}; one of {', '.join(MODES)}")
@@ -188,66 +190,80 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
     # (`desk validate` says what is wrong) and everything else is still loaded.
     # The desk-wide memories: the index text and the trigger table kept between runs while
     # memory/ is unchanged (desk.recall.context_cache); entries are loaded only where needed.
-    view = memory_view(desk, as_of, lambda act, expired, broken: markdown_block(_index_text(act, expired, broken)))
-    active = view.active()
     if project_agents is not None and not project_agents.exists():  # a typo must not drop its rules
         raise UsageError(f"--project-agents {project_agents}: no such file",
                          hint="give the path of the project's AGENTS.md, or leave the option out")
-    sections: list[Section] = []
-    read: dict[str, bytes | None] = {}  # desk files read: their blobs are checked against HEAD
-    labels = {key: (label, rel) for key, label, rel in FILE_SECTIONS}
-    for key in READ_ORDER[mode]:
-        limit = min(budgets[key], remaining)
-        if key == "recent_facts":
-            if facts is None:
-                continue
-            found = [_facts_section(facts(options["recent_facts"], active), limit, options["recent_facts"])]
-        elif key == "journal":
-            found = _journal_sections(desk, as_of, journal_days or options["journal_days"], limit, read)
-        else:
-            label, rel = labels[key]
-            sources: list[dict[str, Any]] | None = None
-            if rel is None:
-                if project_agents is None:
+    # git is asked for memory/'s state now, and answers while the other sections are read.
+    if memory_state is None and (mode == "wake" or (query is not None and query.strip())):
+        memory_state = start_folder_state(desk)
+    kept: list[MemoryView] = []
+
+    def memory() -> MemoryView:
+        if not kept:
+            kept.append(memory_view(desk, as_of, lambda act, expired, broken: markdown_block(
+                _index_text(act, expired, broken)), memory_state))
+        return kept[0]
+
+    try:
+        sections: list[Section] = []
+        read: dict[str, bytes | None] = {}  # desk files read: their blobs are checked against HEAD
+        labels = {key: (label, rel) for key, label, rel in FILE_SECTIONS}
+        for key in READ_ORDER[mode]:
+            limit = min(budgets[key], remaining)
+            if key == "recent_facts":
+                if facts is None:
                     continue
-                shown = one_line(str(project_agents))
-                text = markdown_block(_read(project_agents, shown, {}, None))
-                sources = [{"path": shown, "commit": None}]
-            elif rel == INDEX_FILE:
-                _read(desk.path(rel), rel, read, rel, desk.root)  # its blob, for the sources
-                text, shown = view.index_text, rel
-            elif rel == PROJECTS_DIR:
-                if project is None:
-                    continue
-                shown = project_index_path(project)
-                _read(desk.path(shown), shown, read, shown, desk.root)  # its blob, for the sources
-                text = markdown_block(_index_text(project_active, project_expired, invalid_paths(project_refused)))
-            elif rel == USER_FILE:
-                content, shown, notes = profile_section(desk, scope, read)
-                text = markdown_block(content) + notes
-            elif rel == PREFS_INDEX_FILE:
-                content, shown, notes, files = user_prefs_section(desk, scope, as_of, read)
-                text = markdown_block(content) + notes
-                sources = [{"path": f} for f in files]
+                found = [_facts_section(facts(options["recent_facts"], memory().active()), limit,
+                                        options["recent_facts"])]
+            elif key == "journal":
+                found = _journal_sections(desk, as_of, journal_days or options["journal_days"], limit, read)
             else:
-                text, shown = markdown_block(_read(desk.path(rel), rel, read, rel, desk.root)), rel
-            if key == "mistakes":
-                section = _trim_entries(key, label, shown, text, limit, query or "")
-            else:
-                section = _trim_lines(key, label, shown, text, limit)
-            section.sources = sources if sources is not None else [{"path": shown}]
-            found = [section]
-        for section in found:
-            remaining -= section.tokens
-            sections.append(section)
-    recalled: list[dict[str, Any]] = []
-    if query is not None and query.strip():
-        block = _recalled(desk, query, view, min(budgets["recalled"], remaining),
-                          (project, project_active) if project is not None else None)
-        if block is not None:
-            sections.append(block[0])
-            recalled = block[1]
-    head = _stamp_sources(desk, sections, read)
+                label, rel = labels[key]
+                sources: list[dict[str, Any]] | None = None
+                if rel is None:
+                    if project_agents is None:
+                        continue
+                    shown = one_line(str(project_agents))
+                    text = markdown_block(_read(project_agents, shown, {}, None))
+                    sources = [{"path": shown, "commit": None}]
+                elif rel == INDEX_FILE:
+                    _read(desk.path(rel), rel, read, rel, desk.root)  # its blob, for the sources
+                    text, shown = memory().index_text, rel
+                elif rel == PROJECTS_DIR:
+                    if project is None:
+                        continue
+                    shown = project_index_path(project)
+                    _read(desk.path(shown), shown, read, shown, desk.root)  # its blob, for the sources
+                    text = markdown_block(_index_text(project_active, project_expired, invalid_paths(project_refused)))
+                elif rel == USER_FILE:
+                    content, shown, notes = profile_section(desk, scope, read)
+                    text = markdown_block(content) + notes
+                elif rel == PREFS_INDEX_FILE:
+                    content, shown, notes, files = user_prefs_section(desk, scope, as_of, read)
+                    text = markdown_block(content) + notes
+                    sources = [{"path": f} for f in files]
+                else:
+                    text, shown = markdown_block(_read(desk.path(rel), rel, read, rel, desk.root)), rel
+                if key == "mistakes":
+                    section = _trim_entries(key, label, shown, text, limit, query or "")
+                else:
+                    section = _trim_lines(key, label, shown, text, limit)
+                section.sources = sources if sources is not None else [{"path": shown}]
+                found = [section]
+            for section in found:
+                remaining -= section.tokens
+                sections.append(section)
+        recalled: list[dict[str, Any]] = []
+        if query is not None and query.strip():
+            block = _recalled(desk, query, memory(), min(budgets["recalled"], remaining),
+                              (project, project_active) if project is not None else None)
+            if block is not None:
+                sections.append(block[0])
+                recalled = block[1]
+        head = _stamp_sources(desk, sections, read)
+    finally:
+        if memory_state is not None and not kept:
+            memory_state.close()  # not looked at (a read without memories, an error): its processes end
     return ContextResult(sections, query, recalled, budgets["total"], mode, format_time(as_of), head)
 
 

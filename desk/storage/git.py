@@ -186,6 +186,74 @@ class WorkTreeListing:
         return found
 
 
+class _Started:
+    """Read-only git commands running (`Git._start`); `wait` returns their outputs in order."""
+
+    def __init__(self, commands: tuple[tuple[str, ...], ...], procs: list[subprocess.Popen[bytes]]) -> None:
+        self.commands = commands
+        self.procs = procs
+
+    def wait(self) -> list[bytes]:
+        outputs = [proc.communicate() for proc in self.procs]
+        for args, proc, (out, err) in zip(self.commands, self.procs, outputs):
+            if proc.returncode != 0:
+                message = err.decode("utf-8", "replace").strip() or out.decode("utf-8", "replace").strip()
+                raise GitError(f"git {_command(args)} failed: {message}",
+                               hint="run `desk doctor` to check the desk's git state")
+        return [out for out, _ in outputs]
+
+
+class FolderState:
+    """A work-tree folder as git sees it (`Git.folder_state`), for a cache keyed by it.
+
+    `result()` gives `(tree, paths)`: the id of HEAD's tree of the folder (None when HEAD has no
+    such folder) and every path under the folder that git cannot vouch is that tree's blob: the
+    ones whose work-tree file differs from HEAD, staged or not, deleted or replaced (`git
+    diff-index HEAD`, which compares through the index's stat data, in C, and reads a file's
+    content when its stat cannot decide, as git does for a racily clean entry), and the ones the
+    index does not hold, ignored ones included (`git ls-files -o`). Every other file under the
+    folder is, byte for byte, its blob in that tree. `result()` is None without a HEAD commit.
+
+    The untracked listing starts at once; HEAD and the tree are read next (one `cat-file`), then
+    the comparison starts against that commit, so a commit landing meanwhile cannot pair one
+    commit's tree with another's differences. Entries marked `assume-unchanged` or
+    `skip-worktree` are, by their own definition, not looked at by git.
+    """
+
+    def __init__(self, git: Git, folder: str) -> None:
+        spec = f":(literal){folder}/"
+        self._untracked = git._start(("ls-files", "-o", "-z", "--", spec))
+        self._changed: _Started | None = None
+        self._done = False
+        self.tree: str | None = None
+        try:
+            ids = git.object_ids(["HEAD", f"HEAD:{folder}"])
+        except GitError:
+            self._untracked.wait()
+            raise
+        head = ids.get("HEAD")
+        self.tree = ids.get(f"HEAD:{folder}")
+        if head is not None:
+            self._changed = git._start(("diff-index", "--name-only", "-z", "--no-renames", head, "--", spec))
+
+    def close(self) -> None:
+        """Wait for the processes without looking at their answer (it was not needed)."""
+        if not self._done:
+            self._done = True
+            for started in (self._untracked, self._changed):
+                for proc in started.procs if started is not None else ():
+                    proc.communicate()
+
+    def result(self) -> tuple[str | None, list[str]] | None:
+        """`(tree, paths)` as the class says, or None without a HEAD commit; GitError when git fails."""
+        self._done = True
+        untracked = self._untracked.wait()[0]
+        if self._changed is None:
+            return None
+        changed = self._changed.wait()[0]
+        return self.tree, sorted({*_path_list(changed), *_path_list(untracked)})
+
+
 class Git:
     """git commands run in one work tree. `hook_env=True` keeps git's hook variables (the staged index).
 
@@ -448,19 +516,22 @@ class Git:
             ("ls-files", "-o", "-z", "--exclude-standard", "--", spec))
         return sorted({*_path_list(changed), *_path_list(untracked)})
 
+    def folder_state(self, folder: str) -> FolderState:
+        """`folder/` of the work tree as git sees it, asked now and answered by `FolderState.result`:
+        the git processes run while the caller does other work (docs/context.md)."""
+        return FolderState(self, folder)
+
     def _run_together(self, *commands: tuple[str, ...]) -> list[bytes]:
         """Run read-only git commands at the same time (each start costs a few ms that the other
         cores can hide) and return their outputs in order; GitError as `_run` raises it."""
+        return self._start(*commands).wait()
+
+    def _start(self, *commands: tuple[str, ...]) -> _Started:
+        """Start read-only git commands without waiting for them (`_Started.wait` collects them)."""
         env = {**self._env, "GIT_OPTIONAL_LOCKS": "0"}
         procs = [subprocess.Popen(["git", *args], cwd=self.root, env=env, stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
-        outputs = [proc.communicate() for proc in procs]
-        for args, proc, (out, err) in zip(commands, procs, outputs):
-            if proc.returncode != 0:
-                message = err.decode("utf-8", "replace").strip() or out.decode("utf-8", "replace").strip()
-                raise GitError(f"git {_command(args)} failed: {message}",
-                               hint="run `desk doctor` to check the desk's git state")
-        return [out for out, _ in outputs]
+        return _Started(commands, procs)
 
     def dirty(self, paths: Iterable[str]) -> list[str]:
         """Those of `paths` with staged, unstaged or untracked changes against HEAD."""
