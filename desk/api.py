@@ -370,11 +370,17 @@ class Desk(DeskFolder):
         it embeds. UsageError (exit 2) for an unknown embedder; DeskError (exit 1) for one that
         fails or returns vectors of the wrong dimension.
         """
+        asked = None
+        if self._search_cache is None:  # a cold recall: git works while the search modules load
+            from desk.recall.git_state import search_git_state
+
+            asked = search_git_state(self)
         from desk.recall.search import recall
         from desk.recall.search_cache import SearchCache
 
         if self._search_cache is None:
             self._search_cache = SearchCache(self)
+            self._search_cache.take_asked(asked)
         dense = None
         if embedder is not None:
             from desk.recall.hybrid import DenseIndex, check_embedder, load_embedder

@@ -58,7 +58,8 @@ from desk.recall.records import (
     event_time,
     memory_record,
 )
-from desk.storage.git import blob_sha
+from desk.recall.git_state import search_git_state
+from desk.storage.git import FolderState, blob_sha
 from desk.storage.reading import open_regular
 from desk.storage.sqlite_cache import open_cache
 
@@ -166,6 +167,7 @@ class SearchCache:
         # (memory tree at HEAD, memory files changed in the work tree) as the last look saw them
         self._memory_state: tuple[str | None, list[str] | None] = (None, None)
         self._memory_seen: tuple[str | None, list[str] | None] = (None, None)  # as the cache has it
+        self._asked: FolderState | None = None  # `ask_git`'s answer, taken by the next refresh
         # (HEAD's archive tree now, the one the cache last saw)
         self._archive_trees: tuple[str | None, str | None] = (None, None)
 
@@ -185,6 +187,9 @@ class SearchCache:
         self._postings.clear()
 
     def close(self) -> None:
+        if self._asked is not None:
+            self._asked.close()  # asked for a refresh that did not come (a query refused)
+            self._asked = None
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -273,6 +278,13 @@ class SearchCache:
 
     # -- refreshing -------------------------------------------------------------------------
 
+    def take_asked(self, asked: FolderState | None) -> None:
+        """Use `asked` (`desk.recall.git_state.search_git_state`, started by the caller while it
+        loaded the search modules) as the next refresh's answer from git."""
+        if self._asked is not None:
+            self._asked.close()
+        self._asked = asked
+
     def refresh(self, progress: Progress | None = None) -> int:
         """Bring the cache up to date with memory/ and the archive; return the records added."""
         db = self._connect()
@@ -309,11 +321,20 @@ class SearchCache:
         return batch.stats.records
 
     def _changes(self, db: sqlite3.Connection) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Files to look at again ({path: stat or None when removed}); one git process names
-        HEAD's memory and archive trees."""
-        trees = self.desk.git.object_ids([f"HEAD:{MEMORY_DIR}", f"HEAD:{ARCHIVE_DIR}"])
-        mem = {**self._memory_changes(db, trees[f"HEAD:{MEMORY_DIR}"]), **self._project_changes(db)}
-        return mem, self._archive_changes(db, trees[f"HEAD:{ARCHIVE_DIR}"])
+        """Files to look at again ({path: stat or None when removed}). git names HEAD's memory and
+        archive trees and the memory files that differ from HEAD's (`Git.folder_state`, asked
+        by `ask_git` already or now)."""
+        state, self._asked = self._asked, None
+        if state is None:
+            state = search_git_state(self.desk)
+        try:
+            found = state.result()
+        finally:
+            state.close()
+        tree = state.ids.get(f"HEAD:{MEMORY_DIR}")
+        dirty = found[1] if found is not None and tree is not None else None
+        mem = {**self._memory_changes(db, tree, dirty), **self._project_changes(db)}
+        return mem, self._archive_changes(db, state.ids.get(f"HEAD:{ARCHIVE_DIR}"))
 
     def _archive_changes(self, db: sqlite3.Connection, tree: str | None) -> dict[str, Any]:
         """The archive files whose stat (size, mtime_ns, ctime_ns, inode) differs from what the
@@ -353,7 +374,7 @@ class SearchCache:
         mem.update(dict.fromkeys(known))
         return mem
 
-    def _memory_changes(self, db: sqlite3.Connection, tree: str | None) -> dict[str, Any]:
+    def _memory_changes(self, db: sqlite3.Connection, tree: str | None, dirty: list[str] | None) -> dict[str, Any]:
         """The memory files to read again ({path: stat or None when removed}).
 
         git narrows the search: a file that is the same blob in the memory tree the cache last
@@ -363,7 +384,6 @@ class SearchCache:
         (a new cache, no commit yet) or the old tree is gone.
         """
         git = self.desk.git
-        dirty = git.changed_in_worktree(MEMORY_DIR) if tree is not None else None
         meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('mem_tree', 'mem_dirty')"))
         self._memory_state = (tree, dirty)
         self._memory_seen = (meta.get("mem_tree") or None, json.loads(meta.get("mem_dirty") or "[]"))

@@ -211,8 +211,10 @@ class FolderState:
     ones whose work-tree file differs from HEAD, staged or not, deleted or replaced (`git
     diff-index HEAD`, which compares through the index's stat data, in C, and reads a file's
     content when its stat cannot decide, as git does for a racily clean entry), and the ones the
-    index does not hold, ignored ones included (`git ls-files -o`). Every other file under the
-    folder is, byte for byte, its blob in that tree. `result()` is None without a HEAD commit.
+    index does not hold (`git ls-files -o`; the ignored ones too unless `ignored` is False).
+    Every other file under the folder is, byte for byte, its blob in that tree (unless `ignored`
+    is False and git ignores it). `result()` is None without a HEAD commit. `ids` holds the object
+    ids of HEAD, `HEAD:folder` and the names in `also` (None for one that does not exist).
 
     The untracked listing starts at once; HEAD and the tree are read next (one `cat-file`), then
     the comparison starts against that commit, so a commit landing meanwhile cannot pair one
@@ -220,16 +222,17 @@ class FolderState:
     `skip-worktree` are, by their own definition, not looked at by git.
     """
 
-    def __init__(self, git: Git, folder: str) -> None:
+    def __init__(self, git: Git, folder: str, *, ignored: bool = True, also: Iterable[str] = ()) -> None:
         spec = f":(literal){folder}/"
-        self._untracked = git._start(("ls-files", "-o", "-z", "--", spec))
+        self._untracked = git._start(("ls-files", "-o", "-z", *(() if ignored else ("--exclude-standard",)),
+                                      "--", spec))
         self._changed: _Started | None = None
         self._done = False
         self.tree: str | None = None
         try:
-            ids = git.object_ids(["HEAD", f"HEAD:{folder}"])
+            self.ids = ids = git.object_ids(["HEAD", f"HEAD:{folder}", *also])
         except GitError:
-            self._untracked.wait()
+            self.close()
             raise
         head = ids.get("HEAD")
         self.tree = ids.get(f"HEAD:{folder}")
@@ -516,10 +519,12 @@ class Git:
             ("ls-files", "-o", "-z", "--exclude-standard", "--", spec))
         return sorted({*_path_list(changed), *_path_list(untracked)})
 
-    def folder_state(self, folder: str) -> FolderState:
+    def folder_state(self, folder: str, *, ignored: bool = True, also: Iterable[str] = ()) -> FolderState:
         """`folder/` of the work tree as git sees it, asked now and answered by `FolderState.result`:
-        the git processes run while the caller does other work (docs/context.md)."""
-        return FolderState(self, folder)
+        the git processes run while the caller does other work (docs/context.md). `ignored`:
+        untracked files git ignores count too; `also`: more object names (`HEAD:path`) to look up
+        with HEAD's (`FolderState.ids`)."""
+        return FolderState(self, folder, ignored=ignored, also=also)
 
     def _run_together(self, *commands: tuple[str, ...]) -> list[bytes]:
         """Run read-only git commands at the same time (each start costs a few ms that the other

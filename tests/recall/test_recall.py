@@ -383,10 +383,10 @@ def test_a_warm_recall_starts_no_git_process_per_hit(desk: DeskFolder, tmp_path:
     assert len(many) == 8 and len(one) == 1
     assert after_many - started == after_one - after_many  # the same with 8 hits as with 1
     # The search cache's look at what changed in memory/ since it last read it (the memory and
-    # archive trees at HEAD in one process, the work tree's changes against HEAD); the mirror
-    # reads HEAD from its ref file.
+    # archive trees at HEAD in one process, the work tree's changes against that commit); the
+    # mirror reads HEAD from its ref file.
     look = ["cat-file --batch-check=%(objectname)",
-            "diff-index --name-only -z --no-renames HEAD -- :(literal)memory/",
+            f"diff-index --name-only -z --no-renames {desk.git.head()} -- :(literal)memory/",
             "ls-files -o -z --exclude-standard -- :(literal)memory/"]
     assert sorted(calls()[started:]) == sorted(look * 2)
 
