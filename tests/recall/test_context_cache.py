@@ -12,10 +12,13 @@ import os
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.recall.context import build_context, render_markdown
-from desk.recall.context_cache import memory_view, scan_memory_folder
+from desk.recall.context_cache import memory_view, scan_memory_folder, start_folder_state
+from tests.history_helpers import person
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 
@@ -124,3 +127,121 @@ def test_a_symlinked_memory_file_is_left_out_as_the_entries_leave_it(desk: DeskF
     build_context(desk, as_of=NOW)
     out = render_markdown(build_context(desk, query="linked", as_of=NOW))
     assert "[linked]" not in out and "<desk-memory" not in out
+
+
+# -- the key from git: HEAD's memory tree and the files git cannot vouch for (issue 17) ----------
+
+
+def _context(desk: DeskFolder, query: str) -> str:
+    return render_markdown(build_context(desk, query=query, as_of=NOW))
+
+
+def _counting_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the views built from the files (not taken from the cache)."""
+    import desk.recall.context_cache as context_cache
+
+    built: list[int] = []
+    real = context_cache.entries_in_worktree
+
+    def counted(*args: object, **kwargs: object) -> object:
+        built.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(context_cache, "entries_in_worktree", counted)
+    return built
+
+
+def _kept(desk: DeskFolder) -> None:
+    """Settle the files, refresh git's stat data (as `git status` would) and build the view."""
+    _settle(desk)
+    person(desk.root, "update-index", "-q", "--refresh")
+    build_context(desk, as_of=NOW)
+    assert len(_stored(desk)) == 1
+
+
+def test_the_git_key_reuses_the_view_while_nothing_changed(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    _remember(desk, "beta", ("beta",))
+    _kept(desk)
+    built = _counting_builds(monkeypatch)
+    state = start_folder_state(desk)
+    assert state is not None and state.result() == (person(desk.root, "rev-parse", "HEAD:memory").strip(), [])
+    for _ in range(2):
+        assert "The alpha rule." in _context(desk, "alpha")
+    assert built == []  # taken from the cache both times
+
+
+def test_same_size_hand_edits_show_also_in_the_second_desk_wrote_the_file(desk: DeskFolder) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    _kept(desk)
+    path = desk.path("memory/alpha.md")
+    size = path.stat().st_size
+    path.write_text(path.read_text("utf-8").replace("About alpha", "ABOUT ALPHA"), "utf-8")
+    assert path.stat().st_size == size
+    assert "— ABOUT ALPHA" in _context(desk, "alpha")  # the index line, from the view
+    # written by desk and edited at once (most likely the same second: git's index entry is then
+    # racily clean, and git compares the content)
+    _remember(desk, "beta", ("beta",))
+    path = desk.path("memory/beta.md")
+    path.write_text(path.read_text("utf-8").replace("About beta", "ABOUT BETA"), "utf-8")
+    assert "— ABOUT BETA" in _context(desk, "beta")
+
+
+def test_files_added_ignored_and_removed_by_hand_show(desk: DeskFolder) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    _remember(desk, "beta", ("beta",))
+    _kept(desk)
+    text = desk.path("memory/alpha.md").read_text("utf-8")
+    desk.path("memory/gamma.md").write_text(text.replace("alpha", "gamma"), "utf-8")  # untracked
+    out = _context(desk, "gamma")
+    assert "The gamma rule." in out and "[gamma](memory/gamma.md) — About gamma" in out
+    _kept(desk)
+    desk.path(".gitignore").write_text(desk.path(".gitignore").read_text("utf-8") + "memory/delta.md\n", "utf-8")
+    desk.path("memory/delta.md").write_text(text.replace("alpha", "delta"), "utf-8")  # ignored by git
+    out = _context(desk, "delta")  # the files on disk, as without git
+    assert "The delta rule." in out and "[delta](memory/delta.md) — About delta" in out
+    _kept(desk)
+    desk.path("memory/beta.md").unlink()  # tracked, removed from the work tree
+    out = _context(desk, "beta")
+    assert "[beta]" not in out and "The beta rule." not in out
+
+
+def test_a_person_commit_a_reset_and_a_branch_switch_show(desk: DeskFolder) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    _kept(desk)
+    path = desk.path("memory/alpha.md")
+    original = path.read_text("utf-8")
+    person(desk.root, "checkout", "-q", "-b", "other")
+    path.write_text(original.replace("About alpha", "Alpha on the other branch"), "utf-8")
+    person(desk.root, "commit", "-q", "-am", "person: alpha on another branch")  # a person's commit
+    assert "— Alpha on the other branch" in _context(desk, "alpha")  # the index line, from the view
+    _kept(desk)
+    person(desk.root, "checkout", "-q", "-")  # back: HEAD's tree and the file change together
+    out = _context(desk, "alpha")
+    assert "— About alpha" in out and "other branch" not in out
+    _kept(desk)
+    person(desk.root, "reset", "-q", "--hard", "other")
+    assert "— Alpha on the other branch" in _context(desk, "alpha")
+
+
+def test_a_memory_file_replaced_by_a_symlink_is_left_out(desk: DeskFolder, tmp_path: Path) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    _remember(desk, "beta", ("beta",))
+    _kept(desk)
+    path = desk.path("memory/beta.md")
+    outside = tmp_path / "beta.md"
+    outside.write_text(path.read_text("utf-8").replace("The beta rule.", "Linked text."), "utf-8")
+    path.unlink()
+    path.symlink_to(outside)  # a tracked file, now a link: git reports the type change
+    out = _context(desk, "beta")
+    assert "Linked text." not in out and "[beta]" not in out and "[alpha](memory/alpha.md)" in out
+
+
+def test_a_linked_memory_folder_is_scanned_file_by_file(desk: DeskFolder, tmp_path: Path) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    _settle(desk)
+    moved = tmp_path / "elsewhere"
+    desk.path("memory").rename(moved)
+    desk.path("memory").symlink_to(moved)  # git sees one untracked link, not the files behind it
+    state = start_folder_state(desk)
+    assert scan_memory_folder(desk, state) == scan_memory_folder(desk)  # the stat of every file
