@@ -85,16 +85,23 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
     tail = f"</{BLOCK}>\n"
     chosen: list[dict[str, Any]] = []
     left: list[str] = []
+    # Elements are whole lines (the head ends with a newline, each element starts with `<` and
+    # ends with one), so no estimator piece spans two of them and their token estimates add up:
+    # the block's estimate is kept as a sum instead of counting the growing block again.
     used = estimate_tokens(head + tail)
+    close = estimate_tokens(_CLOSE)
     for path, name, entry, hit in hits:
+        # The index entry knows each element's tokens but for its tag line: a memory that cannot
+        # fit even without one is left out at once, and one that cannot fit with it is never
+        # read (40: room for the note on what was left out).
+        if used + entry.injected_tokens + close + 40 > limit:
+            left.append(name)
+            continue
         at_head = committed.get(name if path == memory_path(name) else path)
         m = {"name": name, "path": path, "commit": at_head.commit if at_head else None,
              "type": entry.type, "importance": entry.importance, "source": entry.source,
              "source_event": entry.source_event, "updated": entry.updated_field, "triggers_hit": hit}
-        # Elements are whole lines, so their token estimates add up, and the index entry knows
-        # each one but for a newline: a memory that cannot fit is never read (40: room for the
-        # note on what was left out).
-        least = estimate_tokens(_memory_tag(m) + "\n") + entry.injected_tokens + estimate_tokens(_CLOSE)
+        least = estimate_tokens(_memory_tag(m) + "\n") + entry.injected_tokens + close
         if used + least + 40 > limit:
             left.append(name)
             continue
@@ -105,7 +112,7 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
         m.update({"type": meta.type, "importance": meta.importance, "source": meta.source,
                   "source_event": meta.source_event,
                   "updated": format_time(meta.updated) if meta.updated else None, "body": memory.body})
-        trial = estimate_tokens(head + "".join(_memory_xml(x) for x in [*chosen, m]) + tail)
+        trial = used + estimate_tokens(_memory_xml(m))
         if trial + 40 <= limit:
             chosen.append(m)
             used = trial

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from desk import open as open_desk
 from desk.memory import file as memory_file
@@ -300,3 +302,18 @@ def test_budgets_from_a_plain_config_match_the_validated_ones(desk: DeskFolder) 
     path.write_text(json.dumps(config))
     with pytest.raises(InvalidFileError, match="budgets.soul"):
         budgets_for(DeskFolder(desk.root), None, {})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=40), st.text(max_size=200)), min_size=1, max_size=5))
+def test_the_recalled_block_estimate_is_the_sum_of_its_elements(memories: list[tuple[str, str]]) -> None:
+    """`_recalled` adds each element's estimate to the block's instead of counting the growing
+    block again: the sum must be the count, whatever the bodies (spaces, newlines, CJK at the ends)."""
+    from desk.recall.context_memories import BLOCK, _memory_xml
+
+    head, tail = f"<{BLOCK}>\n{NOTICE}\n", f"</{BLOCK}>\n"
+    elements = [_memory_xml({"name": name or "m", "path": "memory/m.md", "commit": None, "type": "fact",
+                             "source": None, "source_event": None, "updated": None, "triggers_hit": [name],
+                             "body": body}) for name, body in memories]
+    assert estimate_tokens(head + "".join(elements) + tail) == estimate_tokens(head + tail) + sum(
+        estimate_tokens(e) for e in elements)
