@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 from desk.errors import DeskError, Finding, UsageError
 from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MISTAKES_FILE, NOW_FILE,
-                         PREFS_INDEX_FILE, PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder, project_index_path,
-                         scope_id)
+                         PREFS_INDEX_FILE, PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder, profile_path,
+                         project_index_path, scope_id)
 from desk.memory.index import HEADER, IndexEntry, invalid_paths
 from desk.recall.context_cache import MemoryView, memory_view, start_folder_state
 # Re-exported: the public names of `desk context` stay importable from here.
@@ -194,8 +194,9 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
         raise UsageError(f"--project-agents {project_agents}: no such file",
                          hint="give the path of the project's AGENTS.md, or leave the option out")
     # git is asked for memory/'s state now, and answers while the other sections are read.
+    # The same look-up names HEAD's blobs of the files the read shows (`_stamp_sources`).
     if memory_state is None and (mode == "wake" or (query is not None and query.strip())):
-        memory_state = start_folder_state(desk)
+        memory_state = start_folder_state(desk, [f"HEAD:{rel}" for rel in _usual_reads(mode, scope, project)])
     kept: list[MemoryView] = []
 
     def memory() -> MemoryView:
@@ -260,7 +261,7 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
             if block is not None:
                 sections.append(block[0])
                 recalled = block[1]
-        head = _stamp_sources(desk, sections, read)
+        head = _stamp_sources(desk, sections, read, memory_state.ids if memory_state is not None else None)
     finally:
         if memory_state is not None and not kept:
             memory_state.close()  # not looked at (a read without memories, an error): its processes end
@@ -292,13 +293,27 @@ def _read(path: Path, shown: str, read: dict[str, bytes | None], rel: str | None
     return data.decode("utf-8", "replace").rstrip() + "\n"
 
 
-def _stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, bytes | None]) -> str | None:
+def _usual_reads(mode: str, scope: str, project: str | None) -> list[str]:
+    """The desk files a read of `mode` shows unless a section is empty or over the budget."""
+    if mode != "wake":
+        return [NOW_FILE, MISTAKES_FILE]
+    found = [AGENTS_FILE, SOUL_FILE, NOW_FILE, MISTAKES_FILE, profile_path(scope), INDEX_FILE]
+    return found + ([project_index_path(project)] if project is not None else [])
+
+
+def _stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, bytes | None],
+                   known: Mapping[str, str | None] | None = None) -> str | None:
     """Give each desk file source its blob and, when HEAD holds exactly that, HEAD's commit
-    (one `git cat-file --batch-check` for all of them)."""
-    try:
-        ids = desk.git.object_ids(["HEAD", *(f"HEAD:{rel}" for rel in read)])
-    except DeskError:
-        ids = {}
+    (`known`: HEAD's ids looked up with memory/'s state, when they name every file read; else
+    one `git cat-file --batch-check` for all of them)."""
+    names = ["HEAD", *(f"HEAD:{rel}" for rel in read)]
+    if known is not None and known.get("HEAD") is not None and all(n in known for n in names):
+        ids: Mapping[str, str | None] = known
+    else:
+        try:
+            ids = desk.git.object_ids(names)
+        except DeskError:
+            ids = {}
     head = ids.get("HEAD")
     for section in sections:
         for source in section.sources:

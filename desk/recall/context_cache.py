@@ -31,7 +31,7 @@ from array import array
 from bisect import bisect_left
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from desk.errors import DeskError, Finding
 from desk.layout import MEMORY_DIR, DeskFolder
@@ -247,10 +247,11 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
             db.close()
 
 
-def start_folder_state(desk: DeskFolder) -> FolderState | None:
-    """memory/ as git sees it, asked now (`Git.folder_state`); None when git cannot say."""
+def start_folder_state(desk: DeskFolder, also: Iterable[str] = ()) -> FolderState | None:
+    """memory/ as git sees it, asked now (`Git.folder_state`; `also`: more object names to look
+    up at the same HEAD); None when git cannot say."""
     try:
-        return desk.git.folder_state(MEMORY_DIR)
+        return desk.git.folder_state(MEMORY_DIR, also=also)
     except DeskError:
         return None
 
