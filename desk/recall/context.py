@@ -44,6 +44,7 @@ from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MIST
                          project_index_path, scope_id)
 from desk.memory.index import HEADER, IndexEntry, invalid_paths
 from desk.recall.context_cache import MemoryView, memory_view, start_folder_state
+from desk.recall.context_parsed import ParsedCache
 # Re-exported: the public names of `desk context` stay importable from here.
 from desk.recall.context_memories import BLOCK, NOTICE, _memory_xml, _recalled, trigger_hits  # noqa: F401
 from desk.recall.context_scopes import profile_section, user_prefs_section
@@ -198,6 +199,7 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
     if memory_state is None and (mode == "wake" or (query is not None and query.strip())):
         memory_state = start_folder_state(desk, [f"HEAD:{rel}" for rel in _usual_reads(mode, scope, project)])
     kept: list[MemoryView] = []
+    parsed = ParsedCache(desk)  # USER.md's and injected memories' parses, kept by their bytes
 
     def memory() -> MemoryView:
         if not kept:
@@ -237,10 +239,10 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
                     _read(desk.path(shown), shown, read, shown, desk.root)  # its blob, for the sources
                     text = markdown_block(_index_text(project_active, project_expired, invalid_paths(project_refused)))
                 elif rel == USER_FILE:
-                    content, shown, notes = profile_section(desk, scope, read)
+                    content, shown, notes = profile_section(desk, scope, read, parsed)
                     text = markdown_block(content) + notes
                 elif rel == PREFS_INDEX_FILE:
-                    content, shown, notes, files = user_prefs_section(desk, scope, as_of, read)
+                    content, shown, notes, files = user_prefs_section(desk, scope, as_of, read, parsed)
                     text = markdown_block(content) + notes
                     sources = [{"path": f} for f in files]
                 else:
@@ -257,12 +259,13 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
         recalled: list[dict[str, Any]] = []
         if query is not None and query.strip():
             block = _recalled(desk, query, memory(), min(budgets["recalled"], remaining),
-                              (project, project_active) if project is not None else None)
+                              (project, project_active) if project is not None else None, parsed)
             if block is not None:
                 sections.append(block[0])
                 recalled = block[1]
         head = _stamp_sources(desk, sections, read, memory_state.ids if memory_state is not None else None)
     finally:
+        parsed.close()
         if memory_state is not None and not kept:
             memory_state.close()  # not looked at (a read without memories, an error): its processes end
     return ContextResult(sections, query, recalled, budgets["total"], mode, format_time(as_of), head)

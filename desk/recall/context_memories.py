@@ -15,6 +15,7 @@ from desk.layout import DeskFolder, project_memory_path
 from desk.memory.index import IndexEntry, memory_path
 from desk.memory.mirror import head_mirror, project_heads
 from desk.recall.context_cache import MemoryView
+from desk.recall.context_parsed import ParsedCache
 from desk.recall.context_sections import Section, _note, _some
 from desk.text.escape import injected_body, one_line, xml_attr
 from desk.text.normalize import normalize
@@ -51,7 +52,7 @@ def trigger_hits(trigger: str, query: str) -> bool:
 
 
 def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | MemoryView, limit: int,
-              project: tuple[str, Mapping[str, IndexEntry]] | None = None
+              project: tuple[str, Mapping[str, IndexEntry]] | None = None, parsed: ParsedCache | None = None
               ) -> tuple[Section, list[dict[str, Any]]] | None:
     """The trigger-gated memory block, or None when no trigger is hit (nothing injected).
 
@@ -105,13 +106,7 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
         if used + least + 40 > limit:
             left.append(name)
             continue
-        from desk.memory.file import parse_memory  # PyYAML only when a body is injected
-
-        memory = parse_memory(desk.read(path), path, name)
-        meta = memory.meta
-        m.update({"type": meta.type, "importance": meta.importance, "source": meta.source,
-                  "source_event": meta.source_event,
-                  "updated": format_time(meta.updated) if meta.updated else None, "body": memory.body})
+        m.update(_parsed_memory(desk, path, name, parsed))
         trial = used + estimate_tokens(_memory_xml(m))
         if trial + 40 <= limit:
             chosen.append(m)
@@ -130,6 +125,24 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
 
 
 _CLOSE = "</memory>\n"
+
+
+def _parsed_memory(desk: DeskFolder, path: str, name: str, parsed: ParsedCache | None) -> dict[str, Any]:
+    """The fields an injected memory shows, parsed from its file, or kept from a parse of the
+    same bytes (`parsed`, desk.recall.context_parsed: no PyYAML then)."""
+    data = desk.read(path)
+    found = parsed.get("memory", data, path, name) if parsed is not None else None
+    if found is None:
+        from desk.memory.file import parse_memory  # PyYAML only when a body is parsed
+
+        memory = parse_memory(data, path, name)
+        meta = memory.meta
+        found = {"type": meta.type, "importance": meta.importance, "source": meta.source,
+                 "source_event": meta.source_event,
+                 "updated": format_time(meta.updated) if meta.updated else None, "body": memory.body}
+        if parsed is not None:
+            parsed.put("memory", data, (path, name), found)
+    return found
 
 
 def _memory_tag(m: Mapping[str, Any]) -> str:

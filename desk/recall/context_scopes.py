@@ -16,10 +16,12 @@ notes returned beside it are desk's own `[desk context: …]` lines, their store
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
 
 from desk.errors import Finding, InvalidFileError
 from desk.layout import OWNER_SCOPE, PREFS_DIR, DeskFolder, pref_path, prefs_index_path, profile_path, scope_root
+from desk.recall.context_parsed import ParsedCache
 from desk.recall.context_sections import _note
 from desk.storage.reading import SymlinkError
 from desk.text.escape import markdown_block, one_line
@@ -32,31 +34,46 @@ def scope_note(message: str) -> str:
     return _note(markdown_block(one_line(message))) + "\n"
 
 
-def _profile(desk: DeskFolder, scope: str, shown: str) -> tuple[bytes | None, str | None]:
-    """The scope's USER.md bytes (None when absent) and why it must not be shown, or None."""
-    from desk.scopes.files import ownership_problem, profile_fields_unchecked
-
+def _profile(desk: DeskFolder, scope: str, shown: str,
+             parsed: ParsedCache | None = None) -> tuple[bytes | None, str | None, dict[str, Any]]:
+    """The scope's USER.md bytes (None when absent), why it must not be shown (or None), and its
+    profile fields (empty when it must not be shown). `parsed` keeps the answer by the file's
+    bytes (desk.recall.context_parsed): a file read before is not parsed again."""
     try:
         data = desk.read_if_present(shown)
     except SymlinkError:
-        return None, _LINK
+        return None, _LINK, {}
     if data is None:
-        return None, None
+        return None, None, {}
+    extra = (shown, scope, desk.desk_id)
+    found = parsed.get("profile", data, *extra) if parsed is not None else None
+    if found is None:
+        found = _profile_answer(data, scope, shown, desk.desk_id)
+        if parsed is not None:
+            parsed.put("profile", data, extra, found)
+    return data, found["problem"], found["fields"]
+
+
+def _profile_answer(data: bytes, scope: str, shown: str, desk_id: str) -> dict[str, Any]:
+    """What `_profile` says of these bytes: `{"problem": str or None, "fields": {...}}`."""
+    from desk.scopes.files import ownership_problem, profile_fields_unchecked
+
     try:
-        _, found, found_desk, framed = profile_fields_unchecked(data, shown)
+        fields, found, found_desk, framed = profile_fields_unchecked(data, shown)
     except InvalidFileError as exc:
-        return data, exc.findings[0].message if exc.findings else "it does not parse"
+        return {"problem": exc.findings[0].message if exc.findings else "it does not parse", "fields": {}}
     if not framed and scope == OWNER_SCOPE:
-        return data, None  # a desk's USER.md from before scopes: free text, the owner's
-    return data, ownership_problem(found if found is not None or scope != OWNER_SCOPE else OWNER_SCOPE,
-                                   found_desk, scope, desk.desk_id)
+        return {"problem": None, "fields": fields}  # a desk's USER.md from before scopes: free text, the owner's
+    problem = ownership_problem(found if found is not None or scope != OWNER_SCOPE else OWNER_SCOPE,
+                                found_desk, scope, desk_id)
+    return {"problem": problem, "fields": {} if problem else fields}
 
 
-def profile_section(desk: DeskFolder, scope: str,
-                    read: dict[str, bytes | None]) -> tuple[str, str, str]:
+def profile_section(desk: DeskFolder, scope: str, read: dict[str, bytes | None],
+                    parsed: ParsedCache | None = None) -> tuple[str, str, str]:
     """The `user` section: (content, shown path, notes). The file's blob goes to `read`."""
     shown = profile_path(scope)
-    data, problem = _profile(desk, scope, shown)
+    data, problem, _ = _profile(desk, scope, shown, parsed)
     if problem:
         return "", shown, scope_note(f"{shown} left out: {problem}")
     read[shown] = data
@@ -67,25 +84,31 @@ def profile_section(desk: DeskFolder, scope: str,
     return data.decode("utf-8", "replace").rstrip() + "\n", shown, ""
 
 
-def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime,
-                       read: dict[str, bytes | None]) -> tuple[str, str, str, list[str]]:
+def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime, read: dict[str, bytes | None],
+                       parsed: ParsedCache | None = None) -> tuple[str, str, str, list[str]]:
     """The `user_prefs` section: (content, shown path, notes, the preference files shown)."""
-    from desk.scopes.files import profile_fields_unchecked, user_block
-
     notes: list[str] = []
-    fields: dict[str, Any] = {}
     shown = profile_path(scope)
-    data, problem = _profile(desk, scope, shown)
+    data, problem, fields = _profile(desk, scope, shown, parsed)
     if problem:
         notes.append(f"{shown} left out: {problem}")
-    elif data is not None:
-        fields = profile_fields_unchecked(data, shown)[0]
     problems: list[Finding] = []
     active = []
-    if desk.path(scope_root(scope) + PREFS_DIR).is_dir():  # the preference modules only when there are any
-        from desk.scopes.prefs import scope_prefs
+    if not desk.path(scope_root(scope) + PREFS_DIR).is_dir():
+        # No preferences: the block is a function of the profile fields alone, kept with them.
+        profile = json.dumps(fields).encode()  # in the fields' order, as the block shows them
+        block = parsed.get("user block", profile) if parsed is not None else None
+        if block is None:
+            from desk.scopes.files import user_block
 
-        active = [p for p in scope_prefs(desk, scope, problems) if p.is_active(as_of)]
+            block = user_block(fields, [])
+            if parsed is not None:
+                parsed.put("user block", profile, (), block)
+        return block, prefs_index_path(scope), "".join(scope_note(n) for n in notes), []
+    from desk.scopes.files import user_block
+    from desk.scopes.prefs import scope_prefs  # the preference modules only when there are any
+
+    active = [p for p in scope_prefs(desk, scope, problems) if p.is_active(as_of)]
     notes += [f"{f.path} left out: {f.message}" for f in problems]
     files = [pref_path(scope, p.key) for p in sorted(active, key=lambda p: p.key)]
     for rel in files:  # their blobs, for the sources (the files were just read: they are plain)
