@@ -216,34 +216,54 @@ class FolderState:
     is False and git ignores it). `result()` is None without a HEAD commit. `ids` holds the object
     ids of HEAD, `HEAD:folder` and the names in `also` (None for one that does not exist).
 
-    The untracked listing starts at once; HEAD and the tree are read next (one `cat-file`), then
-    the comparison starts against that commit, so a commit landing meanwhile cannot pair one
+    HEAD's commit is read first (`Git.head`); then the untracked listing, the look-up of the tree
+    and the `also` names at that commit (one `cat-file`) and the comparison against that commit
+    start together, none waited for until asked: a commit landing meanwhile cannot pair one
     commit's tree with another's differences. Entries marked `assume-unchanged` or
     `skip-worktree` are, by their own definition, not looked at by git.
     """
 
     def __init__(self, git: Git, folder: str, *, ignored: bool = True, also: Iterable[str] = ()) -> None:
         spec = f":(literal){folder}/"
+        self._folder = folder
+        self._done = False
+        self._changed: _Started | None = None
+        self._lookup: _Started | None = None
+        self._ids: dict[str, str | None] | None = None
+        self._head = head = git.head()
+        self._names = [n for n in dict.fromkeys([f"HEAD:{folder}", *also]) if n != "HEAD" and "\n" not in n]
         self._untracked = git._start(("ls-files", "-o", "-z", *(() if ignored else ("--exclude-standard",)),
                                       "--", spec))
-        self._changed: _Started | None = None
-        self._done = False
-        self.tree: str | None = None
-        try:
-            self.ids = ids = git.object_ids(["HEAD", f"HEAD:{folder}", *also])
-        except GitError:
-            self.close()
-            raise
-        head = ids.get("HEAD")
-        self.tree = ids.get(f"HEAD:{folder}")
         if head is not None:
+            at_head = [head + n[4:] if n.startswith("HEAD:") else n for n in self._names]
+            self._lookup = git._start(("cat-file", "--batch-check=%(objectname)"),
+                                      input=("\n".join(at_head) + "\n").encode("utf-8", "surrogateescape"))
             self._changed = git._start(("diff-index", "--name-only", "-z", "--no-renames", head, "--", spec))
+
+    @property
+    def ids(self) -> dict[str, str | None]:
+        """`{name: object id or None}` for HEAD, `HEAD:folder` and the `also` names, at the commit
+        the comparison used (waits for the look-up)."""
+        if self._ids is None:
+            found: dict[str, str | None] = dict.fromkeys(self._names)
+            if self._lookup is not None:
+                lines = self._lookup.wait()[0].decode("utf-8", "surrogateescape").split("\n")
+                for name, line in zip(self._names, lines):
+                    found[name] = line if re.fullmatch(r"[0-9a-f]{40,64}", line) else None
+            found["HEAD"] = self._head
+            self._ids = found
+        return self._ids
+
+    @property
+    def tree(self) -> str | None:
+        """HEAD's tree of the folder (None without one)."""
+        return self.ids.get(f"HEAD:{self._folder}")
 
     def close(self) -> None:
         """Wait for the processes without looking at their answer (it was not needed)."""
         if not self._done:
             self._done = True
-            for started in (self._untracked, self._changed):
+            for started in (self._untracked, self._lookup, self._changed):
                 for proc in started.procs if started is not None else ():
                     proc.communicate()
 
@@ -531,11 +551,19 @@ class Git:
         cores can hide) and return their outputs in order; GitError as `_run` raises it."""
         return self._start(*commands).wait()
 
-    def _start(self, *commands: tuple[str, ...]) -> _Started:
-        """Start read-only git commands without waiting for them (`_Started.wait` collects them)."""
+    def _start(self, *commands: tuple[str, ...], input: bytes | None = None) -> _Started:
+        """Start read-only git commands without waiting for them (`_Started.wait` collects them).
+        `input` (a few lines: it fits the pipe, so writing it never waits) goes to each one's stdin."""
         env = {**self._env, "GIT_OPTIONAL_LOCKS": "0"}
-        procs = [subprocess.Popen(["git", *args], cwd=self.root, env=env, stdin=subprocess.DEVNULL,
+        procs = [subprocess.Popen(["git", *args], cwd=self.root, env=env,
+                                  stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
+        if input is not None:
+            for proc in procs:
+                assert proc.stdin is not None
+                proc.stdin.write(input)
+                proc.stdin.close()
+                proc.stdin = None  # written: `communicate` must not flush it again
         return _Started(commands, procs)
 
     def dirty(self, paths: Iterable[str]) -> list[str]:
