@@ -156,8 +156,7 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
                   budget: int | None = None, section_budgets: Mapping[str, int] | None = None,
                   project_agents: Path | None = None, as_of: dt.datetime | None = None,
                   journal_days: int | None = None, facts: FactsReader | None = None,
-                  user: str | None = None, project: str | None = None,
-                  memory_state: FolderState | None = None) -> ContextResult:
+                  user: str | None = None, project: str | None = None) -> ContextResult:
     """The sections to inject, trimmed to their budgets, in the read order of `mode`.
 
     `facts(count, active_memories)` reads the recent facts (`desk.digest.recent.recent_facts`,
@@ -165,8 +164,7 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
     has no recent facts section. `user` (a user id; None: the desk owner) selects whose USER.md
     and preferences are loaded; nothing of any other user's scope is read. `project` adds that
     project's active memories (its index, and with a query its trigger-hit bodies); no other
-    project's are read. `memory_state`: memory/ as git sees it, when the caller started asking
-    already (`desk.recall.context_cache.start_folder_state`; else it is started here).
+    project's are read.
     """
     if mode not in MODES:
         raise UsageError(f"unknown context mode {mode!r}; one of {', '.join(MODES)}")
@@ -196,7 +194,8 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
                          hint="give the path of the project's AGENTS.md, or leave the option out")
     # git is asked for memory/'s state now, and answers while the other sections are read.
     # The same look-up names HEAD's blobs of the files the read shows (`_stamp_sources`).
-    if memory_state is None and (mode == "wake" or (query is not None and query.strip())):
+    memory_state: FolderState | None = None
+    if mode == "wake" or (query is not None and query.strip()):
         memory_state = start_folder_state(desk, [f"HEAD:{rel}" for rel in _usual_reads(mode, scope, project)])
     kept: list[MemoryView] = []
     parsed = ParsedCache(desk)  # USER.md's and injected memories' parses, kept by their bytes
