@@ -84,7 +84,7 @@ def test_every_edit_is_parsed_again(desk: DeskFolder) -> None:
     assert _render(desk) == broken
 
 
-def test_a_cold_context_with_kept_parses_imports_no_yaml(desk: DeskFolder) -> None:
+def test_a_cold_context_with_kept_parses_loads_no_parser(desk: DeskFolder) -> None:
     _desk(desk)
     code = ("import sys, desk\n"
             f"out = desk.open({str(desk.root)!r}).context(query='tea and coffee', as_of='2026-11-29T12:00:00Z')\n"
@@ -92,5 +92,6 @@ def test_a_cold_context_with_kept_parses_imports_no_yaml(desk: DeskFolder) -> No
             "print(out.to_json()['recalled'][0]['body'])\n")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
             for _ in range(2)]
-    assert runs[0].splitlines()[0] == "['desk.memory.file', 'desk.scopes.files', 'yaml']"  # parsed, kept
+    first = runs[0].splitlines()[0]  # parsed (PyYAML too unless the frontmatter reader's fast path read it), kept
+    assert first.startswith("['desk.memory.file', 'desk.scopes.files'"), first
     assert runs[1].splitlines() == ["[]", *runs[0].splitlines()[1:]]  # the same answer, no parser loaded
