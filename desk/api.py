@@ -14,18 +14,19 @@ import builtins
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from desk.errors import RejectedError, UsageError
 from desk.layout import MEMORY_DIR, DeskFolder, find_desk
-from desk.results import (
-    AuditTrail, Appended, ArchiveCheck, ArchivedEvent, Checkpointed, Cloned, ConflictCase, ConflictCases, Context,
-    ConversationsRendered, Diagnosis, Digested, EventList, Exported, HooksChange, Imported, ImportPlan,
-    Initialized,
-    MemoryChange, MemoryDiff, MemoryList, Migrated, MistakeAdded, MistakeList, NowChange, NowView, Outcome,
-    PrefChanged, PrefList, PrefShown, Recalled, Resolved, ShownMemory, Stats, Synced, UserProfile, Validation,
-    Wrapped)
 from desk.results import __all__ as _RESULTS
+
+if TYPE_CHECKING:  # at run time each method imports its result class: a command loads only its own
+    from desk.results import (Appended, ArchiveCheck, ArchivedEvent, AuditTrail, Checkpointed, Cloned,
+                              ConflictCase, ConflictCases, Context, ConversationsRendered, Diagnosis,
+                              Digested, EventList, Exported, HooksChange, Imported, ImportPlan, Initialized,
+                              MemoryChange, MemoryDiff, MemoryList, Migrated, MistakeAdded, MistakeList,
+                              NowChange, NowView, Outcome, PrefChanged, PrefList, PrefShown, Recalled,
+                              Resolved, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
 
 __all__ = ["Desk", "open", "init", "clone", "missing_setup", "stopped_notice", "Progress", "Time", *_RESULTS]
 
@@ -105,6 +106,7 @@ class Desk(DeskFolder):
         ConflictError (exit 4) over uncommitted edits.
         """
         from desk.memory.operations import remember
+        from desk.results.memory import MemoryChange
 
         name = self._name(name, project)
         path = f"memory/{name}.md"
@@ -139,6 +141,7 @@ class Desk(DeskFolder):
         gate refuses.
         """
         from desk.memory.whole_file import remember_file
+        from desk.results.memory import MemoryChange
 
         data = text.encode("utf-8") if isinstance(text, str) else text
         try:
@@ -157,6 +160,7 @@ class Desk(DeskFolder):
         nothing differs. `triggers` replaces the list; `clear` empties triggers, importance or
         expires. DeskError (exit 1) when there is no such memory."""
         from desk.memory.revise import set_fields
+        from desk.results.memory import MemoryChange
 
         return MemoryChange(set_fields(
             self, self._name(name), description=description, type=type, triggers=triggers,
@@ -166,6 +170,7 @@ class Desk(DeskFolder):
     def rename(self, old: str, new: str, *, actor: str = "user") -> MemoryChange:
         """Rename memory `old` to `new` in one commit (file, `name:` and MEMORY.md); history follows it."""
         from desk.memory.revise import rename
+        from desk.results.memory import MemoryChange
 
         return MemoryChange(rename(self, self._name(old), self._name(new), actor=actor))
 
@@ -173,6 +178,7 @@ class Desk(DeskFolder):
         """What changed in memory `name` from `rev` (default: before its last committed change)
         to the file as it is now, as a unified diff. UsageError (exit 2) for an unknown `rev`."""
         from desk.memory.reads import diff
+        from desk.results.memory import MemoryDiff
 
         return MemoryDiff(self._name(name), *diff(self, self._name(name), rev))
 
@@ -180,6 +186,8 @@ class Desk(DeskFolder):
                project: str | None = None) -> MemoryChange:
         """Delete memory `name` (of `project`, when given) and its index line in one commit (git
         history keeps it)."""
+        from desk.results.memory import MemoryChange
+
         if project is not None:
             from desk.scopes.projects import forget_in_project
 
@@ -192,6 +200,8 @@ class Desk(DeskFolder):
     def show(self, name: str, *, project: str | None = None) -> ShownMemory:
         """The memory file `name` (of `project`, when given) as it is on disk; an invalid file
         comes with its findings (`valid` false) rather than an error, so a person can see what to fix."""
+        from desk.results.memory import ShownMemory
+
         if project is not None:
             from desk.scopes.projects import show_in_project
 
@@ -219,6 +229,8 @@ class Desk(DeskFolder):
     def list(self, *, type: str | None = None, project: str | None = None) -> MemoryList:
         """The memories on disk sorted by name (optionally of one type; of `project` when given),
         and unparseable or refused files."""
+        from desk.results.memory import MemoryList
+
         if project is not None:
             from desk.scopes.projects import list_in_project
 
@@ -231,6 +243,8 @@ class Desk(DeskFolder):
         """Every commit that touched memory `name` (of `project`, when given), newest first
         (forgotten revisions too, and across renames). DeskError (exit 1) when no commit ever
         touched it."""
+        from desk.results.memory import AuditTrail
+
         if project is not None:
             from desk.scopes.projects import history_in_project
 
@@ -244,6 +258,7 @@ class Desk(DeskFolder):
     def log(self, limit: int | None = None) -> AuditTrail:
         """The desk's audit trail: commits with their Desk-* trailers, newest first."""
         from desk.memory.reads import log
+        from desk.results.memory import AuditTrail
 
         return AuditTrail(log(self, limit))
 
@@ -255,6 +270,7 @@ class Desk(DeskFolder):
         result's `scopes` names the scope projections repaired.
         """
         from desk.memory.operations import reindex
+        from desk.results.memory import MemoryChange
         from desk.scopes.prefs import reindex_scopes
 
         result = reindex(self, actor=actor)
@@ -275,6 +291,7 @@ class Desk(DeskFolder):
         with RejectedError and nothing changed.
         """
         from desk.memory.edit import edit_memory
+        from desk.results.memory import MemoryChange
 
         return MemoryChange(edit_memory(self, self._name(name), actor=actor, ask=ask or (lambda _f: False),
                                         editor=editor))
@@ -288,6 +305,7 @@ class Desk(DeskFolder):
         to `git add`. The result's `exit_code` is 3 when any finding is an error.
         """
         from desk.guard.validate import INDEX_FILE, fix_index, validate_all, validate_staged
+        from desk.results.memory import Validation
         from desk.storage.git import staged_git
 
         if mode == "all":
@@ -307,12 +325,14 @@ class Desk(DeskFolder):
         DeskError when core.hooksPath is set: the hint says how to wire the hooks by hand.
         """
         from desk.guard.hooks import install
+        from desk.results.memory import HooksChange
 
         return HooksChange(install(self.root))
 
     def hooks_uninstall(self) -> HooksChange:
         """Remove desk's hooks and restore the hooks they had replaced."""
         from desk.guard.hooks import uninstall
+        from desk.results.memory import HooksChange
 
         return HooksChange(uninstall(self.root))
 
@@ -328,6 +348,8 @@ class Desk(DeskFolder):
         person's `git pull` that stopped on a conflict (a memory deleted on one side and changed
         on the other), nothing fetched or pushed; UsageError when none is stopped.
         """
+        from desk.results.sync import Synced
+
         if resume:
             from desk.sync.stopped import continue_stopped
 
@@ -339,6 +361,7 @@ class Desk(DeskFolder):
     def doctor(self, *, repair: bool = False, commits: int = 200) -> Diagnosis:
         """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem remains."""
         from desk.guard.doctor import diagnose
+        from desk.results.memory import Diagnosis
 
         return Diagnosis(diagnose(self, repair=repair, commits=commits))
 
@@ -346,6 +369,7 @@ class Desk(DeskFolder):
         """Upgrade an older desk's schema in one commit (status `unchanged` when it is current,
         `planned` with `dry_run`). DeskError when the desk is newer than this desk."""
         from desk.migrate import migrate
+        from desk.results.working import Migrated
 
         return Migrated(migrate(self, dry_run=dry_run))
 
@@ -377,6 +401,7 @@ class Desk(DeskFolder):
             asked = search_git_state(self)
         from desk.recall.search import recall
         from desk.recall.search_cache import SearchCache
+        from desk.results.memory import Recalled
 
         if self._search_cache is None:
             self._search_cache = SearchCache(self)
@@ -411,6 +436,7 @@ class Desk(DeskFolder):
         (docs/scopes.md).
         """
         from desk.recall.context import build_context
+        from desk.results.memory import Context
         from desk.text.times import utc_now
 
         if as_of is not None:
@@ -433,6 +459,7 @@ class Desk(DeskFolder):
     def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
         """Memories by type, the resident index's token cost, stale memories, archive size."""
         from desk.recall.stats import desk_stats
+        from desk.results.memory import Stats
 
         return Stats(desk_stats(self, now=now, unverified_days=unverified_days))
 
@@ -440,6 +467,7 @@ class Desk(DeskFolder):
 
     def user_show(self, *, user: str | None = None) -> UserProfile:
         """The profile of `user` (a user id; None: the desk owner)."""
+        from desk.results.scopes import UserProfile
         from desk.scopes.profile import show_user
 
         return UserProfile(show_user(self, user=user))
@@ -451,6 +479,7 @@ class Desk(DeskFolder):
         UsageError (exit 2) for an unknown field or an invalid value (e.g. a timezone that is
         neither an IANA name nor a UTC offset), with nothing changed.
         """
+        from desk.results.scopes import UserProfile
         from desk.scopes.profile import patch_user
 
         return UserProfile(patch_user(self, user=user, set_fields=fields, actor=actor))
@@ -458,6 +487,7 @@ class Desk(DeskFolder):
     def user_unset(self, fields: Sequence[str], *, user: str | None = None,
                    actor: str = "user") -> UserProfile:
         """Remove the named profile fields: one commit, none when none was set."""
+        from desk.results.scopes import UserProfile
         from desk.scopes.profile import patch_user
 
         return UserProfile(patch_user(self, user=user, unset=fields, actor=actor))
@@ -472,6 +502,7 @@ class Desk(DeskFolder):
         `source_event` is the harness's provenance (an archive event id): the agent-facing
         server never passes it, so a model cannot invent evidence.
         """
+        from desk.results.scopes import PrefChanged
         from desk.scopes.prefs import set_pref
 
         return PrefChanged(set_pref(self, key, value, user=user, expires=expires, source=source,
@@ -479,6 +510,7 @@ class Desk(DeskFolder):
 
     def pref_get(self, key: str, *, user: str | None = None, as_of: Time | None = None) -> PrefShown:
         """Preference `key` (expired ones too; `active` says whether it is at `as_of`)."""
+        from desk.results.scopes import PrefShown
         from desk.scopes.prefs import get_pref
 
         return PrefShown(*get_pref(self, key, user=user, as_of=as_of))
@@ -486,18 +518,21 @@ class Desk(DeskFolder):
     def pref_list(self, *, user: str | None = None, all: bool = False,
                   as_of: Time | None = None) -> PrefList:
         """The preferences active at `as_of` (default now), or all of them with `all`; read-only."""
+        from desk.results.scopes import PrefList
         from desk.scopes.prefs import list_prefs
 
         return PrefList(list_prefs(self, user=user, include_expired=all, as_of=as_of))
 
     def pref_delete(self, key: str, *, user: str | None = None, actor: str = "user") -> PrefChanged:
         """Delete preference `key` (exact key only) in one commit."""
+        from desk.results.scopes import PrefChanged
         from desk.scopes.prefs import delete_pref
 
         return PrefChanged(delete_pref(self, key, user=user, actor=actor))
 
     def pref_history(self, key: str, *, user: str | None = None) -> AuditTrail:
         """Every commit that touched preference `key`, newest first."""
+        from desk.results.memory import AuditTrail
         from desk.scopes.prefs import pref_history
 
         return AuditTrail(pref_history(self, key, user=user), key)
@@ -514,6 +549,7 @@ class Desk(DeskFolder):
         fact, with nothing written.
         """
         from desk.digest.facts import add_fact
+        from desk.results.working import Appended
 
         return Appended(add_fact(self, text, kind=kind, importance=importance, key=key,
                                  session=session, actor=actor, at=at, redact=redact, project=project))
@@ -526,6 +562,7 @@ class Desk(DeskFolder):
         MEMORY.md (no journal): a key in one project never supersedes or conflicts with the same
         key in another project or desk-wide (docs/scopes.md)."""
         from desk.digest.run import digest
+        from desk.results.working import Digested
 
         return Digested(digest(self, date=date, as_of=as_of, summarizer=summarizer, project=project))
 
@@ -537,6 +574,7 @@ class Desk(DeskFolder):
         naming the last commit whose queue was good.
         """
         from desk.digest.conflicts import open_cases
+        from desk.results.working import ConflictCases
 
         cases = self._cases()
         return ConflictCases(cases if include_closed else open_cases(cases), include_closed)
@@ -550,6 +588,7 @@ class Desk(DeskFolder):
         `desk resolve` command for each. DeskError (exit 1) when there is no such case."""
         from desk.archive.store import iter_events
         from desk.errors import DeskError
+        from desk.results.working import ConflictCase
 
         found = next((c for c in self._cases() if c["id"] == case), None)
         if found is None:
@@ -584,6 +623,7 @@ class Desk(DeskFolder):
         again returns the first result with status `unchanged` and writes nothing.
         """
         from desk.digest.resolve import resolve
+        from desk.results.working import Resolved
 
         return Resolved(resolve(self, case, candidate, expected_revision=expected_revision,
                                 event_id=event_id, actor=actor, rationale=rationale, now=now))
@@ -599,6 +639,7 @@ class Desk(DeskFolder):
         Not committed: `checkpoint` (or `digest`) commits the archive's growth.
         """
         from desk.archive.store import append_event
+        from desk.results.working import Appended
 
         if content is None and payload is None:
             raise UsageError("give the event's TEXT (or `-` for stdin), or --payload JSON")
@@ -609,6 +650,7 @@ class Desk(DeskFolder):
                        progress: Progress | None = None) -> Imported:
         """Append every event of a JSONL file under one lock; a bad line changes nothing."""
         from desk.archive.importing import import_events
+        from desk.results.working import Imported
 
         return Imported(import_events(self, Path(path), redact=redact, progress=progress))
 
@@ -617,6 +659,7 @@ class Desk(DeskFolder):
                      limit: int | None = None) -> EventList:
         """Archived events with since <= at < until, in time order; `limit` keeps the last N."""
         from collections import deque
+        from desk.results.working import ArchivedEvent, EventList
 
         from desk.archive.store import iter_events
         from desk.errors import Finding
@@ -630,6 +673,7 @@ class Desk(DeskFolder):
     def archive_show(self, event_id: str) -> ArchivedEvent:
         """The archived event `event_id`, with its file and line."""
         from desk.archive.store import find_event
+        from desk.results.working import ArchivedEvent
 
         return ArchivedEvent.of(find_event(self, event_id))
 
@@ -640,6 +684,7 @@ class Desk(DeskFolder):
         """
         from desk.archive.verify import verify_archive
         from desk.errors import InvalidFileError
+        from desk.results.working import ArchiveCheck
 
         report = verify_archive(self)
         if not report.ok:
@@ -657,6 +702,7 @@ class Desk(DeskFolder):
         `progress(done, total)` counts the archive files read (then the commit runs).
         """
         from desk.archive.checkpoint import checkpoint
+        from desk.results.working import Checkpointed
 
         return Checkpointed(checkpoint(self, actor=actor, progress=progress))
 
@@ -664,6 +710,7 @@ class Desk(DeskFolder):
                              actor: str = "assistant") -> ConversationsRendered:
         """Regenerate conversations/DAY/SESSION.md from the archive; one commit when changed."""
         from desk.archive.conversations import render_conversations
+        from desk.results.working import ConversationsRendered
 
         return ConversationsRendered(render_conversations(self, date=date, session=session, actor=actor))
 
@@ -672,18 +719,21 @@ class Desk(DeskFolder):
     def now_show(self, *, section: str | None = None) -> NowView:
         """NOW.md (or one section: doing, blocked, next, reminders)."""
         from desk.notes.now import read_now
+        from desk.results.working import NowView
 
         return NowView(read_now(self), section)
 
     def now_set(self, text: str, *, section: str | None = None, actor: str = "assistant") -> NowChange:
         """Replace one section of NOW.md (or the whole note) with `text`; one commit."""
         from desk.notes.now import set_now
+        from desk.results.working import NowChange
 
         return NowChange(set_now(self, text, section=section, actor=actor))
 
     def now_append(self, text: str, *, section: str = "doing", actor: str = "assistant") -> NowChange:
         """Add `text` to a section of NOW.md (one line becomes a `- ` item); one commit."""
         from desk.notes.now import append_now
+        from desk.results.working import NowChange
 
         return NowChange(append_now(self, text, section=section, actor=actor))
 
@@ -693,6 +743,7 @@ class Desk(DeskFolder):
 
         `memory` links the entry to a memory, given as `x`, `x.md` or `memory/x.md`."""
         from desk.notes.mistakes import add_mistake
+        from desk.results.working import MistakeAdded
 
         if memory is not None:
             memory = self._name(memory)
@@ -702,6 +753,7 @@ class Desk(DeskFolder):
     def mistake_list(self) -> MistakeList:
         """The entries of MISTAKES.md."""
         from desk.notes.mistakes import list_mistakes
+        from desk.results.working import MistakeList
 
         return MistakeList(list_mistakes(self))
 
@@ -722,6 +774,7 @@ class Desk(DeskFolder):
         refused (UsageError) for a source that carries none (docs/import-export.md).
         """
         from desk.interchange.importing import import_source
+        from desk.results.interchange import ImportPlan
 
         return ImportPlan(import_source(self, format, Path(source), dry_run=dry_run, progress=progress,
                                         now=now, project=project, user=user))
@@ -729,6 +782,7 @@ class Desk(DeskFolder):
     def export(self, format: str, dest: str | Path) -> Exported:
         """`desk export FORMAT DEST`: the memories as claude-code, openclaw, markdown or jsonl files."""
         from desk.interchange.exporting import export_desk
+        from desk.results.interchange import Exported
 
         return Exported(export_desk(self, format, Path(dest)))
 
@@ -767,6 +821,7 @@ def clone(url: str, path: str | Path | None = None, *,
     """Clone the desk at `url` into `path`, install its hooks and merge drivers, make the clone's
     id and run `doctor` once; `Desk.cloned` says what was done."""
     from desk.guard.doctor import diagnose
+    from desk.results.sync import Cloned
     from desk.sync.run import clone as clone_desk
 
     root, setup = clone_desk(url, Path(path) if path is not None else None, progress=progress)
@@ -781,6 +836,7 @@ def init(path: str | Path, *, allow_nonempty: bool = False, allow_nested: bool =
     On an existing desk nothing changes. `Desk.initialized` says what was done. A non-empty
     folder, or one inside another repository's work tree, is refused unless allowed.
     """
+    from desk.results.memory import Initialized
     from desk.scaffold import init_desk
 
     result = init_desk(Path(path), allow_nonempty=allow_nonempty, allow_nested=allow_nested)
@@ -788,3 +844,11 @@ def init(path: str | Path, *, allow_nonempty: bool = False, allow_nested: bool =
     desk.initialized = Initialized(result)
     return desk
 
+
+def __getattr__(name: str) -> Any:
+    """The result classes `desk.api` re-exports (`__all__`), loaded on first use (PEP 562)."""
+    if name in _RESULTS:
+        import desk.results
+
+        return getattr(desk.results, name)
+    raise AttributeError(f"module 'desk.api' has no attribute {name!r}")

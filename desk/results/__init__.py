@@ -5,20 +5,26 @@ CLI's human output, so the CLI only chooses between them (and exits with `.exit_
 operation already returns a typed dataclass, the result carries it as `.value`; otherwise the
 result's own fields are the data. The operation modules are imported for type checking only, and
 the few renderers a `.text()` needs inside that method, so importing the results (which every
-command does) does not load recall, doctor or the hooks.
+command does) does not load recall, doctor or the hooks. Each result class is loaded from its
+module on first use (PEP 562), and `desk.api` imports a method's result module inside the method,
+so a command builds only its own module's dataclasses (docs/design.md §6, start-up).
 """
 
 from __future__ import annotations
 
-from desk.results.base import Outcome, Wrapped
-from desk.results.interchange import Exported, ImportPlan
-from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, Initialized, MemoryChange,
-                                 MemoryDiff, MemoryList, Recalled, ShownMemory, Stats, Validation)
-from desk.results.scopes import PrefChanged, PrefList, PrefShown, UserProfile
-from desk.results.sync import Cloned, Synced
-from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCase, ConflictCases,
-                                  ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
-                                  Migrated, MistakeList, NowChange, NowView, Resolved)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each name on first use
+    from desk.results.base import Outcome, Wrapped
+    from desk.results.interchange import Exported, ImportPlan
+    from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, Initialized, MemoryChange,
+                                     MemoryDiff, MemoryList, Recalled, ShownMemory, Stats, Validation)
+    from desk.results.scopes import PrefChanged, PrefList, PrefShown, UserProfile
+    from desk.results.sync import Cloned, Synced
+    from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCase, ConflictCases,
+                                      ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
+                                      Migrated, MistakeList, NowChange, NowView, Resolved)
 
 __all__ = [
     "Outcome", "Wrapped",
@@ -29,3 +35,28 @@ __all__ = [
     "MistakeList", "ConversationsRendered", "ImportPlan", "Exported", "Synced", "Cloned", "UserProfile",
     "PrefChanged", "PrefShown", "PrefList",
 ]
+
+# Where each result class lives (the modules above)
+_HOMES = {
+    **dict.fromkeys(("Outcome", "Wrapped"), "base"),
+    **dict.fromkeys(("Exported", "ImportPlan"), "interchange"),
+    **dict.fromkeys(("AuditTrail", "Context", "Diagnosis", "HooksChange", "Initialized", "MemoryChange",
+                     "MemoryDiff", "MemoryList", "Recalled", "ShownMemory", "Stats", "Validation"), "memory"),
+    **dict.fromkeys(("PrefChanged", "PrefList", "PrefShown", "UserProfile"), "scopes"),
+    **dict.fromkeys(("Cloned", "Synced"), "sync"),
+    **dict.fromkeys(("Appended", "ArchiveCheck", "ArchivedEvent", "Checkpointed", "ConflictCase",
+                     "ConflictCases", "ConversationsRendered", "Digested", "EventList", "Imported",
+                     "MistakeAdded", "Migrated", "MistakeList", "NowChange", "NowView", "Resolved"), "working"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a result class from its module on first use (PEP 562)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'desk.results' has no attribute {name!r}")
+    return getattr(import_module(f"desk.results.{home}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
