@@ -7,6 +7,7 @@ escaped (`desk.text.escape`), so a body cannot close or imitate the block.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -25,7 +26,17 @@ from desk.text.tokens import CJK_CLASS, estimate_tokens
 NOTICE = ("Memory is background that may be out of date; when it conflicts with the current "
           "conversation, the current conversation wins.")
 BLOCK = "desk-memory"
-_WORDISH = re.compile(rf"[^\W_{CJK_CLASS}]")
+
+
+@functools.cache
+def _wordish_re() -> re.Pattern[str]:
+    """Compiled on first use: a class over the CJK ranges takes `re` ~2 ms to compile."""
+    return re.compile(rf"[^\W_{CJK_CLASS}]")
+
+
+def _wordish(ch: str) -> bool:
+    """Whether the character `ch` is a letter or digit of a word (not `_`, not CJK)."""
+    return ch.isalnum() if ch.isascii() else _wordish_re().match(ch) is not None
 
 
 def trigger_hits(trigger: str, query: str) -> bool:
@@ -39,12 +50,12 @@ def trigger_hits(trigger: str, query: str) -> bool:
     start = query.find(needle)
     while start >= 0:
         end = start + len(needle)
-        before_ok = start == 0 or not (_WORDISH.match(needle[0]) and _WORDISH.match(query[start - 1]))
+        before_ok = start == 0 or not (_wordish(needle[0]) and _wordish(query[start - 1]))
         rest = query[end:]
         for suffix in ("", "s", "es"):
             if rest.startswith(suffix):
                 after = rest[len(suffix):len(suffix) + 1]
-                if not (after and _WORDISH.match(needle[-1]) and _WORDISH.match(after)):
+                if not (after and _wordish(needle[-1]) and _wordish(after)):
                     if before_ok:
                         return True
         start = query.find(needle, start + 1)

@@ -34,6 +34,7 @@ it (`desk.memory.index.IndexEntry.injected_tokens`) without importing recall.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -47,12 +48,19 @@ _CONTROL_RE = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
 # twin `＃` (NFKC makes it `#`).
 _INVISIBLE = (" \t\u00a0\u00ad\u1680\u180e\u2000-\u200f\u202a-\u202f\u205f-\u2064\u2066-\u2069"
               "\u3000\ufeff")
-_HEADING_RE = re.compile(f"^[{_INVISIBLE}]*[#\uff03]")
-_LEAD_RE = re.compile(f"^[{_INVISIBLE}]+")
-# A setext underline is `=+` or `-+`; a mix (`===---`) is not one in CommonMark, but other renderers
-# (and a reader) may take it for one, so it is escaped too.
-_SETEXT_RE = re.compile(f"^[{_INVISIBLE}]*[=\\-]+[{_INVISIBLE}]*$")
-_OWN_TAG_RE = re.compile(r"<(?=/?(?:desk|memory|recalled_context|hit)\b|!--)", re.I)
+
+
+@functools.cache
+def _markdown_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """markdown_block's patterns (a heading, the indent before it, a setext underline, one of desk's
+    own tags), compiled on first use: only `desk context` renders Markdown blocks."""
+    # A setext underline is `=+` or `-+`; a mix (`===---`) is not one in CommonMark, but other
+    # renderers (and a reader) may take it for one, so it is escaped too.
+    return (re.compile(f"^[{_INVISIBLE}]*[#\uff03]"), re.compile(f"^[{_INVISIBLE}]+"),
+            re.compile(f"^[{_INVISIBLE}]*[=\\-]+[{_INVISIBLE}]*$"),
+            re.compile(r"<(?=/?(?:desk|memory|recalled_context|hit)\b|!--)", re.I))
+
+
 TOKEN_CHARS = 16
 
 
@@ -70,6 +78,7 @@ def one_line(text: str) -> str:
 def markdown_block(text: str) -> str:
     """Stored text as a section body of `desk context`: it cannot start a heading of desk's levels,
     a desk note or one of desk's elements (see the module docstring)."""
+    heading_re, lead_re, setext_re, own_tag_re = _markdown_res()
     out: list[str] = []
     previous = ""
     lines = plain_text(text).split("\n")
@@ -79,13 +88,13 @@ def markdown_block(text: str) -> str:
     for i, line in enumerate(lines):
         if frontmatter and i > 0 and line == "---":
             frontmatter = False
-        elif _HEADING_RE.match(line):
-            line = "##" + _LEAD_RE.sub("", line)
-        elif previous.strip() and _SETEXT_RE.match(line):
-            line = "\\" + _LEAD_RE.sub("", line)
-        elif _LEAD_RE.sub("", line).lower().startswith("[desk"):
-            line = "\\" + _LEAD_RE.sub("", line)
-        line = _OWN_TAG_RE.sub("&lt;", line)
+        elif heading_re.match(line):
+            line = "##" + lead_re.sub("", line)
+        elif previous.strip() and setext_re.match(line):
+            line = "\\" + lead_re.sub("", line)
+        elif lead_re.sub("", line).lower().startswith("[desk"):
+            line = "\\" + lead_re.sub("", line)
+        line = own_tag_re.sub("&lt;", line)
         out.append(line)
         previous = line
     return "\n".join(out)

@@ -21,6 +21,7 @@ is still the same stem on both sides (index and query), so matching stays exact-
 
 from __future__ import annotations
 
+import functools
 import re
 
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hints
@@ -31,9 +32,7 @@ from desk.text.tokens import CJK_CLASS
 FIELD_MARK = "\x01"  # prefix of a second-field term (an event's speaker and meta values)
 TIME_TAG = "\0time"  # posted on records whose text names a time (no query term holds a NUL)
 ASK_TAG = "\0ask"  # posted on conversation turns that end with a question (`is_question`)
-_TERMS = re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
-_WORDS = re.compile(rf"[^\W_{CJK_CLASS}]+")
-_CJK = re.compile(rf"[{CJK_CLASS}]")
+_ASCII_WORDS = re.compile(r"[^\W_]+", re.ASCII)  # on ASCII text, what _words() and _terms() find
 _STEMMER = Stemmer.Stemmer("english")
 _stem = _STEMMER.stemWords
 _stem_word = _STEMMER.stemWord
@@ -52,6 +51,23 @@ _WHEN_QUESTION = re.compile(r"\bwhen\b|\bwhat (?:date|day|time|year|month)\b|\bh
                             r"|什么时候|哪天|何时|几号|哪一天|哪年|几月|多久以前", re.I)
 
 
+@functools.cache
+def _terms() -> re.Pattern[str]:
+    """CJK runs and words, compiled on first use: a character class over the CJK ranges takes `re`
+    ~2 ms to compile (a Python loop over their 40,000 code points), and most texts are ASCII."""
+    return re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
+
+
+@functools.cache
+def _cjk() -> re.Pattern[str]:
+    return re.compile(rf"[{CJK_CLASS}]")
+
+
+@functools.cache
+def _words_re() -> re.Pattern[str]:
+    return re.compile(rf"[^\W_{CJK_CLASS}]+")
+
+
 def _words(words: list[str]) -> list[str]:
     return _stem(words) if words else words
 
@@ -59,10 +75,12 @@ def _words(words: list[str]) -> list[str]:
 def text_terms(text: str) -> list[str]:
     """The index terms of `text`, repeats kept: stemmed words, CJK bigrams and single characters."""
     normalized = normalize(text)
-    if _CJK.search(normalized) is None:
-        return _words(_WORDS.findall(normalized))  # no CJK run: every term is a word (the common case)
+    if normalized.isascii():  # O(1): no CJK, and the words are runs of ASCII letters and digits
+        return _words(_ASCII_WORDS.findall(normalized))
+    if _cjk().search(normalized) is None:
+        return _words(_words_re().findall(normalized))  # no CJK run: every term is a word (the common case)
     terms: list[str] = []
-    for cjk, word in _TERMS.findall(normalized):
+    for cjk, word in _terms().findall(normalized):
         if word:
             terms.append(_stem_word(word))
         else:
@@ -80,7 +98,11 @@ def query_terms(text: str, *, characters: bool = True) -> list[str]:
     words: list[str] = []
     cjk_terms: list[str] = []
     singles: list[str] = []
-    for cjk, word in _TERMS.findall(normalized):
+    if normalized.isascii():  # O(1): no CJK run, every term is a word
+        found = [("", word) for word in _ASCII_WORDS.findall(normalized)]
+    else:
+        found = _terms().findall(normalized)
+    for cjk, word in found:
         if word:
             words.append(word)
         elif len(cjk) == 1:
