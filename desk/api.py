@@ -401,7 +401,7 @@ class Desk(DeskFolder):
             asked = search_git_state(self)
         from desk.recall.search import recall
         from desk.recall.search_cache import SearchCache
-        from desk.results.memory import Recalled
+        from desk.results.read import Recalled
 
         if self._search_cache is None:
             self._search_cache = SearchCache(self)
@@ -436,7 +436,7 @@ class Desk(DeskFolder):
         (docs/scopes.md).
         """
         from desk.recall.context import build_context
-        from desk.results.memory import Context
+        from desk.results.read import Context
         from desk.text.times import utc_now
 
         if as_of is not None:
@@ -459,7 +459,7 @@ class Desk(DeskFolder):
     def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
         """Memories by type, the resident index's token cost, stale memories, archive size."""
         from desk.recall.stats import desk_stats
-        from desk.results.memory import Stats
+        from desk.results.read import Stats
 
         return Stats(desk_stats(self, now=now, unverified_days=unverified_days))
 
@@ -549,7 +549,7 @@ class Desk(DeskFolder):
         fact, with nothing written.
         """
         from desk.digest.facts import add_fact
-        from desk.results.working import Appended
+        from desk.results.archive import Appended
 
         return Appended(add_fact(self, text, kind=kind, importance=importance, key=key,
                                  session=session, actor=actor, at=at, redact=redact, project=project))
@@ -639,7 +639,7 @@ class Desk(DeskFolder):
         Not committed: `checkpoint` (or `digest`) commits the archive's growth.
         """
         from desk.archive.store import append_event
-        from desk.results.working import Appended
+        from desk.results.archive import Appended
 
         if content is None and payload is None:
             raise UsageError("give the event's TEXT (or `-` for stdin), or --payload JSON")
@@ -650,7 +650,7 @@ class Desk(DeskFolder):
                        progress: Progress | None = None) -> Imported:
         """Append every event of a JSONL file under one lock; a bad line changes nothing."""
         from desk.archive.importing import import_events
-        from desk.results.working import Imported
+        from desk.results.archive import Imported
 
         return Imported(import_events(self, Path(path), redact=redact, progress=progress))
 
@@ -659,7 +659,7 @@ class Desk(DeskFolder):
                      limit: int | None = None) -> EventList:
         """Archived events with since <= at < until, in time order; `limit` keeps the last N."""
         from collections import deque
-        from desk.results.working import ArchivedEvent, EventList
+        from desk.results.archive import ArchivedEvent, EventList
 
         from desk.archive.store import iter_events
         from desk.errors import Finding
@@ -673,7 +673,7 @@ class Desk(DeskFolder):
     def archive_show(self, event_id: str) -> ArchivedEvent:
         """The archived event `event_id`, with its file and line."""
         from desk.archive.store import find_event
-        from desk.results.working import ArchivedEvent
+        from desk.results.archive import ArchivedEvent
 
         return ArchivedEvent.of(find_event(self, event_id))
 
@@ -684,7 +684,7 @@ class Desk(DeskFolder):
         """
         from desk.archive.verify import verify_archive
         from desk.errors import InvalidFileError
-        from desk.results.working import ArchiveCheck
+        from desk.results.archive import ArchiveCheck
 
         report = verify_archive(self)
         if not report.ok:
@@ -702,7 +702,7 @@ class Desk(DeskFolder):
         `progress(done, total)` counts the archive files read (then the commit runs).
         """
         from desk.archive.checkpoint import checkpoint
-        from desk.results.working import Checkpointed
+        from desk.results.archive import Checkpointed
 
         return Checkpointed(checkpoint(self, actor=actor, progress=progress))
 

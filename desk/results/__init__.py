@@ -16,15 +16,17 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each name on first use
+    from desk.results.archive import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, EventList,
+                                      Imported)
     from desk.results.base import Outcome, Wrapped
     from desk.results.interchange import Exported, ImportPlan
-    from desk.results.memory import (AuditTrail, Context, Diagnosis, HooksChange, Initialized, MemoryChange,
-                                     MemoryDiff, MemoryList, Recalled, ShownMemory, Stats, Validation)
+    from desk.results.memory import (AuditTrail, Diagnosis, HooksChange, Initialized, MemoryChange, MemoryDiff,
+                                     MemoryList, ShownMemory, Validation)
+    from desk.results.read import Context, Recalled, Stats
     from desk.results.scopes import PrefChanged, PrefList, PrefShown, UserProfile
     from desk.results.sync import Cloned, Synced
-    from desk.results.working import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCase, ConflictCases,
-                                      ConversationsRendered, Digested, EventList, Imported, MistakeAdded,
-                                      Migrated, MistakeList, NowChange, NowView, Resolved)
+    from desk.results.working import (ConflictCase, ConflictCases, ConversationsRendered, Digested, Migrated,
+                                      MistakeAdded, MistakeList, NowChange, NowView, Resolved)
 
 __all__ = [
     "Outcome", "Wrapped",
@@ -38,15 +40,17 @@ __all__ = [
 
 # Where each result class lives (the modules above)
 _HOMES = {
+    **dict.fromkeys(("Appended", "ArchiveCheck", "ArchivedEvent", "Checkpointed", "EventList", "Imported"),
+                    "archive"),
     **dict.fromkeys(("Outcome", "Wrapped"), "base"),
     **dict.fromkeys(("Exported", "ImportPlan"), "interchange"),
-    **dict.fromkeys(("AuditTrail", "Context", "Diagnosis", "HooksChange", "Initialized", "MemoryChange",
-                     "MemoryDiff", "MemoryList", "Recalled", "ShownMemory", "Stats", "Validation"), "memory"),
+    **dict.fromkeys(("AuditTrail", "Diagnosis", "HooksChange", "Initialized", "MemoryChange", "MemoryDiff",
+                     "MemoryList", "ShownMemory", "Validation"), "memory"),
+    **dict.fromkeys(("Context", "Recalled", "Stats"), "read"),
     **dict.fromkeys(("PrefChanged", "PrefList", "PrefShown", "UserProfile"), "scopes"),
     **dict.fromkeys(("Cloned", "Synced"), "sync"),
-    **dict.fromkeys(("Appended", "ArchiveCheck", "ArchivedEvent", "Checkpointed", "ConflictCase",
-                     "ConflictCases", "ConversationsRendered", "Digested", "EventList", "Imported",
-                     "MistakeAdded", "Migrated", "MistakeList", "NowChange", "NowView", "Resolved"), "working"),
+    **dict.fromkeys(("ConflictCase", "ConflictCases", "ConversationsRendered", "Digested", "Migrated",
+                     "MistakeAdded", "MistakeList", "NowChange", "NowView", "Resolved"), "working"),
 }
 
 

@@ -1,4 +1,5 @@
-"""Results of the desk, memory, guard and read verbs (init, remember ... validate, doctor, recall, context, stats)."""
+"""Results of the desk, memory and guard verbs (init, remember ... validate, doctor); the read
+verbs' are in desk.results.read."""
 
 from __future__ import annotations
 
@@ -17,9 +18,6 @@ if TYPE_CHECKING:
     from desk.memory.index import IndexEntry
     from desk.memory.operations import MutationResult
     from desk.memory.reads import Shown
-    from desk.recall.context import ContextResult
-    from desk.recall.search import RecallResult
-    from desk.recall.stats import DeskStats
     from desk.scaffold import InitResult
     from desk.storage.git import Commit
 
@@ -214,42 +212,3 @@ class Diagnosis(Wrapped["DoctorReport"]):
 
     def text(self) -> str:
         return self.value.text()
-
-
-# -- reading --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Recalled(Wrapped["RecallResult"]):
-    """recall's ranked hits with scope, provenance and score breakdown."""
-
-    def text(self) -> str:
-        from desk.recall.render import render_text
-
-        return render_text(self.value)
-
-    def xml(self) -> str:
-        """docs/design.md §8.1's `<recalled_context>` block (empty when nothing was hit)."""
-        from desk.recall.render import render_xml
-
-        return render_xml(self.value)
-
-
-@dataclass(frozen=True)
-class Context(Wrapped["ContextResult"]):
-    """What the assistant loads at the start of a session; `.text()` is the Markdown to inject."""
-
-    def text(self) -> str:
-        from desk.recall.context import render_markdown
-
-        return render_markdown(self.value)
-
-
-@dataclass(frozen=True)
-class Stats(Wrapped["DeskStats"]):
-    """Counts, the resident index's token cost, stale memories, archive size."""
-
-    def text(self) -> str:
-        from desk.recall.stats import render_text
-
-        return render_text(self.value)

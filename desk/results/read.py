@@ -1,0 +1,50 @@
+"""Results of the read verbs (recall, context, stats): apart from the other results, so that a
+read command builds only these few classes at start-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from desk.results.base import Wrapped
+
+if TYPE_CHECKING:
+    from desk.recall.context import ContextResult
+    from desk.recall.search import RecallResult
+    from desk.recall.stats import DeskStats
+
+
+@dataclass(frozen=True)
+class Recalled(Wrapped["RecallResult"]):
+    """recall's ranked hits with scope, provenance and score breakdown."""
+
+    def text(self) -> str:
+        from desk.recall.render import render_text
+
+        return render_text(self.value)
+
+    def xml(self) -> str:
+        """docs/design.md §8.1's `<recalled_context>` block (empty when nothing was hit)."""
+        from desk.recall.render import render_xml
+
+        return render_xml(self.value)
+
+
+@dataclass(frozen=True)
+class Context(Wrapped["ContextResult"]):
+    """What the assistant loads at the start of a session; `.text()` is the Markdown to inject."""
+
+    def text(self) -> str:
+        from desk.recall.context import render_markdown
+
+        return render_markdown(self.value)
+
+
+@dataclass(frozen=True)
+class Stats(Wrapped["DeskStats"]):
+    """Counts, the resident index's token cost, stale memories, archive size."""
+
+    def text(self) -> str:
+        from desk.recall.stats import render_text
+
+        return render_text(self.value)
