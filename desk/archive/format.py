@@ -35,6 +35,8 @@ record_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=("
 
 @dataclass(frozen=True, order=True)
 class ArchiveFile:
+    """One archive file: its UTC day and the clone that writes it."""
+
     day: str
     clone: str
 

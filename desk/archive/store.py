@@ -151,6 +151,8 @@ def _stamp(now: dt.datetime) -> str:
 
 @dataclass
 class _Open:
+    """An archive file a writer holds open, and the chain state of its last line."""
+
     fd: int
     path: str
     prev: str | None  # hash of the file's last line, None for an empty file

@@ -119,6 +119,8 @@ class RecentFact:
 
 @dataclass
 class RecentFacts:
+    """The recent facts context shows, and what was left out and why."""
+
     facts: list[RecentFact] = field(default_factory=list)
     excluded: dict[str, int] = field(default_factory=dict)  # why -> how many (of those read)
     unreadable: list[str] = field(default_factory=list)  # `path: problem`

@@ -86,6 +86,8 @@ FactsReader = Callable[[int, Mapping[str, IndexEntry]], "RecentFacts"]
 
 @dataclass
 class ContextResult:
+    """The rendered sections of one context read, with what was recalled and the budget."""
+
     sections: list[Section]
     query: str | None
     recalled: list[dict[str, Any]]

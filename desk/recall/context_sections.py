@@ -19,6 +19,8 @@ _ENTRY = "#### "  # a MISTAKES.md `## ` entry once escaped (`markdown_block` dem
 
 @dataclass
 class Section:
+    """One section of `desk context`: its text within its budget, what was left out, its sources."""
+
     key: str
     label: str
     path: str | None

@@ -28,6 +28,8 @@ SEED_WEIGHTS = {"lexical": 0.85, "recency": 0.15}
 
 @dataclass(frozen=True)
 class ScoreBreakdown:
+    """How a hit's score was made: the matched terms, each component and its weighted contribution."""
+
     matched_terms: tuple[str, ...]
     query_term_count: int
     lexical_coverage: float

@@ -53,6 +53,8 @@ LIMIT_MIN, LIMIT_MAX = 1, 10
 
 @dataclass(frozen=True)
 class RecallQuery:
+    """The query as recall ran it: its terms, limit, kind, as-of time and ranker."""
+
     query_id: str
     text: str
     normalized_text: str
@@ -110,6 +112,8 @@ def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
 
 @dataclass(frozen=True)
 class RecallHit:
+    """One ranked hit: its snippet, scope, provenance and score breakdown."""
+
     rank: int
     id: str
     snippet: str
@@ -124,6 +128,8 @@ class RecallHit:
 
 @dataclass(frozen=True)
 class RecallResult:
+    """What recall returns: the query, its hits, and how many records it searched."""
+
     query: RecallQuery
     hits: tuple[RecallHit, ...]
     searched_records: int

@@ -1,0 +1,113 @@
+"""Start-up (issue 17.3): each hot command imports only what it uses. No timing here: each command
+runs in a fresh interpreter (`python -m desk` semantics), then the test reads the modules it loaded
+and the regex tables it compiled. A module named here as absent was loaded by that command before
+issue 17.3 (or would cost start-up time for nothing); bench/bench_history.py, bench_core.py and
+bench_archive.py measure what the absence is worth."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from desk.layout import DeskFolder
+
+# After the command: every loaded module, and how many CJK tables desk.text.terms compiled.
+_PROBE = """
+import os, runpy, sys
+sys.argv = ["desk", *sys.argv[1:]]
+try:
+    runpy.run_module("desk", run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+terms = sys.modules.get("desk.text.terms")
+lazy = [getattr(terms, name, None) for name in ("_terms", "_cjk", "_words_re")] if terms else []
+compiled = sum(f.cache_info().currsize for f in lazy) if lazy and all(lazy) else None
+modules = sorted(sys.modules)  # before json is imported here
+import json
+with open(os.environ["PROBE_OUT"], "w") as out:
+    json.dump({"modules": modules, "cjk_tables": compiled}, out)
+"""
+
+# The result modules: a command builds only its own (desk.results.base is everyone's).
+RESULTS = {"desk.results.memory", "desk.results.read", "desk.results.archive", "desk.results.working",
+           "desk.results.scopes", "desk.results.sync", "desk.results.interchange"}
+# Never on a hot path: the checkers, the writers of other verbs, and the heavy dependencies.
+NEVER = {"pydantic", "git", "frontmatter", "mcp", "desk.guard.doctor", "desk.guard.hooks", "desk.scaffold",
+         "desk.migrate", "desk.sync.run", "desk.interchange.importing", "desk.interchange.exporting"}
+
+
+def probe(desk: DeskFolder, tmp_path: Path, *argv: str) -> dict[str, object]:
+    out = tmp_path / "probe.json"
+    empty = tmp_path / "cwd"  # `-c` puts the current folder on sys.path: not one holding `desk/`
+    empty.mkdir(exist_ok=True)
+    env = {**os.environ, "PROBE_OUT": str(out), "DESK_HOME": str(desk.root)}
+    done = subprocess.run([sys.executable, "-c", _PROBE, *argv], cwd=empty, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    data: dict[str, object] = json.loads(out.read_text())
+    return data
+
+
+def loaded(data: dict[str, object], names: set[str]) -> list[str]:
+    """Which of `names` (or their submodules) the command loaded."""
+    modules = data["modules"]
+    assert isinstance(modules, list)
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+
+
+@pytest.fixture
+def small_desk(desk: DeskFolder, identity: None) -> DeskFolder:
+    from desk.api import Desk
+
+    d = Desk(desk.root)
+    for i in range(3):
+        d.remember(f"note{i}", f"Body {i} about the topic.", type="fact", description=f"note {i}",
+                   triggers=["topic"])
+    d.recall("topic")  # build the caches: the commands below run warm, as they mostly do
+    d.context(query="topic")
+    d.close()
+    return desk
+
+
+def test_help_loads_neither_the_api_nor_yaml(small_desk: DeskFolder, tmp_path: Path) -> None:
+    data = probe(small_desk, tmp_path, "--help")
+    assert loaded(data, {"desk.api", "desk.results", "desk.layout", "desk.storage", "desk.text", "yaml",
+                         "sqlite3", "hashlib", "json"} | NEVER) == []
+
+
+def test_recall_loads_its_result_module_only_and_no_yaml(small_desk: DeskFolder, tmp_path: Path) -> None:
+    data = probe(small_desk, tmp_path, "recall", "topic", "--json")
+    assert loaded(data, RESULTS) == ["desk.results.read"]
+    assert loaded(data, {"yaml", "desk.storage.frontmatter", "desk.digest", "desk.guard.validate",
+                         "desk.transaction"} | NEVER) == []
+    assert data["cjk_tables"] == 0  # an ASCII query and ASCII memories: no CJK table compiled
+
+
+def test_recall_of_chinese_text_still_compiles_the_cjk_tables(small_desk: DeskFolder, tmp_path: Path) -> None:
+    """The lazy tables are compiled when a text needs them (the ASCII fast path is not the only one)."""
+    data = probe(small_desk, tmp_path, "recall", "分层记忆", "--json")
+    assert data["cjk_tables"] == 1
+
+
+def test_context_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: Path) -> None:
+    data = probe(small_desk, tmp_path, "context", "--query", "topic")
+    assert loaded(data, RESULTS) == ["desk.results.read"]
+    assert loaded(data, {"desk.transaction", "desk.guard.validate"} | NEVER) == []
+
+
+def test_remember_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: Path) -> None:
+    data = probe(small_desk, tmp_path, "remember", "note1", "A changed body about the topic.")
+    assert loaded(data, RESULTS) == ["desk.results.memory"]
+    assert loaded(data, {"desk.recall", "desk.digest"} | NEVER) == []
+
+
+def test_archive_append_loads_no_memory_code(small_desk: DeskFolder, tmp_path: Path) -> None:
+    data = probe(small_desk, tmp_path, "archive", "append", "-k", "note", "hello")
+    assert loaded(data, RESULTS) == ["desk.results.archive"]
+    assert loaded(data, {"yaml", "sqlite3", "desk.memory", "desk.recall", "desk.digest", "desk.transaction",
+                         "desk.storage.frontmatter"} | NEVER) == []
