@@ -28,10 +28,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, DeskError, InvalidFileError
 from desk.guard.hook_files import only_desk_hooks
-from desk.guard.validate import VALIDATED_ENV, KnownHead, require_valid
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
 from desk.storage.crash import crash_point
@@ -39,6 +39,9 @@ from desk.storage.git import (IndexLock, RawChange, blob_sha, parse_trailers, re
                               release_dead_git_locks, release_private_index_lock,
                               release_stale_index_lock)
 from desk.storage.lock import desk_lock
+
+if TYPE_CHECKING:
+    from desk.guard.validate import KnownHead
 
 PENDING_PREFIX = "desk-pending-"
 MOVE_ATTEMPTS = 5  # compare-and-swap retries when a person moves HEAD during a desk commit
@@ -99,6 +102,8 @@ class Transaction:
         `known` is what the caller knows about HEAD (the memory mirror): the gate reads it from
         there instead of git, and checks again on HEAD itself if HEAD is no longer that commit.
         """
+        from desk.guard.validate import VALIDATED_ENV, require_valid  # here: `desk sync` with nothing to do never commits
+
         git = self.desk.git
         message = add_trailers(message, self.desk.trailers)
         # The one gate (docs/design.md §1.3): the hook's rules, in process, on exactly this change.

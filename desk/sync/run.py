@@ -166,11 +166,11 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
                result: SyncResult, now: dt.datetime | None) -> str | None:
     """Bring `incoming` into HEAD: nothing, a fast-forward, or a merge desk settles and checks.
     HEAD after it."""
+    if head is not None and (head == incoming or git.is_ancestor(incoming, head)):
+        return head  # nothing to integrate: neither the gate nor the merge code is loaded
     from desk.guard.validate import validate_staged
     from desk.transaction import commit_message
 
-    if head is not None and (head == incoming or git.is_ancestor(incoming, head)):
-        return head
     new = git.rev_list(incoming, head)
     if head is None or git.is_ancestor(head, incoming):
         index = _gate_fast_forward(desk, head, incoming, result, now) if head is not None else None
