@@ -106,7 +106,7 @@ class Desk(DeskFolder):
         ConflictError (exit 4) over uncommitted edits.
         """
         from desk.memory.operations import remember
-        from desk.results.memory import MemoryChange
+        from desk.results.change import MemoryChange
 
         name = self._name(name, project)
         path = f"memory/{name}.md"
@@ -141,7 +141,7 @@ class Desk(DeskFolder):
         gate refuses.
         """
         from desk.memory.whole_file import remember_file
-        from desk.results.memory import MemoryChange
+        from desk.results.change import MemoryChange
 
         data = text.encode("utf-8") if isinstance(text, str) else text
         try:
@@ -160,7 +160,7 @@ class Desk(DeskFolder):
         nothing differs. `triggers` replaces the list; `clear` empties triggers, importance or
         expires. DeskError (exit 1) when there is no such memory."""
         from desk.memory.revise import set_fields
-        from desk.results.memory import MemoryChange
+        from desk.results.change import MemoryChange
 
         return MemoryChange(set_fields(
             self, self._name(name), description=description, type=type, triggers=triggers,
@@ -170,7 +170,7 @@ class Desk(DeskFolder):
     def rename(self, old: str, new: str, *, actor: str = "user") -> MemoryChange:
         """Rename memory `old` to `new` in one commit (file, `name:` and MEMORY.md); history follows it."""
         from desk.memory.revise import rename
-        from desk.results.memory import MemoryChange
+        from desk.results.change import MemoryChange
 
         return MemoryChange(rename(self, self._name(old), self._name(new), actor=actor))
 
@@ -186,7 +186,7 @@ class Desk(DeskFolder):
                project: str | None = None) -> MemoryChange:
         """Delete memory `name` (of `project`, when given) and its index line in one commit (git
         history keeps it)."""
-        from desk.results.memory import MemoryChange
+        from desk.results.change import MemoryChange
 
         if project is not None:
             from desk.scopes.projects import forget_in_project
@@ -270,7 +270,7 @@ class Desk(DeskFolder):
         result's `scopes` names the scope projections repaired.
         """
         from desk.memory.operations import reindex
-        from desk.results.memory import MemoryChange
+        from desk.results.change import MemoryChange
         from desk.scopes.prefs import reindex_scopes
 
         result = reindex(self, actor=actor)
@@ -291,7 +291,7 @@ class Desk(DeskFolder):
         with RejectedError and nothing changed.
         """
         from desk.memory.edit import edit_memory
-        from desk.results.memory import MemoryChange
+        from desk.results.change import MemoryChange
 
         return MemoryChange(edit_memory(self, self._name(name), actor=actor, ask=ask or (lambda _f: False),
                                         editor=editor))

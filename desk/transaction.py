@@ -163,9 +163,8 @@ class Transaction:
                     crash_point(f"after-write:{path}")
                 refreshed = git_dir / "desk-person-index"
                 if person_index.exists():
-                    import shutil  # here: the pre-commit hook imports this module and never copies
-
-                    shutil.copyfile(person_index, refreshed)
+                    # A plain copy (not shutil, which loads bz2 and lzma: ~2 ms of every mutation's start-up)
+                    refreshed.write_bytes(person_index.read_bytes())
                 else:
                     refreshed.unlink(missing_ok=True)
                 git.refresh_entries(refreshed, [*paths, *healed])

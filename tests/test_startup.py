@@ -34,7 +34,7 @@ with open(os.environ["PROBE_OUT"], "w") as out:
 """
 
 # The result modules: a command builds only its own (desk.results.base is everyone's).
-RESULTS = {"desk.results.memory", "desk.results.read", "desk.results.archive", "desk.results.working",
+RESULTS = {"desk.results.change", "desk.results.memory", "desk.results.read", "desk.results.archive", "desk.results.working",
            "desk.results.scopes", "desk.results.sync", "desk.results.interchange"}
 # Never on a hot path: the checkers, the writers of other verbs, and the heavy dependencies.
 NEVER = {"pydantic", "git", "frontmatter", "mcp", "desk.guard.doctor", "desk.guard.hooks", "desk.scaffold",
@@ -102,8 +102,21 @@ def test_context_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: 
 
 def test_remember_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: Path) -> None:
     data = probe(small_desk, tmp_path, "remember", "note1", "A changed body about the topic.")
-    assert loaded(data, RESULTS) == ["desk.results.memory"]
-    assert loaded(data, {"desk.recall", "desk.digest"} | NEVER) == []
+    assert loaded(data, RESULTS) == ["desk.results.change"]
+    assert loaded(data, {"desk.recall", "desk.digest", "tempfile", "shutil"} | NEVER) == []
+
+
+def test_sync_with_nothing_to_do_loads_neither_the_gate_nor_the_merge_code(
+        small_desk: DeskFolder, tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    subprocess.run(["git", "-C", str(small_desk.root), "remote", "add", "origin", str(remote)], check=True)
+    first = probe(small_desk, tmp_path, "sync")  # pushes the desk
+    assert "desk.results.sync" in first["modules"]  # type: ignore[operator]
+    data = probe(small_desk, tmp_path, "sync")
+    assert loaded(data, RESULTS) == ["desk.results.sync"]
+    assert loaded(data, {"yaml", "desk.guard.validate", "desk.sync.cases", "desk.recall", "desk.digest",
+                         "tempfile", "shutil"} | NEVER - {"desk.sync.run"}) == []
 
 
 def test_archive_append_loads_no_memory_code(small_desk: DeskFolder, tmp_path: Path) -> None:

@@ -19,9 +19,10 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
     from desk.results.archive import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, EventList,
                                       Imported)
     from desk.results.base import Outcome, Wrapped
+    from desk.results.change import MemoryChange
     from desk.results.interchange import Exported, ImportPlan
-    from desk.results.memory import (AuditTrail, Diagnosis, HooksChange, Initialized, MemoryChange, MemoryDiff,
-                                     MemoryList, ShownMemory, Validation)
+    from desk.results.memory import (AuditTrail, Diagnosis, HooksChange, Initialized, MemoryDiff, MemoryList,
+                                     ShownMemory, Validation)
     from desk.results.read import Context, Recalled, Stats
     from desk.results.scopes import PrefChanged, PrefList, PrefShown, UserProfile
     from desk.results.sync import Cloned, Synced
@@ -44,8 +45,9 @@ _HOMES = {
                     "archive"),
     **dict.fromkeys(("Outcome", "Wrapped"), "base"),
     **dict.fromkeys(("Exported", "ImportPlan"), "interchange"),
-    **dict.fromkeys(("AuditTrail", "Diagnosis", "HooksChange", "Initialized", "MemoryChange", "MemoryDiff",
-                     "MemoryList", "ShownMemory", "Validation"), "memory"),
+    "MemoryChange": "change",
+    **dict.fromkeys(("AuditTrail", "Diagnosis", "HooksChange", "Initialized", "MemoryDiff", "MemoryList",
+                     "ShownMemory", "Validation"), "memory"),
     **dict.fromkeys(("Context", "Recalled", "Stats"), "read"),
     **dict.fromkeys(("PrefChanged", "PrefList", "PrefShown", "UserProfile"), "scopes"),
     **dict.fromkeys(("Cloned", "Synced"), "sync"),

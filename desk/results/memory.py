@@ -1,5 +1,5 @@
-"""Results of the desk, memory and guard verbs (init, remember ... validate, doctor); the read
-verbs' are in desk.results.read."""
+"""Results of the desk, memory and guard verbs (init, show ... validate, doctor); a memory
+mutation's is in desk.results.change, the read verbs' in desk.results.read."""
 
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ if TYPE_CHECKING:
     from desk.guard.doctor import DoctorReport
     from desk.guard.hooks import HooksResult
     from desk.guard.validate import Report
-    from desk.memory.edit import EditResult
     from desk.memory.file import MemoryFile
     from desk.memory.index import IndexEntry
-    from desk.memory.operations import MutationResult
     from desk.memory.reads import Shown
     from desk.scaffold import InitResult
     from desk.storage.git import Commit
@@ -44,24 +42,6 @@ class Initialized(Wrapped["InitResult"]):
                          "\"Your Name\"` and `git config --global user.email you@example.org`")
         lines.append("next: fill in SOUL.md, then `desk remember NAME --type T --description D BODY`")
         return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class MemoryChange(Wrapped["MutationResult | EditResult"]):
-    """remember, forget, reindex, edit: the status, the path and the commit (None: none made)."""
-
-    def text(self) -> str:
-        r = self.value
-        pending = getattr(r, "pending", [])
-        if r.status == "renamed":
-            return f"renamed: {r.path}{commit_suffix(r.commit)}"
-        if r.status == "written":
-            return ("MEMORY.md regenerated; memory/ has uncommitted edits ("
-                    + ", ".join(pending) + "): review them and commit them with MEMORY.md")
-        return f"{r.status}: {r.path}{commit_suffix(r.commit)}"
-
-    def warnings(self) -> list[str]:
-        return [f"desk: warning: {w}" for w in getattr(self.value, "warnings", [])]
 
 
 @dataclass(frozen=True)

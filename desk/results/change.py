@@ -1,0 +1,31 @@
+"""The result of every memory mutation (remember, set, rename, forget, reindex, edit): apart from
+the other results, so that `desk remember`, the hot write path, builds only this class at start-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from desk.results.base import Wrapped, commit_suffix
+
+if TYPE_CHECKING:
+    from desk.memory.edit import EditResult
+    from desk.memory.operations import MutationResult
+
+
+@dataclass(frozen=True)
+class MemoryChange(Wrapped["MutationResult | EditResult"]):
+    """remember, forget, reindex, edit: the status, the path and the commit (None: none made)."""
+
+    def text(self) -> str:
+        r = self.value
+        pending = getattr(r, "pending", [])
+        if r.status == "renamed":
+            return f"renamed: {r.path}{commit_suffix(r.commit)}"
+        if r.status == "written":
+            return ("MEMORY.md regenerated; memory/ has uncommitted edits ("
+                    + ", ".join(pending) + "): review them and commit them with MEMORY.md")
+        return f"{r.status}: {r.path}{commit_suffix(r.commit)}"
+
+    def warnings(self) -> list[str]:
+        return [f"desk: warning: {w}" for w in getattr(self.value, "warnings", [])]

@@ -1,0 +1,46 @@
+"""atomic_write: the new bytes or the old ones, never half; no temporary file left behind."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from desk.storage.atomic import TEMP_PREFIX, atomic_write
+
+
+def test_atomic_write_replaces_the_file_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "note.md"
+    atomic_write(target, b"first\n")
+    atomic_write(target, b"second\r\n\x00\xff")
+    assert target.read_bytes() == b"second\r\n\x00\xff"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert sorted(p.name for p in target.parent.iterdir()) == ["note.md"]
+
+
+def test_a_failed_write_keeps_the_old_bytes_and_removes_its_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "taken"
+    target.mkdir()  # os.replace of a file onto a directory fails after the temporary file is written
+    (target / "inside").write_bytes(b"kept")
+    with pytest.raises(OSError):
+        atomic_write(target, b"new")
+    assert (target / "inside").read_bytes() == b"kept"
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"]
+
+
+def test_temporary_files_never_follow_or_reuse_an_existing_name(tmp_path: Path) -> None:
+    """Names carry TEMP_PREFIX (doctor finds leftovers by it) and are created exclusively: a
+    symlink planted under the prefix is never written through."""
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"untouched")
+    folder = tmp_path / "desk"
+    folder.mkdir()
+    for i in range(50):
+        os.symlink(outside, folder / f"{TEMP_PREFIX}{i:012x}")
+    for i in range(20):
+        atomic_write(folder / "f", str(i).encode())
+    assert outside.read_bytes() == b"untouched"
+    assert (folder / "f").read_bytes() == b"19"
+    assert len(list(folder.iterdir())) == 51
