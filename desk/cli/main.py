@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
-from pathlib import Path
 
 import click
 
@@ -156,7 +155,7 @@ class DeskGroup(SuggestingGroup):
 
 
 @click.group(cls=DeskGroup, context_settings=CONTEXT_SETTINGS)
-@click.option("--desk", "desk_path", type=click.Path(path_type=Path), metavar="PATH",
+@click.option("--desk", "desk_path", type=click.Path(), metavar="PATH",
               help="The desk to use (default: the desk enclosing the current folder, else $DESK_HOME); "
                    "also accepted after the subcommand.")
 @click.option("--user", metavar="ID", envvar="DESK_USER", help=USER_HELP)
@@ -164,14 +163,16 @@ class DeskGroup(SuggestingGroup):
               shell_complete=complete_project_names)
 @click.version_option(__version__, "--version", prog_name="desk")
 @click.pass_context
-def cli(ctx: click.Context, desk_path: Path | None, user: str | None, project: str | None) -> None:
+def cli(ctx: click.Context, desk_path: str | None, user: str | None, project: str | None) -> None:
     """Keep an AI assistant's identity and memory as a git repository of Markdown files.
 
     Start with `desk init PATH`, then `desk remember NAME ...`. Every change is one git commit;
     `desk log` shows the audit trail.
     """
+    from pathlib import Path  # here, not at import: `desk --help` never needs it (~2.5 ms with urllib)
+
     obj = ctx.ensure_object(Invocation)
-    obj.desk_path = desk_path
+    obj.desk_path = Path(desk_path) if desk_path is not None else None
     obj.user = user or None
     obj.project = project or None
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -13,6 +12,8 @@ import click.shell_completion
 from desk.errors import DeskError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from desk.api import Desk, Outcome
 
 F = TypeVar("F", bound=Callable[..., Any])
