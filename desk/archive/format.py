@@ -10,12 +10,12 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from desk.errors import Finding, InvalidFileError, UsageError
 from desk.layout import ARCHIVE_DIR
-from desk.text.secrets import SHORTEST_SECRET, redact, scan
 from desk.text.times import TimeFormatError, parse_time
 
 FIELDS = frozenset({"id", "desk_id", "at", "recorded_at", "kind", "session", "actor", "content",
@@ -155,14 +155,16 @@ def redact_event(event: dict[str, Any]) -> dict[str, Any]:
     payload keys and values at any depth, meta keys and values. `session` and `actor` are ids
     (a session becomes a file name under conversations/): one that holds a secret is refused,
     with exit 2, whether or not redaction is on (see `refuse_secret_ids`)."""
+    from desk.text.secrets import redact  # here: readers of the archive (context's recent facts) never redact
+
     refuse_secret_ids(event)
     kinds: list[str] = []
     content, payload, meta = event["content"], event["payload"], event["meta"]
-    out = {**event, "meta": _redact_value(meta, kinds)}
+    out = {**event, "meta": _redact_value(meta, kinds, redact)}
     if isinstance(content, str):
-        out["content"] = _redact_value(content, kinds)
+        out["content"] = _redact_value(content, kinds, redact)
     if payload is not None:
-        out["payload"] = _redact_value(payload, kinds)
+        out["payload"] = _redact_value(payload, kinds, redact)
     if kinds:
         out["meta"]["desk.redacted"] = ",".join(sorted(set(kinds)))
     return out
@@ -170,6 +172,8 @@ def redact_event(event: dict[str, Any]) -> dict[str, Any]:
 
 def refuse_secret_ids(event: dict[str, Any]) -> None:
     """UsageError when `session` or `actor` holds a secret: ids are never redacted in place."""
+    from desk.text.secrets import SHORTEST_SECRET, scan
+
     for key in ("session", "actor"):
         value = event.get(key)
         # No pattern matches fewer than SHORTEST_SECRET characters: short ids (most) skip the scan.
@@ -178,15 +182,15 @@ def refuse_secret_ids(event: dict[str, Any]) -> None:
                              "ids are kept as they are and become file names", hint=f"pass another {key}")
 
 
-def _redact_value(value: Any, kinds: list[str]) -> Any:
+def _redact_value(value: Any, kinds: list[str], redact: Callable[[str], tuple[str, list[str]]]) -> Any:
     if isinstance(value, str):
         text, found = redact(value)
         kinds.extend(found)
         return text
     if isinstance(value, dict):
-        return {_redact_value(k, kinds): _redact_value(v, kinds) for k, v in value.items()}
+        return {_redact_value(k, kinds, redact): _redact_value(v, kinds, redact) for k, v in value.items()}
     if isinstance(value, list):
-        return [_redact_value(v, kinds) for v in value]
+        return [_redact_value(v, kinds, redact) for v in value]
     return value
 
 
