@@ -801,7 +801,9 @@ def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(pat
 def stopped_notice(desk: DeskFolder) -> str | None:
     """What to run when a person's `git pull` (merge or rebase) is stopped on a conflict in this
     clone, else None. A few file checks when nothing is stopped: every CLI command asks."""
-    if desk.git.stopped() is None:
+    from desk.storage.gitdir import stopped_operation  # not desk.git: `archive append` runs no git
+
+    if stopped_operation(desk.git_dir) is None:
         return None
     from desk.sync.stopped import stopped_notice as notice
 

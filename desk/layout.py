@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import DeskError, NotADeskError
-from desk.storage.git import Git, blob_sha
 
 if TYPE_CHECKING:
+    from desk.storage.git import Git
     from desk.config import DeskConfig
 
 # Every path inside a desk, defined once (docs/design.md §2 lays them out).
@@ -247,6 +247,8 @@ class DeskFolder:
 
     @cached_property
     def git(self) -> Git:
+        from desk.storage.git import Git  # here: `desk archive append` never runs git (subprocess, ~5 ms)
+
         return Git(self.root)
 
     @cached_property
@@ -298,7 +300,10 @@ class DeskFolder:
 
     @cached_property
     def git_dir(self) -> Path:
-        return self.git.git_dir()
+        dot_git = self.root / ".git"
+        if dot_git.is_dir():  # what Git.git_dir finds first (self.git never sees GIT_DIR), without loading git
+            return dot_git
+        return self.git.git_dir()  # a linked work tree or a submodule: git says
 
     @property
     def lock_path(self) -> Path:
@@ -339,6 +344,7 @@ class DeskFolder:
             return None
         if not stat.S_ISREG(mode):
             return NOT_A_FILE
+        from desk.storage.git import blob_sha
         from desk.storage.reading import SymlinkError
 
         try:

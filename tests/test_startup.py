@@ -123,5 +123,6 @@ def test_sync_with_nothing_to_do_loads_neither_the_gate_nor_the_merge_code(
 def test_archive_append_loads_no_memory_code(small_desk: DeskFolder, tmp_path: Path) -> None:
     data = probe(small_desk, tmp_path, "archive", "append", "-k", "note", "hello")
     assert loaded(data, RESULTS) == ["desk.results.archive"]
+    # it runs no git: neither desk's git module nor subprocess (the stopped-merge check reads files)
     assert loaded(data, {"yaml", "sqlite3", "desk.memory", "desk.recall", "desk.digest", "desk.transaction",
-                         "desk.storage.frontmatter"} | NEVER) == []
+                         "desk.storage.frontmatter", "desk.storage.git", "subprocess"} | NEVER) == []

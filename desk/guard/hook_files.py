@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from desk.errors import DeskError
-from desk.storage.git import Git
+
+if TYPE_CHECKING:
+    from desk.storage.git import Git
 
 HOOK_ENTRY = "desk.cli.hook"  # `python -m desk.cli.hook HOOK`: what an installed hook runs
 # pre-merge-commit: a merge without conflicts skips pre-commit, and the union merge of MEMORY.md

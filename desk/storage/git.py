@@ -1090,13 +1090,10 @@ class Git:
     def stopped(self) -> str | None:
         """What a person's git left half-done in this clone: `merge` (MERGE_HEAD: a `git pull` or
         `git merge` stopped on a conflict), `rebase` (a `git pull --rebase` or `git rebase` stopped),
-        else None. File checks only: every desk command asks."""
-        git_dir = self.git_dir()
-        if (git_dir / "MERGE_HEAD").is_file():
-            return "merge"
-        if (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir():
-            return "rebase"
-        return None
+        else None. File checks only (`desk.storage.gitdir`): every desk command asks."""
+        from desk.storage.gitdir import stopped_operation
+
+        return stopped_operation(self.git_dir())
 
     def merge_message(self) -> str:
         """The message git prepared for the stopped merge (.git/MERGE_MSG), comment lines dropped."""
