@@ -126,3 +126,28 @@ def test_archive_append_loads_no_memory_code(small_desk: DeskFolder, tmp_path: P
     # it runs no git: neither desk's git module nor subprocess (the stopped-merge check reads files)
     assert loaded(data, {"yaml", "sqlite3", "desk.memory", "desk.recall", "desk.digest", "desk.transaction",
                          "desk.storage.frontmatter", "desk.storage.git", "subprocess"} | NEVER) == []
+
+
+def test_every_lazily_exported_name_resolves_to_one_class() -> None:
+    """desk, desk.api and desk.results load their re-exports on first use: each name in their
+    `__all__` resolves, to the same object everywhere, and a result class lives where _HOMES says."""
+    import desk
+    import desk.api
+    import desk.results
+
+    for name in desk.results.__all__:
+        found = getattr(desk.results, name)
+        assert found.__module__ == f"desk.results.{desk.results._HOMES[name]}", name
+        assert getattr(desk.api, name) is found, name
+    for name in desk.api.__all__:
+        assert getattr(desk.api, name) is not None, name
+    for name in desk.__all__:
+        if name != "__version__":
+            assert getattr(desk, name) is getattr(desk.api, name, None) or name in desk._ERRORS, name
+    from desk.api import Recalled  # a from-import goes through the module's __getattr__ too
+
+    assert Recalled is desk.results.Recalled
+    with pytest.raises(AttributeError):
+        desk.results.NoSuchResult  # noqa: B018
+    with pytest.raises(AttributeError):
+        desk.api.NoSuchResult  # noqa: B018
