@@ -50,7 +50,8 @@ RULE_MODULES = (
     "desk.archive.store", "desk.archive.format", "desk.config", "desk.layout", "desk.scopes.files",
     "desk.text.secrets", "desk.text.times", "desk.text.normalize", "desk.text.tokens", "desk.text.names",
     "desk.text.escape", "desk.vocabulary", "desk.errors", "desk.storage.atomic",
-    "desk.storage.git", "desk.storage.objects", "desk.storage.lock", "desk.storage.sqlite_cache",
+    "desk.storage.git", "desk.storage.objects", "desk.storage.hashing", "desk.storage.lock",
+    "desk.storage.sqlite_cache",
     "desk.storage.conflict_markers", "desk.storage.reading",
     "desk.review.queue", "desk.review.audit",
 )

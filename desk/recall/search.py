@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -40,6 +39,7 @@ from desk.recall.records import PROJECTS_TAG, project_tag
 from desk.recall.render import render_text, render_xml, snippet
 from desk.recall.search_cache import Progress, SearchCache
 from desk.storage.git import blob_sha
+from desk.storage.hashing import sha256_hex
 from desk.text.normalize import normalize
 from desk.text.terms import ASK_TAG, FIELD_MARK, TIME_TAG, asks_when, query_terms
 from desk.text.times import format_time, parse_time, utc_now
@@ -105,8 +105,8 @@ def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
     as_of_text = format_time(moment, "microsecond" if moment.microsecond else "second")
     normalized = normalize(readable)
     parts = [normalized, str(limit), kind, as_of_text, ranker] + ([embedder] if embedder is not None else [])
-    digest = hashlib.sha256("\0".join(parts).encode())
-    return RecallQuery("query-" + digest.hexdigest()[:16], readable, normalized, terms, limit, kind,
+    digest = sha256_hex("\0".join(parts).encode())
+    return RecallQuery("query-" + digest[:16], readable, normalized, terms, limit, kind,
                        as_of_text, ranker, embedder)
 
 

@@ -32,7 +32,6 @@ only for a hit.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 import os
 import sqlite3
@@ -591,6 +590,8 @@ class SearchCache:
         bytes the cache consumed (append-only growth; `prefix` is their hex digest); (a fresh
         SHA-256, False) when they are not (a truncation, an edit of any earlier line, a rewritten
         file); None when the file cannot be read safely (a symlink now, or gone): its records go."""
+        import hashlib  # OpenSSL, ~3 ms: only a recall whose archive files changed hashes them
+
         hasher = hashlib.sha256()
         if offset == 0 or st.st_size < offset:
             return (hasher, offset == 0) if _regular_file(self.desk.path(path)) is not None else None

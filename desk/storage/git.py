@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, GitError, RejectedError
-from desk.storage.objects import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
+from desk.storage.hashing import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
 from desk.storage.objects import (TREE_MODE, TreeConflict, changed_trees, commit_bytes, commit_tree_id, entry_id,
                                   entry_mode, find_entry, folders_of, read_loose, tree_entries, write_loose)
 

@@ -21,6 +21,8 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from desk.storage.hashing import sha1_hex
+
 TREE_MODE = b"40000"
 FILE_MODE = b"100644"
 
@@ -30,24 +32,6 @@ class TreeConflict(Exception):
 
 
 _ENTRY = re.compile(rb"[0-7]{5,6} [^\0]+\0.{20}", re.S)
-
-
-try:  # CPython's own SHA-1, as `random` takes _sha512: importing hashlib loads OpenSSL (~3 ms)
-    from _sha1 import sha1 as _small_sha1  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # another Python
-    _small_sha1 = None
-_SMALL = 1 << 15  # below this many bytes _sha1 (~20x slower per byte than OpenSSL's) costs less
-                  # than loading OpenSSL; above it hashlib is imported
-
-
-def sha1_hex(data: bytes) -> str:
-    """The SHA-1 of `data` in hex, without loading OpenSSL for small inputs (the pre-commit hook
-    hashes only small ones)."""
-    if _small_sha1 is not None and len(data) < _SMALL:
-        return str(_small_sha1(data).hexdigest())
-    import hashlib
-
-    return hashlib.sha1(data).hexdigest()
 
 
 def tree_entries(content: bytes) -> list[bytes]:

@@ -1,0 +1,40 @@
+"""SHA-1 and SHA-256 in hex without loading OpenSSL for small inputs.
+
+`import hashlib` loads OpenSSL (~3 ms at every process start that needs one digest). CPython's own
+`_sha1` and `_sha256` (as `random` takes `_sha512`) hash a few kilobytes faster than that costs, but
+are ~20x slower per byte than OpenSSL's: above `SMALL` bytes hashlib is imported and used. Both give
+the same digests (tests/storage/test_hashing.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:  # CPython 3.11
+    from _sha1 import sha1 as _small_sha1  # type: ignore[import-not-found,unused-ignore]
+    from _sha256 import sha256 as _small_sha256  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # CPython 3.12+ keeps SHA-256 in _sha2; another Python has neither
+    try:
+        from _sha1 import sha1 as _small_sha1  # type: ignore[import-not-found,unused-ignore,no-redef]
+        from _sha2 import sha256 as _small_sha256  # type: ignore[import-not-found,unused-ignore,no-redef]
+    except ImportError:
+        _small_sha1 = _small_sha256 = None
+SMALL = 1 << 15
+
+
+def _digest(data: bytes, small: Any, name: str) -> str:
+    if small is not None and len(data) < SMALL:
+        return str(small(data).hexdigest())
+    import hashlib
+
+    return hashlib.new(name, data).hexdigest()
+
+
+def sha1_hex(data: bytes) -> str:
+    """The SHA-1 of `data` in hex (the pre-commit hook and desk's objects hash mostly small inputs)."""
+    return _digest(data, _small_sha1, "sha1")
+
+
+def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of `data` in hex (a recall's query id hashes a few dozen bytes)."""
+    return _digest(data, _small_sha256, "sha256")
