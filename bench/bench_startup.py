@@ -11,9 +11,11 @@ Each `--python` is an interpreter with desk installed (default: this one, as `th
 (e.g. `--python main=/tmp/vmain/bin/python --python branch=/tmp/vb/bin/python`) to compare two
 versions in the same rounds (bench/README.md "Two versions in one run"). One desk is built with
 bench_history.py's `build_desk` (N memories, D commits, one `git fast-import`) and a bare remote
-on a path, and every version runs on it: recall, context, an unchanged `remember` and a `sync`
-with nothing to do change nothing, so no version pays for another's writes. `archive append`
-grows the archive (which recall then indexes and sync checkpoints), so its set runs last. Each
+on a path, then copied once per version (git's index refreshed in each copy, as after a clone):
+versions may keep caches in different formats (the search cache's schema, context's kept view),
+and on one shared desk each would rebuild the other's in every round. Recall, context, an
+unchanged `remember` and a `sync` with nothing to do change nothing. `archive append` grows the
+archive (which recall then indexes and sync checkpoints), so its set runs last. Each
 command runs once per version before the rounds (caches built); then the rounds interleave every
 version and command, the order rotating, and medians are compared. Child processes run
 `python -m desk` in an empty folder with bytecode caching on (`PYTHONDONTWRITEBYTECODE` unset).
@@ -45,16 +47,18 @@ SETS = {
 }
 
 
-def rounds_of(pythons: dict[str, str], commands: dict[str, list[str]], rounds: int, env: dict[str, str],
-              cwd: Path) -> dict[tuple[str, str], float]:
+def rounds_of(pythons: dict[str, str], commands: dict[str, list[str]], rounds: int,
+              envs: dict[str, dict[str, str]], cwd: Path) -> dict[tuple[str, str], float]:
+    """Median seconds of each (version, command); `envs[version]` names that version's desk."""
     pairs = [(version, name) for name in commands for version in pythons]
     for version, name in pairs:  # warm-up: caches built, bytecode written
-        subprocess.run([pythons[version], *commands[name]], env=env, cwd=cwd, capture_output=True)
+        subprocess.run([pythons[version], *commands[name]], env=envs[version], cwd=cwd, capture_output=True)
     times: dict[tuple[str, str], list[float]] = {pair: [] for pair in pairs}
     for r in range(rounds):
         for version, name in pairs[r % len(pairs):] + pairs[:r % len(pairs)]:
             t0 = time.perf_counter()
-            done = subprocess.run([pythons[version], *commands[name]], env=env, cwd=cwd, capture_output=True)
+            done = subprocess.run([pythons[version], *commands[name]], env=envs[version], cwd=cwd,
+                                  capture_output=True)
             times[(version, name)].append(time.perf_counter() - t0)
             if done.returncode:
                 sys.exit(f"{version}: `desk {' '.join(commands[name][2:])}` failed:\n{done.stderr.decode()}")
@@ -90,14 +94,19 @@ def main() -> None:
         git(root, "push", "-q", "origin", branch)
         print(f"built a {args.memories}-memory desk with {args.depth + 1} commits and its remote in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
-        env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, **GIT_ENV,
-               "DESK_HOME": str(root)}
+        base_env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, **GIT_ENV}
+        envs = {}
+        for number, version in enumerate(pythons):
+            copy = work / f"desk-{number}"
+            shutil.copytree(root, copy, symlinks=True)
+            git(copy, "update-index", "-q", "--refresh")  # the copy's stat data, as a clone has it
+            envs[version] = {**base_env, "DESK_HOME": str(copy)}
         results: dict[tuple[str, str], float] = {}
         still = {name: command for s in sets if s != "append" for name, command in SETS[s].items()}
-        results.update(rounds_of(pythons, {**BASE, **still}, args.rounds, env, empty))
+        results.update(rounds_of(pythons, {**BASE, **still}, args.rounds, envs, empty))
         if "append" in sets:
             results.update({pair: t for pair, t in rounds_of(pythons, {**BASE, **SETS["append"]}, args.rounds,
-                                                              env, empty).items() if pair[1] not in BASE})
+                                                              envs, empty).items() if pair[1] not in BASE})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nload average at the end {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
