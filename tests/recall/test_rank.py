@@ -17,6 +17,10 @@ WORDS = ("orion maple kestrel database queue port server launch budget which wha
          "staging production alice bruno chen report weekly status 数据库 上线 预算 服务器 端口").split()
 
 
+# A fixed time after every record these tests write (each carries its own `at` in 2026, in
+# named day files), so the answers are the same on any day the tests run.
+AS_OF = "2026-12-01T00:00:00+00:00"
+
 def _write_records(desk: DeskFolder, rng: random.Random, count: int) -> None:
     folder = desk.path(".system/archive")
     lines = []
@@ -63,7 +67,7 @@ def test_pruned_top_equals_exhaustive_scan(desk: DeskFolder, ranker: str) -> Non
     cache = SearchCache(desk)
     try:
         cache.refresh()
-        as_of = "2026-12-01T00:00:00+00:00"
+        as_of = AS_OF
         for _ in range(40):
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 7)))
             limit = rng.randint(1, 10)
@@ -160,7 +164,7 @@ def test_default_ranker_equals_its_definition(desk: DeskFolder, monkeypatch: pyt
         # a rewritten file leaves tombstones between records of one session
         (folder / "2026-11-29.testclone.jsonl").write_text("\n".join(lines[:390]) + "\n", "utf-8")
         cache.refresh()
-        as_of = "2026-12-01T00:00:00+00:00"
+        as_of = AS_OF
         queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) for _ in range(30)]
         queries += ["when did alice launch the server", "when was the 上线"]
         for i, text in enumerate(queries):
@@ -203,7 +207,7 @@ def test_a_speakers_name_said_by_the_other_person_weighs_as_little_as_the_speake
     try:
         cache.refresh()
         got = search(cache, normalize_query("Did Emeka take up pottery?", limit=3, kind="conversation",
-                                            as_of="2026-12-01T00:00:00Z"), desk.config.desk_id).hits
+                                            as_of=AS_OF), desk.config.desk_id).hits
         assert got[0].snippet == "I signed up for a pottery class."
         assert "Hi Emeka, long time no talk!" not in [h.snippet for h in got[:2]]
         b = got[0].score_breakdown

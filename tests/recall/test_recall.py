@@ -21,6 +21,8 @@ from desk.text.times import format_time
 from tests.conftest import DeskRunner, git, snapshot
 from tests.history_helpers import build_history, count_git, last_commit
 
+# A fixed time after every memory and event these tests write with a time (`_remember` stamps
+# 2026-11-20 unless told; appends pass `at`): the answers are the same on any day the tests run.
 AS_OF = "2026-12-01T00:00:00Z"
 
 
