@@ -21,6 +21,7 @@ WORDS = ("orion maple kestrel database queue port server launch budget which wha
 # named day files), so the answers are the same on any day the tests run.
 AS_OF = "2026-12-01T00:00:00+00:00"
 
+
 def _write_records(desk: DeskFolder, rng: random.Random, count: int) -> None:
     folder = desk.path(".system/archive")
     lines = []
