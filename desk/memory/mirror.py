@@ -82,13 +82,7 @@ class HeadMirror:
         A commit desk recorded without its time (`record`) gets it here, for all names at once
         in one `git log --no-walk`, and keeps it.
         """
-        wanted = sorted(set(names))
-        found: dict[str, Committed] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            rows = self.db.execute(f"SELECT name, blob, last_commit, last_time FROM {_ROWS} WHERE name IN "
-                                   f"({','.join('?' * len(chunk))})", chunk)
-            found.update((name, Committed(blob, commit, time)) for name, blob, commit, time in rows)
+        found = _committed_rows(self.db, _ROWS, "name", names)
         untimed = {c.commit for c in found.values() if c.commit is not None and c.time is None}
         if untimed:
             try:
@@ -324,14 +318,7 @@ class ProjectHeads:
 
     def committed(self, paths: Iterable[str]) -> dict[str, Committed]:
         """`{path: Committed}` for those of `paths` committed at HEAD."""
-        wanted = sorted(set(paths))
-        found: dict[str, Committed] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            rows = self.db.execute(f"SELECT path, blob, last_commit, last_time FROM {_PROJECT_ROWS} "
-                                   f"WHERE path IN ({','.join('?' * len(chunk))})", chunk)
-            found.update((path, Committed(blob, commit, time)) for path, blob, commit, time in rows)
-        return found
+        return _committed_rows(self.db, _PROJECT_ROWS, "path", paths)
 
     def sync(self) -> None:
         head = self.desk.git.head()
@@ -503,3 +490,16 @@ def head_mirror(desk: DeskFolder) -> Iterator[HeadMirror]:
         yield state
     finally:
         cache.close()
+
+
+def _committed_rows(db: sqlite3.Connection, table: str, column: str, keys: Iterable[str]) -> dict[str, Committed]:
+    """`{key: Committed}` of the rows of `table` whose `column` is one of `keys` (500 a query:
+    SQLite's bound-parameter limit)."""
+    wanted = sorted(set(keys))
+    found: dict[str, Committed] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        rows = db.execute(f"SELECT {column}, blob, last_commit, last_time FROM {table} "
+                          f"WHERE {column} IN ({','.join('?' * len(chunk))})", chunk)
+        found.update((key, Committed(blob, commit, time)) for key, blob, commit, time in rows)
+    return found

@@ -293,16 +293,21 @@ def test_post_merge_reports_a_symlink_and_an_unauthorised_soul_change(clones: Cl
     assert not (c.root / "link").is_symlink()
 
 
+def _push_bad_memory(clone: api.Desk, text: str) -> None:
+    """Commit memory/bad.md past the hook (`--no-verify`, as a person may) and push it."""
+    (clone.root / "memory/bad.md").write_text(text)
+    git(clone.root, "add", "memory/bad.md")
+    git(clone.root, "commit", "-q", "--no-verify", "-m", "bad memory")
+    git(clone.root, "push", "-q", "origin", "main")
+
+
 def test_a_fast_forward_that_breaks_the_rules_is_refused_with_nothing_changed(clones: Clones) -> None:
     from click.testing import CliRunner
 
     from desk.cli.main import cli
 
     a, b = clones[0], clones[1]
-    (a.root / "memory/bad.md").write_text("---\nname: bad\ndescription: x\ntype: nonsense\n---\nbody\n")
-    git(a.root, "add", "memory/bad.md")
-    git(a.root, "commit", "-q", "--no-verify", "-m", "bad memory")
-    git(a.root, "push", "-q", "origin", "main")
+    _push_bad_memory(a, "---\nname: bad\ndescription: x\ntype: nonsense\n---\nbody\n")
     before = git(b.root, "rev-parse", "HEAD", "refs/remotes/origin/main")
     result = CliRunner().invoke(cli, ["--desk", str(b.root), "sync", "--json", "-q"])
     assert result.exit_code == 3, result.output
@@ -363,10 +368,7 @@ def test_journal_digested_in_two_clones_is_regenerated_from_the_merged_archive(c
 
 def test_a_merge_that_breaks_the_rules_is_refused_with_nothing_changed(clones: Clones) -> None:
     a, b = clones[0], clones[1]
-    (a.root / "memory/bad.md").write_text("---\nname: Not A Slug\n---\nbody\n")
-    git(a.root, "add", "memory/bad.md")
-    git(a.root, "commit", "-q", "--no-verify", "-m", "bad memory")
-    git(a.root, "push", "-q", "origin", "main")
+    _push_bad_memory(a, "---\nname: Not A Slug\n---\nbody\n")
     remember(b, "fine", "Fine.")
     head = git(b.root, "rev-parse", "HEAD")
     with pytest.raises(RejectedError) as err:
