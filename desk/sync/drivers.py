@@ -67,16 +67,23 @@ def _pick(base: Any, ours: Any, theirs: Any) -> tuple[bool, Any]:
 _INDEX_LINE = re.compile(r"^- \[([^\]]+)\]")
 
 
-def _index_lines(data: bytes | None) -> tuple[list[str], dict[str, str]]:
+def _keyed_lines(data: bytes | None, key: re.Pattern[str], placeholder: str | None = None
+                 ) -> tuple[list[str], dict[str, str]]:
+    """A generated index's lines before its first keyed line (less `placeholder`, the line an
+    empty index shows), and `{key: line}` of its keyed lines."""
     head: list[str] = []
     lines: dict[str, str] = {}
     for line in (_text(data) or "").splitlines():
-        m = _INDEX_LINE.match(line)
+        m = key.match(line)
         if m:
             lines[m.group(1)] = line
-        elif not lines:
+        elif not lines and line != placeholder:
             head.append(line)
     return head, lines
+
+
+def _index_lines(data: bytes | None) -> tuple[list[str], dict[str, str]]:
+    return _keyed_lines(data, _INDEX_LINE)
 
 
 def merge_index(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
@@ -204,15 +211,7 @@ NO_PREFS = "_No active preferences._"
 
 
 def _pref_lines(data: bytes | None) -> tuple[list[str], dict[str, str]]:
-    head: list[str] = []
-    lines: dict[str, str] = {}
-    for line in (_text(data) or "").splitlines():
-        m = _PREF_LINE.match(line)
-        if m:
-            lines[m.group(1)] = line
-        elif not lines and line != NO_PREFS:
-            head.append(line)
-    return head, lines
+    return _keyed_lines(data, _PREF_LINE, NO_PREFS)
 
 
 def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
