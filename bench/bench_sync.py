@@ -80,6 +80,20 @@ def paired(rounds: int, ours: list[str], base: list[list[str]], cwd: Path, env: 
     return statistics.median(a), statistics.median(b)
 
 
+def sync_vs_pull(b: Path, copy: Path, env: dict[str, str], *pull: str) -> tuple[float, float, bool]:
+    """Seconds of `desk sync` in clone `b` and of a plain `git pull PULL...` of the same commits in
+    a copy of it made first (hooks off), and whether both end with the same tree."""
+    shutil.copytree(b, copy, symlinks=True)
+    t1 = time.perf_counter()
+    run(b, env, *desk_cmd(b, "sync", "-q", "--no-push"))
+    ours = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    git(copy, env, *NO_HOOKS, "pull", "-q", *pull, "origin", "main")
+    plain = time.perf_counter() - t1
+    same = git(b, env, "rev-parse", "HEAD^{tree}") == git(copy, env, "rev-parse", "HEAD^{tree}")
+    return ours, plain, same
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--size", type=int, default=10_000)
@@ -124,15 +138,7 @@ def main() -> None:
         # 1,000 remote commits touching 1,000 memories, integrated by a fast-forward (gate first).
         remote_commits(a.root, env, args.commits)
         git(a.root, env, "push", "-q", "origin", "main")
-        copy = work / "b-ff"
-        shutil.copytree(b, copy, symlinks=True)
-        t1 = time.perf_counter()
-        run(b, env, *desk_cmd(b, "sync", "-q", "--no-push"))
-        ours = time.perf_counter() - t1
-        t1 = time.perf_counter()
-        git(copy, env, *NO_HOOKS, "pull", "-q", "--ff-only", "origin", "main")
-        plain = time.perf_counter() - t1
-        same = git(b, env, "rev-parse", "HEAD^{tree}") == git(copy, env, "rev-parse", "HEAD^{tree}")
+        ours, plain, same = sync_vs_pull(b, work / "b-ff", env, "--ff-only")
         print(f"fast-forward of {args.commits} remote commits ({args.commits} memories, checked by the gate "
               f"first) in a {args.size}-memory desk: desk sync {ours:.2f} s, git pull --ff-only {plain:.2f} s, "
               f"{ours / plain:.2f}x; same tree: {same}", flush=True)
@@ -141,15 +147,7 @@ def main() -> None:
         remote_commits(a.root, env, args.commits, "again")
         git(a.root, env, "push", "-q", "origin", "main")
         remember(desk_b, "local-change", type="fact", description="made in b", body="Made in b.", now=NOW)
-        copy = work / "b2"
-        shutil.copytree(b, copy, symlinks=True)
-        t1 = time.perf_counter()
-        run(b, env, *desk_cmd(b, "sync", "-q", "--no-push"))
-        ours = time.perf_counter() - t1
-        t1 = time.perf_counter()
-        git(copy, env, *NO_HOOKS, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
-        plain = time.perf_counter() - t1
-        same = git(b, env, "rev-parse", "HEAD^{tree}") == git(copy, env, "rev-parse", "HEAD^{tree}")
+        ours, plain, same = sync_vs_pull(b, work / "b2", env, "--no-rebase", "--no-edit")
         print(f"sync of {args.commits} remote commits ({args.commits} memories) into a {args.size}-memory "
               f"desk with one local commit: desk sync {ours:.2f} s, git pull {plain:.2f} s, "
               f"{ours / plain:.2f}x; same tree: {same}", flush=True)
