@@ -27,7 +27,7 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from desk.errors import GitError, InvalidFileError
 from desk.layout import CONFIG_PATH, INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
@@ -375,13 +375,8 @@ class ProjectHeads:
 @contextmanager
 def project_heads(desk: DeskFolder) -> Iterator[ProjectHeads]:
     """The last commits of HEAD's project memories, synced (a reader may open it without the lock)."""
-    cache = EntryCache(desk.cache_dir)
-    try:
-        state = ProjectHeads(desk, cache)
-        state.sync()
+    with _synced(desk, ProjectHeads) as state:
         yield state
-    finally:
-        cache.close()
 
 
 def _first_parent_changes(git: Git, old: str, new: str, wanted: Callable[[str], bool]
@@ -483,9 +478,19 @@ def head_mirror(desk: DeskFolder) -> Iterator[HeadMirror]:
     A mutation opens it under the desk lock; a reader (recall, context) may open it without: a
     sync only ever brings the mirror to the HEAD it reads, in one SQLite transaction.
     """
+    with _synced(desk, HeadMirror) as state:
+        yield state
+
+
+_Synced = TypeVar("_Synced", HeadMirror, ProjectHeads)
+
+
+@contextmanager
+def _synced(desk: DeskFolder, kind: Callable[[DeskFolder, EntryCache], _Synced]) -> Iterator[_Synced]:
+    """A `kind` over the desk's entry cache, brought to HEAD; the cache closed after."""
     cache = EntryCache(desk.cache_dir)
     try:
-        state = HeadMirror(desk, cache)
+        state = kind(desk, cache)
         state.sync()
         yield state
     finally:

@@ -92,13 +92,7 @@ def test_memory_changed_on_both_sides_opens_a_case_never_markers(clones: Clones)
 
 
 def test_deleted_on_one_side_changed_on_the_other_keeps_the_memory(clones: Clones) -> None:
-    a, b = clones[0], clones[1]
-    remember(a, "foo", "Shared.")
-    a.sync()
-    b.sync()
-    a.forget("foo")
-    remember(b, "foo", "Changed here.")
-    a.sync()
+    a, b = _delete_here_change_there(clones)
     result = b.sync(now=NOW).value
     assert (b.root / "memory/foo.md").read_text().endswith("Changed here.\n")
     (case,) = [c for c in b.conflicts().to_json()["cases"] if c["id"] in result.cases]
