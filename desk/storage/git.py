@@ -19,8 +19,8 @@ import subprocess
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from desk.errors import ConflictError, GitError, RejectedError
 from desk.storage.hashing import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
@@ -116,8 +116,9 @@ def staged_snapshot(root: Path) -> Iterator[Git]:
         snapshot.unlink(missing_ok=True)
 
 
-@dataclass(frozen=True)
-class RawChange:
+# The records below are NamedTuples, not frozen dataclasses: every desk command imports this
+# module, and a frozen dataclass costs ~0.35 ms to create at import where a NamedTuple costs ~0.05 ms.
+class RawChange(NamedTuple):
     """One path of a `--raw` diff (read with `--no-renames`): the blob it had and the blob it has."""
 
     path: str
@@ -128,8 +129,7 @@ class RawChange:
     new_blob: str | None  # None: deleted (or unmerged)
 
 
-@dataclass(frozen=True)
-class MergeChange:
+class MergeChange(NamedTuple):
     """A path a merge commit made differ from every parent (`git log -c --raw`)."""
 
     path: str
@@ -137,8 +137,7 @@ class MergeChange:
     new_blob: str | None  # None: the merge deleted it
 
 
-@dataclass(frozen=True)
-class Commit:
+class Commit(NamedTuple):
     """One commit as the audit trail shows it."""
 
     sha: str
@@ -146,10 +145,10 @@ class Commit:
     email: str
     date: str
     subject: str
-    trailers: dict[str, list[str]] = field(default_factory=dict)  # keys as written, see parse_trailers
-    paths: list[str] = field(default_factory=list)
-    message: str = ""  # the whole message (`%B`)
-    changes: list[RawChange] = field(default_factory=list)  # what it changed, `paths` in full
+    trailers: dict[str, list[str]]  # keys as written, see parse_trailers
+    paths: list[str]
+    message: str  # the whole message (`%B`)
+    changes: list[RawChange]  # what it changed, `paths` in full
 
     def to_json(self) -> dict[str, object]:
         return {"commit": self.sha, "author": self.author, "email": self.email, "date": self.date,
@@ -1247,8 +1246,7 @@ def _command(args: tuple[str, ...] | list[str]) -> str:
     return rest[0] if rest else "(no command)"
 
 
-@dataclass(frozen=True)
-class HistoryStep:
+class HistoryStep(NamedTuple):
     """One commit of `Git.history`: its parents, committer time and changes against its first parent."""
 
     sha: str
@@ -1322,8 +1320,7 @@ def process_alive(pid: int) -> bool:
         return True
 
 
-@dataclass(frozen=True)
-class LeftLock:
+class LeftLock(NamedTuple):
     """A lock file a git process desk started may have left: `owner_alive` says whether it still
     runs; `recorded` is when it started (ns)."""
 
