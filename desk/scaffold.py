@@ -69,6 +69,11 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
     git = Git(path)
     if top is None or top.resolve() != path:
         git.init()
+    elif git.object_format() != "sha1":
+        raise DeskError(f"{path} is a git repository with {git.object_format()} object ids, which desk "
+                        "cannot write yet (it compares blob ids in SHA-1)",
+                        hint="create the desk in a new or empty folder (`desk init` makes a SHA-1 "
+                             "repository), or in a repository made with `git init --object-format=sha1`")
     desk = DeskFolder(path)
     files = desk_files()
     kept = sorted(p for p in files if (path / p).exists())

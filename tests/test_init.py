@@ -66,6 +66,31 @@ def test_nonempty_folder_refused_unless_allowed(tmp_path: Path) -> None:
     assert "AGENTS.md" not in git(folder, "ls-files").split()
 
 
+def test_init_makes_a_sha1_repository_whatever_git_defaults_to(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """desk compares blob ids it computes in SHA-1 with git's: a SHA-256 default would make a desk
+    whose first `remember` fails."""
+    monkeypatch.setenv("GIT_DEFAULT_HASH", "sha256")
+    from desk import api
+
+    init_desk(tmp_path / "d")
+    assert git(tmp_path / "d", "rev-parse", "--show-object-format").strip() == "sha1"
+    change = api.open(tmp_path / "d").remember("pick", "Use pytest.", type="convention",
+                                                 description="The test runner", triggers=["pytest"])
+    assert change.value.status == "created" and change.value.commit
+    assert git(tmp_path / "d", "status", "--porcelain") == ""
+
+
+def test_an_existing_sha256_repository_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    folder = tmp_path / "d"
+    subprocess.run(["git", "init", "-q", "--object-format=sha256", str(folder)], check=True)
+    before = snapshot(folder)
+    with pytest.raises(DeskError, match="sha256 object ids") as caught:
+        init_desk(folder)
+    assert "--object-format=sha1" in (caught.value.hint or "")
+    assert snapshot(folder) == before
+
+
 def test_folder_inside_another_repository_refused_unless_allowed(tmp_path: Path) -> None:
     outer = tmp_path / "project"
     outer.mkdir()

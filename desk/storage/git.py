@@ -363,7 +363,15 @@ class Git:
     # -- repository state -------------------------------------------------------------------
 
     def init(self) -> None:
-        self._run("init", "-q", "-b", "main")
+        """`git init` on branch main, always with SHA-1 object ids (desk compares blob ids it computes
+        itself with git's, in SHA-1; `GIT_DEFAULT_HASH=sha256` in the environment would otherwise
+        make a repository desk cannot write)."""
+        self._run("init", "-q", "-b", "main", "--object-format=sha1")
+
+    def object_format(self) -> str:
+        """The repository's object format: `sha1`, or `sha256` for a repository made with
+        `git init --object-format=sha256`."""
+        return self._text("rev-parse", "--show-object-format").strip()
 
     def object_id(self, name: str) -> str | None:
         """The object `name` (`HEAD^{commit}`, `REV:path`) resolves to, or None when there is none."""
