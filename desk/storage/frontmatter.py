@@ -215,11 +215,15 @@ def plain_mapping(yaml_text: str, first_line: int = 1) -> tuple[dict[str, Any], 
 
 def yaml_mapping(yaml_text: str, path: str, first_line: int = 1, loader: type | None = None
                  ) -> tuple[dict[str, Any], dict[str, int]]:
-    """`load_mapping` through PyYAML: libyaml's CSafeLoader when PyYAML was built with it, else
-    (or with `loader`) the pure-Python SafeLoader; both read the same."""
+    """`load_mapping` through PyYAML's pure-Python SafeLoader (or `loader`), on every machine.
+
+    Not libyaml's CSafeLoader even where PyYAML was built with it: on hostile text the two disagree
+    (libyaml reads `name: a<TAB>b` where the Python scanner refuses it; the Python parser reads
+    `[? , x]` where libyaml refuses it), and the gate's verdict on a file must not depend on how
+    PyYAML was installed: two clones of one desk run the same hooks and `desk sync` re-checks merges."""
     import yaml  # ~10 ms: only frontmatter outside the plain subset pays
 
-    _Loader = loader or _safe_loader()
+    _Loader = loader or yaml.SafeLoader
     offset = first_line - 1
 
     def at(mark: Any) -> int:
@@ -277,12 +281,6 @@ class Timestamp(str):
     Storage sits beside desk.text, not above it, so the caller formats and this module only keeps
     the scalar unquoted (a plain `str` that looks like a time would be quoted).
     """
-
-
-def _safe_loader() -> type:
-    import yaml
-
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[no-any-return]
 
 
 @lru_cache(maxsize=1)

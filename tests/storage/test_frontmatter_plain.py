@@ -7,7 +7,8 @@ The property: on hostile near-frontmatter text, whatever the fast path answers e
 finding) the fast path answered None. Outside the fast path the loaders do not always agree on
 hostile text: libyaml reads `name: a<TAB>b` as "a\tb" where the Python scanner refuses it, the
 Python parser reads `[? , x]` (a complex key) where libyaml refuses it, and on `0<TAB>: <CR>`
-they refuse with different rules; desk keeps using libyaml when it is there, as before.
+they refuse with different rules. desk therefore reads with the pure-Python SafeLoader on every
+machine (`test_the_verdict_does_not_depend_on_libyaml`).
 """
 
 from __future__ import annotations
@@ -209,6 +210,18 @@ def test_strict_framing_still_refuses(text: str, rule: str) -> None:
     with pytest.raises(InvalidFileError) as info:
         frontmatter.load_mapping(text, "memory/x.md", 2)
     assert info.value.findings[0].rule == rule
+
+
+@pytest.mark.parametrize("text", ["name: a\tb\n", "triggers: [? , x]\n", "0\t: \r\n", "name: x\t\n"])
+def test_the_verdict_does_not_depend_on_libyaml(text: str) -> None:
+    """Where libyaml and the Python loader disagree, desk reads as the Python loader does, which
+    every PyYAML install has: two machines give one file the same verdict."""
+    try:
+        meta, lines = frontmatter.load_mapping(text, "memory/x.md", 2)
+        desk_reads: Any = (typed(meta), lines)
+    except InvalidFileError as exc:
+        desk_reads = ("refused", [f.rule for f in exc.findings])
+    assert desk_reads == yaml_reading(text, yaml.SafeLoader)
 
 
 def test_reading_a_desk_memory_imports_no_yaml() -> None:
