@@ -38,6 +38,7 @@ from desk.storage.crash import crash_point
 from desk.storage.git import (IndexLock, RawChange, blob_sha, parse_trailers, recording_git_children,
                               release_dead_git_locks, release_private_index_lock,
                               release_stale_index_lock)
+from desk.storage.hashing import sha256_hex
 from desk.storage.lock import desk_lock
 
 if TYPE_CHECKING:
@@ -348,9 +349,7 @@ def _marker_check(data: Mapping[str, object]) -> str:
     exactly as desk wrote it (an edited one could make it commit or undo the wrong bytes)."""
     body = json.dumps({"message": data["message"], "paths": data["paths"]}, sort_keys=True,
                       ensure_ascii=False)
-    import hashlib  # OpenSSL, ~3 ms: the pre-commit hook imports this module and never needs it
-
-    return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+    return "sha256:" + sha256_hex(body.encode())
 
 
 def pending_markers(desk: DeskFolder) -> list[Path]:

@@ -235,3 +235,57 @@ def test_reading_a_desk_memory_imports_no_yaml() -> None:
             "print('yaml' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True"]
+
+
+def pyyaml_dump(meta: dict[str, Any]) -> str:
+    return yaml.dump(meta, Dumper=frontmatter._dumper(), sort_keys=False, allow_unicode=True,
+                     default_flow_style=False, width=1 << 30)
+
+
+@st.composite
+def written_value(draw: st.DrawFn) -> Any:
+    """A value desk could write, often with a hostile piece in it."""
+    kind = draw(st.integers(0, 5))
+    if kind == 0:
+        return draw(st.integers(-3, 10 ** 19))
+    if kind == 1:
+        return frontmatter.Timestamp(draw(st.sampled_from(["2026-11-29T10:00:00Z", "2026-11-29 10:00:00"])))
+    if kind == 2:
+        return draw(st.lists(value(), max_size=3))
+    if kind == 3:
+        return draw(st.text(max_size=8))
+    return draw(value())
+
+
+@SETTINGS
+@given(st.dictionaries(st.one_of(st.sampled_from(KEYS), st.text(max_size=4)), written_value(), max_size=5))
+@example({"name": "report-style", "description": "It's a test, with 报告 (x) #1", "triggers": ["a, b", "c]"]})
+@example({"description": "a #b"})
+@example({"description": "a\u3000b"})
+@example({"description": "Ⅻ"})
+@example({"description": "x:"})
+@example({"on": "x"})
+def test_what_the_fast_writer_writes_is_what_pyyaml_writes(meta: dict[str, Any]) -> None:
+    """Written without PyYAML only where that is exactly PyYAML's output, and read back by the fast
+    path as the same mapping."""
+    fast = frontmatter.plain_dump(meta)
+    if fast is None:
+        return
+    assert fast == pyyaml_dump(meta), meta
+    times = {k: dt.datetime.fromisoformat(v.replace("Z", "+00:00")) for k, v in meta.items()
+             if isinstance(v, frontmatter.Timestamp)}
+    lines, line = {}, 2
+    for k, v in meta.items():
+        lines[k] = line
+        line += 1 + (len(v) if isinstance(v, list) else 0)
+    assert yaml_reading(fast, yaml.SafeLoader) == (typed({**meta, **times}), lines), meta
+
+
+def test_what_desk_writes_is_written_without_pyyaml() -> None:
+    """`remember` writes a memory in a fresh process without importing PyYAML (~10 ms)."""
+    code = ("import sys, datetime as dt\nfrom desk.memory.file import MemoryFile, MemoryMeta\n"
+            "MemoryFile(MemoryMeta(name='a', description=\"It's d, 报告\", type='fact', triggers=['t', 'u v'],"
+            " created=dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)), 'Body.\\n').render()\n"
+            "print('yaml' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False"]
