@@ -11,7 +11,8 @@
                     desk's own commits in process)
   secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
   any desk file     `symlink` (any tracked path, desk's or not), `merge-conflict`, `binary`,
-                    `encoding`, `file-size`, `config`
+                    `encoding`, `file-size`, `config`; `bidi-control` (desk.text.direction) outside
+                    .system/, conversations/ and journal/
   user scopes       `scope-mismatch` (a file recording another user's scope or another desk),
                     `scope-path`, `pref-*` and `profile-field` (desk.scopes.files)
 
@@ -40,6 +41,7 @@ from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE
                          PREFS_DIR, PREFS_INDEX_FILE, is_scope_id, memory_name, newer_schema, project_file,
                          project_problem, scope_file)
 from desk.storage.git import parse_trailers
+from desk.text.direction import describe, first_control
 
 ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE, "MISTAKES.md",
                         PREFS_INDEX_FILE, ".gitattributes", ".gitignore"})
@@ -135,6 +137,12 @@ class FileVerdict(NamedTuple):
 _Items = list[tuple[Finding, str]]  # findings with their conditions, in order
 
 
+def _reviewed(path: str) -> bool:
+    """Whether `path` is text a person reviews as memory (the `bidi-control` rule): not the raw
+    archive and audit, nor conversations/ and journal/, which quote the archive as it was said."""
+    return not path.startswith((".system/", "conversations/", "journal/"))
+
+
 def _verdict(items: _Items, entry: tuple[str, str] | None = None) -> FileVerdict:
     return FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items), entry)
 
@@ -167,6 +175,12 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
         markers = conflict_markers(data)
         if markers is not None:  # what a merge left is the finding, not the YAML it broke
             return _verdict([(conflict_finding(path, markers), "")])
+    if data is not None and _reviewed(path) and (control := first_control(data)) is not None:
+        line, column, char = control
+        return _verdict([(Finding(path, line, "bidi-control", f"column {column}: an invisible "
+                                  f"{describe(char)} makes this text display in another order than "
+                                  "the assistant reads it (CVE-2021-42574); delete it (Arabic and "
+                                  "Hebrew text needs none)"), "")])
     if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
         found = check_archive(path, old, data, desk_id)
         if data is not None and not any(f.severity == "error" for f in found):

@@ -1,0 +1,41 @@
+"""Invisible bidirectional controls: text that a reviewer reads in one order and a model in another.
+
+The Unicode embedding, override and isolate controls (U+202A-U+202E, U+2066-U+2069) change the
+order in which the characters after them are *displayed*, not the order in which they are
+stored. A memory holding one can show a reviewer, in `git diff` or an editor, a sentence other
+than the one the assistant is given ("Trojan Source", CVE-2021-42574). Ordinary Arabic, Hebrew
+or mixed text needs none of them: the Unicode bidi algorithm orders it from the letters
+themselves, and the marks U+200E/U+200F (which move nothing) are not counted here. Rust refuses
+the same nine characters in source text by default (`text_direction_codepoint_in_literal`).
+
+Searched on the UTF-8 bytes, so a file is not decoded for the check.
+"""
+
+from __future__ import annotations
+
+import re
+
+NAMES = {
+    "\u202a": "LEFT-TO-RIGHT EMBEDDING", "\u202b": "RIGHT-TO-LEFT EMBEDDING",
+    "\u202c": "POP DIRECTIONAL FORMATTING", "\u202d": "LEFT-TO-RIGHT OVERRIDE",
+    "\u202e": "RIGHT-TO-LEFT OVERRIDE", "\u2066": "LEFT-TO-RIGHT ISOLATE",
+    "\u2067": "RIGHT-TO-LEFT ISOLATE", "\u2068": "FIRST STRONG ISOLATE",
+    "\u2069": "POP DIRECTIONAL ISOLATE",
+}
+_CONTROLS = re.compile(b"\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+
+
+def first_control(data: bytes) -> tuple[int, int, str] | None:
+    """The first direction control in UTF-8 `data`: its 1-based line and column (in characters)
+    and the character; None when there is none."""
+    found = _CONTROLS.search(data)
+    if found is None:
+        return None
+    start = data.rfind(b"\n", 0, found.start()) + 1
+    column = len(data[start:found.start()].decode("utf-8", "replace")) + 1
+    return data.count(b"\n", 0, found.start()) + 1, column, found.group().decode()
+
+
+def describe(char: str) -> str:
+    """`U+202E RIGHT-TO-LEFT OVERRIDE`."""
+    return f"U+{ord(char):04X} {NAMES[char]}"
