@@ -595,7 +595,7 @@ class Git:
     # -- writing ------------------------------------------------------------------------------
 
     def config_values(self) -> dict[str, str]:
-        """The few config values desk needs (identity, core.hooksPath), read once per Git.
+        """The few config values desk needs (identity, core.hooksPath, commit.gpgSign), read once per Git.
 
         Keys as git prints them: lower-cased (`core.hookspath`).
         """
@@ -603,7 +603,8 @@ class Git:
             self._config = self._parent.config_values()
         if self._config is None:
             out = self._run("config", "--get-regexp",
-                            r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding)$",
+                            r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
+                            r"|commit\.gpgsign)$",
                             check=False, read_only=True).decode("utf-8", "replace")
             self._config = dict(line.partition(" ")[::2] for line in out.splitlines())
         return self._config
@@ -805,6 +806,8 @@ class Git:
         fallback) and nothing else shapes the object (no GIT_*_DATE, author.* or committer.*
         config, i18n.commitEncoding, or a TZ other than this process's); else by git.
         """
+        if self.signs_commits():
+            return self._signed_commit(tree, parent, message)
         objects = self._objects_in_process()
         author, committer = self._plain_idents("AUTHOR"), self._plain_idents("COMMITTER")
         if objects is not None and author and committer and "\0" not in message:
@@ -814,6 +817,30 @@ class Git:
         parents = ["-p", parent] if parent else []
         out = self._run(*self.identity_args(), "commit-tree", tree, *parents, "-F", "-",
                         input=message.encode())
+        return out.decode().strip()
+
+    def signs_commits(self) -> bool:
+        """Whether `commit.gpgSign` asks for signed commits: desk's are signed too (`git commit-tree`
+        ignores the setting, so desk passes `-S`; git signs with the configured `gpg.format` and
+        `user.signingKey`). A remote that requires signed commits then takes desk's."""
+        value = self.config_values().get("commit.gpgsign")
+        if value is None:
+            return False
+        value = value.strip().lower()
+        if value in ("", "true", "yes", "on"):  # `gpgsign` with no value is true, as git reads it
+            return True
+        return value.lstrip("-").isdigit() and int(value) != 0
+
+    def _signed_commit(self, tree: str, parent: str | None, message: str) -> str:
+        parents = ["-p", parent] if parent else []
+        try:
+            out = self._run(*self.identity_args(), "commit-tree", "-S", tree, *parents, "-F", "-",
+                            input=message.encode())
+        except GitError as exc:
+            raise GitError(f"could not sign desk's commit (commit.gpgSign is set): {exc.message}",
+                           hint="fix signing (`git commit --allow-empty -S -m test` shows git's own "
+                                "error), or turn it off for this desk: `git config commit.gpgSign "
+                                "false`; nothing was changed") from None
         return out.decode().strip()
 
     def run_commit_hooks(self, tree_index: Path | None, message: str) -> None:
