@@ -71,7 +71,8 @@ def test_different_memories_merge_and_index_is_exact(clones: Clones) -> None:
     assert fsck.returncode == 0 and "error" not in fsck.stderr
 
 
-def test_memory_changed_on_both_sides_opens_a_case_never_markers(clones: Clones) -> None:
+def _changed_on_both_sides(clones: Clones) -> tuple[api.Desk, api.Desk]:
+    """foo, shared, then changed differently in a and in b; a's version pushed, b's not yet."""
     a, b = clones[0], clones[1]
     remember(a, "foo", "Shared.")
     a.sync()
@@ -79,6 +80,11 @@ def test_memory_changed_on_both_sides_opens_a_case_never_markers(clones: Clones)
     remember(a, "foo", "A's version.")
     remember(b, "foo", "B's version.")
     a.sync()
+    return a, b
+
+
+def test_memory_changed_on_both_sides_opens_a_case_never_markers(clones: Clones) -> None:
+    a, b = _changed_on_both_sides(clones)
     result = b.sync(now=NOW).value
     assert len(result.cases) == 1
     no_markers(b)
@@ -249,13 +255,7 @@ def test_a_persons_git_pull_rebase_leaves_an_exact_index(clones: Clones) -> None
 
 
 def test_a_persons_git_pull_merge_opens_the_case_in_a_desk_commit(clones: Clones) -> None:
-    a, b = clones[0], clones[1]
-    remember(a, "foo", "Shared.")
-    a.sync()
-    b.sync()
-    remember(a, "foo", "A's version.")
-    remember(b, "foo", "B's version.")
-    a.sync()
+    a, b = _changed_on_both_sides(clones)
     git(b.root, "pull", "-q", "--no-rebase", "origin", "main")
     no_markers(b)
     assert b.validate("all").exit_code == 0
