@@ -6,7 +6,8 @@
   `now_show`, read-only rounds: the server's fixed cost per call (the call itself is ~0.1 ms),
       and the CPU time a call costs the client (this process) and the server (Linux: schedstat)
 
-Usage: python bench/bench_serve.py [--memories 1000] [--rounds 30] [--reads 200]
+Usage: python bench/bench_serve.py [--memories 1000] [--rounds 30] [--reads 200] [--idle MS] [--probe]
+                                  [--profile-server FILE]
 
 The desk is built as in bench_core.py (N memories, one commit each). The server is the installed
 `python -m desk serve`, started once with the MCP SDK's own client (`stdio_client` +
@@ -15,12 +16,21 @@ in-process call and the server call back to back, alternating which goes first, 
 compared, so a slow moment on the shared machine hits both sides. Both write to the same desk, as
 the assistant, so both pay for the same desk size. The desk is built in a child process, so the
 bench process is as lean as a harness's.
+
+`--idle MS` pauses before each read-only call (both sides), as a harness's calls come after the
+model's turn rather than back to back. `--probe` starts the server through `bench/serve_probe.py`
+(the same installed `desk serve`, its `Desk` calls time-stamped) and splits each call through the
+server, from time stamps on both sides (one monotonic clock), into the desk call itself and what
+comes before it (the client sending, the SDK reading and dispatching the request) and after it
+(the SDK building and writing the answer, the client reading and validating it).
+`--profile-server FILE` also runs the server under cProfile (stats in FILE, for `python -m pstats`).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
 import multiprocessing
 import os
 import statistics
@@ -38,7 +48,8 @@ from mcp.client.stdio import stdio_client
 import desk as desk_api
 
 QUERIES = ["topic5 benchmark fact", "benchmark value topic42", "fact topic7"]
-
+PROBE = Path(__file__).with_name("serve_probe.py")
+Sent = tuple[str | None, float, float]  # a server call: its row (None: a warm-up), sent, answered
 
 def server_pid() -> int | None:
     """The `desk ... serve` child of this process (Linux /proc), else None."""
@@ -73,18 +84,30 @@ def remember_args(i: int, who: str) -> dict[str, object]:
             "body": f"Fact recorded through {who}, round {i}.", "triggers": [f"topic{i % 97}"]}
 
 
-async def measure(root: Path, rounds: int, reads: int, cwd: Path
-                  ) -> tuple[dict[str, tuple[float, float]], tuple[float, float]]:
+def server_args(root: Path, stamps: Path | None, profile: Path | None) -> list[str]:
+    """`python -m desk --desk ROOT serve`, or the same through serve_probe.py (time stamps, cProfile)."""
+    desk_args = ["--desk", str(root), "serve"]
+    if stamps is None:
+        return ["-m", "desk", *desk_args]
+    return [str(PROBE), "--stamps", str(stamps), *(["--profile", str(profile)] if profile else []), "--", *desk_args]
+
+
+async def measure(root: Path, rounds: int, reads: int, cwd: Path, idle: float = 0.0,
+                  stamps: Path | None = None, profile: Path | None = None
+                  ) -> tuple[dict[str, tuple[float, float]], tuple[float, float], dict[str, list[Sent]]]:
     local = desk_api.open(root).with_trailers({"Desk-Client": "bench"})
-    params = StdioServerParameters(command=sys.executable, args=["-m", "desk", "--desk", str(root), "serve"],
+    params = StdioServerParameters(command=sys.executable, args=server_args(root, stamps, profile),
                                    env=GIT_ENV, cwd=str(cwd))
     times: dict[str, tuple[list[float], list[float]]] = {"remember": ([], []), "recall": ([], [])}
+    sent: dict[str, list[Sent]] = {"recall": [], "remember": [], "now_show": []}  # by tool, in call order
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, client_info=Implementation(name="bench", version="1")) as s:
             await s.initialize()
             pid = server_pid()
             fixed_cpu = [0.0, 0.0]  # the now_show rounds' CPU seconds: this process, the server
+            t0 = time.perf_counter()
             await s.call_tool("recall", {"query": QUERIES[0]})  # warm both recall caches
+            sent["recall"].append((None, t0, time.perf_counter()))
             local.recall(QUERIES[0])
             for i in range(rounds):
                 for what in ("remember", "recall"):
@@ -100,7 +123,9 @@ async def measure(root: Path, rounds: int, reads: int, cwd: Path
                             local.recall(str(args["query"]))
 
                     async def through_server() -> None:
+                        t0 = time.perf_counter()
                         result = await s.call_tool(what, served)
+                        sent[what].append((what, t0, time.perf_counter()))
                         assert not result.is_error, result.content
 
                     for side in ((0, 1) if i % 2 else (1, 0)):
@@ -118,19 +143,38 @@ async def measure(root: Path, rounds: int, reads: int, cwd: Path
                          functools.partial(local.recall, QUERIES[i % 3])),
                         ("now_show, reads only", "now_show", {}, local.now_show)):
                     for side in ((0, 1) if i % 2 else (1, 0)):
+                        if idle:
+                            time.sleep(idle)
                         t0 = time.perf_counter()
                         if side == 0:
                             local_call()
                         else:
                             c0, s0 = time.process_time(), cpu_seconds(pid)
                             result = await s.call_tool(tool, args)
+                            sent[tool].append((what, t0, time.perf_counter()))
                             assert not result.is_error, result.content
                             if tool == "now_show":
                                 fixed_cpu[0] += time.process_time() - c0
                                 fixed_cpu[1] += cpu_seconds(pid) - s0
                         times[what][side].append(time.perf_counter() - t0)
     medians = {what: (statistics.median(a), statistics.median(b)) for what, (a, b) in times.items()}
-    return medians, (fixed_cpu[0] / reads, fixed_cpu[1] / reads)
+    return medians, (fixed_cpu[0] / reads, fixed_cpu[1] / reads), sent
+
+
+def split_calls(sent: dict[str, list[Sent]], stamps: dict[str, list[list[float]]]
+                ) -> dict[str, tuple[float, float, float, float]]:
+    """Per row, the medians of: the round trip, before the desk call (sent -> the call starts in
+    the server), the desk call, after it (the call ends -> the answer is back in the client)."""
+    parts: dict[str, list[tuple[float, float, float, float]]] = {}
+    for tool, calls in sent.items():
+        served = stamps.get(tool, [])
+        if len(served) != len(calls):  # e.g. a tool that called another Desk method: no pairing
+            continue
+        for (row, t_sent, t_back), (start, end) in zip(calls, served):
+            if row is not None:
+                parts.setdefault(row, []).append((t_back - t_sent, start - t_sent, end - start, t_back - end))
+    return {row: tuple(statistics.median(p[k] for p in rows) for k in range(4))  # type: ignore[misc]
+            for row, rows in parts.items()}
 
 
 def main() -> None:
@@ -139,6 +183,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30, help="paired rounds per call (default 30)")
     parser.add_argument("--reads", type=int, default=200,
                         help="paired read-only rounds of recall and now_show after them (default 200)")
+    parser.add_argument("--idle", type=float, default=0.0,
+                        help="milliseconds to pause before each read-only call, both sides (default 0)")
+    parser.add_argument("--probe", action="store_true",
+                        help="time-stamp the desk calls in the server and split each call's time")
+    parser.add_argument("--profile-server", type=Path, metavar="FILE",
+                        help="run the server under cProfile (implies --probe); stats written to FILE")
     ns = parser.parse_args()
     print(describe(sys.argv))
     with tempfile.TemporaryDirectory() as tmp:
@@ -153,9 +203,13 @@ def main() -> None:
         builder.join()
         if builder.exitcode != 0:
             sys.exit(f"building the desk failed (exit {builder.exitcode})")
-        results, (client_cpu, server_cpu) = anyio.run(measure, root, ns.rounds, ns.reads, cwd)
+        stamps_file = Path(tmp) / "stamps.json" if ns.probe or ns.profile_server else None
+        results, (client_cpu, server_cpu), sent = anyio.run(
+            functools.partial(measure, root, ns.rounds, ns.reads, cwd, ns.idle / 1000, stamps_file,
+                              ns.profile_server))
+        stamps = json.loads(stamps_file.read_text()) if stamps_file is not None else None
     print(f"desk        {ns.memories:,} memories, one commit each; {ns.rounds} paired rounds, "
-          f"{ns.reads} read-only rounds\n")
+          f"{ns.reads} read-only rounds" + (f", {ns.idle:g} ms idle before each" if ns.idle else "") + "\n")
     for what, (api, server) in results.items():
         ratio = server / api
         if what.startswith("now_show"):
@@ -168,6 +222,13 @@ def main() -> None:
         verdict = "OK" if ratio <= 1.2 else "MISSED"
         print(f"{what:<21} in process {api * 1000:7.2f} ms   through the server {server * 1000:7.2f} ms   "
               f"{ratio:.2f}x  (target <= 1.2x) {verdict}")
+    if stamps is not None:
+        print("\nwhere a call through the server goes (time stamps both sides, medians of each part):")
+        for what, (trip, before, call, after) in split_calls(sent, stamps).items():
+            print(f"{what:<21} round trip {trip * 1000:6.2f} ms = before the desk call {before * 1000:5.2f} "
+                  f"+ the desk call {call * 1000:6.2f} + after it {after * 1000:5.2f} ms")
+        if ns.profile_server:
+            print(f"server profile: python -m pstats {ns.profile_server}")
 
 
 if __name__ == "__main__":
