@@ -110,6 +110,11 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
     # on the thread that opened it, and calls into one Desk object go one at a time. Inline,
     # that thread is the loop's, and a call cannot be interleaved with another (it never awaits).
     worker = None if inline else ThreadPoolExecutor(max_workers=1, thread_name_prefix="desk-serve")
+    # Each write goes through a `with_trailers` copy of `desk`, and a copy shares only what `desk`
+    # had computed before it was made. The `Git` object (which keeps the identity and settings
+    # one `git config` read) is made here, no git run, so every copy shares it, as an in-process
+    # Desk reuses its own: otherwise each write before the first read ran `git config` again.
+    _ = desk.git  # a cached property: made once, here
 
     async def run(fn: Callable[[], T]) -> T:
         if worker is None:

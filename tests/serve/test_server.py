@@ -336,3 +336,25 @@ def test_a_write_called_in_process_outside_a_request_names_an_unknown_client(des
     anyio.run(main)
     trailers = git(desk.root, "log", "-1", "--format=%(trailers:key=Desk-Client,valueonly)").strip()
     assert trailers == "unknown" and (desk.root / "memory" / "direct-call.md").is_file()
+
+
+def test_writes_through_the_server_read_the_git_identity_once_as_an_in_process_desk_does(
+        desk: DeskFolder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every write goes through a `with_trailers` copy of the server's Desk: the copies share its
+    `Git` object, so `git config` (the identity) runs once per server, not once per write, even
+    when the session writes before it ever reads."""
+    trace = tmp_path / "git-trace.log"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+
+    async def main() -> None:
+        async with stdio_session(desk.root, client="writer") as s:
+            for i in range(3):
+                made = await call(s, "remember", **{**REPORT, "name": f"report-{i}", "body": f"Report rule {i}."})
+                assert made["status"] == "created"
+            await call(s, "now_append", text="one more write", section="next")
+    anyio.run(main)
+    ran = [line.split("trace: built-in: ", 1)[1] for line in trace.read_text().splitlines()
+           if "trace: built-in: git " in line]
+    assert sum(cmd.startswith("git config") for cmd in ran) == 1, ran
+    assert sum(cmd.startswith("git update-ref") for cmd in ran) == 4  # the four commits were made
+    assert "Desk-Client: writer 1.0" in trailers(desk.root)
