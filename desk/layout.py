@@ -108,13 +108,16 @@ def scope_id(user: str | None) -> str:
     """The scope of user id `user`: OWNER_SCOPE for None or blank, else `u-` and 16 hex digits of a
     SHA-256 of the normalised id (NFKC, trimmed, case-folded), so an email or an account id never
     becomes a path and `Ada@Example.org` and `ada@example.org` are one person."""
-    import hashlib
+    if not user:
+        return OWNER_SCOPE  # the owner's read (every `desk context` without --user) loads nothing here
     import unicodedata
 
-    normal = unicodedata.normalize("NFKC", user or "").strip().casefold()
+    from desk.storage.hashing import sha256_hex
+
+    normal = unicodedata.normalize("NFKC", user).strip().casefold()
     if not normal:
         return OWNER_SCOPE
-    return "u-" + hashlib.sha256(normal.encode()).hexdigest()[:16]
+    return "u-" + sha256_hex(normal.encode())[:16]
 
 
 def is_scope_id(value: str) -> bool:

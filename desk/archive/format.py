@@ -6,16 +6,15 @@ validator (`check_archive_change`) and `desk archive verify`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from desk.errors import Finding, InvalidFileError, UsageError
 from desk.layout import ARCHIVE_DIR
+from desk.storage.hashing import sha256_hex
 from desk.text.times import TimeFormatError, parse_time
 
 FIELDS = frozenset({"id", "desk_id", "at", "recorded_at", "kind", "session", "actor", "content",
@@ -33,9 +32,11 @@ record_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=("
                                allow_nan=False).encode
 
 
-@dataclass(frozen=True, order=True)
-class ArchiveFile:
-    """One archive file: its UTC day and the clone that writes it."""
+class ArchiveFile(NamedTuple):
+    """One archive file: its UTC day and the clone that writes it (ordered by day, then clone).
+
+    A NamedTuple, not a frozen dataclass: ~0.5 ms less at the start of every command that reads
+    the archive (`desk context`'s recent facts)."""
 
     day: str
     clone: str
@@ -71,7 +72,7 @@ def at_key(value: str) -> str:
 
 
 def line_hash(line: bytes) -> str:
-    return "sha256:" + hashlib.sha256(line).hexdigest()
+    return "sha256:" + sha256_hex(line)  # no OpenSSL for a line of a few kB
 
 
 def seq_of(event_id: object) -> int | None:

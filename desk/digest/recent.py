@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import json
 import re
@@ -45,8 +44,8 @@ KEY_MAX = 80
 CONTENT_MAX = 4000
 
 
-@dataclass(frozen=True)
-class FactRecord:
+# NamedTuples and a plain class, not dataclasses: ~1 ms less at the start of every `desk context`.
+class FactRecord(NamedTuple):
     """The fields of a fact the recent facts need (desk.digest.facts.FactRecord's)."""
 
     id: str
@@ -103,8 +102,7 @@ def _open_cases(data: bytes | None) -> list[dict[str, Any]]:
     return [c for c in cases if c.get("status") == "open"]
 
 
-@dataclass(frozen=True)
-class RecentFact:
+class RecentFact(NamedTuple):
     """A fact as `desk context` shows it, with where it was read."""
 
     fact: FactRecord
@@ -117,14 +115,20 @@ class RecentFact:
                 "content": f.content, "path": self.path, "line": self.line}
 
 
-@dataclass
 class RecentFacts:
     """The recent facts context shows, and what was left out and why."""
 
-    facts: list[RecentFact] = field(default_factory=list)
-    excluded: dict[str, int] = field(default_factory=dict)  # why -> how many (of those read)
-    unreadable: list[str] = field(default_factory=list)  # `path: problem`
-    files: list[str] = field(default_factory=list)  # archive files read
+    __slots__ = ("facts", "excluded", "unreadable", "files")
+
+    def __init__(self) -> None:
+        self.facts: list[RecentFact] = []
+        self.excluded: dict[str, int] = {}  # why -> how many (of those read)
+        self.unreadable: list[str] = []  # `path: problem`
+        self.files: list[str] = []  # archive files read
+
+    def __repr__(self) -> str:
+        return (f"RecentFacts(facts={self.facts!r}, excluded={self.excluded!r}, unreadable={self.unreadable!r}, "
+                f"files={self.files!r})")
 
 
 def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,
