@@ -26,7 +26,11 @@ KIND_NAMES = ("memory", "conversation")
 SNIPPET_SOURCE_CHARS = 2000
 
 
-_STORED_TIME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{6}))?Z")
+@functools.cache
+def _stored_time() -> re.Pattern[str]:  # compiled when a record is built, not by every query
+    return re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{6}))?Z")
+
+
 _DAY_STARTS: dict[str, int | None] = {}  # midnight UTC of each day seen, in whole seconds
 
 
@@ -39,7 +43,7 @@ def _timestamp(value: object) -> float | None:
     """
     if not isinstance(value, str) or not value:
         return None
-    stored = _STORED_TIME.fullmatch(value)
+    stored = _stored_time().fullmatch(value)
     if stored is not None:
         day, hour, minute, second, fraction = stored.groups()
         start = _DAY_STARTS.get(day, -1)

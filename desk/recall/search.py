@@ -196,10 +196,10 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
             timed = cache.postings(TIME_TAG)[0] if asks_when(query.text) else None
             asks = cache.postings(ASK_TAG)[0]
             return context_top(ContextQuery(query.terms, lists, side, timed, asks), columns,
-                               excluded, alive, avg_len, as_of, limit, cache.rid)
+                               excluded, alive, avg_len, as_of, limit, cache.rids)
         dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in lists]
         ranker = Ranker(query.ranker, query.terms, dfs, alive, avg_len, as_of)
-        return top_records(ranker, lists, excluded, columns, limit, cache.rid)
+        return top_records(ranker, lists, excluded, columns, limit, cache.rids)
 
     if dense is None:
         scored: Sequence[tuple[ScoreBreakdown | HybridBreakdown, int]] = lexical_top(query.limit)

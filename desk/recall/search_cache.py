@@ -264,6 +264,16 @@ class SearchCache:
         row = self._connect().execute("SELECT rid FROM docs WHERE id=?", (doc,)).fetchone()
         return str(row[0])
 
+    def rids(self, docs: Iterable[int]) -> dict[int, str]:
+        """`{record number: id}` of `docs`, in one query per 500 (the ranker's tie-break)."""
+        wanted = sorted(set(docs))
+        found: dict[int, str] = {}
+        db = self._connect()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            found.update(db.execute(f"SELECT id, rid FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        return found
+
     def record_data(self, doc: int) -> dict[str, Any]:
         """A hit's snippet source and provenance: `rid`, `kind`, `type`, `text`, `provenance`."""
         origin, rid, line, offset, data = self._connect().execute(

@@ -158,9 +158,11 @@ def asks_when(text: str) -> bool:
 # A question mark (ASCII, full-width, or the small and Arabic forms), then nothing but closing
 # quotes and brackets, emoji, symbols and spaces: "Did you get the dog? 🐶" is a question,
 # "Really?!" too; "What? No, never." is not.
-_ENDS_ASKING = re.compile(r"[?？﹖؟][?!？！]*[^\w.!?。！？﹖؟…]*\Z")
+@functools.cache
+def _ends_asking() -> re.Pattern[str]:  # compiled when a record is built (~0.5 ms), not by every query
+    return re.compile(r"[?？﹖؟][?!？！]*[^\w.!?。！？﹖؟…]*\Z")
 
 
 def is_question(text: str) -> bool:
     """Whether a conversation turn ends by asking something: the turn after it is its answer."""
-    return _ENDS_ASKING.search(text) is not None
+    return _ends_asking().search(text) is not None

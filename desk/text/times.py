@@ -33,14 +33,15 @@ Form = Literal["input", "day", "stored"]
 Unit = Literal["day", "second", "microsecond"]
 
 _DATE = r"(?P<year>[0-9]{4})-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})"
-_PATTERNS = {
-    "input": re.compile(_DATE + r"(?:[Tt ](?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})"
-                                r"(?::(?P<second>[0-9]{2})(?:[.,](?P<fraction>[0-9]+))?)?"
-                                r"(?:(?P<z>[Zz])|(?P<sign>[+-])(?P<off_h>[0-9]{2})(?::?(?P<off_m>[0-9]{2}))?)?)?"),
-    "day": re.compile(_DATE),
-    "stored": re.compile(_DATE + r"T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})"
-                                 r"(?:\.(?P<fraction>[0-9]{6}))?(?P<z>Z)"),
+_SOURCES = {
+    "input": _DATE + r"(?:[Tt ](?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})"
+                     r"(?::(?P<second>[0-9]{2})(?:[.,](?P<fraction>[0-9]+))?)?"
+                     r"(?:(?P<z>[Zz])|(?P<sign>[+-])(?P<off_h>[0-9]{2})(?::?(?P<off_m>[0-9]{2}))?)?)?",
+    "day": _DATE,
+    "stored": _DATE + r"T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})"
+                      r"(?:\.(?P<fraction>[0-9]{6}))?(?P<z>Z)",
 }
+_PATTERNS: dict[str, re.Pattern[str]] = {}  # each compiled on first use (~0.2 ms each at start-up)
 _SHAPES = {
     "input": "an ISO 8601 time (e.g. 2026-11-29T10:00:00Z, or 2026-11-29 for midnight UTC)",
     "day": "a day like 2026-11-29",
@@ -76,7 +77,10 @@ def parse_time(value: str | dt.date, what: str = "time", *, form: Form = "input"
         return dt.datetime(value.year, value.month, value.day, tzinfo=_UTC)
     if not isinstance(value, str):
         raise TimeFormatError(what, f"{value!r} is not {_SHAPES[form]}")
-    match = _PATTERNS[form].fullmatch(value if form == "stored" else value.strip())
+    pattern = _PATTERNS.get(form)
+    if pattern is None:
+        pattern = _PATTERNS[form] = re.compile(_SOURCES[form])
+    match = pattern.fullmatch(value if form == "stored" else value.strip())
     if match is None:
         raise TimeFormatError(what, f"{value!r} is not {_SHAPES[form]}")
     part = match.groupdict()

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections import Counter
+from collections.abc import Iterable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from desk.layout import DeskFolder
 from desk.recall.search import normalize_query, search
-from desk.recall.rank import Ranker
+from desk.recall.rank import Ranker, stable_top
 from desk.recall.search_cache import SearchCache
 
 WORDS = ("orion maple kestrel database queue port server launch budget which what the for we did "
@@ -226,3 +230,26 @@ def test_a_turn_that_ends_with_a_question(text: str, asks: bool) -> None:
     from desk.text.terms import is_question
 
     assert is_question(text) is asks
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, -1.0, -2.5]), st.sampled_from([0.0, -1.0]),
+                          st.sampled_from([math.inf, -5.0, -7.0])), max_size=30),
+       st.integers(1, 10), st.randoms(use_true_random=False))
+def test_stable_top_looks_up_ids_of_tied_records_only_and_ranks_as_a_full_sort(
+        keys: list[tuple[float, float, float]], limit: int, rng: random.Random) -> None:
+    rids = {doc: f"memory:{rng.choice('abcdefgh')}{doc:03d}" for doc in range(len(keys))}
+    asked: list[list[int]] = []
+
+    def rids_of(docs: Iterable[int]) -> dict[int, str]:
+        docs = list(docs)
+        asked.append(docs)
+        return {d: rids[d] for d in docs}
+
+    scored = [(key, f"breakdown {doc}", doc) for doc, key in enumerate(keys)]
+    rng.shuffle(scored)
+    full = sorted(scored, key=lambda item: (item[0], rids[item[2]]))[:limit]
+    assert stable_top(list(scored), limit, rids_of) == [(b, d) for _, b, d in full]
+    assert len(asked) <= 1  # one look-up at most
+    counts = Counter(keys)
+    assert all(counts[keys[d]] > 1 for d in (asked[0] if asked else []))  # only records that tie
