@@ -28,9 +28,15 @@ terms = sys.modules.get("desk.text.terms")
 lazy = [getattr(terms, name, None) for name in ("_terms", "_cjk", "_words_re")] if terms else []
 compiled = sum(f.cache_info().currsize for f in lazy) if lazy and all(lazy) else None
 modules = sorted(sys.modules)  # before json is imported here
+tokens = sys.modules.get("desk.text.tokens")
+token_tables = tokens._pieces.cache_info().currsize if tokens else None
+# the dataclasses desk's loaded modules define (each cost ~0.2-0.4 ms to create at start-up)
+made = sorted(f"{name}.{cls.__name__}" for name, module in list(sys.modules.items()) if name.startswith("desk")
+              for cls in vars(module).values()
+              if isinstance(cls, type) and cls.__module__ == name and "__dataclass_fields__" in cls.__dict__)
 import json
 with open(os.environ["PROBE_OUT"], "w") as out:
-    json.dump({"modules": modules, "cjk_tables": compiled}, out)
+    json.dump({"modules": modules, "cjk_tables": compiled, "token_tables": token_tables, "dataclasses": made}, out)
 """
 
 # The result modules: a command builds only its own (desk.results.base is everyone's).
@@ -94,11 +100,51 @@ def test_recall_of_chinese_text_still_compiles_the_cjk_tables(small_desk: DeskFo
     assert data["cjk_tables"] == 1
 
 
+def test_recall_makes_no_dataclass_of_its_own(small_desk: DeskFolder, tmp_path: Path) -> None:
+    """Recall's and its result's record types are NamedTuples or plain classes: a frozen dataclass
+    costs ~0.35 ms to create, each time a process starts (issue 17.3)."""
+    data = probe(small_desk, tmp_path, "recall", "topic", "--json")
+    made = data["dataclasses"]
+    assert isinstance(made, list)
+    # ContextParams stays one: bench/retrieval/tune.py searches it with dataclasses.replace
+    assert [c for c in made if c.startswith(("desk.recall.", "desk.results.read.", "desk.text."))] == \
+        ["desk.recall.rank.ContextParams"]
+
+
+def test_a_recall_hitting_only_conversations_opens_no_memory_mirror(small_desk: DeskFolder, tmp_path: Path) -> None:
+    """The HEAD mirror (and the memory index it opens) names a memory hit's last commit: a recall
+    whose hits are all archived conversation turns never loads it."""
+    from desk.api import Desk
+
+    with Desk(small_desk.root) as d:
+        d.archive_append("inbound", "the quokka crossed the road", session="s1")
+        assert [h.id.split(":")[0] for h in d.recall("quokka").value.hits] == ["event"]  # cache built
+    data = probe(small_desk, tmp_path, "recall", "quokka", "--json")
+    assert loaded(data, {"desk.memory", "yaml"} | NEVER) == []
+    data = probe(small_desk, tmp_path, "recall", "topic", "--json")  # memory hits: the mirror names their commits
+    assert "desk.memory.mirror" in data["modules"]  # type: ignore[operator]
+
+
 def test_context_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: Path) -> None:
     data = probe(small_desk, tmp_path, "context", "--query", "topic")
     assert loaded(data, RESULTS) == ["desk.results.read"]
     # reading the archive's recent facts needs no secret scanner (only writing an event does)
     assert loaded(data, {"desk.transaction", "desk.guard.validate", "desk.text.secrets"} | NEVER) == []
+
+
+def test_context_of_a_desk_without_cjk_text_loads_no_openssl_and_no_cjk_table(
+        small_desk: DeskFolder, tmp_path: Path) -> None:
+    """Its hashes (the view and parse keys, the boundary, the files' blobs) are CPython's own, and
+    its token counts need the CJK ranges only for text that holds a character from U+3040 up."""
+    data = probe(small_desk, tmp_path, "context", "--query", "topic")
+    assert loaded(data, {"hashlib", "_hashlib"}) == []
+    assert data["token_tables"] == 0
+    made = data["dataclasses"]
+    assert isinstance(made, list)
+    assert [c for c in made if c.startswith(("desk.recall.", "desk.results.read.", "desk.digest.", "desk.archive.",
+                                             "desk.text."))] == []
+    small_desk.path("NOW.md").write_text("# Now\n\n正在写分层记忆的文档。\n", "utf-8")
+    assert probe(small_desk, tmp_path, "context", "--query", "topic")["token_tables"] == 1
 
 
 def test_remember_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ misses of each kind (question, evidence, top 5).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import tempfile
 from collections import Counter, defaultdict
@@ -52,8 +51,8 @@ def diagnose(seed: int, version: int, examples: int) -> None:
             as_of = gen.stamp(conv.as_of)
             d.recall("warm up", kind="conversation", as_of=as_of)
             for q in conv.questions:
-                query = dataclasses.replace(normalize_query(q.text, limit=10, kind="conversation", as_of=as_of),
-                                            limit=DEPTH)  # deeper than the CLI allows: where misses rank
+                query = normalize_query(q.text, limit=10, kind="conversation", as_of=as_of)._replace(
+                    limit=DEPTH)  # deeper than the CLI allows: where misses rank
                 found = [h.provenance["meta"].get("desk.source_id", "")
                          for h in search(d._search_cache, query, d.desk_id).hits]
                 for e in q.evidence:

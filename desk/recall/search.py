@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from desk.errors import DeskError, UsageError
 from desk.layout import DeskFolder, memory_name, project_problem
-from desk.memory.mirror import Committed, head_mirror, project_heads
 from desk.recall.rank import ContextQuery, Ranker, ScoreBreakdown, context_top, top_records
 from desk.recall.records import PROJECTS_TAG, project_tag
 from desk.recall.render import render_text, render_xml, snippet
@@ -45,6 +44,7 @@ from desk.text.times import format_time, parse_time, utc_now
 from desk.vocabulary import RANKERS, RECALL_KINDS
 
 if TYPE_CHECKING:
+    from desk.memory.mirror import Committed
     from desk.recall.hybrid import DenseIndex, HybridBreakdown
 
 LIMIT_MIN, LIMIT_MAX = 1, 10
@@ -211,15 +211,19 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
         return RecallResult(query, (), searched, candidates, reason)
     found = [(breakdown, cache.record_data(doc)) for breakdown, doc in scored]
     names = [n for _, d in found if d["kind"] == "memory" and (n := memory_name(d["provenance"]["path"]))]
-    committed: dict[str, Committed] = {}
-    if names:
-        # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
-        with head_mirror(cache.desk) as mirror:
-            committed = mirror.committed(names)
     in_projects = [d["provenance"]["path"] for _, d in found if d["kind"] == "memory" and "project" in d]
-    if in_projects:  # a project memory's, from the project table beside the mirror
-        with project_heads(cache.desk) as heads:
-            committed.update(heads.committed(in_projects))
+    committed: dict[str, Committed] = {}
+    if names or in_projects:
+        # Imported here: the mirror and the memory index it opens (~4 ms) only when a memory is hit.
+        from desk.memory.mirror import head_mirror, project_heads
+
+        if names:
+            # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).
+            with head_mirror(cache.desk) as mirror:
+                committed = mirror.committed(names)
+        if in_projects:  # a project memory's, from the project table beside the mirror
+            with project_heads(cache.desk) as heads:
+                committed.update(heads.committed(in_projects))
     hits = [_hit(cache.desk, rank, data, breakdown, desk_id, committed)
             for rank, (breakdown, data) in enumerate(found, 1)]
     return RecallResult(query, tuple(hits), searched, candidates, None)
