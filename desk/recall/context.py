@@ -42,7 +42,7 @@ from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MIST
                          PREFS_INDEX_FILE, PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder, profile_path,
                          project_index_path, scope_id)
 from desk.memory.index import HEADER, IndexEntry, invalid_paths
-from desk.recall.context_cache import MemoryView, memory_view
+from desk.recall.context_cache import FileBlobs, MemoryView, memory_view
 from desk.recall.context_parsed import ParsedCache
 # Re-exported: the public names of `desk context` stay importable from here.
 from desk.recall.context_memories import BLOCK, NOTICE, _memory_xml, _recalled, trigger_hits  # noqa: F401
@@ -233,6 +233,7 @@ def _build_context(desk: DeskFolder, mode: str, query: str | None, budget: int |
         memory_state = context_git_state(desk, mode, query, user, project)
     kept: list[MemoryView] = []
     parsed = ParsedCache(desk)  # USER.md's and injected memories' parses, kept by their bytes
+    blobs = FileBlobs(desk)
 
     def memory() -> MemoryView:
         if not kept:
@@ -243,6 +244,7 @@ def _build_context(desk: DeskFolder, mode: str, query: str | None, budget: int |
     try:
         sections: list[Section] = []
         read: dict[str, bytes | None] = {}  # desk files read: their blobs are checked against HEAD
+        hashed: dict[str, str] = {}  # desk files not read: their stat vouched for their blob (`FileBlobs`)
         labels = {key: (label, rel) for key, label, rel in FILE_SECTIONS}
         for key in READ_ORDER[mode]:
             limit = min(budgets[key], remaining)
@@ -262,8 +264,11 @@ def _build_context(desk: DeskFolder, mode: str, query: str | None, budget: int |
                     shown = one_line(str(project_agents))
                     text = markdown_block(_read(project_agents, shown, {}, None))
                     sources = [{"path": shown, "commit": None}]
-                elif rel == INDEX_FILE:
-                    _read(desk.path(rel), rel, read, rel, desk.root)  # its blob, for the sources
+                elif rel == INDEX_FILE:  # its blob, for the sources (the text is the memory view's)
+                    if (blob := blobs.known(rel)) is not None:
+                        hashed[rel] = blob
+                    else:
+                        _read(desk.path(rel), rel, read, rel, desk.root)
                     text, shown = memory().index_text, rel
                 elif rel == PROJECTS_DIR:
                     if project is None:
@@ -296,9 +301,11 @@ def _build_context(desk: DeskFolder, mode: str, query: str | None, budget: int |
             if block is not None:
                 sections.append(block[0])
                 recalled = block[1]
-        head = _stamp_sources(desk, sections, read, memory_state.ids if memory_state is not None else None)
+        head = _stamp_sources(desk, sections, read, memory_state.ids if memory_state is not None else None,
+                              hashed, blobs)
     finally:
         parsed.close()
+        blobs.close()
         if memory_state is not None and not kept:
             memory_state.close()  # not looked at (a read without memories, an error): its processes end
     return ContextResult(sections, query, recalled, budgets["total"], mode, format_time(as_of), head)
@@ -330,11 +337,15 @@ def _read(path: Path, shown: str, read: dict[str, bytes | None], rel: str | None
 
 
 def _stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, bytes | None],
-                   known: Mapping[str, str | None] | None = None) -> str | None:
+                   known: Mapping[str, str | None] | None = None, hashed: Mapping[str, str] | None = None,
+                   blobs: FileBlobs | None = None) -> str | None:
     """Give each desk file source its blob and, when HEAD holds exactly that, HEAD's commit
     (`known`: HEAD's ids looked up with memory/'s state, when they name every file read; else
-    one `git cat-file --batch-check` for all of them)."""
-    names = ["HEAD", *(f"HEAD:{rel}" for rel in read)]
+    one `git cat-file --batch-check` for all of them). `hashed`: blobs of files not read, which
+    `blobs` vouched for by their stat; `blobs` keeps the blob of the files it was asked about and
+    that were read."""
+    hashed = hashed or {}
+    names = ["HEAD", *(f"HEAD:{rel}" for rel in [*read, *hashed])]
     if known is not None and known.get("HEAD") is not None and all(n in known for n in names):
         ids: Mapping[str, str | None] = known
     else:
@@ -346,10 +357,12 @@ def _stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str,
     for section in sections:
         for source in section.sources:
             rel = source["path"]
-            if rel not in read or "commit" in source:
+            if (rel not in read and rel not in hashed) or "commit" in source:
                 continue
-            data = read[rel]
-            blob = blob_sha(data) if data is not None else None
+            data = read.get(rel)
+            blob = hashed.get(rel) or (blob_sha(data) if data is not None else None)
+            if data is not None and blob is not None and blobs is not None:
+                blobs.keep(rel, data, blob)
             committed = blob is not None and ids.get(f"HEAD:{rel}") == blob
             source.update(blob=blob, commit=head if committed else None, committed=committed)
     return head

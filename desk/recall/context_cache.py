@@ -44,6 +44,7 @@ from desk.text.times import parse_time
 
 _CACHE_FILE = "context.sqlite"
 _TABLE = "memory_view_v2"  # v2: names, blobs and the trigger table as NUL-joined text
+_BLOBS = "file_blobs_v1"  # FileBlobs
 _RACY_NS = 3_000_000_000  # as desk.memory.index: a file this close to the scan may change unseen
 IndexRenderer = Callable[[Mapping[str, IndexEntry], int, list[str]], str]
 
@@ -255,9 +256,81 @@ def _open(desk: DeskFolder) -> sqlite3.Connection | None:
                           "DROP TABLE IF EXISTS memory_view_v1; "
                           f"CREATE TABLE IF NOT EXISTS {_TABLE} (key TEXT PRIMARY KEY, count INTEGER, "
                           "broken TEXT, expired TEXT, expires TEXT, index_text TEXT, names TEXT, "
-                          "blobs TEXT, needles TEXT, needle_at TEXT)")
+                          "blobs TEXT, needles TEXT, needle_at TEXT); "
+                          f"CREATE TABLE IF NOT EXISTS {_BLOBS} (path TEXT PRIMARY KEY, size INTEGER, "
+                          "mtime INTEGER, ctime INTEGER, inode INTEGER, blob TEXT)")
     except (OSError, sqlite3.Error):
         return None  # a read-only desk still gets its context, built every time
+
+
+class FileBlobs:
+    """Desk files' blob ids by their stat, kept in context.sqlite beside the memory view.
+
+    A read names each file it shows with its blob (`desk.recall.context._stamp_sources`), and
+    MEMORY.md is 600 kB at 10,000 memories: reading and hashing it (with OpenSSL, whose import
+    alone is ~2 ms) was ~3 ms of every `desk context`, for a file whose text the memory view
+    already holds. git's rule for its index: a file's stat (size, mtime, ctime, inode) vouches for
+    the bytes hashed under it. A blob is kept only when the stat was the same before and after the
+    file was read and the file was last modified `_RACY_NS` or more before that (a change in the
+    same clock tick can leave the stat as it was). Anything not a regular file is never vouched for.
+    """
+
+    def __init__(self, desk: DeskFolder) -> None:
+        self.desk = desk
+        self._db: sqlite3.Connection | None = None
+        self._opened = False
+        self._before: dict[str, os.stat_result] = {}
+
+    def known(self, rel: str) -> str | None:
+        """`rel`'s blob when its stat is the one it was hashed under; else None: read it, then `keep`."""
+        try:
+            st = os.lstat(self.desk.path(rel))
+        except OSError:
+            return None
+        if not S_ISREG(st.st_mode):
+            return None
+        self._before[rel] = st
+        db = self._connection()
+        try:
+            row = db.execute(f"SELECT size, mtime, ctime, inode, blob FROM {_BLOBS} WHERE path = ?",
+                             (rel,)).fetchone() if db is not None else None
+        except sqlite3.Error:
+            return None
+        return str(row[4]) if row is not None and tuple(row[:4]) == _file_stamp(st) else None
+
+    def keep(self, rel: str, data: bytes, blob: str) -> None:
+        """Keep `blob`, the blob of `data` as `rel` was read after `known`, when its stat vouches for it."""
+        before = self._before.pop(rel, None)
+        if before is None or len(data) != before.st_size or time.time_ns() - before.st_mtime_ns < _RACY_NS:
+            return
+        try:
+            if _file_stamp(os.lstat(self.desk.path(rel))) != _file_stamp(before):
+                return  # changed while it was read
+        except OSError:
+            return
+        db = self._connection()
+        try:
+            if db is not None:
+                with db:
+                    db.execute(f"INSERT OR REPLACE INTO {_BLOBS} VALUES (?, ?, ?, ?, ?, ?)",
+                               (rel, *_file_stamp(before), blob))
+        except (sqlite3.Error, UnicodeError):
+            pass  # not kept: the next read hashes the file again
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _connection(self) -> sqlite3.Connection | None:
+        if not self._opened:
+            self._opened = True
+            self._db = _open(self.desk)
+        return self._db
+
+
+def _file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
 def _cached(desk: DeskFolder, db: sqlite3.Connection, key: str, as_of: dt.datetime) -> MemoryView | None:

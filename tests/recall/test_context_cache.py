@@ -245,3 +245,47 @@ def test_a_linked_memory_folder_is_scanned_file_by_file(desk: DeskFolder, tmp_pa
     desk.path("memory").symlink_to(moved)  # git sees one untracked link, not the files behind it
     state = start_folder_state(desk)
     assert scan_memory_folder(desk, state) == scan_memory_folder(desk)  # the stat of every file
+
+
+def _index_source(desk: DeskFolder) -> dict[str, object]:
+    """The MEMORY.md source of a wake-up read."""
+    result = build_context(desk, as_of=NOW)
+    (section,) = [s for s in result.sections if s.key == "memory_index"]
+    (source,) = section.sources
+    return source
+
+
+def _kept_blobs(desk: DeskFolder) -> list[tuple[str, str]]:
+    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:
+        return db.execute("SELECT path, blob FROM file_blobs_v1").fetchall()
+
+
+def test_memory_md_s_blob_is_vouched_for_by_its_stat_and_any_change_is_seen(desk: DeskFolder) -> None:
+    """FileBlobs: an unchanged MEMORY.md is neither read nor hashed (its kept blob is used: a
+    planted one shows), and every change of the file, even one that keeps its size and puts its
+    mtime back, is read and hashed again."""
+    from desk.storage.git import blob_sha
+
+    _remember(desk, "report-style", ("report",))
+    index = desk.path("MEMORY.md")
+    assert _index_source(desk)["blob"] == blob_sha(index.read_bytes())
+    assert _kept_blobs(desk) == []  # just written: racy, never kept
+    old = index.stat().st_mtime - 3600
+    os.utime(index, (old, old))
+    real = blob_sha(index.read_bytes())
+    source = _index_source(desk)
+    assert source["blob"] == real and source["committed"] is True
+    assert _kept_blobs(desk) == [("MEMORY.md", real)]
+    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:
+        db.execute("UPDATE file_blobs_v1 SET blob = ?", ("f" * 40,))  # planted: shows only if not re-read
+    source = _index_source(desk)
+    assert source["blob"] == "f" * 40 and source["committed"] is False
+    data = index.read_bytes()
+    index.write_bytes(data.replace(b"report", b"REPORT"))  # same size, mtime put back: ctime moves
+    os.utime(index, (old, old))
+    source = _index_source(desk)
+    assert source["blob"] == blob_sha(index.read_bytes()) != real and source["committed"] is False
+    index.unlink()
+    index.symlink_to(desk.path("AGENTS.md"))  # a link is never vouched for (nor read through)
+    source = _index_source(desk)
+    assert "blob" not in source
