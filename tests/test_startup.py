@@ -111,17 +111,21 @@ def test_recall_makes_no_dataclass_of_its_own(small_desk: DeskFolder, tmp_path: 
         ["desk.recall.rank.ContextParams"]
 
 
-def test_a_recall_hitting_only_conversations_opens_no_memory_mirror(small_desk: DeskFolder, tmp_path: Path) -> None:
-    """The HEAD mirror (and the memory index it opens) names a memory hit's last commit: a recall
-    whose hits are all archived conversation turns never loads it."""
+def test_a_recall_of_a_desk_of_conversations_opens_no_memory_mirror(
+        desk: DeskFolder, identity: None, small_desk: DeskFolder, tmp_path: Path) -> None:
+    """The HEAD mirror (and the memory index it opens) names a memory hit's last commit: a desk
+    whose search cache holds no memory (the 100,000-record bench's) never loads it. A desk with
+    memories imports it while git answers the refresh, whatever the hits."""
     from desk.api import Desk
 
-    with Desk(small_desk.root) as d:
+    conversations = DeskFolder(tmp_path / "talk")
+    subprocess.run([sys.executable, "-m", "desk", "init", str(conversations.root)], check=True, capture_output=True)
+    with Desk(conversations.root) as d:
         d.archive_append("inbound", "the quokka crossed the road", session="s1")
         assert [h.id.split(":")[0] for h in d.recall("quokka").value.hits] == ["event"]  # cache built
-    data = probe(small_desk, tmp_path, "recall", "quokka", "--json")
+    data = probe(conversations, tmp_path, "recall", "quokka", "--json")
     assert loaded(data, {"desk.memory", "yaml"} | NEVER) == []
-    data = probe(small_desk, tmp_path, "recall", "topic", "--json")  # memory hits: the mirror names their commits
+    data = probe(small_desk, tmp_path, "recall", "topic", "--json")
     assert "desk.memory.mirror" in data["modules"]  # type: ignore[operator]
 
 

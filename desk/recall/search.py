@@ -160,11 +160,19 @@ def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
     own = cache is None
     cache = cache or SearchCache(desk)
     try:
-        cache.refresh(progress)
+        cache.refresh(progress, _prepare_for_memory_hits)
         return search(cache, query, desk.desk_id, project=project, all_scopes=all_scopes, dense=dense)
     finally:
         if own:
             cache.close()
+
+
+def _prepare_for_memory_hits(cache: SearchCache) -> None:
+    """Import the HEAD mirror (and the memory index it opens, ~4 ms) while git answers the
+    cache's refresh, when the cache holds memories: a memory hit needs it after the ranking,
+    where the import would wait for nothing. A desk of conversations only never loads it."""
+    if cache.memory_records() - cache.columns.dead:
+        import desk.memory.mirror  # noqa: F401
 
 
 def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str | None = None,
@@ -214,7 +222,8 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
     in_projects = [d["provenance"]["path"] for _, d in found if d["kind"] == "memory" and "project" in d]
     committed: dict[str, Committed] = {}
     if names or in_projects:
-        # Imported here: the mirror and the memory index it opens (~4 ms) only when a memory is hit.
+        # Imported here (or while git answered the refresh, `_prepare_for_memory_hits`): the
+        # mirror and the memory index it opens (~4 ms) only when a memory is hit.
         from desk.memory.mirror import head_mirror, project_heads
 
         if names:

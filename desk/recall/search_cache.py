@@ -304,14 +304,19 @@ class SearchCache:
             self._asked.close()
         self._asked = asked
 
-    def refresh(self, progress: Progress | None = None) -> int:
-        """Bring the cache up to date with memory/ and the archive; return the records added."""
+    def refresh(self, progress: Progress | None = None,
+                meanwhile: Callable[[SearchCache], None] | None = None) -> int:
+        """Bring the cache up to date with memory/ and the archive; return the records added.
+        `meanwhile(self)` runs once the stored columns are loaded and before git's answer is
+        waited for: work that overlaps git's (a cold recall's imports)."""
         db = self._connect()
         self._load(db)
         dead = len(self.columns.dead)
         if dead > COMPACT_MIN_DEAD and dead * 4 > self.columns.count:
             self.rebuild()  # tombstones are a quarter of the cache: start over from the files
             db = self._connect()
+        if meanwhile is not None:
+            meanwhile(self)
         mem_todo, arch_todo = self._changes(db)
         if not mem_todo and not arch_todo:
             arch_tree, arch_seen = self._archive_trees
