@@ -171,7 +171,7 @@ def _prepare_for_memory_hits(cache: SearchCache) -> None:
     """Import the HEAD mirror (and the memory index it opens, ~4 ms) while git answers the
     cache's refresh, when the cache holds memories: a memory hit needs it after the ranking,
     where the import would wait for nothing. A desk of conversations only never loads it."""
-    if cache.memory_records() - cache.columns.dead:
+    if cache.holds_memories():
         import desk.memory.mirror  # noqa: F401
 
 

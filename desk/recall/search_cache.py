@@ -282,6 +282,10 @@ class SearchCache:
             return json.loads(data)
         return {"rid": rid, "kind": KIND_NAMES[CONVERSATION], **event_data(json.loads(data), origin, line, offset)}
 
+    def holds_memories(self) -> bool:
+        """Whether any record of the loaded columns is a memory (tombstoned ones too): one scan in C."""
+        return self.columns.kinds.find(MEMORY) >= 0
+
     def memory_records(self) -> set[int]:
         """Numbers of the memory records (tombstoned included); few, so found with `find` and
         kept until the columns change (a reload or rebuild makes new columns)."""
