@@ -35,7 +35,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from desk.errors import DeskError, Finding, UsageError
 from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MISTAKES_FILE, NOW_FILE,
@@ -174,7 +174,7 @@ def build_context(desk: DeskFolder, *, mode: str = "wake", query: str | None = N
                   project_agents: Path | None = None, as_of: dt.datetime | None = None,
                   journal_days: int | None = None, facts: FactsReader | None = None,
                   user: str | None = None, project: str | None = None,
-                  git_state: FolderState | None | str = "ask") -> ContextResult:
+                  git_state: FolderState | None | Literal["ask"] = "ask") -> ContextResult:
     """The sections to inject, trimmed to their budgets, in the read order of `mode`.
 
     `facts(count, active_memories)` reads the recent facts (`desk.digest.recent.recent_facts`,
