@@ -106,9 +106,7 @@ def test_recall_makes_no_dataclass_of_its_own(small_desk: DeskFolder, tmp_path: 
     data = probe(small_desk, tmp_path, "recall", "topic", "--json")
     made = data["dataclasses"]
     assert isinstance(made, list)
-    # ContextParams stays one: bench/retrieval/tune.py searches it with dataclasses.replace
-    assert [c for c in made if c.startswith(("desk.recall.", "desk.results.read.", "desk.text."))] == \
-        ["desk.recall.rank.ContextParams"]
+    assert [c for c in made if c.startswith(("desk.recall.", "desk.results.read.", "desk.text."))] == []
 
 
 def test_a_recall_of_a_desk_of_conversations_opens_no_memory_mirror(

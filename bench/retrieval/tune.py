@@ -9,7 +9,6 @@ both languages together (the objective is the mean over all questions).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +28,7 @@ GRID = {"k1": [0.3, 0.45, 0.6, 0.9, 1.2, 1.6], "b": [0.0, 0.1, 0.2, 0.4, 0.6, 0.
 
 
 def run(desks: list, params: rank.ContextParams) -> dict[str, float]:  # type: ignore[type-arg]
-    rank.CONTEXT_PARAMS.__dict__.update(dataclasses.asdict(params))
+    rank.CONTEXT_PARAMS.__dict__.update(vars(params))
     rows = []
     for desk, conv in desks:
         as_of = gen.stamp(conv.as_of)
@@ -52,14 +51,14 @@ def main() -> None:
             d = desk_api.init(folder / "desk")
             d.archive_import(gen.write_jsonl(conv, folder / "turns.jsonl"))
             desks.append((d, conv))
-        best = dataclasses.replace(rank.CONTEXT_PARAMS)
+        best = rank.CONTEXT_PARAMS.replace()
         score = run(desks, best)
         objective = score["R@5"] + score["R@10"]
         print("start", best, score)
         for _ in range(args.rounds):
             for name, values in GRID.items():
                 for value in values:
-                    trial = dataclasses.replace(best, **{name: value})
+                    trial = best.replace(**{name: value})
                     got = run(desks, trial)
                     if got["R@5"] + got["R@10"] > objective + 1e-9:
                         best, score, objective = trial, got, got["R@5"] + got["R@10"]
