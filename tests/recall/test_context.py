@@ -316,3 +316,41 @@ def test_the_recalled_block_estimate_is_the_sum_of_its_elements(memories: list[t
                              "body": body}) for name, body in memories]
     assert estimate_tokens(head + "".join(elements) + tail) == estimate_tokens(head + tail) + sum(
         estimate_tokens(e) for e in elements)
+
+
+def _trim_lines_by_split(key: str, label: str, shown: str, text: str, limit: int) -> tuple[str, list[str]]:
+    """The trim rule as it was written first: every line split out, then kept while they fit."""
+    from desk.recall.context_sections import _fits, _note
+    from desk.text.tokens import estimate_tokens
+
+    if _fits(text, limit):
+        return text, []
+    lines = text.rstrip("\n").split("\n")
+
+    def note(count: int) -> str:
+        return _note(f"{label} trimmed to its budget of {limit} tokens: lines {count + 1}-{len(lines)} "
+                     f"of {len(lines)} left out; open {shown} for the rest")
+
+    room = limit - estimate_tokens(note(len(lines))) - 1
+    kept: list[str] = []
+    for line in lines:
+        room -= estimate_tokens(line) + 1
+        if room < 0:
+            break
+        kept.append(line)
+    out = "\n".join([*kept, note(len(kept))]) + "\n"
+    if estimate_tokens(out) > limit:
+        return "", ["the whole file"]
+    return out, [f"lines {len(kept) + 1}-{len(lines)}"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["- [a](memory/a.md) — one", "", " ", "x" * 40, "报告 report", "\t", "last"]),
+                max_size=40).map("\n".join), st.integers(0, 120), st.sampled_from(["", "\n", "\n\n", " \n"]))
+def test_trimming_lines_one_at_a_time_keeps_what_splitting_them_all_kept(body: str, limit: int, end: str) -> None:
+    from desk.recall.context_sections import _trim_lines
+
+    section = _trim_lines("memory_index", "MEMORY.md", "MEMORY.md", body + end, limit)
+    assert (section.text, section.left_out) == _trim_lines_by_split("memory_index", "MEMORY.md", "MEMORY.md",
+                                                                    body + end, limit)
+    assert section.tokens == estimate_tokens(section.text)
