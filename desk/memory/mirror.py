@@ -87,7 +87,7 @@ class HeadMirror:
         # the rows render) and `clean:<version>` values a caller keeps (`index_note`).
         self._notes: dict[str, str] = {}
         self._rendered: tuple[frozenset[str], bytes, str] | None = None  # the last render_index
-        self.spliced = False  # the last render_index spliced HEAD's MEMORY.md (`index_exact`)
+        self.spliced = False  # the last render_index gave HEAD's MEMORY.md with the changed lines spliced in
 
     # -- reading ---------------------------------------------------------------------------
 

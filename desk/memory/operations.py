@@ -270,7 +270,9 @@ def index_clean(mirror: HeadMirror) -> bool:
 
     The mirror keeps the answer while MEMORY.md stays that blob; it is computed here, scanning
     the whole file once, when it has none for this blob and this version of the scanner (a
-    person's commit changed MEMORY.md or memory/, or desk was upgraded).
+    person's commit changed MEMORY.md or memory/, or desk was upgraded), and only when the
+    commit's MEMORY.md is HEAD's with lines spliced in (`mirror.spliced`): else the gate scans
+    the new file whole anyway, and one whole scan a commit is enough.
     """
     from desk.text.secrets import clean_lines, scanner_version
 
@@ -278,6 +280,8 @@ def index_clean(mirror: HeadMirror) -> bool:
     note = mirror.index_note(CLEAN_NOTE)
     if note is not None and note.rpartition(" ")[0] == version:
         return note.endswith(" 1")
+    if not mirror.spliced:
+        return False
     base = mirror.committed_index()
     if base is None:
         return False
