@@ -53,8 +53,7 @@ for name in ("write_blob", "build_tree", "write_trees", "commit_tree", "refresh_
 for name in ("acquire", "publish"):
     dying(IndexLock, name)
 from desk.memory.mirror import HeadMirror
-for name in ("record", "note_index"):  # after the commit: the mirror's record and its note on MEMORY.md
-    dying(HeadMirror, name)
+dying(HeadMirror, "record")  # after the commit: the mirror's record, with its notes on MEMORY.md
 atomic.atomic_write = transaction.atomic_write = write
 transaction.remove = remove
 from desk.layout import DeskFolder
@@ -69,12 +68,12 @@ else:
 # remember (a new memory): write1 the pending marker, write2 the memory file, write3 MEMORY.md;
 # forget: write1 the marker, remove the memory file, write2 MEMORY.md.
 COMMON = ["write_blob", "build_tree", "write_trees", "after-write_trees", "commit_tree", "acquire", "after-acquire", "refresh_entries",
-          "move_head", "after-move_head", "publish", "after-publish", "record", "after-record", "note_index"]
+          "move_head", "after-move_head", "publish", "after-publish", "record", "after-record"]
 POINTS = {"remember": ["write1", *COMMON, "write2", "write3"],
           "forget": ["write1", *COMMON, "remove", "write2"]}
 # the branch had moved: the commit stands (the mirror's record and its notes are derived: a crash
-# before them costs the next command a catch-up and a whole render and scan of MEMORY.md)
-LANDED = {"after-move_head", "publish", "after-publish", "record", "after-record", "note_index"}
+# before the record costs the next command a catch-up and a whole render and scan of MEMORY.md)
+LANDED = {"after-move_head", "publish", "after-publish", "record", "after-record"}
 WRITTEN = {"refresh_entries", "move_head"}  # every file written, not committed: finished, not lost
 
 

@@ -243,10 +243,11 @@ class HeadMirror:
             self._set_meta(head, self.index_blob)
 
     def record(self, commit: str, changes: Mapping[str, tuple[str, IndexEntry] | None],
-               index_blob: str | None, *, committed: int | None = None) -> None:
+               index_blob: str | None, *, committed: int | None = None, notes: Mapping[str, str] = {}) -> None:
         """After `commit` landed on the recorded commit: apply `changes` (`{name: (blob, entry)}`,
         None deleted); `commit` is their last commit now. `committed` is its committer time
-        (seconds since the epoch) when the caller knows it; else `committed()` asks git once."""
+        (seconds since the epoch) when the caller knows it; else `committed()` asks git once.
+        `notes` are the caller's notes on the commit's MEMORY.md (`note_index`)."""
         with self._write():
             for name, change in changes.items():
                 if change is None:
@@ -259,13 +260,14 @@ class HeadMirror:
             self.index_blob = index_blob
             self._set_meta(commit, index_blob)
             rendered, self._rendered = self._rendered, None
+            self._forget_notes()
+            kept = dict(notes)
             if rendered is not None and rendered[0] == frozenset(changes) and rendered[2] == index_blob:
-                # The commit holds the MEMORY.md render_index made for exactly these changes.
-                self._forget_notes()
-                self._notes[_EXACT] = f"{index_blob} {render_version()}"
-                self.db.execute(f"INSERT INTO {_META} VALUES (?, ?)", (_NOTE + _EXACT, self._notes[_EXACT]))
-            else:
-                self._forget_notes()
+                kept[_EXACT] = render_version()  # the MEMORY.md render_index made for exactly these changes
+            if index_blob is not None:
+                self._notes = {key: f"{index_blob} {value}" for key, value in kept.items()}
+                self.db.executemany(f"INSERT INTO {_META} VALUES (?, ?)",
+                                    [(_NOTE + key, value) for key, value in self._notes.items()])
 
     def _forget_notes(self) -> None:
         """MEMORY.md or the rows changed under the notes: nothing noted about it holds any more."""

@@ -140,13 +140,13 @@ def record(mirror: HeadMirror, known: KnownHead, sha: str,
            changes: Mapping[str, tuple[str, IndexEntry] | None], index: bytes) -> None:
     """`mirror.record` of a landed commit, and what is known of its MEMORY.md (`index`): clean of
     secrets when HEAD's was (`known.index_clean`) and the mirror spliced only clean lines into it."""
-    spliced = mirror.spliced
-    mirror.record(sha, changes, blob_sha(index))
-    if known.index_clean and spliced and mirror.index_exact:
+    notes = {}
+    if known.index_clean and mirror.spliced:
         from desk.text.secrets import clean_lines, scanner_version
 
         if all(clean_lines(entry.line()) for _, entry in filter(None, changes.values())):
-            mirror.note_index(CLEAN_NOTE, f"{scanner_version()} 1")
+            notes[CLEAN_NOTE] = f"{scanner_version()} 1"
+    mirror.record(sha, changes, blob_sha(index), notes=notes)
 
 
 def _list(values: Sequence[str] | None) -> list[str] | None:

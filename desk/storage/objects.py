@@ -82,11 +82,12 @@ def object_id(kind: str, content: bytes) -> str:
     return sha1_hex(b"%s %d\0" % (kind.encode(), len(content)) + content)
 
 
-def write_loose(objects: Path, kind: str, content: bytes) -> str:
+def write_loose(objects: Path, kind: str, content: bytes, sha: str | None = None, *, level: int = 1) -> str:
     """Store `content` as a loose object of `kind` under the folder `objects` (fsynced; a no-op when
-    the object is there already) and return its id."""
+    the object is there already) and return its id (`sha`, when the caller has computed it).
+    `level` is the zlib level (git's core.looseCompression; 1, best speed, by default)."""
     raw = b"%s %d\0" % (kind.encode(), len(content)) + content
-    sha = sha1_hex(raw)
+    sha = sha or sha1_hex(raw)
     folder = objects / sha[:2]
     target = folder / sha[2:]
     if target.exists():
@@ -95,7 +96,7 @@ def write_loose(objects: Path, kind: str, content: bytes) -> str:
     tmp = folder / f"tmp_obj_desk_{os.getpid()}_{sha[2:8]}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
     try:
-        view = memoryview(zlib.compress(raw, 1))  # git's core.looseCompression default
+        view = memoryview(zlib.compress(raw, level))
         while view:
             view = view[os.write(fd, view):]
         os.fsync(fd)

@@ -173,3 +173,26 @@ def test_a_commit_date_from_the_environment_is_left_to_git(tmp_path: Path, monke
     assert git._plain_idents("COMMITTER") is None
     sha = git.commit_tree(run(root, "rev-parse", "HEAD^{tree}").strip(), parent, "x\n")
     assert "981169506 +0100" in run(root, "cat-file", "-p", sha)
+
+
+def test_loose_objects_take_gits_configured_compression(tmp_path: Path) -> None:
+    """git writes loose objects at core.looseCompression (else core.compression, else 1): so does
+    desk. zlib's header names the level band: 0x01 for 0-1, 0xDA for 7-9."""
+    from desk.layout import DeskFolder
+    from desk.memory.operations import remember
+    from desk.scaffold import init_desk
+
+    init_desk(tmp_path / "desk")
+    desk = DeskFolder(tmp_path / "desk")
+
+    def header_of_head_commit() -> bytes:
+        sha = desk.git.head() or ""
+        return (desk.git_dir / "objects" / sha[:2] / sha[2:]).read_bytes()[:2]
+
+    remember(desk, "plain", type="fact", description="one", body="One fact.")
+    assert header_of_head_commit() == b"\x78\x01"
+    subprocess.run(["git", "config", "core.looseCompression", "9"], cwd=desk.root, check=True)
+    desk = DeskFolder(desk.root)  # a new process would read the config anew
+    remember(desk, "packed", type="fact", description="two", body="Two facts.")
+    assert header_of_head_commit() == b"\x78\xda"
+    assert subprocess.run(["git", "fsck", "--strict"], cwd=desk.root, capture_output=True).returncode == 0
