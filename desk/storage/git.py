@@ -45,6 +45,7 @@ LOCK_HINT = ("wait for the git command to finish; `desk doctor` lists every lock
              f"left by a killed desk command at once and any other once it is {LOCK_STALE_AFTER // 60} "
              "minutes old (or remove the lock file it names yourself)")
 PRIVATE_INDEX = "desk-index"  # desk's own index in .git/, never the person's
+TREE_SEGMENTS = "desk-tree-segments.json"  # how the last large tree desk wrote was compressed (objects.py)
 NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -797,7 +798,8 @@ class Git:
         old = self._trees_of(objects, parent, folders) if parent else {}
         root, contents = changed_trees(old, blobs)
         for content in contents:
-            write_loose(objects, "tree", content, level=self.loose_compression())
+            write_loose(objects, "tree", content, level=self.loose_compression(),
+                        segments=self.git_dir() / TREE_SEGMENTS)
         return root
 
     def _trees_of(self, objects: Path, commit: str, folders: list[str]) -> dict[str, list[bytes] | None]:
