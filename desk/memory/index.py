@@ -191,7 +191,11 @@ class EntryCache:
                                              f"(blob TEXT PRIMARY KEY, {', '.join(_FIELDS)}); "
                                              f"CREATE TABLE IF NOT EXISTS {_STATS} (path TEXT PRIMARY KEY, "
                                              "size INTEGER, mtime INTEGER, blob TEXT); "
-                                             + "".join(f"DROP TABLE IF EXISTS {t};" for t in _RETIRED))
+                                             + "".join(f"DROP TABLE IF EXISTS {t};" for t in _RETIRED),
+                                  wal=True)
+            # Derived data: a write-ahead log synced at checkpoints, not at every commit (a power
+            # cut may lose the last transactions, never corrupt the file; the mirror catches up).
+            self._db.execute("PRAGMA synchronous=NORMAL")
         return self._db
 
     def get(self, blobs: Iterable[str]) -> dict[str, IndexEntry]:
