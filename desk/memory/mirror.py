@@ -83,8 +83,8 @@ class HeadMirror:
         self.commit: str | None = None  # the HEAD the mirror was last brought to
         self.index_blob: str | None = None
         self._config_blob: str | None = None  # desk.json's blob at HEAD; "" none; None unknown
-        # Meta values that hold only while MEMORY.md at HEAD is a given blob: `_EXACT` (it is what
-        # the rows render) and `clean:<version>` values a caller keeps (`index_note`).
+        # Notes that hold only while MEMORY.md at HEAD is a given blob (`index_note`): `_EXACT` (it
+        # is what the rows render) and the callers' own (desk.memory.operations: clean of secrets).
         self._notes: dict[str, str] = {}
         self._rendered: tuple[frozenset[str], bytes, str] | None = None  # the last render_index
         self.spliced = False  # the last render_index gave HEAD's MEMORY.md with the changed lines spliced in
@@ -162,7 +162,9 @@ class HeadMirror:
                                 f"fix it (`desk edit {name}`) or remove it (`desk forget {name}`)")
                     raise
         lines = {name: (entry.line() if entry is not None else None) for name, entry in changes.items()}
-        base = self.committed_index()
+        # HEAD's bytes are read for a splice, and for a mutation's render (`strict`) to tell
+        # whether it is one anyway; the gate's own renders (not strict) need not read them.
+        base = self.committed_index() if self.index_exact or strict else None
         spliced = splice_lines(base, lines) if base is not None else None
         index = spliced if spliced is not None and self.index_exact else self._render_rows(changes)
         # Rendered whole, it may still be HEAD's index with these lines spliced in (HEAD's was
