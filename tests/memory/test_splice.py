@@ -164,3 +164,19 @@ def test_a_hand_edited_committed_index_is_caught_and_then_repaired(desk: DeskFol
     _remember(desk, "gamma")
     _assert_index_exact(desk)
     assert validate_all(desk).ok
+
+
+def test_reindex_repairs_a_committed_hand_edit_and_the_next_mutation_splices_again(desk: DeskFolder) -> None:
+    from desk.memory.operations import reindex
+
+    for name in ("alpha", "beta"):
+        _remember(desk, name)
+    index = desk.path(INDEX_FILE)
+    index.write_bytes(index.read_bytes().replace(b"- [beta]", b"- [gamma]"))
+    person(desk.root, "commit", "-q", "--no-verify", "-am", "person: hand edit of MEMORY.md")
+    assert reindex(desk).status == "updated"
+    _assert_index_exact(desk)
+    _remember(desk, "delta")
+    _assert_index_exact(desk)
+    with head_mirror(desk) as mirror:
+        assert mirror.index_exact and mirror.index_note(CLEAN_NOTE) is not None
