@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 CACHE_FILE = "desk-config.json"
@@ -56,6 +56,13 @@ def _which_git(path: str) -> str | None:
     return None
 
 
+def _stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
 def _stat(path: str) -> list[int] | None:
     try:
         st = os.stat(path)
@@ -88,10 +95,15 @@ def cached_config(git_dir: Path, env: Mapping[str, str], query: str) -> dict[str
     return None
 
 
-def keep_config(git_dir: Path, env: Mapping[str, str], query: str, system: str | None,
+def keep_config(git_dir: Path, env: Mapping[str, str], query: str, system_file: Callable[[], str | None],
                 values: Mapping[str, str], read_at: int) -> None:
     """Keep `values` (read by `git config` at `read_at`, time.time_ns()) for `cached_config`,
-    unless they cannot be keyed safely (see the module's docstring)."""
+    unless they cannot be keyed safely (see the module's docstring). `system_file()` names the
+    system-wide file git reads (asked only when the others can be kept)."""
+    if any(env.get(name) for name in _INJECTING) or any(
+            read_at - st.st_mtime_ns < RACY_NS for st in map(_stat_or_none, config_files(git_dir, env, None)) if st):
+        return
+    system = system_file()
     key = _key(git_dir, env, query, system)
     if key is None:
         return

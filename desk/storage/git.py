@@ -634,7 +634,7 @@ class Git:
                 out = self._run("config", "--get-regexp", _CONFIG_QUERY, check=False,
                                 read_only=True).decode("utf-8", "replace")
                 self._config = dict(line.partition(" ")[::2] for line in out.splitlines())
-                keep_config(git_dir, self._env, _CONFIG_QUERY, self._system_config(), self._config, read_at)
+                keep_config(git_dir, self._env, _CONFIG_QUERY, self._system_config, self._config, read_at)
         return self._config
 
     def _system_config(self) -> str | None:
