@@ -4,11 +4,14 @@
   remember cost at the largest desk vs at the smallest                                         target <= 1.5x
   `desk --help` vs `python -c "import click"`, same interpreter                                 target <= 1.3x
 
-Usage: python bench/bench_core.py [--sizes 100,10000] [--history one|full] [--rounds 15]
+Usage: python bench/bench_core.py [--sizes 100,10000] [--history one|full] [--rounds 15] [--baseline twin|same]
 
 A desk of N memories is built with `--history full` (the default) as N commits, one memory each,
 written with one `git fast-import` (issue 17: desks people reach have as many commits as
-memories), or with `--history one` as a single commit. The machine is shared and noisy: each desk
+memories), or with `--history one` as a single commit. The plain commits go to a copy of the desk
+(`--baseline twin`, the default): a person's commit of a memory file between two remembers would
+leave MEMORY.md behind and make each remember render and scan it whole (`--baseline same` measures
+that). The machine is shared and noisy: each desk
 operation is paired with its baseline in the same loop and medians are compared, so a slow moment
 hits both sides. Start-up runs in a neutral folder, so `python -m desk` imports the desk this
 interpreter has installed, never a `desk/` folder in the current directory.
@@ -95,18 +98,25 @@ def build_desk(root: Path, size: int, history: str) -> DeskFolder:
     return desk
 
 
-def time_remember_vs_git(desk: DeskFolder, rounds: int) -> tuple[float, float]:
+def time_remember_vs_git(desk: DeskFolder, rounds: int, twin: Path | None = None) -> tuple[float, float]:
+    """Medians of `remember` and of a plain `git add` + `git commit -- path`, paired round by round.
+
+    The plain commits go to `twin` (a copy of the desk) when given, else to the desk itself; there
+    each round's `remember` follows a person's commit of a memory file that left MEMORY.md behind,
+    so it catches up, renders MEMORY.md whole and scans it whole (desk.memory.mirror), not the
+    steady state of consecutive remembers."""
     ours, plain = [], []
+    target = twin or desk.root
     for i in range(rounds):
         t0 = time.perf_counter()
         remember(desk, f"bench-{i:04d}", type="fact", description=f"bench memory {i}",
                  body=f"Fact recorded by the benchmark, round {i}.", now=NOW)
         t1 = time.perf_counter()
         # The same kind of file in the same folder: git rebuilds memory/'s tree object either way.
-        path = desk.root / "memory" / f"plain-{i:04d}.md"
+        path = target / "memory" / f"plain-{i:04d}.md"
         path.write_bytes(memory_bytes(f"plain-{i:04d}", i))
-        git(desk.root, "add", "--", str(path))
-        git(desk.root, *NO_HOOKS, "commit", "-q", "-m", f"plain {i}", "--", str(path))
+        git(target, "add", "--", str(path))
+        git(target, *NO_HOOKS, "commit", "-q", "-m", f"plain {i}", "--", str(path))
         t2 = time.perf_counter()
         ours.append(t1 - t0)
         plain.append(t2 - t1)
@@ -135,6 +145,10 @@ def main() -> None:
     parser.add_argument("--history", choices=("full", "one"), default="full",
                         help="full: one commit per memory (default); one: all memories in one commit")
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--baseline", choices=("twin", "same"), default="twin",
+                        help="twin: plain git commits into a copy of the desk (default), so remember runs in "
+                             "its steady state; same: into the desk itself, between remembers (each remember "
+                             "then follows a person's commit that left MEMORY.md stale)")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter for the start-up ratio (default: this one); an editable install's "
                              "import finder adds ~15 ms to every start, so measure a `pip install .` one too")
@@ -149,7 +163,11 @@ def main() -> None:
             desk = build_desk(work / f"desk-{size}", size, args.history)
             depth = commits(desk)
             print(f"built a {size}-memory desk with {depth} commits in {time.perf_counter() - t0:.1f} s", flush=True)
-            ours, plain = time_remember_vs_git(desk, args.rounds)
+            twin = None
+            if args.baseline == "twin":
+                twin = work / f"twin-{size}"
+                shutil.copytree(desk.root, twin, symlinks=True)
+            ours, plain = time_remember_vs_git(desk, args.rounds, twin)
             results[size] = (ours, plain, depth)
         empty = work / "cwd"  # start-up runs here: nothing in it for `-m` to import instead
         empty.mkdir()

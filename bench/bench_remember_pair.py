@@ -1,5 +1,5 @@
 """`remember` of two desk installs interleaved round by round (issue 17.2), each beside a plain
-`git add` + `git commit -- path` on its own copy of one desk, in process and as whole processes.
+`git add` + `git commit -- path` on a twin copy of one desk, in process and as whole processes.
 
   in process:    remember vs the plain add + commit                                target <= 1.5x
   whole process: (`desk remember` - `desk --help`) vs the plain add + commit        target <= 1.5x
@@ -76,11 +76,16 @@ def main() -> None:
         t0 = time.perf_counter()
         built = build_desk(work / "desk", args.size, "full").root
         print(f"built a {args.size}-memory desk in {time.perf_counter() - t0:.1f} s", flush=True)
-        desks = {}
+        desks, twins = {}, {}
         for name in pythons:
             desks[name] = work / f"desk-{name}"
-            shutil.copytree(built, desks[name], symlinks=True)
-            git(desks[name], "update-index", "-q", "--refresh")  # a copy's stat data is new
+            # The plain commits go to a twin of the desk (same size and history): a person's commit
+            # of a memory file in the desk itself would leave MEMORY.md behind and make every
+            # remember render and scan it whole, which is not remember's steady state.
+            twins[name] = work / f"twin-{name}"
+            for copy in (desks[name], twins[name]):
+                shutil.copytree(built, copy, symlinks=True)
+                git(copy, "update-index", "-q", "--refresh")  # a copy's stat data is new
         results = {name: {"remember": [], "plain": [], "cli": [], "help": [], "cli-plain": []}
                    for name in pythons}
         kids = {name: subprocess.Popen([py, "-c", CHILD, str(desks[name])], stdin=subprocess.PIPE,
@@ -93,12 +98,12 @@ def main() -> None:
                 stdin.write(f"{i + 1}\n")
                 stdin.flush()
                 ours = float(stdout.readline())
-                plain = plain_commit(desks[name], f"plain-{i + 1:04d}", i + 1)
+                plain = plain_commit(twins[name], f"plain-{i + 1:04d}", i + 1)
                 desk_cli = str(Path(pythons[name]).with_name("desk"))
                 cli = timed([desk_cli, "remember", f"cli-{i + 1:04d}", "--type", "fact", "--description",
                              f"cli memory {i}", f"Fact {i} recorded through the command line."], desks[name], env)
                 help_ = timed([desk_cli, "--help"], desks[name], env)
-                cli_plain = plain_commit(desks[name], f"cli-plain-{i + 1:04d}", i + 1)
+                cli_plain = plain_commit(twins[name], f"cli-plain-{i + 1:04d}", i + 1)
                 if i >= 0:
                     for key, value in (("remember", ours), ("plain", plain), ("cli", cli), ("help", help_),
                                        ("cli-plain", cli_plain)):

@@ -42,6 +42,11 @@ class MemorySet:
     # MEMORY.md regenerated for HEAD's memories plus this commit's, when the caller has it (desk's
     # own commit renders it from the HEAD mirror, exactly as `_head_index_with` would)
     head_index: bytes | None = None
+    # HEAD's MEMORY.md (`base_index`) is known to hold only lines clean of secrets in every view
+    # (desk.text.secrets.clean_lines): the commit's index, when it is HEAD's with the changed lines
+    # spliced in, needs only those lines scanned (desk.guard.validate)
+    base_clean: bool = False
+    spliced: bool = False  # set by check_memory_set: the index is `base_index` with the changed lines
 
 
 def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory: MemorySet,
@@ -69,6 +74,7 @@ def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory
     if memory.base_index is not None:
         patched = _patched_index(memory.base_index, changed)
         if patched is not None and patched == memory.index:
+            memory.spliced = True
             return findings, patched
         expected = memory.head_index
         if expected is None:

@@ -159,8 +159,13 @@ def check_file(path: str, data: bytes | None, *, desk_id: str, allow: Collection
 
 
 def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FILE_MODE,
-                 old: bytes | None = None) -> FileVerdict:
-    """The per-file rules' verdict on `path` (arguments as in `check_file`)."""
+                 old: bytes | None = None, unscanned: list[str] | None = None) -> FileVerdict:
+    """The per-file rules' verdict on `path` (arguments as in `check_file`).
+
+    `unscanned`, for a generated index only: the caller vouches that `data` is a text whose
+    lines were all found clean (`desk.text.secrets.clean_lines`) with these lines spliced in, so
+    only these are scanned for secrets; when one of them is not clean, the whole text is.
+    """
     if data is not None and mode == SYMLINK_MODE:
         return _verdict([(Finding(path, 1, "symlink", "desk files must be regular files, not "
                                   "symlinks; replace the link with the file itself"), "")])
@@ -234,8 +239,15 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
         from desk.review.queue import queue_findings  # pydantic: only commits of the queue pay
 
         items += [(f, "") for f in queue_findings(path, data)]
-    items += _secret_items(path, text)  # every committed text, whatever its folder
+    if unscanned is None or not _clean(unscanned):
+        items += _secret_items(path, text)  # every committed text, whatever its folder
     return _verdict(items)
+
+
+def _clean(lines: list[str]) -> bool:
+    from desk.text.secrets import clean_lines
+
+    return all(map(clean_lines, lines))
 
 
 def check_scope_file(path: str, data: bytes, desk_id: str) -> list[Finding]:

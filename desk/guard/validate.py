@@ -105,27 +105,40 @@ def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read
     if not managed and message is None and memory is None:
         return report, None
     desk_id, allow = _config(desk, changes, head_config)
+    # MEMORY.md made from a clean HEAD index waits for the memory-set rule: when that finds it is
+    # HEAD's index with the changed lines spliced in, only those lines are scanned (docs/guard.md).
+    index = next((c for c in managed if c.path == INDEX_FILE and c.new is not None and c.mode == FILE_MODE
+                  and memory is not None and memory.base_clean and not cached), None)
     cache = _open_cache(desk, desk_id) if cached else None
     try:
         known = cache.files(c.key() for c in managed if c.new is not None) if cache else {}
-        verdicts, fresh = _verdicts(managed, desk_id, read, known, report, keyed=cache is not None)
+        verdicts, fresh = _verdicts([c for c in managed if c is not index], desk_id, read, known, report,
+                                    keyed=cache is not None)
         if cache is not None:
             cache.put_files(fresh)
     finally:
         if cache is not None:
             cache.close()
-    for change in managed:
-        report.findings += verdicts[change.path].findings_at(allow, now)
     changed = {c.path for c in changes}
     regenerated = None
+    memory_findings: list[Finding] = []
     if memory is not None and (INDEX_FILE in changed or any(p.startswith(MEMORY_PREFIX) for p in changed)):
         contents = {c.path: c.new for c in changes
                     if memory_name(c.path) is not None and c.mode != SYMLINK_MODE}
         lines = {path: _line(verdicts.get(path)) for path in contents}
         added = {c.path for c in changes if c.old_blob is None}
-        found, regenerated = check_memory_set(desk, lines, memory, added, contents)
-        report.findings += found
-        report.findings += _staged_duplicate_keys(contents, memory)
+        memory_findings, regenerated = check_memory_set(desk, lines, memory, added, contents)
+        memory_findings += _staged_duplicate_keys(contents, memory)
+        if index is not None:
+            spliced = [line for line in lines.values() if line is not None] if memory.spliced else None
+            verdicts[INDEX_FILE] = file_verdict(INDEX_FILE, index.new, desk_id=desk_id, unscanned=spliced)
+            report.computed += 1
+    if index is not None and INDEX_FILE not in verdicts:  # no memory-set rule ran: the whole file
+        verdicts[INDEX_FILE] = file_verdict(INDEX_FILE, index.new, desk_id=desk_id)
+        report.computed += 1
+    for change in managed:
+        report.findings += verdicts[change.path].findings_at(allow, now)
+    report.findings += memory_findings
     if files_under is not None and any(touched_scopes(changed)):
         found_scoped, report.regenerated = check_scope_indexes(changed, files_under, read, desk_id, now)
         report.findings += found_scoped
@@ -395,6 +408,8 @@ class KnownHead:
     blobs: Mapping[str, str | None]
     like: Callable[[list[str]], list[str]] | None = None
     index: bytes | None = None  # MEMORY.md for HEAD's memories plus the commit's, rendered by the mirror
+    # HEAD's MEMORY.md holds only lines clean of secrets in every view (desk.text.secrets.clean_lines)
+    index_clean: bool = False
 
 
 def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], message: str,
@@ -432,7 +447,8 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
         added = [p for p, data in writes.items() if data is not None]
         like = _like(git, added, gone, known.like if known is not None else None)
         memory = MemorySet(index, base, all_files, read, like,
-                           head_index=known.index if known is not None else None)
+                           head_index=known.index if known is not None else None,
+                           base_clean=known is not None and known.index_clean)
     def files_under(spec: str) -> dict[str, str]:
         head = git.head()
         if spec.endswith("/"):

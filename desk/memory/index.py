@@ -119,6 +119,57 @@ def render_sorted(lines: list[str]) -> bytes:
     return (HEADER + "\n" + body).encode()
 
 
+def splice_lines(index: bytes, lines: Mapping[str, str | None]) -> bytes | None:
+    """`index` (a MEMORY.md as `render_sorted` writes it) with each `{name: line}` put at its sorted
+    place, replacing the name's line if it has one (None: the name's line taken out); None when
+    `index` is not laid out as desk writes it. A few bisections of the bytes: the cost grows with
+    the change, not with the desk."""
+    head = (HEADER + "\n").encode()
+    empty = EMPTY.encode()
+    if not index.startswith(head):
+        return None
+    body = index[len(head):]
+    if body == empty:
+        body = b""
+    elif not body.endswith(b"\n"):
+        return None
+    for name, line in sorted(lines.items()):
+        key = name.encode()
+        start, found = _find_line(body, key)
+        if start is None:
+            return None
+        end = body.index(b"\n", start) + 1 if found else start
+        new = b"" if line is None else line.encode() + b"\n"
+        if line is not None and not line.startswith(f"- [{name}]("):
+            raise ValueError(f"{line!r} is not {name}'s index line")
+        body = body[:start] + new + body[end:]
+    return head + (body or empty)
+
+
+def _find_line(body: bytes, key: bytes) -> tuple[int | None, bool]:
+    """Where in `body` (index lines, each ending in a newline, sorted by name) the line of `key`
+    starts, or would be inserted; and whether it is there. (None, False) for a line that is not an
+    index line."""
+    lo, hi = 0, len(body)  # offsets of line starts: the answer lies in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = body.rfind(b"\n", lo, mid) + 1 if mid > lo else lo
+        if start < lo:
+            start = lo
+        end = body.index(b"\n", start)
+        close = body.find(b"](", start, end)
+        if not body.startswith(b"- [", start) or close < 0:
+            return None, False
+        name = body[start + 3:close]
+        if name == key:
+            return start, True
+        if name < key:
+            lo = end + 1
+        else:
+            hi = start
+    return lo, False
+
+
 def memory_path(name: str) -> str:
     return f"{MEMORY_DIR}/{name}.md"
 
@@ -140,7 +191,11 @@ class EntryCache:
                                              f"(blob TEXT PRIMARY KEY, {', '.join(_FIELDS)}); "
                                              f"CREATE TABLE IF NOT EXISTS {_STATS} (path TEXT PRIMARY KEY, "
                                              "size INTEGER, mtime INTEGER, blob TEXT); "
-                                             + "".join(f"DROP TABLE IF EXISTS {t};" for t in _RETIRED))
+                                             + "".join(f"DROP TABLE IF EXISTS {t};" for t in _RETIRED),
+                                  wal=True)
+            # Derived data: a write-ahead log synced at checkpoints, not at every commit (a power
+            # cut may lose the last transactions, never corrupt the file; the mirror catches up).
+            self._db.execute("PRAGMA synchronous=NORMAL")
         return self._db
 
     def get(self, blobs: Iterable[str]) -> dict[str, IndexEntry]:

@@ -15,6 +15,13 @@ mirror reads anyway: catching up from the recorded commit reads `git log --raw O
 commit a person made in between, merges included), and a rebuild walks the whole history once, all
 files together (`last_commits`). A mutation records its own commit for the files it changed.
 
+MEMORY.md is not rebuilt from every row at each mutation: when the mirror knows that HEAD's
+MEMORY.md is exactly what its rows render (desk's own commits record it; `index_exact`), the new
+index is HEAD's bytes with the changed memories' lines spliced in or taken out at their sorted
+places (`splice_lines`), which costs a few bisections of one file. Anything else (a person's commit
+that touched memory/ or MEMORY.md, a rebuild, another version of the index code) leaves it
+unknown, and the next mutation renders from every row, as before, and records the result.
+
 Project memories (`projects/<name>/memory/<m>.md`, docs/scopes.md) keep their last commit in a
 table of their own (`ProjectHeads`), caught up and rebuilt the same way, so a project hit in
 `desk recall` names its commit without a `git log` per hit either.
@@ -24,14 +31,17 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from desk.errors import GitError, InvalidFileError
+from desk.errors import DeskError, GitError, InvalidFileError
 from desk.layout import CONFIG_PATH, INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
-from desk.memory.index import EntryCache, IndexEntry, memory_path, render_sorted
+from desk.memory.index import EntryCache, IndexEntry, memory_path, render_sorted, splice_lines
+from desk.storage.git import blob_sha
 
 if TYPE_CHECKING:
     from desk.storage.git import Git, HistoryStep
@@ -40,6 +50,8 @@ _ROWS = "head_v2"
 _META = "head_meta_v2"
 _RETIRED = ("head_v1", "head_meta_v1")  # earlier layouts (no last commit): dropped, rebuilt as v2
 _PROJECT_ROWS = "project_heads_v1"  # ProjectHeads: path -> blob, last commit, its time
+_NOTE = "index_note:"  # meta keys of the notes about HEAD's MEMORY.md (`HeadMirror.note_index`)
+_EXACT = "exact"  # the note that MEMORY.md is what the rows render, under `render_version()`
 _PATHSPEC_MAX = 1000  # a merge's paths named on git's command line; more: diff the whole tree
 
 
@@ -65,10 +77,17 @@ class HeadMirror:
         self.db.execute(f"CREATE INDEX IF NOT EXISTS {_ROWS}_body ON {_ROWS}(body_key)")
         # SQLite's NOCASE folds ASCII only, as git's `:(icase)` pathspecs do (the gate's name rule).
         self.db.execute(f"CREATE INDEX IF NOT EXISTS {_ROWS}_nocase ON {_ROWS}(name COLLATE NOCASE)")
+        # The committed files that do not parse, found without a pass over every row.
+        self.db.execute(f"CREATE INDEX IF NOT EXISTS {_ROWS}_broken ON {_ROWS}(name) WHERE line IS NULL")
         self.db.execute(f"CREATE TABLE IF NOT EXISTS {_META} (key TEXT PRIMARY KEY, value TEXT)")
         self.commit: str | None = None  # the HEAD the mirror was last brought to
         self.index_blob: str | None = None
         self._config_blob: str | None = None  # desk.json's blob at HEAD; "" none; None unknown
+        # Notes that hold only while MEMORY.md at HEAD is a given blob (`index_note`): `_EXACT` (it
+        # is what the rows render) and the callers' own (desk.memory.operations: clean of secrets).
+        self._notes: dict[str, str] = {}
+        self._rendered: tuple[frozenset[str], bytes, str] | None = None  # the last render_index
+        self.spliced = False  # the last render_index gave HEAD's MEMORY.md with the changed lines spliced in
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -126,7 +145,9 @@ class HeadMirror:
 
         A committed file that does not parse fails here, naming its path and line, unless this
         change replaces or removes it; with `strict=False` it is left out (the validator reports
-        invalid files by their own rule).
+        invalid files by their own rule). When HEAD's MEMORY.md is known to be exactly what the
+        rows render (`index_exact`), the changed lines are spliced into its bytes; else every
+        row is rendered. The two give the same bytes (tests/memory/test_splice.py).
         """
         from desk.memory.file import parse_memory  # PyYAML only when a broken file is named
 
@@ -140,6 +161,20 @@ class HeadMirror:
                     exc.hint = (f"the committed {path} is invalid and MEMORY.md cannot be regenerated: "
                                 f"fix it (`desk edit {name}`) or remove it (`desk forget {name}`)")
                     raise
+        lines = {name: (entry.line() if entry is not None else None) for name, entry in changes.items()}
+        # HEAD's bytes are read for a splice, and for a mutation's render (`strict`) to tell
+        # whether it is one anyway; the gate's own renders (not strict) need not read them.
+        base = self.committed_index() if self.index_exact or strict else None
+        spliced = splice_lines(base, lines) if base is not None else None
+        index = spliced if spliced is not None and self.index_exact else self._render_rows(changes)
+        # Rendered whole, it may still be HEAD's index with these lines spliced in (HEAD's was
+        # exact, only the mirror did not know): what the gate's one-line scan needs.
+        self.spliced = spliced == index
+        self._rendered = (frozenset(changes), index, blob_sha(index))
+        return index
+
+    def _render_rows(self, changes: Mapping[str, IndexEntry | None]) -> bytes:
+        """MEMORY.md rendered from every row, with `changes` applied."""
         # SQLite's BINARY order on names equals Python's code-point order: no re-sort needed.
         rows = self.db.execute(f"SELECT name, line FROM {_ROWS} WHERE line IS NOT NULL ORDER BY name")
         lines = [line for name, line in rows if name not in changes]
@@ -151,6 +186,40 @@ class HeadMirror:
                 names.insert(at, name)
                 lines.insert(at, line)
         return render_sorted(lines)
+
+    @property
+    def index_exact(self) -> bool:
+        """Whether HEAD's MEMORY.md is known to be exactly what the rows render (by this code)."""
+        return self.index_note(_EXACT) == render_version()
+
+    def committed_index(self) -> bytes | None:
+        """HEAD's MEMORY.md: from the work tree when it holds exactly HEAD's blob (it does after a
+        mutation's clean check), else from git; None when HEAD has none."""
+        blob = self.index_blob
+        if blob is None:
+            return None
+        try:
+            data: bytes | None = self.desk.read(INDEX_FILE)
+        except (OSError, DeskError):
+            data = None
+        if data is not None and blob_sha(data) == blob:
+            return data
+        return self.desk.git.read_blobs([blob]).get(blob)
+
+    def index_note(self, key: str) -> str | None:
+        """A value a caller noted about HEAD's MEMORY.md (`note_index`), while it is still HEAD's."""
+        value = self._notes.get(key)
+        blob, _, note = (value or "").partition(" ")
+        return note if value is not None and blob == self.index_blob else None
+
+    def note_index(self, key: str, value: str) -> None:
+        """Keep `value` about HEAD's MEMORY.md (e.g. that it was scanned clean, desk.guard) until
+        MEMORY.md changes."""
+        if self.index_blob is None:
+            return
+        self._notes[key] = f"{self.index_blob} {value}"
+        with self._write():
+            self.db.execute(f"INSERT OR REPLACE INTO {_META} VALUES (?, ?)", (_NOTE + key, self._notes[key]))
 
     # -- keeping in step ---------------------------------------------------------------------
 
@@ -164,19 +233,23 @@ class HeadMirror:
             self.commit = head
             self.index_blob = self._meta("index_blob")
             self._config_blob = self._meta("config_blob")
+            self._notes = {key[len(_NOTE):]: value for key, value in self.db.execute(
+                f"SELECT key, value FROM {_META} WHERE key >= ? AND key < ?", (_NOTE, _NOTE + "\uffff"))}
             if head == recorded and (self._config_blob is not None or head is None):
                 return
             if head != recorded and not (recorded and head and self._advance(recorded, head)):
                 self._rebuild(head)
+                self._forget_notes()
             if self._config_blob is None and head is not None:  # a mirror made before it was kept
                 self._config_blob = self.desk.git.object_id(f"{head}:{CONFIG_PATH}") or ""
             self._set_meta(head, self.index_blob)
 
     def record(self, commit: str, changes: Mapping[str, tuple[str, IndexEntry] | None],
-               index_blob: str | None, *, committed: int | None = None) -> None:
+               index_blob: str | None, *, committed: int | None = None, notes: Mapping[str, str] = {}) -> None:
         """After `commit` landed on the recorded commit: apply `changes` (`{name: (blob, entry)}`,
         None deleted); `commit` is their last commit now. `committed` is its committer time
-        (seconds since the epoch) when the caller knows it; else `committed()` asks git once."""
+        (seconds since the epoch) when the caller knows it; else `committed()` asks git once.
+        `notes` are the caller's notes on the commit's MEMORY.md (`note_index`)."""
         with self._write():
             for name, change in changes.items():
                 if change is None:
@@ -188,6 +261,20 @@ class HeadMirror:
             self.commit = commit
             self.index_blob = index_blob
             self._set_meta(commit, index_blob)
+            rendered, self._rendered = self._rendered, None
+            self._forget_notes()
+            kept = dict(notes)
+            if rendered is not None and rendered[0] == frozenset(changes) and rendered[2] == index_blob:
+                kept[_EXACT] = render_version()  # the MEMORY.md render_index made for exactly these changes
+            if index_blob is not None:
+                self._notes = {key: f"{index_blob} {value}" for key, value in kept.items()}
+                self.db.executemany(f"INSERT INTO {_META} VALUES (?, ?)",
+                                    [(_NOTE + key, value) for key, value in self._notes.items()])
+
+    def _forget_notes(self) -> None:
+        """MEMORY.md or the rows changed under the notes: nothing noted about it holds any more."""
+        self._notes = {}
+        self.db.execute(f"DELETE FROM {_META} WHERE key >= ? AND key < ?", (_NOTE, _NOTE + "\uffff"))
 
     def _rebuild(self, head: str | None) -> None:
         """The mirror from nothing: HEAD's files, and their last commits from one history walk."""
@@ -216,6 +303,8 @@ class HeadMirror:
         if caught is None:
             return False
         steps, final = caught
+        if any(path != CONFIG_PATH for path in final):  # memory/ or MEMORY.md changed
+            self._forget_notes()
         if INDEX_FILE in final:
             self.index_blob = final[INDEX_FILE]
         if CONFIG_PATH in final and self._config_blob is not None:
@@ -469,6 +558,17 @@ def _wait(waiting: dict[str, set[str]], commit: str, paths: set[str]) -> None:
     else:
         paths |= there
         waiting[commit] = paths
+
+
+@functools.cache
+def render_version() -> str:
+    """The code an `exact` note holds under: the rows' table and desk.memory.index's source (a new
+    index format renders every row again)."""
+    from desk.memory import index
+
+    with open(index.__file__, "rb") as source:
+        code = source.read()
+    return f"{_ROWS}:{len(code)}:{zlib.crc32(code):08x}"
 
 
 @contextmanager

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,10 +130,23 @@ def _commit_memory(desk: DeskFolder, tx: Transaction, mirror: HeadMirror, memory
                             hint="remove unusual characters from the description and triggers")
     entry = IndexEntry.of(memory)
     index = mirror.render_index({name: entry})
-    sha = tx.commit(_with_index(desk, mirror, {path: data}, index), commit_message(subject, trailers),
-                    known_head(mirror, [name], index))
-    mirror.record(sha, {name: (blob_sha(data), entry)}, blob_sha(index))
+    known = known_head(mirror, [name], index)
+    sha = tx.commit(_with_index(desk, mirror, {path: data}, index), commit_message(subject, trailers), known)
+    record(mirror, known, sha, {name: (blob_sha(data), entry)}, index)
     return sha
+
+
+def record(mirror: HeadMirror, known: KnownHead, sha: str,
+           changes: Mapping[str, tuple[str, IndexEntry] | None], index: bytes) -> None:
+    """`mirror.record` of a landed commit, and what is known of its MEMORY.md (`index`): clean of
+    secrets when HEAD's was (`known.index_clean`) and the mirror spliced only clean lines into it."""
+    notes = {}
+    if known.index_clean and mirror.spliced:
+        from desk.text.secrets import clean_lines, scanner_version
+
+        if all(clean_lines(entry.line()) for _, entry in filter(None, changes.values())):
+            notes[CLEAN_NOTE] = f"{scanner_version()} 1"
+    mirror.record(sha, changes, blob_sha(index), notes=notes)
 
 
 def _list(values: Sequence[str] | None) -> list[str] | None:
@@ -205,8 +218,9 @@ def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str
         message = commit_message(f"forget: {name}", {
             "Desk-Op": "forget", "Desk-Memory": name, "Desk-Actor": actor, "Desk-Reason": reason})
         index = mirror.render_index({name: None})
-        sha = tx.commit(_with_index(desk, mirror, {path: None}, index), message, known_head(mirror, [name], index))
-        mirror.record(sha, {name: None}, blob_sha(index))
+        known = known_head(mirror, [name], index)
+        sha = tx.commit(_with_index(desk, mirror, {path: None}, index), message, known)
+        record(mirror, known, sha, {name: None}, index)
     return MutationResult("deleted", name, path, sha)
 
 
@@ -244,7 +258,39 @@ def known_head(mirror: HeadMirror, names: Sequence[str], index: bytes | None = N
     """What the mirror knows of HEAD for a commit of memories `names` and MEMORY.md: the gate's
     reads of HEAD, answered without git. `index` is the MEMORY.md the mirror rendered for the
     commit (`HeadMirror.render_index`), when the commit's memories are all in it."""
-    return KnownHead(mirror.commit, mirror.head_blobs(names), mirror.like, index)
+    return KnownHead(mirror.commit, mirror.head_blobs(names), mirror.like, index, index_clean(mirror))
+
+
+CLEAN_NOTE = "clean"  # the mirror's note on HEAD's MEMORY.md: `<scanner version> 1|0`
+
+
+def index_clean(mirror: HeadMirror) -> bool:
+    """Whether every line of HEAD's MEMORY.md is clean of secrets in every view `scan` takes
+    (desk.text.secrets.clean_lines): then the gate scans only the lines a commit splices in.
+
+    The mirror keeps the answer while MEMORY.md stays that blob; it is computed here, scanning
+    the whole file once, when it has none for this blob and this version of the scanner (a
+    person's commit changed MEMORY.md or memory/, or desk was upgraded), and only when the
+    commit's MEMORY.md is HEAD's with lines spliced in (`mirror.spliced`): else the gate scans
+    the new file whole anyway, and one whole scan a commit is enough.
+    """
+    from desk.text.secrets import clean_lines, scanner_version
+
+    version = scanner_version()
+    note = mirror.index_note(CLEAN_NOTE)
+    if note is not None and note.rpartition(" ")[0] == version:
+        return note.endswith(" 1")
+    if not mirror.spliced:
+        return False
+    base = mirror.committed_index()
+    if base is None:
+        return False
+    try:
+        clean = clean_lines(base.decode("utf-8"))
+    except UnicodeDecodeError:
+        clean = False
+    mirror.note_index(CLEAN_NOTE, f"{version} {int(clean)}")
+    return clean
 
 
 def _head_blobs(mirror: HeadMirror, name: str) -> dict[str, str]:

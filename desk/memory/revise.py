@@ -12,7 +12,7 @@ from desk.memory.index import IndexEntry, memory_path
 from desk.memory.mirror import head_mirror
 from desk.memory.operations import (MutationResult, _commit_memory, _head_blobs, _list, _merged,
                                     _require_actor, _require_clearable, _require_future,
-                                    _trigger_warnings, _with_index, known_head, no_memory)
+                                    _trigger_warnings, _with_index, known_head, no_memory, record)
 from desk.notes.mistakes import relink_mistakes
 from desk.storage.git import blob_sha
 from desk.text.times import utc_now
@@ -94,6 +94,7 @@ def rename(desk: DeskFolder, old: str, new: str, *, actor: str = "user") -> Muta
         message = commit_message(f"rename: {old} -> {new}", {
             "Desk-Op": "rename", "Desk-Memory": new, "Desk-Renamed-From": old, "Desk-Actor": actor})
         index = mirror.render_index({old: None, new: entry})
-        sha = tx.commit(_with_index(desk, mirror, changes, index), message, known_head(mirror, [old, new], index))
-        mirror.record(sha, {old: None, new: (blob_sha(data), entry)}, blob_sha(index))
+        known = known_head(mirror, [old, new], index)
+        sha = tx.commit(_with_index(desk, mirror, changes, index), message, known)
+        record(mirror, known, sha, {old: None, new: (blob_sha(data), entry)}, index)
     return MutationResult("renamed", new, new_path, sha)

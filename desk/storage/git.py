@@ -45,6 +45,7 @@ LOCK_HINT = ("wait for the git command to finish; `desk doctor` lists every lock
              f"left by a killed desk command at once and any other once it is {LOCK_STALE_AFTER // 60} "
              "minutes old (or remove the lock file it names yourself)")
 PRIVATE_INDEX = "desk-index"  # desk's own index in .git/, never the person's
+TREE_SEGMENTS = "desk-tree-segments.json"  # how the last large tree desk wrote was compressed (objects.py)
 NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -59,9 +60,27 @@ def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+_LARGE_BLOB = 1 << 16
+_large_blobs: dict[bytes, str] = {}  # the last few large contents hashed, by content
+_LARGE_KEPT = 4
+
+
 def blob_sha(content: bytes) -> str:
-    """The object id git gives `content` as a blob (SHA-1 repositories)."""
-    return sha1_hex(b"blob %d\0" % len(content) + content)
+    """The object id git gives `content` as a blob (SHA-1 repositories).
+
+    A mutation hashes the same large file several times (MEMORY.md: its clean check, the pending
+    marker, the gate, the objects): the last few large contents are remembered by content (a
+    bytes object caches its own hash, and an equal one compares by memcmp), so each is hashed once.
+    """
+    if len(content) < _LARGE_BLOB:
+        return sha1_hex(b"blob %d\0" % len(content) + content)
+    sha = _large_blobs.get(content)
+    if sha is None:
+        sha = sha1_hex(b"blob %d\0" % len(content) + content)
+        if len(_large_blobs) >= _LARGE_KEPT:
+            del _large_blobs[next(iter(_large_blobs))]
+        _large_blobs[content] = sha
+    return sha
 
 
 def toplevel(path: Path) -> Path | None:
@@ -274,6 +293,10 @@ class FolderState:
             return None
         changed = self._changed.wait()[0]
         return self.tree, sorted({*_path_list(changed), *_path_list(untracked)})
+
+
+_CONFIG_QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
+                 r"|core\.(loose)?compression|commit\.gpgsign)$")
 
 
 class Git:
@@ -602,12 +625,26 @@ class Git:
         if self._config is None and self._parent is not None:
             self._config = self._parent.config_values()
         if self._config is None:
-            out = self._run("config", "--get-regexp",
-                            r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
-                            r"|commit\.gpgsign)$",
-                            check=False, read_only=True).decode("utf-8", "replace")
-            self._config = dict(line.partition(" ")[::2] for line in out.splitlines())
+            from desk.storage.config_cache import cached_config, keep_config  # kept by the files' stat
+
+            git_dir = self.git_dir()
+            self._config = cached_config(git_dir, self._env, _CONFIG_QUERY)
+            if self._config is None:
+                read_at = time.time_ns()
+                out = self._run("config", "--get-regexp", _CONFIG_QUERY, check=False,
+                                read_only=True).decode("utf-8", "replace")
+                self._config = dict(line.partition(" ")[::2] for line in out.splitlines())
+                keep_config(git_dir, self._env, _CONFIG_QUERY, self._system_config, self._config, read_at)
         return self._config
+
+    def _system_config(self) -> str | None:
+        """The system-wide config file git reads (where git was built to look), or None when git
+        reads none (GIT_CONFIG_NOSYSTEM) or will not say: git names it to an "editor" that prints."""
+        if self._env.get("GIT_CONFIG_NOSYSTEM"):
+            return None
+        out = self.with_env(GIT_EDITOR="echo")._run("config", "--system", "--edit", check=False, read_only=True)
+        path = out.decode("utf-8", "replace").strip()
+        return path if path.startswith("/") and "\n" not in path else None
 
     def identity_args(self) -> list[str]:
         """`-c user.name=… -c user.email=…` when no identity is configured, so desk works anywhere."""
@@ -686,8 +723,19 @@ class Git:
         repository whose object format is not SHA-1, or whose objects live elsewhere)."""
         objects = self._objects_in_process()
         if objects is not None:
-            return write_loose(objects, kind, content)
+            return write_loose(objects, kind, content, blob_sha(content) if kind == "blob" else None,
+                               level=self.loose_compression())
         return self._run("hash-object", "-w", "-t", kind, "--stdin", input=content).decode().strip()
+
+    def loose_compression(self) -> int:
+        """The zlib level git writes loose objects with: core.looseCompression, else
+        core.compression, else 1 (git's default: best speed); -1 is zlib's default."""
+        config = self.config_values()
+        for key in ("core.loosecompression", "core.compression"):
+            value = config.get(key, "").strip()
+            if value.lstrip("-").isdigit() and -1 <= int(value) <= 9:
+                return int(value)
+        return 1
 
     def _objects_in_process(self) -> Path | None:
         """The objects folder desk reads and writes loose objects in itself, or None when git must
@@ -750,7 +798,8 @@ class Git:
         old = self._trees_of(objects, parent, folders) if parent else {}
         root, contents = changed_trees(old, blobs)
         for content in contents:
-            write_loose(objects, "tree", content)
+            write_loose(objects, "tree", content, level=self.loose_compression(),
+                        segments=self.git_dir() / TREE_SEGMENTS)
         return root
 
     def _trees_of(self, objects: Path, commit: str, folders: list[str]) -> dict[str, list[bytes] | None]:
@@ -813,7 +862,7 @@ class Git:
         if objects is not None and author and committer and "\0" not in message:
             when = _git_time(now if now is not None else time.time())
             content = commit_bytes(tree, parent, f"{author} {when}", f"{committer} {when}", message)
-            return write_loose(objects, "commit", content)
+            return write_loose(objects, "commit", content, level=self.loose_compression())
         parents = ["-p", parent] if parent else []
         out = self._run(*self.identity_args(), "commit-tree", tree, *parents, "-F", "-",
                         input=message.encode())

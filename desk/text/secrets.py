@@ -266,6 +266,62 @@ def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
             yield joined, rejoined, False
 
 
+# A line `_LINE_BREAK` joins to the one before it: key material alone, between blanks or tabs.
+_KEY_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/=_\-]+[ \t]*")
+
+
+def _char_view(text: str) -> str:
+    """The view `_views` scans for hidden characters and compatibility forms, taken character by
+    character as it is taken of a whole text (so a line's view is its part of the text's view)."""
+    return _mapped(text, lambda ch: "" if _INVISIBLE.fullmatch(ch) else unicodedata.normalize("NFKC", ch))[0]
+
+
+def _plain_view(line: str) -> bool:
+    """Whether `line`'s view (`_char_view`) is `line` itself: ASCII, or NFKC-normalised without
+    hidden characters (a normalised text's characters are each normalised alone)."""
+    return line.isascii() or (not _INVISIBLE.search(line) and unicodedata.is_normalized("NFKC", line))
+
+
+def clean_lines(text: str) -> bool:
+    """Whether every line of `text` (split at `\n`) holds no secret in any view `scan` takes of
+    any text the line is part of; then `scan(text)` finds nothing, and neither does `scan` of a
+    text made of such lines in any order, with any taken out or added.
+
+    Why a line can be judged alone: no pattern matches across a line break (their character
+    classes exclude it), and a match's look-arounds see a line break or the text's edge, which they
+    treat alike. Lines are put together only where a view joins them (a line of key material
+    alone is joined to the line before: refused here, in either view) or where a private key block
+    runs on to its end line (its header is itself a finding). The hidden-character view is taken
+    character by character, so a line's view is its part of the whole text's view; the views
+    `scan` takes of a whole text depend on what other lines hold, so each line here is checked in
+    every view, whether or not `scan` of this text would take it.
+
+    What MEMORY.md's check costs rests on this (desk.guard.rules): a generated index whose lines
+    were all found clean gains one line per change, and only that line is scanned.
+    """
+    if "\r" in text:
+        return False  # `_LINE_BREAK` joins across `\r\n` too; a generated index never holds `\r`
+    lines = text.split("\n")
+    if any(map(_KEY_LINE.fullmatch, lines)) or scan(text):
+        return False
+    odd = [line for line in lines if not _plain_view(line)]
+    if not odd:
+        return True
+    views = [_char_view(line) for line in odd]
+    return not any(map(_KEY_LINE.fullmatch, views)) and not scan("\n".join(views))
+
+
+@functools.cache
+def scanner_version() -> str:
+    """What `clean_lines` answers besides the text: this module's code and Python's Unicode tables
+    (a record that a text is clean holds only under the same version)."""
+    import zlib
+
+    with open(__file__, "rb") as source:
+        code = source.read()
+    return f"{unicodedata.unidata_version}:{len(code)}:{zlib.crc32(code):08x}"
+
+
 def _cues(text: str) -> set[str]:
     """The literals and keyword hints `text` holds: what makes the patterns look closer."""
     lower = text.lower()

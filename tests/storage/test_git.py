@@ -298,3 +298,21 @@ def test_the_hooks_folder_is_where_git_says(tmp_path: Path) -> None:
     for where in (root, tmp_path / "linked"):
         said = Path(git(where, "rev-parse", "--path-format=absolute", "--git-path", "hooks").strip())
         assert hooks_folder(Git(where)).resolve() == said.resolve()
+
+
+def test_blob_sha_of_large_contents_is_remembered_by_content_never_by_identity() -> None:
+    import hashlib
+
+    from desk.storage.git import blob_sha
+
+    def expected(data: bytes) -> str:
+        return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+    big = b"x" * 200_000
+    assert blob_sha(big) == expected(big)
+    same = bytes(bytearray(big))  # an equal content in another object
+    assert same is not big and blob_sha(same) == expected(big)
+    for i in range(10):  # more than are kept; each its own answer, the oldest forgotten
+        other = big[:-1] + bytes([i])
+        assert blob_sha(other) == expected(other)
+    assert blob_sha(big) == expected(big)

@@ -173,3 +173,93 @@ def test_a_commit_date_from_the_environment_is_left_to_git(tmp_path: Path, monke
     assert git._plain_idents("COMMITTER") is None
     sha = git.commit_tree(run(root, "rev-parse", "HEAD^{tree}").strip(), parent, "x\n")
     assert "981169506 +0100" in run(root, "cat-file", "-p", sha)
+
+
+def test_loose_objects_take_gits_configured_compression(tmp_path: Path) -> None:
+    """git writes loose objects at core.looseCompression (else core.compression, else 1): so does
+    desk. zlib's header names the level band: 0x01 for 0-1, 0xDA for 7-9."""
+    from desk.layout import DeskFolder
+    from desk.memory.operations import remember
+    from desk.scaffold import init_desk
+
+    init_desk(tmp_path / "desk")
+    desk = DeskFolder(tmp_path / "desk")
+
+    def header_of_head_commit() -> bytes:
+        sha = desk.git.head() or ""
+        return (desk.git_dir / "objects" / sha[:2] / sha[2:]).read_bytes()[:2]
+
+    remember(desk, "plain", type="fact", description="one", body="One fact.")
+    assert header_of_head_commit() == b"\x78\x01"
+    subprocess.run(["git", "config", "core.looseCompression", "9"], cwd=desk.root, check=True)
+    desk = DeskFolder(desk.root)  # a new process would read the config anew
+    remember(desk, "packed", type="fact", description="two", body="Two facts.")
+    assert header_of_head_commit() == b"\x78\xda"
+    assert subprocess.run(["git", "fsck", "--strict"], cwd=desk.root, capture_output=True).returncode == 0
+
+
+def _large_tree(count: int, extra: bytes = b"") -> bytes:
+    from desk.storage.hashing import sha1_hex
+    from desk.storage.objects import entry_key, make_entry
+
+    names = [b"m%06d.md" % i for i in range(count)] + ([extra] if extra else [])
+    entries = [make_entry(b"100644", name, sha1_hex(name)) for name in names]
+    return b"".join(sorted(entries, key=entry_key))
+
+
+def _git_reads(root: Path, sha: str) -> bytes:
+    return subprocess.run(["git", "cat-file", "tree", sha], cwd=root, check=True, capture_output=True).stdout
+
+
+def test_large_trees_reuse_the_last_ones_compressed_segments(tmp_path: Path) -> None:
+    """A large tree is compressed in content-cut segments; the next one, one entry different,
+    copies every segment it shares; git reads both, fsck is clean."""
+    import json
+
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    objects, record = root / ".git" / "objects", root / ".git" / "desk-tree-segments.json"
+    first = _large_tree(3000)
+    one = write_loose(objects, "tree", first, segments=record)
+    before = json.loads(record.read_text())
+    assert before["sha"] == one and len(before["pieces"]) > 20
+    second = _large_tree(3000, b"m001500x.md")
+    two = write_loose(objects, "tree", second, segments=record)
+    after = json.loads(record.read_text())
+    assert after["sha"] == two
+    shared = {tuple(p) for p in before["pieces"]} & {tuple(p) for p in after["pieces"]}
+    assert len(shared) >= len(after["pieces"]) - 2  # all but the piece that gained the entry
+    old_file, new_file = ((objects / s[:2] / s[2:]).read_bytes() for s in (one, two))
+    start = 2 + before["head"]  # past the zlib header and the object header's own segment
+    segment = old_file[start:start + before["pieces"][0][2]]
+    assert tuple(before["pieces"][0]) in shared and segment in new_file  # copied, not compressed again
+    assert _git_reads(root, one) == first and _git_reads(root, two) == second
+    assert object_id("tree", second) == two
+    assert subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("damage", ["record", "object"])
+def test_a_record_that_does_not_describe_the_object_is_not_used(tmp_path: Path, damage: str) -> None:
+    """A record naming wrong segment lengths (here: shifted by one) with the object's own size and
+    CRC, or an object file changed since, never yields a broken object: the stream is checked
+    before it is written, else the tree is compressed whole."""
+    import json
+    import zlib
+
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    objects, record = root / ".git" / "objects", root / ".git" / "desk-tree-segments.json"
+    one = write_loose(objects, "tree", _large_tree(2000), segments=record)
+    kept = json.loads(record.read_text())
+    if damage == "record":
+        kept["pieces"][3][2] += 1
+        kept["pieces"][4][2] -= 1
+        record.write_text(json.dumps(kept))
+    else:
+        path = objects / one[:2] / one[2:]
+        path.chmod(0o644)
+        path.write_bytes(zlib.compress(zlib.decompress(path.read_bytes()), 9))
+    second = _large_tree(2000, b"m000999x.md")
+    two = write_loose(objects, "tree", second, segments=record)
+    assert _git_reads(root, two) == second
+    assert subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True).returncode == 0

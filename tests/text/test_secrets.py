@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desk.text.secrets import fingerprint, redact, scan
+from desk.text.secrets import clean_lines, fingerprint, redact, scan, scanner_version
 
 ALNUM = "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC"  # 32 mixed characters, high entropy
 
@@ -184,3 +184,46 @@ def test_nothing_shorter_than_the_shortest_secret_is_ever_found(text: str) -> No
     assert len("x://:k9Z@h") == SHORTEST_SECRET
     if len(text) < SHORTEST_SECRET:
         assert scan(text) == []
+
+
+# -- clean_lines: a text whose lines are each clean scans clean, in any arrangement ----------------
+
+_PIECES = ["- [", "](memory/", ".md) — ", "token", "=", ": ", "password is ", "secret ", "://", "@",
+           "host", "user", "ghp_", "sk-", "AKIA", "eyJ", ".", "xox", "-", "_", " ", "\t", "报告，",
+           "ｔｏｋｅｎ", "＝", "\u200b", "\u00ad", "-----BEGIN ", "PRIVATE KEY-----", "PuTTY-User-Key-File-2:",
+           ALNUM[:8], ALNUM[8:16], ALNUM[16:24], ALNUM, "IOSFODNN7EXAMPLQ", "Ａ", "ｂ", "１"]
+_LINE = st.lists(st.sampled_from(_PIECES), max_size=8).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_LINE, min_size=1, max_size=6))
+def test_clean_lines_is_a_property_of_each_line(lines: list[str]) -> None:
+    """`clean_lines` of a text is the conjunction over its lines, and a text of clean lines,
+    however they are arranged, holds no secret: what lets MEMORY.md scan only a spliced line."""
+    text = "\n".join(lines)
+    each = [clean_lines(line) for line in lines]
+    assert clean_lines(text) == all(each)
+    if all(each):
+        assert scan(text) == []
+        assert scan("\n".join(reversed(lines))) == []
+
+
+def test_clean_lines_refuses_what_a_view_would_join_or_reveal() -> None:
+    key = "gh" + "p_" + _key(36)
+    assert not clean_lines(f"- [a](memory/a.md) — {key}")
+    # Split over two lines: the second is key material alone, which scan joins to the first.
+    assert not clean_lines(key[:20])
+    assert not clean_lines(f"- [a](memory/a.md) — x\n{key[20:]}")
+    # Hidden in the hidden-character view only.
+    assert not clean_lines(f"- [a](memory/a.md) — {key[:10]}\u200b{key[10:]}")
+    assert not clean_lines("ＡＢＣ")  # key material once NFKC-normalised
+    assert not clean_lines("a\rb")
+    assert clean_lines("- [report-style](memory/report-style.md) — 报告的语言和长度，用户纠正")
+    assert clean_lines("")
+
+
+def test_scanner_version_names_the_unicode_tables_and_the_code() -> None:
+    import unicodedata
+
+    version = scanner_version()
+    assert version.startswith(unicodedata.unidata_version + ":") and version == scanner_version()
