@@ -462,9 +462,12 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
     `cached=False` runs every rule on every file.
     """
     now = now or dt.datetime.now(dt.timezone.utc)
-    git = desk.git
-    # The listing and HEAD's .system/ (every path `needs_old` names lives there) at once.
-    listing, head_system = git.work_tree_listing_and_tree(".system/")
+    # The listing and HEAD's .system/ (every path `needs_old` names lives there) at once, while
+    # this process loads the cache's module (SQLite).
+    started = desk.git.start_work_tree_listing(".system/")
+    if cached:
+        from desk.guard.verdicts import VerdictCache  # noqa: F401
+    listing, head_system = started.result()
     found: dict[str, tuple[str, str | None, bytes | None]] = {}  # path: mode, blob, content
     for path in sorted(p for p in listing.elsewhere if is_managed(p) or desk.path(p).is_symlink()):
         entry = _read_work_tree(desk, path)
