@@ -305,7 +305,7 @@ class Desk(DeskFolder):
         to `git add`. The result's `exit_code` is 3 when any finding is an error.
         """
         from desk.guard.validate import INDEX_FILE, fix_index, validate_all, validate_staged
-        from desk.results.memory import Validation
+        from desk.results.guard import Validation
         from desk.storage.git import staged_git
 
         if mode == "all":
@@ -325,14 +325,14 @@ class Desk(DeskFolder):
         DeskError when core.hooksPath is set: the hint says how to wire the hooks by hand.
         """
         from desk.guard.hooks import install
-        from desk.results.memory import HooksChange
+        from desk.results.guard import HooksChange
 
         return HooksChange(install(self.root))
 
     def hooks_uninstall(self) -> HooksChange:
         """Remove desk's hooks and restore the hooks they had replaced."""
         from desk.guard.hooks import uninstall
-        from desk.results.memory import HooksChange
+        from desk.results.guard import HooksChange
 
         return HooksChange(uninstall(self.root))
 
@@ -361,7 +361,7 @@ class Desk(DeskFolder):
     def doctor(self, *, repair: bool = False, commits: int = 200) -> Diagnosis:
         """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem remains."""
         from desk.guard.doctor import diagnose
-        from desk.results.memory import Diagnosis
+        from desk.results.guard import Diagnosis
 
         return Diagnosis(diagnose(self, repair=repair, commits=commits))
 

@@ -34,7 +34,7 @@ with open(os.environ["PROBE_OUT"], "w") as out:
 """
 
 # The result modules: a command builds only its own (desk.results.base is everyone's).
-RESULTS = {"desk.results.change", "desk.results.memory", "desk.results.read", "desk.results.archive", "desk.results.working",
+RESULTS = {"desk.results.change", "desk.results.memory", "desk.results.guard", "desk.results.read", "desk.results.archive", "desk.results.working",
            "desk.results.scopes", "desk.results.sync", "desk.results.interchange"}
 # Never on a hot path: the checkers, the writers of other verbs, and the heavy dependencies.
 NEVER = {"pydantic", "git", "frontmatter", "mcp", "desk.guard.doctor", "desk.guard.hooks", "desk.scaffold",

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, Finding
-from desk.guard.hooks import install, installed
+from desk.guard.hook_files import installed
 from desk.guard.rules import FileVerdict, check_archive, check_message, secret_verdict
 from desk.guard.validate import current_config, validate_all
 from desk.guard.verdicts import VerdictCache
@@ -518,6 +518,8 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     if not missing and not outdated:
         return
     if repair:
+        from desk.guard.hooks import install  # the installer: only when repairing
+
         install(desk.root)
         report.add("hooks", ", ".join(missing + outdated), "installed desk's hooks (an existing hook is "
                    "kept and still runs first)", "repaired")

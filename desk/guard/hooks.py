@@ -28,6 +28,7 @@ from desk.errors import ConflictError, DeskError, Finding, GitError
 from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
                                    MERGE_ENTRY, _read_text, attributes_with_missing, hooks_folder, is_ours,
                                    missing_attributes)
+from desk.guard.hook_files import installed as installed  # re-exported: it lives where it is cheap (doctor)
 from desk.guard.hook_files import missing_setup as missing_setup  # re-exported: it lives where it is cheap
 from desk.guard.rules import check_message
 from desk.guard.validate import validate_staged
@@ -170,24 +171,6 @@ def uninstall(root: Path) -> HooksResult:
         else:
             result.actions[hook] = "removed"
     return result
-
-
-def installed(root: Path) -> dict[str, str]:
-    """Each of desk's hooks: `ok`, `missing`, or `outdated` (desk's, but running an entry that is
-    no longer desk's: hooks from desk 0.1.0 run `python -m desk.hooks`). Empty when
-    core.hooksPath is set. For `desk doctor`."""
-    try:
-        folder = hooks_folder(Git(root))
-    except DeskError:
-        return {}
-    found = {}
-    for hook in HOOK_TYPES:
-        path = folder / hook
-        if not is_ours(path):
-            found[hook] = "missing"
-        else:
-            found[hook] = "ok" if f"-m {HOOK_ENTRY} " in path.read_text("utf-8", "replace") else "outdated"
-    return found
 
 
 # -- what the hooks run -------------------------------------------------------------------
