@@ -243,6 +243,17 @@ class StartedListing:
         return WorkTreeListing(listing), _parse_ls_tree(tree)
 
 
+class StartedChanges:
+    """`Git.start_staged_changes`: a `git diff --cached --raw` running."""
+
+    def __init__(self, started: _Started) -> None:
+        self._started = started
+
+    def result(self) -> list[RawChange]:
+        """What the index changes against HEAD; GitError when git fails."""
+        return _raw_changes(self._started.wait()[0])
+
+
 class FolderState:
     """A work-tree folder as git sees it (`Git.folder_state`), for a cache keyed by it.
 
@@ -571,9 +582,12 @@ class Git:
 
     def staged_changes(self) -> list[RawChange]:
         """What the index changes against HEAD, blob by blob (the commit being made, in a hook)."""
-        out = self._run("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev",
-                        read_only=True)
-        return _raw_changes(out)
+        return self.start_staged_changes().result()
+
+    def start_staged_changes(self) -> StartedChanges:
+        """`staged_changes()`, started now and answered by `.result()`: a hook loads the gate's
+        modules while git compares the index with HEAD."""
+        return StartedChanges(self._start(("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev")))
 
     def diff_tree(self, old: str, new: str, paths: Iterable[str] = ()) -> list[RawChange]:
         """What changed under `paths` from commit `old` to commit `new`; GitError when one is gone."""
