@@ -129,14 +129,16 @@ def missing_setup(root: Path, git_dir: Path) -> list[str]:
     return missing
 
 
-def installed(root: Path) -> dict[str, str]:
+def installed(root: Path, git: Git | None = None) -> dict[str, str]:
     """Each of desk's hooks: `ok`, `missing`, or `outdated` (desk's, but running an entry that is
     no longer desk's: hooks from desk 0.1.0 run `python -m desk.hooks`). Empty when
     core.hooksPath is set. For `desk doctor`, which so loads none of desk.guard.hooks."""
     try:
-        from desk.storage.git import Git
+        if git is None:
+            from desk.storage.git import Git
 
-        folder = hooks_folder(Git(root))
+            git = Git(root)
+        folder = hooks_folder(git)
     except DeskError:
         return {}
     found = {}

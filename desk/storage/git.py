@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
@@ -50,6 +50,8 @@ NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _LISTING = ("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o", "--exclude-standard")
+# config_values
+_CONFIG_KEYS = r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding|commit\.gpgsign)$"
 _NOT_CACHED = re.compile(rb"\0[^H]")  # in `b"\0" + listing`: a record whose `-t` tag is not `H`
 
 
@@ -214,10 +216,10 @@ class _Started:
         """One `_Started` per command, each waited for on its own."""
         return [_Started((args,), [proc]) for args, proc in zip(self.commands, self.procs)]
 
-    def wait(self) -> list[bytes]:
+    def wait(self, *, check: bool = True) -> list[bytes]:
         outputs = [proc.communicate() for proc in self.procs]
         for args, proc, (out, err) in zip(self.commands, self.procs, outputs):
-            if proc.returncode != 0:
+            if check and proc.returncode != 0:
                 message = err.decode("utf-8", "replace").strip() or out.decode("utf-8", "replace").strip()
                 raise GitError(f"git {_command(args)} failed: {message}",
                                hint="run `desk doctor` to check the desk's git state")
@@ -336,6 +338,7 @@ class Git:
         self._identity: list[str] | None = None
         self._parent: Git | None = None  # `with_env`'s source: identity and config come from it
         self._config: dict[str, str] | None = None
+        self._config_started: _Started | None = None  # `start_config_values`
         self._git_dir: Path | None = None
         self._objects: tuple[Path | None] | None = None  # `_objects_in_process`, found once
         self._index_built = False  # the last `build_tree` used the private index
@@ -656,12 +659,16 @@ class Git:
         if self._config is None and self._parent is not None:
             self._config = self._parent.config_values()
         if self._config is None:
-            out = self._run("config", "--get-regexp",
-                            r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
-                            r"|commit\.gpgsign)$",
-                            check=False, read_only=True).decode("utf-8", "replace")
+            started = self._config_started or self.start_config_values()
+            out = started.wait(check=False)[0].decode("utf-8", "replace")
             self._config = dict(line.partition(" ")[::2] for line in out.splitlines())
         return self._config
+
+    def start_config_values(self) -> _Started:
+        """Start reading `config_values()` now (its git process runs while the caller works)."""
+        if self._config_started is None:
+            self._config_started = self._start(("config", "--get-regexp", _CONFIG_KEYS))
+        return self._config_started
 
     def identity_args(self) -> list[str]:
         """`-c user.name=… -c user.email=…` when no identity is configured, so desk works anywhere."""
@@ -1021,6 +1028,12 @@ class Git:
         out = self._run("rev-list", f"-n{limit}", *([] if merges else ["--no-merges"]), "HEAD",
                         "--", check=False, read_only=True)
         return out.decode().split()
+
+    def start_commit_ids(self, limit: int) -> Callable[[], list[str]]:
+        """`commit_ids(limit)` started now; the returned function waits for it (`desk doctor`
+        runs it while git lists the work tree)."""
+        started = self._start(("rev-list", f"-n{limit}", "HEAD", "--"))
+        return lambda: started.wait(check=False)[0].decode().split()
 
     def commits(self, shas: Iterable[str]) -> list[Commit]:
         """These commits, in the order given, as `log` returns them (message, trailers, changes)."""
