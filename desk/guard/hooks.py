@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -215,6 +216,15 @@ def leave_open_at_exit() -> None:
     _LEAVE_OPEN = True
 
 
+@contextmanager
+def _object_reader(git: Git) -> Iterator[None]:
+    """Closes the `git cat-file --batch` a check started when the check did not use it."""
+    try:
+        yield
+    finally:
+        git.close_object_reader()
+
+
 def _load_gate() -> Callable[..., tuple[Report, bytes | None]]:
     """The gate's modules (the rules, the verdict cache and SQLite, the write-back record), loaded
     by a hook after it started git, so that the loading and git's work overlap; returns
@@ -240,9 +250,10 @@ def run_pre_commit(root: Path, merge: bool = False) -> HookRun:
     desk = DeskFolder(root)
     healed: list[str] | None = None
     for _attempt in range(SNAPSHOT_TRIES):
-        with staged_snapshot(root) as git:
+        with staged_snapshot(root) as git, _object_reader(git):
             head = git.head()
             started = git.start_staged_changes()  # one `git diff --cached --raw` serves both checks
+            git.start_object_reader()  # and the `git cat-file --batch` that reads the staged blobs
             validate_staged = _load_gate()  # while git compares the index with HEAD
             raw = started.result()
             if healed is None and (healed := _heal_write_backs(desk, raw)):

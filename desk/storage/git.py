@@ -216,8 +216,8 @@ class _Started:
         """One `_Started` per command, each waited for on its own."""
         return [_Started((args,), [proc]) for args, proc in zip(self.commands, self.procs)]
 
-    def wait(self, *, check: bool = True) -> list[bytes]:
-        outputs = [proc.communicate() for proc in self.procs]
+    def wait(self, *, check: bool = True, input: bytes | None = None) -> list[bytes]:
+        outputs = [proc.communicate(input) for proc in self.procs]
         for args, proc, (out, err) in zip(self.commands, self.procs, outputs):
             if check and proc.returncode != 0:
                 message = err.decode("utf-8", "replace").strip() or out.decode("utf-8", "replace").strip()
@@ -339,6 +339,7 @@ class Git:
         self._parent: Git | None = None  # `with_env`'s source: identity and config come from it
         self._config: dict[str, str] | None = None
         self._config_started: _Started | None = None  # `start_config_values`
+        self._reader: subprocess.Popen[bytes] | None = None  # `start_object_reader`
         self._git_dir: Path | None = None
         self._objects: tuple[Path | None] | None = None  # `_objects_in_process`, found once
         self._index_built = False  # the last `build_tree` used the private index
@@ -546,8 +547,12 @@ class Git:
         wanted = list(dict.fromkeys(names))
         if not wanted:
             return {}
-        out = self._run("cat-file", "--batch", input=("\n".join(wanted) + "\n").encode(),
-                        read_only=True)
+        asked = ("\n".join(wanted) + "\n").encode()
+        if self._reader is not None:  # started already (`start_object_reader`)
+            reader, self._reader = self._reader, None
+            out = _Started((("cat-file", "--batch"),), [reader]).wait(input=asked)[0]
+        else:
+            out = self._run("cat-file", "--batch", input=asked, read_only=True)
         found: dict[str, tuple[str, bytes]] = {}
         pos = 0
         for sha in wanted:
@@ -560,6 +565,21 @@ class Git:
             found[sha] = (header[1].decode("ascii", "replace"), out[pos:pos + size])
             pos += size + 1
         return found
+
+    def start_object_reader(self) -> None:
+        """Start the `git cat-file --batch` the next `read_objects` (or `read_blobs`) asks, so
+        that git's start overlaps the caller's work (a hook loading the gate); close it with
+        `close_object_reader` when it may not have been used."""
+        if self._reader is None:
+            self._reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.root,
+                                            env={**self._env, "GIT_OPTIONAL_LOCKS": "0"}, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def close_object_reader(self) -> None:
+        """End a started `git cat-file --batch` that `read_objects` did not use."""
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.communicate(b"")
 
     def object_ids(self, names: Iterable[str]) -> dict[str, str | None]:
         """`{name: object id or None}` for names like `HEAD` and `HEAD:path`, in one
