@@ -185,23 +185,28 @@ class WorkTreeListing:
 
     def clean(self, prefix: str = "") -> dict[str, tuple[str, str]]:
         """`{path: (mode, blob)}` of the files (under `prefix`) git finds as the index has them:
-        by its stat cache, comparing content when the stat data cannot tell. Only the records
-        naming a path under `prefix` are read (found by byte search)."""
-        marker = b"\t" + prefix.encode()
+        by its stat cache, comparing content when the stat data cannot tell. Under a folder,
+        only the records naming a path in it are read (found by byte search)."""
         out = self._out
-        first = out.find(marker)
+        if prefix:
+            marker = b"\t" + prefix.encode()
+            records = []
+            at = out.find(marker)
+            while at >= 0:
+                end = out.find(b"\0", at)
+                records.append(out[out.rfind(b"\0", 0, at) + 1:end if end >= 0 else len(out)])
+                at = out.find(marker, end) if end >= 0 else -1
+        else:
+            records = out.split(b"\0")
         found: dict[str, tuple[str, str]] = {}
-        while first >= 0:
-            start = out.rfind(b"\0", 0, first) + 1
-            end = out.find(b"\0", first)
-            record = out[start:end if end >= 0 else len(out)]
-            meta, _, raw_path = record.partition(b"\t")
-            path = _path(raw_path)
-            fields = meta.decode("utf-8", "surrogateescape").split()
-            if (len(fields) == 4 and fields[0] == "H" and fields[3] == "0" and path.startswith(prefix)
-                    and path not in self.elsewhere):
-                found[path] = (fields[1], fields[2])
-            first = out.find(marker, end) if end >= 0 else -1
+        for record in records:
+            if record.startswith(b"H "):
+                meta, _, raw_path = record[2:].partition(b"\t")
+                path = _path(raw_path)
+                fields = meta.split()
+                if (len(fields) == 3 and fields[2] == b"0" and path.startswith(prefix)
+                        and path not in self.elsewhere):
+                    found[path] = (fields[0].decode(), fields[1].decode())
         return found
 
 
