@@ -100,21 +100,26 @@ def _found(report: DoctorReport, check: str, path: str, message: str, safe: bool
 def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> DoctorReport:
     """Run every check; with `repair`, fix what is safe under the desk lock."""
     report = DoctorReport(repair=repair)
-    # The history check's `git rev-list` and the hooks check's `git config` run while the rule
-    # check's `git ls-files` stats the work tree.
-    history = desk.git.start_commit_ids(commits) if commits > 0 else list
-    desk.git.start_config_values()
+    history: Callable[[], list[str]] | None = None
     try:
         with desk_lock(desk.lock_path, timeout=LOCK_WAIT):
             _check_desk_index_lock(desk, report, repair)
             _check_pending(desk, report, repair)
             _check_index_lock(desk, report, repair, lock_held=True)
             _check_git_locks(desk, report, repair, lock_held=True)
+            # The history check's `git rev-list` and the hooks check's `git config` run while the
+            # rule check's `git ls-files` stats the work tree; started only now, as the lock checks
+            # above count the git processes running in the desk.
+            history = _start_reads(desk, commits)
             if not _check_stopped_merge(desk, report):  # mid-merge files are git's and the person's
                 _check_temp_files(desk, report, repair)
                 _check_torn_archive(desk, report, repair)
                 _check_rules(desk, report, repair)
     except ConflictError:
+        if history is not None:  # let them finish: the lock checks below count running git processes
+            history()
+            desk.git.config_values()
+            history = None  # the history check asks again
         report.add("desk-lock", str(desk.lock_path), "another desk process holds the desk lock; "
                    "run doctor again when it is done", "needs-person")
         _check_index_lock(desk, report, False, lock_held=False)
@@ -122,6 +127,13 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> D
     _check_history(desk, report, commits, history)
     _check_hooks(desk, report, repair)
     return report
+
+
+def _start_reads(desk: DeskFolder, commits: int) -> Callable[[], list[str]]:
+    """Start the history check's `git rev-list` and the hooks check's `git config`; returns what
+    gives the commits."""
+    desk.git.start_config_values()
+    return desk.git.start_commit_ids(commits) if commits > 0 else list
 
 
 def _check_stopped_merge(desk: DeskFolder, report: DoctorReport) -> bool:
