@@ -504,15 +504,6 @@ class Git:
             return set()
         return _path_list(self._run("ls-files", "-z", "--", *specs, read_only=True))
 
-    def work_tree_grep(self, folder: str, patterns: Iterable[str], *, untracked: bool = False) -> set[str]:
-        """The tracked files under `folder` (as the work tree has them; with `untracked`, untracked
-        ones not ignored too) with a line matching one of the extended regexes `patterns` (one
-        multi-threaded `git grep -l`; `untracked` costs a walk of the folder, ~3x)."""
-        args = [arg for p in patterns for arg in ("-e", p)]
-        out = self._run("grep", "-l", "-z", "-E", *(["--untracked"] if untracked else []), "--no-color",
-                        *args, "--", folder, check=False, read_only=True)
-        return _path_list(out)
-
     def work_tree_files(self) -> set[str]:
         """Every file git tracks or would track (not ignored) in the work tree."""
         return _path_list(self._run("ls-files", "-z", "--cached", "--others", "--exclude-standard",

@@ -202,23 +202,6 @@ def test_only_the_git_module_runs_git() -> None:
     assert offenders == []
 
 
-def test_work_tree_grep_finds_tracked_and_untracked_files_not_ignored(tmp_path: Path) -> None:
-    from desk.storage.git import Git
-
-    g = Git(tmp_path)
-    g.init()
-    (tmp_path / ".gitignore").write_text("memory/ignored.md\n")
-    (tmp_path / "memory").mkdir()
-    for name, text in {"tracked": "key: a\n", "untracked": "x\nevidence:\n", "other": "no key: here\n",
-                       "ignored": "key: b\n", "new\nline": "key: c\n"}.items():
-        (tmp_path / "memory" / f"{name}.md").write_text(text)
-    g.add(["memory/tracked.md"])
-    assert g.work_tree_grep("memory/", ["^key:", "^evidence:"], untracked=True) == {
-        "memory/tracked.md", "memory/untracked.md", "memory/new\nline.md"}
-    assert g.work_tree_grep("memory/", ["^key:", "^evidence:"]) == {"memory/tracked.md"}
-    assert g.work_tree_grep("nowhere/", ["^key:"]) == set()
-
-
 def _rev_parse_head(root: Path) -> str | None:
     proc = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=root, env=git_env(),
                           capture_output=True)
