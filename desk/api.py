@@ -304,12 +304,15 @@ class Desk(DeskFolder):
         With `fix` (staged only), a stale MEMORY.md is rewritten in the work tree for the person
         to `git add`. The result's `exit_code` is 3 when any finding is an error.
         """
-        from desk.guard.validate import INDEX_FILE, fix_index, validate_all, validate_staged
         from desk.results.guard import Validation
-        from desk.storage.git import staged_git
 
         if mode == "all":
+            from desk.guard.whole import validate_all  # git lists the work tree while the gate loads
+
             return Validation(mode, validate_all(self))
+        from desk.guard.validate import INDEX_FILE, fix_index, validate_staged
+        from desk.storage.git import staged_git
+
         if mode != "staged":
             raise UsageError(f"validate mode must be staged or all, not {mode!r}")
         report, regenerated = validate_staged(self)

@@ -33,7 +33,9 @@ from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Git, RawChange, blob_sha, sha1_hex, staged_git
+from desk.guard.whole import LISTED_FOLDER
+from desk.guard.whole import validate_all as validate_all  # re-exported: the entry that starts git first
+from desk.storage.git import Git, RawChange, StartedListing, blob_sha, sha1_hex, staged_git
 from desk.storage.reading import SymlinkError
 
 if TYPE_CHECKING:
@@ -461,8 +463,9 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
     return report
 
 
-def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bool = True) -> Report:
-    """Every desk file in the work tree (tracked or not ignored): `desk validate --all`.
+def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime | None = None, *,
+                    cached: bool = True) -> Report:
+    """`validate_all`'s work, once git was asked for the listing (`started`, of `.system/`).
 
     One `git ls-files` lists the work tree, naming the blob of every file git's stat cache finds
     unchanged since the index; only the other files are read from disk, and of the unchanged ones
@@ -471,10 +474,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
     `cached=False` runs every rule on every file.
     """
     now = now or dt.datetime.now(dt.timezone.utc)
-    # The listing and HEAD's .system/ (every path `needs_old` names lives there) at once, while
-    # this process loads the cache's module (SQLite).
-    started = desk.git.start_work_tree_listing(".system/")
-    if cached:
+    if cached:  # the cache's module (SQLite) loads while git lists
         from desk.guard.verdicts import VerdictCache  # noqa: F401
     listing, head_system = started.result()
     found: dict[str, tuple[str, str | None, bytes | None]] = {}  # path: mode, blob, content
@@ -483,7 +483,7 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
         if entry is not None:
             found[path] = entry
     changed = sorted(found)
-    system = listing.clean(".system/")  # archive files and desk.json: their HEAD blobs are inputs
+    system = listing.clean(LISTED_FOLDER)  # archive files and desk.json: their HEAD blobs are inputs
     if CONFIG_PATH in system:  # always read: its desk id and allow-list
         config = _read_work_tree(desk, CONFIG_PATH)
         if config is not None:

@@ -50,7 +50,7 @@ NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _LISTING = ("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o", "--exclude-standard")
-# config_values
+# the keys `Git.config_values` reads
 _CONFIG_KEYS = r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding|commit\.gpgsign)$"
 _NOT_CACHED = re.compile(rb"\0[^H]")  # in `b"\0" + listing`: a record whose `-t` tag is not `H`
 
