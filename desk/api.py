@@ -304,12 +304,15 @@ class Desk(DeskFolder):
         With `fix` (staged only), a stale MEMORY.md is rewritten in the work tree for the person
         to `git add`. The result's `exit_code` is 3 when any finding is an error.
         """
-        from desk.guard.validate import INDEX_FILE, fix_index, validate_all, validate_staged
-        from desk.results.memory import Validation
-        from desk.storage.git import staged_git
+        from desk.results.guard import Validation
 
         if mode == "all":
+            from desk.guard.whole import validate_all  # git lists the work tree while the gate loads
+
             return Validation(mode, validate_all(self))
+        from desk.guard.validate import INDEX_FILE, fix_index, validate_staged
+        from desk.storage.git import staged_git
+
         if mode != "staged":
             raise UsageError(f"validate mode must be staged or all, not {mode!r}")
         report, regenerated = validate_staged(self)
@@ -325,14 +328,14 @@ class Desk(DeskFolder):
         DeskError when core.hooksPath is set: the hint says how to wire the hooks by hand.
         """
         from desk.guard.hooks import install
-        from desk.results.memory import HooksChange
+        from desk.results.guard import HooksChange
 
         return HooksChange(install(self.root))
 
     def hooks_uninstall(self) -> HooksChange:
         """Remove desk's hooks and restore the hooks they had replaced."""
         from desk.guard.hooks import uninstall
-        from desk.results.memory import HooksChange
+        from desk.results.guard import HooksChange
 
         return HooksChange(uninstall(self.root))
 
@@ -361,7 +364,7 @@ class Desk(DeskFolder):
     def doctor(self, *, repair: bool = False, commits: int = 200) -> Diagnosis:
         """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem remains."""
         from desk.guard.doctor import diagnose
-        from desk.results.memory import Diagnosis
+        from desk.results.guard import Diagnosis
 
         return Diagnosis(diagnose(self, repair=repair, commits=commits))
 

@@ -40,7 +40,7 @@ with open(os.environ["PROBE_OUT"], "w") as out:
 """
 
 # The result modules: a command builds only its own (desk.results.base is everyone's).
-RESULTS = {"desk.results.change", "desk.results.memory", "desk.results.read", "desk.results.archive", "desk.results.working",
+RESULTS = {"desk.results.change", "desk.results.memory", "desk.results.guard", "desk.results.read", "desk.results.archive", "desk.results.working",
            "desk.results.scopes", "desk.results.sync", "desk.results.interchange"}
 # Never on a hot path: the checkers, the writers of other verbs, and the heavy dependencies.
 NEVER = {"pydantic", "git", "frontmatter", "mcp", "desk.guard.doctor", "desk.guard.hooks", "desk.scaffold",
@@ -174,6 +174,57 @@ def test_archive_append_loads_no_memory_code(small_desk: DeskFolder, tmp_path: P
     # it runs no git: neither desk's git module nor subprocess (the stopped-merge check reads files)
     assert loaded(data, {"yaml", "sqlite3", "desk.memory", "desk.recall", "desk.digest", "desk.transaction",
                          "desk.storage.frontmatter", "desk.storage.git", "subprocess"} | NEVER) == []
+
+
+def test_validate_all_on_an_unchanged_desk_loads_neither_openssl_nor_the_parsers(
+        small_desk: DeskFolder, tmp_path: Path) -> None:
+    """An unchanged desk's `validate --all` takes its findings from the cache: the guard results
+    only, the listing digested without OpenSSL, no memory parser, no hooks, no transaction."""
+    probe(small_desk, tmp_path, "validate", "--all")  # fills the cache
+    data = probe(small_desk, tmp_path, "validate", "--all")
+    assert loaded(data, RESULTS) == ["desk.results.guard"]
+    assert loaded(data, {"hashlib", "_hashlib", "yaml", "desk.memory.file", "desk.storage.frontmatter",
+                         "desk.text.secrets", "desk.transaction"} | NEVER) == []
+
+
+def test_doctor_loads_neither_the_hooks_installer_nor_openssl(small_desk: DeskFolder, tmp_path: Path) -> None:
+    """doctor reads which hooks are installed from desk.guard.hook_files; the installer
+    (desk.guard.hooks) loads only to repair them."""
+    probe(small_desk, tmp_path, "doctor")
+    data = probe(small_desk, tmp_path, "doctor")
+    assert loaded(data, RESULTS) == ["desk.results.guard"]
+    assert loaded(data, {"hashlib", "_hashlib", "yaml", "desk.memory.file"} | NEVER - {"desk.guard.doctor"}) == []
+
+
+_HOOK_PROBE = """
+import dataclasses, json, os, sys
+from desk.cli.hook import main
+code = main(sys.argv[1:])
+records = sorted(f"{m}.{n}" for m in list(sys.modules) if m.startswith("desk.guard.")
+                 for n, v in vars(sys.modules[m]).items()
+                 if isinstance(v, type) and v.__module__ == m and dataclasses.is_dataclass(v))
+with open(os.environ["PROBE_OUT"], "w") as out:
+    json.dump({"code": code, "modules": sorted(sys.modules), "dataclasses": records}, out)
+"""
+
+
+def test_the_pre_commit_hook_builds_no_guard_dataclass_and_no_cli(small_desk: DeskFolder, tmp_path: Path) -> None:
+    """The hook's Python (`python -m desk.cli.hook pre-commit`) on a staged memory: the gate's
+    records are plain classes and NamedTuples (a dataclass costs ~0.3 ms to create at import, on
+    every hooked commit), and neither click, the results, doctor, the installer nor OpenSSL load."""
+    path = small_desk.root / "memory/note1.md"
+    path.write_text(path.read_text().replace("Body 1", "Body one"))
+    subprocess.run(["git", "add", "memory/note1.md"], cwd=small_desk.root, check=True)
+    out = tmp_path / "hook.json"
+    done = subprocess.run([sys.executable, "-c", _HOOK_PROBE, "pre-commit"], cwd=small_desk.root,
+                          env={**os.environ, "PROBE_OUT": str(out)}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    assert data["code"] == 0
+    assert "desk.guard.validate" in data["modules"] and "desk.guard.verdicts" in data["modules"]
+    assert data["dataclasses"] == []
+    assert loaded(data, {"click", "desk.results", "desk.api", "desk.guard.doctor", "hashlib", "_hashlib",
+                         "shutil", "tempfile", "yaml"}) == []
 
 
 def test_every_lazily_exported_name_resolves_to_one_class() -> None:

@@ -23,11 +23,12 @@ import datetime as dt
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from desk.errors import ConflictError, Finding
-from desk.guard.hooks import install, installed
+from desk.guard.hook_files import installed
 from desk.guard.rules import FileVerdict, check_archive, check_message, secret_verdict
 from desk.guard.validate import current_config, validate_all
 from desk.guard.verdicts import VerdictCache
@@ -99,24 +100,40 @@ def _found(report: DoctorReport, check: str, path: str, message: str, safe: bool
 def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> DoctorReport:
     """Run every check; with `repair`, fix what is safe under the desk lock."""
     report = DoctorReport(repair=repair)
+    history: Callable[[], list[str]] | None = None
     try:
         with desk_lock(desk.lock_path, timeout=LOCK_WAIT):
             _check_desk_index_lock(desk, report, repair)
             _check_pending(desk, report, repair)
             _check_index_lock(desk, report, repair, lock_held=True)
             _check_git_locks(desk, report, repair, lock_held=True)
+            # The history check's `git rev-list` and the hooks check's `git config` run while the
+            # rule check's `git ls-files` stats the work tree; started only now, as the lock checks
+            # above count the git processes running in the desk.
+            history = _start_reads(desk, commits)
             if not _check_stopped_merge(desk, report):  # mid-merge files are git's and the person's
                 _check_temp_files(desk, report, repair)
                 _check_torn_archive(desk, report, repair)
                 _check_rules(desk, report, repair)
     except ConflictError:
+        if history is not None:  # let them finish: the lock checks below count running git processes
+            history()
+            desk.git.config_values()
+            history = None  # the history check asks again
         report.add("desk-lock", str(desk.lock_path), "another desk process holds the desk lock; "
                    "run doctor again when it is done", "needs-person")
         _check_index_lock(desk, report, False, lock_held=False)
         _check_git_locks(desk, report, False, lock_held=False)
-    _check_history(desk, report, commits)
+    _check_history(desk, report, commits, history)
     _check_hooks(desk, report, repair)
     return report
+
+
+def _start_reads(desk: DeskFolder, commits: int) -> Callable[[], list[str]]:
+    """Start the history check's `git rev-list` and the hooks check's `git config`; returns what
+    gives the commits."""
+    desk.git.start_config_values()
+    return desk.git.start_commit_ids(commits) if commits > 0 else list
 
 
 def _check_stopped_merge(desk: DeskFolder, report: DoctorReport) -> bool:
@@ -429,26 +446,29 @@ def _reindex(desk: DeskFolder) -> str:
                                                                                        result.status)
 
 
-def _check_history(desk: DeskFolder, report: DoctorReport, limit: int) -> None:
+def _check_history(desk: DeskFolder, report: DoctorReport, limit: int,
+                   shas: Callable[[], list[str]] | None = None) -> None:
     """Rule breaks in the last `limit` commits: only possible for commits made without the hooks."""
-    for sha, subject, finding in bypassed_commits(desk, limit):
+    for sha, subject, finding in bypassed_commits(desk, limit, shas):
         report.add(f"bypassed-{finding.rule}", f"{finding.path}:{finding.line}",
                    f"commit {sha[:7]} ({subject}) was made without the hooks and broke a rule: "
                    f"{finding.message}", "needs-person")
 
 
-def bypassed_commits(desk: DeskFolder, limit: int) -> list[tuple[str, str, Finding]]:
+def bypassed_commits(desk: DeskFolder, limit: int, started: Callable[[], list[str]] | None = None
+                     ) -> list[tuple[str, str, Finding]]:
     """(commit, subject, finding) for history rules broken in the last `limit` commits.
 
     A commit never changes, so what the rules found in it is cached by commit id
     (desk.guard.verdicts; secrets by fingerprint, so the allow-list of now applies). One
     `git rev-list` names the commits; only those the cache lacks are read, with one `git log
     --raw` and one `git cat-file --batch` of the blobs the rules need (archive files before and
-    after, files the secret scanner covers).
+    after, files the secret scanner covers). `started` gives the commits when the caller started
+    `git rev-list` already (`Git.start_commit_ids`).
     """
     if limit <= 0:
         return []
-    shas = desk.git.commit_ids(limit)
+    shas = started() if started is not None else desk.git.commit_ids(limit)
     desk_id, allow = current_config(desk)
     cache = VerdictCache(desk.cache_dir, desk_id)
     try:
@@ -508,7 +528,7 @@ def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
 
 
 def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
-    state = installed(desk.root)
+    state = installed(desk.root, desk.git)
     if not state:
         report.add("hooks", "core.hooksPath", "core.hooksPath is set: make sure your hooks run "
                    "`desk validate --staged` (see `desk hooks install`)", "note")
@@ -518,6 +538,8 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     if not missing and not outdated:
         return
     if repair:
+        from desk.guard.hooks import install  # the installer: only when repairing
+
         install(desk.root)
         report.add("hooks", ", ".join(missing + outdated), "installed desk's hooks (an existing hook is "
                    "kept and still runs first)", "repaired")

@@ -127,3 +127,25 @@ def missing_setup(root: Path, git_dir: Path) -> list[str]:
         missing += [h for h in HOOK_TYPES if not is_ours(git_dir / "hooks" / h)]
     missing += [f"merge driver desk-{d}" for d in MERGE_DRIVERS if f'[merge "desk-{d}"]' not in config]
     return missing
+
+
+def installed(root: Path, git: Git | None = None) -> dict[str, str]:
+    """Each of desk's hooks: `ok`, `missing`, or `outdated` (desk's, but running an entry that is
+    no longer desk's: hooks from desk 0.1.0 run `python -m desk.hooks`). Empty when
+    core.hooksPath is set. For `desk doctor`, which so loads none of desk.guard.hooks."""
+    try:
+        if git is None:
+            from desk.storage.git import Git
+
+            git = Git(root)
+        folder = hooks_folder(git)
+    except DeskError:
+        return {}
+    found = {}
+    for hook in HOOK_TYPES:
+        path = folder / hook
+        if not is_ours(path):
+            found[hook] = "missing"
+        else:
+            found[hook] = "ok" if f"-m {HOOK_ENTRY} " in path.read_text("utf-8", "replace") else "outdated"
+    return found

@@ -19,37 +19,40 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
 from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
                                    MERGE_ENTRY, _read_text, attributes_with_missing, hooks_folder, is_ours,
                                    missing_attributes)
+from desk.guard.hook_files import installed as installed  # re-exported: it lives where it is cheap (doctor)
 from desk.guard.hook_files import missing_setup as missing_setup  # re-exported: it lives where it is cheap
-from desk.guard.rules import check_message
-from desk.guard.validate import validate_staged
-from desk.guard.verdicts import leave_open_at_exit as leave_open_at_exit  # for desk.cli.hook
 from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, DeskFolder, is_desk,
                          memory_name)
-from desk.storage.atomic import atomic_write
 from desk.storage.git import Git, RawChange, hook_index, hook_toplevel, staged_git, staged_snapshot
-from desk.storage.lock import desk_lock
+
+if TYPE_CHECKING:
+    from desk.guard.validate import Report
 
 STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated in the work tree from the staged memory files; "
                        "`git add MEMORY.md` and commit again (if you commit named paths, name "
                        "MEMORY.md too)")
 
 
-@dataclass
 class HooksResult:
-    """What install/uninstall did to each hook: `{hook: action}`."""
+    """What install/uninstall did to each hook: `{hook: action}`. (This module's records are plain
+    classes and NamedTuples: a dataclass costs ~0.3 ms to create at import, on every hooked commit.)"""
 
-    folder: Path
-    actions: dict[str, str] = field(default_factory=dict)
-    merge_drivers: dict[str, str] = field(default_factory=dict)  # install only: drivers and .gitattributes
+    def __init__(self, folder: Path, actions: dict[str, str] | None = None,
+                 merge_drivers: dict[str, str] | None = None) -> None:
+        self.folder = folder
+        self.actions: dict[str, str] = actions if actions is not None else {}
+        # install only: drivers and .gitattributes
+        self.merge_drivers: dict[str, str] = merge_drivers if merge_drivers is not None else {}
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"folder": str(self.folder), "hooks": self.actions}
@@ -148,6 +151,8 @@ def install_hooks(root: Path, python: str | None = None) -> HooksResult:
             else:
                 os.replace(path, legacy)
                 action = "installed (kept the existing hook as " + legacy.name + ", run first)"
+        from desk.storage.atomic import atomic_write
+
         atomic_write(path, hook_script(hook, python).encode())
         os.chmod(path, 0o755)
         result.actions[hook] = action
@@ -172,37 +177,23 @@ def uninstall(root: Path) -> HooksResult:
     return result
 
 
-def installed(root: Path) -> dict[str, str]:
-    """Each of desk's hooks: `ok`, `missing`, or `outdated` (desk's, but running an entry that is
-    no longer desk's: hooks from desk 0.1.0 run `python -m desk.hooks`). Empty when
-    core.hooksPath is set. For `desk doctor`."""
-    try:
-        folder = hooks_folder(Git(root))
-    except DeskError:
-        return {}
-    found = {}
-    for hook in HOOK_TYPES:
-        path = folder / hook
-        if not is_ours(path):
-            found[hook] = "missing"
-        else:
-            found[hook] = "ok" if f"-m {HOOK_ENTRY} " in path.read_text("utf-8", "replace") else "outdated"
-    return found
-
-
 # -- what the hooks run -------------------------------------------------------------------
 
 
-@dataclass
 class HookRun:
     """What one hook run found: the exit code for git, the findings, and notes for the person.
 
     The hook's thin entry script (`desk.cli.hook`) prints it; this module never does.
     """
 
-    code: int = 0
-    findings: list[Finding] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    def __init__(self, code: int = 0, findings: list[Finding] | None = None,
+                 notes: list[str] | None = None) -> None:
+        self.code = code
+        self.findings: list[Finding] = findings if findings is not None else []
+        self.notes: list[str] = notes if notes is not None else []
+
+    def __repr__(self) -> str:
+        return f"HookRun(code={self.code}, findings={self.findings!r}, notes={self.notes!r})"
 
 
 BEHIND_HEAD_MESSAGE = ("desk: pre-commit: HEAD moved while this commit was starting (a desk command "
@@ -214,6 +205,37 @@ FIX_LOCK_WAIT = 1.0  # seconds the fixer waits for the desk lock before leaving 
 
 
 SNAPSHOT_TRIES = 5  # re-reads when HEAD moves during one check (a desk commit publishing)
+_LEAVE_OPEN = False  # `leave_open_at_exit` was called: applied when the gate is loaded
+
+
+def leave_open_at_exit() -> None:
+    """desk.guard.verdicts.leave_open_at_exit, for desk.cli.hook (a process that ends with
+    `os._exit`), applied once the hook has loaded the gate (`_load_gate`): the cache's module and
+    SQLite load while git works, not before it starts."""
+    global _LEAVE_OPEN
+    _LEAVE_OPEN = True
+
+
+@contextmanager
+def _object_reader(git: Git) -> Iterator[None]:
+    """Closes the `git cat-file --batch` a check started when the check did not use it."""
+    try:
+        yield
+    finally:
+        git.close_object_reader()
+
+
+def _load_gate() -> Callable[..., tuple[Report, bytes | None]]:
+    """The gate's modules (the rules, the verdict cache and SQLite, the write-back record), loaded
+    by a hook after it started git, so that the loading and git's work overlap; returns
+    `validate_staged`."""
+    import desk.transaction  # noqa: F401  (_heal_write_backs reads desk's record of its commits)
+    from desk.guard import verdicts
+    from desk.guard.validate import validate_staged
+
+    if _LEAVE_OPEN:
+        verdicts.leave_open_at_exit()
+    return validate_staged
 
 
 def run_pre_commit(root: Path, merge: bool = False) -> HookRun:
@@ -228,9 +250,12 @@ def run_pre_commit(root: Path, merge: bool = False) -> HookRun:
     desk = DeskFolder(root)
     healed: list[str] | None = None
     for _attempt in range(SNAPSHOT_TRIES):
-        with staged_snapshot(root) as git:
+        with staged_snapshot(root) as git, _object_reader(git):
             head = git.head()
-            raw = git.staged_changes()  # one `git diff --cached --raw` serves both checks
+            started = git.start_staged_changes()  # one `git diff --cached --raw` serves both checks
+            git.start_object_reader()  # and the `git cat-file --batch` that reads the staged blobs
+            validate_staged = _load_gate()  # while git compares the index with HEAD
+            raw = started.result()
             if healed is None and (healed := _heal_write_backs(desk, raw)):
                 continue  # the index was repaired: read it again
             if _index_behind_head(desk, raw):
@@ -339,8 +364,7 @@ def _index_behind_head(desk: DeskFolder, raw: list[RawChange]) -> bool:
     return bool(memory) and all(desk.worktree_blob(c.path) == c.old_blob for c in memory)
 
 
-@dataclass(frozen=True)
-class IndexFix:
+class IndexFix(NamedTuple):
     """What the fixer did about a stale MEMORY.md: `staged` (it is in the commit now, which may go
     on) or not (the commit is refused), and the note telling the person what happened and what to
     run next."""
@@ -380,6 +404,9 @@ def _fix_index(desk: DeskFolder, git: Git, head: str | None, raw: list[RawChange
     heads = git.read_blobs([f"HEAD:{p}" for p in names]) if head else {}
     kept: list[str] = []
     try:
+        from desk.storage.atomic import atomic_write
+        from desk.storage.lock import desk_lock
+
         with desk_lock(desk.lock_path, timeout=FIX_LOCK_WAIT):
             if hooked.head() != head:
                 return IndexFix(False, BEHIND_HEAD_MESSAGE.removeprefix("desk: "))
@@ -466,6 +493,8 @@ def _quote(path: str) -> str:
 
 def run_commit_msg(root: Path, message_file: str) -> HookRun:
     """The message rules (SOUL.md by the assistant, digest and NOW.md) against the staged paths."""
+    from desk.guard.rules import check_message
+
     message = Path(message_file).read_text("utf-8", "replace")
     findings = check_message(message, staged_git(root).staged_paths())
     if findings:

@@ -114,12 +114,16 @@ class FileVerdict(NamedTuple):
 
     `conditions[i]` says when `findings[i]` holds: `""` always, `"secret:<fingerprint>"` unless
     the allow-list names the fingerprint, `"expires:<ISO time>"` from that time on. `entry` is a
-    memory file's `(name, MEMORY.md line)` when it parses, for the rules over the memory set.
+    memory file's `(name, MEMORY.md line)` when it parses, for the rules over the memory set;
+    `keyed` says whether a memory file holds a `key:` or `evidence:` line.
     """
 
     findings: tuple[Finding, ...] = ()
     conditions: tuple[str, ...] = ()
     entry: tuple[str, str] | None = None
+    # a memory file with a `key:` or `evidence:` line: the keyed-state rules (desk.review.keyed)
+    # read it (`validate --all` finds them by their verdicts instead of searching every file)
+    keyed: bool = False
 
     def findings_at(self, allow: Collection[str], now: dt.datetime) -> list[Finding]:
         """The findings that hold with this allow-list at this time."""
@@ -204,7 +208,8 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
     if data is None:
         return FileVerdict()
     if memory_name(path) is not None:
-        return _memory_verdict(path, data)
+        verdict = _memory_verdict(path, data)
+        return verdict._replace(keyed=True) if b"\nkey:" in data or b"\nevidence:" in data else verdict
     in_project = project_file(path)
     if in_project is not None:
         kind, project, stem = in_project

@@ -23,8 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set
@@ -34,7 +33,9 @@ from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
-from desk.storage.git import Git, RawChange, blob_sha, sha1_hex, staged_git
+from desk.guard.whole import LISTED_FOLDER
+from desk.guard.whole import validate_all as validate_all  # re-exported: the entry that starts git first
+from desk.storage.git import Git, RawChange, StartedListing, blob_sha, sha1_hex, staged_git
 from desk.storage.reading import SymlinkError
 
 if TYPE_CHECKING:
@@ -44,9 +45,11 @@ if TYPE_CHECKING:
 VALIDATED_ENV = "DESK_VALIDATED"  # set on desk's own commits; the shell hooks skip Python for them
 
 
-@dataclass(frozen=True)
-class Change:
-    """One path as the commit (or the check) will have it."""
+class Change(NamedTuple):
+    """One path as the commit (or the check) will have it.
+
+    This module's records are NamedTuples and a plain class, not dataclasses: each dataclass costs
+    ~0.3 ms to create at import, on every hooked commit."""
 
     path: str
     new: bytes | None  # None: deleted
@@ -62,18 +65,23 @@ class Change:
         return (self.path, self.mode, self.blob or blob_sha(self.new or b""), old)
 
 
-@dataclass
 class Report:
     """The findings of one validation run, errors and warnings."""
 
-    findings: list[Finding] = field(default_factory=list)
-    checked: int = 0
-    fixed: list[str] = field(default_factory=list)
-    computed: int = 0  # files the rules ran on
-    reused: int = 0  # files whose verdict came from the cache (desk.guard.verdicts)
-    # `{path: correct bytes}` of each stale generated scope file (desk.guard.scope_index): what the
-    # pre-commit fixer writes. Not part of the JSON output.
-    regenerated: dict[str, bytes] = field(default_factory=dict)
+    def __init__(self, findings: list[Finding] | None = None, checked: int = 0,
+                 fixed: list[str] | None = None, computed: int = 0, reused: int = 0) -> None:
+        self.findings: list[Finding] = findings if findings is not None else []
+        self.checked = checked
+        self.fixed: list[str] = fixed if fixed is not None else []
+        self.computed = computed  # files the rules ran on
+        self.reused = reused  # files whose verdict came from the cache (desk.guard.verdicts)
+        # `{path: correct bytes}` of each stale generated scope file (desk.guard.scope_index): what
+        # the pre-commit fixer writes. Not part of the JSON output.
+        self.regenerated: dict[str, bytes] = {}
+
+    def __repr__(self) -> str:
+        return (f"Report(findings={self.findings!r}, checked={self.checked}, fixed={self.fixed!r}, "
+                f"computed={self.computed}, reused={self.reused})")
 
     @property
     def errors(self) -> list[Finding]:
@@ -393,7 +401,6 @@ def _restore_hints(desk: DeskFolder, findings: list[Finding]) -> list[Finding]:
             if f.path == CONFLICTS_FILE and f.severity == "error" else f for f in findings]
 
 
-@dataclass(frozen=True)
 class KnownHead:
     """What a caller already knows about HEAD (the memory mirror does): the gate then reads none
     of it from git. Facts a caller leaves out are read from git as before.
@@ -404,12 +411,17 @@ class KnownHead:
     case (ASCII, as git's `:(icase)` pathspec compares).
     """
 
-    commit: str | None
-    blobs: Mapping[str, str | None]
-    like: Callable[[list[str]], list[str]] | None = None
-    index: bytes | None = None  # MEMORY.md for HEAD's memories plus the commit's, rendered by the mirror
-    # HEAD's MEMORY.md holds only lines clean of secrets in every view (desk.text.secrets.clean_lines)
-    index_clean: bool = False
+    __slots__ = ("commit", "blobs", "like", "index", "index_clean")
+
+    def __init__(self, commit: str | None, blobs: Mapping[str, str | None],
+                 like: Callable[[list[str]], list[str]] | None = None, index: bytes | None = None,
+                 index_clean: bool = False) -> None:
+        self.commit = commit
+        self.blobs = blobs
+        self.like = like
+        self.index = index  # MEMORY.md for HEAD's memories plus the commit's, rendered by the mirror
+        # HEAD's MEMORY.md holds only lines clean of secrets in every view (desk.text.secrets.clean_lines)
+        self.index_clean = index_clean
 
 
 def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], message: str,
@@ -468,8 +480,9 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
     return report
 
 
-def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bool = True) -> Report:
-    """Every desk file in the work tree (tracked or not ignored): `desk validate --all`.
+def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime | None = None, *,
+                    cached: bool = True) -> Report:
+    """`validate_all`'s work, once git was asked for the listing (`started`, of `.system/`).
 
     One `git ls-files` lists the work tree, naming the blob of every file git's stat cache finds
     unchanged since the index; only the other files are read from disk, and of the unchanged ones
@@ -478,16 +491,16 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
     `cached=False` runs every rule on every file.
     """
     now = now or dt.datetime.now(dt.timezone.utc)
-    git = desk.git
-    # The listing and HEAD's .system/ (every path `needs_old` names lives there) at once.
-    listing, head_system = git.work_tree_listing_and_tree(".system/")
+    if cached:  # the cache's module (SQLite) loads while git lists
+        from desk.guard.verdicts import VerdictCache  # noqa: F401
+    listing, head_system = started.result()
     found: dict[str, tuple[str, str | None, bytes | None]] = {}  # path: mode, blob, content
     for path in sorted(p for p in listing.elsewhere if is_managed(p) or desk.path(p).is_symlink()):
         entry = _read_work_tree(desk, path)
         if entry is not None:
             found[path] = entry
     changed = sorted(found)
-    system = listing.clean(".system/")  # archive files and desk.json: their HEAD blobs are inputs
+    system = listing.clean(LISTED_FOLDER)  # archive files and desk.json: their HEAD blobs are inputs
     if CONFIG_PATH in system:  # always read: its desk id and allow-list
         config = _read_work_tree(desk, CONFIG_PATH)
         if config is not None:
@@ -602,12 +615,12 @@ def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[st
     """desk.review.keyed's rules over the work tree: one active revision per key, evidence in the
     archive, open cases that still describe their domain.
 
-    Cheap on a desk without keyed memories: one `git grep` over the tracked memory files finds
-    those that can hold a key or evidence (tens of ms at 10,000 memories, against hundreds to read
-    every file; the changed and untracked ones, `changed`, are read already), the queue is taken
-    as its own verdict found it, and YAML, pydantic and the rules load only when there is work.
+    Cheap on a desk without keyed memories: each memory's verdict (cached by blob) says whether
+    it holds a `key:` or `evidence:` line, so only those are read (a `git grep` over every memory
+    file cost 60-110 ms at 10,000 memories), the queue is taken as its own verdict found it, and
+    YAML, pydantic and the rules load only when there is work.
     """
-    keyed = desk.git.work_tree_grep(MEMORY_PREFIX, ["^key:", "^evidence:"]) | set(changed)
+    keyed = {path for path in memory_paths if verdicts[path].keyed} | set(changed)
     datas = {}
     for path in memory_paths:
         if path not in keyed or verdicts[path].entry is None:

@@ -63,7 +63,7 @@ LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
     rules TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, blob TEXT NOT NULL,
-    old TEXT NOT NULL, findings TEXT, name TEXT, line TEXT,
+    old TEXT NOT NULL, findings TEXT, name TEXT, line TEXT, keyed INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (rules, path, mode, blob, old)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS states (
     rules TEXT NOT NULL, state TEXT NOT NULL, checked INTEGER NOT NULL, findings TEXT,
@@ -139,11 +139,17 @@ def _encode(verdict: FileVerdict) -> str | None:
                       ensure_ascii=False)
 
 
-def _decode(findings: str | None, entry: tuple[str, str] | None = None) -> FileVerdict:
+def _decode(findings: str | None, entry: tuple[str, str] | None = None, keyed: bool = False) -> FileVerdict:
     if findings is None:
-        return FileVerdict((), (), entry)
+        return FileVerdict((), (), entry, keyed)
     rows = json.loads(findings)
-    return FileVerdict(tuple(Finding(*row[:5]) for row in rows), tuple(row[5] for row in rows), entry)
+    return FileVerdict(tuple(Finding(*row[:5]) for row in rows), tuple(row[5] for row in rows), entry, keyed)
+
+
+def _current_schema(db: sqlite3.Connection) -> None:
+    """open_cache's check: a cache made before verdicts recorded `keyed` is made anew."""
+    if "keyed" not in {row[1] for row in db.execute("PRAGMA table_info(files)")}:
+        raise sqlite3.DatabaseError("verdict cache of an older format")
 
 
 class VerdictCache:
@@ -162,7 +168,7 @@ class VerdictCache:
     def _connect(self) -> sqlite3.Connection | None:
         if self._db is None and self.rules is not None:
             try:
-                self._db = open_cache(self.path, _SCHEMA, wal=True)
+                self._db = open_cache(self.path, _SCHEMA, wal=True, check=_current_schema)
                 self._db.execute("PRAGMA synchronous=NORMAL")  # derived: losing the last rows is fine
             except (sqlite3.Error, OSError):
                 self.rules = None  # no cache this time: the rules just run
@@ -195,10 +201,10 @@ class VerdictCache:
         """The cached verdicts among `keys` (a few: one lookup each)."""
         found = {}
         for key in keys:
-            rows = self._query("SELECT findings, name, line FROM files WHERE rules = ? AND path = ? "
+            rows = self._query("SELECT findings, name, line, keyed FROM files WHERE rules = ? AND path = ? "
                                "AND mode = ? AND blob = ? AND old = ?", (self.rules, *key))
-            for findings, name, line in rows:
-                verdict = self._row(findings, name, line)
+            for findings, name, line, keyed in rows:
+                verdict = self._row(findings, name, line, keyed)
                 if verdict is not None:
                     found[key] = verdict
         return found
@@ -206,24 +212,26 @@ class VerdictCache:
     def all_files(self) -> dict[FileKey, FileVerdict]:
         """Every cached verdict of this rules version (the whole desk: one pass over the table)."""
         found = {}
-        for path, mode, blob, old, findings, name, line in self._query(
-                "SELECT path, mode, blob, old, findings, name, line FROM files WHERE rules = ?",
+        for path, mode, blob, old, findings, name, line, keyed in self._query(
+                "SELECT path, mode, blob, old, findings, name, line, keyed FROM files WHERE rules = ?",
                 (self.rules,)):
-            verdict = self._row(findings, name, line)
+            verdict = self._row(findings, name, line, keyed)
             if verdict is not None:
                 found[(path or "", mode or "", blob or "", old or "")] = verdict
         return found
 
     @staticmethod
-    def _row(findings: str | None, name: str | None, line: str | None) -> FileVerdict | None:
+    def _row(findings: str | None, name: str | None, line: str | None, keyed: object = 0
+             ) -> FileVerdict | None:
         try:
-            return _decode(findings, (name, line) if name is not None and line is not None else None)
+            return _decode(findings, (name, line) if name is not None and line is not None else None,
+                           keyed == 1)
         except (ValueError, TypeError, IndexError):
             return None  # a damaged row is a miss
 
     def put_files(self, verdicts: Mapping[FileKey, FileVerdict]) -> None:
-        self._write("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(self.rules, *key, _encode(v), *(v.entry or (None, None)))
+        self._write("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(self.rules, *key, _encode(v), *(v.entry or (None, None)), int(v.keyed))
                      for key, v in verdicts.items()])
 
     def forget_files(self, keys: Iterable[FileKey]) -> None:

@@ -21,8 +21,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
     from desk.results.base import Outcome, Wrapped
     from desk.results.change import MemoryChange
     from desk.results.interchange import Exported, ImportPlan
-    from desk.results.memory import (AuditTrail, Diagnosis, HooksChange, Initialized, MemoryDiff, MemoryList,
-                                     ShownMemory, Validation)
+    from desk.results.guard import Diagnosis, HooksChange, Validation
+    from desk.results.memory import AuditTrail, Initialized, MemoryDiff, MemoryList, ShownMemory
     from desk.results.read import Context, Recalled, Stats
     from desk.results.scopes import PrefChanged, PrefList, PrefShown, UserProfile
     from desk.results.sync import Cloned, Synced
@@ -46,8 +46,8 @@ _HOMES = {
     **dict.fromkeys(("Outcome", "Wrapped"), "base"),
     **dict.fromkeys(("Exported", "ImportPlan"), "interchange"),
     "MemoryChange": "change",
-    **dict.fromkeys(("AuditTrail", "Diagnosis", "HooksChange", "Initialized", "MemoryDiff", "MemoryList",
-                     "ShownMemory", "Validation"), "memory"),
+    **dict.fromkeys(("Diagnosis", "HooksChange", "Validation"), "guard"),
+    **dict.fromkeys(("AuditTrail", "Initialized", "MemoryDiff", "MemoryList", "ShownMemory"), "memory"),
     **dict.fromkeys(("Context", "Recalled", "Stats"), "read"),
     **dict.fromkeys(("PrefChanged", "PrefList", "PrefShown", "UserProfile"), "scopes"),
     **dict.fromkeys(("Cloned", "Synced"), "sync"),

@@ -51,3 +51,14 @@ def streaming(name: str) -> Any:
     import hashlib
 
     return hashlib.new(name)
+
+
+def blake2b_hex(data: bytes) -> str:
+    """A 160-bit BLAKE2b of `data` in hex: a cache key over large outputs (`validate --all`'s
+    listing of the whole index, ~0.8 MB at 10,000 files) at ~1 GB/s from CPython's own `_blake2`,
+    where SHA-1 would load OpenSSL (~2 ms) or take ~3 ms in `_sha1`."""
+    try:
+        from _blake2 import blake2b  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # another Python: hashlib's, whatever it loads
+        from hashlib import blake2b
+    return str(blake2b(data, digest_size=20).hexdigest())

@@ -380,3 +380,47 @@ def test_doctor_lists_only_folders_that_changed(desk: DeskFolder) -> None:
     os.utime(stray, (old, old))
     report = diagnose(desk)
     assert [(p.check, p.path) for p in report.problems] == [("temp-file", "journal/.desk-tmp-abc")]
+
+
+def test_the_keyed_state_reads_the_memories_their_cached_verdicts_name(desk: DeskFolder) -> None:
+    """`validate --all` finds the memories that can hold a key or evidence by their verdicts (each
+    records whether its file has a `key:` or `evidence:` line), not by searching every file: the
+    flag is cached with the verdict, and a verdict whose flag is cleared by hand hides its file from
+    the keyed-state rules, so no other search found it."""
+    add_memories(desk, "plain")
+    digest = "source: digest\nkey: storage.db\n"
+    write(desk.root, "memory/store-a.md", memory_text("store-a", extra=digest))
+    write(desk.root, "memory/store-b.md", memory_text("store-b", extra=digest))
+    reindex_text(desk.root)
+    sh(desk.root, "add", "-A")
+    assert commit(desk.root, "two holders of one key", "--no-verify").returncode == 0  # tracked, unchanged
+    report = validate_all(desk, NOW)
+    assert {(f.path, f.rule) for f in report.findings} == {
+        ("memory/store-a.md", "keyed-duplicate"), ("memory/store-b.md", "keyed-duplicate")}
+    with cache_db(desk) as db:
+        flags = dict(db.execute("SELECT path, keyed FROM files WHERE path LIKE 'memory/%.md'").fetchall())
+    assert flags == {"memory/store-a.md": 1, "memory/store-b.md": 1, "memory/plain.md": 0}
+    forget_states(desk)
+    with cache_db(desk) as db:
+        db.execute("UPDATE files SET keyed = 0 WHERE path = 'memory/store-b.md'")
+    report = validate_all(desk, NOW)
+    assert report.computed == 0 and report.findings == []  # store-a alone holds the key now
+    forget_states(desk)
+    with cache_db(desk) as db:
+        db.execute("UPDATE files SET keyed = 1 WHERE path = 'memory/store-b.md'")
+    assert len(validate_all(desk, NOW).findings) == 2
+
+
+def test_a_cache_of_the_format_before_the_keyed_flag_is_made_anew(desk: DeskFolder) -> None:
+    """A verdict cache written before verdicts recorded `keyed` (no such column) is replaced at
+    the next open, not written into in vain."""
+    add_memories(desk, "alpha")
+    validate_all(desk, NOW)
+    path = desk.cache_dir / CACHE_FILE
+    with cache_db(desk) as db:
+        db.execute("ALTER TABLE files DROP COLUMN keyed")
+    report = validate_all(desk, NOW)
+    assert report.ok and report.computed >= 1  # nothing was reused from the old file
+    with cache_db(desk) as db:
+        assert db.execute("SELECT count(*) FROM files WHERE keyed = 0").fetchone()[0] >= 1
+    assert path.exists()

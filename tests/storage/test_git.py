@@ -202,23 +202,6 @@ def test_only_the_git_module_runs_git() -> None:
     assert offenders == []
 
 
-def test_work_tree_grep_finds_tracked_and_untracked_files_not_ignored(tmp_path: Path) -> None:
-    from desk.storage.git import Git
-
-    g = Git(tmp_path)
-    g.init()
-    (tmp_path / ".gitignore").write_text("memory/ignored.md\n")
-    (tmp_path / "memory").mkdir()
-    for name, text in {"tracked": "key: a\n", "untracked": "x\nevidence:\n", "other": "no key: here\n",
-                       "ignored": "key: b\n", "new\nline": "key: c\n"}.items():
-        (tmp_path / "memory" / f"{name}.md").write_text(text)
-    g.add(["memory/tracked.md"])
-    assert g.work_tree_grep("memory/", ["^key:", "^evidence:"], untracked=True) == {
-        "memory/tracked.md", "memory/untracked.md", "memory/new\nline.md"}
-    assert g.work_tree_grep("memory/", ["^key:", "^evidence:"]) == {"memory/tracked.md"}
-    assert g.work_tree_grep("nowhere/", ["^key:"]) == set()
-
-
 def _rev_parse_head(root: Path) -> str | None:
     proc = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=root, env=git_env(),
                           capture_output=True)
@@ -283,6 +266,63 @@ def test_the_listing_and_heads_tree_together_are_what_each_says(tmp_path: Path) 
     assert listing.digest == repo.work_tree_listing().digest and listing.elsewhere == {"other.md"}
     assert tree == repo.ls_tree("HEAD", ".system/", recursive=True)
     assert set(tree) == {".system/desk.json", ".system/archive/2026-11-30.jsonl"}
+
+
+def _listing_by_split(out: bytes) -> tuple[set[str], dict[str, tuple[str, str]]]:
+    """WorkTreeListing's two answers computed the plain way: every record split and read."""
+    records = [r for r in out.split(b"\0") if r]
+    elsewhere = {r.partition(b" " if r[:1] == b"?" else b"\t")[2].decode("utf-8", "surrogateescape")
+                 for r in records if not r.startswith(b"H ")}
+    clean = {}
+    for r in records:
+        if r.startswith(b"H "):
+            meta, _, raw = r[2:].partition(b"\t")
+            mode, blob, stage = meta.decode().split()
+            path = raw.decode("utf-8", "surrogateescape")
+            if stage == "0" and path not in elsewhere:
+                clean[path] = (mode, blob)
+    return elsewhere, clean
+
+
+def test_the_listing_read_by_search_is_the_listing_read_record_by_record(tmp_path: Path) -> None:
+    """`WorkTreeListing` finds the records that are not `H` by a regex and a folder's entries by
+    byte search, never splitting the whole listing: the same answers as splitting every record,
+    with names that hold a tab, `H `, `? `, `.system/` in the middle, and every kind of record
+    (modified, deleted, skip-worktree, untracked, unmerged)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    names = ["a.md", "H b.md", "? c.md", "tab\tin.md", "x/.system/y.md", ".system/desk.json",
+             ".system/archive/one.jsonl", ".system/tab\t.system/z.md", "gone.md", "skip.md", "z.md"]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "one")
+    (root / "a.md").write_text("changed")
+    (root / ".system/archive/one.jsonl").write_text("changed")
+    (root / "gone.md").unlink()
+    git(root, "update-index", "--skip-worktree", "skip.md")
+    for name in ("new\t.system/w.md", "? d.md", ".system/new.json"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("untracked")
+    blob = git(root, "hash-object", "-w", "z.md").strip()
+    git(root, "update-index", "--index-info", input=f"0 {'0' * 40}\tz.md\n100644 {blob} 1\tz.md\n"
+                                                  f"100644 {blob} 2\tz.md\n")  # unmerged
+    repo = Git(root)
+    listing = repo.work_tree_listing()
+    out = subprocess.run(["git", "ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o", "--exclude-standard"],
+                         cwd=root, capture_output=True, check=True).stdout
+    elsewhere, clean = _listing_by_split(out)
+    assert listing.elsewhere == elsewhere
+    assert {"a.md", "gone.md", "skip.md", "z.md", "new\t.system/w.md", "? d.md", ".system/new.json",
+            ".system/archive/one.jsonl"} <= elsewhere
+    assert listing.clean() == clean
+    assert listing.clean(".system/") == {p: v for p, v in clean.items() if p.startswith(".system/")}
+    assert set(listing.clean(".system/")) == {".system/desk.json", ".system/tab\t.system/z.md"}
+    assert repo.work_tree_listing().digest == listing.digest
+    (root / "another.md").write_text("untracked")  # (a changed file's bytes are the caller's to key)
+    assert repo.work_tree_listing().digest != listing.digest
 
 
 def test_the_hooks_folder_is_where_git_says(tmp_path: Path) -> None:
