@@ -33,6 +33,14 @@ class ForeignNote:
     body: str
 
 
+def shown_name(path: Path, root: Path | None = None) -> str:
+    """`path` (relative to `root`) as text desk can store: a byte of a file name that is not UTF-8
+    (Python hands it over as a lone surrogate, which no UTF-8 writer accepts) becomes `\\xNN`, so an
+    `origin:`, a skipped line or a trailer naming the file stays valid UTF-8 and says which byte."""
+    text = (path.relative_to(root) if root is not None else path).as_posix()
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def refuse(where: str, problem: str, hint: str = _HINT) -> UsageError:
     """The error for a malformed source file: `where` is `path` or `path:line`."""
     return UsageError(f"{where}: {problem}", hint=hint)
