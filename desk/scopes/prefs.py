@@ -63,6 +63,9 @@ class PrefListing:
                 "refused": [f.to_json() for f in self.problems]}
 
 
+AT_SKEW = dt.timedelta(minutes=5)  # another machine's clock may run a little ahead of this one's
+
+
 def _check_key(key: str) -> None:
     problem = key_problem(key)
     if problem:
@@ -132,6 +135,14 @@ def set_pref(desk: DeskFolder, key: str, value: str, *, user: str | None = None,
             raise UsageError(f"preference {what} {problem}")
     now = now or utc_now()
     when = _time(at, "--at") or now
+    if when > now + AT_SKEW:
+        # A change stamped in the future would outrank every later change: `pref set` without --at
+        # (now) is refused as stale until that time comes, and sync's merge keeps the later
+        # `updated` on every clone. --at replays a change that happened; it cannot be ahead of now.
+        raise UsageError(f"{key}: --at {stamp(when)} is in the future (now {stamp(now)}); a change "
+                         "cannot be stamped later than it is made",
+                         hint="give the time the change was made (it is replayed from a transcript), "
+                              "or leave --at out (now)")
     until = _time(expires, "--expires")
     if until is not None and until <= when:
         raise RejectedError(f"{key}: expires {stamp(until)} is not after the change's time "
