@@ -126,7 +126,7 @@ def session(root: Path) -> Iterator[RemoteSession]:
 
 def no_remote(remote: str) -> UsageError:
     return UsageError(f"this desk has no remote named {remote!r}",
-                      hint="add one: `git remote add origin URL` (or clone with `desk clone URL`)")
+                      hint=f"add one: `git remote add {remote} URL` (or clone with `desk clone URL`)")
 
 
 def refuse_embedded_password(url: str) -> None:

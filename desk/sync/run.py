@@ -246,6 +246,8 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
         stem = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git") or "desk"
         path = Path(stem)
     path = path.expanduser().resolve()
+    if path.exists() and not path.is_dir():  # was git's "Not a directory" with a write-failure hint
+        raise UsageError(f"{path} exists and is not a folder", hint="choose a new or empty folder")
     if path.exists() and any(path.iterdir()):
         raise UsageError(f"{path} exists and is not empty", hint="choose a new or empty folder")
     created = not path.exists()
@@ -255,8 +257,12 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
 
         if created:
             shutil.rmtree(path, ignore_errors=True)  # leave nothing behind for a refused clone
-        raise DeskError(f"cloned {url} into {path}, but it is not a desk (no .system/desk.json)",
-                        hint=f"check the address; to start a desk there, run `desk init {path} --allow-nonempty`")
+        start = (f"run `desk init {path} --allow-nonempty` there" if path.exists() else
+                 f"`git clone {url} {path}`, then `desk init {path} --allow-nonempty`")  # the folder is gone
+        raise DeskError(f"{url} is a git repository but not a desk (no .system/desk.json); nothing was kept"
+                        if not path.exists() else
+                        f"cloned {url} into {path}, but it is not a desk (no .system/desk.json)",
+                        hint=f"check the address; to make that repository a desk, {start}")
     desk = DeskFolder(path)
     done = install_merge_setup(desk)
     clone_id(desk)

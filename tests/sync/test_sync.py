@@ -54,6 +54,34 @@ def test_clone_installs_hooks_drivers_and_checks(clones: Clones, tmp_path: Path)
     assert "lacks desk's" in result.stderr and "hooks install" in result.stderr
 
 
+def test_clone_into_a_file_or_of_a_plain_repository_says_what_to_do(clones: Clones, tmp_path: Path) -> None:
+    """`desk clone URL afile` failed with "Not a directory" and the hint for a failed write; a clone
+    of a repository that holds no desk removed the folder and then advised `desk init` in it."""
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(UsageError, match="exists and is not a folder"):
+        api.clone(str(clones.remote), tmp_path / "afile")
+    assert (tmp_path / "afile").read_text() == "x"
+    plain = tmp_path / "plain.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(plain)], check=True)
+    seed = tmp_path / "seed"
+    subprocess.run(["git", "clone", "-q", str(plain), str(seed)], check=True, capture_output=True)
+    (seed / "README").write_text("not a desk\n")
+    subprocess.run(["git", "-C", str(seed), "add", "README"], check=True)
+    subprocess.run(["git", "-C", str(seed), "-c", "user.name=T", "-c", "user.email=t@example.org",
+                    "commit", "-qm", "x"], check=True)
+    subprocess.run(["git", "-C", str(seed), "push", "-q", "origin", "HEAD"], check=True, capture_output=True)
+    result = CliRunner().invoke(cli, ["clone", str(plain), str(tmp_path / "not-desk")])
+    assert result.exit_code == 1 and not (tmp_path / "not-desk").exists(), result.output
+    assert f"`git clone {plain} {tmp_path / 'not-desk'}`, then `desk init {tmp_path / 'not-desk'} --allow-nonempty`" \
+        in result.output
+    missing = CliRunner().invoke(cli, ["--desk", str(clones[0].root), "sync", "backup"])
+    assert missing.exit_code == 2 and "`git remote add backup URL`" in missing.output
+
+
 def test_different_memories_merge_and_index_is_exact(clones: Clones) -> None:
     a, b = clones[0], clones[1]
     remember(a, "alpha", "Alpha body.")
