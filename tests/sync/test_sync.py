@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -222,6 +223,28 @@ def test_push_rejected_by_a_racing_clone_is_retried(clones: Clones, monkeypatch:
     result = b.sync(now=NOW).value
     assert result.attempts == 2 and [c for c in calls if c == b.root] == [b.root, b.root]
     assert (b.root / "memory/racer.md").is_file()
+    assert git(b.root, "rev-parse", "HEAD").strip() == git(clones.remote, "rev-parse", "main").strip()
+
+
+def test_a_push_that_meets_another_push_s_ref_lock_is_retried(clones: Clones) -> None:
+    """Two clones syncing at once: the remote's receive-pack finds the branch locked by the other
+    push and answers "[remote rejected] main (failed to update ref)". That was reported as the
+    remote's own rules refusing the push (exit 1, "ask its owner"); it is a race like a
+    non-fast-forward, so desk fetches and pushes again. The remote's pre-receive hook plays the
+    other push: it holds main's lock during the first push only."""
+    hook = clones.remote / "hooks" / "pre-receive"
+    hook.write_text('#!/bin/sh\nif [ ! -f "$GIT_DIR/contended" ]; then\n'
+                    '  touch "$GIT_DIR/contended" "$GIT_DIR/refs/heads/main.lock"\n'
+                    'else rm -f "$GIT_DIR/refs/heads/main.lock"; fi\n')
+    hook.chmod(0o755)
+    b = clones[1]
+    remember(b, "from-b", "B.")
+    result = subprocess.run([sys.executable, "-m", "desk", "--desk", str(b.root), "sync", "--json"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["attempts"] == 2 and report["pushed"] == 1
+    assert "Error lines received" not in result.stderr  # GitPython's log, not desk's report
     assert git(b.root, "rev-parse", "HEAD").strip() == git(clones.remote, "rev-parse", "main").strip()
 
 
