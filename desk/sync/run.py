@@ -190,8 +190,8 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     result.fetched += len(new)
     message = commit_message(f"sync: merge {result.remote}/{result.branch}",
                              {"Desk-Op": "sync", "Desk-Actor": "assistant"})
-    git.merge(incoming, message)
     try:
+        git.merge(incoming, message)  # inside: a Ctrl-C that lands as git finishes still undoes it
         settled: Settled = resolve_merge(desk, git, now=now)
         report, _regenerated = validate_staged(desk, git)
         if not report.ok:

@@ -248,6 +248,41 @@ def test_a_push_that_meets_another_push_s_ref_lock_is_retried(clones: Clones) ->
     assert git(b.root, "rev-parse", "HEAD").strip() == git(clones.remote, "rev-parse", "main").strip()
 
 
+def test_ctrl_c_as_git_merge_returns_leaves_the_clone_as_it_was(clones: Clones,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C that reached desk sync while `git merge --no-commit` was finishing left the merge
+    half done (MERGE_HEAD, staged files): every desk command then refused with "a `git pull` met
+    a conflict". The interrupt is raised right after the real merge, where it landed."""
+    from desk.storage.git import Git
+    from tests.conftest import snapshot
+
+    a, b = clones[0], clones[1]
+    remember(a, "from-a", "A.")
+    a.sync(now=NOW)
+    remember(b, "from-b", "B.")
+    before = snapshot(b.root)
+    tracking = git(b.root, "rev-parse", "refs/remotes/origin/main")
+    real_merge = Git.merge
+
+    def interrupted(self: Git, rev: str, message: str) -> bool:
+        real_merge(self, rev, message)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Git, "merge", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        b.sync(now=NOW)
+    assert not (b.git_dir / "MERGE_HEAD").exists()
+    after = snapshot(b.root)
+    # the fetched commits (kept for the next sync), the index's stat data, and origin/main, loose now
+    for moved in (".git/refs/desk/incoming", ".git/index", ".git/refs/remotes/origin/main"):
+        before.pop(moved, None)
+        after.pop(moved, None)
+    assert after == before and git(b.root, "rev-parse", "refs/remotes/origin/main") == tracking
+    assert git(b.root, "status", "--porcelain") == "" and git(b.root, "diff", "--cached", "--stat") == ""
+    monkeypatch.setattr(Git, "merge", real_merge)
+    assert b.sync(now=NOW).value.status == "merged"
+
+
 def test_remote_that_rewrote_history_is_refused_naming_lost_commits(clones: Clones) -> None:
     a, b = clones[0], clones[1]
     remember(a, "keep-me", "Important.")
