@@ -11,6 +11,8 @@ never forced. A push rejected because the remote moved meanwhile fetches and int
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -191,7 +193,10 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     message = commit_message(f"sync: merge {result.remote}/{result.branch}",
                              {"Desk-Op": "sync", "Desk-Actor": "assistant"})
     try:
-        git.merge(incoming, message)  # inside: a Ctrl-C that lands as git finishes still undoes it
+        with _interrupt_after() as interrupted:
+            git.merge(incoming, message)
+        if interrupted:
+            raise KeyboardInterrupt  # git finished; the except below undoes its merge
         settled: Settled = resolve_merge(desk, git, now=now)
         report, _regenerated = validate_staged(desk, git)
         if not report.ok:
@@ -214,6 +219,28 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
         result.commits.append(derived)
         result.regenerated += sorted(c.path for c in git.diff_tree(sha, derived))
     return git.head()
+
+
+@contextmanager
+def _interrupt_after() -> Iterator[list[int]]:
+    """Hold a Ctrl-C (SIGINT to desk) until the block ends; the list says whether one came.
+
+    `git merge` updates the work tree file by file: Python's KeyboardInterrupt in the middle kills
+    it (subprocess.run does), leaving index.lock, half the incoming files and no MERGE_HEAD to
+    undo them by. Let git finish, then undo the whole merge. Only the main thread can hold signals
+    (the API may run a sync from another thread: there nothing is held)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: came.append(signum))
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _gate_fast_forward(desk: DeskFolder, head: str, incoming: str, result: SyncResult,

@@ -248,11 +248,15 @@ def test_a_push_that_meets_another_push_s_ref_lock_is_retried(clones: Clones) ->
     assert git(b.root, "rev-parse", "HEAD").strip() == git(clones.remote, "rev-parse", "main").strip()
 
 
-def test_ctrl_c_as_git_merge_returns_leaves_the_clone_as_it_was(clones: Clones,
+def test_ctrl_c_during_git_merge_lets_it_finish_then_undoes_it(clones: Clones,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """A Ctrl-C that reached desk sync while `git merge --no-commit` was finishing left the merge
-    half done (MERGE_HEAD, staged files): every desk command then refused with "a `git pull` met
-    a conflict". The interrupt is raised right after the real merge, where it landed."""
+    """A Ctrl-C (SIGINT to desk) while `git merge --no-commit` ran killed git half way (Python's
+    subprocess does) or left its finished merge behind: index.lock, half the incoming files,
+    MERGE_HEAD, and every desk command refusing, blaming a git pull. Now git finishes, then the
+    merge is undone and the clone is as it was. The signal is sent as the merge starts."""
+    import os
+    import signal
+
     from desk.storage.git import Git
     from tests.conftest import snapshot
 
@@ -263,22 +267,26 @@ def test_ctrl_c_as_git_merge_returns_leaves_the_clone_as_it_was(clones: Clones,
     before = snapshot(b.root)
     tracking = git(b.root, "rev-parse", "refs/remotes/origin/main")
     real_merge = Git.merge
+    finished: list[bool] = []
 
     def interrupted(self: Git, rev: str, message: str) -> bool:
-        real_merge(self, rev, message)
-        raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt here, unless it is held
+        clean = real_merge(self, rev, message)
+        finished.append((self.root / "memory" / "from-a.md").is_file())
+        return clean
 
     monkeypatch.setattr(Git, "merge", interrupted)
     with pytest.raises(KeyboardInterrupt):
         b.sync(now=NOW)
-    assert not (b.git_dir / "MERGE_HEAD").exists()
+    assert finished == [True]  # git ran to its end before the interrupt was acted on
+    assert not (b.git_dir / "MERGE_HEAD").exists() and not (b.git_dir / "index.lock").exists()
     after = snapshot(b.root)
     # the fetched commits (kept for the next sync), the index's stat data, and origin/main, loose now
     for moved in (".git/refs/desk/incoming", ".git/index", ".git/refs/remotes/origin/main"):
         before.pop(moved, None)
         after.pop(moved, None)
     assert after == before and git(b.root, "rev-parse", "refs/remotes/origin/main") == tracking
-    assert git(b.root, "status", "--porcelain") == "" and git(b.root, "diff", "--cached", "--stat") == ""
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     monkeypatch.setattr(Git, "merge", real_merge)
     assert b.sync(now=NOW).value.status == "merged"
 
