@@ -176,7 +176,10 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     new = git.rev_list(incoming, head)
     if head is None or git.is_ancestor(head, incoming):
         index = _gate_fast_forward(desk, head, incoming, result, now) if head is not None else None
-        git.fast_forward(incoming)
+        with _interrupt_after() as interrupted:  # git moves the work tree file by file: let it finish
+            git.fast_forward(incoming)
+        if interrupted:
+            raise KeyboardInterrupt  # HEAD and the work tree are at `incoming`, whole: the next sync goes on
         result.fetched += len(new)
         result.status = "fast-forward"
         if head is not None:

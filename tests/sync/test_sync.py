@@ -291,6 +291,35 @@ def test_ctrl_c_during_git_merge_lets_it_finish_then_undoes_it(clones: Clones,
     assert b.sync(now=NOW).value.status == "merged"
 
 
+def test_ctrl_c_during_a_fast_forward_lets_git_finish_it(clones: Clones, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for a fast-forward: git is not killed half way through the work tree; HEAD and the
+    files are the incoming commit's, whole, and the next sync finishes the rest."""
+    import os
+    import signal
+
+    from desk.storage.git import Git
+
+    a, b = clones[0], clones[1]
+    remember(a, "from-a", "A.")
+    a.sync(now=NOW)
+    real = Git.fast_forward
+    finished: list[bool] = []
+
+    def interrupted(self: Git, rev: str) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        real(self, rev)
+        finished.append(True)
+
+    monkeypatch.setattr(Git, "fast_forward", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        b.sync(now=NOW)
+    assert finished == [True] and (b.root / "memory" / "from-a.md").is_file()
+    assert git(b.root, "status", "--porcelain", "--untracked-files=no") == ""
+    monkeypatch.setattr(Git, "fast_forward", real)
+    assert b.sync(now=NOW).value.status in ("up-to-date", "fast-forward")
+    assert b.validate("all").exit_code == 0
+
+
 def test_remote_that_rewrote_history_is_refused_naming_lost_commits(clones: Clones) -> None:
     a, b = clones[0], clones[1]
     remember(a, "keep-me", "Important.")
