@@ -19,6 +19,7 @@ from desk.vocabulary import NOW_SECTIONS
 TITLES = {name: name.capitalize() for name in NOW_SECTIONS}
 MAX_BYTES = 16 * 1024  # a hot note is read at every wake-up; lasting facts belong in memory/
 _HEADING = re.compile(r"^## +(.+?)\s*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")  # CommonMark's code fence: a `## ` inside is code
 
 
 @dataclass
@@ -34,8 +35,18 @@ class NowNote:
         note = cls("")
         current: list[str] = []
         heading: str | None = None
+        fence: str | None = None  # the open code fence: a person's NOW.md may quote Markdown
         for line in lines:
-            if _HEADING.match(line.rstrip("\n")):
+            opened = _FENCE.match(line.rstrip("\n"))
+            if fence is not None:
+                if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
+                        and not opened.group(2).strip():
+                    fence = None
+                current.append(line)
+            elif opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+                fence = opened.group(1)
+                current.append(line)
+            elif _HEADING.match(line.rstrip("\n")):
                 if heading is None:
                     note.preamble = "".join(current)
                 else:
