@@ -115,6 +115,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def json_line(line: str, where: str) -> Any:
+    """One line of a JSONL file; malformed or too deeply nested JSON (Python's decoder recurses:
+    `[[[[...` 5,000 deep was an internal RecursionError) is refused naming `where`."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise refuse(where, f"not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise refuse(where, "JSON nested too deeply") from None
+
+
 def read_json(path: Path, rel: str, limit: int = MAX_SOURCE_BYTES) -> Any:
     """A JSON document; malformed JSON is refused naming the line and column."""
     text = read_text(path, rel, limit)

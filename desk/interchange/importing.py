@@ -269,7 +269,7 @@ def _present_origins(desk: DeskFolder, events: list[dict[str, Any]]) -> set[str]
                 if marker in line:
                     try:
                         value = json.loads(line).get("meta", {}).get(IMPORT_META)
-                    except (ValueError, AttributeError):
+                    except (ValueError, AttributeError, RecursionError):
                         continue  # a torn tail: verify reports it
                     if isinstance(value, str):
                         found.add(value)

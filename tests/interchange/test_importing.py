@@ -331,6 +331,26 @@ def test_a_file_name_that_is_not_utf8_is_named_by_its_bytes(desk: DeskFolder, id
     assert "caf\\\\xe9.md" in out.read_text("utf-8")
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "claude-code"])
+def test_a_jsonl_line_nested_too_deeply_is_refused_naming_it(desk: DeskFolder, tmp_path: Path, fmt: str) -> None:
+    """`{"a":{"a":...` 5,000 deep on one line: Python's JSON decoder recursed into an internal
+    RecursionError (exit 1, "a bug in desk"). It is refused like any malformed line, nothing written."""
+    deep = '{"a":' * 5000 + "1" + "}" * 5000
+    if fmt == "jsonl":
+        source = tmp_path / "memories.jsonl"
+        source.write_text(deep + "\n")
+        where = "memories.jsonl:1"
+    else:
+        source = tmp_path / "project"
+        (source / "memory").mkdir(parents=True)
+        (source / "session.jsonl").write_text('{"type": "user"}\n' + deep + "\n")
+        where = "session.jsonl:2"
+    before = snapshot(desk.root)
+    with pytest.raises(UsageError, match=f"^{where}: JSON nested too deeply"):
+        do_import(desk, fmt, source)
+    assert snapshot(desk.root) == before
+
+
 def test_progress_reports_the_archive_records(desk: DeskFolder, identity: None) -> None:
     calls: list[tuple[int, int]] = []
     desk_api.open(desk.root).import_("chat-export", SOURCES["chat-export"], progress=lambda d, t: calls.append((d, t)))

@@ -11,12 +11,11 @@ written.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from desk.interchange.foreign import MAX_SOURCE_BYTES, read_note, read_text, refuse, shown_name
+from desk.interchange.foreign import MAX_SOURCE_BYTES, json_line, read_note, read_text, refuse, shown_name
 from desk.interchange.items import MemoryItem, Proposal, RecordItem, Source, derive_triggers, one_line
 from desk.interchange.readers.notes import bullets, note_memory, section_type
 from desk.vocabulary import MEMORY_TYPES
@@ -84,10 +83,7 @@ def _session(path: Path, rel: str, source: Source) -> None:
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise refuse(f"{rel}:{number}", f"not valid JSON ({exc.msg})") from None
+        obj = json_line(line, f"{rel}:{number}")
         if not isinstance(obj, dict):
             raise refuse(f"{rel}:{number}", "each line must be a JSON object")
         if obj.get("type") not in ROLES or obj.get("isMeta"):
