@@ -197,7 +197,19 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
                              {"Desk-Op": "sync", "Desk-Actor": "assistant"})
     try:
         with _interrupt_after() as interrupted:
-            git.merge(incoming, message)
+            try:
+                git.merge(incoming, message)
+            except ConflictError as exc:
+                if "unrelated histories" not in exc.message:
+                    raise
+                # Not "commit or discard local changes": the remote holds another desk (its own
+                # `desk init`) or another repository, and nothing here can make them one history.
+                raise DeskError(f"{result.remote}/{result.branch} shares no history with this desk: it "
+                                "holds another desk or another repository; nothing was changed",
+                                hint="check the address (`git remote -v`); a desk syncs with clones of "
+                                     "itself: `desk clone URL` makes one, and two separate desks can be "
+                                     "brought together with `desk export jsonl` and `desk import jsonl`"
+                                ) from None
         if interrupted:
             raise KeyboardInterrupt  # git finished; the except below undoes its merge
         settled: Settled = resolve_merge(desk, git, now=now)

@@ -320,6 +320,30 @@ def test_ctrl_c_during_a_fast_forward_lets_git_finish_it(clones: Clones, monkeyp
     assert b.validate("all").exit_code == 0
 
 
+def test_a_remote_holding_another_desk_is_refused_saying_so(clones: Clones, tmp_path: Path) -> None:
+    """A second `desk init` pushed to the same remote: git refuses to merge unrelated histories and
+    desk said "commit or discard local changes first", which there were none of."""
+    from tests.conftest import snapshot
+
+    other = api.init(tmp_path / "other")
+    bare = tmp_path / "other.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    branch = git(other.root, "branch", "--show-current").strip()
+    subprocess.run(["git", "-C", str(other.root), "push", "-q", str(bare), f"HEAD:refs/heads/{branch}"],
+                   check=True, capture_output=True)
+    b = clones[1]
+    git(b.root, "remote", "add", "elsewhere", str(bare))
+    before = snapshot(b.root)
+    with pytest.raises(DeskError, match="shares no history with this desk") as caught:
+        b.sync("elsewhere", now=NOW)
+    assert "desk clone URL" in str(caught.value.hint) and "local changes" not in str(caught.value.hint)
+    after = snapshot(b.root)
+    for ref in (".git/refs/desk/incoming", ".git/index", ".git/refs/remotes/elsewhere/main"):  # what was fetched
+        before.pop(ref, None)
+        after.pop(ref, None)
+    assert after == before and git(b.root, "status", "--porcelain") == ""
+
+
 def test_remote_that_rewrote_history_is_refused_naming_lost_commits(clones: Clones) -> None:
     a, b = clones[0], clones[1]
     remember(a, "keep-me", "Important.")
