@@ -204,7 +204,13 @@ def _profile_patch(desk: DeskFolder, source: Source, user: str, report: ImportRe
 
     scope = scope_id(user)
     path = profile_path(scope)
-    checked = validate_profile(source.profile, "USER.md", source.profile_lines)
+    from desk.errors import InvalidFileError
+
+    try:  # the findings name the source's USER.md, not the desk's (which `desk validate` checks)
+        checked = validate_profile(source.profile, str(Path(source.path) / "USER.md"), source.profile_lines)
+    except InvalidFileError as exc:
+        raise InvalidFileError(exc.findings, hint="fix that line of the source's USER.md, or import "
+                               "without --user (nothing was written)") from None
     if tx is not None:
         tx.require_clean([path])
     profile = read_profile(desk, scope)
