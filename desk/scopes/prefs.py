@@ -19,7 +19,7 @@ from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, Rej
 from desk.layout import (OWNER_SCOPE, PREFS_DIR, USERS_DIR, DeskFolder, is_scope_id, pref_path,
                          prefs_index_path, project_index_path, scope_id, scope_root)
 from desk.memory.index import render_index
-from desk.scopes.files import (EVENT_MAX, SOURCE_MAX, Preference, key_problem, line_problem,
+from desk.scopes.files import (EVENT_MAX, SOURCE_MAX, Preference, key_problem, line_problem, quoted,
                                ownership_problem, parse_pref, render_prefs_index, stamp, VALUE_MAX)
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Commit
@@ -69,7 +69,7 @@ AT_SKEW = dt.timedelta(minutes=5)  # another machine's clock may run a little ah
 def _check_key(key: str) -> None:
     problem = key_problem(key)
     if problem:
-        raise UsageError(f"preference key {key!r}: {problem}")
+        raise UsageError(f"preference key {quoted(key)}: {problem}")
 
 
 def _time(value: dt.datetime | str | None, what: str) -> dt.datetime | None:

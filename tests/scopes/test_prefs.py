@@ -411,3 +411,14 @@ def test_a_linked_scope_folder_is_never_read(desk: DeskFolder) -> None:
     listing = d.pref_list(user="mallory").value
     assert listing.records == [] and listing.problems[0].rule == "symlink"
     assert "tabs" not in d.context(user="mallory", as_of=T3).text()
+
+
+def test_an_invalid_key_or_project_of_120_kb_is_not_echoed_whole(desk: DeskFolder, run: DeskRunner) -> None:
+    """A 120 KB preference key (or --project) was repeated whole in the error, 120 KB of 'aaa…'
+    burying the message and its hint; it is cut, with its length."""
+    huge = "a" * 120_000 + "!"
+    for args in (["pref", "set", huge, "v"], ["--project", huge, "list"], ["--project", huge, "remember", "x",
+                                                                            "--type", "fact", "-d", "d", "body"]):
+        result = run(*args)
+        assert result.exit_code == 2 and len(result.output) < 1000, args
+        assert "(120,001 characters)" in result.output and "hint:" in result.output
