@@ -34,6 +34,15 @@ Progress = Callable[[int, int], None]  # progress(done, total), e.g. for a progr
 Time = str | dt.datetime  # ISO 8601 with Z or an offset, or an aware datetime
 
 
+def _words(value: Any, what: str) -> Any:
+    """`value` unless it is one string where a list of strings belongs: Python would iterate it
+    character by character (`triggers="report"` stored the triggers r, e, p, o, r, t)."""
+    if isinstance(value, (str, bytes)):
+        raise UsageError(f"{what} must be a list of strings, not one string {value!r}",
+                         hint=f"wrap it in a list: {what}=[{value!r}]")
+    return value
+
+
 class Desk(DeskFolder):
     """A desk: a git repository of Markdown files holding an assistant's identity and memory."""
 
@@ -118,13 +127,15 @@ class Desk(DeskFolder):
                 path = project_memory_path(project, name)
                 return MemoryChange(remember_in_project(
                     self, project, name, type=type, description=description, body=body,
-                    triggers=triggers, importance=importance, expires=expires, source=source,
-                    source_event=source_event, actor=actor, scope=scope, clear=tuple(clear),
+                    triggers=_words(triggers, "triggers"), importance=importance, expires=expires,
+                    source=source, source_event=source_event, actor=actor, scope=scope,
+                    clear=tuple(_words(clear, "clear")),
                     now=now))
             return MemoryChange(remember(
-                self, name, type=type, description=description, body=body, triggers=triggers,
-                importance=importance, expires=expires, source=source, source_event=source_event,
-                actor=actor, scope=scope, clear=tuple(clear), now=now))
+                self, name, type=type, description=description, body=body,
+                triggers=_words(triggers, "triggers"), importance=importance, expires=expires,
+                source=source, source_event=source_event, actor=actor, scope=scope,
+                clear=tuple(_words(clear, "clear")), now=now))
         except RejectedError as exc:
             exc.details = {"name": name, "path": path, "commit": None,
                            "reason": getattr(exc, "reason", None) or "invalid"}
@@ -163,9 +174,10 @@ class Desk(DeskFolder):
         from desk.results.change import MemoryChange
 
         return MemoryChange(set_fields(
-            self, self._name(name), description=description, type=type, triggers=triggers,
-            add_triggers=add_triggers, remove_triggers=remove_triggers, importance=importance,
-            expires=expires, clear=tuple(clear), actor=actor, now=now))
+            self, self._name(name), description=description, type=type,
+            triggers=_words(triggers, "triggers"), add_triggers=_words(add_triggers, "add_triggers"),
+            remove_triggers=_words(remove_triggers, "remove_triggers"), importance=importance,
+            expires=expires, clear=tuple(_words(clear, "clear")), actor=actor, now=now))
 
     def rename(self, old: str, new: str, *, actor: str = "user") -> MemoryChange:
         """Rename memory `old` to `new` in one commit (file, `name:` and MEMORY.md); history follows it."""
@@ -504,7 +516,7 @@ class Desk(DeskFolder):
         from desk.results.scopes import UserProfile
         from desk.scopes.profile import patch_user
 
-        return UserProfile(patch_user(self, user=user, unset=fields, actor=actor))
+        return UserProfile(patch_user(self, user=user, unset=_words(fields, "fields"), actor=actor))
 
     def pref_set(self, key: str, value: str, *, user: str | None = None, expires: Time | None = None,
                  source: str | None = None, at: Time | None = None, actor: str = "user",
@@ -679,8 +691,8 @@ class Desk(DeskFolder):
         from desk.errors import Finding
 
         problems: list[Finding] = []
-        events = iter_events(self, since=since, until=until, kinds=kinds or None, session=session,
-                             problems=problems)
+        events = iter_events(self, since=since, until=until, kinds=_words(kinds, "kinds") or None,
+                             session=session, problems=problems)
         shown = list(deque(events, maxlen=limit)) if limit else list(events)
         return EventList([ArchivedEvent.of(e) for e in shown], problems)
 

@@ -371,3 +371,25 @@ def test_with_trailers_adds_trailers_to_every_commit_and_never_overrides_the_ope
     for bad in ({"Bad Key": "x"}, {"Desk-Client": " \n "}, {"Key:": "x"}):
         with pytest.raises(UsageError):
             d.with_trailers(bad)
+
+
+def test_one_string_where_a_list_belongs_is_refused(tmp_path: Path, identity: None) -> None:
+    """`remember(..., triggers="report")` stored the triggers r, e, p, o, r, t: a str is a
+    Sequence[str]. Every list argument of the API refuses one string, naming it, with nothing written."""
+    from tests.conftest import snapshot
+
+    d = desk.init(tmp_path / "d")
+    d.remember("x", "The x fact.", type="fact", description="x", triggers=["x"])
+    before = snapshot(d.root)
+    calls = {"triggers": lambda: d.remember("y", "The y fact.", type="fact", description="y", triggers="report"),
+             "clear": lambda: d.remember("x", "The x fact.", clear="triggers"),
+             "add_triggers": lambda: d.set("x", add_triggers="report"),
+             "remove_triggers": lambda: d.set("x", remove_triggers="x"),
+             "fields": lambda: d.user_unset("name"),
+             "kinds": lambda: d.archive_list(kinds="inbound")}
+    for what, call in calls.items():
+        with pytest.raises(UsageError, match=f"^{what} must be a list of strings") as caught:
+            call()
+        assert caught.value.hint is not None and f"{what}=[" in caught.value.hint
+    assert snapshot(d.root) == before
+    assert d.set("x", add_triggers=["report"]).value.status == "updated"

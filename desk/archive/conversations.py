@@ -12,6 +12,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,13 @@ from desk.transaction import commit_message, transaction
 from desk.vocabulary import CONVERSATION_KINDS
 
 NO_SESSION = "no-session"
+# An archive record holds up to 1 MiB, but a view is a file the gate limits to 1 MiB like every
+# text file (desk/guard/rules.py TEXT_LIMIT): one 1 MB message, or a busy day, made a view no commit
+# could hold, so `desk conversations render` (and the views sync re-renders) failed
+# for good. A view is for reading: a long message shows its start, a full view its first messages,
+# each cut said where it is made and where the rest is (the archive, which keeps every byte).
+MESSAGE_CHARS = 16_000
+VIEW_BYTES = 768 * 1024
 
 
 @dataclass
@@ -64,23 +72,40 @@ def _inline(text: str) -> str:
 
 
 def render_view(day: str, session: str | None, events: list[ArchiveEvent]) -> bytes:
-    """The Markdown view of one session's messages on one day."""
+    """The Markdown view of one session's messages on one day, at most VIEW_BYTES (module docstring)."""
     title = _inline(session) if session is not None else "(no session)"
-    lines = [f"# Conversation {title} — {day}", "",
-             f"<!-- Generated from {ARCHIVE_DIR} by `desk conversations render`; do not edit. "
-             "The archive is the source of truth. -->", ""]
-    for event in events:
-        rec: dict[str, Any] = event.record
-        who = _inline(rec.get("actor") or ("user" if rec["kind"] == "inbound" else "assistant"))
-        stamp = str(rec["at"])[11:19]
-        lines.append(f"**{who}** · {stamp}Z · {rec['kind']} · `{rec['id']}`")
-        lines.append("")
-        content = rec.get("content")
-        if content is None and rec.get("payload") is not None:
-            content = json.dumps(rec["payload"], ensure_ascii=False, sort_keys=True)
-        lines.append(_quote(content or ""))
-        lines.append("")
-    return ("\n".join(lines).rstrip("\n") + "\n").encode()
+    head = [f"# Conversation {title} — {day}", "",
+            f"<!-- Generated from {ARCHIVE_DIR} by `desk conversations render`; do not edit. "
+            "The archive is the source of truth. -->", ""]
+    out = "\n".join(head) + "\n"
+    size = len(out.encode())
+    for shown, event in enumerate(events):
+        block = _message(event.record)
+        if size + len(block.encode()) > VIEW_BYTES:
+            left = len(events) - shown
+            until = dt.date.fromisoformat(day) + dt.timedelta(days=1)
+            where = f" --session {shlex.quote(_inline(session)[1:-1])}" if session is not None else ""
+            out += (f"_{left} more message{'s' if left != 1 else ''} of this day not shown: a view is at most "
+                    f"{VIEW_BYTES // 1024} KiB; the archive holds them all (`desk archive list --since {day} "
+                    f"--until {until.isoformat()}{where}`)._\n")
+            break
+        out += block
+        size += len(block.encode())
+    return (out.rstrip("\n") + "\n").encode()
+
+
+def _message(rec: dict[str, Any]) -> str:
+    """One message: its header line and its content as a block quote, cut at MESSAGE_CHARS."""
+    who = _inline(rec.get("actor") or ("user" if rec["kind"] == "inbound" else "assistant"))
+    stamp = str(rec["at"])[11:19]
+    content = rec.get("content")
+    if content is None and rec.get("payload") is not None:
+        content = json.dumps(rec["payload"], ensure_ascii=False, sort_keys=True)
+    content = content or ""
+    lines = [f"**{who}** · {stamp}Z · {rec['kind']} · `{rec['id']}`", "", _quote(content[:MESSAGE_CHARS]), ""]
+    if len(content) > MESSAGE_CHARS:
+        lines[-1:] = ["", f"_… {len(content) - MESSAGE_CHARS} more characters: `desk archive show {rec['id']}`_", ""]
+    return "\n".join(lines) + "\n"
 
 
 def render_views(desk: DeskFolder, *, date: str | None = None, session: str | None = None

@@ -80,6 +80,22 @@ def seq_of(event_id: object) -> int | None:
     return int(m.group(2)) if m else None
 
 
+MAX_PAYLOAD_DEPTH = 64  # redaction and every reader walk a payload recursively; ~500 levels overflowed
+
+
+def payload_depth_problem(payload: object) -> str | None:
+    """`payload: nested deeper than ...` when it is, else None; walked without recursion. Only new
+    events are held to it: a deeper record an older desk appended stays valid."""
+    stack: list[tuple[object, int]] = [(payload, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_PAYLOAD_DEPTH:
+                return f"payload: nested deeper than {MAX_PAYLOAD_DEPTH} levels"
+            stack.extend((item, depth + 1) for item in (value.values() if isinstance(value, dict) else value))
+    return None
+
+
 def validate_fields(event: dict[str, Any], *, check_at: bool = True) -> str | None:
     """What is wrong with the caller-supplied fields of an event, or None.
 

@@ -56,6 +56,8 @@ def parse_import(lines: Iterable[bytes], source: str, *, redact: bool = True,
             obj = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise UsageError(f"{source}:{number}: not valid JSON ({exc})", hint=IMPORT_HINT) from None
+        except RecursionError:  # Python's decoder recurses: `[[[[...` thousands deep
+            raise UsageError(f"{source}:{number}: JSON nested too deeply", hint=IMPORT_HINT) from None
         if not isinstance(obj, dict):
             raise UsageError(f"{source}:{number}: each line must be a JSON object", hint=IMPORT_HINT)
         unknown = sorted(obj.keys() - ACCEPTED)

@@ -31,6 +31,7 @@ from desk.archive.format import (
     check_record_size,
     line_hash,
     parse_lines,
+    payload_depth_problem,
     redact_event,
     refuse_secret_ids,
     read_tail,
@@ -302,7 +303,7 @@ def build_event(kind: str, content: str | None = None, *, payload: dict[str, Any
     stamp = format_time(parse_time(at, "at"), "microsecond") if at is not None else _stamp(now or utc_now())
     event = {"kind": kind, "content": content, "payload": payload, "session": session,
              "actor": actor, "at": stamp, "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
-    problem = validate_fields(event, check_at=False)  # `at` was formatted just above
+    problem = validate_fields(event, check_at=False) or payload_depth_problem(payload)  # `at` formatted above
     if problem:
         raise UsageError(problem, hint="fix the field named above (docs/working-desk.md lists the fields)")
     if not redact:

@@ -29,6 +29,7 @@ from desk.memory import gate
 from desk.memory.file import (DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, name_problem,
                               normalize_body, parse_memory)
 from desk.memory.index import IndexEntry, committed_files, load_entries, memory_path, render_index
+from desk.text.direction import describe, first_control
 from desk.text.normalize import normalize
 from desk.text.secrets import scan
 from desk.text.times import parse_time
@@ -123,6 +124,10 @@ class MemoryWrites:
             try:
                 if scan(memory.body, allow=self.allow):
                     raise gate.GateRejection("secret", f"{name}: the value holds a secret", "")
+                control = first_control(memory.render())
+                if control is not None:  # the archive takes it; the gate refuses it in memory/
+                    raise gate.GateRejection("bidi_control", f"{name}: the value holds an invisible "
+                                             f"{describe(control[2])}", "")
                 gate.check_memory(memory, "durable", self._same_body, self.rules)
             except gate.GateRejection as exc:
                 self.skipped.append({"domain": name, "reason": exc.reason})

@@ -57,6 +57,7 @@ def export_desk(desk: DeskFolder, fmt: str, dest: Path) -> ExportReport:
     """Write the desk's memories to `dest` in format `fmt`."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    _refuse_inside_desk(desk, dest)
     report = ExportReport(fmt, str(dest))
     memories = _memories(desk, report)
     report.memories = len(memories)
@@ -75,6 +76,17 @@ def export_desk(desk: DeskFolder, fmt: str, dest: Path) -> ExportReport:
     else:
         _openclaw(desk, dest, memories, report)
     return report
+
+
+def _refuse_inside_desk(desk: DeskFolder, dest: Path) -> None:
+    """An export is read-only on the desk: a DEST inside it (`desk export markdown memory`, or a
+    link that leads there) would overwrite the desk's own files (memory/, MEMORY.md) with the
+    foreign format, or leave stray files in its work tree."""
+    root = desk.root.resolve()
+    where = dest.resolve()  # follows every link on the way, so a link into the desk is caught too
+    if where == root or root in where.parents:
+        raise UsageError(f"{dest}: inside the desk ({root}); desk export writes outside it",
+                         hint="give a folder (or, for jsonl, a file) outside the desk, e.g. ~/desk-export")
 
 
 def _memories(desk: DeskFolder, report: ExportReport) -> list[MemoryFile]:

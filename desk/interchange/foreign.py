@@ -33,6 +33,14 @@ class ForeignNote:
     body: str
 
 
+def shown_name(path: Path, root: Path | None = None) -> str:
+    """`path` (relative to `root`) as text desk can store: a byte of a file name that is not UTF-8
+    (Python hands it over as a lone surrogate, which no UTF-8 writer accepts) becomes `\\xNN`, so an
+    `origin:`, a skipped line or a trailer naming the file stays valid UTF-8 and says which byte."""
+    text = (path.relative_to(root) if root is not None else path).as_posix()
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def refuse(where: str, problem: str, hint: str = _HINT) -> UsageError:
     """The error for a malformed source file: `where` is `path` or `path:line`."""
     return UsageError(f"{where}: {problem}", hint=hint)
@@ -105,6 +113,17 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     return value
+
+
+def json_line(line: str, where: str) -> Any:
+    """One line of a JSONL file; malformed or too deeply nested JSON (Python's decoder recurses:
+    `[[[[...` 5,000 deep was an internal RecursionError) is refused naming `where`."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise refuse(where, f"not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise refuse(where, "JSON nested too deeply") from None
 
 
 def read_json(path: Path, rel: str, limit: int = MAX_SOURCE_BYTES) -> Any:

@@ -204,7 +204,13 @@ def _profile_patch(desk: DeskFolder, source: Source, user: str, report: ImportRe
 
     scope = scope_id(user)
     path = profile_path(scope)
-    checked = validate_profile(source.profile, "USER.md", source.profile_lines)
+    from desk.errors import InvalidFileError
+
+    try:  # the findings name the source's USER.md, not the desk's (which `desk validate` checks)
+        checked = validate_profile(source.profile, str(Path(source.path) / "USER.md"), source.profile_lines)
+    except InvalidFileError as exc:
+        raise InvalidFileError(exc.findings, hint="fix that line of the source's USER.md, or import "
+                               "without --user (nothing was written)") from None
     if tx is not None:
         tx.require_clean([path])
     profile = read_profile(desk, scope)
@@ -269,7 +275,7 @@ def _present_origins(desk: DeskFolder, events: list[dict[str, Any]]) -> set[str]
                 if marker in line:
                     try:
                         value = json.loads(line).get("meta", {}).get(IMPORT_META)
-                    except (ValueError, AttributeError):
+                    except (ValueError, AttributeError, RecursionError):
                         continue  # a torn tail: verify reports it
                     if isinstance(value, str):
                         found.add(value)

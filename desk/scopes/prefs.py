@@ -19,7 +19,7 @@ from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, Rej
 from desk.layout import (OWNER_SCOPE, PREFS_DIR, USERS_DIR, DeskFolder, is_scope_id, pref_path,
                          prefs_index_path, project_index_path, scope_id, scope_root)
 from desk.memory.index import render_index
-from desk.scopes.files import (EVENT_MAX, SOURCE_MAX, Preference, key_problem, line_problem,
+from desk.scopes.files import (EVENT_MAX, SOURCE_MAX, Preference, key_problem, line_problem, quoted,
                                ownership_problem, parse_pref, render_prefs_index, stamp, VALUE_MAX)
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Commit
@@ -63,10 +63,13 @@ class PrefListing:
                 "refused": [f.to_json() for f in self.problems]}
 
 
+AT_SKEW = dt.timedelta(minutes=5)  # another machine's clock may run a little ahead of this one's
+
+
 def _check_key(key: str) -> None:
     problem = key_problem(key)
     if problem:
-        raise UsageError(f"preference key {key!r}: {problem}")
+        raise UsageError(f"preference key {quoted(key)}: {problem}")
 
 
 def _time(value: dt.datetime | str | None, what: str) -> dt.datetime | None:
@@ -132,6 +135,14 @@ def set_pref(desk: DeskFolder, key: str, value: str, *, user: str | None = None,
             raise UsageError(f"preference {what} {problem}")
     now = now or utc_now()
     when = _time(at, "--at") or now
+    if when > now + AT_SKEW:
+        # A change stamped in the future would outrank every later change: `pref set` without --at
+        # (now) is refused as stale until that time comes, and sync's merge keeps the later
+        # `updated` on every clone. --at replays a change that happened; it cannot be ahead of now.
+        raise UsageError(f"{key}: --at {stamp(when)} is in the future (now {stamp(now)}); a change "
+                         "cannot be stamped later than it is made",
+                         hint="give the time the change was made (it is replayed from a transcript), "
+                              "or leave --at out (now)")
     until = _time(expires, "--expires")
     if until is not None and until <= when:
         raise RejectedError(f"{key}: expires {stamp(until)} is not after the change's time "

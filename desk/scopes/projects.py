@@ -39,9 +39,11 @@ def all_projects(desk: DeskFolder) -> list[str]:
 
 
 def require_project(project: str) -> None:
+    from desk.scopes.files import quoted
+
     problem = project_problem(project)
     if problem:
-        raise UsageError(f"--project {project!r}: {problem}")
+        raise UsageError(f"--project {quoted(project)}: {problem}")
 
 
 def read_project_memory(desk: DeskFolder, project: str, name: str) -> MemoryFile | None:

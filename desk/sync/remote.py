@@ -67,8 +67,14 @@ class RemoteSession:
     @property
     def repo(self) -> Repo:
         if self._repo is None:
+            import logging
+
             import git
 
+            # GitPython logs what git said on stderr ("Error lines received while pushing: ...",
+            # "Pumping 'stderr' ... failed" after a Ctrl-C) and, with no handler configured,
+            # Python prints it: desk reports every failure itself, with a hint, so it stays quiet.
+            logging.getLogger("git").addHandler(logging.NullHandler())
             self._repo = git.Repo(self.root)
         return self._repo
 
@@ -109,10 +115,19 @@ class RemoteSession:
         for info in infos:
             if info.flags & PushInfo.REJECTED:
                 return False
+            if info.flags & PushInfo.REMOTE_REJECTED and any(
+                    words in info.summary for words in _REF_RACE):
+                return False  # another push held or moved the branch meanwhile: fetch and try again
             if info.flags & (PushInfo.REMOTE_REJECTED | PushInfo.ERROR):
                 raise DeskError(f"{remote} refused the push: {info.summary.strip()}",
                                 hint="the remote's own rules refused it (a protected branch, a hook): ask its owner")
         return True
+
+
+# What git's receive-pack says when another push holds the branch's lock or moved it between
+# its check and its update ("[remote rejected] main (failed to update ref)"): two clones
+# syncing at once. Not the remote's rules: fetch, integrate and push again.
+_REF_RACE = ("failed to update ref", "cannot lock ref", "failed to lock")
 
 
 @contextmanager
@@ -126,7 +141,7 @@ def session(root: Path) -> Iterator[RemoteSession]:
 
 def no_remote(remote: str) -> UsageError:
     return UsageError(f"this desk has no remote named {remote!r}",
-                      hint="add one: `git remote add origin URL` (or clone with `desk clone URL`)")
+                      hint=f"add one: `git remote add {remote} URL` (or clone with `desk clone URL`)")
 
 
 def refuse_embedded_password(url: str) -> None:

@@ -11,6 +11,8 @@ never forced. A push rejected because the remote moved meanwhile fetches and int
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -174,7 +176,10 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     new = git.rev_list(incoming, head)
     if head is None or git.is_ancestor(head, incoming):
         index = _gate_fast_forward(desk, head, incoming, result, now) if head is not None else None
-        git.fast_forward(incoming)
+        with _interrupt_after() as interrupted:  # git moves the work tree file by file: let it finish
+            git.fast_forward(incoming)
+        if interrupted:
+            raise KeyboardInterrupt  # HEAD and the work tree are at `incoming`, whole: the next sync goes on
         result.fetched += len(new)
         result.status = "fast-forward"
         if head is not None:
@@ -190,8 +195,23 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     result.fetched += len(new)
     message = commit_message(f"sync: merge {result.remote}/{result.branch}",
                              {"Desk-Op": "sync", "Desk-Actor": "assistant"})
-    git.merge(incoming, message)
     try:
+        with _interrupt_after() as interrupted:
+            try:
+                git.merge(incoming, message)
+            except ConflictError as exc:
+                if "unrelated histories" not in exc.message:
+                    raise
+                # Not "commit or discard local changes": the remote holds another desk (its own
+                # `desk init`) or another repository, and nothing here can make them one history.
+                raise DeskError(f"{result.remote}/{result.branch} shares no history with this desk: it "
+                                "holds another desk or another repository; nothing was changed",
+                                hint="check the address (`git remote -v`); a desk syncs with clones of "
+                                     "itself: `desk clone URL` makes one, and two separate desks can be "
+                                     "brought together with `desk export jsonl` and `desk import jsonl`"
+                                ) from None
+        if interrupted:
+            raise KeyboardInterrupt  # git finished; the except below undoes its merge
         settled: Settled = resolve_merge(desk, git, now=now)
         report, _regenerated = validate_staged(desk, git)
         if not report.ok:
@@ -214,6 +234,28 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
         result.commits.append(derived)
         result.regenerated += sorted(c.path for c in git.diff_tree(sha, derived))
     return git.head()
+
+
+@contextmanager
+def _interrupt_after() -> Iterator[list[int]]:
+    """Hold a Ctrl-C (SIGINT to desk) until the block ends; the list says whether one came.
+
+    `git merge` updates the work tree file by file: Python's KeyboardInterrupt in the middle kills
+    it (subprocess.run does), leaving index.lock, half the incoming files and no MERGE_HEAD to
+    undo them by. Let git finish, then undo the whole merge. Only the main thread can hold signals
+    (the API may run a sync from another thread: there nothing is held)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: came.append(signum))
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _gate_fast_forward(desk: DeskFolder, head: str, incoming: str, result: SyncResult,
@@ -246,6 +288,8 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
         stem = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git") or "desk"
         path = Path(stem)
     path = path.expanduser().resolve()
+    if path.exists() and not path.is_dir():  # was git's "Not a directory" with a write-failure hint
+        raise UsageError(f"{path} exists and is not a folder", hint="choose a new or empty folder")
     if path.exists() and any(path.iterdir()):
         raise UsageError(f"{path} exists and is not empty", hint="choose a new or empty folder")
     created = not path.exists()
@@ -255,8 +299,12 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
 
         if created:
             shutil.rmtree(path, ignore_errors=True)  # leave nothing behind for a refused clone
-        raise DeskError(f"cloned {url} into {path}, but it is not a desk (no .system/desk.json)",
-                        hint=f"check the address; to start a desk there, run `desk init {path} --allow-nonempty`")
+        start = (f"run `desk init {path} --allow-nonempty` there" if path.exists() else
+                 f"`git clone {url} {path}`, then `desk init {path} --allow-nonempty`")  # the folder is gone
+        raise DeskError(f"{url} is a git repository but not a desk (no .system/desk.json); nothing was kept"
+                        if not path.exists() else
+                        f"cloned {url} into {path}, but it is not a desk (no .system/desk.json)",
+                        hint=f"check the address; to make that repository a desk, {start}")
     desk = DeskFolder(path)
     done = install_merge_setup(desk)
     clone_id(desk)

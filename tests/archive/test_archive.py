@@ -316,3 +316,28 @@ def test_records_carry_the_committed_desk_id_not_an_edit_in_the_work_tree(desk: 
     assert (fresh.git_dir / "desk-id").read_text().strip() == committed
     checkpoint(DeskFolder(desk.root))  # accepted: no record of another desk
     assert [e.record["content"] for e in iter_events(DeskFolder(desk.root))] == ["hello"]
+
+
+def test_a_payload_nested_too_deeply_is_refused_not_an_internal_error(desk: DeskFolder, tmp_path: Path) -> None:
+    """A payload 500 levels deep overflowed the redaction's recursion (an internal RecursionError),
+    and a JSONL line thousands deep overflowed `desk archive import`'s decoder: both are refused
+    naming the field or the line, with nothing appended. 64 levels are enough for any tool's output."""
+    import desk as desk_api
+    from desk.archive.format import MAX_PAYLOAD_DEPTH
+
+    def nested(depth: int) -> dict:
+        value: dict = {}
+        for _ in range(depth - 1):
+            value = {"a": value}
+        return value
+
+    assert append_event(desk, "tool", payload=nested(MAX_PAYLOAD_DEPTH))["payload"] is not None
+    before = sorted((p.read_bytes() for p in desk.path(".system/archive").glob("*.jsonl")))
+    for depth in (MAX_PAYLOAD_DEPTH + 1, 500):
+        with pytest.raises(UsageError, match=f"^payload: nested deeper than {MAX_PAYLOAD_DEPTH} levels"):
+            append_event(desk, "tool", payload=nested(depth))
+    source = tmp_path / "deep.jsonl"
+    source.write_text('{"kind": "tool", "at": "2026-11-01T00:00:00Z", "payload": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    with pytest.raises(UsageError, match="deep.jsonl:1: JSON nested too deeply"):
+        desk_api.open(desk.root).archive_import(source)
+    assert sorted(p.read_bytes() for p in desk.path(".system/archive").glob("*.jsonl")) == before

@@ -88,3 +88,32 @@ def test_session_and_actor_cannot_add_structure_to_a_view(desk: DeskFolder, run:
     run("conversations", "render")
     view = next((desk.root / "conversations/2026-11-29").glob("*.md")).read_text()
     assert "\n## Injected" not in view and "`evil ## Injected`" in view and "**`a**b`**" in view
+
+
+def test_a_view_stays_under_the_gate_s_limit_and_says_what_it_left_out(desk: DeskFolder, run: DeskRunner) -> None:
+    """A 1 MB message (an archive record holds up to 1 MiB) once made a view over the gate's 1 MiB, so the
+    render was refused for good: the view now cuts a long message and stops before the limit,
+    saying where the rest is; the archive keeps every byte."""
+    from desk.archive.conversations import MESSAGE_CHARS, VIEW_BYTES
+    from desk.guard.rules import TEXT_LIMIT
+
+    huge = "x" * 1_000_000
+    first = append_event(desk, "inbound", huge, session="big day", at="2026-11-29T10:00:00Z")
+    for i in range(60):  # 60 messages of 15,000 characters: 900 KB, more than a view holds
+        append_event(desk, "outbound", f"reply {i} " + "y" * 15_000, session="big day",
+                     at=f"2026-11-29T11:{i:02d}:00Z")
+    data = json.loads(run("conversations", "render", "--json").output)
+    assert data["status"] == "committed", data
+    path = desk.path(data["files"][0])
+    view = path.read_bytes()
+    assert VIEW_BYTES < TEXT_LIMIT and len(view) <= VIEW_BYTES
+    text = view.decode()
+    assert "x" * MESSAGE_CHARS in text and "x" * (MESSAGE_CHARS + 1) not in text
+    assert f"_… {1_000_000 - MESSAGE_CHARS} more characters: `desk archive show {first['id']}`_" in text
+    shown = text.count("> reply ")
+    assert 0 < shown < 60
+    assert text.rstrip().endswith(f"_{60 - shown} more messages of this day not shown: a view is at most "
+                                  f"{VIEW_BYTES // 1024} KiB; the archive holds them all (`desk archive list "
+                                  "--since 2026-11-29 --until 2026-11-30 --session 'big day'`)._")
+    assert run("validate", "--all").exit_code == 0
+    assert json.loads(run("conversations", "render", "--json").output)["status"] == "unchanged"

@@ -281,6 +281,23 @@ def test_a_persons_memory_keeps_its_name_and_its_content_is_not_duplicated(desk:
     assert [s["reason"] for s in result.skipped] == ["already_recorded"]
 
 
+def test_a_fact_with_a_direction_control_is_skipped_not_a_digest_that_fails_forever(
+        desk: DeskFolder, run: DeskRunner) -> None:
+    """The archive takes a fact holding U+202E (it is exempt from the bidi-control rule), but the
+    memory promoted from it is not: every `desk digest` then failed with exit 3 naming files it had
+    not written, and nobody can edit the append-only archive. The fact is skipped, with its reason."""
+    fact(desk, "Deploy on Tuesdays \u202eyadirf", "2026-09-01T10:00:00Z", kind="convention", importance=5,
+         key="deploy.day")
+    fact(desk, "Use tabs for indentation.", "2026-09-01T10:00:00Z", kind="convention", importance=5,
+         key="editor.indent")
+    result = digest(desk, as_of=AS_OF)
+    assert result.promoted == ["editor.indent"]
+    assert result.skipped == [{"domain": "deploy.day", "reason": "bidi_control"}]
+    assert not desk.path("memory/deploy.day.md").exists()
+    assert run("validate", "--all").exit_code == 0
+    assert digest(desk, as_of=AS_OF).status == "unchanged"
+
+
 def test_journal_lists_the_days_events_and_names_the_log_of_its_commits(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
     from desk.memory.operations import remember
 

@@ -164,3 +164,22 @@ def test_export_refuses_a_file_for_a_folder_and_symlinks(desk: DeskFolder, ident
     with pytest.raises(UsageError, match="symlink"):
         desk_api.open(desk.root).export("markdown", tmp_path / "out")
     assert (tmp_path / "file").read_text() == "x"
+
+
+@pytest.mark.parametrize("fmt, inside", [("markdown", "memory"), ("claude-code", "."), ("openclaw", ".system"),
+                                         ("jsonl", "export.jsonl"), ("markdown", "link-to-memory")])
+def test_export_refuses_a_destination_inside_the_desk(desk: DeskFolder, identity: None, tmp_path: Path,
+                                                      fmt: str, inside: str) -> None:
+    """`desk export markdown memory` once overwrote memory/*.md without their `schema:` line, and
+    `desk export claude-code .` replaced MEMORY.md with Claude Code's index: export is read-only."""
+    from desk.errors import UsageError
+
+    fill(desk)
+    link = tmp_path / "link-to-memory"
+    link.symlink_to(desk.root / "memory")
+    before = snapshot(desk.root)
+    dest = link if inside == "link-to-memory" else desk.root / inside
+    with pytest.raises(UsageError, match="inside the desk") as caught:
+        desk_api.open(desk.root).export(fmt, dest)
+    assert caught.value.exit_code == 2 and "outside the desk" in str(caught.value.hint)
+    assert snapshot(desk.root) == before

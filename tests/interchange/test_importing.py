@@ -304,6 +304,53 @@ def test_hostile_notes_bom_crlf_symlinks_and_zero_width_titles(desk: DeskFolder,
     assert zero["action"] == "create" and "\n" not in show(desk, zero["name"])[1].meta.description
 
 
+@pytest.mark.parametrize("fmt", ["markdown", "claude-code", "openclaw"])
+def test_a_file_name_that_is_not_utf8_is_named_by_its_bytes(desk: DeskFolder, identity: None, tmp_path: Path,
+                                                             fmt: str) -> None:
+    """A note called b'caf\xe9.md' (Latin-1) once became `origin: "markdown:caf\uDCE9.md"`, a lone
+    surrogate that `desk export jsonl` then failed to encode (an internal error); its title
+    fell back to the same surrogate. Now the byte reads `\\xe9`, everywhere the name is shown."""
+    import os
+
+    source = tmp_path / "src"
+    folder = source / "memory"
+    folder.mkdir(parents=True)
+    (folder / os.fsdecode(b"caf\xe9.md")).write_bytes(b"No frontmatter, no heading: a body only.\n")
+    if fmt == "markdown":  # the other readers refuse a link outright
+        (folder / os.fsdecode(b"link\xff.md")).symlink_to(folder / os.fsdecode(b"caf\xe9.md"))
+    report = do_import(desk, fmt, folder if fmt == "markdown" else source)
+    made = [m for m in report["memories"] if m["action"] == "create"]
+    assert len(made) == 1 and made[0]["origin"].endswith("caf\\xe9.md")
+    memory = show(desk, made[0]["name"])[1]
+    assert memory.meta.origin is not None and memory.meta.origin.endswith("caf\\xe9.md")
+    json.dumps(report, ensure_ascii=False).encode()  # no lone surrogate anywhere in the report
+    if fmt == "markdown":
+        assert report["skipped"] == ["link\\xff.md: a symlink (not followed)"]
+    out = tmp_path / "out.jsonl"
+    desk_api.open(desk.root).export("jsonl", out)  # was: UnicodeEncodeError
+    assert "caf\\\\xe9.md" in out.read_text("utf-8")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "claude-code"])
+def test_a_jsonl_line_nested_too_deeply_is_refused_naming_it(desk: DeskFolder, tmp_path: Path, fmt: str) -> None:
+    """`{"a":{"a":...` 5,000 deep on one line: Python's JSON decoder recursed into an internal
+    RecursionError (exit 1, "a bug in desk"). It is refused like any malformed line, nothing written."""
+    deep = '{"a":' * 5000 + "1" + "}" * 5000
+    if fmt == "jsonl":
+        source = tmp_path / "memories.jsonl"
+        source.write_text(deep + "\n")
+        where = "memories.jsonl:1"
+    else:
+        source = tmp_path / "project"
+        (source / "memory").mkdir(parents=True)
+        (source / "session.jsonl").write_text('{"type": "user"}\n' + deep + "\n")
+        where = "session.jsonl:2"
+    before = snapshot(desk.root)
+    with pytest.raises(UsageError, match=f"^{where}: JSON nested too deeply"):
+        do_import(desk, fmt, source)
+    assert snapshot(desk.root) == before
+
+
 def test_progress_reports_the_archive_records(desk: DeskFolder, identity: None) -> None:
     calls: list[tuple[int, int]] = []
     desk_api.open(desk.root).import_("chat-export", SOURCES["chat-export"], progress=lambda d, t: calls.append((d, t)))

@@ -109,7 +109,9 @@ def test_user_is_refused_for_a_user_md_without_a_labelled_field(desk: DeskFolder
     before = snapshot(desk.root)
     with pytest.raises(InvalidFileError, match="timezone") as refused:
         do_import(desk, "openclaw", source, user="ada@example.org")
-    # the finding names the source's line the bad value was read from, not line 1
-    assert [(f.path, f.line) for f in refused.value.findings] == [("USER.md", 4)]
+    # the finding names the source's file and the line the bad value was read from, not line 1 of
+    # the desk's own USER.md (which `desk validate --all`, the old hint, found nothing wrong with)
+    assert [(f.path, f.line) for f in refused.value.findings] == [(str(source / "USER.md"), 4)]
+    assert "source's USER.md" in str(refused.value.hint) and "validate" not in str(refused.value.hint)
     assert snapshot(desk.root) == before
     assert NOW  # the fixed clock of the import tests

@@ -97,3 +97,35 @@ def test_section_text_cannot_start_a_section_of_its_own(desk: DeskFolder) -> Non
     text = (desk.root / "NOW.md").read_text()
     assert text.splitlines().count("## Next") == 1 and "### Next" in text.splitlines()
     assert read_now(desk).body("next") == "real"
+
+
+def test_a_heading_inside_a_code_fence_is_not_a_section(desk: DeskFolder, identity: None) -> None:
+    """A person's NOW.md quoting Markdown in a fence: `## Next` inside it was taken for the Next
+    section, so `desk now append --section next` wrote after the fence, outside the real one
+    (and sync's NOW.md merge, which parses the same way, saw two Next sections)."""
+    text = "# NOW\n\n## Doing\n\n````md\n## Next\n```\n## Blocked\n````\n\n~~~\n## Next\n~~~\n\n## Next\n\n- a\n"
+    note = NowNote.parse(text)
+    assert [h for h, _ in note.sections] == ["## Doing\n", "## Next\n"] and note.render() == text
+    assert note.body("next") == "- a" and "## Blocked" in note.body("doing")
+    desk.path("NOW.md").write_text(text)
+    git(desk.root, "-c", "user.name=T", "-c", "user.email=t@example.org", "commit", "-qam", "hand edit")
+    append_now(desk, "b", section="next")
+    assert desk.path("NOW.md").read_text() == text + "- b\n"
+    unclosed = NowNote.parse("## Doing\n\n```\n## Next\n")  # an unclosed fence runs to the end
+    assert [h for h, _ in unclosed.sections] == ["## Doing\n"]
+
+
+def test_a_section_s_text_cannot_leave_a_code_fence_open(desk: DeskFolder) -> None:
+    """Text with an unclosed fence would turn every later heading into code: the sections after
+    it would vanish and the next append would add a second `## Next`. It is closed at its end."""
+    set_now(desk, "```\ncode, never closed", section="doing")
+    append_now(desk, "b", section="next")
+    note = read_now(desk)
+    assert [h.strip() for h, _ in note.sections] == ["## Doing", "## Blocked", "## Next", "## Reminders"]
+    assert note.body("doing") == "```\ncode, never closed\n```" and note.body("next") == "- b"
+    set_now(desk, "# my note\n\n```\nunclosed")  # the whole note: a missing section is added after it
+    append_now(desk, "c", section="next")
+    append_now(desk, "d", section="next")
+    note = read_now(desk)
+    assert [h.strip() for h, _ in note.sections] == ["## Next"] and note.body("next") == "- c\n- d"
+    assert note.preamble == "# my note\n\n```\nunclosed\n```\n\n"

@@ -23,6 +23,7 @@ from tests.conftest import DeskRunner, git, snapshot
 
 T1, T2, T3 = "2026-08-01T01:00:00Z", "2026-08-01T02:00:00Z", "2026-08-01T03:00:00Z"
 NOW = dt.datetime(2026, 8, 1, 4, tzinfo=dt.timezone.utc)
+LATER = NOW + dt.timedelta(hours=3)  # a change may not be stamped (--at) later than it is made
 ME = ("-c", "user.name=T", "-c", "user.email=t@example.org")  # tests.conftest.git drops GIT_* identity
 
 
@@ -62,10 +63,10 @@ def test_longer_expiry_or_new_evidence_is_an_update(desk: DeskFolder) -> None:
                           source_event="session-7:event-42", now=NOW).value
     assert (evidence.status, evidence.revision) == ("updated", 3)
     source = d.pref_set("response.detail", "verbose", at="2026-08-01T05:00:00Z", source="transcript",
-                        expires="2026-08-03T01:00:00Z", source_event="session-7:event-42", now=NOW).value
+                        expires="2026-08-03T01:00:00Z", source_event="session-7:event-42", now=LATER).value
     assert (source.status, source.revision) == ("updated", 4)
     same = d.pref_set("response.detail", "verbose", at="2026-08-01T06:00:00Z", source="transcript",
-                      expires="2026-08-03T01:00:00+00:00", source_event="session-7:event-42", now=NOW).value
+                      expires="2026-08-03T01:00:00+00:00", source_event="session-7:event-42", now=LATER).value
     assert (same.status, same.revision, same.commit) == ("unchanged", 4, None)
 
 
@@ -80,6 +81,23 @@ def test_a_stale_change_is_refused_with_exit_4_and_nothing_changed(desk: DeskFol
     # the same state with an old --at is still unchanged (a replayed retry), not a conflict
     assert json.loads(run("pref", "set", "response.language", "English", "--at", T1, "--json").output)[
         "status"] == "unchanged"
+
+
+def test_a_change_stamped_in_the_future_is_refused(desk: DeskFolder, run: DeskRunner) -> None:
+    """`pref set K V --at 2999-01-01` was accepted, and from then on every `pref set K W` (now) was
+    refused as stale (exit 4, with the hint "or none (now)" that had just failed), and sync would
+    have kept the future value on every clone. A few minutes of clock skew are allowed."""
+    d = desk_api.open(desk.root)
+    before = snapshot(desk.root)
+    with pytest.raises(UsageError, match="is in the future"):
+        d.pref_set("response.language", "Chinese", at=NOW + dt.timedelta(hours=1), now=NOW)
+    assert snapshot(desk.root) == before
+    refused = run("pref", "set", "response.language", "Chinese", "--at", "2999-01-01")
+    assert refused.exit_code == 2 and "hint: give the time the change was made" in refused.output
+    assert snapshot(desk.root) == before
+    assert d.pref_set("response.language", "Chinese", at=NOW + dt.timedelta(minutes=4), now=NOW).value.status \
+        == "created"
+    assert d.pref_set("response.language", "English", now=NOW + dt.timedelta(minutes=5)).value.status == "updated"
 
 
 def test_within_one_second_changes_still_order(desk: DeskFolder) -> None:
@@ -346,16 +364,17 @@ def test_any_sequence_of_pref_ops_makes_one_commit_per_observable_change(identit
                 continue
             _, value, event, expires, step = op
             at = stored_at + dt.timedelta(hours=step)
+            now = max(clock, at)  # --at may not be ahead of the clock
             new = (value, event, expires)
             if state == new:
                 assert d.pref_set("editor.indent", value, source_event=event, expires=expires, at=at,
-                                  now=clock).value.status == "unchanged"
+                                  now=now).value.status == "unchanged"
             elif state is not None and at <= stored_at:
                 with pytest.raises(ConflictError):
-                    d.pref_set("editor.indent", value, source_event=event, expires=expires, at=at, now=clock)
+                    d.pref_set("editor.indent", value, source_event=event, expires=expires, at=at, now=now)
             else:
                 status = d.pref_set("editor.indent", value, source_event=event, expires=expires, at=at,
-                                    now=clock).value.status
+                                    now=now).value.status
                 assert status == ("updated" if state is not None else "created")
                 state, stored_at, observable = new, at, observable + 1
         assert commits(root, path) == observable
@@ -392,3 +411,14 @@ def test_a_linked_scope_folder_is_never_read(desk: DeskFolder) -> None:
     listing = d.pref_list(user="mallory").value
     assert listing.records == [] and listing.problems[0].rule == "symlink"
     assert "tabs" not in d.context(user="mallory", as_of=T3).text()
+
+
+def test_an_invalid_key_or_project_of_120_kb_is_not_echoed_whole(desk: DeskFolder, run: DeskRunner) -> None:
+    """A 120 KB preference key (or --project) was repeated whole in the error, 120 KB of 'aaa…'
+    burying the message and its hint; it is cut, with its length."""
+    huge = "a" * 120_000 + "!"
+    for args in (["pref", "set", huge, "v"], ["--project", huge, "list"], ["--project", huge, "remember", "x",
+                                                                            "--type", "fact", "-d", "d", "body"]):
+        result = run(*args)
+        assert result.exit_code == 2 and len(result.output) < 1000, args
+        assert "(120,001 characters)" in result.output and "hint:" in result.output

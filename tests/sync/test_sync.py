@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,34 @@ def test_clone_installs_hooks_drivers_and_checks(clones: Clones, tmp_path: Path)
     output._WARNED = False
     result = CliRunner().invoke(cli, ["--desk", str(plain), "list"])
     assert "lacks desk's" in result.stderr and "hooks install" in result.stderr
+
+
+def test_clone_into_a_file_or_of_a_plain_repository_says_what_to_do(clones: Clones, tmp_path: Path) -> None:
+    """`desk clone URL afile` failed with "Not a directory" and the hint for a failed write; a clone
+    of a repository that holds no desk removed the folder and then advised `desk init` in it."""
+    from click.testing import CliRunner
+
+    from desk.cli.main import cli
+
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(UsageError, match="exists and is not a folder"):
+        api.clone(str(clones.remote), tmp_path / "afile")
+    assert (tmp_path / "afile").read_text() == "x"
+    plain = tmp_path / "plain.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(plain)], check=True)
+    seed = tmp_path / "seed"
+    subprocess.run(["git", "clone", "-q", str(plain), str(seed)], check=True, capture_output=True)
+    (seed / "README").write_text("not a desk\n")
+    subprocess.run(["git", "-C", str(seed), "add", "README"], check=True)
+    subprocess.run(["git", "-C", str(seed), "-c", "user.name=T", "-c", "user.email=t@example.org",
+                    "commit", "-qm", "x"], check=True)
+    subprocess.run(["git", "-C", str(seed), "push", "-q", "origin", "HEAD"], check=True, capture_output=True)
+    result = CliRunner().invoke(cli, ["clone", str(plain), str(tmp_path / "not-desk")])
+    assert result.exit_code == 1 and not (tmp_path / "not-desk").exists(), result.output
+    assert f"`git clone {plain} {tmp_path / 'not-desk'}`, then `desk init {tmp_path / 'not-desk'} --allow-nonempty`" \
+        in result.output
+    missing = CliRunner().invoke(cli, ["--desk", str(clones[0].root), "sync", "backup"])
+    assert missing.exit_code == 2 and "`git remote add backup URL`" in missing.output
 
 
 def test_different_memories_merge_and_index_is_exact(clones: Clones) -> None:
@@ -195,6 +224,124 @@ def test_push_rejected_by_a_racing_clone_is_retried(clones: Clones, monkeypatch:
     assert result.attempts == 2 and [c for c in calls if c == b.root] == [b.root, b.root]
     assert (b.root / "memory/racer.md").is_file()
     assert git(b.root, "rev-parse", "HEAD").strip() == git(clones.remote, "rev-parse", "main").strip()
+
+
+def test_a_push_that_meets_another_push_s_ref_lock_is_retried(clones: Clones) -> None:
+    """Two clones syncing at once: the remote's receive-pack finds the branch locked by the other
+    push and answers "[remote rejected] main (failed to update ref)". That was reported as the
+    remote's own rules refusing the push (exit 1, "ask its owner"); it is a race like a
+    non-fast-forward, so desk fetches and pushes again. The remote's pre-receive hook plays the
+    other push: it holds main's lock during the first push only."""
+    hook = clones.remote / "hooks" / "pre-receive"
+    hook.write_text('#!/bin/sh\nif [ ! -f "$GIT_DIR/contended" ]; then\n'
+                    '  touch "$GIT_DIR/contended" "$GIT_DIR/refs/heads/main.lock"\n'
+                    'else rm -f "$GIT_DIR/refs/heads/main.lock"; fi\n')
+    hook.chmod(0o755)
+    b = clones[1]
+    remember(b, "from-b", "B.")
+    result = subprocess.run([sys.executable, "-m", "desk", "--desk", str(b.root), "sync", "--json"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["attempts"] == 2 and report["pushed"] == 1
+    assert "Error lines received" not in result.stderr  # GitPython's log, not desk's report
+    assert git(b.root, "rev-parse", "HEAD").strip() == git(clones.remote, "rev-parse", "main").strip()
+
+
+def test_ctrl_c_during_git_merge_lets_it_finish_then_undoes_it(clones: Clones,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C (SIGINT to desk) while `git merge --no-commit` ran killed git half way (Python's
+    subprocess does) or left its finished merge behind: index.lock, half the incoming files,
+    MERGE_HEAD, and every desk command refusing, blaming a git pull. Now git finishes, then the
+    merge is undone and the clone is as it was. The signal is sent as the merge starts."""
+    import os
+    import signal
+
+    from desk.storage.git import Git
+    from tests.conftest import snapshot
+
+    a, b = clones[0], clones[1]
+    remember(a, "from-a", "A.")
+    a.sync(now=NOW)
+    remember(b, "from-b", "B.")
+    before = snapshot(b.root)
+    tracking = git(b.root, "rev-parse", "refs/remotes/origin/main")
+    real_merge = Git.merge
+    finished: list[bool] = []
+
+    def interrupted(self: Git, rev: str, message: str) -> bool:
+        os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt here, unless it is held
+        clean = real_merge(self, rev, message)
+        finished.append((self.root / "memory" / "from-a.md").is_file())
+        return clean
+
+    monkeypatch.setattr(Git, "merge", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        b.sync(now=NOW)
+    assert finished == [True]  # git ran to its end before the interrupt was acted on
+    assert not (b.git_dir / "MERGE_HEAD").exists() and not (b.git_dir / "index.lock").exists()
+    after = snapshot(b.root)
+    # the fetched commits (kept for the next sync), the index's stat data, and origin/main, loose now
+    for moved in (".git/refs/desk/incoming", ".git/index", ".git/refs/remotes/origin/main"):
+        before.pop(moved, None)
+        after.pop(moved, None)
+    assert after == before and git(b.root, "rev-parse", "refs/remotes/origin/main") == tracking
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    monkeypatch.setattr(Git, "merge", real_merge)
+    assert b.sync(now=NOW).value.status == "merged"
+
+
+def test_ctrl_c_during_a_fast_forward_lets_git_finish_it(clones: Clones, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for a fast-forward: git is not killed half way through the work tree; HEAD and the
+    files are the incoming commit's, whole, and the next sync finishes the rest."""
+    import os
+    import signal
+
+    from desk.storage.git import Git
+
+    a, b = clones[0], clones[1]
+    remember(a, "from-a", "A.")
+    a.sync(now=NOW)
+    real = Git.fast_forward
+    finished: list[bool] = []
+
+    def interrupted(self: Git, rev: str) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        real(self, rev)
+        finished.append(True)
+
+    monkeypatch.setattr(Git, "fast_forward", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        b.sync(now=NOW)
+    assert finished == [True] and (b.root / "memory" / "from-a.md").is_file()
+    assert git(b.root, "status", "--porcelain", "--untracked-files=no") == ""
+    monkeypatch.setattr(Git, "fast_forward", real)
+    assert b.sync(now=NOW).value.status in ("up-to-date", "fast-forward")
+    assert b.validate("all").exit_code == 0
+
+
+def test_a_remote_holding_another_desk_is_refused_saying_so(clones: Clones, tmp_path: Path) -> None:
+    """A second `desk init` pushed to the same remote: git refuses to merge unrelated histories and
+    desk said "commit or discard local changes first", which there were none of."""
+    from tests.conftest import snapshot
+
+    other = api.init(tmp_path / "other")
+    bare = tmp_path / "other.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    branch = git(other.root, "branch", "--show-current").strip()
+    subprocess.run(["git", "-C", str(other.root), "push", "-q", str(bare), f"HEAD:refs/heads/{branch}"],
+                   check=True, capture_output=True)
+    b = clones[1]
+    git(b.root, "remote", "add", "elsewhere", str(bare))
+    before = snapshot(b.root)
+    with pytest.raises(DeskError, match="shares no history with this desk") as caught:
+        b.sync("elsewhere", now=NOW)
+    assert "desk clone URL" in str(caught.value.hint) and "local changes" not in str(caught.value.hint)
+    after = snapshot(b.root)
+    for ref in (".git/refs/desk/incoming", ".git/index", ".git/refs/remotes/elsewhere/main"):  # what was fetched
+        before.pop(ref, None)
+        after.pop(ref, None)
+    assert after == before and git(b.root, "status", "--porcelain") == ""
 
 
 def test_remote_that_rewrote_history_is_refused_naming_lost_commits(clones: Clones) -> None:

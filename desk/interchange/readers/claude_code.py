@@ -11,12 +11,11 @@ written.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from desk.interchange.foreign import MAX_SOURCE_BYTES, read_note, read_text, refuse
+from desk.interchange.foreign import MAX_SOURCE_BYTES, json_line, read_note, read_text, refuse, shown_name
 from desk.interchange.items import MemoryItem, Proposal, RecordItem, Source, derive_triggers, one_line
 from desk.interchange.readers.notes import bullets, note_memory, section_type
 from desk.vocabulary import MEMORY_TYPES
@@ -37,7 +36,7 @@ def read(root: Path) -> Source:
     memory_dir = root / "memory" if (root / "memory").is_dir() else root
     source = Source("claude-code", str(root))
     for path in sorted(memory_dir.glob("*.md")):
-        rel = path.relative_to(root).as_posix()
+        rel = shown_name(path, root)
         if path.name == "MEMORY.md":
             _index_bullets(read_text(path, rel), rel, source)
         elif path.name not in ("CLAUDE.md", "CLAUDE.local.md"):
@@ -48,7 +47,7 @@ def read(root: Path) -> Source:
             source.proposals.append(Proposal("AGENTS.md", f"claude-code:{rel}",
                                              "a person's instructions: merge into AGENTS.md by hand if wanted"))
     for path in sorted(root.glob("*.jsonl")):
-        _session(path, path.relative_to(root).as_posix(), source)
+        _session(path, shown_name(path, root), source)
     return source
 
 
@@ -63,7 +62,7 @@ def _memory(path: Path, rel: str) -> MemoryItem:
         type_ = FROM_CLAUDE[claude_type]
     else:
         type_ = claude_type if isinstance(claude_type, str) and claude_type in MEMORY_TYPES else "fact"
-    title = meta["name"] if isinstance(meta.get("name"), str) and meta["name"].strip() else path.stem
+    title = meta["name"] if isinstance(meta.get("name"), str) and meta["name"].strip() else shown_name(Path(path.stem))
     return note_memory(note, f"claude-code:{rel}", type_, title)
 
 
@@ -84,10 +83,7 @@ def _session(path: Path, rel: str, source: Source) -> None:
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise refuse(f"{rel}:{number}", f"not valid JSON ({exc.msg})") from None
+        obj = json_line(line, f"{rel}:{number}")
         if not isinstance(obj, dict):
             raise refuse(f"{rel}:{number}", "each line must be a JSON object")
         if obj.get("type") not in ROLES or obj.get("isMeta"):
@@ -95,7 +91,7 @@ def _session(path: Path, rel: str, source: Source) -> None:
         content = _text(obj.get("message"))
         if not content:
             continue  # tool calls and results only: not conversation
-        session = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else path.stem
+        session = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else shown_name(Path(path.stem))
         uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else str(number)
         at = obj.get("timestamp")
         if not isinstance(at, str):

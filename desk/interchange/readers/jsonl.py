@@ -6,10 +6,9 @@ Read back so the export round-trips: each line becomes the memory it was, proven
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from desk.interchange.foreign import MAX_SOURCE_BYTES, read_text, refuse
+from desk.interchange.foreign import MAX_SOURCE_BYTES, json_line, read_text, refuse
 from desk.interchange.items import MemoryItem, Source
 from desk.memory.file import MemoryMeta, MetaErrors
 
@@ -23,10 +22,7 @@ def read(path: Path) -> Source:
         if not line.strip():
             continue
         where = f"{rel}:{number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise refuse(where, f"not valid JSON ({exc.msg})") from None
+        obj = json_line(line, where)
         if not isinstance(obj, dict) or not isinstance(obj.get("meta"), dict) or not isinstance(obj.get("body"), str):
             raise refuse(where, "expected an object with `meta` (an object) and `body` (a string)")
         try:

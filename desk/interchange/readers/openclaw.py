@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from desk.interchange.foreign import read_note, read_text, refuse
+from desk.interchange.foreign import read_note, read_text, refuse, shown_name
 from desk.interchange.items import DeskFileItem, MemoryItem, Proposal, RecordItem, Source, derive_triggers, one_line
 from desk.interchange.readers.notes import bullets, desk_type, note_memory, section_type
 
@@ -71,7 +71,7 @@ def read(root: Path) -> Source:
     folder = root / "memory"
     if folder.is_dir():
         for path in sorted(folder.rglob("*.md")):
-            rel = path.relative_to(root).as_posix()
+            rel = shown_name(path, root)
             if any(part.startswith(".") for part in path.relative_to(root).parts):
                 continue
             day = DAILY.match(path.name)
@@ -80,7 +80,7 @@ def read(root: Path) -> Source:
             else:
                 note = read_note(path, rel)
                 raw = note.meta.get("title")
-                title = raw if isinstance(raw, str) and raw.strip() else path.stem
+                title = raw if isinstance(raw, str) and raw.strip() else shown_name(Path(path.stem))
                 source.memories.append(note_memory(note, f"openclaw:{rel}",
                                                    desk_type(note.meta.get("type")), title))
     return source
