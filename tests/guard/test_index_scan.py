@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -69,7 +68,8 @@ def test_one_line_scan_finds_exactly_what_the_whole_scan_finds(desk: DeskFolder,
         parses = False
     # MEMORY.md's text is scanned only when its new line is not clean (its name always is).
     assert scanned.count(INDEX_FILE) == 1 + (not (parses and clean_lines(line)))
-    whole = validate_writes(desk, writes, "remember: middle\n", NOW, dataclasses.replace(known, index_clean=False))
+    unclean = KnownHead(known.commit, known.blobs, known.like, known.index, index_clean=False)
+    whole = validate_writes(desk, writes, "remember: middle\n", NOW, unclean)
     assert [f.to_json() for f in fast.findings] == [f.to_json() for f in whole.findings]
 
 
