@@ -106,7 +106,7 @@ def template_bytes(name: str) -> bytes:
 
 def scope_id(user: str | None) -> str:
     """The scope of user id `user`: OWNER_SCOPE for None or blank, else `u-` and 16 hex digits of a
-    SHA-256 of the normalised id (NFKC, trimmed, case-folded), so an email or an account id never
+    SHA-256 of the normalised id (NFKC, format characters dropped, trimmed, case-folded), so an email or an account id never
     becomes a path and `Ada@Example.org` and `ada@example.org` are one person."""
     if not user:
         return OWNER_SCOPE  # the owner's read (every `desk context` without --user) loads nothing here
@@ -115,6 +115,9 @@ def scope_id(user: str | None) -> str:
     from desk.storage.hashing import sha256_hex
 
     normal = unicodedata.normalize("NFKC", user).strip().casefold()
+    # Invisible format characters (zero-width, direction controls) never tell two people apart:
+    # `alice@example.org` with a zero-width space in it is alice, not a new, empty scope.
+    normal = "".join(c for c in normal if unicodedata.category(c) != "Cf").strip()
     if not normal:
         return OWNER_SCOPE
     return "u-" + sha256_hex(normal.encode())[:16]

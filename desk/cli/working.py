@@ -61,6 +61,9 @@ def archive_append_command(text: str | None, kind: str, session: str | None, act
             data = json.loads(payload)
         except ValueError as exc:
             raise UsageError(f"--payload: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise UsageError("--payload: JSON nested too deeply",
+                             hint="archive payloads nest at most 64 levels; flatten it") from None
     render(invocation().desk().archive_append(kind, content, payload=data, session=session, actor=actor,
                                               at=at, meta=_meta(meta), redact=not no_redact))
 

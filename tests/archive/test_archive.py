@@ -341,3 +341,12 @@ def test_a_payload_nested_too_deeply_is_refused_not_an_internal_error(desk: Desk
     with pytest.raises(UsageError, match="deep.jsonl:1: JSON nested too deeply"):
         desk_api.open(desk.root).archive_import(source)
     assert sorted(p.read_bytes() for p in desk.path(".system/archive").glob("*.jsonl")) == before
+
+
+def test_a_cli_payload_nested_too_deeply_is_a_usage_error(desk: DeskFolder) -> None:
+    """`--payload` thousands of levels deep overflowed the JSON decoder (an internal error)."""
+    from tests.conftest import DeskRunner
+
+    result = DeskRunner(desk.root)("archive", "append", "-k", "tool", "--payload", "[" * 5000 + "]" * 5000, "x")
+    assert result.exit_code == 2 and "nested too deeply" in result.output, result.output
+    assert not list(desk.path(".system/archive").glob("*.jsonl"))

@@ -422,3 +422,10 @@ def test_an_invalid_key_or_project_of_120_kb_is_not_echoed_whole(desk: DeskFolde
         result = run(*args)
         assert result.exit_code == 2 and len(result.output) < 1000, args
         assert "(120,001 characters)" in result.output and "hint:" in result.output
+
+
+@pytest.mark.parametrize("hidden", ["\u200b", "\u202e", "\ufeff", "\u2066"])
+def test_an_invisible_character_in_a_user_id_does_not_make_another_user(hidden: str) -> None:
+    """`alice@example.org` with a zero-width space or a direction control in it is alice."""
+    assert scope_id(f"alice@{hidden}example.org") == scope_id("alice@example.org")
+    assert scope_id(hidden) == scope_id(None)
