@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -333,7 +332,18 @@ def _read(path: Path, shown: str, read: dict[str, bytes | None], rel: str | None
                          hint="check the file's permissions, or leave it out") from None
     if rel is not None:
         read[rel] = data
+    elif b"\0" in data or not _utf8(data):  # the caller's own file (--project-agents): text only
+        raise UsageError(f"--project-agents {shown}: not a UTF-8 text file",
+                         hint="give the project's AGENTS.md (Markdown, UTF-8), or leave the option out")
     return data.decode("utf-8", "replace").rstrip() + "\n"
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, bytes | None],

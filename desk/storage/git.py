@@ -1740,7 +1740,6 @@ def _git_time(now: float) -> str:
 
 
 _ASK_GIT = "ask git"  # `_head_from_files` could not tell: the caller runs git
-_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def _head_from_files(git_dir: Path) -> str | None:

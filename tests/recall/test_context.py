@@ -354,3 +354,14 @@ def test_trimming_lines_one_at_a_time_keeps_what_splitting_them_all_kept(body: s
     assert (section.text, section.left_out) == _trim_lines_by_split("memory_index", "MEMORY.md", "MEMORY.md",
                                                                     body + end, limit)
     assert section.tokens == estimate_tokens(section.text)
+
+
+@pytest.mark.parametrize("data", [b"\x7fELF\x02\x01\x01\x00\x00", b"# Rules\n\xff\xfe not UTF-8\n"])
+def test_a_project_agents_file_that_is_not_text_is_refused(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
+                                                           data: bytes) -> None:
+    """`--project-agents /bin/ls` put an executable's bytes into the assistant's context."""
+    binary = tmp_path / "AGENTS.md"
+    binary.write_bytes(data)
+    result = run("context", "--project-agents", str(binary), "--as-of", AS_OF)
+    assert result.exit_code == 2, result.output
+    assert "not a UTF-8 text file" in result.output and "ELF" not in result.output
