@@ -56,14 +56,8 @@ def _which_git(path: str) -> str | None:
     return None
 
 
-def _stat_or_none(path: str) -> os.stat_result | None:
-    try:
-        return os.stat(path)
-    except OSError:
-        return None
-
-
 def _stat(path: str) -> list[int] | None:
+    """`[size, mtime_ns, ctime_ns, inode]` of `path`, None when it does not exist."""
     try:
         st = os.stat(path)
     except OSError:
@@ -101,22 +95,22 @@ def keep_config(git_dir: Path, env: Mapping[str, str], query: str, system_file: 
     unless they cannot be keyed safely (see the module's docstring). `system_file()` names the
     system-wide file git reads (asked only when the others can be kept)."""
     if any(env.get(name) for name in _INJECTING) or any(
-            read_at - st.st_mtime_ns < RACY_NS for st in map(_stat_or_none, config_files(git_dir, env, None)) if st):
+            read_at - st[1] < RACY_NS for st in map(_stat, config_files(git_dir, env, None)) if st):
         return
     system = system_file()
     key = _key(git_dir, env, query, system)
     if key is None:
         return
     for path in config_files(git_dir, env, system):
+        before = _stat(path)
         try:
-            st = os.stat(path)
             data = Path(path).read_bytes()
         except OSError:
-            continue
-        if b"include" in data.lower() or read_at - st.st_mtime_ns < RACY_NS or \
-                time.time_ns() - st.st_mtime_ns < RACY_NS:
+            continue  # a file that is not there is part of the key as such
+        if before is None or b"include" in data.lower() or read_at - before[1] < RACY_NS or \
+                time.time_ns() - before[1] < RACY_NS:
             return
-        if _stat(path) != [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]:
+        if _stat(path) != before:
             return  # changed while we looked
     target = git_dir / CACHE_FILE
     tmp = target.with_name(f"{CACHE_FILE}.{os.getpid()}.tmp")
