@@ -20,13 +20,15 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from desk.errors import ConflictError, GitError, RejectedError
 from desk.storage.hashing import blake2b_hex
 from desk.storage.hashing import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
 from desk.storage.objects import (TREE_MODE, TreeConflict, changed_trees, commit_bytes, commit_tree_id, entry_id,
                                   entry_mode, find_entry, folders_of, read_loose, tree_entries, write_loose)
+
+T = TypeVar("T")
 
 # Variables git sets for hooks and sub-commands; inherited by accident they point a git call at the
 # wrong repository or index. Identity (GIT_AUTHOR_*, GIT_COMMITTER_*) and config injection are kept.
@@ -249,6 +251,18 @@ class _Started:
         return [out for out, _ in outputs]
 
 
+class Answer(Generic[T]):
+    """Read-only git commands running; `.result()` waits for them and parses their outputs
+    (GitError, in git's words, when one failed)."""
+
+    def __init__(self, started: _Started, parse: Callable[[list[bytes]], T]) -> None:
+        self._started = started
+        self._parse = parse
+
+    def result(self) -> T:
+        return self._parse(self._started.wait())
+
+
 class StartedListing:
     """`Git.start_work_tree_listing`: the listing and HEAD's tree of a folder, being computed."""
 
@@ -469,6 +483,14 @@ class Git:
             return self.object_id("HEAD^{commit}")
         return found
 
+    def ref(self, name: str) -> str | None:
+        """The object a full ref name (`refs/remotes/origin/main`) points to, None when there is no
+        such ref. Read from its loose file or `packed-refs` as `head()` reads a branch, else asked of git."""
+        found = _ref_from_files(self.git_dir(), name) if self._plain_refs() else _ASK_GIT
+        if found is _ASK_GIT:
+            return self.object_id(f"{name}^{{}}") if name.startswith("refs/") else None
+        return found
+
     def _plain_refs(self) -> bool:
         """Whether refs live as files in `.git` itself (no variable redirects git's ref lookup)."""
         return not any(self._env.get(key) for key in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_NAMESPACE"))
@@ -632,15 +654,15 @@ class Git:
                         "--", *paths, read_only=True)
         return _raw_changes(out)
 
-    def changed_in_worktree(self, folder: str) -> list[str]:
+    def start_changed_in_worktree(self, folder: str) -> Answer[list[str]]:
         """Paths under `folder/` whose work-tree file differs from HEAD (staged or not), and the
-        untracked ones git does not ignore. Two git processes, which compare through the index's
-        stat data (in C, in parallel) instead of reading every file. Call it when HEAD exists."""
+        untracked ones git does not ignore, asked now. Two git processes, which compare through
+        the index's stat data (in C, in parallel) instead of reading every file. Call it when
+        HEAD exists."""
         spec = f":(literal){folder}/"
-        changed, untracked = self._run_together(
-            ("diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--", spec),
-            ("ls-files", "-o", "-z", "--exclude-standard", "--", spec))
-        return sorted({*_path_list(changed), *_path_list(untracked)})
+        return Answer(self._start(("diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--", spec),
+                                  ("ls-files", "-o", "-z", "--exclude-standard", "--", spec)),
+                      lambda outputs: sorted({path for out in outputs for path in _path_list(out)}))
 
     def folder_state(self, folder: str, *, ignored: bool = True, also: Iterable[str] = ()) -> FolderState:
         """`folder/` of the work tree as git sees it, asked now and answered by `FolderState.result`:
@@ -1229,18 +1251,24 @@ class Git:
         return out.decode("utf-8", "surrogateescape").strip() or None
 
     def remote_url(self, remote: str) -> str | None:
-        """The address `remote` fetches from (as configured), None when there is no such remote."""
+        """The address `remote` fetches from (as configured), None when there is no such remote.
+        Asked of git each time: desk keeps no copy of an address (it could embed a credential)."""
         return self.config_get(f"remote.{remote}.url")
 
-    def ls_remote(self, remote: str, branch: str) -> str | None:
+    def start_ls_remote(self, remote: str, branch: str) -> Answer[str | None]:
         """The commit `remote` advertises for `branch` (one round trip, no objects transferred),
-        None when it has no such branch. GitError (git's words) when it cannot be reached."""
-        out = self._run("ls-remote", "--", remote, f"refs/heads/{branch}", read_only=True)
-        for line in out.decode("utf-8", "replace").splitlines():
-            sha, _, ref = line.partition("\t")
-            if ref == f"refs/heads/{branch}":
-                return sha
-        return None
+        asked now; `.result()` is None when it has no such branch, GitError (git's words) when it
+        cannot be reached."""
+        wanted = f"refs/heads/{branch}"
+
+        def advertised(outputs: list[bytes]) -> str | None:
+            for line in outputs[0].decode("utf-8", "replace").splitlines():
+                sha, _, ref = line.partition("\t")
+                if ref == wanted:
+                    return sha
+            return None
+
+        return Answer(self._start(("ls-remote", "--", remote, wanted)), advertised)
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """`git merge-base --is-ancestor` (a commit is its own ancestor)."""
@@ -1759,7 +1787,16 @@ def _head_from_files(git_dir: Path) -> str | None:
     if _OBJECT_ID.fullmatch(head):
         return head  # detached: git keeps only a commit there
     ref = head[5:] if head.startswith("ref: ") else ""
-    if not ref.startswith("refs/heads/") or ".." in ref or ref.endswith(("/", ".invalid")):
+    if not ref.startswith("refs/heads/"):
+        return _ASK_GIT
+    return _ref_from_files(git_dir, ref)
+
+
+def _ref_from_files(git_dir: Path, ref: str) -> str | None:
+    """The object `ref` (`refs/...`) names, from its loose file, then `packed-refs`; None when
+    neither has it; `_ASK_GIT` for anything this does not read (`_head_from_files`)."""
+    if (not ref.startswith("refs/") or ".." in ref or "//" in ref or ref.endswith(("/", ".lock", ".invalid"))
+            or (git_dir / "commondir").exists() or (git_dir / "reftable").exists()):
         return _ASK_GIT
     try:
         loose = (git_dir / ref).read_text("ascii").strip()

@@ -25,7 +25,7 @@ from desk.sync.settle import (SYNC_ENV, Settled, fast_forward_check, finish_lock
                               regenerate_index, resolve_merge)
 
 if TYPE_CHECKING:
-    from desk.storage.git import Git
+    from desk.storage.git import Answer, Git
     from desk.transaction import Transaction
 
 PUSH_ATTEMPTS = 3  # integrate-and-push rounds when the remote keeps moving
@@ -81,7 +81,9 @@ def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSessio
     tracking = f"refs/remotes/{name}/{branch}"
     for attempt in range(1, PUSH_ATTEMPTS + 1):
         result.attempts = attempt
-        incoming, known, head = _fetch(git, remote, name, branch, tracking, progress)
+        advertised = git.start_ls_remote(name, branch)
+        archive = _start_archive_check(desk) if attempt == 1 else None  # runs beside ls-remote
+        incoming, known, head = _fetch(git, remote, name, branch, tracking, advertised, progress)
         if incoming is not None and known is not None and not git.is_ancestor(known, incoming):
             lost = git.rev_list(known, incoming)
             raise ConflictError(
@@ -91,7 +93,7 @@ def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSessio
                 + (" ..." if len(lost) > 10 else "") + "; nothing was changed",
                 hint="desk will not integrate rewritten history; see docs/sync.md, \"When the "
                      "remote rewrote history\", to restore the commits or accept the rewrite")
-        if attempt == 1 and _checkpoint(desk, tx, result, head):
+        if archive is not None and _checkpoint(tx, result, archive):
             head = git.head()
         if incoming is not None:
             head = _integrate(desk, git, tx, head, incoming, result, now)
@@ -117,26 +119,28 @@ def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSessio
 
 
 def _fetch(git: Git, remote: remotes.RemoteSession, name: str, branch: str, tracking: str,
+           advertised_answer: Answer[str | None],
            progress: remotes.Progress | None) -> tuple[str | None, str | None, str | None]:
     """(the remote branch's commit (None for an empty remote), this clone's last sight of it, HEAD).
 
-    `git ls-remote` asks first (no objects move): when the advertised commit is already held here
-    (this clone's tracking ref, HEAD or an ancestor of HEAD), nothing is fetched and GitPython is
-    never imported. Otherwise GitPython fetches it with progress into a private ref.
+    `git ls-remote` asks first (`advertised_answer`, started by the caller; no objects move): when
+    the advertised commit is already held here (this clone's tracking ref, HEAD or an ancestor of
+    HEAD), nothing is fetched and GitPython is never imported. Otherwise GitPython fetches it with
+    progress into a private ref.
     """
     from desk.errors import GitError
 
     try:
-        advertised = git.ls_remote(name, branch)
+        advertised = advertised_answer.result()
     except GitError as exc:
         words = " ".join(exc.message.split(": ", 1)[-1].split())[:400]
         raise DeskError(f"cannot fetch from {name}: {words}; nothing was changed",
                         hint=remotes.UNREACHABLE_HINT) from None
-    ids = git.object_ids([tracking, "HEAD", *([advertised] if advertised else [])])
-    known, head = ids.get(tracking), ids.get("HEAD")
+    known, head = git.ref(tracking), git.head()
     if advertised is None:
         return None, known, head
-    if ids.get(advertised) and (advertised in (known, head) or (head and git.is_ancestor(advertised, head))):
+    if advertised in (known, head) or (head and git.object_ids([advertised]).get(advertised)
+                                        and git.is_ancestor(advertised, head)):
         return advertised, known, head
     incoming = remote.fetch(name, branch, progress)
     if known is not None and git.object_id(tracking) != known:
@@ -144,17 +148,24 @@ def _fetch(git: Git, remote: remotes.RemoteSession, name: str, branch: str, trac
     return incoming, known, head
 
 
-def _checkpoint(desk: DeskFolder, tx: Transaction, result: SyncResult, head: str | None) -> bool:
-    """Commit pending archive growth (True when it did); nothing is read when git sees no archive
-    file changed since HEAD (its stat cache answers, in two git processes)."""
+def _start_archive_check(desk: DeskFolder) -> Answer[list[str]] | None:
+    """Whether the archive grew since HEAD, asked now (None when there is nothing to ask: no
+    archive file, or no commit yet, when `_checkpoint` has nothing to compare with)."""
     from desk.layout import ARCHIVE_DIR
 
-    folder = desk.path(ARCHIVE_DIR)
     try:
-        has_files = any(folder.iterdir())
+        has_files = any(desk.path(ARCHIVE_DIR).iterdir())
     except (FileNotFoundError, NotADirectoryError):
         has_files = False
-    if not has_files or (head is not None and not desk.git.changed_in_worktree(ARCHIVE_DIR)):
+    if not has_files or desk.git.head() is None:
+        return None
+    return desk.git.start_changed_in_worktree(ARCHIVE_DIR)
+
+
+def _checkpoint(tx: Transaction, result: SyncResult, archive: Answer[list[str]]) -> bool:
+    """Commit pending archive growth (True when it did); nothing is read when git sees no archive
+    file changed since HEAD (its stat cache answers, in two git processes: `archive`)."""
+    if not archive.result():
         return False
     from desk.archive.checkpoint import checkpoint_locked
 

@@ -247,6 +247,34 @@ def test_head_asks_git_when_the_ref_file_is_not_an_object_id(tmp_path: Path) -> 
     assert Git(root).head() == sha == _rev_parse_head(root)
 
 
+def test_a_ref_read_from_its_files_agrees_with_git(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "commit", "-q", "--allow-empty", "-m", "one")
+    repo = Git(root)
+
+    def rev_parse(ref: str) -> str | None:
+        proc = subprocess.run(["git", "rev-parse", "-q", "--verify", f"{ref}^{{}}"], cwd=root, env=git_env(),
+                              capture_output=True)
+        return proc.stdout.decode().strip() or None
+
+    tracking = "refs/remotes/origin/main"
+    assert repo.ref(tracking) is None and rev_parse(tracking) is None  # no such ref
+    git(root, "update-ref", tracking, "HEAD")
+    assert repo.ref(tracking) == rev_parse(tracking) is not None  # loose
+    git(root, "pack-refs", "--all")
+    assert not (root / ".git" / tracking).exists()
+    assert repo.ref(tracking) == rev_parse(tracking)  # only in packed-refs
+    git(root, "commit", "-q", "--allow-empty", "-m", "two")
+    git(root, "update-ref", tracking, "HEAD")
+    assert repo.ref(tracking) == rev_parse(tracking) == repo.head()  # loose again, newer than the packed one
+    git(root, "symbolic-ref", "refs/remotes/origin/HEAD", tracking)
+    assert repo.ref("refs/remotes/origin/HEAD") == rev_parse(tracking)  # a symbolic ref: asked of git
+    for odd in ("refs/remotes/../heads/main", "HEAD", "refs/remotes/origin/main.lock"):
+        assert repo.ref(odd) is None  # never read as a file: not a ref name desk reads
+
+
 def test_the_listing_and_heads_tree_together_are_what_each_says(tmp_path: Path) -> None:
     """`work_tree_listing_and_tree` starts the two git processes at once (validate --all, desk
     doctor): the same listing and the same tree as asking for each alone."""
