@@ -387,8 +387,12 @@ class Git:
         self._index_built = False  # the last `build_tree` used the private index
 
     def _run(self, *args: str, input: bytes | None = None, check: bool = True,
-             read_only: bool = False) -> bytes:
-        """Run `git ARGS` in the work tree and return stdout; raise GitError with git's message."""
+             read_only: bool = False, own_session: bool = False) -> bytes:
+        """Run `git ARGS` in the work tree and return stdout; raise GitError with git's message.
+
+        `own_session`: git runs in a session of its own, out of the terminal's foreground process
+        group, so a Ctrl-C at the terminal reaches desk (which may hold it until git is done) and
+        not git half way through the work tree."""
         env = self._env
         if read_only:
             # Read-only calls must not take .git/index.lock (a status refresh would).
@@ -398,10 +402,10 @@ class Git:
         locks = [] if read_only or not _CHILD_RECORDS else self._lock_files(args)
         while True:
             if locks:
-                proc = self._run_recorded(args, env, input, locks)
+                proc = self._run_recorded(args, env, input, locks, own_session)
             else:
                 proc = subprocess.run(["git", *args], cwd=self.root, env=env, input=input,
-                                      capture_output=True)
+                                      capture_output=True, start_new_session=own_session)
             if not check or proc.returncode == 0:
                 return proc.stdout
             message = proc.stderr.decode("utf-8", "replace").strip() or proc.stdout.decode(
@@ -419,13 +423,13 @@ class Git:
             delay = min(delay * 2, 0.25)
 
     def _run_recorded(self, args: tuple[str, ...], env: Mapping[str, str], input: bytes | None,
-                      locks: list[Path]) -> subprocess.CompletedProcess[bytes]:
+                      locks: list[Path], own_session: bool = False) -> subprocess.CompletedProcess[bytes]:
         """Start git and record its pid, start time and the lock files it may take in the active
         child record (`recording_git_children`) before waiting for it: if desk is killed, the
         next desk command knows whose locks are left and that their owner is dead."""
         start = time.time_ns()
         child = subprocess.Popen(["git", *args], cwd=self.root, env=env, stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=own_session)
         line = f"{child.pid} {start} " + "\t".join(str(p) for p in locks) + "\n"
         with open(_CHILD_RECORDS[-1], "a", encoding="utf-8") as record:
             record.write(line)
@@ -1228,7 +1232,7 @@ class Git:
         (local changes the merge would overwrite)."""
         try:
             self._run(*self.identity_args(), "merge", "--no-ff", "--no-commit", "--no-edit",
-                      "-m", message.split("\n", 1)[0], rev)
+                      "-m", message.split("\n", 1)[0], rev, own_session=True)  # as fast_forward
         except GitError as exc:
             if self.object_id("MERGE_HEAD") is None:
                 raise ConflictError(f"git merge refused to start: {exc.message}",
@@ -1286,7 +1290,7 @@ class Git:
     def fast_forward(self, rev: str) -> None:
         """Move the branch and the work tree to `rev`, a descendant of HEAD (`git merge --ff-only`)."""
         try:
-            self._run("merge", "--ff-only", "-q", rev)
+            self._run("merge", "--ff-only", "-q", rev, own_session=True)  # a terminal's Ctrl-C waits for it
         except GitError as exc:
             raise ConflictError(f"the fast-forward to {rev[:12]} was refused: {exc.message}",
                                 hint=f"commit or discard your local changes (`git -C {self.root} status`), "

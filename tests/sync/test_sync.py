@@ -320,6 +320,32 @@ def test_ctrl_c_during_a_fast_forward_lets_git_finish_it(clones: Clones, monkeyp
     assert b.validate("all").exit_code == 0
 
 
+def test_git_merges_and_fast_forwards_run_out_of_the_terminals_process_group(clones: Clones, tmp_path: Path) -> None:
+    """A Ctrl-C at a terminal is SIGINT to the whole foreground process group: git, in desk's
+    group, was killed half way through the work tree before desk could hold the signal. sync's
+    `git merge` and `git merge --ff-only` run in a session of their own; seen from a merge driver
+    and a post-merge hook (git's children), whose session is git's."""
+    import os
+    import shlex
+
+    log = tmp_path / "sessions"
+    record = f"cut -d' ' -f6 /proc/$$/stat >> {shlex.quote(str(log))}; "
+    a, b = clones[0], clones[1]
+    driver = git(b.root, "config", "--get", "merge.desk-index.driver").strip()
+    git(b.root, "config", "merge.desk-index.driver", record + driver)
+    remember(a, "from-a", "A.")
+    a.sync(now=NOW)
+    remember(b, "from-b", "B.")
+    assert b.sync(now=NOW).value.status == "merged"  # MEMORY.md changed on both sides: the driver ran
+    hook = b.git_dir / "hooks" / "post-merge"
+    hook.write_text("#!/bin/sh\n" + record + "\n" + hook.read_text("utf-8").split("\n", 1)[1])
+    remember(a, "again-a", "A2.")
+    a.sync(now=NOW)
+    assert b.sync(now=NOW).value.status == "fast-forward"
+    sessions = log.read_text().split()
+    assert len(sessions) == 2 and str(os.getsid(0)) not in sessions
+
+
 def test_a_remote_holding_another_desk_is_refused_saying_so(clones: Clones, tmp_path: Path) -> None:
     """A second `desk init` pushed to the same remote: git refuses to merge unrelated histories and
     desk said "commit or discard local changes first", which there were none of."""
