@@ -63,31 +63,43 @@ def test_the_claude_code_settings_are_valid_and_run_commands_that_exist() -> Non
     assert "claude mcp add" in readme and "desk_archive_transcript.py" in readme
 
 
-def test_the_transcript_hook_archives_each_line_once(tmp_path: Path) -> None:
+def test_the_transcript_hook_archives_each_message_once(tmp_path: Path) -> None:
     root = tmp_path / "desk"
     subprocess.run([sys.executable, "-m", "desk", "init", str(root)], check=True, capture_output=True)
-    transcript = tmp_path / "session.jsonl"
-    transcript.write_text('{"type":"user","message":"hi"}\n{"type":"assistant","message":"hello"}\n')
+    transcript = tmp_path / "6f1c-session.jsonl"
+
+    def line(kind: str, uuid: str, content: object) -> str:
+        return json.dumps({"type": kind, "uuid": uuid, "sessionId": "s1", "timestamp": "2026-11-30T10:00:00Z",
+                           "message": {"role": kind, "content": content}}) + "\n"
+
+    transcript.write_text(line("user", "u1", "where do we deploy from?")
+                          + line("assistant", "a1", [{"type": "text", "text": "From the release branch."},
+                                                     {"type": "tool_use", "id": "t", "name": "x", "input": {}}]))
     hook = json.dumps({"session_id": "s1", "transcript_path": str(transcript), "hook_event_name": "Stop"})
     bin_dir = Path(sys.executable).parent  # the `desk` the hook calls is this environment's
     env = {**os.environ, "DESK_HOME": str(root), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
-    def run_hook() -> None:
+    def run_hook() -> str:
         proc = subprocess.run([sys.executable, str(CLAUDE_CODE / "desk_archive_transcript.py")], input=hook,
                               capture_output=True, text=True, env=env)
-        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        assert proc.returncode == 0
+        return proc.stderr
 
-    run_hook()
+    assert run_hook() == ""
     with transcript.open("a") as file:
-        file.write('{"type":"user","message":"more"}\n')
-    run_hook()
-    run_hook()
+        file.write(line("user", "u2", "and the tests?"))
+    assert run_hook() == "" and run_hook() == ""
     listed = subprocess.run([sys.executable, "-m", "desk", "--desk", str(root), "archive", "list", "--json"],
                             capture_output=True, text=True, check=True).stdout
     events = json.loads(listed)["events"]
-    assert [(e["meta"]["lines_from"], e["meta"]["lines_to"]) for e in events] == [("1", "2"), ("3", "3")]
-    assert "\n".join(e["content"] for e in events) == transcript.read_text().rstrip("\n")
-    assert {e["kind"] for e in events} == {"transcript"} and {e["session"] for e in events} == {"s1"}
+    assert [(e["kind"], e["actor"], e["content"]) for e in events] == [
+        ("inbound", "user", "where do we deploy from?"), ("outbound", "assistant", "From the release branch."),
+        ("inbound", "user", "and the tests?")]
+    assert {e["session"] for e in events} == {"s1"}
+    assert subprocess.run(["git", "-C", str(root), "status", "--porcelain", "memory/"], capture_output=True,
+                          text=True).stdout == ""  # a transcript brings no memories
+    transcript.write_text("{not json\n")
+    assert "desk_archive_transcript:" in run_hook()  # reported on stderr, exit 0: the session goes on
 
 
 # -- the README's tour, command by command (issue 9: the tour is run, so it cannot rot) ----------

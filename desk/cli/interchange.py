@@ -23,8 +23,8 @@ from desk.vocabulary import EXPORT_FORMATS, IMPORT_FORMATS
 def import_command(fmt: str, source: Path, dry_run: bool, progress: bool) -> None:
     """Import memory from another tool's files in one commit, and its conversations into the archive.
 
-    FORMAT is claude-code (a ~/.claude/projects/<project>/ folder or its memory/ folder),
-    openclaw (a workspace), markdown (basic-memory, Obsidian or Letta notes), mem0 (its export
+    FORMAT is claude-code (a ~/.claude/projects/<project>/ folder, its memory/ folder, or one
+    session's <session>.jsonl transcript), openclaw (a workspace), markdown (basic-memory, Obsidian or Letta notes), mem0 (its export
     JSON), chat-export (ChatGPT or Claude conversations.json) or jsonl (`desk export jsonl`).
     Every memory passes the write gate; refused ones are listed with the reason and the rest go
     on. Conversations become archive records (committed by `desk checkpoint`, like every

@@ -1,4 +1,5 @@
-"""Claude Code's memory: a project folder `~/.claude/projects/<project>/` or its `memory/` folder.
+"""Claude Code's memory: a project folder `~/.claude/projects/<project>/` or its `memory/` folder;
+or one session's transcript `<session>.jsonl` alone (what a Stop hook is handed: its records only).
 
 Auto memory (read: docs/import-export.md): `memory/MEMORY.md` is an index the assistant loads,
 one line a topic file; each topic file is Markdown with `name`, `description` and `type`
@@ -30,8 +31,13 @@ ROLES = {"user": ("inbound", "user"), "assistant": ("outbound", "assistant")}
 
 
 def read(root: Path) -> Source:
+    if root.is_file() and root.suffix == ".jsonl":
+        source = Source("claude-code", str(root))  # one session's transcript (a hook's `transcript_path`)
+        _session(root, root.name, source)
+        return source
     if not root.is_dir():
-        raise refuse(str(root), "not a folder; give a Claude Code project folder or its memory/ folder",
+        raise refuse(str(root), "not a folder or a session transcript; give a Claude Code project folder, "
+                                "its memory/ folder or one <session>.jsonl",
                      hint="e.g. ~/.claude/projects/<project>/ or ~/.claude/projects/<project>/memory/")
     memory_dir = root / "memory" if (root / "memory").is_dir() else root
     source = Source("claude-code", str(root))
