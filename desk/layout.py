@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -290,8 +291,12 @@ class DeskFolder:
             return self.config.desk_id  # let the validating loader report what is wrong
         if committed is not None:
             tmp = cache.with_name(f"{DESK_ID_CACHE}.{os.getpid()}.tmp")
-            tmp.write_text(value + "\n", "ascii")
-            os.replace(tmp, cache)
+            try:
+                tmp.write_text(value + "\n", "ascii")
+                os.replace(tmp, cache)
+            except OSError:  # a desk this user may not write (read-only, another user's): not kept
+                with contextlib.suppress(OSError):
+                    tmp.unlink(missing_ok=True)
         return value
 
     def require_known_schema(self) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+
+_SIDE_FILES = ("", "-wal", "-shm")  # the cache and the files SQLite keeps beside it in WAL mode
 
 
 def open_cache(path: Path, schema: str, *, wal: bool = False,
@@ -13,17 +16,39 @@ def open_cache(path: Path, schema: str, *, wal: bool = False,
 
     A file SQLite cannot read, or that `check` rejects by raising sqlite3.DatabaseError (an old
     schema), is deleted and made anew: it is derived data, so losing it costs only a rebuild.
+    A cache desk may not write (a read-only mount, another user's desk, a folder without write
+    permission) is made in memory instead: readers give the same answers, the cache is not kept.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not _writable(path):
+        return _open(":memory:", schema, False, check)
     try:
         return _open(path, schema, wal, check)
     except sqlite3.DatabaseError:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        try:
+            for suffix in _SIDE_FILES:
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        except OSError:  # a broken cache desk may not replace: do without it
+            return _open(":memory:", schema, False, check)
         return _open(path, schema, wal, check)
 
 
-def _open(path: Path, schema: str, wal: bool,
+def _writable(path: Path) -> bool:
+    """Whether SQLite can keep a cache at `path`: its folder (made if missing) and whichever of
+    its files exist are writable. os.access also answers for root on a read-only mount."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(path.parent, os.W_OK):
+        return False
+    for suffix in _SIDE_FILES:
+        side = f"{path}{suffix}"
+        if not os.access(side, os.W_OK) and os.path.lexists(side):
+            return False
+    return True
+
+
+def _open(path: Path | str, schema: str, wal: bool,
           check: Callable[[sqlite3.Connection], None] | None) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=60, isolation_level=None)
     try:
