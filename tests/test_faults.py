@@ -172,3 +172,103 @@ def test_the_cli_names_the_fault_and_changes_nothing(template: Path, tmp_path: P
     assert "No space left on device" in result.output and "hint:" in result.output
     assert "internal error" not in result.output and "Traceback" not in result.output
     assert snapshot(root) == before
+
+
+# A real full disk: a small tmpfs, in a mount namespace of the test's own (unshare), filled up to
+# `free` KiB for each `free` of _FREE_KIB; the desk is copied in fresh each time. SQLite and git
+# meet it in C, where failing_at cannot reach.
+_FREE_KIB = range(0, 129, 8)
+_FULL_DISK = r"""
+mnt=$1 template=$2 python=$3; shift 3
+mount -t tmpfs -o size=2m tmpfs "$mnt" || exit 99
+state() { git -C "$mnt/d" rev-parse HEAD; git -C "$mnt/d" status --porcelain -uall; }
+for free in "$@"; do
+  rm -rf "$mnt"/* && cp -a "$template" "$mnt/d" || exit 98
+  before=$(state) head=$(git -C "$mnt/d" rev-parse HEAD)
+  for argv in "remember tea --type preference -d Drink -t tea Green_tea" "recall body"; do
+    avail=$(df -k --output=avail "$mnt" | tail -1)
+    [ "$avail" -gt "$free" ] && dd if=/dev/zero of="$mnt/fill" bs=1k count=$((avail - free)) 2>/dev/null
+    out=$("$python" -m desk --desk "$mnt/d" $argv 2>&1); rc=$?
+    rm -f "$mnt/fill"
+    after=$(state)
+    moved=$([ "$head" = "$(git -C "$mnt/d" rev-parse HEAD)" ] && echo kept || echo moved)
+    echo "@@ $free ${argv%% *} $rc $([ "$before" = "$after" ] && echo same || echo changed) $moved"
+    echo "$out" | head -3
+    before=$after head=$(git -C "$mnt/d" rev-parse HEAD)
+  done
+done
+"""
+
+
+Run = tuple[int, str, int, str, str, str]
+
+
+def _full_disk_runs(root: Path, where: Path) -> list[Run]:
+    """(free KiB, command, exit code, work tree and index "same"/"changed", HEAD "kept"/"moved",
+    output) of each run on the full tmpfs."""
+    import re
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare(1) to mount a small tmpfs of its own")
+    where.mkdir()
+    proc = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", _FULL_DISK, "sh",
+                           str(where), str(root), sys.executable, *map(str, _FREE_KIB)],
+                          capture_output=True, text=True)
+    if proc.returncode == 99 or proc.returncode and "@@" not in proc.stdout:
+        pytest.skip(f"no tmpfs could be mounted here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    parts = re.split(r"^@@ (\d+) (\w+) (\d+) (\w+) (\w+)\n", proc.stdout, flags=re.M)[1:]
+    return [(int(parts[i]), parts[i + 1], int(parts[i + 2]), parts[i + 3], parts[i + 4], parts[i + 5])
+            for i in range(0, len(parts), 6)]
+
+
+@pytest.fixture(scope="module")
+def full_disk_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Run]:
+    root = tmp_path_factory.mktemp("full") / "desk"
+    with desk_api.init(root) as d:
+        for n in range(6):
+            d.remember(f"m{n}", f"body {n} of a memory", type="fact", description=f"Fact {n}", triggers=[f"t{n}"])
+        d.recall("body")  # the caches are there, as on a desk in use
+    return _full_disk_runs(root, tmp_path_factory.mktemp("mnt") / "mnt")
+
+
+def test_a_full_disk_is_named_with_a_hint_and_moves_no_branch(full_disk_runs: list[Run]) -> None:
+    """`desk remember` and `desk recall` on a really full disk: success, or exit 1 saying "No
+    space left on device" with a hint (never an internal error such as SQLite's "cannot rollback -
+    no transaction is active"), and a failed remember moves no branch."""
+    assert {cmd for _, cmd, *_ in full_disk_runs} == {"remember", "recall"}
+    assert any(rc == 1 for _, _, rc, *_ in full_disk_runs), "the disk was never full: the test proves nothing"
+    assert any(rc == 0 for _, cmd, rc, *_ in full_disk_runs if cmd == "remember")
+    for free, cmd, rc, change, head, out in full_disk_runs:
+        assert "internal error" not in out and "Traceback" not in out, (free, cmd, out)
+        if rc:
+            assert rc == 1 and "No space left on device" in out and "hint:" in out, (free, cmd, out)
+        if cmd == "recall":
+            assert (change, head) == ("same", "kept"), (free, out)
+        elif rc == 0:  # a commit that landed is reported as made, even if a cache could not keep it
+            assert head == "moved" and out.startswith("created: memory/tea.md"), (free, out)
+        else:
+            assert head == "kept", (free, out)
+
+
+@pytest.mark.xfail(strict=False, reason="desk/transaction.py (growth's lane): when the disk fills between "
+                   "two of a commit's file writes, _restore rewrites the older file before removing the "
+                   "new one, finds no space either, and drops the pending marker")
+def test_a_full_disk_leaves_the_work_tree_as_it_was(full_disk_runs: list[Run]) -> None:
+    failed = [(free, out) for free, cmd, rc, change, _, out in full_disk_runs
+              if cmd == "remember" and rc == 1 and change != "same"]
+    assert failed == []
+
+
+def test_a_failed_atomic_write_names_the_file(tmp_path: Path) -> None:
+    """os.write's ENOSPC names no file; atomic_write's error names the one it was replacing."""
+    from desk.storage.atomic import atomic_write
+
+    target = tmp_path / "NOW.md"
+    target.write_bytes(b"as it was\n")
+    with failing_at(1), pytest.raises(OSError) as caught:
+        atomic_write(target, b"new text\n")
+    assert (caught.value.errno, caught.value.filename) == (errno.ENOSPC, str(target))
+    assert target.read_bytes() == b"as it was\n" and sorted(tmp_path.iterdir()) == [target]

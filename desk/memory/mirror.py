@@ -42,6 +42,7 @@ from desk.errors import DeskError, GitError, InvalidFileError
 from desk.layout import CONFIG_PATH, INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
 from desk.memory.index import EntryCache, IndexEntry, memory_path, render_sorted, splice_lines
 from desk.storage.git import blob_sha
+from desk.storage.sqlite_cache import rollback
 
 if TYPE_CHECKING:
     from desk.storage.git import Git, HistoryStep
@@ -382,7 +383,7 @@ def _write(db: sqlite3.Connection) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        db.execute("ROLLBACK")
+        rollback(db)
         raise
     db.execute("COMMIT")
 

@@ -146,7 +146,10 @@ def record(mirror: HeadMirror, known: KnownHead, sha: str,
 
         if all(clean_lines(entry.line()) for _, entry in filter(None, changes.values())):
             notes[CLEAN_NOTE] = f"{scanner_version()} 1"
-    mirror.record(sha, changes, blob_sha(index), notes=notes)
+    try:
+        mirror.record(sha, changes, blob_sha(index), notes=notes)
+    except OSError:
+        pass  # the commit landed; the mirror (a cache: a full disk) catches up with HEAD next time
 
 
 def _list(values: Sequence[str] | None) -> list[str] | None:

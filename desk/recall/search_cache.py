@@ -59,7 +59,7 @@ from desk.recall.records import (
 from desk.recall.git_state import search_git_state
 from desk.storage.git import FolderState, blob_sha
 from desk.storage.reading import open_regular
-from desk.storage.sqlite_cache import open_cache
+from desk.storage.sqlite_cache import open_cache, rollback
 
 CACHE_FILE = "search.sqlite"
 _SCHEMA = 7  # 5: archive prefix hashes; 6: stemmed words, CJK single characters, the speaker/meta field, sessions; 7: question turns
@@ -342,7 +342,7 @@ class SearchCache:
             self._save(db)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            rollback(db)
             self._loaded = -1
             raise
         self.last_refresh = batch.stats

@@ -48,11 +48,13 @@ def atomic_write(path: Path, data: bytes) -> None:
         fd = -1
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if fd >= 0:
             os.close(fd)
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # os.write's ENOSPC names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     fsync_dir(path.parent)
 

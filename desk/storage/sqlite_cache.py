@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 _SIDE_FILES = ("", "-wal", "-shm")  # the cache and the files SQLite keeps beside it in WAL mode
 
@@ -48,16 +50,55 @@ def _writable(path: Path) -> bool:
     return True
 
 
+class _CacheConnection(sqlite3.Connection):
+    """A cache's connection on which SQLite's "database or disk is full" is the OSError it is
+    (ENOSPC, naming the cache file): the user is told to free space, not shown an internal error."""
+
+    cache_path = ""
+
+    def execute(self, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+        try:
+            return super().execute(*args)
+        except sqlite3.OperationalError as exc:
+            raise _disk_full(exc, self.cache_path) from exc
+
+    def executemany(self, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+        try:
+            return super().executemany(*args)
+        except sqlite3.OperationalError as exc:
+            raise _disk_full(exc, self.cache_path) from exc
+
+    def executescript(self, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+        try:
+            return super().executescript(*args)
+        except sqlite3.OperationalError as exc:
+            raise _disk_full(exc, self.cache_path) from exc
+
+
+def _disk_full(exc: sqlite3.OperationalError, path: str) -> Exception:
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_FULL:
+        return exc
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+
+def rollback(db: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not ended it already (it does on a full
+    disk: a second ROLLBACK would hide that error behind "no transaction is active")."""
+    if db.in_transaction:
+        db.execute("ROLLBACK")
+
+
 def _open(path: Path | str, schema: str, wal: bool,
           check: Callable[[sqlite3.Connection], None] | None) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=60, isolation_level=None)
+    db = sqlite3.connect(path, timeout=60, isolation_level=None, factory=_CacheConnection)
+    db.cache_path = str(path)
     try:
         if wal:
             db.execute("PRAGMA journal_mode=WAL")
         db.executescript(schema)
         if check is not None:
             check(db)
-    except sqlite3.DatabaseError:
+    except (sqlite3.DatabaseError, OSError):
         db.close()
         raise
     return db

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import shutil
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from desk.layout import DeskFolder
-from desk.storage.sqlite_cache import open_cache
+from desk.storage.sqlite_cache import open_cache, rollback
 from tests.conftest import DeskRunner
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v TEXT);"
@@ -35,6 +36,24 @@ def test_a_broken_cache_is_made_anew(tmp_path: Path) -> None:
     db.execute("INSERT INTO t VALUES ('a', 'b')")
     db.close()
     assert open_cache(path, _SCHEMA).execute("SELECT v FROM t").fetchall() == [("b",)]
+
+
+def test_a_full_cache_is_a_full_disk_naming_the_file_and_its_transaction_ends_cleanly(tmp_path: Path) -> None:
+    """SQLite's "database or disk is full" (here its page limit: the same error code a full disk
+    gives) is OSError ENOSPC naming the cache file, not hidden by a second error: SQLite already
+    rolled the transaction back, and the mirror's write transaction must not roll back again
+    ("cannot rollback - no transaction is active")."""
+    from desk.memory.mirror import _write
+
+    path = tmp_path / "c.sqlite"
+    db = open_cache(path, _SCHEMA, wal=True)
+    db.execute("PRAGMA max_page_count = 4")
+    with pytest.raises(OSError) as caught, _write(db):
+        db.executemany("INSERT INTO t VALUES (?, ?)", [(str(i), "x" * 1000) for i in range(50)])
+    assert (caught.value.errno, caught.value.filename) == (errno.ENOSPC, str(path))
+    assert not db.in_transaction
+    assert db.execute("SELECT count(*) FROM t").fetchone() == (0,)
+    rollback(db)  # nothing open: nothing to do
 
 
 _AS_OF = ("--as-of", "2030-01-01T00:00:00Z")
