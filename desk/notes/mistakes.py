@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from desk.errors import UsageError
 from desk.layout import MEMORY_DIR, MISTAKES_FILE, DeskFolder
+from desk.notes.files import read_for_change
 from desk.text.escape import one_line
 from desk.text.normalize import normalize
 from desk.text.times import format_time, utc_now
@@ -145,9 +146,9 @@ def add_mistake(desk: DeskFolder, *, what: str, context: str, cause: str, avoid:
                              hint="create it first with `desk remember`, or leave --memory out")
     day = format_time(now or utc_now(), "day")
     with transaction(desk) as tx:
+        present = read_for_change(desk, MISTAKES_FILE)  # a link refused before it reads as an edit
         tx.require_clean([MISTAKES_FILE])
         path = desk.path(MISTAKES_FILE)
-        present = desk.read_if_present(MISTAKES_FILE)
         old = present.decode("utf-8") if present is not None else f"# {MISTAKES_FILE} — the error book\n"
         entries = parse_mistakes(old)
         draft = Mistake("", day, memory=memory, line=0, **values)

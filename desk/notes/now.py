@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from desk.layout import NOW_FILE, DeskFolder
 from desk.errors import RejectedError, UsageError
+from desk.notes.files import read_for_change
 from desk.text.escape import plain_text
 from desk.transaction import commit_message, transaction
 from desk.vocabulary import NOW_SECTIONS
@@ -180,8 +181,8 @@ def append_now(desk: DeskFolder, text: str, *, section: str = "doing", actor: st
 
 def _update(desk: DeskFolder, change: object, section: str | None, verb: str, actor: str) -> NowResult:
     with transaction(desk) as tx:
+        old = read_for_change(desk, NOW_FILE) or b""  # a link refused before it reads as an edit
         tx.require_clean([NOW_FILE])
-        old = desk.read_if_present(NOW_FILE) or b""
         new = change(NowNote.parse(old.decode("utf-8", "replace"))).encode()  # type: ignore[operator]
         if new == old:
             return NowResult("unchanged", section)

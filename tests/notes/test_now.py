@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from desk.layout import DeskFolder
 from desk.notes.now import NowNote, append_now, read_now, set_now
@@ -129,3 +130,29 @@ def test_a_section_s_text_cannot_leave_a_code_fence_open(desk: DeskFolder) -> No
     note = read_now(desk)
     assert [h.strip() for h, _ in note.sections] == ["## Next"] and note.body("next") == "- c\n- d"
     assert note.preamble == "# my note\n\n```\nunclosed\n```\n\n"
+
+
+def test_a_linked_note_is_refused_as_the_gate_refuses_it(desk: DeskFolder, run: DeskRunner,
+                                                         tmp_path: Path) -> None:
+    """NOW.md or MISTAKES.md replaced by a symbolic link (to a file outside the desk): `now set`,
+    `now append` and `mistake add` give the gate's own refusal naming the link (exit 3, the
+    finding `desk validate` gives), not "uncommitted changes" (exit 4); nothing is written
+    through the link, nothing committed."""
+    outside = tmp_path / "outside.md"
+    outside.write_text("# somebody else's file\n")
+    for note, argv in (("NOW.md", ["now", "set", "hello"]), ("NOW.md", ["now", "append", "hello"]),
+                       ("MISTAKES.md", ["mistake", "add", "--what", "w", "--context", "c", "--cause", "c",
+                                        "--avoid", "a"])):
+        (desk.root / note).unlink()
+        (desk.root / note).symlink_to(outside)
+        gate = run("validate", "--all", "--json")
+        [finding] = [f for f in json.loads(gate.output)["findings"] if f["path"] == note]
+        before = snapshot(desk.root)
+        result = run(*argv, "--json")
+        assert result.exit_code == 3, result.output
+        refusal = json.loads(result.output)
+        assert refusal["findings"] == [finding] and finding["rule"] == "symlink"
+        assert f"git checkout -- {note}" in refusal["hint"]
+        assert snapshot(desk.root) == before
+        assert outside.read_text() == "# somebody else's file\n"
+        git(desk.root, "checkout", "--", note)
