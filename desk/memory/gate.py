@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from desk.errors import RejectedError
-from desk.layout import RULE_FILES, DeskFolder
+from desk.layout import RULE_FILES, DeskFolder, project_memory_path
 from desk.memory.file import MemoryFile
 from desk.memory.index import memory_path
 from desk.text.normalize import content_key, normalize
@@ -47,10 +47,13 @@ def check_memory(memory: MemoryFile, scope: str, same_body: Callable[[str, str],
             "if this holds across sessions")
     duplicates = same_body(content_key(memory.body), memory.name)
     if duplicates:
+        project = memory.meta.project  # `same_body` looks in the memory's own scope
+        where = memory_path(duplicates[0]) if project is None else project_memory_path(project, duplicates[0])
+        scoped = "" if project is None else f" --project {project}"
         raise GateRejection(
             "already_recorded",
-            f"{memory.name}: the same fact is already recorded in {memory_path(duplicates[0])}",
-            f"update that memory instead (`desk remember {duplicates[0]} ...`)")
+            f"{memory.name}: the same fact is already recorded in {where}",
+            f"update that memory instead (`desk remember {duplicates[0]}{scoped} ...`)")
     text = normalize(memory.body)
     if len(text) >= MIN_RULE_MATCH:
         for path, rules in sorted(rule_files.items()):

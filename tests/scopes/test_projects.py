@@ -260,3 +260,26 @@ def test_recent_facts_in_context_are_the_desk_wide_ones_and_the_projects_own(des
     assert any("office" in f for f in wide) and not any("Alpha" in f or "Acme" in f for f in wide)
     assert any("Alpha" in f for f in alpha) and any("office" in f for f in alpha)
     assert not any("Acme" in f for f in alpha)  # never another project's
+
+
+def test_a_duplicate_in_a_project_names_the_project_file(desk: DeskFolder, run: DeskRunner) -> None:
+    """The gate's "already recorded" of a project memory names the file where it is
+    (projects/P/memory/x.md, not the desk-wide memory/x.md) and the command that updates it."""
+    args = ("--type", "fact", "-d", "Deploy day", "-t", "deploy", "Deploys happen on Tuesdays.")
+    assert run("--project", "billing", "remember", "deploy-day", *args).exit_code == 0
+    before = snapshot(desk.root)
+    result = run("--project", "billing", "remember", "deploys", *args, "--json")
+    assert result.exit_code == 3, result.output
+    refusal = json.loads(result.output)
+    assert refusal["reason"] == "already_recorded"
+    assert refusal["message"].endswith(f"already recorded in {project_memory_path('billing', 'deploy-day')}")
+    assert refusal["hint"] == "update that memory instead (`desk remember deploy-day --project billing ...`)"
+    assert snapshot(desk.root) == before
+    text = run("--project", "billing", "remember", "deploys", *args).output
+    assert "projects/billing/memory/deploy-day.md" in text
+    assert "`desk remember deploy-day --project billing ...`" in text
+    # Desk-wide, the same body is no duplicate of the project's: the scopes are apart.
+    assert run("remember", "deploys", *args).exit_code == 0
+    result = run("remember", "deploys-too", *args)
+    assert "already recorded in memory/deploys.md" in result.output
+    assert "`desk remember deploys ...`" in result.output
