@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from desk.errors import RejectedError, UsageError
 from desk.layout import MEMORY_DIR, DeskFolder, find_desk
 from desk.results import __all__ as _RESULTS
+from desk.vocabulary import REASON_MAX
 
 if TYPE_CHECKING:  # at run time each method imports its result class: a command loads only its own
     from desk.results import (Appended, ArchiveCheck, ArchivedEvent, AuditTrail, Checkpointed, Cloned,
@@ -200,6 +201,7 @@ class Desk(DeskFolder):
         history keeps it)."""
         from desk.results.change import MemoryChange
 
+        _require_reason(reason)
         if project is not None:
             from desk.scopes.projects import forget_in_project
 
@@ -880,3 +882,11 @@ def __getattr__(name: str) -> Any:
 
         return getattr(desk.results, name)
     raise AttributeError(f"module 'desk.api' has no attribute {name!r}")
+
+
+def _require_reason(reason: str | None) -> None:
+    """`forget --reason`: free text kept in the commit (Desk-Reason), as long as resolve's
+    --rationale may be; a usage error (exit 2) naming its length, nothing echoed."""
+    if reason is not None and len(reason) > REASON_MAX:
+        raise UsageError(f"--reason is {len(reason):,} characters; the limit is {REASON_MAX:,}",
+                         hint="say why in a sentence or two: the commit keeps it as Desk-Reason")

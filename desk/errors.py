@@ -10,6 +10,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 
+def quoted(value: str, limit: int = 60) -> str:
+    """`value` as an error shows it: repr'd, and cut at `limit` characters (a 120 KB argument was
+    echoed whole onto the terminal, burying the message and its hint)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value):,} characters)"
+
+
 class DeskError(Exception):
     """An error a user can act on. `hint` says what to do next."""
 

@@ -17,3 +17,4 @@ CONTEXT_FORMATS = ("markdown", "json")
 IMPORT_FORMATS = ("claude-code", "openclaw", "markdown", "mem0", "chat-export", "jsonl")  # desk import FORMAT
 EXPORT_FORMATS = ("claude-code", "openclaw", "markdown", "jsonl")  # desk export FORMAT
 CONTEXT_MODES = ("wake", "spot")  # desk context --mode: the wake-up read, the key-turn spot check
+REASON_MAX = 2000  # characters of a free-text why: `forget --reason`, `resolve --rationale`

@@ -176,3 +176,24 @@ def test_the_documented_multi_line_now_set_writes_two_lines(desk: DeskFolder) ->
     subprocess.run(["bash", "-c", command], check=True, capture_output=True)
     now = desk.path("NOW.md").read_text()
     assert "send the report\nreview MISTAKES.md" in now and "\\n" not in now
+
+
+def test_a_memory_name_or_recall_project_of_120_kb_is_not_echoed_whole(desk: DeskFolder, run: DeskRunner,
+                                                                       identity: None) -> None:
+    """A 120 KB memory name (any verb) or `recall --project` was repeated whole in the error; it
+    is cut as a 120 KB preference key is (desk.errors.quoted), with its length; `forget --reason`
+    is held to resolve's --rationale limit (2,000 characters) and not echoed either."""
+    huge = "a" * 120_000 + "!"
+    assert run("remember", "keep", "--type", "fact", "-d", "d", "-t", "keep", "Kept.").exit_code == 0
+    before = snapshot(desk.root)
+    for args, code in ((["remember", huge, "--type", "fact", "-d", "d", "body"], 3), (["forget", huge], 3),
+                       (["set", huge, "-d", "x"], 3), (["rename", "keep", huge], 3), (["show", huge], 2),
+                       (["history", huge], 2), (["diff", huge], 2), (["recall", "x", "--project", huge], 2)):
+        result = run(*args)
+        assert result.exit_code == code and len(result.output) < 1000, (args[0], result.output[:300])
+        assert "(120,001 characters)" in result.output and "hint:" in result.output, args[0]
+    result = run("forget", "keep", "--reason", huge)
+    assert result.exit_code == 2 and len(result.output) < 1000, result.output[:300]
+    assert "--reason is 120,001 characters; the limit is 2,000" in result.output and "hint:" in result.output
+    assert snapshot(desk.root) == before
+    assert run("forget", "keep", "--reason", "r" * 2000).exit_code == 0

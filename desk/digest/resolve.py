@@ -40,12 +40,13 @@ from desk.storage.git import blob_sha
 from desk.text.normalize import content_key
 from desk.text.times import format_time, parse_time, utc_now
 from desk.transaction import commit_message, transaction
+from desk.vocabulary import REASON_MAX
 
 ACTOR_MAX = 200
 # The hash of the audit line a resolve commit adds: the anchor that makes even the last line of
 # an audit file tamper-evident (the chain inside the file covers every line before it).
 AUDIT_TRAILER = "Desk-Audit-Line"
-RATIONALE_MAX = 2000
+RATIONALE_MAX = REASON_MAX
 
 
 @dataclass

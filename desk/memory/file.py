@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desk.errors import Finding, InvalidFileError, RejectedError
+from desk.errors import Finding, InvalidFileError, RejectedError, quoted
 from desk.storage import frontmatter
 from desk.text.names import path_name_problem
 from desk.text.times import TimeFormatError, format_time, parse_time
@@ -398,7 +398,7 @@ def require_name(name: str) -> None:
     """Refuse a bad memory name up front (exit 3), before anything is touched."""
     problem = name_problem(name)
     if problem:
-        raise RejectedError(f"invalid memory name {name!r}: {problem}",
+        raise RejectedError(f"invalid memory name {quoted(name)}: {problem}",
                             hint="use a short lowercase slug like report-style")
 
 
@@ -408,7 +408,7 @@ def require_read_name(name: str) -> None:
 
     problem = name_problem(name)
     if problem:
-        raise UsageError(f"invalid memory name {name!r}: {problem}",
+        raise UsageError(f"invalid memory name {quoted(name)}: {problem}",
                          hint="memory names are lowercase slugs like report-style (see `desk list`)")
 
 

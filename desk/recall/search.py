@@ -30,7 +30,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from desk.errors import DeskError, UsageError
+from desk.errors import DeskError, UsageError, quoted
 from desk.layout import DeskFolder, memory_name, project_problem
 from desk.recall.rank import ContextQuery, Ranker, ScoreBreakdown, context_top, top_records
 from desk.recall.records import PROJECTS_TAG, project_tag
@@ -156,7 +156,7 @@ def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
     if project is not None:
         problem = project_problem(project)
         if problem:
-            raise UsageError(f"--project {project!r}: {problem}")
+            raise UsageError(f"--project {quoted(project)}: {problem}")
     own = cache is None
     cache = cache or SearchCache(desk)
     try:

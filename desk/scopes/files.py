@@ -49,14 +49,6 @@ def stamp(when: dt.datetime) -> str:
     return format_time(when, "microsecond" if when.microsecond else "second")
 
 
-def quoted(value: str, limit: int = 60) -> str:
-    """`value` as an error shows it: repr'd, and cut at `limit` characters (a 120 KB argument was
-    echoed whole onto the terminal, burying the message and its hint)."""
-    if len(value) <= limit:
-        return repr(value)
-    return f"{value[:limit]!r}… ({len(value):,} characters)"
-
-
 def key_problem(key: str) -> str | None:
     """Why `key` cannot be a preference key, or None when it can."""
     if not key:

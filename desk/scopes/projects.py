@@ -15,7 +15,7 @@ import datetime as dt
 import os
 from collections.abc import Collection, Sequence
 
-from desk.errors import DeskError, Finding, InvalidFileError, RejectedError, UsageError
+from desk.errors import DeskError, Finding, InvalidFileError, RejectedError, UsageError, quoted
 from desk.layout import (MEMORY_DIR, PROJECTS_DIR, DeskFolder, project_index_path, project_memory_path,
                          project_problem)
 from desk.memory import gate
@@ -39,8 +39,6 @@ def all_projects(desk: DeskFolder) -> list[str]:
 
 
 def require_project(project: str) -> None:
-    from desk.scopes.files import quoted
-
     problem = project_problem(project)
     if problem:
         raise UsageError(f"--project {quoted(project)}: {problem}")
