@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from desk.errors import Finding, InvalidFileError, UsageError
@@ -54,9 +55,11 @@ def history(desk: DeskFolder, name: str) -> list[Commit]:
     return commits
 
 
-def diff(desk: DeskFolder, name: str, rev: str | None = None) -> tuple[str, str, str]:
+def diff(desk: DeskFolder, name: str, rev: str | None = None) -> tuple[str, str, str, str | None]:
     """What changed in memory `name`: from `rev` (default: before its last committed change) to
-    the file as it is now, uncommitted edits included. Returns (path, from, unified diff)."""
+    the file as it is now, uncommitted edits included. Returns (path, from, unified diff, the
+    path it had at `rev` when it was renamed since, else None): after `desk rename A B`, the diff
+    of B follows the rename (git's `--follow`) instead of showing B as a new file."""
     require_read_name(name)
     path = memory_path(name)
     if rev is None:
@@ -68,9 +71,14 @@ def diff(desk: DeskFolder, name: str, rev: str | None = None) -> tuple[str, str,
     elif rev.startswith("-") or desk.git.object_id(rev + "^{commit}") is None:
         raise UsageError(f"unknown revision {rev!r}",
                          hint=f"give a commit from `desk history {name}`, e.g. HEAD~1")
-    if not desk.path(path).exists() and desk.git.blob_at(rev, path) is None:
+    old = path
+    if desk.git.blob_at(rev, path) is None:
+        old = next((p for p in desk.git.names_followed(path) if desk.git.blob_at(rev, p) is not None), path)
+        if old != path and os.path.lexists(desk.path(old)):
+            old = path  # the old name holds another file again: the diff stays with this one
+    if not desk.path(path).exists() and desk.git.blob_at(rev, old) is None:
         raise no_memory(desk, name)
-    return path, rev, desk.git.diff_worktree(rev, path)
+    return path, rev, desk.git.diff_worktree(rev, path, old), old if old != path else None
 
 
 def log(desk: DeskFolder, limit: int | None = None) -> list[Commit]:

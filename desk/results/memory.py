@@ -89,10 +89,11 @@ class MemoryDiff(Outcome):
     path: str
     rev: str
     diff: str
+    renamed_from: str | None = None  # the memory's path at `rev`, when it was renamed since
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "from": self.rev, "to": "worktree",
-                "changed": bool(self.diff), "diff": self.diff}
+                "changed": bool(self.diff), "diff": self.diff, "renamed_from": self.renamed_from}
 
     def text(self) -> str:
         return self.diff.rstrip("\n") if self.diff else f"no change in {self.path} since {self.rev[:12]}"

@@ -1118,11 +1118,22 @@ class Git:
         """The id of the empty tree in this repository's hash (to diff against a root commit)."""
         return self._run("hash-object", "-t", "tree", "--stdin", input=b"", read_only=True).decode().strip()
 
-    def diff_worktree(self, rev: str, path: str) -> str:
+    def diff_worktree(self, rev: str, path: str, old_path: str | None = None) -> str:
         """`git diff REV -- PATH`: the unified diff from `rev` to the work tree's file, no colour,
-        no external diff driver (empty when they are the same)."""
-        out = self._run("diff", "--no-color", "--no-ext-diff", rev, "--", path, read_only=True)
+        no external diff driver (empty when they are the same). With `old_path` (the file's name
+        at `rev`), from that file: `-M` shows a rename and what changed beside it."""
+        paths = [path] if old_path is None or old_path == path else [old_path, path]
+        out = self._run("diff", "--no-color", "--no-ext-diff", *(["-M"] if len(paths) > 1 else []), rev,
+                        "--", *paths, read_only=True)
         return out.decode("utf-8", "replace")
+
+    def names_followed(self, path: str) -> list[str]:
+        """Every name the file at `path` has had, newest first, following renames as `git log
+        --follow` does (the file's own name first); empty before the first commit."""
+        if self.head() is None:
+            return []
+        out = self._run("log", "--follow", "--name-only", "--format=", "-z", "--", path, read_only=True)
+        return list(dict.fromkeys(p.decode() for p in out.replace(b"\n", b"\0").split(b"\0") if p))
 
     def commit_ids(self, limit: int, *, merges: bool = True) -> list[str]:
         """The last `limit` commits from HEAD, newest first (one `git rev-list`); `merges=False`

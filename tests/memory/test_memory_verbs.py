@@ -202,6 +202,30 @@ def test_diff_shows_the_last_change_and_uncommitted_edits(desk: DeskFolder, run:
     assert run("diff", "nosuch").exit_code == 1
 
 
+def test_diff_after_a_rename_follows_it(desk: DeskFolder, run: DeskRunner) -> None:
+    """`desk diff B` after `desk rename A B` shows the rename and what changed with it (git's
+    rename detection, as `git log --follow` follows it), not B as a new file; --json keeps its
+    fields and adds `renamed_from`."""
+    _remember(run)
+    assert run("rename", "report-zh", "report-lang").exit_code == 0
+    text = run("diff", "report-lang").output
+    assert "rename from memory/report-zh.md\nrename to memory/report-lang.md" in text
+    assert "new file mode" not in text and "-name: report-zh\n+name: report-lang" in text
+    shown = json.loads(run("diff", "report-lang", "--json").output)
+    assert shown["renamed_from"] == "memory/report-zh.md" and shown["path"] == "memory/report-lang.md"
+    assert set(shown) == {"name", "path", "from", "to", "changed", "diff", "renamed_from"}
+    # From a revision before the rename, and once more renamed: the name the memory had then.
+    assert run("rename", "report-lang", "report-language").exit_code == 0
+    older = json.loads(run("diff", "report-language", "HEAD~2", "--json").output)
+    assert older["renamed_from"] == "memory/report-zh.md" and "+name: report-language" in older["diff"]
+    # A new memory under the old name again: the diff stays with the renamed one's own file.
+    assert run("remember", "report-zh", "--type", "fact", "-d", "Another", "-t", "x", "Another one.").exit_code == 0
+    again = json.loads(run("diff", "report-language", "HEAD~3", "--json").output)
+    assert again["renamed_from"] is None and "Another one." not in again["diff"]
+    plain = json.loads(run("diff", "report-zh", "--json").output)
+    assert plain["renamed_from"] is None and "new file mode" in plain["diff"]
+
+
 def test_a_version_1_file_reads_as_it_is_and_only_a_real_change_stamps_it(desk: DeskFolder,
                                                                             run: DeskRunner) -> None:
     """A file without `schema:` (an older desk's, or a person's) is shown and left as it is by a
