@@ -186,6 +186,12 @@ def clone(url: str, path: Path, progress: Progress | None = None) -> None:
     except GitCommandError as exc:
         raise DeskError(f"cannot clone {_masked(url)}: {_git_words(exc)}", hint=UNREACHABLE_HINT) from None
     try:
+        found = repo.git.rev_parse("--show-object-format")
+        if found != "sha1":  # refused as `desk init` refuses such a repository (desk.scaffold)
+            raise DeskError(f"{_masked(url)} is a git repository with {found} object ids, which desk cannot "
+                            "write yet (it compares blob ids in SHA-1); nothing was kept",
+                            hint="clone a desk made by `desk init` (a SHA-1 repository), or one made with "
+                                 "`git init --object-format=sha1`")
         if not repo.head.is_valid() and repo.remotes and repo.remotes[0].refs:
             # The remote's HEAD names a branch that does not exist (a bare repository made with
             # another default branch): check out its `main`, else its only branch.

@@ -304,7 +304,20 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
     if path.exists() and any(path.iterdir()):
         raise UsageError(f"{path} exists and is not empty", hint="choose a new or empty folder")
     created = not path.exists()
-    remotes.clone(url, path, progress)
+    try:
+        remotes.clone(url, path, progress)
+    except DeskError:  # refused (a SHA-256 repository) or failed: leave the folder as it was
+        import shutil
+
+        if created:
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.is_dir():
+            for child in path.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+        raise
     if not is_desk(path):
         import shutil
 

@@ -83,6 +83,31 @@ def test_clone_into_a_file_or_of_a_plain_repository_says_what_to_do(clones: Clon
     assert missing.exit_code == 2 and "`git remote add backup URL`" in missing.output
 
 
+def test_clone_of_a_sha256_repository_is_refused_as_init_refuses_it(clones: Clones, tmp_path: Path) -> None:
+    """A desk's files in a SHA-256 repository: `desk clone` refuses it in `desk init`'s words (desk
+    compares blob ids in SHA-1), leaving nothing on disk (a new folder is removed, an empty
+    one is left empty); GitPython's SHA-1 head check used to fail on it with an internal error."""
+    source = tmp_path / "sha256"
+    made = subprocess.run(["git", "init", "-q", "-b", "main", "--object-format=sha256", str(source)],
+                          capture_output=True, text=True)
+    if made.returncode:
+        pytest.skip(f"this git cannot make a SHA-256 repository: {made.stderr.strip()}")
+    for name in (".system/desk.json", "AGENTS.md", "MEMORY.md"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_bytes((clones[0].root / name).read_bytes())
+    subprocess.run(["git", "-C", str(source), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(source), "-c", "user.name=T", "-c", "user.email=t@example.org",
+                    "commit", "-qm", "a desk in SHA-256"], check=True)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for target in (tmp_path / "new", empty):
+        with pytest.raises(DeskError) as refused:
+            api.clone(str(source), target)
+        assert "sha256 object ids, which desk cannot write yet" in str(refused.value)
+        assert "nothing was kept" in str(refused.value) and refused.value.hint
+    assert not (tmp_path / "new").exists() and list(empty.iterdir()) == []
+
+
 def test_different_memories_merge_and_index_is_exact(clones: Clones) -> None:
     a, b = clones[0], clones[1]
     remember(a, "alpha", "Alpha body.")
