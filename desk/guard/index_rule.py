@@ -94,11 +94,15 @@ def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory
     else:
         expected = _full_index(desk, memory.all_files(), memory.read)
     if memory.index != expected:
-        line = _first_difference(memory.index or b"", expected)
-        findings.append(Finding(INDEX_FILE, line, "index-stale",
-                                "MEMORY.md does not match memory/; it is generated: run `desk "
-                                "reindex` (the pre-commit hook regenerates it in the work tree)"))
+        findings.append(stale_index(memory.index or b"", expected))
     return findings, expected
+
+
+def stale_index(index: bytes, expected: bytes) -> Finding:
+    """`index-stale` for a MEMORY.md that is `index` where it should be `expected`."""
+    return Finding(INDEX_FILE, _first_difference(index, expected), "index-stale",
+                   "MEMORY.md does not match memory/; it is generated: run `desk "
+                   "reindex` (the pre-commit hook regenerates it in the work tree)")
 
 
 def _entry(desk: DeskFolder, path: str, data: bytes) -> IndexEntry | None:

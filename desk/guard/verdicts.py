@@ -58,7 +58,8 @@ RULE_MODULES = (
 # The whole-desk rules `validate --all` runs besides the per-file ones (the memory index, the scoped
 # indexes, the keyed state): the `states` table keeps their findings too, so their code is part of a
 # state's key.
-STATE_MODULES = ("desk.guard.validate", "desk.guard.index_rule", "desk.guard.scope_index", "desk.review.keyed")
+STATE_MODULES = ("desk.guard.validate", "desk.guard.delta", "desk.guard.index_rule", "desk.guard.scope_index",
+                 "desk.review.keyed")
 LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -68,6 +69,8 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS states (
     rules TEXT NOT NULL, state TEXT NOT NULL, checked INTEGER NOT NULL, findings TEXT,
     PRIMARY KEY (rules, state)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS bases (
+    rules TEXT PRIMARY KEY, records BLOB NOT NULL, rest TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS folders (
     path TEXT PRIMARY KEY, ino INTEGER NOT NULL, mtime INTEGER NOT NULL, subdirs TEXT NOT NULL
     ) WITHOUT ROWID;
@@ -234,11 +237,12 @@ class VerdictCache:
                     [(self.rules, *key, _encode(v), *(v.entry or (None, None)), int(v.keyed))
                      for key, v in verdicts.items()])
 
-    def forget_files(self, keys: Iterable[FileKey]) -> None:
-        """Drop `keys` (verdicts on content the desk no longer holds) and every other version's rows."""
+    def forget_files(self, keys: Iterable[FileKey], *, others: bool = True) -> None:
+        """Drop `keys` (verdicts on content the desk no longer holds) and, with `others`, every
+        other version's rows (a look through the whole table)."""
         self._write("DELETE FROM files WHERE rules = ? AND path = ? AND mode = ? AND blob = ? "
                     "AND old = ?", [(self.rules, *key) for key in keys])
-        if self._query("SELECT 1 FROM files WHERE rules != ? LIMIT 1", (self.rules,)):
+        if others and self._query("SELECT 1 FROM files WHERE rules != ? LIMIT 1", (self.rules,)):
             self._write("DELETE FROM files WHERE rules != ?", [(self.rules,)])
             self._write("DELETE FROM commits WHERE rules != ?", [(self.rules,)])
 
@@ -264,6 +268,28 @@ class VerdictCache:
             db.execute("DELETE FROM states")
             db.execute("INSERT INTO states VALUES (?, ?, ?, ?)",
                        (self.rules, _state_key(state), checked, _encode(verdict)))
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.rollback()
+
+    def base(self) -> tuple[bytes, str] | None:
+        """The row a run of `validate --all` left for the next to continue (desk.guard.delta)."""
+        for records, rest in self._query("SELECT records, rest FROM bases WHERE rules = ?",
+                                         (f"{self.rules}:{_state_key('base')}",)):
+            return records, rest
+        return None
+
+    def put_base(self, row: tuple[bytes, str] | None) -> None:
+        """Replace the base with `row` (None: leave none)."""
+        db = self._connect()
+        if db is None:
+            return
+        try:
+            db.execute("BEGIN")
+            db.execute("DELETE FROM bases")
+            if row is not None:
+                db.execute("INSERT INTO bases VALUES (?, ?, ?)", (f"{self.rules}:{_state_key('base')}", *row))
             db.execute("COMMIT")
         except sqlite3.Error:
             if db.in_transaction:

@@ -203,6 +203,29 @@ class WorkTreeListing:
             record = self._out[found.start() + 1:end if end >= 0 else len(self._out)]
             self.elsewhere.add(_path(record.partition(b" " if record[:1] == b"?" else b"\t")[2]))
 
+    @property
+    def records(self) -> bytes:
+        """The listing as git printed it, each record after a NUL (`b"\\0" + out`)."""
+        return self._out
+
+    def entry(self, path: str) -> tuple[str, str] | None:
+        """`(mode, blob)` of `path` as `clean()` would give it, found by byte search (not the
+        whole listing parsed): None when git does not find it as the index has it."""
+        return None if path in self.elsewhere else self.entry_in(self._out, path)
+
+    @staticmethod
+    def entry_in(records: bytes, path: str) -> tuple[str, str] | None:
+        """`(mode, blob)` of the `H` stage-0 record of `path` in `records` (`.records` of a
+        listing), or None."""
+        needle = b"\t" + path.encode("utf-8", "surrogateescape") + b"\0"
+        at = records.find(needle)
+        while at >= 0:
+            fields = records[records.rfind(b"\0", 0, at) + 1:at].split()
+            if len(fields) == 4 and fields[0] == b"H" and fields[3] == b"0":
+                return fields[1].decode(), fields[2].decode()
+            at = records.find(needle, at + 1)
+        return None
+
     def clean(self, prefix: str = "") -> dict[str, tuple[str, str]]:
         """`{path: (mode, blob)}` of the files (under `prefix`) git finds as the index has them:
         by its stat cache, comparing content when the stat data cannot tell. Under a folder,

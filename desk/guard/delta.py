@@ -1,0 +1,216 @@
+"""`validate --all` after a few memories changed: the last run's findings with only their parts redone.
+
+A whole-desk run over 10,000 files reads every cached verdict and renders MEMORY.md from 10,000
+lines; when one memory changed since the last run, that is 99.99% the same work. So each run that
+can be continued leaves a **base** in the verdict cache (desk.guard.verdicts, table `bases`):
+the work-tree listing it saw (git's bytes), the files it read from disk and HEAD's `.system/`
+blobs (exactly what the run's state key hashes), the files checked, the per-file findings of the
+files that have any, and the scopes' findings. The next run whose state is new compares its
+listing with the base's (a common prefix and suffix, found by comparing slices of bytes: the
+records in between name the paths whose index entry or work-tree status changed), the files
+read from disk with the base's, and redoes only the paths whose `(mode, blob)` differs: their
+verdicts (cached by blob, or checked), their MEMORY.md lines spliced into MEMORY.md
+(desk.memory.index.splice_lines, by bisection) and compared with the file.
+
+A base is left only when that splice is exactly what the whole run computes: MEMORY.md equals
+the index rendered from every memory (no `index-stale`), no two memory names differ in case, every
+memory's entry carries its file's name, no memory holds a `key:` or `evidence:` line and no
+conflict case is open (the keyed-state rules have nothing to read). A run continues a base only
+when every changed path is a memory file (`memory/<name>.md`, a regular file before and after),
+HEAD's `.system/` blobs are the same, a new memory's name equals no other path ignoring case
+(ASCII names only), no changed memory holds a key, the scopes are untouched, and no more than
+`LIMIT` paths changed. Anything else runs the whole check, which leaves a new base. The base is
+keyed by the rules version and desk id (the verdict cache's `rules`) and by the sources of the
+whole-desk rules, this module among them (desk.guard.verdicts.STATE_MODULES), so new code never
+continues an old base. tests/guard/test_delta.py holds every continued run to the whole check's
+findings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from desk.errors import Finding
+from desk.guard.rules import FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, is_checked
+from desk.guard.scope_index import touched_scopes
+from desk.layout import memory_name
+from desk.storage.git import WorkTreeListing
+
+LIMIT = 256  # more changed paths than this: the whole check (it costs what 256 misses cost, or less)
+_STEP = 8192  # bytes compared at a time when looking for the listings' common prefix and suffix
+
+Entry = tuple[str, str | None]  # (mode as the gate keys it, blob id)
+
+
+class Base(NamedTuple):
+    """What one run of `validate --all` leaves for the next (see the module's doc)."""
+
+    records: bytes  # WorkTreeListing.records
+    elsewhere: frozenset[str]  # WorkTreeListing.elsewhere
+    changed: dict[str, Entry]  # the files read from disk (not as the index has them): mode, blob
+    heads: dict[str, str]  # HEAD's blobs of the files whose rules read them
+    checked: int
+    per_file: dict[str, FileVerdict]  # the verdicts that have findings, by path
+    scoped: FileVerdict  # the scopes' generated files' findings
+
+
+def encode(base: Base) -> tuple[bytes, str]:
+    """The base as a row: the listing's bytes and the rest as JSON."""
+    def verdict(v: FileVerdict) -> list[list[object]]:
+        return [[*f, c] for f, c in zip(v.findings, v.conditions)]
+
+    rest = {"elsewhere": sorted(base.elsewhere), "changed": {p: list(e) for p, e in base.changed.items()},
+            "heads": base.heads, "checked": base.checked,
+            "per_file": {p: verdict(v) for p, v in base.per_file.items()}, "scoped": verdict(base.scoped)}
+    return base.records, json.dumps(rest, ensure_ascii=False)
+
+
+def decode(records: object, rest: object) -> Base | None:
+    """The base of a row; None when the row does not decode."""
+    def verdict(rows: list[list[object]]) -> FileVerdict:
+        return FileVerdict(tuple(Finding(*row[:5]) for row in rows),  # type: ignore[arg-type]
+                           tuple(str(row[5]) for row in rows))
+
+    try:
+        if not isinstance(records, bytes) or not isinstance(rest, str):
+            return None
+        data = json.loads(rest)
+        return Base(records, frozenset(str(p) for p in data["elsewhere"]),
+                    {str(p): (str(e[0]), None if e[1] is None else str(e[1])) for p, e in data["changed"].items()},
+                    {str(p): str(b) for p, b in data["heads"].items()}, int(data["checked"]),
+                    {str(p): verdict(v) for p, v in data["per_file"].items()}, verdict(data["scoped"]))
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+
+
+def differing_paths(old: bytes, new: bytes) -> set[str] | None:
+    """The paths named by the records of two listings (`WorkTreeListing.records`) that lie between
+    their common prefix and common suffix: every path whose records differ is among them (git
+    lists paths in order). None when more than LIMIT paths are there."""
+    if old == new:
+        return set()
+    prefix = _common_prefix(old, new, min(len(old), len(new)))
+    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
+    paths: set[str] = set()
+    for records in (old, new):
+        start = records.rfind(b"\0", 0, prefix)  # the NUL before the first record that differs
+        # the first NUL inside the common suffix: the records after it are whole and the same in both
+        end = records.find(b"\0", len(records) - suffix) if suffix else len(records) - 1
+        middle = records[start + 1:end] if 0 <= start < end else b""
+        chunks = [r for r in middle.split(b"\0") if r]
+        if len(chunks) > 2 * LIMIT:
+            return None
+        for record in chunks:
+            raw = record[2:] if record[:2] == b"? " else record.partition(b"\t")[2]
+            paths.add(raw.decode("utf-8", "surrogateescape"))
+    return paths if len(paths) <= LIMIT else None
+
+
+def _common_prefix(a: bytes, b: bytes, most: int) -> int:
+    """How many leading bytes `a` and `b` share (at most `most`): slices compared `_STEP` bytes at
+    a time (memcmp; a memoryview compares item by item, 100x slower), then bisection in the step."""
+    at = 0
+    while at < most and a[at:min(at + _STEP, most)] == b[at:min(at + _STEP, most)]:
+        at += _STEP
+    if at >= most:
+        return most
+    lo, hi = at, min(at + _STEP, most)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[at:mid] == b[at:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: bytes, b: bytes, most: int) -> int:
+    """How many trailing bytes `a` and `b` share, at most `most` (as `_common_prefix`)."""
+    la, lb = len(a), len(b)
+    at = 0
+    while at < most and a[la - min(at + _STEP, most):la - at] == b[lb - min(at + _STEP, most):lb - at]:
+        at += _STEP
+    if at >= most:
+        return most
+    lo, hi = at, min(at + _STEP, most)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[la - mid:la - at] == b[lb - mid:lb - at]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def listed_entry(listing: WorkTreeListing, found: Mapping[str, tuple[str, str | None, bytes | None]],
+                 path: str) -> Entry | None:
+    """What the whole run would take for `path` now: the file read from disk, or its index entry
+    when git finds it unchanged (None: not checked, or not there)."""
+    if path in listing.elsewhere:
+        entry = found.get(path)
+        return entry[:2] if entry is not None else None
+    return _checked(listing.entry(path), path)
+
+
+def base_entry(base: Base, path: str) -> Entry | None:
+    """What the base's run took for `path`."""
+    if path in base.changed:
+        return base.changed[path]
+    if path in base.elsewhere:
+        return None
+    listed = WorkTreeListing.entry_in(base.records, path)
+    return _checked(listed, path)
+
+
+def _checked(listed: tuple[str, str] | None, path: str) -> Entry | None:
+    if listed is None or not is_checked(path, listed[0]):
+        return None
+    mode, blob = listed
+    return (mode if mode in (SYMLINK_MODE, GITLINK_MODE) else FILE_MODE, blob)
+
+
+def changed_memories(base: Base, listing: WorkTreeListing,
+                     found: Mapping[str, tuple[str, str | None, bytes | None]],
+                     heads: Mapping[str, str]) -> dict[str, tuple[Entry | None, Entry | None]] | None:
+    """`{path: (then, now)}` of the paths whose entry changed since `base`, when they are all
+    memory files a continued run can redo; None when the whole check must run."""
+    if dict(heads) != base.heads:
+        return None
+    candidates = differing_paths(base.records, listing.records)
+    if candidates is None:
+        return None
+    candidates |= base.changed.keys() | base.elsewhere | listing.elsewhere
+    if len(candidates) > 4 * LIMIT:
+        return None
+    delta = {}
+    for path in candidates:
+        then, now = base_entry(base, path), listed_entry(listing, found, path)
+        if then == now:
+            continue
+        if memory_name(path) is None or any(e is not None and e[0] != FILE_MODE for e in (then, now)):
+            return None
+        delta[path] = (then, now)
+    if len(delta) > LIMIT or any(touched_scopes(delta)):
+        return None
+    return delta
+
+
+def case_clash(listing: WorkTreeListing, paths: Iterable[str]) -> bool:
+    """Whether any of `paths` (new memory paths) may equal another listed path ignoring case (a
+    name that is not ASCII counts as one: bytes fold ASCII only)."""
+    records = listing.records
+    lowered: bytes | None = None
+    for path in paths:
+        if not path.isascii():
+            return True
+        lowered = lowered if lowered is not None else records.lower()
+        raw = path.encode()
+        for needle in (b"\t" + raw.lower() + b"\0", b"\0? " + raw.lower() + b"\0"):
+            at = lowered.find(needle)
+            while at >= 0:
+                if records[at + len(needle) - len(raw) - 1:at + len(needle) - 1] != raw:
+                    return True
+                at = lowered.find(needle, at + 1)
+    return False
