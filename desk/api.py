@@ -377,7 +377,7 @@ class Desk(DeskFolder):
 
     def doctor(self, *, repair: bool = False, commits: int = 200) -> Diagnosis:
         """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem remains."""
-        from desk.guard.doctor import diagnose
+        from desk.guard.checkup import diagnose  # git reads while the doctor's modules load
         from desk.results.guard import Diagnosis
 
         return Diagnosis(diagnose(self, repair=repair, commits=commits))

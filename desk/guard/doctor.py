@@ -26,22 +26,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
 from desk.guard.hook_files import installed
 from desk.guard.rules import FileVerdict, check_archive, check_message, secret_verdict
-from desk.guard.validate import current_config, validate_all
+from desk.guard.validate import current_config, validate_all, validate_listed
 from desk.guard.verdicts import VerdictCache
+from desk.guard.whole import DOCTOR_LOCK_WAIT
 from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
 from desk.storage.atomic import TEMP_PREFIX
 from desk.storage.git import (LOCK_STALE_AFTER, PRIVATE_LOCKS, desk_left_index_lock, git_running_in,
                               recorded_git_locks, release_stale_index_lock)
 from desk.storage.lock import desk_lock
 from desk.storage.reading import is_plain_file
-from desk.transaction import Transaction, pending_markers, settle
+
+if TYPE_CHECKING:
+    from desk.guard.whole import EarlyReads
+    from desk.storage.git import StartedListing
 
 STALE_AFTER = float(LOCK_STALE_AFTER)  # seconds before a temp file or a lock of unknown owner is abandoned
-LOCK_WAIT = 5.0
+LOCK_WAIT = DOCTOR_LOCK_WAIT
+# desk.transaction's pending-mutation markers (PENDING_PREFIX), looked for without loading it
+PENDING_MARKERS = "desk-pending-*.json"
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -97,29 +104,40 @@ def _found(report: DoctorReport, check: str, path: str, message: str, safe: bool
 # -- the checks -----------------------------------------------------------------------------
 
 
-def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> DoctorReport:
-    """Run every check; with `repair`, fix what is safe under the desk lock."""
+def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
+             early: EarlyReads | None = None) -> DoctorReport:
+    """Run every check; with `repair`, fix what is safe under the desk lock. `early`: the desk lock
+    taken and git's reads started by desk.guard.whole.diagnose (the entry `desk doctor` uses)."""
     report = DoctorReport(repair=repair)
     history: Callable[[], list[str]] | None = None
+    listing: StartedListing | None = None
+    quiet = early.finish if early is not None else _nothing
     try:
-        with desk_lock(desk.lock_path, timeout=LOCK_WAIT):
+        with early.lock if early is not None else desk_lock(desk.lock_path, timeout=LOCK_WAIT):
             _check_desk_index_lock(desk, report, repair)
             _check_pending(desk, report, repair)
-            _check_index_lock(desk, report, repair, lock_held=True)
-            _check_git_locks(desk, report, repair, lock_held=True)
+            _check_index_lock(desk, report, repair, lock_held=True, quiet=quiet)
+            _check_git_locks(desk, report, repair, lock_held=True, quiet=quiet)
             # The history check's `git rev-list` and the hooks check's `git config` run while the
-            # rule check's `git ls-files` stats the work tree; started only now, as the lock checks
-            # above count the git processes running in the desk.
-            history = _start_reads(desk, commits)
+            # rule check's `git ls-files` stats the work tree; started only now (unless `early`
+            # started them before any repair, and waits for them before a lock check counts the
+            # git processes running in the desk).
+            if early is not None:
+                history, listing = early.history, early.listing
+            else:
+                history = _start_reads(desk, commits)
             if not _check_stopped_merge(desk, report):  # mid-merge files are git's and the person's
                 _check_temp_files(desk, report, repair)
                 _check_torn_archive(desk, report, repair)
-                _check_rules(desk, report, repair)
+                _check_rules(desk, report, repair, listing)
+            elif early is not None:
+                early.finish()
     except ConflictError:
         if history is not None:  # let them finish: the lock checks below count running git processes
             history()
             desk.git.config_values()
             history = None  # the history check asks again
+        quiet()
         report.add("desk-lock", str(desk.lock_path), "another desk process holds the desk lock; "
                    "run doctor again when it is done", "needs-person")
         _check_index_lock(desk, report, False, lock_held=False)
@@ -127,6 +145,10 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200) -> D
     _check_history(desk, report, commits, history)
     _check_hooks(desk, report, repair)
     return report
+
+
+def _nothing() -> None:
+    """No reads to wait for."""
 
 
 def _start_reads(desk: DeskFolder, commits: int) -> Callable[[], list[str]]:
@@ -151,7 +173,12 @@ def _check_stopped_merge(desk: DeskFolder, report: DoctorReport) -> bool:
 
 
 def _check_pending(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
-    """Each interrupted mutation, oldest first: settled by the transaction's recovery."""
+    """Each interrupted mutation, oldest first: settled by the transaction's recovery (loaded only
+    when a marker is there; desk.transaction.pending_markers looks for the same names)."""
+    if not any(desk.git_dir.glob(PENDING_MARKERS)):
+        return
+    from desk.transaction import pending_markers, settle
+
     for marker in pending_markers(desk):
         settled = settle(desk, marker, repair=repair)
         report.add("interrupted", settled.paths, settled.message, settled.status)
@@ -171,7 +198,9 @@ def _check_desk_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool)
                    "blocks every commit; --repair (or any desk command) removes it")
 
 
-def _check_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool) -> None:
+def _check_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool,
+                      quiet: Callable[[], object] = _nothing) -> None:
+    """`quiet()` waits for the reads doctor started: its own git is not a person's."""
     lock = desk.git_dir / "index.lock"
     if lock_held and desk_left_index_lock(desk.git_dir):
         return  # desk's own, reported (and removed) by _check_desk_index_lock
@@ -179,6 +208,7 @@ def _check_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool, *, l
         age = time.time() - lock.stat().st_mtime
     except FileNotFoundError:
         return
+    quiet()
     running = git_running_in(desk.root)
     _unknown_lock(report, "index-lock", lock, str(lock), age, running, repair, lock_held)
 
@@ -204,7 +234,8 @@ def _unknown_lock(report: DoctorReport, check: str, lock: Path, shown: str, age:
                    "blocks git; --repair removes it")
 
 
-def _check_git_locks(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool) -> None:
+def _check_git_locks(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool,
+                     quiet: Callable[[], object] = _nothing) -> None:
     """Every other `*.lock` under .git (refs/heads/main.lock, HEAD.lock, desk's private index locks,
     config.lock, ...). Under the desk lock, one a dead desk git process left (desk.storage.git
     records them) or one of desk's own private index files is desk's debris: repaired at once."""
@@ -227,6 +258,7 @@ def _check_git_locks(desk: DeskFolder, report: DoctorReport, repair: bool, *, lo
             except FileNotFoundError:
                 continue
             if not looked:
+                quiet()
                 running, looked = git_running_in(desk.root), True
             rel = lock.relative_to(git_dir).as_posix()
             owner = recorded.get(lock)
@@ -389,8 +421,11 @@ def _torn_tail(path: Path, chunk: int = 1 << 16) -> bytes | None:
         return file.read(end)
 
 
-def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
-    findings = [f for f in validate_all(desk).errors if f.rule != "archive-torn"]
+def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool,
+                 listing: StartedListing | None = None) -> None:
+    """`validate --all` (`listing`: its listing, started already)."""
+    checked = validate_listed(desk, listing) if listing is not None else validate_all(desk)
+    findings = [f for f in checked.errors if f.rule != "archive-torn"]
     stale = [f for f in findings if f.rule == "index-stale"]
     blocked = _check_blocking_records(desk, report, repair, findings)
     for finding in findings:
@@ -438,6 +473,8 @@ def _check_blocking_records(desk: DeskFolder, report: DoctorReport, repair: bool
 def _reindex(desk: DeskFolder) -> str:
     """`desk reindex` under the lock doctor already holds."""
     from desk.memory.operations import reindex_locked  # the write path: only when repairing
+
+    from desk.transaction import Transaction
 
     result = reindex_locked(Transaction(desk), "user")
     if result.status == "written":

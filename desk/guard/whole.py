@@ -1,22 +1,27 @@
-"""`desk validate --all`'s entry, `validate_all`: git starts listing the work tree first.
+"""The whole-desk checks' first steps, `validate_all` and `EarlyReads`: git starts first.
 
 A module of its own, light to import (desk.storage.git only), so that the listing (`git
 ls-files`, about as costly as `git status`) runs while the process loads the gate (the rules, the
 memory-set rules, the verdict cache and SQLite): desk.guard.validate does the work
-(`validate_listed`) and re-exports this function.
+(`validate_listed`) and re-exports `validate_all`; desk.guard.doctor does the doctor's, started
+by desk.guard.checkup.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import datetime as dt
+    from contextlib import AbstractContextManager
 
     from desk.guard.validate import Report
     from desk.layout import DeskFolder
+    from desk.storage.git import StartedListing
 
 LISTED_FOLDER = ".system/"  # HEAD's tree of it is listed too: every path `needs_old` names lives there
+DOCTOR_LOCK_WAIT = 5.0  # desk.guard.doctor.LOCK_WAIT
 
 
 def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bool = True) -> Report:
@@ -26,3 +31,64 @@ def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bo
     from desk.guard.validate import validate_listed
 
     return validate_listed(desk, started, now, cached=cached)
+
+
+class EarlyReads:
+    """The desk lock, held (`lock`: a context manager whose exit releases it, and whose entry
+    raises the ConflictError met when it could not be taken), and the reads started under it."""
+
+    def __init__(self, desk: DeskFolder, commits: int) -> None:
+        from desk.errors import ConflictError
+        from desk.storage.lock import desk_lock
+
+        self.lock = _Held(desk_lock(desk.lock_path, timeout=DOCTOR_LOCK_WAIT))
+        self._git = desk.git
+        self._history: Callable[[], list[str]] | None = None
+        self._commits: list[str] | None = None
+        self.listing: StartedListing | None = None
+        try:
+            self.lock.take()
+        except ConflictError as exc:
+            self.lock.refused = exc
+            return
+        self.listing = desk.git.start_work_tree_listing(LISTED_FOLDER)
+        desk.git.start_config_values()
+        self._history = desk.git.start_commit_ids(commits) if commits > 0 else list
+
+    def history(self) -> list[str]:
+        """The commits the history check reads (waits for `git rev-list`)."""
+        if self._commits is None:
+            self._commits = self._history() if self._history is not None else []
+        return self._commits
+
+    def finish(self) -> None:
+        """Wait for every read started (their answers are kept): no git of doctor's own runs after."""
+        if self.listing is not None:
+            from desk.errors import GitError
+
+            try:
+                self.listing.result()
+            except GitError:
+                pass  # the rule check asks again and reports it
+        if self._history is not None:
+            self.history()
+            self._git.config_values()
+
+
+class _Held:
+    """A lock taken before the `with` that releases it."""
+
+    def __init__(self, lock: AbstractContextManager[None]) -> None:
+        self._lock = lock
+        self.refused: Exception | None = None
+
+    def take(self) -> None:
+        self._lock.__enter__()
+
+    def __enter__(self) -> None:
+        if self.refused is not None:
+            raise self.refused
+
+    def __exit__(self, *exc: object) -> None:
+        if self.refused is None:
+            self._lock.__exit__(*exc)  # type: ignore[arg-type]

@@ -292,12 +292,16 @@ class StartedListing:
     def __init__(self, listing: _Started, tree: _Started | None) -> None:
         self._listing = listing
         self._tree = tree
+        self._result: tuple[WorkTreeListing, dict[str, str]] | None = None
 
     def result(self) -> tuple[WorkTreeListing, dict[str, str]]:
-        """The listing and `{path: blob}` of HEAD's folder (empty without HEAD); GitError when git fails."""
-        listing = self._listing.wait()[0]
-        tree = self._tree.wait()[0] if self._tree is not None else b""
-        return WorkTreeListing(listing), _parse_ls_tree(tree)
+        """The listing and `{path: blob}` of HEAD's folder (empty without HEAD); GitError when git
+        fails. Asked again, the same answer."""
+        if self._result is None:
+            listing = self._listing.wait()[0]
+            tree = self._tree.wait()[0] if self._tree is not None else b""
+            self._result = WorkTreeListing(listing), _parse_ls_tree(tree)
+        return self._result
 
 
 class StartedChanges:
