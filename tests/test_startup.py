@@ -189,11 +189,13 @@ def test_validate_all_on_an_unchanged_desk_loads_neither_openssl_nor_the_parsers
 
 def test_doctor_loads_neither_the_hooks_installer_nor_openssl(small_desk: DeskFolder, tmp_path: Path) -> None:
     """doctor reads which hooks are installed from desk.guard.hook_files; the installer
-    (desk.guard.hooks) loads only to repair them."""
+    (desk.guard.hooks) loads only to repair them, the transaction's recovery only for a pending
+    mutation or a repair."""
     probe(small_desk, tmp_path, "doctor")
     data = probe(small_desk, tmp_path, "doctor")
     assert loaded(data, RESULTS) == ["desk.results.guard"]
-    assert loaded(data, {"hashlib", "_hashlib", "yaml", "desk.memory.file"} | NEVER - {"desk.guard.doctor"}) == []
+    assert loaded(data, {"hashlib", "_hashlib", "yaml", "desk.memory.file", "desk.transaction"}
+                  | NEVER - {"desk.guard.doctor"}) == []
 
 
 _HOOK_PROBE = """

@@ -61,3 +61,9 @@ def test_repair_reads_after_the_repairs(desk: DeskFolder) -> None:
     report = checkup.diagnose(desk, repair=True)
     assert [p.status for p in report.problems if p.check == "temp-file"] == ["repaired"]
     assert not temp.exists() and checkup.diagnose(desk).ok
+
+
+def test_doctor_looks_for_the_transactions_markers_by_their_name() -> None:
+    from desk.transaction import PENDING_PREFIX
+
+    assert doctor.PENDING_MARKERS == f"{PENDING_PREFIX}*.json"
