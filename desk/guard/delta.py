@@ -1,29 +1,31 @@
 """`validate --all` after a few memories changed: the last run's findings with only their parts redone.
 
 A whole-desk run over 10,000 files reads every cached verdict and renders MEMORY.md from 10,000
-lines; when one memory changed since the last run, that is 99.99% the same work. So each run that
-can be continued leaves a **base** in the verdict cache (desk.guard.verdicts, table `bases`):
-the work-tree listing it saw (git's bytes), the files it read from disk and HEAD's `.system/`
-blobs (exactly what the run's state key hashes), the files checked, the per-file findings of the
-files that have any, and the scopes' findings. The next run whose state is new compares its
-listing with the base's (a common prefix and suffix, found by comparing slices of bytes: the
-records in between name the paths whose index entry or work-tree status changed), the files
-read from disk with the base's, and redoes only the paths whose `(mode, blob)` differs: their
-verdicts (cached by blob, or checked), their MEMORY.md lines spliced into MEMORY.md
-(desk.memory.index.splice_lines, by bisection) and compared with the file.
+lines; when one memory changed since the last run, that is 99.99% the same work. So each run
+leaves a **base** in the verdict cache (desk.guard.verdicts, table `bases`): the work-tree
+listing it saw (git's bytes), the files it read from disk and HEAD's `.system/` blobs (exactly
+what the run's state key hashes), the files checked, the per-file findings of the files that
+have any, the scopes' findings and MEMORY.md as the memories render it. The next run whose state
+is new compares its listing with the base's (a common prefix and suffix, found by comparing
+slices of bytes: the records in between name the paths whose index entry or work-tree status
+changed), the files read from disk with the base's, and redoes only the paths whose `(mode,
+blob)` differs: their verdicts (cached by blob, or checked), their MEMORY.md lines spliced into
+the base's rendered index (desk.memory.index.splice_lines, by bisection), which is compared with
+the file.
 
-A base is left only when that splice is exactly what the whole run computes: MEMORY.md equals
-the index rendered from every memory (no `index-stale`), no two memory names differ in case, every
-memory's entry carries its file's name, no memory holds a `key:` or `evidence:` line and no
-conflict case is open (the keyed-state rules have nothing to read). A run continues a base only
-when every changed path is a memory file (`memory/<name>.md`, a regular file before and after),
-HEAD's `.system/` blobs are the same, a new memory's name equals no other path ignoring case
-(ASCII names only), no changed memory holds a key, the scopes are untouched, and no more than
-`LIMIT` paths changed. Anything else runs the whole check, which leaves a new base. The base is
-keyed by the rules version and desk id (the verdict cache's `rules`) and by the sources of the
-whole-desk rules, this module among them (desk.guard.verdicts.STATE_MODULES), so new code never
-continues an old base. tests/guard/test_delta.py holds every continued run to the whole check's
-findings.
+A base is left only when that splice is exactly what the whole run computes: no two memory names
+differ in case, every memory's entry carries its file's name and sorts as bytes (`_PLAIN_NAME`
+in desk.guard.validate), no memory holds a `key:` or `evidence:` line and no conflict case is
+open (the keyed-state rules have nothing to read). A run continues a base only when every
+changed path is a memory file (`memory/<name>.md`, a regular file before and after) or MEMORY.md
+(a regular file both times), HEAD's `.system/` blobs are the same, a new memory's name equals no
+other path ignoring case (ASCII names only), no changed memory holds a key or a name other than
+its file's, the scopes are untouched, and no more than `LIMIT` paths changed. Anything else runs
+the whole check, which leaves a new base. A continued run keeps the base unless more than a few
+paths changed since it (then it writes its own). The base is keyed by the rules version and desk
+id (the verdict cache's `rules`) and by the sources of the whole-desk rules, this module among
+them (desk.guard.verdicts.STATE_MODULES), so new code never continues an old base.
+tests/guard/test_delta.py holds every continued run to the whole check's findings.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import NamedTuple
 from desk.errors import Finding
 from desk.guard.rules import FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, is_checked
 from desk.guard.scope_index import touched_scopes
-from desk.layout import memory_name
+from desk.layout import INDEX_FILE, memory_name
 from desk.storage.git import WorkTreeListing
 
 LIMIT = 256  # more changed paths than this: the whole check (it costs what 256 misses cost, or less)
@@ -54,33 +56,34 @@ class Base(NamedTuple):
     checked: int
     per_file: dict[str, FileVerdict]  # the verdicts that have findings, by path
     scoped: FileVerdict  # the scopes' generated files' findings
+    rendered: bytes  # MEMORY.md as the memories render it (whatever the file holds)
 
 
-def encode(base: Base) -> tuple[bytes, str]:
-    """The base as a row: the listing's bytes and the rest as JSON."""
+def encode(base: Base) -> tuple[bytes, bytes, str]:
+    """The base as a row: the listing's bytes, the rendered index and the rest as JSON."""
     def verdict(v: FileVerdict) -> list[list[object]]:
         return [[*f, c] for f, c in zip(v.findings, v.conditions)]
 
     rest = {"elsewhere": sorted(base.elsewhere), "changed": {p: list(e) for p, e in base.changed.items()},
             "heads": base.heads, "checked": base.checked,
             "per_file": {p: verdict(v) for p, v in base.per_file.items()}, "scoped": verdict(base.scoped)}
-    return base.records, json.dumps(rest, ensure_ascii=False)
+    return base.records, base.rendered, json.dumps(rest, ensure_ascii=False)
 
 
-def decode(records: object, rest: object) -> Base | None:
+def decode(records: object, index: object, rest: object) -> Base | None:
     """The base of a row; None when the row does not decode."""
     def verdict(rows: list[list[object]]) -> FileVerdict:
         return FileVerdict(tuple(Finding(*row[:5]) for row in rows),  # type: ignore[arg-type]
                            tuple(str(row[5]) for row in rows))
 
     try:
-        if not isinstance(records, bytes) or not isinstance(rest, str):
+        if not isinstance(records, bytes) or not isinstance(index, bytes) or not isinstance(rest, str):
             return None
         data = json.loads(rest)
         return Base(records, frozenset(str(p) for p in data["elsewhere"]),
                     {str(p): (str(e[0]), None if e[1] is None else str(e[1])) for p, e in data["changed"].items()},
                     {str(p): str(b) for p, b in data["heads"].items()}, int(data["checked"]),
-                    {str(p): verdict(v) for p, v in data["per_file"].items()}, verdict(data["scoped"]))
+                    {str(p): verdict(v) for p, v in data["per_file"].items()}, verdict(data["scoped"]), index)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
 
@@ -189,7 +192,10 @@ def changed_memories(base: Base, listing: WorkTreeListing,
         then, now = base_entry(base, path), listed_entry(listing, found, path)
         if then == now:
             continue
-        if memory_name(path) is None or any(e is not None and e[0] != FILE_MODE for e in (then, now)):
+        if path == INDEX_FILE:
+            if then is None or now is None or then[0] != FILE_MODE or now[0] != FILE_MODE:
+                return None
+        elif memory_name(path) is None or any(e is not None and e[0] != FILE_MODE for e in (then, now)):
             return None
         delta[path] = (then, now)
     if len(delta) > LIMIT or any(touched_scopes(delta)):

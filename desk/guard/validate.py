@@ -599,7 +599,7 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
         return [p for lower in {w.lower() for w in wanted} for p in by_lower.get(lower, ())]
 
     memory = MemorySet(index, None, lambda: {}, read, like, all_lines=lambda: every)
-    found_set, _ = check_memory_set(desk, lines, memory, set(memory_paths))
+    found_set, rendered = check_memory_set(desk, lines, memory, set(memory_paths))
     items += [(f, "") for f in found_set]
     changed = {p for p in memory_paths if found[p][2] is not None}  # read already: not tracked as is
     keyed, keyed_work = _keyed_state(desk, memory_paths, verdicts, changed)
@@ -607,19 +607,19 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
     scoped = [(f, "") for f in _work_tree_scope_indexes(desk, found, desk_id)]
     items += scoped
     parts = None
-    if not found_set and not keyed_work and all(
+    if rendered is not None and not any(f.rule == "memory-name-case" for f in found_set) and not keyed_work and all(
             name == memory_name(p) and _PLAIN_NAME.fullmatch(name)
             for p in memory_paths if (entry := verdicts[p].entry) is not None for name in (entry[0],)):
         parts = ({p: v for p, v in verdicts.items() if v.findings},
-                 FileVerdict(tuple(f for f, _ in scoped), tuple(c for _, c in scoped)))
+                 FileVerdict(tuple(f for f, _ in scoped), tuple(c for _, c in scoped)), rendered)
     return report, FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items)), parts
 
 
 # A memory name whose MEMORY.md line splice_lines places exactly (ASCII: bytes sort as code points;
 # no brackets: its line's key is read up to `](`)
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
-Parts = tuple[dict[str, FileVerdict], FileVerdict]
-KEEP: Parts = ({}, FileVerdict((), ()))  # `_continued`'s word for "leave the base as it is"
+Parts = tuple[dict[str, FileVerdict], FileVerdict, bytes]
+KEEP: Parts = ({}, FileVerdict((), ()), b"")  # `_continued`'s word for "leave the base as it is"
 _KEEP_BASE = 16  # a run continuing a base rewrites it when more paths than this changed since
 
 
@@ -627,7 +627,7 @@ def _continued(desk: DeskFolder, cache: VerdictCache, listing: WorkTreeListing,
                found: Mapping[str, tuple[str, str | None, bytes | None]], heads: Mapping[str, str],
                desk_id: str) -> tuple[Report, FileVerdict, Parts | None] | None:
     """`_validate_files`' answer from the base the last run left (desk.guard.delta), redoing only
-    the memories that changed since; None when the whole check must run."""
+    the memories (and MEMORY.md) that changed since; None when the whole check must run."""
     from desk.guard import delta
 
     row = cache.base()
@@ -668,9 +668,9 @@ def _continued(desk: DeskFolder, cache: VerdictCache, listing: WorkTreeListing,
         return None
     from desk.memory.index import splice_lines
 
-    lines = {memory_name(p) or "": _line(verdicts.get(p)) for p in moved}
+    lines = {name: _line(verdicts.get(p)) for p in moved if (name := memory_name(p)) is not None}
     try:
-        expected = splice_lines(index, lines) if index is not None else None
+        expected = splice_lines(base.rendered, lines)
     except (ValueError, UnicodeError):
         expected = None
     if index is None or expected is None:
@@ -689,10 +689,9 @@ def _continued(desk: DeskFolder, cache: VerdictCache, listing: WorkTreeListing,
     report.reused = report.checked - report.computed  # the others' verdicts as the base found them
     # The base stays valid whatever this run found (it describes its own state): it is replaced
     # only when enough changed since it that the next run would redo much (writing the listing
-    # again costs ~2 ms at 10,000 files), and only by a state that may be a base.
-    parts = None if stale else (per_file, base.scoped)
+    # and the index again costs ~2-3 ms at 10,000 files).
     return report, FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items)), (
-        parts if len(moved) > _KEEP_BASE else KEEP)
+        (per_file, base.scoped, expected) if len(moved) > _KEEP_BASE else KEEP)
 
 
 def _work_tree_scope_indexes(desk: DeskFolder, found: Mapping[str, tuple[str, str | None, bytes | None]],

@@ -70,7 +70,7 @@ CREATE TABLE IF NOT EXISTS states (
     rules TEXT NOT NULL, state TEXT NOT NULL, checked INTEGER NOT NULL, findings TEXT,
     PRIMARY KEY (rules, state)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS bases (
-    rules TEXT PRIMARY KEY, records BLOB NOT NULL, rest TEXT NOT NULL) WITHOUT ROWID;
+    rules TEXT PRIMARY KEY, records BLOB NOT NULL, idx BLOB NOT NULL, rest TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS folders (
     path TEXT PRIMARY KEY, ino INTEGER NOT NULL, mtime INTEGER NOT NULL, subdirs TEXT NOT NULL
     ) WITHOUT ROWID;
@@ -273,14 +273,14 @@ class VerdictCache:
             if db.in_transaction:
                 db.rollback()
 
-    def base(self) -> tuple[bytes, str] | None:
+    def base(self) -> tuple[bytes, bytes, str] | None:
         """The row a run of `validate --all` left for the next to continue (desk.guard.delta)."""
-        for records, rest in self._query("SELECT records, rest FROM bases WHERE rules = ?",
-                                         (f"{self.rules}:{_state_key('base')}",)):
-            return records, rest
+        for records, index, rest in self._query("SELECT records, idx, rest FROM bases WHERE rules = ?",
+                                                (f"{self.rules}:{_state_key('base')}",)):
+            return records, index, rest
         return None
 
-    def put_base(self, row: tuple[bytes, str] | None) -> None:
+    def put_base(self, row: tuple[bytes, bytes, str] | None) -> None:
         """Replace the base with `row` (None: leave none)."""
         db = self._connect()
         if db is None:
@@ -289,7 +289,7 @@ class VerdictCache:
             db.execute("BEGIN")
             db.execute("DELETE FROM bases")
             if row is not None:
-                db.execute("INSERT INTO bases VALUES (?, ?, ?)", (f"{self.rules}:{_state_key('base')}", *row))
+                db.execute("INSERT INTO bases VALUES (?, ?, ?, ?)", (f"{self.rules}:{_state_key('base')}", *row))
             db.execute("COMMIT")
         except sqlite3.Error:
             if db.in_transaction:

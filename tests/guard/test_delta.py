@@ -74,14 +74,31 @@ def test_new_and_deleted_memories_against_the_index(desk: DeskFolder) -> None:
     write(desk.root, "memory/zeta.md", memory_text("zeta"))  # untracked, MEMORY.md not regenerated
     report = checked(desk)
     assert report.continued and {f.rule for f in report.errors} == {"index-stale"}
-    reindex_text(desk.root)  # MEMORY.md changed: the whole check, which leaves a new base
+    reindex_text(desk.root)  # MEMORY.md changed: spliced from the base's rendered index
     report = checked(desk)
-    assert report.ok and not report.continued
+    assert report.ok and report.continued
     (desk.root / "memory/alpha.md").unlink()
     report = checked(desk)
     assert report.continued and {f.rule for f in report.errors} == {"index-stale"}
     reindex_text(desk.root)
     assert checked(desk).ok
+
+
+def test_desks_own_commit_is_continued(desk: DeskFolder) -> None:
+    """`desk remember` changes a memory and MEMORY.md in HEAD and the index: both are redone."""
+    from desk.memory.operations import remember
+
+    setup(desk)
+    remember(desk, "kappa", type="fact", description="New one", triggers=["x"], body="Body.")
+    report = checked(desk)
+    assert report.ok and report.continued and report.computed == 2
+    remember(desk, "kappa", type="fact", description="New words", triggers=["x"], body="Body.")
+    remember(desk, "beta", type="fact", description="Beta anew", triggers=["x"], body="Beta body.")
+    report = checked(desk)
+    assert report.ok and report.continued
+    (desk.root / "MEMORY.md").write_text((desk.root / "MEMORY.md").read_text() + "- a line by hand\n")
+    report = checked(desk)
+    assert report.continued and [f.rule for f in report.errors] == ["index-stale"]
 
 
 def test_a_changed_description_is_spliced_where_it_sorts(desk: DeskFolder) -> None:
