@@ -89,58 +89,62 @@ def decode(records: object, index: object, rest: object) -> Base | None:
 
 
 def differing_paths(old: bytes, new: bytes) -> set[str] | None:
-    """The paths named by the records of two listings (`WorkTreeListing.records`) that lie between
-    their common prefix and common suffix: every path whose records differ is among them (git
-    lists paths in order). None when more than LIMIT paths are there."""
-    if old == new:
-        return set()
-    prefix = _common_prefix(old, new, min(len(old), len(new)))
-    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
+    """The paths of the records that are in one of two listings (`WorkTreeListing.records`) and
+    not in the other; None when more than LIMIT paths changed.
+
+    Both are walked together: the next run of equal bytes is skipped by comparing slices (memcmp,
+    `_STEP` bytes at a time), and at a record that differs the two walks meet again where the other
+    listing holds that record (a `find`); what lies between is what changed. Every record not
+    named was matched with an equal record of the other listing, so a few changes cost a few
+    searches whatever the listings' size."""
     paths: set[str] = set()
-    for records in (old, new):
-        start = records.rfind(b"\0", 0, prefix)  # the NUL before the first record that differs
-        # the first NUL inside the common suffix: the records after it are whole and the same in both
-        end = records.find(b"\0", len(records) - suffix) if suffix else len(records) - 1
-        middle = records[start + 1:end] if 0 <= start < end else b""
-        chunks = [r for r in middle.split(b"\0") if r]
-        if len(chunks) > 2 * LIMIT:
-            return None
-        for record in chunks:
-            raw = record[2:] if record[:2] == b"? " else record.partition(b"\t")[2]
-            paths.add(raw.decode("utf-8", "surrogateescape"))
-    return paths if len(paths) <= LIMIT else None
+
+    def name(records: bytes, start: int, end: int) -> None:
+        for record in records[start + 1:end].split(b"\0"):
+            if record:
+                raw = record[2:] if record[:2] == b"? " else record.partition(b"\t")[2]
+                paths.add(raw.decode("utf-8", "surrogateescape"))
+
+    i = j = 0  # each at the NUL before a record (or the last NUL: the listing's end)
+    last_old, last_new = len(old) - 1, len(new) - 1
+    while len(paths) <= LIMIT:
+        back = old.rfind(b"\0", i, i + _common(old, i, new, j))  # the last NUL of the equal run
+        j += back - i
+        i = back
+        if i >= last_old or j >= last_new:
+            name(old, i, last_old)
+            name(new, j, last_new)
+            return paths if len(paths) <= LIMIT else None
+        end_old, end_new = old.index(b"\0", i + 1), new.index(b"\0", j + 1)
+        again = new.find(old[i:end_old + 1], j)  # this record of `old`, later in `new`
+        if again > j:
+            name(new, j, again)
+            j = again
+            continue
+        again = old.find(new[j:end_new + 1], i)
+        if again > i:
+            name(old, i, again)
+            i = again
+            continue
+        name(old, i, end_old)
+        name(new, j, end_new)
+        i, j = end_old, end_new
+    return None
 
 
-def _common_prefix(a: bytes, b: bytes, most: int) -> int:
-    """How many leading bytes `a` and `b` share (at most `most`): slices compared `_STEP` bytes at
-    a time (memcmp; a memoryview compares item by item, 100x slower), then bisection in the step."""
+def _common(a: bytes, i: int, b: bytes, j: int) -> int:
+    """How many bytes `a` from `i` and `b` from `j` share: slices compared `_STEP` bytes at a time
+    (memcmp; a memoryview compares item by item, 100x slower), then bisection within the step."""
+    most = min(len(a) - i, len(b) - j)
     at = 0
-    while at < most and a[at:min(at + _STEP, most)] == b[at:min(at + _STEP, most)]:
+    while at < most and a[i + at:i + min(at + _STEP, most)] == b[j + at:j + min(at + _STEP, most)]:
         at += _STEP
     if at >= most:
         return most
     lo, hi = at, min(at + _STEP, most)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[at:mid] == b[at:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _common_suffix(a: bytes, b: bytes, most: int) -> int:
-    """How many trailing bytes `a` and `b` share, at most `most` (as `_common_prefix`)."""
-    la, lb = len(a), len(b)
-    at = 0
-    while at < most and a[la - min(at + _STEP, most):la - at] == b[lb - min(at + _STEP, most):lb - at]:
-        at += _STEP
-    if at >= most:
-        return most
-    lo, hi = at, min(at + _STEP, most)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[la - mid:la - at] == b[lb - mid:lb - at]:
+        if a[i + at:i + mid] == b[j + at:j + mid]:
             lo = mid
         else:
             hi = mid - 1

@@ -150,8 +150,10 @@ def _decode(findings: str | None, entry: tuple[str, str] | None = None, keyed: b
 
 
 def _current_schema(db: sqlite3.Connection) -> None:
-    """open_cache's check: a cache made before verdicts recorded `keyed` is made anew."""
-    if "keyed" not in {row[1] for row in db.execute("PRAGMA table_info(files)")}:
+    """open_cache's check: a cache made before verdicts recorded `keyed`, or before a base kept its
+    rendered index (desk.guard.delta), is made anew."""
+    if ("keyed" not in {row[1] for row in db.execute("PRAGMA table_info(files)")}
+            or "idx" not in {row[1] for row in db.execute("PRAGMA table_info(bases)")}):
         raise sqlite3.DatabaseError("verdict cache of an older format")
 
 
