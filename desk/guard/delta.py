@@ -185,7 +185,10 @@ def changed_memories(base: Base, listing: WorkTreeListing,
     memory files a continued run can redo; None when the whole check must run."""
     if dict(heads) != base.heads:
         return None
-    candidates = differing_paths(base.records, listing.records)
+    try:
+        candidates = differing_paths(base.records, listing.records)
+    except ValueError:  # a record without its NUL: not a listing git wrote
+        return None
     if candidates is None:
         return None
     candidates |= base.changed.keys() | base.elsewhere | listing.elsewhere
