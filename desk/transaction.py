@@ -196,7 +196,7 @@ class Transaction:
             healed: list[str] = []
         else:
             published = read_published(self.desk.git_dir)
-            changes = git.index_changes(person_index, head, sorted({*paths, *published_paths(published)}))
+            changes = git.index_changes_at(person_index, head, sorted({*paths, *published_paths(published)}))
             healed = stale_write_backs(self.desk, changes, published)
             staged = sorted(c.path for c in changes if c.path in paths and c.path not in healed)
         for path in staged:

@@ -412,6 +412,7 @@ class Git:
         self._git_dir: Path | None = None
         self._objects: tuple[Path | None] | None = None  # `_objects_in_process`, found once
         self._index_built = False  # the last `build_tree` used the private index
+        self._head_trees: tuple[str, dict[str, list[bytes] | None]] | None = None  # `write_trees` read them
 
     def _run(self, *args: str, input: bytes | None = None, check: bool = True,
              read_only: bool = False, own_session: bool = False) -> bytes:
@@ -913,6 +914,7 @@ class Git:
         base = index.with_name(PRIVATE_INDEX + ".base")
         objects = self._objects_in_process()
         self._index_built = private_index or objects is None
+        self._head_trees = None
         if not self._index_built and objects is not None:
             base.unlink(missing_ok=True)  # the private index is not kept in step from here on
             try:
@@ -937,6 +939,8 @@ class Git:
         """`build_tree` without git: the changed folders' trees of `parent`, patched and written."""
         folders = folders_of(list(blobs))
         old = self._trees_of(objects, parent, folders) if parent else {}
+        if parent:
+            self._head_trees = (parent, old)  # `index_changes_at` compares the person's index with them
         root, contents = changed_trees(old, blobs)
         for content in contents:
             write_loose(objects, "tree", content, level=self.loose_compression(),
@@ -1068,6 +1072,65 @@ class Git:
             raise ConflictError(f"git update-ref: {words.strip()}", hint=LOCK_HINT)
         raise GitError(f"git update-ref failed: {words.strip()}",
                        hint="run `desk doctor` to check the desk's git state")
+
+    def index_changes_at(self, index: Path, rev: str, paths: Iterable[str]) -> list[RawChange]:
+        """`index_changes`, read without walking `rev`'s tree when the last `build_tree` read the
+        folders of `paths` in `rev` (a desk commit on top of `rev`): the index's entries for `paths`
+        (one `git ls-files`) compared with those trees' entries. `git diff-index` walks every entry
+        of memory/'s tree against every path asked (~17 ms at 50,000 memories); this reads only
+        the index. Anything unusual (an unmerged entry, a path that is a folder on either side,
+        a folder not read) is left to `index_changes`."""
+        wanted = sorted(set(paths))
+        if not wanted or not index.exists():
+            return []
+        head = self._head_blobs(rev, wanted)
+        if head is None:
+            return self.index_changes(index, rev, wanted)
+        out = self.with_env(GIT_INDEX_FILE=str(index))._run(
+            "ls-files", "-s", "-z", "--", *(f":(literal){p}" for p in wanted), read_only=True)
+        indexed: dict[str, tuple[str, str]] = {}
+        for record in out.split(b"\0"):
+            if record:
+                meta, raw_path = record.split(b"\t", 1)
+                mode, sha, stage = meta.decode().split()
+                path = _path(raw_path)
+                if stage != "0" or path not in head or path in indexed:
+                    return self.index_changes(index, rev, wanted)
+                indexed[path] = (mode, sha)
+        changes = []
+        for path in wanted:
+            old, new = head[path], indexed.get(path)
+            if old == new:
+                continue
+            status = "A" if old is None else "D" if new is None else (
+                "T" if old[0][:2] != new[0][:2] else "M")
+            changes.append(RawChange(path, status, old[0] if old else "000000", new[0] if new else "000000",
+                                     old[1] if old else None, new[1] if new else None))
+        return changes
+
+    def _head_blobs(self, rev: str, paths: list[str]) -> dict[str, tuple[str, str] | None] | None:
+        """`{path: (mode, blob id) or None}` at `rev` from the trees the last `build_tree` read,
+        or None when they do not answer for every path (another commit, a folder not read, a
+        folder where a file is asked)."""
+        if self._head_trees is None or self._head_trees[0] != rev:
+            return None
+        trees = self._head_trees[1]
+        found: dict[str, tuple[str, str] | None] = {}
+        for path in paths:
+            folder, _, name = path.rpartition("/")
+            folder = folder + "/" if folder else ""
+            if folder not in trees:
+                return None
+            entries = trees[folder]
+            at = find_entry(entries, name.encode("utf-8", "surrogateescape")) if entries else None
+            if at is None:
+                found[path] = None
+            elif entry_mode(entries[at]) == TREE_MODE:  # type: ignore[index]
+                return None
+            else:
+                entry = entries[at]  # type: ignore[index]
+                found[path] = (entry_mode(entry).decode().rjust(6, "0"), entry_id(entry))
+        return found
 
     def index_changes(self, index: Path, rev: str, paths: Iterable[str]) -> list[RawChange]:
         """How the index file `index` differs from commit `rev` under `paths`, blob by blob

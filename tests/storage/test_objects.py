@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from desk.storage.git import Git
@@ -263,3 +263,67 @@ def test_a_record_that_does_not_describe_the_object_is_not_used(tmp_path: Path, 
     two = write_loose(objects, "tree", second, segments=record)
     assert _git_reads(root, two) == second
     assert subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True).returncode == 0
+
+
+# -- the person's index compared with the trees build_tree read (Git.index_changes_at) ----------
+
+STAGED = ["a.md", "memory/x.md", "memory/y.md", "memory/sub/z.md", "memory/new.md", "memory.md",
+          "memory/sub", "tool.sh", "link", "zz/deep/er/file.txt", "memory/ü-é.md"]
+
+
+def stage(root: Path, index: Path, how: str, path: str, blob: str) -> None:
+    """Change the index file `index` at `path` as a person's git could."""
+    env = {"GIT_INDEX_FILE": str(index)}
+    zero = "0" * 40
+    lines = {"blob": f"100644 {blob}\t{path}\n",
+             "exec": f"100755 {blob}\t{path}\n",
+             "link": f"120000 {blob}\t{path}\n",
+             "remove": f"0 {zero}\t{path}\n",
+             "unmerged": f"0 {zero}\t{path}\n100644 {blob} 1\t{path}\n100644 {blob} 2\t{path}\n",
+             "below": f"100644 {blob}\t{path}/inner.md\n"}[how]
+    run(root, "update-index", "--index-info", input=lines.encode(), env=env)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example([("link", "memory/x.md"), ("exec", "memory/y.md"), ("remove", "a.md"), ("blob", "memory/new.md")],
+         ["memory/x.md", "a.md", "memory/new.md"])
+@example([("blob", "memory/x.md"), ("unmerged", "memory/y.md")], ["memory/x.md"])
+@example([("below", "memory/x.md")], ["memory/x.md"])
+@given(st.lists(st.tuples(st.sampled_from(["blob", "exec", "link", "remove", "unmerged", "below"]),
+                          st.sampled_from(STAGED)), max_size=4),
+       st.lists(st.sampled_from(STAGED), min_size=1, max_size=6))
+def test_changes_from_the_trees_read_equal_diff_index(repo: tuple[Path, str], staged: list[tuple[str, str]],
+                                                       asked: list[str]) -> None:
+    root, parent = repo
+    git = Git(root)
+    index = root / ".git" / "test-person-index"
+    run(root, "read-tree", parent, env={"GIT_INDEX_FILE": str(index)})
+    other = git.write_blob(b"staged by a person\n")
+    for how, path in staged:
+        stage(root, index, how, path, other)
+    git.build_tree(parent, {p: git.write_blob(b"desk's\n") for p in asked if p != "memory/sub"})
+    paths = sorted({*asked, "MEMORY.md", "memory/y.md"})
+    assert git.index_changes_at(index, parent, paths) == git.index_changes(index, parent, paths)
+
+
+def test_changes_are_read_from_the_index_alone_after_build_tree(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "repo"
+    parent = make_repo(root)
+    git = Git(root)
+    other = git.write_blob(b"staged by a person\n")
+    index = root / ".git" / "index"
+    stage(root, index, "blob", "memory/x.md", other)
+    stage(root, index, "exec", "a.md", run(root, "rev-parse", "HEAD:a.md").strip())
+    expected = git.index_changes(index, parent, ["a.md", "memory/x.md", "memory/y.md"])
+    git.build_tree(parent, {"memory/y.md": git.write_blob(b"desk's\n")})
+    walked: list[str] = []
+    monkeypatch.setattr(Git, "index_changes", lambda self, *a: walked.append("diff-index") or [])
+    assert git.index_changes_at(index, parent, ["a.md", "memory/x.md", "memory/y.md"]) == expected
+    assert [c.status for c in expected] == ["M", "M"] and not walked  # no tree walked by git
+    # Another commit than the one build_tree read, or a folder it did not read: git walks it.
+    git.index_changes_at(index, parent, ["zz/deep/er/file.txt"])
+    git.build_tree(parent, {"memory/y.md": None})
+    other_commit = run(root, "commit-tree", parent + "^{tree}", "-m", "x").strip()
+    git.index_changes_at(index, other_commit, ["memory/x.md"])
+    assert walked == ["diff-index", "diff-index"]
