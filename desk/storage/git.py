@@ -1112,9 +1112,16 @@ class Git:
         """`{path: (mode, blob id) or None}` at `rev` from the trees the last `build_tree` read,
         or None when they do not answer for every path (another commit, a folder not read, a
         folder where a file is asked)."""
-        if self._head_trees is None or self._head_trees[0] != rev:
+        objects = self._objects_in_process()
+        if self._head_trees is None or self._head_trees[0] != rev or objects is None:
             return None
         trees = self._head_trees[1]
+        unread = [f for f in folders_of(paths) if f not in trees]
+        if unread:  # paths of desk's earlier commits elsewhere (small folders, as a rule): read them too
+            try:
+                trees.update(self._trees_of(objects, rev, folders_of([f + "x" for f in unread])))
+            except TreeConflict:
+                return None
         found: dict[str, tuple[str, str] | None] = {}
         for path in paths:
             folder, _, name = path.rpartition("/")

@@ -41,11 +41,12 @@ def test_remember_starts_only_the_commits_own_git_processes(desk: DeskFolder, tm
     sha = _remember(fresh, "traced", "A memory remembered while git traces its processes.")
     monkeypatch.delenv("GIT_TRACE")
     assert sha == git(desk.root, "rev-parse", "HEAD").strip()
-    # No rev-parse, ls-tree, cat-file or ls-files: HEAD from its ref file, the rest from the
+    # No rev-parse, ls-tree or cat-file: HEAD from its ref file, the rest from the
     # mirror; no update-index, write-tree or commit-tree: trees and commit are written in process.
-    # Left: the identity (config), then, under git's index lock, what the person staged, their
+    # Left: the identity (config), then, under git's index lock, what the person staged (their index
+    # entries for desk's paths, compared with the trees already read), their
     # index refreshed for desk's paths, and the compare-and-swap of the branch.
-    assert _git_commands(trace) == ["config", "diff-index", "update-index", "update-ref"]
+    assert _git_commands(trace) == ["config", "ls-files", "update-index", "update-ref"]
     assert git(desk.root, "status", "--porcelain") == ""
     assert "error" not in git(desk.root, "fsck", "--no-progress").lower()
 

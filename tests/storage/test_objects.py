@@ -321,8 +321,10 @@ def test_changes_are_read_from_the_index_alone_after_build_tree(tmp_path: Path,
     monkeypatch.setattr(Git, "index_changes", lambda self, *a: walked.append("diff-index") or [])
     assert git.index_changes_at(index, parent, ["a.md", "memory/x.md", "memory/y.md"]) == expected
     assert [c.status for c in expected] == ["M", "M"] and not walked  # no tree walked by git
-    # Another commit than the one build_tree read, or a folder it did not read: git walks it.
-    git.index_changes_at(index, parent, ["zz/deep/er/file.txt"])
+    # A folder build_tree did not read is read in process too.
+    assert git.index_changes_at(index, parent, ["zz/deep/er/file.txt"]) == [] and not walked
+    # A folder where a file is asked, or another commit than the one build_tree read: git walks it.
+    git.index_changes_at(index, parent, ["memory/sub"])
     git.build_tree(parent, {"memory/y.md": None})
     other_commit = run(root, "commit-tree", parent + "^{tree}", "-m", "x").strip()
     git.index_changes_at(index, other_commit, ["memory/x.md"])
