@@ -116,7 +116,7 @@ class Transaction:
         subject = message.split("\n", 1)[0]
         blobs: dict[str, str | None] = {}
         try:
-            blobs = {p: (git.write_blob(data) if data is not None else None) for p, data in writes.items()}
+            blobs = {p: (git.write_blob(data, before[p]) if data is not None else None) for p, data in writes.items()}
             run_hooks = not only_desk_hooks(git, self.desk.git_dir)
             for _attempt in range(MOVE_ATTEMPTS):
                 head = git.head()

@@ -25,7 +25,7 @@ from typing import Generic, NamedTuple, TypeVar
 from desk.errors import ConflictError, GitError, RejectedError
 from desk.storage.hashing import blake2b_hex
 from desk.storage.hashing import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
-from desk.storage.objects import (TREE_MODE, TreeConflict, changed_trees, commit_bytes, commit_tree_id, entry_id,
+from desk.storage.objects import (SEGMENTED, TREE_MODE, TreeConflict, changed_trees, commit_bytes, commit_tree_id, entry_id,
                                   entry_mode, find_entry, folders_of, read_loose, tree_entries, write_loose)
 
 T = TypeVar("T")
@@ -49,6 +49,7 @@ LOCK_HINT = ("wait for the git command to finish; `desk doctor` lists every lock
              "minutes old (or remove the lock file it names yourself)")
 PRIVATE_INDEX = "desk-index"  # desk's own index in .git/, never the person's
 TREE_SEGMENTS = "desk-tree-segments.json"  # how the last large tree desk wrote was compressed (objects.py)
+BLOB_SEGMENTS = "desk-blob-segments.json"  # the same for the last large blob (MEMORY.md, as a rule)
 NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -413,6 +414,7 @@ class Git:
         self._objects: tuple[Path | None] | None = None  # `_objects_in_process`, found once
         self._index_built = False  # the last `build_tree` used the private index
         self._head_trees: tuple[str, dict[str, list[bytes] | None]] | None = None  # `write_trees` read them
+        self._read_trees: dict[str, tuple[str, bytes]] = {}  # {folder: (id, content)} `_trees_of` read loose
 
     def _run(self, *args: str, input: bytes | None = None, check: bool = True,
              read_only: bool = False, own_session: bool = False) -> bytes:
@@ -855,18 +857,24 @@ class Git:
     # .git/index.lock (git's own lock, so no person's `git commit` can interleave), are the work
     # tree and the person's index brought up to date for desk's paths alone.
 
-    def write_blob(self, data: bytes) -> str:
-        """Store `data` as a loose blob (zlib, fsynced; a no-op when git has it) and return its id."""
-        return self.write_object("blob", data)
+    def write_blob(self, data: bytes, previous: bytes | None = None) -> str:
+        """Store `data` as a loose blob (zlib, fsynced; a no-op when git has it) and return its id.
+        `previous`: the content `data` replaces (a large one is compressed in segments, reusing
+        those of the last large blob written where they are the same)."""
+        return self.write_object("blob", data, previous)
 
-    def write_object(self, kind: str, content: bytes) -> str:
+    def write_object(self, kind: str, content: bytes, previous: bytes | None = None) -> str:
         """Store `content` as an object of `kind` and return its id: a loose object written in
         process (desk.storage.objects), or by `git hash-object -w` where that cannot be (a
         repository whose object format is not SHA-1, or whose objects live elsewhere)."""
         objects = self._objects_in_process()
         if objects is not None:
-            return write_loose(objects, kind, content, blob_sha(content) if kind == "blob" else None,
-                               level=self.loose_compression())
+            if kind != "blob":
+                return write_loose(objects, kind, content, level=self.loose_compression())
+            segments = self.git_dir() / BLOB_SEGMENTS if len(content) >= SEGMENTED else None
+            before = (blob_sha(previous), previous) if segments and previous and len(previous) >= SEGMENTED else None
+            return write_loose(objects, kind, content, blob_sha(content), level=self.loose_compression(),
+                               segments=segments, previous=before)
         return self._run("hash-object", "-w", "-t", kind, "--stdin", input=content).decode().strip()
 
     def loose_compression(self) -> int:
@@ -938,13 +946,14 @@ class Git:
     def write_trees(self, objects: Path, parent: str | None, blobs: Mapping[str, str | None]) -> str:
         """`build_tree` without git: the changed folders' trees of `parent`, patched and written."""
         folders = folders_of(list(blobs))
+        self._read_trees = {}
         old = self._trees_of(objects, parent, folders) if parent else {}
         if parent:
             self._head_trees = (parent, old)  # `index_changes_at` compares the person's index with them
         root, contents = changed_trees(old, blobs)
-        for content in contents:
+        for folder, content in contents:
             write_loose(objects, "tree", content, level=self.loose_compression(),
-                        segments=self.git_dir() / TREE_SEGMENTS)
+                        segments=self.git_dir() / TREE_SEGMENTS, previous=self._read_trees.get(folder))
         return root
 
     def _trees_of(self, objects: Path, commit: str, folders: list[str]) -> dict[str, list[bytes] | None]:
@@ -960,12 +969,13 @@ class Git:
                 found[folder] = None  # its parent has no such entry
                 continue
             obj = read_loose(objects, sha) if sha else None
-            if obj is None or obj[0] != "tree":
+            if sha is None or obj is None or obj[0] != "tree":
                 break
             try:
                 found[folder] = entries = tree_entries(obj[1])
             except ValueError:
                 break  # not as git writes trees: git reads it
+            self._read_trees[folder] = (sha, obj[1])  # read_loose checked its id
             for child in folders:
                 rest = child[len(folder):]
                 if child.startswith(folder) and rest.count("/") == 1:

@@ -207,6 +207,21 @@ def _large_tree(count: int, extra: bytes = b"") -> bytes:
     return b"".join(sorted(entries, key=entry_key))
 
 
+def _pieces(record: dict[str, object]) -> list[tuple[int, ...]]:
+    """A segments record's `(piece length, piece CRC-32, segment length, segment CRC-32)` quads."""
+    from array import array
+
+    flat = array("I")
+    flat.frombytes(bytes.fromhex(str(record["pieces"])))
+    return [tuple(flat[i:i + 4]) for i in range(0, len(flat), 4)]
+
+
+def _flat(pieces: list[tuple[int, ...]]) -> str:
+    from array import array
+
+    return array("I", [n for piece in pieces for n in piece]).tobytes().hex()
+
+
 def _git_reads(root: Path, sha: str) -> bytes:
     return subprocess.run(["git", "cat-file", "tree", sha], cwd=root, check=True, capture_output=True).stdout
 
@@ -222,17 +237,17 @@ def test_large_trees_reuse_the_last_ones_compressed_segments(tmp_path: Path) -> 
     first = _large_tree(3000)
     one = write_loose(objects, "tree", first, segments=record)
     before = json.loads(record.read_text())
-    assert before["sha"] == one and len(before["pieces"]) > 20
+    assert before["sha"] == one and len(_pieces(before)) > 20
     second = _large_tree(3000, b"m001500x.md")
     two = write_loose(objects, "tree", second, segments=record)
     after = json.loads(record.read_text())
     assert after["sha"] == two
-    shared = {tuple(p) for p in before["pieces"]} & {tuple(p) for p in after["pieces"]}
-    assert len(shared) >= len(after["pieces"]) - 2  # all but the piece that gained the entry
+    shared = set(_pieces(before)) & set(_pieces(after))
+    assert len(shared) >= len(_pieces(after)) - 2  # all but the piece that gained the entry
     old_file, new_file = ((objects / s[:2] / s[2:]).read_bytes() for s in (one, two))
     start = 2 + before["head"]  # past the zlib header and the object header's own segment
-    segment = old_file[start:start + before["pieces"][0][2]]
-    assert tuple(before["pieces"][0]) in shared and segment in new_file  # copied, not compressed again
+    segment = old_file[start:start + _pieces(before)[0][2]]
+    assert _pieces(before)[0] in shared and segment in new_file  # copied, not compressed again
     assert _git_reads(root, one) == first and _git_reads(root, two) == second
     assert object_id("tree", second) == two
     assert subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True).returncode == 0
@@ -252,8 +267,10 @@ def test_a_record_that_does_not_describe_the_object_is_not_used(tmp_path: Path, 
     one = write_loose(objects, "tree", _large_tree(2000), segments=record)
     kept = json.loads(record.read_text())
     if damage == "record":
-        kept["pieces"][3][2] += 1
-        kept["pieces"][4][2] -= 1
+        pieces = _pieces(kept)
+        pieces[3] = (*pieces[3][:2], pieces[3][2] + 1, pieces[3][3])
+        pieces[4] = (*pieces[4][:2], pieces[4][2] - 1, pieces[4][3])
+        kept["pieces"] = _flat(pieces)
         record.write_text(json.dumps(kept))
     else:
         path = objects / one[:2] / one[2:]
@@ -263,6 +280,116 @@ def test_a_record_that_does_not_describe_the_object_is_not_used(tmp_path: Path, 
     two = write_loose(objects, "tree", second, segments=record)
     assert _git_reads(root, two) == second
     assert subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True).returncode == 0
+
+
+def test_a_record_that_lies_with_a_good_checksum_is_caught_by_the_segments_crc(tmp_path: Path) -> None:
+    """With the object the record describes at hand (`previous`), pieces are compared with its
+    bytes and segments with their CRC-32 instead of decompressing the new stream: a record whose
+    segment lengths are wrong but whose own checksum was made to fit still never yields a broken
+    object, and the segments it describes rightly are still reused."""
+    import json
+
+    from desk.storage.objects import _record_check
+
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    objects, record = root / ".git" / "objects", root / ".git" / "desk-tree-segments.json"
+    first = _large_tree(2000)
+    one = write_loose(objects, "tree", first, segments=record)
+    kept = json.loads(record.read_text())
+    pieces = _pieces(kept)
+    pieces[3] = (*pieces[3][:2], pieces[3][2] + 1, pieces[3][3])  # every later segment shifted by a byte
+    kept["pieces"] = _flat(pieces)
+    kept["check"] = _record_check(kept)
+    record.write_text(json.dumps(kept))
+    second = _large_tree(2000, b"m001999x.md")
+    two = write_loose(objects, "tree", second, segments=record, previous=(one, first))
+    assert _git_reads(root, two) == second
+    assert subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True).returncode == 0
+    old_file, new_file = ((objects / s[:2] / s[2:]).read_bytes() for s in (one, two))
+    start = 2 + kept["head"]
+    assert old_file[start:start + pieces[0][2]] in new_file  # a segment described rightly: reused
+
+
+def test_a_record_that_names_another_piece_is_caught_by_comparing_the_bytes(tmp_path: Path) -> None:
+    """A record (checksum made to fit) claiming one of the old segments holds the piece that
+    actually changed: the piece is compared with the previous object's bytes, so the old segment
+    is not copied in its place."""
+    import json
+    import zlib
+
+    from desk.storage.objects import _CUTS, _record_check
+    from desk.storage.objects import _pieces as cut
+
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    objects, record = root / ".git" / "objects", root / ".git" / "desk-tree-segments.json"
+    first = _large_tree(2000)
+    one = write_loose(objects, "tree", first, segments=record)
+    second = _large_tree(2000, b"m000002x.md")  # into the first piece
+    start = len(b"tree %d\0" % len(second))
+    old_pieces = set(cut(b"tree %d\0" % len(first) + first, start, _CUTS["tree"]))
+    changed = next(p for p in cut(b"tree %d\0" % len(second) + second, start, _CUTS["tree"]) if p not in old_pieces)
+    kept = json.loads(record.read_text())
+    pieces = _pieces(kept)
+    pieces[0] = (len(changed), zlib.crc32(changed), *pieces[0][2:])  # "segment 0 holds the changed piece"
+    kept["pieces"] = _flat(pieces)
+    kept["check"] = _record_check(kept)
+    record.write_text(json.dumps(kept))
+    two = write_loose(objects, "tree", second, segments=record, previous=(one, first))
+    assert _git_reads(root, two) == second
+    assert subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True).returncode == 0
+
+
+def _index_text(names: list[str]) -> bytes:
+    lines = [f"- [{n}](memory/{n}.md) — what {n} is about\n" for n in sorted(names)]
+    return ("# MEMORY.md\n\n" + "".join(lines)).encode()
+
+
+def test_a_spliced_large_blob_reuses_the_last_ones_segments_without_decompressing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MEMORY.md, a line spliced in: its blob copies the segments of HEAD's MEMORY.md blob it
+    shares (checked against HEAD's bytes, not by decompressing); git reads it, fsck is clean."""
+    import json
+    import zlib
+
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    git = Git(root)
+    names = [f"m{i:06d}" for i in range(1500)] + [f"{w}-{v}" for w in ("dark", "tabs", "coffee", "git")
+                                                 for v in ("mode", "setting", "team", "habit", "note")]
+    first = _index_text(names)
+    one = git.write_blob(first)
+    record = root / ".git" / "desk-blob-segments.json"
+    before = json.loads(record.read_text())
+    assert before["sha"] == one and len(_pieces(before)) > 8
+    second = _index_text([*names, "m000750a"])
+    decompressed: list[int] = []
+    real = zlib.decompress
+    monkeypatch.setattr(zlib, "decompress", lambda data, *a: decompressed.append(1) or real(data, *a))
+    two = git.write_blob(second, first)
+    monkeypatch.undo()
+    after = json.loads(record.read_text())
+    assert after["sha"] == two and not decompressed
+    assert len(set(_pieces(before)) & set(_pieces(after))) >= len(_pieces(after)) - 2
+    assert run(root, "cat-file", "blob", two).encode() == second
+    assert subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True).returncode == 0
+    # Without HEAD's bytes (or with bytes the record does not describe) the stream is checked whole.
+    three = git.write_blob(_index_text([*names, "m000750b"]), b"x" * 70000)
+    assert run(root, "cat-file", "blob", three).encode() == _index_text([*names, "m000750b"])
+
+
+def test_a_large_blob_that_does_not_cut_is_compressed_whole_and_keeps_the_record(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    git = Git(root)
+    git.write_blob(_index_text([f"m{i:06d}" for i in range(1500)]))
+    record = root / ".git" / "desk-blob-segments.json"
+    kept = record.read_bytes()
+    plain = b"no links here\n" * 10000
+    sha = git.write_blob(plain)
+    assert record.read_bytes() == kept
+    assert run(root, "cat-file", "blob", sha).encode() == plain
 
 
 # -- the person's index compared with the trees build_tree read (Git.index_changes_at) ----------
