@@ -12,8 +12,8 @@ memories), or with `--history one` as a single commit. The plain commits go to a
 (`--baseline twin`, the default): a person's commit of a memory file between two remembers would
 leave MEMORY.md behind and make each remember render and scan it whole (`--baseline same` measures
 that). The machine is shared and noisy: each desk
-operation is paired with its baseline in the same loop and medians are compared, so a slow moment
-hits both sides. Start-up runs in a neutral folder, so `python -m desk` imports the desk this
+operation is paired with its baseline in the same loop, and each round visits every size in turn,
+and medians are compared, so a slow moment hits both sides and every size. Start-up runs in a neutral folder, so `python -m desk` imports the desk this
 interpreter has installed, never a `desk/` folder in the current directory.
 """
 
@@ -98,29 +98,34 @@ def build_desk(root: Path, size: int, history: str) -> DeskFolder:
     return desk
 
 
-def time_remember_vs_git(desk: DeskFolder, rounds: int, twin: Path | None = None) -> tuple[float, float]:
-    """Medians of `remember` and of a plain `git add` + `git commit -- path`, paired round by round.
+def time_remember_vs_git(desks: dict[int, tuple[DeskFolder, Path | None]], rounds: int
+                         ) -> dict[int, tuple[float, float]]:
+    """Medians of `remember` and of a plain `git add` + `git commit -- path` for each desk size,
+    paired round by round; each round visits every size in turn, so a busy moment of the shared
+    machine hits every size alike and the growth ratio compares like with like.
 
-    The plain commits go to `twin` (a copy of the desk) when given, else to the desk itself; there
-    each round's `remember` follows a person's commit of a memory file that left MEMORY.md behind,
-    so it catches up, renders MEMORY.md whole and scans it whole (desk.memory.mirror), not the
-    steady state of consecutive remembers."""
-    ours, plain = [], []
-    target = twin or desk.root
+    The plain commits go to the desk's twin (a copy of it) when there is one, else to the desk
+    itself; there each round's `remember` follows a person's commit of a memory file that left
+    MEMORY.md behind, so it catches up, renders MEMORY.md whole and scans it whole
+    (desk.memory.mirror), not the steady state of consecutive remembers."""
+    times: dict[int, tuple[list[float], list[float]]] = {size: ([], []) for size in desks}
     for i in range(rounds):
-        t0 = time.perf_counter()
-        remember(desk, f"bench-{i:04d}", type="fact", description=f"bench memory {i}",
-                 body=f"Fact recorded by the benchmark, round {i}.", now=NOW)
-        t1 = time.perf_counter()
-        # The same kind of file in the same folder: git rebuilds memory/'s tree object either way.
-        path = target / "memory" / f"plain-{i:04d}.md"
-        path.write_bytes(memory_bytes(f"plain-{i:04d}", i))
-        git(target, "add", "--", str(path))
-        git(target, *NO_HOOKS, "commit", "-q", "-m", f"plain {i}", "--", str(path))
-        t2 = time.perf_counter()
-        ours.append(t1 - t0)
-        plain.append(t2 - t1)
-    return statistics.median(ours), statistics.median(plain)
+        for size, (desk, twin) in desks.items():
+            ours, plain = times[size]
+            target = twin or desk.root
+            t0 = time.perf_counter()
+            remember(desk, f"bench-{i:04d}", type="fact", description=f"bench memory {i}",
+                     body=f"Fact recorded by the benchmark, round {i}.", now=NOW)
+            t1 = time.perf_counter()
+            # The same kind of file in the same folder: git rebuilds memory/'s tree object either way.
+            path = target / "memory" / f"plain-{i:04d}.md"
+            path.write_bytes(memory_bytes(f"plain-{i:04d}", i))
+            git(target, "add", "--", str(path))
+            git(target, *NO_HOOKS, "commit", "-q", "-m", f"plain {i}", "--", str(path))
+            t2 = time.perf_counter()
+            ours.append(t1 - t0)
+            plain.append(t2 - t1)
+    return {size: (statistics.median(ours), statistics.median(plain)) for size, (ours, plain) in times.items()}
 
 
 def time_startup(rounds: int, python: str, cwd: Path) -> tuple[float, float]:
@@ -158,17 +163,21 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="desk-bench-"))
     results: dict[int, tuple[float, float, int]] = {}
     try:
+        desks: dict[int, tuple[DeskFolder, Path | None]] = {}
+        depths: dict[int, int] = {}
         for size in sizes:
             t0 = time.perf_counter()
             desk = build_desk(work / f"desk-{size}", size, args.history)
-            depth = commits(desk)
-            print(f"built a {size}-memory desk with {depth} commits in {time.perf_counter() - t0:.1f} s", flush=True)
+            depths[size] = commits(desk)
+            print(f"built a {size}-memory desk with {depths[size]} commits in {time.perf_counter() - t0:.1f} s",
+                  flush=True)
             twin = None
             if args.baseline == "twin":
                 twin = work / f"twin-{size}"
                 shutil.copytree(desk.root, twin, symlinks=True)
-            ours, plain = time_remember_vs_git(desk, args.rounds, twin)
-            results[size] = (ours, plain, depth)
+            desks[size] = (desk, twin)
+        for size, (ours, plain) in time_remember_vs_git(desks, args.rounds).items():
+            results[size] = (ours, plain, depths[size])
         empty = work / "cwd"  # start-up runs here: nothing in it for `-m` to import instead
         empty.mkdir()
         ours_s, base_s = time_startup(args.rounds, args.python, empty)
