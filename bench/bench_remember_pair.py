@@ -4,14 +4,21 @@
   in process:    remember vs the plain add + commit                                target <= 1.5x
   whole process: (`desk remember` - `desk --help`) vs the plain add + commit        target <= 1.5x
 
+  growth:        in-process remember at the largest desk vs at the smallest        target <= 1.5x
+
 Usage: python bench/bench_remember_pair.py --python main=/tmp/vmain/bin/python
-           --python branch=/tmp/v/bin/python [--size 10000] [--rounds 11]
+           --python branch=/tmp/v/bin/python [--size 10000 | --size 100,10000,50000]
+           [--history full|one] [--rounds 11]
 
 Each install is a virtual environment with desk installed non-editable (bench/README.md, "Two
 versions in one run"); its `desk` script sits beside its python. The desk is built once, with this
 interpreter's desk, as `bench_core.py` builds it (N memories, N commits), and copied per install,
-so neither version's caches are read by the other. Each round runs every install once, the order
-alternating; a slow moment of the shared machine then hits both. Medians are compared.
+so neither version's caches are read by the other. Each round runs every install once at every
+size, the order of the installs alternating; a slow moment of the shared machine then hits every
+install and every size. Medians are compared. With several sizes, each install's growth is its
+in-process median at each size over the one at the smallest, all from the same rounds.
+`--history one` builds each desk as one commit (a 50,000-memory desk with 50,000 commits takes
+~11 minutes to build).
 """
 
 from __future__ import annotations
@@ -64,50 +71,60 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--python", action="append", required=True, metavar="NAME=PATH",
                         help="an install to measure: a name and its interpreter (give two or more)")
-    parser.add_argument("--size", type=int, default=10000, help="memories (and commits) in the desk")
+    parser.add_argument("--size", default="10000",
+                        help="memories (and commits) in the desk; several, comma-separated, for growth")
+    parser.add_argument("--history", choices=("full", "one"), default="full",
+                        help="full: one commit per memory (default); one: all memories in one commit")
     parser.add_argument("--rounds", type=int, default=11)
     args = parser.parse_args()
     print(describe(sys.argv))
     pythons = dict(spec.split("=", 1) for spec in args.python)
+    sizes = [int(n) for n in str(args.size).split(",")]
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_ENV)
     work = Path(tempfile.mkdtemp(prefix="desk-pair-"))
+    runs = [(name, size) for size in sizes for name in pythons]
     try:
-        t0 = time.perf_counter()
-        built = build_desk(work / "desk", args.size, "full").root
-        print(f"built a {args.size}-memory desk in {time.perf_counter() - t0:.1f} s", flush=True)
         desks, twins = {}, {}
-        for name in pythons:
-            desks[name] = work / f"desk-{name}"
-            # The plain commits go to a twin of the desk (same size and history): a person's commit
-            # of a memory file in the desk itself would leave MEMORY.md behind and make every
-            # remember render and scan it whole, which is not remember's steady state.
-            twins[name] = work / f"twin-{name}"
-            for copy in (desks[name], twins[name]):
-                shutil.copytree(built, copy, symlinks=True)
-                git(copy, "update-index", "-q", "--refresh")  # a copy's stat data is new
-        results = {name: {"remember": [], "plain": [], "cli": [], "help": [], "cli-plain": []}
-                   for name in pythons}
-        kids = {name: subprocess.Popen([py, "-c", CHILD, str(desks[name])], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, text=True, env=env, cwd=work)
-                for name, py in pythons.items()}
+        for size in sizes:
+            t0 = time.perf_counter()
+            built = build_desk(work / f"desk-{size}", size, args.history).root
+            print(f"built a {size}-memory desk in {time.perf_counter() - t0:.1f} s", flush=True)
+            for name in pythons:
+                desks[name, size] = work / f"desk-{name}-{size}"
+                # The plain commits go to a twin of the desk (same size and history): a person's commit
+                # of a memory file in the desk itself would leave MEMORY.md behind and make every
+                # remember render and scan it whole, which is not remember's steady state.
+                twins[name, size] = work / f"twin-{name}-{size}"
+                for copy in (desks[name, size], twins[name, size]):
+                    shutil.copytree(built, copy, symlinks=True)
+                    git(copy, "update-index", "-q", "--refresh")  # a copy's stat data is new
+            shutil.rmtree(built)
+        results = {run: {"remember": [], "plain": [], "cli": [], "help": [], "cli-plain": []} for run in runs}
+        kids = {(name, size): subprocess.Popen([pythons[name], "-c", CHILD, str(desks[name, size])],
+                                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                               env=env, cwd=work)
+                for name, size in runs}
         for i in range(-1, args.rounds):  # round -1 warms up: the mirror catches up with the copy
-            for name in (list(pythons) if i % 2 == 0 else list(reversed(list(pythons)))):
-                stdin, stdout = kids[name].stdin, kids[name].stdout
-                assert stdin is not None and stdout is not None
-                stdin.write(f"{i + 1}\n")
-                stdin.flush()
-                ours = float(stdout.readline())
-                plain = plain_commit(twins[name], f"plain-{i + 1:04d}", i + 1)
-                desk_cli = str(Path(pythons[name]).with_name("desk"))
-                cli = timed([desk_cli, "remember", f"cli-{i + 1:04d}", "--type", "fact", "--description",
-                             f"cli memory {i}", f"Fact {i} recorded through the command line."], desks[name], env)
-                help_ = timed([desk_cli, "--help"], desks[name], env)
-                cli_plain = plain_commit(twins[name], f"cli-plain-{i + 1:04d}", i + 1)
-                if i >= 0:
-                    for key, value in (("remember", ours), ("plain", plain), ("cli", cli), ("help", help_),
-                                       ("cli-plain", cli_plain)):
-                        results[name][key].append(value)
+            for size in sizes:
+                for name in (list(pythons) if i % 2 == 0 else list(reversed(list(pythons)))):
+                    run = (name, size)
+                    stdin, stdout = kids[run].stdin, kids[run].stdout
+                    assert stdin is not None and stdout is not None
+                    stdin.write(f"{i + 1}\n")
+                    stdin.flush()
+                    ours = float(stdout.readline())
+                    plain = plain_commit(twins[run], f"plain-{i + 1:04d}", i + 1)
+                    desk_cli = str(Path(pythons[name]).with_name("desk"))
+                    cli = timed([desk_cli, "remember", f"cli-{i + 1:04d}", "--type", "fact", "--description",
+                                 f"cli memory {i}", f"Fact {i} recorded through the command line."],
+                                desks[run], env)
+                    help_ = timed([desk_cli, "--help"], desks[run], env)
+                    cli_plain = plain_commit(twins[run], f"cli-plain-{i + 1:04d}", i + 1)
+                    if i >= 0:
+                        for key, value in (("remember", ours), ("plain", plain), ("cli", cli), ("help", help_),
+                                           ("cli-plain", cli_plain)):
+                            results[run][key].append(value)
         for kid in kids.values():
             assert kid.stdin is not None
             kid.stdin.close()
@@ -115,14 +132,24 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()
-    for name, got in results.items():
-        m = {key: statistics.median(values) * 1000 for key, values in got.items()}
+    medians = {run: {key: statistics.median(values) * 1000 for key, values in got.items()}
+               for run, got in results.items()}
+    for (name, size), m in medians.items():
         in_process = m["remember"] / m["plain"]
         whole = (m["cli"] - m["help"]) / m["cli-plain"]
-        print(f"{name}: in process {m['remember']:.1f} ms vs {m['plain']:.1f} ms, {in_process:.2f}x "
+        print(f"{name} at {size}: in process {m['remember']:.1f} ms vs {m['plain']:.1f} ms, {in_process:.2f}x "
               f"({'OK' if in_process <= 1.5 else 'MISSED'}); whole process desk remember {m['cli']:.1f} ms, "
               f"--help {m['help']:.1f} ms, plain {m['cli-plain']:.1f} ms: (remember - help) / plain "
               f"{whole:.2f}x ({'OK' if whole <= 1.5 else 'MISSED'})")
+    for name in pythons:
+        small = medians[name, sizes[0]]
+        for size in sizes[1:]:
+            m = medians[name, size]
+            growth = m["remember"] / small["remember"]
+            print(f"{name} growth {sizes[0]} -> {size}: in process {growth:.2f}x (target <= 1.5) "
+                  f"{'OK' if growth <= 1.5 else 'MISSED'}; whole process (remember - help) "
+                  f"{(m['cli'] - m['help']) / (small['cli'] - small['help']):.2f}x; plain git's own "
+                  f"{m['plain'] / small['plain']:.2f}x")
 
 
 if __name__ == "__main__":
