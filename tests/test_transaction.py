@@ -10,7 +10,7 @@ from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.transaction import transaction
 from tests.conftest import git
-from tests.guard_helpers import commit
+from tests.guard_helpers import add_commit, commit
 
 NOW = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.timezone.utc)
 
@@ -50,3 +50,27 @@ def test_without_an_index_the_person_gets_one(desk: DeskFolder) -> None:
              now=NOW)
     assert "memory/fresh.md" in git(desk.root, "ls-files", "memory/")
     assert not (desk.git_dir / "index.lock").exists()
+
+
+def test_a_racily_clean_entry_of_the_persons_index_stays_racy(desk: DeskFolder) -> None:
+    """git trusts an index entry's stat data only for files older than the index file itself (a
+    file changed in the second the index was written may look clean: "racy git"). desk hands git
+    the person's index as it is, timestamp included, so git still checks such a file's content,
+    and a change in it is not lost when desk refreshes its own paths (a copy, younger than the
+    file, would have made the entry look clean for good)."""
+    root = desk.root
+    git(root, "config", "core.trustctime", "false")  # the test sets mtimes; ctime cannot be set
+    notes = root / "notes.txt"
+    notes.write_text("aaaa\n")
+    assert add_commit(root, "a person's file", "notes.txt").returncode == 0
+    when = int(notes.stat().st_mtime) - 100
+    os.utime(notes, (when, when))
+    git(root, "update-index", "--refresh")  # the entry records mtime `when`
+    with open(notes, "r+b") as edit:  # same size, same inode, the mtime set back: only content differs
+        edit.write(b"bbbb\n")
+    os.utime(notes, (when, when))
+    os.utime(desk.git_dir / "index", (when, when))  # the index written in that same second
+    # (a status that may write the index would smudge the entry itself: this one must not)
+    assert git(root, "--no-optional-locks", "status", "--porcelain", "--", "notes.txt").strip() == "M notes.txt"
+    remember(desk, "racy", type="fact", description="About racy git", body="A fact.", triggers=["t"], now=NOW)
+    assert git(root, "status", "--porcelain", "--", "notes.txt").strip() == "M notes.txt"
