@@ -74,3 +74,29 @@ def test_a_racily_clean_entry_of_the_persons_index_stays_racy(desk: DeskFolder) 
     assert git(root, "--no-optional-locks", "status", "--porcelain", "--", "notes.txt").strip() == "M notes.txt"
     remember(desk, "racy", type="fact", description="About racy git", body="A fact.", triggers=["t"], now=NOW)
     assert git(root, "status", "--porcelain", "--", "notes.txt").strip() == "M notes.txt"
+
+
+def test_a_desk_with_gits_split_index_commits_and_the_persons_git_works(desk: DeskFolder) -> None:
+    """`core.splitIndex` (git rewrites only a small part of a large index at each change): desk's
+    commits leave a split index git reads, and the person's own status, add and commit (through
+    desk's hooks) work on it."""
+    root = desk.root
+    git(root, "config", "core.splitIndex", "true")
+    git(root, "update-index", "--split-index")
+    assert list(desk.git_dir.glob("sharedindex.*"))
+    for name in ("split-one", "split-two"):
+        remember(desk, name, type="fact", description=f"About {name}", body=f"{name} fact.", triggers=["t"],
+                 now=NOW)
+    assert git(root, "status", "--porcelain") == ""
+    assert "memory/split-two.md" in git(root, "ls-files", "memory/")
+    assert b"link" in (desk.git_dir / "index").read_bytes()  # still split: git wrote only the split part
+    (root / "notes.txt").write_text("a person's notes\n")
+    assert add_commit(root, "a person's file", "notes.txt").returncode == 0
+    memory = root / "memory" / "split-one.md"
+    memory.write_text(memory.read_text().replace("split-one fact.", "split-one fact, edited by hand."))
+    done = add_commit(root, "a person's edit of a memory", "memory/split-one.md")  # desk's pre-commit hook runs
+    assert done.returncode == 0, done.stderr
+    assert git(root, "status", "--porcelain") == ""
+    remember(desk, "split-three", type="fact", description="About three", body="Three.", triggers=["t"], now=NOW)
+    assert git(root, "status", "--porcelain") == ""
+    assert "error" not in git(root, "fsck", "--no-progress").lower()
