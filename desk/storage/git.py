@@ -25,8 +25,9 @@ from typing import Generic, NamedTuple, TypeVar
 from desk.errors import ConflictError, GitError, RejectedError
 from desk.storage.hashing import blake2b_hex
 from desk.storage.hashing import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
-from desk.storage.objects import (SEGMENTED, TREE_MODE, TreeConflict, changed_trees, commit_bytes, commit_tree_id, entry_id,
-                                  entry_mode, find_entry, folders_of, read_loose, tree_entries, write_loose)
+from desk.storage.objects import (SEGMENTED, TREE_MODE, TreeConflict, changed_trees, commit_bytes, commit_tree_id,
+                                  entry_id, entry_mode, find_entry, folders_of, keep_raw, read_kept, read_loose,
+                                  tree_entries, write_loose)
 
 T = TypeVar("T")
 
@@ -50,6 +51,7 @@ LOCK_HINT = ("wait for the git command to finish; `desk doctor` lists every lock
 PRIVATE_INDEX = "desk-index"  # desk's own index in .git/, never the person's
 TREE_SEGMENTS = "desk-tree-segments.json"  # how the last large tree desk wrote was compressed (objects.py)
 BLOB_SEGMENTS = "desk-blob-segments.json"  # the same for the last large blob (MEMORY.md, as a rule)
+TREE_KEPT = "desk-tree-kept"  # the last large tree desk wrote, uncompressed (objects.keep_raw)
 NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -952,8 +954,10 @@ class Git:
             self._head_trees = (parent, old)  # `index_changes_at` compares the person's index with them
         root, contents = changed_trees(old, blobs)
         for folder, content in contents:
-            write_loose(objects, "tree", content, level=self.loose_compression(),
-                        segments=self.git_dir() / TREE_SEGMENTS, previous=self._read_trees.get(folder))
+            sha = write_loose(objects, "tree", content, level=self.loose_compression(),
+                              segments=self.git_dir() / TREE_SEGMENTS, previous=self._read_trees.get(folder))
+            if len(content) >= SEGMENTED:
+                keep_raw(self.git_dir() / TREE_KEPT, sha, content)
         return root
 
     def _trees_of(self, objects: Path, commit: str, folders: list[str]) -> dict[str, list[bytes] | None]:
@@ -968,7 +972,8 @@ class Git:
             if sha is None and folder:
                 found[folder] = None  # its parent has no such entry
                 continue
-            obj = read_loose(objects, sha) if sha else None
+            kept = read_kept(self.git_dir() / TREE_KEPT, "tree", sha) if sha else None
+            obj = ("tree", kept) if kept is not None else read_loose(objects, sha) if sha else None
             if sha is None or obj is None or obj[0] != "tree":
                 break
             try:

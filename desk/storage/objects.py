@@ -253,6 +253,27 @@ def _keep_segments(segments: Path, sha: str, data: bytes, level: int, head: int,
     os.replace(tmp, segments)
 
 
+def keep_raw(path: Path, sha: str, content: bytes) -> None:
+    """Keep the content of object `sha` uncompressed in `path` (derived, no fsync): the next commit
+    reads memory/'s tree from here instead of inflating it (~4 ms at 50,000 memories)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(sha.encode() + b"\n" + content)
+    os.replace(tmp, path)
+
+
+def read_kept(path: Path, kind: str, sha: str) -> bytes | None:
+    """The content `keep_raw` kept for `sha`, when it is that object's (its id is checked)."""
+    head = sha.encode() + b"\n"
+    try:
+        with open(path, "rb") as kept:
+            if kept.read(len(head)) != head:
+                return None  # another object's: not read further
+            content = kept.read()
+    except OSError:
+        return None
+    return content if object_id(kind, content) == sha else None
+
+
 def read_loose(objects: Path, sha: str) -> tuple[str, bytes] | None:
     """`(kind, content)` of the loose object `sha`, or None when it is not stored loose here
     (packed, in an alternate, or absent) or does not read back as that object."""

@@ -456,3 +456,46 @@ def test_changes_are_read_from_the_index_alone_after_build_tree(tmp_path: Path,
     other_commit = run(root, "commit-tree", parent + "^{tree}", "-m", "x").strip()
     git.index_changes_at(index, other_commit, ["memory/x.md"])
     assert walked == ["diff-index", "diff-index"]
+
+
+def _large_folder_commit(root: Path, count: int) -> str:
+    """A commit whose memory/ holds `count` files (all one blob): a tree of ~40 bytes an entry."""
+    run(root, "init", "-q")
+    blob = run(root, "hash-object", "-w", "--stdin", input=b"same\n").strip()
+    lines = "".join(f"100644 {blob}\tmemory/m{i:06d}.md\n" for i in range(count))
+    env = {"GIT_INDEX_FILE": str(root / ".git" / "test-index")}
+    run(root, "update-index", "--index-info", input=lines.encode(), env=env)
+    tree = run(root, "write-tree", env=env).strip()
+    return run(root, "commit-tree", tree, "-m", "large", env=env).strip()
+
+
+@pytest.mark.parametrize("kept", ["as written", "damaged", "another tree's"])
+def test_the_last_large_tree_is_read_back_uncompressed_only_when_it_is_that_tree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: str) -> None:
+    """memory/'s tree, once desk wrote it, is read at the next commit from `.git/desk-tree-kept`
+    (no inflating); a kept file that is damaged, or another tree's, is not used."""
+    import desk.storage.git as git_module
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    parent = _large_folder_commit(root, 2000)
+    git = Git(root)
+    blob = git.write_blob(b"desk's\n")
+    first = git.build_tree(parent, {"memory/a-new.md": blob})
+    second_parent = run(root, "commit-tree", first, "-p", parent, "-m", "desk").strip()
+    path = root / ".git" / "desk-tree-kept"
+    assert path.read_bytes().startswith(run(root, "rev-parse", f"{first}:memory").strip().encode())
+    if kept == "damaged":
+        data = bytearray(path.read_bytes())
+        data[-30] ^= 1
+        path.write_bytes(bytes(data))
+    elif kept == "another tree's":
+        git.build_tree(parent, {"memory/other.md": blob})  # keeps the tree of another change
+    inflated: list[str] = []
+    real = git_module.read_loose
+    monkeypatch.setattr(git_module, "read_loose", lambda objects, sha: inflated.append(sha) or real(objects, sha))
+    change = {"memory/b-new.md": blob, "memory/m000001.md": None}
+    tree = Git(root).build_tree(second_parent, change)
+    memory_tree = run(root, "rev-parse", f"{second_parent}:memory").strip()
+    assert (memory_tree in inflated) == (kept != "as written")
+    assert tree == git_tree(root, second_parent, change)
