@@ -257,8 +257,11 @@ def keep_raw(path: Path, sha: str, content: bytes) -> None:
     """Keep the content of object `sha` uncompressed in `path` (derived, no fsync): the next commit
     reads memory/'s tree from here instead of inflating it (~4 ms at 50,000 memories)."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(sha.encode() + b"\n" + content)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(sha.encode() + b"\n" + content)
+        os.replace(tmp, path)
+    except OSError:  # a cache: the commit does not depend on it (the next one inflates the tree)
+        tmp.unlink(missing_ok=True)
 
 
 def read_kept(path: Path, kind: str, sha: str) -> bytes | None:

@@ -499,3 +499,14 @@ def test_the_last_large_tree_is_read_back_uncompressed_only_when_it_is_that_tree
     memory_tree = run(root, "rev-parse", f"{second_parent}:memory").strip()
     assert (memory_tree in inflated) == (kept != "as written")
     assert tree == git_tree(root, second_parent, change)
+
+
+def test_a_tree_that_cannot_be_kept_is_still_committed(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    parent = _large_folder_commit(root, 2000)
+    (root / ".git" / "desk-tree-kept").mkdir()  # in the way: the file cannot be written
+    git = Git(root)
+    change = {"memory/a-new.md": git.write_blob(b"desk's\n")}
+    assert git.build_tree(parent, change) == git_tree(root, parent, change)
+    assert not list((root / ".git").glob("desk-tree-kept.*.tmp"))
