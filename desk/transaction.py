@@ -21,11 +21,12 @@ it, and never touches a file a person has changed since. `desk doctor` reports t
 
 from __future__ import annotations
 
+
 import json
 import os
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,6 +79,7 @@ class Transaction:
 
     def __init__(self, desk: DeskFolder) -> None:
         self.desk = desk
+        self.unrestored = False  # a failed commit could not put every file back: its marker stays
 
     def require_clean(self, paths: list[str], head_blobs: Mapping[str, str] | None = None) -> None:
         """Refuse (exit 4) when any of `paths` differs in the work tree from HEAD, naming the file.
@@ -135,7 +137,7 @@ class Transaction:
                     return sha
                 require_valid(self.desk, writes, message)  # on the HEAD a person just made
         except BaseException:
-            if not self._landed(blobs):
+            if not self._landed(blobs) and not self.unrestored:
                 marker.unlink(missing_ok=True)
             raise
         marker.unlink(missing_ok=True)
@@ -176,7 +178,8 @@ class Transaction:
                                                blobs[p]) for p in written})
             except BaseException:
                 if git.head() != sha:  # the branch did not move: put the files back
-                    self._restore({p: before[p] for p in written})
+                    with suppress(OSError):  # the first error is the one to report
+                        self._restore({p: before[p] for p in written})
                 raise
             if _same_file(refreshed, person_index):  # git found nothing to change: nothing to publish
                 refreshed.unlink()
@@ -220,11 +223,18 @@ class Transaction:
             return None
 
     def _restore(self, before: Mapping[str, bytes | None]) -> None:
-        for path, data in before.items():
-            if data is None:
-                remove(self.desk.path(path))
-            else:
-                atomic_write(self.desk.path(path), data)
+        """Put `before` back: the removals first (on a full disk they free what the rewrites
+        need). When that fails too, the pending marker is kept (`unrestored`): the next desk
+        command's recovery (or `desk doctor --repair`) puts the rest back from it."""
+        try:
+            for path, data in sorted(before.items(), key=lambda item: item[1] is not None):
+                if data is None:
+                    remove(self.desk.path(path))
+                else:
+                    atomic_write(self.desk.path(path), data)
+        except BaseException:
+            self.unrestored = True
+            raise
 
 
 def _link_or_copy(person_index: Path, refreshed: Path) -> None:
