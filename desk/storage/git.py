@@ -13,6 +13,7 @@ messages and their trailers); callers get typed data: `RawChange`, `Commit`, `{p
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import subprocess
@@ -392,6 +393,7 @@ class FolderState:
         return self.tree, sorted({*_path_list(changed), *_path_list(untracked)})
 
 
+_DISK_FULL = ("No space left on device", "Out of diskspace")  # how git says ENOSPC (strerror; its own)
 _CONFIG_QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
                  r"|core\.(loose)?compression|commit\.gpgsign)$")
 
@@ -443,6 +445,8 @@ class Git:
             message = proc.stderr.decode("utf-8", "replace").strip() or proc.stdout.decode(
                 "utf-8", "replace").strip()
             if "index.lock" not in message or "File exists" not in message:
+                if any(words in message for words in _DISK_FULL):  # git's own words for ENOSPC
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), f"{self.git_dir()} (git {args[0]})")
                 raise GitError(f"git {_command(args)} failed: {message}",
                                hint="run `desk doctor` to check the desk's git state")
             # Another git process (a person's commit, an editor's status refresh) holds the index:
