@@ -27,6 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult, TextContent
@@ -34,6 +35,7 @@ from pydantic import Field
 
 from desk.api import Desk
 from desk.errors import DeskError
+from desk.serve.wire import Incoming, Outgoing, claimed_pipes
 from desk.vocabulary import CONTEXT_MODES, FACT_KINDS, MEMORY_TYPES, NOW_SECTIONS, RECALL_KINDS
 
 ACTOR = "assistant"
@@ -274,9 +276,22 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
 
 def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None = None) -> None:
     """Run the server until the client hangs up: over stdio (desk calls inline on the event
-    loop's thread), or streamable HTTP at `http` (on one worker thread); its preference tools and
-    wake-up read are `user`'s (None: the desk owner)."""
-    if http is None:
-        build_server(desk, user=user, inline=True).run("stdio")
-    else:
+    loop's thread, the wire read and written on the loop when it is a pipe: `desk.serve.wire`), or
+    streamable HTTP at `http` (on one worker thread); its preference tools and wake-up read are
+    `user`'s (None: the desk owner)."""
+    if http is not None:
         build_server(desk, user=user).run("streamable-http", host=http[0], port=http[1])
+        return
+    server = build_server(desk, user=user, inline=True)
+    with claimed_pipes() as wire:
+        if wire is None:  # a terminal or a file: the SDK's own stdio streams
+            server.run("stdio")
+        else:
+            anyio.run(serve_wire, server, *wire, backend="asyncio")
+
+
+async def serve_wire(server: MCPServer, wire_in: int, wire_out: int) -> None:
+    """`server` over the pipes `wire_in` and `wire_out` (non-blocking), as `MCPServer.run("stdio")`
+    serves the SDK's stdio streams (its `run_stdio_async`), through its low-level server."""
+    lowlevel = server._lowlevel_server  # mcp 2.x: no public name; MCPServer.run cannot take streams
+    await lowlevel.run(Incoming(wire_in), Outgoing(wire_out), lowlevel.create_initialization_options())
