@@ -99,6 +99,34 @@ def client_name(ctx: Context | None) -> str:
     return f"{name} {version}" if version else name
 
 
+def tracing_installed(provider: object) -> bool:
+    """Whether `provider` (OpenTelemetry's global tracer provider) is one someone installed, not
+    the API's default stand-in, whose spans are all no-ops."""
+    from opentelemetry.trace import ProxyTracerProvider  # the SDK's own dependency
+
+    return not isinstance(provider, ProxyTracerProvider)
+
+
+def drop_idle_tracing(server: MCPServer) -> None:
+    """Take the SDK's OpenTelemetry middleware off `server` unless a tracer provider is installed.
+
+    The SDK puts it first on every server (a span per message, "a no-op until an OTel exporter is
+    installed"; its own comment says to drop it from the list to opt out). Without a provider it
+    still builds each span's attributes and runs the tracing API per call: ~0.06 ms of a call's
+    fixed cost when the caches are cold, as they are between an assistant's calls
+    (docs/agents.md, Performance). With a provider installed (e.g. `opentelemetry-instrument desk
+    serve`) it stays.
+    """
+    from opentelemetry.trace import get_tracer_provider
+
+    try:
+        from mcp.server._otel import OpenTelemetryMiddleware
+    except ImportError:  # moved in a later SDK: leave the server as the SDK made it
+        return
+    if not tracing_installed(get_tracer_provider()):
+        server.middleware[:] = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+
+
 def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
                  inline: bool = False) -> MCPServer:
     """An MCP server over `desk`: the tools, resources and prompt of docs/agents.md.
@@ -108,6 +136,7 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
     loop's thread (one client: stdio) rather than on the one worker thread (HTTP).
     """
     server = MCPServer(name, instructions=INSTRUCTIONS)
+    drop_idle_tracing(server)
     # One thread runs every desk call: the recall cache (SQLite) kept warm on `desk` must stay
     # on the thread that opened it, and calls into one Desk object go one at a time. Inline,
     # that thread is the loop's, and a call cannot be interleaved with another (it never awaits).
