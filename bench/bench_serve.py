@@ -5,11 +5,16 @@
   `recall`, read-only rounds (no write between calls: the cache stays warm on both sides)  target <= 1.2x
   `now_show`, read-only rounds: the server's fixed cost per call (the call itself is ~0.1 ms),
       and the CPU time a call costs the client (this process) and the server (Linux: schedstat)
+  and, in the same read-only rounds, where that fixed cost goes:
+  `now_show` through a second server with a minimal client (one JSON-RPC line written, one read
+      and parsed: no SDK on the client side), and a pipe round trip to an echo process (no MCP)
 
-Usage: python bench/bench_serve.py [--memories 1000] [--rounds 30] [--reads 200] [--idle MS] [--probe]
+Usage: python bench/bench_serve.py [--memories 3,1000] [--rounds 30] [--reads 200] [--idle MS] [--probe]
                                   [--profile-server FILE]
 
-The desk is built as in bench_core.py (N memories, one commit each). The server is the installed
+Each desk size in `--memories` (default 3 and 1,000) is a run of its own, one after another, and
+the run ends with the recall ratios of each. The desk is built as in bench_core.py (N memories,
+one commit each). The server is the installed
 `python -m desk serve`, started once with the MCP SDK's own client (`stdio_client` +
 `ClientSession`), as a harness would keep it; its start is not measured. Each round makes the
 in-process call and the server call back to back, alternating which goes first, and medians are
@@ -34,6 +39,7 @@ import json
 import multiprocessing
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -92,6 +98,60 @@ def server_args(root: Path, stamps: Path | None, profile: Path | None) -> list[s
     return [str(PROBE), "--stamps", str(stamps), *(["--profile", str(profile)] if profile else []), "--", *desk_args]
 
 
+ECHO = "import os\nwhile data := os.read(0, 65536):\n    os.write(1, data)\n"
+"""The floor: a process that writes back what it reads, as plainly as Python can (no MCP, no JSON)."""
+
+
+class Piped:
+    """A child process spoken to one line at a time over its stdin and stdout (blocking: the
+    bench makes one call at a time)."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     env=GIT_ENV, cwd=cwd)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        self._buffer = b""
+
+    def send(self, line: bytes) -> None:
+        while line:
+            line = line[os.write(self._in, line):]
+
+    def receive(self) -> bytes:
+        while b"\n" not in self._buffer:
+            chunk = os.read(self._out, 65536)
+            if not chunk:
+                raise EOFError("the child process hung up")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        self.proc.stdout.close()
+
+
+class MinimalClient(Piped):
+    """`desk serve` with the least a client can do: each request one JSON line written, each
+    answer one line read and parsed (`json.loads`), no SDK models, no schema check."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        super().__init__(args, cwd)
+        self.ids = 0
+        self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "bench-minimal", "version": "1"}})
+        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+
+    def call(self, method: str, params: dict[str, object]) -> dict[str, object]:
+        self.ids += 1
+        self.send(json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}).encode() + b"\n")
+        answer: dict[str, object] = json.loads(self.receive())
+        assert answer.get("id") == self.ids and "result" in answer, answer
+        return answer
+
+
 async def measure(root: Path, rounds: int, reads: int, cwd: Path, idle: float = 0.0,
                   stamps: Path | None = None, profile: Path | None = None
                   ) -> tuple[dict[str, tuple[float, float]], tuple[float, float], dict[str, list[Sent]]]:
@@ -136,7 +196,15 @@ async def measure(root: Path, rounds: int, reads: int, cwd: Path, idle: float = 
                             await through_server()
                         times[what][side].append(time.perf_counter() - t0)
             # Read-only rounds: what a call costs when nothing changed the desk since the last one.
-            times.update({"recall, reads only": ([], []), "now_show, reads only": ([], [])})
+            # Beside them, started now (after the SDK's server), the same now_show through a second
+            # server with a minimal client, and a pipe round trip to an echo process.
+            times.update({"recall, reads only": ([], []), "now_show, reads only": ([], []),
+                          "now_show, minimal client": ([], []), "pipe round trip": ([], [])})
+            minimal = MinimalClient(server_args(root, None, None), cwd)
+            echo = Piped(["-c", ECHO], cwd)
+            minimal.call("tools/call", {"name": "now_show", "arguments": {}})
+            request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                  "params": {"name": "now_show", "arguments": {}}}).encode() + b"\n"
             for i in range(reads):
                 for what, tool, args, local_call in (
                         ("recall, reads only", "recall", {"query": QUERIES[i % 3]},
@@ -157,7 +225,18 @@ async def measure(root: Path, rounds: int, reads: int, cwd: Path, idle: float = 
                                 fixed_cpu[0] += time.process_time() - c0
                                 fixed_cpu[1] += cpu_seconds(pid) - s0
                         times[what][side].append(time.perf_counter() - t0)
-    medians = {what: (statistics.median(a), statistics.median(b)) for what, (a, b) in times.items()}
+                for what, floor_call in (("now_show, minimal client",
+                                          functools.partial(minimal.call, "tools/call",
+                                                            {"name": "now_show", "arguments": {}})),
+                                         ("pipe round trip", lambda: (echo.send(request), echo.receive()))):
+                    if idle:
+                        time.sleep(idle)
+                    t0 = time.perf_counter()
+                    floor_call()
+                    times[what][1].append(time.perf_counter() - t0)
+            minimal.close()
+            echo.close()
+    medians = {what: (statistics.median(a) if a else 0.0, statistics.median(b)) for what, (a, b) in times.items()}
     return medians, (fixed_cpu[0] / reads, fixed_cpu[1] / reads), sent
 
 
@@ -177,9 +256,76 @@ def split_calls(sent: dict[str, list[Sent]], stamps: dict[str, list[list[float]]
             for row, rows in parts.items()}
 
 
+def sizes(text: str) -> list[int]:
+    """`--memories`: one desk size or several, comma-separated (`3,1000`)."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number or comma-separated numbers: {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"desk sizes must be 1 or more: {text!r}")
+    return counts
+
+
+def run(memories: int, ns: argparse.Namespace) -> dict[str, tuple[float, float]]:
+    """One desk of `memories` memories: build it, measure, print its rows; the medians by row."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root, cwd = Path(tmp) / "desk", Path(tmp) / "cwd"
+        cwd.mkdir()  # `python -m desk` from an empty folder imports the installed desk
+        # Built in a child process: the bench process then holds no more than a harness would, so
+        # the in-process side does not pay for a heap of 10,000 parsed memories (garbage
+        # collection, and fork() for each git process copying a larger page table).
+        builder = multiprocessing.get_context("spawn").Process(target=build_desk,
+                                                                args=(root, memories, "full"))
+        builder.start()
+        builder.join()
+        if builder.exitcode != 0:
+            sys.exit(f"building the desk failed (exit {builder.exitcode})")
+        stamps_file = Path(tmp) / "stamps.json" if ns.probe or ns.profile_server else None
+        results, (client_cpu, server_cpu), sent = anyio.run(
+            functools.partial(measure, root, ns.rounds, ns.reads, cwd, ns.idle / 1000, stamps_file,
+                              ns.profile_server))
+        stamps = json.loads(stamps_file.read_text()) if stamps_file is not None else None
+    print(f"\ndesk        {memories:,} memories, one commit each; {ns.rounds} paired rounds, "
+          f"{ns.reads} read-only rounds" + (f", {ns.idle:g} ms idle before each" if ns.idle else "")
+          + f"; load average {os.getloadavg()[0]:.2f} at the end\n")
+    for what, (api, server) in results.items():
+        if what in ("now_show, minimal client", "pipe round trip"):
+            continue
+        if what.startswith("now_show"):
+            print(f"{what:<24} in process {api * 1000:7.2f} ms   through the server {server * 1000:7.2f} ms   "
+                  f"fixed cost per call {(server - api) * 1000:.2f} ms")
+            if server_cpu:
+                print(f"{'':<24} CPU time a call: client (this process, the SDK's ClientSession) "
+                      f"{client_cpu * 1000:.2f} ms, server {server_cpu * 1000:.2f} ms")
+            continue
+        ratio = server / api
+        verdict = "OK" if ratio <= 1.2 else "MISSED"
+        print(f"{what:<24} in process {api * 1000:7.2f} ms   through the server {server * 1000:7.2f} ms   "
+              f"{ratio:.2f}x  (target <= 1.2x) {verdict}")
+    fixed = results["now_show, reads only"][1] - results["now_show, reads only"][0]
+    minimal = results["now_show, minimal client"][1] - results["now_show, reads only"][0]
+    floor = results["pipe round trip"][1]
+    print(f"{'where the fixed cost goes':<24} {fixed * 1000:.2f} ms = a pipe round trip to an echo process "
+          f"{floor * 1000:.2f} + the server's MCP work (SDK + desk.serve) {(minimal - floor) * 1000:.2f} "
+          f"+ the SDK client's {(fixed - minimal) * 1000:.2f} ms")
+    print(f"{'':<24} (now_show through a second server with a minimal client: {minimal * 1000:.2f} ms "
+          "beyond the in-process call)")
+    if stamps is not None:
+        print("\nwhere a call through the server goes (time stamps both sides, medians of each part):")
+        for what, (trip, before, call, after) in split_calls(sent, stamps).items():
+            print(f"{what:<24} round trip {trip * 1000:6.2f} ms = before the desk call {before * 1000:5.2f} "
+                  f"+ the desk call {call * 1000:6.2f} + after it {after * 1000:5.2f} ms")
+        if ns.profile_server:
+            print(f"server profile: python -m pstats {ns.profile_server}")
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--memories", type=int, default=1000, help="memories in the desk (default 1000)")
+    parser.add_argument("--memories", type=sizes, default=[3, 1000],
+                        help="memories in the desk, or several desk sizes comma-separated, each a run "
+                             "of its own (default 3,1000)")
     parser.add_argument("--rounds", type=int, default=30, help="paired rounds per call (default 30)")
     parser.add_argument("--reads", type=int, default=200,
                         help="paired read-only rounds of recall and now_show after them (default 200)")
@@ -191,44 +337,12 @@ def main() -> None:
                         help="run the server under cProfile (implies --probe); stats written to FILE")
     ns = parser.parse_args()
     print(describe(sys.argv))
-    with tempfile.TemporaryDirectory() as tmp:
-        root, cwd = Path(tmp) / "desk", Path(tmp) / "cwd"
-        cwd.mkdir()  # `python -m desk` from an empty folder imports the installed desk
-        # Built in a child process: the bench process then holds no more than a harness would, so
-        # the in-process side does not pay for a heap of 10,000 parsed memories (garbage
-        # collection, and fork() for each git process copying a larger page table).
-        builder = multiprocessing.get_context("spawn").Process(target=build_desk,
-                                                                args=(root, ns.memories, "full"))
-        builder.start()
-        builder.join()
-        if builder.exitcode != 0:
-            sys.exit(f"building the desk failed (exit {builder.exitcode})")
-        stamps_file = Path(tmp) / "stamps.json" if ns.probe or ns.profile_server else None
-        results, (client_cpu, server_cpu), sent = anyio.run(
-            functools.partial(measure, root, ns.rounds, ns.reads, cwd, ns.idle / 1000, stamps_file,
-                              ns.profile_server))
-        stamps = json.loads(stamps_file.read_text()) if stamps_file is not None else None
-    print(f"desk        {ns.memories:,} memories, one commit each; {ns.rounds} paired rounds, "
-          f"{ns.reads} read-only rounds" + (f", {ns.idle:g} ms idle before each" if ns.idle else "") + "\n")
-    for what, (api, server) in results.items():
-        ratio = server / api
-        if what.startswith("now_show"):
-            print(f"{what:<21} in process {api * 1000:7.2f} ms   through the server {server * 1000:7.2f} ms   "
-                  f"fixed cost per call {(server - api) * 1000:.2f} ms")
-            if server_cpu:
-                print(f"{'':<21} CPU time a call: client (this process, the SDK's ClientSession) "
-                      f"{client_cpu * 1000:.2f} ms, server {server_cpu * 1000:.2f} ms")
-            continue
-        verdict = "OK" if ratio <= 1.2 else "MISSED"
-        print(f"{what:<21} in process {api * 1000:7.2f} ms   through the server {server * 1000:7.2f} ms   "
-              f"{ratio:.2f}x  (target <= 1.2x) {verdict}")
-    if stamps is not None:
-        print("\nwhere a call through the server goes (time stamps both sides, medians of each part):")
-        for what, (trip, before, call, after) in split_calls(sent, stamps).items():
-            print(f"{what:<21} round trip {trip * 1000:6.2f} ms = before the desk call {before * 1000:5.2f} "
-                  f"+ the desk call {call * 1000:6.2f} + after it {after * 1000:5.2f} ms")
-        if ns.profile_server:
-            print(f"server profile: python -m pstats {ns.profile_server}")
+    ratios = {memories: run(memories, ns) for memories in ns.memories}
+    print("\nrecall through the server / in process (target <= 1.2x):")
+    for memories, results in ratios.items():
+        print(f"  {memories:>6,} memories: " + ", ".join(
+            f"{what} {results[what][1] / results[what][0]:.2f}x" for what in ("recall", "recall, reads only"))
+            + f"; remember {results['remember'][1] / results['remember'][0]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -79,3 +79,36 @@ def test_split_calls_pairs_each_tools_calls_in_order_and_leaves_out_warm_ups() -
               "remember": []}  # a remember the server never stamped: not paired, not guessed
     assert split(sent, stamps) == {"recall": (9.0, 1.0, 6.5, 1.5), "reads": (10.0, 2.0, 3.0, 5.0),
                                    "now": (2.0, 1.0, 0.5, 0.5)}
+
+
+def test_memories_takes_one_desk_size_or_several() -> None:
+    import argparse
+
+    sizes = bench_serve().sizes
+    assert sizes("3,1000") == [3, 1000] and sizes("1000") == [1000]
+    for bad in ("", "3,,1000", "three", "0", "3,-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            sizes(bad)
+
+
+def test_the_minimal_client_and_the_echo_process_answer_each_line(desk: DeskFolder, tmp_path: Path) -> None:
+    """The rows that split the fixed cost: `now_show` through `desk serve` with no SDK on the client
+    side (the same answer the SDK's client gets), and a pipe round trip to an echo process."""
+    module = bench_serve()
+    cwd = tmp_path / "cwd"  # an empty folder: `python -m desk` imports the installed desk
+    cwd.mkdir()
+    minimal = module.MinimalClient(module.server_args(desk.root, None, None), cwd)
+    try:
+        answer = minimal.call("tools/call", {"name": "now_show", "arguments": {}})
+        result = answer["result"]
+        assert result["isError"] is False and json.loads(result["content"][0]["text"]) == result["structuredContent"]
+        assert minimal.call("tools/call", {"name": "now_show", "arguments": {"section": "doing"}})["id"] == 3
+    finally:
+        minimal.close()
+    echo = module.Piped(["-c", module.ECHO], cwd)
+    try:
+        for line in (b'{"jsonrpc":"2.0"}', "日本語".encode(), b"x" * 60_000):  # less than a pipe holds
+            echo.send(line + b"\n")
+            assert echo.receive() == line
+    finally:
+        echo.close()

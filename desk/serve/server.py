@@ -27,6 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult, TextContent
@@ -34,6 +35,7 @@ from pydantic import Field
 
 from desk.api import Desk
 from desk.errors import DeskError
+from desk.serve.wire import Incoming, Outgoing, claimed_pipes
 from desk.vocabulary import CONTEXT_MODES, FACT_KINDS, MEMORY_TYPES, NOW_SECTIONS, RECALL_KINDS
 
 ACTOR = "assistant"
@@ -97,6 +99,34 @@ def client_name(ctx: Context | None) -> str:
     return f"{name} {version}" if version else name
 
 
+def tracing_installed(provider: object) -> bool:
+    """Whether `provider` (OpenTelemetry's global tracer provider) is one someone installed, not
+    the API's default stand-in, whose spans are all no-ops."""
+    from opentelemetry.trace import ProxyTracerProvider  # the SDK's own dependency
+
+    return not isinstance(provider, ProxyTracerProvider)
+
+
+def drop_idle_tracing(server: MCPServer) -> None:
+    """Take the SDK's OpenTelemetry middleware off `server` unless a tracer provider is installed.
+
+    The SDK puts it first on every server (a span per message, "a no-op until an OTel exporter is
+    installed"; its own comment says to drop it from the list to opt out). Without a provider it
+    still builds each span's attributes and runs the tracing API per call: ~0.06 ms of a call's
+    fixed cost when the caches are cold, as they are between an assistant's calls
+    (docs/agents.md, Performance). With a provider installed (e.g. `opentelemetry-instrument desk
+    serve`) it stays.
+    """
+    from opentelemetry.trace import get_tracer_provider
+
+    try:
+        from mcp.server._otel import OpenTelemetryMiddleware
+    except ImportError:  # moved in a later SDK: leave the server as the SDK made it
+        return
+    if not tracing_installed(get_tracer_provider()):
+        server.middleware[:] = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+
+
 def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
                  inline: bool = False) -> MCPServer:
     """An MCP server over `desk`: the tools, resources and prompt of docs/agents.md.
@@ -106,6 +136,7 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
     loop's thread (one client: stdio) rather than on the one worker thread (HTTP).
     """
     server = MCPServer(name, instructions=INSTRUCTIONS)
+    drop_idle_tracing(server)
     # One thread runs every desk call: the recall cache (SQLite) kept warm on `desk` must stay
     # on the thread that opened it, and calls into one Desk object go one at a time. Inline,
     # that thread is the loop's, and a call cannot be interleaved with another (it never awaits).
@@ -274,9 +305,22 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
 
 def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None = None) -> None:
     """Run the server until the client hangs up: over stdio (desk calls inline on the event
-    loop's thread), or streamable HTTP at `http` (on one worker thread); its preference tools and
-    wake-up read are `user`'s (None: the desk owner)."""
-    if http is None:
-        build_server(desk, user=user, inline=True).run("stdio")
-    else:
+    loop's thread, the wire read and written on the loop when it is a pipe: `desk.serve.wire`), or
+    streamable HTTP at `http` (on one worker thread); its preference tools and wake-up read are
+    `user`'s (None: the desk owner)."""
+    if http is not None:
         build_server(desk, user=user).run("streamable-http", host=http[0], port=http[1])
+        return
+    server = build_server(desk, user=user, inline=True)
+    with claimed_pipes() as wire:
+        if wire is None:  # a terminal or a file: the SDK's own stdio streams
+            server.run("stdio")
+        else:
+            anyio.run(serve_wire, server, *wire, backend="asyncio")
+
+
+async def serve_wire(server: MCPServer, wire_in: int, wire_out: int) -> None:
+    """`server` over the pipes `wire_in` and `wire_out` (non-blocking), as `MCPServer.run("stdio")`
+    serves the SDK's stdio streams (its `run_stdio_async`), through its low-level server."""
+    lowlevel = server._lowlevel_server  # mcp 2.x: no public name; MCPServer.run cannot take streams
+    await lowlevel.run(Incoming(wire_in), Outgoing(wire_out), lowlevel.create_initialization_options())

@@ -358,3 +358,25 @@ def test_writes_through_the_server_read_the_git_identity_once_as_an_in_process_d
     assert sum(cmd.startswith("git config") for cmd in ran) == 1, ran
     assert sum(cmd.startswith("git update-ref") for cmd in ran) == 4  # the four commits were made
     assert "Desk-Client: writer 1.0" in trailers(desk.root)
+
+
+def test_the_sdks_tracing_middleware_is_dropped_unless_a_tracer_provider_is_installed(desk: DeskFolder) -> None:
+    """Without an OpenTelemetry provider every span is a no-op, so the SDK's per-message span
+    middleware only costs time; with one installed (before the server is built) it stays."""
+    from mcp.server._otel import OpenTelemetryMiddleware
+    from opentelemetry import trace
+
+    import desk as desk_api
+    from desk.serve.server import build_server, tracing_installed
+
+    server = build_server(desk_api.open(desk.root))
+    assert server.middleware and not any(isinstance(m, OpenTelemetryMiddleware) for m in server.middleware)
+    assert not tracing_installed(trace.ProxyTracerProvider())
+    assert tracing_installed(trace.NoOpTracerProvider())
+    code = ("import sys\nfrom opentelemetry import trace\ntrace.set_tracer_provider(trace.NoOpTracerProvider())\n"
+            "import desk\nfrom desk.serve.server import build_server\n"
+            "print([type(m).__name__ for m in build_server(desk.open(sys.argv[1])).middleware])\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(desk.root)], capture_output=True, text=True,
+                          env=server_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("['OpenTelemetryMiddleware'")

@@ -1,0 +1,249 @@
+"""The stdio wire of `desk serve`: JSON-RPC lines read and written on the event loop, no threads.
+
+The MCP SDK's `stdio_server()` reads stdin and writes stdout through `anyio.wrap_file`, so each
+line read, each answer written and each flush is a trip to a worker thread and back, and every
+message then passes a memory stream to reach the server (or the writer task). On a 2-core machine
+those hand-offs, not the JSON, were most of a tool call's fixed cost (docs/agents.md,
+Performance). The server's loop takes any streams with the SDK's public stream interface
+(`mcp.shared._stream_protocols`: `ReadStream`, `WriteStream`): `Incoming` is one, fed by the
+loop's own readiness callback on the pipe (`loop.add_reader`), parsing each line when the server
+asks for the next message, as the SDK's transport parses it; `Outgoing` writes each answer
+straight to the non-blocking pipe from the task that sends it, and only when the pipe is full
+parks that task until the loop sees room (`loop.add_writer`).
+
+Only pipes and sockets are served this way, on POSIX: a terminal or a file (someone typing
+JSON-RPC at `desk serve`) keeps the SDK's own streams, so no flag of a shared terminal is ever
+changed. Like the SDK, while serving fd 0 reads the null device and fd 1 goes to stderr, so a git
+process's or a library's stray output can never land on the wire; both are restored on exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import sys
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
+
+import anyio
+import mcp_types
+from mcp.shared.message import SessionMessage
+
+CHUNK = 1 << 16
+PENDING_LINES = 64
+"""Lines read ahead of the server: past this many, reading pauses until the server catches up,
+so a client that floods the pipe is slowed by the pipe, not buffered in the server's memory."""
+
+
+def parse(line: bytes | bytearray) -> SessionMessage | Exception:
+    """One JSON-RPC line as the SDK's stdio transport reads it (UTF-8, bad bytes replaced): the
+    message, or the parse error (which the server answers or logs, then reads on)."""
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_json(line.decode("utf-8", errors="replace"),
+                                                                 by_name=False)
+    except Exception as exc:  # as the SDK: any line that is not a message is passed on as the error
+        return exc
+    return SessionMessage(message)
+
+
+class Incoming:
+    """The wire's incoming side, a `ReadStream[SessionMessage | Exception]` of the messages on `fd`
+    (non-blocking, read on the running asyncio loop); ends at the end of the pipe."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._loop = asyncio.get_running_loop()
+        self._buffer = bytearray()  # the start of a line not ended yet
+        self._lines: deque[bytes | bytearray] = deque()
+        self._eof = False
+        self._closed = False
+        self._reading = True
+        self._waiter: asyncio.Future[None] | None = None
+        self._loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._fd, CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # a broken wire reads as its end
+            chunk = b""
+        if not chunk:
+            self._eof = True
+            self._pause()
+            if self._buffer:  # the last line, without its newline
+                self._lines.append(bytes(self._buffer))
+                self._buffer.clear()
+        else:
+            start = len(self._buffer)
+            self._buffer += chunk
+            if self._buffer.find(b"\n", start) >= 0:
+                *lines, rest = self._buffer.split(b"\n")
+                self._lines.extend(line + b"\n" for line in lines)
+                self._buffer = bytearray(rest)
+            if len(self._lines) >= PENDING_LINES:
+                self._pause()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _pause(self) -> None:
+        if self._reading:
+            self._loop.remove_reader(self._fd)
+            self._reading = False
+
+    async def receive(self) -> SessionMessage | Exception:
+        while not self._lines:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if self._eof:
+                raise anyio.EndOfStream
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        line = self._lines.popleft()
+        if not self._reading and not self._eof and not self._closed and len(self._lines) < PENDING_LINES // 2:
+            self._loop.add_reader(self._fd, self._readable)
+            self._reading = True
+        return parse(line)
+
+    def __aiter__(self) -> Incoming:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._pause()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def __aenter__(self) -> Incoming:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+class Outgoing:
+    """The wire's outgoing side, a `WriteStream[SessionMessage]` onto `fd` (non-blocking): each
+    message one line, written whole and in the order sent, however long, on the running loop."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._loop = asyncio.get_running_loop()
+        self._pending = bytearray()  # what the pipe had no room for yet
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._broken = False
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken:
+            raise anyio.BrokenResourceError
+        data = (item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8")
+        if not self._pending:
+            try:
+                written = os.write(self._fd, data)
+            except (BlockingIOError, InterruptedError):
+                written = 0
+            except OSError:  # the client hung up
+                self._broken = True
+                raise anyio.BrokenResourceError from None
+            if written == len(data):
+                return
+            data = data[written:]
+            self._drained.clear()
+            self._loop.add_writer(self._fd, self._writable)
+        self._pending += data
+        await self._drained.wait()
+        if self._broken:
+            raise anyio.BrokenResourceError
+
+    def _writable(self) -> None:
+        try:
+            written = os.write(self._fd, self._pending)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._broken = True
+            self._pending.clear()
+        else:
+            del self._pending[:written]
+        if not self._pending:
+            self._loop.remove_writer(self._fd)
+            self._drained.set()
+
+    async def aclose(self) -> None:
+        """Closed once what was sent is on the wire (or the wire is broken)."""
+        if not self._closed:
+            self._closed = True
+            await self._drained.wait()
+
+    async def __aenter__(self) -> Outgoing:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _same_file(a: int, b: int) -> bool:
+    """Whether fds `a` and `b` are the same pipe (stderr sent to the wire: `2>&1`)."""
+    try:
+        sa, sb = os.fstat(a), os.fstat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+@contextmanager
+def claimed_pipes() -> Iterator[tuple[int, int] | None]:
+    """The wire's (in, out) on private non-blocking copies of fds 0 and 1, while fd 0 reads the
+    null device and fd 1 writes to stderr; None (nothing changed) unless both are pipes or sockets
+    on POSIX and stderr is not the wire itself (its writes must not become non-blocking). On exit
+    both are put back as they were."""
+    if sys.platform == "win32" or not (_is_pipe(0) and _is_pipe(1)) or _same_file(1, 2):
+        yield None
+        return
+    import fcntl
+
+    sys.stdout.flush()
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    blocking = os.get_blocking(wire_in), os.get_blocking(wire_out)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+        os.set_blocking(wire_in, False)
+        os.set_blocking(wire_out, False)
+        yield wire_in, wire_out
+    finally:
+        os.close(null)
+        os.set_blocking(wire_in, blocking[0])
+        os.set_blocking(wire_out, blocking[1])
+        sys.stdout.flush()
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        os.close(wire_in)
+        os.close(wire_out)

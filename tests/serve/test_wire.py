@@ -1,0 +1,263 @@
+"""`desk.serve.wire`: the stdio wire read and written on the event loop, over real pipes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types
+import pytest
+from mcp.shared.message import SessionMessage
+
+from desk.layout import DeskFolder
+from tests.serve.mcp_client import server_env
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the pipe wire is POSIX only")
+
+
+def request(i: int, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "now_show", "arguments": params}}
+
+
+def line(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, ensure_ascii=False).encode() + b"\n"
+
+
+def received(chunks: list[bytes]) -> list[Any]:
+    """What `Incoming` yields for `chunks` written to a pipe one after another, then closed: each
+    message as a dict, each line that is not one as its exception."""
+    from desk.serve.wire import Incoming
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    got: list[Any] = []
+
+    async def main() -> None:
+        async def feed() -> None:
+            for chunk in chunks:
+                os.write(write_fd, chunk)
+                await anyio.sleep(0.001)  # each chunk its own read
+            os.close(write_fd)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(feed)
+            async with Incoming(read_fd) as incoming:
+                async for item in incoming:
+                    got.append(item.message.model_dump(by_alias=True, exclude_unset=True)
+                               if isinstance(item, SessionMessage) else item)
+    try:
+        anyio.run(main)
+    finally:
+        os.close(read_fd)
+    return got
+
+
+def test_messages_split_across_reads_and_many_in_one_read() -> None:
+    data = line(request(1)) + line(request(2)) + line(request(3))
+    assert received([data[:7], data[7:60], data[60:]]) == [request(1), request(2), request(3)]
+
+
+def test_a_multibyte_character_split_between_reads_is_kept_whole() -> None:
+    data = line(request(1, text="日本語 zero\u200bwidth"))
+    cut = data.index("本".encode()) + 1
+    assert received([data[:cut], data[cut:]]) == [request(1, text="日本語 zero\u200bwidth")]
+
+
+def test_hostile_lines_come_as_errors_and_the_messages_around_them_still_arrive() -> None:
+    bad_utf8 = line(request(2, text="X")).replace(b"X", b"\xff\xfe")
+    got = received([line(request(1)), b"not json\n", b"\n", bad_utf8, line(request(3)).rstrip(b"\n") + b"\r\n",
+                    json.dumps(request(4)).encode()])  # the last line has no newline
+    assert got[0] == request(1)
+    assert isinstance(got[1], Exception) and isinstance(got[2], Exception)
+    assert got[3] == request(2, text="\ufffd\ufffd")  # bad bytes replaced, as the SDK's transport reads them
+    assert got[4:] == [request(3), request(4)]
+
+
+def test_an_empty_pipe_ends_the_messages() -> None:
+    assert received([]) == []
+
+
+def test_a_flood_of_messages_pauses_reading_and_all_arrive_in_order() -> None:
+    from desk.serve.wire import PENDING_LINES
+
+    count = PENDING_LINES * 5
+    assert received([b"".join(line(request(i)) for i in range(count))]) == [request(i) for i in range(count)]
+
+
+def answer(i: int, text: str) -> SessionMessage:
+    return SessionMessage(mcp_types.JSONRPCResponse(jsonrpc="2.0", id=i, result={"text": text}))
+
+
+def test_long_answers_are_written_whole_and_in_order_while_the_reader_is_slower_than_the_pipe() -> None:
+    """More than a pipe holds (64 KiB on Linux), from two tasks at once: each waits for room
+    instead of failing or blocking the loop, and the reader on the same loop gets every line whole."""
+    from desk.serve.wire import Outgoing
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    texts = ["x" * 300_000 + "日本語", "short", "y" * 200_000]
+    got = bytearray()
+
+    async def main() -> None:
+        outgoing = Outgoing(write_fd)
+
+        async def send(i: int) -> None:
+            await outgoing.send(answer(i, texts[i]))
+
+        async def write() -> None:
+            async with anyio.create_task_group() as tg:
+                for i in range(len(texts)):
+                    tg.start_soon(send, i)
+            await outgoing.aclose()
+            os.close(write_fd)
+
+        async def read() -> None:
+            while True:
+                await anyio.wait_readable(read_fd)
+                chunk = os.read(read_fd, 4096)
+                if not chunk:
+                    return
+                got.extend(chunk)
+                await anyio.sleep(0)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            tg.start_soon(read)
+    try:
+        anyio.run(main)
+    finally:
+        os.close(read_fd)
+    lines = [json.loads(part) for part in bytes(got).decode().splitlines()]
+    assert sorted(lines, key=lambda m: m["id"]) == [
+        {"jsonrpc": "2.0", "id": i, "result": {"text": text}} for i, text in enumerate(texts)]
+
+
+def test_an_answer_to_a_client_that_hung_up_is_a_broken_stream_not_a_crash() -> None:
+    from desk.serve.wire import Outgoing
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    os.close(read_fd)
+
+    async def main() -> None:
+        outgoing = Outgoing(write_fd)
+        for _ in range(2):
+            with pytest.raises(anyio.BrokenResourceError):
+                await outgoing.send(answer(1, "gone"))
+        await outgoing.aclose()
+        with pytest.raises(anyio.ClosedResourceError):
+            await outgoing.send(answer(2, "closed"))
+    try:
+        anyio.run(main)
+    finally:
+        os.close(write_fd)
+
+
+def test_claimed_pipes_divert_fd_0_and_1_while_serving_and_restore_them() -> None:
+    code = textwrap.dedent("""
+        import os, sys
+        from desk.serve.wire import claimed_pipes
+        blocking = os.get_blocking(0), os.get_blocking(1)
+        with claimed_pipes() as wire:
+            assert wire is not None
+            print("stray output", flush=True)          # fd 1 is stderr now: not on the wire
+            os.write(1, b"a child's stray bytes\\n")
+            assert os.read(0, 10) == b""               # fd 0 reads the null device
+            wire_in, wire_out = wire
+            assert not os.get_blocking(wire_in) and not os.get_blocking(wire_out)
+            import anyio, select
+            select.select([wire_in], [], [])
+            data = b""
+            while not data.endswith(b"two\\n"):
+                select.select([wire_in], [], [])
+                data += os.read(wire_in, 100)
+            os.write(wire_out, b"echo " + data)
+        assert (os.get_blocking(0), os.get_blocking(1)) == blocking
+        print("after", flush=True)                     # fd 1 is the pipe again
+        assert sys.stdin.read() == "three\\n"          # fd 0 is the pipe again
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=server_env())
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"one\ntwo\n")
+    proc.stdin.flush()
+    assert proc.stdout.read(13) == b"echo one\ntwo\n"
+    proc.stdin.write(b"three\n")
+    proc.stdin.close()
+    assert proc.stderr is not None
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(timeout=60) == 0, err
+    assert out == b"after\n"
+    assert b"stray output" in err and b"a child's stray bytes" in err
+
+
+def wire_requests(tmp_path: Path) -> list[dict[str, Any]]:
+    return [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "file", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        request(2),
+    ]
+
+
+def check_answers(stdout: str) -> None:
+    answers = {a["id"]: a for a in map(json.loads, stdout.splitlines())}
+    assert answers[1]["result"]["serverInfo"]["name"] == "desk"
+    assert answers[2]["result"]["isError"] is False and "structuredContent" in answers[2]["result"]
+
+
+def test_serve_with_stdin_from_a_file_keeps_the_sdks_own_streams(desk: DeskFolder, tmp_path: Path,
+                                                                  identity: None) -> None:
+    """Not a pipe (a file, a terminal): nothing is claimed by desk, the SDK's stdio serves."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("".join(json.dumps(m) + "\n" for m in wire_requests(tmp_path)))
+    code = ("from desk.serve.wire import claimed_pipes\n"
+            "with claimed_pipes() as wire:\n    claimed = wire is not None\nprint(claimed)\n")
+    with requests.open("rb") as stdin:
+        proc = subprocess.run([sys.executable, "-c", code], stdin=stdin, capture_output=True, text=True,
+                              env=server_env(), timeout=60)
+    assert proc.stdout == "False\n", proc.stderr
+    with requests.open("rb") as stdin:
+        proc = subprocess.run([sys.executable, "-m", "desk", "--desk", str(desk.root), "serve"], stdin=stdin,
+                              capture_output=True, text=True, env=server_env(), timeout=60)
+    answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
+    # `initialize` is answered before the next line is read; the tool call may be cancelled by
+    # the end of the file that follows it at once (the SDK's serving loop ends its calls in flight)
+    assert answers[1]["result"]["serverInfo"]["name"] == "desk"
+    if 2 in answers:
+        assert answers[2]["result"]["isError"] is False
+
+
+def test_serve_with_stderr_on_the_wire_keeps_the_sdks_own_streams(desk: DeskFolder, tmp_path: Path,
+                                                                   identity: None) -> None:
+    """`2>&1`: the wire is stderr too, so desk does not make it non-blocking (a log line could
+    fail); the SDK's stdio serves, and the answers still arrive."""
+    code = ("from desk.serve.wire import claimed_pipes\n"
+            "with claimed_pipes() as wire:\n    claimed = wire is not None\nprint(claimed)\n")
+    for stderr, claimed in ((subprocess.STDOUT, "False"), (subprocess.PIPE, "True")):
+        proc = subprocess.run([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=stderr, text=True, env=server_env(), timeout=60)
+        assert proc.stdout == claimed + "\n"
+    # stdin stays open until the answers are in: a client that hangs up at once may lose the
+    # answers still in flight (the SDK's serving loop cancels them at the end of its input)
+    proc = subprocess.Popen([sys.executable, "-m", "desk", "--desk", str(desk.root), "serve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=server_env())
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("".join(json.dumps(m) + "\n" for m in wire_requests(tmp_path)).encode())
+    proc.stdin.flush()
+    lines = []
+    while not any(line.startswith('{"jsonrpc":"2.0","id":2,') for line in lines):
+        line = proc.stdout.readline().decode()
+        assert line, "the server hung up before answering"
+        lines.append(line)
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    proc.stdout.close()
+    check_answers("".join(line for line in lines if line.startswith("{")))
