@@ -394,6 +394,16 @@ class FolderState:
 
 
 _DISK_FULL = ("No space left on device", "Out of diskspace")  # how git says ENOSPC (strerror; its own)
+
+
+def _nearly_full(path: Path) -> bool:
+    """Whether the file system holding `path` has less than 1 MiB left: git's "couldn't write
+    'refs/heads/main.lock'" names no cause, and on such a disk it is the space."""
+    try:
+        stats = os.statvfs(path)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 1 << 20
 _CONFIG_QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
                  r"|core\.(loose)?compression|commit\.gpgsign)$")
 
@@ -445,10 +455,7 @@ class Git:
             message = proc.stderr.decode("utf-8", "replace").strip() or proc.stdout.decode(
                 "utf-8", "replace").strip()
             if "index.lock" not in message or "File exists" not in message:
-                if any(words in message for words in _DISK_FULL):  # git's own words for ENOSPC
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), f"{self.git_dir()} (git {args[0]})")
-                raise GitError(f"git {_command(args)} failed: {message}",
-                               hint="run `desk doctor` to check the desk's git state")
+                raise self._failure(args, message)
             # Another git process (a person's commit, an editor's status refresh) holds the index:
             # wait for it like desk waits for its own lock, then give up with exit 4.
             if time.monotonic() >= deadline:
@@ -457,6 +464,15 @@ class Git:
                     f"{INDEX_LOCK_WAIT:g} s", hint=LOCK_HINT)
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
+
+    def _failure(self, args: tuple[str, ...], message: str) -> Exception:
+        """The error for `git ARGS` failing with `message`: ENOSPC naming the git folder when git
+        says the disk is full (or could not write a file on a nearly full disk, which its words do
+        not say), else GitError in git's words."""
+        if any(words in message for words in _DISK_FULL) or (
+                "couldn't write" in message and _nearly_full(self.git_dir())):
+            return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), f"{self.git_dir()} (git {args[0]})")
+        return GitError(f"git {_command(args)} failed: {message}", hint="run `desk doctor` to check the desk's git state")
 
     def _run_recorded(self, args: tuple[str, ...], env: Mapping[str, str], input: bytes | None,
                       locks: list[Path], own_session: bool = False) -> subprocess.CompletedProcess[bytes]:
@@ -1089,8 +1105,7 @@ class Git:
             return False
         if ".lock" in words and "File exists" in words:
             raise ConflictError(f"git update-ref: {words.strip()}", hint=LOCK_HINT)
-        raise GitError(f"git update-ref failed: {words.strip()}",
-                       hint="run `desk doctor` to check the desk's git state")
+        raise self._failure(("update-ref",), words.strip())
 
     def index_changes_at(self, index: Path, rev: str, paths: Iterable[str]) -> list[RawChange]:
         """`index_changes`, read without walking `rev`'s tree when the last `build_tree` read the
