@@ -44,8 +44,29 @@ def _pieces_below_cjk() -> re.Pattern[str]:
     return re.compile(r"(?P<ascii>[A-Za-z0-9]+)|(?P<word>[^\W\d_]+)|(?P<nl>\n)|(?P<space>\s+)|(?P<other>.)", re.S)
 
 
+@functools.cache
+def _ascii_counters() -> tuple[re.Pattern[str], re.Pattern[str], dict[int, None]]:
+    """For an ASCII text, the rule's pieces counted in C (`_ascii_tokens`): a greedy
+    `[A-Za-z0-9]{1,4}` cuts a run of n letters and digits into ceil(n / 4) matches; a newline
+    counts when it starts a whitespace run or follows a counted one (a run that starts with another
+    space is one free piece, newlines included); every other character that is neither a letter,
+    a digit nor whitespace counts 1."""
+    free = "".join(c for c in map(chr, range(128)) if c.isalnum() or c.isspace())
+    return (re.compile(r"[A-Za-z0-9]{1,4}"), re.compile(r"(?<!\s)\n+"),
+            dict.fromkeys(map(ord, free)))
+
+
+def _ascii_tokens(text: str) -> int:
+    """`estimate_tokens` of an ASCII `text` without a Python step per piece (~5x faster: the
+    context counts its sections' lines one by one)."""
+    chunks, newlines, free = _ascii_counters()
+    return len(chunks.findall(text)) + sum(map(len, newlines.findall(text))) + len(text.translate(free))
+
+
 def estimate_tokens(text: str) -> int:
     """The estimated token count of `text` (see the module docstring for the rule)."""
+    if text.isascii():
+        return _ascii_tokens(text)
     total = 0
     pieces = _pieces_below_cjk() if not text or max(text) < CJK_FIRST else _pieces()
     for match in pieces.finditer(text):
