@@ -55,6 +55,17 @@ def test_an_ascii_text_counts_as_the_full_pattern_counts(parts: list[str]) -> No
     assert estimate_tokens(text) == full_count(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(PIECES + ASCII_PIECES), st.text(max_size=8)), min_size=1, max_size=60))
+def test_a_long_text_with_a_few_non_ascii_characters_counts_as_the_full_pattern_counts(parts: list[str]) -> None:
+    """A long text whose letters and digits are all ASCII (MEMORY.md's lines have a dash) is
+    counted in C; one with any other letter or digit piece by piece: the same count."""
+    text = "".join(parts)
+    text += "line of English text — with a dash,\n  indented\n\n" * max(1, (300 - len(text)) // 45 + 1)
+    assert estimate_tokens(text) == full_count(text)
+    assert estimate_tokens(text + "x\n") == full_count(text + "x\n")
+
+
 def test_ascii_examples() -> None:
     assert estimate_tokens("abcd abcde") == 1 + 2
     assert estimate_tokens("a\n\nb") == 4  # two newlines after a letter: both count
