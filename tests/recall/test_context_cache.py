@@ -13,11 +13,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.recall.context import build_context, render_markdown
-from desk.recall.context_cache import memory_view, scan_memory_folder, start_folder_state
+from desk.recall.context_cache import _Joined, memory_view, scan_memory_folder, start_folder_state
 from tests.history_helpers import person
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
@@ -40,7 +42,7 @@ def _stored(desk: DeskFolder) -> list[tuple[str, str]]:
     if not path.exists():
         return []
     with sqlite3.connect(path) as db:
-        return db.execute("SELECT key, names FROM memory_view_v2").fetchall()
+        return db.execute("SELECT key, names FROM memory_view_v3").fetchall()
 
 
 def _both(desk: DeskFolder, **kwargs: object) -> tuple[str, str]:
@@ -86,6 +88,31 @@ def test_a_kept_view_answers_without_loading_the_entries(desk: DeskFolder) -> No
     assert not (desk.cache_dir / "entries.sqlite").exists()  # no memory was hit: no entry was read
     # a hit looks its entry up by blob id; the lost entry cache is rebuilt from the files
     assert render_markdown(build_context(desk, query="report", as_of=NOW)) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\0", blacklist_categories=("Cs",))), max_size=12))
+def test_a_kept_list_s_items_are_found_by_their_starts(items: list[str]) -> None:
+    """Names, blobs and trigger positions are stored joined with each item's start; item i read
+    by its start is the list's item i (empty items, non-BMP characters, one item, none)."""
+    made = _Joined.of(items)
+    text = made.text()
+    stored = _Joined.stored(text, made.starts())
+    assert [stored[i] for i in range(len(items))] == items
+    assert _Joined.stored(text, made.starts()).items() == items
+    assert text is None if not items else text == "\0".join(items)
+
+
+def test_a_kept_view_whose_starts_do_not_match_is_built_again(desk: DeskFolder) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    _remember(desk, "beta", ("beta",))
+    _settle(desk)
+    expected = render_markdown(build_context(desk, query="beta", as_of=NOW))
+    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:  # as another byte order would read
+        db.execute("UPDATE memory_view_v3 SET names_at = substr(names_at, 1, 8)")
+    assert render_markdown(build_context(desk, query="beta", as_of=NOW)) == expected
+    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:
+        assert db.execute("SELECT length(names_at), length(blobs_at) FROM memory_view_v3").fetchone() == (16, 16)
 
 
 def test_any_change_to_memory_files_builds_the_view_again(desk: DeskFolder) -> None:
