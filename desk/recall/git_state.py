@@ -99,26 +99,31 @@ def _settled(stamp: tuple[int, ...]) -> bool:
 
 
 def _recorded(path: Path, stamp: tuple[int, ...]) -> list[str] | None:
-    """The untracked paths recorded under `stamp` (its time left out), or None."""
+    """The untracked paths recorded under `stamp` (its time left out), or None (no record,
+    another stamp, or a record not whole: its head names the length of what follows)."""
     try:
         data = path.read_bytes()
     except OSError:
         return None
     head, _, names = data.partition(b"\n")
-    if head != " ".join(map(str, stamp[:-1])).encode():
+    if head != _head(stamp, len(names)):
         return None
     return names.decode("utf-8", "surrogateescape").split("\0") if names else []
 
 
+def _head(stamp: tuple[int, ...], length: int) -> bytes:
+    return " ".join(map(str, (*stamp[:-1], length))).encode()
+
+
 def _keep(path: Path, stamp: tuple[int, ...], untracked: list[str]) -> None:
-    """Record `untracked` under `stamp` (a temporary file renamed over the record: a reader sees
-    the old record or the new one); a record that cannot be written only costs a listing. Not
-    synced to disk: a record lost in a crash is listed again."""
-    data = " ".join(map(str, stamp[:-1])).encode() + b"\n" + "\0".join(untracked).encode("utf-8", "surrogateescape")
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Record `untracked` under `stamp`: a temporary file of this writer's own renamed over the
+    record, so a reader sees the old record or the new one. A record that cannot be written only
+    costs a listing; it is not synced to disk (one cut short by a crash does not match its head)."""
+    names = "\0".join(untracked).encode("utf-8", "surrogateescape")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_bytes(data)
+        temp.write_bytes(_head(stamp, len(names)) + b"\n" + names)
         os.replace(temp, path)
     except OSError:
         temp.unlink(missing_ok=True)

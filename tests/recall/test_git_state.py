@@ -123,6 +123,13 @@ def test_a_damaged_or_foreign_record_is_listed_again(desk: DeskFolder, settled: 
     assert state._untracked is not None and found == _truth(desk)
     record.write_bytes(b"\xff\n\n")
     assert _known(desk)[1] == _truth(desk)
+    _age(desk)
+    _known(desk)
+    whole = record.read_bytes()
+    assert b"loose.md" in whole
+    record.write_bytes(whole[:-3])  # cut short (a crash before the data reached the disk)
+    state, found = _known(desk)
+    assert state._untracked is not None and found == _truth(desk)
 
 
 def test_a_linked_memory_folder_is_not_recorded(desk: DeskFolder, settled: None, tmp_path: Path) -> None:
