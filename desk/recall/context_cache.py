@@ -9,7 +9,8 @@ times, the invalid files and each normalised trigger with the memories that have
 
 It is keyed by the memory folder as the file system shows it: every `memory/*.md` regular file's
 name, size, mtime, ctime and inode (one `scandir`, no file read), plus the rendering code's own
-fingerprint (`_CODE`), so a desk opened by another desk version builds its own. A file changed
+fingerprint (`_code`, from the source files' stat: `code_fingerprint`), so a desk opened by
+another desk version builds its own. A file changed
 since the view was built changes its stat, and the view is built again. As git does for its
 index, a view is stored only when no file was modified within `_RACY_NS` of the scan: a file
 written in the same clock tick as the scan could change without its stat showing it. The view
@@ -461,15 +462,29 @@ def _code() -> str:
     opened by another version of desk builds its views anew instead of showing stale text."""
     if not _CODE_CACHE:
         from importlib import import_module
-        from pathlib import Path
 
-        digest = streaming("sha1")
-        digest.update(b"memory view v1")
-        for name in _CODE_MODULES:
-            path = getattr(import_module(name), "__file__", None)
-            try:
-                digest.update(Path(path).read_bytes() if path else name.encode())
-            except OSError:
-                digest.update(name.encode())
-        _CODE_CACHE.append(digest.hexdigest())
+        paths = [getattr(import_module(name), "__file__", None) or name for name in _CODE_MODULES]
+        _CODE_CACHE.append(code_fingerprint(b"memory view v1", [Path(p) for p in paths]))
     return _CODE_CACHE[0]
+
+
+def code_fingerprint(label: bytes, paths: list[Path]) -> str:
+    """A fingerprint of the source files `paths`, from each file's stat (size, mtime, ctime,
+    inode: git's rule for its index; any write sets a file's ctime, which no one can set back)
+    rather than their bytes, which cost ~1 ms of a cold read to read and hash. A file changed
+    within `_RACY_NS` of now (a write in the same clock tick could leave its stat as it was) is
+    hashed by its bytes instead; a missing one by its name."""
+    now = time.time_ns()
+    digest = streaming("sha1")
+    digest.update(label)
+    for path in paths:
+        name = str(path).encode("utf-8", "surrogateescape")
+        try:
+            st = os.stat(path)
+            if now - max(st.st_mtime_ns, st.st_ctime_ns) < _RACY_NS:
+                digest.update(b"\0bytes\0" + name + b"\0" + path.read_bytes())
+            else:
+                digest.update(b"\0stat\0" + name + f"\0{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino}".encode())
+        except OSError:
+            digest.update(b"\0missing\0" + name)
+    return digest.hexdigest()
