@@ -30,13 +30,15 @@ compiled = sum(f.cache_info().currsize for f in lazy) if lazy and all(lazy) else
 modules = sorted(sys.modules)  # before json is imported here
 tokens = sys.modules.get("desk.text.tokens")
 token_tables = tokens._pieces.cache_info().currsize if tokens else None
+piece_tables = tokens._pieces_below_cjk.cache_info().currsize if tokens else None
 # the dataclasses desk's loaded modules define (each cost ~0.2-0.4 ms to create at start-up)
 made = sorted(f"{name}.{cls.__name__}" for name, module in list(sys.modules.items()) if name.startswith("desk")
               for cls in vars(module).values()
               if isinstance(cls, type) and cls.__module__ == name and "__dataclass_fields__" in cls.__dict__)
 import json
 with open(os.environ["PROBE_OUT"], "w") as out:
-    json.dump({"modules": modules, "cjk_tables": compiled, "token_tables": token_tables, "dataclasses": made}, out)
+    json.dump({"modules": modules, "cjk_tables": compiled, "token_tables": token_tables,
+               "piece_tables": piece_tables, "dataclasses": made}, out)
 """
 
 # The result modules: a command builds only its own (desk.results.base is everyone's).
@@ -141,6 +143,9 @@ def test_context_of_a_desk_without_cjk_text_loads_no_openssl_and_no_cjk_table(
     data = probe(small_desk, tmp_path, "context", "--query", "topic")
     assert loaded(data, {"hashlib", "_hashlib"}) == []
     assert data["token_tables"] == 0
+    # every section's letters and digits are ASCII (a dash is not a letter): counted in C, no
+    # piece-by-piece pattern compiled
+    assert data["piece_tables"] == 0
     made = data["dataclasses"]
     assert isinstance(made, list)
     assert [c for c in made if c.startswith(("desk.recall.", "desk.results.read.", "desk.digest.", "desk.archive.",

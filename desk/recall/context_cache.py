@@ -9,7 +9,8 @@ times, the invalid files and each normalised trigger with the memories that have
 
 It is keyed by the memory folder as the file system shows it: every `memory/*.md` regular file's
 name, size, mtime, ctime and inode (one `scandir`, no file read), plus the rendering code's own
-fingerprint (`_CODE`), so a desk opened by another desk version builds its own. A file changed
+fingerprint (`_code`, from the source files' stat: `code_fingerprint`), so a desk opened by
+another desk version builds its own. A file changed
 since the view was built changes its stat, and the view is built again. As git does for its
 index, a view is stored only when no file was modified within `_RACY_NS` of the scan: a file
 written in the same clock tick as the scan could change without its stat showing it. The view
@@ -25,6 +26,7 @@ import datetime as dt
 import json
 import os
 import sqlite3
+import sys
 import time
 from array import array
 from bisect import bisect_left
@@ -43,8 +45,9 @@ from desk.text.normalize import normalize
 from desk.text.times import parse_time
 
 _CACHE_FILE = "context.sqlite"
-_TABLE = "memory_view_v2"  # v2: names, blobs and the trigger table as NUL-joined text
+_TABLE = "memory_view_v3"  # v3: names, blobs and the trigger table's positions with their starts
 _BLOBS = "file_blobs_v1"  # FileBlobs
+_LAYOUT = f"{sys.byteorder} {array('L').itemsize}"  # how the stored starts are laid out (`_Joined`)
 _RACY_NS = 3_000_000_000  # as desk.memory.index: a file this close to the scan may change unseen
 IndexRenderer = Callable[[Mapping[str, IndexEntry], int, list[str]], str]
 
@@ -130,22 +133,32 @@ def _fingerprint(folder: Path, wanted: list[str] | None, kind: str) -> tuple[str
 
 
 class MemoryView:
-    """The desk-wide memories as `desk context` reads them at one `as_of`."""
+    """The desk-wide memories as `desk context` reads them at one `as_of`.
+
+    Its names, blobs and trigger table are kept as joined text with the start of each item
+    (`_Joined`): a read looks up only the items it needs, where splitting the 10,000 names, blobs
+    and positions of a kept view cost ~1 ms of every cold read."""
 
     def __init__(self, desk: DeskFolder, count: int, broken: list[str], expired: list[str],
-                 index_text: str, names: list[str], blobs: list[str], needles: list[str],
-                 needle_at: list[str]) -> None:
+                 index_text: str, names: _Joined, blobs: _Joined, needles: list[str],
+                 needle_at: _Joined) -> None:
         self.desk = desk
         self.count = count  # memories parsed (active and expired)
         self.broken = broken  # files left out: they do not parse
         self.expired = set(expired)
         self.index_text = index_text  # the MEMORY.md section's text, escaped (markdown_block)
-        self.names = names  # every parsed memory's name, sorted
-        self.blobs = blobs  # their blob ids, in the same order
+        self._names = names  # every parsed memory's name, sorted
+        self._blobs = blobs  # their blob ids, in the same order
         # The trigger table: each normalised trigger, and beside it (same position) the positions
         # in `names` of the memories with it, as comma-joined text (parsed only for a hit).
         self.needles = needles
-        self.needle_at = needle_at
+        self._needle_at = needle_at
+        self._at: dict[str, int] = {}  # names found by `candidates`: their positions
+
+    @property
+    def names(self) -> list[str]:
+        """Every parsed memory's name, sorted."""
+        return self._names.items()
 
     @property
     def active_count(self) -> int:
@@ -154,16 +167,18 @@ class MemoryView:
     def candidates(self, normalized_query: str) -> list[str]:
         """Names of the active memories with a trigger whose normalised form occurs in the query
         (what `trigger_hits` needs before it looks at word boundaries), sorted."""
-        at = self.needle_at
+        at = self._needle_at
         found = {int(i) for k, needle in enumerate(self.needles) if needle in normalized_query
                  for i in at[k].split(",")}
-        return sorted(n for n in (self.names[i] for i in found) if n not in self.expired)
+        for i in found:
+            self._at[self._names[i]] = i
+        return sorted(n for n in (self._names[i] for i in found) if n not in self.expired)
 
     def entries(self, names: list[str]) -> dict[str, IndexEntry]:
         """The index entries of `names` (from the entry cache, by blob id)."""
         if not names:
             return {}
-        wanted = {n: self.blobs[bisect_left(self.names, n)] for n in names}
+        wanted = {n: self._blobs[self._position(n)] for n in names}
         cache = EntryCache(self.desk.cache_dir)
         try:
             found = cache.get(set(wanted.values()))
@@ -178,10 +193,64 @@ class MemoryView:
             out[name] = entry
         return out
 
+    def _position(self, name: str) -> int:
+        at = self._at.get(name)
+        return at if at is not None else bisect_left(self.names, name)
+
     def active(self) -> Mapping[str, IndexEntry]:
         """Every active memory's entry, loaded when first looked at (the recent facts section
         asks only when the archive holds a fact)."""
         return _LazyEntries(self)
+
+
+class _Joined:
+    """Items joined by NUL (`text`) with each item's start (`starts`, an array of offsets): item
+    `i` without splitting them all. Made from a list (`of`) or from the stored text (`stored`)."""
+
+    def __init__(self, text: str, starts: array[int]) -> None:
+        self._text = text
+        self._starts = starts
+        self._items: list[str] | None = None
+
+    @classmethod
+    def of(cls, items: list[str]) -> _Joined:
+        joined = cls("\0".join(items), array("L"))
+        joined._items = items
+        return joined
+
+    @classmethod
+    def stored(cls, text: str | None, starts: bytes | None) -> _Joined:
+        offsets = array("L")
+        if starts:
+            offsets.frombytes(starts)
+        return cls(text or "", offsets)
+
+    def starts(self) -> bytes:
+        """The starts as stored (computed from the items when made from a list)."""
+        offsets = array("L")
+        at = 0
+        for item in self.items():
+            offsets.append(at)
+            at += len(item) + 1
+        return offsets.tobytes()
+
+    def text(self) -> str | None:
+        return self._text if self.items() else None  # None: no items ("" is one empty item)
+
+    def items(self) -> list[str]:
+        if self._items is None:
+            self._items = self._text.split("\0") if self._starts else []
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._items) if self._items is not None else len(self._starts)
+
+    def __getitem__(self, i: int) -> str:
+        if self._items is not None:
+            return self._items[i]
+        starts = self._starts
+        end = starts[i + 1] - 1 if i + 1 < len(starts) else len(self._text)
+        return self._text[starts[i]:end]
 
 
 class _LazyEntries(Mapping[str, IndexEntry]):
@@ -211,7 +280,7 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
     for, else built from the entries (`entries_in_worktree`) and stored when it may be. `state`:
     memory/ as git sees it (`scan_memory_folder`)."""
     scanned, settled = scan_memory_folder(desk, state)
-    key = sha1_hex(f"{scanned}\0{_code()}".encode())
+    key = sha1_hex(f"{scanned}\0{_code()}\0{_LAYOUT}".encode())
     db = _open(desk)
     try:
         view = _cached(desk, db, key, as_of) if db is not None else None
@@ -234,9 +303,9 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
                         if not where or where[-1] != i:
                             where.append(i)
         view = MemoryView(desk, len(entries), broken, sorted(set(entries) - set(active)),
-                          render_index(active, len(entries) - len(active), broken), names,
-                          [blob_of[n] for n in names], list(needles),
-                          [",".join(map(str, where)) for where in needles.values()])
+                          render_index(active, len(entries) - len(active), broken), _Joined.of(names),
+                          _Joined.of([blob_of[n] for n in names]), list(needles),
+                          _Joined.of([",".join(map(str, where)) for where in needles.values()]))
         if settled and state is not None and db is not None:
             # git vouched for files the build then read: keep the view only if memory/ is still
             # as it was scanned (a file edited and put back meanwhile would pair this key with
@@ -253,10 +322,10 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
 def _open(desk: DeskFolder) -> sqlite3.Connection | None:
     try:
         return open_cache(desk.cache_dir / _CACHE_FILE,
-                          "DROP TABLE IF EXISTS memory_view_v1; "
+                          "DROP TABLE IF EXISTS memory_view_v1; DROP TABLE IF EXISTS memory_view_v2; "
                           f"CREATE TABLE IF NOT EXISTS {_TABLE} (key TEXT PRIMARY KEY, count INTEGER, "
-                          "broken TEXT, expired TEXT, expires TEXT, index_text TEXT, names TEXT, "
-                          "blobs TEXT, needles TEXT, needle_at TEXT); "
+                          "broken TEXT, expired TEXT, expires TEXT, index_text TEXT, names TEXT, names_at BLOB, "
+                          "blobs TEXT, blobs_at BLOB, needles TEXT, needle_at TEXT, needle_at_at BLOB); "
                           f"CREATE TABLE IF NOT EXISTS {_BLOBS} (path TEXT PRIMARY KEY, size INTEGER, "
                           "mtime INTEGER, ctime INTEGER, inode INTEGER, blob TEXT)")
     except (OSError, sqlite3.Error):
@@ -335,19 +404,25 @@ def _file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
 
 def _cached(desk: DeskFolder, db: sqlite3.Connection, key: str, as_of: dt.datetime) -> MemoryView | None:
     try:
-        row = db.execute(f"SELECT count, broken, expired, expires, index_text, names, blobs, needles, needle_at "
-                         f"FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
+        row = db.execute(f"SELECT count, broken, expired, expires, index_text, names, names_at, blobs, blobs_at, "
+                         f"needles, needle_at, needle_at_at FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
     except sqlite3.Error:
         return None
     if row is None:
         return None
-    count, broken, expired, expires, index_text, names, blobs, needles, needle_at = row
+    count, broken, expired, expires, index_text, names, names_at, blobs, blobs_at, needles, needle_at, needle_at_at = row
     now_expired = sorted(n for n, at in json.loads(expires).items() if parse_time(at) <= as_of)
     if now_expired != json.loads(expired):
         return None  # another set of memories is expired at this `as_of`: build the view for it
-    # NUL-joined text: split in C, ~4x faster than decoding JSON lists at 10,000 memories
-    return MemoryView(desk, count, json.loads(broken), now_expired, index_text, _split(names), _split(blobs),
-                      _split(needles), _split(needle_at))
+    # NUL-joined text: the trigger needles split in C (~4x faster than decoding JSON lists at
+    # 10,000 memories); names, blobs and positions looked up by their starts when needed
+    found_needles = _split(needles)
+    name_list, blob_list = _Joined.stored(names, names_at), _Joined.stored(blobs, blobs_at)
+    positions = _Joined.stored(needle_at, needle_at_at)
+    if (len(name_list), len(blob_list), len(positions)) != (count, count, len(found_needles)):
+        return None  # not as stored (another machine's byte order): build it again
+    return MemoryView(desk, count, json.loads(broken), now_expired, index_text, name_list, blob_list,
+                      found_needles, positions)
 
 
 def _split(text: str | None) -> list[str]:
@@ -363,10 +438,11 @@ def _store(db: sqlite3.Connection, key: str, view: MemoryView, expires: Mapping[
     try:
         db.execute("BEGIN IMMEDIATE")
         db.execute(f"DELETE FROM {_TABLE}")
-        db.execute(f"INSERT INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        db.execute(f"INSERT INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    (key, view.count, json.dumps(view.broken), json.dumps(sorted(view.expired)),
-                    json.dumps(dict(expires)), view.index_text, _join(view.names),
-                    _join(view.blobs), _join(view.needles), _join(view.needle_at)))
+                    json.dumps(dict(expires)), view.index_text, view._names.text(), view._names.starts(),
+                    view._blobs.text(), view._blobs.starts(), _join(view.needles), view._needle_at.text(),
+                    view._needle_at.starts()))
         db.execute("COMMIT")
     except (sqlite3.Error, UnicodeError):  # UnicodeError: a name sqlite cannot store as UTF-8
         if db.in_transaction:
@@ -386,15 +462,29 @@ def _code() -> str:
     opened by another version of desk builds its views anew instead of showing stale text."""
     if not _CODE_CACHE:
         from importlib import import_module
-        from pathlib import Path
 
-        digest = streaming("sha1")
-        digest.update(b"memory view v1")
-        for name in _CODE_MODULES:
-            path = getattr(import_module(name), "__file__", None)
-            try:
-                digest.update(Path(path).read_bytes() if path else name.encode())
-            except OSError:
-                digest.update(name.encode())
-        _CODE_CACHE.append(digest.hexdigest())
+        paths = [getattr(import_module(name), "__file__", None) or name for name in _CODE_MODULES]
+        _CODE_CACHE.append(code_fingerprint(b"memory view v1", [Path(p) for p in paths]))
     return _CODE_CACHE[0]
+
+
+def code_fingerprint(label: bytes, paths: list[Path]) -> str:
+    """A fingerprint of the source files `paths`, from each file's stat (size, mtime, ctime,
+    inode: git's rule for its index; any write sets a file's ctime, which no one can set back)
+    rather than their bytes, which cost ~1 ms of a cold read to read and hash. A file changed
+    within `_RACY_NS` of now (a write in the same clock tick could leave its stat as it was) is
+    hashed by its bytes instead; a missing one by its name."""
+    now = time.time_ns()
+    digest = streaming("sha1")
+    digest.update(label)
+    for path in paths:
+        name = str(path).encode("utf-8", "surrogateescape")
+        try:
+            st = os.stat(path)
+            if now - max(st.st_mtime_ns, st.st_ctime_ns) < _RACY_NS:
+                digest.update(b"\0bytes\0" + name + b"\0" + path.read_bytes())
+            else:
+                digest.update(b"\0stat\0" + name + f"\0{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino}".encode())
+        except OSError:
+            digest.update(b"\0missing\0" + name)
+    return digest.hexdigest()

@@ -8,8 +8,9 @@ like the kept view of memory/ beside it), keyed by a hash of
 - what was parsed: the file's bytes, and whatever else the answer depends on (the scope and desk
   id a USER.md is checked against, a memory's path and name);
 - the code that parses and renders it (`_CODE_FILES`: the profile and memory file formats, the
-  frontmatter reader, time formatting, these sections) and PyYAML's own version, read as files
-  without importing them, so another desk or PyYAML version keeps its own answers.
+  frontmatter reader, time formatting, these sections) and PyYAML's own version, known by the
+  files' stat without importing them (`desk.recall.context_cache.code_fingerprint`), so another
+  desk or PyYAML version keeps its own answers.
 
 Same bytes and same code, same answer: a hit is exactly what parsing gives. Only answers that
 parsed are kept; a file that does not is parsed (and reported) every time, as before.
@@ -87,22 +88,18 @@ def _key(kind: str, data: bytes, extra: tuple[str, ...]) -> str:
 
 def _code() -> str:
     """A fingerprint of the parsing code and of PyYAML (its `__init__.py`, which names its
-    version), from the files: importing them is what a hit saves."""
+    version), from the files' stat (`desk.recall.context_cache.code_fingerprint`): importing
+    them is what a hit saves."""
     if not _CODE_CACHE:
         from importlib.util import find_spec
 
-        digest = streaming("sha1")
-        digest.update(b"parsed v1")
+        from desk.recall.context_cache import code_fingerprint
+
         try:
             spec = find_spec("yaml")
         except (ImportError, ValueError):
             spec = None
         paths = [_DESK / name for name in _CODE_FILES]
         paths.append(Path(spec.origin) if spec is not None and spec.origin else Path("yaml"))
-        for path in paths:
-            try:
-                digest.update(path.read_bytes())
-            except OSError:
-                digest.update(str(path).encode("utf-8", "surrogateescape"))
-        _CODE_CACHE.append(digest.hexdigest())
+        _CODE_CACHE.append(code_fingerprint(b"parsed v1", paths))
     return _CODE_CACHE[0]

@@ -336,20 +336,24 @@ class FolderState:
     and the `also` names at that commit (one `cat-file`) and the comparison against that commit
     start together, none waited for until asked: a commit landing meanwhile cannot pair one
     commit's tree with another's differences. Entries marked `assume-unchanged` or
-    `skip-worktree` are, by their own definition, not looked at by git.
+    `skip-worktree` are, by their own definition, not looked at by git. With `untracked=False` no
+    untracked listing runs and `paths` holds only the files that differ from HEAD (the caller
+    adds the untracked ones it knows); else `listed_untracked` holds that listing after `result()`.
     """
 
-    def __init__(self, git: Git, folder: str, *, ignored: bool = True, also: Iterable[str] = ()) -> None:
+    def __init__(self, git: Git, folder: str, *, ignored: bool = True, also: Iterable[str] = (),
+                 untracked: bool = True) -> None:
         spec = f":(literal){folder}/"
         self._folder = folder
         self._done = False
         self._changed: _Started | None = None
         self._lookup: _Started | None = None
         self._ids: dict[str, str | None] | None = None
+        self.listed_untracked: list[str] | None = None  # what `ls-files -o` named, once `result()` ran
         self._head = head = git.head()
         self._names = [n for n in dict.fromkeys([f"HEAD:{folder}", *also]) if n != "HEAD" and "\n" not in n]
         self._untracked = git._start(("ls-files", "-o", "-z", *(() if ignored else ("--exclude-standard",)),
-                                      "--", spec))
+                                      "--", spec)) if untracked else None
         if head is not None:
             at_head = [head + n[4:] if n.startswith("HEAD:") else n for n in self._names]
             self._lookup = git._start(("cat-file", "--batch-check=%(objectname)"),
@@ -386,11 +390,12 @@ class FolderState:
     def result(self) -> tuple[str | None, list[str]] | None:
         """`(tree, paths)` as the class says, or None without a HEAD commit; GitError when git fails."""
         self._done = True
-        untracked = self._untracked.wait()[0]
+        untracked = self._untracked.wait()[0] if self._untracked is not None else None
         if self._changed is None:
             return None
         changed = self._changed.wait()[0]
-        return self.tree, sorted({*_path_list(changed), *_path_list(untracked)})
+        self.listed_untracked = sorted(_path_list(untracked)) if untracked is not None else None
+        return self.tree, sorted({*_path_list(changed), *(self.listed_untracked or ())})
 
 
 _DISK_FULL = ("No space left on device", "Out of diskspace")  # how git says ENOSPC (strerror; its own)
@@ -720,12 +725,14 @@ class Git:
                                   ("ls-files", "-o", "-z", "--exclude-standard", "--", spec)),
                       lambda outputs: sorted({path for out in outputs for path in _path_list(out)}))
 
-    def folder_state(self, folder: str, *, ignored: bool = True, also: Iterable[str] = ()) -> FolderState:
+    def folder_state(self, folder: str, *, ignored: bool = True, also: Iterable[str] = (),
+                     untracked: bool = True) -> FolderState:
         """`folder/` of the work tree as git sees it, asked now and answered by `FolderState.result`:
         the git processes run while the caller does other work (docs/context.md). `ignored`:
         untracked files git ignores count too; `also`: more object names (`HEAD:path`) to look up
-        with HEAD's (`FolderState.ids`)."""
-        return FolderState(self, folder, ignored=ignored, also=also)
+        with HEAD's (`FolderState.ids`); `untracked=False`: the untracked files are not listed (the
+        caller knows them: desk.recall.git_state)."""
+        return FolderState(self, folder, ignored=ignored, also=also, untracked=untracked)
 
     def _run_together(self, *commands: tuple[str, ...]) -> list[bytes]:
         """Run read-only git commands at the same time (each start costs a few ms that the other

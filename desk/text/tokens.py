@@ -44,10 +44,37 @@ def _pieces_below_cjk() -> re.Pattern[str]:
     return re.compile(r"(?P<ascii>[A-Za-z0-9]+)|(?P<word>[^\W\d_]+)|(?P<nl>\n)|(?P<space>\s+)|(?P<other>.)", re.S)
 
 
+@functools.cache
+def _counters() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str], dict[int, None]]:
+    """The rule's pieces counted in C, for a text in which every letter and digit is ASCII
+    (`_plain_tokens`): a greedy `[A-Za-z0-9]{1,4}` cuts a run of n letters and digits into
+    ceil(n / 4) matches; a newline counts when it starts a whitespace run or follows a counted one
+    (a run that starts with another space is one free piece, newlines included); every character
+    that is neither an ASCII letter or digit nor whitespace counts 1 (punctuation, symbols, a dash:
+    the rule's `other`, or `cjk` for the few such characters in its CJK ranges, 1 as well).
+    The last pattern finds a letter or digit that is not ASCII (a word the rule counts by 3, a
+    CJK character): such a text is counted piece by piece."""
+    free = "".join(c for c in map(chr, range(128)) if c.isalnum() or c.isspace())
+    return (re.compile(r"[A-Za-z0-9]{1,4}"), re.compile(r"(?<!\s)\n+"), re.compile(r"[^A-Za-z0-9\s]"),
+            re.compile(r"[^\W\x00-\x7f]"), dict.fromkeys(map(ord, free)))
+
+
+def _plain_tokens(text: str, ascii: bool) -> int:
+    """`estimate_tokens` of a text whose letters and digits are all ASCII, without a Python step
+    per piece (~3x faster: the context counts its sections' lines one by one)."""
+    chunks, newlines, others, _, free = _counters()
+    other = len(text.translate(free)) if ascii else len(others.findall(text))
+    return len(chunks.findall(text)) + sum(map(len, newlines.findall(text))) + other
+
+
 def estimate_tokens(text: str) -> int:
     """The estimated token count of `text` (see the module docstring for the rule)."""
+    if text.isascii():
+        return _plain_tokens(text, True)
+    if _counters()[3].search(text) is None:
+        return _plain_tokens(text, False)
     total = 0
-    pieces = _pieces_below_cjk() if not text or max(text) < CJK_FIRST else _pieces()
+    pieces = _pieces_below_cjk() if max(text) < CJK_FIRST else _pieces()
     for match in pieces.finditer(text):
         kind = match.lastgroup
         if kind == "cjk" or kind == "nl" or kind == "other":

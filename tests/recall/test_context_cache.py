@@ -13,11 +13,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.recall.context import build_context, render_markdown
-from desk.recall.context_cache import memory_view, scan_memory_folder, start_folder_state
+from desk.recall import context_cache
+from desk.recall.context_cache import _Joined, code_fingerprint, memory_view, scan_memory_folder, start_folder_state
 from tests.history_helpers import person
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
@@ -40,7 +43,7 @@ def _stored(desk: DeskFolder) -> list[tuple[str, str]]:
     if not path.exists():
         return []
     with sqlite3.connect(path) as db:
-        return db.execute("SELECT key, names FROM memory_view_v2").fetchall()
+        return db.execute("SELECT key, names FROM memory_view_v3").fetchall()
 
 
 def _both(desk: DeskFolder, **kwargs: object) -> tuple[str, str]:
@@ -86,6 +89,31 @@ def test_a_kept_view_answers_without_loading_the_entries(desk: DeskFolder) -> No
     assert not (desk.cache_dir / "entries.sqlite").exists()  # no memory was hit: no entry was read
     # a hit looks its entry up by blob id; the lost entry cache is rebuilt from the files
     assert render_markdown(build_context(desk, query="report", as_of=NOW)) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\0", blacklist_categories=("Cs",))), max_size=12))
+def test_a_kept_list_s_items_are_found_by_their_starts(items: list[str]) -> None:
+    """Names, blobs and trigger positions are stored joined with each item's start; item i read
+    by its start is the list's item i (empty items, non-BMP characters, one item, none)."""
+    made = _Joined.of(items)
+    text = made.text()
+    stored = _Joined.stored(text, made.starts())
+    assert [stored[i] for i in range(len(items))] == items
+    assert _Joined.stored(text, made.starts()).items() == items
+    assert text is None if not items else text == "\0".join(items)
+
+
+def test_a_kept_view_whose_starts_do_not_match_is_built_again(desk: DeskFolder) -> None:
+    _remember(desk, "alpha", ("alpha",))
+    _remember(desk, "beta", ("beta",))
+    _settle(desk)
+    expected = render_markdown(build_context(desk, query="beta", as_of=NOW))
+    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:  # as another byte order would read
+        db.execute("UPDATE memory_view_v3 SET names_at = substr(names_at, 1, 8)")
+    assert render_markdown(build_context(desk, query="beta", as_of=NOW)) == expected
+    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:
+        assert db.execute("SELECT length(names_at), length(blobs_at) FROM memory_view_v3").fetchone() == (16, 16)
 
 
 def test_any_change_to_memory_files_builds_the_view_again(desk: DeskFolder) -> None:
@@ -289,3 +317,30 @@ def test_memory_md_s_blob_is_vouched_for_by_its_stat_and_any_change_is_seen(desk
     index.symlink_to(desk.path("AGENTS.md"))  # a link is never vouched for (nor read through)
     source = _index_source(desk)
     assert "blob" not in source
+
+
+def test_the_code_fingerprint_sees_every_change_to_a_source_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """By the files' stat once they are settled, by their bytes while a write may hide in the
+    same clock tick: a same-size edit with the mtime put back changes it in both regimes."""
+    source = tmp_path / "module.py"
+    source.write_text("X = 1\n", "utf-8")
+    other = tmp_path / "other.py"
+    other.write_text("Y = 2\n", "utf-8")
+    seen = {code_fingerprint(b"v", [source, other])}
+    stat = source.stat()
+    source.write_text("X = 3\n", "utf-8")  # same size; written just now: hashed by its bytes
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    seen.add(code_fingerprint(b"v", [source, other]))
+    assert len(seen) == 2
+    monkeypatch.setattr(context_cache, "_RACY_NS", 0)  # settled: by stat
+    seen.add(code_fingerprint(b"v", [source, other]))
+    replaced = tmp_path / "new.py"
+    replaced.write_text("X = 4\n", "utf-8")
+    os.replace(replaced, source)  # another inode
+    seen.add(code_fingerprint(b"v", [source, other]))
+    source.write_text("X = 44\n", "utf-8")  # another size
+    seen.add(code_fingerprint(b"v", [source, other]))
+    source.unlink()
+    seen.add(code_fingerprint(b"v", [source, other]))
+    assert len(seen) == 6
+    assert code_fingerprint(b"v", [source, other]) == code_fingerprint(b"v", [source, other])

@@ -41,6 +41,40 @@ def test_every_text_counts_as_the_full_pattern_counts(parts: list[str]) -> None:
     assert estimate_tokens(text) == full_count(text)
 
 
+ASCII_PIECES = ["SQLite", "wal_mode", "x" * 9, "abcd", "abcde", "42", " ", "\n", " \n", "\n \n", "\t\n\n", "\r\n",
+                "\x0b", "\x0c", "\x1c", "\x1f", "\x00", "\x7f", "_", "-", "#", "\\"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(ASCII_PIECES), st.text(alphabet=st.characters(max_codepoint=127),
+                                                                    max_size=8)), max_size=40))
+def test_an_ascii_text_counts_as_the_full_pattern_counts(parts: list[str]) -> None:
+    """ASCII text is counted in C (`_ascii_tokens`), not piece by piece: the same count."""
+    text = "".join(parts)
+    assert text.isascii()
+    assert estimate_tokens(text) == full_count(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(PIECES + ASCII_PIECES), st.text(max_size=8)), min_size=1, max_size=60))
+def test_a_long_text_with_a_few_non_ascii_characters_counts_as_the_full_pattern_counts(parts: list[str]) -> None:
+    """A long text whose letters and digits are all ASCII (MEMORY.md's lines have a dash) is
+    counted in C; one with any other letter or digit piece by piece: the same count."""
+    text = "".join(parts)
+    text += "line of English text — with a dash,\n  indented\n\n" * max(1, (300 - len(text)) // 45 + 1)
+    assert estimate_tokens(text) == full_count(text)
+    assert estimate_tokens(text + "x\n") == full_count(text + "x\n")
+
+
+def test_ascii_examples() -> None:
+    assert estimate_tokens("abcd abcde") == 1 + 2
+    assert estimate_tokens("a\n\nb") == 4  # two newlines after a letter: both count
+    assert estimate_tokens("a \n\nb") == 2  # a run that starts with a space is free, newlines too
+    assert estimate_tokens("a\r\nb") == 2  # CRLF: the \r starts the run
+    assert estimate_tokens("\n") == 1 and estimate_tokens("") == 0
+    assert estimate_tokens("x_y-z\x00") == 6  # "_", "-" and a NUL are one token each
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=ord(CJK_FIRST) - 1), max_size=60))
 def test_below_u3040_the_words_are_the_full_pattern_s_words(text: str) -> None:
