@@ -21,7 +21,6 @@ it, and never touches a file a person has changed since. `desk doctor` reports t
 
 from __future__ import annotations
 
-
 import json
 import os
 import time
