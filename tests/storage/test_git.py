@@ -202,10 +202,21 @@ def test_only_the_git_module_runs_git() -> None:
     assert offenders == []
 
 
-def _rev_parse_head(root: Path) -> str | None:
-    proc = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=root, env=git_env(),
-                          capture_output=True)
+def _rev_parse(root: Path, name: str) -> str | None:
+    proc = subprocess.run(["git", "rev-parse", "-q", "--verify", name], cwd=root, env=git_env(), capture_output=True)
     return proc.stdout.decode().strip() or None
+
+
+def _rev_parse_head(root: Path) -> str | None:
+    return _rev_parse(root, "HEAD^{commit}")
+
+
+def _repo_with_a_commit(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "commit", "-q", "--allow-empty", "-m", "one")
+    return root
 
 
 def test_head_read_from_ref_files_agrees_with_git_in_every_state(tmp_path: Path) -> None:
@@ -237,10 +248,7 @@ def test_head_read_from_ref_files_agrees_with_git_in_every_state(tmp_path: Path)
 
 
 def test_head_asks_git_when_the_ref_file_is_not_an_object_id(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "commit", "-q", "--allow-empty", "-m", "one")
+    root = _repo_with_a_commit(tmp_path)
     sha = _rev_parse_head(root)
     git(root, "symbolic-ref", "refs/heads/alias", "refs/heads/main")  # a symbolic ref chain
     git(root, "symbolic-ref", "HEAD", "refs/heads/alias")
@@ -248,16 +256,11 @@ def test_head_asks_git_when_the_ref_file_is_not_an_object_id(tmp_path: Path) -> 
 
 
 def test_a_ref_read_from_its_files_agrees_with_git(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "commit", "-q", "--allow-empty", "-m", "one")
+    root = _repo_with_a_commit(tmp_path)
     repo = Git(root)
 
     def rev_parse(ref: str) -> str | None:
-        proc = subprocess.run(["git", "rev-parse", "-q", "--verify", f"{ref}^{{}}"], cwd=root, env=git_env(),
-                              capture_output=True)
-        return proc.stdout.decode().strip() or None
+        return _rev_parse(root, f"{ref}^{{}}")
 
     tracking = "refs/remotes/origin/main"
     assert repo.ref(tracking) is None and rev_parse(tracking) is None  # no such ref

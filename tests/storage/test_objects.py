@@ -226,14 +226,19 @@ def _git_reads(root: Path, sha: str) -> bytes:
     return subprocess.run(["git", "cat-file", "tree", sha], cwd=root, check=True, capture_output=True).stdout
 
 
+def _repo_objects_and_record(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A new repository, its objects folder and where desk keeps the segments of its last tree."""
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root, root / ".git" / "objects", root / ".git" / "desk-tree-segments.json"
+
+
 def test_large_trees_reuse_the_last_ones_compressed_segments(tmp_path: Path) -> None:
     """A large tree is compressed in content-cut segments; the next one, one entry different,
     copies every segment it shares; git reads both, fsck is clean."""
     import json
 
-    root = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    objects, record = root / ".git" / "objects", root / ".git" / "desk-tree-segments.json"
+    root, objects, record = _repo_objects_and_record(tmp_path)
     first = _large_tree(3000)
     one = write_loose(objects, "tree", first, segments=record)
     before = json.loads(record.read_text())
@@ -261,9 +266,7 @@ def test_a_record_that_does_not_describe_the_object_is_not_used(tmp_path: Path, 
     import json
     import zlib
 
-    root = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    objects, record = root / ".git" / "objects", root / ".git" / "desk-tree-segments.json"
+    root, objects, record = _repo_objects_and_record(tmp_path)
     one = write_loose(objects, "tree", _large_tree(2000), segments=record)
     kept = json.loads(record.read_text())
     if damage == "record":
@@ -291,9 +294,7 @@ def test_a_record_that_lies_with_a_good_checksum_is_caught_by_the_segments_crc(t
 
     from desk.storage.objects import _record_check
 
-    root = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    objects, record = root / ".git" / "objects", root / ".git" / "desk-tree-segments.json"
+    root, objects, record = _repo_objects_and_record(tmp_path)
     first = _large_tree(2000)
     one = write_loose(objects, "tree", first, segments=record)
     kept = json.loads(record.read_text())
@@ -321,9 +322,7 @@ def test_a_record_that_names_another_piece_is_caught_by_comparing_the_bytes(tmp_
     from desk.storage.objects import _CUTS, _record_check
     from desk.storage.objects import _pieces as cut
 
-    root = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    objects, record = root / ".git" / "objects", root / ".git" / "desk-tree-segments.json"
+    root, objects, record = _repo_objects_and_record(tmp_path)
     first = _large_tree(2000)
     one = write_loose(objects, "tree", first, segments=record)
     second = _large_tree(2000, b"m000002x.md")  # into the first piece
