@@ -746,10 +746,10 @@ class Desk(DeskFolder):
 
     def now_show(self, *, section: str | None = None) -> NowView:
         """NOW.md (or one section: doing, blocked, next, reminders)."""
-        from desk.notes.now import read_now
+        from desk.notes.now import read_now, section_name
         from desk.results.working import NowView
 
-        return NowView(read_now(self), section)
+        return NowView(read_now(self), section_name(section))
 
     def now_set(self, text: str, *, section: str | None = None, actor: str = "assistant") -> NowChange:
         """Replace one section of NOW.md (or the whole note) with `text`; one commit."""

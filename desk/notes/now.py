@@ -127,7 +127,8 @@ class NowResult:
         return {"status": self.status, "path": NOW_FILE, "section": self.section, "commit": self.commit}
 
 
-def _section(section: str | None) -> str | None:
+def section_name(section: str | None) -> str | None:
+    """`section` as NOW.md names it (`Doing` -> `doing`); UsageError naming the choices."""
     if section is None:
         return None
     name = section.strip().lower()
@@ -147,7 +148,7 @@ def set_now(desk: DeskFolder, text: str, *, section: str | None = None, actor: s
     A line break other than `\n` (lone CR, U+2028, NEL, ...) becomes a space and other control
     characters are dropped (`desk.text.escape.plain_text`): only a newline starts a line.
     """
-    name = _section(section)
+    name = section_name(section)
     text = plain_text(text, breaks=" ")
     if name is None and not text.strip():
         raise UsageError("refusing to empty NOW.md; clear one section with --section NAME ''")
@@ -163,7 +164,7 @@ def set_now(desk: DeskFolder, text: str, *, section: str | None = None, actor: s
 
 def append_now(desk: DeskFolder, text: str, *, section: str = "doing", actor: str = "assistant") -> NowResult:
     """Add TEXT at the end of a section (default Doing); one line becomes a `- ` list item."""
-    name = _section(section) or "doing"
+    name = section_name(section) or "doing"
     text = plain_text(text, breaks=" ")  # a CR or U+2028 in the text must not start a line
     if not text.strip():
         raise UsageError("nothing to append: the text is empty")

@@ -67,6 +67,21 @@ def test_show_prints_the_note_or_a_section(desk: DeskFolder, run: DeskRunner) ->
     assert data["sections"]["next"] == "ship it" and data["path"] == "NOW.md"
 
 
+def test_show_of_a_section_that_does_not_exist_is_a_usage_error(desk: DeskFolder) -> None:
+    """Through the API (and so `desk serve`'s now_show) an unknown section answered empty text as
+    if the section were empty; the CLI's choice list refused it. Both refuse it now."""
+    import pytest
+
+    import desk as desk_api
+    from desk.errors import UsageError
+
+    set_now(desk, "ship it", section="next")
+    with desk_api.open(desk.root) as d:
+        with pytest.raises(UsageError, match="choose one of doing, blocked, next, reminders"):
+            d.now_show(section="bad")
+        assert d.now_show(section="Next").to_json()["text"] == "ship it"
+
+
 def test_uncommitted_edits_are_refused_and_kept(desk: DeskFolder, run: DeskRunner) -> None:
     desk.path("NOW.md").write_text(desk.path("NOW.md").read_text() + "\nmy own line\n")
     before = snapshot(desk.root)
