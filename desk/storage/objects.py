@@ -110,14 +110,20 @@ def write_loose(objects: Path, kind: str, content: bytes, sha: str | None = None
         data = zlib.compress(raw, level)
     else:
         data, kept = built
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # a full disk: no half-written temporary object left, and the object named
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # os.write's ENOSPC names no file
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
+        raise
     os.replace(tmp, target)
     if kept is not None and segments is not None:
         _keep_segments(segments, sha, data, level, *kept)
