@@ -91,6 +91,8 @@ class Transaction:
             head_blobs = self.desk.git.committed_blobs(paths)
         for path in paths:
             if self.desk.worktree_blob(path) != head_blobs.get(path):
+                if _linked(self.desk, path):
+                    raise link_refusal(self.desk, path)
                 raise _dirty(self.desk, path)
 
     def commit(self, writes: Mapping[str, bytes | None], message: str, known: KnownHead | None = None) -> str:
@@ -256,6 +258,31 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return False
+
+
+def _linked(desk: DeskFolder, path: str) -> bool:
+    """Whether `path` is a symbolic link in the work tree, or lies in a linked folder."""
+    from desk.storage.reading import SymlinkError
+
+    try:
+        desk.read_if_present(path)
+    except SymlinkError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def link_refusal(desk: DeskFolder, path: str) -> InvalidFileError:
+    """A symbolic link where desk is about to change `path` (or a linked folder on the way),
+    refused as the gate refuses it (exit 3, the same finding as `desk validate`), not as a
+    person's uncommitted edit (exit 4): nothing is read or written through the link."""
+    from desk.guard.rules import SYMLINK_MODE, check_file
+    from desk.text.times import utc_now
+
+    findings = check_file(path, b"", desk_id=desk.desk_id, allow=(), now=utc_now(), mode=SYMLINK_MODE)
+    return InvalidFileError(findings, hint=f"put a plain {path} back (`git checkout -- {path}` restores "
+                                           "the committed one), then run the command again")
 
 
 def _dirty(desk: DeskFolder, path: str) -> ConflictError:

@@ -4,6 +4,7 @@ and reads of bad or broken memories (issue 9.4, 9.6, 9.8, 9.9, 9.13)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -254,3 +255,26 @@ def test_a_version_1_file_reads_as_it_is_and_only_a_real_change_stamps_it(desk: 
     assert _meta(run, "report-zh")["schema"] == 2
     assert run("rename", "report-zh", "report-cn").exit_code == 0
     assert "\nschema: 2\n---\n" in desk.path("memory/report-cn.md").read_text()
+
+
+def test_a_linked_memory_file_is_refused_as_the_gate_refuses_it(desk: DeskFolder, run: DeskRunner,
+                                                                 tmp_path: Path) -> None:
+    """memory/x.md replaced by a symbolic link: `remember` (an update), `forget` and `rename` gave
+    "uncommitted changes" (exit 4); they give the gate's own finding naming the link (exit 3, what
+    `desk validate` says), and nothing is written through the link or committed."""
+    _remember(run)
+    outside = tmp_path / "outside.md"
+    outside.write_text("somebody else's file\n")
+    path = "memory/report-zh.md"
+    (desk.root / path).unlink()
+    (desk.root / path).symlink_to(outside)
+    [finding] = [f for f in json.loads(run("validate", "--all", "--json").output)["findings"] if f["path"] == path]
+    before = snapshot(desk.root)
+    for argv in (["remember", "report-zh", "--type", "preference", "-d", "Reports", "-t", "report", "Changed."],
+                 ["forget", "report-zh"], ["rename", "report-zh", "report-cn"]):
+        result = run(*argv, "--json")
+        assert result.exit_code == 3, (argv, result.output)
+        refusal = json.loads(result.output)
+        assert refusal["findings"] == [finding] and finding["rule"] == "symlink", argv
+        assert f"git checkout -- {path}" in refusal["hint"]
+        assert snapshot(desk.root) == before and outside.read_text() == "somebody else's file\n"
