@@ -164,7 +164,8 @@ def test_an_edit_that_keeps_size_and_mtime_is_seen(desk: DeskFolder) -> None:
 
 def test_the_clock_still_applies_to_the_base_findings(desk: DeskFolder) -> None:
     setup(desk)
-    write(desk.root, "memory/omega.md", memory_text("omega", extra="expires: 2026-12-01T00:00:00Z\n"))
+    expires = (NOW + dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")  # every check passes its own `now`
+    write(desk.root, "memory/omega.md", memory_text("omega", extra=f"expires: {expires}\n"))
     reindex_text(desk.root)
     assert checked(desk).ok
     write(desk.root, "memory/beta.md", memory_text("beta", body="Later."))
