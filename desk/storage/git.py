@@ -308,17 +308,6 @@ class StartedListing:
         return self._result
 
 
-class StartedChanges:
-    """`Git.start_staged_changes`: a `git diff --cached --raw` running."""
-
-    def __init__(self, started: _Started) -> None:
-        self._started = started
-
-    def result(self) -> list[RawChange]:
-        """What the index changes against HEAD; GitError when git fails."""
-        return _raw_changes(self._started.wait()[0])
-
-
 class FolderState:
     """A work-tree folder as git sees it (`Git.folder_state`), for a cache keyed by it.
 
@@ -704,10 +693,11 @@ class Git:
         """What the index changes against HEAD, blob by blob (the commit being made, in a hook)."""
         return self.start_staged_changes().result()
 
-    def start_staged_changes(self) -> StartedChanges:
+    def start_staged_changes(self) -> Answer[list[RawChange]]:
         """`staged_changes()`, started now and answered by `.result()`: a hook loads the gate's
         modules while git compares the index with HEAD."""
-        return StartedChanges(self._start(("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev")))
+        return Answer(self._start(("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev")),
+                      lambda outputs: _raw_changes(outputs[0]))
 
     def diff_tree(self, old: str, new: str, paths: Iterable[str] = ()) -> list[RawChange]:
         """What changed under `paths` from commit `old` to commit `new`; GitError when one is gone."""
