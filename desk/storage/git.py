@@ -1932,14 +1932,20 @@ def _head_from_files(git_dir: Path) -> str | None:
     ref = head[5:] if head.startswith("ref: ") else ""
     if not ref.startswith("refs/heads/"):
         return _ASK_GIT
-    return _ref_from_files(git_dir, ref)
+    return _read_ref(git_dir, ref)
 
 
 def _ref_from_files(git_dir: Path, ref: str) -> str | None:
     """The object `ref` (`refs/...`) names, from its loose file, then `packed-refs`; None when
-    neither has it; `_ASK_GIT` for anything this does not read (`_head_from_files`)."""
-    if (not ref.startswith("refs/") or ".." in ref or "//" in ref or ref.endswith(("/", ".lock", ".invalid"))
-            or (git_dir / "commondir").exists() or (git_dir / "reftable").exists()):
+    neither has it; `_ASK_GIT` for anything this does not read (as `_head_from_files`)."""
+    if (git_dir / "commondir").exists() or (git_dir / "reftable").exists():
+        return _ASK_GIT
+    return _read_ref(git_dir, ref)
+
+
+def _read_ref(git_dir: Path, ref: str) -> str | None:
+    """`_ref_from_files` in a repository already known to keep its refs as files in `git_dir`."""
+    if not ref.startswith("refs/") or ".." in ref or "//" in ref or ref.endswith(("/", ".lock", ".invalid")):
         return _ASK_GIT
     try:
         loose = (git_dir / ref).read_text("ascii").strip()
