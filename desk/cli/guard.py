@@ -102,7 +102,8 @@ def edit_command(name: str, actor: str) -> None:
 
 @click.command("doctor")
 @click.option("--repair", is_flag=True,
-              help="Fix what is safe to fix; list what needs a person. Never discards uncommitted edits.")
+              help="Fix what is safe to fix; list what needs a person. Never discards uncommitted edits. "
+                   "Needs a desk you can write (without it doctor also checks a read-only desk).")
 @click.option("--commits", type=click.IntRange(min=0), default=200, show_default=True,
               help="How many recent commits to check for rule breaks that bypassed the hooks.")
 @json_option

@@ -113,7 +113,8 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
     listing: StartedListing | None = None
     quiet = early.finish if early is not None else _nothing
     try:
-        with early.lock if early is not None else desk_lock(desk.lock_path, timeout=LOCK_WAIT):
+        with early.lock if early is not None else desk_lock(desk.lock_path, timeout=LOCK_WAIT,
+                                                               reading=not repair):
             _check_desk_index_lock(desk, report, repair)
             _check_pending(desk, report, repair)
             _check_index_lock(desk, report, repair, lock_held=True, quiet=quiet)
@@ -372,7 +373,7 @@ def _check_torn_archive(desk: DeskFolder, report: DoctorReport, repair: bool) ->
         return
     from desk.archive.store import archive_lock_path  # the archive's modules: only when needed
 
-    with desk_lock(archive_lock_path(desk), timeout=LOCK_WAIT):
+    with desk_lock(archive_lock_path(desk), timeout=LOCK_WAIT, reading=not repair):
         for path in suspects:
             fragment = _torn_tail(path)
             if fragment is None:

@@ -41,7 +41,8 @@ class EarlyReads:
         from desk.errors import ConflictError
         from desk.storage.lock import desk_lock
 
-        self.lock = _Held(desk_lock(desk.lock_path, timeout=DOCTOR_LOCK_WAIT))
+        # Only doctor without --repair comes here: a reader (a shared lock on a read-only desk).
+        self.lock = _Held(desk_lock(desk.lock_path, timeout=DOCTOR_LOCK_WAIT, reading=True))
         self._git = desk.git
         self._history: Callable[[], list[str]] | None = None
         self._commits: list[str] | None = None

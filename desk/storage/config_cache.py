@@ -118,4 +118,7 @@ def keep_config(git_dir: Path, env: Mapping[str, str], query: str, system_file: 
         tmp.write_text(json.dumps({"key": key, "system": system, "values": dict(values)}))
         os.replace(tmp, target)
     except OSError:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only desk: unlink fails (EROFS) even where nothing was made

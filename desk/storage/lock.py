@@ -19,6 +19,16 @@ desk is a library called from threads. So the blocking calls run in a helper thr
 waits for it with a timeout; a caller that gives up leaves the descriptors to the helper, which
 closes them (letting go at once) when it gets the locks. An uncontended lock is taken with
 non-blocking tries and starts no thread.
+
+A desk this process cannot write (a read-only mount, another user's folder) cannot open the lock
+file for writing. A holder that only reads (`reading=True`: `desk doctor` without `--repair`) then
+takes a shared lock on a read-only descriptor of it: `flock` needs no write access, and the
+writers (the same files through a writable mount, or their owner) still take theirs on the same
+inode, so the read waits for a mutation in progress and no mutation starts during it. Only where
+the lock file does not exist either (no desk process has ever locked this desk) is there nothing
+to lock: a writer that starts meanwhile may show the read a mutation half done (its pending marker,
+files written before its commit), which the read reports as interrupted; it writes nothing, and
+asking again answers right. A holder that writes gets a ReadOnlyDeskError naming the folder.
 """
 
 from __future__ import annotations
@@ -31,9 +41,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from desk.errors import ConflictError
+from desk.errors import ConflictError, DeskError
 
 DEFAULT_TIMEOUT = 60.0
+# What opening a file for writing gives on a desk this process cannot write.
+READ_ONLY_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+class ReadOnlyDeskError(DeskError):
+    """A command that writes, on a desk this process cannot write (exit 1)."""
 
 
 def lock_timeout() -> float:
@@ -45,16 +61,21 @@ def lock_timeout() -> float:
 
 
 @contextmanager
-def desk_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
-    """Hold an exclusive lock on `path`, waiting up to `timeout` seconds (exit 4 after that)."""
+def desk_lock(path: Path, timeout: float | None = None, *, reading: bool = False) -> Iterator[None]:
+    """Hold an exclusive lock on `path`, waiting up to `timeout` seconds (exit 4 after that).
+
+    `reading`: the holder only reads, so on a desk this process cannot write it holds a shared
+    lock instead (or none: the module's docstring says when); without it, ReadOnlyDeskError there.
+    """
     wait = lock_timeout() if timeout is None else timeout
-    queue = os.open(f"{path}.queue", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    fd = -1
+    queue, fd, mode = _open(path, reading)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        first = _try_lock(queue)
-        if not (first and _try_lock(fd)):
-            waiter = _BlockingWait(queue, fd, queued=first)
+        if fd < 0:
+            yield  # no lock file, and none can be made: nothing to lock
+            return
+        first = queue < 0 or _try_lock(queue)  # a shared holder does not queue
+        if not (first and _try_lock(fd, mode)):
+            waiter = _BlockingWait(queue, fd, queued=first, mode=mode)
             try:
                 locked = waiter.wait(max(wait, 0.0))
             finally:
@@ -65,8 +86,9 @@ def desk_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
                                     hint="wait for it to finish, or raise $DESK_LOCK_TIMEOUT")
             if waiter.error is not None:
                 raise waiter.error
-        os.close(queue)  # in: the next waiter may queue up behind this holder
-        queue = -1
+        if queue >= 0:
+            os.close(queue)  # in: the next waiter may queue up behind this holder
+            queue = -1
         yield
     finally:
         for descriptor in (queue, fd):
@@ -74,9 +96,34 @@ def desk_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
                 os.close(descriptor)  # closing the descriptor releases its lock
 
 
-def _try_lock(fd: int) -> bool:
+def _open(path: Path, reading: bool) -> tuple[int, int, int]:
+    """The queue's and the lock's descriptors (-1: none) and the lock's mode: LOCK_EX, or LOCK_SH
+    on a read-only descriptor where `reading` and the lock file cannot be opened for writing."""
+    queue = -1
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        queue = os.open(f"{path}.queue", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        return queue, os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644), fcntl.LOCK_EX
+    except OSError as exc:
+        if queue >= 0:
+            os.close(queue)
+        if exc.errno not in READ_ONLY_ERRNOS:
+            raise
+        if not reading:
+            raise ReadOnlyDeskError(
+                f"cannot write in {path.parent} ({os.strerror(exc.errno)}): this command changes the desk",
+                hint="run it where the desk is writable (a writable mount of it, or as the user who owns "
+                     "it); reads, and `desk doctor` without --repair, work on a read-only desk") from None
+    try:
+        return -1, os.open(path, os.O_RDONLY | os.O_CLOEXEC), fcntl.LOCK_SH
+    except OSError as exc:
+        if exc.errno != errno.ENOENT and exc.errno not in READ_ONLY_ERRNOS:
+            raise
+        return -1, -1, fcntl.LOCK_SH
+
+
+def _try_lock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
         return True
     except OSError as exc:
         if exc.errno not in (errno.EAGAIN, errno.EACCES):
@@ -85,11 +132,11 @@ def _try_lock(fd: int) -> bool:
 
 
 class _BlockingWait:
-    """Blocking `flock`s on the queue (unless `queued`) and then the lock, in a daemon thread that
-    the caller may abandon."""
+    """Blocking `flock`s on the queue (unless `queued`) and then the lock (in `mode`), in a daemon
+    thread that the caller may abandon."""
 
-    def __init__(self, queue: int, fd: int, *, queued: bool) -> None:
-        self._queue, self._fd, self._queued = queue, fd, queued
+    def __init__(self, queue: int, fd: int, *, queued: bool, mode: int = fcntl.LOCK_EX) -> None:
+        self._queue, self._fd, self._queued, self._mode = queue, fd, queued, mode
         self._settle = threading.Lock()  # decides, once, whether the caller or the helper owns fds
         self._locked = threading.Event()
         self.abandoned = False
@@ -100,12 +147,13 @@ class _BlockingWait:
         try:  # EINTR is retried by Python (PEP 475)
             if not self._queued:
                 fcntl.flock(self._queue, fcntl.LOCK_EX)
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            fcntl.flock(self._fd, self._mode)
         except OSError as exc:
             self.error = exc
         with self._settle:
             if self.abandoned:  # the caller gave up: let go at once
-                os.close(self._queue)
+                if self._queue >= 0:
+                    os.close(self._queue)
                 os.close(self._fd)
             else:
                 self._locked.set()

@@ -335,3 +335,58 @@ def test_records_that_block_every_checkpoint_are_moved_aside_never_lost(desk: De
     assert sh(desk.root, "status", "--porcelain").stdout == ""
     assert run("archive", "verify").exit_code == 0
     assert run("checkpoint").exit_code == 0  # nothing blocks it any more
+
+
+def _in_read_only_mount(root: Path, *commands: list[str]) -> list[tuple[int, str]]:
+    """(exit code, stdout + stderr) of each `desk --desk ROOT ...` command, run on a read-only bind
+    mount of the desk in a mount namespace of its own (`unshare`: root too is refused every write,
+    as in tests/storage/test_sqlite_cache.py)."""
+    import re
+    import shutil
+
+    import pytest
+
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare(1) for a read-only mount")
+    mark = "@@exit@@"
+    quote = "'{}'".format
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" || exit 99; ' + "; ".join(
+        " ".join(quote(w) for w in [sys.executable, "-m", "desk", "--desk", str(root), *argv]) + f" 2>&1; echo {mark}$?"
+        for argv in commands)
+    proc = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, str(root)],
+                          capture_output=True, text=True)
+    if proc.returncode == 99 or proc.returncode and not proc.stdout:
+        pytest.skip(f"no read-only bind mount here (unshare): {proc.stderr.strip()}")
+    parts = re.split(f"{mark}(\\d+)\n", proc.stdout)
+    return [(int(code), out) for out, code in zip(parts[0::2], parts[1::2])]
+
+
+def test_a_read_only_desk_is_diagnosed_and_repair_is_refused_naming_the_folder(desk: DeskFolder,
+                                                                               run: DeskRunner) -> None:
+    """`desk doctor` of a desk on a read-only mount (or another user's folder) answers as it does
+    where the desk is writable: its lock is taken shared on a read-only descriptor (it could not
+    open the lock file to write, and said so as a bare "Read-only file system"). `--repair`
+    there is refused (exit 1) naming the folder it cannot write, with a hint; nothing changes."""
+    from desk.archive.store import append_event
+    from tests.conftest import snapshot
+
+    write(desk.root, "memory/broken.md", "---\nname: broken\n---\nno type\n")
+    append_event(desk, "inbound", "hello")
+    archive = next((desk.root / ".system/archive").glob("*.jsonl"))
+    archive.write_bytes(archive.read_bytes() + b'{"at":"2026-')  # torn: looked at under the archive lock
+    writable = doctor(run)
+    assert writable[0] == 3 and checks(writable[1]) == {"frontmatter-field": "needs-person", "archive-torn": "found"}
+    # The config cache is to be written anew (its temporary file could not be removed either).
+    (desk.git_dir / "desk-config.json").unlink(missing_ok=True)
+    os.utime(desk.git_dir / "config", (OLD, OLD))  # not written this very second: an answer to keep
+    before = snapshot(desk.root)
+    read, repair = _in_read_only_mount(desk.root, ["doctor", "--json"], ["doctor", "--repair"])
+    assert (read[0], json.loads(read[1])) == writable
+    assert repair[0] == 1, repair
+    assert repair[1].startswith(f"desk: error: cannot write in {desk.git_dir} (Read-only file system)"), repair
+    assert "\nhint: " in repair[1] and "without --repair" in repair[1] and "Traceback" not in repair[1]
+    assert snapshot(desk.root) == before
+    for lock in desk.git_dir.glob("desk*.lock*"):  # a desk no desk process ever locked: nothing to lock
+        lock.unlink()
+    [read] = _in_read_only_mount(desk.root, ["doctor", "--json"])
+    assert (read[0], json.loads(read[1])) == writable

@@ -7,6 +7,7 @@ and "blocked" from the kernel's own list of waiters (/proc/locks).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -157,3 +158,94 @@ def test_a_killed_holder_never_leaves_the_lock_behind(tmp_path: Path) -> None:
     holder.wait(timeout=30)
     with desk_lock(lock, timeout=30):
         pass
+
+
+# What a process that cannot write the lock's folder does: run in a mount namespace of its own
+# (`unshare`) where the folder is a read-only bind mount (so root too is refused every write, as
+# tests/storage/test_sqlite_cache.py does it), while the holders outside write it as usual.
+READ_ONLY = """
+import sys
+from pathlib import Path
+from desk.errors import ConflictError
+from desk.storage.lock import desk_lock
+lock, reading, timeout = Path(sys.argv[1]), sys.argv[2] == "reading", float(sys.argv[3])
+try:
+    with desk_lock(lock, timeout=timeout, reading=reading):
+        print("held", flush=True)
+        sys.stdin.read()  # until the test closes stdin
+except ConflictError as exc:
+    print("conflict", exc.exit_code, exc.message)
+except Exception as exc:
+    print("error", type(exc).__name__, getattr(exc, "exit_code", None), exc, "|", getattr(exc, "hint", None))
+"""
+
+
+def spawn_read_only(folder: Path, *args: str) -> subprocess.Popen[str]:
+    """READ_ONLY with `args`, on a read-only bind mount of `folder` (skips where there is none)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare(1) for a read-only mount")
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" || exit 99; shift; exec "$@"'
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, str(folder),
+                             "-", sys.executable, "-c", READ_ONLY, *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def first_line(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line and proc.wait(timeout=30) == 99:
+        pytest.skip(f"no read-only bind mount here (unshare): {proc.stderr.read() if proc.stderr else ''}")
+    return line
+
+
+def test_a_reader_of_a_read_only_desk_takes_a_shared_lock_that_writers_still_respect(tmp_path: Path) -> None:
+    """The lock file cannot be opened for writing on a read-only mount (EROFS): a reader takes a
+    shared lock on a read-only descriptor. Two readers hold it at once; a writer outside waits
+    for them, and a reader waits for a writer (it is a lock, not none)."""
+    lock = tmp_path / "desk.lock"
+    with desk_lock(lock, timeout=5):  # made by a writer once, as every desk's is
+        pass
+    readers = [spawn_read_only(tmp_path, str(lock), "reading", "30") for _ in range(2)]
+    try:
+        assert [first_line(reader) for reader in readers] == ["held\n", "held\n"]
+        with pytest.raises(ConflictError):
+            with desk_lock(lock, timeout=0.2):
+                pytest.fail("a writer took the lock readers hold")
+    finally:
+        for reader in readers:
+            assert reader.stdin is not None
+            reader.stdin.close()
+            assert reader.wait(timeout=30) == 0
+    holder = spawn(HOLD, str(lock))
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    try:
+        reader = spawn_read_only(tmp_path, str(lock), "reading", "0.2")
+        assert first_line(reader) == f"conflict 4 another desk process has held {lock} for 0.2 s\n"
+        assert reader.wait(timeout=30) == 0
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        assert holder.wait(timeout=30) == 0
+
+
+def test_a_read_only_desk_with_no_lock_file_is_read_without_one(tmp_path: Path) -> None:
+    reader = spawn_read_only(tmp_path, str(tmp_path / "desk.lock"), "reading", "5")
+    try:
+        assert first_line(reader) == "held\n"
+    finally:
+        assert reader.stdin is not None
+        reader.stdin.close()
+        assert reader.wait(timeout=30) == 0
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_a_writer_on_a_read_only_desk_is_told_which_folder_with_a_hint(tmp_path: Path) -> None:
+    lock = tmp_path / "desk.lock"
+    with desk_lock(lock, timeout=5):
+        pass
+    writer = spawn_read_only(tmp_path, str(lock), "writing", "5")
+    line = first_line(writer)
+    assert writer.wait(timeout=30) == 0
+    assert line.startswith(f"error ReadOnlyDeskError 1 cannot write in {tmp_path} (Read-only file system): "), line
+    assert "| run it where the desk is writable" in line
