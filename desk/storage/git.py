@@ -1790,11 +1790,11 @@ class IndexLock:
         candidate = self.git_dir / "desk-index-lock.new"
         candidate.unlink(missing_ok=True)
         candidate.write_bytes(b"")
-        self._files.append(candidate.stat().st_ino)
-        self._record()
         deadline = time.monotonic() + wait
         delay = 0.005
         try:
+            self._files.append(candidate.stat().st_ino)
+            self._record()
             while True:
                 try:
                     os.link(candidate, self.path)
@@ -1832,7 +1832,13 @@ class IndexLock:
 
         data = json.dumps({"pid": os.getpid(), "inodes": self._files}).encode()
         tmp = self.owner.with_suffix(".tmp")
-        tmp.write_bytes(data)
+        try:
+            tmp.write_bytes(data)
+        except OSError as exc:  # a full disk: no half-written record left, and the record named
+            tmp.unlink(missing_ok=True)
+            if exc.filename is None:  # a buffered write's ENOSPC names no file
+                raise OSError(exc.errno, exc.strerror, str(self.owner)) from exc
+            raise
         os.replace(tmp, self.owner)
 
     def __enter__(self) -> IndexLock:

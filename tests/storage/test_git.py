@@ -387,3 +387,45 @@ def test_blob_sha_of_large_contents_is_remembered_by_content_never_by_identity()
         other = big[:-1] + bytes([i])
         assert blob_sha(other) == expected(other)
     assert blob_sha(big) == expected(big)
+
+
+# IndexLock on a really full disk: a small tmpfs in a mount namespace of the test's own (`unshare`,
+# as tests/test_faults.py's full-disk runs), filled up, then a git dir on it. Python's buffered
+# write of the record fails in C with an ENOSPC that names no file.
+_FULL_INDEX_LOCK = r"""
+mnt=$1 python=$2; shift 2
+mount -t tmpfs -o size=64k tmpfs "$mnt" || exit 99
+mkdir "$mnt/.git" && dd if=/dev/zero of="$mnt/fill" bs=1k 2>/dev/null
+exec "$python" -c "$@" "$mnt/.git"
+"""
+_TAKE_INDEX_LOCK = """
+import json, os, sys
+from pathlib import Path
+from desk.storage.git import IndexLock
+try:
+    IndexLock(Path(sys.argv[1])).acquire()
+    print(json.dumps(["taken"]))
+except OSError as exc:
+    print(json.dumps([exc.errno, exc.filename, sorted(os.listdir(sys.argv[1]))]))
+"""
+
+
+def test_index_lock_on_a_full_disk_names_the_file_it_could_not_write(tmp_path: Path) -> None:
+    """ENOSPC from the record of desk's index.lock names `.git/desk-index-lock.json`, like every
+    other full-disk error (atomic_write, write_loose, Git._failure), and leaves no lock, no
+    half-made record and no candidate lock file behind."""
+    import errno
+    import json
+    import shutil
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare(1) to mount a small tmpfs of its own")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    proc = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", _FULL_INDEX_LOCK, "sh",
+                           str(mnt), sys.executable, _TAKE_INDEX_LOCK], capture_output=True, text=True)
+    if proc.returncode == 99:
+        pytest.skip(f"no tmpfs could be mounted here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [errno.ENOSPC, f"{mnt}/.git/desk-index-lock.json", []]
