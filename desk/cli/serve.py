@@ -38,7 +38,8 @@ def serve_command(http: str | None) -> None:
     desk://AGENTS.md, SOUL.md, NOW.md, MEMORY.md, MISTAKES.md and desk://memory/{name}; the prompt
     wake_up. Writes are commits by the assistant naming the client. The preference tools and the
     wake-up read are the user's named by --user (else the desk owner's), fixed for the server's
-    life: no tool takes a user. Needs the `mcp` extra: pip install 'desk[mcp]'.
+    life: no tool takes a user. Over stdio the server exits at the end of its input, once every
+    request it read is answered. Needs the `mcp` extra: pip install 'desk[mcp]'.
     """
     address = _loopback(http) if http is not None else None
     desk = invocation().desk()

@@ -30,12 +30,14 @@ from typing import Annotated, Any, TypeVar
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from desk.api import Desk
 from desk.errors import DeskError
-from desk.serve.wire import Incoming, Outgoing, claimed_pipes
+from desk.serve.wire import Calls, Incoming, Outgoing, claimed_pipes
 from desk.vocabulary import CONTEXT_MODES, FACT_KINDS, MEMORY_TYPES, NOW_SECTIONS, RECALL_KINDS
 
 ACTOR = "assistant"
@@ -314,7 +316,7 @@ def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None =
     server = build_server(desk, user=user, inline=True)
     with claimed_pipes() as wire:
         if wire is None:  # a terminal or a file: the SDK's own stdio streams
-            server.run("stdio")
+            anyio.run(serve_sdk_stdio, server, backend="asyncio")
         else:
             anyio.run(serve_wire, server, *wire, backend="asyncio")
 
@@ -322,5 +324,21 @@ def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None =
 async def serve_wire(server: MCPServer, wire_in: int, wire_out: int) -> None:
     """`server` over the pipes `wire_in` and `wire_out` (non-blocking), as `MCPServer.run("stdio")`
     serves the SDK's stdio streams (its `run_stdio_async`), through its low-level server."""
+    await _serve_streams(server, Incoming(wire_in), Outgoing(wire_out))
+
+
+async def serve_sdk_stdio(server: MCPServer) -> None:
+    """`server` over the SDK's own stdio streams, as `MCPServer.run("stdio")` serves them."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await _serve_streams(server, read_stream, write_stream)
+
+
+async def _serve_streams(server: MCPServer, read_stream: ReadStream[SessionMessage | Exception],
+                         write_stream: WriteStream[SessionMessage]) -> None:
+    """Serve until the end of input, and past it until every call read is answered (`Calls`)."""
     lowlevel = server._lowlevel_server  # mcp 2.x: no public name; MCPServer.run cannot take streams
-    await lowlevel.run(Incoming(wire_in), Outgoing(wire_out), lowlevel.create_initialization_options())
+    calls = Calls()
+    await lowlevel.run(calls.reading(read_stream), calls.answering(write_stream),
+                       lowlevel.create_initialization_options())

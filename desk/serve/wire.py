@@ -15,6 +15,10 @@ Only pipes and sockets are served this way, on POSIX: a terminal or a file (some
 JSON-RPC at `desk serve`) keeps the SDK's own streams, so no flag of a shared terminal is ever
 changed. Like the SDK, while serving fd 0 reads the null device and fd 1 goes to stderr, so a git
 process's or a library's stray output can never land on the wire; both are restored on exit.
+
+Either way the end of input waits for the answers (`Calls`): the SDK's serving loop cancels the
+calls still in flight when its input ends, so a client that wrote its requests and closed its
+stdin at once (`desk serve < requests.jsonl`) lost answers, though their commits landed.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from types import TracebackType
 
 import anyio
 import mcp_types
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 
 CHUNK = 1 << 16
@@ -192,6 +198,120 @@ class Outgoing:
             await self._drained.wait()
 
     async def __aenter__(self) -> Outgoing:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+class Calls:
+    """The requests read and not answered yet, so that the end of input waits for their answers.
+
+    The SDK's serving loop ends when its input does and cancels every call still running (its
+    answer becomes "Connection closed", or is never written). `reading` and `answering` wrap the
+    two streams the loop is given: the end of input reaches the loop only once every request read
+    has had its answer sent (written whole, or found the wire broken), and then the loop ends as
+    before. A request the client cancelled (`notifications/cancelled`) is never answered (the
+    spec), so it is not waited for. A call that needed the client to answer a request of the
+    server's would wait for ever here; desk's tools send the client none.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[str, int] = {}  # request id (as a string: "7" and 7 are one id) -> how many
+        self._answered: anyio.Event | None = None
+
+    def reading(self, stream: ReadStream[SessionMessage | Exception]) -> ReadStream[SessionMessage | Exception]:
+        return _Reading(stream, self)
+
+    def answering(self, stream: WriteStream[SessionMessage]) -> WriteStream[SessionMessage]:
+        return _Answering(stream, self)
+
+    def read(self, item: SessionMessage | Exception) -> None:
+        if not isinstance(item, SessionMessage):
+            return
+        message = item.message
+        if isinstance(message, mcp_types.JSONRPCRequest):
+            key = str(message.id)
+            self._open[key] = self._open.get(key, 0) + 1
+        elif isinstance(message, mcp_types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            self._close(cancelled_request_id_from_params(message.params))
+
+    def sent(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)):
+            self._close(message.id)
+
+    def _close(self, request_id: object) -> None:
+        key = str(request_id)
+        left = self._open.get(key, 0) - 1
+        if left > 0:
+            self._open[key] = left
+        elif self._open.pop(key, None) is not None and not self._open and self._answered is not None:
+            self._answered.set()
+
+    async def all_answered(self) -> None:
+        while self._open:
+            self._answered = anyio.Event()
+            await self._answered.wait()
+
+
+class _Reading:
+    """A `ReadStream` whose end waits for `Calls.all_answered`."""
+
+    def __init__(self, stream: ReadStream[SessionMessage | Exception], calls: Calls) -> None:
+        self._stream, self._calls = stream, calls
+
+    @property
+    def last_context(self) -> object:
+        """The sender's context the SDK's own streams carry (the serving loop asks for it)."""
+        return getattr(self._stream, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item = await self._stream.receive()
+        except anyio.EndOfStream:
+            await self._calls.all_answered()
+            raise
+        self._calls.read(item)
+        return item
+
+    def __aiter__(self) -> _Reading:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Reading:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+class _Answering:
+    """A `WriteStream` that tells `Calls` of each answer sent."""
+
+    def __init__(self, stream: WriteStream[SessionMessage], calls: Calls) -> None:
+        self._stream, self._calls = stream, calls
+
+    async def send(self, item: SessionMessage, /) -> None:
+        try:
+            await self._stream.send(item)
+        finally:  # written, or the wire is broken: either way nothing more will come of it
+            self._calls.sent(item)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Answering:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

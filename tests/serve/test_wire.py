@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -227,12 +228,7 @@ def test_serve_with_stdin_from_a_file_keeps_the_sdks_own_streams(desk: DeskFolde
     with requests.open("rb") as stdin:
         proc = subprocess.run([sys.executable, "-m", "desk", "--desk", str(desk.root), "serve"], stdin=stdin,
                               capture_output=True, text=True, env=server_env(), timeout=60)
-    answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
-    # `initialize` is answered before the next line is read; the tool call may be cancelled by
-    # the end of the file that follows it at once (the SDK's serving loop ends its calls in flight)
-    assert answers[1]["result"]["serverInfo"]["name"] == "desk"
-    if 2 in answers:
-        assert answers[2]["result"]["isError"] is False
+    check_answers(proc.stdout)  # the end of the file waits for the tool call's answer
 
 
 def test_serve_with_stderr_on_the_wire_keeps_the_sdks_own_streams(desk: DeskFolder, tmp_path: Path,
@@ -245,8 +241,8 @@ def test_serve_with_stderr_on_the_wire_keeps_the_sdks_own_streams(desk: DeskFold
         proc = subprocess.run([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=stderr, text=True, env=server_env(), timeout=60)
         assert proc.stdout == claimed + "\n"
-    # stdin stays open until the answers are in: a client that hangs up at once may lose the
-    # answers still in flight (the SDK's serving loop cancels them at the end of its input)
+    # stdin stays open until the answers are in (a client that hangs up at once:
+    # test_a_client_that_closes_its_input_at_once_still_gets_every_answer)
     proc = subprocess.Popen([sys.executable, "-m", "desk", "--desk", str(desk.root), "serve"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=server_env())
     assert proc.stdin is not None and proc.stdout is not None
@@ -261,3 +257,69 @@ def test_serve_with_stderr_on_the_wire_keeps_the_sdks_own_streams(desk: DeskFold
     assert proc.wait(timeout=60) == 0
     proc.stdout.close()
     check_answers("".join(line for line in lines if line.startswith("{")))
+
+
+def hang_up_at_once(argv: list[str], stdin: str, how: str) -> subprocess.CompletedProcess[str]:
+    """Run `argv` with `stdin` written and closed at once, the way `how` gives it: a pipe (desk's
+    own wire), a file, or a pipe with stderr on the wire too (`2>&1`; both the SDK's streams)."""
+    if how == "file":
+        with tempfile.TemporaryFile("w+") as file:
+            file.write(stdin)
+            file.seek(0)
+            return subprocess.run(argv, stdin=file, capture_output=True, text=True, env=server_env(), timeout=60)
+    return subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, text=True, env=server_env(), timeout=60,
+                          stderr=subprocess.STDOUT if how == "2>&1" else subprocess.PIPE)
+
+
+@pytest.mark.parametrize("how", ["pipe", "file", "2>&1"])
+def test_a_client_that_closes_its_input_at_once_still_gets_every_answer(desk: DeskFolder, tmp_path: Path,
+                                                                        identity: None, how: str) -> None:
+    """`initialize`, a write and a read, then the end of input at once (`desk serve < requests`):
+    every call read is answered and its answer written before the server exits. The SDK's
+    serving loop cancels the calls in flight at the end of its input: the write's answer was lost
+    (through the SDK's own streams every time) though its commit landed."""
+    remember = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "remember", "arguments": {"name": "tea", "body": "Green tea.", "type": "preference",
+                                                             "description": "Drink of choice", "triggers": ["tea"]}}}
+    stdin = "".join(json.dumps(m) + "\n" for m in [*wire_requests(tmp_path), remember])
+    proc = hang_up_at_once([sys.executable, "-m", "desk", "--desk", str(desk.root), "serve"], stdin, how)
+    assert proc.returncode == 0, proc.stderr
+    answers = {a["id"]: a for a in map(json.loads, (line for line in proc.stdout.splitlines() if line.startswith("{")))}
+    assert sorted(answers) == [1, 2, 3], proc.stdout
+    check_answers("\n".join(json.dumps(answers[i]) for i in (1, 2)))
+    assert answers[3]["result"]["structuredContent"]["status"] == "created", answers[3]
+    assert (desk.root / "memory" / "tea.md").is_file()
+
+
+# A server whose tool awaits (as a desk call on the HTTP server's worker thread does): over desk's
+# wire, the end of input then reached the SDK's serving loop before the call finished.
+SLOW_TOOL = """
+import anyio
+from mcp.server.mcpserver import MCPServer
+from desk.serve.server import serve_wire
+from desk.serve.wire import claimed_pipes
+
+server = MCPServer("slow")
+
+@server.tool()
+async def slow(text: str) -> str:
+    await anyio.sleep(0.2)
+    return text.upper()
+
+with claimed_pipes() as wire:
+    assert wire is not None
+    anyio.run(serve_wire, server, *wire, backend="asyncio")
+"""
+
+
+def test_end_of_input_waits_for_a_call_that_awaits_on_desks_wire(tmp_path: Path) -> None:
+    calls = [{"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+              "params": {"name": "slow", "arguments": {"text": f"c{n}"}}} for n in range(3)]
+    cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 12}}
+    stdin = "".join(json.dumps(m) + "\n" for m in [*wire_requests(tmp_path)[:2], *calls, cancelled])
+    proc = hang_up_at_once([sys.executable, "-c", SLOW_TOOL], stdin, "pipe")
+    assert proc.returncode == 0, proc.stderr
+    answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
+    # The cancelled call is never answered (the spec), and the end of input does not wait for it.
+    assert sorted(answers) == [1, 10, 11], proc.stdout
+    assert [answers[i]["result"]["structuredContent"] for i in (10, 11)] == [{"result": "C0"}, {"result": "C1"}]
