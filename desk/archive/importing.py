@@ -70,7 +70,7 @@ def parse_import(lines: Iterable[bytes], source: str, *, redact: bool = True,
         try:
             events.append(build_event(str(obj.get("kind") or ""), obj.get("content"), payload=obj.get("payload"),
                                       session=obj.get("session"), actor=obj.get("actor"),
-                                      at=obj.get("at"), meta=meta, redact=redact, now=now))
+                                      at=obj.get("at"), meta=meta, redact=redact, now=now, at_name="at"))
         except UsageError as exc:
             raise UsageError(f"{source}:{number}: {exc.message}", hint=IMPORT_HINT) from None
     return events

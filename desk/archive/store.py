@@ -38,7 +38,7 @@ from desk.archive.format import (
     record_json,
     validate_fields,
 )
-from desk.errors import DeskError, Finding, UsageError
+from desk.errors import DeskError, Finding, UsageError, quoted
 from desk.layout import ARCHIVE_DIR, DeskFolder
 from desk.storage.atomic import atomic_write, fsync_dir
 from desk.storage.lock import desk_lock
@@ -295,12 +295,30 @@ class ArchiveWriter:
         return record
 
 
+AT_AHEAD = dt.timedelta(hours=24)  # how far an event's time may be after now: other machines' clocks
+
+
 def build_event(kind: str, content: str | None = None, *, payload: dict[str, Any] | None = None,
                 session: str | None = None, actor: str | None = None,
                 at: str | dt.datetime | None = None, meta: dict[str, str] | None = None,
-                redact: bool = True, now: dt.datetime | None = None) -> dict[str, Any]:
-    """The caller's part of a record, validated (UsageError naming the field) and redacted."""
-    stamp = format_time(parse_time(at, "at"), "microsecond") if at is not None else _stamp(now or utc_now())
+                redact: bool = True, now: dt.datetime | None = None, at_name: str = "--at") -> dict[str, Any]:
+    """The caller's part of a record, validated (UsageError naming the field) and redacted.
+
+    `at` (named `at_name` in an error) may be at most AT_AHEAD after `now`: an event stamped far in
+    the future would stay the newest for recency ranking, and the newest in its session, for ever.
+    """
+    now = now or utc_now()
+    if at is None:
+        stamp = _stamp(now)
+    else:
+        moment = parse_time(at, at_name)
+        if moment > now + AT_AHEAD:
+            shown = quoted(at) if isinstance(at, str) else format_time(moment)
+            raise UsageError(f"{at_name} {shown} is more than 24 hours after now ({format_time(now)}): an event "
+                             "stamped in the future would rank as the newest for ever",
+                             hint=f"give the time the event happened (up to 24 hours ahead is accepted, for a "
+                                  f"clock that runs ahead), or leave {at_name} out (now)")
+        stamp = format_time(moment, "microsecond")
     event = {"kind": kind, "content": content, "payload": payload, "session": session,
              "actor": actor, "at": stamp, "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
     problem = validate_fields(event, check_at=False) or payload_depth_problem(payload)  # `at` formatted above

@@ -24,7 +24,8 @@ def fact_group() -> None:
                    "joined by . _ -): facts sharing a key compete, and a newer value supersedes.")
 @click.option("--session", metavar="S", help="The session the fact came from.")
 @click.option("--actor", metavar="A", help="Who stated it (user, assistant, a tool).")
-@click.option("--at", metavar="TIME", help="When it was stated (UTC, ISO 8601; default now).")
+@click.option("--at", metavar="TIME", help="When it was stated (UTC, ISO 8601; default now); at most 24 hours "
+              "ahead of now.")
 @click.option("--no-redact", is_flag=True, help="Store known secret patterns as they are (only those secrets.allow names; another is refused, exit 3).")
 @project_option
 @json_option

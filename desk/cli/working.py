@@ -41,7 +41,8 @@ def archive_group() -> None:
 @click.option("--session", "-s", help="The conversation or run this event belongs to.")
 @click.option("--actor", "-a", help="Who produced it (a person, the assistant, a tool).")
 @click.option("--at", "at", metavar="TIME",
-              help="When it happened (ISO 8601 with Z or an offset; default now). Goes to that UTC day's file.")
+              help="When it happened (ISO 8601 with Z or an offset; default now); at most 24 hours ahead of "
+                   "now. Goes to that UTC day's file.")
 @click.option("--meta", "-m", "meta", multiple=True, metavar="KEY=VALUE",
               help="A string label on the event (repeatable).")
 @click.option("--payload", metavar="JSON", help="Structured data: a JSON object.")
@@ -80,7 +81,8 @@ def archive_import_command(file: Path, no_redact: bool, progress: bool) -> None:
 
     Each line needs `kind`; `at` (kept: the event lands in the file of its UTC day), `content`,
     `payload`, `session`, `actor` and `meta` are optional. An `id` from another archive is kept
-    as meta `desk.source_id`. The whole file is checked first: a bad line changes nothing.
+    as meta `desk.source_id`. The whole file is checked first: a bad line (an `at` more than 24
+    hours after now is one) changes nothing.
     """
     from desk.cli.progress import stderr_progress
 

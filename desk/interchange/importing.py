@@ -256,7 +256,7 @@ def _events(source: Source, now: dt.datetime, steps: _Steps) -> list[dict[str, A
 def _event(record: RecordItem, now: dt.datetime) -> dict[str, Any]:
     try:
         return build_event(record.kind, record.content, session=record.session, actor=record.actor,
-                           at=record.at, meta={IMPORT_META: record.origin}, now=now)
+                           at=record.at, meta={IMPORT_META: record.origin}, now=now, at_name="at")
     except UsageError as exc:
         raise UsageError(f"{record.where}: {exc.message}",
                          hint="fix that record in the source and run the import again; nothing was written") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -204,3 +205,43 @@ def test_verify_catches_a_rewrite_committed_past_the_hook(desk: DeskFolder, run:
         "--no-verify", "-m", "rewrite", "--", rel)
     code, findings = _verify(run)
     assert code == 3 and findings == [(5, "archive-append-only", "error")]
+
+
+def _from_now(hours: float) -> str:
+    """The real now moved by `hours`, as --at takes it: the CLI checks against the real clock, so
+    the test's times come from it (never a literal date that will one day be the past)."""
+    from desk.text.times import format_time, utc_now
+
+    return format_time(utc_now() + dt.timedelta(hours=hours))
+
+
+def test_an_event_time_more_than_a_day_ahead_is_refused_naming_at(desk: DeskFolder, run: DeskRunner) -> None:
+    """`--at 2999-01-01T00:00:00Z` was accepted: that event would stay the newest for recency
+    ranking for ever. Up to 24 hours ahead is accepted (another machine's clock); beyond, exit 2
+    naming `--at` and the value, with a hint, and nothing appended. `fact add --at` too."""
+    ahead = _append(run, "--kind", "inbound", "--at", _from_now(23), "a clock that runs ahead")
+    assert json.loads(run("archive", "show", ahead, "--json").output)["content"] == "a clock that runs ahead"
+    before = {p.name: p.read_bytes() for p in desk.path(".system/archive").glob("*.jsonl")}
+    for at in ("2999-01-01T00:00:00Z", _from_now(25), "2999-01-01"):
+        result = run("archive", "append", "--kind", "inbound", "--at", at, "from the future")
+        assert result.exit_code == 2, (at, result.output)
+        assert result.output.startswith(f"desk: error: --at '{at}' is more than 24 hours after now"), result.output
+        assert "\nhint: " in result.output
+        fact = run("fact", "add", "Use WAL.", "--kind", "decision", "--importance", "3", "--at", at)
+        assert fact.exit_code == 2 and f"--at '{at}' is more than 24 hours after now" in fact.output, fact.output
+    assert {p.name: p.read_bytes() for p in desk.path(".system/archive").glob("*.jsonl")} == before
+
+
+def test_import_of_an_event_more_than_a_day_ahead_names_the_line_and_imports_nothing(
+        desk: DeskFolder, run: DeskRunner, tmp_path: Path) -> None:
+    for far in ("2999-01-01T00:00:00Z", _from_now(25)):
+        src = _jsonl(tmp_path, [{"kind": "inbound", "at": _from_now(-1), "content": "ok"},
+                                {"kind": "inbound", "at": _from_now(23), "content": "skewed clock"},
+                                {"kind": "inbound", "at": far, "content": "from the future"}])
+        result = run("archive", "import", str(src))
+        assert result.exit_code == 2, result.output
+        assert f"history.jsonl:3: at '{far}' is more than 24 hours after now" in result.output
+        assert "nothing was imported" in result.output
+        assert not list(desk.path(".system/archive").glob("*.jsonl"))
+    src = _jsonl(tmp_path, [{"kind": "inbound", "at": _from_now(23), "content": "skewed clock"}])
+    assert run("archive", "import", str(src)).exit_code == 0

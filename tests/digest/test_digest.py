@@ -233,7 +233,8 @@ def test_a_forgotten_digest_memory_comes_back_only_with_facts_after_the_forget(d
     fact(desk, "Use WAL.", "2026-09-02T10:00:00Z", importance=5, key="storage.mode")
     again = digest(desk, as_of=AS_OF)
     assert again.promoted == [] and not desk.path("memory/storage.mode.md").exists()
-    fact(desk, "Use WAL.", "2099-01-01T10:00:00Z", importance=5, key="storage.mode")
+    later = dt.datetime(2099, 1, 1, 10, tzinfo=dt.timezone.utc)  # added then: an event is never 24 h ahead of now
+    add_fact(desk, "Use WAL.", kind="decision", importance=5, key="storage.mode", at="2099-01-01T10:00:00Z", now=later)
     back = digest(desk, as_of="2099-03-01T00:00:00Z")
     assert back.promoted == ["storage.mode"]
 

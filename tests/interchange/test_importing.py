@@ -407,3 +407,22 @@ def test_the_cli_shows_progress_on_stderr_when_it_is_not_a_terminal(desk: DeskFo
     assert lines[-1] == "import (validate, append the records): 6/6 (100%)"
     quiet = run("import", "chat-export", str(SOURCES["chat-export"]), "--no-progress")
     assert quiet.exit_code == 0 and "append the records" not in quiet.stderr
+
+
+def test_a_chat_message_more_than_a_day_ahead_is_refused_naming_it_and_nothing_is_written(
+        desk: DeskFolder, identity: None, run: DeskRunner, tmp_path: Path) -> None:
+    """A record's time comes from the user's export: more than 24 hours after the real now is
+    refused (exit 2) naming the record, as `desk archive append --at` is; nothing is written."""
+    from desk.text.times import format_time, utc_now
+
+    source = tmp_path / "conversations.json"
+    for far in (utc_now() + dt.timedelta(hours=25), dt.datetime(2999, 1, 1, tzinfo=dt.timezone.utc)):
+        messages = [{"uuid": f"m{n}", "sender": "human", "text": f"message {n}", "created_at": format_time(at)}
+                    for n, at in enumerate((utc_now() - dt.timedelta(hours=1), far))]
+        source.write_text(json.dumps([{"uuid": "c-1", "name": "Chat", "chat_messages": messages}]))
+        before = snapshot(desk.root)
+        result = run("import", "chat-export", str(source))
+        assert result.exit_code == 2, result.output
+        assert f"conversations.json: conversation 0, message 1: at '{format_time(far)}' is more than 24 hours " \
+               "after now" in result.output, result.output
+        assert "\nhint: " in result.output and snapshot(desk.root) == before
