@@ -22,9 +22,10 @@ non-blocking tries and starts no thread.
 
 A desk this process cannot write (a read-only mount, another user's folder) cannot open the lock
 file for writing. A holder that only reads (`reading=True`: `desk doctor` without `--repair`) then
-takes a shared lock on a read-only descriptor of it: `flock` needs no write access, and the
-writers (the same files through a writable mount, or their owner) still take theirs on the same
-inode, so the read waits for a mutation in progress and no mutation starts during it. Only where
+takes a shared lock on a read-only descriptor of it, queued as a writer is (through a read-only
+descriptor of the queue file): `flock` needs no write access, and the writers (the same files
+through a writable mount, or their owner) still take theirs on the same inode, so the read waits
+for a mutation in progress and no mutation starts during it. Only where
 the lock file does not exist either (no desk process has ever locked this desk) is there nothing
 to lock: a writer that starts meanwhile may show the read a mutation half done (its pending marker,
 files written before its commit), which the read reports as interrupted; it writes nothing, and
@@ -73,7 +74,7 @@ def desk_lock(path: Path, timeout: float | None = None, *, reading: bool = False
         if fd < 0:
             yield  # no lock file, and none can be made: nothing to lock
             return
-        first = queue < 0 or _try_lock(queue)  # a shared holder does not queue
+        first = queue < 0 or _try_lock(queue)  # no queue file (a reader's): nothing to queue in
         if not (first and _try_lock(fd, mode)):
             waiter = _BlockingWait(queue, fd, queued=first, mode=mode)
             try:
@@ -113,12 +114,19 @@ def _open(path: Path, reading: bool) -> tuple[int, int, int]:
                 f"cannot write in {path.parent} ({os.strerror(exc.errno)}): this command changes the desk",
                 hint="run it where the desk is writable (a writable mount of it, or as the user who owns "
                      "it); reads, and `desk doctor` without --repair, work on a read-only desk") from None
+    # The queue too, when it is there (flock needs no write access): a reader waits behind the
+    # writers queued before it, as a writer does, rather than keeping one waiting while readers come.
+    return _open_read_only(f"{path}.queue"), _open_read_only(str(path)), fcntl.LOCK_SH
+
+
+def _open_read_only(path: str) -> int:
+    """A read-only descriptor of `path`; -1 when it is missing or cannot be read either."""
     try:
-        return -1, os.open(path, os.O_RDONLY | os.O_CLOEXEC), fcntl.LOCK_SH
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno != errno.ENOENT and exc.errno not in READ_ONLY_ERRNOS:
             raise
-        return -1, -1, fcntl.LOCK_SH
+        return -1
 
 
 def _try_lock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:

@@ -202,21 +202,39 @@ def first_line(proc: subprocess.Popen[str]) -> str:
 def test_a_reader_of_a_read_only_desk_takes_a_shared_lock_that_writers_still_respect(tmp_path: Path) -> None:
     """The lock file cannot be opened for writing on a read-only mount (EROFS): a reader takes a
     shared lock on a read-only descriptor. Two readers hold it at once; a writer outside waits
-    for them, and a reader waits for a writer (it is a lock, not none)."""
+    for them, a reader that comes while a writer waits queues behind it (the queue file is
+    locked through a read-only descriptor too), and a reader waits for a writer (it is a lock,
+    not none)."""
     lock = tmp_path / "desk.lock"
     with desk_lock(lock, timeout=5):  # made by a writer once, as every desk's is
         pass
     readers = [spawn_read_only(tmp_path, str(lock), "reading", "30") for _ in range(2)]
+    got: list[str] = []
+
+    def write() -> None:
+        with desk_lock(lock, timeout=60):
+            got.append("writer")
+
+    writer = threading.Thread(target=write)
     try:
         assert [first_line(reader) for reader in readers] == ["held\n", "held\n"]
         with pytest.raises(ConflictError):
             with desk_lock(lock, timeout=0.2):
                 pytest.fail("a writer took the lock readers hold")
+        writer.start()  # queued behind the readers: a reader that comes now waits behind it
+        if blocked_on(lock) is not None:
+            wait_until(lambda: blocked_on(lock) == 1, "the writer queued on the lock")
+        late = spawn_read_only(tmp_path, str(lock), "reading", "0.3")
+        assert first_line(late) == f"conflict 4 another desk process has held {lock} for 0.3 s\n"
+        assert late.wait(timeout=30) == 0 and not got
     finally:
         for reader in readers:
             assert reader.stdin is not None
             reader.stdin.close()
             assert reader.wait(timeout=30) == 0
+        if writer.is_alive():
+            writer.join(timeout=60)
+    assert got == ["writer"]
     holder = spawn(HOLD, str(lock))
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     try:
