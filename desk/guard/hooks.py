@@ -31,8 +31,8 @@ from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBU
                                    missing_attributes)
 from desk.guard.hook_files import installed as installed  # re-exported: it lives where it is cheap (doctor)
 from desk.guard.hook_files import missing_setup as missing_setup  # re-exported: it lives where it is cheap
-from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, DeskFolder, is_desk,
-                         memory_name)
+from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, PUBLISHED_RECORD, DeskFolder,
+                         is_desk, memory_name)
 from desk.storage.git import Git, RawChange, hook_index, hook_toplevel, staged_git, staged_snapshot
 
 if TYPE_CHECKING:
@@ -226,10 +226,9 @@ def _object_reader(git: Git) -> Iterator[None]:
 
 
 def _load_gate() -> Callable[..., tuple[Report, bytes | None]]:
-    """The gate's modules (the rules, the verdict cache and SQLite, the write-back record), loaded
+    """The gate's modules (the rules, the verdict cache and SQLite), loaded
     by a hook after it started git, so that the loading and git's work overlap; returns
     `validate_staged`."""
-    import desk.transaction  # noqa: F401  (_heal_write_backs reads desk's record of its commits)
     from desk.guard import verdicts
     from desk.guard.validate import validate_staged
 
@@ -339,6 +338,16 @@ def _heal_write_backs(desk: DeskFolder, raw: list[RawChange]) -> list[str]:
     and refreshed from the work tree, which holds HEAD's bytes; git reads the index again after
     this hook, so the commit being made takes only what the person staged. Returns the paths.
     """
+    try:
+        record = (desk.git_dir / PUBLISHED_RECORD).read_bytes()
+    except OSError:
+        return []
+    import json  # loaded with the gate already
+
+    # A path desk never published cannot be written back: only when a staged path is in the
+    # record (as its JSON key) is the transaction's module loaded (~2 ms) to tell.
+    if not any(json.dumps(c.path).encode() in record for c in raw):
+        return []
     from desk.transaction import read_published, stale_write_backs
 
     published = read_published(desk.git_dir)

@@ -12,12 +12,10 @@ Reading never rewrites: `desk migrate` stamps the files of a whole desk in one c
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import datetime as dt
 import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -135,31 +133,71 @@ def _utc(value: Any, loc: str) -> dt.datetime | None:
         raise _FieldError(loc, exc.reason) from None
 
 
-@dataclass(frozen=True)
 class MemoryMeta:
     """The frontmatter of a memory file (docs/design.md §2); build it with `validate`.
 
     A hand-written strict validator rather than a pydantic model: the pre-commit hook validates
-    memories in a fresh process, and pydantic's ~150 ms import would be most of its budget.
+    memories in a fresh process, and pydantic's ~150 ms import would be most of its budget. For the
+    same reason a plain class with what `@dataclass(frozen=True)` would make (the `__init__`,
+    `__eq__` and `__hash__` without `schema`, `__repr__`, no assignment): `dataclasses` (with
+    `inspect`) costs the hook ~6 ms to import.
     """
 
     name: str
     description: str
     type: str
-    triggers: list[str] = field(default_factory=list)
-    importance: int | None = None
-    source: str | None = None
-    source_event: str | None = None
-    origin: str | None = None  # where an imported memory came from: `<format>:<path or id>`
-    evidence: list[str] = field(default_factory=list)
-    key: str | None = None
-    project: str | None = None  # the project scope a memory under projects/<name>/memory/ belongs to
-    expires: dt.datetime | None = None
-    created: dt.datetime | None = None
-    updated: dt.datetime | None = None
+    triggers: list[str]
+    importance: int | None
+    source: str | None
+    source_event: str | None
+    origin: str | None  # where an imported memory came from: `<format>:<path or id>`
+    evidence: list[str]
+    key: str | None
+    project: str | None  # the project scope a memory under projects/<name>/memory/ belongs to
+    expires: dt.datetime | None
+    created: dt.datetime | None
+    updated: dt.datetime | None
     # The version the file declares; None: no `schema` key (version 1). Not part of equality: a
     # memory is the same memory in either version (an unchanged `remember` stays unchanged).
-    schema: int | None = field(default=None, compare=False)
+    schema: int | None
+
+    __match_args__ = ("name", "description", "type", "triggers", "importance", "source", "source_event", "origin",
+                      "evidence", "key", "project", "expires", "created", "updated", "schema")
+
+    def __init__(self, name: str, description: str, type: str, triggers: list[str] | None = None,
+                 importance: int | None = None, source: str | None = None, source_event: str | None = None,
+                 origin: str | None = None, evidence: list[str] | None = None, key: str | None = None,
+                 project: str | None = None, expires: dt.datetime | None = None,
+                 created: dt.datetime | None = None, updated: dt.datetime | None = None,
+                 schema: int | None = None) -> None:
+        self.__dict__.update(name=name, description=description, type=type,
+                             triggers=[] if triggers is None else triggers, importance=importance,
+                             source=source, source_event=source_event, origin=origin,
+                             evidence=[] if evidence is None else evidence, key=key, project=project,
+                             expires=expires, created=created, updated=updated, schema=schema)
+
+    def _compared(self) -> tuple[Any, ...]:
+        return (self.name, self.description, self.type, self.triggers, self.importance, self.source,
+                self.source_event, self.origin, self.evidence, self.key, self.project, self.expires,
+                self.created, self.updated)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._compared() == other._compared()  # type: ignore[attr-defined, no-any-return]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__match_args__)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     @property
     def schema_version(self) -> int:
@@ -202,7 +240,10 @@ class MemoryMeta:
 
     def replace(self, **changes: Any) -> MemoryMeta:
         """A copy with `changes` (already valid values: used for desk's own derived updates)."""
-        return dataclasses.replace(self, **changes)
+        unknown = set(changes) - set(self.__match_args__)
+        if unknown:
+            raise TypeError(f"MemoryMeta has no field {sorted(unknown)[0]!r}")
+        return MemoryMeta(**{**self.__dict__, **changes})
 
     def to_yaml_dict(self, schema: int | None = MEMORY_SCHEMA) -> dict[str, Any]:
         """Fields in FIELD_ORDER, empty optional fields left out, times spelled by `format_time`.
@@ -265,12 +306,34 @@ class MetaErrors(ValueError):
         return any(e.rule == "memory-schema" for e in self.errors)
 
 
-@dataclass(frozen=True)
 class MemoryFile:
-    """One memory: its metadata and its body (ending in exactly one newline)."""
+    """One memory: its metadata and its body (ending in exactly one newline). A plain class with
+    what `@dataclass(frozen=True)` would make, as MemoryMeta."""
 
     meta: MemoryMeta
     body: str
+
+    __match_args__ = ("meta", "body")
+
+    def __init__(self, meta: MemoryMeta, body: str) -> None:
+        self.__dict__.update(meta=meta, body=body)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.meta, self.body) == (other.meta, other.body)  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.meta, self.body))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(meta={self.meta!r}, body={self.body!r})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     @property
     def name(self) -> str:

@@ -13,13 +13,11 @@ not seen are parsed.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,25 +46,64 @@ _RACY_NS = 3_000_000_000  # a file modified this close to being read is read aga
 _SCAN_ALL = 2000  # from this many blobs, one pass over the table beats IN (...) lookups
 
 
-@dataclass(frozen=True)
 class IndexEntry:
-    """What MEMORY.md, the write gate, `desk context` and `desk stats` need from one memory file."""
+    """What MEMORY.md, the write gate, `desk context` and `desk stats` need from one memory file.
+
+    A plain class with what `@dataclass(frozen=True)` would make (the `__init__`, `__eq__`,
+    `__hash__` and `__repr__` over every field, no assignment): the pre-commit hook loads this
+    module on every commit of a memory, and `dataclasses` (with `inspect`) costs ~6 ms to import.
+    """
 
     name: str
     type: str
     description: str
     expires: str | None
     body_key: str
-    triggers: tuple[str, ...] = ()
-    updated: str | None = None  # the later of `updated` and `created`
-    body_tokens: int = 0
+    triggers: tuple[str, ...]
+    updated: str | None  # the later of `updated` and `created`
+    body_tokens: int
     # What `desk context` shows of a recalled memory, so it can tell which fit its budget before
     # reading any body: the fields it prints and the body's tokens as it injects them.
-    importance: int | None = None
-    source: str | None = None
-    source_event: str | None = None
-    updated_field: str | None = None  # the `updated` field itself (None when the file has none)
-    injected_tokens: int = 0
+    importance: int | None
+    source: str | None
+    source_event: str | None
+    updated_field: str | None  # the `updated` field itself (None when the file has none)
+    injected_tokens: int
+
+    __match_args__ = ("name", "type", "description", "expires", "body_key", "triggers", "updated", "body_tokens",
+                      "importance", "source", "source_event", "updated_field", "injected_tokens")
+
+    def __init__(self, name: str, type: str, description: str, expires: str | None, body_key: str,
+                 triggers: tuple[str, ...] = (), updated: str | None = None, body_tokens: int = 0,
+                 importance: int | None = None, source: str | None = None, source_event: str | None = None,
+                 updated_field: str | None = None, injected_tokens: int = 0) -> None:
+        self.__dict__.update(name=name, type=type, description=description, expires=expires,
+                             body_key=body_key, triggers=triggers, updated=updated, body_tokens=body_tokens,
+                             importance=importance, source=source, source_event=source_event,
+                             updated_field=updated_field, injected_tokens=injected_tokens)
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.name, self.type, self.description, self.expires, self.body_key, self.triggers,
+                self.updated, self.body_tokens, self.importance, self.source, self.source_event,
+                self.updated_field, self.injected_tokens)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined, no-any-return]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__match_args__)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     @classmethod
     def of(cls, memory: MemoryFile) -> IndexEntry:
@@ -246,7 +283,7 @@ class EntryCache:
 
 # The table holds one column per field (no JSON to decode: `desk context` loads every entry);
 # triggers, single lines each (desk.memory.file), joined by newlines.
-_FIELDS = tuple(f.name for f in dataclasses.fields(IndexEntry))
+_FIELDS = IndexEntry.__match_args__
 _TRIGGERS = _FIELDS.index("triggers")
 
 
