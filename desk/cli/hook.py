@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 from desk.errors import DeskError
 
@@ -62,7 +63,7 @@ def after_merge(hook: str, args: list[str]) -> int:
     return 0
 
 
-def exit_now(code: int) -> None:
+def exit_now(code: int) -> NoReturn:
     """Leave at once with `code`: the output flushed, but none of the interpreter's teardown
     (freeing every module, ~5 ms after YAML and the rules are loaded), which a hook pays on every
     commit. Nothing here needs it: files and the cache are closed, no atexit work is pending."""
@@ -71,8 +72,14 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
-if __name__ == "__main__":
+def start(argv: list[str]) -> NoReturn:
+    """What an installed hook runs, `python -m desk.cli.hook HOOK` or its fast start (`python -S`
+    with the module path baked in at install, desk.guard.hooks.fast_start): one hook, then out."""
     from desk.guard.hooks import leave_open_at_exit
 
     leave_open_at_exit()  # exit_now ends the process: no checkpoint of the verdict cache on close
-    exit_now(main(sys.argv[1:]))
+    exit_now(main(argv))
+
+
+if __name__ == "__main__":
+    start(sys.argv[1:])

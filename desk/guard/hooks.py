@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -66,8 +67,69 @@ def hook_script(hook: str, python: str | None = None) -> str:
     from importlib import resources  # installing only: a hook run never loads these
 
     template = resources.files("desk._hooks").joinpath("desk-hook.sh").read_text("utf-8")
+    start = fast_start(python)
     python = python or sys.executable
-    return template.replace("@HOOK@", hook).replace("'@PYTHON@'", shlex.quote(python))
+    return (template.replace("@HOOK@", hook).replace("'@PYTHON@'", shlex.quote(python))
+            .replace("'@START@'", shlex.quote(start or "")))
+
+
+# What a hook's Python may import, found where this process finds it: desk itself, the parts of
+# the wheel that an editable install maps from elsewhere, and the dependencies the hooks can load
+# (PyYAML for frontmatter outside the plain subset, pydantic for desk.json, GitPython and
+# python-frontmatter behind the post-merge hook's settling; click for `desk hooks run`).
+START_MODULES = ("desk", "desk._hooks", "desk._templates", "yaml", "pydantic", "pydantic_core",
+                 "git", "frontmatter", "click")
+
+
+@lru_cache(maxsize=None)
+def fast_start(python: str | None = None) -> str | None:
+    """The code (`python -S -c CODE HOOK ARGS`) an installed hook starts Python with: `site`
+    skipped (it would search the same folders on every commit, ~2 ms) and the module path set to
+    the one this process has, without the script's folder and $PYTHONPATH.
+
+    None, for the plain `python -m desk.cli.hook` start, unless it is vouched for: `python` is this
+    interpreter, and every module of START_MODULES this process can find is found in the same
+    file by the plain path search alone (no import hook: an editable install's finder, which only
+    `site` installs, maps desk from a source tree). A start that then cannot import desk (desk
+    moved, reinstalled elsewhere) falls back to the plain one.
+    """
+    import importlib.util
+
+    if python is not None and os.path.realpath(python) != os.path.realpath(sys.executable):
+        return None
+    from_env = set(os.environ.get("PYTHONPATH", "").split(os.pathsep)) - {""}
+    first = 0 if getattr(sys.flags, "safe_path", False) else 1  # sys.path[0]: the script's folder
+    folders = [p for p in sys.path[first:] if p and p not in from_env]
+    for name in START_MODULES:
+        try:
+            here = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            here = None
+        if here is not None and (getattr(_plain_spec(name, folders), "origin", None) != here.origin
+                                 or here.origin is None):
+            return None
+    import json  # a list of strings in JSON is one in Python: double quotes, easy to read in the shell
+
+    return ("import sys\n"
+            f"sys.path[0:1] = {json.dumps(folders)}\n"
+            "try:\n"
+            f"    from {HOOK_ENTRY} import start\n"
+            "except ImportError:\n"
+            "    import os\n"
+            f'    os.execv(sys.executable, [sys.executable, "-m", "{HOOK_ENTRY}", *sys.argv[1:]])\n'
+            "start(sys.argv[1:])\n")
+
+
+def _plain_spec(name: str, folders: list[str]) -> object | None:
+    """The spec a Python started with `-S` and `folders` as its path finds for `name`."""
+    from importlib.machinery import PathFinder
+
+    parent, _, _child = name.rpartition(".")
+    if not parent:
+        return PathFinder.find_spec(name, folders)
+    outer = _plain_spec(parent, folders)
+    locations = getattr(outer, "submodule_search_locations", None)
+    return PathFinder.find_spec(name, list(locations)) if locations else None
 
 
 GITATTRIBUTES = ".gitattributes"
@@ -344,9 +406,12 @@ def _heal_write_backs(desk: DeskFolder, raw: list[RawChange]) -> list[str]:
         return []
     import json  # loaded with the gate already
 
-    # A path desk never published cannot be written back: only when a staged path is in the
-    # record (as its JSON key) is the transaction's module loaded (~2 ms) to tell.
-    if not any(json.dumps(c.path).encode() in record for c in raw):
+    # A write-back stages a path desk published back to the blob desk moved it away from (or
+    # removes a file desk added), so the path is in the record as a JSON key and the blob as a
+    # value: only then is the transaction's module loaded (with `dataclasses`, ~8 ms) to tell. A
+    # person's edit stages a blob desk never published.
+    if not any(json.dumps(c.path).encode() in record and (c.new_blob is None or c.new_blob.encode() in record)
+               for c in raw):
         return []
     from desk.transaction import read_published, stale_write_backs
 
