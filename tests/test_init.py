@@ -150,3 +150,21 @@ def test_non_editable_install_ships_templates(tmp_path: Path) -> None:
                              check=True, capture_output=True, text=True).stdout
     assert str(env_dir) in located  # the installed copy, not this checkout
     assert sys.executable != str(py)
+    # its hooks start that Python without `site` on the path it was installed on (issue 17.4),
+    # and still refuse a broken memory and let a good one through
+    fresh = elsewhere / "fresh"
+    hook = (fresh / ".git" / "hooks" / "pre-commit").read_text()
+    assert "DESK_START='import sys" in hook and str(env_dir) in hook
+    git_env = {**env, "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.org",
+               "GIT_COMMITTER_NAME": "A", "GIT_COMMITTER_EMAIL": "a@example.org"}
+    (fresh / "memory" / "bad.md").write_text("---\nname: bad\n---\nno type\n")
+    subprocess.run(["git", "add", "memory/bad.md"], cwd=fresh, env=git_env, check=True)
+    proc = subprocess.run(["git", "commit", "-q", "-m", "bad"], cwd=fresh, env=git_env, capture_output=True,
+                          text=True)
+    assert proc.returncode != 0 and "memory/bad.md:1: frontmatter-field" in proc.stderr
+    subprocess.run(["git", "rm", "-q", "--cached", "memory/bad.md"], cwd=fresh, env=git_env, check=True)
+    (fresh / "NOW.md").write_text("# Now\n\nWriting the report.\n")
+    subprocess.run(["git", "add", "NOW.md"], cwd=fresh, env=git_env, check=True)
+    proc = subprocess.run(["git", "commit", "-q", "-m", "now"], cwd=fresh, env=git_env, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
