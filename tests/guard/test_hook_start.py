@@ -121,8 +121,10 @@ def install_from(site: Path, root: Path) -> None:
             "from pathlib import Path\n"
             "from desk.guard.hooks import install\n"
             f"install(Path({str(root)!r}))\n")
+    extra = site.parent / "on-pythonpath"  # the installer's $PYTHONPATH: not the hook's business
+    extra.mkdir(exist_ok=True)
     subprocess.run([sys.executable, "-S", "-c", code], cwd=site, check=True, capture_output=True, text=True,
-                   env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                   env={**os.environ, "PYTHONPATH": str(extra)})
 
 
 def test_a_wheel_install_starts_without_site_and_keeps_the_verdicts(desk: DeskFolder, tmp_path: Path) -> None:
@@ -133,6 +135,7 @@ def test_a_wheel_install_starts_without_site_and_keeps_the_verdicts(desk: DeskFo
     install_from(site, desk.root)
     start = baked_start(desk.git_dir / "hooks" / "pre-commit")
     assert str(site) in start and "-S -c" in (desk.git_dir / "hooks" / "pre-commit").read_text()
+    assert "on-pythonpath" not in start
     probe = subprocess.run([sys.executable, "-S", "-c", start.replace("start(sys.argv[1:])", "")
                             + "print('site' in sys.modules)\nimport desk\nprint(desk.__file__)"],
                            cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
