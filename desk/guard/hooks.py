@@ -74,11 +74,12 @@ def hook_script(hook: str, python: str | None = None) -> str:
 
 
 # What a hook's Python may import, found where this process finds it: desk itself, the parts of
-# the wheel that an editable install maps from elsewhere, and the dependencies the hooks can load
-# (PyYAML for frontmatter outside the plain subset, pydantic for desk.json, GitPython and
-# python-frontmatter behind the post-merge hook's settling; click for `desk hooks run`).
-START_MODULES = ("desk", "desk._hooks", "desk._templates", "yaml", "pydantic", "pydantic_core",
-                 "git", "frontmatter", "click")
+# the wheel that an editable install maps from elsewhere, and desk's dependencies with theirs
+# (PyYAML for frontmatter outside the plain subset, pydantic for desk.json, GitPython behind the
+# post-merge hook's settling, and the rest of pyproject.toml's list for good measure).
+START_MODULES = ("desk", "desk._hooks", "desk._templates", "click", "pydantic", "pydantic_core",
+                 "typing_extensions", "annotated_types", "typing_inspection", "yaml", "_yaml", "frontmatter",
+                 "git", "gitdb", "smmap", "Stemmer")
 
 
 @lru_cache(maxsize=None)
