@@ -9,6 +9,11 @@
   every file, the cache switched off)
 
 Usage: python bench/bench_hook.py [--size 10000] [--small 100] [--history full|one] [--rounds 15]
+                                  [--against NAME=PYTHON]
+
+`--against main=/tmp/vmain/bin/python` also times the hooked and the plain commit on a copy of the
+large desk whose hooks that other install wrote, interleaved round by round with this install's:
+two installs compared in one loop, whatever the machine's load does meanwhile.
 
 Desks are built as bench_core.py builds them: with `--history full` (the default) N memories in N
 commits (one `git fast-import`), else in one commit. Each timed side is paired with its baseline
@@ -100,6 +105,22 @@ def time_commits(desk: DeskFolder, env: dict[str, str], rounds: int) -> tuple[fl
     return statistics.median(times), statistics.median(plain_times)
 
 
+def time_commits_against(ours: DeskFolder, theirs: DeskFolder, env: dict[str, str], rounds: int
+                         ) -> dict[str, tuple[float, float]]:
+    """Hooked and plain commits on `ours` and `theirs` (the same desk, another install's hooks),
+    the four kinds in turn, the order rotating each round: {desk: (hooked, plain) medians}."""
+    kinds = [(d, hooks) for d in (ours, theirs) for hooks in (True, False)]
+    times: dict[tuple[Path, bool], list[float]] = {(d.root, h): [] for d, h in kinds}
+    for r in range(rounds):
+        for i, (d, hooks) in enumerate(kinds[r % 4:] + kinds[:r % 4]):
+            hand_edit(d, env, 4 * r + i, f"against {r}")  # a new blob each time (needs --size >= 4 rounds)
+            t0 = time.perf_counter()
+            git(d.root, env, *([] if hooks else NO_HOOKS), "commit", "-q", "-m", f"against {r} {hooks}")
+            times[(d.root, hooks)].append(time.perf_counter() - t0)
+    return {str(d.root): (statistics.median(times[(d.root, True)]), statistics.median(times[(d.root, False)]))
+            for d in (ours, theirs)}
+
+
 def time_validate_staged(desk: DeskFolder, env: dict[str, str], rounds: int) -> float:
     times = []
     for r in range(rounds):
@@ -172,6 +193,8 @@ def main() -> None:
     parser.add_argument("--history", choices=("full", "one"), default="full",
                         help="full: one commit per memory (default); one: all memories in one commit")
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--against", metavar="NAME=PYTHON",
+                        help="also time the commits with the hooks another install writes, interleaved")
     args = parser.parse_args()
     print(describe(sys.argv))
     work = Path(tempfile.mkdtemp(prefix="desk-bench-hook-"))
@@ -196,6 +219,18 @@ def main() -> None:
         ratio = hooked / plain
         print(f"commit of one memory, {args.size} memories: hooks {hooked * 1000:.1f} ms, no hooks "
               f"{plain * 1000:.1f} ms, {ratio:.2f}x (target <= 3) {verdict(ratio, 3)}", flush=True)
+        if args.against:
+            name, _, python = args.against.partition("=")
+            theirs = DeskFolder(work / "against")
+            shutil.copytree(big.root, theirs.root, symlinks=True)
+            subprocess.run([python, "-m", "desk", "--desk", str(theirs.root), "hooks", "install"], cwd=cwd,
+                           env=env, check=True, capture_output=True)
+            git(theirs.root, env, "commit", "-q", "--allow-empty", "-m", "warm the other hooks' bytecode")
+            paired_runs = time_commits_against(big, theirs, env, args.rounds)
+            for label, root in (("this install", big.root), (name, theirs.root)):
+                h, pl = paired_runs[str(root)]
+                print(f"commit of one memory, interleaved with {name}'s hooks: {label}: hooks {h * 1000:.1f} ms, "
+                      f"no hooks {pl * 1000:.1f} ms, {h / pl:.2f}x (target <= 3) {verdict(h / pl, 3)}", flush=True)
         v_small = time_validate_staged(small, env, args.rounds)
         v_big = time_validate_staged(big, env, args.rounds)
         print(f"validate --staged in process: {args.small} memories {v_small * 1000:.1f} ms, "
