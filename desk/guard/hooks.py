@@ -96,7 +96,7 @@ def fast_start(python: str | None = None) -> str | None:
     """
     import importlib.util
 
-    if python is not None and os.path.realpath(python) != os.path.realpath(sys.executable):
+    if python not in (None, sys.executable):  # a venv's python links to its base: compare names
         return None
     from_env = set(os.environ.get("PYTHONPATH", "").split(os.pathsep)) - {""}
     first = 0 if getattr(sys.flags, "safe_path", False) else 1  # sys.path[0]: the script's folder

@@ -155,6 +155,10 @@ def test_a_wheel_install_starts_without_site_and_keeps_the_verdicts(desk: DeskFo
     proc = commit(desk.root, "soul\n\nDesk-Actor: assistant\n")
     assert proc.returncode != 0 and "soul-unauthorized" in proc.stderr
     sh(desk.root, "reset", "-q", "--hard")
+    for hook in ("post-merge", "post-rewrite"):  # the sync code and its dependencies load too
+        done = subprocess.run([str(desk.git_dir / "hooks" / hook), "rebase" if hook == "post-rewrite" else "0"],
+                              cwd=desk.root, env=git_env(), input="", capture_output=True, text=True)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     shutil.rmtree(site / "desk")  # desk reinstalled elsewhere: the plain start finds it
     write(desk.root, "memory/bad.md", INVALID)
     sh(desk.root, "add", "memory/bad.md")
