@@ -289,9 +289,8 @@ def _object_reader(git: Git) -> Iterator[None]:
 
 
 def _load_gate() -> Callable[..., tuple[Report, bytes | None]]:
-    """The gate's modules (the rules, the verdict cache and SQLite), loaded
-    by a hook after it started git, so that the loading and git's work overlap; returns
-    `validate_staged`."""
+    """The gate's modules (the rules, the verdict cache and SQLite), loaded by a hook after it
+    started git, so that the loading and git's work overlap; returns `validate_staged`."""
     from desk.guard import verdicts
     from desk.guard.validate import validate_staged
 
