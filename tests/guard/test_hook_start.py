@@ -102,7 +102,7 @@ def test_an_install_found_through_an_import_hook_starts_plainly(desk: DeskFolder
 
 def wheel_like(tmp_path: Path) -> Path:
     """A folder holding desk as a wheel lays it out: desk/ with _hooks and _templates inside."""
-    site = tmp_path / "site"
+    site = tmp_path / "a site's \"folder\" \\ é"  # quotes, a space, a backslash, non-ASCII: shell and Python quoting
     source = Path(desk_package.__file__).parent
     shutil.copytree(source, site / "desk", ignore=shutil.ignore_patterns("__pycache__"))
     project = source.parent
@@ -134,11 +134,11 @@ def test_a_wheel_install_starts_without_site_and_keeps_the_verdicts(desk: DeskFo
     site = wheel_like(tmp_path)
     install_from(site, desk.root)
     start = baked_start(desk.git_dir / "hooks" / "pre-commit")
-    assert str(site) in start and "-S -c" in (desk.git_dir / "hooks" / "pre-commit").read_text()
+    assert json.dumps(str(site)) in start and "-S -c" in (desk.git_dir / "hooks" / "pre-commit").read_text()
     assert "on-pythonpath" not in start
     probe = subprocess.run([sys.executable, "-S", "-c", start.replace("start(sys.argv[1:])", "")
                             + "print('site' in sys.modules)\nimport desk\nprint(desk.__file__)"],
-                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout.splitlines()
     assert probe == ["False", str(site / "desk" / "__init__.py")]
     write(desk.root, "memory/bad.md", INVALID)
     sh(desk.root, "add", "memory/bad.md")
