@@ -243,7 +243,7 @@ class MemoryMeta:
         unknown = set(changes) - set(self.__match_args__)
         if unknown:
             raise TypeError(f"MemoryMeta has no field {sorted(unknown)[0]!r}")
-        return MemoryMeta(**{**self.__dict__, **changes})
+        return type(self)(**{**self.__dict__, **changes})
 
     def to_yaml_dict(self, schema: int | None = MEMORY_SCHEMA) -> dict[str, Any]:
         """Fields in FIELD_ORDER, empty optional fields left out, times spelled by `format_time`.
