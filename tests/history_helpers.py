@@ -117,7 +117,9 @@ def count_git(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], lis
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "git-calls.log"
     wrapper = folder / "git"
-    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    # `git -C <desk> ARGS` (how desk.storage.git starts its read-only commands) is noted as `ARGS`
+    wrapper.write_text(f'#!/bin/sh\ncase "$1" in -C) shown=$(shift 2; printf "%s" "$*");; *) shown="$*";; esac\n'
+                       f'printf "%s\\n" "$shown" >> "{log}"\nexec "{real}" "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
     return lambda: log.read_text().splitlines() if log.exists() else []

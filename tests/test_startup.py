@@ -93,6 +93,8 @@ def test_recall_loads_its_result_module_only_and_no_yaml(small_desk: DeskFolder,
     assert loaded(data, RESULTS) == ["desk.results.read"]
     assert loaded(data, {"yaml", "desk.storage.frontmatter", "desk.digest", "desk.guard.validate",
                          "desk.transaction", "hashlib"} | NEVER) == []  # hashlib: OpenSSL, ~3 ms
+    # git's read-only commands are spawned without `subprocess` (with `signal`, `selectors`: ~2 ms)
+    assert loaded(data, {"subprocess", "signal", "selectors"}) == []
     assert data["cjk_tables"] == 0  # an ASCII query and ASCII memories: no CJK table compiled
 
 
@@ -134,6 +136,7 @@ def test_context_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: 
     assert loaded(data, RESULTS) == ["desk.results.read"]
     # reading the archive's recent facts needs no secret scanner (only writing an event does)
     assert loaded(data, {"desk.transaction", "desk.guard.validate", "desk.text.secrets"} | NEVER) == []
+    assert loaded(data, {"subprocess", "signal", "selectors"}) == []  # git spawned without them (~2 ms)
 
 
 def test_context_of_a_desk_without_cjk_text_loads_no_openssl_and_no_cjk_table(

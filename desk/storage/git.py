@@ -13,15 +13,15 @@ messages and their trailers); callers get typed data: `RawChange`, `Commit`, `{p
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # no stub: it is what `signal` wraps
 import errno
 import os
 import re
-import subprocess
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from desk.errors import ConflictError, GitError, RejectedError
 from desk.storage.hashing import blake2b_hex
@@ -31,6 +31,24 @@ from desk.storage.objects import (SEGMENTED, TREE_MODE, TreeConflict, changed_tr
                                   tree_entries, write_loose)
 
 T = TypeVar("T")
+
+
+class _ImportedOnFirstUse:
+    """`subprocess`, imported when first used: importing it costs ~2 ms (with `signal` and
+    `selectors`), and the reads that only start git through `Git._start` (a cold `desk context`
+    or `desk recall`) never use it. The first attribute looked up replaces this with the module."""
+
+    def __getattr__(self, name: str) -> Any:
+        import subprocess as module
+
+        globals()["subprocess"] = module
+        return getattr(module, name)
+
+
+if TYPE_CHECKING:
+    import subprocess
+else:
+    subprocess = _ImportedOnFirstUse()
 
 # Variables git sets for hooks and sub-commands; inherited by accident they point a git call at the
 # wrong repository or index. Identity (GIT_AUTHOR_*, GIT_COMMITTER_*) and config injection are kept.
@@ -257,10 +275,129 @@ class WorkTreeListing:
         return found
 
 
+class _Spawned:
+    """A read-only git command started with `os.posix_spawnp` (`Git._start`), its output read
+    by `communicate` as `subprocess.Popen`'s is. Not Popen: a cold read that only starts git this
+    way never imports `subprocess` (~2 ms). git runs in `root` through `git -C root` (a spawned
+    process cannot be given a folder), which git treats exactly as starting there. SIGPIPE and
+    SIGXFSZ, which Python ignores, are git's defaults again, as Popen restores them. Every file
+    descriptor desk and SQLite open is close-on-exec, so git inherits only its three pipes."""
+
+    __slots__ = ("args", "pid", "returncode", "_pipes", "_outputs")
+
+    def __init__(self, root: Path, args: tuple[str, ...], env: Mapping[str, str], input: bytes | None) -> None:
+        _reap_dropped()
+        self.args = ["git", *args]
+        self.returncode: int | None = None
+        self._outputs: tuple[bytes, bytes] | None = None
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        in_r, in_w = os.pipe() if input is not None else (-1, -1)
+        actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)]
+        actions.append((os.POSIX_SPAWN_DUP2, in_r, 0) if input is not None
+                       else (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0))
+        try:
+            self.pid = os.posix_spawn(_git_program(env.get("PATH", os.defpath)), ["git", "-C", str(root), *args],
+                                      env, file_actions=actions, setsigdef=_DEFAULT_SIGNALS)
+        except BaseException:
+            for fd in (out_r, err_r, in_w):
+                if fd >= 0:
+                    os.close(fd)
+            raise
+        finally:
+            for fd in (out_w, err_w, in_r):
+                if fd >= 0:
+                    os.close(fd)
+        self._pipes = [out_r, err_r]
+        if input is not None:
+            try:
+                view = memoryview(input)
+                while view:
+                    view = view[os.write(in_w, view):]
+            except BrokenPipeError:
+                pass  # git ended without reading: its exit status says why
+            finally:
+                os.close(in_w)
+
+    def communicate(self, input: bytes | None = None) -> tuple[bytes, bytes]:
+        """`(stdout, stderr)` once git has ended (`returncode` set); asked again, the same."""
+        if input:
+            raise ValueError("a spawned git command's input is given when it starts")
+        if self._outputs is None:
+            import select
+
+            chunks: dict[int, list[bytes]] = {fd: [] for fd in self._pipes}
+            poller = select.poll()
+            for fd in self._pipes:
+                poller.register(fd, select.POLLIN)
+            try:
+                while len(self._pipes):
+                    for fd, _event in poller.poll():
+                        data = os.read(fd, 1 << 16)
+                        if data:
+                            chunks[fd].append(data)
+                        else:
+                            poller.unregister(fd)
+                            self._pipes.remove(fd)
+                            os.close(fd)
+            finally:
+                for fd in self._pipes:
+                    os.close(fd)
+                self._pipes = []
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+            out, err = (b"".join(found) for found in chunks.values())
+            self._outputs = out, err
+        return self._outputs
+
+    def __del__(self) -> None:
+        """Dropped unread (an error before its answer was asked): its pipes close, so git ends,
+        and the process is reaped at the next start (`_reap_dropped`), as Popen's are."""
+        if getattr(self, "_outputs", True) is None and hasattr(self, "pid"):
+            for fd in self._pipes:
+                os.close(fd)
+            self._pipes = []
+            _dropped.append(self.pid)
+
+
+_dropped: list[int] = []  # pids of `_Spawned` processes dropped unread, not yet reaped
+# What Popen's child resets: signals Python ignores, git's defaults. `_signal` is what `signal`
+# wraps (built in, loaded with the interpreter); `signal` itself would cost its enums (~0.4 ms).
+_DEFAULT_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ)
+
+
+def _git_program(path: str) -> str:
+    """The `git` that `PATH` (the child's, as Popen looks it up) names first; FileNotFoundError
+    when none does, as Popen raises it. Found once per PATH."""
+    found = _programs.get(path)
+    if found is None:
+        for folder in path.split(os.pathsep):
+            candidate = os.path.join(folder or ".", "git")
+            if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+                found = _programs[path] = candidate
+                break
+        else:
+            raise FileNotFoundError(2, "No such file or directory", "git")
+    return found
+
+
+_programs: dict[str, str] = {}
+
+
+def _reap_dropped() -> None:
+    for pid in list(_dropped):
+        try:
+            done, _status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _dropped.remove(pid)
+
+
 class _Started:
     """Read-only git commands running (`Git._start`); `wait` returns their outputs in order."""
 
-    def __init__(self, commands: tuple[tuple[str, ...], ...], procs: list[subprocess.Popen[bytes]]) -> None:
+    def __init__(self, commands: tuple[tuple[str, ...], ...],
+                 procs: Sequence[_Spawned | subprocess.Popen[bytes]]) -> None:
         self.commands = commands
         self.procs = procs
 
@@ -733,16 +870,7 @@ class Git:
         """Start read-only git commands without waiting for them (`_Started.wait` collects them).
         `input` (a few lines: it fits the pipe, so writing it never waits) goes to each one's stdin."""
         env = {**self._env, "GIT_OPTIONAL_LOCKS": "0"}
-        procs = [subprocess.Popen(["git", *args], cwd=self.root, env=env,
-                                  stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
-        if input is not None:
-            for proc in procs:
-                assert proc.stdin is not None
-                proc.stdin.write(input)
-                proc.stdin.close()
-                proc.stdin = None  # written: `communicate` must not flush it again
-        return _Started(commands, procs)
+        return _Started(commands, [_Spawned(self.root, args, env, input) for args in commands])
 
     def dirty(self, paths: Iterable[str]) -> list[str]:
         """Those of `paths` with staged, unstaged or untracked changes against HEAD."""

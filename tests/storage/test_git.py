@@ -429,3 +429,63 @@ def test_index_lock_on_a_full_disk_names_the_file_it_could_not_write(tmp_path: P
         pytest.skip(f"no tmpfs could be mounted here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == [errno.ENOSPC, f"{mnt}/.git/desk-index-lock.json", []]
+
+
+def test_a_started_command_gives_what_subprocess_gives_with_both_pipes_full(tmp_path: Path) -> None:
+    """`Git._start` spawns git without `subprocess` (desk.storage.git `_Spawned`): its stdout,
+    stderr and exit status are the ones subprocess gets, also when git fills both pipes at once
+    (a reader that drained one pipe first would wait for ever: each holds 64 KiB)."""
+    root = _repo_with_a_commit(tmp_path)
+    names = [f"{i:04d}-{'x' * 60}" for i in range(1500)]  # ~100 KB of stdout
+    for name in names:
+        (root / name).write_text("")
+    git(root, "add", "-A")
+    missing = [f"gone-{i:04d}-{'y' * 40}" for i in range(1500)]  # ~130 KB of stderr, one error each
+    args = ("ls-files", "--error-unmatch", "--", *names, *missing)
+    expected = subprocess.run(["git", *args], cwd=root, env=git_env(), capture_output=True)
+    assert len(expected.stdout) > 1 << 16 and len(expected.stderr) > 1 << 16 and expected.returncode == 1
+    started = Git(root)._start(args, ("rev-parse", "HEAD"))
+    (proc, head) = started.procs
+    assert proc.communicate() == (expected.stdout, expected.stderr)
+    assert proc.returncode == 1
+    assert proc.communicate() == (expected.stdout, expected.stderr)  # asked again: the same answer
+    assert head.communicate()[0].decode().strip() == _rev_parse_head(root)
+    with pytest.raises(GitError, match="did not match any file"):
+        Git(root)._start(args).wait()
+    assert Git(root)._start(("cat-file", "--batch-check=%(objecttype)"), input=b"HEAD\nHEAD^{tree}\nnope\n"
+                            ).wait() == [b"commit\ntree\nnope missing\n"]
+
+
+def test_a_started_command_runs_in_the_work_tree_with_the_git_its_path_names(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _repo_with_a_commit(tmp_path)
+    (root / "sub").mkdir()
+    (root / "sub" / "f.txt").write_text("x")
+    git(root, "add", "-A")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # pathspecs are the work tree's, wherever desk runs
+    assert Git(root)._start(("ls-files", "--", "sub/")).wait() == [b"sub/f.txt\n"]
+    monkeypatch.setenv("PATH", str(elsewhere))  # no git there: as Popen says it
+    with pytest.raises(FileNotFoundError):
+        Git(root)._start(("status",))
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_a_started_command_dropped_unread_is_reaped(tmp_path: Path) -> None:
+    import gc
+    import time
+
+    from desk.storage import git as module
+
+    root = _repo_with_a_commit(tmp_path)
+    proc = Git(root)._start(("log", "--oneline")).procs[0]
+    pid = proc.pid
+    del proc
+    gc.collect()
+    assert pid in module._dropped
+    stat = Path(f"/proc/{pid}/stat")
+    while stat.read_text().split(")")[-1].split()[0] != "Z":  # its pipes closed: git ends, unreaped
+        time.sleep(0.01)
+    Git(root)._start(("rev-parse", "HEAD")).wait()  # the next start reaps what was dropped
+    assert pid not in module._dropped and not stat.exists()
