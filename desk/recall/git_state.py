@@ -24,8 +24,8 @@ from desk.storage.git import FolderState
 
 def search_git_state(desk: DeskFolder) -> FolderState:
     """memory/ as git sees it (untracked files git ignores left out, as `git status` shows them)
-    and HEAD's memory and archive trees (`FolderState.ids`)."""
-    return desk.git.folder_state(MEMORY_DIR, ignored=False, also=[f"HEAD:{ARCHIVE_DIR}"])
+    and HEAD's memory and archive trees (`FolderState.ids`, kept by commit: `KeptIds`)."""
+    return KeptIds(desk, ignored=False, also=[f"HEAD:{ARCHIVE_DIR}"])
 
 
 def start_folder_state(desk: DeskFolder, also: Iterable[str] = ()) -> FolderState | None:
@@ -38,7 +38,50 @@ def start_folder_state(desk: DeskFolder, also: Iterable[str] = ()) -> FolderStat
         return None
 
 
-class KnownUntracked(FolderState):
+class KeptIds(FolderState):
+    """memory/'s state (`Git.folder_state`) whose HEAD ids (`HEAD:memory`, `HEAD:AGENTS.md`, ...)
+    come from a record when it holds them, instead of a `git cat-file` per read (a process start:
+    0.3-4 ms of a cold read on 2 cores, where it can wait a scheduler tick for a core).
+
+    A commit's trees never change, so what `<commit>:<path>` names is a function of the commit
+    id, and the record (`.system/cache/head-ids`) is keyed by it. The one thing that could make
+    git answer otherwise for the same commit is a replace ref (`git replace`): the record is used
+    only while there is no `refs/replace/` folder and `packed-refs` has the stat it had when the
+    record was written (which was written only when `packed-refs` held no replace ref), and
+    never in a linked work tree or under reftable (refs elsewhere). The record keeps the last
+    commit's ids, all names any read asked at that commit; a read that asks a name it lacks asks
+    git for all its names and adds them."""
+
+    def __init__(self, desk: DeskFolder, *, ignored: bool = True, also: Iterable[str] = (),
+                 untracked: bool = True) -> None:
+        self._ids_record = desk.cache_dir / _IDS_RECORD
+        self._git_dir = desk.git.git_dir()
+        self._refs = _refs_stamp(self._git_dir)
+        self._recorded_ids: dict[str, str | None] = {}
+        self._ids_kept = False
+        super().__init__(desk.git, MEMORY_DIR, ignored=ignored, also=also, untracked=untracked,
+                         known_ids=self._known_ids)
+
+    def _known_ids(self, head: str) -> dict[str, str | None] | None:
+        if self._refs is None:
+            return None
+        self._recorded_ids = _recorded_ids(self._ids_record, head, self._refs) or {}
+        return self._recorded_ids
+
+    @property
+    def ids(self) -> dict[str, str | None]:
+        """As `FolderState.ids`; what git looked up is recorded for the next read."""
+        found = super().ids
+        head = found.get("HEAD")
+        if self.looked_up and not self._ids_kept and self._refs is not None and head is not None:
+            self._ids_kept = True
+            if _no_replace_refs(self._git_dir):
+                _keep_ids(self._ids_record, head, self._refs,
+                          {**self._recorded_ids, **{n: i for n, i in found.items() if n != "HEAD"}})
+        return found
+
+
+class KnownUntracked(KeptIds):
     """memory/'s state with its untracked files (ignored ones included) known without `git
     ls-files -o` (~5 ms of git's CPU at 10,000 memories) while nothing could have changed them.
 
@@ -58,7 +101,7 @@ class KnownUntracked(FolderState):
         self._record = desk.cache_dir / _RECORD
         self._stamp = _stamp(desk)
         self._known = _recorded(self._record, self._stamp) if self._stamp is not None else None
-        super().__init__(desk.git, MEMORY_DIR, also=also, untracked=self._known is None)
+        super().__init__(desk, also=also, untracked=self._known is None)
 
     def result(self) -> tuple[str | None, list[str]] | None:
         """As `FolderState.result`; from a record, of the untracked files only those directly in
@@ -120,13 +163,64 @@ def _keep(path: Path, stamp: tuple[int, ...], untracked: list[str]) -> None:
     record, so a reader sees the old record or the new one. A record that cannot be written only
     costs a listing; it is not synced to disk (one cut short by a crash does not match its head)."""
     names = "\0".join(untracked).encode("utf-8", "surrogateescape")
+    _replace(path, _head(stamp, len(names)) + b"\n" + names)
+
+
+def _replace(path: Path, data: bytes) -> None:
     temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_bytes(_head(stamp, len(names)) + b"\n" + names)
+        temp.write_bytes(data)
         os.replace(temp, path)
     except OSError:
         temp.unlink(missing_ok=True)
+
+
+_IDS_RECORD = "head-ids"
+
+
+def _refs_stamp(git_dir: Path) -> str | None:
+    """`packed-refs`' stat (`-` when there is none), or None when a replace ref may be in effect
+    or the refs are not files in `git_dir` (no record is used then)."""
+    if any(os.path.lexists(git_dir / name) for name in ("commondir", "reftable", "refs/replace")):
+        return None
+    try:
+        found = os.stat(git_dir / "packed-refs")
+    except FileNotFoundError:
+        return "-"
+    except OSError:
+        return None
+    return f"{found.st_dev}.{found.st_ino}.{found.st_size}.{found.st_mtime_ns}.{found.st_ctime_ns}"
+
+
+def _no_replace_refs(git_dir: Path) -> bool:
+    """Whether `packed-refs` holds no replace ref (read only when a record is written)."""
+    try:
+        return b"refs/replace/" not in (git_dir / "packed-refs").read_bytes()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _recorded_ids(path: Path, head: str, refs: str) -> dict[str, str | None] | None:
+    """The ids recorded at `head` under `refs` (`{name: id, or None: not at that commit}`), or
+    None (no record, another commit or refs stat, or a record not whole)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    first, _, body = data.partition(b"\n")
+    if first != f"{head} {refs} {len(body)}".encode() or not body:
+        return None
+    fields = body.decode("utf-8", "surrogateescape").split("\0")
+    return {name: found or None for name, found in zip(fields[::2], fields[1::2])}
+
+
+def _keep_ids(path: Path, head: str, refs: str, ids: dict[str, str | None]) -> None:
+    """Record `ids` at `head` under `refs` (replacing any record, as `_keep` writes one)."""
+    body = "\0".join(f"{name}\0{found or ''}" for name, found in ids.items()).encode("utf-8", "surrogateescape")
+    _replace(path, f"{head} {refs} {len(body)}".encode() + b"\n" + body)
 
 
 def context_git_state(desk: DeskFolder, mode: str, query: str | None, user: str | None,

@@ -458,17 +458,18 @@ class FolderState:
     is False and git ignores it). `result()` is None without a HEAD commit. `ids` holds the object
     ids of HEAD, `HEAD:folder` and the names in `also` (None for one that does not exist).
 
-    HEAD's commit is read first (`Git.head`); then the untracked listing, the look-up of the tree
-    and the `also` names at that commit (one `cat-file`) and the comparison against that commit
-    start together, none waited for until asked: a commit landing meanwhile cannot pair one
-    commit's tree with another's differences. Entries marked `assume-unchanged` or
+    HEAD's commit is read first (`Git.head`); then the comparison against that commit, the
+    untracked listing and the look-up of the tree and the `also` names at that commit (one
+    `cat-file`, unless `known_ids` knows them) start together, none waited for until asked: a
+    commit landing meanwhile cannot pair one commit's tree with another's differences. Entries marked `assume-unchanged` or
     `skip-worktree` are, by their own definition, not looked at by git. With `untracked=False` no
     untracked listing runs and `paths` holds only the files that differ from HEAD (the caller
     adds the untracked ones it knows); else `listed_untracked` holds that listing after `result()`.
     """
 
     def __init__(self, git: Git, folder: str, *, ignored: bool = True, also: Iterable[str] = (),
-                 untracked: bool = True) -> None:
+                 untracked: bool = True,
+                 known_ids: Callable[[str], Mapping[str, str | None] | None] | None = None) -> None:
         spec = f":(literal){folder}/"
         self._folder = folder
         self._done = False
@@ -478,13 +479,27 @@ class FolderState:
         self.listed_untracked: list[str] | None = None  # what `ls-files -o` named, once `result()` ran
         self._head = head = git.head()
         self._names = [n for n in dict.fromkeys([f"HEAD:{folder}", *also]) if n != "HEAD" and "\n" not in n]
+        # The comparison first: it takes longest, and a process started while another git is
+        # starting can wait a scheduler tick for a core (~1-4 ms measured on 2 cores).
+        if head is not None:
+            self._changed = git._start(("diff-index", "--name-only", "-z", "--no-renames", head, "--", spec))
         self._untracked = git._start(("ls-files", "-o", "-z", *(() if ignored else ("--exclude-standard",)),
                                       "--", spec)) if untracked else None
         if head is not None:
-            at_head = [head + n[4:] if n.startswith("HEAD:") else n for n in self._names]
-            self._lookup = git._start(("cat-file", "--batch-check=%(objectname)"),
-                                      input=("\n".join(at_head) + "\n").encode("utf-8", "surrogateescape"))
-            self._changed = git._start(("diff-index", "--name-only", "-z", "--no-renames", head, "--", spec))
+            # `known_ids(head)`: the ids at that commit known without git (a commit's trees never
+            # change), or None; else one `cat-file` looks them up (`looked_up` says which)
+            known = known_ids(head) if known_ids is not None else None
+            if known is not None and all(name in known for name in self._names):
+                self._ids = {**{name: known[name] for name in self._names}, "HEAD": head}
+            else:
+                at_head = [head + n[4:] if n.startswith("HEAD:") else n for n in self._names]
+                self._lookup = git._start(("cat-file", "--batch-check=%(objectname)"),
+                                          input=("\n".join(at_head) + "\n").encode("utf-8", "surrogateescape"))
+
+    @property
+    def looked_up(self) -> bool:
+        """Whether git looked the ids up (not known before: `known_ids`)."""
+        return self._lookup is not None
 
     @property
     def ids(self) -> dict[str, str | None]:
@@ -853,13 +868,15 @@ class Git:
                       lambda outputs: sorted({path for out in outputs for path in _path_list(out)}))
 
     def folder_state(self, folder: str, *, ignored: bool = True, also: Iterable[str] = (),
-                     untracked: bool = True) -> FolderState:
+                     untracked: bool = True,
+                     known_ids: Callable[[str], Mapping[str, str | None] | None] | None = None) -> FolderState:
         """`folder/` of the work tree as git sees it, asked now and answered by `FolderState.result`:
         the git processes run while the caller does other work (docs/context.md). `ignored`:
         untracked files git ignores count too; `also`: more object names (`HEAD:path`) to look up
         with HEAD's (`FolderState.ids`); `untracked=False`: the untracked files are not listed (the
-        caller knows them: desk.recall.git_state)."""
-        return FolderState(self, folder, ignored=ignored, also=also, untracked=untracked)
+        caller knows them: desk.recall.git_state); `known_ids(head)`: the ids at HEAD's commit when
+        known without git (None: looked up)."""
+        return FolderState(self, folder, ignored=ignored, also=also, untracked=untracked, known_ids=known_ids)
 
     def _run_together(self, *commands: tuple[str, ...]) -> list[bytes]:
         """Run read-only git commands at the same time (each start costs a few ms that the other

@@ -139,3 +139,88 @@ def test_a_linked_memory_folder_is_not_recorded(desk: DeskFolder, settled: None,
     os.symlink(elsewhere, desk.path(MEMORY_DIR))
     state, _ = _known(desk)
     assert state._untracked is not None and not (desk.cache_dir / "memory-untracked").exists()
+
+
+def _ids_truth(desk: DeskFolder, names: list[str]) -> dict[str, str | None]:
+    """git's own look-up of `names` at HEAD now."""
+    return {**desk.git.object_ids(names), "HEAD": desk.git.head()}
+
+
+NAMES = ["HEAD:memory", "HEAD:AGENTS.md", "HEAD:NOW.md", "HEAD:no-such-file.md"]
+
+
+def _looked_up(desk: DeskFolder) -> None:
+    state = start_folder_state(desk, NAMES[1:])
+    assert state is not None
+    assert state.ids["HEAD"] is not None  # asked: recorded
+    state.close()
+
+
+def test_heads_ids_are_recorded_by_commit_and_then_not_looked_up(desk: DeskFolder, identity: None) -> None:
+    _remember(desk, "alpha")
+    first = start_folder_state(desk, NAMES[1:])
+    assert first is not None and first.looked_up  # no record yet: one cat-file
+    assert first.ids == _ids_truth(desk, NAMES) and first.ids["HEAD:no-such-file.md"] is None
+    first.close()
+    second = start_folder_state(desk, NAMES[1:])
+    assert second is not None and not second.looked_up  # recorded: no git process for them
+    assert second.ids == _ids_truth(desk, NAMES)
+    assert second.result() == _truth(desk)
+    recall_side = git_state.search_git_state(desk)  # recall's names join the same commit's record
+    assert recall_side.looked_up and recall_side.ids == _ids_truth(desk, ["HEAD:memory", "HEAD:.system/archive"])
+    recall_side.close()
+    assert not git_state.search_git_state(desk).looked_up
+    third = start_folder_state(desk, NAMES[1:])
+    assert third is not None and not third.looked_up  # the context's names were kept beside them
+    third.close()
+    desk.path("NOW.md").write_text("# Now\n\nSomething else, same commit count.\n", "utf-8")
+    _git(desk, "commit", "-q", "-am", "now")  # a new HEAD: its own look-up
+    fourth = start_folder_state(desk, NAMES[1:])
+    assert fourth is not None and fourth.looked_up and fourth.ids == _ids_truth(desk, NAMES)
+    assert fourth.ids["HEAD:NOW.md"] != second.ids["HEAD:NOW.md"]
+    fourth.close()
+
+
+def test_a_replace_ref_is_followed_as_git_follows_it(desk: DeskFolder, identity: None) -> None:
+    """`git replace` makes git answer another tree for the same commit: no record is used while a
+    replace ref may be in effect (loose or packed), and the answers are git's."""
+    _remember(desk, "alpha")
+    desk.path("NOW.md").write_text("# Now\n\nReplaced.\n", "utf-8")
+    _git(desk, "commit", "-q", "-am", "other tree")
+    other = desk.git.head()
+    _git(desk, "reset", "-q", "--hard", "HEAD~1")
+    _looked_up(desk)  # recorded
+    before = _ids_truth(desk, NAMES)
+    assert other is not None and before["HEAD"] is not None
+    _git(desk, "replace", before["HEAD"], other)
+    replaced = _ids_truth(desk, NAMES)
+    assert replaced["HEAD:NOW.md"] != before["HEAD:NOW.md"]  # git follows the replacement
+    state = start_folder_state(desk, NAMES[1:])
+    assert state is not None and state.looked_up and state.ids == replaced
+    state.close()
+    _git(desk, "pack-refs", "--all", "--prune")  # the replace ref packed; the loose folder gone
+    (desk.git.git_dir() / "refs" / "replace").mkdir(exist_ok=True)
+    (desk.git.git_dir() / "refs" / "replace").rmdir()
+    for _ in range(2):
+        state = start_folder_state(desk, NAMES[1:])
+        assert state is not None and state.ids == replaced
+        state.close()
+    _git(desk, "replace", "-d", before["HEAD"])
+    state = start_folder_state(desk, NAMES[1:])
+    assert state is not None and state.ids == _ids_truth(desk, NAMES) == before
+    state.close()
+
+
+def test_a_damaged_or_foreign_ids_record_is_looked_up_again(desk: DeskFolder) -> None:
+    _remember(desk, "alpha")
+    _looked_up(desk)
+    record = desk.cache_dir / "head-ids"
+    whole = record.read_bytes()
+    forged = whole.replace(whole[:40], b"0" * 40)  # another commit's record
+    for damaged in (whole[:-3], forged, b"\xff\n\n", b"", whole.replace(b"\0", b"\n")):
+        record.write_bytes(damaged)
+        state = start_folder_state(desk, NAMES[1:])
+        assert state is not None and state.looked_up and state.ids == _ids_truth(desk, NAMES)
+        state.close()
+    state = start_folder_state(desk, NAMES[1:])
+    assert state is not None and not state.looked_up and state.ids == _ids_truth(desk, NAMES)
