@@ -384,11 +384,10 @@ def test_a_warm_recall_starts_no_git_process_per_hit(desk: DeskFolder, tmp_path:
         after_one = len(calls())
     assert len(many) == 8 and len(one) == 1
     assert after_many - started == after_one - after_many  # the same with 8 hits as with 1
-    # The search cache's look at what changed in memory/ since it last read it (the memory and
-    # archive trees at HEAD in one process, the work tree's changes against that commit); the
-    # mirror reads HEAD from its ref file.
-    look = ["cat-file --batch-check=%(objectname)",
-            f"diff-index --name-only -z --no-renames {desk.git.head()} -- :(literal)memory/",
+    # The search cache's look at what changed in memory/ since it last read it (the work tree's
+    # changes against HEAD; the memory and archive trees at that commit come from the record kept
+    # by commit, desk.recall.git_state.KeptIds); the mirror reads HEAD from its ref file.
+    look = [f"diff-index --name-only -z --no-renames {desk.git.head()} -- :(literal)memory/",
             "ls-files -o -z --exclude-standard -- :(literal)memory/"]
     assert sorted(calls()[started:]) == sorted(look * 2)
 
