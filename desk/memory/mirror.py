@@ -573,13 +573,15 @@ def render_version() -> str:
 
 
 @contextmanager
-def head_mirror(desk: DeskFolder) -> Iterator[HeadMirror]:
+def head_mirror(desk: DeskFolder, cache: EntryCache | None = None) -> Iterator[HeadMirror]:
     """The mirror of HEAD's memories, synced.
 
     A mutation opens it under the desk lock; a reader (recall, context) may open it without: a
-    sync only ever brings the mirror to the HEAD it reads, in one SQLite transaction.
+    sync only ever brings the mirror to the HEAD it reads, in one SQLite transaction. `cache`:
+    the desk's entry cache, already open (its owner closes it; a reader that loaded entries from
+    it does not open the file twice), else one is opened and closed here.
     """
-    with _synced(desk, HeadMirror) as state:
+    with _synced(desk, HeadMirror, cache) as state:
         yield state
 
 
@@ -587,15 +589,19 @@ _Synced = TypeVar("_Synced", HeadMirror, ProjectHeads)
 
 
 @contextmanager
-def _synced(desk: DeskFolder, kind: Callable[[DeskFolder, EntryCache], _Synced]) -> Iterator[_Synced]:
-    """A `kind` over the desk's entry cache, brought to HEAD; the cache closed after."""
-    cache = EntryCache(desk.cache_dir)
+def _synced(desk: DeskFolder, kind: Callable[[DeskFolder, EntryCache], _Synced],
+            cache: EntryCache | None = None) -> Iterator[_Synced]:
+    """A `kind` over the desk's entry cache (`cache`, or one opened here and closed after),
+    brought to HEAD."""
+    own = cache is None
+    cache = EntryCache(desk.cache_dir) if cache is None else cache
     try:
         state = kind(desk, cache)
         state.sync()
         yield state
     finally:
-        cache.close()
+        if own:
+            cache.close()
 
 
 def _committed_rows(db: sqlite3.Connection, table: str, column: str, keys: Iterable[str]) -> dict[str, Committed]:

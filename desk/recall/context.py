@@ -305,6 +305,8 @@ def _build_context(desk: DeskFolder, mode: str, query: str | None, budget: int |
     finally:
         parsed.close()
         blobs.close()
+        for view in kept:
+            view.close()  # its entry cache
         if memory_state is not None and not kept:
             memory_state.close()  # not looked at (a read without memories, an error): its processes end
     return ContextResult(sections, query, recalled, budgets["total"], mode, format_time(as_of), head)

@@ -154,6 +154,7 @@ class MemoryView:
         self.needles = needles
         self._needle_at = needle_at
         self._at: dict[str, int] = {}  # names found by `candidates`: their positions
+        self._cache: EntryCache | None = None  # `entry_cache`, open until `close`
 
     @property
     def names(self) -> list[str]:
@@ -179,11 +180,7 @@ class MemoryView:
         if not names:
             return {}
         wanted = {n: self._blobs[self._position(n)] for n in names}
-        cache = EntryCache(self.desk.cache_dir)
-        try:
-            found = cache.get(set(wanted.values()))
-        finally:
-            cache.close()
+        found = self.entry_cache().get(set(wanted.values()))
         out = {}
         for name, blob in wanted.items():
             entry = found.get(blob)
@@ -192,6 +189,18 @@ class MemoryView:
                 return {n: every[n] for n in names if n in every}
             out[name] = entry
         return out
+
+    def entry_cache(self) -> EntryCache:
+        """The desk's entry cache, opened once for this view (the HEAD mirror beside the entries
+        is read through it too: `desk.memory.mirror.head_mirror`); `close` closes it."""
+        if self._cache is None:
+            self._cache = EntryCache(self.desk.cache_dir)
+        return self._cache
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
 
     def _position(self, name: str) -> int:
         at = self._at.get(name)

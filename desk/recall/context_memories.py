@@ -72,6 +72,7 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
     that project's memories to the desk-wide ones (docs/scopes.md); no other project's are read.
     """
     normalized = normalize(query)
+    view = active if isinstance(active, MemoryView) else None
     if isinstance(active, MemoryView):
         active = active.entries(active.candidates(normalized))
     scoped = [(memory_path(n), n, e) for n, e in sorted(active.items())]
@@ -86,7 +87,7 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
         return None
     # Each hit's last commit from the HEAD mirror (a project memory's from its table beside it):
     # no git process per hit (docs/recall.md).
-    with head_mirror(desk) as mirror:
+    with head_mirror(desk, view.entry_cache() if view is not None else None) as mirror:
         committed = mirror.committed(name for path, name, _, _ in hits if path == memory_path(name))
     in_project = [path for path, name, _, _ in hits if path != memory_path(name)]
     if in_project:

@@ -344,3 +344,26 @@ def test_the_code_fingerprint_sees_every_change_to_a_source_file(tmp_path: Path,
     seen.add(code_fingerprint(b"v", [source, other]))
     assert len(seen) == 6
     assert code_fingerprint(b"v", [source, other]) == code_fingerprint(b"v", [source, other])
+
+
+def test_a_read_with_hits_opens_the_entry_cache_once(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hits' entries and their last commits (the HEAD mirror) come from one connection to
+    entries.sqlite (each open sets WAL mode: ~0.3 ms); the answer is the one two opens gave."""
+    from desk.storage import sqlite_cache
+
+    for i in range(3):
+        _remember(desk, f"lamp-{i}", ("lamp",))
+    build_context(desk, query="lamp", as_of=NOW)  # caches built
+    expected = render_markdown(build_context(desk, query="lamp", as_of=NOW))
+    opened: list[str] = []
+    real = sqlite_cache._open
+
+    def counted(path: Path | str, *args: object) -> sqlite3.Connection:
+        opened.append(Path(path).name)
+        return real(path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite_cache, "_open", counted)
+    result = build_context(desk, query="lamp", as_of=NOW)
+    assert len(result.recalled) == 3 and all(m["commit"] for m in result.recalled)  # from the mirror
+    assert render_markdown(result) == expected
+    assert opened.count("entries.sqlite") == 1
