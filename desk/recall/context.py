@@ -46,7 +46,7 @@ from desk.recall.context_parsed import ParsedCache
 # Re-exported: the public names of `desk context` stay importable from here.
 from desk.recall.context_memories import BLOCK, NOTICE, _memory_xml, _recalled, trigger_hits  # noqa: F401
 from desk.recall.context_scopes import profile_section, user_prefs_section
-from desk.recall.context_sections import Section, _note, _trim_entries, _trim_lines  # noqa: F401
+from desk.recall.context_sections import Section, _note, _trim_entries, _trim_head, _trim_lines  # noqa: F401
 from desk.recall.git_state import context_git_state
 from desk.storage.git import FolderState, blob_sha
 from desk.text.escape import boundary_token, markdown_block, one_line
@@ -268,7 +268,7 @@ def _build_context(desk: DeskFolder, mode: str, query: str | None, budget: int |
                         hashed[rel] = blob
                     else:
                         _read(desk.path(rel), rel, read, rel, desk.root)
-                    text, shown = memory().index_text, rel
+                    text, shown = memory().index_head, rel  # its start, or all of it (`MemoryView`)
                 elif rel == PROJECTS_DIR:
                     if project is None:
                         continue
@@ -286,6 +286,9 @@ def _build_context(desk: DeskFolder, mode: str, query: str | None, budget: int |
                     text, shown = markdown_block(_read(desk.path(rel), rel, read, rel, desk.root)), rel
                 if key == "mistakes":
                     section = _trim_entries(key, label, shown, text, limit, query or "")
+                elif rel == INDEX_FILE and not memory().index_whole:  # the budget shows a few dozen lines
+                    section = _trim_head(key, label, shown, text, memory().index_lines, limit,
+                                         lambda: memory().index_text)
                 else:
                     section = _trim_lines(key, label, shown, text, limit)
                 section.sources = sources if sources is not None else [{"path": shown}]

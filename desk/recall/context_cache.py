@@ -23,6 +23,7 @@ finds.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 import sqlite3
@@ -45,7 +46,9 @@ from desk.text.normalize import normalize
 from desk.text.times import parse_time
 
 _CACHE_FILE = "context.sqlite"
-_TABLE = "memory_view_v3"  # v3: names, blobs and the trigger table's positions with their starts
+_TABLE = "memory_view_v4"  # v3: names, blobs and the trigger table's positions with their starts;
+# v4: the MEMORY.md section's line count (a read loads only the head of its text: `INDEX_HEAD`)
+INDEX_HEAD = 32_768  # characters of the section's text a kept view loads (its budget shows a few dozen lines)
 _BLOBS = "file_blobs_v1"  # FileBlobs
 _LAYOUT = f"{sys.byteorder} {array('L').itemsize}"  # how the stored starts are laid out (`_Joined`)
 _RACY_NS = 3_000_000_000  # as desk.memory.index: a file this close to the scan may change unseen
@@ -141,12 +144,17 @@ class MemoryView:
 
     def __init__(self, desk: DeskFolder, count: int, broken: list[str], expired: list[str],
                  index_text: str, names: _Joined, blobs: _Joined, needles: list[str],
-                 needle_at: _Joined) -> None:
+                 needle_at: _Joined, index_lines: int | None = None,
+                 index_rest: Callable[[MemoryView], str] | None = None) -> None:
         self.desk = desk
         self.count = count  # memories parsed (active and expired)
         self.broken = broken  # files left out: they do not parse
         self.expired = set(expired)
-        self.index_text = index_text  # the MEMORY.md section's text, escaped (markdown_block)
+        # The MEMORY.md section's text, escaped (markdown_block): whole, or (`index_rest` given)
+        # its first `INDEX_HEAD` characters, the whole loaded by `index_rest` when asked for
+        self.index_head = index_text
+        self._index_rest = index_rest
+        self.index_lines = index_lines if index_lines is not None else _lines(index_text)
         self._names = names  # every parsed memory's name, sorted
         self._blobs = blobs  # their blob ids, in the same order
         # The trigger table: each normalised trigger, and beside it (same position) the positions
@@ -155,6 +163,18 @@ class MemoryView:
         self._needle_at = needle_at
         self._at: dict[str, int] = {}  # names found by `candidates`: their positions
         self._cache: EntryCache | None = None  # `entry_cache`, open until `close`
+
+    @property
+    def index_whole(self) -> bool:
+        """Whether `index_head` is the section's whole text."""
+        return self._index_rest is None
+
+    @property
+    def index_text(self) -> str:
+        """The MEMORY.md section's whole text (loaded now if only its head was)."""
+        if self._index_rest is not None:
+            self.index_head, self._index_rest = self._index_rest(self), None
+        return self.index_head
 
     @property
     def names(self) -> list[str]:
@@ -292,7 +312,7 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
     key = sha1_hex(f"{scanned}\0{_code()}\0{_LAYOUT}".encode())
     db = _open(desk)
     try:
-        view = _cached(desk, db, key, as_of) if db is not None else None
+        view = _cached(desk, db, key, as_of, render_index) if db is not None else None
         if view is not None:
             return view
         invalid: list[Finding] = []
@@ -332,9 +352,11 @@ def _open(desk: DeskFolder) -> sqlite3.Connection | None:
     try:
         return open_cache(desk.cache_dir / _CACHE_FILE,
                           "DROP TABLE IF EXISTS memory_view_v1; DROP TABLE IF EXISTS memory_view_v2; "
+                          "DROP TABLE IF EXISTS memory_view_v3; "
                           f"CREATE TABLE IF NOT EXISTS {_TABLE} (key TEXT PRIMARY KEY, count INTEGER, "
                           "broken TEXT, expired TEXT, expires TEXT, index_text TEXT, names TEXT, names_at BLOB, "
-                          "blobs TEXT, blobs_at BLOB, needles TEXT, needle_at TEXT, needle_at_at BLOB); "
+                          "blobs TEXT, blobs_at BLOB, needles TEXT, needle_at TEXT, needle_at_at BLOB, "
+                          "index_lines INTEGER); "
                           f"CREATE TABLE IF NOT EXISTS {_BLOBS} (path TEXT PRIMARY KEY, size INTEGER, "
                           "mtime INTEGER, ctime INTEGER, inode INTEGER, blob TEXT)")
     except (OSError, sqlite3.Error):
@@ -411,15 +433,18 @@ def _file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
-def _cached(desk: DeskFolder, db: sqlite3.Connection, key: str, as_of: dt.datetime) -> MemoryView | None:
+def _cached(desk: DeskFolder, db: sqlite3.Connection, key: str, as_of: dt.datetime,
+            render_index: IndexRenderer) -> MemoryView | None:
     try:
-        row = db.execute(f"SELECT count, broken, expired, expires, index_text, names, names_at, blobs, blobs_at, "
-                         f"needles, needle_at, needle_at_at FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
+        row = db.execute(f"SELECT count, broken, expired, expires, substr(index_text, 1, ?), names, names_at, "
+                         f"blobs, blobs_at, needles, needle_at, needle_at_at, index_lines FROM {_TABLE} "
+                         "WHERE key = ?", (INDEX_HEAD, key)).fetchone()
     except sqlite3.Error:
         return None
     if row is None:
         return None
-    count, broken, expired, expires, index_text, names, names_at, blobs, blobs_at, needles, needle_at, needle_at_at = row
+    (count, broken, expired, expires, index_head, names, names_at, blobs, blobs_at, needles, needle_at, needle_at_at,
+     index_lines) = row
     now_expired = sorted(n for n, at in json.loads(expires).items() if parse_time(at) <= as_of)
     if now_expired != json.loads(expired):
         return None  # another set of memories is expired at this `as_of`: build the view for it
@@ -430,8 +455,36 @@ def _cached(desk: DeskFolder, db: sqlite3.Connection, key: str, as_of: dt.dateti
     positions = _Joined.stored(needle_at, needle_at_at)
     if (len(name_list), len(blob_list), len(positions)) != (count, count, len(found_needles)):
         return None  # not as stored (another machine's byte order): build it again
-    return MemoryView(desk, count, json.loads(broken), now_expired, index_text, name_list, blob_list,
-                      found_needles, positions)
+    # MEMORY.md's section at 10,000 memories is ~560 kB, of which its budget shows a few dozen
+    # lines: the rest is read only if a read needs it (~0.7 ms a read: SQLite's copy and decoding)
+    if not isinstance(index_lines, int) or not isinstance(index_head, str):
+        return None  # not as this code stores it: build it again
+    rest = None if len(index_head) < INDEX_HEAD else functools.partial(_index_text, key, render_index)
+    return MemoryView(desk, count, json.loads(broken), now_expired, index_head, name_list, blob_list,
+                      found_needles, positions, index_lines, rest)
+
+
+def _index_text(key: str, render_index: IndexRenderer, view: MemoryView) -> str:
+    """The whole section text of the kept view `key`, whose head `view` holds; rendered from the
+    view's entries if another read replaced the kept view meanwhile (the same text: the key
+    names the files and the code that rendered it)."""
+    row = None
+    db = _open(view.desk)
+    if db is not None:
+        try:
+            row = db.execute(f"SELECT index_text FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            pass
+        finally:
+            db.close()
+    if row is not None and isinstance(row[0], str) and row[0].startswith(view.index_head):
+        return row[0]
+    return render_index(dict(view.active()), len(view.expired), view.broken)
+
+
+def _lines(text: str) -> int:
+    """The lines `desk.recall.context_sections._trim_lines` counts in `text`."""
+    return text.rstrip("\n").count("\n") + 1
 
 
 def _split(text: str | None) -> list[str]:
@@ -447,11 +500,11 @@ def _store(db: sqlite3.Connection, key: str, view: MemoryView, expires: Mapping[
     try:
         db.execute("BEGIN IMMEDIATE")
         db.execute(f"DELETE FROM {_TABLE}")
-        db.execute(f"INSERT INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        db.execute(f"INSERT INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    (key, view.count, json.dumps(view.broken), json.dumps(sorted(view.expired)),
                     json.dumps(dict(expires)), view.index_text, view._names.text(), view._names.starts(),
                     view._blobs.text(), view._blobs.starts(), _join(view.needles), view._needle_at.text(),
-                    view._needle_at.starts()))
+                    view._needle_at.starts(), view.index_lines))
         db.execute("COMMIT")
     except (sqlite3.Error, UnicodeError):  # UnicodeError: a name sqlite cannot store as UTF-8
         if db.in_transaction:
