@@ -48,7 +48,8 @@ class KeptIds(FolderState):
     git answer otherwise for the same commit is a replace ref (`git replace`): the record is used
     only while there is no `refs/replace/` folder and `packed-refs` has the stat it had when the
     record was written (which was written only when `packed-refs` held no replace ref), and
-    never in a linked work tree or under reftable (refs elsewhere). The record keeps the last
+    never in a linked work tree, under reftable or with a variable that moves refs or replace
+    refs (`GIT_DIR`, `GIT_NAMESPACE`, `GIT_REPLACE_REF_BASE`: `Git.default_replace_refs`). The record keeps the last
     commit's ids, all names any read asked at that commit; a read that asks a name it lacks asks
     git for all its names and adds them."""
 
@@ -56,7 +57,7 @@ class KeptIds(FolderState):
                  untracked: bool = True) -> None:
         self._ids_record = desk.cache_dir / _IDS_RECORD
         self._git_dir = desk.git.git_dir()
-        self._refs = _refs_stamp(self._git_dir)
+        self._refs = _refs_stamp(self._git_dir) if desk.git.default_replace_refs() else None
         self._recorded_ids: dict[str, str | None] = {}
         self._ids_kept = False
         super().__init__(desk.git, MEMORY_DIR, ignored=ignored, also=also, untracked=untracked,

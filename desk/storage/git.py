@@ -697,6 +697,11 @@ class Git:
         """Whether refs live as files in `.git` itself (no variable redirects git's ref lookup)."""
         return not any(self._env.get(key) for key in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_NAMESPACE"))
 
+    def default_replace_refs(self) -> bool:
+        """Whether git looks for replace refs (`git replace`) where it does by default, under
+        `refs/replace/` of `git_dir()`, and reads refs as files there (no variable moves them)."""
+        return self._plain_refs() and not self._env.get("GIT_REPLACE_REF_BASE")
+
     def git_dir(self) -> Path:
         """The repository's git folder, absolute; found once per Git (`.git` without asking git)."""
         if self._git_dir is None:

@@ -224,3 +224,25 @@ def test_a_damaged_or_foreign_ids_record_is_looked_up_again(desk: DeskFolder) ->
         state.close()
     state = start_folder_state(desk, NAMES[1:])
     assert state is not None and not state.looked_up and state.ids == _ids_truth(desk, NAMES)
+
+
+def test_replace_refs_moved_by_a_variable_are_followed_too(desk: DeskFolder, identity: None,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIT_REPLACE_REF_BASE puts replace refs outside refs/replace/: no record is used then."""
+    _remember(desk, "alpha")
+    desk.path("NOW.md").write_text("# Now\n\nReplaced elsewhere.\n", "utf-8")
+    _git(desk, "commit", "-q", "-am", "other tree")
+    other = desk.git.head()
+    _git(desk, "reset", "-q", "--hard", "HEAD~1")
+    _looked_up(desk)  # recorded without the variable
+    head = desk.git.head()
+    assert head is not None and other is not None
+    monkeypatch.setenv("GIT_REPLACE_REF_BASE", "refs/elsewhere/")
+    _git(desk, "replace", head, other)
+    assert not (desk.git.git_dir() / "refs" / "replace").exists()
+    moved = DeskFolder(desk.root)  # its git runs with the variable
+    state = start_folder_state(moved, NAMES[1:])
+    assert state is not None and state.looked_up and state.ids == _ids_truth(moved, NAMES)
+    # the replacement's blob, as git with the variable answers (without it: the commit's own)
+    assert state.ids["HEAD:NOW.md"] != _ids_truth(desk, ["HEAD:NOW.md"])["HEAD:NOW.md"]
+    state.close()
