@@ -14,6 +14,7 @@ messages and their trailers); callers get typed data: `RawChange`, `Commit`, `{p
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # no stub: it is what `signal` wraps
+import _thread
 import errno
 import os
 import re
@@ -360,6 +361,7 @@ class _Spawned:
 
 
 _dropped: list[int] = []  # pids of `_Spawned` processes dropped unread, not yet reaped
+_reaping = _thread.allocate_lock()  # `_reap_dropped`: `threading` itself is not needed for it
 # What Popen's child resets: signals Python ignores, git's defaults. `_signal` is what `signal`
 # wraps (built in, loaded with the interpreter); `signal` itself would cost its enums (~0.4 ms).
 _DEFAULT_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ)
@@ -384,13 +386,19 @@ _programs: dict[str, str] = {}
 
 
 def _reap_dropped() -> None:
-    for pid in list(_dropped):
-        try:
-            done, _status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            _dropped.remove(pid)
+    """Wait for the `_Spawned` processes dropped unread that have ended. One thread at a time
+    (`desk serve` reads in threads): a pid reaped is off the list before another thread could
+    see it, so no thread waits on a pid the system has given to a new child since."""
+    if not _dropped:
+        return
+    with _reaping:
+        for pid in list(_dropped):
+            try:
+                done, _status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                _dropped.remove(pid)
 
 
 class _Started:
