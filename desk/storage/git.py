@@ -277,7 +277,7 @@ class WorkTreeListing:
 
 
 class _Spawned:
-    """A read-only git command started with `os.posix_spawnp` (`Git._start`), its output read
+    """A read-only git command started with `os.posix_spawn` (`Git._start`), its output read
     by `communicate` as `subprocess.Popen`'s is. Not Popen: a cold read that only starts git this
     way never imports `subprocess` (~2 ms). git runs in `root` through `git -C root` (a spawned
     process cannot be given a folder), which git treats exactly as starting there. SIGPIPE and
