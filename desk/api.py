@@ -462,6 +462,8 @@ class Desk(DeskFolder):
             from desk.results.read import Context
             from desk.text.times import utc_now
 
+            if mode == "wake":  # its recent facts' modules load while git answers, not after it did
+                from desk.digest.recent import recent_facts as _loaded  # noqa: F401
             if as_of is not None:
                 from desk.recall.search import parse_as_of  # recall's modules only for --as-of
 

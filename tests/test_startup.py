@@ -137,6 +137,9 @@ def test_context_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: 
     # reading the archive's recent facts needs no secret scanner (only writing an event does)
     assert loaded(data, {"desk.transaction", "desk.guard.validate", "desk.text.secrets"} | NEVER) == []
     assert loaded(data, {"subprocess", "signal", "selectors"}) == []  # git spawned without them (~2 ms)
+    # the wake-up read's recent facts load while git answers; the spot check shows none
+    assert "desk.digest.recent" in data["modules"]  # type: ignore[operator]
+    assert loaded(probe(small_desk, tmp_path, "context", "--mode", "spot"), {"desk.digest", "desk.archive"}) == []
 
 
 def test_context_of_a_desk_without_cjk_text_loads_no_openssl_and_no_cjk_table(
