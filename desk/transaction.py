@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -43,6 +44,7 @@ from desk.storage.lock import desk_lock
 
 if TYPE_CHECKING:
     from desk.guard.validate import KnownHead
+    from desk.storage.index_file import IndexFile
 
 PENDING_PREFIX = "desk-pending-"
 MOVE_ATTEMPTS = 5  # compare-and-swap retries when a person moves HEAD during a desk commit
@@ -155,19 +157,27 @@ class Transaction:
         paths = sorted(writes)
         with IndexLock(git_dir) as lock:
             person_index = git_dir / "index"
-            healed = self._staged_check(person_index, head, paths)
+            parsed = git.person_index()  # read in process under git's lock (None: git's to handle)
+            healed = self._staged_check(person_index, head, paths, parsed)
             written = [p for p in paths if before[p] != writes[p]]
             try:
+                stats: dict[str, os.stat_result] = {}
                 for path in written:
                     data = writes[path]
                     if data is None:
                         remove(self.desk.path(path))
                     else:
-                        atomic_write(self.desk.path(path), data)
+                        stats[path] = atomic_write(self.desk.path(path), data)
                     crash_point(f"after-write:{path}")
                 refreshed = git_dir / "desk-person-index"
-                _link_or_copy(person_index, refreshed)
-                git.refresh_entries(refreshed, [*paths, *healed])
+                patched = None if parsed is None or healed else self._patched(parsed, writes, blobs, stats)
+                if patched is None:
+                    _link_or_copy(person_index, refreshed)
+                    git.refresh_entries(refreshed, [*paths, *healed])
+                elif parsed is not None and patched is parsed.data:  # nothing to change: nothing to publish
+                    refreshed.unlink(missing_ok=True)
+                else:
+                    _write_index(refreshed, patched)
                 crash_point("after-index-refresh")
                 if not git.move_head(sha, head, subject):
                     self._restore({p: before[p] for p in written})
@@ -182,24 +192,61 @@ class Transaction:
                     with suppress(OSError):  # the first error is the one to report
                         self._restore({p: before[p] for p in written})
                 raise
-            if _same_file(refreshed, person_index):  # git found nothing to change: nothing to publish
+            if not refreshed.exists():
+                pass
+            elif _same_file(refreshed, person_index):  # git found nothing to change: nothing to publish
                 refreshed.unlink()
             else:
                 lock.publish(refreshed)
         git.private_index_holds(sha)
         return True
 
-    def _staged_check(self, person_index: Path, head: str | None, paths: list[str]) -> list[str]:
+    def _patched(self, parsed: IndexFile, writes: Mapping[str, bytes | None], blobs: Mapping[str, str | None],
+                 stats: Mapping[str, os.stat_result]) -> bytes | None:
+        """The person's index with `writes` set as the work tree now holds them, patched in process
+        (`parsed.data` itself when no entry changes), or None when git's `update-index` must do it:
+        a file that is not the one desk just wrote (same inode, mtime and size), or not a plain
+        file, or an entry the patch does not handle."""
+        changes: dict[str, tuple[str, os.stat_result] | None] = {}
+        for path, data in writes.items():
+            blob = blobs.get(path)
+            try:
+                st: os.stat_result | None = os.lstat(self.desk.path(path))
+            except FileNotFoundError:
+                st = None
+            if data is None or blob is None:
+                if st is not None:
+                    return None  # a file where desk deleted one: git decides what the index holds
+                if parsed.entries(path) or parsed.crossed(path):
+                    changes[path] = None
+                continue
+            if st is None or not stat.S_ISREG(st.st_mode) or st.st_mode & 0o111:
+                return None
+            own = stats.get(path)
+            if own is not None:
+                if (st.st_ino, st.st_mtime_ns, st.st_size) != (own.st_ino, own.st_mtime_ns, own.st_size):
+                    return None  # replaced since desk wrote it: git hashes what is there
+                changes[path] = (blob, st)
+                continue
+            entries = parsed.entries(path)  # unchanged bytes: the entry must already say so
+            if len(entries) != 1 or entries[0].blob != blob or not parsed.stat_matches(path, st):
+                return None
+        return parsed.patched(changes) if changes else parsed.data
+
+    def _staged_check(self, person_index: Path, head: str | None, paths: list[str],
+                      parsed: IndexFile | None = None) -> list[str]:
         """Refuse (exit 4) when the person has staged changes to any of `paths`; return the
         entries to heal: those a plain `git commit` wrote back from an index it read before one
-        of desk's earlier commits landed (see `stale_write_backs`)."""
+        of desk's earlier commits landed (see `stale_write_backs`). `parsed`: the person's index,
+        read in process (else git reads it)."""
         git = self.desk.git
         if head is None:
             staged = sorted(git.index_entries(person_index, paths))
             healed: list[str] = []
         else:
             published = read_published(self.desk.git_dir)
-            changes = git.index_changes_at(person_index, head, sorted({*paths, *published_paths(published)}))
+            changes = git.index_changes_at(person_index, head, sorted({*paths, *published_paths(published)}),
+                                           parsed)
             healed = stale_write_backs(self.desk, changes, published)
             staged = sorted(c.path for c in changes if c.path in paths and c.path not in healed)
         for path in staged:
@@ -251,6 +298,14 @@ def _link_or_copy(person_index: Path, refreshed: Path) -> None:
         os.link(person_index, refreshed)
     except OSError:
         refreshed.write_bytes(person_index.read_bytes())
+
+
+def _write_index(refreshed: Path, data: bytes) -> None:
+    """The patched index, written beside the person's for the index lock to publish. Not fsynced,
+    as git writes an index by default (core.fsync, which would ask for it, leaves the index to git)."""
+    refreshed.unlink(missing_ok=True)
+    with open(refreshed, "xb") as file:
+        file.write(data)
 
 
 def _same_file(a: Path, b: Path) -> bool:

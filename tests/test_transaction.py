@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from pathlib import Path
+
+import pytest
 
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
@@ -100,3 +103,41 @@ def test_a_desk_with_gits_split_index_commits_and_the_persons_git_works(desk: De
     remember(desk, "split-three", type="fact", description="About three", body="Three.", triggers=["t"], now=NOW)
     assert git(root, "status", "--porcelain") == ""
     assert "error" not in git(root, "fsck", "--no-progress").lower()
+
+
+def test_a_file_replaced_after_desk_wrote_it_is_hashed_by_git(desk: DeskFolder) -> None:
+    """The person's index entry is set from the inode desk wrote; a file that is no longer that one
+    (replaced since: another inode) gets no entry from desk's stat data, git's update-index hashes
+    what is there instead."""
+    from desk.storage.atomic import atomic_write
+    from desk.storage.git import blob_sha
+    from desk.storage.index_file import read_index
+
+    path, data = "NOW.md", b"# Now\n\ndesk wrote this.\n"
+    with transaction(desk) as tx:
+        parsed = read_index(desk.git_dir / "index")
+        assert parsed is not None
+        stats = {path: atomic_write(desk.root / path, data)}
+        blobs = {path: blob_sha(data)}
+        assert tx._patched(parsed, {path: data}, blobs, stats) not in (None, parsed.data)
+        os.replace(desk.root / path, desk.root / "moved.md")
+        (desk.root / path).write_bytes(data)  # the same bytes, another inode: not desk's file
+        assert tx._patched(parsed, {path: data}, blobs, stats) is None
+        os.chmod(desk.root / path, 0o755)  # nor an executable one, nor a link
+        assert tx._patched(parsed, {path: data}, blobs, {}) is None
+
+
+def test_a_config_that_has_git_write_the_index_leaves_it_to_git(desk: DeskFolder, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """core.fsync (the index fsynced), core.splitIndex, index.skipHash, feature.manyFiles: git's
+    update-index refreshes the person's index, as the person's config asks."""
+    for key, value in (("core.fsync", "index"), ("index.skipHash", "true")):
+        git(desk.root, "config", key, value)
+        trace = tmp_path / f"{key}.trace"
+        monkeypatch.setenv("GIT_TRACE", str(trace))
+        remember(DeskFolder(desk.root), f"config-{key.split('.')[1].lower()}", type="fact", description=f"About {key}",
+                 body=f"A fact with {key} set.", triggers=["t"], now=NOW)
+        monkeypatch.delenv("GIT_TRACE")
+        assert "built-in: git update-index" in trace.read_text()
+        git(desk.root, "config", "--unset", key)
+    assert git(desk.root, "status", "--porcelain") == ""

@@ -30,8 +30,10 @@ def _create_temp(folder: Path) -> tuple[int, str]:
     raise FileExistsError(f"no free temporary file name in {folder}")
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> os.stat_result:
     """Replace `path` with `data`: temp file in the same folder, fsync, rename, fsync the folder.
+    Returns the stat of the file written (its inode, mtime and size: the commit path sets git's
+    index entry from them; the ctime changes at the rename).
 
     An fsync error propagates: the operation is aborted rather than reported as durable.
     Leftover temp files (a crash before the rename) carry TEMP_PREFIX so `desk doctor` finds them.
@@ -44,6 +46,7 @@ def atomic_write(path: Path, data: bytes) -> None:
             written = os.write(fd, view)
             view = view[written:]
         os.fsync(fd)
+        stat = os.fstat(fd)
         os.close(fd)
         fd = -1
         os.chmod(tmp, 0o644)
@@ -57,6 +60,7 @@ def atomic_write(path: Path, data: bytes) -> None:
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     fsync_dir(path.parent)
+    return stat
 
 
 def remove(path: Path) -> None:

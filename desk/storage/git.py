@@ -31,6 +31,9 @@ from desk.storage.objects import (SEGMENTED, TREE_MODE, TreeConflict, changed_tr
                                   entry_id, entry_mode, find_entry, folders_of, keep_raw, read_kept, read_loose,
                                   tree_entries, write_loose)
 
+if TYPE_CHECKING:
+    from desk.storage.index_file import IndexFile
+
 T = TypeVar("T")
 
 
@@ -559,7 +562,8 @@ def _nearly_full(path: Path) -> bool:
         return False
     return stats.f_bavail * stats.f_frsize < 1 << 20
 _CONFIG_QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
-                 r"|core\.(loose)?compression|commit\.gpgsign)$")
+                 r"|core\.(loose)?compression|commit\.gpgsign"
+                 r"|core\.(fsync|splitindex)|index\.skiphash|feature\.manyfiles)$")  # Git.person_index
 
 
 class Git:
@@ -1262,7 +1266,22 @@ class Git:
             raise ConflictError(f"git update-ref: {words.strip()}", hint=LOCK_HINT)
         raise self._failure(("update-ref",), words.strip())
 
-    def index_changes_at(self, index: Path, rev: str, paths: Iterable[str]) -> list[RawChange]:
+    def person_index(self) -> IndexFile | None:
+        """The person's index, parsed for desk to read and patch in process (desk.storage.index_file),
+        or None when git must handle it: objects that are not SHA-1 or live elsewhere, a config that
+        asks git to write the index its own way (core.fsync, core.splitIndex, index.skipHash,
+        feature.manyFiles), or a format desk does not patch. Read it under git's index lock."""
+        if self._objects_in_process() is None:
+            return None
+        config = self.config_values()
+        if any(key in config for key in ("core.fsync", "core.splitindex", "index.skiphash", "feature.manyfiles")):
+            return None
+        from desk.storage.index_file import read_index
+
+        return read_index(self.git_dir() / "index")
+
+    def index_changes_at(self, index: Path, rev: str, paths: Iterable[str],
+                         parsed: IndexFile | None = None) -> list[RawChange]:
         """`index_changes`, read without walking `rev`'s tree when the last `build_tree` read the
         folders of `paths` in `rev` (a desk commit on top of `rev`): the index's entries for `paths`
         (one `git ls-files`) compared with those trees' entries. `git diff-index` walks every entry
@@ -1275,17 +1294,11 @@ class Git:
         head = self._head_blobs(rev, wanted)
         if head is None:
             return self.index_changes(index, rev, wanted)
-        out = self.with_env(GIT_INDEX_FILE=str(index))._run(
-            "ls-files", "-s", "-z", "--", *(f":(literal){p}" for p in wanted), read_only=True)
         indexed: dict[str, tuple[str, str]] = {}
-        for record in out.split(b"\0"):
-            if record:
-                meta, raw_path = record.split(b"\t", 1)
-                mode, sha, stage = meta.decode().split()
-                path = _path(raw_path)
-                if stage != "0" or path not in head or path in indexed:
-                    return self.index_changes(index, rev, wanted)
-                indexed[path] = (mode, sha)
+        for path, mode, sha, stage in self._index_records(index, wanted, parsed):
+            if stage != "0" or path not in head or path in indexed:
+                return self.index_changes(index, rev, wanted)
+            indexed[path] = (mode, sha)
         changes = []
         for path in wanted:
             old, new = head[path], indexed.get(path)
@@ -1296,6 +1309,26 @@ class Git:
             changes.append(RawChange(path, status, old[0] if old else "000000", new[0] if new else "000000",
                                      old[1] if old else None, new[1] if new else None))
         return changes
+
+    def _index_records(self, index: Path, paths: list[str],
+                       parsed: IndexFile | None) -> Iterator[tuple[str, str, str, str]]:
+        """`(path, mode, blob id, stage)` of the index entries `git ls-files -s` lists for `paths`
+        (literal pathspecs: a path's own entries and any under it as a folder): from `parsed`, the
+        index read in process, else from git."""
+        if parsed is not None:
+            for path in paths:
+                if parsed.crossed(path):
+                    yield path + "/", "040000", "", "0"  # not a path asked: the caller asks git
+                for entry in parsed.entries(path):
+                    yield path, f"{entry.mode:06o}", entry.blob, str(entry.stage)
+            return
+        out = self.with_env(GIT_INDEX_FILE=str(index))._run(
+            "ls-files", "-s", "-z", "--", *(f":(literal){p}" for p in paths), read_only=True)
+        for record in out.split(b"\0"):
+            if record:
+                meta, raw_path = record.split(b"\t", 1)
+                mode, sha, stage = meta.decode().split()
+                yield _path(raw_path), mode, sha, stage
 
     def _head_blobs(self, rev: str, paths: list[str]) -> dict[str, tuple[str, str] | None] | None:
         """`{path: (mode, blob id) or None}` at `rev` from the trees the last `build_tree` read,

@@ -22,7 +22,7 @@ except ImportError:  # CPython 3.12+ keeps SHA-256 in _sha2; another Python has 
 SMALL = 1 << 15
 
 
-def _digest(data: bytes, small: Any, name: str) -> str:
+def _digest(data: bytes | bytearray, small: Any, name: str) -> str:
     if small is not None and len(data) < SMALL:
         return str(small(data).hexdigest())
     import hashlib
@@ -30,7 +30,7 @@ def _digest(data: bytes, small: Any, name: str) -> str:
     return hashlib.new(name, data).hexdigest()
 
 
-def sha1_hex(data: bytes) -> str:
+def sha1_hex(data: bytes | bytearray) -> str:
     """The SHA-1 of `data` in hex (the pre-commit hook and desk's objects hash mostly small inputs)."""
     return _digest(data, _small_sha1, "sha1")
 

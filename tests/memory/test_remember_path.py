@@ -43,11 +43,14 @@ def test_remember_starts_only_the_commits_own_git_processes(desk: DeskFolder, tm
     assert sha == git(desk.root, "rev-parse", "HEAD").strip()
     # No rev-parse, ls-tree or cat-file: HEAD from its ref file, the rest from the
     # mirror; no update-index, write-tree or commit-tree: trees and commit are written in process.
-    # Left: the identity (config), then, under git's index lock, what the person staged (their index
-    # entries for desk's paths, compared with the trees already read), their
-    # index refreshed for desk's paths, and the compare-and-swap of the branch.
-    assert _git_commands(trace) == ["config", "ls-files", "update-index", "update-ref"]
+    # Left: the identity (config), then, under git's index lock, the compare-and-swap of the branch.
+    # What the person staged (their index entries for desk's paths, compared with the trees already
+    # read) and their index refreshed for desk's paths are read and written in process
+    # (desk.storage.index_file), not by ls-files and update-index.
+    assert _git_commands(trace) == ["config", "update-ref"]
     assert git(desk.root, "status", "--porcelain") == ""
+    assert git(desk.root, "diff", "--cached", "--name-only") == ""
+    assert git(desk.root, "update-index", "--refresh") == ""  # every entry's stat data as git writes it
     assert "error" not in git(desk.root, "fsck", "--no-progress").lower()
 
 
