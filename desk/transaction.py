@@ -202,7 +202,7 @@ class Transaction:
         return True
 
     def _patched(self, parsed: IndexFile, writes: Mapping[str, bytes | None], blobs: Mapping[str, str | None],
-                 stats: Mapping[str, os.stat_result]) -> bytes | None:
+                 stats: Mapping[str, os.stat_result]) -> bytes | bytearray | None:
         """The person's index with `writes` set as the work tree now holds them, patched in process
         (`parsed.data` itself when no entry changes), or None when git's `update-index` must do it:
         a file that is not the one desk just wrote (same inode, mtime and size), or not a plain
@@ -300,7 +300,7 @@ def _link_or_copy(person_index: Path, refreshed: Path) -> None:
         refreshed.write_bytes(person_index.read_bytes())
 
 
-def _write_index(refreshed: Path, data: bytes) -> None:
+def _write_index(refreshed: Path, data: bytes | bytearray) -> None:
     """The patched index, written beside the person's for the index lock to publish. Not fsynced,
     as git writes an index by default (core.fsync, which would ask for it, leaves the index to git)."""
     refreshed.unlink(missing_ok=True)

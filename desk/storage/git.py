@@ -1132,9 +1132,9 @@ class Git:
         if parent:
             self._head_trees = (parent, old)  # `index_changes_at` compares the person's index with them
         root, contents = changed_trees(old, blobs)
-        for folder, content in contents:
-            sha = write_loose(objects, "tree", content, level=self.loose_compression(),
-                              segments=self.git_dir() / TREE_SEGMENTS, previous=self._read_trees.get(folder))
+        for folder, content, sha in contents:
+            write_loose(objects, "tree", content, sha, level=self.loose_compression(),
+                        segments=self.git_dir() / TREE_SEGMENTS, previous=self._read_trees.get(folder))
             if len(content) >= SEGMENTED:
                 keep_raw(self.git_dir() / TREE_KEPT, sha, content)
         return root

@@ -120,14 +120,14 @@ class IndexFile:
         offset = self.offsets[at]
         return self.data[offset:offset + 40] == _stat_bytes(st, REGULAR)[:40] and offset not in self.racy
 
-    def patched(self, changes: Mapping[str, tuple[str, os.stat_result] | None]) -> bytes | None:
+    def patched(self, changes: Mapping[str, tuple[str, os.stat_result] | None]) -> bytearray | None:
         """The index with `changes` applied (`{path: (blob id, stat of the file) or None to remove}`,
         each path's entry a plain stage-0 one or absent), racily clean entries smudged and the
         changed folders' cached trees invalidated; None when a path has entries of another kind
         (a conflict's stages, extended flags, another mode): git's update-index decides those."""
         data = self.data
         end = self._entries_end()
-        body = bytearray(data[:end])
+        body = bytearray(memoryview(data)[:end])  # one copy of ~4 MB at 50,000 entries
         for offset in self.racy:
             body[offset + _SIZE_AT:offset + _SIZE_AT + 4] = b"\0\0\0\0"
         count = len(self.offsets)
@@ -156,7 +156,7 @@ class IndexFile:
                 content = _invalidated(content, [p.encode("utf-8", "surrogateescape") for p in changes])
             body += signature + len(content).to_bytes(4, "big") + content
         body += bytes.fromhex(sha1_hex(body))
-        return bytes(body)
+        return body
 
     def _entries_end(self) -> int:
         if not self.offsets:

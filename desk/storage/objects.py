@@ -325,17 +325,17 @@ def folders_of(paths: list[str]) -> list[str]:
 
 
 def changed_trees(old: Mapping[str, list[bytes] | None], blobs: Mapping[str, str | None]
-                  ) -> tuple[str, list[tuple[str, bytes]]]:
+                  ) -> tuple[str, list[tuple[str, bytes, str]]]:
     """The root tree with `blobs` applied (`{path: blob id, or None to delete}`, files written with
-    mode 100644, as desk's private index wrote them) and the new tree objects' folders and
-    contents, children before parents. `old` holds the entries (`tree_entries`) of every folder of `folders_of(blobs)`
+    mode 100644, as desk's private index wrote them) and the new tree objects' folders, contents
+    and ids (each hashed once), children before parents. `old` holds the entries (`tree_entries`) of every folder of `folders_of(blobs)`
     as it was (None: absent). TreeConflict when a path crosses a file, or a folder would be
     replaced by a file."""
     by_folder: dict[str, dict[bytes, str | None]] = {}
     for path, blob in blobs.items():
         folder, _, name = path.rpartition("/")
         by_folder.setdefault(folder + "/" if folder else "", {})[name.encode("utf-8", "surrogateescape")] = blob
-    written: list[tuple[str, bytes]] = []
+    written: list[tuple[str, bytes, str]] = []
 
     def put(entries: list[bytes], mode: bytes, name: bytes, sha: str | None) -> None:
         at = find_entry(entries, name)
@@ -357,8 +357,9 @@ def changed_trees(old: Mapping[str, list[bytes] | None], blobs: Mapping[str, str
         if not entries and folder:
             return None
         content = b"".join(entries)
-        written.append((folder, content))
-        return object_id("tree", content)
+        sha = object_id("tree", content)
+        written.append((folder, content, sha))
+        return sha
 
     root = build("")
     assert root is not None
