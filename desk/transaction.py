@@ -40,6 +40,7 @@ from desk.storage.git import (IndexLock, RawChange, blob_sha, parse_trailers, re
                               release_dead_git_locks, release_private_index_lock,
                               release_stale_index_lock)
 from desk.storage.hashing import sha256_hex
+from desk.storage.index_file import WALK_RECORD, Patch, keep_walk
 from desk.storage.lock import desk_lock
 
 if TYPE_CHECKING:
@@ -170,14 +171,15 @@ class Transaction:
                         stats[path] = atomic_write(self.desk.path(path), data)
                     crash_point(f"after-write:{path}")
                 refreshed = git_dir / "desk-person-index"
-                patched = None if parsed is None or healed else self._patched(parsed, writes, blobs, stats)
-                if patched is None:
+                patch = None if parsed is None or healed else self._patched(parsed, writes, blobs, stats)
+                written_index = None
+                if patch is None:
                     _link_or_copy(person_index, refreshed)
                     git.refresh_entries(refreshed, [*paths, *healed])
-                elif parsed is not None and patched is parsed.data:  # nothing to change: nothing to publish
+                elif isinstance(patch, bytes):  # nothing to change: nothing to publish
                     refreshed.unlink(missing_ok=True)
                 else:
-                    _write_index(refreshed, patched)
+                    written_index = _write_index(refreshed, patch.data)
                 crash_point("after-index-refresh")
                 if not git.move_head(sha, head, subject):
                     self._restore({p: before[p] for p in written})
@@ -198,13 +200,15 @@ class Transaction:
                 refreshed.unlink()
             else:
                 lock.publish(refreshed)
+                if isinstance(patch, Patch) and written_index is not None:
+                    keep_walk(git_dir / WALK_RECORD, patch, written_index)
         git.private_index_holds(sha)
         return True
 
     def _patched(self, parsed: IndexFile, writes: Mapping[str, bytes | None], blobs: Mapping[str, str | None],
-                 stats: Mapping[str, os.stat_result]) -> bytes | bytearray | None:
+                 stats: Mapping[str, os.stat_result]) -> Patch | bytes | None:
         """The person's index with `writes` set as the work tree now holds them, patched in process
-        (`parsed.data` itself when no entry changes), or None when git's `update-index` must do it:
+        (`parsed.data` itself, unchanged bytes, when no entry changes), or None when git's `update-index` must do it:
         a file that is not the one desk just wrote (same inode, mtime and size), or not a plain
         file, or an entry the patch does not handle."""
         changes: dict[str, tuple[str, os.stat_result] | None] = {}
@@ -231,7 +235,7 @@ class Transaction:
             entries = parsed.entries(path)  # unchanged bytes: the entry must already say so
             if len(entries) != 1 or entries[0].blob != blob or not parsed.stat_matches(path, st):
                 return None
-        return parsed.patched(changes) if changes else parsed.data
+        return parsed.patch(changes, self.desk.root) if changes else parsed.data
 
     def _staged_check(self, person_index: Path, head: str | None, paths: list[str],
                       parsed: IndexFile | None = None) -> list[str]:
@@ -300,12 +304,15 @@ def _link_or_copy(person_index: Path, refreshed: Path) -> None:
         refreshed.write_bytes(person_index.read_bytes())
 
 
-def _write_index(refreshed: Path, data: bytes | bytearray) -> None:
-    """The patched index, written beside the person's for the index lock to publish. Not fsynced,
-    as git writes an index by default (core.fsync, which would ask for it, leaves the index to git)."""
+def _write_index(refreshed: Path, data: bytes | bytearray) -> os.stat_result:
+    """The patched index, written beside the person's for the index lock to publish (its stat: the
+    rename keeps inode, size and mtime). Not fsynced, as git writes an index by default (core.fsync,
+    which would ask for it, leaves the index to git)."""
     refreshed.unlink(missing_ok=True)
     with open(refreshed, "xb") as file:
         file.write(data)
+        file.flush()
+        return os.fstat(file.fileno())
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -1276,9 +1276,9 @@ class Git:
         config = self.config_values()
         if any(key in config for key in ("core.fsync", "core.splitindex", "index.skiphash", "feature.manyfiles")):
             return None
-        from desk.storage.index_file import read_index
+        from desk.storage.index_file import WALK_RECORD, read_index
 
-        return read_index(self.git_dir() / "index")
+        return read_index(self.git_dir() / "index", self.git_dir() / WALK_RECORD)
 
     def index_changes_at(self, index: Path, rev: str, paths: Iterable[str],
                          parsed: IndexFile | None = None) -> list[RawChange]:

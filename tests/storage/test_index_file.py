@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 from desk.storage.atomic import atomic_write
 from desk.storage.git import blob_sha
-from desk.storage.index_file import read_index
+from desk.storage.index_file import WALK_RECORD, keep_walk, read_index
 from tests.conftest import git
 
 PAST = 1_700_000_000  # files and index dated well before the test: no entry is racily clean
@@ -165,3 +166,107 @@ def test_hostile_names_are_found_exactly(tmp_path: Path) -> None:
     atomic_write(root / "memory/a.mc", data)
     changes = {"memory/a.mc": (blob_sha(data), os.lstat(root / "memory/a.mc"))}
     assert parsed.patched(changes) == _by_git(root, ["memory/a.mc"])
+
+
+def _write(root: Path, rel: str, data: bytes) -> tuple[str, os.stat_result]:
+    """`rel` written as desk writes it, its blob stored: the blob id and stat data to index."""
+    atomic_write(root / rel, data)
+    subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input=data, check=True, capture_output=True)
+    return blob_sha(data), os.lstat(root / rel)
+
+
+def test_the_walk_record_of_desks_own_index_stands_in_for_a_walk(tmp_path: Path) -> None:
+    # 300 entries: several checkpoints, lookups between them, insertions before and after them.
+    root = _repo(tmp_path, {f"memory/m{i:03d}.md": b"%d\n" % i for i in range(0, 600, 2)})
+    index, record = root / ".git/index", root / ".git" / WALK_RECORD
+    for round_, names in enumerate((["m001", "m599"], ["m127", "m128"], ["m000", "m300"])):
+        walked = read_index(index)
+        recorded = read_index(index, record)
+        assert walked is not None and recorded is not None
+        assert recorded.since == [0, 2, 3][round_]  # entries put in since the walk: the record was used
+        changes = {f"memory/{n}.md": _write(root, f"memory/{n}.md", f"{n} round {round_}\n".encode())
+                   for n in names}
+        patch = recorded.patch(changes, root)
+        assert patch is not None and patch.data == walked.patched(changes, root) == _by_git(root, sorted(changes))
+        for rel in ("memory/m000.md", "memory/m298.md", "memory/m599.md", "memory/zzz.md"):
+            assert [e.blob for e in recorded.entries(rel)] == [e.blob for e in walked.entries(rel)]
+        index.write_bytes(patch.data)
+        keep_walk(record, patch, os.stat(index))
+    (root / "memory/new.md").write_bytes(b"a person's\n")
+    git(root, "update-index", "--add", "memory/new.md")  # a person's git writes the index: not desk's
+    assert read_index(index, record).since == 0  # type: ignore[union-attr]
+
+
+def test_an_entry_desk_wrote_in_the_indexs_own_second_stays_racy_through_the_record(tmp_path: Path) -> None:
+    root = _repo(tmp_path, FILES)
+    git(root, "config", "core.trustctime", "false")
+    index, record = root / ".git/index", root / ".git" / WALK_RECORD
+    parsed = read_index(index)
+    assert parsed is not None
+    blob, st = _write(root, "notes/n.md", b"note\n".upper())
+    patch = parsed.patch({"notes/n.md": (blob, st)})
+    assert patch is not None
+    index.write_bytes(patch.data)
+    os.utime(index, ns=(st.st_mtime_ns, st.st_mtime_ns))  # written in the entry's own second
+    keep_walk(record, patch, os.stat(index))
+    target = root / "notes/n.md"
+    with open(target, "r+b") as edit:  # a same-size edit in place, the mtime kept
+        edit.write(b"nOTE\n")
+    os.utime(target, ns=(st.st_mtime_ns, st.st_mtime_ns))
+    recorded = read_index(index, record)
+    assert recorded is not None and recorded.since == 0 and recorded.racy
+    patch = recorded.patch({"z.txt": _write(root, "z.txt", b"Z\n")})
+    assert patch is not None and patch.data == read_index(index).patched(  # type: ignore[union-attr]
+        {"z.txt": (blob_sha(b"Z\n"), os.lstat(root / "z.txt"))})
+    index.write_bytes(patch.data)
+    later = st.st_mtime_ns + 5 * 10**9
+    os.utime(index, ns=(later, later))
+    assert git(root, "diff", "--name-only") == "notes/n.md\n"
+
+
+def test_a_record_that_does_not_describe_the_index_is_not_used(tmp_path: Path) -> None:
+    root = _repo(tmp_path, FILES)
+    index, record = root / ".git/index", root / ".git" / WALK_RECORD
+    parsed = read_index(index)
+    assert parsed is not None
+    patch = parsed.patch({"new.txt": _write(root, "new.txt", b"new\n")})
+    assert patch is not None
+    index.write_bytes(patch.data)
+    keep_walk(record, patch, os.stat(index))
+    assert read_index(index, record).since == 1  # type: ignore[union-attr]
+    kept = record.read_text()
+    for key, value in (("count", 5), ("sum", "0" * 40), ("file", [1, 2, 3]), ("end", 10**9)):
+        record.write_text(json.dumps({**json.loads(kept), key: value}))
+        assert read_index(index, record).since == 0  # type: ignore[union-attr]
+    record.write_text(kept[:40])
+    assert read_index(index, record).since == 0  # type: ignore[union-attr]
+    record.write_text(kept)
+    os.utime(index, ns=(PAST * 10**9, PAST * 10**9))  # the same bytes, another mtime: racy entries differ
+    assert read_index(index, record).since == 0  # type: ignore[union-attr]
+
+
+def test_a_racy_entry_after_one_desk_put_in_before_it_is_followed_by_the_record(tmp_path: Path) -> None:
+    root = _repo(tmp_path, FILES)
+    git(root, "config", "core.trustctime", "false")
+    index, record = root / ".git/index", root / ".git" / WALK_RECORD
+    second = os.stat(index).st_mtime_ns
+    target = root / "notes/n.md"
+    os.utime(target, ns=(second, second))
+    git(root, "update-index", "--", "notes/n.md")
+    os.utime(index, ns=(second, second))  # notes/n.md racily clean, and clean
+    parsed = read_index(index)
+    assert parsed is not None and len(parsed.racy) == 1
+    patch = parsed.patch({"notes/m.md": _write(root, "notes/m.md", b"just before n.md\n")}, root)
+    assert patch is not None
+    index.write_bytes(patch.data)
+    os.utime(index, ns=(second, second))  # still in notes/n.md's second
+    keep_walk(record, patch, os.stat(index))
+    with open(target, "r+b") as edit:  # now a same-size edit, the mtime kept
+        edit.write(b"NOTE\n")
+    os.utime(target, ns=(second, second))
+    recorded = read_index(index, record)
+    assert recorded is not None and recorded.since == 1
+    patch = recorded.patch({"z.txt": _write(root, "z.txt", b"Z\n")}, root)
+    assert patch is not None
+    index.write_bytes(patch.data)
+    assert git(root, "diff", "--name-only") == "notes/n.md\n"
