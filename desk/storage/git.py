@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 from desk.errors import ConflictError, GitError, RejectedError
 from desk.storage.hashing import blake2b_hex
 from desk.storage.hashing import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
-from desk.storage.objects import (SEGMENTED, TREE_MODE, TreeConflict, changed_trees, commit_bytes, commit_tree_id,
-                                  entry_id, entry_mode, find_entry, folders_of, keep_raw, read_kept, read_loose,
-                                  tree_entries, write_loose)
+from desk.storage.objects import (SEGMENTED, TREE_MODE, RawTree, TreeConflict, changed_trees, commit_bytes,
+                                  commit_tree_id, entry_id, entry_mode, find_entry, folders_of, keep_raw,
+                                  read_kept_tree, read_loose, tree_entries, write_loose)
 
 if TYPE_CHECKING:
     from desk.storage.index_file import IndexFile
@@ -585,7 +585,7 @@ class Git:
         self._git_dir: Path | None = None
         self._objects: tuple[Path | None] | None = None  # `_objects_in_process`, found once
         self._index_built = False  # the last `build_tree` used the private index
-        self._head_trees: tuple[str, dict[str, list[bytes] | None]] | None = None  # `write_trees` read them
+        self._head_trees: tuple[str, dict[str, Entries]] | None = None  # `write_trees` read them
         self._read_trees: dict[str, tuple[str, bytes]] = {}  # {folder: (id, content)} `_trees_of` read loose
 
     def _run(self, *args: str, input: bytes | None = None, check: bool = True,
@@ -1131,19 +1131,25 @@ class Git:
         old = self._trees_of(objects, parent, folders) if parent else {}
         if parent:
             self._head_trees = (parent, old)  # `index_changes_at` compares the person's index with them
-        root, contents = changed_trees(old, blobs)
-        for folder, content, sha in contents:
+        try:
+            root, contents = changed_trees(old, blobs)
+        except ValueError:  # a kept tree's checkpoint that is not at an entry: split it after all
+            old = {f: tree_entries(t.content) if isinstance(t, RawTree) else t for f, t in old.items()}
+            self._head_trees = (parent, old) if parent else None
+            root, contents = changed_trees(old, blobs)
+        for folder, content, sha, checkpoints in contents:
             write_loose(objects, "tree", content, sha, level=self.loose_compression(),
                         segments=self.git_dir() / TREE_SEGMENTS, previous=self._read_trees.get(folder))
             if len(content) >= SEGMENTED:
-                keep_raw(self.git_dir() / TREE_KEPT, sha, content)
+                keep_raw(self.git_dir() / TREE_KEPT, sha, content, checkpoints)
         return root
 
-    def _trees_of(self, objects: Path, commit: str, folders: list[str]) -> dict[str, list[bytes] | None]:
+    def _trees_of(self, objects: Path, commit: str, folders: list[str]) -> dict[str, Entries]:
         """The entries of `folders` (parents first; None: absent) in `commit`'s tree: from loose
-        objects, else from one `git cat-file --batch` for all of them. TreeConflict when one of
+        objects (the last large tree desk wrote from its kept copy, with its checkpoints: not
+        split), else from one `git cat-file --batch` for all of them. TreeConflict when one of
         them is a file there."""
-        found: dict[str, list[bytes] | None] = {}
+        found: dict[str, Entries] = {}
         loose = read_loose(objects, commit)
         ids: dict[str, str | None] = {"": commit_tree_id(loose[1]) if loose and loose[0] == "commit" else None}
         for folder in folders:
@@ -1151,27 +1157,32 @@ class Git:
             if sha is None and folder:
                 found[folder] = None  # its parent has no such entry
                 continue
-            kept = read_kept(self.git_dir() / TREE_KEPT, "tree", sha) if sha else None
-            obj = ("tree", kept) if kept is not None else read_loose(objects, sha) if sha else None
+            kept = read_kept_tree(self.git_dir() / TREE_KEPT, "tree", sha) if sha else None
+            obj = ("tree", kept[0]) if kept is not None else read_loose(objects, sha) if sha else None
             if sha is None or obj is None or obj[0] != "tree":
                 break
+            entries: list[bytes] | RawTree
             try:
-                found[folder] = entries = tree_entries(obj[1])
+                if kept is not None and kept[1] is not None:
+                    entries = RawTree(kept[0], kept[1])  # desk's own tree (its id checked): not split
+                else:
+                    entries = tree_entries(obj[1])
             except ValueError:
                 break  # not as git writes trees: git reads it
+            found[folder] = entries
             self._read_trees[folder] = (sha, obj[1])  # read_loose checked its id
             for child in folders:
                 rest = child[len(folder):]
                 if child.startswith(folder) and rest.count("/") == 1:
-                    at = find_entry(entries, rest[:-1].encode("utf-8", "surrogateescape"))
-                    if at is not None and entry_mode(entries[at]) != TREE_MODE:
+                    entry = _tree_entry(entries, rest[:-1].encode("utf-8", "surrogateescape"))
+                    if entry is not None and entry_mode(entry) != TREE_MODE:
                         raise TreeConflict(child)
-                    ids[child] = entry_id(entries[at]) if at is not None else None
+                    ids[child] = entry_id(entry) if entry is not None else None
         else:
             return found
         names = {f"{commit}^{{tree}}" if not folder else f"{commit}:{folder[:-1]}": folder for folder in folders}
         read = self.read_objects(names)
-        trees: dict[str, list[bytes] | None] = {}
+        trees: dict[str, Entries] = {}
         for name, folder in names.items():
             kind, content = read.get(name, ("missing", b""))
             if kind not in ("tree", "missing"):
@@ -1351,13 +1362,15 @@ class Git:
             if folder not in trees:
                 return None
             entries = trees[folder]
-            at = find_entry(entries, name.encode("utf-8", "surrogateescape")) if entries else None
-            if at is None:
+            try:
+                entry = _tree_entry(entries, name.encode("utf-8", "surrogateescape")) if entries else None
+            except ValueError:  # a kept tree's checkpoint not at an entry: git's diff-index answers
+                return None
+            if entry is None:
                 found[path] = None
-            elif entry_mode(entries[at]) == TREE_MODE:  # type: ignore[index]
+            elif entry_mode(entry) == TREE_MODE:
                 return None
             else:
-                entry = entries[at]  # type: ignore[index]
                 found[path] = (entry_mode(entry).decode().rjust(6, "0"), entry_id(entry))
         return found
 
@@ -1776,6 +1789,18 @@ class Git:
                 message = errors.read().decode("utf-8", "replace").strip()
                 raise GitError(f"git {_command(args)} failed: {message}",
                                hint="run `desk doctor` to check the desk's git state")
+
+
+Entries = list[bytes] | RawTree | None  # a folder's tree entries as read (None: no such folder)
+
+
+def _tree_entry(entries: list[bytes] | RawTree, name: bytes) -> bytes | None:
+    """The entry (file or folder) called `name` in a folder's entries, or None."""
+    if isinstance(entries, RawTree):
+        found = entries.find(name)
+        return found[1] if found is not None else None
+    at = find_entry(entries, name)
+    return entries[at] if at is not None else None
 
 
 def _command(args: tuple[str, ...] | list[str]) -> str:

@@ -275,7 +275,7 @@ def _invalidated(tree: bytes, paths: Iterable[bytes]) -> bytes:
 
 
 WALK_RECORD = "desk-index-walk.json"  # in .git/: the checkpoints of the index desk last wrote
-_BLOCK = 64  # entries between two checkpoints after a whole walk
+_BLOCK = 16  # entries between two checkpoints after a whole walk (a lookup walks half a block)
 _REWALK = 4096  # entries desk may insert between checkpoints before the next read walks it whole
 
 

@@ -509,3 +509,80 @@ def test_a_tree_that_cannot_be_kept_is_still_committed(tmp_path: Path) -> None:
     change = {"memory/a-new.md": git.write_blob(b"desk's\n")}
     assert git.build_tree(parent, change) == git_tree(root, parent, change)
     assert not list((root / ".git").glob("desk-tree-kept.*.tmp"))
+
+
+SPLICED = ["memory/a.md", "memory/m000000.md", "memory/m000777.md", "memory/m001999.md", "memory/zz.md",
+           "memory/m000500", "memory/m000500.md.bak", "memory/m000500-x.md", "memory/m0005000.md",
+           "memory/m000500.md/under", "memory/sub/new.md", "memory/l\u00e9\r.md", "memory/b\u200b.md",
+           "memory.md", "memory-x.md"]
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("large") / "repo"
+    root.mkdir()
+    return root, _large_folder_commit(root, 2000)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.dictionaries(st.sampled_from(SPLICED), st.one_of(st.none(), st.binary(max_size=8)),
+                                min_size=1, max_size=3), min_size=2, max_size=4))
+@example([{"memory/a.md": b"first"}, {"memory/zz.md": b"last"}, {"memory/a.md": None, "memory/m000000.md": None}])
+def test_a_chain_of_commits_splices_memorys_kept_tree_as_git_builds_it(
+        large: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, changes: list[dict[str, bytes | None]]) -> None:
+    """Each commit after the first finds memory/'s 2,000 entries in desk's kept copy with its
+    checkpoints and splices the change in, without splitting the tree; every tree is git's own."""
+    import desk.storage.git as git_module
+
+    root, parent = large
+    split: list[int] = []
+    real = git_module.tree_entries
+    monkeypatch.setattr(git_module, "tree_entries", lambda content: split.append(len(content)) or real(content))
+    kept = False  # the last commit's memory/ tree was desk's own (not git's: a file crossed a folder)
+    for step, change in enumerate(changes):
+        git = Git(root)
+        blobs = {p: (git.write_blob(data) if data is not None else None) for p, data in change.items()}
+        split.clear()
+        tree = git.build_tree(parent, blobs)
+        assert tree == git_tree(root, parent, blobs)
+        if kept and not git._index_built:
+            assert max(split, default=0) < 20_000  # memory/'s ~80 KB tree came spliced, not split
+        kept = not git._index_built
+        parent = run(root, "commit-tree", tree, "-p", parent, "-m", f"step {step}").strip()
+
+
+def test_kept_checkpoints_are_used_only_under_their_own_checksum(tmp_path: Path) -> None:
+    from desk.storage.objects import keep_raw, read_kept_tree
+
+    content = b"".join(b"100644 n%04d.md\0" % i + bytes(20) for i in range(300))
+    sha = object_id("tree", content)
+    path = tmp_path / "kept"
+    keep_raw(path, sha, content, [0, 640, 1280])
+    assert read_kept_tree(path, "tree", sha) == (content, [0, 640, 1280])
+    data = path.read_bytes()
+    head, rest = data.split(b"\n", 1)
+    path.write_bytes(head.replace(b"80020000", b"81020000") + b"\n" + rest)  # 640 -> 641, same checksum
+    assert read_kept_tree(path, "tree", sha) == (content, None)
+    path.write_bytes(head + b"\n" + rest[:-1] + b"\1")  # the content damaged: not used at all
+    assert read_kept_tree(path, "tree", sha) is None
+    keep_raw(path, sha, content)  # no checkpoints: the content alone
+    assert read_kept_tree(path, "tree", sha) == (content, None)
+
+
+def test_checkpoints_that_are_not_at_entries_fall_back_to_splitting_the_tree(large: tuple[Path, str]) -> None:
+    """Checkpoints kept under a good checksum but wrong (a bug of an older desk) never write a
+    wrong tree: the block between two does not split into entries, and the tree is split whole."""
+    from desk.storage.objects import keep_raw, read_kept_tree
+
+    root, parent = large
+    git = Git(root)
+    blob = git.write_blob(b"checkpoints\n")
+    first = git.build_tree(parent, {"memory/m000001.md": blob})
+    memory = run(root, "rev-parse", f"{first}:memory").strip()
+    path = root / ".git" / "desk-tree-kept"
+    kept = read_kept_tree(path, "tree", memory)
+    assert kept is not None and kept[1] is not None and len(kept[1]) > 2
+    keep_raw(path, memory, kept[0], [0, *(c + 3 for c in kept[1][1:])])
+    second = run(root, "commit-tree", first, "-p", parent, "-m", "desk").strip()
+    change = {"memory/m001500.md": None, "memory/m0015000.md": blob}
+    assert Git(root).build_tree(second, change) == git_tree(root, second, change)
