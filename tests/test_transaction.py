@@ -141,3 +141,20 @@ def test_a_config_that_has_git_write_the_index_leaves_it_to_git(desk: DeskFolder
         assert "built-in: git update-index" in trace.read_text()
         git(desk.root, "config", "--unset", key)
     assert git(desk.root, "status", "--porcelain") == ""
+
+
+def test_a_persons_version_4_index_is_refreshed_by_git_and_stays_version_4(desk: DeskFolder) -> None:
+    """Index version 4 (what `feature.manyFiles` sets) is not patched in process: git's update-index
+    refreshes it, and the person's git and desk's hooks keep working on it."""
+    root = desk.root
+    git(root, "update-index", "--index-version", "4")
+    remember(desk, "four", type="fact", description="About version 4", body="A fact.", triggers=["t"], now=NOW)
+    assert (desk.git_dir / "index").read_bytes()[4:8] == (4).to_bytes(4, "big")
+    assert git(root, "status", "--porcelain") == ""
+    memory = root / "memory" / "four.md"
+    memory.write_text(memory.read_text().replace("A fact.", "A fact, edited by hand."))
+    done = add_commit(root, "a person's edit", "memory/four.md")  # desk's pre-commit hook runs
+    assert done.returncode == 0, done.stderr
+    remember(desk, "five", type="fact", description="About five", body="Five.", triggers=["t"], now=NOW)
+    assert git(root, "status", "--porcelain") == ""
+    assert (desk.git_dir / "index").read_bytes()[4:8] == (4).to_bytes(4, "big")
