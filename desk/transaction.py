@@ -194,14 +194,13 @@ class Transaction:
                     with suppress(OSError):  # the first error is the one to report
                         self._restore({p: before[p] for p in written})
                 raise
-            if not refreshed.exists():
-                pass
-            elif _same_file(refreshed, person_index):  # git found nothing to change: nothing to publish
-                refreshed.unlink()
-            else:
-                lock.publish(refreshed)
-                if isinstance(patch, Patch) and written_index is not None:
-                    keep_walk(git_dir / WALK_RECORD, patch, written_index)
+            if refreshed.exists():  # absent: nothing changed in the index desk read (or none to read)
+                if _same_file(refreshed, person_index):  # git found nothing to change: nothing to publish
+                    refreshed.unlink()
+                else:
+                    lock.publish(refreshed)
+                    if isinstance(patch, Patch) and written_index is not None:
+                        keep_walk(git_dir / WALK_RECORD, patch, written_index)
         git.private_index_holds(sha)
         return True
 

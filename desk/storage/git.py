@@ -1295,7 +1295,8 @@ class Git:
                          parsed: IndexFile | None = None) -> list[RawChange]:
         """`index_changes`, read without walking `rev`'s tree when the last `build_tree` read the
         folders of `paths` in `rev` (a desk commit on top of `rev`): the index's entries for `paths`
-        (one `git ls-files`) compared with those trees' entries. `git diff-index` walks every entry
+        (from `parsed`, the index read in process, else one `git ls-files`) compared with those
+        trees' entries. `git diff-index` walks every entry
         of memory/'s tree against every path asked (~17 ms at 50,000 memories); this reads only
         the index. Anything unusual (an unmerged entry, a path that is a folder on either side,
         a folder not read) is left to `index_changes`."""
