@@ -37,7 +37,13 @@ def write(path, data):
     writes[0] += 1
     if point == f"write{writes[0]}":
         os._exit(9)
-    real_write(path, data)
+    return real_write(path, data)  # its stat: the person's index is patched in process from it
+real_write_index = transaction._write_index
+def write_index(path, data):
+    if point == "write_index":
+        os._exit(9)
+    return real_write_index(path, data)
+transaction._write_index = write_index
 def dying(cls, name, after=False):
     real = getattr(cls, name)
     def method(self, *args, **kwargs):
@@ -67,14 +73,14 @@ else:
 
 # remember (a new memory): write1 the pending marker, write2 the memory file, write3 MEMORY.md;
 # forget: write1 the marker, remove the memory file, write2 MEMORY.md.
-COMMON = ["write_blob", "build_tree", "write_trees", "after-write_trees", "commit_tree", "acquire", "after-acquire", "refresh_entries",
+COMMON = ["write_blob", "build_tree", "write_trees", "after-write_trees", "commit_tree", "acquire", "after-acquire", "write_index",
           "move_head", "after-move_head", "publish", "after-publish", "record", "after-record"]
 POINTS = {"remember": ["write1", *COMMON, "write2", "write3"],
           "forget": ["write1", *COMMON, "remove", "write2"]}
 # the branch had moved: the commit stands (the mirror's record and its notes are derived: a crash
 # before the record costs the next command a catch-up and a whole render and scan of MEMORY.md)
 LANDED = {"after-move_head", "publish", "after-publish", "record", "after-record"}
-WRITTEN = {"refresh_entries", "move_head"}  # every file written, not committed: finished, not lost
+WRITTEN = {"write_index", "move_head"}  # every file written, not committed: finished, not lost
 
 
 def crash(root: Path, point: str, op: str) -> None:
