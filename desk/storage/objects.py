@@ -245,15 +245,39 @@ def _segmented(objects: Path, raw: bytes, start: int, level: int, segments: Path
     segmented object's where the pieces are the same; and what to keep for the next one: the
     length of the object header's segment and, flat, `[piece length, piece CRC-32, segment
     length, segment CRC-32, ...]`. None when `raw` does not cut into pieces (then the record is
-    left for the next object)."""
-    pieces = _pieces(raw, start, cut)
-    if len(pieces) < 2:
+    left for the next object).
+
+    When the record describes `previous` (the object this one changes), the pieces both share at
+    their start and at their end are taken from the record as they are (`_shared_ends`: compared
+    byte for byte, not cut or checksummed again): only the middle, around the change, is cut."""
+    known, old, order = _known_segments(objects, segments, level, previous)
+    lead: list[_Piece] = []
+    tail: list[_Piece] = []
+    if old is not None and order:
+        lead, tail, pieces = _shared_ends(raw, start, old, order, cut)
+    else:
+        pieces = _pieces(raw, start, cut)
+    if len(lead) + len(pieces) + len(tail) < 2:
         return None
-    known, old = _known_segments(objects, segments, level, previous)
     comp = zlib.compressobj(level, zlib.DEFLATED, -15)
     head = comp.compress(raw[:start]) + comp.flush(zlib.Z_FULL_FLUSH)
     out = [_ZLIB_HEADER[level], head]
     kept: list[int] = []
+
+    def shared(pieces: list[_Piece], at: int) -> None:
+        """Pieces taken whole from the record, from offset `at` of `raw`; a segment that is not the
+        one written for its piece (its CRC-32 differs) is compressed again from the piece's bytes."""
+        for size, crc, segment, segment_crc in pieces:
+            if zlib.crc32(segment) != segment_crc:
+                piece = raw[at:at + size]
+                crc = zlib.crc32(piece)
+                segment = comp.compress(piece) + comp.flush(zlib.Z_FULL_FLUSH)
+                segment_crc = zlib.crc32(segment)
+            kept.extend((size, crc, len(segment), segment_crc))
+            out.append(segment)
+            at += size
+
+    shared(lead, start)
     unchecked = False
     for piece in pieces:
         size = len(piece)
@@ -271,20 +295,72 @@ def _segmented(objects: Path, raw: bytes, start: int, level: int, segments: Path
             segment_crc = zlib.crc32(segment)
         kept += (size, crc, len(segment), segment_crc)
         out.append(segment)
+    shared(tail, len(raw) - sum(piece[0] for piece in tail))
     out += [comp.flush(zlib.Z_FINISH), zlib.adler32(raw).to_bytes(4, "big")]
     data = b"".join(out)
-    if unchecked and zlib.decompress(data) != raw:  # a reused segment that is not its piece's: never written
+    if unchecked and not _inflates_to(data, raw):  # a reused segment that is not its piece's: never written
         return zlib.compress(raw, level), (0, [])
     return data, (len(head), kept)
 
 
+def _inflates_to(data: bytes, raw: bytes) -> bool:
+    try:
+        return zlib.decompress(data) == raw
+    except zlib.error:  # a segment that is not even deflate data where it stands
+        return False
+
+
+_Piece = tuple[int, int, bytes, int]  # a recorded piece: its length and CRC-32, its segment and the segment's CRC-32
+_REACH = 8  # bytes before a cut its match looks at (the blob cut's lookbehind and `](`: 5)
+
+
+def _shared_ends(raw: bytes, start: int, old: bytes, order: list[_Piece], cut: re.Pattern[bytes]
+                 ) -> tuple[list[_Piece], list[_Piece], list[bytes]]:
+    """The recorded pieces `raw[start:]` shares with `old` at its start (the same bytes at the same
+    offsets: cut the same, the scan for cuts having gone the same way) and at its end (the same
+    bytes, and the `_REACH` bytes before them, after a cut the new object's own scan makes: its
+    cuts there are then the old ones, shifted), and the middle between them cut afresh, as
+    `_pieces` cuts it."""
+    view = memoryview(old)
+    lead: list[_Piece] = []
+    at = 0
+    for piece in order:
+        size = piece[0]
+        if not raw.startswith(view[at:at + size], start + at):
+            break
+        lead.append(piece)
+        at += size
+    low = start + at  # where the middle begins in `raw` (a cut: a piece ends there, or the content begins)
+    tail: list[_Piece] = []
+    end_old, end_new = len(old), len(raw)
+    for piece in reversed(order[len(lead):]):
+        size = piece[0]
+        if end_new - size - _REACH < low or not raw.endswith(view[end_old - size:end_old], 0, end_new):
+            break
+        tail.append(piece)
+        end_old -= size
+        end_new -= size
+    tail.reverse()
+    while True:
+        ends = [m.end() for m in cut.finditer(raw, low, end_new)]
+        if not tail or (ends and ends[-1] == end_new
+                        and raw[end_new - _REACH:end_new] == old[end_old - _REACH:end_old]):
+            break
+        size = tail.pop(0)[0]  # its start is no cut of the new scan, or what its cut sees differs
+        end_old += size
+        end_new += size
+    cuts = [low, *(e for e in ends if e < end_new), end_new]
+    return lead, tail, [raw[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
 def _known_segments(objects: Path, segments: Path, level: int, previous: tuple[str, bytes] | None
-                    ) -> tuple[dict[tuple[int, int], tuple[bytes, int, int]], bytes | None]:
+                    ) -> tuple[dict[tuple[int, int], tuple[bytes, int, int]], bytes | None, list[_Piece]]:
     """`{(piece length, piece CRC-32): (compressed segment, offset of the piece, segment CRC-32)}`
     of the last segmented object, when its file is still the one the record describes; else empty.
     And the object's content to compare pieces with: `previous`'s, when the record describes that
     object and its own checksum holds (then each reused segment is checked by its CRC-32); else None
-    (the object file must match the record's length and CRC-32, and the new stream is checked whole)."""
+    (the object file must match the record's length and CRC-32, and the new stream is checked whole).
+    And the recorded pieces in order (`_shared_ends` takes those it shares with the new object)."""
     import json
 
     try:
@@ -294,20 +370,26 @@ def _known_segments(objects: Path, segments: Path, level: int, previous: tuple[s
         exact = previous is not None and previous[0] == sha and record.get("check") == _record_check(record)
         if record["level"] != level or record["size"] != len(data) or (
                 not exact and record["crc"] != zlib.crc32(data)):
-            return {}, None
+            return {}, None, []
         found = {}
+        order: list[_Piece] = []
         at = 2 + record["head"]  # the zlib header and the object header's segment
         offset = 0
         flat = array("I")
         flat.frombytes(bytes.fromhex(record["pieces"]))
         for i in range(0, len(flat) - 3, 4):
             length, crc, size, segment_crc = flat[i:i + 4]
-            found[(length, crc)] = (data[at:at + size], offset, segment_crc)
+            segment = data[at:at + size]
+            found[(length, crc)] = (segment, offset, segment_crc)
+            order.append((length, crc, segment, segment_crc))
             at += size
             offset += length
-        return found, (previous[1] if exact and previous is not None else None)
+        content = previous[1] if exact and previous is not None else None
+        if content is None or offset != len(content):
+            order = []  # the record's pieces do not add up to that object: each piece compared, none taken whole
+        return found, content, order
     except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return {}, None
+        return {}, None, []
 
 
 def _record_check(record: dict[str, object]) -> int:

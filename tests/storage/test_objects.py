@@ -538,16 +538,18 @@ def test_a_chain_of_commits_splices_memorys_kept_tree_as_git_builds_it(
     split: list[int] = []
     real = git_module.tree_entries
     monkeypatch.setattr(git_module, "tree_entries", lambda content: split.append(len(content)) or real(content))
-    kept = False  # the last commit's memory/ tree was desk's own (not git's: a file crossed a folder)
+    kept = root / ".git" / "desk-tree-kept"
     for step, change in enumerate(changes):
         git = Git(root)
         blobs = {p: (git.write_blob(data) if data is not None else None) for p, data in change.items()}
+        # desk's kept copy is the parent's memory/ (not when git built it: a file crossed a folder)
+        memory = run(root, "rev-parse", f"{parent}:memory").strip()
+        spliced = kept.exists() and kept.read_bytes()[:40].decode() == memory
         split.clear()
         tree = git.build_tree(parent, blobs)
         assert tree == git_tree(root, parent, blobs)
-        if kept and not git._index_built:
+        if spliced and not git._index_built and any(p.startswith("memory/") for p in change):
             assert max(split, default=0) < 20_000  # memory/'s ~80 KB tree came spliced, not split
-        kept = not git._index_built
         parent = run(root, "commit-tree", tree, "-p", parent, "-m", f"step {step}").strip()
 
 
@@ -586,3 +588,73 @@ def test_checkpoints_that_are_not_at_entries_fall_back_to_splitting_the_tree(lar
     second = run(root, "commit-tree", first, "-p", parent, "-m", "desk").strip()
     change = {"memory/m001500.md": None, "memory/m0015000.md": blob}
     assert Git(root).build_tree(second, change) == git_tree(root, second, change)
+
+
+CUT_NAMES = [f"m{i:06d}" for i in range(1200)] + [f"{w}-{v}" for w in ("dark", "tabs", "coffee", "git")
+                                                  for v in ("mode", "setting", "team", "habit", "note")]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, len(CUT_NAMES) - 1), st.sampled_from(["", "a", "-mode", "-team](", "x\n"]),
+                          st.booleans()), min_size=1, max_size=4))
+@example([(0, "a", True), (len(CUT_NAMES) - 1, "-mode", True), (5, "", False)])
+def test_pieces_shared_at_both_ends_are_the_pieces_a_fresh_cut_makes(
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        edits: list[tuple[int, str, bool]]) -> None:
+    """A chain of MEMORY.md blobs, each one spliced from the last (a line added, changed or taken
+    out, at the start, the end or between cuts, text that makes or breaks a cut): the pieces taken
+    whole from the record and those cut around the change are exactly the pieces a fresh cut of the
+    new blob makes, and git reads every blob back."""
+    import json
+    import zlib
+
+    import desk.storage.objects as objects_module
+    from desk.storage.objects import _CUTS
+    from desk.storage.objects import _pieces as cut
+
+    whole: list[int] = []
+    monkeypatch.setattr(objects_module, "_pieces", lambda raw, *a: whole.append(len(raw)) or cut(raw, *a))
+    root = tmp_path_factory.mktemp("cuts") / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    git = Git(root)
+    names = list(CUT_NAMES)
+    content = _index_text(names)
+    git.write_blob(content)
+    record = root / ".git" / "desk-blob-segments.json"
+    for at, text, add in edits:
+        if add:
+            names.append(names[at % len(names)] + text)
+        else:
+            names.remove(names[at % len(names)])
+        new = _index_text(names)
+        sha = git.write_blob(new, content)
+        raw = b"blob %d\0" % len(new) + new
+        fresh = cut(raw, len(raw) - len(new), _CUTS["blob"])
+        kept = json.loads(record.read_text())
+        assert kept["sha"] == sha
+        assert [(len(p), zlib.crc32(p)) for p in fresh] == [q[:2] for q in _pieces(kept)]
+        assert run(root, "cat-file", "blob", sha).encode() == new
+        content = new
+    assert len(whole) == 1  # the first blob only: every later one cut around its change alone
+
+
+def test_a_piece_whose_cut_the_new_scan_passes_over_is_cut_again(tmp_path: Path) -> None:
+    """The bytes before a shared piece are the same, but a longer run of NULs before them makes the
+    new scan pair its matches differently, so no cut falls where the piece began: that piece is
+    not taken whole; the pieces are still those a fresh cut makes."""
+    import json
+    import zlib
+
+    from desk.storage.objects import _CUTS
+    from desk.storage.objects import _pieces as cut
+
+    root, objects, record = _repo_objects_and_record(tmp_path)
+    chunks = [bytes([65 + i % 26]) * 1000 for i in range(100)]
+    first = b"\0\x01".join(chunks[:50]) + b"a" + b"\0" * 9 + b"\x01" + b"\0\x01".join(chunks[50:])
+    second = first.replace(b"a" + b"\0" * 9, b"\0" * 10)  # one NUL more, the 8 bytes before the cut alike
+    one = write_loose(objects, "tree", first, segments=record)
+    two = write_loose(objects, "tree", second, segments=record, previous=(one, first))
+    raw = b"tree %d\0" % len(second) + second
+    fresh = cut(raw, len(raw) - len(second), _CUTS["tree"])
+    assert [(len(p), zlib.crc32(p)) for p in fresh] == [q[:2] for q in _pieces(json.loads(record.read_text()))]
+    assert zlib.decompress((objects / two[:2] / two[2:]).read_bytes()) == raw
