@@ -84,14 +84,17 @@ def build_desk(root: Path, size: int, history: str) -> DeskFolder:
         data = memory_bytes(f"m{i:06d}", i)
         (root / rel).write_bytes(data)
         files.append((rel, data))
+    # No `gc --auto` while building: git detaches it, and it packed the loose objects of a desk being
+    # copied (bench_remember_pair.py: "No such file or directory" under .git/objects).
+    no_gc = ["-c", "gc.auto=0"]
     if history == "full":
         commit_each(root, files)
     else:
-        git(root, "add", "memory")
-        git(root, *NO_HOOKS, "commit", "-q", "-m", f"bench: {size} memories")
+        git(root, *no_gc, "add", "memory")
+        git(root, *no_gc, *NO_HOOKS, "commit", "-q", "-m", f"bench: {size} memories")
     # The steady state has a warm blob cache: entries_in_worktree fills it once.
     (root / "MEMORY.md").write_bytes(render_index(entries_in_worktree(desk).values()))
-    git(root, *NO_HOOKS, "commit", "-q", "-m", "bench: index", "--", "MEMORY.md")
+    git(root, *no_gc, *NO_HOOKS, "commit", "-q", "-m", "bench: index", "--", "MEMORY.md")
     load_entries(desk, committed_files(desk))
     # Steady state: the mirror of HEAD's memories exists (the first mutation on a desk builds it).
     remember(desk, "warm-up", type="fact", description="warm-up", body="Warm-up fact.", now=NOW)
