@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from desk.errors import Finding, InvalidFileError, RejectedError, quoted
+from desk.frozen import Frozen
 from desk.storage import frontmatter
 from desk.text.names import path_name_problem
 from desk.text.times import TimeFormatError, format_time, parse_time
@@ -133,7 +134,7 @@ def _utc(value: Any, loc: str) -> dt.datetime | None:
         raise _FieldError(loc, exc.reason) from None
 
 
-class MemoryMeta:
+class MemoryMeta(Frozen):
     """The frontmatter of a memory file (docs/design.md §2); build it with `validate`.
 
     A hand-written strict validator rather than a pydantic model: the pre-commit hook validates
@@ -176,28 +177,10 @@ class MemoryMeta:
                              evidence=[] if evidence is None else evidence, key=key, project=project,
                              expires=expires, created=created, updated=updated, schema=schema)
 
-    def _compared(self) -> tuple[Any, ...]:
+    def _values(self) -> tuple[Any, ...]:
         return (self.name, self.description, self.type, self.triggers, self.importance, self.source,
                 self.source_event, self.origin, self.evidence, self.key, self.project, self.expires,
                 self.created, self.updated)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._compared() == other._compared()  # type: ignore[attr-defined, no-any-return]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__match_args__)
-        return f"{type(self).__qualname__}({shown})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
 
     @property
     def schema_version(self) -> int:
@@ -306,7 +289,7 @@ class MetaErrors(ValueError):
         return any(e.rule == "memory-schema" for e in self.errors)
 
 
-class MemoryFile:
+class MemoryFile(Frozen):
     """One memory: its metadata and its body (ending in exactly one newline). A plain class with
     what `@dataclass(frozen=True)` would make, as MemoryMeta."""
 
@@ -317,23 +300,6 @@ class MemoryFile:
 
     def __init__(self, meta: MemoryMeta, body: str) -> None:
         self.__dict__.update(meta=meta, body=body)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return (self.meta, self.body) == (other.meta, other.body)  # type: ignore[attr-defined]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.meta, self.body))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(meta={self.meta!r}, body={self.body!r})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
 
     @property
     def name(self) -> str:

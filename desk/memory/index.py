@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import DeskError, Finding, InvalidFileError
+from desk.frozen import Frozen
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.storage.git import blob_sha
 from desk.storage.sqlite_cache import open_cache
@@ -46,7 +47,7 @@ _RACY_NS = 3_000_000_000  # a file modified this close to being read is read aga
 _SCAN_ALL = 2000  # from this many blobs, one pass over the table beats IN (...) lookups
 
 
-class IndexEntry:
+class IndexEntry(Frozen):
     """What MEMORY.md, the write gate, `desk context` and `desk stats` need from one memory file.
 
     A plain class with what `@dataclass(frozen=True)` would make (the `__init__`, `__eq__`,
@@ -86,24 +87,6 @@ class IndexEntry:
         return (self.name, self.type, self.description, self.expires, self.body_key, self.triggers,
                 self.updated, self.body_tokens, self.importance, self.source, self.source_event,
                 self.updated_field, self.injected_tokens)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined, no-any-return]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__match_args__)
-        return f"{type(self).__qualname__}({shown})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
 
     @classmethod
     def of(cls, memory: MemoryFile) -> IndexEntry:

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from desk.errors import Finding, InvalidFileError
+from desk.frozen import Frozen
 from desk.storage.conflict_markers import conflict_finding, conflict_markers
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ MAX_DEPTH = 3  # mapping -> list -> scalar is all desk's frontmatter ever needs
 DELIMITER = "---"
 
 
-class Document:
+class Document(Frozen):
     """A parsed file: metadata, the body after the closing delimiter, and where things are.
 
     A plain class with what `@dataclass(frozen=True)` would make: the pre-commit hook parses
@@ -44,24 +45,6 @@ class Document:
 
     def _values(self) -> tuple[object, ...]:
         return (self.meta, self.body, self.key_lines, self.body_line)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined, no-any-return]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__qualname__}(meta={self.meta!r}, body={self.body!r}, "
-                f"key_lines={self.key_lines!r}, body_line={self.body_line!r})")
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
 
     def line_of(self, key: str | None) -> int:
         return self.key_lines.get(key or "", 1)

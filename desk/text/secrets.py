@@ -20,6 +20,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterator
 
+from desk.frozen import Frozen
+
 REDACTED = "[REDACTED:{kind}]"
 
 # Characters allowed around a token: a token must not be glued to more token characters.
@@ -110,7 +112,7 @@ GENERIC_MIN_LENGTH = 10
 SHORTEST_SECRET = len("x://:pwd@h")
 
 
-class SecretFinding:
+class SecretFinding(Frozen):
     """One secret in a text: what kind, where, its fingerprint, and a masked preview.
 
     A plain class with what `@dataclass(frozen=True)` would make: the pre-commit hook scans in a
@@ -130,24 +132,6 @@ class SecretFinding:
 
     def _values(self) -> tuple[object, ...]:
         return (self.kind, self.line, self.start, self.end, self.fingerprint, self.preview)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined, no-any-return]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in zip(self.__match_args__, self._values()))
-        return f"{type(self).__qualname__}({shown})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
 
     def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "line": self.line, "fingerprint": self.fingerprint,
