@@ -121,33 +121,45 @@ def _patched_index(base: bytes, changed: Mapping[str, str | None]) -> bytes | No
     """HEAD's MEMORY.md with the changed memories' lines replaced; None if it cannot be read.
 
     The committed index is sorted by name, so each changed line is found and placed by bisection:
-    the cost grows with the change, not with the desk.
+    the cost grows with the change, not with the desk, but for one split of `base` into lines and
+    one join. Both are done on the whole file, header included, so that its 3 MB at 50,000
+    memories are copied once each way (tests/guard/test_index_splice.py holds the earlier form,
+    which cut off the header and copied the body three more times, as the oracle).
     """
     from desk.memory.index import EMPTY, HEADER  # YAML: only commits touching memories pay
 
     head = (HEADER + "\n").encode()
     if not base.startswith(head):
         return None
-    body = base[len(head):]
-    lines = [] if body == EMPTY.encode() else body.split(b"\n")[:-1]
+    empty = EMPTY.encode()
+    # `lines`: the header's pieces, then the index lines from `first` on, then the piece after the
+    # last newline, which is dropped (set empty, so that the join ends the last line)
+    first = head.count(b"\n")
+    if len(base) == len(head) + len(empty) and base.endswith(empty):
+        lines = head.split(b"\n")
+    else:
+        lines = base.split(b"\n")
+    lines[-1] = b""
 
     def key(line: bytes) -> bytes:
         return line[3:line.index(b"](")]
 
+    # bisect_left over lines[first:-1] probes the same lines as over that slice: with `lo` and
+    # `hi` offset by `first`, each middle is offset by `first` too
     try:
         for path, line in sorted(changed.items()):
             name = memory_name(path)
             if name is None:
                 continue
-            at = bisect.bisect_left(lines, name.encode(), key=key)
-            if at < len(lines) and key(lines[at]) == name.encode():
+            at = bisect.bisect_left(lines, name.encode(), first, len(lines) - 1, key=key)
+            if at < len(lines) - 1 and key(lines[at]) == name.encode():
                 del lines[at]
             if line is not None:
                 new = line.encode()
-                lines.insert(bisect.bisect_left(lines, key(new), key=key), new)
+                lines.insert(bisect.bisect_left(lines, key(new), first, len(lines) - 1, key=key), new)
     except ValueError:
         return None  # not an index line: let the full regeneration decide
-    return head + (b"\n".join(lines) + b"\n" if lines else EMPTY.encode())
+    return b"\n".join(lines) if len(lines) - 1 > first else head + empty
 
 
 def _head_index_with(desk: DeskFolder, changed: Mapping[str, bytes | None]) -> bytes:
