@@ -285,7 +285,7 @@ def _head_contents(desk: DeskFolder, paths: list[str], known: KnownHead | None) 
         if blob is None:
             continue  # not at HEAD
         try:
-            data = desk.read(path)
+            data = known.base if path == INDEX_FILE and known.base is not None else desk.read(path)
         except (OSError, SymlinkError):
             data = None
         if data is not None and blob_sha(data) == blob:
@@ -413,17 +413,20 @@ class KnownHead:
     case (ASCII, as git's `:(icase)` pathspec compares).
     """
 
-    __slots__ = ("commit", "blobs", "like", "index", "index_clean")
+    __slots__ = ("commit", "blobs", "like", "index", "index_clean", "base")
 
     def __init__(self, commit: str | None, blobs: Mapping[str, str | None],
                  like: Callable[[list[str]], list[str]] | None = None, index: bytes | None = None,
-                 index_clean: bool = False) -> None:
+                 index_clean: bool = False, base: bytes | None = None) -> None:
         self.commit = commit
         self.blobs = blobs
         self.like = like
         self.index = index  # MEMORY.md for HEAD's memories plus the commit's, rendered by the mirror
         # HEAD's MEMORY.md holds only lines clean of secrets in every view (desk.text.secrets.clean_lines)
         self.index_clean = index_clean
+        # HEAD's MEMORY.md as the caller read it (the mirror): used, as the work tree's file is,
+        # only when its blob id is the one `blobs` names; it spares reading and hashing it again
+        self.base = base
 
 
 def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], message: str,

@@ -88,6 +88,7 @@ class HeadMirror:
         # is what the rows render) and the callers' own (desk.memory.operations: clean of secrets).
         self._notes: dict[str, str] = {}
         self._rendered: tuple[frozenset[str], bytes, str] | None = None  # the last render_index
+        self._committed: tuple[str, bytes] | None = None  # HEAD's MEMORY.md as last read: blob, bytes
         self.spliced = False  # the last render_index gave HEAD's MEMORY.md with the changed lines spliced in
 
     # -- reading ---------------------------------------------------------------------------
@@ -199,13 +200,24 @@ class HeadMirror:
         blob = self.index_blob
         if blob is None:
             return None
+        if self._committed is not None and self._committed[0] == blob:
+            return self._committed[1]  # the bytes of that blob: content-addressed, never stale
         try:
             data: bytes | None = self.desk.read(INDEX_FILE)
         except (OSError, DeskError):
             data = None
-        if data is not None and blob_sha(data) == blob:
-            return data
-        return self.desk.git.read_blobs([blob]).get(blob)
+        if data is None or blob_sha(data) != blob:
+            data = self.desk.git.read_blobs([blob]).get(blob)
+        if data is not None:
+            self._committed = (blob, data)
+        return data
+
+    def read_index(self) -> bytes | None:
+        """HEAD's MEMORY.md when `committed_index` has read it for the current HEAD, else None
+        (nothing is read here): handed to the gate (desk.guard.validate.KnownHead.base), which
+        checks its blob id as it checks the work tree's, without reading and hashing 3 MB again."""
+        committed = self._committed
+        return committed[1] if committed is not None and committed[0] == self.index_blob else None
 
     def index_note(self, key: str) -> str | None:
         """A value a caller noted about HEAD's MEMORY.md (`note_index`), while it is still HEAD's."""

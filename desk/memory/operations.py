@@ -261,7 +261,8 @@ def known_head(mirror: HeadMirror, names: Sequence[str], index: bytes | None = N
     """What the mirror knows of HEAD for a commit of memories `names` and MEMORY.md: the gate's
     reads of HEAD, answered without git. `index` is the MEMORY.md the mirror rendered for the
     commit (`HeadMirror.render_index`), when the commit's memories are all in it."""
-    return KnownHead(mirror.commit, mirror.head_blobs(names), mirror.like, index, index_clean(mirror))
+    return KnownHead(mirror.commit, mirror.head_blobs(names), mirror.like, index, index_clean(mirror),
+                     mirror.read_index())
 
 
 CLEAN_NOTE = "clean"  # the mirror's note on HEAD's MEMORY.md: `<scanner version> 1|0`
