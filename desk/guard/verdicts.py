@@ -188,12 +188,16 @@ class VerdictCache:
         except sqlite3.Error:
             return []
 
-    def _write(self, sql: str, rows: list[tuple[object, ...]]) -> None:
+    def _write(self, sql: str, rows: list[tuple[object, ...]], *, clear: str | None = None) -> None:
+        """`sql` for each of `rows`, in one transaction; `clear`: a table emptied first (the rows
+        replace what it held, none leaves it empty)."""
         db = self._connect()
-        if db is None or not rows:
+        if db is None or not (rows or clear):
             return
         try:
             db.execute("BEGIN")
+            if clear is not None:
+                db.execute(f"DELETE FROM {clear}")
             db.executemany(sql, rows)
             db.execute("COMMIT")
         except sqlite3.Error:
@@ -262,18 +266,8 @@ class VerdictCache:
 
     def put_state(self, state: str, checked: int, verdict: FileVerdict) -> None:
         """Remember the findings of one state of the desk (only the latest is kept)."""
-        db = self._connect()
-        if db is None:
-            return
-        try:
-            db.execute("BEGIN")
-            db.execute("DELETE FROM states")
-            db.execute("INSERT INTO states VALUES (?, ?, ?, ?)",
-                       (self.rules, _state_key(state), checked, _encode(verdict)))
-            db.execute("COMMIT")
-        except sqlite3.Error:
-            if db.in_transaction:
-                db.rollback()
+        self._write("INSERT INTO states VALUES (?, ?, ?, ?)",
+                    [(self.rules, _state_key(state), checked, _encode(verdict))], clear="states")
 
     def base(self) -> tuple[bytes, bytes, str] | None:
         """The row a run of `validate --all` left for the next to continue (desk.guard.delta)."""
@@ -284,18 +278,8 @@ class VerdictCache:
 
     def put_base(self, row: tuple[bytes, bytes, str] | None) -> None:
         """Replace the base with `row` (None: leave none)."""
-        db = self._connect()
-        if db is None:
-            return
-        try:
-            db.execute("BEGIN")
-            db.execute("DELETE FROM bases")
-            if row is not None:
-                db.execute("INSERT INTO bases VALUES (?, ?, ?, ?)", (f"{self.rules}:{_state_key('base')}", *row))
-            db.execute("COMMIT")
-        except sqlite3.Error:
-            if db.in_transaction:
-                db.rollback()
+        self._write("INSERT INTO bases VALUES (?, ?, ?, ?)",
+                    [] if row is None else [(f"{self.rules}:{_state_key('base')}", *row)], clear="bases")
 
     # -- what the history rules found in a commit -------------------------------------------
 
@@ -332,19 +316,9 @@ class VerdictCache:
 
     def put_folders(self, folders: Mapping[str, tuple[int, int, list[str]]]) -> None:
         """Replace the looks kept with `folders`."""
-        db = self._connect()
-        if db is None:
-            return
-        try:
-            db.execute("BEGIN")
-            db.execute("DELETE FROM folders")
-            db.executemany("INSERT INTO folders VALUES (?, ?, ?, ?)",
-                           [(path, ino, mtime, json.dumps(subdirs, ensure_ascii=False))
-                            for path, (ino, mtime, subdirs) in folders.items()])
-            db.execute("COMMIT")
-        except sqlite3.Error:
-            if db.in_transaction:
-                db.rollback()
+        self._write("INSERT INTO folders VALUES (?, ?, ?, ?)",
+                    [(path, ino, mtime, json.dumps(subdirs, ensure_ascii=False))
+                     for path, (ino, mtime, subdirs) in folders.items()], clear="folders")
 
     def close(self) -> None:
         if self._db is not None:
