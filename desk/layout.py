@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -308,13 +307,9 @@ class DeskFolder:
         if not isinstance(value, str) or not _plausible_desk_id(value):
             return self.config.desk_id  # let the validating loader report what is wrong
         if committed is not None:
-            tmp = cache.with_name(f"{DESK_ID_CACHE}.{os.getpid()}.tmp")
-            try:
-                tmp.write_text(value + "\n", "ascii")
-                os.replace(tmp, cache)
-            except OSError:  # a desk this user may not write (read-only, another user's): not kept
-                with contextlib.suppress(OSError):
-                    tmp.unlink(missing_ok=True)
+            from desk.storage.atomic import write_derived
+
+            write_derived(cache, (value + "\n").encode("ascii"))  # not kept where the desk is read-only
         return value
 
     def require_known_schema(self) -> None:

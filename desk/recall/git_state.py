@@ -168,13 +168,13 @@ def _keep(path: Path, stamp: tuple[int, ...], untracked: list[str]) -> None:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    from desk.storage.atomic import write_derived
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_bytes(data)
-        os.replace(temp, path)
     except OSError:
-        temp.unlink(missing_ok=True)
+        return  # a desk this process cannot write: the record is not kept
+    write_derived(path, data)
 
 
 _IDS_RECORD = "head-ids"

@@ -70,3 +70,21 @@ def remove(path: Path) -> None:
     except FileNotFoundError:
         return
     fsync_dir(path.parent)
+
+
+def write_derived(path: Path, data: bytes) -> bool:
+    """Replace `path`, a file desk derives and can make again (a cache, a record of a look), with
+    `data`: a temporary file of this writer's own renamed over it, so a reader sees the old bytes or
+    the new. No fsync: a file cut short by a crash must fail its own check. Returns whether it was
+    kept; where it cannot be (a read-only or full desk, another user's) nothing is raised."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only desk: unlink fails (EROFS) even where nothing was made
+        return False

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from desk.storage.atomic import write_derived
+
 CACHE_FILE = "desk-config.json"
 RACY_NS = 2_000_000_000
 # Variables that choose which files git reads config from (part of the key).
@@ -113,12 +115,4 @@ def keep_config(git_dir: Path, env: Mapping[str, str], query: str, system_file: 
         if _stat(path) != before:
             return  # changed while we looked
     target = git_dir / CACHE_FILE
-    tmp = target.with_name(f"{CACHE_FILE}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps({"key": key, "system": system, "values": dict(values)}))
-        os.replace(tmp, target)
-    except OSError:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass  # a read-only desk: unlink fails (EROFS) even where nothing was made
+    write_derived(target, json.dumps({"key": key, "system": system, "values": dict(values)}).encode())

@@ -32,6 +32,7 @@ from array import array
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from desk.storage.atomic import write_derived
 from desk.storage.hashing import sha1_hex
 
 _HEADER = struct.Struct(">4sII")
@@ -297,12 +298,7 @@ def keep_walk(record: Path, patch: Patch, written: os.stat_result) -> None:
     kept = {"file": [written.st_ino, written.st_size, written.st_mtime_ns], "sum": data[-_CHECKSUM:].hex(),
             "count": patch.count, "end": patch.end, "since": patch.since, "racy": racy,
             "checkpoints": array("I", patch.checkpoints).tobytes().hex()}
-    tmp = record.with_name(f"{record.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(kept))
-        os.replace(tmp, record)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    write_derived(record, json.dumps(kept).encode())
 
 
 def _kept_walk(record: Path | None, st: os.stat_result, data: bytes, count: int

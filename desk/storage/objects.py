@@ -23,6 +23,7 @@ from array import array
 from collections.abc import Mapping
 from pathlib import Path
 
+from desk.storage.atomic import write_derived
 from desk.storage.hashing import sha1_hex
 
 TREE_MODE = b"40000"
@@ -425,18 +426,7 @@ def keep_raw(path: Path, sha: str, content: bytes, checkpoints: list[int] | None
     if checkpoints is not None:
         words = array("I", checkpoints).tobytes().hex().encode()
         head += b" %s %d" % (words, zlib.crc32(head + b" " + words))
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(head + b"\n" + content)
-        os.replace(tmp, path)
-    except OSError:  # a cache: the commit does not depend on it (the next one inflates the tree)
-        tmp.unlink(missing_ok=True)
-
-
-def read_kept(path: Path, kind: str, sha: str) -> bytes | None:
-    """The content `keep_raw` kept for `sha`, when it is that object's (its id is checked)."""
-    kept = read_kept_tree(path, kind, sha)
-    return None if kept is None else kept[0]
+    write_derived(path, head + b"\n" + content)  # a cache: the commit does not depend on it
 
 
 def read_kept_tree(path: Path, kind: str, sha: str) -> tuple[bytes, list[int] | None] | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from desk.storage.atomic import TEMP_PREFIX, atomic_write
+from desk.storage.atomic import TEMP_PREFIX, atomic_write, write_derived
 
 
 def test_atomic_write_replaces_the_file_and_leaves_no_temporary_file(tmp_path: Path) -> None:
@@ -44,3 +44,17 @@ def test_temporary_files_never_follow_or_reuse_an_existing_name(tmp_path: Path) 
     assert outside.read_bytes() == b"untouched"
     assert (folder / "f").read_bytes() == b"19"
     assert len(list(folder.iterdir())) == 51
+
+
+def test_a_derived_file_is_replaced_whole_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "record"
+    target.write_bytes(b"old")
+    assert write_derived(target, b"new\n\0bytes") is True
+    assert target.read_bytes() == b"new\n\0bytes" and sorted(tmp_path.iterdir()) == [target]
+
+
+def test_a_derived_file_that_cannot_be_written_is_not_kept_and_raises_nothing(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("x")
+    assert write_derived(tmp_path / "missing" / "record", b"data") is False  # no such folder
+    assert write_derived(tmp_path / "a-file" / "record", b"data") is False  # ENOTDIR
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
