@@ -49,13 +49,17 @@ def config_files(git_dir: Path, env: Mapping[str, str], system: str | None) -> l
     return files
 
 
-def _which_git(path: str) -> str | None:
-    """The `git` that PATH finds (not `shutil.which`: importing shutil loads bz2 and lzma, ~2 ms)."""
-    for folder in path.split(os.pathsep):
-        candidate = os.path.join(folder or ".", "git")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+def which_git(path: str) -> str | None:
+    """The `git` that PATH names first, as Popen finds it (not `shutil.which`: importing shutil
+    loads bz2 and lzma, ~2 ms); None when none does. Looked up once per PATH."""
+    if path not in _programs:
+        _programs[path] = next((candidate for candidate in (os.path.join(folder or ".", "git")
+                                                           for folder in path.split(os.pathsep))
+                                if os.path.isfile(candidate) and os.access(candidate, os.X_OK)), None)
+    return _programs[path]
+
+
+_programs: dict[str, str | None] = {}
 
 
 def _stat(path: str) -> list[int] | None:
@@ -71,7 +75,7 @@ def _key(git_dir: Path, env: Mapping[str, str], query: str, system: str | None) 
     """What the cached answer holds under; None when it cannot be kept (config injected)."""
     if any(env.get(name) for name in _INJECTING):
         return None
-    program = _which_git(env.get("PATH", ""))
+    program = which_git(env.get("PATH", ""))
     files = config_files(git_dir, env, system)
     return [query, [env.get(name) for name in _CHOOSING], program, program and _stat(program),
             system, [(path, _stat(path)) for path in files]]

@@ -371,21 +371,14 @@ _DEFAULT_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ)
 
 
 def _git_program(path: str) -> str:
-    """The `git` that `PATH` (the child's, as Popen looks it up) names first; FileNotFoundError
-    when none does, as Popen raises it. Found once per PATH."""
-    found = _programs.get(path)
+    """The `git` that `PATH` (the child's) names first; FileNotFoundError when none does, as
+    Popen raises it."""
+    from desk.storage.config_cache import which_git
+
+    found = which_git(path)
     if found is None:
-        for folder in path.split(os.pathsep):
-            candidate = os.path.join(folder or ".", "git")
-            if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
-                found = _programs[path] = candidate
-                break
-        else:
-            raise FileNotFoundError(2, "No such file or directory", "git")
+        raise FileNotFoundError(2, "No such file or directory", "git")
     return found
-
-
-_programs: dict[str, str] = {}
 
 
 def _reap_dropped() -> None:
