@@ -49,19 +49,6 @@ def config_files(git_dir: Path, env: Mapping[str, str], system: str | None) -> l
     return files
 
 
-def which_git(path: str) -> str | None:
-    """The `git` that PATH names first, as Popen finds it (not `shutil.which`: importing shutil
-    loads bz2 and lzma, ~2 ms); None when none does. Looked up once per PATH."""
-    if path not in _programs:
-        _programs[path] = next((candidate for candidate in (os.path.join(folder or ".", "git")
-                                                           for folder in path.split(os.pathsep))
-                                if os.path.isfile(candidate) and os.access(candidate, os.X_OK)), None)
-    return _programs[path]
-
-
-_programs: dict[str, str | None] = {}
-
-
 def _stat(path: str) -> list[int] | None:
     """`[size, mtime_ns, ctime_ns, inode]` of `path`, None when it does not exist."""
     try:
@@ -75,6 +62,8 @@ def _key(git_dir: Path, env: Mapping[str, str], query: str, system: str | None) 
     """What the cached answer holds under; None when it cannot be kept (config injected)."""
     if any(env.get(name) for name in _INJECTING):
         return None
+    from desk.storage.git import which_git  # loaded: config is read for git
+
     program = which_git(env.get("PATH", ""))
     files = config_files(git_dir, env, system)
     return [query, [env.get(name) for name in _CHOOSING], program, program and _stat(program),

@@ -32,7 +32,6 @@ from array import array
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from desk.storage.atomic import write_derived
 from desk.storage.hashing import sha1_hex
 
 _HEADER = struct.Struct(">4sII")
@@ -298,6 +297,8 @@ def keep_walk(record: Path, patch: Patch, written: os.stat_result) -> None:
     kept = {"file": [written.st_ino, written.st_size, written.st_mtime_ns], "sum": data[-_CHECKSUM:].hex(),
             "count": patch.count, "end": patch.end, "since": patch.since, "racy": racy,
             "checkpoints": array("I", patch.checkpoints).tobytes().hex()}
+    from desk.storage.atomic import write_derived  # a commit's: not on the read path
+
     write_derived(record, json.dumps(kept).encode())
 
 

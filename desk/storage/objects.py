@@ -23,7 +23,6 @@ from array import array
 from collections.abc import Mapping
 from pathlib import Path
 
-from desk.storage.atomic import write_derived
 from desk.storage.hashing import sha1_hex
 
 TREE_MODE = b"40000"
@@ -426,6 +425,8 @@ def keep_raw(path: Path, sha: str, content: bytes, checkpoints: list[int] | None
     if checkpoints is not None:
         words = array("I", checkpoints).tobytes().hex().encode()
         head += b" %s %d" % (words, zlib.crc32(head + b" " + words))
+    from desk.storage.atomic import write_derived  # a commit's: not on the read path
+
     write_derived(path, head + b"\n" + content)  # a cache: the commit does not depend on it
 
 
