@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from desk.errors import RejectedError, UsageError
-from desk.layout import MEMORY_DIR, DeskFolder, find_desk
+from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, find_desk
 from desk.results import __all__ as _RESULTS
 from desk.vocabulary import REASON_MAX
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # at run time each method imports its result class: a command
                               ConflictCase, ConflictCases, Context, ConversationsRendered, Diagnosis,
                               Digested, EventList, Exported, HooksChange, Imported, ImportPlan, Initialized,
                               MemoryChange, MemoryDiff, MemoryList, Migrated, MistakeAdded, MistakeList,
-                              NowChange, NowView, Outcome, PrefChanged, PrefList, PrefShown, Recalled,
+                              NowChange, NowView, Outcome as Outcome, PrefChanged, PrefList, PrefShown, Recalled,
                               Resolved, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
 
 __all__ = ["Desk", "open", "init", "clone", "missing_setup", "stopped_notice", "Progress", "Time", *_RESULTS]
@@ -324,7 +324,7 @@ class Desk(DeskFolder):
             from desk.guard.whole import validate_all  # git lists the work tree while the gate loads
 
             return Validation(mode, validate_all(self))
-        from desk.guard.validate import INDEX_FILE, fix_index, validate_staged
+        from desk.guard.validate import fix_index, validate_staged
         from desk.storage.git import staged_git
 
         if mode != "staged":

@@ -8,7 +8,7 @@ the same digests (tests/storage/test_hashing.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 try:  # CPython 3.11
     from _sha1 import sha1 as _small_sha1  # type: ignore[import-not-found,unused-ignore]
@@ -40,14 +40,23 @@ def sha256_hex(data: bytes) -> str:
     return _digest(data, _small_sha256, "sha256")
 
 
-def streaming(name: str) -> Any:
+class Streaming(Protocol):
+    """What `streaming` returns: hashlib's hasher or CPython's own, fed in parts."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+    def hexdigest(self) -> str: ...
+
+
+def streaming(name: str) -> Streaming:
     """A streaming `sha1` or `sha256` hasher (`update`, `hexdigest`, as hashlib's) without OpenSSL,
     for inputs fed in parts that stay within a few hundred kilobytes (a code fingerprint, a rendered
     `desk context`): CPython's own is ~4 ms per MiB, importing hashlib ~3 ms. hashlib's on a Python
     without them."""
     small = {"sha1": _small_sha1, "sha256": _small_sha256}[name]
     if small is not None:
-        return small()
+        hasher: Streaming = small()  # CPython's own are untyped
+        return hasher
     import hashlib
 
     return hashlib.new(name)

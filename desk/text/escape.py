@@ -135,4 +135,4 @@ def boundary_token(parts: Iterable[str]) -> str:
     for part in parts:
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
-    return digest.hexdigest()[:TOKEN_CHARS]
+    return str(digest.hexdigest())[:TOKEN_CHARS]  # sha256 is untyped when it is CPython's own
