@@ -84,7 +84,7 @@ def test_the_readme_starts_with_the_two_setup_commands() -> None:
     before = text[:first_block.start()]
     assert before.startswith("# desk\n") and "##" not in before  # the title paragraph, then the commands
     ci = (ROOT / ".ci" / "run").read_text("utf-8")
-    assert TESTS in ci.splitlines()  # CI runs the README's test command verbatim
+    assert any(TESTS in line for line in ci.splitlines() if not line.lstrip().startswith("#"))  # verbatim
 
 
 def test_the_readme_lists_exactly_the_dependencies_and_extras() -> None:
