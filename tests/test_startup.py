@@ -85,14 +85,14 @@ def small_desk(desk: DeskFolder, identity: None) -> DeskFolder:
 def test_help_loads_neither_the_api_nor_yaml(small_desk: DeskFolder, tmp_path: Path) -> None:
     data = probe(small_desk, tmp_path, "--help")
     assert loaded(data, {"desk.api", "desk.results", "desk.layout", "desk.storage", "desk.text", "yaml",
-                         "sqlite3", "hashlib", "json"} | NEVER) == []
+                         "sqlite3", "json"} | NEVER) == []
 
 
 def test_recall_loads_its_result_module_only_and_no_yaml(small_desk: DeskFolder, tmp_path: Path) -> None:
     data = probe(small_desk, tmp_path, "recall", "topic", "--json")
     assert loaded(data, RESULTS) == ["desk.results.read"]
     assert loaded(data, {"yaml", "desk.storage.frontmatter", "desk.digest", "desk.guard.validate",
-                         "desk.transaction", "hashlib"} | NEVER) == []  # hashlib: OpenSSL, ~3 ms
+                         "desk.transaction"} | NEVER) == []
     # git's read-only commands are spawned without `subprocess` (with `signal`, `selectors`: ~2 ms)
     assert loaded(data, {"subprocess", "signal", "selectors"}) == []
     assert data["cjk_tables"] == 0  # an ASCII query and ASCII memories: no CJK table compiled
@@ -142,12 +142,9 @@ def test_context_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: 
     assert loaded(probe(small_desk, tmp_path, "context", "--mode", "spot"), {"desk.digest", "desk.archive"}) == []
 
 
-def test_context_of_a_desk_without_cjk_text_loads_no_openssl_and_no_cjk_table(
-        small_desk: DeskFolder, tmp_path: Path) -> None:
-    """Its hashes (the view and parse keys, the boundary, the files' blobs) are CPython's own, and
-    its token counts need the CJK ranges only for text that holds a character from U+3040 up."""
+def test_context_of_a_desk_without_cjk_text_loads_no_cjk_table(small_desk: DeskFolder, tmp_path: Path) -> None:
+    """Its token counts need the CJK ranges only for text that holds a character from U+3040 up."""
     data = probe(small_desk, tmp_path, "context", "--query", "topic")
-    assert loaded(data, {"hashlib", "_hashlib"}) == []
     assert data["token_tables"] == 0
     # every section's letters and digits are ASCII (a dash is not a letter): counted in C, no
     # piece-by-piece pattern compiled
@@ -163,7 +160,7 @@ def test_context_of_a_desk_without_cjk_text_loads_no_openssl_and_no_cjk_table(
 def test_remember_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: Path) -> None:
     data = probe(small_desk, tmp_path, "remember", "note1", "A changed body about the topic.")
     assert loaded(data, RESULTS) == ["desk.results.change"]
-    assert loaded(data, {"desk.recall", "desk.digest", "tempfile", "shutil"} | NEVER) == []
+    assert loaded(data, {"desk.recall", "desk.digest"} | NEVER) == []
 
 
 def test_sync_with_nothing_to_do_loads_neither_the_gate_nor_the_merge_code(
@@ -175,8 +172,8 @@ def test_sync_with_nothing_to_do_loads_neither_the_gate_nor_the_merge_code(
     assert "desk.results.sync" in first["modules"]  # type: ignore[operator]
     data = probe(small_desk, tmp_path, "sync")
     assert loaded(data, RESULTS) == ["desk.results.sync"]
-    assert loaded(data, {"yaml", "desk.guard.validate", "desk.sync.cases", "desk.recall", "desk.digest",
-                         "tempfile", "shutil"} | NEVER - {"desk.sync.run"}) == []
+    assert loaded(data, {"yaml", "desk.guard.validate", "desk.sync.cases", "desk.recall", "desk.digest"}
+                  | NEVER - {"desk.sync.run"}) == []
 
 
 def test_archive_append_loads_no_memory_code(small_desk: DeskFolder, tmp_path: Path) -> None:
@@ -187,25 +184,25 @@ def test_archive_append_loads_no_memory_code(small_desk: DeskFolder, tmp_path: P
                          "desk.storage.frontmatter", "desk.storage.git", "subprocess"} | NEVER) == []
 
 
-def test_validate_all_on_an_unchanged_desk_loads_neither_openssl_nor_the_parsers(
+def test_validate_all_on_an_unchanged_desk_loads_no_parser(
         small_desk: DeskFolder, tmp_path: Path) -> None:
     """An unchanged desk's `validate --all` takes its findings from the cache: the guard results
     only, the listing digested without OpenSSL, no memory parser, no hooks, no transaction."""
     probe(small_desk, tmp_path, "validate", "--all")  # fills the cache
     data = probe(small_desk, tmp_path, "validate", "--all")
     assert loaded(data, RESULTS) == ["desk.results.guard"]
-    assert loaded(data, {"hashlib", "_hashlib", "yaml", "desk.memory.file", "desk.storage.frontmatter",
+    assert loaded(data, {"yaml", "desk.memory.file", "desk.storage.frontmatter",
                          "desk.text.secrets", "desk.transaction"} | NEVER) == []
 
 
-def test_doctor_loads_neither_the_hooks_installer_nor_openssl(small_desk: DeskFolder, tmp_path: Path) -> None:
+def test_doctor_loads_no_hooks_installer(small_desk: DeskFolder, tmp_path: Path) -> None:
     """doctor reads which hooks are installed from desk.guard.hook_files; the installer
     (desk.guard.hooks) loads only to repair them, the transaction's recovery only for a pending
     mutation or a repair."""
     probe(small_desk, tmp_path, "doctor")
     data = probe(small_desk, tmp_path, "doctor")
     assert loaded(data, RESULTS) == ["desk.results.guard"]
-    assert loaded(data, {"hashlib", "_hashlib", "yaml", "desk.memory.file", "desk.transaction"}
+    assert loaded(data, {"yaml", "desk.memory.file", "desk.transaction"}
                   | NEVER - {"desk.guard.doctor"}) == []
 
 
@@ -241,8 +238,8 @@ def test_the_pre_commit_hook_builds_no_dataclass_and_no_cli(small_desk: DeskFold
     assert "desk.guard.validate" in data["modules"] and "desk.guard.verdicts" in data["modules"]
     assert data["dataclasses"] == []
     assert "desk.memory.file" in data["modules"] and "desk.text.secrets" in data["modules"]  # it parsed one
-    assert loaded(data, {"click", "desk.results", "desk.api", "desk.guard.doctor", "hashlib", "_hashlib",
-                         "shutil", "tempfile", "yaml", "dataclasses", "inspect", "desk.transaction"}) == []
+    assert loaded(data, {"click", "desk.results", "desk.api", "desk.guard.doctor", "yaml", "dataclasses", "inspect",
+                         "desk.transaction"}) == []
 
 
 def test_every_lazily_exported_name_resolves_to_one_class() -> None:
