@@ -9,7 +9,11 @@
 
 Usage: python bench/bench_remember_pair.py --python main=/tmp/vmain/bin/python
            --python branch=/tmp/v/bin/python [--size 10000 | --size 100,10000,50000]
-           [--history full|one] [--rounds 11]
+           [--history full|one] [--rounds 11] [--env NAME=KEY=VALUE]
+
+One install can be measured two ways: give it twice under two names and `--env` for one of them,
+e.g. `--python fast=/tmp/v/bin/python --python plain=/tmp/v/bin/python --env plain=DESK_PLAIN_GIT=1`
+(desk's commit through git's own commands only, issue 28.2).
 
 Each install is a virtual environment with desk installed non-editable (bench/README.md, "Two
 versions in one run"); its `desk` script sits beside its python. The desk is built once, with this
@@ -82,12 +86,19 @@ def main() -> None:
     parser.add_argument("--history", choices=("full", "one"), default="full",
                         help="full: one commit per memory (default); one: all memories in one commit")
     parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=KEY=VALUE",
+                        help="set KEY=VALUE in the environment of install NAME's desk (repeatable)")
     args = parser.parse_args()
     print(describe(sys.argv))
     pythons = dict(spec.split("=", 1) for spec in args.python)
     sizes = [int(n) for n in str(args.size).split(",")]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k != "DESK_PLAIN_GIT"}
     env.update(GIT_ENV)
+    envs = {name: dict(env) for name in pythons}
+    for spec in args.env:
+        name, setting = spec.split("=", 1)
+        key, value = setting.split("=", 1)
+        envs[name][key] = value
     work = Path(tempfile.mkdtemp(prefix="desk-pair-"))
     runs = [(name, size) for size in sizes for name in pythons]
     try:
@@ -110,7 +121,7 @@ def main() -> None:
                    for run in runs}
         kids = {(name, size): subprocess.Popen([pythons[name], "-c", CHILD, str(desks[name, size])],
                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                               env=env, cwd=work)
+                                               env=envs[name], cwd=work)
                 for name, size in runs}
         for i in range(-1, args.rounds):  # round -1 warms up: the mirror catches up with the copy
             for size in sizes:
@@ -125,8 +136,8 @@ def main() -> None:
                     desk_cli = str(Path(pythons[name]).with_name("desk"))
                     cli = timed([desk_cli, "remember", f"cli-{i + 1:04d}", "--type", "fact", "--description",
                                  f"cli memory {i}", f"Fact {i} recorded through the command line."],
-                                desks[run], env)
-                    help_ = timed([desk_cli, "--help"], desks[run], env)
+                                desks[run], envs[name])
+                    help_ = timed([desk_cli, "--help"], desks[run], envs[name])
                     cli_plain = plain_commit(twins[run], f"cli-plain-{i + 1:04d}", i + 1)
                     if i >= 0:
                         for key, value in (("remember", ours), ("cpu", ours_cpu), ("plain", plain), ("cli", cli),
