@@ -25,6 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from desk.errors import ConflictError, GitError, RejectedError
+from desk.storage.git_locks import CHILD_RECORD_PREFIX as CHILD_RECORD_PREFIX  # re-exported, as below
+from desk.storage.git_locks import PRIVATE_LOCKS as PRIVATE_LOCKS
+from desk.storage.git_locks import LeftLock as LeftLock
+from desk.storage.git_locks import git_running_in as git_running_in
+from desk.storage.git_locks import process_alive as process_alive
+from desk.storage.git_locks import record_git_child, recording
+from desk.storage.git_locks import recorded_git_locks as recorded_git_locks
+from desk.storage.git_locks import recording_git_children as recording_git_children
+from desk.storage.git_locks import release_dead_git_locks as release_dead_git_locks
 from desk.storage.hashing import blake2b_hex
 from desk.storage.hashing import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
 from desk.storage.objects import (SEGMENTED, TREE_MODE, RawTree, TreeConflict, changed_trees, commit_bytes,
@@ -62,6 +71,13 @@ _REPO_ENV = (
     "GIT_REFLOG_ACTION", "GIT_QUARANTINE_PATH", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
 )
 
+# git commands desk runs that never write the index (every other mutating one may: _lock_files)
+_INDEX_FREE = frozenset({"update-ref", "symbolic-ref", "fetch", "push", "config", "hash-object",
+                         "commit-tree", "mktree", "tag", "branch", "pack-refs", "remote"})
+# git commands that take no lock (reads, and objects written as new files)
+_LOCK_FREE = frozenset({"hash-object", "commit-tree", "mktree", "cat-file", "ls-remote", "check-attr", "ls-tree",
+                        "ls-files", "diff-tree", "rev-list", "log", "rev-parse", "merge-base", "for-each-ref"})
+_REF_LOCKS = ("HEAD", "ORIG_HEAD", "AUTO_MERGE", "packed-refs")  # what a commit, merge or reset may lock
 INDEX_LOCK_WAIT = 10.0  # seconds a mutating git call waits for another git process's index.lock
 FALLBACK_NAME = "desk"
 # What doctor does with a lock whose owner is unknown (desk.guard.doctor keeps to it): a lock a
@@ -605,7 +621,7 @@ class Git:
             env = {**env, "GIT_OPTIONAL_LOCKS": "0"}
         deadline = time.monotonic() + INDEX_LOCK_WAIT
         delay = 0.01
-        locks = [] if read_only or not _CHILD_RECORDS else self._lock_files(args)
+        locks = [] if read_only or not recording() else self._lock_files(args)
         while True:
             if locks:
                 proc = self._run_recorded(args, env, input, locks, own_session)
@@ -638,34 +654,41 @@ class Git:
 
     def _run_recorded(self, args: tuple[str, ...], env: Mapping[str, str], input: bytes | None,
                       locks: list[Path], own_session: bool = False) -> subprocess.CompletedProcess[bytes]:
-        """Start git and record its pid, start time and the lock files it may take in the active
-        child record (`recording_git_children`) before waiting for it: if desk is killed, the
-        next desk command knows whose locks are left and that their owner is dead."""
-        start = time.time_ns()
+        """Start git and write down the lock files it may take in the active child record
+        (desk.storage.git_locks) before it starts and with its pid once it runs, then wait for it:
+        if desk is killed, the next desk command knows whose locks are left and that their owner
+        is dead."""
+        start = record_git_child(locks)
         child = subprocess.Popen(["git", *args], cwd=self.root, env=env, stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=own_session)
-        line = f"{child.pid} {start} " + "\t".join(str(p) for p in locks) + "\n"
-        with open(_CHILD_RECORDS[-1], "a", encoding="utf-8") as record:
-            record.write(line)
+        record_git_child(locks, child.pid, start)
         out, err = child.communicate(input)
         return subprocess.CompletedProcess(child.args, child.returncode, out, err)
 
     def _lock_files(self, args: tuple[str, ...]) -> list[Path]:
-        """The lock files git may take for `args` (the commands desk's writes run)."""
+        """The lock files git may take for `args`, counted generously (a lock listed and never
+        taken costs nothing; one taken and not listed blocks the desk after a kill): the index's,
+        HEAD's and its branch's, those a merge or reset takes, the refs the arguments name (a
+        refspec's destination too) and the config's."""
         command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
+        if command in _LOCK_FREE:
+            return []
         git_dir = self.git_dir()
         locks = []
-        if command in ("update-index", "read-tree", "write-tree", "commit", "add", "reset"):
+        if command not in _INDEX_FREE:
             index = self._env.get("GIT_INDEX_FILE")
             locks.append(Path(f"{index}.lock") if index else git_dir / "index.lock")
-        if command in ("update-ref", "commit"):
-            locks.append(git_dir / "HEAD.lock")
-            try:
-                head = (git_dir / "HEAD").read_text("utf-8").strip()
-            except OSError:
-                head = ""
-            if head.startswith("ref: "):
-                locks.append(git_dir / f"{head[5:]}.lock")
+        if command == "config":
+            return [git_dir / "config.lock"]
+        locks += [git_dir / f"{name}.lock" for name in _REF_LOCKS]
+        try:
+            head = (git_dir / "HEAD").read_text("utf-8").strip()
+        except OSError:
+            head = ""
+        refs = [head[5:]] if head.startswith("ref: ") else []
+        named = (a.lstrip("+").rpartition(":")[2] for a in args)  # `refs/x`, `+src:refs/x`
+        refs += [ref for ref in named if ref.startswith("refs/")]
+        locks += [git_dir / f"{ref}.lock" for ref in dict.fromkeys(refs)]
         return locks
 
     def _text(self, *args: str) -> str:
@@ -1270,8 +1293,11 @@ class Git:
 
         False when HEAD is no longer `old` (someone else moved it); nothing changed then.
         """
-        proc = subprocess.run(["git", "update-ref", "-m", f"commit: {subject}", "HEAD", new,
-                               old or "0" * len(new)], cwd=self.root, env=self._env, capture_output=True)
+        args = ("update-ref", "-m", f"commit: {subject}", "HEAD", new, old or "0" * len(new))
+        if recording():  # HEAD.lock and the branch's, left if desk and git are killed here
+            proc = self._run_recorded(args, self._env, None, self._lock_files(args))
+        else:
+            proc = subprocess.run(["git", *args], cwd=self.root, env=self._env, capture_output=True)
         if proc.returncode == 0:
             return True
         words = proc.stderr.decode("utf-8", "replace")
@@ -1665,8 +1691,11 @@ class Git:
         """`git rebase --continue` without an editor: True when the rebase finished, False when it
         stopped again on the next commit's conflicts. GitError for anything else."""
         env = {**self._env, "GIT_EDITOR": "true"}
-        proc = subprocess.run(["git", *self.identity_args(), "rebase", "--continue"], cwd=self.root,
-                              env=env, capture_output=True)
+        args = (*self.identity_args(), "rebase", "--continue")
+        if recording():
+            proc = self._run_recorded(args, env, None, self._lock_files(args))
+        else:
+            proc = subprocess.run(["git", *args], cwd=self.root, env=env, capture_output=True)
         if proc.returncode == 0:
             return self.stopped() != "rebase"
         if self.stopped() == "rebase" and self.unmerged():
@@ -1852,135 +1881,6 @@ def _history_steps(chunks: Iterable[bytes]) -> Generator[HistoryStep, None, None
                 step = HistoryStep(sha, tuple(parents.split()), int(stamp), [])
     if step is not None:
         yield step
-
-
-# -- the git processes desk starts, and the locks they leave when killed ------------------------
-
-CHILD_RECORD_PREFIX = "desk-git-children-"  # in .git/: `<pid> <start ns> <lock>\t<lock>...` lines
-_CHILD_RECORDS: list[Path] = []  # the active record (a stack: recording nests)
-
-
-@contextmanager
-def recording_git_children(git_dir: Path) -> Iterator[Path]:
-    """While active, every git process desk starts that may take a lock is recorded in
-    `.git/desk-git-children-<pid>.txt` (the mutation's recovery record beside its pending marker).
-    The record is removed when the block ends; a kill -9 leaves it for `release_dead_git_locks`."""
-    record = git_dir / f"{CHILD_RECORD_PREFIX}{os.getpid()}.txt"
-    _CHILD_RECORDS.append(record)
-    try:
-        yield record
-    finally:
-        _CHILD_RECORDS.pop()
-        if record not in _CHILD_RECORDS:
-            record.unlink(missing_ok=True)
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie, dead but not yet reaped, counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat_file:
-            return stat_file.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
-
-
-class LeftLock(NamedTuple):
-    """A lock file a git process desk started may have left: `owner_alive` says whether it still
-    runs; `recorded` is when it started (ns)."""
-
-    path: Path
-    pid: int
-    owner_alive: bool
-    started_ns: int
-
-
-def recorded_git_locks(git_dir: Path) -> tuple[list[LeftLock], list[Path]]:
-    """The lock files that exist and that a recorded desk git process may have taken (each with its
-    owner's state), and the record files read. A record whose owning desk process is alive is
-    skipped: its git processes are still at work."""
-    found: list[LeftLock] = []
-    records = []
-    for record in sorted(git_dir.glob(f"{CHILD_RECORD_PREFIX}*.txt")):
-        try:
-            owner = int(record.name[len(CHILD_RECORD_PREFIX):-len(".txt")])
-            lines = record.read_text("utf-8").splitlines()
-        except (ValueError, OSError):
-            continue
-        if owner != os.getpid() and process_alive(owner):
-            continue
-        records.append(record)
-        for line in lines:
-            try:
-                pid_text, start_text, paths = line.split(" ", 2)
-                pid, start = int(pid_text), int(start_text)
-            except ValueError:
-                continue  # a line torn by the kill
-            alive = process_alive(pid)
-            for name in paths.split("\t"):
-                path = Path(name)
-                try:
-                    made = path.stat().st_mtime_ns
-                except OSError:
-                    continue
-                if made >= start - 10_000_000:  # taken after that process started (clock slack)
-                    found.append(LeftLock(path, pid, alive, start))
-    return found, records
-
-
-PRIVATE_LOCKS = (f"{PRIVATE_INDEX}.lock", "desk-person-index.lock")  # desk's own index files' locks
-
-
-def release_dead_git_locks(git_dir: Path, root: Path) -> list[Path]:
-    """Remove the locks git processes desk started left when they died (kill -9), and the records
-    of dead desk processes; returns the locks removed. Call under the desk lock.
-
-    The locks of desk's private index files are desk's alone, and no desk process runs git while
-    this one holds the desk lock: any left is removed. A shared lock (`refs/heads/main.lock`, ...)
-    is removed when the desk git process recorded as taking it is dead and no git process works
-    in the desk (a person's git could have taken the same file since).
-    """
-    removed = [git_dir / name for name in PRIVATE_LOCKS if (git_dir / name).exists()]
-    for path in removed:
-        path.unlink(missing_ok=True)
-    left, records = recorded_git_locks(git_dir)
-    dead = [lock for lock in left if not lock.owner_alive and lock.path.exists()]
-    if dead and git_running_in(root) is False:
-        for lock in dead:
-            lock.path.unlink(missing_ok=True)
-            removed.append(lock.path)
-        dead = []
-    if not dead:
-        for record in records:
-            if record.name != f"{CHILD_RECORD_PREFIX}{os.getpid()}.txt":
-                record.unlink(missing_ok=True)
-    return removed
-
-
-def git_running_in(root: Path) -> bool | None:
-    """Whether a git process works in `root` (Linux /proc); None when that cannot be known."""
-    proc = Path("/proc")
-    if not (proc / "self" / "cwd").exists():
-        return None
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or entry.name == str(os.getpid()):
-            continue
-        try:
-            if (entry / "comm").read_text().strip() != "git":
-                continue
-            cwd = Path(os.readlink(entry / "cwd"))
-        except OSError:
-            continue
-        if not process_alive(int(entry.name)):
-            continue
-        if cwd == root or root in cwd.parents:
-            return True
-    return False
 
 
 # -- git's index lock, held by desk -------------------------------------------------------------
