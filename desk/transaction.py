@@ -41,6 +41,8 @@ from desk.storage.git import (IndexLock, RawChange, blob_sha, parse_trailers, re
                               release_stale_index_lock)
 from desk.storage.hashing import sha256_hex
 from desk.storage.index_file import WALK_RECORD, Patch, keep_walk
+from desk.storage.integration import Settled as SyncSettled
+from desk.storage.integration import left_behind, settle_integration
 from desk.storage.lock import desk_lock
 
 if TYPE_CHECKING:
@@ -82,6 +84,7 @@ class Transaction:
     def __init__(self, desk: DeskFolder) -> None:
         self.desk = desk
         self.unrestored = False  # a failed commit could not put every file back: its marker stays
+        self.settled_sync: SyncSettled | None = None  # a killed desk sync's merge, undone on the way in
 
     def require_clean(self, paths: list[str], head_blobs: Mapping[str, str] | None = None) -> None:
         """Refuse (exit 4) when any of `paths` differs in the work tree from HEAD, naming the file.
@@ -364,14 +367,20 @@ def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transact
         release_private_index_lock(desk.git_dir)  # left by a git desk started that died
         release_dead_git_locks(desk.git_dir, desk.root)  # left by git processes desk started
         with recording_git_children(desk.git_dir):
+            tx = Transaction(desk)
+            if left_behind(desk.git_dir):  # a desk sync killed while git merged: undone first
+                tx.settled_sync = settle_integration(desk.git)
+                if not stopped:
+                    refuse_stopped(desk)
             recover_interrupted(desk)  # the next command recovers from a crash of the last one
-            yield Transaction(desk)
+            yield tx
 
 
 def refuse_stopped(desk: DeskFolder) -> None:
-    """ConflictError, saying what to run, while a person's merge or rebase is stopped here."""
+    """ConflictError, saying what to run, while a person's merge or rebase is stopped here (not
+    desk sync's own merge, killed half done: the transaction undoes that)."""
     kind = desk.git.stopped()
-    if kind is not None:
+    if kind is not None and not left_behind(desk.git_dir):
         raise ConflictError(f"a git {kind} is stopped in this clone (a `git pull` met a conflict); desk "
                             "commits nothing until it is finished",
                             hint=f"run `desk sync --continue` to settle it (memories deleted on one side and "

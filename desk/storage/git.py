@@ -1708,6 +1708,27 @@ class Git:
         if self.object_id("MERGE_HEAD") is not None:
             self._run("merge", "--abort", check=False)
 
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of commits `a` and `b`, None when they share no history."""
+        out = self._run("merge-base", a, b, check=False, read_only=True).decode().strip()
+        return out or None
+
+    def merge_quit(self) -> None:
+        """Forget the merge in progress (MERGE_HEAD and its notes), leaving index and work tree."""
+        self._run("merge", "--quit", check=False)
+
+    def reset_paths(self, rev: str | None, paths: Sequence[str]) -> None:
+        """Set the index entries of `paths` to `rev`'s (dropped where `rev` lacks them, or is None:
+        an unborn branch), leaving the work tree alone."""
+        if not paths:
+            return
+        listed = "".join(f":(literal){path}\0" for path in paths).encode("utf-8", "surrogateescape")
+        if rev is None:
+            self._run("rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
+                      "--pathspec-file-nul", input=listed)
+        else:
+            self._run("reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul", rev, input=listed)
+
     def unmerged(self) -> dict[str, dict[int, tuple[str, str]]]:
         """`{path: {stage: (mode, blob)}}` of the paths a merge left unmerged (1 base, 2 ours, 3 theirs)."""
         out = self._run("ls-files", "-u", "-z", read_only=True)

@@ -83,12 +83,21 @@ class RemoteSession:
             self._repo.close()
             self._repo = None
 
+    def _record(self, refs: list[str]) -> None:
+        """Write down the git process GitPython is about to start (its pid is GitPython's), with
+        the locks it may take: a kill leaves them to the next desk command (desk.storage.git_locks)."""
+        from desk.storage.git_locks import record_git_child
+
+        git_dir = Path(self.repo.git_dir)
+        record_git_child([git_dir / f"{ref}.lock" for ref in (*refs, "packed-refs", "shallow")])
+
     def fetch(self, remote: str, branch: str, progress: Progress | None = None) -> str | None:
         """Fetch `remote`'s `branch` into INCOMING (no other ref is trusted before the checks); its
         commit, None when the remote has no such branch yet (an empty repository). DeskError when
         it cannot be reached."""
         from git import GitCommandError
 
+        self._record([INCOMING, f"refs/remotes/{remote}/{branch}"])
         try:
             self.repo.remote(remote).fetch(f"+refs/heads/{branch}:{INCOMING}", progress=_progress(progress))
         except GitCommandError as exc:
@@ -105,6 +114,7 @@ class RemoteSession:
         because the remote moved (fetch and integrate again). DeskError for anything else."""
         from git import GitCommandError, PushInfo
 
+        self._record([f"refs/remotes/{remote}/{branch}"])  # the tracking ref git updates after the push
         try:
             infos = self.repo.remote(remote).push(f"HEAD:refs/heads/{branch}", progress=_progress(progress))
         except GitCommandError as exc:

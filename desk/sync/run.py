@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, DeskError, RejectedError, UsageError
 from desk.layout import DeskFolder
+from desk.storage.integration import clear_integration, integrating, mark_integration, settle_integration
 from desk.sync import remote as remotes
 from desk.layout import INDEX_FILE
 from desk.sync.settle import (SYNC_ENV, Settled, fast_forward_check, finish_locked, incoming_warnings,
@@ -38,7 +39,7 @@ class SyncResult:
     remote: str  # "" for desk sync --continue (the person's pull named its own)
     branch: str
     status: str = "up-to-date"  # up-to-date | fast-forward | merged | pushed-only (desk sync);
-    # merge-finished | rebase-finished (desk sync --continue, desk.sync.stopped)
+    # merge-finished | rebase-finished | sync-undone (desk sync --continue, desk.sync.stopped)
     fetched: int = 0  # commits that were new to this clone
     pushed: int = 0  # commits the remote did not have
     merged: list[str] = field(default_factory=list)  # files the integration changed here
@@ -187,8 +188,8 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     new = git.rev_list(incoming, head)
     if head is None or git.is_ancestor(head, incoming):
         index = _gate_fast_forward(desk, head, incoming, result, now) if head is not None else None
-        with _interrupt_after() as interrupted:  # git moves the work tree file by file: let it finish
-            git.fast_forward(incoming)
+        with integrating(git, "fast-forward", head, incoming), _interrupt_after() as interrupted:
+            git.fast_forward(incoming)  # git moves the work tree file by file: a Ctrl-C waits for it
         if interrupted:
             raise KeyboardInterrupt  # HEAD and the work tree are at `incoming`, whole: the next sync goes on
         result.fetched += len(new)
@@ -206,6 +207,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     result.fetched += len(new)
     message = commit_message(f"sync: merge {result.remote}/{result.branch}",
                              {"Desk-Op": "sync", "Desk-Actor": "assistant"})
+    mark_integration(git, "merge", head, incoming)  # a kill from here to the commit: undone
     try:
         with _interrupt_after() as interrupted:
             try:
@@ -234,7 +236,9 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
         sha = git.commit_merge(message + (f"Desk-Cases: {' '.join(settled.cases)}\n" if settled.cases else ""))
     except BaseException:
         git.merge_abort()
+        settle_integration(git)  # puts back what the abort left, and clears the record
         raise
+    clear_integration(git)
     result.status = "merged"
     result.commits.append(sha)
     result.merged += sorted({c.path for c in git.diff_tree(head, sha)} - set(settled.regenerated))
