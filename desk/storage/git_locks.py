@@ -191,8 +191,16 @@ def release_dead_git_locks(git_dir: Path, root: Path) -> list[Path]:
     return removed
 
 
+# git commands that never take a lock: a reader running in the desk (a `git log` in a pager, the
+# `git cat-file --batch` a long-lived desk process keeps) does not hold up the removal of debris
+READERS = frozenset({"cat-file", "log", "show", "ls-files", "ls-tree", "diff-tree", "rev-list", "rev-parse",
+                     "merge-base", "for-each-ref", "check-attr", "check-ignore", "ls-remote", "blame"})
+_OPTIONS_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
+
+
 def git_running_in(root: Path) -> bool | None:
-    """Whether a git process works in `root` (Linux /proc); None when that cannot be known."""
+    """Whether a git process that may take locks works in `root` (Linux /proc; a reader of
+    READERS does not count); None when that cannot be known."""
     proc = Path("/proc")
     if not (proc / "self" / "cwd").exists():
         return None
@@ -203,10 +211,22 @@ def git_running_in(root: Path) -> bool | None:
             if (entry / "comm").read_text().strip() != "git":
                 continue
             cwd = Path(os.readlink(entry / "cwd"))
+            args = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
         except OSError:
             continue
         if not process_alive(int(entry.name)):
             continue
-        if cwd == root or root in cwd.parents:
+        if (cwd == root or root in cwd.parents) and _command(args) not in READERS:
             return True
     return False
+
+
+def _command(args: list[str]) -> str:
+    """The git subcommand of a command line (`git -C x -c k=v commit ...`: `commit`)."""
+    words = iter(args[1:])
+    for word in words:
+        if word in _OPTIONS_WITH_VALUE:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return ""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, DeskError, RejectedError, UsageError
 from desk.layout import DeskFolder
+from desk.storage.crash import crash_point
 from desk.storage.integration import clear_integration, integrating, mark_integration, settle_integration
 from desk.sync import remote as remotes
 from desk.layout import INDEX_FILE
@@ -223,6 +224,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
                                      "itself: `desk clone URL` makes one, and two separate desks can be "
                                      "brought together with `desk export jsonl` and `desk import jsonl`"
                                 ) from None
+        crash_point("sync-merged")  # MERGE_HEAD and the merged files there, nothing committed
         if interrupted:
             raise KeyboardInterrupt  # git finished; the except below undoes its merge
         settled: Settled = resolve_merge(desk, git, now=now)
