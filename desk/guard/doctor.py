@@ -38,6 +38,7 @@ from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
 from desk.storage.atomic import TEMP_PREFIX
 from desk.guard.doctor_locks import check_desk_index_lock, check_git_locks, check_index_lock, check_interrupted_sync
 from desk.storage.git import LOCK_STALE_AFTER
+from desk.storage.integration import left_behind
 from desk.storage.lock import desk_lock
 from desk.storage.reading import is_plain_file
 
@@ -165,8 +166,8 @@ def _check_stopped_merge(desk: DeskFolder, report: DoctorReport) -> bool:
     """A person's merge or rebase stopped on a conflict: named, with what to run; the checks of
     the work tree wait for it (its files are half-merged, and a repair would write into them)."""
     kind = desk.git.stopped()
-    if kind is None:
-        return False
+    if kind is None or left_behind(desk.git_dir):  # desk sync's own: check_interrupted_sync's
+        return kind is not None
     unmerged = sorted(desk.git.unmerged())
     report.add("stopped-merge", ", ".join(unmerged) or str(desk.git_dir),
                f"a git {kind} is stopped here on a conflict; run `desk sync --continue` to settle desk's "

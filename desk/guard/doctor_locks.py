@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError
 from desk.layout import DeskFolder
-from desk.storage.git import (LOCK_STALE_AFTER, PRIVATE_LOCKS, desk_left_index_lock, git_running_in,
-                              recorded_git_locks, release_stale_index_lock)
+from desk.storage.git import LOCK_STALE_AFTER, desk_left_index_lock, release_stale_index_lock
+from desk.storage.git_locks import PRIVATE_LOCKS, git_running_in, recorded_git_locks
 from desk.storage.integration import RECORD, left_behind, settle_integration
 
 if TYPE_CHECKING:

@@ -25,15 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from desk.errors import ConflictError, GitError, RejectedError
-from desk.storage.git_locks import CHILD_RECORD_PREFIX as CHILD_RECORD_PREFIX  # re-exported, as below
-from desk.storage.git_locks import PRIVATE_LOCKS as PRIVATE_LOCKS
-from desk.storage.git_locks import LeftLock as LeftLock
-from desk.storage.git_locks import git_running_in as git_running_in
-from desk.storage.git_locks import process_alive as process_alive
-from desk.storage.git_locks import record_git_child, recording
-from desk.storage.git_locks import recorded_git_locks as recorded_git_locks
-from desk.storage.git_locks import recording_git_children as recording_git_children
-from desk.storage.git_locks import release_dead_git_locks as release_dead_git_locks
 from desk.storage.hashing import blake2b_hex
 from desk.storage.hashing import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
 from desk.storage.objects import (SEGMENTED, TREE_MODE, RawTree, TreeConflict, changed_trees, commit_bytes,
@@ -621,7 +612,7 @@ class Git:
             env = {**env, "GIT_OPTIONAL_LOCKS": "0"}
         deadline = time.monotonic() + INDEX_LOCK_WAIT
         delay = 0.01
-        locks = [] if read_only or not recording() else self._lock_files(args)
+        locks = [] if read_only else self._recorded_locks(args)
         while True:
             if locks:
                 proc = self._run_recorded(args, env, input, locks, own_session)
@@ -658,12 +649,20 @@ class Git:
         (desk.storage.git_locks) before it starts and with its pid once it runs, then wait for it:
         if desk is killed, the next desk command knows whose locks are left and that their owner
         is dead."""
+        from desk.storage.git_locks import record_git_child
+
         start = record_git_child(locks)
         child = subprocess.Popen(["git", *args], cwd=self.root, env=env, stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=own_session)
         record_git_child(locks, child.pid, start)
         out, err = child.communicate(input)
         return subprocess.CompletedProcess(child.args, child.returncode, out, err)
+
+    def _recorded_locks(self, args: tuple[str, ...]) -> list[Path]:
+        """The lock files of `_lock_files` while desk records its git processes, else none."""
+        from desk.storage.git_locks import recording  # not with the rules (desk.guard.verdicts)
+
+        return self._lock_files(args) if recording() else []
 
     def _lock_files(self, args: tuple[str, ...]) -> list[Path]:
         """The lock files git may take for `args`, counted generously (a lock listed and never
@@ -1294,8 +1293,9 @@ class Git:
         False when HEAD is no longer `old` (someone else moved it); nothing changed then.
         """
         args = ("update-ref", "-m", f"commit: {subject}", "HEAD", new, old or "0" * len(new))
-        if recording():  # HEAD.lock and the branch's, left if desk and git are killed here
-            proc = self._run_recorded(args, self._env, None, self._lock_files(args))
+        locks = self._recorded_locks(args)  # HEAD.lock and the branch's, left if desk and git are killed
+        if locks:
+            proc = self._run_recorded(args, self._env, None, locks)
         else:
             proc = subprocess.run(["git", *args], cwd=self.root, env=self._env, capture_output=True)
         if proc.returncode == 0:
@@ -1692,8 +1692,9 @@ class Git:
         stopped again on the next commit's conflicts. GitError for anything else."""
         env = {**self._env, "GIT_EDITOR": "true"}
         args = (*self.identity_args(), "rebase", "--continue")
-        if recording():
-            proc = self._run_recorded(args, env, None, self._lock_files(args))
+        locks = self._recorded_locks(args)
+        if locks:
+            proc = self._run_recorded(args, env, None, locks)
         else:
             proc = subprocess.run(["git", *args], cwd=self.root, env=env, capture_output=True)
         if proc.returncode == 0:

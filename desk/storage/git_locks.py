@@ -121,12 +121,18 @@ class LeftLock(NamedTuple):
     started_ns: int
 
 
-def recorded_git_locks(git_dir: Path) -> tuple[list[LeftLock], list[Path]]:
-    """The lock files that exist and that a recorded desk git process may have taken (each with its
-    owner's state), and the record files read. A record whose desk process is alive is skipped:
-    its git processes are still at work."""
-    found: list[LeftLock] = []
-    records = []
+class _Child(NamedTuple):
+    """One line of a record: a git process (`pid` 0: not started yet) and the locks it may take."""
+
+    pid: int
+    proc_start: int | None
+    started_ns: int
+    locks: list[str]
+
+
+def _dead_records(git_dir: Path) -> Iterator[tuple[Path, list[_Child]]]:
+    """The records of desk processes that are dead (or this one's), with their lines. A record
+    whose desk process is alive is skipped: its git processes are still at work."""
     me = os.getpid()
     for record in sorted(git_dir.glob(f"{CHILD_RECORD_PREFIX}*.txt")):
         owner = _record_owner(record)
@@ -134,34 +140,66 @@ def recorded_git_locks(git_dir: Path) -> tuple[list[LeftLock], list[Path]]:
             lines = record.read_text("utf-8").splitlines()
         except OSError:
             continue
-        if owner is None:
+        if owner is None or (owner[0] != me and process_alive(*owner)):
             continue
-        if owner[0] != me and process_alive(*owner):
-            continue
-        records.append(record)
-        seen: dict[tuple[Path, int], LeftLock] = {}
+        children = []
         for line in lines:
             try:
                 identity, start_text, paths = line.split(" ", 2)
                 pid_text, _, proc_start = identity.partition(":")
-                pid, start = int(pid_text), int(start_text)
-                known = int(proc_start) if proc_start not in ("", "None") else None
+                children.append(_Child(int(pid_text), int(proc_start) if proc_start not in ("", "None") else None,
+                                       int(start_text), paths.split("\t")))
             except ValueError:
                 continue  # a line torn by the kill
-            alive = process_alive(pid, known)
-            for name in paths.split("\t"):
+        yield record, children
+
+
+def recorded_git_locks(git_dir: Path) -> tuple[list[LeftLock], list[Path]]:
+    """The lock files that exist and that a recorded git process of a dead (or this) desk process
+    may have taken, each with its owner's state, and the record files read."""
+    found: list[LeftLock] = []
+    records = []
+    for record, children in _dead_records(git_dir):
+        records.append(record)
+        seen: dict[tuple[Path, int], LeftLock] = {}
+        for child in children:
+            alive = process_alive(child.pid, child.proc_start)
+            for name in child.locks:
                 path = Path(name)
                 try:
                     made = path.stat().st_mtime_ns
                 except OSError:
                     continue
-                if made >= start - CLOCK_SLACK_NS:  # taken after that process started
-                    lock = LeftLock(path, pid, alive, start)
-                    previous = seen.get((path, start))
+                if made >= child.started_ns - CLOCK_SLACK_NS:  # taken after that process started
+                    previous = seen.get((path, child.started_ns))
                     if previous is None or previous.pid <= 0:  # the line with the pid says more
-                        seen[(path, start)] = lock
+                        seen[(path, child.started_ns)] = LeftLock(path, child.pid, alive, child.started_ns)
         found += seen.values()
     return found, records
+
+
+def wait_for_orphans(git_dir: Path, timeout: float) -> list[int]:
+    """Wait up to `timeout` seconds while a git process a dead desk command started still runs
+    (desk killed alone: its git goes on to its end, and its work must not be settled under it);
+    the pids still running after that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [c.pid for _, children in _dead_records(git_dir) for c in children
+                 if c.pid != os.getpid() and process_alive(c.pid, c.proc_start)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def require_no_orphans(git_dir: Path, timeout: float = 10.0) -> None:
+    """`wait_for_orphans`, then ConflictError (exit 4) naming the git processes still running."""
+    alive = wait_for_orphans(git_dir, timeout)
+    if alive:
+        from desk.errors import ConflictError
+
+        raise ConflictError(f"git process {', '.join(map(str, alive))}, started by a desk command that was "
+                            f"killed, has been at work for {timeout:g} s more", hint="run the command again "
+                            "once it is done (`desk doctor` lists the locks it holds)")
 
 
 def release_dead_git_locks(git_dir: Path, root: Path) -> list[Path]:

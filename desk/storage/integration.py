@@ -16,7 +16,8 @@ Only the paths git was integrating are touched: each file that holds what HEAD h
 incoming commit has, a torn start of that (an empty file included) or nothing, is put back as
 HEAD has it. A file holding anything else (a merge driver's result, or a person's edit made since
 the kill) is put back too, and its bytes are kept in `.git/desk-rescued/`, named in the report:
-nothing is lost. A path only this clone changed is never touched (the merge did not write it).
+nothing is lost. A path git does not write (one only this clone changed) and one a person had
+uncommitted changes in when the sync began (git refuses to overwrite it) are never touched.
 """
 
 from __future__ import annotations
@@ -47,9 +48,25 @@ def left_behind(git_dir: Path) -> bool:
 
 def mark_integration(git: Git, kind: str, head: str | None, target: str) -> None:
     """Write the record, durably, before git starts to fast-forward (`kind` "fast-forward") or
-    merge ("merge") `head` to `target`; `clear_integration` once that is committed."""
+    merge ("merge") `head` to `target`; `clear_integration` once that is committed.
+
+    It names the paths git may write (those the incoming side changed and this one does not hold
+    already) and, among them, those with a person's uncommitted change: git refuses to overwrite
+    those, so an undo never touches them either."""
+    paths = sorted(_integrated(git, kind, head, target))
+    kept = [p for i in range(0, len(paths), 1000) for p in git.dirty(paths[i:i + 1000])]
     atomic_write(git.git_dir() / RECORD, json.dumps({"kind": kind, "head": head, "target": target,
-                                                     "at": time.time_ns()}).encode())
+                                                     "at": time.time_ns(), "paths": paths,
+                                                     "kept": kept}).encode())
+
+
+def _integrated(git: Git, kind: str, head: str | None, target: str) -> set[str]:
+    """The paths git may write integrating `target` into `head`: what differs between them and,
+    in a merge, what the incoming side changed (a path only this side changed is not written)."""
+    paths = {c.path for c in git.diff_tree(head or EMPTY_TREE, target)}
+    if kind == "merge" and head is not None:
+        paths &= {c.path for c in git.diff_tree(git.merge_base(head, target) or EMPTY_TREE, target)}
+    return paths
 
 
 def clear_integration(git: Git) -> None:
@@ -87,6 +104,7 @@ def settle_integration(git: Git, *, repair: bool = True) -> Settled | None:
     try:
         data = json.loads(record.read_bytes())
         kind, base, target, at = data["kind"], data["head"], data["target"], int(data["at"])
+        integrated = set(data["paths"]) - set(data["kept"])
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError):
@@ -105,11 +123,9 @@ def settle_integration(git: Git, *, repair: bool = True) -> Settled | None:
             record.unlink(missing_ok=True)
         return Settled(f"the interrupted sync's {kind} ({span}) had landed; "
                        + ("cleared what git left" if repair else "--repair clears what git left"))
-    changes = git.diff_tree(base or EMPTY_TREE, target)
+    changes = [c for c in git.diff_tree(base or EMPTY_TREE, target) if c.path in integrated]
     if head != base:
         return _moved_on(git, record, changes, head, span, repair)
-    merged = ({c.path for c in git.diff_tree(git.merge_base(base, target) or EMPTY_TREE, target)}
-              if kind == "merge" and base is not None else {c.path for c in changes})
     if not repair:
         return Settled(f"a desk sync was killed while git's {kind} ({span}) moved the work tree; "
                        "--repair (or the next desk command) puts the files back as HEAD has them")
@@ -118,10 +134,9 @@ def settle_integration(git: Git, *, repair: bool = True) -> Settled | None:
     settled = Settled("")
     olds = git.read_blobs({c.old_blob for c in changes if c.old_blob}) if changes else {}
     news = git.read_blobs({c.new_blob for c in changes if c.new_blob}) if changes else {}
-    touched = [c for c in changes if c.path in merged]
-    for change in touched:
+    for change in changes:
         _put_back(git, change, olds, news, at, settled)
-    git.reset_paths(base, [c.path for c in touched])  # the index as HEAD has them, as before the merge
+    git.reset_paths(base, [c.path for c in changes])  # the index as HEAD has them, as before the merge
     record.unlink(missing_ok=True)
     rescued = (f"; the bytes of {', '.join(settled.rescued)} (neither side's) are kept in "
                f"{git_dir / RESCUED}" if settled.rescued else "")

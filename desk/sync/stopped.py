@@ -31,8 +31,8 @@ REBASE_STEPS = 10_000  # commits one `--continue` replays at most (a rebase stop
 def stopped_notice(desk: DeskFolder) -> str | None:
     """What to run, when a person's merge or rebase is stopped in this clone; None otherwise."""
     kind = desk.git.stopped()
-    if kind is None:
-        return None
+    if kind is None or left_behind(desk.git_dir):
+        return None  # desk sync's own merge, killed half way: this command's transaction undoes it
     unmerged = sorted(desk.git.unmerged())
     undo = f"`git {kind} --abort` undoes the pull"
     named = ", ".join(unmerged[:5]) + (f" and {len(unmerged) - 5} more" if len(unmerged) > 5 else "")

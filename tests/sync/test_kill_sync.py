@@ -152,10 +152,14 @@ def test_the_next_desk_command_makes_the_desk_writable(clones: Clones, point: st
     assert_nothing_lost(clones, a, scenario)
 
 
-TORN = ["ff-checkout", "ff-ref", "merge-checkout", "merged", "merge-committed"]
+def variants(points: list[str], quick: str) -> list[object]:
+    """`points`, all but `quick` marked slow: each case is a few seconds, and the matrix above
+    already kills at every point."""
+    return [p if p == quick else pytest.param(p, marks=pytest.mark.slow) for p in points]
 
 
-@pytest.mark.parametrize("point", TORN)
+@pytest.mark.parametrize("point", variants(["ff-checkout", "ff-ref", "merge-checkout", "merged", "merge-committed"],
+                                           "ff-checkout"))
 def test_doctor_repair_undoes_a_torn_sync(clones: Clones, point: str) -> None:
     scenario, how = POINTS[point]
     a = prepare(clones, scenario)
@@ -173,7 +177,7 @@ def test_doctor_repair_undoes_a_torn_sync(clones: Clones, point: str) -> None:
     assert_nothing_lost(clones, a, scenario)
 
 
-@pytest.mark.parametrize("point", ["ff-checkout", "merge-checkout", "merged"])
+@pytest.mark.parametrize("point", variants(["ff-checkout", "merge-checkout", "merged"], "merged"))
 def test_sync_continue_undoes_a_torn_sync(clones: Clones, point: str) -> None:
     scenario, how = POINTS[point]
     a = prepare(clones, scenario)
@@ -214,3 +218,21 @@ def test_a_file_that_is_neither_sides_is_kept_before_it_is_put_back(clones: Clon
     [kept] = (a / ".git" / RESCUED).rglob("b-three.md")
     assert kept.read_text() == "A person's words, typed into the torn file.\n"
     assert_writable_and_whole(a)
+
+
+def test_a_refused_fast_forward_leaves_a_persons_edit_alone(clones: Clones) -> None:
+    """git refuses to move a file a person is editing: nothing changes, and desk's settling of the
+    failed integration does not touch that file either (its record keeps the person's paths)."""
+    a = clones[0].root
+    remember(a, "shared")
+    assert desk_cli(a, "sync").returncode == 0
+    clones[1].sync()
+    clones[1].remember("shared", "What shared says, revised on b.")
+    clones[1].sync()
+    edited = "---\nname: shared\n---\nA person's unsaved thought.\n"
+    (a / "memory/shared.md").write_text(edited)
+    refused = desk_cli(a, "sync")
+    assert refused.returncode == 4, refused.stdout + refused.stderr
+    assert (a / "memory/shared.md").read_text() == edited
+    assert leftovers(a) == [] and not (a / ".git" / RESCUED).exists()
+    assert git(a, "status", "--porcelain") == " M memory/shared.md\n"
