@@ -41,8 +41,7 @@ from desk.storage.git import (IndexLock, RawChange, blob_sha, parse_trailers, re
 from desk.storage.git_locks import recording_git_children, release_dead_git_locks, require_no_orphans
 from desk.storage.hashing import sha256_hex
 from desk.storage.index_file import WALK_RECORD, Patch, keep_walk
-from desk.storage.integration import Settled as SyncSettled
-from desk.storage.integration import left_behind, settle_integration
+from desk.storage.integration import SettledSync, left_behind, settle_integration
 from desk.storage.lock import desk_lock
 
 if TYPE_CHECKING:
@@ -84,7 +83,7 @@ class Transaction:
     def __init__(self, desk: DeskFolder) -> None:
         self.desk = desk
         self.unrestored = False  # a failed commit could not put every file back: its marker stays
-        self.settled_sync: SyncSettled | None = None  # a killed desk sync's merge, undone on the way in
+        self.settled_sync: SettledSync | None = None  # a killed desk sync's merge, undone on the way in
 
     def require_clean(self, paths: list[str], head_blobs: Mapping[str, str] | None = None) -> None:
         """Refuse (exit 4) when any of `paths` differs in the work tree from HEAD, naming the file.

@@ -5,7 +5,8 @@ kill in the middle (desk and its git together: a terminal's process group, a sto
 power cut) leaves a torn checkout: some files new, one empty or missing, new files untracked, the
 branch where it was, `index.lock` left (removed by desk.storage.git_locks), and no MERGE_HEAD for
 `git merge --abort` to go by. So before git starts, desk sync writes down what it is about to do
-(`.git/desk-sync-integrating.json`: the kind, HEAD, the commit it integrates) and removes the record
+(`.git/desk-sync-integrating.json`: the kind, HEAD, the commit it integrates, the paths git may
+write) and removes the record
 once the integration is committed or put back.
 
 The next desk command (under the desk lock, so the record's writer is dead), `desk doctor
@@ -27,11 +28,11 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desk.errors import ConflictError
+from desk.errors import ConflictError, DeskError
 from desk.storage.atomic import atomic_write, remove
 from desk.storage.git import Git, RawChange, blob_sha
 
@@ -81,13 +82,20 @@ def integrating(git: Git, kind: str, head: str | None, target: str) -> Iterator[
     try:
         yield
     except BaseException:
-        settle_integration(git)
+        settle_after_failure(git)
         raise
     clear_integration(git)
 
 
+def settle_after_failure(git: Git) -> None:
+    """After the integration failed in this process: settle what git left at once; if that fails
+    too, the record stays for the next command (the first error is the one to report)."""
+    with suppress(DeskError, OSError):
+        settle_integration(git)
+
+
 @dataclass
-class Settled:
+class SettledSync:
     """What became of an interrupted integration."""
 
     message: str
@@ -95,7 +103,7 @@ class Settled:
     rescued: list[str] = field(default_factory=list)  # `.git/desk-rescued/...` copies kept
 
 
-def settle_integration(git: Git, *, repair: bool = True) -> Settled | None:
+def settle_integration(git: Git, *, repair: bool = True) -> SettledSync | None:
     """Settle the integration a killed desk sync left (see the module's docstring); None when
     there is none. Call it under the desk lock. Without `repair`, only says what it would do.
     ConflictError when the record cannot be read or HEAD moved since and files differ from it."""
@@ -111,6 +119,8 @@ def settle_integration(git: Git, *, repair: bool = True) -> Settled | None:
         raise ConflictError(f"desk sync's record {record} cannot be read; desk will not act on it",
                             hint="check `git status` for a half-done merge (`git merge --abort` undoes "
                                  f"one), then remove {record}") from None
+    if repair:
+        _remove_driver_files(git.root, at)
     head = git.head()
     span = f"{(base or 'nothing')[:12]}..{target[:12]}"
     landed = head == target if kind == "fast-forward" else (
@@ -121,17 +131,17 @@ def settle_integration(git: Git, *, repair: bool = True) -> Settled | None:
             if git.object_id("MERGE_HEAD") == target:
                 git.merge_quit()  # the commit moved the branch and was killed before it cleaned up
             record.unlink(missing_ok=True)
-        return Settled(f"the interrupted sync's {kind} ({span}) had landed; "
+        return SettledSync(f"the interrupted sync's {kind} ({span}) had landed; "
                        + ("cleared what git left" if repair else "--repair clears what git left"))
     changes = [c for c in git.diff_tree(base or EMPTY_TREE, target) if c.path in integrated]
     if head != base:
         return _moved_on(git, record, changes, head, span, repair)
     if not repair:
-        return Settled(f"a desk sync was killed while git's {kind} ({span}) moved the work tree; "
+        return SettledSync(f"a desk sync was killed while git's {kind} ({span}) moved the work tree; "
                        "--repair (or the next desk command) puts the files back as HEAD has them")
     if git.object_id("MERGE_HEAD") is not None:
         git.merge_abort()  # git's own undo of its merge; the torn files left are put back below
-    settled = Settled("")
+    settled = SettledSync("")
     olds = git.read_blobs({c.old_blob for c in changes if c.old_blob}) if changes else {}
     news = git.read_blobs({c.new_blob for c in changes if c.new_blob}) if changes else {}
     for change in changes:
@@ -147,7 +157,7 @@ def settle_integration(git: Git, *, repair: bool = True) -> Settled | None:
 
 
 def _put_back(git: Git, change: RawChange, olds: dict[str, bytes], news: dict[str, bytes], at: int,
-              settled: Settled) -> None:
+              settled: SettledSync) -> None:
     """Put `change.path` back as HEAD has it, unless it already is."""
     full = git.root / change.path
     now = _read(full)
@@ -181,6 +191,22 @@ def _put_back(git: Git, change: RawChange, olds: dict[str, bytes], news: dict[st
     settled.restored.append(change.path)
 
 
+def _remove_driver_files(root: Path, since_ns: int) -> None:
+    """Remove the `.merge_file_*` files git writes in the work tree's root for a merge driver (the
+    base, ours and theirs it passes) and removes after it: a kill during a driver leaves them.
+    Only those made since the killed sync's record, while no git process works in the desk."""
+    from desk.storage.git_locks import CLOCK_SLACK_NS, git_running_in
+
+    left = []
+    for path in root.glob(".merge_file_*"):
+        with suppress(OSError):
+            if path.is_file() and not path.is_symlink() and path.stat().st_mtime_ns >= since_ns - CLOCK_SLACK_NS:
+                left.append(path)
+    if left and git_running_in(root) is False:
+        for path in left:
+            path.unlink(missing_ok=True)
+
+
 def _read(path: Path) -> bytes | str | None:
     """A work-tree file's bytes; None when absent, NOT_A_FILE for a symlink or folder."""
     try:
@@ -203,7 +229,7 @@ def _prune_empty(folder: Path, root: Path) -> None:
 
 
 def _moved_on(git: Git, record: Path, changes: list[RawChange], head: str | None, span: str,
-              repair: bool) -> Settled:
+              repair: bool) -> SettledSync:
     """HEAD moved since the killed sync (a person committed or reset): the record is cleared once
     the paths git was integrating are as the new HEAD has them; desk puts nothing back there."""
     paths = [c.path for c in changes]
@@ -217,7 +243,7 @@ def _moved_on(git: Git, record: Path, changes: list[RawChange], head: str | None
                  f"FILE` takes HEAD's), then run the command again; or remove {record}")
     if repair:
         record.unlink(missing_ok=True)
-    return Settled(f"the interrupted sync's integration ({span}) was settled by hand; cleared its record")
+    return SettledSync(f"the interrupted sync's integration ({span}) was settled by hand; cleared its record")
 
 
 def _blob(path: Path) -> str | None:

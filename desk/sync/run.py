@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from desk.errors import ConflictError, DeskError, RejectedError, UsageError
 from desk.layout import DeskFolder
 from desk.storage.crash import crash_point
-from desk.storage.integration import clear_integration, integrating, mark_integration, settle_integration
+from desk.storage.integration import clear_integration, integrating, mark_integration, settle_after_failure
 from desk.sync import remote as remotes
 from desk.layout import INDEX_FILE
 from desk.sync.settle import (SYNC_ENV, Settled, fast_forward_check, finish_locked, incoming_warnings,
@@ -239,7 +239,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
         sha = git.commit_merge(message + (f"Desk-Cases: {' '.join(settled.cases)}\n" if settled.cases else ""))
     except BaseException:
         git.merge_abort()
-        settle_integration(git)  # puts back what the abort left, and clears the record
+        settle_after_failure(git)  # puts back what the abort left, and clears the record
         raise
     clear_integration(git)
     result.status = "merged"

@@ -1,8 +1,9 @@
 """Kill a desk command and every process it started, from inside git, at a named point.
 
 Run by git as a test's reference-transaction hook (`kill_tree.py ref STATE`, the ref updates on
-stdin) or smudge filter (`kill_tree.py smudge PATH`, the file's content on stdin and stdout).
-When $DESK_TEST_KILL names this point (`ref:STATE:REF` or `smudge:PATH`), it finds the desk
+stdin), smudge filter (`kill_tree.py smudge PATH`, the file's content on stdin and stdout) or
+before a merge driver (`kill_tree.py driver NAME`). When $DESK_TEST_KILL names this point
+(`ref:STATE:REF`, `smudge:PATH` or `driver:NAME`), it finds the desk
 process (its ancestor whose parent is $DESK_TEST_KILL_BELOW, the test) and SIGKILLs it with every
 descendant, git and itself included: what a power cut, a stopped container or a kill of the
 whole tree leaves. Everything is stopped first, so no process sees another die and reacts.
@@ -56,6 +57,9 @@ def main() -> None:
     if mode == "ref":
         refs = [line.split()[-1] for line in sys.stdin.read().splitlines() if line.strip()]
         if any(wanted == f"ref:{sys.argv[2]}:{ref}" for ref in refs):
+            kill_the_tree()
+    elif mode == "driver":  # wrapped around a merge driver: git has written its .merge_file_* files
+        if wanted == f"driver:{sys.argv[2]}":
             kill_the_tree()
     elif mode == "smudge":
         data = sys.stdin.buffer.read()

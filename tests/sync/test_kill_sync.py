@@ -6,8 +6,9 @@ Real processes and a real remote (a bare repository in the test's folder). The k
 inside git, where desk cannot pause itself: a reference-transaction hook (git holds the ref locks
 then: `prepared`, or has moved the ref and not yet let go: `committed`) and a smudge filter (git
 is checking files out: the torn checkout, with the file being written left empty), both
-tests/sync/kill_tree.py; and one desk crash point (desk.storage.crash). Points: the fetch, the
-fast-forward's checkout and its ref update, the merge's checkout, the merge done and not committed,
+tests/sync/kill_tree.py, which is also put before a merge driver); and one desk crash point
+(desk.storage.crash). Points: the fetch, the fast-forward's checkout and its ref update, a merge
+driver at work (git's `.merge_file_*` files out), the merge's checkout, the merge done and not committed,
 the merge commit before and after it moved the branch, the push's tracking ref, and rename's
 compare-and-swap of the branch before and after it moved.
 """
@@ -37,6 +38,7 @@ POINTS = {
     "ff-checkout": ("ff", "smudge:memory/b-three.md"),
     "ff-ref": ("ff", "ref:prepared:refs/heads/main"),
     "merge-checkout": ("merge", "smudge:memory/b-three.md"),
+    "merge-driver": ("merge", "driver:index"),
     "merged": ("merge", "crash:sync-merged"),
     "merge-commit": ("merge", "ref:prepared:refs/heads/main"),
     "merge-committed": ("merge", "ref:committed:refs/heads/main"),
@@ -68,6 +70,11 @@ def arm(root: Path) -> None:
     for script in (hook, smudge):
         script.chmod(0o755)
     git(root, "config", "filter.desktestkill.smudge", f"{smudge} %f")
+    for driver in ("index",):  # MEMORY.md's: both sides changed it in the merge scenario
+        key = f"merge.desk-{driver}.driver"
+        command = git(root, "config", "--get", key).strip()
+        git(root, "config", key, f'{{ [ "$DESK_TEST_KILL" != driver:{driver} ] || "{sys.executable}" '
+                                 f'"{KILLER}" driver {driver}; }} && {command}')
     (root / ".git/info").mkdir(exist_ok=True)
     (root / ".git/info/attributes").write_text("*.md filter=desktestkill\n")
 
