@@ -127,6 +127,7 @@ class RemoteSession:
                 return False
             if info.flags & PushInfo.REMOTE_REJECTED and any(
                     words in info.summary for words in _REF_RACE):
+                _refuse_left_lock(self.repo.remote(remote).url, self.root, remote, branch)
                 return False  # another push held or moved the branch meanwhile: fetch and try again
             if info.flags & (PushInfo.REMOTE_REJECTED | PushInfo.ERROR):
                 raise DeskError(f"{remote} refused the push: {info.summary.strip()}",
@@ -138,6 +139,32 @@ class RemoteSession:
 # its check and its update ("[remote rejected] main (failed to update ref)"): two clones
 # syncing at once. Not the remote's rules: fetch, integrate and push again.
 _REF_RACE = ("failed to update ref", "cannot lock ref", "failed to lock")
+
+
+def _refuse_left_lock(url: str, root: Path, remote: str, branch: str) -> None:
+    """ConflictError naming the remote's lock files when the remote is a folder here and a lock on
+    its branch stays (a push killed with its `git receive-pack`: git never removes such a lock).
+    desk does not remove it: another machine's push may hold it through a shared folder. A lock
+    that goes within a moment was another push at work: fetch and integrate again."""
+    import time
+
+    from desk.errors import ConflictError
+
+    if url.startswith("file://"):
+        url = url.removeprefix("file://")
+    elif "://" in url or ":" in url.split("/", 1)[0]:
+        return  # ssh, https, host:path: the remote's files are not here
+    folder = (root / url).resolve()
+    locks = [git_dir / name for git_dir in (folder, folder / ".git")
+             for name in (f"refs/heads/{branch}.lock", "HEAD.lock", "packed-refs.lock")]
+    deadline = time.monotonic() + 2.0
+    while (left := [lock for lock in locks if lock.exists()]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if left:
+        raise ConflictError(f"{remote} cannot take the push: {', '.join(map(str, left))} stays, left by a "
+                            "push that was killed (git never removes a lock it left), or held by one at work",
+                            hint=f"if no clone is pushing to {remote} now, remove it (rm "
+                                 f"{' '.join(map(str, left))}), then run `desk sync` again; nothing was lost")
 
 
 @contextmanager

@@ -243,3 +243,23 @@ def test_a_refused_fast_forward_leaves_a_persons_edit_alone(clones: Clones) -> N
     assert (a / "memory/shared.md").read_text() == edited
     assert leftovers(a) == [] and not (a / ".git" / RESCUED).exists()
     assert git(a, "status", "--porcelain") == " M memory/shared.md\n"
+
+
+def test_a_push_killed_on_the_remote_names_the_lock_left_there(clones: Clones) -> None:
+    """Killed while the remote's `git receive-pack` (desk's grandchild, for a remote on a path)
+    holds the remote's branch lock: the desk itself is writable at once; the remote's lock is not
+    desk's to take (another machine may push through a shared folder), so sync names it."""
+    a = prepare(clones, "push")
+    hook = clones.remote / "hooks/reference-transaction"
+    hook.write_text(f'#!/bin/sh\n[ -n "$DESK_TEST_KILL" ] || exit 0\nexec "{sys.executable}" "{KILLER}" ref "$@"\n')
+    hook.chmod(0o755)
+    kill(a, "push", "ref:prepared:refs/heads/main")
+    left = clones.remote / "refs/heads/main.lock"
+    assert left.exists()
+    remember(a, "after")  # writable at once
+    assert_writable_and_whole(a)
+    blocked = desk_cli(a, "sync")
+    assert blocked.returncode == 4 and str(left) in blocked.stderr and "rm " in blocked.stderr
+    for lock in clones.remote.rglob("*.lock"):
+        lock.unlink()  # what the hint says, once no clone is pushing
+    assert_nothing_lost(clones, a, "push")
