@@ -677,6 +677,8 @@ class Git:
         if command not in _INDEX_FREE:
             index = self._env.get("GIT_INDEX_FILE")
             locks.append(Path(f"{index}.lock") if index else git_dir / "index.lock")
+            if index and command in ("read-tree", "update-index", "write-tree"):
+                return locks  # desk's private index: no ref is touched
         if command == "config":
             return [git_dir / "config.lock"]
         locks += [git_dir / f"{name}.lock" for name in _REF_LOCKS]

@@ -12,8 +12,9 @@ remote's name, so git's own credential helpers answer.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,6 +116,7 @@ class RemoteSession:
         from git import GitCommandError, PushInfo
 
         self._record([f"refs/remotes/{remote}/{branch}"])  # the tracking ref git updates after the push
+        started = time.time()
         try:
             infos = self.repo.remote(remote).push(f"HEAD:refs/heads/{branch}", progress=_progress(progress))
         except GitCommandError as exc:
@@ -127,7 +129,7 @@ class RemoteSession:
                 return False
             if info.flags & PushInfo.REMOTE_REJECTED and any(
                     words in info.summary for words in _REF_RACE):
-                _refuse_left_lock(self.repo.remote(remote).url, self.root, remote, branch)
+                _refuse_left_lock(self.repo.remote(remote).url, self.root, remote, branch, started)
                 return False  # another push held or moved the branch meanwhile: fetch and try again
             if info.flags & (PushInfo.REMOTE_REJECTED | PushInfo.ERROR):
                 raise DeskError(f"{remote} refused the push: {info.summary.strip()}",
@@ -141,13 +143,12 @@ class RemoteSession:
 _REF_RACE = ("failed to update ref", "cannot lock ref", "failed to lock")
 
 
-def _refuse_left_lock(url: str, root: Path, remote: str, branch: str) -> None:
+def _refuse_left_lock(url: str, root: Path, remote: str, branch: str, since: float) -> None:
     """ConflictError naming the remote's lock files when the remote is a folder here and a lock on
-    its branch stays (a push killed with its `git receive-pack`: git never removes such a lock).
-    desk does not remove it: another machine's push may hold it through a shared folder. A lock
-    that goes within a moment was another push at work: fetch and integrate again."""
-    import time
-
+    its branch, made before this push started at `since`, stays (a push killed with its `git
+    receive-pack`: git never removes such a lock). desk does not remove it: another machine's push
+    may hold it through a shared folder. A lock that is newer, or goes within a moment, is another
+    push at work: fetch and integrate again."""
     from desk.errors import ConflictError
 
     if url.startswith("file://"):
@@ -155,8 +156,12 @@ def _refuse_left_lock(url: str, root: Path, remote: str, branch: str) -> None:
     elif "://" in url or ":" in url.split("/", 1)[0]:
         return  # ssh, https, host:path: the remote's files are not here
     folder = (root / url).resolve()
-    locks = [git_dir / name for git_dir in (folder, folder / ".git")
-             for name in (f"refs/heads/{branch}.lock", "HEAD.lock", "packed-refs.lock")]
+    locks = []
+    for lock in (git_dir / name for git_dir in (folder, folder / ".git")
+                 for name in (f"refs/heads/{branch}.lock", "HEAD.lock", "packed-refs.lock")):
+        with suppress(OSError):
+            if lock.stat().st_mtime < since:
+                locks.append(lock)
     deadline = time.monotonic() + 2.0
     while (left := [lock for lock in locks if lock.exists()]) and time.monotonic() < deadline:
         time.sleep(0.1)
