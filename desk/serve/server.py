@@ -324,7 +324,8 @@ def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None =
 async def serve_wire(server: MCPServer, wire_in: int, wire_out: int) -> None:
     """`server` over the pipes `wire_in` and `wire_out` (non-blocking), as `MCPServer.run("stdio")`
     serves the SDK's stdio streams (its `run_stdio_async`), through its low-level server."""
-    await _serve_streams(server, Incoming(wire_in), Outgoing(wire_out))
+    outgoing = Outgoing(wire_out)
+    await _serve_streams(server, Incoming(wire_in, refuse=outgoing), outgoing)
 
 
 async def serve_sdk_stdio(server: MCPServer) -> None:
