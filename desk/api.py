@@ -792,7 +792,8 @@ class Desk(DeskFolder):
 
     def import_(self, format: str, source: str | Path, *, dry_run: bool = False,
                 progress: Progress | None = None, now: dt.datetime | None = None,
-                project: str | None = None, user: str | None = None) -> ImportPlan:
+                project: str | None = None, user: str | None = None,
+                max_bytes: int | None = None) -> ImportPlan:
         """`desk import FORMAT SOURCE` (`import` is a Python keyword, hence the underscore).
 
         Reads SOURCE in `format` (claude-code, openclaw, markdown, mem0, chat-export, jsonl),
@@ -802,13 +803,15 @@ class Desk(DeskFolder):
         `progress(done, total)` follows the archive records as they are appended. `project`
         imports the memories into that project's scope; `user` applies the profile fields the
         source carries (an OpenClaw USER.md) to that user's profile in the same commit, and is
-        refused (UsageError) for a source that carries none (docs/import-export.md).
+        refused (UsageError) for a source that carries none (docs/import-export.md). A source
+        whose files hold more than `max_bytes` together (None: $DESK_IMPORT_MAX_MIB MiB, else
+        256 MiB) is refused (UsageError) before it is read whole.
         """
         from desk.interchange.importing import import_source
         from desk.results.interchange import ImportPlan
 
         return ImportPlan(import_source(self, format, Path(source), dry_run=dry_run, progress=progress,
-                                        now=now, project=project, user=user))
+                                        now=now, project=project, user=user, max_bytes=max_bytes))
 
     def export(self, format: str, dest: str | Path) -> Exported:
         """`desk export FORMAT DEST`: the memories as claude-code, openclaw, markdown or jsonl files."""

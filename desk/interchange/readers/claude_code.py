@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from desk.interchange.foreign import MAX_SOURCE_BYTES, json_line, read_note, read_text, refuse, shown_name
+from desk.interchange.foreign import json_line, read_note, read_text, refuse, shown_name
 from desk.interchange.items import MemoryItem, Proposal, RecordItem, Source, derive_triggers, one_line
 from desk.interchange.readers.notes import bullets, note_memory, section_type
 from desk.vocabulary import MEMORY_TYPES
@@ -85,7 +85,7 @@ def _index_bullets(text: str, rel: str, source: Source) -> None:
 
 
 def _session(path: Path, rel: str, source: Source) -> None:
-    text = read_text(path, rel, MAX_SOURCE_BYTES)
+    text = read_text(path, rel, None)
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
