@@ -147,6 +147,7 @@ def read_text(path: Path, rel: str, limit: int | None = MAX_FOREIGN_BYTES) -> st
 def read_note(path: Path, rel: str) -> ForeignNote:
     """A foreign Markdown note with YAML/TOML/JSON frontmatter, or none."""
     import frontmatter
+    from frontmatter.default_handlers import YAMLHandler
     import yaml
 
     text = read_text(path, rel)
@@ -158,7 +159,7 @@ def read_note(path: Path, rel: str) -> ForeignNote:
         return _toml_note(text, rel)
     stripped = text.strip()  # what python-frontmatter looks at
     handler = frontmatter.detect_format(stripped, frontmatter.handlers)
-    if isinstance(handler, frontmatter.YAMLHandler):
+    if isinstance(handler, YAMLHandler):
         handler = _capped_yaml()
     try:
         meta, body = frontmatter.parse(text, handler=handler)
@@ -166,7 +167,7 @@ def read_note(path: Path, rel: str) -> ForeignNote:
         mark = getattr(exc, "problem_mark", None)
         # The YAML text starts on the opening `---` line, after the blank lines before it and
         # those the opener's pattern (`^-{3,}\s*$`) swallows; its line 0 is the rest of that line.
-        opening = frontmatter.YAMLHandler.FM_BOUNDARY.match(stripped)
+        opening = YAMLHandler.FM_BOUNDARY.match(stripped)
         first = text[:len(text) - len(text.lstrip())].count("\n") + 1 + (opening.group().count("\n") if opening else 0)
         line = first + mark.line if mark is not None else 1
         raise refuse(f"{rel}:{line}", f"frontmatter is not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
@@ -187,8 +188,8 @@ def read_note(path: Path, rel: str) -> ForeignNote:
 def _capped_yaml() -> Any:
     """python-frontmatter's YAML handler with a SafeLoader whose aliases may add at most
     MAX_ALIAS_NODES nodes to the document (made once, when the first note is read)."""
-    import frontmatter
     import yaml
+    from frontmatter.default_handlers import YAMLHandler
 
     class CappedLoader(yaml.SafeLoader):
         def get_single_node(self) -> Any:
@@ -197,7 +198,7 @@ def _capped_yaml() -> Any:
                 _check_aliases(node)
             return node
 
-    class CappedYAML(frontmatter.YAMLHandler):
+    class CappedYAML(YAMLHandler):
         def load(self, fm: str, **kwargs: object) -> Any:
             return yaml.load(fm, Loader=CappedLoader)  # noqa: S506 (a SafeLoader)
 
