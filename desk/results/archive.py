@@ -83,7 +83,9 @@ class Imported(Wrapped["ImportResult"]):
     """How many events an import appended, and to which files."""
 
     def text(self) -> str:
-        return f"imported {counted(self.value.imported, 'event')} into {counted(len(self.value.files), 'file')}"
+        r = self.value
+        done = f"imported {counted(r.imported, 'event')} into {counted(len(r.files), 'file')}"
+        return done + (f"; {counted(r.skipped, 'event')} already archived, skipped" if r.skipped else "")
 
 
 @dataclass(frozen=True)
