@@ -21,7 +21,6 @@ clean-up of the first or print a traceback of its own.
 
 from __future__ import annotations
 
-import signal
 import sys
 from types import FrameType
 
@@ -57,7 +56,12 @@ def set_mode(mode: str) -> None:
 
 def main() -> None:
     """Console-script entry point: the CLI (desk.cli.main.main) under desk's Ctrl-C handling."""
-    signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        import signal  # here: a Ctrl-C while it loads is still Python's KeyboardInterrupt, caught
+
+        signal.signal(signal.SIGINT, _on_sigint)
+    except KeyboardInterrupt:
+        sys.exit(report_interrupt())
     try:
         try:
             from desk.cli.main import main as run
