@@ -7,12 +7,14 @@ The public Python API, for agent harnesses::
     d = desk.open("~/my-desk")            # or desk.init(path) for a new desk: the same kind of object
     d.remember("report-style", "Reports in Chinese, under 500 characters.",
                type="preference", description="Report language and length", triggers=["report"])
-    print(d.context(query="write the report").text())
+    print(d.context(query="write the quarterly report").text())
 
 Every CLI verb is a method of `Desk` (`desk X Y` is `Desk.x_y`); results have `.to_json()`,
 exactly the CLI's `--json`, and `.text()`; errors are `DeskError`s carrying the CLI's exit code.
-docs/api.md is the reference. Names are loaded on first use, so `import desk` (and `desk --help`)
-stays light.
+docs/api.md is the reference. `__all__` below is the one list of public names: each imports from
+`desk` (`from desk import Synced`), and tests/test_public_api.py checks that every name
+docs/api.md shows is in it. Names are loaded from their modules on first use (PEP 562), so
+`import desk` (and `desk --help`) stays light.
 """
 
 from __future__ import annotations
@@ -26,27 +28,36 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each name on first use
     from typing import Any
 
-    from desk.api import Desk, init, open
+    from desk.api import Desk, Progress, Time, clone, init, open, stopped_notice
     from desk.errors import (ConflictError, DeskError, Finding, GitError, InvalidFileError, NotADeskError,
                              RejectedError, UsageError)
-    from desk.results import (Appended, ArchiveCheck, ArchivedEvent, AuditTrail, Checkpointed, ConflictCases,
-                              Context, ConversationsRendered, Diagnosis, Digested, EventList, HooksChange,
-                              Imported, Initialized, MemoryChange, MemoryList, MistakeAdded, MistakeList,
-                              NowChange, NowView, Outcome, Recalled, ShownMemory, Stats, Validation, Wrapped)
+    from desk.results import (Appended, ArchiveCheck, ArchivedEvent, AuditTrail, Checkpointed, Cloned,
+                              ConflictCase, ConflictCases, Context, ConversationsRendered, Diagnosis,
+                              Digested, EventList, Exported, HooksChange, Imported, ImportPlan, Initialized,
+                              MemoryChange, MemoryDiff, MemoryList, Migrated, MistakeAdded, MistakeList,
+                              NowChange, NowView, Outcome, PrefChanged, PrefList, PrefShown, Recalled,
+                              Resolved, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
 
 __version__ = "0.1.0"
 
+# Opening a desk, and the two type aliases the methods' signatures use
+_API = ("open", "init", "clone", "Desk", "stopped_notice", "Time", "Progress")
+# What a failure raises (docs/api.md "Errors")
 _ERRORS = ("DeskError", "UsageError", "NotADeskError", "RejectedError", "ConflictError", "GitError",
            "InvalidFileError", "Finding")
-_RESULTS = ("Outcome", "Wrapped", "Initialized", "MemoryChange", "ShownMemory", "MemoryList",
-            "AuditTrail", "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
+# What the methods return (docs/api.md "Results"); desk.results._HOMES says which module holds each
+_RESULTS = ("Outcome", "Wrapped",
+            "Initialized", "MemoryChange", "MemoryDiff", "ShownMemory", "MemoryList", "AuditTrail",
+            "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
             "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
-            "Digested", "ConflictCases", "NowView", "NowChange", "MistakeAdded", "MistakeList",
-            "ConversationsRendered")
-_HOMES = {"open": "desk.api", "init": "desk.api", "Desk": "desk.api",
-          **{name: "desk.errors" for name in _ERRORS}, **{name: "desk.results" for name in _RESULTS}}
+            "Digested", "ConflictCases", "ConflictCase", "Resolved", "Migrated",
+            "NowView", "NowChange", "MistakeAdded", "MistakeList", "ConversationsRendered",
+            "ImportPlan", "Exported", "Synced", "Cloned",
+            "UserProfile", "PrefChanged", "PrefShown", "PrefList")
+_HOMES = {**dict.fromkeys(_API, "desk.api"), **dict.fromkeys(_ERRORS, "desk.errors"),
+          **dict.fromkeys(_RESULTS, "desk.results")}
 
-__all__ = ["__version__", "open", "init", "Desk", *_ERRORS, *_RESULTS]
+__all__ = ["__version__", *_API, *_ERRORS, *_RESULTS]
 
 
 def __getattr__(name: str) -> Any:

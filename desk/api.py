@@ -6,6 +6,10 @@ is `Desk.x`, `desk X Y` is `Desk.x_y`. Each method returns a result from `desk.r
 `desk.errors.DeskError` kinds, each with the CLI's exit code. The CLI and the agent-facing server
 are thin renderings of these calls. Operation modules are imported inside the methods, so a
 command pays only for the code it runs.
+
+The public names (`Desk`, `open`, `init`, `clone`, `stopped_notice`, `Time`, `Progress`) are
+exported by `desk` itself: desk/__init__.py's `__all__` is the one public list. `missing_setup`
+is the CLI's own check, not part of it.
 """
 
 from __future__ import annotations
@@ -17,8 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from desk.errors import RejectedError, UsageError
-from desk.layout import MEMORY_DIR, DeskFolder, find_desk
-from desk.results import __all__ as _RESULTS
+from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, find_desk
 from desk.vocabulary import REASON_MAX
 
 if TYPE_CHECKING:  # at run time each method imports its result class: a command loads only its own
@@ -26,10 +29,8 @@ if TYPE_CHECKING:  # at run time each method imports its result class: a command
                               ConflictCase, ConflictCases, Context, ConversationsRendered, Diagnosis,
                               Digested, EventList, Exported, HooksChange, Imported, ImportPlan, Initialized,
                               MemoryChange, MemoryDiff, MemoryList, Migrated, MistakeAdded, MistakeList,
-                              NowChange, NowView, Outcome, PrefChanged, PrefList, PrefShown, Recalled,
+                              NowChange, NowView, Outcome as Outcome, PrefChanged, PrefList, PrefShown, Recalled,
                               Resolved, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
-
-__all__ = ["Desk", "open", "init", "clone", "missing_setup", "stopped_notice", "Progress", "Time", *_RESULTS]
 
 Progress = Callable[[int, int], None]  # progress(done, total), e.g. for a progress bar
 Time = str | dt.datetime  # ISO 8601 with Z or an offset, or an aware datetime
@@ -324,7 +325,7 @@ class Desk(DeskFolder):
             from desk.guard.whole import validate_all  # git lists the work tree while the gate loads
 
             return Validation(mode, validate_all(self))
-        from desk.guard.validate import INDEX_FILE, fix_index, validate_staged
+        from desk.guard.validate import fix_index, validate_staged
         from desk.storage.git import staged_git
 
         if mode != "staged":
@@ -886,15 +887,6 @@ def init(path: str | Path, *, allow_nonempty: bool = False, allow_nested: bool =
     desk = Desk(result.path)
     desk.initialized = Initialized(result)
     return desk
-
-
-def __getattr__(name: str) -> Any:
-    """The result classes `desk.api` re-exports (`__all__`), loaded on first use (PEP 562)."""
-    if name in _RESULTS:
-        import desk.results
-
-        return getattr(desk.results, name)
-    raise AttributeError(f"module 'desk.api' has no attribute {name!r}")
 
 
 def _require_reason(reason: str | None) -> None:

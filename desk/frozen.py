@@ -21,7 +21,7 @@ class Frozen:
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined, no-any-return]
+            return self._values() == other._values()
         return NotImplemented
 
     def __hash__(self) -> int:

@@ -264,7 +264,7 @@ class DeskFolder:
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return self.root == other.root  # type: ignore[attr-defined, no-any-return]
+            return self.root == other.root
         return NotImplemented
 
     def __repr__(self) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desk.config import CONFIG_PATH, new_config
-from desk.layout import (ARCHIVE_DIR, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, MEMORY_DIR, TEMPLATE_FILES,
-                         DeskFolder, is_desk, template_bytes)
+from desk.config import new_config
+from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, MEMORY_DIR,
+                         TEMPLATE_FILES, DeskFolder, is_desk, template_bytes)
 from desk.errors import DeskError, UsageError
 from desk.guard.hooks import install
 from desk.storage.git import Git, toplevel

@@ -43,7 +43,9 @@ fi
 # The Python that installed the hook, else `desk` on PATH.
 if [ -x "$DESK_PYTHON" ]; then
     [ -n "$DESK_START" ] && exec "$DESK_PYTHON" -S -c "$DESK_START" "$HOOK" "$@"
-    exec "$DESK_PYTHON" -m desk.cli.hook "$HOOK" "$@"
+    # -P: git runs hooks in the work tree, and a remote controls what is there (a committed desk/
+    # or click/ would be imported first); the safe path leaves it off sys.path.
+    exec "$DESK_PYTHON" -P -m desk.cli.hook "$HOOK" "$@"
 elif command -v desk >/dev/null 2>&1; then
     exec desk hooks run "$HOOK" "$@"
 else

@@ -329,7 +329,7 @@ def test_import_desk_is_light_and_names_resolve() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['desk']"
     assert desk.open is api.open and desk.Desk is api.Desk
-    assert set(api.__all__) >= {"Desk", "open", "init", "Recalled", "MemoryChange"}
+    assert set(desk.__all__) >= {"Desk", "open", "init", "clone", "Recalled", "MemoryChange", "Synced"}
     with pytest.raises(AttributeError):
         desk.no_such_name  # noqa: B018
 

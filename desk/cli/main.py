@@ -120,8 +120,8 @@ class DeskGroup(SuggestingGroup):
         entry = COMMANDS.get(name)
         if entry is None:
             return None
-        module = import_module(f"desk.cli.{entry[0]}")
-        return next(c for c in module.COMMANDS if c.name == name)
+        commands: list[click.Command] = import_module(f"desk.cli.{entry[0]}").COMMANDS
+        return next(c for c in commands if c.name == name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from COMMANDS (no command module is imported), each command's whole

@@ -14,7 +14,7 @@ from desk.errors import DeskError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from desk.api import Desk, Outcome
+    from desk import Desk, Outcome
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
-from desk.guard.hook_files import installed
+from desk.guard.hook_files import _read_text, installed, unsafe_drivers
 from desk.guard.rules import FileVerdict, check_archive, check_message, secret_verdict
 from desk.guard.validate import current_config, validate_all, validate_listed
 from desk.guard.verdicts import VerdictCache
@@ -573,6 +573,7 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
         return
     missing = [hook for hook, status in state.items() if status == "missing"]
     outdated = [hook for hook, status in state.items() if status == "outdated"]
+    outdated += [f"merge driver {driver}" for driver in unsafe_drivers(_read_text(desk.git.git_dir() / "config"))]
     if not missing and not outdated:
         return
     if repair:
@@ -586,5 +587,6 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
         report.add("hooks", ", ".join(missing), "desk's git hooks are not installed: hand edits "
                    "are not validated")
     if outdated:
-        report.add("hooks", ", ".join(outdated), "desk's hooks were written by an older desk; "
+        report.add("hooks", ", ".join(outdated), "desk's hooks were written by an older desk (they start "
+                   "Python with the work tree on its path, where a remote can plant modules); "
                    "`desk hooks install` (or `desk doctor --repair`) rewrites them")

@@ -16,13 +16,18 @@ from desk.errors import DeskError
 if TYPE_CHECKING:
     from desk.storage.git import Git
 
-HOOK_ENTRY = "desk.cli.hook"  # `python -m desk.cli.hook HOOK`: what an installed hook runs
+# git starts hooks and merge drivers in the work tree, which a remote controls: `python -m` would put
+# it first on sys.path, so a `desk/`, `click/` or `yaml.py` committed at the desk's root would be
+# imported in place of the real one. `-P` (Python 3.11's safe path) leaves it off; every start desk
+# writes for git uses it.
+SAFE_PATH = "-P"
+HOOK_ENTRY = "desk.cli.hook"  # `python -P -m desk.cli.hook HOOK`: what an installed hook runs
 # pre-merge-commit: a merge without conflicts skips pre-commit, and the union merge of MEMORY.md
 # (.gitattributes) can leave its lines out of order; the same checks and fixer run there.
 # post-merge and post-rewrite: after a person's `git pull` (merge or rebase), settle what the merge
 # drivers left (conflict cases, derived files) in one desk commit and report what arrived unchecked.
 HOOK_TYPES = ("pre-commit", "commit-msg", "pre-merge-commit", "post-merge", "post-rewrite")
-MERGE_ENTRY = "desk.cli.merge"  # `python -m desk.cli.merge DRIVER %O %A %B %P`: what a merge driver runs
+MERGE_ENTRY = "desk.cli.merge"  # `python -P -m desk.cli.merge DRIVER %O %A %B %P`: what a merge driver runs
 # .gitattributes patterns -> desk's merge driver (`merge=desk-<driver>`; desk.sync.drivers merges)
 MERGE_ATTRIBUTES = (
     ("MEMORY.md", "index"),
@@ -96,7 +101,7 @@ def hooks_folder(git: Git) -> Path:
     if configured:
         import shlex  # only for the refusal's message: a hook run never loads it
 
-        lines = "\n".join(f"    {shlex.quote(sys.executable)} -m {HOOK_ENTRY} {hook} \"$@\" || exit $?"
+        lines = "\n".join(f"    {shlex.quote(sys.executable)} {SAFE_PATH} -m {HOOK_ENTRY} {hook} \"$@\" || exit $?"
                           f"    # in {hook}" for hook in HOOK_TYPES)
         raise DeskError(
             f"core.hooksPath is set ({configured}); desk will not write into a hooks folder that "
@@ -126,12 +131,28 @@ def missing_setup(root: Path, git_dir: Path) -> list[str]:
     if "hookspath" not in config.lower():
         missing += [h for h in HOOK_TYPES if not is_ours(git_dir / "hooks" / h)]
     missing += [f"merge driver desk-{d}" for d in MERGE_DRIVERS if f'[merge "desk-{d}"]' not in config]
+    missing += [f"merge driver {d} (it starts Python with the work tree on its path)" for d in unsafe_drivers(config)]
     return missing
+
+
+def unsafe_drivers(config: str) -> list[str]:
+    """desk's merge drivers in a `.git/config` text that start Python without `-P` (written by a
+    desk before it used the safe path): the planted-module attack of docs/guard.md's threat model."""
+    unsafe, section = [], ""
+    for line in config.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped
+        elif (section.startswith('[merge "desk-') and stripped.replace(" ", "").startswith("driver=")
+              and f"-m {MERGE_ENTRY} " in stripped and f"{SAFE_PATH} -m {MERGE_ENTRY} " not in stripped):
+            unsafe.append(section[len('[merge "'):].rstrip('"]'))
+    return unsafe
 
 
 def installed(root: Path, git: Git | None = None) -> dict[str, str]:
     """Each of desk's hooks: `ok`, `missing`, or `outdated` (desk's, but running an entry that is
-    no longer desk's: hooks from desk 0.1.0 run `python -m desk.hooks`). Empty when
+    no longer desk's, as hooks from desk 0.1.0 run `python -m desk.hooks`, or starting Python
+    without the safe path, as every desk before it did). Empty when
     core.hooksPath is set. For `desk doctor`, which so loads none of desk.guard.hooks."""
     try:
         if git is None:
@@ -147,5 +168,6 @@ def installed(root: Path, git: Git | None = None) -> dict[str, str]:
         if not is_ours(path):
             found[hook] = "missing"
         else:
-            found[hook] = "ok" if f"-m {HOOK_ENTRY} " in path.read_text("utf-8", "replace") else "outdated"
+            found[hook] = ("ok" if f"{SAFE_PATH} -m {HOOK_ENTRY} " in path.read_text("utf-8", "replace")
+                           else "outdated")
     return found

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
 from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
-                                   MERGE_ENTRY, _read_text, attributes_with_missing, hooks_folder, is_ours,
-                                   missing_attributes)
+                                   MERGE_ENTRY, SAFE_PATH, _read_text, attributes_with_missing, hooks_folder,
+                                   is_ours, missing_attributes)
 from desk.guard.hook_files import installed as installed  # re-exported: it lives where it is cheap (doctor)
 from desk.guard.hook_files import missing_setup as missing_setup  # re-exported: it lives where it is cheap
 from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, PUBLISHED_RECORD, DeskFolder,
@@ -117,7 +117,7 @@ def fast_start(python: str | None = None) -> str | None:
             f"    from {HOOK_ENTRY} import start\n"
             "except ImportError:\n"
             "    import os\n"
-            f'    os.execv(sys.executable, [sys.executable, "-m", "{HOOK_ENTRY}", *sys.argv[1:]])\n'
+            f'    os.execv(sys.executable, [sys.executable, "{SAFE_PATH}", "-m", "{HOOK_ENTRY}", *sys.argv[1:]])\n'
             "start(sys.argv[1:])\n")
 
 
@@ -148,21 +148,12 @@ def install(root: Path, python: str | None = None) -> HooksResult:
 def merge_driver_command(driver: str, python: str | None = None) -> str:
     import shlex
 
-    return f"{shlex.quote(python or sys.executable)} -m {MERGE_ENTRY} {driver} %O %A %B %P"
+    return f"{shlex.quote(python or sys.executable)} {SAFE_PATH} -m {MERGE_ENTRY} {driver} %O %A %B %P"
 
 
 def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, str]:
     """`merge.desk-<driver>.*` in .git/config, and `.gitattributes` when absent (committed)."""
-    git = Git(root)
-    actions = {}
-    for driver in MERGE_DRIVERS:
-        key = f"merge.desk-{driver}"
-        command = merge_driver_command(driver, python)
-        before = git.config_get(f"{key}.driver")
-        git.set_config(f"{key}.name", f"desk: {driver} merge (never conflict markers)")
-        git.set_config(f"{key}.driver", command)
-        actions[f"desk-{driver}"] = "installed" if before is None else (
-            "updated" if before != command else "ok")
+    actions = write_merge_drivers(Git(root), python)
     attributes = root / GITATTRIBUTES
     if not attributes.exists() and is_desk(root):
         from desk.transaction import commit_message, transaction
@@ -179,6 +170,20 @@ def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, st
                                   "\"Merge drivers\" to it and commit")
     elif missing_attributes(_read_text(attributes)) and is_desk(root):
         actions[GITATTRIBUTES] = _add_missing_attributes(DeskFolder(root))
+    return actions
+
+
+def write_merge_drivers(git: Git, python: str | None = None) -> dict[str, str]:
+    """`merge.desk-<driver>.*` in .git/config (no commit): each driver's action."""
+    actions = {}
+    for driver in MERGE_DRIVERS:
+        key = f"merge.desk-{driver}"
+        command = merge_driver_command(driver, python)
+        before = git.config_get(f"{key}.driver")
+        git.set_config(f"{key}.name", f"desk: {driver} merge (never conflict markers)")
+        git.set_config(f"{key}.driver", command)
+        actions[f"desk-{driver}"] = "installed" if before is None else (
+            "updated" if before != command else "ok")
     return actions
 
 

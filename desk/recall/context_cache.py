@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import json
 import os
 import sqlite3
@@ -40,7 +41,7 @@ from desk.layout import MEMORY_DIR, DeskFolder
 from desk.memory.index import EntryCache, IndexEntry, entries_in_worktree, invalid_paths
 from desk.recall.git_state import start_folder_state as start_folder_state  # re-exported: its old home
 from desk.storage.git import FolderState
-from desk.storage.hashing import sha1_hex, streaming
+from desk.storage.hashing import sha1_hex
 from desk.storage.sqlite_cache import open_cache
 from desk.text.normalize import normalize
 from desk.text.times import parse_time
@@ -126,7 +127,7 @@ def _fingerprint(folder: Path, wanted: list[str] | None, kind: str) -> tuple[str
             os.close(fd)
     elif wanted is not None:
         others = list(wanted)
-    digest = streaming("sha1")  # no OpenSSL: ~2 ms of a cold `desk context`
+    digest = hashlib.sha1()
     digest.update(f"{kind}\0".encode())
     digest.update("\0".join(names).encode("utf-8", "surrogateescape"))
     digest.update(numbers.tobytes())
@@ -537,7 +538,7 @@ def code_fingerprint(label: bytes, paths: list[Path]) -> str:
     within `_RACY_NS` of now (a write in the same clock tick could leave its stat as it was) is
     hashed by its bytes instead; a missing one by its name."""
     now = time.time_ns()
-    digest = streaming("sha1")
+    digest = hashlib.sha1()
     digest.update(label)
     for path in paths:
         name = str(path).encode("utf-8", "surrogateescape")

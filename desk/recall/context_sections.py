@@ -163,7 +163,7 @@ def _trim_entries(key: str, label: str, shown: str, text: str, limit: int, query
     section = Section(key, label, shown, text, limit)
     if estimate_tokens(text) <= limit:
         return section
-    from desk.recall.records import text_terms  # only when MISTAKES.md is over its budget
+    from desk.text.terms import text_terms  # only when MISTAKES.md is over its budget
 
     parts = re.split(f"(?m)^(?={_ENTRY})", text)
     preamble, entries = (parts[0], parts[1:]) if not parts[0].startswith(_ENTRY) else ("", parts)

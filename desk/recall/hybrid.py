@@ -134,7 +134,7 @@ def _failed(spec: str, what: str, exc: BaseException) -> DeskError:
                      hint="fix or reinstall the embedder, or recall without --embedder (lexical only)")
 
 
-def embed_checked(embedder: Embedder, texts: list[str]) -> list[array]:
+def embed_checked(embedder: Embedder, texts: list[str]) -> list[array[float]]:
     """`embedder.embed(texts)`, checked (one vector per text, `dimension` finite numbers each)
     and scaled to unit length (a zero vector stays zero): DeskError (exit 1) otherwise."""
     label = f"embedder {embedder.name!r}"
@@ -217,7 +217,7 @@ class DenseIndex:
         self.key = f"{embedder.name}/{embedder.dimension}"
         self.path = desk.cache_dir / CACHE_FILE
         self._db: sqlite3.Connection | None = None
-        self._vectors: dict[int, array] = {}  # record number -> unit vector
+        self._vectors: dict[int, array[float]] = {}  # record number -> unit vector
         self._loaded = 0  # record numbers below this are in _vectors (when they have one)
         self._mark = ""  # the search cache's lineage at _loaded
         self.embedded = 0  # texts the last sync sent to the embedder

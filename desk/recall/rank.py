@@ -72,7 +72,7 @@ class Ranker:
         if math.isnan(time):
             return 0.0
         age_days = max(0.0, self.as_of - time) / 86400.0
-        return 0.5 ** (age_days / HALF_LIFE_DAYS)
+        return math.pow(0.5, age_days / HALF_LIFE_DAYS)
 
     def score(self, tfs: Sequence[int], length: int, time: float) -> ScoreBreakdown:
         matched = tuple(t for t, tf in zip(self.terms, tfs) if tf)
@@ -420,7 +420,7 @@ def _contains_id(ids: Any, doc: int) -> bool:
 def _recency(time: float, as_of: float) -> float:
     if math.isnan(time):
         return 0.0
-    return 0.5 ** (max(0.0, as_of - time) / 86400.0 / HALF_LIFE_DAYS)
+    return math.pow(0.5, max(0.0, as_of - time) / 86400.0 / HALF_LIFE_DAYS)
 
 
 def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, p: ContextParams,

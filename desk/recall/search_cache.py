@@ -129,7 +129,7 @@ class _Batch:
     __slots__ = ("postings", "held", "docs", "stats")
 
     def __init__(self) -> None:
-        self.postings: dict[str, int | tuple[array, array]] = {}
+        self.postings: dict[str, int | tuple[array[int], array[int]]] = {}
         self.held = 0  # estimated bytes
         self.docs: list[tuple[int, str, str, int | None, int | None, bytes | str]] = []
         self.stats = RefreshStats()
@@ -171,7 +171,7 @@ class SearchCache:
         self._db: sqlite3.Connection | None = None
         self.columns = _Columns()
         self._loaded = -1
-        self._postings: dict[str, tuple[array, array]] = {}
+        self._postings: dict[str, tuple[array[int], array[int]]] = {}
         self._memory_records: tuple[_Columns | None, int, set[int]] = (None, -1, set())
         # (memory tree at HEAD, memory files changed in the work tree) as the last look saw them
         self._memory_state: tuple[str | None, list[str] | None] = (None, None)
@@ -241,7 +241,7 @@ class SearchCache:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def postings(self, term: str) -> tuple[array, array]:
+    def postings(self, term: str) -> tuple[array[int], array[int]]:
         """(record numbers ascending, term frequencies) of `term`; tombstoned records included."""
         hit = self._postings.get(term)
         if hit is None:
@@ -279,7 +279,8 @@ class SearchCache:
         origin, rid, line, offset, data = self._connect().execute(
             "SELECT origin, rid, line, offset, data FROM docs WHERE id=?", (doc,)).fetchone()
         if line is None:
-            return json.loads(data)
+            memory: dict[str, Any] = json.loads(data)
+            return memory
         return {"rid": rid, "kind": KIND_NAMES[CONVERSATION], **event_data(json.loads(data), origin, line, offset)}
 
     def holds_memories(self) -> bool:

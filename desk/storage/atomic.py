@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 TEMP_PREFIX = ".desk-tmp-"
@@ -16,20 +17,6 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _create_temp(folder: Path) -> tuple[int, str]:
-    """A new file `TEMP_PREFIX<random>` in `folder`, created exclusively (mode 0600), open for writing:
-    what `tempfile.mkstemp` does, without `tempfile` (it loads shutil, random, bz2 and lzma: ~3 ms of
-    every `desk remember`'s start-up)."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-    for _attempt in range(100):
-        name = os.path.join(folder, TEMP_PREFIX + os.urandom(6).hex())
-        try:
-            return os.open(name, flags, 0o600), name
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary file name in {folder}")
-
-
 def atomic_write(path: Path, data: bytes) -> os.stat_result:
     """Replace `path` with `data`: temp file in the same folder, fsync, rename, fsync the folder.
     Returns the stat of the file written (its inode, mtime and size: the commit path sets git's
@@ -39,7 +26,7 @@ def atomic_write(path: Path, data: bytes) -> os.stat_result:
     Leftover temp files (a crash before the rename) carry TEMP_PREFIX so `desk doctor` finds them.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _create_temp(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
     try:
         view = memoryview(data)
         while view:

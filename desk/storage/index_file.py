@@ -106,7 +106,7 @@ class IndexFile:
                 content = file.read()
         except OSError:
             return False
-        return sha1_hex(b"blob %d\0" % len(content) + content) == fields[10].hex()
+        return sha1_hex(b"blob %d\0" % len(content) + content) == bytes(fields[10]).hex()
 
     def _next(self, offset: int) -> int:
         return offset + _length(_flags(self.data, offset))

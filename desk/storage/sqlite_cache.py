@@ -57,19 +57,19 @@ class _CacheConnection(sqlite3.Connection):
 
     cache_path = ""
 
-    def execute(self, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+    def execute(self, *args: Any) -> sqlite3.Cursor:
         try:
             return super().execute(*args)
         except sqlite3.OperationalError as exc:
             raise _disk_full(exc, self.cache_path) from exc
 
-    def executemany(self, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+    def executemany(self, *args: Any) -> sqlite3.Cursor:
         try:
             return super().executemany(*args)
         except sqlite3.OperationalError as exc:
             raise _disk_full(exc, self.cache_path) from exc
 
-    def executescript(self, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+    def executescript(self, *args: Any) -> sqlite3.Cursor:
         try:
             return super().executescript(*args)
         except sqlite3.OperationalError as exc:

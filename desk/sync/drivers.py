@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from desk.guard.hook_files import MERGE_ATTRIBUTES as ATTRIBUTES
-from desk.guard.hook_files import MERGE_DRIVERS as DRIVERS
+from desk.guard.hook_files import MERGE_DRIVERS
+
+DRIVERS = MERGE_DRIVERS  # the driver names, re-exported for desk.cli.merge
 
 PENDING_FILE = "desk-merge-pending.jsonl"  # in .git/
 

@@ -204,6 +204,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
             result.regenerated.append(INDEX_FILE)
         return git.head()
     result.fetched += len(new)
+    _make_merge_drivers_safe(desk, result)
     message = commit_message(f"sync: merge {result.remote}/{result.branch}",
                              {"Desk-Op": "sync", "Desk-Actor": "assistant"})
     try:
@@ -333,6 +334,20 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
     done = install_merge_setup(desk)
     clone_id(desk)
     return path, done
+
+
+def _make_merge_drivers_safe(desk: DeskFolder, result: SyncResult) -> None:
+    """Merge drivers written by an older desk start Python with the work tree on its path, where
+    the merge about to run may have put a planted module: rewrite them (.git/config only) first."""
+    from desk.guard.hook_files import _read_text, unsafe_drivers
+
+    if unsafe_drivers(_read_text(desk.git.git_dir() / "config")):
+        from desk.guard.hooks import write_merge_drivers
+
+        write_merge_drivers(desk.git)
+        result.warnings.append("desk's merge drivers were rewritten to start Python without the work tree on "
+                               "its path (they were written by an older desk); run `desk hooks install` to "
+                               "update the hooks too")
 
 
 def install_merge_setup(desk: DeskFolder) -> list[str]:

@@ -35,6 +35,7 @@ it (`desk.memory.index.IndexEntry.injected_tokens`) without importing recall.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Iterable
 
@@ -121,18 +122,8 @@ def injected_body(body: str) -> str:
 
 def boundary_token(parts: Iterable[str]) -> str:
     """A token no part can contain by design: the first TOKEN_CHARS hex digits of a hash of all parts."""
-    # CPython's own SHA-256, not OpenSSL's: importing hashlib is ~2 ms of a cold `desk context`
-    # (desk.storage.hashing's choice; desk.text sits beside desk.storage and cannot import it).
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]  # CPython 3.11
-    except ImportError:
-        try:
-            from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore,no-redef]  # 3.12+
-        except ImportError:
-            from hashlib import sha256  # type: ignore[assignment,unused-ignore]
-
-    digest = sha256()
+    digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
-    return digest.hexdigest()[:TOKEN_CHARS]
+    return str(digest.hexdigest())[:TOKEN_CHARS]  # sha256 is untyped when it is CPython's own

@@ -68,14 +68,16 @@ def test_checkpoint_refuses_a_broken_record_and_changes_nothing(desk: DeskFolder
 
 
 def test_a_hand_commit_rewriting_committed_archive_is_rejected_by_the_hook(desk: DeskFolder, run: DeskRunner) -> None:
-    if not (desk.git_dir / "hooks" / "pre-commit").exists():
-        import pytest
-
-        pytest.skip("desk init did not install the hooks")
+    """The archive is append-only for a person's `git commit` too: desk's pre-commit hook names the
+    rewritten line and the commit does not happen. The test installs the hooks itself (it skipped
+    where they were missing, hiding the very gate it checks)."""
+    assert run("hooks", "install").exit_code == 0
+    assert (desk.git_dir / "hooks" / "pre-commit").exists()
     rec = append_event(desk, "inbound", "original")
     append_event(desk, "inbound", "second")
-    run("checkpoint")
+    assert run("checkpoint").exit_code == 0
     rel = f".system/archive/{rec['at'][:10]}.{clone_id(desk)}.jsonl"
+    head = git(desk.root, "rev-parse", "HEAD")
     path = desk.path(rel)
     path.write_bytes(path.read_bytes().replace(b"original", b"rewritten"))
     import subprocess
@@ -87,6 +89,8 @@ def test_a_hand_commit_rewriting_committed_archive_is_rejected_by_the_hook(desk:
                           capture_output=True, text=True)
     assert proc.returncode != 0
     assert f"{rel}:1: archive-append-only" in proc.stdout + proc.stderr
+    assert git(desk.root, "rev-parse", "HEAD") == head
+    assert "original" in git(desk.root, "show", f"HEAD:{rel}")
 
 
 def _appender(root: str, worker: int) -> None:

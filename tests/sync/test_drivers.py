@@ -93,7 +93,7 @@ def test_the_entry_point_writes_ours_and_records_pending(tmp_path: Path) -> None
     for side, data in (("base", b"base\n"), ("ours", b"ours\n"), ("theirs", b"theirs\n")):
         files[side] = tmp_path / side
         files[side].write_bytes(data)
-    proc = subprocess.run([sys.executable, "-m", "desk.cli.merge", "memory", str(files["base"]), str(files["ours"]),
+    proc = subprocess.run([sys.executable, "-P", "-m", "desk.cli.merge", "memory", str(files["base"]), str(files["ours"]),
                            str(files["theirs"]), "memory/x.md"], cwd=tmp_path / "r", capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert files["ours"].read_bytes() == b"ours\n"
