@@ -832,6 +832,17 @@ def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(pat
     return Desk(folder.root, found_by=folder.found_by)
 
 
+def last_landed() -> tuple[str, str] | None:
+    """The last commit this process moved a desk's branch to, as (sha, subject), else None: the
+    CLI says so when a Ctrl-C comes after it landed. Nothing is imported to answer: no
+    transaction loaded, no commit made."""
+    import sys
+
+    transaction = sys.modules.get("desk.transaction")
+    landed = getattr(transaction, "LANDED", None)
+    return landed[-1] if landed else None
+
+
 def stopped_notice(desk: DeskFolder) -> str | None:
     """What to run when a person's `git pull` (merge or rebase) is stopped on a conflict in this
     clone, else None. A few file checks when nothing is stopped: every CLI command asks."""
