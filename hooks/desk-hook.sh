@@ -22,23 +22,8 @@ case "$HOOK" in post-*) [ -n "${DESK_SYNC:-}" ] && exit 0 ;; esac
 # again would only double the cost.
 [ "${DESK_VALIDATED:-}" = 1 ] && exit 0
 
-# The message rules (desk.guard.rules.check_message) only concern a message with a Desk-Actor or
-# Desk-Op trailer: a message of up to 40 lines without the word `desk` (in any case; U+212A KELVIN
-# SIGN lowercases to k) passes without starting a process. They only concern SOUL.md and NOW.md
-# too: skip Python when neither is staged.
-if [ "$HOOK" = commit-msg ]; then
-    NAMED=1
-    if [ -r "${1:-}" ]; then
-        NAMED= LINES=0
-        while IFS= read -r LINE || [ -n "$LINE" ]; do
-            case $LINE in *[Dd][Ee][Ss][Kk]*|*[Dd][Ee][Ss]K*) NAMED=1; break ;; esac
-            LINES=$((LINES + 1))
-            [ "$LINES" -lt 40 ] || { NAMED=1; break; }  # a long message: git answers faster
-        done < "$1"
-    fi
-    [ -z "$NAMED" ] && exit 0
-    git diff --cached --quiet -- SOUL.md NOW.md 2>/dev/null && exit 0
-fi
+# The commit-msg hook always starts Python: every message is scanned for secrets (a token in a
+# subject or a trailer is pushed with the commit), which no shell test can do soundly.
 
 # The Python that installed the hook, else `desk` on PATH.
 if [ -x "$DESK_PYTHON" ]; then

@@ -90,6 +90,8 @@ _ASSIGNMENT = (r"[A-Za-z0-9_.\-]{0,40}[\"']?(?:[ \t]*(?P<op>:=|=>|==|=|:)[ \t]*|
 _PROSE_SECRET = re.compile(r"(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])[!-~]+")
 _PROSE_EXCLUDED = re.compile(r"[(){}\[\]<>]|\.\.\.")
 _PASSWORD_WORDS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "pw", "x", "xxx"})
+# The next parameter of a query string (`&name=`), which ends a bare value.
+_QUERY_NEXT = re.compile(r"&[A-Za-z_][A-Za-z0-9_.\-]*=")
 # Values that are references or placeholders, not secrets.
 _PLACEHOLDER = (r"(?i)^(?:\$|%|\{|<|\[|os\.|env\.|process\.|getenv|none$|null$|true$|false$)|\$\{|\{\{"
                 r"|<[a-z_\-]+>|your[_\-]?|example|placeholder|changeme|redacted|dummy|sample|xxxx|\*\*\*|\.\.\.")
@@ -110,8 +112,8 @@ class _Patterns:
         self.placeholder = re.compile(_PLACEHOLDER)
         # A line break after a run of token characters holding a known prefix, before more of
         # them: a key broken over lines with words after its end (a view joins the two lines).
-        run = "(?:" + "|".join(map(re.escape, _LITERALS)) + r")[A-Za-z0-9_.\-]*"
-        self.glued = re.compile(run + "(" + _BREAK + r"[ \t]*)(?=[A-Za-z0-9])")
+        run = "(?:" + "|".join(map(re.escape, _LITERALS)) + r")[A-Za-z0-9_.+/=\-]*"
+        self.glued = re.compile(run + "(" + _BREAK + r"[ \t]*)(?=[A-Za-z0-9_\-])")
         self.glued_end = re.compile(run + r"\Z")  # a line `glued` joins to the one after it
 
     def placeholder_password(self, value: str) -> bool:
@@ -191,13 +193,21 @@ def _looks_random(value: str) -> bool:
     # Code: a call, an index or a literal (`estimate_tokens(data`, `frozenset({`, `text[start:end`).
     if re.match(r"[A-Za-z_][A-Za-z0-9_.]*[(\[{]", value):
         return False
-    # Dotted names and paths (settings.SECRET_KEY, config/token.txt) are references, unless they
-    # switch case and between letters and digits as often as random text does (a base64 secret's
-    # `/`-separated parts can each start with a letter).
-    if (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:[./][A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?", value)
-            and not _irregular(value)):
+    # A URL is an address (a password in it is the url-credentials rule's, a key in its query
+    # string is found at its own name).
+    if re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", value):
+        return False
+    # Dotted names and paths (settings.SECRET_KEY, config/token.txt, ~/.ssh/id_rsa.pub,
+    # C:\Users\me\keys.txt) are references, unless they switch case and between letters and
+    # digits as often as random text does (a base64 secret's `/`-separated parts are words too).
+    if re.fullmatch(_PATH, value) and not _irregular(value):
         return False
     return entropy(value) >= GENERIC_MIN_ENTROPY
+
+
+_PART = r"\.?[A-Za-z0-9_\-]+"
+_PATH = (r"(?:[A-Za-z]:|~|\.{1,2})?(?:[/\\]" + _PART + r"(?:[./\\]" + _PART + r")*|" + _PART
+         + r"(?:[./\\]" + _PART + r")+)[/\\]?(?:\(\))?")
 
 
 def _irregular(value: str) -> bool:
@@ -263,16 +273,21 @@ def _specific(text: str, start: int = 0, end: int | None = None) -> list[tuple[i
 def _add_decoded(text: str, spans: list[tuple[int, int, str]]) -> None:
     """Secrets in a base64 run that decodes to text (the whole run is the finding), and the
     password of HTTP Basic credentials."""
-    from desk.text.encodings import base64_texts, basic_credentials
+    from desk.text.encodings import base64_texts
 
     for start, end, decoded in base64_texts(text):
         if not _overlaps(spans, start, end):
-            inner = _plain_spans(decoded, generic=True)
+            inner = _plain_spans(decoded, generic=True) or _basic_spans(decoded)
             if inner:
                 spans.append((start, end, inner[0][2]))
-    for start, end, password in basic_credentials(text):
-        if not _patterns().placeholder_password(password) and not _overlaps(spans, start, end):
-            spans.append((start, end, "basic-auth"))
+    spans += [span for span in _basic_spans(text) if not _overlaps(spans, span[0], span[1])]
+
+
+def _basic_spans(text: str) -> list[tuple[int, int, str]]:
+    from desk.text.encodings import basic_credentials
+
+    return [(start, end, "basic-auth") for start, end, password in basic_credentials(text)
+            if not _patterns().placeholder_password(password)]
 
 
 def _plain_spans(text: str, *, generic: bool) -> list[tuple[int, int, str]]:
@@ -295,6 +310,9 @@ def _plain_spans(text: str, *, generic: bool) -> list[tuple[int, int, str]]:
         group = "qv" if assignment.group("qv") is not None else "bv"
         start, end = assignment.span(group)
         value = assignment.group(group)
+        following = _QUERY_NEXT.search(value) if group == "bv" else None
+        if following is not None:  # `token_type=bearer&page=2`: the value ends where a parameter starts
+            value, end = value[:following.start()], start + following.start()
         if assignment.group("op") is None and (not _PROSE_SECRET.fullmatch(value)
                                                or _PROSE_EXCLUDED.search(value)):
             continue  # "password <value>" without `=` or `:`: only a value no word looks like
@@ -315,6 +333,9 @@ _KEY_ALONE = r"[A-Za-z0-9+/=_.\-]+[ \t]*[\"'`,;)\]}>]*[ \t]*"
 _LINE_BREAK = re.compile(_BREAK + r"[ \t]*(?=" + _KEY_ALONE + "(?:" + _BREAK + "|$))")
 
 Origin = Callable[[int], int]
+# Full-width letters and digits: a value written in them after a plain key name (`password=Ｔｒ０...`);
+# not full-width punctuation, which CJK text uses all the time.
+_FULL_WIDTH = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]")
 
 
 def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
@@ -330,7 +351,7 @@ def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
         # punctuation alone changes under NFKC, and most text has no cue at all).
         clean = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
         cues = _cues(clean)
-        if cues and (invisible or cues - _cues(text)):
+        if cues and (invisible or cues - _cues(text) or _FULL_WIDTH.search(text)):
             view, origin = _mapped(text, lambda ch: "" if _INVISIBLE.fullmatch(ch) else
                                    unicodedata.normalize("NFKC", ch))
             yield view, origin, True
@@ -455,7 +476,7 @@ def scanner_version() -> str:
 def _cues(text: str) -> set[str]:
     """The literals and keyword hints `text` holds: what makes the patterns look closer."""
     lower = text.lower()
-    return ({c for c in (*_LITERALS, "://") if c in text} | {h for h in _KEYWORD_HINTS if h in lower})
+    return ({c for c in (*_LITERALS, "://") if c in text} | {h for h in (*_KEYWORD_HINTS, "basic") if h in lower})
 
 
 def _identity(i: int) -> int:

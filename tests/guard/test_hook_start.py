@@ -1,5 +1,5 @@
-"""How an installed hook starts (issue 17.4): the commit-msg hook without a process for a message
-that cannot break its rules, and the fast start (`python -S` on the module path baked in at
+"""How an installed hook starts (issue 17.4): the commit-msg hook without a git process for a
+message that cannot break its rules, and the fast start (`python -S` on the module path baked in at
 install) with its fallbacks. Real `git commit`s through the installed hooks."""
 
 from __future__ import annotations
@@ -35,21 +35,22 @@ def traced_commit(root: Path, message: str, trace: Path) -> tuple[subprocess.Com
     return proc, starts
 
 
-def test_a_message_without_desk_in_it_starts_no_process_in_the_commit_msg_hook(
+def test_a_message_without_desk_trailers_starts_no_git_process_in_the_commit_msg_hook(
         desk: DeskFolder, tmp_path: Path) -> None:
-    """SOUL.md staged, a message naming no Desk-Actor or Desk-Op trailer: nothing to check, so
-    neither `git diff` nor Python starts; naming one, the check runs as before."""
+    """SOUL.md staged, a message naming no Desk-Actor or Desk-Op trailer and holding no secret:
+    the hook's Python scans the message (every message: issue 27.2) but asks git nothing; naming
+    one, the staged paths are read and the check runs as before."""
     write(desk.root, "SOUL.md", "# soul, edited by hand\n")
     sh(desk.root, "add", "SOUL.md")
     proc, starts = traced_commit(desk.root, "Soul: a clearer tone\n\nSigned-off-by: A <a@example.org>\n",
                                  tmp_path / "trace.json")
     assert proc.returncode == 0, proc.stderr
-    assert not [s for s in starts if s.startswith("diff --cached --quiet")], starts
+    assert not [s for s in starts if s.startswith("diff --cached")], starts
     write(desk.root, "SOUL.md", "# soul, edited again\n")
     sh(desk.root, "add", "SOUL.md")
     proc, starts = traced_commit(desk.root, "soul\n\nDesk-Actor: assistant\n", tmp_path / "trace.json")
     assert proc.returncode != 0 and "soul-unauthorized" in proc.stderr
-    assert [s for s in starts if s.startswith("diff --cached --quiet")]
+    assert [s for s in starts if s.startswith("diff --cached")]
 
 
 @pytest.mark.parametrize("message", [
