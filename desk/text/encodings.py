@@ -49,13 +49,13 @@ def base64_texts(text: str) -> Iterator[tuple[int, int, str]]:
     each of its first four characters. Hex runs (commit ids, digests, UUIDs) and runs of one case
     (names, paths) are left alone: their decoding is never text.
     """
-    import base64
-    import binascii
-
     for match in BASE64_RUN.finditer(text):
         run = match.group()
         if _HEX.fullmatch(run) or run.islower() or run.isupper():
             continue  # base64 of text mixes capitals and small letters; names and paths do not
+        import base64  # here: most texts hold no run to decode (the commit-msg hook's process)
+        import binascii
+
         body = run.rstrip("=").replace("-", "+").replace("_", "/")
         for skip in range(4):
             part = body[skip:]

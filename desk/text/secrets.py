@@ -15,7 +15,6 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
-import math
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterator
@@ -172,6 +171,8 @@ def preview(secret: str) -> str:
 
 def entropy(text: str) -> float:
     """Shannon entropy in bits per character."""
+    import math  # here: only a generic rule's candidate value pays
+
     if not text:
         return 0.0
     counts: dict[str, int] = {}
