@@ -1,9 +1,10 @@
 """The commit-msg hook's first look at a message, in a process that imports only the scanner.
 
 Every message is scanned for secrets (a token in a subject or a trailer is pushed with the
-commit), so the commit-msg hook starts Python on every commit; the full check (desk.guard.hooks
-.run_commit_msg: the allow-list, the staged paths, the message rules) loads git's wrapper and the
-rules. Most messages need none of it: no secret, and no trailer the message rules read.
+commit). The hook's shell passes the plainest messages itself (hooks/desk-hook.sh); for the rest
+Python starts, and the full check (desk.guard.hooks.run_commit_msg: the allow-list, the staged
+paths, the message rules) loads git's wrapper and the rules. Most messages need none of it: no
+secret, and no trailer the message rules read.
 """
 
 from __future__ import annotations
