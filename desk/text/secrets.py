@@ -362,13 +362,15 @@ def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
         view, origin = decoded[0], (lambda i: outer(inner(i)))
         yield view, origin, True
     if any(char in view for char in _BREAK_CHARS):
-        joined, rejoined, changed = view, origin, False
-        for breaks in (_alone_breaks, _glued_breaks):
-            found = breaks(joined)
-            if found:
-                joined, rejoined = _joined(joined, found, rejoined)
-                changed = True
-        if changed and (any(literal in joined for literal in _LITERALS) or BASE64_RUN.search(joined)):
+        joined, rejoined = view, origin
+        alone = _alone_breaks(view)
+        if alone:
+            joined, rejoined = _joined(view, alone, origin)
+        literal = any(literal in joined for literal in _LITERALS)  # joining adds no character
+        glued = _glued_breaks(joined) if literal else []
+        if glued:
+            joined, rejoined = _joined(joined, glued, rejoined)
+        if joined is not view and (literal or BASE64_RUN.search(joined)):
             yield joined, rejoined, False
 
 
@@ -381,8 +383,6 @@ def _glued_breaks(view: str) -> list[tuple[int, int]]:
     """The line breaks right after a run of token characters that holds a known prefix, before a
     line that starts with more of them: a key broken over lines with words after its end. Not
     after a run that is a whole key already (the next line's first word is not more of it)."""
-    if not any(literal in view for literal in _LITERALS):
-        return []
     return [m.span(1) for m in _patterns().glued.finditer(view)
             if not any(end == m.start(1) for _, end, _ in _specific(view, m.start(), m.start(1)))]
 
@@ -452,9 +452,12 @@ def _joinable(lines: list[str]) -> bool:
     """Whether a line, as it is or percent-decoded (which is taken character by character and
     makes no line break), is one a view joins to the line before (`_LINE_BREAK`) or after
     (`_Patterns.glued`)."""
-    if any(_KEY_LINE.fullmatch(line) or _patterns().glued_end.search(line) for line in lines):
+    if any(map(_KEY_LINE.fullmatch, lines)):
         return True
-    decoded = percent_decoded("\n".join(lines))
+    text = "\n".join(lines)
+    if any(literal in text for literal in _LITERALS) and any(map(_patterns().glued_end.search, lines)):
+        return True
+    decoded = percent_decoded(text)
     return decoded is not None and _joinable(decoded[0].split("\n"))
 
 

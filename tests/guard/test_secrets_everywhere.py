@@ -135,3 +135,19 @@ def test_desks_own_commits_refuse_a_secret_in_their_message(desk: DeskFolder, ru
     assert "commit message" in imported.output and TOKEN not in imported.output
     assert git(desk.root, "rev-parse", "HEAD") == head
     assert git(desk.root, "status", "--porcelain").strip() == ""
+
+
+def test_the_archive_redacts_the_new_shapes_and_disguises(desk: DeskFolder, run: DeskRunner) -> None:
+    """Issue 27.2: a token glued after `_` or `%3D`, base64-wrapped, Basic credentials, a Hugging
+    Face token: redacted on append like the shapes before."""
+    hf = "h" + "f_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH"
+    wrapped = base64.b64encode(f"token {TOKEN}".encode()).decode()
+    basic = base64.b64encode(b"admin:" + b"S3cr" + b"etP4ss!").decode()
+    for text in (f"id_{TOKEN}", f"cb?token%3D{TOKEN}&x=1", f"blob {wrapped}", f"Authorization: Basic {basic}",
+                 f"hub {hf}"):
+        assert run("archive", "append", "-k", "inbound", text).exit_code == 0
+    stored = _archive_bytes(desk).decode()
+    for secret in (TOKEN, wrapped, basic, hf):
+        assert secret not in stored
+    for kind in ("github-token", "basic-auth", "huggingface-token"):
+        assert f"[REDACTED:{kind}]" in stored
