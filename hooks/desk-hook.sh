@@ -24,8 +24,8 @@ case "$HOOK" in post-*) [ -n "${DESK_SYNC:-}" ] && exit 0 ;; esac
 
 # The commit-msg hook scans every message for secrets (a token in a subject or a trailer is pushed
 # with the commit) and checks the message rules, which need a Desk-Actor or Desk-Op trailer. The
-# shell passes a message without starting Python only when neither could find anything in it: up
-# to 40 lines of printable ASCII, none holding the word desk, a word the generic rule keys on, a
+# shell passes a message without starting Python only when neither could find anything in it:
+# fewer than 40 lines of printable ASCII, none holding the word desk, a word the generic rule keys on, a
 # known prefix (desk.text.secrets._LITERALS), `%` or `://`, a run of 16 characters keys are made
 # of (the shortest key is 20; base64 runs are decoded from 16), or such characters alone on a line
 # (the scanner joins that line to the one before). tests/guard/test_hook_start.py holds this to

@@ -249,6 +249,16 @@ def test_the_commit_msg_shell_passes_ordinary_messages_and_starts_python_for_the
         assert not _shell_passes(hook, message, shell), repr(message)
 
 
+def test_the_commit_msg_shell_starts_python_for_every_prefix_the_scanner_knows(tmp_path: Path) -> None:
+    """The shell's list of prefixes keeps up with desk.text.secrets (a prefix it missed could be
+    joined into a key across lines by the scanner, unseen by the shell)."""
+    from desk.text.secrets import _LITERALS
+
+    hook = _shell_hook(tmp_path)
+    for literal in _LITERALS:
+        assert not _shell_passes(hook, f"Fix the parser ({literal}) for good\n", "sh"), literal
+
+
 @pytest.mark.parametrize("shell", _SHELLS[:1])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(_MESSAGE_PIECES), max_size=14).map("".join))
