@@ -51,7 +51,7 @@ def incoming_secrets(git: Git, shas: list[str], allow: Collection[str] = ()) -> 
     --batch`)."""
     if not shas:
         return []
-    from desk.text.secrets import scan
+    from desk.text.secrets import redact, scan
 
     commits = git.commits(shas)
     merges = git.merge_changes(sha for sha in shas)
@@ -76,7 +76,8 @@ def incoming_secrets(git: Git, shas: list[str], allow: Collection[str] = ()) -> 
 
     report = []
     for commit in commits:
-        report += [IncomingSecret(commit.sha, commit.subject, MESSAGE_PATH, f.line, f.kind, f.preview,
+        subject = redact(commit.subject)[0]  # shown beside the finding: never the secret itself
+        report += [IncomingSecret(commit.sha, subject, MESSAGE_PATH, f.line, f.kind, f.preview,
                                   f.fingerprint) for f in scan(commit.message, allow=allow)]
         for path, olds, new in sorted(changes[commit.sha]):
             if new not in blobs:
@@ -88,7 +89,7 @@ def incoming_secrets(git: Git, shas: list[str], allow: Collection[str] = ()) -> 
                 data, first_line = data[len(old):], data.count(b"\n", 0, len(old)) + 1
                 olds = ()
             had = set().union(*(before(blob) for blob in olds)) if olds else set()
-            report += [IncomingSecret(commit.sha, commit.subject, path, f.line + first_line - 1, f.kind,
+            report += [IncomingSecret(commit.sha, subject, path, f.line + first_line - 1, f.kind,
                                       f.preview, f.fingerprint)
                        for f in scan(data.decode("utf-8", "replace"), allow=allow) if f.fingerprint not in had]
     return report

@@ -33,7 +33,7 @@ def _push_added_then_removed(a: Desk) -> tuple[str, str, str]:
     (a.root / "journal/2026-01-02.md").write_text("# a day\n\nthe bot uses a token today\n")
     git(a.root, "commit", "-q", "--no-verify", "-am", "remove the token")
     removed = git(a.root, "rev-parse", "HEAD").strip()
-    git(a.root, "commit", "-q", "--no-verify", "--allow-empty", "-m", f"rotate\n\nDesk-Reason: old key {AWS}")
+    git(a.root, "commit", "-q", "--no-verify", "--allow-empty", "-m", f"rotate {AWS}\n\nDesk-Reason: old key {AWS}")
     message = git(a.root, "rev-parse", "HEAD").strip()
     git(a.root, "push", "-q", "origin", "main")
     return added, removed, message
@@ -49,6 +49,8 @@ def test_sync_names_each_incoming_commit_that_adds_a_secret_even_when_removed_la
     found = {(s["commit"], s["path"], s["kind"]) for s in data["secrets"]}
     assert found == {(added, "journal/2026-01-02.md", "github-token"),
                      (message, "commit message", "aws-access-key-id")}
+    assert len([s for s in data["secrets"] if s["commit"] == message]) == 2  # the subject and the trailer
+    assert {s["subject"] for s in data["secrets"] if s["commit"] == message} == {"rotate [REDACTED:aws-access-key-id]"}
     assert removed not in {s["commit"] for s in data["secrets"]}
     line = next(s for s in data["secrets"] if s["commit"] == added)
     assert line["line"] == 3 and line["fingerprint"] == fingerprint(TOKEN)
