@@ -82,7 +82,7 @@ _KEYWORD = (r"(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|pwd|access[_\-]?
 # After a keyword: the rest of the key name, an optional closing quote, the assignment, the value.
 # Matching starts at each keyword found (bounded name parts): a pattern that scans for the name's
 # start backtracks quadratically over long runs like `a_a_a_...`.
-_ASSIGNMENT = (r"[A-Za-z0-9_.\-]{0,40}[\"']?(?:[ \t]*(?P<op>:=|=>|==|=|:)[ \t]*|[ \t]+(?:is[ \t]+)?)"
+_ASSIGNMENT = (r"[A-Za-z0-9_.\-]{0,40}[\"']?(?:[ \t]*(?P<op>:=|=>|==|=|:(?!:))[ \t]*|[ \t]+(?:is[ \t]+)?)"
                r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s]{8,200})(?P=q)|(?P<bv>[^\s\"'`,;)\]}]{8,200}))")
 # A value named in prose ("the password is <value>"): ASCII, letters and digits both, no
 # brackets or ellipses (code and previews), so "secrets' BasicAuthDetector" is a word, not a key.
@@ -188,8 +188,9 @@ def _looks_random(value: str) -> bool:
     classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]"))
     if classes < 2 or value.isdigit():
         return False
-    # Words joined by - or _ (github-token, report_style) are names, however varied their letters.
-    if re.fullmatch(r"[a-z]+(?:[-_][a-z]+)*", value):
+    # Words joined by - or _ (github-token, report_style) are names, however varied their letters;
+    # capitals joined by separators (PATH:LINE:, API_KEY_NAME) are placeholders or constants.
+    if re.fullmatch(r"[a-z]+(?:[-_][a-z]+)*|[A-Z]+(?:[-_:./][A-Z]+)*:?", value):
         return False
     # Code: a call, an index or a literal (`estimate_tokens(data`, `frozenset({`, `text[start:end`).
     if re.match(r"[A-Za-z_][A-Za-z0-9_.]*[(\[{]", value):
@@ -208,7 +209,7 @@ def _looks_random(value: str) -> bool:
 
 _PART = r"\.?[A-Za-z0-9_\-]+"
 _PATH = (r"(?:[A-Za-z]:|~|\.{1,2})?(?:[/\\]" + _PART + r"(?:[./\\]" + _PART + r")*|" + _PART
-         + r"(?:[./\\]" + _PART + r")+)[/\\]?(?:\(\))?")
+         + r"(?:[./\\]" + _PART + r")+)[/\\]?(?:\(\)|(?::[0-9]+)*:?)")  # a call, or `:line:col:`
 
 
 def _irregular(value: str) -> bool:
@@ -329,8 +330,9 @@ _INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180
 _BREAK_CHARS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _BREAK = "(?:\r\n|[" + _BREAK_CHARS + "])"
 # A line of key material alone (a key wrapped by an editor or a terminal), perhaps closed by a
-# quote or punctuation: joined to the line before, and never ordinary text.
-_KEY_ALONE = r"[A-Za-z0-9+/=_.\-]+[ \t]*[\"'`,;)\]}>]*[ \t]*"
+# quote or punctuation: joined to the line before, and never ordinary text. A letter or a digit in
+# it: a Markdown rule or a frontmatter fence (`---`) is no part of a key.
+_KEY_ALONE = r"[+/=_.\-]*[A-Za-z0-9][A-Za-z0-9+/=_.\-]*[ \t]*[\"'`,;)\]}>]*[ \t]*"
 _LINE_BREAK = re.compile(_BREAK + r"[ \t]*(?=" + _KEY_ALONE + "(?:" + _BREAK + "|$))")
 
 Origin = Callable[[int], int]
@@ -362,16 +364,32 @@ def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
         view, origin = decoded[0], (lambda i: outer(inner(i)))
         yield view, origin, True
     if any(char in view for char in _BREAK_CHARS):
-        joined, rejoined = view, origin
+        joined, rejoined, points = view, origin, list[int]()
         alone = _alone_breaks(view)
         if alone:
-            joined, rejoined = _joined(view, alone, origin)
+            joined, rejoined, points = _joined(view, alone, origin)
         literal = any(literal in joined for literal in _LITERALS)  # joining adds no character
         glued = _glued_breaks(joined) if literal else []
         if glued:
-            joined, rejoined = _joined(joined, glued, rejoined)
-        if joined is not view and (literal or BASE64_RUN.search(joined)):
+            joined, rejoined, more = _joined(joined, glued, rejoined)
+            points = sorted(more + [_back(glued, p) for p in points])
+        if joined is not view and (literal or _run_across(joined, points)):
             yield joined, rejoined, False
+
+
+def _back(breaks: list[tuple[int, int]], point: int) -> int:
+    """Where `point` of a view lands once `breaks` (none containing it) are removed."""
+    return point - sum(end - start for start, end in breaks if end <= point)
+
+
+def _run_across(joined: str, points: list[int]) -> bool:
+    """Whether a base64 run of `joined` spans one of the `points` where lines were joined: a run
+    the decoder would not have seen in the lines apart."""
+    for run in BASE64_RUN.finditer(joined):
+        i = bisect.bisect_right(points, run.start())
+        if i < len(points) and points[i] < run.end():
+            return True
+    return False
 
 
 def _alone_breaks(view: str) -> list[tuple[int, int]]:
@@ -387,8 +405,9 @@ def _glued_breaks(view: str) -> list[tuple[int, int]]:
             if not any(end == m.start(1) for _, end, _ in _specific(view, m.start(), m.start(1)))]
 
 
-def _joined(view: str, breaks: list[tuple[int, int]], outer: Origin) -> tuple[str, Origin]:
-    """`view` without `breaks`, and the map from its offsets through `outer` to the text's."""
+def _joined(view: str, breaks: list[tuple[int, int]], outer: Origin) -> tuple[str, Origin, list[int]]:
+    """`view` without `breaks`, the map from its offsets through `outer` to the text's, and the
+    offsets where a break was taken out."""
     kept, pos = [], 0
     for start, end in breaks:
         kept.append((pos, start))
@@ -400,7 +419,7 @@ def _joined(view: str, breaks: list[tuple[int, int]], outer: Origin) -> tuple[st
         part = bisect.bisect_right(starts, i) - 1
         return outer(kept[part][0] + i - starts[part])
 
-    return "".join(view[s:e] for s, e in kept), origin
+    return "".join(view[s:e] for s, e in kept), origin, starts[1:]
 
 
 # A line `_LINE_BREAK` joins to the one before it.

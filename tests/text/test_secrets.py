@@ -134,6 +134,10 @@ LOOK_ALIKES = [
     "validate_writes_and_more_identifiers_of_code_here",
     "%3D%3D%20plain%20words%20encoded",
     "第一行\u2028第二行",
+    "commit 1a2b3c4d5e6f adds a secret: journal/2026-01-02.md:3: github-token (ghp_aB…(40 chars))",
+    "a warning names the secret: PATH:LINE: KIND (preview)",
+    "tests/guard/test_secrets_everywhere.py::test_the_commit_msg_hook_refuses_a_secret_anywhere",
+    "---\nname: tone\n---\nshort answers\n---",
 ]
 
 # Secrets a reader sees whole but a plain pattern would not: invisible characters inside,
