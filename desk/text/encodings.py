@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 _PERCENT = re.compile(r"%(2[0-9A-Fa-f]|[3-6][0-9A-Fa-f]|7[0-9A-Ea-e])")
 # A run of base64 (standard or URL-safe alphabet) long enough to hold the shortest token a
 # pattern knows once encoded; the view joining wrapped lines rejoins a run an encoder wrapped.
-BASE64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
+BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,}={0,2}")  # tried where a run starts
 _HEX = re.compile(r"[0-9a-fA-F\-]+")
 # `Authorization: Basic <base64 of user:password>`: short enough to miss the run above.
 _BASIC = re.compile(r"(?i:basic)[ \t]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=_\-])")
@@ -71,8 +71,9 @@ def base64_texts(text: str) -> Iterator[tuple[int, int, str]]:
 
 
 def basic_credentials(text: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, password) for each `Basic <base64 of user:password>` in `text`."""
-    if "asic" not in text.lower():
+    """(start, end, password) for each `Basic <base64 of user:password>` in `text` (the scheme in
+    any case but mixed within its letters after the first: `Basic`, `basic`, `BASIC`)."""
+    if "asic" not in text and "ASIC" not in text:
         return
     import base64
     import binascii

@@ -231,8 +231,9 @@ def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
     other compatibility forms), and, for the vendor patterns only, the text with its line breaks
     (and the indentation after them) removed, which rejoins a key split over lines.
     """
-    spans = _spans(text, generic=True)
-    for view, origin, generic in _views(text):
+    literal = _has_literal(text)
+    spans = _spans(text, generic=True, literal=literal)
+    for view, origin, generic in _views(text, literal):
         for start, end, kind in _spans(view, generic=generic):
             first, last = origin(start), origin(end - 1) + 1
             inside = [s for s in spans if first <= s[0] and s[1] <= last]
@@ -251,8 +252,13 @@ def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
     return findings
 
 
-def _spans(text: str, *, generic: bool, decode: bool = True) -> list[tuple[int, int, str]]:
-    spans = _plain_spans(text, generic=generic)
+def _has_literal(text: str) -> bool:
+    return any(literal in text for literal in _LITERALS)
+
+
+def _spans(text: str, *, generic: bool, decode: bool = True, literal: bool | None = None
+           ) -> list[tuple[int, int, str]]:
+    spans = _plain_spans(text, generic=generic, literal=literal)
     if decode:
         _add_decoded(text, spans)
     return spans
@@ -292,9 +298,11 @@ def _basic_spans(text: str) -> list[tuple[int, int, str]]:
             if not _patterns().placeholder_password(password)]
 
 
-def _plain_spans(text: str, *, generic: bool) -> list[tuple[int, int, str]]:
+def _plain_spans(text: str, *, generic: bool, literal: bool | None = None) -> list[tuple[int, int, str]]:
+    """The patterns' matches in `text` as it is; `literal`: whether it holds one of _LITERALS,
+    when the caller knows."""
     spans: list[tuple[int, int, str]] = []
-    if any(literal in text for literal in _LITERALS):
+    if _has_literal(text) if literal is None else literal:
         spans += _specific(text)
     if "://" in text and "@" in text:
         for match in _patterns().url_credentials.finditer(text):
@@ -341,7 +349,7 @@ Origin = Callable[[int], int]
 _FULL_WIDTH = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]")
 
 
-def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
+def _views(text: str, literal: bool | None = None) -> Iterator[tuple[str, Origin, bool]]:
     """(view, map from a view offset to a text offset, whether generic rules apply) per view,
     each taken of the one before: without hidden characters and NFKC-normalised, percent-decoded,
     with the lines of a wrapped key joined."""
@@ -368,7 +376,8 @@ def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
         alone = _alone_breaks(view)
         if alone:
             joined, rejoined, points = _joined(view, alone, origin)
-        literal = any(literal in joined for literal in _LITERALS)  # joining adds no character
+        if joined is not text or literal is None:  # joining adds no character, but can make one
+            literal = _has_literal(joined)
         glued = _glued_breaks(joined) if literal else []
         if glued:
             joined, rejoined, more = _joined(joined, glued, rejoined)
