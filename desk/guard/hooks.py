@@ -571,36 +571,13 @@ def _quote(path: str) -> str:
 
 
 def run_commit_msg(root: Path, message_file: str) -> HookRun:
-    """The secret scanner over the whole message (subject, body, trailers; allowed by fingerprint
-    in the desk.json being committed, else HEAD's), and the message rules (SOUL.md by the
-    assistant, digest and NOW.md) against the staged paths when a Desk-Actor or Desk-Op trailer
-    makes them apply."""
-    import datetime as dt
+    """The commit message's secrets and rules (desk.guard.message.message_findings)."""
+    from desk.guard.message import message_findings
 
-    from desk.guard.rules import check_message, message_secret_verdict
-    from desk.storage.git import parse_trailers
-
-    message = Path(message_file).read_text("utf-8", "replace")
-    findings: list[Finding] = []
-    secrets = message_secret_verdict(message)
-    if secrets.findings:
-        findings += secrets.findings_at(_committed_allow(staged_git(root)), dt.datetime.max)
-    if {key.lower() for key in parse_trailers(message)} & {"desk-actor", "desk-op"}:
-        findings += check_message(message, staged_git(root).staged_paths())
+    findings = message_findings(root, Path(message_file).read_text("utf-8", "replace"))
     if findings:
         return HookRun(3, findings, ["desk: commit-msg: commit refused; see above"])
     return HookRun()
-
-
-def _committed_allow(git: Git) -> frozenset[str]:
-    """The allowed secret fingerprints of the desk.json being committed (else HEAD's)."""
-    from desk.guard.validate import config_values
-    from desk.layout import CONFIG_PATH
-
-    blob = git.ls_staged_files([CONFIG_PATH]).get(CONFIG_PATH)
-    data = git.read_blobs([blob]).get(blob) if blob else git.blob_at("HEAD", CONFIG_PATH)
-    found = config_values(data)
-    return found[1] if found else frozenset()
 
 
 def hook_root() -> Path:
