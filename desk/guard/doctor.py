@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
 from desk.guard.hook_files import _read_text, installed, unsafe_drivers
-from desk.guard.rules import FileVerdict, check_archive, check_message, secret_verdict
+from desk.guard.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
 from desk.guard.validate import current_config, validate_all, validate_listed
 from desk.guard.verdicts import VerdictCache
 from desk.guard.whole import DOCTOR_LOCK_WAIT
@@ -548,6 +548,7 @@ def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
     for commit in commits:
         changes = sorted(changes_of[commit.sha])
         items = [(f, "") for f in check_message(commit.message, {c[0] for c in changes})]
+        items += message_secret_items(commit.message)
         for path, old_blobs, new_blob in changes:
             if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
                 # an error only when the file is no pure append of any parent's

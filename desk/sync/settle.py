@@ -199,6 +199,7 @@ def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = 
     head = desk.git.head()
     if old and head and old != head:
         settled.warnings = gate_warnings(desk, old, head, now) + incoming_warnings(desk.git, old, head)
+        settled.warnings += secret_warnings(desk, old, head)
     # git runs post-rewrite before it removes the rebase's state folder: the rebase is done.
     with transaction(desk, stopped=True) as tx:
         settle_locked(tx, settled, now)
@@ -256,6 +257,14 @@ def gate_warnings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None 
             + [f"desk: ERROR:   {f}" for f in errors]
             + [f"desk: ERROR: fix them and commit (`desk doctor` lists them), or undo the pull with "
                f"`git reset --keep {old[:12]}`; `desk sync` refuses such commits before they land"])
+
+
+def secret_warnings(desk: DeskFolder, old: str, new: str) -> list[str]:
+    """Each commit between `old` and `new` that adds a secret (desk.sync.incoming), named."""
+    from desk.guard.validate import current_config
+    from desk.sync.incoming import incoming_secrets
+
+    return [s.warning() for s in incoming_secrets(desk.git, desk.git.rev_list(new, old), current_config(desk)[1])]
 
 
 def incoming_warnings(git: Git, old: str, new: str) -> list[str]:
