@@ -18,12 +18,27 @@ if TYPE_CHECKING:
     from desk.storage.git import Git
 
 
+SCISSORS = " ------------------------ >8 ------------------------"
+
+
+def committed_part(message: str) -> str:
+    """What git keeps of a message file: everything above the scissors line (`git commit -v` and
+    `--cleanup=scissors`), below which git shows the staged diff and drops it from the commit.
+    The line starts with core.commentChar, `#` unless configured otherwise."""
+    lines = message.split("\n")
+    for i, line in enumerate(lines):
+        if line[1:] == SCISSORS and line[:1] not in ("", " "):
+            return "\n".join(lines[:i])
+    return message
+
+
 def needs_full_check(message: str) -> bool:
     """Whether `message` holds a secret (before the allow-list, which only the full check reads)
     or could carry a Desk-Actor or Desk-Op trailer, which the message rules read: any mention of
     `desk` in any case (U+212A KELVIN SIGN lowercases to k, so it counts)."""
     from desk.text.secrets import scan
 
+    message = committed_part(message)
     return "desk" in message.lower() or bool(scan(message))
 
 
@@ -38,6 +53,7 @@ def message_findings(root: Path, message: str) -> list[Finding]:
     from desk.storage.git import parse_trailers, staged_git
 
     findings: list[Finding] = []
+    message = committed_part(message)
     secrets = message_secret_verdict(message)
     if secrets.findings:
         findings += secrets.findings_at(_committed_allow(staged_git(root)), dt.datetime.max)

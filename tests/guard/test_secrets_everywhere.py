@@ -15,7 +15,7 @@ from pathlib import Path
 from desk.layout import DeskFolder
 from desk.text.secrets import scan
 from tests.conftest import DeskRunner, git
-from tests.guard_helpers import add_commit, commit, sh, write
+from tests.guard_helpers import add_commit, commit, git_env, sh, write
 
 TOKEN = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zCaB3d"
 AWS = "AKIA" + "IOSFODNN7EXAMPLQ"
@@ -104,6 +104,22 @@ def test_the_commit_msg_hook_refuses_a_secret_anywhere_in_the_message(desk: Desk
         assert TOKEN not in proc.stderr and AWS not in proc.stderr
         assert git(desk.root, "rev-parse", "HEAD") == head
     assert commit(desk.root, "an ordinary message about the token budget").returncode == 0
+
+
+def test_the_commit_msg_hook_scans_only_what_git_keeps_of_a_verbose_message(desk: DeskFolder) -> None:
+    """`git commit -v` shows the staged diff below the scissors line, and git drops it from the
+    commit: a person's own file (outside desk's folders, not desk's to check) holding a token-like
+    example is no secret in the message; above the scissors line the same token is refused."""
+    write(desk.root, "extras/example.env", f"GITHUB_TOKEN={TOKEN}\n")
+    sh(desk.root, "add", "extras/example.env")
+    head = git(desk.root, "rev-parse", "HEAD")
+    env = git_env(GIT_EDITOR=f"sed -i '1s/^/add an example {TOKEN}/'")
+    refused = sh(desk.root, "commit", "-q", "-v", env=env)
+    assert refused.returncode != 0 and "commit message:1: secret: github-token" in refused.stderr, refused.stderr
+    assert git(desk.root, "rev-parse", "HEAD") == head
+    done = sh(desk.root, "commit", "-q", "-v", env=git_env(GIT_EDITOR="sed -i '1s/^/add an example file/'"))
+    assert done.returncode == 0, done.stderr
+    assert git(desk.root, "log", "-1", "--format=%s").strip() == "add an example file"
 
 
 def test_the_commit_msg_hook_honours_the_allow_list_being_committed(desk: DeskFolder) -> None:
