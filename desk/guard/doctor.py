@@ -39,6 +39,7 @@ from desk.storage.atomic import TEMP_PREFIX
 from desk.storage.git import (LOCK_STALE_AFTER, PRIVATE_LOCKS, desk_left_index_lock, git_running_in,
                               recorded_git_locks, release_stale_index_lock)
 from desk.storage.lock import desk_lock
+from desk.text.secrets import redact
 from desk.storage.reading import is_plain_file
 
 if TYPE_CHECKING:
@@ -489,7 +490,7 @@ def _check_history(desk: DeskFolder, report: DoctorReport, limit: int,
     """Rule breaks in the last `limit` commits: only possible for commits made without the hooks."""
     for sha, subject, finding in bypassed_commits(desk, limit, shas):
         report.add(f"bypassed-{finding.rule}", f"{finding.path}:{finding.line}",
-                   f"commit {sha[:7]} ({subject}) was made without the hooks and broke a rule: "
+                   f"commit {sha[:7]} ({redact(subject)[0]}) was made without the hooks and broke a rule: "
                    f"{finding.message}", "needs-person")
 
 

@@ -88,10 +88,12 @@ def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSessio
         incoming, known, head = _fetch(git, remote, name, branch, tracking, advertised, progress)
         if incoming is not None and known is not None and not git.is_ancestor(known, incoming):
             lost = git.rev_list(known, incoming)
+            from desk.text.secrets import redact  # a subject may hold a secret
+
             raise ConflictError(
                 f"{name}/{branch} was rewritten (a forced push): it no longer holds "
                 f"{len(lost)} commit{'s' if len(lost) != 1 else ''} this clone saw there: "
-                + ", ".join(f"{c.sha[:12]} {c.subject}" for c in git.commits(lost[:10]))
+                + ", ".join(f"{c.sha[:12]} {redact(c.subject)[0]}" for c in git.commits(lost[:10]))
                 + (" ..." if len(lost) > 10 else "") + "; nothing was changed",
                 hint="desk will not integrate rewritten history; see docs/sync.md, \"When the "
                      "remote rewrote history\", to restore the commits or accept the rewrite")

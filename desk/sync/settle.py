@@ -279,9 +279,11 @@ def incoming_warnings(git: Git, old: str, new: str) -> list[str]:
             warnings.append(f"desk: WARNING: {change.path} arrived as a symbolic link; desk never follows "
                             f"it, and the hooks refuse it. Remove it: `git rm {change.path}` and commit "
                             "(then find who committed it: `git log -- " + change.path + "`)")
+    from desk.text.secrets import redact  # a subject is shown as it came: it may hold a secret
+
     for commit in git.commits(git.rev_list(new, old)):
         for finding in check_message(commit.message, commit.paths):
-            warnings.append(f"desk: WARNING: commit {commit.sha[:12]} ({commit.subject}) arrived unchecked: "
+            warnings.append(f"desk: WARNING: commit {commit.sha[:12]} ({redact(commit.subject)[0]}) arrived unchecked: "
                             f"{finding}. Review it (`git show {commit.sha[:12]}`); undo it with "
                             f"`git revert {commit.sha[:12]}` if nobody allowed it")
     return warnings

@@ -81,3 +81,23 @@ def test_a_persons_git_pull_is_told_of_them_by_the_post_merge_hook(clones: Clone
     assert proc.returncode == 0, proc.stderr
     assert f"commit {added[:12]}" in proc.stderr and "adds a secret" in proc.stderr
     assert TOKEN not in proc.stderr and AWS not in proc.stderr
+
+
+def test_a_subject_holding_a_secret_is_shown_redacted_in_every_other_warning(clones: Clones) -> None:
+    """The post-merge hook's message-rule warning and sync's rewritten-history refusal print
+    commit subjects: a subject holding a token is shown redacted there too."""
+    a, b = clones[0], clones[1]
+    (a.root / "SOUL.md").write_text("# Soul\nchanged by the assistant\n")
+    git(a.root, "commit", "-q", "--no-verify", "-am", f"soul {TOKEN}\n\nDesk-Actor: assistant")
+    git(a.root, "push", "-q", "origin", "main")
+    pulled = subprocess.run(["git", "pull", "-q", "--ff-only", "origin", "main"], cwd=b.root,
+                            capture_output=True, text=True)
+    assert "arrived unchecked" in pulled.stderr and "[REDACTED:github-token]" in pulled.stderr, pulled.stderr
+    assert TOKEN not in pulled.stderr
+
+    git(a.root, "reset", "-q", "--hard", "HEAD~1")
+    git(a.root, "commit", "-q", "--no-verify", "--allow-empty", "-m", "another line of history")
+    git(a.root, "push", "-q", "--force", "origin", "main")
+    refused = CliRunner().invoke(cli, ["--desk", str(b.root), "sync"])
+    assert refused.exit_code == 4 and "was rewritten" in refused.output, refused.output
+    assert TOKEN not in refused.output and "[REDACTED:github-token]" in refused.output
