@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Mapping
 from functools import cached_property
@@ -377,5 +378,10 @@ class DeskFolder:
             return NOT_A_FILE  # swapped for a link (or a folder on its way is one) meanwhile
 
 
+# A desk's id as `desk init` makes it (desk.config.new_config): `desk-` and a uuid4's 32 lowercase
+# hex digits. desk.json's schema checks it; records, scope ids and XML attributes carry it.
+DESK_ID_RE = re.compile(r"desk-[0-9a-f]{32}")
+
+
 def _plausible_desk_id(value: str) -> bool:
-    return 0 < len(value) <= 100 and value.isascii() and value.replace("-", "").replace("_", "").isalnum()
+    return DESK_ID_RE.fullmatch(value) is not None

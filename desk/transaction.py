@@ -49,6 +49,9 @@ if TYPE_CHECKING:
     from desk.storage.index_file import IndexFile
 
 PENDING_PREFIX = "desk-pending-"
+# The last commit this process moved the branch to, (sha, subject): a Ctrl-C after it landed
+# must not read "nothing happened" (desk.api.last_landed, for the CLI).
+LANDED: list[tuple[str, str]] = []
 MOVE_ATTEMPTS = 5  # compare-and-swap retries when a person moves HEAD during a desk commit
 
 
@@ -187,6 +190,7 @@ class Transaction:
                     self._restore({p: before[p] for p in written})
                     refreshed.unlink(missing_ok=True)
                     return False
+                LANDED[:] = [(sha, subject)]
                 crash_point("after-update-ref")
                 # Before the index lock is let go: no `git commit` can write an index back sooner.
                 record_published(git_dir, {p: (None if before[p] is None else blob_sha(before[p] or b""),
@@ -195,6 +199,8 @@ class Transaction:
                 if git.head() != sha:  # the branch did not move: put the files back
                     with suppress(OSError):  # the first error is the one to report
                         self._restore({p: before[p] for p in written})
+                else:
+                    LANDED[:] = [(sha, subject)]
                 raise
             if refreshed.exists():  # absent: nothing changed in the index desk read (or none to read)
                 if _same_file(refreshed, person_index):  # git found nothing to change: nothing to publish

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
 from desk.guard.hook_files import _read_text, installed, unsafe_drivers
-from desk.guard.rules import FileVerdict, check_archive, check_message, secret_verdict
+from desk.guard.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
 from desk.guard.validate import current_config, validate_all, validate_listed
 from desk.guard.verdicts import VerdictCache
 from desk.guard.whole import DOCTOR_LOCK_WAIT
@@ -40,6 +40,7 @@ from desk.guard.doctor_locks import check_desk_index_lock, check_git_locks, chec
 from desk.storage.git import LOCK_STALE_AFTER
 from desk.storage.integration import left_behind
 from desk.storage.lock import desk_lock
+from desk.text.secrets import redact
 from desk.storage.reading import is_plain_file
 
 if TYPE_CHECKING:
@@ -392,7 +393,7 @@ def _check_history(desk: DeskFolder, report: DoctorReport, limit: int,
     """Rule breaks in the last `limit` commits: only possible for commits made without the hooks."""
     for sha, subject, finding in bypassed_commits(desk, limit, shas):
         report.add(f"bypassed-{finding.rule}", f"{finding.path}:{finding.line}",
-                   f"commit {sha[:7]} ({subject}) was made without the hooks and broke a rule: "
+                   f"commit {sha[:7]} ({redact(subject)[0]}) was made without the hooks and broke a rule: "
                    f"{finding.message}", "needs-person")
 
 
@@ -451,6 +452,7 @@ def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
     for commit in commits:
         changes = sorted(changes_of[commit.sha])
         items = [(f, "") for f in check_message(commit.message, {c[0] for c in changes})]
+        items += message_secret_items(commit.message)
         for path, old_blobs, new_blob in changes:
             if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
                 # an error only when the file is no pure append of any parent's

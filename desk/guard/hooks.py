@@ -571,11 +571,10 @@ def _quote(path: str) -> str:
 
 
 def run_commit_msg(root: Path, message_file: str) -> HookRun:
-    """The message rules (SOUL.md by the assistant, digest and NOW.md) against the staged paths."""
-    from desk.guard.rules import check_message
+    """The commit message's secrets and rules (desk.guard.message.message_findings)."""
+    from desk.guard.message import message_findings
 
-    message = Path(message_file).read_text("utf-8", "replace")
-    findings = check_message(message, staged_git(root).staged_paths())
+    findings = message_findings(root, Path(message_file).read_text("utf-8", "replace"))
     if findings:
         return HookRun(3, findings, ["desk: commit-msg: commit refused; see above"])
     return HookRun()

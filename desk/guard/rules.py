@@ -8,7 +8,7 @@
                     (desk.review.queue)
   adjudications     `audit-append-only`, `audit-record`, `audit-chain` (desk.review.audit)
   commit message    `soul-unauthorized`, `digest-now` (they need the message: the commit-msg hook,
-                    desk's own commits in process)
+                    desk's own commits in process); `secret` in the message itself
   secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
   any desk file     `symlink` (any tracked path, desk's or not), `merge-conflict`, `binary`,
                     `encoding`, `file-size`, `config`; `bidi-control` (desk.text.direction) outside
@@ -104,6 +104,23 @@ def check_message(message: str, changed: Collection[str]) -> list[Finding]:
             "a digest commit (Desk-Op: digest) never changes NOW.md, which belongs to the "
             "assistant's work; leave NOW.md out of the digest commit"))
     return findings
+
+
+MESSAGE_PATH = "commit message"  # where a finding in a commit message points
+
+
+def message_secret_items(message: str) -> list[tuple[Finding, str]]:
+    """`secret` findings in a commit message, subject, body and trailers alike (a reason, an
+    import source, any trailer's value end up in history and are pushed), each with its
+    condition (`secret:<fingerprint>`: the allow-list applies as to a file). All of it, comment
+    lines and what follows a scissors line too: desk's own commits (`git commit-tree`) and
+    `git commit -m` keep them."""
+    return _secret_items(MESSAGE_PATH, message)
+
+
+def message_secret_verdict(message: str) -> FileVerdict:
+    """The `secret` findings of a commit message, before the allow-list."""
+    return _verdict(message_secret_items(message))
 
 
 # -- per-file rules ---------------------------------------------------------------------------
@@ -299,7 +316,7 @@ def secret_verdict(path: str, text: str) -> FileVerdict:
 
 
 def _secret_items(path: str, text: str, where: str = "", first_line: int = 1) -> _Items:
-    from desk.text.secrets import scan  # compiling its patterns: the commit-msg hook never scans
+    from desk.text.secrets import scan  # here: a hook run that scans nothing never loads the patterns
 
     return [(Finding(path, s.line + first_line - 1, "secret",
                      f"{s.kind} ({s.preview}){' in the ' + where if where else ''}; remove it, or if "
@@ -372,7 +389,7 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
     """desk.json parses and validates, and keeps the desk_id it had."""
     from pydantic import ValidationError  # pydantic (~0.1 s): only commits of desk.json pay
 
-    from desk.config import DeskConfig
+    from desk.config import DeskConfig, field_line
 
     try:
         doc = json.loads(data)
@@ -383,7 +400,8 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
     except json.JSONDecodeError as exc:
         return [Finding(CONFIG_PATH, exc.lineno, "config", f"invalid JSON: {exc.msg}")]
     except ValidationError as exc:
-        return [Finding(CONFIG_PATH, 1, "config", f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}")
+        return [Finding(CONFIG_PATH, field_line(data, e["loc"]), "config",
+                        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}")
                 for e in exc.errors()]
     try:
         before = json.loads(old).get("desk_id") if old else None

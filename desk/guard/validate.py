@@ -30,7 +30,7 @@ from desk.errors import DeskError, Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set, stale_index
 from desk.guard.scope_index import FilesUnder, check_scope_indexes, touched_scopes
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
-                              file_verdict, is_checked, is_managed, needs_old)
+                              file_verdict, is_checked, is_managed, message_secret_verdict, needs_old)
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          memory_name)
 from desk.storage.atomic import atomic_write
@@ -154,6 +154,7 @@ def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read
         report.findings += found_scoped
     if message is not None:
         report.findings += check_message(message, changed)
+        report.findings += message_secret_verdict(message).findings_at(allow, now)
     return report, regenerated
 
 
@@ -233,20 +234,22 @@ def _config(desk: DeskFolder, changes: list[Change],
     through a commit that does not allow it. (`validate --all` checks the work tree, so its
     changes carry the work-tree desk.json.) A broken desk.json is reported by the `config` rule.
     """
-    def load(data: bytes | None) -> tuple[str, frozenset[str]] | None:
-        try:
-            config = json.loads(data or b"")
-            allow = config.get("secrets", {}).get("allow", [])
-            return str(config["desk_id"]), frozenset(a for a in allow if isinstance(a, str))
-        except (ValueError, KeyError, AttributeError, TypeError):
-            return None
-
-    found = next((load(c.new) for c in changes if c.path == CONFIG_PATH and c.new is not None), None)
+    found = next((config_values(c.new) for c in changes if c.path == CONFIG_PATH and c.new is not None), None)
     if found:
         return found
     # A broken desk.json under check (its own finding) falls back to HEAD's.
     data = head() if head is not None else desk.git.blob_at("HEAD", CONFIG_PATH)
-    return load(data) or ("", frozenset())
+    return config_values(data) or ("", frozenset())
+
+
+def config_values(data: bytes | None) -> tuple[str, frozenset[str]] | None:
+    """desk_id and the allowed secret fingerprints of desk.json's bytes; None when it is broken."""
+    try:
+        config = json.loads(data or b"")
+        allow = config.get("secrets", {}).get("allow", [])
+        return str(config["desk_id"]), frozenset(a for a in allow if isinstance(a, str))
+    except (ValueError, KeyError, AttributeError, TypeError):
+        return None
 
 
 def current_config(desk: DeskFolder) -> tuple[str, frozenset[str]]:

@@ -39,6 +39,10 @@ class Synced(Wrapped["SyncResult"]):
         for case in v.cases:
             lines.append(f"conflict case opened: {case} (a memory changed differently on both sides; "
                          "`desk conflicts` lists it)")
+        if v.secrets:
+            commits = len({s["commit"] for s in v.secrets})
+            lines.append(f"secrets added by incoming commits: {len(v.secrets)} in {commits} commit"
+                         f"{'s' if commits != 1 else ''} (named above): rotate those keys")
         if v.pushed:
             lines.append(f"pushed {v.pushed} commit{'s' if v.pushed != 1 else ''} to {where}")
         return "\n".join(lines)

@@ -13,6 +13,8 @@ import os
 import signal
 
 CRASH_ENV = "DESK_TEST_CRASH_AT"
+# The same points, where the process sends itself a Ctrl-C (SIGINT) instead: tests/test_interrupt.py.
+INTERRUPT_ENV = "DESK_TEST_INTERRUPT_AT"
 CRASH_POINTS = (
     "before-marker",        # nothing written yet
     "after-marker",         # the pending-mutation marker is durable, no object or file yet
@@ -28,6 +30,9 @@ SYNC_CRASH_POINTS = ("sync-merged",)  # git merged into the work tree, desk's co
 
 
 def crash_point(name: str) -> None:
-    """SIGKILL this process when DESK_TEST_CRASH_AT is `name` (a test hook; a no-op otherwise)."""
+    """SIGKILL this process when DESK_TEST_CRASH_AT is `name`, SIGINT it when
+    DESK_TEST_INTERRUPT_AT is (test hooks; a no-op otherwise)."""
     if os.environ.get(CRASH_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
+    if os.environ.get(INTERRUPT_ENV) == name:
+        os.kill(os.getpid(), signal.SIGINT)

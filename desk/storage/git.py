@@ -1448,10 +1448,11 @@ class Git:
     # -- reading history ------------------------------------------------------------------
 
     def log(self, paths: Iterable[str] = (), *, limit: int | None = None, since: str | None = None,
-            until: str | None = None, merges: bool = True) -> list[Commit]:
+            until: str | None = None, merges: bool = True, rev: str | None = None) -> list[Commit]:
         """Commits touching `paths` (all when empty), newest first, with their message, trailers
         and changes. `since`/`until` bound the commit dates (git's --since/--until, both
-        inclusive); `merges=False` leaves merge commits out (and out of `limit`).
+        inclusive); `merges=False` leaves merge commits out (and out of `limit`); `rev` starts
+        the walk there instead of at HEAD.
         """
         if self.head() is None:
             return []
@@ -1464,20 +1465,14 @@ class Git:
             args.append(f"--until={until}")
         if not merges:
             args.append("--no-merges")
+        if rev is not None:
+            args.append(rev)
         commits = []
         for (sha, author, email, date, subject, message), changes in self._log(
                 ["%H", "%an", "%ae", "%aI", "%s", "%B"], args, paths):
             commits.append(Commit(sha, author, email, date, subject, parse_trailers(message),
                                   [c.path for c in changes], message, changes))
         return commits
-
-    def log_follow(self, path: str) -> list[Commit]:
-        """The commits that touched `path`, newest first, following it across renames (git's
-        `--follow`); each as `commits` returns it."""
-        if self.head() is None:
-            return []
-        out = self._run("log", "--follow", "--format=%H", "--", path, read_only=True)
-        return self.commits(out.decode().split())
 
     def empty_tree(self) -> str:
         """The id of the empty tree in this repository's hash (to diff against a root commit)."""
@@ -1491,14 +1486,6 @@ class Git:
         out = self._run("diff", "--no-color", "--no-ext-diff", *(["-M"] if len(paths) > 1 else []), rev,
                         "--", *paths, read_only=True)
         return out.decode("utf-8", "replace")
-
-    def names_followed(self, path: str) -> list[str]:
-        """Every name the file at `path` has had, newest first, following renames as `git log
-        --follow` does (the file's own name first); empty before the first commit."""
-        if self.head() is None:
-            return []
-        out = self._run("log", "--follow", "--name-only", "--format=", "-z", "--", path, read_only=True)
-        return list(dict.fromkeys(p.decode() for p in out.replace(b"\n", b"\0").split(b"\0") if p))
 
     def commit_ids(self, limit: int, *, merges: bool = True) -> list[str]:
         """The last `limit` commits from HEAD, newest first (one `git rev-list`); `merges=False`

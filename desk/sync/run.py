@@ -50,6 +50,8 @@ class SyncResult:
     attempts: int = 1
     pushed_to: str | None = None  # the remote's branch commit after the push
     warnings: list[str] = field(default_factory=list)
+    # each incoming commit that adds a secret (desk.sync.incoming), even one a later commit removed
+    secrets: list[dict[str, object]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -88,10 +90,12 @@ def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSessio
         incoming, known, head = _fetch(git, remote, name, branch, tracking, advertised, progress)
         if incoming is not None and known is not None and not git.is_ancestor(known, incoming):
             lost = git.rev_list(known, incoming)
+            from desk.text.secrets import redact  # a subject may hold a secret
+
             raise ConflictError(
                 f"{name}/{branch} was rewritten (a forced push): it no longer holds "
                 f"{len(lost)} commit{'s' if len(lost) != 1 else ''} this clone saw there: "
-                + ", ".join(f"{c.sha[:12]} {c.subject}" for c in git.commits(lost[:10]))
+                + ", ".join(f"{c.sha[:12]} {redact(c.subject)[0]}" for c in git.commits(lost[:10]))
                 + (" ..." if len(lost) > 10 else "") + "; nothing was changed",
                 hint="desk will not integrate rewritten history; see docs/sync.md, \"When the "
                      "remote rewrote history\", to restore the commits or accept the rewrite")
@@ -187,6 +191,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     from desk.transaction import commit_message
 
     new = git.rev_list(incoming, head)
+    _report_secrets(desk, git, new, result)
     if head is None or git.is_ancestor(head, incoming):
         index = _gate_fast_forward(desk, head, incoming, result, now) if head is not None else None
         with integrating(git, "fast-forward", head, incoming), _interrupt_after() as interrupted:
@@ -252,6 +257,17 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
         result.commits.append(derived)
         result.regenerated += sorted(c.path for c in git.diff_tree(sha, derived))
     return git.head()
+
+
+def _report_secrets(desk: DeskFolder, git: Git, new: list[str], result: SyncResult) -> None:
+    """Name each of the `new` commits that adds a secret, in the result and as a warning: before
+    integrating, so a refusal by the gate leaves them named too."""
+    from desk.guard.validate import current_config
+    from desk.sync.incoming import incoming_secrets
+
+    found = incoming_secrets(git, new, current_config(desk)[1])
+    result.secrets += [s.to_json() for s in found]
+    result.warnings += [s.warning() for s in found]
 
 
 @contextmanager
