@@ -36,9 +36,8 @@ from desk.guard.hook_files import only_desk_hooks
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
 from desk.storage.crash import crash_point
-from desk.storage.git import (IndexLock, RawChange, blob_sha, parse_trailers, release_private_index_lock,
-                              release_stale_index_lock)
-from desk.storage.git_locks import recording_git_children, release_dead_git_locks, require_no_orphans
+from desk.storage.git import IndexLock, RawChange, blob_sha, parse_trailers
+from desk.storage.git_locks import recording_git_children, release_left_locks
 from desk.storage.hashing import sha256_hex
 from desk.storage.index_file import WALK_RECORD, Patch, keep_walk
 from desk.storage.integration import SettledSync, left_behind, settle_integration
@@ -368,16 +367,10 @@ def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transact
     if not stopped:
         refuse_stopped(desk)
     with desk_lock(desk.lock_path):
-        require_no_orphans(desk.git_dir)  # a killed desk command's git still at work: let it finish
-        release_stale_index_lock(desk.git_dir)  # left by a desk process that died holding it
-        release_private_index_lock(desk.git_dir)  # left by a git desk started that died
-        release_dead_git_locks(desk.git_dir, desk.root)  # left by git processes desk started
+        release_left_locks(desk.git_dir, desk.root)  # what killed desk commands and their git left
         with recording_git_children(desk.git_dir):
             tx = Transaction(desk)
-            if left_behind(desk.git_dir):  # a desk sync killed while git merged: undone first
-                tx.settled_sync = settle_integration(desk.git)
-                if not stopped:
-                    refuse_stopped(desk)
+            tx.settled_sync = settle_integration(desk.git)  # a desk sync killed while git merged: undone
             recover_interrupted(desk)  # the next command recovers from a crash of the last one
             yield tx
 

@@ -191,6 +191,18 @@ def wait_for_orphans(git_dir: Path, timeout: float) -> list[int]:
         time.sleep(0.05)
 
 
+def release_left_locks(git_dir: Path, root: Path) -> None:
+    """Under the desk lock, before a mutation: wait for a git a killed desk command left running
+    (`require_no_orphans`), then remove the locks killed desk commands left: git's index.lock desk
+    took itself, the lock of desk's private index, and those of the git processes it started."""
+    from desk.storage.git import release_private_index_lock, release_stale_index_lock
+
+    require_no_orphans(git_dir)
+    release_stale_index_lock(git_dir)
+    release_private_index_lock(git_dir)
+    release_dead_git_locks(git_dir, root)
+
+
 def require_no_orphans(git_dir: Path, timeout: float = 10.0) -> None:
     """`wait_for_orphans`, then ConflictError (exit 4) naming the git processes still running."""
     alive = wait_for_orphans(git_dir, timeout)
