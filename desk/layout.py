@@ -32,7 +32,11 @@ CONVERSATIONS_DIR = "conversations"
 CONFIG_PATH = ".system/desk.json"
 DESK_ID_CACHE = "desk-id"  # in .git/: the committed desk_id (DeskFolder.desk_id)
 CONFLICTS_FILE = ".system/conflicts.json"
+# Derived caches (SQLite files, records of git's answers) live in `.git/desk-cache/`, where no
+# commit, clone or fast-forward can put a file or a symbolic link: a cache is only ever one this
+# clone made. `.system/cache/` held them before; the gate refuses any path under it (CACHE_DIR).
 CACHE_DIR = ".system/cache"
+CACHE_FOLDER = "desk-cache"  # in .git/
 ARCHIVE_DIR = ".system/archive"  # append-only raw events, one file per UTC day per clone
 ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
 LOCK_FILE = "desk.lock"
@@ -336,7 +340,8 @@ class DeskFolder:
 
     @property
     def cache_dir(self) -> Path:
-        return self.root / CACHE_DIR
+        """Where the derived caches live: `.git/desk-cache/` (CACHE_FOLDER), never in the work tree."""
+        return self.git_dir / CACHE_FOLDER
 
     def path(self, relative: str) -> Path:
         return self.root / relative

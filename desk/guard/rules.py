@@ -10,6 +10,7 @@
   commit message    `soul-unauthorized`, `digest-now` (they need the message: the commit-msg hook,
                     desk's own commits in process); `secret` in the message itself
   secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
+  caches            `cache-committed` (anything under .system/cache/, where caches once lived)
   any desk file     `symlink` (any tracked path, desk's or not), `merge-conflict`, `binary`,
                     `encoding`, `file-size`, `config`; `bidi-control` (desk.text.direction) outside
                     .system/, conversations/ and journal/
@@ -47,7 +48,7 @@ ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE,
                         PREFS_INDEX_FILE, ".gitattributes", ".gitignore"})
 MANAGED_DIRS = (MEMORY_PREFIX, "journal/", "conversations/", ".system/", "users/", "projects/",
                 PREFS_DIR + "/")
-UNMANAGED_DIRS = (".system/cache/",)  # derived, git-ignored
+UNMANAGED_DIRS = (".system/cache/",)  # where derived caches were kept: never committed (`cache-committed`)
 TEXT_LIMIT = 1 << 20  # 1 MiB for a hand-written text file
 LARGE_LIMIT = 64 << 20  # archive files and the generated index grow with the desk
 FILE_MODE = "100644"
@@ -73,9 +74,10 @@ def is_managed(path: str) -> bool:
 
 
 def is_checked(path: str, mode: str) -> bool:
-    """Whether the gate checks `path` committed with git's `mode`: desk's files, and a symbolic
-    link anywhere (a reader could be led through it out of the desk)."""
-    return mode == SYMLINK_MODE or is_managed(path)
+    """Whether the gate checks `path` committed with git's `mode`: desk's files, a symbolic link
+    anywhere (a reader could be led through it out of the desk), and anything under `.system/cache/`
+    (a cache is never committed)."""
+    return mode == SYMLINK_MODE or is_managed(path) or path.startswith(UNMANAGED_DIRS)
 
 
 # -- the commit message rules -----------------------------------------------------------------
@@ -187,6 +189,10 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
     lines were all found clean (`desk.text.secrets.clean_lines`) with these lines spliced in, so
     only these are scanned for secrets; when one of them is not clean, the whole text is.
     """
+    if data is not None and path.startswith(UNMANAGED_DIRS):
+        return _verdict([(Finding(path, 1, "cache-committed", "desk's caches are derived on each machine "
+                                  "and never committed (one made elsewhere could answer for files this "
+                                  "desk does not hold); take it out: `git rm -r --cached .system/cache`"), "")])
     if data is not None and mode == SYMLINK_MODE:
         return _verdict([(Finding(path, 1, "symlink", "desk files must be regular files, not "
                                   "symlinks; replace the link with the file itself"), "")])

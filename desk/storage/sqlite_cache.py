@@ -1,4 +1,4 @@
-"""Derived caches under `.system/cache/`: SQLite files that are rebuilt, never trusted, when broken."""
+"""Derived caches under `.git/desk-cache/`: SQLite files that are rebuilt, never trusted, when broken."""
 
 from __future__ import annotations
 
