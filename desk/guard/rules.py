@@ -189,13 +189,13 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
     lines were all found clean (`desk.text.secrets.clean_lines`) with these lines spliced in, so
     only these are scanned for secrets; when one of them is not clean, the whole text is.
     """
+    if data is not None and mode == SYMLINK_MODE:
+        return _verdict([(Finding(path, 1, "symlink", "desk files must be regular files, not "
+                                  "symlinks; replace the link with the file itself"), "")])
     if data is not None and path.startswith(UNMANAGED_DIRS):
         return _verdict([(Finding(path, 1, "cache-committed", "desk's caches are derived on each machine "
                                   "and never committed (one made elsewhere could answer for files this "
                                   "desk does not hold); take it out: `git rm -r --cached .system/cache`"), "")])
-    if data is not None and mode == SYMLINK_MODE:
-        return _verdict([(Finding(path, 1, "symlink", "desk files must be regular files, not "
-                                  "symlinks; replace the link with the file itself"), "")])
     if data is not None and mode == GITLINK_MODE:
         return _verdict([(Finding(path, 1, "binary", "a submodule cannot live inside a desk folder; "
                                   "remove it"), "")])

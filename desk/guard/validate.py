@@ -27,6 +27,8 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import DeskError, Finding, InvalidFileError
+from desk.guard.attributes import (is_attributes_file, check_attributes, tree_attribute_findings,
+                                   work_tree_attribute_findings)
 from desk.guard.index_rule import MemorySet, Read, check_memory_set, stale_index
 from desk.guard.scope_index import FilesUnder, check_scope_indexes, touched_scopes
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
@@ -354,6 +356,8 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
                                head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"),
                                files_under=lambda spec: git.ls_staged_files([spec]))
     report.findings = _restore_hints(desk, report.findings)
+    if any(is_attributes_file(c.path) for c in changes):
+        report.findings += check_attributes(git, git.index_paths())
     return report, regenerated
 
 
@@ -391,6 +395,8 @@ def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | N
     report, regenerated = _run(desk, changes, memory, read, None, now, cached=True,
                                head_config=lambda: blobs.get(f"{old}:{CONFIG_PATH}"))
     report.findings = _restore_hints(desk, report.findings)
+    if any(is_attributes_file(c.path) for c in raw):
+        report.findings += tree_attribute_findings(git, new)
     return report, regenerated
 
 
@@ -524,7 +530,8 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
         earlier = cache.state(state) if cache else None
         if earlier is not None:
             checked, verdict = earlier
-            return Report(_restore_hints(desk, verdict.findings_at(allow, now)), checked, reused=checked)
+            return Report(_restore_hints(desk, verdict.findings_at(allow, now))
+                          + work_tree_attribute_findings(desk, listing), checked, reused=checked)
         read_changed = {p: found[p][:2] for p in changed}
         continued = _continued(desk, cache, listing, found, heads, desk_id) if cache is not None else None
         if continued is not None:
@@ -545,7 +552,8 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
     finally:
         if cache is not None:
             cache.close()
-    report.findings = _restore_hints(desk, verdict.findings_at(allow, now))
+    report.findings = _restore_hints(desk, verdict.findings_at(allow, now)) + work_tree_attribute_findings(
+        desk, listing)
     return report
 
 

@@ -259,6 +259,19 @@ class WorkTreeListing:
             at = records.find(needle, at + 1)
         return None
 
+    def named(self, name: str) -> list[str]:
+        """The listed paths (tracked or not) whose last component is `name`, found by byte search."""
+        found = set()
+        needle = name.encode("utf-8", "surrogateescape") + b"\0"
+        at = self._out.find(needle)
+        while at >= 0:
+            record = self._out[self._out.rfind(b"\0", 0, at) + 1:at + len(needle) - 1]
+            path = _path(record.partition(b" " if record[:1] == b"?" else b"\t")[2])
+            if path.rsplit("/", 1)[-1] == name:
+                found.add(path)
+            at = self._out.find(needle, at + 1)
+        return sorted(found)
+
     def clean(self, prefix: str = "") -> dict[str, tuple[str, str]]:
         """`{path: (mode, blob)}` of the files (under `prefix`) git finds as the index has them:
         by its stat cache, comparing content when the stat data cannot tell. Under a folder,
@@ -1756,6 +1769,48 @@ class Git:
         """Every path that is a symbolic link in the tree of `rev`."""
         out = self._run("ls-tree", "-r", "-z", "--full-tree", rev, read_only=True)
         return sorted(_path(r.partition(b"\t")[2]) for r in out.split(b"\0") if r.startswith(b"120000 "))
+
+    def check_out_head(self) -> None:
+        """Write HEAD's tree into the index and the work tree (`desk clone`, which cloned without
+        a checkout so that the tree was checked first)."""
+        self._run("reset", "-q", "--hard", "HEAD")
+
+    def index_paths(self) -> list[str]:
+        """Every path in the index (in a hook: the one being committed), sorted."""
+        return sorted(_path_list(self._run("ls-files", "-z", read_only=True)))
+
+    def attributes(self, paths: Iterable[str], *, cached: bool = True) -> dict[str, dict[str, str]]:
+        """What git's attributes say of `paths` (`git check-attr -a`): `{path: {name: value}}`,
+        value `set`, `unset` or the value given; unspecified attributes and paths with none are left
+        out. Read from the `.gitattributes` files in the index (`cached`; `tree_index` makes one of
+        a commit), else in the work tree. Only what a commit carries counts: the person's own
+        attribute files outside the repository (core.attributesFile, the system's) are left out;
+        `.git/info/attributes` cannot be, and is the person's own too."""
+        wanted = list(paths)
+        if not wanted:
+            return {}
+        data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in wanted)
+        out = self.with_env(GIT_ATTR_NOSYSTEM="1")._run(
+            "-c", "core.attributesFile=", "check-attr", "-a", "-z", "--stdin", *(["--cached"] if cached else []),
+            input=data, read_only=True)
+        fields = out.split(b"\0")
+        found: dict[str, dict[str, str]] = {}
+        for at in range(0, len(fields) - 2, 3):
+            path, name, value = fields[at:at + 3]
+            found.setdefault(_path(path), {})[_path(name)] = _path(value)
+        return found
+
+    @contextmanager
+    def tree_index(self, rev: str) -> Iterator[Git]:
+        """A Git whose index is a temporary one holding `rev`'s tree (removed after it): to ask git
+        about a commit that is not checked out (`index_paths`, `attributes`)."""
+        index = self.git_dir() / f"desk-tree-index-{os.getpid()}-{os.urandom(4).hex()}"
+        other = self.with_env(GIT_INDEX_FILE=str(index))
+        try:
+            other._run("read-tree", rev)
+            yield other
+        finally:
+            index.unlink(missing_ok=True)
 
     def rev_list(self, include: str, exclude: str | None = None) -> list[str]:
         """The commits reachable from `include` and not from `exclude`, newest first."""

@@ -221,10 +221,12 @@ def _masked(url: str) -> str:
 
 
 def clone(url: str, path: Path, progress: Progress | None = None) -> None:
+    """Clone `url` into `path` without checking anything out: desk checks the tree first
+    (desk.guard.incoming), then `Git.check_out_head` writes the work tree."""
     from git import GitCommandError, Repo
 
     try:
-        repo = Repo.clone_from(url, path, progress=_progress(progress), env=clean_env())
+        repo = Repo.clone_from(url, path, progress=_progress(progress), env=clean_env(), no_checkout=True)
     except GitCommandError as exc:
         raise DeskError(f"cannot clone {_masked(url)}: {_git_words(exc)}", hint=UNREACHABLE_HINT) from None
     try:
@@ -240,7 +242,8 @@ def clone(url: str, path: Path, progress: Progress | None = None) -> None:
             names = [ref.remote_head for ref in repo.remotes[0].refs if ref.remote_head != "HEAD"]
             if names:
                 name = "main" if "main" in names else names[0]
-                repo.git.checkout("-q", "-b", name, "--track", f"{repo.remotes[0].name}/{name}")
+                repo.git.branch("--track", name, f"{repo.remotes[0].name}/{name}")
+                repo.git.symbolic_ref("HEAD", f"refs/heads/{name}")
     finally:
         repo.close()
 

@@ -211,6 +211,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
             result.regenerated.append(INDEX_FILE)
         return git.head()
     result.fetched += len(new)
+    _refuse_incoming_attributes(git, head, incoming, result)  # before git merges with them
     _make_merge_drivers_safe(desk, result)
     message = commit_message(f"sync: merge {result.remote}/{result.branch}",
                              {"Desk-Op": "sync", "Desk-Actor": "assistant"})
@@ -312,6 +313,27 @@ def _gate_fast_forward(desk: DeskFolder, head: str, incoming: str, result: SyncR
     return index
 
 
+def _refuse_incoming_attributes(git: Git, head: str, incoming: str, result: SyncResult) -> None:
+    """RejectedError (exit 3), before the merge, when the other side's `.gitattributes` give desk's
+    files a driver, a filter, an encoding or line-end conversion (desk.guard.attributes): git would
+    merge this very change with them (a two-sided SOUL.md edit under `merge=desk-derived` loses a
+    side). The fast-forward's gate checks the same (desk.guard.validate.validate_range)."""
+    from desk.guard.attributes import is_attributes_file, tree_attribute_findings
+
+    if not any(is_attributes_file(c.path) for c in git.diff_tree(head, incoming)):
+        return
+    errors = [f for f in tree_attribute_findings(git, incoming) if f.severity == "error"]
+    if errors:
+        target = f"{result.remote}/{result.branch}"
+        error = RejectedError(
+            f"{target} brings .gitattributes lines desk refuses; nothing was merged:\n"
+            + "\n".join(str(f) for f in errors),
+            hint=f"remove them in the clone that made them and push, then sync again (`git log -p "
+                 f"{target} -- .gitattributes` shows who added them)")
+        error.details["findings"] = [f.to_json() for f in errors]
+        raise error
+
+
 def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | None = None) -> tuple[Path, list[str]]:
     """Clone a desk, install its hooks and merge drivers, make the clone's id; (path, what was set up)."""
     from desk.archive.store import clone_id
@@ -329,7 +351,8 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
     created = not path.exists()
     try:
         remotes.clone(url, path, progress)
-    except DeskError:  # refused (a SHA-256 repository) or failed: leave the folder as it was
+        _check_out_if_safe(url, path)
+    except DeskError:  # refused (a SHA-256 repository, a hostile tree) or failed: leave the folder as it was
         import shutil
 
         if created:
@@ -370,6 +393,28 @@ def _make_merge_drivers_safe(desk: DeskFolder, result: SyncResult) -> None:
         result.warnings.append("desk's merge drivers were rewritten to start Python without the work tree on "
                                "its path (they were written by an older desk); run `desk hooks install` to "
                                "update the hooks too")
+
+
+def _check_out_if_safe(url: str, path: Path) -> None:
+    """Check out the clone's HEAD unless its tree holds what acts on this machine as soon as desk
+    works in it (desk.guard.incoming): then RejectedError (exit 3) naming each file, and the
+    caller keeps nothing."""
+    from desk.guard.incoming import tree_refusals
+    from desk.storage.git import Git
+
+    git = Git(path)
+    if git.head() is None:
+        return  # an empty remote: nothing to check out (and not a desk)
+    findings = tree_refusals(git)
+    if findings:
+        error = RejectedError(
+            f"{url} holds what desk refuses in a clone (committed with --no-verify, or by an older "
+            "desk); nothing was kept:\n" + "\n".join(str(f) for f in findings),
+            hint="fix it in a clone that has it (`desk validate --all` there names the same) and push, then "
+                 "clone again; to look at it as it is, `git clone` it (desk never reads through a link)")
+        error.details["findings"] = [f.to_json() for f in findings]
+        raise error
+    git.check_out_head()
 
 
 def install_merge_setup(desk: DeskFolder) -> list[str]:
