@@ -97,10 +97,12 @@ def attribute_problems(path: str, attributes: Mapping[str, str]) -> list[str]:
     return found
 
 
-def check_attributes(git: Git, paths: Iterable[str], *, cached: bool = True) -> list[Finding]:
+def check_attributes(git: Git, paths: Iterable[str], *, cached: bool = True,
+                     rewritten: set[str] | None = None) -> list[Finding]:
     """The `attribute` rule over desk's files among `paths` and the PROBES, as the `.gitattributes`
     files in `git`'s index (`cached`; in a hook, the staged ones) or its work tree say: one
-    finding per refused set of attributes, naming the first few paths it falls on."""
+    finding per refused set of attributes, naming the first few paths it falls on. `rewritten`
+    gathers the paths whose work-tree bytes git makes other than the committed ones."""
     real = {p for p in paths if is_managed(p)}
     wanted = sorted(real | set(PROBES))
     by_problem: dict[tuple[str, ...], list[str]] = {}
@@ -108,6 +110,8 @@ def check_attributes(git: Git, paths: Iterable[str], *, cached: bool = True) -> 
         refused = attribute_problems(path, attributes)
         if refused:
             by_problem.setdefault(tuple(refused), []).append(path)
+            if rewritten is not None and any(not r.startswith("merge=") for r in refused):
+                rewritten.add(path)
     findings = []
     for problems, hit in sorted(by_problem.items(), key=lambda item: sorted(item[1])[0]):
         hit.sort(key=lambda p: (p not in real, p))  # the real files first
@@ -140,9 +144,13 @@ def tree_attribute_findings(git: Git, rev: str) -> list[Finding]:
         return check_attributes(at, at.index_paths())
 
 
-def work_tree_attribute_findings(desk: DeskFolder, listing: WorkTreeListing) -> list[Finding]:
-    """The `attribute` rule over the work tree (`validate --all`, `desk doctor`), asked of git only
-    when a `.gitattributes` holds a line that is not desk's own (one file read otherwise)."""
+def work_tree_attribute_findings(desk: DeskFolder, listing: WorkTreeListing,
+                                 findings: list[Finding]) -> list[Finding]:
+    """`findings` (the other rules' over the work tree: `validate --all`, `desk doctor`) with the
+    `attribute` rule's added, asked of git only when a `.gitattributes` holds a line that is not
+    desk's own (one file read otherwise). The other findings on a file whose work-tree bytes git
+    rewrites (an encoding, a filter, line ends) are left out: they describe bytes git would not
+    commit (UTF-16 read as NUL bytes), and the attribute is what is wrong."""
     from desk.errors import DeskError
 
     texts = []
@@ -152,5 +160,7 @@ def work_tree_attribute_findings(desk: DeskFolder, listing: WorkTreeListing) -> 
         except (OSError, DeskError):
             continue  # gone, or a link: the symlink rule says so
     if only_desk_lines(texts):
-        return []
-    return check_attributes(desk.git, [*listing.clean(), *listing.elsewhere], cached=False)
+        return findings
+    rewritten: set[str] = set()
+    found = check_attributes(desk.git, [*listing.clean(), *listing.elsewhere], cached=False, rewritten=rewritten)
+    return [f for f in findings if f.path not in rewritten] + found

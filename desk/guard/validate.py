@@ -530,8 +530,8 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
         earlier = cache.state(state) if cache else None
         if earlier is not None:
             checked, verdict = earlier
-            return Report(_restore_hints(desk, verdict.findings_at(allow, now))
-                          + work_tree_attribute_findings(desk, listing), checked, reused=checked)
+            return Report(work_tree_attribute_findings(
+                desk, listing, _restore_hints(desk, verdict.findings_at(allow, now))), checked, reused=checked)
         read_changed = {p: found[p][:2] for p in changed}
         continued = _continued(desk, cache, listing, found, heads, desk_id) if cache is not None else None
         if continued is not None:
@@ -552,8 +552,7 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
     finally:
         if cache is not None:
             cache.close()
-    report.findings = _restore_hints(desk, verdict.findings_at(allow, now)) + work_tree_attribute_findings(
-        desk, listing)
+    report.findings = work_tree_attribute_findings(desk, listing, _restore_hints(desk, verdict.findings_at(allow, now)))
     return report
 
 
