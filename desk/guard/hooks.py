@@ -200,7 +200,11 @@ def _add_missing_attributes(desk: DeskFolder) -> str:
             return "ok"
         tx.commit({GITATTRIBUTES: data}, commit_message(
             "hooks: add desk's missing lines to .gitattributes", {"Desk-Op": "hooks", "Desk-Actor": "user"}))
-    return "updated and committed (desk's missing merge lines and -text pins added)"
+        from desk.guard.line_ends import restore_line_ends
+
+        restored = restore_line_ends(desk)  # what core.autocrlf checked out before the pins
+    return "updated and committed (desk's missing merge lines and -text pins added)" + (
+        f"; LF line ends put back in {len(restored)} file{'s' * (len(restored) != 1)}" if restored else "")
 
 
 def install_hooks(root: Path, python: str | None = None) -> HooksResult:

@@ -376,7 +376,12 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
                         f"cloned {url} into {path}, but it is not a desk (no .system/desk.json)",
                         hint=f"check the address; to make that repository a desk, {start}")
     desk = DeskFolder(path)
+    head = desk.git.head()
     done = install_merge_setup(desk)
+    if desk.git.head() != head:
+        # An older desk gained its `-text` pins: files core.autocrlf checked out with CRLF are
+        # written again as committed (a fresh clone holds nothing of anyone's to lose).
+        desk.git.check_out_head()
     clone_id(desk)
     return path, done
 

@@ -129,3 +129,27 @@ def test_a_committed_cache_is_refused_and_never_read(desk: DeskFolder, tmp_path:
     # removing it is allowed
     sh(desk.root, "rm", "-rq", "--cached", ".system/cache")
     assert sh(desk.root, "commit", "-q", "-m", "drop caches").returncode == 0
+
+
+def test_hooks_install_puts_back_what_core_autocrlf_converted_before_the_pins(desk: DeskFolder) -> None:
+    """A clone checked out with CRLF (core.autocrlf=true) before the pins: once they are committed,
+    git sees the CRLF too. Files differing from HEAD only by CR before LF are written as committed;
+    a person's real edit is left alone."""
+    from desk.guard.hooks import install
+
+    text = (desk.root / ".gitattributes").read_text()
+    write(desk.root, ".gitattributes", "".join(line + "\n" for line in text.splitlines()
+                                               if not line.endswith(" -text")))
+    assert add_commit(desk.root, "older attributes", ".gitattributes").returncode == 0
+    sh(desk.root, "config", "core.autocrlf", "true")
+    for path in ("MEMORY.md", "NOW.md", "SOUL.md"):
+        (desk.root / path).unlink()
+    sh(desk.root, "checkout", "--", ".")
+    assert b"\r\n" in (desk.root / "NOW.md").read_bytes()
+    mistakes = (desk.root / "MISTAKES.md").read_bytes() + b"a person's own line\n"
+    (desk.root / "MISTAKES.md").write_bytes(mistakes)
+    actions = install(desk.root).merge_drivers
+    assert "LF line ends put back in 3 files" in actions[".gitattributes"]
+    assert b"\r\n" not in (desk.root / "NOW.md").read_bytes()
+    assert sh(desk.root, "status", "--porcelain").stdout == " M MISTAKES.md\n"
+    assert (desk.root / "MISTAKES.md").read_bytes() == mistakes

@@ -140,3 +140,19 @@ def test_core_autocrlf_true_does_not_make_every_write_a_conflict(clones: Clones,
     assert fresh.remember("foo", "Foo body.", type="fact", description="d", triggers=["foo"]).value.status == "created"
     assert fresh.now_set("working on it").value is not None
     assert git(fresh.root, "status", "--porcelain").strip() == ""
+
+
+def test_an_older_desk_cloned_under_core_autocrlf_gains_its_pins_and_lf_files(clones: Clones, tmp_path: Path) -> None:
+    """A desk made before the `-text` pins, cloned where core.autocrlf=true: the clone adds the
+    pins (one commit) and writes desk's files again as committed, so nothing looks edited."""
+    a = clones[0]
+    text = (a.root / ".gitattributes").read_text()
+    (a.root / ".gitattributes").write_text("".join(
+        line + "\n" for line in text.splitlines() if not line.endswith(" -text") and not line.startswith("#")))
+    _push(a, "attributes of an older desk", ".gitattributes")
+    subprocess.run(["git", "config", "--global", "core.autocrlf", "true"], check=True)
+    fresh = api.clone(str(clones.remote), tmp_path / "fresh")
+    assert "-text" in (fresh.root / ".gitattributes").read_text()
+    assert b"\r\n" not in (fresh.root / "MEMORY.md").read_bytes()
+    assert git(fresh.root, "status", "--porcelain").strip() == ""
+    assert fresh.remember("foo", "Foo body.", type="fact", description="d", triggers=["foo"]).value.status == "created"
