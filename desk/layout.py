@@ -77,6 +77,11 @@ def newer_schema(version: object) -> str | None:
     return None
 
 
+def is_attributes_file(path: str) -> bool:
+    """Whether `path` is a `.gitattributes` file (at any depth: git reads each one in its folder)."""
+    return path.rsplit("/", 1)[-1] == ".gitattributes"
+
+
 NOT_A_FILE = "(not a regular file)"  # what worktree_blob says of a symlink or folder
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from desk.errors import Finding
 from desk.guard.hook_files import desk_attribute_lines, driver_for
 from desk.guard.rules import is_managed
+from desk.layout import is_attributes_file as is_attributes_file  # re-exported: sync asks it here
 from desk.storage.git import Git, WorkTreeListing
 
 if TYPE_CHECKING:
@@ -47,11 +48,6 @@ PROBES = ("AGENTS.md", "SOUL.md", "USER.md", "NOW.md", "MEMORY.md", "MISTAKES.md
 _MERGE_BUILTIN = ("set", "unset", "text", "binary")
 _GENERATED = ("index", "generated")  # desk's drivers of the files it regenerates after a merge
 SHOWN = 5  # paths named in a finding; the rest are counted
-
-
-def is_attributes_file(path: str) -> bool:
-    """Whether `path` is a `.gitattributes` file (at any depth: git reads each one in its folder)."""
-    return path.rsplit("/", 1)[-1] == ATTRIBUTES_FILE
 
 
 def only_desk_lines(texts: Iterable[str]) -> bool:

@@ -27,14 +27,12 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import DeskError, Finding, InvalidFileError
-from desk.guard.attributes import (is_attributes_file, check_attributes, tree_attribute_findings,
-                                   work_tree_attribute_findings)
 from desk.guard.index_rule import MemorySet, Read, check_memory_set, stale_index
 from desk.guard.scope_index import FilesUnder, check_scope_indexes, touched_scopes
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
                               file_verdict, is_checked, is_managed, message_secret_verdict, needs_old)
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
-                         memory_name)
+                         is_attributes_file, memory_name)
 from desk.storage.atomic import atomic_write
 from desk.guard.whole import LISTED_FOLDER
 from desk.guard.whole import validate_all as validate_all  # re-exported: the entry that starts git first
@@ -357,6 +355,8 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
                                files_under=lambda spec: git.ls_staged_files([spec]))
     report.findings = _restore_hints(desk, report.findings)
     if any(is_attributes_file(c.path) for c in changes):
+        from desk.guard.attributes import check_attributes  # a hook pays for it when .gitattributes changes
+
         report.findings += check_attributes(git, git.index_paths())
     return report, regenerated
 
@@ -396,6 +396,8 @@ def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | N
                                head_config=lambda: blobs.get(f"{old}:{CONFIG_PATH}"))
     report.findings = _restore_hints(desk, report.findings)
     if any(is_attributes_file(c.path) for c in raw):
+        from desk.guard.attributes import tree_attribute_findings
+
         report.findings += tree_attribute_findings(git, new)
     return report, regenerated
 
@@ -507,6 +509,7 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
     now = now or dt.datetime.now(dt.timezone.utc)
     if cached:  # the cache's module (SQLite) loads while git lists
         from desk.guard.verdicts import VerdictCache  # noqa: F401
+    from desk.guard.attributes import work_tree_attribute_findings
     listing, head_system = started.result()
     found: dict[str, tuple[str, str | None, bytes | None]] = {}  # path: mode, blob, content
     for path in sorted(p for p in listing.elsewhere if is_managed(p) or desk.path(p).is_symlink()):
