@@ -20,6 +20,9 @@ def open_cache(path: Path, schema: str, *, wal: bool = False,
     schema), is deleted and made anew: it is derived data, so losing it costs only a rebuild.
     A cache desk may not write (a read-only mount, another user's desk, a folder without write
     permission) is made in memory instead: readers give the same answers, the cache is not kept.
+    So is one where a symbolic link stands for its folder or one of its files: SQLite would follow
+    it and write desk's tables wherever it points (caches live in .git/, out of a commit's reach;
+    this is the `lstat` check behind that).
     """
     if not _writable(path):
         return _open(":memory:", schema, False, check)
@@ -41,11 +44,11 @@ def _writable(path: Path) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         return False
-    if not os.access(path.parent, os.W_OK):
+    if not os.access(path.parent, os.W_OK) or os.path.islink(path.parent):
         return False
     for suffix in _SIDE_FILES:
         side = f"{path}{suffix}"
-        if not os.access(side, os.W_OK) and os.path.lexists(side):
+        if os.path.islink(side) or not os.access(side, os.W_OK) and os.path.lexists(side):
             return False
     return True
 
