@@ -25,7 +25,6 @@ is not one of desk's own; `desk clone` runs it on what it cloned.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from desk.errors import Finding
@@ -47,24 +46,18 @@ PROBES = ("AGENTS.md", "SOUL.md", "USER.md", "NOW.md", "MEMORY.md", "MISTAKES.md
           "projects/new/MEMORY.md", "projects/new/memory/new.md")
 _MERGE_BUILTIN = ("set", "unset", "text", "binary")
 _GENERATED = ("index", "generated")  # desk's drivers of the files it regenerates after a merge
+_HARMLESS = ("linguist-generated=true", "-diff")  # what desk's template adds to some merge lines
 SHOWN = 5  # paths named in a finding; the rest are counted
 
 
 def only_desk_lines(texts: Iterable[str]) -> bool:
     """Whether every line of these `.gitattributes` texts is a comment, blank, or one of desk's own
-    (as `desk init` and `desk hooks install` write them): then no path can get a refused attribute
-    and `validate --all` need not ask git."""
-    own = _desk_lines()
-    return all(not words or words[0].startswith("#") or tuple(words) in own
+    (its merge lines, with the template's harmless extras, and its `-text` pins): then no path can
+    get a refused attribute and `validate --all` need not ask git."""
+    own = set(desk_attribute_lines())
+    return all(not words or words[0].startswith("#")
+               or tuple(words[:2]) in own and all(w in _HARMLESS for w in words[2:])
                for text in texts for words in map(str.split, text.splitlines()))
-
-
-@lru_cache(maxsize=1)
-def _desk_lines() -> frozenset[tuple[str, ...]]:
-    from desk.layout import template_bytes
-
-    template = template_bytes("dot-gitattributes").decode("utf-8").splitlines()
-    return frozenset({tuple(line.split()) for line in template} | set(desk_attribute_lines()))
 
 
 def attribute_problems(path: str, attributes: Mapping[str, str]) -> list[str]:

@@ -1793,11 +1793,10 @@ class Git:
         out = self.with_env(GIT_ATTR_NOSYSTEM="1")._run(
             "-c", "core.attributesFile=", "check-attr", "-a", "-z", "--stdin", *(["--cached"] if cached else []),
             input=data, read_only=True)
-        fields = out.split(b"\0")
+        fields = _path(out).split("\0")  # one decode for the whole answer: 3 fields a line
         found: dict[str, dict[str, str]] = {}
         for at in range(0, len(fields) - 2, 3):
-            path, name, value = fields[at:at + 3]
-            found.setdefault(_path(path), {})[_path(name)] = _path(value)
+            found.setdefault(fields[at], {})[fields[at + 1]] = fields[at + 2]
         return found
 
     @contextmanager
