@@ -153,3 +153,17 @@ def test_hooks_install_puts_back_what_core_autocrlf_converted_before_the_pins(de
     assert b"\r\n" not in (desk.root / "NOW.md").read_bytes()
     assert sh(desk.root, "status", "--porcelain").stdout == " M MISTAKES.md\n"
     assert (desk.root / "MISTAKES.md").read_bytes() == mistakes
+
+
+def test_migrate_pins_text_and_says_so(desk: DeskFolder) -> None:
+    import desk.api as api
+
+    text = (desk.root / ".gitattributes").read_text()
+    write(desk.root, ".gitattributes", "".join(line + "\n" for line in text.splitlines()
+                                               if not line.endswith(" -text")))
+    assert add_commit(desk.root, "older attributes", ".gitattributes").returncode == 0
+    plan = api.open(desk.root).migrate(dry_run=True).value.to_json()
+    said = [c["change"] for c in plan["changes"] if c["path"] == ".gitattributes"]
+    assert said and said[0].startswith("-text pinned on AGENTS.md, SOUL.md")
+    assert api.open(desk.root).migrate().value.status == "migrated"
+    assert missing_attributes((desk.root / ".gitattributes").read_text()) == []
