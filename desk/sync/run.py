@@ -402,9 +402,9 @@ def _make_merge_drivers_safe(desk: DeskFolder, result: SyncResult) -> None:
 
 def _check_out_if_safe(url: str, path: Path) -> None:
     """Check out the clone's HEAD unless its tree holds what acts on this machine as soon as desk
-    works in it (desk.guard.incoming): then RejectedError (exit 3) naming each file, and the
+    works in it (desk.guard.clone_check): then RejectedError (exit 3) naming each file, and the
     caller keeps nothing."""
-    from desk.guard.incoming import tree_refusals
+    from desk.guard.clone_check import tree_refusals
     from desk.storage.git import Git
 
     git = Git(path)
