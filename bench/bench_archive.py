@@ -177,7 +177,7 @@ def bench_import_then_recall(base: Path, events: int) -> None:
     init_desk(plain_root)
     plain = run_cli(["--desk", str(plain_root), "archive", "import", "--no-redact", str(src)], empty)
     size = sum(p.stat().st_size for p in (root / ".system" / "archive").glob("*.jsonl"))
-    cache = (root / ".system" / "cache" / "search.sqlite").stat().st_size
+    cache = (root / ".git" / "desk-cache" / "search.sqlite").stat().st_size
     ratio = first.wall / imported.wall
     print(f"\nimport {events:,} events over 30 days ({src.stat().st_size / MiB:.1f} MiB of JSONL,"
           f" {size / MiB:.1f} MiB of archive), then recall; whole CLI processes (wall, CPU, peak RSS):")

@@ -20,9 +20,14 @@ docs/api.md shows is in it. Names are loaded from their modules on first use (PE
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+# Not typing's: the console script's Ctrl-C handler (desk.cli.start) is installed once this
+# package is loaded, and `typing` would keep that window open longer; type checkers read any
+# TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each name on first use
+    from typing import Any
+
     from desk.api import Desk, Progress, Time, clone, init, open, stopped_notice
     from desk.errors import (ConflictError, DeskError, Finding, GitError, InvalidFileError, NotADeskError,
                              RejectedError, UsageError)

@@ -1,3 +1,3 @@
-from desk.cli.main import main
+from desk.cli.start import main
 
 main()

@@ -792,7 +792,8 @@ class Desk(DeskFolder):
 
     def import_(self, format: str, source: str | Path, *, dry_run: bool = False,
                 progress: Progress | None = None, now: dt.datetime | None = None,
-                project: str | None = None, user: str | None = None) -> ImportPlan:
+                project: str | None = None, user: str | None = None,
+                max_bytes: int | None = None) -> ImportPlan:
         """`desk import FORMAT SOURCE` (`import` is a Python keyword, hence the underscore).
 
         Reads SOURCE in `format` (claude-code, openclaw, markdown, mem0, chat-export, jsonl),
@@ -802,13 +803,15 @@ class Desk(DeskFolder):
         `progress(done, total)` follows the archive records as they are appended. `project`
         imports the memories into that project's scope; `user` applies the profile fields the
         source carries (an OpenClaw USER.md) to that user's profile in the same commit, and is
-        refused (UsageError) for a source that carries none (docs/import-export.md).
+        refused (UsageError) for a source that carries none (docs/import-export.md). A source
+        whose files hold more than `max_bytes` together (None: $DESK_IMPORT_MAX_MIB MiB, else
+        256 MiB) is refused (UsageError) before it is read whole.
         """
         from desk.interchange.importing import import_source
         from desk.results.interchange import ImportPlan
 
         return ImportPlan(import_source(self, format, Path(source), dry_run=dry_run, progress=progress,
-                                        now=now, project=project, user=user))
+                                        now=now, project=project, user=user, max_bytes=max_bytes))
 
     def export(self, format: str, dest: str | Path) -> Exported:
         """`desk export FORMAT DEST`: the memories as claude-code, openclaw, markdown or jsonl files."""
@@ -827,6 +830,17 @@ def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(pat
     """
     folder = find_desk(explicit=Path(path) if path is not None else None)
     return Desk(folder.root, found_by=folder.found_by)
+
+
+def last_landed() -> tuple[str, str] | None:
+    """The last commit this process moved a desk's branch to, as (sha, subject), else None: the
+    CLI says so when a Ctrl-C comes after it landed. Nothing is imported to answer: no
+    transaction loaded, no commit made."""
+    import sys
+
+    transaction = sys.modules.get("desk.transaction")
+    landed = getattr(transaction, "LANDED", None)
+    return landed[-1] if landed else None
 
 
 def stopped_notice(desk: DeskFolder) -> str | None:

@@ -6,9 +6,9 @@ import json
 import uuid
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from desk.layout import CONFIG_PATH, DESK_SCHEMA, newer_schema
+from desk.layout import CONFIG_PATH, DESK_ID_RE, DESK_SCHEMA, newer_schema
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.storage.reading import read_regular
 
@@ -69,6 +69,17 @@ class DeskConfig(_Strict):
     context: ContextOptions = ContextOptions()
     secrets: Secrets = Secrets()
 
+    @field_validator("desk_id")
+    @classmethod
+    def _desk_id_format(cls, value: str) -> str:
+        # Made once by `desk init` and kept for life (the `config` rule); a hand-edited id with a
+        # newline, a quote or 10,000 characters would be stamped into every record and scope id.
+        if DESK_ID_RE.fullmatch(value) is None:
+            shown = value if len(value) <= 60 else value[:60] + "…"
+            raise ValueError(f"{shown!r} is not a desk id: `desk-` and 32 lowercase hex digits, as "
+                             "`desk init` made it")
+        return value
+
     def to_bytes(self) -> bytes:
         return (json.dumps(self.model_dump(), indent=2, ensure_ascii=False) + "\n").encode()
 
@@ -83,8 +94,9 @@ def load_config(root: Path) -> DeskConfig:
     A desk of a newer schema raises DeskError: it is never read (or written) as if it were older.
     """
     path = root / CONFIG_PATH
+    text = read_regular(path, root)
     try:
-        data = json.loads(read_regular(path, root))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidFileError([Finding(CONFIG_PATH, exc.lineno, "config-json", exc.msg)]) from None
     newer = newer_schema(data.get("schema_version") if isinstance(data, dict) else None)
@@ -95,8 +107,23 @@ def load_config(root: Path) -> DeskConfig:
     except ValidationError as exc:
         unknown = [e for e in exc.errors() if e["type"] == "extra_forbidden"]
         raise InvalidFileError([
-            Finding(CONFIG_PATH, 1, "config-field",
-                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") for e in exc.errors()
+            Finding(CONFIG_PATH, field_line(text, e["loc"]), "config-field",
+                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}")
+            for e in exc.errors()
         ], hint=("an unknown setting is usually one a newer desk wrote: every new setting comes with a "
                  "new schema_version, so upgrade desk on this machine (`pip install -U desk`), or "
-                 "remove the setting by hand") if unknown else None) from None
+                 "remove the setting by hand") if unknown else (
+            "a desk keeps the id `desk init` gave it: put the committed one back (`git show "
+            f"HEAD:{CONFIG_PATH}`)") if any(e["loc"][:1] == ("desk_id",) for e in exc.errors()) else None
+        ) from None
+
+
+def field_line(text: bytes | str, loc: tuple[int | str, ...]) -> int:
+    """The line of desk.json where the top-level key of `loc` is written (1 when not found)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    key = json.dumps(str(loc[0])) if loc else None
+    for number, line in enumerate(text.split("\n"), 1):
+        if key is not None and line.lstrip().startswith(key):
+            return number
+    return 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Mapping
 from functools import cached_property
@@ -31,7 +32,11 @@ CONVERSATIONS_DIR = "conversations"
 CONFIG_PATH = ".system/desk.json"
 DESK_ID_CACHE = "desk-id"  # in .git/: the committed desk_id (DeskFolder.desk_id)
 CONFLICTS_FILE = ".system/conflicts.json"
+# Derived caches (SQLite files, records of git's answers) live in `.git/desk-cache/`, where no
+# commit, clone or fast-forward can put a file or a symbolic link: a cache is only ever one this
+# clone made. `.system/cache/` held them before; the gate refuses any path under it (CACHE_DIR).
 CACHE_DIR = ".system/cache"
+CACHE_FOLDER = "desk-cache"  # in .git/
 ARCHIVE_DIR = ".system/archive"  # append-only raw events, one file per UTC day per clone
 ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
 LOCK_FILE = "desk.lock"
@@ -70,6 +75,11 @@ def newer_schema(version: object) -> str | None:
         return (f"this desk has schema version {version}, written by a newer desk; this desk reads "
                 f"schema versions {', '.join(map(str, READABLE_SCHEMAS))}")
     return None
+
+
+def is_attributes_file(path: str) -> bool:
+    """Whether `path` is a `.gitattributes` file (at any depth: git reads each one in its folder)."""
+    return path.rsplit("/", 1)[-1] == ".gitattributes"
 
 
 NOT_A_FILE = "(not a regular file)"  # what worktree_blob says of a symlink or folder
@@ -335,7 +345,8 @@ class DeskFolder:
 
     @property
     def cache_dir(self) -> Path:
-        return self.root / CACHE_DIR
+        """Where the derived caches live: `.git/desk-cache/` (CACHE_FOLDER), never in the work tree."""
+        return self.git_dir / CACHE_FOLDER
 
     def path(self, relative: str) -> Path:
         return self.root / relative
@@ -377,5 +388,10 @@ class DeskFolder:
             return NOT_A_FILE  # swapped for a link (or a folder on its way is one) meanwhile
 
 
+# A desk's id as `desk init` makes it (desk.config.new_config): `desk-` and a uuid4's 32 lowercase
+# hex digits. desk.json's schema checks it; records, scope ids and XML attributes carry it.
+DESK_ID_RE = re.compile(r"desk-[0-9a-f]{32}")
+
+
 def _plausible_desk_id(value: str) -> bool:
-    return 0 < len(value) <= 100 and value.isascii() and value.replace("-", "").replace("_", "").isalnum()
+    return DESK_ID_RE.fullmatch(value) is not None

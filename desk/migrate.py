@@ -4,7 +4,7 @@ Readers accept the previous schema, and reading never rewrites a file: a v1 desk
 and each file is saved at the current version by the next write that changes it anyway (the next
 digest or resolve writes `.system/conflicts.json` v2). `desk migrate` upgrades every versioned
 file at once, in one commit: `.system/desk.json`'s `schema_version` and the conflict queue, and
-adds to `.gitattributes` the merge lines a desk made before the scopes lacks (a clone's drivers
+adds to `.gitattributes` the lines an older desk lacks (the scopes' merge lines, the `-text` pins; a clone's drivers
 themselves live in .git/config: `desk hooks install` defines them). A desk newer than this desk is
 refused; nothing is ever downgraded.
 """
@@ -76,9 +76,13 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
             upgraded = attributes_with_missing(text)
             if upgraded is not None:
                 writes[GITATTRIBUTES] = upgraded
-                changes.append({"path": GITATTRIBUTES, "change": "merge lines added for "
-                                + ", ".join(p for p, _ in missing_attributes(text))
-                                + " (run `desk hooks install` in every clone to define the new drivers)"})
+                missing = missing_attributes(text)
+                merges = [p for p, a in missing if a.startswith("merge=")]
+                pins = [p for p, a in missing if a == "-text"]
+                said = ([f"merge lines added for {', '.join(merges)} (run `desk hooks install` in every "
+                         "clone to define the new drivers)"] if merges else [])
+                said += [f"-text pinned on {', '.join(pins)} (no end-of-line conversion of desk's files)"] if pins else []
+                changes.append({"path": GITATTRIBUTES, "change": "; ".join(said)})
         if version != SCHEMA_VERSION:
             config["schema_version"] = SCHEMA_VERSION
             writes[CONFIG_PATH] = (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode()

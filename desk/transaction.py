@@ -36,11 +36,11 @@ from desk.guard.hook_files import only_desk_hooks
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
 from desk.storage.crash import crash_point
-from desk.storage.git import (IndexLock, RawChange, blob_sha, parse_trailers, recording_git_children,
-                              release_dead_git_locks, release_private_index_lock,
-                              release_stale_index_lock)
+from desk.storage.git import IndexLock, RawChange, blob_sha, parse_trailers
+from desk.storage.git_locks import recording_git_children, release_left_locks
 from desk.storage.hashing import sha256_hex
 from desk.storage.index_file import WALK_RECORD, Patch, keep_walk
+from desk.storage.integration import SettledSync, left_behind, settle_integration
 from desk.storage.lock import desk_lock
 
 if TYPE_CHECKING:
@@ -48,6 +48,9 @@ if TYPE_CHECKING:
     from desk.storage.index_file import IndexFile
 
 PENDING_PREFIX = "desk-pending-"
+# The last commit this process moved the branch to, (sha, subject): a Ctrl-C after it landed
+# must not read "nothing happened" (desk.api.last_landed, for the CLI).
+LANDED: list[tuple[str, str]] = []
 MOVE_ATTEMPTS = 5  # compare-and-swap retries when a person moves HEAD during a desk commit
 
 
@@ -82,6 +85,7 @@ class Transaction:
     def __init__(self, desk: DeskFolder) -> None:
         self.desk = desk
         self.unrestored = False  # a failed commit could not put every file back: its marker stays
+        self.settled_sync: SettledSync | None = None  # a killed desk sync's merge, undone on the way in
 
     def require_clean(self, paths: list[str], head_blobs: Mapping[str, str] | None = None) -> None:
         """Refuse (exit 4) when any of `paths` differs in the work tree from HEAD, naming the file.
@@ -185,6 +189,7 @@ class Transaction:
                     self._restore({p: before[p] for p in written})
                     refreshed.unlink(missing_ok=True)
                     return False
+                LANDED[:] = [(sha, subject)]
                 crash_point("after-update-ref")
                 # Before the index lock is let go: no `git commit` can write an index back sooner.
                 record_published(git_dir, {p: (None if before[p] is None else blob_sha(before[p] or b""),
@@ -193,6 +198,8 @@ class Transaction:
                 if git.head() != sha:  # the branch did not move: put the files back
                     with suppress(OSError):  # the first error is the one to report
                         self._restore({p: before[p] for p in written})
+                else:
+                    LANDED[:] = [(sha, subject)]
                 raise
             if refreshed.exists():  # absent: nothing changed in the index desk read (or none to read)
                 if _same_file(refreshed, person_index):  # git found nothing to change: nothing to publish
@@ -360,18 +367,19 @@ def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transact
     if not stopped:
         refuse_stopped(desk)
     with desk_lock(desk.lock_path):
-        release_stale_index_lock(desk.git_dir)  # left by a desk process that died holding it
-        release_private_index_lock(desk.git_dir)  # left by a git desk started that died
-        release_dead_git_locks(desk.git_dir, desk.root)  # left by git processes desk started
+        release_left_locks(desk.git_dir, desk.root)  # what killed desk commands and their git left
         with recording_git_children(desk.git_dir):
+            tx = Transaction(desk)
+            tx.settled_sync = settle_integration(desk.git)  # a desk sync killed while git merged: undone
             recover_interrupted(desk)  # the next command recovers from a crash of the last one
-            yield Transaction(desk)
+            yield tx
 
 
 def refuse_stopped(desk: DeskFolder) -> None:
-    """ConflictError, saying what to run, while a person's merge or rebase is stopped here."""
+    """ConflictError, saying what to run, while a person's merge or rebase is stopped here (not
+    desk sync's own merge, killed half done: the transaction undoes that)."""
     kind = desk.git.stopped()
-    if kind is not None:
+    if kind is not None and not left_behind(desk.git_dir):
         raise ConflictError(f"a git {kind} is stopped in this clone (a `git pull` met a conflict); desk "
                             "commits nothing until it is finished",
                             hint=f"run `desk sync --continue` to settle it (memories deleted on one side and "

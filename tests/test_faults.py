@@ -263,6 +263,60 @@ def test_a_full_disk_is_named_with_a_hint_and_moves_no_branch(full_disk_runs: li
             assert head == "kept", (free, out)
 
 
+# The same full tmpfs, each command on a desk without its caches (a fresh clone, or after `rm -rf
+# .system/cache`): SQLite then creates them there, and says "disk I/O error" (SQLITE_IOERR, not
+# SQLITE_FULL) when its shared-memory file cannot grow (issue 27.8).
+_COLD_FULL_DISK = r"""
+mnt=$1 template=$2 python=$3; shift 3
+mount -t tmpfs -o size=2m tmpfs "$mnt" || exit 99
+for free in "$@"; do
+  for argv in "list" "context --query body" "recall body" "remember tea --type preference -d Drink -t tea Green_tea"; do
+    rm -rf "$mnt"/* && cp -a "$template" "$mnt/d" && rm -rf "$mnt/d/.system/cache" || exit 98
+    avail=$(df -k --output=avail "$mnt" | tail -1)
+    [ "$avail" -gt "$free" ] && dd if=/dev/zero of="$mnt/fill" bs=1k count=$((avail - free)) 2>/dev/null
+    out=$("$python" -m desk --desk "$mnt/d" $argv 2>&1); rc=$?
+    echo "@@ $free ${argv%% *} $rc"
+    echo "$out" | head -3
+  done
+done
+"""
+
+
+@pytest.mark.slow
+def test_a_full_disk_met_by_sqlite_creating_a_cache_says_no_space(tmp_path: Path) -> None:
+    """Issue 27.8: SQLite's "disk I/O error" on a full disk was reported as "internal error: ...
+    a bug in desk". Every run succeeds or exits 1 with "No space left on device (the cache file)"
+    and the hint to free space."""
+    import re
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare(1) to mount a small tmpfs of its own")
+    root = tmp_path / "template"
+    with desk_api.init(root) as d:
+        for n in range(20):
+            d.remember(f"m{n}", f"body {n} of a memory " * 20, type="fact", description=f"Fact {n}",
+                       triggers=[f"t{n}"])
+    (tmp_path / "mnt").mkdir()
+    proc = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", _COLD_FULL_DISK, "sh",
+                           str(tmp_path / "mnt"), str(root), sys.executable, *map(str, range(0, 97, 8))],
+                          capture_output=True, text=True, cwd=tmp_path / "mnt")
+    if proc.returncode == 99 or proc.returncode and "@@" not in proc.stdout:
+        pytest.skip(f"no tmpfs could be mounted here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    parts = re.split(r"^@@ (\d+) (\w+) (\d+)\n", proc.stdout, flags=re.M)[1:]
+    runs = [(int(parts[i]), parts[i + 1], int(parts[i + 2]), parts[i + 3]) for i in range(0, len(parts), 4)]
+    assert len(runs) == 13 * 4
+    cache_full = [out for _, _, rc, out in runs if rc and ".system/cache/" in out]
+    assert cache_full, "SQLite never met the full disk: the test proves nothing"
+    for free, cmd, rc, out in runs:
+        assert "internal error" not in out and "Traceback" not in out, (free, cmd, out)
+        assert rc in (0, 1), (free, cmd, out)
+        if rc:
+            assert "No space left on device" in out and "hint:" in out and "free space" in out, (free, cmd, out)
+
+
 def test_a_full_disk_leaves_the_work_tree_as_it_was_or_a_marker_the_next_command_settles(
         full_disk_runs: list[Run]) -> None:
     """A remember the full disk stopped leaves the work tree and index as they were, or (when the

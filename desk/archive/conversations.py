@@ -4,6 +4,8 @@ docs/design.md §8.2: `conversations/` is a view derived from the archive, never
 are `conversations/YYYY-MM-DD/<session>.md` (UTC day of `at`), a pure function of the archive
 events (no clock, sorted by `at` then id), so rendering twice writes nothing the second time.
 Changed views are committed together in one commit; a view a person has edited is not overwritten.
+A direction control or mark in a message shows as `<U+202E>` (desk.text.direction.visible): a
+view is read in a terminal or a Markdown viewer, where a raw one reorders what is shown.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from desk.archive.store import ArchiveEvent, iter_events
 from desk.layout import ARCHIVE_DIR, CONVERSATIONS_DIR, DeskFolder
+from desk.text.direction import visible
 from desk.text.names import path_name_problem
 from desk.text.times import parse_time
 from desk.transaction import commit_message, transaction
@@ -62,12 +65,12 @@ def view_path(day: str, session: str | None) -> str:
 
 def _quote(text: str) -> str:
     # Block-quoted, so a heading or fence inside a message cannot break the view's structure.
-    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines()) or ">"
+    return "\n".join(f"> {line}" if line else ">" for line in visible(text).splitlines()) or ">"
 
 
 def _inline(text: str) -> str:
     """A session or actor name as one line of inline code: it cannot add headings or emphasis."""
-    flat = " ".join(text.split()).replace("`", "'")
+    flat = visible(" ".join(text.split())).replace("`", "'")
     return f"`{flat}`"
 
 
@@ -102,7 +105,7 @@ def _message(rec: dict[str, Any]) -> str:
     if content is None and rec.get("payload") is not None:
         content = json.dumps(rec["payload"], ensure_ascii=False, sort_keys=True)
     content = content or ""
-    lines = [f"**{who}** · {stamp}Z · {rec['kind']} · `{rec['id']}`", "", _quote(content[:MESSAGE_CHARS]), ""]
+    lines = [f"**{who}** · {stamp}Z · {visible(str(rec['kind']))} · `{visible(str(rec['id']))}`", "", _quote(content[:MESSAGE_CHARS]), ""]
     if len(content) > MESSAGE_CHARS:
         lines[-1:] = ["", f"_… {len(content) - MESSAGE_CHARS} more characters: `desk archive show {rec['id']}`_", ""]
     return "\n".join(lines) + "\n"

@@ -3,7 +3,9 @@
 The whole input is parsed and validated first, so a bad line is reported as `FILE:line` with
 nothing written. Then one archive lock for the whole run and batched fsyncs: records are written
 one `os.write` each (a crash tears at most the last one), and fsync'd every `FSYNC_EVERY` records
-and at the end. Each event keeps its `at` and lands in the file of its UTC day.
+and at the end. Each event keeps its `at` and lands in the file of its UTC day. An event the
+archive holds already (by id, or by what it says and when: desk.archive.present) is skipped and
+counted, so an import stopped part-way is finished by running it again.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from desk.archive.present import SOURCE_ID_META, split_present
 from desk.archive.store import ArchiveWriter, build_event, refuse_unallowed_secrets
 from desk.errors import UsageError
 from desk.layout import DeskFolder
@@ -24,20 +27,20 @@ FSYNC_EVERY = 5000
 # Fields of a desk record that the importing desk recomputes (its own chain, id and desk).
 RECOMPUTED = ("id", "desk_id", "recorded_at", "prev")
 ACCEPTED = {"kind", "at", "content", "payload", "session", "actor", "meta", *RECOMPUTED}
-SOURCE_ID_META = "desk.source_id"
 
 
 @dataclass
 class ImportResult:
     source: str
     imported: int = 0
+    skipped: int = 0  # events the archive held already (desk.archive.present)
     files: list[str] = field(default_factory=list)
     first_id: str | None = None
     last_id: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {"status": "imported", "source": self.source, "imported": self.imported,
-                "files": self.files, "first_id": self.first_id, "last_id": self.last_id}
+                "already_archived": self.skipped, "files": self.files, "first_id": self.first_id, "last_id": self.last_id}
 
 
 IMPORT_HINT = ("fix that line and import the file again: nothing was imported (each line is one JSON "
@@ -94,21 +97,25 @@ def import_events(desk: DeskFolder, path: Path, *, redact: bool = True, now: dt.
     if not redact:  # all parsed before anything is written: a refusal leaves the archive as it was
         for event in events:
             refuse_unallowed_secrets(desk, event)
-    return append_events(desk, events, str(path), now=now, progress=progress)
+    return append_events(desk, events, str(path), now=now, progress=progress, skip_present=True)
 
 
 def append_events(desk: DeskFolder, events: list[dict[str, Any]], source: str, *,
                   now: dt.datetime | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> ImportResult:
-    """Append validated events (from `build_event`) under one archive lock, fsync'd in batches.
+                  progress: Callable[[int, int], None] | None = None,
+                  skip_present: bool = False) -> ImportResult:
+    """Append validated events (from `build_event`) under one archive lock, fsync'd in batches;
+    with `skip_present`, only those the archive does not hold yet (desk.archive.present).
 
     `progress(done, total)` is called after each fsync'd batch. `desk import` appends the
-    conversations it read through here too.
+    conversations it read through here too (it skips those of its origins already archived).
     """
     now = now or utc_now()
     result = ImportResult(source)
     files: set[str] = set()
     with ArchiveWriter(desk, batch=True) as writer:
+        if skip_present:  # under the lock: a concurrent run of the same import finds these present
+            events, result.skipped = split_present(desk, events)
         for n, event in enumerate(events, 1):
             record = writer.append(event, now)
             files.add(event["at"][:10])

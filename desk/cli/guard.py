@@ -39,7 +39,7 @@ def hooks_group() -> None:
     The hooks: pre-commit, commit-msg, pre-merge-commit (the gate), post-merge and post-rewrite
     (after a `git pull`: settle the merge, report what arrived unchecked). The merge drivers live
     in .git/config, which git never copies to a clone; `install` also adds .gitattributes when the
-    desk has none.
+    desk has none, and the lines an older desk's lacks (merge lines, `-text` pins).
     """
 
 
@@ -51,8 +51,10 @@ def hooks_install_command() -> None:
     pre-commit and pre-merge-commit run the gate on what is being committed (and regenerate a
     stale MEMORY.md), commit-msg checks the message rules, post-merge and post-rewrite settle what
     a `git pull` brought (regenerated indexes, conflict cases) and report what arrived unchecked.
-    The merge drivers go in .git/config (and .gitattributes when the desk has none). Refused when
-    core.hooksPath is set: the message says how to wire the hooks by hand.
+    The merge drivers go in .git/config (and .gitattributes when the desk has none; desk's missing
+    lines, such as the `-text` pins that keep desk's files byte for byte whatever core.autocrlf
+    says, are appended and committed). Refused when core.hooksPath is set: the message says how to
+    wire the hooks by hand.
     """
     render(invocation().desk().hooks_install())
 

@@ -14,13 +14,16 @@ from typing import NoReturn
 from desk.errors import DeskError
 
 
-def main(argv: list[str]) -> int:
-    """Run one hook; the exit code is git's verdict (0 lets the commit through)."""
+def main(argv: list[str], *, checked: bool = False) -> int:
+    """Run one hook; the exit code is git's verdict (0 lets the commit through). `checked`: the
+    commit-msg hook's first look was taken already (`start`)."""
     from desk.guard.hook_files import HOOK_ENTRY, HOOK_TYPES
 
     if not argv or argv[0] not in HOOK_TYPES:
         print(f"usage: python -m {HOOK_ENTRY} {{{'|'.join(HOOK_TYPES)}}} [ARGS]", file=sys.stderr)
         return 2
+    if argv[0] == "commit-msg" and argv[1:] and not checked and not _needs_full_check(argv[1]):
+        return 0
     from desk.guard.hooks import hook_root, run_hook
 
     if argv[0] in ("post-merge", "post-rewrite"):
@@ -38,6 +41,18 @@ def main(argv: list[str]) -> int:
     for note in run.notes:
         print(note, file=sys.stderr)
     return run.code
+
+
+def _needs_full_check(message_file: str) -> bool:
+    """The commit-msg hook's first look (desk.guard.message): a message without a secret and
+    without a trailer the rules read passes before git's wrapper and the rules are imported."""
+    from desk.guard.message import needs_full_check
+
+    try:
+        with open(message_file, encoding="utf-8", errors="replace") as file:
+            return needs_full_check(file.read())
+    except OSError:
+        return True  # the full check says what is wrong
 
 
 def after_merge(hook: str, args: list[str]) -> int:
@@ -75,10 +90,12 @@ def exit_now(code: int) -> NoReturn:
 def start(argv: list[str]) -> NoReturn:
     """What an installed hook runs, `python -m desk.cli.hook HOOK` or its fast start (`python -S`
     with the module path baked in at install, desk.guard.hooks.fast_start): one hook, then out."""
+    if argv[:1] == ["commit-msg"] and argv[1:] and not _needs_full_check(argv[1]):
+        exit_now(0)  # before the gate's modules load: most messages need none of it
     from desk.guard.hooks import leave_open_at_exit
 
     leave_open_at_exit()  # exit_now ends the process: no checkpoint of the verdict cache on close
-    exit_now(main(argv))
+    exit_now(main(argv, checked=True))
 
 
 if __name__ == "__main__":

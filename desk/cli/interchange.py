@@ -17,10 +17,13 @@ from desk.vocabulary import EXPORT_FORMATS, IMPORT_FORMATS
               "proposals, archive records) and write nothing.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Report progress over the conversation records on stderr, a line every few seconds.")
+@click.option("--max-mib", type=click.IntRange(min=1), metavar="N",
+              help="Refuse a source whose files hold more than N MiB together, before reading it "
+              "whole [default: $DESK_IMPORT_MAX_MIB, else 256].")
 @project_option
 @user_option
 @json_option
-def import_command(fmt: str, source: Path, dry_run: bool, progress: bool) -> None:
+def import_command(fmt: str, source: Path, dry_run: bool, progress: bool, max_mib: int | None) -> None:
     """Import memory from another tool's files in one commit, and its conversations into the archive.
 
     FORMAT is claude-code (a ~/.claude/projects/<project>/ folder, its memory/ folder, or one
@@ -30,7 +33,8 @@ def import_command(fmt: str, source: Path, dry_run: bool, progress: bool) -> Non
     on. Conversations become archive records (committed by `desk checkpoint`, like every
     append). A malformed source changes nothing (exit 2). --project NAME imports the memories
     into that project's scope; --user ID applies an OpenClaw USER.md's profile fields to that
-    user's profile (refused for a source without profile data).
+    user's profile (refused for a source without profile data). A source larger than 256 MiB
+    (--max-mib) is refused before it is read whole.
     docs/import-export.md describes each format.
     """
     from desk.cli.import_progress import ProgressLines
@@ -39,7 +43,8 @@ def import_command(fmt: str, source: Path, dry_run: bool, progress: bool) -> Non
     try:
         scope = invocation()
         result = scope.desk().import_(fmt, source, dry_run=dry_run, progress=lines, project=scope.project,
-                                      user=scope.user)
+                                      user=scope.user,
+                                      max_bytes=max_mib * 1024 * 1024 if max_mib is not None else None)
     finally:
         if lines is not None:
             lines.close()

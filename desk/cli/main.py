@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
+from typing import Any
 
 import click
 
 from desk import __version__
+from desk.cli import start
 from desk.cli.output import (PROJECT_HELP, USER_HELP, Invocation, SuggestingGroup, complete_project_names,
                              report_error)
 from desk.errors import DeskError, UsageError
@@ -128,7 +130,32 @@ class DeskGroup(SuggestingGroup):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's own code holds a Ctrl-C (desk.cli.start): click would print "Aborted!"."""
+        start.set_mode(start.HOLD)
+        return super().main(*args, **kwargs)
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            start.set_mode(start.RAISE)
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            sys.exit(start.report_interrupt())
+        finally:
+            start.set_mode(start.HOLD)
+
     def invoke(self, ctx: click.Context) -> object:
+        try:
+            start.set_mode(start.RAISE)
+            return self._invoke_mapped(ctx)
+        except KeyboardInterrupt:  # Ctrl-C: one line and 130, or 0 when a commit landed first
+            sys.exit(start.report_interrupt())
+        finally:
+            start.set_mode(start.IGNORE)  # the command has ended: it has said what it did
+
+    def _invoke_mapped(self, ctx: click.Context) -> object:
+        """The command, its errors mapped to a message and an exit code."""
         try:
             return super().invoke(ctx)
         except DeskError as exc:

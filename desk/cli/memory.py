@@ -185,8 +185,9 @@ def list_command(type_: str | None) -> None:
 def history_command(name: str) -> None:
     """Every revision of the memory NAME, from git, newest first (forgotten ones too).
 
-    Follows renames (git's --follow). Exit 1 when no commit ever touched NAME. With --project,
-    the memory of that project.
+    Follows `desk rename` and an unedited `git mv`, never a rename guessed from
+    similar content. Exit 1 when no commit ever touched NAME. With --project, the
+    memory of that project.
     """
     render(invocation().desk().history(name, project=invocation().project))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -13,24 +14,29 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _loopback(value: str) -> tuple[str, int]:
-    """HOST:PORT with a loopback host: the server has no authentication, so it never listens
-    where another machine could reach it. Exactly the hosts for which the MCP SDK turns on its
-    DNS-rebinding protection (a web page must not reach the server through a rebound name)."""
+    """HOST:PORT with a loopback host: a token is all that guards the server, so it never listens
+    where another machine could reach it (and the token travels in clear HTTP). Exactly the hosts
+    for which the MCP SDK turns on its DNS-rebinding protection (a web page must not reach the
+    server through a rebound name)."""
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise UsageError(f"--http must be HOST:PORT, e.g. 127.0.0.1:8765, not {value!r}")
     if host not in LOOPBACK:
         raise UsageError(f"--http host {host!r} is not a loopback address",
-                         hint="the server has no authentication: listen on 127.0.0.1, ::1 or localhost")
+                         hint="the server speaks plain HTTP: listen on 127.0.0.1, ::1 or localhost")
     return host, int(port)
 
 
 @click.command("serve")
 @click.option("--http", "http", metavar="HOST:PORT",
-              help="Serve streamable HTTP at http://HOST:PORT/mcp (loopback only) instead of stdio.")
+              help="Serve streamable HTTP at http://HOST:PORT/mcp (loopback only) instead of stdio; "
+              "every request needs the header `Authorization: Bearer TOKEN`.")
+@click.option("--token-file", type=click.Path(path_type=Path), metavar="PATH",
+              help="With --http: the token is the one line of PATH (mode 0600) [default: "
+              ".git/desk-serve-token, made on the first start].")
 @user_option
-def serve_command(http: str | None) -> None:
+def serve_command(http: str | None, token_file: Path | None) -> None:
     """Run desk as an MCP server (stdio by default) for assistants such as Claude Code.
 
     Tools: remember, forget, recall, context, list_memories, show_memory, now_show, now_set,
@@ -39,9 +45,13 @@ def serve_command(http: str | None) -> None:
     wake_up. Writes are commits by the assistant naming the client. The preference tools and the
     wake-up read are the user's named by --user (else the desk owner's), fixed for the server's
     life: no tool takes a user. Over stdio the server exits at the end of its input, once every
-    request it read is answered. Needs the `mcp` extra: pip install 'desk[mcp]'.
+    request it read is answered. Over --http a request without the token is refused (401) and
+    touches nothing; where the token is is printed on stderr at start. Needs the `mcp` extra:
+    pip install 'desk[mcp]'.
     """
     address = _loopback(http) if http is not None else None
+    if token_file is not None and address is None:
+        raise UsageError("--token-file is for --http (a stdio server is reached by its own client only)")
     desk = invocation().desk()
     try:
         from desk.serve.server import serve
@@ -50,7 +60,17 @@ def serve_command(http: str | None) -> None:
 
         raise DeskError(f"desk serve needs the MCP Python SDK, which is not installed ({exc})",
                         hint=MCP_MISSING_HINT) from None
-    serve(desk, http=address, user=invocation().user)
+    token = None
+    if address is not None:
+        from desk.serve.token import serve_token
+
+        token = serve_token(desk.git_dir, token_file)
+        host = f"[{address[0]}]" if ":" in address[0] else address[0]
+        made = " (made now, mode 0600)" if token.created else ""
+        click.echo(f"desk serve: streamable HTTP at http://{host}:{address[1]}/mcp\n"
+                   f"each request needs the header `Authorization: Bearer TOKEN`, TOKEN the line of "
+                   f"{token.path}{made}", err=True)
+    serve(desk, http=address, user=invocation().user, token=token)
 
 
 @click.command("memory-tool")

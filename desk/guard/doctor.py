@@ -30,15 +30,17 @@ from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
 from desk.guard.hook_files import _read_text, installed, unsafe_drivers
-from desk.guard.rules import FileVerdict, check_archive, check_message, secret_verdict
+from desk.guard.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
 from desk.guard.validate import current_config, validate_all, validate_listed
 from desk.guard.verdicts import VerdictCache
 from desk.guard.whole import DOCTOR_LOCK_WAIT
 from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
 from desk.storage.atomic import TEMP_PREFIX
-from desk.storage.git import (LOCK_STALE_AFTER, PRIVATE_LOCKS, desk_left_index_lock, git_running_in,
-                              recorded_git_locks, release_stale_index_lock)
+from desk.guard.doctor_locks import check_desk_index_lock, check_git_locks, check_index_lock, check_interrupted_sync
+from desk.storage.git import LOCK_STALE_AFTER
+from desk.storage.integration import left_behind
 from desk.storage.lock import desk_lock
+from desk.text.secrets import redact
 from desk.storage.reading import is_plain_file
 
 if TYPE_CHECKING:
@@ -115,10 +117,12 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
     try:
         with early.lock if early is not None else desk_lock(desk.lock_path, timeout=LOCK_WAIT,
                                                                reading=not repair):
-            _check_desk_index_lock(desk, report, repair)
+            # the locks first: settling an interrupted sync or mutation needs git's index lock
+            check_desk_index_lock(desk, report, repair)
+            check_index_lock(desk, report, repair, lock_held=True, quiet=quiet)
+            check_git_locks(desk, report, repair, lock_held=True, quiet=quiet)
+            check_interrupted_sync(desk, report, repair)
             _check_pending(desk, report, repair)
-            _check_index_lock(desk, report, repair, lock_held=True, quiet=quiet)
-            _check_git_locks(desk, report, repair, lock_held=True, quiet=quiet)
             # The history check's `git rev-list` and the hooks check's `git config` run while the
             # rule check's `git ls-files` stats the work tree; started only now (unless `early`
             # started them before any repair, and waits for them before a lock check counts the
@@ -141,8 +145,8 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
         quiet()
         report.add("desk-lock", str(desk.lock_path), "another desk process holds the desk lock; "
                    "run doctor again when it is done", "needs-person")
-        _check_index_lock(desk, report, False, lock_held=False)
-        _check_git_locks(desk, report, False, lock_held=False)
+        check_index_lock(desk, report, False, lock_held=False)
+        check_git_locks(desk, report, False, lock_held=False)
     _check_history(desk, report, commits, history)
     _check_hooks(desk, report, repair)
     return report
@@ -163,8 +167,8 @@ def _check_stopped_merge(desk: DeskFolder, report: DoctorReport) -> bool:
     """A person's merge or rebase stopped on a conflict: named, with what to run; the checks of
     the work tree wait for it (its files are half-merged, and a repair would write into them)."""
     kind = desk.git.stopped()
-    if kind is None:
-        return False
+    if kind is None or left_behind(desk.git_dir):  # desk sync's own: check_interrupted_sync's
+        return kind is not None
     unmerged = sorted(desk.git.unmerged())
     report.add("stopped-merge", ", ".join(unmerged) or str(desk.git_dir),
                f"a git {kind} is stopped here on a conflict; run `desk sync --continue` to settle desk's "
@@ -183,106 +187,6 @@ def _check_pending(desk: DeskFolder, report: DoctorReport, repair: bool) -> None
     for marker in pending_markers(desk):
         settled = settle(desk, marker, repair=repair)
         report.add("interrupted", settled.paths, settled.message, settled.status)
-
-
-def _check_desk_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
-    """git's index.lock left by a desk process that died holding it: desk's own, removed at once."""
-    if not desk_left_index_lock(desk.git_dir):
-        return
-    lock = desk.git_dir / "index.lock"
-    if repair:
-        release_stale_index_lock(desk.git_dir)
-        report.add("index-lock", str(lock), "removed the index.lock a crashed desk command left",
-                   "repaired")
-    else:
-        report.add("index-lock", str(lock), "a crashed desk command left git's index.lock: it "
-                   "blocks every commit; --repair (or any desk command) removes it")
-
-
-def _check_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool,
-                      quiet: Callable[[], object] = _nothing) -> None:
-    """`quiet()` waits for the reads doctor started: its own git is not a person's."""
-    lock = desk.git_dir / "index.lock"
-    if lock_held and desk_left_index_lock(desk.git_dir):
-        return  # desk's own, reported (and removed) by _check_desk_index_lock
-    try:
-        age = time.time() - lock.stat().st_mtime
-    except FileNotFoundError:
-        return
-    quiet()
-    running = git_running_in(desk.root)
-    _unknown_lock(report, "index-lock", lock, str(lock), age, running, repair, lock_held)
-
-
-def _unknown_lock(report: DoctorReport, check: str, lock: Path, shown: str, age: float,
-                  running: bool | None, repair: bool, lock_held: bool) -> None:
-    """A lock file whose owner desk does not know: removed by --repair only when it is older than
-    STALE_AFTER (git.LOCK_HINT says so) and no git process works in the desk."""
-    if age < STALE_AFTER or running is not False or not lock_held:
-        why = (f"it is {int(age)} s old; --repair waits until {int(STALE_AFTER)} s" if age < STALE_AFTER
-               else "a git process is running in the desk" if running
-               else "cannot tell whether git is running here" if running is None
-               else "another desk process is working")
-        report.add(check, shown, f"{lock.name} exists and blocks git ({why}); if no git "
-                   f"command is running, remove it yourself: rm {lock}", "needs-person")
-        return
-    if repair:
-        lock.unlink(missing_ok=True)
-        report.add(check, shown, f"removed a stale {lock.name} ({int(age)} s old, no git "
-                   "running)", "repaired")
-    else:
-        report.add(check, shown, f"stale {lock.name} ({int(age)} s old, no git running) "
-                   "blocks git; --repair removes it")
-
-
-def _check_git_locks(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool,
-                     quiet: Callable[[], object] = _nothing) -> None:
-    """Every other `*.lock` under .git (refs/heads/main.lock, HEAD.lock, desk's private index locks,
-    config.lock, ...). Under the desk lock, one a dead desk git process left (desk.storage.git
-    records them) or one of desk's own private index files is desk's debris: repaired at once."""
-    git_dir = desk.git_dir
-    recorded = {lock.path: lock for lock in recorded_git_locks(git_dir)[0]}
-    running: bool | None = None
-    looked = False
-    now = time.time()
-    for folder, subdirs, files in os.walk(git_dir):
-        if folder == str(git_dir):
-            subdirs[:] = [d for d in subdirs if d not in ("objects", "hooks")]
-        for name in sorted(files):
-            lock = Path(folder) / name
-            if not name.endswith(".lock") or lock == git_dir / "index.lock":
-                continue  # index.lock: _check_index_lock and _check_desk_index_lock
-            if name + ".queue" in files:
-                continue  # one of desk's own flock files (desk.lock, ...): always there, never stale
-            try:
-                age = now - lock.stat().st_mtime
-            except FileNotFoundError:
-                continue
-            if not looked:
-                quiet()
-                running, looked = git_running_in(desk.root), True
-            rel = lock.relative_to(git_dir).as_posix()
-            owner = recorded.get(lock)
-            private = lock.parent == git_dir and name in PRIVATE_LOCKS
-            if owner is not None and owner.owner_alive:
-                report.add("git-lock", f".git/{rel}", f"held by git process {owner.pid}, started by "
-                           "a desk command that is still at work", "note")
-                continue
-            if private and not lock_held:
-                continue  # a desk process holds the desk lock: its git is using desk's own index
-            if lock_held and (private or (owner is not None and not owner.owner_alive
-                                          and running is False)):
-                whose = (f"git process {owner.pid}, started by a desk command, died holding it"
-                         if owner is not None else "a lock on desk's own index file, left by a "
-                         "killed desk command")
-                if repair:
-                    lock.unlink(missing_ok=True)
-                    report.add("git-lock", f".git/{rel}", f"removed: {whose}", "repaired")
-                else:
-                    report.add("git-lock", f".git/{rel}", f"{whose}; it blocks desk's commits: "
-                               "--repair (or the next desk command) removes it")
-                continue
-            _unknown_lock(report, "git-lock", lock, f".git/{rel}", age, running, repair, lock_held)
 
 
 def _check_temp_files(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
@@ -489,7 +393,7 @@ def _check_history(desk: DeskFolder, report: DoctorReport, limit: int,
     """Rule breaks in the last `limit` commits: only possible for commits made without the hooks."""
     for sha, subject, finding in bypassed_commits(desk, limit, shas):
         report.add(f"bypassed-{finding.rule}", f"{finding.path}:{finding.line}",
-                   f"commit {sha[:7]} ({subject}) was made without the hooks and broke a rule: "
+                   f"commit {sha[:7]} ({redact(subject)[0]}) was made without the hooks and broke a rule: "
                    f"{finding.message}", "needs-person")
 
 
@@ -548,6 +452,7 @@ def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
     for commit in commits:
         changes = sorted(changes_of[commit.sha])
         items = [(f, "") for f in check_message(commit.message, {c[0] for c in changes})]
+        items += message_secret_items(commit.message)
         for path, old_blobs, new_blob in changes:
             if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
                 # an error only when the file is no pure append of any parent's

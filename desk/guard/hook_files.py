@@ -49,23 +49,58 @@ MERGE_ATTRIBUTES = (
     ("users/*/PREFERENCES.md", "generated"),
 )
 MERGE_DRIVERS = ("index", "memory", "now", "conflicts", "append", "derived", "pref", "generated")
+# desk writes its files and compares them byte for byte: `-text` on each of them (desk.guard.rules'
+# ROOT_FILES and MANAGED_DIRS), so neither core.autocrlf nor a `text`/`eol` line before these turns
+# their line ends into CRLF on checkout (which desk would take for an uncommitted edit)
+TEXT_PINS = ("AGENTS.md", "SOUL.md", "USER.md", "NOW.md", "MEMORY.md", "MISTAKES.md", "PREFERENCES.md",
+             ".gitattributes", ".gitignore", "memory/**", "journal/**", "conversations/**", ".system/**",
+             "users/**", "projects/**", "prefs/**")
+
+
+def driver_for(path: str) -> str | None:
+    """The driver desk's `.gitattributes` lines give `path` (the same table, for merges desk settles
+    itself, and for the gate's `attribute` rule, which refuses any other)."""
+    import fnmatch
+
+    for pattern, driver in MERGE_ATTRIBUTES:
+        if pattern.endswith("/**"):
+            if path.startswith(pattern[:-2]):
+                return driver
+        elif "/" in path.rstrip("/") and "/" not in pattern:
+            continue
+        elif fnmatch.fnmatchcase(path, pattern) and path.count("/") == pattern.count("/"):
+            return driver
+    return None
+
+
+def desk_attribute_lines() -> list[tuple[str, str]]:
+    """Every `(pattern, attribute)` line desk's `.gitattributes` holds: the merge drivers, then the
+    `-text` pins (last, so that they win over any `text` or `eol` line above them)."""
+    return ([(p, f"merge=desk-{d}") for p, d in MERGE_ATTRIBUTES] + [(p, "-text") for p in TEXT_PINS])
 
 
 def missing_attributes(text: str) -> list[tuple[str, str]]:
-    """The (pattern, driver) pairs of MERGE_ATTRIBUTES a `.gitattributes` text lacks (a desk made
-    before they existed): what `desk hooks install` and `desk migrate` append."""
+    """The `(pattern, attribute)` lines of `desk_attribute_lines` a `.gitattributes` text lacks (a
+    desk made before they existed): what `desk hooks install` and `desk migrate` append. (A line
+    after them that undoes a pin is the gate's `attribute` rule's to refuse.)"""
     present = {tuple(line.split()[:2]) for line in text.splitlines() if len(line.split()) >= 2}
-    return [(p, d) for p, d in MERGE_ATTRIBUTES if (p, f"merge=desk-{d}") not in present]
+    return [(p, a) for p, a in desk_attribute_lines() if (p, a) not in present]
 
 
 def attributes_with_missing(text: str) -> bytes | None:
-    """`.gitattributes` with the desk merge lines it lacks appended (a desk made before the scopes'
-    drivers), None when it lacks none."""
+    """`.gitattributes` with the desk lines it lacks appended (a desk made before the scopes'
+    drivers or the `-text` pins), None when it lacks none."""
     missing = missing_attributes(text)
     if not missing:
         return None
-    lines = "".join(f"{pattern} merge=desk-{driver}\n" for pattern, driver in missing)
+    lines = "".join(f"{pattern} {attribute}\n" for pattern, attribute in missing)
+    if any(a == "-text" for _, a in missing) and "-text" not in text:
+        lines = lines.replace(f"{TEXT_PINS[0]} -text", PIN_COMMENT + f"{TEXT_PINS[0]} -text", 1)
     return (text + ("" if not text or text.endswith("\n") else "\n") + lines).encode()
+
+
+PIN_COMMENT = ("# desk's files byte for byte, whatever core.autocrlf says: no end-of-line conversion "
+               "(docs/sync.md)\n")
 
 MARKER = "# desk-managed-hook"
 LEGACY = ".legacy"

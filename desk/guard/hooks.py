@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
-from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_ATTRIBUTES, MERGE_DRIVERS,
-                                   MERGE_ENTRY, SAFE_PATH, _read_text, attributes_with_missing, hooks_folder,
-                                   is_ours, missing_attributes)
+from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_DRIVERS, MERGE_ENTRY, PIN_COMMENT,
+                                   SAFE_PATH, _read_text, attributes_with_missing, desk_attribute_lines,
+                                   hooks_folder, is_ours, missing_attributes)
 from desk.guard.hook_files import installed as installed  # re-exported: it lives where it is cheap (doctor)
 from desk.guard.hook_files import missing_setup as missing_setup  # re-exported: it lives where it is cheap
 from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, PUBLISHED_RECORD, DeskFolder,
@@ -158,9 +158,9 @@ def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, st
     if not attributes.exists() and is_desk(root):
         from desk.transaction import commit_message, transaction
 
-        lines = "".join(f"{pattern} merge=desk-{driver}\n" for pattern, driver in MERGE_ATTRIBUTES)
+        lines = "".join(f"{pattern} {attribute}\n" for pattern, attribute in desk_attribute_lines())
         data = ("# desk's merge drivers (docs/sync.md); defined in .git/config by `desk hooks install`\n"
-                + lines).encode()
+                + lines.replace("\nAGENTS.md -text", "\n" + PIN_COMMENT + "AGENTS.md -text", 1)).encode()
         with transaction(DeskFolder(root)) as tx:
             tx.commit({GITATTRIBUTES: data}, commit_message(
                 "hooks: add .gitattributes (desk's merge drivers)", {"Desk-Op": "hooks", "Desk-Actor": "user"}))
@@ -188,18 +188,23 @@ def write_merge_drivers(git: Git, python: str | None = None) -> dict[str, str]:
 
 
 def _add_missing_attributes(desk: DeskFolder) -> str:
-    """Append the missing desk lines to .gitattributes in one commit (when it is clean)."""
+    """Append the missing desk lines (merge drivers, `-text` pins) to .gitattributes in one commit
+    (when it is clean)."""
     from desk.transaction import commit_message, transaction
 
     with transaction(desk) as tx:
         if desk.git.dirty([GITATTRIBUTES]):
-            return "lacks some of desk's merge lines and has uncommitted changes; commit them, then run this again"
+            return "lacks some of desk's lines and has uncommitted changes; commit them, then run this again"
         data = attributes_with_missing(_read_text(desk.path(GITATTRIBUTES)))
         if data is None:
             return "ok"
         tx.commit({GITATTRIBUTES: data}, commit_message(
-            "hooks: add the scopes' merge lines to .gitattributes", {"Desk-Op": "hooks", "Desk-Actor": "user"}))
-    return "updated and committed (the scopes' merge lines added)"
+            "hooks: add desk's missing lines to .gitattributes", {"Desk-Op": "hooks", "Desk-Actor": "user"}))
+        from desk.guard.line_ends import restore_line_ends
+
+        restored = restore_line_ends(desk)  # what core.autocrlf checked out before the pins
+    return "updated and committed (desk's missing merge lines and -text pins added)" + (
+        f"; LF line ends put back in {len(restored)} file{'s' * (len(restored) != 1)}" if restored else "")
 
 
 def install_hooks(root: Path, python: str | None = None) -> HooksResult:
@@ -571,11 +576,10 @@ def _quote(path: str) -> str:
 
 
 def run_commit_msg(root: Path, message_file: str) -> HookRun:
-    """The message rules (SOUL.md by the assistant, digest and NOW.md) against the staged paths."""
-    from desk.guard.rules import check_message
+    """The commit message's secrets and rules (desk.guard.message.message_findings)."""
+    from desk.guard.message import message_findings
 
-    message = Path(message_file).read_text("utf-8", "replace")
-    findings = check_message(message, staged_git(root).staged_paths())
+    findings = message_findings(root, Path(message_file).read_text("utf-8", "replace"))
     if findings:
         return HookRun(3, findings, ["desk: commit-msg: commit refused; see above"])
     return HookRun()

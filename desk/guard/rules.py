@@ -8,8 +8,9 @@
                     (desk.review.queue)
   adjudications     `audit-append-only`, `audit-record`, `audit-chain` (desk.review.audit)
   commit message    `soul-unauthorized`, `digest-now` (they need the message: the commit-msg hook,
-                    desk's own commits in process)
+                    desk's own commits in process); `secret` in the message itself
   secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
+  caches            `cache-committed` (anything under .system/cache/, where caches once lived)
   any desk file     `symlink` (any tracked path, desk's or not), `merge-conflict`, `binary`,
                     `encoding`, `file-size`, `config`; `bidi-control` (desk.text.direction) outside
                     .system/, conversations/ and journal/
@@ -47,7 +48,7 @@ ROOT_FILES = frozenset({"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", INDEX_FILE,
                         PREFS_INDEX_FILE, ".gitattributes", ".gitignore"})
 MANAGED_DIRS = (MEMORY_PREFIX, "journal/", "conversations/", ".system/", "users/", "projects/",
                 PREFS_DIR + "/")
-UNMANAGED_DIRS = (".system/cache/",)  # derived, git-ignored
+UNMANAGED_DIRS = (".system/cache/",)  # where derived caches were kept: never committed (`cache-committed`)
 TEXT_LIMIT = 1 << 20  # 1 MiB for a hand-written text file
 LARGE_LIMIT = 64 << 20  # archive files and the generated index grow with the desk
 FILE_MODE = "100644"
@@ -73,9 +74,10 @@ def is_managed(path: str) -> bool:
 
 
 def is_checked(path: str, mode: str) -> bool:
-    """Whether the gate checks `path` committed with git's `mode`: desk's files, and a symbolic
-    link anywhere (a reader could be led through it out of the desk)."""
-    return mode == SYMLINK_MODE or is_managed(path)
+    """Whether the gate checks `path` committed with git's `mode`: desk's files, a symbolic link
+    anywhere (a reader could be led through it out of the desk), and anything under `.system/cache/`
+    (a cache is never committed)."""
+    return mode == SYMLINK_MODE or is_managed(path) or path.startswith(UNMANAGED_DIRS)
 
 
 # -- the commit message rules -----------------------------------------------------------------
@@ -104,6 +106,23 @@ def check_message(message: str, changed: Collection[str]) -> list[Finding]:
             "a digest commit (Desk-Op: digest) never changes NOW.md, which belongs to the "
             "assistant's work; leave NOW.md out of the digest commit"))
     return findings
+
+
+MESSAGE_PATH = "commit message"  # where a finding in a commit message points
+
+
+def message_secret_items(message: str) -> list[tuple[Finding, str]]:
+    """`secret` findings in a commit message, subject, body and trailers alike (a reason, an
+    import source, any trailer's value end up in history and are pushed), each with its
+    condition (`secret:<fingerprint>`: the allow-list applies as to a file). All of it, comment
+    lines and what follows a scissors line too: desk's own commits (`git commit-tree`) and
+    `git commit -m` keep them."""
+    return _secret_items(MESSAGE_PATH, message)
+
+
+def message_secret_verdict(message: str) -> FileVerdict:
+    """The `secret` findings of a commit message, before the allow-list."""
+    return _verdict(message_secret_items(message))
 
 
 # -- per-file rules ---------------------------------------------------------------------------
@@ -173,6 +192,10 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
     if data is not None and mode == SYMLINK_MODE:
         return _verdict([(Finding(path, 1, "symlink", "desk files must be regular files, not "
                                   "symlinks; replace the link with the file itself"), "")])
+    if data is not None and path.startswith(UNMANAGED_DIRS):
+        return _verdict([(Finding(path, 1, "cache-committed", "desk's caches are derived on each machine "
+                                  "and never committed (one made elsewhere could answer for files this "
+                                  "desk does not hold); take it out: `git rm -r --cached .system/cache`"), "")])
     if data is not None and mode == GITLINK_MODE:
         return _verdict([(Finding(path, 1, "binary", "a submodule cannot live inside a desk folder; "
                                   "remove it"), "")])
@@ -299,7 +322,7 @@ def secret_verdict(path: str, text: str) -> FileVerdict:
 
 
 def _secret_items(path: str, text: str, where: str = "", first_line: int = 1) -> _Items:
-    from desk.text.secrets import scan  # compiling its patterns: the commit-msg hook never scans
+    from desk.text.secrets import scan  # here: a hook run that scans nothing never loads the patterns
 
     return [(Finding(path, s.line + first_line - 1, "secret",
                      f"{s.kind} ({s.preview}){' in the ' + where if where else ''}; remove it, or if "
@@ -372,7 +395,7 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
     """desk.json parses and validates, and keeps the desk_id it had."""
     from pydantic import ValidationError  # pydantic (~0.1 s): only commits of desk.json pay
 
-    from desk.config import DeskConfig
+    from desk.config import DeskConfig, field_line
 
     try:
         doc = json.loads(data)
@@ -383,7 +406,8 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
     except json.JSONDecodeError as exc:
         return [Finding(CONFIG_PATH, exc.lineno, "config", f"invalid JSON: {exc.msg}")]
     except ValidationError as exc:
-        return [Finding(CONFIG_PATH, 1, "config", f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}")
+        return [Finding(CONFIG_PATH, field_line(data, e["loc"]), "config",
+                        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}")
                 for e in exc.errors()]
     try:
         before = json.loads(old).get("desk_id") if old else None

@@ -30,9 +30,9 @@ from desk.errors import DeskError, Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set, stale_index
 from desk.guard.scope_index import FilesUnder, check_scope_indexes, touched_scopes
 from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
-                              file_verdict, is_checked, is_managed, needs_old)
+                              file_verdict, is_checked, is_managed, message_secret_verdict, needs_old)
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
-                         memory_name)
+                         is_attributes_file, memory_name)
 from desk.storage.atomic import atomic_write
 from desk.guard.whole import LISTED_FOLDER
 from desk.guard.whole import validate_all as validate_all  # re-exported: the entry that starts git first
@@ -154,6 +154,7 @@ def _run(desk: DeskFolder, changes: list[Change], memory: MemorySet | None, read
         report.findings += found_scoped
     if message is not None:
         report.findings += check_message(message, changed)
+        report.findings += message_secret_verdict(message).findings_at(allow, now)
     return report, regenerated
 
 
@@ -233,20 +234,22 @@ def _config(desk: DeskFolder, changes: list[Change],
     through a commit that does not allow it. (`validate --all` checks the work tree, so its
     changes carry the work-tree desk.json.) A broken desk.json is reported by the `config` rule.
     """
-    def load(data: bytes | None) -> tuple[str, frozenset[str]] | None:
-        try:
-            config = json.loads(data or b"")
-            allow = config.get("secrets", {}).get("allow", [])
-            return str(config["desk_id"]), frozenset(a for a in allow if isinstance(a, str))
-        except (ValueError, KeyError, AttributeError, TypeError):
-            return None
-
-    found = next((load(c.new) for c in changes if c.path == CONFIG_PATH and c.new is not None), None)
+    found = next((config_values(c.new) for c in changes if c.path == CONFIG_PATH and c.new is not None), None)
     if found:
         return found
     # A broken desk.json under check (its own finding) falls back to HEAD's.
     data = head() if head is not None else desk.git.blob_at("HEAD", CONFIG_PATH)
-    return load(data) or ("", frozenset())
+    return config_values(data) or ("", frozenset())
+
+
+def config_values(data: bytes | None) -> tuple[str, frozenset[str]] | None:
+    """desk_id and the allowed secret fingerprints of desk.json's bytes; None when it is broken."""
+    try:
+        config = json.loads(data or b"")
+        allow = config.get("secrets", {}).get("allow", [])
+        return str(config["desk_id"]), frozenset(a for a in allow if isinstance(a, str))
+    except (ValueError, KeyError, AttributeError, TypeError):
+        return None
 
 
 def current_config(desk: DeskFolder) -> tuple[str, frozenset[str]]:
@@ -351,6 +354,10 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
                                head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"),
                                files_under=lambda spec: git.ls_staged_files([spec]))
     report.findings = _restore_hints(desk, report.findings)
+    if any(is_attributes_file(c.path) for c in changes):
+        from desk.guard.attributes import check_attributes  # a hook pays for it when .gitattributes changes
+
+        report.findings += check_attributes(git, git.index_paths())
     return report, regenerated
 
 
@@ -388,6 +395,10 @@ def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | N
     report, regenerated = _run(desk, changes, memory, read, None, now, cached=True,
                                head_config=lambda: blobs.get(f"{old}:{CONFIG_PATH}"))
     report.findings = _restore_hints(desk, report.findings)
+    if any(is_attributes_file(c.path) for c in raw):
+        from desk.guard.attributes import tree_attribute_findings
+
+        report.findings += tree_attribute_findings(git, new)
     return report, regenerated
 
 
@@ -498,6 +509,7 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
     now = now or dt.datetime.now(dt.timezone.utc)
     if cached:  # the cache's module (SQLite) loads while git lists
         from desk.guard.verdicts import VerdictCache  # noqa: F401
+    from desk.guard.attributes import work_tree_attribute_findings
     listing, head_system = started.result()
     found: dict[str, tuple[str, str | None, bytes | None]] = {}  # path: mode, blob, content
     for path in sorted(p for p in listing.elsewhere if is_managed(p) or desk.path(p).is_symlink()):
@@ -521,7 +533,8 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
         earlier = cache.state(state) if cache else None
         if earlier is not None:
             checked, verdict = earlier
-            return Report(_restore_hints(desk, verdict.findings_at(allow, now)), checked, reused=checked)
+            return Report(work_tree_attribute_findings(
+                desk, listing, _restore_hints(desk, verdict.findings_at(allow, now))), checked, reused=checked)
         read_changed = {p: found[p][:2] for p in changed}
         continued = _continued(desk, cache, listing, found, heads, desk_id) if cache is not None else None
         if continued is not None:
@@ -542,7 +555,7 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
     finally:
         if cache is not None:
             cache.close()
-    report.findings = _restore_hints(desk, verdict.findings_at(allow, now))
+    report.findings = work_tree_attribute_findings(desk, listing, _restore_hints(desk, verdict.findings_at(allow, now)))
     return report
 
 

@@ -2,7 +2,7 @@
 
 Same bytes, same verdict under the same rules. A `FileVerdict` (desk.guard.rules) is a pure function
 of the path, git's mode, the blob, the blob it replaces (archive files and desk.json compare against
-it), the desk id and the rules' code, so `.system/cache/verdicts.sqlite` keeps it under exactly
+it), the desk id and the rules' code, so `.git/desk-cache/verdicts.sqlite` keeps it under exactly
 those: a row per `(rules, path, mode, blob, old)`, where `rules` is a hash of `rules_version()` and
 the desk id. The path is in the key because the verdict depends on it (a memory's name must equal
 its file stem; which rules apply depends on where a file lives). The allow-list and the clock are
@@ -19,7 +19,7 @@ A commit never changes, so what the history rules (`desk doctor`) found in one i
 id, under the same rules version and desk id. And `desk doctor`'s look for temporary files keeps,
 per folder that held none, its inode, mtime and subfolders (see desk.guard.doctor).
 
-Derived data: git-ignored, rebuilt silently when missing or unreadable, and never needed: when
+Derived data, never committed, rebuilt silently when missing or unreadable, and never needed: when
 SQLite fails, the rules simply run.
 """
 
@@ -48,7 +48,7 @@ RULE_MODULES = (
     "desk.guard.rules", "desk.guard.verdicts",
     "desk.memory.file", "desk.memory.index", "desk.storage.frontmatter",
     "desk.archive.store", "desk.archive.format", "desk.config", "desk.layout", "desk.scopes.files",
-    "desk.text.secrets", "desk.text.times", "desk.text.normalize", "desk.text.tokens", "desk.text.names",
+    "desk.text.secrets", "desk.text.encodings", "desk.text.times", "desk.text.normalize", "desk.text.tokens", "desk.text.names",
     "desk.text.escape", "desk.text.direction", "desk.vocabulary", "desk.errors", "desk.frozen", "desk.storage.atomic",
     "desk.storage.git", "desk.storage.objects", "desk.storage.hashing", "desk.storage.lock",
     "desk.storage.sqlite_cache",

@@ -101,15 +101,18 @@ class ImportReport:
 
 def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = False,
                   progress: Progress | None = None, now: dt.datetime | None = None,
-                  project: str | None = None, user: str | None = None) -> ImportReport:
+                  project: str | None = None, user: str | None = None,
+                  max_bytes: int | None = None) -> ImportReport:
     """Import `path` in format `fmt`; with `dry_run` only the plan, nothing written. `project`:
-    the memories go into that project's scope; `user`: the source's profile fields go to that user."""
+    the memories go into that project's scope; `user`: the source's profile fields go to that user;
+    `max_bytes`: the most the source's files may hold together (None: $DESK_IMPORT_MAX_MIB MiB,
+    else 256 MiB), a larger source refused before it is read whole."""
     now = (now or utc_now()).replace(microsecond=0)
     if project is not None:
         from desk.scopes.projects import require_project
 
         require_project(project)
-    source = read_source(fmt, path)
+    source = read_source(fmt, path, max_bytes)
     if user is not None and not source.profile:
         raise UsageError(f"--user: {_no_profile(fmt, source)}",
                          hint="leave --user out: memories and records do not belong to one user")

@@ -5,7 +5,7 @@ memory shows its expiry instead of vanishing with the clock.
 
 `load_entries` is how anything reads memory files into entries (MEMORY.md, the write gate, the
 validator, the digest, `desk context`, `desk stats`). Mutations must not re-parse the desk, so
-entries are cached by git blob id in `.system/cache/entries.sqlite` (derived, git-ignored, rebuilt
+entries are cached by git blob id in `.git/desk-cache/entries.sqlite` (derived, never committed, rebuilt
 when missing or broken). A blob id is a hash of the file's bytes, so a cached entry can never be
 stale; the set of files comes from one `git ls-tree` or a folder scan, and only blobs the cache has
 not seen are parsed.

@@ -409,7 +409,7 @@ class ProjectHeads:
     """Each project memory committed at HEAD with its blob and last commit (the one `git log -n1
     -- PATH` shows), by path, kept in step with HEAD like HeadMirror's last commits: from the
     history since the recorded commit, or one walk of the whole history when that is gone.
-    Read-only for the desk: only the git-ignored cache is written."""
+    Read-only for the desk: only the cache in .git/ is written."""
 
     def __init__(self, desk: DeskFolder, cache: EntryCache) -> None:
         self.desk = desk

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from desk.errors import Finding, InvalidFileError, UsageError
 from desk.layout import DeskFolder
+from desk.memory import follow
 from desk.memory.file import MemoryFile, parse_memory, require_read_name
 from desk.memory.index import IndexEntry, entries_in_worktree, memory_path
 from desk.memory.operations import no_memory
@@ -47,9 +48,9 @@ def list_memories(desk: DeskFolder, type: str | None = None) -> tuple[list[Index
 
 def history(desk: DeskFolder, name: str) -> list[Commit]:
     """Every commit that touched memory `name`, newest first, forgotten revisions included, and
-    across renames (git's --follow)."""
+    across real renames (`desk rename`, or an unedited `git mv`; never git's similarity guess)."""
     require_read_name(name)
-    commits = desk.git.log_follow(memory_path(name))
+    commits = follow.history(desk.git, memory_path(name))
     if not commits:
         raise no_memory(desk, name)
     return commits
@@ -59,7 +60,7 @@ def diff(desk: DeskFolder, name: str, rev: str | None = None) -> tuple[str, str,
     """What changed in memory `name`: from `rev` (default: before its last committed change) to
     the file as it is now, uncommitted edits included. Returns (path, from, unified diff, the
     path it had at `rev` when it was renamed since, else None): after `desk rename A B`, the diff
-    of B follows the rename (git's `--follow`) instead of showing B as a new file."""
+    of B follows the rename (desk.memory.follow) instead of showing B as a new file."""
     require_read_name(name)
     path = memory_path(name)
     if rev is None:
@@ -73,7 +74,7 @@ def diff(desk: DeskFolder, name: str, rev: str | None = None) -> tuple[str, str,
                          hint=f"give a commit from `desk history {name}`, e.g. HEAD~1")
     old = path
     if desk.git.blob_at(rev, path) is None:
-        old = next((p for p in desk.git.names_followed(path) if desk.git.blob_at(rev, p) is not None), path)
+        old = next((p for p in follow.names(desk.git, path) if desk.git.blob_at(rev, p) is not None), path)
         if old != path and os.path.lexists(desk.path(old)):
             old = path  # the old name holds another file again: the diff stays with this one
     if not desk.path(path).exists() and desk.git.blob_at(rev, old) is None:

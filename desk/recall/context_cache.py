@@ -5,7 +5,7 @@ active memory's triggers. On a 10,000-memory desk building that from the entry c
 entries loaded, 10,000 index lines escaped, 30,000 triggers normalised) took ~90 ms of a cold
 `desk context`. This cache keeps the result (`MemoryView`): the escaped index text, the expiry
 times, the invalid files and each normalised trigger with the memories that have it, in
-`.system/cache/context.sqlite` (derived, git-ignored; deleted and rebuilt when unreadable).
+`.git/desk-cache/context.sqlite` (derived, never committed; deleted and rebuilt when unreadable).
 
 It is keyed by the memory folder as the file system shows it: every `memory/*.md` regular file's
 name, size, mtime, ctime and inode (one `scandir`, no file read), plus the rendering code's own

@@ -2,7 +2,7 @@
 
 A cold `desk context` parsed the YAML frontmatter of USER.md (the user sections) and of every
 memory it injects; importing PyYAML alone is ~5 ms of a run that must stay near `desk --help`. So
-the answers are kept in `.system/cache/context.sqlite` (table `parsed_v1`; derived and git-ignored
+the answers are kept in `.git/desk-cache/context.sqlite` (table `parsed_v1`; derived, never committed
 like the kept view of memory/ beside it), keyed by a hash of
 
 - what was parsed: the file's bytes, and whatever else the answer depends on (the scope and desk

@@ -44,7 +44,7 @@ class KeptIds(FolderState):
     0.3-4 ms of a cold read on 2 cores, where it can wait a scheduler tick for a core).
 
     A commit's trees never change, so what `<commit>:<path>` names is a function of the commit
-    id, and the record (`.system/cache/head-ids`) is keyed by it. The one thing that could make
+    id, and the record (`.git/desk-cache/head-ids`) is keyed by it. The one thing that could make
     git answer otherwise for the same commit is a replace ref (`git replace`): the record is used
     only while there is no `refs/replace/` folder and `packed-refs` has the stat it had when the
     record was written (which was written only when `packed-refs` held no replace ref), and
@@ -89,7 +89,7 @@ class KnownUntracked(KeptIds):
     Untracked are the folder's entries that the index does not hold: they change only when an
     entry is added to or removed from memory/ (which sets the folder's mtime and ctime, POSIX) or
     when the index changes (git writes a new .git/index and renames it over the old one: a new
-    inode). So the untracked names git listed are recorded (`.system/cache/memory-untracked`)
+    inode). So the untracked names git listed are recorded (`.git/desk-cache/memory-untracked`)
     with the folder's and the index's stat, taken before git listed them, and reused while both
     stats are the same. A record is written only when both were last changed `_RACY_NS` or more
     before the stat was taken (a change in the same clock tick could leave them as they were).

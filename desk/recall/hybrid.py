@@ -6,7 +6,7 @@ desk ships no model. An *embedder* is any object with a `name`, a `dimension` an
 the `desk.embedders` group (an installed distribution declares it) or as `package.module:factory`,
 and made by calling that factory with no arguments.
 
-Record vectors live in `.system/cache/embeddings.sqlite` (git-ignored, derived): keyed by record id,
+Record vectors live in `.git/desk-cache/embeddings.sqlite` (derived, never committed): keyed by record id,
 embedder (name and dimension) and a hash of the record's text, and computed incrementally: a
 recall embeds only the records the search cache gained since the last one (or whose text changed).
 The dense ranking is an exact cosine over every searchable record's vector (stdlib only, linear in

@@ -1,7 +1,9 @@
 """Stage 5 of recall: docs/design.md §8.1's `<recalled_context>` XML, the human listing and snippets.
 
 Every attribute and text is escaped, so a record cannot open or close an element of the block;
-an empty result renders as an empty string, so no empty wrapper costs prompt budget.
+an empty result renders as an empty string, so no empty wrapper costs prompt budget. Both
+renderings show a stored direction control or mark as `<U+202E>` (desk.text.direction.visible):
+raw, it would reorder what a person reads on the terminal (--json keeps the exact text).
 """
 
 from __future__ import annotations
@@ -9,12 +11,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from desk.text.escape import one_line, xml_attr, xml_text
+from desk.text.direction import visible
+from desk.text.escape import one_line
+from desk.text.escape import xml_attr as _xml_attr
+from desk.text.escape import xml_text as _xml_text
 
 if TYPE_CHECKING:
     from desk.recall.search import RecallResult
 
 SNIPPET_CHARS = 200
+
+
+def xml_attr(value: object) -> str:
+    return _xml_attr(visible(value) if isinstance(value, str) else value)
+
+
+def xml_text(text: str) -> str:
+    return _xml_text(visible(text))
+
+
+def _line(text: str) -> str:
+    """One line of the human listing: no line break, control character or raw direction control."""
+    return visible(one_line(text))
 
 
 def snippet(text: str, matched: Sequence[str], width: int = SNIPPET_CHARS) -> str:
@@ -68,7 +86,7 @@ def render_text(result: RecallResult) -> str:
         where = hit.provenance.get("path") or f"{hit.provenance.get('file')}:{hit.provenance.get('line')}"
         # One line each, no control character: a stored record must not add lines or drive the terminal.
         score = f"score {hit.score_breakdown.total:.3f}"
-        lines.append(f"{hit.rank}. {one_line(hit.id)}  {score}  ({one_line(str(where))})")
-        lines.append(f"   {one_line(hit.snippet)}")
+        lines.append(f"{hit.rank}. {_line(hit.id)}  {score}  ({_line(str(where))})")
+        lines.append(f"   {_line(hit.snippet)}")
     lines.append(f"searched {result.searched_records} records, {result.candidate_records} candidates")
     return "\n".join(lines)

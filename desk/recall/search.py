@@ -20,7 +20,7 @@ normalize -> candidate -> score -> stable rank -> render, each a function with a
 - **render** (`desk.recall.render`): JSON (the contract) or docs/design.md §8.1's `<recalled_context>` XML; an empty result renders
   as an empty string so no empty wrapper costs prompt budget.
 
-Read-only: recall never writes the desk (only the git-ignored cache) and never makes a commit.
+Read-only: recall never writes the desk (only its cache in .git/) and never makes a commit.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The derived search cache behind `desk recall`: posting lists in `.system/cache/search.sqlite`.
+"""The derived search cache behind `desk recall`: posting lists in `.git/desk-cache/search.sqlite`.
 
 Why its own posting lists in stdlib sqlite3 and not FTS5: recall's terms are desk's own (NFKC +
 casefold + whitespace, words, CJK character bigrams) and its score must be explainable term by term

@@ -104,6 +104,6 @@ def render_text(stats: DeskStats) -> str:
         *([f"broken (do not parse, left out): {', '.join(stats.broken)}"] if stats.broken else []),
         f"archive: {counted(stats.archive_events, 'event')} in {counted(stats.archive_files, 'file')}, "
         f"{counted(stats.archive_bytes, 'byte')}",
-        f"search cache: {stats.cache_bytes} bytes (derived, git-ignored)",
+        f"search cache: {stats.cache_bytes} bytes (derived, in .git/desk-cache)",
     ]
     return "\n".join(lines)

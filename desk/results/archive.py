@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from desk.results.base import Outcome, Wrapped, counted, preview
+from desk.text.direction import visible
 
 if TYPE_CHECKING:
     from desk.archive.checkpoint import CheckpointResult
@@ -71,8 +72,8 @@ class EventList(Outcome):
         for e in self.events:
             r = e.record
             shown = r.get("content") if r.get("content") is not None else r.get("payload")
-            lines.append(f"{r['id']}  {r['at'][:19]}Z  {r['kind']:<10} {r.get('session') or '-':<12} "
-                         f"{r.get('actor') or '-':<10} {preview(shown)}")
+            lines.append(f"{r['id']}  {r['at'][:19]}Z  {r['kind']:<10} {visible(r.get('session') or '-'):<12} "
+                         f"{visible(r.get('actor') or '-'):<10} {preview(shown)}")
         lines += [f"warning: {p}" for p in self.problems]
         return "\n".join(lines) if lines else "no events"
 
@@ -82,7 +83,9 @@ class Imported(Wrapped["ImportResult"]):
     """How many events an import appended, and to which files."""
 
     def text(self) -> str:
-        return f"imported {counted(self.value.imported, 'event')} into {counted(len(self.value.files), 'file')}"
+        r = self.value
+        done = f"imported {counted(r.imported, 'event')} into {counted(len(r.files), 'file')}"
+        return done + (f"; {counted(r.skipped, 'event')} already archived, skipped" if r.skipped else "")
 
 
 @dataclass(frozen=True)

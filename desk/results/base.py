@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from desk.text.direction import visible
 from desk.text.plural import counted
 
 __all__ = ["Outcome", "Wrapped", "commit_suffix", "counted", "preview"]
@@ -53,6 +54,7 @@ def commit_suffix(commit: object) -> str:
 
 
 def preview(text: object, width: int = 60) -> str:
+    """`text` on one line, cut at `width`, its direction controls shown as `<U+202E>`."""
     one = " ".join(str(text or "").split())
-    return one if len(one) <= width else one[:width - 1] + "…"
+    return visible(one if len(one) <= width else one[:width - 1] + "…")
 

@@ -48,6 +48,11 @@ class ImportPlan(Wrapped["ImportReport"]):
             lines.append("unchanged: nothing new to import (no commit)")
         return "\n".join(lines)
 
+    def warnings(self) -> list[str]:
+        """What the source held and the import left out (a symlink, a repeated field), on stderr
+        too, so a person who reads only the summary line learns it."""
+        return [f"desk: warning: skipped {s}" for s in self.value.skipped]
+
 
 @dataclass(frozen=True)
 class Exported(Wrapped["ExportReport"]):

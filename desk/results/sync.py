@@ -29,7 +29,9 @@ class Synced(Wrapped["SyncResult"]):
                   "merged": f"merged {where} ({v.fetched} new commit{'s' if v.fetched != 1 else ''})",
                   "merge-finished": f"finished the stopped git merge on {v.branch} "
                                     f"(commit {v.commits[0][:12] if v.commits else '-'})",
-                  "rebase-finished": f"finished the stopped git rebase on {v.branch}"}[v.status]]
+                  "rebase-finished": f"finished the stopped git rebase on {v.branch}",
+                  "sync-undone": f"undid a desk sync killed while git merged on {v.branch} (files put "
+                                 "back as HEAD has them); run `desk sync` to sync again"}[v.status]]
         if v.merged:
             lines.append(f"files changed here: {len(v.merged)}")
         if v.regenerated:
@@ -37,6 +39,10 @@ class Synced(Wrapped["SyncResult"]):
         for case in v.cases:
             lines.append(f"conflict case opened: {case} (a memory changed differently on both sides; "
                          "`desk conflicts` lists it)")
+        if v.secrets:
+            commits = len({s["commit"] for s in v.secrets})
+            lines.append(f"secrets added by incoming commits: {len(v.secrets)} in {commits} commit"
+                         f"{'s' if commits != 1 else ''} (named above): rotate those keys")
         if v.pushed:
             lines.append(f"pushed {v.pushed} commit{'s' if v.pushed != 1 else ''} to {where}")
         return "\n".join(lines)

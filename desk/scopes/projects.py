@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from desk.errors import DeskError, Finding, InvalidFileError, RejectedError, UsageError, quoted
 from desk.layout import (MEMORY_DIR, PROJECTS_DIR, DeskFolder, project_index_path, project_memory_path,
                          project_problem)
-from desk.memory import gate
+from desk.memory import follow, gate
 from desk.memory.file import (MemoryFile, build_meta, normalize_body, parse_memory, require_name,
                               require_read_name)
 from desk.memory.index import IndexEntry, render_index
@@ -211,7 +211,7 @@ def history_in_project(desk: DeskFolder, project: str, name: str) -> list[Commit
     too); DeskError when none did."""
     require_project(project)
     require_read_name(name)
-    commits = desk.git.log_follow(project_memory_path(project, name))
+    commits = follow.history(desk.git, project_memory_path(project, name))
     if not commits:
         raise DeskError(f"no memory named {name!r} in project {project!r}",
                         hint=f"see the names with `desk list --project {project}`")

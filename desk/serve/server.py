@@ -15,7 +15,9 @@ Desk calls go one at a time, always on the same thread: the recall cache kept wa
 processes. Over stdio (one client) that thread is the event loop's own: while a call runs there
 is nothing else for the loop to do but queue the client's next request, and a hop to a worker
 thread and back costs more than a small call itself (docs/agents.md, Performance). Over HTTP the
-calls run on one worker thread, so the loop stays free for other connections.
+calls run on one worker thread, so the loop stays free for other connections, and every request
+must carry the server's bearer token (`desk.serve.token`): one without it is answered 401 by the
+SDK's own bearer-auth middleware before its body is read or any desk call runs.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, TypeVar
 
 import anyio
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -37,6 +41,7 @@ from pydantic import Field
 
 from desk.api import Desk
 from desk.errors import DeskError
+from desk.serve.token import ServeToken
 from desk.serve.wire import Calls, Incoming, Outgoing, claimed_pipes
 from desk.vocabulary import CONTEXT_MODES, FACT_KINDS, MEMORY_TYPES, NOW_SECTIONS, RECALL_KINDS
 
@@ -129,15 +134,34 @@ def drop_idle_tracing(server: MCPServer) -> None:
         server.middleware[:] = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
 
 
+class TokenCheck:
+    """The SDK's `TokenVerifier` for the one token `desk serve --http` requires."""
+
+    def __init__(self, token: ServeToken) -> None:
+        self._token = token
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if not self._token.matches(token):
+            return None
+        return AccessToken(token=token, client_id="desk-serve", scopes=[])
+
+
 def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
-                 inline: bool = False) -> MCPServer:
+                 inline: bool = False, token: ServeToken | None = None,
+                 url: str = "http://127.0.0.1") -> MCPServer:
     """An MCP server over `desk`: the tools, resources and prompt of docs/agents.md.
 
     `user` (a user id; None: the desk owner) is the one user scope the preference tools and the
     wake-up read use; the model cannot choose another. `inline`: run each desk call on the event
-    loop's thread (one client: stdio) rather than on the one worker thread (HTTP).
+    loop's thread (one client: stdio) rather than on the one worker thread (HTTP). `token`: over
+    HTTP, the bearer token every request must carry; `url`, where the server listens, is the
+    token's issuer (the SDK's auth settings ask for one; desk publishes no OAuth metadata).
     """
-    server = MCPServer(name, instructions=INSTRUCTIONS)
+    if token is None:
+        server = MCPServer(name, instructions=INSTRUCTIONS)
+    else:
+        server = MCPServer(name, instructions=INSTRUCTIONS, token_verifier=TokenCheck(token),
+                           auth=AuthSettings(issuer_url=url, resource_server_url=None))  # type: ignore[arg-type]
     drop_idle_tracing(server)
     # One thread runs every desk call: the recall cache (SQLite) kept warm on `desk` must stay
     # on the thread that opened it, and calls into one Desk object go one at a time. Inline,
@@ -305,13 +329,18 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
     return server
 
 
-def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None = None) -> None:
+def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None = None,
+          token: ServeToken | None = None) -> None:
     """Run the server until the client hangs up: over stdio (desk calls inline on the event
     loop's thread, the wire read and written on the loop when it is a pipe: `desk.serve.wire`), or
-    streamable HTTP at `http` (on one worker thread); its preference tools and wake-up read are
-    `user`'s (None: the desk owner)."""
+    streamable HTTP at `http` (on one worker thread), each request required to carry `token`; its
+    preference tools and wake-up read are `user`'s (None: the desk owner)."""
     if http is not None:
-        build_server(desk, user=user).run("streamable-http", host=http[0], port=http[1])
+        if token is None:
+            raise ValueError("desk serve over HTTP needs its bearer token")
+        host = f"[{http[0]}]" if ":" in http[0] else http[0]
+        server = build_server(desk, user=user, token=token, url=f"http://{host}:{http[1]}")
+        server.run("streamable-http", host=http[0], port=http[1])
         return
     server = build_server(desk, user=user, inline=True)
     with claimed_pipes() as wire:
@@ -324,7 +353,8 @@ def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None =
 async def serve_wire(server: MCPServer, wire_in: int, wire_out: int) -> None:
     """`server` over the pipes `wire_in` and `wire_out` (non-blocking), as `MCPServer.run("stdio")`
     serves the SDK's stdio streams (its `run_stdio_async`), through its low-level server."""
-    await _serve_streams(server, Incoming(wire_in), Outgoing(wire_out))
+    outgoing = Outgoing(wire_out)
+    await _serve_streams(server, Incoming(wire_in, refuse=outgoing), outgoing)
 
 
 async def serve_sdk_stdio(server: MCPServer) -> None:

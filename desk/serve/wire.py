@@ -16,6 +16,12 @@ JSON-RPC at `desk serve`) keeps the SDK's own streams, so no flag of a shared te
 changed. Like the SDK, while serving fd 0 reads the null device and fd 1 goes to stderr, so a git
 process's or a library's stray output can never land on the wire; both are restored on exit.
 
+A message is at most MAX_MESSAGE_BYTES long, the SDK's own cap on an HTTP request body: a longer
+line is skipped as it arrives, never held whole (a 100 MB line made the server take 439 MB), and
+answered with an Invalid Request error (the request's id when its first bytes name it, as the SDK's
+own client writes it, else null), as HTTP answers it with 413. The SDK's streams, for a terminal or
+a file, read each line whole: their input is a person's own, not a client's.
+
 Either way the end of input waits for the answers (`Calls`): the SDK's serving loop cancels the
 calls still in flight when its input ends, so a client that wrote its requests and closed its
 stdin at once (`desk serve < requests.jsonl`) lost answers, though their commits landed.
@@ -24,7 +30,9 @@ stdin at once (`desk serve < requests.jsonl`) lost answers, though their commits
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import stat
 import sys
 from collections import deque
@@ -34,14 +42,45 @@ from types import TracebackType
 
 import anyio
 import mcp_types
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 
 CHUNK = 1 << 16
 PENDING_LINES = 64
-"""Lines read ahead of the server: past this many, reading pauses until the server catches up,
-so a client that floods the pipe is slowed by the pipe, not buffered in the server's memory."""
+"""Lines read ahead of the server: past this many (or MAX_MESSAGE_BYTES of them), reading pauses
+until the server catches up, so a client that floods the pipe is slowed by the pipe, not buffered
+in the server's memory."""
+MAX_MESSAGE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
+HEAD_BYTES = 512  # what is kept of a message too long to read: enough to find its id
+# A request's id when it comes before anything nested (`{"jsonrpc":"2.0","id":7,"method":...`):
+# only top-level keys can precede it then, so no id inside the params is taken for it.
+_LEADING_ID = re.compile(rb'\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*\s*"id"\s*:\s*'
+                         rb'(-?[0-9]{1,15}|"[^"\\]{0,200}")\s*[,}]')
+
+
+class MessageTooLarge(ValueError):
+    """A line longer than MAX_MESSAGE_BYTES, skipped unread; `head` is its first bytes."""
+
+    def __init__(self, head: bytes) -> None:
+        super().__init__(f"a message of more than {MAX_MESSAGE_BYTES} bytes was refused unread")
+        self.head = head
+
+    def request_id(self) -> int | str | None:
+        """The id the message's first bytes give it, if they do (see `_LEADING_ID`)."""
+        found = _LEADING_ID.match(self.head)
+        if found is None:
+            return None
+        value = json.loads(found.group(1))
+        return value if isinstance(value, (int, str)) else None
+
+    def answer(self) -> SessionMessage:
+        """The Invalid Request error that tells the client (`id` null when it is not known)."""
+        return SessionMessage(mcp_types.JSONRPCError(
+            jsonrpc="2.0", id=self.request_id(),
+            error=mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST,
+                                      message=f"{self} (desk serve's limit for one message, as over HTTP)")))
 
 
 def parse(line: bytes | bytearray) -> SessionMessage | Exception:
@@ -57,13 +96,18 @@ def parse(line: bytes | bytearray) -> SessionMessage | Exception:
 
 class Incoming:
     """The wire's incoming side, a `ReadStream[SessionMessage | Exception]` of the messages on `fd`
-    (non-blocking, read on the running asyncio loop); ends at the end of the pipe."""
+    (non-blocking, read on the running asyncio loop); ends at the end of the pipe. A line longer
+    than MAX_MESSAGE_BYTES is skipped as it comes, and received as a `MessageTooLarge` error after
+    `refuse` (the outgoing side's `send`) has sent the client its `answer()`."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, refuse: WriteStream[SessionMessage] | None = None) -> None:
         self._fd = fd
+        self._refuse = refuse
         self._loop = asyncio.get_running_loop()
         self._buffer = bytearray()  # the start of a line not ended yet
-        self._lines: deque[bytes | bytearray] = deque()
+        self._skipping: bytes | None = None  # the head of a line too long, while its rest is dropped
+        self._lines: deque[bytes | bytearray | MessageTooLarge] = deque()
+        self._held = 0  # bytes in self._lines
         self._eof = False
         self._closed = False
         self._reading = True
@@ -80,20 +124,37 @@ class Incoming:
         if not chunk:
             self._eof = True
             self._pause()
-            if self._buffer:  # the last line, without its newline
-                self._lines.append(bytes(self._buffer))
-                self._buffer.clear()
+            if self._skipping is not None:
+                self._hold(MessageTooLarge(self._skipping))
+            elif self._buffer:  # the last line, without its newline
+                self._hold(bytes(self._buffer))
+            self._buffer.clear()
         else:
+            if self._skipping is not None:  # drop the long line's bytes up to its end
+                end = chunk.find(b"\n")
+                if end < 0:
+                    return
+                self._hold(MessageTooLarge(self._skipping))
+                self._skipping, chunk = None, chunk[end + 1:]
             start = len(self._buffer)
             self._buffer += chunk
             if self._buffer.find(b"\n", start) >= 0:
                 *lines, rest = self._buffer.split(b"\n")
-                self._lines.extend(line + b"\n" for line in lines)
+                for line in lines:
+                    self._hold(line + b"\n" if len(line) <= MAX_MESSAGE_BYTES
+                               else MessageTooLarge(bytes(line[:HEAD_BYTES])))
                 self._buffer = bytearray(rest)
-            if len(self._lines) >= PENDING_LINES:
+            if len(self._buffer) > MAX_MESSAGE_BYTES:
+                self._skipping = bytes(self._buffer[:HEAD_BYTES])
+                self._buffer = bytearray()
+            if len(self._lines) >= PENDING_LINES or self._held >= MAX_MESSAGE_BYTES:
                 self._pause()
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
+
+    def _hold(self, line: bytes | bytearray | MessageTooLarge) -> None:
+        self._lines.append(line)
+        self._held += len(line) if not isinstance(line, MessageTooLarge) else 0
 
     def _pause(self) -> None:
         if self._reading:
@@ -112,9 +173,19 @@ class Incoming:
             finally:
                 self._waiter = None
         line = self._lines.popleft()
-        if not self._reading and not self._eof and not self._closed and len(self._lines) < PENDING_LINES // 2:
+        if not isinstance(line, MessageTooLarge):
+            self._held -= len(line)
+        if (not self._reading and not self._eof and not self._closed and len(self._lines) < PENDING_LINES // 2
+                and self._held < MAX_MESSAGE_BYTES // 2):
             self._loop.add_reader(self._fd, self._readable)
             self._reading = True
+        if isinstance(line, MessageTooLarge):
+            if self._refuse is not None:
+                try:
+                    await self._refuse.send(line.answer())
+                except anyio.BrokenResourceError:
+                    pass  # the client hung up: the end of input follows
+            return line
         return parse(line)
 
     def __aiter__(self) -> Incoming:

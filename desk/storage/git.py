@@ -63,6 +63,13 @@ _REPO_ENV = (
     "GIT_REFLOG_ACTION", "GIT_QUARANTINE_PATH", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
 )
 
+# git commands desk runs that never write the index (every other mutating one may: _lock_files)
+_INDEX_FREE = frozenset({"update-ref", "symbolic-ref", "fetch", "push", "config", "hash-object",
+                         "commit-tree", "mktree", "tag", "branch", "pack-refs", "remote"})
+# git commands that take no lock (reads, and objects written as new files)
+_LOCK_FREE = frozenset({"hash-object", "commit-tree", "mktree", "cat-file", "ls-remote", "check-attr", "ls-tree",
+                        "ls-files", "diff-tree", "rev-list", "log", "rev-parse", "merge-base", "for-each-ref"})
+_REF_LOCKS = ("HEAD", "ORIG_HEAD", "AUTO_MERGE", "packed-refs")  # what a commit, merge or reset may lock
 INDEX_LOCK_WAIT = 10.0  # seconds a mutating git call waits for another git process's index.lock
 FALLBACK_NAME = "desk"
 # What doctor does with a lock whose owner is unknown (desk.guard.doctor keeps to it): a lock a
@@ -252,6 +259,19 @@ class WorkTreeListing:
                 return fields[1].decode(), fields[2].decode()
             at = records.find(needle, at + 1)
         return None
+
+    def named(self, name: str) -> list[str]:
+        """The listed paths (tracked or not) whose last component is `name`, found by byte search."""
+        found = set()
+        needle = name.encode("utf-8", "surrogateescape") + b"\0"
+        at = self._out.find(needle)
+        while at >= 0:
+            record = self._out[self._out.rfind(b"\0", 0, at) + 1:at + len(needle) - 1]
+            path = _path(record.partition(b" " if record[:1] == b"?" else b"\t")[2])
+            if path.rsplit("/", 1)[-1] == name:
+                found.add(path)
+            at = self._out.find(needle, at + 1)
+        return sorted(found)
 
     def clean(self, prefix: str = "") -> dict[str, tuple[str, str]]:
         """`{path: (mode, blob)}` of the files (under `prefix`) git finds as the index has them:
@@ -606,7 +626,7 @@ class Git:
             env = {**env, "GIT_OPTIONAL_LOCKS": "0"}
         deadline = time.monotonic() + INDEX_LOCK_WAIT
         delay = 0.01
-        locks = [] if read_only or not _CHILD_RECORDS else self._lock_files(args)
+        locks = [] if read_only else self._recorded_locks(args)
         while True:
             if locks:
                 proc = self._run_recorded(args, env, input, locks, own_session)
@@ -639,34 +659,51 @@ class Git:
 
     def _run_recorded(self, args: tuple[str, ...], env: Mapping[str, str], input: bytes | None,
                       locks: list[Path], own_session: bool = False) -> subprocess.CompletedProcess[bytes]:
-        """Start git and record its pid, start time and the lock files it may take in the active
-        child record (`recording_git_children`) before waiting for it: if desk is killed, the
-        next desk command knows whose locks are left and that their owner is dead."""
-        start = time.time_ns()
+        """Start git and write down the lock files it may take in the active child record
+        (desk.storage.git_locks) before it starts and with its pid once it runs, then wait for it:
+        if desk is killed, the next desk command knows whose locks are left and that their owner
+        is dead."""
+        from desk.storage.git_locks import record_git_child
+
+        start = record_git_child(locks)
         child = subprocess.Popen(["git", *args], cwd=self.root, env=env, stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=own_session)
-        line = f"{child.pid} {start} " + "\t".join(str(p) for p in locks) + "\n"
-        with open(_CHILD_RECORDS[-1], "a", encoding="utf-8") as record:
-            record.write(line)
+        record_git_child(locks, child.pid, start)
         out, err = child.communicate(input)
         return subprocess.CompletedProcess(child.args, child.returncode, out, err)
 
+    def _recorded_locks(self, args: tuple[str, ...]) -> list[Path]:
+        """The lock files of `_lock_files` while desk records its git processes, else none."""
+        from desk.storage.git_locks import recording  # not with the rules (desk.guard.verdicts)
+
+        return self._lock_files(args) if recording() else []
+
     def _lock_files(self, args: tuple[str, ...]) -> list[Path]:
-        """The lock files git may take for `args` (the commands desk's writes run)."""
+        """The lock files git may take for `args`, counted generously (a lock listed and never
+        taken costs nothing; one taken and not listed blocks the desk after a kill): the index's,
+        HEAD's and its branch's, those a merge or reset takes, the refs the arguments name (a
+        refspec's destination too) and the config's."""
         command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
+        if command in _LOCK_FREE:
+            return []
         git_dir = self.git_dir()
         locks = []
-        if command in ("update-index", "read-tree", "write-tree", "commit", "add", "reset"):
+        if command not in _INDEX_FREE:
             index = self._env.get("GIT_INDEX_FILE")
             locks.append(Path(f"{index}.lock") if index else git_dir / "index.lock")
-        if command in ("update-ref", "commit"):
-            locks.append(git_dir / "HEAD.lock")
-            try:
-                head = (git_dir / "HEAD").read_text("utf-8").strip()
-            except OSError:
-                head = ""
-            if head.startswith("ref: "):
-                locks.append(git_dir / f"{head[5:]}.lock")
+            if index and command in ("read-tree", "update-index", "write-tree"):
+                return locks  # desk's private index: no ref is touched
+        if command == "config":
+            return [git_dir / "config.lock"]
+        locks += [git_dir / f"{name}.lock" for name in _REF_LOCKS]
+        try:
+            head = (git_dir / "HEAD").read_text("utf-8").strip()
+        except OSError:
+            head = ""
+        refs = [head[5:]] if head.startswith("ref: ") else []
+        named = (a.lstrip("+").rpartition(":")[2] for a in args)  # `refs/x`, `+src:refs/x`
+        refs += [ref for ref in named if ref.startswith("refs/")]
+        locks += [git_dir / f"{ref}.lock" for ref in dict.fromkeys(refs)]
         return locks
 
     def _text(self, *args: str) -> str:
@@ -1274,8 +1311,12 @@ class Git:
 
         False when HEAD is no longer `old` (someone else moved it); nothing changed then.
         """
-        proc = subprocess.run(["git", "update-ref", "-m", f"commit: {subject}", "HEAD", new,
-                               old or "0" * len(new)], cwd=self.root, env=self._env, capture_output=True)
+        args = ("update-ref", "-m", f"commit: {subject}", "HEAD", new, old or "0" * len(new))
+        locks = self._recorded_locks(args)  # HEAD.lock and the branch's, left if desk and git are killed
+        if locks:
+            proc = self._run_recorded(args, self._env, None, locks)
+        else:
+            proc = subprocess.run(["git", *args], cwd=self.root, env=self._env, capture_output=True)
         if proc.returncode == 0:
             return True
         words = proc.stderr.decode("utf-8", "replace")
@@ -1424,10 +1465,11 @@ class Git:
     # -- reading history ------------------------------------------------------------------
 
     def log(self, paths: Iterable[str] = (), *, limit: int | None = None, since: str | None = None,
-            until: str | None = None, merges: bool = True) -> list[Commit]:
+            until: str | None = None, merges: bool = True, rev: str | None = None) -> list[Commit]:
         """Commits touching `paths` (all when empty), newest first, with their message, trailers
         and changes. `since`/`until` bound the commit dates (git's --since/--until, both
-        inclusive); `merges=False` leaves merge commits out (and out of `limit`).
+        inclusive); `merges=False` leaves merge commits out (and out of `limit`); `rev` starts
+        the walk there instead of at HEAD.
         """
         if self.head() is None:
             return []
@@ -1440,20 +1482,14 @@ class Git:
             args.append(f"--until={until}")
         if not merges:
             args.append("--no-merges")
+        if rev is not None:
+            args.append(rev)
         commits = []
         for (sha, author, email, date, subject, message), changes in self._log(
                 ["%H", "%an", "%ae", "%aI", "%s", "%B"], args, paths):
             commits.append(Commit(sha, author, email, date, subject, parse_trailers(message),
                                   [c.path for c in changes], message, changes))
         return commits
-
-    def log_follow(self, path: str) -> list[Commit]:
-        """The commits that touched `path`, newest first, following it across renames (git's
-        `--follow`); each as `commits` returns it."""
-        if self.head() is None:
-            return []
-        out = self._run("log", "--follow", "--format=%H", "--", path, read_only=True)
-        return self.commits(out.decode().split())
 
     def empty_tree(self) -> str:
         """The id of the empty tree in this repository's hash (to diff against a root commit)."""
@@ -1467,14 +1503,6 @@ class Git:
         out = self._run("diff", "--no-color", "--no-ext-diff", *(["-M"] if len(paths) > 1 else []), rev,
                         "--", *paths, read_only=True)
         return out.decode("utf-8", "replace")
-
-    def names_followed(self, path: str) -> list[str]:
-        """Every name the file at `path` has had, newest first, following renames as `git log
-        --follow` does (the file's own name first); empty before the first commit."""
-        if self.head() is None:
-            return []
-        out = self._run("log", "--follow", "--name-only", "--format=", "-z", "--", path, read_only=True)
-        return list(dict.fromkeys(p.decode() for p in out.replace(b"\n", b"\0").split(b"\0") if p))
 
     def commit_ids(self, limit: int, *, merges: bool = True) -> list[str]:
         """The last `limit` commits from HEAD, newest first (one `git rev-list`); `merges=False`
@@ -1669,8 +1697,12 @@ class Git:
         """`git rebase --continue` without an editor: True when the rebase finished, False when it
         stopped again on the next commit's conflicts. GitError for anything else."""
         env = {**self._env, "GIT_EDITOR": "true"}
-        proc = subprocess.run(["git", *self.identity_args(), "rebase", "--continue"], cwd=self.root,
-                              env=env, capture_output=True)
+        args = (*self.identity_args(), "rebase", "--continue")
+        locks = self._recorded_locks(args)
+        if locks:
+            proc = self._run_recorded(args, env, None, locks)
+        else:
+            proc = subprocess.run(["git", *args], cwd=self.root, env=env, capture_output=True)
         if proc.returncode == 0:
             return self.stopped() != "rebase"
         if self.stopped() == "rebase" and self.unmerged():
@@ -1682,6 +1714,27 @@ class Git:
         """Put HEAD, the index and the work tree back as they were before `merge`."""
         if self.object_id("MERGE_HEAD") is not None:
             self._run("merge", "--abort", check=False)
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of commits `a` and `b`, None when they share no history."""
+        out = self._run("merge-base", a, b, check=False, read_only=True).decode().strip()
+        return out or None
+
+    def merge_quit(self) -> None:
+        """Forget the merge in progress (MERGE_HEAD and its notes), leaving index and work tree."""
+        self._run("merge", "--quit", check=False)
+
+    def reset_paths(self, rev: str | None, paths: Sequence[str]) -> None:
+        """Set the index entries of `paths` to `rev`'s (dropped where `rev` lacks them, or is None:
+        an unborn branch), leaving the work tree alone."""
+        if not paths:
+            return
+        listed = "".join(f":(literal){path}\0" for path in paths).encode("utf-8", "surrogateescape")
+        if rev is None:
+            self._run("rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
+                      "--pathspec-file-nul", input=listed)
+        else:
+            self._run("reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul", rev, input=listed)
 
     def unmerged(self) -> dict[str, dict[int, tuple[str, str]]]:
         """`{path: {stage: (mode, blob)}}` of the paths a merge left unmerged (1 base, 2 ours, 3 theirs)."""
@@ -1720,6 +1773,47 @@ class Git:
         """Every path that is a symbolic link in the tree of `rev`."""
         out = self._run("ls-tree", "-r", "-z", "--full-tree", rev, read_only=True)
         return sorted(_path(r.partition(b"\t")[2]) for r in out.split(b"\0") if r.startswith(b"120000 "))
+
+    def check_out_head(self) -> None:
+        """Write HEAD's tree into the index and the work tree (`desk clone`, which cloned without
+        a checkout so that the tree was checked first)."""
+        self._run("reset", "-q", "--hard", "HEAD")
+
+    def index_paths(self) -> list[str]:
+        """Every path in the index (in a hook: the one being committed), sorted."""
+        return sorted(_path_list(self._run("ls-files", "-z", read_only=True)))
+
+    def attributes(self, paths: Iterable[str], *, cached: bool = True) -> dict[str, dict[str, str]]:
+        """What git's attributes say of `paths` (`git check-attr -a`): `{path: {name: value}}`,
+        value `set`, `unset` or the value given; unspecified attributes and paths with none are left
+        out. Read from the `.gitattributes` files in the index (`cached`; `tree_index` makes one of
+        a commit), else in the work tree. Only what a commit carries counts: the person's own
+        attribute files outside the repository (core.attributesFile, the system's) are left out;
+        `.git/info/attributes` cannot be, and is the person's own too."""
+        wanted = list(paths)
+        if not wanted:
+            return {}
+        data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in wanted)
+        out = self.with_env(GIT_ATTR_NOSYSTEM="1")._run(
+            "-c", "core.attributesFile=", "check-attr", "-a", "-z", "--stdin", *(["--cached"] if cached else []),
+            input=data, read_only=True)
+        fields = _path(out).split("\0")  # one decode for the whole answer: 3 fields a line
+        found: dict[str, dict[str, str]] = {}
+        for at in range(0, len(fields) - 2, 3):
+            found.setdefault(fields[at], {})[fields[at + 1]] = fields[at + 2]
+        return found
+
+    @contextmanager
+    def tree_index(self, rev: str) -> Iterator[Git]:
+        """A Git whose index is a temporary one holding `rev`'s tree (removed after it): to ask git
+        about a commit that is not checked out (`index_paths`, `attributes`)."""
+        index = self.git_dir() / f"desk-tree-index-{os.getpid()}-{os.urandom(4).hex()}"
+        other = self.with_env(GIT_INDEX_FILE=str(index))
+        try:
+            other._run("read-tree", rev)
+            yield other
+        finally:
+            index.unlink(missing_ok=True)
 
     def rev_list(self, include: str, exclude: str | None = None) -> list[str]:
         """The commits reachable from `include` and not from `exclude`, newest first."""
@@ -1856,135 +1950,6 @@ def _history_steps(chunks: Iterable[bytes]) -> Generator[HistoryStep, None, None
                 step = HistoryStep(sha, tuple(parents.split()), int(stamp), [])
     if step is not None:
         yield step
-
-
-# -- the git processes desk starts, and the locks they leave when killed ------------------------
-
-CHILD_RECORD_PREFIX = "desk-git-children-"  # in .git/: `<pid> <start ns> <lock>\t<lock>...` lines
-_CHILD_RECORDS: list[Path] = []  # the active record (a stack: recording nests)
-
-
-@contextmanager
-def recording_git_children(git_dir: Path) -> Iterator[Path]:
-    """While active, every git process desk starts that may take a lock is recorded in
-    `.git/desk-git-children-<pid>.txt` (the mutation's recovery record beside its pending marker).
-    The record is removed when the block ends; a kill -9 leaves it for `release_dead_git_locks`."""
-    record = git_dir / f"{CHILD_RECORD_PREFIX}{os.getpid()}.txt"
-    _CHILD_RECORDS.append(record)
-    try:
-        yield record
-    finally:
-        _CHILD_RECORDS.pop()
-        if record not in _CHILD_RECORDS:
-            record.unlink(missing_ok=True)
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie, dead but not yet reaped, counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat_file:
-            return stat_file.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
-
-
-class LeftLock(NamedTuple):
-    """A lock file a git process desk started may have left: `owner_alive` says whether it still
-    runs; `recorded` is when it started (ns)."""
-
-    path: Path
-    pid: int
-    owner_alive: bool
-    started_ns: int
-
-
-def recorded_git_locks(git_dir: Path) -> tuple[list[LeftLock], list[Path]]:
-    """The lock files that exist and that a recorded desk git process may have taken (each with its
-    owner's state), and the record files read. A record whose owning desk process is alive is
-    skipped: its git processes are still at work."""
-    found: list[LeftLock] = []
-    records = []
-    for record in sorted(git_dir.glob(f"{CHILD_RECORD_PREFIX}*.txt")):
-        try:
-            owner = int(record.name[len(CHILD_RECORD_PREFIX):-len(".txt")])
-            lines = record.read_text("utf-8").splitlines()
-        except (ValueError, OSError):
-            continue
-        if owner != os.getpid() and process_alive(owner):
-            continue
-        records.append(record)
-        for line in lines:
-            try:
-                pid_text, start_text, paths = line.split(" ", 2)
-                pid, start = int(pid_text), int(start_text)
-            except ValueError:
-                continue  # a line torn by the kill
-            alive = process_alive(pid)
-            for name in paths.split("\t"):
-                path = Path(name)
-                try:
-                    made = path.stat().st_mtime_ns
-                except OSError:
-                    continue
-                if made >= start - 10_000_000:  # taken after that process started (clock slack)
-                    found.append(LeftLock(path, pid, alive, start))
-    return found, records
-
-
-PRIVATE_LOCKS = (f"{PRIVATE_INDEX}.lock", "desk-person-index.lock")  # desk's own index files' locks
-
-
-def release_dead_git_locks(git_dir: Path, root: Path) -> list[Path]:
-    """Remove the locks git processes desk started left when they died (kill -9), and the records
-    of dead desk processes; returns the locks removed. Call under the desk lock.
-
-    The locks of desk's private index files are desk's alone, and no desk process runs git while
-    this one holds the desk lock: any left is removed. A shared lock (`refs/heads/main.lock`, ...)
-    is removed when the desk git process recorded as taking it is dead and no git process works
-    in the desk (a person's git could have taken the same file since).
-    """
-    removed = [git_dir / name for name in PRIVATE_LOCKS if (git_dir / name).exists()]
-    for path in removed:
-        path.unlink(missing_ok=True)
-    left, records = recorded_git_locks(git_dir)
-    dead = [lock for lock in left if not lock.owner_alive and lock.path.exists()]
-    if dead and git_running_in(root) is False:
-        for lock in dead:
-            lock.path.unlink(missing_ok=True)
-            removed.append(lock.path)
-        dead = []
-    if not dead:
-        for record in records:
-            if record.name != f"{CHILD_RECORD_PREFIX}{os.getpid()}.txt":
-                record.unlink(missing_ok=True)
-    return removed
-
-
-def git_running_in(root: Path) -> bool | None:
-    """Whether a git process works in `root` (Linux /proc); None when that cannot be known."""
-    proc = Path("/proc")
-    if not (proc / "self" / "cwd").exists():
-        return None
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or entry.name == str(os.getpid()):
-            continue
-        try:
-            if (entry / "comm").read_text().strip() != "git":
-                continue
-            cwd = Path(os.readlink(entry / "cwd"))
-        except OSError:
-            continue
-        if not process_alive(int(entry.name)):
-            continue
-        if cwd == root or root in cwd.parents:
-            return True
-    return False
 
 
 # -- git's index lock, held by desk -------------------------------------------------------------

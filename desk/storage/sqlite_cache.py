@@ -1,4 +1,4 @@
-"""Derived caches under `.system/cache/`: SQLite files that are rebuilt, never trusted, when broken."""
+"""Derived caches under `.git/desk-cache/`: SQLite files that are rebuilt, never trusted, when broken."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ def open_cache(path: Path, schema: str, *, wal: bool = False,
     schema), is deleted and made anew: it is derived data, so losing it costs only a rebuild.
     A cache desk may not write (a read-only mount, another user's desk, a folder without write
     permission) is made in memory instead: readers give the same answers, the cache is not kept.
+    So is one where a symbolic link stands for its folder or one of its files: SQLite would follow
+    it and write desk's tables wherever it points (caches live in .git/, out of a commit's reach;
+    this is the `lstat` check behind that).
     """
     if not _writable(path):
         return _open(":memory:", schema, False, check)
@@ -41,18 +44,19 @@ def _writable(path: Path) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         return False
-    if not os.access(path.parent, os.W_OK):
+    if not os.access(path.parent, os.W_OK) or os.path.islink(path.parent):
         return False
     for suffix in _SIDE_FILES:
         side = f"{path}{suffix}"
-        if not os.access(side, os.W_OK) and os.path.lexists(side):
+        if os.path.islink(side) or not os.access(side, os.W_OK) and os.path.lexists(side):
             return False
     return True
 
 
 class _CacheConnection(sqlite3.Connection):
-    """A cache's connection on which SQLite's "database or disk is full" is the OSError it is
-    (ENOSPC, naming the cache file): the user is told to free space, not shown an internal error."""
+    """A cache's connection on which SQLite's "database or disk is full" and "disk I/O error" are
+    the OSError they are (ENOSPC or EIO, naming the cache file, see _disk_full): the user is told
+    to free space, not shown an internal error."""
 
     cache_path = ""
 
@@ -75,10 +79,29 @@ class _CacheConnection(sqlite3.Connection):
             raise _disk_full(exc, self.cache_path) from exc
 
 
+# Below this much free space, SQLite's "disk I/O error" on a cache is the disk being full: SQLite
+# reports a short write to its shared-memory or journal file as SQLITE_IOERR, not SQLITE_FULL.
+_NEARLY_FULL = 1 << 20
+
+
 def _disk_full(exc: sqlite3.OperationalError, path: str) -> Exception:
-    if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_FULL:
-        return exc
-    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    """The OSError SQLite's error stands for: SQLITE_FULL, or SQLITE_IOERR on a disk that is
+    (nearly) full, is ENOSPC; any other SQLITE_IOERR is EIO. Both name the cache file, so the
+    CLI reports them as what the disk refused, never as a bug in desk."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code == sqlite3.SQLITE_FULL or code == sqlite3.SQLITE_IOERR and _nearly_full(path):
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    if code == sqlite3.SQLITE_IOERR:
+        return OSError(errno.EIO, f"{os.strerror(errno.EIO)} ({exc})", path)
+    return exc
+
+
+def _nearly_full(path: str) -> bool:
+    try:
+        st = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < _NEARLY_FULL
 
 
 def rollback(db: sqlite3.Connection) -> None:

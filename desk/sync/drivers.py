@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desk.guard.hook_files import MERGE_ATTRIBUTES as ATTRIBUTES
 from desk.guard.hook_files import MERGE_DRIVERS
+from desk.guard.hook_files import driver_for as driver_for  # re-exported: settle and stopped ask it here
 
 DRIVERS = MERGE_DRIVERS  # the driver names, re-exported for desk.cli.merge
 
@@ -251,21 +251,6 @@ def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
     if driver == "generated":
         return merge_generated(base, ours, theirs)
     raise ValueError(f"unknown merge driver {driver!r}")
-
-
-def driver_for(path: str) -> str | None:
-    """The driver `.gitattributes` gives `path` (the same table, for merges desk settles itself)."""
-    import fnmatch
-
-    for pattern, driver in ATTRIBUTES:
-        if pattern.endswith("/**"):
-            if path.startswith(pattern[:-2]):
-                return driver
-        elif "/" in path.rstrip("/") and "/" not in pattern:
-            continue
-        elif fnmatch.fnmatchcase(path, pattern) and path.count("/") == pattern.count("/"):
-            return driver
-    return None
 
 
 def record_pending(git_dir: Path, items: list[dict[str, Any]]) -> None:

@@ -12,8 +12,9 @@ remote's name, so git's own credential helpers answer.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,12 +84,21 @@ class RemoteSession:
             self._repo.close()
             self._repo = None
 
+    def _record(self, refs: list[str]) -> None:
+        """Write down the git process GitPython is about to start (its pid is GitPython's), with
+        the locks it may take: a kill leaves them to the next desk command (desk.storage.git_locks)."""
+        from desk.storage.git_locks import record_git_child
+
+        git_dir = Path(self.repo.git_dir)
+        record_git_child([git_dir / f"{ref}.lock" for ref in (*refs, "packed-refs", "shallow")])
+
     def fetch(self, remote: str, branch: str, progress: Progress | None = None) -> str | None:
         """Fetch `remote`'s `branch` into INCOMING (no other ref is trusted before the checks); its
         commit, None when the remote has no such branch yet (an empty repository). DeskError when
         it cannot be reached."""
         from git import GitCommandError
 
+        self._record([INCOMING, f"refs/remotes/{remote}/{branch}"])
         try:
             self.repo.remote(remote).fetch(f"+refs/heads/{branch}:{INCOMING}", progress=_progress(progress))
         except GitCommandError as exc:
@@ -105,6 +115,8 @@ class RemoteSession:
         because the remote moved (fetch and integrate again). DeskError for anything else."""
         from git import GitCommandError, PushInfo
 
+        self._record([f"refs/remotes/{remote}/{branch}"])  # the tracking ref git updates after the push
+        started = time.time()
         try:
             infos = self.repo.remote(remote).push(f"HEAD:refs/heads/{branch}", progress=_progress(progress))
         except GitCommandError as exc:
@@ -117,6 +129,7 @@ class RemoteSession:
                 return False
             if info.flags & PushInfo.REMOTE_REJECTED and any(
                     words in info.summary for words in _REF_RACE):
+                _refuse_left_lock(self.repo.remote(remote).url, self.root, remote, branch, started)
                 return False  # another push held or moved the branch meanwhile: fetch and try again
             if info.flags & (PushInfo.REMOTE_REJECTED | PushInfo.ERROR):
                 raise DeskError(f"{remote} refused the push: {info.summary.strip()}",
@@ -128,6 +141,35 @@ class RemoteSession:
 # its check and its update ("[remote rejected] main (failed to update ref)"): two clones
 # syncing at once. Not the remote's rules: fetch, integrate and push again.
 _REF_RACE = ("failed to update ref", "cannot lock ref", "failed to lock")
+
+
+def _refuse_left_lock(url: str, root: Path, remote: str, branch: str, since: float) -> None:
+    """ConflictError naming the remote's lock files when the remote is a folder here and a lock on
+    its branch, made before this push started at `since`, stays (a push killed with its `git
+    receive-pack`: git never removes such a lock). desk does not remove it: another machine's push
+    may hold it through a shared folder. A lock that is newer, or goes within a moment, is another
+    push at work: fetch and integrate again."""
+    from desk.errors import ConflictError
+
+    if url.startswith("file://"):
+        url = url.removeprefix("file://")
+    elif "://" in url or ":" in url.split("/", 1)[0]:
+        return  # ssh, https, host:path: the remote's files are not here
+    folder = (root / url).resolve()
+    locks = []
+    for lock in (git_dir / name for git_dir in (folder, folder / ".git")
+                 for name in (f"refs/heads/{branch}.lock", "HEAD.lock", "packed-refs.lock")):
+        with suppress(OSError):
+            if lock.stat().st_mtime < since:
+                locks.append(lock)
+    deadline = time.monotonic() + 2.0
+    while (left := [lock for lock in locks if lock.exists()]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if left:
+        raise ConflictError(f"{remote} cannot take the push: {', '.join(map(str, left))} stays, left by a "
+                            "push that was killed (git never removes a lock it left), or held by one at work",
+                            hint=f"if no clone is pushing to {remote} now, remove it (rm "
+                                 f"{' '.join(map(str, left))}), then run `desk sync` again; nothing was lost")
 
 
 @contextmanager
@@ -179,10 +221,12 @@ def _masked(url: str) -> str:
 
 
 def clone(url: str, path: Path, progress: Progress | None = None) -> None:
+    """Clone `url` into `path` without checking anything out: desk checks the tree first
+    (desk.guard.clone_check), then `Git.check_out_head` writes the work tree."""
     from git import GitCommandError, Repo
 
     try:
-        repo = Repo.clone_from(url, path, progress=_progress(progress), env=clean_env())
+        repo = Repo.clone_from(url, path, progress=_progress(progress), env=clean_env(), no_checkout=True)
     except GitCommandError as exc:
         raise DeskError(f"cannot clone {_masked(url)}: {_git_words(exc)}", hint=UNREACHABLE_HINT) from None
     try:
@@ -198,7 +242,8 @@ def clone(url: str, path: Path, progress: Progress | None = None) -> None:
             names = [ref.remote_head for ref in repo.remotes[0].refs if ref.remote_head != "HEAD"]
             if names:
                 name = "main" if "main" in names else names[0]
-                repo.git.checkout("-q", "-b", name, "--track", f"{repo.remotes[0].name}/{name}")
+                repo.git.branch("--track", name, f"{repo.remotes[0].name}/{name}")
+                repo.git.symbolic_ref("HEAD", f"refs/heads/{name}")
     finally:
         repo.close()
 

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, DeskError, RejectedError, UsageError
 from desk.layout import DeskFolder
+from desk.storage.crash import crash_point
+from desk.storage.integration import clear_integration, integrating, mark_integration, settle_after_failure
 from desk.sync import remote as remotes
 from desk.layout import INDEX_FILE
 from desk.sync.settle import (SYNC_ENV, Settled, fast_forward_check, finish_locked, incoming_warnings,
@@ -38,7 +40,7 @@ class SyncResult:
     remote: str  # "" for desk sync --continue (the person's pull named its own)
     branch: str
     status: str = "up-to-date"  # up-to-date | fast-forward | merged | pushed-only (desk sync);
-    # merge-finished | rebase-finished (desk sync --continue, desk.sync.stopped)
+    # merge-finished | rebase-finished | sync-undone (desk sync --continue, desk.sync.stopped)
     fetched: int = 0  # commits that were new to this clone
     pushed: int = 0  # commits the remote did not have
     merged: list[str] = field(default_factory=list)  # files the integration changed here
@@ -48,6 +50,8 @@ class SyncResult:
     attempts: int = 1
     pushed_to: str | None = None  # the remote's branch commit after the push
     warnings: list[str] = field(default_factory=list)
+    # each incoming commit that adds a secret (desk.sync.incoming), even one a later commit removed
+    secrets: list[dict[str, object]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -86,10 +90,12 @@ def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSessio
         incoming, known, head = _fetch(git, remote, name, branch, tracking, advertised, progress)
         if incoming is not None and known is not None and not git.is_ancestor(known, incoming):
             lost = git.rev_list(known, incoming)
+            from desk.text.secrets import redact  # a subject may hold a secret
+
             raise ConflictError(
                 f"{name}/{branch} was rewritten (a forced push): it no longer holds "
                 f"{len(lost)} commit{'s' if len(lost) != 1 else ''} this clone saw there: "
-                + ", ".join(f"{c.sha[:12]} {c.subject}" for c in git.commits(lost[:10]))
+                + ", ".join(f"{c.sha[:12]} {redact(c.subject)[0]}" for c in git.commits(lost[:10]))
                 + (" ..." if len(lost) > 10 else "") + "; nothing was changed",
                 hint="desk will not integrate rewritten history; see docs/sync.md, \"When the "
                      "remote rewrote history\", to restore the commits or accept the rewrite")
@@ -185,10 +191,11 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     from desk.transaction import commit_message
 
     new = git.rev_list(incoming, head)
+    _report_secrets(desk, git, new, result)
     if head is None or git.is_ancestor(head, incoming):
         index = _gate_fast_forward(desk, head, incoming, result, now) if head is not None else None
-        with _interrupt_after() as interrupted:  # git moves the work tree file by file: let it finish
-            git.fast_forward(incoming)
+        with integrating(git, "fast-forward", head, incoming), _interrupt_after() as interrupted:
+            git.fast_forward(incoming)  # git moves the work tree file by file: a Ctrl-C waits for it
         if interrupted:
             raise KeyboardInterrupt  # HEAD and the work tree are at `incoming`, whole: the next sync goes on
         result.fetched += len(new)
@@ -204,9 +211,11 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
             result.regenerated.append(INDEX_FILE)
         return git.head()
     result.fetched += len(new)
+    _refuse_incoming_attributes(git, head, incoming, result)  # before git merges with them
     _make_merge_drivers_safe(desk, result)
     message = commit_message(f"sync: merge {result.remote}/{result.branch}",
                              {"Desk-Op": "sync", "Desk-Actor": "assistant"})
+    mark_integration(git, "merge", head, incoming)  # a kill from here to the commit: undone
     try:
         with _interrupt_after() as interrupted:
             try:
@@ -222,6 +231,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
                                      "itself: `desk clone URL` makes one, and two separate desks can be "
                                      "brought together with `desk export jsonl` and `desk import jsonl`"
                                 ) from None
+        crash_point("sync-merged")  # MERGE_HEAD and the merged files there, nothing committed
         if interrupted:
             raise KeyboardInterrupt  # git finished; the except below undoes its merge
         settled: Settled = resolve_merge(desk, git, now=now)
@@ -235,7 +245,9 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
         sha = git.commit_merge(message + (f"Desk-Cases: {' '.join(settled.cases)}\n" if settled.cases else ""))
     except BaseException:
         git.merge_abort()
+        settle_after_failure(git)  # puts back what the abort left, and clears the record
         raise
+    clear_integration(git)
     result.status = "merged"
     result.commits.append(sha)
     result.merged += sorted({c.path for c in git.diff_tree(head, sha)} - set(settled.regenerated))
@@ -246,6 +258,17 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
         result.commits.append(derived)
         result.regenerated += sorted(c.path for c in git.diff_tree(sha, derived))
     return git.head()
+
+
+def _report_secrets(desk: DeskFolder, git: Git, new: list[str], result: SyncResult) -> None:
+    """Name each of the `new` commits that adds a secret, in the result and as a warning: before
+    integrating, so a refusal by the gate leaves them named too."""
+    from desk.guard.validate import current_config
+    from desk.sync.incoming import incoming_secrets
+
+    found = incoming_secrets(git, new, current_config(desk)[1])
+    result.secrets += [s.to_json() for s in found]
+    result.warnings += [s.warning() for s in found]
 
 
 @contextmanager
@@ -290,6 +313,27 @@ def _gate_fast_forward(desk: DeskFolder, head: str, incoming: str, result: SyncR
     return index
 
 
+def _refuse_incoming_attributes(git: Git, head: str, incoming: str, result: SyncResult) -> None:
+    """RejectedError (exit 3), before the merge, when the other side's `.gitattributes` give desk's
+    files a driver, a filter, an encoding or line-end conversion (desk.guard.attributes): git would
+    merge this very change with them (a two-sided SOUL.md edit under `merge=desk-derived` loses a
+    side). The fast-forward's gate checks the same (desk.guard.validate.validate_range)."""
+    from desk.guard.attributes import is_attributes_file, tree_attribute_findings
+
+    if not any(is_attributes_file(c.path) for c in git.diff_tree(head, incoming)):
+        return
+    errors = [f for f in tree_attribute_findings(git, incoming) if f.severity == "error"]
+    if errors:
+        target = f"{result.remote}/{result.branch}"
+        error = RejectedError(
+            f"{target} brings .gitattributes lines desk refuses; nothing was merged:\n"
+            + "\n".join(str(f) for f in errors),
+            hint=f"remove them in the clone that made them and push, then sync again (`git log -p "
+                 f"{target} -- .gitattributes` shows who added them)")
+        error.details["findings"] = [f.to_json() for f in errors]
+        raise error
+
+
 def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | None = None) -> tuple[Path, list[str]]:
     """Clone a desk, install its hooks and merge drivers, make the clone's id; (path, what was set up)."""
     from desk.archive.store import clone_id
@@ -307,7 +351,8 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
     created = not path.exists()
     try:
         remotes.clone(url, path, progress)
-    except DeskError:  # refused (a SHA-256 repository) or failed: leave the folder as it was
+        _check_out_if_safe(url, path)
+    except DeskError:  # refused (a SHA-256 repository, a hostile tree) or failed: leave the folder as it was
         import shutil
 
         if created:
@@ -331,7 +376,12 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
                         f"cloned {url} into {path}, but it is not a desk (no .system/desk.json)",
                         hint=f"check the address; to make that repository a desk, {start}")
     desk = DeskFolder(path)
+    head = desk.git.head()
     done = install_merge_setup(desk)
+    if desk.git.head() != head:
+        # An older desk gained its `-text` pins: files core.autocrlf checked out with CRLF are
+        # written again as committed (a fresh clone holds nothing of anyone's to lose).
+        desk.git.check_out_head()
     clone_id(desk)
     return path, done
 
@@ -348,6 +398,28 @@ def _make_merge_drivers_safe(desk: DeskFolder, result: SyncResult) -> None:
         result.warnings.append("desk's merge drivers were rewritten to start Python without the work tree on "
                                "its path (they were written by an older desk); run `desk hooks install` to "
                                "update the hooks too")
+
+
+def _check_out_if_safe(url: str, path: Path) -> None:
+    """Check out the clone's HEAD unless its tree holds what acts on this machine as soon as desk
+    works in it (desk.guard.clone_check): then RejectedError (exit 3) naming each file, and the
+    caller keeps nothing."""
+    from desk.guard.clone_check import tree_refusals
+    from desk.storage.git import Git
+
+    git = Git(path)
+    if git.head() is None:
+        return  # an empty remote: nothing to check out (and not a desk)
+    findings = tree_refusals(git)
+    if findings:
+        error = RejectedError(
+            f"{url} holds what desk refuses in a clone (committed with --no-verify, or by an older "
+            "desk); nothing was kept:\n" + "\n".join(str(f) for f in findings),
+            hint="fix it in a clone that has it (`desk validate --all` there names the same) and push, then "
+                 "clone again; to look at it as it is, `git clone` it (desk never reads through a link)")
+        error.details["findings"] = [f.to_json() for f in findings]
+        raise error
+    git.check_out_head()
 
 
 def install_merge_setup(desk: DeskFolder) -> list[str]:

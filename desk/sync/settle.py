@@ -199,6 +199,7 @@ def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = 
     head = desk.git.head()
     if old and head and old != head:
         settled.warnings = gate_warnings(desk, old, head, now) + incoming_warnings(desk.git, old, head)
+        settled.warnings += secret_warnings(desk, old, head)
     # git runs post-rewrite before it removes the rebase's state folder: the rebase is done.
     with transaction(desk, stopped=True) as tx:
         settle_locked(tx, settled, now)
@@ -258,6 +259,14 @@ def gate_warnings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None 
                f"`git reset --keep {old[:12]}`; `desk sync` refuses such commits before they land"])
 
 
+def secret_warnings(desk: DeskFolder, old: str, new: str) -> list[str]:
+    """Each commit between `old` and `new` that adds a secret (desk.sync.incoming), named."""
+    from desk.guard.validate import current_config
+    from desk.sync.incoming import incoming_secrets
+
+    return [s.warning() for s in incoming_secrets(desk.git, desk.git.rev_list(new, old), current_config(desk)[1])]
+
+
 def incoming_warnings(git: Git, old: str, new: str) -> list[str]:
     """What arrived between `old` and `new` without passing desk's hooks: symbolic links, and
     commits breaking the message rules (SOUL.md changed by the assistant without a person's
@@ -270,9 +279,11 @@ def incoming_warnings(git: Git, old: str, new: str) -> list[str]:
             warnings.append(f"desk: WARNING: {change.path} arrived as a symbolic link; desk never follows "
                             f"it, and the hooks refuse it. Remove it: `git rm {change.path}` and commit "
                             "(then find who committed it: `git log -- " + change.path + "`)")
+    from desk.text.secrets import redact  # a subject is shown as it came: it may hold a secret
+
     for commit in git.commits(git.rev_list(new, old)):
         for finding in check_message(commit.message, commit.paths):
-            warnings.append(f"desk: WARNING: commit {commit.sha[:12]} ({commit.subject}) arrived unchecked: "
+            warnings.append(f"desk: WARNING: commit {commit.sha[:12]} ({redact(commit.subject)[0]}) arrived unchecked: "
                             f"{finding}. Review it (`git show {commit.sha[:12]}`); undo it with "
                             f"`git revert {commit.sha[:12]}` if nobody allowed it")
     return warnings

@@ -1,4 +1,5 @@
-"""A person's `git pull` that stopped on a conflict git cannot hand to a merge driver.
+"""A person's `git pull` that stopped on a conflict git cannot hand to a merge driver (and a
+desk sync killed while git merged, which `desk sync --continue` undoes: desk.storage.integration).
 
 git calls a merge driver only when both sides changed a file. A memory deleted on one side and
 changed on the other (modify/delete) stops `git pull` (merge or rebase) with the file unmerged, and
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, RejectedError, UsageError
 from desk.layout import DeskFolder
+from desk.storage.integration import left_behind
 from desk.sync.drivers import driver_for
 from desk.sync.run import SyncResult
 from desk.sync.settle import SYNC_ENV, Settled, finish_locked, resolve_merge, settle_locked
@@ -29,8 +31,8 @@ REBASE_STEPS = 10_000  # commits one `--continue` replays at most (a rebase stop
 def stopped_notice(desk: DeskFolder) -> str | None:
     """What to run, when a person's merge or rebase is stopped in this clone; None otherwise."""
     kind = desk.git.stopped()
-    if kind is None:
-        return None
+    if kind is None or left_behind(desk.git_dir):
+        return None  # desk sync's own merge, killed half way: this command's transaction undoes it
     unmerged = sorted(desk.git.unmerged())
     undo = f"`git {kind} --abort` undoes the pull"
     named = ", ".join(unmerged[:5]) + (f" and {len(unmerged) - 5} more" if len(unmerged) > 5 else "")
@@ -53,6 +55,12 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
     from desk.transaction import transaction
 
     git = desk.git.with_env(**{SYNC_ENV: "1"})  # the post-merge/post-rewrite hooks stand aside
+    if left_behind(desk.git_dir):  # desk sync's own merge, killed half way: undone, not finished
+        with transaction(desk, stopped=True) as tx:
+            undone = tx.settled_sync
+        return SyncResult("", git.current_branch() or "HEAD", status="sync-undone",
+                          merged=undone.restored if undone else [],
+                          warnings=[undone.message] if undone else [])
     kind = git.stopped()
     if kind is None:
         raise UsageError("nothing to continue: no merge or rebase is stopped in this clone",

@@ -23,6 +23,9 @@ NAMES = {
     "\u2069": "POP DIRECTIONAL ISOLATE",
 }
 _CONTROLS = re.compile(b"\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+# What a human rendering of stored text shows escaped (`visible`): the nine controls above and
+# the marks (LRM, RLM, ALM), which move nothing in order but still hide in a terminal.
+_SHOWN = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 
 def first_control(data: bytes) -> tuple[int, int, str] | None:
@@ -39,3 +42,9 @@ def first_control(data: bytes) -> tuple[int, int, str] | None:
 def describe(char: str) -> str:
     """`U+202E RIGHT-TO-LEFT OVERRIDE`."""
     return f"U+{ord(char):04X} {NAMES[char]}"
+
+
+def visible(text: str) -> str:
+    """`text` with each direction control or mark shown as `<U+202E>`, so a terminal or a
+    Markdown viewer displays the text in the order it is stored and the control can be seen."""
+    return _SHOWN.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)

@@ -15,55 +15,65 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
-import math
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterator
 
 from desk.frozen import Frozen
+from desk.text.encodings import BASE64_RUN, percent_decoded
 
 REDACTED = "[REDACTED:{kind}]"
 
-# Characters allowed around a token: a token must not be glued to more token characters.
-_L = r"(?<![A-Za-z0-9_\-])"
+# A known prefix needs nothing before it: a token glued to a word, `_` or `%3D` (`_ghp_...`,
+# `token%3Dghp_...`) is still one. Only the prefixes short or common enough to end another word
+# (`sk-` in `task-`, `SK` in `TASK`, `AKIA` in a longer run of capitals) must not follow the
+# characters of their own body (a look-behind placed after the prefix, so each pattern still
+# starts with its literal, which the regex engine searches for fast); the percent-decoded view
+# turns `%3Dsk-` into `=sk-`. After a token: no more of its body's characters.
 _R = r"(?![A-Za-z0-9_\-])"
+_R_ALNUM = r"(?![A-Za-z0-9])"
 
-# (kind, pattern). Order matters where prefixes overlap: sk-ant- before sk-.
-_PATTERNS: list[tuple[str, str]] = [
+# (kind, the literals one of which every match holds, pattern). Where two match at the same
+# place the first listed wins.
+_PATTERNS: list[tuple[str, tuple[str, ...], str]] = [
     # Key blocks: the regex finds the header; `_block_end` extends the match to the block's end
     # with bounded `str.find`s (a lazy regex over the body is quadratic on repeated headers).
-    ("private-key", r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"),
-    ("putty-private-key", r"PuTTY-User-Key-File-\d+:"),
-    ("aws-access-key-id", _L + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}" + _R),
-    ("github-token", _L + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _R),
-    ("github-pat", _L + r"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}" + _R),
-    ("gitlab-token", _L + r"gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{20,}" + _R),
-    ("slack-token", _L + r"xox[abpors]-[0-9]{6,}-[0-9A-Za-z\-]{8,}" + _R),
-    ("slack-webhook", r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/"
-                      r"[A-Za-z0-9_]{6,}/[A-Za-z0-9_]{6,}/[A-Za-z0-9_]{12,}"),
-    ("anthropic-api-key", _L + r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{32,}" + _R),
+    ("private-key", ("PRIVATE KEY",), r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"),
+    ("putty-private-key", ("PuTTY-User-Key-File-",), r"PuTTY-User-Key-File-\d+:"),
+    ("aws-access-key-id", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+     r"A(?<![A-Z0-9]A)(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z2-7]{16}" + _R_ALNUM),
+    ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{36,255}" + _R_ALNUM),
+    ("github-pat", ("github_pat_",), r"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}" + _R_ALNUM),
+    ("gitlab-token", ("glpat-", "gldt-", "glptt-", "glrt-"), r"gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{20,}" + _R),
+    ("slack-token", ("xox",), r"xox[abpors]-[0-9]{6,}-[0-9A-Za-z\-]{8,}" + _R),
+    ("slack-app-token", ("xapp-",), r"xapp-[0-9]-[A-Z0-9]{6,}-[0-9]{6,}-[A-Za-z0-9]{20,}" + _R_ALNUM),
+    ("slack-webhook", ("hooks.slack.com",), r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/"
+                                            r"[A-Za-z0-9_]{6,}/[A-Za-z0-9_]{6,}/[A-Za-z0-9_]{12,}"),
+    ("anthropic-api-key", ("sk-ant-",), r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{32,}" + _R),
     # Legacy keys are 48 mixed-case alphanumerics; project/service keys carry a prefix and may
     # hold '-' and '_'. Requiring a digit, an upper and a lower letter keeps "sk-some-long-phrase" out.
-    ("openai-api-key", _L + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?"
-                       r"(?=[A-Za-z0-9_\-]*[0-9])(?=[A-Za-z0-9_\-]*[A-Z])(?=[A-Za-z0-9_\-]*[a-z])"
-                       r"[A-Za-z0-9_\-]{32,}" + _R),
-    ("google-api-key", _L + r"AIza[0-9A-Za-z_\-]{35}" + _R),
-    ("stripe-live-key", _L + r"(?:sk|rk)_live_[0-9A-Za-z]{20,}" + _R),
+    ("openai-api-key", ("sk-",), r"sk-(?:(?:proj|svcacct|admin)-|(?<![A-Za-z0-9]sk-)(?!ant-))"
+                                 r"(?=[A-Za-z0-9_\-]*[0-9])(?=[A-Za-z0-9_\-]*[A-Z])(?=[A-Za-z0-9_\-]*[a-z])"
+                                 r"[A-Za-z0-9_\-]{32,}" + _R),
+    ("google-api-key", ("AIza",), r"AIza[0-9A-Za-z_\-]{35}" + _R),
+    ("stripe-live-key", ("_live_",), r"[sr]k_live_[0-9A-Za-z]{20,}" + _R_ALNUM),
+    # Hugging Face: `hf_` and 34 letters of both cases (gitleaks' `huggingface-access-token`).
+    ("huggingface-token", ("hf_",), r"hf_(?=[A-Za-z]*[A-Z])(?=[A-Za-z]*[a-z])[A-Za-z]{34}" + _R_ALNUM),
+    ("sendgrid-api-key", ("SG.",), r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _R),
+    # Twilio API key SIDs: `SK` and 32 lowercase hex digits.
+    ("twilio-api-key", ("SK",), r"SK(?<![A-Za-z0-9]SK)[0-9a-f]{32}" + _R_ALNUM),
     # JSON Web Tokens: a base64url header and payload (both JSON objects, so `eyJ`) and a signature
     # (gitleaks' `jwt` rule).
-    ("jwt", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}={0,2}" + _R),
+    ("jwt", ("eyJ",), r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}={0,2}" + _R),
 ]
-_KINDS = {f"k{i}": kind for i, (kind, _) in enumerate(_PATTERNS)}
 # A password in a URL's userinfo (detect-secrets' BasicAuthDetector): the password is the secret.
 # Its own pattern, tried only on text holding both `://` and `@` (URLs are common in chat, and
 # the combined pattern costs at every position).
 _URL_CREDENTIALS = (r"(?<=[A-Za-z0-9+.\-]://)[^\s/:@{}\[\]\"'<>]{0,64}:"
                     r"(?P<url_password>[^\s/@{}\[\]\"'<>]{3,128})(?=@[A-Za-z0-9.\-\[])")
 # Substrings every specific match contains: most text holds none, and `in` is far cheaper than
-# running the combined pattern at every position (the archive redacts every appended event).
-_LITERALS = ("PRIVATE KEY", "PuTTY-User-Key-File-", "AKIA", "ASIA", "ABIA", "ACCA", "A3T",
-             "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glptt-",
-             "glrt-", "xox", "hooks.slack.com", "sk-", "AIza", "_live_", "eyJ")
+# running the patterns (the archive redacts every appended event).
+_LITERALS = tuple(literal for _, literals, _ in _PATTERNS for literal in literals)
 _KEYWORD_HINTS = ("key", "secret", "token", "passw", "pwd", "credential")
 
 # Generic assignments: a secret-sounding key, `=`/`:`/`=>`, then a value (quoted or bare).
@@ -72,13 +82,15 @@ _KEYWORD = (r"(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|pwd|access[_\-]?
 # After a keyword: the rest of the key name, an optional closing quote, the assignment, the value.
 # Matching starts at each keyword found (bounded name parts): a pattern that scans for the name's
 # start backtracks quadratically over long runs like `a_a_a_...`.
-_ASSIGNMENT = (r"[A-Za-z0-9_.\-]{0,40}[\"']?(?:[ \t]*(?P<op>:=|=>|==|=|:)[ \t]*|[ \t]+(?:is[ \t]+)?)"
+_ASSIGNMENT = (r"[A-Za-z0-9_.\-]{0,40}[\"']?(?:[ \t]*(?P<op>:=|=>|==|=|:(?!:))[ \t]*|[ \t]+(?:is[ \t]+)?)"
                r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s]{8,200})(?P=q)|(?P<bv>[^\s\"'`,;)\]}]{8,200}))")
 # A value named in prose ("the password is <value>"): ASCII, letters and digits both, no
 # brackets or ellipses (code and previews), so "secrets' BasicAuthDetector" is a word, not a key.
 _PROSE_SECRET = re.compile(r"(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])[!-~]+")
 _PROSE_EXCLUDED = re.compile(r"[(){}\[\]<>]|\.\.\.")
 _PASSWORD_WORDS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "pw", "x", "xxx"})
+# The next parameter of a query string (`&name=`), which ends a bare value.
+_QUERY_NEXT = re.compile(r"&[A-Za-z_][A-Za-z0-9_.\-]*=")
 # Values that are references or placeholders, not secrets.
 _PLACEHOLDER = (r"(?i)^(?:\$|%|\{|<|\[|os\.|env\.|process\.|getenv|none$|null$|true$|false$)|\$\{|\{\{"
                 r"|<[a-z_\-]+>|your[_\-]?|example|placeholder|changeme|redacted|dummy|sample|xxxx|\*\*\*|\.\.\.")
@@ -90,11 +102,18 @@ class _Patterns:
     (redacting by default) would otherwise pay for nothing."""
 
     def __init__(self) -> None:
-        self.specific = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
+        # One regex per pattern, not one alternation: each starts with its literal, which the
+        # engine finds by a fast search, where an alternation tries every branch at every position.
+        self.specific = [(kind, literals, re.compile(p)) for kind, literals, p in _PATTERNS]
         self.url_credentials = re.compile(_URL_CREDENTIALS)
         self.assignment = re.compile(_ASSIGNMENT)
         self.keyword = re.compile(_KEYWORD, re.IGNORECASE)
         self.placeholder = re.compile(_PLACEHOLDER)
+        # A line break after a run of token characters holding a known prefix, before more of
+        # them: a key broken over lines with words after its end (a view joins the two lines).
+        run = "(?:" + "|".join(map(re.escape, _LITERALS)) + r")[A-Za-z0-9_.+/=\-]*"
+        self.glued = re.compile(run + "(" + _BREAK + r"[ \t]*)(?=[A-Za-z0-9_\-])")
+        self.glued_end = re.compile(run + r"\Z")  # a line `glued` joins to the one after it
 
     def placeholder_password(self, value: str) -> bool:
         """A URL password that only shows where one goes: `user:password@`, `:${PASS}@`, `:***@`."""
@@ -152,6 +171,8 @@ def preview(secret: str) -> str:
 
 def entropy(text: str) -> float:
     """Shannon entropy in bits per character."""
+    import math  # here: only a generic rule's candidate value pays
+
     if not text:
         return 0.0
     counts: dict[str, int] = {}
@@ -167,16 +188,38 @@ def _looks_random(value: str) -> bool:
     classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]"))
     if classes < 2 or value.isdigit():
         return False
-    # Words joined by - or _ (github-token, report_style) are names, however varied their letters.
-    if re.fullmatch(r"[a-z]+(?:[-_][a-z]+)*", value):
+    # Words joined by - or _ (github-token, report_style) are names, however varied their letters;
+    # capitals joined by separators (PATH:LINE:, API_KEY_NAME) are placeholders or constants.
+    if re.fullmatch(r"[a-z]+(?:[-_][a-z]+)*|[A-Z]+(?:[-_:./][A-Z]+)*:?", value):
         return False
     # Code: a call, an index or a literal (`estimate_tokens(data`, `frozenset({`, `text[start:end`).
     if re.match(r"[A-Za-z_][A-Za-z0-9_.]*[(\[{]", value):
         return False
-    # Dotted names and paths (settings.SECRET_KEY, config/token.txt) are references.
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:[./][A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?", value):
+    # A URL is an address (a password in it is the url-credentials rule's, a key in its query
+    # string is found at its own name).
+    if re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", value):
+        return False
+    # Dotted names and paths (settings.SECRET_KEY, config/token.txt, ~/.ssh/id_rsa.pub,
+    # C:\Users\me\keys.txt) are references, unless they switch case and between letters and
+    # digits as often as random text does (a base64 secret's `/`-separated parts are words too).
+    if re.fullmatch(_PATH, value) and not _irregular(value):
         return False
     return entropy(value) >= GENERIC_MIN_ENTROPY
+
+
+_PART = r"\.?[A-Za-z0-9_\-]+"
+_PATH = (r"(?:[A-Za-z]:|~|\.{1,2})?(?:[/\\]" + _PART + r"(?:[./\\]" + _PART + r")*|" + _PART
+         + r"(?:[./\\]" + _PART + r")+)[/\\]?(?:\(\)|(?::[0-9]+)*:?)")  # a call, or `:line:col:`
+
+
+def _irregular(value: str) -> bool:
+    """Whether `value` turns from a lower-case letter to a capital, or between a letter and a
+    digit, at least once in six characters: random text does about every third character, names
+    (CamelCase, snake_case, v2, lang3) a few times in all."""
+    turns = sum(1 for a, b in zip(value, value[1:])
+                if (a.islower() and b.isupper()) or (a.isalpha() and b.isdigit())
+                or (a.isdigit() and b.isalpha()))
+    return turns >= max(3, len(value) // 6)
 
 
 def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
@@ -188,8 +231,9 @@ def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
     other compatibility forms), and, for the vendor patterns only, the text with its line breaks
     (and the indentation after them) removed, which rejoins a key split over lines.
     """
-    spans = _spans(text, generic=True)
-    for view, origin, generic in _views(text):
+    literal = _has_literal(text)
+    spans = _spans(text, generic=True, literal=literal)
+    for view, origin, generic in _views(text, literal):
         for start, end, kind in _spans(view, generic=generic):
             first, last = origin(start), origin(end - 1) + 1
             inside = [s for s in spans if first <= s[0] and s[1] <= last]
@@ -208,12 +252,58 @@ def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
     return findings
 
 
-def _spans(text: str, *, generic: bool) -> list[tuple[int, int, str]]:
+def _has_literal(text: str) -> bool:
+    return any(literal in text for literal in _LITERALS)
+
+
+def _spans(text: str, *, generic: bool, decode: bool = True, literal: bool | None = None
+           ) -> list[tuple[int, int, str]]:
+    spans = _plain_spans(text, generic=generic, literal=literal)
+    if decode:
+        _add_decoded(text, spans)
+    return spans
+
+
+def _specific(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, str]]:
+    """The vendor patterns' matches in `text[start:end]`, leftmost first, none overlapping."""
+    end = len(text) if end is None else end
+    found = []
+    for index, (kind, literals, regex) in enumerate(_patterns().specific):
+        if any(literal in text for literal in literals):
+            found += [(m.start(), index, m.end(), kind) for m in regex.finditer(text, start, end)]
     spans: list[tuple[int, int, str]] = []
-    if any(literal in text for literal in _LITERALS):
-        for match in _patterns().specific.finditer(text):
-            kind = _KINDS[match.lastgroup or ""]
-            spans.append((match.start(), _block_end(text, kind, match.end()), kind))
+    for first, _, last, kind in sorted(found):
+        if not spans or first >= spans[-1][1]:
+            spans.append((first, _block_end(text, kind, last), kind))
+    return spans
+
+
+def _add_decoded(text: str, spans: list[tuple[int, int, str]]) -> None:
+    """Secrets in a base64 run that decodes to text (the whole run is the finding), and the
+    password of HTTP Basic credentials."""
+    from desk.text.encodings import base64_texts
+
+    for start, end, decoded in base64_texts(text):
+        if not _overlaps(spans, start, end):
+            inner = _plain_spans(decoded, generic=True) or _basic_spans(decoded)
+            if inner:
+                spans.append((start, end, inner[0][2]))
+    spans += [span for span in _basic_spans(text) if not _overlaps(spans, span[0], span[1])]
+
+
+def _basic_spans(text: str) -> list[tuple[int, int, str]]:
+    from desk.text.encodings import basic_credentials
+
+    return [(start, end, "basic-auth") for start, end, password in basic_credentials(text)
+            if not _patterns().placeholder_password(password)]
+
+
+def _plain_spans(text: str, *, generic: bool, literal: bool | None = None) -> list[tuple[int, int, str]]:
+    """The patterns' matches in `text` as it is; `literal`: whether it holds one of _LITERALS,
+    when the caller knows."""
+    spans: list[tuple[int, int, str]] = []
+    if _has_literal(text) if literal is None else literal:
+        spans += _specific(text)
     if "://" in text and "@" in text:
         for match in _patterns().url_credentials.finditer(text):
             if not _patterns().placeholder_password(match.group("url_password")):
@@ -230,6 +320,9 @@ def _spans(text: str, *, generic: bool) -> list[tuple[int, int, str]]:
         group = "qv" if assignment.group("qv") is not None else "bv"
         start, end = assignment.span(group)
         value = assignment.group(group)
+        following = _QUERY_NEXT.search(value) if group == "bv" else None
+        if following is not None:  # `token_type=bearer&page=2`: the value ends where a parameter starts
+            value, end = value[:following.start()], start + following.start()
         if assignment.group("op") is None and (not _PROSE_SECRET.fullmatch(value)
                                                or _PROSE_EXCLUDED.search(value)):
             continue  # "password <value>" without `=` or `:`: only a value no word looks like
@@ -241,15 +334,25 @@ def _spans(text: str, *, generic: bool) -> list[tuple[int, int, str]]:
 # Characters that render as nothing: a key with one inside looks whole to a reader.
 _INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
                         "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]")
-# A line break is joined only before a line that is key material alone (a key wrapped by an editor
-# or a terminal), never before ordinary text.
-_LINE_BREAK = re.compile(r"\r?\n[ \t]*(?=[A-Za-z0-9+/=_\-]+[ \t]*(?:\r?\n|$))")
+# Every character that ends a line (str.splitlines' set): a key broken at any of them is rejoined.
+_BREAK_CHARS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAK = "(?:\r\n|[" + _BREAK_CHARS + "])"
+# A line of key material alone (a key wrapped by an editor or a terminal), perhaps closed by a
+# quote or punctuation: joined to the line before, and never ordinary text. A letter or a digit in
+# it: a Markdown rule or a frontmatter fence (`---`) is no part of a key.
+_KEY_ALONE = r"[+/=_.\-]*[A-Za-z0-9][A-Za-z0-9+/=_.\-]*[ \t]*[\"'`,;)\]}>]*[ \t]*"
+_LINE_BREAK = re.compile(_BREAK + r"[ \t]*(?=" + _KEY_ALONE + "(?:" + _BREAK + "|$))")
 
 Origin = Callable[[int], int]
+# Full-width letters and digits: a value written in them after a plain key name (`password=Ｔｒ０...`);
+# not full-width punctuation, which CJK text uses all the time.
+_FULL_WIDTH = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]")
 
 
-def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
-    """(view, map from a view offset to a text offset, whether generic rules apply) per view."""
+def _views(text: str, literal: bool | None = None) -> Iterator[tuple[str, Origin, bool]]:
+    """(view, map from a view offset to a text offset, whether generic rules apply) per view,
+    each taken of the one before: without hidden characters and NFKC-normalised, percent-decoded,
+    with the lines of a wrapped key joined."""
     view: str = text
     origin: Origin = _identity
     invisible = not text.isascii() and _INVISIBLE.search(text)
@@ -259,26 +362,77 @@ def _views(text: str) -> Iterator[tuple[str, Origin, bool]]:
         # punctuation alone changes under NFKC, and most text has no cue at all).
         clean = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
         cues = _cues(clean)
-        if cues and (invisible or cues - _cues(text)):
+        if cues and (invisible or cues - _cues(text) or _FULL_WIDTH.search(text)):
             view, origin = _mapped(text, lambda ch: "" if _INVISIBLE.fullmatch(ch) else
                                    unicodedata.normalize("NFKC", ch))
             yield view, origin, True
-    if "\n" in view:
-        joined = _LINE_BREAK.sub("", view) if _LINE_BREAK.search(view) else view
-        if joined is not view and any(literal in joined for literal in _LITERALS):
-            kept = _kept(view)
-            starts = list(itertools.accumulate((e - s for s, e in kept[:-1]), initial=0))
-            inner = origin
-
-            def rejoined(i: int) -> int:
-                part = bisect.bisect_right(starts, i) - 1
-                return inner(kept[part][0] + i - starts[part])
-
+    decoded = percent_decoded(view)
+    if decoded is not None:
+        outer, inner = origin, decoded[1]
+        view, origin = decoded[0], (lambda i: outer(inner(i)))
+        yield view, origin, True
+    if any(char in view for char in _BREAK_CHARS):
+        joined, rejoined, points = view, origin, list[int]()
+        alone = _alone_breaks(view)
+        if alone:
+            joined, rejoined, points = _joined(view, alone, origin)
+        if joined is not text or literal is None:  # joining adds no character, but can make one
+            literal = _has_literal(joined)
+        glued = _glued_breaks(joined) if literal else []
+        if glued:
+            joined, rejoined, more = _joined(joined, glued, rejoined)
+            points = sorted(more + [_back(glued, p) for p in points])
+        if joined is not view and (literal or _run_across(joined, points)):
             yield joined, rejoined, False
 
 
-# A line `_LINE_BREAK` joins to the one before it: key material alone, between blanks or tabs.
-_KEY_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/=_\-]+[ \t]*")
+def _back(breaks: list[tuple[int, int]], point: int) -> int:
+    """Where `point` of a view lands once `breaks` (none containing it) are removed."""
+    return point - sum(end - start for start, end in breaks if end <= point)
+
+
+def _run_across(joined: str, points: list[int]) -> bool:
+    """Whether a base64 run of `joined` spans one of the `points` where lines were joined: a run
+    the decoder would not have seen in the lines apart."""
+    for run in BASE64_RUN.finditer(joined):
+        i = bisect.bisect_right(points, run.start())
+        if i < len(points) and points[i] < run.end():
+            return True
+    return False
+
+
+def _alone_breaks(view: str) -> list[tuple[int, int]]:
+    """The line breaks (with the indentation after them) before a line of key material alone."""
+    return [m.span() for m in _LINE_BREAK.finditer(view)] if _LINE_BREAK.search(view) else []
+
+
+def _glued_breaks(view: str) -> list[tuple[int, int]]:
+    """The line breaks right after a run of token characters that holds a known prefix, before a
+    line that starts with more of them: a key broken over lines with words after its end. Not
+    after a run that is a whole key already (the next line's first word is not more of it)."""
+    return [m.span(1) for m in _patterns().glued.finditer(view)
+            if not any(end == m.start(1) for _, end, _ in _specific(view, m.start(), m.start(1)))]
+
+
+def _joined(view: str, breaks: list[tuple[int, int]], outer: Origin) -> tuple[str, Origin, list[int]]:
+    """`view` without `breaks`, the map from its offsets through `outer` to the text's, and the
+    offsets where a break was taken out."""
+    kept, pos = [], 0
+    for start, end in breaks:
+        kept.append((pos, start))
+        pos = end
+    kept.append((pos, len(view)))
+    starts = list(itertools.accumulate((e - s for s, e in kept[:-1]), initial=0))
+
+    def origin(i: int) -> int:
+        part = bisect.bisect_right(starts, i) - 1
+        return outer(kept[part][0] + i - starts[part])
+
+    return "".join(view[s:e] for s, e in kept), origin, starts[1:]
+
+
+# A line `_LINE_BREAK` joins to the one before it.
+_KEY_LINE = re.compile(r"[ \t]*" + _KEY_ALONE)
 
 
 def _char_view(text: str) -> str:
@@ -310,47 +464,55 @@ def clean_lines(text: str) -> bool:
     What MEMORY.md's check costs rests on this (desk.guard.rules): a generated index whose lines
     were all found clean gains one line per change, and only that line is scanned.
     """
-    if "\r" in text:
-        return False  # `_LINE_BREAK` joins across `\r\n` too; a generated index never holds `\r`
+    if any(char in text for char in _BREAK_CHARS[1:]):
+        return False  # `_LINE_BREAK` joins at these too; a generated index never holds them
     lines = text.split("\n")
-    if any(map(_KEY_LINE.fullmatch, lines)) or scan(text):
+    if _joinable(lines) or scan(text):
         return False
     odd = [line for line in lines if not _plain_view(line)]
     if not odd:
         return True
     views = [_char_view(line) for line in odd]
-    return not any(map(_KEY_LINE.fullmatch, views)) and not scan("\n".join(views))
+    return not _joinable(views) and not scan("\n".join(views))
+
+
+def _joinable(lines: list[str]) -> bool:
+    """Whether a line, as it is or percent-decoded (which is taken character by character and
+    makes no line break), is one a view joins to the line before (`_LINE_BREAK`) or after
+    (`_Patterns.glued`)."""
+    if any(map(_KEY_LINE.fullmatch, lines)):
+        return True
+    text = "\n".join(lines)
+    if any(literal in text for literal in _LITERALS) and any(map(_patterns().glued_end.search, lines)):
+        return True
+    decoded = percent_decoded(text)
+    return decoded is not None and _joinable(decoded[0].split("\n"))
 
 
 @functools.cache
 def scanner_version() -> str:
-    """What `clean_lines` answers besides the text: this module's code and Python's Unicode tables
-    (a record that a text is clean holds only under the same version)."""
+    """What `clean_lines` answers besides the text: this module's code, its decoders'
+    (desk.text.encodings) and Python's Unicode tables (a record that a text is clean holds only
+    under the same version)."""
     import zlib
 
-    with open(__file__, "rb") as source:
-        code = source.read()
+    from desk.text import encodings
+
+    code = b""
+    for module in (__file__, encodings.__file__):
+        with open(module, "rb") as source:
+            code += source.read()
     return f"{unicodedata.unidata_version}:{len(code)}:{zlib.crc32(code):08x}"
 
 
 def _cues(text: str) -> set[str]:
     """The literals and keyword hints `text` holds: what makes the patterns look closer."""
     lower = text.lower()
-    return ({c for c in (*_LITERALS, "://") if c in text} | {h for h in _KEYWORD_HINTS if h in lower})
+    return ({c for c in (*_LITERALS, "://") if c in text} | {h for h in (*_KEYWORD_HINTS, "basic") if h in lower})
 
 
 def _identity(i: int) -> int:
     return i
-
-
-def _kept(view: str) -> list[tuple[int, int]]:
-    """The (start, end) of each part of `view` between line breaks and the indentation after them."""
-    parts, pos = [], 0
-    for brk in _LINE_BREAK.finditer(view):
-        parts.append((pos, brk.start()))
-        pos = brk.end()
-    parts.append((pos, len(view)))
-    return parts
 
 
 def _mapped(text: str, change: Callable[[str], str]) -> tuple[str, Origin]:

@@ -245,3 +245,76 @@ def test_import_of_an_event_more_than_a_day_ahead_names_the_line_and_imports_not
         assert not list(desk.path(".system/archive").glob("*.jsonl"))
     src = _jsonl(tmp_path, [{"kind": "inbound", "at": _from_now(23), "content": "skewed clock"}])
     assert run("archive", "import", str(src)).exit_code == 0
+
+
+def _count(desk: DeskFolder) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in desk.path(".system/archive").glob("*.jsonl"))
+
+
+def test_an_import_run_again_appends_only_what_is_not_archived(desk: DeskFolder, run: DeskRunner,
+                                                               tmp_path: Path) -> None:
+    """Issue 27.8: a re-run of an interrupted `desk archive import` appended every record again
+    (117,447 + 150,000 = 267,447). An event the archive holds (by its id, or by what it says and
+    when) is skipped and counted; the same message twice at one moment in the input is kept twice."""
+    with_ids = [{"kind": "inbound", "at": f"2026-10-0{1 + i % 3}T08:00:{i:02d}Z", "content": f"m{i}",
+                 "id": f"src-{i}"} for i in range(20)]
+    without = [{"kind": "outbound", "at": f"2026-10-02T09:00:{i:02d}Z", "content": f"r{i}", "session": "s"}
+               for i in range(10)]
+    twice = [{"kind": "inbound", "at": "2026-10-03T10:00:00Z", "content": "ok"}] * 2
+    everything = with_ids + without + twice
+    # The first run stopped part-way: its first events landed (in file order), the rest did not.
+    first = json.loads(run("archive", "import", str(_jsonl(tmp_path, with_ids[:7] + without[:4] + twice[:1])),
+                           "--json").output)
+    assert first["imported"] == 12 and first["already_archived"] == 0
+    again = run("archive", "import", str(_jsonl(tmp_path, everything)), "--json")
+    assert again.exit_code == 0, again.output
+    data = json.loads(again.output)
+    assert (data["imported"], data["already_archived"]) == (len(everything) - 12, 12)
+    assert _count(desk) == len(everything)
+    contents = sorted(e["content"] for e in json.loads(run("archive", "list", "--json").output)["events"])
+    assert contents == sorted(e["content"] for e in everything)  # each once; "ok" twice, as in the input
+    human = run("archive", "import", str(_jsonl(tmp_path, everything)))
+    assert human.output.strip() == f"imported 0 events into 0 files; {len(everything)} events already archived, skipped"
+    assert _count(desk) == len(everything) and _verify(run) == (0, [])
+    # An export of the archive itself (its own ids), and the same events under other ids but
+    # with the same content and time: nothing new.
+    exported = json.loads(run("archive", "list", "--json").output)["events"]
+    own = [{k: e[k] for k in ("id", "kind", "at", "content", "session") if e.get(k) is not None} for e in exported]
+    assert json.loads(run("archive", "import", str(_jsonl(tmp_path, own)), "--json").output)["imported"] == 0
+    renamed = [{**e, "id": f"other-{n}"} for n, e in enumerate(own)]
+    assert json.loads(run("archive", "import", str(_jsonl(tmp_path, renamed)), "--json").output)["imported"] == 0
+    # Something new among them is appended, alone.
+    more = own + [{"kind": "inbound", "at": "2026-10-03T11:00:00Z", "content": "new"}]
+    assert json.loads(run("archive", "import", str(_jsonl(tmp_path, more)), "--json").output)["imported"] == 1
+    assert _count(desk) == len(everything) + 1
+
+
+@pytest.mark.slow
+def test_an_import_killed_part_way_and_run_again_holds_each_event_once(desk: DeskFolder, tmp_path: Path) -> None:
+    """The real thing: `desk archive import` killed (SIGKILL) once its first records are on disk,
+    then run again to the end: every input event is in the archive exactly once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    events = [{"kind": "inbound", "at": f"2026-10-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z",
+               "content": f"event {i} " + "x" * 200, **({"id": f"e{i}"} if i % 2 else {})} for i in range(20_000)]
+    src = _jsonl(tmp_path, events)
+    argv = [sys.executable, "-m", "desk", "--desk", str(desk.root), "archive", "import", "--no-progress", str(src)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    folder = desk.path(".system/archive")
+    while proc.poll() is None and not any(p.stat().st_size > 0 for p in folder.glob("*.jsonl")):
+        pass  # until the first records are written (no clock: the file itself says so)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    landed = _count(desk)
+    assert 0 < landed < len(events), "the import was not stopped part-way: the test proves nothing"
+    done = subprocess.run(argv[:-2] + ["--json", str(src)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["imported"] + data["already_archived"] == len(events)
+    assert data["already_archived"] <= landed
+    listed = subprocess.run(argv[:6] + ["list", "--json"], capture_output=True, text=True, check=True)
+    contents = [e["content"] for e in json.loads(listed.stdout)["events"]]
+    assert sorted(contents) == sorted(e["content"] for e in events)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from desk.archive.store import append_event
+from desk.archive.store import append_event, iter_events
 from desk.archive.conversations import view_path
 from desk.layout import DeskFolder
 
@@ -81,7 +81,7 @@ def test_unsafe_session_names_get_a_safe_unique_file() -> None:
 
 
 def test_session_and_actor_cannot_add_structure_to_a_view(desk: DeskFolder, run: DeskRunner) -> None:
-    from desk.archive.store import append_event
+    from desk.archive.store import append_event, iter_events
 
     append_event(desk, "inbound", "hello", session="evil\n## Injected", actor="a**b",
                  at="2026-11-29T10:00:00Z")
@@ -117,3 +117,19 @@ def test_a_view_stays_under_the_gate_s_limit_and_says_what_it_left_out(desk: Des
                                   "--since 2026-11-29 --until 2026-11-30 --session 'big day'`)._")
     assert run("validate", "--all").exit_code == 0
     assert json.loads(run("conversations", "render", "--json").output)["status"] == "unchanged"
+
+
+def test_a_view_shows_direction_controls_escaped(desk: DeskFolder, run: DeskRunner) -> None:
+    """Issue 27.8: a message's U+202E (or any direction control or mark) reordered the view in a
+    terminal or Markdown viewer; the view shows each as `<U+XXXX>`, the archive keeps the bytes."""
+    controls = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+    append_event(desk, "inbound", f"send {controls} money", session="s1", actor=f"eve{controls}",
+                 at="2026-11-29T10:00:00Z")
+    assert run("conversations", "render").exit_code == 0
+    view = desk.path("conversations/2026-11-29/s1.md").read_text()
+    assert not any(c in view for c in controls), view
+    shown = "".join(f"<U+{ord(c):04X}>" for c in controls)
+    assert f"> send {shown} money" in view and f"**`eve{shown}`**" in view
+    assert [e.record["content"] for e in iter_events(desk)] == [f"send {controls} money"]
+    listed = run("archive", "list").output  # the archive's own listing shows them escaped too
+    assert not any(c in listed for c in controls) and f"eve{shown}" in listed and f"send {shown[:40]}" in listed

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
-from desk.storage.git import CHILD_RECORD_PREFIX, LOCK_HINT, process_alive
+from desk.storage.git import LOCK_HINT
+from desk.storage.git_locks import CHILD_RECORD_PREFIX, process_alive
 from tests.conftest import DeskRunner
 from tests.guard_helpers import commit, memory_text, sh, write
 
@@ -144,3 +145,75 @@ def test_a_killed_desk_process_leaves_a_record_the_next_command_uses(desk: DeskF
     os.utime(hold, None)
     remember(desk, "after", type="fact", description="d", triggers=["x"], body="Body.")
     assert not hold.exists() and not record.exists()
+
+
+def test_a_pid_given_to_another_process_does_not_keep_a_dead_commands_lock(desk: DeskFolder,
+                                                                           run: DeskRunner) -> None:
+    """The record names a desk process and its git by pid and start time: a live process that got
+    one of those pids since (another start time) is not the owner, and the lock goes at once."""
+    from desk.storage.git_locks import process_start
+
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        start = process_start(other.pid)
+        assert start is not None and process_alive(other.pid, start)
+        assert not process_alive(other.pid, start + 1)
+        lock = desk.git_dir / "refs/heads/main.lock"
+        record = desk.git_dir / f"{CHILD_RECORD_PREFIX}{other.pid}-{start + 1}.txt"
+        record.write_text(f"{other.pid}:{start + 1} {time.time_ns()} {lock}\n")
+        lock.write_bytes(b"0" * 41)
+        result = run("remember", "after", "--type", "fact", "-d", "after the kill", "-t", "x", "Body.")
+        assert result.exit_code == 0, result.output
+        assert not lock.exists() and not record.exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_persons_running_git_keeps_even_a_dead_commands_lock(desk: DeskFolder, run: DeskRunner) -> None:
+    """While a git that may take locks works in the desk, a lock a dead desk git left might be that
+    git's by now: doctor leaves it, and removes it once that git is done. A reader does not count."""
+    lock = leave_lock(desk, "refs/heads/main.lock", dead_pid())
+    reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=desk.root, stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)
+    writer = subprocess.Popen(["git", "hash-object", "-w", "--stdin"], cwd=desk.root, stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)
+    try:
+        code, data, _ = doctor(run, "--repair")
+        found = problems(data)[".git/refs/heads/main.lock"]
+        assert found["status"] == "needs-person" and f"rm {lock}" in found["message"]
+        assert lock.exists()
+        os.utime(lock, (OLD, OLD))  # old enough for the unknown-owner rule: still not while git runs
+        code, data, _ = doctor(run, "--repair")
+        found = problems(data)[".git/refs/heads/main.lock"]
+        assert found["status"] == "needs-person" and "a git process is running" in found["message"]
+        assert lock.exists()
+    finally:
+        for proc in (writer, reader):
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait()
+    reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=desk.root, stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)
+    try:
+        code, data, _ = doctor(run, "--repair")
+        assert problems(data)[".git/refs/heads/main.lock"]["status"] == "repaired"
+        assert not lock.exists()
+    finally:
+        assert reader.stdin is not None
+        reader.stdin.close()
+        reader.wait()
+
+
+def test_the_next_command_lets_a_killed_commands_git_finish_first(desk: DeskFolder, run: DeskRunner) -> None:
+    """desk killed alone leaves its git running to its end: the next command waits for it before
+    it settles anything that git is still writing."""
+    from desk.storage.git_locks import process_start
+
+    still = subprocess.Popen(["sleep", "1"])  # stands for the orphaned git child
+    record = desk.git_dir / f"{CHILD_RECORD_PREFIX}{dead_pid()}.txt"
+    record.write_text(f"{still.pid}:{process_start(still.pid)} {time.time_ns()} {desk.git_dir / 'index.lock'}\n")
+    result = run("remember", "after", "--type", "fact", "-d", "after the kill", "-t", "x", "Body.")
+    assert result.exit_code == 0, result.output
+    assert still.poll() is not None  # it had ended before the command went on
+    assert not record.exists()

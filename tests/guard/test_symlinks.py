@@ -100,3 +100,23 @@ def test_read_regular_is_plain_bytes_and_missing_is_file_not_found(desk: DeskFol
     os.mkfifo(fifo)
     with pytest.raises(DeskError):  # not a plain file: refused, never blocks
         desk.read("fifo.md")
+
+
+def test_a_cache_folder_linked_outside_is_refused_and_never_written(desk: DeskFolder, run: DeskRunner,
+                                                                   tmp_path: Path) -> None:
+    """Issue 27.3: `.system/cache` committed as a link to a folder outside the desk. The gate names
+    it; desk's caches live in .git/desk-cache/, so nothing desk does writes through it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assert not (desk.root / ".system/cache").exists()  # desk keeps nothing there any more
+    link(desk.root, ".system/cache", outside)
+    sh(desk.root, "add", "-f", ".system/cache")
+    proc = sh(desk.root, "commit", "-q", "-m", "link")
+    assert proc.returncode != 0 and ".system/cache:1: symlink" in proc.stderr
+    assert sh(desk.root, "commit", "-q", "--no-verify", "-m", "link").returncode == 0
+    assert (".system/cache", "symlink") in [(f.path, f.rule) for f in validate_all(desk).findings]
+    assert run("remember", "foo", "--type", "fact", "--description", "d", "--trigger", "foo", "Foo.").exit_code == 0
+    assert run("context", "--query", "foo").exit_code == 0 and run("recall", "foo").exit_code == 0
+    run("doctor")
+    assert list(outside.iterdir()) == []
+    assert (desk.git_dir / "desk-cache" / "context.sqlite").is_file()

@@ -287,7 +287,7 @@ def test_config_rules(desk: DeskFolder) -> None:
     path = desk.root / ".system/desk.json"
     original = path.read_text()
     config = json.loads(original)
-    write(desk.root, ".system/desk.json", json.dumps({**config, "desk_id": "desk-other"}, indent=2))
+    write(desk.root, ".system/desk.json", json.dumps({**config, "desk_id": "desk-" + "0" * 32}, indent=2))
     proc = add_commit(desk.root, "new id", ".system/desk.json")
     assert proc.returncode != 0 and ".system/desk.json:1: config: desk_id changed" in proc.stderr
     write(desk.root, ".system/desk.json", "{\n  \"desk_id\": \n")
@@ -299,6 +299,30 @@ def test_config_rules(desk: DeskFolder) -> None:
     config["budgets"]["total"] = 9000
     write(desk.root, ".system/desk.json", json.dumps(config, indent=2) + "\n")
     assert add_commit(desk.root, "budget", ".system/desk.json").returncode == 0
+
+
+@pytest.mark.parametrize("bad", ["desk-other", "", "desk-" + "A" * 32, "desk-" + "0" * 32 + "\n",
+                                 "desk-" + "0" * 32 + " ", "x" * 10_000, "desk-\u202e" + "0" * 31])
+def test_a_desk_id_of_another_form_is_refused_naming_the_file_and_line(desk: DeskFolder, run: DeskRunner,
+                                                                      bad: str) -> None:
+    """Issue 27.8: desk_id had no format check: a hand-edited id (a newline, a space, 10,000
+    characters, a direction control) was stamped into every record and scope id. desk.json's
+    schema takes only `desk-` and 32 lowercase hex digits (what `desk init` makes): a commit of
+    another is refused by the hook, and a command reading the desk names the file and line."""
+    path = desk.root / ".system/desk.json"
+    config = json.loads(path.read_text())
+    assert len(config["desk_id"]) == 37  # what init made passes
+    text = json.dumps({"schema_version": config["schema_version"], **config, "desk_id": bad}, indent=2)
+    write(desk.root, ".system/desk.json", text)
+    proc = add_commit(desk.root, "hand-made id", ".system/desk.json")
+    assert proc.returncode != 0 and ".system/desk.json:3: config: desk_id: " in proc.stderr, proc.stderr
+    assert "is not a desk id: `desk-` and 32 lowercase hex digits" in proc.stderr
+    sh(desk.root, "reset", "-q")
+    result = run("archive", "verify")  # a command that loads desk.json through its schema
+    assert result.exit_code == 3, result.output
+    assert ".system/desk.json:3: config-field: desk_id: " in result.output and "is not a desk id" in result.output
+    assert "git show HEAD:.system/desk.json" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_an_unstaged_allow_list_edit_lets_no_secret_through(desk: DeskFolder) -> None:

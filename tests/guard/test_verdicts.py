@@ -155,7 +155,7 @@ def test_the_whole_desk_rules_code_is_part_of_a_states_key(desk: DeskFolder,
     # The state is not reused: the whole-desk rules run again (file verdicts still come from the cache).
     fresh = validate_all(desk, NOW)
     assert key(fresh.findings) == key(first.findings)
-    states = sqlite3.connect(desk.root / ".system" / "cache" / CACHE_FILE).execute(
+    states = sqlite3.connect(desk.cache_dir / CACHE_FILE).execute(
         "SELECT state FROM states").fetchall()
     assert [s.split(":")[0] for (s,) in states] == ["another version of the index rule"]
     for module in STATE_MODULES:

@@ -92,6 +92,40 @@ def test_claude_code_project_becomes_memories_records_and_a_proposal(desk: DeskF
     assert "- [user-role](memory/user-role.md)" in (desk.root / "MEMORY.md").read_text()
 
 
+def test_claude_code_skips_each_symlink_with_a_warning(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
+                                                      identity: None) -> None:
+    """Issue 27.8: a symlink in a Claude Code folder (a topic file, MEMORY.md, CLAUDE.md, a
+    transcript, the memory/ folder itself) aborted the whole import ("not a regular file");
+    docs/import-export.md says symlinks are skipped. Each is skipped and named, on stderr as a
+    warning and in --json's `skipped`; the rest imports; nothing is read through the link."""
+    project = tmp_path / "project"
+    shutil.copytree(SOURCES["claude-code"], project)
+    secret = tmp_path / "outside.md"
+    secret.write_text("---\nname: outside\ndescription: Outside\ntype: user\n---\nnot to be imported\n")
+    (project / "memory" / "linked.md").symlink_to(secret)
+    (project / "linked.jsonl").symlink_to(next(project.glob("*.jsonl")))
+    (project / "CLAUDE.local.md").symlink_to(secret)
+    result = run("import", "claude-code", str(project), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["skipped"] == ["memory/linked.md: a symlink (not followed)",
+                                 "CLAUDE.local.md: a symlink (not followed)",
+                                 "linked.jsonl: a symlink (not followed)"]
+    assert [line for line in result.stderr.splitlines() if "skipped" in line] == [
+        f"desk: warning: skipped {s}" for s in report["skipped"]]
+    assert report["counts"]["create"] == 4 and report["counts"]["records_new"] == 3
+    assert "outside" not in actions(report) and not desk.path("memory/outside.md").exists()
+    # The memory/ folder itself a link: skipped, none of its files read; the human plan lists it.
+    linked = tmp_path / "linked-project"
+    linked.mkdir()
+    (linked / "memory").symlink_to(project / "memory", target_is_directory=True)
+    plan = run("import", "claude-code", str(linked), "--dry-run")
+    assert plan.exit_code == 0, plan.output
+    assert "skipped   memory: a symlink (not followed)" in plan.stdout
+    assert "desk: warning: skipped memory: a symlink (not followed)" in plan.stderr
+    assert "0 create" in plan.stdout
+
+
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
 def test_dry_run_prints_the_plan_and_writes_nothing(desk: DeskFolder, identity: None, fmt: str) -> None:
     before = snapshot(desk.root)

@@ -153,6 +153,42 @@ def test_rename_is_one_commit_and_history_follows_it(desk: DeskFolder, run: Desk
     assert subjects == ["rename: report-zh -> reports-chinese", "set: report-zh", "remember: report-zh"]
 
 
+def test_history_follows_no_guessed_rename_between_two_similar_memories(desk: DeskFolder,
+                                                                      run: DeskRunner) -> None:
+    """Issue 27.8: a memory forgotten and a like one made in the same commit (a person's commit,
+    an import, a digest) are two memories: `desk history beta` never lists alpha's commits, as
+    git's --follow did by its 50% similarity guess. An unedited `git mv` (byte-identical: git's
+    exact rename) and desk's own rename are followed."""
+    body = "The deploy script lives in ops/deploy.sh and needs root access to run on the hosts."
+    assert run("remember", "alpha", "--type", "fact", "-d", "Deploy script", "-t", "deploy", body).exit_code == 0
+    alpha = desk.path("memory/alpha.md")
+    text = alpha.read_text()
+    alpha.unlink()
+    desk.path("memory/beta.md").write_text(text.replace("name: alpha", "name: beta").replace("hosts.", "hosts!"))
+    sh(desk.root, "add", "-A", "memory")
+    sh(desk.root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "hand: alpha becomes beta")
+    guessed = sh(desk.root, "log", "--follow", "--format=%s", "--", "memory/beta.md").stdout
+    assert "remember: alpha" in guessed  # what git's --follow guesses, the bug
+    subjects = [c["subject"] for c in json.loads(run("history", "beta", "--json").output)["commits"]]
+    assert subjects == ["hand: alpha becomes beta"]
+    assert "remember: alpha" not in run("history", "beta").output
+    # A commit that claims to be desk's rename but whose source file it did not delete: no rename.
+    result = run("remember", "delta", "--type", "fact", "-d", "Delta", "-t", "d", "Another fact.")
+    assert result.exit_code == 0, result.output
+    desk.path("memory/epsilon.md").write_text(desk.path("memory/delta.md").read_text().replace(
+        "name: delta", "name: epsilon"))
+    sh(desk.root, "add", "memory/epsilon.md")
+    sh(desk.root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "fake",
+       "-m", "Desk-Op: rename\nDesk-Renamed-From: delta")
+    subjects = [c["subject"] for c in json.loads(run("history", "epsilon", "--json").output)["commits"]]
+    assert subjects == ["fake"]
+    # An unedited `git mv` is followed: it is no guess.
+    sh(desk.root, "mv", "memory/beta.md", "memory/gamma.md")
+    sh(desk.root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "hand: git mv")
+    subjects = [c["subject"] for c in json.loads(run("history", "gamma", "--json").output)["commits"]]
+    assert subjects == ["hand: git mv", "hand: alpha becomes beta"]
+
+
 def test_rename_carries_the_error_books_links_along(desk: DeskFolder, run: DeskRunner) -> None:
     _remember(run)
     assert run("mistake", "add", "--what", "English report", "--context", "weekly report", "--cause",

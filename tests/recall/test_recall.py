@@ -209,6 +209,26 @@ def test_xml_carries_every_field_escaped(desk: DeskFolder, run: DeskRunner) -> N
         assert attr in out
 
 
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
+def test_direction_controls_show_escaped_in_text_and_xml_and_exact_in_json(desk: DeskFolder,
+                                                                          run: DeskRunner) -> None:
+    """Issue 27.8: a stored U+202E reversed what a person read on the terminal. The human and
+    --xml renderings show every direction control and mark as `<U+XXXX>`; --json keeps the text."""
+    text = f"pay invoice {BIDI} 1234 to account 5678"
+    _say(desk, text, at="2026-11-28T09:00:00Z", session=f"s{BIDI}1")
+    shown = [f"<U+{ord(c):04X}>" for c in BIDI]
+    for args in ([], ["--xml"]):
+        out = run("recall", "invoice", "--kind", "conversation", "--as-of", AS_OF, *args)
+        assert out.exit_code == 0, out.output
+        assert not any(c in out.output for c in BIDI), (args, out.output)
+        marks = "".join(shown) if not args else "".join(s.replace("<", "&lt;").replace(">", "&gt;") for s in shown)
+        assert marks in out.output, (args, out.output)
+    exact = json.loads(run("recall", "invoice", "--kind", "conversation", "--as-of", AS_OF, "--json").output)
+    assert BIDI in exact["hits"][0]["snippet"]
+
+
 def test_recall_is_read_only(desk: DeskFolder, run: DeskRunner) -> None:
     _remember(desk, "db-choice", "We selected SQLite.")
     _say(desk, "sqlite it is", at="2026-11-28T09:00:00Z")
@@ -218,8 +238,8 @@ def test_recall_is_read_only(desk: DeskFolder, run: DeskRunner) -> None:
     assert snapshot(desk.root) == before
     assert git(desk.root, "rev-parse", "HEAD") == head
     assert git(desk.root, "status", "--porcelain", "--untracked-files=all") == \
-        git(desk.root, "status", "--porcelain", "--untracked-files=all")  # cache is git-ignored
-    assert ".system/cache" not in git(desk.root, "status", "--porcelain", "--untracked-files=all")
+        git(desk.root, "status", "--porcelain", "--untracked-files=all")
+    assert "!!" not in git(desk.root, "status", "--porcelain", "--untracked-files=all", "--ignored")  # cache in .git/
 
 
 # -- the derived cache -----------------------------------------------------------------------

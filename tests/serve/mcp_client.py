@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +45,44 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
     assert json.loads(text) == result.structured_content  # the text block carries the same JSON,
     assert text == json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))  # compact
     return result.structured_content
+
+
+@contextmanager
+def http_server(root: Path, *options: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """`python -m desk --desk ROOT serve --http 127.0.0.1:PORT [OPTIONS]` on a free port, once it
+    accepts connections: (port, process); stopped on exit."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "desk", "--desk", str(root), "serve", "--http",
+                             f"127.0.0.1:{port}", *options], env=server_env(), stderr=subprocess.PIPE)
+    try:
+        for _ in range(400):  # wait for the port to accept (bounded; not a timing assertion)
+            if proc.poll() is not None:
+                break
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield port, proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+@asynccontextmanager
+async def http_session(port: int, token: str | None) -> AsyncIterator[ClientSession]:
+    """An initialised session with the server at 127.0.0.1:PORT, sending `Authorization: Bearer
+    TOKEN` (none when `token` is None), as docs/agents.md tells a client to."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with httpx2.AsyncClient(headers=headers) as client:
+        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=client) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session

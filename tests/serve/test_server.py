@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -13,7 +11,7 @@ import pytest
 
 from desk.layout import DeskFolder
 from tests.conftest import DeskRunner, git
-from tests.serve.mcp_client import call, server_env, stdio_session
+from tests.serve.mcp_client import call, http_server, http_session, server_env, stdio_session
 
 pytestmark = pytest.mark.usefixtures("identity")
 
@@ -161,31 +159,13 @@ def test_two_clients_writing_at_once_all_land(desk: DeskFolder) -> None:
 
 
 def test_serve_over_streamable_http_on_loopback(desk: DeskFolder) -> None:
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "desk", "--desk", str(desk.root), "serve", "--http",
-                             f"127.0.0.1:{port}"], env=server_env(), stderr=subprocess.PIPE)
-    try:
-        for _ in range(200):  # wait for the port to accept (bounded; not a timing assertion)
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with http_server(desk.root) as (port, _proc):
+        token = (desk.git_dir / "desk-serve-token").read_text().strip()
 
         async def main() -> None:
-            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
-                async with ClientSession(read, write) as s:
-                    await s.initialize()
-                    assert (await call(s, "remember", **REPORT))["status"] == "created"
+            async with http_session(port, token) as s:
+                assert (await call(s, "remember", **REPORT))["status"] == "created"
         anyio.run(main)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
     assert "Desk-Actor: assistant" in trailers(desk.root)
 
 

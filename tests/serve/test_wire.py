@@ -41,8 +41,8 @@ def received(chunks: list[bytes]) -> list[Any]:
 
     async def main() -> None:
         async def feed() -> None:
-            for chunk in chunks:
-                os.write(write_fd, chunk)
+            for chunk in chunks:  # written from a thread: a chunk larger than the pipe blocks
+                await anyio.to_thread.run_sync(os.write, write_fd, chunk)
                 await anyio.sleep(0.001)  # each chunk its own read
             os.close(write_fd)
 
@@ -323,3 +323,101 @@ def test_end_of_input_waits_for_a_call_that_awaits_on_desks_wire(tmp_path: Path)
     # The cancelled call is never answered (the spec), and the end of input does not wait for it.
     assert sorted(answers) == [1, 10, 11], proc.stdout
     assert [answers[i]["result"]["structuredContent"] for i in (10, 11)] == [{"result": "C0"}, {"result": "C1"}]
+
+
+# -- the size of one message ---------------------------------------------------------------------
+
+def huge(i: int | str | None, size: int) -> bytes:
+    """A tools/call line of about `size` bytes (its id first, as the SDK's client writes it)."""
+    head = {"jsonrpc": "2.0", "id": i} if i is not None else {"jsonrpc": "2.0"}
+    return line({**head, "method": "tools/call",
+                 "params": {"name": "now_show", "arguments": {"section": "x" * size}}})
+
+
+def test_a_message_past_the_limit_is_skipped_as_it_comes_and_the_ones_around_it_arrive() -> None:
+    from desk.serve.wire import CHUNK, MAX_MESSAGE_BYTES, MessageTooLarge
+
+    big = huge(2, MAX_MESSAGE_BYTES + 10)
+    chunks = [line(request(1))] + [big[i:i + CHUNK] for i in range(0, len(big), CHUNK)] + [line(request(3))]
+    got = received(chunks)
+    assert got[0] == request(1) and got[2] == request(3)
+    assert isinstance(got[1], MessageTooLarge) and got[1].request_id() == 2
+    # its end and the next message in one read; a long line in one read; the last line unended
+    tail = big[-100:] + line(request(4))
+    got = received([big[:-100], tail, huge("seven", MAX_MESSAGE_BYTES), huge(8, MAX_MESSAGE_BYTES + 1)[:-1]])
+    assert [type(g).__name__ for g in got] == ["MessageTooLarge", "dict", "MessageTooLarge", "MessageTooLarge"]
+    assert [got[0].request_id(), got[2].request_id(), got[3].request_id()] == [2, "seven", 8]
+    assert got[1] == request(4)
+    just = huge(5, 0)
+    just = huge(5, MAX_MESSAGE_BYTES - len(just) + 1)  # exactly the limit, and its newline: served
+    assert len(just) == MAX_MESSAGE_BYTES + 1 and received([just])[0]["id"] == 5
+
+
+@pytest.mark.parametrize("head, expected", [
+    (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":', 7),
+    (b'{"id": "a-b", "jsonrpc": "2.0", "method": "x"', "a-b"),
+    (b'{"method":"tools/call","params":{"id":9}', None),          # an id inside the params is not its id
+    (b'{"jsonrpc":"2.0","method":"notifications/x","params":{"x', None),
+    (b'{"jsonrpc":"2.0","id":12345678901234567890,', None),        # not an id any client sends
+    (b'\xff\xfe garbage', None),
+])
+def test_the_id_of_a_message_too_large_is_read_from_its_first_bytes_only_where_it_is_certain(
+        head: bytes, expected: object) -> None:
+    from desk.serve.wire import MessageTooLarge
+
+    refused = MessageTooLarge(head)
+    assert refused.request_id() == expected
+    answer_ = refused.answer().message
+    assert isinstance(answer_, mcp_types.JSONRPCError) and answer_.id == expected
+    assert answer_.error.code == mcp_types.INVALID_REQUEST
+
+
+def peak_rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="Linux /proc")
+def test_a_100_mb_message_to_desk_serve_is_answered_with_an_error_without_being_held(
+        desk: DeskFolder, tmp_path: Path, identity: None) -> None:
+    """Over a pipe: the server answers the request's id with Invalid Request, serves the next
+    call, and never holds the message (its peak memory stays near what it is without one)."""
+    proc = subprocess.Popen([sys.executable, "-m", "desk", "--desk", str(desk.root), "serve"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=server_env())
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        initialize, initialized, _ = wire_requests(tmp_path)
+        proc.stdin.write(line(initialize) + line(initialized))
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        before = peak_rss_kib(proc.pid)
+        proc.stdin.write(huge(2, 100 * 1024 * 1024) + line(request(3)))
+        proc.stdin.flush()
+        refused, served = json.loads(proc.stdout.readline()), json.loads(proc.stdout.readline())
+        after = peak_rss_kib(proc.pid)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()
+    assert refused["id"] == 2 and refused["error"]["code"] == mcp_types.INVALID_REQUEST
+    assert "refused unread" in refused["error"]["message"]
+    assert served["id"] == 3 and served["result"]["isError"] is False
+    assert after - before < 50 * 1024, (before, after)  # KiB: half the message would be 50 MiB
+
+
+def test_the_sdks_client_gets_an_error_for_a_call_past_the_limit_and_its_session_goes_on(
+        desk: DeskFolder, identity: None) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    from desk.serve.wire import MAX_MESSAGE_BYTES
+    from tests.serve.mcp_client import stdio_session
+
+    async def main() -> None:
+        async with stdio_session(desk.root) as session:
+            with pytest.raises(MCPError, match="refused unread"):
+                await session.call_tool("recall", {"query": "x" * MAX_MESSAGE_BYTES})
+            assert not (await session.call_tool("now_show", {})).is_error
+    anyio.run(main)

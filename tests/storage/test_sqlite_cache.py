@@ -104,3 +104,24 @@ def test_reads_of_a_read_only_desk_give_the_same_answers(desk: DeskFolder, run: 
 
 def _quote(word: str) -> str:
     return "'" + word.replace("'", "'\\''") + "'"
+
+
+@pytest.mark.parametrize("linked", ["c.sqlite", "c.sqlite-wal", "folder"])
+def test_a_cache_behind_a_symlink_is_kept_in_memory_and_the_target_untouched(tmp_path: Path, linked: str) -> None:
+    """SQLite follows links: a cache file (or its folder) that is a link to something outside is
+    never opened through it (issue 27.3)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "c.sqlite").write_bytes(b"")
+    folder = tmp_path / "cache"
+    if linked == "folder":
+        folder.symlink_to(outside)
+    else:
+        folder.mkdir()
+        (folder / linked).symlink_to(outside / "c.sqlite")
+    db = open_cache(folder / "c.sqlite", _SCHEMA, wal=True)
+    db.execute("INSERT INTO t VALUES ('a', 'b')")
+    assert db.execute("SELECT v FROM t").fetchall() == [("b",)]
+    db.close()
+    assert sorted(p.name for p in outside.iterdir()) == ["c.sqlite"]
+    assert (outside / "c.sqlite").read_bytes() == b""

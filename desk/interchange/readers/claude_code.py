@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from desk.interchange.foreign import MAX_SOURCE_BYTES, json_line, read_note, read_text, refuse, shown_name
+from desk.interchange.foreign import json_line, read_note, read_text, refuse, shown_name
 from desk.interchange.items import MemoryItem, Proposal, RecordItem, Source, derive_triggers, one_line
 from desk.interchange.readers.notes import bullets, note_memory, section_type
 from desk.vocabulary import MEMORY_TYPES
@@ -39,22 +39,40 @@ def read(root: Path) -> Source:
         raise refuse(str(root), "not a folder or a session transcript; give a Claude Code project folder, "
                                 "its memory/ folder or one <session>.jsonl",
                      hint="e.g. ~/.claude/projects/<project>/ or ~/.claude/projects/<project>/memory/")
-    memory_dir = root / "memory" if (root / "memory").is_dir() else root
     source = Source("claude-code", str(root))
-    for path in sorted(memory_dir.glob("*.md")):
+    memory_dir: Path | None = root / "memory" if (root / "memory").is_dir() else root
+    if (root / "memory").is_symlink():
+        _skip(source, root / "memory", root)  # a linked folder may lead anywhere: not read
+        memory_dir = None
+    for path in sorted(memory_dir.glob("*.md")) if memory_dir is not None else ():
         rel = shown_name(path, root)
-        if path.name == "MEMORY.md":
+        if path.name in ("CLAUDE.md", "CLAUDE.local.md"):
+            continue  # a person's instructions (below), never a memory
+        if path.is_symlink():
+            _skip(source, path, root)
+        elif path.name == "MEMORY.md":
             _index_bullets(read_text(path, rel), rel, source)
-        elif path.name not in ("CLAUDE.md", "CLAUDE.local.md"):
+        else:
             source.memories.append(_memory(path, rel))
     for rel in ("CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"):
-        if (root / rel).is_file():
+        if (root / rel).is_symlink():
+            _skip(source, root / rel, root)
+        elif (root / rel).is_file():
             read_text(root / rel, rel)
             source.proposals.append(Proposal("AGENTS.md", f"claude-code:{rel}",
                                              "a person's instructions: merge into AGENTS.md by hand if wanted"))
     for path in sorted(root.glob("*.jsonl")):
-        _session(path, shown_name(path, root), source)
+        if path.is_symlink():
+            _skip(source, path, root)
+        else:
+            _session(path, shown_name(path, root), source)
     return source
+
+
+def _skip(source: Source, path: Path, root: Path) -> None:
+    """A symlink in the source is listed as skipped, never followed (as the markdown reader does):
+    it may lead out of the folder given, to a file the person did not mean to import."""
+    source.skipped.append(f"{shown_name(path, root)}: a symlink (not followed)")
 
 
 def _memory(path: Path, rel: str) -> MemoryItem:
@@ -85,7 +103,7 @@ def _index_bullets(text: str, rel: str, source: Source) -> None:
 
 
 def _session(path: Path, rel: str, source: Source) -> None:
-    text = read_text(path, rel, MAX_SOURCE_BYTES)
+    text = read_text(path, rel, None)
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue

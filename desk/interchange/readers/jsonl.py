@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from desk.interchange.foreign import MAX_SOURCE_BYTES, json_line, read_text, refuse
+from desk.interchange.foreign import json_line, read_text, refuse
 from desk.interchange.items import MemoryItem, Source
 from desk.memory.file import MemoryMeta, MetaErrors
 
@@ -18,7 +18,7 @@ def read(path: Path) -> Source:
         raise refuse(str(path), "a folder; give the .jsonl file `desk export jsonl` wrote")
     rel = path.name
     source = Source("jsonl", str(path))
-    for number, line in enumerate(read_text(path, rel, MAX_SOURCE_BYTES).split("\n"), 1):
+    for number, line in enumerate(read_text(path, rel, None).split("\n"), 1):
         if not line.strip():
             continue
         where = f"{rel}:{number}"

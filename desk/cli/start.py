@@ -1,0 +1,97 @@
+"""The `desk` console script (and `python -m desk`): Ctrl-C at any moment is one line, no traceback.
+
+Its SIGINT handler is installed before anything else desk needs is imported (click, the
+command's modules), so a Ctrl-C while Python is still loading desk is handled like one during
+the work:
+
+- nothing committed yet: `desk: interrupted` on stderr, exit 130 (128 + SIGINT, as a shell
+  reports a process Ctrl-C stopped). A mutation stopped before its commit landed has changed
+  nothing (desk.transaction puts the files back, or the next command finishes what it started);
+- a commit landed (the branch moved) before the Ctrl-C: the change is made, so desk says which
+  commit and exits 0, never 130 for a change that is there nor 1 for one that is not.
+
+While the command runs, the handler raises `Interrupted`, a KeyboardInterrupt, so the library and
+`subprocess` handle it as Python's own (a git child is given a moment to finish and let go of its
+lock rather than being killed holding it). click turns a KeyboardInterrupt into an empty line,
+"Aborted!" and exit 1, so inside click's own code (before desk's command starts, after it ends)
+a Ctrl-C is held instead: raised when the command starts, or ignored once it has ended (the
+command has said what it did). After the first, a Ctrl-C is ignored, so it cannot cut the
+clean-up of the first or print a traceback of its own.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import FrameType
+
+INTERRUPTED_EXIT = 130
+RAISE, HOLD, IGNORE = "raise", "hold", "ignore"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) as desk's CLI raises it."""
+
+
+class _State:
+    mode = RAISE
+    pending = False
+
+
+def _on_sigint(signum: int, _frame: FrameType | None) -> None:
+    if _State.mode == HOLD:
+        _State.pending = True
+    elif _State.mode == RAISE:
+        _State.mode = IGNORE  # the first one is being handled: let its clean-up finish
+        raise Interrupted
+
+
+def set_mode(mode: str) -> None:
+    """RAISE (a held Ctrl-C is raised now), HOLD or IGNORE: see the module docstring."""
+    _State.mode = mode
+    if mode == RAISE and _State.pending:
+        _State.pending = False
+        _State.mode = IGNORE
+        raise Interrupted
+
+
+def main() -> None:
+    """Console-script entry point: the CLI (desk.cli.main.main) under desk's Ctrl-C handling."""
+    try:
+        import signal  # here: a Ctrl-C while it loads is still Python's KeyboardInterrupt, caught
+
+        signal.signal(signal.SIGINT, _on_sigint)
+    except KeyboardInterrupt:
+        sys.exit(report_interrupt())
+    try:
+        try:
+            from desk.cli.main import main as run
+
+            run()
+        finally:
+            # Done, or stopped and about to say so: a later Ctrl-C changes nothing. Ignored
+            # outright, not by the handler: Python's exit puts back the default action for a
+            # handler of its own, and a Ctrl-C then would end the process without a word.
+            _State.mode = IGNORE
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:
+        sys.exit(report_interrupt())
+
+
+def report_interrupt() -> int:
+    """Say what a Ctrl-C left (one line on stderr) and return the exit code (module docstring)."""
+    _State.mode = IGNORE
+    landed = None
+    api = sys.modules.get("desk.api")  # not loaded: nothing was committed
+    if api is not None:
+        landed = api.last_landed()
+    if landed is None:
+        message, code = "desk: interrupted\n", INTERRUPTED_EXIT
+    else:
+        sha, subject = landed
+        message, code = f"desk: interrupted after the change was committed: {subject} (commit {sha[:7]})\n", 0
+    try:
+        sys.stderr.write(message)
+        sys.stderr.flush()
+    except OSError:  # stderr closed or a broken pipe: the exit code still says it
+        pass
+    return code

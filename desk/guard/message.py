@@ -1,0 +1,73 @@
+"""The commit-msg hook's check of a message: a first look that imports only the scanner, then the full check.
+
+Every message is scanned for secrets (a token in a subject or a trailer is pushed with the
+commit). The hook's shell passes the plainest messages itself (hooks/desk-hook.sh); for the rest
+Python starts, and `needs_full_check` imports only the scanner. The full check,
+`message_findings` (the allow-list, the staged paths, the message rules), loads git's wrapper and
+the rules: most messages need none of it (no secret, and no trailer the message rules read).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from desk.errors import Finding
+    from desk.storage.git import Git
+
+
+SCISSORS = " ------------------------ >8 ------------------------"
+
+
+def committed_part(message: str) -> str:
+    """What git keeps of a message file: everything above the scissors line (`git commit -v` and
+    `--cleanup=scissors`), below which git shows the staged diff and drops it from the commit.
+    The line starts with core.commentChar, `#` unless configured otherwise."""
+    lines = message.split("\n")
+    for i, line in enumerate(lines):
+        if line[1:] == SCISSORS and line[:1] not in ("", " "):
+            return "\n".join(lines[:i])
+    return message
+
+
+def needs_full_check(message: str) -> bool:
+    """Whether `message` holds a secret (before the allow-list, which only the full check reads)
+    or could carry a Desk-Actor or Desk-Op trailer, which the message rules read: any mention of
+    `desk` in any case (U+212A KELVIN SIGN lowercases to k, so it counts)."""
+    from desk.text.secrets import scan
+
+    message = committed_part(message)
+    return "desk" in message.lower() or bool(scan(message))
+
+
+def message_findings(root: Path, message: str) -> list[Finding]:
+    """The secret scanner over the whole message (subject, body, trailers; allowed by fingerprint
+    in the desk.json being committed, else HEAD's), and the message rules (SOUL.md by the
+    assistant, digest and NOW.md) against the staged paths when a Desk-Actor or Desk-Op trailer
+    makes them apply."""
+    import datetime as dt
+
+    from desk.guard.rules import check_message, message_secret_verdict
+    from desk.storage.git import parse_trailers, staged_git
+
+    findings: list[Finding] = []
+    message = committed_part(message)
+    secrets = message_secret_verdict(message)
+    if secrets.findings:
+        findings += secrets.findings_at(_committed_allow(staged_git(root)), dt.datetime.max)
+    if {key.lower() for key in parse_trailers(message)} & {"desk-actor", "desk-op"}:
+        findings += check_message(message, staged_git(root).staged_paths())
+    return findings
+
+
+def _committed_allow(git: Git) -> frozenset[str]:
+    """The allowed secret fingerprints of the desk.json being committed (else HEAD's)."""
+    from desk.guard.validate import config_values
+    from desk.layout import CONFIG_PATH
+
+    blob = git.ls_staged_files([CONFIG_PATH]).get(CONFIG_PATH)
+    data = git.read_blobs([blob]).get(blob) if blob else git.blob_at("HEAD", CONFIG_PATH)
+    found = config_values(data)
+    return found[1] if found else frozenset()

@@ -1,0 +1,73 @@
+"""A memory file's history across its renames, following only renames that really happened.
+
+git's `--follow` guesses: when a file appears, it looks for a deleted file with similar content
+(50% by default) and follows it, so after `desk forget alpha` and `desk remember beta` with a
+like body in one commit (a digest, an import, a person's commit), `git log --follow beta`
+lists alpha's past as beta's. desk follows a file back to an older name only when
+
+- the commit that created it is desk's own rename (`Desk-Op: rename`, `Desk-Renamed-From: OLD`)
+  and that commit deleted OLD's file beside it, or
+- that commit deleted exactly one other file whose content is byte-identical (git's exact rename:
+  a person's `git mv` without edits, which no reader would call a guess).
+
+Everything else is a new file: its history starts at its creation.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from desk.storage.git import Commit, Git
+from desk.text.names import path_name_problem
+
+NAME_LIMIT = 80  # a memory name's limit (desk.memory.file); a longer trailer is no desk rename
+
+
+def renamed_from(commit: Commit, path: str) -> str | None:
+    """The path `path` had before `commit`, when `commit` created it by a real rename; else None.
+    `commit` must carry all its changes (Git.commits), not only those under one pathspec."""
+    created = next((c for c in commit.changes if c.path == path and c.status == "A"), None)
+    if created is None:
+        return None
+    deleted = {c.path: c for c in commit.changes if c.status == "D"}
+    if commit.trailers.get("Desk-Op") == ["rename"]:
+        olds = commit.trailers.get("Desk-Renamed-From", [])
+        if len(olds) == 1 and path_name_problem(olds[0], limit=NAME_LIMIT) is None:
+            old = posixpath.join(posixpath.dirname(path), olds[0] + ".md")
+            if old in deleted:
+                return old
+    same = [p for p, c in deleted.items() if c.old_blob == created.new_blob]
+    return same[0] if len(same) == 1 else None
+
+
+def history(git: Git, path: str) -> list[Commit]:
+    """Every commit that touched `path`, newest first, then those of each older name it had
+    through a real rename (see the module's docstring)."""
+    return _walk(git, path)[0]
+
+
+def names(git: Git, path: str) -> list[str]:
+    """Every name the file at `path` has had through real renames, newest first (its own name
+    first); empty before its first commit."""
+    return _walk(git, path)[1]
+
+
+def _walk(git: Git, path: str) -> tuple[list[Commit], list[str]]:
+    found: list[Commit] = []
+    seen = [path]
+    rev: str | None = None
+    while True:
+        commits = git.log([path], rev=rev)
+        older = None
+        for i, commit in enumerate(commits):
+            if any(c.path == path and c.status == "A" for c in commit.changes):
+                older = renamed_from(git.commits([commit.sha])[0], path)
+                if older is not None and older not in seen and git.object_id(commit.sha + "^"):
+                    commits = commits[:i + 1]
+                    break
+                older = None
+        found.extend(commits)
+        if older is None or not commits:
+            return found, seen if found else []
+        seen.append(older)
+        path, rev = older, commits[-1].sha + "^"

@@ -1,0 +1,282 @@
+"""The git processes desk starts, and the lock files they leave behind when they are killed.
+
+git takes a lock by creating `<file>.lock` with O_EXCL and never removes one it did not take. A
+git process killed with SIGKILL together with the desk command that started it (a terminal's
+process group, a stopped container or service, a power cut) leaves its locks, and every later git
+command that needs those files fails until someone removes them. A lock file does not say who
+made it, so before desk starts a git process that may take locks it writes down which locks those
+are, in a record of the desk process (`.git/desk-git-children-<pid>-<start>.txt`, removed when the
+command ends): one line before the process starts (its pid not known yet: a kill between the
+start and the record must not leave an unrecorded git behind) and one with its pid once started.
+
+A lock is then debris of a killed desk command, removed at once by the next desk command (under
+the desk lock) and by `desk doctor --repair`, when the record's desk process is dead (its pid gone,
+or reused by another process: the start time the kernel gives differs), the record names the lock
+and the lock was made after the git process started, and no git process works in the desk (a
+person's git could have taken the same file since; /proc tells). A live owner, desk's or a
+person's, is never robbed. Anything else is a lock of unknown owner, which doctor reports and
+removes only once it is old (git.LOCK_STALE_AFTER).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+CHILD_RECORD_PREFIX = "desk-git-children-"  # in .git/: `<pid>[:<start>] <start ns> <lock>\t<lock>...` lines
+_CHILD_RECORDS: list[Path] = []  # the active record (a stack: recording nests)
+CLOCK_SLACK_NS = 10_000_000  # a lock's mtime may trail the recorded start by a clock tick
+PRIVATE_LOCKS = ("desk-index.lock", "desk-person-index.lock")  # desk's own index files' locks (git.PRIVATE_INDEX)
+
+
+def process_start(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/<pid>/stat), None when that cannot
+    be read: a pid and its start time name one process, even once the pid is given to another."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            return int(stat_file.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def process_alive(pid: int, start: int | None = None) -> bool:
+    """Whether process `pid` runs (a zombie, dead but not yet reaped, counts as dead); with `start`
+    (`process_start` when it was recorded), a process that got the pid since counts as dead too."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            fields = stat_file.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return True
+    if fields[0] == b"Z":
+        return False
+    return start is None or int(fields[19]) == start
+
+
+def _record_name(pid: int, start: int | None) -> str:
+    return f"{CHILD_RECORD_PREFIX}{pid}" + (f"-{start}" if start is not None else "") + ".txt"
+
+
+def _record_owner(record: Path) -> tuple[int, int | None] | None:
+    """The pid and start time a record's name gives (`<pid>` alone in records of older desks)."""
+    stem = record.name[len(CHILD_RECORD_PREFIX):-len(".txt")]
+    pid, _, start = stem.partition("-")
+    try:
+        return int(pid), (int(start) if start else None)
+    except ValueError:
+        return None
+
+
+@contextmanager
+def recording_git_children(git_dir: Path) -> Iterator[Path]:
+    """While active, every git process desk starts that may take a lock is recorded in this desk
+    process's record (the mutation's recovery record beside its pending marker). The record is
+    removed when the block ends; a kill -9 leaves it for `release_dead_git_locks`."""
+    record = git_dir / _record_name(os.getpid(), process_start(os.getpid()))
+    _CHILD_RECORDS.append(record)
+    try:
+        yield record
+    finally:
+        _CHILD_RECORDS.pop()
+        if record not in _CHILD_RECORDS:
+            record.unlink(missing_ok=True)
+
+
+def recording() -> bool:
+    """Whether a record is active (git processes started now are written down)."""
+    return bool(_CHILD_RECORDS)
+
+
+def record_git_child(locks: Iterable[Path], pid: int = 0, started_ns: int | None = None) -> int:
+    """Write down, in the active record (if any), a git process that may take `locks`: `pid` 0
+    before it is started, its pid once it runs. Returns the start time to pass with the pid."""
+    started = time.time_ns() if started_ns is None else started_ns
+    if _CHILD_RECORDS:
+        identity = str(pid) if pid <= 0 else f"{pid}:{process_start(pid)}"
+        line = f"{identity} {started} " + "\t".join(str(p) for p in locks) + "\n"
+        with open(_CHILD_RECORDS[-1], "a", encoding="utf-8") as record:
+            record.write(line)
+    return started
+
+
+class LeftLock(NamedTuple):
+    """A lock file a git process desk started may have left: `owner_alive` says whether that
+    process still runs (False for one recorded before its pid was known); `started_ns` is when it
+    started."""
+
+    path: Path
+    pid: int
+    owner_alive: bool
+    started_ns: int
+
+
+class _Child(NamedTuple):
+    """One line of a record: a git process (`pid` 0: not started yet) and the locks it may take."""
+
+    pid: int
+    proc_start: int | None
+    started_ns: int
+    locks: list[str]
+
+
+def _dead_records(git_dir: Path) -> Iterator[tuple[Path, list[_Child]]]:
+    """The records of desk processes that are dead (or this one's), with their lines. A record
+    whose desk process is alive is skipped: its git processes are still at work."""
+    me = os.getpid()
+    for record in sorted(git_dir.glob(f"{CHILD_RECORD_PREFIX}*.txt")):
+        owner = _record_owner(record)
+        try:
+            lines = record.read_text("utf-8").splitlines()
+        except OSError:
+            continue
+        if owner is None or (owner[0] != me and process_alive(*owner)):
+            continue
+        children = []
+        for line in lines:
+            try:
+                identity, start_text, paths = line.split(" ", 2)
+                pid_text, _, proc_start = identity.partition(":")
+                children.append(_Child(int(pid_text), int(proc_start) if proc_start not in ("", "None") else None,
+                                       int(start_text), paths.split("\t")))
+            except ValueError:
+                continue  # a line torn by the kill
+        yield record, children
+
+
+def recorded_git_locks(git_dir: Path) -> tuple[list[LeftLock], list[Path]]:
+    """The lock files that exist and that a recorded git process of a dead (or this) desk process
+    may have taken, each with its owner's state, and the record files read."""
+    found: list[LeftLock] = []
+    records = []
+    for record, children in _dead_records(git_dir):
+        records.append(record)
+        seen: dict[tuple[Path, int], LeftLock] = {}
+        for child in children:
+            alive = process_alive(child.pid, child.proc_start)
+            for name in child.locks:
+                path = Path(name)
+                try:
+                    made = path.stat().st_mtime_ns
+                except OSError:
+                    continue
+                if made >= child.started_ns - CLOCK_SLACK_NS:  # taken after that process started
+                    previous = seen.get((path, child.started_ns))
+                    if previous is None or previous.pid <= 0:  # the line with the pid says more
+                        seen[(path, child.started_ns)] = LeftLock(path, child.pid, alive, child.started_ns)
+        found += seen.values()
+    return found, records
+
+
+def wait_for_orphans(git_dir: Path, timeout: float) -> list[int]:
+    """Wait up to `timeout` seconds while a git process a dead desk command started still runs
+    (desk killed alone: its git goes on to its end, and its work must not be settled under it);
+    the pids still running after that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [c.pid for _, children in _dead_records(git_dir) for c in children
+                 if c.pid != os.getpid() and process_alive(c.pid, c.proc_start)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def release_left_locks(git_dir: Path, root: Path) -> None:
+    """Under the desk lock, before a mutation: wait for a git a killed desk command left running
+    (`require_no_orphans`), then remove the locks killed desk commands left: git's index.lock desk
+    took itself, the lock of desk's private index, and those of the git processes it started."""
+    from desk.storage.git import release_private_index_lock, release_stale_index_lock
+
+    require_no_orphans(git_dir)
+    release_stale_index_lock(git_dir)
+    release_private_index_lock(git_dir)
+    release_dead_git_locks(git_dir, root)
+
+
+def require_no_orphans(git_dir: Path, timeout: float = 10.0) -> None:
+    """`wait_for_orphans`, then ConflictError (exit 4) naming the git processes still running."""
+    alive = wait_for_orphans(git_dir, timeout)
+    if alive:
+        from desk.errors import ConflictError
+
+        raise ConflictError(f"git process {', '.join(map(str, alive))}, started by a desk command that was "
+                            f"killed, has been at work for {timeout:g} s more", hint="run the command again "
+                            "once it is done (`desk doctor` lists the locks it holds)")
+
+
+def release_dead_git_locks(git_dir: Path, root: Path) -> list[Path]:
+    """Remove the locks git processes desk started left when they died (kill -9), and the records
+    of dead desk processes; returns the locks removed. Call under the desk lock.
+
+    The locks of desk's private index files are desk's alone, and no desk process runs git while
+    this one holds the desk lock: any left is removed. A shared lock (`refs/heads/main.lock`,
+    `index.lock`, ...) is removed when the desk git process recorded as taking it is dead and no
+    git process works in the desk (a person's git could have taken the same file since).
+    """
+    removed = [git_dir / name for name in PRIVATE_LOCKS if (git_dir / name).exists()]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    left, records = recorded_git_locks(git_dir)
+    dead = [lock for lock in left if not lock.owner_alive and lock.path.exists()]
+    if dead and git_running_in(root) is False:  # a live desk git child runs in the desk too
+        for lock in dead:
+            lock.path.unlink(missing_ok=True)
+            removed.append(lock.path)
+        dead = []
+    if not dead:
+        mine = _record_name(os.getpid(), process_start(os.getpid()))
+        for record in records:
+            if record.name != mine:
+                record.unlink(missing_ok=True)
+    return removed
+
+
+# git commands that never take a lock: a reader running in the desk (a `git log` in a pager, the
+# `git cat-file --batch` a long-lived desk process keeps) does not hold up the removal of debris
+READERS = frozenset({"cat-file", "log", "show", "ls-files", "ls-tree", "diff-tree", "rev-list", "rev-parse",
+                     "merge-base", "for-each-ref", "check-attr", "check-ignore", "ls-remote", "blame"})
+_OPTIONS_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
+
+
+def git_running_in(root: Path) -> bool | None:
+    """Whether a git process that may take locks works in `root` (Linux /proc; a reader of
+    READERS does not count); None when that cannot be known."""
+    proc = Path("/proc")
+    if not (proc / "self" / "cwd").exists():
+        return None
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or entry.name == str(os.getpid()):
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "git":
+                continue
+            cwd = Path(os.readlink(entry / "cwd"))
+            args = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+        except OSError:
+            continue
+        if not process_alive(int(entry.name)):
+            continue
+        if (cwd == root or root in cwd.parents) and _command(args) not in READERS:
+            return True
+    return False
+
+
+def _command(args: list[str]) -> str:
+    """The git subcommand of a command line (`git -C x -c k=v commit ...`: `commit`)."""
+    words = iter(args[1:])
+    for word in words:
+        if word in _OPTIONS_WITH_VALUE:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return ""
