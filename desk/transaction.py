@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -39,13 +38,11 @@ from desk.storage.crash import crash_point
 from desk.storage.git import IndexLock, RawChange, blob_sha, parse_trailers
 from desk.storage.git_locks import recording_git_children, release_left_locks
 from desk.storage.hashing import sha256_hex
-from desk.storage.index_file import WALK_RECORD, Patch, keep_walk
 from desk.storage.integration import SettledSync, left_behind, settle_integration
 from desk.storage.lock import desk_lock
 
 if TYPE_CHECKING:
     from desk.guard.validate import KnownHead
-    from desk.storage.index_file import IndexFile
 
 PENDING_PREFIX = "desk-pending-"
 # The last commit this process moved the branch to, (sha, subject): a Ctrl-C after it landed
@@ -126,14 +123,14 @@ class Transaction:
         subject = message.split("\n", 1)[0]
         blobs: dict[str, str | None] = {}
         try:
-            blobs = {p: (git.write_blob(data, before[p]) if data is not None else None) for p, data in writes.items()}
+            blobs = {p: (git.write_blob(data) if data is not None else None) for p, data in writes.items()}
             run_hooks = not only_desk_hooks(git, self.desk.git_dir)
             for _attempt in range(MOVE_ATTEMPTS):
                 head = git.head()
                 if known is not None and head != known.commit:  # checked on another HEAD: again
                     require_valid(self.desk, writes, message)
                 known = None
-                tree = git.build_tree(head, blobs, private_index=run_hooks)
+                tree = git.build_tree(head, blobs)
                 if run_hooks:  # a person's own hook chained beside desk's: it sees this commit
                     git.with_env(**{VALIDATED_ENV: "1"}).run_commit_hooks(None, message)
                 sha = git.commit_tree(tree, head, message)
@@ -162,28 +159,19 @@ class Transaction:
         paths = sorted(writes)
         with IndexLock(git_dir) as lock:
             person_index = git_dir / "index"
-            parsed = git.person_index()  # read in process under git's lock (None: git's to handle)
-            healed = self._staged_check(person_index, head, paths, parsed)
+            healed = self._staged_check(person_index, head, paths)
             written = [p for p in paths if before[p] != writes[p]]
             try:
-                stats: dict[str, os.stat_result] = {}
                 for path in written:
                     data = writes[path]
                     if data is None:
                         remove(self.desk.path(path))
                     else:
-                        stats[path] = atomic_write(self.desk.path(path), data)
+                        atomic_write(self.desk.path(path), data)
                     crash_point(f"after-write:{path}")
                 refreshed = git_dir / "desk-person-index"
-                patch = None if parsed is None or healed else self._patched(parsed, writes, blobs, stats)
-                written_index = None
-                if patch is None:
-                    _link_or_copy(person_index, refreshed)
-                    git.refresh_entries(refreshed, [*paths, *healed])
-                elif isinstance(patch, bytes):  # nothing to change: nothing to publish
-                    refreshed.unlink(missing_ok=True)
-                else:
-                    written_index = _write_index(refreshed, patch.data)
+                _link_or_copy(person_index, refreshed)
+                git.refresh_entries(refreshed, [*paths, *healed])
                 crash_point("after-index-refresh")
                 if not git.move_head(sha, head, subject):
                     self._restore({p: before[p] for p in written})
@@ -201,62 +189,25 @@ class Transaction:
                 else:
                     LANDED[:] = [(sha, subject)]
                 raise
-            if refreshed.exists():  # absent: nothing changed in the index desk read (or none to read)
+            if refreshed.exists():  # absent: the person has no index
                 if _same_file(refreshed, person_index):  # git found nothing to change: nothing to publish
                     refreshed.unlink()
                 else:
                     lock.publish(refreshed)
-                    if isinstance(patch, Patch) and written_index is not None:
-                        keep_walk(git_dir / WALK_RECORD, patch, written_index)
         git.private_index_holds(sha)
         return True
 
-    def _patched(self, parsed: IndexFile, writes: Mapping[str, bytes | None], blobs: Mapping[str, str | None],
-                 stats: Mapping[str, os.stat_result]) -> Patch | bytes | None:
-        """The person's index with `writes` set as the work tree now holds them, patched in process
-        (`parsed.data` itself, unchanged bytes, when no entry changes), or None when git's `update-index` must do it:
-        a file that is not the one desk just wrote (same inode, mtime and size), or not a plain
-        file, or an entry the patch does not handle."""
-        changes: dict[str, tuple[str, os.stat_result] | None] = {}
-        for path, data in writes.items():
-            blob = blobs.get(path)
-            try:
-                st: os.stat_result | None = os.lstat(self.desk.path(path))
-            except FileNotFoundError:
-                st = None
-            if data is None or blob is None:
-                if st is not None:
-                    return None  # a file where desk deleted one: git decides what the index holds
-                if parsed.entries(path) or parsed.crossed(path):
-                    changes[path] = None
-                continue
-            if st is None or not stat.S_ISREG(st.st_mode) or st.st_mode & 0o111:
-                return None
-            own = stats.get(path)
-            if own is not None:
-                if (st.st_ino, st.st_mtime_ns, st.st_size) != (own.st_ino, own.st_mtime_ns, own.st_size):
-                    return None  # replaced since desk wrote it: git hashes what is there
-                changes[path] = (blob, st)
-                continue
-            entries = parsed.entries(path)  # unchanged bytes: the entry must already say so
-            if len(entries) != 1 or entries[0].blob != blob or not parsed.stat_matches(path, st):
-                return None
-        return parsed.patch(changes, self.desk.root) if changes else parsed.data
-
-    def _staged_check(self, person_index: Path, head: str | None, paths: list[str],
-                      parsed: IndexFile | None = None) -> list[str]:
+    def _staged_check(self, person_index: Path, head: str | None, paths: list[str]) -> list[str]:
         """Refuse (exit 4) when the person has staged changes to any of `paths`; return the
         entries to heal: those a plain `git commit` wrote back from an index it read before one
-        of desk's earlier commits landed (see `stale_write_backs`). `parsed`: the person's index,
-        read in process (else git reads it)."""
+        of desk's earlier commits landed (see `stale_write_backs`)."""
         git = self.desk.git
         if head is None:
             staged = sorted(git.index_entries(person_index, paths))
             healed: list[str] = []
         else:
             published = read_published(self.desk.git_dir)
-            changes = git.index_changes_at(person_index, head, sorted({*paths, *published_paths(published)}),
-                                           parsed)
+            changes = git.index_changes(person_index, head, sorted({*paths, *published_paths(published)}))
             healed = stale_write_backs(self.desk, changes, published)
             staged = sorted(c.path for c in changes if c.path in paths and c.path not in healed)
         for path in staged:
@@ -308,17 +259,6 @@ def _link_or_copy(person_index: Path, refreshed: Path) -> None:
         os.link(person_index, refreshed)
     except OSError:
         refreshed.write_bytes(person_index.read_bytes())
-
-
-def _write_index(refreshed: Path, data: bytes | bytearray) -> os.stat_result:
-    """The patched index, written beside the person's for the index lock to publish (its stat: the
-    rename keeps inode, size and mtime). Not fsynced, as git writes an index by default (core.fsync,
-    which would ask for it, leaves the index to git)."""
-    refreshed.unlink(missing_ok=True)
-    with open(refreshed, "xb") as file:
-        file.write(data)
-        file.flush()
-        return os.fstat(file.fileno())
 
 
 def _same_file(a: Path, b: Path) -> bool:

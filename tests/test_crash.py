@@ -2,7 +2,7 @@
 
 A child process runs a real `remember` or `forget` and dies (os._exit, as abrupt as kill -9 for
 the desk's files) at one boundary of the commit path: the pending marker, the blob objects, the
-trees (written in process, or in desk's private index under DESK_PLAIN_GIT=1), the commit object,
+tree (built in desk's private index), the commit object,
 taking git's index lock, each work-tree file, the person's index refreshed in its copy, the
 compare-and-swap of the branch, and publishing the person's index.
 Then the next ordinary command runs.
@@ -20,7 +20,6 @@ from desk.layout import DeskFolder
 from desk.memory.index import entries_in_worktree, render_index
 from desk.memory.mirror import head_mirror
 from desk.memory.operations import forget, remember
-from desk.storage.plain_git import PLAIN_GIT
 from tests.conftest import git
 
 CHILD = """
@@ -39,13 +38,7 @@ def write(path, data):
     writes[0] += 1
     if point == f"write{writes[0]}":
         os._exit(9)
-    return real_write(path, data)  # its stat: the person's index is patched in process from it
-real_write_index = transaction._write_index
-def write_index(path, data):
-    if point == "write_index":
-        os._exit(9)
-    return real_write_index(path, data)
-transaction._write_index = write_index
+    return real_write(path, data)
 def dying(cls, name, after=False):
     real = getattr(cls, name)
     def method(self, *args, **kwargs):
@@ -56,7 +49,7 @@ def dying(cls, name, after=False):
             os._exit(9)
         return result
     setattr(cls, name, method)
-for name in ("write_blob", "build_tree", "write_trees", "commit_tree", "refresh_entries", "move_head"):
+for name in ("write_blob", "build_tree", "commit_tree", "refresh_entries", "move_head"):
     dying(Git, name)
 for name in ("acquire", "publish"):
     dying(IndexLock, name)
@@ -75,10 +68,8 @@ else:
 
 # remember (a new memory): write1 the pending marker, write2 the memory file, write3 MEMORY.md;
 # forget: write1 the marker, remove the memory file, write2 MEMORY.md.
-# The trees and the person's index are written in process, or by git under DESK_PLAIN_GIT=1
-# (desk.storage.plain_git): the same boundaries, named by what does the writing.
-TREES = ["after-build_tree"] if PLAIN_GIT else ["write_trees", "after-write_trees"]
-INDEX = ["refresh_entries", "after-refresh_entries"] if PLAIN_GIT else ["write_index"]
+TREES = ["after-build_tree"]
+INDEX = ["refresh_entries", "after-refresh_entries"]  # the person's index, refreshed in desk's copy
 COMMON = ["write_blob", "build_tree", *TREES, "commit_tree", "acquire", "after-acquire", *INDEX,
           "move_head", "after-move_head", "publish", "after-publish", "record", "after-record"]
 POINTS = {"remember": ["write1", *COMMON, "write2", "write3"],

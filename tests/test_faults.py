@@ -399,21 +399,3 @@ def test_a_failed_atomic_write_names_the_file(tmp_path: Path) -> None:
         atomic_write(target, b"new text\n")
     assert (caught.value.errno, caught.value.filename) == (errno.ENOSPC, str(target))
     assert target.read_bytes() == b"as it was\n" and sorted(tmp_path.iterdir()) == [target]
-
-
-def test_a_loose_object_that_cannot_be_written_is_named_and_leaves_no_temporary_file(tmp_path: Path) -> None:
-    """os.write's ENOSPC while a loose object is written named no file and left its half-written
-    temporary object in .git/objects."""
-    import subprocess
-
-    from desk.storage.objects import object_id, write_loose
-
-    subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
-    objects = tmp_path / "r" / ".git" / "objects"
-    content = b"a memory's bytes\n" * 100
-    sha = object_id("blob", content)
-    with failing_at(1), pytest.raises(OSError) as caught:
-        write_loose(objects, "blob", content)
-    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(objects / sha[:2] / sha[2:])
-    assert [p for p in objects.rglob("*") if p.is_file()] == []
-

@@ -105,32 +105,10 @@ def test_a_desk_with_gits_split_index_commits_and_the_persons_git_works(desk: De
     assert "error" not in git(root, "fsck", "--no-progress").lower()
 
 
-def test_a_file_replaced_after_desk_wrote_it_is_hashed_by_git(desk: DeskFolder) -> None:
-    """The person's index entry is set from the inode desk wrote; a file that is no longer that one
-    (replaced since: another inode) gets no entry from desk's stat data, git's update-index hashes
-    what is there instead."""
-    from desk.storage.atomic import atomic_write
-    from desk.storage.git import blob_sha
-    from desk.storage.index_file import read_index
-
-    path, data = "NOW.md", b"# Now\n\ndesk wrote this.\n"
-    with transaction(desk) as tx:
-        parsed = read_index(desk.git_dir / "index")
-        assert parsed is not None
-        stats = {path: atomic_write(desk.root / path, data)}
-        blobs = {path: blob_sha(data)}
-        assert tx._patched(parsed, {path: data}, blobs, stats) not in (None, parsed.data)
-        os.replace(desk.root / path, desk.root / "moved.md")
-        (desk.root / path).write_bytes(data)  # the same bytes, another inode: not desk's file
-        assert tx._patched(parsed, {path: data}, blobs, stats) is None
-        os.chmod(desk.root / path, 0o755)  # nor an executable one, nor a link
-        assert tx._patched(parsed, {path: data}, blobs, {}) is None
-
-
 def test_a_config_that_has_git_write_the_index_leaves_it_to_git(desk: DeskFolder, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """core.fsync (the index fsynced), core.splitIndex, index.skipHash, feature.manyFiles: git's
-    update-index refreshes the person's index, as the person's config asks."""
+    """core.fsync (the index fsynced), index.skipHash: git's update-index refreshes the person's
+    index, as the person's config asks."""
     for key, value in (("core.fsync", "index"), ("index.skipHash", "true")):
         git(desk.root, "config", key, value)
         trace = tmp_path / f"{key}.trace"
@@ -144,8 +122,8 @@ def test_a_config_that_has_git_write_the_index_leaves_it_to_git(desk: DeskFolder
 
 
 def test_a_persons_version_4_index_is_refreshed_by_git_and_stays_version_4(desk: DeskFolder) -> None:
-    """Index version 4 (what `feature.manyFiles` sets) is not patched in process: git's update-index
-    refreshes it, and the person's git and desk's hooks keep working on it."""
+    """Index version 4 (what `feature.manyFiles` sets): git's update-index refreshes it, and the
+    person's git and desk's hooks keep working on it."""
     root = desk.root
     git(root, "update-index", "--index-version", "4")
     remember(desk, "four", type="fact", description="About version 4", body="A fact.", triggers=["t"], now=NOW)
@@ -158,3 +136,26 @@ def test_a_persons_version_4_index_is_refreshed_by_git_and_stays_version_4(desk:
     remember(desk, "five", type="fact", description="About five", body="Five.", triggers=["t"], now=NOW)
     assert git(root, "status", "--porcelain") == ""
     assert (desk.git_dir / "index").read_bytes()[4:8] == (4).to_bytes(4, "big")
+
+
+def test_a_persons_staged_work_stays_staged_through_desks_commits(desk: DeskFolder) -> None:
+    """desk's commits (new, changed and forgotten memories, a body with \\r\\n and a tab) are built
+    in desk's private index: a file the person staged stays staged and out of desk's commits, and
+    the person's index afterwards holds stat data git trusts."""
+    from desk.memory.operations import forget
+
+    root = desk.root
+    (root / "notes.txt").write_text("a person's own work, staged\n")
+    git(root, "add", "notes.txt")
+    before = len(git(root, "rev-list", "HEAD").split())
+    remember(desk, "kept", type="fact", description="Kept", body="A fact with a line\r\nand a tab\t.", now=NOW)
+    remember(desk, "gone", type="fact", description="Gone", body="A fact forgotten next.", now=NOW)
+    remember(desk, "kept", type="fact", description="Kept", body="The fact, changed.", now=NOW)
+    forget(desk, "gone")
+    assert len(git(root, "rev-list", "HEAD").split()) == before + 4
+    assert git(root, "diff", "--cached", "--name-only") == "notes.txt\n"  # still staged, not committed
+    assert git(root, "status", "--porcelain") == "A  notes.txt\n"
+    assert git(root, "update-index", "--refresh") == ""  # every entry's stat data as git writes it
+    assert git(root, "fsck", "--full", "--no-dangling").strip() == ""
+    assert "notes.txt" not in git(root, "log", "--name-only", "--format=")
+    assert git(root, "show", "HEAD~3:memory/kept.md").endswith("A fact with a line\nand a tab\t.\n")

@@ -51,6 +51,10 @@ STALE_AFTER = float(LOCK_STALE_AFTER)  # seconds before a temp file or a lock of
 LOCK_WAIT = DOCTOR_LOCK_WAIT
 # desk.transaction's pending-mutation markers (PENDING_PREFIX), looked for without loading it
 PENDING_MARKERS = "desk-pending-*.json"
+# In .git/: the records of the in-process commit path an older desk kept (compressed segments of the
+# last large tree and blob, that tree uncompressed, the checkpoints of the person's index). desk
+# commits through git's own commands now and never reads them.
+OLD_RECORDS = ("desk-tree-segments.json", "desk-blob-segments.json", "desk-tree-kept", "desk-index-walk.json")
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -123,6 +127,7 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
             check_git_locks(desk, report, repair, lock_held=True, quiet=quiet)
             check_interrupted_sync(desk, report, repair)
             _check_pending(desk, report, repair)
+            _check_old_records(desk, report, repair)
             # The history check's `git rev-list` and the hooks check's `git config` run while the
             # rule check's `git ls-files` stats the work tree; started only now (unless `early`
             # started them before any repair, and waits for them before a lock check counts the
@@ -187,6 +192,28 @@ def _check_pending(desk: DeskFolder, report: DoctorReport, repair: bool) -> None
     for marker in pending_markers(desk):
         settled = settle(desk, marker, repair=repair)
         report.add("interrupted", settled.paths, settled.message, settled.status)
+
+
+def _check_old_records(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
+    """The records an older desk kept in .git/ (OLD_RECORDS, and the temporary files it renamed
+    over them): harmless, so a note; `--repair` removes them."""
+    try:
+        names = sorted(name for name in os.listdir(desk.git_dir) if name in OLD_RECORDS or (
+            name.endswith(".tmp") and any(name.startswith(record + ".") for record in OLD_RECORDS)))
+    except OSError:
+        return
+    for name in names:
+        path = desk.git_dir / name
+        if not repair:
+            report.add("old-record", str(path), "a record an older desk kept for its in-process commits; "
+                       "desk no longer reads it (`desk doctor --repair` removes it)", "note")
+            continue
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        report.add("old-record", str(path), "removed a record an older desk kept for its in-process commits "
+                   "(desk no longer reads it)", "repaired")
 
 
 def _check_temp_files(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:

@@ -27,13 +27,6 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 from desk.errors import ConflictError, GitError, RejectedError
 from desk.storage.hashing import blake2b_hex
 from desk.storage.hashing import sha1_hex as sha1_hex  # re-exported: the hook's SHA-1s
-from desk.storage.objects import (SEGMENTED, TREE_MODE, RawTree, TreeConflict, changed_trees, commit_bytes,
-                                  commit_tree_id, entry_id, entry_mode, find_entry, folders_of, keep_raw,
-                                  read_kept_tree, read_loose, tree_entries, write_loose)
-from desk.storage.plain_git import PLAIN_GIT
-
-if TYPE_CHECKING:
-    from desk.storage.index_file import IndexFile
 
 T = TypeVar("T")
 
@@ -80,9 +73,6 @@ LOCK_HINT = ("wait for the git command to finish; `desk doctor` lists every lock
              f"left by a killed desk command at once and any other once it is {LOCK_STALE_AFTER // 60} "
              "minutes old (or remove the lock file it names yourself)")
 PRIVATE_INDEX = "desk-index"  # desk's own index in .git/, never the person's
-TREE_SEGMENTS = "desk-tree-segments.json"  # how the last large tree desk wrote was compressed (objects.py)
-BLOB_SEGMENTS = "desk-blob-segments.json"  # the same for the last large blob (MEMORY.md, as a rule)
-TREE_KEPT = "desk-tree-kept"  # the last large tree desk wrote, uncompressed (objects.keep_raw)
 NULL_SHA = "0" * 40
 FALLBACK_EMAIL = "desk@localhost"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -587,8 +577,7 @@ def _nearly_full(path: Path) -> bool:
         return False
     return stats.f_bavail * stats.f_frsize < 1 << 20
 _CONFIG_QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
-                 r"|core\.(loose)?compression|commit\.gpgsign"
-                 r"|core\.(fsync|splitindex)|index\.skiphash|feature\.manyfiles)$")  # Git.person_index
+                 r"|commit\.gpgsign)$")
 
 
 class Git:
@@ -608,10 +597,6 @@ class Git:
         self._config_read_at = 0
         self._reader: subprocess.Popen[bytes] | None = None  # `start_object_reader`
         self._git_dir: Path | None = None
-        self._objects: tuple[Path | None] | None = None  # `_objects_in_process`, found once
-        self._index_built = False  # the last `build_tree` used the private index
-        self._head_trees: tuple[str, dict[str, Entries]] | None = None  # `write_trees` read them
-        self._read_trees: dict[str, tuple[str, bytes]] = {}  # {folder: (id, content)} `_trees_of` read loose
 
     def _run(self, *args: str, input: bytes | None = None, check: bool = True,
              read_only: bool = False, own_session: bool = False) -> bytes:
@@ -1029,22 +1014,6 @@ class Git:
             self._identity = args
         return self._identity
 
-    def _plain_idents(self, role: str) -> str | None:
-        """`Name <email>` git would write for `role` (AUTHOR, COMMITTER), when desk can tell it
-        exactly; None when git must (config or environment it would read, or a name git would
-        trim)."""
-        config = self.config_values()
-        env = self._env
-        if (env.get(f"GIT_{role}_DATE") or env.get("TZ") != os.environ.get("TZ")
-                or any(key.startswith(("author.", "committer.", "i18n.")) for key in config)):
-            return None
-        given = dict(a.split("=", 1) for a in self.identity_args() if a != "-c")
-        name = env.get(f"GIT_{role}_NAME", config.get("user.name", given.get("user.name")))
-        email = env.get(f"GIT_{role}_EMAIL", config.get("user.email", given.get("user.email")))
-        if not name or not email or not _clean_ident(name) or not _clean_ident(email):
-            return None
-        return f"{name} <{email}>"
-
     def fallback_identity(self) -> str | None:
         """`name <email>` desk commits as because git has no identity configured, else None."""
         args = self.identity_args()
@@ -1075,86 +1044,26 @@ class Git:
         return head
 
     # -- the plumbing commit path -------------------------------------------------------------
-    # desk's own commits never go through the shared index: objects are written directly, the tree
-    # is built in a private index, and the branch moves by compare-and-swap. Only then, under
+    # desk's own commits never go through the shared index: blobs by `git hash-object -w`, the tree
+    # built in a private index, `git commit-tree`, and the branch moved by compare-and-swap. Only then, under
     # .git/index.lock (git's own lock, so no person's `git commit` can interleave), are the work
     # tree and the person's index brought up to date for desk's paths alone.
 
-    def write_blob(self, data: bytes, previous: bytes | None = None) -> str:
-        """Store `data` as a loose blob (zlib, fsynced; a no-op when git has it) and return its id.
-        `previous`: the content `data` replaces (a large one is compressed in segments, reusing
-        those of the last large blob written where they are the same)."""
-        return self.write_object("blob", data, previous)
+    def write_blob(self, data: bytes) -> str:
+        """Store `data` as a blob (`git hash-object -w`: a no-op when git has it) and return its id."""
+        return self._run("hash-object", "-w", "-t", "blob", "--stdin", input=data).decode().strip()
 
-    def write_object(self, kind: str, content: bytes, previous: bytes | None = None) -> str:
-        """Store `content` as an object of `kind` and return its id: a loose object written in
-        process (desk.storage.objects), or by `git hash-object -w` where that cannot be (a
-        repository whose object format is not SHA-1, or whose objects live elsewhere)."""
-        objects = self._objects_in_process()
-        if objects is not None:
-            if kind != "blob":
-                return write_loose(objects, kind, content, level=self.loose_compression())
-            segments = self.git_dir() / BLOB_SEGMENTS if len(content) >= SEGMENTED else None
-            before = (blob_sha(previous), previous) if segments and previous and len(previous) >= SEGMENTED else None
-            return write_loose(objects, kind, content, blob_sha(content), level=self.loose_compression(),
-                               segments=segments, previous=before)
-        return self._run("hash-object", "-w", "-t", kind, "--stdin", input=content).decode().strip()
-
-    def loose_compression(self) -> int:
-        """The zlib level git writes loose objects with: core.looseCompression, else
-        core.compression, else 1 (git's default: best speed); -1 is zlib's default."""
-        config = self.config_values()
-        for key in ("core.loosecompression", "core.compression"):
-            value = config.get(key, "").strip()
-            if value.lstrip("-").isdigit() and -1 <= int(value) <= 9:
-                return int(value)
-        return 1
-
-    def _objects_in_process(self) -> Path | None:
-        """The objects folder desk reads and writes loose objects in itself, or None when git must
-        (no variable redirects git, not a linked work tree, and SHA-1: a config naming any
-        `extensions.objectFormat` is left to git, whatever it names). Always None under
-        DESK_PLAIN_GIT=1 (desk.storage.plain_git): then git writes every object and the index."""
-        if PLAIN_GIT:
-            return None
-        if self._objects is None:
-            git_dir = self.git_dir()
-            objects: Path | None = git_dir / "objects"
-            redirected = any(self._env.get(key) for key in (
-                "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES")) or not self._plain_refs()
-            try:
-                config = (git_dir / "config").read_bytes().lower()
-            except OSError:
-                config = b"objectformat"  # unreadable: let git decide
-            if redirected or b"objectformat" in config or (git_dir / "commondir").exists():
-                objects = None
-            self._objects = (objects,)
-        return self._objects[0]
-
-    def build_tree(self, parent: str | None, blobs: Mapping[str, str | None], *,
-                   private_index: bool = False) -> str:
+    def build_tree(self, parent: str | None, blobs: Mapping[str, str | None]) -> str:
         """The tree of `parent` (None: empty) with `blobs` applied (`{path: blob id, or None to
         delete}`); returns the tree id.
 
-        The new trees are written in process from `parent`'s (read from their loose objects, or
-        with one `git cat-file --batch` when git packed them). With `private_index` (a person's
-        hook must see the commit in an index), or where objects are git's to write, the tree is
-        built in desk's private index `.git/desk-index` instead, read from `parent` only when it
-        does not already hold it: the file `.git/desk-index.base` names the commit it was last
-        made to match (desk's own last commit, as a rule), and is removed before the index is
-        changed, so a crash cannot leave it lying.
+        Built in desk's private index `.git/desk-index` (`git update-index --index-info`, then
+        `git write-tree`), read from `parent` only when it does not already hold it: the file
+        `.git/desk-index.base` names the commit it was last made to match (desk's own last commit,
+        as a rule), and is removed before the index is changed, so a crash cannot leave it lying.
         """
         index = self.git_dir() / PRIVATE_INDEX
         base = index.with_name(PRIVATE_INDEX + ".base")
-        objects = self._objects_in_process()
-        self._index_built = private_index or objects is None
-        self._head_trees = None
-        if not self._index_built and objects is not None:
-            base.unlink(missing_ok=True)  # the private index is not kept in step from here on
-            try:
-                return self.write_trees(objects, parent, blobs)
-            except TreeConflict:
-                self._index_built = True  # a file and a folder trade places: git's rules decide
         private = self.with_env(GIT_INDEX_FILE=str(index))
         try:
             current = base.read_text().strip()
@@ -1169,95 +1078,17 @@ class Git:
         private._run("update-index", "--index-info", input=lines.encode())
         return private._run("write-tree").decode().strip()
 
-    def write_trees(self, objects: Path, parent: str | None, blobs: Mapping[str, str | None]) -> str:
-        """`build_tree` without git: the changed folders' trees of `parent`, patched and written."""
-        folders = folders_of(list(blobs))
-        self._read_trees = {}
-        old = self._trees_of(objects, parent, folders) if parent else {}
-        if parent:
-            self._head_trees = (parent, old)  # `index_changes_at` compares the person's index with them
-        try:
-            root, contents = changed_trees(old, blobs)
-        except ValueError:  # a kept tree's checkpoint that is not at an entry: split it after all
-            old = {f: tree_entries(t.content) if isinstance(t, RawTree) else t for f, t in old.items()}
-            self._head_trees = (parent, old) if parent else None
-            root, contents = changed_trees(old, blobs)
-        for folder, content, sha, checkpoints in contents:
-            write_loose(objects, "tree", content, sha, level=self.loose_compression(),
-                        segments=self.git_dir() / TREE_SEGMENTS, previous=self._read_trees.get(folder))
-            if len(content) >= SEGMENTED:
-                keep_raw(self.git_dir() / TREE_KEPT, sha, content, checkpoints)
-        return root
-
-    def _trees_of(self, objects: Path, commit: str, folders: list[str]) -> dict[str, Entries]:
-        """The entries of `folders` (parents first; None: absent) in `commit`'s tree: from loose
-        objects (the last large tree desk wrote from its kept copy, with its checkpoints: not
-        split), else from one `git cat-file --batch` for all of them. TreeConflict when one of
-        them is a file there."""
-        found: dict[str, Entries] = {}
-        loose = read_loose(objects, commit)
-        ids: dict[str, str | None] = {"": commit_tree_id(loose[1]) if loose and loose[0] == "commit" else None}
-        for folder in folders:
-            sha = ids.get(folder, "")
-            if sha is None and folder:
-                found[folder] = None  # its parent has no such entry
-                continue
-            kept = read_kept_tree(self.git_dir() / TREE_KEPT, "tree", sha) if sha else None
-            obj = ("tree", kept[0]) if kept is not None else read_loose(objects, sha) if sha else None
-            if sha is None or obj is None or obj[0] != "tree":
-                break
-            entries: list[bytes] | RawTree
-            try:
-                if kept is not None and kept[1] is not None:
-                    entries = RawTree(kept[0], kept[1])  # desk's own tree (its id checked): not split
-                else:
-                    entries = tree_entries(obj[1])
-            except ValueError:
-                break  # not as git writes trees: git reads it
-            found[folder] = entries
-            self._read_trees[folder] = (sha, obj[1])  # read_loose checked its id
-            for child in folders:
-                rest = child[len(folder):]
-                if child.startswith(folder) and rest.count("/") == 1:
-                    entry = _tree_entry(entries, rest[:-1].encode("utf-8", "surrogateescape"))
-                    if entry is not None and entry_mode(entry) != TREE_MODE:
-                        raise TreeConflict(child)
-                    ids[child] = entry_id(entry) if entry is not None else None
-        else:
-            return found
-        names = {f"{commit}^{{tree}}" if not folder else f"{commit}:{folder[:-1]}": folder for folder in folders}
-        read = self.read_objects(names)
-        trees: dict[str, Entries] = {}
-        for name, folder in names.items():
-            kind, content = read.get(name, ("missing", b""))
-            if kind not in ("tree", "missing"):
-                raise TreeConflict(folder)
-            trees[folder] = tree_entries(content) if kind == "tree" else None
-        return trees
-
     def private_index_holds(self, commit: str) -> None:
-        """Record that desk's private index now holds `commit`'s tree, when it was just built
-        for it (`build_tree` in the private index)."""
-        if self._index_built:
-            base = self.git_dir() / (PRIVATE_INDEX + ".base")
-            base.write_text(commit + "\n")
+        """Record that desk's private index now holds `commit`'s tree (the last `build_tree`
+        built it for that commit)."""
+        base = self.git_dir() / (PRIVATE_INDEX + ".base")
+        base.write_text(commit + "\n")
 
-    def commit_tree(self, tree: str, parent: str | None, message: str, *, now: float | None = None) -> str:
-        """A commit object for `tree` on `parent` (None: a root commit); the branch is not moved.
-
-        Written in process, as `git commit-tree` writes it, when the identity is plain (the
-        environment's GIT_AUTHOR_* and GIT_COMMITTER_*, else user.name and user.email, else desk's
-        fallback) and nothing else shapes the object (no GIT_*_DATE, author.* or committer.*
-        config, i18n.commitEncoding, or a TZ other than this process's); else by git.
-        """
+    def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
+        """A commit object for `tree` on `parent` (None: a root commit), by `git commit-tree`
+        (`-S` when commit.gpgSign asks); the branch is not moved."""
         if self.signs_commits():
             return self._signed_commit(tree, parent, message)
-        objects = self._objects_in_process()
-        author, committer = self._plain_idents("AUTHOR"), self._plain_idents("COMMITTER")
-        if objects is not None and author and committer and "\0" not in message:
-            when = _git_time(now if now is not None else time.time())
-            content = commit_bytes(tree, parent, f"{author} {when}", f"{committer} {when}", message)
-            return write_loose(objects, "commit", content, level=self.loose_compression())
         parents = ["-p", parent] if parent else []
         out = self._run(*self.identity_args(), "commit-tree", tree, *parents, "-F", "-",
                         input=message.encode())
@@ -1325,104 +1156,6 @@ class Git:
         if ".lock" in words and "File exists" in words:
             raise ConflictError(f"git update-ref: {words.strip()}", hint=LOCK_HINT)
         raise self._failure(("update-ref",), words.strip())
-
-    def person_index(self) -> IndexFile | None:
-        """The person's index, parsed for desk to read and patch in process (desk.storage.index_file),
-        or None when git must handle it: objects that are not SHA-1 or live elsewhere, a config that
-        asks git to write the index its own way (core.fsync, core.splitIndex, index.skipHash,
-        feature.manyFiles), or a format desk does not patch. Read it under git's index lock."""
-        if self._objects_in_process() is None:
-            return None
-        config = self.config_values()
-        if any(key in config for key in ("core.fsync", "core.splitindex", "index.skiphash", "feature.manyfiles")):
-            return None
-        from desk.storage.index_file import WALK_RECORD, read_index
-
-        return read_index(self.git_dir() / "index", self.git_dir() / WALK_RECORD)
-
-    def index_changes_at(self, index: Path, rev: str, paths: Iterable[str],
-                         parsed: IndexFile | None = None) -> list[RawChange]:
-        """`index_changes`, read without walking `rev`'s tree when the last `build_tree` read the
-        folders of `paths` in `rev` (a desk commit on top of `rev`): the index's entries for `paths`
-        (from `parsed`, the index read in process, else one `git ls-files`) compared with those
-        trees' entries. `git diff-index` walks every entry
-        of memory/'s tree against every path asked (~17 ms at 50,000 memories); this reads only
-        the index. Anything unusual (an unmerged entry, a path that is a folder on either side,
-        a folder not read) is left to `index_changes`."""
-        wanted = sorted(set(paths))
-        if not wanted or not index.exists():
-            return []
-        head = self._head_blobs(rev, wanted)
-        if head is None:
-            return self.index_changes(index, rev, wanted)
-        indexed: dict[str, tuple[str, str]] = {}
-        for path, mode, sha, stage in self._index_records(index, wanted, parsed):
-            if stage != "0" or path not in head or path in indexed:
-                return self.index_changes(index, rev, wanted)
-            indexed[path] = (mode, sha)
-        changes = []
-        for path in wanted:
-            old, new = head[path], indexed.get(path)
-            if old == new:
-                continue
-            status = "A" if old is None else "D" if new is None else (
-                "T" if old[0][:2] != new[0][:2] else "M")
-            changes.append(RawChange(path, status, old[0] if old else "000000", new[0] if new else "000000",
-                                     old[1] if old else None, new[1] if new else None))
-        return changes
-
-    def _index_records(self, index: Path, paths: list[str],
-                       parsed: IndexFile | None) -> Iterator[tuple[str, str, str, str]]:
-        """`(path, mode, blob id, stage)` of the index entries `git ls-files -s` lists for `paths`
-        (literal pathspecs: a path's own entries and any under it as a folder): from `parsed`, the
-        index read in process, else from git."""
-        if parsed is not None:
-            for path in paths:
-                if parsed.crossed(path):
-                    yield path + "/", "040000", "", "0"  # not a path asked: the caller asks git
-                for entry in parsed.entries(path):
-                    yield path, f"{entry.mode:06o}", entry.blob, str(entry.stage)
-            return
-        out = self.with_env(GIT_INDEX_FILE=str(index))._run(
-            "ls-files", "-s", "-z", "--", *(f":(literal){p}" for p in paths), read_only=True)
-        for record in out.split(b"\0"):
-            if record:
-                meta, raw_path = record.split(b"\t", 1)
-                mode, sha, stage = meta.decode().split()
-                yield _path(raw_path), mode, sha, stage
-
-    def _head_blobs(self, rev: str, paths: list[str]) -> dict[str, tuple[str, str] | None] | None:
-        """`{path: (mode, blob id) or None}` at `rev` from the trees the last `build_tree` read,
-        or None when they do not answer for every path (another commit, a folder not read, a
-        folder where a file is asked)."""
-        objects = self._objects_in_process()
-        if self._head_trees is None or self._head_trees[0] != rev or objects is None:
-            return None
-        trees = self._head_trees[1]
-        unread = [f for f in folders_of(paths) if f not in trees]
-        if unread:  # paths of desk's earlier commits elsewhere (small folders, as a rule): read them too
-            try:
-                trees.update(self._trees_of(objects, rev, folders_of([f + "x" for f in unread])))
-            except TreeConflict:
-                return None
-        found: dict[str, tuple[str, str] | None] = {}
-        for path in paths:
-            folder, _, name = path.rpartition("/")
-            folder = folder + "/" if folder else ""
-            if folder not in trees:
-                return None
-            entries = trees[folder]
-            try:
-                entry = _tree_entry(entries, name.encode("utf-8", "surrogateescape")) if entries else None
-            except ValueError:  # a kept tree's checkpoint not at an entry: git's diff-index answers
-                return None
-            if entry is None:
-                found[path] = None
-            elif entry_mode(entry) == TREE_MODE:
-                return None
-            else:
-                found[path] = (entry_mode(entry).decode().rjust(6, "0"), entry_id(entry))
-        return found
 
     def index_changes(self, index: Path, rev: str, paths: Iterable[str]) -> list[RawChange]:
         """How the index file `index` differs from commit `rev` under `paths`, blob by blob
@@ -1894,18 +1627,6 @@ class Git:
                                hint="run `desk doctor` to check the desk's git state")
 
 
-Entries = list[bytes] | RawTree | None  # a folder's tree entries as read (None: no such folder)
-
-
-def _tree_entry(entries: list[bytes] | RawTree, name: bytes) -> bytes | None:
-    """The entry (file or folder) called `name` in a folder's entries, or None."""
-    if isinstance(entries, RawTree):
-        found = entries.find(name)
-        return found[1] if found is not None else None
-    at = find_entry(entries, name)
-    return entries[at] if at is not None else None
-
-
 def _command(args: tuple[str, ...] | list[str]) -> str:
     """The git subcommand of `args` for an error message: past `-c NAME=VALUE` and other options."""
     rest = list(args)
@@ -2083,28 +1804,6 @@ def release_stale_index_lock(git_dir: Path) -> bool:
 
 
 # -- refs read without git ----------------------------------------------------------------------
-
-_IDENT_CRUD = set(range(33)) | set(b".,:;<>\"\\'")  # what git trims from a name's ends (ident.c)
-
-
-def _clean_ident(value: str) -> bool:
-    """Whether git writes `value` into an ident line unchanged (no crud to trim, nothing to drop)."""
-    try:
-        data = value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False  # bytes that are not UTF-8: git writes them as they are
-    return (bool(data) and data[0] not in _IDENT_CRUD and data[-1] not in _IDENT_CRUD
-            and not any(c in data for c in b"<>\n"))
-
-
-def _git_time(now: float) -> str:
-    """`<seconds> <+hhmm>` as git writes a commit's time, in this process's time zone."""
-    seconds = int(now)
-    time.tzset()  # TZ as the environment has it now, as the git process would read it
-    offset = time.localtime(seconds).tm_gmtoff // 60
-    sign = "-" if offset < 0 else "+"
-    return f"{seconds} {sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
-
 
 _ASK_GIT = "ask git"  # `_head_from_files` could not tell: the caller runs git
 

@@ -77,6 +77,30 @@ def test_temp_files(desk: DeskFolder, run: DeskRunner) -> None:
     assert code == 0 and not old.exists() and fresh.exists()
 
 
+def test_an_older_desks_commit_records_are_noted_and_removed_by_repair(desk: DeskFolder, run: DeskRunner) -> None:
+    """The records an older desk kept in .git/ for its in-process commits (and a temporary file of
+    one, left by a crash) are harmless: a note, removed by --repair; a file of the person's that only
+    looks alike is never touched."""
+    from desk.guard.doctor import OLD_RECORDS
+
+    git_dir = desk.git_dir
+    left = [git_dir / name for name in OLD_RECORDS] + [git_dir / "desk-tree-kept.4242.0a1b2c.tmp"]
+    for path in left:
+        path.write_bytes(b"an older desk's record\n")
+    person = [git_dir / "desk-tree-kept.notes", git_dir / "desk-tree-keptx.1.tmp"]
+    for path in person:
+        path.write_bytes(b"not desk's\n")
+    code, data = doctor(run)
+    assert code == 0 and {p["path"]: p["status"] for p in data["problems"]} == {str(p): "note" for p in left}
+    assert all(path.exists() for path in left + person)
+    code, data = doctor(run, "--repair")
+    assert code == 0 and {p["path"]: p["status"] for p in data["problems"]} == {str(p): "repaired" for p in left}
+    assert not any(path.exists() for path in left) and all(path.exists() for path in person)
+    code, data = doctor(run)
+    assert code == 0 and data["problems"] == []
+    assert sh(desk.root, "status", "--porcelain").stdout == ""
+
+
 def test_torn_archive_tail(desk: DeskFolder, run: DeskRunner) -> None:
     from desk.archive.store import append_event
 
