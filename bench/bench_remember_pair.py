@@ -11,9 +11,8 @@ Usage: python bench/bench_remember_pair.py --python main=/tmp/vmain/bin/python
            --python branch=/tmp/v/bin/python [--size 10000 | --size 100,10000,50000]
            [--history full|one] [--rounds 11] [--env NAME=KEY=VALUE]
 
-One install can be measured two ways: give it twice under two names and `--env` for one of them,
-e.g. `--python fast=/tmp/v/bin/python --python plain=/tmp/v/bin/python --env plain=DESK_PLAIN_GIT=1`
-(desk's commit through git's own commands only, issue 28.2).
+One install can be measured two ways: give it twice under two names and `--env` for one of them
+(issue 28.2 measured desk's in-process commit path against git's own commands this way).
 
 Each install is a virtual environment with desk installed non-editable (bench/README.md, "Two
 versions in one run"); its `desk` script sits beside its python. The desk is built once, with this
@@ -100,7 +99,7 @@ def main() -> None:
     print(describe(sys.argv))
     pythons = dict(spec.split("=", 1) for spec in args.python)
     sizes = [int(n) for n in str(args.size).split(",")]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k != "DESK_PLAIN_GIT"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_ENV)
     envs = {name: dict(env) for name in pythons}
     for spec in args.env:

@@ -237,7 +237,7 @@ def test_the_next_mutation_first_finishes_an_interrupted_one(desk: DeskFolder, r
 def test_a_crash_before_the_index_refresh_of_a_new_memory_is_finished(desk: DeskFolder,
                                                                      run: DeskRunner) -> None:
     """Killed after writing memory/new.md but before the person's index knew it: it is untracked."""
-    _crash_before_commit(desk.root, "fresh", before="Transaction._patched")  # the person's index patched next
+    _crash_before_commit(desk.root, "fresh", before="Git.refresh_entries")  # the person's index refreshed next
     assert "?? memory/fresh.md" in sh(desk.root, "status", "--porcelain").stdout
     code_, data = doctor(run, "--repair")
     assert code_ == 0 and checks(data)["interrupted"] == "repaired", data

@@ -412,7 +412,7 @@ except OSError as exc:
 
 def test_index_lock_on_a_full_disk_names_the_file_it_could_not_write(tmp_path: Path) -> None:
     """ENOSPC from the record of desk's index.lock names `.git/desk-index-lock.json`, like every
-    other full-disk error (atomic_write, write_loose, Git._failure), and leaves no lock, no
+    other full-disk error (atomic_write, Git._failure), and leaves no lock, no
     half-made record and no candidate lock file behind."""
     import errno
     import json
