@@ -98,7 +98,7 @@ def blob_sha(content: bytes) -> str:
     """The object id git gives `content` as a blob (SHA-1 repositories).
 
     A mutation hashes the same large file several times (MEMORY.md: its clean check, the pending
-    marker, the gate, the objects): the last few large contents are remembered by content (a
+    marker, the gate, the record of what desk published): the last few large contents are remembered by content (a
     bytes object caches its own hash, and an equal one compares by memcmp), so each is hashed once.
     """
     if len(content) < _LARGE_BLOB:
