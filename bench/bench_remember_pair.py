@@ -9,7 +9,11 @@
 
 Usage: python bench/bench_remember_pair.py --python main=/tmp/vmain/bin/python
            --python branch=/tmp/v/bin/python [--size 10000 | --size 100,10000,50000]
-           [--history full|one] [--rounds 11]
+           [--history full|one] [--rounds 11] [--env NAME=KEY=VALUE]
+
+One install can be measured two ways: give it twice under two names and `--env` for one of them,
+e.g. `--python fast=/tmp/v/bin/python --python plain=/tmp/v/bin/python --env plain=DESK_PLAIN_GIT=1`
+(desk's commit through git's own commands only, issue 28.2).
 
 Each install is a virtual environment with desk installed non-editable (bench/README.md, "Two
 versions in one run"); its `desk` script sits beside its python. The desk is built once, with this
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -58,13 +63,20 @@ for line in sys.stdin:
 """
 
 
-def plain_commit(root: Path, name: str, i: int) -> float:
+def children_cpu() -> float:
+    """CPU time of this process's finished children (git's, for the plain commit)."""
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return kids.ru_utime + kids.ru_stime
+
+
+def plain_commit(root: Path, name: str, i: int) -> tuple[float, float]:
+    """The plain `git add` + `git commit -- path` of one new memory: (wall, CPU) seconds."""
     path = root / "memory" / f"{name}.md"
     path.write_bytes(memory_bytes(name, i))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), children_cpu()
     git(root, "add", "--", str(path))
     git(root, *NO_HOOKS, "commit", "-q", "-m", name, "--", str(path))
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, children_cpu() - c0
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
@@ -82,12 +94,19 @@ def main() -> None:
     parser.add_argument("--history", choices=("full", "one"), default="full",
                         help="full: one commit per memory (default); one: all memories in one commit")
     parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=KEY=VALUE",
+                        help="set KEY=VALUE in the environment of install NAME's desk (repeatable)")
     args = parser.parse_args()
     print(describe(sys.argv))
     pythons = dict(spec.split("=", 1) for spec in args.python)
     sizes = [int(n) for n in str(args.size).split(",")]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k != "DESK_PLAIN_GIT"}
     env.update(GIT_ENV)
+    envs = {name: dict(env) for name in pythons}
+    for spec in args.env:
+        name, setting = spec.split("=", 1)
+        key, value = setting.split("=", 1)
+        envs[name][key] = value
     work = Path(tempfile.mkdtemp(prefix="desk-pair-"))
     runs = [(name, size) for size in sizes for name in pythons]
     try:
@@ -106,11 +125,12 @@ def main() -> None:
                     shutil.copytree(built, copy, symlinks=True)
                     git(copy, "update-index", "-q", "--refresh")  # a copy's stat data is new
             shutil.rmtree(built)
-        results = {run: {"remember": [], "cpu": [], "plain": [], "cli": [], "help": [], "cli-plain": []}
+        results = {run: {"remember": [], "cpu": [], "plain": [], "plain-cpu": [], "cli": [], "help": [],
+                          "cli-plain": []}
                    for run in runs}
         kids = {(name, size): subprocess.Popen([pythons[name], "-c", CHILD, str(desks[name, size])],
                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                               env=env, cwd=work)
+                                               env=envs[name], cwd=work)
                 for name, size in runs}
         for i in range(-1, args.rounds):  # round -1 warms up: the mirror catches up with the copy
             for size in sizes:
@@ -121,15 +141,16 @@ def main() -> None:
                     stdin.write(f"{i + 1}\n")
                     stdin.flush()
                     ours, ours_cpu = map(float, stdout.readline().split())
-                    plain = plain_commit(twins[run], f"plain-{i + 1:04d}", i + 1)
+                    plain, plain_cpu = plain_commit(twins[run], f"plain-{i + 1:04d}", i + 1)
                     desk_cli = str(Path(pythons[name]).with_name("desk"))
                     cli = timed([desk_cli, "remember", f"cli-{i + 1:04d}", "--type", "fact", "--description",
                                  f"cli memory {i}", f"Fact {i} recorded through the command line."],
-                                desks[run], env)
-                    help_ = timed([desk_cli, "--help"], desks[run], env)
-                    cli_plain = plain_commit(twins[run], f"cli-plain-{i + 1:04d}", i + 1)
+                                desks[run], envs[name])
+                    help_ = timed([desk_cli, "--help"], desks[run], envs[name])
+                    cli_plain = plain_commit(twins[run], f"cli-plain-{i + 1:04d}", i + 1)[0]
                     if i >= 0:
-                        for key, value in (("remember", ours), ("cpu", ours_cpu), ("plain", plain), ("cli", cli),
+                        for key, value in (("remember", ours), ("cpu", ours_cpu), ("plain", plain),
+                                           ("plain-cpu", plain_cpu), ("cli", cli),
                                            ("help", help_), ("cli-plain", cli_plain)):
                             results[run][key].append(value)
         for kid in kids.values():
@@ -145,8 +166,8 @@ def main() -> None:
         in_process = m["remember"] / m["plain"]
         whole = (m["cli"] - m["help"]) / m["cli-plain"]
         print(f"{name} at {size}: in process {m['remember']:.1f} ms (CPU {m['cpu']:.1f} ms, git's included) vs "
-              f"{m['plain']:.1f} ms, {in_process:.2f}x "
-              f"({'OK' if in_process <= 1.5 else 'MISSED'}); whole process desk remember {m['cli']:.1f} ms, "
+              f"{m['plain']:.1f} ms (CPU {m['plain-cpu']:.1f} ms), {in_process:.2f}x "
+              f"({'OK' if in_process <= 1.5 else 'MISSED'}; in CPU time {m['cpu'] / m['plain-cpu']:.2f}x); whole process desk remember {m['cli']:.1f} ms, "
               f"--help {m['help']:.1f} ms, plain {m['cli-plain']:.1f} ms: (remember - help) / plain "
               f"{whole:.2f}x ({'OK' if whole <= 1.5 else 'MISSED'})")
     for name in pythons:

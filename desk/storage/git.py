@@ -30,6 +30,7 @@ from desk.storage.hashing import sha1_hex as sha1_hex  # re-exported: the hook's
 from desk.storage.objects import (SEGMENTED, TREE_MODE, RawTree, TreeConflict, changed_trees, commit_bytes,
                                   commit_tree_id, entry_id, entry_mode, find_entry, folders_of, keep_raw,
                                   read_kept_tree, read_loose, tree_entries, write_loose)
+from desk.storage.plain_git import PLAIN_GIT
 
 if TYPE_CHECKING:
     from desk.storage.index_file import IndexFile
@@ -1112,7 +1113,10 @@ class Git:
     def _objects_in_process(self) -> Path | None:
         """The objects folder desk reads and writes loose objects in itself, or None when git must
         (no variable redirects git, not a linked work tree, and SHA-1: a config naming any
-        `extensions.objectFormat` is left to git, whatever it names)."""
+        `extensions.objectFormat` is left to git, whatever it names). Always None under
+        DESK_PLAIN_GIT=1 (desk.storage.plain_git): then git writes every object and the index."""
+        if PLAIN_GIT:
+            return None
         if self._objects is None:
             git_dir = self.git_dir()
             objects: Path | None = git_dir / "objects"

@@ -13,6 +13,7 @@ from desk.errors import InvalidFileError
 from desk.layout import DeskFolder
 from desk.memory.mirror import head_mirror
 from desk.memory.operations import remember
+from desk.storage.plain_git import PLAIN_GIT
 from desk.text.secrets import scan
 from tests.conftest import git
 from tests.guard_helpers import add_commit, memory_text, sh, write
@@ -47,7 +48,14 @@ def test_remember_starts_only_the_commits_own_git_processes(desk: DeskFolder, tm
     # What the person staged (their index entries for desk's paths, compared with the trees already
     # read) and their index refreshed for desk's paths are read and written in process
     # (desk.storage.index_file), not by ls-files and update-index.
-    assert _git_commands(trace) == ["config", "update-ref"]
+    if PLAIN_GIT:  # git's own way (desk.storage.plain_git): every object and index written by git
+        # the two blobs (the memory, MEMORY.md); the tree in desk's private index, which already holds
+        # HEAD's (desk made HEAD); the commit; then under git's index lock what the person staged, their
+        # index refreshed for desk's paths in a copy, and the compare-and-swap of the branch.
+        assert _git_commands(trace) == ["hash-object", "hash-object", "config", "update-index", "write-tree",
+                                        "commit-tree", "diff-index", "update-index", "update-ref"]
+    else:
+        assert _git_commands(trace) == ["config", "update-ref"]
     assert git(desk.root, "status", "--porcelain") == ""
     assert git(desk.root, "diff", "--cached", "--name-only") == ""
     assert git(desk.root, "update-index", "--refresh") == ""  # every entry's stat data as git writes it
