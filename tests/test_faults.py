@@ -264,14 +264,14 @@ def test_a_full_disk_is_named_with_a_hint_and_moves_no_branch(full_disk_runs: li
 
 
 # The same full tmpfs, each command on a desk without its caches (a fresh clone, or after `rm -rf
-# .system/cache`): SQLite then creates them there, and says "disk I/O error" (SQLITE_IOERR, not
+# .git/desk-cache`): SQLite then creates them there, and says "disk I/O error" (SQLITE_IOERR, not
 # SQLITE_FULL) when its shared-memory file cannot grow (issue 27.8).
 _COLD_FULL_DISK = r"""
 mnt=$1 template=$2 python=$3; shift 3
 mount -t tmpfs -o size=2m tmpfs "$mnt" || exit 99
 for free in "$@"; do
   for argv in "list" "context --query body" "recall body" "remember tea --type preference -d Drink -t tea Green_tea"; do
-    rm -rf "$mnt"/* && cp -a "$template" "$mnt/d" && rm -rf "$mnt/d/.system/cache" || exit 98
+    rm -rf "$mnt"/* && cp -a "$template" "$mnt/d" && rm -rf "$mnt/d/.git/desk-cache" || exit 98
     avail=$(df -k --output=avail "$mnt" | tail -1)
     [ "$avail" -gt "$free" ] && dd if=/dev/zero of="$mnt/fill" bs=1k count=$((avail - free)) 2>/dev/null
     out=$("$python" -m desk --desk "$mnt/d" $argv 2>&1); rc=$?
@@ -308,7 +308,7 @@ def test_a_full_disk_met_by_sqlite_creating_a_cache_says_no_space(tmp_path: Path
     parts = re.split(r"^@@ (\d+) (\w+) (\d+)\n", proc.stdout, flags=re.M)[1:]
     runs = [(int(parts[i]), parts[i + 1], int(parts[i + 2]), parts[i + 3]) for i in range(0, len(parts), 4)]
     assert len(runs) == 13 * 4
-    cache_full = [out for _, _, rc, out in runs if rc and ".system/cache/" in out]
+    cache_full = [out for _, _, rc, out in runs if rc and ".git/desk-cache/" in out]
     assert cache_full, "SQLite never met the full disk: the test proves nothing"
     for free, cmd, rc, out in runs:
         assert "internal error" not in out and "Traceback" not in out, (free, cmd, out)

@@ -30,8 +30,6 @@ from desk.errors import ConflictError, DeskError, Finding, GitError
 from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_DRIVERS, MERGE_ENTRY, PIN_COMMENT,
                                    SAFE_PATH, _read_text, attributes_with_missing, desk_attribute_lines,
                                    hooks_folder, is_ours, missing_attributes)
-from desk.guard.hook_files import installed as installed  # re-exported: it lives where it is cheap (doctor)
-from desk.guard.hook_files import missing_setup as missing_setup  # re-exported: it lives where it is cheap
 from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, PUBLISHED_RECORD, DeskFolder,
                          is_desk, memory_name)
 from desk.storage.git import Git, RawChange, hook_index, hook_toplevel, staged_git, staged_snapshot
