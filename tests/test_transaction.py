@@ -159,3 +159,38 @@ def test_a_persons_staged_work_stays_staged_through_desks_commits(desk: DeskFold
     assert git(root, "fsck", "--full", "--no-dangling").strip() == ""
     assert "notes.txt" not in git(root, "log", "--name-only", "--format=")
     assert git(root, "show", "HEAD~3:memory/kept.md").endswith("A fact with a line\nand a tab\t.\n")
+
+
+def _flushes(desk: DeskFolder, trace: Path, name: str) -> dict[str, int]:
+    """What git reported flushing (trace2's fsync counters) per git command while desk remembered `name`."""
+    import json
+
+    trace.unlink(missing_ok=True)
+    os.environ["GIT_TRACE2_EVENT"] = str(trace)
+    try:
+        remember(desk, name, type="fact", description=f"About {name}", body=f"The fact about {name}.",
+                 triggers=[name], now=dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc))
+    finally:
+        del os.environ["GIT_TRACE2_EVENT"]
+    commands: dict[str, str] = {}
+    flushed: dict[str, int] = {}
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("event") == "start":
+            argv = [a for a in event["argv"][1:] if not a.startswith("-") and "=" not in a]
+            commands[event["sid"]] = argv[0] if argv else ""
+        elif event.get("category") == "fsync" and event.get("key") == "fsync/hardware-flush":
+            command = commands.get(event["sid"], "?")
+            flushed[command] = flushed.get(command, 0) + int(event["value"])
+    return flushed
+
+
+def test_desks_commit_objects_are_flushed_unless_the_person_chose_otherwise(desk: DeskFolder, tmp_path: Path) -> None:
+    """git flushes no loose object by default (core.fsync); desk asks for `committed` on the
+    objects of its own commits, so a commit HEAD names survives a power loss, and leaves a
+    person's own core.fsync as it is."""
+    flushed = _flushes(desk, tmp_path / "trace.json", "durable")
+    assert flushed.get("hash-object", 0) >= 2 and flushed.get("write-tree", 0) >= 1, flushed
+    assert flushed.get("commit-tree", 0) >= 1, flushed
+    git(desk.root, "config", "core.fsync", "none")
+    assert _flushes(DeskFolder(desk.root), tmp_path / "trace.json", "as-configured") == {}  # a new command

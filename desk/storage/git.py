@@ -577,7 +577,7 @@ def _nearly_full(path: Path) -> bool:
         return False
     return stats.f_bavail * stats.f_frsize < 1 << 20
 _CONFIG_QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
-                 r"|commit\.gpgsign)$")
+                 r"|commit\.gpgsign|core\.fsync)$")
 
 
 class Git:
@@ -1049,9 +1049,15 @@ class Git:
     # .git/index.lock (git's own lock, so no person's `git commit` can interleave), are the work
     # tree and the person's index brought up to date for desk's paths alone.
 
+    def durable_args(self) -> list[str]:
+        """`-c core.fsync=committed` unless the person set core.fsync: git flushes no loose object
+        by default, and a desk commit's objects must survive a power loss once HEAD names them."""
+        return [] if "core.fsync" in self.config_values() else ["-c", "core.fsync=committed"]
+
     def write_blob(self, data: bytes) -> str:
         """Store `data` as a blob (`git hash-object -w`: a no-op when git has it) and return its id."""
-        return self._run("hash-object", "-w", "-t", "blob", "--stdin", input=data).decode().strip()
+        return self._run(*self.durable_args(), "hash-object", "-w", "-t", "blob", "--stdin",
+                         input=data).decode().strip()
 
     def build_tree(self, parent: str | None, blobs: Mapping[str, str | None]) -> str:
         """The tree of `parent` (None: empty) with `blobs` applied (`{path: blob id, or None to
@@ -1076,7 +1082,7 @@ class Git:
         lines = "".join(f"100644 {sha}\t{path}\n" if sha else f"0 {zero}\t{path}\n"
                         for path, sha in sorted(blobs.items()))
         private._run("update-index", "--index-info", input=lines.encode())
-        return private._run("write-tree").decode().strip()
+        return private._run(*self.durable_args(), "write-tree").decode().strip()
 
     def private_index_holds(self, commit: str) -> None:
         """Record that desk's private index now holds `commit`'s tree (the last `build_tree`
@@ -1090,7 +1096,7 @@ class Git:
         if self.signs_commits():
             return self._signed_commit(tree, parent, message)
         parents = ["-p", parent] if parent else []
-        out = self._run(*self.identity_args(), "commit-tree", tree, *parents, "-F", "-",
+        out = self._run(*self.identity_args(), *self.durable_args(), "commit-tree", tree, *parents, "-F", "-",
                         input=message.encode())
         return out.decode().strip()
 
@@ -1109,7 +1115,7 @@ class Git:
     def _signed_commit(self, tree: str, parent: str | None, message: str) -> str:
         parents = ["-p", parent] if parent else []
         try:
-            out = self._run(*self.identity_args(), "commit-tree", "-S", tree, *parents, "-F", "-",
+            out = self._run(*self.identity_args(), *self.durable_args(), "commit-tree", "-S", tree, *parents, "-F", "-",
                             input=message.encode())
         except GitError as exc:
             raise GitError(f"could not sign desk's commit (commit.gpgSign is set): {exc.message}",

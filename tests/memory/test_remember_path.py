@@ -42,11 +42,12 @@ def test_remember_starts_only_the_commits_own_git_processes(desk: DeskFolder, tm
     monkeypatch.delenv("GIT_TRACE")
     assert sha == git(desk.root, "rev-parse", "HEAD").strip()
     # No rev-parse, ls-tree or cat-file: HEAD from its ref file, the rest from the mirror.
-    # Left: the two blobs (the memory, MEMORY.md); the identity (config); the tree in desk's private
+    # Left: the config (the identity, and whether the person set core.fsync: desk asks git to flush
+    # its objects otherwise); the two blobs (the memory, MEMORY.md); the tree in desk's private
     # index, which already holds HEAD's (desk made HEAD), so no read-tree; the commit; then under
     # git's index lock what the person staged, their index refreshed for desk's paths in a copy, and
     # the compare-and-swap of the branch.
-    assert _git_commands(trace) == ["hash-object", "hash-object", "config", "update-index", "write-tree",
+    assert _git_commands(trace) == ["config", "hash-object", "hash-object", "update-index", "write-tree",
                                     "commit-tree", "diff-index", "update-index", "update-ref"]
     assert git(desk.root, "status", "--porcelain") == ""
     assert git(desk.root, "diff", "--cached", "--name-only") == ""
