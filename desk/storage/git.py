@@ -13,11 +13,11 @@ messages and their trailers); callers get typed data: `RawChange`, `Commit`, `{p
 
 from __future__ import annotations
 
-import _signal  # type: ignore[import-not-found]  # no stub: it is what `signal` wraps
-import _thread
 import errno
 import os
 import re
+import signal
+import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -375,10 +375,9 @@ class _Spawned:
 
 
 _dropped: list[int] = []  # pids of `_Spawned` processes dropped unread, not yet reaped
-_reaping = _thread.allocate_lock()  # `_reap_dropped`: `threading` itself is not needed for it
-# What Popen's child resets: signals Python ignores, git's defaults. `_signal` is what `signal`
-# wraps (built in, loaded with the interpreter); `signal` itself would cost its enums (~0.4 ms).
-_DEFAULT_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ)
+_reaping = threading.Lock()  # `_reap_dropped`
+# What Popen's child resets: signals Python ignores, git's defaults.
+_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
 def which_git(path: str) -> str | None:
