@@ -54,7 +54,7 @@ def serve_command(http: str | None, token_file: Path | None) -> None:
         raise UsageError("--token-file is for --http (a stdio server is reached by its own client only)")
     desk = invocation().desk()
     try:
-        from desk.serve.server import serve
+        from desk.serve.server import base_url, serve
     except ImportError as exc:
         from desk.serve import MCP_MISSING_HINT
 
@@ -65,9 +65,8 @@ def serve_command(http: str | None, token_file: Path | None) -> None:
         from desk.serve.token import serve_token
 
         token = serve_token(desk.git_dir, token_file)
-        host = f"[{address[0]}]" if ":" in address[0] else address[0]
         made = " (made now, mode 0600)" if token.created else ""
-        click.echo(f"desk serve: streamable HTTP at http://{host}:{address[1]}/mcp\n"
+        click.echo(f"desk serve: streamable HTTP at {base_url(address)}/mcp\n"
                    f"each request needs the header `Authorization: Bearer TOKEN`, TOKEN the line of "
                    f"{token.path}{made}", err=True)
     serve(desk, http=address, user=invocation().user, token=token)

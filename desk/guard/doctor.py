@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
-from desk.guard.hook_files import _read_text, installed, unsafe_drivers
+from desk.guard.hook_files import installed, read_text_or_empty, unsafe_drivers
 from desk.guard.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
 from desk.guard.validate import current_config, validate_all, validate_listed
 from desk.guard.verdicts import VerdictCache
@@ -505,7 +505,8 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
         return
     missing = [hook for hook, status in state.items() if status == "missing"]
     outdated = [hook for hook, status in state.items() if status == "outdated"]
-    outdated += [f"merge driver {driver}" for driver in unsafe_drivers(_read_text(desk.git.git_dir() / "config"))]
+    config = read_text_or_empty(desk.git.git_dir() / "config")
+    outdated += [f"merge driver {driver}" for driver in unsafe_drivers(config)]
     if not missing and not outdated:
         return
     if repair:

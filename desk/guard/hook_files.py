@@ -150,7 +150,7 @@ def hooks_folder(git: Git) -> Path:
     return git.git_path("hooks")
 
 
-def _read_text(path: Path) -> str:
+def read_text_or_empty(path: Path) -> str:
     try:
         return path.read_text("utf-8", "replace")
     except OSError:
@@ -162,7 +162,7 @@ def missing_setup(root: Path, git_dir: Path) -> list[str]:
     reads only, for the warning every desk command prints once (here, not in desk.guard.hooks, so
     the check does not import the gate)."""
     missing = []
-    config = _read_text(git_dir / "config")
+    config = read_text_or_empty(git_dir / "config")
     if "hookspath" not in config.lower():
         missing += [h for h in HOOK_TYPES if not is_ours(git_dir / "hooks" / h)]
     missing += [f"merge driver desk-{d}" for d in MERGE_DRIVERS if f'[merge "desk-{d}"]' not in config]

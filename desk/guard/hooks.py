@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
 from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_DRIVERS, MERGE_ENTRY, PIN_COMMENT,
-                                   SAFE_PATH, _read_text, attributes_with_missing, desk_attribute_lines,
-                                   hooks_folder, is_ours, missing_attributes)
+                                   SAFE_PATH, attributes_with_missing, desk_attribute_lines, hooks_folder,
+                                   is_ours, missing_attributes, read_text_or_empty)
 from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, PUBLISHED_RECORD, DeskFolder,
                          is_desk, memory_name)
 from desk.storage.git import Git, RawChange, hook_index, hook_toplevel, staged_git, staged_snapshot
@@ -163,10 +163,10 @@ def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, st
             tx.commit({GITATTRIBUTES: data}, commit_message(
                 "hooks: add .gitattributes (desk's merge drivers)", {"Desk-Op": "hooks", "Desk-Actor": "user"}))
         actions[GITATTRIBUTES] = "added and committed"
-    elif "merge=desk-memory" not in _read_text(attributes):
+    elif "merge=desk-memory" not in read_text_or_empty(attributes):
         actions[GITATTRIBUTES] = ("exists without desk's merge drivers; add the lines of docs/sync.md "
                                   "\"Merge drivers\" to it and commit")
-    elif missing_attributes(_read_text(attributes)) and is_desk(root):
+    elif missing_attributes(read_text_or_empty(attributes)) and is_desk(root):
         actions[GITATTRIBUTES] = _add_missing_attributes(DeskFolder(root))
     return actions
 
@@ -193,7 +193,7 @@ def _add_missing_attributes(desk: DeskFolder) -> str:
     with transaction(desk) as tx:
         if desk.git.dirty([GITATTRIBUTES]):
             return "lacks some of desk's lines and has uncommitted changes; commit them, then run this again"
-        data = attributes_with_missing(_read_text(desk.path(GITATTRIBUTES)))
+        data = attributes_with_missing(read_text_or_empty(desk.path(GITATTRIBUTES)))
         if data is None:
             return "ok"
         tx.commit({GITATTRIBUTES: data}, commit_message(

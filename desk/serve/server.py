@@ -329,6 +329,12 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
     return server
 
 
+def base_url(http: tuple[str, int]) -> str:
+    """`http://HOST:PORT` for a (host, port) the server listens on (an IPv6 host in brackets)."""
+    host = f"[{http[0]}]" if ":" in http[0] else http[0]
+    return f"http://{host}:{http[1]}"
+
+
 def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None = None,
           token: ServeToken | None = None) -> None:
     """Run the server until the client hangs up: over stdio (desk calls inline on the event
@@ -338,8 +344,7 @@ def serve(desk: Desk, *, http: tuple[str, int] | None = None, user: str | None =
     if http is not None:
         if token is None:
             raise ValueError("desk serve over HTTP needs its bearer token")
-        host = f"[{http[0]}]" if ":" in http[0] else http[0]
-        server = build_server(desk, user=user, token=token, url=f"http://{host}:{http[1]}")
+        server = build_server(desk, user=user, token=token, url=base_url(http))
         server.run("streamable-http", host=http[0], port=http[1])
         return
     server = build_server(desk, user=user, inline=True)

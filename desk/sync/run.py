@@ -389,9 +389,9 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
 def _make_merge_drivers_safe(desk: DeskFolder, result: SyncResult) -> None:
     """Merge drivers written by an older desk start Python with the work tree on its path, where
     the merge about to run may have put a planted module: rewrite them (.git/config only) first."""
-    from desk.guard.hook_files import _read_text, unsafe_drivers
+    from desk.guard.hook_files import read_text_or_empty, unsafe_drivers
 
-    if unsafe_drivers(_read_text(desk.git.git_dir() / "config")):
+    if unsafe_drivers(read_text_or_empty(desk.git.git_dir() / "config")):
         from desk.guard.hooks import write_merge_drivers
 
         write_merge_drivers(desk.git)
