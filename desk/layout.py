@@ -7,6 +7,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -253,31 +254,16 @@ def _desk_at(given: Path, found_by: str, source: str) -> DeskFolder:
                         hint=f"create one with `desk init {given}`")
 
 
+@dataclass
 class DeskFolder:
-    """A desk: a git work tree with `.system/desk.json` at its root.
+    """A desk: a git work tree with `.system/desk.json` at its root. Compared by `root` alone;
+    mutable (a copy takes other trailers) and not slotted (its cached properties)."""
 
-    A plain class written as `@dataclass` would make it (the same `__init__`, `__eq__` on `root`
-    alone, `__repr__`, unhashable): every desk process imports this module, the pre-commit hook on
-    every commit, and `dataclasses` (with `inspect`, `ast`, `dis`, `tokenize`) costs ~6 ms to
-    import there."""
-
-    __match_args__ = ("root", "trailers", "found_by")
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by `root`: as @dataclass leaves it
-
-    def __init__(self, root: Path, trailers: Mapping[str, str] | None = None, found_by: str = "explicit") -> None:
-        self.root = root
-        # `Key: value` trailers every commit made through this object carries after the operation's
-        # own, e.g. `Desk-Client` from `desk serve` (set with `desk.api.Desk.with_trailers`).
-        self.trailers: Mapping[str, str] = {} if trailers is None else trailers
-        self.found_by = found_by  # explicit | cwd | env (find_desk)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self.root == other.root
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(root={self.root!r}, found_by={self.found_by!r})"
+    root: Path
+    # `Key: value` trailers every commit made through this object carries after the operation's
+    # own, e.g. `Desk-Client` from `desk serve` (set with `desk.api.Desk.with_trailers`).
+    trailers: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    found_by: str = field(default="explicit", compare=False)  # explicit | cwd | env (find_desk)
 
     @cached_property
     def git(self) -> Git:

@@ -16,11 +16,11 @@ import os
 import datetime as dt
 import unicodedata
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from desk.errors import Finding, InvalidFileError, RejectedError, quoted
-from desk.frozen import Frozen
 from desk.storage import frontmatter
 from desk.text.names import path_name_problem
 from desk.text.times import TimeFormatError, format_time, parse_time
@@ -134,53 +134,31 @@ def _utc(value: Any, loc: str) -> dt.datetime | None:
         raise _FieldError(loc, exc.reason) from None
 
 
-class MemoryMeta(Frozen):
+@dataclass(frozen=True, slots=True)
+class MemoryMeta:
     """The frontmatter of a memory file (docs/design.md §2); build it with `validate`.
 
     A hand-written strict validator rather than a pydantic model: the pre-commit hook validates
-    memories in a fresh process, and pydantic's ~150 ms import would be most of its budget. For the
-    same reason a plain class with what `@dataclass(frozen=True)` would make (the `__init__`,
-    `__eq__` and `__hash__` without `schema`, `__repr__`, no assignment): `dataclasses` (with
-    `inspect`) costs the hook ~6 ms to import.
+    memories in a fresh process, where pydantic's import would be most of its budget.
     """
 
     name: str
     description: str
     type: str
-    triggers: list[str]
-    importance: int | None
-    source: str | None
-    source_event: str | None
-    origin: str | None  # where an imported memory came from: `<format>:<path or id>`
-    evidence: list[str]
-    key: str | None
-    project: str | None  # the project scope a memory under projects/<name>/memory/ belongs to
-    expires: dt.datetime | None
-    created: dt.datetime | None
-    updated: dt.datetime | None
+    triggers: list[str] = field(default_factory=list)
+    importance: int | None = None
+    source: str | None = None
+    source_event: str | None = None
+    origin: str | None = None  # where an imported memory came from: `<format>:<path or id>`
+    evidence: list[str] = field(default_factory=list)
+    key: str | None = None
+    project: str | None = None  # the project scope a memory under projects/<name>/memory/ belongs to
+    expires: dt.datetime | None = None
+    created: dt.datetime | None = None
+    updated: dt.datetime | None = None
     # The version the file declares; None: no `schema` key (version 1). Not part of equality: a
     # memory is the same memory in either version (an unchanged `remember` stays unchanged).
-    schema: int | None
-
-    __match_args__ = ("name", "description", "type", "triggers", "importance", "source", "source_event", "origin",
-                      "evidence", "key", "project", "expires", "created", "updated", "schema")
-
-    def __init__(self, name: str, description: str, type: str, triggers: list[str] | None = None,
-                 importance: int | None = None, source: str | None = None, source_event: str | None = None,
-                 origin: str | None = None, evidence: list[str] | None = None, key: str | None = None,
-                 project: str | None = None, expires: dt.datetime | None = None,
-                 created: dt.datetime | None = None, updated: dt.datetime | None = None,
-                 schema: int | None = None) -> None:
-        self.__dict__.update(name=name, description=description, type=type,
-                             triggers=[] if triggers is None else triggers, importance=importance,
-                             source=source, source_event=source_event, origin=origin,
-                             evidence=[] if evidence is None else evidence, key=key, project=project,
-                             expires=expires, created=created, updated=updated, schema=schema)
-
-    def _values(self) -> tuple[Any, ...]:
-        return (self.name, self.description, self.type, self.triggers, self.importance, self.source,
-                self.source_event, self.origin, self.evidence, self.key, self.project, self.expires,
-                self.created, self.updated)
+    schema: int | None = field(default=None, compare=False)
 
     @property
     def schema_version(self) -> int:
@@ -223,10 +201,7 @@ class MemoryMeta(Frozen):
 
     def replace(self, **changes: Any) -> MemoryMeta:
         """A copy with `changes` (already valid values: used for desk's own derived updates)."""
-        unknown = set(changes) - set(self.__match_args__)
-        if unknown:
-            raise TypeError(f"MemoryMeta has no field {sorted(unknown)[0]!r}")
-        return type(self)(**{**self.__dict__, **changes})
+        return replace(self, **changes)
 
     def to_yaml_dict(self, schema: int | None = MEMORY_SCHEMA) -> dict[str, Any]:
         """Fields in FIELD_ORDER, empty optional fields left out, times spelled by `format_time`.
@@ -289,17 +264,12 @@ class MetaErrors(ValueError):
         return any(e.rule == "memory-schema" for e in self.errors)
 
 
-class MemoryFile(Frozen):
-    """One memory: its metadata and its body (ending in exactly one newline). A plain class with
-    what `@dataclass(frozen=True)` would make, as MemoryMeta."""
+@dataclass(frozen=True, slots=True)
+class MemoryFile:
+    """One memory: its metadata and its body (ending in exactly one newline)."""
 
     meta: MemoryMeta
     body: str
-
-    __match_args__ = ("meta", "body")
-
-    def __init__(self, meta: MemoryMeta, body: str) -> None:
-        self.__dict__.update(meta=meta, body=body)
 
     @property
     def name(self) -> str:

@@ -17,12 +17,12 @@ import datetime as dt
 import os
 import sqlite3
 import time
+from dataclasses import dataclass, fields
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import DeskError, Finding, InvalidFileError
-from desk.frozen import Frozen
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.storage.git import blob_sha
 from desk.storage.sqlite_cache import open_cache
@@ -47,46 +47,25 @@ _RACY_NS = 3_000_000_000  # a file modified this close to being read is read aga
 _SCAN_ALL = 2000  # from this many blobs, one pass over the table beats IN (...) lookups
 
 
-class IndexEntry(Frozen):
-    """What MEMORY.md, the write gate, `desk context` and `desk stats` need from one memory file.
-
-    A plain class with what `@dataclass(frozen=True)` would make (the `__init__`, `__eq__`,
-    `__hash__` and `__repr__` over every field, no assignment): the pre-commit hook loads this
-    module on every commit of a memory, and `dataclasses` (with `inspect`) costs ~6 ms to import.
-    """
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """What MEMORY.md, the write gate, `desk context` and `desk stats` need from one memory file."""
 
     name: str
     type: str
     description: str
     expires: str | None
     body_key: str
-    triggers: tuple[str, ...]
-    updated: str | None  # the later of `updated` and `created`
-    body_tokens: int
+    triggers: tuple[str, ...] = ()
+    updated: str | None = None  # the later of `updated` and `created`
+    body_tokens: int = 0
     # What `desk context` shows of a recalled memory, so it can tell which fit its budget before
     # reading any body: the fields it prints and the body's tokens as it injects them.
-    importance: int | None
-    source: str | None
-    source_event: str | None
-    updated_field: str | None  # the `updated` field itself (None when the file has none)
-    injected_tokens: int
-
-    __match_args__ = ("name", "type", "description", "expires", "body_key", "triggers", "updated", "body_tokens",
-                      "importance", "source", "source_event", "updated_field", "injected_tokens")
-
-    def __init__(self, name: str, type: str, description: str, expires: str | None, body_key: str,
-                 triggers: tuple[str, ...] = (), updated: str | None = None, body_tokens: int = 0,
-                 importance: int | None = None, source: str | None = None, source_event: str | None = None,
-                 updated_field: str | None = None, injected_tokens: int = 0) -> None:
-        self.__dict__.update(name=name, type=type, description=description, expires=expires,
-                             body_key=body_key, triggers=triggers, updated=updated, body_tokens=body_tokens,
-                             importance=importance, source=source, source_event=source_event,
-                             updated_field=updated_field, injected_tokens=injected_tokens)
-
-    def _values(self) -> tuple[object, ...]:
-        return (self.name, self.type, self.description, self.expires, self.body_key, self.triggers,
-                self.updated, self.body_tokens, self.importance, self.source, self.source_event,
-                self.updated_field, self.injected_tokens)
+    importance: int | None = None
+    source: str | None = None
+    source_event: str | None = None
+    updated_field: str | None = None  # the `updated` field itself (None when the file has none)
+    injected_tokens: int = 0
 
     @classmethod
     def of(cls, memory: MemoryFile) -> IndexEntry:
@@ -277,7 +256,7 @@ class EntryCache:
 
 # The table holds one column per field (no JSON to decode: `desk context` loads every entry);
 # triggers, single lines each (desk.memory.file), joined by newlines.
-_FIELDS = IndexEntry.__match_args__
+_FIELDS = tuple(f.name for f in fields(IndexEntry))
 _TRIGGERS = _FIELDS.index("triggers")
 
 

@@ -18,8 +18,8 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
 
-from desk.frozen import Frozen
 from desk.text.encodings import BASE64_RUN, percent_decoded
 
 REDACTED = "[REDACTED:{kind}]"
@@ -131,11 +131,9 @@ GENERIC_MIN_LENGTH = 10
 SHORTEST_SECRET = len("x://:pwd@h")
 
 
-class SecretFinding(Frozen):
-    """One secret in a text: what kind, where, its fingerprint, and a masked preview.
-
-    A plain class with what `@dataclass(frozen=True)` would make: the pre-commit hook scans in a
-    fresh process, where importing `dataclasses` (with `inspect`) costs ~6 ms."""
+@dataclass(frozen=True, slots=True)
+class SecretFinding:
+    """One secret in a text: what kind, where, its fingerprint, and a masked preview."""
 
     kind: str
     line: int  # 1-based
@@ -143,14 +141,6 @@ class SecretFinding(Frozen):
     end: int
     fingerprint: str  # sha256 hex of the secret
     preview: str  # never the whole secret
-
-    __match_args__ = ("kind", "line", "start", "end", "fingerprint", "preview")
-
-    def __init__(self, kind: str, line: int, start: int, end: int, fingerprint: str, preview: str) -> None:
-        self.__dict__.update(kind=kind, line=line, start=start, end=end, fingerprint=fingerprint, preview=preview)
-
-    def _values(self) -> tuple[object, ...]:
-        return (self.kind, self.line, self.start, self.end, self.fingerprint, self.preview)
 
     def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "line": self.line, "fingerprint": self.fingerprint,
