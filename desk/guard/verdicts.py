@@ -49,7 +49,7 @@ RULE_MODULES = (
     "desk.memory.file", "desk.memory.index", "desk.storage.frontmatter",
     "desk.archive.store", "desk.archive.format", "desk.config", "desk.layout", "desk.scopes.files",
     "desk.text.secrets", "desk.text.encodings", "desk.text.times", "desk.text.normalize", "desk.text.tokens", "desk.text.names",
-    "desk.text.escape", "desk.text.direction", "desk.vocabulary", "desk.errors", "desk.frozen", "desk.storage.atomic",
+    "desk.text.escape", "desk.text.direction", "desk.vocabulary", "desk.errors", "desk.storage.atomic",
     "desk.storage.git", "desk.storage.hashing", "desk.storage.lock",
     "desk.storage.sqlite_cache",
     "desk.storage.conflict_markers", "desk.storage.reading",

@@ -1,0 +1,95 @@
+"""Desk's methods that guard the desk: validate, hooks, sync, doctor, migrate."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from desk.api.base import DeskBase
+from desk.errors import UsageError
+from desk.layout import INDEX_FILE
+
+if TYPE_CHECKING:
+    from desk.results import Diagnosis, HooksChange, Migrated, Synced, Validation
+
+
+class GuardMethods(DeskBase):
+
+    def validate(self, mode: str = "staged", *, fix: bool = False) -> Validation:
+        """Run the gate over what is staged (`staged`) or every desk file (`all`).
+
+        With `fix` (staged only), a stale MEMORY.md is rewritten in the work tree for the person
+        to `git add`. The result's `exit_code` is 3 when any finding is an error.
+        """
+        from desk.results.guard import Validation
+
+        if mode == "all":
+            from desk.guard.whole import validate_all  # git lists the work tree while the gate loads
+
+            return Validation(mode, validate_all(self))
+        from desk.guard.validate import fix_index, validate_staged
+        from desk.storage.git import staged_git
+
+        if mode != "staged":
+            raise UsageError(f"validate mode must be staged or all, not {mode!r}")
+        report, regenerated = validate_staged(self)
+        stale = any(f.rule == "index-stale" for f in report.findings)
+        if fix and stale and regenerated is not None and fix_index(
+                self, regenerated, staged_git(self.root).read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}")):
+            report.fixed.append(INDEX_FILE)
+        return Validation(mode, report)
+
+    def hooks_install(self) -> HooksChange:
+        """Install desk's pre-commit, commit-msg and pre-merge-commit hooks; a foreign hook is kept and runs first.
+
+        DeskError when core.hooksPath is set: the hint says how to wire the hooks by hand.
+        """
+        from desk.guard.hooks import install
+        from desk.results.guard import HooksChange
+
+        return HooksChange(install(self.root))
+
+    def hooks_uninstall(self) -> HooksChange:
+        """Remove desk's hooks and restore the hooks they had replaced."""
+        from desk.guard.hooks import uninstall
+        from desk.results.guard import HooksChange
+
+        return HooksChange(uninstall(self.root))
+
+    def sync(self, remote: str | None = None, *, push: bool = True,
+             progress: Callable[[str], None] | None = None, now: dt.datetime | None = None,
+             resume: bool = False) -> Synced:
+        """Fetch, integrate by merge (never rewriting history), check with the gate, push (never forced).
+
+        ConflictError (exit 4) when the remote rewrote history (naming the commits it would lose)
+        or keeps moving; DeskError (exit 1) when it cannot be reached, with nothing changed;
+        RejectedError (exit 3) for a remote address that embeds a password, or for incoming
+        commits that break the rules. With `resume` (`desk sync --continue`): settle and finish a
+        person's `git pull` that stopped on a conflict (a memory deleted on one side and changed
+        on the other), nothing fetched or pushed; UsageError when none is stopped.
+        """
+        from desk.results.sync import Synced
+
+        if resume:
+            from desk.sync.stopped import continue_stopped
+
+            return Synced(continue_stopped(self, now=now))
+        from desk.sync.run import sync
+
+        return Synced(sync(self, remote, push=push, progress=progress, now=now))
+
+    def doctor(self, *, repair: bool = False, commits: int = 200) -> Diagnosis:
+        """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem remains."""
+        from desk.guard.checkup import diagnose  # git reads while the doctor's modules load
+        from desk.results.guard import Diagnosis
+
+        return Diagnosis(diagnose(self, repair=repair, commits=commits))
+
+    def migrate(self, *, dry_run: bool = False) -> Migrated:
+        """Upgrade an older desk's schema in one commit (status `unchanged` when it is current,
+        `planned` with `dry_run`). DeskError when the desk is newer than this desk."""
+        from desk.migrate import migrate
+        from desk.results.working import Migrated
+
+        return Migrated(migrate(self, dry_run=dry_run))

@@ -1,0 +1,227 @@
+"""Desk's methods for memories: remember, set, rename, forget, show, list, history, edit."""
+
+from __future__ import annotations
+
+import builtins
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from desk.api.base import DeskBase, Time, require_reason, words
+from desk.errors import RejectedError
+
+if TYPE_CHECKING:
+    from desk.results import AuditTrail, MemoryChange, MemoryDiff, MemoryList, ShownMemory
+
+
+class MemoryMethods(DeskBase):
+    def remember(self, name: str, body: str, *, type: str | None = None,
+                 description: str | None = None, triggers: Sequence[str] | None = None,
+                 importance: int | None = None, expires: Time | None = None,
+                 source: str | None = None, source_event: str | None = None, actor: str = "user",
+                 scope: str = "durable", clear: Iterable[str] = (),
+                 now: dt.datetime | None = None, project: str | None = None) -> MemoryChange:
+        """Create or update memory `name` through the write gate: one commit, none when unchanged.
+
+        A new memory needs `type` and `description`. On an update, a field left None keeps its
+        value (`clear` names fields to empty: triggers, importance, expires). The result warns
+        when the memory ends up without triggers. With `project`, the memory is
+        `projects/<project>/memory/<name>.md` and the index is the project's own MEMORY.md
+        (docs/scopes.md). RejectedError (exit 3) when the gate refuses,
+        with nothing changed; its `details` carry the `--json` fields (name, path, reason).
+        ConflictError (exit 4) over uncommitted edits.
+        """
+        from desk.memory.operations import remember
+        from desk.results.change import MemoryChange
+
+        name = self._name(name, project)
+        path = f"memory/{name}.md"
+        try:
+            if project is not None:
+                from desk.layout import project_memory_path
+                from desk.scopes.projects import remember_in_project
+
+                path = project_memory_path(project, name)
+                return MemoryChange(remember_in_project(
+                    self, project, name, type=type, description=description, body=body,
+                    triggers=words(triggers, "triggers"), importance=importance, expires=expires,
+                    source=source, source_event=source_event, actor=actor, scope=scope,
+                    clear=tuple(words(clear, "clear")),
+                    now=now))
+            return MemoryChange(remember(
+                self, name, type=type, description=description, body=body,
+                triggers=words(triggers, "triggers"), importance=importance, expires=expires,
+                source=source, source_event=source_event, actor=actor, scope=scope,
+                clear=tuple(words(clear, "clear")), now=now))
+        except RejectedError as exc:
+            exc.details = {"name": name, "path": path, "commit": None,
+                           "reason": getattr(exc, "reason", None) or "invalid"}
+            raise
+
+    def remember_file(self, name: str, text: str | bytes, *, actor: str = "user",
+                      now: dt.datetime | None = None) -> MemoryChange:
+        """Create or update memory `name` from the whole text of its file (frontmatter and body),
+        through the same write gate as `remember`; one commit, none when unchanged.
+
+        What a file-editing agent (the memory tool) writes. RejectedError (exit 3), nothing
+        changed, when the text does not parse (the hint shows the required header), when it sets
+        or changes `source_event`, `evidence` or `key` (provenance is the harness's), or when the
+        gate refuses.
+        """
+        from desk.memory.whole_file import remember_file
+        from desk.results.change import MemoryChange
+
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        try:
+            return MemoryChange(remember_file(self, name, data, actor=actor, now=now))
+        except RejectedError as exc:
+            exc.details = {"name": name, "path": f"memory/{name}.md", "commit": None,
+                           "reason": getattr(exc, "reason", None) or "invalid"}
+            raise
+
+    def set(self, name: str, *, description: str | None = None, type: str | None = None,
+            triggers: Sequence[str] | None = None, add_triggers: Sequence[str] = (),
+            remove_triggers: Sequence[str] = (), importance: int | None = None,
+            expires: Time | None = None, clear: Iterable[str] = (), actor: str = "user",
+            now: dt.datetime | None = None) -> MemoryChange:
+        """Change fields of memory `name` without restating its body: one commit, none when
+        nothing differs. `triggers` replaces the list; `clear` empties triggers, importance or
+        expires. DeskError (exit 1) when there is no such memory."""
+        from desk.memory.revise import set_fields
+        from desk.results.change import MemoryChange
+
+        return MemoryChange(set_fields(
+            self, self._name(name), description=description, type=type,
+            triggers=words(triggers, "triggers"), add_triggers=words(add_triggers, "add_triggers"),
+            remove_triggers=words(remove_triggers, "remove_triggers"), importance=importance,
+            expires=expires, clear=tuple(words(clear, "clear")), actor=actor, now=now))
+
+    def rename(self, old: str, new: str, *, actor: str = "user") -> MemoryChange:
+        """Rename memory `old` to `new` in one commit (file, `name:` and MEMORY.md); history follows it."""
+        from desk.memory.revise import rename
+        from desk.results.change import MemoryChange
+
+        return MemoryChange(rename(self, self._name(old), self._name(new), actor=actor))
+
+    def diff(self, name: str, rev: str | None = None) -> MemoryDiff:
+        """What changed in memory `name` from `rev` (default: before its last committed change)
+        to the file as it is now, as a unified diff. UsageError (exit 2) for an unknown `rev`."""
+        from desk.memory.reads import diff
+        from desk.results.memory import MemoryDiff
+
+        return MemoryDiff(self._name(name), *diff(self, self._name(name), rev))
+
+    def forget(self, name: str, *, reason: str | None = None, actor: str = "user",
+               project: str | None = None) -> MemoryChange:
+        """Delete memory `name` (of `project`, when given) and its index line in one commit (git
+        history keeps it)."""
+        from desk.results.change import MemoryChange
+
+        require_reason(reason)
+        if project is not None:
+            from desk.scopes.projects import forget_in_project
+
+            return MemoryChange(forget_in_project(self, project, self._name(name, project),
+                                                  reason=reason, actor=actor))
+        from desk.memory.operations import forget
+
+        return MemoryChange(forget(self, self._name(name), reason=reason, actor=actor))
+
+    def show(self, name: str, *, project: str | None = None) -> ShownMemory:
+        """The memory file `name` (of `project`, when given) as it is on disk; an invalid file
+        comes with its findings (`valid` false) rather than an error, so a person can see what to fix."""
+        from desk.results.memory import ShownMemory
+
+        if project is not None:
+            from desk.scopes.projects import show_in_project
+
+            return ShownMemory(show_in_project(self, project, self._name(name, project)))
+        from desk.memory.reads import show
+
+        return ShownMemory(show(self, self._name(name)))
+
+    def memory_names(self, *, project: str | None = None) -> builtins.list[str]:
+        """The names of the memory files in memory/ (or `project`'s memory folder), sorted, read
+        from the folder without parsing: what shell completion offers ([] for a bad project name)."""
+        from desk.layout import MEMORY_DIR, PROJECTS_DIR, project_problem
+
+        if project is not None and project_problem(project):
+            return []
+        folder = self.root / (MEMORY_DIR if project is None else f"{PROJECTS_DIR}/{project}/{MEMORY_DIR}")
+        return sorted(p.name[:-3] for p in folder.glob("*.md") if not p.is_symlink())
+
+    def project_names(self) -> builtins.list[str]:
+        """The projects with a folder under projects/ (a valid name each), sorted."""
+        from desk.scopes.projects import all_projects
+
+        return all_projects(self)
+
+    def list(self, *, type: str | None = None, project: str | None = None) -> MemoryList:
+        """The memories on disk sorted by name (optionally of one type; of `project` when given),
+        and unparseable or refused files."""
+        from desk.results.memory import MemoryList
+
+        if project is not None:
+            from desk.scopes.projects import list_in_project
+
+            return MemoryList(*list_in_project(self, project, type))
+        from desk.memory.reads import list_memories
+
+        return MemoryList(*list_memories(self, type))
+
+    def history(self, name: str, *, project: str | None = None) -> AuditTrail:
+        """Every commit that touched memory `name` (of `project`, when given), newest first
+        (forgotten revisions too, and across renames). DeskError (exit 1) when no commit ever
+        touched it."""
+        from desk.results.memory import AuditTrail
+
+        if project is not None:
+            from desk.scopes.projects import history_in_project
+
+            name = self._name(name, project)
+            return AuditTrail(history_in_project(self, project, name), name)
+        from desk.memory.reads import history
+
+        name = self._name(name)
+        return AuditTrail(history(self, name), name)
+
+    def log(self, limit: int | None = None) -> AuditTrail:
+        """The desk's audit trail: commits with their Desk-* trailers, newest first."""
+        from desk.memory.reads import log
+        from desk.results.memory import AuditTrail
+
+        return AuditTrail(log(self, limit))
+
+    def reindex(self, *, actor: str = "user", now: dt.datetime | None = None) -> MemoryChange:
+        """Regenerate MEMORY.md from memory/, every user scope's PREFERENCES.md from its
+        preference files (as of `now`) and every project's MEMORY.md; commit what changed.
+
+        Status `written` (not committed) when memory/ has a person's uncommitted edits. The
+        result's `scopes` names the scope projections repaired.
+        """
+        from desk.memory.operations import reindex
+        from desk.results.change import MemoryChange
+        from desk.scopes.prefs import reindex_scopes
+
+        result = reindex(self, actor=actor)
+        result.scopes, prefs_commit = reindex_scopes(self, actor=actor, now=now)
+        if prefs_commit is not None:
+            result.commit = prefs_commit if result.commit is None else result.commit
+            if result.status in ("unchanged", "restored"):
+                result.status = "updated"
+        elif result.scopes and result.status == "unchanged":
+            result.status = "restored"
+        return MemoryChange(result)
+
+    def edit(self, name: str, *, actor: str = "user", ask: Callable[[str], bool] | None = None,
+             editor: str | None = None) -> MemoryChange:
+        """Open memory `name` in `editor` ($VISUAL, else $EDITOR), validate it, commit it.
+
+        `ask(findings)` decides after a rule break: True edits again, False (the default) aborts
+        with RejectedError and nothing changed.
+        """
+        from desk.memory.edit import edit_memory
+        from desk.results.change import MemoryChange
+
+        return MemoryChange(edit_memory(self, self._name(name), actor=actor, ask=ask or (lambda _f: False),
+                                        editor=editor))

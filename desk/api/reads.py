@@ -1,0 +1,115 @@
+"""Desk's reads: recall, context and stats."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from desk.api.base import DeskBase, Progress, Time
+
+if TYPE_CHECKING:
+    from desk.results import Context, Recalled, Stats
+
+
+class ReadMethods(DeskBase):
+
+    def recall(self, query: str, *, limit: int = 5, kind: str = "all", as_of: Time | None = None,
+               ranker: str = "default", progress: Progress | None = None,
+               project: str | None = None, all_scopes: bool = False, embedder: Any = None,
+               embed_progress: Progress | None = None) -> Recalled:
+        """Search memories and archived conversations for `query`; read-only.
+
+        UsageError (exit 2) for an empty or punctuation-only query or a limit outside 1..10.
+        Memories searched: the desk-wide ones and `project`'s, or every project's with
+        `all_scopes` (docs/scopes.md). `.xml()` renders docs/design.md §8.1's
+        `<recalled_context>` block. The search cache stays loaded between calls on this object (refreshed incrementally each time), so a
+        harness that keeps one `Desk` recalls warm; `close()` (or `with desk.open(...)`) frees it.
+
+        `embedder` turns on hybrid recall (docs/recall.md "Hybrid retrieval (optional)"): an
+        entry point name of `desk.embedders`, `package.module:factory`, or an object with `name`,
+        `dimension` and `embed(texts)`. Its dense ranking is fused with the lexical one; the
+        embedder is loaded once per `Desk` and `embed_progress(done, total)` follows the records
+        it embeds. UsageError (exit 2) for an unknown embedder; DeskError (exit 1) for one that
+        fails or returns vectors of the wrong dimension.
+        """
+        asked = None
+        if self._search_cache is None:  # a cold recall: git works while the search modules load
+            from desk.recall.git_state import search_git_state
+
+            asked = search_git_state(self)
+        from desk.recall.search import recall
+        from desk.recall.search_cache import SearchCache
+        from desk.results.read import Recalled
+
+        if self._search_cache is None:
+            self._search_cache = SearchCache(self)
+            self._search_cache.take_asked(asked)
+        dense = None
+        if embedder is not None:
+            from desk.recall.hybrid import DenseIndex, check_embedder, load_embedder
+
+            self._dense = self._dense or {}
+            dense = self._dense.get(embedder if isinstance(embedder, str) else id(embedder))
+            if dense is None:
+                made = load_embedder(embedder) if isinstance(embedder, str) else check_embedder(embedder)
+                dense = self._dense[embedder if isinstance(embedder, str) else id(embedder)] = DenseIndex(self, made)
+            dense.progress = embed_progress
+        return Recalled(recall(self, query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
+                               cache=self._search_cache, progress=progress, project=project,
+                               all_scopes=all_scopes, dense=dense))
+
+    def context(self, *, mode: str = "wake", query: str | None = None, budget: int | None = None,
+                section_budgets: Mapping[str, int] | None = None,
+                project_agents: str | Path | None = None, as_of: Time | None = None,
+                journal_days: int | None = None, user: str | None = None,
+                project: str | None = None) -> Context:
+        """What the assistant reads, within the budgets (docs/context.md).
+
+        `mode` is the read: `wake` (the start of a session: AGENTS.md ... MEMORY.md and the recent
+        facts) or `spot` (the key-turn spot check: NOW.md, MISTAKES.md and the newest
+        `journal_days` journal days). UsageError (exit 2) for an unknown mode or budget section.
+        `user` (a user id; None: the desk owner) selects whose profile and preferences the wake-up
+        read loads; nothing of any other user is. `project` adds that project's memory index (and,
+        with a query, its trigger-hit memories) to the desk-wide ones; never another project's
+        (docs/scopes.md).
+        """
+        from desk.recall.git_state import context_git_state
+
+        # git works (memory/'s state, the shown files' blobs) while the context modules load;
+        # build_context owns the processes from here (and ends them if the read fails)
+        asked = context_git_state(self, mode, query, user, project)
+        try:
+            from desk.recall.context import build_context
+            from desk.results.read import Context
+            from desk.text.times import utc_now
+
+            if as_of is not None:
+                from desk.recall.search import parse_as_of  # recall's modules only for --as-of
+
+                when = parse_as_of(as_of)
+            else:
+                when = utc_now()
+        except BaseException:
+            if asked is not None:
+                asked.close()
+            raise
+
+        def facts(count: int, memories: Mapping[str, Any]) -> Any:
+            from desk.digest.recent import recent_facts
+
+            return recent_facts(self, as_of=when, count=count, memories=memories, project=project)
+
+        return Context(build_context(
+            self, mode=mode, query=query, budget=budget, section_budgets=section_budgets,
+            project_agents=Path(project_agents) if project_agents is not None else None,
+            as_of=when, journal_days=journal_days, facts=facts, user=user, project=project,
+            git_state=asked))
+
+    def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
+        """Memories by type, the resident index's token cost, stale memories, archive size."""
+        from desk.recall.stats import desk_stats
+        from desk.results.read import Stats
+
+        return Stats(desk_stats(self, now=now, unverified_days=unverified_days))
