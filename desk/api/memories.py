@@ -31,28 +31,18 @@ class MemoryMethods(DeskBase):
         with nothing changed; its `details` carry the `--json` fields (name, path, reason).
         ConflictError (exit 4) over uncommitted edits.
         """
+        from desk.layout import project_memory_path
         from desk.memory.operations import remember
         from desk.results.change import MemoryChange
 
         name = self._name(name, project)
-        path = f"memory/{name}.md"
+        path = f"memory/{name}.md" if project is None else project_memory_path(project, name)
         try:
-            if project is not None:
-                from desk.layout import project_memory_path
-                from desk.scopes.projects import remember_in_project
-
-                path = project_memory_path(project, name)
-                return MemoryChange(remember_in_project(
-                    self, project, name, type=type, description=description, body=body,
-                    triggers=words(triggers, "triggers"), importance=importance, expires=expires,
-                    source=source, source_event=source_event, actor=actor, scope=scope,
-                    clear=tuple(words(clear, "clear")),
-                    now=now))
             return MemoryChange(remember(
                 self, name, type=type, description=description, body=body,
                 triggers=words(triggers, "triggers"), importance=importance, expires=expires,
                 source=source, source_event=source_event, actor=actor, scope=scope,
-                clear=tuple(words(clear, "clear")), now=now))
+                clear=tuple(words(clear, "clear")), now=now, project=project))
         except RejectedError as exc:
             exc.details = {"name": name, "path": path, "commit": None,
                            "reason": getattr(exc, "reason", None) or "invalid"}

@@ -248,7 +248,7 @@ def _project_index_with(desk: DeskFolder, project: str, path: str, data: bytes |
     """The project's MEMORY.md with the memory at `path` as `data` (None: gone), when that changes it."""
     from desk.memory.file import parse_memory
     from desk.memory.index import IndexEntry, render_index
-    from desk.scopes.projects import project_memories
+    from desk.memory.reads import project_memories
 
     memories = project_memories(desk, project)
     name = path.rpartition("/")[2].removesuffix(".md")

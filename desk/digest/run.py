@@ -84,7 +84,7 @@ def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | 
     journal, so `date` and `summarizer` are refused with it).
     """
     if project is not None:
-        from desk.scopes.projects import require_project
+        from desk.memory.reads import require_project
 
         require_project(project)
         if date is not None or summarizer is not None:

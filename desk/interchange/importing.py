@@ -109,7 +109,7 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
     else 256 MiB), a larger source refused before it is read whole."""
     now = (now or utc_now()).replace(microsecond=0)
     if project is not None:
-        from desk.scopes.projects import require_project
+        from desk.memory.reads import require_project
 
         require_project(project)
     source = read_source(fmt, path, max_bytes)
@@ -177,7 +177,7 @@ def _committed(desk: DeskFolder, project: str | None) -> Iterator[HeadMirror | F
         with head_mirror(desk) as mirror:
             yield mirror
         return
-    from desk.scopes.projects import project_memories
+    from desk.memory.reads import project_memories
 
     yield FolderMemories(project_memories(desk, project))
 

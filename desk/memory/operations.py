@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError
+from desk.errors import InvalidFileError, RejectedError, UsageError
 from desk.guard.validate import KnownHead
-from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
+from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name, project_index_path, project_memory_path
 from desk.memory import gate
 from desk.memory.file import (MemoryFile, build_meta, normalize_body, parse_memory, require_name,
                               written_by_newer_desk)
 from desk.memory.index import IndexEntry, entries_in_worktree, memory_path, render_index
 from desk.memory.mirror import HeadMirror, head_mirror
+from desk.memory.reads import no_memory, project_memories, read_project_memory, require_project
 from desk.storage.atomic import atomic_write
 from desk.storage.git import blob_sha
 from desk.storage.reading import SymlinkError
+from desk.text.normalize import content_key
 from desk.text.times import format_time, utc_now
 from desk.transaction import Transaction, commit_message, transaction
 from desk.vocabulary import ACTORS
@@ -66,39 +69,59 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
              expires: dt.datetime | str | None = None, source: str | None = None,
              source_event: str | None = None, actor: str = "user", scope: str = "durable",
              evidence: Sequence[str] | None = None, key: str | None = None,
-             clear: Collection[str] = (), now: dt.datetime | None = None) -> MutationResult:
+             clear: Collection[str] = (), now: dt.datetime | None = None,
+             project: str | None = None) -> MutationResult:
     """Create or update memory `name` through the write gate; one commit, none when unchanged.
 
-    On an update, every field given as None keeps its committed value (`clear` names the
-    fields to empty instead); a new memory needs `type` and `description`. Raises
-    RejectedError (exit 3) with nothing changed when the gate or validation refuses, and
-    ConflictError (exit 4) when the memory file or MEMORY.md has uncommitted edits.
+    Where: desk-wide (`memory/<name>.md`, indexed in MEMORY.md), or with `project` that project's
+    (`projects/<project>/memory/<name>.md`, indexed in its own MEMORY.md; docs/scopes.md). A user
+    scope holds preferences, not memories (desk.scopes.prefs). On an update, every field given as
+    None keeps its committed value (`clear` names the fields to empty instead); a new memory
+    needs `type` and `description`. Raises RejectedError (exit 3) with nothing changed when the
+    gate or validation refuses, and ConflictError (exit 4) when the memory file or its index has
+    uncommitted edits.
     """
+    if project is not None:
+        require_project(project)
     _require_actor(actor)
     require_name(name)
     now = (now or utc_now()).replace(microsecond=0)  # memory files keep whole seconds
-    path = memory_path(name)
+    path = memory_path(name) if project is None else project_memory_path(project, name)
     body = normalize_body(body)
     if not body:
         raise RejectedError(f"{name}: the memory body is empty",
                             hint="give the fact as an argument, or `-` to read it from stdin")
     given = dict(name=name, description=description, type=type, triggers=_list(triggers),
                  importance=importance, source=source, source_event=source_event,
-                 evidence=_list(evidence), key=key, expires=expires)
+                 evidence=_list(evidence), key=key, project=project, expires=expires)
     _require_clearable(clear, given)
     if type is not None and description is not None:  # a structural check before the lock
         build_meta(path, **{**given, "source": source or "agent"}, created=now, updated=now)
     _require_future(name, path, given, now)
-    with transaction(desk) as tx, head_mirror(desk) as mirror:
-        tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
-        committed = mirror.blob(name) is not None
-        existing = _existing(desk, path) if committed else None
+    with transaction(desk) as tx, head_mirror(desk) if project is None else nullcontext() as mirror:
+        if mirror is None:  # a project: small, read from its folder (the work tree equals HEAD here)
+            assert project is not None
+            tx.require_clean([path, project_index_path(project)])
+            memories = project_memories(desk, project)
+            existing = memories.get(name)
+            if existing is None:
+                read_project_memory(desk, project, name)  # a foreign file in the way is refused, not replaced
+            committed = existing is not None
+
+            def same_body(body_key: str, exclude: str) -> list[str]:
+                return sorted(n for n, m in memories.items() if n != exclude and content_key(m.body) == body_key)
+        else:
+            tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
+            committed = mirror.blob(name) is not None
+            existing = _existing(desk, path) if committed else None
+            same_body = mirror.same_body
         if existing is None:
             missing = [opt for opt, value in (("--type", type), ("--description", description))
                        if value is None]
             if missing:
-                raise UsageError(f"a new memory needs {' and '.join(missing)}: {name!r} does not exist yet",
-                                 hint=f"`desk remember {name} --type fact --description \"one line\" BODY`")
+                within, flag = ("", "") if project is None else (f" in project {project!r}", f" --project {project}")
+                raise UsageError(f"a new memory needs {' and '.join(missing)}: {name!r} does not exist yet{within}",
+                                 hint=f"`desk remember {name}{flag} --type fact --description \"one line\" BODY`")
             fields = {**given, "source": source or ("user" if actor == "user" else "agent")}
             created = now
         else:
@@ -107,14 +130,22 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
             fields = _merged(existing, given, clear)
             created = existing.meta.created or now
         memory = MemoryFile(build_meta(path, **fields, created=created, updated=now), body)
-        gate.check_memory(memory, scope, mirror.same_body, gate.rule_texts(desk))
+        gate.check_memory(memory, scope, same_body, gate.rule_texts(desk))
         if existing is not None:
             same = MemoryFile(memory.meta.replace(updated=existing.meta.updated), body)
             if same.render() == existing.render():
                 return MutationResult("unchanged", name, path)
-        sha = _commit_memory(desk, tx, mirror, memory, f"remember: {name}", {
-            "Desk-Op": "remember", "Desk-Memory": name, "Desk-Actor": actor,
-            "Desk-Source-Event": source_event})
+        subject = f"remember: {name}" + ("" if project is None else f" (project {project})")
+        trailers = {"Desk-Op": "remember", "Desk-Memory": name, "Desk-Project": project, "Desk-Actor": actor,
+                    "Desk-Source-Event": source_event}
+        if mirror is None:
+            assert project is not None
+            memories[name] = memory
+            index = render_index(IndexEntry.of(m) for m in memories.values())
+            sha = tx.commit({path: _rendered(memory, path), project_index_path(project): index},
+                            commit_message(subject, trailers))
+        else:
+            sha = _commit_memory(desk, tx, mirror, memory, subject, trailers)
     result = MutationResult("updated" if committed else "created", name, path, sha)
     result.warnings = _trigger_warnings(existing, memory)
     return result
@@ -124,16 +155,22 @@ def _commit_memory(desk: DeskFolder, tx: Transaction, mirror: HeadMirror, memory
                    subject: str, trailers: dict[str, str | None]) -> str:
     """Write `memory` and its MEMORY.md line in one commit; the mirror records it."""
     name, path = memory.name, memory_path(memory.name)
-    data = memory.render()
-    if parse_memory(data, path, name) != memory:  # what desk writes must read back exactly
-        raise RejectedError(f"{name}: the memory would not read back as written",
-                            hint="remove unusual characters from the description and triggers")
+    data = _rendered(memory, path)
     entry = IndexEntry.of(memory)
     index = mirror.render_index({name: entry})
     known = known_head(mirror, [name], index)
     sha = tx.commit(_with_index(desk, mirror, {path: data}, index), commit_message(subject, trailers), known)
     record(mirror, known, sha, {name: (blob_sha(data), entry)}, index)
     return sha
+
+
+def _rendered(memory: MemoryFile, path: str) -> bytes:
+    """The file's bytes, which must read back exactly as `memory`."""
+    data = memory.render()
+    if parse_memory(data, path, memory.name) != memory:
+        raise RejectedError(f"{memory.name}: the memory would not read back as written",
+                            hint="remove unusual characters from the description and triggers")
+    return data
 
 
 def record(mirror: HeadMirror, known: KnownHead, sha: str,
@@ -195,18 +232,6 @@ def _trigger_warnings(existing: MemoryFile | None, memory: MemoryFile) -> list[s
     if memory.meta.triggers or (existing is not None and not existing.meta.triggers):
         return []
     return [NO_TRIGGERS_WARNING.format(name=memory.name)]
-
-
-def no_memory(desk: DeskFolder, name: str) -> DeskError:
-    """`no memory named X`, with the nearest existing names as a "did you mean"."""
-    import difflib
-
-    names = sorted(memory_name(p) or "" for p in desk.git.ls_tree("HEAD", MEMORY_DIR)) \
-        if desk.git.head() else []
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-    hint = ("did you mean " + " or ".join(f"`{c}`" for c in close) + "? " if close else "") + \
-        "see the names with `desk list`"
-    return DeskError(f"no memory named {name!r}", hint=hint)
 
 
 def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str = "user") -> MutationResult:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from desk.errors import Finding, InvalidFileError, UsageError
-from desk.layout import DeskFolder
+from desk.errors import DeskError, Finding, InvalidFileError, UsageError, quoted
+from desk.layout import MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_memory_path, project_problem
 from desk.memory import follow
 from desk.memory.file import MemoryFile, parse_memory, require_read_name
 from desk.memory.index import IndexEntry, entries_in_worktree, memory_path
-from desk.memory.operations import no_memory
 from desk.storage.git import Commit
 
 
@@ -22,6 +21,64 @@ class Shown:
     text: str
     memory: MemoryFile | None
     findings: list[Finding]
+
+
+def no_memory(desk: DeskFolder, name: str) -> DeskError:
+    """`no memory named X`, with the nearest existing names as a "did you mean"."""
+    import difflib
+
+    names = sorted(memory_name(p) or "" for p in desk.git.ls_tree("HEAD", MEMORY_DIR)) \
+        if desk.git.head() else []
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    hint = ("did you mean " + " or ".join(f"`{c}`" for c in close) + "? " if close else "") + \
+        "see the names with `desk list`"
+    return DeskError(f"no memory named {name!r}", hint=hint)
+
+
+def require_project(project: str) -> None:
+    problem = project_problem(project)
+    if problem:
+        raise UsageError(f"--project {quoted(project)}: {problem}")
+
+
+def read_project_memory(desk: DeskFolder, project: str, name: str) -> MemoryFile | None:
+    """The memory `name` of `project`, None when absent; InvalidFileError when it does not parse,
+    is a symlink, or records another project."""
+    from desk.storage.reading import SymlinkError
+
+    path = project_memory_path(project, name)
+    try:
+        data = desk.read_if_present(path)  # never through a symlink, of the file or a folder
+    except (SymlinkError, IsADirectoryError):
+        raise InvalidFileError([Finding(path, 1, "symlink", "memory files must be regular files, "
+                                        "not symlinks or inside a linked folder")]) from None
+    if data is None:
+        return None
+    try:
+        return parse_memory(data, path, name)  # a memory recording another project: scope-mismatch
+    except InvalidFileError as exc:
+        if any(f.rule == "scope-mismatch" for f in exc.findings):
+            exc.hint = f"remove it (`git rm {path}`) or move it to the project it records"
+        raise
+
+
+def project_memories(desk: DeskFolder, project: str,
+                     problems: list[Finding] | None = None) -> dict[str, MemoryFile]:
+    """Every readable memory of `project` by name; refused files go to `problems`."""
+    folder = desk.path(f"{PROJECTS_DIR}/{project}/{MEMORY_DIR}")
+    found: dict[str, MemoryFile] = {}
+    for file in sorted(os.listdir(folder)) if folder.is_dir() else []:
+        if not file.endswith(".md"):
+            continue
+        try:
+            memory = read_project_memory(desk, project, file[:-3])
+        except InvalidFileError as exc:
+            if problems is not None:
+                problems.extend(exc.findings)
+            continue
+        if memory is not None:
+            found[memory.name] = memory
+    return found
 
 
 def show(desk: DeskFolder, name: str) -> Shown:

@@ -12,7 +12,8 @@ from desk.memory.index import IndexEntry, memory_path
 from desk.memory.mirror import head_mirror
 from desk.memory.operations import (MutationResult, _commit_memory, _head_blobs, _list, _merged,
                                     _require_actor, _require_clearable, _require_future,
-                                    _trigger_warnings, _with_index, known_head, no_memory, record)
+                                    _trigger_warnings, _with_index, known_head, record)
+from desk.memory.reads import no_memory
 from desk.notes.mistakes import relink_mistakes
 from desk.storage.git import blob_sha
 from desk.text.times import utc_now

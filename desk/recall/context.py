@@ -210,7 +210,8 @@ def _build_context(desk: DeskFolder, mode: str, query: str | None, budget: int |
     project_expired = 0
     project_refused: list[Finding] = []
     if project is not None:
-        from desk.scopes.projects import project_entries, require_project
+        from desk.memory.reads import require_project
+        from desk.scopes.projects import project_entries
 
         require_project(project)
         found_entries = project_entries(desk, project, project_refused)
