@@ -66,8 +66,8 @@ class GitError(DeskError):
 class Finding(NamedTuple):
     """One problem in one file: `path:line: rule: message`.
 
-    A NamedTuple rather than a dataclass: the CLI imports this module for every command, and
-    `dataclasses` costs start-up time `desk --help` does not otherwise pay.
+    A NamedTuple: the gate's caches store a finding as its row of fields (`[*finding, condition]`,
+    `Finding(*row)`).
     """
 
     path: str

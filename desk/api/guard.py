@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 class GuardMethods(DeskBase):
+    """Guard the desk: validate, hooks, sync, doctor, migrate."""
 
     def validate(self, mode: str = "staged", *, fix: bool = False) -> Validation:
         """Run the gate over what is staged (`staged`) or every desk file (`all`).

@@ -12,10 +12,12 @@ from desk.api.base import DeskBase, Progress, Time, words
 from desk.errors import UsageError
 
 if TYPE_CHECKING:
-    from desk.results import Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCase, ConflictCases, ConversationsRendered, Digested, EventList, Imported, Resolved
+    from desk.results import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, ConflictCase,
+                              ConflictCases, ConversationsRendered, Digested, EventList, Imported, Resolved)
 
 
 class HistoryMethods(DeskBase):
+    """Facts, the digest, conflicts and the archive."""
 
     def fact_add(self, text: str, *, kind: str, importance: int, key: str | None = None,
                  session: str | None = None, actor: str | None = None, at: str | None = None,

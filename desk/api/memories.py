@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 
 class MemoryMethods(DeskBase):
+    """Remember, change, read back and forget memories."""
+
     def remember(self, name: str, body: str, *, type: str | None = None,
                  description: str | None = None, triggers: Sequence[str] | None = None,
                  importance: int | None = None, expires: Time | None = None,

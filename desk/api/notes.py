@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 
 class NoteMethods(DeskBase):
+    """Working notes, mistakes, and interchange with other tools."""
 
     def now_show(self, *, section: str | None = None) -> NowView:
         """NOW.md (or one section: doing, blocked, next, reminders)."""

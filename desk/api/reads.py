@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 
 class ReadMethods(DeskBase):
+    """Read the desk: recall, context, stats."""
 
     def recall(self, query: str, *, limit: int = 5, kind: str = "all", as_of: Time | None = None,
                ranker: str = "default", progress: Progress | None = None,

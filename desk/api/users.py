@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 
 class UserMethods(DeskBase):
+    """User scopes: the profile and preferences."""
 
     def user_show(self, *, user: str | None = None) -> UserProfile:
         """The profile of `user` (a user id; None: the desk owner)."""

@@ -19,8 +19,9 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from desk.archive.format import (
     MAX_RECORD_BYTES,
@@ -55,7 +56,8 @@ ARCHIVE_LOCK = "desk-archive.lock"
 MAX_OPEN_FILES = 64
 
 
-class ArchiveEvent(NamedTuple):  # not a frozen dataclass: ~0.4 ms less at every archive reader's start
+@dataclass(frozen=True, slots=True)
+class ArchiveEvent:
     """One archived record and where it sits: desk-relative path, 1-based line, byte offset."""
 
     record: dict[str, Any]

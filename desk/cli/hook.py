@@ -80,7 +80,7 @@ def after_merge(hook: str, args: list[str]) -> int:
 
 def exit_now(code: int) -> NoReturn:
     """Leave at once with `code`: the output flushed, but none of the interpreter's teardown
-    (freeing every module, ~5 ms after YAML and the rules are loaded), which a hook pays on every
+    (freeing every module, slow once YAML and the rules are loaded), which a hook pays on every
     commit. Nothing here needs it: files and the cache are closed, no atexit work is pending."""
     sys.stdout.flush()
     sys.stderr.flush()

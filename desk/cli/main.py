@@ -196,7 +196,7 @@ def cli(ctx: click.Context, desk_path: str | None, user: str | None, project: st
     Start with `desk init PATH`, then `desk remember NAME ...`. Every change is one git commit;
     `desk log` shows the audit trail.
     """
-    from pathlib import Path  # here, not at import: `desk --help` never needs it (~2.5 ms with urllib)
+    from pathlib import Path  # here, not at import: `desk --help` never needs it (nor urllib)
 
     obj = ctx.ensure_object(Invocation)
     obj.desk_path = Path(desk_path) if desk_path is not None else None

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any
 
 import json
 import re
@@ -37,15 +38,15 @@ from desk.text.times import TimeFormatError, format_time, parse_time
 from desk.vocabulary import FACT_KINDS
 
 FACT_EVENT = "fact"  # desk.digest.facts.FACT_EVENT
-# desk.digest.facts' rules, checked here without pydantic (a cold `desk context` must not load it:
-# ~100 ms); tests/digest/test_recent.py keeps the two in agreement.
+# desk.digest.facts' rules, checked here without pydantic (a cold `desk context` must not load
+# it); tests/digest/test_recent.py keeps the two in agreement.
 KEY_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 KEY_MAX = 80
 CONTENT_MAX = 4000
 
 
-# NamedTuples and a plain class, not dataclasses: ~1 ms less at the start of every `desk context`.
-class FactRecord(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class FactRecord:
     """The fields of a fact the recent facts need (desk.digest.facts.FactRecord's)."""
 
     id: str
@@ -102,7 +103,8 @@ def _open_cases(data: bytes | None) -> list[dict[str, Any]]:
     return [c for c in cases if c.get("status") == "open"]
 
 
-class RecentFact(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class RecentFact:
     """A fact as `desk context` shows it, with where it was read."""
 
     fact: FactRecord
@@ -115,20 +117,14 @@ class RecentFact(NamedTuple):
                 "content": f.content, "path": self.path, "line": self.line}
 
 
+@dataclass(slots=True)
 class RecentFacts:
     """The recent facts context shows, and what was left out and why."""
 
-    __slots__ = ("facts", "excluded", "unreadable", "files")
-
-    def __init__(self) -> None:
-        self.facts: list[RecentFact] = []
-        self.excluded: dict[str, int] = {}  # why -> how many (of those read)
-        self.unreadable: list[str] = []  # `path: problem`
-        self.files: list[str] = []  # archive files read
-
-    def __repr__(self) -> str:
-        return (f"RecentFacts(facts={self.facts!r}, excluded={self.excluded!r}, unreadable={self.unreadable!r}, "
-                f"files={self.files!r})")
+    facts: list[RecentFact] = field(default_factory=list)
+    excluded: dict[str, int] = field(default_factory=dict)  # why -> how many (of those read)
+    unreadable: list[str] = field(default_factory=list)  # `path: problem`
+    files: list[str] = field(default_factory=list)  # archive files read
 
 
 def recent_facts(desk: DeskFolder, *, as_of: dt.datetime, count: int,

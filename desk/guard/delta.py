@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from desk.errors import Finding
 from desk.guard.rules import FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, is_checked
@@ -46,7 +46,8 @@ _STEP = 8192  # bytes compared at a time when looking for the listings' common p
 Entry = tuple[str, str | None]  # (mode as the gate keys it, blob id)
 
 
-class Base(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Base:
     """What one run of `validate --all` leaves for the next (see the module's doc)."""
 
     records: bytes  # WorkTreeListing.records

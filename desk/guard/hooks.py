@@ -22,9 +22,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
 from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_DRIVERS, MERGE_ENTRY, PIN_COMMENT,
@@ -42,16 +43,13 @@ STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated in the work tree from the stag
                        "MEMORY.md too)")
 
 
+@dataclass(slots=True)
 class HooksResult:
-    """What install/uninstall did to each hook: `{hook: action}`. (This module's records are plain
-    classes and NamedTuples: a dataclass costs ~0.3 ms to create at import, on every hooked commit.)"""
+    """What install/uninstall did to each hook: `{hook: action}`."""
 
-    def __init__(self, folder: Path, actions: dict[str, str] | None = None,
-                 merge_drivers: dict[str, str] | None = None) -> None:
-        self.folder = folder
-        self.actions: dict[str, str] = actions if actions is not None else {}
-        # install only: drivers and .gitattributes
-        self.merge_drivers: dict[str, str] = merge_drivers if merge_drivers is not None else {}
+    folder: Path
+    actions: dict[str, str] = field(default_factory=dict)
+    merge_drivers: dict[str, str] = field(default_factory=dict)  # install only: drivers and .gitattributes
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"folder": str(self.folder), "hooks": self.actions}
@@ -83,7 +81,7 @@ START_MODULES = ("desk", "desk._hooks", "desk._templates", "click", "pydantic", 
 @lru_cache(maxsize=None)
 def fast_start(python: str | None = None) -> str | None:
     """The code (`python -S -c CODE HOOK ARGS`) an installed hook starts Python with: `site`
-    skipped (it would search the same folders on every commit, ~2 ms) and the module path set to
+    skipped (it would search the same folders on every commit) and the module path set to
     the one this process has, without the script's folder and $PYTHONPATH.
 
     None, for the plain `python -m desk.cli.hook` start, unless it is vouched for: `python` is this
@@ -251,20 +249,16 @@ def uninstall(root: Path) -> HooksResult:
 # -- what the hooks run -------------------------------------------------------------------
 
 
+@dataclass(slots=True)
 class HookRun:
     """What one hook run found: the exit code for git, the findings, and notes for the person.
 
     The hook's thin entry script (`desk.cli.hook`) prints it; this module never does.
     """
 
-    def __init__(self, code: int = 0, findings: list[Finding] | None = None,
-                 notes: list[str] | None = None) -> None:
-        self.code = code
-        self.findings: list[Finding] = findings if findings is not None else []
-        self.notes: list[str] = notes if notes is not None else []
-
-    def __repr__(self) -> str:
-        return f"HookRun(code={self.code}, findings={self.findings!r}, notes={self.notes!r})"
+    code: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 BEHIND_HEAD_MESSAGE = ("desk: pre-commit: HEAD moved while this commit was starting (a desk command "
@@ -396,7 +390,7 @@ def _worktree_name(desk: DeskFolder, path: str) -> str | None:
     return None
 
 
-HEAL_TRIES = 20  # attempts at the index while a desk command holds index.lock (50 ms apart)
+HEAL_TRIES = 20  # attempts at the index while a desk command holds index.lock (a short sleep apart)
 
 
 def _heal_write_backs(desk: DeskFolder, raw: list[RawChange]) -> list[str]:
@@ -416,7 +410,7 @@ def _heal_write_backs(desk: DeskFolder, raw: list[RawChange]) -> list[str]:
 
     # A write-back stages a path desk published back to the blob desk moved it away from (or
     # removes a file desk added), so the path is in the record as a JSON key and the blob as a
-    # value: only then is the transaction's module loaded (with `dataclasses`, ~8 ms) to tell. A
+    # value: only then is the transaction's module loaded to tell. A
     # person's edit stages a blob desk never published.
     if not any(json.dumps(c.path).encode() in record and (c.new_blob is None or c.new_blob.encode() in record)
                for c in raw):
@@ -446,7 +440,8 @@ def _index_behind_head(desk: DeskFolder, raw: list[RawChange]) -> bool:
     return bool(memory) and all(desk.worktree_blob(c.path) == c.old_blob for c in memory)
 
 
-class IndexFix(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class IndexFix:
     """What the fixer did about a stale MEMORY.md: `staged` (it is in the commit now, which may go
     on) or not (the commit is refused), and the note telling the person what happened and what to
     run next."""

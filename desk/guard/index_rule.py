@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from desk.errors import Finding, InvalidFileError
@@ -26,35 +27,27 @@ if TYPE_CHECKING:
 Read = Callable[[list[str]], Mapping[str, bytes]]
 
 
+@dataclass(slots=True)
 class MemorySet:
-    """What the memory-set rules need about the commit; the costly parts are fetched on demand.
+    """What the memory-set rules need about the commit; the costly parts are fetched on demand."""
 
-    A plain class, as the gate's other records on the hook's path: a dataclass costs ~0.3 ms to
-    create at import, on every hooked commit."""
-
-    __slots__ = ("index", "base_index", "all_files", "read", "like", "all_lines", "head_index", "base_clean",
-                 "spliced")
-
-    def __init__(self, index: bytes | None, base_index: bytes | None, all_files: Callable[[], dict[str, str]],
-                 read: Read, like: Callable[[list[str]], list[str]],
-                 all_lines: Callable[[], Mapping[str, str]] | None = None, head_index: bytes | None = None,
-                 base_clean: bool = False) -> None:
-        self.index = index  # the MEMORY.md being committed
-        self.base_index = base_index  # MEMORY.md at HEAD, patched by the fast path (None: no fast path)
-        self.all_files = all_files  # every memory `{path: blob}` of the commit
-        self.read = read
-        self.like = like  # the commit's memory paths equal to these ignoring case
-        # `{name: MEMORY.md line}` of every memory of the commit that parses, when the caller has
-        # them (else they are loaded from `all_files`)
-        self.all_lines = all_lines
-        # MEMORY.md regenerated for HEAD's memories plus this commit's, when the caller has it
-        # (desk's own commit renders it from the HEAD mirror, exactly as `_head_index_with` would)
-        self.head_index = head_index
-        # HEAD's MEMORY.md (`base_index`) is known to hold only lines clean of secrets in every view
-        # (desk.text.secrets.clean_lines): the commit's index, when it is HEAD's with the changed
-        # lines spliced in, needs only those lines scanned (desk.guard.validate)
-        self.base_clean = base_clean
-        self.spliced = False  # set by check_memory_set: the index is `base_index` with the changed lines
+    index: bytes | None  # the MEMORY.md being committed
+    base_index: bytes | None  # MEMORY.md at HEAD, patched by the fast path (None: no fast path)
+    all_files: Callable[[], dict[str, str]]  # every memory `{path: blob}` of the commit
+    read: Read
+    like: Callable[[list[str]], list[str]]  # the commit's memory paths equal to these ignoring case
+    # `{name: MEMORY.md line}` of every memory of the commit that parses, when the caller has
+    # them (else they are loaded from `all_files`)
+    all_lines: Callable[[], Mapping[str, str]] | None = None
+    # MEMORY.md regenerated for HEAD's memories plus this commit's, when the caller has it
+    # (desk's own commit renders it from the HEAD mirror, exactly as `_head_index_with` would)
+    head_index: bytes | None = None
+    # HEAD's MEMORY.md (`base_index`) is known to hold only lines clean of secrets in every view
+    # (desk.text.secrets.clean_lines): the commit's index, when it is HEAD's with the changed
+    # lines spliced in, needs only those lines scanned (desk.guard.validate)
+    base_clean: bool = False
+    # set by check_memory_set: the index is `base_index` with the changed lines
+    spliced: bool = field(default=False, init=False)
 
 
 def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory: MemorySet,

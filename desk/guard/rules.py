@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Collection
-from typing import NamedTuple
+from dataclasses import dataclass, replace
 
 from desk.errors import Finding, InvalidFileError
 from desk.layout import (ARCHIVE_PREFIX, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, OWNER_SCOPE,
@@ -128,7 +128,8 @@ def message_secret_verdict(message: str) -> FileVerdict:
 # -- per-file rules ---------------------------------------------------------------------------
 
 
-class FileVerdict(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class FileVerdict:
     """What the per-file rules found in one path's content, before the allow-list and the clock.
 
     `conditions[i]` says when `findings[i]` holds: `""` always, `"secret:<fingerprint>"` unless
@@ -232,7 +233,7 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
         return FileVerdict()
     if memory_name(path) is not None:
         verdict = _memory_verdict(path, data)
-        return verdict._replace(keyed=True) if b"\nkey:" in data or b"\nevidence:" in data else verdict
+        return replace(verdict, keyed=True) if b"\nkey:" in data or b"\nevidence:" in data else verdict
     in_project = project_file(path)
     if in_project is not None:
         kind, project, stem = in_project
@@ -386,7 +387,7 @@ def check_archive(path: str, old: bytes | None, new: bytes | None, desk_id: str)
         return [Finding(path, 1, "archive-append-only",
                         "archive files are never deleted; restore it (`git restore --staged "
                         f"--worktree -- {path}`)")]
-    from desk.archive.store import check_archive_change  # ~10 ms: only commits of archive files pay
+    from desk.archive.store import check_archive_change  # here: only commits of archive files pay
 
     return check_archive_change(path, old, new, desk_id)
 

@@ -24,7 +24,8 @@ import datetime as dt
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.guard.index_rule import MemorySet, Read, check_memory_set, stale_index
@@ -46,11 +47,9 @@ if TYPE_CHECKING:
 VALIDATED_ENV = "DESK_VALIDATED"  # set on desk's own commits; the shell hooks skip Python for them
 
 
-class Change(NamedTuple):
-    """One path as the commit (or the check) will have it.
-
-    This module's records are NamedTuples and a plain class, not dataclasses: each dataclass costs
-    ~0.3 ms to create at import, on every hooked commit."""
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One path as the commit (or the check) will have it."""
 
     path: str
     new: bytes | None  # None: deleted
@@ -66,24 +65,20 @@ class Change(NamedTuple):
         return (self.path, self.mode, self.blob or blob_sha(self.new or b""), old)
 
 
+@dataclass(slots=True)
 class Report:
     """The findings of one validation run, errors and warnings."""
 
-    def __init__(self, findings: list[Finding] | None = None, checked: int = 0,
-                 fixed: list[str] | None = None, computed: int = 0, reused: int = 0) -> None:
-        self.findings: list[Finding] = findings if findings is not None else []
-        self.checked = checked
-        self.fixed: list[str] = fixed if fixed is not None else []
-        self.computed = computed  # files the rules ran on
-        self.reused = reused  # files whose verdict came from the cache (desk.guard.verdicts)
-        self.continued = False  # `validate --all` redid only what changed since the last run (desk.guard.delta)
-        # `{path: correct bytes}` of each stale generated scope file (desk.guard.scope_index): what
-        # the pre-commit fixer writes. Not part of the JSON output.
-        self.regenerated: dict[str, bytes] = {}
-
-    def __repr__(self) -> str:
-        return (f"Report(findings={self.findings!r}, checked={self.checked}, fixed={self.fixed!r}, "
-                f"computed={self.computed}, reused={self.reused})")
+    findings: list[Finding] = field(default_factory=list)
+    checked: int = 0
+    fixed: list[str] = field(default_factory=list)
+    computed: int = 0  # files the rules ran on
+    reused: int = 0  # files whose verdict came from the cache (desk.guard.verdicts)
+    # `validate --all` redid only what changed since the last run (desk.guard.delta)
+    continued: bool = field(default=False, init=False, repr=False)
+    # `{path: correct bytes}` of each stale generated scope file (desk.guard.scope_index): what
+    # the pre-commit fixer writes. Not part of the JSON output.
+    regenerated: dict[str, bytes] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def errors(self) -> list[Finding]:
@@ -414,6 +409,7 @@ def _restore_hints(desk: DeskFolder, findings: list[Finding]) -> list[Finding]:
             if f.path == CONFLICTS_FILE and f.severity == "error" else f for f in findings]
 
 
+@dataclass(frozen=True, slots=True)
 class KnownHead:
     """What a caller already knows about HEAD (the memory mirror does): the gate then reads none
     of it from git. Facts a caller leaves out are read from git as before.
@@ -424,20 +420,15 @@ class KnownHead:
     case (ASCII, as git's `:(icase)` pathspec compares).
     """
 
-    __slots__ = ("commit", "blobs", "like", "index", "index_clean", "base")
-
-    def __init__(self, commit: str | None, blobs: Mapping[str, str | None],
-                 like: Callable[[list[str]], list[str]] | None = None, index: bytes | None = None,
-                 index_clean: bool = False, base: bytes | None = None) -> None:
-        self.commit = commit
-        self.blobs = blobs
-        self.like = like
-        self.index = index  # MEMORY.md for HEAD's memories plus the commit's, rendered by the mirror
-        # HEAD's MEMORY.md holds only lines clean of secrets in every view (desk.text.secrets.clean_lines)
-        self.index_clean = index_clean
-        # HEAD's MEMORY.md as the caller read it (the mirror): used, as the work tree's file is,
-        # only when its blob id is the one `blobs` names; it spares reading and hashing it again
-        self.base = base
+    commit: str | None
+    blobs: Mapping[str, str | None]
+    like: Callable[[list[str]], list[str]] | None = None
+    index: bytes | None = None  # MEMORY.md for HEAD's memories plus the commit's, rendered by the mirror
+    # HEAD's MEMORY.md holds only lines clean of secrets in every view (desk.text.secrets.clean_lines)
+    index_clean: bool = False
+    # HEAD's MEMORY.md as the caller read it (the mirror): used, as the work tree's file is,
+    # only when its blob id is the one `blobs` names; it spares reading and hashing it again
+    base: bytes | None = None
 
 
 def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], message: str,
@@ -705,7 +696,7 @@ def _continued(desk: DeskFolder, cache: VerdictCache, listing: WorkTreeListing,
     report.reused = report.checked - report.computed  # the others' verdicts as the base found them
     # The base stays valid whatever this run found (it describes its own state): it is replaced
     # only when enough changed since it that the next run would redo much (writing the listing
-    # and the index again costs ~2-3 ms at 10,000 files).
+    # and the index again is not free on a large desk).
     return report, FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items)), (
         (per_file, base.scoped, expected) if len(moved) > _KEEP_BASE else KEEP)
 
@@ -733,8 +724,8 @@ def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[st
     archive, open cases that still describe their domain.
 
     Cheap on a desk without keyed memories: each memory's verdict (cached by blob) says whether
-    it holds a `key:` or `evidence:` line, so only those are read (a `git grep` over every memory
-    file cost 60-110 ms at 10,000 memories), the queue is taken as its own verdict found it, and
+    it holds a `key:` or `evidence:` line, so only those are read (not a `git grep` over every memory
+    file), the queue is taken as its own verdict found it, and
     YAML, pydantic and the rules load only when there is work.
     """
     keyed = {path for path in memory_paths if verdicts[path].keyed} | set(changed)

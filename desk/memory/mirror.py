@@ -36,7 +36,8 @@ import sqlite3
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeVar
 
 from desk.errors import DeskError, GitError, InvalidFileError
 from desk.layout import CONFIG_PATH, INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
@@ -56,7 +57,8 @@ _EXACT = "exact"  # the note that MEMORY.md is what the rows render, under `rend
 _PATHSPEC_MAX = 1000  # a merge's paths named on git's command line; more: diff the whole tree
 
 
-class Committed(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Committed:
     """A memory as HEAD holds it: its blob, the commit that last changed it and that commit's time."""
 
     blob: str
@@ -114,7 +116,7 @@ class HeadMirror:
                 with self._write():
                     self.db.executemany(f"UPDATE {_ROWS} SET last_time = ? WHERE last_commit = ?",
                                         [(t, sha) for sha, t in times.items()])
-                found = {name: c._replace(time=times.get(c.commit, c.time)) if c.commit else c
+                found = {name: replace(c, time=times.get(c.commit, c.time)) if c.commit else c
                          for name, c in found.items()}
         return found
 

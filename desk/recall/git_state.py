@@ -1,7 +1,7 @@
 """What recall and context ask git first, startable before their own modules load.
 
-A cold `desk recall` imports the ranker, the term tables and the stemmer (~10 ms) before the
-search cache's refresh asks git which memory files differ from HEAD (~13 ms at 10,000 memories).
+A cold `desk recall` imports the ranker, the term tables and the stemmer before the search
+cache's refresh asks git which memory files differ from HEAD, and both take a while.
 `Desk.recall` starts the git processes first (`search_git_state`) and hands them to the cache
 (`SearchCache.take_asked`), so the two overlap. `Desk.context` does the same with memory/'s state
 and the blobs of the files a read shows (`context_git_state`), which git answers while the context
@@ -40,8 +40,8 @@ def start_folder_state(desk: DeskFolder, also: Iterable[str] = ()) -> FolderStat
 
 class KeptIds(FolderState):
     """memory/'s state (`Git.folder_state`) whose HEAD ids (`HEAD:memory`, `HEAD:AGENTS.md`, ...)
-    come from a record when it holds them, instead of a `git cat-file` per read (a process start:
-    0.3-4 ms of a cold read on 2 cores, where it can wait a scheduler tick for a core).
+    come from a record when it holds them, instead of a `git cat-file` per read (a process start,
+    which on a busy machine can wait a scheduler tick for a core).
 
     A commit's trees never change, so what `<commit>:<path>` names is a function of the commit
     id, and the record (`.git/desk-cache/head-ids`) is keyed by it. The one thing that could make
@@ -84,7 +84,7 @@ class KeptIds(FolderState):
 
 class KnownUntracked(KeptIds):
     """memory/'s state with its untracked files (ignored ones included) known without `git
-    ls-files -o` (~5 ms of git's CPU at 10,000 memories) while nothing could have changed them.
+    ls-files -o` while nothing could have changed them.
 
     Untracked are the folder's entries that the index does not hold: they change only when an
     entry is added to or removed from memory/ (which sets the folder's mtime and ctime, POSIX) or

@@ -17,7 +17,8 @@ import bisect
 import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass, replace
+from typing import Any
 
 HALF_LIFE_DAYS = 30.0
 K1, B = 1.2, 0.75
@@ -26,7 +27,8 @@ SEED_WEIGHTS = {"lexical": 0.85, "recency": 0.15}
 RidsOf = Callable[[Iterable[int]], Mapping[int, str]]  # record numbers -> their ids (one look-up)
 
 
-class ScoreBreakdown(NamedTuple):  # not a frozen dataclass: ~0.4 ms less at every recall's start
+@dataclass(frozen=True, slots=True)
+class ScoreBreakdown:
     """How a hit's score was made: the matched terms, each component and its weighted contribution."""
 
     matched_terms: tuple[str, ...]
@@ -185,48 +187,36 @@ def stable_top(scored: list[tuple[tuple[float, float, float], Any, int]], limit:
 
 # -- the default ranker: BM25 over two fields, in conversational context --------------------------
 
+@dataclass
 class ContextParams:
     """The default ranker's parameters, chosen on the tuning splits (seed 1) of both benchmarks,
     bench/retrieval (long two-person conversations) and bench/bench_recall.py --quality (project
     chats), and reported on their seed 2; docs/recall.md has the figures of each step.
 
-    A plain class, not a dataclass (~0.3 ms less at every recall's start); bench/retrieval's
-    parameter search sets its attributes and copies it with `replace`."""
+    Mutable, with a `__dict__`: bench/retrieval's parameter search sets its attributes and copies
+    it with `replace`."""
 
-    _NAMES = ("k1", "b", "field", "context", "question", "time", "recency")
-
-    def __init__(self, k1: float = 0.6, b: float = 0.2, field: float = 1.0, context: float = 0.1,
-                 question: float = 0.5, time: float = 0.0, recency: float = 0.05) -> None:
-        self.k1 = k1
-        self.b = b
-        self.field = field  # BM25F: a speaker/meta occurrence's weight against one in what was said (0: off)
-        self.context = context  # each neighbour's own score in the same session, times this
-        # instead of `context`: the own score of the question a turn answers (the turn before it,
-        # when it ends with a question mark)
-        self.question = question
-        self.time = time  # a "when" question: the record's own score times this when it names a time
-        self.recency = recency  # the record's own score times this times its recency (halves every 30 days)
+    k1: float = 0.6
+    b: float = 0.2
+    field: float = 1.0  # BM25F: a speaker/meta occurrence's weight against one in what was said (0: off)
+    context: float = 0.1  # each neighbour's own score in the same session, times this
+    # instead of `context`: the own score of the question a turn answers (the turn before it,
+    # when it ends with a question mark)
+    question: float = 0.5
+    time: float = 0.0  # a "when" question: the record's own score times this when it names a time
+    recency: float = 0.05  # the record's own score times this times its recency (halves every 30 days)
 
     def replace(self, **changes: float) -> ContextParams:
         """A copy with `changes`."""
-        return ContextParams(**{**{n: getattr(self, n) for n in self._NAMES}, **changes})
-
-    def __repr__(self) -> str:
-        return "ContextParams(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self._NAMES) + ")"
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return all(getattr(self, n) == getattr(other, n) for n in self._NAMES)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable
+        return replace(self, **changes)
 
 
 CONTEXT_PARAMS = ContextParams()
 CONTEXT_COMPONENTS = ("content", "field", "context", "question", "time", "recency")
 
 
-class ContextQuery(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ContextQuery:
     """What the default ranker needs of one query: its terms and their postings in each field."""
 
     terms: tuple[str, ...]

@@ -51,7 +51,7 @@ LIMIT_MIN, LIMIT_MAX = 1, 10
 
 
 # The value types below are NamedTuples, not frozen dataclasses: as immutable, typed and compared
-# field by field, and ~0.3 ms cheaper each to create at the start of every `desk recall`.
+# field by field, and cheaper to create at the start of every `desk recall`.
 class RecallQuery(NamedTuple):
     """The query as recall ran it: its terms, limit, kind, as-of time and ranker."""
 
@@ -168,7 +168,7 @@ def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
 
 
 def _prepare_for_memory_hits(cache: SearchCache) -> None:
-    """Import the HEAD mirror (and the memory index it opens, ~4 ms) while git answers the
+    """Import the HEAD mirror (and the memory index it opens) while git answers the
     cache's refresh, when the cache holds memories: a memory hit needs it after the ranking,
     where the import would wait for nothing. A desk of conversations only never loads it."""
     if cache.holds_memories():
@@ -223,7 +223,7 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
     committed: dict[str, Committed] = {}
     if names or in_projects:
         # Imported here (or while git answered the refresh, `_prepare_for_memory_hits`): the
-        # mirror and the memory index it opens (~4 ms) only when a memory is hit.
+        # mirror and the memory index it opens only when a memory is hit.
         from desk.memory.mirror import head_mirror, project_heads
 
         if names:

@@ -81,8 +81,8 @@ _RACY_NS = 3_000_000_000  # a file modified this close to its stat is re-hashed 
 Progress = Callable[[int, int], None]
 
 
-# Plain classes, not dataclasses: each dataclass costs ~0.2-0.4 ms to create at the start of
-# every `desk recall` (issue 17.3), and these three need nothing a dataclass adds.
+# Plain classes, not dataclasses: a dataclass costs start-up time at every `desk recall` (issue
+# 17.3), and these three need nothing a dataclass adds.
 class _Columns:
     """Per-record columns, packed; loaded once per process and refreshed incrementally."""
 
@@ -620,7 +620,7 @@ class SearchCache:
         bytes the cache consumed (append-only growth; `prefix` is their hex digest); (a fresh
         SHA-256, False) when they are not (a truncation, an edit of any earlier line, a rewritten
         file); None when the file cannot be read safely (a symlink now, or gone): its records go."""
-        import hashlib  # OpenSSL, ~3 ms: only a recall whose archive files changed hashes them
+        import hashlib  # here: only a recall whose archive files changed hashes them
 
         hasher = hashlib.sha256()
         if offset == 0 or st.st_size < offset:

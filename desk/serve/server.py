@@ -119,7 +119,7 @@ def drop_idle_tracing(server: MCPServer) -> None:
 
     The SDK puts it first on every server (a span per message, "a no-op until an OTel exporter is
     installed"; its own comment says to drop it from the list to opt out). Without a provider it
-    still builds each span's attributes and runs the tracing API per call: ~0.06 ms of a call's
+    still builds each span's attributes and runs the tracing API per call: a share of a call's
     fixed cost when the caches are cold, as they are between an assistant's calls
     (docs/agents.md, Performance). With a provider installed (e.g. `opentelemetry-instrument desk
     serve`) it stays.

@@ -107,8 +107,8 @@ def load_mapping(yaml_text: str, path: str, first_line: int = 1) -> tuple[dict[s
     MAX_DEPTH, duplicate keys (YAML lets the last one win silently), non-string keys, a top level
     that is not a mapping.
 
-    The plain frontmatter desk itself writes is read by `plain_mapping` without PyYAML (importing
-    it costs the pre-commit hook ~10 ms); anything else goes through PyYAML (`yaml_mapping`).
+    The plain frontmatter desk itself writes is read by `plain_mapping` without PyYAML (which the
+    pre-commit hook then never imports); anything else goes through PyYAML (`yaml_mapping`).
     """
     fast = plain_mapping(yaml_text, first_line)
     return fast if fast is not None else yaml_mapping(yaml_text, path, first_line)
@@ -221,7 +221,7 @@ def yaml_mapping(yaml_text: str, path: str, first_line: int = 1, loader: type | 
     (libyaml reads `name: a<TAB>b` where the Python scanner refuses it; the Python parser reads
     `[? , x]` where libyaml refuses it), and the gate's verdict on a file must not depend on how
     PyYAML was installed: two clones of one desk run the same hooks and `desk sync` re-checks merges."""
-    import yaml  # ~10 ms: only frontmatter outside the plain subset pays
+    import yaml  # here: only frontmatter outside the plain subset pays for it
 
     _Loader = loader or yaml.SafeLoader
     offset = first_line - 1
@@ -354,7 +354,7 @@ def _plain_out(value: str) -> bool:
 
 def dump_mapping(meta: dict[str, Any]) -> str:
     """YAML for `meta` in block style, keys in the given order, no line folding: written by
-    `plain_dump` when it can (without importing PyYAML, ~10 ms), else by PyYAML."""
+    `plain_dump` when it can (without importing PyYAML), else by PyYAML."""
     fast = plain_dump(meta)
     if fast is not None:
         return fast

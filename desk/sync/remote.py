@@ -1,9 +1,9 @@
 """Talking to a remote through GitPython: clone, fetch, push with progress.
 
 GitPython earns its place here (docs/design.md §5a): `Remote.fetch`/`push` with a `RemoteProgress`
-feed the progress display, and push results arrive as typed flags. It costs ~35 ms to import (with
-bytecode cached; ~0.2 s without), so it is imported only when there is something to fetch or push,
-never on a mutation's hot path, and every `Repo` is closed (it keeps `git cat-file` processes).
+feed the progress display, and push results arrive as typed flags. It is slow to import, so it is
+imported only when there is something to fetch or push, never on a mutation's hot path, and every
+`Repo` is closed (it keeps `git cat-file` processes).
 Whether there is anything to do at all is asked with plain git first (`git ls-remote`, then
 `rev-parse` / `merge-base --is-ancestor` in desk.storage.git): that is what GitPython's own
 `is_ancestor` runs, without the import. Credentials are git's: desk passes nothing but the

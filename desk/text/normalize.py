@@ -12,6 +12,6 @@ def normalize(text: str) -> str:
 
 def content_key(text: str) -> str:
     """A fingerprint of `text` that ignores case, width and spacing differences."""
-    import hashlib  # OpenSSL, ~3 ms: the pre-commit hook never keys a body
+    import hashlib  # here: the pre-commit hook never keys a body
 
     return hashlib.sha256(normalize(text).encode()).hexdigest()

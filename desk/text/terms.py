@@ -53,8 +53,8 @@ _WHEN_QUESTION = re.compile(r"\bwhen\b|\bwhat (?:date|day|time|year|month)\b|\bh
 
 @functools.cache
 def _terms() -> re.Pattern[str]:
-    """CJK runs and words, compiled on first use: a character class over the CJK ranges takes `re`
-    ~2 ms to compile (a Python loop over their 40,000 code points), and most texts are ASCII."""
+    """CJK runs and words, compiled on first use: a character class over the CJK ranges is slow for
+    `re` to compile (a Python loop over their 40,000 code points), and most texts are ASCII."""
     return re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
 
 
@@ -71,7 +71,7 @@ def _words_re() -> re.Pattern[str]:
 @functools.cache
 def _words_below_cjk() -> re.Pattern[str]:
     """The words of a text with no character at or above U+3040 (where `CJK_CLASS` starts): the
-    same words as `_words_re` finds there, without compiling the CJK ranges (~1 ms)."""
+    same words as `_words_re` finds there, without compiling the CJK ranges."""
     return re.compile(r"[^\W_]+")
 
 
@@ -159,7 +159,7 @@ def asks_when(text: str) -> bool:
 # quotes and brackets, emoji, symbols and spaces: "Did you get the dog? 🐶" is a question,
 # "Really?!" too; "What? No, never." is not.
 @functools.cache
-def _ends_asking() -> re.Pattern[str]:  # compiled when a record is built (~0.5 ms), not by every query
+def _ends_asking() -> re.Pattern[str]:  # compiled when a record is built, not by every query
     return re.compile(r"[?？﹖؟][?!？！]*[^\w.!?。！？﹖؟…]*\Z")
 
 

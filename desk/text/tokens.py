@@ -29,8 +29,8 @@ CJK_FIRST = "\u3040"  # the lowest character CJK_CLASS holds
 
 @functools.cache
 def _pieces() -> re.Pattern[str]:
-    """The estimator's pattern, compiled on first use: its CJK ranges take `re` ~2 ms to compile
-    (a Python loop over 40,000 code points), which the pre-commit hook, importing this module
+    """The estimator's pattern, compiled on first use: its CJK ranges are slow for `re` to
+    compile (a Python loop over 40,000 code points), which the pre-commit hook, importing this module
     through the memory index but never counting tokens, need not pay."""
     return re.compile(rf"(?P<cjk>[{CJK_CLASS}])|(?P<ascii>[A-Za-z0-9]+)|(?P<word>[^\W\d_{CJK_CLASS}]+)"
                       r"|(?P<nl>\n)|(?P<space>\s+)|(?P<other>.)", re.S)
@@ -39,7 +39,7 @@ def _pieces() -> re.Pattern[str]:
 @functools.cache
 def _pieces_below_cjk() -> re.Pattern[str]:
     """The same pattern for a text with no character at or above U+3040, where no CJK range can
-    match (`CJK_CLASS` starts there): without those ranges it compiles in ~0.1 ms, and it cuts
+    match (`CJK_CLASS` starts there): without those ranges it compiles at once, and it cuts
     such a text into the same pieces (the `word` class differs only on CJK characters)."""
     return re.compile(r"(?P<ascii>[A-Za-z0-9]+)|(?P<word>[^\W\d_]+)|(?P<nl>\n)|(?P<space>\s+)|(?P<other>.)", re.S)
 
