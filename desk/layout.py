@@ -267,7 +267,7 @@ class DeskFolder:
 
     @cached_property
     def git(self) -> Git:
-        from desk.storage.git import Git  # here: `desk archive append` never runs git (subprocess, ~5 ms)
+        from desk.storage.git import Git  # here: `desk archive append` never runs git
 
         return Git(self.root)
 
@@ -354,6 +354,18 @@ class DeskFolder:
             return self.read(relative)
         except (FileNotFoundError, NotADirectoryError):
             return None
+
+    def read_checked(self, relative: str, what: str) -> bytes | None:
+        """`read_if_present` for a file a reader validates: a symlink (of the file or a folder on
+        its way) or a folder is refused as InvalidFileError (rule `symlink`), naming `what`."""
+        from desk.errors import Finding, InvalidFileError
+        from desk.storage.reading import SymlinkError
+
+        try:
+            return self.read_if_present(relative)
+        except (SymlinkError, IsADirectoryError):
+            raise InvalidFileError([Finding(relative, 1, "symlink", f"{what} must be a regular file, not a "
+                                            "symlink or inside a linked folder")]) from None
 
     def worktree_blob(self, relative: str) -> str | None:
         """The git blob id of the work tree's file, None when absent. A symlink or folder is never

@@ -44,14 +44,8 @@ def require_project(project: str) -> None:
 def read_project_memory(desk: DeskFolder, project: str, name: str) -> MemoryFile | None:
     """The memory `name` of `project`, None when absent; InvalidFileError when it does not parse,
     is a symlink, or records another project."""
-    from desk.storage.reading import SymlinkError
-
     path = project_memory_path(project, name)
-    try:
-        data = desk.read_if_present(path)  # never through a symlink, of the file or a folder
-    except (SymlinkError, IsADirectoryError):
-        raise InvalidFileError([Finding(path, 1, "symlink", "memory files must be regular files, "
-                                        "not symlinks or inside a linked folder")]) from None
+    data = desk.read_checked(path, "a memory file")
     if data is None:
         return None
     try:

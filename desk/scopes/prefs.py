@@ -79,14 +79,8 @@ def _time(value: dt.datetime | str | None, what: str) -> dt.datetime | None:
 def read_pref(desk: DeskFolder, scope: str, key: str) -> Preference | None:
     """The preference `key` of `scope` on disk; None when absent. A file that does not parse, a
     symlink, or one that records another scope or desk raises InvalidFileError (exit 3)."""
-    from desk.storage.reading import SymlinkError
-
     path = pref_path(scope, key)
-    try:
-        data = desk.read_if_present(path)  # never through a symlink, of the file or a folder
-    except (SymlinkError, IsADirectoryError):
-        raise InvalidFileError([Finding(path, 1, "symlink", "preference files must be regular "
-                                        "files, not symlinks or inside a linked folder")]) from None
+    data = desk.read_checked(path, "a preference file")
     if data is None:
         return None
     record = parse_pref(data, path, key)

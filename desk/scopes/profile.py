@@ -40,14 +40,8 @@ class ProfileView:
 def read_profile(desk: DeskFolder, scope: str) -> ProfileFile | None:
     """USER.md of `scope`, None when absent; InvalidFileError (exit 3) when it does not parse, is a
     symlink, or records another scope or desk (it is never read as this user's)."""
-    from desk.storage.reading import SymlinkError
-
     path = profile_path(scope)
-    try:
-        data = desk.read_if_present(path)  # never through a symlink, of the file or a folder
-    except (SymlinkError, IsADirectoryError):
-        raise InvalidFileError([Finding(path, 1, "symlink", "USER.md must be a regular file, not a "
-                                        "symlink or inside a linked folder")]) from None
+    data = desk.read_checked(path, "USER.md")
     if data is None:
         return None
     profile = parse_profile(data, path)
