@@ -250,8 +250,7 @@ def _link_or_copy(person_index: Path, refreshed: Path) -> None:
     """`refreshed` as the person's index, for git to refresh: a hard link where the file system
     allows (git writes an index by a lock file renamed into place, so the person's file is never
     written through it; a copy grows with the index), else a plain copy (not shutil, which
-    loads bz2 and lzma at every mutation's start); absent when the person has no
-    index."""
+    loads bz2 and lzma at every mutation's start); absent when the person has no index."""
     refreshed.unlink(missing_ok=True)
     if not person_index.exists():
         return
