@@ -308,7 +308,7 @@ def test_budgets_from_a_plain_config_match_the_validated_ones(desk: DeskFolder) 
 def test_the_recalled_block_estimate_is_the_sum_of_its_elements(memories: list[tuple[str, str]]) -> None:
     """`_recalled` adds each element's estimate to the block's instead of counting the growing
     block again: the sum must be the count, whatever the bodies (spaces, newlines, CJK at the ends)."""
-    from desk.recall.context_memories import BLOCK, _memory_xml
+    from desk.recall.context.memories import BLOCK, _memory_xml
 
     head, tail = f"<{BLOCK}>\n{NOTICE}\n", f"</{BLOCK}>\n"
     elements = [_memory_xml({"name": name or "m", "path": "memory/m.md", "commit": None, "type": "fact",
@@ -320,7 +320,7 @@ def test_the_recalled_block_estimate_is_the_sum_of_its_elements(memories: list[t
 
 def _trim_lines_by_split(key: str, label: str, shown: str, text: str, limit: int) -> tuple[str, list[str]]:
     """The trim rule as it was written first: every line split out, then kept while they fit."""
-    from desk.recall.context_sections import _fits, _note
+    from desk.recall.context.sections import _fits, _note
     from desk.text.tokens import estimate_tokens
 
     if _fits(text, limit):
@@ -348,7 +348,7 @@ def _trim_lines_by_split(key: str, label: str, shown: str, text: str, limit: int
 @given(st.lists(st.sampled_from(["- [a](memory/a.md) — one", "", " ", "x" * 40, "报告 report", "\t", "last"]),
                 max_size=40).map("\n".join), st.integers(0, 120), st.sampled_from(["", "\n", "\n\n", " \n"]))
 def test_trimming_lines_one_at_a_time_keeps_what_splitting_them_all_kept(body: str, limit: int, end: str) -> None:
-    from desk.recall.context_sections import _trim_lines
+    from desk.recall.context.sections import _trim_lines
 
     section = _trim_lines("memory_index", "MEMORY.md", "MEMORY.md", body + end, limit)
     assert (section.text, section.left_out) == _trim_lines_by_split("memory_index", "MEMORY.md", "MEMORY.md",
@@ -363,11 +363,11 @@ def test_trimming_lines_one_at_a_time_keeps_what_splitting_them_all_kept(body: s
        st.integers(0, 2000))
 def test_trimming_from_the_head_of_a_text_keeps_what_the_whole_text_kept(body: str, limit: int, end: str,
                                                                          cut: int) -> None:
-    """MEMORY.md's section is loaded by its first characters (desk.recall.context_cache.INDEX_HEAD):
+    """MEMORY.md's section is loaded by its first characters (desk.recall.context.cache.INDEX_HEAD):
     the section made from them (the whole asked for only when they cannot decide) is the one the
     whole text makes, at any cut, even one inside a line, a character or a run of spaces."""
-    from desk.recall.context_cache import _lines
-    from desk.recall.context_sections import _trim_head, _trim_lines
+    from desk.recall.context.cache import _lines
+    from desk.recall.context.sections import _trim_head, _trim_lines
 
     text = body + end
     asked: list[bool] = []

@@ -1,4 +1,4 @@
-"""desk.recall.context_cache: the kept view of memory/ renders exactly what a fresh build renders.
+"""desk.recall.context.cache: the kept view of memory/ renders exactly what a fresh build renders.
 
 Files written by a test are racy (modified within 3 s), so their views are never stored; each test
 here sets the memory files' mtimes an hour back, as files a person wrote earlier would have.
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.recall.context import build_context, render_markdown
-from desk.recall import context_cache
-from desk.recall.context_cache import _Joined, code_fingerprint, memory_view, scan_memory_folder, start_folder_state
+from desk.recall.context import cache as context_cache
+from desk.recall.context.cache import _Joined, code_fingerprint, memory_view, scan_memory_folder, start_folder_state
 from tests.history_helpers import person
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
@@ -166,7 +166,7 @@ def _context(desk: DeskFolder, query: str) -> str:
 
 def _counting_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the views built from the files (not taken from the cache)."""
-    import desk.recall.context_cache as context_cache
+    import desk.recall.context.cache as context_cache
 
     built: list[int] = []
     real = context_cache.entries_in_worktree

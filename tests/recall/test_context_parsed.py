@@ -1,4 +1,4 @@
-"""desk.recall.context_parsed: USER.md's and injected memories' parses kept by their bytes give
+"""desk.recall.context.parsed: USER.md's and injected memories' parses kept by their bytes give
 exactly what parsing gives, notice every edit, and spare a cold `desk context` PyYAML."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ option and not a flag per read: the MCP `context` tool and `Desk.context` take t
   most `context.recent_facts` recent facts (seed 000: facts not yet memories, never a keyed fact,
   `desk.digest.recent`). `user` selects whose USER.md and preferences are read (the owner's by
   default; nothing of any other user's scope is read), `project` which project's memories are
-  added to the desk-wide ones (never another project's): docs/scopes.md, desk.recall.context_scopes.
+  added to the desk-wide ones (never another project's): docs/scopes.md, desk.recall.context.scopes.
 - `spot` (seed 002 "Read C", the key-turn spot check): NOW.md, MISTAKES.md and the newest
   `journal_days` journal days on or before `as_of`; nothing of SOUL.md, USER.md or MEMORY.md.
 
@@ -41,12 +41,12 @@ from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MIST
                          PREFS_INDEX_FILE, PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder, profile_path,
                          project_index_path, scope_id)
 from desk.memory.index import HEADER, IndexEntry, invalid_paths
-from desk.recall.context_cache import FileBlobs, MemoryView, memory_view
-from desk.recall.context_parsed import ParsedCache
+from desk.recall.context.cache import FileBlobs, MemoryView, memory_view
+from desk.recall.context.parsed import ParsedCache
 # Re-exported: the public names of `desk context` stay importable from here.
-from desk.recall.context_memories import BLOCK, NOTICE, _memory_xml, _recalled, trigger_hits  # noqa: F401
-from desk.recall.context_scopes import profile_section, user_prefs_section
-from desk.recall.context_sections import Section, _note, _trim_entries, _trim_head, _trim_lines  # noqa: F401
+from desk.recall.context.memories import BLOCK, NOTICE, _memory_xml, _recalled, trigger_hits  # noqa: F401
+from desk.recall.context.scopes import profile_section, user_prefs_section
+from desk.recall.context.sections import Section, _note, _trim_entries, _trim_head, _trim_lines  # noqa: F401
 from desk.recall.git_state import context_git_state
 from desk.storage.git import FolderState, blob_sha
 from desk.text.escape import boundary_token, markdown_block, one_line
@@ -221,7 +221,7 @@ def _build_context(desk: DeskFolder, mode: str, query: str | None, budget: int |
     # A person's broken hand edit must not keep the assistant from waking up: the file is named
     # (`desk validate` says what is wrong) and everything else is still loaded.
     # The desk-wide memories: the index text and the trigger table kept between runs while
-    # memory/ is unchanged (desk.recall.context_cache); entries are loaded only where needed.
+    # memory/ is unchanged (desk.recall.context.cache); entries are loaded only where needed.
     if project_agents is not None and not project_agents.exists():  # a typo must not drop its rules
         raise UsageError(f"--project-agents {project_agents}: no such file",
                          hint="give the path of the project's AGENTS.md, or leave the option out")

@@ -484,7 +484,7 @@ def _index_text(key: str, render_index: IndexRenderer, view: MemoryView) -> str:
 
 
 def _lines(text: str) -> int:
-    """The lines `desk.recall.context_sections._trim_lines` counts in `text`."""
+    """The lines `desk.recall.context.sections._trim_lines` counts in `text`."""
     return text.rstrip("\n").count("\n") + 1
 
 
@@ -516,7 +516,7 @@ _CODE_CACHE: list[str] = []
 # The modules whose code a view is made by: the index lines and their escaping (context, escape),
 # trigger normalisation, expiry times, the entries and their cache (index), which file names are
 # memories (layout), this module.
-_CODE_MODULES = ("desk.recall.context", "desk.recall.context_cache", "desk.text.escape",
+_CODE_MODULES = ("desk.recall.context.build", "desk.recall.context.cache", "desk.text.escape",
                  "desk.text.normalize", "desk.text.times", "desk.memory.index", "desk.layout")
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from desk.errors import Finding, InvalidFileError
 from desk.layout import OWNER_SCOPE, PREFS_DIR, DeskFolder, pref_path, prefs_index_path, profile_path, scope_root
-from desk.recall.context_parsed import ParsedCache
-from desk.recall.context_sections import _note
+from desk.recall.context.parsed import ParsedCache
+from desk.recall.context.sections import _note
 from desk.storage.reading import SymlinkError
 from desk.text.escape import markdown_block, one_line
 
@@ -38,7 +38,7 @@ def _profile(desk: DeskFolder, scope: str, shown: str,
              parsed: ParsedCache | None = None) -> tuple[bytes | None, str | None, dict[str, Any]]:
     """The scope's USER.md bytes (None when absent), why it must not be shown (or None), and its
     profile fields (empty when it must not be shown). `parsed` keeps the answer by the file's
-    bytes (desk.recall.context_parsed): a file read before is not parsed again."""
+    bytes (desk.recall.context.parsed): a file read before is not parsed again."""
     try:
         data = desk.read_if_present(shown)
     except SymlinkError:

@@ -15,9 +15,9 @@ from typing import Any
 from desk.layout import DeskFolder, project_memory_path
 from desk.memory.index import IndexEntry, memory_path
 from desk.memory.mirror import head_mirror, project_heads
-from desk.recall.context_cache import MemoryView
-from desk.recall.context_parsed import ParsedCache
-from desk.recall.context_sections import Section, _note, _some
+from desk.recall.context.cache import MemoryView
+from desk.recall.context.parsed import ParsedCache
+from desk.recall.context.sections import Section, _note, _some
 from desk.text.escape import injected_body, one_line, xml_attr
 from desk.text.normalize import normalize
 from desk.text.times import format_time
@@ -141,7 +141,7 @@ _CLOSE = "</memory>\n"
 
 def _parsed_memory(desk: DeskFolder, path: str, name: str, parsed: ParsedCache | None) -> dict[str, Any]:
     """The fields an injected memory shows, parsed from its file, or kept from a parse of the
-    same bytes (`parsed`, desk.recall.context_parsed: no PyYAML then)."""
+    same bytes (`parsed`, desk.recall.context.parsed: no PyYAML then)."""
     data = desk.read(path)
     found = parsed.get("memory", data, path, name) if parsed is not None else None
     if found is None:
