@@ -13,7 +13,7 @@ import pytest
 
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
-from desk.recall.context import build_context, render_markdown
+from desk.recall.context import ContextRequest, build_context, render_markdown
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 
@@ -29,7 +29,7 @@ def _desk(desk: DeskFolder) -> DeskFolder:
 
 
 def _render(desk: DeskFolder, query: str = "tea and coffee") -> str:
-    result = build_context(desk, query=query, as_of=NOW)
+    result = build_context(desk, ContextRequest(query=query, as_of=NOW))
     return render_markdown(result) + json.dumps(result.to_json(), sort_keys=True)
 
 

@@ -30,7 +30,7 @@ BLOCK = "desk-memory"
 
 @functools.cache
 def _wordish_re() -> re.Pattern[str]:
-    """Compiled on first use: a class over the CJK ranges takes `re` ~2 ms to compile."""
+    """Compiled on first use: a class over the CJK ranges is slow for `re` to compile."""
     return re.compile(rf"[^\W_{CJK_CLASS}]")
 
 
