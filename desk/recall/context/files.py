@@ -53,14 +53,12 @@ def _utf8(data: bytes) -> bool:
 
 
 def stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, bytes | None],
-                  known: Mapping[str, str | None] | None = None, hashed: Mapping[str, str] | None = None,
-                  blobs: FileBlobs | None = None) -> str | None:
+                  known: Mapping[str, str | None] | None, hashed: Mapping[str, str], blobs: FileBlobs) -> str | None:
     """Give each desk file source its blob and, when HEAD holds exactly that, HEAD's commit
     (`known`: HEAD's ids looked up with memory/'s state, when they name every file read; else
     one `git cat-file --batch-check` for all of them). `hashed`: blobs of files not read, which
     `blobs` vouched for by their stat; `blobs` keeps the blob of the files it was asked about and
     that were read."""
-    hashed = hashed or {}
     names = ["HEAD", *(f"HEAD:{rel}" for rel in [*read, *hashed])]
     if known is not None and known.get("HEAD") is not None and all(n in known for n in names):
         ids: Mapping[str, str | None] = known
@@ -77,7 +75,7 @@ def stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, 
                 continue
             data = read.get(rel)
             blob = hashed.get(rel) or (blob_sha(data) if data is not None else None)
-            if data is not None and blob is not None and blobs is not None:
+            if data is not None and blob is not None:
                 blobs.keep(rel, data, blob)
             committed = blob is not None and ids.get(f"HEAD:{rel}") == blob
             source.update(blob=blob, commit=head if committed else None, committed=committed)

@@ -62,19 +62,17 @@ def trigger_hits(trigger: str, query: str) -> bool:
     return False
 
 
-def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | MemoryView, limit: int,
-              project: tuple[str, Mapping[str, IndexEntry]] | None = None, parsed: ParsedCache | None = None
+def _recalled(desk: DeskFolder, query: str, view: MemoryView, limit: int,
+              project: tuple[str, Mapping[str, IndexEntry]] | None, parsed: ParsedCache
               ) -> tuple[Section, list[dict[str, Any]]] | None:
     """The trigger-gated memory block, or None when no trigger is hit (nothing injected).
 
-    `active`: the desk-wide active memories, or their MemoryView (whose trigger table names the
-    candidates, so only their entries are loaded). `project` (its name and active entries) adds
+    `view`: the desk-wide memories (whose trigger table names the candidates, so only their
+    entries are loaded). `project` (its name and active entries) adds
     that project's memories to the desk-wide ones (docs/scopes.md); no other project's are read.
     """
     normalized = normalize(query)
-    view = active if isinstance(active, MemoryView) else None
-    if isinstance(active, MemoryView):
-        active = active.entries(active.candidates(normalized))
+    active = view.entries(view.candidates(normalized))
     scoped = [(memory_path(n), n, e) for n, e in sorted(active.items())]
     if project is not None:
         scoped += [(project_memory_path(project[0], n), n, e) for n, e in sorted(project[1].items())]
@@ -87,7 +85,7 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
         return None
     # Each hit's last commit from the HEAD mirror (a project memory's from its table beside it):
     # no git process per hit (docs/recall.md).
-    with head_mirror(desk, view.entry_cache() if view is not None else None) as mirror:
+    with head_mirror(desk, view.entry_cache()) as mirror:
         committed = mirror.committed(name for path, name, _, _ in hits if path == memory_path(name))
     in_project = [path for path, name, _, _ in hits if path != memory_path(name)]
     if in_project:
@@ -139,11 +137,11 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
 _CLOSE = "</memory>\n"
 
 
-def _parsed_memory(desk: DeskFolder, path: str, name: str, parsed: ParsedCache | None) -> dict[str, Any]:
+def _parsed_memory(desk: DeskFolder, path: str, name: str, parsed: ParsedCache) -> dict[str, Any]:
     """The fields an injected memory shows, parsed from its file, or kept from a parse of the
     same bytes (`parsed`, desk.recall.context.parsed: no PyYAML then)."""
     data = desk.read(path)
-    found = parsed.get("memory", data, path, name) if parsed is not None else None
+    found = parsed.get("memory", data, path, name)
     if found is None:
         from desk.memory.file import parse_memory  # PyYAML only when a body is parsed
 
@@ -152,8 +150,7 @@ def _parsed_memory(desk: DeskFolder, path: str, name: str, parsed: ParsedCache |
         found = {"type": meta.type, "importance": meta.importance, "source": meta.source,
                  "source_event": meta.source_event,
                  "updated": format_time(meta.updated) if meta.updated else None, "body": memory.body}
-        if parsed is not None:
-            parsed.put("memory", data, (path, name), found)
+        parsed.put("memory", data, (path, name), found)
     return found
 
 
