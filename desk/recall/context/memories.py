@@ -14,7 +14,7 @@ from typing import Any
 
 from desk.layout import DeskFolder, project_memory_path
 from desk.memory.index import IndexEntry, memory_path
-from desk.memory.mirror import head_mirror, project_heads
+from desk.memory.mirror import Committed, head_mirror, project_heads
 from desk.recall.context.cache import MemoryView
 from desk.recall.context.parsed import ParsedCache
 from desk.recall.context.sections import Section, _note, _some
@@ -62,6 +62,11 @@ def trigger_hits(trigger: str, query: str) -> bool:
     return False
 
 
+_Hit = tuple[str, str, IndexEntry, list[str]]  # a memory's path, name, entry and the triggers hit
+_HEAD = f"<{BLOCK}>\n{NOTICE}\n"
+_TAIL = f"</{BLOCK}>\n"
+
+
 def _recalled(desk: DeskFolder, query: str, view: MemoryView, limit: int,
               project: tuple[str, Mapping[str, IndexEntry]] | None, parsed: ParsedCache
               ) -> tuple[Section, list[dict[str, Any]]] | None:
@@ -71,7 +76,25 @@ def _recalled(desk: DeskFolder, query: str, view: MemoryView, limit: int,
     entries are loaded). `project` (its name and active entries) adds
     that project's memories to the desk-wide ones (docs/scopes.md); no other project's are read.
     """
-    normalized = normalize(query)
+    hits = _hits(normalize(query), view, project)
+    if not hits:
+        return None
+    committed = _last_commits(desk, view, hits)
+    hits.sort(key=lambda h: (-(h[2].importance or 0), h[1], h[0]))  # importance, then name
+    chosen, left = _fill(desk, hits, committed, limit, parsed)
+    text = _HEAD + "".join(_memory_xml(m) for m in chosen)
+    if left:
+        text += _note(f"recalled memories over the budget of {limit} tokens left out: "
+                      + _some(left, ", ") + "; read them with `desk show NAME`") + "\n"
+    text += _TAIL
+    label = f"Recalled memories (query: {' '.join(one_line(query).split())})"
+    section = Section("recalled", label, None, text, limit, left,
+                      [{"path": m["path"], "commit": m["commit"]} for m in chosen])
+    return section, chosen
+
+
+def _hits(normalized: str, view: MemoryView, project: tuple[str, Mapping[str, IndexEntry]] | None) -> list[_Hit]:
+    """The desk-wide memories, then the project's, with a trigger the normalised query hits."""
     active = view.entries(view.candidates(normalized))
     scoped = [(memory_path(n), n, e) for n, e in sorted(active.items())]
     if project is not None:
@@ -81,25 +104,32 @@ def _recalled(desk: DeskFolder, query: str, view: MemoryView, limit: int,
         hit = [t for t in entry.triggers if trigger_hits(t, normalized)]
         if hit:
             hits.append((path, name, entry, hit))
-    if not hits:
-        return None
-    # Each hit's last commit from the HEAD mirror (a project memory's from its table beside it):
-    # no git process per hit (docs/recall.md).
+    return hits
+
+
+def _last_commits(desk: DeskFolder, view: MemoryView, hits: list[_Hit]) -> dict[str, Committed]:
+    """Each hit's last commit from the HEAD mirror, by name (a project memory's from its table
+    beside it, by path): no git process per hit (docs/recall.md)."""
     with head_mirror(desk, view.entry_cache()) as mirror:
         committed = mirror.committed(name for path, name, _, _ in hits if path == memory_path(name))
     in_project = [path for path, name, _, _ in hits if path != memory_path(name)]
     if in_project:
         with project_heads(desk) as heads:
             committed.update(heads.committed(in_project))
-    hits.sort(key=lambda h: (-(h[2].importance or 0), h[1], h[0]))  # importance, then name
-    head = f"<{BLOCK}>\n{NOTICE}\n"
-    tail = f"</{BLOCK}>\n"
+    return committed
+
+
+def _fill(desk: DeskFolder, hits: list[_Hit], committed: Mapping[str, Committed], limit: int,
+          parsed: ParsedCache) -> tuple[list[dict[str, Any]], list[str]]:
+    """The hits that fit in `limit` in their order, as the fields their elements show, and the
+    names of those left out.
+
+    Elements are whole lines (the head ends with a newline, each element starts with `<` and
+    ends with one), so no estimator piece spans two of them and their token estimates add up:
+    the block's estimate is kept as a sum instead of counting the growing block again."""
     chosen: list[dict[str, Any]] = []
     left: list[str] = []
-    # Elements are whole lines (the head ends with a newline, each element starts with `<` and
-    # ends with one), so no estimator piece spans two of them and their token estimates add up:
-    # the block's estimate is kept as a sum instead of counting the growing block again.
-    used = estimate_tokens(head + tail)
+    used = estimate_tokens(_HEAD + _TAIL)
     close = estimate_tokens(_CLOSE)
     for path, name, entry, hit in hits:
         # The index entry knows each element's tokens but for its tag line: a memory that cannot
@@ -123,15 +153,7 @@ def _recalled(desk: DeskFolder, query: str, view: MemoryView, limit: int,
             used = trial
         else:
             left.append(name)
-    text = head + "".join(_memory_xml(m) for m in chosen)
-    if left:
-        text += _note(f"recalled memories over the budget of {limit} tokens left out: "
-                      + _some(left, ", ") + "; read them with `desk show NAME`") + "\n"
-    text += tail
-    label = f"Recalled memories (query: {' '.join(one_line(query).split())})"
-    section = Section("recalled", label, None, text, limit, left,
-                      [{"path": m["path"], "commit": m["commit"]} for m in chosen])
-    return section, chosen
+    return chosen, left
 
 
 _CLOSE = "</memory>\n"
