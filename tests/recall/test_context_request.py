@@ -106,7 +106,7 @@ def test_spot_request_reads_now_mistakes_and_the_newest_journal_days(desk: DeskF
                "2026-11-30T00:00:00Z").output == render_markdown(result)
 
 
-def test_request_is_a_frozen_record_checked_in_the_order_of_before(desk: DeskFolder) -> None:
+def test_request_is_a_frozen_record_checked_mode_first(desk: DeskFolder) -> None:
     request = ContextRequest(mode="nap", section_budgets={"nope": 3})
     with pytest.raises(dataclasses.FrozenInstanceError):
         request.mode = "wake"  # type: ignore[misc]
