@@ -82,7 +82,7 @@ class ReadMethods(DeskBase):
         # build_context owns the processes from here (and ends them if the read fails)
         asked = context_git_state(self, mode, query, user, project)
         try:
-            from desk.recall.context import build_context
+            from desk.recall.context import ContextRequest, build_context
             from desk.results.read import Context
             from desk.text.times import utc_now
 
@@ -102,11 +102,11 @@ class ReadMethods(DeskBase):
 
             return recent_facts(self, as_of=when, count=count, memories=memories, project=project)
 
-        return Context(build_context(
-            self, mode=mode, query=query, budget=budget, section_budgets=section_budgets,
+        request = ContextRequest(
+            mode=mode, query=query, budget=budget, section_budgets=section_budgets or {},
             project_agents=Path(project_agents) if project_agents is not None else None,
-            as_of=when, journal_days=journal_days, facts=facts, user=user, project=project,
-            git_state=asked))
+            as_of=when, journal_days=journal_days, user=user, project=project)
+        return Context(build_context(self, request, facts=facts, git_state=asked))
 
     def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
         """Memories by type, the resident index's token cost, stale memories, archive size."""

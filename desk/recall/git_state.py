@@ -94,7 +94,7 @@ class KnownUntracked(KeptIds):
     stats are the same. A record is written only when both were last changed `_RACY_NS` or more
     before the stat was taken (a change in the same clock tick could leave them as they were).
     The files' contents are not in the record: the caller `lstat`s every untracked file it is
-    given (`desk.recall.context_cache.scan_memory_folder`), as git's untracked cache does. Only
+    given (`desk.recall.context.cache.scan_memory_folder`), as git's untracked cache does. Only
     the untracked files directly in memory/ are recorded: memories are the `.md` files there.
     """
 
@@ -120,7 +120,7 @@ class KnownUntracked(KeptIds):
 
 
 _RECORD = "memory-untracked"
-_RACY_NS = 3_000_000_000  # as desk.recall.context_cache
+_RACY_NS = 3_000_000_000  # as desk.recall.context.cache
 
 
 def _stamp(desk: DeskFolder) -> tuple[int, ...] | None:

@@ -17,7 +17,7 @@ from desk.text.escape import xml_attr as _xml_attr
 from desk.text.escape import xml_text as _xml_text
 
 if TYPE_CHECKING:
-    from desk.recall.search import RecallResult
+    from desk.recall.hits import RecallResult
 
 SNIPPET_CHARS = 200
 

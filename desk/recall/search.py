@@ -28,13 +28,14 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from desk.errors import DeskError, UsageError, quoted
 from desk.layout import DeskFolder, memory_name, project_problem
+from desk.recall.hits import RecallHit, RecallQuery, RecallResult
 from desk.recall.rank import ContextQuery, Ranker, ScoreBreakdown, context_top, top_records
 from desk.recall.records import PROJECTS_TAG, project_tag
-from desk.recall.render import render_text, render_xml, snippet
+from desk.recall.render import snippet
 from desk.recall.search_cache import Progress, SearchCache
 from desk.storage.git import blob_sha
 from desk.storage.hashing import sha256_hex
@@ -48,30 +49,6 @@ if TYPE_CHECKING:
     from desk.recall.hybrid import DenseIndex, HybridBreakdown
 
 LIMIT_MIN, LIMIT_MAX = 1, 10
-
-
-# The value types below are NamedTuples, not frozen dataclasses: as immutable, typed and compared
-# field by field, and cheaper to create at the start of every `desk recall`.
-class RecallQuery(NamedTuple):
-    """The query as recall ran it: its terms, limit, kind, as-of time and ranker."""
-
-    query_id: str
-    text: str
-    normalized_text: str
-    terms: tuple[str, ...]
-    limit: int
-    kind: str
-    as_of: str
-    ranker: str
-    embedder: str | None = None  # hybrid recall's dense retriever (`name/dimension`); None: lexical only
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"query_id": self.query_id, "text": self.text, "normalized_text": self.normalized_text,
-               "terms": list(self.terms), "limit": self.limit, "kind": self.kind,
-               "as_of": self.as_of, "ranker": self.ranker}
-        if self.embedder is not None:
-            out["embedder"] = self.embedder
-        return out
 
 
 def parse_as_of(value: dt.datetime | str | None, now: dt.datetime | None = None) -> dt.datetime:
@@ -108,36 +85,6 @@ def normalize_query(text: str, *, limit: int = 5, kind: str = "all",
     digest = sha256_hex("\0".join(parts).encode())
     return RecallQuery("query-" + digest[:16], readable, normalized, terms, limit, kind,
                        as_of_text, ranker, embedder)
-
-
-class RecallHit(NamedTuple):
-    """One ranked hit: its snippet, scope, provenance and score breakdown."""
-
-    rank: int
-    id: str
-    snippet: str
-    scope: dict[str, Any]
-    provenance: dict[str, Any]
-    score_breakdown: ScoreBreakdown | HybridBreakdown
-
-    def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "id": self.id, "snippet": self.snippet, "scope": self.scope,
-                "provenance": self.provenance, "score_breakdown": self.score_breakdown.to_json()}
-
-
-class RecallResult(NamedTuple):
-    """What recall returns: the query, its hits, and how many records it searched."""
-
-    query: RecallQuery
-    hits: tuple[RecallHit, ...]
-    searched_records: int
-    candidate_records: int
-    empty_reason: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"query": self.query.to_json(), "hits": [h.to_json() for h in self.hits],
-                "searched_records": self.searched_records, "candidate_records": self.candidate_records,
-                "empty_reason": self.empty_reason}
 
 
 def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
@@ -285,4 +232,4 @@ def _work_tree_blob(desk: DeskFolder, path: str) -> str | None:
 
 
 __all__ = ["RecallQuery", "RecallHit", "RecallResult", "Ranker", "normalize_query", "parse_as_of",
-           "recall", "search", "render_xml", "render_text", "snippet"]
+           "recall", "search"]

@@ -14,7 +14,7 @@ from desk.results.base import Wrapped
 
 if TYPE_CHECKING:
     from desk.recall.context import ContextResult
-    from desk.recall.search import RecallResult
+    from desk.recall.hits import RecallResult
     from desk.recall.stats import DeskStats
 
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from desk import open as open_desk
 from desk.memory import file as memory_file
-from desk.recall import context as context_module
-from desk.recall.context import NOTICE, build_context, render_markdown, trigger_hits
+from desk.recall.context import memories as context_memories
+from desk.recall.context import NOTICE, ContextRequest, build_context, render_markdown, trigger_hits
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.text.escape import markdown_block
@@ -109,9 +109,9 @@ def test_same_inputs_same_bytes_and_read_only(desk: DeskFolder, run: DeskRunner)
 
 def test_expired_memories_are_not_in_the_index_or_injected(desk: DeskFolder) -> None:
     _remember(desk, "temp-note", "Staging is frozen.", ("staging",), expires="2026-11-29T18:00:00Z")
-    before = build_context(desk, query="staging", as_of=NOW)
+    before = build_context(desk, ContextRequest(query="staging", as_of=NOW))
     assert "temp-note" in render_markdown(before) and before.recalled
-    after = build_context(desk, query="staging", as_of=dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    after = build_context(desk, ContextRequest(query="staging", as_of=dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)))
     text = render_markdown(after)
     assert "[temp-note]" not in text and not after.recalled and "1 expired memory not shown" in text
 
@@ -149,7 +149,7 @@ def test_mistakes_trimmed_keeps_highest_value_entries(desk: DeskFolder, run: Des
 def test_recalled_budget_names_left_out_memories(desk: DeskFolder) -> None:
     _remember(desk, "alpha", "one " * 150, ("kiwi",), importance=5)
     _remember(desk, "beta", "two " * 150, ("kiwi",), importance=1)
-    result = build_context(desk, query="kiwi", section_budgets={"recalled": 350}, as_of=NOW)
+    result = build_context(desk, ContextRequest(query="kiwi", section_budgets={"recalled": 350}, as_of=NOW))
     assert [m["name"] for m in result.recalled] == ["alpha"]
     recalled = result.sections[-1]
     assert recalled.left_out == ["beta"] and "beta" in recalled.text
@@ -182,10 +182,10 @@ def test_mistakes_about_the_query_are_kept_first(desk: DeskFolder) -> None:
     entries = [f"## M-{i:04d}\n- **What:** " + ("deploy on friday broke billing" if i == 1 else f"typo number {i}")
                + " " + "filler " * 30 + "\n" for i in range(10)]
     _edit(desk, "MISTAKES.md", "# MISTAKES.md\n\n" + "\n".join(entries))
-    result = build_context(desk, query="plan the billing deploy", section_budgets={"mistakes": 170}, as_of=NOW)
+    result = build_context(desk, ContextRequest(query="plan the billing deploy", section_budgets={"mistakes": 170}, as_of=NOW))
     mistakes = next(s for s in result.sections if s.key == "mistakes")
     assert "## M-0001" in mistakes.text and "M-0001" not in mistakes.left_out
-    plain = build_context(desk, section_budgets={"mistakes": 170}, as_of=NOW)
+    plain = build_context(desk, ContextRequest(section_budgets={"mistakes": 170}, as_of=NOW))
     kept = next(s for s in plain.sections if s.key == "mistakes")
     assert "## M-0009" in kept.text and "M-0001" in kept.left_out  # no query: the newest
 
@@ -203,7 +203,7 @@ def test_a_broken_memory_file_does_not_stop_the_context(desk: DeskFolder, run: D
 
 
 def test_a_long_mistakes_file_keeps_entries_and_a_short_note() -> None:
-    from desk.recall.context import _trim_entries
+    from desk.recall.context.sections import _trim_entries
 
     entries = "".join(f"## M-{i:04d} · 2026-11-29\n\n- **What:** w{i}\n- **Context:** c\n- **Cause:** c\n"
                       f"- **Avoid:** a\n\n" for i in range(1, 81))
@@ -218,7 +218,7 @@ def test_a_long_mistakes_file_keeps_entries_and_a_short_note() -> None:
 
 def test_recalled_memories_carry_the_commit_git_log_shows(desk: DeskFolder) -> None:
     build_history(desk)  # person commits, a revert, merges, a rename, a forget and a re-remember
-    result = build_context(desk, query="history", as_of=NOW)
+    result = build_context(desk, ContextRequest(query="history", as_of=NOW))
     names = sorted(p.stem for p in desk.path("memory").glob("*.md"))
     assert sorted(m["name"] for m in result.recalled) == names
     for m in result.recalled:
@@ -253,15 +253,15 @@ def test_context_reads_only_the_bodies_its_budget_can_hold(desk: DeskFolder, mon
     for i in range(30):
         _remember(desk, f"note-{i:02d}", f"Lantern note {i}: " + "a longer body of words " * (1 + i % 4),
                   ("lantern",), importance=1 + i % 5, source="user")
-    unlimited = build_context(desk, query="lantern", as_of=NOW, budget=100_000,
-                              section_budgets={"recalled": 100_000})
+    unlimited = build_context(desk, ContextRequest(query="lantern", as_of=NOW, budget=100_000,
+                              section_budgets={"recalled": 100_000}))
     assert len(unlimited.recalled) == 30
     read: list[str] = []  # the memory files parsed (the index entries are all cached by now)
     parse = memory_file.parse_memory
     monkeypatch.setattr(memory_file, "parse_memory",
                         lambda data, path, name: read.append(name) or parse(data, path, name))
     budgets = {"recalled": 700}
-    result = build_context(desk, query="lantern", as_of=NOW, section_budgets=budgets)
+    result = build_context(desk, ContextRequest(query="lantern", as_of=NOW, section_budgets=budgets))
     chosen = [m["name"] for m in result.recalled]
     left = result.sections[-1].left_out
     assert 0 < len(chosen) < 30 and sorted(chosen + left) == sorted(m["name"] for m in unlimited.recalled)
@@ -277,7 +277,7 @@ def _trim_by_reading_all(memories: list[dict[str, object]], limit: int) -> list[
     chosen: list[dict[str, object]] = []
     ordered = sorted(memories, key=lambda m: (-int(m["importance"] or 0), str(m["name"])))  # type: ignore[call-overload]
     for m in ordered:
-        trial = head + "".join(context_module._memory_xml(x) for x in [*chosen, m]) + tail
+        trial = head + "".join(context_memories._memory_xml(x) for x in [*chosen, m]) + tail
         if estimate_tokens(trial) + 40 <= limit:
             chosen.append(m)
     return [str(m["name"]) for m in chosen]
@@ -288,7 +288,7 @@ def test_budgets_from_a_plain_config_match_the_validated_ones(desk: DeskFolder) 
     and a config it does not recognise goes through the loader, which names what is wrong."""
     from desk.config import ContextBudgets
     from desk.errors import InvalidFileError
-    from desk.recall.context import BUDGET_KEYS, budgets_for
+    from desk.recall.context.request import BUDGET_KEYS, budgets_for
 
     assert sorted(ContextBudgets.model_fields) == sorted(BUDGET_KEYS)
     path = desk.root / ".system/desk.json"
@@ -308,7 +308,7 @@ def test_budgets_from_a_plain_config_match_the_validated_ones(desk: DeskFolder) 
 def test_the_recalled_block_estimate_is_the_sum_of_its_elements(memories: list[tuple[str, str]]) -> None:
     """`_recalled` adds each element's estimate to the block's instead of counting the growing
     block again: the sum must be the count, whatever the bodies (spaces, newlines, CJK at the ends)."""
-    from desk.recall.context_memories import BLOCK, _memory_xml
+    from desk.recall.context.memories import BLOCK, _memory_xml
 
     head, tail = f"<{BLOCK}>\n{NOTICE}\n", f"</{BLOCK}>\n"
     elements = [_memory_xml({"name": name or "m", "path": "memory/m.md", "commit": None, "type": "fact",
@@ -320,7 +320,7 @@ def test_the_recalled_block_estimate_is_the_sum_of_its_elements(memories: list[t
 
 def _trim_lines_by_split(key: str, label: str, shown: str, text: str, limit: int) -> tuple[str, list[str]]:
     """The trim rule as it was written first: every line split out, then kept while they fit."""
-    from desk.recall.context_sections import _fits, _note
+    from desk.recall.context.sections import _fits, _note
     from desk.text.tokens import estimate_tokens
 
     if _fits(text, limit):
@@ -348,7 +348,7 @@ def _trim_lines_by_split(key: str, label: str, shown: str, text: str, limit: int
 @given(st.lists(st.sampled_from(["- [a](memory/a.md) — one", "", " ", "x" * 40, "报告 report", "\t", "last"]),
                 max_size=40).map("\n".join), st.integers(0, 120), st.sampled_from(["", "\n", "\n\n", " \n"]))
 def test_trimming_lines_one_at_a_time_keeps_what_splitting_them_all_kept(body: str, limit: int, end: str) -> None:
-    from desk.recall.context_sections import _trim_lines
+    from desk.recall.context.sections import _trim_lines
 
     section = _trim_lines("memory_index", "MEMORY.md", "MEMORY.md", body + end, limit)
     assert (section.text, section.left_out) == _trim_lines_by_split("memory_index", "MEMORY.md", "MEMORY.md",
@@ -363,11 +363,11 @@ def test_trimming_lines_one_at_a_time_keeps_what_splitting_them_all_kept(body: s
        st.integers(0, 2000))
 def test_trimming_from_the_head_of_a_text_keeps_what_the_whole_text_kept(body: str, limit: int, end: str,
                                                                          cut: int) -> None:
-    """MEMORY.md's section is loaded by its first characters (desk.recall.context_cache.INDEX_HEAD):
+    """MEMORY.md's section is loaded by its first characters (desk.recall.context.cache.INDEX_HEAD):
     the section made from them (the whole asked for only when they cannot decide) is the one the
     whole text makes, at any cut, even one inside a line, a character or a run of spaces."""
-    from desk.recall.context_cache import _lines
-    from desk.recall.context_sections import _trim_head, _trim_lines
+    from desk.recall.context.cache import _lines
+    from desk.recall.context.sections import _trim_head, _trim_lines
 
     text = body + end
     asked: list[bool] = []

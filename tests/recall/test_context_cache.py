@@ -1,4 +1,4 @@
-"""desk.recall.context_cache: the kept view of memory/ renders exactly what a fresh build renders.
+"""desk.recall.context.cache: the kept view of memory/ renders exactly what a fresh build renders.
 
 Files written by a test are racy (modified within 3 s), so their views are never stored; each test
 here sets the memory files' mtimes an hour back, as files a person wrote earlier would have.
@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
-from desk.recall.context import build_context, render_markdown
-from desk.recall import context_cache
-from desk.recall.context_cache import _Joined, code_fingerprint, memory_view, scan_memory_folder, start_folder_state
+from desk.recall.context import ContextRequest, build_context, render_markdown
+from desk.recall.context import cache as context_cache
+from desk.recall.context.cache import _Joined, code_fingerprint, memory_view, scan_memory_folder, start_folder_state
 from tests.history_helpers import person
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
@@ -48,10 +48,10 @@ def _stored(desk: DeskFolder) -> list[tuple[str, str]]:
 
 def _both(desk: DeskFolder, **kwargs: object) -> tuple[str, str]:
     """The context from the kept view and from a fresh build (the cache file removed)."""
-    kept = build_context(desk, **kwargs)  # type: ignore[arg-type]
+    kept = build_context(desk, ContextRequest(**kwargs))  # type: ignore[arg-type]
     (desk.cache_dir / "context.sqlite").unlink()
     (desk.cache_dir / "entries.sqlite").unlink()
-    fresh = build_context(desk, **kwargs)  # type: ignore[arg-type]
+    fresh = build_context(desk, ContextRequest(**kwargs))  # type: ignore[arg-type]
     return (render_markdown(kept) + json.dumps(kept.to_json(), sort_keys=True),
             render_markdown(fresh) + json.dumps(fresh.to_json(), sort_keys=True))
 
@@ -63,18 +63,18 @@ def test_kept_view_renders_what_a_fresh_build_renders(desk: DeskFolder) -> None:
     _remember(desk, "temp-freeze", ("report",), expires="2026-11-29T18:00:00Z")
     desk.path("memory/broken.md").write_text("---\nname: broken\n", "utf-8")  # does not parse
     _settle(desk)
-    build_context(desk, query="x", as_of=NOW)  # builds and stores the view
+    build_context(desk, ContextRequest(query="x", as_of=NOW))  # builds and stores the view
     assert len(_stored(desk)) == 1
     for query in ("write the weekly REPORTS", "写报告", "the reporting tool, weekly summary", "airport", None):
         for as_of in (NOW, NOW + dt.timedelta(days=1)):  # before and after temp-freeze expires
-            build_context(desk, query="x", as_of=as_of)  # the view for this expired set, stored
+            build_context(desk, ContextRequest(query="x", as_of=as_of))  # the view for this expired set, stored
             kept, fresh = _both(desk, query=query, as_of=as_of)
             assert kept == fresh, (query, as_of)
-    out = render_markdown(build_context(desk, query="write the weekly REPORTS", as_of=NOW))
+    out = render_markdown(build_context(desk, ContextRequest(query="write the weekly REPORTS", as_of=NOW)))
     assert "The report-style rule." in out and "The temp-freeze rule." in out
     assert "The port-numbers rule." not in out and "The reporting-tool rule." not in out
     assert "memory/broken.md left out" in out
-    later = render_markdown(build_context(desk, query="write the weekly REPORTS", as_of=NOW + dt.timedelta(days=1)))
+    later = render_markdown(build_context(desk, ContextRequest(query="write the weekly REPORTS", as_of=NOW + dt.timedelta(days=1))))
     assert "The report-style rule." in later and "The temp-freeze rule." not in later  # expired
     assert "[temp-freeze]" not in later and "1 expired memory not shown" in later
 
@@ -82,13 +82,13 @@ def test_kept_view_renders_what_a_fresh_build_renders(desk: DeskFolder) -> None:
 def test_a_kept_view_answers_without_loading_the_entries(desk: DeskFolder) -> None:
     _remember(desk, "report-style", ("report",))
     _settle(desk)
-    expected = render_markdown(build_context(desk, query="report", as_of=NOW))
+    expected = render_markdown(build_context(desk, ContextRequest(query="report", as_of=NOW)))
     (desk.cache_dir / "entries.sqlite").unlink()
-    assert render_markdown(build_context(desk, query="nothing here", as_of=NOW)) == render_markdown(
-        build_context(desk, as_of=NOW))
+    assert render_markdown(build_context(desk, ContextRequest(query="nothing here", as_of=NOW))) == render_markdown(
+        build_context(desk, ContextRequest(as_of=NOW)))
     assert not (desk.cache_dir / "entries.sqlite").exists()  # no memory was hit: no entry was read
     # a hit looks its entry up by blob id; the lost entry cache is rebuilt from the files
-    assert render_markdown(build_context(desk, query="report", as_of=NOW)) == expected
+    assert render_markdown(build_context(desk, ContextRequest(query="report", as_of=NOW))) == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -108,10 +108,10 @@ def test_a_kept_view_whose_starts_do_not_match_is_built_again(desk: DeskFolder) 
     _remember(desk, "alpha", ("alpha",))
     _remember(desk, "beta", ("beta",))
     _settle(desk)
-    expected = render_markdown(build_context(desk, query="beta", as_of=NOW))
+    expected = render_markdown(build_context(desk, ContextRequest(query="beta", as_of=NOW)))
     with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:  # as another byte order would read
         db.execute("UPDATE memory_view_v4 SET names_at = substr(names_at, 1, 8)")
-    assert render_markdown(build_context(desk, query="beta", as_of=NOW)) == expected
+    assert render_markdown(build_context(desk, ContextRequest(query="beta", as_of=NOW))) == expected
     with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:
         assert db.execute("SELECT length(names_at), length(blobs_at) FROM memory_view_v4").fetchone() == (16, 16)
 
@@ -120,16 +120,16 @@ def test_any_change_to_memory_files_builds_the_view_again(desk: DeskFolder) -> N
     _remember(desk, "alpha", ("alpha",))
     _remember(desk, "beta", ("beta",))
     _settle(desk)
-    build_context(desk, as_of=NOW)
+    build_context(desk, ContextRequest(as_of=NOW))
     key = _stored(desk)[0][0]
     path = desk.path("memory/alpha.md")
     path.write_text(path.read_text("utf-8").replace("About alpha", "Alpha, edited by hand"), "utf-8")
     _settle(desk)
-    out = render_markdown(build_context(desk, query="alpha", as_of=NOW))
+    out = render_markdown(build_context(desk, ContextRequest(query="alpha", as_of=NOW)))
     assert "Alpha, edited by hand" in out
     assert _stored(desk)[0][0] != key
     desk.path("memory/beta.md").unlink()
-    out = render_markdown(build_context(desk, query="beta", as_of=NOW))
+    out = render_markdown(build_context(desk, ContextRequest(query="beta", as_of=NOW)))
     assert "[beta]" not in out and "The beta rule." not in out
     assert _stored(desk)[0][1] == "alpha"
 
@@ -152,8 +152,8 @@ def test_a_symlinked_memory_file_is_left_out_as_the_entries_leave_it(desk: DeskF
     outside.write_text(desk.path("memory/alpha.md").read_text("utf-8").replace("alpha", "linked"), "utf-8")
     desk.path("memory/linked.md").symlink_to(outside)
     _settle(desk)
-    build_context(desk, as_of=NOW)
-    out = render_markdown(build_context(desk, query="linked", as_of=NOW))
+    build_context(desk, ContextRequest(as_of=NOW))
+    out = render_markdown(build_context(desk, ContextRequest(query="linked", as_of=NOW)))
     assert "[linked]" not in out and "<desk-memory" not in out
 
 
@@ -161,12 +161,12 @@ def test_a_symlinked_memory_file_is_left_out_as_the_entries_leave_it(desk: DeskF
 
 
 def _context(desk: DeskFolder, query: str) -> str:
-    return render_markdown(build_context(desk, query=query, as_of=NOW))
+    return render_markdown(build_context(desk, ContextRequest(query=query, as_of=NOW)))
 
 
 def _counting_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the views built from the files (not taken from the cache)."""
-    import desk.recall.context_cache as context_cache
+    import desk.recall.context.cache as context_cache
 
     built: list[int] = []
     real = context_cache.entries_in_worktree
@@ -183,7 +183,7 @@ def _kept(desk: DeskFolder) -> None:
     """Settle the files, refresh git's stat data (as `git status` would) and build the view."""
     _settle(desk)
     person(desk.root, "update-index", "-q", "--refresh")
-    build_context(desk, as_of=NOW)
+    build_context(desk, ContextRequest(as_of=NOW))
     assert len(_stored(desk)) == 1
 
 
@@ -277,7 +277,7 @@ def test_a_linked_memory_folder_is_scanned_file_by_file(desk: DeskFolder, tmp_pa
 
 def _index_source(desk: DeskFolder) -> dict[str, object]:
     """The MEMORY.md source of a wake-up read."""
-    result = build_context(desk, as_of=NOW)
+    result = build_context(desk, ContextRequest(as_of=NOW))
     (section,) = [s for s in result.sections if s.key == "memory_index"]
     (source,) = section.sources
     return source
@@ -353,8 +353,8 @@ def test_a_read_with_hits_opens_the_entry_cache_once(desk: DeskFolder, monkeypat
 
     for i in range(3):
         _remember(desk, f"lamp-{i}", ("lamp",))
-    build_context(desk, query="lamp", as_of=NOW)  # caches built
-    expected = render_markdown(build_context(desk, query="lamp", as_of=NOW))
+    build_context(desk, ContextRequest(query="lamp", as_of=NOW))  # caches built
+    expected = render_markdown(build_context(desk, ContextRequest(query="lamp", as_of=NOW)))
     opened: list[str] = []
     real = sqlite_cache._open
 
@@ -363,7 +363,7 @@ def test_a_read_with_hits_opens_the_entry_cache_once(desk: DeskFolder, monkeypat
         return real(path, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(sqlite_cache, "_open", counted)
-    result = build_context(desk, query="lamp", as_of=NOW)
+    result = build_context(desk, ContextRequest(query="lamp", as_of=NOW))
     assert len(result.recalled) == 3 and all(m["commit"] for m in result.recalled)  # from the mirror
     assert render_markdown(result) == expected
     assert opened.count("entries.sqlite") == 1
@@ -382,14 +382,14 @@ def test_a_kept_view_loads_the_head_of_memory_md_and_renders_what_the_whole_rend
 
     def fresh() -> str:
         (desk.cache_dir / "context.sqlite").unlink(missing_ok=True)
-        return render_markdown(build_context(desk, query="lamp", as_of=NOW, section_budgets=budgets))
+        return render_markdown(build_context(desk, ContextRequest(query="lamp", as_of=NOW, section_budgets=budgets)))
 
     expected = fresh()  # built and kept
     monkeypatch.setattr(context_cache, "INDEX_HEAD", 300)  # MEMORY.md's section is ~1.4 kB here
     view = memory_view(desk, NOW, lambda *_: "unused", start_folder_state(desk))
     assert not view.index_whole and len(view.index_head) == 300
     view.close()
-    assert render_markdown(build_context(desk, query="lamp", as_of=NOW, section_budgets=budgets)) == expected
+    assert render_markdown(build_context(desk, ContextRequest(query="lamp", as_of=NOW, section_budgets=budgets))) == expected
     real = context_cache._open
 
     def replaced(found: DeskFolder) -> sqlite3.Connection | None:  # another read kept another view
@@ -408,7 +408,7 @@ def test_a_kept_view_loads_the_head_of_memory_md_and_renders_what_the_whole_rend
 
 
 def build_text(active: object, expired: int, broken: list[str]) -> str:
-    from desk.recall.context import _index_text
+    from desk.recall.context.lists import index_text as _index_text
     from desk.text.escape import markdown_block
 
     return markdown_block(_index_text(active, expired, broken))  # type: ignore[arg-type]

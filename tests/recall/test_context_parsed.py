@@ -1,4 +1,4 @@
-"""desk.recall.context_parsed: USER.md's and injected memories' parses kept by their bytes give
+"""desk.recall.context.parsed: USER.md's and injected memories' parses kept by their bytes give
 exactly what parsing gives, notice every edit, and spare a cold `desk context` PyYAML."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
-from desk.recall.context import build_context, render_markdown
+from desk.recall.context import ContextRequest, build_context, render_markdown
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 
@@ -29,7 +29,7 @@ def _desk(desk: DeskFolder) -> DeskFolder:
 
 
 def _render(desk: DeskFolder, query: str = "tea and coffee") -> str:
-    result = build_context(desk, query=query, as_of=NOW)
+    result = build_context(desk, ContextRequest(query=query, as_of=NOW))
     return render_markdown(result) + json.dumps(result.to_json(), sort_keys=True)
 
 

@@ -11,7 +11,7 @@ from desk import open as open_desk
 from desk.api import Desk
 from desk.config import ContextBudgets, ContextOptions
 from desk.layout import DeskFolder
-from desk.recall.context import BUDGET_KEYS, LATER_BUDGETS, OPTION_DEFAULTS
+from desk.recall.context.request import BUDGET_KEYS, LATER_BUDGETS, OPTION_DEFAULTS
 from desk.text.normalize import content_key
 from tests.conftest import DeskRunner, git
 from tests.context_helpers import parse_context

@@ -13,7 +13,7 @@ import pytest
 from desk.layout import MEMORY_DIR, DeskFolder
 from desk.memory.operations import remember
 from desk.recall import git_state
-from desk.recall.context import build_context, render_markdown
+from desk.recall.context import ContextRequest, build_context, render_markdown
 from desk.recall.git_state import KnownUntracked, start_folder_state
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
@@ -99,10 +99,10 @@ def test_every_change_to_untracked_files_shows(desk: DeskFolder, settled: None) 
         _known(desk)  # recorded as the folder is now
         step()
         assert _direct(_known(desk)[1]) == _direct(_truth(desk)), step
-        kept = render_markdown(build_context(desk, query="loose other moved alpha", as_of=NOW))
+        kept = render_markdown(build_context(desk, ContextRequest(query="loose other moved alpha", as_of=NOW)))
         (desk.cache_dir / "context.sqlite").unlink()
         (desk.cache_dir / "memory-untracked").unlink()
-        assert kept == render_markdown(build_context(desk, query="loose other moved alpha", as_of=NOW)), step
+        assert kept == render_markdown(build_context(desk, ContextRequest(query="loose other moved alpha", as_of=NOW))), step
 
 
 def test_a_folder_or_index_changed_within_the_racy_window_is_not_recorded(desk: DeskFolder) -> None:

@@ -118,7 +118,7 @@ def test_an_owner_profile_without_frontmatter_is_free_text(desk: DeskFolder, run
 def test_an_older_desk_json_keeps_the_fast_budget_path(desk: DeskFolder) -> None:
     """Budget keys added for scopes default as desk.config says, without loading pydantic."""
     from desk.config import ContextBudgets
-    from desk.recall.context import LATER_BUDGETS, _configured_budgets
+    from desk.recall.context.request import LATER_BUDGETS, _configured_budgets
 
     defaults = ContextBudgets().model_dump()
     assert {k: defaults[k] for k in LATER_BUDGETS} == LATER_BUDGETS

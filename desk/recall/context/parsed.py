@@ -1,7 +1,7 @@
 """Parsed files `desk context` shows, kept by their bytes (issue 17).
 
 A cold `desk context` parsed the YAML frontmatter of USER.md (the user sections) and of every
-memory it injects; importing PyYAML alone is ~5 ms of a run that must stay near `desk --help`. So
+memory it injects; importing PyYAML alone is a large part of a run that must stay near `desk --help`. So
 the answers are kept in `.git/desk-cache/context.sqlite` (table `parsed_v1`; derived, never committed
 like the kept view of memory/ beside it), keyed by a hash of
 
@@ -9,7 +9,7 @@ like the kept view of memory/ beside it), keyed by a hash of
   id a USER.md is checked against, a memory's path and name);
 - the code that parses and renders it (`_CODE_FILES`: the profile and memory file formats, the
   frontmatter reader, time formatting, these sections) and PyYAML's own version, known by the
-  files' stat without importing them (`desk.recall.context_cache.code_fingerprint`), so another
+  files' stat without importing them (`desk.recall.context.cache.code_fingerprint`), so another
   desk or PyYAML version keeps its own answers.
 
 Same bytes and same code, same answer: a hit is exactly what parsing gives. Only answers that
@@ -29,9 +29,9 @@ from desk.storage.sqlite_cache import open_cache
 
 _CACHE_FILE = "context.sqlite"
 _TABLE = "parsed_v1"
-_DESK = Path(__file__).resolve().parents[1]
+_DESK = Path(__file__).resolve().parents[2]
 _CODE_FILES = ("scopes/files.py", "storage/frontmatter.py", "memory/file.py", "text/times.py",
-               "text/escape.py", "recall/context_scopes.py", "recall/context_memories.py", "recall/context_parsed.py")
+               "text/escape.py", "recall/context/scopes.py", "recall/context/memories.py", "recall/context/parsed.py")
 _CODE_CACHE: list[str] = []
 
 
@@ -88,12 +88,12 @@ def _key(kind: str, data: bytes, extra: tuple[str, ...]) -> str:
 
 def _code() -> str:
     """A fingerprint of the parsing code and of PyYAML (its `__init__.py`, which names its
-    version), from the files' stat (`desk.recall.context_cache.code_fingerprint`): importing
+    version), from the files' stat (`desk.recall.context.cache.code_fingerprint`): importing
     them is what a hit saves."""
     if not _CODE_CACHE:
         from importlib.util import find_spec
 
-        from desk.recall.context_cache import code_fingerprint
+        from desk.recall.context.cache import code_fingerprint
 
         try:
             spec = find_spec("yaml")

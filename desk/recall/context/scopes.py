@@ -21,8 +21,8 @@ from typing import Any
 
 from desk.errors import Finding, InvalidFileError
 from desk.layout import OWNER_SCOPE, PREFS_DIR, DeskFolder, pref_path, prefs_index_path, profile_path, scope_root
-from desk.recall.context_parsed import ParsedCache
-from desk.recall.context_sections import _note
+from desk.recall.context.parsed import ParsedCache
+from desk.recall.context.sections import _note
 from desk.storage.reading import SymlinkError
 from desk.text.escape import markdown_block, one_line
 
@@ -35,10 +35,10 @@ def scope_note(message: str) -> str:
 
 
 def _profile(desk: DeskFolder, scope: str, shown: str,
-             parsed: ParsedCache | None = None) -> tuple[bytes | None, str | None, dict[str, Any]]:
+             parsed: ParsedCache) -> tuple[bytes | None, str | None, dict[str, Any]]:
     """The scope's USER.md bytes (None when absent), why it must not be shown (or None), and its
     profile fields (empty when it must not be shown). `parsed` keeps the answer by the file's
-    bytes (desk.recall.context_parsed): a file read before is not parsed again."""
+    bytes (desk.recall.context.parsed): a file read before is not parsed again."""
     try:
         data = desk.read_if_present(shown)
     except SymlinkError:
@@ -46,11 +46,10 @@ def _profile(desk: DeskFolder, scope: str, shown: str,
     if data is None:
         return None, None, {}
     extra = (shown, scope, desk.desk_id)
-    found = parsed.get("profile", data, *extra) if parsed is not None else None
+    found = parsed.get("profile", data, *extra)
     if found is None:
         found = _profile_answer(data, scope, shown, desk.desk_id)
-        if parsed is not None:
-            parsed.put("profile", data, extra, found)
+        parsed.put("profile", data, extra, found)
     return data, found["problem"], found["fields"]
 
 
@@ -70,7 +69,7 @@ def _profile_answer(data: bytes, scope: str, shown: str, desk_id: str) -> dict[s
 
 
 def profile_section(desk: DeskFolder, scope: str, read: dict[str, bytes | None],
-                    parsed: ParsedCache | None = None) -> tuple[str, str, str]:
+                    parsed: ParsedCache) -> tuple[str, str, str]:
     """The `user` section: (content, shown path, notes). The file's blob goes to `read`."""
     shown = profile_path(scope)
     data, problem, _ = _profile(desk, scope, shown, parsed)
@@ -85,7 +84,7 @@ def profile_section(desk: DeskFolder, scope: str, read: dict[str, bytes | None],
 
 
 def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime, read: dict[str, bytes | None],
-                       parsed: ParsedCache | None = None) -> tuple[str, str, str, list[str]]:
+                       parsed: ParsedCache) -> tuple[str, str, str, list[str]]:
     """The `user_prefs` section: (content, shown path, notes, the preference files shown)."""
     notes: list[str] = []
     shown = profile_path(scope)
@@ -97,13 +96,12 @@ def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime, read: d
     if not desk.path(scope_root(scope) + PREFS_DIR).is_dir():
         # No preferences: the block is a function of the profile fields alone, kept with them.
         profile = json.dumps(fields).encode()  # in the fields' order, as the block shows them
-        block = parsed.get("user block", profile) if parsed is not None else None
+        block = parsed.get("user block", profile)
         if block is None:
             from desk.scopes.files import user_block
 
             block = user_block(fields, [])
-            if parsed is not None:
-                parsed.put("user block", profile, (), block)
+            parsed.put("user block", profile, (), block)
         return block, prefs_index_path(scope), "".join(scope_note(n) for n in notes), []
     from desk.scopes.files import user_block
     from desk.scopes.prefs import scope_prefs  # the preference modules only when there are any

@@ -14,10 +14,10 @@ from typing import Any
 
 from desk.layout import DeskFolder, project_memory_path
 from desk.memory.index import IndexEntry, memory_path
-from desk.memory.mirror import head_mirror, project_heads
-from desk.recall.context_cache import MemoryView
-from desk.recall.context_parsed import ParsedCache
-from desk.recall.context_sections import Section, _note, _some
+from desk.memory.mirror import Committed, head_mirror, project_heads
+from desk.recall.context.cache import MemoryView
+from desk.recall.context.parsed import ParsedCache
+from desk.recall.context.sections import Section, _note, _some
 from desk.text.escape import injected_body, one_line, xml_attr
 from desk.text.normalize import normalize
 from desk.text.times import format_time
@@ -30,7 +30,7 @@ BLOCK = "desk-memory"
 
 @functools.cache
 def _wordish_re() -> re.Pattern[str]:
-    """Compiled on first use: a class over the CJK ranges takes `re` ~2 ms to compile."""
+    """Compiled on first use: a class over the CJK ranges is slow for `re` to compile."""
     return re.compile(rf"[^\W_{CJK_CLASS}]")
 
 
@@ -62,19 +62,40 @@ def trigger_hits(trigger: str, query: str) -> bool:
     return False
 
 
-def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | MemoryView, limit: int,
-              project: tuple[str, Mapping[str, IndexEntry]] | None = None, parsed: ParsedCache | None = None
+_Hit = tuple[str, str, IndexEntry, list[str]]  # a memory's path, name, entry and the triggers hit
+_HEAD = f"<{BLOCK}>\n{NOTICE}\n"
+_TAIL = f"</{BLOCK}>\n"
+
+
+def _recalled(desk: DeskFolder, query: str, view: MemoryView, limit: int,
+              project: tuple[str, Mapping[str, IndexEntry]] | None, parsed: ParsedCache
               ) -> tuple[Section, list[dict[str, Any]]] | None:
     """The trigger-gated memory block, or None when no trigger is hit (nothing injected).
 
-    `active`: the desk-wide active memories, or their MemoryView (whose trigger table names the
-    candidates, so only their entries are loaded). `project` (its name and active entries) adds
+    `view`: the desk-wide memories (whose trigger table names the candidates, so only their
+    entries are loaded). `project` (its name and active entries) adds
     that project's memories to the desk-wide ones (docs/scopes.md); no other project's are read.
     """
-    normalized = normalize(query)
-    view = active if isinstance(active, MemoryView) else None
-    if isinstance(active, MemoryView):
-        active = active.entries(active.candidates(normalized))
+    hits = _hits(normalize(query), view, project)
+    if not hits:
+        return None
+    committed = _last_commits(desk, view, hits)
+    hits.sort(key=lambda h: (-(h[2].importance or 0), h[1], h[0]))  # importance, then name
+    chosen, left = _fill(desk, hits, committed, limit, parsed)
+    text = _HEAD + "".join(_memory_xml(m) for m in chosen)
+    if left:
+        text += _note(f"recalled memories over the budget of {limit} tokens left out: "
+                      + _some(left, ", ") + "; read them with `desk show NAME`") + "\n"
+    text += _TAIL
+    label = f"Recalled memories (query: {' '.join(one_line(query).split())})"
+    section = Section("recalled", label, None, text, limit, left,
+                      [{"path": m["path"], "commit": m["commit"]} for m in chosen])
+    return section, chosen
+
+
+def _hits(normalized: str, view: MemoryView, project: tuple[str, Mapping[str, IndexEntry]] | None) -> list[_Hit]:
+    """The desk-wide memories, then the project's, with a trigger the normalised query hits."""
+    active = view.entries(view.candidates(normalized))
     scoped = [(memory_path(n), n, e) for n, e in sorted(active.items())]
     if project is not None:
         scoped += [(project_memory_path(project[0], n), n, e) for n, e in sorted(project[1].items())]
@@ -83,25 +104,32 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
         hit = [t for t in entry.triggers if trigger_hits(t, normalized)]
         if hit:
             hits.append((path, name, entry, hit))
-    if not hits:
-        return None
-    # Each hit's last commit from the HEAD mirror (a project memory's from its table beside it):
-    # no git process per hit (docs/recall.md).
-    with head_mirror(desk, view.entry_cache() if view is not None else None) as mirror:
+    return hits
+
+
+def _last_commits(desk: DeskFolder, view: MemoryView, hits: list[_Hit]) -> dict[str, Committed]:
+    """Each hit's last commit from the HEAD mirror, by name (a project memory's from its table
+    beside it, by path): no git process per hit (docs/recall.md)."""
+    with head_mirror(desk, view.entry_cache()) as mirror:
         committed = mirror.committed(name for path, name, _, _ in hits if path == memory_path(name))
     in_project = [path for path, name, _, _ in hits if path != memory_path(name)]
     if in_project:
         with project_heads(desk) as heads:
             committed.update(heads.committed(in_project))
-    hits.sort(key=lambda h: (-(h[2].importance or 0), h[1], h[0]))  # importance, then name
-    head = f"<{BLOCK}>\n{NOTICE}\n"
-    tail = f"</{BLOCK}>\n"
+    return committed
+
+
+def _fill(desk: DeskFolder, hits: list[_Hit], committed: Mapping[str, Committed], limit: int,
+          parsed: ParsedCache) -> tuple[list[dict[str, Any]], list[str]]:
+    """The hits that fit in `limit` in their order, as the fields their elements show, and the
+    names of those left out.
+
+    Elements are whole lines (the head ends with a newline, each element starts with `<` and
+    ends with one), so no estimator piece spans two of them and their token estimates add up:
+    the block's estimate is kept as a sum instead of counting the growing block again."""
     chosen: list[dict[str, Any]] = []
     left: list[str] = []
-    # Elements are whole lines (the head ends with a newline, each element starts with `<` and
-    # ends with one), so no estimator piece spans two of them and their token estimates add up:
-    # the block's estimate is kept as a sum instead of counting the growing block again.
-    used = estimate_tokens(head + tail)
+    used = estimate_tokens(_HEAD + _TAIL)
     close = estimate_tokens(_CLOSE)
     for path, name, entry, hit in hits:
         # The index entry knows each element's tokens but for its tag line: a memory that cannot
@@ -125,25 +153,17 @@ def _recalled(desk: DeskFolder, query: str, active: Mapping[str, IndexEntry] | M
             used = trial
         else:
             left.append(name)
-    text = head + "".join(_memory_xml(m) for m in chosen)
-    if left:
-        text += _note(f"recalled memories over the budget of {limit} tokens left out: "
-                      + _some(left, ", ") + "; read them with `desk show NAME`") + "\n"
-    text += tail
-    label = f"Recalled memories (query: {' '.join(one_line(query).split())})"
-    section = Section("recalled", label, None, text, limit, left,
-                      [{"path": m["path"], "commit": m["commit"]} for m in chosen])
-    return section, chosen
+    return chosen, left
 
 
 _CLOSE = "</memory>\n"
 
 
-def _parsed_memory(desk: DeskFolder, path: str, name: str, parsed: ParsedCache | None) -> dict[str, Any]:
+def _parsed_memory(desk: DeskFolder, path: str, name: str, parsed: ParsedCache) -> dict[str, Any]:
     """The fields an injected memory shows, parsed from its file, or kept from a parse of the
-    same bytes (`parsed`, desk.recall.context_parsed: no PyYAML then)."""
+    same bytes (`parsed`, desk.recall.context.parsed: no PyYAML then)."""
     data = desk.read(path)
-    found = parsed.get("memory", data, path, name) if parsed is not None else None
+    found = parsed.get("memory", data, path, name)
     if found is None:
         from desk.memory.file import parse_memory  # PyYAML only when a body is parsed
 
@@ -152,8 +172,7 @@ def _parsed_memory(desk: DeskFolder, path: str, name: str, parsed: ParsedCache |
         found = {"type": meta.type, "importance": meta.importance, "source": meta.source,
                  "source_event": meta.source_event,
                  "updated": format_time(meta.updated) if meta.updated else None, "body": memory.body}
-        if parsed is not None:
-            parsed.put("memory", data, (path, name), found)
+        parsed.put("memory", data, (path, name), found)
     return found
 
 

@@ -1,0 +1,192 @@
+"""One context read: a `ContextRequest` in, the sections in its mode's read order out (`build_context`).
+
+Each section is read, escaped and trimmed to the smaller of its budget and what is left of the
+total, in read order; then, with a query, the recalled memories; then every desk file shown is
+named with its blob and commit (`desk.recall.context.files.stamp_sources`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from desk.errors import Finding, UsageError
+from desk.layout import INDEX_FILE, PREFS_INDEX_FILE, PROJECTS_DIR, USER_FILE, DeskFolder, project_index_path, scope_id
+from desk.memory.index import IndexEntry, invalid_paths
+from desk.recall.context.cache import FileBlobs, MemoryView, memory_view
+from desk.recall.context.files import read_file, stamp_sources
+from desk.recall.context.lists import FactsReader, facts_section, index_text, journal_sections
+from desk.recall.context.memories import _recalled
+from desk.recall.context.parsed import ParsedCache
+from desk.recall.context.request import (FILE_SECTIONS, MODES, READ_ORDER, ContextRequest, budgets_for,
+                                         configured_options)
+from desk.recall.context.result import ContextResult
+from desk.recall.context.scopes import profile_section, user_prefs_section
+from desk.recall.context.sections import Section, _trim_entries, _trim_head, _trim_lines
+from desk.recall.git_state import context_git_state
+from desk.storage.git import FolderState
+from desk.text.escape import markdown_block, one_line
+from desk.text.times import format_time, utc_now
+
+_LABELS = {key: (label, rel) for key, label, rel in FILE_SECTIONS}
+
+
+def build_context(desk: DeskFolder, request: ContextRequest, *, facts: FactsReader | None = None,
+                  git_state: FolderState | None | Literal["ask"] = "ask") -> ContextResult:
+    """The sections to inject, trimmed to their budgets, in the read order of `request.mode`.
+
+    `facts(count, active_memories)` reads the recent facts (`desk.digest.recent.recent_facts`,
+    passed in by the API: recall sits beside digest, not above it); without it the wake-up read
+    has no recent facts section. `git_state`: what git was asked for this read
+    (`desk.recall.git_state.context_git_state`, started by the caller before this package loaded;
+    this call owns it and ends its processes); by default it is asked here, once the request is
+    known to be valid.
+    """
+    started = git_state if not isinstance(git_state, str) else None
+    try:
+        reading = _Reading(desk, request, facts)
+        if git_state == "ask":
+            started = context_git_state(desk, request.mode, request.query, request.user, request.project)
+    except BaseException:
+        if started is not None:
+            started.close()  # asked for a read that failed before it looked (a usage error)
+        raise
+    return reading.run(started)
+
+
+class _Reading:
+    """One read in progress: the request checked and resolved, then the files read so far."""
+
+    def __init__(self, desk: DeskFolder, request: ContextRequest, facts: FactsReader | None) -> None:
+        if request.mode not in MODES:
+            raise UsageError(f"unknown context mode {request.mode!r}; one of {', '.join(MODES)}")
+        self.options = configured_options(desk)
+        if request.journal_days is not None and not 1 <= request.journal_days <= 31:
+            raise UsageError(f"--journal-days must be 1 to 31, not {request.journal_days}")
+        self.desk, self.request, self.facts = desk, request, facts
+        self.as_of = request.as_of or utc_now()
+        self.scope = scope_id(request.user)
+        self.project_active: dict[str, IndexEntry] = {}
+        self.project_expired = 0
+        self.project_refused: list[Finding] = []
+        if request.project is not None:
+            self._load_project(request.project)
+        self.budgets = budgets_for(desk, request.budget, request.section_budgets)
+        if request.project_agents is not None and not request.project_agents.exists():  # a typo must not drop its rules
+            raise UsageError(f"--project-agents {request.project_agents}: no such file",
+                             hint="give the path of the project's AGENTS.md, or leave the option out")
+        self.read: dict[str, bytes | None] = {}  # desk files read: their blobs are checked against HEAD
+        self.hashed: dict[str, str] = {}  # desk files not read: their stat vouched for their blob (`FileBlobs`)
+        self.memory_state: FolderState | None = None
+        self._view: MemoryView | None = None
+        self.parsed = ParsedCache(desk)  # USER.md's and injected memories' parses, kept by their bytes
+        self.blobs = FileBlobs(desk)  # opened on first use, as the parsed cache
+
+    def _load_project(self, project: str) -> None:
+        from desk.memory.reads import require_project
+        from desk.scopes.projects import project_entries
+
+        require_project(project)
+        found = project_entries(self.desk, project, self.project_refused)
+        self.project_active = {n: e for n, e in found.items() if not e.is_expired(self.as_of)}
+        self.project_expired = len(found) - len(self.project_active)
+
+    def run(self, memory_state: FolderState | None) -> ContextResult:
+        """Read every section; close the caches and git's processes whatever happens. A person's
+        broken hand edit must not keep the assistant from waking up: the file is named (`desk
+        validate` says what is wrong) and everything else is still loaded."""
+        self.memory_state = memory_state  # git answers while the other sections are read
+        try:
+            sections, recalled = self._sections()
+            head = stamp_sources(self.desk, sections, self.read, memory_state.ids if memory_state is not None else None,
+                                 self.hashed, self.blobs)
+        finally:
+            self.parsed.close()
+            self.blobs.close()
+            if self._view is not None:
+                self._view.close()  # its entry cache
+            elif memory_state is not None:
+                memory_state.close()  # not looked at (a read without memories, an error): its processes end
+        request = self.request
+        return ContextResult(sections, request.query, recalled, self.budgets["total"], request.mode,
+                             format_time(self.as_of), head)
+
+    def memory(self) -> MemoryView:
+        """The desk-wide memories: the index text and the trigger table kept between runs while
+        memory/ is unchanged (desk.recall.context.cache); entries are loaded only where needed."""
+        if self._view is None:
+            self._view = memory_view(self.desk, self.as_of, lambda act, expired, broken: markdown_block(
+                index_text(act, expired, broken)), self.memory_state)
+        return self._view
+
+    def _sections(self) -> tuple[list[Section], list[dict[str, Any]]]:
+        """The mode's sections in read order, each within what is left of the total, then the
+        recalled memories (with a query that hits a trigger)."""
+        sections: list[Section] = []
+        remaining = self.budgets["total"]
+        for key in READ_ORDER[self.request.mode]:
+            for section in self._section(key, min(self.budgets[key], remaining)):
+                remaining -= section.tokens
+                sections.append(section)
+        query, project = self.request.query, self.request.project
+        if query is None or not query.strip():
+            return sections, []
+        block = _recalled(self.desk, query, self.memory(), min(self.budgets["recalled"], remaining),
+                          (project, self.project_active) if project is not None else None, self.parsed)
+        if block is None:
+            return sections, []
+        return [*sections, block[0]], block[1]
+
+    def _section(self, key: str, limit: int) -> list[Section]:
+        if key == "recent_facts":
+            if self.facts is None:
+                return []
+            count = self.options["recent_facts"]
+            return [facts_section(self.facts(count, self.memory().active()), limit, count)]
+        if key == "journal":
+            days = self.request.journal_days or self.options["journal_days"]
+            return journal_sections(self.desk, self.as_of, days, limit, self.read)
+        found = self._file_text(key)
+        if found is None:
+            return []
+        text, shown, sources = found
+        label, rel = _LABELS[key]
+        if key == "mistakes":
+            section = _trim_entries(key, label, shown, text, limit, self.request.query or "")
+        elif rel == INDEX_FILE and not self.memory().index_whole:  # the budget shows a few dozen lines
+            section = _trim_head(key, label, shown, text, self.memory().index_lines, limit,
+                                 lambda: self.memory().index_text)
+        else:
+            section = _trim_lines(key, label, shown, text, limit)
+        section.sources = sources if sources is not None else [{"path": shown}]
+        return [section]
+
+    def _file_text(self, key: str) -> tuple[str, str, list[dict[str, Any]] | None] | None:
+        """A file section's escaped text, the path it shows and its sources (None: that path),
+        or None when the read has no such section (no project given)."""
+        desk, rel = self.desk, _LABELS[key][1]
+        if rel is None:
+            if self.request.project_agents is None:
+                return None
+            shown = one_line(str(self.request.project_agents))
+            text = markdown_block(read_file(self.request.project_agents, shown, {}, None))
+            return text, shown, [{"path": shown, "commit": None}]
+        if rel == INDEX_FILE:  # its blob, for the sources (the text is the memory view's)
+            if (blob := self.blobs.known(rel)) is not None:
+                self.hashed[rel] = blob
+            else:
+                read_file(desk.path(rel), rel, self.read, rel, desk.root)
+            return self.memory().index_head, rel, None  # its start, or all of it (`MemoryView`)
+        if rel == PROJECTS_DIR:
+            if self.request.project is None:
+                return None
+            shown = project_index_path(self.request.project)
+            read_file(desk.path(shown), shown, self.read, shown, desk.root)  # its blob, for the sources
+            text = index_text(self.project_active, self.project_expired, invalid_paths(self.project_refused))
+            return markdown_block(text), shown, None
+        if rel == USER_FILE:
+            content, shown, notes = profile_section(desk, self.scope, self.read, self.parsed)
+            return markdown_block(content) + notes, shown, None
+        if rel == PREFS_INDEX_FILE:
+            content, shown, notes, files = user_prefs_section(desk, self.scope, self.as_of, self.read, self.parsed)
+            return markdown_block(content) + notes, shown, [{"path": f} for f in files]
+        return markdown_block(read_file(desk.path(rel), rel, self.read, rel, desk.root)), rel, None

@@ -1,0 +1,82 @@
+"""The files a context read shows: read without following a link, and named with their blobs.
+
+Every section's sources name the desk files it shows; `stamp_sources` gives each its blob and, when
+HEAD holds exactly that blob, HEAD's commit (docs/context.md, "Provenance").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from desk.errors import DeskError, UsageError
+from desk.layout import DeskFolder
+from desk.recall.context.cache import FileBlobs
+from desk.recall.context.sections import Section
+from desk.storage.git import blob_sha
+
+
+def read_file(path: Path, shown: str, read: dict[str, bytes | None], rel: str | None,
+              root: Path | None = None) -> str:
+    """A section's file. Inside the desk (`root`) a symlink is never read through, nor a folder
+    on the way that is one: the section says it was refused instead (the link could point
+    anywhere, /proc/self/environ or a key file), and everything else still loads. The project's
+    AGENTS.md is the caller's own path, outside the desk; it is still never read through a link."""
+    from desk.storage.reading import SymlinkError, read_regular
+
+    try:
+        data = read_regular(path, root)
+    except FileNotFoundError:
+        if rel is not None:
+            read[rel] = None
+        return f"_({shown} does not exist)_\n"
+    except SymlinkError:
+        return (f"_({shown} was not read: it is a symbolic link, and desk never reads through one; "
+                "`desk validate --all` names it and says how to put the file back)_\n")
+    except OSError as exc:
+        raise UsageError(f"cannot read {shown}: {exc}",
+                         hint="check the file's permissions, or leave it out") from None
+    if rel is not None:
+        read[rel] = data
+    elif b"\0" in data or not _utf8(data):  # the caller's own file (--project-agents): text only
+        raise UsageError(f"--project-agents {shown}: not a UTF-8 text file",
+                         hint="give the project's AGENTS.md (Markdown, UTF-8), or leave the option out")
+    return data.decode("utf-8", "replace").rstrip() + "\n"
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, bytes | None],
+                  known: Mapping[str, str | None] | None, hashed: Mapping[str, str], blobs: FileBlobs) -> str | None:
+    """Give each desk file source its blob and, when HEAD holds exactly that, HEAD's commit
+    (`known`: HEAD's ids looked up with memory/'s state, when they name every file read; else
+    one `git cat-file --batch-check` for all of them). `hashed`: blobs of files not read, which
+    `blobs` vouched for by their stat; `blobs` keeps the blob of the files it was asked about and
+    that were read."""
+    names = ["HEAD", *(f"HEAD:{rel}" for rel in [*read, *hashed])]
+    if known is not None and known.get("HEAD") is not None and all(n in known for n in names):
+        ids: Mapping[str, str | None] = known
+    else:
+        try:
+            ids = desk.git.object_ids(names)
+        except DeskError:
+            ids = {}
+    head = ids.get("HEAD")
+    for section in sections:
+        for source in section.sources:
+            rel = source["path"]
+            if (rel not in read and rel not in hashed) or "commit" in source:
+                continue
+            data = read.get(rel)
+            blob = hashed.get(rel) or (blob_sha(data) if data is not None else None)
+            if data is not None and blob is not None:
+                blobs.keep(rel, data, blob)
+            committed = blob is not None and ids.get(f"HEAD:{rel}") == blob
+            source.update(blob=blob, commit=head if committed else None, committed=committed)
+    return head

@@ -1,0 +1,65 @@
+"""What recall returns (`RecallResult`: the query as it ran and its ranked hits), apart from the
+search that makes it (desk.recall.search) and the renderings of it (desk.recall.render)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from desk.recall.rank import ScoreBreakdown
+
+if TYPE_CHECKING:
+    from desk.recall.hybrid import HybridBreakdown
+
+
+# NamedTuples, not frozen dataclasses: as immutable, typed and compared field by field, and cheaper
+# to create at the start of every `desk recall` (bench/README.md).
+class RecallQuery(NamedTuple):
+    """The query as recall ran it: its terms, limit, kind, as-of time and ranker."""
+
+    query_id: str
+    text: str
+    normalized_text: str
+    terms: tuple[str, ...]
+    limit: int
+    kind: str
+    as_of: str
+    ranker: str
+    embedder: str | None = None  # hybrid recall's dense retriever (`name/dimension`); None: lexical only
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"query_id": self.query_id, "text": self.text, "normalized_text": self.normalized_text,
+               "terms": list(self.terms), "limit": self.limit, "kind": self.kind,
+               "as_of": self.as_of, "ranker": self.ranker}
+        if self.embedder is not None:
+            out["embedder"] = self.embedder
+        return out
+
+
+class RecallHit(NamedTuple):
+    """One ranked hit: its snippet, scope, provenance and score breakdown."""
+
+    rank: int
+    id: str
+    snippet: str
+    scope: dict[str, Any]
+    provenance: dict[str, Any]
+    score_breakdown: ScoreBreakdown | HybridBreakdown
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "id": self.id, "snippet": self.snippet, "scope": self.scope,
+                "provenance": self.provenance, "score_breakdown": self.score_breakdown.to_json()}
+
+
+class RecallResult(NamedTuple):
+    """What recall returns: the query, its hits, and how many records it searched."""
+
+    query: RecallQuery
+    hits: tuple[RecallHit, ...]
+    searched_records: int
+    candidate_records: int
+    empty_reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query.to_json(), "hits": [h.to_json() for h in self.hits],
+                "searched_records": self.searched_records, "candidate_records": self.candidate_records,
+                "empty_reason": self.empty_reason}
