@@ -37,6 +37,7 @@ def ui_command(port: int, no_open: bool) -> None:
     sock = socket.socket()
     try:
         sock.bind(("127.0.0.1", port))
+        sock.listen(128)  # connections made before the server runs wait for it instead of failing
     except OSError as exc:
         raise DeskError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror})", hint="pick another --port") from None
     port = sock.getsockname()[1]

@@ -18,6 +18,7 @@ import itertools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -32,7 +33,7 @@ import desk
 HERE = Path(__file__).parent
 COOKIE = "desk_ui"
 HEADERS = {"Content-Security-Policy": "default-src 'self'; form-action 'self'; frame-ancestors 'none'",
-           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "Cache-Control": "no-store"}
 PAGE_LIMIT = 200  # memories and revisions a page lists before it says how many it left out
 SEARCH_LIMIT = 10  # recall's most hits for one query
 
@@ -58,8 +59,8 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
             return PlainTextResponse("forbidden: open the URL `desk ui` printed (it carries the token)",
                                      403, headers=HEADERS)
         if request.method == "POST":
-            form = await request.form()
-            if not hmac.compare_digest(str(form.get("csrf", "")).encode(), csrf.encode()):
+            sent = parse_qs((await request.body()).decode("utf-8", "replace")).get("csrf", [""])[0]
+            if not hmac.compare_digest(sent.encode(), csrf.encode()):
                 return PlainTextResponse("forbidden: the form's CSRF token is missing or wrong", 403, headers=HEADERS)
         if "token" in request.query_params:  # into the cookie, out of the address bar and history
             rest = "&".join(f"{k}={v}" for k, v in request.query_params.items() if k != "token")
@@ -152,8 +153,8 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
 
     def case_page(request: Request, status: int = 200, **values: Any) -> Response:
         case = d.conflicts_show(request.path_params["case"]).to_json()["case"]
-        texts = [c["content"] for c in case["candidates"]]
-        diff = _udiff(texts[0], texts[1]) if len(texts) == 2 else ""
+        pair = case["candidates"][:2]
+        diff = _udiff(pair[0]["content"], pair[1]["content"], (pair[0]["id"], pair[1]["id"])) if len(pair) == 2 else ""
         return page("case.html", status, case=case, diff=diff, event_id=f"ui:{case['id']}:r{case['revision']}", **values)
 
     async def case(request: Request) -> Response:
@@ -185,5 +186,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _udiff(old: str, new: str) -> str:
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), "form", "now"))
+def _udiff(old: str, new: str, labels: tuple[str, str] = ("your form", "now")) -> str:
+    def lines(text: str) -> list[str]:
+        return (text if text.endswith("\n") else text + "\n").splitlines(True)
+    return "".join(difflib.unified_diff(lines(old), lines(new), *labels))
