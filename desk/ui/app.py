@@ -73,7 +73,7 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
 
     async def memories(request: Request) -> Response:
         q = request.query_params
-        project, kind, trigger, query = (q.get(k) or None for k in ("project", "type", "trigger", "q"))
+        project, kind, trigger, query = ((q.get(k) or "").strip() or None for k in ("project", "type", "trigger", "q"))
         listed = d.list(type=kind, project=project)
         entries = [e for e in listed.entries if trigger is None or trigger in e.triggers]
         hits = None

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
                                        "chromium chromium-driver; .ci/run does)")
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (the test extra)")
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 
 @pytest.fixture
@@ -82,8 +83,7 @@ def test_a_person_reviews_edits_and_resolves(server: str, browser: object, ui_de
     assert "token=" not in b.current_url  # type: ignore[attr-defined]
     b.save_screenshot(str(out / "memories.png"))  # type: ignore[attr-defined]
 
-    set_text(b, "q", "report language")
-    b.find_element(By.NAME, "q").submit()  # type: ignore[attr-defined]
+    b.switch_to.active_element.send_keys("report language" + Keys.ENTER)  # type: ignore[attr-defined]  # by keyboard alone
     rows = b.find_elements(By.CSS_SELECTOR, "tbody tr")  # type: ignore[attr-defined]
     assert [r.text.split()[0] for r in rows] == ["report-style"]
 
