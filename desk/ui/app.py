@@ -96,11 +96,14 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
         name, project = request.path_params["name"], request.query_params.get("project") or None
         shown = d.show(name, project=project)
         text = (d.root / shown.path).read_text("utf-8") if (d.root / shown.path).exists() else ""
-        history = desk.memory_revisions(d, name, project=project, limit=PAGE_LIMIT)
+        try:
+            revisions = desk.memory_revisions(d, name, project=project, limit=PAGE_LIMIT).revisions
+        except desk.DeskError:  # a file no commit has held yet (written by hand)
+            revisions = []
         values.setdefault("text", text)
         values.setdefault("base", _digest(text))
-        return page("memory.html", status, name=name, project=project, shown=shown.to_json(),
-                    revisions=history.revisions, base_commit=history.revisions[0].commit.sha, **values)
+        return page("memory.html", status, name=name, project=project, shown=shown.to_json(), revisions=revisions,
+                    base_commit=revisions[0].commit.sha if revisions else "HEAD", **values)
 
     async def memory(request: Request) -> Response:
         try:
@@ -111,16 +114,23 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
     async def edit(request: Request) -> Response:
         form = await request.form()
         name, text = request.path_params["name"], str(form.get("text", "")).replace("\r\n", "\n")
-        on_disk = d.root / d.show(name).path
-        now = on_disk.read_text("utf-8") if on_disk.exists() else ""
-        if _digest(now) != form.get("base"):  # changed since the form was drawn: never overwrite it
-            changed = d.diff(name, str(form.get("base_commit") or "HEAD")).diff or _udiff(text, now)
-            return memory_page(request, 409, text=text, stale=changed, base=_digest(now))
         try:
+            on_disk = d.root / d.show(name).path
+            now = on_disk.read_text("utf-8") if on_disk.exists() else ""
+            if _digest(now) != form.get("base"):  # changed since the form was drawn: never overwrite it
+                try:
+                    changed = d.diff(name, str(form.get("base_commit") or "HEAD")).diff
+                except desk.DeskError:  # a base commit that is not one: show the texts' difference
+                    changed = ""
+                return memory_page(request, 409, text=text, stale=changed or _udiff(text, now), base=_digest(now))
             done = writer.remember_file(name, text, actor="user").to_json()
-        except desk.DeskError as exc:
+        except desk.DeskError as exc:  # the gate's findings, or a file with a person's uncommitted edits
             findings = [f.to_json() for f in getattr(exc, "findings", [])]
-            return memory_page(request, 422, text=text, error=exc, findings=findings)
+            try:
+                return memory_page(request, 409 if isinstance(exc, desk.ConflictError) else 422,
+                                   text=text, error=exc, findings=findings)
+            except desk.DeskError:  # no such memory
+                return page("error.html", 404, error=exc)
         return memory_page(request, saved=done)
 
     async def event(request: Request) -> Response:

@@ -59,3 +59,17 @@ def test_the_timeline_shows_the_journal_the_archive_and_the_health(ui_desk: desk
     assert "desk doctor found nothing to fix" in page
     (ui_desk.root / "memory" / "broken.md").write_text("no frontmatter\n")
     assert "desk doctor found nothing to fix" not in client(ui_desk).get("/timeline").text
+
+
+def test_a_memory_no_commit_holds_yet_is_shown_and_never_overwritten(ui_desk: desk.Desk) -> None:
+    text = (ui_desk.root / "memory" / "report-style.md").read_text("utf-8").replace("name: report-style", "name: by-hand")
+    (ui_desk.root / "memory" / "by-hand.md").write_text(text)
+    c = client(ui_desk)
+    page = c.get("/memory/by-hand")
+    assert page.status_code == 200 and "Reports in English." in page.text
+    form = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', page.text))
+    before = ui_desk.log(limit=1).commits[0].sha
+    refused = c.post("/memory/by-hand", data={**form, "text": text.replace("English", "French")})
+    assert refused.status_code == 409 and "uncommitted" in refused.text  # as `desk remember` refuses it
+    assert ui_desk.log(limit=1).commits[0].sha == before
+    assert (ui_desk.root / "memory" / "by-hand.md").read_text("utf-8") == text

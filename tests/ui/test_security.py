@@ -140,3 +140,14 @@ def test_resolving_a_case_is_one_commit_naming_the_ui(ui_desk: desk.Desk) -> Non
     assert commit["trailers"]["Desk-Client"] == ["ui"]
     again = c.post(f"/cases/{case['id']}", data={**data, "revision": "7"})
     assert again.status_code == 409 and head(ui_desk) == commit["commit"]  # stale: nothing written
+
+
+def test_a_form_for_no_memory_or_with_a_forged_base_changes_nothing(ui_desk: desk.Desk) -> None:
+    c = client(ui_desk)
+    before, text = head(ui_desk), file_text(ui_desk, "report-style")
+    assert c.post("/memory/no-such", data={"csrf": "the-csrf", "text": text, "base": "x"}).status_code == 404
+    form = {**edit_form(ui_desk, "report-style", text.replace("English", "French")), "base": "0" * 64,
+            "base_commit": "--output=/tmp/x"}
+    stale = c.post("/memory/report-style", data=form)
+    assert stale.status_code == 409 and "-Reports in French." in stale.text  # the texts' own difference
+    assert head(ui_desk) == before and file_text(ui_desk, "report-style") == text
