@@ -8,8 +8,6 @@ import pytest
 
 import desk
 
-pytest.importorskip("jinja2", reason="desk ui's pages need the ui extra: pip install 'desk[ui]'")
-
 CASE_FACTS = ("Use Python 3.11.", "Use Python 3.12.")
 
 

@@ -15,8 +15,9 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,9 +28,12 @@ CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
                                 reason="needs Debian's chromium and chromium-driver (apt-get install -y "
                                        "chromium chromium-driver; .ci/run does)")
+pytest.importorskip("jinja2", reason="desk ui needs the ui extra: pip install 'desk[ui]'")
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (the test extra)")
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
+from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
 
 @pytest.fixture
@@ -49,7 +53,7 @@ def server(ui_desk: desk.Desk) -> Iterator[str]:
 
 
 @pytest.fixture
-def browser(tmp_path: Path) -> Iterator[object]:
+def browser(tmp_path: Path) -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -69,72 +73,80 @@ def shots(tmp_path: Path) -> Path:
     return folder
 
 
-def set_text(driver: object, name: str, text: str) -> None:
-    box = driver.find_element(By.NAME, name)  # type: ignore[attr-defined]
+def set_text(driver: Any, name: str, text: str) -> None:
+    box = driver.find_element(By.NAME, name)
     box.clear()
     box.send_keys(text)
 
 
-def test_a_person_reviews_edits_and_resolves(server: str, browser: object, ui_desk: desk.Desk,
+def go(driver: Any, act: Callable[[], object]) -> None:
+    """Do `act` (a click, a key, a submit) and wait until the page it leads to has loaded."""
+    old = driver.find_element(By.TAG_NAME, "html")
+    act()
+    WebDriverWait(driver, 20).until(staleness_of(old))
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def test_a_person_reviews_edits_and_resolves(server: str, browser: Any, ui_desk: desk.Desk,
                                              tmp_path: Path) -> None:
     b, out = browser, shots(tmp_path)
-    b.get(server)  # type: ignore[attr-defined]
-    assert b.find_element(By.TAG_NAME, "h1").text == "Memories"  # type: ignore[attr-defined]
-    assert "token=" not in b.current_url  # type: ignore[attr-defined]
-    b.save_screenshot(str(out / "memories.png"))  # type: ignore[attr-defined]
+    b.get(server)
+    assert b.find_element(By.TAG_NAME, "h1").text == "Memories"
+    assert "token=" not in b.current_url
+    b.save_screenshot(str(out / "memories.png"))
 
-    b.switch_to.active_element.send_keys("report language" + Keys.ENTER)  # type: ignore[attr-defined]  # by keyboard alone
-    rows = b.find_elements(By.CSS_SELECTOR, "tbody tr")  # type: ignore[attr-defined]
+    go(b, lambda: b.switch_to.active_element.send_keys("report language" + Keys.ENTER))  # by keyboard alone
+    rows = b.find_elements(By.CSS_SELECTOR, "tbody tr")
     assert [r.text.split()[0] for r in rows] == ["report-style"]
 
-    b.find_element(By.LINK_TEXT, "report-style").click()  # type: ignore[attr-defined]
-    b.save_screenshot(str(out / "memory.png"))  # type: ignore[attr-defined]
-    older = b.find_elements(By.CSS_SELECTOR, ".history details")[1]  # type: ignore[attr-defined]
+    go(b, b.find_element(By.LINK_TEXT, "report-style").click)
+    b.save_screenshot(str(out / "memory.png"))
+    older = b.find_elements(By.CSS_SELECTOR, ".history details")[1]
     assert not older.find_element(By.CSS_SELECTOR, "pre").is_displayed()
     older.find_element(By.TAG_NAME, "summary").click()  # one click shows the diff
     assert "+Reports in Chinese." in older.find_element(By.CSS_SELECTOR, "pre").text  # the first revision
-    b.execute_script("document.querySelector('.history').scrollIntoView()")  # type: ignore[attr-defined]
-    b.save_screenshot(str(out / "history.png"))  # type: ignore[attr-defined]
+    b.execute_script("document.querySelector('.history').scrollIntoView()")
+    b.save_screenshot(str(out / "history.png"))
 
     before = head(ui_desk)
     text = (ui_desk.root / "memory" / "report-style.md").read_text("utf-8")
     set_text(b, "text", text.replace("type: preference", "type: bogus"))
-    b.find_element(By.CSS_SELECTOR, "form[method=post] button").click()  # type: ignore[attr-defined]
-    alert = b.find_element(By.CSS_SELECTOR, "[role=alert]")  # type: ignore[attr-defined]
+    go(b, b.find_element(By.CSS_SELECTOR, "form[method=post] button").click)
+    alert = b.find_element(By.CSS_SELECTOR, "[role=alert]")
     assert "line 4" in alert.text and "bogus" in alert.text
     assert head(ui_desk) == before
-    b.save_screenshot(str(out / "edit-error.png"))  # type: ignore[attr-defined]
+    b.save_screenshot(str(out / "edit-error.png"))
     set_text(b, "text", text.replace("English", "French"))
-    b.find_element(By.CSS_SELECTOR, "form[method=post] button").click()  # type: ignore[attr-defined]
-    assert "Saved: updated" in b.find_element(By.CSS_SELECTOR, "[role=status]").text  # type: ignore[attr-defined]
+    go(b, b.find_element(By.CSS_SELECTOR, "form[method=post] button").click)
+    assert "Saved: updated" in b.find_element(By.CSS_SELECTOR, "[role=status]").text
     [edit] = commits_since(ui_desk, before)
     assert edit["trailers"]["Desk-Client"] == ["ui"]
 
-    b.find_element(By.LINK_TEXT, "Context").click()  # type: ignore[attr-defined]
+    go(b, b.find_element(By.LINK_TEXT, "Context").click)
     set_text(b, "q", "deploy")
-    b.find_element(By.NAME, "q").submit()  # type: ignore[attr-defined]
-    assert b.find_elements(By.TAG_NAME, "meter")  # type: ignore[attr-defined]
-    b.save_screenshot(str(out / "context.png"))  # type: ignore[attr-defined]
-    b.find_element(By.LINK_TEXT, "Timeline").click()  # type: ignore[attr-defined]
-    assert "Health" in b.page_source  # type: ignore[attr-defined]
-    b.save_screenshot(str(out / "timeline.png"))  # type: ignore[attr-defined]
+    go(b, b.find_element(By.NAME, "q").submit)
+    assert b.find_elements(By.TAG_NAME, "meter")
+    b.save_screenshot(str(out / "context.png"))
+    go(b, b.find_element(By.LINK_TEXT, "Timeline").click)
+    assert "Health" in b.page_source
+    b.save_screenshot(str(out / "timeline.png"))
 
-    b.find_element(By.LINK_TEXT, "Conflict cases").click()  # type: ignore[attr-defined]
-    b.find_element(By.PARTIAL_LINK_TEXT, "case-").click()  # type: ignore[attr-defined]
-    b.find_elements(By.NAME, "candidate")[1].click()  # type: ignore[attr-defined]
+    go(b, b.find_element(By.LINK_TEXT, "Conflict cases").click)
+    go(b, b.find_element(By.PARTIAL_LINK_TEXT, "case-").click)
+    b.find_elements(By.NAME, "candidate")[1].click()
     set_text(b, "actor", "ada@example.org")
     set_text(b, "rationale", "3.12 is what CI runs")
-    b.save_screenshot(str(out / "case.png"))  # type: ignore[attr-defined]
-    b.find_element(By.CSS_SELECTOR, "fieldset button").click()  # type: ignore[attr-defined]
-    assert "Resolved: resolved" in b.find_element(By.CSS_SELECTOR, "[role=status]").text  # type: ignore[attr-defined]
-    [resolved] = commits_since(ui_desk, edit["commit"])  # type: ignore[arg-type]
+    b.save_screenshot(str(out / "case.png"))
+    go(b, b.find_element(By.CSS_SELECTOR, "fieldset button").click)
+    assert "Resolved: resolved" in b.find_element(By.CSS_SELECTOR, "[role=status]").text
+    [resolved] = commits_since(ui_desk, str(edit["commit"]))
     assert resolved["trailers"]["Desk-Client"] == ["ui"]
 
-    b.set_window_size(360, 740)  # type: ignore[attr-defined]
-    b.find_element(By.LINK_TEXT, "Memories").click()  # type: ignore[attr-defined]
-    width = b.execute_script("return document.documentElement.scrollWidth")  # type: ignore[attr-defined]
+    b.set_window_size(360, 740)
+    go(b, b.find_element(By.LINK_TEXT, "Memories").click)
+    width = b.execute_script("return document.documentElement.scrollWidth")
     assert width <= 360, width  # readable at 360 px: nothing wider than the screen
-    b.save_screenshot(str(out / "memories-360.png"))  # type: ignore[attr-defined]
+    b.save_screenshot(str(out / "memories-360.png"))
 
 
 def status(url: str, *, data: bytes | None = None, headers: dict[str, str] | None = None) -> int:

@@ -9,7 +9,8 @@ import pytest
 import desk
 from tests.ui.conftest import commits_since, head
 
-pytest.importorskip("starlette.testclient")
+pytest.importorskip("jinja2", reason="desk ui's pages need the ui extra: pip install 'desk[ui]'")
+pytest.importorskip("starlette.testclient", reason="desk ui needs the ui extra: pip install 'desk[ui]'")
 from starlette.testclient import TestClient  # noqa: E402
 
 from desk.ui.app import build_app  # noqa: E402
