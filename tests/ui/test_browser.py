@@ -58,7 +58,7 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     options.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
-                 f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1000,760"):
+                 f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=900,640"):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
     try:
