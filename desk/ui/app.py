@@ -18,7 +18,7 @@ import itertools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -58,13 +58,14 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
         if not hmac.compare_digest(given.encode(), token.encode()):
             return PlainTextResponse("forbidden: open the URL `desk ui` printed (it carries the token)",
                                      403, headers=HEADERS)
-        if request.method == "POST":
+        if request.method not in ("GET", "HEAD"):
             sent = parse_qs((await request.body()).decode("utf-8", "replace")).get("csrf", [""])[0]
             if not hmac.compare_digest(sent.encode(), csrf.encode()):
                 return PlainTextResponse("forbidden: the form's CSRF token is missing or wrong", 403, headers=HEADERS)
         if "token" in request.query_params:  # into the cookie, out of the address bar and history
-            rest = "&".join(f"{k}={v}" for k, v in request.query_params.items() if k != "token")
-            response: Response = RedirectResponse(request.url.path + ("?" + rest if rest else ""), 303)
+            rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+            where = "/" + request.url.path.lstrip("/")  # never `//host`: a redirect to elsewhere
+            response: Response = RedirectResponse(where + ("?" + rest if rest else ""), 303)
             response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
         else:
             response = await call_next(request)

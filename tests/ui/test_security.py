@@ -53,6 +53,8 @@ def test_the_token_moves_into_a_strict_http_only_cookie(ui_desk: desk.Desk) -> N
     c = client(ui_desk, logged_in=False)
     first = c.get("/context?token=the-token&q=report", follow_redirects=False)
     assert first.status_code == 303 and first.headers["location"] == "/context?q=report"
+    odd = c.get("/?token=the-token&q=a%26b&type=fact", follow_redirects=False).headers["location"]
+    assert odd == "/?q=a%26b&type=fact"  # the rest of the query intact
     cookie = first.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie
     for url in PAGES:
