@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
                               MemoryChange, MemoryDiff, MemoryList, Migrated, MistakeAdded, MistakeList,
                               NowChange, NowView, Outcome, PrefChanged, PrefList, PrefShown, Recalled,
                               Resolved, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
+    from desk.revisions import MemoryRevisions, Revision, memory_revisions
 
 __version__ = "0.1.0"
 
@@ -54,10 +55,12 @@ _RESULTS = ("Outcome", "Wrapped",
             "NowView", "NowChange", "MistakeAdded", "MistakeList", "ConversationsRendered",
             "ImportPlan", "Exported", "Synced", "Cloned",
             "UserProfile", "PrefChanged", "PrefShown", "PrefList")
+# A memory's history with each commit's diff (docs/api.md "Reading"), beside `Desk.history`
+_REVISIONS = ("memory_revisions", "MemoryRevisions", "Revision")
 _HOMES = {**dict.fromkeys(_API, "desk.api"), **dict.fromkeys(_ERRORS, "desk.errors"),
-          **dict.fromkeys(_RESULTS, "desk.results")}
+          **dict.fromkeys(_RESULTS, "desk.results"), **dict.fromkeys(_REVISIONS, "desk.revisions")}
 
-__all__ = ["__version__", *_API, *_ERRORS, *_RESULTS]
+__all__ = ["__version__", *_API, *_ERRORS, *_RESULTS, *_REVISIONS]
 
 
 def __getattr__(name: str) -> Any:

@@ -35,6 +35,7 @@ path.write_text(path.read_text().replace("The fact itself", "The gamma fact itse
 # Commands that make no API call, and why.
 NOT_API = {("hooks", "run"): "hidden: what an installed hook runs (desk.cli.hook), the hooks' own edge",
            ("serve",): "a long-running server: each tool call is one API call (tests/serve/)",
+           ("ui",): "a long-running server: each page and form is API calls (tests/ui/)",
            ("memory-tool",): "one memory-tool command may read, then write (tests/test_memory_tool.py)"}
 
 

@@ -215,6 +215,7 @@ def test_every_lazily_exported_name_resolves_to_one_class() -> None:
     import desk.api
     import desk.errors
     import desk.results
+    import desk.revisions
 
     for name in desk.results._HOMES:
         found = getattr(desk.results, name)
@@ -222,7 +223,8 @@ def test_every_lazily_exported_name_resolves_to_one_class() -> None:
         assert getattr(desk, name) is found, name
     for name in desk.__all__:
         if name != "__version__":
-            home = {"desk.api": desk.api, "desk.errors": desk.errors, "desk.results": desk.results}[desk._HOMES[name]]
+            home = {"desk.api": desk.api, "desk.errors": desk.errors, "desk.results": desk.results,
+                    "desk.revisions": desk.revisions}[desk._HOMES[name]]
             assert getattr(desk, name) is getattr(home, name), name
     from desk import Recalled  # a from-import goes through the module's __getattr__ too
 

@@ -1,0 +1,203 @@
+"""`desk ui`'s pages: a Starlette app of server-rendered Jinja2 pages and plain forms over the public
+API (`import desk`, nothing else of desk). Reads call the API and render its results; each write is
+one API call, through the same gate as the CLI, committed with `Desk-Client: ui`.
+
+Any local user and any web page can reach a loopback port, so every request must carry the token
+the URL was printed with (`?token=`, then an HttpOnly SameSite=Strict cookie); a Host other than
+the loopback address (DNS rebinding) or an Origin from elsewhere is refused, every POST carries the
+form's CSRF token, writes are POST only, and the pages load nothing from elsewhere (the CSP).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import hashlib
+import hmac
+import itertools
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+import desk
+
+HERE = Path(__file__).parent
+COOKIE = "desk_ui"
+HEADERS = {"Content-Security-Policy": "default-src 'self'; form-action 'self'; frame-ancestors 'none'",
+           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "Cache-Control": "no-store"}
+PAGE_LIMIT = 200  # memories and revisions a page lists before it says how many it left out
+SEARCH_LIMIT = 10  # recall's most hits for one query
+
+
+def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
+    """The app for desk `d` on 127.0.0.1:`port`, requiring `token`; forms carry `csrf`."""
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+    writer = d.with_trailers({"Desk-Client": "ui"})
+    origins = {f"http://{host}:{port}" for host in ("127.0.0.1", "localhost")}
+
+    def page(template: str, status: int = 200, **values: Any) -> Response:
+        html = env.get_template(template).render(csrf=csrf, **values)
+        return Response(html, status, media_type="text/html; charset=utf-8")
+
+    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        origin = request.headers.get("origin")
+        if request.headers.get("host") not in {o.removeprefix("http://") for o in origins}:
+            return PlainTextResponse("forbidden: not this server's host", 403, headers=HEADERS)
+        if origin is not None and origin not in origins:
+            return PlainTextResponse("forbidden: a request from another origin", 403, headers=HEADERS)
+        given = request.query_params.get("token") or request.cookies.get(COOKIE) or ""
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return PlainTextResponse("forbidden: open the URL `desk ui` printed (it carries the token)",
+                                     403, headers=HEADERS)
+        if request.method not in ("GET", "HEAD"):
+            sent = parse_qs((await request.body()).decode("utf-8", "replace")).get("csrf", [""])[0]
+            if not hmac.compare_digest(sent.encode(), csrf.encode()):
+                return PlainTextResponse("forbidden: the form's CSRF token is missing or wrong", 403, headers=HEADERS)
+        if "token" in request.query_params:  # into the cookie, out of the address bar and history
+            rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+            where = "/" + request.url.path.lstrip("/")  # never `//host`: a redirect to elsewhere
+            response: Response = RedirectResponse(where + ("?" + rest if rest else ""), 303)
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+        else:
+            response = await call_next(request)
+        response.headers.update(HEADERS)
+        return response
+
+    async def memories(request: Request) -> Response:
+        q = request.query_params
+        project, kind, trigger, query = ((q.get(k) or "").strip() or None for k in ("project", "type", "trigger", "q"))
+        listed = d.list(type=kind, project=project)
+        entries = [e for e in listed.entries if trigger is None or trigger in e.triggers]
+        hits = None
+        if query:
+            try:
+                found = d.recall(query, kind="memory", limit=SEARCH_LIMIT, project=project).to_json()["hits"]
+            except desk.DeskError as exc:
+                return page("error.html", 400, error=exc)
+            rank = {h["id"].partition(":")[2]: h for h in found}
+            entries = sorted((e for e in entries if e.name in rank), key=lambda e: rank[e.name]["rank"])
+            hits = {name: h["snippet"] for name, h in rank.items()}
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        user = q.get("user") or None
+        prefs = d.pref_list(user=user).to_json() if user else None
+        return page("memories.html", entries=entries[:PAGE_LIMIT], left=max(0, len(entries) - PAGE_LIMIT),
+                    hits=hits, now=now, q=q, projects=d.project_names(), invalid=listed.invalid,
+                    types=sorted({e.type for e in listed.entries}), prefs=prefs)
+
+    def memory_page(request: Request, status: int = 200, **values: Any) -> Response:
+        name, project = request.path_params["name"], request.query_params.get("project") or None
+        shown = d.show(name, project=project)
+        text = (d.root / shown.path).read_text("utf-8") if (d.root / shown.path).exists() else ""
+        try:
+            revisions = desk.memory_revisions(d, name, project=project, limit=PAGE_LIMIT).revisions
+        except desk.DeskError:  # a file no commit has held yet (written by hand)
+            revisions = []
+        values.setdefault("text", text)
+        values.setdefault("base", _digest(text))
+        return page("memory.html", status, name=name, project=project, shown=shown.to_json(), revisions=revisions,
+                    base_commit=revisions[0].commit.sha if revisions else "HEAD", **values)
+
+    async def memory(request: Request) -> Response:
+        try:
+            return memory_page(request)
+        except desk.DeskError as exc:
+            return page("error.html", 404, error=exc)
+
+    async def edit(request: Request) -> Response:
+        form = await request.form()
+        name, text = request.path_params["name"], str(form.get("text", "")).replace("\r\n", "\n")
+        try:
+            on_disk = d.root / d.show(name).path
+            now = on_disk.read_text("utf-8") if on_disk.exists() else ""
+            if _digest(now) != form.get("base"):  # changed since the form was drawn: never overwrite it
+                try:
+                    changed = d.diff(name, str(form.get("base_commit") or "HEAD")).diff
+                except desk.DeskError:  # a base commit that is not one: show the texts' difference
+                    changed = ""
+                return memory_page(request, 409, text=text, stale=changed or _udiff(text, now), base=_digest(now))
+            done = writer.remember_file(name, text, actor="user").to_json()
+        except desk.DeskError as exc:  # the gate's findings, or a file with a person's uncommitted edits
+            findings = [f.to_json() for f in getattr(exc, "findings", [])]
+            try:
+                return memory_page(request, 409 if isinstance(exc, desk.ConflictError) else 422,
+                                   text=text, error=exc, findings=findings)
+            except desk.DeskError:  # no such memory
+                return page("error.html", 404, error=exc)
+        return memory_page(request, saved=done)
+
+    async def event(request: Request) -> Response:
+        try:
+            shown = d.archive_show(request.path_params["event_id"]).to_json()
+        except desk.DeskError as exc:
+            return page("error.html", 404, error=exc)
+        return page("event.html", event=shown)
+
+    async def context(request: Request) -> Response:
+        q = request.query_params
+        budget = int(q["budget"]) if q.get("budget", "").isdigit() else None
+        try:
+            shown = d.context(query=q.get("q") or None, budget=budget).to_json()
+        except desk.DeskError as exc:
+            return page("error.html", 400, error=exc)
+        return page("context.html", context=shown, q=q)
+
+    async def timeline(request: Request) -> Response:
+        events = d.archive_list(limit=PAGE_LIMIT).to_json()["events"]
+        days: dict[str, dict[str, Any]] = {}
+        for day, group in itertools.groupby(sorted(events, key=lambda e: e["at"], reverse=True), lambda e: e["at"][:10]):
+            days[day] = {"events": list(group), "journal": None}
+        for path in sorted((d.root / "journal").glob("*.md"), reverse=True)[:60]:
+            days.setdefault(path.stem, {"events": []})["journal"] = path.read_text("utf-8", "replace")
+        return page("timeline.html", days=sorted(days.items(), reverse=True), health=d.doctor().to_json())
+
+    async def cases(request: Request) -> Response:
+        return page("cases.html", cases=d.conflicts_list(include_closed=True).to_json()["cases"])
+
+    def case_page(request: Request, status: int = 200, **values: Any) -> Response:
+        case = d.conflicts_show(request.path_params["case"]).to_json()["case"]
+        pair = case["candidates"][:2]
+        diff = _udiff(pair[0]["content"], pair[1]["content"], (pair[0]["id"], pair[1]["id"])) if len(pair) == 2 else ""
+        return page("case.html", status, case=case, diff=diff, event_id=f"ui:{case['id']}:r{case['revision']}", **values)
+
+    async def case(request: Request) -> Response:
+        try:
+            return case_page(request)
+        except desk.DeskError as exc:
+            return page("error.html", 404, error=exc)
+
+    async def resolve(request: Request) -> Response:
+        form = await request.form()
+        field = {k: str(form.get(k, "")).strip() for k in ("candidate", "revision", "actor", "rationale", "event_id")}
+        try:
+            done = writer.resolve(request.path_params["case"], field["candidate"],
+                                  expected_revision=int(field["revision"] or 0), event_id=field["event_id"],
+                                  actor=field["actor"], rationale=field["rationale"]).to_json()
+        except (desk.DeskError, ValueError) as exc:
+            return case_page(request, 409 if isinstance(exc, desk.ConflictError) else 422, error=exc, form=field)
+        return case_page(request, resolved=done)
+
+    return Starlette(routes=[
+        Route("/", memories), Route("/memory/{name}", memory), Route("/memory/{name}", edit, methods=["POST"]),
+        Route("/event/{event_id}", event), Route("/context", context), Route("/timeline", timeline),
+        Route("/cases", cases), Route("/cases/{case}", case), Route("/cases/{case}", resolve, methods=["POST"]),
+        Route("/style.css", lambda _: FileResponse(HERE / "templates" / "style.css", media_type="text/css")),
+    ], middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)])
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _udiff(old: str, new: str, labels: tuple[str, str] = ("your form", "now")) -> str:
+    def lines(text: str) -> list[str]:
+        return (text if text.endswith("\n") else text + "\n").splitlines(True)
+    return "".join(difflib.unified_diff(lines(old), lines(new), *labels))
