@@ -8,9 +8,9 @@ times, the invalid files and each normalised trigger with the memories that have
 `.git/desk-cache/context.sqlite` (derived, never committed; deleted and rebuilt when unreadable).
 
 It is keyed by the memory folder as the file system shows it: every `memory/*.md` regular file's
-name, size, mtime, ctime and inode (one `scandir`, no file read), plus the rendering code's own
-fingerprint (`_code`, from the source files' stat: `code_fingerprint`), so a desk opened by
-another desk version builds its own. A file changed
+name, size, mtime, ctime and inode (one `scandir`, no file read); the rendering code is the
+cache's fingerprint (desk.storage.derived), so a desk opened by another desk version builds its
+own. A file changed
 since the view was built changes its stat, and the view is built again. As git does for its
 index, a view is stored only when no file was modified within `_RACY_NS` of the scan: a file
 written in the same clock tick as the scan could change without its stat showing it. The view
@@ -310,7 +310,7 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
     for, else built from the entries (`entries_in_worktree`) and stored when it may be. `state`:
     memory/ as git sees it (`scan_memory_folder`)."""
     scanned, settled = scan_memory_folder(desk, state)
-    key = sha1_hex(f"{scanned}\0{_code()}\0{_LAYOUT}".encode())
+    key = sha1_hex(f"{scanned}\0{_LAYOUT}".encode())
     db = _open(desk)
     try:
         view = _cached(desk, db, key, as_of, render_index) if db is not None else None
@@ -352,8 +352,6 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
 def _open(desk: DeskFolder) -> sqlite3.Connection | None:
     try:
         return open_cache(desk.cache_dir / _CACHE_FILE,
-                          "DROP TABLE IF EXISTS memory_view_v1; DROP TABLE IF EXISTS memory_view_v2; "
-                          "DROP TABLE IF EXISTS memory_view_v3; "
                           f"CREATE TABLE IF NOT EXISTS {_TABLE} (key TEXT PRIMARY KEY, count INTEGER, "
                           "broken TEXT, expired TEXT, expires TEXT, index_text TEXT, names TEXT, names_at BLOB, "
                           "blobs TEXT, blobs_at BLOB, needles TEXT, needle_at TEXT, needle_at_at BLOB, "
@@ -510,44 +508,3 @@ def _store(db: sqlite3.Connection, key: str, view: MemoryView, expires: Mapping[
     except (sqlite3.Error, UnicodeError):  # UnicodeError: a name sqlite cannot store as UTF-8
         if db.in_transaction:
             db.execute("ROLLBACK")
-
-
-_CODE_CACHE: list[str] = []
-# The modules whose code a view is made by: the index lines and their escaping (context, escape),
-# trigger normalisation, expiry times, the entries and their cache (index), which file names are
-# memories (layout), this module.
-_CODE_MODULES = ("desk.recall.context", "desk.recall.context_cache", "desk.text.escape",
-                 "desk.text.normalize", "desk.text.times", "desk.memory.index", "desk.layout")
-
-
-def _code() -> str:
-    """A fingerprint of the code that renders a view (the source of `_CODE_MODULES`): a desk
-    opened by another version of desk builds its views anew instead of showing stale text."""
-    if not _CODE_CACHE:
-        from importlib import import_module
-
-        paths = [getattr(import_module(name), "__file__", None) or name for name in _CODE_MODULES]
-        _CODE_CACHE.append(code_fingerprint(b"memory view v1", [Path(p) for p in paths]))
-    return _CODE_CACHE[0]
-
-
-def code_fingerprint(label: bytes, paths: list[Path]) -> str:
-    """A fingerprint of the source files `paths`, from each file's stat (size, mtime, ctime,
-    inode: git's rule for its index; any write sets a file's ctime, which no one can set back)
-    rather than their bytes, which cost ~1 ms of a cold read to read and hash. A file changed
-    within `_RACY_NS` of now (a write in the same clock tick could leave its stat as it was) is
-    hashed by its bytes instead; a missing one by its name."""
-    now = time.time_ns()
-    digest = hashlib.sha1()
-    digest.update(label)
-    for path in paths:
-        name = str(path).encode("utf-8", "surrogateescape")
-        try:
-            st = os.stat(path)
-            if now - max(st.st_mtime_ns, st.st_ctime_ns) < _RACY_NS:
-                digest.update(b"\0bytes\0" + name + b"\0" + path.read_bytes())
-            else:
-                digest.update(b"\0stat\0" + name + f"\0{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino}".encode())
-        except OSError:
-            digest.update(b"\0missing\0" + name)
-    return digest.hexdigest()

@@ -62,7 +62,6 @@ from desk.storage.reading import open_regular
 from desk.storage.sqlite_cache import open_cache, rollback
 
 CACHE_FILE = "search.sqlite"
-_SCHEMA = 7  # 5: archive prefix hashes; 6: stemmed words, CJK single characters, the speaker/meta field, sessions; 7: question turns
 COMPACT_MIN_DEAD = 5000
 # Postings held in memory during a refresh before they are merged into the file. Every merge
 # writes one row per term it holds, so fewer, larger batches write less; this bounds the batch
@@ -150,13 +149,6 @@ _SCHEMA_SQL = """
         """
 
 
-def _check_schema(db: sqlite3.Connection) -> None:
-    """An older cache layout is rebuilt, not migrated."""
-    row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-    if row is not None and int(row[0]) != _SCHEMA:
-        raise sqlite3.DatabaseError("old cache schema")
-
-
 class SearchCache:
     """Posting lists and per-record columns over a desk's memories and conversation records.
 
@@ -184,7 +176,7 @@ class SearchCache:
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
-            self._db = open_cache(self.path, _SCHEMA_SQL, wal=True, check=_check_schema)
+            self._db = open_cache(self.path, _SCHEMA_SQL, wal=True)
         return self._db
 
     def rebuild(self) -> None:
@@ -230,7 +222,7 @@ class SearchCache:
         s = self.columns
         s.generation += 1
         tree, dirty = self._memory_state
-        rows = {"schema": _SCHEMA, "generation": s.generation, "times": s.times.tobytes(),
+        rows = {"generation": s.generation, "times": s.times.tobytes(),
                 "mem_tree": tree or "", "mem_dirty": json.dumps(dirty or []),
                 "arch_tree": self._archive_trees[0] or "",
                 "lengths": s.lengths.tobytes(), "kinds": bytes(s.kinds), "sessions": s.sessions.tobytes(),

@@ -189,12 +189,12 @@ def test_progress_never_passes_the_total_when_a_rewritten_file_is_read_again(
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
 
 
-def test_a_cache_of_an_older_layout_is_rebuilt(desk: DeskFolder, tmp_path: Path) -> None:
+def test_a_cache_another_version_of_desk_made_is_rebuilt(desk: DeskFolder, tmp_path: Path) -> None:
     _seed_memories(desk)
     import_events(desk, _history(tmp_path / "h.jsonl", 6, 300))
     expected_state, expected_answers = _cold(desk)
     cache = SearchCache(desk)
-    cache._connect().execute("UPDATE meta SET value=2 WHERE key='schema'")
+    cache._connect().execute("UPDATE desk_code SET code = 'another version of desk'")
     cache.close()
     cache = SearchCache(desk)
     try:
