@@ -96,7 +96,9 @@ REGISTRY = (
 # make again from the desk (the journal of desk's own last commits, an interrupted sync's record and
 # the bytes it rescued, the serve token), the locks, and the private index (its key is registered).
 NOT_DERIVED = ("desk-published.json", "desk-sync-integrating.json", "desk-rescued", "desk-serve-token",
-               "desk.lock", "desk-index", "desk-index.lock", "desk-index-lock.json", "desk-git-children-")
+               "desk-clone-id", "desk-pending-", "desk-edit", "desk.lock", "desk-archive.lock", "desk-index",
+               "desk-index.lock", "desk-index-lock.json", "desk-person-index", "desk-git-children-",
+               "desk-hook-index-", "desk-tree-index-")
 
 # Records an older desk kept in .git/ for its in-process commits; desk no longer reads them.
 RETIRED = ("desk-tree-segments.json", "desk-blob-segments.json", "desk-tree-kept", "desk-index-walk.json")
