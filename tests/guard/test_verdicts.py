@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
