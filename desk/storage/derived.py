@@ -18,6 +18,7 @@ and git's answers. One rule decides when a kept answer may be used:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from desk.storage.code_print import MEMO_FILE, code_print
@@ -38,7 +39,7 @@ class Derived:
 
     def fingerprint(self, git_dir: Path | None = None) -> str:
         """The code version of this cache (its builders' import graph; see the module docstring)."""
-        return code_print(self.builders, git_dir / CACHE_FOLDER if git_dir is not None else None)
+        return _fingerprint(self.builders, git_dir)
 
 
 REGISTRY = (
@@ -102,6 +103,13 @@ NOT_DERIVED = ("desk-published.json", "desk-sync-integrating.json", "desk-rescue
 
 # Records an older desk kept in .git/ for its in-process commits; desk no longer reads them.
 RETIRED = ("desk-tree-segments.json", "desk-blob-segments.json", "desk-tree-kept", "desk-index-walk.json")
+
+
+@lru_cache(maxsize=None)
+def _fingerprint(builders: tuple[str, ...], git_dir: Path | None) -> str:
+    """Once per process: the code this process runs is the code it loaded, whatever a source
+    file says later."""
+    return code_print(builders, git_dir / CACHE_FOLDER if git_dir is not None else None)
 
 
 def registered(name: str) -> Derived:
