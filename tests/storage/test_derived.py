@@ -21,8 +21,11 @@ CONTEXT = registered("context").builders
 
 
 @pytest.fixture
-def package(tmp_path: Path) -> Path:
-    """A copy of the desk package whose sources a test may edit."""
+def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the desk package whose sources a test may edit. The copies are all written just
+    now, so the memo would keep none of them (the racy rule): the window is closed instead, as
+    for sources installed long ago (each edit still moves a file's ctime)."""
+    monkeypatch.setattr(code_print_module, "_RACY_NS", 0)
     copy = tmp_path / "src" / "desk"
     shutil.copytree(ROOT / "desk", copy, ignore=shutil.ignore_patterns("__pycache__"))
     return copy
@@ -62,22 +65,24 @@ def test_every_file_desk_derives_is_registered(tmp_path: Path) -> None:
 
 
 def test_changing_any_module_a_builder_imports_changes_its_fingerprint(package: Path, tmp_path: Path) -> None:
-    """Every desk module in the context view's import graph (text/tokens.py among them, which
-    the old hand list missed) moves the fingerprint when edited; putting it back restores it."""
+    """Editing a desk module moves the fingerprint of exactly the caches whose builders import it
+    (directly or not) and of no other; putting it back restores them. text/tokens.py, which the
+    context view's old hand list missed, moves the context view's."""
     memo = tmp_path / "memo"
-    graph, outside = import_graph(CONTEXT, memo, package)
-    assert {"desk.text.tokens", "desk.memory.index", "desk.layout", "desk.text.escape"} <= set(graph)
-    assert "yaml" in outside  # the frontmatter reader's library: its install is part of it
-    before = code_print(CONTEXT, memo, package)
-    for name in graph:
+    graphs = {entry.name: set(import_graph(entry.builders, memo, package)[0]) for entry in REGISTRY}
+    assert {"desk.text.tokens", "desk.memory.index", "desk.layout", "desk.text.escape"} <= graphs["context"]
+    assert "yaml" in import_graph(CONTEXT, memo, package)[1]  # the frontmatter reader's library
+    before = {entry.name: code_print(entry.builders, memo, package) for entry in REGISTRY}
+    for name in sorted(set().union(*graphs.values())) + ["desk.serve.token"]:
         found = module_path(name, package)
         assert found is not None, name
         path = Path(found[0])
         original = path.read_bytes()
         path.write_bytes(original + b"\n# one more line\n")
-        assert code_print(CONTEXT, memo, package) != before, name
+        moved = {entry.name for entry in REGISTRY if code_print(entry.builders, memo, package) != before[entry.name]}
+        assert moved == {cache for cache, graph in graphs.items() if name in graph}, name
         path.write_bytes(original)
-        assert code_print(CONTEXT, memo, package) == before, name
+    assert {entry.name: code_print(entry.builders, memo, package) for entry in REGISTRY} == before
 
 
 def test_an_unrelated_module_does_not_change_it_until_a_builder_imports_it(package: Path, tmp_path: Path) -> None:
@@ -113,7 +118,6 @@ def test_the_memo_is_used_only_while_a_source_keeps_its_stat(package: Path, tmp_
     file written within the racy window is not kept in the memo."""
     memo = tmp_path / "memo"
     tokens = package / "text" / "tokens.py"
-    monkeypatch.setattr(code_print_module, "_RACY_NS", 0)  # every source settled
     before = code_print(CONTEXT, memo, package)
     rows = json.loads((memo / MEMO_FILE).read_bytes())
     rows["files"][str(tokens)][3] = "planted"
