@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
@@ -25,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 import desk.api as api
 from desk.errors import DeskError
 from desk.storage.derived import REGISTRY
-from tests.sync.conftest import Clones, clone_template  # noqa: F401 - the fixture, used by name
+from tests.sync.conftest import Clones, make_clones
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 AS_OF = "2026-12-01T00:00:00Z"
@@ -55,7 +56,7 @@ def cold_answers(root: Path, hold: Path) -> list[Any]:
     for entry in REGISTRY:
         for suffix in ("", "-wal", "-shm"):
             path = git_dir / f"{entry.path}{suffix}"
-            if entry.path and path.exists():
+            if path.exists():
                 target = hold / f"{entry.path}{suffix}"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 path.rename(target)
@@ -65,8 +66,7 @@ def cold_answers(root: Path, hold: Path) -> list[Any]:
     finally:
         for entry in REGISTRY:
             for suffix in ("", "-wal", "-shm"):
-                if entry.path:
-                    (git_dir / f"{entry.path}{suffix}").unlink(missing_ok=True)
+                (git_dir / f"{entry.path}{suffix}").unlink(missing_ok=True)
         for path, target in moved:
             target.rename(path)
 
@@ -200,8 +200,16 @@ class DerivedState(RuleBasedStateMachine):
         assert warm == cold_answers(self.a.root, self.hold)
 
 
-def test_caches_answer_as_a_cold_rebuild_through_desk_and_git(clone_template: Path) -> None:
-    DerivedState.template = clone_template
+@pytest.fixture
+def clones_template(tmp_path_factory: pytest.TempPathFactory, identity: None) -> Path:
+    """A desk, its bare remote and two more clones, copied for each example (Clones)."""
+    root = tmp_path_factory.mktemp("clones-template")
+    make_clones(root)
+    return root
+
+
+def test_caches_answer_as_a_cold_rebuild_through_desk_and_git(clones_template: Path) -> None:
+    DerivedState.template = clones_template
     # No shrinking: each step costs a cold rebuild, and a failing run of at most ten steps prints
     # them all (shrinking one took minutes).
     run_state_machine_as_test(DerivedState, settings=settings(

@@ -28,8 +28,8 @@ CACHE_FOLDER = "desk-cache"  # in .git/ (desk.layout.CACHE_FOLDER)
 
 @dataclass(frozen=True, slots=True)
 class Derived:
-    """One cache or record: where it lives (`path`, under .git/; "" for one kept in memory only),
-    what its answers are keyed by, the modules whose code makes it, and how it is made again."""
+    """One cache or record: where it lives (`path`, under .git/), what its answers are keyed by,
+    the modules whose code makes it, and how it is made again."""
 
     name: str
     path: str
@@ -88,9 +88,6 @@ REGISTRY = (
     Derived("desk-id", "desk-id",
             "nothing: the committed desk id never changes (the gate keeps it fixed)", ("desk.layout",),
             "the next read of the desk id asks git for HEAD's .system/desk.json"),
-    Derived("side-terms", "",
-            "the speaker and caption text of an archived turn (in memory, one process)",
-            ("desk.recall.records",), "made again by every process"),
 )
 
 # desk's files in .git/ that are not derived (never dropped by a rebuild): what no command could
@@ -124,7 +121,7 @@ def drop_all(git_dir: Path) -> list[str]:
     """Remove every registered file (and SQLite's side files) and every retired record from
     `git_dir`; the paths removed, relative to it. The caller holds the desk lock."""
     removed = []
-    names = [entry.path for entry in REGISTRY if entry.path] + list(RETIRED)
+    names = [entry.path for entry in REGISTRY] + list(RETIRED)
     for name in names:
         for suffix in ("", "-wal", "-shm") if name.endswith(".sqlite") else ("",):
             try:

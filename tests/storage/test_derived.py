@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import desk.layout as layout
 import desk.storage.code_print as code_print_module
 from desk.api import init
 from desk.storage.code_print import MEMO_FILE, code_print, import_graph, module_path
@@ -36,9 +37,10 @@ def test_every_builder_is_a_module_and_every_name_is_unique() -> None:
         assert entry.builders, entry.name
         for builder in entry.builders:
             assert module_path(builder) is not None, (entry.name, builder)
-    for names in ([entry.name for entry in REGISTRY], [entry.path for entry in REGISTRY if entry.path]):
+    for names in ([entry.name for entry in REGISTRY], [entry.path for entry in REGISTRY]):
         assert len(names) == len(set(names))
     assert registered("search.sqlite") is registered("search")
+    assert CACHE_FOLDER == layout.CACHE_FOLDER
     with pytest.raises(KeyError):
         registered("nothing")
 
