@@ -80,12 +80,22 @@ class GuardMethods(DeskBase):
 
         return Synced(sync(self, remote, push=push, progress=progress, now=now))
 
-    def doctor(self, *, repair: bool = False, commits: int = 200) -> Diagnosis:
-        """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem remains."""
+    def doctor(self, *, repair: bool = False, commits: int = 200, rebuild: bool = False) -> Diagnosis:
+        """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem
+        remains. `rebuild` first drops every derived cache and record and makes them again
+        (desk.rebuild; the paths dropped are the report's `rebuilt`)."""
+        rebuilt = None
+        if rebuild:
+            from desk.rebuild import rebuild as rebuild_caches
+
+            self.close()  # this object's warm caches are among those dropped
+            rebuilt = rebuild_caches(self)
         from desk.guard.checkup import diagnose  # git reads while the doctor's modules load
         from desk.results.guard import Diagnosis
 
-        return Diagnosis(diagnose(self, repair=repair, commits=commits))
+        report = diagnose(self, repair=repair, commits=commits)
+        report.rebuilt = rebuilt
+        return Diagnosis(report)
 
     def migrate(self, *, dry_run: bool = False) -> Migrated:
         """Upgrade an older desk's schema in one commit (status `unchanged` when it is current,

@@ -108,14 +108,17 @@ def edit_command(name: str, actor: str) -> None:
                    "Needs a desk you can write (without it doctor also checks a read-only desk).")
 @click.option("--commits", type=click.IntRange(min=0), default=200, show_default=True,
               help="How many recent commits to check for rule breaks that bypassed the hooks.")
+@click.option("--rebuild", is_flag=True,
+              help="First drop every derived cache in .git/ (search, context, verdicts, entries, records) "
+                   "and make them again. Never touches the desk's files or history.")
 @json_option
-def doctor_command(repair: bool, commits: int) -> None:
+def doctor_command(repair: bool, commits: int, rebuild: bool) -> None:
     """Check the desk's health: stale index, invalid files, commits that bypassed the hooks,
     leftover temporary files, a torn archive tail, interrupted mutations, a stale index.lock.
 
     Exit 3 when a problem remains (after --repair: one that needs a person).
     """
-    render(invocation().desk().doctor(repair=repair, commits=commits))
+    render(invocation().desk().doctor(repair=repair, commits=commits, rebuild=rebuild))
 
 
 @click.command("migrate")

@@ -36,6 +36,7 @@ from desk.guard.verdicts import VerdictCache
 from desk.guard.whole import DOCTOR_LOCK_WAIT
 from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
 from desk.storage.atomic import TEMP_PREFIX
+from desk.storage.derived import RETIRED
 from desk.guard.doctor_locks import check_desk_index_lock, check_git_locks, check_index_lock, check_interrupted_sync
 from desk.storage.git import LOCK_STALE_AFTER
 from desk.storage.integration import left_behind
@@ -54,7 +55,7 @@ PENDING_MARKERS = "desk-pending-*.json"
 # In .git/: the records of the in-process commit path an older desk kept (compressed segments of the
 # last large tree and blob, that tree uncompressed, the checkpoints of the person's index). desk
 # commits through git's own commands now and never reads them.
-OLD_RECORDS = ("desk-tree-segments.json", "desk-blob-segments.json", "desk-tree-kept", "desk-index-walk.json")
+OLD_RECORDS = RETIRED  # desk.storage.derived
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -77,6 +78,7 @@ class Problem:
 class DoctorReport:
     problems: list[Problem] = field(default_factory=list)
     repair: bool = False
+    rebuilt: list[str] | None = None  # with --rebuild: the derived files dropped (under .git/), then made again
 
     @property
     def ok(self) -> bool:
@@ -88,13 +90,16 @@ class DoctorReport:
         return problem
 
     def to_json(self) -> dict[str, object]:
+        rebuilt = {} if self.rebuilt is None else {"rebuilt": self.rebuilt}
         return {"status": "ok" if self.ok else "problems", "repair": self.repair,
-                "problems": [p.to_json() for p in self.problems]}
+                "problems": [p.to_json() for p in self.problems], **rebuilt}
 
     def text(self) -> str:
+        done = [] if self.rebuilt is None else [
+            f"rebuilt: every derived cache ({len(self.rebuilt)} files dropped from .git/ and made again)"]
         if not self.problems:
-            return "ok: nothing to repair"
-        lines = [f"{p.status}: {p.check}: {p.path}: {p.message}" for p in self.problems]
+            return "\n".join([*done, "ok: nothing to repair"])
+        lines = done + [f"{p.status}: {p.check}: {p.path}: {p.message}" for p in self.problems]
         if not self.repair and any(p.status == "found" for p in self.problems):
             lines.append("run `desk doctor --repair` to fix what is marked found (safe to fix)")
         elif not self.ok:

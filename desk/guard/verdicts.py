@@ -9,11 +9,10 @@ its file stem; which rules apply depends on where a file lives). The allow-list 
 not: a verdict carries each secret's fingerprint and a memory's expiry, and desk.guard.rules applies
 them when it is read, so allowing a secret or the passing of time never needs a re-check.
 
-`rules_version()` hashes the size and CRC-32 of the source of every module a verdict depends on
-(`RULE_MODULES`; tests/guard/test_verdicts.py checks the list against what computing every kind of
-verdict imports), the installed PyYAML and pydantic (their files' size and time: a reinstall changes
-them) and the Python version. Editing a rule, upgrading a parser or a new Python is a new version;
-rows of other versions are dropped by the next `validate --all`.
+`rules_version()` is the cache's code fingerprint (desk.storage.derived: the source of every desk
+module validating and the history check import, found from the import graph, the installed PyYAML
+and pydantic, the Python version). Editing a rule, upgrading a parser or a new Python is a new
+version, and the cache made by another is emptied when opened.
 
 A commit never changes, so what the history rules (`desk doctor`) found in one is kept by commit
 id, under the same rules version and desk id. And `desk doctor`'s look for temporary files keeps,
@@ -26,10 +25,7 @@ SQLite fails, the rules simply run.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import sys
-import zlib
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -38,29 +34,10 @@ from typing import Any
 from desk.errors import Finding
 from desk.guard.rules import FileVerdict
 from desk.storage.git import sha1_hex
+from desk.storage.derived import registered
 from desk.storage.sqlite_cache import open_cache
 
 CACHE_FILE = "verdicts.sqlite"
-_FORMAT = 1  # how rows are written; part of the rules version
-# Every module whose code can change a verdict (the per-file rules, the history rules and what
-# they call), as `desk.<package>.<module>`.
-RULE_MODULES = (
-    "desk.guard.rules", "desk.guard.verdicts",
-    "desk.memory.file", "desk.memory.index", "desk.storage.frontmatter",
-    "desk.archive.store", "desk.archive.format", "desk.config", "desk.layout", "desk.scopes.files",
-    "desk.text.secrets", "desk.text.encodings", "desk.text.times", "desk.text.normalize", "desk.text.tokens", "desk.text.names",
-    "desk.text.escape", "desk.text.direction", "desk.vocabulary", "desk.errors", "desk.storage.atomic",
-    "desk.storage.git", "desk.storage.hashing", "desk.storage.lock",
-    "desk.storage.sqlite_cache",
-    "desk.storage.conflict_markers", "desk.storage.reading",
-    "desk.review.queue", "desk.review.audit",
-)
-# The whole-desk rules `validate --all` runs besides the per-file ones (the memory index, the scoped
-# indexes, the keyed state): the `states` table keeps their findings too, so their code is part of a
-# state's key.
-STATE_MODULES = ("desk.guard.validate", "desk.guard.delta", "desk.guard.index_rule", "desk.guard.scope_index",
-                 "desk.review.keyed")
-LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
     rules TEXT NOT NULL, path TEXT NOT NULL, mode TEXT NOT NULL, blob TEXT NOT NULL,
@@ -82,57 +59,15 @@ CREATE TABLE IF NOT EXISTS commits (
 FileKey = tuple[str, str, str, str]  # path, mode, blob id, blob id of the content it replaces ("")
 
 
-PACKAGE = Path(__file__).resolve().parents[1]
-
-
-@lru_cache(maxsize=4)
-def state_rules_version(package: Path = PACKAGE) -> str:
-    """A hash of the sources of STATE_MODULES in `package` (a unique value when one cannot be read,
-    so nothing cached is reused)."""
-    parts = [b"desk states"]
-    for module in STATE_MODULES:
-        path = package.joinpath(*module.split(".")[1:]).with_suffix(".py")
-        try:
-            parts.append(_source_print(module, path.read_bytes()))
-        except OSError:
-            parts.append(os.urandom(16))
-    return sha1_hex(b"\0".join(parts))
-
-
-def _source_print(module: str, source: bytes) -> bytes:
-    """What a rules version takes from one source file: its size and CRC-32 (zlib, ~1 GB/s). A
-    SHA-1 of ~300 KB of sources cost the hook more than its own check (without OpenSSL, which the
-    hook does not load); an edit that keeps both the size and the CRC of a file is a 1 in 2^32
-    accident, and only a developer editing desk's rules can make one."""
-    return b"%s %d %08x" % (module.encode(), len(source), zlib.crc32(source))
-
-
 def _state_key(state: str) -> str:
-    return f"{state_rules_version()}:{state}"
+    return f"states:{state}"
 
 
 @lru_cache(maxsize=4)
-def rules_version(package: Path = PACKAGE) -> str | None:
-    """A hash of everything a verdict depends on besides its inputs (the sources of RULE_MODULES
-    in `package`, the libraries, Python); None when a source cannot be read (nothing is cached)."""
-    from importlib.util import find_spec
-
-    parts = [f"desk verdicts {_FORMAT} {sys.version}".encode()]
-    for module in RULE_MODULES:
-        path = package.joinpath(*module.split(".")[1:]).with_suffix(".py")
-        try:
-            parts.append(_source_print(module, path.read_bytes()))
-        except OSError:
-            return None
-    for library in LIBRARIES:
-        try:
-            spec = find_spec(library)
-            origin = spec.origin if spec else None
-            stat = os.stat(origin) if origin else None
-        except (ImportError, ValueError, OSError):
-            origin, stat = None, None
-        parts.append(f"{library} {origin} {stat and (stat.st_size, stat.st_mtime_ns)}".encode())
-    return sha1_hex(b"\0".join(parts))
+def rules_version(folder: Path | None = None) -> str:
+    """The code version of every verdict (desk.storage.derived's fingerprint of this cache);
+    `folder`: the cache folder that keeps the fingerprint's parsed sources."""
+    return registered(CACHE_FILE).fingerprint(folder.parent if folder is not None else None)
 
 
 def _encode(verdict: FileVerdict) -> str | None:
@@ -149,21 +84,13 @@ def _decode(findings: str | None, entry: tuple[str, str] | None = None, keyed: b
     return FileVerdict(tuple(Finding(*row[:5]) for row in rows), tuple(row[5] for row in rows), entry, keyed)
 
 
-def _current_schema(db: sqlite3.Connection) -> None:
-    """open_cache's check: a cache made before verdicts recorded `keyed`, or before a base kept its
-    rendered index (desk.guard.delta), is made anew."""
-    if ("keyed" not in {row[1] for row in db.execute("PRAGMA table_info(files)")}
-            or "idx" not in {row[1] for row in db.execute("PRAGMA table_info(bases)")}):
-        raise sqlite3.DatabaseError("verdict cache of an older format")
-
-
 class VerdictCache:
     """The verdicts of one desk under one rules version and desk id; `computed` and `reused`
     count the verdicts the caller ran the rules for and the ones it found here."""
 
     def __init__(self, folder: Path, desk_id: str) -> None:
         self.path = folder / CACHE_FILE
-        version = rules_version()
+        version = rules_version(folder)
         self.rules = (sha1_hex(f"{version}\0{desk_id}".encode())
                       if version else None)
         self._db: sqlite3.Connection | None = None
@@ -173,7 +100,7 @@ class VerdictCache:
     def _connect(self) -> sqlite3.Connection | None:
         if self._db is None and self.rules is not None:
             try:
-                self._db = open_cache(self.path, _SCHEMA, wal=True, check=_current_schema)
+                self._db = open_cache(self.path, _SCHEMA, wal=True)
                 self._db.execute("PRAGMA synchronous=NORMAL")  # derived: losing the last rows is fine
             except (sqlite3.Error, OSError):
                 self.rules = None  # no cache this time: the rules just run

@@ -41,7 +41,6 @@ _CACHE_FILE = "entries.sqlite"
 # v6: a memory recording another scope's project is not an entry (parse_memory refuses it); v5:
 # injected_tokens of the Markdown-escaped body (v4: a column per field)
 _TABLE = "entries_v6"
-_RETIRED = ("entries_v2", "entries_v3", "entries_v4", "entries_v5")  # earlier layouts: dropped
 _STATS = "worktree_v1"  # memory/ in the work tree as last read: path -> size, mtime, blob id
 _RACY_NS = 3_000_000_000  # a file modified this close to being read is read again (git's racy rule)
 _SCAN_ALL = 2000  # from this many blobs, one pass over the table beats IN (...) lookups
@@ -200,8 +199,7 @@ class EntryCache:
             self._db = open_cache(self.path, f"CREATE TABLE IF NOT EXISTS {_TABLE} "
                                              f"(blob TEXT PRIMARY KEY, {', '.join(_FIELDS)}); "
                                              f"CREATE TABLE IF NOT EXISTS {_STATS} (path TEXT PRIMARY KEY, "
-                                             "size INTEGER, mtime INTEGER, blob TEXT); "
-                                             + "".join(f"DROP TABLE IF EXISTS {t};" for t in _RETIRED),
+                                             "size INTEGER, mtime INTEGER, blob TEXT); ",
                                   wal=True)
             # Derived data: a write-ahead log synced at checkpoints, not at every commit (a power
             # cut may lose the last transactions, never corrupt the file; the mirror catches up).

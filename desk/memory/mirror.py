@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
 _ROWS = "head_v2"
 _META = "head_meta_v2"
-_RETIRED = ("head_v1", "head_meta_v1")  # earlier layouts (no last commit): dropped, rebuilt as v2
 _PROJECT_ROWS = "project_heads_v1"  # ProjectHeads: path -> blob, last commit, its time
 _NOTE = "index_note:"  # meta keys of the notes about HEAD's MEMORY.md (`HeadMirror.note_index`)
 _EXACT = "exact"  # the note that MEMORY.md is what the rows render, under `render_version()`
@@ -73,8 +72,6 @@ class HeadMirror:
         self.desk = desk
         self.cache = cache
         self.db: sqlite3.Connection = cache.connection()
-        for retired in _RETIRED:
-            self.db.execute(f"DROP TABLE IF EXISTS {retired}")
         self.db.execute(f"CREATE TABLE IF NOT EXISTS {_ROWS} (name TEXT PRIMARY KEY, blob TEXT NOT NULL, "
                         "body_key TEXT, line TEXT, last_commit TEXT, last_time INTEGER)")
         self.db.execute(f"CREATE INDEX IF NOT EXISTS {_ROWS}_body ON {_ROWS}(body_key)")

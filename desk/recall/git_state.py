@@ -57,7 +57,8 @@ class KeptIds(FolderState):
                  untracked: bool = True) -> None:
         self._ids_record = desk.cache_dir / _IDS_RECORD
         self._git_dir = desk.git.git_dir()
-        self._refs = _refs_stamp(self._git_dir) if desk.git.default_replace_refs() else None
+        refs = _refs_stamp(self._git_dir) if desk.git.default_replace_refs() else None
+        self._refs = None if refs is None else f"{refs} {_code(desk)}"  # the record's key (desk.storage.derived)
         self._recorded_ids: dict[str, str | None] = {}
         self._ids_kept = False
         super().__init__(desk.git, MEMORY_DIR, ignored=ignored, also=also, untracked=untracked,
@@ -124,8 +125,9 @@ _RACY_NS = 3_000_000_000  # as desk.recall.context.cache
 
 
 def _stamp(desk: DeskFolder) -> tuple[int, ...] | None:
-    """memory/'s and the index's stat (device, inode, mtime, ctime; the index's size too), or None
-    when either is missing or memory/ is not a plain folder (no record then)."""
+    """memory/'s and the index's stat (device, inode, mtime, ctime; the index's size too) and the
+    code's fingerprint, or None when either is missing or memory/ is not a plain folder (no
+    record then)."""
     try:
         folder = os.lstat(desk.path(MEMORY_DIR))
         index = os.stat(desk.git.git_dir() / "index")
@@ -134,7 +136,15 @@ def _stamp(desk: DeskFolder) -> tuple[int, ...] | None:
     if not S_ISDIR(folder.st_mode) or not S_ISREG(index.st_mode):
         return None
     return (folder.st_dev, folder.st_ino, folder.st_mtime_ns, folder.st_ctime_ns,
-            index.st_dev, index.st_ino, index.st_size, index.st_mtime_ns, index.st_ctime_ns, time.time_ns())
+            index.st_dev, index.st_ino, index.st_size, index.st_mtime_ns, index.st_ctime_ns,
+            int(_code(desk), 16), time.time_ns())  # the code's fingerprint too: desk.storage.derived
+
+
+def _code(desk: DeskFolder) -> str:
+    """The fingerprint of the code that writes these records (both have the same builders)."""
+    from desk.storage.derived import registered
+
+    return registered(_RECORD).fingerprint(desk.git_dir)
 
 
 def _settled(stamp: tuple[int, ...]) -> bool:

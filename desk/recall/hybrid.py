@@ -41,7 +41,6 @@ RRF_K = 60
 DEPTH = 50  # how far down each ranking is fused
 EMBED_BATCH = 64  # texts per embed() call
 CACHE_FILE = "embeddings.sqlite"
-_SCHEMA = 1
 _SCHEMA_SQL = """
     CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
     CREATE TABLE IF NOT EXISTS docmap (doc INTEGER PRIMARY KEY, rid TEXT NOT NULL, hash TEXT NOT NULL);
@@ -224,7 +223,7 @@ class DenseIndex:
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
-            self._db = open_cache(self.path, _SCHEMA_SQL, wal=True, check=_check_schema)
+            self._db = open_cache(self.path, _SCHEMA_SQL, wal=True)
         return self._db
 
     def close(self) -> None:
@@ -255,7 +254,7 @@ class DenseIndex:
         try:
             missing = self._embed_missing(db, cache, count, upto)
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                           [("schema", _SCHEMA), ("synced", count), ("lineage", mark), (upto, count)])
+                           [("synced", count), ("lineage", mark), (upto, count)])
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -361,9 +360,3 @@ def _lineage(cache: SearchCache, count: int) -> str:
     """Which numbering of the search cache's records the first `count` are: the ids of its first
     and last record (a rebuilt cache numbers its records anew)."""
     return f"{count}:{cache.rid(0)}:{cache.rid(count - 1)}" if count else "0"
-
-
-def _check_schema(db: sqlite3.Connection) -> None:
-    row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-    if row is not None and int(row[0]) != _SCHEMA:
-        raise sqlite3.DatabaseError("old embeddings cache schema")

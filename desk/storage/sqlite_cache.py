@@ -1,4 +1,5 @@
-"""Derived caches under `.git/desk-cache/`: SQLite files that are rebuilt, never trusted, when broken."""
+"""Derived caches under `.git/desk-cache/`: SQLite files that are rebuilt, never trusted, when broken
+or made by other code (desk.storage.derived)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ def open_cache(path: Path, schema: str, *, wal: bool = False,
                check: Callable[[sqlite3.Connection], None] | None = None) -> sqlite3.Connection:
     """Open (creating) the cache at `path` with `schema` applied, in autocommit mode.
 
-    A file SQLite cannot read, or that `check` rejects by raising sqlite3.DatabaseError (an old
-    schema), is deleted and made anew: it is derived data, so losing it costs only a rebuild.
+    A file SQLite cannot read, or that `check` rejects by raising sqlite3.DatabaseError, is
+    deleted and made anew: it is derived data, so losing it costs only a rebuild. A registered
+    cache (desk.storage.derived) made by code with another fingerprint is emptied first.
     A cache desk may not write (a read-only mount, another user's desk, a folder without write
     permission) is made in memory instead: readers give the same answers, the cache is not kept.
     So is one where a symbolic link stands for its folder or one of its files: SQLite would follow
@@ -111,6 +113,33 @@ def rollback(db: sqlite3.Connection) -> None:
         db.execute("ROLLBACK")
 
 
+def _same_code(db: sqlite3.Connection, path: Path) -> None:
+    """Empty the cache at `path` (every table) unless the code that made it has the fingerprint of
+    the running code's builders (desk.storage.derived's rule); record that fingerprint."""
+    from desk.storage.derived import registered
+
+    try:
+        code = registered(path.name).fingerprint(path.parent.parent)
+    except KeyError:
+        return  # not a registered cache (a test's)
+    try:
+        if db.execute("SELECT code FROM desk_code").fetchone() == (code,):
+            return
+    except sqlite3.OperationalError:
+        pass  # no fingerprint yet: made by an older desk, or new
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        for (table,) in tables.fetchall():
+            db.execute(f'DROP TABLE "{table}"')
+        db.execute("CREATE TABLE desk_code (code TEXT NOT NULL)")
+        db.execute("INSERT INTO desk_code VALUES (?)", (code,))
+        db.execute("COMMIT")
+    except BaseException:
+        rollback(db)
+        raise
+
+
 def _open(path: Path | str, schema: str, wal: bool,
           check: Callable[[sqlite3.Connection], None] | None) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=60, isolation_level=None, factory=_CacheConnection)
@@ -118,6 +147,8 @@ def _open(path: Path | str, schema: str, wal: bool,
     try:
         if wal:
             db.execute("PRAGMA journal_mode=WAL")
+        if isinstance(path, Path):
+            _same_code(db, path)
         db.executescript(schema)
         if check is not None:
             check(db)

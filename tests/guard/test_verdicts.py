@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -23,7 +22,9 @@ from desk.errors import Finding
 from desk.guard import verdicts
 from desk.guard.doctor import bypassed_commits, diagnose
 from desk.guard.validate import validate_all, validate_staged
-from desk.guard.verdicts import CACHE_FILE, RULE_MODULES, STATE_MODULES, rules_version
+from desk.guard.verdicts import CACHE_FILE
+from desk.storage.code_print import import_graph
+from desk.storage.derived import registered
 from desk.layout import DeskFolder
 from desk.text.secrets import fingerprint
 from tests.guard_helpers import add_commit, commit, memory_text, reindex_text, sh, write
@@ -138,54 +139,16 @@ def test_a_new_rules_version_checks_everything_again(desk: DeskFolder,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     add_memories(desk, "alpha", "beta")
     first = validate_all(desk, NOW)
-    monkeypatch.setattr(verdicts, "rules_version", lambda: "another version of the rules")
+    monkeypatch.setattr(verdicts, "rules_version", lambda folder=None: "another version of the rules")
     report = validate_all(desk, NOW)
     assert report.computed == first.checked and report.reused == 0
     assert key(report.findings) == key(first.findings)
 
 
-def test_the_whole_desk_rules_code_is_part_of_a_states_key(desk: DeskFolder,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """A `validate --all` of an unchanged desk reuses the state's findings only under the same code
-    of the index, scoped-index and keyed-state rules (STATE_MODULES), which RULE_MODULES leaves out."""
-    add_memories(desk, "alpha", "beta")
-    first = validate_all(desk, NOW)
-    assert validate_all(desk, NOW).computed == 0
-    monkeypatch.setattr(verdicts, "state_rules_version", lambda: "another version of the index rule")
-    # The state is not reused: the whole-desk rules run again (file verdicts still come from the cache).
-    fresh = validate_all(desk, NOW)
-    assert key(fresh.findings) == key(first.findings)
-    states = sqlite3.connect(desk.cache_dir / CACHE_FILE).execute(
-        "SELECT state FROM states").fetchall()
-    assert [s.split(":")[0] for (s,) in states] == ["another version of the index rule"]
-    for module in STATE_MODULES:
-        assert (ROOT / "desk" / Path(*module.split(".")[1:]).with_suffix(".py")).is_file(), module
-
-
-def test_the_rules_version_follows_every_rule_module(tmp_path: Path) -> None:
-    """Editing any module a verdict depends on gives a new version."""
-    package = tmp_path / "desk"
-    for module in RULE_MODULES:
-        rel = Path(*module.split(".")[1:]).with_suffix(".py")
-        (package / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / "desk" / rel, package / rel)
-    assert rules_version(package) == rules_version()
-    for module in ("desk.memory.file", "desk.text.secrets", "desk.guard.rules"):
-        path = package / Path(*module.split(".")[1:]).with_suffix(".py")
-        original = path.read_bytes()
-        path.write_bytes(original + b"\n# one more line\n")
-        rules_version.cache_clear()
-        assert rules_version(package) != rules_version(), module
-        path.write_bytes(original)
-        rules_version.cache_clear()
-    (package / "text" / "times.py").unlink()
-    assert rules_version(package) is None  # a source it cannot read: nothing is cached
-
-
-def test_rule_modules_are_exactly_what_the_rules_import() -> None:
-    """RULE_MODULES lists every desk module that computing any kind of verdict loads, and no
-    other (desk.guard.verdicts itself aside: it writes them). A rule that starts calling a new
-    module fails here until the module is listed, so editing it changes the rules version."""
+def test_the_rules_version_covers_every_module_a_verdict_loads() -> None:
+    """Every desk module that computing any kind of verdict loads is in the import graph the
+    verdict cache's fingerprint is taken from (desk.storage.derived), so editing it gives a new
+    rules version; no hand list to keep up."""
     script = r"""
 import datetime as dt, json, sys
 from desk.guard.rules import check_message, file_verdict, secret_verdict
@@ -215,7 +178,8 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("desk"))))
                          check=True).stdout
     loaded = set(json.loads(out))
     packages = {m for m in loaded if (ROOT / Path(*m.split("."))).is_dir()}
-    assert loaded - packages == set(RULE_MODULES) - {"desk.guard.verdicts"}
+    graph, _ = import_graph(registered(CACHE_FILE).builders)
+    assert loaded - packages <= set(graph)
 
 
 def test_the_allow_list_and_the_clock_apply_to_cached_verdicts(desk: DeskFolder) -> None:
@@ -412,14 +376,15 @@ def test_the_keyed_state_reads_the_memories_their_cached_verdicts_name(desk: Des
     assert len(validate_all(desk, NOW).findings) == 2
 
 
-def test_a_cache_of_the_format_before_the_keyed_flag_is_made_anew(desk: DeskFolder) -> None:
-    """A verdict cache written before verdicts recorded `keyed` (no such column) is replaced at
-    the next open, not written into in vain."""
+def test_a_cache_an_older_desk_made_is_made_anew(desk: DeskFolder) -> None:
+    """A verdict cache written by an older desk (no code fingerprint recorded; here the format
+    before verdicts recorded `keyed`) is emptied at the next open, not written into in vain."""
     add_memories(desk, "alpha")
     validate_all(desk, NOW)
     path = desk.cache_dir / CACHE_FILE
     with cache_db(desk) as db:
         db.execute("ALTER TABLE files DROP COLUMN keyed")
+        db.execute("DROP TABLE desk_code")
     report = validate_all(desk, NOW)
     assert report.ok and report.computed >= 1  # nothing was reused from the old file
     with cache_db(desk) as db:

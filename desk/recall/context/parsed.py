@@ -1,16 +1,15 @@
 """Parsed files `desk context` shows, kept by their bytes (issue 17).
 
 A cold `desk context` parsed the YAML frontmatter of USER.md (the user sections) and of every
-memory it injects; importing PyYAML alone is a large part of a run that must stay near `desk --help`. So
+memory it injects; importing PyYAML alone is ~5 ms of a run that must stay near `desk --help`. So
 the answers are kept in `.git/desk-cache/context.sqlite` (table `parsed_v1`; derived, never committed
 like the kept view of memory/ beside it), keyed by a hash of
 
 - what was parsed: the file's bytes, and whatever else the answer depends on (the scope and desk
   id a USER.md is checked against, a memory's path and name);
-- the code that parses and renders it (`_CODE_FILES`: the profile and memory file formats, the
-  frontmatter reader, time formatting, these sections) and PyYAML's own version, known by the
-  files' stat without importing them (`desk.recall.context.cache.code_fingerprint`), so another
-  desk or PyYAML version keeps its own answers.
+- and the code that parses and renders it (the sections that call this module, what they import,
+  PyYAML's install) is the cache's fingerprint (desk.storage.derived), known from the files' stat
+  without importing them: another desk or PyYAML version makes its own answers.
 
 Same bytes and same code, same answer: a hit is exactly what parsing gives. Only answers that
 parsed are kept; a file that does not is parsed (and reported) every time, as before.
@@ -21,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 from desk.layout import DeskFolder
@@ -29,10 +27,6 @@ from desk.storage.sqlite_cache import open_cache
 
 _CACHE_FILE = "context.sqlite"
 _TABLE = "parsed_v1"
-_DESK = Path(__file__).resolve().parents[2]
-_CODE_FILES = ("scopes/files.py", "storage/frontmatter.py", "memory/file.py", "text/times.py",
-               "text/escape.py", "recall/context/scopes.py", "recall/context/memories.py", "recall/context/parsed.py")
-_CODE_CACHE: list[str] = []
 
 
 class ParsedCache:
@@ -81,25 +75,7 @@ class ParsedCache:
 
 def _key(kind: str, data: bytes, extra: tuple[str, ...]) -> str:
     digest = hashlib.sha1()
-    digest.update("\0".join((kind, _code(), *extra)).encode("utf-8", "surrogateescape") + b"\0")
+    digest.update("\0".join((kind, *extra)).encode("utf-8", "surrogateescape") + b"\0")
     digest.update(data)
     return digest.hexdigest()
 
-
-def _code() -> str:
-    """A fingerprint of the parsing code and of PyYAML (its `__init__.py`, which names its
-    version), from the files' stat (`desk.recall.context.cache.code_fingerprint`): importing
-    them is what a hit saves."""
-    if not _CODE_CACHE:
-        from importlib.util import find_spec
-
-        from desk.recall.context.cache import code_fingerprint
-
-        try:
-            spec = find_spec("yaml")
-        except (ImportError, ValueError):
-            spec = None
-        paths = [_DESK / name for name in _CODE_FILES]
-        paths.append(Path(spec.origin) if spec is not None and spec.origin else Path("yaml"))
-        _CODE_CACHE.append(code_fingerprint(b"parsed v1", paths))
-    return _CODE_CACHE[0]

@@ -1,0 +1,39 @@
+"""`desk doctor --rebuild`: drop every derived cache and record (desk.storage.derived) and make them again.
+
+Nothing in them is needed (each is made again by the next command that reads it), so dropping
+them is always safe; this makes them now, through the code that makes them day to day, so the
+next command runs warm and a suspected stale cache is ruled out. Those only a later command can
+make are left to it: the embeddings (they need the embedder a hybrid recall names), the private
+index (the next mutation) and git's config record (the next git command desk runs).
+"""
+
+from __future__ import annotations
+
+from desk.guard.whole import DOCTOR_LOCK_WAIT, validate_all
+from desk.layout import DeskFolder
+from desk.memory.mirror import head_mirror, project_heads
+from desk.recall.context import ContextRequest, build_context
+from desk.recall.search_cache import SearchCache
+from desk.storage.derived import drop_all
+from desk.storage.lock import desk_lock
+
+
+def rebuild(desk: DeskFolder) -> list[str]:
+    """Drop every registered cache and record under the desk lock, then make the ones a read makes:
+    the entries and the mirrors of HEAD's memories, the verdicts (`validate --all`), the context
+    view and its parsed files (a wake-up read with a query), the search cache. Returns the
+    dropped paths, relative to the git folder."""
+    with desk_lock(desk.lock_path, timeout=DOCTOR_LOCK_WAIT):
+        dropped = drop_all(desk.git_dir)
+        with head_mirror(desk):
+            pass
+        with project_heads(desk):
+            pass
+    validate_all(desk)
+    build_context(desk, ContextRequest(mode="wake", query="desk"))
+    cache = SearchCache(desk)
+    try:
+        cache.refresh()
+    finally:
+        cache.close()
+    return dropped
