@@ -201,8 +201,8 @@ def no_memory(desk: DeskFolder, name: str) -> DeskError:
     """`no memory named X`, with the nearest existing names as a "did you mean"."""
     import difflib
 
-    names = sorted(memory_name(p) or "" for p in desk.git.ls_tree("HEAD", MEMORY_DIR)) \
-        if desk.git.head() else []
+    names = sorted(memory_name(p) or "" for p in desk.git.worktree.ls_tree("HEAD", MEMORY_DIR)) \
+        if desk.git.refs.head() else []
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
     hint = ("did you mean " + " or ".join(f"`{c}`" for c in close) + "? " if close else "") + \
         "see the names with `desk list`"
@@ -243,12 +243,12 @@ def reindex_locked(tx: Transaction, actor: str) -> MutationResult:
     desk = tx.desk
     index = render_index(entries_in_worktree(desk).values())
     current = desk.read_if_present(INDEX_FILE)
-    pending = [p for p in desk.git.dirty([MEMORY_DIR + "/"]) if p != INDEX_FILE]
+    pending = [p for p in desk.git.worktree.dirty([MEMORY_DIR + "/"]) if p != INDEX_FILE]
     if pending:
         if current != index:
             atomic_write(desk.path(INDEX_FILE), index)
         return MutationResult("written", None, INDEX_FILE, pending=pending)
-    if desk.git.blob_at("HEAD", INDEX_FILE) == index:
+    if desk.git.objects.blob_at("HEAD", INDEX_FILE) == index:
         if current == index:
             return MutationResult("unchanged", None, INDEX_FILE)
         atomic_write(desk.path(INDEX_FILE), index)  # a hand edit of the generated file: put HEAD back

@@ -351,7 +351,7 @@ class SearchCache:
 
     def _changes(self, db: sqlite3.Connection) -> tuple[dict[str, Any], dict[str, Any]]:
         """Files to look at again ({path: stat or None when removed}). git names HEAD's memory and
-        archive trees and the memory files that differ from HEAD's (`Git.folder_state`, asked
+        archive trees and the memory files that differ from HEAD's (`WorkTree.folder_state`, asked
         by `ask_git` already or now)."""
         state, self._asked = self._asked, None
         if state is None:
@@ -378,7 +378,7 @@ class SearchCache:
         forced: set[str] | None = set()
         if tree != seen and known:
             try:
-                moved = self.desk.git.diff_tree(seen, tree) if seen and tree else None
+                moved = self.desk.git.worktree.diff_tree(seen, tree) if seen and tree else None
             except DeskError:
                 moved = None  # the old tree is gone (gc after a rewrite): check every file
             forced = None if moved is None else {f"{ARCHIVE_DIR}/{c.path}" for c in moved}
@@ -421,7 +421,7 @@ class SearchCache:
             candidates = {*dirty, *json.loads(meta.get("mem_dirty") or "[]")}
             if meta["mem_tree"] != tree:
                 try:
-                    moved = git.diff_tree(str(meta["mem_tree"]), tree)
+                    moved = git.worktree.diff_tree(str(meta["mem_tree"]), tree)
                 except DeskError:
                     moved = None  # the old tree is gone (gc after a rewrite): look at everything
                 candidates = None if moved is None else candidates | {f"{MEMORY_DIR}/{c.path}" for c in moved}
