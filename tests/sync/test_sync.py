@@ -282,7 +282,7 @@ def test_ctrl_c_during_git_merge_lets_it_finish_then_undoes_it(clones: Clones,
     import os
     import signal
 
-    from desk.storage.git import Git
+    from desk.storage.git.merging import Merging
     from tests.conftest import snapshot
 
     a, b = clones[0], clones[1]
@@ -294,10 +294,10 @@ def test_ctrl_c_during_git_merge_lets_it_finish_then_undoes_it(clones: Clones,
     real_merge = Merging.merge
     finished: list[bool] = []
 
-    def interrupted(self: Git, rev: str, message: str) -> bool:
+    def interrupted(self: Merging, rev: str, message: str) -> bool:
         os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt here, unless it is held
         clean = real_merge(self, rev, message)
-        finished.append((self.root / "memory" / "from-a.md").is_file())
+        finished.append((b.root / "memory" / "from-a.md").is_file())
         return clean
 
     monkeypatch.setattr(Merging, "merge", interrupted)
@@ -322,7 +322,7 @@ def test_ctrl_c_during_a_fast_forward_lets_git_finish_it(clones: Clones, monkeyp
     import os
     import signal
 
-    from desk.storage.git import Git
+    from desk.storage.git.merging import Merging
 
     a, b = clones[0], clones[1]
     remember(a, "from-a", "A.")
@@ -330,7 +330,7 @@ def test_ctrl_c_during_a_fast_forward_lets_git_finish_it(clones: Clones, monkeyp
     real = Merging.fast_forward
     finished: list[bool] = []
 
-    def interrupted(self: Git, rev: str) -> None:
+    def interrupted(self: Merging, rev: str) -> None:
         os.kill(os.getpid(), signal.SIGINT)
         real(self, rev)
         finished.append(True)
