@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from desk.errors import ConflictError, DeskError, InvalidFileError
 from desk.guard.hook_files import only_desk_hooks
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
-from desk.storage.atomic import atomic_write, remove
+from desk.storage.atomic import atomic_write, remove, write_derived
 from desk.storage.crash import crash_point
 from desk.storage.git import IndexLock, RawChange, blob_sha, parse_trailers
 from desk.storage.git_locks import recording_git_children, release_left_locks
@@ -341,7 +341,7 @@ def record_published(git_dir: Path, changes: Mapping[str, tuple[str | None, str 
         return
     kept = [*read_published(git_dir)[-(PUBLISHED_KEPT - 1):], dict(changes)]
     path = git_dir / PUBLISHED_FILE
-    atomic_write(path, json.dumps(kept).encode(), durable=False)  # after a crash an empty record only heals less
+    write_derived(path, json.dumps(kept).encode())  # no fsync; a record not kept only heals less
 
 
 Published = list[dict[str, tuple[str | None, str | None]]]

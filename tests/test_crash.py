@@ -37,9 +37,7 @@ def remove(path):
     if point == "remove":
         os._exit(9)
     real_remove(path)
-def write(path, data, durable=True):
-    if not durable:  # a record desk derives (no fsync): not one of the writes a crash is tested at
-        return real_write(path, data, durable=False)
+def write(path, data):
     writes[0] += 1
     if point == f"write{writes[0]}":
         os._exit(9)

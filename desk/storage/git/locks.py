@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from desk.errors import ConflictError
@@ -63,7 +64,11 @@ class IndexLock:
     def publish(self, new_index: Path) -> None:
         """Make `new_index` the person's index and release the lock (git's rename protocol)."""
         self._files.append(new_index.stat().st_ino)
-        self._record()
+        # The commit has landed: a disk too full to rewrite the record must not keep the person's
+        # index from following it (only a crash just here would then leave a lock doctor cannot
+        # tell is desk's, which it names for the person to remove).
+        with suppress(OSError):
+            self._record()
         os.replace(new_index, self.path)
         os.replace(self.path, self.git_dir / "index")
         self._held = False
