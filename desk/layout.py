@@ -294,7 +294,7 @@ class DeskFolder:
                 return cached
         except (OSError, UnicodeDecodeError):
             pass
-        committed = self.git.blob_at("HEAD", CONFIG_PATH)
+        committed = self.git.objects.blob_at("HEAD", CONFIG_PATH)
         data = committed if committed is not None else self.read(CONFIG_PATH)
         try:
             value = json.loads(data)["desk_id"]

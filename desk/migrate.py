@@ -120,14 +120,14 @@ def _stamped_memories(desk: DeskFolder) -> dict[str, bytes]:
     work tree holds them. A file desk wrote (its frontmatter ending in the current `schema:` line)
     is not parsed; any other is, and one that does not parse stops the migration naming path:line.
     """
-    head = desk.git.head()
+    head = desk.git.refs.head()
     if head is None:
         return {}
-    blobs = {path: blob for path, blob in desk.git.ls_tree(head, MEMORY_DIR).items()
+    blobs = {path: blob for path, blob in desk.git.worktree.ls_tree(head, MEMORY_DIR).items()
              if memory_name(path) is not None}
-    blobs.update({path: blob for path, blob in desk.git.ls_tree(head, PROJECTS_DIR, recursive=True).items()
+    blobs.update({path: blob for path, blob in desk.git.worktree.ls_tree(head, PROJECTS_DIR, recursive=True).items()
                   if (project_file(path) or ("", "", None))[0] == "memory"})
-    data = desk.git.read_blobs(blobs.values())
+    data = desk.git.objects.read_blobs(blobs.values())
     out = {}
     for path in sorted(blobs):
         old = data[blobs[path]]

@@ -55,7 +55,7 @@ def memory_revisions(d: Desk, name: str, *, project: str | None = None,
     trail = d.history(name, project=project)
     picked = [(c, c.changes[0] if c.changes else None) for c in trail.commits[:limit]]
     olds = {c.sha: _before(c, ch) for c, ch in picked if ch}
-    blobs = d.git.read_blobs({b for b in olds.values() if b} | {ch.new_blob for _, ch in picked if ch and ch.new_blob})
+    blobs = d.git.objects.read_blobs({b for b in olds.values() if b} | {ch.new_blob for _, ch in picked if ch and ch.new_blob})
     revisions = []
     for commit, change in picked:
         if change is None:  # a merge: its change to the file is in its parents' commits

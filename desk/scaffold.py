@@ -69,8 +69,8 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
     git = Git(path)
     if top is None or top.resolve() != path:
         git.init()
-    elif git.object_format() != "sha1":
-        raise DeskError(f"{path} is a git repository with {git.object_format()} object ids, which desk "
+    elif git.objects.object_format() != "sha1":
+        raise DeskError(f"{path} is a git repository with {git.objects.object_format()} object ids, which desk "
                         "cannot write yet (it compares blob ids in SHA-1)",
                         hint="create the desk in a new or empty folder (`desk init` makes a SHA-1 "
                              "repository), or in a repository made with `git init --object-format=sha1`")
@@ -81,7 +81,7 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
     with transaction(desk) as tx:
         message = commit_message("init: new desk", {"Desk-Op": "init", "Desk-Actor": "user"})
         sha = tx.commit(writes, message)
-    fallback = git.fallback_identity()
+    fallback = git.config.fallback_identity()
     try:
         install(path)  # desk's git hooks: hand edits pass the same gate
     except DeskError as exc:  # core.hooksPath set: the desk works; the person wires the hooks

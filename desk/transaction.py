@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from desk.errors import ConflictError, DeskError, InvalidFileError
 from desk.guard.hook_files import only_desk_hooks
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
-from desk.storage.atomic import atomic_write, remove
+from desk.storage.atomic import atomic_write, remove, write_derived
 from desk.storage.crash import crash_point
 from desk.storage.git import IndexLock, RawChange, blob_sha, parse_trailers
 from desk.storage.git_locks import recording_git_children, release_left_locks
@@ -92,7 +92,7 @@ class Transaction:
         where desk publishes its commit.
         """
         if head_blobs is None:
-            head_blobs = self.desk.git.committed_blobs(paths)
+            head_blobs = self.desk.git.worktree.committed_blobs(paths)
         for path in paths:
             if self.desk.worktree_blob(path) != head_blobs.get(path):
                 if _linked(self.desk, path):
@@ -123,14 +123,14 @@ class Transaction:
         subject = message.split("\n", 1)[0]
         blobs: dict[str, str | None] = {}
         try:
-            blobs = {p: (git.write_blob(data) if data is not None else None) for p, data in writes.items()}
+            blobs = {p: (git.objects.write_blob(data) if data is not None else None) for p, data in writes.items()}
             run_hooks = not only_desk_hooks(git, self.desk.git_dir)
             for _attempt in range(MOVE_ATTEMPTS):
-                head = git.head()
+                head = git.refs.head()
                 if known is not None and head != known.commit:  # checked on another HEAD: again
                     require_valid(self.desk, writes, message)
                 known = None
-                tree = git.build_tree(head, blobs)
+                tree = git.index.build_tree(head, blobs)
                 if run_hooks:  # a person's own hook chained beside desk's: it sees this commit
                     git.with_env(**{VALIDATED_ENV: "1"}).run_commit_hooks(None, message)
                 sha = git.commit_tree(tree, head, message)
@@ -171,9 +171,9 @@ class Transaction:
                     crash_point(f"after-write:{path}")
                 refreshed = git_dir / "desk-person-index"
                 _link_or_copy(person_index, refreshed)
-                git.refresh_entries(refreshed, [*paths, *healed])
+                git.index.refresh_entries(refreshed, [*paths, *healed])
                 crash_point("after-index-refresh")
-                if not git.move_head(sha, head, subject):
+                if not git.refs.move_head(sha, head, subject):
                     self._restore({p: before[p] for p in written})
                     refreshed.unlink(missing_ok=True)
                     return False
@@ -183,7 +183,7 @@ class Transaction:
                 record_published(git_dir, {p: (None if before[p] is None else blob_sha(before[p] or b""),
                                                blobs[p]) for p in written})
             except BaseException:
-                if git.head() != sha:  # the branch did not move: put the files back
+                if git.refs.head() != sha:  # the branch did not move: put the files back
                     with suppress(OSError):  # the first error is the one to report
                         self._restore({p: before[p] for p in written})
                 else:
@@ -194,7 +194,7 @@ class Transaction:
                     refreshed.unlink()
                 else:
                     lock.publish(refreshed)
-        git.private_index_holds(sha)
+        git.index.private_index_holds(sha)
         return True
 
     def _staged_check(self, person_index: Path, head: str | None, paths: list[str]) -> list[str]:
@@ -203,11 +203,11 @@ class Transaction:
         of desk's earlier commits landed (see `stale_write_backs`)."""
         git = self.desk.git
         if head is None:
-            staged = sorted(git.index_entries(person_index, paths))
+            staged = sorted(git.index.index_entries(person_index, paths))
             healed: list[str] = []
         else:
             published = read_published(self.desk.git_dir)
-            changes = git.index_changes(person_index, head, sorted({*paths, *published_paths(published)}))
+            changes = git.index.index_changes(person_index, head, sorted({*paths, *published_paths(published)}))
             healed = stale_write_backs(self.desk, changes, published)
             staged = sorted(c.path for c in changes if c.path in paths and c.path not in healed)
         for path in staged:
@@ -221,8 +221,8 @@ class Transaction:
         command's recovery brings the person's index up to date)."""
         if not blobs:
             return False
-        head = self.desk.git.head()
-        committed = self.desk.git.committed_blobs(blobs, head) if head else {}
+        head = self.desk.git.refs.head()
+        committed = self.desk.git.worktree.committed_blobs(blobs, head) if head else {}
         return all(committed.get(p) == sha for p, sha in blobs.items())
 
     def _read(self, path: str) -> bytes | None:
@@ -317,7 +317,7 @@ def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transact
 def refuse_stopped(desk: DeskFolder) -> None:
     """ConflictError, saying what to run, while a person's merge or rebase is stopped here (not
     desk sync's own merge, killed half done: the transaction undoes that)."""
-    kind = desk.git.stopped()
+    kind = desk.git.merging.stopped()
     if kind is not None and not left_behind(desk.git_dir):
         raise ConflictError(f"a git {kind} is stopped in this clone (a `git pull` met a conflict); desk "
                             "commits nothing until it is finished",
@@ -340,9 +340,7 @@ def record_published(git_dir: Path, changes: Mapping[str, tuple[str | None, str 
         return
     kept = [*read_published(git_dir)[-(PUBLISHED_KEPT - 1):], dict(changes)]
     path = git_dir / PUBLISHED_FILE
-    tmp = path.with_suffix(".tmp")  # no fsync: after a crash an empty record only heals less
-    tmp.write_bytes(json.dumps(kept).encode())
-    os.replace(tmp, path)
+    write_derived(path, json.dumps(kept).encode())  # no fsync; a record not kept only heals less
 
 
 Published = list[dict[str, tuple[str | None, str | None]]]
@@ -450,15 +448,15 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
                           "altered (its checksum does not match), so desk will not act on it: check "
                           "`git status` and `git diff` for a half-done change and keep or discard it, "
                           f"then remove {marker}", "needs-person")
-    head = desk.git.head()
-    committed = desk.git.committed_blobs(paths, head) if head else {}
+    head = desk.git.refs.head()
+    committed = desk.git.worktree.committed_blobs(paths, head) if head else {}
     current = {p: desk.worktree_blob(p) for p in paths}
     named = ", ".join(paths)
     if all(committed.get(p) == v["new"] for p, v in paths.items()):
         # It landed. A crash between moving the branch and refreshing the person's index leaves
         # their index holding the old blobs, which their next commit would quietly revert: set
         # those entries to HEAD's (entries the person has changed since are theirs, left alone).
-        indexed = desk.git.index_entries(desk.git_dir / "index", paths)
+        indexed = desk.git.index.index_entries(desk.git_dir / "index", paths)
         stale = [p for p, v in paths.items() if v["old"] != v["new"] and indexed.get(p) == v["old"]]
         if repair:
             if stale:
@@ -528,7 +526,7 @@ def _undo(desk: DeskFolder, head: str | None, paths: Mapping[str, Mapping[str, s
             continue  # append-only evidence: never rolled back (a checkpoint rewrites it unchanged)
         if desk.worktree_blob(path) != v["new"]:
             continue  # already the old content
-        old = desk.git.blob_at(head, path) if head else None
+        old = desk.git.objects.blob_at(head, path) if head else None
         if old is None:
             remove(desk.path(path))
         else:

@@ -117,7 +117,7 @@ def count_git(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], lis
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "git-calls.log"
     wrapper = folder / "git"
-    # `git -C <desk> ARGS` (how desk.storage.git starts its read-only commands) is noted as `ARGS`
+    # `git -C <desk> ARGS` is noted as `ARGS`
     wrapper.write_text(f'#!/bin/sh\ncase "$1" in -C) shown=$(shift 2; printf "%s" "$*");; *) shown="$*";; esac\n'
                        f'printf "%s\\n" "$shown" >> "{log}"\nexec "{real}" "$@"\n')
     wrapper.chmod(0o755)

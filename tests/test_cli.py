@@ -204,7 +204,7 @@ def test_a_bug_is_one_clear_line_and_exit_1_not_a_traceback(monkeypatch: pytest.
 
 
 def test_git_errors_name_the_git_command_not_its_options() -> None:
-    from desk.storage.git import _command
+    from desk.storage.git.run import _command
 
     assert _command(("-c", "user.name=desk", "-c", "user.email=x", "commit-tree", "abc")) == "commit-tree"
     assert _command(("--no-pager", "log")) == "log"

@@ -27,6 +27,9 @@ import os, sys
 from pathlib import Path
 import desk.storage.atomic as atomic, desk.transaction as transaction
 from desk.storage.git import Git, IndexLock
+from desk.storage.git.index import Index
+from desk.storage.git.objects import Objects
+from desk.storage.git.refs import Refs
 root, point, op = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 writes = [0]
 real_write, real_remove = atomic.atomic_write, atomic.remove
@@ -49,8 +52,9 @@ def dying(cls, name, after=False):
             os._exit(9)
         return result
     setattr(cls, name, method)
-for name in ("write_blob", "build_tree", "commit_tree", "refresh_entries", "move_head"):
-    dying(Git, name)
+for cls, name in ((Objects, "write_blob"), (Index, "build_tree"), (Git, "commit_tree"), (Index, "refresh_entries"),
+                  (Refs, "move_head")):
+    dying(cls, name)
 for name in ("acquire", "publish"):
     dying(IndexLock, name)
 from desk.memory.mirror import HeadMirror

@@ -37,7 +37,7 @@ class GuardMethods(DeskBase):
         report, regenerated = validate_staged(self)
         stale = any(f.rule == "index-stale" for f in report.findings)
         if fix and stale and regenerated is not None and fix_index(
-                self, regenerated, staged_git(self.root).read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}")):
+                self, regenerated, staged_git(self.root).objects.read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}")):
             report.fixed.append(INDEX_FILE)
         return Validation(mode, report)
 

@@ -42,8 +42,8 @@ def pending_archive(desk: DeskFolder, progress: Callable[[int, int], None] | Non
 
     Call it holding the archive lock, so no append is half-way through a file.
     """
-    head = desk.git.head()
-    committed = desk.git.ls_tree(head, ARCHIVE_DIR) if head else {}
+    head = desk.git.refs.head()
+    committed = desk.git.worktree.ls_tree(head, ARCHIVE_DIR) if head else {}
     writes: dict[str, bytes] = {}
     skipped: list[str] = []
     files = list(archive_files(desk))
@@ -58,7 +58,7 @@ def pending_archive(desk: DeskFolder, progress: Callable[[int, int], None] | Non
             continue
         writes[afile.rel] = data
     old_shas = {committed[p] for p in writes if p in committed}
-    blobs = desk.git.read_blobs(old_shas)
+    blobs = desk.git.objects.read_blobs(old_shas)
     old = {p: blobs[committed[p]] for p in writes if p in committed}
     return writes, old, skipped
 

@@ -109,7 +109,7 @@ def _committed_and_current(desk: DeskFolder, rel: str) -> tuple[bytes | None, by
     data = desk.read_if_present(rel)
     if data is None or not rel.startswith(f"{ARCHIVE_DIR}/"):
         return None, None
-    committed = (desk.git.blob_at("HEAD", rel) if desk.git.head() else None) or b""
+    committed = (desk.git.objects.blob_at("HEAD", rel) if desk.git.refs.head() else None) or b""
     if committed and not committed.endswith(b"\n"):
         return None, None  # a committed torn tail: `desk archive verify` and a person first
     if not data.startswith(committed) or len(data) == len(committed):

@@ -37,9 +37,9 @@ def verify_archive(desk: DeskFolder) -> VerifyReport:
     """Findings for every archive file on disk (errors make `ok` false; torn tails are warnings)."""
     report = VerifyReport()
     desk_id = desk.config.desk_id
-    head = desk.git.head()
-    committed = desk.git.ls_tree(head, ARCHIVE_DIR) if head else {}
-    blobs = desk.git.read_blobs(committed.values())
+    head = desk.git.refs.head()
+    committed = desk.git.worktree.ls_tree(head, ARCHIVE_DIR) if head else {}
+    blobs = desk.git.objects.read_blobs(committed.values())
     contents: dict[str, bytes] = {}
     for afile in archive_files(desk):
         data = contents[afile.rel] = desk.read(afile.rel)
@@ -65,7 +65,7 @@ def _trailer_findings(desk: DeskFolder, contents: dict[str, bytes]) -> list[Find
     """The first line of each file that no longer hashes to what a checkpoint trailer recorded."""
     worst: dict[str, tuple[int, str]] = {}
     lines: dict[str, list[bytes]] = {}
-    for commit in desk.git.log([ARCHIVE_DIR]):
+    for commit in desk.git.history.log([ARCHIVE_DIR]):
         for value in commit.trailers.get(HEAD_TRAILER, []):
             parts = value.split()
             if len(parts) != 3 or not parts[1].isdigit():

@@ -145,7 +145,7 @@ class MemoryWrites:
         if writes:
             index = render_index(self.entries.values())
             path = scoped_index(self.project)
-            if self.desk.git.blob_at("HEAD", path) != index:
+            if self.desk.git.objects.blob_at("HEAD", path) != index:
                 writes[path] = index
         return writes
 
@@ -189,7 +189,7 @@ def find_home(desk: DeskFolder, domain: Domain, places: tuple[str, ...], project
 def forgotten(desk: DeskFolder, homes: Mapping[str, str], project: str | None = None
               ) -> dict[str, dt.datetime]:
     """Domains about to be promoted whose memory file was deleted before, and when it was."""
-    deleted = desk.git.deleted(scoped_path(name, project) for name in homes.values())
+    deleted = desk.git.history.deleted(scoped_path(name, project) for name in homes.values())
     out = {}
     for did, name in homes.items():
         when = deleted.get(scoped_path(name, project))

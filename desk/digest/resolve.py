@@ -358,7 +358,7 @@ def decisions(desk: DeskFolder) -> dict[str, tuple[str, dict[str, Any]]]:
     paths = [f".system/{p.name}" for p in sorted(desk.path(".system").glob("adjudications.*.jsonl"))]
     anchors: dict[str, list[str]] = {}
     if paths:
-        for commit in desk.git.log(paths):
+        for commit in desk.git.history.log(paths):
             for event in commit.trailers.get("Desk-Event", []):
                 anchors.setdefault(event, []).extend(commit.trailers.get(AUDIT_TRAILER, []))
     for path in paths:
@@ -393,7 +393,7 @@ def _retry(desk: DeskFolder, event_id: str, prior: tuple[str, dict[str, Any]],
         raise ConflictError(f"event id {event_id} already recorded a different decision ({differs} "
                             f"differ): case {record['case']} -> {record['candidate']} by {record['actor']}",
                             hint="use a new --event-id for a new decision")
-    commit = next((c.sha for c in desk.git.log([path])
+    commit = next((c.sha for c in desk.git.history.log([path])
                    if event_id in c.trailers.get("Desk-Event", [])), None)
     name = (record["after"] or record["before"] or {}).get("name")
     return Resolution("unchanged", record["case"], record["revision"], record["candidate"],

@@ -95,7 +95,7 @@ def check_attributes(git: Git, paths: Iterable[str], *, cached: bool = True,
     real = {p for p in paths if is_managed(p)}
     wanted = sorted(real | set(PROBES))
     by_problem: dict[tuple[str, ...], list[str]] = {}
-    for path, attributes in git.attributes(wanted, cached=cached).items():
+    for path, attributes in git.worktree.attributes(wanted, cached=cached).items():
         refused = attribute_problems(path, attributes)
         if refused:
             by_problem.setdefault(tuple(refused), []).append(path)
@@ -129,8 +129,8 @@ def _effect(problems: Iterable[str]) -> str:
 
 def tree_attribute_findings(git: Git, rev: str) -> list[Finding]:
     """The `attribute` rule over the tree of `rev` (never checked out: a temporary index holds it)."""
-    with git.tree_index(rev) as at:
-        return check_attributes(at, at.index_paths())
+    with git.index.tree_index(rev) as at:
+        return check_attributes(at, at.worktree.index_paths())
 
 
 def work_tree_attribute_findings(desk: DeskFolder, listing: WorkTreeListing,

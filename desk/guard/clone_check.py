@@ -23,11 +23,11 @@ def tree_refusals(git: Git, rev: str = "HEAD") -> list[Finding]:
     """The gate's `symlink`, `cache-committed` and `attribute` findings on the tree of `rev`, read
     from the object store (nothing is checked out)."""
     findings: list[Finding] = []
-    links = git.symlinks(rev)
+    links = git.worktree.symlinks(rev)
     for path in links:
         findings += file_verdict(path, b"", desk_id="", mode=SYMLINK_MODE).findings
-    with git.tree_index(rev) as at:
-        paths = at.index_paths()
+    with git.index.tree_index(rev) as at:
+        paths = at.worktree.index_paths()
         for path in paths:
             if path.startswith(UNMANAGED_DIRS) and path not in links:
                 findings += file_verdict(path, b"", desk_id="").findings

@@ -150,7 +150,7 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
     except ConflictError:
         if history is not None:  # let them finish: the lock checks below count running git processes
             history()
-            desk.git.config_values()
+            desk.git.config.values()
             history = None  # the history check asks again
         quiet()
         report.add("desk-lock", str(desk.lock_path), "another desk process holds the desk lock; "
@@ -169,17 +169,17 @@ def _nothing() -> None:
 def _start_reads(desk: DeskFolder, commits: int) -> Callable[[], list[str]]:
     """Start the history check's `git rev-list` and the hooks check's `git config`; returns what
     gives the commits."""
-    desk.git.start_config_values()
-    return desk.git.start_commit_ids(commits) if commits > 0 else list
+    desk.git.config.start()
+    return desk.git.history.start_commit_ids(commits) if commits > 0 else list
 
 
 def _check_stopped_merge(desk: DeskFolder, report: DoctorReport) -> bool:
     """A person's merge or rebase stopped on a conflict: named, with what to run; the checks of
     the work tree wait for it (its files are half-merged, and a repair would write into them)."""
-    kind = desk.git.stopped()
+    kind = desk.git.merging.stopped()
     if kind is None or left_behind(desk.git_dir):  # desk sync's own: check_interrupted_sync's
         return kind is not None
-    unmerged = sorted(desk.git.unmerged())
+    unmerged = sorted(desk.git.merging.unmerged())
     report.add("stopped-merge", ", ".join(unmerged) or str(desk.git_dir),
                f"a git {kind} is stopped here on a conflict; run `desk sync --continue` to settle desk's "
                f"files and finish it, or `git {kind} --abort` to undo the pull; the work tree is checked "
@@ -438,11 +438,11 @@ def bypassed_commits(desk: DeskFolder, limit: int, started: Callable[[], list[st
     `git rev-list` names the commits; only those the cache lacks are read, with one `git log
     --raw` and one `git cat-file --batch` of the blobs the rules need (archive files before and
     after, files the secret scanner covers). `started` gives the commits when the caller started
-    `git rev-list` already (`Git.start_commit_ids`).
+    `git rev-list` already (`History.start_commit_ids`).
     """
     if limit <= 0:
         return []
-    shas = started() if started is not None else desk.git.commit_ids(limit)
+    shas = started() if started is not None else desk.git.history.commit_ids(limit)
     desk_id, allow = current_config(desk)
     cache = VerdictCache(desk.cache_dir, desk_id)
     try:
@@ -462,10 +462,10 @@ def bypassed_commits(desk: DeskFolder, limit: int, started: Callable[[], list[st
 def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
                      ) -> dict[str, tuple[str, FileVerdict]]:
     """`{commit: (subject, what the history rules found in it)}`."""
-    commits = desk.git.commits(shas)
+    commits = desk.git.history.commits(shas)
     # A merge is checked for what it made itself: the paths that differ from every parent (a path
     # equal to one parent's was checked in that parent's commit), each against every parent.
-    merges = desk.git.merge_changes(shas)
+    merges = desk.git.history.merge_changes(shas)
     changes_of: dict[str, list[tuple[str, tuple[str | None, ...], str | None]]] = {}
     for commit in commits:
         if commit.sha in merges:
@@ -479,7 +479,7 @@ def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
                 wanted += [b for b in (*old_blobs, new_blob) if b]
             elif new_blob:
                 wanted.append(new_blob)
-    blobs = desk.git.read_blobs(wanted)
+    blobs = desk.git.objects.read_blobs(wanted)
     verdicts = {}
     for commit in commits:
         changes = sorted(changes_of[commit.sha])

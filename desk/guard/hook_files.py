@@ -120,7 +120,7 @@ def only_desk_hooks(git: Git, git_dir: Path) -> bool:
     desk's own commits ran the same checks in process, so they may then pass --no-verify and save
     the hook shells' start-up; with a foreign hook (chained or under core.hooksPath) they run it.
     """
-    if git.config_values().get("core.hookspath"):
+    if git.config.values().get("core.hookspath"):
         return False
     folder = git_dir / "hooks"
     for hook in ("pre-commit", "commit-msg"):
@@ -132,7 +132,7 @@ def only_desk_hooks(git: Git, git_dir: Path) -> bool:
 
 def hooks_folder(git: Git) -> Path:
     """The repository's hooks folder; refused (with the manual way) when core.hooksPath is set."""
-    configured = git.config_values().get("core.hookspath", "").strip()
+    configured = git.config.values().get("core.hookspath", "").strip()
     if configured:
         import shlex  # only for the refusal's message: a hook run never loads it
 

@@ -175,9 +175,9 @@ def write_merge_drivers(git: Git, python: str | None = None) -> dict[str, str]:
     for driver in MERGE_DRIVERS:
         key = f"merge.desk-{driver}"
         command = merge_driver_command(driver, python)
-        before = git.config_get(f"{key}.driver")
-        git.set_config(f"{key}.name", f"desk: {driver} merge (never conflict markers)")
-        git.set_config(f"{key}.driver", command)
+        before = git.config.get(f"{key}.driver")
+        git.config.set(f"{key}.name", f"desk: {driver} merge (never conflict markers)")
+        git.config.set(f"{key}.driver", command)
         actions[f"desk-{driver}"] = "installed" if before is None else (
             "updated" if before != command else "ok")
     return actions
@@ -189,7 +189,7 @@ def _add_missing_attributes(desk: DeskFolder) -> str:
     from desk.transaction import commit_message, transaction
 
     with transaction(desk) as tx:
-        if desk.git.dirty([GITATTRIBUTES]):
+        if desk.git.worktree.dirty([GITATTRIBUTES]):
             return "lacks some of desk's lines and has uncommitted changes; commit them, then run this again"
         data = attributes_with_missing(read_text_or_empty(desk.path(GITATTRIBUTES)))
         if data is None:
@@ -287,7 +287,7 @@ def _object_reader(git: Git) -> Iterator[None]:
     try:
         yield
     finally:
-        git.close_object_reader()
+        git.objects.close_reader()
 
 
 def _load_gate() -> Callable[..., tuple[Report, bytes | None]]:
@@ -314,19 +314,19 @@ def run_pre_commit(root: Path, merge: bool = False) -> HookRun:
     healed: list[str] | None = None
     for _attempt in range(SNAPSHOT_TRIES):
         with staged_snapshot(root) as git, _object_reader(git):
-            head = git.head()
-            started = git.start_staged_changes()  # one `git diff --cached --raw` serves both checks
-            git.start_object_reader()  # and the `git cat-file --batch` that reads the staged blobs
+            head = git.refs.head()
+            started = git.worktree.start_staged_changes()  # one `git diff --cached --raw` serves both checks
+            git.objects.start_reader()  # and the `git cat-file --batch` that reads the staged blobs
             validate_staged = _load_gate()  # while git compares the index with HEAD
             raw = started.result()
             if healed is None and (healed := _heal_write_backs(desk, raw)):
                 continue  # the index was repaired: read it again
             if _index_behind_head(desk, raw):
-                if git.head() != head:
+                if git.refs.head() != head:
                     continue
                 return HookRun(3, notes=[BEHIND_HEAD_MESSAGE])
             report, regenerated = validate_staged(desk, git, raw=raw)
-            if git.head() != head:
+            if git.refs.head() != head:
                 continue
             run = HookRun(findings=list(report.findings))
             errors = [f for f in report.findings if f.severity == "error"]
@@ -424,7 +424,7 @@ def _heal_write_backs(desk: DeskFolder, raw: list[RawChange]) -> list[str]:
     git = staged_git(desk.root)
     for _ in range(HEAL_TRIES):
         try:
-            git.refresh_entries(hook_index(git), stale)
+            git.index.refresh_entries(hook_index(git), stale)
             return stale
         except GitError:
             time.sleep(0.05)  # desk is publishing a commit under index.lock: a moment
@@ -477,19 +477,19 @@ def _fix_index(desk: DeskFolder, git: Git, head: str | None, raw: list[RawChange
     hooked = staged_git(desk.root)
     index = hook_index(hooked)  # `git` reads a private copy of it
     names = sorted(fixes)
-    staged = git.read_blobs([f":{p}" for p in names])
-    heads = git.read_blobs([f"HEAD:{p}" for p in names]) if head else {}
+    staged = git.objects.read_blobs([f":{p}" for p in names])
+    heads = git.objects.read_blobs([f"HEAD:{p}" for p in names]) if head else {}
     kept: list[str] = []
     try:
         from desk.storage.atomic import atomic_write
         from desk.storage.lock import desk_lock
 
         with desk_lock(desk.lock_path, timeout=FIX_LOCK_WAIT):
-            if hooked.head() != head:
+            if hooked.refs.head() != head:
                 return IndexFix(False, BEHIND_HEAD_MESSAGE.removeprefix("desk: "))
             for path in names:
                 source = _source_folder(path)
-                forgotten = sorted(p for p in hooked.unstaged(index, [source]) if _is_source(path, p))
+                forgotten = sorted(p for p in hooked.index.unstaged(index, [source]) if _is_source(path, p))
                 if forgotten and staged.get(f":{path}") != heads.get(f"HEAD:{path}"):
                     return IndexFix(False, _forgotten_note(forgotten, path))
             whole = index.name in WHOLE_INDEX_NAMES and not merge
@@ -501,7 +501,7 @@ def _fix_index(desk: DeskFolder, git: Git, head: str | None, raw: list[RawChange
                 elif current != regenerated:
                     kept.append(path)
                 if whole:
-                    hooked.stage_blob(index, path, hooked.write_blob(regenerated))
+                    hooked.index.stage_blob(index, path, hooked.objects.write_blob(regenerated))
     except ConflictError:
         return IndexFix(False, f"{_listed(names)} stale and a desk command is committing right now; "
                                "nothing was committed: run the same `git commit` again")

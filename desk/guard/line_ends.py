@@ -20,8 +20,8 @@ def restore_line_ends(desk: DeskFolder) -> list[str]:
     """Write back HEAD's bytes into each desk file that differs from them only by CRLF line ends
     (call it under the desk lock, after the pins' commit); the paths written."""
     git = desk.git
-    changed = git.dirty(sorted(ROOT_FILES) + [d.rstrip("/") for d in MANAGED_DIRS])
-    heads = git.read_blobs([f"HEAD:{path}" for path in changed])
+    changed = git.worktree.dirty(sorted(ROOT_FILES) + [d.rstrip("/") for d in MANAGED_DIRS])
+    heads = git.objects.read_blobs([f"HEAD:{path}" for path in changed])
     restored = []
     for path in changed:
         committed = heads.get(f"HEAD:{path}")

@@ -58,7 +58,7 @@ def message_findings(root: Path, message: str) -> list[Finding]:
     if secrets.findings:
         findings += secrets.findings_at(_committed_allow(staged_git(root)), dt.datetime.max)
     if {key.lower() for key in parse_trailers(message)} & {"desk-actor", "desk-op"}:
-        findings += check_message(message, staged_git(root).staged_paths())
+        findings += check_message(message, staged_git(root).worktree.staged_paths())
     return findings
 
 
@@ -67,7 +67,7 @@ def _committed_allow(git: Git) -> frozenset[str]:
     from desk.guard.validate import config_values
     from desk.layout import CONFIG_PATH
 
-    blob = git.ls_staged_files([CONFIG_PATH]).get(CONFIG_PATH)
-    data = git.read_blobs([blob]).get(blob) if blob else git.blob_at("HEAD", CONFIG_PATH)
+    blob = git.worktree.ls_staged_files([CONFIG_PATH]).get(CONFIG_PATH)
+    data = git.objects.read_blobs([blob]).get(blob) if blob else git.objects.blob_at("HEAD", CONFIG_PATH)
     found = config_values(data)
     return found[1] if found else frozenset()

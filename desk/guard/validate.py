@@ -233,7 +233,7 @@ def _config(desk: DeskFolder, changes: list[Change],
     if found:
         return found
     # A broken desk.json under check (its own finding) falls back to HEAD's.
-    data = head() if head is not None else desk.git.blob_at("HEAD", CONFIG_PATH)
+    data = head() if head is not None else desk.git.objects.blob_at("HEAD", CONFIG_PATH)
     return config_values(data) or ("", frozenset())
 
 
@@ -262,7 +262,7 @@ def _like(git: Git, extra: Collection[str] = (), gone: Collection[str] = (),
     """Paths in git's index (or those `listed` gives: HEAD's, from the memory mirror), plus `extra`,
     minus `gone`, equal to the given ones ignoring case."""
     def like(paths: list[str]) -> list[str]:
-        found = set(listed(paths)) if listed is not None else git.indexed_like(paths)
+        found = set(listed(paths)) if listed is not None else git.worktree.indexed_like(paths)
         lowered = {p.lower() for p in paths}
         found |= {p for p in extra if p.lower() in lowered}
         return sorted(found - set(gone))
@@ -292,7 +292,7 @@ def _head_contents(desk: DeskFolder, paths: list[str], known: KnownHead | None) 
             ask.append(path)
     rev = known.commit if known is not None and known.commit else "HEAD"
     if ask:
-        asked = desk.git.read_blobs([f"{rev}:{path}" for path in ask])
+        asked = desk.git.objects.read_blobs([f"{rev}:{path}" for path in ask])
         found.update({f"HEAD:{path}": data for path in ask if (data := asked.get(f"{rev}:{path}")) is not None})
     return found
 
@@ -302,7 +302,7 @@ def _reader(git: Git, known: Mapping[str, bytes]) -> Read:
     def read(shas: list[str]) -> Mapping[str, bytes]:
         found = {s: known[s] for s in shas if s in known}
         missing = [s for s in shas if s not in known]
-        return {**found, **(git.read_blobs(missing) if missing else {})}
+        return {**found, **(git.objects.read_blobs(missing) if missing else {})}
     return read
 
 
@@ -312,10 +312,10 @@ def staged_changes(git: Git, raw: list[RawChange] | None = None
 
     The batch holds each changed desk blob (by sha), the old blobs of archive files and
     desk.json, HEAD's desk.json (the desk id and allow-list), and `HEAD:MEMORY.md` and
-    `:MEMORY.md` (the committed and the staged index). `raw` is `git.staged_changes()` when the
+    `:MEMORY.md` (the committed and the staged index). `raw` is `git.worktree.staged_changes()` when the
     caller has it already.
     """
-    raw = git.staged_changes() if raw is None else raw
+    raw = git.worktree.staged_changes() if raw is None else raw
     wanted = [c.new_blob for c in raw if c.new_blob and c.status != "D" and is_managed(c.path)
               and c.new_mode not in (SYMLINK_MODE, GITLINK_MODE)]
     if any(is_managed(c.path) for c in raw):
@@ -324,7 +324,7 @@ def staged_changes(git: Git, raw: list[RawChange] | None = None
     index_staged = any(c.path == INDEX_FILE for c in raw)
     if index_staged or any(c.path.startswith(MEMORY_PREFIX) for c in raw):
         wanted += [f"HEAD:{INDEX_FILE}", f":{INDEX_FILE}"] if index_staged else [f"HEAD:{INDEX_FILE}"]
-    blobs = git.read_blobs(wanted)
+    blobs = git.objects.read_blobs(wanted)
     if not index_staged and f"HEAD:{INDEX_FILE}" in blobs:  # unchanged: read once (~0.6 MB at 10,000 memories)
         blobs[f":{INDEX_FILE}"] = blobs[f"HEAD:{INDEX_FILE}"]
     changes = [Change(c.path, None if c.status == "D" else blobs.get(c.new_blob or "", b""),
@@ -344,15 +344,15 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
     changes, blobs = staged_changes(git, raw)
     read = _reader(git, blobs)
     memory = MemorySet(blobs.get(f":{INDEX_FILE}"), blobs.get(f"HEAD:{INDEX_FILE}"),
-                       lambda: git.ls_staged(MEMORY_PREFIX), read, _like(git))
+                       lambda: git.worktree.ls_staged(MEMORY_PREFIX), read, _like(git))
     report, regenerated = _run(desk, changes, memory, read, message, now, cached=True,
                                head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"),
-                               files_under=lambda spec: git.ls_staged_files([spec]))
+                               files_under=lambda spec: git.worktree.ls_staged_files([spec]))
     report.findings = _restore_hints(desk, report.findings)
     if any(is_attributes_file(c.path) for c in changes):
         from desk.guard.attributes import check_attributes  # a hook pays for it when .gitattributes changes
 
-        report.findings += check_attributes(git, git.index_paths())
+        report.findings += check_attributes(git, git.worktree.index_paths())
     return report, regenerated
 
 
@@ -366,14 +366,14 @@ def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | N
     `git diff-tree`, one batch read of the changed blobs.
     """
     git = desk.git
-    raw = git.diff_tree(old, new)
+    raw = git.worktree.diff_tree(old, new)
     wanted = [c.new_blob for c in raw if c.new_blob and c.status != "D" and is_managed(c.path)
               and c.new_mode not in (SYMLINK_MODE, GITLINK_MODE)]
     wanted += [f"{old}:{CONFIG_PATH}"] + [c.old_blob for c in raw if c.old_blob and needs_old(c.path)]
     touches_memory = any(c.path == INDEX_FILE or c.path.startswith(MEMORY_PREFIX) for c in raw)
     if touches_memory:
         wanted += [f"{old}:{INDEX_FILE}", f"{new}:{INDEX_FILE}"]
-    blobs = git.read_blobs(wanted)
+    blobs = git.objects.read_blobs(wanted)
     changes = [Change(c.path, None if c.status == "D" else blobs.get(c.new_blob or "", b""),
                       c.new_mode, c.old_blob, c.new_blob) for c in raw]
     read = _reader(git, blobs)
@@ -381,12 +381,12 @@ def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | N
     def like(paths: list[str]) -> list[str]:
         lowered = {p.lower() for p in paths}
         folders = {p.rsplit("/", 1)[0] for p in paths}
-        return sorted(p for folder in folders for p in git.ls_tree(new, folder) if p.lower() in lowered)
+        return sorted(p for folder in folders for p in git.worktree.ls_tree(new, folder) if p.lower() in lowered)
 
     memory = None
     if touches_memory:
         memory = MemorySet(blobs.get(f"{new}:{INDEX_FILE}"), blobs.get(f"{old}:{INDEX_FILE}"),
-                           lambda: git.ls_tree(new, MEMORY_PREFIX), read, like)
+                           lambda: git.worktree.ls_tree(new, MEMORY_PREFIX), read, like)
     report, regenerated = _run(desk, changes, memory, read, None, now, cached=True,
                                head_config=lambda: blobs.get(f"{old}:{CONFIG_PATH}"))
     report.findings = _restore_hints(desk, report.findings)
@@ -439,13 +439,13 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
     if known is not None and all(p in known.blobs for p in writes):
         old_blobs = {p: b for p in writes if (b := known.blobs[p]) is not None}
     else:
-        old_blobs = git.committed_blobs(writes)  # one ls-tree; none before the first commit
+        old_blobs = git.worktree.committed_blobs(writes)  # one ls-tree; none before the first commit
     changes = [Change(p, data, FILE_MODE, old_blobs.get(p)) for p, data in sorted(writes.items())]
     read = _reader(git, {blob_sha(data): data for data in writes.values() if data is not None})
 
     def all_files() -> dict[str, str]:
-        head = git.head()
-        files = git.ls_tree(head, MEMORY_PREFIX) if head else {}
+        head = git.refs.head()
+        files = git.worktree.ls_tree(head, MEMORY_PREFIX) if head else {}
         for path, data in writes.items():
             if path.startswith(MEMORY_PREFIX):
                 if data is None:
@@ -469,11 +469,11 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
                            head_index=known.index if known is not None else None,
                            base_clean=known is not None and known.index_clean)
     def files_under(spec: str) -> dict[str, str]:
-        head = git.head()
+        head = git.refs.head()
         if spec.endswith("/"):
-            files = git.ls_tree(head, spec, recursive=True) if head else {}
+            files = git.worktree.ls_tree(head, spec, recursive=True) if head else {}
         else:
-            files = git.committed_blobs([spec]) if head else {}
+            files = git.worktree.committed_blobs([spec]) if head else {}
         for path, data in writes.items():
             if path == spec or spec.endswith("/") and path.startswith(spec):
                 if data is None:

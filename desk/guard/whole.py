@@ -27,7 +27,7 @@ DOCTOR_LOCK_WAIT = 5.0  # desk.guard.doctor.LOCK_WAIT
 def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bool = True) -> Report:
     """Every desk file in the work tree (tracked or not ignored): `desk validate --all`
     (desk.guard.validate.validate_listed says how). `cached=False` runs every rule on every file."""
-    started = desk.git.start_work_tree_listing(LISTED_FOLDER)
+    started = desk.git.worktree.start_work_tree_listing(LISTED_FOLDER)
     from desk.guard.validate import validate_listed
 
     return validate_listed(desk, started, now, cached=cached)
@@ -52,9 +52,9 @@ class EarlyReads:
         except ConflictError as exc:
             self.lock.refused = exc
             return
-        self.listing = desk.git.start_work_tree_listing(LISTED_FOLDER)
-        desk.git.start_config_values()
-        self._history = desk.git.start_commit_ids(commits) if commits > 0 else list
+        self.listing = desk.git.worktree.start_work_tree_listing(LISTED_FOLDER)
+        desk.git.config.start()
+        self._history = desk.git.history.start_commit_ids(commits) if commits > 0 else list
 
     def history(self) -> list[str]:
         """The commits the history check reads (waits for `git rev-list`)."""
@@ -73,7 +73,7 @@ class EarlyReads:
                 pass  # the rule check asks again and reports it
         if self._history is not None:
             self.history()
-            self._git.config_values()
+            self._git.config.values()
 
 
 class _Held:

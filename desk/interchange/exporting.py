@@ -187,7 +187,7 @@ def _openclaw(desk: DeskFolder, dest: Path, memories: list[MemoryFile], report: 
 def _jsonl(desk: DeskFolder, memories: list[MemoryFile]) -> bytes:
     """A line a memory: fields, body, path and the commits that touched it (one `git log`)."""
     history: dict[str, list[dict[str, object]]] = {}
-    for commit in desk.git.log([MEMORY_PREFIX]):
+    for commit in desk.git.history.log([MEMORY_PREFIX]):
         for path in commit.paths:
             history.setdefault(path, []).append(
                 {"commit": commit.sha, "date": commit.date, "subject": commit.subject,

@@ -152,7 +152,7 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
                     writes[INDEX_FILE] = index
             else:
                 index = _render_index(mirror, entries)
-                if desk.read_if_present(index_path) != index or desk.git.blob_at("HEAD", index_path) != index:
+                if desk.read_if_present(index_path) != index or desk.git.objects.blob_at("HEAD", index_path) != index:
                     writes[index_path] = index
         if user is not None:
             writes.update(_profile_patch(desk, source, user, report, tx))
@@ -326,7 +326,7 @@ def _plan_files(desk: DeskFolder, items: list[DeskFileItem], report: ImportRepor
     """Fill, keep or propose each desk file the source has a version of (module docstring, 3)."""
     if not items:
         return
-    head = desk.git.committed_blobs([i.target for i in items])
+    head = desk.git.worktree.committed_blobs([i.target for i in items])
     for item in items:
         data = _filled(item)
         try:

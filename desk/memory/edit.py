@@ -79,10 +79,10 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
     require_name(name)
     editor = editor or editor_command()
     path = memory_path(name)
-    if desk.git.dirty([path]):
+    if desk.git.worktree.dirty([path]):
         raise ConflictError(f"{path} has uncommitted changes; desk will not edit over them",
                             hint=f"commit or discard them first (`git -C {desk.root} diff -- {path}`)")
-    original = desk.git.blob_at("HEAD", path) if desk.git.head() else None
+    original = desk.git.objects.blob_at("HEAD", path) if desk.git.refs.head() else None
     start = original if original is not None else TEMPLATE.format(name=name).encode()
     scratch = desk.git_dir / "desk-edit" / f"{name}.md"
     scratch.parent.mkdir(exist_ok=True)
@@ -104,7 +104,7 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
                                     hint=f"`desk edit {name}` starts again from the committed file")
         with transaction(desk) as tx:
             tx.require_clean([path, INDEX_FILE])
-            now_committed = desk.git.blob_at("HEAD", path) if desk.git.head() else None
+            now_committed = desk.git.objects.blob_at("HEAD", path) if desk.git.refs.head() else None
             if now_committed != original:
                 keep = desk.git_dir / "desk-edit" / f"{name}.rejected.md"
                 os.replace(scratch, keep)

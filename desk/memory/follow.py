@@ -25,7 +25,7 @@ NAME_LIMIT = 80  # a memory name's limit (desk.memory.file); a longer trailer is
 
 def renamed_from(commit: Commit, path: str) -> str | None:
     """The path `path` had before `commit`, when `commit` created it by a real rename; else None.
-    `commit` must carry all its changes (Git.commits), not only those under one pathspec."""
+    `commit` must carry all its changes (History.commits), not only those under one pathspec."""
     created = next((c for c in commit.changes if c.path == path and c.status == "A"), None)
     if created is None:
         return None
@@ -57,12 +57,12 @@ def _walk(git: Git, path: str) -> tuple[list[Commit], list[str]]:
     seen = [path]
     rev: str | None = None
     while True:
-        commits = git.log([path], rev=rev)
+        commits = git.history.log([path], rev=rev)
         older = None
         for i, commit in enumerate(commits):
             if any(c.path == path and c.status == "A" for c in commit.changes):
-                older = renamed_from(git.commits([commit.sha])[0], path)
-                if older is not None and older not in seen and git.object_id(commit.sha + "^"):
+                older = renamed_from(git.history.commits([commit.sha])[0], path)
+                if older is not None and older not in seen and git.refs.object_id(commit.sha + "^"):
                     commits = commits[:i + 1]
                     break
                 older = None

@@ -296,7 +296,7 @@ def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | N
         if todo:
             from desk.memory.file import parse_memory  # PyYAML only when a blob is new to the cache
 
-            data = (read or desk.git.read_blobs)(sorted(set(todo.values())))
+            data = (read or desk.git.objects.read_blobs)(sorted(set(todo.values())))
             fresh = {}
             for path, blob in sorted(todo.items()):
                 if blob not in data:
@@ -320,8 +320,8 @@ def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | N
 
 def committed_files(desk: DeskFolder) -> dict[str, str]:
     """`{path: blob id}` of the files in memory/ at HEAD."""
-    head = desk.git.head()
-    return desk.git.ls_tree(head, MEMORY_DIR) if head else {}
+    head = desk.git.refs.head()
+    return desk.git.worktree.ls_tree(head, MEMORY_DIR) if head else {}
 
 
 def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None,

@@ -106,7 +106,7 @@ class HeadMirror:
         untimed = {c.commit for c in found.values() if c.commit is not None and c.time is None}
         if untimed:
             try:
-                times = self.desk.git.commit_times(untimed)
+                times = self.desk.git.history.commit_times(untimed)
             except GitError:
                 times = {}  # a commit gone from under us: shown without its time
             if times:
@@ -157,7 +157,7 @@ class HeadMirror:
             if strict and name not in changes:
                 path = memory_path(name)
                 try:
-                    parse_memory(self.desk.git.read_blobs([blob])[blob], path, name)
+                    parse_memory(self.desk.git.objects.read_blobs([blob])[blob], path, name)
                 except InvalidFileError as exc:
                     exc.hint = (f"the committed {path} is invalid and MEMORY.md cannot be regenerated: "
                                 f"fix it (`desk edit {name}`) or remove it (`desk forget {name}`)")
@@ -206,7 +206,7 @@ class HeadMirror:
         except (OSError, DeskError):
             data = None
         if data is None or blob_sha(data) != blob:
-            data = self.desk.git.read_blobs([blob]).get(blob)
+            data = self.desk.git.objects.read_blobs([blob]).get(blob)
         if data is not None:
             self._committed = (blob, data)
         return data
@@ -237,7 +237,7 @@ class HeadMirror:
 
     def sync(self) -> None:
         """Bring the mirror to HEAD: the history since the recorded commit, or a rebuild."""
-        head = self.desk.git.head()
+        head = self.desk.git.refs.head()
         # Read and write the mirror in one SQLite write transaction: a hook process syncing at the
         # same time as a desk mutation then applies whole catch-ups, one after the other.
         with self._write():
@@ -253,7 +253,7 @@ class HeadMirror:
                 self._rebuild(head)
                 self._forget_notes()
             if self._config_blob is None and head is not None:  # a mirror made before it was kept
-                self._config_blob = self.desk.git.object_id(f"{head}:{CONFIG_PATH}") or ""
+                self._config_blob = self.desk.git.refs.object_id(f"{head}:{CONFIG_PATH}") or ""
             self._set_meta(head, self.index_blob)
 
     def record(self, commit: str, changes: Mapping[str, tuple[str, IndexEntry] | None],
@@ -296,13 +296,13 @@ class HeadMirror:
             self._config_blob = ""
             return
         git = self.desk.git
-        files = {path: blob for path, blob in git.ls_tree(head, MEMORY_DIR).items()
+        files = {path: blob for path, blob in git.worktree.ls_tree(head, MEMORY_DIR).items()
                  if memory_name(path) is not None}
-        ids = git.object_ids([f"{head}:{INDEX_FILE}", f"{head}:{CONFIG_PATH}"])
+        ids = git.objects.object_ids([f"{head}:{INDEX_FILE}", f"{head}:{CONFIG_PATH}"])
         self.index_blob = ids[f"{head}:{INDEX_FILE}"]
         self._config_blob = ids[f"{head}:{CONFIG_PATH}"] or ""
         self._put_files(files)
-        with closing(git.history([head])) as steps:
+        with closing(git.history.walk([head])) as steps:
             found, _ = last_commits(git, steps, head, set(files))
         self._set_last(found)
 
@@ -358,7 +358,7 @@ class HeadMirror:
         if missing:
             from desk.memory.file import parse_memory  # PyYAML only when a blob is new to the cache
 
-            for blob, data in self.desk.git.read_blobs(missing).items():
+            for blob, data in self.desk.git.objects.read_blobs(missing).items():
                 path = by_blob[blob]
                 try:
                     fresh[blob] = IndexEntry.of(parse_memory(data, path, memory_name(path)))
@@ -422,7 +422,7 @@ class ProjectHeads:
         return _committed_rows(self.db, _PROJECT_ROWS, "path", paths)
 
     def sync(self) -> None:
-        head = self.desk.git.head()
+        head = self.desk.git.refs.head()
         with _write(self.db):
             row = self.db.execute(f"SELECT value FROM {_META} WHERE key = 'project_commit'").fetchone()
             recorded = row[0] if row else None
@@ -437,11 +437,11 @@ class ProjectHeads:
         if head is None:
             return
         git = self.desk.git
-        files = {p: b for p, b in git.ls_tree(head, PROJECTS_DIR, recursive=True).items()
+        files = {p: b for p, b in git.worktree.ls_tree(head, PROJECTS_DIR, recursive=True).items()
                  if is_project_memory(p)}
         if not files:
             return
-        with closing(git.history([head])) as steps:
+        with closing(git.history.walk([head])) as steps:
             found, _ = last_commits(git, steps, head, set(files))
         self._put(files, found)
 
@@ -486,7 +486,7 @@ def _first_parent_changes(git: Git, old: str, new: str, wanted: Callable[[str], 
     parents, its blob at `new` (None: deleted); None when only a rebuild can catch up (`old` is
     gone, or `new` does not descend from it along first parents: history rewritten)."""
     try:
-        steps = list(git.history([f"{old}..{new}"]))
+        steps = list(git.history.walk([f"{old}..{new}"]))
     except GitError:
         return None  # the recorded commit is gone (gc, a re-clone)
     by_sha = {step.sha: step for step in steps}
@@ -514,7 +514,7 @@ def _last_commits_since(git: Git, steps: list[HistoryStep], old: str, new: str, 
     waiting.pop(old, None)
     for rest in waiting.values():
         for path in rest:
-            last = git.last_change(new, path)
+            last = git.history.last_change(new, path)
             if last is not None:
                 found[path] = last
     return found
@@ -523,7 +523,7 @@ def _last_commits_since(git: Git, steps: list[HistoryStep], old: str, new: str, 
 def last_commits(git: Git, steps: Iterable[HistoryStep], start: str, paths: set[str]
                  ) -> tuple[dict[str, tuple[str, int]], dict[str, set[str]]]:
     """For each of `paths` at commit `start`: the commit (and its time) that `git log -n1 START --
-    PATH` shows, from one pass over `steps` (`Git.history`: `start` and its ancestors, children
+    PATH` shows, from one pass over `steps` (`History.walk`: `start` and its ancestors, children
     before parents).
 
     git's default history simplification, path by path: a commit that changed the path against its
@@ -550,7 +550,7 @@ def last_commits(git: Git, steps: Iterable[HistoryStep], start: str, paths: set[
             if not changed:
                 break
             spec = sorted(changed) if len(changed) <= _PATHSPEC_MAX else []
-            differs = {c.path for c in git.diff_tree(parent, step.sha, spec)}
+            differs = {c.path for c in git.worktree.diff_tree(parent, step.sha, spec)}
             same = changed - differs
             if same:
                 _wait(waiting, parent, same)

@@ -268,12 +268,12 @@ def reindex_locked(tx: Transaction, actor: str) -> MutationResult:
     desk = tx.desk
     index = render_index(entries_in_worktree(desk).values())
     current = desk.read_if_present(INDEX_FILE)
-    pending = [p for p in desk.git.dirty([MEMORY_DIR + "/"]) if p != INDEX_FILE]
+    pending = [p for p in desk.git.worktree.dirty([MEMORY_DIR + "/"]) if p != INDEX_FILE]
     if pending:
         if current != index:
             atomic_write(desk.path(INDEX_FILE), index)
         return MutationResult("written", None, INDEX_FILE, pending=pending)
-    if desk.git.blob_at("HEAD", INDEX_FILE) == index:
+    if desk.git.objects.blob_at("HEAD", INDEX_FILE) == index:
         if current == index:
             return MutationResult("unchanged", None, INDEX_FILE)
         atomic_write(desk.path(INDEX_FILE), index)  # a hand edit of the generated file: put HEAD back

@@ -27,8 +27,8 @@ def no_memory(desk: DeskFolder, name: str) -> DeskError:
     """`no memory named X`, with the nearest existing names as a "did you mean"."""
     import difflib
 
-    names = sorted(memory_name(p) or "" for p in desk.git.ls_tree("HEAD", MEMORY_DIR)) \
-        if desk.git.head() else []
+    names = sorted(memory_name(p) or "" for p in desk.git.worktree.ls_tree("HEAD", MEMORY_DIR)) \
+        if desk.git.refs.head() else []
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
     hint = ("did you mean " + " or ".join(f"`{c}`" for c in close) + "? " if close else "") + \
         "see the names with `desk list`"
@@ -115,24 +115,24 @@ def diff(desk: DeskFolder, name: str, rev: str | None = None) -> tuple[str, str,
     require_read_name(name)
     path = memory_path(name)
     if rev is None:
-        commits = desk.git.log([path], limit=1)
+        commits = desk.git.history.log([path], limit=1)
         if not commits:
             raise no_memory(desk, name)
         parent = commits[0].sha + "^"
-        rev = parent if desk.git.object_id(parent) else desk.git.empty_tree()
-    elif rev.startswith("-") or desk.git.object_id(rev + "^{commit}") is None:
+        rev = parent if desk.git.refs.object_id(parent) else desk.git.objects.empty_tree()
+    elif rev.startswith("-") or desk.git.refs.object_id(rev + "^{commit}") is None:
         raise UsageError(f"unknown revision {rev!r}",
                          hint=f"give a commit from `desk history {name}`, e.g. HEAD~1")
     old = path
-    if desk.git.blob_at(rev, path) is None:
-        old = next((p for p in follow.names(desk.git, path) if desk.git.blob_at(rev, p) is not None), path)
+    if desk.git.objects.blob_at(rev, path) is None:
+        old = next((p for p in follow.names(desk.git, path) if desk.git.objects.blob_at(rev, p) is not None), path)
         if old != path and os.path.lexists(desk.path(old)):
             old = path  # the old name holds another file again: the diff stays with this one
-    if not desk.path(path).exists() and desk.git.blob_at(rev, old) is None:
+    if not desk.path(path).exists() and desk.git.objects.blob_at(rev, old) is None:
         raise no_memory(desk, name)
-    return path, rev, desk.git.diff_worktree(rev, path, old), old if old != path else None
+    return path, rev, desk.git.worktree.diff_worktree(rev, path, old), old if old != path else None
 
 
 def log(desk: DeskFolder, limit: int | None = None) -> list[Commit]:
     """The desk's audit trail, newest first."""
-    return desk.git.log(limit=limit)
+    return desk.git.history.log(limit=limit)

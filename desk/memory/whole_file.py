@@ -58,7 +58,7 @@ def remember_file(desk: DeskFolder, name: str, data: bytes, *, actor: str = "ass
 
 
 def _committed(desk: DeskFolder, path: str, name: str) -> MemoryFile | None:
-    data = desk.git.blob_at("HEAD", path) if desk.git.head() else None
+    data = desk.git.objects.blob_at("HEAD", path) if desk.git.refs.head() else None
     if data is None:
         return None
     try:

@@ -29,7 +29,7 @@ def search_git_state(desk: DeskFolder) -> FolderState:
 
 
 def start_folder_state(desk: DeskFolder, also: Iterable[str] = ()) -> FolderState | None:
-    """memory/ as git sees it, asked now (`Git.folder_state`; `also`: more object names to look
+    """memory/ as git sees it, asked now (`WorkTree.folder_state`; `also`: more object names to look
     up at the same HEAD); None when git cannot say. The untracked files come from their record
     (`KnownUntracked`) while it holds, else from git, and are recorded for the next read."""
     try:
@@ -39,7 +39,7 @@ def start_folder_state(desk: DeskFolder, also: Iterable[str] = ()) -> FolderStat
 
 
 class KeptIds(FolderState):
-    """memory/'s state (`Git.folder_state`) whose HEAD ids (`HEAD:memory`, `HEAD:AGENTS.md`, ...)
+    """memory/'s state (`WorkTree.folder_state`) whose HEAD ids (`HEAD:memory`, `HEAD:AGENTS.md`, ...)
     come from a record when it holds them, instead of a `git cat-file` per read (a process start,
     which on a busy machine can wait a scheduler tick for a core).
 
@@ -49,7 +49,7 @@ class KeptIds(FolderState):
     only while there is no `refs/replace/` folder and `packed-refs` has the stat it had when the
     record was written (which was written only when `packed-refs` held no replace ref), and
     never in a linked work tree, under reftable or with a variable that moves refs or replace
-    refs (`GIT_DIR`, `GIT_NAMESPACE`, `GIT_REPLACE_REF_BASE`: `Git.default_replace_refs`). The record keeps the last
+    refs (`GIT_DIR`, `GIT_NAMESPACE`, `GIT_REPLACE_REF_BASE`: `Refs.default_replace_refs`). The record keeps the last
     commit's ids, all names any read asked at that commit; a read that asks a name it lacks asks
     git for all its names and adds them."""
 
@@ -57,7 +57,7 @@ class KeptIds(FolderState):
                  untracked: bool = True) -> None:
         self._ids_record = desk.cache_dir / _IDS_RECORD
         self._git_dir = desk.git.git_dir()
-        refs = _refs_stamp(self._git_dir) if desk.git.default_replace_refs() else None
+        refs = _refs_stamp(self._git_dir) if desk.git.refs.default_replace_refs() else None
         self._refs = None if refs is None else f"{refs} {_code(desk)}"  # the record's key (desk.storage.derived)
         self._recorded_ids: dict[str, str | None] = {}
         self._ids_kept = False

@@ -33,7 +33,7 @@ def archive_changes(desk: DeskFolder, db: sqlite3.Connection, tree: str | None) 
     forced: set[str] | None = set()
     if tree != seen and known:
         try:
-            moved = desk.git.diff_tree(seen, tree) if seen and tree else None
+            moved = desk.git.worktree.diff_tree(seen, tree) if seen and tree else None
         except DeskError:
             moved = None  # the old tree is gone (gc after a rewrite): check every file
         forced = None if moved is None else {f"{ARCHIVE_DIR}/{c.path}" for c in moved}
@@ -77,7 +77,7 @@ def memory_changes(desk: DeskFolder, db: sqlite3.Connection, tree: str | None,
         candidates = {*dirty, *json.loads(meta.get("mem_dirty") or "[]")}
         if meta["mem_tree"] != tree:
             try:
-                moved = git.diff_tree(str(meta["mem_tree"]), tree)
+                moved = git.worktree.diff_tree(str(meta["mem_tree"]), tree)
             except DeskError:
                 moved = None  # the old tree is gone (gc after a rewrite): look at everything
             candidates = None if moved is None else candidates | {f"{MEMORY_DIR}/{c.path}" for c in moved}

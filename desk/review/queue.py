@@ -264,8 +264,8 @@ def last_good_commit(desk: DeskFolder, path: str = CONFLICTS_FILE, depth: int = 
     HEAD's copy may be the broken one (committed with --no-verify, or by a fast-forward that ran no
     hook): restoring it would restore the same broken file.
     """
-    for commit in desk.git.log([path], limit=depth):
-        data = desk.git.blob_at(commit.sha, path)
+    for commit in desk.git.history.log([path], limit=depth):
+        data = desk.git.objects.blob_at(commit.sha, path)
         if data is not None and not any(f.severity == "error" for f in queue_findings(path, data)):
             return commit.sha, commit.subject
     return None

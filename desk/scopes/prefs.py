@@ -215,7 +215,7 @@ def list_prefs(desk: DeskFolder, *, user: str | None = None, include_expired: bo
 def pref_history(desk: DeskFolder, key: str, *, user: str | None = None) -> list[Commit]:
     """Every commit that touched preference `key` of `user`'s scope, newest first."""
     _check_key(key)
-    return desk.git.log([pref_path(scope_id(user), key)])
+    return desk.git.history.log([pref_path(scope_id(user), key)])
 
 
 def all_scopes(desk: DeskFolder) -> list[str]:
@@ -239,7 +239,7 @@ def reindex_scopes(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | 
         repaired = []
         for index, data in wanted.items():
             on_disk = _on_disk(desk, index)
-            if desk.git.blob_at("HEAD", index) != data:
+            if desk.git.objects.blob_at("HEAD", index) != data:
                 writes[index] = data
                 repaired.append(index)
             elif on_disk != data:
@@ -271,7 +271,7 @@ def scope_projections(desk: DeskFolder, now: dt.datetime) -> dict[str, bytes]:
 def _index_write(desk: DeskFolder, index: str, data: bytes) -> dict[str, bytes]:
     """`{index: data}` unless HEAD and the work tree hold exactly it."""
     on_disk = _on_disk(desk, index)
-    if on_disk == data and desk.git.blob_at("HEAD", index) == data:
+    if on_disk == data and desk.git.objects.blob_at("HEAD", index) == data:
         return {}
     return {index: data}
 

@@ -17,22 +17,32 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> os.stat_result:
-    """Replace `path` with `data`: temp file in the same folder, fsync, rename, fsync the folder.
-    Returns the stat of the file written (its inode, mtime and size: the commit path sets git's
-    index entry from them; the ctime changes at the rename).
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> os.stat_result:
+    """Replace `path` with `data`: a temp file in the same folder (`tempfile.mkstemp`), renamed over
+    it (`os.replace`), so a reader sees the old bytes or the new. `durable`: the file and the folder
+    are fsynced too, so the new bytes survive a power loss. Returns the stat of the file written
+    (its inode, mtime and size: the commit path sets git's index entry from them; the ctime
+    changes at the rename).
 
-    An fsync error propagates: the operation is aborted rather than reported as durable.
-    Leftover temp files (a crash before the rename) carry TEMP_PREFIX so `desk doctor` finds them.
+    An error propagates naming `path` (not the temp file): the operation is aborted rather than
+    reported as done, and no temp file is left. A crash before the rename leaves one carrying
+    TEMP_PREFIX, so `desk doctor` finds it.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
+    return _replace(path, data, durable)
+
+
+def _replace(path: Path, data: bytes, durable: bool) -> os.stat_result:
+    """`atomic_write` in a folder that exists."""
+    tmp = ""
+    fd = -1
     try:
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
         view = memoryview(data)
         while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
         stat = os.fstat(fd)
         os.close(fd)
         fd = -1
@@ -41,12 +51,13 @@ def atomic_write(path: Path, data: bytes) -> os.stat_result:
     except BaseException as exc:
         if fd >= 0:
             os.close(fd)
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.filename is None:  # os.write's ENOSPC names no file
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):  # os.write's ENOSPC names no file
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
     return stat
 
 
@@ -61,17 +72,11 @@ def remove(path: Path) -> None:
 
 def write_derived(path: Path, data: bytes) -> bool:
     """Replace `path`, a file desk derives and can make again (a cache, a record of a look), with
-    `data`: a temporary file of this writer's own renamed over it, so a reader sees the old bytes or
-    the new. No fsync: a file cut short by a crash must fail its own check. Returns whether it was
-    kept; where it cannot be (a read-only or full desk, another user's) nothing is raised."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    `data` (`atomic_write` without fsync: a file cut short by a crash must fail its own check).
+    Returns whether it was kept; where it cannot be (a read-only or full desk, another user's)
+    nothing is raised."""
     try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        _replace(path, data, durable=False)
         return True
     except OSError:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass  # a read-only desk: unlink fails (EROFS) even where nothing was made
         return False

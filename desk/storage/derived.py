@@ -78,9 +78,6 @@ REGISTRY = (
     Derived("code-prints", f"{CACHE_FOLDER}/{MEMO_FILE}",
             "each desk source file's path, size, mtime and ctime", ("desk.storage.code_print",),
             "the next fingerprint parses the sources again"),
-    Derived("config", "desk-config.json",
-            "the stat of every file git reads its config from, and the environment",
-            ("desk.storage.config_cache",), "the next git command desk runs asks `git config` again"),
     Derived("private-index", "desk-index.base",
             "the commit whose tree desk's private index (.git/desk-index) holds", ("desk.storage.git",),
             "the next mutation reads HEAD's tree into the private index (`git read-tree`)"),
@@ -97,8 +94,10 @@ NOT_DERIVED = ("desk-published.json", "desk-sync-integrating.json", "desk-rescue
                "desk-index.lock", "desk-index-lock.json", "desk-person-index", "desk-git-children-",
                "desk-hook-index-", "desk-tree-index-")
 
-# Records an older desk kept in .git/ for its in-process commits; desk no longer reads them.
-RETIRED = ("desk-tree-segments.json", "desk-blob-segments.json", "desk-tree-kept", "desk-index-walk.json")
+# Records an older desk kept in .git/ (for its in-process commits, and its copy of git's config
+# lookup); desk no longer reads them.
+RETIRED = ("desk-tree-segments.json", "desk-blob-segments.json", "desk-tree-kept", "desk-index-walk.json",
+           "desk-config.json")
 
 
 @lru_cache(maxsize=None)

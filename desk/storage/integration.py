@@ -55,7 +55,7 @@ def mark_integration(git: Git, kind: str, head: str | None, target: str) -> None
     already) and, among them, those with a person's uncommitted change: git refuses to overwrite
     those, so an undo never touches them either."""
     paths = sorted(_integrated(git, kind, head, target))
-    kept = [p for i in range(0, len(paths), 1000) for p in git.dirty(paths[i:i + 1000])]
+    kept = [p for i in range(0, len(paths), 1000) for p in git.worktree.dirty(paths[i:i + 1000])]
     atomic_write(git.git_dir() / RECORD, json.dumps({"kind": kind, "head": head, "target": target,
                                                      "at": time.time_ns(), "paths": paths,
                                                      "kept": kept}).encode())
@@ -64,9 +64,9 @@ def mark_integration(git: Git, kind: str, head: str | None, target: str) -> None
 def _integrated(git: Git, kind: str, head: str | None, target: str) -> set[str]:
     """The paths git may write integrating `target` into `head`: what differs between them and,
     in a merge, what the incoming side changed (a path only this side changed is not written)."""
-    paths = {c.path for c in git.diff_tree(head or EMPTY_TREE, target)}
+    paths = {c.path for c in git.worktree.diff_tree(head or EMPTY_TREE, target)}
     if kind == "merge" and head is not None:
-        paths &= {c.path for c in git.diff_tree(git.merge_base(head, target) or EMPTY_TREE, target)}
+        paths &= {c.path for c in git.worktree.diff_tree(git.refs.merge_base(head, target) or EMPTY_TREE, target)}
     return paths
 
 
@@ -121,32 +121,32 @@ def settle_integration(git: Git, *, repair: bool = True) -> SettledSync | None:
                                  f"one), then remove {record}") from None
     if repair:
         _remove_driver_files(git.root, at)
-    head = git.head()
+    head = git.refs.head()
     span = f"{(base or 'nothing')[:12]}..{target[:12]}"
     landed = head == target if kind == "fast-forward" else (
-        head is not None and head != base and git.object_id(f"{head}^1") == base
-        and git.object_id(f"{head}^2") == target)
+        head is not None and head != base and git.refs.object_id(f"{head}^1") == base
+        and git.refs.object_id(f"{head}^2") == target)
     if landed:
         if repair:
-            if git.object_id("MERGE_HEAD") == target:
-                git.merge_quit()  # the commit moved the branch and was killed before it cleaned up
+            if git.refs.object_id("MERGE_HEAD") == target:
+                git.merging.merge_quit()  # the commit moved the branch and was killed before it cleaned up
             record.unlink(missing_ok=True)
         return SettledSync(f"the interrupted sync's {kind} ({span}) had landed; "
                        + ("cleared what git left" if repair else "--repair clears what git left"))
-    changes = [c for c in git.diff_tree(base or EMPTY_TREE, target) if c.path in integrated]
+    changes = [c for c in git.worktree.diff_tree(base or EMPTY_TREE, target) if c.path in integrated]
     if head != base:
         return _moved_on(git, record, changes, head, span, repair)
     if not repair:
         return SettledSync(f"a desk sync was killed while git's {kind} ({span}) moved the work tree; "
                        "--repair (or the next desk command) puts the files back as HEAD has them")
-    if git.object_id("MERGE_HEAD") is not None:
-        git.merge_abort()  # git's own undo of its merge; the torn files left are put back below
+    if git.refs.object_id("MERGE_HEAD") is not None:
+        git.merging.merge_abort()  # git's own undo of its merge; the torn files left are put back below
     settled = SettledSync("")
-    olds = git.read_blobs({c.old_blob for c in changes if c.old_blob}) if changes else {}
-    news = git.read_blobs({c.new_blob for c in changes if c.new_blob}) if changes else {}
+    olds = git.objects.read_blobs({c.old_blob for c in changes if c.old_blob}) if changes else {}
+    news = git.objects.read_blobs({c.new_blob for c in changes if c.new_blob}) if changes else {}
     for change in changes:
         _put_back(git, change, olds, news, at, settled)
-    git.reset_paths(base, [c.path for c in changes])  # the index as HEAD has them, as before the merge
+    git.index.reset_paths(base, [c.path for c in changes])  # the index as HEAD has them, as before the merge
     record.unlink(missing_ok=True)
     rescued = (f"; the bytes of {', '.join(settled.rescued)} (neither side's) are kept in "
                f"{git_dir / RESCUED}" if settled.rescued else "")
@@ -233,7 +233,7 @@ def _moved_on(git: Git, record: Path, changes: list[RawChange], head: str | None
     """HEAD moved since the killed sync (a person committed or reset): the record is cleared once
     the paths git was integrating are as the new HEAD has them; desk puts nothing back there."""
     paths = [c.path for c in changes]
-    ids = git.committed_blobs(paths, head) if head else {}
+    ids = git.worktree.committed_blobs(paths, head) if head else {}
     differ = [p for p in paths if _blob(git.root / p) != ids.get(p)]
     if differ:
         raise ConflictError(

@@ -53,8 +53,8 @@ def incoming_secrets(git: Git, shas: list[str], allow: Collection[str] = ()) -> 
         return []
     from desk.text.secrets import redact, scan
 
-    commits = git.commits(shas)
-    merges = git.merge_changes(sha for sha in shas)
+    commits = git.history.commits(shas)
+    merges = git.history.merge_changes(sha for sha in shas)
     changes: dict[str, list[tuple[str, tuple[str | None, ...], str]]] = {}
     for commit in commits:
         if commit.sha in merges:
@@ -64,7 +64,7 @@ def incoming_secrets(git: Git, shas: list[str], allow: Collection[str] = ()) -> 
                      if c.new_blob and c.new_mode not in _LINK_MODES]
         changes[commit.sha] = [(path, olds, new) for path, olds, new in found if new is not None]
     wanted = {blob for found in changes.values() for _, olds, new in found for blob in (*olds, new) if blob}
-    blobs = git.read_blobs(wanted)
+    blobs = git.objects.read_blobs(wanted)
     scanned: dict[str, set[str]] = {}  # blob -> fingerprints, for the contents before
 
     def before(blob: str | None) -> set[str]:

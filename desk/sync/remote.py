@@ -222,7 +222,7 @@ def _masked(url: str) -> str:
 
 def clone(url: str, path: Path, progress: Progress | None = None) -> None:
     """Clone `url` into `path` without checking anything out: desk checks the tree first
-    (desk.guard.clone_check), then `Git.check_out_head` writes the work tree."""
+    (desk.guard.clone_check), then `Merging.check_out_head` writes the work tree."""
     from git import GitCommandError, Repo
 
     try:

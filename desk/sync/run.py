@@ -65,11 +65,11 @@ def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
 
     refuse_stopped(desk)  # before the branch check: a stopped rebase has HEAD detached
     name = remote or "origin"
-    url = desk.git.remote_url(name)
+    url = desk.git.config.remote_url(name)
     if url is None:
         raise remotes.no_remote(name)
     remotes.refuse_embedded_password(url)
-    branch = desk.git.current_branch()
+    branch = desk.git.refs.current_branch()
     if branch is None:
         raise UsageError("HEAD is detached; desk sync integrates a branch",
                          hint="check out the desk's branch first (`git switch main`)")
@@ -85,35 +85,35 @@ def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSessio
     tracking = f"refs/remotes/{name}/{branch}"
     for attempt in range(1, PUSH_ATTEMPTS + 1):
         result.attempts = attempt
-        advertised = git.start_ls_remote(name, branch)
+        advertised = git.merging.start_ls_remote(name, branch)
         archive = _start_archive_check(desk) if attempt == 1 else None  # runs beside ls-remote
         incoming, known, head = _fetch(git, remote, name, branch, tracking, advertised, progress)
-        if incoming is not None and known is not None and not git.is_ancestor(known, incoming):
-            lost = git.rev_list(known, incoming)
+        if incoming is not None and known is not None and not git.refs.is_ancestor(known, incoming):
+            lost = git.refs.rev_list(known, incoming)
             from desk.text.secrets import redact  # a subject may hold a secret
 
             raise ConflictError(
                 f"{name}/{branch} was rewritten (a forced push): it no longer holds "
                 f"{len(lost)} commit{'s' if len(lost) != 1 else ''} this clone saw there: "
-                + ", ".join(f"{c.sha[:12]} {redact(c.subject)[0]}" for c in git.commits(lost[:10]))
+                + ", ".join(f"{c.sha[:12]} {redact(c.subject)[0]}" for c in git.history.commits(lost[:10]))
                 + (" ..." if len(lost) > 10 else "") + "; nothing was changed",
                 hint="desk will not integrate rewritten history; see docs/sync.md, \"When the "
                      "remote rewrote history\", to restore the commits or accept the rewrite")
         if archive is not None and _checkpoint(tx, result, archive):
-            head = git.head()
+            head = git.refs.head()
         if incoming is not None:
             head = _integrate(desk, git, tx, head, incoming, result, now)
             if incoming != known:
-                git.update_ref(tracking, incoming)  # only once it is integrated (or already held)
+                git.refs.update_ref(tracking, incoming)  # only once it is integrated (or already held)
         if not push or head is None or head == incoming:
             break
-        ahead = git.rev_list(head, incoming)
+        ahead = git.refs.rev_list(head, incoming)
         if not ahead:
             break
         if remote.push(name, branch, progress):
             result.pushed += len(ahead)
             result.pushed_to = head
-            git.update_ref(tracking, head)
+            git.refs.update_ref(tracking, head)
             if result.status == "up-to-date":
                 result.status = "pushed-only"
             break
@@ -142,15 +142,15 @@ def _fetch(git: Git, remote: remotes.RemoteSession, name: str, branch: str, trac
         words = " ".join(exc.message.split(": ", 1)[-1].split())[:400]
         raise DeskError(f"cannot fetch from {name}: {words}; nothing was changed",
                         hint=remotes.UNREACHABLE_HINT) from None
-    known, head = git.ref(tracking), git.head()
+    known, head = git.refs.ref(tracking), git.refs.head()
     if advertised is None:
         return None, known, head
-    if advertised in (known, head) or (head and git.object_ids([advertised]).get(advertised)
-                                        and git.is_ancestor(advertised, head)):
+    if advertised in (known, head) or (head and git.objects.object_ids([advertised]).get(advertised)
+                                        and git.refs.is_ancestor(advertised, head)):
         return advertised, known, head
     incoming = remote.fetch(name, branch, progress)
-    if known is not None and git.object_id(tracking) != known:
-        git.update_ref(tracking, known)  # git's opportunistic update: not before the checks
+    if known is not None and git.refs.object_id(tracking) != known:
+        git.refs.update_ref(tracking, known)  # git's opportunistic update: not before the checks
     return incoming, known, head
 
 
@@ -163,9 +163,9 @@ def _start_archive_check(desk: DeskFolder) -> Answer[list[str]] | None:
         has_files = any(desk.path(ARCHIVE_DIR).iterdir())
     except (FileNotFoundError, NotADirectoryError):
         has_files = False
-    if not has_files or desk.git.head() is None:
+    if not has_files or desk.git.refs.head() is None:
         return None
-    return desk.git.start_changed_in_worktree(ARCHIVE_DIR)
+    return desk.git.worktree.start_changed_in_worktree(ARCHIVE_DIR)
 
 
 def _checkpoint(tx: Transaction, result: SyncResult, archive: Answer[list[str]]) -> bool:
@@ -185,31 +185,31 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
                result: SyncResult, now: dt.datetime | None) -> str | None:
     """Bring `incoming` into HEAD: nothing, a fast-forward, or a merge desk settles and checks.
     HEAD after it."""
-    if head is not None and (head == incoming or git.is_ancestor(incoming, head)):
+    if head is not None and (head == incoming or git.refs.is_ancestor(incoming, head)):
         return head  # nothing to integrate: neither the gate nor the merge code is loaded
     from desk.guard.validate import validate_staged
     from desk.transaction import commit_message
 
-    new = git.rev_list(incoming, head)
+    new = git.refs.rev_list(incoming, head)
     _report_secrets(desk, git, new, result)
-    if head is None or git.is_ancestor(head, incoming):
+    if head is None or git.refs.is_ancestor(head, incoming):
         index = _gate_fast_forward(desk, head, incoming, result, now) if head is not None else None
         with integrating(git, "fast-forward", head, incoming), _interrupt_after() as interrupted:
-            git.fast_forward(incoming)  # git moves the work tree file by file: a Ctrl-C waits for it
+            git.merging.fast_forward(incoming)  # git moves the work tree file by file: a Ctrl-C waits for it
         if interrupted:
             raise KeyboardInterrupt  # HEAD and the work tree are at `incoming`, whole: the next sync goes on
         result.fetched += len(new)
         result.status = "fast-forward"
         if head is not None:
             result.warnings += incoming_warnings(git, head, incoming)
-            result.merged += sorted({c.path for c in git.diff_tree(head, incoming)})
+            result.merged += sorted({c.path for c in git.worktree.diff_tree(head, incoming)})
         # A commit made with --no-verify elsewhere may have left MEMORY.md stale: the gate said so
         # and computed the right one from the change (a first sync regenerates it from memory/).
         fixed = regenerate_index(tx, now, index) if head is None or index is not None else None
         if fixed is not None:
             result.commits.append(fixed)
             result.regenerated.append(INDEX_FILE)
-        return git.head()
+        return git.refs.head()
     result.fetched += len(new)
     _refuse_incoming_attributes(git, head, incoming, result)  # before git merges with them
     _make_merge_drivers_safe(desk, result)
@@ -219,7 +219,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     try:
         with _interrupt_after() as interrupted:
             try:
-                git.merge(incoming, message)
+                git.merging.merge(incoming, message)
             except ConflictError as exc:
                 if "unrelated histories" not in exc.message:
                     raise
@@ -242,22 +242,22 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
                 + "\n".join(str(f) for f in report.findings if f.severity == "error"),
                 hint=f"fix the other clone's commits ({result.remote}/{result.branch}) or merge by hand "
                      "(`git merge " + f"{result.remote}/{result.branch}`), then sync again")
-        sha = git.commit_merge(message + (f"Desk-Cases: {' '.join(settled.cases)}\n" if settled.cases else ""))
+        sha = git.merging.commit_merge(message + (f"Desk-Cases: {' '.join(settled.cases)}\n" if settled.cases else ""))
     except BaseException:
-        git.merge_abort()
+        git.merging.merge_abort()
         settle_after_failure(git)  # puts back what the abort left, and clears the record
         raise
     clear_integration(git)
     result.status = "merged"
     result.commits.append(sha)
-    result.merged += sorted({c.path for c in git.diff_tree(head, sha)} - set(settled.regenerated))
+    result.merged += sorted({c.path for c in git.worktree.diff_tree(head, sha)} - set(settled.regenerated))
     result.cases += settled.cases
     result.regenerated += settled.regenerated
     derived = finish_locked(tx, settled.derived)
     if derived is not None:
         result.commits.append(derived)
-        result.regenerated += sorted(c.path for c in git.diff_tree(sha, derived))
-    return git.head()
+        result.regenerated += sorted(c.path for c in git.worktree.diff_tree(sha, derived))
+    return git.refs.head()
 
 
 def _report_secrets(desk: DeskFolder, git: Git, new: list[str], result: SyncResult) -> None:
@@ -320,7 +320,7 @@ def _refuse_incoming_attributes(git: Git, head: str, incoming: str, result: Sync
     side). The fast-forward's gate checks the same (desk.guard.validate.validate_range)."""
     from desk.guard.attributes import is_attributes_file, tree_attribute_findings
 
-    if not any(is_attributes_file(c.path) for c in git.diff_tree(head, incoming)):
+    if not any(is_attributes_file(c.path) for c in git.worktree.diff_tree(head, incoming)):
         return
     errors = [f for f in tree_attribute_findings(git, incoming) if f.severity == "error"]
     if errors:
@@ -376,12 +376,12 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
                         f"cloned {url} into {path}, but it is not a desk (no .system/desk.json)",
                         hint=f"check the address; to make that repository a desk, {start}")
     desk = DeskFolder(path)
-    head = desk.git.head()
+    head = desk.git.refs.head()
     done = install_merge_setup(desk)
-    if desk.git.head() != head:
+    if desk.git.refs.head() != head:
         # An older desk gained its `-text` pins: files core.autocrlf checked out with CRLF are
         # written again as committed (a fresh clone holds nothing of anyone's to lose).
-        desk.git.check_out_head()
+        desk.git.merging.check_out_head()
     clone_id(desk)
     return path, done
 
@@ -408,7 +408,7 @@ def _check_out_if_safe(url: str, path: Path) -> None:
     from desk.storage.git import Git
 
     git = Git(path)
-    if git.head() is None:
+    if git.refs.head() is None:
         return  # an empty remote: nothing to check out (and not a desk)
     findings = tree_refusals(git)
     if findings:
@@ -419,7 +419,7 @@ def _check_out_if_safe(url: str, path: Path) -> None:
                  "clone again; to look at it as it is, `git clone` it (desk never reads through a link)")
         error.details["findings"] = [f.to_json() for f in findings]
         raise error
-    git.check_out_head()
+    git.merging.check_out_head()
 
 
 def install_merge_setup(desk: DeskFolder) -> list[str]:

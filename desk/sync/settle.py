@@ -44,9 +44,9 @@ def resolve_merge(desk: DeskFolder, git: Git, *, now: dt.datetime | None = None)
 
     ConflictError (the caller aborts the merge) when a path is not desk's to merge."""
     settled = Settled()
-    unmerged = git.unmerged()
+    unmerged = git.merging.unmerged()
     stage_blobs = {blob for stages in unmerged.values() for _mode, blob in stages.values()}
-    blobs = git.read_blobs(stage_blobs)
+    blobs = git.objects.read_blobs(stage_blobs)
     pending: list[dict[str, Any]] = []
     for path, stages in sorted(unmerged.items()):
         driver = driver_for(path)
@@ -60,14 +60,14 @@ def resolve_merge(desk: DeskFolder, git: Git, *, now: dt.datetime | None = None)
                                 f"(the {driver} merge refused)",
                                 hint=f"look at both versions (`git log --merge -- {path}`), merge by hand, "
                                      "then sync again")
-        git.stage_file(path, result.data)
+        git.merging.stage_file(path, result.data)
         pending += result.pending
         settled.merged.append(path)
     pending = read_pending(desk.git_dir) + pending
     # Against the staged MEMORY.md (what the merge commits), not the work tree's copy.
-    writes = _cases_and_index(desk, pending, now, settled, git.read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}"))
+    writes = _cases_and_index(desk, pending, now, settled, git.objects.read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}"))
     for path, data in writes.items():
-        git.stage_file(path, data)
+        git.merging.stage_file(path, data)
     settled.derived = pending_regenerations(pending)
     clear_pending(desk.git_dir)
     return settled
@@ -165,7 +165,7 @@ def regenerate_index(tx: Transaction, now: dt.datetime | None = None, index: byt
         index = _cases_and_index(tx.desk, [], now, Settled()).get(INDEX_FILE)
     elif tx.desk.path(INDEX_FILE).is_file() and tx.desk.path(INDEX_FILE).read_bytes() == index:
         index = None
-    if index is None or tx.desk.git.dirty([INDEX_FILE, "memory/"]):
+    if index is None or tx.desk.git.worktree.dirty([INDEX_FILE, "memory/"]):
         return None
     return tx.commit({INDEX_FILE: index},
                      commit_message("sync: regenerate MEMORY.md", {"Desk-Op": "sync", "Desk-Actor": "assistant"}))
@@ -178,7 +178,7 @@ def hook_after_merge(root: Path) -> list[str]:
     if not is_desk(root):
         return []
     desk = DeskFolder(root)
-    settled = after_merge(desk, desk.git.object_id("ORIG_HEAD"))
+    settled = after_merge(desk, desk.git.refs.object_id("ORIG_HEAD"))
     lines = list(settled.warnings)
     if settled.commit:
         lines.append(f"desk: settled the merge in commit {settled.commit[:12]}: "
@@ -196,7 +196,7 @@ def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = 
     from desk.transaction import transaction
 
     settled = Settled()
-    head = desk.git.head()
+    head = desk.git.refs.head()
     if old and head and old != head:
         settled.warnings = gate_warnings(desk, old, head, now) + incoming_warnings(desk.git, old, head)
         settled.warnings += secret_warnings(desk, old, head)
@@ -220,7 +220,7 @@ def settle_locked(tx: Transaction, settled: Settled, now: dt.datetime | None = N
     writes.update(regenerate_derived(desk, regenerate))
     settled.regenerated = sorted({*settled.regenerated, *(p for p in writes if p != CONFLICTS_FILE)})
     if writes:
-        dirty = desk.git.dirty(sorted(writes))
+        dirty = desk.git.worktree.dirty(sorted(writes))
         if dirty:
             settled.warnings.append(
                 f"desk: left {', '.join(dirty)} alone: they have uncommitted changes; run `desk reindex` "
@@ -264,7 +264,7 @@ def secret_warnings(desk: DeskFolder, old: str, new: str) -> list[str]:
     from desk.guard.validate import current_config
     from desk.sync.incoming import incoming_secrets
 
-    return [s.warning() for s in incoming_secrets(desk.git, desk.git.rev_list(new, old), current_config(desk)[1])]
+    return [s.warning() for s in incoming_secrets(desk.git, desk.git.refs.rev_list(new, old), current_config(desk)[1])]
 
 
 def incoming_warnings(git: Git, old: str, new: str) -> list[str]:
@@ -274,14 +274,14 @@ def incoming_warnings(git: Git, old: str, new: str) -> list[str]:
     from desk.guard.rules import check_message
 
     warnings = []
-    for change in git.diff_tree(old, new):
+    for change in git.worktree.diff_tree(old, new):
         if change.new_mode == "120000":
             warnings.append(f"desk: WARNING: {change.path} arrived as a symbolic link; desk never follows "
                             f"it, and the hooks refuse it. Remove it: `git rm {change.path}` and commit "
                             "(then find who committed it: `git log -- " + change.path + "`)")
     from desk.text.secrets import redact  # a subject is shown as it came: it may hold a secret
 
-    for commit in git.commits(git.rev_list(new, old)):
+    for commit in git.history.commits(git.refs.rev_list(new, old)):
         for finding in check_message(commit.message, commit.paths):
             warnings.append(f"desk: WARNING: commit {commit.sha[:12]} ({redact(commit.subject)[0]}) arrived unchecked: "
                             f"{finding}. Review it (`git show {commit.sha[:12]}`); undo it with "

@@ -30,10 +30,10 @@ REBASE_STEPS = 10_000  # commits one `--continue` replays at most (a rebase stop
 
 def stopped_notice(desk: DeskFolder) -> str | None:
     """What to run, when a person's merge or rebase is stopped in this clone; None otherwise."""
-    kind = desk.git.stopped()
+    kind = desk.git.merging.stopped()
     if kind is None or left_behind(desk.git_dir):
         return None  # desk sync's own merge, killed half way: this command's transaction undoes it
-    unmerged = sorted(desk.git.unmerged())
+    unmerged = sorted(desk.git.merging.unmerged())
     undo = f"`git {kind} --abort` undoes the pull"
     named = ", ".join(unmerged[:5]) + (f" and {len(unmerged) - 5} more" if len(unmerged) > 5 else "")
     where = f" on {named}" if unmerged else ""
@@ -58,21 +58,21 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
     if left_behind(desk.git_dir):  # desk sync's own merge, killed half way: undone, not finished
         with transaction(desk, stopped=True) as tx:
             undone = tx.settled_sync
-        return SyncResult("", git.current_branch() or "HEAD", status="sync-undone",
+        return SyncResult("", git.refs.current_branch() or "HEAD", status="sync-undone",
                           merged=undone.restored if undone else [],
                           warnings=[undone.message] if undone else [])
-    kind = git.stopped()
+    kind = git.merging.stopped()
     if kind is None:
         raise UsageError("nothing to continue: no merge or rebase is stopped in this clone",
                          hint="`desk sync` fetches and merges; `git status` shows the clone's state")
-    result = SyncResult("", git.current_branch() or "HEAD", status=f"{kind}-finished")
+    result = SyncResult("", git.refs.current_branch() or "HEAD", status=f"{kind}-finished")
     with transaction(desk, stopped=True) as tx:
-        start = git.head()
+        start = git.refs.head()
         if kind == "merge":
             settled = _settle(desk, git, kind, now)
-            message = git.merge_message()
+            message = git.merging.merge_message()
             subject, _, body = message.partition("\n")
-            sha = git.commit_merge(_with_trailers(subject, body, settled))
+            sha = git.merging.commit_merge(_with_trailers(subject, body, settled))
             result.commits.append(sha)
             derived = settled.derived
             _count(result, settled)
@@ -82,9 +82,9 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
                 settled = _settle(desk, git, kind, now)
                 derived += settled.derived
                 _count(result, settled)
-                if git.rebase_continue():
+                if git.merging.rebase_continue():
                     break
-        head = git.head()
+        head = git.refs.head()
         if kind == "merge":
             more = finish_locked(tx, sorted(set(derived)), actor="user")
         else:  # cases the drivers recorded on the commits that replayed cleanly, the index, the views
@@ -96,9 +96,9 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
         if more is not None:
             result.commits.append(more)
             result.regenerated = sorted({*result.regenerated,
-                                         *(c.path for c in git.diff_tree(head or more, more))})
+                                         *(c.path for c in git.worktree.diff_tree(head or more, more))})
         if start is not None and head is not None:
-            result.merged = sorted({c.path for c in git.diff_tree(start, head)} - set(result.regenerated))
+            result.merged = sorted({c.path for c in git.worktree.diff_tree(start, head)} - set(result.regenerated))
     return result
 
 

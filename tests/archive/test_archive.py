@@ -42,7 +42,7 @@ def test_append_writes_one_chained_line_per_event(desk: DeskFolder) -> None:
     assert lines[0] == json.dumps(first, sort_keys=True, separators=(",", ":"),
                                   ensure_ascii=False).encode()
     # appends are not committed
-    assert desk.git.dirty([".system/archive"]) != []
+    assert desk.git.worktree.dirty([".system/archive"]) != []
 
 
 def test_at_goes_to_the_file_of_its_utc_day(desk: DeskFolder) -> None:

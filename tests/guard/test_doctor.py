@@ -131,10 +131,11 @@ def test_torn_archive_record_missing_only_its_newline_is_kept(desk: DeskFolder, 
     assert path.read_bytes() == whole
 
 
-def _crash_before_commit(root: Path, name: str, before: str = "Git.move_head") -> None:
+def _crash_before_commit(root: Path, name: str, before: str = "Refs.move_head") -> None:
     """A real `remember` in a child process that dies (exit 9) right before `before` runs (by
     default: its files are written, under git's index lock, and the branch has not moved)."""
     code = ("import os, sys\nfrom pathlib import Path\nfrom desk.storage.git import Git, IndexLock\n"
+            "from desk.storage.git.index import Index\nfrom desk.storage.git.refs import Refs\n"
             "from desk.transaction import Transaction\n"
             f"{before} = lambda self, *args, **kw: os._exit(9)\n"
             "from desk.layout import DeskFolder\nfrom desk.memory.operations import remember\n"
@@ -237,7 +238,7 @@ def test_the_next_mutation_first_finishes_an_interrupted_one(desk: DeskFolder, r
 def test_a_crash_before_the_index_refresh_of_a_new_memory_is_finished(desk: DeskFolder,
                                                                      run: DeskRunner) -> None:
     """Killed after writing memory/new.md but before the person's index knew it: it is untracked."""
-    _crash_before_commit(desk.root, "fresh", before="Git.refresh_entries")  # the person's index refreshed next
+    _crash_before_commit(desk.root, "fresh", before="Index.refresh_entries")  # the person's index refreshed next
     assert "?? memory/fresh.md" in sh(desk.root, "status", "--porcelain").stdout
     code_, data = doctor(run, "--repair")
     assert code_ == 0 and checks(data)["interrupted"] == "repaired", data

@@ -119,7 +119,7 @@ def test_a_killed_desk_process_leaves_a_record_the_next_command_uses(desk: DeskF
         "from desk.transaction import transaction\n"
         "desk = DeskFolder(__import__('pathlib').Path(sys.argv[1]))\n"
         "with transaction(desk):\n"
-        "    desk.git._run('update-ref', 'refs/heads/held', 'HEAD')  # recorded: a git child\n"
+        "    desk.git.run('update-ref', 'refs/heads/held', 'HEAD')  # recorded: a git child\n"
         "    time.sleep(30)\n")
     git_dir = desk.git_dir
     # a git child that takes refs/heads/main.lock and hangs there: git's own lock, a real process

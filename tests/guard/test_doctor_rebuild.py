@@ -33,7 +33,7 @@ def test_rebuild_drops_every_cache_and_makes_them_again(desk: DeskFolder, run: D
     with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:
         db.execute("UPDATE memory_view_v4 SET index_text = 'stale'")
     before = snapshot(desk.root)
-    head = desk.git.head()
+    head = desk.git.refs.head()
 
     result = run("doctor", "--rebuild", "--json")
     assert result.exit_code == 0, result.output
@@ -42,7 +42,7 @@ def test_rebuild_drops_every_cache_and_makes_them_again(desk: DeskFolder, run: D
     assert RETIRED[0] in rebuilt and not (desk.git_dir / RETIRED[0]).exists()
     for name in ("search.sqlite", "context.sqlite", "entries.sqlite", "verdicts.sqlite"):
         assert (desk.cache_dir / name).is_file(), name  # made again, not only dropped
-    assert snapshot(desk.root) == before and desk.git.head() == head
+    assert snapshot(desk.root) == before and desk.git.refs.head() == head
     assert _recalled(run, "tea") == recalled
     assert run("context", "--query", "report").stdout == context
 

@@ -47,12 +47,13 @@ def test_a_message_without_desk_trailers_starts_no_git_process_in_the_commit_msg
     proc, starts = traced_commit(desk.root, "Soul: a clearer tone\n\nSigned-off-by: A <a@example.org>\n",
                                  tmp_path / "trace.json")
     assert proc.returncode == 0, proc.stderr
-    assert not [s for s in starts if s.startswith("diff --cached")], starts
+    # the commit-msg hook's look at the staged paths (the pre-commit hook's `diff --cached --raw` runs anyway)
+    assert not [s for s in starts if s.startswith("diff --cached --name-only")], starts
     write(desk.root, "SOUL.md", "# soul, edited again\n")
     sh(desk.root, "add", "SOUL.md")
     proc, starts = traced_commit(desk.root, "soul\n\nDesk-Actor: assistant\n", tmp_path / "trace.json")
     assert proc.returncode != 0 and "soul-unauthorized" in proc.stderr
-    assert [s for s in starts if s.startswith("diff --cached")]
+    assert [s for s in starts if s.startswith("diff --cached --name-only")]
 
 
 @pytest.mark.parametrize("message", [

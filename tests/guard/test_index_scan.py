@@ -47,7 +47,7 @@ def _base(desk: DeskFolder) -> None:
 @example(KEY)
 def test_one_line_scan_finds_exactly_what_the_whole_scan_finds(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch,
                                                               description: str) -> None:
-    if not desk.git.head() or desk.git.blob_at("HEAD", "memory/alpha.md") is None:
+    if not desk.git.refs.head() or desk.git.objects.blob_at("HEAD", "memory/alpha.md") is None:
         _base(desk)
     writes, known = _writes(desk, "middle", description)
     scanned: list[str] = []

@@ -38,7 +38,7 @@ def test_the_mirror_hands_over_the_index_it_read_and_the_verdict_is_the_same(des
         assert mirror.read_index() is None  # nothing read yet: nothing handed over
         index = mirror.render_index({"middle": IndexEntry.of(middle)})
         head_bytes = mirror.read_index()
-        assert head_bytes == desk.git.read_blobs(["HEAD:MEMORY.md"])["HEAD:MEMORY.md"]
+        assert head_bytes == desk.git.objects.read_blobs(["HEAD:MEMORY.md"])["HEAD:MEMORY.md"]
         assert mirror.committed_index() is head_bytes  # read once while MEMORY.md is that blob
         known = known_head(mirror, ["middle"], index)
     assert known.base is head_bytes

@@ -123,7 +123,7 @@ def test_message_rules_read_trailers_as_git_does(desk: DeskFolder) -> None:
     assert proc.returncode != 0 and "SOUL.md:1: soul-unauthorized:" in proc.stderr
     proc = commit(desk.root, "soul\n\nDesk-Actor:\n  assistant\nDesk-Authorized-By:\n  Ada\n  Lovelace")
     assert proc.returncode == 0, proc.stderr
-    assert desk.git.log(["SOUL.md"], limit=1)[0].trailers == {"Desk-Actor": ["assistant"],
+    assert desk.git.history.log(["SOUL.md"], limit=1)[0].trailers == {"Desk-Actor": ["assistant"],
                                                               "Desk-Authorized-By": ["Ada Lovelace"]}
     write(desk.root, "NOW.md", "# NOW\n\ndoing: folding\n")
     sh(desk.root, "add", "NOW.md")

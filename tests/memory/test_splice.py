@@ -63,7 +63,7 @@ def _rendered(desk: DeskFolder) -> bytes:
 def _assert_index_exact(desk: DeskFolder) -> None:
     expected = _rendered(desk)
     assert desk.path(INDEX_FILE).read_bytes() == expected
-    assert desk.git.blob_at("HEAD", INDEX_FILE) == expected
+    assert desk.git.objects.blob_at("HEAD", INDEX_FILE) == expected
 
 
 OPS = st.lists(st.tuples(st.sampled_from(["remember", "update", "forget", "rename"]), st.sampled_from(NAMES),

@@ -243,7 +243,7 @@ def test_context_starts_no_git_process_per_recalled_memory(desk: DeskFolder, tmp
     # per call: memory/'s state (the untracked files; the files that differ from HEAD's tree);
     # HEAD's memory tree and its blobs of the files the read shows (for their sources) come from
     # the record kept by commit (desk.recall.git_state.KeptIds); the mirror reads HEAD from its ref file
-    head = desk.git.head()  # the commit `diff-index` compares against
+    head = desk.git.refs.head()  # the commit `diff-index` compares against
     per_call = ["ls-files -o -z -- :(literal)memory/",
                 f"diff-index --name-only -z --no-renames {head} -- :(literal)memory/"]
     assert sorted(calls()[started:]) == sorted(per_call * 2)

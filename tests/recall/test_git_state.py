@@ -44,7 +44,7 @@ def _age(desk: DeskFolder, seconds: int = 3600) -> None:
 
 def _truth(desk: DeskFolder) -> tuple[str | None, list[str]] | None:
     """What git itself says now, with its own untracked listing."""
-    return desk.git.folder_state(MEMORY_DIR).result()
+    return desk.git.worktree.folder_state(MEMORY_DIR).result()
 
 
 def _direct(found: tuple[str | None, list[str]] | None) -> tuple[str | None, list[str]]:
@@ -143,7 +143,7 @@ def test_a_linked_memory_folder_is_not_recorded(desk: DeskFolder, settled: None,
 
 def _ids_truth(desk: DeskFolder, names: list[str]) -> dict[str, str | None]:
     """git's own look-up of `names` at HEAD now."""
-    return {**desk.git.object_ids(names), "HEAD": desk.git.head()}
+    return {**desk.git.objects.object_ids(names), "HEAD": desk.git.refs.head()}
 
 
 NAMES = ["HEAD:memory", "HEAD:AGENTS.md", "HEAD:NOW.md", "HEAD:no-such-file.md"]
@@ -187,7 +187,7 @@ def test_a_replace_ref_is_followed_as_git_follows_it(desk: DeskFolder, identity:
     _remember(desk, "alpha")
     desk.path("NOW.md").write_text("# Now\n\nReplaced.\n", "utf-8")
     _git(desk, "commit", "-q", "-am", "other tree")
-    other = desk.git.head()
+    other = desk.git.refs.head()
     _git(desk, "reset", "-q", "--hard", "HEAD~1")
     _looked_up(desk)  # recorded
     before = _ids_truth(desk, NAMES)
@@ -232,10 +232,10 @@ def test_replace_refs_moved_by_a_variable_are_followed_too(desk: DeskFolder, ide
     _remember(desk, "alpha")
     desk.path("NOW.md").write_text("# Now\n\nReplaced elsewhere.\n", "utf-8")
     _git(desk, "commit", "-q", "-am", "other tree")
-    other = desk.git.head()
+    other = desk.git.refs.head()
     _git(desk, "reset", "-q", "--hard", "HEAD~1")
     _looked_up(desk)  # recorded without the variable
-    head = desk.git.head()
+    head = desk.git.refs.head()
     assert head is not None and other is not None
     monkeypatch.setenv("GIT_REPLACE_REF_BASE", "refs/elsewhere/")
     _git(desk, "replace", head, other)

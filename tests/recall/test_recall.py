@@ -407,7 +407,7 @@ def test_a_warm_recall_starts_no_git_process_per_hit(desk: DeskFolder, tmp_path:
     # The search cache's look at what changed in memory/ since it last read it (the work tree's
     # changes against HEAD; the memory and archive trees at that commit come from the record kept
     # by commit, desk.recall.git_state.KeptIds); the mirror reads HEAD from its ref file.
-    look = [f"diff-index --name-only -z --no-renames {desk.git.head()} -- :(literal)memory/",
+    look = [f"diff-index --name-only -z --no-renames {desk.git.refs.head()} -- :(literal)memory/",
             "ls-files -o -z --exclude-standard -- :(literal)memory/"]
     assert sorted(calls()[started:]) == sorted(look * 2)
 

@@ -58,3 +58,25 @@ def test_a_derived_file_that_cannot_be_written_is_not_kept_and_raises_nothing(tm
     assert write_derived(tmp_path / "missing" / "record", b"data") is False  # no such folder
     assert write_derived(tmp_path / "a-file" / "record", b"data") is False  # ENOTDIR
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_every_temporary_file_renamed_into_place_is_atomic_writes() -> None:
+    """One atomic write (STYLE.md): no module but desk.storage.atomic writes a temporary file and
+    renames it over another (`os.replace(tmp, path)`, `tmp.replace(path)`), so every such write
+    names its file on a full disk and leaves no temporary file behind. desk.archive.store links its
+    clone id into place instead (a link refuses to replace, which is the point there)."""
+    import ast
+
+    desk = Path(__file__).resolve().parents[2] / "desk"
+    offenders = []
+    for path in sorted(desk.rglob("*.py")):
+        if path == desk / "storage" / "atomic.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "replace" and node.args):
+                continue
+            source = node.args[0] if ast.unparse(node.func.value) == "os" else node.func.value
+            if "tmp" in ast.unparse(source).lower():
+                offenders.append(f"{path.relative_to(desk)}:{node.lineno}")
+    assert offenders == []

@@ -74,13 +74,13 @@ MESSAGES = [
 
 
 def test_log_reads_trailers_as_git_log_does(tmp_path: Path) -> None:
-    """Commits made by git: `Git.log` agrees with git's own `%(trailers:unfold,only)`."""
+    """Commits made by git: `History.log` agrees with git's own `%(trailers:unfold,only)`."""
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q")
     for message in MESSAGES:
         git(root, "commit", "-q", "--allow-empty", "-F", "-", input=message)
-    commits = Git(root).log()
+    commits = Git(root).history.log()
     assert len(commits) == len(MESSAGES)
     for commit in commits:
         theirs = git(root, "log", "-1", "--format=%(trailers:unfold,only)", commit.sha)
@@ -102,7 +102,7 @@ def test_raw_changes_from_diff_tree_log_and_the_index(tmp_path: Path) -> None:
         (root / rel).write_bytes(data)
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "first")
-    first = Git(root).head()
+    first = Git(root).refs.head()
     (root / "a.md").write_bytes(b"one, changed\n")
     (root / "dir/b.md").unlink()
     (root / "c.md").unlink()
@@ -116,21 +116,21 @@ def test_raw_changes_from_diff_tree_log_and_the_index(tmp_path: Path) -> None:
         RawChange(odd, "A", "000000", "100644", None, blob_sha(b"new\n")),
         RawChange("dir/b.md", "D", "100644", "000000", blob_sha(b"two\n"), None),
     ]
-    assert sorted(repo.staged_changes(), key=lambda c: c.path) == sorted(expected, key=lambda c: c.path)
+    assert sorted(repo.worktree.staged_changes(), key=lambda c: c.path) == sorted(expected, key=lambda c: c.path)
     git(root, "commit", "-q", "-m", "second")
-    second = repo.head()
+    second = repo.refs.head()
     assert first is not None and second is not None
-    assert sorted(repo.diff_tree(first, second), key=lambda c: c.path) == sorted(expected,
+    assert sorted(repo.worktree.diff_tree(first, second), key=lambda c: c.path) == sorted(expected,
                                                                                 key=lambda c: c.path)
-    assert repo.diff_tree(first, second, ["dir/"]) == [expected[3]]
-    newest = repo.log()[0]
+    assert repo.worktree.diff_tree(first, second, ["dir/"]) == [expected[3]]
+    newest = repo.history.log()[0]
     assert newest.message == "second\n" and sorted(newest.paths) == sorted(c.path for c in expected)
     assert sorted(newest.changes, key=lambda c: c.path) == sorted(expected, key=lambda c: c.path)
-    assert set(repo.deleted(["dir/b.md", "a.md"])) == {"dir/b.md"}
-    assert repo.committed_blobs(["a.md", odd, "dir/b.md"]) == {"a.md": blob_sha(b"one, changed\n"),
+    assert set(repo.history.deleted(["dir/b.md", "a.md"])) == {"dir/b.md"}
+    assert repo.worktree.committed_blobs(["a.md", odd, "dir/b.md"]) == {"a.md": blob_sha(b"one, changed\n"),
                                                                odd: blob_sha(b"new\n")}
     with pytest.raises(GitError):
-        repo.diff_tree("0" * 40, second)  # the mirror rebuilds when its recorded commit is gone
+        repo.worktree.diff_tree("0" * 40, second)  # the mirror rebuilds when its recorded commit is gone
 
 
 def test_history_gives_each_commit_its_parents_time_and_first_parent_changes(tmp_path: Path) -> None:
@@ -151,38 +151,39 @@ def test_history_gives_each_commit_its_parents_time_and_first_parent_changes(tmp
     git(root, "commit", "-q", "-am", "main")
     git(root, "merge", "-q", "--no-ff", "-m", "merge", "side")
     repo = Git(root)
-    steps = list(repo.history(["HEAD"]))
+    steps = list(repo.history.walk(["HEAD"]))
     listed = git(root, "log", "--topo-order", "--format=%H %P|%ct").splitlines()
     assert [f"{s.sha} {' '.join(s.parents)}|{s.time}" for s in steps] == listed
     for step in steps:
         if step.parents:
-            expected = repo.diff_tree(step.parents[0], step.sha)
+            expected = repo.worktree.diff_tree(step.parents[0], step.sha)
         else:
-            expected = repo.diff_tree("4b825dc642cb6eb9a060e54bf8d69288fbee4904", step.sha)  # the empty tree
+            expected = repo.worktree.diff_tree("4b825dc642cb6eb9a060e54bf8d69288fbee4904", step.sha)  # the empty tree
         assert sorted(step.changes, key=lambda c: c.path) == sorted(expected, key=lambda c: c.path)
     (merge, (main, side)), times = (steps[0].sha, steps[0].parents), {s.sha: s.time for s in steps}
     assert [c.path for c in steps[0].changes] == ["memory/b.md"]  # the side's change, against main
-    assert [s.sha for s in repo.history([f"{main}..{merge}"])] == [merge, side]
-    assert repo.last_change("HEAD", "memory/b.md") == (side, times[side])
-    assert repo.last_change("HEAD", "memory/none.md") is None
-    assert repo.commit_times([merge, main]) == {merge: times[merge], main: times[main]}
-    stream = repo.history(["HEAD"])
+    assert [s.sha for s in repo.history.walk([f"{main}..{merge}"])] == [merge, side]
+    assert repo.history.last_change("HEAD", "memory/b.md") == (side, times[side])
+    assert repo.history.last_change("HEAD", "memory/none.md") is None
+    assert repo.history.commit_times([merge, main]) == {merge: times[merge], main: times[main]}
+    stream = repo.history.walk(["HEAD"])
     assert next(stream).sha == merge
     stream.close()  # stops git early, without an error
     with pytest.raises(GitError):
-        list(repo.history(["0" * 40 + "..HEAD"]))
+        list(repo.history.walk(["0" * 40 + "..HEAD"]))
 
 
 def test_an_empty_repository_has_no_history(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
     repo = Git(tmp_path)
-    assert repo.head() is None and repo.log() == [] and repo.committed_blobs(["a.md"]) == {}
+    assert repo.refs.head() is None and repo.history.log() == [] and repo.worktree.committed_blobs(["a.md"]) == {}
 
 
 def _runs_git_itself(node: ast.Call) -> bool:
-    """`x._run(...)`/`x._text(...)`, or a subprocess call whose argv starts with "git"."""
+    """`git.run(...)`/`x.git.text(...)` (a Git's runner), or a subprocess call whose argv starts with "git"."""
     func = node.func
-    if isinstance(func, ast.Attribute) and func.attr in ("_run", "_text"):
+    if (isinstance(func, ast.Attribute) and func.attr in ("run", "text", "completed", "stream", "start")
+            and ast.unparse(func.value).endswith("git")):
         return True
     argv = node.args[0] if node.args else None
     return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
@@ -190,16 +191,42 @@ def _runs_git_itself(node: ast.Call) -> bool:
             and isinstance(argv.elts[0], ast.Constant) and argv.elts[0].value == "git")
 
 
-def test_only_the_git_module_runs_git() -> None:
+def test_only_the_git_package_runs_git() -> None:
     """Git in one place: every other module gets parsed, typed data from desk.storage.git."""
     offenders = []
     for path in sorted(DESK.rglob("*.py")):
-        if path == DESK / "storage" / "git.py":
+        if path.is_relative_to(DESK / "storage" / "git"):
             continue
         tree = ast.parse(path.read_text("utf-8"))
         offenders += [f"{path.relative_to(DESK)}:{node.lineno}" for node in ast.walk(tree)
                       if isinstance(node, ast.Call) and _runs_git_itself(node)]
     assert offenders == []
+
+
+def test_git_is_started_by_subprocess_itself_with_no_stand_in() -> None:
+    """The package runs git through the standard `subprocess` module as it is meant to be used
+    (STYLE.md, "Simplicity budget"): every module that starts git imports `subprocess` at its top
+    and uses that module object; no object stands in for it (a lazy importer assigned to the name,
+    `globals()` rewritten) and no process is spawned another way (`os.posix_spawn`, `os.fork`)."""
+    import importlib
+
+    package = DESK / "storage" / "git"
+    starters = []
+    for path in sorted(package.glob("*.py")):
+        source = path.read_text("utf-8")
+        tree = ast.parse(source)
+        assert "posix_spawn" not in source and "os.fork" not in source and "globals()" not in source, path.name
+        assigned = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                    for target in node.targets if isinstance(target, ast.Name)}
+        assert "subprocess" not in assigned, f"{path.name} assigns the name `subprocess`"
+        if "subprocess." in source:
+            starters.append(path.stem)
+            top = [node for node in tree.body if isinstance(node, ast.Import)]
+            assert any(alias.name == "subprocess" and alias.asname is None for node in top for alias in node.names), \
+                f"{path.name} uses subprocess without importing it at its top"
+            module = importlib.import_module(f"desk.storage.git.{path.stem}")
+            assert module.subprocess is subprocess, f"{path.name}: `subprocess` is not the module itself"
+    assert {"run", "repo", "objects"} <= set(starters)
 
 
 def _rev_parse(root: Path, name: str) -> str | None:
@@ -224,27 +251,27 @@ def test_head_read_from_ref_files_agrees_with_git_in_every_state(tmp_path: Path)
     root.mkdir()
     git(root, "init", "-q", "-b", "topic/deep")
     repo = Git(root)
-    assert repo.head() is None and _rev_parse_head(root) is None  # unborn branch
+    assert repo.refs.head() is None and _rev_parse_head(root) is None  # unborn branch
     (root / "a.txt").write_text("a\n")
     git(root, "add", "a.txt")
     git(root, "commit", "-q", "-m", "one")
-    assert repo.head() == _rev_parse_head(root) is not None  # a loose ref under a nested branch name
+    assert repo.refs.head() == _rev_parse_head(root) is not None  # a loose ref under a nested branch name
     git(root, "pack-refs", "--all")
     assert not (root / ".git/refs/heads/topic/deep").exists()
-    assert repo.head() == _rev_parse_head(root)  # only in packed-refs
+    assert repo.refs.head() == _rev_parse_head(root)  # only in packed-refs
     git(root, "commit", "-q", "--allow-empty", "-m", "two")
-    assert repo.head() == _rev_parse_head(root)  # loose again, newer than the packed one
+    assert repo.refs.head() == _rev_parse_head(root)  # loose again, newer than the packed one
     first = git(root, "rev-parse", "HEAD~1").strip()
     git(root, "checkout", "-q", "--detach", first)
-    assert repo.head() == first == _rev_parse_head(root)  # detached
+    assert repo.refs.head() == first == _rev_parse_head(root)  # detached
     git(root, "checkout", "-q", "-b", "fresh-orphan-check", "topic/deep")
     git(root, "checkout", "-q", "--orphan", "orphan")
-    assert repo.head() is None and _rev_parse_head(root) is None  # a new unborn branch
+    assert repo.refs.head() is None and _rev_parse_head(root) is None  # a new unborn branch
     git(root, "checkout", "-q", "-f", "topic/deep")
     git(root, "worktree", "add", "-q", str(tmp_path / "linked"), "-b", "side")
     git(tmp_path / "linked", "commit", "-q", "--allow-empty", "-m", "in the linked tree")
     linked = Git(tmp_path / "linked")
-    assert linked.head() == _rev_parse_head(tmp_path / "linked") != repo.head()  # asked of git
+    assert linked.refs.head() == _rev_parse_head(tmp_path / "linked") != repo.refs.head()  # asked of git
 
 
 def test_head_asks_git_when_the_ref_file_is_not_an_object_id(tmp_path: Path) -> None:
@@ -252,7 +279,7 @@ def test_head_asks_git_when_the_ref_file_is_not_an_object_id(tmp_path: Path) -> 
     sha = _rev_parse_head(root)
     git(root, "symbolic-ref", "refs/heads/alias", "refs/heads/main")  # a symbolic ref chain
     git(root, "symbolic-ref", "HEAD", "refs/heads/alias")
-    assert Git(root).head() == sha == _rev_parse_head(root)
+    assert Git(root).refs.head() == sha == _rev_parse_head(root)
 
 
 def test_a_ref_read_from_its_files_agrees_with_git(tmp_path: Path) -> None:
@@ -263,19 +290,19 @@ def test_a_ref_read_from_its_files_agrees_with_git(tmp_path: Path) -> None:
         return _rev_parse(root, f"{ref}^{{}}")
 
     tracking = "refs/remotes/origin/main"
-    assert repo.ref(tracking) is None and rev_parse(tracking) is None  # no such ref
+    assert repo.refs.ref(tracking) is None and rev_parse(tracking) is None  # no such ref
     git(root, "update-ref", tracking, "HEAD")
-    assert repo.ref(tracking) == rev_parse(tracking) is not None  # loose
+    assert repo.refs.ref(tracking) == rev_parse(tracking) is not None  # loose
     git(root, "pack-refs", "--all")
     assert not (root / ".git" / tracking).exists()
-    assert repo.ref(tracking) == rev_parse(tracking)  # only in packed-refs
+    assert repo.refs.ref(tracking) == rev_parse(tracking)  # only in packed-refs
     git(root, "commit", "-q", "--allow-empty", "-m", "two")
     git(root, "update-ref", tracking, "HEAD")
-    assert repo.ref(tracking) == rev_parse(tracking) == repo.head()  # loose again, newer than the packed one
+    assert repo.refs.ref(tracking) == rev_parse(tracking) == repo.refs.head()  # loose again, newer than the packed one
     git(root, "symbolic-ref", "refs/remotes/origin/HEAD", tracking)
-    assert repo.ref("refs/remotes/origin/HEAD") == rev_parse(tracking)  # a symbolic ref: asked of git
+    assert repo.refs.ref("refs/remotes/origin/HEAD") == rev_parse(tracking)  # a symbolic ref: asked of git
     for odd in ("refs/remotes/../heads/main", "HEAD", "refs/remotes/origin/main.lock"):
-        assert repo.ref(odd) is None  # never read as a file: not a ref name desk reads
+        assert repo.refs.ref(odd) is None  # never read as a file: not a ref name desk reads
 
 
 def test_the_listing_and_heads_tree_together_are_what_each_says(tmp_path: Path) -> None:
@@ -286,16 +313,16 @@ def test_the_listing_and_heads_tree_together_are_what_each_says(tmp_path: Path) 
     git(root, "init", "-q", "-b", "main")
     repo = Git(root)
     (root / ".system/desk.json").write_text("{}")
-    listing, tree = repo.work_tree_listing_and_tree(".system/")
-    assert tree == {} and listing.digest == repo.work_tree_listing().digest  # no HEAD yet
+    listing, tree = repo.worktree.work_tree_listing_and_tree(".system/")
+    assert tree == {} and listing.digest == repo.worktree.work_tree_listing().digest  # no HEAD yet
     (root / ".system/archive/2026-11-30.jsonl").write_text("{}\n")
     (root / "other.md").write_text("x")
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "one")
     (root / "other.md").write_text("changed")
-    listing, tree = repo.work_tree_listing_and_tree(".system/")
-    assert listing.digest == repo.work_tree_listing().digest and listing.elsewhere == {"other.md"}
-    assert tree == repo.ls_tree("HEAD", ".system/", recursive=True)
+    listing, tree = repo.worktree.work_tree_listing_and_tree(".system/")
+    assert listing.digest == repo.worktree.work_tree_listing().digest and listing.elsewhere == {"other.md"}
+    assert tree == repo.worktree.ls_tree("HEAD", ".system/", recursive=True)
     assert set(tree) == {".system/desk.json", ".system/archive/2026-11-30.jsonl"}
 
 
@@ -341,7 +368,7 @@ def test_the_listing_read_by_search_is_the_listing_read_record_by_record(tmp_pat
     git(root, "update-index", "--index-info", input=f"0 {'0' * 40}\tz.md\n100644 {blob} 1\tz.md\n"
                                                   f"100644 {blob} 2\tz.md\n")  # unmerged
     repo = Git(root)
-    listing = repo.work_tree_listing()
+    listing = repo.worktree.work_tree_listing()
     out = subprocess.run(["git", "ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o", "--exclude-standard"],
                          cwd=root, capture_output=True, check=True).stdout
     elsewhere, clean = _listing_by_split(out)
@@ -351,9 +378,9 @@ def test_the_listing_read_by_search_is_the_listing_read_record_by_record(tmp_pat
     assert listing.clean() == clean
     assert listing.clean(".system/") == {p: v for p, v in clean.items() if p.startswith(".system/")}
     assert set(listing.clean(".system/")) == {".system/desk.json", ".system/tab\t.system/z.md"}
-    assert repo.work_tree_listing().digest == listing.digest
+    assert repo.worktree.work_tree_listing().digest == listing.digest
     (root / "another.md").write_text("untracked")  # (a changed file's bytes are the caller's to key)
-    assert repo.work_tree_listing().digest != listing.digest
+    assert repo.worktree.work_tree_listing().digest != listing.digest
 
 
 def test_the_hooks_folder_is_where_git_says(tmp_path: Path) -> None:
@@ -432,9 +459,9 @@ def test_index_lock_on_a_full_disk_names_the_file_it_could_not_write(tmp_path: P
 
 
 def test_a_started_command_gives_what_subprocess_gives_with_both_pipes_full(tmp_path: Path) -> None:
-    """`Git._start` spawns git without `subprocess` (desk.storage.git `_Spawned`): its stdout,
-    stderr and exit status are the ones subprocess gets, also when git fills both pipes at once
-    (a reader that drained one pipe first would wait for ever: each holds 64 KiB)."""
+    """`Git.start` (git started, answered later): its stdout, stderr and exit status are the ones
+    `subprocess.run` gets, also when git fills both pipes at once (a reader that drained one pipe
+    first would wait for ever: each holds 64 KiB)."""
     root = _repo_with_a_commit(tmp_path)
     names = [f"{i:04d}-{'x' * 60}" for i in range(1500)]  # ~100 KB of stdout
     for name in names:
@@ -444,15 +471,15 @@ def test_a_started_command_gives_what_subprocess_gives_with_both_pipes_full(tmp_
     args = ("ls-files", "--error-unmatch", "--", *names, *missing)
     expected = subprocess.run(["git", *args], cwd=root, env=git_env(), capture_output=True)
     assert len(expected.stdout) > 1 << 16 and len(expected.stderr) > 1 << 16 and expected.returncode == 1
-    started = Git(root)._start(args, ("rev-parse", "HEAD"))
+    started = Git(root).start(args, ("rev-parse", "HEAD"))
     (proc, head) = started.procs
     assert proc.communicate() == (expected.stdout, expected.stderr)
     assert proc.returncode == 1
     assert proc.communicate() == (expected.stdout, expected.stderr)  # asked again: the same answer
     assert head.communicate()[0].decode().strip() == _rev_parse_head(root)
     with pytest.raises(GitError, match="did not match any file"):
-        Git(root)._start(args).wait()
-    assert Git(root)._start(("cat-file", "--batch-check=%(objecttype)"), input=b"HEAD\nHEAD^{tree}\nnope\n"
+        Git(root).start(args).wait()
+    assert Git(root).start(("cat-file", "--batch-check=%(objecttype)"), input=b"HEAD\nHEAD^{tree}\nnope\n"
                             ).wait() == [b"commit\ntree\nnope missing\n"]
 
 
@@ -465,27 +492,7 @@ def test_a_started_command_runs_in_the_work_tree_with_the_git_its_path_names(tmp
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # pathspecs are the work tree's, wherever desk runs
-    assert Git(root)._start(("ls-files", "--", "sub/")).wait() == [b"sub/f.txt\n"]
+    assert Git(root).start(("ls-files", "--", "sub/")).wait() == [b"sub/f.txt\n"]
     monkeypatch.setenv("PATH", str(elsewhere))  # no git there: as Popen says it
     with pytest.raises(FileNotFoundError):
-        Git(root)._start(("status",))
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
-def test_a_started_command_dropped_unread_is_reaped(tmp_path: Path) -> None:
-    import gc
-    import time
-
-    from desk.storage import git as module
-
-    root = _repo_with_a_commit(tmp_path)
-    proc = Git(root)._start(("log", "--oneline")).procs[0]
-    pid = proc.pid
-    del proc
-    gc.collect()
-    assert pid in module._dropped
-    stat = Path(f"/proc/{pid}/stat")
-    while stat.read_text().split(")")[-1].split()[0] != "Z":  # its pipes closed: git ends, unreaped
-        time.sleep(0.01)
-    Git(root)._start(("rev-parse", "HEAD")).wait()  # the next start reaps what was dropped
-    assert pid not in module._dropped and not stat.exists()
+        Git(root).start(("status",))

@@ -49,7 +49,7 @@ def test_the_setting_is_read_as_git_reads_a_boolean(desk: DeskFolder, value: str
     git(desk.root, "config", "commit.gpgSign", value)
     from desk.storage.git import Git
 
-    assert Git(desk.root).signs_commits() is signs
+    assert Git(desk.root).config.signs_commits() is signs
 
 
 def test_without_the_setting_commits_are_unsigned(desk: DeskFolder) -> None:

@@ -282,7 +282,7 @@ def test_ctrl_c_during_git_merge_lets_it_finish_then_undoes_it(clones: Clones,
     import os
     import signal
 
-    from desk.storage.git import Git
+    from desk.storage.git.merging import Merging
     from tests.conftest import snapshot
 
     a, b = clones[0], clones[1]
@@ -291,16 +291,16 @@ def test_ctrl_c_during_git_merge_lets_it_finish_then_undoes_it(clones: Clones,
     remember(b, "from-b", "B.")
     before = snapshot(b.root)
     tracking = git(b.root, "rev-parse", "refs/remotes/origin/main")
-    real_merge = Git.merge
+    real_merge = Merging.merge
     finished: list[bool] = []
 
-    def interrupted(self: Git, rev: str, message: str) -> bool:
+    def interrupted(self: Merging, rev: str, message: str) -> bool:
         os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt here, unless it is held
         clean = real_merge(self, rev, message)
-        finished.append((self.root / "memory" / "from-a.md").is_file())
+        finished.append((b.root / "memory" / "from-a.md").is_file())
         return clean
 
-    monkeypatch.setattr(Git, "merge", interrupted)
+    monkeypatch.setattr(Merging, "merge", interrupted)
     with pytest.raises(KeyboardInterrupt):
         b.sync(now=NOW)
     assert finished == [True]  # git ran to its end before the interrupt was acted on
@@ -312,7 +312,7 @@ def test_ctrl_c_during_git_merge_lets_it_finish_then_undoes_it(clones: Clones,
         after.pop(moved, None)
     assert after == before and git(b.root, "rev-parse", "refs/remotes/origin/main") == tracking
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    monkeypatch.setattr(Git, "merge", real_merge)
+    monkeypatch.setattr(Merging, "merge", real_merge)
     assert b.sync(now=NOW).value.status == "merged"
 
 
@@ -322,25 +322,25 @@ def test_ctrl_c_during_a_fast_forward_lets_git_finish_it(clones: Clones, monkeyp
     import os
     import signal
 
-    from desk.storage.git import Git
+    from desk.storage.git.merging import Merging
 
     a, b = clones[0], clones[1]
     remember(a, "from-a", "A.")
     a.sync(now=NOW)
-    real = Git.fast_forward
+    real = Merging.fast_forward
     finished: list[bool] = []
 
-    def interrupted(self: Git, rev: str) -> None:
+    def interrupted(self: Merging, rev: str) -> None:
         os.kill(os.getpid(), signal.SIGINT)
         real(self, rev)
         finished.append(True)
 
-    monkeypatch.setattr(Git, "fast_forward", interrupted)
+    monkeypatch.setattr(Merging, "fast_forward", interrupted)
     with pytest.raises(KeyboardInterrupt):
         b.sync(now=NOW)
     assert finished == [True] and (b.root / "memory" / "from-a.md").is_file()
     assert git(b.root, "status", "--porcelain", "--untracked-files=no") == ""
-    monkeypatch.setattr(Git, "fast_forward", real)
+    monkeypatch.setattr(Merging, "fast_forward", real)
     assert b.sync(now=NOW).value.status in ("up-to-date", "fast-forward")
     assert b.validate("all").exit_code == 0
 
@@ -692,13 +692,13 @@ def test_a_persons_git_pull_rebase_stopped_on_delete_modify_is_finished_by_sync_
     a, b = _delete_here_change_there(clones)
     pull = subprocess.run(["git", "pull", "--rebase", "origin", "main"], cwd=b.root,
                           capture_output=True, text=True)
-    assert pull.returncode != 0 and b.git.stopped() == "rebase"
+    assert pull.returncode != 0 and b.git.merging.stopped() == "rebase"
     with pytest.raises(ConflictError) as err:
         b.sync()  # not "HEAD is detached": what to run
     assert "desk sync --continue" in (err.value.hint or "") and "git rebase --abort" in (err.value.hint or "")
     result = b.sync(resume=True, now=NOW).value
     assert result.status == "rebase-finished" and len(result.cases) == 1
-    assert b.git.stopped() is None and git(b.root, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert b.git.merging.stopped() is None and git(b.root, "symbolic-ref", "--short", "HEAD").strip() == "main"
     assert (b.root / "memory/foo.md").read_text().endswith("Changed here.\n")
     assert b.validate("all").exit_code == 0
     assert git(b.root, "status", "--porcelain").strip() == ""

@@ -64,7 +64,7 @@ def stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, 
         ids: Mapping[str, str | None] = known
     else:
         try:
-            ids = desk.git.object_ids(names)
+            ids = desk.git.objects.object_ids(names)
         except DeskError:
             ids = {}
     head = ids.get("HEAD")

@@ -1,0 +1,117 @@
+"""git's config as desk reads it: the few values a commit needs, asked of `git config` itself
+(its files, includes and precedence are git's own), once per Git."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from desk.storage.git.run import Started
+
+if TYPE_CHECKING:
+    from desk.storage.git.repo import Git
+
+FALLBACK_NAME = "desk"
+FALLBACK_EMAIL = "desk@localhost"
+# the keys `Config.values` reads
+_QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
+          r"|commit\.gpgsign|core\.fsync)$")
+
+
+def parse_config(out: bytes) -> dict[str, str]:
+    """`{key: value}` from `git config -z --get-regexp`: each record `key NL value NUL`, or `key NUL`
+    for a key set without a value (true, as git reads it: value ""). The last value of a key set
+    twice wins, as git's `--get` answers."""
+    found: dict[str, str] = {}
+    for record in out.decode("utf-8", "replace").split("\0"):
+        if record:
+            key, _, value = record.partition("\n")
+            found[key] = value
+    return found
+
+
+class Config:
+    """The config of one repository (`git.config`). A Git made by `with_env` shares its source's."""
+
+    def __init__(self, git: Git, parent: Config | None = None) -> None:
+        self._git = git
+        self._parent = parent
+        self._values: dict[str, str] | None = None
+        self._started: Started | None = None
+        self._identity: list[str] | None = None
+
+    def values(self) -> dict[str, str]:
+        """The few config values desk needs (identity, core.hooksPath, commit.gpgSign), read once
+        per Git. Keys as git prints them: lower-cased (`core.hookspath`)."""
+        if self._parent is not None:
+            return self._parent.values()
+        if self._values is None:
+            self.start()
+            assert self._started is not None
+            self._values = parse_config(self._started.wait(check=False)[0])
+        return self._values
+
+    def start(self) -> None:
+        """Have `values()` answered by a `git config` started now, which runs while the caller works."""
+        if self._parent is not None:
+            self._parent.start()
+        elif self._values is None and self._started is None:
+            self._started = self._git.start(("config", "-z", "--get-regexp", _QUERY))
+
+    def identity_args(self) -> list[str]:
+        """`-c user.name=… -c user.email=…` when no identity is configured, so desk works anywhere."""
+        if self._parent is not None:
+            return self._parent.identity_args()
+        if self._identity is None:
+            keys = set(self.values())
+            env = self._git.env
+            args: list[str] = []
+            if "user.name" not in keys and not ("GIT_AUTHOR_NAME" in env and "GIT_COMMITTER_NAME" in env):
+                args += ["-c", f"user.name={FALLBACK_NAME}"]
+            if "user.email" not in keys and not ("GIT_AUTHOR_EMAIL" in env and "GIT_COMMITTER_EMAIL" in env):
+                args += ["-c", f"user.email={FALLBACK_EMAIL}"]
+            self._identity = args
+        return self._identity
+
+    def fallback_identity(self) -> str | None:
+        """`name <email>` desk commits as because git has no identity configured, else None."""
+        args = self.identity_args()
+        if not args:
+            return None
+        given = {**self.values(), **dict(a.split("=", 1) for a in args if a != "-c")}
+        name = given.get("user.name") or self._git.env.get("GIT_AUTHOR_NAME", "")
+        email = given.get("user.email") or self._git.env.get("GIT_AUTHOR_EMAIL", "")
+        return f"{name} <{email}>"
+
+    def durable_args(self) -> list[str]:
+        """`-c core.fsync=committed` unless the person set core.fsync: git flushes no loose object
+        by default, and a desk commit's objects must survive a power loss once HEAD names them."""
+        return [] if "core.fsync" in self.values() else ["-c", "core.fsync=committed"]
+
+    def signs_commits(self) -> bool:
+        """Whether `commit.gpgSign` asks for signed commits: desk's are signed too (`git commit-tree`
+        ignores the setting, so desk passes `-S`; git signs with the configured `gpg.format` and
+        `user.signingKey`). A remote that requires signed commits then takes desk's."""
+        value = self.values().get("commit.gpgsign")
+        if value is None:
+            return False
+        value = value.strip().lower()
+        if value in ("", "true", "yes", "on"):  # `gpgsign` with no value is true, as git reads it
+            return True
+        return value.lstrip("-").isdigit() and int(value) != 0
+
+    def set(self, key: str, value: str) -> None:
+        """`git config KEY VALUE` in the repository's own config file."""
+        self._git.run("config", key, value)
+        self._values = None
+        self._started = None
+        self._identity = None
+
+    def get(self, key: str) -> str | None:
+        """The value of `key` as git reads it now (None when unset or empty)."""
+        out = self._git.run("config", "--get", key, check=False, read_only=True).decode("utf-8", "replace")
+        return out.strip() or None
+
+    def remote_url(self, remote: str) -> str | None:
+        """The address `remote` fetches from (as configured), None when there is no such remote.
+        Asked of git each time: desk keeps no copy of an address (it could embed a credential)."""
+        return self.get(f"remote.{remote}.url")

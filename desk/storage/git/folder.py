@@ -1,0 +1,104 @@
+"""A work-tree folder as git sees it, for a cache keyed by it (`WorkTree.folder_state`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from desk.storage.git.parse import object_ids, path_list
+from desk.storage.git.run import Started
+
+if TYPE_CHECKING:
+    from desk.storage.git.repo import Git
+
+
+class FolderState:
+    """A work-tree folder as git sees it (`WorkTree.folder_state`), for a cache keyed by it.
+
+    `result()` gives `(tree, paths)`: the id of HEAD's tree of the folder (None when HEAD has no
+    such folder) and every path under the folder that git cannot vouch is that tree's blob: the
+    ones whose work-tree file differs from HEAD, staged or not, deleted or replaced (`git
+    diff-index HEAD`, which compares through the index's stat data, in C, and reads a file's
+    content when its stat cannot decide, as git does for a racily clean entry), and the ones the
+    index does not hold (`git ls-files -o`; the ignored ones too unless `ignored` is False).
+    Every other file under the folder is, byte for byte, its blob in that tree (unless `ignored`
+    is False and git ignores it). `result()` is None without a HEAD commit. `ids` holds the object
+    ids of HEAD, `HEAD:folder` and the names in `also` (None for one that does not exist).
+
+    HEAD's commit is read first (`Refs.head`); then the comparison against that commit, the
+    untracked listing and the look-up of the tree and the `also` names at that commit (one
+    `cat-file`, unless `known_ids` knows them) start together, none waited for until asked: a
+    commit landing meanwhile cannot pair one commit's tree with another's differences. Entries marked `assume-unchanged` or
+    `skip-worktree` are, by their own definition, not looked at by git. With `untracked=False` no
+    untracked listing runs and `paths` holds only the files that differ from HEAD (the caller
+    adds the untracked ones it knows); else `listed_untracked` holds that listing after `result()`.
+    """
+
+    def __init__(self, git: Git, folder: str, *, ignored: bool = True, also: Iterable[str] = (),
+                 untracked: bool = True,
+                 known_ids: Callable[[str], Mapping[str, str | None] | None] | None = None) -> None:
+        spec = f":(literal){folder}/"
+        self._folder = folder
+        self._done = False
+        self._changed: Started | None = None
+        self._lookup: Started | None = None
+        self._ids: dict[str, str | None] | None = None
+        self.listed_untracked: list[str] | None = None  # what `ls-files -o` named, once `result()` ran
+        self._head = head = git.refs.head()
+        self._names = [n for n in dict.fromkeys([f"HEAD:{folder}", *also]) if n != "HEAD" and "\n" not in n]
+        # The comparison first: it takes longest, and a process started while another git is
+        # starting can wait a scheduler tick for a core.
+        if head is not None:
+            self._changed = git.start(("diff-index", "--name-only", "-z", "--no-renames", head, "--", spec))
+        self._untracked = git.start(("ls-files", "-o", "-z", *(() if ignored else ("--exclude-standard",)),
+                                     "--", spec)) if untracked else None
+        if head is not None:
+            # `known_ids(head)`: the ids at that commit known without git (a commit's trees never
+            # change), or None; else one `cat-file` looks them up (`looked_up` says which)
+            known = known_ids(head) if known_ids is not None else None
+            if known is not None and all(name in known for name in self._names):
+                self._ids = {**{name: known[name] for name in self._names}, "HEAD": head}
+            else:
+                at_head = [head + n[4:] if n.startswith("HEAD:") else n for n in self._names]
+                self._lookup = git.start(("cat-file", "--batch-check=%(objectname)"),
+                                         input=("\n".join(at_head) + "\n").encode("utf-8", "surrogateescape"))
+
+    @property
+    def looked_up(self) -> bool:
+        """Whether git looked the ids up (not known before: `known_ids`)."""
+        return self._lookup is not None
+
+    @property
+    def ids(self) -> dict[str, str | None]:
+        """`{name: object id or None}` for HEAD, `HEAD:folder` and the `also` names, at the commit
+        the comparison used (waits for the look-up)."""
+        if self._ids is None:
+            found: dict[str, str | None] = dict.fromkeys(self._names)
+            if self._lookup is not None:
+                found.update(object_ids(self._names, self._lookup.wait()[0]))
+            found["HEAD"] = self._head
+            self._ids = found
+        return self._ids
+
+    @property
+    def tree(self) -> str | None:
+        """HEAD's tree of the folder (None without one)."""
+        return self.ids.get(f"HEAD:{self._folder}")
+
+    def close(self) -> None:
+        """Wait for the processes without looking at their answer (it was not needed)."""
+        if not self._done:
+            self._done = True
+            for started in (self._untracked, self._lookup, self._changed):
+                for proc in started.procs if started is not None else ():
+                    proc.communicate()
+
+    def result(self) -> tuple[str | None, list[str]] | None:
+        """`(tree, paths)` as the class says, or None without a HEAD commit; GitError when git fails."""
+        self._done = True
+        untracked = self._untracked.wait()[0] if self._untracked is not None else None
+        if self._changed is None:
+            return None
+        changed = self._changed.wait()[0]
+        self.listed_untracked = sorted(path_list(untracked)) if untracked is not None else None
+        return self.tree, sorted({*path_list(changed), *(self.listed_untracked or ())})

@@ -1,0 +1,118 @@
+"""Objects: blob ids computed as git computes them, `hash-object`, and `cat-file --batch` reads."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from desk.storage.git.parse import object_ids
+from desk.storage.git.run import Started
+from desk.storage.hashing import sha1_hex
+
+if TYPE_CHECKING:
+    from desk.storage.git.repo import Git
+
+_LARGE_BLOB = 1 << 16
+_large_blobs: dict[bytes, str] = {}  # the last few large contents hashed, by content
+_LARGE_KEPT = 4
+
+
+def blob_sha(content: bytes) -> str:
+    """The object id git gives `content` as a blob (SHA-1 repositories).
+
+    A mutation hashes the same large file several times (MEMORY.md: its clean check, the pending
+    marker, the gate, the record of what desk published): the last few large contents are remembered by content (a
+    bytes object caches its own hash, and an equal one compares by memcmp), so each is hashed once.
+    """
+    if len(content) < _LARGE_BLOB:
+        return sha1_hex(b"blob %d\0" % len(content) + content)
+    sha = _large_blobs.get(content)
+    if sha is None:
+        sha = sha1_hex(b"blob %d\0" % len(content) + content)
+        if len(_large_blobs) >= _LARGE_KEPT:
+            del _large_blobs[next(iter(_large_blobs))]
+        _large_blobs[content] = sha
+    return sha
+
+
+class Objects:
+    """The object store of one repository (`git.objects`)."""
+
+    def __init__(self, git: Git) -> None:
+        self._git = git
+        self._reader: subprocess.Popen[bytes] | None = None  # `start_reader`
+
+    def object_format(self) -> str:
+        """The repository's object format: `sha1`, or `sha256` for a repository made with
+        `git init --object-format=sha256`."""
+        return self._git.text("rev-parse", "--show-object-format").strip()
+
+    def blob_at(self, rev: str, path: str) -> bytes | None:
+        """The content of `path` at `rev` (`""` for the index), or None when it is not there."""
+        proc = subprocess.run(["git", "cat-file", "blob", f"{rev}:{path}"], cwd=self._git.root,
+                              env=self._git.read_env(), capture_output=True)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
+        """Objects by any name cat-file takes (`sha`, `HEAD:path`, `:path`), through one
+        `git cat-file --batch`; missing ones are left out."""
+        return {name: content for name, (_kind, content) in self.read_objects(shas).items()}
+
+    def read_objects(self, names: Iterable[str]) -> dict[str, tuple[str, bytes]]:
+        """`{name: (type, content)}` of objects by any name cat-file takes, through one
+        `git cat-file --batch`; missing ones are left out."""
+        wanted = list(dict.fromkeys(names))
+        if not wanted:
+            return {}
+        asked = ("\n".join(wanted) + "\n").encode()
+        if self._reader is not None:  # started already (`start_reader`)
+            reader, self._reader = self._reader, None
+            out = Started((("cat-file", "--batch"),), [reader]).wait(input=asked)[0]
+        else:
+            out = self._git.run("cat-file", "--batch", input=asked, read_only=True)
+        found: dict[str, tuple[str, bytes]] = {}
+        pos = 0
+        for sha in wanted:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            pos = end + 1
+            if len(header) < 3 or header[-1] == b"missing":
+                continue  # not in the object store: left out, the caller decides
+            size = int(header[2])
+            found[sha] = (header[1].decode("ascii", "replace"), out[pos:pos + size])
+            pos += size + 1
+        return found
+
+    def start_reader(self) -> None:
+        """Start the `git cat-file --batch` the next `read_objects` (or `read_blobs`) asks, so
+        that git's start overlaps the caller's work (a hook loading the gate); close it with
+        `close_reader` when it may not have been used."""
+        if self._reader is None:
+            self._reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self._git.root,
+                                            env=self._git.read_env(), stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def close_reader(self) -> None:
+        """End a started `git cat-file --batch` that `read_objects` did not use."""
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.communicate(b"")
+
+    def object_ids(self, names: Iterable[str]) -> dict[str, str | None]:
+        """`{name: object id or None}` for names like `HEAD` and `HEAD:path`, in one
+        `git cat-file --batch-check` (a missing name is None, never an error)."""
+        wanted = [n for n in dict.fromkeys(names) if "\n" not in n]
+        if not wanted:
+            return {}
+        return object_ids(wanted, self._git.run("cat-file", "--batch-check=%(objectname)",
+                                                input=("\n".join(wanted) + "\n").encode(), read_only=True))
+
+    def write_blob(self, data: bytes) -> str:
+        """Store `data` as a blob (`git hash-object -w`: a no-op when git has it) and return its id."""
+        return self._git.run(*self._git.config.durable_args(), "hash-object", "-w", "-t", "blob", "--stdin",
+                             input=data).decode().strip()
+
+    def empty_tree(self) -> str:
+        """The id of the empty tree in this repository's hash (to diff against a root commit)."""
+        return self._git.run("hash-object", "-t", "tree", "--stdin", input=b"", read_only=True).decode().strip()

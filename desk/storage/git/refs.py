@@ -1,0 +1,172 @@
+"""Refs: HEAD, branches, the compare-and-swap that moves a branch (`update-ref NEW OLD`), and
+ancestry. A plain repository's refs are read from their files (`.git/HEAD`, the branch's loose
+file, `packed-refs`) without a git process; anything unusual is asked of git.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from desk.errors import ConflictError, GitError
+from desk.storage.git.parse import OBJECT_ID
+from desk.storage.git.run import LOCK_HINT
+
+if TYPE_CHECKING:
+    from desk.storage.git.repo import Git
+
+NULL_SHA = "0" * 40
+_ASK_GIT = "ask git"  # `_head_from_files` could not tell: the caller runs git
+
+
+class Refs:
+    """The refs of one repository (`git.refs`)."""
+
+    def __init__(self, git: Git) -> None:
+        self._git = git
+
+    def object_id(self, name: str) -> str | None:
+        """The object `name` (`HEAD^{commit}`, `REV:path`) resolves to, or None when there is none."""
+        out = self._git.run("rev-parse", "-q", "--verify", name, check=False, read_only=True)
+        return out.decode().strip() or None
+
+    def head(self) -> str | None:
+        """The commit HEAD points to, or None in a repository without commits.
+
+        Read from `.git/HEAD` and the branch's ref file (or `packed-refs`) without a git process
+        when the repository is a plain one; anything unusual (a linked work tree, reftable, a
+        symbolic ref chain, a malformed file) is asked of git.
+        """
+        found = _head_from_files(self._git.git_dir()) if self._plain() else _ASK_GIT
+        if found is _ASK_GIT:
+            return self.object_id("HEAD^{commit}")
+        return found
+
+    def ref(self, name: str) -> str | None:
+        """The object a full ref name (`refs/remotes/origin/main`) points to, None when there is no
+        such ref. Read from its loose file or `packed-refs` as `head()` reads a branch, else asked of git."""
+        found = _ref_from_files(self._git.git_dir(), name) if self._plain() else _ASK_GIT
+        if found is _ASK_GIT:
+            return self.object_id(f"{name}^{{}}") if name.startswith("refs/") else None
+        return found
+
+    def _plain(self) -> bool:
+        """Whether refs live as files in `.git` itself (no variable redirects git's ref lookup)."""
+        return not any(self._git.env.get(key) for key in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_NAMESPACE"))
+
+    def default_replace_refs(self) -> bool:
+        """Whether git looks for replace refs (`git replace`) where it does by default, under
+        `refs/replace/` of `git_dir()`, and reads refs as files there (no variable moves them)."""
+        return self._plain() and not self._git.env.get("GIT_REPLACE_REF_BASE")
+
+    def current_branch(self) -> str | None:
+        """The branch HEAD is on (`main`), None when HEAD is detached. Read from `.git/HEAD` when
+        that is a plain file (as the lock files are counted), else asked of git."""
+        try:
+            text = (self._git.git_dir() / "HEAD").read_text("utf-8").strip()
+        except OSError:
+            text = ""
+        if text.startswith("ref: refs/heads/"):
+            return text.removeprefix("ref: refs/heads/")
+        if re.fullmatch(r"[0-9a-f]{40,64}", text):
+            return None
+        out = self._git.run("symbolic-ref", "-q", "--short", "HEAD", check=False, read_only=True)
+        return out.decode("utf-8", "surrogateescape").strip() or None
+
+    def move_head(self, new: str, old: str | None, subject: str) -> bool:
+        """Compare-and-swap the branch HEAD points to from `old` (None: unborn) to `new`.
+
+        False when HEAD is no longer `old` (someone else moved it); nothing changed then.
+        """
+        args = ("update-ref", "-m", f"commit: {subject}", "HEAD", new, old or "0" * len(new))
+        proc = self._git.completed(args)  # HEAD.lock and the branch's recorded, left if desk and git are killed
+        if proc.returncode == 0:
+            return True
+        words = proc.stderr.decode("utf-8", "replace")
+        if "but expected" in words or "reference already exists" in words or "unable to resolve" in words:
+            return False
+        if ".lock" in words and "File exists" in words:
+            raise ConflictError(f"git update-ref: {words.strip()}", hint=LOCK_HINT)
+        raise self._git.failure(("update-ref",), words.strip())
+
+    def update_ref(self, ref: str, new: str) -> None:
+        self._git.run("update-ref", "-m", "desk sync", ref, new)
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """`git merge-base --is-ancestor` (a commit is its own ancestor)."""
+        if ancestor == descendant:
+            return True
+        proc = subprocess.run(["git", "merge-base", "--is-ancestor", ancestor, descendant], cwd=self._git.root,
+                              env=self._git.read_env(), capture_output=True)
+        if proc.returncode > 1:
+            raise GitError(f"git merge-base --is-ancestor {ancestor[:12]} {descendant[:12]} failed: "
+                           + proc.stderr.decode("utf-8", "replace").strip(),
+                           hint="run `desk doctor` to check the desk's git state")
+        return proc.returncode == 0
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of commits `a` and `b`, None when they share no history."""
+        out = self._git.run("merge-base", a, b, check=False, read_only=True).decode().strip()
+        return out or None
+
+    def rev_list(self, include: str, exclude: str | None = None) -> list[str]:
+        """The commits reachable from `include` and not from `exclude`, newest first."""
+        args = [include] + ([f"^{exclude}"] if exclude else [])
+        return self._git.run("rev-list", *args, "--", read_only=True).decode().split()
+
+
+def _head_from_files(git_dir: Path) -> str | None:
+    """The commit HEAD names, read as git stores it: `.git/HEAD`, then the branch's loose ref file,
+    then `packed-refs`; None for an unborn branch; `_ASK_GIT` for anything this does not read.
+
+    git replaces ref files by rename under a lock, so a read sees the old id or the new one. A
+    branch is looked up loose first: `git pack-refs` writes packed-refs before it removes the
+    loose file, and a deletion removes both.
+    """
+    if (git_dir / "commondir").exists() or (git_dir / "reftable").exists():
+        return _ASK_GIT  # a linked work tree (refs in the common folder) or the reftable backend
+    try:
+        head = (git_dir / "HEAD").read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return _ASK_GIT
+    if OBJECT_ID.fullmatch(head):
+        return head  # detached: git keeps only a commit there
+    ref = head[5:] if head.startswith("ref: ") else ""
+    if not ref.startswith("refs/heads/"):
+        return _ASK_GIT
+    return _read_ref(git_dir, ref)
+
+
+def _ref_from_files(git_dir: Path, ref: str) -> str | None:
+    """The object `ref` (`refs/...`) names, from its loose file, then `packed-refs`; None when
+    neither has it; `_ASK_GIT` for anything this does not read (as `_head_from_files`)."""
+    if (git_dir / "commondir").exists() or (git_dir / "reftable").exists():
+        return _ASK_GIT
+    return _read_ref(git_dir, ref)
+
+
+def _read_ref(git_dir: Path, ref: str) -> str | None:
+    """`_ref_from_files` in a repository already known to keep its refs as files in `git_dir`."""
+    if not ref.startswith("refs/") or ".." in ref or "//" in ref or ref.endswith(("/", ".lock", ".invalid")):
+        return _ASK_GIT
+    try:
+        loose = (git_dir / ref).read_text("ascii").strip()
+    except FileNotFoundError:
+        loose = None
+    except (OSError, UnicodeDecodeError):
+        return _ASK_GIT  # a folder, unreadable: git knows what it means
+    if loose is not None:
+        return loose if OBJECT_ID.fullmatch(loose) else _ASK_GIT
+    try:
+        packed = (git_dir / "packed-refs").read_bytes()
+    except FileNotFoundError:
+        return None  # no commit on this branch yet
+    except OSError:
+        return _ASK_GIT
+    for line in packed.decode("ascii", "replace").splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref:
+            return sha if OBJECT_ID.fullmatch(sha) else _ASK_GIT
+    return None

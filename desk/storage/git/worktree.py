@@ -1,0 +1,189 @@
+"""Reads of the index and the work tree: `ls-files`, `ls-tree`, `diff --raw`, `status`,
+`check-attr`, each answered as typed data (desk.storage.git.parse reads the output)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from desk.storage.git.folder import FolderState
+from desk.storage.git.parse import (RawChange, WorkTreeListing, parse_ls_files, parse_ls_tree, path_list, path_of,
+                                    raw_changes)
+from desk.storage.git.run import Answer, Started
+
+if TYPE_CHECKING:
+    from desk.storage.git.repo import Git
+
+_LISTING = ("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o", "--exclude-standard")
+
+
+class StartedListing:
+    """`WorkTree.start_work_tree_listing`: the listing and HEAD's tree of a folder, being computed."""
+
+    def __init__(self, listing: Started, tree: Started | None) -> None:
+        self._listing = listing
+        self._tree = tree
+        self._result: tuple[WorkTreeListing, dict[str, str]] | None = None
+
+    def result(self) -> tuple[WorkTreeListing, dict[str, str]]:
+        """The listing and `{path: blob}` of HEAD's folder (empty without HEAD); GitError when git
+        fails. Asked again, the same answer."""
+        if self._result is None:
+            listing = self._listing.wait()[0]
+            tree = self._tree.wait()[0] if self._tree is not None else b""
+            self._result = WorkTreeListing(listing), parse_ls_tree(tree)
+        return self._result
+
+
+class WorkTree:
+    """What the index, the work tree and a commit's tree hold (`git.worktree`)."""
+
+    def __init__(self, git: Git) -> None:
+        self._git = git
+
+    def _read(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        return self._git.run(*args, input=input, check=check, read_only=True)
+
+    def ls_tree(self, rev: str, folder: str, *, recursive: bool = False) -> dict[str, str]:
+        """`{path: blob sha}` for the files directly in `folder` at `rev` (at any depth when
+        `recursive`; empty when none)."""
+        return parse_ls_tree(self._read("ls-tree", *(["-r"] if recursive else []), "-z", "--full-tree", rev, "--",
+                                        folder.rstrip("/") + "/"))
+
+    def committed_blobs(self, paths: Iterable[str], rev: str = "HEAD") -> dict[str, str]:
+        """`{path: blob sha}` for those of `paths` that are files at `rev` (empty when `rev` is not
+        a commit, e.g. HEAD before the first commit)."""
+        wanted = list(paths)
+        if not wanted:
+            return {}
+        return parse_ls_tree(self._read("ls-tree", "-z", "--full-tree", rev, "--", *wanted, check=False))
+
+    def ls_staged(self, folder: str) -> dict[str, str]:
+        """`{path: blob sha}` for the files directly in `folder` in the index (hooks: the staged content)."""
+        return parse_ls_files(self._read("ls-files", "-s", "-z", "--", folder.rstrip("/") + "/"))
+
+    def ls_staged_files(self, paths: Iterable[str]) -> dict[str, str]:
+        """`{path: blob sha}` for those of `paths` (files, or folders at any depth) in the index."""
+        wanted = list(paths)
+        if not wanted:
+            return {}
+        return parse_ls_files(self._read("ls-files", "-s", "-z", "--", *wanted))
+
+    def indexed_like(self, paths: Iterable[str]) -> set[str]:
+        """The paths in the index equal to one of `paths` ignoring case (one `git ls-files`)."""
+        specs = [f":(icase,literal){p}" for p in paths]
+        if not specs:
+            return set()
+        return path_list(self._read("ls-files", "-z", "--", *specs))
+
+    def index_paths(self) -> list[str]:
+        """Every path in the index (in a hook: the one being committed), sorted."""
+        return sorted(path_list(self._read("ls-files", "-z")))
+
+    def work_tree_listing(self) -> WorkTreeListing:
+        """The work tree as git sees it, in one `git ls-files` (see WorkTreeListing)."""
+        return WorkTreeListing(self._read(*_LISTING))
+
+    def work_tree_listing_and_tree(self, folder: str) -> tuple[WorkTreeListing, dict[str, str]]:
+        """`work_tree_listing()` and `ls_tree("HEAD", folder, recursive=True)`, the two git
+        processes started together; the tree is empty before the first commit."""
+        return self.start_work_tree_listing(folder).result()
+
+    def start_work_tree_listing(self, folder: str) -> StartedListing:
+        """`work_tree_listing_and_tree(folder)`, started now and answered by `.result()`: the
+        caller imports and opens what it needs while git stats the work tree."""
+        if self._git.refs.head() is None:
+            return StartedListing(self._git.start(_LISTING), None)
+        return StartedListing(*self._git.start(_LISTING, ("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--",
+                                                          folder.rstrip("/") + "/")).split())
+
+    def staged_paths(self) -> set[str]:
+        """The paths the index changes against HEAD."""
+        return path_list(self._read("diff", "--cached", "--name-only", "-z"))
+
+    def staged_changes(self) -> list[RawChange]:
+        """What the index changes against HEAD, blob by blob (the commit being made, in a hook)."""
+        return self.start_staged_changes().result()
+
+    def start_staged_changes(self) -> Answer[list[RawChange]]:
+        """`staged_changes()`, started now and answered by `.result()`: a hook loads the gate's
+        modules while git compares the index with HEAD."""
+        return Answer(self._git.start(("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev")),
+                      lambda outputs: raw_changes(outputs[0]))
+
+    def diff_tree(self, old: str, new: str, paths: Iterable[str] = ()) -> list[RawChange]:
+        """What changed under `paths` from commit `old` to commit `new`; GitError when one is gone."""
+        return raw_changes(self._read("diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", "--raw", old, new,
+                                      "--", *paths))
+
+    def diff_worktree(self, rev: str, path: str, old_path: str | None = None) -> str:
+        """`git diff REV -- PATH`: the unified diff from `rev` to the work tree's file, no colour,
+        no external diff driver (empty when they are the same). With `old_path` (the file's name
+        at `rev`), from that file: `-M` shows a rename and what changed beside it."""
+        paths = [path] if old_path is None or old_path == path else [old_path, path]
+        out = self._read("diff", "--no-color", "--no-ext-diff", *(["-M"] if len(paths) > 1 else []), rev,
+                         "--", *paths)
+        return out.decode("utf-8", "replace")
+
+    def start_changed_in_worktree(self, folder: str) -> Answer[list[str]]:
+        """Paths under `folder/` whose work-tree file differs from HEAD (staged or not), and the
+        untracked ones git does not ignore, asked now. Two git processes, which compare through
+        the index's stat data (in C, in parallel) instead of reading every file. Call it when
+        HEAD exists."""
+        spec = f":(literal){folder}/"
+        return Answer(self._git.start(("diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--", spec),
+                                      ("ls-files", "-o", "-z", "--exclude-standard", "--", spec)),
+                      lambda outputs: sorted({path for out in outputs for path in path_list(out)}))
+
+    def folder_state(self, folder: str, *, ignored: bool = True, also: Iterable[str] = (),
+                     untracked: bool = True,
+                     known_ids: Callable[[str], Mapping[str, str | None] | None] | None = None) -> FolderState:
+        """`folder/` of the work tree as git sees it, asked now and answered by `FolderState.result`:
+        the git processes run while the caller does other work (docs/context.md). `ignored`:
+        untracked files git ignores count too; `also`: more object names (`HEAD:path`) to look up
+        with HEAD's (`FolderState.ids`); `untracked=False`: the untracked files are not listed (the
+        caller knows them: desk.recall.git_state); `known_ids(head)`: the ids at HEAD's commit when
+        known without git (None: looked up)."""
+        return FolderState(self._git, folder, ignored=ignored, also=also, untracked=untracked, known_ids=known_ids)
+
+    def dirty(self, paths: Iterable[str]) -> list[str]:
+        """Those of `paths` with staged, unstaged or untracked changes against HEAD."""
+        paths = list(paths)
+        if not paths:
+            return []  # git status without a pathspec would check the whole work tree
+        records = self._read("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths).split(b"\0")
+        found = []
+        i = 0
+        while i < len(records):
+            record = records[i]
+            if record:
+                found.append(path_of(record[3:]))
+                if record[:1] in (b"R", b"C"):
+                    i += 1  # a rename carries its source path as the next record
+            i += 1
+        return found
+
+    def symlinks(self, rev: str = "HEAD") -> list[str]:
+        """Every path that is a symbolic link in the tree of `rev`."""
+        out = self._read("ls-tree", "-r", "-z", "--full-tree", rev)
+        return sorted(path_of(r.partition(b"\t")[2]) for r in out.split(b"\0") if r.startswith(b"120000 "))
+
+    def attributes(self, paths: Iterable[str], *, cached: bool = True) -> dict[str, dict[str, str]]:
+        """What git's attributes say of `paths` (`git check-attr -a`): `{path: {name: value}}`,
+        value `set`, `unset` or the value given; unspecified attributes and paths with none are left
+        out. Read from the `.gitattributes` files in the index (`cached`; `Index.tree_index` makes
+        one of a commit), else in the work tree. Only what a commit carries counts: the person's own
+        attribute files outside the repository (core.attributesFile, the system's) are left out;
+        `.git/info/attributes` cannot be, and is the person's own too."""
+        wanted = list(paths)
+        if not wanted:
+            return {}
+        data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in wanted)
+        out = self._git.with_env(GIT_ATTR_NOSYSTEM="1").run(
+            "-c", "core.attributesFile=", "check-attr", "-a", "-z", "--stdin", *(["--cached"] if cached else []),
+            input=data, read_only=True)
+        fields = path_of(out).split("\0")  # one decode for the whole answer: 3 fields a line
+        found: dict[str, dict[str, str]] = {}
+        for at in range(0, len(fields) - 2, 3):
+            found.setdefault(fields[at], {})[fields[at + 1]] = fields[at + 2]
+        return found
