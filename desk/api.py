@@ -93,7 +93,7 @@ class Desk(DeskFolder):
         """A memory name from what a person typed: `x`, `x.md`, `memory/x.md` or a path to it
         (in `project`'s memory folder when given, also `projects/<project>/memory/x.md`)."""
         from desk.layout import PROJECTS_DIR, project_problem
-        from desk.memory.file import memory_name_arg
+        from desk.formats.memory_file import memory_name_arg
 
         if project is None or project_problem(project):  # a bad project name is refused later
             return memory_name_arg(name, self.root / MEMORY_DIR)
@@ -322,10 +322,10 @@ class Desk(DeskFolder):
         from desk.results.guard import Validation
 
         if mode == "all":
-            from desk.guard.whole import validate_all  # git lists the work tree while the gate loads
+            from desk.gate.whole import validate_all  # git lists the work tree while the gate loads
 
             return Validation(mode, validate_all(self))
-        from desk.guard.validate import fix_index, validate_staged
+        from desk.gate.validate import fix_index, validate_staged
         from desk.storage.git import staged_git
 
         if mode != "staged":
@@ -386,7 +386,7 @@ class Desk(DeskFolder):
     def migrate(self, *, dry_run: bool = False) -> Migrated:
         """Upgrade an older desk's schema in one commit (status `unchanged` when it is current,
         `planned` with `dry_run`). DeskError when the desk is newer than this desk."""
-        from desk.migrate import migrate
+        from desk.setup.migrate import migrate
         from desk.results.working import Migrated
 
         return Migrated(migrate(self, dry_run=dry_run))
@@ -635,7 +635,7 @@ class Desk(DeskFolder):
         """The queue's cases; a broken queue's hint names the last commit where it was good."""
         from desk.errors import InvalidFileError
         from desk.layout import CONFLICTS_FILE
-        from desk.review.queue import last_good_hint, parse_queue
+        from desk.formats.queue import last_good_hint, parse_queue
 
         try:
             return parse_queue(self.read_if_present(CONFLICTS_FILE))
@@ -858,7 +858,7 @@ def stopped_notice(desk: DeskFolder) -> str | None:
 def missing_setup(desk: DeskFolder) -> list[str]:
     """The hooks and merge drivers the clone holding `desk` lacks (empty when complete; `desk hooks
     install` sets them). File reads only: every CLI command checks it, to warn once."""
-    from desk.guard.hook_files import missing_setup as missing
+    from desk.formats.hook_files import missing_setup as missing
 
     return missing(desk.root, desk.git_dir)
 
@@ -884,7 +884,7 @@ def init(path: str | Path, *, allow_nonempty: bool = False, allow_nested: bool =
     folder, or one inside another repository's work tree, is refused unless allowed.
     """
     from desk.results.memory import Initialized
-    from desk.scaffold import init_desk
+    from desk.setup.init import init_desk
 
     result = init_desk(Path(path), allow_nonempty=allow_nonempty, allow_nested=allow_nested)
     desk = Desk(result.path)

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from desk.layout import DeskFolder
-from desk.memory.file import MemoryFile, MemoryMeta
-from desk.memory.index import IndexEntry
+from desk.formats.memory_file import MemoryFile, MemoryMeta
+from desk.formats.memory_index import IndexEntry
 from desk.storage.frontmatter import Document
 from desk.text.secrets import SecretFinding
 

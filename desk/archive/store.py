@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from desk.archive.format import (
+from desk.formats.archive import (
     MAX_RECORD_BYTES,
     ArchiveFile,
     archive_file,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from desk.archive.store import archive_files, check_archive_change
-from desk.archive.format import line_hash
+from desk.formats.archive import line_hash
 from desk.archive.checkpoint import HEAD_TRAILER
 from desk.layout import ARCHIVE_DIR, DeskFolder
 from desk.errors import Finding

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
-from desk.guard.hook_files import installed, read_text_or_empty, unsafe_drivers
-from desk.guard.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
-from desk.guard.validate import current_config, validate_all, validate_listed
-from desk.guard.verdicts import VerdictCache
-from desk.guard.whole import DOCTOR_LOCK_WAIT
+from desk.formats.hook_files import installed, read_text_or_empty, unsafe_drivers
+from desk.gate.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
+from desk.gate.validate import current_config, validate_all, validate_listed
+from desk.gate.verdicts import VerdictCache
+from desk.gate.whole import DOCTOR_LOCK_WAIT
 from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
 from desk.storage.atomic import TEMP_PREFIX
 from desk.guard.doctor_locks import check_desk_index_lock, check_git_locks, check_index_lock, check_interrupted_sync
@@ -44,7 +44,7 @@ from desk.text.secrets import redact
 from desk.storage.reading import is_plain_file
 
 if TYPE_CHECKING:
-    from desk.guard.whole import EarlyReads
+    from desk.gate.whole import EarlyReads
     from desk.storage.git import StartedListing
 
 STALE_AFTER = float(LOCK_STALE_AFTER)  # seconds before a temp file or a lock of unknown owner is abandoned
@@ -113,7 +113,7 @@ def _found(report: DoctorReport, check: str, path: str, message: str, safe: bool
 def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
              early: EarlyReads | None = None) -> DoctorReport:
     """Run every check; with `repair`, fix what is safe under the desk lock. `early`: the desk lock
-    taken and git's reads started by desk.guard.whole.diagnose (the entry `desk doctor` uses)."""
+    taken and git's reads started by desk.gate.whole.diagnose (the entry `desk doctor` uses)."""
     report = DoctorReport(repair=repair)
     history: Callable[[], list[str]] | None = None
     listing: StartedListing | None = None
@@ -429,7 +429,7 @@ def bypassed_commits(desk: DeskFolder, limit: int, started: Callable[[], list[st
     """(commit, subject, finding) for history rules broken in the last `limit` commits.
 
     A commit never changes, so what the rules found in it is cached by commit id
-    (desk.guard.verdicts; secrets by fingerprint, so the allow-list of now applies). One
+    (desk.gate.verdicts; secrets by fingerprint, so the allow-list of now applies). One
     `git rev-list` names the commits; only those the cache lacks are read, with one `git log
     --raw` and one `git cat-file --batch` of the blobs the rules need (archive files before and
     after, files the secret scanner covers). `started` gives the commits when the caller started

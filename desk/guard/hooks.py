@@ -7,7 +7,7 @@ is refused with the manual alternative, since desk would otherwise write into a 
 other repositories. The script runs the Python that installed it (`python -m desk.cli.hook HOOK`),
 falling back to `desk` on PATH.
 
-The pre-commit hook validates the staged blobs (desk.guard.validate) and, as a fixer like
+The pre-commit hook validates the staged blobs (desk.gate.validate) and, as a fixer like
 pre-commit's, regenerates a stale MEMORY.md from the memory files being committed (`_fix_index`):
 it adds it to the commit when git lets a hook do so, else writes it to the work tree and names the
 exact command that commits it. It never writes over a MEMORY.md the person changed, and never
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import ConflictError, DeskError, Finding, GitError
-from desk.guard.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_DRIVERS, MERGE_ENTRY, PIN_COMMENT,
+from desk.formats.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_DRIVERS, MERGE_ENTRY, PIN_COMMENT,
                                    SAFE_PATH, attributes_with_missing, desk_attribute_lines, hooks_folder,
                                    is_ours, missing_attributes, read_text_or_empty)
 from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE, PUBLISHED_RECORD, DeskFolder,
@@ -35,7 +35,7 @@ from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE,
 from desk.storage.git import Git, RawChange, hook_index, hook_toplevel, staged_git, staged_snapshot
 
 if TYPE_CHECKING:
-    from desk.guard.validate import Report
+    from desk.gate.validate import Report
 
 STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated in the work tree from the staged memory files; "
                        "`git add MEMORY.md` and commit again (if you commit named paths, name "
@@ -280,7 +280,7 @@ _LEAVE_OPEN = False  # `leave_open_at_exit` was called: applied when the gate is
 
 
 def leave_open_at_exit() -> None:
-    """desk.guard.verdicts.leave_open_at_exit, for desk.cli.hook (a process that ends with
+    """desk.gate.verdicts.leave_open_at_exit, for desk.cli.hook (a process that ends with
     `os._exit`), applied once the hook has loaded the gate (`_load_gate`): the cache's module and
     SQLite load while git works, not before it starts."""
     global _LEAVE_OPEN
@@ -299,8 +299,8 @@ def _object_reader(git: Git) -> Iterator[None]:
 def _load_gate() -> Callable[..., tuple[Report, bytes | None]]:
     """The gate's modules (the rules, the verdict cache and SQLite), loaded by a hook after it
     started git, so that the loading and git's work overlap; returns `validate_staged`."""
-    from desk.guard import verdicts
-    from desk.guard.validate import validate_staged
+    from desk.gate import verdicts
+    from desk.gate.validate import validate_staged
 
     if _LEAVE_OPEN:
         verdicts.leave_open_at_exit()
@@ -574,8 +574,8 @@ def _quote(path: str) -> str:
 
 
 def run_commit_msg(root: Path, message_file: str) -> HookRun:
-    """The commit message's secrets and rules (desk.guard.message.message_findings)."""
-    from desk.guard.message import message_findings
+    """The commit message's secrets and rules (desk.gate.message.message_findings)."""
+    from desk.gate.message import message_findings
 
     findings = message_findings(root, Path(message_file).read_text("utf-8", "replace"))
     if findings:

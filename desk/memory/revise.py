@@ -7,9 +7,9 @@ from collections.abc import Collection, Sequence
 
 from desk.errors import UsageError
 from desk.layout import INDEX_FILE, MISTAKES_FILE, DeskFolder
-from desk.memory.file import MemoryFile, build_meta, parse_memory, require_name
-from desk.memory.index import IndexEntry, memory_path
-from desk.memory.mirror import head_mirror
+from desk.formats.memory_file import MemoryFile, build_meta, parse_memory, require_name
+from desk.formats.memory_index import IndexEntry, memory_path
+from desk.gate.mirror import head_mirror
 from desk.memory.operations import (MutationResult, _commit_memory, _head_blobs, _list, _merged,
                                     _require_actor, _require_clearable, _require_future,
                                     _trigger_warnings, _with_index, known_head, no_memory, record)

@@ -134,9 +134,9 @@ def add_mistake(desk: DeskFolder, *, what: str, context: str, cause: str, avoid:
     values = {"what": _clean("what", what), "context": _clean("context", context),
               "cause": _clean("cause", cause), "avoid": _clean("avoid", avoid)}
     if memory is not None:
-        # Imported here: desk.memory.file loads PyYAML (~50 ms), which a mistake without a
+        # Imported here: desk.formats.memory_file loads PyYAML (~50 ms), which a mistake without a
         # memory link never needs.
-        from desk.memory.file import name_problem
+        from desk.formats.memory_file import name_problem
 
         problem = name_problem(memory)
         if problem:

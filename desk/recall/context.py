@@ -40,7 +40,7 @@ from desk.errors import DeskError, Finding, UsageError
 from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MISTAKES_FILE, NOW_FILE,
                          PREFS_INDEX_FILE, PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder, profile_path,
                          project_index_path, scope_id)
-from desk.memory.index import HEADER, IndexEntry, invalid_paths
+from desk.formats.memory_index import HEADER, IndexEntry, invalid_paths
 from desk.recall.context_cache import FileBlobs, MemoryView, memory_view
 from desk.recall.context_parsed import ParsedCache
 # Re-exported: the public names of `desk context` stay importable from here.

@@ -30,7 +30,7 @@ from desk.storage.sqlite_cache import open_cache
 _CACHE_FILE = "context.sqlite"
 _TABLE = "parsed_v1"
 _DESK = Path(__file__).resolve().parents[1]
-_CODE_FILES = ("scopes/files.py", "storage/frontmatter.py", "memory/file.py", "text/times.py",
+_CODE_FILES = ("formats/scope_files.py", "storage/frontmatter.py", "formats/memory_file.py", "text/times.py",
                "text/escape.py", "recall/context_scopes.py", "recall/context_memories.py", "recall/context_parsed.py")
 _CODE_CACHE: list[str] = []
 

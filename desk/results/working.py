@@ -11,7 +11,7 @@ from desk.results.base import Outcome, Wrapped, commit_suffix, counted, preview
 if TYPE_CHECKING:
     from desk.archive.conversations import RenderResult
     from desk.digest.resolve import Resolution
-    from desk.migrate import MigrationResult
+    from desk.setup.migrate import MigrationResult
     from desk.digest.run import DigestResult
     from desk.notes.mistakes import Mistake, MistakeResult
     from desk.notes.now import NowNote, NowResult

@@ -658,7 +658,7 @@ class Git:
 
     def _recorded_locks(self, args: tuple[str, ...]) -> list[Path]:
         """The lock files of `_lock_files` while desk records its git processes, else none."""
-        from desk.storage.git_locks import recording  # not with the rules (desk.guard.verdicts)
+        from desk.storage.git_locks import recording  # not with the rules (desk.gate.verdicts)
 
         return self._lock_files(args) if recording() else []
 

@@ -208,7 +208,7 @@ def _tail_state(path: Path) -> tuple[str | None, int]:
     """(prev, seq) the next record must carry, read from the file the slow way."""
     import os
 
-    from desk.archive.format import read_tail
+    from desk.formats.archive import read_tail
 
     fd = os.open(path, os.O_RDONLY)
     try:

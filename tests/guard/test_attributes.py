@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from desk.guard.attributes import PROBES, attribute_problems, only_desk_lines
-from desk.guard.hook_files import TEXT_PINS, missing_attributes
-from desk.guard.rules import MANAGED_DIRS, ROOT_FILES
-from desk.guard.validate import validate_all
+from desk.gate.attributes import PROBES, attribute_problems, only_desk_lines
+from desk.formats.hook_files import TEXT_PINS, missing_attributes
+from desk.gate.rules import MANAGED_DIRS, ROOT_FILES
+from desk.gate.validate import validate_all
 from desk.layout import DeskFolder, template_bytes
 from desk.memory.operations import remember
 from tests.guard_helpers import add_commit, sh, write
@@ -109,7 +109,7 @@ def test_a_committed_cache_is_refused_and_never_read(desk: DeskFolder, tmp_path:
     from click.testing import CliRunner
 
     from desk.cli.main import cli
-    from desk.scaffold import init_desk
+    from desk.setup.init import init_desk
 
     init_desk(tmp_path / "other")
     other = DeskFolder(tmp_path / "other")

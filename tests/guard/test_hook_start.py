@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import desk as desk_package
 from desk.guard.hooks import fast_start, hook_script
-from desk.guard.rules import check_message
+from desk.gate.rules import check_message
 from desk.layout import DeskFolder
 from tests.guard_helpers import commit, git_env, memory_text, reindex_text, sh, write
 
@@ -235,7 +235,7 @@ _SHELLS = [s for s in ("sh", "bash", "dash") if shutil.which(s)]
 @pytest.mark.parametrize("shell", _SHELLS)
 def test_the_commit_msg_shell_passes_ordinary_messages_and_starts_python_for_the_rest(tmp_path: Path,
                                                                                        shell: str) -> None:
-    from desk.guard.message import needs_full_check
+    from desk.gate.message import needs_full_check
 
     hook = _shell_hook(tmp_path)
     for message in ("Fix the parser: handle empty lines\n\nSigned-off-by: A <a@example.org>\n",
@@ -267,7 +267,7 @@ def test_what_the_commit_msg_shell_passes_the_scanner_finds_nothing_in(tmp_path:
     """The shell's pass is sound: a message it passes without Python holds no secret in any view
     the scanner takes and no `desk` for the message rules (`needs_full_check` is what Python's
     first look would have said)."""
-    from desk.guard.message import needs_full_check
+    from desk.gate.message import needs_full_check
     from desk.text.secrets import scan
 
     if _shell_passes(_shell_hook(tmp_path), message, shell):

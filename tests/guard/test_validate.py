@@ -11,7 +11,7 @@ from desk.layout import DeskFolder
 from desk.errors import InvalidFileError
 from desk.text.secrets import fingerprint
 from desk.transaction import commit_message, transaction
-from desk.guard.validate import validate_all, validate_staged
+from desk.gate.validate import validate_all, validate_staged
 from tests.conftest import DeskRunner
 from tests.guard_helpers import add_commit, commit, head, memory_text, reindex_text, sh, write
 
@@ -340,7 +340,7 @@ def test_an_unstaged_allow_list_edit_lets_no_secret_through(desk: DeskFolder) ->
 
 def test_validate_range_checks_what_a_fast_forward_would_bring_from_the_object_store(desk: DeskFolder) -> None:
     """desk sync's gate before a fast-forward: the commits' content, never the work tree."""
-    from desk.guard.validate import validate_range
+    from desk.gate.validate import validate_range
 
     start = head(desk.root)
     assert add_memory(desk.root, "alpha").returncode == 0

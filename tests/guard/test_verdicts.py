@@ -1,4 +1,4 @@
-"""desk.guard.verdicts: verdicts cached by blob id, reused only when every input is the same.
+"""desk.gate.verdicts: verdicts cached by blob id, reused only when every input is the same.
 
 Reuse is shown by the counters a run reports (`Report.computed`: files the rules ran on,
 `Report.reused`: verdicts taken from the cache) and by poisoning the cache: a verdict written
@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from desk.errors import Finding
-from desk.guard import verdicts
+from desk.gate import verdicts
 from desk.guard.doctor import bypassed_commits, diagnose
-from desk.guard.validate import validate_all, validate_staged
-from desk.guard.verdicts import CACHE_FILE, RULE_MODULES, STATE_MODULES, rules_version
+from desk.gate.validate import validate_all, validate_staged
+from desk.gate.verdicts import CACHE_FILE, RULE_MODULES, STATE_MODULES, rules_version
 from desk.layout import DeskFolder
 from desk.text.secrets import fingerprint
 from tests.guard_helpers import add_commit, commit, memory_text, reindex_text, sh, write
@@ -170,7 +170,7 @@ def test_the_rules_version_follows_every_rule_module(tmp_path: Path) -> None:
         (package / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / "desk" / rel, package / rel)
     assert rules_version(package) == rules_version()
-    for module in ("desk.memory.file", "desk.text.secrets", "desk.guard.rules"):
+    for module in ("desk.formats.memory_file", "desk.text.secrets", "desk.gate.rules"):
         path = package / Path(*module.split(".")[1:]).with_suffix(".py")
         original = path.read_bytes()
         path.write_bytes(original + b"\n# one more line\n")
@@ -184,11 +184,11 @@ def test_the_rules_version_follows_every_rule_module(tmp_path: Path) -> None:
 
 def test_rule_modules_are_exactly_what_the_rules_import() -> None:
     """RULE_MODULES lists every desk module that computing any kind of verdict loads, and no
-    other (desk.guard.verdicts itself aside: it writes them). A rule that starts calling a new
+    other (desk.gate.verdicts itself aside: it writes them). A rule that starts calling a new
     module fails here until the module is listed, so editing it changes the rules version."""
     script = r"""
 import datetime as dt, json, sys
-from desk.guard.rules import check_message, file_verdict, secret_verdict
+from desk.gate.rules import check_message, file_verdict, secret_verdict
 memory = b"---\nname: m\ndescription: d\ntype: fact\ntriggers: [t]\nexpires: 2026-01-01T00:00:00Z\n---\nBody.\n"
 record = {"id": "x", "desk_id": "d", "at": "2026-11-30T00:00:00Z", "kind": "inbound"}
 for path, data, mode, old in [
@@ -215,7 +215,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("desk"))))
                          check=True).stdout
     loaded = set(json.loads(out))
     packages = {m for m in loaded if (ROOT / Path(*m.split("."))).is_dir()}
-    assert loaded - packages == set(RULE_MODULES) - {"desk.guard.verdicts"}
+    assert loaded - packages == set(RULE_MODULES) - {"desk.gate.verdicts"}
 
 
 def test_the_allow_list_and_the_clock_apply_to_cached_verdicts(desk: DeskFolder) -> None:

@@ -32,7 +32,7 @@ from desk.text.times import format_time, parse_time
 from desk.text.tokens import estimate_tokens
 
 if TYPE_CHECKING:
-    from desk.memory.file import MemoryFile
+    from desk.formats.memory_file import MemoryFile
 
 HEADER = (f"# {INDEX_FILE}: generated from {MEMORY_DIR}/ by desk; do not edit by hand, "
           "run `desk reindex` after editing memory files\n")
@@ -262,7 +262,7 @@ class EntryCache:
         db = self._connect()
         rows = [(blob, *_row(e)) for blob, e in entries.items()]
         insert = f"INSERT OR REPLACE INTO {_TABLE} VALUES ({', '.join('?' * (len(_FIELDS) + 1))})"
-        if db.in_transaction:  # part of the caller's transaction (desk.memory.mirror)
+        if db.in_transaction:  # part of the caller's transaction (desk.gate.mirror)
             db.executemany(insert, rows)
             return
         db.execute("BEGIN")
@@ -276,7 +276,7 @@ class EntryCache:
 
 
 # The table holds one column per field (no JSON to decode: `desk context` loads every entry);
-# triggers, single lines each (desk.memory.file), joined by newlines.
+# triggers, single lines each (desk.formats.memory_file), joined by newlines.
 _FIELDS = IndexEntry.__match_args__
 _TRIGGERS = _FIELDS.index("triggers")
 
@@ -317,7 +317,7 @@ def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | N
         todo = {path: blob for path, blob in named.items()
                 if blob not in known or known[blob].name != memory_name(path)}
         if todo:
-            from desk.memory.file import parse_memory  # PyYAML only when a blob is new to the cache
+            from desk.formats.memory_file import parse_memory  # PyYAML only when a blob is new to the cache
 
             data = (read or desk.git.read_blobs)(sorted(set(todo.values())))
             fresh = {}

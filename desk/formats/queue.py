@@ -1,7 +1,7 @@
 """`.system/conflicts.json`'s format: its schema, its versions, reading, writing, and the case chain.
 
 The queue's operations (opening, superseding and resolving cases) are desk.digest's; this module is
-the file format, low enough in the layers for the gate (desk.guard.rules) to check a staged or
+the file format, low enough in the layers for the gate (desk.gate.rules) to check a staged or
 hand-edited queue with the same schema the digest reads it with.
 
 Versions: 1 is the queue desk wrote before adjudication (every case without `resolution`); 2 adds

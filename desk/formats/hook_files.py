@@ -49,7 +49,7 @@ MERGE_ATTRIBUTES = (
     ("users/*/PREFERENCES.md", "generated"),
 )
 MERGE_DRIVERS = ("index", "memory", "now", "conflicts", "append", "derived", "pref", "generated")
-# desk writes its files and compares them byte for byte: `-text` on each of them (desk.guard.rules'
+# desk writes its files and compares them byte for byte: `-text` on each of them (desk.gate.rules'
 # ROOT_FILES and MANAGED_DIRS), so neither core.autocrlf nor a `text`/`eol` line before these turns
 # their line ends into CRLF on checkout (which desk would take for an uncommitted edit)
 TEXT_PINS = ("AGENTS.md", "SOUL.md", "USER.md", "NOW.md", "MEMORY.md", "MISTAKES.md", "PREFERENCES.md",

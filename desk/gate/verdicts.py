@@ -1,12 +1,12 @@
 """The gate's memory: verdicts cached by blob id, and what the history check found, by commit id.
 
-Same bytes, same verdict under the same rules. A `FileVerdict` (desk.guard.rules) is a pure function
+Same bytes, same verdict under the same rules. A `FileVerdict` (desk.gate.rules) is a pure function
 of the path, git's mode, the blob, the blob it replaces (archive files and desk.json compare against
 it), the desk id and the rules' code, so `.git/desk-cache/verdicts.sqlite` keeps it under exactly
 those: a row per `(rules, path, mode, blob, old)`, where `rules` is a hash of `rules_version()` and
 the desk id. The path is in the key because the verdict depends on it (a memory's name must equal
 its file stem; which rules apply depends on where a file lives). The allow-list and the clock are
-not: a verdict carries each secret's fingerprint and a memory's expiry, and desk.guard.rules applies
+not: a verdict carries each secret's fingerprint and a memory's expiry, and desk.gate.rules applies
 them when it is read, so allowing a secret or the passing of time never needs a re-check.
 
 `rules_version()` hashes the size and CRC-32 of the source of every module a verdict depends on
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from desk.errors import Finding
-from desk.guard.rules import FileVerdict
+from desk.gate.rules import FileVerdict
 from desk.storage.git import sha1_hex
 from desk.storage.sqlite_cache import open_cache
 
@@ -45,21 +45,21 @@ _FORMAT = 1  # how rows are written; part of the rules version
 # Every module whose code can change a verdict (the per-file rules, the history rules and what
 # they call), as `desk.<package>.<module>`.
 RULE_MODULES = (
-    "desk.guard.rules", "desk.guard.verdicts",
-    "desk.memory.file", "desk.memory.index", "desk.storage.frontmatter",
-    "desk.archive.store", "desk.archive.format", "desk.config", "desk.layout", "desk.scopes.files",
+    "desk.gate.rules", "desk.gate.verdicts",
+    "desk.formats.memory_file", "desk.formats.memory_index", "desk.storage.frontmatter",
+    "desk.archive.store", "desk.formats.archive", "desk.config", "desk.layout", "desk.formats.scope_files",
     "desk.text.secrets", "desk.text.encodings", "desk.text.times", "desk.text.normalize", "desk.text.tokens", "desk.text.names",
     "desk.text.escape", "desk.text.direction", "desk.vocabulary", "desk.errors", "desk.frozen", "desk.storage.atomic",
     "desk.storage.git", "desk.storage.hashing", "desk.storage.lock",
     "desk.storage.sqlite_cache",
     "desk.storage.conflict_markers", "desk.storage.reading",
-    "desk.review.queue", "desk.review.audit",
+    "desk.formats.queue", "desk.formats.audit",
 )
 # The whole-desk rules `validate --all` runs besides the per-file ones (the memory index, the scoped
 # indexes, the keyed state): the `states` table keeps their findings too, so their code is part of a
 # state's key.
-STATE_MODULES = ("desk.guard.validate", "desk.guard.delta", "desk.guard.index_rule", "desk.guard.scope_index",
-                 "desk.review.keyed")
+STATE_MODULES = ("desk.gate.validate", "desk.gate.delta", "desk.gate.index_rule", "desk.gate.scope_index",
+                 "desk.gate.keyed")
 LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -151,7 +151,7 @@ def _decode(findings: str | None, entry: tuple[str, str] | None = None, keyed: b
 
 def _current_schema(db: sqlite3.Connection) -> None:
     """open_cache's check: a cache made before verdicts recorded `keyed`, or before a base kept its
-    rendered index (desk.guard.delta), is made anew."""
+    rendered index (desk.gate.delta), is made anew."""
     if ("keyed" not in {row[1] for row in db.execute("PRAGMA table_info(files)")}
             or "idx" not in {row[1] for row in db.execute("PRAGMA table_info(bases)")}):
         raise sqlite3.DatabaseError("verdict cache of an older format")
@@ -270,7 +270,7 @@ class VerdictCache:
                     [(self.rules, _state_key(state), checked, _encode(verdict))], clear="states")
 
     def base(self) -> tuple[bytes, bytes, str] | None:
-        """The row a run of `validate --all` left for the next to continue (desk.guard.delta)."""
+        """The row a run of `validate --all` left for the next to continue (desk.gate.delta)."""
         for records, index, rest in self._query("SELECT records, idx, rest FROM bases WHERE rules = ?",
                                                 (f"{self.rules}:{_state_key('base')}",)):
             return records, index, rest

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from desk.errors import DeskError, GitError, InvalidFileError
 from desk.layout import CONFIG_PATH, INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
-from desk.memory.index import EntryCache, IndexEntry, memory_path, render_sorted, splice_lines
+from desk.formats.memory_index import EntryCache, IndexEntry, memory_path, render_sorted, splice_lines
 from desk.storage.git import blob_sha
 from desk.storage.sqlite_cache import rollback
 
@@ -129,7 +129,7 @@ class HeadMirror:
 
     def head_blobs(self, names: Iterable[str]) -> dict[str, str | None]:
         """HEAD's blob ids (None: no such file) of the memories `names`, MEMORY.md and, once known,
-        desk.json: what the gate would otherwise ask git for (`desk.guard.validate.KnownHead`)."""
+        desk.json: what the gate would otherwise ask git for (`desk.gate.validate.KnownHead`)."""
         blobs: dict[str, str | None] = {memory_path(name): self.blob(name) for name in names}
         blobs[INDEX_FILE] = self.index_blob
         if self._config_blob is not None:
@@ -151,7 +151,7 @@ class HeadMirror:
         rows render (`index_exact`), the changed lines are spliced into its bytes; else every
         row is rendered. The two give the same bytes (tests/memory/test_splice.py).
         """
-        from desk.memory.file import parse_memory  # PyYAML only when a broken file is named
+        from desk.formats.memory_file import parse_memory  # PyYAML only when a broken file is named
 
         broken = self.db.execute(f"SELECT name, blob FROM {_ROWS} WHERE line IS NULL").fetchall()
         for name, blob in broken:
@@ -214,7 +214,7 @@ class HeadMirror:
 
     def read_index(self) -> bytes | None:
         """HEAD's MEMORY.md when `committed_index` has read it for the current HEAD, else None
-        (nothing is read here): handed to the gate (desk.guard.validate.KnownHead.base), which
+        (nothing is read here): handed to the gate (desk.gate.validate.KnownHead.base), which
         checks its blob id as it checks the work tree's, without reading and hashing 3 MB again."""
         committed = self._committed
         return committed[1] if committed is not None and committed[0] == self.index_blob else None
@@ -357,7 +357,7 @@ class HeadMirror:
         fresh: dict[str, IndexEntry] = {}
         rows: list[tuple[str, str, str | None, str | None]] = []
         if missing:
-            from desk.memory.file import parse_memory  # PyYAML only when a blob is new to the cache
+            from desk.formats.memory_file import parse_memory  # PyYAML only when a blob is new to the cache
 
             for blob, data in self.desk.git.read_blobs(missing).items():
                 path = by_blob[blob]
@@ -575,9 +575,9 @@ def _wait(waiting: dict[str, set[str]], commit: str, paths: set[str]) -> None:
 
 @functools.cache
 def render_version() -> str:
-    """The code an `exact` note holds under: the rows' table and desk.memory.index's source (a new
+    """The code an `exact` note holds under: the rows' table and desk.formats.memory_index's source (a new
     index format renders every row again)."""
-    from desk.memory import index
+    from desk.formats import memory_index as index
 
     with open(index.__file__, "rb") as source:
         code = source.read()

@@ -2,7 +2,7 @@
 
 A module of its own, light to import (desk.storage.git only), so that the listing (`git
 ls-files`, about as costly as `git status`) runs while the process loads the gate (the rules, the
-memory-set rules, the verdict cache and SQLite): desk.guard.validate does the work
+memory-set rules, the verdict cache and SQLite): desk.gate.validate does the work
 (`validate_listed`) and re-exports `validate_all`; desk.guard.doctor does the doctor's, started
 by desk.guard.checkup.
 """
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import datetime as dt
     from contextlib import AbstractContextManager
 
-    from desk.guard.validate import Report
+    from desk.gate.validate import Report
     from desk.layout import DeskFolder
     from desk.storage.git import StartedListing
 
@@ -26,9 +26,9 @@ DOCTOR_LOCK_WAIT = 5.0  # desk.guard.doctor.LOCK_WAIT
 
 def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bool = True) -> Report:
     """Every desk file in the work tree (tracked or not ignored): `desk validate --all`
-    (desk.guard.validate.validate_listed says how). `cached=False` runs every rule on every file."""
+    (desk.gate.validate.validate_listed says how). `cached=False` runs every rule on every file."""
     started = desk.git.start_work_tree_listing(LISTED_FOLDER)
-    from desk.guard.validate import validate_listed
+    from desk.gate.validate import validate_listed
 
     return validate_listed(desk, started, now, cached=cached)
 

@@ -4,12 +4,12 @@ The same rules run in three places: in process before each of desk's own commits
 (`validate_writes`, called by `Transaction.commit`), in the git hooks and `desk validate --staged`
 (`validate_staged`: the staged blobs, never the work tree), and over the whole desk
 (`validate_all`: `desk validate --all`, `desk doctor`). This module gathers what each place
-changes and runs the rules on it: the per-file and commit-message rules of desk.guard.rules, and
-the memory-set rules (MEMORY.md regenerated, names unique ignoring case) of desk.guard.index_rule,
+changes and runs the rules on it: the per-file and commit-message rules of desk.gate.rules, and
+the memory-set rules (MEMORY.md regenerated, names unique ignoring case) of desk.gate.index_rule,
 and the scopes' generated files (a project's MEMORY.md, a user scope's PREFERENCES.md) of
-desk.guard.scope_index. The rule ids are listed in docs/guard.md.
+desk.gate.scope_index. The rule ids are listed in docs/guard.md.
 
-Verdicts are cached by blob id (desk.guard.verdicts), so no run checks the same bytes twice:
+Verdicts are cached by blob id (desk.gate.verdicts), so no run checks the same bytes twice:
 `--staged` costs in proportion to the change (one `git diff --cached --raw` names the changed
 blobs, only those are read, and only those the cache lacks are checked), and `--all` on an
 unchanged desk costs one `git ls-files` (git's stat cache says which files changed) and one pass
@@ -27,21 +27,21 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from desk.errors import DeskError, Finding, InvalidFileError
-from desk.guard.index_rule import MemorySet, Read, check_memory_set, stale_index
-from desk.guard.scope_index import FilesUnder, check_scope_indexes, touched_scopes
-from desk.guard.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
+from desk.gate.index_rule import MemorySet, Read, check_memory_set, stale_index
+from desk.gate.scope_index import FilesUnder, check_scope_indexes, touched_scopes
+from desk.gate.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, check_message,
                               file_verdict, is_checked, is_managed, message_secret_verdict, needs_old)
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, MEMORY_PREFIX, DeskFolder,
                          is_attributes_file, memory_name)
 from desk.storage.atomic import atomic_write
-from desk.guard.whole import LISTED_FOLDER
-from desk.guard.whole import validate_all as validate_all  # re-exported: the entry that starts git first
+from desk.gate.whole import LISTED_FOLDER
+from desk.gate.whole import validate_all as validate_all  # re-exported: the entry that starts git first
 from desk.storage.git import Git, RawChange, StartedListing, WorkTreeListing, blob_sha, sha1_hex, staged_git
 from desk.storage.reading import SymlinkError
 
 if TYPE_CHECKING:
-    from desk.guard.verdicts import FileKey, VerdictCache
-    from desk.memory.file import MemoryFile
+    from desk.gate.verdicts import FileKey, VerdictCache
+    from desk.formats.memory_file import MemoryFile
 
 VALIDATED_ENV = "DESK_VALIDATED"  # set on desk's own commits; the shell hooks skip Python for them
 
@@ -59,7 +59,7 @@ class Change(NamedTuple):
     blob: str | None = None  # the blob id of `new`, when git already named it
 
     def key(self) -> FileKey:
-        """What its verdict is cached under (desk.guard.verdicts): the blob it replaces only where
+        """What its verdict is cached under (desk.gate.verdicts): the blob it replaces only where
         the rules read it (`needs_old`), so a memory the hook checked as a change is found by
         `validate --all`, which has no old blob for it."""
         old = self.old_blob or "" if needs_old(self.path) else ""
@@ -75,9 +75,9 @@ class Report:
         self.checked = checked
         self.fixed: list[str] = fixed if fixed is not None else []
         self.computed = computed  # files the rules ran on
-        self.reused = reused  # files whose verdict came from the cache (desk.guard.verdicts)
-        self.continued = False  # `validate --all` redid only what changed since the last run (desk.guard.delta)
-        # `{path: correct bytes}` of each stale generated scope file (desk.guard.scope_index): what
+        self.reused = reused  # files whose verdict came from the cache (desk.gate.verdicts)
+        self.continued = False  # `validate --all` redid only what changed since the last run (desk.gate.delta)
+        # `{path: correct bytes}` of each stale generated scope file (desk.gate.scope_index): what
         # the pre-commit fixer writes. Not part of the JSON output.
         self.regenerated: dict[str, bytes] = {}
 
@@ -165,8 +165,8 @@ def _staged_duplicate_keys(contents: Mapping[str, bytes | None], memory: MemoryS
     keyed = {p: d for p, d in contents.items() if d is not None and b"\nkey:" in d}
     if not keyed:
         return []
-    from desk.memory.file import parse_memory
-    from desk.review.keyed import duplicate_keys, key_of
+    from desk.formats.memory_file import parse_memory
+    from desk.gate.keyed import duplicate_keys, key_of
 
     def parsed(path: str, data: bytes) -> MemoryFile | None:
         try:
@@ -194,7 +194,7 @@ def _line(verdict: FileVerdict | None) -> str | None:
 
 
 def _open_cache(desk: DeskFolder, desk_id: str) -> VerdictCache:
-    from desk.guard.verdicts import VerdictCache  # SQLite: only the runs that use the cache pay
+    from desk.gate.verdicts import VerdictCache  # SQLite: only the runs that use the cache pay
 
     return VerdictCache(desk.cache_dir, desk_id)
 
@@ -355,7 +355,7 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
                                files_under=lambda spec: git.ls_staged_files([spec]))
     report.findings = _restore_hints(desk, report.findings)
     if any(is_attributes_file(c.path) for c in changes):
-        from desk.guard.attributes import check_attributes  # a hook pays for it when .gitattributes changes
+        from desk.gate.attributes import check_attributes  # a hook pays for it when .gitattributes changes
 
         report.findings += check_attributes(git, git.index_paths())
     return report, regenerated
@@ -396,7 +396,7 @@ def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | N
                                head_config=lambda: blobs.get(f"{old}:{CONFIG_PATH}"))
     report.findings = _restore_hints(desk, report.findings)
     if any(is_attributes_file(c.path) for c in raw):
-        from desk.guard.attributes import tree_attribute_findings
+        from desk.gate.attributes import tree_attribute_findings
 
         report.findings += tree_attribute_findings(git, new)
     return report, regenerated
@@ -407,7 +407,7 @@ def _restore_hints(desk: DeskFolder, findings: list[Finding]) -> list[Finding]:
     may be the broken one). One `git log` of the queue, and only when it is broken."""
     if not any(f.path == CONFLICTS_FILE and f.severity == "error" for f in findings):
         return findings
-    from desk.review.queue import last_good_hint
+    from desk.formats.queue import last_good_hint
 
     hint = last_good_hint(desk, CONFLICTS_FILE)
     return [f._replace(message=f"{f.message}; {hint}")
@@ -508,8 +508,8 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
     """
     now = now or dt.datetime.now(dt.timezone.utc)
     if cached:  # the cache's module (SQLite) loads while git lists
-        from desk.guard.verdicts import VerdictCache  # noqa: F401
-    from desk.guard.attributes import work_tree_attribute_findings
+        from desk.gate.verdicts import VerdictCache  # noqa: F401
+    from desk.gate.attributes import work_tree_attribute_findings
     listing, head_system = started.result()
     found: dict[str, tuple[str, str | None, bytes | None]] = {}  # path: mode, blob, content
     for path in sorted(p for p in listing.elsewhere if is_managed(p) or desk.path(p).is_symlink()):
@@ -547,8 +547,8 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
             report, verdict, parts = _validate_files(desk, found, heads, desk_id, cache)
         if cache is not None:
             cache.put_state(state, report.checked, verdict)
-            if parts is not KEEP:  # the base the next run continues (desk.guard.delta), or none
-                from desk.guard.delta import Base, encode
+            if parts is not KEEP:  # the base the next run continues (desk.gate.delta), or none
+                from desk.gate.delta import Base, encode
 
                 cache.put_base(encode(Base(listing.records, frozenset(listing.elsewhere), read_changed,
                                            heads, report.checked, *parts)) if parts is not None else None)
@@ -565,8 +565,8 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
     """`validate_all`'s work: every file's verdict (cached ones reused) and the memory-set rules.
 
     `found` maps each path to `(mode, blob, content)`, content None when it is still to be read.
-    Returns the counts, every finding with its condition (desk.guard.rules.FileVerdict) and, when
-    the next run may continue this one (desk.guard.delta), the verdicts with findings by path and
+    Returns the counts, every finding with its condition (desk.gate.rules.FileVerdict) and, when
+    the next run may continue this one (desk.gate.delta), the verdicts with findings by path and
     the scopes' findings.
     """
     report = Report()
@@ -642,9 +642,9 @@ _KEEP_BASE = 16  # a run continuing a base rewrites it when more paths than this
 def _continued(desk: DeskFolder, cache: VerdictCache, listing: WorkTreeListing,
                found: Mapping[str, tuple[str, str | None, bytes | None]], heads: Mapping[str, str],
                desk_id: str) -> tuple[Report, FileVerdict, Parts | None] | None:
-    """`_validate_files`' answer from the base the last run left (desk.guard.delta), redoing only
+    """`_validate_files`' answer from the base the last run left (desk.gate.delta), redoing only
     the memories (and MEMORY.md) that changed since; None when the whole check must run."""
-    from desk.guard import delta
+    from desk.gate import delta
 
     row = cache.base()
     base = delta.decode(*row) if row is not None else None
@@ -682,7 +682,7 @@ def _continued(desk: DeskFolder, cache: VerdictCache, listing: WorkTreeListing,
         index = desk.read_if_present(INDEX_FILE)
     except SymlinkError:
         return None
-    from desk.memory.index import splice_lines
+    from desk.formats.memory_index import splice_lines
 
     lines = {name: _line(verdicts.get(p)) for p in moved if (name := memory_name(p)) is not None}
     try:
@@ -712,7 +712,7 @@ def _continued(desk: DeskFolder, cache: VerdictCache, listing: WorkTreeListing,
 
 def _work_tree_scope_indexes(desk: DeskFolder, found: Mapping[str, tuple[str, str | None, bytes | None]],
                              desk_id: str) -> list[Finding]:
-    """desk.guard.scope_index over every scope in the work tree (clock-free, so a cached run's
+    """desk.gate.scope_index over every scope in the work tree (clock-free, so a cached run's
     findings stay true)."""
     files = {p: blob for p, (mode, blob, _) in found.items() if mode == FILE_MODE and blob}
     if not any(touched_scopes(files)):
@@ -729,7 +729,7 @@ def _work_tree_scope_indexes(desk: DeskFolder, found: Mapping[str, tuple[str, st
 
 def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[str, FileVerdict],
                  changed: Collection[str]) -> tuple[list[Finding], bool]:
-    """desk.review.keyed's rules over the work tree: one active revision per key, evidence in the
+    """desk.gate.keyed's rules over the work tree: one active revision per key, evidence in the
     archive, open cases that still describe their domain.
 
     Cheap on a desk without keyed memories: each memory's verdict (cached by blob) says whether
@@ -759,8 +759,8 @@ def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[st
         cases = json.loads(queue_data)["cases"]
     if not datas and not any(c.get("status") == "open" for c in cases):
         return [], False
-    from desk.memory.file import parse_memory
-    from desk.review.keyed import archive_ids, keyed_findings
+    from desk.formats.memory_file import parse_memory
+    from desk.gate.keyed import archive_ids, keyed_findings
 
     memories, texts = {}, {}
     for path, data in datas.items():
