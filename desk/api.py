@@ -342,14 +342,14 @@ class Desk(DeskFolder):
 
         DeskError when core.hooksPath is set: the hint says how to wire the hooks by hand.
         """
-        from desk.guard.hooks import install
+        from desk.setup.hooks import install
         from desk.results.guard import HooksChange
 
         return HooksChange(install(self.root))
 
     def hooks_uninstall(self) -> HooksChange:
         """Remove desk's hooks and restore the hooks they had replaced."""
-        from desk.guard.hooks import uninstall
+        from desk.setup.hooks import uninstall
         from desk.results.guard import HooksChange
 
         return HooksChange(uninstall(self.root))

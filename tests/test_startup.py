@@ -38,7 +38,7 @@ with open(os.environ["PROBE_OUT"], "w") as out:
 RESULTS = {"desk.results.change", "desk.results.memory", "desk.results.guard", "desk.results.read", "desk.results.archive", "desk.results.working",
            "desk.results.scopes", "desk.results.sync", "desk.results.interchange"}
 # Never on a hot path: the checkers, the writers of other verbs, and the heavy dependencies.
-NEVER = {"pydantic", "git", "frontmatter", "mcp", "desk.guard.doctor", "desk.guard.hooks", "desk.setup.init",
+NEVER = {"pydantic", "git", "frontmatter", "mcp", "desk.guard.doctor", "desk.guard.hooks", "desk.setup.hooks", "desk.setup.init",
          "desk.setup.migrate", "desk.sync.run", "desk.interchange.importing", "desk.interchange.exporting"}
 
 
@@ -167,7 +167,7 @@ def test_validate_all_on_an_unchanged_desk_loads_no_parser(small_desk: DeskFolde
 
 def test_doctor_loads_no_hooks_installer(small_desk: DeskFolder, tmp_path: Path) -> None:
     """doctor reads which hooks are installed from desk.formats.hook_files; the installer
-    (desk.guard.hooks) loads only to repair them, the transaction's recovery only for a pending
+    (desk.setup.hooks) loads only to repair them, the transaction's recovery only for a pending
     mutation or a repair."""
     probe(small_desk, tmp_path, "doctor")
     data = probe(small_desk, tmp_path, "doctor")
@@ -203,7 +203,7 @@ def test_the_pre_commit_hook_loads_neither_the_cli_nor_yaml(small_desk: DeskFold
     assert "desk.gate.validate" in data["modules"] and "desk.gate.verdicts" in data["modules"]
     assert "desk.formats.memory_file" in data["modules"] and "desk.text.secrets" in data["modules"]  # it parsed one
     assert loaded(data, {"click", "desk.results", "desk.api", "desk.guard.doctor", "yaml", "desk.transaction"}
-                  | NEVER - {"desk.guard.hooks"}) == []  # the hooks' runner lives beside their installer
+                  | NEVER - {"desk.guard.hooks"}) == []  # the hooks' runner, not their installer
 
 
 def test_every_lazily_exported_name_resolves_to_one_class() -> None:

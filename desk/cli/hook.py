@@ -89,7 +89,7 @@ def exit_now(code: int) -> NoReturn:
 
 def start(argv: list[str]) -> NoReturn:
     """What an installed hook runs, `python -m desk.cli.hook HOOK` or its fast start (`python -S`
-    with the module path baked in at install, desk.guard.hooks.fast_start): one hook, then out."""
+    with the module path baked in at install, desk.setup.hooks.fast_start): one hook, then out."""
     if argv[:1] == ["commit-msg"] and argv[1:] and not _needs_full_check(argv[1]):
         exit_now(0)  # before the gate's modules load: most messages need none of it
     from desk.guard.hooks import leave_open_at_exit

@@ -2,7 +2,7 @@
 
 The gate tier needs this (a desk commit may skip the hook shells only when every hook git would
 run is desk's own), so it sits below `desk.transaction`; installing and running the hooks is
-`desk.guard.hooks`, an operation above it.
+`desk.setup.hooks` (an operation above it), and running them is `desk.guard.hooks`.
 """
 
 from __future__ import annotations

@@ -510,7 +510,7 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     if not missing and not outdated:
         return
     if repair:
-        from desk.guard.hooks import install  # the installer: only when repairing
+        from desk.setup.hooks import install  # the installer: only when repairing
 
         install(desk.root)
         report.add("hooks", ", ".join(missing + outdated), "installed desk's hooks (an existing hook is "

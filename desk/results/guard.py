@@ -13,7 +13,7 @@ from desk.results.base import Outcome, Wrapped, counted
 
 if TYPE_CHECKING:
     from desk.guard.doctor import DoctorReport
-    from desk.guard.hooks import HooksResult
+    from desk.setup.hooks import HooksResult
     from desk.gate.validate import Report
 
 

@@ -392,7 +392,7 @@ def _make_merge_drivers_safe(desk: DeskFolder, result: SyncResult) -> None:
     from desk.formats.hook_files import read_text_or_empty, unsafe_drivers
 
     if unsafe_drivers(read_text_or_empty(desk.git.git_dir() / "config")):
-        from desk.guard.hooks import write_merge_drivers
+        from desk.setup.hooks import write_merge_drivers
 
         write_merge_drivers(desk.git)
         result.warnings.append("desk's merge drivers were rewritten to start Python without the work tree on "
@@ -425,7 +425,7 @@ def _check_out_if_safe(url: str, path: Path) -> None:
 def install_merge_setup(desk: DeskFolder) -> list[str]:
     """The hooks and the merge drivers (in .git/config, which git never carries), and
     .gitattributes when the desk has none. What was done, one line each."""
-    from desk.guard.hooks import install
+    from desk.setup.hooks import install
 
     done = install(desk.root)
     return ([f"hook {what}: {action}" for what, action in done.actions.items()]

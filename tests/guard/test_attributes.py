@@ -76,7 +76,7 @@ def test_core_autocrlf_true_checks_desks_files_out_byte_for_byte(desk: DeskFolde
 
 
 def test_hooks_install_pins_text_on_an_older_desk(desk: DeskFolder) -> None:
-    from desk.guard.hooks import install
+    from desk.setup.hooks import install
 
     text = (desk.root / ".gitattributes").read_text()
     old = "".join(line + "\n" for line in text.splitlines() if not line.endswith("-text") and "byte for byte" not in line
@@ -135,7 +135,7 @@ def test_hooks_install_puts_back_what_core_autocrlf_converted_before_the_pins(de
     """A clone checked out with CRLF (core.autocrlf=true) before the pins: once they are committed,
     git sees the CRLF too. Files differing from HEAD only by CR before LF are written as committed;
     a person's real edit is left alone."""
-    from desk.guard.hooks import install
+    from desk.setup.hooks import install
 
     text = (desk.root / ".gitattributes").read_text()
     write(desk.root, ".gitattributes", "".join(line + "\n" for line in text.splitlines()

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import desk as desk_package
-from desk.guard.hooks import fast_start, hook_script
+from desk.setup.hooks import fast_start, hook_script
 from desk.gate.rules import check_message
 from desk.layout import DeskFolder
 from tests.guard_helpers import commit, git_env, memory_text, reindex_text, sh, write
@@ -122,7 +122,7 @@ def install_from(site: Path, root: Path) -> None:
     code = ("import sys\n"
             f"sys.path[1:1] = {json.dumps([str(site), *others])}\n"  # [0]: the script's folder
             "from pathlib import Path\n"
-            "from desk.guard.hooks import install\n"
+            "from desk.setup.hooks import install\n"
             f"install(Path({str(root)!r}))\n")
     extra = site.parent / "on-pythonpath"  # the installer's $PYTHONPATH: not the hook's business
     extra.mkdir(exist_ok=True)

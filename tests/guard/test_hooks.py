@@ -12,7 +12,7 @@ import pytest
 
 from desk.layout import DeskFolder
 from desk.formats.hook_files import HOOK_TYPES, MARKER
-from desk.guard.hooks import install
+from desk.setup.hooks import install
 from desk.setup.init import init_desk
 from tests.conftest import DeskRunner
 from tests.guard_helpers import add_commit, git_env, memory_text, sh, write

@@ -221,7 +221,7 @@ def test_desk_commits_are_validated_in_process(desk: DeskFolder) -> None:
 
 def test_desk_commits_skip_the_python_hook(desk: DeskFolder, run: DeskRunner) -> None:
     """With DESK_VALIDATED the shell hook never starts Python: a broken interpreter path proves it."""
-    from desk.guard.hooks import install
+    from desk.setup.hooks import install
 
     install(desk.root, python="/nonexistent/python")
     env_path = os.environ["PATH"]
