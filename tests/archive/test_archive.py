@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from desk.archive.store import append_event, archive_files, check_archive_change, clone_id, iter_events
-from desk.formats.archive import line_hash
+from desk.archive.store import append_event, archive_files, clone_id, iter_events
+from desk.formats.archive import check_archive_change, line_hash
 from desk.layout import DeskFolder
 from desk.errors import Finding, UsageError
 
