@@ -34,6 +34,7 @@ MEMORY_DIR = "memory"
 MEMORY_PREFIX = MEMORY_DIR + "/"
 JOURNAL_DIR = "journal"
 CONVERSATIONS_DIR = "conversations"
+LISTED_FOLDER = ".system/"  # `validate --all` lists HEAD's tree of it too: every path the gate's `needs_old` names
 DESK_ID_CACHE = "desk-id"  # in .git/: the committed desk_id (DeskFolder.desk_id)
 CONFLICTS_FILE = ".system/conflicts.json"
 # Derived caches (SQLite files, records of git's answers) live in `.git/desk-cache/`, where no

@@ -64,7 +64,7 @@ def message_findings(root: Path, message: str) -> list[Finding]:
 
 def _committed_allow(git: Git) -> frozenset[str]:
     """The allowed secret fingerprints of the desk.json being committed (else HEAD's)."""
-    from desk.gate.validate import config_values
+    from desk.gate.checks import config_values
     from desk.layout import CONFIG_PATH
 
     blob = git.ls_staged_files([CONFIG_PATH]).get(CONFIG_PATH)

@@ -47,19 +47,18 @@ _FORMAT = 1  # how rows are written; part of the rules version
 RULE_MODULES = (
     "desk.gate.rules", "desk.gate.verdicts",
     "desk.formats.memory_file", "desk.formats.memory_index", "desk.storage.frontmatter",
-    "desk.archive.store", "desk.formats.archive", "desk.config", "desk.layout", "desk.formats.scope_files",
+    "desk.formats.archive", "desk.config", "desk.layout", "desk.formats.scope_files",
     "desk.text.secrets", "desk.text.encodings", "desk.text.times", "desk.text.normalize", "desk.text.tokens", "desk.text.names",
-    "desk.text.escape", "desk.text.direction", "desk.vocabulary", "desk.errors", "desk.frozen", "desk.storage.atomic",
-    "desk.storage.git", "desk.storage.hashing", "desk.storage.lock",
-    "desk.storage.sqlite_cache",
+    "desk.text.escape", "desk.text.direction", "desk.vocabulary", "desk.errors", "desk.frozen",
+    "desk.storage.git", "desk.storage.hashing", "desk.storage.sqlite_cache",
     "desk.storage.conflict_markers", "desk.storage.reading",
     "desk.formats.queue", "desk.formats.audit",
 )
 # The whole-desk rules `validate --all` runs besides the per-file ones (the memory index, the scoped
 # indexes, the keyed state): the `states` table keeps their findings too, so their code is part of a
 # state's key.
-STATE_MODULES = ("desk.gate.validate", "desk.gate.delta", "desk.gate.index_rule", "desk.gate.scope_index",
-                 "desk.gate.keyed")
+STATE_MODULES = ("desk.gate.validate", "desk.gate.checks", "desk.gate.work_tree", "desk.gate.delta",
+                 "desk.gate.index_rule", "desk.gate.scope_index", "desk.gate.keyed")
 LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (

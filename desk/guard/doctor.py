@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING
 from desk.errors import ConflictError, Finding
 from desk.formats.hook_files import installed, read_text_or_empty, unsafe_drivers
 from desk.gate.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
-from desk.gate.validate import current_config, validate_all, validate_listed
+from desk.gate.checks import current_config
+from desk.gate.whole import validate_all
+from desk.gate.work_tree import validate_listed
 from desk.gate.verdicts import VerdictCache
 from desk.gate.whole import DOCTOR_LOCK_WAIT
 from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder

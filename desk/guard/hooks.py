@@ -24,7 +24,7 @@ from desk.layout import (INDEX_FILE, MEMORY_PREFIX, PREFS_DIR, PREFS_INDEX_FILE,
 from desk.storage.git import Git, RawChange, hook_index, hook_toplevel, staged_git, staged_snapshot
 
 if TYPE_CHECKING:
-    from desk.gate.validate import Report
+    from desk.gate.checks import Report
 
 STALE_INDEX_MESSAGE = ("MEMORY.md was regenerated in the work tree from the staged memory files; "
                        "`git add MEMORY.md` and commit again (if you commit named paths, name "

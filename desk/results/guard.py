@@ -14,7 +14,7 @@ from desk.results.base import Outcome, Wrapped, counted
 if TYPE_CHECKING:
     from desk.guard.doctor import DoctorReport
     from desk.setup.hooks import HooksResult
-    from desk.gate.validate import Report
+    from desk.gate.checks import Report
 
 
 # -- guarding the desk ----------------------------------------------------------------------

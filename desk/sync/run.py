@@ -263,7 +263,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
 def _report_secrets(desk: DeskFolder, git: Git, new: list[str], result: SyncResult) -> None:
     """Name each of the `new` commits that adds a secret, in the result and as a warning: before
     integrating, so a refusal by the gate leaves them named too."""
-    from desk.gate.validate import current_config
+    from desk.gate.checks import current_config
     from desk.sync.incoming import incoming_secrets
 
     found = incoming_secrets(git, new, current_config(desk)[1])

@@ -261,7 +261,7 @@ def gate_warnings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None 
 
 def secret_warnings(desk: DeskFolder, old: str, new: str) -> list[str]:
     """Each commit between `old` and `new` that adds a secret (desk.sync.incoming), named."""
-    from desk.gate.validate import current_config
+    from desk.gate.checks import current_config
     from desk.sync.incoming import incoming_secrets
 
     return [s.warning() for s in incoming_secrets(desk.git, desk.git.rev_list(new, old), current_config(desk)[1])]

@@ -13,7 +13,7 @@ import pytest
 from desk.gate.attributes import PROBES, attribute_problems, only_desk_lines
 from desk.formats.hook_files import TEXT_PINS, missing_attributes
 from desk.gate.rules import MANAGED_DIRS, ROOT_FILES
-from desk.gate.validate import validate_all
+from desk.gate.whole import validate_all
 from desk.layout import DeskFolder, template_bytes
 from desk.memory.operations import remember
 from tests.guard_helpers import add_commit, sh, write

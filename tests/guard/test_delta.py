@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from desk.gate import delta
-from desk.gate.validate import Report, validate_all
+from desk.gate.checks import Report
+from desk.gate.whole import validate_all
 from desk.layout import DeskFolder
 from tests.guard_helpers import add_commit, memory_text, reindex_text, sh, write
 

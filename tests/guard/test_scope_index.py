@@ -7,7 +7,8 @@ import datetime as dt
 import json
 
 import desk as desk_api
-from desk.gate.validate import validate_all, validate_staged
+from desk.gate.validate import validate_staged
+from desk.gate.whole import validate_all
 from desk.layout import DeskFolder, pref_path, prefs_index_path, project_index_path, project_memory_path
 from tests.conftest import DeskRunner
 from tests.guard_helpers import add_commit, commit, head, memory_text, sh, write

@@ -11,7 +11,8 @@ from desk.layout import DeskFolder
 from desk.errors import InvalidFileError
 from desk.text.secrets import fingerprint
 from desk.transaction import commit_message, transaction
-from desk.gate.validate import validate_all, validate_staged
+from desk.gate.validate import validate_staged
+from desk.gate.whole import validate_all
 from tests.conftest import DeskRunner
 from tests.guard_helpers import add_commit, commit, head, memory_text, reindex_text, sh, write
 

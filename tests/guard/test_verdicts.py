@@ -22,7 +22,8 @@ import pytest
 from desk.errors import Finding
 from desk.gate import verdicts
 from desk.guard.doctor import bypassed_commits, diagnose
-from desk.gate.validate import validate_all, validate_staged
+from desk.gate.validate import validate_staged
+from desk.gate.whole import validate_all
 from desk.gate.verdicts import CACHE_FILE, RULE_MODULES, STATE_MODULES, rules_version
 from desk.layout import DeskFolder
 from desk.text.secrets import fingerprint

@@ -158,7 +158,7 @@ def test_a_hand_edited_committed_index_is_caught_and_then_repaired(desk: DeskFol
     index = desk.path(INDEX_FILE)
     index.write_bytes(index.read_bytes().replace(b"a fact", b"an edited fact", 1))
     person(desk.root, "commit", "-q", "--no-verify", "-am", "person: hand edit of MEMORY.md")
-    from desk.gate.validate import validate_all
+    from desk.gate.whole import validate_all
 
     assert [f.rule for f in validate_all(desk).errors] == ["index-stale"]
     _remember(desk, "gamma")
