@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from desk.layout import DeskFolder
-from desk.formats.memory_index import entries_in_worktree, render_index
+from desk.formats.memory_index import render_index
+from desk.gate.entries import entries_in_worktree
 from desk.memory.operations import remember
 from desk.setup.init import init_desk
 

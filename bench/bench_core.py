@@ -34,7 +34,8 @@ from environment import describe
 
 from desk.layout import DeskFolder
 from desk.formats.memory_file import MemoryFile, MemoryMeta
-from desk.formats.memory_index import committed_files, entries_in_worktree, load_entries, render_index
+from desk.formats.memory_index import render_index
+from desk.gate.entries import committed_files, entries_in_worktree, load_entries
 from desk.memory.operations import remember
 from desk.setup.init import init_desk
 

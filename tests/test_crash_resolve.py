@@ -24,7 +24,8 @@ import pytest
 import desk as desk_api
 from desk.archive.store import clone_id
 from desk.layout import DeskFolder
-from desk.formats.memory_index import entries_in_worktree, render_index
+from desk.formats.memory_index import render_index
+from desk.gate.entries import entries_in_worktree
 from desk.setup.init import init_desk
 from desk.storage.crash import CRASH_ENV, CRASH_POINTS
 from tests.conftest import git

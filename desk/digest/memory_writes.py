@@ -28,7 +28,8 @@ from desk.layout import INDEX_FILE, DeskFolder, project_index_path, project_memo
 from desk.gate import memory_gate as gate
 from desk.formats.memory_file import (DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, name_problem,
                               normalize_body, parse_memory)
-from desk.formats.memory_index import IndexEntry, committed_files, load_entries, memory_path, render_index
+from desk.formats.memory_index import IndexEntry, memory_path, render_index
+from desk.gate.entries import committed_files, load_entries
 from desk.text.direction import describe, first_control
 from desk.text.normalize import normalize
 from desk.text.secrets import scan

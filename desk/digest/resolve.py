@@ -233,7 +233,8 @@ def _with_now_section(text: str, label: str, body: str | None) -> bytes:
 def _index_with(desk: DeskFolder, path: str, name: str, data: bytes | None) -> dict[str, bytes | None]:
     """MEMORY.md with memory `name` as `data` (None: gone), when that changes it."""
     from desk.formats.memory_file import parse_memory
-    from desk.formats.memory_index import IndexEntry, committed_files, load_entries, render_index
+    from desk.formats.memory_index import IndexEntry, render_index
+    from desk.gate.entries import committed_files, load_entries
 
     entries = load_entries(desk, committed_files(desk))
     entries.pop(name, None)

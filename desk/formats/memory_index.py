@@ -1,31 +1,18 @@
-"""MEMORY.md, the index of memory/ (a pure function of the memory files), and the one entry loader.
+"""MEMORY.md, the index of memory/: a memory's entry, its line, and the index rendered from them (a
+pure function of the memory files; desk.gate.entries loads the entries).
 
 Sorted by name, no clock, no locale: the same bytes on every run and every machine. An expiring
 memory shows its expiry instead of vanishing with the clock.
-
-`load_entries` is how anything reads memory files into entries (MEMORY.md, the write gate, the
-validator, the digest, `desk context`, `desk stats`). Mutations must not re-parse the desk, so
-entries are cached by git blob id in `.git/desk-cache/entries.sqlite` (derived, never committed, rebuilt
-when missing or broken). A blob id is a hash of the file's bytes, so a cached entry can never be
-stale; the set of files comes from one `git ls-tree` or a folder scan, and only blobs the cache has
-not seen are parsed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import sqlite3
-import time
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from desk.errors import DeskError, Finding, InvalidFileError
 from desk.frozen import Frozen
-from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
-from desk.storage.git import blob_sha
-from desk.storage.sqlite_cache import open_cache
+from desk.layout import INDEX_FILE, MEMORY_DIR
 from desk.text.escape import injected_body
 from desk.text.normalize import content_key
 from desk.text.times import format_time, parse_time
@@ -37,14 +24,6 @@ if TYPE_CHECKING:
 HEADER = (f"# {INDEX_FILE}: generated from {MEMORY_DIR}/ by desk; do not edit by hand, "
           "run `desk reindex` after editing memory files\n")
 EMPTY = "_No memories yet: add one with `desk remember`._\n"
-_CACHE_FILE = "entries.sqlite"
-# v6: a memory recording another scope's project is not an entry (parse_memory refuses it); v5:
-# injected_tokens of the Markdown-escaped body (v4: a column per field)
-_TABLE = "entries_v6"
-_RETIRED = ("entries_v2", "entries_v3", "entries_v4", "entries_v5")  # earlier layouts: dropped
-_STATS = "worktree_v1"  # memory/ in the work tree as last read: path -> size, mtime, blob id
-_RACY_NS = 3_000_000_000  # a file modified this close to being read is read again (git's racy rule)
-_SCAN_ALL = 2000  # from this many blobs, one pass over the table beats IN (...) lookups
 
 
 class IndexEntry(Frozen):
@@ -203,210 +182,3 @@ def _find_line(body: bytes | bytearray, key: bytes, skip: int = 0) -> tuple[int 
 
 def memory_path(name: str) -> str:
     return f"{MEMORY_DIR}/{name}.md"
-
-
-class EntryCache:
-    """Entries keyed by blob id, in SQLite. Derived: losing it costs a re-parse, nothing else."""
-
-    def __init__(self, folder: Path) -> None:
-        self.path = folder / _CACHE_FILE
-        self._db: sqlite3.Connection | None = None
-
-    def connection(self) -> sqlite3.Connection:
-        """The open SQLite connection (other derived tables live in the same file)."""
-        return self._connect()
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._db is None:
-            self._db = open_cache(self.path, f"CREATE TABLE IF NOT EXISTS {_TABLE} "
-                                             f"(blob TEXT PRIMARY KEY, {', '.join(_FIELDS)}); "
-                                             f"CREATE TABLE IF NOT EXISTS {_STATS} (path TEXT PRIMARY KEY, "
-                                             "size INTEGER, mtime INTEGER, blob TEXT); "
-                                             + "".join(f"DROP TABLE IF EXISTS {t};" for t in _RETIRED),
-                                  wal=True)
-            # Derived data: a write-ahead log synced at checkpoints, not at every commit (a power
-            # cut may lose the last transactions, never corrupt the file; the mirror catches up).
-            self._db.execute("PRAGMA synchronous=NORMAL")
-        return self._db
-
-    def get(self, blobs: Iterable[str]) -> dict[str, IndexEntry]:
-        wanted = list(blobs)
-        found: dict[str, IndexEntry] = {}
-        db = self._connect()
-        select = f"SELECT blob, {', '.join(_FIELDS)} FROM {_TABLE}"
-        if len(wanted) >= _SCAN_ALL:
-            want = set(wanted)
-            found.update((row[0], _entry(row)) for row in db.execute(select) if row[0] in want)
-            return found
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            rows = db.execute(f"{select} WHERE blob IN ({','.join('?' * len(chunk))})", chunk)
-            found.update((row[0], _entry(row)) for row in rows)
-        return found
-
-    def stats(self) -> dict[str, tuple[int, int, str]]:
-        """`{path: (size, mtime_ns, blob id)}` of the memory files as `entries_in_worktree` last read them."""
-        return {path: (size, mtime, blob) for path, size, mtime, blob in
-                self._connect().execute(f"SELECT path, size, mtime, blob FROM {_STATS}")}
-
-    def put_stats(self, seen: list[tuple[str, int, int, str]], gone: Iterable[str]) -> None:
-        db = self._connect()
-        db.execute("BEGIN")
-        db.executemany(f"DELETE FROM {_STATS} WHERE path = ?", [(p,) for p in gone])
-        db.executemany(f"INSERT OR REPLACE INTO {_STATS} VALUES (?, ?, ?, ?)", seen)
-        db.execute("COMMIT")
-
-    def put(self, entries: Mapping[str, IndexEntry]) -> None:
-        if not entries:
-            return
-        db = self._connect()
-        rows = [(blob, *_row(e)) for blob, e in entries.items()]
-        insert = f"INSERT OR REPLACE INTO {_TABLE} VALUES ({', '.join('?' * (len(_FIELDS) + 1))})"
-        if db.in_transaction:  # part of the caller's transaction (desk.gate.mirror)
-            db.executemany(insert, rows)
-            return
-        db.execute("BEGIN")
-        db.executemany(insert, rows)
-        db.execute("COMMIT")
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
-
-# The table holds one column per field (no JSON to decode: `desk context` loads every entry);
-# triggers, single lines each (desk.formats.memory_file), joined by newlines.
-_FIELDS = IndexEntry.__match_args__
-_TRIGGERS = _FIELDS.index("triggers")
-
-
-def _row(entry: IndexEntry) -> list[object]:
-    values: list[object] = [getattr(entry, name) for name in _FIELDS]
-    values[_TRIGGERS] = "\n".join(entry.triggers)
-    return values
-
-
-def _entry(row: tuple[object, ...]) -> IndexEntry:
-    values = list(row[1:])
-    triggers = values[_TRIGGERS]
-    values[_TRIGGERS] = tuple(str(triggers).split("\n")) if triggers else ()
-    return IndexEntry(*values)  # type: ignore[arg-type]
-
-
-ReadBlobs = Callable[[list[str]], Mapping[str, bytes]]
-
-
-def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | None = None,
-                 invalid: list[Finding] | None = None,
-                 blobs: dict[str, str] | None = None) -> dict[str, IndexEntry]:
-    """`{name: entry}` for `files` (`{path: blob id}`), parsing only blobs the cache lacks.
-
-    `read(missing_blob_ids)` returns their bytes; by default they come from git's object store.
-    A blob `read` cannot give (a file changed while it was read) is left out. A file that does
-    not parse raises InvalidFileError, unless `invalid` is given: then its findings are added
-    there and the file is left out. `blobs`, when given, receives each returned entry's blob id
-    (`{name: blob id}`).
-    """
-    named = {path: blob for path, blob in files.items() if memory_name(path) is not None}
-    cache = EntryCache(desk.cache_dir)
-    try:
-        known = cache.get(set(named.values()))
-        # A cached entry was parsed under its own file name: the same bytes under another name
-        # are a name mismatch, which parsing that file reports.
-        todo = {path: blob for path, blob in named.items()
-                if blob not in known or known[blob].name != memory_name(path)}
-        if todo:
-            from desk.formats.memory_file import parse_memory  # PyYAML only when a blob is new to the cache
-
-            data = (read or desk.git.read_blobs)(sorted(set(todo.values())))
-            fresh = {}
-            for path, blob in sorted(todo.items()):
-                if blob not in data:
-                    continue
-                try:
-                    fresh[blob] = IndexEntry.of(parse_memory(data[blob], path, memory_name(path)))
-                except InvalidFileError as exc:
-                    if invalid is None:
-                        raise
-                    invalid.extend(exc.findings)
-            cache.put(fresh)
-            known.update(fresh)
-    finally:
-        cache.close()
-    found = {entry.name: (entry, blob) for path, blob in named.items()
-             if (entry := known.get(blob)) is not None and entry.name == memory_name(path)}
-    if blobs is not None:
-        blobs.update((name, blob) for name, (_, blob) in found.items())
-    return {name: entry for name, (entry, _) in found.items()}
-
-
-def committed_files(desk: DeskFolder) -> dict[str, str]:
-    """`{path: blob id}` of the files in memory/ at HEAD."""
-    head = desk.git.head()
-    return desk.git.ls_tree(head, MEMORY_DIR) if head else {}
-
-
-def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None,
-                        blobs: dict[str, str] | None = None) -> dict[str, IndexEntry]:
-    """The memories as they are on disk now (hand edits included); `invalid` and `blobs` as in
-    load_entries.
-
-    Symlinks are not followed: a memory is a regular file in memory/. A file whose size and
-    mtime are those it had when last read is not read again (its blob id is kept in the cache);
-    one modified within 3 s of being read is read again next time, as git does for its index.
-    """
-    folder = desk.path(MEMORY_DIR)
-    contents: dict[str, bytes] = {}
-    files: dict[str, str] = {}
-    cache = EntryCache(desk.cache_dir)
-    try:
-        known = cache.stats()
-        seen: list[tuple[str, int, int, str]] = []
-        now = time.time_ns()
-        if folder.is_dir():
-            with os.scandir(folder) as it:
-                for item in sorted(it, key=lambda i: i.name):
-                    if not (item.name.endswith(".md") and item.is_file(follow_symlinks=False)):
-                        continue
-                    path = f"{MEMORY_DIR}/{item.name}"
-                    st = item.stat(follow_symlinks=False)
-                    old = known.pop(path, None)
-                    if old is not None and old[:2] == (st.st_size, st.st_mtime_ns):
-                        files[path] = old[2]
-                        continue
-                    try:
-                        data = desk.read(path)
-                    except (OSError, DeskError):
-                        continue  # gone, or swapped for a link since the listing
-                    blob = blob_sha(data)
-                    contents[blob] = data
-                    files[path] = blob
-                    racy = now - st.st_mtime_ns < _RACY_NS
-                    seen.append((path, -1 if racy else st.st_size, st.st_mtime_ns, blob))
-        if seen or known:
-            cache.put_stats(seen, known)
-    finally:
-        cache.close()
-    paths = {blob: path for path, blob in files.items()}
-
-    def read(blobs: list[str]) -> dict[str, bytes]:
-        out = {}
-        for blob in blobs:
-            data = contents.get(blob)
-            if data is None:  # seen unchanged, but its entry is not cached (a file that does not parse)
-                try:
-                    data = desk.read(paths[blob])
-                except (OSError, DeskError):
-                    continue
-                if blob_sha(data) != blob:
-                    continue  # changed since: read again next time (its size or mtime differs)
-            out[blob] = data
-        return out
-
-    return load_entries(desk, files, read, invalid, blobs)
-
-
-def invalid_paths(invalid: Iterable[Finding]) -> list[str]:
-    """The files named by `invalid`, sorted: what a reader left out because it does not parse."""
-    return sorted({finding.path for finding in invalid})

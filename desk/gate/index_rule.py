@@ -107,7 +107,7 @@ def stale_index(index: bytes, expected: bytes) -> Finding:
 
 def _entry(desk: DeskFolder, path: str, data: bytes) -> IndexEntry | None:
     """The index entry of one memory file (cached by blob), or None when it is invalid."""
-    from desk.formats.memory_index import load_entries  # YAML: only commits touching memories pay
+    from desk.gate.entries import load_entries  # YAML: only commits touching memories pay
 
     sha = blob_sha(data)
     try:
@@ -181,7 +181,8 @@ def _head_index_with(desk: DeskFolder, changed: Mapping[str, bytes | None]) -> b
 
 def _full_index(desk: DeskFolder, files: Mapping[str, str], read: Read) -> bytes:
     """MEMORY.md regenerated from every valid memory file (invalid ones have their own findings)."""
-    from desk.formats.memory_index import load_entries, render_index  # YAML, as above
+    from desk.formats.memory_index import render_index
+    from desk.gate.entries import load_entries  # YAML, as above
 
     valid = {p: b for p, b in files.items() if memory_name(p) is not None}
     for _ in range(len(valid) + 1):

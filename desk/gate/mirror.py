@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from desk.errors import DeskError, GitError, InvalidFileError
 from desk.layout import CONFIG_PATH, INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
-from desk.formats.memory_index import EntryCache, IndexEntry, memory_path, render_sorted, splice_lines
+from desk.formats.memory_index import IndexEntry, memory_path, render_sorted, splice_lines
+from desk.gate.entries import EntryCache
 from desk.storage.git import blob_sha
 from desk.storage.sqlite_cache import rollback
 

@@ -14,7 +14,8 @@ from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name
 from desk.gate import memory_gate as gate
 from desk.formats.memory_file import (MemoryFile, build_meta, normalize_body, parse_memory, require_name,
                               written_by_newer_desk)
-from desk.formats.memory_index import IndexEntry, entries_in_worktree, memory_path, render_index
+from desk.formats.memory_index import IndexEntry, memory_path, render_index
+from desk.gate.entries import entries_in_worktree
 from desk.gate.mirror import HeadMirror, head_mirror
 from desk.storage.atomic import atomic_write
 from desk.storage.git import blob_sha

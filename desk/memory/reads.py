@@ -9,7 +9,8 @@ from desk.errors import Finding, InvalidFileError, UsageError
 from desk.layout import DeskFolder
 from desk.memory import follow
 from desk.formats.memory_file import MemoryFile, parse_memory, require_read_name
-from desk.formats.memory_index import IndexEntry, entries_in_worktree, memory_path
+from desk.formats.memory_index import IndexEntry, memory_path
+from desk.gate.entries import entries_in_worktree
 from desk.memory.operations import no_memory
 from desk.storage.git import Commit
 

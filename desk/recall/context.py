@@ -40,7 +40,8 @@ from desk.errors import DeskError, Finding, UsageError
 from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, JOURNAL_DIR, MISTAKES_FILE, NOW_FILE,
                          PREFS_INDEX_FILE, PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder, profile_path,
                          project_index_path, scope_id)
-from desk.formats.memory_index import HEADER, IndexEntry, invalid_paths
+from desk.formats.memory_index import HEADER, IndexEntry
+from desk.gate.entries import invalid_paths
 from desk.recall.context_cache import FileBlobs, MemoryView, memory_view
 from desk.recall.context_parsed import ParsedCache
 # Re-exported: the public names of `desk context` stay importable from here.

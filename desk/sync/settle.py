@@ -81,7 +81,8 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
                      settled: Settled, current_index: bytes | None | bool = False) -> dict[str, bytes]:
     """conflicts.json with a case per pending record, and MEMORY.md regenerated: what changed."""
     from desk.digest.conflicts import parse_queue, render_queue
-    from desk.formats.memory_index import entries_in_worktree, render_index
+    from desk.formats.memory_index import render_index
+    from desk.gate.entries import entries_in_worktree
     from desk.sync.cases import add_cases
 
     writes: dict[str, bytes] = {}

@@ -11,7 +11,8 @@ import pytest
 from desk.errors import ConflictError, InvalidFileError, RejectedError
 from desk.errors import Finding
 from desk.layout import DeskFolder
-from desk.formats.memory_index import entries_in_worktree, render_index
+from desk.formats.memory_index import render_index
+from desk.gate.entries import entries_in_worktree
 from desk.memory.operations import forget, reindex, remember
 from desk.memory.reads import history
 from tests.conftest import DeskRunner, git, snapshot

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from desk.errors import DeskError
 from desk.layout import INDEX_FILE, DeskFolder
 from desk.gate import mirror as mirror_module
-from desk.formats.memory_index import EMPTY, HEADER, IndexEntry, entries_in_worktree, render_index, splice_lines
+from desk.formats.memory_index import EMPTY, HEADER, IndexEntry, render_index, splice_lines
+from desk.gate.entries import entries_in_worktree
 from desk.gate.mirror import head_mirror
 from desk.memory.operations import CLEAN_NOTE, forget, remember
 from desk.memory.revise import rename
