@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, DeskError, InvalidFileError
-from desk.formats.hook_files import only_desk_hooks
+from desk.gate.installed_hooks import only_desk_hooks
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove
 from desk.storage.crash import crash_point

@@ -166,7 +166,7 @@ def test_validate_all_on_an_unchanged_desk_loads_no_parser(small_desk: DeskFolde
 
 
 def test_doctor_loads_no_hooks_installer(small_desk: DeskFolder, tmp_path: Path) -> None:
-    """doctor reads which hooks are installed from desk.formats.hook_files; the installer
+    """doctor reads which hooks are installed from desk.gate.installed_hooks; the installer
     (desk.setup.hooks) loads only to repair them, the transaction's recovery only for a pending
     mutation or a repair."""
     probe(small_desk, tmp_path, "doctor")

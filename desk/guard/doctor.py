@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
-from desk.formats.hook_files import installed, read_text_or_empty, unsafe_drivers
+from desk.formats.hook_files import read_text_or_empty, unsafe_drivers
+from desk.gate.installed_hooks import installed
 from desk.gate.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
 from desk.gate.checks import current_config
 from desk.gate.whole import validate_all

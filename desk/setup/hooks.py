@@ -18,8 +18,9 @@ from pathlib import Path
 
 from desk.errors import DeskError
 from desk.formats.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_DRIVERS, MERGE_ENTRY, PIN_COMMENT,
-                                     SAFE_PATH, attributes_with_missing, desk_attribute_lines, hooks_folder,
-                                     is_ours, missing_attributes, read_text_or_empty)
+                                     SAFE_PATH, attributes_with_missing, desk_attribute_lines, is_ours,
+                                     missing_attributes, read_text_or_empty)
+from desk.gate.installed_hooks import hooks_folder
 from desk.layout import DeskFolder, is_desk
 from desk.storage.git import Git
 
