@@ -209,7 +209,7 @@ def _now_key(heading: str) -> str:
 
 
 def _now_section(text: str, label: str) -> str | None:
-    from desk.notes.now import NowNote
+    from desk.formats.now import NowNote
 
     note = NowNote.parse(text)
     if label == "preamble":
@@ -218,7 +218,7 @@ def _now_section(text: str, label: str) -> str | None:
 
 
 def _with_now_section(text: str, label: str, body: str | None) -> bytes:
-    from desk.notes.now import NowNote
+    from desk.formats.now import NowNote
 
     note = NowNote.parse(text)
     if label == "preamble":

@@ -13,7 +13,7 @@ from desk.gate.mirror import head_mirror
 from desk.memory.operations import (MutationResult, _commit_memory, _head_blobs, _list, _merged,
                                     _require_actor, _require_clearable, _require_future,
                                     _trigger_warnings, _with_index, known_head, no_memory, record)
-from desk.notes.mistakes import relink_mistakes
+from desk.formats.mistakes import relink_mistakes
 from desk.storage.git import blob_sha
 from desk.text.times import utc_now
 from desk.transaction import commit_message, transaction

@@ -13,8 +13,10 @@ if TYPE_CHECKING:
     from desk.digest.resolve import Resolution
     from desk.setup.migrate import MigrationResult
     from desk.digest.run import DigestResult
-    from desk.notes.mistakes import Mistake, MistakeResult
-    from desk.notes.now import NowNote, NowResult
+    from desk.formats.mistakes import Mistake
+    from desk.formats.now import NowNote
+    from desk.notes.mistakes import MistakeResult
+    from desk.notes.now import NowResult
 
 
 # -- the digest -----------------------------------------------------

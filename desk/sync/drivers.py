@@ -122,7 +122,7 @@ def merge_memory(path: str, base: bytes | None, ours: bytes | None, theirs: byte
 
 
 def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
-    from desk.notes.now import NowNote
+    from desk.formats.now import NowNote
 
     if ours is None or theirs is None:
         return merge_memory("NOW.md", base, ours, theirs)
