@@ -635,7 +635,8 @@ class Desk(DeskFolder):
         """The queue's cases; a broken queue's hint names the last commit where it was good."""
         from desk.errors import InvalidFileError
         from desk.layout import CONFLICTS_FILE
-        from desk.formats.queue import last_good_hint, parse_queue
+        from desk.formats.queue import parse_queue
+        from desk.gate.checks import last_good_hint
 
         try:
             return parse_queue(self.read_if_present(CONFLICTS_FILE))

@@ -256,8 +256,30 @@ def restore_hints(desk: DeskFolder, findings: list[Finding]) -> list[Finding]:
     may be the broken one). One `git log` of the queue, and only when it is broken."""
     if not any(f.path == CONFLICTS_FILE and f.severity == "error" for f in findings):
         return findings
-    from desk.formats.queue import last_good_hint
-
     hint = last_good_hint(desk, CONFLICTS_FILE)
     return [f._replace(message=f"{f.message}; {hint}")
             if f.path == CONFLICTS_FILE and f.severity == "error" else f for f in findings]
+
+
+def last_good_commit(desk: DeskFolder, path: str = CONFLICTS_FILE, depth: int = 50) -> tuple[str, str] | None:
+    """`(sha, subject)` of the newest of the last `depth` commits of `path` whose queue is good.
+
+    HEAD's copy may be the broken one (committed with --no-verify, or by a fast-forward that ran no
+    hook): restoring it would restore the same broken file.
+    """
+    from desk.formats.queue import queue_findings  # pydantic: only when the queue is broken
+
+    for commit in desk.git.log([path], limit=depth):
+        data = desk.git.blob_at(commit.sha, path)
+        if data is not None and not any(f.severity == "error" for f in queue_findings(path, data)):
+            return commit.sha, commit.subject
+    return None
+
+
+def last_good_hint(desk: DeskFolder, path: str = CONFLICTS_FILE) -> str:
+    """What to do about a broken queue: restore the last good version, named by its commit."""
+    good = last_good_commit(desk, path)
+    if good is None:
+        return f"no good version in its last 50 commits; `git log -p -- {path}` shows its history"
+    return (f"restore the last good version: `git checkout {good[0][:12]} -- {path}` "
+            f"(from \"{good[1]}\"), then commit it")
