@@ -311,11 +311,6 @@ def _too_big(path: str, data: bytes, limit: int) -> Finding:
                    "split it or move the bulk out of the desk")
 
 
-def secret_findings(path: str, text: str, allow: Collection[str]) -> list[Finding]:
-    """`secret` findings for `text`, each naming the fingerprint that would allow it."""
-    return _verdict(_secret_items(path, text)).findings_at(allow, dt.datetime.max)
-
-
 def secret_verdict(path: str, text: str) -> FileVerdict:
     """The `secret` findings for `text`, each dropped when the allow-list names it."""
     return _verdict(_secret_items(path, text))
