@@ -50,7 +50,7 @@ RULE_MODULES = (
     "desk.formats.archive", "desk.config", "desk.layout", "desk.formats.scope_files",
     "desk.text.secrets", "desk.text.encodings", "desk.text.times", "desk.text.normalize", "desk.text.tokens", "desk.text.names",
     "desk.text.escape", "desk.text.direction", "desk.vocabulary", "desk.errors", "desk.frozen",
-    "desk.storage.git", "desk.storage.hashing", "desk.storage.sqlite_cache",
+    "desk.storage.git", "desk.storage.hashing",
     "desk.storage.conflict_markers", "desk.storage.reading",
     "desk.formats.queue", "desk.formats.audit",
 )
