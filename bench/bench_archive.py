@@ -35,7 +35,7 @@ from environment import describe
 from desk.archive.store import append_event, iter_events
 from desk.archive.verify import verify_archive
 from desk.layout import DeskFolder
-from desk.scaffold import init_desk
+from desk.setup.init import init_desk
 
 CONTENT = "a typical short message " * 4
 LINE = json.dumps({"kind": "inbound", "content": CONTENT, "session": "bench", "actor": "user"}).encode() + b"\n"

@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 from desk.layout import DeskFolder
-from desk.memory.index import entries_in_worktree, render_index
+from desk.formats.memory_index import render_index
+from desk.gate.entries import entries_in_worktree
 from desk.memory.operations import remember
-from desk.scaffold import init_desk
+from desk.setup.init import init_desk
 
 
 def worker(root: str, worker_id: int, each: int) -> None:

@@ -33,10 +33,11 @@ from pathlib import Path
 from environment import describe
 
 from desk.layout import DeskFolder
-from desk.memory.file import MemoryFile, MemoryMeta
-from desk.memory.index import committed_files, entries_in_worktree, load_entries, render_index
+from desk.formats.memory_file import MemoryFile, MemoryMeta
+from desk.formats.memory_index import render_index
+from desk.gate.entries import committed_files, entries_in_worktree, load_entries
 from desk.memory.operations import remember
-from desk.scaffold import init_desk
+from desk.setup.init import init_desk
 
 NOW = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
 GIT_ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
@@ -110,7 +111,7 @@ def time_remember_vs_git(desks: dict[int, tuple[DeskFolder, Path | None]], round
     The plain commits go to the desk's twin (a copy of it) when there is one, else to the desk
     itself; there each round's `remember` follows a person's commit of a memory file that left
     MEMORY.md behind, so it catches up, renders MEMORY.md whole and scans it whole
-    (desk.memory.mirror), not the steady state of consecutive remembers."""
+    (desk.gate.mirror), not the steady state of consecutive remembers."""
     times: dict[int, tuple[list[float], list[float]]] = {size: ([], []) for size in desks}
     for i in range(rounds):
         for size, (desk, twin) in desks.items():

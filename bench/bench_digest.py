@@ -35,7 +35,7 @@ from desk.archive.importing import import_events
 from desk.archive.checkpoint import checkpoint
 from desk.layout import DeskFolder
 from desk.digest.run import digest
-from desk.scaffold import init_desk
+from desk.setup.init import init_desk
 
 DAY = dt.date(2026, 11, 29)
 AS_OF = "2026-11-29T23:59:00Z"

@@ -39,9 +39,9 @@ from pathlib import Path
 from environment import describe
 
 import desk as desk_api
-from desk.memory.file import MemoryFile, MemoryMeta
-from desk.memory.index import IndexEntry, render_index
-from desk.scaffold import init_desk
+from desk.formats.memory_file import MemoryFile, MemoryMeta
+from desk.formats.memory_index import IndexEntry, render_index
+from desk.setup.init import init_desk
 
 NOW = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
 GIT_ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},

@@ -43,9 +43,10 @@ from bench_core import GIT_ENV, NO_HOOKS, build_desk
 from environment import describe
 
 from desk.guard.doctor import diagnose
-from desk.guard.validate import validate_all, validate_staged
+from desk.gate.validate import validate_staged
+from desk.gate.whole import validate_all
 from desk.layout import DeskFolder
-from desk.memory.file import MemoryFile, MemoryMeta
+from desk.formats.memory_file import MemoryFile, MemoryMeta
 
 NOW = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
 

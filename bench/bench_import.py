@@ -29,7 +29,7 @@ from pathlib import Path
 
 from environment import describe
 
-from desk.scaffold import init_desk
+from desk.setup.init import init_desk
 
 START = 1767225600  # 2026-01-01T00:00:00Z
 WORDS = ("deploy report database metrics schema review 报告 数据库 会议 the a of to and is "

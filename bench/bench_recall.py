@@ -33,7 +33,7 @@ import corpus  # noqa: E402
 
 from desk.layout import DeskFolder  # noqa: E402
 from desk.recall.search import normalize_query, recall, search  # noqa: E402
-from desk.scaffold import init_desk  # noqa: E402
+from desk.setup.init import init_desk  # noqa: E402
 from desk.recall.search_cache import SearchCache  # noqa: E402
 from desk.recall.records import text_terms  # noqa: E402
 

@@ -42,7 +42,7 @@ from desk.archive.store import append_event  # noqa: E402
 from desk.layout import DeskFolder  # noqa: E402
 from desk.recall.search import recall  # noqa: E402
 from desk.recall.search_cache import SearchCache  # noqa: E402
-from desk.scaffold import init_desk  # noqa: E402
+from desk.setup.init import init_desk  # noqa: E402
 
 WARM_TARGET_MS = 50.0
 

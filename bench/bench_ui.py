@@ -29,9 +29,9 @@ from pathlib import Path
 from bench_history import GIT_ENV, NOW, git, memory
 from environment import describe
 
-from desk.memory.file import MemoryFile
-from desk.memory.index import IndexEntry, render_index
-from desk.scaffold import init_desk
+from desk.formats.memory_file import MemoryFile
+from desk.formats.memory_index import IndexEntry, render_index
+from desk.setup.init import init_desk
 
 HOT = "m000000"
 

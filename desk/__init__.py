@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
                               MemoryChange, MemoryDiff, MemoryList, Migrated, MistakeAdded, MistakeList,
                               NowChange, NowView, Outcome, PrefChanged, PrefList, PrefShown, Recalled,
                               Resolved, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
-    from desk.revisions import MemoryRevisions, Revision, memory_revisions
+    from desk.api.revisions import MemoryRevisions, Revision, memory_revisions
 
 __version__ = "0.1.0"
 
@@ -58,7 +58,7 @@ _RESULTS = ("Outcome", "Wrapped",
 # A memory's history with each commit's diff (docs/api.md "Reading"), beside `Desk.history`
 _REVISIONS = ("memory_revisions", "MemoryRevisions", "Revision")
 _HOMES = {**dict.fromkeys(_API, "desk.api"), **dict.fromkeys(_ERRORS, "desk.errors"),
-          **dict.fromkeys(_RESULTS, "desk.results"), **dict.fromkeys(_REVISIONS, "desk.revisions")}
+          **dict.fromkeys(_RESULTS, "desk.results"), **dict.fromkeys(_REVISIONS, "desk.api.revisions")}
 
 __all__ = ["__version__", *_API, *_ERRORS, *_RESULTS, *_REVISIONS]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from desk.layout import CONFIG_PATH, DESK_ID_RE, DESK_SCHEMA, newer_schema
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.storage.reading import read_regular
+from desk.vocabulary import CONFIG_PATH, DESK_ID_RE, DESK_SCHEMA, newer_schema
 
 SCHEMA_VERSION = DESK_SCHEMA
 

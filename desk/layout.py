@@ -13,6 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import DeskError, NotADeskError
+from desk.vocabulary import CONFIG_PATH as CONFIG_PATH  # re-exported: every path inside a desk is named here
+from desk.vocabulary import DESK_ID_RE as DESK_ID_RE
+from desk.vocabulary import DESK_SCHEMA as DESK_SCHEMA
+from desk.vocabulary import READABLE_SCHEMAS as READABLE_SCHEMAS
+from desk.vocabulary import newer_schema as newer_schema
 
 if TYPE_CHECKING:
     from desk.storage.git import Git
@@ -30,7 +35,7 @@ MEMORY_DIR = "memory"
 MEMORY_PREFIX = MEMORY_DIR + "/"
 JOURNAL_DIR = "journal"
 CONVERSATIONS_DIR = "conversations"
-CONFIG_PATH = ".system/desk.json"
+LISTED_FOLDER = ".system/"  # `validate --all` lists HEAD's tree of it too: every path the gate's `needs_old` names
 DESK_ID_CACHE = "desk-id"  # in .git/: the committed desk_id (DeskFolder.desk_id)
 CONFLICTS_FILE = ".system/conflicts.json"
 # Derived caches (SQLite files, records of git's answers) live in `.git/desk-cache/`, where no
@@ -59,24 +64,6 @@ USER_ENV = "DESK_USER"  # the user id selected when --user is not given
 PROJECTS_DIR = "projects"
 PROJECT_ENV = "DESK_PROJECT"
 PROJECT_MAX = 64
-
-# The desk's schema (`schema_version` in desk.json): 1 before adjudication; 2 with the conflict
-# queue at v2 (every case carries its `resolution`) and the adjudication audit; 3 with versioned
-# memory files (`schema: 2`, which a desk of schema 1 or 2 refuses as an unknown key) and facts
-# (`payload.schema_version`). An older desk is read as it is (`desk migrate` upgrades it in one
-# commit); a newer one is refused, never read or written as if it were older. Here, not in
-# desk.config, so a mutation checks it without pydantic.
-DESK_SCHEMA = 3
-READABLE_SCHEMAS = (1, 2, 3)
-
-
-def newer_schema(version: object) -> str | None:
-    """The refusal for a desk.json `schema_version` newer than this desk reads, None when readable."""
-    if isinstance(version, int) and not isinstance(version, bool) and version > DESK_SCHEMA:
-        return (f"this desk has schema version {version}, written by a newer desk; this desk reads "
-                f"schema versions {', '.join(map(str, READABLE_SCHEMAS))}")
-    return None
-
 
 def is_attributes_file(path: str) -> bool:
     """Whether `path` is a `.gitattributes` file (at any depth: git reads each one in its folder)."""
@@ -386,9 +373,6 @@ class DeskFolder:
             return NOT_A_FILE  # swapped for a link (or a folder on its way is one) meanwhile
 
 
-# A desk's id as `desk init` makes it (desk.config.new_config): `desk-` and a uuid4's 32 lowercase
-# hex digits. desk.json's schema checks it; records, scope ids and XML attributes carry it.
-DESK_ID_RE = re.compile(r"desk-[0-9a-f]{32}")
 
 
 def _plausible_desk_id(value: str) -> bool:

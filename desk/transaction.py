@@ -1,7 +1,7 @@
 """One mutation, one commit: the lock, the dirty-file check, the plumbing commit, crash markers, recovery.
 
 Every desk write path goes through `transaction(desk)`. Under the desk-wide lock it refuses to
-touch a file a person has uncommitted edits in, runs the gate (`desk.guard.validate`, the same
+touch a file a person has uncommitted edits in, runs the gate (`desk.gate.validate`, the same
 rules as the hooks) on the content, and commits exactly those paths without touching the person's
 index on the way: blobs and a tree built in desk's private index, `commit-tree`, and then, under
 git's own index lock, the files written, the branch moved by compare-and-swap (`update-ref HEAD
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, DeskError, InvalidFileError
-from desk.guard.hook_files import only_desk_hooks
+from desk.gate.installed_hooks import only_desk_hooks
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove, write_derived
 from desk.storage.crash import crash_point
@@ -42,7 +42,7 @@ from desk.storage.integration import SettledSync, left_behind, settle_integratio
 from desk.storage.lock import desk_lock
 
 if TYPE_CHECKING:
-    from desk.guard.validate import KnownHead
+    from desk.gate.validate import KnownHead
 
 PENDING_PREFIX = "desk-pending-"
 # The last commit this process moved the branch to, (sha, subject): a Ctrl-C after it landed
@@ -110,7 +110,7 @@ class Transaction:
         `known` is what the caller knows about HEAD (the memory mirror): the gate reads it from
         there instead of git, and checks again on HEAD itself if HEAD is no longer that commit.
         """
-        from desk.guard.validate import VALIDATED_ENV, require_valid  # here: `desk sync` with nothing to do never commits
+        from desk.gate.validate import VALIDATED_ENV, require_valid  # here: `desk sync` with nothing to do never commits
 
         git = self.desk.git
         message = add_trailers(message, self.desk.trailers)
@@ -284,7 +284,7 @@ def link_refusal(desk: DeskFolder, path: str) -> InvalidFileError:
     """A symbolic link where desk is about to change `path` (or a linked folder on the way),
     refused as the gate refuses it (exit 3, the same finding as `desk validate`), not as a
     person's uncommitted edit (exit 4): nothing is read or written through the link."""
-    from desk.guard.rules import SYMLINK_MODE, check_file
+    from desk.gate.rules import SYMLINK_MODE, check_file
     from desk.text.times import utc_now
 
     findings = check_file(path, b"", desk_id=desk.desk_id, allow=(), now=utc_now(), mode=SYMLINK_MODE)

@@ -1,8 +1,10 @@
 """The closed word lists desk's files and commands use, defined once.
 
-Plain tuples with no imports, so the CLI can build its `--help` choices from them without
-loading the library, and the library validates against the same lists.
+Plain values (and one regular expression), so the CLI can build its `--help` choices from them
+without loading the library, and the library validates against the same lists.
 """
+
+import re
 
 MEMORY_TYPES = ("preference", "decision", "convention", "pitfall", "fact", "reference")
 MEMORY_SOURCES = ("user", "agent", "digest", "import")
@@ -18,3 +20,28 @@ IMPORT_FORMATS = ("claude-code", "openclaw", "markdown", "mem0", "chat-export", 
 EXPORT_FORMATS = ("claude-code", "openclaw", "markdown", "jsonl")  # desk export FORMAT
 CONTEXT_MODES = ("wake", "spot")  # desk context --mode: the wake-up read, the key-turn spot check
 REASON_MAX = 2000  # characters of a free-text why: `forget --reason`, `resolve --rationale`
+
+# .system/desk.json: where it is, the schema versions this desk reads and the form of a desk's id;
+# desk.layout (which finds the desk) and desk.config (which validates the file) both read them.
+CONFIG_PATH = ".system/desk.json"
+# The desk's schema (`schema_version` in desk.json): 1 before adjudication; 2 with the conflict
+# queue at v2 (every case carries its `resolution`) and the adjudication audit; 3 with versioned
+# memory files (`schema: 2`, which a desk of schema 1 or 2 refuses as an unknown key) and facts
+# (`payload.schema_version`). An older desk is read as it is (`desk migrate` upgrades it in one
+# commit); a newer one is refused, never read or written as if it were older. Here, not in
+# desk.config, so a mutation checks it without pydantic (desk.layout re-exports it).
+DESK_SCHEMA = 3
+READABLE_SCHEMAS = (1, 2, 3)
+
+
+def newer_schema(version: object) -> str | None:
+    """The refusal for a desk.json `schema_version` newer than this desk reads, None when readable."""
+    if isinstance(version, int) and not isinstance(version, bool) and version > DESK_SCHEMA:
+        return (f"this desk has schema version {version}, written by a newer desk; this desk reads "
+                f"schema versions {', '.join(map(str, READABLE_SCHEMAS))}")
+    return None
+
+
+# A desk's id as `desk init` makes it (desk.config.new_config): `desk-` and a uuid4's 32 lowercase
+# hex digits. desk.json's schema checks it; records, scope ids and XML attributes carry it.
+DESK_ID_RE = re.compile(r"desk-[0-9a-f]{32}")

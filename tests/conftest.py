@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from desk.cli.main import cli
 from desk.layout import DeskFolder
-from desk.scaffold import init_desk
+from desk.setup.init import init_desk
 
 
 @pytest.fixture(autouse=True)

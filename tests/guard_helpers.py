@@ -51,7 +51,8 @@ def reindex_text(root: Path) -> None:
     """Write the MEMORY.md the work tree's memory/ should have (as `desk reindex` would)."""
     from desk.layout import DeskFolder
     from desk.errors import InvalidFileError
-    from desk.memory.index import entries_in_worktree, render_index
+    from desk.formats.memory_index import render_index
+    from desk.gate.entries import entries_in_worktree
 
     try:
         (root / "MEMORY.md").write_bytes(render_index(entries_in_worktree(DeskFolder(root)).values()))

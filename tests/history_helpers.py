@@ -1,5 +1,5 @@
 """A desk with the history `git log -n1 -- path` has to see through, for the tests of each memory's
-last commit (desk.memory.mirror, recall, context): desk's own commits, a person's commits (an edit,
+last commit (desk.gate.mirror, recall, context): desk's own commits, a person's commits (an edit,
 an edit and its revert), a branch merged with --no-ff, a conflicting merge resolved by hand to a
 third version, a rename by `git mv`, and a forget followed by a re-remember."""
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from desk.layout import DeskFolder
-from desk.memory.index import memory_path
-from desk.memory.mirror import head_mirror
+from desk.formats.memory_index import memory_path
+from desk.gate.mirror import head_mirror
 from desk.memory.operations import forget, remember
 from tests.guard_helpers import git_env
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from desk.cli.main import cli
 from desk.layout import DeskFolder
-from desk.memory.index import IndexEntry, render_index
+from desk.formats.memory_index import IndexEntry, render_index
 
 
 def subcommands(group: click.Group) -> list[tuple[str, click.Command]]:
@@ -160,7 +160,7 @@ def test_nan_is_never_written_as_json(desk: DeskFolder, run: DeskRunner, payload
 
 
 def test_a_record_over_the_limit_is_refused_whole(desk: DeskFolder, run: DeskRunner) -> None:
-    from desk.archive.format import MAX_RECORD_BYTES
+    from desk.formats.archive import MAX_RECORD_BYTES
 
     before = _tree_state(desk.root)
     result = run("archive", "append", "-k", "inbound", "-", input="x" * (MAX_RECORD_BYTES + 1))
@@ -171,7 +171,7 @@ def test_a_record_over_the_limit_is_refused_whole(desk: DeskFolder, run: DeskRun
 
 
 def test_an_oversized_record_written_by_hand_is_a_finding() -> None:
-    from desk.archive.format import MAX_RECORD_BYTES, check_lines, record_json
+    from desk.formats.archive import MAX_RECORD_BYTES, check_lines, record_json
 
     record = {"actor": None, "at": "2026-01-02T00:00:00.000000Z", "content": "x" * MAX_RECORD_BYTES,
               "desk_id": "desk-1", "id": "20260102T000000000000Z-0123456789ab-20260102-000001",

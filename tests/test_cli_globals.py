@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from desk.cli.main import cli, hoist_global_options
-from desk.scaffold import init_desk
+from desk.setup.init import init_desk
 
 
 def _runner() -> CliRunner:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from desk.layout import DeskFolder
-from desk.memory.index import entries_in_worktree, render_index
+from desk.formats.memory_index import render_index
+from desk.gate.entries import entries_in_worktree
 from tests.conftest import git
 
 WORKERS = 8

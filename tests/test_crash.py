@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from desk.layout import DeskFolder
-from desk.memory.index import entries_in_worktree, render_index
-from desk.memory.mirror import head_mirror
+from desk.formats.memory_index import render_index
+from desk.gate.entries import entries_in_worktree
+from desk.gate.mirror import head_mirror
 from desk.memory.operations import forget, remember
 from tests.conftest import git
 
@@ -57,7 +58,7 @@ for cls, name in ((Objects, "write_blob"), (Index, "build_tree"), (Git, "commit_
     dying(cls, name)
 for name in ("acquire", "publish"):
     dying(IndexLock, name)
-from desk.memory.mirror import HeadMirror
+from desk.gate.mirror import HeadMirror
 dying(HeadMirror, "record")  # after the commit: the mirror's record, with its notes on MEMORY.md
 atomic.atomic_write = transaction.atomic_write = write
 transaction.remove = remove

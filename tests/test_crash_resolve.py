@@ -24,8 +24,9 @@ import pytest
 import desk as desk_api
 from desk.archive.store import clone_id
 from desk.layout import DeskFolder
-from desk.memory.index import entries_in_worktree, render_index
-from desk.scaffold import init_desk
+from desk.formats.memory_index import render_index
+from desk.gate.entries import entries_in_worktree
+from desk.setup.init import init_desk
 from desk.storage.crash import CRASH_ENV, CRASH_POINTS
 from tests.conftest import git
 from tests.digest.test_resolve import NOW, audit_records, commits, pick, tie_against_incumbent

@@ -237,7 +237,7 @@ def test_the_memories_page_runs(desk_root_cwd: Path) -> None:
 
 @pytest.fixture
 def desk_root_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, identity: None) -> Path:
-    from desk.scaffold import init_desk
+    from desk.setup.init import init_desk
 
     init_desk(tmp_path / "d")
     monkeypatch.chdir(tmp_path / "d")

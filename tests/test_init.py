@@ -13,7 +13,7 @@ import pytest
 
 from desk.layout import DeskFolder
 from desk.errors import DeskError
-from desk.scaffold import init_desk
+from desk.setup.init import init_desk
 from tests.conftest import git, snapshot
 
 EXPECTED = {"AGENTS.md", "SOUL.md", "USER.md", "NOW.md", "MEMORY.md", "MISTAKES.md", ".gitattributes",

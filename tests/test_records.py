@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from desk.layout import DeskFolder
-from desk.memory.file import MemoryFile, MemoryMeta
+from desk.formats.memory_file import MemoryFile, MemoryMeta
 
 T = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.timezone.utc)
 

@@ -38,8 +38,8 @@ with open(os.environ["PROBE_OUT"], "w") as out:
 RESULTS = {"desk.results.change", "desk.results.memory", "desk.results.guard", "desk.results.read", "desk.results.archive", "desk.results.working",
            "desk.results.scopes", "desk.results.sync", "desk.results.interchange"}
 # Never on a hot path: the checkers, the writers of other verbs, and the heavy dependencies.
-NEVER = {"pydantic", "git", "frontmatter", "mcp", "desk.guard.doctor", "desk.guard.hooks", "desk.scaffold",
-         "desk.migrate", "desk.sync.run", "desk.interchange.importing", "desk.interchange.exporting"}
+NEVER = {"pydantic", "git", "frontmatter", "mcp", "desk.guard.doctor", "desk.guard.hooks", "desk.setup.hooks", "desk.setup.init",
+         "desk.setup.migrate", "desk.sync.run", "desk.interchange.importing", "desk.interchange.exporting"}
 
 
 def probe(desk: DeskFolder, tmp_path: Path, *argv: str) -> dict[str, object]:
@@ -96,7 +96,7 @@ def test_help_loads_neither_the_api_nor_yaml(small_desk: DeskFolder, tmp_path: P
 def test_recall_loads_its_result_module_only_and_no_yaml(small_desk: DeskFolder, tmp_path: Path) -> None:
     data = probe(small_desk, tmp_path, "recall", "topic", "--json")
     assert loaded(data, RESULTS) == ["desk.results.read"]
-    assert loaded(data, {"yaml", "desk.storage.frontmatter", "desk.digest", "desk.guard.validate",
+    assert loaded(data, {"yaml", "desk.storage.frontmatter", "desk.digest", "desk.gate.validate",
                          "desk.transaction"} | NEVER) == []
 
 
@@ -115,14 +115,14 @@ def test_a_recall_of_a_desk_of_conversations_opens_no_memory_mirror(
     data = probe(conversations, tmp_path, "recall", "quokka", "--json")
     assert loaded(data, {"desk.memory", "yaml"} | NEVER) == []
     data = probe(small_desk, tmp_path, "recall", "topic", "--json")
-    assert "desk.memory.mirror" in data["modules"]  # type: ignore[operator]
+    assert "desk.gate.mirror" in data["modules"]  # type: ignore[operator]
 
 
 def test_context_loads_its_result_module_only(small_desk: DeskFolder, tmp_path: Path) -> None:
     data = probe(small_desk, tmp_path, "context", "--query", "topic")
     assert loaded(data, RESULTS) == ["desk.results.read"]
     # reading the archive's recent facts needs no secret scanner (only writing an event does)
-    assert loaded(data, {"yaml", "desk.transaction", "desk.guard.validate", "desk.text.secrets"} | NEVER) == []
+    assert loaded(data, {"yaml", "desk.transaction", "desk.gate.validate", "desk.text.secrets"} | NEVER) == []
     # the wake-up read's recent facts load while git answers; the spot check shows none
     assert "desk.digest.recent" in data["modules"]  # type: ignore[operator]
     assert loaded(probe(small_desk, tmp_path, "context", "--mode", "spot"), {"desk.digest", "desk.archive"}) == []
@@ -143,7 +143,7 @@ def test_sync_with_nothing_to_do_loads_neither_the_gate_nor_the_merge_code(
     assert "desk.results.sync" in first["modules"]  # type: ignore[operator]
     data = probe(small_desk, tmp_path, "sync")
     assert loaded(data, RESULTS) == ["desk.results.sync"]
-    assert loaded(data, {"yaml", "desk.guard.validate", "desk.sync.cases", "desk.recall", "desk.digest"}
+    assert loaded(data, {"yaml", "desk.gate.validate", "desk.sync.cases", "desk.recall", "desk.digest"}
                   | NEVER - {"desk.sync.run"}) == []
 
 
@@ -161,18 +161,18 @@ def test_validate_all_on_an_unchanged_desk_loads_no_parser(small_desk: DeskFolde
     probe(small_desk, tmp_path, "validate", "--all")  # fills the cache
     data = probe(small_desk, tmp_path, "validate", "--all")
     assert loaded(data, RESULTS) == ["desk.results.guard"]
-    assert loaded(data, {"yaml", "desk.memory.file", "desk.storage.frontmatter", "desk.text.secrets",
+    assert loaded(data, {"yaml", "desk.formats.memory_file", "desk.storage.frontmatter", "desk.text.secrets",
                          "desk.transaction"} | NEVER) == []
 
 
 def test_doctor_loads_no_hooks_installer(small_desk: DeskFolder, tmp_path: Path) -> None:
-    """doctor reads which hooks are installed from desk.guard.hook_files; the installer
-    (desk.guard.hooks) loads only to repair them, the transaction's recovery only for a pending
+    """doctor reads which hooks are installed from desk.gate.installed_hooks; the installer
+    (desk.setup.hooks) loads only to repair them, the transaction's recovery only for a pending
     mutation or a repair."""
     probe(small_desk, tmp_path, "doctor")
     data = probe(small_desk, tmp_path, "doctor")
     assert loaded(data, RESULTS) == ["desk.results.guard"]
-    assert loaded(data, {"yaml", "desk.memory.file", "desk.transaction"} | NEVER - {"desk.guard.doctor"}) == []
+    assert loaded(data, {"yaml", "desk.formats.memory_file", "desk.transaction"} | NEVER - {"desk.guard.doctor"}) == []
 
 
 _HOOK_PROBE = """
@@ -200,10 +200,10 @@ def test_the_pre_commit_hook_loads_neither_the_cli_nor_yaml(small_desk: DeskFold
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
     assert data["code"] == 0
-    assert "desk.guard.validate" in data["modules"] and "desk.guard.verdicts" in data["modules"]
-    assert "desk.memory.file" in data["modules"] and "desk.text.secrets" in data["modules"]  # it parsed one
+    assert "desk.gate.validate" in data["modules"] and "desk.gate.verdicts" in data["modules"]
+    assert "desk.formats.memory_file" in data["modules"] and "desk.text.secrets" in data["modules"]  # it parsed one
     assert loaded(data, {"click", "desk.results", "desk.api", "desk.guard.doctor", "yaml", "desk.transaction"}
-                  | NEVER - {"desk.guard.hooks"}) == []  # the hooks' runner lives beside their installer
+                  | NEVER - {"desk.guard.hooks"}) == []  # the hooks' runner, not their installer
 
 
 def test_every_lazily_exported_name_resolves_to_one_class() -> None:
@@ -215,7 +215,7 @@ def test_every_lazily_exported_name_resolves_to_one_class() -> None:
     import desk.api
     import desk.errors
     import desk.results
-    import desk.revisions
+    import desk.api.revisions
 
     for name in desk.results._HOMES:
         found = getattr(desk.results, name)
@@ -224,7 +224,7 @@ def test_every_lazily_exported_name_resolves_to_one_class() -> None:
     for name in desk.__all__:
         if name != "__version__":
             home = {"desk.api": desk.api, "desk.errors": desk.errors, "desk.results": desk.results,
-                    "desk.revisions": desk.revisions}[desk._HOMES[name]]
+                    "desk.api.revisions": desk.api.revisions}[desk._HOMES[name]]
             assert getattr(desk, name) is getattr(home, name), name
     from desk import Recalled  # a from-import goes through the module's __getattr__ too
 

@@ -71,7 +71,7 @@ def stopped_notice(desk: DeskFolder) -> str | None:
 def missing_setup(desk: DeskFolder) -> list[str]:
     """The hooks and merge drivers the clone holding `desk` lacks (empty when complete; `desk hooks
     install` sets them). File reads only: every CLI command checks it, to warn once."""
-    from desk.guard.hook_files import missing_setup as missing
+    from desk.formats.hook_files import missing_setup as missing
 
     return missing(desk.root, desk.git_dir)
 
@@ -97,7 +97,7 @@ def init(path: str | Path, *, allow_nonempty: bool = False, allow_nested: bool =
     folder, or one inside another repository's work tree, is refused unless allowed.
     """
     from desk.results.memory import Initialized
-    from desk.scaffold import init_desk
+    from desk.setup.init import init_desk
 
     result = init_desk(Path(path), allow_nonempty=allow_nonempty, allow_nested=allow_nested)
     desk = Desk(result.path)

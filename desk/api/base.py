@@ -79,7 +79,7 @@ class DeskBase(DeskFolder):
         """A memory name from what a person typed: `x`, `x.md`, `memory/x.md` or a path to it
         (in `project`'s memory folder when given, also `projects/<project>/memory/x.md`)."""
         from desk.layout import PROJECTS_DIR, project_problem
-        from desk.memory.file import memory_name_arg
+        from desk.formats.memory_file import memory_name_arg
 
         if project is None or project_problem(project):  # a bad project name is refused later
             return memory_name_arg(name, self.root / MEMORY_DIR)

@@ -26,10 +26,10 @@ class GuardMethods(DeskBase):
         from desk.results.guard import Validation
 
         if mode == "all":
-            from desk.guard.whole import validate_all  # git lists the work tree while the gate loads
+            from desk.gate.whole import validate_all  # git lists the work tree while the gate loads
 
             return Validation(mode, validate_all(self))
-        from desk.guard.validate import fix_index, validate_staged
+        from desk.gate.validate import fix_index, validate_staged
         from desk.storage.git import staged_git
 
         if mode != "staged":
@@ -46,14 +46,14 @@ class GuardMethods(DeskBase):
 
         DeskError when core.hooksPath is set: the hint says how to wire the hooks by hand.
         """
-        from desk.guard.hooks import install
+        from desk.setup.hooks import install
         from desk.results.guard import HooksChange
 
         return HooksChange(install(self.root))
 
     def hooks_uninstall(self) -> HooksChange:
         """Remove desk's hooks and restore the hooks they had replaced."""
-        from desk.guard.hooks import uninstall
+        from desk.setup.hooks import uninstall
         from desk.results.guard import HooksChange
 
         return HooksChange(uninstall(self.root))
@@ -83,10 +83,10 @@ class GuardMethods(DeskBase):
     def doctor(self, *, repair: bool = False, commits: int = 200, rebuild: bool = False) -> Diagnosis:
         """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem
         remains. `rebuild` first drops every derived cache and record and makes them again
-        (desk.rebuild; the paths dropped are the report's `rebuilt`)."""
+        (desk.guard.rebuild; the paths dropped are the report's `rebuilt`)."""
         rebuilt = None
         if rebuild:
-            from desk.rebuild import rebuild as rebuild_caches
+            from desk.guard.rebuild import rebuild as rebuild_caches
 
             self.close()  # this object's warm caches are among those dropped
             rebuilt = rebuild_caches(self)
@@ -100,7 +100,7 @@ class GuardMethods(DeskBase):
     def migrate(self, *, dry_run: bool = False) -> Migrated:
         """Upgrade an older desk's schema in one commit (status `unchanged` when it is current,
         `planned` with `dry_run`). DeskError when the desk is newer than this desk."""
-        from desk.migrate import migrate
+        from desk.setup.migrate import migrate
         from desk.results.working import Migrated
 
         return Migrated(migrate(self, dry_run=dry_run))

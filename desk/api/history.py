@@ -84,7 +84,8 @@ class HistoryMethods(DeskBase):
         """The queue's cases; a broken queue's hint names the last commit where it was good."""
         from desk.errors import InvalidFileError
         from desk.layout import CONFLICTS_FILE
-        from desk.review.queue import last_good_hint, parse_queue
+        from desk.formats.queue import parse_queue
+        from desk.gate.checks import last_good_hint
 
         try:
             return parse_queue(self.read_if_present(CONFLICTS_FILE))

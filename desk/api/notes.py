@@ -17,7 +17,8 @@ class NoteMethods(DeskBase):
 
     def now_show(self, *, section: str | None = None) -> NowView:
         """NOW.md (or one section: doing, blocked, next, reminders)."""
-        from desk.notes.now import read_now, section_name
+        from desk.formats.now import section_name
+        from desk.notes.now import read_now
         from desk.results.working import NowView
 
         return NowView(read_now(self), section_name(section))

@@ -1,1 +1,2 @@
-"""The append-only archive of raw events: format, store, import, verify, checkpoint, views."""
+"""The append-only archive of raw events: store, import, verify, checkpoint, views (the line format
+is desk.formats.archive)."""

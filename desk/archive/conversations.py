@@ -28,7 +28,7 @@ from desk.vocabulary import CONVERSATION_KINDS
 
 NO_SESSION = "no-session"
 # An archive record holds up to 1 MiB, but a view is a file the gate limits to 1 MiB like every
-# text file (desk/guard/rules.py TEXT_LIMIT): one 1 MB message, or a busy day, made a view no commit
+# text file (desk/gate/rules.py TEXT_LIMIT): one 1 MB message, or a busy day, made a view no commit
 # could hold, so `desk conversations render` (and the views sync re-renders) failed
 # for good. A view is for reading: a long message shows its start, a full view its first messages,
 # each cut said where it is made and where the rest is (the archive, which keeps every byte).

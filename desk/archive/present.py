@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from desk.archive.format import at_key
+from desk.formats.archive import at_key
 from desk.archive.store import archive_files
 from desk.layout import DeskFolder
 from desk.storage.hashing import sha256_hex

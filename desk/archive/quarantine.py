@@ -20,7 +20,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from desk.archive.format import ArchiveFile, check_lines, record_problem
+from desk.formats.archive import ArchiveFile, check_lines, record_problem
 from desk.archive.checkpoint import archive_trailer_lines
 from desk.archive.store import ArchiveWriter
 from desk.errors import DeskError, Finding

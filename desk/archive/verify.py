@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from desk.archive.store import archive_files, check_archive_change
-from desk.archive.format import line_hash
+from desk.archive.store import archive_files
+from desk.formats.archive import check_archive_change
+from desk.formats.archive import line_hash
 from desk.archive.checkpoint import HEAD_TRAILER
 from desk.layout import ARCHIVE_DIR, DeskFolder
 from desk.errors import Finding

@@ -17,7 +17,7 @@ from desk.errors import DeskError
 def main(argv: list[str], *, checked: bool = False) -> int:
     """Run one hook; the exit code is git's verdict (0 lets the commit through). `checked`: the
     commit-msg hook's first look was taken already (`start`)."""
-    from desk.guard.hook_files import HOOK_ENTRY, HOOK_TYPES
+    from desk.formats.hook_files import HOOK_ENTRY, HOOK_TYPES
 
     if not argv or argv[0] not in HOOK_TYPES:
         print(f"usage: python -m {HOOK_ENTRY} {{{'|'.join(HOOK_TYPES)}}} [ARGS]", file=sys.stderr)
@@ -44,9 +44,9 @@ def main(argv: list[str], *, checked: bool = False) -> int:
 
 
 def _needs_full_check(message_file: str) -> bool:
-    """The commit-msg hook's first look (desk.guard.message): a message without a secret and
+    """The commit-msg hook's first look (desk.gate.message): a message without a secret and
     without a trailer the rules read passes before git's wrapper and the rules are imported."""
-    from desk.guard.message import needs_full_check
+    from desk.gate.message import needs_full_check
 
     try:
         with open(message_file, encoding="utf-8", errors="replace") as file:
@@ -89,7 +89,7 @@ def exit_now(code: int) -> NoReturn:
 
 def start(argv: list[str]) -> NoReturn:
     """What an installed hook runs, `python -m desk.cli.hook HOOK` or its fast start (`python -S`
-    with the module path baked in at install, desk.guard.hooks.fast_start): one hook, then out."""
+    with the module path baked in at install, desk.setup.hooks.fast_start): one hook, then out."""
     if argv[:1] == ["commit-msg"] and argv[1:] and not _needs_full_check(argv[1]):
         exit_now(0)  # before the gate's modules load: most messages need none of it
     from desk.guard.hooks import leave_open_at_exit

@@ -9,7 +9,7 @@ next revision opens; when new evidence lets the policy decide, the open case is 
 
 The queue is never injected into a prompt: candidates stay out of MEMORY.md and `desk context`.
 This module opens and supersedes cases; `desk.digest.resolve` closes them with a person's decision.
-The file format (schema, versions, the chain of a domain's cases) is desk.review.queue's.
+The file format (schema, versions, the chain of a domain's cases) is desk.formats.queue's.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from desk.digest.policy import Candidate, Tie
-from desk.review.queue import QUEUE_VERSION as SCHEMA_VERSION
-from desk.review.queue import STATUSES, parse_queue, render_queue
+from desk.formats.queue import QUEUE_VERSION as SCHEMA_VERSION
+from desk.formats.queue import STATUSES, parse_queue, render_queue
 from desk.text.times import format_time
 
 __all__ = ["SCHEMA_VERSION", "STATUSES", "parse_queue", "render_queue", "make_case", "reconcile",

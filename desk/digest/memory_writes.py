@@ -4,7 +4,7 @@
 domain's file name (the key, or kind + content slug + hash; an alternate when a person's memory
 holds the name), which existing file is the domain's active memory, the frontmatter a promoted,
 superseding or merged memory gets (`source: digest`, `key`, at most EVIDENCE_MAX `evidence` ids),
-and landing each through the write gate (`desk.memory.gate`) with the index kept in step.
+and landing each through the write gate (`desk.gate.memory_gate`) with the index kept in step.
 
 Every function takes the scope it works in: `project` None for the desk-wide `memory/` and
 MEMORY.md, a project name for `projects/<name>/memory/` and that project's MEMORY.md (whose
@@ -25,10 +25,11 @@ from desk.digest.journal import one_line
 from desk.digest.policy import EARLIEST, Active, Candidate, Domain, kept_evidence
 from desk.errors import InvalidFileError
 from desk.layout import INDEX_FILE, DeskFolder, project_index_path, project_memory_path
-from desk.memory import gate
-from desk.memory.file import (DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, name_problem,
+from desk.gate import memory_gate as gate
+from desk.formats.memory_file import (DESCRIPTION_MAX, TRIGGER_MAX, MemoryFile, build_meta, name_problem,
                               normalize_body, parse_memory)
-from desk.memory.index import IndexEntry, committed_files, load_entries, memory_path, render_index
+from desk.formats.memory_index import IndexEntry, memory_path, render_index
+from desk.gate.entries import committed_files, load_entries
 from desk.text.direction import describe, first_control
 from desk.text.normalize import normalize
 from desk.text.secrets import scan

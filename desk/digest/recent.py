@@ -28,7 +28,7 @@ from typing import Any
 import json
 import re
 
-from desk.archive.format import at_key
+from desk.formats.archive import at_key
 from desk.archive.store import archive_files, read_events
 from desk.digest.fact_version import NewerFactError, fact_version
 from desk.errors import DeskError, Finding

@@ -34,8 +34,9 @@ from desk.digest.policy import Candidate, Domain, group_facts
 from desk.digest.run import read_facts
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
 from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder, memory_name, project_file
-from desk.review.audit import audit_path, line_hash, parse_audit, render_line
-from desk.review.queue import event_id_problem, last_good_hint
+from desk.formats.audit import audit_path, line_hash, parse_audit, render_line
+from desk.formats.queue import event_id_problem
+from desk.gate.checks import last_good_hint
 from desk.storage.git import blob_sha
 from desk.text.normalize import content_key
 from desk.text.times import format_time, parse_time, utc_now
@@ -209,7 +210,7 @@ def _now_key(heading: str) -> str:
 
 
 def _now_section(text: str, label: str) -> str | None:
-    from desk.notes.now import NowNote
+    from desk.formats.now import NowNote
 
     note = NowNote.parse(text)
     if label == "preamble":
@@ -218,7 +219,7 @@ def _now_section(text: str, label: str) -> str | None:
 
 
 def _with_now_section(text: str, label: str, body: str | None) -> bytes:
-    from desk.notes.now import NowNote
+    from desk.formats.now import NowNote
 
     note = NowNote.parse(text)
     if label == "preamble":
@@ -232,8 +233,9 @@ def _with_now_section(text: str, label: str, body: str | None) -> bytes:
 
 def _index_with(desk: DeskFolder, path: str, name: str, data: bytes | None) -> dict[str, bytes | None]:
     """MEMORY.md with memory `name` as `data` (None: gone), when that changes it."""
-    from desk.memory.file import parse_memory
-    from desk.memory.index import IndexEntry, committed_files, load_entries, render_index
+    from desk.formats.memory_file import parse_memory
+    from desk.formats.memory_index import IndexEntry, render_index
+    from desk.gate.entries import committed_files, load_entries
 
     entries = load_entries(desk, committed_files(desk))
     entries.pop(name, None)
@@ -246,8 +248,8 @@ def _index_with(desk: DeskFolder, path: str, name: str, data: bytes | None) -> d
 def _project_index_with(desk: DeskFolder, project: str, path: str, data: bytes | None
                         ) -> dict[str, bytes | None]:
     """The project's MEMORY.md with the memory at `path` as `data` (None: gone), when that changes it."""
-    from desk.memory.file import parse_memory
-    from desk.memory.index import IndexEntry, render_index
+    from desk.formats.memory_file import parse_memory
+    from desk.formats.memory_index import IndexEntry, render_index
     from desk.memory.reads import project_memories
 
     memories = project_memories(desk, project)

@@ -1,1 +1,1 @@
-"""The gate: validation rules, git hooks, and doctor."""
+"""Doctor and the hook runner: they check and repair the whole desk, so they sit on top."""

@@ -1,11 +1,11 @@
 """`desk doctor`'s entry, `diagnose`: the desk lock taken and git's reads started before the
-doctor's modules load (desk.guard.whole.EarlyReads); desk.guard.doctor does the checks."""
+doctor's modules load (desk.gate.whole.EarlyReads); desk.guard.doctor does the checks."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from desk.guard.whole import EarlyReads
+from desk.gate.whole import EarlyReads
 
 if TYPE_CHECKING:
     from desk.guard.doctor import DoctorReport

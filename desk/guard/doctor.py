@@ -29,11 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
-from desk.guard.hook_files import installed, read_text_or_empty, unsafe_drivers
-from desk.guard.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
-from desk.guard.validate import current_config, validate_all, validate_listed
-from desk.guard.verdicts import VerdictCache
-from desk.guard.whole import DOCTOR_LOCK_WAIT
+from desk.formats.hook_files import read_text_or_empty, unsafe_drivers
+from desk.gate.installed_hooks import installed
+from desk.gate.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
+from desk.gate.checks import current_config
+from desk.gate.whole import validate_all
+from desk.gate.work_tree import validate_listed
+from desk.gate.verdicts import VerdictCache
+from desk.gate.whole import DOCTOR_LOCK_WAIT
 from desk.layout import ARCHIVE_DIR, ARCHIVE_PREFIX, MEMORY_PREFIX, DeskFolder
 from desk.storage.atomic import TEMP_PREFIX
 from desk.storage.derived import RETIRED
@@ -45,7 +48,7 @@ from desk.text.secrets import redact
 from desk.storage.reading import is_plain_file
 
 if TYPE_CHECKING:
-    from desk.guard.whole import EarlyReads
+    from desk.gate.whole import EarlyReads
     from desk.storage.git import StartedListing
 
 STALE_AFTER = float(LOCK_STALE_AFTER)  # seconds before a temp file or a lock of unknown owner is abandoned
@@ -118,7 +121,7 @@ def _found(report: DoctorReport, check: str, path: str, message: str, safe: bool
 def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
              early: EarlyReads | None = None) -> DoctorReport:
     """Run every check; with `repair`, fix what is safe under the desk lock. `early`: the desk lock
-    taken and git's reads started by desk.guard.whole.diagnose (the entry `desk doctor` uses)."""
+    taken and git's reads started by desk.gate.whole.diagnose (the entry `desk doctor` uses)."""
     report = DoctorReport(repair=repair)
     history: Callable[[], list[str]] | None = None
     listing: StartedListing | None = None
@@ -434,7 +437,7 @@ def bypassed_commits(desk: DeskFolder, limit: int, started: Callable[[], list[st
     """(commit, subject, finding) for history rules broken in the last `limit` commits.
 
     A commit never changes, so what the rules found in it is cached by commit id
-    (desk.guard.verdicts; secrets by fingerprint, so the allow-list of now applies). One
+    (desk.gate.verdicts; secrets by fingerprint, so the allow-list of now applies). One
     `git rev-list` names the commits; only those the cache lacks are read, with one `git log
     --raw` and one `git cat-file --batch` of the blobs the rules need (archive files before and
     after, files the secret scanner covers). `started` gives the commits when the caller started
@@ -515,7 +518,7 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     if not missing and not outdated:
         return
     if repair:
-        from desk.guard.hooks import install  # the installer: only when repairing
+        from desk.setup.hooks import install  # the installer: only when repairing
 
         install(desk.root)
         report.add("hooks", ", ".join(missing + outdated), "installed desk's hooks (an existing hook is "

@@ -29,8 +29,9 @@ from desk.errors import UsageError
 from desk.interchange.readers.claude_code import DESK_TYPE_KEY, FROM_CLAUDE, TO_CLAUDE
 from desk.interchange.readers.openclaw import BLOCK, BLOCK_BEGIN, BLOCK_END
 from desk.layout import AGENTS_FILE, MEMORY_PREFIX, SOUL_FILE, USER_FILE, DeskFolder
-from desk.memory.file import MemoryFile, parse_memory
-from desk.memory.index import entries_in_worktree, memory_path
+from desk.formats.memory_file import MemoryFile, parse_memory
+from desk.formats.memory_index import memory_path
+from desk.gate.entries import entries_in_worktree
 from desk.storage import frontmatter
 from desk.storage.atomic import atomic_write
 from desk.vocabulary import EXPORT_FORMATS

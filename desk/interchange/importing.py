@@ -41,8 +41,8 @@ from desk.interchange.items import DeskFileItem, Proposal, RecordItem, Source
 from desk.interchange.plan import FolderMemories, PlanLine, plan_memories
 from desk.interchange.readers import read_source
 from desk.layout import INDEX_FILE, TEMPLATE_FILES, USER_FILE, DeskFolder, project_index_path, template_bytes
-from desk.memory.index import IndexEntry, memory_path, render_index
-from desk.memory.mirror import HeadMirror, head_mirror
+from desk.formats.memory_index import IndexEntry, memory_path, render_index
+from desk.gate.mirror import HeadMirror, head_mirror
 from desk.storage.git import blob_sha
 from desk.text.times import utc_now
 from desk.transaction import commit_message, transaction
@@ -202,7 +202,7 @@ def _profile_patch(desk: DeskFolder, source: Source, user: str, report: ImportRe
     write, or none when nothing changes. `report.profile` says what changes. An invalid value is
     refused at the source's file and line it was read from."""
     from desk.layout import profile_path, scope_id
-    from desk.scopes.files import ProfileFile, validate_profile
+    from desk.formats.scope_files import ProfileFile, validate_profile
     from desk.scopes.profile import read_profile
 
     scope = scope_id(user)
@@ -290,7 +290,7 @@ def _check_rules(desk: DeskFolder, mirror: HeadMirror | FolderMemories, report: 
     """Run the commit's file rules (secrets included) on the planned memories and desk files;
     reject each memory that fails, with its finding, and propose each desk file that fails instead
     of writing it. Returns the writes (memories and desk files) and the memories' index entries."""
-    from desk.guard.validate import validate_writes
+    from desk.gate.validate import validate_writes
 
     index_path = INDEX_FILE if report.project is None else project_index_path(report.project)
     for _round in range(3):

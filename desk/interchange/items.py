@@ -14,7 +14,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from desk.memory.file import DESCRIPTION_MAX, NAME_MAX, TRIGGER_MAX, name_problem
+from desk.formats.memory_file import DESCRIPTION_MAX, NAME_MAX, TRIGGER_MAX, name_problem
 
 MAX_TRIGGERS = 6
 _STOPWORDS = frozenset("""a an and are as at be by for from has have how in is it its of on or that the this

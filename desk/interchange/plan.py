@@ -4,7 +4,7 @@ For every `MemoryItem`, in source order: a name (the source's own slug, else one
 title); a collision with an existing memory of that name is the same fact when the bodies match
 (then `unchanged`, or `updated` when description, type, triggers or importance differ), otherwise
 the next free `<name>-2`, `<name>-3`, ... with a plan line saying so. Then the write gate of
-`remember` (`desk.memory.gate.check_memory`: durable, not already recorded in another memory or in
+`remember` (`desk.gate.memory_gate.check_memory`: durable, not already recorded in another memory or in
 AGENTS.md/SOUL.md), the structural checks of the memory file schema, and the read-back check. A
 refusal rejects that item with its reason; the import goes on with the rest. The file rules and
 the secret scan run on the whole commit afterwards (`importing.py`), as for every desk commit.
@@ -23,10 +23,10 @@ from typing import Protocol
 from desk.errors import DeskError, InvalidFileError, RejectedError
 from desk.interchange.items import MemoryItem, slugify
 from desk.layout import DeskFolder, project_memory_path
-from desk.memory import gate
-from desk.memory.file import NAME_MAX, MemoryFile, build_meta, normalize_body, parse_memory
-from desk.memory.index import memory_path
-from desk.memory.mirror import HeadMirror
+from desk.gate import memory_gate as gate
+from desk.formats.memory_file import NAME_MAX, MemoryFile, build_meta, normalize_body, parse_memory
+from desk.formats.memory_index import memory_path
+from desk.gate.mirror import HeadMirror
 from desk.text.normalize import content_key
 
 MAX_SUFFIX = 1000

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
-from desk.guard.rules import check_file
-from desk.guard.validate import validate_writes
+from desk.gate.rules import check_file
+from desk.gate.validate import validate_writes
 from desk.layout import INDEX_FILE, DeskFolder
-from desk.memory.file import MEMORY_SCHEMA, SCHEMA_KEY, parse_memory, require_name
-from desk.memory.index import IndexEntry, memory_path
-from desk.memory.mirror import head_mirror
+from desk.formats.memory_file import MEMORY_SCHEMA, SCHEMA_KEY, parse_memory, require_name
+from desk.formats.memory_index import IndexEntry, memory_path
+from desk.gate.mirror import head_mirror
 from desk.storage.git import blob_sha
 from desk.text.times import format_time, utc_now
 from desk.transaction import commit_message, transaction
@@ -157,7 +157,7 @@ def _message(name: str, actor: str) -> str:
 def _writes(desk: DeskFolder, path: str, name: str, data: bytes) -> dict[str, bytes | None]:
     """The memory and its regenerated MEMORY.md (raises InvalidFileError when it does not parse).
 
-    MEMORY.md comes from the HEAD mirror (`desk.memory.mirror`), as for `remember`: no re-read of
+    MEMORY.md comes from the HEAD mirror (`desk.gate.mirror`), as for `remember`: no re-read of
     the desk.
     """
     entry = IndexEntry.of(parse_memory(data, path, name))

@@ -20,7 +20,7 @@ import posixpath
 from desk.storage.git import Commit, Git
 from desk.text.names import path_name_problem
 
-NAME_LIMIT = 80  # a memory name's limit (desk.memory.file); a longer trailer is no desk rename
+NAME_LIMIT = 80  # a memory name's limit (desk.formats.memory_file); a longer trailer is no desk rename
 
 
 def renamed_from(commit: Commit, path: str) -> str | None:

@@ -9,14 +9,15 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from desk.errors import InvalidFileError, RejectedError, UsageError
-from desk.guard.validate import KnownHead
+from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError
+from desk.gate.validate import KnownHead
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name, project_index_path, project_memory_path
-from desk.memory import gate
-from desk.memory.file import (MemoryFile, build_meta, normalize_body, parse_memory, require_name,
-                              written_by_newer_desk)
-from desk.memory.index import IndexEntry, entries_in_worktree, memory_path, render_index
-from desk.memory.mirror import HeadMirror, head_mirror
+from desk.gate import memory_gate as gate
+from desk.formats.memory_file import (MemoryFile, build_meta, normalize_body, parse_memory, require_name,
+                                      written_by_newer_desk)
+from desk.formats.memory_index import IndexEntry, memory_path, render_index
+from desk.gate.entries import entries_in_worktree
+from desk.gate.mirror import HeadMirror, head_mirror
 from desk.memory.reads import no_memory, project_memories, read_project_memory, require_project
 from desk.storage.atomic import atomic_write
 from desk.storage.git import blob_sha

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from desk.errors import DeskError, Finding, InvalidFileError, UsageError, quoted
 from desk.layout import MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_memory_path, project_problem
 from desk.memory import follow
-from desk.memory.file import MemoryFile, parse_memory, require_read_name
-from desk.memory.index import IndexEntry, entries_in_worktree, memory_path
+from desk.formats.memory_file import MemoryFile, parse_memory, require_read_name
+from desk.formats.memory_index import IndexEntry, memory_path
+from desk.gate.entries import entries_in_worktree
 from desk.storage.git import Commit
 
 

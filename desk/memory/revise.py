@@ -7,14 +7,14 @@ from collections.abc import Collection, Sequence
 
 from desk.errors import UsageError
 from desk.layout import INDEX_FILE, MISTAKES_FILE, DeskFolder
-from desk.memory.file import MemoryFile, build_meta, parse_memory, require_name
-from desk.memory.index import IndexEntry, memory_path
-from desk.memory.mirror import head_mirror
+from desk.formats.memory_file import MemoryFile, build_meta, parse_memory, require_name
+from desk.formats.memory_index import IndexEntry, memory_path
+from desk.gate.mirror import head_mirror
 from desk.memory.operations import (MutationResult, _commit_memory, _head_blobs, _list, _merged,
                                     _require_actor, _require_clearable, _require_future,
                                     _trigger_warnings, _with_index, known_head, record)
 from desk.memory.reads import no_memory
-from desk.notes.mistakes import relink_mistakes
+from desk.formats.mistakes import relink_mistakes
 from desk.storage.git import blob_sha
 from desk.text.times import utc_now
 from desk.transaction import commit_message, transaction

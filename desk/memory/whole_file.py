@@ -13,8 +13,8 @@ import datetime as dt
 
 from desk.errors import InvalidFileError, RejectedError
 from desk.layout import DeskFolder
-from desk.memory.file import MemoryFile, parse_memory, require_name, written_by_newer_desk
-from desk.memory.index import memory_path
+from desk.formats.memory_file import MemoryFile, parse_memory, require_name, written_by_newer_desk
+from desk.formats.memory_index import memory_path
 from desk.memory.operations import MutationResult, remember
 
 HEADER = """---

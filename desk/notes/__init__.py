@@ -1,1 +1,1 @@
-"""The working notes: NOW.md and MISTAKES.md."""
+"""The working notes' operations: NOW.md and MISTAKES.md (their formats are desk.formats')."""

@@ -88,7 +88,7 @@ def project_tag(project: str) -> str:
 def memory_record(data: bytes, path: str) -> Record | None:
     """The record of one memory file, or None when the file does not parse (not searchable)."""
     # Imported here: PyYAML only when a memory file changed, not on every warm `desk recall`.
-    from desk.memory.file import parse_memory
+    from desk.formats.memory_file import parse_memory
 
     name, project = memory_name(path), None
     if name is None:

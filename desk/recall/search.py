@@ -45,7 +45,7 @@ from desk.text.times import format_time, parse_time, utc_now
 from desk.vocabulary import RANKERS, RECALL_KINDS
 
 if TYPE_CHECKING:
-    from desk.memory.mirror import Committed
+    from desk.gate.mirror import Committed
     from desk.recall.hybrid import DenseIndex, HybridBreakdown
 
 LIMIT_MIN, LIMIT_MAX = 1, 10
@@ -119,7 +119,7 @@ def _prepare_for_memory_hits(cache: SearchCache) -> None:
     cache's refresh, when the cache holds memories: a memory hit needs it after the ranking,
     where the import would wait for nothing. A desk of conversations only never loads it."""
     if cache.holds_memories():
-        import desk.memory.mirror  # noqa: F401
+        import desk.gate.mirror  # noqa: F401
 
 
 def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str | None = None,
@@ -171,7 +171,7 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
     if names or in_projects:
         # Imported here (or while git answered the refresh, `_prepare_for_memory_hits`): the
         # mirror and the memory index it opens only when a memory is hit.
-        from desk.memory.mirror import head_mirror, project_heads
+        from desk.gate.mirror import head_mirror, project_heads
 
         if names:
             # Each hit's last commit from the HEAD mirror: no git process per hit (docs/recall.md).

@@ -15,7 +15,7 @@ from typing import Any
 
 from desk.errors import Finding
 from desk.layout import ARCHIVE_DIR, INDEX_FILE, DeskFolder
-from desk.memory.index import entries_in_worktree, invalid_paths
+from desk.gate.entries import entries_in_worktree, invalid_paths
 from desk.text.plural import counted
 from desk.text.times import format_time, parse_time, utc_now
 from desk.text.tokens import estimate_tokens

@@ -13,8 +13,8 @@ from desk.results.base import Outcome, Wrapped, counted
 
 if TYPE_CHECKING:
     from desk.guard.doctor import DoctorReport
-    from desk.guard.hooks import HooksResult
-    from desk.guard.validate import Report
+    from desk.setup.hooks import HooksResult
+    from desk.gate.checks import Report
 
 
 # -- guarding the desk ----------------------------------------------------------------------

@@ -11,10 +11,10 @@ from desk.results.base import Outcome, Wrapped, commit_suffix
 
 if TYPE_CHECKING:
     from desk.errors import Finding
-    from desk.memory.file import MemoryFile
-    from desk.memory.index import IndexEntry
+    from desk.formats.memory_file import MemoryFile
+    from desk.formats.memory_index import IndexEntry
     from desk.memory.reads import Shown
-    from desk.scaffold import InitResult
+    from desk.setup.init import InitResult
     from desk.storage.git import Commit
 
 

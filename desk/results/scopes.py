@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from desk.results.base import Outcome, Wrapped, commit_suffix
 
 if TYPE_CHECKING:
-    from desk.scopes.files import Preference
+    from desk.formats.scope_files import Preference
     from desk.scopes.prefs import PrefChange, PrefListing
     from desk.scopes.profile import ProfileView
 

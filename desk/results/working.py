@@ -11,10 +11,12 @@ from desk.results.base import Outcome, Wrapped, commit_suffix, counted, preview
 if TYPE_CHECKING:
     from desk.archive.conversations import RenderResult
     from desk.digest.resolve import Resolution
-    from desk.migrate import MigrationResult
+    from desk.setup.migrate import MigrationResult
     from desk.digest.run import DigestResult
-    from desk.notes.mistakes import Mistake, MistakeResult
-    from desk.notes.now import NowNote, NowResult
+    from desk.formats.mistakes import Mistake
+    from desk.formats.now import NowNote
+    from desk.notes.mistakes import MistakeResult
+    from desk.notes.now import NowResult
 
 
 # -- the digest -----------------------------------------------------

@@ -18,8 +18,8 @@ from typing import Any
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError, quoted
 from desk.layout import (OWNER_SCOPE, PREFS_DIR, USERS_DIR, DeskFolder, is_scope_id, pref_path,
                          prefs_index_path, project_index_path, scope_id, scope_root)
-from desk.memory.index import render_index
-from desk.scopes.files import (EVENT_MAX, SOURCE_MAX, Preference, key_problem, line_problem,
+from desk.formats.memory_index import render_index
+from desk.formats.scope_files import (EVENT_MAX, SOURCE_MAX, Preference, key_problem, line_problem,
                                ownership_problem, parse_pref, render_prefs_index, stamp, VALUE_MAX)
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Commit

@@ -13,7 +13,7 @@ from typing import Any
 
 from desk.errors import Finding, InvalidFileError, UsageError
 from desk.layout import OWNER_SCOPE, DeskFolder, profile_path, scope_id
-from desk.scopes.files import (PROFILE_FIELDS, ProfileFile, ownership_problem, parse_profile,
+from desk.formats.scope_files import (PROFILE_FIELDS, ProfileFile, ownership_problem, parse_profile,
                                profile_scope, validate_profile)
 from desk.transaction import commit_message, transaction
 from desk.vocabulary import ACTORS

@@ -1,12 +1,12 @@
 """Project scopes: memories under `projects/<name>/memory/` with their own `projects/<name>/MEMORY.md`.
 
-A project memory is a memory file like any other (desk.memory.file) whose `project` field names
+A project memory is a memory file like any other (desk.formats.memory_file) whose `project` field names
 the project it sits in (written by desk.memory.operations.remember, read by desk.memory.reads); a file whose `project` does not match its folder (copied from another
 project, or into the desk-wide memory/) is refused by `desk validate` and by these readers. The
 write gate is the desk-wide one: durable facts only, no second memory with the same body in the
 same project, nothing AGENTS.md or SOUL.md already says. Projects are small, so the files are read
 from the folder (no HEAD mirror of entries as for memory/; each project memory's last commit is
-kept beside the mirror, desk.memory.mirror.ProjectHeads, for recall and context).
+kept beside the mirror, desk.gate.mirror.ProjectHeads, for recall and context).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import os
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.layout import PROJECTS_DIR, DeskFolder, project_index_path, project_memory_path, project_problem
 from desk.memory import follow
-from desk.memory.file import require_name, require_read_name
-from desk.memory.index import IndexEntry, render_index
+from desk.formats.memory_file import require_name, require_read_name
+from desk.formats.memory_index import IndexEntry, render_index
 from desk.memory.operations import MutationResult
 from desk.memory.reads import Shown, project_memories, read_project_memory, require_project
 from desk.storage.git import Commit

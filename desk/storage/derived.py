@@ -46,7 +46,7 @@ REGISTRY = (
     Derived("entries", f"{CACHE_FOLDER}/entries.sqlite",
             "a memory's blob id (its parsed entry); a memory file's stat (its blob id); the HEAD commit "
             "the mirror of memory/ was brought up to (each memory's blob, index line and last commit)",
-            ("desk.memory.index", "desk.memory.mirror"),
+            ("desk.formats.memory_index", "desk.gate.mirror"),
             "the next mutation or read: entries parsed from their blobs, the mirror caught up from its "
             "commit with `git log --raw`, or from `git ls-tree` and the whole history when that commit is gone"),
     Derived("context", f"{CACHE_FOLDER}/context.sqlite",
@@ -59,7 +59,7 @@ REGISTRY = (
             "a file's verdict: path, mode, blob id, the blob it replaces and the desk id; whole-desk "
             "findings: the state's id; history findings: the commit id; folders with no temporary "
             "files: their inode and mtime",
-            ("desk.guard.validate", "desk.guard.doctor"),
+            ("desk.gate.validate", "desk.guard.doctor"),
             "the next `desk validate --all`, commit hook or `desk doctor`: the rules run again"),
     Derived("search", f"{CACHE_FOLDER}/search.sqlite",
             "HEAD's memory and archive trees, each memory file's blob id and stat, each archive file's "

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desk.guard.hook_files import MERGE_DRIVERS
-from desk.guard.hook_files import driver_for as driver_for  # re-exported: settle and stopped ask it here
+from desk.formats.hook_files import MERGE_DRIVERS
+from desk.formats.hook_files import driver_for as driver_for  # re-exported: settle and stopped ask it here
 
 DRIVERS = MERGE_DRIVERS  # the driver names, re-exported for desk.cli.merge
 
@@ -89,7 +89,7 @@ def _index_lines(data: bytes | None) -> tuple[list[str], dict[str, str]]:
 
 
 def merge_index(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
-    from desk.memory.index import render_sorted
+    from desk.formats.memory_index import render_sorted
 
     merged = _merge_lines(_index_lines(base)[1], _index_lines(ours)[1], _index_lines(theirs)[1])
     return Resolution(render_sorted([merged[n] for n in sorted(merged)]))
@@ -122,7 +122,7 @@ def merge_memory(path: str, base: bytes | None, ours: bytes | None, theirs: byte
 
 
 def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
-    from desk.notes.now import NowNote
+    from desk.formats.now import NowNote
 
     if ours is None or theirs is None:
         return merge_memory("NOW.md", base, ours, theirs)
@@ -193,7 +193,7 @@ def merge_derived(path: str, base: bytes | None, ours: bytes | None, theirs: byt
 def merge_pref(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
     """One preference file: the later `updated` wins (see the module docstring)."""
     from desk.errors import InvalidFileError
-    from desk.scopes.files import parse_pref
+    from desk.formats.scope_files import parse_pref
 
     clean, data = _pick(base, ours, theirs)
     if clean:

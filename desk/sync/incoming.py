@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from desk.guard.rules import MESSAGE_PATH
+from desk.gate.rules import MESSAGE_PATH
 from desk.layout import ARCHIVE_PREFIX, CONFIG_PATH
 from desk.storage.git import Git
 

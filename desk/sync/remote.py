@@ -222,7 +222,7 @@ def _masked(url: str) -> str:
 
 def clone(url: str, path: Path, progress: Progress | None = None) -> None:
     """Clone `url` into `path` without checking anything out: desk checks the tree first
-    (desk.guard.clone_check), then `Merging.check_out_head` writes the work tree."""
+    (desk.gate.clone_check), then `Merging.check_out_head` writes the work tree."""
     from git import GitCommandError, Repo
 
     try:
@@ -231,7 +231,7 @@ def clone(url: str, path: Path, progress: Progress | None = None) -> None:
         raise DeskError(f"cannot clone {_masked(url)}: {_git_words(exc)}", hint=UNREACHABLE_HINT) from None
     try:
         found = repo.git.rev_parse("--show-object-format")
-        if found != "sha1":  # refused as `desk init` refuses such a repository (desk.scaffold)
+        if found != "sha1":  # refused as `desk init` refuses such a repository (desk.setup.init)
             raise DeskError(f"{_masked(url)} is a git repository with {found} object ids, which desk cannot "
                             "write yet (it compares blob ids in SHA-1); nothing was kept",
                             hint="clone a desk made by `desk init` (a SHA-1 repository), or one made with "

@@ -187,7 +187,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     HEAD after it."""
     if head is not None and (head == incoming or git.refs.is_ancestor(incoming, head)):
         return head  # nothing to integrate: neither the gate nor the merge code is loaded
-    from desk.guard.validate import validate_staged
+    from desk.gate.validate import validate_staged
     from desk.transaction import commit_message
 
     new = git.refs.rev_list(incoming, head)
@@ -263,7 +263,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
 def _report_secrets(desk: DeskFolder, git: Git, new: list[str], result: SyncResult) -> None:
     """Name each of the `new` commits that adds a secret, in the result and as a warning: before
     integrating, so a refusal by the gate leaves them named too."""
-    from desk.guard.validate import current_config
+    from desk.gate.checks import current_config
     from desk.sync.incoming import incoming_secrets
 
     found = incoming_secrets(git, new, current_config(desk)[1])
@@ -315,10 +315,10 @@ def _gate_fast_forward(desk: DeskFolder, head: str, incoming: str, result: SyncR
 
 def _refuse_incoming_attributes(git: Git, head: str, incoming: str, result: SyncResult) -> None:
     """RejectedError (exit 3), before the merge, when the other side's `.gitattributes` give desk's
-    files a driver, a filter, an encoding or line-end conversion (desk.guard.attributes): git would
+    files a driver, a filter, an encoding or line-end conversion (desk.gate.attributes): git would
     merge this very change with them (a two-sided SOUL.md edit under `merge=desk-derived` loses a
-    side). The fast-forward's gate checks the same (desk.guard.validate.validate_range)."""
-    from desk.guard.attributes import is_attributes_file, tree_attribute_findings
+    side). The fast-forward's gate checks the same (desk.gate.validate.validate_range)."""
+    from desk.gate.attributes import is_attributes_file, tree_attribute_findings
 
     if not any(is_attributes_file(c.path) for c in git.worktree.diff_tree(head, incoming)):
         return
@@ -389,10 +389,10 @@ def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | No
 def _make_merge_drivers_safe(desk: DeskFolder, result: SyncResult) -> None:
     """Merge drivers written by an older desk start Python with the work tree on its path, where
     the merge about to run may have put a planted module: rewrite them (.git/config only) first."""
-    from desk.guard.hook_files import read_text_or_empty, unsafe_drivers
+    from desk.formats.hook_files import read_text_or_empty, unsafe_drivers
 
     if unsafe_drivers(read_text_or_empty(desk.git.git_dir() / "config")):
-        from desk.guard.hooks import write_merge_drivers
+        from desk.setup.hooks import write_merge_drivers
 
         write_merge_drivers(desk.git)
         result.warnings.append("desk's merge drivers were rewritten to start Python without the work tree on "
@@ -402,9 +402,9 @@ def _make_merge_drivers_safe(desk: DeskFolder, result: SyncResult) -> None:
 
 def _check_out_if_safe(url: str, path: Path) -> None:
     """Check out the clone's HEAD unless its tree holds what acts on this machine as soon as desk
-    works in it (desk.guard.clone_check): then RejectedError (exit 3) naming each file, and the
+    works in it (desk.gate.clone_check): then RejectedError (exit 3) naming each file, and the
     caller keeps nothing."""
-    from desk.guard.clone_check import tree_refusals
+    from desk.gate.clone_check import tree_refusals
     from desk.storage.git import Git
 
     git = Git(path)
@@ -425,7 +425,7 @@ def _check_out_if_safe(url: str, path: Path) -> None:
 def install_merge_setup(desk: DeskFolder) -> list[str]:
     """The hooks and the merge drivers (in .git/config, which git never carries), and
     .gitattributes when the desk has none. What was done, one line each."""
-    from desk.guard.hooks import install
+    from desk.setup.hooks import install
 
     done = install(desk.root)
     return ([f"hook {what}: {action}" for what, action in done.actions.items()]

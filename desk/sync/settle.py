@@ -81,7 +81,8 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
                      settled: Settled, current_index: bytes | None | bool = False) -> dict[str, bytes]:
     """conflicts.json with a case per pending record, and MEMORY.md regenerated: what changed."""
     from desk.digest.conflicts import parse_queue, render_queue
-    from desk.memory.index import entries_in_worktree, render_index
+    from desk.formats.memory_index import render_index
+    from desk.gate.entries import entries_in_worktree
     from desk.sync.cases import add_cases
 
     writes: dict[str, bytes] = {}
@@ -236,10 +237,10 @@ def settle_locked(tx: Transaction, settled: Settled, now: dt.datetime | None = N
 
 def fast_forward_check(desk: DeskFolder, old: str, new: str, now: dt.datetime | None = None
                        ) -> tuple[list[Finding], bytes | None]:
-    """The gate's findings on moving HEAD from `old` to `new` (desk.guard.validate.validate_range),
+    """The gate's findings on moving HEAD from `old` to `new` (desk.gate.validate.validate_range),
     without `index-stale`, and the MEMORY.md to commit after it when `new`'s is stale (None when it
     is exact): computed from the change, so no memory file outside it is parsed."""
-    from desk.guard.validate import validate_range
+    from desk.gate.validate import validate_range
 
     report, index = validate_range(desk, old, new, now=now)
     stale = any(f.rule == "index-stale" for f in report.findings)
@@ -261,7 +262,7 @@ def gate_warnings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None 
 
 def secret_warnings(desk: DeskFolder, old: str, new: str) -> list[str]:
     """Each commit between `old` and `new` that adds a secret (desk.sync.incoming), named."""
-    from desk.guard.validate import current_config
+    from desk.gate.checks import current_config
     from desk.sync.incoming import incoming_secrets
 
     return [s.warning() for s in incoming_secrets(desk.git, desk.git.refs.rev_list(new, old), current_config(desk)[1])]
@@ -271,7 +272,7 @@ def incoming_warnings(git: Git, old: str, new: str) -> list[str]:
     """What arrived between `old` and `new` without passing desk's hooks: symbolic links, and
     commits breaking the message rules (SOUL.md changed by the assistant without a person's
     authorisation, a digest touching NOW.md), each with what to do."""
-    from desk.guard.rules import check_message
+    from desk.gate.rules import check_message
 
     warnings = []
     for change in git.worktree.diff_tree(old, new):

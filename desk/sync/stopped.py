@@ -104,7 +104,7 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
 
 def _settle(desk: DeskFolder, git: Git, kind: str, now: dt.datetime | None) -> Settled:
     """Merge every unmerged path with desk's driver and check the staged result with the gate."""
-    from desk.guard.validate import validate_staged
+    from desk.gate.validate import validate_staged
 
     try:
         settled = resolve_merge(desk, git, now=now)

@@ -29,7 +29,7 @@ around it (issue 15.3). Whoever renders stored text into a prompt uses them, and
   is part of.
 
 Beside the token estimator, so the memory index can count a body's tokens as context will inject
-it (`desk.memory.index.IndexEntry.injected_tokens`) without importing recall.
+it (`desk.formats.memory_index.IndexEntry.injected_tokens`) without importing recall.
 """
 
 from __future__ import annotations

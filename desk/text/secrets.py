@@ -451,7 +451,7 @@ def clean_lines(text: str) -> bool:
     `scan` takes of a whole text depend on what other lines hold, so each line here is checked in
     every view, whether or not `scan` of this text would take it.
 
-    What MEMORY.md's check costs rests on this (desk.guard.rules): a generated index whose lines
+    What MEMORY.md's check costs rests on this (desk.gate.rules): a generated index whose lines
     were all found clean gains one line per change, and only that line is scanned.
     """
     if any(char in text for char in _BREAK_CHARS[1:]):

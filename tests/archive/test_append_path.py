@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from desk.archive.importing import import_events
-from desk.archive.store import CLONE_ID_FILE, _CLONE_IDS, append_event, archive_files, check_archive_change
+from desk.archive.store import CLONE_ID_FILE, _CLONE_IDS, append_event, archive_files
 from desk.archive.verify import verify_archive
+from desk.formats.archive import check_archive_change
 from desk.errors import UsageError
 from desk.layout import DeskFolder
 from desk.text.secrets import redact
@@ -208,7 +209,7 @@ def _tail_state(path: Path) -> tuple[str | None, int]:
     """(prev, seq) the next record must carry, read from the file the slow way."""
     import os
 
-    from desk.archive.format import read_tail
+    from desk.formats.archive import read_tail
 
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from desk.archive.store import append_event, archive_files, check_archive_change, clone_id, iter_events
-from desk.archive.format import line_hash
+from desk.archive.store import append_event, archive_files, clone_id, iter_events
+from desk.formats.archive import check_archive_change, line_hash
 from desk.layout import DeskFolder
 from desk.errors import Finding, UsageError
 
@@ -323,7 +323,7 @@ def test_a_payload_nested_too_deeply_is_refused_not_an_internal_error(desk: Desk
     and a JSONL line thousands deep overflowed `desk archive import`'s decoder: both are refused
     naming the field or the line, with nothing appended. 64 levels are enough for any tool's output."""
     import desk as desk_api
-    from desk.archive.format import MAX_PAYLOAD_DEPTH
+    from desk.formats.archive import MAX_PAYLOAD_DEPTH
 
     def nested(depth: int) -> dict:
         value: dict = {}

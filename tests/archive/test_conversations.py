@@ -95,7 +95,7 @@ def test_a_view_stays_under_the_gate_s_limit_and_says_what_it_left_out(desk: Des
     render was refused for good: the view now cuts a long message and stops before the limit,
     saying where the rest is; the archive keeps every byte."""
     from desk.archive.conversations import MESSAGE_CHARS, VIEW_BYTES
-    from desk.guard.rules import TEXT_LIMIT
+    from desk.gate.rules import TEXT_LIMIT
 
     huge = "x" * 1_000_000
     first = append_event(desk, "inbound", huge, session="big day", at="2026-11-29T10:00:00Z")

@@ -8,7 +8,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from desk.archive.format import check_lines, parse_lines, record_problem
+from desk.formats.archive import check_lines, parse_lines, record_problem
 from desk.errors import DeskError, Finding
 
 PATH = ".system/archive/2026-11-28.abcd1234.jsonl"

@@ -12,7 +12,7 @@ import pytest
 from desk.layout import DeskFolder
 from desk.digest.run import digest
 from desk.digest.facts import add_fact
-from desk.memory.file import parse_memory
+from desk.formats.memory_file import parse_memory
 
 from tests.conftest import DeskRunner, git, snapshot
 

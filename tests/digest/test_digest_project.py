@@ -12,7 +12,7 @@ import desk as desk_api
 from desk.api import Desk
 from desk.errors import UsageError
 from desk.layout import DeskFolder, project_index_path, project_memory_path
-from desk.memory.file import parse_memory
+from desk.formats.memory_file import parse_memory
 from tests.conftest import DeskRunner, git
 
 AS_OF = "2026-11-29T20:00:00Z"

@@ -9,7 +9,7 @@ from desk.digest.conflicts import reconcile
 from desk.digest.policy import Active, decide, group_facts
 from desk.digest.memory_writes import alternate_name, memory_name
 from desk.digest.facts import FactRecord
-from desk.memory.file import name_problem
+from desk.formats.memory_file import name_problem
 
 AS_OF = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 POLICY = DistillPolicy()

@@ -15,8 +15,8 @@ from desk.api import Desk
 from desk.digest.facts import add_fact
 from desk.errors import ConflictError, DeskError, InvalidFileError, UsageError
 from desk.layout import DeskFolder
-from desk.memory.file import parse_memory
-from desk.review.audit import parse_audit
+from desk.formats.memory_file import parse_memory
+from desk.formats.audit import parse_audit
 from tests.conftest import DeskRunner, git, snapshot
 
 AS_OF = "2026-11-29T20:00:00Z"
@@ -354,7 +354,7 @@ def test_validate_all_checks_the_keyed_state_as_a_whole(d: Desk) -> None:
 def merge_case(d: Desk, path: str, domain: str, theirs: str | None) -> dict[str, Any]:
     """The case `desk sync` opens when `path` changed on both clones (desk.sync.cases), committed by
     hand through the hook, as the merge commit would carry it."""
-    from desk.review.queue import render_queue
+    from desk.formats.queue import render_queue
     from desk.sync.cases import sync_case
 
     ours = d.path(path).read_text()

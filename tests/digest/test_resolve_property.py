@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 import desk as desk_api
 from desk.errors import ConflictError
-from desk.memory.file import parse_memory
-from desk.review.audit import line_hash, parse_audit
-from desk.review.queue import queue_findings
-from desk.scaffold import init_desk
+from desk.formats.memory_file import parse_memory
+from desk.formats.audit import line_hash, parse_audit
+from desk.formats.queue import queue_findings
+from desk.setup.init import init_desk
 from tests.conftest import git
 from tests.digest.test_resolve import AS_OF, NOW, fact
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from desk.guard.attributes import PROBES, attribute_problems, only_desk_lines
-from desk.guard.hook_files import TEXT_PINS, missing_attributes
-from desk.guard.rules import MANAGED_DIRS, ROOT_FILES
-from desk.guard.validate import validate_all
+from desk.gate.attributes import PROBES, attribute_problems, only_desk_lines
+from desk.formats.hook_files import TEXT_PINS, missing_attributes
+from desk.gate.rules import MANAGED_DIRS, ROOT_FILES
+from desk.gate.whole import validate_all
 from desk.layout import DeskFolder, template_bytes
 from desk.memory.operations import remember
 from tests.guard_helpers import add_commit, sh, write
@@ -76,7 +76,7 @@ def test_core_autocrlf_true_checks_desks_files_out_byte_for_byte(desk: DeskFolde
 
 
 def test_hooks_install_pins_text_on_an_older_desk(desk: DeskFolder) -> None:
-    from desk.guard.hooks import install
+    from desk.setup.hooks import install
 
     text = (desk.root / ".gitattributes").read_text()
     old = "".join(line + "\n" for line in text.splitlines() if not line.endswith("-text") and "byte for byte" not in line
@@ -109,7 +109,7 @@ def test_a_committed_cache_is_refused_and_never_read(desk: DeskFolder, tmp_path:
     from click.testing import CliRunner
 
     from desk.cli.main import cli
-    from desk.scaffold import init_desk
+    from desk.setup.init import init_desk
 
     init_desk(tmp_path / "other")
     other = DeskFolder(tmp_path / "other")
@@ -135,7 +135,7 @@ def test_hooks_install_puts_back_what_core_autocrlf_converted_before_the_pins(de
     """A clone checked out with CRLF (core.autocrlf=true) before the pins: once they are committed,
     git sees the CRLF too. Files differing from HEAD only by CR before LF are written as committed;
     a person's real edit is left alone."""
-    from desk.guard.hooks import install
+    from desk.setup.hooks import install
 
     text = (desk.root / ".gitattributes").read_text()
     write(desk.root, ".gitattributes", "".join(line + "\n" for line in text.splitlines()

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from desk.guard import checkup, doctor, whole
+from desk.gate import whole
+from desk.guard import checkup, doctor
 from desk.layout import DeskFolder
 from desk.storage.lock import desk_lock
 from tests.guard_helpers import memory_text, write

@@ -1,4 +1,4 @@
-"""desk.guard.delta: `validate --all` continuing the last run finds exactly what the whole check finds.
+"""desk.gate.delta: `validate --all` continuing the last run finds exactly what the whole check finds.
 
 Every run here is held to `validate_all(cached=False)` (every rule on every file, no cache): same
 findings, same count of files checked. `Report.continued` says whether the run continued the base
@@ -14,8 +14,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desk.guard import delta
-from desk.guard.validate import Report, validate_all
+from desk.gate import delta
+from desk.gate.checks import Report
+from desk.gate.whole import validate_all
 from desk.layout import DeskFolder
 from tests.guard_helpers import add_commit, memory_text, reindex_text, sh, write
 

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import desk as desk_package
-from desk.guard.hooks import fast_start, hook_script
-from desk.guard.rules import check_message
+from desk.setup.hooks import fast_start, hook_script
+from desk.gate.rules import check_message
 from desk.layout import DeskFolder
 from tests.guard_helpers import commit, git_env, memory_text, reindex_text, sh, write
 
@@ -123,7 +123,7 @@ def install_from(site: Path, root: Path) -> None:
     code = ("import sys\n"
             f"sys.path[1:1] = {json.dumps([str(site), *others])}\n"  # [0]: the script's folder
             "from pathlib import Path\n"
-            "from desk.guard.hooks import install\n"
+            "from desk.setup.hooks import install\n"
             f"install(Path({str(root)!r}))\n")
     extra = site.parent / "on-pythonpath"  # the installer's $PYTHONPATH: not the hook's business
     extra.mkdir(exist_ok=True)
@@ -236,7 +236,7 @@ _SHELLS = [s for s in ("sh", "bash", "dash") if shutil.which(s)]
 @pytest.mark.parametrize("shell", _SHELLS)
 def test_the_commit_msg_shell_passes_ordinary_messages_and_starts_python_for_the_rest(tmp_path: Path,
                                                                                        shell: str) -> None:
-    from desk.guard.message import needs_full_check
+    from desk.gate.message import needs_full_check
 
     hook = _shell_hook(tmp_path)
     for message in ("Fix the parser: handle empty lines\n\nSigned-off-by: A <a@example.org>\n",
@@ -268,7 +268,7 @@ def test_what_the_commit_msg_shell_passes_the_scanner_finds_nothing_in(tmp_path:
     """The shell's pass is sound: a message it passes without Python holds no secret in any view
     the scanner takes and no `desk` for the message rules (`needs_full_check` is what Python's
     first look would have said)."""
-    from desk.guard.message import needs_full_check
+    from desk.gate.message import needs_full_check
     from desk.text.secrets import scan
 
     if _shell_passes(_shell_hook(tmp_path), message, shell):

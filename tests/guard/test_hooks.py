@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from desk.layout import DeskFolder
-from desk.guard.hook_files import HOOK_TYPES, MARKER
-from desk.guard.hooks import install
-from desk.scaffold import init_desk
+from desk.formats.hook_files import HOOK_TYPES, MARKER
+from desk.setup.hooks import install
+from desk.setup.init import init_desk
 from tests.conftest import DeskRunner
 from tests.guard_helpers import add_commit, git_env, memory_text, sh, write
 

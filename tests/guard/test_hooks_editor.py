@@ -152,7 +152,7 @@ def test_a_persons_own_work_tree_index_is_left_alone(desk: DeskFolder) -> None:
 def test_conflict_markers_are_an_unresolved_merge_conflict(desk: DeskFolder) -> None:
     """Issue 9.3: a memory file a merge left with markers is reported as such, with path:line and
     how to resolve it, by the hook and by `validate --all`, not as a YAML error."""
-    from desk.guard.validate import validate_all
+    from desk.gate.whole import validate_all
 
     foo(desk)
     text = (desk.root / "memory/foo.md").read_text()

@@ -1,5 +1,5 @@
 """The gate scans only the lines a desk commit splices into a MEMORY.md known clean
-(desk.guard.validate, `KnownHead.index_clean`), and its findings are exactly the whole scan's."""
+(desk.gate.validate, `KnownHead.index_clean`), and its findings are exactly the whole scan's."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from desk.errors import InvalidFileError
-from desk.guard import rules
-from desk.guard.validate import KnownHead, validate_writes
+from desk.gate import rules
+from desk.gate.validate import KnownHead, validate_writes
 from desk.layout import INDEX_FILE, DeskFolder
-from desk.memory.file import MemoryFile, MemoryMeta, parse_memory
-from desk.memory.index import IndexEntry, memory_path
-from desk.memory.mirror import head_mirror
+from desk.formats.memory_file import MemoryFile, MemoryMeta, parse_memory
+from desk.formats.memory_index import IndexEntry, memory_path
+from desk.gate.mirror import head_mirror
 from desk.memory.operations import remember
 from desk.text.secrets import clean_lines
 

@@ -1,4 +1,4 @@
-"""The gate's splice of HEAD's MEMORY.md (desk.guard.index_rule._patched_index) gives, for every
+"""The gate's splice of HEAD's MEMORY.md (desk.gate.index_rule._patched_index) gives, for every
 input, exactly what its earlier form gave: that form, kept here as the oracle, cut the header off,
 split the body and joined it again with three more copies of the whole file (~2.6 ms of the gate
 at 50,000 memories). Hostile bases: no header, an unsorted or malformed body, no final newline,
@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from desk.guard.index_rule import _patched_index
+from desk.gate.index_rule import _patched_index
 from desk.layout import memory_name
-from desk.memory.index import EMPTY, HEADER
+from desk.formats.memory_index import EMPTY, HEADER
 
 HEAD = (HEADER + "\n").encode()
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from desk.guard.validate import KnownHead, validate_writes
+from desk.gate.validate import KnownHead, validate_writes
 from desk.layout import INDEX_FILE, DeskFolder
-from desk.memory.file import MemoryFile, MemoryMeta
-from desk.memory.index import IndexEntry, memory_path
-from desk.memory.mirror import head_mirror
+from desk.formats.memory_file import MemoryFile, MemoryMeta
+from desk.formats.memory_index import IndexEntry, memory_path
+from desk.gate.mirror import head_mirror
 from desk.memory.operations import known_head, remember
 
 NOW = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.timezone.utc)

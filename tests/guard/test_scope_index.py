@@ -1,4 +1,4 @@
-"""desk.guard.scope_index: a project's MEMORY.md and a user scope's PREFERENCES.md are checked by
+"""desk.gate.scope_index: a project's MEMORY.md and a user scope's PREFERENCES.md are checked by
 the gate like MEMORY.md (real `git commit` through the hooks), and the fixer regenerates them."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import datetime as dt
 import json
 
 import desk as desk_api
-from desk.guard.validate import validate_all, validate_staged
+from desk.gate.validate import validate_staged
+from desk.gate.whole import validate_all
 from desk.layout import DeskFolder, pref_path, prefs_index_path, project_index_path, project_memory_path
 from tests.conftest import DeskRunner
 from tests.guard_helpers import add_commit, commit, head, memory_text, sh, write

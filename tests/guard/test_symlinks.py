@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from desk.errors import DeskError
-from desk.guard.validate import validate_all
+from desk.gate.whole import validate_all
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.storage.reading import SymlinkError, read_regular

@@ -11,7 +11,8 @@ from desk.layout import DeskFolder
 from desk.errors import InvalidFileError
 from desk.text.secrets import fingerprint
 from desk.transaction import commit_message, transaction
-from desk.guard.validate import validate_all, validate_staged
+from desk.gate.validate import validate_staged
+from desk.gate.whole import validate_all
 from tests.conftest import DeskRunner
 from tests.guard_helpers import add_commit, commit, head, memory_text, reindex_text, sh, write
 
@@ -221,7 +222,7 @@ def test_desk_commits_are_validated_in_process(desk: DeskFolder) -> None:
 
 def test_desk_commits_skip_the_python_hook(desk: DeskFolder, run: DeskRunner) -> None:
     """With DESK_VALIDATED the shell hook never starts Python: a broken interpreter path proves it."""
-    from desk.guard.hooks import install
+    from desk.setup.hooks import install
 
     install(desk.root, python="/nonexistent/python")
     env_path = os.environ["PATH"]
@@ -340,7 +341,7 @@ def test_an_unstaged_allow_list_edit_lets_no_secret_through(desk: DeskFolder) ->
 
 def test_validate_range_checks_what_a_fast_forward_would_bring_from_the_object_store(desk: DeskFolder) -> None:
     """desk sync's gate before a fast-forward: the commits' content, never the work tree."""
-    from desk.guard.validate import validate_range
+    from desk.gate.validate import validate_range
 
     start = head(desk.root)
     assert add_memory(desk.root, "alpha").returncode == 0

@@ -1,4 +1,4 @@
-"""desk.guard.verdicts: verdicts cached by blob id, reused only when every input is the same.
+"""desk.gate.verdicts: verdicts cached by blob id, reused only when every input is the same.
 
 Reuse is shown by the counters a run reports (`Report.computed`: files the rules ran on,
 `Report.reused`: verdicts taken from the cache) and by poisoning the cache: a verdict written
@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from desk.errors import Finding
-from desk.guard import verdicts
+from desk.gate import verdicts
 from desk.guard.doctor import bypassed_commits, diagnose
-from desk.guard.validate import validate_all, validate_staged
-from desk.guard.verdicts import CACHE_FILE
+from desk.gate.validate import validate_staged
+from desk.gate.whole import validate_all
+from desk.gate.verdicts import CACHE_FILE
 from desk.storage.code_print import import_graph
 from desk.storage.derived import registered
 from desk.layout import DeskFolder
@@ -151,7 +152,7 @@ def test_the_rules_version_covers_every_module_a_verdict_loads() -> None:
     rules version; no hand list to keep up."""
     script = r"""
 import datetime as dt, json, sys
-from desk.guard.rules import check_message, file_verdict, secret_verdict
+from desk.gate.rules import check_message, file_verdict, secret_verdict
 memory = b"---\nname: m\ndescription: d\ntype: fact\ntriggers: [t]\nexpires: 2026-01-01T00:00:00Z\n---\nBody.\n"
 record = {"id": "x", "desk_id": "d", "at": "2026-11-30T00:00:00Z", "kind": "inbound"}
 for path, data, mode, old in [

@@ -14,7 +14,7 @@ import desk as desk_api
 from desk.errors import DeskError
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
-from desk.memory.file import MemoryFile
+from desk.formats.memory_file import MemoryFile
 from desk.memory.reads import show as show_file
 from tests.conftest import snapshot
 from tests.interchange.test_importing import FIXTURES, NOW

@@ -14,7 +14,7 @@ from desk.archive.store import iter_events
 from desk.errors import UsageError
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
-from desk.memory.file import MemoryFile
+from desk.formats.memory_file import MemoryFile
 from desk.memory.reads import show as show_file
 from tests.conftest import DeskRunner, git, snapshot
 

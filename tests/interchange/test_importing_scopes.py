@@ -12,7 +12,7 @@ import pytest
 import desk as desk_api
 from desk.errors import UsageError
 from desk.layout import DeskFolder, profile_path, project_index_path, project_memory_path, scope_id
-from desk.memory.file import parse_memory
+from desk.formats.memory_file import parse_memory
 from tests.conftest import DeskRunner, git, snapshot
 from tests.interchange.test_importing import NOW, SOURCES, commits, do_import
 

@@ -7,7 +7,7 @@ import io
 from desk.cli.import_progress import ProgressLines
 from desk.interchange.items import derive_triggers, one_line, slugify
 from desk.interchange.readers.notes import bullets
-from desk.memory.file import name_problem
+from desk.formats.memory_file import name_problem
 
 
 def test_slugs_are_valid_names_and_stable() -> None:

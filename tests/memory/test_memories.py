@@ -11,7 +11,8 @@ import pytest
 from desk.errors import ConflictError, InvalidFileError, RejectedError
 from desk.errors import Finding
 from desk.layout import DeskFolder
-from desk.memory.index import entries_in_worktree, render_index
+from desk.formats.memory_index import render_index
+from desk.gate.entries import entries_in_worktree
 from desk.memory.operations import forget, reindex, remember
 from desk.memory.reads import history
 from tests.conftest import DeskRunner, git, snapshot
@@ -317,8 +318,8 @@ def test_a_git_process_holding_index_lock_is_waited_for(desk: DeskFolder) -> Non
                                      dt.datetime(2027, 1, 1, 0, 0, 0, 123456, tzinfo=dt.timezone.utc)])
 def test_the_gates_index_line_is_the_index_entrys_line(expires: dt.datetime | None) -> None:
     """`memory_line` (what a verdict keeps, without counting tokens) equals `IndexEntry.of(...).line()`."""
-    from desk.memory.file import MemoryFile, MemoryMeta
-    from desk.memory.index import IndexEntry, memory_line
+    from desk.formats.memory_file import MemoryFile, MemoryMeta
+    from desk.formats.memory_index import IndexEntry, memory_line
 
     meta = MemoryMeta(name="a.b-c_1", description="Ünïcode — `ticks` [x](y) 报告", type="fact",
                       triggers=["x"], expires=expires)

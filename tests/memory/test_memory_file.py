@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from desk.errors import InvalidFileError
-from desk.memory.file import (MEMORY_SCHEMA, MEMORY_TYPES, MemoryFile, MemoryMeta, name_problem, parse_memory,
+from desk.formats.memory_file import (MEMORY_SCHEMA, MEMORY_TYPES, MemoryFile, MemoryMeta, name_problem, parse_memory,
                               stamp_schema)
 
 GOOD = (b"---\nname: report-style\ndescription: Report language and length\ntype: preference\n"

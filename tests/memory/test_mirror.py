@@ -1,4 +1,4 @@
-"""desk.memory.mirror: each memory's last commit, kept in the HEAD mirror, equals what
+"""desk.gate.mirror: each memory's last commit, kept in the HEAD mirror, equals what
 `git log -n1 -- memory/<name>.md` says, however HEAD got where it is."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from desk.layout import DeskFolder
-from desk.memory.index import memory_path
-from desk.memory.mirror import head_mirror, project_heads
+from desk.formats.memory_index import memory_path
+from desk.gate.mirror import head_mirror, project_heads
 from tests.history_helpers import add, build_history, edit, last_commit, person
 
 
@@ -95,7 +95,7 @@ def test_desks_own_commit_is_recorded_and_its_time_read_once(desk: DeskFolder) -
     _assert_like_git(desk)
 
 
-# -- project memories (desk.memory.mirror.ProjectHeads) -----------------------------------------
+# -- project memories (desk.gate.mirror.ProjectHeads) -----------------------------------------
 
 def _git_last(desk: DeskFolder, path: str) -> tuple[str, int] | None:
     out = person(desk.root, "log", "-n1", "--format=%H %ct", "--", path).split()

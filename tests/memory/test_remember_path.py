@@ -11,7 +11,7 @@ import pytest
 
 from desk.errors import InvalidFileError
 from desk.layout import DeskFolder
-from desk.memory.mirror import head_mirror
+from desk.gate.mirror import head_mirror
 from desk.memory.operations import remember
 from desk.text.secrets import scan
 from tests.conftest import git

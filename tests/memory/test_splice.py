@@ -1,5 +1,5 @@
 """MEMORY.md spliced, not rebuilt: each mutation puts its memory's one line into HEAD's MEMORY.md
-(desk.memory.index.splice_lines, desk.memory.mirror), and the result is always byte for byte the
+(desk.formats.memory_index.splice_lines, desk.gate.mirror), and the result is always byte for byte the
 index rendered from the memory files; anything the mirror cannot vouch for is rendered whole."""
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 
 from desk.errors import DeskError
 from desk.layout import INDEX_FILE, DeskFolder
-from desk.memory import mirror as mirror_module
-from desk.memory.index import EMPTY, HEADER, IndexEntry, entries_in_worktree, render_index, splice_lines
-from desk.memory.mirror import head_mirror
+from desk.gate import mirror as mirror_module
+from desk.formats.memory_index import EMPTY, HEADER, IndexEntry, render_index, splice_lines
+from desk.gate.entries import entries_in_worktree
+from desk.gate.mirror import head_mirror
 from desk.memory.operations import CLEAN_NOTE, forget, remember
 from desk.memory.revise import rename
-from desk.scaffold import init_desk
+from desk.setup.init import init_desk
 from tests.history_helpers import person
 
 NOW = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.timezone.utc)
@@ -158,7 +159,7 @@ def test_a_hand_edited_committed_index_is_caught_and_then_repaired(desk: DeskFol
     index = desk.path(INDEX_FILE)
     index.write_bytes(index.read_bytes().replace(b"a fact", b"an edited fact", 1))
     person(desk.root, "commit", "-q", "--no-verify", "-am", "person: hand edit of MEMORY.md")
-    from desk.guard.validate import validate_all
+    from desk.gate.whole import validate_all
 
     assert [f.rule for f in validate_all(desk).errors] == ["index-stale"]
     _remember(desk, "gamma")

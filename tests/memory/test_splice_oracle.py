@@ -1,4 +1,4 @@
-"""desk.memory.index.splice_lines gives, for every input, exactly what its earlier form gave (kept
+"""desk.formats.memory_index.splice_lines gives, for every input, exactly what its earlier form gave (kept
 here as the oracle): that form cut the body out of the index and copied it whole about six times per
 changed line; this one bisects the index in place and copies it once (one line) or into a buffer and
 out (more lines). Hostile indexes: no header, unsorted or malformed lines, no final newline, \\r,
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from desk.memory.index import EMPTY, HEADER, splice_lines
+from desk.formats.memory_index import EMPTY, HEADER, splice_lines
 
 HEAD = (HEADER + "\n").encode()
 

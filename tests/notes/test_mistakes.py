@@ -8,7 +8,8 @@ import json
 import pytest
 
 from desk.layout import DeskFolder
-from desk.notes.mistakes import add_mistake, list_mistakes, parse_mistakes
+from desk.formats.mistakes import parse_mistakes
+from desk.notes.mistakes import add_mistake, list_mistakes
 
 from tests.conftest import DeskRunner, git, snapshot
 

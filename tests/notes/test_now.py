@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from desk.layout import DeskFolder
-from desk.notes.now import NowNote, append_now, read_now, set_now
+from desk.formats.now import NowNote
+from desk.notes.now import append_now, read_now, set_now
 
 from tests.conftest import DeskRunner, git, snapshot
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from desk import open as open_desk
-from desk.memory import file as memory_file
+from desk.formats import memory_file
 from desk.recall.context import memories as context_memories
 from desk.recall.context import NOTICE, ContextRequest, build_context, render_markdown, trigger_hits
 from desk.layout import DeskFolder

@@ -34,8 +34,8 @@ def _render(desk: DeskFolder, query: str = "tea and coffee") -> str:
 
 
 def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from desk.memory import file as memory_file
-    from desk.scopes import files as scope_files
+    from desk.formats import memory_file
+    from desk.formats import scope_files
 
     parsed: list[str] = []
     real_memory, real_profile = memory_file.parse_memory, scope_files.profile_fields_unchecked
@@ -88,10 +88,10 @@ def test_a_cold_context_with_kept_parses_loads_no_parser(desk: DeskFolder) -> No
     _desk(desk)
     code = ("import sys, desk\n"
             f"out = desk.open({str(desk.root)!r}).context(query='tea and coffee', as_of='2026-11-29T12:00:00Z')\n"
-            "print(sorted(m for m in ('yaml', 'desk.memory.file', 'desk.scopes.files') if m in sys.modules))\n"
+            "print(sorted(m for m in ('yaml', 'desk.formats.memory_file', 'desk.formats.scope_files') if m in sys.modules))\n"
             "print(out.to_json()['recalled'][0]['body'])\n")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
             for _ in range(2)]
     first = runs[0].splitlines()[0]  # parsed (PyYAML too unless the frontmatter reader's fast path read it), kept
-    assert first.startswith("['desk.memory.file', 'desk.scopes.files'"), first
+    assert first.startswith("['desk.formats.memory_file', 'desk.formats.scope_files'"), first
     assert runs[1].splitlines() == ["[]", *runs[0].splitlines()[1:]]  # the same answer, no parser loaded

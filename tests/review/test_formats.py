@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desk.review.audit import check_audit_change, parse_audit, render_line
-from desk.review.queue import event_id_problem, parse_queue, queue_findings, render_queue
+from desk.formats.audit import check_audit_change, parse_audit, render_line
+from desk.formats.queue import event_id_problem, parse_queue, queue_findings, render_queue
 
 P = ".system/conflicts.json"
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import desk as desk_api
 from desk.errors import ConflictError, DeskError, InvalidFileError, RejectedError, UsageError
 from desk.layout import DeskFolder, pref_path, prefs_index_path, scope_id
-from desk.scaffold import init_desk
-from desk.scopes.files import Preference, parse_pref, user_block
+from desk.setup.init import init_desk
+from desk.formats.scope_files import Preference, parse_pref, user_block
 from tests.context_helpers import parse_context
 from tests.conftest import DeskRunner, git, snapshot
 

@@ -10,7 +10,7 @@ import pytest
 import desk as desk_api
 from desk.errors import InvalidFileError
 from desk.layout import OWNER_SCOPE, DeskFolder, is_scope_id, profile_path, scope_id
-from desk.scopes.files import parse_profile, timezone_problem
+from desk.formats.scope_files import parse_profile, timezone_problem
 from tests.conftest import DeskRunner, git, snapshot
 
 AS_OF = "2026-08-01T04:00:00Z"

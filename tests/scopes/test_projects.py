@@ -12,7 +12,7 @@ from desk.digest.facts import fact_from_record
 from desk.digest.policy import domain_id
 from desk.errors import DeskError, RejectedError
 from desk.layout import DeskFolder, project_index_path, project_memory_path
-from desk.memory.file import parse_memory
+from desk.formats.memory_file import parse_memory
 from tests.conftest import DeskRunner, git, snapshot
 
 AS_OF = "2026-08-01T04:00:00Z"

@@ -72,7 +72,7 @@ def test_changing_any_module_a_builder_imports_changes_its_fingerprint(package: 
     context view's old hand list missed, moves the context view's."""
     memo = tmp_path / "memo"
     graphs = {entry.name: set(import_graph(entry.builders, memo, package)[0]) for entry in REGISTRY}
-    assert {"desk.text.tokens", "desk.memory.index", "desk.layout", "desk.text.escape"} <= graphs["context"]
+    assert {"desk.text.tokens", "desk.formats.memory_index", "desk.layout", "desk.text.escape"} <= graphs["context"]
     assert "yaml" in import_graph(CONTEXT, memo, package)[1]  # the frontmatter reader's library
     before = {entry.name: code_print(entry.builders, memo, package) for entry in REGISTRY}
     for name in sorted(set().union(*graphs.values())) + ["desk.serve.token"]:

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from desk.errors import DeskError
-from desk.memory.file import parse_memory
+from desk.formats.memory_file import parse_memory
 from desk.storage import frontmatter
 
 HOSTILE = ["\r", "\r\n", "\u2028", "\x85", "\x00", "\ufeff", "\u200b", "---", "\t", ": ", "- ", "&a", "*a",

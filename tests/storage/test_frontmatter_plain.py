@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from desk.errors import InvalidFileError
-from desk.memory.file import MemoryFile, MemoryMeta, parse_memory
+from desk.formats.memory_file import MemoryFile, MemoryMeta, parse_memory
 from desk.storage import frontmatter
 
 LOADERS = [yaml.SafeLoader] + ([yaml.CSafeLoader] if getattr(yaml, "__with_libyaml__", False) else [])
@@ -227,7 +227,7 @@ def test_the_verdict_does_not_depend_on_libyaml(text: str) -> None:
 def test_reading_a_desk_memory_imports_no_yaml() -> None:
     """The pre-commit hook reads a hand-edited memory in a fresh process: PyYAML (~10 ms to import)
     stays unloaded for desk's plain frontmatter, and loads for anything else."""
-    code = ("import sys\nfrom desk.memory.file import parse_memory\n"
+    code = ("import sys\nfrom desk.formats.memory_file import parse_memory\n"
             "parse_memory(b'---\\nname: a\\ndescription: d\\ntype: fact\\ntriggers:\\n  - t\\n"
             "created: 2026-11-29T10:00:00Z\\nschema: 2\\n---\\nBody.\\n', 'memory/a.md', 'a')\n"
             "print('yaml' in sys.modules)\n"
@@ -283,7 +283,7 @@ def test_what_the_fast_writer_writes_is_what_pyyaml_writes(meta: dict[str, Any])
 
 def test_what_desk_writes_is_written_without_pyyaml() -> None:
     """`remember` writes a memory in a fresh process without importing PyYAML (~10 ms)."""
-    code = ("import sys, datetime as dt\nfrom desk.memory.file import MemoryFile, MemoryMeta\n"
+    code = ("import sys, datetime as dt\nfrom desk.formats.memory_file import MemoryFile, MemoryMeta\n"
             "MemoryFile(MemoryMeta(name='a', description=\"It's d, 报告\", type='fact', triggers=['t', 'u v'],"
             " created=dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)), 'Body.\\n').render()\n"
             "print('yaml' in sys.modules)\n")

@@ -384,9 +384,9 @@ def test_the_listing_read_by_search_is_the_listing_read_record_by_record(tmp_pat
 
 
 def test_the_hooks_folder_is_where_git_says(tmp_path: Path) -> None:
-    """desk.guard.hook_files.hooks_folder takes `.git/hooks` without asking git in a plain clone,
+    """desk.gate.installed_hooks.hooks_folder takes `.git/hooks` without asking git in a plain clone,
     and asks in a linked work tree (whose hooks are the main repository's)."""
-    from desk.guard.hook_files import hooks_folder
+    from desk.gate.installed_hooks import hooks_folder
 
     root = tmp_path / "r"
     root.mkdir()

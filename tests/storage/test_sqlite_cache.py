@@ -43,7 +43,7 @@ def test_a_full_cache_is_a_full_disk_naming_the_file_and_its_transaction_ends_cl
     gives) is OSError ENOSPC naming the cache file, not hidden by a second error: SQLite already
     rolled the transaction back, and the mirror's write transaction must not roll back again
     ("cannot rollback - no transaction is active")."""
-    from desk.memory.mirror import _write
+    from desk.gate.mirror import _write
 
     path = tmp_path / "c.sqlite"
     db = open_cache(path, _SCHEMA, wal=True)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from desk.digest.conflicts import render_queue
-from desk.memory.index import render_sorted
+from desk.formats.memory_index import render_sorted
 from desk.sync.drivers import driver_for, merge_file, read_pending
 
 
@@ -129,7 +129,7 @@ def test_pref_merge_keeps_the_later_update_whichever_side_is_ours() -> None:
 
 
 def test_preferences_md_merges_by_key_like_the_index() -> None:
-    from desk.scopes.files import INDEX_HEADER
+    from desk.formats.scope_files import INDEX_HEADER
 
     def projection(*lines: str) -> bytes:
         body = list(lines) or ["_No active preferences._"]

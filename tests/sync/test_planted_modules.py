@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import desk.api as api
-from desk.guard.hook_files import installed, missing_setup, unsafe_drivers
+from desk.formats.hook_files import missing_setup, unsafe_drivers
+from desk.gate.installed_hooks import installed
 from tests.guard_helpers import git_env, memory_text, reindex_text, sh, write
 from tests.sync.conftest import Clones, git
 from tests.sync.test_sync import no_markers, remember

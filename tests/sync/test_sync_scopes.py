@@ -9,7 +9,7 @@ import subprocess
 
 import desk.api as api
 from desk.layout import pref_path, prefs_index_path, project_index_path, project_memory_path, scope_id
-from desk.scopes.files import parse_pref
+from desk.formats.scope_files import parse_pref
 from tests.sync.conftest import Clones, git
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from desk.interchange.foreign import json_line, read_text, refuse
 from desk.interchange.items import MemoryItem, Source
-from desk.memory.file import MemoryMeta, MetaErrors
+from desk.formats.memory_file import MemoryMeta, MetaErrors
 
 
 def read(path: Path) -> Source:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from desk.interchange.foreign import ForeignNote
 from desk.interchange.items import MemoryItem, derive_triggers, one_line, tag_list
-from desk.memory.file import name_problem
+from desk.formats.memory_file import name_problem
 from desk.vocabulary import MEMORY_TYPES
 
 # A section heading's words that say what its bullets are (OpenClaw's MEMORY.md groups them).

@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from desk.errors import Finding, UsageError
 from desk.layout import INDEX_FILE, PREFS_INDEX_FILE, PROJECTS_DIR, USER_FILE, DeskFolder, project_index_path, scope_id
-from desk.memory.index import IndexEntry, invalid_paths
+from desk.formats.memory_index import IndexEntry
+from desk.gate.entries import invalid_paths
 from desk.recall.context.cache import FileBlobs, MemoryView, memory_view
 from desk.recall.context.files import read_file, stamp_sources
 from desk.recall.context.lists import FactsReader, facts_section, index_text, journal_sections

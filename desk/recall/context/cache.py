@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterator, Mapping
 
 from desk.errors import DeskError, Finding
 from desk.layout import MEMORY_DIR, DeskFolder
-from desk.memory.index import EntryCache, IndexEntry, entries_in_worktree, invalid_paths
+from desk.formats.memory_index import IndexEntry
+from desk.gate.entries import EntryCache, entries_in_worktree, invalid_paths
 from desk.recall.git_state import start_folder_state as start_folder_state  # re-exported: its old home
 from desk.storage.git import FolderState
 from desk.storage.hashing import sha1_hex
@@ -52,7 +53,7 @@ _TABLE = "memory_view_v4"  # v3: names, blobs and the trigger table's positions 
 INDEX_HEAD = 32_768  # characters of the section's text a kept view loads (its budget shows a few dozen lines)
 _BLOBS = "file_blobs_v1"  # FileBlobs
 _LAYOUT = f"{sys.byteorder} {array('L').itemsize}"  # how the stored starts are laid out (`_Joined`)
-_RACY_NS = 3_000_000_000  # as desk.memory.index: a file this close to the scan may change unseen
+_RACY_NS = 3_000_000_000  # as desk.formats.memory_index: a file this close to the scan may change unseen
 IndexRenderer = Callable[[Mapping[str, IndexEntry], int, list[str]], str]
 
 
@@ -213,7 +214,7 @@ class MemoryView:
 
     def entry_cache(self) -> EntryCache:
         """The desk's entry cache, opened once for this view (the HEAD mirror beside the entries
-        is read through it too: `desk.memory.mirror.head_mirror`); `close` closes it."""
+        is read through it too: `desk.gate.mirror.head_mirror`); `close` closes it."""
         if self._cache is None:
             self._cache = EntryCache(self.desk.cache_dir)
         return self._cache

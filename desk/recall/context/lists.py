@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from desk.layout import JOURNAL_DIR, DeskFolder
-from desk.memory.index import HEADER, IndexEntry
+from desk.formats.memory_index import HEADER, IndexEntry
 from desk.recall.context.files import read_file
 from desk.recall.context.sections import Section, _trim_lines
 from desk.text.escape import markdown_block, one_line

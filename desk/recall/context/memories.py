@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from desk.layout import DeskFolder, project_memory_path
-from desk.memory.index import IndexEntry, memory_path
-from desk.memory.mirror import Committed, head_mirror, project_heads
+from desk.formats.memory_index import IndexEntry, memory_path
+from desk.gate.mirror import Committed, head_mirror, project_heads
 from desk.recall.context.cache import MemoryView
 from desk.recall.context.parsed import ParsedCache
 from desk.recall.context.sections import Section, _note, _some
@@ -165,7 +165,7 @@ def _parsed_memory(desk: DeskFolder, path: str, name: str, parsed: ParsedCache) 
     data = desk.read(path)
     found = parsed.get("memory", data, path, name)
     if found is None:
-        from desk.memory.file import parse_memory  # PyYAML only when a body is parsed
+        from desk.formats.memory_file import parse_memory  # PyYAML only when a body is parsed
 
         memory = parse_memory(data, path, name)
         meta = memory.meta

@@ -55,7 +55,7 @@ def _profile(desk: DeskFolder, scope: str, shown: str,
 
 def _profile_answer(data: bytes, scope: str, shown: str, desk_id: str) -> dict[str, Any]:
     """What `_profile` says of these bytes: `{"problem": str or None, "fields": {...}}`."""
-    from desk.scopes.files import ownership_problem, profile_fields_unchecked
+    from desk.formats.scope_files import ownership_problem, profile_fields_unchecked
 
     try:
         fields, found, found_desk, framed = profile_fields_unchecked(data, shown)
@@ -98,12 +98,12 @@ def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime, read: d
         profile = json.dumps(fields).encode()  # in the fields' order, as the block shows them
         block = parsed.get("user block", profile)
         if block is None:
-            from desk.scopes.files import user_block
+            from desk.formats.scope_files import user_block
 
             block = user_block(fields, [])
             parsed.put("user block", profile, (), block)
         return block, prefs_index_path(scope), "".join(scope_note(n) for n in notes), []
-    from desk.scopes.files import user_block
+    from desk.formats.scope_files import user_block
     from desk.scopes.prefs import scope_prefs  # the preference modules only when there are any
 
     active = [p for p in scope_prefs(desk, scope, problems) if p.is_active(as_of)]

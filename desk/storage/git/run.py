@@ -157,7 +157,7 @@ class Runner:
         processes (`recorded`), the lock files git may take are written down in the active child
         record (desk.storage.git_locks) before it starts and with its pid once it runs: if desk is
         killed, the next desk command knows whose locks are left and that their owner is dead."""
-        from desk.storage.git_locks import record_git_child, recording  # not with the rules (desk.guard.verdicts)
+        from desk.storage.git_locks import record_git_child, recording  # not with the rules (desk.gate.verdicts)
 
         locks = self._lock_files(args) if recorded and recording() else []
         start = record_git_child(locks) if locks else None

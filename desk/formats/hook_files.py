@@ -1,20 +1,14 @@
-"""Which hook files are desk's: the marker, the hooks folder, and whether desk's are alone.
+"""desk's hook and attribute files: what a hook and a merge driver start, the hook's marker, the
+`.gitattributes` lines desk keeps, and the hook and driver setup a clone lacks (read as files).
 
-The gate tier needs this (a desk commit may skip the hook shells only when every hook git would
-run is desk's own), so it sits below `desk.transaction`; installing and running the hooks is
-`desk.guard.hooks`, an operation above it.
+Asking git which hooks it would run is desk.gate.installed_hooks; installing them is
+desk.setup.hooks, running them desk.guard.hooks.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from desk.errors import DeskError
-
-if TYPE_CHECKING:
-    from desk.storage.git import Git
 
 # git starts hooks and merge drivers in the work tree, which a remote controls: `python -m` would put
 # it first on sys.path, so a `desk/`, `click/` or `yaml.py` committed at the desk's root would be
@@ -49,7 +43,7 @@ MERGE_ATTRIBUTES = (
     ("users/*/PREFERENCES.md", "generated"),
 )
 MERGE_DRIVERS = ("index", "memory", "now", "conflicts", "append", "derived", "pref", "generated")
-# desk writes its files and compares them byte for byte: `-text` on each of them (desk.guard.rules'
+# desk writes its files and compares them byte for byte: `-text` on each of them (desk.gate.rules'
 # ROOT_FILES and MANAGED_DIRS), so neither core.autocrlf nor a `text`/`eol` line before these turns
 # their line ends into CRLF on checkout (which desk would take for an uncommitted edit)
 TEXT_PINS = ("AGENTS.md", "SOUL.md", "USER.md", "NOW.md", "MEMORY.md", "MISTAKES.md", "PREFERENCES.md",
@@ -114,42 +108,6 @@ def is_ours(path: Path) -> bool:
         return False
 
 
-def only_desk_hooks(git: Git, git_dir: Path) -> bool:
-    """True when the commit hooks git would run are desk's own with nothing chained to them.
-
-    desk's own commits ran the same checks in process, so they may then pass --no-verify and save
-    the hook shells' start-up; with a foreign hook (chained or under core.hooksPath) they run it.
-    """
-    if git.config.values().get("core.hookspath"):
-        return False
-    folder = git_dir / "hooks"
-    for hook in ("pre-commit", "commit-msg"):
-        path = folder / hook
-        if (folder / (hook + LEGACY)).exists() or (path.exists() and not is_ours(path)):
-            return False
-    return True
-
-
-def hooks_folder(git: Git) -> Path:
-    """The repository's hooks folder; refused (with the manual way) when core.hooksPath is set."""
-    configured = git.config.values().get("core.hookspath", "").strip()
-    if configured:
-        import shlex  # only for the refusal's message: a hook run never loads it
-
-        lines = "\n".join(f"    {shlex.quote(sys.executable)} {SAFE_PATH} -m {HOOK_ENTRY} {hook} \"$@\" || exit $?"
-                          f"    # in {hook}" for hook in HOOK_TYPES)
-        raise DeskError(
-            f"core.hooksPath is set ({configured}); desk will not write into a hooks folder that "
-            "other repositories may share",
-            hint="unset it (`git config --unset core.hooksPath`) and run `desk hooks install` again, "
-                 f"or add the checks to the hooks in {configured} yourself, one line per hook:\n"
-                 f"{lines}")
-    git_dir = git.git_dir()
-    if git_dir == git.root / ".git" and not (git_dir / "commondir").exists():
-        return git_dir / "hooks"  # what `git rev-parse --git-path hooks` says here, without asking
-    return git.git_path("hooks")
-
-
 def read_text_or_empty(path: Path) -> str:
     try:
         return path.read_text("utf-8", "replace")
@@ -182,27 +140,3 @@ def unsafe_drivers(config: str) -> list[str]:
               and f"-m {MERGE_ENTRY} " in stripped and f"{SAFE_PATH} -m {MERGE_ENTRY} " not in stripped):
             unsafe.append(section[len('[merge "'):].rstrip('"]'))
     return unsafe
-
-
-def installed(root: Path, git: Git | None = None) -> dict[str, str]:
-    """Each of desk's hooks: `ok`, `missing`, or `outdated` (desk's, but running an entry that is
-    no longer desk's, as hooks from desk 0.1.0 run `python -m desk.hooks`, or starting Python
-    without the safe path, as every desk before it did). Empty when
-    core.hooksPath is set. For `desk doctor`, which so loads none of desk.guard.hooks."""
-    try:
-        if git is None:
-            from desk.storage.git import Git
-
-            git = Git(root)
-        folder = hooks_folder(git)
-    except DeskError:
-        return {}
-    found = {}
-    for hook in HOOK_TYPES:
-        path = folder / hook
-        if not is_ours(path):
-            found[hook] = "missing"
-        else:
-            found[hook] = ("ok" if f"{SAFE_PATH} -m {HOOK_ENTRY} " in path.read_text("utf-8", "replace")
-                           else "outdated")
-    return found

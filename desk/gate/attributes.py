@@ -14,7 +14,7 @@ the attributes give every desk file, and a few paths standing for the files desk
 - `text` set or `auto`, `crlf` set or `input`, and `eol` unless `text` is unset: line-end conversion;
 - `filter`, `working-tree-encoding` naming anything, and `ident`: rewritten bytes;
 - `merge` naming a driver other than git's `text` and `binary` and desk's own for that path
-  (desk.guard.hook_files.driver_for): e.g. `union` (allowed only on the indexes desk regenerates
+  (desk.formats.hook_files.driver_for): e.g. `union` (allowed only on the indexes desk regenerates
   after a merge), another desk driver, or anyone's.
 
 It runs when a commit (or what a sync brings) changes a `.gitattributes` file, over the tree it
@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from desk.errors import Finding
-from desk.guard.hook_files import desk_attribute_lines, driver_for
-from desk.guard.rules import is_managed
+from desk.formats.hook_files import desk_attribute_lines, driver_for
+from desk.gate.rules import is_managed
 from desk.layout import is_attributes_file as is_attributes_file  # re-exported: sync asks it here
 from desk.storage.git import Git, WorkTreeListing
 

@@ -9,9 +9,9 @@ index (the next mutation) and git's config record (the next git command desk run
 
 from __future__ import annotations
 
-from desk.guard.whole import DOCTOR_LOCK_WAIT, validate_all
+from desk.gate.whole import DOCTOR_LOCK_WAIT, validate_all
 from desk.layout import DeskFolder
-from desk.memory.mirror import head_mirror, project_heads
+from desk.gate.mirror import head_mirror, project_heads
 from desk.recall.context import ContextRequest, build_context
 from desk.recall.search_cache import SearchCache
 from desk.storage.derived import drop_all

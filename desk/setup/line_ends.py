@@ -11,7 +11,7 @@ as it is.
 from __future__ import annotations
 
 from desk.errors import DeskError
-from desk.guard.rules import MANAGED_DIRS, ROOT_FILES
+from desk.gate.rules import MANAGED_DIRS, ROOT_FILES
 from desk.layout import DeskFolder
 from desk.storage.atomic import atomic_write
 

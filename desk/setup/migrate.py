@@ -15,11 +15,11 @@ import json
 from dataclasses import dataclass, field
 
 from desk.errors import DeskError, InvalidFileError
-from desk.guard.hook_files import attributes_with_missing, missing_attributes
+from desk.formats.hook_files import attributes_with_missing, missing_attributes
 from desk.layout import (CONFIG_PATH, CONFLICTS_FILE, DESK_SCHEMA as SCHEMA_VERSION, MEMORY_DIR, PROJECTS_DIR,
                          DeskFolder, memory_name, newer_schema, project_file)
-from desk.memory.file import MEMORY_SCHEMA, SCHEMA_KEY, stamp_schema
-from desk.review.queue import QUEUE_VERSION, parse_queue, queue_version, render_queue
+from desk.formats.memory_file import MEMORY_SCHEMA, SCHEMA_KEY, stamp_schema
+from desk.formats.queue import QUEUE_VERSION, parse_queue, queue_version, render_queue
 from desk.transaction import commit_message, transaction
 
 GITATTRIBUTES = ".gitattributes"

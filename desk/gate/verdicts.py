@@ -1,12 +1,12 @@
 """The gate's memory: verdicts cached by blob id, and what the history check found, by commit id.
 
-Same bytes, same verdict under the same rules. A `FileVerdict` (desk.guard.rules) is a pure function
+Same bytes, same verdict under the same rules. A `FileVerdict` (desk.gate.rules) is a pure function
 of the path, git's mode, the blob, the blob it replaces (archive files and desk.json compare against
 it), the desk id and the rules' code, so `.git/desk-cache/verdicts.sqlite` keeps it under exactly
 those: a row per `(rules, path, mode, blob, old)`, where `rules` is a hash of `rules_version()` and
 the desk id. The path is in the key because the verdict depends on it (a memory's name must equal
 its file stem; which rules apply depends on where a file lives). The allow-list and the clock are
-not: a verdict carries each secret's fingerprint and a memory's expiry, and desk.guard.rules applies
+not: a verdict carries each secret's fingerprint and a memory's expiry, and desk.gate.rules applies
 them when it is read, so allowing a secret or the passing of time never needs a re-check.
 
 `rules_version()` is the cache's code fingerprint (desk.storage.derived: the source of every desk
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from desk.errors import Finding
-from desk.guard.rules import FileVerdict
+from desk.gate.rules import FileVerdict
 from desk.storage.git import sha1_hex
 from desk.storage.derived import registered
 from desk.storage.sqlite_cache import open_cache
@@ -197,7 +197,7 @@ class VerdictCache:
                     [(self.rules, _state_key(state), checked, _encode(verdict))], clear="states")
 
     def base(self) -> tuple[bytes, bytes, str] | None:
-        """The row a run of `validate --all` left for the next to continue (desk.guard.delta)."""
+        """The row a run of `validate --all` left for the next to continue (desk.gate.delta)."""
         for records, index, rest in self._query("SELECT records, idx, rest FROM bases WHERE rules = ?",
                                                 (f"{self.rules}:{_state_key('base')}",)):
             return records, index, rest

@@ -4,9 +4,9 @@ MEMORY.md is generated (docs/design.md §2): the one being committed must equal 
 from the memory files of the same commit, and no two memory names may differ only in case. The
 check costs in proportion to the change: the committed MEMORY.md with the changed memories' lines
 replaced, and only when that does not match (HEAD's index was itself stale, or the person's index
-differs) the index of HEAD's memories from desk.memory.mirror plus the change. Without HEAD's
+differs) the index of HEAD's memories from desk.gate.mirror plus the change. Without HEAD's
 index (`validate --all`), it is rendered from every memory's line, which the caller takes from
-the cached verdicts (desk.guard.verdicts): nothing is parsed again. The changed memories' lines
+the cached verdicts (desk.gate.verdicts): nothing is parsed again. The changed memories' lines
 come from their verdicts too.
 """
 
@@ -22,7 +22,7 @@ from desk.layout import INDEX_FILE, DeskFolder, memory_name
 from desk.storage.git import blob_sha
 
 if TYPE_CHECKING:
-    from desk.memory.index import IndexEntry
+    from desk.formats.memory_index import IndexEntry
 
 Read = Callable[[list[str]], Mapping[str, bytes]]
 
@@ -44,7 +44,7 @@ class MemorySet:
     head_index: bytes | None = None
     # HEAD's MEMORY.md (`base_index`) is known to hold only lines clean of secrets in every view
     # (desk.text.secrets.clean_lines): the commit's index, when it is HEAD's with the changed
-    # lines spliced in, needs only those lines scanned (desk.guard.validate)
+    # lines spliced in, needs only those lines scanned (desk.gate.validate)
     base_clean: bool = False
     # set by check_memory_set: the index is `base_index` with the changed lines
     spliced: bool = field(default=False, init=False)
@@ -81,7 +81,7 @@ def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory
         if expected is None:
             expected = _head_index_with(desk, contents or {})
     elif memory.all_lines is not None:
-        from desk.memory.index import render_lines  # YAML: only commits touching memories pay
+        from desk.formats.memory_index import render_lines  # YAML: only commits touching memories pay
 
         expected = render_lines(memory.all_lines())
     else:
@@ -100,7 +100,7 @@ def stale_index(index: bytes, expected: bytes) -> Finding:
 
 def _entry(desk: DeskFolder, path: str, data: bytes) -> IndexEntry | None:
     """The index entry of one memory file (cached by blob), or None when it is invalid."""
-    from desk.memory.index import load_entries  # YAML: only commits touching memories pay
+    from desk.gate.entries import load_entries  # YAML: only commits touching memories pay
 
     sha = blob_sha(data)
     try:
@@ -119,7 +119,7 @@ def _patched_index(base: bytes, changed: Mapping[str, str | None]) -> bytes | No
     memories are copied once each way (tests/guard/test_index_splice.py holds the earlier form,
     which cut off the header and copied the body three more times, as the oracle).
     """
-    from desk.memory.index import EMPTY, HEADER  # YAML: only commits touching memories pay
+    from desk.formats.memory_index import EMPTY, HEADER  # YAML: only commits touching memories pay
 
     head = (HEADER + "\n").encode()
     if not base.startswith(head):
@@ -156,12 +156,12 @@ def _patched_index(base: bytes, changed: Mapping[str, str | None]) -> bytes | No
 
 
 def _head_index_with(desk: DeskFolder, changed: Mapping[str, bytes | None]) -> bytes:
-    """MEMORY.md for HEAD's memories plus `changed`, from desk.memory.mirror's mirror of HEAD.
+    """MEMORY.md for HEAD's memories plus `changed`, from desk.gate.mirror's mirror of HEAD.
 
     Used when HEAD's own MEMORY.md was stale or the commit's index differs: the mirror is kept in
     step with one `git diff-tree`, so this too costs in proportion to the change.
     """
-    from desk.memory.mirror import head_mirror  # YAML and SQLite: only commits touching memories pay
+    from desk.gate.mirror import head_mirror  # YAML and SQLite: only commits touching memories pay
 
     changes = {}
     for path, data in changed.items():
@@ -174,7 +174,8 @@ def _head_index_with(desk: DeskFolder, changed: Mapping[str, bytes | None]) -> b
 
 def _full_index(desk: DeskFolder, files: Mapping[str, str], read: Read) -> bytes:
     """MEMORY.md regenerated from every valid memory file (invalid ones have their own findings)."""
-    from desk.memory.index import load_entries, render_index  # YAML, as above
+    from desk.formats.memory_index import render_index
+    from desk.gate.entries import load_entries  # YAML, as above
 
     valid = {p: b for p, b in files.items() if memory_name(p) is not None}
     for _ in range(len(valid) + 1):

@@ -40,20 +40,20 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from desk.errors import DeskError, GitError, InvalidFileError
-from desk.layout import CONFIG_PATH, INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
-from desk.memory.index import EntryCache, IndexEntry, memory_path, render_sorted, splice_lines
+from desk.layout import (CONFIG_PATH, INDEX_FILE, MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name,
+                         project_file)
+from desk.formats.memory_index import IndexEntry, memory_path, render_sorted, splice_lines
+from desk.gate.entries import EntryCache
+from desk.gate.last_commits import first_parent_changes, last_commits, last_commits_since
 from desk.storage.git import blob_sha
 from desk.storage.sqlite_cache import rollback
 
-if TYPE_CHECKING:
-    from desk.storage.git import Git, HistoryStep
 
 _ROWS = "head_v2"
 _META = "head_meta_v2"
 _PROJECT_ROWS = "project_heads_v1"  # ProjectHeads: path -> blob, last commit, its time
 _NOTE = "index_note:"  # meta keys of the notes about HEAD's MEMORY.md (`HeadMirror.note_index`)
 _EXACT = "exact"  # the note that MEMORY.md is what the rows render, under `render_version()`
-_PATHSPEC_MAX = 1000  # a merge's paths named on git's command line; more: diff the whole tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +128,7 @@ class HeadMirror:
 
     def head_blobs(self, names: Iterable[str]) -> dict[str, str | None]:
         """HEAD's blob ids (None: no such file) of the memories `names`, MEMORY.md and, once known,
-        desk.json: what the gate would otherwise ask git for (`desk.guard.validate.KnownHead`)."""
+        desk.json: what the gate would otherwise ask git for (`desk.gate.validate.KnownHead`)."""
         blobs: dict[str, str | None] = {memory_path(name): self.blob(name) for name in names}
         blobs[INDEX_FILE] = self.index_blob
         if self._config_blob is not None:
@@ -150,7 +150,7 @@ class HeadMirror:
         rows render (`index_exact`), the changed lines are spliced into its bytes; else every
         row is rendered. The two give the same bytes (tests/memory/test_splice.py).
         """
-        from desk.memory.file import parse_memory  # PyYAML only when a broken file is named
+        from desk.formats.memory_file import parse_memory  # PyYAML only when a broken file is named
 
         broken = self.db.execute(f"SELECT name, blob FROM {_ROWS} WHERE line IS NULL").fetchall()
         for name, blob in broken:
@@ -213,7 +213,7 @@ class HeadMirror:
 
     def read_index(self) -> bytes | None:
         """HEAD's MEMORY.md when `committed_index` has read it for the current HEAD, else None
-        (nothing is read here): handed to the gate (desk.guard.validate.KnownHead.base), which
+        (nothing is read here): handed to the gate (desk.gate.validate.KnownHead.base), which
         checks its blob id as it checks the work tree's, without reading and hashing 3 MB again."""
         committed = self._committed
         return committed[1] if committed is not None and committed[0] == self.index_blob else None
@@ -310,7 +310,7 @@ class HeadMirror:
         """Catch up from `old` to `new` with `git log --raw OLD..NEW`; False when only a rebuild can
         (`old` is gone, or `new` does not descend from it along first parents: history rewritten)."""
         git = self.desk.git
-        caught = _first_parent_changes(git, old, new, lambda p: p in (INDEX_FILE, CONFIG_PATH)
+        caught = first_parent_changes(git, old, new, lambda p: p in (INDEX_FILE, CONFIG_PATH)
                                        or memory_name(p) is not None)
         if caught is None:
             return False
@@ -329,7 +329,7 @@ class HeadMirror:
         # `old` unchanged keeps the row's.
         touched = {c.path for step in steps for c in step.changes if memory_name(c.path) is not None}
         present = {memory_path(name) for name in self._names(memory_name(p) or "" for p in touched)}
-        found = _last_commits_since(git, steps, old, new, present)
+        found = last_commits_since(git, steps, old, new, present)
         self._set_last(found)
         return True
 
@@ -356,7 +356,7 @@ class HeadMirror:
         fresh: dict[str, IndexEntry] = {}
         rows: list[tuple[str, str, str | None, str | None]] = []
         if missing:
-            from desk.memory.file import parse_memory  # PyYAML only when a blob is new to the cache
+            from desk.formats.memory_file import parse_memory  # PyYAML only when a blob is new to the cache
 
             for blob, data in self.desk.git.objects.read_blobs(missing).items():
                 path = by_blob[blob]
@@ -448,7 +448,7 @@ class ProjectHeads:
     def _advance(self, old: str, new: str) -> bool:
         """Catch up from `old` to `new` (as HeadMirror._advance does); False when only a rebuild can."""
         git = self.desk.git
-        caught = _first_parent_changes(git, old, new, is_project_memory)
+        caught = first_parent_changes(git, old, new, is_project_memory)
         if caught is None:
             return False
         steps, final = caught
@@ -459,7 +459,7 @@ class ProjectHeads:
         touched |= set(present)
         rows = self.committed(touched)  # a side branch may touch a file the first parents kept
         current = present | {p: c.blob for p, c in rows.items() if p not in final}
-        found = _last_commits_since(git, steps, old, new, set(current))
+        found = last_commits_since(git, steps, old, new, set(current))
         self._put(current, found)
         return True
 
@@ -480,103 +480,11 @@ def project_heads(desk: DeskFolder) -> Iterator[ProjectHeads]:
         yield state
 
 
-def _first_parent_changes(git: Git, old: str, new: str, wanted: Callable[[str], bool]
-                          ) -> tuple[list[HistoryStep], dict[str, str | None]] | None:
-    """The commits of `old..new` and, for each `wanted` path they changed along `new`'s first
-    parents, its blob at `new` (None: deleted); None when only a rebuild can catch up (`old` is
-    gone, or `new` does not descend from it along first parents: history rewritten)."""
-    try:
-        steps = list(git.history.walk([f"{old}..{new}"]))
-    except GitError:
-        return None  # the recorded commit is gone (gc, a re-clone)
-    by_sha = {step.sha: step for step in steps}
-    chain: list[HistoryStep] = []
-    at: str | None = new
-    while at is not None and at in by_sha:
-        chain.append(by_sha[at])
-        at = by_sha[at].parents[0] if by_sha[at].parents else None
-    if at != old:
-        return None
-    # The tree at `new` is the one at `old` plus the first-parent changes, oldest first.
-    final: dict[str, str | None] = {}
-    for step in reversed(chain):
-        for change in step.changes:
-            if wanted(change.path):
-                final[change.path] = change.new_blob
-    return steps, final
-
-
-def _last_commits_since(git: Git, steps: list[HistoryStep], old: str, new: str, paths: set[str]
-                        ) -> dict[str, tuple[str, int]]:
-    """`last_commits` of `paths` at `new` over the commits of `old..new`; a path that reached
-    history before `old` through a side branch (rare) is asked of git on its own."""
-    found, waiting = last_commits(git, steps, new, paths)
-    waiting.pop(old, None)
-    for rest in waiting.values():
-        for path in rest:
-            last = git.history.last_change(new, path)
-            if last is not None:
-                found[path] = last
-    return found
-
-
-def last_commits(git: Git, steps: Iterable[HistoryStep], start: str, paths: set[str]
-                 ) -> tuple[dict[str, tuple[str, int]], dict[str, set[str]]]:
-    """For each of `paths` at commit `start`: the commit (and its time) that `git log -n1 START --
-    PATH` shows, from one pass over `steps` (`History.walk`: `start` and its ancestors, children
-    before parents).
-
-    git's default history simplification, path by path: a commit that changed the path against its
-    first parent is the answer; one that did not passes the path on to its first parent; a merge
-    passes it on to the first parent it is unchanged against (one `git diff-tree` for such a merge),
-    and is itself the answer when it differs from every parent. Paths travel in sets keyed by the
-    commit they wait at, so each commit costs only its own changes; reading stops once every path
-    is answered. Returns the answers and, by commit, the paths still waiting when `steps` ended
-    (those that reached a commit outside them).
-    """
-    waiting: dict[str, set[str]] = {start: set(paths)} if paths else {}
-    found: dict[str, tuple[str, int]] = {}
-    for step in steps:
-        if not waiting:
-            break
-        here = waiting.pop(step.sha, None)
-        if not here:
-            continue
-        changed = {c.path for c in step.changes if c.path in here}
-        here -= changed
-        if here and step.parents:
-            _wait(waiting, step.parents[0], here)
-        for parent in step.parents[1:]:
-            if not changed:
-                break
-            spec = sorted(changed) if len(changed) <= _PATHSPEC_MAX else []
-            differs = {c.path for c in git.worktree.diff_tree(parent, step.sha, spec)}
-            same = changed - differs
-            if same:
-                _wait(waiting, parent, same)
-                changed -= same
-        for path in changed:
-            found[path] = (step.sha, step.time)
-    return found, waiting
-
-
-def _wait(waiting: dict[str, set[str]], commit: str, paths: set[str]) -> None:
-    """Add `paths` to those waiting at `commit` (the larger set absorbs the smaller)."""
-    there = waiting.get(commit)
-    if there is None:
-        waiting[commit] = paths
-    elif len(there) >= len(paths):
-        there |= paths
-    else:
-        paths |= there
-        waiting[commit] = paths
-
-
 @functools.cache
 def render_version() -> str:
-    """The code an `exact` note holds under: the rows' table and desk.memory.index's source (a new
+    """The code an `exact` note holds under: the rows' table and desk.formats.memory_index's source (a new
     index format renders every row again)."""
-    from desk.memory import index
+    from desk.formats import memory_index as index
 
     with open(index.__file__, "rb") as source:
         code = source.read()

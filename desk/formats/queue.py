@@ -1,7 +1,7 @@
 """`.system/conflicts.json`'s format: its schema, its versions, reading, writing, and the case chain.
 
 The queue's operations (opening, superseding and resolving cases) are desk.digest's; this module is
-the file format, low enough in the layers for the gate (desk.guard.rules) to check a staged or
+the file format, low enough in the layers for the gate (desk.gate.rules) to check a staged or
 hand-edited queue with the same schema the digest reads it with.
 
 Versions: 1 is the queue desk wrote before adjudication (every case without `resolution`); 2 adds
@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from desk.errors import Finding, InvalidFileError
-from desk.layout import CONFLICTS_FILE, DeskFolder
+from desk.layout import CONFLICTS_FILE
 
 QUEUE_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -256,25 +256,3 @@ def event_id_problem(event_id: str) -> str | None:
         return ("an event id is 1-200 characters: letters, digits and . _ : @ / + -, starting with "
                 "a letter or digit (e.g. review:storage-db:42)")
     return None
-
-
-def last_good_commit(desk: DeskFolder, path: str = CONFLICTS_FILE, depth: int = 50) -> tuple[str, str] | None:
-    """`(sha, subject)` of the newest of the last `depth` commits of `path` whose queue is good.
-
-    HEAD's copy may be the broken one (committed with --no-verify, or by a fast-forward that ran no
-    hook): restoring it would restore the same broken file.
-    """
-    for commit in desk.git.history.log([path], limit=depth):
-        data = desk.git.objects.blob_at(commit.sha, path)
-        if data is not None and not any(f.severity == "error" for f in queue_findings(path, data)):
-            return commit.sha, commit.subject
-    return None
-
-
-def last_good_hint(desk: DeskFolder, path: str = CONFLICTS_FILE) -> str:
-    """What to do about a broken queue: restore the last good version, named by its commit."""
-    good = last_good_commit(desk, path)
-    if good is None:
-        return f"no good version in its last 50 commits; `git log -p -- {path}` shows its history"
-    return (f"restore the last good version: `git checkout {good[0][:12]} -- {path}` "
-            f"(from \"{good[1]}\"), then commit it")

@@ -88,8 +88,8 @@ def _compare(index: str, blob: str | None, accepted: list[bytes], read: Read, fi
 
 
 def _project_index(memories: Mapping[str, str], read: Read) -> bytes:
-    from desk.memory.file import parse_memory  # YAML: only commits touching a project pay
-    from desk.memory.index import IndexEntry, render_index
+    from desk.formats.memory_file import parse_memory  # YAML: only commits touching a project pay
+    from desk.formats.memory_index import IndexEntry, render_index
 
     blobs = read(sorted(set(memories.values())))
     entries = []
@@ -105,7 +105,7 @@ def _project_index(memories: Mapping[str, str], read: Read) -> bytes:
 def _prefs_renderings(scope: str, prefs: Mapping[str, str], read: Read, desk_id: str,
                       now: dt.datetime) -> list[bytes]:
     """Every PREFERENCES.md the preference files render at some time, the one at `now` first."""
-    from desk.scopes.files import ownership_problem, parse_pref, render_prefs_index
+    from desk.formats.scope_files import ownership_problem, parse_pref, render_prefs_index
 
     blobs = read(sorted(set(prefs.values())))
     records = []

@@ -7,15 +7,15 @@ machine as soon as the tree is checked out and desk starts working in it, so the
 (and nothing is kept) instead: a symbolic link anywhere (`.system/cache` linked to a folder outside
 would have desk write there; the gate's `symlink` rule), a committed cache (`cache-committed`), and
 a `.gitattributes` line that changes how git checks out or merges desk's files (`attribute`,
-desk.guard.attributes). `desk sync` refuses the same through the gate before HEAD moves
-(desk.guard.validate.validate_range).
+desk.gate.attributes). `desk sync` refuses the same through the gate before HEAD moves
+(desk.gate.validate.validate_range).
 """
 
 from __future__ import annotations
 
 from desk.errors import Finding
-from desk.guard.attributes import check_attributes
-from desk.guard.rules import SYMLINK_MODE, UNMANAGED_DIRS, file_verdict
+from desk.gate.attributes import check_attributes
+from desk.gate.rules import SYMLINK_MODE, UNMANAGED_DIRS, file_verdict
 from desk.storage.git import Git
 
 

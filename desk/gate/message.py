@@ -49,7 +49,7 @@ def message_findings(root: Path, message: str) -> list[Finding]:
     makes them apply."""
     import datetime as dt
 
-    from desk.guard.rules import check_message, message_secret_verdict
+    from desk.gate.rules import check_message, message_secret_verdict
     from desk.storage.git import parse_trailers, staged_git
 
     findings: list[Finding] = []
@@ -64,7 +64,7 @@ def message_findings(root: Path, message: str) -> list[Finding]:
 
 def _committed_allow(git: Git) -> frozenset[str]:
     """The allowed secret fingerprints of the desk.json being committed (else HEAD's)."""
-    from desk.guard.validate import config_values
+    from desk.gate.checks import config_values
     from desk.layout import CONFIG_PATH
 
     blob = git.worktree.ls_staged_files([CONFIG_PATH]).get(CONFIG_PATH)

@@ -9,9 +9,9 @@ from desk.config import new_config
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, MEMORY_DIR,
                          TEMPLATE_FILES, DeskFolder, is_desk, template_bytes)
 from desk.errors import DeskError, UsageError
-from desk.guard.hooks import install
+from desk.setup.hooks import install
 from desk.storage.git import Git, toplevel
-from desk.memory.index import render_index
+from desk.formats.memory_index import render_index
 from desk.transaction import commit_message, transaction
 
 # Folders git would not keep while empty.

@@ -352,3 +352,28 @@ def check_lines(path: str, data: bytes, start: int, desk_id: str, day: str) -> l
         prev = this_hash
         pos, line_no = end + 1, line_no + 1
     return findings
+
+
+def check_archive_change(path: str, old: bytes | None, new: bytes, desk_id: str) -> list[Finding]:
+    """Findings for a change of one archive file from `old` (None: new file) to `new`.
+
+    A pure append only (`archive-append-only`); every added complete line a valid record of this
+    desk (`archive-record`); the hash chain and the per-file sequence intact (`archive-chain`).
+    A fragment torn by a crash and closed by the next append is a warning (`archive-torn`).
+    """
+    name = path.rsplit("/", 1)[-1]
+    afile = ArchiveFile.from_name(name)
+    if afile is None:
+        return [Finding(path, 1, "archive-record",
+                        "archive files are named YYYY-MM-DD.<clone-id>.jsonl")]
+    start = 0
+    if old:
+        if not new.startswith(old):
+            limit = min(len(old), len(new))
+            i = next((k for k in range(limit) if old[k] != new[k]), limit)
+            line = old.count(b"\n", 0, i) + 1
+            what = "was cut off" if new == old[:len(new)] else "was changed"
+            return [Finding(path, line, "archive-append-only",
+                            f"line {line} {what}; committed archive history may only grow")]
+        start = old.rfind(b"\n") + 1  # an unterminated old tail is checked again, now complete
+    return check_lines(path, new, start, desk_id, afile.day)

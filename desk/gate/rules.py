@@ -1,12 +1,12 @@
 """The gate's rules for one path and for the commit message (the rule ids are in docs/guard.md).
 
-  memory files      frontmatter/name rules of desk.memory.file (`memory-schema`: a newer format
+  memory files      frontmatter/name rules of desk.formats.memory_file (`memory-schema`: a newer format
                     version), `memory-name`, `memory-path`, warnings `memory-expired`,
                     `memory-no-triggers`
   archive           `archive-append-only`, `archive-record`, `archive-chain` (desk.archive.store)
   conflict queue    `conflicts-json`, `conflicts-schema`, `conflicts-version`, `conflicts-chain`
-                    (desk.review.queue)
-  adjudications     `audit-append-only`, `audit-record`, `audit-chain` (desk.review.audit)
+                    (desk.formats.queue)
+  adjudications     `audit-append-only`, `audit-record`, `audit-chain` (desk.formats.audit)
   commit message    `soul-unauthorized`, `digest-now` (they need the message: the commit-msg hook,
                     desk's own commits in process); `secret` in the message itself
   secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
@@ -15,17 +15,17 @@
                     `encoding`, `file-size`, `config`; `bidi-control` (desk.text.direction) outside
                     .system/, conversations/ and journal/
   user scopes       `scope-mismatch` (a file recording another user's scope or another desk),
-                    `scope-path`, `pref-*` and `profile-field` (desk.scopes.files)
+                    `scope-path`, `pref-*` and `profile-field` (desk.formats.scope_files)
 
 Each rule looks at one path's content as it will be committed (and, for the archive and desk.json,
 the content it replaces). The rule over the memory set, MEMORY.md against its regenerated self, is
-desk.guard.index_rule; desk.guard.validate feeds both from the staged blobs, desk's own writes or
+desk.gate.index_rule; desk.gate.validate feeds both from the staged blobs, desk's own writes or
 the work tree. Heavy modules (YAML, pydantic, the secret patterns) are imported by the rule that
 needs them, so a hook run pays only for the kinds of file the commit touches.
 
 A path's findings are a `FileVerdict`: a pure function of the path, git's mode, the bytes, the
 bytes they replace (archive files, desk.json), the desk id and the code of the rules, so
-desk.guard.verdicts can cache it by blob id. The two inputs it leaves out are applied when it is
+desk.gate.verdicts can cache it by blob id. The two inputs it leaves out are applied when it is
 read: the allow-list (a `secret` finding carries its fingerprint) and the clock (`memory-expired`
 carries the expiry time).
 """
@@ -141,7 +141,7 @@ class FileVerdict:
     findings: tuple[Finding, ...] = ()
     conditions: tuple[str, ...] = ()
     entry: tuple[str, str] | None = None
-    # a memory file with a `key:` or `evidence:` line: the keyed-state rules (desk.review.keyed)
+    # a memory file with a `key:` or `evidence:` line: the keyed-state rules (desk.gate.keyed)
     # read it (`validate --all` finds them by their verdicts instead of searching every file)
     keyed: bool = False
 
@@ -220,7 +220,7 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
             return _verdict([(f, "") for f in found] + archive_secret_items(path, old, data))
         return _verdict([(f, "") for f in found])
     if _is_audit(path):
-        from desk.review.audit import check_audit_change, is_audit_path
+        from desk.formats.audit import check_audit_change, is_audit_path
 
         if not is_audit_path(path):
             return _verdict([(Finding(path, 1, "audit-record", "adjudication audit files are named "
@@ -265,7 +265,7 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
     if scope_file(path) is not None:
         items += [(f, "") for f in check_scope_file(path, data, desk_id)]
     if path == CONFLICTS_FILE:
-        from desk.review.queue import queue_findings  # pydantic: only commits of the queue pay
+        from desk.formats.queue import queue_findings  # pydantic: only commits of the queue pay
 
         items += [(f, "") for f in queue_findings(path, data)]
     if unscanned is None or not _clean(unscanned):
@@ -290,7 +290,7 @@ def check_scope_file(path: str, data: bytes, desk_id: str) -> list[Finding]:
                         "prefs/<key>.md; move this file out of the scope's folder")]
     if kind == "prefs-index":
         return []  # generated; `desk reindex` regenerates it
-    from desk.scopes.files import ownership_problem, parse_pref, parse_profile, profile_scope
+    from desk.formats.scope_files import ownership_problem, parse_pref, parse_profile, profile_scope
 
     try:
         if kind == "pref":
@@ -310,11 +310,6 @@ def check_scope_file(path: str, data: bytes, desk_id: str) -> list[Finding]:
 def _too_big(path: str, data: bytes, limit: int) -> Finding:
     return Finding(path, 1, "file-size", f"file is {len(data)} bytes; the limit is {limit}: "
                    "split it or move the bulk out of the desk")
-
-
-def secret_findings(path: str, text: str, allow: Collection[str]) -> list[Finding]:
-    """`secret` findings for `text`, each naming the fingerprint that would allow it."""
-    return _verdict(_secret_items(path, text)).findings_at(allow, dt.datetime.max)
 
 
 def secret_verdict(path: str, text: str) -> FileVerdict:
@@ -347,8 +342,8 @@ def _memory_verdict(path: str, data: bytes, stem: str | None = None,
     big or with a bad name still gets its line, as `desk reindex` gives it one). A memory records
     the project it belongs to (none for memory/): one found elsewhere is `scope-mismatch`.
     """
-    from desk.memory.file import name_problem, parse_memory  # YAML: only commits of memories pay
-    from desk.memory.index import memory_line
+    from desk.formats.memory_file import name_problem, parse_memory  # YAML: only commits of memories pay
+    from desk.formats.memory_index import memory_line
 
     stem = stem if stem is not None else memory_name(path) or ""
     try:
@@ -387,7 +382,7 @@ def check_archive(path: str, old: bytes | None, new: bytes | None, desk_id: str)
         return [Finding(path, 1, "archive-append-only",
                         "archive files are never deleted; restore it (`git restore --staged "
                         f"--worktree -- {path}`)")]
-    from desk.archive.store import check_archive_change  # here: only commits of archive files pay
+    from desk.formats.archive import check_archive_change  # ~10 ms: only commits of archive files pay
 
     return check_archive_change(path, old, new, desk_id)
 

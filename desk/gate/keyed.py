@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from desk.errors import Finding
-from desk.memory.file import MemoryFile
+from desk.formats.memory_file import MemoryFile
 
 _ID_RE = re.compile(rb'"id": ?"([^"\\]+)"')
 

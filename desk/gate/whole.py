@@ -2,8 +2,8 @@
 
 A module of its own, light to import (desk.storage.git only), so that the listing (`git
 ls-files`, about as costly as `git status`) runs while the process loads the gate (the rules, the
-memory-set rules, the verdict cache and SQLite): desk.guard.validate does the work
-(`validate_listed`) and re-exports `validate_all`; desk.guard.doctor does the doctor's, started
+memory-set rules, the verdict cache and SQLite): desk.gate.validate does the work
+(desk.gate.work_tree.validate_listed); desk.guard.doctor does the doctor's, started
 by desk.guard.checkup.
 """
 
@@ -12,23 +12,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from desk.layout import LISTED_FOLDER
+
 if TYPE_CHECKING:
     import datetime as dt
     from contextlib import AbstractContextManager
 
-    from desk.guard.validate import Report
+    from desk.gate.checks import Report
     from desk.layout import DeskFolder
     from desk.storage.git import StartedListing
 
-LISTED_FOLDER = ".system/"  # HEAD's tree of it is listed too: every path `needs_old` names lives there
 DOCTOR_LOCK_WAIT = 5.0  # desk.guard.doctor.LOCK_WAIT
 
 
 def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bool = True) -> Report:
     """Every desk file in the work tree (tracked or not ignored): `desk validate --all`
-    (desk.guard.validate.validate_listed says how). `cached=False` runs every rule on every file."""
+    (desk.gate.work_tree.validate_listed says how). `cached=False` runs every rule on every file."""
     started = desk.git.worktree.start_work_tree_listing(LISTED_FOLDER)
-    from desk.guard.validate import validate_listed
+    from desk.gate.work_tree import validate_listed
 
     return validate_listed(desk, started, now, cached=cached)
 

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 
 from desk.errors import RejectedError
 from desk.layout import RULE_FILES, DeskFolder, project_memory_path
-from desk.memory.file import MemoryFile
-from desk.memory.index import memory_path
+from desk.formats.memory_file import MemoryFile
+from desk.formats.memory_index import memory_path
 from desk.text.normalize import content_key, normalize
 
 # Shorter bodies match too much by accident ("yes" is in every AGENTS.md).

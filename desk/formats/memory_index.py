@@ -1,0 +1,163 @@
+"""MEMORY.md, the index of memory/: a memory's entry, its line, and the index rendered from them (a
+pure function of the memory files; desk.gate.entries loads the entries).
+
+Sorted by name, no clock, no locale: the same bytes on every run and every machine. An expiring
+memory shows its expiry instead of vanishing with the clock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from desk.layout import INDEX_FILE, MEMORY_DIR
+from desk.text.escape import injected_body
+from desk.text.normalize import content_key
+from desk.text.times import format_time, parse_time
+from desk.text.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from desk.formats.memory_file import MemoryFile
+
+HEADER = (f"# {INDEX_FILE}: generated from {MEMORY_DIR}/ by desk; do not edit by hand, "
+          "run `desk reindex` after editing memory files\n")
+EMPTY = "_No memories yet: add one with `desk remember`._\n"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """What MEMORY.md, the write gate, `desk context` and `desk stats` need from one memory file."""
+
+    name: str
+    type: str
+    description: str
+    expires: str | None
+    body_key: str
+    triggers: tuple[str, ...] = ()
+    updated: str | None = None  # the later of `updated` and `created`
+    body_tokens: int = 0
+    # What `desk context` shows of a recalled memory, so it can tell which fit its budget before
+    # reading any body: the fields it prints and the body's tokens as it injects them.
+    importance: int | None = None
+    source: str | None = None
+    source_event: str | None = None
+    updated_field: str | None = None  # the `updated` field itself (None when the file has none)
+    injected_tokens: int = 0
+
+    @classmethod
+    def of(cls, memory: MemoryFile) -> IndexEntry:
+        meta = memory.meta
+        stamps = [t for t in (meta.created, meta.updated) if t is not None]
+        return cls(meta.name, meta.type, meta.description,
+                   format_time(meta.expires) if meta.expires else None,
+                   content_key(memory.body), tuple(meta.triggers),
+                   format_time(max(stamps)) if stamps else None, estimate_tokens(memory.body),
+                   meta.importance, meta.source, meta.source_event,
+                   format_time(meta.updated) if meta.updated else None,
+                   estimate_tokens(injected_body(memory.body)))
+
+    def is_expired(self, now: dt.datetime) -> bool:
+        """Expired at `now`: still on disk and in MEMORY.md, never injected or recalled."""
+        return self.expires is not None and parse_time(self.expires) <= now
+
+    def line(self) -> str:
+        return index_line(self.name, self.description, self.expires)
+
+
+def index_line(name: str, description: str, expires: str | None) -> str:
+    """A memory's MEMORY.md line."""
+    line = f"- [{name}]({MEMORY_DIR}/{name}.md) — {description}"
+    if expires:
+        line += f" (expires {expires})"
+    return line
+
+
+def memory_line(memory: MemoryFile) -> str:
+    """`IndexEntry.of(memory).line()` without the rest of the entry (the body's key and token
+    counts): the gate's per-file verdict needs only the line."""
+    meta = memory.meta
+    return index_line(meta.name, meta.description, format_time(meta.expires) if meta.expires else None)
+
+
+def render_index(entries: Iterable[IndexEntry]) -> bytes:
+    """MEMORY.md for `entries`: the header, then one line per memory sorted by name."""
+    return render_lines({entry.name: entry.line() for entry in entries})
+
+
+def render_lines(lines: Mapping[str, str]) -> bytes:
+    """MEMORY.md from `{name: index line}`: sorted by name (code points, never the locale)."""
+    return render_sorted([lines[name] for name in sorted(lines)])
+
+
+def render_sorted(lines: list[str]) -> bytes:
+    """MEMORY.md from index lines already sorted by name."""
+    body = "\n".join(lines) + "\n" if lines else EMPTY
+    return (HEADER + "\n" + body).encode()
+
+
+def splice_lines(index: bytes, lines: Mapping[str, str | None]) -> bytes | None:
+    """`index` (a MEMORY.md as `render_sorted` writes it) with each `{name: line}` put at its sorted
+    place, replacing the name's line if it has one (None: the name's line taken out); None when
+    `index` is not laid out as desk writes it. A few bisections of the bytes: the cost grows with
+    the change, not with the desk, but for copying the result once (one line), or the index into a
+    buffer and out of it (more lines): a fresh copy of a 3 MB index costs ~0.5 ms."""
+    head = (HEADER + "\n").encode()
+    empty = EMPTY.encode()
+    if not index.startswith(head):
+        return None
+    skip = len(head)  # the body is index[skip:], searched in place: bisection offsets shifted alike
+    if len(index) - skip == len(empty) and index.endswith(empty):
+        index = head
+    elif len(index) == skip or not index.endswith(b"\n"):
+        return None
+    body: bytes | bytearray = index
+    edits = sorted(lines.items())
+    for name, line in edits:
+        key = name.encode()
+        start, found = _find_line(body, key, skip)
+        if start is None:
+            return None
+        end = body.index(b"\n", start) + 1 if found else start
+        new = b"" if line is None else line.encode() + b"\n"
+        if line is not None and not line.startswith(f"- [{name}]("):
+            raise ValueError(f"{line!r} is not {name}'s index line")
+        if len(body) - (end - start) + len(new) == skip:
+            body = head  # the last line taken out
+        elif len(edits) == 1:  # one copy, from the pieces in place
+            view = memoryview(body)
+            return b"".join((view[:start], new, view[end:]))
+        else:
+            if not isinstance(body, bytearray):
+                body = bytearray(body)
+            body[start:end] = new
+    return bytes(body) if len(body) > skip else head + empty
+
+
+def _find_line(body: bytes | bytearray, key: bytes, skip: int = 0) -> tuple[int | None, bool]:
+    """Where in `body[skip:]` (index lines, each ending in a newline, sorted by name) the line of
+    `key` starts, or would be inserted (an offset into `body`); and whether it is there. (None,
+    False) for a line that is not an index line."""
+    lo, hi = skip, len(body)  # offsets of line starts: the answer lies in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = body.rfind(b"\n", lo, mid) + 1 if mid > lo else lo
+        if start < lo:
+            start = lo
+        end = body.index(b"\n", start)
+        close = body.find(b"](", start, end)
+        if not body.startswith(b"- [", start) or close < 0:
+            return None, False
+        name = body[start + 3:close]
+        if name == key:
+            return start, True
+        if name < key:
+            lo = end + 1
+        else:
+            hi = start
+    return lo, False
+
+
+def memory_path(name: str) -> str:
+    return f"{MEMORY_DIR}/{name}.md"

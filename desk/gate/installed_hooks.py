@@ -1,0 +1,77 @@
+"""Which hooks git would run here, asked of git's config and the hooks folder: whether they are
+desk's alone (the transaction may then skip the hook shells, having run the same checks in
+process), where the folder is, and which of desk's hooks are installed (`desk doctor`). The
+hook files' contents and markers are desk.formats.hook_files.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from desk.errors import DeskError
+from desk.formats.hook_files import HOOK_ENTRY, HOOK_TYPES, LEGACY, SAFE_PATH, is_ours
+
+if TYPE_CHECKING:
+    from desk.storage.git import Git
+
+
+def only_desk_hooks(git: Git, git_dir: Path) -> bool:
+    """True when the commit hooks git would run are desk's own with nothing chained to them.
+
+    desk's own commits ran the same checks in process, so they may then pass --no-verify and save
+    the hook shells' start-up; with a foreign hook (chained or under core.hooksPath) they run it.
+    """
+    if git.config.values().get("core.hookspath"):
+        return False
+    folder = git_dir / "hooks"
+    for hook in ("pre-commit", "commit-msg"):
+        path = folder / hook
+        if (folder / (hook + LEGACY)).exists() or (path.exists() and not is_ours(path)):
+            return False
+    return True
+
+
+def hooks_folder(git: Git) -> Path:
+    """The repository's hooks folder; refused (with the manual way) when core.hooksPath is set."""
+    configured = git.config.values().get("core.hookspath", "").strip()
+    if configured:
+        import shlex  # only for the refusal's message: a hook run never loads it
+
+        lines = "\n".join(f"    {shlex.quote(sys.executable)} {SAFE_PATH} -m {HOOK_ENTRY} {hook} \"$@\" || exit $?"
+                          f"    # in {hook}" for hook in HOOK_TYPES)
+        raise DeskError(
+            f"core.hooksPath is set ({configured}); desk will not write into a hooks folder that "
+            "other repositories may share",
+            hint="unset it (`git config --unset core.hooksPath`) and run `desk hooks install` again, "
+                 f"or add the checks to the hooks in {configured} yourself, one line per hook:\n"
+                 f"{lines}")
+    git_dir = git.git_dir()
+    if git_dir == git.root / ".git" and not (git_dir / "commondir").exists():
+        return git_dir / "hooks"  # what `git rev-parse --git-path hooks` says here, without asking
+    return git.git_path("hooks")
+
+
+def installed(root: Path, git: Git | None = None) -> dict[str, str]:
+    """Each of desk's hooks: `ok`, `missing`, or `outdated` (desk's, but running an entry that is
+    no longer desk's, as hooks from desk 0.1.0 run `python -m desk.hooks`, or starting Python
+    without the safe path, as every desk before it did). Empty when
+    core.hooksPath is set. For `desk doctor`, which so loads none of desk.guard.hooks."""
+    try:
+        if git is None:
+            from desk.storage.git import Git
+
+            git = Git(root)
+        folder = hooks_folder(git)
+    except DeskError:
+        return {}
+    found = {}
+    for hook in HOOK_TYPES:
+        path = folder / hook
+        if not is_ours(path):
+            found[hook] = "missing"
+        else:
+            found[hook] = ("ok" if f"{SAFE_PATH} -m {HOOK_ENTRY} " in path.read_text("utf-8", "replace")
+                           else "outdated")
+    return found

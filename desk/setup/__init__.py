@@ -1,0 +1,1 @@
+"""Setting a desk up: `desk init`, installing hooks, merge drivers and attributes, `desk migrate`."""

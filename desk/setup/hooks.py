@@ -1,0 +1,229 @@
+"""Installing desk's git hooks and merge drivers: `desk hooks install | uninstall`, and what `desk
+init`, `desk sync` and `desk doctor --repair` lay down.
+
+Installed like pre-commit installs its own (`pre_commit/commands/install_uninstall.py`): each hook
+is a small shell script (hooks/desk-hook.sh) recognised by a marker line; a foreign hook already
+there is kept as `<hook>.legacy` and still runs first; uninstall puts it back; `core.hooksPath`
+is refused with the manual alternative, since desk would otherwise write into a folder shared by
+other repositories. The script runs the Python that installed it (`python -m desk.cli.hook HOOK`),
+falling back to `desk` on PATH. What the hooks run is desk.guard.hooks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from desk.errors import DeskError
+from desk.formats.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_DRIVERS, MERGE_ENTRY, PIN_COMMENT,
+                                     SAFE_PATH, attributes_with_missing, desk_attribute_lines, is_ours,
+                                     missing_attributes, read_text_or_empty)
+from desk.gate.installed_hooks import hooks_folder
+from desk.layout import DeskFolder, is_desk
+from desk.storage.git import Git
+
+
+@dataclass(slots=True)
+class HooksResult:
+    """What install/uninstall did to each hook: `{hook: action}`."""
+
+    folder: Path
+    actions: dict[str, str] = field(default_factory=dict)
+    merge_drivers: dict[str, str] = field(default_factory=dict)  # install only: drivers and .gitattributes
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"folder": str(self.folder), "hooks": self.actions}
+        if self.merge_drivers:
+            data["merge_drivers"] = self.merge_drivers
+        return data
+
+
+def hook_script(hook: str, python: str | None = None) -> str:
+    import shlex
+    from importlib import resources  # installing only: a hook run never loads these
+
+    template = resources.files("desk._hooks").joinpath("desk-hook.sh").read_text("utf-8")
+    start = fast_start(python)
+    python = python or sys.executable
+    return (template.replace("@HOOK@", hook).replace("'@PYTHON@'", shlex.quote(python))
+            .replace("'@START@'", shlex.quote(start or "")))
+
+
+# What a hook's Python may import, found where this process finds it: desk itself, the parts of
+# the wheel that an editable install maps from elsewhere, and desk's dependencies with theirs
+# (PyYAML for frontmatter outside the plain subset, pydantic for desk.json, GitPython behind the
+# post-merge hook's settling, and the rest of pyproject.toml's list for good measure).
+START_MODULES = ("desk", "desk._hooks", "desk._templates", "click", "pydantic", "pydantic_core",
+                 "typing_extensions", "annotated_types", "typing_inspection", "yaml", "_yaml", "frontmatter",
+                 "git", "gitdb", "smmap", "Stemmer")
+
+
+@lru_cache(maxsize=None)
+def fast_start(python: str | None = None) -> str | None:
+    """The code (`python -S -c CODE HOOK ARGS`) an installed hook starts Python with: `site`
+    skipped (it would search the same folders on every commit) and the module path set to
+    the one this process has, without the script's folder and $PYTHONPATH.
+
+    None, for the plain `python -m desk.cli.hook` start, unless it is vouched for: `python` is this
+    interpreter, and every module of START_MODULES this process can find is found in the same
+    file by the plain path search alone (no import hook: an editable install's finder, which only
+    `site` installs, maps desk from a source tree). A start that then cannot import desk (desk
+    moved, reinstalled elsewhere) falls back to the plain one.
+    """
+    import importlib.util
+
+    if python not in (None, sys.executable):  # a venv's python links to its base: compare names
+        return None
+    from_env = set(os.environ.get("PYTHONPATH", "").split(os.pathsep)) - {""}
+    first = 0 if getattr(sys.flags, "safe_path", False) else 1  # sys.path[0]: the script's folder
+    folders = [p for p in sys.path[first:] if p and p not in from_env]
+    for name in START_MODULES:
+        try:
+            here = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            here = None
+        if here is not None and (getattr(_plain_spec(name, folders), "origin", None) != here.origin
+                                 or here.origin is None):
+            return None
+    import json  # a list of strings in JSON is one in Python: double quotes, easy to read in the shell
+
+    return ("import sys\n"
+            f"sys.path[0:1] = {json.dumps(folders)}\n"
+            "try:\n"
+            f"    from {HOOK_ENTRY} import start\n"
+            "except ImportError:\n"
+            "    import os\n"
+            f'    os.execv(sys.executable, [sys.executable, "{SAFE_PATH}", "-m", "{HOOK_ENTRY}", *sys.argv[1:]])\n'
+            "start(sys.argv[1:])\n")
+
+
+def _plain_spec(name: str, folders: list[str]) -> object | None:
+    """The spec a Python started with `-S` and `folders` as its path finds for `name`."""
+    from importlib.machinery import PathFinder
+
+    parent, _, _child = name.rpartition(".")
+    if not parent:
+        return PathFinder.find_spec(name, folders)
+    outer = _plain_spec(parent, folders)
+    locations = getattr(outer, "submodule_search_locations", None)
+    return PathFinder.find_spec(name, list(locations)) if locations else None
+
+
+GITATTRIBUTES = ".gitattributes"
+
+
+def install(root: Path, python: str | None = None) -> HooksResult:
+    """Install desk's hooks in the repository at `root`, and its merge drivers (in .git/config,
+    which git never carries from clone to clone; `.gitattributes` too when the desk has none)."""
+    drivers = install_merge_drivers(root, python)  # first: they work even where the hooks are refused
+    result = install_hooks(root, python)
+    result.merge_drivers = drivers
+    return result
+
+
+def merge_driver_command(driver: str, python: str | None = None) -> str:
+    import shlex
+
+    return f"{shlex.quote(python or sys.executable)} {SAFE_PATH} -m {MERGE_ENTRY} {driver} %O %A %B %P"
+
+
+def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, str]:
+    """`merge.desk-<driver>.*` in .git/config, and `.gitattributes` when absent (committed)."""
+    actions = write_merge_drivers(Git(root), python)
+    attributes = root / GITATTRIBUTES
+    if not attributes.exists() and is_desk(root):
+        from desk.transaction import commit_message, transaction
+
+        lines = "".join(f"{pattern} {attribute}\n" for pattern, attribute in desk_attribute_lines())
+        data = ("# desk's merge drivers (docs/sync.md); defined in .git/config by `desk hooks install`\n"
+                + lines.replace("\nAGENTS.md -text", "\n" + PIN_COMMENT + "AGENTS.md -text", 1)).encode()
+        with transaction(DeskFolder(root)) as tx:
+            tx.commit({GITATTRIBUTES: data}, commit_message(
+                "hooks: add .gitattributes (desk's merge drivers)", {"Desk-Op": "hooks", "Desk-Actor": "user"}))
+        actions[GITATTRIBUTES] = "added and committed"
+    elif "merge=desk-memory" not in read_text_or_empty(attributes):
+        actions[GITATTRIBUTES] = ("exists without desk's merge drivers; add the lines of docs/sync.md "
+                                  "\"Merge drivers\" to it and commit")
+    elif missing_attributes(read_text_or_empty(attributes)) and is_desk(root):
+        actions[GITATTRIBUTES] = _add_missing_attributes(DeskFolder(root))
+    return actions
+
+
+def write_merge_drivers(git: Git, python: str | None = None) -> dict[str, str]:
+    """`merge.desk-<driver>.*` in .git/config (no commit): each driver's action."""
+    actions = {}
+    for driver in MERGE_DRIVERS:
+        key = f"merge.desk-{driver}"
+        command = merge_driver_command(driver, python)
+        before = git.config.get(f"{key}.driver")
+        git.config.set(f"{key}.name", f"desk: {driver} merge (never conflict markers)")
+        git.config.set(f"{key}.driver", command)
+        actions[f"desk-{driver}"] = "installed" if before is None else (
+            "updated" if before != command else "ok")
+    return actions
+
+
+def _add_missing_attributes(desk: DeskFolder) -> str:
+    """Append the missing desk lines (merge drivers, `-text` pins) to .gitattributes in one commit
+    (when it is clean)."""
+    from desk.transaction import commit_message, transaction
+
+    with transaction(desk) as tx:
+        if desk.git.worktree.dirty([GITATTRIBUTES]):
+            return "lacks some of desk's lines and has uncommitted changes; commit them, then run this again"
+        data = attributes_with_missing(read_text_or_empty(desk.path(GITATTRIBUTES)))
+        if data is None:
+            return "ok"
+        tx.commit({GITATTRIBUTES: data}, commit_message(
+            "hooks: add desk's missing lines to .gitattributes", {"Desk-Op": "hooks", "Desk-Actor": "user"}))
+        from desk.setup.line_ends import restore_line_ends
+
+        restored = restore_line_ends(desk)  # what core.autocrlf checked out before the pins
+    return "updated and committed (desk's missing merge lines and -text pins added)" + (
+        f"; LF line ends put back in {len(restored)} file{'s' * (len(restored) != 1)}" if restored else "")
+
+
+def install_hooks(root: Path, python: str | None = None) -> HooksResult:
+    """Install desk's git hooks (HOOK_TYPES) in the repository at `root`."""
+    folder = hooks_folder(Git(root))
+    folder.mkdir(parents=True, exist_ok=True)
+    result = HooksResult(folder)
+    for hook in HOOK_TYPES:
+        path, legacy = folder / hook, folder / (hook + LEGACY)
+        action = "installed"
+        if path.exists() or path.is_symlink():
+            if is_ours(path):
+                action = "updated"
+            elif legacy.exists() or legacy.is_symlink():
+                raise DeskError(f"{path} and {legacy} both exist and neither is desk's",
+                                hint=f"merge them into one, then run `desk hooks install` again")
+            else:
+                os.replace(path, legacy)
+                action = "installed (kept the existing hook as " + legacy.name + ", run first)"
+        from desk.storage.atomic import atomic_write
+
+        atomic_write(path, hook_script(hook, python).encode())
+        os.chmod(path, 0o755)
+        result.actions[hook] = action
+    return result
+
+
+def uninstall(root: Path) -> HooksResult:
+    """Remove desk's hooks and put back any hook they had replaced."""
+    folder = hooks_folder(Git(root))
+    result = HooksResult(folder)
+    for hook in HOOK_TYPES:
+        path, legacy = folder / hook, folder / (hook + LEGACY)
+        if not path.exists() or not is_ours(path):
+            result.actions[hook] = "not desk's; left alone" if path.exists() else "not installed"
+            continue
+        path.unlink()
+        if legacy.exists() or legacy.is_symlink():
+            os.replace(legacy, path)
+            result.actions[hook] = "removed (restored the previous hook)"
+        else:
+            result.actions[hook] = "removed"
+    return result
