@@ -102,7 +102,7 @@ def splice_lines(index: bytes, lines: Mapping[str, str | None]) -> bytes | None:
     place, replacing the name's line if it has one (None: the name's line taken out); None when
     `index` is not laid out as desk writes it. A few bisections of the bytes: the cost grows with
     the change, not with the desk, but for copying the result once (one line), or the index into a
-    buffer and out of it (more lines): a fresh copy of a 3 MB index costs ~0.5 ms."""
+    buffer and out of it (more lines): a fresh copy of the index is what is left."""
     head = (HEADER + "\n").encode()
     empty = EMPTY.encode()
     if not index.startswith(head):

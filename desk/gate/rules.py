@@ -382,7 +382,7 @@ def check_archive(path: str, old: bytes | None, new: bytes | None, desk_id: str)
         return [Finding(path, 1, "archive-append-only",
                         "archive files are never deleted; restore it (`git restore --staged "
                         f"--worktree -- {path}`)")]
-    from desk.formats.archive import check_archive_change  # ~10 ms: only commits of archive files pay
+    from desk.formats.archive import check_archive_change  # only commits of archive files pay
 
     return check_archive_change(path, old, new, desk_id)
 

@@ -51,8 +51,7 @@ _NAN = float("nan")
 Progress = Callable[[int, int], None]
 
 
-# Plain classes, not dataclasses: each dataclass costs ~0.2-0.4 ms to create at the start of
-# every `desk recall` (issue 17.3), and these three need nothing a dataclass adds.
+# Plain classes with behaviour and mutable packed state, not records: a dataclass adds nothing here.
 class Columns:
     """Per-record columns, packed; loaded once per process and refreshed incrementally."""
 
@@ -287,7 +286,7 @@ class SearchWriter:
         bytes the cache consumed (append-only growth; `prefix` is their hex digest); (a fresh
         SHA-256, False) when they are not (a truncation, an edit of any earlier line, a rewritten
         file); None when the file cannot be read safely (a symlink now, or gone): its records go."""
-        import hashlib  # OpenSSL, ~3 ms: only a recall whose archive files changed hashes them
+        import hashlib  # OpenSSL: only a recall whose archive files changed hashes them
 
         hasher = hashlib.sha256()
         if offset == 0 or st.st_size < offset:

@@ -2,7 +2,7 @@
 
 A wake-up read shows MEMORY.md's lines of the active memories and, with a query, looks at every
 active memory's triggers. On a 10,000-memory desk building that from the entry cache (10,000
-entries loaded, 10,000 index lines escaped, 30,000 triggers normalised) took ~90 ms of a cold
+entries loaded, 10,000 index lines escaped, 30,000 triggers normalised) was most of a cold
 `desk context`. This cache keeps the result (`MemoryView`): the escaped index text, the expiry
 times, the invalid files and each normalised trigger with the memories that have it, in
 `.git/desk-cache/context.sqlite` (derived, never committed; deleted and rebuilt when unreadable).
@@ -65,8 +65,8 @@ def scan_memory_folder(desk: DeskFolder, state: FolderState | None = None) -> tu
     reads other files) the fingerprint is HEAD's tree of memory/ and the name and stat (size,
     mtime, ctime, inode) of each file git cannot vouch is that tree's blob (changed, deleted,
     untracked or ignored), or that it is missing or not a regular file: at 10,000 memories git
-    compares the files' stat with its index in C, where one `lstat` per file from Python cost
-    ~20 ms. Without a HEAD commit, when git fails or memory/ is not a plain folder (a link: git
+    compares the files' stat with its index in C, where one `lstat` per file from Python costs
+    far more. Without a HEAD commit, when git fails or memory/ is not a plain folder (a link: git
     would not look inside it), every file is `lstat`ed: name, size, mtime, ctime and inode.
 
     Files are `lstat`ed by their name relative to the open folder (~40 % faster than a `scandir`
@@ -142,7 +142,7 @@ class MemoryView:
 
     Its names, blobs and trigger table are kept as joined text with the start of each item
     (`_Joined`): a read looks up only the items it needs, where splitting the 10,000 names, blobs
-    and positions of a kept view cost ~1 ms of every cold read."""
+    and positions of a kept view was paid by every cold read."""
 
     def __init__(self, desk: DeskFolder, count: int, broken: list[str], expired: list[str],
                  index_text: str, names: _Joined, blobs: _Joined, needles: list[str],
@@ -367,8 +367,8 @@ class FileBlobs:
     """Desk files' blob ids by their stat, kept in context.sqlite beside the memory view.
 
     A read names each file it shows with its blob (`desk.recall.context._stamp_sources`), and
-    MEMORY.md is 600 kB at 10,000 memories: reading and hashing it (with OpenSSL, whose import
-    alone is ~2 ms) was ~3 ms of every `desk context`, for a file whose text the memory view
+    MEMORY.md is 600 kB at 10,000 memories: reading and hashing it (with OpenSSL's import)
+    was paid by every `desk context`, for a file whose text the memory view
     already holds. git's rule for its index: a file's stat (size, mtime, ctime, inode) vouches for
     the bytes hashed under it. A blob is kept only when the stat was the same before and after the
     file was read and the file was last modified `_RACY_NS` or more before that (a change in the
@@ -456,7 +456,7 @@ def _cached(desk: DeskFolder, db: sqlite3.Connection, key: str, as_of: dt.dateti
     if (len(name_list), len(blob_list), len(positions)) != (count, count, len(found_needles)):
         return None  # not as stored (another machine's byte order): build it again
     # MEMORY.md's section at 10,000 memories is ~560 kB, of which its budget shows a few dozen
-    # lines: the rest is read only if a read needs it (~0.7 ms a read: SQLite's copy and decoding)
+    # lines: the rest is read only if a read needs it (SQLite's copy and decoding)
     if not isinstance(index_lines, int) or not isinstance(index_head, str):
         return None  # not as this code stores it: build it again
     rest = None if len(index_head) < INDEX_HEAD else functools.partial(_index_text, key, render_index)

@@ -1,7 +1,7 @@
 """Parsed files `desk context` shows, kept by their bytes (issue 17).
 
 A cold `desk context` parsed the YAML frontmatter of USER.md (the user sections) and of every
-memory it injects; importing PyYAML alone is ~5 ms of a run that must stay near `desk --help`. So
+memory it injects; importing PyYAML alone is a large part of a run that must stay near `desk --help`. So
 the answers are kept in `.git/desk-cache/context.sqlite` (table `parsed_v1`; derived, never committed
 like the kept view of memory/ beside it), keyed by a hash of
 
