@@ -183,10 +183,6 @@ class MemoryView:
         """Every parsed memory's name, sorted."""
         return self._names.items()
 
-    @property
-    def active_count(self) -> int:
-        return self.count - len(self.expired)
-
     def candidates(self, normalized_query: str) -> list[str]:
         """Names of the active memories with a trigger whose normalised form occurs in the query
         (what `trigger_hits` needs before it looks at word boundaries), sorted."""
