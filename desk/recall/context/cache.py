@@ -61,7 +61,7 @@ def scan_memory_folder(desk: DeskFolder, state: FolderState | None = None) -> tu
     """A fingerprint of `memory/`'s regular `.md` files, and whether every file it `lstat`ed is
     older than `_RACY_NS` (only then may a view be stored).
 
-    With `state` (`WorkTree.folder_state(MEMORY_DIR)`, started by the caller so git works while it
+    With `state` (`FolderState` of MEMORY_DIR, started by the caller so git works while it
     reads other files) the fingerprint is HEAD's tree of memory/ and the name and stat (size,
     mtime, ctime, inode) of each file git cannot vouch is that tree's blob (changed, deleted,
     untracked or ignored), or that it is missing or not a regular file: at 10,000 memories git
