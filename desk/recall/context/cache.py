@@ -40,7 +40,7 @@ from desk.errors import DeskError, Finding
 from desk.layout import MEMORY_DIR, DeskFolder
 from desk.formats.memory_index import IndexEntry
 from desk.gate.entries import EntryCache, entries_in_worktree, invalid_paths
-from desk.recall.git_state import start_folder_state as start_folder_state  # re-exported: its old home
+from desk.recall.git_state import start_folder_state
 from desk.storage.git import FolderState
 from desk.storage.hashing import sha1_hex
 from desk.storage.sqlite_cache import open_cache
