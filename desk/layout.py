@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,7 +15,6 @@ from desk.errors import DeskError, NotADeskError
 from desk.vocabulary import CONFIG_PATH as CONFIG_PATH  # re-exported: every path inside a desk is named here
 from desk.vocabulary import DESK_ID_RE as DESK_ID_RE
 from desk.vocabulary import DESK_SCHEMA as DESK_SCHEMA
-from desk.vocabulary import READABLE_SCHEMAS as READABLE_SCHEMAS
 from desk.vocabulary import newer_schema as newer_schema
 
 if TYPE_CHECKING:
@@ -40,8 +38,8 @@ DESK_ID_CACHE = "desk-id"  # in .git/: the committed desk_id (DeskFolder.desk_id
 CONFLICTS_FILE = ".system/conflicts.json"
 # Derived caches (SQLite files, records of git's answers) live in `.git/desk-cache/`, where no
 # commit, clone or fast-forward can put a file or a symbolic link: a cache is only ever one this
-# clone made. `.system/cache/` held them before; the gate refuses any path under it (CACHE_DIR).
-CACHE_DIR = ".system/cache"
+# clone made. `.system/cache/` held them before; the gate refuses any path under it
+# (desk.gate.rules.UNMANAGED_DIRS).
 CACHE_FOLDER = "desk-cache"  # in .git/
 ARCHIVE_DIR = ".system/archive"  # append-only raw events, one file per UTC day per clone
 ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
@@ -57,12 +55,10 @@ OWNER_SCOPE = "owner"
 USERS_DIR = "users"
 PREFS_DIR = "prefs"
 PREFS_INDEX_FILE = "PREFERENCES.md"
-USER_ENV = "DESK_USER"  # the user id selected when --user is not given
 
 # Project scopes (docs/scopes.md): `projects/<name>/memory/<memory>.md` and its own generated
 # `projects/<name>/MEMORY.md`, beside the desk-wide memory/ and MEMORY.md.
 PROJECTS_DIR = "projects"
-PROJECT_ENV = "DESK_PROJECT"
 PROJECT_MAX = 64
 
 def is_attributes_file(path: str) -> bool:

@@ -44,7 +44,7 @@ from desk.storage.atomic import atomic_write, fsync_dir
 from desk.storage.lock import desk_lock
 from desk.text.times import format_time, parse_time, utc_now
 
-__all__ = ["ArchiveEvent", "ArchiveWriter", "append_event", "iter_events", "check_archive_change",
+__all__ = ["ArchiveEvent", "ArchiveWriter", "append_event", "iter_events",
            "archive_files", "clone_id", "find_event", "read_events"]
 
 CLONE_ID_FILE = "desk-clone-id"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from desk.cli.output import SuggestingGroup, invocation, json_option, render
-from desk.vocabulary import ACTORS
+from desk.cli.output import SuggestingGroup, actor_option, invocation, json_option, render
 
 
 @click.command("validate")
@@ -78,8 +77,7 @@ def hooks_run_command(hook: str, args: tuple[str, ...]) -> None:
 
 @click.command("edit")
 @click.argument("name")
-@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
-              help="Who is making the change (the Desk-Actor trailer).")
+@actor_option
 @json_option
 def edit_command(name: str, actor: str) -> None:
     """Open the memory NAME in $VISUAL or $EDITOR, validate it on save, and commit it.

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from desk.cli.output import F, complete_memory_names, invocation, json_option, project_option, read_text_arg, render
+from desk.cli.output import (F, actor_option, complete_memory_names, invocation, json_option, project_option,
+                             read_text_arg, render)
 from desk.vocabulary import ACTORS, MEMORY_SCOPES, MEMORY_SOURCES, MEMORY_TYPES
 
 
@@ -58,8 +59,7 @@ def _cleared(**flags: bool) -> list[str]:
 @click.option("--source", type=click.Choice(MEMORY_SOURCES),
               help="Where the fact came from (default: user for --actor user, else agent).")
 @click.option("--source-event", metavar="ID", help="The archive event id this came from (set by the harness).")
-@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
-              help="Who is making the change (the Desk-Actor trailer).")
+@actor_option
 @click.option("--scope", type=click.Choice(MEMORY_SCOPES), default="durable", show_default=True,
               help="session-only facts are refused: they belong in NOW.md.")
 @click.option("--body-file", type=click.Path(path_type=Path, dir_okay=False), help="Read the body from a file.")
@@ -99,8 +99,7 @@ def remember_command(name: str, body: str | None, type_: str | None, description
 @click.option("--importance", type=click.IntRange(1, 5), help="1 (minor) to 5 (critical).")
 @click.option("--expires", metavar="TIME", help="UTC time (ISO 8601) after which it is no longer injected.")
 @_clearing
-@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
-              help="Who is making the change (the Desk-Actor trailer).")
+@actor_option
 @json_option
 def set_command(name: str, description: str | None, type_: str | None, triggers: tuple[str, ...],
                 add_triggers: tuple[str, ...], remove_triggers: tuple[str, ...],
@@ -120,8 +119,7 @@ def set_command(name: str, description: str | None, type_: str | None, triggers:
 @click.command("rename")
 @click.argument("old", shell_complete=complete_memory_names)
 @click.argument("new")
-@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
-              help="Who is making the change (the Desk-Actor trailer).")
+@actor_option
 @json_option
 def rename_command(old: str, new: str, actor: str) -> None:
     """Rename the memory OLD to NEW in one commit (file, its name and MEMORY.md).

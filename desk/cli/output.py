@@ -10,6 +10,7 @@ import click
 import click.shell_completion
 
 from desk.errors import DeskError
+from desk.vocabulary import ACTORS
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -140,6 +141,10 @@ def _scope_option(name: str, metavar: str, help: str, complete: Any = None) -> C
 
 user_option = _scope_option("user", "ID", USER_HELP)
 project_option = _scope_option("project", "NAME", PROJECT_HELP, complete_project_names)
+
+
+actor_option = click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
+                            help="Who is making the change (the Desk-Actor trailer).")
 
 
 def json_option(func: F) -> F:

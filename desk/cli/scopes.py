@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import click
 
-from desk.cli.output import invocation, json_option, render, user_option
-from desk.vocabulary import ACTORS
+from desk.cli.output import actor_option, invocation, json_option, render, user_option
 
 
 @click.group("user")
@@ -32,8 +31,7 @@ def user_show_command() -> None:
 
 @user_group.command("set")
 @click.argument("assignments", nargs=-1, required=True, metavar="FIELD=VALUE...")
-@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
-              help="Who is making the change (the Desk-Actor trailer).")
+@actor_option
 @user_option
 @json_option
 def user_set_command(assignments: tuple[str, ...], actor: str) -> None:
@@ -55,8 +53,7 @@ def user_set_command(assignments: tuple[str, ...], actor: str) -> None:
 
 @user_group.command("unset")
 @click.argument("fields", nargs=-1, required=True, metavar="FIELD...")
-@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
-              help="Who is making the change (the Desk-Actor trailer).")
+@actor_option
 @user_option
 @json_option
 def user_unset_command(fields: tuple[str, ...], actor: str) -> None:
@@ -84,8 +81,7 @@ def pref_group() -> None:
               help="The archive event it came from (attached by the harness, never by a model).")
 @click.option("--at", metavar="TIME", help="When the change happened (default: now); a change not "
               "later than the stored one is refused as stale (exit 4).")
-@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
-              help="Who is making the change (the Desk-Actor trailer).")
+@actor_option
 @user_option
 @json_option
 def pref_set_command(key: str, value: str, expires: str | None, source: str | None,
@@ -121,8 +117,7 @@ def pref_list_command(all_: bool, as_of: str | None) -> None:
 
 @pref_group.command("delete")
 @click.argument("key")
-@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
-              help="Who is making the change (the Desk-Actor trailer).")
+@actor_option
 @user_option
 @json_option
 def pref_delete_command(key: str, actor: str) -> None:

@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from desk.digest.policy import Candidate, Tie
-from desk.formats.queue import QUEUE_VERSION as SCHEMA_VERSION
-from desk.formats.queue import STATUSES, parse_queue, render_queue
+from desk.formats.queue import parse_queue, render_queue
 from desk.text.times import format_time
 
-__all__ = ["SCHEMA_VERSION", "STATUSES", "parse_queue", "render_queue", "make_case", "reconcile",
-           "open_cases", "case_candidates", "candidate_id", "case_id", "evidence_fingerprint"]
+__all__ = ["parse_queue", "render_queue", "make_case", "reconcile", "open_cases", "case_candidates", "candidate_id",
+           "case_id", "evidence_fingerprint"]
 
 
 def _sha(text: str) -> str:

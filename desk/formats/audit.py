@@ -19,7 +19,6 @@ from typing import Any
 from desk.errors import Finding
 
 AUDIT_VERSION = 1
-AUDIT_GLOB = ".system/adjudications.*.jsonl"
 _AUDIT_RE = re.compile(r"\.system/adjudications\.([0-9a-f]{12})\.jsonl")
 _HASH_RE = re.compile(r"sha256:[0-9a-f]{64}")
 FIELDS: Mapping[str, tuple[type, ...]] = {

@@ -29,7 +29,6 @@ from desk.layout import CONFLICTS_FILE
 QUEUE_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 STATUSES = ("open", "resolved", "superseded")
-OUTCOMES = ("replaced", "kept")
 
 
 class _Strict(BaseModel):

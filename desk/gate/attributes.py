@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 from desk.errors import Finding
 from desk.formats.hook_files import desk_attribute_lines, driver_for
 from desk.gate.rules import is_managed
-from desk.layout import is_attributes_file as is_attributes_file  # re-exported: sync asks it here
 from desk.storage.git import Git, WorkTreeListing
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 

@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError
+from desk.errors import InvalidFileError, RejectedError, UsageError
 from desk.gate.validate import KnownHead
 from desk.layout import INDEX_FILE, MEMORY_DIR, DeskFolder, memory_name, project_index_path, project_memory_path
 from desk.gate import memory_gate as gate

@@ -71,7 +71,6 @@ def add_mistake(desk: DeskFolder, *, what: str, context: str, cause: str, avoid:
     with transaction(desk) as tx:
         present = read_for_change(desk, MISTAKES_FILE)  # a link refused before it reads as an edit
         tx.require_clean([MISTAKES_FILE])
-        path = desk.path(MISTAKES_FILE)
         old = present.decode("utf-8") if present is not None else f"# {MISTAKES_FILE} — the error book\n"
         entries = parse_mistakes(old)
         draft = Mistake("", day, memory=memory, line=0, **values)

@@ -29,7 +29,7 @@ def search_git_state(desk: DeskFolder) -> FolderState:
 
 
 def start_folder_state(desk: DeskFolder, also: Iterable[str] = ()) -> FolderState | None:
-    """memory/ as git sees it, asked now (`WorkTree.folder_state`; `also`: more object names to look
+    """memory/ as git sees it, asked now (`FolderState`; `also`: more object names to look
     up at the same HEAD); None when git cannot say. The untracked files come from their record
     (`KnownUntracked`) while it holds, else from git, and are recorded for the next read."""
     try:
@@ -39,7 +39,7 @@ def start_folder_state(desk: DeskFolder, also: Iterable[str] = ()) -> FolderStat
 
 
 class KeptIds(FolderState):
-    """memory/'s state (`WorkTree.folder_state`) whose HEAD ids (`HEAD:memory`, `HEAD:AGENTS.md`, ...)
+    """memory/'s state (`FolderState`) whose HEAD ids (`HEAD:memory`, `HEAD:AGENTS.md`, ...)
     come from a record when it holds them, instead of a `git cat-file` per read (a process start,
     which on a busy machine can wait a scheduler tick for a core).
 

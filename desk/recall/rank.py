@@ -212,7 +212,6 @@ class ContextParams:
 
 
 CONTEXT_PARAMS = ContextParams()
-CONTEXT_COMPONENTS = ("content", "field", "context", "question", "time", "recency")
 
 
 @dataclass(frozen=True, slots=True)

@@ -256,7 +256,7 @@ class SearchCache:
 
     def _changes(self, db: sqlite3.Connection) -> tuple[dict[str, Any], dict[str, Any]]:
         """Files to look at again ({path: stat or None when removed}). git names HEAD's memory and
-        archive trees and the memory files that differ from HEAD's (`WorkTree.folder_state`, asked
+        archive trees and the memory files that differ from HEAD's (`FolderState`, asked
         by `ask_git` already or now)."""
         state, self._asked = self._asked, None
         if state is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desk.results.base import Outcome, Wrapped, commit_suffix
+from desk.results.base import Outcome, Wrapped
 
 if TYPE_CHECKING:
     from desk.errors import Finding

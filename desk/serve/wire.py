@@ -39,6 +39,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
+from typing import Self
 
 import anyio
 import mcp_types
@@ -94,7 +95,37 @@ def parse(line: bytes | bytearray) -> SessionMessage | Exception:
     return SessionMessage(message)
 
 
-class Incoming:
+class _Stream:
+    """What the streams here share: `async with` closes the stream (`aclose`) at its end."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+class _Receiving(_Stream):
+    """A read stream: `async for` receives until the end of input."""
+
+    async def receive(self) -> SessionMessage | Exception:
+        raise NotImplementedError
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+
+class Incoming(_Receiving):
     """The wire's incoming side, a `ReadStream[SessionMessage | Exception]` of the messages on `fd`
     (non-blocking, read on the running asyncio loop); ends at the end of the pipe. A line longer
     than MAX_MESSAGE_BYTES is skipped as it comes, and received as a `MessageTooLarge` error after
@@ -188,30 +219,14 @@ class Incoming:
             return line
         return parse(line)
 
-    def __aiter__(self) -> Incoming:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
     async def aclose(self) -> None:
         self._closed = True
         self._pause()
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def __aenter__(self) -> Incoming:
-        return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.aclose()
-
-
-class Outgoing:
+class Outgoing(_Stream):
     """The wire's outgoing side, a `WriteStream[SessionMessage]` onto `fd` (non-blocking): each
     message one line, written whole and in the order sent, however long, on the running loop."""
 
@@ -268,13 +283,6 @@ class Outgoing:
             self._closed = True
             await self._drained.wait()
 
-    async def __aenter__(self) -> Outgoing:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.aclose()
-
 
 class Calls:
     """The requests read and not answered yet, so that the end of input waits for their answers.
@@ -327,7 +335,7 @@ class Calls:
             await self._answered.wait()
 
 
-class _Reading:
+class _Reading(_Receiving):
     """A `ReadStream` whose end waits for `Calls.all_answered`."""
 
     def __init__(self, stream: ReadStream[SessionMessage | Exception], calls: Calls) -> None:
@@ -347,27 +355,11 @@ class _Reading:
         self._calls.read(item)
         return item
 
-    def __aiter__(self) -> _Reading:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
     async def aclose(self) -> None:
         await self._stream.aclose()
 
-    async def __aenter__(self) -> _Reading:
-        return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.aclose()
-
-
-class _Answering:
+class _Answering(_Stream):
     """A `WriteStream` that tells `Calls` of each answer sent."""
 
     def __init__(self, stream: WriteStream[SessionMessage], calls: Calls) -> None:
@@ -381,13 +373,6 @@ class _Answering:
 
     async def aclose(self) -> None:
         await self._stream.aclose()
-
-    async def __aenter__(self) -> _Answering:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.aclose()
 
 
 def _is_pipe(fd: int) -> bool:

@@ -94,11 +94,6 @@ def read_regular(path: Path, root: Path | None = None) -> bytes:
         os.close(fd)
 
 
-def read_text(path: Path, root: Path | None = None, errors: str = "strict") -> str:
-    """`read_regular` decoded as UTF-8 (`errors` as for `bytes.decode`)."""
-    return read_regular(path, root).decode("utf-8", errors)
-
-
 def is_plain_file(path: Path) -> bool:
     """Whether `path` is a plain file itself (not a link to one): `Path.is_file` without following."""
     try:

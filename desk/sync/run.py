@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, DeskError, RejectedError, UsageError
-from desk.layout import DeskFolder
+from desk.layout import DeskFolder, is_attributes_file
 from desk.storage.crash import crash_point
 from desk.storage.integration import clear_integration, integrating, mark_integration, settle_after_failure
 from desk.sync import remote as remotes
@@ -318,7 +318,7 @@ def _refuse_incoming_attributes(git: Git, head: str, incoming: str, result: Sync
     files a driver, a filter, an encoding or line-end conversion (desk.gate.attributes): git would
     merge this very change with them (a two-sided SOUL.md edit under `merge=desk-derived` loses a
     side). The fast-forward's gate checks the same (desk.gate.validate.validate_range)."""
-    from desk.gate.attributes import is_attributes_file, tree_attribute_findings
+    from desk.gate.attributes import tree_attribute_findings
 
     if not any(is_attributes_file(c.path) for c in git.worktree.diff_tree(head, incoming)):
         return

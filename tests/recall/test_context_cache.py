@@ -20,7 +20,8 @@ from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.recall.context import ContextRequest, build_context, render_markdown
 from desk.recall.context import cache as context_cache
-from desk.recall.context.cache import _Joined, memory_view, scan_memory_folder, start_folder_state
+from desk.recall.context.cache import _Joined, memory_view, scan_memory_folder
+from desk.recall.git_state import start_folder_state
 from tests.history_helpers import person
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)

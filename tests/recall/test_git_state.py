@@ -15,6 +15,7 @@ from desk.memory.operations import remember
 from desk.recall import git_state
 from desk.recall.context import ContextRequest, build_context, render_markdown
 from desk.recall.git_state import KnownUntracked, start_folder_state
+from desk.storage.git import FolderState
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 MEMORY = """---
@@ -44,7 +45,7 @@ def _age(desk: DeskFolder, seconds: int = 3600) -> None:
 
 def _truth(desk: DeskFolder) -> tuple[str | None, list[str]] | None:
     """What git itself says now, with its own untracked listing."""
-    return desk.git.worktree.folder_state(MEMORY_DIR).result()
+    return FolderState(desk.git, MEMORY_DIR).result()
 
 
 def _direct(found: tuple[str | None, list[str]] | None) -> tuple[str | None, list[str]]:

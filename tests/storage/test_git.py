@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from desk.errors import GitError
-from desk.storage.git import Git, RawChange, blob_sha, parse_trailers
+from desk.storage.git import Git, RawChange, WorkTreeListing, blob_sha, parse_trailers
 from tests.guard_helpers import git_env
 
 DESK = Path(__file__).resolve().parents[2] / "desk"
@@ -306,24 +306,30 @@ def test_a_ref_read_from_its_files_agrees_with_git(tmp_path: Path) -> None:
 
 
 def test_the_listing_and_heads_tree_together_are_what_each_says(tmp_path: Path) -> None:
-    """`work_tree_listing_and_tree` starts the two git processes at once (validate --all, desk
+    """`start_work_tree_listing` starts the two git processes at once (validate --all, desk
     doctor): the same listing and the same tree as asking for each alone."""
     root = tmp_path / "r"
     (root / ".system/archive").mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
     repo = Git(root)
     (root / ".system/desk.json").write_text("{}")
-    listing, tree = repo.worktree.work_tree_listing_and_tree(".system/")
-    assert tree == {} and listing.digest == repo.worktree.work_tree_listing().digest  # no HEAD yet
+    listing, tree = repo.worktree.start_work_tree_listing(".system/").result()
+    assert tree == {} and listing.digest == _plain_listing(root).digest  # no HEAD yet
     (root / ".system/archive/2026-11-30.jsonl").write_text("{}\n")
     (root / "other.md").write_text("x")
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "one")
     (root / "other.md").write_text("changed")
-    listing, tree = repo.worktree.work_tree_listing_and_tree(".system/")
-    assert listing.digest == repo.worktree.work_tree_listing().digest and listing.elsewhere == {"other.md"}
+    listing, tree = repo.worktree.start_work_tree_listing(".system/").result()
+    assert listing.digest == _plain_listing(root).digest and listing.elsewhere == {"other.md"}
     assert tree == repo.worktree.ls_tree("HEAD", ".system/", recursive=True)
     assert set(tree) == {".system/desk.json", ".system/archive/2026-11-30.jsonl"}
+
+
+def _plain_listing(root: Path) -> WorkTreeListing:
+    """The work tree as one `git ls-files` alone lists it (the listing desk starts beside a tree)."""
+    return WorkTreeListing(subprocess.run(["git", "ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o",
+                                           "--exclude-standard"], cwd=root, capture_output=True, check=True).stdout)
 
 
 def _listing_by_split(out: bytes) -> tuple[set[str], dict[str, tuple[str, str]]]:
@@ -368,7 +374,7 @@ def test_the_listing_read_by_search_is_the_listing_read_record_by_record(tmp_pat
     git(root, "update-index", "--index-info", input=f"0 {'0' * 40}\tz.md\n100644 {blob} 1\tz.md\n"
                                                   f"100644 {blob} 2\tz.md\n")  # unmerged
     repo = Git(root)
-    listing = repo.worktree.work_tree_listing()
+    listing = repo.worktree.start_work_tree_listing(".system/").result()[0]
     out = subprocess.run(["git", "ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o", "--exclude-standard"],
                          cwd=root, capture_output=True, check=True).stdout
     elsewhere, clean = _listing_by_split(out)
@@ -378,9 +384,9 @@ def test_the_listing_read_by_search_is_the_listing_read_record_by_record(tmp_pat
     assert listing.clean() == clean
     assert listing.clean(".system/") == {p: v for p, v in clean.items() if p.startswith(".system/")}
     assert set(listing.clean(".system/")) == {".system/desk.json", ".system/tab\t.system/z.md"}
-    assert repo.worktree.work_tree_listing().digest == listing.digest
+    assert repo.worktree.start_work_tree_listing(".system/").result()[0].digest == listing.digest
     (root / "another.md").write_text("untracked")  # (a changed file's bytes are the caller's to key)
-    assert repo.worktree.work_tree_listing().digest != listing.digest
+    assert repo.worktree.start_work_tree_listing(".system/").result()[0].digest != listing.digest
 
 
 def test_the_hooks_folder_is_where_git_says(tmp_path: Path) -> None:

@@ -12,10 +12,10 @@ whatever is trimmed is named (sections.py); every stored text is escaped for wha
 """
 
 from desk.recall.context.build import build_context
-from desk.recall.context.memories import BLOCK, NOTICE, trigger_hits
-from desk.recall.context.request import BUDGET_KEYS, MODES, READ_ORDER, ContextRequest
+from desk.recall.context.memories import NOTICE, trigger_hits
+from desk.recall.context.request import BUDGET_KEYS, ContextRequest
 from desk.recall.context.result import ContextResult, render_markdown
 from desk.recall.context.sections import Section
 
-__all__ = ["BLOCK", "BUDGET_KEYS", "MODES", "NOTICE", "READ_ORDER", "ContextRequest", "ContextResult", "Section",
-           "build_context", "render_markdown", "trigger_hits"]
+__all__ = ["BUDGET_KEYS", "NOTICE", "ContextRequest", "ContextResult", "Section", "build_context", "render_markdown",
+           "trigger_hits"]

@@ -40,7 +40,7 @@ from desk.errors import DeskError, Finding
 from desk.layout import MEMORY_DIR, DeskFolder
 from desk.formats.memory_index import IndexEntry
 from desk.gate.entries import EntryCache, entries_in_worktree, invalid_paths
-from desk.recall.git_state import start_folder_state as start_folder_state  # re-exported: its old home
+from desk.recall.git_state import start_folder_state
 from desk.storage.git import FolderState
 from desk.storage.hashing import sha1_hex
 from desk.storage.sqlite_cache import open_cache
@@ -61,7 +61,7 @@ def scan_memory_folder(desk: DeskFolder, state: FolderState | None = None) -> tu
     """A fingerprint of `memory/`'s regular `.md` files, and whether every file it `lstat`ed is
     older than `_RACY_NS` (only then may a view be stored).
 
-    With `state` (`WorkTree.folder_state(MEMORY_DIR)`, started by the caller so git works while it
+    With `state` (`FolderState` of MEMORY_DIR, started by the caller so git works while it
     reads other files) the fingerprint is HEAD's tree of memory/ and the name and stat (size,
     mtime, ctime, inode) of each file git cannot vouch is that tree's blob (changed, deleted,
     untracked or ignored), or that it is missing or not a regular file: at 10,000 memories git
@@ -182,10 +182,6 @@ class MemoryView:
     def names(self) -> list[str]:
         """Every parsed memory's name, sorted."""
         return self._names.items()
-
-    @property
-    def active_count(self) -> int:
-        return self.count - len(self.expired)
 
     def candidates(self, normalized_query: str) -> list[str]:
         """Names of the active memories with a trigger whose normalised form occurs in the query

@@ -11,25 +11,20 @@ start-up budgets. Every git output is parsed here and nowhere else; callers get 
 - `parse`: `-z` lists, `ls-files`, `ls-tree`, `--raw` diffs; `trailers`: commit message trailers
 """
 
-from desk.storage.git.config import FALLBACK_EMAIL, FALLBACK_NAME
 from desk.storage.git.folder import FolderState
-from desk.storage.git.history import Commit, HistoryStep, MergeChange
-from desk.storage.git.index import PRIVATE_INDEX
-from desk.storage.git.locks import (INDEX_LOCK_OWNER, IndexLock, desk_left_index_lock, release_private_index_lock,
-                                    release_stale_index_lock)
+from desk.storage.git.history import Commit, HistoryStep
+from desk.storage.git.locks import IndexLock, desk_left_index_lock, release_private_index_lock, release_stale_index_lock
 from desk.storage.git.objects import blob_sha
 from desk.storage.git.parse import RawChange, WorkTreeListing
-from desk.storage.git.refs import NULL_SHA
 from desk.storage.git.repo import Git, hook_index, hook_toplevel, staged_git, staged_snapshot, toplevel
-from desk.storage.git.run import INDEX_LOCK_WAIT, LOCK_HINT, LOCK_STALE_AFTER, Answer, clean_env
+from desk.storage.git.run import LOCK_HINT, LOCK_STALE_AFTER, Answer, clean_env
 from desk.storage.git.trailers import parse_trailers
 from desk.storage.git.worktree import StartedListing
 from desk.storage.hashing import sha1_hex
 
 __all__ = [
-    "FALLBACK_EMAIL", "FALLBACK_NAME", "INDEX_LOCK_OWNER", "INDEX_LOCK_WAIT", "LOCK_HINT", "LOCK_STALE_AFTER",
-    "NULL_SHA", "PRIVATE_INDEX", "Answer", "Commit", "FolderState", "Git", "HistoryStep", "IndexLock",
-    "MergeChange", "RawChange", "StartedListing", "WorkTreeListing", "blob_sha", "clean_env",
-    "desk_left_index_lock", "hook_index", "hook_toplevel", "parse_trailers", "release_private_index_lock",
-    "release_stale_index_lock", "sha1_hex", "staged_git", "staged_snapshot", "toplevel",
+    "LOCK_HINT", "LOCK_STALE_AFTER", "Answer", "Commit", "FolderState", "Git", "HistoryStep", "IndexLock", "RawChange",
+    "StartedListing", "WorkTreeListing", "blob_sha", "clean_env", "desk_left_index_lock", "hook_index", "hook_toplevel",
+    "parse_trailers", "release_private_index_lock", "release_stale_index_lock", "sha1_hex", "staged_git",
+    "staged_snapshot", "toplevel",
 ]

@@ -1,4 +1,4 @@
-"""A work-tree folder as git sees it, for a cache keyed by it (`WorkTree.folder_state`)."""
+"""A work-tree folder as git sees it, for a cache keyed by it (`FolderState`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 class FolderState:
-    """A work-tree folder as git sees it (`WorkTree.folder_state`), for a cache keyed by it.
+    """A work-tree folder as git sees it, asked now, for a cache keyed by it.
 
     `result()` gives `(tree, paths)`: the id of HEAD's tree of the folder (None when HEAD has no
     such folder) and every path under the folder that git cannot vouch is that tree's blob: the

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from desk.storage.git.folder import FolderState
 from desk.storage.git.parse import (RawChange, WorkTreeListing, parse_ls_files, parse_ls_tree, path_list, path_of,
                                     raw_changes)
 from desk.storage.git.run import Answer, Started
@@ -80,18 +79,11 @@ class WorkTree:
         """Every path in the index (in a hook: the one being committed), sorted."""
         return sorted(path_list(self._read("ls-files", "-z")))
 
-    def work_tree_listing(self) -> WorkTreeListing:
-        """The work tree as git sees it, in one `git ls-files` (see WorkTreeListing)."""
-        return WorkTreeListing(self._read(*_LISTING))
-
-    def work_tree_listing_and_tree(self, folder: str) -> tuple[WorkTreeListing, dict[str, str]]:
-        """`work_tree_listing()` and `ls_tree("HEAD", folder, recursive=True)`, the two git
-        processes started together; the tree is empty before the first commit."""
-        return self.start_work_tree_listing(folder).result()
-
     def start_work_tree_listing(self, folder: str) -> StartedListing:
-        """`work_tree_listing_and_tree(folder)`, started now and answered by `.result()`: the
-        caller imports and opens what it needs while git stats the work tree."""
+        """The work tree as git sees it, in one `git ls-files` (see WorkTreeListing), and
+        `ls_tree("HEAD", folder, recursive=True)` (empty before the first commit): the two git
+        processes started now together and answered by `.result()`, so the caller imports and
+        opens what it needs while git stats the work tree."""
         if self._git.refs.head() is None:
             return StartedListing(self._git.start(_LISTING), None)
         return StartedListing(*self._git.start(_LISTING, ("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--",
@@ -134,17 +126,6 @@ class WorkTree:
         return Answer(self._git.start(("diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--", spec),
                                       ("ls-files", "-o", "-z", "--exclude-standard", "--", spec)),
                       lambda outputs: sorted({path for out in outputs for path in path_list(out)}))
-
-    def folder_state(self, folder: str, *, ignored: bool = True, also: Iterable[str] = (),
-                     untracked: bool = True,
-                     known_ids: Callable[[str], Mapping[str, str | None] | None] | None = None) -> FolderState:
-        """`folder/` of the work tree as git sees it, asked now and answered by `FolderState.result`:
-        the git processes run while the caller does other work (docs/context.md). `ignored`:
-        untracked files git ignores count too; `also`: more object names (`HEAD:path`) to look up
-        with HEAD's (`FolderState.ids`); `untracked=False`: the untracked files are not listed (the
-        caller knows them: desk.recall.git_state); `known_ids(head)`: the ids at HEAD's commit when
-        known without git (None: looked up)."""
-        return FolderState(self._git, folder, ignored=ignored, also=also, untracked=untracked, known_ids=known_ids)
 
     def dirty(self, paths: Iterable[str]) -> list[str]:
         """Those of `paths` with staged, unstaged or untracked changes against HEAD."""
