@@ -135,11 +135,18 @@ class MemoryMethods(DeskBase):
         RejectedError (exit 3) when the version would not pass the gate today; ConflictError
         (exit 4) over uncommitted edits. Nothing changes on any of them.
         """
+        from desk.layout import project_memory_path
         from desk.memory.restore import restore
         from desk.results.change import Restored
 
-        return Restored(restore(self, self._name(name, project), from_rev=from_rev, actor=actor,
-                                project=project, now=now))
+        name = self._name(name, project)
+        try:
+            return Restored(restore(self, name, from_rev=from_rev, actor=actor, project=project, now=now))
+        except RejectedError as exc:  # the --json fields of a refused write, as remember's
+            path = f"memory/{name}.md" if project is None else project_memory_path(project, name)
+            exc.details = {"name": name, "path": path, "commit": None,
+                           "reason": getattr(exc, "reason", None) or "invalid", **exc.details}
+            raise
 
     def show(self, name: str, *, project: str | None = None) -> ShownMemory:
         """The memory file `name` (of `project`, when given) as it is on disk; an invalid file

@@ -272,6 +272,7 @@ def test_a_version_the_gate_now_calls_a_duplicate_is_refused(desk: DeskFolder, r
     assert result.exit_code == 3
     data = json.loads(result.stdout)
     assert data["status"] == "rejected" and "already recorded in memory/chai.md" in data["message"]
+    assert data["reason"] == "already_recorded" and data["name"] == "tea" and data["commit"] is None
     assert snapshot(desk.root) == before
 
 
