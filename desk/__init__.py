@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
                               MemoryChange, MemoryDiff, MemoryList, Migrated, MistakeAdded, MistakeList,
                               NowChange, NowView, Outcome, PrefChanged, PrefList, PrefShown, Recalled,
                               Resolved, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
+    from desk.results import Restored
     from desk.api.revisions import MemoryRevisions, Revision, memory_revisions
 
 __version__ = "0.1.0"
@@ -48,7 +49,7 @@ _ERRORS = ("DeskError", "UsageError", "NotADeskError", "RejectedError", "Conflic
            "InvalidFileError", "Finding")
 # What the methods return (docs/api.md "Results"); desk.results._HOMES says which module holds each
 _RESULTS = ("Outcome", "Wrapped",
-            "Initialized", "MemoryChange", "MemoryDiff", "ShownMemory", "MemoryList", "AuditTrail",
+            "Initialized", "MemoryChange", "Restored", "MemoryDiff", "ShownMemory", "MemoryList", "AuditTrail",
             "Validation", "HooksChange", "Diagnosis", "Recalled", "Context", "Stats",
             "Appended", "ArchivedEvent", "EventList", "Imported", "ArchiveCheck", "Checkpointed",
             "Digested", "ConflictCases", "ConflictCase", "Resolved", "Migrated",

@@ -1,6 +1,6 @@
 """kill -9 at every write boundary of a mutation: the next command recovers, nothing half-written.
 
-A child process runs a real `remember` or `forget` and dies (os._exit, as abrupt as kill -9 for
+A child process runs a real `remember`, `forget` or `restore` and dies (os._exit, as abrupt as kill -9 for
 the desk's files) at one boundary of the commit path: the pending marker, the blob objects, the
 tree (built in desk's private index), the commit object,
 taking git's index lock, each work-tree file, the person's index refreshed in its copy, the
@@ -67,6 +67,9 @@ from desk.memory.operations import forget, remember
 desk = DeskFolder(root)
 if op == "forget":
     forget(desk, "keep")
+elif op == "restore":
+    from desk.memory.restore import restore
+    restore(desk, "keep")
 else:
     remember(desk, "fresh", type="fact", description="Interrupted", body="Written when it crashed.")
 """
@@ -78,7 +81,8 @@ INDEX = ["refresh_entries", "after-refresh_entries"]  # the person's index, refr
 COMMON = ["write_blob", "build_tree", *TREES, "commit_tree", "acquire", "after-acquire", *INDEX,
           "move_head", "after-move_head", "publish", "after-publish", "record", "after-record"]
 POINTS = {"remember": ["write1", *COMMON, "write2", "write3"],
-          "forget": ["write1", *COMMON, "remove", "write2"]}
+          "forget": ["write1", *COMMON, "remove", "write2"],
+          "restore": ["write1", *COMMON, "write2", "write3"]}  # `keep`, forgotten first: as remember
 # the branch had moved: the commit stands (the mirror's record and its notes are derived: a crash
 # before the record costs the next command a catch-up and a whole render and scan of MEMORY.md)
 LANDED = {"after-move_head", "publish", "after-publish", "record", "after-record"}
@@ -104,16 +108,20 @@ def assert_consistent(desk: DeskFolder) -> None:
 @pytest.mark.parametrize("op, point", [(op, p) for op, points in POINTS.items() for p in points])
 def test_the_next_command_recovers(desk: DeskFolder, op: str, point: str) -> None:
     remember(desk, "keep", type="fact", description="Kept", body="A fact that was there before.")
+    if op == "restore":
+        forget(desk, "keep")
     crash(desk.root, point, op)
     remember(desk, "after", type="fact", description="After", body="The next command's fact.")
     with head_mirror(desk) as mirror:  # whatever the crash left of the mirror, the index is vouched for again
         assert mirror.index_exact
     assert_consistent(desk)  # (MEMORY.md exactly the rendered index)
     subjects = git(desk.root, "log", "--format=%s").splitlines()
-    interrupted = "forget: keep" if op == "forget" else "remember: fresh"
-    landed = interrupted in subjects
+    interrupted = {"forget": "forget: keep", "restore": "restore: keep from "}.get(op, "remember: fresh")
+    landed = any(subject.startswith(interrupted) for subject in subjects)
     if op == "forget":
         assert (desk.root / "memory/keep.md").exists() != landed
+    elif op == "restore":
+        assert (desk.root / "memory/keep.md").exists() == landed
     else:
         assert (desk.root / "memory/fresh.md").exists() == landed
     if point in LANDED | WRITTEN:

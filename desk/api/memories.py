@@ -1,4 +1,4 @@
-"""Desk's methods for memories: remember, set, rename, forget, show, list, history, edit."""
+"""Desk's methods for memories: remember, set, rename, forget, restore, show, list, history, edit."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from desk.api.base import DeskBase, Time, require_reason, words
 from desk.errors import RejectedError
 
 if TYPE_CHECKING:
-    from desk.results import AuditTrail, MemoryChange, MemoryDiff, MemoryList, ShownMemory
+    from desk.results import AuditTrail, MemoryChange, MemoryDiff, MemoryList, Restored, ShownMemory
 
 
 class MemoryMethods(DeskBase):
@@ -118,6 +118,35 @@ class MemoryMethods(DeskBase):
         from desk.memory.operations import forget
 
         return MemoryChange(forget(self, self._name(name), reason=reason, actor=actor))
+
+    def restore(self, name: str, *, from_rev: str | None = None, actor: str = "user",
+                project: str | None = None, now: dt.datetime | None = None) -> Restored:
+        """Bring memory `name` (of `project`, when given) back from git history in one commit
+        (`Desk-Op: restore`, `Desk-Restored-From`), through the write gate, MEMORY.md regenerated.
+
+        `from_rev` (any commit-ish) picks the version: the memory's file at that commit, under the
+        name it had there (renames followed as `history` follows them). Without it: for a forgotten
+        memory, the version it had when it was forgotten; for an existing one, the version before
+        its current one. The file comes back byte for byte. Status `unchanged` (no commit) when
+        that version is the current one; `now` only dates the warning about an expired version.
+
+        UsageError (exit 2) when `from_rev` is no commit; DeskError (exit 1) when no commit ever
+        held the memory, it did not exist at `from_rev`, or it has no earlier version;
+        RejectedError (exit 3) when the version would not pass the gate today; ConflictError
+        (exit 4) over uncommitted edits. Nothing changes on any of them.
+        """
+        from desk.layout import project_memory_path
+        from desk.memory.restore import restore
+        from desk.results.change import Restored
+
+        name = self._name(name, project)
+        try:
+            return Restored(restore(self, name, from_rev=from_rev, actor=actor, project=project, now=now))
+        except RejectedError as exc:  # the --json fields of a refused write, as remember's
+            path = f"memory/{name}.md" if project is None else project_memory_path(project, name)
+            exc.details = {"name": name, "path": path, "commit": None,
+                           "reason": getattr(exc, "reason", None) or "invalid", **exc.details}
+            raise
 
     def show(self, name: str, *, project: str | None = None) -> ShownMemory:
         """The memory file `name` (of `project`, when given) as it is on disk; an invalid file

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rename": ("memory", "Rename the memory OLD to NEW in one commit (file, its name and MEMORY.md)."),
     "diff": ("memory", "Show what changed in the memory NAME, from git, as a unified diff."),
     "forget": ("memory", "Delete the memory NAME and its index line (one commit; history keeps it)."),
+    "restore": ("memory", "Bring the memory NAME back from git history in one commit, through the write gate."),
     "show": ("memory", "Print the memory NAME."),
     "list": ("memory", "List the memories: name, type and description."),
     "history": ("memory", "Every revision of the memory NAME, from git, newest first (forgotten ones too)."),

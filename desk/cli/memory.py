@@ -150,8 +150,32 @@ def diff_command(name: str, rev: str | None) -> None:
 @project_option
 @json_option
 def forget_command(name: str, reason: str | None, actor: str) -> None:
-    """Delete the memory NAME and its index line (one commit; history keeps it)."""
+    """Delete the memory NAME and its index line (one commit; history keeps it).
+
+    Prints the command that brings it back (`desk restore NAME`; `restore` in --json).
+    """
     render(invocation().desk().forget(name, reason=reason, actor=actor, project=invocation().project))
+
+
+@click.command("restore")
+@click.argument("name", shell_complete=complete_memory_names)
+@click.option("--from", "from_rev", metavar="REV",
+              help="The commit whose version to bring back (any commit-ish: a commit id from "
+                   "`desk history NAME`, HEAD~2, a tag).")
+@actor_option
+@project_option
+@json_option
+def restore_command(name: str, from_rev: str | None, actor: str) -> None:
+    """Bring the memory NAME back from git history in one commit, through the write gate.
+
+    Without --from: a forgotten memory comes back as it was when it was forgotten; an existing
+    one goes back to the version before its current one. With --from REV: the memory as it was
+    at REV (under the name it had there: `desk rename` is followed). The file comes back byte
+    for byte; the commit says `Desk-Op: restore` and `Desk-Restored-From: <commit>`. Exit 1 when
+    NAME never existed or did not exist at REV, 2 when REV is no commit, 3 when that version
+    would not pass the gate today, 4 over uncommitted edits; nothing changes on any of them.
+    """
+    render(invocation().desk().restore(name, from_rev=from_rev, actor=actor, project=invocation().project))
 
 
 @click.command("show")
@@ -209,4 +233,4 @@ def reindex_command(actor: str) -> None:
 
 
 COMMANDS = [init_command, remember_command, set_command, rename_command, diff_command, forget_command,
-            show_command, list_command, history_command, log_command, reindex_command]
+            restore_command, show_command, list_command, history_command, log_command, reindex_command]

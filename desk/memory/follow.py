@@ -16,6 +16,7 @@ Everything else is a new file: its history starts at its creation.
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass
 
 from desk.storage.git import Commit, Git
 from desk.text.names import path_name_problem
@@ -40,20 +41,32 @@ def renamed_from(commit: Commit, path: str) -> str | None:
     return same[0] if len(same) == 1 else None
 
 
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One name the file had: its path, the commits under that name (newest first), and where
+    the walk of that name started (None: HEAD; else `<rename commit>^`, the parent of the
+    rename that gave the file its next name: the older name is this file's only up to there)."""
+
+    path: str
+    until: str | None
+    commits: list[Commit]
+
+
 def history(git: Git, path: str) -> list[Commit]:
     """Every commit that touched `path`, newest first, then those of each older name it had
     through a real rename (see the module's docstring)."""
-    return _walk(git, path)[0]
+    return [commit for segment in segments(git, path) for commit in segment.commits]
 
 
 def names(git: Git, path: str) -> list[str]:
     """Every name the file at `path` has had through real renames, newest first (its own name
     first); empty before its first commit."""
-    return _walk(git, path)[1]
+    return [segment.path for segment in segments(git, path)]
 
 
-def _walk(git: Git, path: str) -> tuple[list[Commit], list[str]]:
-    found: list[Commit] = []
+def segments(git: Git, path: str) -> list[Segment]:
+    """The file's history by name, newest name first; empty when no commit touched `path`."""
+    found: list[Segment] = []
     seen = [path]
     rev: str | None = None
     while True:
@@ -66,8 +79,9 @@ def _walk(git: Git, path: str) -> tuple[list[Commit], list[str]]:
                     commits = commits[:i + 1]
                     break
                 older = None
-        found.extend(commits)
+        if commits:
+            found.append(Segment(path, rev, commits))
         if older is None or not commits:
-            return found, seen if found else []
+            return found
         seen.append(older)
         path, rev = older, commits[-1].sha + "^"

@@ -40,6 +40,7 @@ class MutationResult:
     pending: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     scopes: list[str] | None = None  # reindex: the scope projections repaired (docs/scopes.md)
+    restore: str | None = None  # forget: the command that brings the memory back (desk.memory.restore)
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"status": self.status, "name": self.name, "path": self.path,
@@ -50,6 +51,8 @@ class MutationResult:
             data["warnings"] = self.warnings
         if self.scopes is not None:
             data["scopes"] = self.scopes
+        if self.restore is not None:
+            data["restore"] = self.restore
         return data
 
 
@@ -153,10 +156,11 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
 
 
 def _commit_memory(desk: DeskFolder, tx: Transaction, mirror: HeadMirror, memory: MemoryFile,
-                   subject: str, trailers: dict[str, str | None]) -> str:
-    """Write `memory` and its MEMORY.md line in one commit; the mirror records it."""
+                   subject: str, trailers: dict[str, str | None], data: bytes | None = None) -> str:
+    """Write `memory` and its MEMORY.md line in one commit; the mirror records it. `data` is the
+    file's bytes when they are given as they are (a restored version), else `memory` rendered."""
     name, path = memory.name, memory_path(memory.name)
-    data = _rendered(memory, path)
+    data = _rendered(memory, path) if data is None else data
     entry = IndexEntry.of(memory)
     index = mirror.render_index({name: entry})
     known = known_head(mirror, [name], index)
@@ -250,7 +254,12 @@ def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str
         known = known_head(mirror, [name], index)
         sha = tx.commit(_with_index(desk, mirror, {path: None}, index), message, known)
         record(mirror, known, sha, {name: None}, index)
-    return MutationResult("deleted", name, path, sha)
+    return MutationResult("deleted", name, path, sha, restore=restore_command(name))
+
+
+def restore_command(name: str, project: str | None = None) -> str:
+    """The command that brings a memory just forgotten back (`desk restore`, desk.memory.restore)."""
+    return f"desk restore {name}" + ("" if project is None else f" --project {project}")
 
 
 def reindex(desk: DeskFolder, *, actor: str = "user") -> MutationResult:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
     from desk.results.archive import (Appended, ArchiveCheck, ArchivedEvent, Checkpointed, EventList,
                                       Imported)
     from desk.results.base import Outcome, Wrapped
-    from desk.results.change import MemoryChange
+    from desk.results.change import MemoryChange, Restored
     from desk.results.interchange import Exported, ImportPlan
     from desk.results.guard import Diagnosis, HooksChange, Validation
     from desk.results.memory import AuditTrail, Initialized, MemoryDiff, MemoryList, ShownMemory
@@ -36,7 +36,7 @@ _HOMES = {
                     "archive"),
     **dict.fromkeys(("Outcome", "Wrapped"), "base"),
     **dict.fromkeys(("Exported", "ImportPlan"), "interchange"),
-    "MemoryChange": "change",
+    **dict.fromkeys(("MemoryChange", "Restored"), "change"),
     **dict.fromkeys(("Diagnosis", "HooksChange", "Validation"), "guard"),
     **dict.fromkeys(("AuditTrail", "Initialized", "MemoryDiff", "MemoryList", "ShownMemory"), "memory"),
     **dict.fromkeys(("Context", "Recalled", "Stats"), "read"),

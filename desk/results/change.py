@@ -1,4 +1,4 @@
-"""The result of every memory mutation (remember, set, rename, forget, reindex, edit): apart from
+"""The result of every memory mutation (remember, set, rename, forget, reindex, edit, restore): apart from
 the other results, so that `desk remember`, the hot write path, builds only this class at start-up."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from desk.results.base import Wrapped, commit_suffix
 if TYPE_CHECKING:
     from desk.memory.edit import EditResult
     from desk.memory.operations import MutationResult
+    from desk.memory.restore import RestoreResult
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,25 @@ class MemoryChange(Wrapped["MutationResult | EditResult"]):
         if r.status == "written":
             return ("MEMORY.md regenerated; memory/ has uncommitted edits ("
                     + ", ".join(pending) + "): review them and commit them with MEMORY.md")
-        return f"{r.status}: {r.path}{commit_suffix(r.commit)}"
+        restore = getattr(r, "restore", None)
+        undo = f"\nto bring it back: {restore}" if restore else ""
+        return f"{r.status}: {r.path}{commit_suffix(r.commit)}{undo}"
 
     def warnings(self) -> list[str]:
         return [f"desk: warning: {w}" for w in getattr(self.value, "warnings", [])]
+
+
+@dataclass(frozen=True)
+class Restored(Wrapped["RestoreResult"]):
+    """`desk restore`: status `restored` (one commit) or `unchanged`, the commit whose version came
+    back (`restored_from`, and `from_path`, the memory's path there), the new commit."""
+
+    def text(self) -> str:
+        r = self.value
+        source = r.restored_from[:7] + ("" if r.from_path == r.path else f" ({r.from_path})")
+        if r.status == "unchanged":
+            return f"unchanged: {r.path} is already the version of {source}"
+        return f"restored: {r.path} from {source}{commit_suffix(r.commit)}"
+
+    def warnings(self) -> list[str]:
+        return [f"desk: warning: {w}" for w in self.value.warnings]

@@ -137,7 +137,13 @@ class AuditTrail(Outcome):
             return "no commits"
         lines = []
         for c in self.commits:
-            extra = ", ".join(f"{k.removeprefix('Desk-').lower()}={'/'.join(v)}"
+            extra = ", ".join(f"{k.removeprefix('Desk-').lower()}={'/'.join(_short(k, v))}"
                               for k, v in c.trailers.items() if k != "Desk-Op")
             lines.append(f"{c.sha[:7]}  {c.date[:19]}  {c.subject}" + (f"  [{extra}]" if extra else ""))
         return "\n".join(lines)
+
+
+def _short(key: str, values: list[str]) -> list[str]:
+    """A trailer's values as the human listing shows them: a restore's source commit abbreviated
+    as the listing abbreviates every commit (`--json` keeps the full id)."""
+    return [v[:7] for v in values] if key == "Desk-Restored-From" else values

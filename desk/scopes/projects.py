@@ -18,7 +18,7 @@ from desk.layout import PROJECTS_DIR, DeskFolder, project_index_path, project_me
 from desk.memory import follow
 from desk.formats.memory_file import require_name, require_read_name
 from desk.formats.memory_index import IndexEntry, render_index
-from desk.memory.operations import MutationResult
+from desk.memory.operations import MutationResult, restore_command
 from desk.memory.reads import Shown, project_memories, read_project_memory, require_project
 from desk.storage.git import Commit
 from desk.transaction import commit_message, transaction
@@ -54,7 +54,7 @@ def forget_in_project(desk: DeskFolder, project: str, name: str, *, reason: str 
             "Desk-Reason": reason})
         sha = tx.commit({path: None, index: render_index(IndexEntry.of(m) for m in memories.values())},
                         message)
-    return MutationResult("deleted", name, path, sha)
+    return MutationResult("deleted", name, path, sha, restore=restore_command(name, project))
 
 
 def show_in_project(desk: DeskFolder, project: str, name: str) -> Shown:

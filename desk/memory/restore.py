@@ -1,0 +1,194 @@
+"""`desk restore NAME [--from REV]`: a forgotten or overwritten memory back from git history, in
+one commit (`Desk-Op: restore`, `Desk-Restored-From: <commit>`).
+
+Which version comes back:
+
+- with `from_rev`, the memory's file as it was at that commit: under its name there, or under an
+  older name it had through a real rename (desk.memory.follow, as `desk history` follows it; an
+  older name counts only at commits before the rename, so a later file that took the old name is
+  never mistaken for this memory);
+- without it, the newest version in the memory's history that differs from the memory as
+  committed now: for a forgotten memory the version it had when it was forgotten, for an existing
+  one the version before its current one (restoring twice in a row goes back and forth).
+
+The version is written back byte for byte (its `updated:` is that version's; the restore commit
+says when it came back). Only when it had another name then does its `name:` line follow, as
+`desk rename` writes it. It passes the write gate and the rules as every write does, so a version
+that would be refused today (a secret, the same fact as another memory, a rule AGENTS.md states, a
+file broken by a hand commit that skipped the hooks) is refused with the finding, nothing changed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError, quoted
+from desk.formats.memory_file import MemoryFile, parse_memory, require_name
+from desk.formats.memory_index import IndexEntry, memory_path, render_index
+from desk.gate import memory_gate as gate
+from desk.gate.mirror import head_mirror
+from desk.layout import INDEX_FILE, DeskFolder, project_index_path, project_memory_path
+from desk.memory import follow
+from desk.memory.operations import _commit_memory, _head_blobs, _require_actor
+from desk.memory.reads import no_memory, project_memories, read_project_memory, require_project
+from desk.text.normalize import content_key
+from desk.text.times import format_time, utc_now
+from desk.transaction import commit_message, transaction
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreResult:
+    """What `restore` did: `restored` (one commit) or `unchanged` (that version is the current one)."""
+
+    status: str
+    name: str
+    path: str
+    restored_from: str  # the full id of the commit whose version of the file came back
+    from_path: str  # the memory's path at that commit (an older name before a rename)
+    commit: str | None
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"status": self.status, "name": self.name, "path": self.path,
+                                   "commit": self.commit, "restored_from": self.restored_from,
+                                   "from_path": self.from_path, "reason": None}
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class _Version:
+    commit: str
+    path: str
+    data: bytes  # the bytes to write at the memory's path now
+    memory: MemoryFile
+
+
+def restore(desk: DeskFolder, name: str, *, from_rev: str | None = None, actor: str = "user",
+            project: str | None = None, now: dt.datetime | None = None) -> RestoreResult:
+    """Bring memory `name` (of `project`, when given) back from history in one commit, MEMORY.md
+    regenerated; see the module's docstring for which version.
+
+    UsageError (exit 2) for a `from_rev` that is no commit; DeskError (exit 1) when no commit ever
+    held the memory, when it did not exist at `from_rev`, or when it has no earlier version;
+    RejectedError (exit 3) when the version would not pass the gate today; ConflictError (exit 4)
+    over uncommitted edits of the file or its index. Nothing is changed by any of them.
+    """
+    if project is not None:
+        require_project(project)
+    _require_actor(actor)
+    require_name(name)
+    path = memory_path(name) if project is None else project_memory_path(project, name)
+    with transaction(desk) as tx, head_mirror(desk) if project is None else nullcontext() as mirror:
+        if mirror is None:  # a project: small, read from its folder (the work tree equals HEAD here)
+            assert project is not None
+            index_path = project_index_path(project)
+            tx.require_clean([path, index_path])
+            memories = project_memories(desk, project)
+            if name not in memories:
+                read_project_memory(desk, project, name)  # a foreign file in the way is refused
+            current = desk.read_if_present(path)
+
+            def same_body(body_key: str, exclude: str) -> list[str]:
+                return sorted(n for n, m in memories.items() if n != exclude and content_key(m.body) == body_key)
+        else:
+            tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
+            current = desk.read(path) if mirror.blob(name) is not None else None
+            same_body = mirror.same_body
+        rev = None if from_rev is None else _commit_of(desk, from_rev, name, project)
+        version = _pick(desk, name, path, rev, from_rev, current, project)
+        if version.data == current:
+            return RestoreResult("unchanged", name, path, version.commit, version.path, None)
+        try:
+            gate.check_memory(version.memory, "durable", same_body, gate.rule_texts(desk))
+            subject = f"restore: {name} from {version.commit[:7]}" + ("" if project is None else f" (project {project})")
+            trailers = {"Desk-Op": "restore", "Desk-Memory": name, "Desk-Project": project, "Desk-Actor": actor,
+                        "Desk-Restored-From": version.commit}
+            if mirror is None:
+                assert project is not None
+                memories[name] = version.memory
+                index = render_index(IndexEntry.of(m) for m in memories.values())
+                sha = tx.commit({path: version.data, index_path: index}, commit_message(subject, trailers))
+            else:
+                sha = _commit_memory(desk, tx, mirror, version.memory, subject, trailers, version.data)
+        except RejectedError as exc:  # the version breaks a rule today: say which, and what else to do
+            exc.hint = "; or ".join(filter(None, [exc.hint, _another(name, project)]))
+            raise
+    warnings: tuple[str, ...] = ()
+    when = (now or utc_now()).replace(microsecond=0)
+    if version.memory.is_expired(when):
+        assert version.memory.meta.expires is not None
+        warnings = (f"{name} expired at {format_time(version.memory.meta.expires)}: it is listed but never "
+                    f"injected; `desk set {name} --expires TIME` or `--no-expires` brings it back into use",)
+    return RestoreResult("restored", name, path, version.commit, version.path, sha, warnings)
+
+
+def _flag(project: str | None) -> str:
+    return "" if project is None else f" --project {project}"
+
+
+def _another(name: str, project: str | None) -> str:
+    return (f"restore another version (`desk history {name}{_flag(project)}` lists them, "
+            "`--from COMMIT` picks one)")
+
+
+def _commit_of(desk: DeskFolder, rev: str, name: str, project: str | None) -> str:
+    """The full id of the commit `rev` names; UsageError (exit 2) naming `--from` otherwise."""
+    found = None if rev.startswith("-") or "\n" in rev else desk.git.refs.object_id(rev + "^{commit}")
+    if found is None:
+        raise UsageError(f"--from {quoted(rev)}: no such commit in this desk",
+                         hint=f"give a commit from `desk history {name}{_flag(project)}`, e.g. HEAD~1")
+    return found
+
+
+def _pick(desk: DeskFolder, name: str, path: str, rev: str | None, from_rev: str | None,
+          current: bytes | None, project: str | None) -> _Version:
+    """The version to restore: the memory at `rev`, or (None) the newest that differs from `current`."""
+    segments = follow.segments(desk.git, path)
+    if not segments:
+        if project is None:
+            raise no_memory(desk, name)
+        raise DeskError(f"no commit ever held a memory named {name!r} in project {project!r}",
+                        hint=f"see the names with `desk list --project {project}`")
+    if rev is not None:
+        for segment in segments:
+            if segment.until is not None and not desk.git.refs.is_ancestor(rev, segment.until):
+                continue  # after the rename, the old name is not this memory's
+            data = desk.git.objects.blob_at(rev, segment.path)
+            if data is not None:
+                return _version(rev, segment.path, data, name, path, project)
+        held = next((c.sha for s in segments for c in s.commits
+                     if desk.git.objects.blob_at(c.sha, s.path) is not None), None)
+        assert from_rev is not None
+        raise DeskError(f"--from {quoted(from_rev)}: memory {name!r} did not exist at that commit ({rev[:7]})",
+                        hint=f"pick a commit from `desk history {name}{_flag(project)}`"
+                             + (f", e.g. {held[:7]}" if held else ""))
+    for segment in segments:
+        for commit in segment.commits:
+            data = desk.git.objects.blob_at(commit.sha, segment.path)
+            if data is None:
+                continue  # this commit deleted it (a forget) or renamed it away
+            version = _version(commit.sha, segment.path, data, name, path, project)
+            if version.data != current:
+                return version
+    raise DeskError(f"memory {name!r} has no earlier version to restore: every version in its history "
+                    "is the one committed now", hint=f"see them with `desk history {name}{_flag(project)}`")
+
+
+def _version(commit: str, source: str, data: bytes, name: str, path: str, project: str | None) -> _Version:
+    """The file at `source` in `commit` as memory `name` at `path`: its bytes as they were, or,
+    under an older name, with `name:` following the rename. InvalidFileError (exit 3) naming the
+    file and line when that version does not parse."""
+    try:
+        memory = parse_memory(data, source, posixpath.basename(source).removesuffix(".md"))
+    except InvalidFileError as exc:
+        exc.hint = f"that version ({source} at {commit[:7]}) does not pass the rules; {_another(name, project)}"
+        raise
+    if source == path:
+        return _Version(commit, source, data, memory)
+    memory = MemoryFile(memory.meta.replace(name=name), memory.body)
+    return _Version(commit, source, memory.render(), memory)
