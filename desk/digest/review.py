@@ -94,7 +94,7 @@ def _source(desk: DeskFolder, case: dict[str, Any], cand: dict[str, Any],
 def review(desk: DeskFolder, case: dict[str, Any], evidence: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
     """`case` with what a person reads to decide it: `active_path`, `active_text`, `diffs` (the
     first candidate against each other), and per candidate `label`, `source` and `diff` (from the
-    active memory now to the candidate)."""
+    active memory now to the candidate; None when the domain has no active memory)."""
     path = active_path(case)
     active = _active_text(desk, case, path)
     now_name = f"{path or 'active memory'} (now)"
@@ -102,7 +102,7 @@ def review(desk: DeskFolder, case: dict[str, Any], evidence: dict[str, dict[str,
     for cand in case["candidates"]:
         content = cand["content"]
         candidates.append({**cand, "label": label(content), "source": _source(desk, case, cand, evidence),
-                           "diff": udiff(active, content, (now_name, cand["id"]))})
+                           "diff": udiff(active, content, (now_name, cand["id"])) if path else None})
     first = case["candidates"][0]
     diffs = [{"from": first["id"], "to": c["id"], "diff": udiff(first["content"], c["content"], (first["id"], c["id"]))}
              for c in case["candidates"][1:]]

@@ -153,7 +153,7 @@ class ConflictCase(Outcome):
                     lines += [visible("    " + line) for line in diff.splitlines()[2:]]
             if case["status"] == "open":
                 lines.append(f"  accept: {resolve_command(case, cand)}")
-        same = not case["candidates"] or not case["candidates"][0].get("diff")
+        same = bool(case["candidates"]) and case["candidates"][0].get("diff") == ""
         for pair in [] if same else case.get("diffs", []):  # else each diff above is against the first
             lines += ["", f"between {pair['from']} and {pair['to']}:"]
             lines += [visible("  " + line) for line in pair["diff"].splitlines()] or ["  the same"]
