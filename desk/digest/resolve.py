@@ -31,6 +31,7 @@ from desk.digest.conflicts import candidate_id, parse_queue, render_queue
 from desk.digest.memory_writes import (MemoryWrites, find_home, new_memory, places_of, replaced_memory,
                                        scoped_index, scoped_path)
 from desk.digest.policy import Candidate, Domain, group_facts
+from desk.digest.review import label
 from desk.digest.run import read_facts
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
 from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder, memory_name, project_file
@@ -154,7 +155,7 @@ def _close_and_commit(desk: DeskFolder, tx: Any, cases: list[dict[str, Any]], ca
               "at": stamp, "desk_id": desk.config.desk_id}
     line = render_line(record, old_audit)
     writes[audit_file] = old_audit + line
-    what = f"{outcome} {chosen['content']!r}" if chosen["content"] is not None else (
+    what = f"{outcome} {label(chosen['content'])!r}" if chosen["content"] is not None else (
         "deleted" if outcome == "replaced" else "kept the deletion")
     subject = f"resolve: {case['key'] or case['domain']}: {what}"
     message = commit_message(subject[:200], {

@@ -201,6 +201,7 @@ def test_resolve_on_a_terminal_fills_the_case_in_asks_why_and_records_the_user(c
     message = git(b.root, "log", "-1", "--format=%B")
     assert "Desk-Actor: user" in message and f"Desk-Event: review:{case['id']}:r1" in message
     assert "Rationale: A moved first." in message
+    assert message.startswith("resolve: memory/foo.md: replaced \"A's version.\"\n")  # the body's line, not its frontmatter
     assert (b.root / "memory/foo.md").read_text().endswith("A's version.\n")
     done = b.conflicts_show(case["id"]).to_json()["case"]
     assert done["status"] == "resolved" and done["resolution"]["actor"] == "user"
