@@ -122,6 +122,22 @@ def test_the_note_of_a_rebase_says_rebase_not_two_clones(clones: Clones) -> None
     assert "the upstream" in case["note"] and "this clone's commit being replayed" in case["note"]
 
 
+def test_the_note_of_a_rebase_stopped_on_delete_edit_names_both_sides(clones: Clones) -> None:
+    """git stops a rebase on modify/delete; `desk sync --continue` opens the case from the
+    stopped rebase's sides: the upstream (HEAD) deleted, this clone's replayed commit changed."""
+    a, b = _delete_here_change_there(clones)
+    replayed = git(b.root, "rev-parse", "HEAD").strip()
+    pull = subprocess.run(["git", "pull", "--rebase", "origin", "main"], cwd=b.root, capture_output=True, text=True)
+    assert pull.returncode != 0 and b.git.merging.stopped() == "rebase"
+    (case_id,) = b.sync(resume=True, now=NOW).value.cases
+    case = b.conflicts_show(case_id).to_json()["case"]
+    assert case["note"].startswith("memory/foo.md was deleted by the upstream and changed by this clone's "
+                                   "commit being replayed (a rebase)")
+    kept = by_label(case, "Changed here.")
+    assert kept["source"]["changed_in"]["commit"] == replayed
+    assert by_label(case, "(deleted)")["source"]["changed_in"]["commit"] == git(a.root, "rev-parse", "HEAD").strip()
+
+
 # -- desk conflicts: labels --------------------------------------------------------------------
 
 
