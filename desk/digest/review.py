@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from desk.errors import GitError
 from desk.layout import DeskFolder
 
 DELETED = "(deleted)"
@@ -83,7 +84,10 @@ def _source(desk: DeskFolder, case: dict[str, Any], cand: dict[str, Any],
         return {"kind": "facts", "events": events}
     source: dict[str, Any] = {"kind": "merge", "side": cand.get("side"), "commit": cand.get("commit")}
     if cand.get("commit"):
-        found = desk.git.history.log([str(case["key"])], limit=1, rev=cand["commit"])
+        try:
+            found = desk.git.history.log([str(case["key"])], limit=1, rev=cand["commit"])
+        except GitError:  # a commit this clone does not hold (a queue merged from elsewhere)
+            found = []
         if found:
             c = found[0]
             source["changed_in"] = {"commit": c.sha, "at": c.date, "author": c.author,

@@ -171,8 +171,8 @@ def _whence(cand: dict[str, Any], detail: str) -> list[str]:
         side = _KEPT.get(str(cand.get("role")), "one version")
         changed = source.get("changed_in")
         if changed:
-            return [f"from: {side}, commit {changed['commit'][:12]} at {changed['at']} by {changed['author']}"
-                    + (f" ({changed['actor']})" if changed.get("actor") else "") + f": {preview(changed['subject'])}"]
+            return [f"from: {side}, commit {changed['commit'][:12]} at {changed['at']} by {preview(changed['author'])}"
+                    + (f" ({preview(changed['actor'])})" if changed.get("actor") else "") + f": {preview(changed['subject'])}"]
         commit = source.get("commit")
         return [f"from: {side}" + (f", commit {commit[:12]}" if commit else "")]
     events = source.get("events") or []

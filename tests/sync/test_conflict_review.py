@@ -282,3 +282,20 @@ def test_resolve_without_a_terminal_still_checks_the_revision(clones: Clones) ->
     code, _, err = cli_run(b, "resolve", case["id"], case["candidates"][1]["id"], "--expected-revision", "2",
                            "--event-id", "review:old", "--actor", "ada@example.org", "--rationale", "Old view.")
     assert code == 4 and "is at revision 1, not 2" in err
+
+
+def test_show_survives_a_case_naming_a_commit_this_clone_lacks_and_hostile_text(clones: Clones) -> None:
+    """A queue merged from elsewhere may name a commit this clone never fetched, and a body may
+    hold direction controls and newlines: show still answers, on one line per candidate."""
+    _a, b = _changed_on_both_sides(clones)
+    case = opened(b)
+    queue = json.loads((b.root / ".system/conflicts.json").read_text())
+    (stored,) = [c for c in queue["cases"] if c["id"] == case["id"]]
+    stored["candidates"][1]["commit"] = "0" * 40
+    stored["candidates"][1]["content"] = "\n\n\u202eevil\u202c line\r\nsecond line\n"
+    (b.root / ".system/conflicts.json").write_text(json.dumps(queue, indent=2) + "\n")
+    code, out, err = cli_run(b, "conflicts", "show", case["id"])
+    assert code == 0, err
+    assert f"commit {'0' * 12}" in out and "\u202e" not in out and "<U+202E>evil<U+202C> line" in out
+    _, listed, _ = cli_run(b, "conflicts")
+    assert "<U+202E>evil<U+202C> line  (the other side)" in listed and "second line" not in listed
