@@ -64,9 +64,12 @@ class HistoryMethods(DeskBase):
         return self.conflicts_list(include_closed=include_closed)
 
     def conflicts_show(self, case: str) -> ConflictCase:
-        """One case (any status) in full: candidates, their evidence with its archived text, the
-        `desk resolve` command for each. DeskError (exit 1) when there is no such case."""
+        """One case (any status) in full: the active memory's path and text now, each candidate with
+        its label, where it came from, its evidence with its archived text, its diff against the
+        active memory and the `desk resolve` command that accepts it, and the diff between the
+        candidates (desk.digest.review). DeskError (exit 1) when there is no such case."""
         from desk.archive.store import iter_events
+        from desk.digest.review import review
         from desk.errors import DeskError
         from desk.results.working import ConflictCase
 
@@ -78,7 +81,7 @@ class HistoryMethods(DeskBase):
         for event in iter_events(self, kinds=["fact"]):
             if event.record.get("id") in wanted:
                 evidence[event.record["id"]] = {k: event.record.get(k) for k in ("at", "content", "session")}
-        return ConflictCase(found, evidence)
+        return ConflictCase(review(self, found, evidence), evidence)
 
     def _cases(self) -> builtins.list[dict[str, Any]]:
         """The queue's cases; a broken queue's hint names the last commit where it was good."""

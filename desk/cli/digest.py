@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from desk.cli.output import SuggestingGroup, invocation, json_option, project_option, read_text_arg, render
@@ -99,25 +101,56 @@ def conflicts_show_command(case: str) -> None:
 @click.command("resolve")
 @click.argument("case")
 @click.argument("candidate")
-@click.option("--expected-revision", required=True, type=int, metavar="N",
-              help="The case revision you reviewed (from `desk conflicts show`); another one is stale (exit 4).")
-@click.option("--event-id", required=True, metavar="E",
-              help="A unique id for this decision (e.g. review:CASE:r1): retrying with the same id "
-                   "and arguments changes nothing; reusing it for another choice is refused (exit 4).")
-@click.option("--actor", required=True, metavar="A", help="Who decides (a person, e.g. an email address).")
-@click.option("--rationale", required=True, metavar="R", help="Why: recorded in the audit and the commit.")
+@click.option("--expected-revision", type=int, metavar="N",
+              help="The case revision you reviewed; another one is stale (exit 4). On a terminal: "
+                   "the case's revision as desk reads it before asking for the rationale.")
+@click.option("--event-id", metavar="E",
+              help="A unique id for this decision (default on a terminal: review:CASE:rN): retrying "
+                   "with the same id and arguments changes nothing; reusing it for another choice is "
+                   "refused (exit 4).")
+@click.option("--actor", metavar="A", help="Who decides (a person, e.g. an email address; default on a "
+              "terminal: user).")
+@click.option("--rationale", metavar="R", help="Why: recorded in the audit and the commit (asked for "
+              "on a terminal when not given).")
 @json_option
-def resolve_command(case: str, candidate: str, expected_revision: int, event_id: str, actor: str,
-                    rationale: str) -> None:
+def resolve_command(case: str, candidate: str, expected_revision: int | None, event_id: str | None,
+                    actor: str | None, rationale: str | None) -> None:
     """Decide a conflict case: CANDIDATE becomes (or, for the incumbent, stays) the domain's memory.
+
+    On a terminal, `desk resolve CASE CANDIDATE` is enough: desk reads the case's revision and
+    makes the event id, asks why, and records the decision as `user`'s. The case is still checked
+    when the decision is written (exit 4 when it moved while you answered). Without a terminal
+    (a script, a pipe) --expected-revision, --event-id, --actor and --rationale are required.
 
     All checks run before anything is written (exit 4 when the case is closed, at another revision,
     or its evidence or active memory changed: review again). One commit holds the memory, MEMORY.md,
     the closed case and a line of the append-only audit (.system/adjudications.<clone>.jsonl).
     For people only: the model is never offered this command.
     """
-    render(invocation().desk().resolve(case, candidate, expected_revision=expected_revision,
-                                       event_id=event_id, actor=actor, rationale=rationale))
+    desk = invocation().desk()
+    if not sys.stdin.isatty():
+        missing = [flag for flag, value in (("--expected-revision", expected_revision), ("--event-id", event_id),
+                                            ("--actor", actor), ("--rationale", rationale)) if value is None]
+        if missing:
+            raise click.UsageError(f"without a terminal, desk resolve needs {', '.join(missing)} (see "
+                                   f"`desk conflicts show {case} --json`: resolve_args)")
+    else:
+        shown = desk.conflicts_show(case).to_json()["case"]
+        labels = {c["id"]: c["label"] for c in shown["candidates"]}
+        if candidate not in labels:
+            raise click.UsageError(f"{candidate} is not a candidate of case {case}; its candidates are "
+                                   + ", ".join(labels))
+        if expected_revision is None:
+            expected_revision = int(shown["revision"])
+        event_id = event_id or f"review:{case}:r{expected_revision}"
+        actor = actor or "user"
+        if rationale is None:
+            click.echo(f"case {case} revision {expected_revision} ({shown.get('key') or shown['domain']}): "
+                       f"accepting {candidate}: {labels[candidate]}", err=True)
+            rationale = click.prompt("Why (recorded in the audit and the commit)", err=True)
+    assert expected_revision is not None and event_id is not None and actor is not None and rationale is not None
+    render(desk.resolve(case, candidate, expected_revision=expected_revision, event_id=event_id, actor=actor,
+                        rationale=rationale))
 
 
 COMMANDS = [fact_group, digest_command, conflicts_group, resolve_command]

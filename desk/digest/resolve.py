@@ -31,6 +31,7 @@ from desk.digest.conflicts import candidate_id, parse_queue, render_queue
 from desk.digest.memory_writes import (MemoryWrites, find_home, new_memory, places_of, replaced_memory,
                                        scoped_index, scoped_path)
 from desk.digest.policy import Candidate, Domain, group_facts
+from desk.digest.review import label
 from desk.digest.run import read_facts
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
 from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder, memory_name, project_file
@@ -63,6 +64,8 @@ class Resolution:
     memory: str | None
     commit: str | None
     audit: str
+    path: str | None = None  # the file the decision wrote (or kept)
+    deleted: bool = False  # the chosen candidate was a deletion (a merge's case)
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -127,7 +130,7 @@ def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision
         sha = _close_and_commit(desk, tx, cases, case, chosen, writes, event_id, actor, rationale, clock,
                                 audit_file, outcome, name, before, after)
     return Resolution("resolved", case_id, case["revision"], candidate, outcome, event_id, name,
-                      sha, audit_file)
+                      sha, audit_file, memory_file)
 
 
 def _close_and_commit(desk: DeskFolder, tx: Any, cases: list[dict[str, Any]], case: dict[str, Any],
@@ -152,8 +155,9 @@ def _close_and_commit(desk: DeskFolder, tx: Any, cases: list[dict[str, Any]], ca
               "at": stamp, "desk_id": desk.config.desk_id}
     line = render_line(record, old_audit)
     writes[audit_file] = old_audit + line
-    shown = chosen["content"] if chosen["content"] is not None else "(deleted)"
-    subject = f"resolve: {case['key'] or case['domain']}: {outcome} {shown!r}"
+    what = f"{outcome} {label(chosen['content'])!r}" if chosen["content"] is not None else (
+        "deleted" if outcome == "replaced" else "kept the deletion")
+    subject = f"resolve: {case['key'] or case['domain']}: {what}"
     message = commit_message(subject[:200], {
         "Desk-Op": "resolve", "Desk-Case": f"{case_id} r{case['revision']}",
         "Desk-Event": event_id, "Desk-Actor": actor, "Desk-Candidate": candidate,
@@ -202,7 +206,7 @@ def _resolve_merge_case(desk: DeskFolder, tx: Any, case: dict[str, Any], chosen:
     sha = _close_and_commit(desk, tx, cases, case, chosen, writes, event_id, actor, rationale, clock,
                             audit_file, outcome, name or path, before, after)
     return Resolution("resolved", case["id"], case["revision"], chosen["id"], outcome, event_id,
-                      name, sha, audit_file)
+                      name, sha, audit_file, path, chosen["content"] is None and outcome == "replaced")
 
 
 def _now_key(heading: str) -> str:

@@ -47,6 +47,7 @@ class CandidateModel(_Strict):
     latest: str
     side: Literal["ours", "theirs"] | None = None  # a merge case's: which clone's version
     deleted: bool = False
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")  # a merge case's side
 
 
 class ActiveModel(_Strict):

@@ -73,13 +73,19 @@ def keyed_findings(memories: Mapping[str, MemoryFile], texts: Mapping[str, str],
         if case.get("status") != "open" or case.get("project"):
             continue  # a project's case weighs its project's memories, not these desk-wide ones
         seen, key = case.get("active"), case.get("key")
-        now = by_name.get(seen["name"]) if seen else None
-        moved = (now is None or sorted(now.meta.evidence) != sorted(seen["evidence"])) if seen else (
-            key is not None and any(key_of(m) == key for m in memories.values()))
+        if case.get("origin") == "sync":  # a merge's case names a file; the file holds the kept version
+            moved = key is not None and key in texts and texts[key] != next(
+                (c["content"] for c in case["candidates"] if c["role"] == "incumbent"), None)
+        else:
+            now = by_name.get(seen["name"]) if seen else None
+            moved = (now is None or sorted(now.meta.evidence) != sorted(seen["evidence"])) if seen else (
+                key is not None and any(key_of(m) == key for m in memories.values()))
         if moved:
             found.append(Finding(queue_path, _text_line(queue_text, f'"{case["id"]}"'), "conflicts-stale-case",
                                  f"open case {case['id']}: the active memory of {key or case['domain']} "
-                                 "changed since it was opened; `desk digest` reviews it again",
+                                 "changed since it was opened; " + ("decide it again after reading the file "
+                                 f"(`desk conflicts show {case['id']}`)" if case.get("origin") == "sync"
+                                 else "`desk digest` reviews it again"),
                                  "warning"))
     return found
 

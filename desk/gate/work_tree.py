@@ -302,6 +302,16 @@ def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[st
         except InvalidFileError:
             continue
         texts[path] = data.decode("utf-8", "replace")
+    for case in cases:  # a merge's open case is stale when its file no longer holds the kept version
+        path = case.get("key")
+        if case.get("status") == "open" and case.get("origin") == "sync" and isinstance(path, str) \
+                and path not in texts and memory_name(path) is not None:
+            try:
+                held = desk.read_if_present(path)
+            except DeskError:  # a symlink: its own finding
+                continue
+            if held is not None:
+                texts[path] = held.decode("utf-8", "replace")
     known = None
     if any(m.meta.evidence for m in memories.values()):
         folder = desk.path(ARCHIVE_DIR)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from desk.results.base import Outcome, Wrapped, commit_suffix, counted, preview
+from desk.text.direction import visible
 
 if TYPE_CHECKING:
     from desk.archive.conversations import RenderResult
@@ -48,21 +49,36 @@ class Digested(Wrapped["DigestResult"]):
 
 
 def resolve_command(case: dict[str, Any], candidate: dict[str, Any]) -> str:
-    """The `desk resolve` command that picks `candidate` (ACTOR and WHY for the person to fill in)."""
-    return (f"desk resolve {case['id']} {candidate['id']} --expected-revision {case['revision']} "
-            f"--event-id review:{case['id']}:r{case['revision']} --actor ACTOR --rationale 'WHY'")
+    """The `desk resolve` command that accepts `candidate`, as a person pastes it on a terminal:
+    desk fills the case's revision and event id and asks for the rationale."""
+    return f"desk resolve {case['id']} {candidate['id']}"
+
+
+def _label(candidate: dict[str, Any]) -> str:
+    """The first line of the candidate's body, on one line ("(deleted)" for a deletion)."""
+    from desk.digest.review import label
+
+    return preview(candidate.get("label") or label(candidate["content"]))
 
 
 def _with_commands(case: dict[str, Any]) -> dict[str, Any]:
+    """The case as data: each candidate with its `label`; an open case with the `desk resolve`
+    command for each candidate and the `resolve_args` a program passes (revision, event id)."""
+    candidates = [{**c, "label": _label(c)} for c in case["candidates"]]
     if case["status"] != "open":
-        return dict(case)
-    return {**case, "candidates": [{**c, "resolve": resolve_command(case, c)} for c in case["candidates"]]}
+        return {**case, "candidates": candidates}
+    args = {"expected_revision": case["revision"], "event_id": f"review:{case['id']}:r{case['revision']}"}
+    return {**case, "resolve_args": args,
+            "candidates": [{**c, "resolve": resolve_command(case, c)} for c in candidates]}
+
+
+_KEPT = {"incumbent": "the version the file keeps", "challenger": "the other version"}
 
 
 @dataclass(frozen=True)
 class ConflictCases(Outcome):
-    """The conflict review queue's cases (open ones only unless `include_closed`); each open case's
-    candidates carry the `desk resolve` command that picks them."""
+    """The conflict review queue's cases (open ones only unless `include_closed`); each candidate
+    named by its id and the first line of its body ("(deleted)" for a deletion)."""
 
     cases: list[dict[str, Any]]
     include_closed: bool = False
@@ -79,8 +95,9 @@ class ConflictCases(Outcome):
             lines.append(f"{case['id']}  {case.get('key') or case['domain']}{scope}  revision {case['revision']}"
                          f"  {case['status']}")
             for cand in case.get("candidates", []):
-                lines.append(f"  {cand['id']}  {cand['role']:<10}  {preview(cand['content'])}  "
-                             f"({len(cand['evidence'])} evidence)")
+                whence = (f"{len(cand['evidence'])} evidence" if case.get("origin") != "sync"
+                          else "in the file" if cand["role"] == "incumbent" else "the other side")
+                lines.append(f"  {cand['id']}  {cand['role']:<10}  {_label(cand)}  ({whence})")
             if case["status"] == "open":
                 lines.append(f"  show: desk conflicts show {case['id']}")
         return "\n".join(lines)
@@ -88,8 +105,11 @@ class ConflictCases(Outcome):
 
 @dataclass(frozen=True)
 class ConflictCase(Outcome):
-    """One case in full: each candidate with its evidence (id, time and archived text) and the
-    `desk resolve` command that picks it (`desk conflicts show CASE`)."""
+    """One case in full (`desk conflicts show CASE`): the active memory, each candidate with its
+    label, where it came from, its evidence (id, time, archived text), its diff against the active
+    memory and the `desk resolve` command that accepts it; the diff between the candidates.
+
+    `case` is the queue's case with desk.digest.review's fields added (plain data, for any page)."""
 
     case: dict[str, Any]
     evidence: dict[str, dict[str, Any] | None]  # event id: {at, content, session} or None when missing
@@ -110,26 +130,58 @@ class ConflictCase(Outcome):
                  f"domain: {case.get('key') or case['domain']}"
                  + (f"  (project {case['project']})" if case.get("project") else ""),
                  f"opened: {case['opened']}" + (f"  closed: {case['closed']}" if case.get("closed") else "")]
-        if case.get("active"):
-            folder = f"projects/{case['project']}/memory" if case.get("project") else "memory"
-            lines.append(f"active memory: {folder}/{case['active']['name']}.md")
+        if case.get("active_path"):
+            now = "" if case.get("active_text") is not None else "  (deleted now)"
+            lines.append(f"active memory: {case['active_path']}{now}")
         if case.get("note"):
             lines.append(f"note: {case['note']}")
         for cand in case["candidates"]:
             detail = ", ".join(f"{k} {cand[k]}" for k in ("kind", "importance") if cand.get(k) is not None)
-            lines += ["", f"{cand['role']} {cand['id']}: {cand['content']}",
-                      f"  latest {cand['latest']}" + (f", {detail}" if detail else "")]
+            lines += ["", f"{cand['role']} {cand['id']}: {_label(cand)}"]
+            lines += ["  " + line for line in _whence(cand, detail)]
             for event_id in cand["evidence"]:
                 record = self.evidence.get(event_id)
                 said = preview(record.get("content"), 80) if record else "(not in the archive)"
                 lines.append(f"  - {event_id}  {said}")
+            if cand.get("diff") is not None:
+                diff = cand["diff"]
+                where = case.get("active_path") or "the active memory"
+                if cand["content"] is None:
+                    lines.append(f"  against {where} now: (deleted): accepting it deletes the file")
+                else:
+                    lines.append(f"  against {where} now: the same" if not diff else f"  against {where} now:")
+                    lines += [visible("    " + line) for line in diff.splitlines()[2:]]
             if case["status"] == "open":
-                lines.append(f"  pick: {resolve_command(case, cand)}")
+                lines.append(f"  accept: {resolve_command(case, cand)}")
+        same = bool(case["candidates"]) and case["candidates"][0].get("diff") == ""
+        for pair in [] if same else case.get("diffs", []):  # else each diff above is against the first
+            lines += ["", f"between {pair['from']} and {pair['to']}:"]
+            lines += [visible("  " + line) for line in pair["diff"].splitlines()] or ["  the same"]
         if case.get("resolution"):
             r = case["resolution"]
             lines += ["", f"resolved by {r['actor']} at {r['at']}: {r['outcome']} {r['candidate']} "
                           f"(event {r['event']})", f"  rationale: {r['rationale']}"]
         return "\n".join(lines)
+
+
+def _whence(cand: dict[str, Any], detail: str) -> list[str]:
+    """Where a candidate came from, in a line or two."""
+    source = cand.get("source") or {}
+    if source.get("kind") == "merge":
+        side = _KEPT.get(str(cand.get("role")), "one version")
+        changed = source.get("changed_in")
+        if changed:
+            return [f"from: {side}, commit {changed['commit'][:12]} at {changed['at']} by {preview(changed['author'])}"
+                    + (f" ({preview(changed['actor'])})" if changed.get("actor") else "") + f": {preview(changed['subject'])}"]
+        commit = source.get("commit")
+        return [f"from: {side}" + (f", commit {commit[:12]}" if commit else "")]
+    events = source.get("events") or []
+    clones = sorted({e["clone"] for e in events if e.get("clone")})
+    head = f"latest {cand['latest']}" + (f", {detail}" if detail else "")
+    if events:
+        head += f"; from {len(events)} fact{'s' if len(events) != 1 else ''}" + (
+            f" on clone {', '.join(clones)}" if clones else "")
+    return [head]
 
 
 @dataclass(frozen=True)
@@ -155,7 +207,9 @@ class Resolved(Wrapped["Resolution"]):
         r = self.value
         verb = "already decided" if r.status == "unchanged" else "resolved"
         what = ("kept the active value" if r.outcome == "kept"
-                else f"memory/{r.memory}.md now holds the chosen value" if r.memory
+                else f"{r.path} is deleted, as chosen" if r.path and r.deleted
+                else f"{r.path} now holds the chosen value" if r.path
+                else f"memory {r.memory} now holds the chosen value" if r.memory
                 else "the file now holds the chosen version")
         return f"{verb} case {r.case} (event {r.event}): {what}{commit_suffix(r.commit)}"
 

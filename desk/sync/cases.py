@@ -5,11 +5,18 @@ so `desk conflicts` lists it and `desk resolve` settles it: the version kept in 
 `incumbent` candidate, the other side's version the `challenger` (a deletion is a candidate with
 `content: null`). `origin: "sync"` tells them apart from the digest's ties. Everything that shapes
 a case is in `sync_case`, so the format can follow the queue's as it grows.
+
+A case's note says what happened, in the terms of the operation that met the two versions: a
+merge (desk sync, a person's `git pull`) meets this clone's version ("ours") and the merged-in
+commits' ("theirs"); a rebase replays this clone's commits onto the upstream, so there "ours" is
+the upstream and "theirs" the commit being replayed. Each candidate carries the commit its side
+was at (`commit`), when the caller knows it, for `desk conflicts show` to say where it came from.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 from desk.digest.conflicts import candidate_id, case_id, evidence_fingerprint
@@ -19,9 +26,41 @@ from desk.text.times import format_time
 DELETED = "(deleted)"
 
 
+@dataclass(frozen=True, slots=True)
+class MergeSides:
+    """What met the two versions: `merge` or `rebase` (None: unknown), and each side's commit."""
+
+    operation: str | None = None
+    ours: str | None = None
+    theirs: str | None = None
+
+    def name(self, side: str) -> str:
+        """How a person knows `side` ("ours" or "theirs") in this operation."""
+        if self.operation == "rebase":
+            return "the upstream" if side == "ours" else "this clone's commit being replayed"
+        if self.operation == "merge":
+            return "this clone" if side == "ours" else "the merged-in commits"
+        return "one side" if side == "ours" else "the other side"
+
+
+def case_note(path: str, versions: dict[str, str | None], kept: str, sides: MergeSides) -> str:
+    """The case's note: what each side did to `path`, and which version the file keeps."""
+    other = "theirs" if kept == "ours" else "ours"
+    where = {"merge": "a merge", "rebase": "a rebase"}.get(sides.operation or "", "a merge")
+    if versions.get(other) is None:
+        return (f"{path} was deleted by {sides.name(other)} and changed by {sides.name(kept)} "
+                f"({where}); the file keeps the changed version, the deletion is a candidate")
+    if versions.get(kept) is None:  # a NOW.md section gone on the kept side
+        return (f"{path} was deleted by {sides.name(kept)} and changed by {sides.name(other)} "
+                f"({where}); the file keeps the deletion, the changed version is a candidate")
+    return (f"{path} was changed by both {sides.name('ours')} and {sides.name('theirs')} ({where}), "
+            f"differently; the file keeps {sides.name(kept)}'s version, the other is a candidate")
+
+
 def sync_case(pending: dict[str, Any], desk_id: str, existing: list[dict[str, Any]],
-              now: dt.datetime) -> dict[str, Any]:
+              now: dt.datetime, sides: MergeSides | None = None) -> dict[str, Any]:
     """The case for one pending record of a merge driver (see desk.sync.drivers.merge_memory)."""
+    sides = sides or MergeSides()
     domain, path, kept = pending["domain"], pending["path"], pending["kept"]
     versions: dict[str, str | None] = pending["versions"]
     stamp = format_time(now)
@@ -29,18 +68,20 @@ def sync_case(pending: dict[str, Any], desk_id: str, existing: list[dict[str, An
     for side in (kept, "theirs" if kept == "ours" else "ours"):
         text = versions.get(side)
         key = content_key(text) if text is not None else DELETED
-        candidates.append({"id": candidate_id(domain, key),
-                           "role": "incumbent" if side == kept else "challenger",
-                           "content": text, "kind": None, "importance": None, "evidence": [],
-                           "latest": stamp, "side": side, "deleted": text is None})
+        candidate: dict[str, Any] = {"id": candidate_id(domain, key), "role": "incumbent" if side == kept else "challenger",
+                     "content": text, "kind": None, "importance": None, "evidence": [],
+                     "latest": stamp, "side": side, "deleted": text is None}
+        commit = sides.ours if side == "ours" else sides.theirs
+        if commit:
+            candidate["commit"] = commit
+        candidates.append(candidate)
     fingerprint = evidence_fingerprint([{**c, "evidence": [c["id"]]} for c in candidates])
     same_domain = [c for c in existing if c["domain"] == domain]
     return {
         "id": case_id(desk_id, domain, fingerprint), "domain": domain, "key": path,
         "revision": 1 + max((c["revision"] for c in same_domain), default=0),
         "status": "open", "opened": stamp, "closed": None, "superseded_by": None,
-        "note": f"{path} was changed differently on two clones; the file keeps the {kept} side's "
-                "version, the other is a candidate",
+        "note": case_note(path, versions, kept, sides),
         "fingerprint": fingerprint, "origin": "sync",
         "active": {"name": path, "evidence": []},
         "candidates": candidates, "observed_fact_ids": [],
@@ -48,12 +89,12 @@ def sync_case(pending: dict[str, Any], desk_id: str, existing: list[dict[str, An
 
 
 def add_cases(cases: list[dict[str, Any]], pending: list[dict[str, Any]], desk_id: str,
-              now: dt.datetime) -> list[str]:
+              now: dt.datetime, sides: MergeSides | None = None) -> list[str]:
     """Add a case to `cases` for each pending record not already there; return the new ids."""
     opened = []
     known = {c["id"] for c in cases}
     for item in pending:
-        case = sync_case(item, desk_id, cases, now)
+        case = sync_case(item, desk_id, cases, now, sides)
         if case["id"] in known:
             continue
         cases.append(case)

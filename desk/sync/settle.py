@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from desk.errors import ConflictError, Finding
 from desk.layout import CONFLICTS_FILE, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, DeskFolder
 from desk.storage.git import Git
+from desk.sync.cases import MergeSides, add_cases
 from desk.sync.drivers import clear_pending, driver_for, merge_file, read_pending
 from desk.text.times import utc_now
 
@@ -65,7 +66,8 @@ def resolve_merge(desk: DeskFolder, git: Git, *, now: dt.datetime | None = None)
         settled.merged.append(path)
     pending = read_pending(desk.git_dir) + pending
     # Against the staged MEMORY.md (what the merge commits), not the work tree's copy.
-    writes = _cases_and_index(desk, pending, now, settled, git.objects.read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}"))
+    writes = _cases_and_index(desk, pending, now, settled, git.objects.read_blobs([f":{INDEX_FILE}"]).get(f":{INDEX_FILE}"),
+                              _stopped_sides(git))
     for path, data in writes.items():
         git.merging.stage_file(path, data)
     settled.derived = pending_regenerations(pending)
@@ -77,13 +79,29 @@ def pending_regenerations(pending: list[dict[str, Any]]) -> list[str]:
     return sorted({p["path"] for p in pending if p.get("type") == "regenerate"})
 
 
+def _stopped_sides(git: Git) -> MergeSides:
+    """The two sides of the merge or rebase in progress: HEAD and MERGE_HEAD (or REBASE_HEAD)."""
+    operation = git.merging.stopped() or "merge"
+    other = "REBASE_HEAD" if operation == "rebase" else "MERGE_HEAD"
+    return MergeSides(operation, git.refs.object_id("HEAD"), git.refs.object_id(other))
+
+
+def _finished_sides(desk: DeskFolder) -> MergeSides:
+    """The sides of the merge or rebase git just finished (a person's `git pull`): a merge commit's
+    two parents; a rebase left no second side to name."""
+    parents = (desk.git.refs.object_id("HEAD^1"), desk.git.refs.object_id("HEAD^2"))
+    if parents[1] is not None:
+        return MergeSides("merge", *parents)
+    return MergeSides("rebase")
+
+
 def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.datetime | None,
-                     settled: Settled, current_index: bytes | None | bool = False) -> dict[str, bytes]:
+                     settled: Settled, current_index: bytes | None | bool = False,
+                     sides: MergeSides | None = None) -> dict[str, bytes]:
     """conflicts.json with a case per pending record, and MEMORY.md regenerated: what changed."""
     from desk.digest.conflicts import parse_queue, render_queue
     from desk.formats.memory_index import render_index
     from desk.gate.entries import entries_in_worktree
-    from desk.sync.cases import add_cases
 
     writes: dict[str, bytes] = {}
     case_items = [p for p in pending if p.get("type") == "case"]
@@ -91,7 +109,8 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
         queue_path = desk.path(CONFLICTS_FILE)
         current = queue_path.read_bytes() if queue_path.is_file() else None
         cases = parse_queue(current)
-        settled.cases = add_cases(cases, case_items, desk.desk_id, now or utc_now())
+        settled.cases = add_cases(cases, case_items, desk.desk_id, now or utc_now(),
+                                  sides if sides is not None else _finished_sides(desk))
         if settled.cases:
             writes[CONFLICTS_FILE] = render_queue(cases)
     index = render_index(entries_in_worktree(desk).values())

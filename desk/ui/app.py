@@ -164,8 +164,7 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
 
     def case_page(request: Request, status: int = 200, **values: Any) -> Response:
         case = d.conflicts_show(request.path_params["case"]).to_json()["case"]
-        pair = case["candidates"][:2]
-        diff = _udiff(pair[0]["content"], pair[1]["content"], (pair[0]["id"], pair[1]["id"])) if len(pair) == 2 else ""
+        diff = "".join(pair["diff"] for pair in case.get("diffs", []))
         return page("case.html", status, case=case, diff=diff, event_id=f"ui:{case['id']}:r{case['revision']}", **values)
 
     async def case(request: Request) -> Response:

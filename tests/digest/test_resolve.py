@@ -242,8 +242,9 @@ def test_conflicts_show_gives_the_evidence_text_and_the_resolve_commands(d: Desk
     shown = run("conflicts", "show", case["id"])
     assert shown.exit_code == 0
     for text in ("Use SQLite.", "Use MySQL.", "Use Postgres.", "incumbent", "challenger",
-                 f"desk resolve {case['id']} {pick(case, 'Use MySQL.')} --expected-revision 1"):
+                 f"accept: desk resolve {case['id']} {pick(case, 'Use MySQL.')}\n"):
         assert text in shown.output
+    assert "ACTOR" not in shown.output and "WHY" not in shown.output  # a command a person can paste
     data = json.loads(run("conflicts", "show", case["id"], "--json").output)["case"]
     records = [r for c in data["candidates"] for r in c["evidence_records"]]
     assert len(records) == 5 and all(r["content"] for r in records)

@@ -77,3 +77,27 @@ def test_a_memory_no_commit_holds_yet_is_shown_and_never_overwritten(ui_desk: de
     assert refused.status_code == 409 and "uncommitted" in refused.text  # as `desk remember` refuses it
     assert ui_desk.log(limit=1).commits[0].sha == before
     assert (ui_desk.root / "memory" / "by-hand.md").read_text("utf-8") == text
+
+
+def test_a_case_sync_opened_with_a_deleted_side_is_drawn_and_resolved(tmp_path: object, identity: None) -> None:
+    """The case page renders the same `conflicts_show` data: a deletion is "(deleted)", each
+    option is named by its body's first line, the note says what happened."""
+    from pathlib import Path
+
+    from tests.sync.conftest import Clones
+    from tests.sync.test_sync import NOW, _delete_here_change_there
+
+    clones = Clones(Path(str(tmp_path)))
+    _a, b = _delete_here_change_there(clones)
+    (case_id,) = b.sync(now=NOW).value.cases
+    page = client(b).get(f"/cases/{case_id}")
+    assert page.status_code == 200
+    assert "(deleted)" in page.text and "None" not in page.text
+    assert "was deleted by the merged-in commits" in page.text
+    assert re.search(r'value="cand-[0-9a-f]{12}" required> Changed here\.</label>', page.text)
+    deletion = next(c for c in b.conflicts_show(case_id).to_json()["case"]["candidates"] if c["content"] is None)
+    data = {"candidate": deletion["id"], "revision": "1", "actor": "ada@example.org", "rationale": "Gone.",
+            "event_id": f"ui:{case_id}:r1", "csrf": "the-csrf"}
+    done = client(b).post(f"/cases/{case_id}", data=data)
+    assert done.status_code == 200 and "Resolved: resolved" in done.text
+    assert not (b.root / "memory/foo.md").exists()

@@ -1,0 +1,113 @@
+"""What a person reads to decide a conflict case (`desk conflicts show`): plain data, no terminal.
+
+For each candidate: a label (the first line of its body, "(deleted)" for a deletion), where it came
+from (a digest case: the archived facts behind it, each with its clone and time; a merge's case:
+the side, and the commit that last changed the file on that side, with its time and author), and
+the unified diff from the active memory as it is now to the candidate. For the case: the active
+memory's path and text now, and the diff between the kept candidate and each other one.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from desk.errors import GitError
+from desk.layout import DeskFolder
+
+DELETED = "(deleted)"
+
+
+def body_of(text: str) -> str:
+    """A memory file's body (its frontmatter dropped); other text as it is."""
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end >= 0:
+            return text[end + 4:].lstrip("\n")
+    return text
+
+
+def label(content: str | None) -> str:
+    """The first non-empty line of a candidate's body, or "(deleted)" for a deletion."""
+    if content is None:
+        return DELETED
+    for line in body_of(content).splitlines():
+        if line.strip():
+            return line.strip().lstrip("#").strip() or line.strip()
+    return "(empty)"
+
+
+def udiff(old: str | None, new: str | None, names: tuple[str, str]) -> str:
+    """The unified diff from `old` to `new`; None is a deleted file ("(deleted)", no lines)."""
+    def lines(text: str | None) -> list[str]:
+        if text is None:
+            return []
+        return (text if text.endswith("\n") else text + "\n").splitlines(True)
+    return "".join(difflib.unified_diff(lines(old), lines(new), *names))
+
+
+def active_path(case: dict[str, Any]) -> str | None:
+    """The file a case's decision writes: a merge's case names it; a digest case its memory."""
+    if case.get("origin") == "sync":
+        return str(case["key"])
+    if not case.get("active"):
+        return None
+    folder = f"projects/{case['project']}/memory" if case.get("project") else "memory"
+    return f"{folder}/{case['active']['name']}.md"
+
+
+def _active_text(desk: DeskFolder, case: dict[str, Any], path: str | None) -> str | None:
+    data = desk.read_if_present(path) if path else None
+    if data is None:
+        return None
+    text = data.decode("utf-8", "replace")
+    if case.get("origin") == "sync" and str(case["domain"]).startswith("now:"):
+        from desk.formats.now import NowNote
+
+        wanted = case["domain"].split(":", 1)[1]
+        note = NowNote.parse(text)
+        if wanted == "preamble":
+            return note.preamble
+        return next((b for h, b in note.sections if h.strip().lower().lstrip("# ").strip() == wanted), None)
+    return text if case.get("origin") == "sync" else body_of(text)
+
+
+def _source(desk: DeskFolder, case: dict[str, Any], cand: dict[str, Any],
+            evidence: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
+    if case.get("origin") != "sync":
+        events = []
+        for event_id in cand["evidence"]:
+            record = evidence.get(event_id) or {}
+            parts = event_id.split("-")
+            events.append({"event": event_id, "clone": parts[1] if len(parts) > 3 else None,
+                           "at": record.get("at"), "missing": not record})
+        return {"kind": "facts", "events": events}
+    source: dict[str, Any] = {"kind": "merge", "side": cand.get("side"), "commit": cand.get("commit")}
+    if cand.get("commit"):
+        try:
+            found = desk.git.history.log([str(case["key"])], limit=1, rev=cand["commit"])
+        except GitError:  # a commit this clone does not hold (a queue merged from elsewhere)
+            found = []
+        if found:
+            c = found[0]
+            source["changed_in"] = {"commit": c.sha, "at": c.date, "author": c.author,
+                                    "subject": c.subject, "actor": next(iter(c.trailers.get("Desk-Actor", [])), None)}
+    return source
+
+
+def review(desk: DeskFolder, case: dict[str, Any], evidence: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
+    """`case` with what a person reads to decide it: `active_path`, `active_text`, `diffs` (the
+    first candidate against each other), and per candidate `label`, `source` and `diff` (from the
+    active memory now to the candidate; None when the domain has no active memory)."""
+    path = active_path(case)
+    active = _active_text(desk, case, path)
+    now_name = f"{path or 'active memory'} (now)"
+    candidates = []
+    for cand in case["candidates"]:
+        content = cand["content"]
+        candidates.append({**cand, "label": label(content), "source": _source(desk, case, cand, evidence),
+                           "diff": udiff(active, content, (now_name, cand["id"])) if path else None})
+    first = case["candidates"][0]
+    diffs = [{"from": first["id"], "to": c["id"], "diff": udiff(first["content"], c["content"], (first["id"], c["id"]))}
+             for c in case["candidates"][1:]]
+    return {**case, "candidates": candidates, "active_path": path, "active_text": active, "diffs": diffs}
