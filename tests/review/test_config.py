@@ -56,5 +56,5 @@ def test_the_commit_hook_refuses_a_bad_review_setting(desk: DeskFolder, identity
     assert "review.fact.delete" in proc.stderr + proc.stdout
     _write(desk, {"fact": {"forget": "propose"}})
     git(desk.root, "add", ".system/desk.json")
-    git(desk.root, "commit", "-q", "-m", "review")
+    subprocess.run(["git", "commit", "-q", "-m", "review"], cwd=desk.root, check=True)
     assert load_config(desk.root).review_mode("fact", "forget") == "propose"
