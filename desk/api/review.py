@@ -4,7 +4,6 @@ assistant's write lands or is proposed."""
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -13,7 +12,7 @@ from desk.api.base import DeskBase
 if TYPE_CHECKING:
     from desk.layout import DeskFolder
     from desk.memory.operations import MutationResult
-    from desk.memory.review import Proposal, ReviewOutcome, ShownProposal
+    from desk.results.review import ProposalList, ProposalShown, ReviewVerdict
 
 
 def reviewed(desk: DeskFolder, actor: str, operation: str, types: Iterable[str | None], name: str, path: str,
@@ -35,33 +34,37 @@ def reviewed(desk: DeskFolder, actor: str, operation: str, types: Iterable[str |
 class ReviewMethods(DeskBase):
     """The proposals the assistant made under review mode, and a person's verdict on each."""
 
-    def proposals(self, *, rejected: bool = False) -> builtins.list[Proposal]:
+    def proposals(self, *, rejected: bool = False) -> ProposalList:
         """The pending proposals, oldest first (with `rejected`, the rejected ones too). Anyone may
         list them, the assistant included."""
         from desk.memory.review import list_proposals
+        from desk.results.review import ProposalList
 
-        return list_proposals(self, rejected=rejected)
+        return ProposalList(list_proposals(self, rejected=rejected))
 
-    def proposal(self, proposal: str) -> ShownProposal:
+    def proposal(self, proposal: str) -> ProposalShown:
         """Proposal `proposal`: the unified diff from the branch as it is now, the proposed files'
         text, and the three-way view when a memory it changes moved on the branch since.
         DeskError (exit 1) when there is no such pending proposal."""
         from desk.memory.review import show_proposal
+        from desk.results.review import ProposalShown
 
-        return show_proposal(self, proposal)
+        return ProposalShown(show_proposal(self, proposal))
 
-    def accept(self, proposal: str, *, actor: str = "user", text: str | None = None) -> ReviewOutcome:
+    def accept(self, proposal: str, *, actor: str = "user", text: str | None = None) -> ReviewVerdict:
         """Land proposal `proposal` as one commit with its trailers plus `Desk-Reviewed-By`, through
         the gate; `text` replaces its one proposed file (accept --edit). The assistant may not
         (UsageError, exit 2); a proposal touching anything but memory files or not made by desk is
         refused (exit 3); one whose memory changed on the branch since, too (ConflictError, exit 4)."""
         from desk.memory.review import accept_proposal
+        from desk.results.review import ReviewVerdict
 
-        return accept_proposal(self, proposal, actor=actor, text=text)
+        return ReviewVerdict(accept_proposal(self, proposal, actor=actor, text=text))
 
-    def reject(self, proposal: str, *, reason: str, actor: str = "user") -> ReviewOutcome:
+    def reject(self, proposal: str, *, reason: str, actor: str = "user") -> ReviewVerdict:
         """Reject proposal `proposal`: kept on `refs/desk/rejected/<id>` with `reason`. The
         assistant may not (UsageError, exit 2)."""
         from desk.memory.review import reject_proposal
+        from desk.results.review import ReviewVerdict
 
-        return reject_proposal(self, proposal, reason=reason, actor=actor)
+        return ReviewVerdict(reject_proposal(self, proposal, reason=reason, actor=actor))

@@ -46,7 +46,8 @@ def proposing(desk: DeskFolder, actor: str, operation: str, types: Iterable[str 
     (`DeskConfig.review_mode`) says to propose. A person's (`user`) writes are never proposed."""
     if actor == "user" or not desk.config.review:
         return desk
-    if not any(desk.config.review_mode(t, operation) == "propose" for t in (list(types) or [None])):
+    known: list[str | None] = [t for t in types if t] or [None]  # a type not given (an update) is the memory's own
+    if not any(desk.config.review_mode(t, operation) == "propose" for t in known):
         return desk
     clone = copy.copy(desk)
     clone.proposing = os.urandom(6).hex()
