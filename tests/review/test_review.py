@@ -239,3 +239,21 @@ def test_the_api_and_the_memory_tool_report_proposed(reviewed: DeskFolder) -> No
         assert result["status"] == "proposed" and result["proposal"]
         assert [p.id for p in d.proposals().proposals] == [result["proposal"]]
         assert not (reviewed.root / "memory/tz.md").exists()
+
+
+def test_the_memory_tool_tells_the_model_its_write_is_a_proposal(reviewed: DeskFolder, run: DeskRunner) -> None:
+    import desk as api
+    from desk.memory_tool import MemoryTool
+
+    run(*FACT)  # a person's
+    tool = MemoryTool(api.open(reviewed.root))
+    before = state(reviewed)
+    for call in ({"command": "create", "path": "/memories/lang.md", "file_text": GOOD.replace("name: tz", "name: lang")},
+                 {"command": "str_replace", "path": "/memories/tz.md", "old_str": "Paris", "new_str": "Lyon"},
+                 {"command": "delete", "path": "/memories/tz.md"},
+                 {"command": "rename", "old_path": "/memories/tz.md", "new_path": "/memories/zone.md"}):
+        result = tool.run(call)
+        assert not result.is_error, result.content
+        assert result.content.startswith("Proposed (review mode)"), result.content
+    assert state(reviewed) == before
+    assert len(as_json(run("review", "list", "--json"))["proposals"]) == 4
