@@ -121,8 +121,9 @@ def _proposal(desk: DeskFolder, proposal: str, sha: str, status: str = "pending"
 def list_proposals(desk: DeskFolder, *, rejected: bool = False) -> list[Proposal]:
     """The pending proposals (with `rejected`, the rejected ones too), oldest first."""
     git = desk.git
+    gone = {ref.removeprefix(REJECTED) for ref in git.refs.refs_under(REJECTED)}
     found = [_proposal(desk, ref.removeprefix(PROPOSALS), sha)
-             for ref, sha in git.refs.refs_under(PROPOSALS).items()]
+             for ref, sha in git.refs.refs_under(PROPOSALS).items() if ref.removeprefix(PROPOSALS) not in gone]
     if rejected:
         found += [_proposal(desk, ref.removeprefix(REJECTED), sha, "rejected")
                   for ref, sha in git.refs.refs_under(REJECTED).items()]
@@ -230,12 +231,16 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
         head = git.refs.head()
         then = git.worktree.committed_blobs(files, base)
         now = git.worktree.committed_blobs(files, head) if head else {}
+        proposed = git.worktree.committed_blobs(files, sha)
+        if text is None and head != base and proposed == now and _landed(desk, proposal):
+            # an accept killed after its commit landed, before the ref was deleted: finish it
+            git.refs.swap_ref(PROPOSALS + proposal, None, sha, f"accept: {proposal}")
+            return ReviewOutcome(proposal, "accepted", None, files)
         moved = [p for p in files if then.get(p) != now.get(p)]
         if moved:
             raise ConflictError(f"{', '.join(moved)} changed on the branch since proposal {proposal} was made; "
                                 "nothing was changed", hint=f"`desk review show {proposal}` shows both changes; "
                                 f"reject it, or make the change yourself")
-        proposed = git.worktree.committed_blobs(files, sha)
         data = git.objects.read_blobs(set(proposed.values()))
         writes: dict[str, bytes | None] = {p: (data[proposed[p]] if p in proposed else None) for p in files}
         if text is not None:
@@ -278,6 +283,13 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
     return ReviewOutcome(proposal, "accepted", landed, files)
 
 
+def _landed(desk: DeskFolder, proposal: str) -> bool:
+    """Whether HEAD's last commit is the one that accepted `proposal` (its Desk-Proposal trailer
+    and a Desk-Reviewed-By)."""
+    last = desk.git.history.commits(["HEAD"])[0]
+    return _first(last.trailers, "Desk-Proposal") == proposal and _first(last.trailers, "Desk-Reviewed-By") is not None
+
+
 def reject_proposal(desk: DeskFolder, proposal: str, *, reason: str, actor: str = "user") -> ReviewOutcome:
     """Move proposal `proposal` to `refs/desk/rejected/<id>`: a commit whose parent is the
     proposal, same tree, carrying the reason (`Desk-Reason`) and who rejected it; then the
@@ -292,8 +304,12 @@ def reject_proposal(desk: DeskFolder, proposal: str, *, reason: str, actor: str 
         assert tree is not None
         message = commit_message(f"reject proposal {proposal}", {
             "Desk-Op": "reject-proposal", "Desk-Proposal": proposal, "Desk-Actor": actor, "Desk-Reason": reason})
-        rejected = git.commit_tree(tree, sha, message)
-        if not git.refs.swap_ref(REJECTED + proposal, rejected, None, f"reject: {proposal}"):
-            raise ConflictError(f"proposal {proposal} was already rejected")
+        kept = git.refs.ref(REJECTED + proposal)
+        if kept is not None and git.refs.object_id(f"{kept}^1") == sha:
+            rejected = kept  # a reject killed between its two refs: finish it
+        else:
+            rejected = git.commit_tree(tree, sha, message)
+            if not git.refs.swap_ref(REJECTED + proposal, rejected, None, f"reject: {proposal}"):
+                raise ConflictError(f"proposal {proposal} was already rejected", hint="`desk review list --rejected`")
         git.refs.swap_ref(PROPOSALS + proposal, None, sha, f"reject: {proposal}")
     return ReviewOutcome(proposal, "rejected", rejected, list(git.history.commits([sha])[0].paths))

@@ -257,3 +257,25 @@ def test_the_memory_tool_tells_the_model_its_write_is_a_proposal(reviewed: DeskF
         assert result.content.startswith("Proposed (review mode)"), result.content
     assert state(reviewed) == before
     assert len(as_json(run("review", "list", "--json"))["proposals"]) == 4
+
+
+def test_an_accept_killed_before_its_ref_was_deleted_is_finished(reviewed: DeskFolder, run: DeskRunner) -> None:
+    proposal = propose(run, *FACT)
+    sha = git(reviewed.root, "rev-parse", f"refs/desk/proposals/{proposal}").strip()
+    assert run("review", "accept", proposal).exit_code == 0
+    git(reviewed.root, "update-ref", f"refs/desk/proposals/{proposal}", sha)  # the state a kill leaves
+    head = git(reviewed.root, "rev-parse", "HEAD").strip()
+    again = as_json(run("review", "accept", proposal, "--json"))
+    assert again["status"] == "accepted" and again["commit"] is None
+    assert git(reviewed.root, "rev-parse", "HEAD").strip() == head
+    assert git(reviewed.root, "for-each-ref", "refs/desk/proposals/") == ""
+
+
+def test_a_reject_killed_between_its_refs_is_finished(reviewed: DeskFolder, run: DeskRunner) -> None:
+    proposal = propose(run, *FACT)
+    sha = git(reviewed.root, "rev-parse", f"refs/desk/proposals/{proposal}").strip()
+    assert run("review", "reject", proposal, "--reason", "no").exit_code == 0
+    git(reviewed.root, "update-ref", f"refs/desk/proposals/{proposal}", sha)  # the state a kill leaves
+    assert as_json(run("review", "list", "--json"))["proposals"] == []
+    assert run("review", "reject", proposal, "--reason", "no").exit_code == 0
+    assert git(reviewed.root, "for-each-ref", "refs/desk/proposals/") == ""
