@@ -51,15 +51,17 @@ class ReviewMethods(DeskBase):
 
         return ProposalShown(show_proposal(self, proposal))
 
-    def accept(self, proposal: str, *, actor: str = "user", text: str | None = None) -> ReviewVerdict:
+    def accept(self, proposal: str, *, actor: str = "user", text: str | None = None,
+               edit: Callable[[str, str], str | None] | None = None) -> ReviewVerdict:
         """Land proposal `proposal` as one commit with its trailers plus `Desk-Reviewed-By`, through
-        the gate; `text` replaces its one proposed file (accept --edit). The assistant may not
+        the gate; `text` replaces its one proposed file, or `edit(path, proposed text)` returns the
+        replacement (accept --edit: it runs before the desk is locked; None or blank aborts, exit 2). The assistant may not
         (UsageError, exit 2); a proposal touching anything but memory files or not made by desk is
         refused (exit 3); one whose memory changed on the branch since, too (ConflictError, exit 4)."""
         from desk.memory.review import accept_proposal
         from desk.results.review import ReviewVerdict
 
-        return ReviewVerdict(accept_proposal(self, proposal, actor=actor, text=text))
+        return ReviewVerdict(accept_proposal(self, proposal, actor=actor, text=text, edit=edit))
 
     def reject(self, proposal: str, *, reason: str, actor: str = "user") -> ReviewVerdict:
         """Reject proposal `proposal`: kept on `refs/desk/rejected/<id>` with `reason`. The

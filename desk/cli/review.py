@@ -50,20 +50,10 @@ def review_accept_command(proposal: str, edit: bool, actor: str) -> None:
     """Land proposal ID on the branch as one commit: its trailers plus Desk-Reviewed-By, through the
     gate again. Refused (exit 4) when a memory it changes moved on the branch since, (exit 3) when
     it changes anything but memory files; the assistant may not accept (exit 2)."""
-    desk = invocation().desk()
-    text = None
-    if edit:
-        from desk.errors import UsageError
+    def editor(_path: str, proposed: str) -> str | None:
+        return click.edit(proposed, extension=".md", require_save=False)
 
-        files = {p: t for p, t in desk.proposal(proposal).value.files.items() if t is not None}
-        if len(files) != 1:
-            raise UsageError(f"--edit needs a proposal that writes one memory file; {proposal} writes {len(files)}")
-        (path, proposed), = files.items()
-        text = click.edit(proposed, extension=".md", require_save=False)
-        if text is None or not text.strip():
-            raise UsageError(f"the edited {path} is empty; nothing was changed",
-                             hint=f"run `desk review accept {proposal} --edit` again, or reject it")
-    render(desk.accept(proposal, actor=actor, text=text))
+    render(invocation().desk().accept(proposal, actor=actor, edit=editor if edit else None))
 
 
 @review_group.command("reject")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, UsageError
@@ -209,7 +209,8 @@ def _hostile(proposal: str, sha: str, commit: Commit, base: str | None, second: 
     return findings
 
 
-def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", text: str | None = None) -> ReviewOutcome:
+def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", text: str | None = None,
+                    edit: Callable[[str, str], str | None] | None = None) -> ReviewOutcome:
     """Land proposal `proposal` on the branch as one commit (its trailers plus `Desk-Reviewed-By`),
     through the gate; with `text`, the proposal's one memory file replaced by it (accept --edit).
 
@@ -218,6 +219,15 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
     ConflictError (exit 4) when a memory it changes changed on the branch since. Nothing changed then.
     """
     _require_person(actor, "accept")
+    if edit is not None and text is None:  # the editor runs before the lock is taken
+        written = {p: t for p, t in show_proposal(desk, proposal).files.items() if t is not None}
+        if len(written) != 1:
+            raise UsageError(f"--edit needs a proposal that writes one memory file; {proposal} writes {len(written)}")
+        (edited, before), = written.items()
+        text = edit(edited, before)
+        if text is None or not text.strip():
+            raise UsageError(f"the edited {edited} is empty; nothing was changed",
+                             hint=f"run `desk review accept {proposal} --edit` again, or reject it")
     with transaction(desk) as tx, head_mirror(desk) as mirror:
         sha = _pending(desk, proposal)
         git = desk.git
@@ -281,6 +291,28 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
             record(mirror, known, landed, recorded, index)
         git.refs.swap_ref(PROPOSALS + proposal, None, sha, f"accept: {proposal}")
     return ReviewOutcome(proposal, "accepted", landed, files)
+
+
+def pending_lines(desk: DeskFolder) -> list[str]:
+    """One line per pending proposal for `desk context --pending`, each marked as pending: its id,
+    what it does and the proposed memory's first body line (or that it deletes the memory)."""
+    from desk.formats.memory_file import parse_memory as parse
+
+    lines = []
+    for found in list_proposals(desk):
+        shown = show_proposal(desk, found.id)
+        said = []
+        for path, text in shown.files.items():
+            if text is None:
+                said.append(f"removes {path}")
+                continue
+            try:
+                body = parse(text.encode("utf-8"), path, _name(path)).body.strip().split("\n", 1)[0]
+            except (DeskError, ValueError):
+                body = "(unreadable)"
+            said.append(f"{path}: {body}")
+        lines.append(f"- PENDING, not yet in memory ({found.id}, {found.subject}): {'; '.join(said)}")
+    return lines
 
 
 def _landed(desk: DeskFolder, proposal: str) -> bool:
