@@ -30,6 +30,8 @@ from desk.storage.git import Commit, blob_sha
 from desk.transaction import PROPOSALS, add_trailers, commit_message, transaction
 
 REJECTED = "refs/desk/rejected/"
+ACCEPTED = "refs/desk/accepted/"  # each accepted proposal's id -> the commit that landed it
+REVIEW_REFS = [PROPOSALS, REJECTED, ACCEPTED]  # what `desk sync` exchanges, never forced
 PROPOSAL_ID = re.compile(r"[0-9a-f]{12}")
 MEMORY_FILE = re.compile(r"memory/[^/]+\.md")
 PROJECT_FILE = re.compile(r"projects/([^/]+)/(?:memory/[^/]+\.md|MEMORY\.md)")
@@ -121,7 +123,7 @@ def _proposal(desk: DeskFolder, proposal: str, sha: str, status: str = "pending"
 def list_proposals(desk: DeskFolder, *, rejected: bool = False) -> list[Proposal]:
     """The pending proposals (with `rejected`, the rejected ones too), oldest first."""
     git = desk.git
-    gone = {ref.removeprefix(REJECTED) for ref in git.refs.refs_under(REJECTED)}
+    gone = {ref.rsplit("/", 1)[-1] for prefix in (REJECTED, ACCEPTED) for ref in git.refs.refs_under(prefix)}
     found = [_proposal(desk, ref.removeprefix(PROPOSALS), sha)
              for ref, sha in git.refs.refs_under(PROPOSALS).items() if ref.removeprefix(PROPOSALS) not in gone]
     if rejected:
@@ -133,8 +135,10 @@ def list_proposals(desk: DeskFolder, *, rejected: bool = False) -> list[Proposal
 def _pending(desk: DeskFolder, proposal: str) -> str:
     _require_id(proposal)
     sha = desk.git.refs.ref(PROPOSALS + proposal)
-    if sha is None:
-        gone = "it was rejected" if desk.git.refs.ref(REJECTED + proposal) else "there is no such proposal"
+    landed = desk.git.refs.ref(ACCEPTED + proposal)
+    if sha is None or landed is not None:
+        gone = ("it was accepted" if landed is not None else "it was rejected"
+                if desk.git.refs.ref(REJECTED + proposal) else "there is no such proposal")
         raise DeskError(f"no pending proposal {proposal}: {gone}", hint="`desk review list` shows the pending ones")
     return sha
 
@@ -242,8 +246,9 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
         then = git.worktree.committed_blobs(files, base)
         now = git.worktree.committed_blobs(files, head) if head else {}
         proposed = git.worktree.committed_blobs(files, sha)
-        if text is None and head != base and proposed == now and _landed(desk, proposal):
-            # an accept killed after its commit landed, before the ref was deleted: finish it
+        if text is None and head is not None and head != base and proposed == now and _landed(desk, proposal):
+            # an accept killed after its commit landed, before its refs moved: finish it
+            git.refs.swap_ref(ACCEPTED + proposal, head, None, f"accept: {proposal}")
             git.refs.swap_ref(PROPOSALS + proposal, None, sha, f"accept: {proposal}")
             return ReviewOutcome(proposal, "accepted", None, files)
         moved = [p for p in files if then.get(p) != now.get(p)]
@@ -289,6 +294,7 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
                 entry = changes[_name(path)]
                 recorded[_name(path)] = None if entry is None else (blob_sha(writes[path] or b""), entry)
             record(mirror, known, landed, recorded, index)
+        git.refs.swap_ref(ACCEPTED + proposal, landed, None, f"accept: {proposal}")  # other clones learn it
         git.refs.swap_ref(PROPOSALS + proposal, None, sha, f"accept: {proposal}")
     return ReviewOutcome(proposal, "accepted", landed, files)
 

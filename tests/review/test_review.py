@@ -112,6 +112,8 @@ def test_list_show_accept(reviewed: DeskFolder, run: DeskRunner) -> None:
     assert "[tz](memory/tz.md)" in (reviewed.root / "MEMORY.md").read_text()
     assert git(reviewed.root, "status", "--porcelain") == ""
     assert git(reviewed.root, "for-each-ref", "refs/desk/proposals/") == ""
+    assert git(reviewed.root, "rev-parse", f"refs/desk/accepted/{proposal}").strip() == commit
+    assert run("review", "accept", proposal).exit_code == 1  # no longer pending
     assert run("validate", "--all").exit_code == 0
 
 
@@ -263,7 +265,8 @@ def test_an_accept_killed_before_its_ref_was_deleted_is_finished(reviewed: DeskF
     proposal = propose(run, *FACT)
     sha = git(reviewed.root, "rev-parse", f"refs/desk/proposals/{proposal}").strip()
     assert run("review", "accept", proposal).exit_code == 0
-    git(reviewed.root, "update-ref", f"refs/desk/proposals/{proposal}", sha)  # the state a kill leaves
+    git(reviewed.root, "update-ref", "-d", f"refs/desk/accepted/{proposal}")  # the state a kill leaves
+    git(reviewed.root, "update-ref", f"refs/desk/proposals/{proposal}", sha)
     head = git(reviewed.root, "rev-parse", "HEAD").strip()
     again = as_json(run("review", "accept", proposal, "--json"))
     assert again["status"] == "accepted" and again["commit"] is None

@@ -116,6 +116,21 @@ class Refs:
             refs[name] = sha
         return refs
 
+    def exchange(self, remote: str, prefixes: list[str], *, push: bool) -> list[str]:
+        """Fetch the refs under each of `prefixes` (`refs/desk/proposals/`) from `remote` into the
+        same names here, then (with `push`) push this clone's there: never forced, so a ref that
+        exists on either side with another value is left as it is. Returns git's words for what
+        was refused (empty when all went through)."""
+        specs = [f"{p}*:{p}*" for p in prefixes]
+        refused = []
+        for args in (("fetch", "--no-tags", "--no-write-fetch-head", "--quiet", remote, *specs),
+                     *((("push", "--quiet", remote, *specs),) if push else ())):
+            proc = self._git.completed(args)
+            if proc.returncode != 0:
+                words = " ".join(proc.stderr.decode("utf-8", "replace").split())
+                refused.append(f"git {args[0]} {remote}: {words[:400]}")
+        return refused
+
     def update_ref(self, ref: str, new: str) -> None:
         self._git.run("update-ref", "-m", "desk sync", ref, new)
 
