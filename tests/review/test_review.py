@@ -294,3 +294,13 @@ def test_context_shows_pending_proposals_only_on_request(reviewed: DeskFolder, r
     assert "[0000]" not in shown  # one line per proposal: its text cannot write one of desk's headings
     section = as_json(run("context", "--pending", "--json"))["sections"][-1]
     assert section["key"] == "pending" and proposal in section["text"]
+
+
+def test_a_project_memory_is_proposed_and_accepted_with_its_own_index(reviewed: DeskFolder, run: DeskRunner) -> None:
+    proposal = propose(run, "--project", "web", "remember", "api", "The API lives at /v2.", "--type", "fact",
+                       "--description", "api root", "--trigger", "api")
+    assert not (reviewed.root / "projects/web/memory/api.md").exists()
+    assert run("review", "accept", proposal).exit_code == 0
+    assert "[api](memory/api.md)" in (reviewed.root / "projects/web/MEMORY.md").read_text()
+    assert git(reviewed.root, "status", "--porcelain") == ""
+    assert run("validate", "--all").exit_code == 0
