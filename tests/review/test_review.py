@@ -304,3 +304,21 @@ def test_a_project_memory_is_proposed_and_accepted_with_its_own_index(reviewed: 
     assert "[api](memory/api.md)" in (reviewed.root / "projects/web/MEMORY.md").read_text()
     assert git(reviewed.root, "status", "--porcelain") == ""
     assert run("validate", "--all").exit_code == 0
+
+
+@pytest.mark.usefixtures("identity")
+def test_the_mcp_server_answers_proposed(reviewed: DeskFolder) -> None:
+    import anyio
+
+    from tests.serve.mcp_client import call, stdio_session
+
+    root, head = reviewed.root, git(reviewed.root, "rev-parse", "HEAD")
+
+    async def main() -> None:
+        async with stdio_session(root) as s:
+            made = await call(s, "remember", name="tz", body="The user works in Paris.", type="fact",
+                              description="tz", triggers=["timezone"])
+            assert made["status"] == "proposed" and made["proposal"]
+            assert made["commit"] == git(root, "rev-parse", f"refs/desk/proposals/{made['proposal']}").strip()
+    anyio.run(main)
+    assert git(root, "rev-parse", "HEAD") == head and not (root / "memory/tz.md").exists()
