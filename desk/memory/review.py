@@ -321,6 +321,25 @@ def pending_lines(desk: DeskFolder) -> list[str]:
     return lines
 
 
+def already_proposed(desk: DeskFolder, path: str, body: str) -> bool:
+    """Whether a pending or rejected proposal already writes `path` with this body (the digest
+    asks before proposing a memory again)."""
+    from desk.text.normalize import content_key
+
+    git, wanted = desk.git, content_key(body)
+    for prefix in (PROPOSALS, REJECTED):
+        for sha in git.refs.refs_under(prefix).values():
+            data = git.objects.blob_at(sha, path)
+            if data is None:
+                continue
+            try:
+                if content_key(parse_memory(data, path, _name(path)).body) == wanted:
+                    return True
+            except (DeskError, ValueError):
+                continue
+    return False
+
+
 def _landed(desk: DeskFolder, proposal: str) -> bool:
     """Whether HEAD's last commit is the one that accepted `proposal` (its Desk-Proposal trailer
     and a Desk-Reviewed-By)."""
