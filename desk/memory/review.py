@@ -349,12 +349,13 @@ def _landed(desk: DeskFolder, proposal: str) -> bool:
 
 def reject_proposal(desk: DeskFolder, proposal: str, *, reason: str, actor: str = "user") -> ReviewOutcome:
     """Move proposal `proposal` to `refs/desk/rejected/<id>`: a commit whose parent is the
-    proposal, same tree, carrying the reason (`Desk-Reason`) and who rejected it; then the
-    proposal's ref is deleted. Kept, never deleted silently."""
+    proposal, same tree, carrying the reason (`Desk-Reason`) and who rejected it; the same message
+    lands on the branch as an empty commit (the audit trail, `desk log`); then the proposal's ref
+    is deleted. Kept, never deleted silently."""
     _require_person(actor, "reject")
     if not reason or not reason.strip():
         raise UsageError("--reason is required: say why the proposal is rejected")
-    with transaction(desk):
+    with transaction(desk) as tx:
         sha = _pending(desk, proposal)
         git = desk.git
         tree = git.refs.object_id(f"{sha}^{{tree}}")
@@ -368,5 +369,8 @@ def reject_proposal(desk: DeskFolder, proposal: str, *, reason: str, actor: str 
             rejected = git.commit_tree(tree, sha, message)
             if not git.refs.swap_ref(REJECTED + proposal, rejected, None, f"reject: {proposal}"):
                 raise ConflictError(f"proposal {proposal} was already rejected", hint="`desk review list --rejected`")
+        last = git.history.commits(["HEAD"])[0]
+        if _first(last.trailers, "Desk-Op") != "reject-proposal" or _first(last.trailers, "Desk-Proposal") != proposal:
+            tx.commit({}, message)  # the audit trail (`desk log`): an empty commit on the branch
         git.refs.swap_ref(PROPOSALS + proposal, None, sha, f"reject: {proposal}")
     return ReviewOutcome(proposal, "rejected", rejected, list(git.history.commits([sha])[0].paths))

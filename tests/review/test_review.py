@@ -159,10 +159,14 @@ def test_accept_edit_lands_the_persons_version(reviewed: DeskFolder, run: DeskRu
 
 def test_reject_keeps_the_proposal_with_its_reason(reviewed: DeskFolder, run: DeskRunner) -> None:
     proposal = propose(run, *FACT)
-    before = state(reviewed)
+    files = {k: v for k, v in state(reviewed).items() if not k.startswith(".git/")}
+    head = git(reviewed.root, "rev-parse", "HEAD").strip()
     result = run("review", "reject", proposal, "--reason", "wrong city", "--json")
     assert result.exit_code == 0, result.output
-    assert state(reviewed) == before
+    assert {k: v for k, v in state(reviewed).items() if not k.startswith(".git/")} == files
+    audit = git(reviewed.root, "log", "-1", "--format=%P%n%B")  # the audit trail: an empty commit
+    assert audit.startswith(head) and "Desk-Op: reject-proposal" in audit and "Desk-Reason: wrong city" in audit
+    assert git(reviewed.root, "diff", "--name-only", "HEAD~1", "HEAD") == ""
     kept = git(reviewed.root, "rev-parse", f"refs/desk/rejected/{proposal}").strip()
     assert "Desk-Reason: wrong city" in git(reviewed.root, "log", "-1", "--format=%B", kept)
     assert git(reviewed.root, "for-each-ref", "refs/desk/proposals/") == ""

@@ -49,7 +49,8 @@ def test_a_proposal_travels_and_its_verdict_comes_back(two: Clones) -> None:
     a.sync()
     b.sync()
     assert pending(b) == []  # the accepted and rejected refs came back: nothing left to review
-    assert git(b.root, "rev-parse", "HEAD").strip() == landed
+    assert git(b.root, "rev-parse", "HEAD~1").strip() == landed  # then the rejection's audit commit
+    assert "Desk-Op: reject-proposal" in git(b.root, "log", "-1", "--format=%B")
     assert (b.root / "memory/tz.md").exists() and not (b.root / "memory/lang.md").exists()
     reasons = [p.reason for p in b.proposals(rejected=True).proposals if p.status == "rejected"]
     assert reasons == ["not a fact"]
