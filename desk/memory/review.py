@@ -205,6 +205,9 @@ def _hostile(proposal: str, sha: str, commit: Commit, base: str | None, second: 
     if _first(commit.trailers, "Desk-Proposal") != proposal:
         findings.append(Finding(INDEX_FILE, 1, "review-unmarked", f"proposal {proposal}'s commit does not carry "
                                 f"`Desk-Proposal: {proposal}`: desk did not make it for this id"))
+    if not any(MEMORY_FILE.fullmatch(c.path) or (PROJECT_FILE.fullmatch(c.path) and not c.path.endswith(INDEX_FILE))
+               for c in commit.changes):
+        findings.append(Finding(INDEX_FILE, 1, "review-shape", f"proposal {proposal} changes no memory file"))
     for change in commit.changes:
         if not (MEMORY_FILE.fullmatch(change.path) or PROJECT_FILE.fullmatch(change.path)
                 or change.path == INDEX_FILE):

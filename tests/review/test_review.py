@@ -224,6 +224,14 @@ def test_a_hostile_proposal_outside_memory_is_refused(reviewed: DeskFolder, run:
     assert state(reviewed) == before
 
 
+def test_a_hand_made_proposal_of_the_index_alone_is_refused(reviewed: DeskFolder, run: DeskRunner) -> None:
+    _hand_made(reviewed, "0123456789ab", {"MEMORY.md": "# hijacked\n"}, "x\n\nDesk-Proposal: 0123456789ab\n")
+    before = state(reviewed)
+    result = run("review", "accept", "0123456789ab")
+    assert result.exit_code == 3 and "review-shape" in result.output
+    assert state(reviewed) == before
+
+
 def test_a_hand_made_proposal_is_gated_at_accept(reviewed: DeskFolder, run: DeskRunner) -> None:
     broken = GOOD.replace("type: fact", "type: gossip")
     _hand_made(reviewed, "0123456789ab", {"memory/tz.md": broken}, "remember: tz\n\nDesk-Proposal: 0123456789ab\n")
