@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.storage.reading import read_regular
-from desk.vocabulary import CONFIG_PATH, DESK_ID_RE, DESK_SCHEMA, newer_schema
+from desk.vocabulary import CONFIG_PATH, DESK_ID_RE, DESK_SCHEMA, MEMORY_TYPES, newer_schema
 
 SCHEMA_VERSION = DESK_SCHEMA
 
@@ -61,6 +62,20 @@ class Secrets(_Strict):
     allow: list[str] = []
 
 
+ReviewMode = Literal["direct", "propose"]
+ReviewKey = Literal["*", "preference", "decision", "convention", "pitfall", "fact", "reference"]
+REVIEW_OPS = ("create", "update", "forget", "rename")
+
+
+class ReviewOps(_Strict):
+    """Review mode per operation for one memory type; an operation left out follows `*`."""
+
+    create: ReviewMode | None = None  # None: the `*` setting (or `direct`)
+    update: ReviewMode | None = None
+    forget: ReviewMode | None = None
+    rename: ReviewMode | None = None
+
+
 class DeskConfig(_Strict):
     schema_version: int = Field(default=SCHEMA_VERSION, ge=1)
     desk_id: str
@@ -68,6 +83,22 @@ class DeskConfig(_Strict):
     budgets: ContextBudgets = ContextBudgets()
     context: ContextOptions = ContextOptions()
     secrets: Secrets = Secrets()
+    # Review mode (docs/review.md): memory type or `*` -> `direct` | `propose`, or per operation.
+    review: dict[ReviewKey, ReviewMode | ReviewOps] = {}
+
+    def review_mode(self, type: str | None, operation: str) -> ReviewMode:
+        """How the assistant's `operation` (create, update, forget, rename) on a memory of `type`
+        lands: `direct` (a commit on the branch) or `propose` (a proposal a person reviews). The
+        type's own setting wins over `*`; without either, `direct`."""
+        every = self.review.get("*", "direct")
+        for setting in (self.review.get(type) if type in MEMORY_TYPES else None, every):  # type: ignore[call-overload]
+            if isinstance(setting, ReviewOps):
+                mode: ReviewMode | None = getattr(setting, operation)
+                if mode is not None:
+                    return mode
+            elif setting is not None:
+                return setting
+        return "direct"
 
     @field_validator("desk_id")
     @classmethod
@@ -81,7 +112,10 @@ class DeskConfig(_Strict):
         return value
 
     def to_bytes(self) -> bytes:
-        return (json.dumps(self.model_dump(), indent=2, ensure_ascii=False) + "\n").encode()
+        data = self.model_dump(exclude_defaults=False)
+        if not data["review"]:
+            del data["review"]  # absent means every write is direct: a desk without it stays as it was
+        return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def new_config() -> DeskConfig:
@@ -107,9 +141,8 @@ def load_config(root: Path) -> DeskConfig:
     except ValidationError as exc:
         unknown = [e for e in exc.errors() if e["type"] == "extra_forbidden"]
         raise InvalidFileError([
-            Finding(CONFIG_PATH, field_line(text, e["loc"]), "config-field",
-                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}")
-            for e in exc.errors()
+            Finding(CONFIG_PATH, field_line(text, loc), "config-field", f"{'.'.join(str(p) for p in loc)}: {msg}")
+            for loc, msg in config_errors(exc)
         ], hint=("an unknown setting is usually one a newer desk wrote: every new setting comes with a "
                  "new schema_version, so upgrade desk on this machine (`pip install -U desk`), or "
                  "remove the setting by hand") if unknown else (
@@ -118,12 +151,40 @@ def load_config(root: Path) -> DeskConfig:
         ) from None
 
 
+def config_errors(exc: ValidationError) -> list[tuple[tuple[int | str, ...], str]]:
+    """pydantic's errors as (loc, message), one per setting: a bad review value fails both
+    branches of its union (a mode, or a map of operations), reported once in plain words."""
+    seen: dict[tuple[int | str, ...], str] = {}
+    for error in exc.errors():
+        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and (p.startswith("literal[")
+                                                                          or p == "ReviewOps")))
+        msg = error["msg"].removeprefix("Value error, ")
+        if loc[:1] == ("review",) and len(loc) == 3 and loc[2] == "[key]":
+            loc, msg = loc[:2], f"not a memory type: use `*` or one of {', '.join(MEMORY_TYPES)}"
+        elif loc[:1] == ("review",) and len(loc) == 2 and len(error["loc"]) > 2:
+            msg = ("must be `direct`, `propose`, or a map from create/update/forget/rename to one "
+                   "of those")
+        seen.setdefault(loc, msg)
+    return [(loc, msg) for loc, msg in seen.items()  # a map with a bad operation: that operation alone
+            if not any(len(other) > len(loc) and other[:len(loc)] == loc for other in seen)]
+
+
 def field_line(text: bytes | str, loc: tuple[int | str, ...]) -> int:
-    """The line of desk.json where the top-level key of `loc` is written (1 when not found)."""
+    """The line of desk.json where the key of `loc` is written: each key of the path looked for
+    after the line of the one before (`review.preference.update`), so a bad nested value is named
+    at its own line; the deepest key found wins (1 when not even the top-level key is found)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    key = json.dumps(str(loc[0])) if loc else None
-    for number, line in enumerate(text.split("\n"), 1):
-        if key is not None and line.lstrip().startswith(key):
-            return number
-    return 1
+    lines = text.split("\n")
+    found, start = 1, 0
+    for part in loc:
+        if not isinstance(part, str):
+            continue  # a list index: not a key in the file
+        key = json.dumps(part)
+        for number in range(start, len(lines)):
+            if lines[number].lstrip().startswith(key) or f"{key}:" in lines[number].replace(" ", ""):
+                found, start = number + 1, number + 1
+                break
+        else:
+            break
+    return found

@@ -247,6 +247,9 @@ class DeskFolder:
     # own, e.g. `Desk-Client` from `desk serve` (set with `desk.api.Desk.with_trailers`).
     trailers: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     found_by: str = field(default="explicit", compare=False)  # explicit | cwd | env (find_desk)
+    # Review mode: a proposal id while a write is proposed instead of committed (docs/review.md):
+    # the transaction then puts its commit on refs/desk/proposals/<id>, never on the branch.
+    proposing: str | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def git(self) -> Git:

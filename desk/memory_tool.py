@@ -188,6 +188,8 @@ class MemoryTool:
         self._real_file(f"memory/{name}.md")
         result = self.desk.remember_file(name, _text_arg(file_text, "file_text"), actor=ACTOR)
         status = result.to_json()["status"]
+        if status == "proposed":
+            return _proposed(result.to_json(), path)
         if status == "unchanged":
             return f"{path} already holds exactly this text; nothing changed."
         return f"File {'created' if status == 'created' else 'overwritten'} successfully at: {path}"
@@ -205,7 +207,9 @@ class MemoryTool:
             raise Refused(f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in "
                           f"lines: {', '.join(lines) or '?'}. Please ensure it is unique")
         new_text = text.replace(old_str, new_str, 1)
-        self.desk.remember_file(name, new_text, actor=ACTOR)
+        done = self.desk.remember_file(name, new_text, actor=ACTOR).to_json()
+        if done["status"] == "proposed":
+            return _proposed(done, path)
         at = text[:text.index(old_str)].count("\n")
         return "The memory file has been edited.\n" + _snippet(new_text, at, new_str.count("\n") + 1)
 
@@ -221,8 +225,10 @@ class MemoryTool:
         added = insert_text if insert_text.endswith("\n") else insert_text + "\n"
         if lines and not lines[-1].endswith("\n") and insert_line == len(lines):
             lines[-1] += "\n"
-        self.desk.remember_file(name, "".join(lines[:insert_line]) + added + "".join(lines[insert_line:]),
-                                actor=ACTOR)
+        done = self.desk.remember_file(name, "".join(lines[:insert_line]) + added + "".join(lines[insert_line:]),
+                                       actor=ACTOR).to_json()
+        if done["status"] == "proposed":
+            return _proposed(done, path)
         return f"The file {path} has been edited."
 
     def delete(self, path: str) -> str:
@@ -231,7 +237,9 @@ class MemoryTool:
         self._real_file(f"memory/{name}.md")
         if not (self.desk.root / "memory" / f"{name}.md").is_file():
             raise Refused(f"The path {path} does not exist. Please provide a valid path.")
-        self.desk.forget(name, reason="memory tool: delete", actor=ACTOR)
+        done = self.desk.forget(name, reason="memory tool: delete", actor=ACTOR).to_json()
+        if done["status"] == "proposed":
+            return _proposed(done, path)
         return f"Successfully deleted {path}"
 
     def rename(self, old_path: str, new_path: str) -> str:
@@ -243,8 +251,16 @@ class MemoryTool:
             raise Refused(f"The path {old_path} does not exist. Please provide a valid path.")
         if (self.desk.root / "memory" / f"{new}.md").exists():
             raise Refused(f"Error: The destination {new_path} already exists")
-        self.desk.rename(old, new, actor=ACTOR)
+        done = self.desk.rename(old, new, actor=ACTOR).to_json()
+        if done["status"] == "proposed":
+            return _proposed(done, old_path)
         return f"Successfully renamed {old_path} to {new_path}"
+
+
+def _proposed(result: dict[str, Any], path: str) -> str:
+    """What the model is told when review mode turned its write into a proposal: nothing changed yet."""
+    return (f"Proposed (review mode): a person reviews this change to {path} before it counts; "
+            f"proposal {result['proposal']}. The file is unchanged until it is accepted.")
 
 
 def _text_arg(value: Any, field: str) -> str:

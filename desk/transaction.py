@@ -49,6 +49,18 @@ PENDING_PREFIX = "desk-pending-"
 # must not read "nothing happened" (desk.api.last_landed, for the CLI).
 LANDED: list[tuple[str, str]] = []
 MOVE_ATTEMPTS = 5  # compare-and-swap retries when a person moves HEAD during a desk commit
+PROPOSALS = "refs/desk/proposals/"  # review mode's pending proposals, one ref each (docs/review.md)
+
+
+class Proposed(Exception):  # noqa: N818 (an outcome, not an error)
+    """Raised by `Transaction.commit` in review mode (`desk.proposing` set) once the write is a
+    proposal: one gated commit on `refs/desk/proposals/<id>` whose parent is HEAD. Nothing landed
+    on the branch, so the operation stops here and the API reports status `proposed`."""
+
+    def __init__(self, proposal: str, commit: str) -> None:
+        super().__init__(f"proposed {proposal}")
+        self.proposal = proposal
+        self.commit = commit
 
 
 def commit_message(subject: str, trailers: Mapping[str, str | None], body: str | None = None) -> str:
@@ -114,8 +126,12 @@ class Transaction:
 
         git = self.desk.git
         message = add_trailers(message, self.desk.trailers)
+        if self.desk.proposing is not None:
+            message = add_trailers(message, {"Desk-Proposal": self.desk.proposing})
         # The one gate (docs/design.md §1.3): the hook's rules, in process, on exactly this change.
         require_valid(self.desk, writes, message, known=known)
+        if self.desk.proposing is not None:
+            raise Proposed(self.desk.proposing, self._propose(writes, message, known))
         before = {p: self._read(p) for p in sorted(writes)}
         crash_point("before-marker")
         marker = mark_pending(self.desk, writes, before, message)
@@ -148,6 +164,23 @@ class Transaction:
         marker.unlink(missing_ok=True)
         raise ConflictError("HEAD kept moving while desk committed (another process is committing "
                             "in a loop); nothing was changed", hint="run the command again")
+
+    def _propose(self, writes: Mapping[str, bytes | None], message: str, known: KnownHead | None) -> str:
+        """Review mode: the gated change as one commit on HEAD, put on its own proposal ref by
+        compare-and-swap (the ref must not exist); the branch, the work tree and the person's
+        index are never touched. Built like `commit`'s: blobs, desk's private index, commit-tree."""
+        from desk.gate.validate import require_valid
+
+        git, proposal = self.desk.git, self.desk.proposing
+        head = git.refs.head()
+        if known is not None and head != known.commit:
+            require_valid(self.desk, writes, message)
+        blobs = {p: (git.objects.write_blob(data) if data is not None else None) for p, data in writes.items()}
+        sha = git.commit_tree(git.index.build_tree(head, blobs), head, message)
+        if not git.refs.swap_ref(PROPOSALS + str(proposal), sha, None, f"propose: {message.splitlines()[0]}"):
+            raise ConflictError(f"proposal {proposal} already exists; nothing was changed",
+                                hint="run the command again (a new proposal gets a new id)")
+        return sha
 
     def _publish(self, writes: Mapping[str, bytes | None], before: Mapping[str, bytes | None],
                  blobs: Mapping[str, str | None], head: str | None, sha: str, subject: str) -> bool:

@@ -191,6 +191,33 @@ def invocations(tmp_path: Path, event_id: str) -> Iterator[tuple[tuple[str, ...]
     yield ("pref", "list"), ["pref", "list", "--all", "--json"]
     yield ("pref", "history"), ["pref", "history", "response.language"]
     yield ("pref", "delete"), ["pref", "delete", "response.language", "--json"]
+    yield from review_invocations(tmp_path / "desk")
+
+
+def review_invocations(root: Path) -> Iterator[tuple[tuple[str, ...], list[str]]]:
+    """`desk review`'s commands, review mode switched on by hand first (docs/review.md)."""
+    if root.is_dir():  # (the command-table check only lists the commands)
+        config = json.loads((root / ".system/desk.json").read_text())
+        config["review"] = {"*": "propose"}
+        (root / ".system/desk.json").write_text(json.dumps(config, indent=2) + "\n")
+        subprocess.run(["git", "-C", str(root), "commit", "-qam", "review mode"], check=True)
+
+    def latest() -> str:
+        if not root.is_dir():
+            return "0" * 12
+        out = subprocess.run(["git", "-C", str(root), "for-each-ref", "--sort=-creatordate",
+                              "--format=%(refname:lstrip=3)", "refs/desk/proposals/"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        return out[0] if out else "0" * 12
+
+    yield ("remember",), ["remember", "omega", "The omega fact body.", "--type", "fact", "-d", "About omega",
+                          "--actor", "assistant", "--json"]
+    yield ("review", "list"), ["review"]  # the group alone lists
+    yield ("review", "list"), ["review", "list", "--rejected", "--json"]
+    yield ("review", "show"), ["review", "show", latest()]
+    yield ("review", "accept"), ["review", "accept", latest(), "--edit", "--json"]
+    yield ("forget",), ["forget", "omega", "--reason", "tested", "--actor", "assistant"]
+    yield ("review", "reject"), ["review", "reject", latest(), "--reason", "kept after all"]
 
 
 def test_every_cli_command_makes_exactly_one_api_call(desk_root: Path, tmp_path: Path, api_calls: ApiCalls,

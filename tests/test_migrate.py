@@ -173,7 +173,8 @@ def test_an_unknown_setting_names_the_key_and_says_to_upgrade(desk: DeskFolder) 
     before = snapshot(desk.root)
     result = DeskRunner(desk.root)("context")  # a command that reads the settings
     assert result.exit_code == 3, result.output
-    assert ".system/desk.json:1" in result.output and "budgets.from_the_future" in result.output
+    line = next(i for i, l in enumerate(path.read_text().split("\n"), 1) if '"from_the_future"' in l)
+    assert f".system/desk.json:{line}:" in result.output and "budgets.from_the_future" in result.output
     assert "upgrade desk" in result.output
     assert snapshot(desk.root) == before
 

@@ -28,11 +28,12 @@ from desk.api.history import HistoryMethods
 from desk.api.memories import MemoryMethods
 from desk.api.notes import NoteMethods
 from desk.api.reads import ReadMethods
+from desk.api.review import ReviewMethods
 from desk.api.users import UserMethods
 from desk.layout import DeskFolder, find_desk
 
 
-class Desk(MemoryMethods, ReadMethods, HistoryMethods, UserMethods, NoteMethods, GuardMethods):
+class Desk(MemoryMethods, ReadMethods, HistoryMethods, UserMethods, NoteMethods, GuardMethods, ReviewMethods):
     """A desk: a git repository of Markdown files holding an assistant's identity and memory."""
 
 

@@ -8,10 +8,22 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from desk.api.base import DeskBase, Time, require_reason, words
+from desk.api.review import reviewed
 from desk.errors import RejectedError
 
 if TYPE_CHECKING:
     from desk.results import AuditTrail, MemoryChange, MemoryDiff, MemoryList, Restored, ShownMemory
+
+
+def _text_type(data: bytes, path: str, name: str) -> str | None:
+    """The type a whole memory file's text declares, None when it does not parse."""
+    from desk.errors import DeskError
+    from desk.formats.memory_file import parse_memory
+
+    try:
+        return parse_memory(data, path, name).meta.type
+    except (DeskError, ValueError):
+        return None
 
 
 class MemoryMethods(DeskBase):
@@ -37,14 +49,18 @@ class MemoryMethods(DeskBase):
         from desk.memory.operations import remember
         from desk.results.change import MemoryChange
 
+        from desk.memory.review import memory_type
+
         name = self._name(name, project)
         path = f"memory/{name}.md" if project is None else project_memory_path(project, name)
+        old = memory_type(self, path) if actor != "user" else None
+        operation = "update" if actor != "user" and self.path(path).exists() else "create"
         try:
-            return MemoryChange(remember(
-                self, name, type=type, description=description, body=body,
+            return MemoryChange(reviewed(self, actor, operation, [type, old], name, path, lambda target: remember(
+                target, name, type=type, description=description, body=body,
                 triggers=words(triggers, "triggers"), importance=importance, expires=expires,
                 source=source, source_event=source_event, actor=actor, scope=scope,
-                clear=tuple(words(clear, "clear")), now=now, project=project))
+                clear=tuple(words(clear, "clear")), now=now, project=project)))
         except RejectedError as exc:
             exc.details = {"name": name, "path": path, "commit": None,
                            "reason": getattr(exc, "reason", None) or "invalid"}
@@ -63,9 +79,15 @@ class MemoryMethods(DeskBase):
         from desk.memory.whole_file import remember_file
         from desk.results.change import MemoryChange
 
+        from desk.memory.review import memory_type
+
         data = text.encode("utf-8") if isinstance(text, str) else text
+        path = f"memory/{name}.md"
+        types = [memory_type(self, path), _text_type(data, path, name)] if actor != "user" else []
+        operation = "update" if self.path(path).exists() else "create"
         try:
-            return MemoryChange(remember_file(self, name, data, actor=actor, now=now))
+            return MemoryChange(reviewed(self, actor, operation, types, name, path,
+                                         lambda target: remember_file(target, name, data, actor=actor, now=now)))
         except RejectedError as exc:
             exc.details = {"name": name, "path": f"memory/{name}.md", "commit": None,
                            "reason": getattr(exc, "reason", None) or "invalid"}
@@ -79,21 +101,28 @@ class MemoryMethods(DeskBase):
         """Change fields of memory `name` without restating its body: one commit, none when
         nothing differs. `triggers` replaces the list; `clear` empties triggers, importance or
         expires. DeskError (exit 1) when there is no such memory."""
+        from desk.memory.review import memory_type
         from desk.memory.revise import set_fields
         from desk.results.change import MemoryChange
 
-        return MemoryChange(set_fields(
-            self, self._name(name), description=description, type=type,
+        name = self._name(name)
+        path = f"memory/{name}.md"
+        return MemoryChange(reviewed(self, actor, "update", [type, memory_type(self, path)], name, path,
+                                     lambda target: set_fields(
+            target, name, description=description, type=type,
             triggers=words(triggers, "triggers"), add_triggers=words(add_triggers, "add_triggers"),
             remove_triggers=words(remove_triggers, "remove_triggers"), importance=importance,
-            expires=expires, clear=tuple(words(clear, "clear")), actor=actor, now=now))
+            expires=expires, clear=tuple(words(clear, "clear")), actor=actor, now=now)))
 
     def rename(self, old: str, new: str, *, actor: str = "user") -> MemoryChange:
         """Rename memory `old` to `new` in one commit (file, `name:` and MEMORY.md); history follows it."""
+        from desk.memory.review import memory_type
         from desk.memory.revise import rename
         from desk.results.change import MemoryChange
 
-        return MemoryChange(rename(self, self._name(old), self._name(new), actor=actor))
+        old, new = self._name(old), self._name(new)
+        return MemoryChange(reviewed(self, actor, "rename", [memory_type(self, f"memory/{old}.md")], new,
+                                     f"memory/{new}.md", lambda target: rename(target, old, new, actor=actor)))
 
     def diff(self, name: str, rev: str | None = None) -> MemoryDiff:
         """What changed in memory `name` from `rev` (default: before its last committed change)
@@ -109,15 +138,23 @@ class MemoryMethods(DeskBase):
         history keeps it)."""
         from desk.results.change import MemoryChange
 
+        from desk.layout import project_memory_path
+        from desk.memory.review import memory_type
+
         require_reason(reason)
+        name = self._name(name, project)
         if project is not None:
             from desk.scopes.projects import forget_in_project
 
-            return MemoryChange(forget_in_project(self, project, self._name(name, project),
-                                                  reason=reason, actor=actor))
+            path = project_memory_path(project, name)
+            return MemoryChange(reviewed(self, actor, "forget", [memory_type(self, path)], name, path,
+                                         lambda target: forget_in_project(target, project, name,
+                                                                          reason=reason, actor=actor)))
         from desk.memory.operations import forget
 
-        return MemoryChange(forget(self, self._name(name), reason=reason, actor=actor))
+        path = f"memory/{name}.md"
+        return MemoryChange(reviewed(self, actor, "forget", [memory_type(self, path)], name, path,
+                                     lambda target: forget(target, name, reason=reason, actor=actor)))
 
     def restore(self, name: str, *, from_rev: str | None = None, actor: str = "user",
                 project: str | None = None, now: dt.datetime | None = None) -> Restored:

@@ -65,7 +65,7 @@ class ReadMethods(DeskBase):
                 section_budgets: Mapping[str, int] | None = None,
                 project_agents: str | Path | None = None, as_of: Time | None = None,
                 journal_days: int | None = None, user: str | None = None,
-                project: str | None = None) -> Context:
+                project: str | None = None, pending: bool = False) -> Context:
         """What the assistant reads, within the budgets (docs/context.md).
 
         `mode` is the read: `wake` (the start of a session: AGENTS.md ... MEMORY.md and the recent
@@ -74,7 +74,8 @@ class ReadMethods(DeskBase):
         `user` (a user id; None: the desk owner) selects whose profile and preferences the wake-up
         read loads; nothing of any other user is. `project` adds that project's memory index (and,
         with a query, its trigger-hit memories) to the desk-wide ones; never another project's
-        (docs/scopes.md).
+        (docs/scopes.md). `pending` adds a last section listing review mode's pending proposals,
+        each marked as pending (docs/review.md); they are never in memory until a person accepts.
         """
         from desk.recall.git_state import context_git_state
 
@@ -106,7 +107,10 @@ class ReadMethods(DeskBase):
             mode=mode, query=query, budget=budget, section_budgets=section_budgets or {},
             project_agents=Path(project_agents) if project_agents is not None else None,
             as_of=when, journal_days=journal_days, user=user, project=project)
-        return Context(build_context(self, request, facts=facts, git_state=asked))
+        result = build_context(self, request, facts=facts, git_state=asked)
+        if pending:
+            result.sections.append(_pending_section(self, self.config.budgets.recalled))
+        return Context(result)
 
     def stats(self, *, unverified_days: int = 180, now: dt.datetime | None = None) -> Stats:
         """Memories by type, the resident index's token cost, stale memories, archive size."""
@@ -114,3 +118,22 @@ class ReadMethods(DeskBase):
         from desk.results.read import Stats
 
         return Stats(desk_stats(self, now=now, unverified_days=unverified_days))
+
+
+def _pending_section(desk: DeskBase, budget: int) -> Any:
+    """`desk context --pending`'s section: the pending proposals, one line each, marked as pending,
+    cut to `budget` tokens (what is cut is named)."""
+    from desk.memory.review import pending_lines
+    from desk.recall.context.sections import Section
+    from desk.text.escape import markdown_block
+    from desk.text.tokens import estimate_tokens
+
+    lines, kept, left = pending_lines(desk), list[str](), list[str]()
+    for line in lines:
+        if estimate_tokens("\n".join([*kept, line])) <= budget:
+            kept.append(line)
+        else:
+            left.append(line.split(":", 1)[0])
+    text = markdown_block("\n".join(kept) + "\n") if kept else "_(no pending proposals)_\n"
+    return Section("pending", "pending proposals (review mode: not in memory until a person accepts)",
+                   None, text, budget, left_out=left)

@@ -56,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fact": ("digest", "Structured facts: raw evidence that `desk digest` distils into memories."),
     "digest": ("digest", "Write journal/D.md and distil old facts into memories, in one commit."),
     "conflicts": ("digest", "The conflict review queue: cases the digest opened when candidates tied (read-only)."),
+    "review": ("review", "Proposed writes (review mode): list, show, accept or reject what the assistant proposed."),
     "resolve": ("digest", "Decide a conflict case: CANDIDATE becomes (or, for the incumbent, stays) the domain's memory."),
     "archive": ("working", "The append-only JSONL archive of raw events (.system/archive/, one file per UTC "
                            "day per clone)."),

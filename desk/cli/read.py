@@ -89,12 +89,14 @@ def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
               show_default=True, help="Markdown to inject, or JSON with the sections and token estimates.")
 @click.option("--as-of", metavar="TIME",
               help="Treat this UTC time as now (expired memories and preferences, recent facts, journal days).")
+@click.option("--pending", is_flag=True,
+              help="Also list review mode's pending proposals, each marked as pending (docs/review.md).")
 @user_option
 @project_option
 @json_option
 def context_command(mode: str, journal_days: int | None, query: str | None, budget: int | None,
                     section_budget: tuple[str, ...], project_agents: Path | None, fmt: str,
-                    as_of: str | None) -> None:
+                    as_of: str | None, pending: bool) -> None:
     """Render what the assistant loads at the start of a session (the injection contract).
 
     --mode wake (default): project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, the
@@ -108,7 +110,7 @@ def context_command(mode: str, journal_days: int | None, query: str | None, budg
                                          section_budgets=_section_budgets(section_budget),
                                          project_agents=project_agents, as_of=as_of or None,
                                          journal_days=journal_days, user=invocation().user,
-                                         project=invocation().project)
+                                         project=invocation().project, pending=pending)
     if fmt == "json" or invocation().json:
         print_json(result.to_json())
     else:

@@ -115,6 +115,10 @@ class MemoryWrites:
         self.rules = gate.rule_texts(desk)
         self.allow = desk.config.secrets.allow
         self.writes: dict[str, bytes | None] = {}
+        # Review mode (docs/review.md): memories the policy proposes instead of writing; the
+        # digest, like the assistant, follows it. Names committed at the start of the run.
+        self.proposed: dict[str, MemoryFile] = {}
+        self.committed = set(self.entries)
 
     def _same_body(self, key: str, name: str) -> list[str]:
         return sorted(self.bodies.get(key, set()) - {name})
@@ -133,6 +137,10 @@ class MemoryWrites:
             except gate.GateRejection as exc:
                 self.skipped.append({"domain": name, "reason": exc.reason})
                 return False
+        operation = "update" if name in self.committed else "create"
+        if self.desk.config.review and self.desk.config.review_mode(memory.meta.type, operation) == "propose":
+            self.proposed[name] = memory
+            return True
         if name in self.entries:
             self.bodies[self.entries[name].body_key].discard(name)
         entry = self.entries[name] = IndexEntry.of(memory)

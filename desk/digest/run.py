@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -67,6 +68,8 @@ class DigestResult:
     archive: list[str] = field(default_factory=list)  # archive files whose growth was committed
     paths: list[str] = field(default_factory=list)
     project: str | None = None
+    proposed: list[str] = field(default_factory=list)  # review mode: memories proposed, not written
+    proposal: str | None = None  # their proposal's id (docs/review.md)
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -159,10 +162,52 @@ def _distill(desk: DeskFolder, tx: Transaction, facts: list[FactRecord], clock: 
             memories.land(active.name, merged_memory(existing[active.name], candidate, clock, times),
                           gated=False)
             result.merged.append(active.name)
+    if memories.proposed:  # review mode: these are a proposal, not this run's writes
+        for names in (result.promoted, result.superseded, result.merged):
+            names[:] = [n for n in names if n not in memories.proposed]
+        result.replaced = [r for r in result.replaced if r["name"] not in memories.proposed]
+        _propose(desk, memories, result)
     # A value this run made active carries its memory name into the case it is weighed in.
     ties = [replace(t, incumbent=replace(t.incumbent, name=homes[t.domain.id]))
             if t.incumbent is not None and not t.incumbent.name else t for t in plan.ties]
     return memories.with_index(), ties, plan.settled
+
+
+def _propose(desk: DeskFolder, memories: MemoryWrites, result: DigestResult) -> None:
+    """The memories review mode proposes, as one proposal on HEAD (docs/review.md), unless a
+    pending or rejected proposal already holds the same body for each: a digest run must not
+    propose again what a person has still to decide, or has refused."""
+    import copy
+
+    from desk.formats.memory_index import IndexEntry, render_index
+    from desk.gate.entries import committed_files, load_entries
+    from desk.memory.review import already_proposed
+    from desk.transaction import Proposed
+
+    fresh = {n: m for n, m in memories.proposed.items()
+             if not already_proposed(desk, scoped_path(n, result.project), m.body)}
+    result.proposed = sorted(memories.proposed)
+    if not fresh:
+        return
+    if result.project is None:
+        entries = dict(load_entries(desk, committed_files(desk)))
+    else:
+        from desk.scopes.projects import project_entries
+
+        entries = dict(project_entries(desk, result.project))
+    entries.update({n: IndexEntry.of(m) for n, m in fresh.items()})
+    writes: dict[str, bytes | None] = {scoped_path(n, result.project): m.render() for n, m in fresh.items()}
+    writes[scoped_index(result.project)] = render_index(entries.values())
+    proposing = copy.copy(desk)
+    proposing.proposing = os.urandom(6).hex()
+    message = commit_message(f"digest: {result.date} (proposed)" + (f" (project {result.project})"
+                                                                     if result.project else ""),
+                             {"Desk-Op": "digest", "Desk-Project": result.project, "Desk-Date": result.date,
+                              "Desk-As-Of": result.as_of}, "proposed: " + ", ".join(sorted(fresh)))
+    try:
+        Transaction(proposing).commit(writes, message)
+    except Proposed as done:
+        result.proposal = done.proposal
 
 
 def _commit(desk: DeskFolder, tx: Transaction, writes: dict[str, bytes | None], result: DigestResult) -> None:

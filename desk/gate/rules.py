@@ -391,7 +391,7 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
     """desk.json parses and validates, and keeps the desk_id it had."""
     from pydantic import ValidationError  # pydantic (~0.1 s): only commits of desk.json pay
 
-    from desk.config import DeskConfig, field_line
+    from desk.config import DeskConfig, config_errors, field_line
 
     try:
         doc = json.loads(data)
@@ -402,9 +402,8 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
     except json.JSONDecodeError as exc:
         return [Finding(CONFIG_PATH, exc.lineno, "config", f"invalid JSON: {exc.msg}")]
     except ValidationError as exc:
-        return [Finding(CONFIG_PATH, field_line(data, e["loc"]), "config",
-                        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}")
-                for e in exc.errors()]
+        return [Finding(CONFIG_PATH, field_line(data, loc), "config", f"{'.'.join(str(p) for p in loc)}: {msg}")
+                for loc, msg in config_errors(exc)]
     try:
         before = json.loads(old).get("desk_id") if old else None
     except (ValueError, AttributeError):

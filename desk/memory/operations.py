@@ -32,7 +32,7 @@ from desk.vocabulary import ACTORS
 class MutationResult:
     """The outcome of remember/forget/reindex, as docs/design.md §5's JSON shape."""
 
-    status: str  # created | updated | unchanged | deleted | rejected
+    status: str  # created | updated | unchanged | deleted | renamed | proposed | rejected
     name: str | None
     path: str
     commit: str | None = None
@@ -41,6 +41,7 @@ class MutationResult:
     warnings: list[str] = field(default_factory=list)
     scopes: list[str] | None = None  # reindex: the scope projections repaired (docs/scopes.md)
     restore: str | None = None  # forget: the command that brings the memory back (desk.memory.restore)
+    proposal: str | None = None  # status `proposed`: the proposal's id (docs/review.md)
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"status": self.status, "name": self.name, "path": self.path,
@@ -53,6 +54,8 @@ class MutationResult:
             data["scopes"] = self.scopes
         if self.restore is not None:
             data["restore"] = self.restore
+        if self.proposal is not None:
+            data["proposal"] = self.proposal
         return data
 
 

@@ -23,6 +23,10 @@ class MemoryChange(Wrapped["MutationResult | EditResult"]):
         pending = getattr(r, "pending", [])
         if r.status == "renamed":
             return f"renamed: {r.path}{commit_suffix(r.commit)}"
+        if r.status == "proposed":
+            proposal = getattr(r, "proposal", None)
+            return (f"proposed: {r.path} as proposal {proposal} (review mode: a person reviews it with "
+                    f"`desk review show {proposal}`)")
         if r.status == "written":
             return ("MEMORY.md regenerated; memory/ has uncommitted edits ("
                     + ", ".join(pending) + "): review them and commit them with MEMORY.md")

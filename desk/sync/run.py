@@ -75,6 +75,10 @@ def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
                          hint="check out the desk's branch first (`git switch main`)")
     with remotes.session(desk.root) as remote_session, transaction(desk) as tx:
         result = _sync_locked(desk, tx, remote_session, name, branch, push=push, progress=progress, now=now)
+        if desk.config.review:  # review mode's proposals travel too (docs/review.md), never forced
+            from desk.memory.review import REVIEW_REFS
+
+            result.warnings += [f"proposals: {words}" for words in desk.git.refs.exchange(name, REVIEW_REFS, push=push)]
     return result
 
 

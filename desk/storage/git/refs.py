@@ -91,6 +91,46 @@ class Refs:
             raise ConflictError(f"git update-ref: {words.strip()}", hint=LOCK_HINT)
         raise self._git.failure(("update-ref",), words.strip())
 
+    def swap_ref(self, ref: str, new: str | None, old: str | None, reason: str) -> bool:
+        """Compare-and-swap the full ref name `ref` from `old` (None: it must not exist) to `new`
+        (None: delete it). False, nothing changed, when `ref` is no longer `old`."""
+        zero = "0" * len(new or old or "0" * 40)
+        args = (("update-ref", "-m", reason, ref, new, old or zero) if new is not None
+                else ("update-ref", "-m", reason, "-d", ref, old or zero))
+        proc = self._git.completed(args)
+        if proc.returncode == 0:
+            return True
+        words = proc.stderr.decode("utf-8", "replace")
+        if "but expected" in words or "reference already exists" in words or "unable to resolve" in words:
+            return False
+        if ".lock" in words and "File exists" in words:
+            raise ConflictError(f"git update-ref: {words.strip()}", hint=LOCK_HINT)
+        raise self._git.failure(("update-ref",), words.strip())
+
+    def refs_under(self, prefix: str) -> dict[str, str]:
+        """`{full ref name: object id}` of the refs under `prefix` (`refs/desk/proposals/`)."""
+        out = self._git.run("for-each-ref", "--format=%(objectname) %(refname)", prefix, read_only=True)
+        refs: dict[str, str] = {}
+        for line in out.decode("utf-8", "surrogateescape").splitlines():
+            sha, _, name = line.partition(" ")
+            refs[name] = sha
+        return refs
+
+    def exchange(self, remote: str, prefixes: list[str], *, push: bool) -> list[str]:
+        """Fetch the refs under each of `prefixes` (`refs/desk/proposals/`) from `remote` into the
+        same names here, then (with `push`) push this clone's there: never forced, so a ref that
+        exists on either side with another value is left as it is. Returns git's words for what
+        was refused (empty when all went through)."""
+        specs = [f"{p}*:{p}*" for p in prefixes]
+        refused = []
+        for args in (("fetch", "--no-tags", "--no-write-fetch-head", "--quiet", remote, *specs),
+                     *((("push", "--quiet", remote, *specs),) if push else ())):
+            proc = self._git.completed(args)
+            if proc.returncode != 0:
+                words = " ".join(proc.stderr.decode("utf-8", "replace").split())
+                refused.append(f"git {args[0]} {remote}: {words[:400]}")
+        return refused
+
     def update_ref(self, ref: str, new: str) -> None:
         self._git.run("update-ref", "-m", "desk sync", ref, new)
 

@@ -108,6 +108,12 @@ class WorkTree:
         return raw_changes(self._read("diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", "--raw", old, new,
                                       "--", *paths))
 
+    def diff_commits(self, old: str, new: str, paths: Iterable[str] = ()) -> str:
+        """`git diff OLD NEW -- PATHS`: the unified diff between two commits' files, no colour, no
+        external diff driver (empty when they are the same)."""
+        out = self._read("diff", "--no-color", "--no-ext-diff", old, new, "--", *(f":(literal){p}" for p in paths))
+        return out.decode("utf-8", "replace")
+
     def diff_worktree(self, rev: str, path: str, old_path: str | None = None) -> str:
         """`git diff REV -- PATH`: the unified diff from `rev` to the work tree's file, no colour,
         no external diff driver (empty when they are the same). With `old_path` (the file's name
