@@ -11,6 +11,7 @@ never forced. A push rejected because the remote moved meanwhile fetches and int
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from desk.layout import DeskFolder, is_attributes_file
 from desk.storage.crash import crash_point
 from desk.storage.integration import clear_integration, integrating, mark_integration, settle_after_failure
 from desk.sync import remote as remotes
-from desk.layout import INDEX_FILE
+from desk.layout import CONFIG_PATH, INDEX_FILE
 from desk.sync.settle import (SYNC_ENV, Settled, fast_forward_check, finish_locked, incoming_warnings,
                               regenerate_index, resolve_merge)
 
@@ -75,11 +76,20 @@ def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
                          hint="check out the desk's branch first (`git switch main`)")
     with remotes.session(desk.root) as remote_session, transaction(desk) as tx:
         result = _sync_locked(desk, tx, remote_session, name, branch, push=push, progress=progress, now=now)
-        if desk.config.review:  # review mode's proposals travel too (docs/review.md), never forced
+        if _reviews(desk):  # review mode's proposals travel too (docs/review.md), never forced
             from desk.memory.review import REVIEW_REFS
 
             result.warnings += [f"proposals: {words}" for words in desk.git.refs.exchange(name, REVIEW_REFS, push=push)]
     return result
+
+
+def _reviews(desk: DeskFolder) -> bool:
+    """Whether desk.json sets review mode: read as JSON, not through the validating loader (the
+    gate validates the setting when it is committed), so a sync with nothing to do loads no pydantic."""
+    try:
+        return bool(json.loads(desk.read(CONFIG_PATH)).get("review"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSession, name: str, branch: str, *,

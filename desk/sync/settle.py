@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 from desk.errors import ConflictError, Finding
 from desk.layout import CONFLICTS_FILE, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, DeskFolder
 from desk.storage.git import Git
-from desk.sync.cases import MergeSides, add_cases
 from desk.sync.drivers import clear_pending, driver_for, merge_file, read_pending
 from desk.text.times import utc_now
 
 if TYPE_CHECKING:
+    from desk.sync.cases import MergeSides
     from desk.transaction import Transaction
 
 SYNC_ENV = "DESK_SYNC"  # set while desk sync runs git: the post-merge/post-rewrite hooks stand aside
@@ -81,6 +81,8 @@ def pending_regenerations(pending: list[dict[str, Any]]) -> list[str]:
 
 def _stopped_sides(git: Git) -> MergeSides:
     """The two sides of the merge or rebase in progress: HEAD and MERGE_HEAD (or REBASE_HEAD)."""
+    from desk.sync.cases import MergeSides  # the cases' code loads only when a merge stopped
+
     operation = git.merging.stopped() or "merge"
     other = "REBASE_HEAD" if operation == "rebase" else "MERGE_HEAD"
     return MergeSides(operation, git.refs.object_id("HEAD"), git.refs.object_id(other))
@@ -89,6 +91,8 @@ def _stopped_sides(git: Git) -> MergeSides:
 def _finished_sides(desk: DeskFolder) -> MergeSides:
     """The sides of the merge or rebase git just finished (a person's `git pull`): a merge commit's
     two parents; a rebase left no second side to name."""
+    from desk.sync.cases import MergeSides
+
     parents = (desk.git.refs.object_id("HEAD^1"), desk.git.refs.object_id("HEAD^2"))
     if parents[1] is not None:
         return MergeSides("merge", *parents)
@@ -101,6 +105,7 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
     """conflicts.json with a case per pending record, and MEMORY.md regenerated: what changed."""
     from desk.digest.conflicts import parse_queue, render_queue
     from desk.formats.memory_index import render_index
+    from desk.sync.cases import add_cases
     from desk.gate.entries import entries_in_worktree
 
     writes: dict[str, bytes] = {}
