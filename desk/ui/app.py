@@ -184,9 +184,49 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
             return case_page(request, 409 if isinstance(exc, desk.ConflictError) else 422, error=exc, form=field)
         return case_page(request, resolved=done)
 
+    async def proposals(request: Request) -> Response:
+        return page("proposals.html", proposals=d.proposals().proposals)
+
+    def proposal_page(request: Request, status: int = 200, **values: Any) -> Response:
+        shown = d.proposal(request.path_params["proposal"]).value
+        written = {path: text for path, text in shown.files.items() if text is not None}
+        values.setdefault("text", next(iter(written.values())) if len(written) == 1 else None)
+        return page("proposal.html", status, shown=shown, p=shown.proposal, **values)
+
+    async def proposal(request: Request) -> Response:
+        try:
+            return proposal_page(request)
+        except desk.DeskError as exc:
+            return page("error.html", 404, error=exc)
+
+    async def verdict(request: Request) -> Response:
+        """Accept (with `text`: edit then accept) or reject (with `reason`) one proposal, as the person."""
+        form, proposal_id = await request.form(), request.path_params["proposal"]
+        if request.path_params["verdict"] not in ("accept", "reject"):
+            return PlainTextResponse("not found", 404)
+        edited = str(form["text"]).replace("\r\n", "\n") if "text" in form else None
+        reason = str(form.get("reason", "")).strip()
+        try:
+            if request.path_params["verdict"] == "reject":
+                done = writer.reject(proposal_id, reason=reason, actor="user")
+            elif edited is not None and not edited.strip():
+                raise desk.UsageError("the edited text is empty; nothing was changed")
+            else:
+                done = writer.accept(proposal_id, actor="user", text=edited)
+        except desk.DeskError as exc:  # stale (exit 4), the gate's findings (exit 3), no reason (exit 2)
+            findings = [f.to_json() for f in getattr(exc, "findings", [])]
+            try:
+                return proposal_page(request, 409 if isinstance(exc, desk.ConflictError) else 422, error=exc,
+                                     findings=findings, reason=reason, **({} if edited is None else {"text": edited}))
+            except desk.DeskError:  # no such pending proposal
+                return page("error.html", 404, error=exc)
+        return page("proposals.html", proposals=d.proposals().proposals, done=done.value)
+
     return Starlette(routes=[
         Route("/", memories), Route("/memory/{name}", memory), Route("/memory/{name}", edit, methods=["POST"]),
         Route("/event/{event_id}", event), Route("/context", context), Route("/timeline", timeline),
+        Route("/proposals", proposals), Route("/proposals/{proposal}", proposal),
+        Route("/proposals/{proposal}/{verdict}", verdict, methods=["POST"]),
         Route("/cases", cases), Route("/cases/{case}", case), Route("/cases/{case}", resolve, methods=["POST"]),
         Route("/style.css", lambda _: FileResponse(HERE / "templates" / "style.css", media_type="text/css")),
     ], middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)])
