@@ -23,6 +23,7 @@ import pytest
 
 import desk
 from tests.ui.conftest import commits_since, head
+from tests.ui.test_proposals import propose, review_on
 
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
@@ -87,7 +88,7 @@ def go(driver: Any, act: Callable[[], object]) -> None:
     WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
-def test_a_person_reviews_edits_and_resolves(server: str, browser: Any, ui_desk: desk.Desk,
+def test_a_person_reviews_edits_resolves_and_accepts(server: str, browser: Any, ui_desk: desk.Desk,
                                              tmp_path: Path) -> None:
     b, out = browser, shots(tmp_path)
     b.get(server)
@@ -141,6 +142,17 @@ def test_a_person_reviews_edits_and_resolves(server: str, browser: Any, ui_desk:
     assert "Resolved: resolved" in b.find_element(By.CSS_SELECTOR, "[role=status]").text
     [resolved] = commits_since(ui_desk, str(edit["commit"]))
     assert resolved["trailers"]["Desk-Client"] == ["ui"]
+
+    proposal = propose(review_on(ui_desk))  # review mode on, then the assistant writes: a proposal
+    before = head(ui_desk)
+    go(b, b.find_element(By.LINK_TEXT, "Proposals").click)
+    go(b, b.find_element(By.PARTIAL_LINK_TEXT, proposal).click)
+    assert "+The user works in Europe/Paris time." in b.find_element(By.CSS_SELECTOR, "pre.diff").text
+    b.save_screenshot(str(out / "proposals.png"))
+    go(b, b.find_element(By.XPATH, "//button[text()='Accept as proposed']").click)
+    assert "accepted" in b.find_element(By.CSS_SELECTOR, "[role=status]").text
+    [accepted] = commits_since(ui_desk, before)
+    assert accepted["trailers"]["Desk-Client"] == ["ui"] and accepted["trailers"]["Desk-Reviewed-By"] == ["user"]
 
     b.set_window_size(360, 740)
     go(b, b.find_element(By.LINK_TEXT, "Memories").click)
