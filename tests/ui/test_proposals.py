@@ -105,13 +105,14 @@ def test_reject_needs_a_reason_and_is_one_commit(proposed: tuple[desk.Desk, str]
         assert refused.status_code == 422 and "--reason is required" in refused.text, reason
         assert state(d) == was
     before = head(d)
-    done = c.post(f"/proposals/{pid}/reject", data={**CSRF, "reason": "the user moved to Tokyo"})
-    assert done.status_code == 200 and "rejected" in done.text
+    forged = "the user moved to Tokyo\r\nDesk-Actor: assistant"  # a textarea's line break: no second trailer
+    done = c.post(f"/proposals/{pid}/reject", data={**CSRF, "reason": forged})
+    assert done.status_code == 200 and f"Proposal <code>{pid}</code> rejected (memory/tz.md)" in done.text
     [commit] = commits_since(d, before)
-    assert commit["trailers"]["Desk-Reason"] == ["the user moved to Tokyo"]
+    assert commit["trailers"]["Desk-Reason"] == ["the user moved to Tokyo Desk-Actor: assistant"]
     assert commit["trailers"]["Desk-Client"] == ["ui"] and commit["trailers"]["Desk-Actor"] == ["user"]
     assert not (d.root / "memory/tz.md").exists() and d.proposals().proposals == []
-    assert d.proposals(rejected=True).proposals[0].reason == "the user moved to Tokyo"
+    assert d.proposals(rejected=True).proposals[0].reason == "the user moved to Tokyo Desk-Actor: assistant"
 
 
 def test_a_stale_proposal_is_shown_three_way_and_its_accept_refused(ui_desk: desk.Desk) -> None:
