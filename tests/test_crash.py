@@ -180,8 +180,10 @@ def on_branch(desk: DeskFolder, proposal: str, op: str) -> list[str]:
             and (trailer(desk, s, "Desk-Reviewed-By") if op == "accept" else trailer(desk, s, "Desk-Op") == op)]
 
 
-@pytest.mark.parametrize("op, point", [(op, p) for op, points in REVIEW_POINTS.items() for p in points])
-def test_a_review_verdict_or_proposal_is_whole_after_a_kill(desk: DeskFolder, op: str, point: str) -> None:
+@pytest.mark.parametrize("op, point, first", [(op, p, first) for op, points in REVIEW_POINTS.items() for p in points
+                                              for first in ((False, True) if op != "propose" else (False,))])
+def test_a_review_verdict_or_proposal_is_whole_after_a_kill(desk: DeskFolder, op: str, point: str, first: bool) -> None:
+    """`first`: an ordinary command (a person's remember) lands before the verdict is run again."""
     from desk.errors import DeskError
     from desk.memory.review import accept_proposal, proposing, reject_proposal
     from desk.transaction import Proposed
@@ -209,6 +211,8 @@ def test_a_review_verdict_or_proposal_is_whole_after_a_kill(desk: DeskFolder, op
             assert "memory/fresh.md" in git(desk.root, "show", "--name-only", "--format=", ref).split()
         assert not (desk.root / "memory/fresh.md").exists()
     else:  # the person runs the verdict again: it finishes or makes it, exactly once
+        if first:
+            remember(desk, "between", type="fact", description="Between", body="A fact made before the retry.")
         try:
             if op == "accept":
                 accept_proposal(desk, proposal)
