@@ -236,9 +236,10 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
             raise UsageError(f"the edited {edited} is empty; nothing was changed",
                              hint=f"run `desk review accept {proposal} --edit` again, or reject it")
     with transaction(desk) as tx, head_mirror(desk) as mirror:
+        _require_id(proposal)
         git = desk.git
         left, landed = git.refs.ref(PROPOSALS + proposal), git.refs.ref(ACCEPTED + proposal)
-        if left is not None and landed is not None and PROPOSAL_ID.fullmatch(proposal):
+        if left is not None and landed is not None:
             # an accept killed between its two refs: the accepted ref stands, delete the proposal's
             git.refs.swap_ref(PROPOSALS + proposal, None, left, f"accept: {proposal}")
             return ReviewOutcome(proposal, "accepted", None, list(git.history.commits([left])[0].paths))
