@@ -236,8 +236,14 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
             raise UsageError(f"the edited {edited} is empty; nothing was changed",
                              hint=f"run `desk review accept {proposal} --edit` again, or reject it")
     with transaction(desk) as tx, head_mirror(desk) as mirror:
-        sha = _pending(desk, proposal)
+        _require_id(proposal)
         git = desk.git
+        left, landed = git.refs.ref(PROPOSALS + proposal), git.refs.ref(ACCEPTED + proposal)
+        if left is not None and landed is not None:
+            # an accept killed between its two refs: the accepted ref stands, delete the proposal's
+            git.refs.swap_ref(PROPOSALS + proposal, None, left, f"accept: {proposal}")
+            return ReviewOutcome(proposal, "accepted", None, list(git.history.commits([left])[0].paths))
+        sha = _pending(desk, proposal)
         commit = git.history.commits([sha])[0]
         base, second = git.refs.object_id(f"{sha}^1"), git.refs.object_id(f"{sha}^2")
         findings = _hostile(proposal, sha, commit, base, second)
@@ -249,9 +255,11 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
         then = git.worktree.committed_blobs(files, base)
         now = git.worktree.committed_blobs(files, head) if head else {}
         proposed = git.worktree.committed_blobs(files, sha)
-        if text is None and head is not None and head != base and proposed == now and _landed(desk, proposal):
-            # an accept killed after its commit landed, before its refs moved: finish it
-            git.refs.swap_ref(ACCEPTED + proposal, head, None, f"accept: {proposal}")
+        done = _landed(desk, proposal, base, files) if head is not None and head != base else None
+        if done is not None:
+            # an accept killed after its commit landed, before its refs moved (other commits may
+            # have landed since): finish it, never land it twice
+            git.refs.swap_ref(ACCEPTED + proposal, done, None, f"accept: {proposal}")
             git.refs.swap_ref(PROPOSALS + proposal, None, sha, f"accept: {proposal}")
             return ReviewOutcome(proposal, "accepted", None, files)
         moved = [p for p in files if then.get(p) != now.get(p)]
@@ -343,11 +351,13 @@ def already_proposed(desk: DeskFolder, path: str, body: str) -> bool:
     return False
 
 
-def _landed(desk: DeskFolder, proposal: str) -> bool:
-    """Whether HEAD's last commit is the one that accepted `proposal` (its Desk-Proposal trailer
-    and a Desk-Reviewed-By)."""
-    last = desk.git.history.commits(["HEAD"])[0]
-    return _first(last.trailers, "Desk-Proposal") == proposal and _first(last.trailers, "Desk-Reviewed-By") is not None
+def _landed(desk: DeskFolder, proposal: str, base: str, files: list[str]) -> str | None:
+    """The branch's commit since `base` that accepted `proposal` (its Desk-Proposal trailer and a
+    Desk-Reviewed-By), among those touching its `files`; None when there is none."""
+    for commit in desk.git.history.log(files, rev=f"{base}..HEAD"):
+        if _first(commit.trailers, "Desk-Proposal") == proposal and _first(commit.trailers, "Desk-Reviewed-By"):
+            return commit.sha
+    return None
 
 
 def reject_proposal(desk: DeskFolder, proposal: str, *, reason: str, actor: str = "user") -> ReviewOutcome:
@@ -372,8 +382,10 @@ def reject_proposal(desk: DeskFolder, proposal: str, *, reason: str, actor: str 
             rejected = git.commit_tree(tree, sha, message)
             if not git.refs.swap_ref(REJECTED + proposal, rejected, None, f"reject: {proposal}"):
                 raise ConflictError(f"proposal {proposal} was already rejected", hint="`desk review list --rejected`")
-        last = git.history.commits(["HEAD"])[0]
-        if _first(last.trailers, "Desk-Op") != "reject-proposal" or _first(last.trailers, "Desk-Proposal") != proposal:
+        base = git.refs.object_id(f"{sha}^1")
+        since = git.history.log(rev=f"{base}..HEAD") if base is not None else git.history.log()
+        if not any(_first(c.trailers, "Desk-Op") == "reject-proposal" and _first(c.trailers, "Desk-Proposal") == proposal
+                   for c in since):  # a reject killed after its audit commit, other commits since: not twice
             tx.commit({}, message)  # the audit trail (`desk log`): an empty commit on the branch
         git.refs.swap_ref(PROPOSALS + proposal, None, sha, f"reject: {proposal}")
     return ReviewOutcome(proposal, "rejected", rejected, list(git.history.commits([sha])[0].paths))

@@ -235,16 +235,32 @@ def build_server(desk: Desk, *, name: str = "desk", user: str | None = None,
 
     @server.tool()
     async def context(mode: ContextMode = "wake", query: str | None = None, budget: int | None = None,
-                      journal_days: int | None = None) -> Result:
+                      journal_days: int | None = None, pending: bool = False) -> Result:
         """What to read. `wake` (the start of a session): AGENTS.md, SOUL.md, NOW.md, MISTAKES.md,
         USER.md, the memory index, recent facts, and with `query` the memories it triggers.
         `spot` (a key turn during long work): NOW.md, MISTAKES.md and the newest `journal_days`
-        journal days. `markdown` is the text to read; what a budget trimmed is named."""
+        journal days. `pending`: also your review-mode proposals a person has not accepted yet,
+        each marked as not in memory. `markdown` is the text to read; what a budget trimmed is named."""
         def run() -> dict[str, Any]:
             result = desk.context(mode=mode, query=query, budget=budget, journal_days=journal_days,
-                                  user=user)
+                                  user=user, pending=pending)
             return {**result.to_json(), "markdown": result.text()}
         return await answer(run)
+
+    # -- review mode (read-only: accepting or rejecting is a person's, never a tool) --------------
+
+    @server.tool()
+    async def review_list(rejected: bool = False) -> Result:
+        """Your writes waiting for a person's review (review mode: not in memory until accepted):
+        each proposal's id, subject, date and files, oldest first. `rejected`: the rejected ones
+        too, with the reason (do not propose them again)."""
+        return await answer(lambda: desk.proposals(rejected=rejected).to_json())
+
+    @server.tool()
+    async def review_show(proposal: str) -> Result:
+        """Pending proposal `proposal` (its id from review_list): the diff from memory as it is now
+        and the proposed files' text."""
+        return await answer(lambda: desk.proposal(proposal).to_json())
 
     # -- working notes -----------------------------------------------------------------------------
 

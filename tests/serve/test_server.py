@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ from tests.serve.mcp_client import call, http_server, http_session, server_env, 
 pytestmark = pytest.mark.usefixtures("identity")
 
 TOOLS = {"remember", "forget", "recall", "context", "list_memories", "show_memory", "now_show", "now_set",
-         "now_append", "mistake_add", "fact_add", "archive_append", "pref_set", "pref_list"}
+         "now_append", "mistake_add", "fact_add", "archive_append", "pref_set", "pref_list",
+         "review_list", "review_show"}  # review: read-only, never accept or reject
 REPORT = dict(name="report-style", body="Reports must be written in Chinese; keep them under 500 characters.",
               type="preference", description="Report language and length", triggers=["report", "writing"])
 
@@ -360,3 +362,36 @@ def test_the_sdks_tracing_middleware_is_dropped_unless_a_tracer_provider_is_inst
                           env=server_env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("['OpenTelemetryMiddleware'")
+
+
+def test_the_assistant_reads_its_pending_proposals_and_cannot_decide_them(desk: DeskFolder, run: DeskRunner) -> None:
+    from tests.review.test_review import enable
+
+    enable(desk, {"*": "propose"})
+    root, head = desk.root, git(desk.root, "rev-parse", "HEAD").strip()
+
+    async def main() -> None:
+        async with stdio_session(root) as s:
+            assert (await call(s, "review_list"))["proposals"] == []
+            made = await call(s, "remember", **REPORT)
+            assert made["status"] == "proposed"
+            proposal = made["proposal"]
+            listed = (await call(s, "review_list"))["proposals"]
+            assert [p["id"] for p in listed] == [proposal]
+            assert "memory/report-style.md" in listed[0]["paths"]
+            shown = await call(s, "review_show", proposal=proposal)
+            assert shown["id"] == proposal and "+Reports must be written in Chinese" in shown["diff"]
+            assert "Reports must be written in Chinese" in shown["files"]["memory/report-style.md"]
+            woken = await call(s, "context", pending=True)
+            assert "PENDING, not yet in memory" in woken["markdown"] and proposal in woken["markdown"]
+            assert "PENDING" not in (await call(s, "context"))["markdown"]  # only when asked
+            for bad in ("0" * 12, "../../HEAD", "abc\nrefs"):  # not pending, not an id: a tool error
+                missing = await s.call_tool("review_show", {"proposal": bad})
+                assert missing.is_error and "proposal" in missing.content[0].text  # type: ignore[union-attr]
+            assert not ({t.name for t in (await s.list_tools()).tools} & {"review_accept", "review_reject",
+                                                                         "accept", "reject"})
+    anyio.run(main)
+    assert git(root, "rev-parse", "HEAD").strip() == head  # read and proposed: the branch untouched
+    assert not (root / "memory/report-style.md").exists()
+    listed = run("review", "list", "--json")
+    assert listed.exit_code == 0 and len(json.loads(listed.output)["proposals"]) == 1
