@@ -199,7 +199,7 @@ def install_hooks(root: Path, python: str | None = None) -> HooksResult:
                 action = "updated"
             elif legacy.exists() or legacy.is_symlink():
                 raise DeskError(f"{path} and {legacy} both exist and neither is desk's",
-                                hint=f"merge them into one, then run `desk hooks install` again")
+                                hint="merge them into one, then run `desk hooks install` again")
             else:
                 os.replace(path, legacy)
                 action = "installed (kept the existing hook as " + legacy.name + ", run first)"

@@ -80,16 +80,8 @@ class Refs:
 
         False when HEAD is no longer `old` (someone else moved it); nothing changed then.
         """
-        args = ("update-ref", "-m", f"commit: {subject}", "HEAD", new, old or "0" * len(new))
-        proc = self._git.completed(args)  # HEAD.lock and the branch's recorded, left if desk and git are killed
-        if proc.returncode == 0:
-            return True
-        words = proc.stderr.decode("utf-8", "replace")
-        if "but expected" in words or "reference already exists" in words or "unable to resolve" in words:
-            return False
-        if ".lock" in words and "File exists" in words:
-            raise ConflictError(f"git update-ref: {words.strip()}", hint=LOCK_HINT)
-        raise self._git.failure(("update-ref",), words.strip())
+        # HEAD.lock and the branch's are recorded (git_locks), left if desk and git are killed
+        return self.swap_ref("HEAD", new, old, f"commit: {subject}")
 
     def swap_ref(self, ref: str, new: str | None, old: str | None, reason: str) -> bool:
         """Compare-and-swap the full ref name `ref` from `old` (None: it must not exist) to `new`
