@@ -37,12 +37,29 @@ class _State:
     pending = False
 
 
-def _on_sigint(signum: int, _frame: FrameType | None) -> None:
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
     if _State.mode == HOLD:
         _State.pending = True
     elif _State.mode == RAISE:
+        if _in_finalizer(frame):
+            # Python prints and drops an exception raised in a `__del__` (a `subprocess.Popen`
+            # collected while the command runs): the Ctrl-C would be lost behind a traceback.
+            # Sent again in a moment, it is raised where it can stop the command.
+            import os
+            import threading
+
+            threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
+            return
         _State.mode = IGNORE  # the first one is being handled: let its clean-up finish
         raise Interrupted
+
+
+def _in_finalizer(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def set_mode(mode: str) -> None:
