@@ -67,7 +67,7 @@ class Finding(NamedTuple):
     """One problem in one file: `path:line: rule: message`.
 
     A NamedTuple: the gate's caches store a finding as its row of fields (`[*finding, condition]`,
-    `Finding(*row)`).
+    `Finding(*row)`). `column` (1-based) where the rule knows where in the line, else 0.
     """
 
     path: str
@@ -75,6 +75,7 @@ class Finding(NamedTuple):
     rule: str
     message: str
     severity: str = "error"
+    column: int = 0
 
     def __str__(self) -> str:
         """`path:line: rule: message`; without `:line` when there is no line (line 0: a problem
@@ -83,7 +84,7 @@ class Finding(NamedTuple):
         return f"{where}: {self.rule}: {self.message}"
 
     def to_json(self) -> dict[str, object]:
-        return {"path": self.path, "line": self.line, "rule": self.rule,
+        return {"path": self.path, "line": self.line, "column": self.column, "rule": self.rule,
                 "message": self.message, "severity": self.severity}
 
 

@@ -29,7 +29,7 @@ def ui_command(port: int, no_open: bool) -> None:
     try:
         import uvicorn
 
-        from desk.ui.app import build_app
+        from desk.ui.app import build_app, warm_up
     except ImportError as exc:
         from desk.ui import UI_MISSING_HINT
 
@@ -43,6 +43,7 @@ def ui_command(port: int, no_open: bool) -> None:
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(32)
     app = build_app(desk, token=token, csrf=secrets.token_urlsafe(32), port=port)
+    warm_up(desk)
     url = f"http://127.0.0.1:{port}/?token={token}"
     click.echo(f"desk ui: {url}\n(Ctrl-C stops it)", err=True)
     if not no_open:

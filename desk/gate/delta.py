@@ -74,8 +74,8 @@ def encode(base: Base) -> tuple[bytes, bytes, str]:
 def decode(records: object, index: object, rest: object) -> Base | None:
     """The base of a row; None when the row does not decode."""
     def verdict(rows: list[list[object]]) -> FileVerdict:
-        return FileVerdict(tuple(Finding(*row[:5]) for row in rows),  # type: ignore[arg-type]
-                           tuple(str(row[5]) for row in rows))
+        return FileVerdict(tuple(Finding(*row[:-1]) for row in rows),  # type: ignore[arg-type]
+                           tuple(str(row[-1]) for row in rows))
 
     try:
         if not isinstance(records, bytes) or not isinstance(index, bytes) or not isinstance(rest, str):

@@ -213,7 +213,7 @@ def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FIL
         return _verdict([(Finding(path, line, "bidi-control", f"column {column}: an invisible "
                                   f"{describe(char)} makes this text display in another order than "
                                   "the assistant reads it (CVE-2021-42574); delete it (Arabic and "
-                                  "Hebrew text needs none)"), "")])
+                                  "Hebrew text needs none)", column=column), "")])
     if path.startswith(ARCHIVE_PREFIX) and path.endswith(".jsonl"):
         found = check_archive(path, old, data, desk_id)
         if data is not None and not any(f.severity == "error" for f in found):
@@ -323,7 +323,8 @@ def _secret_items(path: str, text: str, where: str = "", first_line: int = 1) ->
     return [(Finding(path, s.line + first_line - 1, "secret",
                      f"{s.kind} ({s.preview}){' in the ' + where if where else ''}; remove it, or if "
                      f"it is not a secret allow exactly this finding: add \"{s.fingerprint}\" to "
-                     f"secrets.allow in {CONFIG_PATH}"), f"secret:{s.fingerprint}") for s in scan(text)]
+                     f"secrets.allow in {CONFIG_PATH}", column=s.start - text.rfind("\n", 0, s.start)),
+             f"secret:{s.fingerprint}") for s in scan(text)]
 
 
 def archive_secret_items(path: str, old: bytes | None, new: bytes) -> _Items:
@@ -400,7 +401,7 @@ def _check_config(data: bytes, old: bytes | None) -> list[Finding]:
             return [Finding(CONFIG_PATH, 1, "config", f"{newer}: upgrade desk before committing it")]
         config = DeskConfig.model_validate(doc)
     except json.JSONDecodeError as exc:
-        return [Finding(CONFIG_PATH, exc.lineno, "config", f"invalid JSON: {exc.msg}")]
+        return [Finding(CONFIG_PATH, exc.lineno, "config", f"invalid JSON: {exc.msg}", column=exc.colno)]
     except ValidationError as exc:
         return [Finding(CONFIG_PATH, field_line(data, loc), "config", f"{'.'.join(str(p) for p in loc)}: {msg}")
                 for loc, msg in config_errors(exc)]

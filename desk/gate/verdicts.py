@@ -81,7 +81,7 @@ def _decode(findings: str | None, entry: tuple[str, str] | None = None, keyed: b
     if findings is None:
         return FileVerdict((), (), entry, keyed)
     rows = json.loads(findings)
-    return FileVerdict(tuple(Finding(*row[:5]) for row in rows), tuple(row[5] for row in rows), entry, keyed)
+    return FileVerdict(tuple(Finding(*row[:-1]) for row in rows), tuple(row[-1] for row in rows), entry, keyed)
 
 
 class VerdictCache:

@@ -40,8 +40,14 @@ class Document:
         return self.key_lines.get(key or "", 1)
 
 
-def _fail(path: str, line: int, rule: str, message: str) -> InvalidFileError:
-    return InvalidFileError([Finding(path, line, rule, message)])
+def _fail(path: str, line: int, rule: str, message: str, column: int = 0) -> InvalidFileError:
+    return InvalidFileError([Finding(path, line, rule, message, column=column)])
+
+
+def _column(data: bytes, offset: int) -> int:
+    """The 1-based character column of byte `offset` in its line."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    return len(data[start:offset].decode("utf-8", "replace")) + 1
 
 
 def decode(data: bytes, path: str) -> str:
@@ -53,12 +59,12 @@ def decode(data: bytes, path: str) -> str:
     nul = data.find(b"\0")
     if nul >= 0:
         raise _fail(path, data.count(b"\n", 0, nul) + 1, "binary",
-                    "file holds NUL bytes; desk stores text only")
+                    "file holds NUL bytes; desk stores text only", _column(data, nul))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _fail(path, data.count(b"\n", 0, exc.start) + 1, "encoding",
-                    f"invalid UTF-8 at byte {exc.start}; save the file as UTF-8") from None
+                    f"invalid UTF-8 at byte {exc.start}; save the file as UTF-8", _column(data, exc.start)) from None
 
 
 def parse(data: bytes, path: str) -> Document:
@@ -229,17 +235,20 @@ def yaml_mapping(yaml_text: str, path: str, first_line: int = 1, loader: type | 
     def at(mark: Any) -> int:
         return (mark.line if mark is not None else 0) + 1 + offset
 
+    def col(mark: Any) -> int:
+        return mark.column + 1 if mark is not None else 0
+
     try:
         depth = 0
         for event in yaml.parse(yaml_text, Loader=_Loader):
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise _fail(path, at(event.start_mark), "yaml-alias",
-                            "YAML anchors and aliases are not allowed in frontmatter")
+                            "YAML anchors and aliases are not allowed in frontmatter", column=col(event.start_mark))
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
                     raise _fail(path, at(event.start_mark), "yaml-depth",
-                                f"frontmatter nests deeper than {MAX_DEPTH} levels")
+                                f"frontmatter nests deeper than {MAX_DEPTH} levels", column=col(event.start_mark))
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
         reader: Any = _Loader(yaml_text)
@@ -249,16 +258,16 @@ def yaml_mapping(yaml_text: str, path: str, first_line: int = 1, loader: type | 
                 raise _fail(path, first_line, "frontmatter-empty", "frontmatter is empty")
             if not isinstance(node, yaml.MappingNode):
                 raise _fail(path, at(node.start_mark), "frontmatter-not-mapping",
-                            "frontmatter must be a mapping of `key: value` lines")
+                            "frontmatter must be a mapping of `key: value` lines", column=col(node.start_mark))
             key_lines: dict[str, int] = {}
             for key_node, _ in node.value:
                 if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
                     raise _fail(path, at(key_node.start_mark), "yaml-key",
-                                "frontmatter keys must be plain words")
+                                "frontmatter keys must be plain words", column=col(key_node.start_mark))
                 if key_node.value in key_lines:
                     raise _fail(path, at(key_node.start_mark), "yaml-duplicate-key",
                                 f"{key_node.value}: key given twice (first on line "
-                                f"{key_lines[key_node.value]})")
+                                f"{key_lines[key_node.value]})", column=col(key_node.start_mark))
                 key_lines[key_node.value] = at(key_node.start_mark)
             meta = reader.construct_document(node)
         finally:
@@ -268,8 +277,8 @@ def yaml_mapping(yaml_text: str, path: str, first_line: int = 1, loader: type | 
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         if "nesting depth" in problem:  # PyYAML >= 6.0.4 stops deep nesting in its own parser
             raise _fail(path, at(mark), "yaml-depth",
-                        f"frontmatter nests deeper than {MAX_DEPTH} levels") from None
-        raise _fail(path, at(mark), "yaml-syntax", f"invalid YAML: {problem}") from None
+                        f"frontmatter nests deeper than {MAX_DEPTH} levels", column=col(mark)) from None
+        raise _fail(path, at(mark), "yaml-syntax", f"invalid YAML: {problem}", column=col(mark)) from None
     except RecursionError:
         raise _fail(path, first_line, "yaml-depth", "frontmatter nests too deeply") from None
     return meta, key_lines

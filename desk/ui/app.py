@@ -38,9 +38,20 @@ PAGE_LIMIT = 200  # memories and revisions a page lists before it says how many 
 SEARCH_LIMIT = 10  # recall's most hits for one query
 
 
+ENV = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+
+
+def warm_up(d: desk.Desk) -> None:
+    """Do before the URL is printed what the first page would otherwise pay for: compile the
+    templates and build the caches the memory list reads."""
+    for name in ENV.list_templates(extensions=["html"]):
+        ENV.get_template(name)
+    d.list()
+
+
 def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
     """The app for desk `d` on 127.0.0.1:`port`, requiring `token`; forms carry `csrf`."""
-    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+    env = ENV
     writer = d.with_trailers({"Desk-Client": "ui"})
     origins = {f"http://{host}:{port}" for host in ("127.0.0.1", "localhost")}
 
@@ -71,6 +82,11 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
             response = await call_next(request)
         response.headers.update(HEADERS)
         return response
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        """What a page could not show: no such memory, event, case or proposal (or one that went
+        while a form was open: its error page instead of the form)."""
+        return page("error.html", 404, error=exc)
 
     async def memories(request: Request) -> Response:
         q = request.query_params
@@ -107,10 +123,7 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
                     base_commit=revisions[0].commit.sha if revisions else "HEAD", **values)
 
     async def memory(request: Request) -> Response:
-        try:
-            return memory_page(request)
-        except desk.DeskError as exc:
-            return page("error.html", 404, error=exc)
+        return memory_page(request)
 
     async def edit(request: Request) -> Response:
         form = await request.form()
@@ -127,19 +140,12 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
             done = writer.remember_file(name, text, actor="user").to_json()
         except desk.DeskError as exc:  # the gate's findings, or a file with a person's uncommitted edits
             findings = [f.to_json() for f in getattr(exc, "findings", [])]
-            try:
-                return memory_page(request, 409 if isinstance(exc, desk.ConflictError) else 422,
-                                   text=text, error=exc, findings=findings)
-            except desk.DeskError:  # no such memory
-                return page("error.html", 404, error=exc)
+            return memory_page(request, 409 if isinstance(exc, desk.ConflictError) else 422,
+                               text=text, error=exc, findings=findings)
         return memory_page(request, saved=done)
 
     async def event(request: Request) -> Response:
-        try:
-            shown = d.archive_show(request.path_params["event_id"]).to_json()
-        except desk.DeskError as exc:
-            return page("error.html", 404, error=exc)
-        return page("event.html", event=shown)
+        return page("event.html", event=d.archive_show(request.path_params["event_id"]).to_json())
 
     async def context(request: Request) -> Response:
         q = request.query_params
@@ -168,10 +174,7 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
         return page("case.html", status, case=case, diff=diff, event_id=f"ui:{case['id']}:r{case['revision']}", **values)
 
     async def case(request: Request) -> Response:
-        try:
-            return case_page(request)
-        except desk.DeskError as exc:
-            return page("error.html", 404, error=exc)
+        return case_page(request)
 
     async def resolve(request: Request) -> Response:
         form = await request.form()
@@ -194,10 +197,7 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
         return page("proposal.html", status, shown=shown, p=shown.proposal, **values)
 
     async def proposal(request: Request) -> Response:
-        try:
-            return proposal_page(request)
-        except desk.DeskError as exc:
-            return page("error.html", 404, error=exc)
+        return proposal_page(request)
 
     async def verdict(request: Request) -> Response:
         """Accept (with `text`: edit then accept) or reject (with `reason`) one proposal, as the person."""
@@ -215,11 +215,8 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
                 done = writer.accept(proposal_id, actor="user", text=edited)
         except desk.DeskError as exc:  # stale (exit 4), the gate's findings (exit 3), no reason (exit 2)
             findings = [f.to_json() for f in getattr(exc, "findings", [])]
-            try:
-                return proposal_page(request, 409 if isinstance(exc, desk.ConflictError) else 422, error=exc,
-                                     findings=findings, reason=reason, **({} if edited is None else {"text": edited}))
-            except desk.DeskError:  # no such pending proposal
-                return page("error.html", 404, error=exc)
+            return proposal_page(request, 409 if isinstance(exc, desk.ConflictError) else 422, error=exc,
+                                 findings=findings, reason=reason, **({} if edited is None else {"text": edited}))
         return page("proposals.html", proposals=d.proposals().proposals, done=done.value)
 
     return Starlette(routes=[
@@ -229,7 +226,7 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
         Route("/proposals/{proposal}/{verdict}", verdict, methods=["POST"]),
         Route("/cases", cases), Route("/cases/{case}", case), Route("/cases/{case}", resolve, methods=["POST"]),
         Route("/style.css", lambda _: FileResponse(HERE / "templates" / "style.css", media_type="text/css")),
-    ], middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)])
+    ], middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)], exception_handlers={desk.DeskError: not_found})
 
 
 def _digest(text: str) -> str:

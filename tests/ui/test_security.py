@@ -4,6 +4,8 @@ refused with nothing changed; the pages load nothing from elsewhere."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import desk
@@ -117,6 +119,18 @@ def test_an_edit_goes_through_the_gate_in_one_commit_naming_the_ui(ui_desk: desk
     [commit] = commits_since(ui_desk, before)
     assert commit["trailers"]["Desk-Client"] == ["ui"] and commit["trailers"]["Desk-Op"] == ["remember"]
     assert "Reports in French." in file_text(ui_desk, "report-style")
+
+
+def test_an_edit_error_names_its_line_and_column(ui_desk: desk.Desk) -> None:
+    """A YAML mistake in the edit form: the page names the line and the column the gate found it at."""
+    text = file_text(ui_desk, "report-style")
+    broken = text.replace("type: preference", "type: [preference")
+    line = broken.splitlines().index("type: [preference") + 1
+    bad = client(ui_desk).post("/memory/report-style", data=edit_form(ui_desk, "report-style", broken))
+    assert bad.status_code == 422
+    found = re.search(r"line (\d+), column (\d+)</a>: yaml-syntax", bad.text)
+    assert found is not None, bad.text
+    assert int(found.group(1)) >= line and int(found.group(2)) >= 1
 
 
 def test_a_stale_form_is_refused_with_the_diff(ui_desk: desk.Desk) -> None:
