@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from desk.archive.store import ArchiveEvent, iter_events
@@ -45,8 +45,7 @@ class RenderResult:
     events: int = 0
 
     def to_json(self) -> dict[str, object]:
-        return {"status": self.status, "commit": self.commit, "files": self.files,
-                "views": self.views, "events": self.events}
+        return asdict(self)
 
 
 def view_path(day: str, session: str | None) -> str:
