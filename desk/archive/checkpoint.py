@@ -11,7 +11,7 @@ left for the next checkpoint: the next append closes the fragment with a newline
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from desk.archive.store import archive_files, archive_lock_path, head_hash
 from desk.layout import ARCHIVE_DIR, DeskFolder
@@ -32,8 +32,7 @@ class CheckpointResult:
     skipped: list[str] = field(default_factory=list)  # torn tails, left for the next checkpoint
 
     def to_json(self) -> dict[str, object]:
-        return {"status": self.status, "commit": self.commit, "files": self.files,
-                "events": self.events, "heads": self.heads, "skipped": self.skipped}
+        return asdict(self)
 
 
 def pending_archive(desk: DeskFolder, progress: Callable[[int, int], None] | None = None

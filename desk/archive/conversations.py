@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from desk.archive.store import ArchiveEvent, iter_events
@@ -27,11 +27,8 @@ from desk.transaction import commit_message, transaction
 from desk.vocabulary import CONVERSATION_KINDS
 
 NO_SESSION = "no-session"
-# An archive record holds up to 1 MiB, but a view is a file the gate limits to 1 MiB like every
-# text file (desk/gate/rules.py TEXT_LIMIT): one 1 MB message, or a busy day, made a view no commit
-# could hold, so `desk conversations render` (and the views sync re-renders) failed
-# for good. A view is for reading: a long message shows its start, a full view its first messages,
-# each cut said where it is made and where the rest is (the archive, which keeps every byte).
+# A view is a text file the gate limits (desk/gate/rules.py TEXT_LIMIT), so a long message shows its
+# start and a full view its first messages, each cut saying where the rest is (the archive).
 MESSAGE_CHARS = 16_000
 VIEW_BYTES = 768 * 1024
 
@@ -45,8 +42,7 @@ class RenderResult:
     events: int = 0
 
     def to_json(self) -> dict[str, object]:
-        return {"status": self.status, "commit": self.commit, "files": self.files,
-                "views": self.views, "events": self.events}
+        return asdict(self)
 
 
 def view_path(day: str, session: str | None) -> str:

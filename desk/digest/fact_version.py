@@ -1,15 +1,10 @@
 """Which version of the fact format an archive record of kind `fact` is written in.
 
-Facts are archive lines: append-only, hash-chained, never migrated. So the version lives with
-the fact (`payload.schema_version`, beside `kind` and `importance`: the archive's own top-level
-fields are the same for every kind), and every reader accepts every earlier version forever. A
-fact without the field is version 1 (every fact desk wrote before it existed, and one a person
-appended by hand); desk writes FACT_SCHEMA. A fact of a newer version is refused by every reader
-with its `path:line`, never read as if it were older. Version 2 reads as version 1 does: the
-field is what it adds, so a later change of meaning can be told apart.
-
-Its own small module: `desk.digest.facts` (pydantic) and `desk.digest.recent` (which must not load
-pydantic) both call it, so the rule is written once.
+Facts are archive lines (append-only, never migrated), so the version lives with the fact
+(`payload.schema_version`) and every reader accepts every earlier version forever. A fact without
+the field is version 1; desk writes FACT_SCHEMA; a fact of a newer version is refused by every
+reader with its `path:line`, never read as if it were older. Its own small module so that
+desk.digest.facts (pydantic) and desk.digest.recent (which must not load pydantic) share the rule.
 """
 
 from __future__ import annotations

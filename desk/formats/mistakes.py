@@ -6,7 +6,7 @@ transaction). Anything that does not parse as an entry is left alone.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from desk.layout import MEMORY_DIR
 from desk.text.normalize import normalize
@@ -41,8 +41,7 @@ class Mistake:
         return "\n".join(lines) + "\n"
 
     def to_json(self) -> dict[str, object]:
-        return {"id": self.id, "date": self.date, "what": self.what, "context": self.context,
-                "cause": self.cause, "avoid": self.avoid, "memory": self.memory, "line": self.line}
+        return asdict(self)
 
 
 def parse_mistakes(text: str) -> list[Mistake]:

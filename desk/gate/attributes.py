@@ -1,25 +1,19 @@
 """The `attribute` rule: no `.gitattributes` line may change how git stores, checks out or merges
 desk's files.
 
-desk writes its files and compares them byte for byte, and relies on its own merge drivers (or
-git's plain text merge, which stops with a conflict) for every file it keeps. A `.gitattributes`
-line arriving from another clone can quietly undo that: `* text eol=crlf` (or core.autocrlf with
-no `-text` pin) checks MEMORY.md out with CRLF line ends, which desk takes for an uncommitted edit;
-`SOUL.md merge=desk-derived` makes a two-sided edit of SOUL.md merge silently, dropping one side;
-a `filter`, `working-tree-encoding` or `ident` rewrites the bytes between the repository and the
-work tree. So the gate asks git itself (`git check-attr`, never a copy of its matching rules) what
-the attributes give every desk file, and a few paths standing for the files desk will make
-(`PROBES`), and refuses:
+desk compares its files byte for byte and relies on its own merge drivers (or git's text merge,
+which stops with a conflict). A line from another clone can undo that: `* text eol=crlf` checks
+MEMORY.md out with CRLF (an uncommitted edit to desk), `SOUL.md merge=desk-derived` merges a
+two-sided edit silently, a `filter`, `working-tree-encoding` or `ident` rewrites the bytes. So the
+gate asks git itself (`git check-attr`, never a copy of its matching rules) what the attributes give
+every desk file and a few paths standing for the files desk will make (`PROBES`), and refuses
+line-end conversion (`text` set or `auto`, `crlf`, `eol` unless `text` is unset), rewritten bytes
+(`filter`, `working-tree-encoding`, `ident`) and a `merge` driver other than git's `text` and
+`binary` and desk's own for that path (desk.formats.hook_files.driver_for).
 
-- `text` set or `auto`, `crlf` set or `input`, and `eol` unless `text` is unset: line-end conversion;
-- `filter`, `working-tree-encoding` naming anything, and `ident`: rewritten bytes;
-- `merge` naming a driver other than git's `text` and `binary` and desk's own for that path
-  (desk.formats.hook_files.driver_for): e.g. `union` (allowed only on the indexes desk regenerates
-  after a merge), another desk driver, or anyone's.
-
-It runs when a commit (or what a sync brings) changes a `.gitattributes` file, over the tree it
-would make; `validate --all` and `desk doctor` run it whenever a `.gitattributes` holds a line that
-is not one of desk's own; `desk clone` runs it on what it cloned.
+It runs when a commit (or what a sync brings) changes a `.gitattributes`, over the tree it would
+make; `validate --all` and `desk doctor` run it whenever a `.gitattributes` holds a line that is
+not one of desk's own; `desk clone` runs it on what it cloned.
 """
 
 from __future__ import annotations

@@ -1,31 +1,20 @@
 """`validate --all` after a few memories changed: the last run's findings with only their parts redone.
 
-A whole-desk run over 10,000 files reads every cached verdict and renders MEMORY.md from 10,000
-lines; when one memory changed since the last run, that is 99.99% the same work. So each run
-leaves a **base** in the verdict cache (desk.gate.verdicts, table `bases`): the work-tree
-listing it saw (git's bytes), the files it read from disk and HEAD's `.system/` blobs (exactly
-what the run's state key hashes), the files checked, the per-file findings of the files that
-have any, the scopes' findings and MEMORY.md as the memories render it. The next run whose state
-is new compares its listing with the base's (a common prefix and suffix, found by comparing
-slices of bytes: the records in between name the paths whose index entry or work-tree status
-changed), the files read from disk with the base's, and redoes only the paths whose `(mode,
-blob)` differs: their verdicts (cached by blob, or checked), their MEMORY.md lines spliced into
-the base's rendered index (desk.formats.memory_index.splice_lines, by bisection), which is compared with
-the file.
+Each whole run leaves a **base** in the verdict cache (desk.gate.verdicts, table `bases`): the
+work-tree listing it saw, the files it read from disk, HEAD's `.system/` blobs (what the run's state
+key hashes), the per-file findings, the scopes' findings and MEMORY.md as the memories render it.
+The next run compares its listing with the base's (`differing_paths`) and redoes only the paths
+whose `(mode, blob)` differs: their verdicts, and their MEMORY.md lines spliced into the base's
+rendered index (desk.formats.memory_index.splice_lines).
 
-A base is left only when that splice is exactly what the whole run computes: no two memory names
-differ in case, every memory's entry carries its file's name and sorts as bytes (`_PLAIN_NAME`
-in desk.gate.validate), no memory holds a `key:` or `evidence:` line and no conflict case is
-open (the keyed-state rules have nothing to read). A run continues a base only when every
-changed path is a memory file (`memory/<name>.md`, a regular file before and after) or MEMORY.md
-(a regular file both times), HEAD's `.system/` blobs are the same, a new memory's name equals no
-other path ignoring case (ASCII names only), no changed memory holds a key or a name other than
-its file's, the scopes are untouched, and no more than `LIMIT` paths changed. Anything else runs
-the whole check, which leaves a new base. A continued run keeps the base unless more than a few
-paths changed since it (then it writes its own). The base is keyed by the rules version and desk
-id (the verdict cache's `rules`) and by the sources of the whole-desk rules, this module among
-them (desk.gate.verdicts.STATE_MODULES), so new code never continues an old base.
-tests/guard/test_delta.py holds every continued run to the whole check's findings.
+A base is left only when that splice is exactly what the whole run computes (no case clash between
+memory names, names that sort as bytes and match their files, no `key:` or `evidence:` line, no open
+conflict case: `_PLAIN_NAME` in desk.gate.validate). A run continues a base only when every changed
+path is a regular memory file or MEMORY.md, `.system/` and the scopes are untouched, a new name
+clashes with no path ignoring case, and at most `LIMIT` paths changed; anything else runs the whole
+check, which leaves a new base. Bases are keyed by the rules version, the desk id and this module's
+source (desk.gate.verdicts.STATE_MODULES). tests/guard/test_delta.py holds every continued run to
+the whole check's findings.
 """
 
 from __future__ import annotations

@@ -1,30 +1,19 @@
 """The committed memory/ folder at HEAD, mirrored in the cache and kept in step incrementally.
 
-A mutation needs three things about the committed memories: the blob of one file, whether another
-memory already holds the same body (the write gate), and the index lines of all of them. Reading
-every cache row per mutation made `remember` grow with the desk, so the cache keeps a table that
-mirrors memory/ at a recorded commit. Each mutation brings it up to HEAD from that commit
-(proportional to what changed since) and records its own change after committing. The mirror is
-derived: when the recorded commit is gone it is rebuilt from `git ls-tree` and the blob cache, and
-a crash between commit and record only costs that catch-up.
+A mutation needs the blob of one file, whether another memory holds the same body (the write gate),
+and the index lines of all of them; reading every cache row per mutation made `remember` grow with
+the desk. So a table mirrors memory/ at a recorded commit: each mutation brings it up to HEAD from
+there (`git log --raw OLD..HEAD`, proportional to what changed) and records its own change after
+committing. When the recorded commit is gone it is rebuilt from `git ls-tree` and the blob cache.
 
-Each row also keeps the memory's **last commit** and that commit's time: the commit
-`git log -n1 -- memory/<name>.md` shows. Asking git that per file costs O(commits x tree size)
-(docs/design.md §7), so recall and context read it here instead. It is found from the history the
-mirror reads anyway: catching up from the recorded commit reads `git log --raw OLD..HEAD` (every
-commit a person made in between, merges included), and a rebuild walks the whole history once, all
-files together (`last_commits`). A mutation records its own commit for the files it changed.
+Each row also keeps the memory's **last commit** and its time (what `git log -n1 -- memory/<name>.md`
+shows, which costs O(commits x tree size) per file: docs/design.md §7), found from the history the
+mirror reads anyway, so recall and context read it here. Project memories keep theirs in a table of
+their own (`ProjectHeads`), kept the same way.
 
-MEMORY.md is not rebuilt from every row at each mutation: when the mirror knows that HEAD's
-MEMORY.md is exactly what its rows render (desk's own commits record it; `index_exact`), the new
-index is HEAD's bytes with the changed memories' lines spliced in or taken out at their sorted
-places (`splice_lines`), which costs a few bisections of one file. Anything else (a person's commit
-that touched memory/ or MEMORY.md, a rebuild, another version of the index code) leaves it
-unknown, and the next mutation renders from every row, as before, and records the result.
-
-Project memories (`projects/<name>/memory/<m>.md`, docs/scopes.md) keep their last commit in a
-table of their own (`ProjectHeads`), caught up and rebuilt the same way, so a project hit in
-`desk recall` names its commit without a `git log` per hit either.
+When the mirror knows HEAD's MEMORY.md is exactly what its rows render (`index_exact`: desk's own
+commits record it), a mutation's new index is HEAD's bytes with the changed lines spliced in
+(`splice_lines`); anything else renders from every row and records the result.
 """
 
 from __future__ import annotations

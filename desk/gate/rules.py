@@ -1,33 +1,14 @@
 """The gate's rules for one path and for the commit message (the rule ids are in docs/guard.md).
 
-  memory files      frontmatter/name rules of desk.formats.memory_file (`memory-schema`: a newer format
-                    version), `memory-name`, `memory-path`, warnings `memory-expired`,
-                    `memory-no-triggers`
-  archive           `archive-append-only`, `archive-record`, `archive-chain` (desk.archive.store)
-  conflict queue    `conflicts-json`, `conflicts-schema`, `conflicts-version`, `conflicts-chain`
-                    (desk.formats.queue)
-  adjudications     `audit-append-only`, `audit-record`, `audit-chain` (desk.formats.audit)
-  commit message    `soul-unauthorized`, `digest-now` (they need the message: the commit-msg hook,
-                    desk's own commits in process); `secret` in the message itself
-  secrets           `secret` (desk.text.secrets; allowed only by fingerprint in .system/desk.json)
-  caches            `cache-committed` (anything under .system/cache/, where caches once lived)
-  any desk file     `symlink` (any tracked path, desk's or not), `merge-conflict`, `binary`,
-                    `encoding`, `file-size`, `config`; `bidi-control` (desk.text.direction) outside
-                    .system/, conversations/ and journal/
-  user scopes       `scope-mismatch` (a file recording another user's scope or another desk),
-                    `scope-path`, `pref-*` and `profile-field` (desk.formats.scope_files)
-
 Each rule looks at one path's content as it will be committed (and, for the archive and desk.json,
-the content it replaces). The rule over the memory set, MEMORY.md against its regenerated self, is
-desk.gate.index_rule; desk.gate.validate feeds both from the staged blobs, desk's own writes or
-the work tree. Heavy modules (YAML, pydantic, the secret patterns) are imported by the rule that
-needs them, so a hook run pays only for the kinds of file the commit touches.
+the content it replaces). The rule over the memory set is desk.gate.index_rule; desk.gate.validate
+feeds both. Heavy modules (YAML, pydantic, the secret patterns) are imported by the rule that needs
+them, so a hook run pays only for the kinds of file the commit touches.
 
 A path's findings are a `FileVerdict`: a pure function of the path, git's mode, the bytes, the
-bytes they replace (archive files, desk.json), the desk id and the code of the rules, so
-desk.gate.verdicts can cache it by blob id. The two inputs it leaves out are applied when it is
-read: the allow-list (a `secret` finding carries its fingerprint) and the clock (`memory-expired`
-carries the expiry time).
+bytes they replace, the desk id and the rules' code, so desk.gate.verdicts can cache it by blob id.
+The two inputs it leaves out are applied when it is read: the allow-list (a `secret` finding
+carries its fingerprint) and the clock (`memory-expired` carries the expiry time).
 """
 
 from __future__ import annotations

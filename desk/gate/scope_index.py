@@ -1,18 +1,13 @@
 """The gate's `index-stale` rule for the scopes' generated files (docs/scopes.md).
 
-`projects/<name>/MEMORY.md` is generated from `projects/<name>/memory/` exactly as MEMORY.md is
-from `memory/`: the one being committed must equal the index regenerated from the project memories
-of the same commit. A user scope's `PREFERENCES.md` is a pure function of its preference files and
-a time (a preference leaves it at its expiry instant): the one being committed must be what the
-preference files of the commit render at *some* time, so it is checked without a clock (one
-rendering before every expiry, one at each expiry instant: the projection only changes there).
-A projection that is merely behind the clock (a preference expired since) is `desk reindex`'s to
-refresh, never a refused commit; a hand edit, a forged line or a missing key is refused.
+`projects/<name>/MEMORY.md` must equal the index regenerated from the project's memories of the
+same commit, as MEMORY.md must. A user scope's `PREFERENCES.md` is a pure function of its
+preference files and a time, so it must be what they render at *some* time: one rendering before
+every expiry and one at each expiry instant (the projection only changes there), so no clock is
+needed. A projection merely behind the clock is `desk reindex`'s to refresh, never a refused commit.
 
-The rule runs for the scopes a change touches (a project memory or index, a preference file or
-index), reading only those scopes' files: projects and preference sets are small. Files that do
-not parse, or that record another scope or desk, have findings of their own and are left out of
-the rendering, as every reader leaves them out.
+The rule reads only the scopes a change touches; files that do not parse, or record another scope
+or desk, have findings of their own and are left out of the rendering, as every reader does.
 """
 
 from __future__ import annotations

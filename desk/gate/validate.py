@@ -1,22 +1,13 @@
 """`desk validate`: the one gate every write path passes (docs/design.md §1.3).
 
-The same rules run in three places: in process before each of desk's own commits
-(`validate_writes`, called by `Transaction.commit`), in the git hooks and `desk validate --staged`
-(`validate_staged`: the staged blobs, never the work tree), and over the whole desk
-(`validate_all`: `desk validate --all`, `desk doctor`; desk.gate.whole and desk.gate.work_tree).
-This module gathers what the first two change and runs the rules on it (desk.gate.checks): the
-per-file and commit-message rules of desk.gate.rules, and
-the memory-set rules (MEMORY.md regenerated, names unique ignoring case) of desk.gate.index_rule,
-and the scopes' generated files (a project's MEMORY.md, a user scope's PREFERENCES.md) of
-desk.gate.scope_index. The rule ids are listed in docs/guard.md.
-
-Verdicts are cached by blob id (desk.gate.verdicts), so no run checks the same bytes twice:
-`--staged` costs in proportion to the change (one `git diff --cached --raw` names the changed
-blobs, only those are read, and only those the cache lacks are checked), and `--all` on an
-unchanged desk costs one `git ls-files` (git's stat cache says which files changed) and one pass
-over the cache. The rules over the memory set are computed from the verdicts' index lines, never
-by parsing again. Heavy modules (pydantic, YAML) are imported only when a memory or config file is
-actually checked, so the commit-msg hook stays cheap.
+The same rules run before each of desk's own commits (`validate_writes`, from
+`Transaction.commit`), in the git hooks and `desk validate --staged` (`validate_staged`: the staged
+blobs, never the work tree), and over the whole desk (`validate_all`; desk.gate.whole and
+desk.gate.work_tree). This module gathers what the first two change and runs on it the per-file
+rules (desk.gate.rules), the memory-set rules (desk.gate.index_rule) and the scopes' generated files
+(desk.gate.scope_index); the rule ids are listed in docs/guard.md. Verdicts are cached by blob id
+(desk.gate.verdicts), so a run costs in proportion to the change, and heavy modules (pydantic,
+YAML) are imported only when a memory or config file is actually checked.
 """
 
 from __future__ import annotations
@@ -87,20 +78,28 @@ def staged_changes(git: Git, raw: list[RawChange] | None = None
     caller has it already.
     """
     raw = git.worktree.staged_changes() if raw is None else raw
-    wanted = [c.new_blob for c in raw if c.new_blob and c.status != "D" and is_managed(c.path)
-              and c.new_mode not in (SYMLINK_MODE, GITLINK_MODE)]
+    wanted = _wanted(raw)
     if any(is_managed(c.path) for c in raw):
         wanted.append(f"HEAD:{CONFIG_PATH}")
-    wanted += [c.old_blob for c in raw if c.old_blob and needs_old(c.path)]
     index_staged = any(c.path == INDEX_FILE for c in raw)
     if index_staged or any(c.path.startswith(MEMORY_PREFIX) for c in raw):
         wanted += [f"HEAD:{INDEX_FILE}", f":{INDEX_FILE}"] if index_staged else [f"HEAD:{INDEX_FILE}"]
     blobs = git.objects.read_blobs(wanted)
-    if not index_staged and f"HEAD:{INDEX_FILE}" in blobs:  # unchanged: read once (~0.6 MB at 10,000 memories)
+    if not index_staged and f"HEAD:{INDEX_FILE}" in blobs:  # unchanged: read once
         blobs[f":{INDEX_FILE}"] = blobs[f"HEAD:{INDEX_FILE}"]
-    changes = [Change(c.path, None if c.status == "D" else blobs.get(c.new_blob or "", b""),
-                      c.new_mode, c.old_blob, c.new_blob) for c in raw]
-    return changes, blobs
+    return _changes(raw, blobs), blobs
+
+
+def _wanted(raw: list[RawChange]) -> list[str]:
+    """The blobs the rules read for `raw`: each changed desk file's, and the old ones they compare with."""
+    return ([c.new_blob for c in raw if c.new_blob and c.status != "D" and is_managed(c.path)
+             and c.new_mode not in (SYMLINK_MODE, GITLINK_MODE)]
+            + [c.old_blob for c in raw if c.old_blob and needs_old(c.path)])
+
+
+def _changes(raw: list[RawChange], blobs: Mapping[str, bytes]) -> list[Change]:
+    return [Change(c.path, None if c.status == "D" else blobs.get(c.new_blob or "", b""),
+                   c.new_mode, c.old_blob, c.new_blob) for c in raw]
 
 
 def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | None = None,
@@ -138,15 +137,12 @@ def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | N
     """
     git = desk.git
     raw = git.worktree.diff_tree(old, new)
-    wanted = [c.new_blob for c in raw if c.new_blob and c.status != "D" and is_managed(c.path)
-              and c.new_mode not in (SYMLINK_MODE, GITLINK_MODE)]
-    wanted += [f"{old}:{CONFIG_PATH}"] + [c.old_blob for c in raw if c.old_blob and needs_old(c.path)]
+    wanted = _wanted(raw) + [f"{old}:{CONFIG_PATH}"]
     touches_memory = any(c.path == INDEX_FILE or c.path.startswith(MEMORY_PREFIX) for c in raw)
     if touches_memory:
         wanted += [f"{old}:{INDEX_FILE}", f"{new}:{INDEX_FILE}"]
     blobs = git.objects.read_blobs(wanted)
-    changes = [Change(c.path, None if c.status == "D" else blobs.get(c.new_blob or "", b""),
-                      c.new_mode, c.old_blob, c.new_blob) for c in raw]
+    changes = _changes(raw, blobs)
     read = blob_reader(git, blobs)
 
     def like(paths: list[str]) -> list[str]:
@@ -202,16 +198,19 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
     changes = [Change(p, data, FILE_MODE, old_blobs.get(p)) for p, data in sorted(writes.items())]
     read = blob_reader(git, {blob_sha(data): data for data in writes.values() if data is not None})
 
-    def all_files() -> dict[str, str]:
-        head = git.refs.head()
-        files = git.worktree.ls_tree(head, MEMORY_PREFIX) if head else {}
+    def written(files: dict[str, str], spec: str) -> dict[str, str]:
+        """`files` (`{path: blob}` at HEAD under `spec`) with `writes` applied."""
         for path, data in writes.items():
-            if path.startswith(MEMORY_PREFIX):
+            if path == spec or spec.endswith("/") and path.startswith(spec):
                 if data is None:
                     files.pop(path, None)
                 else:
                     files[path] = blob_sha(data)
         return files
+
+    def all_files() -> dict[str, str]:
+        head = git.refs.head()
+        return written(git.worktree.ls_tree(head, MEMORY_PREFIX) if head else {}, MEMORY_PREFIX)
 
     memory = None
     touches_memory = INDEX_FILE in writes or any(p.startswith(MEMORY_PREFIX) for p in writes)
@@ -230,16 +229,8 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
     def files_under(spec: str) -> dict[str, str]:
         head = git.refs.head()
         if spec.endswith("/"):
-            files = git.worktree.ls_tree(head, spec, recursive=True) if head else {}
-        else:
-            files = git.worktree.committed_blobs([spec]) if head else {}
-        for path, data in writes.items():
-            if path == spec or spec.endswith("/") and path.startswith(spec):
-                if data is None:
-                    files.pop(path, None)
-                else:
-                    files[path] = blob_sha(data)
-        return files
+            return written(git.worktree.ls_tree(head, spec, recursive=True) if head else {}, spec)
+        return written(git.worktree.committed_blobs([spec]) if head else {}, spec)
 
     report, _ = run_rules(desk, changes, memory, read, message, now,
                      head_config=lambda: heads.get(f"HEAD:{CONFIG_PATH}"), files_under=files_under)

@@ -1,25 +1,15 @@
 """The gate's memory: verdicts cached by blob id, and what the history check found, by commit id.
 
-Same bytes, same verdict under the same rules. A `FileVerdict` (desk.gate.rules) is a pure function
-of the path, git's mode, the blob, the blob it replaces (archive files and desk.json compare against
-it), the desk id and the rules' code, so `.git/desk-cache/verdicts.sqlite` keeps it under exactly
-those: a row per `(rules, path, mode, blob, old)`, where `rules` is a hash of `rules_version()` and
-the desk id. The path is in the key because the verdict depends on it (a memory's name must equal
-its file stem; which rules apply depends on where a file lives). The allow-list and the clock are
-not: a verdict carries each secret's fingerprint and a memory's expiry, and desk.gate.rules applies
-them when it is read, so allowing a secret or the passing of time never needs a re-check.
+A `FileVerdict` (desk.gate.rules) is a pure function of the path, git's mode, the blob, the blob it
+replaces (archive files and desk.json), the desk id and the rules' code, so
+`.git/desk-cache/verdicts.sqlite` keys a row by exactly those: `(rules, path, mode, blob, old)`,
+where `rules` hashes `rules_version()` (the code fingerprint of desk.storage.derived) and the desk
+id. The allow-list and the clock are applied when a verdict is read, so allowing a secret or the
+passing of time never needs a re-check. A commit never changes, so the history rules' findings
+(`desk doctor`) are kept by commit id; `desk doctor`'s look for temporary files keeps, per folder
+that held none, its inode, mtime and subfolders.
 
-`rules_version()` is the cache's code fingerprint (desk.storage.derived: the source of every desk
-module validating and the history check import, found from the import graph, the installed PyYAML
-and pydantic, the Python version). Editing a rule, upgrading a parser or a new Python is a new
-version, and the cache made by another is emptied when opened.
-
-A commit never changes, so what the history rules (`desk doctor`) found in one is kept by commit
-id, under the same rules version and desk id. And `desk doctor`'s look for temporary files keeps,
-per folder that held none, its inode, mtime and subfolders (see desk.guard.doctor).
-
-Derived data, never committed, rebuilt silently when missing or unreadable, and never needed: when
-SQLite fails, the rules simply run.
+Derived data, never committed and never needed: when SQLite fails, the rules simply run.
 """
 
 from __future__ import annotations

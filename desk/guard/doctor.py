@@ -24,7 +24,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,7 +74,7 @@ class Problem:
     status: str = "found"  # found | repaired | needs-person | note
 
     def to_json(self) -> dict[str, str]:
-        return {"check": self.check, "path": self.path, "message": self.message, "status": self.status}
+        return asdict(self)
 
 
 @dataclass

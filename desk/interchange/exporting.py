@@ -1,20 +1,9 @@
 """`desk export FORMAT DEST`: the desk's memories in the formats other tools read. Read-only on the desk.
 
-- `claude-code`: DEST is a Claude Code auto-memory folder. One `<name>.md` a memory (the original
-  topic file's name for a memory imported from one, so it is updated in place) with Claude
-  Code's `name`/`description`/`type` frontmatter (desk's type mapped to Claude Code's four; the
-  exact desk type kept as `desk_type` where the mapping would lose it, and desk's `triggers` and
-  `importance`), and MEMORY.md, the index Claude Code loads: a line a memory, plus the lines of
-  the old MEMORY.md that point at files this export did not write (nothing a person wrote is lost).
-- `openclaw`: DEST is a workspace. Memories go to `memory/desk/<name>.md` (desk's own frontmatter),
-  and MEMORY.md gets a marked block listing them, the rest of MEMORY.md kept; AGENTS.md, SOUL.md
-  and USER.md are copied only where the workspace has none.
-- `markdown`: DEST is a folder; each memory file as desk stores it (for Obsidian or
-  basic-memory, frontmatter included) less desk's `schema:` version line, which means nothing to
-  those tools (so does `openclaw`'s copy).
-- `jsonl`: DEST is a file; a line a memory: its fields (with `schema` as the file declares it:
-  desk's own format), body, path and commit history.
-Each is read back by `desk import` to the same memories (`unchanged`).
+One writer per format (claude-code, openclaw, markdown, jsonl; what each writes is in
+docs/import-export.md). Nothing a person wrote in DEST is lost: an index's lines for files this
+export did not write are kept, and workspace files are copied only where DEST has none. Each format
+is read back by `desk import` to the same memories (`unchanged`).
 """
 
 from __future__ import annotations

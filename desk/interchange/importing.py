@@ -2,25 +2,18 @@
 
 1. The reader parses the whole source first (a malformed file stops everything, nothing written)
    and every conversation record is validated as an archive event (redacted like every append).
-2. Under the desk lock: the memory plan (`plan.py`: names, collisions, the write gate), then the
-   commit's rules on the memories to write (the same `validate_writes` every desk commit passes,
-   including the secret scan): a memory that breaks one is rejected with the finding, the rest go on.
-3. The source's versions of desk files (an OpenClaw SOUL.md, ...) fill the desk's file where it is
-   still byte-identical to its `desk init` template, at HEAD and in the work tree (nobody wrote it
-   yet: the template is as good as empty); where a person wrote it, they are proposed, never
-   written. The memories, MEMORY.md and these files are ONE commit (`Desk-Op: import`,
-   `Desk-Import-Format`, counts in trailers); none when nothing changes.
-4. The records not yet archived (by their `desk.import` origin, in the files of their days) are
-   appended through the archive's own import path (`desk.archive.importing.append_events`: one
-   write each, batched fsync, hash chains) and, like every append and `desk archive import`, are
-   committed by the next `desk checkpoint`: committing them here would re-scan every record for
-   secrets inside the import (the gate reads what an archive file gained), several times the
-   import's own cost at 50,000 messages.
+2. Under the desk lock: the memory plan (`plan.py`), then the rules every desk commit passes
+   (`validate_writes`): a memory that breaks one is rejected with the finding, the rest go on.
+3. The source's versions of desk files fill a desk file still byte-identical to its `desk init`
+   template, and are proposed, never written, where a person wrote it. The memories, MEMORY.md and
+   these files are ONE commit (`Desk-Op: import`); none when nothing changes.
+4. The records not yet archived are appended through the archive's own import path
+   (`desk.archive.importing.append_events`) and, like every append, committed by the next
+   `desk checkpoint`: committing them here would re-scan every record for secrets.
 Importing the same source again changes nothing: status `unchanged`, no commit, no append.
 
-`project` imports the memories into that project's memory folder and index (docs/scopes.md);
-`user` applies the profile fields the source carries (an OpenClaw USER.md's labelled lines) to
-that user's profile in the same commit, and is refused for a source that carries none.
+`project` imports into that project's memory folder and index (docs/scopes.md); `user` applies the
+profile fields the source carries to that user's profile in the same commit.
 """
 
 from __future__ import annotations

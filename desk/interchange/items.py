@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from desk.formats.memory_file import DESCRIPTION_MAX, NAME_MAX, TRIGGER_MAX, name_problem
 
@@ -58,7 +58,7 @@ class Proposal:
     note: str
 
     def to_json(self) -> dict[str, str]:
-        return {"target": self.target, "origin": self.origin, "note": self.note}
+        return asdict(self)
 
 
 @dataclass

@@ -1,16 +1,12 @@
 """What each imported memory becomes in this desk: the same rules as `remember`, decided up front.
 
-For every `MemoryItem`, in source order: a name (the source's own slug, else one derived from the
-title); a collision with an existing memory of that name is the same fact when the bodies match
-(then `unchanged`, or `updated` when description, type, triggers or importance differ), otherwise
-the next free `<name>-2`, `<name>-3`, ... with a plan line saying so. Then the write gate of
-`remember` (`desk.gate.memory_gate.check_memory`: durable, not already recorded in another memory or in
-AGENTS.md/SOUL.md), the structural checks of the memory file schema, and the read-back check. A
-refusal rejects that item with its reason; the import goes on with the rest. The file rules and
-the secret scan run on the whole commit afterwards (`importing.py`), as for every desk commit.
-
-`project` plans into a project's memory folder (docs/scopes.md): names, collisions and the gate's
-"already recorded" are the project's, and each memory records `project: <name>`.
+For every `MemoryItem`, in source order: a name (the source's slug, else one made from the title);
+a name taken by a memory with the same body is that memory (`unchanged`, or `updated` when its
+fields differ), otherwise the next free `<name>-2`, `<name>-3`, ... Then `remember`'s write gate
+(desk.gate.memory_gate.check_memory), the memory file schema and the read-back check: a refusal
+rejects that item with its reason and the import goes on. The file rules and the secret scan run
+on the whole commit afterwards (`importing.py`). With `project`, names, collisions and the gate's
+"already recorded" are the project's (docs/scopes.md).
 """
 
 from __future__ import annotations

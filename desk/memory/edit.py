@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
@@ -46,7 +46,7 @@ class EditResult:
     commit: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"status": self.status, "name": self.name, "path": self.path, "commit": self.commit}
+        return asdict(self)
 
 
 def editor_command(env: dict[str, str] | None = None) -> str:

@@ -1,21 +1,12 @@
 """`desk restore NAME [--from REV]`: a forgotten or overwritten memory back from git history, in
 one commit (`Desk-Op: restore`, `Desk-Restored-From: <commit>`).
 
-Which version comes back:
-
-- with `from_rev`, the memory's file as it was at that commit: under its name there, or under an
-  older name it had through a real rename (desk.memory.follow, as `desk history` follows it; an
-  older name counts only at commits before the rename, so a later file that took the old name is
-  never mistaken for this memory);
-- without it, the newest version in the memory's history that differs from the memory as
-  committed now: for a forgotten memory the version it had when it was forgotten, for an existing
-  one the version before its current one (restoring twice in a row goes back and forth).
-
-The version is written back byte for byte (its `updated:` is that version's; the restore commit
-says when it came back). Only when it had another name then does its `name:` line follow, as
-`desk rename` writes it. It passes the write gate and the rules as every write does, so a version
-that would be refused today (a secret, the same fact as another memory, a rule AGENTS.md states, a
-file broken by a hand commit that skipped the hooks) is refused with the finding, nothing changed.
+With `from_rev`, the memory's file at that commit, under its name there or an older name it had
+through a real rename (desk.memory.follow; an older name counts only at commits before the rename,
+so a later file that took the old name is never mistaken for it). Without it, the newest version
+that differs from the one committed now (restoring twice goes back and forth). The version comes
+back byte for byte (only its `name:` line follows a rename) and passes the write gate and rules as
+every write does, so a version that would be refused today is refused, nothing changed.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import copy
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, UsageError
 from desk.formats.memory_file import parse_memory
@@ -82,9 +82,7 @@ class Proposal:
     stale: list[str] = field(default_factory=list)  # memory files changed on the branch since
 
     def to_json(self) -> dict[str, object]:
-        return {"id": self.id, "commit": self.commit, "base": self.base, "subject": self.subject,
-                "operation": self.operation, "actor": self.actor, "date": self.date, "paths": self.paths,
-                "status": self.status, "reason": self.reason, "stale": self.stale}
+        return asdict(self)
 
 
 def _first(trailers: Mapping[str, list[str]], key: str) -> str | None:
@@ -187,7 +185,7 @@ class ReviewOutcome:
     paths: list[str]
 
     def to_json(self) -> dict[str, object]:
-        return {"proposal": self.proposal, "status": self.status, "commit": self.commit, "paths": self.paths}
+        return asdict(self)
 
 
 def _require_person(actor: str, verb: str) -> None:

@@ -1,13 +1,9 @@
 """The typed results of the public API (`desk.api.Desk`'s methods).
 
-Every result has `.to_json()`, exactly what the CLI prints under `--json`, and `.text()`, the
-CLI's human output, so the CLI only chooses between them (and exits with `.exit_code`). Where an
-operation already returns a typed dataclass, the result carries it as `.value`; otherwise the
-result's own fields are the data. The operation modules are imported for type checking only, and
-the few renderers a `.text()` needs inside that method, so importing the results (which every
-command does) does not load recall, doctor or the hooks. Each result class is loaded from its
-module on first use (PEP 562), and `desk.api` imports a method's result module inside the method,
-so a command builds only its own module's dataclasses (docs/design.md §6, start-up).
+Every result has `.to_json()` (exactly the CLI's `--json`) and `.text()` (its human output), so the
+CLI only chooses between them and exits with `.exit_code`. A result wraps the operation's own
+dataclass as `.value` where there is one. Each class is loaded from its module on first use (PEP
+562), so a command builds only its own module's dataclasses (docs/design.md §6, start-up).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError, quoted
@@ -42,9 +42,7 @@ class PrefChange:
     commit: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "key": self.key, "user_scope": self.user_scope,
-                "path": self.path, "revision": self.revision, "previous": self.previous,
-                "current": self.current, "commit": self.commit}
+        return asdict(self)
 
 
 @dataclass

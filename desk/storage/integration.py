@@ -1,24 +1,18 @@
 """What a killed `desk sync` leaves of git's fast-forward or merge, recorded first and undone after.
 
-`git merge` moves the work tree file by file before it writes the index and moves the branch. A
-kill in the middle (desk and its git together: a terminal's process group, a stopped container, a
-power cut) leaves a torn checkout: some files new, one empty or missing, new files untracked, the
-branch where it was, `index.lock` left (removed by desk.storage.git_locks), and no MERGE_HEAD for
-`git merge --abort` to go by. So before git starts, desk sync writes down what it is about to do
-(`.git/desk-sync-integrating.json`: the kind, HEAD, the commit it integrates, the paths git may
-write) and removes the record
-once the integration is committed or put back.
+`git merge` moves the work tree file by file before it writes the index and moves the branch; a
+kill in the middle leaves a torn checkout with no MERGE_HEAD for `git merge --abort` to go by. So
+before git starts, desk sync records what it is about to do (`.git/desk-sync-integrating.json`: the
+kind, HEAD, the commit it integrates, the paths git may write) and removes the record once the
+integration is committed or put back.
 
-The next desk command (under the desk lock, so the record's writer is dead), `desk doctor
---repair` and `desk sync --continue` read a record left behind and settle it: when the fast-forward
-or the merge commit landed, only git's leftovers are cleared (MERGE_HEAD of a commit killed after
-it moved the branch); otherwise the integration is undone and the next `desk sync` makes it again.
-Only the paths git was integrating are touched: each file that holds what HEAD has, what the
-incoming commit has, a torn start of that (an empty file included) or nothing, is put back as
-HEAD has it. A file holding anything else (a merge driver's result, or a person's edit made since
-the kill) is put back too, and its bytes are kept in `.git/desk-rescued/`, named in the report:
-nothing is lost. A path git does not write (one only this clone changed) and one a person had
-uncommitted changes in when the sync began (git refuses to overwrite it) are never touched.
+The next desk command (under the desk lock, so the record's writer is dead), `desk doctor --repair`
+and `desk sync --continue` settle a record left behind: when the integration landed, only git's
+leftovers are cleared; otherwise each path git was integrating is put back as HEAD has it, and the
+next `desk sync` integrates again. A file holding neither side's bytes nor a torn start of the
+incoming one (a driver's result, a person's edit since) is put back too, its bytes kept in
+`.git/desk-rescued/`. Paths git does not write, and those with a person's uncommitted change when
+the sync began, are never touched.
 """
 
 from __future__ import annotations

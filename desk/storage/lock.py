@@ -1,35 +1,24 @@
 """The desk-wide lock: held from the first file write to the commit of every mutation.
 
-An `fcntl.flock` on a file in the git dir. The kernel drops it when the holder dies, so a
-`kill -9` never leaves a stale desk lock behind (unlike git's own `index.lock`).
+An `fcntl.flock` on a file in the git dir: the kernel drops it when the holder dies, so a `kill -9`
+never leaves a stale lock (unlike git's `index.lock`).
 
-Waiters take turns. Polling with `LOCK_NB` and a sleep is unfair: a poller asleep between tries
-loses every race to a process that takes the lock again at once (four processes hammering one
-lock here took it 596, 1, 1 and 1 times), and under load one `bench_concurrency` worker timed out
-(391 of 400 commits). So a waiter blocks in `flock` itself, queued by the kernel, which wakes it
-as soon as the holder lets go. That alone still lets the process that just let go, running while
-the woken waiters are not yet scheduled, take the lock straight back; so there is a second lock
-in front, `<lock>.queue`: a process holds it while it waits for the lock itself and lets go of it
-once it has the lock. The next in line is then already waiting on the lock, and the process that
-just let go has to queue behind it.
+Waiters take turns. Polling with `LOCK_NB` is unfair (a sleeping poller loses every race to a
+process that takes the lock again at once), so a waiter blocks in `flock`, queued by the kernel.
+The process that just let go could still take the lock straight back before the woken waiter runs,
+so a second lock stands in front, `<lock>.queue`: held while waiting for the lock, let go once it
+is held, so the process that just let go queues behind the next in line.
 
-A blocking `flock` has no timeout of its own. An alarm signal (`setitimer`) would interrupt it,
-but signals reach only the main thread and would clobber a host application's own SIGALRM, and
-desk is a library called from threads. So the blocking calls run in a helper thread and the caller
-waits for it with a timeout; a caller that gives up leaves the descriptors to the helper, which
-closes them (letting go at once) when it gets the locks. An uncontended lock is taken with
-non-blocking tries and starts no thread.
+A blocking `flock` has no timeout, and an alarm signal reaches only the main thread (desk is a
+library called from threads), so the blocking calls run in a helper thread the caller waits for
+with a timeout; a caller that gives up leaves the descriptors to the helper, which closes them once
+it gets the locks. An uncontended lock is taken with non-blocking tries and starts no thread.
 
-A desk this process cannot write (a read-only mount, another user's folder) cannot open the lock
-file for writing. A holder that only reads (`reading=True`: `desk doctor` without `--repair`) then
-takes a shared lock on a read-only descriptor of it, queued as a writer is (through a read-only
-descriptor of the queue file): `flock` needs no write access, and the writers (the same files
-through a writable mount, or their owner) still take theirs on the same inode, so the read waits
-for a mutation in progress and no mutation starts during it. Only where
-the lock file does not exist either (no desk process has ever locked this desk) is there nothing
-to lock: a writer that starts meanwhile may show the read a mutation half done (its pending marker,
-files written before its commit), which the read reports as interrupted; it writes nothing, and
-asking again answers right. A holder that writes gets a ReadOnlyDeskError naming the folder.
+On a desk this process cannot write, a holder that only reads (`reading=True`: `desk doctor`
+without `--repair`) takes a shared lock on read-only descriptors (`flock` needs no write access),
+so it waits for a mutation in progress and none starts during it; where no lock file exists at all
+there is nothing to lock, and a read may see a mutation half done (it reports it as interrupted).
+A holder that writes gets a ReadOnlyDeskError naming the folder.
 """
 
 from __future__ import annotations

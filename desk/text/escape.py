@@ -1,35 +1,11 @@
 """How stored text is made safe for the structures it is rendered into: pure functions, one place.
 
-Every text desk did not write itself (a memory's name, description, triggers and body; NOW.md,
-MISTAKES.md, USER.md, SOUL.md, AGENTS.md; archive content, facts, journal lines; profile values)
-goes through these before it reaches a prompt, so it can never close or imitate the structure
-around it (issue 15.3). Whoever renders stored text into a prompt uses them, and nothing else:
-
-- `plain_text(text)`: the first step for every stored text. `\\r\\n` becomes `\\n`; every other
-  character a reader may take for a line break (lone CR, VT, FF, FS/GS/RS, NEL, U+2028, U+2029)
-  becomes `breaks` (a newline by default: a file written with old Mac line ends still reads as
-  lines; each line is then escaped on its own); other control characters (C0 but tab and newline,
-  DEL, C1) are dropped.
-- `one_line(text)`: a field that must stay on one line (a list item, a heading, a note, an
-  attribute): `plain_text` with every line break a space.
-- `markdown_block(text)`: stored text shown as the body of a `## desk: …` section of `desk
-  context`. Line by line: a line that is a Markdown heading (`#` or full-width `＃` after any indent,
-  zero-width characters included) is demoted two levels and its indent dropped, so no stored line
-  ever reads as `# ` or `## ` (the levels desk's own headings use); a setext underline (`===`, `---` under text) is backslash-escaped, so it
-  cannot turn the line above into a heading; a line starting with `[desk` is backslash-escaped
-  (desk's own notes read `[desk context: …]`); `<` is escaped as `&lt;` where it would open or
-  close one of desk's elements (`<desk-…>`, `<memory>`, `<recalled_context>`, `<hit>`) or an HTML
-  comment (desk's header is one). The rest of the Markdown is left as written.
-- `xml_text(text)` / `xml_attr(value)`: text and attribute values inside desk's XML blocks
-  (`<desk-memory>`, `<recalled_context>`): `plain_text` first, then `&`, `<`, `>` (and `"` in an
-  attribute) escaped; an attribute is one line.
-- `boundary_token(parts)`: the per-render token in `desk context`'s header and section headings,
-  like a MIME boundary: a hash of everything rendered, so the output is byte-for-byte the same for
-  the same desk and `--as-of`, and no stored text can predict (contain) the token of the render it
-  is part of.
-
-Beside the token estimator, so the memory index can count a body's tokens as context will inject
-it (`desk.formats.memory_index.IndexEntry.injected_tokens`) without importing recall.
+Every text desk did not write itself (memories, NOW.md, MISTAKES.md, USER.md, SOUL.md, AGENTS.md,
+archive content, facts, journal lines, profile values) goes through these before it reaches a
+prompt, so it can never close or imitate the structure around it (issue 15.3): `plain_text` first,
+`one_line` for one-line fields, `markdown_block` for a section body of `desk context`, `xml_text` /
+`xml_attr` inside desk's XML blocks, and `boundary_token` for the per-render token in `desk
+context`'s headings (a hash of everything rendered, so no stored text can contain it).
 """
 
 from __future__ import annotations
@@ -77,8 +53,10 @@ def one_line(text: str) -> str:
 
 
 def markdown_block(text: str) -> str:
-    """Stored text as a section body of `desk context`: it cannot start a heading of desk's levels,
-    a desk note or one of desk's elements (see the module docstring)."""
+    """Stored text as a section body of `desk context`, line by line: a heading (`#` or `＃` after
+    any invisible indent) is demoted two levels, so no line reads as desk's `# ` or `## `; a setext
+    underline and a line starting `[desk` (desk's own notes) are backslash-escaped; `<` becomes
+    `&lt;` where it would open or close one of desk's elements or an HTML comment."""
     heading_re, lead_re, setext_re, own_tag_re = _markdown_res()
     out: list[str] = []
     previous = ""

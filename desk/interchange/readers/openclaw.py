@@ -1,17 +1,9 @@
-"""An OpenClaw workspace (default `~/.openclaw/workspace`).
+"""An OpenClaw workspace (default `~/.openclaw/workspace`); what is read, and what each file becomes,
+is in docs/import-export.md.
 
-Read (docs/import-export.md): AGENTS.md (operating rules), SOUL.md (persona), IDENTITY.md (name,
-vibe), USER.md (the human's profile), TOOLS.md, HEARTBEAT.md; MEMORY.md (curated long-term memory,
-bullets under headings); `memory/YYYY-MM-DD.md` or `memory/YYYY-MM-DD-<slug>.md` (daily notes).
-MEMORY.md bullets become memories; daily notes become archive records (kind `note`, at the day's
-start); other Markdown under memory/ becomes memories. The workspace files with a matching desk
-file fill it where it is still its `desk init` template (AGENTS.md from AGENTS.md then TOOLS.md,
-SOUL.md from SOUL.md then IDENTITY.md, USER.md from USER.md) and are proposed where a person has
-written it; HEARTBEAT.md (a periodic checklist, not a working note) is always only proposed for
-NOW.md.
-USER.md's labelled lines (`- **Name:** Ada`, `- **What to call them:** ...`, `- **Pronouns:** ...`,
-`- **Timezone:** ...`, and language, location, role) are also the source's profile fields, which
-`desk import --user ID` applies to that user's profile.
+MEMORY.md bullets and other Markdown under memory/ become memories; daily notes
+(`memory/YYYY-MM-DD[-<slug>].md`) become archive records; the workspace files with a matching desk
+file fill it or are proposed for it; USER.md's labelled lines are the source's profile fields.
 """
 
 from __future__ import annotations
