@@ -11,10 +11,11 @@ from desk.cli.output import F, invocation, json_option, print_json, project_opti
 
 @click.group("setup")
 def setup_group() -> None:
-    """Wire desk into an assistant: its MCP server entry (`desk serve` on this desk) and, for
-    Claude Code, the hooks that load and archive each session (docs/agents.md, "desk setup").
+    """Wire desk into Claude Code, Claude Desktop or Cursor: the MCP server entry and Claude Code's
+    hooks, merged into their config files.
 
-    The entries are merged into the assistant's own JSON config; every other entry is kept. A
+    The server entry runs `desk serve` on this desk; Claude Code's hooks load and archive each
+    session (docs/agents.md, "desk setup"). The entries are merged into the assistant's own JSON config; every other entry is kept. A
     second run changes nothing; --remove takes out exactly desk's entries; --dry-run prints the
     diff and writes nothing. --desk, --project and --user are passed to every desk command
     written. HOME (and XDG_CONFIG_HOME or APPDATA for Claude Desktop) say where user-level
