@@ -51,7 +51,8 @@ INSTRUCTIONS = (
     "This server is the assistant's desk: its identity and memory kept as a git repository of "
     "Markdown files. Call `context` (or the `wake_up` prompt) at the start of a session. Save a "
     "durable fact, preference or decision with `remember` (one fact per memory, a short "
-    "description, triggers that would make it relevant); look things up with `recall`. Every "
+    "description, triggers that would make it relevant; to update one, remember its name again "
+    "with only what changes); look things up with `recall`. Every "
     "write is one reviewed git commit made as the assistant; the write gate refuses session-only "
     "notes and duplicates, and its error says what to change. SOUL.md is the persona people own: "
     "it is read-only here.")
