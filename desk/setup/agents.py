@@ -205,17 +205,19 @@ def _take_out(data: dict[str, Any], server: dict[str, Any], hooks: dict[str, Any
 
 
 def _render(data: dict[str, Any], like: bytes | None) -> bytes:
-    """`data` as JSON in the layout of the file it replaces (its indent, or one line, and its final
-    newline; JSON.stringify's and json.dumps's layouts agree), else indented by two spaces: so
-    `--remove` gives back a file desk rewrote byte for byte."""
+    """`data` as JSON in the layout of the file it replaces (its indent, or one line; its line
+    ends, final newline and BOM; JSON.stringify's and json.dumps's layouts agree), else indented
+    by two spaces: so `--remove` gives back a file desk rewrote byte for byte."""
     indent: str | None = "  "
-    newline = "\n"
+    end, bom = "\n", ""
     if like is not None and like.strip():
         text = like.decode("utf-8-sig", "replace")
         found = re.search(r"\n([ \t]+)\S", text)
         indent = found.group(1) if found else None if "\n" not in text.strip() else indent
-        newline = "\n" if text.endswith("\n") else ""
-    return (json.dumps(data, indent=indent, ensure_ascii=False) + newline).encode()
+        end = "" if not text.endswith("\n") else "\r\n" if text.endswith("\r\n") else "\n"
+        bom = "\ufeff" if like.startswith(b"\xef\xbb\xbf") else ""
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return (bom + (text.replace("\n", "\r\n") if end == "\r\n" else text) + end).encode()
 
 
 def _lines(data: bytes | None) -> list[str]:

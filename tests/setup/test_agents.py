@@ -195,3 +195,25 @@ def test_setup_offers_the_projects_claude_code_memory_and_imports_it_on_request(
     imported = run("setup", "claude-code", str(project), "--import", "--json")
     assert imported.exit_code == 0 and json.loads(imported.output)["imported"]
     assert len(list((desk.root / "memory").glob("*.md"))) >= 2
+
+
+def test_a_symlinked_file_with_a_bom_crlf_and_tabs_comes_back_byte_for_byte(
+        run: DeskRunner, tmp_path: Path, isolated_home: Path) -> None:
+    """A dotfiles repository's symlink stays a symlink and is written where it points; a BOM, CRLF
+    line ends, tab indents and a zero-width character in a foreign value all survive setup and
+    removal (hostile layouts a hand-edited file may have)."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    text = json.dumps({"mcpServers": {"odd\u200bname": {"command": "a\nb", "args": ["\r"]}}}, indent="\t",
+                      ensure_ascii=False)  # as JSON.stringify writes it
+    original = b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode() + b"\r\n"
+    (dotfiles / "mcp.json").write_bytes(original)
+    (isolated_home / ".cursor").mkdir()
+    (isolated_home / ".cursor/mcp.json").symlink_to(dotfiles / "mcp.json")
+    assert run("setup", "cursor", "--user-config").exit_code == 0
+    assert (isolated_home / ".cursor/mcp.json").is_symlink()
+    merged = (dotfiles / "mcp.json").read_bytes()
+    assert merged.startswith(b"\xef\xbb\xbf{\r\n\t\"mcpServers\"") and b'"desk"' in merged
+    assert run("setup", "cursor", "--user-config").output.endswith("nothing to change: desk is set up already\n")
+    assert run("setup", "cursor", "--user-config", "--remove").exit_code == 0
+    assert (dotfiles / "mcp.json").read_bytes() == original and (isolated_home / ".cursor/mcp.json").is_symlink()
