@@ -80,13 +80,15 @@ def serve_command(http: str | None, token_file: Path | None) -> None:
               help="The directory the model sees (the memory tool's /memories).")
 @click.option("--client", default="memory-tool", show_default=True, metavar="NAME",
               help="The harness's name, recorded in each commit's Desk-Client trailer.")
+@project_option
 def memory_tool_command(root: str, client: str) -> None:
     """Run one Anthropic memory-tool call (view, create, str_replace, insert, delete, rename).
 
     Reads the tool_use input as JSON on stdin ({"command": "view", "path": "/memories"}) and
     prints the tool result as JSON: {"content": TEXT, "is_error": BOOL}. Each change is one commit
     by the assistant through the write gate; a refusal is a result with is_error true (exit 0:
-    the text goes back to the model). Exit 2 when stdin is not one JSON object.
+    the text goes back to the model). With --project, /memories is that project's memory folder.
+    Exit 2 when stdin is not one JSON object.
     """
     import json
 
@@ -101,7 +103,7 @@ def memory_tool_command(root: str, client: str) -> None:
     if not isinstance(call, dict):
         raise UsageError("stdin must be one JSON object (the tool_use block's `input`)",
                          hint='e.g. {"command": "view", "path": "/memories"}')
-    result = MemoryTool(invocation().desk(), root=root, client=client).run(call)
+    result = MemoryTool(invocation().desk(), root=root, client=client, project=invocation().project).run(call)
     print_json(result.to_json())
 
 
