@@ -111,7 +111,12 @@ def setup_agent(agent: str, desk_root: Path, *, project_dir: Path | None = None,
         settings = (Path.home() if user_config else folder) / ".claude" / "settings.json"
         mcp = Path.home() / ".claude.json" if user_config else folder / ".mcp.json"
         plan = {mcp: (server, {}), settings: ({}, hooks)}
-    files = [_apply(path, entry, hooks, remove=remove, dry_run=dry_run) for path, (entry, hooks) in plan.items()]
+    planned = [_plan(path, entry, hooks, remove=remove) for path, (entry, hooks) in plan.items()]
+    if not dry_run:  # every file planned before any is written: a refusal leaves all as they were
+        for change, after in planned:
+            if change.status != "unchanged":
+                _write(Path(change.path), after)
+    files = [change for change, _after in planned]
     memory, command = None, []
     if agent == "claude-code" and not remove:
         found = auto_memory_folder(folder)
@@ -127,7 +132,8 @@ def _group(argv: list[str], timeout: int, matcher: str | None = None) -> dict[st
     return {**({"matcher": matcher} if matcher else {}), "hooks": [hook]}
 
 
-def _apply(path: Path, server: dict[str, Any], hooks: dict[str, Any], *, remove: bool, dry_run: bool) -> FileChange:
+def _plan(path: Path, server: dict[str, Any], hooks: dict[str, Any], *, remove: bool) -> tuple[FileChange, bytes | None]:
+    """What `path` becomes (None: deleted), and the change to report."""
     before = path.read_bytes() if path.is_file() else None
     data = _load(path, before)
     original = copy.deepcopy(data)
@@ -136,16 +142,18 @@ def _apply(path: Path, server: dict[str, Any], hooks: dict[str, Any], *, remove:
     status = "unchanged" if after == before else "deleted" if after is None else \
         "created" if before is None else "updated"
     diff = "".join(difflib.unified_diff(_lines(before), _lines(after), str(path), str(path)))
-    if status != "unchanged" and not dry_run:
-        target = path.resolve()  # a symlinked config (a dotfiles repository) is written where it lives
-        if after is None:
-            target.unlink()
-        else:
-            mode = target.stat().st_mode if before is not None else None
-            atomic_write(target, after)
-            if mode is not None:
-                os.chmod(target, mode)
-    return FileChange(str(path), status, diff)
+    return FileChange(str(path), status, diff), after
+
+
+def _write(path: Path, after: bytes | None) -> None:
+    target = path.resolve()  # a symlinked config (a dotfiles repository) is written where it lives
+    if after is None:
+        target.unlink()
+        return
+    mode = target.stat().st_mode if target.exists() else None
+    atomic_write(target, after)
+    if mode is not None:
+        os.chmod(target, mode)
 
 
 def _load(path: Path, data: bytes | None) -> dict[str, Any]:

@@ -217,3 +217,14 @@ def test_a_symlinked_file_with_a_bom_crlf_and_tabs_comes_back_byte_for_byte(
     assert run("setup", "cursor", "--user-config").output.endswith("nothing to change: desk is set up already\n")
     assert run("setup", "cursor", "--user-config", "--remove").exit_code == 0
     assert (dotfiles / "mcp.json").read_bytes() == original and (isolated_home / ".cursor/mcp.json").is_symlink()
+
+
+def test_a_refusal_in_the_second_file_leaves_the_first_unwritten(
+        run: DeskRunner, tmp_path: Path, isolated_home: Path) -> None:
+    project = tmp_path / "app"
+    (project / ".claude").mkdir(parents=True)
+    (project / ".claude/settings.json").write_text('{"hooks": {"SessionStart": "not a list"}}\n')
+    before = snapshot(project, isolated_home)
+    result = run("setup", "claude-code", str(project))
+    assert result.exit_code == 3 and "hooks.SessionStart is not a list" in result.output
+    assert snapshot(project, isolated_home) == before  # no .mcp.json either
