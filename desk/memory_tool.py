@@ -4,7 +4,8 @@ The model sends one command at a time (`view`, `create`, `str_replace`, `insert`
 `rename`) on paths under `/memories`; the harness runs it here and returns the text as the
 `tool_result`. The directory the model sees is the desk:
 
-- `/memories/NAME.md` is the memory file `memory/NAME.md`. `create`, `str_replace` and `insert`
+- `/memories/NAME.md` is the memory file `memory/NAME.md` (with a project scope,
+  `projects/<project>/memory/NAME.md`; `rename` is desk-wide only). `create`, `str_replace` and `insert`
   make the whole new file text, which goes through the write gate like `desk remember` (a text
   without frontmatter is refused with the header it needs); `delete` is `desk forget`; `rename`
   is a rename in one commit that git history follows. Each change is one commit by the assistant.
@@ -71,9 +72,12 @@ class Refused(Exception):
 class MemoryTool:
     """Runs memory-tool commands against one desk (`run(input)` for one tool_use input)."""
 
-    def __init__(self, desk: Desk, *, root: str = "/memories", client: str = "memory-tool") -> None:
+    def __init__(self, desk: Desk, *, root: str = "/memories", client: str = "memory-tool",
+                 project: str | None = None) -> None:
         self.desk = desk.with_trailers({"Desk-Client": client})  # every commit names the harness
         self.root = "/" + root.strip("/")
+        self.project = project  # the memory files are that project's (projects/<project>/memory/)
+        self.folder = "memory" if project is None else f"projects/{project}/memory"
 
     def run(self, call: dict[str, Any]) -> ToolResult:
         """One tool_use `input` ({"command": ..., ...}) → its result; never raises for bad input."""
@@ -136,7 +140,7 @@ class MemoryTool:
         return target
 
     def _read(self, path: str, file: str) -> str:
-        relative = file if file in READ_ONLY else f"memory/{file}"
+        relative = file if file in READ_ONLY else f"{self.folder}/{file}"
         target = self._real_file(relative)
         try:
             return target.read_text("utf-8")
@@ -166,7 +170,7 @@ class MemoryTool:
 
     def _listing(self) -> str:
         rows: list[tuple[str, int]] = []
-        for entry in self.desk.list().to_json()["memories"]:
+        for entry in self.desk.list(project=self.project).to_json()["memories"]:
             rows.append((f"{entry['name']}.md", self._size(str(entry["path"]))))
         for file in READ_ONLY:
             if (self.desk.root / file).is_file():
@@ -185,8 +189,9 @@ class MemoryTool:
     def create(self, path: str, file_text: str) -> str:
         """Write a whole memory file (frontmatter and body); one commit through the gate."""
         name = self._memory(path)
-        self._real_file(f"memory/{name}.md")
-        result = self.desk.remember_file(name, _text_arg(file_text, "file_text"), actor=ACTOR)
+        self._real_file(f"{self.folder}/{name}.md")
+        result = self.desk.remember_file(name, _text_arg(file_text, "file_text"), actor=ACTOR,
+                                         project=self.project)
         status = result.to_json()["status"]
         if status == "proposed":
             return _proposed(result.to_json(), path)
@@ -207,7 +212,7 @@ class MemoryTool:
             raise Refused(f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in "
                           f"lines: {', '.join(lines) or '?'}. Please ensure it is unique")
         new_text = text.replace(old_str, new_str, 1)
-        done = self.desk.remember_file(name, new_text, actor=ACTOR).to_json()
+        done = self.desk.remember_file(name, new_text, actor=ACTOR, project=self.project).to_json()
         if done["status"] == "proposed":
             return _proposed(done, path)
         at = text[:text.index(old_str)].count("\n")
@@ -226,7 +231,7 @@ class MemoryTool:
         if lines and not lines[-1].endswith("\n") and insert_line == len(lines):
             lines[-1] += "\n"
         done = self.desk.remember_file(name, "".join(lines[:insert_line]) + added + "".join(lines[insert_line:]),
-                                       actor=ACTOR).to_json()
+                                       actor=ACTOR, project=self.project).to_json()
         if done["status"] == "proposed":
             return _proposed(done, path)
         return f"The file {path} has been edited."
@@ -234,10 +239,10 @@ class MemoryTool:
     def delete(self, path: str) -> str:
         """Forget the memory (one commit; git history keeps it)."""
         name = self._memory(path)
-        self._real_file(f"memory/{name}.md")
-        if not (self.desk.root / "memory" / f"{name}.md").is_file():
+        self._real_file(f"{self.folder}/{name}.md")
+        if not (self.desk.root / self.folder / f"{name}.md").is_file():
             raise Refused(f"The path {path} does not exist. Please provide a valid path.")
-        done = self.desk.forget(name, reason="memory tool: delete", actor=ACTOR).to_json()
+        done = self.desk.forget(name, reason="memory tool: delete", actor=ACTOR, project=self.project).to_json()
         if done["status"] == "proposed":
             return _proposed(done, path)
         return f"Successfully deleted {path}"
@@ -245,11 +250,14 @@ class MemoryTool:
     def rename(self, old_path: str, new_path: str) -> str:
         """Rename a memory in one commit (file and `name:`); git history follows it."""
         old, new = self._memory(old_path), self._memory(new_path)
-        self._real_file(f"memory/{old}.md")
-        self._real_file(f"memory/{new}.md")
-        if not (self.desk.root / "memory" / f"{old}.md").is_file():
+        if self.project is not None:  # desk.rename is desk-wide
+            raise Refused(f"Error: rename is not available in project {self.project!r}; create "
+                          f"{new_path} with the file's text, then delete {old_path}")
+        self._real_file(f"{self.folder}/{old}.md")
+        self._real_file(f"{self.folder}/{new}.md")
+        if not (self.desk.root / self.folder / f"{old}.md").is_file():
             raise Refused(f"The path {old_path} does not exist. Please provide a valid path.")
-        if (self.desk.root / "memory" / f"{new}.md").exists():
+        if (self.desk.root / self.folder / f"{new}.md").exists():
             raise Refused(f"Error: The destination {new_path} already exists")
         done = self.desk.rename(old, new, actor=ACTOR).to_json()
         if done["status"] == "proposed":

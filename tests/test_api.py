@@ -175,6 +175,9 @@ def invocations(tmp_path: Path, event_id: str) -> Iterator[tuple[tuple[str, ...]
     yield ("export",), ["export", "jsonl", str(tmp_path / "export.jsonl")]
     yield ("import",), ["import", "jsonl", str(tmp_path / "export.jsonl"), "--dry-run"]
     yield ("import",), ["import", "jsonl", str(tmp_path / "export.jsonl"), "--json"]
+    yield ("setup", "claude-code"), ["setup", "claude-code", str(tmp_path), "--dry-run", "--json"]
+    yield ("setup", "claude-desktop"), ["setup", "claude-desktop", "--dry-run"]
+    yield ("setup", "cursor"), ["setup", "cursor", str(tmp_path), "--dry-run"]
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
     if (tmp_path / "desk").is_dir():  # (the command-table check only lists the commands)

@@ -111,10 +111,11 @@ def test_the_lazy_command_table_matches_the_commands() -> None:
     and that `desk --help` reads exactly as click renders the loaded commands."""
     import inspect
 
-    from desk.cli import digest, guard, interchange, main, memory, read, review, scopes, serve, sync, ui, working
+    from desk.cli import (digest, guard, interchange, main, memory, read, review, scopes, serve, setup, sync, ui,
+                          working)
 
     declared = {c.name: (m.__name__.rsplit(".", 1)[1], c)
-                for m in (memory, guard, read, digest, working, interchange, sync, serve, scopes, ui, review)
+                for m in (memory, guard, read, digest, working, interchange, sync, serve, scopes, ui, review, setup)
                 for c in m.COMMANDS}
     assert set(declared) == set(main.COMMANDS)
     for name, (module, command) in declared.items():

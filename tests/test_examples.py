@@ -99,7 +99,9 @@ def test_the_transcript_hook_archives_each_message_once(tmp_path: Path) -> None:
     assert subprocess.run(["git", "-C", str(root), "status", "--porcelain", "memory/"], capture_output=True,
                           text=True).stdout == ""  # a transcript brings no memories
     transcript.write_text("{not json\n")
-    assert "desk_archive_transcript:" in run_hook()  # reported on stderr, exit 0: the session goes on
+    refused = run_hook()  # reported on stderr, exit 0: the session goes on
+    assert refused.startswith("desk_archive_transcript: desk: ")  # desk's own message, not an exit status
+    assert f"{transcript.name}:1" in refused and "hint:" in refused and "exit status" not in refused
 
 
 # -- the README's tour, command by command (issue 9: the tour is run, so it cannot rot) ----------

@@ -197,3 +197,34 @@ def test_the_cli_reads_one_call_on_stdin_and_prints_the_result(desk: DeskFolder)
     bad = run("{not json")
     assert bad.returncode == 2 and "hint:" in bad.stderr
     assert run("[1, 2]").returncode == 2
+
+
+def test_a_project_scoped_tool_writes_and_sees_only_that_projects_memories(desk: DeskFolder) -> None:
+    root = desk.root
+    alpha = MemoryTool(desk_api.open(root), project="alpha")
+    ok(MemoryTool(desk_api.open(root)).run({"command": "create", "path": "/memories/report-style.md",
+                                            "file_text": REPORT}))
+    deploy = REPORT.replace("report-style", "deploy").replace("Chinese", "French")
+    assert "project: alpha\ntype:" in refused(alpha, {"command": "create", "path": "/memories/deploy.md",
+                                                       "file_text": deploy})  # the header it needs
+    ok(alpha.run({"command": "create", "path": "/memories/deploy.md",
+                  "file_text": deploy.replace("type:", "project: alpha\ntype:")}))
+    assert (root / "projects/alpha/memory/deploy.md").is_file() and not (root / "memory/deploy.md").exists()
+    listing = ok(alpha.run({"command": "view", "path": "/memories"}))
+    assert "/memories/deploy.md" in listing and "report-style" not in listing
+    assert "French" in ok(alpha.run({"command": "view", "path": "/memories/deploy.md"}))
+    assert "does not exist" in refused(alpha, {"command": "view", "path": "/memories/report-style.md"})
+    ok(alpha.run({"command": "str_replace", "path": "/memories/deploy.md", "old_str": "French", "new_str": "Korean"}))
+    assert "Korean" in (root / "projects/alpha/memory/deploy.md").read_text()
+    assert "rename is not available" in refused(alpha, {"command": "rename", "old_path": "/memories/deploy.md",
+                                                        "new_path": "/memories/ship.md"})
+    ok(alpha.run({"command": "delete", "path": "/memories/deploy.md"}))
+    assert not (root / "projects/alpha/memory/deploy.md").exists() and (root / "memory/report-style.md").is_file()
+    made = subprocess.run([sys.executable, "-m", "desk", "--desk", str(root), "--project", "beta", "memory-tool"],
+                          input=json.dumps({"command": "create", "path": "/memories/x.md", "file_text":
+                                            REPORT.replace("report-style", "x").replace("type:", "project: beta\ntype:")}),
+                          capture_output=True, text=True)
+    assert json.loads(made.stdout)["is_error"] is False and (root / "projects/beta/memory/x.md").is_file()
+    assert "../x" in refused(MemoryTool(desk_api.open(root), project="../x"),  # no way out of the desk
+                                {"command": "create", "path": "/memories/y.md",
+                                 "file_text": REPORT.replace("report-style", "y")})

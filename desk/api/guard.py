@@ -11,7 +11,10 @@ from desk.errors import UsageError
 from desk.layout import INDEX_FILE
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from desk.results import Diagnosis, HooksChange, Migrated, Synced, Validation
+    from desk.results.guard import AgentSetupDone
 
 
 class GuardMethods(DeskBase):
@@ -104,3 +107,20 @@ class GuardMethods(DeskBase):
         from desk.results.working import Migrated
 
         return Migrated(migrate(self, dry_run=dry_run))
+
+    def setup(self, agent: str, project_dir: str | Path | None = None, *, user_config: bool = False,
+              prompt_hook: bool = False, remove: bool = False, dry_run: bool = False,
+              project: str | None = None, user: str | None = None) -> AgentSetupDone:
+        """Wire this desk into `agent` (claude-code, claude-desktop, cursor): its `desk serve`
+        entry, and Claude Code's hooks, merged into the assistant's config files (of `project_dir`,
+        default the current folder, or the user's with `user_config`); `remove` takes exactly
+        those out; `dry_run` writes nothing. Idempotent. docs/agents.md, "desk setup"."""
+        from pathlib import Path
+
+        from desk.results.guard import AgentSetupDone
+        from desk.setup.agents import setup_agent
+
+        return AgentSetupDone(setup_agent(
+            agent, self.root, project_dir=Path(project_dir) if project_dir is not None else None,
+            user_config=user_config, prompt_hook=prompt_hook, remove=remove, dry_run=dry_run,
+            project=project, user=user))

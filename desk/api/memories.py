@@ -67,29 +67,31 @@ class MemoryMethods(DeskBase):
             raise
 
     def remember_file(self, name: str, text: str | bytes, *, actor: str = "user",
-                      now: dt.datetime | None = None) -> MemoryChange:
+                      now: dt.datetime | None = None, project: str | None = None) -> MemoryChange:
         """Create or update memory `name` from the whole text of its file (frontmatter and body),
         through the same write gate as `remember`; one commit, none when unchanged.
 
         What a file-editing agent (the memory tool) writes. RejectedError (exit 3), nothing
         changed, when the text does not parse (the hint shows the required header), when it sets
         or changes `source_event`, `evidence` or `key` (provenance is the harness's), or when the
-        gate refuses.
+        gate refuses. With `project`, the memory is that project's, as `remember`'s.
         """
+        from desk.layout import project_memory_path
         from desk.memory.whole_file import remember_file
         from desk.results.change import MemoryChange
 
         from desk.memory.review import memory_type
 
         data = text.encode("utf-8") if isinstance(text, str) else text
-        path = f"memory/{name}.md"
+        path = f"memory/{name}.md" if project is None else project_memory_path(project, name)
         types = [memory_type(self, path), _text_type(data, path, name)] if actor != "user" else []
         operation = "update" if self.path(path).exists() else "create"
         try:
             return MemoryChange(reviewed(self, actor, operation, types, name, path,
-                                         lambda target: remember_file(target, name, data, actor=actor, now=now)))
+                                         lambda target: remember_file(target, name, data, actor=actor, now=now,
+                                                                      project=project)))
         except RejectedError as exc:
-            exc.details = {"name": name, "path": f"memory/{name}.md", "commit": None,
+            exc.details = {"name": name, "path": path, "commit": None,
                            "reason": getattr(exc, "reason", None) or "invalid"}
             raise
 

@@ -70,6 +70,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "Run desk as an MCP server (stdio by default) for assistants such as Claude Code."),
     "memory-tool": ("serve", "Run one Anthropic memory-tool call (view, create, str_replace, insert, delete, "
                              "rename)."),
+    "setup": ("setup", "Wire desk into Claude Code, Claude Desktop or Cursor: the MCP server entry and "
+                       "Claude Code's hooks, merged into their config files."),
     "ui": ("ui", "Open the local review page: memories, history with diffs, the context preview, the timeline "
                  "with the desk's health, and conflict cases."),
     "user": ("scopes", "The profile of the desk owner or of the user named by --user: show, set, unset."),

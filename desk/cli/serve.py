@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from desk.cli.output import invocation, print_json, user_option
+from desk.cli.output import invocation, print_json, project_option, user_option
 from desk.errors import DeskError, UsageError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -36,15 +36,18 @@ def _loopback(value: str) -> tuple[str, int]:
               help="With --http: the token is the one line of PATH (mode 0600) [default: "
               ".git/desk-serve-token, made on the first start].")
 @user_option
+@project_option
 def serve_command(http: str | None, token_file: Path | None) -> None:
     """Run desk as an MCP server (stdio by default) for assistants such as Claude Code.
 
-    Tools: remember, forget, recall, context, list_memories, show_memory, now_show, now_set,
-    now_append, mistake_add, fact_add, archive_append, pref_set, pref_list. Resources:
-    desk://AGENTS.md, SOUL.md, NOW.md, MEMORY.md, MISTAKES.md and desk://memory/{name}; the prompt
-    wake_up. Writes are commits by the assistant naming the client. The preference tools and the
-    wake-up read are the user's named by --user (else the desk owner's), fixed for the server's
-    life: no tool takes a user. Over stdio the server exits at the end of its input, once every
+    Tools: remember, forget, restore, recall, context, list_memories, show_memory, now_show,
+    now_set, now_append, mistake_add, fact_add, archive_append, pref_set, pref_get, pref_list,
+    pref_delete, pref_history, review_list, review_show, conflicts_list, conflicts_show (docs/agents.md).
+    Resources: desk://AGENTS.md, SOUL.md, NOW.md, MEMORY.md, MISTAKES.md and desk://memory/{name};
+    the prompt wake_up. Writes are commits by the assistant naming the client, through the write
+    gate. A tool's `project`/`user` argument picks its scope; when a call names none, --project
+    (else desk-wide) and --user (else the desk owner) do. An argument a tool does not take is
+    refused by name. Over stdio the server exits at the end of its input, once every
     request it read is answered. Over --http a request without the token is refused (401) and
     touches nothing; where the token is is printed on stderr at start. Needs the `mcp` extra:
     pip install 'desk[mcp]'.
@@ -69,7 +72,7 @@ def serve_command(http: str | None, token_file: Path | None) -> None:
         click.echo(f"desk serve: streamable HTTP at {base_url(address)}/mcp\n"
                    f"each request needs the header `Authorization: Bearer TOKEN`, TOKEN the line of "
                    f"{token.path}{made}", err=True)
-    serve(desk, http=address, user=invocation().user, token=token)
+    serve(desk, http=address, user=invocation().user, project=invocation().project, token=token)
 
 
 @click.command("memory-tool")
@@ -77,13 +80,15 @@ def serve_command(http: str | None, token_file: Path | None) -> None:
               help="The directory the model sees (the memory tool's /memories).")
 @click.option("--client", default="memory-tool", show_default=True, metavar="NAME",
               help="The harness's name, recorded in each commit's Desk-Client trailer.")
+@project_option
 def memory_tool_command(root: str, client: str) -> None:
     """Run one Anthropic memory-tool call (view, create, str_replace, insert, delete, rename).
 
     Reads the tool_use input as JSON on stdin ({"command": "view", "path": "/memories"}) and
     prints the tool result as JSON: {"content": TEXT, "is_error": BOOL}. Each change is one commit
     by the assistant through the write gate; a refusal is a result with is_error true (exit 0:
-    the text goes back to the model). Exit 2 when stdin is not one JSON object.
+    the text goes back to the model). With --project, /memories is that project's memory folder.
+    Exit 2 when stdin is not one JSON object.
     """
     import json
 
@@ -98,7 +103,7 @@ def memory_tool_command(root: str, client: str) -> None:
     if not isinstance(call, dict):
         raise UsageError("stdin must be one JSON object (the tool_use block's `input`)",
                          hint='e.g. {"command": "view", "path": "/memories"}')
-    result = MemoryTool(invocation().desk(), root=root, client=client).run(call)
+    result = MemoryTool(invocation().desk(), root=root, client=client, project=invocation().project).run(call)
     print_json(result.to_json())
 
 

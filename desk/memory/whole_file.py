@@ -12,10 +12,11 @@ from __future__ import annotations
 import datetime as dt
 
 from desk.errors import InvalidFileError, RejectedError
-from desk.layout import DeskFolder
+from desk.layout import DeskFolder, project_memory_path
 from desk.formats.memory_file import MemoryFile, parse_memory, require_name, written_by_newer_desk
 from desk.formats.memory_index import memory_path
 from desk.memory.operations import MutationResult, remember
+from desk.memory.reads import require_project
 
 HEADER = """---
 name: {name}
@@ -28,19 +29,24 @@ PROVENANCE = ("source_event", "evidence", "key")
 
 
 def remember_file(desk: DeskFolder, name: str, data: bytes, *, actor: str = "assistant",
-                  now: dt.datetime | None = None) -> MutationResult:
+                  now: dt.datetime | None = None, project: str | None = None) -> MutationResult:
     """Create or update memory `name` from `data`, the whole memory file, through the write gate.
 
     RejectedError (exit 3), nothing changed, when the text does not parse (its hint shows the
-    required header), when it changes provenance fields, or when the gate refuses.
+    required header), when it changes provenance fields, or when the gate refuses. With
+    `project`, the memory is that project's (`projects/<project>/memory/<name>.md`).
     """
     require_name(name)
-    path = memory_path(name)
+    if project is not None:
+        require_project(project)
+    path = memory_path(name) if project is None else project_memory_path(project, name)
     try:
         memory = parse_memory(data, path, name)
     except InvalidFileError as exc:
-        raise InvalidFileError(exc.findings, hint="a memory file starts with its frontmatter:\n"
-                               + HEADER.format(name=name)) from None
+        header = HEADER.format(name=name)
+        if project is not None:  # a project's memory file records its project
+            header = header.replace("\ntype:", f"\nproject: {project}\ntype:", 1)
+        raise InvalidFileError(exc.findings, hint="a memory file starts with its frontmatter:\n" + header) from None
     committed = _committed(desk, path, name)
     meta = memory.meta
     for field in PROVENANCE:
@@ -52,7 +58,7 @@ def remember_file(desk: DeskFolder, name: str, data: bytes, *, actor: str = "ass
     return remember(desk, name, type=meta.type, description=meta.description, body=memory.body,
                     triggers=meta.triggers, importance=meta.importance, expires=meta.expires,
                     source=meta.source, source_event=meta.source_event, evidence=meta.evidence,
-                    key=meta.key, actor=actor, now=now,
+                    key=meta.key, actor=actor, now=now, project=project,
                     # the whole file is the new state: a field it leaves out is removed, not kept
                     clear=[f for f in ("importance", "expires") if getattr(meta, f) is None])
 

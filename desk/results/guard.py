@@ -6,6 +6,7 @@ as it is (no field of their own: no decorator, which would only rebuild the same
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from desk.results.base import Outcome, Wrapped, counted
 
 if TYPE_CHECKING:
     from desk.guard.doctor import DoctorReport
+    from desk.setup.agents import AgentSetup
     from desk.setup.hooks import HooksResult
     from desk.gate.checks import Report
 
@@ -65,3 +67,20 @@ class Diagnosis(Wrapped["DoctorReport"]):
 
     def text(self) -> str:
         return self.value.text()
+
+
+class AgentSetupDone(Wrapped["AgentSetup"]):
+    """What `desk setup AGENT` did to each config file; the import it offers."""
+
+    def text(self) -> str:
+        setup = self.value
+        would = "would be " if setup.dry_run else ""
+        lines = [*(f.diff.rstrip("\n") for f in setup.files if setup.dry_run and f.diff),
+                 *(f"{f.path}: {would if f.status != 'unchanged' else ''}{f.status}" for f in setup.files)]
+        if all(f.status == "unchanged" for f in setup.files):
+            lines.append("nothing to change: " + ("desk's entries are not there" if setup.removed
+                                                 else "desk is set up already"))
+        if setup.import_command:
+            lines.append(f"Claude Code keeps memories for this project in {setup.memory_folder}; import them "
+                         f"with --import, or: {shlex.join(setup.import_command)}")
+        return "\n".join(lines)

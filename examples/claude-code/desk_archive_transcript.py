@@ -8,7 +8,8 @@ message as one archive record (speaker, time, session), skipping the ones archiv
 running it at every Stop archives nothing twice. The desk is $DESK_HOME (or the desk enclosing the
 working directory). `desk checkpoint` (or the nightly `desk digest`) commits the archive's growth.
 
-A hook must never break the session: problems go to stderr and the exit code stays 0.
+A hook must never break the session: problems go to stderr and the exit code stays 0. When desk
+refuses, its own message (what is wrong, and its hint) is what is shown.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ def main() -> int:
     try:
         hook = json.load(sys.stdin)
         path = str(hook["transcript_path"])
-        subprocess.run(["desk", "import", "claude-code", path, "--no-progress", "--json"],
-                       capture_output=True, text=True, check=True)
-    except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as exc:
-        detail = (getattr(exc, "stderr", "") or str(exc)).strip()
+        done = subprocess.run(["desk", "import", "claude-code", path, "--no-progress"],
+                              capture_output=True, text=True)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"desk_archive_transcript: {exc}", file=sys.stderr)
+        return 0
+    if done.returncode != 0:  # desk says what is wrong on stderr ("desk: error: ...", then its hint)
+        detail = done.stderr.strip() or f"desk import exited with status {done.returncode}"
         print(f"desk_archive_transcript: {detail}", file=sys.stderr)
     return 0
 

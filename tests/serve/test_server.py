@@ -18,7 +18,8 @@ pytestmark = pytest.mark.usefixtures("identity")
 
 TOOLS = {"remember", "forget", "recall", "context", "list_memories", "show_memory", "now_show", "now_set",
          "now_append", "mistake_add", "fact_add", "archive_append", "pref_set", "pref_list",
-         "review_list", "review_show"}  # review: read-only, never accept or reject
+         "review_list", "review_show", "restore", "pref_get", "pref_delete", "pref_history",
+         "conflicts_list", "conflicts_show"}  # review and conflicts: read-only, never accept or resolve
 REPORT = dict(name="report-style", body="Reports must be written in Chinese; keep them under 500 characters.",
               type="preference", description="Report language and length", triggers=["report", "writing"])
 
@@ -34,14 +35,16 @@ def test_tools_are_the_agent_surface_and_carry_no_provenance_fields(desk: DeskFo
             assert set(tools) == TOOLS  # no resolve, migrate, hooks, validate, doctor ...
             schema = tools["remember"].input_schema
             assert set(schema["properties"]) == {"name", "body", "type", "description", "triggers",
-                                                 "importance", "expires"}
-            assert schema["properties"]["type"]["enum"][0] == "preference"
+                                                 "importance", "expires", "clear", "scope", "project"}
+            assert schema["required"] == ["name", "body"]  # an update names only what changes
+            assert schema["properties"]["type"]["anyOf"][0]["enum"][0] == "preference"  # optional: an update keeps it
             for tool in tools.values():
                 assert tool.description
+                assert tool.input_schema["additionalProperties"] is False  # unknown arguments refused
                 props = set(tool.input_schema.get("properties", {}))
                 assert not props & {"source_event", "evidence", "actor", "at", "meta", "redact", "source",
-                                    "user", "as_of"}
-            assert set(tools["pref_set"].input_schema["properties"]) == {"key", "value", "expires"}
+                                    "as_of"}
+            assert set(tools["pref_set"].input_schema["properties"]) == {"key", "value", "expires", "user"}
     anyio.run(main)
 
 
@@ -222,9 +225,11 @@ def test_preferences_through_the_server_are_commits_by_the_assistant_with_no_mod
             assert (changed["status"], changed["revision"], changed["previous"]) == ("updated", 2, "Chinese")
             listed = await call(s, "pref_list")
             assert [(p["key"], p["value"]) for p in listed["preferences"]] == [("response.language", "English")]
-            # provenance is the harness's: extra arguments a model might invent never reach the file
-            await s.call_tool("pref_set", {"key": "response.detail", "value": "short",
-                                           "source_event": "forged-1", "source": "user"})
+            # provenance is the harness's: arguments a model might invent are refused by name
+            forged = await s.call_tool("pref_set", {"key": "response.detail", "value": "short",
+                                                    "source_event": "forged-1", "source": "user"})
+            assert forged.is_error and "source_event" in forged.content[0].text  # type: ignore[union-attr]
+            await call(s, "pref_set", key="response.detail", value="short")
             bad = await s.call_tool("pref_set", {"key": "Not A Key", "value": "x"})
             assert bad.is_error and "Nothing was written" in bad.content[0].text  # type: ignore[union-attr]
     anyio.run(main)
@@ -237,7 +242,7 @@ def test_preferences_through_the_server_are_commits_by_the_assistant_with_no_mod
     assert git(root, "status", "--porcelain") == ""
 
 
-def test_the_user_scope_is_fixed_when_the_server_starts_not_chosen_by_the_model(
+def test_the_server_user_is_the_default_scope_and_a_named_user_sees_only_their_own(
         desk: DeskFolder) -> None:
     from desk.layout import scope_id
 
@@ -247,8 +252,7 @@ def test_the_user_scope_is_fixed_when_the_server_starts_not_chosen_by_the_model(
         async with stdio_session(root) as owner:
             await call(owner, "pref_set", key="response.language", value="Chinese")
         async with stdio_session(root, options=("--user", "ada@example.org")) as s:
-            made = await call(s, "pref_set", key="response.language", value="French",
-                              user="owner")  # a model's `user` is no argument: ignored
+            made = await call(s, "pref_set", key="response.language", value="French")  # the server's user
             assert made["user_scope"] == ada and made["path"] == f"users/{ada}/prefs/response.language.md"
             listed = await call(s, "pref_list")
             assert [p["value"] for p in listed["preferences"]] == ["French"]  # never the owner's
