@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from desk.errors import Finding
     from desk.formats.memory_file import MemoryFile
     from desk.formats.memory_index import IndexEntry
+    from desk.memory.past import Past
     from desk.memory.reads import Shown
     from desk.setup.init import InitResult
     from desk.storage.git import Commit
@@ -65,16 +66,19 @@ class ShownMemory(Outcome):
 
     def to_json(self) -> dict[str, Any]:
         r = self.value
+        past = {"as_of": r.past.to_json()} if r.past is not None else {}
         if r.memory is None:
             return {"path": r.path, "valid": False, "text": r.text,
                     "findings": [f.to_json() for f in r.findings]}
-        return {"path": r.path, "valid": True, **r.memory.meta.to_json(), "body": r.memory.body}
+        return {"path": r.path, "valid": True, **r.memory.meta.to_json(), "body": r.memory.body, **past}
 
     def text(self) -> str:
         r = self.value
         return (r.memory.render(r.memory.meta.schema).decode() if r.memory is not None else r.text).rstrip("\n")
 
     def warnings(self) -> list[str]:
+        if self.value.past is not None:
+            return [f"desk: {self.value.path} {self.value.past.describe()}"]
         if not self.value.findings:
             return []
         return [f"desk: warning: {f}" for f in self.value.findings] + [
@@ -105,20 +109,26 @@ class MemoryList(Outcome):
 
     entries: list[IndexEntry]
     invalid: list[Finding]
+    past: Past | None = None  # `--as-of`: the commit the list was read from
 
     def to_json(self) -> dict[str, Any]:
         return {"memories": [{"name": e.name, "type": e.type, "description": e.description,
-                              "expires": e.expires, "path": f"memory/{e.name}.md"} for e in self.entries],
-                "invalid": [f.to_json() for f in self.invalid]}
+                              "expires": e.expires, "valid_from": e.valid_from, "valid_to": e.valid_to,
+                              "path": f"memory/{e.name}.md"} for e in self.entries],
+                "invalid": [f.to_json() for f in self.invalid],
+                **({"as_of": self.past.to_json()} if self.past is not None else {})}
 
     def text(self) -> str:
+        if self.past is not None and self.past.commit is None:
+            return f"no memories {self.past.describe()}"
         if not self.entries:
             return "no memories yet"
         width = max(len(e.name) for e in self.entries)
         return "\n".join(f"{e.name:<{width}}  {e.type:<10}  {e.description}" for e in self.entries)
 
     def warnings(self) -> list[str]:
-        return [f"desk: warning: {f} (left out; fix it, then `desk reindex`)" for f in self.invalid]
+        return [f"desk: warning: {f} (left out; fix it, then `desk reindex`)" for f in self.invalid] + (
+            [f"desk: {self.past.describe()}"] if self.past is not None and self.past.commit else [])
 
 
 @dataclass(frozen=True)

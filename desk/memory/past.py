@@ -1,0 +1,114 @@
+"""The desk as committed at a time (`--as-of T`, docs/time.md), read from git objects only.
+
+`at(desk, T)` finds the commit: the last one on HEAD's first-parent line committed at or before T,
+one `git log` whatever the depth of history (a person's merged branch is seen as its merge). Its
+memory files come from one `ls-tree` and one `cat-file --batch`: no checkout, nothing in the work
+tree or the index is read or written. What was committed then is filtered to what was valid at T
+(`valid_from <= T < valid_to`, desk.formats.memory_file.valid_at).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from desk.errors import InvalidFileError, UsageError
+from desk.formats.memory_file import MemoryFile, parse_memory, require_read_name
+from desk.formats.memory_index import IndexEntry, memory_path
+from desk.layout import MEMORY_DIR, PROJECTS_DIR, DeskFolder, project_file
+from desk.memory import follow
+from desk.text.times import format_time, parse_time
+
+BEFORE_FIRST = "before the first commit: the desk held nothing yet"
+
+
+@dataclass(frozen=True, slots=True)
+class Past:
+    """The commit a read as of `when` sees; `commit` None when `when` is before the first commit."""
+
+    when: dt.datetime
+    commit: str | None
+    committed_at: dt.datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"as_of": format_time(self.when), "commit": self.commit,
+                "committed_at": format_time(self.committed_at) if self.committed_at else None,
+                **({} if self.commit else {"note": BEFORE_FIRST})}
+
+    def describe(self) -> str:
+        """One line for people: which commit answered."""
+        if self.commit is None:
+            return f"as of {format_time(self.when)}: {BEFORE_FIRST}"
+        assert self.committed_at is not None
+        return f"as of {format_time(self.when)}: the desk as committed in {self.commit[:7]} " \
+               f"({format_time(self.committed_at)})"
+
+
+def at(desk: DeskFolder, when: dt.datetime | str) -> Past:
+    """The commit that answers a read as of `when` (UsageError, exit 2, for a malformed time)."""
+    moment = parse_time(when, "--as-of")
+    found = desk.git.history.commit_at(format_time(moment))
+    if found is None:
+        return Past(moment, None, None)
+    return Past(moment, found[0], dt.datetime.fromtimestamp(found[1], dt.timezone.utc))
+
+
+def memory_blobs(desk: DeskFolder, past: Past) -> dict[str, str]:
+    """`{path: blob}` of every memory file at the commit (desk-wide and every project's)."""
+    if past.commit is None:
+        return {}
+    tree = desk.git.worktree
+    files = tree.ls_tree(past.commit, MEMORY_DIR)
+    for path, blob in tree.ls_tree(past.commit, PROJECTS_DIR, recursive=True).items():
+        found = project_file(path)
+        if found is not None and found[0] == "memory":
+            files[path] = blob
+    return {p: b for p, b in files.items() if p.endswith(".md")}
+
+
+def entries(desk: DeskFolder, past: Past, files: dict[str, str] | None = None) -> dict[str, IndexEntry]:
+    """The desk-wide memories at the commit that were valid at `past.when`, as index entries
+    (parsed once per blob: desk.gate.entries' cache); files that do not parse are left out."""
+    from desk.gate.entries import load_entries
+
+    files = memory_blobs(desk, past) if files is None else files
+    found = load_entries(desk, {p: b for p, b in files.items() if p.startswith(MEMORY_DIR + "/")})
+    return {n: e for n, e in found.items() if _valid(e, past.when)}
+
+
+def _valid(entry: IndexEntry, when: dt.datetime) -> bool:
+    from desk.formats.memory_file import valid_at
+
+    return valid_at(parse_time(entry.valid_from) if entry.valid_from else None,
+                    parse_time(entry.valid_to) if entry.valid_to else None, when)
+
+
+def show(desk: DeskFolder, name: str, past: Past) -> tuple[str, str, MemoryFile]:
+    """Memory `name` as committed at the commit: (its path then, its text, the memory). It is
+    found under the name it had then when it was renamed since (desk.memory.follow), and after a
+    `forget` too. DeskError (exit 1) when the desk held no such memory then."""
+    from desk.errors import DeskError
+
+    require_read_name(name)
+    path = memory_path(name)
+    if past.commit is not None:
+        names = follow.names(desk.git, path) or [path]
+        blobs = desk.git.worktree.committed_blobs(names, past.commit)
+        for old in names:
+            if old in blobs:
+                data = desk.git.objects.read_blobs([blobs[old]])[blobs[old]]
+                try:
+                    memory = parse_memory(data, old)
+                except InvalidFileError as exc:
+                    exc.hint = f"{old} did not parse at commit {past.commit[:7]}"
+                    raise
+                return old, data.decode("utf-8", "replace"), memory
+    raise DeskError(f"no memory named {name!r} {past.describe()}",
+                    hint=f"see what the desk held then with `desk list --as-of {format_time(past.when)}`")
+
+
+def require_desk_wide(project: str | None) -> None:
+    """`show`/`list --as-of` read the desk-wide memories (a project's: not yet)."""
+    if project is not None:
+        raise UsageError("--as-of with --project is not supported yet: leave one out")
