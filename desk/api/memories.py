@@ -13,6 +13,7 @@ from desk.errors import RejectedError
 
 if TYPE_CHECKING:
     from desk.results import AuditTrail, MemoryChange, MemoryDiff, MemoryList, Restored, ShownMemory
+    from desk.results.memory import Timeline
 
 
 def _text_type(data: bytes, path: str, name: str) -> str | None:
@@ -268,6 +269,17 @@ class MemoryMethods(DeskBase):
 
         name = self._name(name)
         return AuditTrail(history(self, name), name)
+
+    def timeline(self, name: str, *, project: str | None = None) -> Timeline:
+        """`desk history NAME --timeline`: every revision of memory `name`, newest first, with the
+        interval it was true for and the archive events that are its evidence (docs/time.md).
+        DeskError (exit 1) when no commit ever touched it."""
+        from desk.memory import past
+        from desk.results.memory import Timeline
+
+        past.require_desk_wide(project)
+        name = self._name(name)
+        return Timeline(name, past.timeline(self, name))
 
     def log(self, limit: int | None = None) -> AuditTrail:
         """The desk's audit trail: commits with their Desk-* trailers, newest first."""

@@ -112,3 +112,64 @@ def require_desk_wide(project: str | None) -> None:
     """`show`/`list --as-of` read the desk-wide memories (a project's: not yet)."""
     if project is not None:
         raise UsageError("--as-of with --project is not supported yet: leave one out")
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One revision of a memory in `desk history NAME --timeline`: the commit that made it, the
+    interval it was true for (its own `valid_from`/`valid_to`; else from its commit until the
+    next revision's start), and its evidence (archive event ids: `source_event`, `evidence`, the
+    commit's `Desk-Source-Event`). `forgotten`: the commit deleted it (no value, no interval)."""
+
+    commit: str
+    committed_at: str
+    subject: str
+    path: str
+    forgotten: bool
+    value: str | None
+    valid_from: str | None
+    valid_to: str | None
+    evidence: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"commit": self.commit, "committed_at": self.committed_at, "subject": self.subject,
+                "path": self.path, "forgotten": self.forgotten, "value": self.value,
+                "valid_from": self.valid_from, "valid_to": self.valid_to, "evidence": list(self.evidence)}
+
+
+def timeline(desk: DeskFolder, name: str) -> list[Revision]:
+    """Every revision of memory `name`, newest first, across real renames and forgets (one `git
+    log` per name it had, one `cat-file --batch` for every revision's file)."""
+    from desk.memory.reads import no_memory
+
+    require_read_name(name)
+    steps = [(commit, segment.path) for segment in follow.segments(desk.git, memory_path(name))
+             for commit in segment.commits]
+    if not steps:
+        raise no_memory(desk, name)
+    blobs = desk.git.objects.read_blobs(f"{c.sha}:{path}" for c, path in steps)
+    times = desk.git.history.commit_times(c.sha for c, _ in steps)
+    out: list[Revision] = []
+    until: str | None = None  # the start of the next (newer) revision
+    for commit, path in steps:
+        at = format_time(dt.datetime.fromtimestamp(times[commit.sha], dt.timezone.utc))
+        data = blobs.get(f"{commit.sha}:{path}")
+        memory = None
+        if data is not None:
+            try:
+                memory = parse_memory(data, path)
+            except InvalidFileError:
+                pass  # a broken revision shows without its fields
+        trailer = commit.trailers.get("Desk-Source-Event", [])
+        if memory is None:
+            out.append(Revision(commit.sha, at, commit.subject, path, data is None, None, None,
+                                None if data is None else until, tuple(trailer)))
+            until = at if data is None else until
+            continue
+        meta = memory.meta
+        start = format_time(meta.valid_from) if meta.valid_from else at
+        end = format_time(meta.valid_to) if meta.valid_to else until
+        evidence = tuple(dict.fromkeys([*filter(None, [meta.source_event]), *meta.evidence, *trailer]))
+        out.append(Revision(commit.sha, at, commit.subject, path, False, memory.body.strip(), start, end, evidence))
+        until = start
+    return out

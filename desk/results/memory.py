@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desk.results.base import Outcome, Wrapped
+from desk.results.base import Outcome, Wrapped, preview
 
 if TYPE_CHECKING:
     from desk.errors import Finding
     from desk.formats.memory_file import MemoryFile
     from desk.formats.memory_index import IndexEntry
-    from desk.memory.past import Past
+    from desk.memory.past import Past, Revision
     from desk.memory.reads import Shown
     from desk.setup.init import InitResult
     from desk.storage.git import Commit
@@ -150,6 +150,27 @@ class AuditTrail(Outcome):
             extra = ", ".join(f"{k.removeprefix('Desk-').lower()}={'/'.join(_short(k, v))}"
                               for k, v in c.trailers.items() if k != "Desk-Op")
             lines.append(f"{c.sha[:7]}  {c.date[:19]}  {c.subject}" + (f"  [{extra}]" if extra else ""))
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Timeline(Outcome):
+    """`desk history NAME --timeline`: each revision with the interval it was true for and its evidence."""
+
+    name: str
+    revisions: list[Revision]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "revisions": [r.to_json() for r in self.revisions]}
+
+    def text(self) -> str:
+        lines = []
+        for r in self.revisions:
+            if r.forgotten:
+                lines.append(f"{r.commit[:7]}  {r.committed_at}  forgotten ({r.subject})")
+                continue
+            lines.append(f"{r.commit[:7]}  {r.committed_at}  true {r.valid_from or '?'} .. {r.valid_to or 'now'}: "
+                         f"{preview(r.value)}" + (f"  [evidence: {', '.join(r.evidence)}]" if r.evidence else ""))
         return "\n".join(lines)
 
 
