@@ -187,6 +187,11 @@ class SearchCache:
             return memory
         return {"rid": rid, "kind": KIND_NAMES[CONVERSATION], **event_data(json.loads(data), origin, line, offset)}
 
+    def memory_docs(self) -> dict[str, tuple[str, int | None]]:
+        """`{path: (blob id, record number or None when it does not parse)}` of the memory files
+        the cache holds (a read as of a time keeps those its commit holds: desk.recall.past_view)."""
+        return {p: (b, d) for p, b, d in self._connect().execute("SELECT path, blob, doc FROM memfiles")}
+
     def holds_memories(self) -> bool:
         """Whether any record of the loaded columns is a memory (tombstoned ones too): one scan in C."""
         return self.columns.kinds.find(MEMORY) >= 0
