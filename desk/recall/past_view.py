@@ -4,14 +4,17 @@ committed at the last commit at or before T.
 The cache holds the memory files of the work tree, each by blob id. A read as of T keeps the
 records whose (path, blob) the commit holds, sets the others aside as tombstones do (out of every
 statistic), and adds records for the commit's files the cache does not hold (changed, renamed or
-forgotten since): only those blobs are read, in one `cat-file --batch`, and nothing is written,
-not even the cache. Memories not valid at T (`valid_from <= T < valid_to`) are set aside too.
+forgotten since): only those blobs are read, in one `cat-file --batch`, and their records are
+kept in the cache (`pastrecs`, by path and blob) so the next read as of a time does not parse
+them again. Nothing else is written. Memories not valid at T (`valid_from <= T < valid_to`) are set aside too.
 Conversation records are the archive's up to T, as every recall at a time reads them.
 """
 
 from __future__ import annotations
 
+import json
 from array import array
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,6 +24,14 @@ from desk.recall.records import KIND_NAMES, VALIDITY_TAG, Record, memory_record
 from desk.recall.search_cache import SearchCache
 from desk.recall.search_writer import Columns
 from desk.text.times import parse_time
+
+
+def _loaded(text: str) -> Record | None:
+    found = json.loads(text)
+    if found is None:
+        return None  # the file did not parse: not searchable
+    rid, kind, time, expires, terms, data, tags = found
+    return Record(rid, kind, time, expires, Counter(terms), data, tuple(tags))
 
 
 class PastView:
@@ -42,14 +53,26 @@ class PastView:
         keep = {doc for path, (blob, doc) in held.items() if doc is not None and files.get(path) == blob}
         for doc in cache.memory_records() - keep:
             self._set_aside(doc)
-        wanted = {path: blob for path, blob in files.items() if held.get(path, (None, None))[0] != blob}
-        data = cache.desk.git.objects.read_blobs(set(wanted.values()))
+        wanted = {f"{path}\0{blob}": (path, blob) for path, blob in files.items()
+                  if held.get(path, (None, None))[0] != blob}
+        kept = cache.past_records(list(wanted))
+        data = cache.desk.git.objects.read_blobs({b for k, (_, b) in wanted.items() if k not in kept})
         self._extra: dict[int, Record] = {}
         self._extra_postings: dict[str, list[tuple[int, int]]] = {}
-        for path, blob in sorted(wanted.items()):
-            record = memory_record(data[blob], path) if blob in data else None
+        made = {}
+        for key, (path, blob) in sorted(wanted.items()):
+            if key in kept:
+                record = _loaded(kept[key])
+            elif blob in data:
+                record = memory_record(data[blob], path)
+                made[key] = json.dumps(None if record is None else [
+                    record.rid, record.kind, record.time, record.expires, record.terms, record.data,
+                    record.tags], ensure_ascii=False)
+            else:
+                continue
             if record is not None:
                 self._add(record)
+        cache.keep_past_records(made)
         for doc in [*cache.postings(VALIDITY_TAG)[0], *self._extra]:
             if doc in keep or doc in self._extra:
                 shown = self.record_data(doc)["provenance"]
