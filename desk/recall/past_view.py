@@ -79,6 +79,12 @@ class PastView:
                 start, end = (shown.get(k) for k in ("valid_from", "valid_to"))
                 if (start and parse_time(start) > past.when) or (end and parse_time(end) <= past.when):
                     self._set_aside(doc)
+        # A memory the commit holds existed then, whatever its `updated` says (a clock ahead, a
+        # person's hand): it is searched, as updated no later than T.
+        when, times = past.when.timestamp(), columns.times
+        for doc in [*keep, *self._extra]:
+            if times[doc] > when:
+                times[doc] = when
 
     def _set_aside(self, doc: int) -> None:
         c = self.columns

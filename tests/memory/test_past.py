@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -250,3 +253,32 @@ def test_a_forgotten_revision_shows_in_the_timeline(root: Path, monkeypatch: pyt
     revisions = desk_api.open(root).timeline("car").to_json()["revisions"]
     assert [(r["forgotten"], r["valid_from"], r["valid_to"]) for r in revisions] == [
         (True, None, None), (False, "2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z")]
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "time.md"
+
+
+def _normal(text: str) -> str:
+    """Commit ids and the clock of the machine that wrote `created`/`updated` differ per run."""
+    text = re.sub(r"\b[0-9a-f]{7,40}\b", "<commit>", text)
+    return re.sub(r"^(created|updated): .*$", r"\1: <clock>", text, flags=re.M)
+
+
+def test_the_transcript_in_docs_time_md_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, identity: None) -> None:
+    [block] = re.findall(r"```console\n(.*?)```", DOC.read_text(), re.S)
+    dated(monkeypatch, "2026-01-01T00:00:00Z")
+    root = tmp_path / "desk"
+    init_desk(root)
+    env = dict(os.environ)
+    steps = [chunk.partition("\n") for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]]
+    assert len(steps) >= 8
+    for command, _, expected in steps:
+        words = shlex.split(command)
+        if words[0] == "export":
+            env.update(word.split("=", 1) for word in words[1:])
+            continue
+        assert words[0] == "desk", command
+        done = subprocess.run([sys.executable, "-m", "desk", *words[1:]], env=env, cwd=root,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, (command, done.stderr)
+        assert _normal(done.stderr + done.stdout) == _normal(expected), command
