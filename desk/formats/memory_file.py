@@ -290,15 +290,6 @@ class MemoryFile:
     def is_expired(self, now: dt.datetime) -> bool:
         return self.meta.expires is not None and self.meta.expires <= now
 
-    def valid_at(self, when: dt.datetime) -> bool:
-        """Whether the fact was true at `when`: valid_from <= when < valid_to (either open)."""
-        return valid_at(self.meta.valid_from, self.meta.valid_to, when)
-
-
-def valid_at(start: dt.datetime | None, end: dt.datetime | None, when: dt.datetime) -> bool:
-    """`start <= when < end`, a missing bound open: the one rule for validity intervals."""
-    return (start is None or start <= when) and (end is None or when < end)
-
 
 def validity_problem(start: dt.datetime | None, end: dt.datetime | None) -> str | None:
     """Why an interval cannot be one (it ends before it starts), or None."""

@@ -70,6 +70,10 @@ class IndexEntry:
         """Past its `valid_to` at `now`: no longer true, shown as such, never injected as current."""
         return self.valid_to is not None and parse_time(self.valid_to) <= now
 
+    def has_begun(self, now: dt.datetime) -> bool:
+        """At or past its `valid_from` at `now` (valid at `now`: begun and not ended)."""
+        return self.valid_from is None or parse_time(self.valid_from) <= now
+
     def line(self) -> str:
         return index_line(self.name, self.description, self.expires, self.valid_to)
 

@@ -4,7 +4,7 @@
 one `git log` whatever the depth of history (a person's merged branch is seen as its merge). Its
 memory files come from one `ls-tree` and one `cat-file --batch`: no checkout, nothing in the work
 tree or the index is read or written. What was committed then is filtered to what was valid at T
-(`valid_from <= T < valid_to`, desk.formats.memory_file.valid_at).
+(`valid_from <= T < valid_to`: IndexEntry.has_begun and has_ended).
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from desk.errors import InvalidFileError, UsageError
-from desk.formats.memory_file import MemoryFile, parse_memory, require_read_name
-from desk.formats.memory_index import IndexEntry, memory_path
-from desk.layout import MEMORY_DIR, PROJECTS_DIR, DeskFolder, project_file
-from desk.memory import follow
+from desk.layout import MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
 from desk.text.times import format_time, parse_time
+
+if TYPE_CHECKING:  # the memory file modules (and PyYAML) only for a read that parses a file
+    from desk.formats.memory_file import MemoryFile
+    from desk.formats.memory_index import IndexEntry
 
 BEFORE_FIRST = "before the first commit: the desk held nothing yet"
 
@@ -55,16 +58,12 @@ def at(desk: DeskFolder, when: dt.datetime | str) -> Past:
 
 
 def memory_blobs(desk: DeskFolder, past: Past) -> dict[str, str]:
-    """`{path: blob}` of every memory file at the commit (desk-wide and every project's)."""
+    """`{path: blob}` of every memory file at the commit (desk-wide and every project's): one `ls-tree`."""
     if past.commit is None:
         return {}
-    tree = desk.git.worktree
-    files = tree.ls_tree(past.commit, MEMORY_DIR)
-    for path, blob in tree.ls_tree(past.commit, PROJECTS_DIR, recursive=True).items():
-        found = project_file(path)
-        if found is not None and found[0] == "memory":
-            files[path] = blob
-    return {p: b for p, b in files.items() if p.endswith(".md")}
+    files = desk.git.worktree.ls_tree(past.commit, MEMORY_DIR, PROJECTS_DIR, recursive=True)
+    return {p: b for p, b in files.items()
+            if memory_name(p) is not None or (project_file(p) or ("",))[0] == "memory"}
 
 
 def entries(desk: DeskFolder, past: Past, files: dict[str, str] | None = None) -> dict[str, IndexEntry]:
@@ -74,14 +73,7 @@ def entries(desk: DeskFolder, past: Past, files: dict[str, str] | None = None) -
 
     files = memory_blobs(desk, past) if files is None else files
     found = load_entries(desk, {p: b for p, b in files.items() if p.startswith(MEMORY_DIR + "/")})
-    return {n: e for n, e in found.items() if _valid(e, past.when)}
-
-
-def _valid(entry: IndexEntry, when: dt.datetime) -> bool:
-    from desk.formats.memory_file import valid_at
-
-    return valid_at(parse_time(entry.valid_from) if entry.valid_from else None,
-                    parse_time(entry.valid_to) if entry.valid_to else None, when)
+    return {n: e for n, e in found.items() if e.has_begun(past.when) and not e.has_ended(past.when)}
 
 
 def show(desk: DeskFolder, name: str, past: Past) -> tuple[str, str, MemoryFile]:
@@ -89,6 +81,10 @@ def show(desk: DeskFolder, name: str, past: Past) -> tuple[str, str, MemoryFile]
     found under the name it had then when it was renamed since (desk.memory.follow), and after a
     `forget` too. DeskError (exit 1) when the desk held no such memory then."""
     from desk.errors import DeskError
+
+    from desk.formats.memory_file import parse_memory, require_read_name
+    from desk.formats.memory_index import memory_path
+    from desk.memory import follow
 
     require_read_name(name)
     path = memory_path(name)
@@ -140,6 +136,9 @@ class Revision:
 def timeline(desk: DeskFolder, name: str) -> list[Revision]:
     """Every revision of memory `name`, newest first, across real renames and forgets (one `git
     log` per name it had, one `cat-file --batch` for every revision's file)."""
+    from desk.formats.memory_file import parse_memory, require_read_name
+    from desk.formats.memory_index import memory_path
+    from desk.memory import follow
     from desk.memory.reads import no_memory
 
     require_read_name(name)

@@ -323,7 +323,7 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
             from desk.gate.entries import load_entries
 
             entries = {n: e for n, e in load_entries(desk, past, None, invalid, blob_of).items()
-                       if e.valid_from is None or parse_time(e.valid_from) <= as_of}
+                       if e.has_begun(as_of)}
         broken = invalid_paths(invalid)
         active = {n: e for n, e in entries.items() if not e.is_expired(as_of)}
         hidden = set(entries) - set(active) | {n for n, e in active.items() if e.has_ended(as_of)}
