@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from desk.errors import InvalidFileError, UsageError
 from desk.layout import MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_file
@@ -66,12 +64,12 @@ def memory_blobs(desk: DeskFolder, past: Past) -> dict[str, str]:
             if memory_name(p) is not None or (project_file(p) or ("",))[0] == "memory"}
 
 
-def entries(desk: DeskFolder, past: Past, files: dict[str, str] | None = None) -> dict[str, IndexEntry]:
+def entries(desk: DeskFolder, past: Past) -> dict[str, IndexEntry]:
     """The desk-wide memories at the commit that were valid at `past.when`, as index entries
     (parsed once per blob: desk.gate.entries' cache); files that do not parse are left out."""
     from desk.gate.entries import load_entries
 
-    files = memory_blobs(desk, past) if files is None else files
+    files = memory_blobs(desk, past)
     found = load_entries(desk, {p: b for p, b in files.items() if p.startswith(MEMORY_DIR + "/")})
     return {n: e for n, e in found.items() if e.has_begun(past.when) and not e.has_ended(past.when)}
 
