@@ -12,8 +12,7 @@ from desk.api.review import reviewed
 from desk.errors import RejectedError
 
 if TYPE_CHECKING:
-    from desk.results import AuditTrail, MemoryChange, MemoryDiff, MemoryList, Restored, ShownMemory
-    from desk.results.memory import Timeline
+    from desk.results import AuditTrail, MemoryChange, MemoryDiff, MemoryList, Restored, ShownMemory, Timeline
 
 
 def _text_type(data: bytes, path: str, name: str) -> str | None:
