@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
                               NowChange, NowView, Outcome, PrefChanged, PrefList, PrefShown, Recalled,
                               Resolved, ShownMemory, Stats, Synced, UserProfile, Validation, Wrapped)
     from desk.results import Restored
+    from desk.results import Timeline
     from desk.api.revisions import MemoryRevisions, Revision, memory_revisions
 
 __version__ = "0.1.0"
@@ -55,7 +56,8 @@ _RESULTS = ("Outcome", "Wrapped",
             "Digested", "ConflictCases", "ConflictCase", "Resolved", "Migrated",
             "NowView", "NowChange", "MistakeAdded", "MistakeList", "ConversationsRendered",
             "ImportPlan", "Exported", "Synced", "Cloned",
-            "UserProfile", "PrefChanged", "PrefShown", "PrefList")
+            "UserProfile", "PrefChanged", "PrefShown", "PrefList",
+            "Timeline")
 # A memory's history with each commit's diff (docs/api.md "Reading"), beside `Desk.history`
 _REVISIONS = ("memory_revisions", "MemoryRevisions", "Revision")
 _HOMES = {**dict.fromkeys(_API, "desk.api"), **dict.fromkeys(_ERRORS, "desk.errors"),

@@ -135,11 +135,11 @@ def invocations(tmp_path: Path, event_id: str) -> Iterator[tuple[tuple[str, ...]
     yield ("doctor",), ["doctor", "--json"]
     yield ("migrate",), ["migrate", "--dry-run"]
     yield ("migrate",), ["migrate", "--json"]
-    yield ("recall",), ["recall", "beta", "--as-of", AS_OF]
-    yield ("recall",), ["recall", "beta", "--as-of", AS_OF, "--json"]
-    yield ("recall",), ["recall", "beta", "--as-of", AS_OF, "--xml"]
-    yield ("context",), ["context", "--query", "alpha", "--as-of", AS_OF, "--section-budget", "mistakes=400"]
-    yield ("context",), ["context", "--format", "json", "--as-of", AS_OF]
+    yield ("recall",), ["recall", "beta", "--now", AS_OF]
+    yield ("recall",), ["recall", "beta", "--now", AS_OF, "--json"]
+    yield ("recall",), ["recall", "beta", "--now", AS_OF, "--xml"]
+    yield ("context",), ["context", "--query", "alpha", "--now", AS_OF, "--section-budget", "mistakes=400"]
+    yield ("context",), ["context", "--format", "json", "--now", AS_OF]
     yield ("stats",), ["stats"]
     yield ("stats",), ["stats", "--json"]
     yield ("fact", "add"), ["fact", "add", "The runtime is Python 3.12", "--kind", "decision",
@@ -282,8 +282,8 @@ def test_to_json_is_the_cli_json(desk_root: Path) -> None:
         (d.list(), ["list"]),
         (d.log(), ["log"]),
         (d.history("alpha"), ["history", "alpha"]),
-        (d.recall("alpha", as_of=AS_OF), ["recall", "alpha", "--as-of", AS_OF]),
-        (d.context(query="alpha", as_of=AS_OF), ["context", "--query", "alpha", "--as-of", AS_OF]),
+        (d.recall("alpha", now=AS_OF), ["recall", "alpha", "--now", AS_OF]),
+        (d.context(query="alpha", now=AS_OF), ["context", "--query", "alpha", "--now", AS_OF]),
         (d.now_show(section="doing"), ["now", "show", "--section", "doing"]),
         (d.mistake_list(), ["mistake", "list"]),
         (d.archive_list(), ["archive", "list"]),
@@ -293,8 +293,8 @@ def test_to_json_is_the_cli_json(desk_root: Path) -> None:
     ]
     for result, args in pairs:
         assert as_printed(result.to_json()) == cli_json(desk_root, *args), args
-    assert [hit.id for hit in d.recall("alpha", as_of=AS_OF).value.hits] == [f"event:{event.id}"]
-    later = [hit.id for hit in d.recall("alpha", as_of="2026-07-01T00:00:00Z").value.hits]
+    assert [hit.id for hit in d.recall("alpha", now=AS_OF).value.hits] == [f"event:{event.id}"]
+    later = [hit.id for hit in d.recall("alpha", now="2026-07-01T00:00:00Z").value.hits]
     assert later == ["memory:alpha", f"event:{event.id}"]
 
 
@@ -304,8 +304,8 @@ def test_text_is_the_cli_human_output(desk_root: Path) -> None:
     for result, args in [(d.list(), ["list"]), (d.show("alpha"), ["show", "alpha"]), (d.log(), ["log"])]:
         out = CliRunner().invoke(cli, ["--desk", str(desk_root), *args], catch_exceptions=False).output
         assert out == result.text() + "\n"
-    out = CliRunner().invoke(cli, ["--desk", str(desk_root), "context", "--as-of", AS_OF]).output
-    assert out == d.context(as_of=AS_OF).text()
+    out = CliRunner().invoke(cli, ["--desk", str(desk_root), "context", "--now", AS_OF]).output
+    assert out == d.context(now=AS_OF).text()
 
 
 def test_init_and_open_return_the_same_kind_of_object(tmp_path: Path, identity: None) -> None:
@@ -373,16 +373,16 @@ def test_one_desk_object_recalls_warm_and_sees_every_change(desk_root: Path) -> 
         at = dt.datetime(2026, 1, 5, tzinfo=dt.timezone.utc)
         d.remember("alpha", "The alpha fact body.", type="fact", description="About alpha", triggers=["alpha"],
                    now=at)
-        assert [h.id for h in d.recall("alpha", as_of=AS_OF).value.hits] == ["memory:alpha"]
+        assert [h.id for h in d.recall("alpha", now=AS_OF).value.hits] == ["memory:alpha"]
         cache = d._search_cache
         assert cache is not None
         d.remember("alpha-two", "Another alpha fact.", type="fact", description="More alpha", triggers=["alpha"],
                    now=at)
         d.forget("alpha")
-        assert [h.id for h in d.recall("alpha", as_of=AS_OF).value.hits] == ["memory:alpha-two"]
+        assert [h.id for h in d.recall("alpha", now=AS_OF).value.hits] == ["memory:alpha-two"]
         assert d._search_cache is cache  # the same warm cache, refreshed
     assert d._search_cache is None  # closed on leaving the with-block
-    assert [h.id for h in d.recall("alpha", as_of=AS_OF).value.hits] == ["memory:alpha-two"]
+    assert [h.id for h in d.recall("alpha", now=AS_OF).value.hits] == ["memory:alpha-two"]
     d.close()
 
 

@@ -39,11 +39,11 @@ def answers(root: Path) -> list[Any]:
     with api.open(root) as d:
         found: list[Any] = []
         for query in QUERIES:
-            recalled = d.recall(query, as_of=AS_OF).to_json()
+            recalled = d.recall(query, now=AS_OF).to_json()
             recalled["query"].pop("query_id")
             found.append(recalled)
-        found.append(d.context(query="alpha gamma", as_of=AS_OF).text())
-        found.append(d.context(as_of=AS_OF).text())
+        found.append(d.context(query="alpha gamma", now=AS_OF).text())
+        found.append(d.context(now=AS_OF).text())
         found.append(d.validate("all").to_json())
         found.append(d.list().to_json())
         return found

@@ -220,7 +220,7 @@ def test_a_fact_of_a_newer_version_is_refused_by_its_readers(v1: Desk) -> None:
     resolve = run("resolve", case["id"], case["candidates"][0]["id"], "--expected-revision", "1",
                   "--event-id", "e", "--actor", "ada", "--rationale", "r")
     assert resolve.exit_code == 1 and f"{where}: fact" in resolve.output
-    context = run("context", "--as-of", "2026-09-06T00:00:00Z")
+    context = run("context", "--now", "2026-09-06T00:00:00Z")
     assert context.exit_code == 0 and f"{where}: fact {event['id']}" in context.output  # said, not shown
     assert "- " + event["id"] not in context.output and "Deploy on Fridays." not in context.output.replace(
         f"fact {event['id']}", "")

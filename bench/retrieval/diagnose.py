@@ -49,7 +49,7 @@ def diagnose(seed: int, version: int, examples: int) -> None:
             index = {t.id: i for i, t in enumerate(conv.turns)}
             evidence = {e for q in conv.questions for e in q.evidence}
             as_of = gen.stamp(conv.as_of)
-            d.recall("warm up", kind="conversation", as_of=as_of)
+            d.recall("warm up", kind="conversation", now=as_of)
             for q in conv.questions:
                 query = normalize_query(q.text, limit=10, kind="conversation", as_of=as_of)._replace(
                     limit=DEPTH)  # deeper than the CLI allows: where misses rank

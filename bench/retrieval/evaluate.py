@@ -103,7 +103,7 @@ def evaluate(seed: int, per_language: int, rankers: list[str],
                         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:10]
                         found = [conv.turns[i].id for i in order if scores[i] > 0]
                     else:
-                        result = desk.recall(q.text, kind="conversation", limit=10, as_of=as_of,
+                        result = desk.recall(q.text, kind="conversation", limit=10, now=as_of,
                                              ranker=ranker).value
                         found = [h.provenance["meta"].get("desk.source_id", "") for h in result.hits]
                         for h in result.hits:

@@ -33,7 +33,7 @@ def run(desks: list, params: rank.ContextParams) -> dict[str, float]:  # type: i
     for desk, conv in desks:
         as_of = gen.stamp(conv.as_of)
         for q in conv.questions:
-            hits = desk.recall(q.text, kind="conversation", limit=10, as_of=as_of).value.hits
+            hits = desk.recall(q.text, kind="conversation", limit=10, now=as_of).value.hits
             rows.append(score_question([h.provenance["meta"].get("desk.source_id", "") for h in hits], q.evidence))
     return {m: sum(r[m] for r in rows) / len(rows) for m in ("R@1", "R@5", "R@10", "MRR")}
 

@@ -21,18 +21,21 @@ class HistoryMethods(DeskBase):
 
     def fact_add(self, text: str, *, kind: str, importance: int, key: str | None = None,
                  session: str | None = None, actor: str | None = None, at: str | None = None,
-                 redact: bool = True, project: str | None = None) -> Appended:
+                 redact: bool = True, project: str | None = None, valid_from: str | None = None,
+                 valid_to: str | None = None) -> Appended:
         """Validate a fact and append it to the archive (kind `fact`); not committed on its own.
 
         `project` records the project scope the fact belongs to (payload `project`): the
         desk-wide digest never distils it into memory/. RejectedError (exit 3) for an invalid
-        fact, with nothing written.
+        fact, with nothing written. `valid_from`/`valid_to`: when the fact was true (docs/time.md);
+        a superseding fact's `valid_from` (else its time) starts the new revision's validity.
         """
         from desk.digest.facts import add_fact
         from desk.results.archive import Appended
 
         return Appended(add_fact(self, text, kind=kind, importance=importance, key=key,
-                                 session=session, actor=actor, at=at, redact=redact, project=project))
+                                 session=session, actor=actor, at=at, redact=redact, project=project,
+                                 valid_from=valid_from, valid_to=valid_to))
 
     def digest(self, *, date: str | dt.date | None = None, as_of: Time | None = None,
                summarizer: str | None = None, project: str | None = None) -> Digested:

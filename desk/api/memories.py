@@ -12,7 +12,7 @@ from desk.api.review import reviewed
 from desk.errors import RejectedError
 
 if TYPE_CHECKING:
-    from desk.results import AuditTrail, MemoryChange, MemoryDiff, MemoryList, Restored, ShownMemory
+    from desk.results import AuditTrail, MemoryChange, MemoryDiff, MemoryList, Restored, ShownMemory, Timeline
 
 
 def _text_type(data: bytes, path: str, name: str) -> str | None:
@@ -34,11 +34,13 @@ class MemoryMethods(DeskBase):
                  importance: int | None = None, expires: Time | None = None,
                  source: str | None = None, source_event: str | None = None, actor: str = "user",
                  scope: str = "durable", clear: Iterable[str] = (),
-                 now: dt.datetime | None = None, project: str | None = None) -> MemoryChange:
+                 now: dt.datetime | None = None, project: str | None = None,
+                 valid_from: Time | None = None, valid_to: Time | None = None) -> MemoryChange:
         """Create or update memory `name` through the write gate: one commit, none when unchanged.
 
         A new memory needs `type` and `description`. On an update, a field left None keeps its
-        value (`clear` names fields to empty: triggers, importance, expires). The result warns
+        value (`clear` names fields to empty: triggers, importance, expires, valid_from, valid_to).
+        `valid_from`/`valid_to`: when the fact was true (docs/time.md). The result warns
         when the memory ends up without triggers. With `project`, the memory is
         `projects/<project>/memory/<name>.md` and the index is the project's own MEMORY.md
         (docs/scopes.md). RejectedError (exit 3) when the gate refuses,
@@ -60,7 +62,8 @@ class MemoryMethods(DeskBase):
                 target, name, type=type, description=description, body=body,
                 triggers=words(triggers, "triggers"), importance=importance, expires=expires,
                 source=source, source_event=source_event, actor=actor, scope=scope,
-                clear=tuple(words(clear, "clear")), now=now, project=project)))
+                clear=tuple(words(clear, "clear")), now=now, project=project,
+                valid_from=valid_from, valid_to=valid_to)))
         except RejectedError as exc:
             exc.details = {"name": name, "path": path, "commit": None,
                            "reason": getattr(exc, "reason", None) or "invalid"}
@@ -99,10 +102,12 @@ class MemoryMethods(DeskBase):
             triggers: Sequence[str] | None = None, add_triggers: Sequence[str] = (),
             remove_triggers: Sequence[str] = (), importance: int | None = None,
             expires: Time | None = None, clear: Iterable[str] = (), actor: str = "user",
-            now: dt.datetime | None = None) -> MemoryChange:
+            now: dt.datetime | None = None, valid_from: Time | None = None,
+            valid_to: Time | None = None) -> MemoryChange:
         """Change fields of memory `name` without restating its body: one commit, none when
         nothing differs. `triggers` replaces the list; `clear` empties triggers, importance or
-        expires. DeskError (exit 1) when there is no such memory."""
+        expires. `valid_to`: since when the fact is no longer true (docs/time.md). DeskError
+        (exit 1) when there is no such memory."""
         from desk.memory.review import memory_type
         from desk.memory.revise import set_fields
         from desk.results.change import MemoryChange
@@ -114,7 +119,8 @@ class MemoryMethods(DeskBase):
             target, name, description=description, type=type,
             triggers=words(triggers, "triggers"), add_triggers=words(add_triggers, "add_triggers"),
             remove_triggers=words(remove_triggers, "remove_triggers"), importance=importance,
-            expires=expires, clear=tuple(words(clear, "clear")), actor=actor, now=now)))
+            expires=expires, clear=tuple(words(clear, "clear")), actor=actor, now=now,
+            valid_from=valid_from, valid_to=valid_to)))
 
     def rename(self, old: str, new: str, *, actor: str = "user") -> MemoryChange:
         """Rename memory `old` to `new` in one commit (file, `name:` and MEMORY.md); history follows it."""
@@ -187,10 +193,21 @@ class MemoryMethods(DeskBase):
                            "reason": getattr(exc, "reason", None) or "invalid", **exc.details}
             raise
 
-    def show(self, name: str, *, project: str | None = None) -> ShownMemory:
+    def show(self, name: str, *, project: str | None = None, as_of: Time | None = None) -> ShownMemory:
         """The memory file `name` (of `project`, when given) as it is on disk; an invalid file
-        comes with its findings (`valid` false) rather than an error, so a person can see what to fix."""
+        comes with its findings (`valid` false) rather than an error, so a person can see what to fix.
+        With `as_of`, the revision committed at the last commit at or before that time, and that
+        commit (desk.memory.past: read from git objects; across a rename, after a forget)."""
         from desk.results.memory import ShownMemory
+
+        if as_of is not None:
+            from desk.memory import past
+            from desk.memory.reads import Shown
+
+            past.require_desk_wide(project)
+            when = past.at(self, as_of)
+            path, text, memory = past.show(self, self._name(name), when)
+            return ShownMemory(Shown(path, text, memory, [], when))
 
         if project is not None:
             from desk.scopes.projects import show_in_project
@@ -216,10 +233,19 @@ class MemoryMethods(DeskBase):
 
         return all_projects(self)
 
-    def list(self, *, type: str | None = None, project: str | None = None) -> MemoryList:
+    def list(self, *, type: str | None = None, project: str | None = None, as_of: Time | None = None) -> MemoryList:
         """The memories on disk sorted by name (optionally of one type; of `project` when given),
-        and unparseable or refused files."""
+        and unparseable or refused files. With `as_of`, those committed at the last commit at or
+        before that time and valid then (desk.memory.past; empty before the first commit)."""
         from desk.results.memory import MemoryList
+
+        if as_of is not None:
+            from desk.memory import past
+
+            past.require_desk_wide(project)
+            when = past.at(self, as_of)
+            found = sorted(past.entries(self, when).values(), key=lambda e: e.name)
+            return MemoryList([e for e in found if type is None or e.type == type], [], when)
 
         if project is not None:
             from desk.scopes.projects import list_in_project
@@ -244,6 +270,17 @@ class MemoryMethods(DeskBase):
 
         name = self._name(name)
         return AuditTrail(history(self, name), name)
+
+    def timeline(self, name: str, *, project: str | None = None) -> Timeline:
+        """`desk history NAME --timeline`: every revision of memory `name`, newest first, with the
+        interval it was true for and the archive events that are its evidence (docs/time.md).
+        DeskError (exit 1) when no commit ever touched it."""
+        from desk.memory import past
+        from desk.results.memory import Timeline
+
+        past.require_desk_wide(project)
+        name = self._name(name)
+        return Timeline(name, past.timeline(self, name))
 
     def log(self, limit: int | None = None) -> AuditTrail:
         """The desk's audit trail: commits with their Desk-* trailers, newest first."""

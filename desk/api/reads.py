@@ -19,8 +19,14 @@ class ReadMethods(DeskBase):
     def recall(self, query: str, *, limit: int = 5, kind: str = "all", as_of: Time | None = None,
                ranker: str = "default", progress: Progress | None = None,
                project: str | None = None, all_scopes: bool = False, embedder: Any = None,
-               embed_progress: Progress | None = None) -> Recalled:
+               embed_progress: Progress | None = None, now: Time | None = None) -> Recalled:
         """Search memories and archived conversations for `query`; read-only.
+
+        `as_of` (docs/time.md): the memories as committed at the last commit at or before that
+        time and valid then (read from git objects, never the work tree; none before the first
+        commit, `empty_reason` `before_first_commit`), the conversation records archived up to
+        it, ranked as at that time. `now`: the time the ranking treats as now (recency, expiry,
+        records after it left out) over the desk as it is (default: the current time).
 
         UsageError (exit 2) for an empty or punctuation-only query or a limit outside 1..10.
         Memories searched: the desk-wide ones and `project`'s, or every project's with
@@ -57,15 +63,20 @@ class ReadMethods(DeskBase):
                 made = load_embedder(embedder) if isinstance(embedder, str) else check_embedder(embedder)
                 dense = self._dense[embedder if isinstance(embedder, str) else id(embedder)] = DenseIndex(self, made)
             dense.progress = embed_progress
-        return Recalled(recall(self, query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
-                               cache=self._search_cache, progress=progress, project=project,
-                               all_scopes=all_scopes, dense=dense))
+        past = None
+        if as_of is not None:
+            from desk.memory.past import at
+
+            past = at(self, as_of)
+        return Recalled(recall(self, query, limit=limit, kind=kind, as_of=past.when if past else now,
+                               ranker=ranker, cache=self._search_cache, progress=progress, project=project,
+                               all_scopes=all_scopes, dense=dense, past=past))
 
     def context(self, *, mode: str = "wake", query: str | None = None, budget: int | None = None,
                 section_budgets: Mapping[str, int] | None = None,
                 project_agents: str | Path | None = None, as_of: Time | None = None,
                 journal_days: int | None = None, user: str | None = None,
-                project: str | None = None, pending: bool = False) -> Context:
+                project: str | None = None, pending: bool = False, now: Time | None = None) -> Context:
         """What the assistant reads, within the budgets (docs/context.md).
 
         `mode` is the read: `wake` (the start of a session: AGENTS.md ... MEMORY.md and the recent
@@ -76,6 +87,9 @@ class ReadMethods(DeskBase):
         with a query, its trigger-hit memories) to the desk-wide ones; never another project's
         (docs/scopes.md). `pending` adds a last section listing review mode's pending proposals,
         each marked as pending (docs/review.md); they are never in memory until a person accepts.
+        `as_of` (docs/time.md): the memory index, the trigger-hit memories and AGENTS.md, SOUL.md,
+        NOW.md and MISTAKES.md as committed at the last commit at or before that time, read from
+        git objects, at that time. `now`: the time the read treats as now over the desk as it is.
         """
         from desk.recall.git_state import context_git_state
 
@@ -87,10 +101,15 @@ class ReadMethods(DeskBase):
             from desk.results.read import Context
             from desk.text.times import utc_now
 
-            if as_of is not None:
-                from desk.recall.search import parse_as_of  # recall's modules only for --as-of
+            past = None
+            if as_of is not None or now is not None:
+                from desk.recall.search import parse_as_of  # recall's modules only for a given time
 
-                when = parse_as_of(as_of)
+                when = parse_as_of(as_of if as_of is not None else now)
+                if as_of is not None:
+                    from desk.memory.past import at
+
+                    past = at(self, when)
             else:
                 when = utc_now()
         except BaseException:
@@ -106,7 +125,7 @@ class ReadMethods(DeskBase):
         request = ContextRequest(
             mode=mode, query=query, budget=budget, section_budgets=section_budgets or {},
             project_agents=Path(project_agents) if project_agents is not None else None,
-            as_of=when, journal_days=journal_days, user=user, project=project)
+            as_of=when, journal_days=journal_days, user=user, project=project, past=past)
         result = build_context(self, request, facts=facts, git_state=asked)
         if pending:
             result.sections.append(_pending_section(self, self.config.budgets.recalled))

@@ -29,10 +29,13 @@ def fact_group() -> None:
 @click.option("--at", metavar="TIME", help="When it was stated (UTC, ISO 8601; default now); at most 24 hours "
               "ahead of now.")
 @click.option("--no-redact", is_flag=True, help="Store known secret patterns as they are (only those secrets.allow names; another is refused, exit 3).")
+@click.option("--valid-from", metavar="TIME", help="Since when the fact is true (UTC, ISO 8601; default: when stated).")
+@click.option("--valid-to", metavar="TIME", help="Since when the fact is no longer true (UTC, ISO 8601).")
 @project_option
 @json_option
 def fact_add_command(text: str, kind: str, importance: int, key: str | None, session: str | None,
-                     actor: str | None, at: str | None, no_redact: bool) -> None:
+                     actor: str | None, at: str | None, no_redact: bool, valid_from: str | None,
+                     valid_to: str | None) -> None:
     """Validate a fact and append it to the archive (kind `fact`); prints its event id.
 
     TEXT is the fact itself; `-` reads it from stdin. Not committed on its own: `desk checkpoint`
@@ -41,7 +44,8 @@ def fact_add_command(text: str, kind: str, importance: int, key: str | None, ses
     content = read_text_arg(text, None, "fact")
     render(invocation().desk().fact_add(content, kind=kind, importance=importance, key=key,
                                         session=session, actor=actor, at=at, redact=not no_redact,
-                                        project=invocation().project))
+                                        project=invocation().project, valid_from=valid_from,
+                                        valid_to=valid_to))
 
 
 @click.command("digest")

@@ -44,6 +44,13 @@ def _cleared(**flags: bool) -> list[str]:
     return [name.removeprefix("no_") for name, on in flags.items() if on]
 
 
+_VALID_FROM = click.option("--valid-from", metavar="TIME", help="UTC time (ISO 8601) since which the fact is true.")
+_VALID_TO = click.option("--valid-to", metavar="TIME",
+                         help="UTC time (ISO 8601) since which the fact is no longer true (kept, shown as such).")
+_AS_OF = click.option("--as-of", metavar="TIME",
+                      help="Read the desk as committed at the last commit at or before this UTC time (docs/time.md).")
+
+
 @click.command("remember")
 @click.argument("name", shell_complete=complete_memory_names)
 @click.argument("body", required=False)
@@ -55,6 +62,8 @@ def _cleared(**flags: bool) -> list[str]:
                    "replaces the list on an update).")
 @click.option("--importance", type=click.IntRange(1, 5), help="1 (minor) to 5 (critical).")
 @click.option("--expires", metavar="TIME", help="UTC time (ISO 8601) after which it is no longer injected.")
+@_VALID_FROM
+@_VALID_TO
 @_clearing
 @click.option("--source", type=click.Choice(MEMORY_SOURCES),
               help="Where the fact came from (default: user for --actor user, else agent).")
@@ -69,7 +78,7 @@ def remember_command(name: str, body: str | None, type_: str | None, description
                      triggers: tuple[str, ...], importance: int | None, expires: str | None,
                      no_triggers: bool, no_importance: bool, no_expires: bool,
                      source: str | None, source_event: str | None, actor: str, scope: str,
-                     body_file: Path | None) -> None:
+                     body_file: Path | None, valid_from: str | None, valid_to: str | None) -> None:
     """Create or update the memory NAME through the write gate (one commit).
 
     BODY is the fact itself; `-` reads it from stdin. Remembering an existing NAME updates it:
@@ -82,7 +91,7 @@ def remember_command(name: str, body: str | None, type_: str | None, description
     render(desk.remember(name, text, type=type_, description=description,
                          triggers=triggers or None, importance=importance, expires=expires,
                          source=source, source_event=source_event, actor=actor, scope=scope,
-                         clear=_cleared(no_triggers=no_triggers, no_importance=no_importance,
+                         valid_from=valid_from, valid_to=valid_to, clear=_cleared(no_triggers=no_triggers, no_importance=no_importance,
                                         no_expires=no_expires),
                          project=invocation().project))
 
@@ -98,13 +107,15 @@ def remember_command(name: str, body: str | None, type_: str | None, description
               help="Remove a trigger (repeatable).")
 @click.option("--importance", type=click.IntRange(1, 5), help="1 (minor) to 5 (critical).")
 @click.option("--expires", metavar="TIME", help="UTC time (ISO 8601) after which it is no longer injected.")
+@_VALID_FROM
+@_VALID_TO
 @_clearing
 @actor_option
 @json_option
 def set_command(name: str, description: str | None, type_: str | None, triggers: tuple[str, ...],
                 add_triggers: tuple[str, ...], remove_triggers: tuple[str, ...],
                 importance: int | None, expires: str | None, no_triggers: bool, no_importance: bool,
-                no_expires: bool, actor: str) -> None:
+                no_expires: bool, actor: str, valid_from: str | None, valid_to: str | None) -> None:
     """Change fields of the memory NAME without restating its body (one commit).
 
     Only the options given change; nothing given, or nothing different, changes nothing.
@@ -112,7 +123,7 @@ def set_command(name: str, description: str | None, type_: str | None, triggers:
     render(invocation().desk().set(
         name, description=description, type=type_, triggers=triggers or None,
         add_triggers=add_triggers, remove_triggers=remove_triggers, importance=importance,
-        expires=expires, actor=actor,
+        expires=expires, valid_from=valid_from, valid_to=valid_to, actor=actor,
         clear=_cleared(no_triggers=no_triggers, no_importance=no_importance, no_expires=no_expires)))
 
 
@@ -180,37 +191,48 @@ def restore_command(name: str, from_rev: str | None, actor: str) -> None:
 
 @click.command("show")
 @click.argument("name", shell_complete=complete_memory_names)
+@_AS_OF
 @project_option
 @json_option
-def show_command(name: str) -> None:
+def show_command(name: str, as_of: str | None) -> None:
     """Print the memory NAME.
 
     An invalid file is printed as it is, its findings on stderr (`valid: false` in --json). With
-    --project, the memory of that project.
+    --project, the memory of that project. With --as-of, the revision committed then, under the
+    name it had then, and (on stderr) the commit it came from.
     """
-    render(invocation().desk().show(name, project=invocation().project))
+    render(invocation().desk().show(name, project=invocation().project, as_of=as_of))
 
 
 @click.command("list")
 @click.option("--type", "type_", type=click.Choice(MEMORY_TYPES), help="Only memories of this type.")
+@_AS_OF
 @project_option
 @json_option
-def list_command(type_: str | None) -> None:
-    """List the memories: name, type and description."""
-    render(invocation().desk().list(type=type_, project=invocation().project))
+def list_command(type_: str | None, as_of: str | None) -> None:
+    """List the memories: name, type and description.
+
+    With --as-of, those committed then and valid then (none before the first commit).
+    """
+    render(invocation().desk().list(type=type_, project=invocation().project, as_of=as_of))
 
 
 @click.command("history")
 @click.argument("name", shell_complete=complete_memory_names)
+@click.option("--timeline", is_flag=True,
+              help="Each revision with its validity interval and the archive events that are its evidence.")
 @project_option
 @json_option
-def history_command(name: str) -> None:
+def history_command(name: str, timeline: bool) -> None:
     """Every revision of the memory NAME, from git, newest first (forgotten ones too).
 
     Follows `desk rename` and an unedited `git mv`, never a rename guessed from
     similar content. Exit 1 when no commit ever touched NAME. With --project, the
-    memory of that project.
+    memory of that project. --timeline: since when each value was true, until when, and who said so.
     """
+    if timeline:
+        render(invocation().desk().timeline(name, project=invocation().project))
+        return
     render(invocation().desk().history(name, project=invocation().project))
 
 

@@ -21,7 +21,10 @@ ANNOUNCE_BYTES = 4 * 1024 * 1024
 @click.option("--kind", type=click.Choice(RECALL_KINDS), default="all",
               show_default=True, help="Search memory files, archived conversation records, or both.")
 @click.option("--as-of", metavar="TIME",
-              help="Evaluate at this UTC time (ISO 8601): recency, expiry, and records after it hidden.")
+              help="What the desk believed then: its memories as committed at the last commit at or before "
+                   "this UTC time (ISO 8601) and valid then, the records archived up to it (docs/time.md).")
+@click.option("--now", metavar="TIME",
+              help="Evaluate the desk as it is at this UTC time: recency, expiry, and records after it hidden.")
 @click.option("--ranker", type=click.Choice(RANKERS), default="default",
               show_default=True, help="Scoring formula: desk's default (BM25 in conversational context, docs/recall.md), the previous default (coverage), the baseline formula (0.85 coverage + 0.15 recency), or plain BM25.")
 @click.option("--xml", "as_xml", is_flag=True, help="Print a <recalled_context> XML block instead.")
@@ -33,7 +36,7 @@ ANNOUNCE_BYTES = 4 * 1024 * 1024
                    "$DESK_EMBEDDER, else off (an empty value turns it off).")
 @project_option
 @json_option
-def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker: str,
+def recall_command(query: str, limit: int, kind: str, as_of: str | None, now: str | None, ranker: str,
                    as_xml: bool, all_scopes: bool, embedder: str | None) -> None:
     """Search memories and archived conversations for QUERY; read-only.
 
@@ -52,7 +55,7 @@ def recall_command(query: str, limit: int, kind: str, as_of: str | None, ranker:
         result = invocation().desk().recall(query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
                                             progress=lines, project=invocation().project,
                                             all_scopes=all_scopes, embedder=embedder or None,
-                                            embed_progress=embedded if embedder else None)
+                                            embed_progress=embedded if embedder else None, now=now)
     if as_xml:
         click.echo(result.xml(), nl=False)
         return
@@ -88,6 +91,9 @@ def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
 @click.option("--format", "fmt", type=click.Choice(CONTEXT_FORMATS), default="markdown",
               show_default=True, help="Markdown to inject, or JSON with the sections and token estimates.")
 @click.option("--as-of", metavar="TIME",
+              help="What the desk believed then: MEMORY.md, the recalled memories and the files as committed at "
+                   "the last commit at or before this UTC time, read at that time (docs/time.md).")
+@click.option("--now", metavar="TIME",
               help="Treat this UTC time as now (expired memories and preferences, recent facts, journal days).")
 @click.option("--pending", is_flag=True,
               help="Also list review mode's pending proposals, each marked as pending (docs/review.md).")
@@ -96,7 +102,7 @@ def _section_budgets(values: tuple[str, ...]) -> dict[str, int]:
 @json_option
 def context_command(mode: str, journal_days: int | None, query: str | None, budget: int | None,
                     section_budget: tuple[str, ...], project_agents: Path | None, fmt: str,
-                    as_of: str | None, pending: bool) -> None:
+                    as_of: str | None, now: str | None, pending: bool) -> None:
     """Render what the assistant loads at the start of a session (the injection contract).
 
     --mode wake (default): project AGENTS.md, AGENTS.md, SOUL.md, NOW.md, MISTAKES.md, USER.md, the
@@ -110,7 +116,7 @@ def context_command(mode: str, journal_days: int | None, query: str | None, budg
                                          section_budgets=_section_budgets(section_budget),
                                          project_agents=project_agents, as_of=as_of or None,
                                          journal_days=journal_days, user=invocation().user,
-                                         project=invocation().project, pending=pending)
+                                         project=invocation().project, pending=pending, now=now or None)
     if fmt == "json" or invocation().json:
         print_json(result.to_json())
     else:

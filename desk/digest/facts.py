@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from desk.archive.store import append_event
 from desk.digest.fact_version import FACT_SCHEMA, VERSION_KEY, fact_version
 from desk.errors import RejectedError
-from desk.text.times import TimeFormatError, parse_time
+from desk.text.times import TimeFormatError, format_time, parse_time
 from desk.vocabulary import FACT_KINDS
 
 FACT_EVENT = "fact"
@@ -53,6 +53,26 @@ class MemoryFact(BaseModel):
     importance: int = Field(ge=1, le=5)
     key: str | None = None
     project: str | None = None  # the project scope the fact belongs to (docs/scopes.md)
+    # When the fact was true (docs/time.md), UTC times as `format_time` writes them; optional.
+    valid_from: str | None = None
+    valid_to: str | None = None
+
+    @field_validator("valid_from", "valid_to")
+    @classmethod
+    def _time(cls, value: str | None) -> str | None:
+        try:
+            return None if value is None else format_time(parse_time(value, "time"))
+        except TimeFormatError as exc:
+            raise ValueError(exc.reason) from None
+
+    @model_validator(mode="after")
+    def _interval(self) -> MemoryFact:
+        from desk.formats.memory_file import validity_problem
+
+        problem = validity_problem(*(parse_time(t) if t else None for t in (self.valid_from, self.valid_to)))
+        if problem:
+            raise ValueError(f"valid_to: {problem}")
+        return self
 
     @field_validator("project")
     @classmethod
@@ -90,16 +110,19 @@ class MemoryFact(BaseModel):
         data: dict[str, Any] = {"kind": self.kind, "importance": self.importance, "key": self.key}
         if self.project is not None:  # desk-wide facts keep the payload they always had
             data["project"] = self.project
+        data.update({k: v for k, v in (("valid_from", self.valid_from), ("valid_to", self.valid_to)) if v})
         data[VERSION_KEY] = FACT_SCHEMA
         return data
 
 
 def validate_fact(content: str, *, kind: str, importance: int, key: str | None = None,
-                  project: str | None = None) -> MemoryFact:
+                  project: str | None = None, valid_from: str | None = None,
+                  valid_to: str | None = None) -> MemoryFact:
     """A MemoryFact, or RejectedError (exit 3) naming each bad field; nothing is written."""
     try:
         return MemoryFact.model_validate({"content": content, "kind": kind, "importance": importance,
-                                          "key": key, "project": project})
+                                          "key": key, "project": project, "valid_from": valid_from,
+                                          "valid_to": valid_to})
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
@@ -113,9 +136,11 @@ def validate_fact(content: str, *, kind: str, importance: int, key: str | None =
 def add_fact(desk: Any, content: str, *, kind: str, importance: int, key: str | None = None,
              session: str | None = None, actor: str | None = None, at: str | None = None,
              redact: bool = True, now: dt.datetime | None = None,
-             project: str | None = None) -> dict[str, Any]:
+             project: str | None = None, valid_from: str | None = None,
+             valid_to: str | None = None) -> dict[str, Any]:
     """Validate a fact and append it to the archive; return the archived record."""
-    fact = validate_fact(content, kind=kind, importance=importance, key=key, project=project)
+    fact = validate_fact(content, kind=kind, importance=importance, key=key, project=project,
+                         valid_from=valid_from, valid_to=valid_to)
     return append_event(desk, FACT_EVENT, content=fact.content, payload=fact.payload(),
                         session=session, actor=actor, at=at, redact=redact, now=now)
 
@@ -132,6 +157,8 @@ class FactRecord:
     content: str
     session: str | None = None
     project: str | None = None
+    valid_from: dt.datetime | None = None
+    valid_to: dt.datetime | None = None
 
 
 def fact_from_record(record: Mapping[str, Any], where: str = "") -> FactRecord:
@@ -148,7 +175,9 @@ def fact_from_record(record: Mapping[str, Any], where: str = "") -> FactRecord:
     try:
         fact = MemoryFact.model_validate({"content": content, "kind": payload.get("kind"),
                                           "importance": payload.get("importance"),
-                                          "key": payload.get("key"), "project": payload.get("project")})
+                                          "key": payload.get("key"), "project": payload.get("project"),
+                                          "valid_from": payload.get("valid_from"),
+                                          "valid_to": payload.get("valid_to")})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ValueError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
@@ -160,4 +189,5 @@ def fact_from_record(record: Mapping[str, Any], where: str = "") -> FactRecord:
         raise ValueError(exc.message) from None
     session = record.get("session")
     return FactRecord(record["id"], at, fact.kind, fact.importance, fact.key, fact.content,
-                      session if isinstance(session, str) else None, fact.project)
+                      session if isinstance(session, str) else None, fact.project,
+                      *(parse_time(t) if t else None for t in (fact.valid_from, fact.valid_to)))

@@ -243,18 +243,31 @@ def _meta_fields(name: str, candidate: Candidate, evidence: list[str], importanc
 
 def new_memory(name: str, c: Candidate, now: dt.datetime, project: str | None = None) -> MemoryFile:
     meta = build_meta(scoped_path(name, project), **_meta_fields(name, c, _kept(c), c.importance, project),
-                      created=now, updated=now)
+                      created=now, updated=now, **_validity(c))
     return MemoryFile(meta, normalize_body(c.content))
 
 
 def replaced_memory(old: MemoryFile, c: Candidate, now: dt.datetime) -> MemoryFile:
     """The next revision: the challenger's value and evidence; the old one stays in git history
-    (in the scope the old one records)."""
+    (in the scope the old one records). Its `valid_from` is when the superseding facts say the
+    value became true (`_validity`), so the old revision was true until then (docs/time.md)."""
     project = old.meta.project
     meta = build_meta(scoped_path(old.name, project),
                       **_meta_fields(old.name, c, _kept(c), c.importance, project),
-                      created=old.meta.created or now, updated=now)
+                      created=old.meta.created or now, updated=now,
+                      **_validity(c))
     return MemoryFile(meta, normalize_body(c.content))
+
+
+def _validity(c: Candidate) -> dict[str, dt.datetime | None]:
+    """The interval the facts of `c` give their value: the earliest `valid_from` they state (else
+    when the first of them was stated) and the latest `valid_to`, dropped when it would end
+    before it starts."""
+    starts = [f.valid_from for f in c.facts if f.valid_from is not None]
+    ends = [f.valid_to for f in c.facts if f.valid_to is not None]
+    start = min(starts) if starts else min(f.at for f in c.facts).replace(microsecond=0)
+    end = max(ends) if ends else None
+    return {"valid_from": start, "valid_to": end if end is None or start is None or start <= end else None}
 
 
 def _kept(c: Candidate) -> list[str]:

@@ -38,7 +38,8 @@ SCHEMA_KEY = "schema"
 # The order keys are written in, so diffs stay small. `schema` comes last: stamping a person's file
 # (`desk migrate`, `desk edit`) adds one line at the end of its frontmatter and changes nothing else.
 FIELD_ORDER = ("name", "description", "type", "triggers", "importance", "source", "source_event",
-               "origin", "evidence", "key", "project", "expires", "created", "updated", SCHEMA_KEY)
+               "origin", "evidence", "key", "project", "expires", "valid_from", "valid_to", "created",
+               "updated", SCHEMA_KEY)
 
 
 def name_problem(name: str) -> str | None:
@@ -154,6 +155,9 @@ class MemoryMeta:
     key: str | None = None
     project: str | None = None  # the project scope a memory under projects/<name>/memory/ belongs to
     expires: dt.datetime | None = None
+    # When the fact was true (docs/time.md), beside when desk learned it (the commit): optional.
+    valid_from: dt.datetime | None = None
+    valid_to: dt.datetime | None = None
     created: dt.datetime | None = None
     updated: dt.datetime | None = None
     # The version the file declares; None: no `schema` key (version 1). Not part of equality: a
@@ -190,11 +194,15 @@ class MemoryMeta:
             "origin": (_origin, ),
             "evidence": (_texts, "evidence"), "key": (_text, "key", True),
             "project": (_text, "project", True), "expires": (_utc, "expires"),
+            "valid_from": (_utc, "valid_from"), "valid_to": (_utc, "valid_to"),
             "created": (_utc, "created"), "updated": (_utc, "updated"), SCHEMA_KEY: (_schema, ),
         }
         for key, (check, *args) in checks.items():
             if key in data:
                 take(key, check, *args)
+        problem = validity_problem(values.get("valid_from"), values.get("valid_to"))
+        if problem:
+            errors.append(_FieldError("valid_to", problem, "validity"))
         if errors:
             raise MetaErrors(errors)
         return cls(**values)
@@ -283,6 +291,14 @@ class MemoryFile:
         return self.meta.expires is not None and self.meta.expires <= now
 
 
+def validity_problem(start: dt.datetime | None, end: dt.datetime | None) -> str | None:
+    """Why an interval cannot be one (it ends before it starts), or None."""
+    if start is not None and end is not None and end < start:
+        return (f"{format_time(end)} is before valid_from {format_time(start)}; "
+                "a fact stops being true after it starts")
+    return None
+
+
 def normalize_body(body: str) -> str:
     """The body as desk stores it: surrounding blank space removed, one trailing newline."""
     return body.strip() + "\n" if body.strip() else ""
@@ -299,7 +315,8 @@ def build_meta(path: str, **fields: Any) -> MemoryMeta:
         return MemoryMeta.validate(given)
     except MetaErrors as exc:  # from arguments, not a file: no line to name, the option instead
         options = {"description": "--description", "type": "--type", "triggers": "--trigger",
-                   "importance": "--importance", "expires": "--expires", "name": "NAME"}
+                   "importance": "--importance", "expires": "--expires", "name": "NAME",
+                   "valid_from": "--valid-from", "valid_to": "--valid-to"}
         named = [e.loc.split(".")[0] for e in exc.errors]
         raise InvalidFileError(exc.findings(path, lambda key: 0), hint="fix " + ", ".join(
             dict.fromkeys(options.get(n, n) for n in named)) + " and run the command again") from None

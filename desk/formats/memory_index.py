@@ -45,6 +45,8 @@ class IndexEntry:
     source_event: str | None = None
     updated_field: str | None = None  # the `updated` field itself (None when the file has none)
     injected_tokens: int = 0
+    valid_from: str | None = None  # when the fact became true and stopped being true (docs/time.md)
+    valid_to: str | None = None
 
     @classmethod
     def of(cls, memory: MemoryFile) -> IndexEntry:
@@ -56,21 +58,33 @@ class IndexEntry:
                    format_time(max(stamps)) if stamps else None, estimate_tokens(memory.body),
                    meta.importance, meta.source, meta.source_event,
                    format_time(meta.updated) if meta.updated else None,
-                   estimate_tokens(injected_body(memory.body)))
+                   estimate_tokens(injected_body(memory.body)),
+                   format_time(meta.valid_from) if meta.valid_from else None,
+                   format_time(meta.valid_to) if meta.valid_to else None)
 
     def is_expired(self, now: dt.datetime) -> bool:
         """Expired at `now`: still on disk and in MEMORY.md, never injected or recalled."""
         return self.expires is not None and parse_time(self.expires) <= now
 
+    def has_ended(self, now: dt.datetime) -> bool:
+        """Past its `valid_to` at `now`: no longer true, shown as such, never injected as current."""
+        return self.valid_to is not None and parse_time(self.valid_to) <= now
+
+    def has_begun(self, now: dt.datetime) -> bool:
+        """At or past its `valid_from` at `now` (valid at `now`: begun and not ended)."""
+        return self.valid_from is None or parse_time(self.valid_from) <= now
+
     def line(self) -> str:
-        return index_line(self.name, self.description, self.expires)
+        return index_line(self.name, self.description, self.expires, self.valid_to)
 
 
-def index_line(name: str, description: str, expires: str | None) -> str:
-    """A memory's MEMORY.md line."""
+def index_line(name: str, description: str, expires: str | None, valid_to: str | None = None) -> str:
+    """A memory's MEMORY.md line (no clock: a validity end shows as the time it ends)."""
     line = f"- [{name}]({MEMORY_DIR}/{name}.md) — {description}"
     if expires:
         line += f" (expires {expires})"
+    if valid_to:
+        line += f" (true until {valid_to})"
     return line
 
 
@@ -78,7 +92,8 @@ def memory_line(memory: MemoryFile) -> str:
     """`IndexEntry.of(memory).line()` without the rest of the entry (the body's key and token
     counts): the gate's per-file verdict needs only the line."""
     meta = memory.meta
-    return index_line(meta.name, meta.description, format_time(meta.expires) if meta.expires else None)
+    return index_line(meta.name, meta.description, format_time(meta.expires) if meta.expires else None,
+                      format_time(meta.valid_to) if meta.valid_to else None)
 
 
 def render_index(entries: Iterable[IndexEntry]) -> bytes:

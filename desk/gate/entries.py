@@ -26,7 +26,7 @@ from desk.storage.sqlite_cache import open_cache
 _CACHE_FILE = "entries.sqlite"
 # v6: a memory recording another scope's project is not an entry (parse_memory refuses it); v5:
 # injected_tokens of the Markdown-escaped body (v4: a column per field)
-_TABLE = "entries_v6"
+_TABLE = "entries_v7"  # v7: valid_from, valid_to
 _STATS = "worktree_v1"  # memory/ in the work tree as last read: path -> size, mtime, blob id
 _RACY_NS = 3_000_000_000  # a file modified this close to being read is read again (git's racy rule)
 _SCAN_ALL = 2000  # from this many blobs, one pass over the table beats IN (...) lookups

@@ -66,7 +66,7 @@ def _require_actor(actor: str) -> None:
 
 # Fields a caller may clear explicitly (`--no-triggers`, `--no-importance`, `--no-expires`):
 # on an update, a field that is not given keeps its value.
-CLEARABLE = ("triggers", "importance", "expires")
+CLEARABLE = ("triggers", "importance", "expires", "valid_from", "valid_to")
 NO_TRIGGERS_WARNING = ("{name} has no triggers: it is listed in MEMORY.md but never injected by a "
                        "query's words; add some with `desk set {name} --add-trigger WORD`")
 
@@ -77,7 +77,8 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
              source_event: str | None = None, actor: str = "user", scope: str = "durable",
              evidence: Sequence[str] | None = None, key: str | None = None,
              clear: Collection[str] = (), now: dt.datetime | None = None,
-             project: str | None = None) -> MutationResult:
+             project: str | None = None, valid_from: dt.datetime | str | None = None,
+             valid_to: dt.datetime | str | None = None) -> MutationResult:
     """Create or update memory `name` through the write gate; one commit, none when unchanged.
 
     Where: desk-wide (`memory/<name>.md`, indexed in MEMORY.md), or with `project` that project's
@@ -100,7 +101,8 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
                             hint="give the fact as an argument, or `-` to read it from stdin")
     given = dict(name=name, description=description, type=type, triggers=_list(triggers),
                  importance=importance, source=source, source_event=source_event,
-                 evidence=_list(evidence), key=key, project=project, expires=expires)
+                 evidence=_list(evidence), key=key, project=project, expires=expires,
+                 valid_from=valid_from, valid_to=valid_to)
     _require_clearable(clear, given)
     if type is not None and description is not None:  # a structural check before the lock
         build_meta(path, **{**given, "source": source or "agent"}, created=now, updated=now)
@@ -227,7 +229,8 @@ def _merged(existing: MemoryFile, given: dict[str, Any], clear: Collection[str])
     """The committed fields, overlaid with what the caller gave, less what it cleared."""
     meta = existing.meta
     fields: dict[str, Any] = {key: getattr(meta, key) for key in given}
-    for key in ("source", "source_event", "origin", "evidence", "key", "triggers", "importance", "expires"):
+    for key in ("source", "source_event", "origin", "evidence", "key", "triggers", "importance", "expires",
+                "valid_from", "valid_to"):
         fields.setdefault(key, getattr(meta, key))
     fields.update({key: value for key, value in given.items() if value is not None})
     for key in clear:

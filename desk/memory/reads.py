@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from desk.errors import DeskError, Finding, InvalidFileError, UsageError, quoted
 from desk.layout import MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_memory_path, project_problem
@@ -12,6 +13,9 @@ from desk.formats.memory_file import MemoryFile, parse_memory, require_read_name
 from desk.formats.memory_index import IndexEntry, memory_path
 from desk.gate.entries import entries_in_worktree
 from desk.storage.git import Commit
+
+if TYPE_CHECKING:
+    from desk.memory.past import Past
 
 
 @dataclass
@@ -22,6 +26,7 @@ class Shown:
     text: str
     memory: MemoryFile | None
     findings: list[Finding]
+    past: Past | None = None  # `--as-of`: the commit the revision was read from
 
 
 def no_memory(desk: DeskFolder, name: str) -> DeskError:

@@ -24,7 +24,9 @@ def set_fields(desk: DeskFolder, name: str, *, description: str | None = None, t
                triggers: Sequence[str] | None = None, add_triggers: Sequence[str] = (),
                remove_triggers: Sequence[str] = (), importance: int | None = None,
                expires: dt.datetime | str | None = None, clear: Collection[str] = (),
-               actor: str = "user", now: dt.datetime | None = None) -> MutationResult:
+               actor: str = "user", now: dt.datetime | None = None,
+               valid_from: dt.datetime | str | None = None,
+               valid_to: dt.datetime | str | None = None) -> MutationResult:
     """Change fields of memory `name` without restating its body (`desk set`); one commit.
 
     `triggers` replaces the list, `add_triggers`/`remove_triggers` edit it; `clear` empties
@@ -35,7 +37,7 @@ def set_fields(desk: DeskFolder, name: str, *, description: str | None = None, t
     now = (now or utc_now()).replace(microsecond=0)
     path = memory_path(name)
     given = dict(name=name, description=description, type=type, triggers=_list(triggers),
-                 importance=importance, expires=expires)
+                 importance=importance, expires=expires, valid_from=valid_from, valid_to=valid_to)
     _require_clearable(clear, given)
     _require_future(name, path, given, now)
     with transaction(desk) as tx, head_mirror(desk) as mirror:

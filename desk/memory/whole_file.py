@@ -59,8 +59,9 @@ def remember_file(desk: DeskFolder, name: str, data: bytes, *, actor: str = "ass
                     triggers=meta.triggers, importance=meta.importance, expires=meta.expires,
                     source=meta.source, source_event=meta.source_event, evidence=meta.evidence,
                     key=meta.key, actor=actor, now=now, project=project,
+                    valid_from=meta.valid_from, valid_to=meta.valid_to,
                     # the whole file is the new state: a field it leaves out is removed, not kept
-                    clear=[f for f in ("importance", "expires") if getattr(meta, f) is None])
+                    clear=[f for f in ("importance", "expires", "valid_from", "valid_to") if getattr(meta, f) is None])
 
 
 def _committed(desk: DeskFolder, path: str, name: str) -> MemoryFile | None:

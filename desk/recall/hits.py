@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from desk.recall.rank import ScoreBreakdown
 
 if TYPE_CHECKING:
+    from desk.memory.past import Past
     from desk.recall.hybrid import HybridBreakdown
 
 
@@ -58,8 +59,10 @@ class RecallResult(NamedTuple):
     searched_records: int
     candidate_records: int
     empty_reason: str | None
+    past: Past | None = None  # `--as-of`: the commit whose memories were searched (docs/time.md)
 
     def to_json(self) -> dict[str, Any]:
         return {"query": self.query.to_json(), "hits": [h.to_json() for h in self.hits],
                 "searched_records": self.searched_records, "candidate_records": self.candidate_records,
-                "empty_reason": self.empty_reason}
+                "empty_reason": self.empty_reason,
+                **({"as_of_commit": self.past.to_json()} if self.past is not None else {})}

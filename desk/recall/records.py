@@ -78,6 +78,7 @@ class Record:
 
 
 PROJECTS_TAG = "\0project"  # every project memory's record (no query term holds a NUL)
+VALIDITY_TAG = "\0validity"  # every memory record with a valid_from or valid_to
 
 
 def project_tag(project: str) -> str:
@@ -111,12 +112,17 @@ def memory_record(data: bytes, path: str) -> Record | None:
                              "provenance": {"path": path, "source": meta.source,
                                             "source_event": meta.source_event,
                                             "updated": format_time(stamp) if stamp else None}}
+    tags: tuple[str, ...] = () if project is None else (PROJECTS_TAG, project_tag(project))
+    if meta.valid_from or meta.valid_to:  # when the fact was true (docs/time.md): found by its tag
+        shown["provenance"].update({k: format_time(v) for k, v in (("valid_from", meta.valid_from),
+                                                                  ("valid_to", meta.valid_to)) if v})
+        tags += (VALIDITY_TAG,)
     if project is not None:
         shown["project"] = project
     return Record(
         f"memory:{name}" if project is None else f"memory:{project}/{name}", MEMORY,
         stamp.timestamp() if stamp else None, meta.expires.timestamp() if meta.expires else None,
-        Counter(text_terms(text)), shown, () if project is None else (PROJECTS_TAG, project_tag(project)))
+        Counter(text_terms(text)), shown, tags)
 
 
 def conversation_terms(rec: dict[str, Any], desk_id: str | None = None) -> Counter[str] | None:

@@ -79,14 +79,17 @@ def render_xml(result: RecallResult) -> str:
 
 def render_text(result: RecallResult) -> str:
     """Human output: one block per hit."""
+    past = [result.past.describe()] if result.past is not None else []
     if not result.hits:
-        return (f"no hits ({result.empty_reason}); searched {result.searched_records} records")
-    lines = []
+        return "\n".join([*past, f"no hits ({result.empty_reason}); searched {result.searched_records} records"])
+    lines = past
     for hit in result.hits:
         where = hit.provenance.get("path") or f"{hit.provenance.get('file')}:{hit.provenance.get('line')}"
         # One line each, no control character: a stored record must not add lines or drive the terminal.
         score = f"score {hit.score_breakdown.total:.3f}"
-        lines.append(f"{hit.rank}. {_line(hit.id)}  {score}  ({_line(str(where))})")
+        ended = f"  NO LONGER TRUE since {_line(hit.provenance['valid_to'])}" \
+            if hit.provenance.get("no_longer_true") else ""
+        lines.append(f"{hit.rank}. {_line(hit.id)}  {score}  ({_line(str(where))}){ended}")
         lines.append(f"   {_line(hit.snippet)}")
     lines.append(f"searched {result.searched_records} records, {result.candidate_records} candidates")
     return "\n".join(lines)

@@ -46,7 +46,9 @@ from desk.vocabulary import RANKERS, RECALL_KINDS
 
 if TYPE_CHECKING:
     from desk.gate.mirror import Committed
+    from desk.memory.past import Past
     from desk.recall.hybrid import DenseIndex, HybridBreakdown
+    from desk.recall.past_view import PastView
 
 LIMIT_MIN, LIMIT_MAX = 1, 10
 
@@ -91,12 +93,13 @@ def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
            as_of: dt.datetime | str | None = None, ranker: str = "default",
            cache: SearchCache | None = None, progress: Progress | None = None,
            project: str | None = None, all_scopes: bool = False,
-           dense: DenseIndex | None = None) -> RecallResult:
+           dense: DenseIndex | None = None, past: Past | None = None) -> RecallResult:
     """Run the five stages. Pass a long-lived `cache` to stay warm across calls in one process.
 
     Memories searched: the desk-wide ones and `project`'s (docs/scopes.md), or every project's
     with `all_scopes`. With `dense` (hybrid recall, `desk.recall.hybrid`), its dense ranking is
-    fused with the lexical one.
+    fused with the lexical one. With `past` (`--as-of`), the memories as committed then and
+    valid then (desk.recall.past_view); nothing before the first commit.
     """
     query = normalize_query(text, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
                             embedder=dense.key if dense is not None else None)
@@ -107,7 +110,16 @@ def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
     own = cache is None
     cache = cache or SearchCache(desk)
     try:
+        if past is not None and past.commit is None:
+            return RecallResult(query, (), 0, 0, "before_first_commit", past)
         cache.refresh(progress, _prepare_for_memory_hits)
+        if past is not None:
+            from desk.recall.past_view import PastView
+
+            if dense is not None:
+                raise UsageError("--as-of and --embedder cannot be combined yet", hint="leave --embedder out")
+            return search(PastView(cache, past), query, desk.desk_id, project=project,
+                          all_scopes=all_scopes)._replace(past=past)
         return search(cache, query, desk.desk_id, project=project, all_scopes=all_scopes, dense=dense)
     finally:
         if own:
@@ -122,7 +134,7 @@ def _prepare_for_memory_hits(cache: SearchCache) -> None:
         import desk.gate.mirror  # noqa: F401
 
 
-def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str | None = None,
+def search(cache: SearchCache | PastView, query: RecallQuery, desk_id: str, *, project: str | None = None,
            all_scopes: bool = False, dense: DenseIndex | None = None) -> RecallResult:
     """Stages 2 to 4 over an up-to-date search cache, then the hits' snippets and provenance."""
     columns = cache.columns
@@ -161,6 +173,7 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
     else:  # hybrid recall: the dense retriever's ranking fused with this one
         from desk.recall.hybrid import hybrid_top
 
+        assert isinstance(cache, SearchCache)  # `recall` never fuses a read as of a time
         scored = hybrid_top(dense, cache, query.text, lexical_top, excluded, query.limit)
     if not scored:
         return RecallResult(query, (), searched, candidates, reason)
@@ -168,7 +181,8 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
     names = [n for _, d in found if d["kind"] == "memory" and (n := memory_name(d["provenance"]["path"]))]
     in_projects = [d["provenance"]["path"] for _, d in found if d["kind"] == "memory" and "project" in d]
     committed: dict[str, Committed] = {}
-    if names or in_projects:
+    past: Past | None = getattr(cache, "past", None)  # as of a time: every memory is as its commit holds it
+    if (names or in_projects) and past is None:
         # Imported here (or while git answered the refresh, `_prepare_for_memory_hits`): the
         # mirror and the memory index it opens only when a memory is hit.
         from desk.gate.mirror import head_mirror, project_heads
@@ -180,7 +194,7 @@ def search(cache: SearchCache, query: RecallQuery, desk_id: str, *, project: str
         if in_projects:  # a project memory's, from the project table beside the mirror
             with project_heads(cache.desk) as heads:
                 committed.update(heads.committed(in_projects))
-    hits = [_hit(cache.desk, rank, data, breakdown, desk_id, committed)
+    hits = [_hit(cache.desk, rank, data, breakdown, desk_id, committed, as_of, past)
             for rank, (breakdown, data) in enumerate(found, 1)]
     return RecallResult(query, tuple(hits), searched, candidates, None)
 
@@ -190,7 +204,7 @@ def _contains(ids: Sequence[int], doc: int) -> bool:
     return i < len(ids) and ids[i] == doc
 
 
-def _excluded(cache: SearchCache, kind: str, as_of: float) -> set[int]:
+def _excluded(cache: SearchCache | PastView, kind: str, as_of: float) -> set[int]:
     """Records that can never be candidates: tombstoned, expired, after `as_of`, other kind."""
     columns = cache.columns
     out = set(columns.dead)
@@ -205,9 +219,13 @@ def _excluded(cache: SearchCache, kind: str, as_of: float) -> set[int]:
 
 
 def _hit(desk: DeskFolder, rank: int, data: dict[str, Any], breakdown: ScoreBreakdown | HybridBreakdown,
-         desk_id: str, committed: dict[str, Committed]) -> RecallHit:
+         desk_id: str, committed: dict[str, Committed], as_of: float, past: Past | None = None) -> RecallHit:
     provenance = dict(data["provenance"])
-    if data["kind"] == "memory":
+    if "valid_to" in provenance:  # kept, and marked: a fact past its validity is no longer true
+        provenance["no_longer_true"] = parse_time(provenance["valid_to"]).timestamp() <= as_of
+    if data["kind"] == "memory" and past is not None:
+        provenance.update(commit=past.commit, committed_at=past.to_json()["committed_at"], uncommitted=False)
+    elif data["kind"] == "memory":
         # The commit of the file's last change at HEAD and when it was made (when the memory was
         # stored, beside `updated`, when the fact was); `uncommitted`: the work tree's file is
         # not the one HEAD holds (edited, or never committed).

@@ -55,6 +55,7 @@ _SCHEMA_SQL = """
                 WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS memfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
                                                  blob TEXT, doc INTEGER);
+            CREATE TABLE IF NOT EXISTS pastrecs (key TEXT PRIMARY KEY, record TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS archfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
                                                   ctime INTEGER, inode INTEGER, offset INTEGER,
                                                   lines INTEGER, prefix TEXT);
@@ -186,6 +187,25 @@ class SearchCache:
             memory: dict[str, Any] = json.loads(data)
             return memory
         return {"rid": rid, "kind": KIND_NAMES[CONVERSATION], **event_data(json.loads(data), origin, line, offset)}
+
+    def memory_docs(self) -> dict[str, tuple[str, int | None]]:
+        """`{path: (blob id, record number or None when it does not parse)}` of the memory files
+        the cache holds (a read as of a time keeps those its commit holds: desk.recall.past_view)."""
+        return {p: (b, d) for p, b, d in self._connect().execute("SELECT path, blob, doc FROM memfiles")}
+
+    def past_records(self, keys: list[str]) -> dict[str, str]:
+        """The records kept for memory files of past commits (`path NUL blob` -> JSON), so a read
+        as of a time parses a file the work tree no longer holds once (desk.recall.past_view)."""
+        db, found = self._connect(), dict[str, str]()
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            found.update(db.execute(f"SELECT key, record FROM pastrecs WHERE key IN ({','.join('?' * len(chunk))})", chunk))
+        return found
+
+    def keep_past_records(self, records: dict[str, str]) -> None:
+        if records:
+            with self._connect() as db:
+                db.executemany("INSERT OR REPLACE INTO pastrecs VALUES (?, ?)", records.items())
 
     def holds_memories(self) -> bool:
         """Whether any record of the loaded columns is a memory (tombstoned ones too): one scan in C."""

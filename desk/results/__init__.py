@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
     from desk.results.interchange import Exported, ImportPlan
     from desk.results.guard import Diagnosis, HooksChange, Validation
     from desk.results.memory import AuditTrail, Initialized, MemoryDiff, MemoryList, ShownMemory
+    from desk.results.memory import Timeline
     from desk.results.read import Context, Recalled, Stats
     from desk.results.scopes import PrefChanged, PrefList, PrefShown, UserProfile
     from desk.results.sync import Cloned, Synced
@@ -35,6 +36,7 @@ _HOMES = {
     **dict.fromkeys(("MemoryChange", "Restored"), "change"),
     **dict.fromkeys(("Diagnosis", "HooksChange", "Validation"), "guard"),
     **dict.fromkeys(("AuditTrail", "Initialized", "MemoryDiff", "MemoryList", "ShownMemory"), "memory"),
+    "Timeline": "memory",
     **dict.fromkeys(("Context", "Recalled", "Stats"), "read"),
     **dict.fromkeys(("PrefChanged", "PrefList", "PrefShown", "UserProfile"), "scopes"),
     **dict.fromkeys(("Cloned", "Synced"), "sync"),

@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desk.results.base import Outcome, Wrapped
+from desk.results.base import Outcome, Wrapped, preview
 
 if TYPE_CHECKING:
     from desk.errors import Finding
     from desk.formats.memory_file import MemoryFile
     from desk.formats.memory_index import IndexEntry
+    from desk.memory.past import Past, Revision
     from desk.memory.reads import Shown
     from desk.setup.init import InitResult
     from desk.storage.git import Commit
@@ -65,16 +66,19 @@ class ShownMemory(Outcome):
 
     def to_json(self) -> dict[str, Any]:
         r = self.value
+        past = {"as_of": r.past.to_json()} if r.past is not None else {}
         if r.memory is None:
             return {"path": r.path, "valid": False, "text": r.text,
                     "findings": [f.to_json() for f in r.findings]}
-        return {"path": r.path, "valid": True, **r.memory.meta.to_json(), "body": r.memory.body}
+        return {"path": r.path, "valid": True, **r.memory.meta.to_json(), "body": r.memory.body, **past}
 
     def text(self) -> str:
         r = self.value
         return (r.memory.render(r.memory.meta.schema).decode() if r.memory is not None else r.text).rstrip("\n")
 
     def warnings(self) -> list[str]:
+        if self.value.past is not None:
+            return [f"desk: {self.value.path} {self.value.past.describe()}"]
         if not self.value.findings:
             return []
         return [f"desk: warning: {f}" for f in self.value.findings] + [
@@ -105,20 +109,26 @@ class MemoryList(Outcome):
 
     entries: list[IndexEntry]
     invalid: list[Finding]
+    past: Past | None = None  # `--as-of`: the commit the list was read from
 
     def to_json(self) -> dict[str, Any]:
         return {"memories": [{"name": e.name, "type": e.type, "description": e.description,
-                              "expires": e.expires, "path": f"memory/{e.name}.md"} for e in self.entries],
-                "invalid": [f.to_json() for f in self.invalid]}
+                              "expires": e.expires, "valid_from": e.valid_from, "valid_to": e.valid_to,
+                              "path": f"memory/{e.name}.md"} for e in self.entries],
+                "invalid": [f.to_json() for f in self.invalid],
+                **({"as_of": self.past.to_json()} if self.past is not None else {})}
 
     def text(self) -> str:
+        if self.past is not None and self.past.commit is None:
+            return f"no memories {self.past.describe()}"
         if not self.entries:
             return "no memories yet"
         width = max(len(e.name) for e in self.entries)
         return "\n".join(f"{e.name:<{width}}  {e.type:<10}  {e.description}" for e in self.entries)
 
     def warnings(self) -> list[str]:
-        return [f"desk: warning: {f} (left out; fix it, then `desk reindex`)" for f in self.invalid]
+        return [f"desk: warning: {f} (left out; fix it, then `desk reindex`)" for f in self.invalid] + (
+            [f"desk: {self.past.describe()}"] if self.past is not None and self.past.commit else [])
 
 
 @dataclass(frozen=True)
@@ -140,6 +150,27 @@ class AuditTrail(Outcome):
             extra = ", ".join(f"{k.removeprefix('Desk-').lower()}={'/'.join(_short(k, v))}"
                               for k, v in c.trailers.items() if k != "Desk-Op")
             lines.append(f"{c.sha[:7]}  {c.date[:19]}  {c.subject}" + (f"  [{extra}]" if extra else ""))
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Timeline(Outcome):
+    """`desk history NAME --timeline`: each revision with the interval it was true for and its evidence."""
+
+    name: str
+    revisions: list[Revision]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "revisions": [r.to_json() for r in self.revisions]}
+
+    def text(self) -> str:
+        lines = []
+        for r in self.revisions:
+            if r.forgotten:
+                lines.append(f"{r.commit[:7]}  {r.committed_at}  forgotten ({r.subject})")
+                continue
+            lines.append(f"{r.commit[:7]}  {r.committed_at}  true {r.valid_from or '?'} .. {r.valid_to or 'now'}: "
+                         f"{preview(r.value)}" + (f"  [evidence: {', '.join(r.evidence)}]" if r.evidence else ""))
         return "\n".join(lines)
 
 

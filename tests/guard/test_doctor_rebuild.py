@@ -12,7 +12,7 @@ from tests.conftest import DeskRunner, snapshot
 
 def _recalled(run: DeskRunner, query: str) -> object:
     """recall's answer without its per-call query id."""
-    answer = json.loads(run("recall", query, "--as-of", "2099-01-01T00:00:00Z", "--json").stdout)
+    answer = json.loads(run("recall", query, "--now", "2099-01-01T00:00:00Z", "--json").stdout)
     answer["query"].pop("query_id")
     return answer
 

@@ -56,7 +56,7 @@ def test_a_desk_full_of_hostile_text_keeps_its_structure(desk: DeskFolder, now: 
     wake = ["AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md", "User profile and preferences: PREFERENCES.md",
             "MEMORY.md", "Recent facts"]
     for mode, labels in (("wake", wake), ("spot", ["NOW.md", "MISTAKES.md", "journal/2026-11-29.md"])):
-        out = d.context(mode=mode, query=query or None, as_of="2026-11-30T00:00:00Z", budget=10**7,
+        out = d.context(mode=mode, query=query or None, now="2026-11-30T00:00:00Z", budget=10**7,
                         section_budgets=ROOMY).text()
         assert parse_context(out).shape() == [(label, 0, ()) for label in labels]
 
@@ -94,7 +94,7 @@ def test_remember_refuses_cleanly_or_stays_recallable(desk: DeskFolder, name: st
     except DeskError:
         assert snapshot(desk.root) == before
         return
-    out = d.context(query=trigger, as_of="2026-11-30T00:00:00Z", budget=10**7, section_budgets=ROOMY).text()
+    out = d.context(query=trigger, now="2026-11-30T00:00:00Z", budget=10**7, section_budgets=ROOMY).text()
     assert parse_context(out).labels[:8] == ["AGENTS.md", "SOUL.md", "NOW.md", "MISTAKES.md", "USER.md",
                                              "User profile and preferences: PREFERENCES.md", "MEMORY.md",
                                              "Recent facts"]

@@ -81,7 +81,7 @@ ROOMY = {key: 10**6 for key in BUDGET_KEYS if key != "total"}
 
 
 def _context(d: Desk, mode: str = "wake", query: str | None = None) -> str:
-    return d.context(mode=mode, query=query, as_of=AS_OF, budget=10**7, section_budgets=ROOMY).text()
+    return d.context(mode=mode, query=query, now=AS_OF, budget=10**7, section_budgets=ROOMY).text()
 
 
 def _wake(d: Desk, query: str | None = None) -> str:
@@ -218,7 +218,7 @@ def test_recall_output_keeps_one_hit_per_record(desk: DeskFolder) -> None:
                          at=f"2026-11-28T09:{i:02d}:00Z")
         d.archive_append("inbound", f"lantern{i}x second record", session=f"b{i}", at=f"2026-11-28T10:{i:02d}:00Z")
     for i, attack in enumerate(CORPUS):
-        result = d.recall(f"lantern{i}x", kind="conversation", as_of=AS_OF)
+        result = d.recall(f"lantern{i}x", kind="conversation", now=AS_OF)
         human = result.text().split("\n")
         assert len(human) == 2 * 2 + 1, (attack, human)
         assert all(line[:3] in ("1. ", "2. ", "   ") or line.startswith("searched ") for line in human)

@@ -87,7 +87,7 @@ def test_every_edit_is_parsed_again(desk: DeskFolder) -> None:
 def test_a_cold_context_with_kept_parses_loads_no_parser(desk: DeskFolder) -> None:
     _desk(desk)
     code = ("import sys, desk\n"
-            f"out = desk.open({str(desk.root)!r}).context(query='tea and coffee', as_of='2026-11-29T12:00:00Z')\n"
+            f"out = desk.open({str(desk.root)!r}).context(query='tea and coffee', now='2026-11-29T12:00:00Z')\n"
             "print(sorted(m for m in ('yaml', 'desk.formats.memory_file', 'desk.formats.scope_files') if m in sys.modules))\n"
             "print(out.to_json()['recalled'][0]['body'])\n")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -29,7 +29,7 @@ def _fact(d: Desk, text: str, at: str, *, kind: str = "outcome", key: str | None
 
 
 def _facts_section(d: Desk, as_of: str = AS_OF) -> dict:  # type: ignore[type-arg]
-    data = d.context(as_of=as_of).to_json()
+    data = d.context(now=as_of).to_json()
     return next(s for s in data["sections"] if s["key"] == "recent_facts")
 
 
@@ -83,7 +83,7 @@ def test_a_distilled_fact_shows_as_its_memory_not_twice(d: Desk) -> None:
     d.remember("deploys", "Deploys go through staging.", type="convention", description="How we deploy")
     d.remember("charts", "Chart colours: blue.", type="convention", description="Chart colours",
                source_event=linked)
-    out = d.context(as_of=AS_OF).text()
+    out = d.context(now=AS_OF).text()
     assert "already a memory" in _content(out, "Recent facts")
     assert promoted not in out and linked not in out
     index = _content(out, "MEMORY.md")
@@ -94,26 +94,26 @@ def test_spot_check_reads_now_mistakes_and_the_journal_days_as_of(d: Desk, run: 
     d.path("journal").mkdir(exist_ok=True)
     for day in ("2026-11-26", "2026-11-28", "2026-11-29"):
         d.path(f"journal/{day}.md").write_text(f"# {day}\n\n- worked on day {day}\n")
-    out = run("context", "--mode", "spot", "--as-of", "2026-11-28T23:00:00Z").output
+    out = run("context", "--mode", "spot", "--now", "2026-11-28T23:00:00Z").output
     parsed = parse_context(out)
     assert parsed.mode == "spot" and parsed.labels == ["NOW.md", "MISTAKES.md", "journal/2026-11-28.md"]
     soul = d.path("SOUL.md").read_text().strip().splitlines()[-1]
     assert all(soul not in line for s in parsed.sections for line in s.content)  # nothing of SOUL.md
-    two = parse_context(run("context", "--mode", "spot", "--journal-days", "2", "--as-of", AS_OF).output)
+    two = parse_context(run("context", "--mode", "spot", "--journal-days", "2", "--now", AS_OF).output)
     assert two.labels[2:] == ["journal/2026-11-29.md", "journal/2026-11-28.md"]  # newest first
     assert run("context", "--mode", "spot", "--journal-days", "0").exit_code == 2
     assert run("context", "--mode", "nap").exit_code == 2
     # Trimmed to its budget, the spot check says what was left out.
     d.path("journal/2026-11-29.md").write_text("# 2026-11-29\n\n" + "".join(f"- entry {i}\n" for i in range(400)))
-    data = json.loads(run("context", "--mode", "spot", "--section-budget", "journal=60", "--as-of", AS_OF,
+    data = json.loads(run("context", "--mode", "spot", "--section-budget", "journal=60", "--now", AS_OF,
                           "--format", "json").output)
     journal = next(s for s in data["sections"] if s["key"] == "journal")
     assert journal["trimmed"] and journal["tokens"] <= 60 and journal["left_out"]
     [note] = parse_context(run("context", "--mode", "spot", "--section-budget", "journal=60",
-                               "--as-of", AS_OF).output).sections[2].notes
+                               "--now", AS_OF).output).sections[2].notes
     assert "journal/2026-11-29.md" in note
     # Before any journal day: the section says so.
-    early = parse_context(run("context", "--mode", "spot", "--as-of", "2026-11-01T00:00:00Z").output)
+    early = parse_context(run("context", "--mode", "spot", "--now", "2026-11-01T00:00:00Z").output)
     assert early.labels[2] == "journal/" and early.sections[2].content
 
 
@@ -122,7 +122,7 @@ def test_json_names_sections_sources_commits_and_tokens_in_both_modes(d: Desk, r
     head = git(d.root, "rev-parse", "HEAD").strip()
     d.path("SOUL.md").write_text(d.path("SOUL.md").read_text() + "\nAn uncommitted line.\n")
     for mode in ("wake", "spot"):
-        data = json.loads(run("context", "--mode", mode, "--format", "json", "--as-of", AS_OF).output)
+        data = json.loads(run("context", "--mode", mode, "--format", "json", "--now", AS_OF).output)
         assert data["mode"] == mode and data["commit"] == head and len(data["boundary"]) == 16
         for s in data["sections"]:
             assert {"key", "label", "path", "sources", "tokens", "budget", "left_out", "text"} <= set(s)
@@ -139,10 +139,10 @@ def test_json_names_sections_sources_commits_and_tokens_in_both_modes(d: Desk, r
 
 def test_the_same_desk_renders_the_same_bytes(d: Desk) -> None:
     _fact(d, "The build takes four minutes.", "2026-11-28T10:00:00Z")
-    first = d.context(as_of=AS_OF).text()
-    assert d.context(as_of=AS_OF).text() == first
+    first = d.context(now=AS_OF).text()
+    assert d.context(now=AS_OF).text() == first
     d.now_append("one more step")
-    assert parse_context(d.context(as_of=AS_OF).text()).boundary != parse_context(first).boundary
+    assert parse_context(d.context(now=AS_OF).text()).boundary != parse_context(first).boundary
 
 
 def test_later_config_keys_default_like_the_model(d: Desk) -> None:
@@ -155,7 +155,7 @@ def test_later_config_keys_default_like_the_model(d: Desk) -> None:
         del config["budgets"][key]
     del config["context"]
     d.path(".system/desk.json").write_text(json.dumps(config))
-    data = d.context(mode="spot", as_of=AS_OF).to_json()
+    data = d.context(mode="spot", now=AS_OF).to_json()
     assert data["sections"][-1]["budget"] == LATER_BUDGETS["journal"]
 
 

@@ -79,10 +79,10 @@ def test_request_reads_the_contract_sections_order_and_provenance(desk: DeskFold
 def test_the_cli_and_the_api_read_through_the_same_request(desk: DeskFolder, run: DeskRunner, fixed: Path) -> None:
     """`desk context --format json` is Desk.context's result, which is build_context's for the
     request Desk.context makes (its recent facts reader aside, given here as the API gives it)."""
-    args = ["--query", QUERY, "--project", "proj", "--project-agents", str(fixed), "--as-of", "2026-11-30T00:00:00Z",
+    args = ["--query", QUERY, "--project", "proj", "--project-agents", str(fixed), "--now", "2026-11-30T00:00:00Z",
             "--section-budget", "mistakes=50"]
     cli = json.loads(run("context", "--format", "json", *args).output)
-    api = open_desk(desk.root).context(query=QUERY, project="proj", project_agents=fixed, as_of=AS_OF,
+    api = open_desk(desk.root).context(query=QUERY, project="proj", project_agents=fixed, now=AS_OF,
                                        section_budgets={"mistakes": 50})
     assert api.to_json() == cli
     assert run("context", *args).output == api.text()
@@ -102,7 +102,7 @@ def test_spot_request_reads_now_mistakes_and_the_newest_journal_days(desk: DeskF
         "NOW.md", "MISTAKES.md", "journal/2026-11-28.md", "journal/2026-11-27.md"]  # none after as_of
     journal = [s for s in result.sections if s.key == "journal"]
     assert [s.sources[0]["committed"] for s in journal] == [False, False]  # not committed
-    assert run("context", "--mode", "spot", "--journal-days", "2", "--as-of",
+    assert run("context", "--mode", "spot", "--journal-days", "2", "--now",
                "2026-11-30T00:00:00Z").output == render_markdown(result)
 
 

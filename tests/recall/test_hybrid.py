@@ -46,7 +46,7 @@ def _cosine(a: list[float], b: list[float]) -> float:
 
 
 def _recall(d: Any, query: str, **kw: Any) -> dict[str, Any]:
-    return d.recall(query, as_of=AS_OF, limit=10, **kw).to_json()
+    return d.recall(query, now=AS_OF, limit=10, **kw).to_json()
 
 
 def test_a_misspelt_query_the_lexical_ranking_misses_is_found_by_the_dense_one(desk: DeskFolder) -> None:
@@ -180,17 +180,17 @@ def test_an_embedder_named_by_entry_point_and_by_module_path_gives_the_same_answ
     _archive(desk)
     _installed(tmp_path, monkeypatch)
     assert {"trigram", "broken"} <= set(installed_embedders())
-    by_name = run("recall", "kestral", "--embedder", "trigram", "--as-of", AS_OF, "--json")
-    by_path = run("recall", "kestral", "--embedder", f"{MODULE}:factory", "--as-of", AS_OF, "--json")
+    by_name = run("recall", "kestral", "--embedder", "trigram", "--now", AS_OF, "--json")
+    by_path = run("recall", "kestral", "--embedder", f"{MODULE}:factory", "--now", AS_OF, "--json")
     assert by_name.exit_code == 0 and by_path.exit_code == 0, by_name.output + by_path.output
     assert json.loads(by_name.stdout) == json.loads(by_path.stdout)
     assert json.loads(by_name.stdout)["hits"][0]["score_breakdown"]["dense"]["rank"] == 1
     monkeypatch.setenv("DESK_EMBEDDER", "trigram")
-    assert json.loads(run("recall", "kestral", "--as-of", AS_OF, "--json").stdout) == json.loads(by_name.stdout)
+    assert json.loads(run("recall", "kestral", "--now", AS_OF, "--json").stdout) == json.loads(by_name.stdout)
     monkeypatch.setenv("DESK_EMBEDDER", "")  # empty: off
-    off = json.loads(run("recall", "kestral", "--as-of", AS_OF, "--json").stdout)
+    off = json.loads(run("recall", "kestral", "--now", AS_OF, "--json").stdout)
     assert off["hits"] == [] and "embedder" not in off["query"]
-    xml = run("recall", "kestral", "--embedder", "trigram", "--as-of", AS_OF, "--xml").stdout
+    xml = run("recall", "kestral", "--embedder", "trigram", "--now", AS_OF, "--xml").stdout
     assert "dense_rrf_contribution=" in xml and "kestrel" in xml
 
 
@@ -209,13 +209,13 @@ def test_a_bad_embedder_is_a_clear_error_and_writes_nothing(
         spec: str, code: int, words: str) -> None:
     _archive(desk)
     _installed(tmp_path, monkeypatch)
-    assert run("recall", "kestrel", "--as-of", AS_OF).exit_code == 0  # the search cache exists already
+    assert run("recall", "kestrel", "--now", AS_OF).exit_code == 0  # the search cache exists already
     before = snapshot(desk.root)
-    result = run("recall", "kestrel", "--embedder", spec, "--as-of", AS_OF)
+    result = run("recall", "kestrel", "--embedder", spec, "--now", AS_OF)
     assert result.exit_code == code, result.output
     assert words in result.stderr and "hint:" in result.stderr and "Traceback" not in result.stderr
     assert result.stdout == ""
-    as_json = run("recall", "kestrel", "--embedder", spec, "--as-of", AS_OF, "--json")
+    as_json = run("recall", "kestrel", "--embedder", spec, "--now", AS_OF, "--json")
     assert as_json.exit_code == code and json.loads(as_json.stdout)["status"] == "error"
     assert snapshot(desk.root) == before
     vectors = desk.cache_dir / hybrid.CACHE_FILE
@@ -242,7 +242,7 @@ def test_the_first_hybrid_recall_shows_embedding_progress(desk: DeskFolder, run:
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     _archive(desk, [f"turn {i} about kestrels" for i in range(150)])
     monkeypatch.setenv("DESK_PROGRESS_INTERVAL", "0")
-    result = run("recall", "kestrel", "--embedder", f"{MODULE}:factory", "--as-of", AS_OF, "--json")
+    result = run("recall", "kestrel", "--embedder", f"{MODULE}:factory", "--now", AS_OF, "--json")
     assert result.exit_code == 0
     assert "desk: embedding records for recall: 64/150 records" in result.stderr
     assert "desk: embedding records for recall: done" in result.stderr

@@ -89,7 +89,7 @@ def test_english_hit_with_full_json_contract(desk: DeskFolder, run: DeskRunner) 
     _remember(desk, "db-choice", "We selected SQLite in WAL mode for local persistence.",
               desc="Persistence decision", source_event="evt-42")
     _remember(desk, "report-style", "Reports are short and in Chinese.", desc="Report style")
-    result = run("recall", "  SQLite   Persistence ", "--as-of", AS_OF, "--json")
+    result = run("recall", "  SQLite   Persistence ", "--now", AS_OF, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert set(data) == {"query", "hits", "searched_records", "candidate_records", "empty_reason"}
@@ -116,7 +116,7 @@ def test_english_hit_with_full_json_contract(desk: DeskFolder, run: DeskRunner) 
     assert own > 0 and b["contributions"]["context"] == b["contributions"]["question"] == b["contributions"]["time"] == 0
     assert b["contributions"]["recency"] == pytest.approx(b["weights"]["recency"] * b["recency"] * own, abs=1e-5)
     # the previous default stays selectable, with its own breakdown
-    old = run("recall", "SQLite Persistence", "--json", "--ranker", "coverage", "--as-of", AS_OF)
+    old = run("recall", "SQLite Persistence", "--json", "--ranker", "coverage", "--now", AS_OF)
     c = json.loads(old.output)["hits"][0]["score_breakdown"]
     assert set(c["weights"]) == set(c["contributions"]) == {"coverage", "frequency", "recency"}
     assert abs(sum(c["weights"].values()) - 1) < 1e-9
@@ -200,7 +200,7 @@ def test_no_match_is_explicit_and_renders_nothing(desk: DeskFolder, run: DeskRun
 
 def test_xml_carries_every_field_escaped(desk: DeskFolder, run: DeskRunner) -> None:
     _remember(desk, "tricky", 'Use <b>bold</b> & "quotes" </recalled_context> sparingly.')
-    out = run("recall", "bold quotes", "--xml", "--as-of", AS_OF).output
+    out = run("recall", "bold quotes", "--xml", "--now", AS_OF).output
     assert out.count("</recalled_context>") == 1 and out.rstrip().endswith("</recalled_context>")
     assert "&lt;b&gt;bold&lt;/b&gt; &amp; \"quotes\" &lt;/recalled_context&gt;" in out
     for attr in ("query_id=", "normalized_query=", 'rank="1"', 'memory_kind="memory"', "total=",
@@ -220,12 +220,12 @@ def test_direction_controls_show_escaped_in_text_and_xml_and_exact_in_json(desk:
     _say(desk, text, at="2026-11-28T09:00:00Z", session=f"s{BIDI}1")
     shown = [f"<U+{ord(c):04X}>" for c in BIDI]
     for args in ([], ["--xml"]):
-        out = run("recall", "invoice", "--kind", "conversation", "--as-of", AS_OF, *args)
+        out = run("recall", "invoice", "--kind", "conversation", "--now", AS_OF, *args)
         assert out.exit_code == 0, out.output
         assert not any(c in out.output for c in BIDI), (args, out.output)
         marks = "".join(shown) if not args else "".join(s.replace("<", "&lt;").replace(">", "&gt;") for s in shown)
         assert marks in out.output, (args, out.output)
-    exact = json.loads(run("recall", "invoice", "--kind", "conversation", "--as-of", AS_OF, "--json").output)
+    exact = json.loads(run("recall", "invoice", "--kind", "conversation", "--now", AS_OF, "--json").output)
     assert BIDI in exact["hits"][0]["snippet"]
 
 
@@ -396,11 +396,11 @@ def test_a_warm_recall_starts_no_git_process_per_hit(desk: DeskFolder, tmp_path:
     calls = count_git(tmp_path / "bin", monkeypatch)
     with open_desk(desk.root) as warm:
         for query in ("lantern", "u3"):
-            warm.recall(query, limit=8, as_of=AS_OF)  # caches loaded, commit times read once
+            warm.recall(query, limit=8, now=AS_OF)  # caches loaded, commit times read once
         started = len(calls())
-        many = warm.recall("lantern", limit=8, as_of=AS_OF).to_json()["hits"]
+        many = warm.recall("lantern", limit=8, now=AS_OF).to_json()["hits"]
         after_many = len(calls())
-        one = warm.recall("u3", limit=8, as_of=AS_OF).to_json()["hits"]
+        one = warm.recall("u3", limit=8, now=AS_OF).to_json()["hits"]
         after_one = len(calls())
     assert len(many) == 8 and len(one) == 1
     assert after_many - started == after_one - after_many  # the same with 8 hits as with 1
@@ -436,7 +436,7 @@ def test_one_chinese_character_finds_the_records_holding_it(desk: DeskFolder, ru
     assert result.query.terms == ("猫",)
     ids = {h.id for h in result.hits}
     assert len(ids) == 2 and "memory:pet" in ids and "memory:other" not in ids
-    out = json.loads(run("recall", "猫", "--json", "--as-of", AS_OF).output)
+    out = json.loads(run("recall", "猫", "--json", "--now", AS_OF).output)
     assert len(out["hits"]) == 2
 
 

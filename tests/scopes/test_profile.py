@@ -33,7 +33,7 @@ def test_set_changes_only_the_named_fields_and_keeps_the_free_text(desk: DeskFol
     profile = parse_profile(desk.path("USER.md").read_bytes(), "USER.md")
     assert profile.body == body and profile.user_scope == OWNER_SCOPE
     assert "Desk-Op: user" in git(desk.root, "log", "-1", "--format=%B")
-    context = desk_api.open(desk.root).context(as_of=AS_OF).text()
+    context = desk_api.open(desk.root).context(now=AS_OF).text()
     assert "Name: 老王 · Call them: 王哥 · Timezone: UTC+8 · Language: Chinese" in context
 
 
@@ -77,7 +77,7 @@ def test_other_users_live_in_their_own_scope(desk: DeskFolder, run: DeskRunner) 
     shown = json.loads(run("user", "show", "--user", "ada@example.org", "--json").output)
     assert shown == {"user_scope": scope, "path": path, "fields": {"name": "Ada"}}
     assert json.loads(run("user", "show", "--json").output)["fields"] == {}  # the owner's, untouched
-    ada = desk_api.open(desk.root).context(user="ada@example.org", as_of=AS_OF)
+    ada = desk_api.open(desk.root).context(user="ada@example.org", now=AS_OF)
     paths = [s["path"] for s in ada.to_json()["sections"]]
     assert "USER.md" not in paths and path in paths
 
@@ -89,11 +89,11 @@ def test_a_copied_profile_is_refused(desk: DeskFolder, run: DeskRunner) -> None:
     with pytest.raises(InvalidFileError):
         desk_api.open(desk.root).user_show(user="bob")
     assert run("--user", "bob", "user", "show").exit_code == 3
-    context = desk_api.open(desk.root).context(user="bob", as_of=AS_OF).text()
+    context = desk_api.open(desk.root).context(user="bob", now=AS_OF).text()
     assert "Ada Secret" not in context and "left out" in context
     assert run("validate", "--all").exit_code == 3
     shutil.copyfile(desk.path(profile_path(scope_id("ada"))), desk.path("USER.md"))
-    assert "Ada Secret" not in desk_api.open(desk.root).context(as_of=AS_OF).text()
+    assert "Ada Secret" not in desk_api.open(desk.root).context(now=AS_OF).text()
 
 
 def test_stray_files_in_users_are_refused_by_validate(desk: DeskFolder, run: DeskRunner) -> None:

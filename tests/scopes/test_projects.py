@@ -35,14 +35,14 @@ def test_two_projects_with_the_same_name_stay_apart(desk: DeskFolder, run: DeskR
     listed = json.loads(run("list", "--project", "billing", "--json").output)
     assert [m["name"] for m in listed["memories"]] == ["runtime"]
     assert [m["name"] for m in json.loads(run("list", "--json").output)["memories"]] == ["house-style"]
-    context = desk_api.open(desk.root).context(project="billing", query="which runtime", as_of=AS_OF).text()
+    context = desk_api.open(desk.root).context(project="billing", query="which runtime", now=AS_OF).text()
     assert "3.12" in context and "3.11" not in context and "Everything is typed." in context
     assert "projects/billing/MEMORY.md" in context
-    recalled = desk_api.open(desk.root).context(project="billing", query="which runtime", as_of=AS_OF).to_json()
+    recalled = desk_api.open(desk.root).context(project="billing", query="which runtime", now=AS_OF).to_json()
     commits = {m["path"]: m["commit"] for m in recalled["recalled"]}
     assert commits[project_memory_path("billing", "runtime")] == git(
         desk.root, "log", "-n1", "--format=%H", "--", project_memory_path("billing", "runtime")).strip()
-    plain = desk_api.open(desk.root).context(query="which runtime", as_of=AS_OF).text()
+    plain = desk_api.open(desk.root).context(query="which runtime", now=AS_OF).text()
     assert "3.12" not in plain and "3.11" not in plain and "Everything is typed." in plain
 
 
@@ -82,7 +82,7 @@ def test_a_copied_project_memory_is_refused(desk: DeskFolder, run: DeskRunner, i
     shown = d.show("runtime", project="search")  # as desk-wide `show`: the file with its findings
     assert shown.memory is None and [f.rule for f in shown.findings] == ["scope-mismatch"]
     assert shown.to_json()["valid"] is False
-    assert "3.12" not in d.context(project="search", query="runtime", as_of=AS_OF).text()
+    assert "3.12" not in d.context(project="search", query="runtime", now=AS_OF).text()
     found = json.loads(run("validate", "--all", "--json").output)["findings"]
     assert [(f["path"], f["rule"]) for f in found] == [(copy, "scope-mismatch")]
     git(desk.root, "add", copy)
@@ -115,9 +115,9 @@ def test_desk_wide_readers_refuse_a_memory_recording_a_project(desk: DeskFolder,
     shown = d.show("runtime")
     assert shown.memory is None and shown.to_json()["valid"] is False
     assert where in run("show", "runtime").output
-    context = d.context(query="which runtime", as_of=AS_OF).text()
+    context = d.context(query="which runtime", now=AS_OF).text()
     assert "3.12" not in context and "All typed." in context
-    hits = d.recall("billing python runtime", kind="memory", as_of="2100-01-01T00:00:00Z").to_json()["hits"]
+    hits = d.recall("billing python runtime", kind="memory", now="2100-01-01T00:00:00Z").to_json()["hits"]
     assert "memory/runtime.md" not in {h["provenance"]["path"] for h in hits}
     reindexed = run("reindex")
     assert where in reindexed.output and desk.path("MEMORY.md").read_bytes() == index
@@ -179,7 +179,7 @@ def test_recall_searches_desk_wide_and_the_named_project(desk: DeskFolder, run: 
     d = desk_api.open(desk.root)
 
     def found(**kwargs: object) -> list[tuple[str, str | None]]:
-        hits = d.recall("interpreter", kind="memory", as_of="2100-01-01T00:00:00Z", limit=10, **kwargs).to_json()["hits"]  # type: ignore[arg-type]
+        hits = d.recall("interpreter", kind="memory", now="2100-01-01T00:00:00Z", limit=10, **kwargs).to_json()["hits"]  # type: ignore[arg-type]
         return sorted((h["provenance"]["path"], h["scope"].get("project")) for h in hits)
 
     assert found() == [("memory/typing.md", None)]
@@ -236,9 +236,9 @@ def test_user_and_project_are_global_options(desk: DeskFolder, run: DeskRunner) 
     assert run("pref", "get", "editor.indent").exit_code != 0  # the owner has none
     assert run("remember", "runtime", *RUNTIME, "B.", "--project", "billing").exit_code == 0
     assert desk.path(project_memory_path("billing", "runtime")).is_file()
-    out = run("context", "--as-of", AS_OF, "--project", "billing", "--user", "bob").output
+    out = run("context", "--now", AS_OF, "--project", "billing", "--user", "bob").output
     assert "projects/billing/MEMORY.md" in out and "`editor.indent`: tabs" in out
-    assert "projects/" not in run("context", "--mode", "spot", "--project", "billing", "--as-of", AS_OF).output
+    assert "projects/" not in run("context", "--mode", "spot", "--project", "billing", "--now", AS_OF).output
 
 
 def test_recent_facts_in_context_are_the_desk_wide_ones_and_the_projects_own(desk: DeskFolder) -> None:
@@ -251,7 +251,7 @@ def test_recent_facts_in_context_are_the_desk_wide_ones_and_the_projects_own(des
     as_of = "2026-11-30T00:00:00Z"
 
     def facts(project: str | None) -> list[str]:
-        shown = d.context(as_of=as_of, project=project).to_json()
+        shown = d.context(now=as_of, project=project).to_json()
         section = next(s for s in shown["sections"] if s["label"] == "Recent facts")
         return [f["content"] for f in section["facts"]] if "facts" in section else [
             line for line in section["text"].splitlines() if "outcome" in line]

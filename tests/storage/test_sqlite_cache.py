@@ -56,7 +56,7 @@ def test_a_full_cache_is_a_full_disk_naming_the_file_and_its_transaction_ends_cl
     rollback(db)  # nothing open: nothing to do
 
 
-_AS_OF = ("--as-of", "2030-01-01T00:00:00Z")
+_AS_OF = ("--now", "2030-01-01T00:00:00Z")
 _READS = (("list", "--json"), ("stats", "--json"), ("context", "--query", "report", *_AS_OF),
           ("recall", "report", "--json", *_AS_OF), ("show", "report-style", "--json"))
 _MARK = "@@exit@@"

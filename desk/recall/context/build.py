@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from desk.errors import Finding, UsageError
-from desk.layout import INDEX_FILE, PREFS_INDEX_FILE, PROJECTS_DIR, USER_FILE, DeskFolder, project_index_path, scope_id
+from desk.layout import INDEX_FILE, MEMORY_DIR, PREFS_INDEX_FILE, PROJECTS_DIR, USER_FILE, DeskFolder, project_index_path, scope_id
 from desk.formats.memory_index import IndexEntry
+from desk.memory.past import memory_blobs
 from desk.gate.entries import invalid_paths
 from desk.recall.context.cache import FileBlobs, MemoryView, memory_view
 from desk.recall.context.files import read_file, stamp_sources
@@ -115,8 +116,11 @@ class _Reading:
         """The desk-wide memories: the index text and the trigger table kept between runs while
         memory/ is unchanged (desk.recall.context.cache); entries are loaded only where needed."""
         if self._view is None:
+            past = self.request.past
             self._view = memory_view(self.desk, self.as_of, lambda act, expired, broken: markdown_block(
-                index_text(act, expired, broken)), self.memory_state)
+                index_text(act, expired, broken, self.as_of)), self.memory_state,
+                None if past is None else {p: b for p, b in memory_blobs(self.desk, past).items()
+                                           if p.startswith(MEMORY_DIR + "/")})
         return self._view
 
     def _sections(self) -> tuple[list[Section], list[dict[str, Any]]]:
@@ -132,7 +136,8 @@ class _Reading:
         if query is None or not query.strip():
             return sections, []
         block = _recalled(self.desk, query, self.memory(), min(self.budgets["recalled"], remaining),
-                          (project, self.project_active) if project is not None else None, self.parsed)
+                          (project, self.project_active) if project is not None else None, self.parsed,
+                          self.request.past)
         if block is None:
             return sections, []
         return [*sections, block[0]], block[1]
@@ -182,7 +187,8 @@ class _Reading:
                 return None
             shown = project_index_path(self.request.project)
             read_file(desk.path(shown), shown, self.read, shown, desk.root)  # its blob, for the sources
-            text = index_text(self.project_active, self.project_expired, invalid_paths(self.project_refused))
+            text = index_text(self.project_active, self.project_expired, invalid_paths(self.project_refused),
+                              self.as_of)
             return markdown_block(text), shown, None
         if rel == USER_FILE:
             content, shown, notes = profile_section(desk, self.scope, self.read, self.parsed)
@@ -190,4 +196,9 @@ class _Reading:
         if rel == PREFS_INDEX_FILE:
             content, shown, notes, files = user_prefs_section(desk, self.scope, self.as_of, self.read, self.parsed)
             return markdown_block(content) + notes, shown, [{"path": f} for f in files]
+        past = self.request.past
+        if past is not None:  # as committed then (docs/time.md)
+            data = desk.git.objects.blob_at(past.commit, rel) if past.commit else None
+            text = data.decode("utf-8", "replace").rstrip() + "\n" if data is not None else f"_({rel} did not exist)_\n"
+            return markdown_block(text), rel, [{"path": rel, "commit": past.commit}]
         return markdown_block(read_file(desk.path(rel), rel, self.read, rel, desk.root)), rel, None

@@ -302,22 +302,31 @@ class _LazyEntries(Mapping[str, IndexEntry]):
 
 
 def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRenderer,
-                state: FolderState | None = None) -> MemoryView:
+                state: FolderState | None = None, past: Mapping[str, str] | None = None) -> MemoryView:
     """The view at `as_of`, from the cache when memory/ and the expired set are as it was built
     for, else built from the entries (`entries_in_worktree`) and stored when it may be. `state`:
-    memory/ as git sees it (`scan_memory_folder`)."""
-    scanned, settled = scan_memory_folder(desk, state)
+    memory/ as git sees it (`scan_memory_folder`). `past` (`--as-of`, docs/time.md): the memory
+    files (`{path: blob}`) of the commit read instead of the work tree, never kept. A memory past
+    its `valid_to` keeps its index line (rendered as no longer true) but is never injected."""
+    scanned, settled = scan_memory_folder(desk, state) if past is None else ("", False)
     key = sha1_hex(f"{scanned}\0{_LAYOUT}".encode())
-    db = _open(desk)
+    db = _open(desk) if past is None else None
     try:
         view = _cached(desk, db, key, as_of, render_index) if db is not None else None
         if view is not None:
             return view
         invalid: list[Finding] = []
         blob_of: dict[str, str] = {}
-        entries = entries_in_worktree(desk, invalid, blob_of)
+        if past is None:
+            entries = entries_in_worktree(desk, invalid, blob_of)
+        else:  # what was committed then and had begun to be true by `as_of`
+            from desk.gate.entries import load_entries
+
+            entries = {n: e for n, e in load_entries(desk, past, None, invalid, blob_of).items()
+                       if e.has_begun(as_of)}
         broken = invalid_paths(invalid)
         active = {n: e for n, e in entries.items() if not e.is_expired(as_of)}
+        hidden = set(entries) - set(active) | {n for n, e in active.items() if e.has_ended(as_of)}
         names = sorted(entries)
         needles: dict[str, list[int]] = {}
         for i, name in enumerate(names):
@@ -329,7 +338,7 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
                         where = needles.setdefault(needle, [])
                         if not where or where[-1] != i:
                             where.append(i)
-        view = MemoryView(desk, len(entries), broken, sorted(set(entries) - set(active)),
+        view = MemoryView(desk, len(entries), broken, sorted(hidden),
                           render_index(active, len(entries) - len(active), broken), _Joined.of(names),
                           _Joined.of([blob_of[n] for n in names]), list(needles),
                           _Joined.of([",".join(map(str, where)) for where in needles.values()]))
@@ -339,7 +348,8 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
             # the edit), which a second look at git's state shows.
             settled = scan_memory_folder(desk, start_folder_state(desk)) == (scanned, True)
         if settled and db is not None:
-            _store(db, key, view, {n: e.expires for n, e in entries.items() if e.expires is not None})
+            _store(db, key, view, {n: min(filter(None, (e.expires, e.valid_to)))
+                                   for n, e in entries.items() if e.expires or e.valid_to})
         return view
     finally:
         if db is not None:

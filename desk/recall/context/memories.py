@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from desk.layout import DeskFolder, project_memory_path
 from desk.formats.memory_index import IndexEntry, memory_path
@@ -22,6 +22,9 @@ from desk.text.escape import injected_body, one_line, xml_attr
 from desk.text.normalize import normalize
 from desk.text.times import format_time
 from desk.text.tokens import CJK_CLASS, estimate_tokens
+
+if TYPE_CHECKING:
+    from desk.memory.past import Past
 
 NOTICE = ("Memory is background that may be out of date; when it conflicts with the current "
           "conversation, the current conversation wins.")
@@ -68,20 +71,26 @@ _TAIL = f"</{BLOCK}>\n"
 
 
 def _recalled(desk: DeskFolder, query: str, view: MemoryView, limit: int,
-              project: tuple[str, Mapping[str, IndexEntry]] | None, parsed: ParsedCache
-              ) -> tuple[Section, list[dict[str, Any]]] | None:
+              project: tuple[str, Mapping[str, IndexEntry]] | None, parsed: ParsedCache,
+              past: Past | None = None) -> tuple[Section, list[dict[str, Any]]] | None:
     """The trigger-gated memory block, or None when no trigger is hit (nothing injected).
 
     `view`: the desk-wide memories (whose trigger table names the candidates, so only their
     entries are loaded). `project` (its name and active entries) adds
     that project's memories to the desk-wide ones (docs/scopes.md); no other project's are read.
+    `past` (`--as-of`): the memories are read as that commit holds them (docs/time.md).
     """
     hits = _hits(normalize(query), view, project)
     if not hits:
         return None
-    committed = _last_commits(desk, view, hits)
+    read = desk.read
+    if past is not None and past.commit is not None:
+        committed = {h[1]: Committed("", past.commit, None) for h in hits}
+        read = functools.partial(_blob_at, desk, past.commit)
+    else:
+        committed = _last_commits(desk, view, hits)
     hits.sort(key=lambda h: (-(h[2].importance or 0), h[1], h[0]))  # importance, then name
-    chosen, left = _fill(desk, hits, committed, limit, parsed)
+    chosen, left = _fill(read, hits, committed, limit, parsed)
     text = _HEAD + "".join(_memory_xml(m) for m in chosen)
     if left:
         text += _note(f"recalled memories over the budget of {limit} tokens left out: "
@@ -119,7 +128,7 @@ def _last_commits(desk: DeskFolder, view: MemoryView, hits: list[_Hit]) -> dict[
     return committed
 
 
-def _fill(desk: DeskFolder, hits: list[_Hit], committed: Mapping[str, Committed], limit: int,
+def _fill(read: Callable[[str], bytes], hits: list[_Hit], committed: Mapping[str, Committed], limit: int,
           parsed: ParsedCache) -> tuple[list[dict[str, Any]], list[str]]:
     """The hits that fit in `limit` in their order, as the fields their elements show, and the
     names of those left out.
@@ -146,7 +155,7 @@ def _fill(desk: DeskFolder, hits: list[_Hit], committed: Mapping[str, Committed]
         if used + least + 40 > limit:
             left.append(name)
             continue
-        m.update(_parsed_memory(desk, path, name, parsed))
+        m.update(_parsed_memory(read, path, name, parsed))
         trial = used + estimate_tokens(_memory_xml(m))
         if trial + 40 <= limit:
             chosen.append(m)
@@ -159,10 +168,18 @@ def _fill(desk: DeskFolder, hits: list[_Hit], committed: Mapping[str, Committed]
 _CLOSE = "</memory>\n"
 
 
-def _parsed_memory(desk: DeskFolder, path: str, name: str, parsed: ParsedCache) -> dict[str, Any]:
+def _blob_at(desk: DeskFolder, commit: str, path: str) -> bytes:
+    """A memory file as `commit` holds it (a read as of a time)."""
+    data = desk.git.objects.blob_at(commit, path)
+    if data is None:
+        raise FileNotFoundError(path)
+    return data
+
+
+def _parsed_memory(read: Callable[[str], bytes], path: str, name: str, parsed: ParsedCache) -> dict[str, Any]:
     """The fields an injected memory shows, parsed from its file, or kept from a parse of the
     same bytes (`parsed`, desk.recall.context.parsed: no PyYAML then)."""
-    data = desk.read(path)
+    data = read(path)
     found = parsed.get("memory", data, path, name)
     if found is None:
         from desk.formats.memory_file import parse_memory  # PyYAML only when a body is parsed

@@ -11,12 +11,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from desk.errors import DeskError, UsageError
 from desk.layout import (AGENTS_FILE, CONFIG_PATH, INDEX_FILE, MISTAKES_FILE, NOW_FILE, PREFS_INDEX_FILE,
                          PROJECTS_DIR, SOUL_FILE, USER_FILE, DeskFolder)
 from desk.vocabulary import CONTEXT_MODES
+
+if TYPE_CHECKING:
+    from desk.memory.past import Past
 
 MODES = CONTEXT_MODES
 FILE_SECTIONS = (  # budget key, label, desk path (None: the project's file)
@@ -63,6 +66,7 @@ class ContextRequest:
     journal_days: int | None = None
     user: str | None = None
     project: str | None = None
+    past: Past | None = None  # `--as-of`: read the commit at or before `as_of` (docs/time.md)
 
 
 def _fast_config(desk: DeskFolder) -> dict[str, Any] | None:

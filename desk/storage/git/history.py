@@ -182,6 +182,15 @@ class History:
         out = self._git.text("log", "-n1", "--format=%H %ct", rev, "--", path).split()
         return (out[0], int(out[1])) if len(out) == 2 else None
 
+    def commit_at(self, until: str) -> tuple[str, int] | None:
+        """The last commit on HEAD's first-parent line committed at or before `until` (a time git
+        reads), with its committer time: one `git log`, whatever the depth of history. None before
+        the first commit."""
+        if self._git.refs.head() is None:
+            return None
+        out = self._git.text("log", "-n1", "--first-parent", f"--until={until}", "--format=%H %ct", "HEAD", "--").split()
+        return (out[0], int(out[1])) if len(out) == 2 else None
+
     def commit_times(self, shas: Iterable[str]) -> dict[str, int]:
         """`{sha: committer time (seconds since the epoch)}` for commits, in one `git log --no-walk`."""
         wanted = sorted(set(shas))

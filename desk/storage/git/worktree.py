@@ -43,11 +43,11 @@ class WorkTree:
     def _read(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
         return self._git.run(*args, input=input, check=check, read_only=True)
 
-    def ls_tree(self, rev: str, folder: str, *, recursive: bool = False) -> dict[str, str]:
-        """`{path: blob sha}` for the files directly in `folder` at `rev` (at any depth when
-        `recursive`; empty when none)."""
+    def ls_tree(self, rev: str, folder: str, *more: str, recursive: bool = False) -> dict[str, str]:
+        """`{path: blob sha}` for the files directly in `folder` (and `more` folders) at `rev` (at
+        any depth when `recursive`; empty when none)."""
         return parse_ls_tree(self._read("ls-tree", *(["-r"] if recursive else []), "-z", "--full-tree", rev, "--",
-                                        folder.rstrip("/") + "/"))
+                                        *(f.rstrip("/") + "/" for f in (folder, *more))))
 
     def committed_blobs(self, paths: Iterable[str], rev: str = "HEAD") -> dict[str, str]:
         """`{path: blob sha}` for those of `paths` that are files at `rev` (empty when `rev` is not
