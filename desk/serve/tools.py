@@ -47,6 +47,9 @@ Project = Annotated[str | None, Field(description="The project scope (a slug) wh
                                       "about; omitted: the server's project, else desk-wide.")]
 User = Annotated[str | None, Field(description="The user whose preferences and profile these are (an "
                                    "email or account id); omitted: the server's user, else the desk owner.")]
+AsOf = Annotated[str | None, Field(description="Read the desk as it was then (ISO 8601 UTC, e.g. "
+                                  "2026-03-01T00:00:00Z): the memories committed at the last commit at or "
+                                  "before it and valid then. Leave it out for the desk as it is now.")]
 Result = Annotated[CallToolResult, dict[str, Any]]
 """A tool's answer: the API result's `.to_json()` as structured content (validated against the
 published output schema by the SDK) and the same JSON, compact, in one text block."""
@@ -121,35 +124,41 @@ def agent_tools(desk: Desk, answer: Answer, writer: Writer, *, project: str | No
                                                         project=where(project)).to_json())
 
     @tool
-    async def list_memories(type: MemoryType | None = None, project: Project = None) -> Result:
-        """The memories: name, type, description (optionally of one type); read-only."""
-        return await answer(lambda: desk.list(type=type, project=where(project)).to_json())
+    async def list_memories(type: MemoryType | None = None, project: Project = None, as_of: AsOf = None) -> Result:
+        """The memories: name, type, description (optionally of one type); read-only. `as_of`:
+        the list as it was at that time."""
+        return await answer(lambda: desk.list(type=type, project=where(project), as_of=as_of).to_json())
 
     @tool
-    async def show_memory(name: str, project: Project = None) -> Result:
-        """The memory `name`: its frontmatter fields and body; read-only."""
-        return await answer(lambda: desk.show(name, project=where(project)).to_json())
+    async def show_memory(name: str, project: Project = None, as_of: AsOf = None) -> Result:
+        """The memory `name`: its frontmatter fields and body; read-only. `as_of`: the revision
+        committed then, with the commit it came from ("what did I believe on 1 March?")."""
+        return await answer(lambda: desk.show(name, project=where(project), as_of=as_of).to_json())
 
     # -- reading ---------------------------------------------------------------------------------
 
     @tool
-    async def recall(query: str, limit: int = 5, kind: RecallKind = "all", project: Project = None) -> Result:
+    async def recall(query: str, limit: int = 5, kind: RecallKind = "all", project: Project = None,
+                     as_of: AsOf = None) -> Result:
         """Search memories (desk-wide and the project's) and archived conversations for `query`;
-        read-only. `limit` 1-10. Each hit has its score and provenance."""
-        return await answer(lambda: desk.recall(query, limit=limit, kind=kind, project=where(project)).to_json())
+        read-only. `limit` 1-10. Each hit has its score and provenance; a memory no longer true is
+        marked so. `as_of`: search what the desk held at that time."""
+        return await answer(lambda: desk.recall(query, limit=limit, kind=kind, project=where(project),
+                                                as_of=as_of).to_json())
 
     @tool
     async def context(mode: ContextMode = "wake", query: str | None = None, budget: int | None = None,
                       journal_days: int | None = None, pending: bool = False,
-                      project: Project = None, user: User = None) -> Result:
+                      project: Project = None, user: User = None, as_of: AsOf = None) -> Result:
         """What to read. `wake` (the start of a session): AGENTS.md, SOUL.md, NOW.md, MISTAKES.md,
         USER.md, the memory index, recent facts, and with `query` the memories it triggers.
         `spot` (a key turn during long work): NOW.md, MISTAKES.md and the newest `journal_days`
         journal days. `pending`: also your review-mode proposals a person has not accepted yet,
-        each marked as not in memory. `markdown` is the text to read; what a budget trimmed is named."""
+        each marked as not in memory. `as_of`: the memory as it stood then. `markdown` is the text
+        to read; what a budget trimmed is named."""
         def run() -> dict[str, Any]:
             result = desk.context(mode=mode, query=query, budget=budget, journal_days=journal_days,
-                                  user=who(user), project=where(project), pending=pending)
+                                  user=who(user), project=where(project), pending=pending, as_of=as_of)
             return {**result.to_json(), "markdown": result.text()}
         return await answer(run)
 

@@ -42,8 +42,7 @@ def test_tools_are_the_agent_surface_and_carry_no_provenance_fields(desk: DeskFo
                 assert tool.description
                 assert tool.input_schema["additionalProperties"] is False  # unknown arguments refused
                 props = set(tool.input_schema.get("properties", {}))
-                assert not props & {"source_event", "evidence", "actor", "at", "meta", "redact", "source",
-                                    "as_of"}
+                assert not props & {"source_event", "evidence", "actor", "at", "meta", "redact", "source", "now"}
             assert set(tools["pref_set"].input_schema["properties"]) == {"key", "value", "expires", "user"}
     anyio.run(main)
 

@@ -181,3 +181,32 @@ def test_the_conflict_queue_is_readable_and_never_decided_through_the_server(des
             assert (await call(s, "conflicts_list"))["cases"] == []
             assert "no conflict case" in await refused(s, "conflicts_show", case="c-1")
     anyio.run(main)
+
+
+def test_as_of_reads_what_the_desk_held_then_through_the_server(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 33 through MCP: recall, show_memory, list_memories and context with `as_of` answer
+    from the commit at or before that time; the work tree is never touched."""
+    import desk as desk_api
+    from desk.text.times import parse_time
+
+    for when, body in (("2026-02-01T00:00:00Z", "I live in Lisbon."), ("2026-05-01T00:00:00Z", "I live in Porto.")):
+        for key in ("GIT_COMMITTER_DATE", "GIT_AUTHOR_DATE"):
+            monkeypatch.setenv(key, when)
+        desk_api.open(desk.root).remember("home", body, type="fact", description="Where I live",
+                                          triggers=["home"], now=parse_time(when))
+    status = git(desk.root, "status", "--porcelain")
+
+    async def main() -> None:
+        async with stdio_session(desk.root) as s:
+            then = "2026-03-01T00:00:00Z"
+            assert "Lisbon" in (await call(s, "show_memory", name="home", as_of=then))["body"]
+            assert "Porto" in (await call(s, "show_memory", name="home"))["body"]
+            [hit] = (await call(s, "recall", query="live home", kind="memory", as_of=then))["hits"]
+            assert "Lisbon" in hit["snippet"]
+            assert [m["name"] for m in (await call(s, "list_memories", as_of=then))["memories"]] == ["home"]
+            before = await call(s, "list_memories", as_of="2025-06-01T00:00:00Z")  # before the desk's first commit
+            assert before["memories"] == [] and before["as_of"]["commit"] is None
+            context = await call(s, "context", query="home", as_of=then)
+            assert "Lisbon" in context["markdown"] and "Porto" not in context["markdown"]
+    anyio.run(main)
+    assert git(desk.root, "status", "--porcelain") == status
