@@ -108,24 +108,35 @@ def _merge_lines(b: dict[str, str], o: dict[str, str], t: dict[str, str]) -> dic
     return merged
 
 
-def merge_memory(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+def merge_memory(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None,
+                 keep: str = "ours") -> Resolution:
+    """Field by field and line by line (desk.sync.memory_merge); a clash keeps `keep`'s version
+    (this clone's: `theirs` in a rebase, where git swaps the sides) and records a case."""
     clean, data = _pick(base, ours, theirs)
     if clean:
         return Resolution(data)
-    kept = "ours" if ours is not None else "theirs"
-    data = ours if ours is not None else theirs
+    if base is not None and ours is not None and theirs is not None:
+        from desk.sync.memory_merge import merge_memory_text
+
+        merged = merge_memory_text(base, ours, theirs)
+        if merged is not None:
+            return Resolution(merged)
+    versions = {"ours": ours, "theirs": theirs}
+    kept = keep if versions[keep] is not None else ("theirs" if keep == "ours" else "ours")
     parts = path.split("/")
     scope = f"project:{parts[1]}/" if len(parts) == 4 and parts[0] == "projects" else ""
     case = {"type": "case", "path": path, "domain": f"{scope}memory:{Path(path).stem}", "kept": kept,
             "versions": {"ours": _text(ours), "theirs": _text(theirs)}, "base": _text(base)}
-    return Resolution(data, [case])
+    return Resolution(versions[kept], [case])
 
 
-def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None, keep: str = "ours") -> Resolution:
+    """By `## ` section; items both sides appended to a section are all kept (the other side's
+    after this one's), and a section whose same lines changed two ways keeps `keep`'s and is a case."""
     from desk.formats.now import NowNote
 
     if ours is None or theirs is None:
-        return merge_memory("NOW.md", base, ours, theirs)
+        return merge_memory("NOW.md", base, ours, theirs, keep)
 
     def sections(data: bytes | None) -> dict[str, tuple[str, str]]:
         note = NowNote.parse(_text(data) or "")
@@ -140,10 +151,14 @@ def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> R
     pending = []
     for key in order:
         clean, value = _pick(b.get(key), o.get(key), t.get(key))
+        if not clean and key in o and key in t:
+            body = _merge_items(b[key][1] if key in b else "", o[key][1], t[key][1])
+            clean, value = body is not None, (o[key][0], body)
         if not clean:
-            value = o.get(key) or t.get(key)
+            side = o if keep == "ours" else t
+            value = side.get(key) or o.get(key) or t.get(key)
             label = key.lstrip("# ").strip() or "preamble"
-            pending.append({"type": "case", "path": "NOW.md", "domain": f"now:{label}", "kept": "ours",
+            pending.append({"type": "case", "path": "NOW.md", "domain": f"now:{label}", "kept": keep,
                             "versions": {"ours": o[key][1] if key in o else None,
                                          "theirs": t[key][1] if key in t else None},
                             "base": b[key][1] if key in b else None})
@@ -151,6 +166,19 @@ def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> R
             out.append(value)
     text = "".join(h + body for h, body in out)
     return Resolution((text.rstrip("\n") + "\n").encode(), pending)
+
+
+def _merge_items(base: str, ours: str, theirs: str) -> str | None:
+    """A NOW.md section's body merged line by line: what both sides appended is all kept, ours'
+    items first; None when the same lines changed two ways."""
+    b, o, t = (x.rstrip("\n").splitlines() for x in (base, ours, theirs))
+    if o[:len(b)] == b and t[:len(b)] == b:  # both appended: git would see one clash at the end
+        added = o[len(b):] + [line for line in t[len(b):] if line not in o[len(b):]]
+        return "\n".join(b + added) + ours[len(ours.rstrip("\n")):]
+    from desk.storage.git.merging import merge_text
+
+    merged = merge_text(*(x.encode("utf-8", "surrogateescape") for x in (base, ours, theirs)))
+    return None if merged is None else merged.decode("utf-8", "surrogateescape")
 
 
 def merge_conflicts(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
@@ -232,14 +260,14 @@ def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None
 
 
 def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
-               theirs: bytes | None) -> Resolution:
-    """Merge one file with `driver` (one of DRIVERS)."""
+               theirs: bytes | None, keep: str = "ours") -> Resolution:
+    """Merge one file with `driver` (one of DRIVERS); a clash keeps `keep`'s version (this clone's)."""
     if driver == "index":
         return merge_index(base, ours, theirs)
     if driver == "memory":
-        return merge_memory(path, base, ours, theirs)
+        return merge_memory(path, base, ours, theirs, keep)
     if driver == "now":
-        return merge_now(base, ours, theirs)
+        return merge_now(base, ours, theirs, keep)
     if driver == "conflicts":
         return merge_conflicts(base, ours, theirs)
     if driver == "append":
@@ -288,7 +316,9 @@ def run_driver(driver: str, base_file: str, ours_file: str, theirs_file: str, pa
     """What `python -m desk.cli.merge` runs for git: merge into `ours_file`; 0 clean, 1 conflict."""
     # git passes an empty file for a side without the path (the base of an add/add merge)
     base, ours, theirs = (Path(f).read_bytes() for f in (base_file, ours_file, theirs_file))
-    result = merge_file(driver, path, base or None, ours, theirs)
+    # In a rebase git swaps the sides: OURS is the upstream, THEIRS this clone's commit being replayed.
+    rebasing = (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir()
+    result = merge_file(driver, path, base or None, ours, theirs, "theirs" if rebasing else "ours")
     if not result.ok:
         return 1
     Path(ours_file).write_bytes(result.data if result.data is not None else b"")

@@ -92,6 +92,7 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
             settle_locked(tx, after, now, sorted(set(derived)))
             more = after.commit
             result.cases += after.cases
+            result.clashes.update(after.clashes)
             result.warnings += after.warnings
         if more is not None:
             result.commits.append(more)
@@ -131,4 +132,5 @@ def _with_trailers(subject: str, body: str, settled: Settled) -> str:
 
 def _count(result: SyncResult, settled: Settled) -> None:
     result.cases += settled.cases
+    result.clashes.update(settled.clashes)
     result.regenerated += [p for p in settled.regenerated if p not in result.regenerated]
