@@ -123,3 +123,55 @@ def test_a_desk_sync_run_at_the_cli_is_recorded_as_the_user(clones: Clones) -> N
     assert subjects(b)[0] == "sync: merge origin/main"
     actors = git(b.root, "log", "-1", "--format=%(trailers:key=Desk-Actor,valueonly)").split()
     assert actors == ["user"]
+
+
+# -- docs/sync.md, "If you use git directly": its transcripts, run in order ------------------------
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "sync.md"
+
+
+def transcript() -> list[tuple[str, int, list[str]]]:
+    """(command, exit code, output lines) of the section's console blocks: `$ ` lines are commands
+    (`# exit N` after one: it fails with N), the lines after one are what it prints (`…`: anything)."""
+    import re
+
+    text = DOC.read_text("utf-8").split("## If you use git directly", 1)[1].split("\n## ", 1)[0]
+    steps: list[tuple[str, int, list[str]]] = []
+    for block in re.findall(r"```console\n(.*?)\n```", text, re.S):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                code = re.search(r"\s+# exit (\d+)$", line)
+                steps.append((line[2:], int(code.group(1)) if code else 0, []))
+            else:
+                steps[-1][2].append(line)
+    return steps
+
+
+def test_the_git_directly_transcripts_run(tmp_path: Path, identity: None) -> None:
+    import re
+    import sys
+
+    home = tmp_path
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(home / "remote.git")], check=True)
+    d = api.init(home / "desk")
+    git(d.root, "remote", "add", "origin", str(home / "remote.git"))
+    d.remember("report-style", "Use tables.\nKeep it short.\n", type="convention", description="How reports look",
+               triggers=["report"], now=NOW)
+    d.remember("old-note", "Step one.\n", type="fact", description="An old note", triggers=["old"], now=NOW)
+    d.sync()
+    api.clone(str(home / "remote.git"), home / "other")
+    env = {**os.environ, "HOME": str(home), "GIT_SEQUENCE_EDITOR": "sed -i -e /scratch/d",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("DESK_HOME", None)
+    steps = transcript()
+    assert len(steps) >= 20
+    cwd = home
+    for command, code, expected in steps:
+        run = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True)
+        if command.startswith("cd "):
+            cwd = Path(os.path.expanduser(command[3:].strip().replace("~", str(home), 1)))
+        out = (run.stdout + run.stderr).splitlines()
+        assert run.returncode == code, (command, run.stdout, run.stderr)
+        for line in expected:
+            pattern = ".*".join(re.escape(part) for part in line.split("…"))
+            assert any(re.fullmatch(pattern, got) for got in out), (command, line, out)
