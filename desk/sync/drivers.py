@@ -259,6 +259,65 @@ def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None
     return Resolution(("\n".join(head + body) + "\n").encode())
 
 
+MISTAKES = "MISTAKES.md"  # no driver of its own: desk sync (and --continue) settles it where git's text merge stopped
+_ENTRY = re.compile(r"^## (M-\d{4,})(?: · (\S+))?")
+
+
+def settled_by(path: str) -> str | None:
+    """The merge desk applies to `path` when git left it unmerged (its driver, or `mistakes`)."""
+    return driver_for(path) or ("mistakes" if path == MISTAKES else None)
+
+
+def merge_mistakes(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+    """MISTAKES.md: entries both sides added are all kept, in date order (this side's first on a
+    day), the other side's renumbered when both took one id; an entry changed on one side takes the
+    change. Anything else is git's line merge, or left to a person (not ok)."""
+    from desk.storage.git.merging import merge_text
+
+    clean, data = _pick(base, ours, theirs)
+    if clean:
+        return Resolution(data)
+    if base is None or ours is None or theirs is None:
+        return Resolution(ours, ok=False)
+    merged = _merge_entries(*(_text(x) or "" for x in (base, ours, theirs)))
+    data = merged.encode("utf-8", "surrogateescape") if merged is not None else merge_text(base, ours, theirs)
+    return Resolution(data, ok=data is not None)
+
+
+def _entries(text: str) -> tuple[str, dict[str, str]] | None:
+    """(the preamble, {id: entry}) of MISTAKES.md; None when an id repeats."""
+    parts = re.split(r"(?m)^(?=## M-\d{4,})", text)
+    found = {part.split()[1]: part.rstrip("\n") for part in parts[1:]}
+    return (parts[0], found) if len(found) == len(parts) - 1 else None
+
+
+def _merge_entries(base: str, ours: str, theirs: str) -> str | None:
+    split = [_entries(x) for x in (base, ours, theirs)]
+    if any(s is None for s in split):
+        return None
+    (bh, b), (oh, o), (th, t) = split  # type: ignore[misc]
+    clean, head = _pick(bh, oh, th)
+    kept = []
+    for key in b:
+        same, entry = _pick(b[key], o.get(key), t.get(key))
+        clean = clean and same
+        if entry is not None:
+            kept.append(entry)
+    if not clean:
+        return None
+    added = [e for k, e in o.items() if k not in b]
+    number = max((int(k[2:]) for k in (*b, *o, *t)), default=0)
+    for key, entry in t.items():
+        if key in b or entry in added:
+            continue
+        if key in o:  # both sides took this id for different entries
+            number += 1
+            entry = entry.replace(f"## {key}", f"## M-{number:04d}", 1)
+        added.append(entry)
+    added.sort(key=lambda e: (m.group(2) or "") if (m := _ENTRY.match(e)) else "")
+    return str(head).rstrip("\n") + "".join("\n\n" + e for e in kept + added) + "\n"
+
+
 def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
                theirs: bytes | None, keep: str = "ours") -> Resolution:
     """Merge one file with `driver` (one of DRIVERS); a clash keeps `keep`'s version (this clone's)."""
@@ -276,6 +335,8 @@ def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
         return merge_derived(path, base, ours, theirs)
     if driver == "pref":
         return merge_pref(path, base, ours, theirs)
+    if driver == "mistakes":
+        return merge_mistakes(base, ours, theirs)
     if driver == "generated":
         return merge_generated(base, ours, theirs)
     raise ValueError(f"unknown merge driver {driver!r}")

@@ -113,6 +113,39 @@ def test_the_same_now_item_changed_two_ways_is_a_case_named_as_such(clones: Clon
     assert "a NOW.md item changed differently on both sides" in synced.text()
 
 
+def mistake(d: api.Desk, what: str, day: int) -> None:
+    from desk.notes.mistakes import add_mistake
+
+    add_mistake(d, what=what, context="c", cause="c", avoid="a", now=dt.datetime(2026, 11, day, tzinfo=dt.timezone.utc))
+
+
+def test_mistakes_added_on_two_clones_are_all_kept_in_date_order(clones: Clones) -> None:
+    """Both clones add M-0001: desk sync keeps both, by date, the merged-in one renumbered."""
+    a, b = clones[0], clones[1]
+    mistake(a, "pushed without the tests", 20)
+    mistake(b, "answered in English", 10)
+    mistake(b, "guessed a date", 25)
+    a.sync()
+    result = b.sync(now=NOW).value
+    assert result.cases == []
+    entries = [(m["id"], m["what"]) for m in b.mistake_list().to_json()["mistakes"]]
+    assert entries == [("M-0001", "answered in English"), ("M-0003", "pushed without the tests"),
+                       ("M-0002", "guessed a date")]
+
+
+def test_a_git_pull_stopped_on_two_mistakes_is_settled_by_sync_continue(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    mistake(a, "pushed without the tests", 20)
+    a.sync()
+    mistake(b, "answered in English", 10)
+    pull = subprocess.run(["git", "pull", "--no-rebase", "origin", "main"], cwd=b.root, capture_output=True, text=True)
+    assert pull.returncode != 0 and "MISTAKES.md" in pull.stdout
+    assert "`desk sync --continue`" in (api.stopped_notice(b) or "")
+    assert b.sync(resume=True, now=NOW).value.status == "merge-finished"
+    assert [m["what"] for m in b.mistake_list().to_json()["mistakes"]] == ["answered in English", "pushed without the tests"]
+    assert b"<<<<<<<" not in (b.root / "MISTAKES.md").read_bytes()
+
+
 def test_a_desk_sync_run_at_the_cli_is_recorded_as_the_user(clones: Clones) -> None:
     a, b = clones[0], clones[1]
     a.remember("foo", "A.", type="fact", description="foo", triggers=["foo"], now=NOW)
