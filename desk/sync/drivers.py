@@ -135,8 +135,9 @@ def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None, keep
     after this one's), and a section whose same lines changed two ways keeps `keep`'s and is a case."""
     from desk.formats.now import NowNote
 
-    if ours is None or theirs is None:
-        return merge_memory("NOW.md", base, ours, theirs, keep)
+    clean, data = _pick(base, ours, theirs)
+    if clean or ours is None or theirs is None:
+        return Resolution(data) if clean else merge_memory("NOW.md", base, ours, theirs, keep)
 
     def sections(data: bytes | None) -> dict[str, tuple[str, str]]:
         note = NowNote.parse(_text(data) or "")

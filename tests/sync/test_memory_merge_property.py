@@ -100,3 +100,52 @@ def test_different_fields_merge_where_git_sees_touching_lines() -> None:
     assert result.pending == []
     assert result.data == render({**base, "description": "changed", "type": "decision",
                                   "updated": "2026-03-01T00:00:00Z"})
+
+
+ITEMS = ("- write the report", "- call the bank", "- book the train", "- read the draft", "")
+SECTIONS = ("Doing", "Blocked", "Next", "Reminders")
+
+
+def render_now(sections: dict[str, list[str]]) -> bytes:
+    text = "# NOW.md — the assistant's hot working note\n"
+    for title in SECTIONS:
+        text += f"\n## {title}\n\n" + "".join(line + "\n" for line in sections[title])
+    return (text.rstrip("\n") + "\n").encode()  # as desk writes it
+
+
+now_edit = st.tuples(st.sampled_from(SECTIONS), st.sampled_from(("append", "replace", "delete")),
+                     st.integers(0, 5), st.sampled_from(ITEMS[:-1] + ("- changed",)))
+
+
+def apply_now(sections: dict[str, list[str]], edits: list[tuple[str, str, int, str]]) -> dict[str, list[str]]:
+    out = {k: list(v) for k, v in sections.items()}
+    for title, op, i, item in edits:
+        items = out[title]
+        if op == "append":
+            items.append(item)
+        elif items and op == "replace":
+            items[i % len(items)] = item
+        elif items:
+            del items[i % len(items)]
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(base=st.fixed_dictionaries({t: st.lists(st.sampled_from(ITEMS[:-1]), max_size=3) for t in SECTIONS}),
+       mine=st.lists(now_edit, max_size=3), other=st.lists(now_edit, max_size=3))
+def test_now_md_merges_wherever_git_does_with_the_same_bytes(base: dict[str, list[str]], mine: list[Any],
+                                                             other: list[Any]) -> None:
+    """NOW.md: git's clean merges are desk's, byte for byte; and where both sides only appended
+    to a section (git's one clash at its end), desk keeps every item, this side's first."""
+    from desk.sync.drivers import merge_now
+
+    o, t = apply_now(base, mine), apply_now(base, other)
+    expected = git_merge(render_now(base), render_now(o), render_now(t))
+    result = merge_now(render_now(base), render_now(o), render_now(t))
+    if expected is not None:
+        assert result.pending == [] and result.data == expected
+    appended_only = all(o[k][:len(base[k])] == base[k] and t[k][:len(base[k])] == base[k] for k in SECTIONS)
+    if appended_only:
+        assert result.pending == []
+        for k in SECTIONS:
+            assert all(item in (result.data or b"").decode() for item in o[k] + t[k])
