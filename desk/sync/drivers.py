@@ -6,10 +6,11 @@ the three versions (base, ours, theirs; None when the file is absent on that sid
 
 - `index` (MEMORY.md): merged line by line keyed by memory name; desk regenerates it after the
   merge anyway, and this merge gives the same bytes whenever each memory merged on its own.
-- `memory` (memory/*.md): a memory changed differently on both sides keeps *ours* in the file
-  (a deletion loses to a change: nothing is ever lost) and records a conflict case with both versions.
-- `now` (NOW.md): merged by `## ` section; a section changed differently on both sides keeps ours
-  and records a case.
+- `memory` (memory/*.md): merged field by field and line by line (desk.sync.memory_merge); the
+  same field or lines changed two ways keep this clone's version in the file (a deletion loses to
+  a change: nothing is ever lost) and record a conflict case with both versions.
+- `now` (NOW.md): merged by `## ` section, items both sides appended all kept; the same lines of a
+  section changed two ways keep this clone's and record a case.
 - `conflicts` (.system/conflicts.json): cases unioned by id; a closed status, then a later revision, wins.
 - `append` (archive and audit files): one side must be a prefix of the other (a pure append).
 - `derived` (conversations/, journal/): ours is kept and the path is recorded for regeneration
@@ -21,7 +22,9 @@ the three versions (base, ours, theirs; None when the file is absent on that sid
 - `generated` (PREFERENCES.md): merged line by line keyed by preference key, as `index`; desk
   regenerates it from the merged preference files after the merge (desk.sync.settle).
 
-A project's memories and MEMORY.md use `memory` and `index` as the desk-wide ones do.
+A project's memories and MEMORY.md use `memory` and `index` as the desk-wide ones do. "This
+clone's" side is OURS in a merge and THEIRS in a rebase (git swaps them there). MISTAKES.md has no
+driver: desk settles it where git's text merge stopped (`mistakes`).
 
 What a merge could not settle in the file itself goes to `.git/desk-merge-pending.jsonl`, read by
 `desk.sync.settle` after the merge (desk sync, the post-merge and post-rewrite hooks).
@@ -131,8 +134,9 @@ def merge_memory(path: str, base: bytes | None, ours: bytes | None, theirs: byte
 
 
 def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None, keep: str = "ours") -> Resolution:
-    """By `## ` section; items both sides appended to a section are all kept (the other side's
-    after this one's), and a section whose same lines changed two ways keeps `keep`'s and is a case."""
+    """By `## ` section; items both sides appended to a section are all kept (OURS' first, as git
+    puts a replayed commit's last), and a section whose same lines changed two ways keeps `keep`'s
+    and is a case."""
     from desk.formats.now import NowNote
 
     clean, data = _pick(base, ours, theirs)

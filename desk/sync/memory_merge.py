@@ -23,11 +23,18 @@ def merge_memory_text(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
     (bh, bb), (oh, ob), (th, tb) = parts  # type: ignore[misc]
     head = _merge_fields(bh, oh, th)
     if head is None:
-        head = merge_text(bh, oh, th)
-    body = merge_text(bb, ob, tb)
+        head = _lines(bh, oh, th)
+    body = _lines(bb, ob, tb)
     if head is None or body is None:
         return None
     return b"---\n" + head + b"---\n" + body
+
+
+def _lines(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
+    """git's line merge, without starting git when one side left the text as it was."""
+    if ours == theirs or theirs == base:
+        return ours
+    return theirs if ours == base else merge_text(base, ours, theirs)
 
 
 def _split(data: bytes) -> tuple[bytes, bytes] | None:
