@@ -238,7 +238,8 @@ def merge_pref(path: str, base: bytes | None, ours: bytes | None, theirs: bytes 
         mine, other = parse_pref(ours, path, key), parse_pref(theirs, path, key)
     except InvalidFileError:
         return Resolution(ours, ok=False)  # a broken side: a person must look
-    return Resolution(max((mine.updated, mine.revision, ours), (other.updated, other.revision, theirs))[2])
+    kept = max((mine.updated, mine.revision, ours), (other.updated, other.revision, theirs))[2]
+    return Resolution(kept, [{"type": "pref", "path": path, "key": key}])  # named in the report
 
 
 _PREF_LINE = re.compile(r"^- `([^`]+)`:")

@@ -271,6 +271,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     result.merged += sorted({c.path for c in git.worktree.diff_tree(head, sha)} - set(settled.regenerated))
     result.cases += settled.cases
     result.clashes.update(settled.clashes)
+    result.warnings += settled.warnings
     result.regenerated += settled.regenerated
     derived = finish_locked(tx, settled.derived, actor=result.actor)
     if derived is not None:

@@ -111,6 +111,9 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
     from desk.gate.entries import entries_in_worktree
 
     writes: dict[str, bytes] = {}
+    settled.warnings += [f"desk: a preference changed differently on both sides: {p['path']} keeps the later "
+                         f"change; the other is in history (`desk pref history {p['key']}`)"
+                         for p in pending if p.get("type") == "pref"]
     case_items = [p for p in pending if p.get("type") == "case"]
     if case_items:
         queue_path = desk.path(CONFLICTS_FILE)

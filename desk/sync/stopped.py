@@ -133,4 +133,5 @@ def _with_trailers(subject: str, body: str, settled: Settled) -> str:
 def _count(result: SyncResult, settled: Settled) -> None:
     result.cases += settled.cases
     result.clashes.update(settled.clashes)
+    result.warnings += settled.warnings
     result.regenerated += [p for p in settled.regenerated if p not in result.regenerated]
