@@ -149,3 +149,18 @@ def test_now_md_merges_wherever_git_does_with_the_same_bytes(base: dict[str, lis
         assert result.pending == []
         for k in SECTIONS:
             assert all(item in (result.data or b"").decode() for item in o[k] + t[k])
+
+
+def test_hostile_sides_open_a_case_and_never_crash() -> None:
+    """NUL bytes (git merge-file refuses binary data) and CRLF lines clash as wholes: this side is
+    kept and a case opens; a zero-width character in a key or a repeated key merge as git's line
+    merge would (the gate refuses the result before it is committed). Never a raise, never markers."""
+    base = b"---\nname: m\ndescription: d\n---\none\ntwo\nthree\n"
+    for ours, theirs, clash in [
+            (base.replace(b"one", b"o\0ne"), base.replace(b"three", b"t\0hree"), True),
+            (base.replace(b"\n", b"\r\n"), base.replace(b"two", b"2"), True),
+            (base.replace(b"name:", "na\u200bme:".encode()), base.replace(b"d\n", b"e\n"), False),
+            (base.replace(b"description: d\n", b"description: d\ndescription: x\n"), base.replace(b"one", b"1"), False)]:
+        result = merge_memory("memory/m.md", base, ours, theirs)
+        assert result.data is not None and b"<<<<<<<" not in result.data
+        assert bool(result.pending) == clash and (result.data == ours if clash else result.data not in (ours, theirs))
