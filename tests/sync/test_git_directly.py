@@ -8,6 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import desk.api as api
 from tests.sync.conftest import Clones, git
 
@@ -71,9 +73,10 @@ def test_pull_rebase_keeps_this_clones_version_in_the_file(clones: Clones) -> No
     assert "desk: a memory changed differently on both sides: conflict case" in pull.stderr
 
 
-def test_different_fields_and_lines_from_two_clones_merge_without_a_case(clones: Clones) -> None:
-    """A `git pull` (merge) of one memory changed in its description on one clone and its body on
-    the other merges both, as git's own merge would."""
+@pytest.mark.parametrize("how", ["--no-rebase", "--rebase"])
+def test_different_fields_and_lines_from_two_clones_merge_without_a_case(clones: Clones, how: str) -> None:
+    """A `git pull` (merge or rebase) of one memory changed in its description on one clone and its
+    body on the other merges both, as git's own merge would: no case, no `sync: settle` commit."""
     a, b = clones[0], clones[1]
     a.remember("foo", "One.\nTwo.\nThree.\n", type="fact", description="foo", triggers=["foo"], now=NOW)
     a.sync()
@@ -81,7 +84,7 @@ def test_different_fields_and_lines_from_two_clones_merge_without_a_case(clones:
     edit(a, "memory/foo.md", "description: foo", "description: the foo", "a: description")
     a.sync()
     edit(b, "memory/foo.md", "Three.", "Three!", "b: body")
-    git(b.root, "pull", "-q", "--no-rebase", "origin", "main")
+    git(b.root, "pull", "-q", how, "origin", "main")
     text = (b.root / "memory/foo.md").read_text()
     assert "description: the foo" in text and "Three!" in text
     assert cases(b) == [] and not any(s.startswith("sync: settle") for s in subjects(b))
