@@ -69,7 +69,7 @@ class GuardMethods(DeskBase):
         commits that break the rules. With `resume` (`desk sync --continue`): settle and finish a
         person's `git pull` that stopped on a conflict (a memory deleted on one side and changed
         on the other), nothing fetched or pushed; UsageError when none is stopped. `actor` is who
-        asked for it, recorded in every commit the sync makes (`assistant` for the server).
+        asked for it, in every commit the sync makes (a harness acting for the assistant: `assistant`).
         """
         from desk.results.sync import Synced
 

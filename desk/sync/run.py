@@ -63,7 +63,8 @@ class SyncResult:
 def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
          progress: remotes.Progress | None = None, now: dt.datetime | None = None,
          actor: str = "user") -> SyncResult:
-    """`desk sync`: see the module's docstring; `actor` (who asked) is in every commit it makes. GitPython is imported (one `Repo`, closed) only
+    """`desk sync`: see the module's docstring; `actor` (who asked) is in every commit it makes.
+    GitPython is imported (one `Repo`, closed) only
     when there is something to fetch or push."""
     from desk.transaction import refuse_stopped, transaction
 
