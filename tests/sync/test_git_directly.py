@@ -34,9 +34,10 @@ def cases(d: api.Desk) -> list[dict[str, object]]:
 
 
 def test_rebase_i_dropping_a_commit_replays_a_persons_own_edits_with_no_case(tmp_path: Path, identity: None) -> None:
-    """The issue's scenario: a body edit and a description edit by hand, with a commit between
-    them and the memory's creation dropped by `git rebase -i`. git replays both edits cleanly; so
-    does desk's driver (field by field, line by line): no case, no `sync: settle` commit."""
+    """The issue's scenario: a body edit and then a description edit committed by hand, and an
+    earlier commit (desk's, adding a trigger) dropped with `git rebase -i`. git replays both edits
+    cleanly; so does desk's driver (field by field, line by line): no case, no `sync: settle`
+    commit. The driver used to keep the upstream's whole file and open a case for each."""
     d = api.init(tmp_path / "d")
     d.remember("report-style", "Use tables.\nKeep it short.\nCite sources.\n", type="convention",
                description="How reports look", triggers=["report"], now=NOW)
