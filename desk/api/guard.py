@@ -63,7 +63,7 @@ class GuardMethods(DeskBase):
 
     def sync(self, remote: str | None = None, *, push: bool = True,
              progress: Callable[[str], None] | None = None, now: dt.datetime | None = None,
-             resume: bool = False) -> Synced:
+             resume: bool = False, actor: str = "user") -> Synced:
         """Fetch, integrate by merge (never rewriting history), check with the gate, push (never forced).
 
         ConflictError (exit 4) when the remote rewrote history (naming the commits it would lose)
@@ -71,7 +71,8 @@ class GuardMethods(DeskBase):
         RejectedError (exit 3) for a remote address that embeds a password, or for incoming
         commits that break the rules. With `resume` (`desk sync --continue`): settle and finish a
         person's `git pull` that stopped on a conflict (a memory deleted on one side and changed
-        on the other), nothing fetched or pushed; UsageError when none is stopped.
+        on the other), nothing fetched or pushed; UsageError when none is stopped. `actor` is who
+        asked for it, in every commit the sync makes (a harness acting for the assistant: `assistant`).
         """
         from desk.results.sync import Synced
 
@@ -81,7 +82,7 @@ class GuardMethods(DeskBase):
             return Synced(continue_stopped(self, now=now))
         from desk.sync.run import sync
 
-        return Synced(sync(self, remote, push=push, progress=progress, now=now))
+        return Synced(sync(self, remote, push=push, progress=progress, now=now, actor=actor))
 
     def doctor(self, *, repair: bool = False, commits: int = 200, rebuild: bool = False) -> Diagnosis:
         """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem

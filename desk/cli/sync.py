@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from desk.cli.output import invocation, json_option, render
+from desk.vocabulary import ACTORS
 
 
 def _progress(line: str) -> None:
@@ -40,8 +41,10 @@ def clone_command(url: str, path: Path | None, quiet: bool) -> None:
                    "this clone, e.g. a memory deleted on one side and changed on the other; "
                    "nothing is fetched or pushed.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
+              help="Who asks for the sync (a harness hook: assistant); the Desk-Actor of its commits.")
 @json_option
-def sync_command(remote: str | None, no_push: bool, resume: bool, quiet: bool) -> None:
+def sync_command(remote: str | None, no_push: bool, resume: bool, quiet: bool, actor: str) -> None:
     """Fetch REMOTE (default: origin), merge it, check the result with the gate, and push.
 
     History is never rewritten and never force-pushed. A memory changed differently on both sides
@@ -51,7 +54,7 @@ def sync_command(remote: str | None, no_push: bool, resume: bool, quiet: bool) -
     before it moves anything). docs/sync.md explains every case.
     """
     render(invocation().desk().sync(remote, push=not no_push, progress=None if quiet else _progress,
-                                    resume=resume))
+                                    resume=resume, actor=actor))
 
 
 COMMANDS = [clone_command, sync_command]

@@ -37,7 +37,8 @@ class Synced(Wrapped["SyncResult"]):
         if v.regenerated:
             lines.append("regenerated: " + ", ".join(v.regenerated))
         for case in v.cases:
-            lines.append(f"conflict case opened: {case} (a memory changed differently on both sides; "
+            what = v.clashes.get(case, "a memory changed differently on both sides")
+            lines.append(f"conflict case opened: {case} ({what}; "
                          "`desk conflicts` lists it)")
         if v.secrets:
             commits = len({s["commit"] for s in v.secrets})

@@ -88,10 +88,19 @@ def sync_case(pending: dict[str, Any], desk_id: str, existing: list[dict[str, An
     }
 
 
+def clash(pending: dict[str, Any]) -> str:
+    """What a pending record's clash is, in a person's words."""
+    what = "a NOW.md item" if pending["domain"].startswith("now:") else "a memory"
+    if None in pending["versions"].values():
+        return f"{what} deleted on one side and changed on the other"
+    return f"{what} changed differently on both sides"
+
+
 def add_cases(cases: list[dict[str, Any]], pending: list[dict[str, Any]], desk_id: str,
-              now: dt.datetime, sides: MergeSides | None = None) -> list[str]:
-    """Add a case to `cases` for each pending record not already there; return the new ids."""
-    opened = []
+              now: dt.datetime, sides: MergeSides | None = None) -> dict[str, str]:
+    """Add a case to `cases` for each pending record not already there; the new ids, each with
+    what clashed (`clash`)."""
+    opened = {}
     known = {c["id"] for c in cases}
     for item in pending:
         case = sync_case(item, desk_id, cases, now, sides)
@@ -99,6 +108,6 @@ def add_cases(cases: list[dict[str, Any]], pending: list[dict[str, Any]], desk_i
             continue
         cases.append(case)
         known.add(case["id"])
-        opened.append(case["id"])
+        opened[case["id"]] = clash(item)
     cases.sort(key=lambda c: (c["domain"], c["revision"], c["id"]))
     return opened

@@ -6,10 +6,11 @@ the three versions (base, ours, theirs; None when the file is absent on that sid
 
 - `index` (MEMORY.md): merged line by line keyed by memory name; desk regenerates it after the
   merge anyway, and this merge gives the same bytes whenever each memory merged on its own.
-- `memory` (memory/*.md): a memory changed differently on both sides keeps *ours* in the file
-  (a deletion loses to a change: nothing is ever lost) and records a conflict case with both versions.
-- `now` (NOW.md): merged by `## ` section; a section changed differently on both sides keeps ours
-  and records a case.
+- `memory` (memory/*.md): merged field by field and line by line (desk.sync.memory_merge); the
+  same field or lines changed two ways keep this clone's version in the file (a deletion loses to
+  a change: nothing is ever lost) and record a conflict case with both versions.
+- `now` (NOW.md): merged by `## ` section, items both sides appended all kept; the same lines of a
+  section changed two ways keep this clone's and record a case.
 - `conflicts` (.system/conflicts.json): cases unioned by id; a closed status, then a later revision, wins.
 - `append` (archive and audit files): one side must be a prefix of the other (a pure append).
 - `derived` (conversations/, journal/): ours is kept and the path is recorded for regeneration
@@ -21,7 +22,9 @@ the three versions (base, ours, theirs; None when the file is absent on that sid
 - `generated` (PREFERENCES.md): merged line by line keyed by preference key, as `index`; desk
   regenerates it from the merged preference files after the merge (desk.sync.settle).
 
-A project's memories and MEMORY.md use `memory` and `index` as the desk-wide ones do.
+A project's memories and MEMORY.md use `memory` and `index` as the desk-wide ones do. "This
+clone's" side is OURS in a merge and THEIRS in a rebase (git swaps them there). MISTAKES.md has no
+driver: desk settles it where git's text merge stopped (`mistakes`).
 
 What a merge could not settle in the file itself goes to `.git/desk-merge-pending.jsonl`, read by
 `desk.sync.settle` after the merge (desk sync, the post-merge and post-rewrite hooks).
@@ -108,24 +111,37 @@ def _merge_lines(b: dict[str, str], o: dict[str, str], t: dict[str, str]) -> dic
     return merged
 
 
-def merge_memory(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+def merge_memory(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None,
+                 keep: str = "ours") -> Resolution:
+    """Field by field and line by line (desk.sync.memory_merge); a clash keeps `keep`'s version
+    (this clone's: `theirs` in a rebase, where git swaps the sides) and records a case."""
     clean, data = _pick(base, ours, theirs)
     if clean:
         return Resolution(data)
-    kept = "ours" if ours is not None else "theirs"
-    data = ours if ours is not None else theirs
+    if base is not None and ours is not None and theirs is not None:
+        from desk.sync.memory_merge import merge_memory_text
+
+        merged = merge_memory_text(base, ours, theirs)
+        if merged is not None:
+            return Resolution(merged)
+    versions = {"ours": ours, "theirs": theirs}
+    kept = keep if versions[keep] is not None else ("theirs" if keep == "ours" else "ours")
     parts = path.split("/")
     scope = f"project:{parts[1]}/" if len(parts) == 4 and parts[0] == "projects" else ""
     case = {"type": "case", "path": path, "domain": f"{scope}memory:{Path(path).stem}", "kept": kept,
             "versions": {"ours": _text(ours), "theirs": _text(theirs)}, "base": _text(base)}
-    return Resolution(data, [case])
+    return Resolution(versions[kept], [case])
 
 
-def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None, keep: str = "ours") -> Resolution:
+    """By `## ` section; items both sides appended to a section are all kept (OURS' first, as git
+    puts a replayed commit's last), and a section whose same lines changed two ways keeps `keep`'s
+    and is a case."""
     from desk.formats.now import NowNote
 
-    if ours is None or theirs is None:
-        return merge_memory("NOW.md", base, ours, theirs)
+    clean, data = _pick(base, ours, theirs)
+    if clean or ours is None or theirs is None:
+        return Resolution(data) if clean else merge_memory("NOW.md", base, ours, theirs, keep)
 
     def sections(data: bytes | None) -> dict[str, tuple[str, str]]:
         note = NowNote.parse(_text(data) or "")
@@ -140,10 +156,14 @@ def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> R
     pending = []
     for key in order:
         clean, value = _pick(b.get(key), o.get(key), t.get(key))
+        if not clean and key in o and key in t:
+            body = _merge_items(b[key][1] if key in b else "", o[key][1], t[key][1])
+            clean, value = body is not None, (o[key][0], body)
         if not clean:
-            value = o.get(key) or t.get(key)
+            side = o if keep == "ours" else t
+            value = side.get(key) or o.get(key) or t.get(key)
             label = key.lstrip("# ").strip() or "preamble"
-            pending.append({"type": "case", "path": "NOW.md", "domain": f"now:{label}", "kept": "ours",
+            pending.append({"type": "case", "path": "NOW.md", "domain": f"now:{label}", "kept": keep,
                             "versions": {"ours": o[key][1] if key in o else None,
                                          "theirs": t[key][1] if key in t else None},
                             "base": b[key][1] if key in b else None})
@@ -151,6 +171,19 @@ def merge_now(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> R
             out.append(value)
     text = "".join(h + body for h, body in out)
     return Resolution((text.rstrip("\n") + "\n").encode(), pending)
+
+
+def _merge_items(base: str, ours: str, theirs: str) -> str | None:
+    """A NOW.md section's body merged line by line: what both sides appended is all kept, ours'
+    items first; None when the same lines changed two ways."""
+    b, o, t = (x.rstrip("\n").splitlines() for x in (base, ours, theirs))
+    if o[:len(b)] == b and t[:len(b)] == b:  # both appended: git would see one clash at the end
+        added = o[len(b):] + [line for line in t[len(b):] if line not in o[len(b):]]
+        return "\n".join(b + added) + ours[len(ours.rstrip("\n")):]
+    from desk.storage.git.merging import merge_text
+
+    merged = merge_text(*(x.encode("utf-8", "surrogateescape") for x in (base, ours, theirs)))
+    return None if merged is None else merged.decode("utf-8", "surrogateescape")
 
 
 def merge_conflicts(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
@@ -205,7 +238,8 @@ def merge_pref(path: str, base: bytes | None, ours: bytes | None, theirs: bytes 
         mine, other = parse_pref(ours, path, key), parse_pref(theirs, path, key)
     except InvalidFileError:
         return Resolution(ours, ok=False)  # a broken side: a person must look
-    return Resolution(max((mine.updated, mine.revision, ours), (other.updated, other.revision, theirs))[2])
+    kept = max((mine.updated, mine.revision, ours), (other.updated, other.revision, theirs))[2]
+    return Resolution(kept, [{"type": "pref", "path": path, "key": key}])  # named in the report
 
 
 _PREF_LINE = re.compile(r"^- `([^`]+)`:")
@@ -231,15 +265,74 @@ def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None
     return Resolution(("\n".join(head + body) + "\n").encode())
 
 
+MISTAKES = "MISTAKES.md"  # no driver of its own: desk sync (and --continue) settles it where git's text merge stopped
+_ENTRY = re.compile(r"^## (M-\d{4,})(?: · (\S+))?")
+
+
+def settled_by(path: str) -> str | None:
+    """The merge desk applies to `path` when git left it unmerged (its driver, or `mistakes`)."""
+    return driver_for(path) or ("mistakes" if path == MISTAKES else None)
+
+
+def merge_mistakes(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
+    """MISTAKES.md: entries both sides added are all kept, in date order (this side's first on a
+    day), the other side's renumbered when both took one id; an entry changed on one side takes the
+    change. Anything else is git's line merge, or left to a person (not ok)."""
+    from desk.storage.git.merging import merge_text
+
+    clean, data = _pick(base, ours, theirs)
+    if clean:
+        return Resolution(data)
+    if base is None or ours is None or theirs is None:
+        return Resolution(ours, ok=False)
+    merged = _merge_entries(*(_text(x) or "" for x in (base, ours, theirs)))
+    data = merged.encode("utf-8", "surrogateescape") if merged is not None else merge_text(base, ours, theirs)
+    return Resolution(data, ok=data is not None)
+
+
+def _entries(text: str) -> tuple[str, dict[str, str]] | None:
+    """(the preamble, {id: entry}) of MISTAKES.md; None when an id repeats."""
+    parts = re.split(r"(?m)^(?=## M-\d{4,})", text)
+    found = {part.split()[1]: part.rstrip("\n") for part in parts[1:]}
+    return (parts[0], found) if len(found) == len(parts) - 1 else None
+
+
+def _merge_entries(base: str, ours: str, theirs: str) -> str | None:
+    split = [_entries(x) for x in (base, ours, theirs)]
+    if any(s is None for s in split):
+        return None
+    (bh, b), (oh, o), (th, t) = split  # type: ignore[misc]
+    clean, head = _pick(bh, oh, th)
+    kept = []
+    for key in b:
+        same, entry = _pick(b[key], o.get(key), t.get(key))
+        clean = clean and same
+        if entry is not None:
+            kept.append(entry)
+    if not clean:
+        return None
+    added = [e for k, e in o.items() if k not in b]
+    number = max((int(k[2:]) for k in (*b, *o, *t)), default=0)
+    for key, entry in t.items():
+        if key in b or entry in added:
+            continue
+        if key in o:  # both sides took this id for different entries
+            number += 1
+            entry = entry.replace(f"## {key}", f"## M-{number:04d}", 1)
+        added.append(entry)
+    added.sort(key=lambda e: (m.group(2) or "") if (m := _ENTRY.match(e)) else "")
+    return str(head).rstrip("\n") + "".join("\n\n" + e for e in kept + added) + "\n"
+
+
 def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
-               theirs: bytes | None) -> Resolution:
-    """Merge one file with `driver` (one of DRIVERS)."""
+               theirs: bytes | None, keep: str = "ours") -> Resolution:
+    """Merge one file with `driver` (one of DRIVERS); a clash keeps `keep`'s version (this clone's)."""
     if driver == "index":
         return merge_index(base, ours, theirs)
     if driver == "memory":
-        return merge_memory(path, base, ours, theirs)
+        return merge_memory(path, base, ours, theirs, keep)
     if driver == "now":
-        return merge_now(base, ours, theirs)
+        return merge_now(base, ours, theirs, keep)
     if driver == "conflicts":
         return merge_conflicts(base, ours, theirs)
     if driver == "append":
@@ -248,6 +341,8 @@ def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
         return merge_derived(path, base, ours, theirs)
     if driver == "pref":
         return merge_pref(path, base, ours, theirs)
+    if driver == "mistakes":
+        return merge_mistakes(base, ours, theirs)
     if driver == "generated":
         return merge_generated(base, ours, theirs)
     raise ValueError(f"unknown merge driver {driver!r}")
@@ -288,7 +383,9 @@ def run_driver(driver: str, base_file: str, ours_file: str, theirs_file: str, pa
     """What `python -m desk.cli.merge` runs for git: merge into `ours_file`; 0 clean, 1 conflict."""
     # git passes an empty file for a side without the path (the base of an add/add merge)
     base, ours, theirs = (Path(f).read_bytes() for f in (base_file, ours_file, theirs_file))
-    result = merge_file(driver, path, base or None, ours, theirs)
+    # In a rebase git swaps the sides: OURS is the upstream, THEIRS this clone's commit being replayed.
+    rebasing = (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir()
+    result = merge_file(driver, path, base or None, ours, theirs, "theirs" if rebasing else "ours")
     if not result.ok:
         return 1
     Path(ours_file).write_bytes(result.data if result.data is not None else b"")

@@ -40,6 +40,7 @@ class SyncResult:
 
     remote: str  # "" for desk sync --continue (the person's pull named its own)
     branch: str
+    actor: str = "user"  # who asked for the sync: the Desk-Actor of every commit it makes
     status: str = "up-to-date"  # up-to-date | fast-forward | merged | pushed-only (desk sync);
     # merge-finished | rebase-finished | sync-undone (desk sync --continue, desk.sync.stopped)
     fetched: int = 0  # commits that were new to this clone
@@ -47,6 +48,7 @@ class SyncResult:
     merged: list[str] = field(default_factory=list)  # files the integration changed here
     regenerated: list[str] = field(default_factory=list)
     cases: list[str] = field(default_factory=list)  # conflict cases opened
+    clashes: dict[str, str] = field(default_factory=dict)  # each case opened: what clashed
     commits: list[str] = field(default_factory=list)  # commits desk made (checkpoint, merge, derived)
     attempts: int = 1
     pushed_to: str | None = None  # the remote's branch commit after the push
@@ -59,8 +61,10 @@ class SyncResult:
 
 
 def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
-         progress: remotes.Progress | None = None, now: dt.datetime | None = None) -> SyncResult:
-    """`desk sync`: see the module's docstring. GitPython is imported (one `Repo`, closed) only
+         progress: remotes.Progress | None = None, now: dt.datetime | None = None,
+         actor: str = "user") -> SyncResult:
+    """`desk sync`: see the module's docstring; `actor` (who asked) is in every commit it makes.
+    GitPython is imported (one `Repo`, closed) only
     when there is something to fetch or push."""
     from desk.transaction import refuse_stopped, transaction
 
@@ -75,7 +79,7 @@ def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
         raise UsageError("HEAD is detached; desk sync integrates a branch",
                          hint="check out the desk's branch first (`git switch main`)")
     with remotes.session(desk.root) as remote_session, transaction(desk) as tx:
-        result = _sync_locked(desk, tx, remote_session, name, branch, push=push, progress=progress, now=now)
+        result = _sync_locked(desk, tx, remote_session, name, branch, actor, push=push, progress=progress, now=now)
         if _reviews(desk):  # review mode's proposals travel too (docs/review.md), never forced
             from desk.memory.review import REVIEW_REFS
 
@@ -92,9 +96,10 @@ def _reviews(desk: DeskFolder) -> bool:
         return False
 
 
-def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSession, name: str, branch: str, *,
+def _sync_locked(desk: DeskFolder, tx: Transaction, remote: remotes.RemoteSession, name: str, branch: str,
+                 actor: str, *,
                  push: bool, progress: remotes.Progress | None, now: dt.datetime | None) -> SyncResult:
-    result = SyncResult(name, branch)
+    result = SyncResult(name, branch, actor)
     git = desk.git.with_env(**{SYNC_ENV: "1"})
     tracking = f"refs/remotes/{name}/{branch}"
     for attempt in range(1, PUSH_ATTEMPTS + 1):
@@ -189,7 +194,7 @@ def _checkpoint(tx: Transaction, result: SyncResult, archive: Answer[list[str]])
         return False
     from desk.archive.checkpoint import checkpoint_locked
 
-    done = checkpoint_locked(tx, actor="assistant")
+    done = checkpoint_locked(tx, actor=result.actor)
     if done.commit:
         result.commits.append(done.commit)
     return done.commit is not None
@@ -219,7 +224,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
             result.merged += sorted({c.path for c in git.worktree.diff_tree(head, incoming)})
         # A commit made with --no-verify elsewhere may have left MEMORY.md stale: the gate said so
         # and computed the right one from the change (a first sync regenerates it from memory/).
-        fixed = regenerate_index(tx, now, index) if head is None or index is not None else None
+        fixed = regenerate_index(tx, now, index, result.actor) if head is None or index is not None else None
         if fixed is not None:
             result.commits.append(fixed)
             result.regenerated.append(INDEX_FILE)
@@ -228,7 +233,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     _refuse_incoming_attributes(git, head, incoming, result)  # before git merges with them
     _make_merge_drivers_safe(desk, result)
     message = commit_message(f"sync: merge {result.remote}/{result.branch}",
-                             {"Desk-Op": "sync", "Desk-Actor": "assistant"})
+                             {"Desk-Op": "sync", "Desk-Actor": result.actor})
     mark_integration(git, "merge", head, incoming)  # a kill from here to the commit: undone
     try:
         with _interrupt_after() as interrupted:
@@ -266,8 +271,10 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     result.commits.append(sha)
     result.merged += sorted({c.path for c in git.worktree.diff_tree(head, sha)} - set(settled.regenerated))
     result.cases += settled.cases
+    result.clashes.update(settled.clashes)
+    result.warnings += settled.warnings
     result.regenerated += settled.regenerated
-    derived = finish_locked(tx, settled.derived)
+    derived = finish_locked(tx, settled.derived, actor=result.actor)
     if derived is not None:
         result.commits.append(derived)
         result.regenerated += sorted(c.path for c in git.worktree.diff_tree(sha, derived))

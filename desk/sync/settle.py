@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from desk.errors import ConflictError, Finding
 from desk.layout import CONFLICTS_FILE, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, DeskFolder
 from desk.storage.git import Git
-from desk.sync.drivers import clear_pending, driver_for, merge_file, read_pending
+from desk.sync.drivers import clear_pending, merge_file, read_pending, settled_by
 from desk.text.times import utc_now
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ class Settled:
     regenerated: list[str] = field(default_factory=list)
     derived: list[str] = field(default_factory=list)  # derived views to render from the merged archive
     cases: list[str] = field(default_factory=list)  # conflict cases opened
+    clashes: dict[str, str] = field(default_factory=dict)  # each case opened: what clashed (desk.sync.cases.clash)
     warnings: list[str] = field(default_factory=list)
     commit: str | None = None
 
@@ -49,13 +50,14 @@ def resolve_merge(desk: DeskFolder, git: Git, *, now: dt.datetime | None = None)
     stage_blobs = {blob for stages in unmerged.values() for _mode, blob in stages.values()}
     blobs = git.objects.read_blobs(stage_blobs)
     pending: list[dict[str, Any]] = []
+    keep = "theirs" if git.merging.stopped() == "rebase" else "ours"  # this clone's side (git swaps them in a rebase)
     for path, stages in sorted(unmerged.items()):
-        driver = driver_for(path)
+        driver = settled_by(path)
         base, ours, theirs = (blobs[stages[s][1]] if s in stages else None for s in (1, 2, 3))
         if driver is None:
             raise ConflictError(f"{path} changed on both sides and is not a file desk can merge",
                                 hint="merge it by hand (`git pull`, resolve, commit), then sync again")
-        result = merge_file(driver, path, base, ours, theirs)
+        result = merge_file(driver, path, base, ours, theirs, keep)
         if not result.ok:
             raise ConflictError(f"{path} changed on both sides in a way desk cannot merge safely "
                                 f"(the {driver} merge refused)",
@@ -109,13 +111,17 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
     from desk.gate.entries import entries_in_worktree
 
     writes: dict[str, bytes] = {}
+    settled.warnings += [f"desk: a preference changed differently on both sides: {p['path']} keeps the later "
+                         f"change; the other is in history (`desk pref history {p['key']}`)"
+                         for p in pending if p.get("type") == "pref"]
     case_items = [p for p in pending if p.get("type") == "case"]
     if case_items:
         queue_path = desk.path(CONFLICTS_FILE)
         current = queue_path.read_bytes() if queue_path.is_file() else None
         cases = parse_queue(current)
-        settled.cases = add_cases(cases, case_items, desk.desk_id, now or utc_now(),
-                                  sides if sides is not None else _finished_sides(desk))
+        settled.clashes = add_cases(cases, case_items, desk.desk_id, now or utc_now(),
+                                    sides if sides is not None else _finished_sides(desk))
+        settled.cases = list(settled.clashes)
         if settled.cases:
             writes[CONFLICTS_FILE] = render_queue(cases)
     index = render_index(entries_in_worktree(desk).values())
@@ -166,7 +172,7 @@ def regenerate_derived(desk: DeskFolder, paths: list[str]) -> dict[str, bytes]:
     return writes
 
 
-def finish_locked(tx: Transaction, regenerate: list[str], *, actor: str = "assistant") -> str | None:
+def finish_locked(tx: Transaction, regenerate: list[str], *, actor: str) -> str | None:
     """Commit the derived files `regenerate` names, rendered from the merged archive (one commit);
     the caller holds the desk lock."""
     from desk.transaction import commit_message
@@ -181,7 +187,7 @@ def finish_locked(tx: Transaction, regenerate: list[str], *, actor: str = "assis
     return tx.commit(dict(writes), message)
 
 
-def regenerate_index(tx: Transaction, now: dt.datetime | None = None, index: bytes | None = None) -> str | None:
+def regenerate_index(tx: Transaction, now: dt.datetime | None, index: bytes | None, actor: str) -> str | None:
     """Commit MEMORY.md regenerated from memory/ (or `index`, when the caller has it) when it
     differs (after a fast-forward or a rebase); not when it or memory/ has a person's edits."""
     from desk.transaction import commit_message
@@ -193,7 +199,7 @@ def regenerate_index(tx: Transaction, now: dt.datetime | None = None, index: byt
     if index is None or tx.desk.git.worktree.dirty([INDEX_FILE, "memory/"]):
         return None
     return tx.commit({INDEX_FILE: index},
-                     commit_message("sync: regenerate MEMORY.md", {"Desk-Op": "sync", "Desk-Actor": "assistant"}))
+                     commit_message("sync: regenerate MEMORY.md", {"Desk-Op": "sync", "Desk-Actor": actor}))
 
 
 def hook_after_merge(root: Path) -> list[str]:
@@ -208,8 +214,8 @@ def hook_after_merge(root: Path) -> list[str]:
     if settled.commit:
         lines.append(f"desk: settled the merge in commit {settled.commit[:12]}: "
                      + ", ".join(settled.regenerated or ["conflict queue"]))
-    for case in settled.cases:
-        lines.append(f"desk: a memory changed differently on both sides: conflict case {case} "
+    for case, what in settled.clashes.items():
+        lines.append(f"desk: {what}: conflict case {case} "
                      "(`desk conflicts` lists it; the file keeps one version, the other is a candidate)")
     return lines
 

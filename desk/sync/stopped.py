@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from desk.errors import ConflictError, RejectedError, UsageError
 from desk.layout import DeskFolder
 from desk.storage.integration import left_behind
-from desk.sync.drivers import driver_for
+from desk.sync.drivers import settled_by
 from desk.sync.run import SyncResult
 from desk.sync.settle import SYNC_ENV, Settled, finish_locked, resolve_merge, settle_locked
 
@@ -37,7 +37,7 @@ def stopped_notice(desk: DeskFolder) -> str | None:
     undo = f"`git {kind} --abort` undoes the pull"
     named = ", ".join(unmerged[:5]) + (f" and {len(unmerged) - 5} more" if len(unmerged) > 5 else "")
     where = f" on {named}" if unmerged else ""
-    by_hand = [p for p in unmerged if driver_for(p) is None]
+    by_hand = [p for p in unmerged if settled_by(p) is None]
     if by_hand:
         return (f"a git {kind} stopped in this clone{where}; resolve {', '.join(by_hand[:5])} by hand "
                 f"(edit, `git add`), then run `desk sync --continue` to settle desk's files and finish "
@@ -92,6 +92,7 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
             settle_locked(tx, after, now, sorted(set(derived)))
             more = after.commit
             result.cases += after.cases
+            result.clashes.update(after.clashes)
             result.warnings += after.warnings
         if more is not None:
             result.commits.append(more)
@@ -131,4 +132,6 @@ def _with_trailers(subject: str, body: str, settled: Settled) -> str:
 
 def _count(result: SyncResult, settled: Settled) -> None:
     result.cases += settled.cases
+    result.clashes.update(settled.clashes)
+    result.warnings += settled.warnings
     result.regenerated += [p for p in settled.regenerated if p not in result.regenerated]

@@ -169,9 +169,10 @@ def test_now_md_merges_by_section_and_a_clash_becomes_a_case(clones: Clones) -> 
     result = b.sync(now=NOW).value
     now = (b.root / "NOW.md").read_text()
     assert "a doing" in now and "b next" in now and result.cases == []
-    b.sync()
+    a.now_set("blocked on the bank", section="blocked")
     a.sync()
-    a.now_set("a blocked", section="blocked")
+    b.sync()
+    a.now_set("a blocked", section="blocked")  # the same item replaced two ways
     b.now_set("b blocked", section="blocked")
     a.sync()
     result = b.sync(now=NOW).value

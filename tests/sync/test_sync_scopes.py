@@ -90,7 +90,10 @@ def test_a_preference_changed_on_both_sides_keeps_the_later_one_on_every_clone(c
     _prefs(a, "English", T2)  # the later change, made on a
     _prefs(b, "French", "2026-11-30T10:30:00Z")  # an earlier change, made on b
     a.sync()
-    assert b.sync(now=NOW).value.cases == []  # decided by `updated`, never a case
+    synced = b.sync(now=NOW).value
+    assert synced.cases == []  # decided by `updated`, never a case, but named in the report
+    assert any(w.startswith("desk: a preference changed differently on both sides: ") and "response.language" in w
+               for w in synced.warnings)
     no_markers(b)
     path = pref_path("owner", "response.language")
     assert parse_pref((b.root / path).read_bytes(), path, "response.language").value == "English"

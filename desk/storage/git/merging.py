@@ -6,12 +6,14 @@ merge drivers of .gitattributes apply.
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, GitError
 from desk.storage.atomic import atomic_write
 from desk.storage.git.parse import path_of
-from desk.storage.git.run import Answer
+from desk.storage.git.run import Answer, Runner
 
 if TYPE_CHECKING:
     from desk.storage.git.repo import Git
@@ -135,3 +137,16 @@ class Merging:
         """Write HEAD's tree into the index and the work tree (`desk clone`, which cloned without
         a checkout so that the tree was checked first)."""
         self._git.run("reset", "-q", "--hard", "HEAD")
+
+
+def merge_text(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
+    """git's own three-way line merge of three versions (`git merge-file`, run on temporary
+    copies): the merged bytes, or None where git would write conflict markers (the same lines
+    changed two ways, or changes that touch) or where git cannot merge them (binary data)."""
+    with tempfile.TemporaryDirectory(prefix="desk-merge-") as tmp:
+        names = []
+        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            (Path(tmp) / name).write_bytes(data)
+            names.append(name)
+        proc = Runner(Path(tmp)).completed(("merge-file", "-p", "-q", *names), recorded=False)
+    return proc.stdout if proc.returncode == 0 else None  # else the number of conflicts, or 255

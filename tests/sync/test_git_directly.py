@@ -1,0 +1,214 @@
+"""A person who uses git directly (issue 32): `git rebase -i`, `git pull --rebase`, `git pull`
+through desk's installed drivers and hooks behave as git would, with cases only for real clashes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import desk.api as api
+from tests.sync.conftest import Clones, git
+
+NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def edit(d: api.Desk, path: str, old: str, new: str, message: str) -> None:
+    """A person's hand edit, committed with plain `git commit` (through desk's hooks)."""
+    file = d.root / path
+    text = file.read_text()
+    assert old in text, (old, text)
+    file.write_text(text.replace(old, new, 1))
+    git(d.root, "commit", "-qam", message)
+
+
+def subjects(d: api.Desk) -> list[str]:
+    return git(d.root, "log", "--format=%s").splitlines()
+
+
+def cases(d: api.Desk) -> list[dict[str, object]]:
+    return list(d.conflicts().to_json()["cases"])
+
+
+def test_rebase_i_dropping_a_commit_replays_a_persons_own_edits_with_no_case(tmp_path: Path, identity: None) -> None:
+    """The issue's scenario: a body edit and then a description edit committed by hand, and an
+    earlier commit (desk's, adding a trigger) dropped with `git rebase -i`. git replays both edits
+    cleanly; so does desk's driver (field by field, line by line): no case, no `sync: settle`
+    commit. The driver used to keep the upstream's whole file and open a case for each."""
+    d = api.init(tmp_path / "d")
+    d.remember("report-style", "Use tables.\nKeep it short.\nCite sources.\n", type="convention",
+               description="How reports look", triggers=["report"], now=NOW)
+    d.set("report-style", add_triggers=["summary"], now=NOW)  # the commit to drop
+    edit(d, "memory/report-style.md", "Keep it short.", "Keep it very short.", "body")
+    edit(d, "memory/report-style.md", "description: How reports look", "description: How reports should look", "desc")
+    env = {**os.environ, "GIT_SEQUENCE_EDITOR": "sed -i '/set: report-style/d'"}
+    rebase = subprocess.run(["git", "rebase", "-i", "HEAD~3"], cwd=d.root, env=env, capture_output=True, text=True)
+    assert rebase.returncode == 0, rebase.stderr
+    text = (d.root / "memory/report-style.md").read_text()
+    assert "How reports should look" in text and "Keep it very short." in text and "summary" not in text
+    assert subjects(d)[:3] == ["desc", "body", "remember: report-style"]
+    assert cases(d) == [] and d.validate("all").exit_code == 0
+    assert git(d.root, "status", "--porcelain") == ""
+
+
+def test_pull_rebase_keeps_this_clones_version_in_the_file(clones: Clones) -> None:
+    """Under `git pull --rebase` git's sides are swapped: this clone's commit being replayed is
+    THEIRS. desk keeps it in the file (as docs/sync.md says), and the upstream's is the candidate."""
+    a, b = clones[0], clones[1]
+    a.remember("foo", "Original.", type="fact", description="foo", triggers=["foo"], now=NOW)
+    a.sync()
+    git(b.root, "pull", "-q", "--rebase", "origin", "main")
+    edit(a, "memory/foo.md", "Original.", "From a.", "a's edit")
+    a.sync()
+    edit(b, "memory/foo.md", "Original.", "From b.", "b's edit")
+    pull = subprocess.run(["git", "pull", "--rebase", "origin", "main"], cwd=b.root, capture_output=True, text=True)
+    assert pull.returncode == 0, pull.stderr
+    assert "From b." in (b.root / "memory/foo.md").read_text()
+    (case,) = [c for c in cases(b) if c["domain"] == "memory:foo"]
+    roles = {c["role"]: c["content"] for c in case["candidates"]}  # type: ignore[union-attr]
+    assert "From b." in roles["incumbent"] and "From a." in roles["challenger"]
+    assert "keeps this clone's commit being replayed's version" in str(case["note"])
+    assert "desk: a memory changed differently on both sides: conflict case" in pull.stderr
+
+
+@pytest.mark.parametrize("how", ["--no-rebase", "--rebase"])
+def test_different_fields_and_lines_from_two_clones_merge_without_a_case(clones: Clones, how: str) -> None:
+    """A `git pull` (merge or rebase) of one memory changed in its description on one clone and its
+    body on the other merges both, as git's own merge would: no case, no `sync: settle` commit."""
+    a, b = clones[0], clones[1]
+    a.remember("foo", "One.\nTwo.\nThree.\n", type="fact", description="foo", triggers=["foo"], now=NOW)
+    a.sync()
+    b.sync()
+    edit(a, "memory/foo.md", "description: foo", "description: the foo", "a: description")
+    a.sync()
+    edit(b, "memory/foo.md", "Three.", "Three!", "b: body")
+    git(b.root, "pull", "-q", how, "origin", "main")
+    text = (b.root / "memory/foo.md").read_text()
+    assert "description: the foo" in text and "Three!" in text
+    assert cases(b) == [] and not any(s.startswith("sync: settle") for s in subjects(b))
+
+
+def test_now_items_appended_on_two_clones_are_both_kept(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    a.now_append("write the report", section="doing")
+    b.now_append("call the bank", section="doing")
+    b.now_append("book the train", section="doing")
+    a.sync()
+    result = b.sync(now=NOW).value
+    doing = b.now_show(section="doing").to_json()
+    assert result.cases == []
+    text = (b.root / "NOW.md").read_text()
+    assert text.index("call the bank") < text.index("book the train") < text.index("write the report"), doing
+
+
+def test_the_same_now_item_changed_two_ways_is_a_case_named_as_such(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    a.now_append("write the report", section="doing")
+    a.sync()
+    b.sync()
+    edit(a, "NOW.md", "- write the report", "- write the report today", "a")
+    edit(b, "NOW.md", "- write the report", "- write the report tomorrow", "b")
+    a.sync()
+    synced = b.sync(now=NOW)
+    assert len(synced.value.cases) == 1
+    assert "a NOW.md item changed differently on both sides" in synced.text()
+
+
+def mistake(d: api.Desk, what: str, day: int) -> None:
+    from desk.notes.mistakes import add_mistake
+
+    add_mistake(d, what=what, context="c", cause="c", avoid="a", now=dt.datetime(2026, 11, day, tzinfo=dt.timezone.utc))
+
+
+def test_mistakes_added_on_two_clones_are_all_kept_in_date_order(clones: Clones) -> None:
+    """Both clones add M-0001: desk sync keeps both, by date, the merged-in one renumbered."""
+    a, b = clones[0], clones[1]
+    mistake(a, "pushed without the tests", 20)
+    mistake(b, "answered in English", 10)
+    mistake(b, "guessed a date", 25)
+    a.sync()
+    result = b.sync(now=NOW).value
+    assert result.cases == []
+    entries = [(m["id"], m["what"]) for m in b.mistake_list().to_json()["mistakes"]]
+    assert entries == [("M-0001", "answered in English"), ("M-0003", "pushed without the tests"),
+                       ("M-0002", "guessed a date")]
+
+
+def test_a_git_pull_stopped_on_two_mistakes_is_settled_by_sync_continue(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    mistake(a, "pushed without the tests", 20)
+    a.sync()
+    mistake(b, "answered in English", 10)
+    pull = subprocess.run(["git", "pull", "--no-rebase", "origin", "main"], cwd=b.root, capture_output=True, text=True)
+    assert pull.returncode != 0 and "MISTAKES.md" in pull.stdout
+    assert "`desk sync --continue`" in (api.stopped_notice(b) or "")
+    assert b.sync(resume=True, now=NOW).value.status == "merge-finished"
+    assert [m["what"] for m in b.mistake_list().to_json()["mistakes"]] == ["answered in English", "pushed without the tests"]
+    assert b"<<<<<<<" not in (b.root / "MISTAKES.md").read_bytes()
+
+
+def test_a_desk_sync_run_at_the_cli_is_recorded_as_the_user(clones: Clones) -> None:
+    a, b = clones[0], clones[1]
+    a.remember("foo", "A.", type="fact", description="foo", triggers=["foo"], now=NOW)
+    a.sync()
+    b.remember("bar", "B.", type="fact", description="bar", triggers=["bar"], now=NOW)
+    sync = subprocess.run(["desk", "--desk", str(b.root), "sync", "-q"], capture_output=True, text=True)
+    assert sync.returncode == 0, sync.stderr
+    assert subjects(b)[0] == "sync: merge origin/main"
+    actors = git(b.root, "log", "-1", "--format=%(trailers:key=Desk-Actor,valueonly)").split()
+    assert actors == ["user"]
+
+
+# -- docs/sync.md, "If you use git directly": its transcripts, run in order ------------------------
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "sync.md"
+
+
+def transcript() -> list[tuple[str, int, list[str]]]:
+    """(command, exit code, output lines) of the section's console blocks: `$ ` lines are commands
+    (`# exit N` after one: it fails with N), the lines after one are what it prints (`…`: anything)."""
+    import re
+
+    text = DOC.read_text("utf-8").split("## If you use git directly", 1)[1].split("\n## ", 1)[0]
+    steps: list[tuple[str, int, list[str]]] = []
+    for block in re.findall(r"```console\n(.*?)\n```", text, re.S):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                code = re.search(r"\s+# exit (\d+)$", line)
+                steps.append((line[2:], int(code.group(1)) if code else 0, []))
+            else:
+                steps[-1][2].append(line)
+    return steps
+
+
+def test_the_git_directly_transcripts_run(tmp_path: Path, identity: None) -> None:
+    import re
+    import sys
+
+    home = tmp_path
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(home / "remote.git")], check=True)
+    d = api.init(home / "desk")
+    git(d.root, "remote", "add", "origin", str(home / "remote.git"))
+    d.remember("report-style", "Use tables.\nKeep it short.\n", type="convention", description="How reports look",
+               triggers=["report"], now=NOW)
+    d.remember("old-note", "Step one.\n", type="fact", description="An old note", triggers=["old"], now=NOW)
+    d.sync()
+    api.clone(str(home / "remote.git"), home / "other")
+    env = {**os.environ, "HOME": str(home), "GIT_SEQUENCE_EDITOR": "sed -i -e /scratch/d",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("DESK_HOME", None)
+    steps = transcript()
+    assert len(steps) >= 20
+    cwd = home
+    for command, code, expected in steps:
+        run = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True)
+        if command.startswith("cd "):
+            cwd = Path(os.path.expanduser(command[3:].strip().replace("~", str(home), 1)))
+        out = (run.stdout + run.stderr).splitlines()
+        assert run.returncode == code, (command, run.stdout, run.stderr)
+        for line in expected:
+            pattern = ".*".join(re.escape(part) for part in line.split("…"))
+            assert any(re.fullmatch(pattern, got) for got in out), (command, line, out)
