@@ -98,7 +98,8 @@ def _memory_without_index(desk: DeskFolder) -> Callable[[], None]:
     return commit
 
 
-@pytest.mark.parametrize(("point", "person"), [("after-marker", _memory_by_hand), ("after-objects", _memory_without_index)])
+@pytest.mark.parametrize(("point", "person"), [("after-marker", _memory_by_hand),
+                                               ("after-objects", _memory_without_index)])
 def test_a_change_checked_on_the_recorded_head_is_checked_again_on_the_head_it_lands_on(
         desk: DeskFolder, paused: Callable[[str, Callable[[], None]], list[str]], point: str,
         person: Callable[[DeskFolder], Callable[[], None]]) -> None:

@@ -51,7 +51,8 @@ def _errors(findings: list[Finding]) -> list[tuple[int, str]]:
     return [(f.line, f.rule) for f in findings if f.severity == "error"]
 
 
-def test_the_untouched_chain_is_accepted_whole_and_as_every_append(desk: DeskFolder, chain: tuple[str, list[bytes]]) -> None:
+def test_the_untouched_chain_is_accepted_whole_and_as_every_append(desk: DeskFolder,
+                                                                   chain: tuple[str, list[bytes]]) -> None:
     path, lines = chain
     for committed in range(COUNT + 1):
         assert _findings(desk, path, lines, committed) == []

@@ -41,8 +41,11 @@ def test_recall_leaves_out_a_memory_from_the_instant_it_expires(desk: DeskFolder
 
 @pytest.mark.parametrize(("as_of", "found"), [(STAMP - JUST, False), (STAMP, True)])
 def test_recall_takes_a_memory_stamped_exactly_at_as_of(desk: DeskFolder, as_of: dt.datetime, found: bool) -> None:
-    remember(desk, "older", type="fact", description="earlier", body="Staging ran on Debian.", now=STAMP - dt.timedelta(days=9))
-    remember(desk, "temp", type="fact", description="staging", body="The staging password rotates.", now=STAMP)
+    # a newer memory too: records after `as_of` are left out only when the cache holds one
+    for name, body, when in (("older", "Staging ran on Debian.", STAMP - dt.timedelta(days=9)),
+                             ("temp", "The staging password rotates.", STAMP),
+                             ("newer", "Staging moved to Alpine.", STAMP + dt.timedelta(days=1))):
+        remember(desk, name, type="fact", description=f"about {name}", body=body, now=when)
     assert ("memory:temp" in [h.id for h in recall(desk, "staging password", as_of=as_of).hits]) is found
 
 
