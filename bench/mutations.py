@@ -140,7 +140,7 @@ MUTATIONS = [
     Mutation("context-cache-expiring-at-as-of-kept", "recall/context", "desk/recall/context/cache.py",
              "if parse_time(at) <= as_of)", "if parse_time(at) < as_of)", T_RECALL),
     Mutation("boundary-token-parts-run-together", "recall/context", "desk/text/escape.py",
-             '        digest.update(b"\\0")\n', "", T_RECALL + ("tests/text/test_escape.py",)),
+             '        digest.update(b"\\0")\n', "", ("tests/text/test_escape.py", *T_RECALL)),
 ]
 
 # Mutations that change no behaviour a test could see, with the reason: listed so nobody adds them.
