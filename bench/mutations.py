@@ -178,6 +178,8 @@ def main() -> int:
     parser.add_argument("--rev", default="HEAD", help="the commit whose code and tests are mutated (default HEAD)")
     parser.add_argument("-k", dest="only", default="", help="only mutations whose name contains this")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per mutation's tests")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the first run of every listed test without a mutation")
     args = parser.parse_args()
     chosen = [m for m in MUTATIONS if args.only in m.name]
     with tempfile.TemporaryDirectory(prefix="desk-mutations-") as tmp:
@@ -189,6 +191,12 @@ def main() -> int:
             if not probe.stdout.startswith(str(copy)):
                 print(f"the copy's desk is not the one imported ({probe.stdout.strip()}): aborting", file=sys.stderr)
                 return 2
+            if not args.no_baseline:  # a test failing anyway would count every mutation killed
+                listed = sorted({t for m in chosen for t in m.tests if (copy / t.split("::")[0]).exists()})
+                baseline = _run(copy, listed, args.timeout * 2)
+                if baseline != "survived":
+                    print(f"the tests fail without any mutation ({baseline}): aborting", file=sys.stderr)
+                    return 2
             tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
             bad = 0
             for m in chosen:
