@@ -38,10 +38,13 @@ class ScoreBreakdown:
     weights: dict[str, float]
     contributions: dict[str, float]
     total: float
+    # query terms the record lacks that the question it answers or its session supplied (default ranker)
+    session_terms: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"matched_terms": list(self.matched_terms), "query_term_count": self.query_term_count,
                 "lexical_coverage": self.lexical_coverage, "recency": self.recency,
+                "session_terms": list(self.session_terms),
                 "weights": self.weights, "contributions": self.contributions, "total": self.total}
 
 
@@ -203,6 +206,9 @@ class ContextParams:
     # instead of `context`: the own score of the question a turn answers (the turn before it,
     # when it ends with a question mark)
     question: float = 0.5
+    # a query term the record lacks: this times the best own score of that term in another turn of
+    # its session, summed over such terms and capped at the record's own score (multi-hop)
+    session: float = 0.1
     time: float = 0.0  # a "when" question: the record's own score times this when it names a time
     recency: float = 0.05  # the record's own score times this times its recency (halves every 30 days)
 
@@ -249,17 +255,18 @@ class _Own:
         self.content: dict[int, float] = {}
         self.side: dict[int, float] = {}
         self.total: dict[int, float] = {}  # content + side of every candidate, excluded ones left out
+        self.w = [0.0] * len(q.terms)  # per term: its IDF times (k1 + 1), 0 when no live record holds it
 
     def fill(self) -> dict[int, float]:
         """One pass over every posting: the own score of every candidate."""
         lengths, flat, slope, k1, field, dead = self.lengths, self.flat, self.slope, self.k1, self.field, self.dead
         content, side = self.content, self.side
-        for (said_ids, said_tfs), (side_ids, side_tfs) in zip(self.q.content, self.q.side):
+        for i, ((said_ids, said_tfs), (side_ids, side_tfs)) in enumerate(zip(self.q.content, self.q.side)):
             if not field or not len(side_ids):  # the usual term: said only, no dict of its own
                 df = len(said_ids) - (sum(1 for doc in dead if _contains_id(said_ids, doc)) if dead else 0)
                 if df <= 0:
                     continue
-                w = _idf(df, self.n_docs) * (k1 + 1)
+                w = self.w[i] = _idf(df, self.n_docs) * (k1 + 1)
                 base, scale, get = k1 * flat, k1 * slope, content.get
                 for doc, tf in zip(said_ids, said_tfs):
                     content[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
@@ -271,7 +278,7 @@ class _Own:
                 df -= sum(1 for doc in dead if doc in said or doc in named)
             if df <= 0:
                 continue
-            w = _idf(df, self.n_docs) * (k1 + 1)
+            w = self.w[i] = _idf(df, self.n_docs) * (k1 + 1)
             for doc, c in said.items():
                 s = named.pop(doc, 0.0)
                 t = c + s
@@ -301,6 +308,25 @@ class _Own:
     def __call__(self, doc: int) -> float:
         return self.total.get(doc, 0.0)
 
+    def terms_of(self, doc: int) -> list[float]:
+        """`doc`'s own score per query term (the same BM25F, by lookups); zeros when excluded."""
+        if doc in self.excluded:
+            return [0.0] * len(self.w)
+        norm, out = self.flat + self.slope * self.lengths[doc], []
+        for w, said, named in zip(self.w, self.q.content, self.q.side):
+            t = _tf(said, doc) / norm + (self.field * _tf(named, doc) if self.field else 0.0)
+            out.append(w * t / (t + self.k1) if t else 0.0)
+        return out
+
+    def session_best(self, wanted: set[int], sessions: Any) -> dict[int, list[float]]:
+        """Per session in `wanted`: each query term's best own score among its turns."""
+        best: dict[int, list[float]] = {}
+        for i, (said, named) in enumerate(zip(self.q.content, self.q.side)):
+            for doc in {d for ids in (said[0], named[0]) for d in ids if sessions[d] in wanted}:
+                row = best.setdefault(sessions[doc], [0.0] * len(self.w))
+                row[i] = max(row[i], self.terms_of(doc)[i])
+        return best
+
 
 def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, avg_len: float,
                 as_of: float, limit: int, rids_of: RidsOf,
@@ -314,7 +340,13 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     turn before and of the turn after it in the same session, except that the turn before counts
     `question` times when it ends with a question (the question this turn answers): an answer
     that shares no word with the query ("Yes! We named her Biscuit.") is found through the
-    question that prompted it ("Did you end up getting that dog?"). A "when" question adds `time`
+    question that prompted it ("Did you end up getting that dog?"), but only for the query terms
+    the answer lacks; on a term both say, the answer repeats the question (an echo: "Congrats
+    on your pre-approval!" after "I got pre-approved…, what should I check?"), so the question
+    gets `question` times the answer's score there and the answer `context` times the
+    question's: the turn that states a fact ranks above a reply that repeats it. `session` lends a turn, for each query term it
+    lacks, that term's best own score in another turn of its session (a query whose terms are
+    spread over two turns), capped at the turn's own score. A "when" question adds `time`
     times the own score of a record that names a time; `recency` times the own score times the
     recency. The contributions sum to the total.
     """
@@ -327,19 +359,21 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     timed = q.timed if q.timed is not None and p.time else None
     # Only the strong records (own score >= tau) and their neighbours are scored in full. Every
     # other record totals less than `tau * slack` (its own score and both neighbours' are below
-    # tau), and the `limit` best own scores are strong with totals of at least `kth`, their
-    # smallest own score: with `tau * slack < kth`, nothing outside can enter the top `limit`.
-    slack = 1 + p.context + max(p.context, p.question) + (p.time if timed is not None else 0.0) + p.recency
+    # tau, and what its session lends is capped at its own score), and the `limit` best own
+    # scores are strong with totals of at least `kth`, their smallest own score: with
+    # `tau * slack < kth`, nothing outside can enter the top `limit`.
+    slack = 1 + 2 * max(p.context, p.question) + p.session + (p.time if timed is not None else 0.0) + p.recency
     kth = heapq.nlargest(limit, scores.values())[-1] if len(scores) > limit else 0.0
     tau = kth / slack * (1 - 1e-9)
     strong = [d for d, v in scores.items() if v >= tau] if tau > 0 else list(scores)
     reach = set(strong)
-    talk = bool(p.context or p.question)
+    talk = bool(p.context or p.question or p.session)
     if talk:
         for doc in strong:
             if sessions[doc]:
                 reach.update(_neighbours(columns, doc))
         reach -= excluded
+    best = own.session_best({sessions[d] for d in reach if scores.get(d)} - {0}, sessions) if p.session else {}
     totals = {}
     for doc in reach:
         mine = scores.get(doc, 0.0)
@@ -350,7 +384,7 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
             if p.recency:
                 total += p.recency * mine * _recency(times[doc], as_of)
         if talk and sessions[doc]:
-            total += sum(_near(columns, doc, q.asks, p, own))
+            total += sum(_talk(columns, doc, q, p, own, best)[:3])
         if total > 0:
             totals[doc] = total
     if not totals:
@@ -358,7 +392,7 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     cut = heapq.nlargest(limit, totals.values())[-1] - 1e-6
     scored = []
     for doc in (d for d, v in totals.items() if v >= cut):
-        breakdown = _context_breakdown(q, doc, own, columns, p, as_of)
+        breakdown = _context_breakdown(q, doc, own, columns, p, as_of, best)
         scored.append((_partial_key(breakdown, times[doc]), breakdown, doc))
     return stable_top(scored, limit, rids_of)
 
@@ -388,22 +422,50 @@ def _neighbours(columns: Any, doc: int) -> list[int]:
     return out
 
 
-def _near(columns: Any, doc: int, asks: Any, p: ContextParams, own: Callable[[int], float]) -> tuple[float, float]:
-    """(context, question) of `doc`: `question` times the own score of the turn before it when
-    that turn ends with a question (the one `doc` answers), `context` times every other
-    neighbour's own score."""
+def _talk(columns: Any, doc: int, q: ContextQuery, p: ContextParams, own: _Own,
+          best: dict[int, list[float]]) -> tuple[float, float, float, tuple[str, ...]]:
+    """(context, question, session, the query terms lent) of `doc`, a turn of a session.
+
+    `question` times the own score, on each query term `doc` lacks, of the turn before it when
+    that turn ends with a question (the one `doc` answers); when `doc` ends with a question,
+    `question` times its answer's own score on the terms both say (the answer repeats them);
+    `context` times every other neighbour's own score, term by term; `session` times the
+    session's best own score of each term `doc` lacks, at most `doc`'s own score."""
+    lacks = [v == 0.0 for v in own.terms_of(doc)]
     context = question = 0.0
+    lent = [False] * len(lacks)
     for n in _neighbours(columns, doc):
-        if n < doc and _contains_id(asks, n):
-            question += p.question * own(n)
+        if n < doc and _contains_id(q.asks, n):  # the question `doc` answers: it lends what `doc` lacks
+            for i, v in enumerate(own.terms_of(n)):
+                if lacks[i]:
+                    question += p.question * v
+                    lent[i] = lent[i] or v > 0
+                else:
+                    context += p.context * v
+        elif n > doc and _contains_id(q.asks, doc):  # `doc` asks, `n` answers: its repeats confirm `doc`
+            for i, v in enumerate(own.terms_of(n)):
+                if lacks[i]:
+                    context += p.context * v
+                else:
+                    question += p.question * v
         else:
             context += p.context * own(n)
-    return context, question
+    session, row = 0.0, best.get(columns.sessions[doc])
+    if row is not None and own(doc):
+        session = p.session * min(own(doc), sum(v for v, gap in zip(row, lacks) if gap))
+        lent = [was or (gap and v > 0) for was, gap, v in zip(lent, lacks, row)]
+    return context, question, session, tuple(t for t, was in zip(q.terms, lent) if was)
 
 
 def _contains_id(ids: Any, doc: int) -> bool:
     k = bisect.bisect_left(ids, doc)
     return k < len(ids) and ids[k] == doc
+
+
+def _tf(postings: tuple[Any, Any], doc: int) -> int:
+    ids, tfs = postings
+    k = bisect.bisect_left(ids, doc)
+    return tfs[k] if k < len(ids) and ids[k] == doc else 0
 
 
 def _recency(time: float, as_of: float) -> float:
@@ -413,20 +475,21 @@ def _recency(time: float, as_of: float) -> float:
 
 
 def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, p: ContextParams,
-                       as_of: float) -> ScoreBreakdown:
+                       as_of: float, best: dict[int, list[float]]) -> ScoreBreakdown:
     matched = tuple(t for t, (ci, _), (si, _) in zip(q.terms, q.content, q.side)
                     if _contains_id(ci, doc) or _contains_id(si, doc))
     content, side = own.parts(doc)
     mine = content + side
     recency = _recency(columns.times[doc], as_of)
     timed = q.timed is not None and p.time and _contains_id(q.timed, doc)
-    context, question = (_near(columns, doc, q.asks, p, own) if (p.context or p.question) and columns.sessions[doc]
-                         else (0.0, 0.0))
-    parts = {"content": content, "field": side, "context": context, "question": question,
+    context, question, session, lent = (_talk(columns, doc, q, p, own, best)
+                                        if (p.context or p.question or p.session) and columns.sessions[doc]
+                                        else (0.0, 0.0, 0.0, ()))
+    parts = {"content": content, "field": side, "context": context, "question": question, "session": session,
              "time": p.time * mine if timed else 0.0,
              "recency": p.recency * mine * recency}
     contributions = {k: round(v, 6) for k, v in parts.items()}
-    weights = {"content": 1.0, "field": p.field, "context": p.context, "question": p.question, "time": p.time,
-               "recency": p.recency}
+    weights = {"content": 1.0, "field": p.field, "context": p.context, "question": p.question,
+               "session": p.session, "time": p.time, "recency": p.recency}
     return ScoreBreakdown(matched, len(q.terms), round(len(matched) / max(len(q.terms), 1), 6), round(recency, 6),
-                          weights, contributions, round(sum(contributions.values()), 6))
+                          weights, contributions, round(sum(contributions.values()), 6), lent)

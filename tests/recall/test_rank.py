@@ -105,14 +105,16 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
     asks = set(cache.postings(ASK_TAG)[0])
     at = _ts(as_of)
 
-    def own(d: int) -> float:
+    def per_term(d: int) -> list[float]:
         """BM25F: one pseudo-frequency per term over both fields, saturated once."""
-        total = 0.0
+        out = []
         for said, named, idf in terms:
             t = said.get(d, 0) / (1 - p.b + p.b * s.lengths[d] / avg) + p.field * named.get(d, 0)
-            if t:
-                total += idf * t * (p.k1 + 1) / (t + p.k1)
-        return total
+            out.append(idf * t * (p.k1 + 1) / (t + p.k1) if t else 0.0)
+        return out
+
+    def own(d: int) -> float:
+        return sum(per_term(d))
 
     def neighbours(d: int) -> list[int]:
         out = []
@@ -129,14 +131,25 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
         mine = own(d)
         recency = 0.5 ** (max(0.0, at - s.times[d]) / 86400 / 30)
         total = mine * (1 + (p.time if d in timed else 0) + p.recency * recency)
-        total += sum((p.question if m < d and m in asks else p.context) * own(m) for m in neighbours(d))
+        mine_terms = per_term(d)
+        for m in neighbours(d):
+            paired = (m < d and m in asks) or (m > d and d in asks)  # a question and its answer
+            for v, said in zip(per_term(m), mine_terms):
+                # the answer borrows what it lacks, the question gets what its answer repeats
+                lends = (m < d and not said) or (m > d and said)
+                total += (p.question if paired and lends else p.context) * v
+        session_mates = [m for m in conv if s.sessions[m] == s.sessions[d] != 0 and m != d]
+        if mine and session_mates:
+            best = [max(col) for col in zip(*(per_term(m) for m in session_mates))]
+            total += p.session * min(mine, sum(b for b, said in zip(best, mine_terms) if not said))
         if total > 0:
             totals.append(total)
     return sorted(totals, reverse=True)[:limit]
 
 
 @pytest.mark.parametrize("weights", [{}, {"context": 0.6, "time": 0.5, "field": 2.5, "question": 0.2},
-                                     {"field": 0.0, "context": 0.0, "question": 1.5}])
+                                     {"field": 0.0, "context": 0.0, "question": 1.5},
+                                     {"session": 0.8, "question": 0.0}])
 def test_default_ranker_equals_its_definition(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch,
                                               weights: dict[str, float]) -> None:
     """The default ranker (own scores, then only the strong records and their neighbours scored
