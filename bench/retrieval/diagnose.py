@@ -91,7 +91,7 @@ def diagnose(seed: int, version: int, examples: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--benchmark-version", type=int, default=gen.BENCHMARK_VERSION, choices=(1, 2))
+    parser.add_argument("--benchmark-version", type=int, default=gen.BENCHMARK_VERSION, choices=(1, 2, 3))
     parser.add_argument("--set", default="", metavar="NAME=V,...", help="override the default ranker's parameters")
     parser.add_argument("--examples", type=int, default=0, help="print this many misses of each kind")
     args = parser.parse_args()
