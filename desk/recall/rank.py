@@ -229,6 +229,7 @@ class ContextQuery:
     side: list[tuple[Any, Any]]  # per term: the speaker/meta field's postings
     timed: Any  # record numbers whose text names a time (sorted), or None when not a "when" question
     asks: Any = ()  # record numbers of conversation turns that end with a question (sorted)
+    states: Any = ()  # those of them that say something before they ask (sorted)
 
 
 def _idf(df: int, n: int) -> float:
@@ -340,11 +341,12 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     turn before and of the turn after it in the same session, except that the turn before counts
     `question` times when it ends with a question (the question this turn answers): an answer
     that shares no word with the query ("Yes! We named her Biscuit.") is found through the
-    question that prompted it ("Did you end up getting that dog?"), but only for the query terms
-    the answer lacks; on a term both say, the answer repeats the question (an echo: "Congrats
-    on your pre-approval!" after "I got pre-approved…, what should I check?"), so the question
-    gets `question` times the answer's score there and the answer `context` times the
-    question's: the turn that states a fact ranks above a reply that repeats it. `session` lends a turn, for each query term it
+    question that prompted it ("Did you end up getting that dog?"). When the question first
+    states something ("I got pre-approved for $350,000. What should I check?"), an answer that
+    says a query term too repeats it (an echo: "Congrats on your pre-approval!"): on such a term
+    the question gets `question` times the answer's score and the answer `context` times the
+    question's, so the turn that states a fact ranks above a reply that repeats it; the answer
+    still borrows the terms it lacks. `session` lends a turn, for each query term it
     lacks, that term's best own score in another turn of its session (a query whose terms are
     spread over two turns), capped at the turn's own score. A "when" question adds `time`
     times the own score of a record that names a time; `recency` times the own score times the
@@ -426,23 +428,25 @@ def _talk(columns: Any, doc: int, q: ContextQuery, p: ContextParams, own: _Own,
           best: dict[int, list[float]]) -> tuple[float, float, float, tuple[str, ...]]:
     """(context, question, session, the query terms lent) of `doc`, a turn of a session.
 
-    `question` times the own score, on each query term `doc` lacks, of the turn before it when
-    that turn ends with a question (the one `doc` answers); when `doc` ends with a question,
-    `question` times its answer's own score on the terms both say (the answer repeats them);
-    `context` times every other neighbour's own score, term by term; `session` times the
-    session's best own score of each term `doc` lacks, at most `doc`'s own score."""
+    `question` times the own score of the turn before it when that turn ends with a question
+    (the one `doc` answers); when that question first states something, only on the query terms
+    `doc` lacks, and when `doc` is such a question, `question` times its answer's own score on
+    the terms both say (the answer repeats them); `context` times every other neighbour's own
+    score, term by term; `session` times the session's best own score of each term `doc` lacks,
+    at most `doc`'s own score."""
     lacks = [v == 0.0 for v in own.terms_of(doc)]
     context = question = 0.0
     lent = [False] * len(lacks)
     for n in _neighbours(columns, doc):
-        if n < doc and _contains_id(q.asks, n):  # the question `doc` answers: it lends what `doc` lacks
+        if n < doc and _contains_id(q.asks, n):  # the question `doc` answers
+            echoes = _contains_id(q.states, n)  # it stated something `doc` can repeat
             for i, v in enumerate(own.terms_of(n)):
-                if lacks[i]:
+                if lacks[i] or not echoes:
                     question += p.question * v
-                    lent[i] = lent[i] or v > 0
+                    lent[i] = lent[i] or (lacks[i] and v > 0)
                 else:
                     context += p.context * v
-        elif n > doc and _contains_id(q.asks, doc):  # `doc` asks, `n` answers: its repeats confirm `doc`
+        elif n > doc and _contains_id(q.states, doc):  # `doc` states and asks, `n` answers: its repeats confirm `doc`
             for i, v in enumerate(own.terms_of(n)):
                 if lacks[i]:
                     context += p.context * v

@@ -20,7 +20,8 @@ from typing import Any
 from desk.errors import DeskError, InvalidFileError
 from desk.layout import DeskFolder, memory_name, project_file
 from desk.text.times import TimeFormatError, format_time, parse_time
-from desk.text.terms import ASK_TAG, FIELD_MARK, TIME_TAG, is_question, terms_name_time, text_terms
+from desk.text.terms import (ASK_TAG, FIELD_MARK, STATES_TAG, TIME_TAG, is_question, states_then_asks,
+                              terms_name_time, text_terms)
 from desk.vocabulary import CONFIG_PATH, SEARCHABLE_META
 
 CONVERSATION_KINDS = ("inbound", "outbound")
@@ -152,7 +153,8 @@ def conversation_side(rec: dict[str, Any], terms: dict[str, int], meta_fields: t
     values of the `meta` keys declared searchable (`meta_fields`: a caption; desk's own `desk.*` keys
     never) as `FIELD_MARK` + term, and
     `TIME_TAG` when what was said (its `terms`) names a time ("yesterday", "last Friday", "上周"),
-    `ASK_TAG` when it ends with a question ("Did you get the dog?": the next turn answers it)."""
+    `ASK_TAG` when it ends with a question ("Did you get the dog?": the next turn answers it),
+    `STATES_TAG` as well when it says something before it asks (a reply can echo that)."""
     side = [rec["actor"]] if isinstance(rec.get("actor"), str) else []
     meta = rec.get("meta")
     if isinstance(meta, dict):
@@ -163,6 +165,8 @@ def conversation_side(rec: dict[str, Any], terms: dict[str, int], meta_fields: t
     content = rec.get("content")
     if isinstance(content, str) and is_question(content):
         out[ASK_TAG] = 1
+        if states_then_asks(content):
+            out[STATES_TAG] = 1
     return out
 
 

@@ -49,6 +49,18 @@ def test_the_turn_stating_a_fact_ranks_above_the_reply_that_repeats_it(desk: Des
     assert reply.score_breakdown.session_terms == ()
 
 
+def test_the_answer_to_a_bare_question_keeps_the_whole_pairing(desk: DeskFolder) -> None:
+    """A question that states nothing cannot be echoed: its answer, which says the same words
+    and the new fact, stays first and gets the whole question's score (the benchmark's shape:
+    "How's work treating you?" then "New job news: I work as a nurse now")."""
+    asked, answer = _turns(desk, "job", [("Jonas", "How is work treating you?"),
+                                         ("Mara", "New job news: I work as a nurse at the hospital now.")])
+    hits = recall(desk, "Where does Mara work now?", as_of=AS_OF, kind="conversation").hits
+    assert [h.id for h in hits] == [f"event:{answer['id']}", f"event:{asked['id']}"]
+    assert hits[0].score_breakdown.contributions["question"] > 0
+    assert hits[1].score_breakdown.contributions["question"] == 0
+
+
 def test_an_answer_still_borrows_the_terms_it_lacks_from_its_question(desk: DeskFolder) -> None:
     """The pairing still finds an answer through its question, for the terms only the question
     says, and the explanation names them."""
