@@ -2,7 +2,8 @@
 
 The default ranker (`context_top`, issue 16) is BM25F over what was said and the speaker/meta
 field, plus the neighbouring turns' own scores in the same session (the question a turn answers
-counting more), a share for "when" questions and a little recency; its parameters
+counting more, term by term when it states something a reply can echo), the query terms a turn
+lacks as its session holds them (multi-hop), a share for "when" questions and a little recency; its parameters
 (`ContextParams`) were chosen on bench/retrieval's seed 1 and are reported on seed 2
 (docs/recall.md). The previous default, `coverage`
 (`0.85 * IDF-weighted coverage + 0.10 * term-frequency saturation + 0.05 * recency`), docs/design.md
@@ -336,7 +337,7 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     scores, then only the strong records and their neighbours scored in full (below).
 
     A record's own score is BM25F over what was said (k1, b, length-normalised) and its speaker
-    and meta values (`field` times their frequency, no length normalisation: a name or a
+    and searchable meta values (`field` times their frequency, no length normalisation: a name or a
     caption), `_Own`. Then each record in a session gets `context` times the own score of the
     turn before and of the turn after it in the same session, except that the turn before counts
     `question` times when it ends with a question (the question this turn answers): an answer

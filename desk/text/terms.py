@@ -29,7 +29,7 @@ import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hint
 from desk.text.normalize import normalize
 from desk.text.tokens import CJK_CLASS, CJK_FIRST
 
-FIELD_MARK = "\x01"  # prefix of a second-field term (an event's speaker and meta values)
+FIELD_MARK = "\x01"  # prefix of a second-field term (an event's speaker and searchable meta values)
 TIME_TAG = "\0time"  # posted on records whose text names a time (no query term holds a NUL)
 ASK_TAG = "\0ask"  # posted on conversation turns that end with a question (`is_question`)
 STATES_TAG = "\0states"  # ... and that say something before they ask (`states_then_asks`)
