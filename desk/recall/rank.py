@@ -257,21 +257,22 @@ class _Own:
         self.content: dict[int, float] = {}
         self.side: dict[int, float] = {}
         self.total: dict[int, float] = {}  # content + side of every candidate, excluded ones left out
-        self.w = [0.0] * len(q.terms)  # per term: its IDF times (k1 + 1), 0 when no live record holds it
+        self.cols: list[dict[int, float]] = [{} for _ in q.terms]  # per term: each record's score of it
 
     def fill(self) -> dict[int, float]:
         """One pass over every posting: the own score of every candidate."""
         lengths, flat, slope, k1, field, dead = self.lengths, self.flat, self.slope, self.k1, self.field, self.dead
         content, side = self.content, self.side
-        for i, ((said_ids, said_tfs), (side_ids, side_tfs)) in enumerate(zip(self.q.content, self.q.side)):
-            if not field or not len(side_ids):  # the usual term: said only, no dict of its own
+        for col, (said_ids, said_tfs), (side_ids, side_tfs) in zip(self.cols, self.q.content, self.q.side):
+            if not field or not len(side_ids):  # the usual term: said only
                 df = len(said_ids) - (sum(1 for doc in dead if _contains_id(said_ids, doc)) if dead else 0)
                 if df <= 0:
                     continue
-                w = self.w[i] = _idf(df, self.n_docs) * (k1 + 1)
+                w = _idf(df, self.n_docs) * (k1 + 1)
                 base, scale, get = k1 * flat, k1 * slope, content.get
                 for doc, tf in zip(said_ids, said_tfs):
-                    content[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
+                    col[doc] = v = w * tf / (tf + base + scale * lengths[doc])
+                    content[doc] = get(doc, 0.0) + v
                 continue
             said = {doc: tf / (flat + slope * lengths[doc]) for doc, tf in zip(said_ids, said_tfs)}
             named = {doc: field * tf for doc, tf in zip(side_ids, side_tfs)} if field else {}
@@ -280,18 +281,19 @@ class _Own:
                 df -= sum(1 for doc in dead if doc in said or doc in named)
             if df <= 0:
                 continue
-            w = self.w[i] = _idf(df, self.n_docs) * (k1 + 1)
+            w = _idf(df, self.n_docs) * (k1 + 1)
             for doc, c in said.items():
                 s = named.pop(doc, 0.0)
                 t = c + s
-                v = w * t / (t + k1)
+                col[doc] = v = w * t / (t + k1)
                 if s:
                     content[doc] = content.get(doc, 0.0) + v * c / t
                     side[doc] = side.get(doc, 0.0) + v * s / t
                 else:
                     content[doc] = content.get(doc, 0.0) + v
             for doc, s in named.items():
-                side[doc] = side.get(doc, 0.0) + w * s / (s + k1)
+                col[doc] = v = w * s / (s + k1)
+                side[doc] = side.get(doc, 0.0) + v
         total = dict(content)
         for doc, v in side.items():
             total[doc] = total.get(doc, 0.0) + v
@@ -310,23 +312,14 @@ class _Own:
     def __call__(self, doc: int) -> float:
         return self.total.get(doc, 0.0)
 
-    def terms_of(self, doc: int) -> list[float]:
-        """`doc`'s own score per query term (the same BM25F, by lookups); zeros when excluded."""
-        if doc in self.excluded:
-            return [0.0] * len(self.w)
-        norm, out = self.flat + self.slope * self.lengths[doc], []
-        for w, said, named in zip(self.w, self.q.content, self.q.side):
-            t = _tf(said, doc) / norm + (self.field * _tf(named, doc) if self.field else 0.0)
-            out.append(w * t / (t + self.k1) if t else 0.0)
-        return out
-
     def session_best(self, wanted: set[int], sessions: Any) -> dict[int, list[float]]:
         """Per session in `wanted`: each query term's best own score among its turns."""
         best: dict[int, list[float]] = {}
-        for i, (said, named) in enumerate(zip(self.q.content, self.q.side)):
-            for doc in {d for ids in (said[0], named[0]) for d in ids if sessions[d] in wanted}:
-                row = best.setdefault(sessions[doc], [0.0] * len(self.w))
-                row[i] = max(row[i], self.terms_of(doc)[i])
+        for i, col in enumerate(self.cols):
+            for doc, v in col.items():
+                if sessions[doc] in wanted and doc not in self.excluded:
+                    row = best.setdefault(sessions[doc], [0.0] * len(self.cols))
+                    row[i] = max(row[i], v)
         return best
 
 
@@ -425,8 +418,8 @@ def _neighbours(columns: Any, doc: int) -> list[int]:
     return out
 
 
-def _talk(columns: Any, doc: int, q: ContextQuery, p: ContextParams, own: _Own,
-          best: dict[int, list[float]]) -> tuple[float, float, float, tuple[str, ...]]:
+def _talk(columns: Any, doc: int, q: ContextQuery, p: ContextParams, own: _Own, best: dict[int, list[float]],
+          explain: bool = False) -> tuple[float, float, float, tuple[str, ...]]:
     """(context, question, session, the query terms lent) of `doc`, a turn of a session.
 
     `question` times the own score of the turn before it when that turn ends with a question
@@ -434,43 +427,47 @@ def _talk(columns: Any, doc: int, q: ContextQuery, p: ContextParams, own: _Own,
     `doc` lacks, and when `doc` is such a question, `question` times its answer's own score on
     the terms both say (the answer repeats them); `context` times every other neighbour's own
     score, term by term; `session` times the session's best own score of each term `doc` lacks,
-    at most `doc`'s own score."""
-    lacks = [v == 0.0 for v in own.terms_of(doc)]
+    at most `doc`'s own score. The lent terms are named only when `explain` (the breakdown)."""
+    cols, mine = own.cols, own(doc)  # `doc` is no excluded record: it holds a term where a column has it
     context = question = 0.0
-    lent = [False] * len(lacks)
+    lent: set[int] = set()
     for n in _neighbours(columns, doc):
+        theirs = own(n)
+        if not theirs:  # matches nothing, or excluded
+            continue
         if n < doc and _contains_id(q.asks, n):  # the question `doc` answers
-            echoes = _contains_id(q.states, n)  # it stated something `doc` can repeat
-            for i, v in enumerate(own.terms_of(n)):
-                if lacks[i] or not echoes:
+            if not _contains_id(q.states, n):  # a bare question: all of it
+                question += p.question * theirs
+                if explain:
+                    lent.update(i for i, col in enumerate(cols) if n in col and doc not in col)
+                continue
+            for i, col in enumerate(cols):  # it stated something: `doc` borrows only what it lacks
+                v = col.get(n, 0.0)
+                if doc in col:
+                    context += p.context * v
+                elif v:
                     question += p.question * v
-                    lent[i] = lent[i] or (lacks[i] and v > 0)
+                    lent.add(i)
+        elif n > doc and _contains_id(q.states, doc):  # `doc` states and asks: its answer's repeats confirm it
+            for col in cols:
+                v = col.get(n, 0.0)
+                if doc in col:
+                    question += p.question * v
                 else:
                     context += p.context * v
-        elif n > doc and _contains_id(q.states, doc):  # `doc` states and asks, `n` answers: its repeats confirm `doc`
-            for i, v in enumerate(own.terms_of(n)):
-                if lacks[i]:
-                    context += p.context * v
-                else:
-                    question += p.question * v
         else:
-            context += p.context * own(n)
+            context += p.context * theirs
     session, row = 0.0, best.get(columns.sessions[doc])
-    if row is not None and own(doc):
-        session = p.session * min(own(doc), sum(v for v, gap in zip(row, lacks) if gap))
-        lent = [was or (gap and v > 0) for was, gap, v in zip(lent, lacks, row)]
-    return context, question, session, tuple(t for t, was in zip(q.terms, lent) if was)
+    if row is not None and mine:
+        gaps = [i for i, (r, col) in enumerate(zip(row, cols)) if r and doc not in col]
+        session = p.session * min(mine, sum(row[i] for i in gaps))
+        lent.update(gaps)
+    return context, question, session, tuple(t for i, t in enumerate(q.terms) if i in lent)
 
 
 def _contains_id(ids: Any, doc: int) -> bool:
     k = bisect.bisect_left(ids, doc)
     return k < len(ids) and ids[k] == doc
-
-
-def _tf(postings: tuple[Any, Any], doc: int) -> int:
-    ids, tfs = postings
-    k = bisect.bisect_left(ids, doc)
-    return tfs[k] if k < len(ids) and ids[k] == doc else 0
 
 
 def _recency(time: float, as_of: float) -> float:
@@ -487,7 +484,7 @@ def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, p: Co
     mine = content + side
     recency = _recency(columns.times[doc], as_of)
     timed = q.timed is not None and p.time and _contains_id(q.timed, doc)
-    context, question, session, lent = (_talk(columns, doc, q, p, own, best)
+    context, question, session, lent = (_talk(columns, doc, q, p, own, best, explain=True)
                                         if (p.context or p.question or p.session) and columns.sessions[doc]
                                         else (0.0, 0.0, 0.0, ()))
     parts = {"content": content, "field": side, "context": context, "question": question, "session": session,
