@@ -3,8 +3,9 @@
 A record is its searchable terms (`desk.text.terms`: NFKC + casefold + whitespace, words reduced to
 their Snowball stem, every run of CJK characters as character bigrams and single characters), its
 time, and what a hit shows: snippet source, scope and provenance. An archived event's speaker
-(`actor`) and the values of its `meta` keys declared searchable (a photo's caption) are a second field, posted as `FIELD_MARK` +
-term, so the ranker can weigh them apart from what was said (docs/recall.md).
+(`actor`) and the values of its `meta` keys declared searchable (a photo's caption) are a second
+field, posted as `FIELD_MARK` + term, so the ranker can weigh them apart from what was said
+(docs/recall.md).
 """
 
 from __future__ import annotations
