@@ -172,5 +172,11 @@ def is_question(text: str) -> bool:
 def states_then_asks(text: str) -> bool:
     """Whether a turn that ends with a question says something first ("I got pre-approved for
     $350,000. What should I check?"; not "Did you get the dog?" nor "Away? Where did you go?"):
-    a reply can echo what it stated."""
-    return is_question(text) and re.search(r"[.!。！…][^?？﹖؟]*\w[^?？﹖؟]*[?？﹖؟]", text) is not None
+    a reply can echo what it stated. Linear in the text: a sentence end, then a word, before a `?`."""
+    if not is_question(text):
+        return False
+    for asked in re.split(r"[?？﹖؟]", text)[:-1]:
+        end = re.search(r"[.!。！…]", asked)
+        if end is not None and re.search(r"\w", asked[end.end():]) is not None:
+            return True
+    return False

@@ -255,6 +255,7 @@ def test_a_turn_that_ends_with_a_question(text: str, asks: bool) -> None:
     ("新家很好。你什么时候来？", True), ("Done.\r\nAnd you?", True), ("Moved.\u200bYou?", True),
     ("Did you get the dog?", False), ("Away last week? Where did you go?", False), ("Fine.", False),
     ("I moved. Fine!", False), ("...?", False), ("", False),
+    ("." * 200_000 + "?", False), ("a." * 100_000 + "?", True),  # linear: no backtracking on a huge turn
 ])
 def test_a_question_that_says_something_first(text: str, states: bool) -> None:
     """Only such a question can be echoed by its answer (issue 33): a bare question states nothing."""
