@@ -1,7 +1,7 @@
 """Where the default ranker misses: per question kind and language, the rank of each evidence turn
 (down to 200) and what fills ranks 6-10 of the top 10.
 
-    python bench/retrieval/diagnose.py                    # tuning split (seed 1), benchmark version 2
+    python bench/retrieval/diagnose.py                    # tuning split (seed 1), benchmark version 3 (the default)
     python bench/retrieval/diagnose.py --seed 2 --benchmark-version 1 --set question=0
 
 Rank buckets: `1`, `2-5`, `6-10`, `11-20`, `21-50`, `51-200`, `none` (not in the top 200: usually
