@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.storage.reading import read_regular
-from desk.vocabulary import CONFIG_PATH, DESK_ID_RE, DESK_SCHEMA, MEMORY_TYPES, newer_schema
+from desk.vocabulary import CONFIG_PATH, DESK_ID_RE, DESK_SCHEMA, MEMORY_TYPES, SEARCHABLE_META, newer_schema
 
 SCHEMA_VERSION = DESK_SCHEMA
 
@@ -56,6 +56,13 @@ class ContextOptions(_Strict):
     journal_days: int = Field(default=1, ge=1, le=31)
 
 
+class RecallOptions(_Strict):
+    """What `desk recall` searches besides what was said (docs/recall.md): the `meta` keys of an
+    archived event whose values are searchable text (a photo's caption), declared by name."""
+
+    meta_fields: list[str] = list(SEARCHABLE_META)
+
+
 class Secrets(_Strict):
     """Findings of the secret scanner allowed by their sha256 fingerprint (never inline)."""
 
@@ -83,6 +90,7 @@ class DeskConfig(_Strict):
     budgets: ContextBudgets = ContextBudgets()
     context: ContextOptions = ContextOptions()
     secrets: Secrets = Secrets()
+    recall: RecallOptions = RecallOptions()
     # Review mode (docs/review.md): memory type or `*` -> `direct` | `propose`, or per operation.
     review: dict[ReviewKey, ReviewMode | ReviewOps] = {}
 
@@ -115,6 +123,8 @@ class DeskConfig(_Strict):
         data = self.model_dump(exclude_defaults=False)
         if not data["review"]:
             del data["review"]  # absent means every write is direct: a desk without it stays as it was
+        if self.recall == RecallOptions():
+            del data["recall"]  # absent means the default: a desk that never set it stays as it was
         return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
 
 

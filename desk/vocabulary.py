@@ -32,6 +32,9 @@ CONFIG_PATH = ".system/desk.json"
 # desk.config, so a mutation checks it without pydantic (desk.layout re-exports it).
 DESK_SCHEMA = 3
 READABLE_SCHEMAS = (1, 2, 3)
+# desk.json's `recall.meta_fields` when unset: the `meta` keys of an archived event whose values
+# recall searches (docs/recall.md); any other meta value (an id, a URL) is kept but never searched.
+SEARCHABLE_META = ("caption",)
 
 
 def newer_schema(version: object) -> str | None:

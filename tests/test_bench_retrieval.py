@@ -77,9 +77,29 @@ def test_version_1_is_the_corpus_of_the_first_round_and_version_2_names_topics_s
     reproducible); version 2 (the default) adds statements that name their topic, and only those."""
     gen = _generator()
     assert _digest(gen, version=1) == "98ae4f910972f364bb28d6a0c500c3bf359f89ac88a5582120d4a8151daa2e8b"
-    assert gen.BENCHMARK_VERSION == 2 and _digest(gen) == _digest(gen, version=2) != _digest(gen, version=1)
+    assert gen.BENCHMARK_VERSION == 3 and _digest(gen) == _digest(gen, version=3) != _digest(gen, version=2)
+    assert _digest(gen, version=2) != _digest(gen, version=1)
     extra = {t.split("{")[0] for lang in gen.EXTRA_STATE.values() for ts in lang.values() for t in ts}
     said = [t.text for c in gen.generate_split(1, 1) for t in c.turns]
     old = [t.text for c in gen.generate_split(1, 1, version=1) for t in c.turns]
     assert any(s.startswith(tuple(extra)) for s in said)
     assert not any(s.startswith(tuple(x for x in extra if x)) for s in old)
+
+
+def test_version_3_adds_temporal_questions_after_version_2s_unchanged_ones() -> None:
+    """Issue 33: "where did Mara live before moving to Lyon?" points at the earlier move, "what
+    did Mara say about travelling last spring?" at her trips that season; the turns and every
+    version-2 question stay as they were, so version 2's per-kind figures stay comparable."""
+    gen = _generator()
+    for old, new in zip(gen.generate_split(1, 1, version=2), gen.generate_split(1, 1, version=3)):
+        assert old.turns == new.turns and new.questions[:len(old.questions)] == old.questions
+        added = new.questions[len(old.questions):]
+        assert added and {q.kind for q in added} == {"temporal"}
+        turns = {t.id: t for t in new.turns}
+        for q in added:
+            at = [turns[e].at for e in q.evidence]
+            if new.lang == "en" and "before" in q.text:  # the earlier of two statements
+                assert len(at) == 1
+            elif new.lang == "en":
+                season = q.text.rsplit(" ", 1)[1].rstrip("?")
+                assert {gen.SEASONS["en"][a.month % 12 // 3] for a in at} == {season}

@@ -17,6 +17,9 @@ Questions, each with the ids of its evidence turns:
 - `multi`: a fact stated across sessions ("Which places has Mara travelled to?", every trip turn);
 - `when`: when something happened ("When did Mara run the half marathon?"; the turn that says it);
 - `change`: what holds now / what changed ("Where does Mara work now?"; the latest statement).
+- `temporal` (version 3): what was true before a change ("Where did Mara live before moving to
+  Lyon?"; the earlier statement) and what was said in a season ("What did Mara say about
+  travelling last spring?"; every trip of hers that season).
 
 English and Chinese conversations use the same plan with their own wording. Everything comes from
 `random.Random` seeded with (seed, conversation number, language): the same seed gives the same
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-KINDS = ("single", "multi", "when", "change")
+KINDS = ("single", "multi", "when", "change", "temporal")
 
 
 @dataclass(frozen=True)
@@ -337,7 +340,14 @@ EXTRA_STATE = {
            "job": ["换了新工作，现在在{employer}上班，做{role}。", "我的工作变了，现在是{employer}的{role}。"],
            "move": ["我们搬家了！新家在{city}，{home}。", "我们现在住在{city}了，搬家很顺利。"]},
 }
-BENCHMARK_VERSION = 2
+BENCHMARK_VERSION = 3  # 3: version 2's corpus and questions, plus `temporal` questions after them
+
+# Version 3's temporal questions (issue 33): about the earlier of two statements, or a season.
+BEFORE = {"en": {"move": "Where did {p} live before moving to {city}?",
+                 "job": "Where did {p} work before becoming a {role}?"},
+          "zh": {"move": "{p}搬去{city}之前住在哪里？", "job": "{p}当{role}之前在哪里工作？"}}
+SEASON_SAID = {"en": "What did {p} say about travelling last {season}?", "zh": "{p}{season}旅行时说了什么？"}
+SEASONS = {"en": ["winter", "spring", "summer", "autumn"], "zh": ["冬天", "春天", "夏天", "秋天"]}
 
 # How often each event kind happens per speaker over a conversation (facts that change: job, move).
 PLAN = {"pet": 1, "trip": 4, "hobby": 3, "job": 2, "move": 2, "book": 2, "race": 2, "family": 2}
@@ -415,7 +425,26 @@ def generate(seed: int, lang: str, number: int, *, sessions: int = 32,
         at += step()
         say(sid, rng.choice((a, b)), rng.choice(words["bye"]), at)
     conv.questions = _questions(rng, conv, facts, words)
+    if version >= 3:  # after the others, drawing nothing from `rng`: version 2's questions stay as they were
+        conv.questions += _temporal(conv, facts, len(conv.questions))
     return conv
+
+
+def _temporal(conv: Conversation, facts: dict[tuple[str, str], list[tuple[str, dict[str, str], dt.datetime]]],
+              start: int) -> list[Question]:
+    lang, out = conv.lang, []
+    for (speaker, kind), stated in sorted(facts.items()):
+        evidence: list[tuple[str, list[str]]] = []
+        if kind in BEFORE[lang] and len(stated) > 1:
+            evidence.append((BEFORE[lang][kind].format(p=speaker, **stated[1][1]), [stated[0][0]]))
+        if kind == "trip":
+            by_season: dict[str, list[str]] = {}
+            for tid, _, at in stated:
+                by_season.setdefault(SEASONS[lang][at.month % 12 // 3], []).append(tid)
+            evidence += [(SEASON_SAID[lang].format(p=speaker, season=s), tids) for s, tids in sorted(by_season.items())]
+        out += [Question(f"{conv.id}-q{start + len(out) + 1:04d}", text, "temporal", lang, tuple(tids))
+                for text, tids in evidence]
+    return out
 
 
 def _values(rng: random.Random, spec: dict[str, list[Any]], words: dict[str, Any], kind: str) -> dict[str, str]:
@@ -512,7 +541,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--per-language", type=int, default=5)
-    parser.add_argument("--benchmark-version", type=int, default=BENCHMARK_VERSION, choices=(1, 2))
+    parser.add_argument("--benchmark-version", type=int, default=BENCHMARK_VERSION, choices=(1, 2, 3))
     parser.add_argument("--out", type=Path, required=True, help="folder for <conversation>.jsonl and questions.json")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """Where the default ranker misses: per question kind and language, the rank of each evidence turn
 (down to 200) and what fills ranks 6-10 of the top 10.
 
-    python bench/retrieval/diagnose.py                    # tuning split (seed 1), benchmark version 2
+    python bench/retrieval/diagnose.py                    # tuning split (seed 1), benchmark version 3 (the default)
     python bench/retrieval/diagnose.py --seed 2 --benchmark-version 1 --set question=0
 
 Rank buckets: `1`, `2-5`, `6-10`, `11-20`, `21-50`, `51-200`, `none` (not in the top 200: usually
@@ -91,7 +91,7 @@ def diagnose(seed: int, version: int, examples: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--benchmark-version", type=int, default=gen.BENCHMARK_VERSION, choices=(1, 2))
+    parser.add_argument("--benchmark-version", type=int, default=gen.BENCHMARK_VERSION, choices=(1, 2, 3))
     parser.add_argument("--set", default="", metavar="NAME=V,...", help="override the default ranker's parameters")
     parser.add_argument("--examples", type=int, default=0, help="print this many misses of each kind")
     args = parser.parse_args()

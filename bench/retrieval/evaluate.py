@@ -166,8 +166,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=2, help="generator seed: 1 is the tuning split, 2 the test split")
     parser.add_argument("--per-language", type=int, default=5, help="conversations per language")
-    parser.add_argument("--benchmark-version", type=int, default=gen.BENCHMARK_VERSION, choices=(1, 2),
-                        help="1: statements never name their topic (before issue 16's review); 2: some do")
+    parser.add_argument("--benchmark-version", type=int, default=gen.BENCHMARK_VERSION, choices=(1, 2, 3),
+                        help="1: statements never name their topic (before issue 16's review); 2: some do; "
+                             "3: version 2 plus temporal questions (issue 33)")
     parser.add_argument("--rankers", default=",".join([*RANKERS, REFERENCE]),
                         help=f"comma-separated: desk's {', '.join(RANKERS)} and {REFERENCE}")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")

@@ -2,7 +2,8 @@
 
 The default ranker (`context_top`, issue 16) is BM25F over what was said and the speaker/meta
 field, plus the neighbouring turns' own scores in the same session (the question a turn answers
-counting more), a share for "when" questions and a little recency; its parameters
+counting more, term by term when it states something a reply can echo), the query terms a turn
+lacks as its session holds them (multi-hop), a share for "when" questions and a little recency; its parameters
 (`ContextParams`) were chosen on bench/retrieval's seed 1 and are reported on seed 2
 (docs/recall.md). The previous default, `coverage`
 (`0.85 * IDF-weighted coverage + 0.10 * term-frequency saturation + 0.05 * recency`), docs/design.md
@@ -38,10 +39,13 @@ class ScoreBreakdown:
     weights: dict[str, float]
     contributions: dict[str, float]
     total: float
+    # query terms the record lacks that the question it answers or its session supplied (default ranker)
+    session_terms: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"matched_terms": list(self.matched_terms), "query_term_count": self.query_term_count,
                 "lexical_coverage": self.lexical_coverage, "recency": self.recency,
+                "session_terms": list(self.session_terms),
                 "weights": self.weights, "contributions": self.contributions, "total": self.total}
 
 
@@ -203,6 +207,9 @@ class ContextParams:
     # instead of `context`: the own score of the question a turn answers (the turn before it,
     # when it ends with a question mark)
     question: float = 0.5
+    # a query term the record lacks: this times the best own score of that term in another turn of
+    # its session, summed over such terms and capped at the record's own score (multi-hop)
+    session: float = 0.1
     time: float = 0.0  # a "when" question: the record's own score times this when it names a time
     recency: float = 0.05  # the record's own score times this times its recency (halves every 30 days)
 
@@ -223,6 +230,7 @@ class ContextQuery:
     side: list[tuple[Any, Any]]  # per term: the speaker/meta field's postings
     timed: Any  # record numbers whose text names a time (sorted), or None when not a "when" question
     asks: Any = ()  # record numbers of conversation turns that end with a question (sorted)
+    states: Any = ()  # those of them that say something before they ask (sorted)
 
 
 def _idf(df: int, n: int) -> float:
@@ -249,20 +257,22 @@ class _Own:
         self.content: dict[int, float] = {}
         self.side: dict[int, float] = {}
         self.total: dict[int, float] = {}  # content + side of every candidate, excluded ones left out
+        self.cols: list[dict[int, float]] = [{} for _ in q.terms]  # per term: each record's score of it
 
     def fill(self) -> dict[int, float]:
         """One pass over every posting: the own score of every candidate."""
         lengths, flat, slope, k1, field, dead = self.lengths, self.flat, self.slope, self.k1, self.field, self.dead
         content, side = self.content, self.side
-        for (said_ids, said_tfs), (side_ids, side_tfs) in zip(self.q.content, self.q.side):
-            if not field or not len(side_ids):  # the usual term: said only, no dict of its own
+        for col, (said_ids, said_tfs), (side_ids, side_tfs) in zip(self.cols, self.q.content, self.q.side):
+            if not field or not len(side_ids):  # the usual term: said only
                 df = len(said_ids) - (sum(1 for doc in dead if _contains_id(said_ids, doc)) if dead else 0)
                 if df <= 0:
                     continue
                 w = _idf(df, self.n_docs) * (k1 + 1)
                 base, scale, get = k1 * flat, k1 * slope, content.get
                 for doc, tf in zip(said_ids, said_tfs):
-                    content[doc] = get(doc, 0.0) + w * tf / (tf + base + scale * lengths[doc])
+                    col[doc] = v = w * tf / (tf + base + scale * lengths[doc])
+                    content[doc] = get(doc, 0.0) + v
                 continue
             said = {doc: tf / (flat + slope * lengths[doc]) for doc, tf in zip(said_ids, said_tfs)}
             named = {doc: field * tf for doc, tf in zip(side_ids, side_tfs)} if field else {}
@@ -275,14 +285,15 @@ class _Own:
             for doc, c in said.items():
                 s = named.pop(doc, 0.0)
                 t = c + s
-                v = w * t / (t + k1)
+                col[doc] = v = w * t / (t + k1)
                 if s:
                     content[doc] = content.get(doc, 0.0) + v * c / t
                     side[doc] = side.get(doc, 0.0) + v * s / t
                 else:
                     content[doc] = content.get(doc, 0.0) + v
             for doc, s in named.items():
-                side[doc] = side.get(doc, 0.0) + w * s / (s + k1)
+                col[doc] = v = w * s / (s + k1)
+                side[doc] = side.get(doc, 0.0) + v
         total = dict(content)
         for doc, v in side.items():
             total[doc] = total.get(doc, 0.0) + v
@@ -301,6 +312,16 @@ class _Own:
     def __call__(self, doc: int) -> float:
         return self.total.get(doc, 0.0)
 
+    def session_best(self, wanted: set[int], sessions: Any) -> dict[int, list[float]]:
+        """Per session in `wanted`: each query term's best own score among its turns."""
+        best: dict[int, list[float]] = {}
+        for i, col in enumerate(self.cols):
+            for doc, v in col.items():
+                if sessions[doc] in wanted and doc not in self.excluded:
+                    row = best.setdefault(sessions[doc], [0.0] * len(self.cols))
+                    row[i] = max(row[i], v)
+        return best
+
 
 def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, avg_len: float,
                 as_of: float, limit: int, rids_of: RidsOf,
@@ -309,12 +330,19 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     scores, then only the strong records and their neighbours scored in full (below).
 
     A record's own score is BM25F over what was said (k1, b, length-normalised) and its speaker
-    and meta values (`field` times their frequency, no length normalisation: a name or a
+    and searchable meta values (`field` times their frequency, no length normalisation: a name or a
     caption), `_Own`. Then each record in a session gets `context` times the own score of the
     turn before and of the turn after it in the same session, except that the turn before counts
     `question` times when it ends with a question (the question this turn answers): an answer
     that shares no word with the query ("Yes! We named her Biscuit.") is found through the
-    question that prompted it ("Did you end up getting that dog?"). A "when" question adds `time`
+    question that prompted it ("Did you end up getting that dog?"). When the question first
+    states something ("I got pre-approved for $350,000. What should I check?"), an answer that
+    says a query term too repeats it (an echo: "Congrats on your pre-approval!"): on such a term
+    the question gets `question` times the answer's score and the answer `context` times the
+    question's, so the turn that states a fact ranks above a reply that repeats it; the answer
+    still borrows the terms it lacks. `session` lends a turn, for each query term it
+    lacks, that term's best own score in another turn of its session (a query whose terms are
+    spread over two turns), capped at the turn's own score. A "when" question adds `time`
     times the own score of a record that names a time; `recency` times the own score times the
     recency. The contributions sum to the total.
     """
@@ -327,19 +355,21 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     timed = q.timed if q.timed is not None and p.time else None
     # Only the strong records (own score >= tau) and their neighbours are scored in full. Every
     # other record totals less than `tau * slack` (its own score and both neighbours' are below
-    # tau), and the `limit` best own scores are strong with totals of at least `kth`, their
-    # smallest own score: with `tau * slack < kth`, nothing outside can enter the top `limit`.
-    slack = 1 + p.context + max(p.context, p.question) + (p.time if timed is not None else 0.0) + p.recency
+    # tau, and what its session lends is capped at its own score), and the `limit` best own
+    # scores are strong with totals of at least `kth`, their smallest own score: with
+    # `tau * slack < kth`, nothing outside can enter the top `limit`.
+    slack = 1 + 2 * max(p.context, p.question) + p.session + (p.time if timed is not None else 0.0) + p.recency
     kth = heapq.nlargest(limit, scores.values())[-1] if len(scores) > limit else 0.0
     tau = kth / slack * (1 - 1e-9)
     strong = [d for d, v in scores.items() if v >= tau] if tau > 0 else list(scores)
     reach = set(strong)
-    talk = bool(p.context or p.question)
+    talk = bool(p.context or p.question or p.session)
     if talk:
         for doc in strong:
             if sessions[doc]:
                 reach.update(_neighbours(columns, doc))
         reach -= excluded
+    best = own.session_best({sessions[d] for d in reach if scores.get(d)} - {0}, sessions) if p.session else {}
     totals = {}
     for doc in reach:
         mine = scores.get(doc, 0.0)
@@ -350,7 +380,7 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
             if p.recency:
                 total += p.recency * mine * _recency(times[doc], as_of)
         if talk and sessions[doc]:
-            total += sum(_near(columns, doc, q.asks, p, own))
+            total += sum(_talk(columns, doc, q, p, own, best)[:3])
         if total > 0:
             totals[doc] = total
     if not totals:
@@ -358,7 +388,7 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     cut = heapq.nlargest(limit, totals.values())[-1] - 1e-6
     scored = []
     for doc in (d for d, v in totals.items() if v >= cut):
-        breakdown = _context_breakdown(q, doc, own, columns, p, as_of)
+        breakdown = _context_breakdown(q, doc, own, columns, p, as_of, best)
         scored.append((_partial_key(breakdown, times[doc]), breakdown, doc))
     return stable_top(scored, limit, rids_of)
 
@@ -388,17 +418,51 @@ def _neighbours(columns: Any, doc: int) -> list[int]:
     return out
 
 
-def _near(columns: Any, doc: int, asks: Any, p: ContextParams, own: Callable[[int], float]) -> tuple[float, float]:
-    """(context, question) of `doc`: `question` times the own score of the turn before it when
-    that turn ends with a question (the one `doc` answers), `context` times every other
-    neighbour's own score."""
+def _talk(columns: Any, doc: int, q: ContextQuery, p: ContextParams, own: _Own, best: dict[int, list[float]],
+          explain: bool = False) -> tuple[float, float, float, tuple[str, ...]]:
+    """(context, question, session, the query terms lent) of `doc`, a turn of a session.
+
+    `question` times the own score of the turn before it when that turn ends with a question
+    (the one `doc` answers); when that question first states something, only on the query terms
+    `doc` lacks, and when `doc` is such a question, `question` times its answer's own score on
+    the terms both say (the answer repeats them); `context` times every other neighbour's own
+    score, term by term; `session` times the session's best own score of each term `doc` lacks,
+    at most `doc`'s own score. The lent terms are named only when `explain` (the breakdown)."""
+    cols, mine = own.cols, own(doc)  # `doc` is no excluded record: it holds a term where a column has it
     context = question = 0.0
+    lent: set[int] = set()
     for n in _neighbours(columns, doc):
-        if n < doc and _contains_id(asks, n):
-            question += p.question * own(n)
+        theirs = own(n)
+        if not theirs:  # matches nothing, or excluded
+            continue
+        if n < doc and _contains_id(q.asks, n):  # the question `doc` answers
+            if not _contains_id(q.states, n):  # a bare question: all of it
+                question += p.question * theirs
+                if explain:
+                    lent.update(i for i, col in enumerate(cols) if n in col and doc not in col)
+                continue
+            for i, col in enumerate(cols):  # it stated something: `doc` borrows only what it lacks
+                v = col.get(n, 0.0)
+                if doc in col:
+                    context += p.context * v
+                elif v:
+                    question += p.question * v
+                    lent.add(i)
+        elif n > doc and _contains_id(q.states, doc):  # `doc` states and asks: its answer's repeats confirm it
+            for col in cols:
+                v = col.get(n, 0.0)
+                if doc in col:
+                    question += p.question * v
+                else:
+                    context += p.context * v
         else:
-            context += p.context * own(n)
-    return context, question
+            context += p.context * theirs
+    session, row = 0.0, best.get(columns.sessions[doc])
+    if row is not None and mine:
+        gaps = [i for i, (r, col) in enumerate(zip(row, cols)) if r and doc not in col]
+        session = p.session * min(mine, sum(row[i] for i in gaps))
+        lent.update(gaps)
+    return context, question, session, tuple(t for i, t in enumerate(q.terms) if i in lent)
 
 
 def _contains_id(ids: Any, doc: int) -> bool:
@@ -413,20 +477,21 @@ def _recency(time: float, as_of: float) -> float:
 
 
 def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, p: ContextParams,
-                       as_of: float) -> ScoreBreakdown:
+                       as_of: float, best: dict[int, list[float]]) -> ScoreBreakdown:
     matched = tuple(t for t, (ci, _), (si, _) in zip(q.terms, q.content, q.side)
                     if _contains_id(ci, doc) or _contains_id(si, doc))
     content, side = own.parts(doc)
     mine = content + side
     recency = _recency(columns.times[doc], as_of)
     timed = q.timed is not None and p.time and _contains_id(q.timed, doc)
-    context, question = (_near(columns, doc, q.asks, p, own) if (p.context or p.question) and columns.sessions[doc]
-                         else (0.0, 0.0))
-    parts = {"content": content, "field": side, "context": context, "question": question,
+    context, question, session, lent = (_talk(columns, doc, q, p, own, best, explain=True)
+                                        if (p.context or p.question or p.session) and columns.sessions[doc]
+                                        else (0.0, 0.0, 0.0, ()))
+    parts = {"content": content, "field": side, "context": context, "question": question, "session": session,
              "time": p.time * mine if timed else 0.0,
              "recency": p.recency * mine * recency}
     contributions = {k: round(v, 6) for k, v in parts.items()}
-    weights = {"content": 1.0, "field": p.field, "context": p.context, "question": p.question, "time": p.time,
-               "recency": p.recency}
+    weights = {"content": 1.0, "field": p.field, "context": p.context, "question": p.question,
+               "session": p.session, "time": p.time, "recency": p.recency}
     return ScoreBreakdown(matched, len(q.terms), round(len(matched) / max(len(q.terms), 1), 6), round(recency, 6),
-                          weights, contributions, round(sum(contributions.values()), 6))
+                          weights, contributions, round(sum(contributions.values()), 6), lent)

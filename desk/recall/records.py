@@ -3,23 +3,27 @@
 A record is its searchable terms (`desk.text.terms`: NFKC + casefold + whitespace, words reduced to
 their Snowball stem, every run of CJK characters as character bigrams and single characters), its
 time, and what a hit shows: snippet source, scope and provenance. An archived event's speaker
-(`actor`) and its `meta` values (a photo's caption) are a second field, posted as `FIELD_MARK` +
-term, so the ranker can weigh them apart from what was said (docs/recall.md).
+(`actor`) and the values of its `meta` keys declared searchable (a photo's caption) are a second
+field, posted as `FIELD_MARK` + term, so the ranker can weigh them apart from what was said
+(docs/recall.md).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from desk.errors import InvalidFileError
-from desk.layout import memory_name, project_file
+from desk.errors import DeskError, InvalidFileError
+from desk.layout import DeskFolder, memory_name, project_file
 from desk.text.times import TimeFormatError, format_time, parse_time
-from desk.text.terms import ASK_TAG, FIELD_MARK, TIME_TAG, is_question, terms_name_time, text_terms
+from desk.text.terms import (ASK_TAG, FIELD_MARK, STATES_TAG, TIME_TAG, is_question, states_then_asks,
+                              terms_name_time, text_terms)
+from desk.vocabulary import CONFIG_PATH, SEARCHABLE_META
 
 CONVERSATION_KINDS = ("inbound", "outbound")
 MEMORY, CONVERSATION = 0, 1
@@ -139,21 +143,37 @@ def conversation_terms(rec: dict[str, Any], desk_id: str | None = None) -> Count
     return Counter(text_terms(content))
 
 
-def conversation_side(rec: dict[str, Any], terms: dict[str, int]) -> dict[str, int]:
+def searchable_meta(desk: DeskFolder) -> tuple[str, ...]:
+    """desk.json's `recall.meta_fields`, read without validating the whole config (the gate
+    validates it on commit; no pydantic on recall's path); the default when unset or unreadable."""
+    try:
+        fields = json.loads(desk.read(CONFIG_PATH))["recall"]["meta_fields"]
+    except (OSError, DeskError, ValueError, LookupError, TypeError):
+        return SEARCHABLE_META
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        return SEARCHABLE_META
+    return tuple(sorted(set(fields)))
+
+
+def conversation_side(rec: dict[str, Any], terms: dict[str, int], meta_fields: tuple[str, ...]) -> dict[str, int]:
     """An event's second field, posted but not counted in its length: the speaker (`actor`) and the
-    `meta` values (a caption; desk's own `desk.*` keys left out) as `FIELD_MARK` + term, and
+    values of the `meta` keys declared searchable (`meta_fields`: a caption; desk's own `desk.*` keys
+    never) as `FIELD_MARK` + term, and
     `TIME_TAG` when what was said (its `terms`) names a time ("yesterday", "last Friday", "上周"),
-    `ASK_TAG` when it ends with a question ("Did you get the dog?": the next turn answers it)."""
+    `ASK_TAG` when it ends with a question ("Did you get the dog?": the next turn answers it),
+    `STATES_TAG` as well when it says something before it asks (a reply can echo that)."""
     side = [rec["actor"]] if isinstance(rec.get("actor"), str) else []
     meta = rec.get("meta")
     if isinstance(meta, dict):
-        side += [v for k, v in meta.items() if isinstance(v, str) and not k.startswith("desk.")]
+        side += [v for k, v in meta.items() if k in meta_fields and isinstance(v, str) and not k.startswith("desk.")]
     out = dict(_side_terms(" ".join(side))) if side else {}
     if terms_name_time(terms):
         out[TIME_TAG] = 1
     content = rec.get("content")
     if isinstance(content, str) and is_question(content):
         out[ASK_TAG] = 1
+        if states_then_asks(content):
+            out[STATES_TAG] = 1
     return out
 
 

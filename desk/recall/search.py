@@ -40,7 +40,7 @@ from desk.recall.search_cache import Progress, SearchCache
 from desk.storage.git import blob_sha
 from desk.storage.hashing import sha256_hex
 from desk.text.normalize import normalize
-from desk.text.terms import ASK_TAG, FIELD_MARK, TIME_TAG, asks_when, query_terms
+from desk.text.terms import ASK_TAG, FIELD_MARK, STATES_TAG, TIME_TAG, asks_when, query_terms
 from desk.text.times import format_time, parse_time, utc_now
 from desk.vocabulary import RANKERS, RECALL_KINDS
 
@@ -161,8 +161,8 @@ def search(cache: SearchCache | PastView, query: RecallQuery, desk_id: str, *, p
     def lexical_top(limit: int) -> Sequence[tuple[ScoreBreakdown, int]]:
         if query.ranker == "default":
             timed = cache.postings(TIME_TAG)[0] if asks_when(query.text) else None
-            asks = cache.postings(ASK_TAG)[0]
-            return context_top(ContextQuery(query.terms, lists, side, timed, asks), columns,
+            asks, states = cache.postings(ASK_TAG)[0], cache.postings(STATES_TAG)[0]
+            return context_top(ContextQuery(query.terms, lists, side, timed, asks, states), columns,
                                excluded, alive, avg_len, as_of, limit, cache.rids)
         dfs = [len(ids) - sum(1 for d in columns.dead if _contains(ids, d)) for ids, _ in lists]
         ranker = Ranker(query.ranker, query.terms, dfs, alive, avg_len, as_of)

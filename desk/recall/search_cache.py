@@ -37,7 +37,7 @@ from typing import Any
 
 from desk.layout import ARCHIVE_DIR, MEMORY_DIR, DeskFolder
 from desk.recall.git_state import search_git_state
-from desk.recall.records import CONVERSATION, KIND_NAMES, MEMORY, event_data
+from desk.recall.records import CONVERSATION, KIND_NAMES, MEMORY, event_data, searchable_meta
 from desk.recall.search_changes import archive_changes, memory_changes, project_changes
 from desk.recall.search_writer import BATCH_BYTES, Batch, Columns, RefreshStats, SearchWriter
 from desk.recall.search_writer import Progress as Progress  # re-exported: desk.recall.search names it here
@@ -84,6 +84,7 @@ class SearchCache:
         self._asked: FolderState | None = None  # `ask_git`'s answer, taken by the next refresh
         # (HEAD's archive tree now, the one the cache last saw)
         self._archive_trees: tuple[str | None, str | None] = (None, None)
+        self._fields = "[]"  # the searchable meta keys (JSON) the refresh under way indexes
 
     # -- storage ----------------------------------------------------------------------------
 
@@ -140,7 +141,7 @@ class SearchCache:
                 "arch_tree": self._archive_trees[0] or "",
                 "lengths": s.lengths.tobytes(), "kinds": bytes(s.kinds), "sessions": s.sessions.tobytes(),
                 "dead": array("I", sorted(s.dead)).tobytes(), "max_time": s.max_time,
-                "expires": json.dumps(s.expires), "sum_len": s.sum_len}
+                "expires": json.dumps(s.expires), "sum_len": s.sum_len, "meta_fields": self._fields}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows.items())
         self._loaded = s.generation
 
@@ -241,8 +242,13 @@ class SearchCache:
         db = self._connect()
         self._load(db)
         dead = len(self.columns.dead)
-        if dead > COMPACT_MIN_DEAD and dead * 4 > self.columns.count:
-            self.rebuild()  # tombstones are a quarter of the cache: start over from the files
+        self._fields = json.dumps(searchable_meta(self.desk))
+        built = db.execute("SELECT value FROM meta WHERE key='meta_fields'").fetchone()
+        if (dead > COMPACT_MIN_DEAD and dead * 4 > self.columns.count) or (
+                self.columns.generation and (built is None or built[0] != self._fields)):
+            # tombstones are a quarter of the cache, or the searchable meta keys changed (desk.json):
+            # start over from the files
+            self.rebuild()
             db = self._connect()
         if meanwhile is not None:
             meanwhile(self)
@@ -261,7 +267,8 @@ class SearchCache:
         try:
             self._load(db)
             mem_todo, arch_todo = self._changes(db)
-            writer = SearchWriter(self.desk, self.columns, self.batch_bytes, self._postings)
+            writer = SearchWriter(self.desk, self.columns, self.batch_bytes, self._postings,
+                                  tuple(json.loads(self._fields)))
             writer.refresh_memories(db, mem_todo, batch)
             writer.refresh_archive(db, arch_todo, batch, progress)
             writer.flush(db, batch)

@@ -110,8 +110,9 @@ class SearchWriter:
     forgotten for every term a merge extends)."""
 
     def __init__(self, desk: DeskFolder, columns: Columns, batch_bytes: int,
-                 postings: dict[str, tuple[array[int], array[int]]]) -> None:
+                 postings: dict[str, tuple[array[int], array[int]]], meta_fields: tuple[str, ...]) -> None:
         self.desk = desk
+        self.meta_fields = meta_fields
         self.columns = columns
         self.batch_bytes = batch_bytes
         self._postings = postings
@@ -269,7 +270,7 @@ class SearchWriter:
                         if terms is not None:
                             self._add(db, batch, terms, CONVERSATION, event_time(rec), None,
                                       (path, f"event:{rec.get('id')}", lines, offset + pos, raw),
-                                      conversation_side(rec, terms), event_session(rec))
+                                      conversation_side(rec, terms, self.meta_fields), event_session(rec))
                     pos = nl + 1
                     if progress is not None and (lines & 1023) == 0:
                         progress(done + offset + pos - start, total)

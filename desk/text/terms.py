@@ -29,9 +29,10 @@ import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hint
 from desk.text.normalize import normalize
 from desk.text.tokens import CJK_CLASS, CJK_FIRST
 
-FIELD_MARK = "\x01"  # prefix of a second-field term (an event's speaker and meta values)
+FIELD_MARK = "\x01"  # prefix of a second-field term (an event's speaker and searchable meta values)
 TIME_TAG = "\0time"  # posted on records whose text names a time (no query term holds a NUL)
 ASK_TAG = "\0ask"  # posted on conversation turns that end with a question (`is_question`)
+STATES_TAG = "\0states"  # ... and that say something before they ask (`states_then_asks`)
 _ASCII_WORDS = re.compile(r"[^\W_]+", re.ASCII)  # on ASCII text, what _words() and _terms() find
 _STEMMER = Stemmer.Stemmer("english")
 _stem = _STEMMER.stemWords
@@ -166,3 +167,16 @@ def _ends_asking() -> re.Pattern[str]:  # compiled when a record is built, not b
 def is_question(text: str) -> bool:
     """Whether a conversation turn ends by asking something: the turn after it is its answer."""
     return _ends_asking().search(text) is not None
+
+
+def states_then_asks(text: str) -> bool:
+    """Whether a turn that ends with a question says something first ("I got pre-approved for
+    $350,000. What should I check?"; not "Did you get the dog?" nor "Away? Where did you go?"):
+    a reply can echo what it stated. Linear in the text: a sentence end, then a word, before a `?`."""
+    if not is_question(text):
+        return False
+    for asked in re.split(r"[?？﹖؟]", text)[:-1]:
+        end = re.search(r"[.!。！…]", asked)
+        if end is not None and re.search(r"\w", asked[end.end():]) is not None:
+            return True
+    return False

@@ -88,7 +88,7 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
     """The default ranker's best totals, computed record by record from the definition in
     docs/recall.md (no shared code with desk.recall.rank's pass)."""
     from desk.recall.rank import CONTEXT_PARAMS as p
-    from desk.text.terms import ASK_TAG, FIELD_MARK, TIME_TAG, asks_when
+    from desk.text.terms import ASK_TAG, FIELD_MARK, STATES_TAG, TIME_TAG, asks_when
 
     q = normalize_query(text, limit=limit, as_of=as_of, kind="conversation")
     s = cache.columns
@@ -103,16 +103,19 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
         terms.append((said, named, math.log(1 + (n - df + 0.5) / (df + 0.5))))
     timed = set(cache.postings(TIME_TAG)[0]) if asks_when(text) else set()
     asks = set(cache.postings(ASK_TAG)[0])
+    states = set(cache.postings(STATES_TAG)[0])
     at = _ts(as_of)
 
-    def own(d: int) -> float:
+    def per_term(d: int) -> list[float]:
         """BM25F: one pseudo-frequency per term over both fields, saturated once."""
-        total = 0.0
+        out = []
         for said, named, idf in terms:
             t = said.get(d, 0) / (1 - p.b + p.b * s.lengths[d] / avg) + p.field * named.get(d, 0)
-            if t:
-                total += idf * t * (p.k1 + 1) / (t + p.k1)
-        return total
+            out.append(idf * t * (p.k1 + 1) / (t + p.k1) if t else 0.0)
+        return out
+
+    def own(d: int) -> float:
+        return sum(per_term(d))
 
     def neighbours(d: int) -> list[int]:
         out = []
@@ -129,14 +132,27 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
         mine = own(d)
         recency = 0.5 ** (max(0.0, at - s.times[d]) / 86400 / 30)
         total = mine * (1 + (p.time if d in timed else 0) + p.recency * recency)
-        total += sum((p.question if m < d and m in asks else p.context) * own(m) for m in neighbours(d))
+        mine_terms = per_term(d)
+        for m in neighbours(d):
+            if m < d and m in asks:  # the question d answers: all of it, or what d lacks of a stating one
+                total += sum((p.question if not said or m not in states else p.context) * v
+                             for v, said in zip(per_term(m), mine_terms))
+            elif m > d and d in states:  # d states and asks: the answer's repeats count for d
+                total += sum((p.question if said else p.context) * v for v, said in zip(per_term(m), mine_terms))
+            else:
+                total += p.context * own(m)
+        session_mates = [m for m in conv if s.sessions[m] == s.sessions[d] != 0 and m != d]
+        if mine and session_mates:
+            best = [max(col) for col in zip(*(per_term(m) for m in session_mates))]
+            total += p.session * min(mine, sum(b for b, said in zip(best, mine_terms) if not said))
         if total > 0:
             totals.append(total)
     return sorted(totals, reverse=True)[:limit]
 
 
 @pytest.mark.parametrize("weights", [{}, {"context": 0.6, "time": 0.5, "field": 2.5, "question": 0.2},
-                                     {"field": 0.0, "context": 0.0, "question": 1.5}])
+                                     {"field": 0.0, "context": 0.0, "question": 1.5},
+                                     {"session": 0.8, "question": 0.0}])
 def test_default_ranker_equals_its_definition(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch,
                                               weights: dict[str, float]) -> None:
     """The default ranker (own scores, then only the strong records and their neighbours scored
@@ -156,6 +172,8 @@ def test_default_ranker_equals_its_definition(desk: DeskFolder, monkeypatch: pyt
             text += " yesterday"
         if rng.random() < 0.3:
             text += rng.choice(["?", " ？", "? 🙂", "?)"])
+            if rng.random() < 0.5:  # says something before it asks: its answer can echo it
+                text = rng.choice(WORDS) + rng.choice([". ", "! ", "。"]) + text
         rec = {"id": f"e{i:05d}", "desk_id": desk.config.desk_id, "kind": rng.choice(["inbound", "outbound"]),
                "at": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z",
                "content": text, "session": f"s{i // 6}", "actor": rng.choice(["alice", "bruno"]),
@@ -230,6 +248,20 @@ def test_a_turn_that_ends_with_a_question(text: str, asks: bool) -> None:
     from desk.text.terms import is_question
 
     assert is_question(text) is asks
+
+
+@pytest.mark.parametrize(("text", "states"), [
+    ("I got pre-approved for $350,000. What should I check?", True), ("You look tanned! Travelling?", True),
+    ("新家很好。你什么时候来？", True), ("Done.\r\nAnd you?", True), ("Moved.\u200bYou?", True),
+    ("Did you get the dog?", False), ("Away last week? Where did you go?", False), ("Fine.", False),
+    ("I moved. Fine!", False), ("...?", False), ("", False),
+    ("." * 200_000 + "?", False), ("a." * 100_000 + "?", True),  # linear: no backtracking on a huge turn
+])
+def test_a_question_that_says_something_first(text: str, states: bool) -> None:
+    """Only such a question can be echoed by its answer (issue 33): a bare question states nothing."""
+    from desk.text.terms import states_then_asks
+
+    assert states_then_asks(text) is states
 
 
 @settings(max_examples=300, deadline=None)

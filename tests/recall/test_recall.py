@@ -110,7 +110,9 @@ def test_english_hit_with_full_json_contract(desk: DeskFolder, run: DeskRunner) 
     b = hit["score_breakdown"]
     assert b["matched_terms"] == ["persist", "sqlite"] and b["query_term_count"] == 2
     assert b["lexical_coverage"] == 1.0 and 0 < b["recency"] <= 1
-    assert set(b["weights"]) == set(b["contributions"]) == {"content", "field", "context", "question", "time", "recency"}
+    assert set(b["weights"]) == set(b["contributions"]) == {"content", "field", "context", "question", "session",
+                                                          "time", "recency"}
+    assert b["session_terms"] == []
     assert abs(sum(b["contributions"].values()) - b["total"]) < 1e-6
     own = b["contributions"]["content"] + b["contributions"]["field"]
     assert own > 0 and b["contributions"]["context"] == b["contributions"]["question"] == b["contributions"]["time"] == 0
