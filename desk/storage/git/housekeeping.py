@@ -1,0 +1,210 @@
+"""git's own housekeeping after desk's commits, as git's porcelain does it.
+
+desk publishes with `commit-tree` and `update-ref`, which (unlike `git commit`, `merge`, `fetch`)
+never run `git gc --auto`: every commit's objects would stay loose for ever. So after each commit
+desk starts `git gc --auto` itself, detached (its own session, stdio on /dev/null, never waited
+for), when git's own sample says it may be due: more than gc.auto/256 loose objects in
+`.git/objects/17`, or more than gc.autoPackLimit packs. git then decides again with all its config
+(gc.auto=0 turns it off), and its gc.pid lock keeps two from running at once. Its default prune
+grace (two weeks) keeps every fresh object; `holding_gc_lock` keeps a person's `git gc
+--prune=now` from starting while desk writes. `DESK_AUTO_GC=0` in the environment turns desk's
+starting of it off (tests, benchmarks).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from desk.errors import ConflictError
+
+if TYPE_CHECKING:
+    from desk.storage.git.repo import Git
+
+AUTO_GC_ENV = "DESK_AUTO_GC"  # "0": desk never starts `git gc --auto`
+GC_AUTO = 6700  # git's defaults for gc.auto and gc.autoPackLimit
+GC_AUTO_PACK_LIMIT = 50
+GC_LOCK_WAIT = 10.0  # seconds a desk write waits for a running `git gc` (`holding_gc_lock`)
+OWN_GC = "desk-gc.pid"  # in .git/: `PID HOST` of the `git gc --auto` desk started last
+_started: list[subprocess.Popen[bytes]] = []  # reaped at the next start (a long-running `desk serve`)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectStore:
+    """`git count-objects -v`: loose objects and their size, packs and theirs; `overdue` when git's
+    own thresholds (gc.auto, gc.autoPackLimit) are passed, so `git gc --auto` would run."""
+
+    loose: int
+    loose_kib: int
+    packs: int
+    pack_kib: int
+    garbage: int
+    overdue: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {"loose": self.loose, "loose_kib": self.loose_kib, "packs": self.packs,
+                "pack_kib": self.pack_kib, "garbage": self.garbage, "overdue": self.overdue}
+
+
+def _limits(git: Git) -> tuple[int, int]:
+    """gc.auto and gc.autoPackLimit as configured (git's defaults when unset or unreadable)."""
+    values = git.config.values()
+
+    def number(key: str, default: int) -> int:
+        try:
+            return int(values.get(key, default))
+        except ValueError:
+            return default
+
+    return number("gc.auto", GC_AUTO), number("gc.autopacklimit", GC_AUTO_PACK_LIMIT)
+
+
+def _packs(git_dir: Path) -> int:
+    """The packs without a `.keep` file (those gc.autoPackLimit counts)."""
+    try:
+        names = set(os.listdir(git_dir / "objects" / "pack"))
+    except OSError:
+        return 0
+    return sum(1 for n in names if n.endswith(".pack") and n[:-5] + ".keep" not in names)
+
+
+def auto_gc_due(git: Git) -> bool:
+    """git's own cheap sample (builtin/gc.c): more than gc.auto/256 loose objects in
+    `objects/17`, or more than gc.autoPackLimit packs. gc.auto <= 0 turns both off. The config is
+    read only once the sample could pass any threshold (a commit has read it already)."""
+    try:
+        sample = sum(1 for n in os.listdir(git.git_dir() / "objects" / "17") if len(n) == 38)
+    except OSError:
+        sample = 0
+    packs = _packs(git.git_dir())
+    if sample < 2 and packs < 2:
+        return False
+    threshold, pack_limit = _limits(git)
+    return threshold > 0 and (sample > -(-threshold // 256) or 0 < pack_limit < packs)
+
+
+def start_auto_gc(git: Git) -> bool:
+    """Start `git gc --auto` detached from desk when it may be due; True when started. It never
+    delays the caller (nothing is waited for) and outlives it; git's gc.pid lock means at most one
+    runs, and git does nothing when it finds no work."""
+    for proc in list(_started):  # reap those a long-running process started before
+        if proc.poll() is not None:
+            _started.remove(proc)
+    if os.environ.get(AUTO_GC_ENV) == "0" or _started or not auto_gc_due(git):
+        return False
+    # git's own detaching would give gc.pid another pid than the one desk records; desk detaches it
+    proc = subprocess.Popen(["git", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"], cwd=git.root,
+                            env=git.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    _started.append(proc)
+    (git.git_dir() / OWN_GC).write_text(f"{proc.pid} {socket.gethostname()}")
+    return True
+
+
+def object_store(git: Git) -> ObjectStore:
+    """The object store as `git count-objects -v` reports it, and whether housekeeping is overdue
+    by git's thresholds (counted exactly here, not sampled)."""
+    found: dict[str, int] = {}
+    for line in git.text("count-objects", "-v").splitlines():
+        key, _, value = line.partition(":")
+        if value.strip().isdigit():
+            found[key.strip()] = int(value)
+    threshold, pack_limit = _limits(git)
+    loose, packs = found.get("count", 0), found.get("packs", 0)
+    overdue = threshold > 0 and (loose > threshold or (pack_limit > 0 and _packs(git.git_dir()) > pack_limit))
+    return ObjectStore(loose, found.get("size", 0), packs, found.get("size-pack", 0), found.get("garbage", 0), overdue)
+
+
+def collect_garbage(git: Git) -> str | None:
+    """`git gc` in the foreground (its default prune grace); git's words when it failed (another
+    gc is running, a lock), else None."""
+    proc = git.completed(("gc", "--quiet"), own_session=True)
+    return None if proc.returncode == 0 else proc.stderr.decode("utf-8", "replace").strip()
+
+
+
+@contextmanager
+def holding_gc_lock(git: Git) -> Iterator[None]:
+    """Hold git's own gc lock (`.git/gc.pid`) while desk writes: objects no ref names yet are safe.
+
+    `git gc --prune=now` deletes every loose object no ref reaches when it looks, so one that starts
+    between desk's first `hash-object` and its `update-ref` would take the commit HEAD is about to
+    name (git documents the race for every writer, its own `git commit` included). Every `git gc`
+    first takes gc.pid, refusing to start while it names a live process on this host; desk writes
+    its own pid there the way git does (lock file, then rename), so no gc starts while desk writes,
+    and desk waits for one that runs, up to GC_LOCK_WAIT (ConflictError then). desk's own auto gc,
+    whose prune grace keeps fresh objects, is not waited for.
+    """
+    git_dir = git.git_dir()
+    pid_file, lock = git_dir / "gc.pid", git_dir / "gc.pid.lock"
+    mine = f"{os.getpid()} {socket.gethostname()}"
+    deadline = time.monotonic() + GC_LOCK_WAIT
+    held = False
+    while not held:
+        owner = None
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            owner = "a git gc taking its lock"
+        except OSError:
+            break  # a read-only .git: nothing desk could lose there
+        else:
+            with os.fdopen(fd, "w") as out:
+                running = _running_gc(pid_file)
+                if running is None:
+                    out.write(mine)
+            if running is None:
+                os.replace(lock, pid_file)
+                held = True
+                continue
+            lock.unlink(missing_ok=True)
+            if running == _read(git_dir / OWN_GC):
+                break  # desk's own `git gc --auto`: it prunes nothing younger than its grace
+            owner = f"git gc (pid {running.split()[0]})"
+        if time.monotonic() > deadline:
+            if owner.startswith("a git gc taking"):
+                break  # a lock file left by a killed gc: git's own rules apply, as for git commit
+            raise ConflictError(f"a {owner} is running in this desk; desk writes nothing while it may "
+                                "prune objects a write has not yet named", hint="run the command again when "
+                                "it is done (`git gc` ends on its own; its pid is in .git/gc.pid)")
+        time.sleep(0.01)
+    try:
+        yield
+    finally:
+        if held and _read(pid_file) == mine:
+            pid_file.unlink(missing_ok=True)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _running_gc(pid_file: Path) -> str | None:
+    """gc.pid's `PID HOST` when it names a gc git would take as running (git's own rule in
+    builtin/gc.c: written in the last 12 hours, and on another host or a live process here)."""
+    line = _read(pid_file)
+    try:
+        fresh = time.time() - pid_file.stat().st_mtime <= 12 * 3600
+    except OSError:
+        return None
+    pid, _, host = (line or "").partition(" ")
+    if not fresh or not pid.isdigit():
+        return None
+    if host == socket.gethostname():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+    return line
