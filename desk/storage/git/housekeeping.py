@@ -32,6 +32,7 @@ AUTO_GC_ENV = "DESK_AUTO_GC"  # "0": desk never starts `git gc --auto`
 GC_AUTO = 6700  # git's defaults for gc.auto and gc.autoPackLimit
 GC_AUTO_PACK_LIMIT = 50
 GC_LOCK_WAIT = 10.0  # seconds a desk write waits for a running `git gc` (`holding_gc_lock`)
+GC_AUTO_INTERVAL = 600  # seconds between two `git gc --auto` desk starts in one repository
 OWN_GC = "desk-gc.pid"  # in .git/: `PID HOST` of the `git gc --auto` desk started last
 _started: list[subprocess.Popen[bytes]] = []  # reaped at the next start (a long-running `desk serve`)
 
@@ -93,11 +94,11 @@ def auto_gc_due(git: Git) -> bool:
 def start_auto_gc(git: Git) -> bool:
     """Start `git gc --auto` detached from desk when it may be due; True when started. It never
     delays the caller (nothing is waited for) and outlives it; git's gc.pid lock means at most one
-    runs, and git does nothing when it finds no work."""
+    runs, and git does nothing when it finds no work. At most one start per GC_AUTO_INTERVAL."""
     for proc in list(_started):  # reap those a long-running process started before
         if proc.poll() is not None:
             _started.remove(proc)
-    if os.environ.get(AUTO_GC_ENV) == "0" or _started or not auto_gc_due(git):
+    if os.environ.get(AUTO_GC_ENV) == "0" or _started or _started_lately(git.git_dir()) or not auto_gc_due(git):
         return False
     # git's own detaching would give gc.pid another pid than the one desk records; desk detaches it
     proc = subprocess.Popen(["git", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"], cwd=git.root,
@@ -106,6 +107,16 @@ def start_auto_gc(git: Git) -> bool:
     _started.append(proc)
     (git.git_dir() / OWN_GC).write_text(f"{proc.pid} {socket.gethostname()}")
     return True
+
+
+def _started_lately(git_dir: Path) -> bool:
+    """Whether desk started a gc less than GC_AUTO_INTERVAL ago: git's gc.log back-off, which a gc
+    desk runs undetached skips (loose objects no ref reaches stay until their grace ends, and would
+    have every commit start a gc that cannot remove them)."""
+    try:
+        return time.time() - (git_dir / OWN_GC).stat().st_mtime < GC_AUTO_INTERVAL
+    except OSError:
+        return False
 
 
 def object_store(git: Git) -> ObjectStore:
