@@ -5,6 +5,7 @@ while desk writes, and `desk doctor` reporting the object store and running `git
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import time
@@ -141,3 +142,13 @@ def test_doctor_reports_the_object_store_and_repair_runs_git_gc(desk: DeskFolder
     assert data["problems"][0]["status"] == "repaired" and data["objects"]["packs"] >= 1
     git(desk.root, "config", "gc.auto", "0")  # a person who turned it off is never told it is overdue
     assert run("doctor").exit_code == 0
+
+
+def test_a_gc_lock_file_a_killed_gc_left_does_not_stop_desk(desk: DeskFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(housekeeping, "GC_LOCK_WAIT", 30.0)
+    lock = desk.git_dir / "gc.pid.lock"
+    lock.write_text("")
+    os.utime(lock, (time.time() - 60, time.time() - 60))
+    started = time.monotonic()
+    desk_api.open(desk.root).remember("tz", "Paris time.", type="fact", description="timezone")
+    assert time.monotonic() - started < 30.0 and lock.exists()  # left to doctor's lock check

@@ -46,25 +46,19 @@ class ObjectStore:
     loose_kib: int
     packs: int
     pack_kib: int
-    garbage: int
     overdue: bool
 
     def to_json(self) -> dict[str, object]:
         return {"loose": self.loose, "loose_kib": self.loose_kib, "packs": self.packs,
-                "pack_kib": self.pack_kib, "garbage": self.garbage, "overdue": self.overdue}
+                "pack_kib": self.pack_kib, "overdue": self.overdue}
 
 
 def _limits(git: Git) -> tuple[int, int]:
-    """gc.auto and gc.autoPackLimit as configured (git's defaults when unset or unreadable)."""
+    """gc.auto and gc.autoPackLimit as configured (git's defaults when unset or not a number)."""
     values = git.config.values()
-
-    def number(key: str, default: int) -> int:
-        try:
-            return int(values.get(key, default))
-        except ValueError:
-            return default
-
-    return number("gc.auto", GC_AUTO), number("gc.autopacklimit", GC_AUTO_PACK_LIMIT)
+    found = [values.get(key, "").strip() for key in ("gc.auto", "gc.autopacklimit")]
+    return (int(found[0]) if found[0].lstrip("-").isdigit() else GC_AUTO,
+            int(found[1]) if found[1].lstrip("-").isdigit() else GC_AUTO_PACK_LIMIT)
 
 
 def _packs(git_dir: Path) -> int:
@@ -122,15 +116,12 @@ def _started_lately(git_dir: Path) -> bool:
 def object_store(git: Git) -> ObjectStore:
     """The object store as `git count-objects -v` reports it, and whether housekeeping is overdue
     by git's thresholds (counted exactly here, not sampled)."""
-    found: dict[str, int] = {}
-    for line in git.text("count-objects", "-v").splitlines():
-        key, _, value = line.partition(":")
-        if value.strip().isdigit():
-            found[key.strip()] = int(value)
+    lines = (line.partition(": ") for line in git.text("count-objects", "-v").splitlines())
+    found = {key: int(value) for key, _, value in lines if value.strip().isdigit()}
     threshold, pack_limit = _limits(git)
-    loose, packs = found.get("count", 0), found.get("packs", 0)
-    overdue = threshold > 0 and (loose > threshold or (pack_limit > 0 and _packs(git.git_dir()) > pack_limit))
-    return ObjectStore(loose, found.get("size", 0), packs, found.get("size-pack", 0), found.get("garbage", 0), overdue)
+    loose = found.get("count", 0)
+    overdue = threshold > 0 and (loose > threshold or 0 < pack_limit < _packs(git.git_dir()))
+    return ObjectStore(loose, found.get("size", 0), found.get("packs", 0), found.get("size-pack", 0), overdue)
 
 
 def collect_garbage(git: Git) -> str | None:
@@ -138,7 +129,6 @@ def collect_garbage(git: Git) -> str | None:
     gc is running, a lock), else None."""
     proc = git.completed(("gc", "--quiet"), own_session=True)
     return None if proc.returncode == 0 else proc.stderr.decode("utf-8", "replace").strip()
-
 
 
 @contextmanager
@@ -157,20 +147,20 @@ def holding_gc_lock(git: Git) -> Iterator[None]:
     pid_file, lock = git_dir / "gc.pid", git_dir / "gc.pid.lock"
     mine = f"{os.getpid()} {socket.gethostname()}"
     deadline = time.monotonic() + GC_LOCK_WAIT
-    held = False
+    held, running = False, None
     while not held:
-        owner = None
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            owner = "a git gc taking its lock"
+        except FileExistsError:  # git holds it for an instant; one older was left by a killed gc
+            if _age(lock) > 1:
+                break  # git's own rules apply then, as for `git commit`; doctor lists the lock
+            running = "a git gc taking its lock"
         except OSError:
             break  # a read-only .git: nothing desk could lose there
         else:
             with os.fdopen(fd, "w") as out:
                 running = _running_gc(pid_file)
-                if running is None:
-                    out.write(mine)
+                out.write(mine if running is None else "")
             if running is None:
                 os.replace(lock, pid_file)
                 held = True
@@ -178,13 +168,10 @@ def holding_gc_lock(git: Git) -> Iterator[None]:
             lock.unlink(missing_ok=True)
             if running == _read(git_dir / OWN_GC):
                 break  # desk's own `git gc --auto`: it prunes nothing younger than its grace
-            owner = f"git gc (pid {running.split()[0]})"
         if time.monotonic() > deadline:
-            if owner.startswith("a git gc taking"):
-                break  # a lock file left by a killed gc: git's own rules apply, as for git commit
-            raise ConflictError(f"a {owner} is running in this desk; desk writes nothing while it may "
-                                "prune objects a write has not yet named", hint="run the command again when "
-                                "it is done (`git gc` ends on its own; its pid is in .git/gc.pid)")
+            raise ConflictError(f"a git gc ({running}) is running in this desk; desk writes nothing while "
+                                "it may prune objects a write has not yet named", hint="run the command again "
+                                "when it is done (`git gc` ends on its own; its pid is in .git/gc.pid)")
         time.sleep(0.01)
     try:
         yield
@@ -200,16 +187,19 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def _running_gc(pid_file: Path) -> str | None:
     """gc.pid's `PID HOST` when it names a gc git would take as running (git's own rule in
     builtin/gc.c: written in the last 12 hours, and on another host or a live process here)."""
     line = _read(pid_file)
-    try:
-        fresh = time.time() - pid_file.stat().st_mtime <= 12 * 3600
-    except OSError:
-        return None
     pid, _, host = (line or "").partition(" ")
-    if not fresh or not pid.isdigit():
+    if not pid.isdigit() or _age(pid_file) > 12 * 3600:
         return None
     if host == socket.gethostname():
         try:
