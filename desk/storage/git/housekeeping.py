@@ -32,7 +32,7 @@ AUTO_GC_ENV = "DESK_AUTO_GC"  # "0": desk never starts `git gc --auto`
 GC_AUTO = 6700  # git's defaults for gc.auto and gc.autoPackLimit
 GC_AUTO_PACK_LIMIT = 50
 GC_LOCK_WAIT = 10.0  # seconds a desk write waits for a running `git gc` (`holding_gc_lock`)
-GC_AUTO_INTERVAL = 600  # seconds between two `git gc --auto` desk starts in one repository
+GC_AUTO_INTERVAL = 60  # seconds between two `git gc --auto` desk starts in one repository
 OWN_GC = "desk-gc.pid"  # in .git/: `PID HOST` of the `git gc --auto` desk started last
 _started: list[subprocess.Popen[bytes]] = []  # reaped at the next start (a long-running `desk serve`)
 
