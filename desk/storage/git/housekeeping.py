@@ -19,7 +19,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,8 +49,7 @@ class ObjectStore:
     overdue: bool
 
     def to_json(self) -> dict[str, object]:
-        return {"loose": self.loose, "loose_kib": self.loose_kib, "packs": self.packs,
-                "pack_kib": self.pack_kib, "overdue": self.overdue}
+        return asdict(self)
 
 
 def _limits(git: Git) -> tuple[int, int]:
