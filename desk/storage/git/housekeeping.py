@@ -14,7 +14,6 @@ starting of it off (tests, benchmarks).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -98,7 +97,7 @@ def start_auto_gc(git: Git) -> bool:
                             env=git.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     _started.append(proc)
-    (git.git_dir() / OWN_GC).write_text(f"{proc.pid} {socket.gethostname()}")
+    (git.git_dir() / OWN_GC).write_text(f"{proc.pid} {os.uname().nodename}")
     return True
 
 
@@ -144,7 +143,7 @@ def holding_gc_lock(git: Git) -> Iterator[None]:
     """
     git_dir = git.git_dir()
     pid_file, lock = git_dir / "gc.pid", git_dir / "gc.pid.lock"
-    mine = f"{os.getpid()} {socket.gethostname()}"
+    mine = f"{os.getpid()} {os.uname().nodename}"
     deadline = time.monotonic() + GC_LOCK_WAIT
     held, running = False, None
     while not held:
@@ -200,7 +199,7 @@ def _running_gc(pid_file: Path) -> str | None:
     pid, _, host = (line or "").partition(" ")
     if not pid.isdigit() or _age(pid_file) > 12 * 3600:
         return None
-    if host == socket.gethostname():
+    if host == os.uname().nodename:
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
