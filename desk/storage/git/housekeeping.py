@@ -87,9 +87,7 @@ def start_auto_gc(git: Git) -> bool:
     """Start `git gc --auto` detached from desk when it may be due; True when started. It never
     delays the caller (nothing is waited for) and outlives it; git's gc.pid lock means at most one
     runs, and git does nothing when it finds no work. At most one start per GC_AUTO_INTERVAL."""
-    for proc in list(_started):  # reap those a long-running process started before
-        if proc.poll() is not None:
-            _started.remove(proc)
+    _reap()
     if os.environ.get(AUTO_GC_ENV) == "0" or _started or _started_lately(git.git_dir()) or not auto_gc_due(git):
         return False
     # git's own detaching would give gc.pid another pid than the one desk records; desk detaches it
@@ -99,6 +97,13 @@ def start_auto_gc(git: Git) -> bool:
     _started.append(proc)
     (git.git_dir() / OWN_GC).write_text(f"{proc.pid} {os.uname().nodename}")
     return True
+
+
+def _reap() -> None:
+    """Collect the gcs this process started that have ended (a long-running `desk serve`)."""
+    for proc in list(_started):
+        if proc.poll() is not None:
+            _started.remove(proc)
 
 
 def _started_lately(git_dir: Path) -> bool:
@@ -138,10 +143,15 @@ def holding_gc_lock(git: Git) -> Iterator[None]:
     name (git documents the race for every writer, its own `git commit` included). Every `git gc`
     first takes gc.pid, refusing to start while it names a live process on this host; desk writes
     its own pid there the way git does (lock file, then rename), so no gc starts while desk writes,
-    and desk waits for one that runs, up to GC_LOCK_WAIT (ConflictError then). desk's own auto gc,
-    whose prune grace keeps fresh objects, is not waited for.
+    and desk waits for one that runs, up to GC_LOCK_WAIT (ConflictError then). While desk's own
+    auto gc runs (its prune grace keeps fresh objects) desk neither waits nor takes the lock: the
+    next write would otherwise take it before that gc does, and the gc would end at once.
     """
     git_dir = git.git_dir()
+    _reap()
+    if _running_gc(git_dir / OWN_GC, within=3600):  # desk's own gc runs (or is about to take gc.pid)
+        yield
+        return
     pid_file, lock = git_dir / "gc.pid", git_dir / "gc.pid.lock"
     mine = f"{os.getpid()} {os.uname().nodename}"
     deadline = time.monotonic() + GC_LOCK_WAIT
@@ -164,8 +174,6 @@ def holding_gc_lock(git: Git) -> Iterator[None]:
                 held = True
                 continue
             lock.unlink(missing_ok=True)
-            if running == _read(git_dir / OWN_GC):
-                break  # desk's own `git gc --auto`: it prunes nothing younger than its grace
         if time.monotonic() > deadline:
             raise ConflictError(f"a git gc ({running}) is running in this desk; desk writes nothing while "
                                 "it may prune objects a write has not yet named", hint="run the command again "
@@ -192,12 +200,12 @@ def _age(path: Path) -> float:
         return 0.0
 
 
-def _running_gc(pid_file: Path) -> str | None:
+def _running_gc(pid_file: Path, within: float = 12 * 3600) -> str | None:
     """gc.pid's `PID HOST` when it names a gc git would take as running (git's own rule in
     builtin/gc.c: written in the last 12 hours, and on another host or a live process here)."""
     line = _read(pid_file)
     pid, _, host = (line or "").partition(" ")
-    if not pid.isdigit() or _age(pid_file) > 12 * 3600:
+    if not pid.isdigit() or _age(pid_file) > within:
         return None
     if host == os.uname().nodename:
         try:
