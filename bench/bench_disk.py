@@ -32,15 +32,19 @@ from environment import describe
 
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
+from desk.storage.git import housekeeping
 from desk.storage.git.housekeeping import AUTO_GC_ENV
 
 
 def size_kib(path: Path) -> int:
-    return int(subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True).stdout.split()[0])
+    """`du -sk` (a gc running beside it may remove a file it was about to count: not an error)."""
+    return int(subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True).stdout.split()[0])
 
 
 def wait_for_gc(root: Path, limit: float = 600.0) -> None:
-    """Until no `git gc` holds this repository's gc.pid (git removes it when done)."""
+    """Until the gcs desk started here have ended and no `git gc` holds gc.pid (git's detached one)."""
+    for proc in housekeeping._started:
+        proc.wait()
     deadline = time.monotonic() + limit
     while (root / ".git" / "gc.pid").exists() and time.monotonic() < deadline:
         time.sleep(0.2)
