@@ -59,6 +59,12 @@ def _limits(git: Git) -> tuple[int, int]:
             int(found[1]) if found[1].lstrip("-").isdigit() else GC_AUTO_PACK_LIMIT)
 
 
+def _common_dir(git: Git) -> Path:
+    """Where `objects/` and gc.pid live: `.git`, or the main one of a linked work tree (asked of git)."""
+    git_dir = git.git_dir()
+    return git.git_path("objects").parent if (git_dir / "commondir").exists() else git_dir
+
+
 def _packs(git_dir: Path) -> int:
     """The packs without a `.keep` file (those gc.autoPackLimit counts)."""
     try:
@@ -72,11 +78,12 @@ def auto_gc_due(git: Git) -> bool:
     """git's own cheap sample (builtin/gc.c): more than gc.auto/256 loose objects in
     `objects/17`, or more than gc.autoPackLimit packs. gc.auto <= 0 turns both off. The config is
     read only once the sample could pass any threshold (a commit has read it already)."""
+    common = _common_dir(git)
     try:
-        sample = sum(1 for n in os.listdir(git.git_dir() / "objects" / "17") if len(n) == 38)
+        sample = sum(1 for n in os.listdir(common / "objects" / "17") if len(n) == 38)
     except OSError:
         sample = 0
-    packs = _packs(git.git_dir())
+    packs = _packs(common)
     if sample < 2 and packs < 2:
         return False
     threshold, pack_limit = _limits(git)
@@ -88,14 +95,14 @@ def start_auto_gc(git: Git) -> bool:
     delays the caller (nothing is waited for) and outlives it; git's gc.pid lock means at most one
     runs, and git does nothing when it finds no work. At most one start per GC_AUTO_INTERVAL."""
     _reap()
-    if os.environ.get(AUTO_GC_ENV) == "0" or _started or _started_lately(git.git_dir()) or not auto_gc_due(git):
+    if os.environ.get(AUTO_GC_ENV) == "0" or _started or _started_lately(_common_dir(git)) or not auto_gc_due(git):
         return False
     # git's own detaching would give gc.pid another pid than the one desk records; desk detaches it
     proc = subprocess.Popen(["git", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"], cwd=git.root,
                             env=git.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     _started.append(proc)
-    (git.git_dir() / OWN_GC).write_text(f"{proc.pid} {os.uname().nodename}")
+    (_common_dir(git) / OWN_GC).write_text(f"{proc.pid} {os.uname().nodename}")
     return True
 
 
@@ -123,7 +130,7 @@ def object_store(git: Git) -> ObjectStore:
     found = {key: int(value) for key, _, value in lines if value.strip().isdigit()}
     threshold, pack_limit = _limits(git)
     loose = found.get("count", 0)
-    overdue = threshold > 0 and (loose > threshold or 0 < pack_limit < _packs(git.git_dir()))
+    overdue = threshold > 0 and (loose > threshold or 0 < pack_limit < _packs(_common_dir(git)))
     return ObjectStore(loose, found.get("size", 0), found.get("packs", 0), found.get("size-pack", 0), overdue)
 
 
@@ -147,7 +154,7 @@ def holding_gc_lock(git: Git) -> Iterator[None]:
     auto gc runs (its prune grace keeps fresh objects) desk neither waits nor takes the lock: the
     next write would otherwise take it before that gc does, and the gc would end at once.
     """
-    git_dir = git.git_dir()
+    git_dir = _common_dir(git)
     _reap()
     if _running_gc(git_dir / OWN_GC, within=3600):  # desk's own gc runs (or is about to take gc.pid)
         yield
