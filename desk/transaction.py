@@ -36,6 +36,7 @@ from desk.layout import ARCHIVE_PREFIX, DeskFolder
 from desk.storage.atomic import atomic_write, remove, write_derived
 from desk.storage.crash import crash_point
 from desk.storage.git import IndexLock, RawChange, blob_sha, parse_trailers
+from desk.storage.git.housekeeping import holding_gc_lock, start_auto_gc
 from desk.storage.git_locks import recording_git_children, release_left_locks
 from desk.storage.hashing import sha256_hex
 from desk.storage.integration import SettledSync, left_behind, settle_integration
@@ -338,13 +339,14 @@ def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transact
     desk.require_known_schema()  # a desk written by a newer desk is never written by this one
     if not stopped:
         refuse_stopped(desk)
-    with desk_lock(desk.lock_path):
+    with desk_lock(desk.lock_path), holding_gc_lock(desk.git):  # no `git gc` prunes what desk writes
         release_left_locks(desk.git_dir, desk.root)  # what killed desk commands and their git left
         with recording_git_children(desk.git_dir):
             tx = Transaction(desk)
             tx.settled_sync = settle_integration(desk.git)  # a desk sync killed while git merged: undone
             recover_interrupted(desk)  # the next command recovers from a crash of the last one
             yield tx
+    start_auto_gc(desk.git)  # git's housekeeping, as its porcelain runs it after a commit, detached
 
 
 def refuse_stopped(desk: DeskFolder) -> None:

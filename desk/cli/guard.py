@@ -112,7 +112,8 @@ def edit_command(name: str, actor: str) -> None:
 @json_option
 def doctor_command(repair: bool, commits: int, rebuild: bool) -> None:
     """Check the desk's health: stale index, invalid files, commits that bypassed the hooks,
-    leftover temporary files, a torn archive tail, interrupted mutations, a stale index.lock.
+    leftover temporary files, a torn archive tail, interrupted mutations, a stale index.lock,
+    the object store's size (with --repair, `git gc` when git's housekeeping is overdue).
 
     Exit 3 when a problem remains (after --repair: one that needs a person).
     """

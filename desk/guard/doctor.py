@@ -4,7 +4,8 @@ Checks: the desk's files against every rule (`validate --all`: invalid files, a 
 recent commits that bypassed the hooks (`--no-verify`) and broke a history rule (SOUL.md changed
 by the assistant, a digest changing NOW.md, an archive rewritten, a secret committed); leftover
 temporary files of an interrupted atomic write; a torn archive tail; a mutation interrupted
-between its file writes and its commit; a stale `.git/index.lock`; missing hooks.
+between its file writes and its commit; a stale `.git/index.lock`; missing hooks; the object
+store's size, and git's housekeeping when it is overdue.
 
 `--repair` fixes only what is provably desk's own debris and lists the rest for a person. It never
 discards a person's uncommitted edits: an interrupted mutation is finished or undone only when
@@ -42,6 +43,7 @@ from desk.storage.atomic import TEMP_PREFIX
 from desk.storage.derived import RETIRED
 from desk.guard.doctor_locks import check_desk_index_lock, check_git_locks, check_index_lock, check_interrupted_sync
 from desk.storage.git import LOCK_STALE_AFTER
+from desk.storage.git.housekeeping import ObjectStore, collect_garbage, object_store
 from desk.storage.integration import left_behind
 from desk.storage.lock import desk_lock
 from desk.text.secrets import redact
@@ -82,6 +84,7 @@ class DoctorReport:
     problems: list[Problem] = field(default_factory=list)
     repair: bool = False
     rebuilt: list[str] | None = None  # with --rebuild: the derived files dropped (under .git/), then made again
+    objects: ObjectStore | None = None  # `git count-objects -v`, after any repair
 
     @property
     def ok(self) -> bool:
@@ -94,12 +97,16 @@ class DoctorReport:
 
     def to_json(self) -> dict[str, object]:
         rebuilt = {} if self.rebuilt is None else {"rebuilt": self.rebuilt}
+        objects = {} if self.objects is None else {"objects": self.objects.to_json()}
         return {"status": "ok" if self.ok else "problems", "repair": self.repair,
-                "problems": [p.to_json() for p in self.problems], **rebuilt}
+                "problems": [p.to_json() for p in self.problems], **rebuilt, **objects}
 
     def text(self) -> str:
         done = [] if self.rebuilt is None else [
             f"rebuilt: every derived cache ({len(self.rebuilt)} files dropped from .git/ and made again)"]
+        if self.objects is not None:
+            o = self.objects
+            done.append(f"objects: {o.loose} loose ({o.loose_kib} KiB), {o.packs} packs ({o.pack_kib} KiB)")
         if not self.problems:
             return "\n".join([*done, "ok: nothing to repair"])
         lines = done + [f"{p.status}: {p.check}: {p.path}: {p.message}" for p in self.problems]
@@ -162,6 +169,7 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
         check_git_locks(desk, report, False, lock_held=False)
     _check_history(desk, report, commits, history)
     _check_hooks(desk, report, repair)
+    _check_housekeeping(desk, report, repair)
     return report
 
 
@@ -503,6 +511,24 @@ def _commit_verdicts(desk: DeskFolder, shas: list[str], desk_id: str
         verdicts[commit.sha] = (commit.subject, FileVerdict(tuple(f for f, _ in items),
                                                             tuple(c for _, c in items)))
     return verdicts
+
+
+def _check_housekeeping(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
+    """The object store's size; git's housekeeping overdue by its own thresholds (gc.auto,
+    gc.autoPackLimit) is found, and `--repair` runs `git gc` (its default prune grace)."""
+    report.objects = object_store(desk.git)
+    if not report.objects.overdue:
+        return
+    what = f"{report.objects.loose} loose objects, {report.objects.packs} packs"
+    if not repair:
+        report.add("housekeeping", ".git/objects", f"{what}: git's housekeeping (`git gc`) is overdue")
+        return
+    failed = collect_garbage(desk.git)
+    report.objects = object_store(desk.git)
+    if failed:
+        report.add("housekeeping", ".git/objects", f"{what}: `git gc` failed: {failed}", "needs-person")
+    else:
+        report.add("housekeeping", ".git/objects", f"{what}: ran `git gc`", "repaired")
 
 
 def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:

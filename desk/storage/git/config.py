@@ -14,7 +14,7 @@ FALLBACK_NAME = "desk"
 FALLBACK_EMAIL = "desk@localhost"
 # the keys `Config.values` reads
 _QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commitencoding"
-          r"|commit\.gpgsign|core\.fsync)$")
+          r"|commit\.gpgsign|core\.fsync|gc\.auto|gc\.autopacklimit)$")
 
 
 def parse_config(out: bytes) -> dict[str, str]:
@@ -40,7 +40,7 @@ class Config:
         self._identity: list[str] | None = None
 
     def values(self) -> dict[str, str]:
-        """The few config values desk needs (identity, core.hooksPath, commit.gpgSign), read once
+        """The few config values desk needs (identity, core.hooksPath, commit.gpgSign, gc limits), read once
         per Git. Keys as git prints them: lower-cased (`core.hookspath`)."""
         if self._parent is not None:
             return self._parent.values()
