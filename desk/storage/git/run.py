@@ -78,8 +78,7 @@ def _nearly_full(path: Path) -> bool:
 
 class Started:
     """Read-only git commands running (`Runner.start`); `wait` returns their outputs in order.
-    Every one is collected by `wait` or ended by `close` (also a `with` block's exit), never
-    left for the garbage collector."""
+    Every one is collected by `wait` or ended by `close`, never left for the garbage collector."""
 
     def __init__(self, commands: Sequence[tuple[str, ...]], procs: list[subprocess.Popen[bytes]]) -> None:
         self.commands = commands
@@ -107,12 +106,6 @@ class Started:
                 proc.kill()
             end(proc)
 
-    def __enter__(self) -> Started:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def end(proc: subprocess.Popen[bytes], grace: float | None = None) -> None:
     """Close `proc`'s pipes and wait for it (`grace` seconds at most, then it is killed): a git
@@ -139,16 +132,6 @@ class Answer(Generic[T]):
 
     def result(self) -> T:
         return self._parse(self._started.wait())
-
-    def close(self) -> None:
-        """End the commands if `result` was not asked (`Started.close`)."""
-        self._started.close()
-
-    def __enter__(self) -> Answer[T]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class Runner:
