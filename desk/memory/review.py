@@ -233,15 +233,19 @@ def _hostile(proposal: str, sha: str, commit: Commit, base: str | None, second: 
     return findings
 
 
-def _accepted_message(commit: Commit, proposal: str, actor: str, files: list[str], project: str | None,
-                      edited: bool) -> str:
+def _accepted_message(commit: Commit, proposal: str, actor: str, writes: Mapping[str, bytes | None],
+                      project: str | None, edited: bool) -> str:
     """The accepted commit's message: the proposal's subject and desk's own trailers. A proposal
     ref may be hand-made by anyone who can push refs (`desk sync`), so its trailers are never
-    copied: its op and proposing actor are kept only as values desk knows."""
+    copied: its op and proposing actor are kept only as values desk knows, the memories (and a
+    rename's old name, which history follows) are read from its files."""
     op, by = _first(commit.trailers, "Desk-Op"), _first(commit.trailers, "Desk-Actor")
+    gone, kept = ([_name(p) for p, data in writes.items() if (data is None) == deleted] for deleted in (True, False))
+    renamed = op == "rename" and len(gone) == len(kept) == 1
     return commit_message(commit.subject, {
-        "Desk-Op": op if op in PROPOSED_OPS else "accept-proposal", "Desk-Memory": ", ".join(map(_name, files)),
-        "Desk-Project": project, "Desk-Actor": actor,
+        "Desk-Op": op if op in PROPOSED_OPS else "accept-proposal",
+        "Desk-Memory": kept[0] if renamed else ", ".join(map(_name, writes)),
+        "Desk-Renamed-From": gone[0] if renamed else None, "Desk-Project": project, "Desk-Actor": actor,
         "Desk-Proposed-By": by if by in ACTORS and by != "user" else None,  # a person's writes are never proposed
         "Desk-Proposal": proposal, "Desk-Reviewed-By": actor, "Desk-Review-Edited": "yes" if edited else None})
 
@@ -309,7 +313,7 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
         projects = {found.group(1) for p in files if (found := PROJECT_FILE.fullmatch(p))}
         if projects and (len(projects) > 1 or any(MEMORY_FILE.fullmatch(p) for p in files)):
             raise UsageError(f"proposal {proposal} changes memories of more than one scope; reject it")
-        message = _accepted_message(commit, proposal, actor, files, next(iter(projects), None), text is not None)
+        message = _accepted_message(commit, proposal, actor, writes, next(iter(projects), None), text is not None)
         tx.require_clean([*files, *(project_index_path(p) for p in projects)] or [INDEX_FILE])
         memories = {p: (parse_memory(v, p, _name(p)) if v is not None else None) for p, v in writes.items()}
         if projects:

@@ -124,6 +124,8 @@ def test_accept_forget_and_rename(reviewed: DeskFolder, run: DeskRunner) -> None
     moved = propose(run, "rename", "old", "deploy-day")
     assert run("review", "accept", gone).exit_code == 0
     assert run("review", "accept", moved).exit_code == 0
+    renamed = git(reviewed.root, "log", "-1", "--format=%B")  # desk's own trailers: history follows it
+    assert "Desk-Op: rename\nDesk-Memory: deploy-day\nDesk-Renamed-From: old\n" in renamed, renamed
     assert not (reviewed.root / "memory/tz.md").exists() and not (reviewed.root / "memory/old.md").exists()
     assert "deploy-day" in (reviewed.root / "MEMORY.md").read_text()
     assert "tz" not in (reviewed.root / "MEMORY.md").read_text()
