@@ -257,13 +257,25 @@ class DeskFolder:
 
         return Git(self.root)
 
-    @cached_property
+    _config: tuple[tuple[int, int, int], DeskConfig] | None = field(default=None, init=False, compare=False,
+                                                                   repr=False)
+
+    @property
     def config(self) -> DeskConfig:
+        """`.system/desk.json`, read again when its stat (inode, size, mtime) changed, so a
+        long-running `desk ui` or `desk serve` sees a person's edit (review mode turned on)."""
         # Imported here: pydantic costs ~0.1 s, and hot paths such as `archive append` need
         # only the desk id (`desk_id`).
         from desk.config import load_config
 
-        return load_config(self.root)
+        try:
+            info = os.stat(self.root / CONFIG_PATH)
+            seen = (info.st_ino, info.st_size, info.st_mtime_ns)
+        except OSError:
+            return load_config(self.root)  # absent or unreadable: load_config says why
+        if self._config is None or self._config[0] != seen:
+            self._config = (seen, load_config(self.root))
+        return self._config[1]
 
     @cached_property
     def desk_id(self) -> str:

@@ -104,4 +104,3 @@ def allow_secrets(desk: DeskFolder, *texts: str) -> None:
     allow = config.setdefault("secrets", {}).setdefault("allow", [])
     allow += [s.fingerprint for t in texts for s in scan(t) if s.fingerprint not in allow]
     path.write_text(json.dumps(config, indent=2) + "\n")
-    desk.__dict__.pop("config", None)  # the cached config, read again

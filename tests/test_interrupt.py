@@ -102,3 +102,34 @@ def test_a_ctrl_c_from_outside_at_many_moments_is_one_line_or_a_reported_commit(
     finish = _remember(desk, "last")
     assert finish.communicate() and finish.returncode == 0
     assert _clean(desk)
+
+
+def test_a_ctrl_c_while_git_moves_the_branch_waits_for_git(desk: DeskFolder, identity: None, tmp_path: Path) -> None:
+    """A Ctrl-C while `git update-ref` is moving the branch (slowed here by a reference-transaction
+    hook) must not let desk decide "not landed" before git is done: the files were put back and
+    the pending marker cleared while git then moved HEAD, leaving MEMORY.md dirty with no marker,
+    and the next `desk remember` refused (exit 4). Now desk waits for its git child to end."""
+    import time
+
+    started, done = tmp_path / "hook-started", tmp_path / "hook-done"
+    hook = desk.git_dir / "hooks" / "reference-transaction"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\n"
+                    f'if [ "$1" = prepared ] && grep -q " HEAD$" ; then touch "{started}"; sleep 1; touch "{done}"; fi\n'
+                    "exit 0\n")
+    hook.chmod(0o755)
+    proc = _remember(desk, "slow")
+    while not started.exists() and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate()
+    for _ in range(500):  # git, left running, would move HEAD after desk has exited
+        if done.exists():
+            break
+        time.sleep(0.01)
+    time.sleep(0.2)
+    hook.unlink()
+    assert proc.returncode == 0 and COMMITTED.fullmatch(err), (proc.returncode, err)
+    after = _remember(desk, "next")  # recovery brings the person's index up to date
+    assert after.communicate() and after.returncode == 0
+    assert _clean(desk)

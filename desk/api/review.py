@@ -53,7 +53,8 @@ class ReviewMethods(DeskBase):
 
     def accept(self, proposal: str, *, actor: str = "user", text: str | None = None,
                edit: Callable[[str, str], str | None] | None = None) -> ReviewVerdict:
-        """Land proposal `proposal` as one commit with its trailers plus `Desk-Reviewed-By`, through
+        """Land proposal `proposal` as one commit with desk's own trailers (`Desk-Actor` who accepted,
+        `Desk-Proposed-By`, `Desk-Proposal`, `Desk-Reviewed-By`; never copied from the proposal), through
         the gate; `text` replaces its one proposed file, or `edit(path, proposed text)` returns the
         replacement (accept --edit: it runs before the desk is locked; None or blank aborts, exit 2). The assistant may not
         (UsageError, exit 2); a proposal touching anything but memory files or not made by desk is

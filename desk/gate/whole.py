@@ -28,10 +28,10 @@ DOCTOR_LOCK_WAIT = 5.0  # desk.guard.doctor.LOCK_WAIT
 def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bool = True) -> Report:
     """Every desk file in the work tree (tracked or not ignored): `desk validate --all`
     (desk.gate.work_tree.validate_listed says how). `cached=False` runs every rule on every file."""
-    started = desk.git.worktree.start_work_tree_listing(LISTED_FOLDER)
-    from desk.gate.work_tree import validate_listed
+    with desk.git.worktree.start_work_tree_listing(LISTED_FOLDER) as started:
+        from desk.gate.work_tree import validate_listed
 
-    return validate_listed(desk, started, now, cached=cached)
+        return validate_listed(desk, started, now, cached=cached)
 
 
 class EarlyReads:

@@ -5,8 +5,8 @@ lands (`direct`) or is proposed (`propose`); a person's writes are never proposa
 the write's own gated commit, parent HEAD, on `refs/desk/proposals/<id>` (`Transaction.commit`
 with `desk.proposing` set): the branch, the work tree and the index are never touched.
 
-`accept` lands the proposal's memory files as one commit carrying its trailers plus
-`Desk-Reviewed-By`, through the gate again, MEMORY.md regenerated; it refuses (exit 4) when a
+`accept` lands the proposal's memory files as one commit with desk's own trailers (who accepted,
+the proposal, its op; never the proposal's own, which a hand-made ref could forge), through the gate again, MEMORY.md regenerated; it refuses (exit 4) when a
 memory the proposal changes has changed on the branch since, and (exit 3) a proposal that
 changes anything but memory files or was not made by desk for this id. `reject` keeps the
 proposal: a commit on `refs/desk/rejected/<id>` whose parent is the proposal and whose message
@@ -27,11 +27,13 @@ from desk.formats.memory_index import IndexEntry, render_index
 from desk.gate.mirror import head_mirror
 from desk.layout import INDEX_FILE, DeskFolder, memory_name, project_index_path
 from desk.storage.git import Commit, blob_sha
-from desk.transaction import PROPOSALS, add_trailers, commit_message, transaction
+from desk.transaction import PROPOSALS, commit_message, transaction
+from desk.vocabulary import ACTORS
 
 REJECTED = "refs/desk/rejected/"
 ACCEPTED = "refs/desk/accepted/"  # each accepted proposal's id -> the commit that landed it
 REVIEW_REFS = [PROPOSALS, REJECTED, ACCEPTED]  # what `desk sync` exchanges, never forced
+PROPOSED_OPS = ("remember", "set", "edit", "rename", "forget", "restore", "digest")  # the writes review mode proposes
 PROPOSAL_ID = re.compile(r"[0-9a-f]{12}")
 MEMORY_FILE = re.compile(r"memory/[^/]+\.md")
 PROJECT_FILE = re.compile(r"projects/([^/]+)/(?:memory/[^/]+\.md|MEMORY\.md)")
@@ -183,9 +185,23 @@ class ReviewOutcome:
     status: str  # accepted | rejected
     commit: str | None
     paths: list[str]
+    earlier: bool = False  # asked again: the verdict was given before (a retried accept or reject)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
+
+
+def _decided(desk: DeskFolder, proposal: str, status: str) -> ReviewOutcome | None:
+    """The verdict already given on `proposal` (`status` accepted or rejected) when it is asked
+    again: a retry after it landed answers what was done (exit 0), never "no pending proposal"."""
+    _require_id(proposal)
+    git = desk.git
+    done = git.refs.ref((ACCEPTED if status == "accepted" else REJECTED) + proposal)
+    if done is None or git.refs.ref(PROPOSALS + proposal) is not None:
+        return None
+    commit = git.history.commits([done if status == "accepted" else f"{done}^1"])[0]
+    paths = [c.path for c in commit.changes if c.path != INDEX_FILE and not c.path.endswith("/" + INDEX_FILE)]
+    return ReviewOutcome(proposal, status, done, paths, earlier=True)
 
 
 def _require_person(actor: str, verb: str) -> None:
@@ -214,9 +230,26 @@ def _hostile(proposal: str, sha: str, commit: Commit, base: str | None, second: 
     return findings
 
 
+def _accepted_message(commit: Commit, proposal: str, actor: str, writes: Mapping[str, bytes | None],
+                      project: str | None, edited: bool) -> str:
+    """The accepted commit's message: the proposal's subject and desk's own trailers. A proposal
+    ref may be hand-made by anyone who can push refs (`desk sync`), so its trailers are never
+    copied: its op and proposing actor are kept only as values desk knows, the memories (and a
+    rename's old name, which history follows) are read from its files."""
+    op, by = _first(commit.trailers, "Desk-Op"), _first(commit.trailers, "Desk-Actor")
+    gone, kept = ([_name(p) for p, data in writes.items() if (data is None) == deleted] for deleted in (True, False))
+    renamed = op == "rename" and len(gone) == len(kept) == 1
+    return commit_message(commit.subject, {
+        "Desk-Op": op if op in PROPOSED_OPS else "accept-proposal",
+        "Desk-Memory": kept[0] if renamed else ", ".join(map(_name, writes)),
+        "Desk-Renamed-From": gone[0] if renamed else None, "Desk-Project": project, "Desk-Actor": actor,
+        "Desk-Proposed-By": by if by in ACTORS and by != "user" else None,  # a person's writes are never proposed
+        "Desk-Proposal": proposal, "Desk-Reviewed-By": actor, "Desk-Review-Edited": "yes" if edited else None})
+
+
 def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", text: str | None = None,
                     edit: Callable[[str, str], str | None] | None = None) -> ReviewOutcome:
-    """Land proposal `proposal` on the branch as one commit (its trailers plus `Desk-Reviewed-By`),
+    """Land proposal `proposal` on the branch as one commit (desk's own trailers: `_accepted_message`),
     through the gate; with `text`, the proposal's one memory file replaced by it (accept --edit).
 
     UsageError (exit 2) for the assistant; RejectedError/InvalidFileError (exit 3) for a proposal
@@ -224,6 +257,8 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
     ConflictError (exit 4) when a memory it changes changed on the branch since. Nothing changed then.
     """
     _require_person(actor, "accept")
+    if (earlier := _decided(desk, proposal, "accepted")) is not None:
+        return earlier
     if edit is not None and text is None:  # the editor runs before the lock is taken
         written = {p: t for p, t in show_proposal(desk, proposal).files.items() if t is not None}
         if len(written) != 1:
@@ -272,11 +307,10 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
             if len(kept) != 1:
                 raise UsageError(f"--edit needs a proposal that writes one memory file; {proposal} writes {len(kept)}")
             writes[kept[0]] = text.encode("utf-8")
-        extra = {"Desk-Reviewed-By": actor, **({"Desk-Review-Edited": "yes"} if text is not None else {})}
-        message = add_trailers(commit.message, extra)
         projects = {found.group(1) for p in files if (found := PROJECT_FILE.fullmatch(p))}
         if projects and (len(projects) > 1 or any(MEMORY_FILE.fullmatch(p) for p in files)):
             raise UsageError(f"proposal {proposal} changes memories of more than one scope; reject it")
+        message = _accepted_message(commit, proposal, actor, writes, next(iter(projects), None), text is not None)
         tx.require_clean([*files, *(project_index_path(p) for p in projects)] or [INDEX_FILE])
         memories = {p: (parse_memory(v, p, _name(p)) if v is not None else None) for p, v in writes.items()}
         if projects:
@@ -366,6 +400,8 @@ def reject_proposal(desk: DeskFolder, proposal: str, *, reason: str, actor: str 
     _require_person(actor, "reject")
     if not reason or not reason.strip():
         raise UsageError("--reason is required: say why the proposal is rejected")
+    if (earlier := _decided(desk, proposal, "rejected")) is not None:
+        return earlier
     with transaction(desk) as tx:
         sha = _pending(desk, proposal)
         git = desk.git

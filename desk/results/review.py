@@ -58,5 +58,7 @@ class ReviewVerdict(Wrapped["ReviewOutcome"]):
 
     def text(self) -> str:
         r = self.value
+        if r.earlier:
+            return f"proposal {r.proposal} was already {r.status}{commit_suffix(r.commit)}; nothing was changed"
         where = "landed" if r.status == "accepted" else f"kept on refs/desk/rejected/{r.proposal}"
         return f"{r.status}: proposal {r.proposal} ({', '.join(r.paths)}) {where}{commit_suffix(r.commit)}"

@@ -58,3 +58,17 @@ def test_the_commit_hook_refuses_a_bad_review_setting(desk: DeskFolder, identity
     git(desk.root, "add", ".system/desk.json")
     subprocess.run(["git", "commit", "-q", "-m", "review"], cwd=desk.root, check=True)
     assert load_config(desk.root).review_mode("fact", "forget") == "propose"
+
+
+def test_a_live_desk_reads_a_changed_desk_json(desk: DeskFolder) -> None:
+    """A long-running `desk ui` or `desk serve` keeps one Desk: a person turning review mode on in
+    .system/desk.json is seen by the next read of `config`, even with the same size and the file
+    replaced (a new inode) or rewritten in place."""
+    live = DeskFolder(desk.root)
+    assert not live.config.review
+    _write(desk, {"*": "propose"})
+    assert live.config.review_mode("fact", "create") == "propose"
+    text = desk.read(".system/desk.json").replace(b'"propose"', b'"direct" ')  # the same size
+    desk.path(".system/desk.json").write_bytes(text)
+    assert live.config.review_mode("fact", "create") == "direct"
+    assert live.config is live.config  # unchanged: not read again

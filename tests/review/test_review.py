@@ -105,15 +105,15 @@ def test_list_show_accept(reviewed: DeskFolder, run: DeskRunner) -> None:
     commit = as_json(result)["commit"]
     assert git(reviewed.root, "rev-parse", "HEAD").strip() == commit
     message = git(reviewed.root, "log", "-1", "--format=%B")
-    for trailer in ("Desk-Op: remember", "Desk-Actor: assistant", f"Desk-Proposal: {proposal}",
-                    "Desk-Reviewed-By: user"):
+    for trailer in ("Desk-Op: remember", "Desk-Memory: tz", "Desk-Actor: user", "Desk-Proposed-By: assistant",
+                    f"Desk-Proposal: {proposal}", "Desk-Reviewed-By: user"):
         assert trailer in message
     assert "Europe/Paris" in (reviewed.root / "memory/tz.md").read_text()
     assert "[tz](memory/tz.md)" in (reviewed.root / "MEMORY.md").read_text()
     assert git(reviewed.root, "status", "--porcelain") == ""
     assert git(reviewed.root, "for-each-ref", "refs/desk/proposals/") == ""
     assert git(reviewed.root, "rev-parse", f"refs/desk/accepted/{proposal}").strip() == commit
-    assert run("review", "accept", proposal).exit_code == 1  # no longer pending
+    assert run("review", "accept", proposal).exit_code == 0  # asked again: says it was accepted (idempotent)
     assert run("validate", "--all").exit_code == 0
 
 
@@ -124,6 +124,8 @@ def test_accept_forget_and_rename(reviewed: DeskFolder, run: DeskRunner) -> None
     moved = propose(run, "rename", "old", "deploy-day")
     assert run("review", "accept", gone).exit_code == 0
     assert run("review", "accept", moved).exit_code == 0
+    renamed = git(reviewed.root, "log", "-1", "--format=%B")  # desk's own trailers: history follows it
+    assert "Desk-Op: rename\nDesk-Memory: deploy-day\nDesk-Renamed-From: old\n" in renamed, renamed
     assert not (reviewed.root / "memory/tz.md").exists() and not (reviewed.root / "memory/old.md").exists()
     assert "deploy-day" in (reviewed.root / "MEMORY.md").read_text()
     assert "tz" not in (reviewed.root / "MEMORY.md").read_text()
@@ -334,3 +336,39 @@ def test_the_mcp_server_answers_proposed(reviewed: DeskFolder) -> None:
             assert made["commit"] == git(root, "rev-parse", f"refs/desk/proposals/{made['proposal']}").strip()
     anyio.run(main)
     assert git(root, "rev-parse", "HEAD") == head and not (root / "memory/tz.md").exists()
+
+
+def test_a_hand_made_proposal_cannot_forge_the_accepted_commits_trailers(reviewed: DeskFolder,
+                                                                        run: DeskRunner) -> None:
+    """Anyone who can push refs/desk/proposals/<id> writes its message: on accept, only desk's own
+    trailers land (who accepted, the proposal, a known op and proposing actor), none of the forged."""
+    _hand_made(reviewed, "0123456789ab", {"memory/tz.md": GOOD},
+               "remember: tz\n\nBody text.\n\nDesk-Op: remember\nDesk-Actor: user\nDesk-Authorized-By: user\n"
+               "Desk-Reviewed-By: admin\nDesk-Proposal: 0123456789ab\n")
+    result = run("review", "accept", "0123456789ab")
+    assert result.exit_code == 0, result.output
+    message = git(reviewed.root, "log", "-1", "--format=%B")
+    trailers = [line for line in message.splitlines() if line.startswith("Desk-")]
+    assert trailers == ["Desk-Op: remember", "Desk-Memory: tz", "Desk-Actor: user", "Desk-Proposal: 0123456789ab",
+                        "Desk-Reviewed-By: user"], message
+    assert "Desk-Authorized-By" not in message and "Desk-Proposed-By" not in message and "Body text" not in message
+
+
+def test_a_retried_accept_or_reject_says_it_was_done(reviewed: DeskFolder, run: DeskRunner) -> None:
+    accepted = propose(run, *FACT)
+    first = as_json(run("review", "accept", accepted, "--json"))
+    head = git(reviewed.root, "rev-parse", "HEAD")
+    again = run("review", "accept", accepted)
+    assert again.exit_code == 0, again.output
+    assert f"proposal {accepted} was already accepted (commit {first['commit'][:7]})" in again.output
+    assert as_json(run("review", "accept", accepted, "--json"))["earlier"] is True
+    assert git(reviewed.root, "rev-parse", "HEAD") == head
+    rejected = propose(run, "remember", "lang", "The user writes in French.", "--type", "fact",
+                       "--description", "the user's language", "--trigger", "language")
+    assert run("review", "reject", rejected, "--reason", "no").exit_code == 0
+    head = git(reviewed.root, "rev-parse", "HEAD")
+    again = run("review", "reject", rejected, "--reason", "no")
+    assert again.exit_code == 0 and f"proposal {rejected} was already rejected" in again.output, again.output
+    assert git(reviewed.root, "rev-parse", "HEAD") == head
+    refused = run("review", "accept", rejected)
+    assert refused.exit_code == 1 and "it was rejected" in refused.output

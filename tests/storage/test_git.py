@@ -502,3 +502,28 @@ def test_a_started_command_runs_in_the_work_tree_with_the_git_its_path_names(tmp
     monkeypatch.setenv("PATH", str(elsewhere))  # no git there: as Popen says it
     with pytest.raises(FileNotFoundError):
         Git(root).start(("status",))
+
+
+def test_started_git_processes_are_collected_when_a_ctrl_c_lands_in_wait(tmp_path: Path) -> None:
+    """A KeyboardInterrupt while `Started.wait` waits for the first of two git processes: both are
+    ended and collected then (return codes read, pipes closed), none left for the garbage
+    collector, whose `Popen.__del__` a later Ctrl-C could land in."""
+    import signal
+
+    root = _repo_with_a_commit(tmp_path)
+    slow = ("-c", "alias.slow=!sleep 3", "slow")  # a git process that outlives the interrupt
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    started = Git(root).start(slow, ("cat-file", "--batch"), input=b"HEAD\n")
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(KeyboardInterrupt):
+            started.wait()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert all(proc.returncode is not None for proc in started.procs)
+    assert all(pipe is None or pipe.closed for proc in started.procs for pipe in (proc.stdin, proc.stdout, proc.stderr))

@@ -74,7 +74,8 @@ def test_accept_lands_one_commit_reviewed_by_the_person_from_the_ui(proposed: tu
     [commit] = commits_since(d, before)
     trailers = commit["trailers"]
     assert trailers["Desk-Client"] == ["ui"] and trailers["Desk-Reviewed-By"] == ["user"]
-    assert trailers["Desk-Proposal"] == [pid] and trailers["Desk-Actor"] == ["assistant"]
+    assert trailers["Desk-Proposal"] == [pid] and trailers["Desk-Actor"] == ["user"]
+    assert trailers["Desk-Proposed-By"] == ["assistant"]
     assert "Europe/Paris" in (d.root / "memory/tz.md").read_text("utf-8")
     assert d.proposals().proposals == []
 

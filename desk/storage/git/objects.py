@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from desk.storage.git.parse import object_ids
-from desk.storage.git.run import Started
+from desk.storage.git.run import Started, end
 from desk.storage.hashing import sha1_hex
 
 if TYPE_CHECKING:
@@ -50,8 +50,7 @@ class Objects:
 
     def blob_at(self, rev: str, path: str) -> bytes | None:
         """The content of `path` at `rev` (`""` for the index), or None when it is not there."""
-        proc = subprocess.run(["git", "cat-file", "blob", f"{rev}:{path}"], cwd=self._git.root,
-                              env=self._git.read_env(), capture_output=True)
+        proc = self._git.completed(("cat-file", "blob", f"{rev}:{path}"), self._git.read_env(), recorded=False)
         return proc.stdout if proc.returncode == 0 else None
 
     def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
@@ -97,7 +96,7 @@ class Objects:
         """End a started `git cat-file --batch` that `read_objects` did not use."""
         if self._reader is not None:
             reader, self._reader = self._reader, None
-            reader.communicate(b"")
+            end(reader)  # its stdin closed: cat-file ends
 
     def object_ids(self, names: Iterable[str]) -> dict[str, str | None]:
         """`{name: object id or None}` for names like `HEAD` and `HEAD:path`, in one

@@ -9,6 +9,7 @@ nothing the next desk command cannot clear.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import subprocess
@@ -76,9 +77,10 @@ def _nearly_full(path: Path) -> bool:
 
 
 class Started:
-    """Read-only git commands running (`Runner.start`); `wait` returns their outputs in order."""
+    """Read-only git commands running (`Runner.start`); `wait` returns their outputs in order.
+    Every one is collected by `wait` or ended by `close`, never left for the garbage collector."""
 
-    def __init__(self, commands: Sequence[tuple[str, ...]], procs: Sequence[subprocess.Popen[bytes]]) -> None:
+    def __init__(self, commands: Sequence[tuple[str, ...]], procs: list[subprocess.Popen[bytes]]) -> None:
         self.commands = commands
         self.procs = procs
 
@@ -87,12 +89,37 @@ class Started:
         return [Started((args,), [proc]) for args, proc in zip(self.commands, self.procs)]
 
     def wait(self, *, check: bool = True, input: bytes | None = None) -> list[bytes]:
-        outputs = [proc.communicate(input) for proc in self.procs]
+        try:
+            outputs = [proc.communicate(input) for proc in self.procs]
+        finally:
+            self.close()  # a failure or a Ctrl-C half way: the others are ended too
         for args, proc, (out, err) in zip(self.commands, self.procs, outputs):
             if check and proc.returncode != 0:
                 message = err.decode("utf-8", "replace").strip() or out.decode("utf-8", "replace").strip()
                 raise GitError(f"git {_command(args)} failed: {message}", hint=_DOCTOR_HINT)
         return [out for out, _ in outputs]
+
+    def close(self) -> None:
+        """End the commands not collected (they only read: killed) and wait for each."""
+        for proc in self.procs:
+            if proc.returncode is None:
+                proc.kill()
+            end(proc)
+
+
+def end(proc: subprocess.Popen[bytes], grace: float | None = None) -> None:
+    """Close `proc`'s pipes and wait for it (`grace` seconds at most, then it is killed): a git
+    child is collected here, never by the garbage collector, and a command that changes the
+    repository has finished (or died) before the caller decides what it did."""
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class Answer(Generic[T]):
@@ -164,9 +191,13 @@ class Runner:
         child = subprocess.Popen(["git", *args], cwd=self.root, env=self._env if env is None else env,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  start_new_session=own_session)
-        if locks:
-            record_git_child(locks, child.pid, start)
-        out, err = child.communicate(input)
+        try:
+            if locks:
+                record_git_child(locks, child.pid, start)
+            out, err = child.communicate(input)
+        except BaseException:  # a Ctrl-C: git finishes what it started before desk decides what landed
+            end(child, INDEX_LOCK_WAIT)
+            raise
         return subprocess.CompletedProcess(child.args, child.returncode, out, err)
 
     def failure(self, args: Sequence[str], message: str) -> Exception:
@@ -215,19 +246,23 @@ class Runner:
         they run while the caller works. `input` (a few lines: it fits the pipe, so writing it
         never waits) goes to each one's stdin, which closes when the answer is collected."""
         env = self.read_env()
-        procs = []
-        for args in commands:
-            proc = subprocess.Popen(["git", *args], cwd=self.root, env=env,
-                                    stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            if input is not None and proc.stdin is not None:
-                try:
-                    proc.stdin.write(input)
-                    proc.stdin.flush()
-                except BrokenPipeError:
-                    pass  # git ended without reading: its exit status says why
-            procs.append(proc)
-        return Started(commands, procs)
+        started = Started(commands, [])
+        try:
+            for args in commands:
+                proc = subprocess.Popen(["git", *args], cwd=self.root, env=env,
+                                        stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                started.procs.append(proc)
+                if input is not None and proc.stdin is not None:
+                    try:
+                        proc.stdin.write(input)
+                        proc.stdin.flush()
+                    except BrokenPipeError:
+                        pass  # git ended without reading: its exit status says why
+        except BaseException:
+            started.close()
+            raise
+        return started
 
     def stream(self, *args: str) -> Generator[bytes, None, None]:
         """Run a read-only `git ARGS` and yield its stdout in chunks as git writes it.

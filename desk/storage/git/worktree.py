@@ -33,6 +33,18 @@ class StartedListing:
             self._result = WorkTreeListing(listing), parse_ls_tree(tree)
         return self._result
 
+    def close(self) -> None:
+        """End the git processes if `result` was not asked (`Started.close`)."""
+        for started in (self._listing, self._tree):
+            if started is not None:
+                started.close()
+
+    def __enter__(self) -> StartedListing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 class WorkTree:
     """What the index, the work tree and a commit's tree hold (`git.worktree`)."""
