@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -144,6 +144,8 @@ class DeskGroup(SuggestingGroup):
         try:
             start.set_mode(start.RAISE)
             return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            usage_error(exc)
         except KeyboardInterrupt:
             sys.exit(start.report_interrupt())
         finally:
@@ -165,6 +167,8 @@ class DeskGroup(SuggestingGroup):
         except DeskError as exc:
             report_error(ctx, exc)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            usage_error(exc)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except OSError as exc:  # the disk or the system refused a write or a read
@@ -183,6 +187,20 @@ class DeskGroup(SuggestingGroup):
                 hint="this is a bug in desk; `desk doctor` checks the desk, and DESK_DEBUG=1 shows "
                      "the traceback to report"))
             ctx.exit(1)
+
+
+def usage_error(exc: click.UsageError) -> NoReturn:
+    """click's own usage error (a missing argument, an unknown option), then desk's `hint:` line
+    as every desk error has; exit 2. Under `--json`, one JSON object as for desk's own errors."""
+    path = exc.ctx.command_path if exc.ctx is not None else "desk"
+    error = UsageError(exc.format_message(), hint=f"run `{path} --help` to see what it accepts")
+    obj = exc.ctx.find_object(Invocation) if exc.ctx is not None else None
+    if obj is not None and obj.json:
+        report_error(exc.ctx, error)
+    else:
+        exc.show()
+        click.echo(f"hint: {error.hint}", err=True)
+    sys.exit(2)
 
 
 @click.group(cls=DeskGroup, context_settings=CONTEXT_SETTINGS)
