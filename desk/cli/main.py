@@ -84,7 +84,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # Global options, which a person may also give after the subcommand (`desk list --desk X`):
 # `DeskGroup.parse_args` moves them in front of it. Each entry: the option's spellings, and
 # whether it takes a value. A new global option is declared on `cli` and listed here.
-GLOBAL_OPTIONS: dict[str, bool] = {"--desk": True, "--user": True, "--project": True}
+GLOBAL_OPTIONS: dict[str, bool] = {"--desk": True, "--user": True, "--project": True, "--verbose": False}
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
@@ -210,9 +210,12 @@ def usage_error(exc: click.UsageError) -> NoReturn:
 @click.option("--user", metavar="ID", envvar="DESK_USER", help=USER_HELP)
 @click.option("--project", metavar="NAME", envvar="DESK_PROJECT", help=PROJECT_HELP,
               shell_complete=complete_project_names)
+@click.option("--verbose", is_flag=True,
+              help="Say on stderr which desk is used when it comes from $DESK_HOME.")
 @click.version_option(__version__, "--version", prog_name="desk")
 @click.pass_context
-def cli(ctx: click.Context, desk_path: str | None, user: str | None, project: str | None) -> None:
+def cli(ctx: click.Context, desk_path: str | None, user: str | None, project: str | None,
+        verbose: bool) -> None:
     """Keep an AI assistant's identity and memory as a git repository of Markdown files.
 
     Start with `desk init PATH`, then `desk remember NAME ...`. Every change is one git commit;
@@ -224,6 +227,7 @@ def cli(ctx: click.Context, desk_path: str | None, user: str | None, project: st
     obj.desk_path = Path(desk_path) if desk_path is not None else None
     obj.user = user or None
     obj.project = project or None
+    obj.verbose = verbose
 
 
 def main() -> None:
