@@ -128,6 +128,29 @@ def missing_setup(root: Path, git_dir: Path) -> list[str]:
     return missing
 
 
+def recorded_python(hook_text: str) -> str | None:
+    """The Python an installed hook names (its `DESK_PYTHON=` line), None when it names none."""
+    import shlex
+
+    for line in hook_text.splitlines():
+        if line.startswith("DESK_PYTHON="):
+            words = shlex.split(line[len("DESK_PYTHON="):])
+            return words[0] if words else None
+    return None
+
+
+def driver_python(command: str) -> str | None:
+    """The Python a merge driver's command names: `PY=PYTHON; ...` (desk.setup.hooks), or its first
+    word as older desks wrote it (`PYTHON -P -m desk.cli.merge ...`)."""
+    import shlex
+
+    try:
+        first = shlex.split(command)[0] if command.strip() else None
+    except ValueError:
+        return None
+    return first.removeprefix("PY=").removesuffix(";") if first else None
+
+
 def unsafe_drivers(config: str) -> list[str]:
     """desk's merge drivers in a `.git/config` text that start Python without `-P` (written by a
     desk before it used the safe path): the planted-module attack of docs/guard.md's threat model."""

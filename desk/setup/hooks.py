@@ -125,9 +125,13 @@ def install(root: Path, python: str | None = None) -> HooksResult:
 
 
 def merge_driver_command(driver: str, python: str | None = None) -> str:
+    """The driver as git runs it (through the shell): the Python that installed it, else `desk` on
+    PATH when that Python is gone (a moved virtualenv; `desk doctor --repair` rewrites it)."""
     import shlex
 
-    return f"{shlex.quote(python or sys.executable)} {SAFE_PATH} -m {MERGE_ENTRY} {driver} %O %A %B %P"
+    args = f"{driver} %O %A %B %P"
+    return (f'PY={shlex.quote(python or sys.executable)}; if [ -x "$PY" ]; then "$PY" {SAFE_PATH} -m '
+            f"{MERGE_ENTRY} {args}; else desk hooks merge {args}; fi")
 
 
 def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, str]:
