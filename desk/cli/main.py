@@ -199,7 +199,8 @@ def usage_error(exc: click.UsageError) -> NoReturn:
         report_error(exc.ctx, error)
     else:
         exc.show()
-        click.echo(f"hint: {error.hint}", err=True)
+        if type(exc).__name__ != "NoArgsIsHelpError":  # click 8.2+: that one just printed the help
+            click.echo(f"hint: {error.hint}", err=True)
     sys.exit(2)
 
 
