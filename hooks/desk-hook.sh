@@ -52,7 +52,8 @@ if [ "$HOOK" = commit-msg ] && [ -r "${1:-}" ]; then
     [ -n "$PLAIN" ] && exit 0
 fi
 
-# The Python that installed the hook, else `desk` on PATH.
+# The Python that installed the hook, else `desk` on PATH, else a python3 that has desk (the
+# virtualenv moved or was deleted: `desk doctor --repair` rewrites the hooks for the new one).
 if [ -x "$DESK_PYTHON" ]; then
     [ -n "$DESK_START" ] && exec "$DESK_PYTHON" -S -c "$DESK_START" "$HOOK" "$@"
     # -P: git runs hooks in the work tree, and a remote controls what is there (a committed desk/
@@ -60,8 +61,10 @@ if [ -x "$DESK_PYTHON" ]; then
     exec "$DESK_PYTHON" -P -m desk.cli.hook "$HOOK" "$@"
 elif command -v desk >/dev/null 2>&1; then
     exec desk hooks run "$HOOK" "$@"
+elif command -v python3 >/dev/null 2>&1 && python3 -P -c 'import desk' 2>/dev/null; then
+    exec python3 -P -m desk.cli.hook "$HOOK" "$@"
 else
     echo "desk: $HOOK hook: desk is not installed ($DESK_PYTHON is gone and no desk on PATH)." >&2
-    echo "hint: install desk again and run \`desk hooks install\`, or remove $0" >&2
+    echo "hint: install desk again and run \`desk doctor --repair\` (it rewrites the hooks), or remove $0" >&2
     exit 1
 fi

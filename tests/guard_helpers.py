@@ -29,7 +29,7 @@ def commit(root: Path, message: str, *args: str, env: dict[str, str] | None = No
 
 
 def add_commit(root: Path, message: str, *paths: str) -> subprocess.CompletedProcess[str]:
-    sh(root, "add", "--", *paths)
+    sh(root, "add", "-f", "--", *paths)  # -f: a new archive file is ignored until desk commits it
     return commit(root, message)
 
 

@@ -29,11 +29,13 @@ AS_OF = "2026-03-01T00:00:00Z"  # every clock-dependent command gets a fixed tim
 EDITOR_SCRIPT = """import sys
 from pathlib import Path
 path = Path(sys.argv[1])
-path.write_text(path.read_text().replace("The fact itself", "The gamma fact itself"))
+path.write_text(path.read_text().replace("The fact itself", "The gamma fact itself")
+                .replace("One line (at most 150 characters) shown in MEMORY.md", "Gamma"))
 """
 
 # Commands that make no API call, and why.
 NOT_API = {("hooks", "run"): "hidden: what an installed hook runs (desk.cli.hook), the hooks' own edge",
+           ("hooks", "merge"): "hidden: what a merge driver runs once its Python is gone (desk.cli.merge)",
            ("serve",): "a long-running server: each tool call is one API call (tests/serve/)",
            ("ui",): "a long-running server: each page and form is API calls (tests/ui/)",
            ("memory-tool",): "one memory-tool command may read, then write (tests/test_memory_tool.py)"}

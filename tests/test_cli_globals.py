@@ -44,13 +44,15 @@ def test_the_enclosing_desk_wins_over_desk_home(tmp_path: Path, monkeypatch: pyt
     assert "DESK_HOME" not in result.stderr
 
 
-def test_a_desk_from_desk_home_is_named_in_human_output_only(tmp_path: Path,
+def test_a_desk_from_desk_home_is_named_with_verbose_in_human_output_only(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     init_desk(tmp_path / "home")
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.setenv("DESK_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path / "elsewhere")
-    human = _runner().invoke(cli, ["list"], catch_exceptions=False)
+    quiet = _runner().invoke(cli, ["list"], catch_exceptions=False)
+    assert quiet.exit_code == 0 and "DESK_HOME" not in quiet.stderr  # not on every command (issue 32)
+    human = _runner().invoke(cli, ["list", "--verbose"], catch_exceptions=False)
     assert human.exit_code == 0
     assert f"desk: using {(tmp_path / 'home').resolve()} ($DESK_HOME)" in human.stderr
     data = _runner().invoke(cli, ["list", "--json"], catch_exceptions=False)

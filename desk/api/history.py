@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 class HistoryMethods(DeskBase):
     """Facts, the digest, conflicts and the archive."""
 
-    def fact_add(self, text: str, *, kind: str, importance: int, key: str | None = None,
+    def fact_add(self, text: str, *, kind: str, importance: int = 3, key: str | None = None,
                  session: str | None = None, actor: str | None = None, at: str | None = None,
                  redact: bool = True, project: str | None = None, valid_from: str | None = None,
                  valid_to: str | None = None) -> Appended:

@@ -19,7 +19,7 @@ def fact_group() -> None:
 @click.argument("text")
 @click.option("--kind", required=True, type=click.Choice(FACT_KINDS),
               help="decision, convention or pitfall can become memories; outcome never does.")
-@click.option("--importance", required=True, type=click.IntRange(1, 5),
+@click.option("--importance", default=3, show_default=True, type=click.IntRange(1, 5),
               help="1 (minor) to 5 (critical); 4 or more is promoted without repetition.")
 @click.option("--key", metavar="K",
               help="The question this fact answers, e.g. runtime.python-version (lowercase words "

@@ -75,6 +75,15 @@ def hooks_run_command(hook: str, args: tuple[str, ...]) -> None:
     click.get_current_context().exit(main([hook, *args]))
 
 
+@hooks_group.command("merge", hidden=True)
+@click.argument("args", nargs=5)
+def hooks_merge_command(args: tuple[str, ...]) -> None:
+    """What a merge driver runs when the Python that installed it is gone."""
+    from desk.cli.merge import main
+
+    click.get_current_context().exit(main(list(args)))
+
+
 @click.command("edit")
 @click.argument("name")
 @actor_option

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -86,7 +86,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # Global options, which a person may also give after the subcommand (`desk list --desk X`):
 # `DeskGroup.parse_args` moves them in front of it. Each entry: the option's spellings, and
 # whether it takes a value. A new global option is declared on `cli` and listed here.
-GLOBAL_OPTIONS: dict[str, bool] = {"--desk": True, "--user": True, "--project": True}
+GLOBAL_OPTIONS: dict[str, bool] = {"--desk": True, "--user": True, "--project": True, "--verbose": False}
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
@@ -146,6 +146,8 @@ class DeskGroup(SuggestingGroup):
         try:
             start.set_mode(start.RAISE)
             return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            usage_error(exc)
         except KeyboardInterrupt:
             sys.exit(start.report_interrupt())
         finally:
@@ -167,6 +169,8 @@ class DeskGroup(SuggestingGroup):
         except DeskError as exc:
             report_error(ctx, exc)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            usage_error(exc)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except OSError as exc:  # the disk or the system refused a write or a read
@@ -187,6 +191,21 @@ class DeskGroup(SuggestingGroup):
             ctx.exit(1)
 
 
+def usage_error(exc: click.UsageError) -> NoReturn:
+    """click's own usage error (a missing argument, an unknown option), then desk's `hint:` line
+    as every desk error has; exit 2. Under `--json`, one JSON object as for desk's own errors."""
+    path = exc.ctx.command_path if exc.ctx is not None else "desk"
+    error = UsageError(exc.format_message(), hint=f"run `{path} --help` to see what it accepts")
+    obj = exc.ctx.find_object(Invocation) if exc.ctx is not None else None
+    if obj is not None and obj.json:
+        report_error(exc.ctx, error)
+    else:
+        exc.show()
+        if type(exc).__name__ != "NoArgsIsHelpError":  # click 8.2+: that one just printed the help
+            click.echo(f"hint: {error.hint}", err=True)
+    sys.exit(2)
+
+
 @click.group(cls=DeskGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--desk", "desk_path", type=click.Path(), metavar="PATH",
               help="The desk to use (default: the desk enclosing the current folder, else $DESK_HOME); "
@@ -194,9 +213,12 @@ class DeskGroup(SuggestingGroup):
 @click.option("--user", metavar="ID", envvar="DESK_USER", help=USER_HELP)
 @click.option("--project", metavar="NAME", envvar="DESK_PROJECT", help=PROJECT_HELP,
               shell_complete=complete_project_names)
+@click.option("--verbose", is_flag=True,
+              help="Say on stderr which desk is used when it comes from $DESK_HOME.")
 @click.version_option(__version__, "--version", prog_name="desk")
 @click.pass_context
-def cli(ctx: click.Context, desk_path: str | None, user: str | None, project: str | None) -> None:
+def cli(ctx: click.Context, desk_path: str | None, user: str | None, project: str | None,
+        verbose: bool) -> None:
     """Keep an AI assistant's identity and memory as a git repository of Markdown files.
 
     Start with `desk init PATH`, then `desk remember NAME ...`. Every change is one git commit;
@@ -208,6 +230,7 @@ def cli(ctx: click.Context, desk_path: str | None, user: str | None, project: st
     obj.desk_path = Path(desk_path) if desk_path is not None else None
     obj.user = user or None
     obj.project = project or None
+    obj.verbose = verbose
 
 
 def main() -> None:

@@ -35,13 +35,14 @@ class Invocation:
         self.json = False
         self.user: str | None = None  # --user (or $DESK_USER): None is the desk owner
         self.project: str | None = None  # --project (or $DESK_PROJECT): None is desk-wide
+        self.verbose = False  # --verbose: name a desk found through $DESK_HOME
 
     def desk(self) -> Desk:
         """The desk the command works on, through the public API (imported here: `--help` stays light)."""
         from desk import api
 
         desk = api.open(self.desk_path)
-        if desk.found_by == "env" and not self.json:  # not the folder the person stands in: say so
+        if desk.found_by == "env" and self.verbose and not self.json:  # not the folder the person stands in
             click.echo(f"desk: using {desk.root} ($DESK_HOME)", err=True)
         global _WARNED
         if not _WARNED:

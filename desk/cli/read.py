@@ -50,10 +50,15 @@ def recall_command(query: str, limit: int, kind: str, as_of: str | None, now: st
     from desk.cli.progress import stderr_progress
 
     embedder = embedder.strip() if embedder else None
+    project = invocation().project
+    root = click.get_current_context().find_root()
+    if all_scopes and root.get_parameter_source("project") is click.core.ParameterSource.ENVIRONMENT \
+            and root.params.get("project") == project:  # $DESK_PROJECT yields to --all-scopes
+        project = None
     with stderr_progress("indexing the archive for recall", unit="bytes", announce=ANNOUNCE_BYTES) as lines, \
             stderr_progress("embedding records for recall", unit="records", enabled=bool(embedder)) as embedded:
         result = invocation().desk().recall(query, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
-                                            progress=lines, project=invocation().project,
+                                            progress=lines, project=project,
                                             all_scopes=all_scopes, embedder=embedder or None,
                                             embed_progress=embedded if embedder else None, now=now)
     if as_xml:

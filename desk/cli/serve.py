@@ -72,6 +72,11 @@ def serve_command(http: str | None, token_file: Path | None) -> None:
         click.echo(f"desk serve: streamable HTTP at {base_url(address)}/mcp\n"
                    f"each request needs the header `Authorization: Bearer TOKEN`, TOKEN the line of "
                    f"{token.path}{made}", err=True)
+    import logging  # the SDK logs each failed call at INFO; rich (when installed) would box it
+
+    plain = logging.StreamHandler()  # stderr, set before the SDK's own basicConfig (then a no-op)
+    plain.setFormatter(logging.Formatter("desk serve: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[plain])
     serve(desk, http=address, user=invocation().user, project=invocation().project, token=token)
 
 

@@ -40,11 +40,13 @@ def clone_command(url: str, path: Path | None, quiet: bool) -> None:
               help="Settle and finish a `git pull` (merge or rebase) that stopped on a conflict in "
                    "this clone, e.g. a memory deleted on one side and changed on the other; "
                    "nothing is fetched or pushed.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@click.option("--progress", is_flag=True,
+              help="Show git's progress (counting, receiving, writing objects) on stderr; quiet by default.")
+@click.option("--quiet", "-q", is_flag=True, hidden=True, help="No progress lines (the default now).")
 @click.option("--actor", type=click.Choice(ACTORS), default="user", show_default=True,
               help="Who asks for the sync (a harness hook: assistant); the Desk-Actor of its commits.")
 @json_option
-def sync_command(remote: str | None, no_push: bool, resume: bool, quiet: bool, actor: str) -> None:
+def sync_command(remote: str | None, no_push: bool, resume: bool, progress: bool, quiet: bool, actor: str) -> None:
     """Fetch REMOTE (default: origin), merge it, check the result with the gate, and push.
 
     History is never rewritten and never force-pushed. A memory changed differently on both sides
@@ -53,8 +55,8 @@ def sync_command(remote: str | None, no_push: bool, resume: bool, quiet: bool, a
     with nothing changed; exit 3 when incoming commits break the rules (a fast-forward is checked
     before it moves anything). docs/sync.md explains every case.
     """
-    render(invocation().desk().sync(remote, push=not no_push, progress=None if quiet else _progress,
-                                    resume=resume, actor=actor))
+    render(invocation().desk().sync(remote, push=not no_push, progress=_progress if progress and not quiet
+                                    else None, resume=resume, actor=actor))
 
 
 COMMANDS = [clone_command, sync_command]

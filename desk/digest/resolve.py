@@ -155,7 +155,7 @@ def _close_and_commit(desk: DeskFolder, tx: Any, cases: list[dict[str, Any]], ca
               "at": stamp, "desk_id": desk.config.desk_id}
     line = render_line(record, old_audit)
     writes[audit_file] = old_audit + line
-    what = f"{outcome} {label(chosen['content'])!r}" if chosen["content"] is not None else (
+    what = f'{outcome} "{" ".join(label(chosen["content"]).split())}"' if chosen["content"] is not None else (
         "deleted" if outcome == "replaced" else "kept the deletion")
     subject = f"resolve: {case['key'] or case['domain']}: {what}"
     message = commit_message(subject[:200], {

@@ -43,6 +43,9 @@ MERGE_ATTRIBUTES = (
     ("users/*/PREFERENCES.md", "generated"),
 )
 MERGE_DRIVERS = ("index", "memory", "now", "conflicts", "append", "derived", "pref", "generated")
+# archive lines in `git diff` as text (a later line than an older desk's `-diff`, so it wins): the
+# driver's textconv is set in .git/config with the merge drivers (desk.setup.hooks)
+ARCHIVE_DIFF = (".system/archive/*.jsonl", "diff=desk-archive")
 # desk writes its files and compares them byte for byte: `-text` on each of them (desk.gate.rules'
 # ROOT_FILES and MANAGED_DIRS), so neither core.autocrlf nor a `text`/`eol` line before these turns
 # their line ends into CRLF on checkout (which desk would take for an uncommitted edit)
@@ -70,7 +73,8 @@ def driver_for(path: str) -> str | None:
 def desk_attribute_lines() -> list[tuple[str, str]]:
     """Every `(pattern, attribute)` line desk's `.gitattributes` holds: the merge drivers, then the
     `-text` pins (last, so that they win over any `text` or `eol` line above them)."""
-    return ([(p, f"merge=desk-{d}") for p, d in MERGE_ATTRIBUTES] + [(p, "-text") for p in TEXT_PINS])
+    return ([(p, f"merge=desk-{d}") for p, d in MERGE_ATTRIBUTES] + [ARCHIVE_DIFF]
+            + [(p, "-text") for p in TEXT_PINS])
 
 
 def missing_attributes(text: str) -> list[tuple[str, str]]:
@@ -126,6 +130,29 @@ def missing_setup(root: Path, git_dir: Path) -> list[str]:
     missing += [f"merge driver desk-{d}" for d in MERGE_DRIVERS if f'[merge "desk-{d}"]' not in config]
     missing += [f"merge driver {d} (it starts Python with the work tree on its path)" for d in unsafe_drivers(config)]
     return missing
+
+
+def recorded_python(hook_text: str) -> str | None:
+    """The Python an installed hook names (its `DESK_PYTHON=` line), None when it names none."""
+    import shlex
+
+    for line in hook_text.splitlines():
+        if line.startswith("DESK_PYTHON="):
+            words = shlex.split(line[len("DESK_PYTHON="):])
+            return words[0] if words else None
+    return None
+
+
+def driver_python(command: str) -> str | None:
+    """The Python a merge driver's command names: `PY=PYTHON; ...` (desk.setup.hooks), or its first
+    word as older desks wrote it (`PYTHON -P -m desk.cli.merge ...`)."""
+    import shlex
+
+    try:
+        first = shlex.split(command)[0] if command.strip() else None
+    except ValueError:
+        return None
+    return first.removeprefix("PY=").removesuffix(";") if first else None
 
 
 def unsafe_drivers(config: str) -> list[str]:

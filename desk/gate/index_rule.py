@@ -86,9 +86,27 @@ def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory
         expected = render_lines(memory.all_lines())
     else:
         expected = _full_index(desk, memory.all_files(), memory.read)
-    if memory.index != expected:
+    broken = [p for p, line in changed.items() if line is None and (contents is None or contents.get(p) is not None)]
+    if index_differs(memory.index or b"", expected, broken):
         findings.append(stale_index(memory.index or b"", expected))
     return findings, expected
+
+
+def index_differs(index: bytes, expected: bytes, broken: Collection[str]) -> bool:
+    """Whether MEMORY.md `index` is not `expected`, the lines of the `broken` memory paths (files
+    that do not parse, with findings of their own) aside: one finding per broken file, not a
+    second `index-stale` that `desk reindex` could not fix."""
+    if index == expected or not broken:
+        return index != expected
+    from desk.formats.memory_index import EMPTY
+
+    names = {n.encode() for p in broken if (n := memory_name(p)) is not None}
+    empty = EMPTY.rstrip("\n").encode()  # the placeholder line of an index without memories
+
+    def kept(text: bytes) -> list[bytes]:
+        return [line for line in text.split(b"\n") if line != empty and not (
+            line.startswith(b"- [") and b"](" in line and line[3:line.index(b"](")] in names)]
+    return kept(index) != kept(expected)
 
 
 def stale_index(index: bytes, expected: bytes) -> Finding:

@@ -6,12 +6,13 @@ hook files' contents and markers are desk.formats.hook_files.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import DeskError
-from desk.formats.hook_files import HOOK_ENTRY, HOOK_TYPES, LEGACY, SAFE_PATH, is_ours
+from desk.formats.hook_files import HOOK_ENTRY, HOOK_TYPES, LEGACY, SAFE_PATH, is_ours, recorded_python
 
 if TYPE_CHECKING:
     from desk.storage.git import Git
@@ -54,9 +55,10 @@ def hooks_folder(git: Git) -> Path:
 
 
 def installed(root: Path, git: Git | None = None) -> dict[str, str]:
-    """Each of desk's hooks: `ok`, `missing`, or `outdated` (desk's, but running an entry that is
+    """Each of desk's hooks: `ok`, `missing`, `outdated` (desk's, but running an entry that is
     no longer desk's, as hooks from desk 0.1.0 run `python -m desk.hooks`, or starting Python
-    without the safe path, as every desk before it did). Empty when
+    without the safe path, as every desk before it did), or `moved` (the Python it names is gone:
+    a moved or deleted virtualenv; it falls back to `desk` on PATH). Empty when
     core.hooksPath is set. For `desk doctor`, which so loads none of desk.guard.hooks."""
     try:
         if git is None:
@@ -72,6 +74,8 @@ def installed(root: Path, git: Git | None = None) -> dict[str, str]:
         if not is_ours(path):
             found[hook] = "missing"
         else:
-            found[hook] = ("ok" if f"{SAFE_PATH} -m {HOOK_ENTRY} " in path.read_text("utf-8", "replace")
-                           else "outdated")
+            text = path.read_text("utf-8", "replace")
+            python = recorded_python(text)
+            found[hook] = ("outdated" if f"{SAFE_PATH} -m {HOOK_ENTRY} " not in text
+                           else "moved" if python and not os.access(python, os.X_OK) else "ok")
     return found

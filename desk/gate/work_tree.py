@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.gate.checks import (Change, Report, blob_reader, commit_config, file_verdicts, open_cache,
                               restore_hints, verdict_line)
-from desk.gate.index_rule import MemorySet, check_memory_set, stale_index
+from desk.gate.index_rule import MemorySet, check_memory_set, index_differs, stale_index
 from desk.gate.scope_index import check_scope_indexes, touched_scopes
 from desk.gate.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, is_checked, is_managed,
                              needs_old)
@@ -229,7 +229,8 @@ def _continued(desk: DeskFolder, cache: VerdictCache, listing: WorkTreeListing,
                        others=False)
     per_file = {p: v for p, v in base.per_file.items() if p not in moved}
     per_file.update((p, v) for p, v in verdicts.items() if v.findings)
-    stale = [] if expected == index else [stale_index(index, expected)]
+    broken = [p for p, v in per_file.items() if memory_name(p) is not None and v.entry is None]
+    stale = [stale_index(index, expected)] if index_differs(index, expected, broken) else []
     items = [(f, c) for p in sorted(per_file) for f, c in zip(per_file[p].findings, per_file[p].conditions)]
     items += [(f, "") for f in stale]
     items += list(zip(base.scoped.findings, base.scoped.conditions))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -531,6 +532,18 @@ def _check_housekeeping(desk: DeskFolder, report: DoctorReport, repair: bool) ->
         report.add("housekeeping", ".git/objects", f"{what}: ran `git gc`", "repaired")
 
 
+def _moved_drivers(desk: DeskFolder) -> list[str]:
+    """desk's merge drivers whose command names a Python that is gone."""
+    from desk.formats.hook_files import MERGE_DRIVERS, driver_python
+
+    found = []
+    for driver in MERGE_DRIVERS:
+        python = driver_python(desk.git.config.get(f"merge.desk-{driver}.driver") or "")
+        if python and "/" in python and not os.access(python, os.X_OK):
+            found.append(f"merge driver desk-{driver}")
+    return found
+
+
 def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     state = installed(desk.root, desk.git)
     if not state:
@@ -541,15 +554,20 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     outdated = [hook for hook, status in state.items() if status == "outdated"]
     config = read_text_or_empty(desk.git.git_dir() / "config")
     outdated += [f"merge driver {driver}" for driver in unsafe_drivers(config)]
-    if not missing and not outdated:
+    moved = [hook for hook, status in state.items() if status == "moved"] + _moved_drivers(desk)
+    if not missing and not outdated and not moved:
         return
     if repair:
         from desk.setup.hooks import install  # the installer: only when repairing
 
         install(desk.root)
-        report.add("hooks", ", ".join(missing + outdated), "installed desk's hooks (an existing hook is "
-                   "kept and still runs first)", "repaired")
+        report.add("hooks", ", ".join(missing + outdated + moved), "installed desk's hooks and merge drivers "
+                   f"for {sys.executable} (an existing hook is kept and still runs first)", "repaired")
         return
+    if moved:
+        report.add("hooks", ", ".join(moved), "desk's hooks and merge drivers name a Python that is gone "
+                   "(a moved or deleted virtualenv); until they are rewritten they fall back to `desk` on "
+                   "PATH: `desk doctor --repair` rewrites them for the Python running desk now")
     if missing:
         report.add("hooks", ", ".join(missing), "desk's git hooks are not installed: hand edits "
                    "are not validated")

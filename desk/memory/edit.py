@@ -36,11 +36,13 @@ triggers:
 ---
 The fact itself, in a few sentences.
 """
+# The template's stand-in text: a new memory that still holds one is refused (the person only appended).
+PLACEHOLDERS = ("One line (at most 150 characters) shown in MEMORY.md", "The fact itself, in a few sentences.")
 
 
 @dataclass
 class EditResult:
-    status: str  # created | updated | unchanged
+    status: str  # created | updated | unchanged | not-created (a new name's template saved as it was)
     name: str
     path: str
     commit: str | None = None
@@ -50,13 +52,20 @@ class EditResult:
 
 
 def editor_command(env: dict[str, str] | None = None) -> str:
-    """$VISUAL, else $EDITOR (as git reads them); refuse when neither is set."""
+    """$VISUAL, else $EDITOR (as git reads them), else `vi` or `nano` on PATH as git falls back to
+    vi; refuse when there is none."""
+    import shutil
+
     env = dict(os.environ) if env is None else env
     for key in ("VISUAL", "EDITOR"):
         if env.get(key, "").strip():
             return env[key]
-    raise UsageError("no editor: set $VISUAL or $EDITOR",
-                     hint="set one, e.g. `export EDITOR=nano`, or change the memory with `desk set`/`desk remember`")
+    found = next((e for e in ("vi", "nano") if shutil.which(e, path=env.get("PATH"))), None)
+    if found is None:
+        raise UsageError("no editor: $VISUAL and $EDITOR are unset and neither vi nor nano is on PATH",
+                         hint="set one, e.g. `export EDITOR=nano`, or change the memory with "
+                              "`desk set`/`desk remember`")
+    return found
 
 
 def run_editor(editor: str, path: Path) -> None:
@@ -92,10 +101,10 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
             run_editor(editor, scratch)
             data = scratch.read_bytes()
             if data == start:
-                return EditResult("unchanged", name, path)
+                return EditResult("unchanged" if original is not None else "not-created", name, path)
             data = stamp_times(data, format_time(utc_now()), new=original is None)
             message = _message(name, actor)
-            findings = _check(desk, path, name, data, message)
+            findings = _check(desk, path, name, data, message) + (_placeholders(path, data) if original is None else [])
             errors = [f for f in findings if f.severity == "error"]
             if not errors:
                 break
@@ -168,6 +177,13 @@ def _writes(desk: DeskFolder, path: str, name: str, data: bytes) -> dict[str, by
     if committed != blob_sha(index):
         writes[INDEX_FILE] = index
     return writes
+
+
+def _placeholders(path: str, data: bytes) -> list[Finding]:
+    """A finding for each line of a new memory that still holds one of the template's PLACEHOLDERS."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    return [Finding(path, n, "template", f'still holds the template\'s placeholder "{p}": replace it with '
+                    "your own text") for n, line in enumerate(lines, 1) for p in PLACEHOLDERS if p in line]
 
 
 def _check(desk: DeskFolder, path: str, name: str, data: bytes, message: str) -> list[Finding]:

@@ -260,7 +260,7 @@ def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str
         known = known_head(mirror, [name], index)
         sha = tx.commit(_with_index(desk, mirror, {path: None}, index), message, known)
         record(mirror, known, sha, {name: None}, index)
-    return MutationResult("deleted", name, path, sha, restore=restore_command(name))
+    return MutationResult("deleted", name, path, sha, reason, restore=restore_command(name))
 
 
 def restore_command(name: str, project: str | None = None) -> str:

@@ -107,6 +107,9 @@ def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
         problem = project_problem(project)
         if problem:
             raise UsageError(f"--project {quoted(project)}: {problem}")
+        if all_scopes:
+            raise UsageError("give --all-scopes or --project, not both: --all-scopes already searches "
+                             "every project", hint="drop --project, or --all-scopes to search one project")
     own = cache is None
     cache = cache or SearchCache(desk)
     try:

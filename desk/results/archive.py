@@ -71,7 +71,8 @@ class EventList(Outcome):
         lines = []
         for e in self.events:
             r = e.record
-            shown = r.get("content") if r.get("content") is not None else r.get("payload")
+            shown = r.get("content") if r.get("content") is not None else (
+                json.dumps(r["payload"], ensure_ascii=False) if r.get("payload") is not None else None)
             lines.append(f"{r['id']}  {r['at'][:19]}Z  {r['kind']:<10} {visible(r.get('session') or '-'):<12} "
                          f"{visible(r.get('actor') or '-'):<10} {preview(shown)}")
         lines += [f"warning: {p}" for p in self.problems]

@@ -30,6 +30,8 @@ class MemoryChange(Wrapped["MutationResult | EditResult"]):
         if r.status == "written":
             return ("MEMORY.md regenerated; memory/ has uncommitted edits ("
                     + ", ".join(pending) + "): review them and commit them with MEMORY.md")
+        if r.status == "not-created":
+            return f"not created: {r.path} (the template was saved unchanged; nothing was written)"
         restore = getattr(r, "restore", None)
         undo = f"\nto bring it back: {restore}" if restore else ""
         return f"{r.status}: {r.path}{commit_suffix(r.commit)}{undo}"

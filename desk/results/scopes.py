@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desk.results.base import Outcome, Wrapped, commit_suffix
+from desk.results.base import Outcome, Wrapped, commit_suffix, preview
 
 if TYPE_CHECKING:
     from desk.formats.scope_files import Preference
@@ -37,9 +37,12 @@ class PrefChanged(Wrapped["PrefChange"]):
 
     def text(self) -> str:
         v = self.value
+        def shown(value: str | None) -> str:  # quoted as people quote, never a Python repr
+            return "(none)" if value is None else f'"{preview(value, 120)}"'
+
         if v.status == "deleted":
-            return f"deleted: {v.key} (was {v.previous!r}){commit_suffix(v.commit)}"
-        return (f"{v.status}: {v.key} revision {v.revision}: {v.previous!r} -> {v.current!r}"
+            return f"deleted: {v.key} (was {shown(v.previous)}){commit_suffix(v.commit)}"
+        return (f"{v.status}: {v.key} revision {v.revision}: {shown(v.previous)} -> {shown(v.current)}"
                 + commit_suffix(v.commit))
 
 

@@ -54,7 +54,7 @@ def forget_in_project(desk: DeskFolder, project: str, name: str, *, reason: str 
             "Desk-Reason": reason})
         sha = tx.commit({path: None, index: render_index(IndexEntry.of(m) for m in memories.values())},
                         message)
-    return MutationResult("deleted", name, path, sha, restore=restore_command(name, project))
+    return MutationResult("deleted", name, path, sha, reason, restore=restore_command(name, project))
 
 
 def show_in_project(desk: DeskFolder, project: str, name: str) -> Shown:

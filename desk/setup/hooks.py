@@ -24,6 +24,7 @@ from desk.formats.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_DRIVE
 from desk.gate.installed_hooks import hooks_folder
 from desk.layout import DeskFolder, is_desk
 from desk.storage.git import Git
+from desk.storage.git.worktree import ARCHIVE_EXCLUDE
 
 
 @dataclass(slots=True)
@@ -125,9 +126,13 @@ def install(root: Path, python: str | None = None) -> HooksResult:
 
 
 def merge_driver_command(driver: str, python: str | None = None) -> str:
+    """The driver as git runs it (through the shell): the Python that installed it, else `desk` on
+    PATH when that Python is gone (a moved virtualenv; `desk doctor --repair` rewrites it)."""
     import shlex
 
-    return f"{shlex.quote(python or sys.executable)} {SAFE_PATH} -m {MERGE_ENTRY} {driver} %O %A %B %P"
+    args = f"{driver} %O %A %B %P"
+    return (f'PY={shlex.quote(python or sys.executable)}; if [ -x "$PY" ]; then "$PY" {SAFE_PATH} -m '
+            f"{MERGE_ENTRY} {args}; else desk hooks merge {args}; fi")
 
 
 def install_merge_drivers(root: Path, python: str | None = None) -> dict[str, str]:
@@ -163,7 +168,23 @@ def write_merge_drivers(git: Git, python: str | None = None) -> dict[str, str]:
         git.config.set(f"{key}.driver", command)
         actions[f"desk-{driver}"] = "installed" if before is None else (
             "updated" if before != command else "ok")
+    git.config.set("diff.desk-archive.textconv", "cat")  # the archive's JSON lines, shown as text
+    _exclude_new_archive_files(git)
     return actions
+
+
+def _exclude_new_archive_files(git: Git) -> None:
+    """An archive file not yet checkpointed is ignored by `git status` (`.git/info/exclude`, this
+    clone only): `desk checkpoint` (or the next sync or digest) commits it. A committed one that grew
+    shows as modified, as any tracked file does."""
+    exclude = git.git_path("info/exclude")
+    text = read_text_or_empty(exclude)
+    if ARCHIVE_EXCLUDE not in text.splitlines():
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with exclude.open("a", encoding="utf-8") as file:
+            file.write(("" if not text or text.endswith("\n") else "\n")
+                       + "# desk: archive files until `desk checkpoint` commits them\n" + ARCHIVE_EXCLUDE + "\n")
+
 
 
 def _add_missing_attributes(desk: DeskFolder) -> str:

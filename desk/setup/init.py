@@ -52,6 +52,9 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
     path = path.expanduser().resolve()
     if path.exists() and not path.is_dir():
         raise UsageError(f"{path} exists and is not a folder")
+    if not path.exists() and not (blocking := _nearest_existing(path)).is_dir():
+        raise UsageError(f"{path}: {blocking} is a file, not a folder",
+                         hint="choose a PATH whose parents are folders (or none yet)")
     if is_desk(path):
         return InitResult("exists", path)
     # A folder holding only `.git` (`git init` then `desk init .`) is empty.

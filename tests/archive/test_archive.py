@@ -41,8 +41,9 @@ def test_append_writes_one_chained_line_per_event(desk: DeskFolder) -> None:
     # compact, sorted keys, UTF-8 not escaped
     assert lines[0] == json.dumps(first, sort_keys=True, separators=(",", ":"),
                                   ensure_ascii=False).encode()
-    # appends are not committed
-    assert desk.git.worktree.dirty([".system/archive"]) != []
+    # appends are not committed (and a new file is ignored by `git status` until desk commits it)
+    assert desk.git.worktree.dirty([".system/archive"]) == []
+    assert desk.git.worktree.start_changed_in_worktree(".system/archive").result() != []
 
 
 def test_at_goes_to_the_file_of_its_utc_day(desk: DeskFolder) -> None:

@@ -164,7 +164,7 @@ def test_import_keeps_at_and_fills_each_days_file(desk: DeskFolder, run: DeskRun
     assert events[2]["meta"] == {"desk.source_id": "old-1"}
     assert _file(desk, "2026-10-01").read_bytes().count(b"\n") == 2
     assert _verify(run) == (0, [])
-    assert git(desk.root, "status", "--porcelain", "--", ".system/archive").strip()  # not committed
+    assert git(desk.root, "ls-files", "--others", "--", ".system/archive").strip()  # not committed
 
 
 def test_import_of_a_bad_line_changes_nothing(desk: DeskFolder, run: DeskRunner, tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def test_render_writes_one_view_per_day_and_session_in_one_commit(desk: DeskFold
     assert "> # not a heading" in view and "internal" not in view
     assert "**`ada`** · 10:00:00Z · inbound" in view
     # the archive itself is not committed by a render
-    assert git(desk.root, "status", "--porcelain", "--", ".system/archive").strip()
+    assert git(desk.root, "ls-files", "--others", "--", ".system/archive").strip()
 
 
 def test_render_is_deterministic_and_commits_nothing_the_second_time(desk: DeskFolder, run: DeskRunner,

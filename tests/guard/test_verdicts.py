@@ -221,8 +221,7 @@ def bad_corpus(desk: DeskFolder) -> None:
     add_memories(desk, "alpha", "report-style")
     append_event(desk, "inbound", "hello")
     append_event(desk, "outbound", "hi there")
-    archive = sh(desk.root, "ls-files", "--others", "--exclude-standard",
-                 ".system/archive").stdout.split()[0]
+    archive = sh(desk.root, "ls-files", "--others", ".system/archive").stdout.split()[0]
     assert add_commit(desk.root, "archive", archive).returncode == 0
     files: dict[str, str | bytes] = {
         "memory/colour.md": memory_text("colour", extra="colour: red\n"),

@@ -121,9 +121,36 @@ def test_uncommitted_edits_are_not_overwritten(desk: DeskFolder, run: DeskRunner
     assert result.exit_code == 4 and "uncommitted changes" in result.output
 
 
-def test_no_editor_is_a_usage_error(desk: DeskFolder, run: DeskRunner) -> None:
+def _path_with(tmp_path: Path, **tools: str) -> str:
+    """A PATH folder holding git, sh, cat and cp (desk and the stand-in editor run them) and `tools`
+    ({name: script}), alone."""
+    import shutil
+
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    for name in ("git", "sh", "cat", "cp"):
+        (folder / name).symlink_to(shutil.which(name) or name)
+    for name, script in tools.items():
+        (folder / name).symlink_to(script)
+    return str(folder)
+
+
+def test_no_editor_at_all_is_a_usage_error(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", _path_with(tmp_path))
     result = run("edit", "pref")
-    assert result.exit_code == 2 and "$VISUAL or $EDITOR" in result.output
+    assert result.exit_code == 2 and "$VISUAL and $EDITOR are unset and neither vi nor nano" in result.output
+    assert "hint:" in result.output
+
+
+@pytest.mark.parametrize("fallback", ["vi", "nano"])
+def test_without_visual_or_editor_vi_then_nano_is_the_editor_as_in_git(
+        desk: DeskFolder, run: DeskRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fallback: str) -> None:
+    """Issue 32: git falls back to vi when no editor is configured; desk does too, then nano."""
+    monkeypatch.setenv("PATH", _path_with(tmp_path, **{fallback: editor(tmp_path, GOOD)}))
+    result = run("edit", "pref")
+    assert result.exit_code == 0, result.output
+    assert runs(tmp_path) == 1 and "Prefer short answers." in (desk.root / "memory" / "pref.md").read_text()
 
 
 def test_edit_stamps_created_and_updated_and_bumps_updated(desk: DeskFolder, run: DeskRunner,

@@ -13,7 +13,11 @@ from desk.storage.git.run import Answer, Started
 if TYPE_CHECKING:
     from desk.storage.git.repo import Git
 
-_LISTING = ("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", "-o", "--exclude-standard")
+# New archive files are ignored by `git status` until desk commits them (desk.setup.hooks writes
+# this pattern to .git/info/exclude); desk's own listings take them back in.
+ARCHIVE_EXCLUDE = "/.system/archive/*.jsonl"
+_OTHERS = ("-o", "--exclude-standard", f"--exclude=!{ARCHIVE_EXCLUDE}")
+_LISTING = ("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", *_OTHERS)
 
 
 class StartedListing:
@@ -137,12 +141,13 @@ class WorkTree:
 
     def start_changed_in_worktree(self, folder: str) -> Answer[list[str]]:
         """Paths under `folder/` whose work-tree file differs from HEAD (staged or not), and the
-        untracked ones git does not ignore, asked now. Two git processes, which compare through
+        untracked ones git does not ignore (and new archive files, which desk has it ignore),
+        asked now. Two git processes, which compare through
         the index's stat data (in C, in parallel) instead of reading every file. Call it when
         HEAD exists."""
         spec = f":(literal){folder}/"
         return Answer(self._git.start(("diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--", spec),
-                                      ("ls-files", "-o", "-z", "--exclude-standard", "--", spec)),
+                                      ("ls-files", "-z", *_OTHERS, "--", spec)),
                       lambda outputs: sorted({path for out in outputs for path in path_list(out)}))
 
     def dirty(self, paths: Iterable[str]) -> list[str]:
