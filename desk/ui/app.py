@@ -128,16 +128,17 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
     async def edit(request: Request) -> Response:
         form = await request.form()
         name, text = request.path_params["name"], str(form.get("text", "")).replace("\r\n", "\n")
+        project = request.query_params.get("project") or None
         try:
-            on_disk = d.root / d.show(name).path
+            on_disk = d.root / d.show(name, project=project).path
             now = on_disk.read_text("utf-8") if on_disk.exists() else ""
             if _digest(now) != form.get("base"):  # changed since the form was drawn: never overwrite it
-                try:
-                    changed = d.diff(name, str(form.get("base_commit") or "HEAD")).diff
+                try:  # (diff reads desk-wide memories; a project's shows the texts' difference)
+                    changed = "" if project else d.diff(name, str(form.get("base_commit") or "HEAD")).diff
                 except desk.DeskError:  # a base commit that is not one: show the texts' difference
                     changed = ""
                 return memory_page(request, 409, text=text, stale=changed or _udiff(text, now), base=_digest(now))
-            done = writer.remember_file(name, text, actor="user").to_json()
+            done = writer.remember_file(name, text, actor="user", project=project).to_json()
         except desk.DeskError as exc:  # the gate's findings, or a file with a person's uncommitted edits
             findings = [f.to_json() for f in getattr(exc, "findings", [])]
             return memory_page(request, 409 if isinstance(exc, desk.ConflictError) else 422,

@@ -168,3 +168,24 @@ def test_a_form_for_no_memory_or_with_a_forged_base_changes_nothing(ui_desk: des
     stale = c.post("/memory/report-style", data=form)
     assert stale.status_code == 409 and "-Reports in French." in stale.text  # the texts' own difference
     assert head(ui_desk) == before and file_text(ui_desk, "report-style") == text
+
+
+def test_a_project_memory_is_edited_in_its_project_in_one_commit(ui_desk: desk.Desk) -> None:
+    import html as html_lib
+
+    ui_desk.remember("alpha-only", "Only in alpha.\n", type="fact", description="A project memory", project="alpha")
+    c = client(ui_desk)
+    page = c.get("/memory/alpha-only?project=alpha").text
+    assert 'action="/memory/alpha-only?project=alpha"' in page
+    hidden = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', page))
+    path = ui_desk.root / "projects" / "alpha" / "memory" / "alpha-only.md"
+    text = html_lib.unescape(re.search(r'<textarea[^>]*>(.*?)</textarea>', page, re.S).group(1))  # type: ignore[union-attr]
+    assert text == path.read_text("utf-8")
+    before = head(ui_desk)
+    saved = c.post("/memory/alpha-only?project=alpha",
+                   data={**hidden, "text": text.replace("Only in alpha.", "Only in alpha, edited.")})
+    assert saved.status_code == 200 and "Saved: updated" in saved.text
+    [commit] = commits_since(ui_desk, before)
+    assert commit["trailers"]["Desk-Client"] == ["ui"]
+    assert "Only in alpha, edited." in path.read_text("utf-8")
+    assert not (ui_desk.root / "memory" / "alpha-only.md").exists()  # never written desk-wide
