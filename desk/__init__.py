@@ -57,7 +57,7 @@ _RESULTS = ("Outcome", "Wrapped",
             "NowView", "NowChange", "MistakeAdded", "MistakeList", "ConversationsRendered",
             "ImportPlan", "Exported", "Synced", "Cloned",
             "UserProfile", "PrefChanged", "PrefShown", "PrefList",
-            "Timeline")
+            "Timeline", "AgentSetupDone")
 # A memory's history with each commit's diff (docs/api.md "Reading"), beside `Desk.history`
 _REVISIONS = ("memory_revisions", "MemoryRevisions", "Revision")
 _HOMES = {**dict.fromkeys(_API, "desk.api"), **dict.fromkeys(_ERRORS, "desk.errors"),

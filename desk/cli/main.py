@@ -48,7 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "migrate": ("guard", "Upgrade an older desk's schema (desk.json, the conflict queue, memory files) in one commit."),
     "doctor": ("guard", "Check the desk's health: stale index, invalid files, commits that bypassed the "
                         "hooks, leftover temporary files, a torn archive tail, interrupted mutations, a "
-                        "stale index.lock."),
+                        "stale index.lock, the object store's size (with --repair, `git gc` when git's "
+                        "housekeeping is overdue)."),
     "recall": ("read", "Search memories and archived conversations for QUERY; read-only."),
     "context": ("read", "Render what the assistant loads at the start of a session (the injection contract)."),
     "stats": ("read", "Memories by type, the resident index's token cost against the bodies', stale "

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
     from desk.results.base import Outcome, Wrapped
     from desk.results.change import MemoryChange, Restored
     from desk.results.interchange import Exported, ImportPlan
-    from desk.results.guard import Diagnosis, HooksChange, Validation
+    from desk.results.guard import AgentSetupDone, Diagnosis, HooksChange, Validation
     from desk.results.memory import AuditTrail, Initialized, MemoryDiff, MemoryList, ShownMemory
     from desk.results.memory import Timeline
     from desk.results.read import Context, Recalled, Stats
@@ -34,7 +34,7 @@ _HOMES = {
     **dict.fromkeys(("Outcome", "Wrapped"), "base"),
     **dict.fromkeys(("Exported", "ImportPlan"), "interchange"),
     **dict.fromkeys(("MemoryChange", "Restored"), "change"),
-    **dict.fromkeys(("Diagnosis", "HooksChange", "Validation"), "guard"),
+    **dict.fromkeys(("AgentSetupDone", "Diagnosis", "HooksChange", "Validation"), "guard"),
     **dict.fromkeys(("AuditTrail", "Initialized", "MemoryDiff", "MemoryList", "ShownMemory"), "memory"),
     "Timeline": "memory",
     **dict.fromkeys(("Context", "Recalled", "Stats"), "read"),
