@@ -52,7 +52,7 @@ class PastView:
         held = cache.memory_docs()
         keep = {doc for path, (blob, doc) in held.items() if doc is not None and files.get(path) == blob}
         for doc in cache.memory_records() - keep:
-            self._set_aside(doc)
+            self.columns.drop(doc)
         wanted = {f"{path}\0{blob}": (path, blob) for path, blob in files.items()
                   if held.get(path, (None, None))[0] != blob}
         kept = cache.past_records(list(wanted))
@@ -78,20 +78,13 @@ class PastView:
                 shown = self.record_data(doc)["provenance"]
                 start, end = (shown.get(k) for k in ("valid_from", "valid_to"))
                 if (start and parse_time(start) > past.when) or (end and parse_time(end) <= past.when):
-                    self._set_aside(doc)
+                    self.columns.drop(doc)
         # A memory the commit holds existed then, whatever its `updated` says (a clock ahead, a
         # person's hand): it is searched, as updated no later than T.
         when, times = past.when.timestamp(), columns.times
         for doc in [*keep, *self._extra]:
             if times[doc] > when:
                 times[doc] = when
-
-    def _set_aside(self, doc: int) -> None:
-        c = self.columns
-        if doc not in c.dead:
-            c.dead.add(doc)
-            c.sum_len -= c.lengths[doc]
-            c.expires.pop(doc, None)
 
     def _add(self, record: Record) -> None:
         c = self.columns

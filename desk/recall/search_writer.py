@@ -73,6 +73,13 @@ class Columns:
         """Records ever numbered, tombstoned ones included."""
         return len(self.times)
 
+    def drop(self, doc: int) -> None:
+        """Tombstone record `doc`: no longer a candidate, its length out of the average."""
+        if doc not in self.dead:
+            self.dead.add(doc)
+            self.sum_len -= self.lengths[doc]
+            self.expires.pop(doc, None)
+
 
 class RefreshStats:
     """What the last refresh did: records added, postings merges, the most bytes a batch held."""
@@ -163,20 +170,13 @@ class SearchWriter:
             self._flush_postings(db, batch)
         return doc
 
-    def _kill(self, doc: int) -> None:
-        s = self.columns
-        if doc not in s.dead:
-            s.dead.add(doc)
-            s.sum_len -= s.lengths[doc]
-            s.expires.pop(doc, None)
-
     def refresh_memories(self, db: sqlite3.Connection, todo: dict[str, Any], batch: Batch) -> None:
         known = {p: (b, d) for p, b, d in db.execute("SELECT path, blob, doc FROM memfiles")}
         for path, st in sorted(todo.items()):
             old_blob, old_doc = known.get(path, (None, None))
             if st is None:
                 if old_doc is not None:
-                    self._kill(old_doc)
+                    self.columns.drop(old_doc)
                 db.execute("DELETE FROM memfiles WHERE path=?", (path,))
                 continue
             try:
@@ -186,7 +186,7 @@ class SearchWriter:
             blob, doc = blob_sha(data), old_doc
             if blob != old_blob:
                 if old_doc is not None:
-                    self._kill(old_doc)
+                    self.columns.drop(old_doc)
                 record = memory_record(data, path)
                 doc = None
                 if record is not None:
@@ -209,7 +209,7 @@ class SearchWriter:
                 # Removed (or now a link), or not grown by appends only: its records go, and it
                 # is read again whole.
                 for (doc,) in db.execute("SELECT id FROM docs WHERE origin=?", (path,)).fetchall():
-                    self._kill(doc)
+                    self.columns.drop(doc)
                 db.execute("DELETE FROM docs WHERE origin=?", (path,))
                 db.execute("DELETE FROM archfiles WHERE path=?", (path,))
                 if hasher is None:
