@@ -236,3 +236,22 @@ def test_stdin_that_is_not_utf8_is_a_usage_error(desk: DeskFolder) -> None:
                               input=b"caf\xe9\n", capture_output=True, cwd=desk.root)
         assert proc.returncode == 2 and b"stdin is not valid UTF-8" in proc.stderr, proc.stderr
     assert _tree_state(desk.root) == before
+
+
+def test_a_ctrl_c_python_wrapped_in_a_runtime_error_is_an_interrupt_not_a_bug(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python 3.11 wraps an exception raised in a class's `__set_name__` (a dataclass field while a
+    module loads) in RuntimeError: a Ctrl-C landing there is still a Ctrl-C, never "internal error"."""
+    from desk.cli.main import DeskGroup
+
+    class Loading(DeskGroup):
+        def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+            @click.command(name)
+            def load() -> None:
+                raise RuntimeError("Error calling __set_name__ on 'Field' instance") from KeyboardInterrupt()
+            return load
+
+    group = click.Group.__new__(Loading)
+    click.Group.__init__(group, "desk")
+    monkeypatch.delenv("DESK_DEBUG", raising=False)
+    result = CliRunner().invoke(group, ["load"])
+    assert "internal error" not in result.output and "interrupted" in result.output, result.output

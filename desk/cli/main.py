@@ -183,6 +183,8 @@ class DeskGroup(SuggestingGroup):
                      "run the command again; `desk doctor` checks the desk"))
             ctx.exit(1)
         except Exception as exc:  # a bug in desk: one clear line and exit 1, never a traceback
+            if isinstance(exc.__cause__, KeyboardInterrupt):  # a Ctrl-C Python 3.11 wrapped (one
+                raise exc.__cause__ from None  # landing in a class's __set_name__ while a module loads)
             if os.environ.get("DESK_DEBUG"):
                 raise
             report_error(ctx, DeskError(
