@@ -35,7 +35,8 @@ from desk.digest.review import label
 from desk.digest.run import read_facts
 from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, RejectedError, UsageError
 from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder, memory_name, project_file
-from desk.formats.audit import audit_path, line_hash, parse_audit, render_line
+from desk.formats.archive import line_hash
+from desk.formats.audit import audit_path, parse_audit, render_line
 from desk.formats.queue import event_id_problem
 from desk.gate.checks import last_good_hint
 from desk.storage.git import blob_sha

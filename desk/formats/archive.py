@@ -1,8 +1,5 @@
-"""The archive's record format: names, times, field rules, the chain, and byte-level line parsing.
-
-Pure functions over bytes and dicts (no desk, no lock), shared by the writer, the readers, the
-validator (`check_archive_change`) and `desk archive verify`.
-"""
+"""The archive's record format: names, times, field rules, the chain, and byte-level line parsing
+(pure functions shared by the writer, the readers, the gate and `desk archive verify`)."""
 
 from __future__ import annotations
 
@@ -24,7 +21,6 @@ _FILE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})\.([0-9a-z]{4,40})\.jsonl")
 _ID_RE = re.compile(r"\d{8}T\d{12}Z-[0-9a-z]{4,40}-(\d{8})-(\d{6,})")
 _KIND_RE = re.compile(r"[a-z][a-z0-9_.-]{0,39}")
 _HASH_RE = re.compile(r"sha256:[0-9a-f]{64}")
-# One encoder each, made once: `json.dumps` with options builds a new JSONEncoder on every call.
 # NaN and Infinity are refused: they are not JSON (RFC 8259), and other readers reject the line.
 _JSON_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 # A record's line: UTF-8 JSON, keys sorted, compact separators (docs/working-desk.md "File format").
@@ -33,9 +29,7 @@ record_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=("
 
 
 class ArchiveFile(NamedTuple):
-    """One archive file: its UTC day and the clone that writes it (ordered by day, then clone).
-
-    A NamedTuple: archive files sort and compare as `(day, clone)` tuples."""
+    """One archive file: its UTC day and the clone that writes it (a tuple: sorted by day, then clone)."""
 
     day: str
     clone: str
@@ -83,8 +77,7 @@ MAX_PAYLOAD_DEPTH = 64  # redaction and every reader walk a payload recursively;
 
 
 def payload_depth_problem(payload: object) -> str | None:
-    """`payload: nested deeper than ...` when it is, else None; walked without recursion. Only new
-    events are held to it: a deeper record an older desk appended stays valid."""
+    """`payload: nested deeper than ...` when it is, else None (held only to new events)."""
     stack: list[tuple[object, int]] = [(payload, 1)]
     while stack:
         value, depth = stack.pop()
@@ -96,13 +89,8 @@ def payload_depth_problem(payload: object) -> str | None:
 
 
 def validate_fields(event: dict[str, Any], *, check_at: bool = True) -> str | None:
-    """What is wrong with the caller-supplied fields of an event, or None.
-
-    `check_at=False` skips the `at` check, for an event whose `at` desk formatted itself. This is
-    on the append path (docs/design.md §6: append >= 50 % of a raw write+fsync loop), so the UTF-8
-    check encodes only what can fail: a lone surrogate makes the encoding of a string, or of the
-    JSON text of an object, raise.
-    """
+    """What is wrong with the caller-supplied fields of an event, or None (`check_at=False`: desk
+    formatted `at` itself). On the append path: only what a lone surrogate breaks is encoded."""
     kind = event.get("kind")
     if not isinstance(kind, str) or not _KIND_RE.fullmatch(kind):
         return f"kind: {kind!r} must be a lowercase word ([a-z][a-z0-9_.-]*, at most 40 characters)"
@@ -167,10 +155,8 @@ def record_problem(rec: object, desk_id: str, day: str) -> str | None:
 
 
 def redact_event(event: dict[str, Any]) -> dict[str, Any]:
-    """Redact known secret patterns in every field of an event (`desk.text.secrets`): content,
-    payload keys and values at any depth, meta keys and values. `session` and `actor` are ids
-    (a session becomes a file name under conversations/): one that holds a secret is refused,
-    with exit 2, whether or not redaction is on (see `refuse_secret_ids`)."""
+    """Redact known secrets in content, payload and meta (keys and values at any depth); `session`
+    and `actor` are ids, never redacted: one holding a secret is refused (`refuse_secret_ids`)."""
     from desk.text.secrets import redact  # here: readers of the archive (context's recent facts) never redact
 
     refuse_secret_ids(event)
@@ -218,10 +204,8 @@ def _loads(line: bytes) -> Any:
 
 
 def read_tail(fd: int, size: int) -> tuple[str | None, int, bool]:
-    """(hash of the last line, seq of the last parseable record, ends with a newline) of an open file.
-
-    Reads backwards from the end in growing chunks; usually one small read.
-    """
+    """(hash of the last line, seq of the last parseable record, ends with a newline) of an open
+    file, read backwards from the end in growing chunks."""
     if size == 0:
         return None, 0, True
     chunk = 4096
@@ -229,20 +213,13 @@ def read_tail(fd: int, size: int) -> tuple[str | None, int, bool]:
         start = max(0, size - chunk)
         data = os.pread(fd, size - start, start)
         ends = data.endswith(b"\n")
-        body = data[:-1] if ends else data
-        cut = body.rfind(b"\n")
-        if cut < 0 and start > 0:
-            chunk *= 4
-            continue
-        last = body[cut + 1:]
-        prev = line_hash(last)
-        rec = _loads(last)  # the common case: the last line is a whole record
-        seq = seq_of(rec.get("id")) if isinstance(rec, dict) else None
-        if seq is not None:
-            return prev, seq, ends
-        lines = body[:cut].split(b"\n") if cut >= 0 else []
+        lines = (data[:-1] if ends else data).split(b"\n")
         if start > 0:
             lines = lines[1:]  # the first piece may begin mid-line
+        if not lines:
+            chunk *= 4
+            continue
+        prev = line_hash(lines[-1])
         for line in reversed(lines):
             rec = _loads(line)
             seq = seq_of(rec.get("id")) if isinstance(rec, dict) else None
@@ -253,12 +230,16 @@ def read_tail(fd: int, size: int) -> tuple[str | None, int, bool]:
         chunk *= 4
 
 
-def parse_lines(data: bytes, path: str, problems: list[Finding]) -> list[tuple[int, int, dict[str, Any]]]:
-    """(line, offset, record) for each JSON-object line of an archive file.
+def _closed_by_next(data: bytes, end: int, this_hash: str) -> bool:
+    """Whether the line after the one ending at `end` chains onto it: a torn fragment a later append closed."""
+    nxt_end = data.find(b"\n", end + 1)
+    nxt = _loads(data[end + 1:nxt_end]) if nxt_end >= 0 else None
+    return isinstance(nxt, dict) and nxt.get("prev") == this_hash
 
-    Tolerated and reported: an unterminated final fragment, and a fragment a later append closed
-    (the next line's `prev` hashes it). Any other undecodable line raises InvalidFileError.
-    """
+
+def parse_lines(data: bytes, path: str, problems: list[Finding]) -> list[tuple[int, int, dict[str, Any]]]:
+    """(line, offset, record) for each JSON-object line of an archive file; an unterminated final
+    fragment and a fragment a later append closed are reported, any other bad line raises."""
     out: list[tuple[int, int, dict[str, Any]]] = []
     pos, line_no, size = 0, 1, len(data)
     while pos < size:
@@ -272,9 +253,7 @@ def parse_lines(data: bytes, path: str, problems: list[Finding]) -> list[tuple[i
         if isinstance(rec, dict):
             out.append((line_no, pos, rec))
         else:
-            nxt_end = data.find(b"\n", end + 1)
-            nxt = _loads(data[end + 1:nxt_end]) if nxt_end >= 0 else None
-            if isinstance(nxt, dict) and nxt.get("prev") == line_hash(data[pos:end]):
+            if _closed_by_next(data, end, line_hash(data[pos:end])):
                 problems.append(Finding(path, line_no, "archive-torn",
                                         "fragment of a torn write, closed by the next append; skipped",
                                         "warning"))
@@ -317,9 +296,7 @@ def check_lines(path: str, data: bytes, start: int, desk_id: str, day: str) -> l
         rec = _loads(raw)
         this_hash = line_hash(raw)
         if not isinstance(rec, dict):
-            nxt_end = data.find(b"\n", end + 1)
-            nxt = _loads(data[end + 1:nxt_end]) if nxt_end >= 0 else None
-            if isinstance(nxt, dict) and nxt.get("prev") == this_hash:
+            if _closed_by_next(data, end, this_hash):
                 findings.append(Finding(path, line_no, "archive-torn",
                                         "fragment of a torn write, closed by the next append", "warning"))
                 prev_ok = True
@@ -354,13 +331,15 @@ def check_lines(path: str, data: bytes, start: int, desk_id: str, day: str) -> l
     return findings
 
 
-def check_archive_change(path: str, old: bytes | None, new: bytes, desk_id: str) -> list[Finding]:
-    """Findings for a change of one archive file from `old` (None: new file) to `new`.
+def changed_line(old: bytes, new: bytes) -> int:
+    """The line of `old` where `new` first differs from it."""
+    limit = min(len(old), len(new))
+    return old.count(b"\n", 0, next((k for k in range(limit) if old[k] != new[k]), limit)) + 1
 
-    A pure append only (`archive-append-only`); every added complete line a valid record of this
-    desk (`archive-record`); the hash chain and the per-file sequence intact (`archive-chain`).
-    A fragment torn by a crash and closed by the next append is a warning (`archive-torn`).
-    """
+
+def check_archive_change(path: str, old: bytes | None, new: bytes, desk_id: str) -> list[Finding]:
+    """Findings for a change of one archive file from `old` (None: new file) to `new`: a pure append
+    of valid records of this desk, the hash chain and the per-file sequence intact."""
     name = path.rsplit("/", 1)[-1]
     afile = ArchiveFile.from_name(name)
     if afile is None:
@@ -369,9 +348,7 @@ def check_archive_change(path: str, old: bytes | None, new: bytes, desk_id: str)
     start = 0
     if old:
         if not new.startswith(old):
-            limit = min(len(old), len(new))
-            i = next((k for k in range(limit) if old[k] != new[k]), limit)
-            line = old.count(b"\n", 0, i) + 1
+            line = changed_line(old, new)
             what = "was cut off" if new == old[:len(new)] else "was changed"
             return [Finding(path, line, "archive-append-only",
                             f"line {line} {what}; committed archive history may only grow")]

@@ -1,22 +1,18 @@
 """`.system/adjudications.<clone-id>.jsonl`: the append-only audit of people's decisions on conflict cases.
 
-One JSON line per decision (`desk resolve`), keys sorted, written in the same commit as the memory
-change and the closed case. Like the archive, one file per clone (docs/design.md §2: two machines
-syncing one desk never append to the same file) and a hash chain per file: each line's `prev` is
-the sha256 of the line before it (null on the first line), so an edited or removed line shows.
-The gate allows a change of an audit file only when it is a pure append of valid lines
-(`audit-append-only`, `audit-record`, `audit-chain`).
+One JSON line per decision (`desk resolve`), one file per clone, each line's `prev` the sha256 of
+the line before it (null first), so an edited or removed line shows; the gate allows appends only.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from desk.errors import Finding
+from desk.formats.archive import changed_line, line_hash
 
 AUDIT_VERSION = 1
 _AUDIT_RE = re.compile(r"\.system/adjudications\.([0-9a-f]{12})\.jsonl")
@@ -36,10 +32,6 @@ def audit_path(clone: str) -> str:
 
 def is_audit_path(path: str) -> bool:
     return _AUDIT_RE.fullmatch(path) is not None
-
-
-def line_hash(line: bytes) -> str:
-    return "sha256:" + hashlib.sha256(line).hexdigest()
 
 
 def render_line(record: Mapping[str, Any], previous: bytes | None) -> bytes:
@@ -118,9 +110,7 @@ def check_audit_change(path: str, old: bytes | None, new: bytes | None, desk_id:
         return [Finding(path, 1, "audit-append-only", "the adjudication audit is never deleted; "
                         f"restore it (`git restore --staged --worktree -- {path}`)")]
     if old and not new.startswith(old):
-        limit = min(len(old), len(new))
-        at = next((k for k in range(limit) if old[k] != new[k]), limit)
-        line = old.count(b"\n", 0, at) + 1
+        line = changed_line(old, new)
         return [Finding(path, line, "audit-append-only",
                         f"line {line} was changed or removed; the adjudication audit only grows "
                         f"(`git restore --staged --worktree -- {path}`)")]

@@ -1,25 +1,16 @@
 """desk's hook and attribute files: what a hook and a merge driver start, the hook's marker, the
-`.gitattributes` lines desk keeps, and the hook and driver setup a clone lacks (read as files).
-
-Asking git which hooks it would run is desk.gate.installed_hooks; installing them is
-desk.setup.hooks, running them desk.guard.hooks.
-"""
+`.gitattributes` lines desk keeps, and the setup a clone lacks (read as files, no git)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 
-# git starts hooks and merge drivers in the work tree, which a remote controls: `python -m` would put
-# it first on sys.path, so a `desk/`, `click/` or `yaml.py` committed at the desk's root would be
-# imported in place of the real one. `-P` (Python 3.11's safe path) leaves it off; every start desk
-# writes for git uses it.
+# git starts hooks in the work tree, which a remote controls: `-P` keeps it off sys.path, so a
+# committed `desk/` or `yaml.py` is never imported in place of the real one.
 SAFE_PATH = "-P"
 HOOK_ENTRY = "desk.cli.hook"  # `python -P -m desk.cli.hook HOOK`: what an installed hook runs
-# pre-merge-commit: a merge without conflicts skips pre-commit, and the union merge of MEMORY.md
-# (.gitattributes) can leave its lines out of order; the same checks and fixer run there.
-# post-merge and post-rewrite: after a person's `git pull` (merge or rebase), settle what the merge
-# drivers left (conflict cases, derived files) in one desk commit and report what arrived unchecked.
+# pre-merge-commit: a clean merge skips pre-commit; post-merge/post-rewrite settle what a pull left.
 HOOK_TYPES = ("pre-commit", "commit-msg", "pre-merge-commit", "post-merge", "post-rewrite")
 MERGE_ENTRY = "desk.cli.merge"  # `python -P -m desk.cli.merge DRIVER %O %A %B %P`: what a merge driver runs
 # .gitattributes patterns -> desk's merge driver (`merge=desk-<driver>`; desk.sync.drivers merges)
@@ -32,9 +23,6 @@ MERGE_ATTRIBUTES = (
     (".system/adjudications*.jsonl", "append"),
     ("conversations/**", "derived"),
     ("journal/*.md", "derived"),
-    # the scopes (docs/scopes.md): a project's memories and index as the desk-wide ones; a user
-    # scope's preference files by their `updated` time; its PREFERENCES.md merged by key and
-    # regenerated after a merge
     ("projects/*/MEMORY.md", "index"),
     ("projects/*/memory/*.md", "memory"),
     ("prefs/*.md", "pref"),
@@ -43,20 +31,16 @@ MERGE_ATTRIBUTES = (
     ("users/*/PREFERENCES.md", "generated"),
 )
 MERGE_DRIVERS = ("index", "memory", "now", "conflicts", "append", "derived", "pref", "generated")
-# archive lines in `git diff` as text (a later line than an older desk's `-diff`, so it wins): the
-# driver's textconv is set in .git/config with the merge drivers (desk.setup.hooks)
+# archive lines in `git diff` as text (after an older desk's `-diff`, so it wins)
 ARCHIVE_DIFF = (".system/archive/*.jsonl", "diff=desk-archive")
-# desk writes its files and compares them byte for byte: `-text` on each of them (desk.gate.rules'
-# ROOT_FILES and MANAGED_DIRS), so neither core.autocrlf nor a `text`/`eol` line before these turns
-# their line ends into CRLF on checkout (which desk would take for an uncommitted edit)
+# desk compares its files byte for byte: `-text` keeps core.autocrlf from turning their line ends to CRLF
 TEXT_PINS = ("AGENTS.md", "SOUL.md", "USER.md", "NOW.md", "MEMORY.md", "MISTAKES.md", "PREFERENCES.md",
              ".gitattributes", ".gitignore", "memory/**", "journal/**", "conversations/**", ".system/**",
              "users/**", "projects/**", "prefs/**")
 
 
 def driver_for(path: str) -> str | None:
-    """The driver desk's `.gitattributes` lines give `path` (the same table, for merges desk settles
-    itself, and for the gate's `attribute` rule, which refuses any other)."""
+    """The driver desk's `.gitattributes` lines give `path`."""
     import fnmatch
 
     for pattern, driver in MERGE_ATTRIBUTES:
@@ -71,23 +55,19 @@ def driver_for(path: str) -> str | None:
 
 
 def desk_attribute_lines() -> list[tuple[str, str]]:
-    """Every `(pattern, attribute)` line desk's `.gitattributes` holds: the merge drivers, then the
-    `-text` pins (last, so that they win over any `text` or `eol` line above them)."""
+    """Every `(pattern, attribute)` line desk's `.gitattributes` holds, the `-text` pins last (they win)."""
     return ([(p, f"merge=desk-{d}") for p, d in MERGE_ATTRIBUTES] + [ARCHIVE_DIFF]
             + [(p, "-text") for p in TEXT_PINS])
 
 
 def missing_attributes(text: str) -> list[tuple[str, str]]:
-    """The `(pattern, attribute)` lines of `desk_attribute_lines` a `.gitattributes` text lacks (a
-    desk made before they existed): what `desk hooks install` and `desk migrate` append. (A line
-    after them that undoes a pin is the gate's `attribute` rule's to refuse.)"""
+    """The `desk_attribute_lines` a `.gitattributes` text lacks (a desk made before they existed)."""
     present = {tuple(line.split()[:2]) for line in text.splitlines() if len(line.split()) >= 2}
     return [(p, a) for p, a in desk_attribute_lines() if (p, a) not in present]
 
 
 def attributes_with_missing(text: str) -> bytes | None:
-    """`.gitattributes` with the desk lines it lacks appended (a desk made before the scopes'
-    drivers or the `-text` pins), None when it lacks none."""
+    """`.gitattributes` with the desk lines it lacks appended, None when it lacks none."""
     missing = missing_attributes(text)
     if not missing:
         return None
@@ -120,9 +100,7 @@ def read_text_or_empty(path: Path) -> str:
 
 
 def missing_setup(root: Path, git_dir: Path) -> list[str]:
-    """What this clone lacks of desk's hooks and merge drivers (empty when complete); cheap: file
-    reads only, for the warning every desk command prints once (here, not in desk.guard.hooks, so
-    the check does not import the gate)."""
+    """What this clone lacks of desk's hooks and merge drivers; file reads only (every command asks)."""
     missing = []
     config = read_text_or_empty(git_dir / "config")
     if "hookspath" not in config.lower():
@@ -144,8 +122,7 @@ def recorded_python(hook_text: str) -> str | None:
 
 
 def driver_python(command: str) -> str | None:
-    """The Python a merge driver's command names: `PY=PYTHON; ...` (desk.setup.hooks), or its first
-    word as older desks wrote it (`PYTHON -P -m desk.cli.merge ...`)."""
+    """The Python a merge driver's command names: `PY=PYTHON; ...`, or an older desk's first word."""
     import shlex
 
     try:
@@ -156,8 +133,7 @@ def driver_python(command: str) -> str | None:
 
 
 def unsafe_drivers(config: str) -> list[str]:
-    """desk's merge drivers in a `.git/config` text that start Python without `-P` (written by a
-    desk before it used the safe path): the planted-module attack of docs/guard.md's threat model."""
+    """desk's merge drivers in a `.git/config` text that start Python without `-P` (docs/guard.md)."""
     unsafe, section = [], ""
     for line in config.splitlines():
         stripped = line.strip()

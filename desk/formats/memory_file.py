@@ -1,13 +1,7 @@
-"""Single-fact memory files: the frontmatter model, names, parsing and rendering.
+"""Single-fact memory files (`memory/<name>.md`): the frontmatter model, names, parsing and rendering.
 
-A memory is `memory/<name>.md`: YAML frontmatter (fields below, unknown keys refused, strict
-types) and a Markdown body. `render(parse(f)) == f` for every file desk writes.
-
-Versions: the optional `schema` key, last in the key order, says which version of this format a
-file is written in. A file without it is version 1 (every file desk wrote before the key existed,
-and a person's hand-written file), read as it is; every write by desk stamps MEMORY_SCHEMA; a
-version newer than MEMORY_SCHEMA is refused (`memory-schema`), never read as if it were older.
-Reading never rewrites: `desk migrate` stamps the files of a whole desk in one commit.
+`render(parse(f)) == f` for every file desk writes. The optional `schema` key (no key: version 1)
+is stamped by every write; a version newer than MEMORY_SCHEMA is refused, never read as older.
 """
 
 from __future__ import annotations
@@ -30,13 +24,10 @@ NAME_MAX = 80
 DESCRIPTION_MAX = 150
 TRIGGER_MAX = 64
 ORIGIN_MAX = 300
-# The memory file format version desk writes (`schema: 2`); no key is version 1. Version 2 reads
-# as version 1 does: the key is what it adds, so a newer format can be told apart from now on.
-MEMORY_SCHEMA = 2
+MEMORY_SCHEMA = 2  # version 2 reads as version 1: the key is all it adds
 READABLE_MEMORY_SCHEMAS = (1, 2)
 SCHEMA_KEY = "schema"
-# The order keys are written in, so diffs stay small. `schema` comes last: stamping a person's file
-# (`desk migrate`, `desk edit`) adds one line at the end of its frontmatter and changes nothing else.
+# The order keys are written in; `schema` last, so stamping a person's file adds one line at the end.
 FIELD_ORDER = ("name", "description", "type", "triggers", "importance", "source", "source_event",
                "origin", "evidence", "key", "project", "expires", "valid_from", "valid_to", "created",
                "updated", SCHEMA_KEY)
@@ -56,13 +47,6 @@ class _FieldError(ValueError):
         self.rule = rule
 
 
-def newer_memory_schema(version: int) -> str:
-    """The refusal for a memory file written in a format newer than this desk reads."""
-    return (f"{version} was written by a newer desk (this desk reads memory schema "
-            f"{', '.join(map(str, READABLE_MEMORY_SCHEMAS))}); upgrade desk (`pip install -U desk`) "
-            "to read or change this file")
-
-
 def _schema(value: Any) -> int:
     """The format version a file declares: a whole number this desk reads."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -71,20 +55,30 @@ def _schema(value: Any) -> int:
     if value < 1:
         raise _FieldError(SCHEMA_KEY, f"must be 1 or more, not {value}")
     if value > MEMORY_SCHEMA:
-        raise _FieldError(SCHEMA_KEY, newer_memory_schema(value), "memory-schema")
+        raise _FieldError(SCHEMA_KEY, f"{value} was written by a newer desk (this desk reads memory schema "
+                                      f"{', '.join(map(str, READABLE_MEMORY_SCHEMAS))}); upgrade desk "
+                                      "(`pip install -U desk`) to read or change this file", "memory-schema")
     return value
 
 
-def _single_line(value: str, field: str, limit: int) -> str:
+def line_problem(value: str, limit: int) -> str | None:
+    """Why `value` cannot be a one-line stored value, or None."""
     if not value.strip():
-        raise _FieldError(field, "is empty")
-    if len(value.splitlines()) > 1 or any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value):
-        raise _FieldError(field, "must be one line of text without control characters")
+        return "is empty"
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value):  # every line break included
+        return "must be one line of text without control characters"
     if value != value.strip():
-        raise _FieldError(field, "has leading or trailing spaces")
+        return "has leading or trailing spaces"
     if len(value) > limit:
-        raise _FieldError(field, f"is {len(value)} characters; the limit is {limit}")
-    return value
+        return f"is {len(value)} characters; the limit is {limit}"
+    return None
+
+
+def _line(value: Any, loc: str, limit: int) -> str:
+    problem = line_problem(_text(value, loc), limit)
+    if problem:
+        raise _FieldError(loc, problem)
+    return str(value)
 
 
 def _text(value: Any, loc: str, optional: bool = False) -> Any:
@@ -123,8 +117,7 @@ def _importance(value: Any) -> int | None:
 
 
 def _utc(value: Any, loc: str) -> dt.datetime | None:
-    """A UTC time, whole seconds (what the file stores): an ISO 8601 string with a zone, YAML's
-    timestamp, or a date (midnight UTC), read by `desk.text.times.parse_time`."""
+    """A UTC time in whole seconds, from a string with a zone, YAML's timestamp or a date."""
     if value is None:
         return None
     if not isinstance(value, (str, dt.date)):
@@ -139,8 +132,7 @@ def _utc(value: Any, loc: str) -> dt.datetime | None:
 class MemoryMeta:
     """The frontmatter of a memory file (docs/design.md §2); build it with `validate`.
 
-    A hand-written strict validator rather than a pydantic model: the pre-commit hook validates
-    memories in a fresh process, where pydantic's import would be most of its budget.
+    A hand-written validator, not pydantic: the pre-commit hook cannot afford pydantic's import.
     """
 
     name: str
@@ -155,13 +147,11 @@ class MemoryMeta:
     key: str | None = None
     project: str | None = None  # the project scope a memory under projects/<name>/memory/ belongs to
     expires: dt.datetime | None = None
-    # When the fact was true (docs/time.md), beside when desk learned it (the commit): optional.
     valid_from: dt.datetime | None = None
     valid_to: dt.datetime | None = None
     created: dt.datetime | None = None
     updated: dt.datetime | None = None
-    # The version the file declares; None: no `schema` key (version 1). Not part of equality: a
-    # memory is the same memory in either version (an unchanged `remember` stays unchanged).
+    # The version the file declares (None: no key); not compared: the same memory in either version.
     schema: int | None = field(default=None, compare=False)
 
     @property
@@ -188,10 +178,10 @@ class MemoryMeta:
             if key not in data:
                 errors.append(_FieldError(key, "required field is missing"))
         checks: dict[str, tuple[Any, ...]] = {
-            "name": (_name, ), "description": (_description, ), "type": (_choice, "type", MEMORY_TYPES),
-            "triggers": (_triggers, ), "importance": (_importance, ),
+            "name": (_name, ), "description": (_line, "description", DESCRIPTION_MAX),
+            "type": (_choice, "type", MEMORY_TYPES), "triggers": (_triggers, ), "importance": (_importance, ),
             "source": (_choice, "source", MEMORY_SOURCES, True), "source_event": (_text, "source_event", True),
-            "origin": (_origin, ),
+            "origin": (_line, "origin", ORIGIN_MAX),
             "evidence": (_texts, "evidence"), "key": (_text, "key", True),
             "project": (_text, "project", True), "expires": (_utc, "expires"),
             "valid_from": (_utc, "valid_from"), "valid_to": (_utc, "valid_to"),
@@ -212,11 +202,7 @@ class MemoryMeta:
         return replace(self, **changes)
 
     def to_yaml_dict(self, schema: int | None = MEMORY_SCHEMA) -> dict[str, Any]:
-        """Fields in FIELD_ORDER, empty optional fields left out, times spelled by `format_time`.
-
-        `schema` is the version written: desk's writes stamp the current one; `desk show` passes
-        the file's own (None: no key), an export to a foreign format None.
-        """
+        """Set fields in FIELD_ORDER, times by `format_time`; `schema`: the version stamped (None: no key)."""
         out: dict[str, Any] = {}
         for key in FIELD_ORDER:
             value = schema if key == SCHEMA_KEY else getattr(self, key)
@@ -241,19 +227,8 @@ def _name(value: Any) -> str:
     return str(value)
 
 
-def _description(value: Any) -> str:
-    return _single_line(_text(value, "description"), "description", DESCRIPTION_MAX)
-
-
-def _origin(value: Any) -> str:
-    return _single_line(_text(value, "origin"), "origin", ORIGIN_MAX)
-
-
 def _triggers(value: Any) -> list[str]:
-    triggers = _texts(value, "triggers")
-    for i, trigger in enumerate(triggers):
-        _single_line(trigger, f"triggers.{i}", TRIGGER_MAX)
-    return triggers
+    return [_line(trigger, f"triggers.{i}", TRIGGER_MAX) for i, trigger in enumerate(_texts(value, "triggers"))]
 
 
 class MetaErrors(ValueError):
@@ -305,10 +280,7 @@ def normalize_body(body: str) -> str:
 
 
 def build_meta(path: str, **fields: Any) -> MemoryMeta:
-    """A MemoryMeta from arguments; a bad field is rejected naming the field (exit 3).
-
-    Optional fields given as None or empty lists are left out, as a file would leave them out.
-    """
+    """A MemoryMeta from arguments (None and [] left out); a bad field is rejected naming its option (exit 3)."""
     given = {k: v for k, v in fields.items()
              if k in ("name", "description", "type") or (v is not None and v != [])}
     try:
@@ -323,8 +295,7 @@ def build_meta(path: str, **fields: Any) -> MemoryMeta:
 
 
 def written_by_newer_desk(error: InvalidFileError) -> bool:
-    """Whether `error` refuses a memory file because a newer desk wrote it: such a file is never
-    treated as a broken one that a write may replace (that would downgrade it)."""
+    """Whether `error` refuses a file a newer desk wrote: never replaced as broken (a downgrade)."""
     return any(f.rule == "memory-schema" for f in error.findings)
 
 
@@ -333,9 +304,7 @@ NEWER_HINT = ("this memory file was written by a newer desk: upgrade desk (`pip 
 
 
 def stamp_schema(data: bytes, path: str) -> bytes:
-    """`data` (a valid memory file) declaring MEMORY_SCHEMA, every other byte kept: a `schema:`
-    line added at the end of the frontmatter, or an older version's line replaced. What
-    `desk migrate` writes; a file already at the current version comes back as it is.
+    """`data` (a valid memory file) declaring MEMORY_SCHEMA, every other byte kept (`desk migrate`).
     InvalidFileError when `data` is not a memory this desk reads (a newer one included)."""
     doc = frontmatter.parse(data, path)
     memory = parse_memory(data, path)
@@ -385,25 +354,17 @@ def parse_memory(data: bytes, path: str, expected_name: str | None = None) -> Me
     return MemoryFile(meta, doc.body)
 
 
-def path_project(path: str) -> tuple[bool, str | None]:
-    """`(known, project)`: the scope a memory at desk path `path` belongs to, `(True, None)` for the
-    desk-wide `memory/<name>.md`, `(True, P)` for `projects/P/memory/<name>.md`, `(False, None)`
-    for any other path (a file read from outside a desk: no scope to check)."""
+def scope_problem(path: str, recorded: str | None) -> str | None:
+    """Why a memory recording project `recorded` must not be read at `path` (docs/scopes.md): every
+    reader parses through here, so none injects a memory copied into another scope."""
     parts = path.split("/")
     if len(parts) == 2 and parts[0] == "memory":
-        return True, None
-    if len(parts) == 4 and parts[0] == "projects" and parts[2] == "memory":
-        return True, parts[1]
-    return False, None
-
-
-def scope_problem(path: str, recorded: str | None) -> str | None:
-    """Why a memory recording project `recorded` must not be read at `path` (docs/scopes.md): a
-    desk-wide memory records no project, a project's records its own. Every reader parses through
-    `parse_memory`, so none of them injects a memory copied into another scope (a fast-forward
-    pull runs no hook)."""
-    known, project = path_project(path)
-    if not known or recorded == project:
+        project = None
+    elif len(parts) == 4 and parts[0] == "projects" and parts[2] == "memory":
+        project = parts[1]
+    else:
+        return None  # a file read from outside a desk: no scope to check
+    if recorded == project:
         return None
     where = f"project {project!r}" if project else "the desk-wide memory/"
     return (f"records project {recorded!r} but sits in {where}: a memory copied from another "
@@ -429,8 +390,7 @@ def require_read_name(name: str) -> None:
 
 
 def memory_name_arg(value: str, memory_dir: Path | None = None) -> str:
-    """The memory name in what a person typed: `x`, `x.md`, `memory/x.md`, `./memory/x.md`, or
-    a path to the file in `memory_dir` (absolute, or relative to the current folder)."""
+    """The memory name in what a person typed: `x`, `x.md`, `memory/x.md`, or a path into `memory_dir`."""
     text = value
     if memory_dir is not None and ("/" in text or os.sep in text):
         try:

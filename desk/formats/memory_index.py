@@ -1,8 +1,6 @@
-"""MEMORY.md, the index of memory/: a memory's entry, its line, and the index rendered from them (a
-pure function of the memory files; desk.gate.entries loads the entries).
+"""MEMORY.md, the index of memory/: a memory's entry, its line, and the index rendered from them.
 
-Sorted by name, no clock, no locale: the same bytes on every run and every machine. An expiring
-memory shows its expiry instead of vanishing with the clock.
+Sorted by name, no clock, no locale: the same bytes on every run and every machine.
 """
 
 from __future__ import annotations
@@ -38,8 +36,7 @@ class IndexEntry:
     triggers: tuple[str, ...] = ()
     updated: str | None = None  # the later of `updated` and `created`
     body_tokens: int = 0
-    # What `desk context` shows of a recalled memory, so it can tell which fit its budget before
-    # reading any body: the fields it prints and the body's tokens as it injects them.
+    # What `desk context` shows, so it can fit its budget before reading any body.
     importance: int | None = None
     source: str | None = None
     source_event: str | None = None
@@ -52,15 +49,10 @@ class IndexEntry:
     def of(cls, memory: MemoryFile) -> IndexEntry:
         meta = memory.meta
         stamps = [t for t in (meta.created, meta.updated) if t is not None]
-        return cls(meta.name, meta.type, meta.description,
-                   format_time(meta.expires) if meta.expires else None,
-                   content_key(memory.body), tuple(meta.triggers),
-                   format_time(max(stamps)) if stamps else None, estimate_tokens(memory.body),
-                   meta.importance, meta.source, meta.source_event,
-                   format_time(meta.updated) if meta.updated else None,
-                   estimate_tokens(injected_body(memory.body)),
-                   format_time(meta.valid_from) if meta.valid_from else None,
-                   format_time(meta.valid_to) if meta.valid_to else None)
+        return cls(meta.name, meta.type, meta.description, _stamp(meta.expires), content_key(memory.body),
+                   tuple(meta.triggers), _stamp(max(stamps) if stamps else None), estimate_tokens(memory.body),
+                   meta.importance, meta.source, meta.source_event, _stamp(meta.updated),
+                   estimate_tokens(injected_body(memory.body)), _stamp(meta.valid_from), _stamp(meta.valid_to))
 
     def is_expired(self, now: dt.datetime) -> bool:
         """Expired at `now`: still on disk and in MEMORY.md, never injected or recalled."""
@@ -88,12 +80,14 @@ def index_line(name: str, description: str, expires: str | None, valid_to: str |
     return line
 
 
+def _stamp(when: dt.datetime | None) -> str | None:
+    return format_time(when) if when else None
+
+
 def memory_line(memory: MemoryFile) -> str:
-    """`IndexEntry.of(memory).line()` without the rest of the entry (the body's key and token
-    counts): the gate's per-file verdict needs only the line."""
+    """`IndexEntry.of(memory).line()` without computing the rest of the entry."""
     meta = memory.meta
-    return index_line(meta.name, meta.description, format_time(meta.expires) if meta.expires else None,
-                      format_time(meta.valid_to) if meta.valid_to else None)
+    return index_line(meta.name, meta.description, _stamp(meta.expires), _stamp(meta.valid_to))
 
 
 def render_index(entries: Iterable[IndexEntry]) -> bytes:
@@ -113,11 +107,8 @@ def render_sorted(lines: list[str]) -> bytes:
 
 
 def splice_lines(index: bytes, lines: Mapping[str, str | None]) -> bytes | None:
-    """`index` (a MEMORY.md as `render_sorted` writes it) with each `{name: line}` put at its sorted
-    place, replacing the name's line if it has one (None: the name's line taken out); None when
-    `index` is not laid out as desk writes it. A few bisections of the bytes: the cost grows with
-    the change, not with the desk, but for copying the result once (one line), or the index into a
-    buffer and out of it (more lines): a fresh copy of the index is what is left."""
+    """`index` (as `render_sorted` writes it) with each `{name: line}` put at its sorted place (None:
+    the line taken out); None when `index` is not laid out as desk writes it. Bisects the bytes."""
     head = (HEADER + "\n").encode()
     empty = EMPTY.encode()
     if not index.startswith(head):
@@ -151,9 +142,8 @@ def splice_lines(index: bytes, lines: Mapping[str, str | None]) -> bytes | None:
 
 
 def _find_line(body: bytes | bytearray, key: bytes, skip: int = 0) -> tuple[int | None, bool]:
-    """Where in `body[skip:]` (index lines, each ending in a newline, sorted by name) the line of
-    `key` starts, or would be inserted (an offset into `body`); and whether it is there. (None,
-    False) for a line that is not an index line."""
+    """Where in `body[skip:]` (sorted index lines) the line of `key` starts or would go, and whether
+    it is there; (None, False) on a line that is not an index line."""
     lo, hi = skip, len(body)  # offsets of line starts: the answer lies in [lo, hi]
     while lo < hi:
         mid = (lo + hi) // 2

@@ -1,7 +1,5 @@
 """MISTAKES.md's format: entries `## M-0001 · 2026-01-02` with What, Context, Cause, Avoid and an
-optional link to the memory that fixes the behaviour (desk.notes.mistakes adds them through the
-transaction). Anything that does not parse as an entry is left alone.
-"""
+optional link to the memory that fixes the behaviour; anything else is left alone."""
 
 from __future__ import annotations
 
@@ -73,8 +71,7 @@ def parse_mistakes(text: str) -> list[Mistake]:
 
 
 def relink_mistakes(text: str, old: str, new: str) -> str | None:
-    """MISTAKES.md `text` with every entry's link to memory `old` pointing at `new` instead, or None
-    when no entry links to `old` (so a rename carries the error book's links along)."""
+    """MISTAKES.md `text` with every link to memory `old` pointing at `new`, or None when none links to it."""
     lines = text.splitlines(keepends=True)
     changed = False
     for i, line in enumerate(lines):

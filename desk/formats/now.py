@@ -1,7 +1,5 @@
-"""NOW.md's format: `## Doing`, `## Blocked`, `## Next`, `## Reminders`, each a section of free text
-(desk.notes.now changes it through the transaction). A section can be targeted; the rest of the
-file is kept byte for byte.
-"""
+"""NOW.md's format: `## Doing`, `## Blocked`, `## Next`, `## Reminders`, each a section of free text;
+a section can be changed, the rest of the file is kept byte for byte."""
 
 from __future__ import annotations
 
@@ -28,6 +26,14 @@ def _fence_after(line: str, fence: str | None) -> str | None:
     if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
         return opened.group(1)
     return None
+
+
+def _open_fence(text: str) -> str | None:
+    """The code fence `text` leaves open, if any."""
+    fence: str | None = None
+    for line in text.splitlines():
+        fence = _fence_after(line, fence)
+    return fence
 
 
 @dataclass
@@ -81,9 +87,7 @@ class NowNote:
         # A `## ` line inside a section's text would start a section of its own (two "Next"s):
         # demote it to a sub-heading so the note keeps its four sections.
         body = re.sub(r"(?m)^##(?=\s)", "###", body)
-        fence: str | None = None
-        for line in body.splitlines():
-            fence = _fence_after(line, fence)
+        fence = _open_fence(body)
         if fence is not None:  # left open, it would swallow every later section: close it
             body = body.rstrip("\n") + "\n" + fence
         raw = "\n" + body.strip("\n") + "\n\n" if body.strip() else "\n"
@@ -94,9 +98,7 @@ class NowNote:
         # A missing section goes back in its canonical place (before the next one that exists).
         later = [j for s in NOW_SECTIONS[NOW_SECTIONS.index(section) + 1:] if (j := self._find(s)) is not None]
         at = min(later) if later else len(self.sections)
-        fence = None
-        for line in (self.preamble + "".join(h + b for h, b in self.sections[:at])).splitlines():
-            fence = _fence_after(line, fence)
+        fence = _open_fence(self.preamble + "".join(h + b for h, b in self.sections[:at]))
         if fence is not None:  # a person's text left a fence open: the new heading would be code
             if at:
                 self.sections[at - 1] = (self.sections[at - 1][0],

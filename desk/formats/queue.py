@@ -1,18 +1,8 @@
-"""`.system/conflicts.json`'s format: its schema, its versions, reading, writing, and the case chain.
+"""`.system/conflicts.json`'s format: its schema, its versions, reading, writing, and the case chain
+(the gate checks a queue with the schema the digest reads it with).
 
-The queue's operations (opening, superseding and resolving cases) are desk.digest's; this module is
-the file format, low enough in the layers for the gate (desk.gate.rules) to check a staged or
-hand-edited queue with the same schema the digest reads it with.
-
-Versions: 1 is the queue desk wrote before adjudication (every case without `resolution`); 2 adds
-`resolution` to every case (null until a person decides it). Readers accept both; `render_queue`
-always writes the current one, so the next write upgrades the file and reading never rewrites it.
-A queue newer than this desk knows is refused, never read as if it were older.
-
-Beyond each case's shape, the cases of one domain form a chain: revisions 1, 2, ... without a gap,
-at most one `open`, a `superseded` case pointing at a later case of its domain (or at none when new
-evidence let the policy decide), a `resolved` case carrying the decision that closed it. A broken
-chain is reported at the line of the case's id (`conflicts-chain`).
+Version 2 adds `resolution` to every case; both are read, the current one is written, a newer one
+is refused. A domain's cases form a chain: revisions 1, 2, ... without a gap, at most one open.
 """
 
 from __future__ import annotations
@@ -78,8 +68,7 @@ class CaseModel(_Strict):
     note: str | None
     fingerprint: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     origin: Literal["sync"] | None = None  # a case a merge opened (desk.sync.cases); None: the digest's
-    # The project scope of a digest case (docs/scopes.md): its domain id starts `project:<name>/`
-    # and `desk resolve` writes into that project's memory folder. Absent: a desk-wide case.
+    # A project's digest case: its domain starts `project:<name>/` (absent: a desk-wide case).
     project: str | None = Field(default=None, pattern=r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$", max_length=64)
     active: ActiveModel | None
     candidates: list[CandidateModel] = Field(min_length=1)
@@ -121,12 +110,8 @@ def queue_version(data: bytes) -> int | None:
 
 def parse_queue(data: bytes | None, path: str = CONFLICTS_FILE, *, hint: str | None = None
                 ) -> list[dict[str, Any]]:
-    """The cases of a queue file (none when there is no file), each with `resolution` (None in v1).
-
-    InvalidFileError (exit 3) naming path:line when the file is broken in any way: JSON, schema,
-    version, or the chain of a domain's cases. `hint` replaces the default hint (a caller that can
-    look in git names the last good commit).
-    """
+    """The cases of a queue file (none without one), each with `resolution`; InvalidFileError (exit 3)
+    naming path:line when it is broken in any way (`hint` replaces the default hint)."""
     if data is None:
         return []
     findings = [f for f in queue_findings(path, data) if f.severity == "error"]
@@ -208,9 +193,7 @@ def chain_findings(path: str, text: str, cases: list[dict[str, Any]]) -> list[Fi
         if revisions != list(range(1, len(revisions) + 1)):
             bad(chain[0], f"domain {domain}: revisions must run 1, 2, ... without gaps "
                           f"(found {', '.join(map(str, revisions))})")
-        # Two clones that each opened the next revision of a domain merge into a repeated revision
-        # and two open cases: legitimate after `desk sync`, so a warning (the next digest, or a
-        # decision on each, settles them), never a refused merge.
+        # Two clones that each opened the next revision merge into this: a warning, never a refused merge.
         if len(revisions) != len(chain) or sum(c["status"] == "open" for c in chain) > 1:
             found.append(Finding(path, _line_of(text, '"id": ' + json.dumps(chain[0]["id"])),
                                  "conflicts-chain", f"domain {domain}: two cases share a revision or "
