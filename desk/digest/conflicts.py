@@ -1,15 +1,8 @@
-"""`.system/conflicts.json`: the review queue of tied distill candidates (docs/design.md §8.0).
+"""`.system/conflicts.json`: opening and superseding cases of tied distill candidates (docs/design.md §8.0).
 
-A case is a durable snapshot of what the policy saw when it refused to guess: the active value (the
-incumbent), the tied challengers, each with its evidence ids, and every fact id observed in the
-domain. Its id is derived from the desk id, the domain and a fingerprint of that evidence, so a
-rerun over the same evidence finds the case it already opened instead of opening another. When
-the evidence changes and the domain is still tied, the open case is marked `superseded` and the
-next revision opens; when new evidence lets the policy decide, the open case is superseded too.
-
-The queue is never injected into a prompt: candidates stay out of MEMORY.md and `desk context`.
-This module opens and supersedes cases; `desk.digest.resolve` closes them with a person's decision.
-The file format (schema, versions, the chain of a domain's cases) is desk.formats.queue's.
+A case snapshots the incumbent, the tied challengers and their evidence; its id hashes the desk,
+the domain and that evidence, so a rerun finds the case it opened. New evidence supersedes the
+open case (with the next revision when still tied). The queue is never injected into a prompt.
 """
 
 from __future__ import annotations
@@ -20,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from desk.digest.policy import Candidate, Tie
+from desk.digest.policy import Tie
 from desk.formats.queue import parse_queue, render_queue
 from desk.text.times import format_time
 
@@ -53,13 +46,9 @@ def case_candidates(tie: Tie) -> list[dict[str, Any]]:
         out.append(_candidate("incumbent", did, inc.content_key, inc.content.strip(), inc.evidence,
                               inc.last_seen))
     for c in sorted(tie.challengers, key=lambda c: c.content_key):
-        out.append(_challenger(did, c))
+        out.append(_candidate("challenger", did, c.content_key, c.content, c.evidence, c.latest,
+                              c.importance, c.kind))
     return out
-
-
-def _challenger(domain: str, c: Candidate) -> dict[str, Any]:
-    return _candidate("challenger", domain, c.content_key, c.content, c.evidence, c.latest,
-                      c.importance, c.kind)
 
 
 def evidence_fingerprint(candidates: list[dict[str, Any]]) -> str:
@@ -75,15 +64,9 @@ def case_id(desk_id: str, domain: str, fingerprint: str) -> str:
 def make_case(desk_id: str, domain: str, key: str | None, candidates: list[dict[str, Any]],
               observed_fact_ids: list[str], active: dict[str, Any] | None, *, revision: int,
               opened: str, project: str | None = None) -> dict[str, Any]:
-    """A new open case: the one place a case is made (the digest's ties, and any other writer of
-    the queue), so every case has the same fields and a deterministic id.
-
-    `candidates` are `_candidate`-shaped dicts (`case_candidates` makes them from a tie); `active`
-    is `{"name", "evidence"}` of the domain's active memory, None when it has none; `revision` is
-    one more than the domain's last case (1 for its first); `opened` a stored UTC time; `project`
-    the project scope whose facts tied (its memory folder is where `desk resolve` writes; a
-    desk-wide case has no `project` field, as before scopes).
-    """
+    """A new open case, the one place a case is made: `candidates` as `case_candidates` makes them,
+    `active` the `{"name", "evidence"}` of the domain's active memory (None: none), `revision` one
+    more than the domain's last case; a desk-wide case has no `project` field."""
     fingerprint = evidence_fingerprint(candidates)
     case: dict[str, Any] = {
         "id": case_id(desk_id, domain, fingerprint), "domain": domain, "key": key,

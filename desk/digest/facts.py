@@ -1,34 +1,26 @@
 """Structured facts (docs/design.md §8.0's MemoryFact): validated, then appended to the archive as kind `fact`.
 
-A fact is not a free-form summary: it says what kind of thing it is (`decision`, `convention`,
-`pitfall`, `outcome`), how much it matters (1-5) and, optionally, which question it answers
-(`key`, a stable conflict domain such as `runtime.python-version`: `Use Python 3.11` and
-`Use Python 3.12` share it). Facts are raw evidence; `desk digest` distils them into memories.
-Each new fact says its format version (`payload.schema_version`, desk.digest.fact_version): a fact
-without it is version 1, one newer than this desk reads is refused, never misread.
+A fact has a kind, an importance (1-5) and optionally a `key`, the question it answers (a conflict
+domain such as `runtime.python-version`); `desk digest` distils facts into memories.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from desk.archive.store import append_event
-from desk.digest.fact_version import FACT_SCHEMA, VERSION_KEY, fact_version
+from desk.digest.fact_version import (CONTENT_MAX, FACT_EVENT, FACT_SCHEMA, KEY_MAX, KEY_RE, VERSION_KEY,
+                                      FactRecord, read_fact)
 from desk.errors import RejectedError
 from desk.text.times import TimeFormatError, format_time, parse_time
 from desk.vocabulary import FACT_KINDS
 
-FACT_EVENT = "fact"
-KEY_MAX = 80
-CONTENT_MAX = 4000
-# Lowercase words joined by single `.`, `_` or `-`: a key names a question, never its answer.
-KEY_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
+__all__ = ["FACT_EVENT", "FactRecord", "MemoryFact", "add_fact", "fact_from_record", "key_problem", "validate_fact"]
 
 
 def key_problem(key: str) -> str | None:
@@ -53,7 +45,6 @@ class MemoryFact(BaseModel):
     importance: int = Field(ge=1, le=5)
     key: str | None = None
     project: str | None = None  # the project scope the fact belongs to (docs/scopes.md)
-    # When the fact was true (docs/time.md), UTC times as `format_time` writes them; optional.
     valid_from: str | None = None
     valid_to: str | None = None
 
@@ -145,49 +136,18 @@ def add_fact(desk: Any, content: str, *, kind: str, importance: int, key: str | 
                         session=session, actor=actor, at=at, redact=redact, now=now)
 
 
-@dataclass(frozen=True)
-class FactRecord:
-    """A fact as the digest reads it back from the archive."""
-
-    id: str
-    at: dt.datetime
-    kind: str
-    importance: int
-    key: str | None
-    content: str
-    session: str | None = None
-    project: str | None = None
-    valid_from: dt.datetime | None = None
-    valid_to: dt.datetime | None = None
-
-
 def fact_from_record(record: Mapping[str, Any], where: str = "") -> FactRecord:
-    """The FactRecord of an archive record of kind `fact`; ValueError when it is not a valid fact,
-    NewerFactError (naming `where`, the record's `path:line`) when a newer desk wrote it.
-
-    Anyone may `desk archive append --kind fact` by hand, so a record is validated again here.
-    """
-    payload = record.get("payload")
-    if not isinstance(payload, dict):
-        raise ValueError("a fact needs a payload with kind and importance")
-    fact_version(payload, where=where, fact_id=record.get("id"))  # first: a newer fact may mean other fields
-    content = record.get("content")
+    """The FactRecord of an archive record of kind `fact` (anyone may append one by hand): ValueError
+    when it is not a valid fact, NewerFactError (naming `where`) when a newer desk wrote it."""
+    fact = read_fact(record, where)
+    payload = record["payload"]
     try:
-        fact = MemoryFact.model_validate({"content": content, "kind": payload.get("kind"),
-                                          "importance": payload.get("importance"),
-                                          "key": payload.get("key"), "project": payload.get("project"),
-                                          "valid_from": payload.get("valid_from"),
-                                          "valid_to": payload.get("valid_to")})
+        model = MemoryFact.model_validate({"content": fact.content, "kind": fact.kind, "importance": fact.importance,
+                                           "key": fact.key, "project": payload.get("project"),
+                                           "valid_from": payload.get("valid_from"), "valid_to": payload.get("valid_to")})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ValueError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
-    if not isinstance(record.get("id"), str) or not isinstance(record.get("at"), str):
-        raise ValueError("a fact needs an id and a time")
-    try:
-        at = parse_time(record["at"], "at", form="stored")  # the archive's own spelling only
-    except TimeFormatError as exc:
-        raise ValueError(exc.message) from None
-    session = record.get("session")
-    return FactRecord(record["id"], at, fact.kind, fact.importance, fact.key, fact.content,
-                      session if isinstance(session, str) else None, fact.project,
-                      *(parse_time(t) if t else None for t in (fact.valid_from, fact.valid_to)))
+    return replace(fact, project=model.project,
+                   valid_from=parse_time(model.valid_from) if model.valid_from else None,
+                   valid_to=parse_time(model.valid_to) if model.valid_to else None)

@@ -1,13 +1,8 @@
 """`journal/YYYY-MM-DD.md`: what happened on a day, rendered deterministically from the archive.
 
-`render_journal` is a pure function of the day's archive records and an optional narrative: the same
-records give the same bytes, so a rerun of `desk digest` over an unchanged day changes nothing, and
-two clones that render the same records write the same page (desk sync regenerates a page both
-clones digested from the merged archive; docs/sync.md). Nothing comes from git history: each clone
-sees other commits (and commit times) until it syncs, so the day's memory and mistake changes are
-named by the `git log` command that lists them, not copied into the page. The narrative comes from
-an external summarizer (`--summarizer CMD`, e.g. an LLM CLI) that reads the day's events as JSONL
-on stdin; its Markdown is checked (UTF-8, size cap, no known secret) before it lands. Without one, no model is involved at all.
+The same records give the same bytes on every clone (nothing comes from git history, so the day's
+memory changes are named by a `git log` command). An optional narrative comes from an external
+`--summarizer CMD` that reads the day's events as JSONL; its Markdown is checked before it lands.
 """
 
 from __future__ import annotations
@@ -18,12 +13,13 @@ import os
 import shlex
 import subprocess
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from desk.digest.facts import FACT_EVENT, fact_from_record
 from desk.errors import DeskError, RejectedError, UsageError
 from desk.layout import JOURNAL_DIR
+from desk.text.plural import counted
 from desk.text.secrets import scan
 from desk.text.times import TimeFormatError, format_time, parse_time
 
@@ -52,10 +48,6 @@ def _hhmm(value: str) -> str:
         return parse_time(value).strftime("%H:%M")
     except TimeFormatError:
         return "--:--"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _capped(items: list[str], what: str) -> list[str]:
@@ -90,7 +82,7 @@ def _overview(events: Sequence[Mapping[str, Any]]) -> list[str]:
     sessions = {e.get("session") for e in events if e.get("session")}
     by_kind = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
     return ["## Overview", "",
-            f"- {_plural(len(events), 'event')} in {_plural(len(sessions), 'session')}, "
+            f"- {counted(len(events), 'event')} in {counted(len(sessions), 'session')}, "
             f"{_hhmm(str(events[0].get('at')))}–{_hhmm(str(events[-1].get('at')))} UTC",
             f"- By kind: {by_kind}", ""]
 
@@ -107,7 +99,7 @@ def _sessions(events: Sequence[Mapping[str, Any]]) -> list[str]:
     for session, group in sorted(groups.items(), key=lambda kv: (str(kv[1][0].get("at")), kv[0])):
         kinds = Counter(str(e.get("kind")) for e in group)
         detail = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
-        items.append(f"- `{one_line(session, 80)}`: {_plural(len(group), 'event')}, "
+        items.append(f"- `{one_line(session, 80)}`: {counted(len(group), 'event')}, "
                      f"{_hhmm(str(group[0].get('at')))}–{_hhmm(str(group[-1].get('at')))} ({detail})")
     return ["## Sessions", "", *_capped(items, "sessions"), ""]
 
@@ -137,35 +129,27 @@ def _facts(events: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _notes(events: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Notes a person wrote (kind `note`: e.g. OpenClaw's daily notes, brought by `desk import`),
-    each on one line, cut at NOTE_CHARS."""
-    items = []
-    for event in events:
-        content = event.get("content")
-        if event.get("kind") == "note" and isinstance(content, str) and content.strip():
-            items.append(f"- {_hhmm(str(event.get('at')))}: {one_line(content, NOTE_CHARS)}")
+    """Notes a person wrote (kind `note`, e.g. imported daily notes), each on one line."""
+    items = [f"- {_hhmm(str(e.get('at')))}: {one_line(e['content'], NOTE_CHARS)}" for e in events
+             if e.get("kind") == "note" and isinstance(e.get("content"), str) and e["content"].strip()]
     return ["## Notes", "", *_capped(items, "notes"), ""] if items else []
 
 
 def _failures(events: Sequence[Mapping[str, Any]]) -> list[str]:
     items = []
-    for event in events:
-        if event.get("kind") == "failure":
-            session = f" `{one_line(str(event['session']), 40)}`" if event.get("session") else ""
-            text = one_line(event.get("content") if isinstance(event.get("content"), str)
-                            else json.dumps(event.get("payload"), sort_keys=True, ensure_ascii=False))
-            items.append(f"- {_hhmm(str(event.get('at')))}{session}: {text}")
+    for event in (e for e in events if e.get("kind") == "failure"):
+        session = f" `{one_line(str(event['session']), 40)}`" if event.get("session") else ""
+        text = one_line(event.get("content") if isinstance(event.get("content"), str)
+                        else json.dumps(event.get("payload"), sort_keys=True, ensure_ascii=False))
+        items.append(f"- {_hhmm(str(event.get('at')))}{session}: {text}")
     return ["## Failures", "", *_capped(items, "failures"), ""] if items else []
 
 
 # -- the optional narrative --------------------------------------------------------------------
 
 def existing_narrative(journal: bytes | None) -> str | None:
-    """The narrative section of a journal desk rendered, so a rerun without `--summarizer` keeps it.
-
-    The overview is the first section after the narrative and every later line is a list item, so
-    the last `## Overview` heading is the real one even if a summary wrote one of its own.
-    """
+    """The narrative section of a journal desk rendered, so a rerun without `--summarizer` keeps it
+    (the last `## Overview` is desk's, even if a summary wrote one of its own)."""
     if not journal:
         return None
     text = journal.decode("utf-8", "replace")
@@ -177,19 +161,10 @@ def existing_narrative(journal: bytes | None) -> str | None:
     return body + "\n" if body else None
 
 
-def events_jsonl(events: Iterable[Mapping[str, Any]]) -> bytes:
-    """The day's events as the summarizer reads them: one compact JSON object per line."""
-    return b"".join(json.dumps(e, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
-                    + b"\n" for e in events)
-
-
 def run_summarizer(command: str, events: Sequence[Mapping[str, Any]], *, day: dt.date | None = None,
                    timeout: float = SUMMARIZER_TIMEOUT) -> str:
-    """Pipe `events` to `command` (split like a shell would, run without one); check its Markdown.
-
-    The command also finds the day in `$DESK_DIGEST_DATE`. A failing, silent, oversized or
-    secret-bearing summary is refused and nothing is written.
-    """
+    """Pipe `events` as JSONL to `command` (split like a shell would, run without one; the day in
+    `$DESK_DIGEST_DATE`) and check its Markdown: a failing or bad summary is refused."""
     try:
         argv = shlex.split(command)
     except ValueError as exc:
@@ -200,8 +175,9 @@ def run_summarizer(command: str, events: Sequence[Mapping[str, Any]], *, day: dt
     if day is not None:
         env["DESK_DIGEST_DATE"] = day.isoformat()
     try:
-        proc = subprocess.run(argv, input=events_jsonl(events), capture_output=True, timeout=timeout,
-                              env=env)
+        jsonl = b"".join(json.dumps(e, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+                         + b"\n" for e in events)
+        proc = subprocess.run(argv, input=jsonl, capture_output=True, timeout=timeout, env=env)
     except FileNotFoundError:
         raise UsageError(f"summarizer not found: {argv[0]}") from None
     except subprocess.TimeoutExpired:
@@ -226,13 +202,8 @@ def check_narrative(data: bytes) -> str:
         raise RejectedError("summary holds NUL characters")
     if not text.strip():
         raise RejectedError("summary is empty", hint="the summarizer printed nothing on stdout")
-    kinds = secret_kinds(text)
+    kinds = sorted({finding.kind for finding in scan(text)})
     if kinds:
         raise RejectedError(f"summary contains what looks like a secret ({', '.join(kinds)})",
                             hint="nothing was written; the journal never stores secrets")
     return text.strip() + "\n"
-
-
-def secret_kinds(text: str) -> list[str]:
-    """Kinds of known secrets in `text`."""
-    return sorted({finding.kind for finding in scan(text)})

@@ -1,14 +1,7 @@
-"""The memory files the distill policy makes: where they live, reading them back, writing them.
+"""The memory files the distill policy makes: a domain's file name, its active memory, the frontmatter
+a promoted, superseding or merged memory gets, and landing each through the write gate.
 
-`desk.digest.policy` decides with pure functions; this module maps its decisions onto `memory/`: a
-domain's file name (the key, or kind + content slug + hash; an alternate when a person's memory
-holds the name), which existing file is the domain's active memory, the frontmatter a promoted,
-superseding or merged memory gets (`source: digest`, `key`, at most EVIDENCE_MAX `evidence` ids),
-and landing each through the write gate (`desk.gate.memory_gate`) with the index kept in step.
-
-Every function takes the scope it works in: `project` None for the desk-wide `memory/` and
-MEMORY.md, a project name for `projects/<name>/memory/` and that project's MEMORY.md (whose
-memories record `project: <name>`, docs/scopes.md).
+`project` None works on the desk-wide `memory/` and MEMORY.md, a name on that project's.
 """
 
 from __future__ import annotations
@@ -18,7 +11,6 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from desk.digest.facts import FactRecord
 from desk.digest.journal import one_line
@@ -50,13 +42,9 @@ def scoped_index(project: str | None) -> str:
     return INDEX_FILE if project is None else project_index_path(project)
 
 
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
-
-
-def _with_hash(stem: str, seed: str) -> str:
-    stem = stem[:SLUG_MAX + 20].rstrip("._-")
-    return f"{stem}-{_short_hash(seed)}"
+def alternate_name(stem: str, seed: str) -> str:
+    """`stem` with a hash of `seed`: a second name when the first is taken, or not a valid name."""
+    return f"{stem[:SLUG_MAX + 20].rstrip('._-')}-{hashlib.sha256(seed.encode()).hexdigest()[:8]}"
 
 
 def memory_name(candidate: Candidate) -> str:
@@ -64,7 +52,7 @@ def memory_name(candidate: Candidate) -> str:
     if candidate.key is not None:
         if name_problem(candidate.key) is None:
             return candidate.key
-        return _with_hash("k-" + candidate.key, candidate.key)
+        return alternate_name("k-" + candidate.key, candidate.key)
     words = _SLUG_WORDS.findall(normalize(candidate.content))
     slug = ""
     for word in words:
@@ -73,11 +61,6 @@ def memory_name(candidate: Candidate) -> str:
         slug = f"{slug}-{word}" if slug else word
     stem = f"{candidate.kind}-{slug}" if slug else candidate.kind
     return f"{stem}-{candidate.content_key[:8]}"
-
-
-def alternate_name(name: str, domain: str) -> str:
-    """A second name when `name` is taken by a memory of another domain or a person's own."""
-    return _with_hash(name, domain)
 
 
 def locate(desk: DeskFolder, domains: Mapping[str, Domain], places: Mapping[str, tuple[str, str]],
@@ -103,20 +86,14 @@ class MemoryWrites:
         self.desk = desk
         self.skipped = skipped
         self.project = project
-        if project is None:
-            self.entries = load_entries(desk, committed_files(desk))
-        else:  # a project is small: its folder is read (the work tree equals HEAD under the lock)
-            from desk.scopes.projects import project_entries
-
-            self.entries = project_entries(desk, project)
+        self.entries = scope_entries(desk, project)
         self.bodies: dict[str, set[str]] = {}
         for entry in self.entries.values():
             self.bodies.setdefault(entry.body_key, set()).add(entry.name)
         self.rules = gate.rule_texts(desk)
         self.allow = desk.config.secrets.allow
         self.writes: dict[str, bytes | None] = {}
-        # Review mode (docs/review.md): memories the policy proposes instead of writing; the
-        # digest, like the assistant, follows it. Names committed at the start of the run.
+        # Review mode (docs/review.md): memories proposed instead of written.
         self.proposed: dict[str, MemoryFile] = {}
         self.committed = set(self.entries)
 
@@ -159,6 +136,16 @@ class MemoryWrites:
         return writes
 
 
+def scope_entries(desk: DeskFolder, project: str | None) -> dict[str, IndexEntry]:
+    """The committed index entries of the scope (a project's read from its folder: the work tree
+    equals HEAD under the lock)."""
+    if project is None:
+        return load_entries(desk, committed_files(desk))
+    from desk.scopes.projects import project_entries
+
+    return project_entries(desk, project)
+
+
 def places_of(domain: Domain) -> tuple[str, str]:
     """Where a domain's memory lives: its derived name, or the alternate when that is taken."""
     name = memory_name(domain.candidates[0])
@@ -167,11 +154,8 @@ def places_of(domain: Domain) -> tuple[str, str]:
 
 def find_home(desk: DeskFolder, domain: Domain, places: tuple[str, ...], project: str | None = None
               ) -> tuple[str | None, MemoryFile | None, str | None]:
-    """(name, its memory) where this domain's memory lives, else (a free name, None), else a reason.
-
-    A file of the domain that no longer parses is a person's to fix: the domain waits for it
-    rather than growing a second copy under the alternate name.
-    """
+    """(name, its memory) where this domain's memory lives, else (a free name, None), else a reason
+    (a file of the domain that no longer parses: the domain waits for a person to fix it)."""
     free = None
     for name in places:
         path = scoped_path(name, project)
@@ -234,44 +218,29 @@ def _triggers(candidate: Candidate) -> list[str]:
     return list(dict.fromkeys(w for w in words if w and len(w) <= TRIGGER_MAX))
 
 
-def _meta_fields(name: str, candidate: Candidate, evidence: list[str], importance: int,
-                 project: str | None) -> dict[str, Any]:
-    return dict(name=name, description=_description(candidate), type=candidate.kind,
-                triggers=_triggers(candidate), importance=importance, source="digest",
-                evidence=evidence, key=candidate.key, project=project)
-
-
-def new_memory(name: str, c: Candidate, now: dt.datetime, project: str | None = None) -> MemoryFile:
-    meta = build_meta(scoped_path(name, project), **_meta_fields(name, c, _kept(c), c.importance, project),
-                      created=now, updated=now, **_validity(c))
+def new_memory(name: str, c: Candidate, now: dt.datetime, project: str | None = None,
+               created: dt.datetime | None = None) -> MemoryFile:
+    """The memory of candidate `c`; with `created`, a revision of one made then."""
+    meta = build_meta(scoped_path(name, project), name=name, description=_description(c), type=c.kind,
+                      triggers=_triggers(c), importance=c.importance, source="digest",
+                      evidence=kept_evidence(c.evidence, {f.id: f.at for f in c.facts}), key=c.key,
+                      project=project, created=created or now, updated=now, **_validity(c))
     return MemoryFile(meta, normalize_body(c.content))
 
 
 def replaced_memory(old: MemoryFile, c: Candidate, now: dt.datetime) -> MemoryFile:
-    """The next revision: the challenger's value and evidence; the old one stays in git history
-    (in the scope the old one records). Its `valid_from` is when the superseding facts say the
-    value became true (`_validity`), so the old revision was true until then (docs/time.md)."""
-    project = old.meta.project
-    meta = build_meta(scoped_path(old.name, project),
-                      **_meta_fields(old.name, c, _kept(c), c.importance, project),
-                      created=old.meta.created or now, updated=now,
-                      **_validity(c))
-    return MemoryFile(meta, normalize_body(c.content))
+    """The next revision, in the old one's scope: the challenger's value, evidence and validity."""
+    return new_memory(old.name, c, now, old.meta.project, old.meta.created)
 
 
 def _validity(c: Candidate) -> dict[str, dt.datetime | None]:
-    """The interval the facts of `c` give their value: the earliest `valid_from` they state (else
-    when the first of them was stated) and the latest `valid_to`, dropped when it would end
-    before it starts."""
+    """The earliest `valid_from` the facts of `c` state (else when the first was stated) and the
+    latest `valid_to`, dropped when it would end before it starts."""
     starts = [f.valid_from for f in c.facts if f.valid_from is not None]
     ends = [f.valid_to for f in c.facts if f.valid_to is not None]
     start = min(starts) if starts else min(f.at for f in c.facts).replace(microsecond=0)
     end = max(ends) if ends else None
     return {"valid_from": start, "valid_to": end if end is None or start is None or start <= end else None}
-
-
-def _kept(c: Candidate) -> list[str]:
-    return kept_evidence(c.evidence, {f.id: f.at for f in c.facts})
 
 
 def merged_memory(old: MemoryFile, c: Candidate, now: dt.datetime,

@@ -1,25 +1,5 @@
-"""The distill policy (docs/design.md §3.3) as pure functions over fact records.
-
-No files, no git, no clock: `group_facts` and `decide` take facts, the active digest memories and
-the policy, and return what should happen. `desk.digest.run` turns the plan into files and one commit.
-
-The rules, in the order they apply:
-
-1. Only facts at least `min_age_days` old, of a kind in `policy.kinds` (`outcome` never), count.
-2. Facts with a `key` share a conflict domain per key; facts without one form a domain per kind
-   and normalised content (never merged with keyed facts, never guessed into a key).
-3. Within a domain, facts with the same normalised content are one candidate value. A candidate
-   passes the gate when its importance reaches `min_importance` or it occurs `min_occurrences` times.
-4. No active memory: the strictly best candidate (importance, independent facts, latest time) is
-   promoted; a tie at the top fails closed into a conflict case.
-5. An active memory: facts with its content only add evidence. Another value replaces it only
-   with at least `min_confirmations` independent facts newer than the active value was last seen;
-   older evidence never rolls a newer value back (stale). Ties at the top become a conflict case
-   and the active value stays.
-6. Step 5 repeats with the new value until nothing newer is confirmed, so one run reaches what a
-   run every day would have reached, and a rerun over the same facts changes nothing.
-
-"Independent" means separate fact events: one event id counts once however often it is seen.
+"""The distill policy as pure functions over fact records (no files, git or clock): the six rules
+of docs/design.md §3.3, in the order they apply. One event id counts once however often it is seen.
 """
 
 from __future__ import annotations
@@ -32,10 +12,7 @@ from desk.config import DistillPolicy
 from desk.digest.facts import FactRecord
 from desk.text.normalize import content_key
 
-# Evidence ids a memory file lists: the first and the latest ones (frontmatter stays small; every
-# fact stays in the archive).
-EVIDENCE_MAX = 20
-# An outcome ("the tests passed today") stays in the recent log: it is never a lasting rule.
+EVIDENCE_MAX = 20  # evidence ids a memory file lists: the first and the latest ones
 DISTILLABLE = frozenset({"decision", "convention", "pitfall"})
 EARLIEST = dt.datetime.min.replace(tzinfo=dt.timezone.utc)  # "never seen": before every fact
 
@@ -173,11 +150,6 @@ def passes_gate(candidate: Candidate, policy: DistillPolicy) -> bool:
     return candidate.importance >= policy.min_importance or candidate.count >= policy.min_occurrences
 
 
-def _best(candidates: list[Candidate]) -> list[Candidate]:
-    top = max(c.score() for c in candidates)
-    return [c for c in candidates if c.score() == top]
-
-
 def decide(domains: Mapping[str, Domain], actives: Mapping[str, Active],
            policy: DistillPolicy) -> DistillPlan:
     """Apply the policy to every domain; `actives` maps domain id to its active memory."""
@@ -188,13 +160,8 @@ def decide(domains: Mapping[str, Domain], actives: Mapping[str, Active],
 
 
 def _decide(domain: Domain, active: Active | None, policy: DistillPolicy, plan: DistillPlan) -> None:
-    """One domain: pick or keep the active value, then let confirmed newer values replace it.
-
-    Replacement is repeated until nothing newer is confirmed (each step moves `last_seen` strictly
-    forward, so it ends). The run's answer is then a fixed point: a rerun over the same facts finds
-    nothing to do, and a value that lost on importance cannot win on the next run with no new
-    evidence.
-    """
+    """One domain: pick or keep the active value, then let confirmed newer values replace it until
+    none is confirmed (`last_seen` moves strictly forward): a fixed point a rerun does not move."""
     merge: Candidate | None = None
     if active is not None:
         current, last_seen = active.content_key, active.last_seen
@@ -211,7 +178,8 @@ def _decide(domain: Domain, active: Active | None, policy: DistillPolicy, plan: 
         if not passing:
             plan.settled.add(domain.id)
             return
-        best = _best(passing)
+        top = max(c.score() for c in passing)
+        best = [c for c in passing if c.score() == top]
         if len(best) > 1:
             plan.ties.append(Tie(domain, None, tuple(best)))
             return

@@ -1,23 +1,9 @@
 """`desk resolve`: a person decides a conflict case, in one commit (docs/design.md §3, adjudication).
 
-Every check runs before anything is written, under the desk lock: the case is open and at the
-revision the person saw; the domain's active memory is still the one the case saw; the facts the
-policy counts for the domain are still exactly the case's `observed_fact_ids` (new evidence means
-"review again"); the candidate belongs to the case; the event id names no other decision.
-
-Choosing a challenger writes the next revision of the domain's memory (its value and evidence; the
-previous revision stays in git history, and the audit line names both blobs). Choosing the
-incumbent records "kept" and writes no memory. Either way one commit holds the memory file and
-MEMORY.md (when they change), the closed case in `.system/conflicts.json` and the audit line, with
-`Desk-Op: resolve`, `Desk-Case`, `Desk-Event` and `Desk-Actor` trailers: a crash leaves either all
-of it or none of it (desk.transaction's marker and recovery), never a memory without its audit line.
-
-A case of a project (`project` in the case, docs/scopes.md) is decided in that project's scope: its
-facts are the project's, its memory lives under `projects/<name>/memory/` and the project's
-MEMORY.md is the index regenerated.
-
-The same event id with the same decision again returns the first result and writes nothing, so a
-harness may retry after a crash or a timeout without deciding twice.
+Under the desk lock, before anything is written: the case is open at the revision the person saw,
+its active memory and counted facts are still the ones it saw, the candidate is the case's. One
+commit holds the memory (a challenger chosen), MEMORY.md, the closed case and the audit line. The
+same event id with the same decision again returns the first result and writes nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +15,7 @@ from typing import Any
 from desk.archive.store import clone_id
 from desk.digest.conflicts import candidate_id, parse_queue, render_queue
 from desk.digest.memory_writes import (MemoryWrites, find_home, new_memory, places_of, replaced_memory,
-                                       scoped_index, scoped_path)
+                                       scope_entries, scoped_index, scoped_path)
 from desk.digest.policy import Candidate, Domain, group_facts
 from desk.digest.review import label
 from desk.digest.run import read_facts
@@ -37,6 +23,7 @@ from desk.errors import ConflictError, DeskError, Finding, InvalidFileError, Rej
 from desk.layout import CONFLICTS_FILE, INDEX_FILE, DeskFolder, memory_name, project_file
 from desk.formats.archive import line_hash
 from desk.formats.audit import audit_path, parse_audit, render_line
+from desk.formats.now import NowNote, heading_key
 from desk.formats.queue import event_id_problem
 from desk.gate.checks import last_good_hint
 from desk.storage.git import blob_sha
@@ -46,8 +33,7 @@ from desk.transaction import commit_message, transaction
 from desk.vocabulary import REASON_MAX
 
 ACTOR_MAX = 200
-# The hash of the audit line a resolve commit adds: the anchor that makes even the last line of
-# an audit file tamper-evident (the chain inside the file covers every line before it).
+# The hash of the audit line a resolve commit adds: makes even an audit file's last line tamper-evident.
 AUDIT_TRAILER = "Desk-Audit-Line"
 RATIONALE_MAX = REASON_MAX
 
@@ -74,12 +60,8 @@ class Resolution:
 
 def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision: int, event_id: str,
             actor: str, rationale: str, now: dt.datetime | str | None = None) -> Resolution:
-    """Decide case `case_id` for `candidate`; one commit. See the module docstring for the checks.
-
-    ConflictError (exit 4) when the case is closed, at another revision, or its evidence or active
-    memory moved on, and when the event id decided something else; UsageError (exit 2) for a
-    candidate outside the case or a bad argument; nothing is written in any of these cases.
-    """
+    """Decide case `case_id` for `candidate`; one commit. ConflictError (exit 4) when the case or
+    its evidence moved on or the event id decided otherwise, UsageError (exit 2) for a bad argument."""
     actor, rationale = _arguments(event_id, actor, rationale)
     clock = parse_time(now if now is not None else utc_now(), "now")
     with transaction(desk) as tx:
@@ -170,9 +152,8 @@ def _close_and_commit(desk: DeskFolder, tx: Any, cases: list[dict[str, Any]], ca
 def _resolve_merge_case(desk: DeskFolder, tx: Any, case: dict[str, Any], chosen: dict[str, Any],
                         event_id: str, actor: str, rationale: str, clock: dt.datetime,
                         cases: list[dict[str, Any]], audit_file: str) -> Resolution:
-    """A case `desk sync` opened (desk.sync.cases): the file (or NOW.md section) holds the kept
-    side's version; choosing the other side writes it (None: deletes it), choosing the kept one
-    records `kept`. Stale (exit 4) when the file no longer holds the kept version."""
+    """A case `desk sync` opened: the file (or NOW.md section) holds the kept side's version, choosing
+    the other writes it (None: deletes it); stale (exit 4) when the file no longer holds it."""
     path = str(case["key"])
     incumbent = next((c for c in case["candidates"] if c["role"] == "incumbent"), None)
     in_project = project_file(path)
@@ -181,7 +162,7 @@ def _resolve_merge_case(desk: DeskFolder, tx: Any, case: dict[str, Any], chosen:
     current = data.decode("utf-8", "replace") if data is not None else None
     label = case["domain"].split(":", 1)[1] if case["domain"].startswith("now:") else None
     if label is not None:
-        current = _now_section(current or "", label)
+        current = NowNote.parse(current or "").section(label)
     if incumbent is None or current != incumbent["content"]:
         raise ConflictError(f"stale: {path} changed since the merge opened case {case['id']}",
                             hint=f"review again: `desk conflicts show {case['id']}`, or close it by "
@@ -201,65 +182,34 @@ def _resolve_merge_case(desk: DeskFolder, tx: Any, case: dict[str, Any], chosen:
         writes[path] = new
         after = blob_sha(new) if new is not None else None
         if name is not None:
-            writes.update(_index_with(desk, path, name, new))
-        elif (in_project := project_file(path)) is not None and in_project[0] == "memory":
-            writes.update(_project_index_with(desk, in_project[1], path, new))
+            writes.update(_index_with(desk, path, new))
+        elif in_project is not None and in_project[0] == "memory":
+            writes.update(_index_with(desk, path, new, in_project[1]))
     sha = _close_and_commit(desk, tx, cases, case, chosen, writes, event_id, actor, rationale, clock,
                             audit_file, outcome, name or path, before, after)
     return Resolution("resolved", case["id"], case["revision"], chosen["id"], outcome, event_id,
                       name, sha, audit_file, path, chosen["content"] is None and outcome == "replaced")
 
 
-def _now_key(heading: str) -> str:
-    return heading.strip().lower().lstrip("# ").strip()
-
-
-def _now_section(text: str, label: str) -> str | None:
-    from desk.formats.now import NowNote
-
-    note = NowNote.parse(text)
-    if label == "preamble":
-        return note.preamble
-    return next((body for heading, body in note.sections if _now_key(heading) == label), None)
-
-
 def _with_now_section(text: str, label: str, body: str | None) -> bytes:
-    from desk.formats.now import NowNote
-
     note = NowNote.parse(text)
     if label == "preamble":
         note.preamble = body or ""
     else:
-        note.sections = [(h, body if body is not None and _now_key(h) == label else b)
-                         for h, b in note.sections if not (_now_key(h) == label and body is None)]
-    rendered = note.preamble + "".join(h + b for h, b in note.sections)
-    return (rendered.rstrip("\n") + "\n").encode()
+        note.sections = [(h, body if body is not None and heading_key(h) == label else b)
+                         for h, b in note.sections if not (heading_key(h) == label and body is None)]
+    return note.render().encode()
 
 
-def _index_with(desk: DeskFolder, path: str, name: str, data: bytes | None) -> dict[str, bytes | None]:
-    """MEMORY.md with memory `name` as `data` (None: gone), when that changes it."""
+def _index_with(desk: DeskFolder, path: str, data: bytes | None, project: str | None = None
+                ) -> dict[str, bytes | None]:
+    """The scope's MEMORY.md with the memory at `path` as `data` (None: gone), when that changes it."""
     from desk.formats.memory_file import parse_memory
     from desk.formats.memory_index import IndexEntry, render_index
-    from desk.gate.entries import committed_files, load_entries
 
-    entries = load_entries(desk, committed_files(desk))
-    entries.pop(name, None)
-    if data is not None:
-        entries[name] = IndexEntry.of(parse_memory(data, path, name))  # a broken file: exit 3
-    index = render_index(entries.values())
-    return {INDEX_FILE: index} if _read(desk, INDEX_FILE) != index else {}
-
-
-def _project_index_with(desk: DeskFolder, project: str, path: str, data: bytes | None
-                        ) -> dict[str, bytes | None]:
-    """The project's MEMORY.md with the memory at `path` as `data` (None: gone), when that changes it."""
-    from desk.formats.memory_file import parse_memory
-    from desk.formats.memory_index import IndexEntry, render_index
-    from desk.memory.reads import project_memories
-
-    memories = project_memories(desk, project)
     name = path.rpartition("/")[2].removesuffix(".md")
-    entries = {n: IndexEntry.of(m) for n, m in memories.items() if n != name}
+    entries = scope_entries(desk, project)
+    entries.pop(name, None)
     if data is not None:
         entries[name] = IndexEntry.of(parse_memory(data, path, name))  # a broken file: exit 3
     index = render_index(entries.values())
@@ -355,11 +305,8 @@ def _candidate(domain: Domain, wanted: str) -> Candidate:
 
 
 def decisions(desk: DeskFolder) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Every recorded decision by event id: `(audit file, record)`.
-
-    Fail closed: InvalidFileError (exit 3) naming the line when an audit file is broken, its chain
-    does not hold, or a line is not exactly the one its commit recorded (`Desk-Audit-Line`).
-    """
+    """Every recorded decision by event id: `(audit file, record)`. InvalidFileError (exit 3) naming
+    the line when an audit file is broken or a line is not the one its commit recorded."""
     found: dict[str, tuple[str, dict[str, Any]]] = {}
     desk_id = desk.config.desk_id
     paths = [f".system/{p.name}" for p in sorted(desk.path(".system").glob("adjudications.*.jsonl"))]

@@ -1,11 +1,5 @@
-"""What a person reads to decide a conflict case (`desk conflicts show`): plain data, no terminal.
-
-For each candidate: a label (the first line of its body, "(deleted)" for a deletion), where it came
-from (a digest case: the archived facts behind it, each with its clone and time; a merge's case:
-the side, and the commit that last changed the file on that side, with its time and author), and
-the unified diff from the active memory as it is now to the candidate. For the case: the active
-memory's path and text now, and the diff between the kept candidate and each other one.
-"""
+"""What a person reads to decide a conflict case (`desk conflicts show`): each candidate's label,
+source (its facts, or a merge's side and commit) and diff from the active memory now."""
 
 from __future__ import annotations
 
@@ -64,11 +58,7 @@ def _active_text(desk: DeskFolder, case: dict[str, Any], path: str | None) -> st
     if case.get("origin") == "sync" and str(case["domain"]).startswith("now:"):
         from desk.formats.now import NowNote
 
-        wanted = case["domain"].split(":", 1)[1]
-        note = NowNote.parse(text)
-        if wanted == "preamble":
-            return note.preamble
-        return next((b for h, b in note.sections if h.strip().lower().lstrip("# ").strip() == wanted), None)
+        return NowNote.parse(text).section(case["domain"].split(":", 1)[1])
     return text if case.get("origin") == "sync" else body_of(text)
 
 

@@ -1,19 +1,8 @@
 """`desk digest`: the day's journal and the distilled memories, in one commit (docs/design.md §3, path C).
 
-One run reads the archive (the day's events for `journal/D.md`, every fact old enough for the
-distill policy), decides with the pure policy in `desk.digest.policy`, and commits the journal, the memory
-files it promoted, merged or superseded, MEMORY.md and `.system/conflicts.json` together, with
-trailers counting what happened. Nothing changed means no commit: a rerun over the same archive is
-a no-op. It never writes NOW.md (the assistant's own note; the validator's `digest-now` rule enforces it).
-
-`project` (docs/scopes.md) distils one project's facts instead, into `projects/<name>/memory/` and
-that project's MEMORY.md: a fact's conflict domain is its key within its project, so a key in
-project A never supersedes or conflicts with the same key in project B or desk-wide, and the
-cases it opens carry the project. A project run writes no journal (the day's journal is the
-desk-wide run's).
-
-Archive growth since the last commit goes into the same commit (as `desk checkpoint` would commit
-it, with its `Desk-Archive-Head` trailers), so the event ids in memories' `evidence` are committed.
+The journal, the memories the policy promoted, merged or superseded, MEMORY.md, the conflict queue
+and the archive's growth (so evidence ids are committed) land together; nothing changed, no commit.
+`project` distils that project's facts into its own memory folder and writes no journal.
 """
 
 from __future__ import annotations
@@ -31,7 +20,8 @@ from desk.digest.fact_version import fact_version
 from desk.digest.facts import FACT_EVENT, FactRecord, fact_from_record
 from desk.digest.journal import existing_narrative, journal_path, one_line, render_journal, run_summarizer
 from desk.digest.memory_writes import (MemoryWrites, active_of, after, forgotten, locate, merged_memory,
-                                       new_memory, places_of, replaced_memory, scoped_index, scoped_path)
+                                       new_memory, places_of, replaced_memory, scope_entries, scoped_index,
+                                       scoped_path)
 from desk.digest.policy import Tie, decide, group_facts
 from desk.errors import UsageError
 from desk.layout import CONFLICTS_FILE, JOURNAL_DIR, DeskFolder
@@ -80,11 +70,8 @@ def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | 
            project: str | None = None) -> DigestResult:
     """Write `journal/D.md` and distil old facts into memories; one commit, none when unchanged.
 
-    `as_of` (default: now) is the clock of the run: events after it are not seen, facts count when
-    they are `min_age_days` older than it, and it stamps created/updated times. `date` (default:
-    the day of `as_of`) picks the journal. `summarizer` is a command that reads the day's events
-    as JSONL and prints a Markdown narrative. `project` distils that project's facts only (no
-    journal, so `date` and `summarizer` are refused with it).
+    `as_of` (default: now) is the run's clock: later events are unseen, and facts count when
+    `min_age_days` older; `date` (default: its day) picks the journal; `summarizer` writes its narrative.
     """
     if project is not None:
         from desk.memory.reads import require_project
@@ -174,13 +161,11 @@ def _distill(desk: DeskFolder, tx: Transaction, facts: list[FactRecord], clock: 
 
 
 def _propose(desk: DeskFolder, memories: MemoryWrites, result: DigestResult) -> None:
-    """The memories review mode proposes, as one proposal on HEAD (docs/review.md), unless a
-    pending or rejected proposal already holds the same body for each: a digest run must not
-    propose again what a person has still to decide, or has refused."""
+    """The memories review mode proposes, as one proposal on HEAD (docs/review.md), but for those a
+    pending or rejected proposal already holds."""
     import copy
 
     from desk.formats.memory_index import IndexEntry, render_index
-    from desk.gate.entries import committed_files, load_entries
     from desk.memory.review import already_proposed
     from desk.transaction import Proposed
 
@@ -189,12 +174,7 @@ def _propose(desk: DeskFolder, memories: MemoryWrites, result: DigestResult) -> 
     result.proposed = sorted(memories.proposed)
     if not fresh:
         return
-    if result.project is None:
-        entries = dict(load_entries(desk, committed_files(desk)))
-    else:
-        from desk.scopes.projects import project_entries
-
-        entries = dict(project_entries(desk, result.project))
+    entries = scope_entries(desk, result.project)
     entries.update({n: IndexEntry.of(m) for n, m in fresh.items()})
     writes: dict[str, bytes | None] = {scoped_path(n, result.project): m.render() for n, m in fresh.items()}
     writes[scoped_index(result.project)] = render_index(entries.values())
@@ -211,11 +191,8 @@ def _propose(desk: DeskFolder, memories: MemoryWrites, result: DigestResult) -> 
 
 
 def _commit(desk: DeskFolder, tx: Transaction, writes: dict[str, bytes | None], result: DigestResult) -> None:
-    """Commit `writes` with the archive's growth; no commit when there is nothing at all.
-
-    Archive growth goes into the same commit, so the evidence ids the memories name are committed
-    too. Desk lock (held by `tx`) first, then the archive lock: the order `desk checkpoint` uses.
-    """
+    """Commit `writes` with the archive's growth; no commit when there is nothing at all. Desk lock
+    (held by `tx`) first, then the archive lock: the order `desk checkpoint` uses."""
     with desk_lock(archive_lock_path(desk)):
         archive, _old, _torn = pending_archive(desk)  # a torn tail waits for the next run
         result.archive = sorted(archive)
@@ -231,8 +208,7 @@ def _commit(desk: DeskFolder, tx: Transaction, writes: dict[str, bytes | None], 
 def read_facts(desk: DeskFolder, cutoff: dt.datetime, project: str | None = None
                ) -> tuple[list[FactRecord], int]:
     """The valid facts of one scope (desk-wide, or `project`'s) stated up to `cutoff`, and how many
-    fact records were invalid (each scope's facts are distilled into its own memory folder only,
-    docs/scopes.md)."""
+    fact records were invalid."""
     facts, invalid = [], 0
     for event in iter_events(desk, until=cutoff + _US, kinds=[FACT_EVENT]):
         try:
@@ -246,8 +222,7 @@ def read_facts(desk: DeskFolder, cutoff: dt.datetime, project: str | None = None
 
 
 def _day_records(desk: DeskFolder, since: dt.datetime, until: dt.datetime) -> list[dict[str, Any]]:
-    """The archive records of a journal's day; NewerFactError (path:line) when a fact among them
-    was made by a newer desk: the journal would misread it."""
+    """The archive records of a journal's day; NewerFactError (path:line) for a newer desk's fact."""
     records = []
     for event in iter_events(desk, since=since, until=until):
         payload = event.record.get("payload")
@@ -271,9 +246,8 @@ def _read(desk: DeskFolder, path: str) -> bytes | None:
 
 
 def regenerate_journal(desk: DeskFolder, path: str) -> bytes | None:
-    """journal/D.md rendered again for the whole day from the archive, keeping its narrative:
-    what desk sync writes when two clones both digested that day (None when `path` is not a
-    journal page)."""
+    """journal/D.md rendered again from the archive, keeping its narrative (desk sync, when two clones
+    both digested that day); None when `path` is not a journal page."""
     stem = path.removeprefix(JOURNAL_DIR + "/").removesuffix(".md")
     try:
         day = dt.date.fromisoformat(stem)

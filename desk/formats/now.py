@@ -109,9 +109,20 @@ class NowNote:
             self.sections[-1] = (self.sections[-1][0], self.sections[-1][1].rstrip("\n") + "\n\n")
         self.sections.insert(at, (f"## {TITLES[section]}\n", raw))
 
+    def section(self, label: str) -> str | None:
+        """The raw text of section `label` as a merge case names it (`preamble`: before the first)."""
+        if label == "preamble":
+            return self.preamble
+        return next((body for heading, body in self.sections if heading_key(heading) == label), None)
+
     def to_json(self) -> dict[str, object]:
         return {"path": NOW_FILE, "text": self.render(),
                 "sections": {name: self.body(name) for name in NOW_SECTIONS}}
+
+
+def heading_key(heading: str) -> str:
+    """A section's heading line as a merge case names it (`## Doing` -> `doing`)."""
+    return heading.strip().lower().lstrip("# ").strip()
 
 
 def section_name(section: str | None) -> str | None:

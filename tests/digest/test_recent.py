@@ -1,11 +1,11 @@
-"""desk.digest.recent reads facts without pydantic; it must agree with desk.digest.facts."""
+"""desk.digest.recent reads facts without pydantic (fact_version.read_fact); it must agree with desk.digest.facts."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desk.digest import facts, policy, recent
+from desk.digest import fact_version, facts, policy, recent
 from desk.digest.fact_version import NewerFactError
 
 VALUE = st.one_of(st.none(), st.booleans(), st.integers(-1, 7), st.sampled_from(
@@ -26,7 +26,7 @@ def test_the_light_fact_check_agrees_with_the_model(kind: object, importance: ob
         payload["schema_version"] = version
     record = {"id": ident, "at": at, "content": content, "payload": payload if with_payload else None}
     outcomes = []
-    for read in (facts.fact_from_record, recent.fact_from_record):
+    for read in (facts.fact_from_record, fact_version.read_fact):
         try:
             outcomes.append(read(record, "a.jsonl:3"))
         except ValueError:
@@ -45,9 +45,3 @@ def test_the_light_fact_check_agrees_with_the_model(kind: object, importance: ob
     assert (light.id, light.at, light.kind, light.importance, light.key, light.content) == (
         model.id, model.at, model.kind, model.importance, model.key, model.content)
     assert recent.domain_id(light) == policy.domain_id(model)
-
-
-def test_the_copied_rules_match() -> None:
-    assert (recent.KEY_MAX, recent.CONTENT_MAX, recent.FACT_EVENT) == (facts.KEY_MAX, facts.CONTENT_MAX,
-                                                                       facts.FACT_EVENT)
-    assert recent.KEY_RE.pattern.strip("^$") == facts.KEY_RE.pattern.strip("^$")

@@ -360,8 +360,8 @@ def merge_case(d: Desk, path: str, domain: str, theirs: str | None) -> dict[str,
 
     ours = d.path(path).read_text()
     if domain.startswith("now:"):
-        from desk.digest.resolve import _now_section
-        ours = _now_section(ours, domain.split(":", 1)[1]) or ""
+        from desk.formats.now import NowNote
+        ours = NowNote.parse(ours).section(domain.split(":", 1)[1]) or ""
     case = sync_case({"path": path, "domain": domain, "kept": "ours",
                       "versions": {"ours": ours, "theirs": theirs}}, d.desk_id, [],
                      datetime.datetime(2026, 11, 30, tzinfo=datetime.timezone.utc))
