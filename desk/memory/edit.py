@@ -1,10 +1,7 @@
 """`desk edit NAME`: a person edits one memory in their editor; desk validates and commits it.
 
-The editor works on a copy in the git dir, without the desk lock (an editor session can last
-minutes; the assistant must still be able to write meanwhile). On save the copy is validated with
-the same rules as every commit; on errors the person may edit again or abort, and aborting changes
-nothing. The commit happens under the lock, and only if the memory was not changed by someone else
-in the meantime. What the person typed is kept exactly as saved (no re-rendering).
+The editor works on a copy without the desk lock (the assistant may write meanwhile); the commit
+is made under the lock, only if no one changed the memory since, with the text exactly as saved.
 """
 
 from __future__ import annotations
@@ -52,8 +49,7 @@ class EditResult:
 
 
 def editor_command(env: dict[str, str] | None = None) -> str:
-    """$VISUAL, else $EDITOR (as git reads them), else `vi` or `nano` on PATH as git falls back to
-    vi; refuse when there is none."""
+    """$VISUAL, else $EDITOR, else `vi` or `nano` on PATH (as git does); UsageError when there is none."""
     import shutil
 
     env = dict(os.environ) if env is None else env
@@ -80,11 +76,8 @@ def run_editor(editor: str, path: Path) -> None:
 def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
                 ask: Callable[[str], bool] = lambda findings: False,
                 editor: str | None = None) -> EditResult:
-    """Edit memory `name` (a new one starts from a template), validate it, commit it (Desk-Op: edit).
-
-    `ask(findings_text)` is called when the saved text breaks a rule: True edits again, False
-    aborts (RejectedError, nothing changed).
-    """
+    """Edit memory `name` (a new one from a template), validate it, commit it; when the text breaks
+    a rule, `ask(findings_text)`: True edits again, False aborts (RejectedError)."""
     require_name(name)
     editor = editor or editor_command()
     path = memory_path(name)
@@ -96,6 +89,7 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
     scratch = desk.git_dir / "desk-edit" / f"{name}.md"
     scratch.parent.mkdir(exist_ok=True)
     scratch.write_bytes(start)
+    message = commit_message(f"edit: {name}", {"Desk-Op": "edit", "Desk-Memory": name, "Desk-Actor": actor})
     try:
         while True:
             run_editor(editor, scratch)
@@ -103,7 +97,6 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
             if data == start:
                 return EditResult("unchanged" if original is not None else "not-created", name, path)
             data = stamp_times(data, format_time(utc_now()), new=original is None)
-            message = _message(name, actor)
             findings = _check(desk, path, name, data, message) + (_placeholders(path, data) if original is None else [])
             errors = [f for f in findings if f.severity == "error"]
             if not errors:
@@ -127,10 +120,8 @@ def edit_memory(desk: DeskFolder, name: str, *, actor: str = "user",
 
 
 def stamp_times(data: bytes, now: str, *, new: bool) -> bytes:
-    """`data` with its frontmatter's `updated:` set to `now` (and `created:` too for a new
-    memory without one) and `schema:` at MEMORY_SCHEMA (added last, or an older one replaced),
-    changing only those lines: the rest stays exactly as the person typed
-    it. Text without a closed frontmatter is returned as it is, for the rules to report."""
+    """`data` with `updated:` set to `now` (and `created:` for a new memory without one) and
+    `schema:` at MEMORY_SCHEMA, every other line as typed (no closed frontmatter: unchanged)."""
     text = data.decode("utf-8", "surrogateescape")
     lines = text.split("\n")
     if not lines or lines[0] != "---" or "---" not in lines[1:]:
@@ -158,17 +149,8 @@ def stamp_times(data: bytes, now: str, *, new: bool) -> bytes:
     return "\n".join(["---", *head, *lines[close:]]).encode("utf-8", "surrogateescape")
 
 
-def _message(name: str, actor: str) -> str:
-    return commit_message(f"edit: {name}", {"Desk-Op": "edit", "Desk-Memory": name,
-                                            "Desk-Actor": actor})
-
-
 def _writes(desk: DeskFolder, path: str, name: str, data: bytes) -> dict[str, bytes | None]:
-    """The memory and its regenerated MEMORY.md (raises InvalidFileError when it does not parse).
-
-    MEMORY.md comes from the HEAD mirror (`desk.gate.mirror`), as for `remember`: no re-read of
-    the desk.
-    """
+    """The memory and its MEMORY.md from the HEAD mirror; InvalidFileError when it does not parse."""
     entry = IndexEntry.of(parse_memory(data, path, name))
     with head_mirror(desk) as mirror:
         index = mirror.render_index({name: entry})

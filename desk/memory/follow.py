@@ -1,16 +1,8 @@
 """A memory file's history across its renames, following only renames that really happened.
 
-git's `--follow` guesses: when a file appears, it looks for a deleted file with similar content
-(50% by default) and follows it, so after `desk forget alpha` and `desk remember beta` with a
-like body in one commit (a digest, an import, a person's commit), `git log --follow beta`
-lists alpha's past as beta's. desk follows a file back to an older name only when
-
-- the commit that created it is desk's own rename (`Desk-Op: rename`, `Desk-Renamed-From: OLD`)
-  and that commit deleted OLD's file beside it, or
-- that commit deleted exactly one other file whose content is byte-identical (git's exact rename:
-  a person's `git mv` without edits, which no reader would call a guess).
-
-Everything else is a new file: its history starts at its creation.
+git's `--follow` guesses by similar content; desk follows a file back to an older name only when
+the commit that created it is desk's own rename (`Desk-Renamed-From: OLD`, OLD deleted beside it),
+or deleted exactly one byte-identical file (an unedited `git mv`).
 """
 
 from __future__ import annotations
@@ -43,9 +35,8 @@ def renamed_from(commit: Commit, path: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """One name the file had: its path, the commits under that name (newest first), and where
-    the walk of that name started (None: HEAD; else `<rename commit>^`, the parent of the
-    rename that gave the file its next name: the older name is this file's only up to there)."""
+    """One name the file had: its path, the commits under it (newest first), and where that walk
+    started (None: HEAD; else the parent of the rename that gave the file its next name)."""
 
     path: str
     until: str | None
@@ -53,14 +44,12 @@ class Segment:
 
 
 def history(git: Git, path: str) -> list[Commit]:
-    """Every commit that touched `path`, newest first, then those of each older name it had
-    through a real rename (see the module's docstring)."""
+    """Every commit that touched `path`, newest first, then those of each older name it had."""
     return [commit for segment in segments(git, path) for commit in segment.commits]
 
 
 def names(git: Git, path: str) -> list[str]:
-    """Every name the file at `path` has had through real renames, newest first (its own name
-    first); empty before its first commit."""
+    """Every name the file at `path` has had, its own first; empty before its first commit."""
     return [segment.path for segment in segments(git, path)]
 
 

@@ -1,10 +1,10 @@
-"""Remember, forget and reindex single-fact memories: one commit per change (the helpers
-`desk.memory.revise` shares; reads are in `desk.memory.reads`)."""
+"""Remember, forget and reindex single-fact memories: one commit per change (and the helpers
+`desk.memory.revise` and `desk.memory.restore` share)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,19 +44,11 @@ class MutationResult:
     proposal: str | None = None  # status `proposed`: the proposal's id (docs/review.md)
 
     def to_json(self) -> dict[str, object]:
-        data: dict[str, object] = {"status": self.status, "name": self.name, "path": self.path,
-                                   "commit": self.commit, "reason": self.reason}
-        if self.pending:
-            data["pending"] = self.pending
-        if self.warnings:
-            data["warnings"] = self.warnings
-        if self.scopes is not None:
-            data["scopes"] = self.scopes
-        if self.restore is not None:
-            data["restore"] = self.restore
-        if self.proposal is not None:
-            data["proposal"] = self.proposal
-        return data
+        data = {k: v for k, v in self.__dict__.items() if k in _ALWAYS or v is not None}
+        return {k: v for k, v in data.items() if k not in ("pending", "warnings") or v}
+
+
+_ALWAYS = ("status", "name", "path", "commit", "reason")  # the rest only when set
 
 
 def _require_actor(actor: str) -> None:
@@ -64,8 +56,7 @@ def _require_actor(actor: str) -> None:
         raise UsageError(f"--actor must be one of {', '.join(ACTORS)}, not {actor!r}")
 
 
-# Fields a caller may clear explicitly (`--no-triggers`, `--no-importance`, `--no-expires`):
-# on an update, a field that is not given keeps its value.
+# Fields a caller may clear explicitly (`--no-triggers`...): on an update, one not given keeps its value.
 CLEARABLE = ("triggers", "importance", "expires", "valid_from", "valid_to")
 NO_TRIGGERS_WARNING = ("{name} has no triggers: it is listed in MEMORY.md but never injected by a "
                        "query's words; add some with `desk set {name} --add-trigger WORD`")
@@ -79,15 +70,9 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
              clear: Collection[str] = (), now: dt.datetime | None = None,
              project: str | None = None, valid_from: dt.datetime | str | None = None,
              valid_to: dt.datetime | str | None = None) -> MutationResult:
-    """Create or update memory `name` through the write gate; one commit, none when unchanged.
-
-    Where: desk-wide (`memory/<name>.md`, indexed in MEMORY.md), or with `project` that project's
-    (`projects/<project>/memory/<name>.md`, indexed in its own MEMORY.md; docs/scopes.md). A user
-    scope holds preferences, not memories (desk.scopes.prefs). On an update, every field given as
-    None keeps its committed value (`clear` names the fields to empty instead); a new memory
-    needs `type` and `description`. Raises RejectedError (exit 3) with nothing changed when the
-    gate or validation refuses, and ConflictError (exit 4) when the memory file or its index has
-    uncommitted edits.
+    """Create or update memory `name` (of `project`, when given) through the write gate; one commit,
+    none when unchanged. On an update a field given as None keeps its value (`clear` empties it).
+    RejectedError (exit 3) when refused, ConflictError (exit 4) over uncommitted edits.
     """
     if project is not None:
         require_project(project)
@@ -108,17 +93,11 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
         build_meta(path, **{**given, "source": source or "agent"}, created=now, updated=now)
     _require_future(name, path, given, now)
     with transaction(desk) as tx, head_mirror(desk) if project is None else nullcontext() as mirror:
-        if mirror is None:  # a project: small, read from its folder (the work tree equals HEAD here)
+        if mirror is None:
             assert project is not None
-            tx.require_clean([path, project_index_path(project)])
-            memories = project_memories(desk, project)
+            memories, same_body = project_state(desk, tx, project, name, path)
             existing = memories.get(name)
-            if existing is None:
-                read_project_memory(desk, project, name)  # a foreign file in the way is refused, not replaced
             committed = existing is not None
-
-            def same_body(body_key: str, exclude: str) -> list[str]:
-                return sorted(n for n, m in memories.items() if n != exclude and content_key(m.body) == body_key)
         else:
             tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
             committed = mirror.blob(name) is not None
@@ -134,8 +113,6 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
             fields = {**given, "source": source or ("user" if actor == "user" else "agent")}
             created = now
         else:
-            # An imported memory keeps where it came from (`desk export claude-code` writes it
-            # back there): `_merged` keeps `origin` with every field the caller did not give.
             fields = _merged(existing, given, clear)
             created = existing.meta.created or now
         memory = MemoryFile(build_meta(path, **fields, created=created, updated=now), body)
@@ -149,10 +126,7 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
                     "Desk-Source-Event": source_event}
         if mirror is None:
             assert project is not None
-            memories[name] = memory
-            index = render_index(IndexEntry.of(m) for m in memories.values())
-            sha = tx.commit({path: _rendered(memory, path), project_index_path(project): index},
-                            commit_message(subject, trailers))
+            sha = commit_project(tx, memories, project, memory, _rendered(memory, path), subject, trailers)
         else:
             sha = _commit_memory(desk, tx, mirror, memory, subject, trailers)
     result = MutationResult("updated" if committed else "created", name, path, sha)
@@ -160,17 +134,49 @@ def remember(desk: DeskFolder, name: str, *, type: str | None, description: str 
     return result
 
 
+SameBody = Callable[[str, str], list[str]]
+
+
+def project_state(desk: DeskFolder, tx: Transaction, project: str, name: str, path: str
+                  ) -> tuple[dict[str, MemoryFile], SameBody]:
+    """A project's memories (small: read from its folder, the work tree equals HEAD under the lock)
+    and the gate's same-body lookup over them; a foreign file at `path` is refused, not replaced."""
+    tx.require_clean([path, project_index_path(project)])
+    memories = project_memories(desk, project)
+    if name not in memories:
+        read_project_memory(desk, project, name)
+
+    def same_body(body_key: str, exclude: str) -> list[str]:
+        return sorted(n for n, m in memories.items() if n != exclude and content_key(m.body) == body_key)
+    return memories, same_body
+
+
+def commit_project(tx: Transaction, memories: dict[str, MemoryFile], project: str, memory: MemoryFile,
+                   data: bytes, subject: str, trailers: dict[str, str | None]) -> str:
+    """Write a project's `memory` as `data` and regenerate the project's MEMORY.md, in one commit."""
+    memories[memory.name] = memory
+    index = render_index(IndexEntry.of(m) for m in memories.values())
+    return tx.commit({project_memory_path(project, memory.name): data, project_index_path(project): index},
+                     commit_message(subject, trailers))
+
+
 def _commit_memory(desk: DeskFolder, tx: Transaction, mirror: HeadMirror, memory: MemoryFile,
                    subject: str, trailers: dict[str, str | None], data: bytes | None = None) -> str:
-    """Write `memory` and its MEMORY.md line in one commit; the mirror records it. `data` is the
-    file's bytes when they are given as they are (a restored version), else `memory` rendered."""
-    name, path = memory.name, memory_path(memory.name)
+    """Write `memory` (as `data`, a restored version's bytes, else rendered) and its MEMORY.md line."""
+    path = memory_path(memory.name)
     data = _rendered(memory, path) if data is None else data
-    entry = IndexEntry.of(memory)
-    index = mirror.render_index({name: entry})
-    known = known_head(mirror, [name], index)
-    sha = tx.commit(_with_index(desk, mirror, {path: data}, index), commit_message(subject, trailers), known)
-    record(mirror, known, sha, {name: (blob_sha(data), entry)}, index)
+    return commit_entries(desk, tx, mirror, {path: data}, {memory.name: IndexEntry.of(memory)},
+                          commit_message(subject, trailers))
+
+
+def commit_entries(desk: DeskFolder, tx: Transaction, mirror: HeadMirror, writes: dict[str, bytes | None],
+                   entries: Mapping[str, IndexEntry | None], message: str) -> str:
+    """Commit `writes` and MEMORY.md with desk-wide `entries` changed (None: gone); the mirror records it."""
+    index = mirror.render_index(entries)
+    known = known_head(mirror, sorted(entries), index)
+    sha = tx.commit(_with_index(desk, mirror, writes, index), message, known)
+    record(mirror, known, sha, {name: None if entry is None else (blob_sha(writes[memory_path(name)] or b""), entry)
+                                for name, entry in entries.items()}, index)
     return sha
 
 
@@ -185,8 +191,8 @@ def _rendered(memory: MemoryFile, path: str) -> bytes:
 
 def record(mirror: HeadMirror, known: KnownHead, sha: str,
            changes: Mapping[str, tuple[str, IndexEntry] | None], index: bytes) -> None:
-    """`mirror.record` of a landed commit, and what is known of its MEMORY.md (`index`): clean of
-    secrets when HEAD's was (`known.index_clean`) and the mirror spliced only clean lines into it."""
+    """`mirror.record` of a landed commit, and its MEMORY.md's cleanliness note (clean when HEAD's was
+    and only clean lines were spliced in)."""
     notes = {}
     if known.index_clean and mirror.spliced:
         from desk.text.secrets import clean_lines, scanner_version
@@ -254,12 +260,8 @@ def forget(desk: DeskFolder, name: str, *, reason: str | None = None, actor: str
         tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
         if mirror.blob(name) is None:
             raise no_memory(desk, name)
-        message = commit_message(f"forget: {name}", {
-            "Desk-Op": "forget", "Desk-Memory": name, "Desk-Actor": actor, "Desk-Reason": reason})
-        index = mirror.render_index({name: None})
-        known = known_head(mirror, [name], index)
-        sha = tx.commit(_with_index(desk, mirror, {path: None}, index), message, known)
-        record(mirror, known, sha, {name: None}, index)
+        sha = commit_entries(desk, tx, mirror, {path: None}, {name: None}, commit_message(f"forget: {name}", {
+            "Desk-Op": "forget", "Desk-Memory": name, "Desk-Actor": actor, "Desk-Reason": reason}))
     return MutationResult("deleted", name, path, sha, reason, restore=restore_command(name))
 
 
@@ -269,11 +271,8 @@ def restore_command(name: str, project: str | None = None) -> str:
 
 
 def reindex(desk: DeskFolder, *, actor: str = "user") -> MutationResult:
-    """Regenerate MEMORY.md from the memory files on disk; commit it when it changed.
-
-    When memory/ itself has uncommitted edits, MEMORY.md is rewritten but not committed: the
-    person commits it together with their edits (desk never commits a person's work for them).
-    """
+    """Regenerate MEMORY.md from the memory files on disk; commit it when it changed (only written
+    when memory/ has uncommitted edits: desk never commits a person's work for them)."""
     _require_actor(actor)
     with transaction(desk) as tx:
         return reindex_locked(tx, actor)
@@ -299,9 +298,8 @@ def reindex_locked(tx: Transaction, actor: str) -> MutationResult:
 
 
 def known_head(mirror: HeadMirror, names: Sequence[str], index: bytes | None = None) -> KnownHead:
-    """What the mirror knows of HEAD for a commit of memories `names` and MEMORY.md: the gate's
-    reads of HEAD, answered without git. `index` is the MEMORY.md the mirror rendered for the
-    commit (`HeadMirror.render_index`), when the commit's memories are all in it."""
+    """What the mirror knows of HEAD for a commit of memories `names` and MEMORY.md (`index`, as the
+    mirror rendered it): the gate's reads of HEAD, answered without git."""
     return KnownHead(mirror.commit, mirror.head_blobs(names), mirror.like, index, index_clean(mirror),
                      mirror.read_index())
 
@@ -310,15 +308,9 @@ CLEAN_NOTE = "clean"  # the mirror's note on HEAD's MEMORY.md: `<scanner version
 
 
 def index_clean(mirror: HeadMirror) -> bool:
-    """Whether every line of HEAD's MEMORY.md is clean of secrets in every view `scan` takes
-    (desk.text.secrets.clean_lines): then the gate scans only the lines a commit splices in.
-
-    The mirror keeps the answer while MEMORY.md stays that blob; it is computed here, scanning
-    the whole file once, when it has none for this blob and this version of the scanner (a
-    person's commit changed MEMORY.md or memory/, or desk was upgraded), and only when the
-    commit's MEMORY.md is HEAD's with lines spliced in (`mirror.spliced`): else the gate scans
-    the new file whole anyway, and one whole scan a commit is enough.
-    """
+    """Whether every line of HEAD's MEMORY.md is clean of secrets (desk.text.secrets.clean_lines):
+    then the gate scans only the lines a commit splices in. The mirror keeps the answer per blob
+    and scanner version; it is computed only when the commit splices lines into HEAD's index."""
     from desk.text.secrets import clean_lines, scanner_version
 
     version = scanner_version()
@@ -353,11 +345,8 @@ def _with_index(desk: DeskFolder, mirror: HeadMirror, writes: dict[str, bytes | 
 
 
 def _existing(desk: DeskFolder, path: str) -> MemoryFile | None:
-    """The committed memory at `path` (the work tree equals HEAD here), or None if unreadable.
-
-    A file broken by a hand edit is simply replaced: its old bytes stay in git history. A file a
-    newer desk wrote is refused instead (InvalidFileError): replacing it would downgrade it.
-    """
+    """The committed memory at `path`, or None if unreadable (a broken file is replaced; a newer
+    desk's is refused: InvalidFileError)."""
     try:
         return parse_memory(desk.read(path), path, memory_name(path))
     except InvalidFileError as exc:

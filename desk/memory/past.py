@@ -1,16 +1,10 @@
-"""The desk as committed at a time (`--as-of T`, docs/time.md), read from git objects only.
-
-`at(desk, T)` finds the commit: the last one on HEAD's first-parent line committed at or before T,
-one `git log` whatever the depth of history (a person's merged branch is seen as its merge). Its
-memory files come from one `ls-tree` and one `cat-file --batch`: no checkout, nothing in the work
-tree or the index is read or written. What was committed then is filtered to what was valid at T
-(`valid_from <= T < valid_to`: IndexEntry.has_begun and has_ended).
-"""
+"""The desk as committed at a time (`--as-of T`, docs/time.md), read from git objects only: the last
+commit on HEAD's first-parent line at or before T, filtered to what was valid at T."""
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from desk.errors import InvalidFileError, UsageError
@@ -56,7 +50,7 @@ def at(desk: DeskFolder, when: dt.datetime | str) -> Past:
 
 
 def memory_blobs(desk: DeskFolder, past: Past) -> dict[str, str]:
-    """`{path: blob}` of every memory file at the commit (desk-wide and every project's): one `ls-tree`."""
+    """`{path: blob}` of every memory file at the commit, desk-wide and every project's."""
     if past.commit is None:
         return {}
     files = desk.git.worktree.ls_tree(past.commit, MEMORY_DIR, PROJECTS_DIR, recursive=True)
@@ -65,8 +59,8 @@ def memory_blobs(desk: DeskFolder, past: Past) -> dict[str, str]:
 
 
 def entries(desk: DeskFolder, past: Past) -> dict[str, IndexEntry]:
-    """The desk-wide memories at the commit that were valid at `past.when`, as index entries
-    (parsed once per blob: desk.gate.entries' cache); files that do not parse are left out."""
+    """The desk-wide memories at the commit that were valid at `past.when`, as index entries (those
+    that parse)."""
     from desk.gate.entries import load_entries
 
     files = memory_blobs(desk, past)
@@ -75,9 +69,8 @@ def entries(desk: DeskFolder, past: Past) -> dict[str, IndexEntry]:
 
 
 def show(desk: DeskFolder, name: str, past: Past) -> tuple[str, str, MemoryFile]:
-    """Memory `name` as committed at the commit: (its path then, its text, the memory). It is
-    found under the name it had then when it was renamed since (desk.memory.follow), and after a
-    `forget` too. DeskError (exit 1) when the desk held no such memory then."""
+    """Memory `name` as committed then, under the name it had then: (its path, its text, the memory);
+    DeskError (exit 1) when the desk held no such memory then."""
     from desk.errors import DeskError
 
     from desk.formats.memory_file import parse_memory, require_read_name
@@ -110,10 +103,8 @@ def require_desk_wide(project: str | None) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Revision:
-    """One revision of a memory in `desk history NAME --timeline`: the commit that made it, the
-    interval it was true for (its own `valid_from`/`valid_to`; else from its commit until the
-    next revision's start), and its evidence (archive event ids: `source_event`, `evidence`, the
-    commit's `Desk-Source-Event`). `forgotten`: the commit deleted it (no value, no interval)."""
+    """One revision in `desk history NAME --timeline`: its commit, the interval it was true for (its
+    own, else from its commit to the next revision), its evidence ids; `forgotten`: deleted."""
 
     commit: str
     committed_at: str
@@ -126,14 +117,11 @@ class Revision:
     evidence: tuple[str, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"commit": self.commit, "committed_at": self.committed_at, "subject": self.subject,
-                "path": self.path, "forgotten": self.forgotten, "value": self.value,
-                "valid_from": self.valid_from, "valid_to": self.valid_to, "evidence": list(self.evidence)}
+        return {**asdict(self), "evidence": list(self.evidence)}
 
 
 def timeline(desk: DeskFolder, name: str) -> list[Revision]:
-    """Every revision of memory `name`, newest first, across real renames and forgets (one `git
-    log` per name it had, one `cat-file --batch` for every revision's file)."""
+    """Every revision of memory `name`, newest first, across real renames and forgets."""
     from desk.formats.memory_file import parse_memory, require_read_name
     from desk.formats.memory_index import memory_path
     from desk.memory import follow

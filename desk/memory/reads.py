@@ -48,8 +48,7 @@ def require_project(project: str) -> None:
 
 
 def read_project_memory(desk: DeskFolder, project: str, name: str) -> MemoryFile | None:
-    """The memory `name` of `project`, None when absent; InvalidFileError when it does not parse,
-    is a symlink, or records another project."""
+    """The memory `name` of `project`, None when absent; InvalidFileError when it does not parse."""
     path = project_memory_path(project, name)
     data = desk.read_checked(path, "a memory file")
     if data is None:
@@ -104,8 +103,7 @@ def list_memories(desk: DeskFolder, type: str | None = None) -> tuple[list[Index
 
 
 def history(desk: DeskFolder, name: str) -> list[Commit]:
-    """Every commit that touched memory `name`, newest first, forgotten revisions included, and
-    across real renames (`desk rename`, or an unedited `git mv`; never git's similarity guess)."""
+    """Every commit that touched memory `name`, newest first, across real renames (desk.memory.follow)."""
     require_read_name(name)
     commits = follow.history(desk.git, memory_path(name))
     if not commits:
@@ -114,10 +112,8 @@ def history(desk: DeskFolder, name: str) -> list[Commit]:
 
 
 def diff(desk: DeskFolder, name: str, rev: str | None = None) -> tuple[str, str, str, str | None]:
-    """What changed in memory `name`: from `rev` (default: before its last committed change) to
-    the file as it is now, uncommitted edits included. Returns (path, from, unified diff, the
-    path it had at `rev` when it was renamed since, else None): after `desk rename A B`, the diff
-    of B follows the rename (desk.memory.follow) instead of showing B as a new file."""
+    """What changed in memory `name` from `rev` (default: before its last change) to the work tree:
+    (path, from, unified diff, the path it had at `rev` when renamed since, else None)."""
     require_read_name(name)
     path = memory_path(name)
     if rev is None:

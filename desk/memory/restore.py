@@ -1,12 +1,8 @@
-"""`desk restore NAME [--from REV]`: a forgotten or overwritten memory back from git history, in
-one commit (`Desk-Op: restore`, `Desk-Restored-From: <commit>`).
+"""`desk restore NAME [--from REV]`: a forgotten or overwritten memory back from git history, in one commit.
 
-With `from_rev`, the memory's file at that commit, under its name there or an older name it had
-through a real rename (desk.memory.follow; an older name counts only at commits before the rename,
-so a later file that took the old name is never mistaken for it). Without it, the newest version
-that differs from the one committed now (restoring twice goes back and forth). The version comes
-back byte for byte (only its `name:` line follows a rename) and passes the write gate and rules as
-every write does, so a version that would be refused today is refused, nothing changed.
+The version at `--from` (under an older name before a real rename, desk.memory.follow), else the
+newest that differs from the one committed now; it comes back byte for byte (but a renamed
+`name:`) and passes the write gate like every write.
 """
 
 from __future__ import annotations
@@ -18,16 +14,15 @@ from dataclasses import dataclass
 
 from desk.errors import DeskError, InvalidFileError, RejectedError, UsageError, quoted
 from desk.formats.memory_file import MemoryFile, parse_memory, require_name
-from desk.formats.memory_index import IndexEntry, memory_path, render_index
+from desk.formats.memory_index import memory_path
 from desk.gate import memory_gate as gate
 from desk.gate.mirror import head_mirror
-from desk.layout import INDEX_FILE, DeskFolder, project_index_path, project_memory_path
+from desk.layout import INDEX_FILE, DeskFolder, project_memory_path
 from desk.memory import follow
-from desk.memory.operations import _commit_memory, _head_blobs, _require_actor
-from desk.memory.reads import no_memory, project_memories, read_project_memory, require_project
-from desk.text.normalize import content_key
+from desk.memory.operations import _commit_memory, _head_blobs, _require_actor, commit_project, project_state
+from desk.memory.reads import no_memory, require_project
 from desk.text.times import format_time, utc_now
-from desk.transaction import commit_message, transaction
+from desk.transaction import transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,31 +56,19 @@ class _Version:
 
 def restore(desk: DeskFolder, name: str, *, from_rev: str | None = None, actor: str = "user",
             project: str | None = None, now: dt.datetime | None = None) -> RestoreResult:
-    """Bring memory `name` (of `project`, when given) back from history in one commit, MEMORY.md
-    regenerated; see the module's docstring for which version.
-
-    UsageError (exit 2) for a `from_rev` that is no commit; DeskError (exit 1) when no commit ever
-    held the memory, when it did not exist at `from_rev`, or when it has no earlier version;
-    RejectedError (exit 3) when the version would not pass the gate today; ConflictError (exit 4)
-    over uncommitted edits of the file or its index. Nothing is changed by any of them.
-    """
+    """Bring memory `name` (of `project`, when given) back from history in one commit. UsageError
+    (exit 2) for a bad `from_rev`, DeskError (exit 1) when there is no such version, RejectedError
+    (exit 3) when the gate refuses it, ConflictError (exit 4) over uncommitted edits."""
     if project is not None:
         require_project(project)
     _require_actor(actor)
     require_name(name)
     path = memory_path(name) if project is None else project_memory_path(project, name)
     with transaction(desk) as tx, head_mirror(desk) if project is None else nullcontext() as mirror:
-        if mirror is None:  # a project: small, read from its folder (the work tree equals HEAD here)
+        if mirror is None:
             assert project is not None
-            index_path = project_index_path(project)
-            tx.require_clean([path, index_path])
-            memories = project_memories(desk, project)
-            if name not in memories:
-                read_project_memory(desk, project, name)  # a foreign file in the way is refused
+            memories, same_body = project_state(desk, tx, project, name, path)
             current = desk.read_if_present(path)
-
-            def same_body(body_key: str, exclude: str) -> list[str]:
-                return sorted(n for n, m in memories.items() if n != exclude and content_key(m.body) == body_key)
         else:
             tx.require_clean([path, INDEX_FILE], _head_blobs(mirror, name))
             current = desk.read(path) if mirror.blob(name) is not None else None
@@ -101,9 +84,7 @@ def restore(desk: DeskFolder, name: str, *, from_rev: str | None = None, actor: 
                         "Desk-Restored-From": version.commit}
             if mirror is None:
                 assert project is not None
-                memories[name] = version.memory
-                index = render_index(IndexEntry.of(m) for m in memories.values())
-                sha = tx.commit({path: version.data, index_path: index}, commit_message(subject, trailers))
+                sha = commit_project(tx, memories, project, version.memory, version.data, subject, trailers)
             else:
                 sha = _commit_memory(desk, tx, mirror, version.memory, subject, trailers, version.data)
         except RejectedError as exc:  # the version breaks a rule today: say which, and what else to do
@@ -171,9 +152,8 @@ def _pick(desk: DeskFolder, name: str, path: str, rev: str | None, from_rev: str
 
 
 def _version(commit: str, source: str, data: bytes, name: str, path: str, project: str | None) -> _Version:
-    """The file at `source` in `commit` as memory `name` at `path`: its bytes as they were, or,
-    under an older name, with `name:` following the rename. InvalidFileError (exit 3) naming the
-    file and line when that version does not parse."""
+    """The file at `source` in `commit` as memory `name` at `path` (under an older name, its `name:`
+    follows the rename); InvalidFileError (exit 3) when that version does not parse."""
     try:
         memory = parse_memory(data, source, posixpath.basename(source).removesuffix(".md"))
     except InvalidFileError as exc:

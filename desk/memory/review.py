@@ -1,16 +1,8 @@
 """Review mode (docs/review.md): the assistant's writes as proposals a person accepts or rejects.
 
-`.system/desk.json`'s `review` says, per memory type and operation, whether the assistant's write
-lands (`direct`) or is proposed (`propose`); a person's writes are never proposals. A proposal is
-the write's own gated commit, parent HEAD, on `refs/desk/proposals/<id>` (`Transaction.commit`
-with `desk.proposing` set): the branch, the work tree and the index are never touched.
-
-`accept` lands the proposal's memory files as one commit with desk's own trailers (who accepted,
-the proposal, its op; never the proposal's own, which a hand-made ref could forge), through the gate again, MEMORY.md regenerated; it refuses (exit 4) when a
-memory the proposal changes has changed on the branch since, and (exit 3) a proposal that
-changes anything but memory files or was not made by desk for this id. `reject` keeps the
-proposal: a commit on `refs/desk/rejected/<id>` whose parent is the proposal and whose message
-carries the reason, then the proposal's ref is deleted (each ref moved by compare-and-swap).
+A proposal is the write's own gated commit, parent HEAD, on `refs/desk/proposals/<id>` (the branch,
+work tree and index untouched). `accept` lands its memory files through the gate again with desk's
+own trailers; `reject` keeps it on `refs/desk/rejected/<id>` with the reason.
 """
 
 from __future__ import annotations
@@ -26,7 +18,7 @@ from desk.formats.memory_file import parse_memory
 from desk.formats.memory_index import IndexEntry, render_index
 from desk.gate.mirror import head_mirror
 from desk.layout import INDEX_FILE, DeskFolder, memory_name, project_index_path
-from desk.storage.git import Commit, blob_sha
+from desk.storage.git import Commit
 from desk.transaction import PROPOSALS, commit_message, transaction
 from desk.vocabulary import ACTORS
 
@@ -45,9 +37,8 @@ def _name(path: str) -> str:
 
 
 def proposing(desk: DeskFolder, actor: str, operation: str, types: Iterable[str | None]) -> DeskFolder:
-    """`desk` itself when this write lands directly, else a copy whose commits become a new
-    proposal: the assistant's `operation` on a memory of any of `types` that the policy
-    (`DeskConfig.review_mode`) says to propose. A person's (`user`) writes are never proposed."""
+    """`desk` itself when this write lands directly, else a copy whose commits become a new proposal
+    (the assistant's `operation` on a memory of `types` the policy proposes; never a person's)."""
     if actor == "user" or not desk.config.review:
         return desk
     known: list[str | None] = [t for t in types if t] or [None]  # a type not given (an update) is the memory's own
@@ -145,8 +136,8 @@ def _pending(desk: DeskFolder, proposal: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ShownProposal:
-    """`desk review show`: the proposal, its diff against the branch now, and when a memory it
-    changes moved on the branch since, the three-way view (base -> branch, base -> proposal)."""
+    """`desk review show`: the proposal, its diff against the branch now, and the three-way view
+    when a memory it changes moved on the branch since."""
 
     proposal: Proposal
     diff: str
@@ -160,8 +151,7 @@ class ShownProposal:
 
 
 def show_proposal(desk: DeskFolder, proposal: str) -> ShownProposal:
-    """Proposal `proposal` with the unified diff from the branch as it is now to the proposal,
-    for the files it changes; the three-way view when one of them changed since."""
+    """Proposal `proposal` with its diff from the branch now (and the three-way view when stale)."""
     sha = _pending(desk, proposal)
     found = _proposal(desk, proposal, sha)
     git = desk.git
@@ -192,8 +182,7 @@ class ReviewOutcome:
 
 
 def _decided(desk: DeskFolder, proposal: str, status: str) -> ReviewOutcome | None:
-    """The verdict already given on `proposal` (`status` accepted or rejected) when it is asked
-    again: a retry after it landed answers what was done (exit 0), never "no pending proposal"."""
+    """The verdict already given on `proposal` when it is asked again (a retry answers what was done)."""
     _require_id(proposal)
     git = desk.git
     done = git.refs.ref((ACCEPTED if status == "accepted" else REJECTED) + proposal)
@@ -232,10 +221,8 @@ def _hostile(proposal: str, sha: str, commit: Commit, base: str | None, second: 
 
 def _accepted_message(commit: Commit, proposal: str, actor: str, writes: Mapping[str, bytes | None],
                       project: str | None, edited: bool) -> str:
-    """The accepted commit's message: the proposal's subject and desk's own trailers. A proposal
-    ref may be hand-made by anyone who can push refs (`desk sync`), so its trailers are never
-    copied: its op and proposing actor are kept only as values desk knows, the memories (and a
-    rename's old name, which history follows) are read from its files."""
+    """The accepted commit's message: the proposal's subject and desk's own trailers (a proposal ref
+    may be hand-made, so its trailers are never copied, only values desk knows)."""
     op, by = _first(commit.trailers, "Desk-Op"), _first(commit.trailers, "Desk-Actor")
     gone, kept = ([_name(p) for p, data in writes.items() if (data is None) == deleted] for deleted in (True, False))
     renamed = op == "rename" and len(gone) == len(kept) == 1
@@ -249,13 +236,9 @@ def _accepted_message(commit: Commit, proposal: str, actor: str, writes: Mapping
 
 def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", text: str | None = None,
                     edit: Callable[[str, str], str | None] | None = None) -> ReviewOutcome:
-    """Land proposal `proposal` on the branch as one commit (desk's own trailers: `_accepted_message`),
-    through the gate; with `text`, the proposal's one memory file replaced by it (accept --edit).
-
-    UsageError (exit 2) for the assistant; RejectedError/InvalidFileError (exit 3) for a proposal
-    that changes anything but memory files, that desk did not make, or that the gate refuses;
-    ConflictError (exit 4) when a memory it changes changed on the branch since. Nothing changed then.
-    """
+    """Land proposal `proposal` on the branch as one commit through the gate (`text`: its one memory
+    file replaced, accept --edit). UsageError (exit 2) for the assistant, exit 3 for a proposal
+    desk did not make or the gate refuses, ConflictError (exit 4) when its memories moved since."""
     _require_person(actor, "accept")
     if (earlier := _decided(desk, proposal, "accepted")) is not None:
         return earlier
@@ -325,26 +308,19 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
             writes[project_index_path(project)] = render_index(IndexEntry.of(m) for m in current.values())
             landed = tx.commit(writes, message)
         else:
-            from desk.memory.operations import _with_index, known_head, record
+            from desk.memory.operations import commit_entries
 
             tx.require_clean([INDEX_FILE])
             changes = {_name(p): (IndexEntry.of(m) if m is not None else None) for p, m in memories.items()}
-            index = mirror.render_index(changes)
-            known = known_head(mirror, sorted(changes), index)
-            landed = tx.commit(_with_index(desk, mirror, writes, index), message, known)
-            recorded = {}
-            for path in files:
-                entry = changes[_name(path)]
-                recorded[_name(path)] = None if entry is None else (blob_sha(writes[path] or b""), entry)
-            record(mirror, known, landed, recorded, index)
+            landed = commit_entries(desk, tx, mirror, writes, changes, message)
         git.refs.swap_ref(ACCEPTED + proposal, landed, None, f"accept: {proposal}")  # other clones learn it
         git.refs.swap_ref(PROPOSALS + proposal, None, sha, f"accept: {proposal}")
     return ReviewOutcome(proposal, "accepted", landed, files)
 
 
 def pending_lines(desk: DeskFolder) -> list[str]:
-    """One line per pending proposal for `desk context --pending`, each marked as pending: its id,
-    what it does and the proposed memory's first body line (or that it deletes the memory)."""
+    """One line per pending proposal for `desk context --pending`: its id, subject and each file's
+    first body line (or that it removes it)."""
     from desk.formats.memory_file import parse_memory as parse
 
     lines = []
@@ -365,8 +341,7 @@ def pending_lines(desk: DeskFolder) -> list[str]:
 
 
 def already_proposed(desk: DeskFolder, path: str, body: str) -> bool:
-    """Whether a pending or rejected proposal already writes `path` with this body (the digest
-    asks before proposing a memory again)."""
+    """Whether a pending or rejected proposal already writes `path` with this body."""
     from desk.text.normalize import content_key
 
     git, wanted = desk.git, content_key(body)
@@ -384,8 +359,7 @@ def already_proposed(desk: DeskFolder, path: str, body: str) -> bool:
 
 
 def _landed(desk: DeskFolder, proposal: str, base: str, files: list[str]) -> str | None:
-    """The branch's commit since `base` that accepted `proposal` (its Desk-Proposal trailer and a
-    Desk-Reviewed-By), among those touching its `files`; None when there is none."""
+    """The branch's commit since `base`, touching `files`, that accepted `proposal`, or None."""
     for commit in desk.git.history.log(files, rev=f"{base}..HEAD"):
         if _first(commit.trailers, "Desk-Proposal") == proposal and _first(commit.trailers, "Desk-Reviewed-By"):
             return commit.sha
@@ -393,10 +367,8 @@ def _landed(desk: DeskFolder, proposal: str, base: str, files: list[str]) -> str
 
 
 def reject_proposal(desk: DeskFolder, proposal: str, *, reason: str, actor: str = "user") -> ReviewOutcome:
-    """Move proposal `proposal` to `refs/desk/rejected/<id>`: a commit whose parent is the
-    proposal, same tree, carrying the reason (`Desk-Reason`) and who rejected it; the same message
-    lands on the branch as an empty commit (the audit trail, `desk log`); then the proposal's ref
-    is deleted. Kept, never deleted silently."""
+    """Move proposal `proposal` to `refs/desk/rejected/<id>` (a commit on it carrying the reason; the
+    same message lands on the branch as an empty commit), then delete the proposal's ref."""
     _require_person(actor, "reject")
     if not reason or not reason.strip():
         raise UsageError("--reason is required: say why the proposal is rejected")

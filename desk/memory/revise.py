@@ -12,10 +12,9 @@ from desk.formats.memory_index import IndexEntry, memory_path
 from desk.gate.mirror import head_mirror
 from desk.memory.operations import (MutationResult, _commit_memory, _head_blobs, _list, _merged,
                                     _require_actor, _require_clearable, _require_future,
-                                    _trigger_warnings, _with_index, known_head, record)
+                                    _trigger_warnings, commit_entries)
 from desk.memory.reads import no_memory
 from desk.formats.mistakes import relink_mistakes
-from desk.storage.git import blob_sha
 from desk.text.times import utc_now
 from desk.transaction import commit_message, transaction
 
@@ -27,11 +26,8 @@ def set_fields(desk: DeskFolder, name: str, *, description: str | None = None, t
                actor: str = "user", now: dt.datetime | None = None,
                valid_from: dt.datetime | str | None = None,
                valid_to: dt.datetime | str | None = None) -> MutationResult:
-    """Change fields of memory `name` without restating its body (`desk set`); one commit.
-
-    `triggers` replaces the list, `add_triggers`/`remove_triggers` edit it; `clear` empties
-    fields. Status `unchanged` (no commit) when nothing differs.
-    """
+    """Change fields of memory `name` without restating its body (`desk set`); one commit, none when
+    nothing differs. `triggers` replaces the list, `add_triggers`/`remove_triggers` edit it."""
     _require_actor(actor)
     require_name(name)
     now = (now or utc_now()).replace(microsecond=0)
@@ -66,9 +62,8 @@ def set_fields(desk: DeskFolder, name: str, *, description: str | None = None, t
 
 
 def rename(desk: DeskFolder, old: str, new: str, *, actor: str = "user") -> MutationResult:
-    """Rename memory `old` to `new` in one commit: the file moves, its `name:` follows, MEMORY.md
-    is regenerated and MISTAKES.md's links to `old` follow. Nothing else in the file changes, so
-    git sees a rename (`desk history` follows it)."""
+    """Rename memory `old` to `new` in one commit (its `name:`, MEMORY.md and MISTAKES.md's links
+    follow; nothing else changes, so git sees a rename)."""
     _require_actor(actor)
     require_name(old)
     require_name(new)
@@ -91,13 +86,7 @@ def rename(desk: DeskFolder, old: str, new: str, *, actor: str = "user") -> Muta
         if relinked is not None:
             tx.require_clean([MISTAKES_FILE])
             changes[MISTAKES_FILE] = relinked.encode("utf-8")
-        data = changes[new_path]
-        assert data is not None
-        entry = IndexEntry.of(memory)
         message = commit_message(f"rename: {old} -> {new}", {
             "Desk-Op": "rename", "Desk-Memory": new, "Desk-Renamed-From": old, "Desk-Actor": actor})
-        index = mirror.render_index({old: None, new: entry})
-        known = known_head(mirror, [old, new], index)
-        sha = tx.commit(_with_index(desk, mirror, changes, index), message, known)
-        record(mirror, known, sha, {old: None, new: (blob_sha(data), entry)}, index)
+        sha = commit_entries(desk, tx, mirror, changes, {old: None, new: IndexEntry.of(memory)}, message)
     return MutationResult("renamed", new, new_path, sha)

@@ -1,10 +1,5 @@
-"""Remember a memory from a whole file's text (frontmatter and body), as the memory tool writes it.
-
-An agent that edits files (Anthropic's memory tool: `create`, `str_replace`, `insert`) hands desk
-the complete new text of `memory/NAME.md`. It goes through the same path as `remember` (the write
-gate, one commit, `created` kept and `updated` set by desk), so a file-editing agent gets no way
-around the rules. Provenance is the harness's: `source_event`, `evidence` and `key` must stay as
-they are committed; a text that adds or changes them is refused.
+"""Remember a memory from a whole file's text, as a file-editing agent (the memory tool) writes it:
+the same path as `remember`, and provenance (`source_event`, `evidence`, `key`) must stay as committed.
 """
 
 from __future__ import annotations
@@ -30,12 +25,8 @@ PROVENANCE = ("source_event", "evidence", "key")
 
 def remember_file(desk: DeskFolder, name: str, data: bytes, *, actor: str = "assistant",
                   now: dt.datetime | None = None, project: str | None = None) -> MutationResult:
-    """Create or update memory `name` from `data`, the whole memory file, through the write gate.
-
-    RejectedError (exit 3), nothing changed, when the text does not parse (its hint shows the
-    required header), when it changes provenance fields, or when the gate refuses. With
-    `project`, the memory is that project's (`projects/<project>/memory/<name>.md`).
-    """
+    """Create or update memory `name` (of `project`) from `data`, the whole file, through the gate;
+    RejectedError (exit 3) when it does not parse, changes provenance or is refused."""
     require_name(name)
     if project is not None:
         require_project(project)
