@@ -1,14 +1,8 @@
 """Invisible bidirectional controls: text that a reviewer reads in one order and a model in another.
 
-The Unicode embedding, override and isolate controls (U+202A-U+202E, U+2066-U+2069) change the
-order in which the characters after them are *displayed*, not the order in which they are
-stored. A memory holding one can show a reviewer, in `git diff` or an editor, a sentence other
-than the one the assistant is given ("Trojan Source", CVE-2021-42574). Ordinary Arabic, Hebrew
-or mixed text needs none of them: the Unicode bidi algorithm orders it from the letters
-themselves, and the marks U+200E/U+200F (which move nothing) are not counted here. Rust refuses
-the same nine characters in source text by default (`text_direction_codepoint_in_literal`).
-
-Searched on the UTF-8 bytes, so a file is not decoded for the check.
+The embedding, override and isolate controls (U+202A-U+202E, U+2066-U+2069) reorder what is
+displayed, not what is stored ("Trojan Source", CVE-2021-42574); ordinary right-to-left text needs
+none of them. Searched on the UTF-8 bytes, so a file is not decoded for the check.
 """
 
 from __future__ import annotations
@@ -23,8 +17,7 @@ NAMES = {
     "\u2069": "POP DIRECTIONAL ISOLATE",
 }
 _CONTROLS = re.compile(b"\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
-# What a human rendering of stored text shows escaped (`visible`): the nine controls above and
-# the marks (LRM, RLM, ALM), which move nothing in order but still hide in a terminal.
+# What `visible` escapes: the controls and the marks (LRM, RLM, ALM), which still hide in a terminal.
 _SHOWN = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 
@@ -45,6 +38,5 @@ def describe(char: str) -> str:
 
 
 def visible(text: str) -> str:
-    """`text` with each direction control or mark shown as `<U+202E>`, so a terminal or a
-    Markdown viewer displays the text in the order it is stored and the control can be seen."""
+    """`text` with each direction control or mark shown as `<U+202E>`, displayed in stored order."""
     return _SHOWN.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)

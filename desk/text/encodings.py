@@ -1,10 +1,5 @@
-"""What a secret looks like once cheaply decoded: percent-encoding, base64 runs, HTTP Basic
-credentials (desk.text.secrets scans these besides the text itself).
-
-Each function answers with offsets into the text it was given, so a finding in the decoded form
-is reported, fingerprinted and redacted as the characters of the text that carry it. Only what a
-person could decode by eye or with one command is decoded, and only when the result is text.
-"""
+"""What a secret looks like once cheaply decoded (percent-encoding, base64 runs, HTTP Basic
+credentials), with offsets into the text given, so a finding maps back to its characters."""
 
 from __future__ import annotations
 
@@ -43,12 +38,8 @@ def percent_decoded(text: str) -> tuple[str, Callable[[int], int]] | None:
 
 
 def base64_texts(text: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, decoded) for each base64 run in `text` that decodes to printable text.
-
-    A run glued to the word before it (`key:Z2hw...` is not, `tokenZ2hw...` is) is tried from
-    each of its first four characters. Hex runs (commit ids, digests, UUIDs) and runs of one case
-    (names, paths) are left alone: their decoding is never text.
-    """
+    """(start, end, decoded) for each base64 run in `text` that decodes to printable text (a run
+    glued to a word tried from each of its first four characters; hex and one-case runs skipped)."""
     for match in BASE64_RUN.finditer(text):
         run = match.group()
         if _HEX.fullmatch(run) or run.islower() or run.isupper():

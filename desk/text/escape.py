@@ -1,12 +1,6 @@
-"""How stored text is made safe for the structures it is rendered into: pure functions, one place.
-
-Every text desk did not write itself (memories, NOW.md, MISTAKES.md, USER.md, SOUL.md, AGENTS.md,
-archive content, facts, journal lines, profile values) goes through these before it reaches a
-prompt, so it can never close or imitate the structure around it (issue 15.3): `plain_text` first,
-`one_line` for one-line fields, `markdown_block` for a section body of `desk context`, `xml_text` /
-`xml_attr` inside desk's XML blocks, and `boundary_token` for the per-render token in `desk
-context`'s headings (a hash of everything rendered, so no stored text can contain it).
-"""
+"""How stored text is made safe for the structures it is rendered into: every text desk did not
+write itself goes through these before it reaches a prompt, so it can never close or imitate the
+structure around it."""
 
 from __future__ import annotations
 
@@ -20,19 +14,15 @@ from collections.abc import Iterable
 LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _BREAK_RE = re.compile(f"[{LINE_BREAKS}]")
 _CONTROL_RE = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
-# Indent a reader may not see or may take for plain space (spaces, tabs, no-break and the other
-# Unicode spaces, zero-width and other invisible format characters) before `#` or its full-width
-# twin `＃` (NFKC makes it `#`).
+# Indent a reader may not see or may take for plain space, before `#` or its full-width twin `＃`.
 _INVISIBLE = (" \t\u00a0\u00ad\u1680\u180e\u2000-\u200f\u202a-\u202f\u205f-\u2064\u2066-\u2069"
               "\u3000\ufeff")
 
 
 @functools.cache
 def _markdown_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """markdown_block's patterns (a heading, the indent before it, a setext underline, one of desk's
-    own tags), compiled on first use: only `desk context` renders Markdown blocks."""
-    # A setext underline is `=+` or `-+`; a mix (`===---`) is not one in CommonMark, but other
-    # renderers (and a reader) may take it for one, so it is escaped too.
+    """markdown_block's patterns (a heading, the indent before it, a setext underline, or a mix a
+    reader may take for one, one of desk's own tags), compiled on first use."""
     return (re.compile(f"^[{_INVISIBLE}]*[#\uff03]"), re.compile(f"^[{_INVISIBLE}]+"),
             re.compile(f"^[{_INVISIBLE}]*[=\\-]+[{_INVISIBLE}]*$"),
             re.compile(r"<(?=/?(?:desk|memory|recalled_context|hit)\b|!--)", re.I))
@@ -53,16 +43,13 @@ def one_line(text: str) -> str:
 
 
 def markdown_block(text: str) -> str:
-    """Stored text as a section body of `desk context`, line by line: a heading (`#` or `＃` after
-    any invisible indent) is demoted two levels, so no line reads as desk's `# ` or `## `; a setext
-    underline and a line starting `[desk` (desk's own notes) are backslash-escaped; `<` becomes
-    `&lt;` where it would open or close one of desk's elements or an HTML comment."""
+    """Stored text as a section body of `desk context`: a heading is demoted two levels, a setext
+    underline and a `[desk` line are backslash-escaped, `<` of desk's elements or a comment escaped."""
     heading_re, lead_re, setext_re, own_tag_re = _markdown_res()
     out: list[str] = []
     previous = ""
     lines = plain_text(text).split("\n")
-    # A file that opens with YAML frontmatter (USER.md) keeps its closing `---` as written: it ends
-    # the frontmatter there, it does not underline a heading.
+    # A file that opens with frontmatter (USER.md) keeps its closing `---`: no heading's underline.
     frontmatter = bool(lines) and lines[0] == "---"
     for i, line in enumerate(lines):
         if frontmatter and i > 0 and line == "---":

@@ -1,10 +1,5 @@
-"""The one rule for a name that becomes a file name in a desk (memory names, conversation views).
-
-A desk must check out on every machine, so a path name is a lowercase slug that Windows accepts
-too: no device stem (`con`, `nul`, `com1`...), no trailing `.`; and it is matched against the
-whole string (`re.fullmatch`): `$` would let a final newline through, and `foo\\n` would become a
-file named with a newline.
-"""
+"""The one rule for a name that becomes a file name in a desk: a lowercase slug Windows accepts too
+(no device stem, no trailing `.`), matched against the whole string."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """Known secret patterns: find them (`scan`) and mask them (`redact`).
 
-The validator scans every desk file it checks (and every file name, and what an archive file
-gained) with `scan`; the archive redacts every field of an event on append with `redact`. A finding is identified by the sha256 of the secret itself, so
-`.system/desk.json` can allow one finding by fingerprint without ever storing the secret. There is
-deliberately no inline "allow" comment: text an agent wrote could carry one.
-
-Nothing here ever returns or prints the whole secret: `preview` shows a few leading characters and
-the length. Patterns follow the public formats of each vendor (and gitleaks' rules for them);
-look-alikes (test keys, placeholders, words that merely contain "sk-") must pass.
+A finding is identified by the sha256 of the secret, so `.system/desk.json` can allow it without
+storing it (deliberately no inline "allow" comment: an agent's text could carry one); nothing here
+returns the whole secret. Patterns follow each vendor's public format (and gitleaks' rules).
 """
 
 from __future__ import annotations
@@ -24,12 +19,9 @@ from desk.text.encodings import BASE64_RUN, percent_decoded
 
 REDACTED = "[REDACTED:{kind}]"
 
-# A known prefix needs nothing before it: a token glued to a word, `_` or `%3D` (`_ghp_...`,
-# `token%3Dghp_...`) is still one. Only the prefixes short or common enough to end another word
-# (`sk-` in `task-`, `SK` in `TASK`, `AKIA` in a longer run of capitals) must not follow the
-# characters of their own body (a look-behind placed after the prefix, so each pattern still
-# starts with its literal, which the regex engine searches for fast); the percent-decoded view
-# turns `%3Dsk-` into `=sk-`. After a token: no more of its body's characters.
+# A known prefix needs nothing before it (`_ghp_...` is a token); only prefixes common enough to end
+# another word (`sk-` in `task-`) must not follow their own body's characters (a look-behind after
+# the prefix, so each pattern still starts with its literal). After a token: no more of its body.
 _R = r"(?![A-Za-z0-9_\-])"
 _R_ALNUM = r"(?![A-Za-z0-9])"
 
@@ -66,22 +58,18 @@ _PATTERNS: list[tuple[str, tuple[str, ...], str]] = [
     # (gitleaks' `jwt` rule).
     ("jwt", ("eyJ",), r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}={0,2}" + _R),
 ]
-# A password in a URL's userinfo (detect-secrets' BasicAuthDetector): the password is the secret.
-# Its own pattern, tried only on text holding both `://` and `@` (URLs are common in chat, and
-# the combined pattern costs at every position).
+# A password in a URL's userinfo (detect-secrets' BasicAuthDetector), tried only on text holding `://` and `@`.
 _URL_CREDENTIALS = (r"(?<=[A-Za-z0-9+.\-]://)[^\s/:@{}\[\]\"'<>]{0,64}:"
                     r"(?P<url_password>[^\s/@{}\[\]\"'<>]{3,128})(?=@[A-Za-z0-9.\-\[])")
-# Substrings every specific match contains: most text holds none, and `in` is far cheaper than
-# running the patterns (the archive redacts every appended event).
+# Substrings every specific match contains: most text holds none, and `in` is cheaper than a regex.
 _LITERALS = tuple(literal for _, literals, _ in _PATTERNS for literal in literals)
 _KEYWORD_HINTS = ("key", "secret", "token", "passw", "pwd", "credential")
 
 # Generic assignments: a secret-sounding key, `=`/`:`/`=>`, then a value (quoted or bare).
 _KEYWORD = (r"(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|pwd|access[_\-]?key|auth[_\-]?key"
             r"|private[_\-]?key|credentials?)")
-# After a keyword: the rest of the key name, an optional closing quote, the assignment, the value.
-# Matching starts at each keyword found (bounded name parts): a pattern that scans for the name's
-# start backtracks quadratically over long runs like `a_a_a_...`.
+# After a keyword: the rest of the key name, an optional quote, the assignment, the value (matched
+# from each keyword found: scanning for the name's start backtracks quadratically on `a_a_a_...`).
 _ASSIGNMENT = (r"[A-Za-z0-9_.\-]{0,40}[\"']?(?:[ \t]*(?P<op>:=|=>|==|=|:(?!:))[ \t]*|[ \t]+(?:is[ \t]+)?)"
                r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s]{8,200})(?P=q)|(?P<bv>[^\s\"'`,;)\]}]{8,200}))")
 # A value named in prose ("the password is <value>"): ASCII, letters and digits both, no
@@ -97,13 +85,10 @@ _PLACEHOLDER = (r"(?i)^(?:\$|%|\{|<|\[|os\.|env\.|process\.|getenv|none$|null$|t
 
 
 class _Patterns:
-    """The compiled patterns, made on first use (`_patterns()`): most text holds no literal and no
-    keyword hint, and every `desk archive append` process (redacting by default) would otherwise
-    pay for compiling them for nothing."""
+    """The compiled patterns, made on first use (`_patterns()`): most text needs none of them."""
 
     def __init__(self) -> None:
-        # One regex per pattern, not one alternation: each starts with its literal, which the
-        # engine finds by a fast search, where an alternation tries every branch at every position.
+        # One regex per pattern: each starts with its literal, which the engine finds by a fast search.
         self.specific = [(kind, literals, re.compile(p)) for kind, literals, p in _PATTERNS]
         self.url_credentials = re.compile(_URL_CREDENTIALS)
         self.assignment = re.compile(_ASSIGNMENT)
@@ -126,9 +111,7 @@ def _patterns() -> _Patterns:
 
 GENERIC_MIN_ENTROPY = 3.0
 GENERIC_MIN_LENGTH = 10
-# The shortest text any pattern can match: a URL's `x://:pwd@h` (a one-letter scheme, no user, a
-# 3-character password, a one-letter host); the generic rule needs 14, the vendor ones more.
-SHORTEST_SECRET = len("x://:pwd@h")
+SHORTEST_SECRET = len("x://:pwd@h")  # a URL's password: the shortest text any pattern matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,9 +172,8 @@ def _looks_random(value: str) -> bool:
     # string is found at its own name).
     if re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", value):
         return False
-    # Dotted names and paths (settings.SECRET_KEY, config/token.txt, ~/.ssh/id_rsa.pub,
-    # C:\Users\me\keys.txt) are references, unless they switch case and between letters and
-    # digits as often as random text does (a base64 secret's `/`-separated parts are words too).
+    # Dotted names and paths (settings.SECRET_KEY, ~/.ssh/id_rsa.pub) are references, unless they
+    # switch case and between letters and digits as often as random text does.
     if re.fullmatch(_PATH, value) and not _irregular(value):
         return False
     return entropy(value) >= GENERIC_MIN_ENTROPY
@@ -203,9 +185,8 @@ _PATH = (r"(?:[A-Za-z]:|~|\.{1,2})?(?:[/\\]" + _PART + r"(?:[./\\]" + _PART + r"
 
 
 def _irregular(value: str) -> bool:
-    """Whether `value` turns from a lower-case letter to a capital, or between a letter and a
-    digit, at least once in six characters: random text does about every third character, names
-    (CamelCase, snake_case, v2, lang3) a few times in all."""
+    """Whether `value` turns lower to upper case, or between letter and digit, once in six characters
+    (random text does every third or so, names a few times in all)."""
     turns = sum(1 for a, b in zip(value, value[1:])
                 if (a.islower() and b.isupper()) or (a.isalpha() and b.isdigit())
                 or (a.isdigit() and b.isalpha()))
@@ -213,14 +194,9 @@ def _irregular(value: str) -> bool:
 
 
 def scan(text: str, *, allow: Collection[str] = ()) -> list[SecretFinding]:
-    """Every secret in `text`, in order; findings whose fingerprint is in `allow` are left out.
-
-    Besides the text as it is, two views of it are scanned, and what they find is mapped back to
-    the text's own characters: the text without invisible characters (zero-width spaces and
-    joiners, soft hyphens, BOMs, other format characters) and NFKC-normalised (full-width and
-    other compatibility forms), and, for the vendor patterns only, the text with its line breaks
-    (and the indentation after them) removed, which rejoins a key split over lines.
-    """
+    """Every secret in `text`, in order, but those whose fingerprint is in `allow`; views of the text
+    (`_views`: without invisible characters and NFKC-normalised, percent-decoded, with a wrapped
+    key's lines joined) are scanned too, their findings mapped back to the text's characters."""
     literal = _has_literal(text)
     spans = _spans(text, generic=True, literal=literal)
     for view, origin, generic in _views(text, literal):
@@ -246,11 +222,9 @@ def _has_literal(text: str) -> bool:
     return any(literal in text for literal in _LITERALS)
 
 
-def _spans(text: str, *, generic: bool, decode: bool = True, literal: bool | None = None
-           ) -> list[tuple[int, int, str]]:
+def _spans(text: str, *, generic: bool, literal: bool | None = None) -> list[tuple[int, int, str]]:
     spans = _plain_spans(text, generic=generic, literal=literal)
-    if decode:
-        _add_decoded(text, spans)
+    _add_decoded(text, spans)
     return spans
 
 
@@ -344,17 +318,14 @@ def _views(text: str, literal: bool | None = None) -> Iterator[tuple[str, Origin
     each taken of the one before: without hidden characters and NFKC-normalised, percent-decoded,
     with the lines of a wrapped key joined."""
     view: str = text
-    origin: Origin = _identity
+    origin: Origin = lambda i: i
     invisible = not text.isascii() and _INVISIBLE.search(text)
     if invisible or (not text.isascii() and not unicodedata.is_normalized("NFKC", text)):
-        # The mapping back is built only when the clean text holds a pattern's literal or a keyword,
-        # and then only for hidden characters or cues the text itself does not show (CJK
-        # punctuation alone changes under NFKC, and most text has no cue at all).
+        # Mapped back only when the clean view shows a cue the text itself does not.
         clean = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
         cues = _cues(clean)
         if cues and (invisible or cues - _cues(text) or _FULL_WIDTH.search(text)):
-            view, origin = _mapped(text, lambda ch: "" if _INVISIBLE.fullmatch(ch) else
-                                   unicodedata.normalize("NFKC", ch))
+            view, origin = _mapped(text)
             yield view, origin, True
     decoded = percent_decoded(view)
     if decoded is not None:
@@ -426,9 +397,9 @@ _KEY_LINE = re.compile(r"[ \t]*" + _KEY_ALONE)
 
 
 def _char_view(text: str) -> str:
-    """The view `_views` scans for hidden characters and compatibility forms, taken character by
-    character as it is taken of a whole text (so a line's view is its part of the text's view)."""
-    return _mapped(text, lambda ch: "" if _INVISIBLE.fullmatch(ch) else unicodedata.normalize("NFKC", ch))[0]
+    """The view `_views` scans for hidden characters and compatibility forms (character by character,
+    so a line's view is its part of the text's view)."""
+    return _mapped(text)[0]
 
 
 def _plain_view(line: str) -> bool:
@@ -438,21 +409,13 @@ def _plain_view(line: str) -> bool:
 
 
 def clean_lines(text: str) -> bool:
-    """Whether every line of `text` (split at `\n`) holds no secret in any view `scan` takes of
-    any text the line is part of; then `scan(text)` finds nothing, and neither does `scan` of a
-    text made of such lines in any order, with any taken out or added.
+    """Whether every line of `text` holds no secret in any view `scan` takes of any text the line is
+    part of: then `scan` of any text made of such lines finds nothing (the gate scans only the
+    lines a commit splices into a clean MEMORY.md).
 
-    Why a line can be judged alone: no pattern matches across a line break (their character
-    classes exclude it), and a match's look-arounds see a line break or the text's edge, which they
-    treat alike. Lines are put together only where a view joins them (a line of key material
-    alone is joined to the line before: refused here, in either view) or where a private key block
-    runs on to its end line (its header is itself a finding). The hidden-character view is taken
-    character by character, so a line's view is its part of the whole text's view; the views
-    `scan` takes of a whole text depend on what other lines hold, so each line here is checked in
-    every view, whether or not `scan` of this text would take it.
-
-    What MEMORY.md's check costs rests on this (desk.gate.rules): a generated index whose lines
-    were all found clean gains one line per change, and only that line is scanned.
+    A line can be judged alone: no pattern matches across a line break, look-arounds treat a break
+    and the text's edge alike, and lines a view would join are refused here; each line is checked
+    in every view, whether or not `scan` of this text would take it.
     """
     if any(char in text for char in _BREAK_CHARS[1:]):
         return False  # `_LINE_BREAK` joins at these too; a generated index never holds them
@@ -467,9 +430,8 @@ def clean_lines(text: str) -> bool:
 
 
 def _joinable(lines: list[str]) -> bool:
-    """Whether a line, as it is or percent-decoded (which is taken character by character and
-    makes no line break), is one a view joins to the line before (`_LINE_BREAK`) or after
-    (`_Patterns.glued`)."""
+    """Whether a line, as it is or percent-decoded, is one a view joins to the line before
+    (`_LINE_BREAK`) or after (`_Patterns.glued`)."""
     if any(map(_KEY_LINE.fullmatch, lines)):
         return True
     text = "\n".join(lines)
@@ -481,9 +443,8 @@ def _joinable(lines: list[str]) -> bool:
 
 @functools.cache
 def scanner_version() -> str:
-    """What `clean_lines` answers besides the text: this module's code, its decoders'
-    (desk.text.encodings) and Python's Unicode tables (a record that a text is clean holds only
-    under the same version)."""
+    """What `clean_lines` answers besides the text: this module's and its decoders' code and Python's
+    Unicode tables (a record that a text is clean holds only under the same version)."""
     import zlib
 
     from desk.text import encodings
@@ -501,15 +462,12 @@ def _cues(text: str) -> set[str]:
     return ({c for c in (*_LITERALS, "://") if c in text} | {h for h in (*_KEYWORD_HINTS, "basic") if h in lower})
 
 
-def _identity(i: int) -> int:
-    return i
-
-
-def _mapped(text: str, change: Callable[[str], str]) -> tuple[str, Origin]:
+def _mapped(text: str) -> tuple[str, Origin]:
+    """`text` without hidden characters and NFKC-normalised character by character, and the map back."""
     chars: list[str] = []
     origins: list[int] = []
     for i, ch in enumerate(text):
-        out = ch if ch.isascii() else change(ch)
+        out = ch if ch.isascii() else "" if _INVISIBLE.fullmatch(ch) else unicodedata.normalize("NFKC", ch)
         chars.append(out)
         origins.extend([i] * len(out))
     return "".join(chars), origins.__getitem__

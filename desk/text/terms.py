@@ -1,22 +1,8 @@
 """Searchable terms: what recall indexes and what a query asks for (docs/recall.md "Terms").
 
-Text is normalised (NFKC, casefold, whitespace: `desk.text.normalize`), then cut into
-- words (letters and digits), each reduced to its Snowball stem (PyStemmer's English stemmer:
-  `adopted`, `adopting`, `adopts` all give `adopt`); words with digits are kept as they are;
-- runs of CJK characters (ideographs, kana, hangul), each as its character bigrams and, for the
-  index, its single characters too: `分层记忆` gives `分层 层记 记忆` and `分 层 记 忆`, so a
-  one-character query (`猫`) finds every record holding that character.
-
-A query (`query_terms`) asks for the bigrams **and** the single characters of a CJK run (the
-standard unigram + bigram combination: "王伟给新养的狗取了什么名字" finds "…接回来一只小狗…"
-through `狗`, which the query holds only inside `的狗` and `狗取`), and leaves out stop words
-(English function words, Chinese particles, pronouns and question words, and bigrams made of a
-particle and a neighbour) unless nothing else is left: "what did Mara name the dog" asks for
-`mara name dog`.
-
-The stemmer is English for every Latin-script word: Snowball's other languages need a language
-guess per text, which a short chat turn does not give reliably; an English stem of a French word
-is still the same stem on both sides (index and query), so matching stays exact-or-better.
+Normalised text is cut into words, each reduced to its English Snowball stem (the same stem on
+both sides, whatever the language), and CJK runs, each as its bigrams and single characters. A
+query leaves out stop words unless nothing else is left.
 """
 
 from __future__ import annotations
@@ -54,8 +40,7 @@ _WHEN_QUESTION = re.compile(r"\bwhen\b|\bwhat (?:date|day|time|year|month)\b|\bh
 
 @functools.cache
 def _terms() -> re.Pattern[str]:
-    """CJK runs and words, compiled on first use: a character class over the CJK ranges is slow for
-    `re` to compile (a Python loop over their 40,000 code points), and most texts are ASCII."""
+    """CJK runs and words, compiled on first use: CJK ranges are slow for `re` to compile."""
     return re.compile(rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>[^\W_{CJK_CLASS}]+)")
 
 
@@ -71,8 +56,7 @@ def _words_re() -> re.Pattern[str]:
 
 @functools.cache
 def _words_below_cjk() -> re.Pattern[str]:
-    """The words of a text with no character at or above U+3040 (where `CJK_CLASS` starts): the
-    same words as `_words_re` finds there, without compiling the CJK ranges."""
+    """`_words_re` for a text below U+3040 (where `CJK_CLASS` starts), without the CJK ranges."""
     return re.compile(r"[^\W_]+")
 
 
@@ -100,10 +84,8 @@ def text_terms(text: str) -> list[str]:
 
 
 def query_terms(text: str, *, characters: bool = True) -> list[str]:
-    """The distinct terms a query asks for, sorted: stemmed words, the bigrams and (`characters`)
-    the characters of each CJK run (not the characters of a stop word such as 什么), stop words
-    left out unless that leaves nothing. Without `characters` (the baseline rankers), a run of two
-    or more characters asks for its bigrams only."""
+    """The distinct terms a query asks for, sorted: stemmed words, the bigrams and (`characters`) the
+    characters of each CJK run but a stop word's; stop words left out unless that leaves nothing."""
     normalized = normalize(text)
     words: list[str] = []
     cjk_terms: list[str] = []
@@ -141,8 +123,8 @@ _PERIODS = frozenset(("week", "month", "year", "night", "time"))
 
 
 def terms_name_time(terms: dict[str, int]) -> bool:
-    """Whether a record names a time, from its index terms (no second pass over the text): a time word,
-    a month, a weekday, `last`/`next` with a period, a year (4 digits), an ordinal day."""
+    """Whether a record's index terms name a time: a time word, `last`/`next` with a period, a year,
+    an ordinal day."""
     if not _TIME_TERMS.isdisjoint(terms):
         return True
     if ("last" in terms or "next" in terms) and not _PERIODS.isdisjoint(terms):
@@ -156,9 +138,7 @@ def asks_when(text: str) -> bool:
     return _WHEN_QUESTION.search(text) is not None
 
 
-# A question mark (ASCII, full-width, or the small and Arabic forms), then nothing but closing
-# quotes and brackets, emoji, symbols and spaces: "Did you get the dog? 🐶" is a question,
-# "Really?!" too; "What? No, never." is not.
+# A question mark (any form), then only closing quotes, brackets, emoji, symbols and spaces.
 @functools.cache
 def _ends_asking() -> re.Pattern[str]:  # compiled when a record is built, not by every query
     return re.compile(r"[?？﹖؟][?!？！]*[^\w.!?。！？﹖؟…]*\Z")
@@ -170,9 +150,8 @@ def is_question(text: str) -> bool:
 
 
 def states_then_asks(text: str) -> bool:
-    """Whether a turn that ends with a question says something first ("I got pre-approved for
-    $350,000. What should I check?"; not "Did you get the dog?" nor "Away? Where did you go?"):
-    a reply can echo what it stated. Linear in the text: a sentence end, then a word, before a `?`."""
+    """Whether a turn that ends with a question says something first (a sentence end, then a word,
+    before a `?`): a reply can echo what it stated."""
     if not is_question(text):
         return False
     for asked in re.split(r"[?？﹖؟]", text)[:-1]:

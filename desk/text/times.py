@@ -1,24 +1,8 @@
 """UTC times: the one parser and the one formatter for every time desk reads or writes.
 
-desk keeps times in UTC and writes them one way (`format_time`): `YYYY-MM-DDTHH:MM:SSZ` in memory
-files, the conflict queue, commit trailers and JSON output, and `YYYY-MM-DDTHH:MM:SS.ffffffZ` in
-the archive, where the order of events within one second matters.
-
-`parse_time` reads one of three forms:
-
-- `input` (the default; `--at`, `--as-of`, `--expires`, frontmatter, git's dates): a bare
-  `YYYY-MM-DD` means midnight UTC; otherwise `YYYY-MM-DD`, `T` or a space, `HH:MM`, optional `:SS`
-  and a fraction (`.` or `,`; digits past microseconds are dropped), then `Z` or an offset
-  `+HH:MM`, `+HHMM` or `+HH`. `T` and `Z` may be lowercase (RFC 3339 §5.6). Whitespace around the
-  time is ignored. A time of day without a zone is refused: desk never guesses the local clock.
-- `day`: a bare `YYYY-MM-DD` only (the day a journal covers).
-- `stored`: exactly the two spellings `format_time` writes. Archive records are filtered and sorted
-  by their time strings, so any other spelling there is a damaged record, not a time.
-
-Digits are ASCII only (Python's `\\d` and `int()` also take other scripts' digits), the year has
-four digits, and a time whose UTC value falls outside years 2-9998 is refused: a year of margin on
-either side of what Python's datetime holds, so no day, expiry or staleness window computed from a
-time desk accepted can overflow. Every time comes back as an aware datetime in UTC.
+`format_time` writes `YYYY-MM-DDTHH:MM:SSZ` (with `.ffffff` in the archive). `parse_time` reads
+`input` (a date, or a time with a zone: desk never guesses the local clock), `day`, or `stored`
+(exactly what `format_time` writes). ASCII digits only; UTC years 2-9998, so no window overflows.
 """
 
 from __future__ import annotations
@@ -41,7 +25,6 @@ _SOURCES = {
     "stored": _DATE + r"T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})"
                       r"(?:\.(?P<fraction>[0-9]{6}))?(?P<z>Z)",
 }
-_PATTERNS: dict[str, re.Pattern[str]] = {}  # each compiled on first use, not at start-up
 _SHAPES = {
     "input": "an ISO 8601 time (e.g. 2026-11-29T10:00:00Z, or 2026-11-29 for midnight UTC)",
     "day": "a day like 2026-11-29",
@@ -77,10 +60,7 @@ def parse_time(value: str | dt.date, what: str = "time", *, form: Form = "input"
         return dt.datetime(value.year, value.month, value.day, tzinfo=_UTC)
     if not isinstance(value, str):
         raise TimeFormatError(what, f"{value!r} is not {_SHAPES[form]}")
-    pattern = _PATTERNS.get(form)
-    if pattern is None:
-        pattern = _PATTERNS[form] = re.compile(_SOURCES[form])
-    match = pattern.fullmatch(value if form == "stored" else value.strip())
+    match = re.compile(_SOURCES[form]).fullmatch(value if form == "stored" else value.strip())
     if match is None:
         raise TimeFormatError(what, f"{value!r} is not {_SHAPES[form]}")
     part = match.groupdict()
