@@ -159,14 +159,9 @@ def redact_event(event: dict[str, Any]) -> dict[str, Any]:
     and `actor` are ids, never redacted: one holding a secret is refused (`refuse_secret_ids`)."""
     from desk.text.secrets import redact  # here: readers of the archive (context's recent facts) never redact
 
-    refuse_secret_ids(event)
+    refuse_secret_ids(event)  # the fields are valid here: content a string or None, payload an object or None
     kinds: list[str] = []
-    content, payload, meta = event["content"], event["payload"], event["meta"]
-    out = {**event, "meta": _redact_value(meta, kinds, redact)}
-    if isinstance(content, str):
-        out["content"] = _redact_value(content, kinds, redact)
-    if payload is not None:
-        out["payload"] = _redact_value(payload, kinds, redact)
+    out = {**event, **{key: _redact_value(event[key], kinds, redact) for key in ("content", "payload", "meta")}}
     if kinds:
         out["meta"]["desk.redacted"] = ",".join(sorted(set(kinds)))
     return out
@@ -204,14 +199,18 @@ def _loads(line: bytes) -> Any:
 
 
 def read_tail(fd: int, size: int) -> tuple[str | None, int, bool]:
-    """(hash of the last line, seq of the last parseable record, ends with a newline) of an open
-    file, read backwards from the end in growing chunks."""
+    """(hash of the last line, seq of the last parseable record, ends with a newline) of an open file."""
+    return _tail(lambda length, offset: os.pread(fd, length, offset), size)
+
+
+def _tail(pread: Callable[[int, int], bytes], size: int) -> tuple[str | None, int, bool]:
+    """`read_tail` of the first `size` bytes `pread(length, offset)` reads, backwards in growing chunks."""
     if size == 0:
         return None, 0, True
     chunk = 4096
     while True:
         start = max(0, size - chunk)
-        data = os.pread(fd, size - start, start)
+        data = pread(size - start, start)
         ends = data.endswith(b"\n")
         lines = (data[:-1] if ends else data).split(b"\n")
         if start > 0:
@@ -268,21 +267,8 @@ def check_lines(path: str, data: bytes, start: int, desk_id: str, day: str) -> l
     """Check the complete lines of `data` from byte `start` (a line start): records, chain, seq."""
     findings: list[Finding] = []
     line_no = data.count(b"\n", 0, start) + 1
-    prev: str | None = None
-    last_seq: int | None = 0
-    if start:
-        # The line before `start`, and the last record's seq, found backwards without copying
-        # the committed part (a day's file can be large).
-        prev = line_hash(data[data.rfind(b"\n", 0, start - 1) + 1:start - 1])
-        last_seq = 0
-        end = start - 1
-        while end >= 0:  # usually the first line tried is a record
-            begin = data.rfind(b"\n", 0, end) + 1
-            rec = _loads(data[begin:end])
-            if isinstance(rec, dict) and seq_of(rec.get("id")) is not None:
-                last_seq = seq_of(rec.get("id"))
-                break
-            end = begin - 1
+    last_seq: int | None
+    prev, last_seq, _ends = _tail(lambda length, offset: data[offset:offset + length], start)
     prev_ok = True  # False after a damaged line: its successor's prev cannot be judged
     pos, size = start, len(data)
     while pos < size:

@@ -75,7 +75,7 @@ def parse_audit(path: str, data: bytes, desk_id: str | None = None
 
 def _record_problem(line: bytes, desk_id: str | None) -> dict[str, Any] | str:
     try:
-        record = json.loads(line.decode("utf-8"), parse_constant=_refuse)
+        record = json.loads(line.decode("utf-8"), parse_constant=refuse_constant)
     except ValueError as exc:
         return f"not a JSON line: {exc}"
     if not isinstance(record, dict):
@@ -100,7 +100,8 @@ def _record_problem(line: bytes, desk_id: str | None) -> dict[str, Any] | str:
     return record
 
 
-def _refuse(name: str) -> Any:
+def refuse_constant(name: str) -> Any:
+    """`json.loads`' `parse_constant`: NaN and Infinity are not JSON."""
     raise ValueError(f"{name} is not JSON")
 
 

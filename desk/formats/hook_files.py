@@ -30,7 +30,7 @@ MERGE_ATTRIBUTES = (
     ("PREFERENCES.md", "generated"),
     ("users/*/PREFERENCES.md", "generated"),
 )
-MERGE_DRIVERS = ("index", "memory", "now", "conflicts", "append", "derived", "pref", "generated")
+MERGE_DRIVERS = tuple(dict.fromkeys(driver for _, driver in MERGE_ATTRIBUTES))
 # archive lines in `git diff` as text (after an older desk's `-diff`, so it wins)
 ARCHIVE_DIFF = (".system/archive/*.jsonl", "diff=desk-archive")
 # desk compares its files byte for byte: `-text` keeps core.autocrlf from turning their line ends to CRLF

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from desk.errors import Finding, InvalidFileError
+from desk.formats.audit import refuse_constant
 from desk.layout import CONFLICTS_FILE
 
 QUEUE_VERSION = 2
@@ -129,7 +130,7 @@ def queue_findings(path: str, data: bytes) -> list[Finding]:
     except UnicodeDecodeError as exc:
         return [Finding(path, data.count(b"\n", 0, exc.start) + 1, "conflicts-json", "invalid UTF-8")]
     try:
-        doc = json.loads(text, parse_constant=_no_constant)
+        doc = json.loads(text, parse_constant=refuse_constant)
     except ValueError as exc:
         line = exc.lineno if isinstance(exc, json.JSONDecodeError) else 1
         return [Finding(path, line, "conflicts-json", f"invalid JSON: {exc}")]
@@ -147,10 +148,6 @@ def queue_findings(path: str, data: bytes) -> list[Finding]:
     except ValidationError as exc:
         return [_schema_finding(path, text, doc, e) for e in exc.errors()[:20]]
     return chain_findings(path, text, [c.model_dump() for c in queue.cases])
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _schema_finding(path: str, text: str, doc: Any, error: Any) -> Finding:
