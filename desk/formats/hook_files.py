@@ -27,6 +27,7 @@ MERGE_ATTRIBUTES = (
     ("MEMORY.md", "index"),
     ("memory/*.md", "memory"),
     ("NOW.md", "now"),
+    ("MISTAKES.md", "mistakes"),
     (".system/conflicts.json", "conflicts"),
     (".system/archive/*.jsonl", "append"),
     (".system/adjudications*.jsonl", "append"),
@@ -42,7 +43,7 @@ MERGE_ATTRIBUTES = (
     ("PREFERENCES.md", "generated"),
     ("users/*/PREFERENCES.md", "generated"),
 )
-MERGE_DRIVERS = ("index", "memory", "now", "conflicts", "append", "derived", "pref", "generated")
+MERGE_DRIVERS = ("index", "memory", "now", "mistakes", "conflicts", "append", "derived", "pref", "generated")
 # archive lines in `git diff` as text (a later line than an older desk's `-diff`, so it wins): the
 # driver's textconv is set in .git/config with the merge drivers (desk.setup.hooks)
 ARCHIVE_DIFF = (".system/archive/*.jsonl", "diff=desk-archive")

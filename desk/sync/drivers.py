@@ -22,9 +22,11 @@ the three versions (base, ours, theirs; None when the file is absent on that sid
 - `generated` (PREFERENCES.md): merged line by line keyed by preference key, as `index`; desk
   regenerates it from the merged preference files after the merge (desk.sync.settle).
 
+- `mistakes` (MISTAKES.md): entries both sides added all kept, in date order; an entry changed two
+  ways leaves git's own conflict markers (`git merge-file`) for a person.
+
 A project's memories and MEMORY.md use `memory` and `index` as the desk-wide ones do. "This
-clone's" side is OURS in a merge and THEIRS in a rebase (git swaps them there). MISTAKES.md has no
-driver: desk settles it where git's text merge stopped (`mistakes`).
+clone's" side is OURS in a merge and THEIRS in a rebase (git swaps them there).
 
 What a merge could not settle in the file itself goes to `.git/desk-merge-pending.jsonl`, read by
 `desk.sync.settle` after the merge (desk sync, the post-merge and post-rewrite hooks).
@@ -37,14 +39,21 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from desk.formats.hook_files import MERGE_DRIVERS
 from desk.formats.hook_files import driver_for as driver_for  # re-exported: settle and stopped ask it here
+from desk.storage.git.run import Runner
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from desk.storage.git import Git
 
 DRIVERS = MERGE_DRIVERS  # the driver names, re-exported for desk.cli.merge
 
 PENDING_FILE = "desk-merge-pending.jsonl"  # in .git/
+SYNC_ENV = "DESK_SYNC"  # set while desk sync runs git: the hooks and `stopping_notice` stand aside
 
 
 @dataclass
@@ -265,13 +274,7 @@ def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None
     return Resolution(("\n".join(head + body) + "\n").encode())
 
 
-MISTAKES = "MISTAKES.md"  # no driver of its own: desk sync (and --continue) settles it where git's text merge stopped
 _ENTRY = re.compile(r"^## (M-\d{4,})(?: · (\S+))?")
-
-
-def settled_by(path: str) -> str | None:
-    """The merge desk applies to `path` when git left it unmerged (its driver, or `mistakes`)."""
-    return driver_for(path) or ("mistakes" if path == MISTAKES else None)
 
 
 def merge_mistakes(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
@@ -378,6 +381,31 @@ def clear_pending(git_dir: Path) -> None:
     (git_dir / PENDING_FILE).unlink(missing_ok=True)
 
 
+def stopping_notice(git: Git, env: Mapping[str, str] = os.environ) -> str | None:
+    """What the first desk driver in a person's `git merge`/`git pull` (or a rebase's pick) says:
+    the files git will stop on because one side deleted what the other changed. git decides those
+    before any driver and runs no hook after a merge that stops, so this is the one moment desk can
+    speak. Once per merge (a `checked` line in the pending file); None in desk sync's own merge, or
+    when nothing stops."""
+    head, theirs = git.refs.head(), next((k[8:] for k in env if k.startswith("GITHEAD_")), None)
+    done = (git.git_dir() / "rebase-merge" / "done").read_text() if theirs is None else ""
+    picked = done.split("\n")[-2].split()[1:2] if done.count("\n") else []  # `pick SHA subject`, the last
+    if env.get(SYNC_ENV) or head is None or not (theirs or picked):
+        return None
+    key = f"{head}..{theirs or picked[0]}"
+    if any(p.get("merge") == key for p in read_pending(git.git_dir())):
+        return None
+    record_pending(git.git_dir(), [{"type": "checked", "merge": key}])
+    base = git.refs.merge_base(head, theirs) if theirs else f"{picked[0]}^"
+    if base is None:
+        return None
+    changed = [{c.path: c.status for c in git.worktree.diff_tree(base, rev)} for rev in (head, theirs or picked[0])]
+    stops = sorted(p for p in changed[0].keys() & changed[1].keys() if {changed[0][p], changed[1][p]} == {"D", "M"})
+    kind = "merge" if theirs else "rebase"
+    return (f"this {kind} stops on {', '.join(stops)} (deleted on one side, changed on the other: git asks no "
+            f"driver): run `desk sync --continue` to settle it (`git {kind} --abort` undoes it)") if stops else None
+
+
 def run_driver(driver: str, base_file: str, ours_file: str, theirs_file: str, path: str,
                git_dir: Path) -> int:
     """What `python -m desk.cli.merge` runs for git: merge into `ours_file`; 0 clean, 1 conflict."""
@@ -387,6 +415,9 @@ def run_driver(driver: str, base_file: str, ours_file: str, theirs_file: str, pa
     rebasing = (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir()
     result = merge_file(driver, path, base or None, ours, theirs, "theirs" if rebasing else "ours")
     if not result.ok:
+        if driver == "mistakes":  # one entry changed two ways: git's own markers, for a person to resolve
+            Runner(Path.cwd()).completed(("merge-file", "-q", "-L", "ours", "-L", "base", "-L", "theirs",
+                                          ours_file, base_file, theirs_file), recorded=False)
         return 1
     Path(ours_file).write_bytes(result.data if result.data is not None else b"")
     record_pending(git_dir, result.pending)
