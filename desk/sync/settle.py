@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from desk.errors import ConflictError, Finding
 from desk.layout import CONFLICTS_FILE, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, DeskFolder
 from desk.storage.git import Git
-from desk.sync.drivers import SYNC_ENV as SYNC_ENV  # re-exported: run, stopped and the hooks ask it here
 from desk.sync.drivers import clear_pending, driver_for, merge_file, read_pending
 from desk.text.times import utc_now
 

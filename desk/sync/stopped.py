@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from desk.errors import ConflictError, RejectedError, UsageError
 from desk.layout import DeskFolder
 from desk.storage.integration import left_behind
-from desk.sync.drivers import driver_for
+from desk.sync.drivers import SYNC_ENV, driver_for
 from desk.sync.run import SyncResult
-from desk.sync.settle import SYNC_ENV, Settled, finish_locked, resolve_merge, settle_locked
+from desk.sync.settle import Settled, finish_locked, resolve_merge, settle_locked
 
 if TYPE_CHECKING:
     from desk.storage.git import Git
@@ -71,8 +71,7 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
         start = git.refs.head()
         if kind == "merge":
             settled = _settle(desk, git, kind, now)
-            message = git.merging.merge_message()
-            subject, _, body = message.partition("\n")
+            subject, _, body = git.merging.merge_message().partition("\n")
             sha = git.merging.commit_merge(_with_trailers(subject, body, settled))
             result.commits.append(sha)
             derived = settled.derived
@@ -92,9 +91,7 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
             after = Settled()
             settle_locked(tx, after, now, sorted(set(derived)))
             more = after.commit
-            result.cases += after.cases
-            result.clashes.update(after.clashes)
-            result.warnings += after.warnings
+            _count(result, after)
         if more is not None:
             result.commits.append(more)
             result.regenerated = sorted({*result.regenerated,
