@@ -200,6 +200,23 @@ def test_a_git_pull_that_merges_cleanly_says_nothing_from_desk(clones: Clones) -
     assert pull.returncode == 0 and "this merge stops" not in pull.stderr, pull.stderr
 
 
+def test_git_status_and_the_archive_as_docs_say(tmp_path: Path, identity: None) -> None:
+    """A new archive file is never listed; a committed one that grew is ` M` until a checkpoint or a
+    person's own `git commit -a` takes the appends (docs/working-desk.md: desk does not hide it)."""
+    d = api.init(tmp_path / "d")
+    d.archive_append("inbound", "hello", at="2026-11-29T10:00:00Z")
+    assert git(d.root, "status", "--porcelain") == ""
+    assert d.checkpoint().value.status == "committed"
+    d.archive_append("inbound", "again", at="2026-11-29T10:01:00Z")
+    d.archive_append("inbound", "a new day", at="2026-11-30T10:00:00Z")
+    (grown,) = [p for p in git(d.root, "ls-files", ".system/archive").split() if "2026-11-29" in p]
+    assert git(d.root, "status", "--porcelain") == f" M {grown}\n"
+    git(d.root, "commit", "-qam", "my own commit")  # through desk's pre-commit hook
+    assert git(d.root, "status", "--porcelain") == ""
+    assert d.checkpoint().value.files == [grown.replace("2026-11-29", "2026-11-30")]
+    assert git(d.root, "status", "--porcelain") == ""
+
+
 def test_a_desk_sync_run_at_the_cli_is_recorded_as_the_user(clones: Clones) -> None:
     a, b = clones[0], clones[1]
     a.remember("foo", "A.", type="fact", description="foo", triggers=["foo"], now=NOW)
