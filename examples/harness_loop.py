@@ -49,7 +49,7 @@ def main() -> None:
                    description="check three sources", scope="session", actor="assistant")
     except desk.RejectedError as exc:
         print(f"gate refused a session-only note: {exc.message} (exit code {exc.exit_code})")
-    d.now_append("Drafting the Q3 report (Chinese, < 500 characters)", section="doing")
+    d.now_append("Drafting the Q3 report (Chinese, < 500 characters)", section="doing", actor="assistant")
 
     # -- session 2: wake up, load the desk, recall ---------------------------------------------
     context = d.context(query="write the quarterly report", budget=2000)
@@ -67,7 +67,7 @@ def main() -> None:
                         description="Report language and length (user correction)",
                         triggers=["report", "报告"], actor="assistant", source_event=event)
     print(f"\nremember report-style again: {change.value.status} (one file, one index line)")
-    print(f"checkpoint: {d.checkpoint().value.status}")
+    print(f"checkpoint: {d.checkpoint(actor='assistant').value.status}")
     print("\n--- desk log ---")
     print(d.log().text())
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from desk.cli.output import SuggestingGroup, invocation, json_option, read_text_arg, render
-from desk.vocabulary import ACTORS, NOW_SECTIONS
+from desk.cli.output import SuggestingGroup, actor_option, invocation, json_option, read_text_arg, render
+from desk.vocabulary import NOW_SECTIONS
 
 
 def _meta(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -128,8 +128,7 @@ def archive_verify_command() -> None:
 
 
 @click.command("checkpoint")
-@click.option("--actor", type=click.Choice(ACTORS), default="assistant", show_default=True,
-              help="Who is making the commit (the Desk-Actor trailer).")
+@actor_option
 @json_option
 def checkpoint_command(actor: str) -> None:
     """Commit the archive's growth in one commit (trailers carry each file's head hash)."""
@@ -156,15 +155,11 @@ def now_show_command(section: str | None) -> None:
     render(invocation().desk().now_show(section=section))
 
 
-_actor_option = click.option("--actor", type=click.Choice(ACTORS), default="assistant", show_default=True,
-                             help="Who is making the change (the Desk-Actor trailer).")
-
-
 @now_group.command("set")
 @click.argument("text")
 @click.option("--section", type=click.Choice(NOW_SECTIONS),
               help="Replace only this section ('' clears it); without it TEXT replaces the whole note.")
-@_actor_option
+@actor_option
 @json_option
 def now_set_command(text: str, section: str | None, actor: str) -> None:
     """Replace a section of NOW.md, or the whole note, with TEXT (`-` reads stdin). One commit."""
@@ -176,7 +171,7 @@ def now_set_command(text: str, section: str | None, actor: str) -> None:
 @click.argument("text")
 @click.option("--section", type=click.Choice(NOW_SECTIONS), default="doing", show_default=True,
               help="The section to add to.")
-@_actor_option
+@actor_option
 @json_option
 def now_append_command(text: str, section: str, actor: str) -> None:
     """Add TEXT to a section of NOW.md (one line becomes a `- ` item; `-` reads stdin). One commit."""
@@ -199,7 +194,7 @@ def mistake_group() -> None:
 @click.option("--cause", required=True, help="Why it happened.")
 @click.option("--avoid", required=True, help="How to avoid it next time.")
 @click.option("--memory", metavar="NAME", help="The memory that fixes the behaviour: NAME, NAME.md or memory/NAME.md.")
-@_actor_option
+@actor_option
 @json_option
 def mistake_add_command(what: str, context: str, cause: str, avoid: str, memory: str | None,
                         actor: str) -> None:
@@ -226,7 +221,7 @@ def conversations_group() -> None:
 @conversations_group.command("render")
 @click.option("--date", metavar="DAY", help="Only this UTC day (YYYY-MM-DD; default: every day).")
 @click.option("--session", "-s", help="Only this session.")
-@_actor_option
+@actor_option
 @json_option
 def conversations_render_command(date: str | None, session: str | None, actor: str) -> None:
     """Regenerate conversations/DAY/SESSION.md from inbound/outbound events; one commit when changed."""

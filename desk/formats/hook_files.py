@@ -18,6 +18,7 @@ MERGE_ATTRIBUTES = (
     ("MEMORY.md", "index"),
     ("memory/*.md", "memory"),
     ("NOW.md", "now"),
+    ("MISTAKES.md", "mistakes"),
     (".system/conflicts.json", "conflicts"),
     (".system/archive/*.jsonl", "append"),
     (".system/adjudications*.jsonl", "append"),

@@ -2,29 +2,12 @@
 
 git runs a driver per file when both sides changed it (`.gitattributes` names the driver, and
 `.git/config` defines it: `desk hooks install` writes both). Each merge here is a pure function of
-the three versions (base, ours, theirs; None when the file is absent on that side):
-
-- `index` (MEMORY.md): merged line by line keyed by memory name; desk regenerates it after the
-  merge anyway, and this merge gives the same bytes whenever each memory merged on its own.
-- `memory` (memory/*.md): merged field by field and line by line (desk.sync.memory_merge); the
-  same field or lines changed two ways keep this clone's version in the file (a deletion loses to
-  a change: nothing is ever lost) and record a conflict case with both versions.
-- `now` (NOW.md): merged by `## ` section, items both sides appended all kept; the same lines of a
-  section changed two ways keep this clone's and record a case.
-- `conflicts` (.system/conflicts.json): cases unioned by id; a closed status, then a later revision, wins.
-- `append` (archive and audit files): one side must be a prefix of the other (a pure append).
-- `derived` (conversations/, journal/): ours is kept and the path is recorded for regeneration
-  from the merged archive.
-- `pref` (a user scope's `prefs/<key>.md`, docs/scopes.md): a preference changed on both sides
-  keeps the version with the later `updated` (then the higher revision, then the larger bytes: the
-  same answer on every clone, whichever side is ours), as `desk pref set` never lets an older
-  change roll a newer one back; a deletion loses to a change. The other version stays in history.
-- `generated` (PREFERENCES.md): merged line by line keyed by preference key, as `index`; desk
-  regenerates it from the merged preference files after the merge (desk.sync.settle).
+the three versions (base, ours, theirs; None when the file is absent on that side); what each does
+is its function's docstring and docs/sync.md's table ("What merges how"). Only `mistakes` ever
+leaves conflict markers (git's own, for one entry changed two ways).
 
 A project's memories and MEMORY.md use `memory` and `index` as the desk-wide ones do. "This
-clone's" side is OURS in a merge and THEIRS in a rebase (git swaps them there). MISTAKES.md has no
-driver: desk settles it where git's text merge stopped (`mistakes`).
+clone's" side is OURS in a merge and THEIRS in a rebase (git swaps them there).
 
 What a merge could not settle in the file itself goes to `.git/desk-merge-pending.jsonl`, read by
 `desk.sync.settle` after the merge (desk sync, the post-merge and post-rewrite hooks).
@@ -37,14 +20,21 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from desk.formats.hook_files import MERGE_DRIVERS
+from desk.formats.hook_files import MERGE_DRIVERS, read_text_or_empty
 from desk.formats.hook_files import driver_for as driver_for  # re-exported: settle and stopped ask it here
+from desk.storage.git.run import Runner
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from desk.storage.git import Git
 
 DRIVERS = MERGE_DRIVERS  # the driver names, re-exported for desk.cli.merge
 
 PENDING_FILE = "desk-merge-pending.jsonl"  # in .git/
+SYNC_ENV = "DESK_SYNC"  # set while desk sync runs git: the hooks and `stopping_notice` stand aside
 
 
 @dataclass
@@ -224,7 +214,9 @@ def merge_derived(path: str, base: bytes | None, ours: bytes | None, theirs: byt
 
 
 def merge_pref(path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
-    """One preference file: the later `updated` wins (see the module docstring)."""
+    """One preference file changed on both sides keeps the later `updated` (then the higher revision,
+    then the larger bytes: the same answer on every clone), as `desk pref set` never rolls a newer
+    change back; a deletion loses to a change. The other version stays in history."""
     from desk.errors import InvalidFileError
     from desk.formats.scope_files import parse_pref
 
@@ -265,13 +257,7 @@ def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None
     return Resolution(("\n".join(head + body) + "\n").encode())
 
 
-MISTAKES = "MISTAKES.md"  # no driver of its own: desk sync (and --continue) settles it where git's text merge stopped
 _ENTRY = re.compile(r"^## (M-\d{4,})(?: · (\S+))?")
-
-
-def settled_by(path: str) -> str | None:
-    """The merge desk applies to `path` when git left it unmerged (its driver, or `mistakes`)."""
-    return driver_for(path) or ("mistakes" if path == MISTAKES else None)
 
 
 def merge_mistakes(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
@@ -327,25 +313,17 @@ def _merge_entries(base: str, ours: str, theirs: str) -> str | None:
 def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
                theirs: bytes | None, keep: str = "ours") -> Resolution:
     """Merge one file with `driver` (one of DRIVERS); a clash keeps `keep`'s version (this clone's)."""
-    if driver == "index":
-        return merge_index(base, ours, theirs)
-    if driver == "memory":
-        return merge_memory(path, base, ours, theirs, keep)
+    sides = (base, ours, theirs)
+    if driver in ("memory", "derived", "pref"):
+        return merge_memory(path, *sides, keep) if driver == "memory" else (
+            merge_derived if driver == "derived" else merge_pref)(path, *sides)
     if driver == "now":
-        return merge_now(base, ours, theirs, keep)
-    if driver == "conflicts":
-        return merge_conflicts(base, ours, theirs)
-    if driver == "append":
-        return merge_append(base, ours, theirs)
-    if driver == "derived":
-        return merge_derived(path, base, ours, theirs)
-    if driver == "pref":
-        return merge_pref(path, base, ours, theirs)
-    if driver == "mistakes":
-        return merge_mistakes(base, ours, theirs)
-    if driver == "generated":
-        return merge_generated(base, ours, theirs)
-    raise ValueError(f"unknown merge driver {driver!r}")
+        return merge_now(*sides, keep)
+    plain = {"index": merge_index, "conflicts": merge_conflicts, "append": merge_append,
+             "mistakes": merge_mistakes, "generated": merge_generated}
+    if driver not in plain:
+        raise ValueError(f"unknown merge driver {driver!r}")
+    return plain[driver](*sides)
 
 
 def record_pending(git_dir: Path, items: list[dict[str, Any]]) -> None:
@@ -378,6 +356,28 @@ def clear_pending(git_dir: Path) -> None:
     (git_dir / PENDING_FILE).unlink(missing_ok=True)
 
 
+def stopping_notice(git: Git, env: Mapping[str, str] = os.environ) -> str | None:
+    """What the first desk driver in a person's `git merge`/`git pull` (or a rebase's pick) says:
+    the files git will stop on because one side deleted what the other changed. git decides those
+    before any driver and runs no hook after a merge that stops, so this is the one moment desk can
+    speak. Once per merge (a `merge` line in the pending file); None in desk sync's own merge, or
+    when nothing stops."""
+    head, merging = git.refs.head(), next((k[8:] for k in env if k.startswith("GITHEAD_")), None)
+    picks = [words[1] for words in map(str.split, read_text_or_empty(git.git_dir() / "rebase-merge" / "done")
+                                                 .splitlines()) if len(words) > 1]  # `pick SHA subject`
+    theirs = merging or (picks[-1] if picks else None)  # in a rebase: the commit being replayed
+    key = f"{head}..{theirs}"
+    if env.get(SYNC_ENV) or head is None or theirs is None or {"merge": key} in read_pending(git.git_dir()):
+        return None
+    record_pending(git.git_dir(), [{"merge": key}])
+    base = git.refs.merge_base(head, theirs) if merging else f"{theirs}^"
+    sides = [{c.path: c.status for c in git.worktree.diff_tree(base, rev)} for rev in (head, theirs)] if base else [{}]
+    stops = sorted(p for p in sides[0] if {sides[0][p], sides[-1].get(p)} == {"D", "M"})
+    kind = "merge" if merging else "rebase"
+    return (f"this {kind} stops on {', '.join(stops)} (deleted on one side, changed on the other: git asks no "
+            f"driver): run `desk sync --continue` to settle it (`git {kind} --abort` undoes it)") if stops else None
+
+
 def run_driver(driver: str, base_file: str, ours_file: str, theirs_file: str, path: str,
                git_dir: Path) -> int:
     """What `python -m desk.cli.merge` runs for git: merge into `ours_file`; 0 clean, 1 conflict."""
@@ -387,6 +387,9 @@ def run_driver(driver: str, base_file: str, ours_file: str, theirs_file: str, pa
     rebasing = (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir()
     result = merge_file(driver, path, base or None, ours, theirs, "theirs" if rebasing else "ours")
     if not result.ok:
+        if driver == "mistakes":  # one entry changed two ways: git's own markers, for a person to resolve
+            Runner(Path.cwd()).completed(("merge-file", "-q", "-L", "ours", "-L", "base", "-L", "theirs",
+                                          ours_file, base_file, theirs_file), recorded=False)
         return 1
     Path(ours_file).write_bytes(result.data if result.data is not None else b"")
     record_pending(git_dir, result.pending)

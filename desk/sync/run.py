@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, DeskError, RejectedError, UsageError
-from desk.layout import DeskFolder, is_attributes_file
+from desk.layout import CONFIG_PATH, INDEX_FILE, DeskFolder, is_attributes_file
 from desk.storage.crash import crash_point
 from desk.storage.integration import clear_integration, integrating, mark_integration, settle_after_failure
 from desk.sync import remote as remotes
-from desk.layout import CONFIG_PATH, INDEX_FILE
-from desk.sync.settle import (SYNC_ENV, Settled, fast_forward_check, finish_locked, incoming_warnings,
-                              regenerate_index, resolve_merge)
+from desk.sync.drivers import SYNC_ENV
+from desk.sync.settle import (Settled, fast_forward_check, finish_locked, incoming_warnings, regenerate_index,
+                              resolve_merge)
 
 if TYPE_CHECKING:
     from desk.storage.git import Answer, Git

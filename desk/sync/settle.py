@@ -17,14 +17,12 @@ from typing import TYPE_CHECKING, Any
 from desk.errors import ConflictError, Finding
 from desk.layout import CONFLICTS_FILE, CONVERSATIONS_DIR, INDEX_FILE, JOURNAL_DIR, DeskFolder
 from desk.storage.git import Git
-from desk.sync.drivers import clear_pending, merge_file, read_pending, settled_by
+from desk.sync.drivers import clear_pending, driver_for, merge_file, read_pending
 from desk.text.times import utc_now
 
 if TYPE_CHECKING:
     from desk.sync.cases import MergeSides
     from desk.transaction import Transaction
-
-SYNC_ENV = "DESK_SYNC"  # set while desk sync runs git: the post-merge/post-rewrite hooks stand aside
 
 
 @dataclass
@@ -52,7 +50,7 @@ def resolve_merge(desk: DeskFolder, git: Git, *, now: dt.datetime | None = None)
     pending: list[dict[str, Any]] = []
     keep = "theirs" if git.merging.stopped() == "rebase" else "ours"  # this clone's side (git swaps them in a rebase)
     for path, stages in sorted(unmerged.items()):
-        driver = settled_by(path)
+        driver = driver_for(path)
         base, ours, theirs = (blobs[stages[s][1]] if s in stages else None for s in (1, 2, 3))
         if driver is None:
             raise ConflictError(f"{path} changed on both sides and is not a file desk can merge",

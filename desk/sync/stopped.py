@@ -3,8 +3,9 @@ desk sync killed while git merged, which `desk sync --continue` undoes: desk.sto
 
 git calls a merge driver only when both sides changed a file. A memory deleted on one side and
 changed on the other (modify/delete) stops `git pull` (merge or rebase) with the file unmerged, and
-no post-merge hook runs. `desk sync --continue` settles what git left the way `desk sync` would
-have (desk.sync.settle.resolve_merge: the changed memory kept, a conflict case opened, MEMORY.md
+no post-merge hook runs (a desk driver running in that merge says so: drivers.stopping_notice).
+`desk sync --continue` settles what git left the way `desk sync` would have
+(desk.sync.settle.resolve_merge: the changed memory kept, a conflict case opened, MEMORY.md
 regenerated), checks the result with the gate, concludes the merge (or continues the rebase to its
 end) and renders the derived views again. Until then every desk command says what to run
 (`stopped_notice`), and desk's own commits wait (desk.transaction refuses, exit 4).
@@ -18,9 +19,9 @@ from typing import TYPE_CHECKING
 from desk.errors import ConflictError, RejectedError, UsageError
 from desk.layout import DeskFolder
 from desk.storage.integration import left_behind
-from desk.sync.drivers import settled_by
+from desk.sync.drivers import SYNC_ENV, driver_for
 from desk.sync.run import SyncResult
-from desk.sync.settle import SYNC_ENV, Settled, finish_locked, resolve_merge, settle_locked
+from desk.sync.settle import Settled, finish_locked, resolve_merge, settle_locked
 
 if TYPE_CHECKING:
     from desk.storage.git import Git
@@ -37,7 +38,7 @@ def stopped_notice(desk: DeskFolder) -> str | None:
     undo = f"`git {kind} --abort` undoes the pull"
     named = ", ".join(unmerged[:5]) + (f" and {len(unmerged) - 5} more" if len(unmerged) > 5 else "")
     where = f" on {named}" if unmerged else ""
-    by_hand = [p for p in unmerged if settled_by(p) is None]
+    by_hand = [p for p in unmerged if driver_for(p) is None]
     if by_hand:
         return (f"a git {kind} stopped in this clone{where}; resolve {', '.join(by_hand[:5])} by hand "
                 f"(edit, `git add`), then run `desk sync --continue` to settle desk's files and finish "
@@ -70,8 +71,7 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
         start = git.refs.head()
         if kind == "merge":
             settled = _settle(desk, git, kind, now)
-            message = git.merging.merge_message()
-            subject, _, body = message.partition("\n")
+            subject, _, body = git.merging.merge_message().partition("\n")
             sha = git.merging.commit_merge(_with_trailers(subject, body, settled))
             result.commits.append(sha)
             derived = settled.derived
@@ -91,9 +91,7 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
             after = Settled()
             settle_locked(tx, after, now, sorted(set(derived)))
             more = after.commit
-            result.cases += after.cases
-            result.clashes.update(after.clashes)
-            result.warnings += after.warnings
+            _count(result, after)
         if more is not None:
             result.commits.append(more)
             result.regenerated = sorted({*result.regenerated,
