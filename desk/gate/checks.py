@@ -54,8 +54,6 @@ class Report:
     fixed: list[str] = field(default_factory=list)
     computed: int = 0  # files the rules ran on
     reused: int = 0  # files whose verdict came from the cache (desk.gate.verdicts)
-    # `validate --all` redid only what changed since the last run (desk.gate.delta)
-    continued: bool = field(default=False, init=False, repr=False)
     # `{path: correct bytes}` of each stale generated scope file (desk.gate.scope_index): what
     # the pre-commit fixer writes. Not part of the JSON output.
     regenerated: dict[str, bytes] = field(default_factory=dict, init=False, repr=False)

@@ -36,8 +36,6 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS states (
     rules TEXT NOT NULL, state TEXT NOT NULL, checked INTEGER NOT NULL, findings TEXT,
     PRIMARY KEY (rules, state)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS bases (
-    rules TEXT PRIMARY KEY, records BLOB NOT NULL, idx BLOB NOT NULL, rest TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS folders (
     path TEXT PRIMARY KEY, ino INTEGER NOT NULL, mtime INTEGER NOT NULL, subdirs TEXT NOT NULL
     ) WITHOUT ROWID;
@@ -185,18 +183,6 @@ class VerdictCache:
         """Remember the findings of one state of the desk (only the latest is kept)."""
         self._write("INSERT INTO states VALUES (?, ?, ?, ?)",
                     [(self.rules, _state_key(state), checked, _encode(verdict))], clear="states")
-
-    def base(self) -> tuple[bytes, bytes, str] | None:
-        """The row a run of `validate --all` left for the next to continue (desk.gate.delta)."""
-        for records, index, rest in self._query("SELECT records, idx, rest FROM bases WHERE rules = ?",
-                                                (f"{self.rules}:{_state_key('base')}",)):
-            return records, index, rest
-        return None
-
-    def put_base(self, row: tuple[bytes, bytes, str] | None) -> None:
-        """Replace the base with `row` (None: leave none)."""
-        self._write("INSERT INTO bases VALUES (?, ?, ?, ?)",
-                    [] if row is None else [(f"{self.rules}:{_state_key('base')}", *row)], clear="bases")
 
     # -- what the history rules found in a commit -------------------------------------------
 
