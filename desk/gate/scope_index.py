@@ -1,14 +1,8 @@
 """The gate's `index-stale` rule for the scopes' generated files (docs/scopes.md).
 
-`projects/<name>/MEMORY.md` must equal the index regenerated from the project's memories of the
-same commit, as MEMORY.md must. A user scope's `PREFERENCES.md` is a pure function of its
-preference files and a time, so it must be what they render at *some* time: one rendering before
-every expiry and one at each expiry instant (the projection only changes there), so no clock is
-needed. A projection merely behind the clock is `desk reindex`'s to refresh, never a refused commit.
-
-The rule reads only the scopes a change touches; files that do not parse, or record another scope
-or desk, have findings of their own and are left out of the rendering, as every reader does.
-"""
+`projects/<name>/MEMORY.md` must equal its regenerated index. A scope's `PREFERENCES.md` must be
+what its preference files render at *some* time (before every expiry, or at one), so no clock is
+needed. Only the scopes a change touches are read; unparsable files are left out of the rendering."""
 
 from __future__ import annotations
 
@@ -40,9 +34,8 @@ def touched_scopes(paths: Collection[str]) -> tuple[set[str], set[str]]:
 
 def check_scope_indexes(paths: Collection[str], files_under: FilesUnder, read: Read, desk_id: str,
                         now: dt.datetime) -> tuple[list[Finding], dict[str, bytes]]:
-    """`index-stale` for each generated scope file the change of `paths` concerns; returns the
-    findings and `{path: the correct file}` for every stale one (what the pre-commit fixer writes:
-    a PREFERENCES.md rendered at `now`, which only picks the rendering, never the verdict)."""
+    """`index-stale` for each generated scope file the change of `paths` concerns, and `{path: correct
+    file}` of the stale ones (rendered at `now`, for the pre-commit fixer)."""
     projects, scopes = touched_scopes(paths)
     findings: list[Finding] = []
     regenerated: dict[str, bytes] = {}

@@ -1,11 +1,5 @@
-"""The whole-desk checks' first steps, `validate_all` and `EarlyReads`: git starts first.
-
-A module of its own, light to import (desk.storage.git only), so that the listing (`git
-ls-files`, about as costly as `git status`) runs while the process loads the gate (the rules, the
-memory-set rules, the verdict cache and SQLite): desk.gate.validate does the work
-(desk.gate.work_tree.validate_listed); desk.guard.doctor does the doctor's, started
-by desk.guard.checkup.
-"""
+"""The whole-desk checks' first steps, `validate_all` and `EarlyReads`: light to import, so that the
+listing runs while the process loads the gate (desk.gate.work_tree does the work)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """Framing and YAML for Markdown files with frontmatter: the one module that owns them.
 
-desk does its own framing instead of python-frontmatter, whose 1.3 release strips trailing
-newlines, returns empty metadata for an unclosed block, drops a top-level YAML list and misses
-frontmatter behind a BOM (docs/design.md §7). Here a file must start with exactly `---\\n`, the closing
-`---` line is found explicitly, and YAML is loaded safely with anchors, aliases, duplicate keys and
-deep nesting refused. Every problem is reported as `path:line: rule: message`.
-"""
+desk frames files itself (python-frontmatter loses data: docs/design.md §7): a file starts with
+exactly `---\\n`, the closing `---` line is found explicitly, and YAML is loaded safely with
+anchors, aliases, duplicate keys and deep nesting refused. Problems are `path:line: rule: message`."""
 
 from __future__ import annotations
 
@@ -109,13 +106,9 @@ def _closing_line(text: str) -> int | None:
 def load_mapping(yaml_text: str, path: str, first_line: int = 1) -> tuple[dict[str, Any], dict[str, int]]:
     """Load `yaml_text` as a mapping with string keys; return it and each key's file line.
 
-    Refused: anchors and aliases (an alias bomb loads fast and explodes later), nesting deeper than
-    MAX_DEPTH, duplicate keys (YAML lets the last one win silently), non-string keys, a top level
-    that is not a mapping.
-
-    The plain frontmatter desk itself writes is read by `plain_mapping` without PyYAML (which the
-    pre-commit hook then never imports); anything else goes through PyYAML (`yaml_mapping`).
-    """
+    Refused: anchors and aliases, nesting deeper than MAX_DEPTH, duplicate keys, non-string keys, a
+    top level that is not a mapping. desk's own plain frontmatter is read without PyYAML
+    (`plain_mapping`, so the pre-commit hook never imports it); the rest goes through `yaml_mapping`."""
     fast = plain_mapping(yaml_text, first_line)
     return fast if fast is not None else yaml_mapping(yaml_text, path, first_line)
 
@@ -221,12 +214,8 @@ def plain_mapping(yaml_text: str, first_line: int = 1) -> tuple[dict[str, Any], 
 
 def yaml_mapping(yaml_text: str, path: str, first_line: int = 1, loader: type | None = None
                  ) -> tuple[dict[str, Any], dict[str, int]]:
-    """`load_mapping` through PyYAML's pure-Python SafeLoader (or `loader`), on every machine.
-
-    Not libyaml's CSafeLoader even where PyYAML was built with it: on hostile text the two disagree
-    (libyaml reads `name: a<TAB>b` where the Python scanner refuses it; the Python parser reads
-    `[? , x]` where libyaml refuses it), and the gate's verdict on a file must not depend on how
-    PyYAML was installed: two clones of one desk run the same hooks and `desk sync` re-checks merges."""
+    """`load_mapping` through PyYAML's pure-Python SafeLoader (or `loader`), on every machine: libyaml
+    disagrees with it on hostile text, and a verdict must not depend on how PyYAML was installed."""
     import yaml  # here: only frontmatter outside the plain subset pays for it
 
     _Loader = loader or yaml.SafeLoader
@@ -285,11 +274,7 @@ def yaml_mapping(yaml_text: str, path: str, first_line: int = 1, loader: type | 
 
 
 class Timestamp(str):
-    """A time already spelled by `desk.text.times.format_time`: written as a plain YAML timestamp.
-
-    Storage sits beside desk.text, not above it, so the caller formats and this module only keeps
-    the scalar unquoted (a plain `str` that looks like a time would be quoted).
-    """
+    """A time already spelled by `desk.text.times.format_time`, written as a plain YAML timestamp."""
 
 
 @lru_cache(maxsize=1)

@@ -1,5 +1,4 @@
-"""git's config as desk reads it: the few values a commit needs, asked of `git config` itself
-(its files, includes and precedence are git's own), once per Git."""
+"""git's config as desk reads it: the few values a commit needs, asked of `git config` once per Git."""
 
 from __future__ import annotations
 
@@ -18,9 +17,8 @@ _QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commit
 
 
 def parse_config(out: bytes) -> dict[str, str]:
-    """`{key: value}` from `git config -z --get-regexp`: each record `key NL value NUL`, or `key NUL`
-    for a key set without a value (true, as git reads it: value ""). The last value of a key set
-    twice wins, as git's `--get` answers."""
+    """`{key: value}` from `git config -z --get-regexp` (a key without a value is "", true to git; the
+    last value of a key wins)."""
     found: dict[str, str] = {}
     for record in out.decode("utf-8", "replace").split("\0"):
         if record:
@@ -40,8 +38,7 @@ class Config:
         self._identity: list[str] | None = None
 
     def values(self) -> dict[str, str]:
-        """The few config values desk needs (identity, core.hooksPath, commit.gpgSign, gc limits), read once
-        per Git. Keys as git prints them: lower-cased (`core.hookspath`)."""
+        """The config values desk needs, read once per Git; keys lower-cased as git prints them."""
         if self._parent is not None:
             return self._parent.values()
         if self._values is None:
@@ -51,7 +48,7 @@ class Config:
         return self._values
 
     def start(self) -> None:
-        """Have `values()` answered by a `git config` started now, which runs while the caller works."""
+        """Have `values()` answered by a `git config` started now, running while the caller works."""
         if self._parent is not None:
             self._parent.start()
         elif self._values is None and self._started is None:
@@ -83,14 +80,12 @@ class Config:
         return f"{name} <{email}>"
 
     def durable_args(self) -> list[str]:
-        """`-c core.fsync=committed` unless the person set core.fsync: git flushes no loose object
-        by default, and a desk commit's objects must survive a power loss once HEAD names them."""
+        """`-c core.fsync=committed` unless the person set core.fsync: a desk commit's objects must survive
+        a power loss once HEAD names them."""
         return [] if "core.fsync" in self.values() else ["-c", "core.fsync=committed"]
 
     def signs_commits(self) -> bool:
-        """Whether `commit.gpgSign` asks for signed commits: desk's are signed too (`git commit-tree`
-        ignores the setting, so desk passes `-S`; git signs with the configured `gpg.format` and
-        `user.signingKey`). A remote that requires signed commits then takes desk's."""
+        """Whether `commit.gpgSign` asks for signed commits (`commit-tree` ignores it, so desk passes `-S`)."""
         value = self.values().get("commit.gpgsign")
         if value is None:
             return False
@@ -112,6 +107,5 @@ class Config:
         return out.strip() or None
 
     def remote_url(self, remote: str) -> str | None:
-        """The address `remote` fetches from (as configured), None when there is no such remote.
-        Asked of git each time: desk keeps no copy of an address (it could embed a credential)."""
+        """The address `remote` fetches from, None when there is none; never cached (it may hold a credential)."""
         return self.get(f"remote.{remote}.url")

@@ -19,12 +19,8 @@ _LARGE_KEPT = 4
 
 
 def blob_sha(content: bytes) -> str:
-    """The object id git gives `content` as a blob (SHA-1 repositories).
-
-    A mutation hashes the same large file several times (MEMORY.md: its clean check, the pending
-    marker, the gate, the record of what desk published): the last few large contents are remembered by content (a
-    bytes object caches its own hash, and an equal one compares by memcmp), so each is hashed once.
-    """
+    """The object id git gives `content` as a blob (SHA-1). The last few large contents are remembered:
+    a mutation hashes MEMORY.md several times."""
     if len(content) < _LARGE_BLOB:
         return sha1_hex(b"blob %d\0" % len(content) + content)
     sha = _large_blobs.get(content)
@@ -44,8 +40,7 @@ class Objects:
         self._reader: subprocess.Popen[bytes] | None = None  # `start_reader`
 
     def object_format(self) -> str:
-        """The repository's object format: `sha1`, or `sha256` for a repository made with
-        `git init --object-format=sha256`."""
+        """The repository's object format: `sha1` or `sha256`."""
         return self._git.text("rev-parse", "--show-object-format").strip()
 
     def blob_at(self, rev: str, path: str) -> bytes | None:
@@ -54,13 +49,12 @@ class Objects:
         return proc.stdout if proc.returncode == 0 else None
 
     def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
-        """Objects by any name cat-file takes (`sha`, `HEAD:path`, `:path`), through one
-        `git cat-file --batch`; missing ones are left out."""
+        """Objects by any name cat-file takes (`sha`, `HEAD:path`, `:path`) through one `cat-file --batch`;
+        missing ones are left out."""
         return {name: content for name, (_kind, content) in self.read_objects(shas).items()}
 
     def read_objects(self, names: Iterable[str]) -> dict[str, tuple[str, bytes]]:
-        """`{name: (type, content)}` of objects by any name cat-file takes, through one
-        `git cat-file --batch`; missing ones are left out."""
+        """`{name: (type, content)}` through one `git cat-file --batch`; missing ones are left out."""
         wanted = list(dict.fromkeys(names))
         if not wanted:
             return {}
@@ -84,9 +78,8 @@ class Objects:
         return found
 
     def start_reader(self) -> None:
-        """Start the `git cat-file --batch` the next `read_objects` (or `read_blobs`) asks, so
-        that git's start overlaps the caller's work (a hook loading the gate); close it with
-        `close_reader` when it may not have been used."""
+        """Start the `git cat-file --batch` the next `read_objects` asks, so git starts while the caller
+        works; `close_reader` ends it if unused."""
         if self._reader is None:
             self._reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self._git.root,
                                             env=self._git.read_env(), stdin=subprocess.PIPE,
@@ -99,8 +92,7 @@ class Objects:
             end(reader)  # its stdin closed: cat-file ends
 
     def object_ids(self, names: Iterable[str]) -> dict[str, str | None]:
-        """`{name: object id or None}` for names like `HEAD` and `HEAD:path`, in one
-        `git cat-file --batch-check` (a missing name is None, never an error)."""
+        """`{name: object id or None}` for names like `HEAD:path`, in one `cat-file --batch-check`."""
         wanted = [n for n in dict.fromkeys(names) if "\n" not in n]
         if not wanted:
             return {}
@@ -108,7 +100,7 @@ class Objects:
                                                 input=("\n".join(wanted) + "\n").encode(), read_only=True))
 
     def write_blob(self, data: bytes) -> str:
-        """Store `data` as a blob (`git hash-object -w`: a no-op when git has it) and return its id."""
+        """Store `data` as a blob (`git hash-object -w`) and return its id."""
         return self._git.run(*self._git.config.durable_args(), "hash-object", "-w", "-t", "blob", "--stdin",
                              input=data).decode().strip()
 

@@ -1,11 +1,7 @@
 """Running git: the one place a git process starts (`subprocess`), its errors in git's words.
 
-A `Runner` runs git in one work tree with git's hook variables (`GIT_DIR`, `GIT_INDEX_FILE`, ...)
-stripped unless the caller means the repository being committed (`hook_env`). A mutating command
-waits for another git process's index.lock, and while desk records its git children
-(desk.storage.git_locks) the lock files it may take are written down first, so a kill leaves
-nothing the next desk command cannot clear.
-"""
+A mutating command waits for another git's index.lock; while desk records its git children
+(desk.storage.git_locks) the lock files it may take are written down first."""
 
 from __future__ import annotations
 
@@ -77,8 +73,7 @@ def _nearly_full(path: Path) -> bool:
 
 
 class Started:
-    """Read-only git commands running (`Runner.start`); `wait` returns their outputs in order.
-    Every one is collected by `wait` or ended by `close`, never left for the garbage collector."""
+    """Read-only git commands running (`Runner.start`); each is collected by `wait` or ended by `close`."""
 
     def __init__(self, commands: Sequence[tuple[str, ...]], procs: list[subprocess.Popen[bytes]]) -> None:
         self.commands = commands
@@ -108,9 +103,8 @@ class Started:
 
 
 def end(proc: subprocess.Popen[bytes], grace: float | None = None) -> None:
-    """Close `proc`'s pipes and wait for it (`grace` seconds at most, then it is killed): a git
-    child is collected here, never by the garbage collector, and a command that changes the
-    repository has finished (or died) before the caller decides what it did."""
+    """Close `proc`'s pipes and wait for it (`grace` seconds at most, then kill it): a git child is
+    collected here, never by the garbage collector."""
     for pipe in (proc.stdin, proc.stdout, proc.stderr):
         if pipe is not None:
             with contextlib.suppress(OSError):
@@ -123,8 +117,7 @@ def end(proc: subprocess.Popen[bytes], grace: float | None = None) -> None:
 
 
 class Answer(Generic[T]):
-    """Read-only git commands running; `.result()` waits for them and parses their outputs
-    (GitError, in git's words, when one failed)."""
+    """Read-only git commands running; `.result()` waits and parses their outputs (GitError on failure)."""
 
     def __init__(self, started: Started, parse: Callable[[list[bytes]], T]) -> None:
         self._started = started
@@ -155,9 +148,8 @@ class Runner:
             read_only: bool = False, own_session: bool = False) -> bytes:
         """Run `git ARGS` in the work tree and return stdout; raise GitError with git's message.
 
-        `own_session`: git runs in a session of its own, out of the terminal's foreground process
-        group, so a Ctrl-C at the terminal reaches desk (which may hold it until git is done) and
-        not git half way through the work tree."""
+        `own_session`: git runs out of the terminal's foreground process group, so a Ctrl-C reaches
+        desk (which may hold it until git is done), not git half way through the work tree."""
         env = self.read_env() if read_only else self._env
         deadline = time.monotonic() + INDEX_LOCK_WAIT
         delay = 0.01
@@ -181,9 +173,8 @@ class Runner:
     def completed(self, args: Sequence[str], env: Mapping[str, str] | None = None, *, input: bytes | None = None,
                   own_session: bool = False, recorded: bool = True) -> subprocess.CompletedProcess[bytes]:
         """Run `git ARGS` once and return what it did, failure or not. While desk records its git
-        processes (`recorded`), the lock files git may take are written down in the active child
-        record (desk.storage.git_locks) before it starts and with its pid once it runs: if desk is
-        killed, the next desk command knows whose locks are left and that their owner is dead."""
+        processes (`recorded`), the lock files git may take are written down before it starts and with
+        its pid once it runs (desk.storage.git_locks), so a kill leaves nothing unexplained."""
         from desk.storage.git_locks import record_git_child, recording  # not with the rules (desk.gate.verdicts)
 
         locks = self._lock_files(args) if recorded and recording() else []
@@ -201,19 +192,16 @@ class Runner:
         return subprocess.CompletedProcess(child.args, child.returncode, out, err)
 
     def failure(self, args: Sequence[str], message: str) -> Exception:
-        """The error for `git ARGS` failing with `message`: ENOSPC naming the git folder when git
-        says the disk is full (or could not write a file on a nearly full disk, which its words do
-        not say), else GitError in git's words."""
+        """The error for `git ARGS` failing with `message`: ENOSPC naming the git folder when the disk is
+        (nearly) full, which git's words may not say; else GitError in git's words."""
         if any(words in message for words in _DISK_FULL) or (
                 "couldn't write" in message and _nearly_full(self.git_dir())):
             return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), f"{self.git_dir()} (git {args[0]})")
         return GitError(f"git {_command(args)} failed: {message}", hint=_DOCTOR_HINT)
 
     def _lock_files(self, args: Sequence[str]) -> list[Path]:
-        """The lock files git may take for `args`, counted generously (a lock listed and never
-        taken costs nothing; one taken and not listed blocks the desk after a kill): the index's,
-        HEAD's and its branch's, those a merge or reset takes, the refs the arguments name (a
-        refspec's destination too) and the config's."""
+        """The lock files git may take for `args`, counted generously: one listed and never taken costs
+        nothing, one taken and not listed blocks the desk after a kill."""
         command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
         if command in _LOCK_FREE:
             return []
@@ -242,9 +230,8 @@ class Runner:
         return self.run(*args, read_only=True).decode("utf-8", "surrogateescape")
 
     def start(self, *commands: tuple[str, ...], input: bytes | None = None) -> Started:
-        """Start read-only git commands without waiting for them (`Started.wait` collects them), so
-        they run while the caller works. `input` (a few lines: it fits the pipe, so writing it
-        never waits) goes to each one's stdin, which closes when the answer is collected."""
+        """Start read-only git commands without waiting (`Started.wait` collects them). `input` (a few
+        lines: it fits the pipe) goes to each one's stdin."""
         env = self.read_env()
         started = Started(commands, [])
         try:
@@ -265,10 +252,7 @@ class Runner:
         return started
 
     def stream(self, *args: str) -> Generator[bytes, None, None]:
-        """Run a read-only `git ARGS` and yield its stdout in chunks as git writes it.
-
-        Closing the generator early kills git; a failure raises GitError once stdout is read.
-        """
+        """Run a read-only `git ARGS` and yield its stdout as git writes it; closing early kills git."""
         with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on it
             proc = subprocess.Popen(["git", *args], cwd=self.root, stdout=subprocess.PIPE,
                                     stderr=errors, env=self.read_env())
@@ -289,7 +273,7 @@ class Runner:
                 raise GitError(f"git {_command(args)} failed: {message}", hint=_DOCTOR_HINT)
 
     def git_dir(self) -> Path:
-        """The repository's git folder, absolute; found once per Git (`.git` without asking git)."""
+        """The repository's git folder, absolute; found once (`.git` without asking git when plain)."""
         if self._git_dir is None:
             dot_git = self.root / ".git"
             if dot_git.is_dir() and not self._env.get("GIT_DIR"):
