@@ -102,7 +102,7 @@ def index_differs(index: bytes, expected: bytes, broken: Collection[str]) -> boo
 
 def stale_index(index: bytes, expected: bytes) -> Finding:
     """`index-stale` for a MEMORY.md that is `index` where it should be `expected`."""
-    return Finding(INDEX_FILE, _first_difference(index, expected), "index-stale",
+    return Finding(INDEX_FILE, first_difference(index, expected), "index-stale",
                    "MEMORY.md does not match memory/; it is generated: run `desk "
                    "reindex` (the pre-commit hook regenerates it in the work tree)")
 
@@ -176,19 +176,10 @@ def _full_index(desk: DeskFolder, files: Mapping[str, str], read: Read) -> bytes
     from desk.formats.memory_index import render_index
     from desk.gate.entries import load_entries  # YAML, as above
 
-    valid = {p: b for p, b in files.items() if memory_name(p) is not None}
-    for _ in range(len(valid) + 1):
-        try:
-            return render_index(load_entries(desk, valid, read).values())
-        except InvalidFileError as exc:
-            bad = {f.path for f in exc.findings} & set(valid)
-            if not bad:
-                raise
-            valid = {p: b for p, b in valid.items() if p not in bad}
-    return render_index([])
+    return render_index(load_entries(desk, files, read, invalid=[]).values())
 
 
-def _first_difference(a: bytes, b: bytes) -> int:
+def first_difference(a: bytes, b: bytes) -> int:
     for number, (x, y) in enumerate(zip(a.split(b"\n"), b.split(b"\n")), start=1):
         if x != y:
             return number

@@ -101,7 +101,7 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
     changes, blobs = staged_changes(git, raw)
     read = blob_reader(git, blobs)
     memory = MemorySet(blobs.get(f":{INDEX_FILE}"), blobs.get(f"HEAD:{INDEX_FILE}"),
-                       lambda: git.worktree.ls_staged(MEMORY_PREFIX), read, _like(git))
+                       lambda: git.worktree.ls_staged_files([MEMORY_PREFIX]), read, _like(git))
     report, regenerated = run_rules(desk, changes, memory, read, message, now, cached=True,
                                head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"),
                                files_under=lambda spec: git.worktree.ls_staged_files([spec]))
@@ -185,10 +185,6 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
                     files[path] = blob_sha(data)
         return files
 
-    def all_files() -> dict[str, str]:
-        head = git.refs.head()
-        return written(git.worktree.ls_tree(head, MEMORY_PREFIX) if head else {}, MEMORY_PREFIX)
-
     memory = None
     touches_memory = INDEX_FILE in writes or any(p.startswith(MEMORY_PREFIX) for p in writes)
     # HEAD's MEMORY.md and desk.json: from the work tree when `known` names their blobs and the
@@ -200,7 +196,7 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
         gone = [p for p, data in writes.items() if data is None]
         added = [p for p, data in writes.items() if data is not None]
         like = _like(git, added, gone, known.like if known is not None else None)
-        memory = MemorySet(index, base, all_files, read, like,
+        memory = MemorySet(index, base, lambda: files_under(MEMORY_PREFIX), read, like,
                            head_index=known.index if known is not None else None,
                            base_clean=known is not None and known.index_clean)
     def files_under(spec: str) -> dict[str, str]:

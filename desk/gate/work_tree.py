@@ -1,6 +1,5 @@
-"""`validate --all` and the doctor over the work tree (`validate_listed`): every desk file, tracked
-or not ignored, from one `git ls-files` that desk.gate.whole starts before the gate loads.
-"""
+"""`validate --all` and the doctor over the work tree (`validate_listed`): every desk file, from one
+`git ls-files` that desk.gate.whole starts before the gate loads."""
 
 from __future__ import annotations
 
@@ -29,12 +28,9 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
                     cached: bool = True) -> Report:
     """`validate_all`'s work, once git was asked for the listing (`started`, of `.system/`).
 
-    One `git ls-files` lists the work tree, naming the blob of every file git's stat cache finds
-    unchanged since the index; only the other files are read from disk, and of the unchanged ones
-    only those whose verdict the cache lacks. A desk whose listing, changed files and committed
-    archive files are all as in an earlier run gets that run's findings back in one lookup.
-    `cached=False` runs every rule on every file.
-    """
+    Only the files git's stat cache cannot vouch for are read, and of the others only those whose
+    verdict the cache lacks; a desk as in an earlier run gets its findings back in one lookup.
+    `cached=False` runs every rule on every file."""
     now = now or dt.datetime.now(dt.timezone.utc)
     if cached:  # the cache's module (SQLite) loads while git lists
         from desk.gate.verdicts import VerdictCache  # noqa: F401
@@ -81,11 +77,8 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
 def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, bytes | None]],
                     heads: Mapping[str, str], desk_id: str, cache: VerdictCache | None
                     ) -> tuple[Report, FileVerdict]:
-    """`validate_all`'s work: every file's verdict (cached ones reused) and the memory-set rules.
-
-    `found` maps each path to `(mode, blob, content)`, content None when it is still to be read.
-    Returns the counts and every finding with its condition (desk.gate.rules.FileVerdict).
-    """
+    """Every file's verdict (cached ones reused) and the memory-set rules; `found` maps each path to
+    `(mode, blob, content)`, content None while unread."""
     report = Report()
     read = blob_reader(desk.git, {})
     verdicts: dict[str, FileVerdict] = {}
@@ -124,12 +117,9 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
     except SymlinkError:
         index = None  # reported by the symlink rule
 
-    by_lower: dict[str, list[str]] = {}
-    for path in memory_paths:
-        by_lower.setdefault(path.lower(), []).append(path)
-
     def like(wanted: list[str]) -> list[str]:
-        return [p for lower in {w.lower() for w in wanted} for p in by_lower.get(lower, ())]
+        lowered = {w.lower() for w in wanted}
+        return [p for p in memory_paths if p.lower() in lowered]
 
     memory = MemorySet(index, None, lambda: {}, read, like, all_lines=lambda: every)
     found_set, _ = check_memory_set(desk, lines, memory, set(memory_paths))
@@ -158,14 +148,8 @@ def _work_tree_scope_indexes(desk: DeskFolder, found: Mapping[str, tuple[str, st
 
 def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[str, FileVerdict],
                  changed: Collection[str]) -> list[Finding]:
-    """desk.gate.keyed's rules over the work tree: one active revision per key, evidence in the
-    archive, open cases that still describe their domain.
-
-    Cheap on a desk without keyed memories: each memory's verdict (cached by blob) says whether
-    it holds a `key:` or `evidence:` line, so only those are read (not a `git grep` over every memory
-    file), the queue is taken as its own verdict found it, and
-    YAML, pydantic and the rules load only when there is work.
-    """
+    """desk.gate.keyed's rules over the work tree. Only memories whose cached verdict says they hold a
+    `key:` or `evidence:` line are read, and the rules load only when there is work."""
     keyed = {path for path in memory_paths if verdicts[path].keyed} | set(changed)
     datas = {}
     for path in memory_paths:

@@ -57,6 +57,16 @@ def _replace(path: Path, data: bytes, durable: bool) -> os.stat_result:
     return stat
 
 
+def nearly_full(folder: Path | str) -> bool:
+    """Whether the file system holding `folder` has less than 1 MiB left: git's and SQLite's errors
+    on such a disk ("couldn't write", SQLITE_IOERR) do not say it is the space."""
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 1 << 20
+
+
 def remove(path: Path) -> None:
     """Delete `path` if it exists and make the removal durable."""
     try:

@@ -9,6 +9,7 @@ again next time: git's racy rule)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -69,12 +70,9 @@ def module_path(name: str, package: Path = PACKAGE) -> tuple[str, os.stat_result
     if parts[0] != package.name:
         return None
     base = os.path.join(package, *parts[1:])
-    for path in (f"{base}.py" if len(parts) > 1 else None, os.path.join(base, "__init__.py")):
-        try:
-            if path is not None:
-                return path, os.stat(path)
-        except OSError:
-            continue
+    for path in [f"{base}.py"] * (len(parts) > 1) + [os.path.join(base, "__init__.py")]:
+        with contextlib.suppress(OSError):
+            return path, os.stat(path)
     return None
 
 

@@ -7,6 +7,7 @@ when opened, a record file carries it in its first line. `desk doctor --rebuild`
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -109,12 +110,9 @@ def drop_all(git_dir: Path) -> list[str]:
     """Remove every registered file (and SQLite's side files) and every retired record from
     `git_dir`; the paths removed, relative to it. The caller holds the desk lock."""
     removed = []
-    names = [entry.path for entry in REGISTRY] + list(RETIRED)
-    for name in names:
+    for name in [entry.path for entry in REGISTRY] + list(RETIRED):
         for suffix in ("", "-wal", "-shm") if name.endswith(".sqlite") else ("",):
-            try:
+            with suppress(FileNotFoundError):
                 (git_dir / f"{name}{suffix}").unlink()
-            except FileNotFoundError:
-                continue
-            removed.append(f"{name}{suffix}")
+                removed.append(f"{name}{suffix}")
     return removed

@@ -79,8 +79,7 @@ def parse(data: bytes, path: str) -> Document:
     if end is None:
         raise _fail(path, 1, "frontmatter-unclosed",
                     "frontmatter opened on line 1 is never closed by a `---` line")
-    start_of_yaml = len(DELIMITER) + 1
-    yaml_text = text[start_of_yaml:end]
+    yaml_text = text[len(DELIMITER) + 1:end]
     if len(yaml_text.encode()) > MAX_FRONTMATTER_BYTES:
         raise _fail(path, 2, "frontmatter-size",
                     f"frontmatter is over {MAX_FRONTMATTER_BYTES} bytes; keep it to a few short fields")
@@ -305,54 +304,9 @@ def _dumper() -> type:
     return Dumper
 
 
-def plain_dump(meta: dict[str, Any]) -> str | None:
-    """`dump_mapping(meta)` without PyYAML when every key and value is in the plain subset that
-    `plain_mapping` reads (whole numbers, `Timestamp`s, plain strings that start with a letter,
-    non-empty lists of them); None for anything else, which PyYAML writes.
-    tests/storage/test_frontmatter_plain.py checks, on hostile values, that whatever this writes
-    equals PyYAML's output."""
-    lines = []
-    for key, value in meta.items():
-        if not isinstance(key, str) or not _KEY.match(key) or key in _NOT_STRINGS:
-            return None
-        if isinstance(value, list):
-            if not value or not all(isinstance(v, str) and _plain_out(v) for v in value):
-                return None
-            lines.append(f"{key}:")
-            lines.extend(f"  - {v}" for v in value)
-            continue
-        if isinstance(value, Timestamp):
-            if not _TIME.match(value):
-                return None
-        elif type(value) is int:
-            if not 0 <= value < 10 ** 18:
-                return None
-        elif type(value) is not str or not _plain_out(value):
-            return None
-        lines.append(f"{key}: {value}")
-    return "".join(line + "\n" for line in lines) if lines else None
-
-
-_KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
-# Characters a written plain string may hold besides letters and digits (any script's, as Python
-# says: PyYAML writes them as they are under allow_unicode): space and ASCII punctuation that
-# means nothing inside a block plain scalar. Anything else (quotes at either end, `#` after a
-# space, `: `, control and format characters, other spaces) is left to PyYAML.
-_PLAIN_PUNCTUATION = frozenset(" -_.,/()+='&;!?%$@*~^<>|[]{}#\"")
-
-
-def _plain_out(value: str) -> bool:
-    return (_plain_string(value) and value[-1] not in " #" and not value.startswith(("'", '"'))
-            and all(c.isalnum() or c in _PLAIN_PUNCTUATION for c in value))
-
-
 def dump_mapping(meta: dict[str, Any]) -> str:
-    """YAML for `meta` in block style, keys in the given order, no line folding: written by
-    `plain_dump` when it can (without importing PyYAML), else by PyYAML."""
-    fast = plain_dump(meta)
-    if fast is not None:
-        return fast
-    import yaml
+    """YAML for `meta` in block style, keys in the given order, no line folding."""
+    import yaml  # here: reading desk's plain frontmatter never needs it
 
     return yaml.dump(meta, Dumper=_dumper(), sort_keys=False, allow_unicode=True,
                      default_flow_style=False, width=1 << 30)

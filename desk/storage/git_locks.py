@@ -165,17 +165,6 @@ def recorded_git_locks(git_dir: Path) -> tuple[list[LeftLock], list[Path]]:
     return found, records
 
 
-def wait_for_orphans(git_dir: Path, timeout: float) -> list[int]:
-    """Wait up to `timeout` s while a git a dead desk command started still runs; the pids still running."""
-    deadline = time.monotonic() + timeout
-    while True:
-        alive = [c.pid for _, children in _dead_records(git_dir) for c in children
-                 if c.pid != os.getpid() and process_alive(c.pid, c.proc_start)]
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        time.sleep(0.05)
-
-
 def release_left_locks(git_dir: Path, root: Path) -> None:
     """Under the desk lock, before a mutation: wait for orphaned gits, then remove the locks killed
     desk commands left."""
@@ -188,8 +177,14 @@ def release_left_locks(git_dir: Path, root: Path) -> None:
 
 
 def require_no_orphans(git_dir: Path, timeout: float = 10.0) -> None:
-    """`wait_for_orphans`, then ConflictError (exit 4) naming the git processes still running."""
-    alive = wait_for_orphans(git_dir, timeout)
+    """Wait up to `timeout` s while a git a dead desk command started still runs (its work must not
+    be settled under it), then ConflictError (exit 4) naming the ones still running."""
+    deadline = time.monotonic() + timeout
+    while alive := [c.pid for _, children in _dead_records(git_dir) for c in children
+                    if c.pid != os.getpid() and process_alive(c.pid, c.proc_start)]:
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
     if alive:
         from desk.errors import ConflictError
 
@@ -245,12 +240,12 @@ def git_running_in(root: Path) -> bool | None:
             continue
         if not process_alive(int(entry.name)):
             continue
-        if (cwd == root or root in cwd.parents) and _command(args) not in READERS:
+        if (cwd == root or root in cwd.parents) and subcommand(args) not in READERS:
             return True
     return False
 
 
-def _command(args: list[str]) -> str:
+def subcommand(args: list[str]) -> str:
     """The git subcommand of a command line (`git -C x -c k=v commit ...`: `commit`)."""
     words = iter(args[1:])
     for word in words:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from desk.storage.atomic import nearly_full
+
 _SIDE_FILES = ("", "-wal", "-shm")  # the cache and the files SQLite keeps beside it in WAL mode
 
 
@@ -70,28 +72,15 @@ class _CacheConnection(sqlite3.Connection):
             raise _disk_full(exc, self.cache_path) from exc
 
 
-# Below this much free space, SQLite's "disk I/O error" on a cache is the disk being full: SQLite
-# reports a short write to its shared-memory or journal file as SQLITE_IOERR, not SQLITE_FULL.
-_NEARLY_FULL = 1 << 20
-
-
 def _disk_full(exc: sqlite3.OperationalError, path: str) -> Exception:
-    """The OSError SQLite's error stands for: SQLITE_FULL, or SQLITE_IOERR on a (nearly) full disk, is
-    ENOSPC; other SQLITE_IOERR is EIO."""
+    """The OSError SQLite's error stands for: SQLITE_FULL, or SQLITE_IOERR on a (nearly) full disk (a
+    short write to its journal), is ENOSPC; other SQLITE_IOERR is EIO."""
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-    if code == sqlite3.SQLITE_FULL or code == sqlite3.SQLITE_IOERR and _nearly_full(path):
+    if code == sqlite3.SQLITE_FULL or code == sqlite3.SQLITE_IOERR and nearly_full(os.path.dirname(path) or "."):
         return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
     if code == sqlite3.SQLITE_IOERR:
         return OSError(errno.EIO, f"{os.strerror(errno.EIO)} ({exc})", path)
     return exc
-
-
-def _nearly_full(path: str) -> bool:
-    try:
-        st = os.statvfs(os.path.dirname(path) or ".")
-    except OSError:
-        return False
-    return st.f_bavail * st.f_frsize < _NEARLY_FULL
 
 
 def rollback(db: sqlite3.Connection) -> None:

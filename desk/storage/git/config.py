@@ -19,28 +19,21 @@ _QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commit
 def parse_config(out: bytes) -> dict[str, str]:
     """`{key: value}` from `git config -z --get-regexp` (a key without a value is "", true to git; the
     last value of a key wins)."""
-    found: dict[str, str] = {}
-    for record in out.decode("utf-8", "replace").split("\0"):
-        if record:
-            key, _, value = record.partition("\n")
-            found[key] = value
-    return found
+    records = (record.partition("\n") for record in out.decode("utf-8", "replace").split("\0") if record)
+    return {key: value for key, _, value in records}
 
 
 class Config:
-    """The config of one repository (`git.config`). A Git made by `with_env` shares its source's."""
+    """The config of one repository (`git.config`). A Git made by `with_env` shares this object."""
 
-    def __init__(self, git: Git, parent: Config | None = None) -> None:
+    def __init__(self, git: Git) -> None:
         self._git = git
-        self._parent = parent
         self._values: dict[str, str] | None = None
         self._started: Started | None = None
         self._identity: list[str] | None = None
 
     def values(self) -> dict[str, str]:
         """The config values desk needs, read once per Git; keys lower-cased as git prints them."""
-        if self._parent is not None:
-            return self._parent.values()
         if self._values is None:
             self.start()
             assert self._started is not None
@@ -49,15 +42,11 @@ class Config:
 
     def start(self) -> None:
         """Have `values()` answered by a `git config` started now, running while the caller works."""
-        if self._parent is not None:
-            self._parent.start()
-        elif self._values is None and self._started is None:
+        if self._values is None and self._started is None:
             self._started = self._git.start(("config", "-z", "--get-regexp", _QUERY))
 
     def identity_args(self) -> list[str]:
         """`-c user.name=… -c user.email=…` when no identity is configured, so desk works anywhere."""
-        if self._parent is not None:
-            return self._parent.identity_args()
         if self._identity is None:
             keys = set(self.values())
             env = self._git.env
@@ -86,13 +75,9 @@ class Config:
 
     def signs_commits(self) -> bool:
         """Whether `commit.gpgSign` asks for signed commits (`commit-tree` ignores it, so desk passes `-S`)."""
-        value = self.values().get("commit.gpgsign")
-        if value is None:
-            return False
-        value = value.strip().lower()
-        if value in ("", "true", "yes", "on"):  # `gpgsign` with no value is true, as git reads it
-            return True
-        return value.lstrip("-").isdigit() and int(value) != 0
+        value = self.values().get("commit.gpgsign", "false").strip().lower()
+        # `gpgsign` with no value ("") is true, as git reads it
+        return value in ("", "true", "yes", "on") or value.lstrip("-").isdigit() and int(value) != 0
 
     def set(self, key: str, value: str) -> None:
         """`git config KEY VALUE` in the repository's own config file."""

@@ -34,15 +34,13 @@ class FolderState:
         self.listed_untracked: list[str] | None = None  # what `ls-files -o` named, once `result()` ran
         self._head = head = git.refs.head()
         self._names = [n for n in dict.fromkeys([f"HEAD:{folder}", *also]) if n != "HEAD" and "\n" not in n]
-        # The comparison first: it takes longest, and a process started while another git is
-        # starting can wait a scheduler tick for a core.
+        # The comparison first: it takes longest.
         if head is not None:
             self._changed = git.start(("diff-index", "--name-only", "-z", "--no-renames", head, "--", spec))
         self._untracked = git.start(("ls-files", "-o", "-z", *(() if ignored else ("--exclude-standard",)),
                                      "--", spec)) if untracked else None
         if head is not None:
-            # `known_ids(head)`: the ids at that commit known without git (a commit's trees never
-            # change), or None; else one `cat-file` looks them up (`looked_up` says which)
+            # the ids at that commit known without git (a commit's trees never change), else one `cat-file`
             known = known_ids(head) if known_ids is not None else None
             if known is not None and all(name in known for name in self._names):
                 self._ids = {**{name: known[name] for name in self._names}, "HEAD": head}

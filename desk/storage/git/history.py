@@ -63,17 +63,9 @@ class History:
         the walk there instead of HEAD."""
         if self._git.refs.head() is None:
             return []
-        args = []
-        if limit:
-            args.append(f"-n{limit}")
-        if since:
-            args.append(f"--since={since}")
-        if until:
-            args.append(f"--until={until}")
-        if not merges:
-            args.append("--no-merges")
-        if rev is not None:
-            args.append(rev)
+        args = [*([f"-n{limit}"] if limit else []), *([f"--since={since}"] if since else []),
+                *([f"--until={until}"] if until else []), *([] if merges else ["--no-merges"]),
+                *([rev] if rev is not None else [])]
         return [_commit(values, changes) for values, changes in self._log(_FIELDS, args, paths)]
 
     def commits(self, shas: Iterable[str]) -> list[Commit]:

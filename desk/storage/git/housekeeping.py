@@ -47,9 +47,9 @@ class ObjectStore:
 def _limits(git: Git) -> tuple[int, int]:
     """gc.auto and gc.autoPackLimit as configured (git's defaults when unset or not a number)."""
     values = git.config.values()
-    found = [values.get(key, "").strip() for key in ("gc.auto", "gc.autopacklimit")]
-    return (int(found[0]) if found[0].lstrip("-").isdigit() else GC_AUTO,
-            int(found[1]) if found[1].lstrip("-").isdigit() else GC_AUTO_PACK_LIMIT)
+    auto, packs = (values.get(key, "").strip() for key in ("gc.auto", "gc.autopacklimit"))
+    return (int(auto) if auto.lstrip("-").isdigit() else GC_AUTO,
+            int(packs) if packs.lstrip("-").isdigit() else GC_AUTO_PACK_LIMIT)
 
 
 def _common_dir(git: Git) -> Path:

@@ -41,11 +41,8 @@ class Merging:
         wanted = f"refs/heads/{branch}"
 
         def advertised(outputs: list[bytes]) -> str | None:
-            for line in outputs[0].decode("utf-8", "replace").splitlines():
-                sha, _, ref = line.partition("\t")
-                if ref == wanted:
-                    return sha
-            return None
+            lines = (line.partition("\t") for line in outputs[0].decode("utf-8", "replace").splitlines())
+            return next((sha for sha, _, ref in lines if ref == wanted), None)
 
         return Answer(self._git.start(("ls-remote", "--", remote, wanted)), advertised)
 
@@ -134,9 +131,7 @@ def merge_text(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
     """git's three-way line merge (`git merge-file` on temporary copies): the merged bytes, or None
     where git would leave conflict markers or cannot merge (binary)."""
     with tempfile.TemporaryDirectory(prefix="desk-merge-") as tmp:
-        names = []
         for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
             (Path(tmp) / name).write_bytes(data)
-            names.append(name)
-        proc = Runner(Path(tmp)).completed(("merge-file", "-p", "-q", *names), recorded=False)
+        proc = Runner(Path(tmp)).completed(("merge-file", "-p", "-q", "ours", "base", "theirs"), recorded=False)
     return proc.stdout if proc.returncode == 0 else None  # else the number of conflicts, or 255

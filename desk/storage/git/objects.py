@@ -13,23 +13,9 @@ from desk.storage.hashing import sha1_hex
 if TYPE_CHECKING:
     from desk.storage.git.repo import Git
 
-_LARGE_BLOB = 1 << 16
-_large_blobs: dict[bytes, str] = {}  # the last few large contents hashed, by content
-_LARGE_KEPT = 4
-
-
 def blob_sha(content: bytes) -> str:
-    """The object id git gives `content` as a blob (SHA-1). The last few large contents are remembered:
-    a mutation hashes MEMORY.md several times."""
-    if len(content) < _LARGE_BLOB:
-        return sha1_hex(b"blob %d\0" % len(content) + content)
-    sha = _large_blobs.get(content)
-    if sha is None:
-        sha = sha1_hex(b"blob %d\0" % len(content) + content)
-        if len(_large_blobs) >= _LARGE_KEPT:
-            del _large_blobs[next(iter(_large_blobs))]
-        _large_blobs[content] = sha
-    return sha
+    """The object id git gives `content` as a blob (SHA-1 repositories)."""
+    return sha1_hex(b"blob %d\0" % len(content) + content)
 
 
 class Objects:
@@ -51,11 +37,7 @@ class Objects:
     def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
         """Objects by any name cat-file takes (`sha`, `HEAD:path`, `:path`) through one `cat-file --batch`;
         missing ones are left out."""
-        return {name: content for name, (_kind, content) in self.read_objects(shas).items()}
-
-    def read_objects(self, names: Iterable[str]) -> dict[str, tuple[str, bytes]]:
-        """`{name: (type, content)}` through one `git cat-file --batch`; missing ones are left out."""
-        wanted = list(dict.fromkeys(names))
+        wanted = list(dict.fromkeys(shas))
         if not wanted:
             return {}
         asked = ("\n".join(wanted) + "\n").encode()
@@ -64,7 +46,7 @@ class Objects:
             out = Started((("cat-file", "--batch"),), [reader]).wait(input=asked)[0]
         else:
             out = self._git.run("cat-file", "--batch", input=asked, read_only=True)
-        found: dict[str, tuple[str, bytes]] = {}
+        found: dict[str, bytes] = {}
         pos = 0
         for sha in wanted:
             end = out.index(b"\n", pos)
@@ -73,12 +55,12 @@ class Objects:
             if len(header) < 3 or header[-1] == b"missing":
                 continue  # not in the object store: left out, the caller decides
             size = int(header[2])
-            found[sha] = (header[1].decode("ascii", "replace"), out[pos:pos + size])
+            found[sha] = out[pos:pos + size]
             pos += size + 1
         return found
 
     def start_reader(self) -> None:
-        """Start the `git cat-file --batch` the next `read_objects` asks, so git starts while the caller
+        """Start the `git cat-file --batch` the next `read_blobs` asks, so git starts while the caller
         works; `close_reader` ends it if unused."""
         if self._reader is None:
             self._reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self._git.root,
@@ -86,7 +68,7 @@ class Objects:
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def close_reader(self) -> None:
-        """End a started `git cat-file --batch` that `read_objects` did not use."""
+        """End a started `git cat-file --batch` that `read_blobs` did not use."""
         if self._reader is not None:
             reader, self._reader = self._reader, None
             end(reader)  # its stdin closed: cat-file ends

@@ -29,12 +29,8 @@ def path_of(raw: bytes) -> str:
 
 def parse_ls_files(out: bytes) -> dict[str, str]:
     """`{path: blob id}` from `git ls-files -s -z`."""
-    entries: dict[str, str] = {}
-    for record in out.split(b"\0"):
-        if record:
-            meta, path = record.split(b"\t", 1)
-            entries[path_of(path)] = meta.split()[1].decode()
-    return entries
+    records = (record.split(b"\t", 1) for record in out.split(b"\0") if record)
+    return {path_of(path): meta.split()[1].decode() for meta, path in records}
 
 
 def path_list(out: bytes) -> set[str]:
@@ -44,14 +40,8 @@ def path_list(out: bytes) -> set[str]:
 
 def parse_ls_tree(out: bytes) -> dict[str, str]:
     """`{path: blob sha}` from `git ls-tree -z` (trees and submodules left out)."""
-    entries: dict[str, str] = {}
-    for record in out.split(b"\0"):
-        if record:
-            meta, path = record.split(b"\t", 1)
-            mode, kind, sha = meta.split()
-            if kind == b"blob":
-                entries[path_of(path)] = sha.decode()
-    return entries
+    records = (record.split(b"\t", 1) for record in out.split(b"\0") if record)
+    return {path_of(path): meta.split()[2].decode() for meta, path in records if meta.split()[1] == b"blob"}
 
 
 def raw_changes(out: bytes) -> list[RawChange]:

@@ -4,7 +4,6 @@ repository's refs are read from their files without a git process; anything unus
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,11 +89,8 @@ class Refs:
     def refs_under(self, prefix: str) -> dict[str, str]:
         """`{full ref name: object id}` of the refs under `prefix` (`refs/desk/proposals/`)."""
         out = self._git.run("for-each-ref", "--format=%(objectname) %(refname)", prefix, read_only=True)
-        refs: dict[str, str] = {}
-        for line in out.decode("utf-8", "surrogateescape").splitlines():
-            sha, _, name = line.partition(" ")
-            refs[name] = sha
-        return refs
+        lines = (line.partition(" ") for line in out.decode("utf-8", "surrogateescape").splitlines())
+        return {name: sha for sha, _, name in lines}
 
     def exchange(self, remote: str, prefixes: list[str], *, push: bool) -> list[str]:
         """Fetch, then (`push`) push, the refs under `prefixes` with `remote`, never forced; git's words
@@ -116,8 +112,8 @@ class Refs:
         """`git merge-base --is-ancestor` (a commit is its own ancestor)."""
         if ancestor == descendant:
             return True
-        proc = subprocess.run(["git", "merge-base", "--is-ancestor", ancestor, descendant], cwd=self._git.root,
-                              env=self._git.read_env(), capture_output=True)
+        proc = self._git.completed(("merge-base", "--is-ancestor", ancestor, descendant), self._git.read_env(),
+                                   recorded=False)
         if proc.returncode > 1:
             raise GitError(f"git merge-base --is-ancestor {ancestor[:12]} {descendant[:12]} failed: "
                            + proc.stderr.decode("utf-8", "replace").strip(),

@@ -30,8 +30,8 @@ class Git(Runner):
                  config: Config | None = None) -> None:
         super().__init__(root, hook_env=hook_env)
         if env is not None:
-            self._env = env
-        self.config = Config(self, config)
+            self.env = env
+        self.config = config if config is not None else Config(self)
         self.refs = Refs(self)
         self.objects = Objects(self)
         self.worktree = WorkTree(self)
@@ -42,12 +42,7 @@ class Git(Runner):
     def with_env(self, **changes: str | None) -> Git:
         """A Git for the same work tree with `changes` applied to its environment (None removes); it
         shares this Git's config."""
-        env = dict(self._env)
-        for key, value in changes.items():
-            if value is None:
-                env.pop(key, None)
-            else:
-                env[key] = value
+        env = {key: value for key, value in {**self.env, **changes}.items() if value is not None}
         return Git(self.root, env=env, config=self.config)
 
     def init(self) -> None:

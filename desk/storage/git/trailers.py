@@ -66,11 +66,8 @@ def _blank(line: str) -> bool:
 
 def _trailer_block_start(lines: list[str]) -> int | None:
     """The index of the trailer block's first line, or None when the message has none."""
-    title_end = 0  # the first paragraph is the title and never holds trailers
-    while title_end < len(lines):
-        if not lines[title_end].startswith(_COMMENT) and _blank(lines[title_end]):
-            break
-        title_end += 1
+    # the first paragraph is the title and never holds trailers
+    title_end = next((i for i, line in enumerate(lines) if not line.startswith(_COMMENT) and _blank(line)), len(lines))
     only_spaces, recognized = True, False
     trailers = others = maybe_continued = 0
     for i in range(len(lines) - 1, title_end - 1, -1):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from desk.storage.git.parse import (RawChange, WorkTreeListing, parse_ls_files, parse_ls_tree, path_list, path_of,
                                     raw_changes)
-from desk.storage.git.run import Answer, Started
+from desk.storage.git.run import Answer
 
 if TYPE_CHECKING:
     from desk.storage.git.repo import Git
@@ -20,33 +20,7 @@ _OTHERS = ("-o", "--exclude-standard", f"--exclude=!{ARCHIVE_EXCLUDE}")
 _LISTING = ("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", *_OTHERS)
 
 
-class StartedListing:
-    """`WorkTree.start_work_tree_listing`: the listing and HEAD's tree of a folder, being computed."""
-
-    def __init__(self, listing: Started, tree: Started | None) -> None:
-        self._listing = listing
-        self._tree = tree
-        self._result: tuple[WorkTreeListing, dict[str, str]] | None = None
-
-    def result(self) -> tuple[WorkTreeListing, dict[str, str]]:
-        """The listing and `{path: blob}` of HEAD's folder (empty without HEAD); the same answer when asked again."""
-        if self._result is None:
-            listing = self._listing.wait()[0]
-            tree = self._tree.wait()[0] if self._tree is not None else b""
-            self._result = WorkTreeListing(listing), parse_ls_tree(tree)
-        return self._result
-
-    def close(self) -> None:
-        """End the git processes if `result` was not asked (`Started.close`)."""
-        for started in (self._listing, self._tree):
-            if started is not None:
-                started.close()
-
-    def __enter__(self) -> StartedListing:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+StartedListing = Answer[tuple[WorkTreeListing, dict[str, str]]]  # the listing and HEAD's tree of a folder
 
 
 class WorkTree:
@@ -70,10 +44,6 @@ class WorkTree:
             return {}
         return parse_ls_tree(self._read("ls-tree", "-z", "--full-tree", rev, "--", *wanted, check=False))
 
-    def ls_staged(self, folder: str) -> dict[str, str]:
-        """`{path: blob sha}` for the files directly in `folder` in the index (hooks: the staged content)."""
-        return parse_ls_files(self._read("ls-files", "-s", "-z", "--", folder.rstrip("/") + "/"))
-
     def ls_staged_files(self, paths: Iterable[str]) -> dict[str, str]:
         """`{path: blob sha}` for those of `paths` (files, or folders at any depth) in the index."""
         wanted = list(paths)
@@ -95,10 +65,11 @@ class WorkTree:
     def start_work_tree_listing(self, folder: str) -> StartedListing:
         """The work tree as git sees it (WorkTreeListing) and HEAD's tree under `folder`, both started now
         and answered by `.result()`."""
-        if self._git.refs.head() is None:
-            return StartedListing(self._git.start(_LISTING), None)
-        return StartedListing(*self._git.start(_LISTING, ("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--",
-                                                          folder.rstrip("/") + "/")).split())
+        commands: list[tuple[str, ...]] = [_LISTING]
+        if self._git.refs.head() is not None:
+            commands.append(("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--", folder.rstrip("/") + "/"))
+        return Answer(self._git.start(*commands),
+                      lambda outs: (WorkTreeListing(outs[0]), parse_ls_tree(outs[1]) if len(outs) > 1 else {}))
 
     def staged_paths(self) -> set[str]:
         """The paths the index changes against HEAD."""
@@ -144,16 +115,13 @@ class WorkTree:
         paths = list(paths)
         if not paths:
             return []  # git status without a pathspec would check the whole work tree
-        records = self._read("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths).split(b"\0")
+        records = iter(self._read("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths).split(b"\0"))
         found = []
-        i = 0
-        while i < len(records):
-            record = records[i]
+        for record in records:
             if record:
                 found.append(path_of(record[3:]))
                 if record[:1] in (b"R", b"C"):
-                    i += 1  # a rename carries its source path as the next record
-            i += 1
+                    next(records, None)  # a rename carries its source path as the next record
         return found
 
     def symlinks(self, rev: str = "HEAD") -> list[str]:
