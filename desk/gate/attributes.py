@@ -1,20 +1,12 @@
 """The `attribute` rule: no `.gitattributes` line may change how git stores, checks out or merges
 desk's files.
 
-desk compares its files byte for byte and relies on its own merge drivers (or git's text merge,
-which stops with a conflict). A line from another clone can undo that: `* text eol=crlf` checks
-MEMORY.md out with CRLF (an uncommitted edit to desk), `SOUL.md merge=desk-derived` merges a
-two-sided edit silently, a `filter`, `working-tree-encoding` or `ident` rewrites the bytes. So the
-gate asks git itself (`git check-attr`, never a copy of its matching rules) what the attributes give
-every desk file and a few paths standing for the files desk will make (`PROBES`), and refuses
-line-end conversion (`text` set or `auto`, `crlf`, `eol` unless `text` is unset), rewritten bytes
-(`filter`, `working-tree-encoding`, `ident`) and a `merge` driver other than git's `text` and
-`binary` and desk's own for that path (desk.formats.hook_files.driver_for).
-
-It runs when a commit (or what a sync brings) changes a `.gitattributes`, over the tree it would
-make; `validate --all` and `desk doctor` run it whenever a `.gitattributes` holds a line that is
-not one of desk's own; `desk clone` runs it on what it cloned.
-"""
+desk compares its files byte for byte and relies on its own merge drivers; `* text eol=crlf`, a
+foreign `merge=` or a `filter` would undo that. The gate asks git (`git check-attr`, never a copy
+of its matching) what every desk file and the PROBES get, and refuses line-end conversion,
+rewritten bytes (`filter`, `working-tree-encoding`, `ident`) and a merge driver other than `text`,
+`binary` and desk's own for that path. It runs when a `.gitattributes` changes, in `validate
+--all`/`doctor` when one holds a line not desk's own, and on what `desk clone` cloned."""
 
 from __future__ import annotations
 
@@ -44,9 +36,7 @@ SHOWN = 5  # paths named in a finding; the rest are counted
 
 
 def only_desk_lines(texts: Iterable[str]) -> bool:
-    """Whether every line of these `.gitattributes` texts is a comment, blank, or one of desk's own
-    (its merge lines, with the template's harmless extras, and its `-text` pins): then no path can
-    get a refused attribute and `validate --all` need not ask git."""
+    """Whether every line of these `.gitattributes` texts is a comment, blank, or desk's own."""
     own = set(desk_attribute_lines())
     return all(not words or words[0].startswith("#")
                or tuple(words[:2]) in own and all(w in _HARMLESS for w in words[2:])
@@ -81,10 +71,9 @@ def attribute_problems(path: str, attributes: Mapping[str, str]) -> list[str]:
 
 def check_attributes(git: Git, paths: Iterable[str], *, cached: bool = True,
                      rewritten: set[str] | None = None) -> list[Finding]:
-    """The `attribute` rule over desk's files among `paths` and the PROBES, as the `.gitattributes`
-    files in `git`'s index (`cached`; in a hook, the staged ones) or its work tree say: one
-    finding per refused set of attributes, naming the first few paths it falls on. `rewritten`
-    gathers the paths whose work-tree bytes git makes other than the committed ones."""
+    """The `attribute` rule over desk's files among `paths` and the PROBES, from the index's
+    `.gitattributes` (`cached`) or the work tree's; `rewritten` gathers the paths whose bytes git
+    rewrites."""
     real = {p for p in paths if is_managed(p)}
     wanted = sorted(real | set(PROBES))
     by_problem: dict[tuple[str, ...], list[str]] = {}
@@ -128,11 +117,9 @@ def tree_attribute_findings(git: Git, rev: str) -> list[Finding]:
 
 def work_tree_attribute_findings(desk: DeskFolder, listing: WorkTreeListing,
                                  findings: list[Finding]) -> list[Finding]:
-    """`findings` (the other rules' over the work tree: `validate --all`, `desk doctor`) with the
-    `attribute` rule's added, asked of git only when a `.gitattributes` holds a line that is not
-    desk's own (one file read otherwise). The other findings on a file whose work-tree bytes git
-    rewrites (an encoding, a filter, line ends) are left out: they describe bytes git would not
-    commit (UTF-16 read as NUL bytes), and the attribute is what is wrong."""
+    """`findings` with the `attribute` rule's added (git asked only when a `.gitattributes` line is not
+    desk's own); other findings on a file git rewrites are left out: they describe bytes git would
+    not commit."""
     from desk.errors import DeskError
 
     texts = []

@@ -1,9 +1,5 @@
-"""What every check of the gate shares: a `Change` (one path, its old and new blob), the `Report`,
-and `run`, which runs the per-file and commit-message rules (desk.gate.rules, cached by blob id in
-desk.gate.verdicts), the memory-set rules (desk.gate.index_rule) and the scopes' generated files
-(desk.gate.scope_index) over a list of changes. desk.gate.validate gathers the changes of a
-commit, a range or desk's own writes; desk.gate.work_tree those of the whole work tree.
-"""
+"""What every check of the gate shares: a `Change`, the `Report`, and `run_rules`, which runs the
+per-file, message, memory-set and scope-index rules over a list of changes."""
 
 from __future__ import annotations
 
@@ -38,9 +34,7 @@ class Change:
     blob: str | None = None  # the blob id of `new`, when git already named it
 
     def key(self) -> FileKey:
-        """What its verdict is cached under (desk.gate.verdicts): the blob it replaces only where
-        the rules read it (`needs_old`), so a memory the hook checked as a change is found by
-        `validate --all`, which has no old blob for it."""
+        """What its verdict is cached under: the replaced blob only where the rules read it (`needs_old`)."""
         old = self.old_blob or "" if needs_old(self.path) else ""
         return (self.path, self.mode, self.blob or blob_sha(self.new or b""), old)
 
@@ -54,8 +48,6 @@ class Report:
     fixed: list[str] = field(default_factory=list)
     computed: int = 0  # files the rules ran on
     reused: int = 0  # files whose verdict came from the cache (desk.gate.verdicts)
-    # `validate --all` redid only what changed since the last run (desk.gate.delta)
-    continued: bool = field(default=False, init=False, repr=False)
     # `{path: correct bytes}` of each stale generated scope file (desk.gate.scope_index): what
     # the pre-commit fixer writes. Not part of the JSON output.
     regenerated: dict[str, bytes] = field(default_factory=dict, init=False, repr=False)
@@ -78,12 +70,9 @@ def run_rules(desk: DeskFolder, changes: list[Change], memory: MemorySet | None,
          message: str | None, now: dt.datetime | None, *, cached: bool = False,
          head_config: Callable[[], bytes | None] | None = None,
          files_under: FilesUnder | None = None) -> tuple[Report, bytes | None]:
-    """The rules over `changes`; the memory-set rules when memory/ or MEMORY.md changed; the
-    scopes' generated files when a scope's files changed (`files_under` lists the commit's files).
-
-    With `cached`, verdicts come from (and go to) the blob-keyed cache. `head_config()` gives
-    HEAD's desk.json when the caller has read it already.
-    """
+    """The rules over `changes`; the memory-set rules when memory/ or MEMORY.md changed; the scopes'
+    generated files when a scope's files changed. `cached`: verdicts from and to the blob-keyed
+    cache; `head_config()`: HEAD's desk.json when the caller has read it."""
     now = now or dt.datetime.now(dt.timezone.utc)
     managed = [c for c in changes if is_checked(c.path, c.mode)]
     report = Report(checked=len(managed))
@@ -134,9 +123,8 @@ def run_rules(desk: DeskFolder, changes: list[Change], memory: MemorySet | None,
 
 
 def _staged_duplicate_keys(contents: Mapping[str, bytes | None], memory: MemorySet) -> list[Finding]:
-    """`keyed-duplicate` for the digest memories this commit writes: another memory of the commit
-    that holds the same key (looked for among the names the digest gives a key: it, or `k-` it,
-    with a hash suffix). Nothing is read unless a changed memory carries a key."""
+    """`keyed-duplicate` for the digest memories this commit writes (others holding the same key are
+    looked for by name); nothing is read unless a changed memory carries a key."""
     keyed = {p: d for p, d in contents.items() if d is not None and b"\nkey:" in d}
     if not keyed:
         return []
@@ -177,9 +165,8 @@ def open_cache(desk: DeskFolder, desk_id: str) -> VerdictCache:
 def file_verdicts(changes: list[Change], desk_id: str, read: Read, known: Mapping[FileKey, FileVerdict],
               report: Report, *, keyed: bool = True
               ) -> tuple[dict[str, FileVerdict], dict[FileKey, FileVerdict]]:
-    """`{path: verdict}` for `changes`, taken from `known` (the cache) when it has them, and the
-    verdicts computed here by their keys (none unless `keyed`; a deletion is not cached: its
-    verdict never needs the content)."""
+    """`{path: verdict}` for `changes` (from `known` when cached) and the verdicts computed here by key
+    (none unless `keyed`; deletions are not cached)."""
     keys = {c.path: c.key() for c in changes if c.new is not None} if keyed else {}
     olds = read([c.old_blob for c in changes
                  if c.old_blob and needs_old(c.path) and keys.get(c.path) not in known])
@@ -202,13 +189,8 @@ def file_verdicts(changes: list[Change], desk_id: str, read: Read, known: Mappin
 
 def commit_config(desk: DeskFolder, changes: list[Change],
             head: Callable[[], bytes | None] | None = None) -> tuple[str, frozenset[str]]:
-    """desk_id and the allowed secret fingerprints of the content under check, without pydantic.
-
-    The desk.json being committed when the change has one, else HEAD's (`head()`, when the caller
-    has read it already): never an unstaged edit in the work tree, which would let a secret
-    through a commit that does not allow it. (`validate --all` checks the work tree, so its
-    changes carry the work-tree desk.json.) A broken desk.json is reported by the `config` rule.
-    """
+    """desk_id and allowed secret fingerprints of the content under check, without pydantic: the
+    desk.json being committed, else HEAD's (never an unstaged edit, which could let a secret through)."""
     found = next((config_values(c.new) for c in changes if c.path == CONFIG_PATH and c.new is not None), None)
     if found:
         return found
@@ -240,9 +222,8 @@ def current_config(desk: DeskFolder) -> tuple[str, frozenset[str]]:
 def blob_reader(git: Git, known: Mapping[str, bytes]) -> Read:
     """Blobs from `known` (already read or about to be written), the rest from git's object store."""
     def read(shas: list[str]) -> Mapping[str, bytes]:
-        found = {s: known[s] for s in shas if s in known}
-        missing = [s for s in shas if s not in known]
-        return {**found, **(git.objects.read_blobs(missing) if missing else {})}
+        return {**{s: known[s] for s in shas if s in known},
+                **git.objects.read_blobs(s for s in shas if s not in known)}
     return read
 
 
@@ -256,25 +237,14 @@ def restore_hints(desk: DeskFolder, findings: list[Finding]) -> list[Finding]:
             if f.path == CONFLICTS_FILE and f.severity == "error" else f for f in findings]
 
 
-def last_good_commit(desk: DeskFolder, path: str = CONFLICTS_FILE, depth: int = 50) -> tuple[str, str] | None:
-    """`(sha, subject)` of the newest of the last `depth` commits of `path` whose queue is good.
-
-    HEAD's copy may be the broken one (committed with --no-verify, or by a fast-forward that ran no
-    hook): restoring it would restore the same broken file.
-    """
+def last_good_hint(desk: DeskFolder, path: str = CONFLICTS_FILE) -> str:
+    """What to do about a broken queue: restore the newest of its last 50 versions that is good
+    (HEAD's may be the broken one), named by its commit."""
     from desk.formats.queue import queue_findings  # pydantic: only when the queue is broken
 
-    for commit in desk.git.history.log([path], limit=depth):
+    for commit in desk.git.history.log([path], limit=50):
         data = desk.git.objects.blob_at(commit.sha, path)
         if data is not None and not any(f.severity == "error" for f in queue_findings(path, data)):
-            return commit.sha, commit.subject
-    return None
-
-
-def last_good_hint(desk: DeskFolder, path: str = CONFLICTS_FILE) -> str:
-    """What to do about a broken queue: restore the last good version, named by its commit."""
-    good = last_good_commit(desk, path)
-    if good is None:
-        return f"no good version in its last 50 commits; `git log -p -- {path}` shows its history"
-    return (f"restore the last good version: `git checkout {good[0][:12]} -- {path}` "
-            f"(from \"{good[1]}\"), then commit it")
+            return (f"restore the last good version: `git checkout {commit.sha[:12]} -- {path}` "
+                    f"(from \"{commit.subject}\"), then commit it")
+    return f"no good version in its last 50 commits; `git log -p -- {path}` shows its history"

@@ -1,15 +1,6 @@
-"""What `desk clone` refuses in the tree it cloned, before it is checked out and before any of
-desk's code reads or writes in it.
-
-A clone runs no hook, so what another clone committed with `--no-verify` arrives unchecked. Most
-of it is the gate's to report (`desk doctor` runs after the clone), but three things act on this
-machine as soon as the tree is checked out and desk starts working in it, so the clone is refused
-(and nothing is kept) instead: a symbolic link anywhere (`.system/cache` linked to a folder outside
-would have desk write there; the gate's `symlink` rule), a committed cache (`cache-committed`), and
-a `.gitattributes` line that changes how git checks out or merges desk's files (`attribute`,
-desk.gate.attributes). `desk sync` refuses the same through the gate before HEAD moves
-(desk.gate.validate.validate_range).
-"""
+"""What `desk clone` refuses in the tree it cloned, before checkout: what acts on this machine as
+soon as desk works in it (a symlink, a committed cache, a `.gitattributes` line changing how git
+checks out desk's files). The rest is the gate's (`desk doctor` runs after the clone)."""
 
 from __future__ import annotations
 

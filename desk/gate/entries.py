@@ -1,12 +1,7 @@
-"""The one entry loader: `load_entries` is how anything reads memory files into MEMORY.md's entries
-(desk.formats.memory_index: MEMORY.md, the write gate, the validator, the digest, `desk context`,
-`desk stats`).
+"""The one entry loader: `load_entries` is how anything reads memory files into MEMORY.md entries.
 
-Mutations must not re-parse the desk, so entries are cached by git blob id in
-`.git/desk-cache/entries.sqlite` (derived, never committed, rebuilt when missing or broken). A blob
-id is a hash of the file's bytes, so a cached entry can never be stale; the set of files comes from
-one `git ls-tree` or a folder scan, and only blobs the cache has not seen are parsed.
-"""
+Entries are cached by blob id in `.git/desk-cache/entries.sqlite` (a blob id hashes the bytes, so
+an entry is never stale); only blobs the cache has not seen are parsed."""
 
 from __future__ import annotations
 
@@ -29,7 +24,6 @@ _CACHE_FILE = "entries.sqlite"
 _TABLE = "entries_v7"  # v7: valid_from, valid_to
 _STATS = "worktree_v1"  # memory/ in the work tree as last read: path -> size, mtime, blob id
 _RACY_NS = 3_000_000_000  # a file modified this close to being read is read again (git's racy rule)
-_SCAN_ALL = 2000  # from this many blobs, one pass over the table beats IN (...) lookups
 
 
 class EntryCache:
@@ -41,9 +35,6 @@ class EntryCache:
 
     def connection(self) -> sqlite3.Connection:
         """The open SQLite connection (other derived tables live in the same file)."""
-        return self._connect()
-
-    def _connect(self) -> sqlite3.Connection:
         if self._db is None:
             self._db = open_cache(self.path, f"CREATE TABLE IF NOT EXISTS {_TABLE} "
                                              f"(blob TEXT PRIMARY KEY, {', '.join(_FIELDS)}); "
@@ -58,12 +49,8 @@ class EntryCache:
     def get(self, blobs: Iterable[str]) -> dict[str, IndexEntry]:
         wanted = list(blobs)
         found: dict[str, IndexEntry] = {}
-        db = self._connect()
+        db = self.connection()
         select = f"SELECT blob, {', '.join(_FIELDS)} FROM {_TABLE}"
-        if len(wanted) >= _SCAN_ALL:
-            want = set(wanted)
-            found.update((row[0], _entry(row)) for row in db.execute(select) if row[0] in want)
-            return found
         for start in range(0, len(wanted), 500):
             chunk = wanted[start:start + 500]
             rows = db.execute(f"{select} WHERE blob IN ({','.join('?' * len(chunk))})", chunk)
@@ -73,10 +60,10 @@ class EntryCache:
     def stats(self) -> dict[str, tuple[int, int, str]]:
         """`{path: (size, mtime_ns, blob id)}` of the memory files as `entries_in_worktree` last read them."""
         return {path: (size, mtime, blob) for path, size, mtime, blob in
-                self._connect().execute(f"SELECT path, size, mtime, blob FROM {_STATS}")}
+                self.connection().execute(f"SELECT path, size, mtime, blob FROM {_STATS}")}
 
     def put_stats(self, seen: list[tuple[str, int, int, str]], gone: Iterable[str]) -> None:
-        db = self._connect()
+        db = self.connection()
         db.execute("BEGIN")
         db.executemany(f"DELETE FROM {_STATS} WHERE path = ?", [(p,) for p in gone])
         db.executemany(f"INSERT OR REPLACE INTO {_STATS} VALUES (?, ?, ?, ?)", seen)
@@ -85,7 +72,7 @@ class EntryCache:
     def put(self, entries: Mapping[str, IndexEntry]) -> None:
         if not entries:
             return
-        db = self._connect()
+        db = self.connection()
         rows = [(blob, *_row(e)) for blob, e in entries.items()]
         insert = f"INSERT OR REPLACE INTO {_TABLE} VALUES ({', '.join('?' * (len(_FIELDS) + 1))})"
         if db.in_transaction:  # part of the caller's transaction (desk.gate.mirror)
@@ -128,12 +115,9 @@ def load_entries(desk: DeskFolder, files: Mapping[str, str], read: ReadBlobs | N
                  blobs: dict[str, str] | None = None) -> dict[str, IndexEntry]:
     """`{name: entry}` for `files` (`{path: blob id}`), parsing only blobs the cache lacks.
 
-    `read(missing_blob_ids)` returns their bytes; by default they come from git's object store.
-    A blob `read` cannot give (a file changed while it was read) is left out. A file that does
-    not parse raises InvalidFileError, unless `invalid` is given: then its findings are added
-    there and the file is left out. `blobs`, when given, receives each returned entry's blob id
-    (`{name: blob id}`).
-    """
+    `read(missing)` gives their bytes (default: git's object store); one it cannot give is left out.
+    An unparsable file raises InvalidFileError, unless `invalid` collects its findings. `blobs`
+    receives each returned entry's blob id."""
     named = {path: blob for path, blob in files.items() if memory_name(path) is not None}
     cache = EntryCache(desk.cache_dir)
     try:
@@ -175,13 +159,9 @@ def committed_files(desk: DeskFolder) -> dict[str, str]:
 
 def entries_in_worktree(desk: DeskFolder, invalid: list[Finding] | None = None,
                         blobs: dict[str, str] | None = None) -> dict[str, IndexEntry]:
-    """The memories as they are on disk now (hand edits included); `invalid` and `blobs` as in
-    load_entries.
-
-    Symlinks are not followed: a memory is a regular file in memory/. A file whose size and
-    mtime are those it had when last read is not read again (its blob id is kept in the cache);
-    one modified within 3 s of being read is read again next time, as git does for its index.
-    """
+    """The memories on disk now (hand edits included, symlinks not followed); `invalid` and `blobs` as
+    in load_entries. A file whose size and mtime are as last read is not read again (git's racy rule
+    applies: one modified within 3 s of the read is read next time)."""
     folder = desk.path(MEMORY_DIR)
     contents: dict[str, bytes] = {}
     files: dict[str, str] = {}

@@ -1,14 +1,9 @@
 """The gate's rules over the memory set: `index-stale` and `memory-name-case`.
 
-MEMORY.md is generated (docs/design.md §2): the one being committed must equal the index regenerated
-from the memory files of the same commit, and no two memory names may differ only in case. The
-check costs in proportion to the change: the committed MEMORY.md with the changed memories' lines
-replaced, and only when that does not match (HEAD's index was itself stale, or the person's index
-differs) the index of HEAD's memories from desk.gate.mirror plus the change. Without HEAD's
-index (`validate --all`), it is rendered from every memory's line, which the caller takes from
-the cached verdicts (desk.gate.verdicts): nothing is parsed again. The changed memories' lines
-come from their verdicts too.
-"""
+The committed MEMORY.md must equal the index regenerated from the same commit's memories, and no
+two names may differ only in case. The check costs in proportion to the change: the committed
+MEMORY.md with the changed lines replaced, else HEAD's memories from desk.gate.mirror plus the
+change; without HEAD's index (`validate --all`) every line comes from the cached verdicts."""
 
 from __future__ import annotations
 
@@ -53,12 +48,9 @@ class MemorySet:
 def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory: MemorySet,
                      added: Collection[str] = (), contents: Mapping[str, bytes | None] | None = None
                      ) -> tuple[list[Finding], bytes | None]:
-    """`memory-name-case` for the changed memory files and `index-stale` for the commit's MEMORY.md.
-
-    `changed` maps each changed memory path to its new MEMORY.md line (None: deleted, or it does not
-    parse); `added` names the new paths; `contents` holds the changed files' bytes (None: deleted)
-    for the slow path. Returns the findings and the correct MEMORY.md.
-    """
+    """`memory-name-case` for the changed memories and `index-stale` for the commit's MEMORY.md.
+    `changed`: each changed memory path's new line (None: deleted or unparsable); `contents`: their
+    bytes for the slow path. Returns the findings and the correct MEMORY.md."""
     findings = []
     # Only a new path can clash: a changed one clashed already when it was added.
     present = [p for p in changed if p in added]
@@ -93,9 +85,8 @@ def check_memory_set(desk: DeskFolder, changed: Mapping[str, str | None], memory
 
 
 def index_differs(index: bytes, expected: bytes, broken: Collection[str]) -> bool:
-    """Whether MEMORY.md `index` is not `expected`, the lines of the `broken` memory paths (files
-    that do not parse, with findings of their own) aside: one finding per broken file, not a
-    second `index-stale` that `desk reindex` could not fix."""
+    """Whether `index` is not `expected`, the lines of the `broken` memories aside (their own findings
+    say it; `desk reindex` could not fix them)."""
     if index == expected or not broken:
         return index != expected
     from desk.formats.memory_index import EMPTY
@@ -111,7 +102,7 @@ def index_differs(index: bytes, expected: bytes, broken: Collection[str]) -> boo
 
 def stale_index(index: bytes, expected: bytes) -> Finding:
     """`index-stale` for a MEMORY.md that is `index` where it should be `expected`."""
-    return Finding(INDEX_FILE, _first_difference(index, expected), "index-stale",
+    return Finding(INDEX_FILE, first_difference(index, expected), "index-stale",
                    "MEMORY.md does not match memory/; it is generated: run `desk "
                    "reindex` (the pre-commit hook regenerates it in the work tree)")
 
@@ -129,14 +120,8 @@ def _entry(desk: DeskFolder, path: str, data: bytes) -> IndexEntry | None:
 
 
 def _patched_index(base: bytes, changed: Mapping[str, str | None]) -> bytes | None:
-    """HEAD's MEMORY.md with the changed memories' lines replaced; None if it cannot be read.
-
-    The committed index is sorted by name, so each changed line is found and placed by bisection:
-    the cost grows with the change, not with the desk, but for one split of `base` into lines and
-    one join. Both are done on the whole file, header included, so that its 3 MB at 50,000
-    memories are copied once each way (tests/guard/test_index_splice.py holds the earlier form,
-    which cut off the header and copied the body three more times, as the oracle).
-    """
+    """HEAD's MEMORY.md with the changed lines replaced, placed by bisection; None if it cannot be read
+    (tests/guard/test_index_splice.py holds an oracle)."""
     from desk.formats.memory_index import EMPTY, HEADER  # YAML: only commits touching memories pay
 
     head = (HEADER + "\n").encode()
@@ -174,11 +159,7 @@ def _patched_index(base: bytes, changed: Mapping[str, str | None]) -> bytes | No
 
 
 def _head_index_with(desk: DeskFolder, changed: Mapping[str, bytes | None]) -> bytes:
-    """MEMORY.md for HEAD's memories plus `changed`, from desk.gate.mirror's mirror of HEAD.
-
-    Used when HEAD's own MEMORY.md was stale or the commit's index differs: the mirror is kept in
-    step with one `git diff-tree`, so this too costs in proportion to the change.
-    """
+    """MEMORY.md for HEAD's memories plus `changed`, from desk.gate.mirror (when HEAD's own was stale)."""
     from desk.gate.mirror import head_mirror  # YAML and SQLite: only commits touching memories pay
 
     changes = {}
@@ -195,19 +176,10 @@ def _full_index(desk: DeskFolder, files: Mapping[str, str], read: Read) -> bytes
     from desk.formats.memory_index import render_index
     from desk.gate.entries import load_entries  # YAML, as above
 
-    valid = {p: b for p, b in files.items() if memory_name(p) is not None}
-    for _ in range(len(valid) + 1):
-        try:
-            return render_index(load_entries(desk, valid, read).values())
-        except InvalidFileError as exc:
-            bad = {f.path for f in exc.findings} & set(valid)
-            if not bad:
-                raise
-            valid = {p: b for p, b in valid.items() if p not in bad}
-    return render_index([])
+    return render_index(load_entries(desk, files, read, invalid=[]).values())
 
 
-def _first_difference(a: bytes, b: bytes) -> int:
+def first_difference(a: bytes, b: bytes) -> int:
     for number, (x, y) in enumerate(zip(a.split(b"\n"), b.split(b"\n")), start=1):
         if x != y:
             return number

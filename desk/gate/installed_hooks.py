@@ -1,8 +1,5 @@
 """Which hooks git would run here, asked of git's config and the hooks folder: whether they are
-desk's alone (the transaction may then skip the hook shells, having run the same checks in
-process), where the folder is, and which of desk's hooks are installed (`desk doctor`). The
-hook files' contents and markers are desk.formats.hook_files.
-"""
+desk's alone, where the folder is, which of desk's are installed (`desk doctor`)."""
 
 from __future__ import annotations
 
@@ -19,11 +16,8 @@ if TYPE_CHECKING:
 
 
 def only_desk_hooks(git: Git, git_dir: Path) -> bool:
-    """True when the commit hooks git would run are desk's own with nothing chained to them.
-
-    desk's own commits ran the same checks in process, so they may then pass --no-verify and save
-    the hook shells' start-up; with a foreign hook (chained or under core.hooksPath) they run it.
-    """
+    """True when the commit hooks git would run are desk's own with nothing chained: desk's commits,
+    having run the same checks in process, may then pass --no-verify."""
     if git.config.values().get("core.hookspath"):
         return False
     folder = git_dir / "hooks"
@@ -55,11 +49,8 @@ def hooks_folder(git: Git) -> Path:
 
 
 def installed(root: Path, git: Git | None = None) -> dict[str, str]:
-    """Each of desk's hooks: `ok`, `missing`, `outdated` (desk's, but running an entry that is
-    no longer desk's, as hooks from desk 0.1.0 run `python -m desk.hooks`, or starting Python
-    without the safe path, as every desk before it did), or `moved` (the Python it names is gone:
-    a moved or deleted virtualenv; it falls back to `desk` on PATH). Empty when
-    core.hooksPath is set. For `desk doctor`, which so loads none of desk.guard.hooks."""
+    """Each of desk's hooks: `ok`, `missing`, `outdated` (running an entry or a Python start that is no
+    longer desk's) or `moved` (the Python it names is gone). Empty when core.hooksPath is set."""
     try:
         if git is None:
             from desk.storage.git import Git

@@ -1,12 +1,8 @@
 """The keyed state as a whole: digest memories, their evidence and the review queue agree.
 
-Each conflict domain with a key has exactly one active revision: one digest memory (`source:
-digest`) carrying that `key` (earlier revisions live in git history, the audit names their blobs).
-Every evidence id a memory lists is a fact the archive holds. An open case still describes its
-domain: the active memory it saw is still there with the evidence it saw. These rules cross files,
-so they run over the whole desk (`desk validate --all`, `desk doctor`); the pre-commit hook runs the
-first one on the memories a commit stages (`duplicate_keys` against the other files of that key).
-"""
+Each keyed domain has exactly one active digest memory; every evidence id is a fact the archive
+holds; an open case still describes its domain. These rules run over the whole desk (`validate
+--all`, `doctor`); the pre-commit hook runs the first on the memories a commit stages."""
 
 from __future__ import annotations
 
@@ -57,9 +53,8 @@ def duplicate_keys(memories: Mapping[str, MemoryFile], changed: Iterable[str] | 
 
 def keyed_findings(memories: Mapping[str, MemoryFile], texts: Mapping[str, str], cases: list[dict[str, Any]],
                    known_ids: set[str] | None, queue_text: str = "", queue_path: str = "") -> list[Finding]:
-    """Every keyed-state rule over the desk-wide memories. `texts` holds each memory's text (for line
-    numbers); `known_ids` the archive's record ids (None: not checked). A project's open cases are
-    not checked against them (`desk resolve` checks a case against its own scope)."""
+    """Every keyed-state rule over the desk's memories (`texts` for line numbers; `known_ids` the
+    archive's ids, None: not checked). Project cases are checked by `desk resolve` instead."""
     found = duplicate_keys(memories, texts=texts)
     if known_ids is not None:
         for path, memory in sorted(memories.items()):

@@ -1,7 +1,5 @@
-"""Which commit last changed each path, from one pass over git's history: what `git log -n1 -- PATH`
-shows, for many paths at once (desk.gate.mirror keeps the answers for HEAD's memories and project
-files, and advances them commit by commit).
-"""
+"""Which commit last changed each path (what `git log -n1 -- PATH` shows), for many paths from one
+pass over git's history."""
 
 from __future__ import annotations
 
@@ -18,9 +16,8 @@ _PATHSPEC_MAX = 1000  # a merge's paths named on git's command line; more: diff 
 
 def first_parent_changes(git: Git, old: str, new: str, wanted: Callable[[str], bool]
                           ) -> tuple[list[HistoryStep], dict[str, str | None]] | None:
-    """The commits of `old..new` and, for each `wanted` path they changed along `new`'s first
-    parents, its blob at `new` (None: deleted); None when only a rebuild can catch up (`old` is
-    gone, or `new` does not descend from it along first parents: history rewritten)."""
+    """The commits of `old..new` and each `wanted` path they changed along first parents, with its blob
+    at `new`; None when only a rebuild can catch up (`old` gone, or history rewritten)."""
     try:
         steps = list(git.history.walk([f"{old}..{new}"]))
     except GitError:
@@ -58,18 +55,10 @@ def last_commits_since(git: Git, steps: list[HistoryStep], old: str, new: str, p
 
 def last_commits(git: Git, steps: Iterable[HistoryStep], start: str, paths: set[str]
                  ) -> tuple[dict[str, tuple[str, int]], dict[str, set[str]]]:
-    """For each of `paths` at commit `start`: the commit (and its time) that `git log -n1 START --
-    PATH` shows, from one pass over `steps` (`History.walk`: `start` and its ancestors, children
-    before parents).
-
-    git's default history simplification, path by path: a commit that changed the path against its
-    first parent is the answer; one that did not passes the path on to its first parent; a merge
-    passes it on to the first parent it is unchanged against (one `git diff-tree` for such a merge),
-    and is itself the answer when it differs from every parent. Paths travel in sets keyed by the
-    commit they wait at, so each commit costs only its own changes; reading stops once every path
-    is answered. Returns the answers and, by commit, the paths still waiting when `steps` ended
-    (those that reached a commit outside them).
-    """
+    """For each of `paths` at `start`: the commit and time `git log -n1 START -- PATH` shows, from one
+    pass over `steps` (children before parents), with git's default history simplification (a merge
+    passes a path to the first parent it is unchanged against). Returns the answers and, by commit,
+    the paths still waiting when `steps` ended."""
     waiting: dict[str, set[str]] = {start: set(paths)} if paths else {}
     found: dict[str, tuple[str, int]] = {}
     for step in steps:

@@ -1,8 +1,5 @@
-"""The write gate of docs/design.md §8.4: what may become a long-term memory.
-
-Judgement to the model, discipline to code: a model may nominate a memory, and these rules,
-deterministic and tested, decide whether it lands. A rejection says why and changes nothing.
-"""
+"""The write gate of docs/design.md §8.4: what may become a long-term memory (a rejection says why
+and changes nothing)."""
 
 from __future__ import annotations
 
@@ -34,11 +31,8 @@ def rule_texts(desk: DeskFolder) -> dict[str, str]:
 
 def check_memory(memory: MemoryFile, scope: str, same_body: Callable[[str, str], list[str]],
                  rule_files: Mapping[str, str]) -> None:
-    """Raise GateRejection unless `memory` is durable and not already recorded.
-
-    `same_body(content_key, name)` lists the other memories with that body; `rule_files` is the
-    text of AGENTS.md and SOUL.md by path.
-    """
+    """Raise GateRejection unless `memory` is durable and not already recorded (`same_body` lists the
+    other memories with a body; `rule_files` holds AGENTS.md and SOUL.md)."""
     if scope != "durable":
         raise GateRejection(
             "session_only",

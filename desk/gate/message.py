@@ -1,11 +1,5 @@
-"""The commit-msg hook's check of a message: a first look that imports only the scanner, then the full check.
-
-Every message is scanned for secrets (a token in a subject or a trailer is pushed with the
-commit). The hook's shell passes the plainest messages itself (hooks/desk-hook.sh); for the rest
-Python starts, and `needs_full_check` imports only the scanner. The full check,
-`message_findings` (the allow-list, the staged paths, the message rules), loads git's wrapper and
-the rules: most messages need none of it (no secret, and no trailer the message rules read).
-"""
+"""The commit-msg hook's check of a message: a first look that imports only the scanner, then the
+full check (`message_findings`), which most messages never need."""
 
 from __future__ import annotations
 
@@ -22,9 +16,8 @@ SCISSORS = " ------------------------ >8 ------------------------"
 
 
 def committed_part(message: str) -> str:
-    """What git keeps of a message file: everything above the scissors line (`git commit -v` and
-    `--cleanup=scissors`), below which git shows the staged diff and drops it from the commit.
-    The line starts with core.commentChar, `#` unless configured otherwise."""
+    """What git keeps of a message file: everything above the scissors line (core.commentChar, `#` by
+    default)."""
     lines = message.split("\n")
     for i, line in enumerate(lines):
         if line[1:] == SCISSORS and line[:1] not in ("", " "):
@@ -33,9 +26,8 @@ def committed_part(message: str) -> str:
 
 
 def needs_full_check(message: str) -> bool:
-    """Whether `message` holds a secret (before the allow-list, which only the full check reads)
-    or could carry a Desk-Actor or Desk-Op trailer, which the message rules read: any mention of
-    `desk` in any case (U+212A KELVIN SIGN lowercases to k, so it counts)."""
+    """Whether `message` holds a secret or could carry a Desk-Actor or Desk-Op trailer (any `desk` in
+    any case; U+212A KELVIN SIGN lowercases to k)."""
     from desk.text.secrets import scan
 
     message = committed_part(message)
@@ -43,10 +35,8 @@ def needs_full_check(message: str) -> bool:
 
 
 def message_findings(root: Path, message: str) -> list[Finding]:
-    """The secret scanner over the whole message (subject, body, trailers; allowed by fingerprint
-    in the desk.json being committed, else HEAD's), and the message rules (SOUL.md by the
-    assistant, digest and NOW.md) against the staged paths when a Desk-Actor or Desk-Op trailer
-    makes them apply."""
+    """The secret scanner over the whole message (the allow-list of the desk.json being committed, else
+    HEAD's) and the message rules against the staged paths."""
     import datetime as dt
 
     from desk.gate.rules import check_message, message_secret_verdict

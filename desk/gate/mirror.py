@@ -1,30 +1,20 @@
 """The committed memory/ folder at HEAD, mirrored in the cache and kept in step incrementally.
 
-A mutation needs the blob of one file, whether another memory holds the same body (the write gate),
-and the index lines of all of them; reading every cache row per mutation made `remember` grow with
-the desk. So a table mirrors memory/ at a recorded commit: each mutation brings it up to HEAD from
-there (`git log --raw OLD..HEAD`, proportional to what changed) and records its own change after
-committing. When the recorded commit is gone it is rebuilt from `git ls-tree` and the blob cache.
-
-Each row also keeps the memory's **last commit** and its time (what `git log -n1 -- memory/<name>.md`
-shows, which costs O(commits x tree size) per file: docs/design.md §7), found from the history the
-mirror reads anyway, so recall and context read it here. Project memories keep theirs in a table of
-their own (`ProjectHeads`), kept the same way.
-
-When the mirror knows HEAD's MEMORY.md is exactly what its rows render (`index_exact`: desk's own
-commits record it), a mutation's new index is HEAD's bytes with the changed lines spliced in
-(`splice_lines`); anything else renders from every row and records the result.
-"""
+A mutation needs one file's blob, whether another memory holds the same body, and every index
+line; so a table mirrors memory/ at a recorded commit, brought up to HEAD by `git log --raw
+OLD..HEAD` (or rebuilt from `git ls-tree` when that commit is gone). Each row keeps the memory's
+last commit and its time (what `git log -n1 -- PATH` shows, too slow per file: docs/design.md
+§7); `ProjectHeads` does the same for project memories. When HEAD's MEMORY.md is known to be
+what the rows render (`index_exact`), a new index is HEAD's bytes with the changed lines spliced in."""
 
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
 import sqlite3
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import closing, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -86,11 +76,8 @@ class HeadMirror:
         return row[0] if row else None
 
     def committed(self, names: Iterable[str]) -> dict[str, Committed]:
-        """`{name: Committed}` for those of `names` committed at HEAD: no git process per name.
-
-        A commit desk recorded without its time (`record`) gets it here, for all names at once
-        in one `git log --no-walk`, and keeps it.
-        """
+        """`{name: Committed}` for those of `names` committed at HEAD; commit times desk did not record
+        are asked of git once, for all, and kept."""
         found = _committed_rows(self.db, _ROWS, "name", names)
         untimed = {c.commit for c in found.values() if c.commit is not None and c.time is None}
         if untimed:
@@ -99,7 +86,7 @@ class HeadMirror:
             except GitError:
                 times = {}  # a commit gone from under us: shown without its time
             if times:
-                with self._write():
+                with _write(self.db):
                     self.db.executemany(f"UPDATE {_ROWS} SET last_time = ? WHERE last_commit = ?",
                                         [(t, sha) for sha, t in times.items()])
                 found = {name: replace(c, time=times.get(c.commit, c.time)) if c.commit else c
@@ -108,12 +95,9 @@ class HeadMirror:
 
     def like(self, paths: list[str]) -> list[str]:
         """HEAD's memory paths equal to one of `paths` ignoring (ASCII) case; other paths match none."""
-        names = [name for name in map(memory_name, paths) if name is not None]
-        found: list[str] = []
-        for name in names:
-            rows = self.db.execute(f"SELECT name FROM {_ROWS} WHERE name = ? COLLATE NOCASE", (name,))
-            found += [memory_path(row[0]) for row in rows]
-        return found
+        select = f"SELECT name FROM {_ROWS} WHERE name = ? COLLATE NOCASE"
+        return [memory_path(row[0]) for name in map(memory_name, paths) if name is not None
+                for row in self.db.execute(select, (name,))]
 
     def head_blobs(self, names: Iterable[str]) -> dict[str, str | None]:
         """HEAD's blob ids (None: no such file) of the memories `names`, MEMORY.md and, once known,
@@ -133,12 +117,9 @@ class HeadMirror:
     def render_index(self, changes: Mapping[str, IndexEntry | None], *, strict: bool = True) -> bytes:
         """MEMORY.md for HEAD's memories with `changes` applied (None deletes).
 
-        A committed file that does not parse fails here, naming its path and line, unless this
-        change replaces or removes it; with `strict=False` it is left out (the validator reports
-        invalid files by their own rule). When HEAD's MEMORY.md is known to be exactly what the
-        rows render (`index_exact`), the changed lines are spliced into its bytes; else every
-        row is rendered. The two give the same bytes (tests/memory/test_splice.py).
-        """
+        A committed file that does not parse fails here, unless this change replaces it or `strict` is
+        False (then it is left out). With `index_exact` the changed lines are spliced into HEAD's bytes,
+        else every row is rendered: the same bytes (tests/memory/test_splice.py)."""
         from desk.formats.memory_file import parse_memory  # PyYAML only when a broken file is named
 
         broken = self.db.execute(f"SELECT name, blob FROM {_ROWS} WHERE line IS NULL").fetchall()
@@ -201,9 +182,7 @@ class HeadMirror:
         return data
 
     def read_index(self) -> bytes | None:
-        """HEAD's MEMORY.md when `committed_index` has read it for the current HEAD, else None
-        (nothing is read here): handed to the gate (desk.gate.validate.KnownHead.base), which
-        checks its blob id as it checks the work tree's, without reading and hashing 3 MB again."""
+        """HEAD's MEMORY.md if `committed_index` read it for the current HEAD, else None (nothing is read)."""
         committed = self._committed
         return committed[1] if committed is not None and committed[0] == self.index_blob else None
 
@@ -219,7 +198,7 @@ class HeadMirror:
         if self.index_blob is None:
             return
         self._notes[key] = f"{self.index_blob} {value}"
-        with self._write():
+        with _write(self.db):
             self.db.execute(f"INSERT OR REPLACE INTO {_META} VALUES (?, ?)", (_NOTE + key, self._notes[key]))
 
     # -- keeping in step ---------------------------------------------------------------------
@@ -229,7 +208,7 @@ class HeadMirror:
         head = self.desk.git.refs.head()
         # Read and write the mirror in one SQLite write transaction: a hook process syncing at the
         # same time as a desk mutation then applies whole catch-ups, one after the other.
-        with self._write():
+        with _write(self.db):
             recorded = self._meta("commit")
             self.commit = head
             self.index_blob = self._meta("index_blob")
@@ -247,11 +226,9 @@ class HeadMirror:
 
     def record(self, commit: str, changes: Mapping[str, tuple[str, IndexEntry] | None],
                index_blob: str | None, *, committed: int | None = None, notes: Mapping[str, str] = {}) -> None:
-        """After `commit` landed on the recorded commit: apply `changes` (`{name: (blob, entry)}`,
-        None deleted); `commit` is their last commit now. `committed` is its committer time
-        (seconds since the epoch) when the caller knows it; else `committed()` asks git once.
-        `notes` are the caller's notes on the commit's MEMORY.md (`note_index`)."""
-        with self._write():
+        """After `commit` landed: apply `changes` (`{name: (blob, entry)}`, None deleted); `committed` is
+        its committer time when known; `notes` the caller's notes on its MEMORY.md."""
+        with _write(self.db):
             for name, change in changes.items():
                 if change is None:
                     self.db.execute(f"DELETE FROM {_ROWS} WHERE name = ?", (name,))
@@ -317,20 +294,11 @@ class HeadMirror:
         # Only a path some commit in between touched can have a new last commit; one that reaches
         # `old` unchanged keeps the row's.
         touched = {c.path for step in steps for c in step.changes if memory_name(c.path) is not None}
-        present = {memory_path(name) for name in self._names(memory_name(p) or "" for p in touched)}
+        names = (memory_name(p) or "" for p in touched)
+        present = {memory_path(name) for name in _committed_rows(self.db, _ROWS, "name", names)}
         found = last_commits_since(git, steps, old, new, present)
         self._set_last(found)
         return True
-
-    def _names(self, names: Iterable[str]) -> set[str]:
-        """Those of `names` that have a row."""
-        wanted = sorted(set(names))
-        out: set[str] = set()
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            out.update(r[0] for r in self.db.execute(
-                f"SELECT name FROM {_ROWS} WHERE name IN ({','.join('?' * len(chunk))})", chunk))
-        return out
 
     def _set_last(self, found: Mapping[str, tuple[str, int]]) -> None:
         self.db.executemany(f"UPDATE {_ROWS} SET last_commit = ?, last_time = ? WHERE name = ?",
@@ -372,9 +340,6 @@ class HeadMirror:
             rows.append(("config_blob", self._config_blob))
         self.db.executemany(f"INSERT OR REPLACE INTO {_META} VALUES (?, ?)", rows)
 
-    def _write(self) -> contextlib.AbstractContextManager[None]:
-        return _write(self.db)
-
 
 @contextmanager
 def _write(db: sqlite3.Connection) -> Iterator[None]:
@@ -394,10 +359,8 @@ def is_project_memory(path: str) -> bool:
 
 
 class ProjectHeads:
-    """Each project memory committed at HEAD with its blob and last commit (the one `git log -n1
-    -- PATH` shows), by path, kept in step with HEAD like HeadMirror's last commits: from the
-    history since the recorded commit, or one walk of the whole history when that is gone.
-    Read-only for the desk: only the cache in .git/ is written."""
+    """Each project memory committed at HEAD with its blob and last commit, kept in step like
+    HeadMirror's; only the cache in .git/ is written."""
 
     def __init__(self, desk: DeskFolder, cache: EntryCache) -> None:
         self.desk = desk
@@ -462,11 +425,9 @@ class ProjectHeads:
             [(p, b, *(found.get(p) or (None, None))) for p, b in files.items()])
 
 
-@contextmanager
-def project_heads(desk: DeskFolder) -> Iterator[ProjectHeads]:
+def project_heads(desk: DeskFolder) -> AbstractContextManager[ProjectHeads]:
     """The last commits of HEAD's project memories, synced (a reader may open it without the lock)."""
-    with _synced(desk, ProjectHeads) as state:
-        yield state
+    return _synced(desk, ProjectHeads)
 
 
 @functools.cache
@@ -480,17 +441,10 @@ def render_version() -> str:
     return f"{_ROWS}:{len(code)}:{zlib.crc32(code):08x}"
 
 
-@contextmanager
-def head_mirror(desk: DeskFolder, cache: EntryCache | None = None) -> Iterator[HeadMirror]:
-    """The mirror of HEAD's memories, synced.
-
-    A mutation opens it under the desk lock; a reader (recall, context) may open it without: a
-    sync only ever brings the mirror to the HEAD it reads, in one SQLite transaction. `cache`:
-    the desk's entry cache, already open (its owner closes it; a reader that loaded entries from
-    it does not open the file twice), else one is opened and closed here.
-    """
-    with _synced(desk, HeadMirror, cache) as state:
-        yield state
+def head_mirror(desk: DeskFolder, cache: EntryCache | None = None) -> AbstractContextManager[HeadMirror]:
+    """The mirror of HEAD's memories, synced (in one SQLite transaction, so a reader may open it without
+    the desk lock). `cache`: the desk's entry cache when already open (its owner closes it)."""
+    return _synced(desk, HeadMirror, cache)
 
 
 _Synced = TypeVar("_Synced", HeadMirror, ProjectHeads)

@@ -1,15 +1,8 @@
-"""The gate's rules for one path and for the commit message (the rule ids are in docs/guard.md).
+"""The gate's rules for one path and for the commit message (rule ids: docs/guard.md).
 
-Each rule looks at one path's content as it will be committed (and, for the archive and desk.json,
-the content it replaces). The rule over the memory set is desk.gate.index_rule; desk.gate.validate
-feeds both. Heavy modules (YAML, pydantic, the secret patterns) are imported by the rule that needs
-them, so a hook run pays only for the kinds of file the commit touches.
-
-A path's findings are a `FileVerdict`: a pure function of the path, git's mode, the bytes, the
-bytes they replace, the desk id and the rules' code, so desk.gate.verdicts can cache it by blob id.
-The two inputs it leaves out are applied when it is read: the allow-list (a `secret` finding
-carries its fingerprint) and the clock (`memory-expired` carries the expiry time).
-"""
+A path's findings are a `FileVerdict`, a pure function of the path, git's mode, the bytes, the
+bytes they replace, the desk id and the rules' code, so desk.gate.verdicts caches it by blob id;
+the allow-list and the clock apply when it is read. Heavy modules load in the rule that needs them."""
 
 from __future__ import annotations
 
@@ -55,9 +48,8 @@ def is_managed(path: str) -> bool:
 
 
 def is_checked(path: str, mode: str) -> bool:
-    """Whether the gate checks `path` committed with git's `mode`: desk's files, a symbolic link
-    anywhere (a reader could be led through it out of the desk), and anything under `.system/cache/`
-    (a cache is never committed)."""
+    """Whether the gate checks `path` committed with `mode`: desk's files, any symlink, and anything
+    under `.system/cache/`."""
     return mode == SYMLINK_MODE or is_managed(path) or path.startswith(UNMANAGED_DIRS)
 
 
@@ -65,10 +57,8 @@ def is_checked(path: str, mode: str) -> bool:
 
 
 def check_message(message: str, changed: Collection[str]) -> list[Finding]:
-    """Rules that need the commit message: who may change SOUL.md, what a digest may touch.
-
-    Trailers are read as git reads them (desk.storage.git.parse_trailers), keys ignoring case.
-    """
+    """Rules that need the commit message (who may change SOUL.md, what a digest may touch); trailers
+    read as git reads them, keys ignoring case."""
     trailers: dict[str, list[str]] = {}
     for key, values in parse_trailers(message).items():
         trailers.setdefault(key.lower(), []).extend(values)
@@ -93,11 +83,8 @@ MESSAGE_PATH = "commit message"  # where a finding in a commit message points
 
 
 def message_secret_items(message: str) -> list[tuple[Finding, str]]:
-    """`secret` findings in a commit message, subject, body and trailers alike (a reason, an
-    import source, any trailer's value end up in history and are pushed), each with its
-    condition (`secret:<fingerprint>`: the allow-list applies as to a file). All of it, comment
-    lines and what follows a scissors line too: desk's own commits (`git commit-tree`) and
-    `git commit -m` keep them."""
+    """`secret` findings anywhere in a commit message (trailers and comment lines too: desk's own
+    commits keep them), each with its `secret:<fingerprint>` condition."""
     return _secret_items(MESSAGE_PATH, message)
 
 
@@ -114,10 +101,8 @@ class FileVerdict:
     """What the per-file rules found in one path's content, before the allow-list and the clock.
 
     `conditions[i]` says when `findings[i]` holds: `""` always, `"secret:<fingerprint>"` unless
-    the allow-list names the fingerprint, `"expires:<ISO time>"` from that time on. `entry` is a
-    memory file's `(name, MEMORY.md line)` when it parses, for the rules over the memory set;
-    `keyed` says whether a memory file holds a `key:` or `evidence:` line.
-    """
+    allowed, `"expires:<ISO time>"` from then on. `entry`: a memory's `(name, MEMORY.md line)` when
+    it parses."""
 
     findings: tuple[Finding, ...] = ()
     conditions: tuple[str, ...] = ()
@@ -165,12 +150,8 @@ def check_file(path: str, data: bytes | None, *, desk_id: str, allow: Collection
 
 def file_verdict(path: str, data: bytes | None, *, desk_id: str, mode: str = FILE_MODE,
                  old: bytes | None = None, unscanned: list[str] | None = None) -> FileVerdict:
-    """The per-file rules' verdict on `path` (arguments as in `check_file`).
-
-    `unscanned`, for a generated index only: the caller vouches that `data` is a text whose
-    lines were all found clean (`desk.text.secrets.clean_lines`) with these lines spliced in, so
-    only these are scanned for secrets; when one of them is not clean, the whole text is.
-    """
+    """The per-file rules' verdict on `path` (arguments as in `check_file`). `unscanned`, for a
+    generated index: the caller vouches the other lines are clean, so only these are scanned."""
     if data is not None and mode == SYMLINK_MODE:
         return _verdict([(Finding(path, 1, "symlink", "desk files must be regular files, not "
                                   "symlinks; replace the link with the file itself"), "")])
@@ -318,12 +299,8 @@ def archive_secret_items(path: str, old: bytes | None, new: bytes) -> _Items:
 
 def _memory_verdict(path: str, data: bytes, stem: str | None = None,
                     project: str | None = None) -> FileVerdict:
-    """A memory file's findings and, when it parses, its index entry (desk-wide memories only).
-
-    The entry is taken whatever the findings: MEMORY.md lists every memory that parses (a file too
-    big or with a bad name still gets its line, as `desk reindex` gives it one). A memory records
-    the project it belongs to (none for memory/): one found elsewhere is `scope-mismatch`.
-    """
+    """A memory file's findings and, when it parses, its index entry (desk-wide memories only; taken
+    whatever the findings, as `desk reindex` lists every memory that parses)."""
     from desk.formats.memory_file import name_problem, parse_memory  # YAML: only commits of memories pay
     from desk.formats.memory_index import memory_line
 

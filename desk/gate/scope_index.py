@@ -1,14 +1,8 @@
 """The gate's `index-stale` rule for the scopes' generated files (docs/scopes.md).
 
-`projects/<name>/MEMORY.md` must equal the index regenerated from the project's memories of the
-same commit, as MEMORY.md must. A user scope's `PREFERENCES.md` is a pure function of its
-preference files and a time, so it must be what they render at *some* time: one rendering before
-every expiry and one at each expiry instant (the projection only changes there), so no clock is
-needed. A projection merely behind the clock is `desk reindex`'s to refresh, never a refused commit.
-
-The rule reads only the scopes a change touches; files that do not parse, or record another scope
-or desk, have findings of their own and are left out of the rendering, as every reader does.
-"""
+`projects/<name>/MEMORY.md` must equal its regenerated index. A scope's `PREFERENCES.md` must be
+what its preference files render at *some* time (before every expiry, or at one), so no clock is
+needed. Only the scopes a change touches are read; unparsable files are left out of the rendering."""
 
 from __future__ import annotations
 
@@ -16,6 +10,7 @@ import datetime as dt
 from collections.abc import Callable, Collection, Mapping
 
 from desk.errors import Finding, InvalidFileError
+from desk.gate.index_rule import first_difference
 from desk.layout import (PREFS_DIR, is_scope_id, prefs_index_path, project_file, project_index_path,
                          project_problem, scope_file, scope_root)
 
@@ -40,46 +35,31 @@ def touched_scopes(paths: Collection[str]) -> tuple[set[str], set[str]]:
 
 def check_scope_indexes(paths: Collection[str], files_under: FilesUnder, read: Read, desk_id: str,
                         now: dt.datetime) -> tuple[list[Finding], dict[str, bytes]]:
-    """`index-stale` for each generated scope file the change of `paths` concerns; returns the
-    findings and `{path: the correct file}` for every stale one (what the pre-commit fixer writes:
-    a PREFERENCES.md rendered at `now`, which only picks the rendering, never the verdict)."""
+    """`index-stale` for each generated scope file the change of `paths` concerns, and `{path: correct
+    file}` of the stale ones (rendered at `now`, for the pre-commit fixer)."""
     projects, scopes = touched_scopes(paths)
     findings: list[Finding] = []
     regenerated: dict[str, bytes] = {}
-    for project in sorted(projects):
-        index = project_index_path(project)
-        files = dict(files_under(f"projects/{project}/memory/"))
-        files.update(files_under(index))
-        memories = {p: b for p, b in files.items() if (project_file(p) or ("",))[0] == "memory"}
-        if not memories and index not in files:
-            continue  # the project is gone as a whole
-        expected = _project_index(memories, read)
-        _compare(index, files.get(index), [expected], read, findings, regenerated,
-                 f"it is generated from projects/{project}/memory/")
-    for scope in sorted(scopes):
-        index = prefs_index_path(scope)
-        files = dict(files_under(f"{scope_root(scope)}{PREFS_DIR}/"))
-        files.update(files_under(index))
-        prefs = {p: b for p, b in files.items() if (scope_file(p) or ("",))[0] == "pref"}
-        if not prefs and index not in files:
+    generated: list[tuple[str, str, str, str | None]] = [
+        (project_index_path(p), f"projects/{p}/memory/", "memory", None) for p in sorted(projects)]
+    generated += [(prefs_index_path(s), f"{scope_root(s)}{PREFS_DIR}/", "pref", s) for s in sorted(scopes)]
+    for index, source, kind, scope in generated:
+        files = {**files_under(source), **files_under(index)}
+        sources = {p: b for p, b in files.items() if ((scope_file if scope else project_file)(p) or ("",))[0] == kind}
+        if not sources and index not in files:
+            continue  # the project or scope is gone as a whole
+        accepted = _prefs_renderings(scope, sources, read, desk_id, now) if scope else [_project_index(sources, read)]
+        blob = files.get(index)
+        actual = read([blob]).get(blob) if blob is not None else None
+        if actual in accepted:
             continue
-        renderings = _prefs_renderings(scope, prefs, read, desk_id, now)
-        _compare(index, files.get(index), renderings, read, findings, regenerated,
-                 f"it is generated from {scope_root(scope)}{PREFS_DIR}/")
+        regenerated[index] = accepted[0]
+        # the line where it departs from the rendering it is closest to
+        line = max(first_difference(actual, r) for r in accepted) if actual is not None else 1
+        what = "is missing" if actual is None else "does not match its scope's files"
+        findings.append(Finding(index, line, "index-stale", f"{index} {what}; it is generated from {source}: run "
+                                "`desk reindex` (the pre-commit hook regenerates it in the work tree)"))
     return findings, regenerated
-
-
-def _compare(index: str, blob: str | None, accepted: list[bytes], read: Read, findings: list[Finding],
-             regenerated: dict[str, bytes], source: str) -> None:
-    actual = read([blob]).get(blob) if blob is not None else None
-    if actual in accepted:
-        return
-    regenerated[index] = accepted[0]
-    # the line where it departs from the rendering it is closest to
-    line = max(_first_difference(actual, r) for r in accepted) if actual is not None else 1
-    what = "is missing" if actual is None else "does not match its scope's files"
-    findings.append(Finding(index, line, "index-stale", f"{index} {what}; {source}: run `desk "
-                            "reindex` (the pre-commit hook regenerates it in the work tree)"))
 
 
 def _project_index(memories: Mapping[str, str], read: Read) -> bytes:
@@ -120,9 +100,3 @@ def _prefs_renderings(scope: str, prefs: Mapping[str, str], read: Read, desk_id:
             renderings.append(rendered)
     return renderings
 
-
-def _first_difference(a: bytes, b: bytes) -> int:
-    for number, (x, y) in enumerate(zip(a.split(b"\n"), b.split(b"\n")), start=1):
-        if x != y:
-            return number
-    return min(a.count(b"\n"), b.count(b"\n")) + 1

@@ -1,14 +1,9 @@
 """`desk validate`: the one gate every write path passes (docs/design.md §1.3).
 
-The same rules run before each of desk's own commits (`validate_writes`, from
-`Transaction.commit`), in the git hooks and `desk validate --staged` (`validate_staged`: the staged
-blobs, never the work tree), and over the whole desk (`validate_all`; desk.gate.whole and
-desk.gate.work_tree). This module gathers what the first two change and runs on it the per-file
-rules (desk.gate.rules), the memory-set rules (desk.gate.index_rule) and the scopes' generated files
-(desk.gate.scope_index); the rule ids are listed in docs/guard.md. Verdicts are cached by blob id
-(desk.gate.verdicts), so a run costs in proportion to the change, and heavy modules (pydantic,
-YAML) are imported only when a memory or config file is actually checked.
-"""
+Here: desk's own writes (`validate_writes`, from `Transaction.commit`), the staged commit
+(`validate_staged`: hooks and `--staged`) and a range (`validate_range`), each run through
+desk.gate.checks; the whole desk is desk.gate.whole. Verdicts are cached by blob id, and heavy
+modules load only when a file of their kind is checked."""
 
 from __future__ import annotations
 
@@ -41,9 +36,8 @@ def _like(git: Git, extra: Collection[str] = (), gone: Collection[str] = (),
 
 
 def _head_contents(desk: DeskFolder, paths: list[str], known: KnownHead | None) -> dict[str, bytes]:
-    """`{"HEAD:path": content}` of `paths` at HEAD (absent files left out). A path whose HEAD blob
-    `known` names is read from the work tree when the file there has exactly that blob (it is
-    then the same bytes); the others, and any file that differs, come from one `git cat-file`."""
+    """`{"HEAD:path": content}` of `paths` at HEAD (absent ones left out): from the work tree where it
+    holds exactly the blob `known` names, else one `git cat-file`."""
     found: dict[str, bytes] = {}
     ask: list[str] = []
     for path in paths:
@@ -70,13 +64,9 @@ def _head_contents(desk: DeskFolder, paths: list[str], known: KnownHead | None) 
 
 def staged_changes(git: Git, raw: list[RawChange] | None = None
                    ) -> tuple[list[Change], dict[str, bytes]]:
-    """What the commit being made changes, and the blobs read for it in one batch.
-
-    The batch holds each changed desk blob (by sha), the old blobs of archive files and
-    desk.json, HEAD's desk.json (the desk id and allow-list), and `HEAD:MEMORY.md` and
-    `:MEMORY.md` (the committed and the staged index). `raw` is `git.worktree.staged_changes()` when the
-    caller has it already.
-    """
+    """What the commit being made changes, and the blobs read for it in one batch (the changed blobs,
+    the old ones the rules compare with, HEAD's desk.json, HEAD's and the staged MEMORY.md). `raw` is
+    `git.worktree.staged_changes()` when the caller has it."""
     raw = git.worktree.staged_changes() if raw is None else raw
     wanted = _wanted(raw)
     if any(is_managed(c.path) for c in raw):
@@ -105,16 +95,13 @@ def _changes(raw: list[RawChange], blobs: Mapping[str, bytes]) -> list[Change]:
 def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | None = None,
                     now: dt.datetime | None = None, raw: list[RawChange] | None = None
                     ) -> tuple[Report, bytes | None]:
-    """Validate what is staged for commit (the hooks, `desk validate --staged`).
-
-    `git` should keep the hook's GIT_INDEX_FILE (a `git commit -- paths` stages into a temporary
-    index). Returns the report and, when the MEMORY.md rule ran, the correct MEMORY.md.
-    """
+    """Validate what is staged (hooks, `desk validate --staged`); `git` keeps the hook's
+    GIT_INDEX_FILE. Returns the report and, when the MEMORY.md rule ran, the correct MEMORY.md."""
     git = git or staged_git(desk.root)
     changes, blobs = staged_changes(git, raw)
     read = blob_reader(git, blobs)
     memory = MemorySet(blobs.get(f":{INDEX_FILE}"), blobs.get(f"HEAD:{INDEX_FILE}"),
-                       lambda: git.worktree.ls_staged(MEMORY_PREFIX), read, _like(git))
+                       lambda: git.worktree.ls_staged_files([MEMORY_PREFIX]), read, _like(git))
     report, regenerated = run_rules(desk, changes, memory, read, message, now, cached=True,
                                head_config=lambda: blobs.get(f"HEAD:{CONFIG_PATH}"),
                                files_under=lambda spec: git.worktree.ls_staged_files([spec]))
@@ -128,13 +115,8 @@ def validate_staged(desk: DeskFolder, git: Git | None = None, *, message: str | 
 
 def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | None = None
                    ) -> tuple[Report, bytes | None]:
-    """The gate over what moving HEAD from `old` (HEAD now) to `new` would change, as if it were
-    one commit: what desk sync runs before a fast-forward, which runs no hook (docs/sync.md).
-
-    The same per-file and memory-set rules as `validate_staged`, read from the object store (the
-    work tree and the index are never looked at). Costs in proportion to the change: one
-    `git diff-tree`, one batch read of the changed blobs.
-    """
+    """The gate over moving HEAD to `new` as if it were one commit (desk sync before a fast-forward,
+    which runs no hook), read from the object store only."""
     git = desk.git
     raw = git.worktree.diff_tree(old, new)
     wanted = _wanted(raw) + [f"{old}:{CONFIG_PATH}"]
@@ -166,14 +148,9 @@ def validate_range(desk: DeskFolder, old: str, new: str, *, now: dt.datetime | N
 
 @dataclass(frozen=True, slots=True)
 class KnownHead:
-    """What a caller already knows about HEAD (the memory mirror does): the gate then reads none
-    of it from git. Facts a caller leaves out are read from git as before.
-
-    `blobs` gives HEAD's blob id (None: no such file) of paths the caller vouches for; a file the
-    gate needs the content of (MEMORY.md, desk.json) is read from the work tree and used only when
-    its blob id is that one. `like` lists HEAD's memory paths equal to the given ones ignoring
-    case (ASCII, as git's `:(icase)` pathspec compares).
-    """
+    """What a caller already knows about HEAD (the memory mirror does), so the gate reads none of it
+    from git. `blobs`: HEAD's blob ids of paths the caller vouches for (content is read from the
+    work tree and used only when its id matches); `like`: HEAD's memory paths equal ignoring case."""
 
     commit: str | None
     blobs: Mapping[str, str | None]
@@ -208,10 +185,6 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
                     files[path] = blob_sha(data)
         return files
 
-    def all_files() -> dict[str, str]:
-        head = git.refs.head()
-        return written(git.worktree.ls_tree(head, MEMORY_PREFIX) if head else {}, MEMORY_PREFIX)
-
     memory = None
     touches_memory = INDEX_FILE in writes or any(p.startswith(MEMORY_PREFIX) for p in writes)
     # HEAD's MEMORY.md and desk.json: from the work tree when `known` names their blobs and the
@@ -223,7 +196,7 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
         gone = [p for p, data in writes.items() if data is None]
         added = [p for p, data in writes.items() if data is not None]
         like = _like(git, added, gone, known.like if known is not None else None)
-        memory = MemorySet(index, base, all_files, read, like,
+        memory = MemorySet(index, base, lambda: files_under(MEMORY_PREFIX), read, like,
                            head_index=known.index if known is not None else None,
                            base_clean=known is not None and known.index_clean)
     def files_under(spec: str) -> dict[str, str]:
@@ -238,9 +211,8 @@ def validate_writes(desk: DeskFolder, writes: Mapping[str, bytes | None], messag
 
 
 def fix_index(desk: DeskFolder, regenerated: bytes, staged: bytes | None) -> bool:
-    """Write the regenerated MEMORY.md into the work tree (`desk validate --staged --fix`, what the
-    pre-commit framework runs); True if changed. Only over the staged MEMORY.md: a work-tree
-    MEMORY.md that differs from it is the person's own and is never written over."""
+    """Write the regenerated MEMORY.md into the work tree (`--staged --fix`); True if changed. Only
+    over the staged MEMORY.md: a work-tree one that differs is the person's and never written over."""
     from desk.storage.reading import SymlinkError, read_regular
 
     path = desk.path(INDEX_FILE)

@@ -1,16 +1,9 @@
-"""The gate's memory: verdicts cached by blob id, and what the history check found, by commit id.
+"""The gate's memory: verdicts cached by blob id, and the history check's findings by commit id.
 
-A `FileVerdict` (desk.gate.rules) is a pure function of the path, git's mode, the blob, the blob it
-replaces (archive files and desk.json), the desk id and the rules' code, so
-`.git/desk-cache/verdicts.sqlite` keys a row by exactly those: `(rules, path, mode, blob, old)`,
-where `rules` hashes `rules_version()` (the code fingerprint of desk.storage.derived) and the desk
-id. The allow-list and the clock are applied when a verdict is read, so allowing a secret or the
-passing of time never needs a re-check. A commit never changes, so the history rules' findings
-(`desk doctor`) are kept by commit id; `desk doctor`'s look for temporary files keeps, per folder
-that held none, its inode, mtime and subfolders.
-
-Derived data, never committed and never needed: when SQLite fails, the rules simply run.
-"""
+A row is keyed by what a `FileVerdict` is a function of: `(rules, path, mode, blob, old)`, where
+`rules` hashes the code fingerprint and the desk id; the allow-list and the clock apply when it is
+read. `desk doctor`'s look for temporary files keeps, per empty folder, its inode, mtime and
+subfolders. Derived data: when SQLite fails, the rules simply run."""
 
 from __future__ import annotations
 
@@ -36,8 +29,6 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS states (
     rules TEXT NOT NULL, state TEXT NOT NULL, checked INTEGER NOT NULL, findings TEXT,
     PRIMARY KEY (rules, state)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS bases (
-    rules TEXT PRIMARY KEY, records BLOB NOT NULL, idx BLOB NOT NULL, rest TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS folders (
     path TEXT PRIMARY KEY, ino INTEGER NOT NULL, mtime INTEGER NOT NULL, subdirs TEXT NOT NULL
     ) WITHOUT ROWID;
@@ -47,10 +38,6 @@ CREATE TABLE IF NOT EXISTS commits (
 """
 
 FileKey = tuple[str, str, str, str]  # path, mode, blob id, blob id of the content it replaces ("")
-
-
-def _state_key(state: str) -> str:
-    return f"states:{state}"
 
 
 @lru_cache(maxsize=4)
@@ -173,9 +160,8 @@ class VerdictCache:
 
     def state(self, state: str) -> tuple[int, FileVerdict] | None:
         """What `validate --all` found (files checked, every finding) in the desk state `state`."""
-        state = _state_key(state)
         for checked, findings in self._query("SELECT checked, findings FROM states WHERE rules = ? "
-                                             "AND state = ?", (self.rules, state)):
+                                             "AND state = ?", (self.rules, f"states:{state}")):
             verdict = self._row(findings, None, None)
             if isinstance(checked, int) and verdict is not None:
                 return checked, verdict
@@ -184,19 +170,7 @@ class VerdictCache:
     def put_state(self, state: str, checked: int, verdict: FileVerdict) -> None:
         """Remember the findings of one state of the desk (only the latest is kept)."""
         self._write("INSERT INTO states VALUES (?, ?, ?, ?)",
-                    [(self.rules, _state_key(state), checked, _encode(verdict))], clear="states")
-
-    def base(self) -> tuple[bytes, bytes, str] | None:
-        """The row a run of `validate --all` left for the next to continue (desk.gate.delta)."""
-        for records, index, rest in self._query("SELECT records, idx, rest FROM bases WHERE rules = ?",
-                                                (f"{self.rules}:{_state_key('base')}",)):
-            return records, index, rest
-        return None
-
-    def put_base(self, row: tuple[bytes, bytes, str] | None) -> None:
-        """Replace the base with `row` (None: leave none)."""
-        self._write("INSERT INTO bases VALUES (?, ?, ?, ?)",
-                    [] if row is None else [(f"{self.rules}:{_state_key('base')}", *row)], clear="bases")
+                    [(self.rules, f"states:{state}", checked, _encode(verdict))], clear="states")
 
     # -- what the history rules found in a commit -------------------------------------------
 
@@ -251,9 +225,7 @@ _LEFT_OPEN: list[sqlite3.Connection] | None = None
 
 def leave_open_at_exit() -> None:
     """From now on `VerdictCache.close` leaves the connection open, for a process that ends with
-    `os._exit` (the git hooks' entry, desk.cli.hook): closing the last connection to a WAL database
-    checkpoints it, with its fsyncs, a few ms of every hooked commit. What was written is committed
-    in the WAL already; the next connection reads it from there, as after any crash."""
+    `os._exit` (the hooks): closing would checkpoint the WAL, with its fsyncs, on every commit."""
     global _LEFT_OPEN
     if _LEFT_OPEN is None:
         _LEFT_OPEN = []

@@ -1,15 +1,10 @@
-"""The whole-desk checks' first steps, `validate_all` and `EarlyReads`: git starts first.
-
-A module of its own, light to import (desk.storage.git only), so that the listing (`git
-ls-files`, about as costly as `git status`) runs while the process loads the gate (the rules, the
-memory-set rules, the verdict cache and SQLite): desk.gate.validate does the work
-(desk.gate.work_tree.validate_listed); desk.guard.doctor does the doctor's, started
-by desk.guard.checkup.
-"""
+"""The whole-desk checks' first steps, `validate_all` and `EarlyReads`: light to import, so that the
+listing runs while the process loads the gate (desk.gate.work_tree does the work)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import closing
 from typing import TYPE_CHECKING
 
 from desk.layout import LISTED_FOLDER
@@ -28,15 +23,14 @@ DOCTOR_LOCK_WAIT = 5.0  # desk.guard.doctor.LOCK_WAIT
 def validate_all(desk: DeskFolder, now: dt.datetime | None = None, *, cached: bool = True) -> Report:
     """Every desk file in the work tree (tracked or not ignored): `desk validate --all`
     (desk.gate.work_tree.validate_listed says how). `cached=False` runs every rule on every file."""
-    with desk.git.worktree.start_work_tree_listing(LISTED_FOLDER) as started:
+    with closing(desk.git.worktree.start_work_tree_listing(LISTED_FOLDER)) as started:
         from desk.gate.work_tree import validate_listed
 
         return validate_listed(desk, started, now, cached=cached)
 
 
 class EarlyReads:
-    """The desk lock, held (`lock`: a context manager whose exit releases it, and whose entry
-    raises the ConflictError met when it could not be taken), and the reads started under it."""
+    """The desk lock, held (`lock`: its entry raises the ConflictError met taking it), and the reads it started."""
 
     def __init__(self, desk: DeskFolder, commits: int) -> None:
         from desk.errors import ConflictError

@@ -1,28 +1,23 @@
-"""`validate --all` and the doctor over the work tree (`validate_listed`): every desk file, tracked
-or not ignored, from one `git ls-files` that desk.gate.whole starts before the gate loads.
-
-An unchanged desk costs that listing and one pass over the verdict cache: a run continues the
-cache's last base (`_continued`, desk.gate.delta) and checks only the paths that changed since.
-"""
+"""`validate --all` and the doctor over the work tree (`validate_listed`): every desk file, from one
+`git ls-files` that desk.gate.whole starts before the gate loads."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.gate.checks import (Change, Report, blob_reader, commit_config, file_verdicts, open_cache,
                               restore_hints, verdict_line)
-from desk.gate.index_rule import MemorySet, check_memory_set, index_differs, stale_index
+from desk.gate.index_rule import MemorySet, check_memory_set
 from desk.gate.scope_index import check_scope_indexes, touched_scopes
 from desk.gate.rules import (FILE_MODE, GITLINK_MODE, SYMLINK_MODE, FileVerdict, is_checked, is_managed,
                              needs_old)
 from desk.layout import (ARCHIVE_DIR, CONFIG_PATH, CONFLICTS_FILE, INDEX_FILE, LISTED_FOLDER, DeskFolder,
                          memory_name)
-from desk.storage.git import StartedListing, WorkTreeListing, blob_sha, sha1_hex
+from desk.storage.git import StartedListing, blob_sha, sha1_hex
 from desk.storage.reading import SymlinkError
 
 if TYPE_CHECKING:
@@ -33,12 +28,9 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
                     cached: bool = True) -> Report:
     """`validate_all`'s work, once git was asked for the listing (`started`, of `.system/`).
 
-    One `git ls-files` lists the work tree, naming the blob of every file git's stat cache finds
-    unchanged since the index; only the other files are read from disk, and of the unchanged ones
-    only those whose verdict the cache lacks. A desk whose listing, changed files and committed
-    archive files are all as in an earlier run gets that run's findings back in one lookup.
-    `cached=False` runs every rule on every file.
-    """
+    Only the files git's stat cache cannot vouch for are read, and of the others only those whose
+    verdict the cache lacks; a desk as in an earlier run gets its findings back in one lookup.
+    `cached=False` runs every rule on every file."""
     now = now or dt.datetime.now(dt.timezone.utc)
     if cached:  # the cache's module (SQLite) loads while git lists
         from desk.gate.verdicts import VerdictCache  # noqa: F401
@@ -68,23 +60,13 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
             checked, verdict = earlier
             return Report(work_tree_attribute_findings(
                 desk, listing, restore_hints(desk, verdict.findings_at(allow, now))), checked, reused=checked)
-        read_changed = {p: found[p][:2] for p in changed}
-        continued = _continued(desk, cache, listing, found, heads, desk_id) if cache is not None else None
-        if continued is not None:
-            report, verdict, parts = continued
-        else:
-            for path, (mode, blob) in listing.clean().items():  # the whole index, parsed only now
-                if is_checked(path, mode) and path not in found:
-                    kind = mode if mode in (SYMLINK_MODE, GITLINK_MODE) else FILE_MODE
-                    found[path] = (kind, blob, b"" if kind != FILE_MODE else None)
-            report, verdict, parts = _validate_files(desk, found, heads, desk_id, cache)
+        for path, (mode, blob) in listing.clean().items():  # the whole index, parsed only now
+            if is_checked(path, mode) and path not in found:
+                kind = mode if mode in (SYMLINK_MODE, GITLINK_MODE) else FILE_MODE
+                found[path] = (kind, blob, b"" if kind != FILE_MODE else None)
+        report, verdict = _validate_files(desk, found, heads, desk_id, cache)
         if cache is not None:
             cache.put_state(state, report.checked, verdict)
-            if parts is not KEEP:  # the base the next run continues (desk.gate.delta), or none
-                from desk.gate.delta import Base, encode
-
-                cache.put_base(encode(Base(listing.records, frozenset(listing.elsewhere), read_changed,
-                                           heads, report.checked, *parts)) if parts is not None else None)
     finally:
         if cache is not None:
             cache.close()
@@ -94,14 +76,9 @@ def validate_listed(desk: DeskFolder, started: StartedListing, now: dt.datetime 
 
 def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, bytes | None]],
                     heads: Mapping[str, str], desk_id: str, cache: VerdictCache | None
-                    ) -> tuple[Report, FileVerdict, Parts | None]:
-    """`validate_all`'s work: every file's verdict (cached ones reused) and the memory-set rules.
-
-    `found` maps each path to `(mode, blob, content)`, content None when it is still to be read.
-    Returns the counts, every finding with its condition (desk.gate.rules.FileVerdict) and, when
-    the next run may continue this one (desk.gate.delta), the verdicts with findings by path and
-    the scopes' findings.
-    """
+                    ) -> tuple[Report, FileVerdict]:
+    """Every file's verdict (cached ones reused) and the memory-set rules; `found` maps each path to
+    `(mode, blob, content)`, content None while unread."""
     report = Report()
     read = blob_reader(desk.git, {})
     verdicts: dict[str, FileVerdict] = {}
@@ -140,108 +117,16 @@ def _validate_files(desk: DeskFolder, found: dict[str, tuple[str, str | None, by
     except SymlinkError:
         index = None  # reported by the symlink rule
 
-    by_lower: dict[str, list[str]] = {}
-    for path in memory_paths:
-        by_lower.setdefault(path.lower(), []).append(path)
-
     def like(wanted: list[str]) -> list[str]:
-        return [p for lower in {w.lower() for w in wanted} for p in by_lower.get(lower, ())]
+        lowered = {w.lower() for w in wanted}
+        return [p for p in memory_paths if p.lower() in lowered]
 
     memory = MemorySet(index, None, lambda: {}, read, like, all_lines=lambda: every)
-    found_set, rendered = check_memory_set(desk, lines, memory, set(memory_paths))
-    items += [(f, "") for f in found_set]
+    found_set, _ = check_memory_set(desk, lines, memory, set(memory_paths))
     changed = {p for p in memory_paths if found[p][2] is not None}  # read already: not tracked as is
-    keyed, keyed_work = _keyed_state(desk, memory_paths, verdicts, changed)
-    items += [(f, "") for f in keyed]
-    scoped = [(f, "") for f in _work_tree_scope_indexes(desk, found, desk_id)]
-    items += scoped
-    parts = None
-    if rendered is not None and not any(f.rule == "memory-name-case" for f in found_set) and not keyed_work and all(
-            name == memory_name(p) and _PLAIN_NAME.fullmatch(name)
-            for p in memory_paths if (entry := verdicts[p].entry) is not None for name in (entry[0],)):
-        parts = ({p: v for p, v in verdicts.items() if v.findings},
-                 FileVerdict(tuple(f for f, _ in scoped), tuple(c for _, c in scoped)), rendered)
-    return report, FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items)), parts
-
-
-# A memory name whose MEMORY.md line splice_lines places exactly (ASCII: bytes sort as code points;
-# no brackets: its line's key is read up to `](`)
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
-Parts = tuple[dict[str, FileVerdict], FileVerdict, bytes]
-KEEP: Parts = ({}, FileVerdict((), ()), b"")  # `_continued`'s word for "leave the base as it is"
-_KEEP_BASE = 16  # a run continuing a base rewrites it when more paths than this changed since
-
-
-def _continued(desk: DeskFolder, cache: VerdictCache, listing: WorkTreeListing,
-               found: Mapping[str, tuple[str, str | None, bytes | None]], heads: Mapping[str, str],
-               desk_id: str) -> tuple[Report, FileVerdict, Parts | None] | None:
-    """`_validate_files`' answer from the base the last run left (desk.gate.delta), redoing only
-    the memories (and MEMORY.md) that changed since; None when the whole check must run."""
-    from desk.gate import delta
-
-    row = cache.base()
-    base = delta.decode(*row) if row is not None else None
-    moved = delta.changed_memories(base, listing, found, heads) if base is not None else None
-    if base is None or moved is None:
-        return None
-    present = {p: now for p, (_, now) in moved.items() if now is not None}
-    added = [p for p, (then, now) in moved.items() if then is None and now is not None]
-    if delta.case_clash(listing, added):
-        return None
-    report = Report()
-    report.continued = True
-    keys = {p: (p, FILE_MODE, now[1] or "", "") for p, now in present.items()}
-    known = cache.files(keys.values())
-    verdicts: dict[str, FileVerdict] = {}
-    misses = []
-    for path in sorted(present):
-        if keys[path] in known:
-            verdicts[path] = known[keys[path]]
-            report.reused += 1
-            continue
-        listed = found.get(path) if path in listing.elsewhere else None
-        if listed is None or listed[2] is None:
-            listed = _read_work_tree(desk, path)  # keyed by what is read: it may have changed
-            if listed is None or listed[0] != FILE_MODE:
-                return None
-        misses.append(Change(path, listed[2], FILE_MODE, None, listed[1]))
-    computed, fresh = file_verdicts(misses, desk_id, blob_reader(desk.git, {}), known, report)
-    cache.put_files(fresh)
-    verdicts.update(computed)
-    if any(v.keyed or v.entry is not None and (v.entry[0] != memory_name(p) or not _PLAIN_NAME.fullmatch(v.entry[0]))
-           for p, v in verdicts.items()):
-        return None
-    try:
-        index = desk.read_if_present(INDEX_FILE)
-    except SymlinkError:
-        return None
-    from desk.formats.memory_index import splice_lines
-
-    lines = {name: verdict_line(verdicts.get(p)) for p in moved if (name := memory_name(p)) is not None}
-    try:
-        expected = splice_lines(base.rendered, lines)
-    except (ValueError, UnicodeError):
-        expected = None
-    if index is None or expected is None:
-        return None
-    cache.forget_files([(p, FILE_MODE, then[1] or "", "") for p, (then, _) in moved.items()
-                        if then is not None and keys.get(p) != (p, FILE_MODE, then[1] or "", "")],
-                       others=False)
-    per_file = {p: v for p, v in base.per_file.items() if p not in moved}
-    per_file.update((p, v) for p, v in verdicts.items() if v.findings)
-    broken = [p for p, v in per_file.items() if memory_name(p) is not None and v.entry is None]
-    stale = [stale_index(index, expected)] if index_differs(index, expected, broken) else []
-    items = [(f, c) for p in sorted(per_file) for f, c in zip(per_file[p].findings, per_file[p].conditions)]
-    items += [(f, "") for f in stale]
-    items += list(zip(base.scoped.findings, base.scoped.conditions))
-    removed = sum(1 for then, now in moved.values() if then is not None and now is None)
-    report.checked = base.checked + len(added) - removed
-    report.reused = report.checked - report.computed  # the others' verdicts as the base found them
-    # The base stays valid whatever this run found (it describes its own state): it is replaced
-    # only when enough changed since it that the next run would redo much (writing the listing
-    # and the index again is not free on a large desk).
-    return report, FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items)), (
-        (per_file, base.scoped, expected) if len(moved) > _KEEP_BASE else KEEP)
+    items += [(f, "") for f in [*found_set, *_keyed_state(desk, memory_paths, verdicts, changed),
+                                *_work_tree_scope_indexes(desk, found, desk_id)]]
+    return report, FileVerdict(tuple(f for f, _ in items), tuple(c for _, c in items))
 
 
 def _work_tree_scope_indexes(desk: DeskFolder, found: Mapping[str, tuple[str, str | None, bytes | None]],
@@ -262,15 +147,9 @@ def _work_tree_scope_indexes(desk: DeskFolder, found: Mapping[str, tuple[str, st
 
 
 def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[str, FileVerdict],
-                 changed: Collection[str]) -> tuple[list[Finding], bool]:
-    """desk.gate.keyed's rules over the work tree: one active revision per key, evidence in the
-    archive, open cases that still describe their domain.
-
-    Cheap on a desk without keyed memories: each memory's verdict (cached by blob) says whether
-    it holds a `key:` or `evidence:` line, so only those are read (not a `git grep` over every memory
-    file), the queue is taken as its own verdict found it, and
-    YAML, pydantic and the rules load only when there is work.
-    """
+                 changed: Collection[str]) -> list[Finding]:
+    """desk.gate.keyed's rules over the work tree. Only memories whose cached verdict says they hold a
+    `key:` or `evidence:` line are read, and the rules load only when there is work."""
     keyed = {path for path in memory_paths if verdicts[path].keyed} | set(changed)
     datas = {}
     for path in memory_paths:
@@ -292,7 +171,7 @@ def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[st
             f.severity == "error" for f in queue_verdict.findings):
         cases = json.loads(queue_data)["cases"]
     if not datas and not any(c.get("status") == "open" for c in cases):
-        return [], False
+        return []
     from desk.formats.memory_file import parse_memory
     from desk.gate.keyed import archive_ids, keyed_findings
 
@@ -319,7 +198,7 @@ def _keyed_state(desk: DeskFolder, memory_paths: list[str], verdicts: Mapping[st
         known = archive_ids(desk.read(f"{ARCHIVE_DIR}/{p.name}") for p in sorted(folder.glob("*.jsonl"))
                             if not p.is_symlink())
     return keyed_findings(memories, texts, cases, known, queue_data.decode("utf-8", "replace"),
-                          CONFLICTS_FILE), True
+                          CONFLICTS_FILE)
 
 
 def _read_work_tree(desk: DeskFolder, path: str) -> tuple[str, str | None, bytes | None] | None:

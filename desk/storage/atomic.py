@@ -18,16 +18,12 @@ def fsync_dir(folder: Path) -> None:
 
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> os.stat_result:
-    """Replace `path` with `data`: a temp file in the same folder (`tempfile.mkstemp`), renamed over
-    it (`os.replace`), so a reader sees the old bytes or the new. `durable`: the file and the folder
-    are fsynced too, so the new bytes survive a power loss. Returns the stat of the file written
-    (its inode, mtime and size: the commit path sets git's index entry from them; the ctime
-    changes at the rename).
+    """Replace `path` with `data` by a temp file in the same folder and `os.replace`, so a reader sees
+    the old bytes or the new; `durable` fsyncs the file and the folder. Returns the written file's
+    stat (the commit path sets git's index entry from it).
 
-    An error propagates naming `path` (not the temp file): the operation is aborted rather than
-    reported as done, and no temp file is left. A crash before the rename leaves one carrying
-    TEMP_PREFIX, so `desk doctor` finds it.
-    """
+    An error names `path` and leaves no temp file; a crash before the rename leaves one carrying
+    TEMP_PREFIX, which `desk doctor` finds."""
     path.parent.mkdir(parents=True, exist_ok=True)
     return _replace(path, data, durable)
 
@@ -61,6 +57,16 @@ def _replace(path: Path, data: bytes, durable: bool) -> os.stat_result:
     return stat
 
 
+def nearly_full(folder: Path | str) -> bool:
+    """Whether the file system holding `folder` has less than 1 MiB left: git's and SQLite's errors
+    on such a disk ("couldn't write", SQLITE_IOERR) do not say it is the space."""
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 1 << 20
+
+
 def remove(path: Path) -> None:
     """Delete `path` if it exists and make the removal durable."""
     try:
@@ -71,10 +77,8 @@ def remove(path: Path) -> None:
 
 
 def write_derived(path: Path, data: bytes) -> bool:
-    """Replace `path`, a file desk derives and can make again (a cache, a record of a look), with
-    `data` (`atomic_write` without fsync: a file cut short by a crash must fail its own check).
-    Returns whether it was kept; where it cannot be (a read-only or full desk, another user's)
-    nothing is raised."""
+    """Replace `path`, a file desk can derive again, with `data` (no fsync: a torn file fails its own
+    check). Returns whether it was kept; never raises where it cannot be."""
     try:
         _replace(path, data, durable=False)
         return True

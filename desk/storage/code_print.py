@@ -1,20 +1,15 @@
 """A fingerprint of the code that builds a derived cache, taken from its real import graph.
 
-`code_print(modules, memo)` hashes the source of every desk module that the builder `modules`
-import, directly or through others (at module level or inside a function; imports under
-`if TYPE_CHECKING:` never run and are left out), the packages that hold them, the outside
-libraries they import (the stat of each one's installed `__init__`: a reinstall changes it) and
-the Python version. The graph is read from the modules' ASTs, never from a hand list, so an
-import is followed the day it is written; nothing is imported to find it.
-
-What each source file imports and its hash are kept in `<memo>/code-prints.json` under the
-file's (size, mtime_ns, ctime_ns), so a cold command reads one small file and stats the sources
-instead of parsing them. A file changed in the last few seconds is parsed again next time (a
-second write in the same clock tick could leave its stat as it was: git's racy rule).
-"""
+`code_print(modules, memo)` hashes the source of every desk module `modules` import (directly or
+not, at module level or in a function; never under `if TYPE_CHECKING:`), their packages, the
+outside libraries' installs and the Python version. The graph is read from the ASTs, never a
+hand list. `<memo>/code-prints.json` keeps each file's imports and hash under its stat, so a cold
+command stats the sources instead of parsing them (a file changed in the last seconds is parsed
+again next time: git's racy rule)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -70,18 +65,14 @@ def import_graph(modules: Iterable[str], memo: Path | None = None,
 
 
 def module_path(name: str, package: Path = PACKAGE) -> tuple[str, os.stat_result] | None:
-    """The source file of desk module `name` (a module or a package's `__init__.py`) and its
-    stat, or None."""
+    """The source file of desk module `name` (module or package `__init__.py`) and its stat, or None."""
     parts = name.split(".")
     if parts[0] != package.name:
         return None
     base = os.path.join(package, *parts[1:])
-    for path in (f"{base}.py" if len(parts) > 1 else None, os.path.join(base, "__init__.py")):
-        try:
-            if path is not None:
-                return path, os.stat(path)
-        except OSError:
-            continue
+    for path in [f"{base}.py"] * (len(parts) > 1) + [os.path.join(base, "__init__.py")]:
+        with contextlib.suppress(OSError):
+            return path, os.stat(path)
     return None
 
 

@@ -1,9 +1,5 @@
-"""git's merge-conflict markers left in a file: found by line, reported as a finding of their own.
-
-A memory file a merge left half-resolved would otherwise be reported by the YAML parser
-(`could not find expected ':'`), which says nothing about what happened or what to do. Light on
-purpose (no YAML): every commit's per-file rules look for markers.
-"""
+"""git's merge-conflict markers left in a file: found by line, reported as a finding of their own
+(not as the YAML error they cause). No YAML: every commit's per-file rules look for them."""
 
 from __future__ import annotations
 
@@ -13,12 +9,8 @@ CONFLICT_OPEN, CONFLICT_CLOSE = b"<" * 7, b">" * 7
 
 
 def conflict_markers(data: bytes) -> tuple[int, int] | None:
-    """The lines (first, last) of git's merge-conflict markers in `data`, or None.
-
-    A conflict is a line starting with `<<<<<<<` (then a space or the line's end, as git writes
-    it and `git diff --check` finds it) followed later by a `>>>>>>>` line; a `=======` line alone is
-    a Markdown heading underline, so it is never taken for one.
-    """
+    """The lines (first, last) of git's conflict markers in `data`, or None: a `<<<<<<<` line (then a
+    space or the end) followed by a `>>>>>>>` line; a lone `=======` is a Markdown underline."""
     if CONFLICT_OPEN not in data:
         return None
     first = None

@@ -1,11 +1,7 @@
 """Named crash points: the test hook that lets the kill matrix stop a real process at a write boundary.
 
-`crash_point("after-marker")` does nothing unless the environment variable DESK_TEST_CRASH_AT
-names that point; then the process SIGKILLs itself on the spot (no `finally`, no atexit, no
-buffered write flushed: exactly what a `kill -9` or a power cut leaves). tests/test_crash_resolve.py
-runs a real `desk resolve` once per point. The names are listed in CRASH_POINTS so a test can tell a
-point that never fires from one that is misspelt.
-"""
+`crash_point(name)` SIGKILLs the process (no `finally`, no flush: what a kill -9 leaves) when
+DESK_TEST_CRASH_AT names that point; CRASH_POINTS lists the names so a misspelt one is caught."""
 
 from __future__ import annotations
 

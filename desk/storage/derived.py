@@ -1,22 +1,13 @@
 """Every cache and record desk derives from a desk: the one list (docs/design.md "Derived state").
 
-Each is kept in the desk's git folder (never committed, never cloned) and can be thrown away at
-any time: the next command that needs it makes it again from the committed files, the work tree
-and git's answers. One rule decides when a kept answer may be used:
-
-- **content ids**: an answer is found under the ids of what it was derived from (git's blob, tree
-  and commit ids, HEAD, the stat of a work-tree file or of git's index, as `key` says);
-- **the code that made it**: `fingerprint` hashes the source of the `builders` and of every desk
-  module they import (desk.storage.code_print, from the real import graph), with the outside
-  libraries' installs and the Python version. A SQLite cache whose fingerprint is not the running
-  code's is emptied when opened (desk.storage.sqlite_cache.open_cache), a record file carries it
-  in its first line; so another version of desk never reads an answer this one did not make.
-
-`desk doctor --rebuild` drops them all and makes them again (desk.guard.rebuild).
-"""
+Each lives in the git folder and can be thrown away at any time. An answer is kept under the
+content ids it was derived from (`key`) and the fingerprint of the code that made it (`builders`
+and their imports, desk.storage.code_print): a SQLite cache with another fingerprint is emptied
+when opened, a record file carries it in its first line. `desk doctor --rebuild` drops them all."""
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -119,12 +110,9 @@ def drop_all(git_dir: Path) -> list[str]:
     """Remove every registered file (and SQLite's side files) and every retired record from
     `git_dir`; the paths removed, relative to it. The caller holds the desk lock."""
     removed = []
-    names = [entry.path for entry in REGISTRY] + list(RETIRED)
-    for name in names:
+    for name in [entry.path for entry in REGISTRY] + list(RETIRED):
         for suffix in ("", "-wal", "-shm") if name.endswith(".sqlite") else ("",):
-            try:
+            with suppress(FileNotFoundError):
                 (git_dir / f"{name}{suffix}").unlink()
-            except FileNotFoundError:
-                continue
-            removed.append(f"{name}{suffix}")
+                removed.append(f"{name}{suffix}")
     return removed

@@ -1,11 +1,8 @@
 """Framing and YAML for Markdown files with frontmatter: the one module that owns them.
 
-desk does its own framing instead of python-frontmatter, whose 1.3 release strips trailing
-newlines, returns empty metadata for an unclosed block, drops a top-level YAML list and misses
-frontmatter behind a BOM (docs/design.md §7). Here a file must start with exactly `---\\n`, the closing
-`---` line is found explicitly, and YAML is loaded safely with anchors, aliases, duplicate keys and
-deep nesting refused. Every problem is reported as `path:line: rule: message`.
-"""
+desk frames files itself (python-frontmatter loses data: docs/design.md §7): a file starts with
+exactly `---\\n`, the closing `---` line is found explicitly, and YAML is loaded safely with
+anchors, aliases, duplicate keys and deep nesting refused. Problems are `path:line: rule: message`."""
 
 from __future__ import annotations
 
@@ -82,8 +79,7 @@ def parse(data: bytes, path: str) -> Document:
     if end is None:
         raise _fail(path, 1, "frontmatter-unclosed",
                     "frontmatter opened on line 1 is never closed by a `---` line")
-    start_of_yaml = len(DELIMITER) + 1
-    yaml_text = text[start_of_yaml:end]
+    yaml_text = text[len(DELIMITER) + 1:end]
     if len(yaml_text.encode()) > MAX_FRONTMATTER_BYTES:
         raise _fail(path, 2, "frontmatter-size",
                     f"frontmatter is over {MAX_FRONTMATTER_BYTES} bytes; keep it to a few short fields")
@@ -109,13 +105,9 @@ def _closing_line(text: str) -> int | None:
 def load_mapping(yaml_text: str, path: str, first_line: int = 1) -> tuple[dict[str, Any], dict[str, int]]:
     """Load `yaml_text` as a mapping with string keys; return it and each key's file line.
 
-    Refused: anchors and aliases (an alias bomb loads fast and explodes later), nesting deeper than
-    MAX_DEPTH, duplicate keys (YAML lets the last one win silently), non-string keys, a top level
-    that is not a mapping.
-
-    The plain frontmatter desk itself writes is read by `plain_mapping` without PyYAML (which the
-    pre-commit hook then never imports); anything else goes through PyYAML (`yaml_mapping`).
-    """
+    Refused: anchors and aliases, nesting deeper than MAX_DEPTH, duplicate keys, non-string keys, a
+    top level that is not a mapping. desk's own plain frontmatter is read without PyYAML
+    (`plain_mapping`, so the pre-commit hook never imports it); the rest goes through `yaml_mapping`."""
     fast = plain_mapping(yaml_text, first_line)
     return fast if fast is not None else yaml_mapping(yaml_text, path, first_line)
 
@@ -221,12 +213,8 @@ def plain_mapping(yaml_text: str, first_line: int = 1) -> tuple[dict[str, Any], 
 
 def yaml_mapping(yaml_text: str, path: str, first_line: int = 1, loader: type | None = None
                  ) -> tuple[dict[str, Any], dict[str, int]]:
-    """`load_mapping` through PyYAML's pure-Python SafeLoader (or `loader`), on every machine.
-
-    Not libyaml's CSafeLoader even where PyYAML was built with it: on hostile text the two disagree
-    (libyaml reads `name: a<TAB>b` where the Python scanner refuses it; the Python parser reads
-    `[? , x]` where libyaml refuses it), and the gate's verdict on a file must not depend on how
-    PyYAML was installed: two clones of one desk run the same hooks and `desk sync` re-checks merges."""
+    """`load_mapping` through PyYAML's pure-Python SafeLoader (or `loader`), on every machine: libyaml
+    disagrees with it on hostile text, and a verdict must not depend on how PyYAML was installed."""
     import yaml  # here: only frontmatter outside the plain subset pays for it
 
     _Loader = loader or yaml.SafeLoader
@@ -285,11 +273,7 @@ def yaml_mapping(yaml_text: str, path: str, first_line: int = 1, loader: type | 
 
 
 class Timestamp(str):
-    """A time already spelled by `desk.text.times.format_time`: written as a plain YAML timestamp.
-
-    Storage sits beside desk.text, not above it, so the caller formats and this module only keeps
-    the scalar unquoted (a plain `str` that looks like a time would be quoted).
-    """
+    """A time already spelled by `desk.text.times.format_time`, written as a plain YAML timestamp."""
 
 
 @lru_cache(maxsize=1)
@@ -320,54 +304,9 @@ def _dumper() -> type:
     return Dumper
 
 
-def plain_dump(meta: dict[str, Any]) -> str | None:
-    """`dump_mapping(meta)` without PyYAML when every key and value is in the plain subset that
-    `plain_mapping` reads (whole numbers, `Timestamp`s, plain strings that start with a letter,
-    non-empty lists of them); None for anything else, which PyYAML writes.
-    tests/storage/test_frontmatter_plain.py checks, on hostile values, that whatever this writes
-    equals PyYAML's output."""
-    lines = []
-    for key, value in meta.items():
-        if not isinstance(key, str) or not _KEY.match(key) or key in _NOT_STRINGS:
-            return None
-        if isinstance(value, list):
-            if not value or not all(isinstance(v, str) and _plain_out(v) for v in value):
-                return None
-            lines.append(f"{key}:")
-            lines.extend(f"  - {v}" for v in value)
-            continue
-        if isinstance(value, Timestamp):
-            if not _TIME.match(value):
-                return None
-        elif type(value) is int:
-            if not 0 <= value < 10 ** 18:
-                return None
-        elif type(value) is not str or not _plain_out(value):
-            return None
-        lines.append(f"{key}: {value}")
-    return "".join(line + "\n" for line in lines) if lines else None
-
-
-_KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
-# Characters a written plain string may hold besides letters and digits (any script's, as Python
-# says: PyYAML writes them as they are under allow_unicode): space and ASCII punctuation that
-# means nothing inside a block plain scalar. Anything else (quotes at either end, `#` after a
-# space, `: `, control and format characters, other spaces) is left to PyYAML.
-_PLAIN_PUNCTUATION = frozenset(" -_.,/()+='&;!?%$@*~^<>|[]{}#\"")
-
-
-def _plain_out(value: str) -> bool:
-    return (_plain_string(value) and value[-1] not in " #" and not value.startswith(("'", '"'))
-            and all(c.isalnum() or c in _PLAIN_PUNCTUATION for c in value))
-
-
 def dump_mapping(meta: dict[str, Any]) -> str:
-    """YAML for `meta` in block style, keys in the given order, no line folding: written by
-    `plain_dump` when it can (without importing PyYAML), else by PyYAML."""
-    fast = plain_dump(meta)
-    if fast is not None:
-        return fast
-    import yaml
+    """YAML for `meta` in block style, keys in the given order, no line folding."""
+    import yaml  # here: reading desk's plain frontmatter never needs it
 
     return yaml.dump(meta, Dumper=_dumper(), sort_keys=False, allow_unicode=True,
                      default_flow_style=False, width=1 << 30)

@@ -1,22 +1,13 @@
 """The git processes desk starts, and the lock files they leave behind when they are killed.
 
-git takes a lock by creating `<file>.lock` with O_EXCL and never removes one it did not take. A
-git process killed with SIGKILL together with the desk command that started it (a terminal's
-process group, a stopped container or service, a power cut) leaves its locks, and every later git
-command that needs those files fails until someone removes them. A lock file does not say who
-made it, so before desk starts a git process that may take locks it writes down which locks those
-are, in a record of the desk process (`.git/desk-git-children-<pid>-<start>.txt`, removed when the
-command ends): one line before the process starts (its pid not known yet: a kill between the
-start and the record must not leave an unrecorded git behind) and one with its pid once started.
-
-A lock is then debris of a killed desk command, removed at once by the next desk command (under
-the desk lock) and by `desk doctor --repair`, when the record's desk process is dead (its pid gone,
-or reused by another process: the start time the kernel gives differs), the record names the lock
-and the lock was made after the git process started, and no git process works in the desk (a
-person's git could have taken the same file since; /proc tells). A live owner, desk's or a
-person's, is never robbed. Anything else is a lock of unknown owner, which doctor reports and
-removes only once it is old (git.LOCK_STALE_AFTER).
-"""
+A git killed with desk (kill -9 of the process group, a power cut) leaves its `<file>.lock`s,
+which block every later git command, and a lock file does not say who made it. So before desk
+starts a git that may take locks it writes them down in its process's record
+(`.git/desk-git-children-<pid>-<start>.txt`): once before the start, once with the pid. A lock is
+debris, removed by the next desk command (under the desk lock) or `desk doctor --repair`, when
+the record's desk process is dead, the record names the lock, the lock is newer than that git's
+start and no git process works in the desk. Any other lock doctor removes only once it is old
+(git.LOCK_STALE_AFTER)."""
 
 from __future__ import annotations
 
@@ -80,9 +71,8 @@ def _record_owner(record: Path) -> tuple[int, int | None] | None:
 
 @contextmanager
 def recording_git_children(git_dir: Path) -> Iterator[Path]:
-    """While active, every git process desk starts that may take a lock is recorded in this desk
-    process's record (the mutation's recovery record beside its pending marker). The record is
-    removed when the block ends; a kill -9 leaves it for `release_dead_git_locks`."""
+    """While active, every git desk starts that may take a lock is recorded in this process's record,
+    removed when the block ends (a kill -9 leaves it for `release_dead_git_locks`)."""
     record = git_dir / _record_name(os.getpid(), process_start(os.getpid()))
     _CHILD_RECORDS.append(record)
     try:
@@ -99,8 +89,8 @@ def recording() -> bool:
 
 
 def record_git_child(locks: Iterable[Path], pid: int = 0, started_ns: int | None = None) -> int:
-    """Write down, in the active record (if any), a git process that may take `locks`: `pid` 0
-    before it is started, its pid once it runs. Returns the start time to pass with the pid."""
+    """Write down, in the active record (if any), a git that may take `locks`: `pid` 0 before it starts,
+    its pid once it runs. Returns the start time to pass with the pid."""
     started = time.time_ns() if started_ns is None else started_ns
     if _CHILD_RECORDS:
         identity = str(pid) if pid <= 0 else f"{pid}:{process_start(pid)}"
@@ -111,9 +101,7 @@ def record_git_child(locks: Iterable[Path], pid: int = 0, started_ns: int | None
 
 
 class LeftLock(NamedTuple):
-    """A lock file a git process desk started may have left: `owner_alive` says whether that
-    process still runs (False for one recorded before its pid was known); `started_ns` is when it
-    started."""
+    """A lock file a git desk started may have left, whether that git still runs, and when it started."""
 
     path: Path
     pid: int
@@ -131,8 +119,7 @@ class _Child(NamedTuple):
 
 
 def _dead_records(git_dir: Path) -> Iterator[tuple[Path, list[_Child]]]:
-    """The records of desk processes that are dead (or this one's), with their lines. A record
-    whose desk process is alive is skipped: its git processes are still at work."""
+    """The records of dead desk processes (or this one's) with their lines; a live one's are skipped."""
     me = os.getpid()
     for record in sorted(git_dir.glob(f"{CHILD_RECORD_PREFIX}*.txt")):
         owner = _record_owner(record)
@@ -155,8 +142,8 @@ def _dead_records(git_dir: Path) -> Iterator[tuple[Path, list[_Child]]]:
 
 
 def recorded_git_locks(git_dir: Path) -> tuple[list[LeftLock], list[Path]]:
-    """The lock files that exist and that a recorded git process of a dead (or this) desk process
-    may have taken, each with its owner's state, and the record files read."""
+    """The existing lock files a recorded git of a dead (or this) desk process may have taken, with
+    their owners' state, and the record files read."""
     found: list[LeftLock] = []
     records = []
     for record, children in _dead_records(git_dir):
@@ -178,23 +165,9 @@ def recorded_git_locks(git_dir: Path) -> tuple[list[LeftLock], list[Path]]:
     return found, records
 
 
-def wait_for_orphans(git_dir: Path, timeout: float) -> list[int]:
-    """Wait up to `timeout` seconds while a git process a dead desk command started still runs
-    (desk killed alone: its git goes on to its end, and its work must not be settled under it);
-    the pids still running after that."""
-    deadline = time.monotonic() + timeout
-    while True:
-        alive = [c.pid for _, children in _dead_records(git_dir) for c in children
-                 if c.pid != os.getpid() and process_alive(c.pid, c.proc_start)]
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        time.sleep(0.05)
-
-
 def release_left_locks(git_dir: Path, root: Path) -> None:
-    """Under the desk lock, before a mutation: wait for a git a killed desk command left running
-    (`require_no_orphans`), then remove the locks killed desk commands left: git's index.lock desk
-    took itself, the lock of desk's private index, and those of the git processes it started."""
+    """Under the desk lock, before a mutation: wait for orphaned gits, then remove the locks killed
+    desk commands left."""
     from desk.storage.git import release_private_index_lock, release_stale_index_lock
 
     require_no_orphans(git_dir)
@@ -204,8 +177,14 @@ def release_left_locks(git_dir: Path, root: Path) -> None:
 
 
 def require_no_orphans(git_dir: Path, timeout: float = 10.0) -> None:
-    """`wait_for_orphans`, then ConflictError (exit 4) naming the git processes still running."""
-    alive = wait_for_orphans(git_dir, timeout)
+    """Wait up to `timeout` s while a git a dead desk command started still runs (its work must not
+    be settled under it), then ConflictError (exit 4) naming the ones still running."""
+    deadline = time.monotonic() + timeout
+    while alive := [c.pid for _, children in _dead_records(git_dir) for c in children
+                    if c.pid != os.getpid() and process_alive(c.pid, c.proc_start)]:
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
     if alive:
         from desk.errors import ConflictError
 
@@ -215,14 +194,9 @@ def require_no_orphans(git_dir: Path, timeout: float = 10.0) -> None:
 
 
 def release_dead_git_locks(git_dir: Path, root: Path) -> list[Path]:
-    """Remove the locks git processes desk started left when they died (kill -9), and the records
-    of dead desk processes; returns the locks removed. Call under the desk lock.
-
-    The locks of desk's private index files are desk's alone, and no desk process runs git while
-    this one holds the desk lock: any left is removed. A shared lock (`refs/heads/main.lock`,
-    `index.lock`, ...) is removed when the desk git process recorded as taking it is dead and no
-    git process works in the desk (a person's git could have taken the same file since).
-    """
+    """Remove the locks dead desk gits left, and dead desk processes' records; the locks removed. Call
+    under the desk lock. desk's private index locks always go (no desk git runs meanwhile); a shared
+    lock only when its recorded git is dead and no git works in the desk."""
     removed = [git_dir / name for name in PRIVATE_LOCKS if (git_dir / name).exists()]
     for path in removed:
         path.unlink(missing_ok=True)
@@ -249,8 +223,8 @@ _OPTIONS_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--name
 
 
 def git_running_in(root: Path) -> bool | None:
-    """Whether a git process that may take locks works in `root` (Linux /proc; a reader of
-    READERS does not count); None when that cannot be known."""
+    """Whether a git that may take locks works in `root` (Linux /proc; READERS do not count); None when
+    that cannot be known."""
     proc = Path("/proc")
     if not (proc / "self" / "cwd").exists():
         return None
@@ -266,12 +240,12 @@ def git_running_in(root: Path) -> bool | None:
             continue
         if not process_alive(int(entry.name)):
             continue
-        if (cwd == root or root in cwd.parents) and _command(args) not in READERS:
+        if (cwd == root or root in cwd.parents) and subcommand(args) not in READERS:
             return True
     return False
 
 
-def _command(args: list[str]) -> str:
+def subcommand(args: list[str]) -> str:
     """The git subcommand of a command line (`git -C x -c k=v commit ...`: `commit`)."""
     words = iter(args[1:])
     for word in words:

@@ -1,19 +1,12 @@
 """What a killed `desk sync` leaves of git's fast-forward or merge, recorded first and undone after.
 
-`git merge` moves the work tree file by file before it writes the index and moves the branch; a
-kill in the middle leaves a torn checkout with no MERGE_HEAD for `git merge --abort` to go by. So
-before git starts, desk sync records what it is about to do (`.git/desk-sync-integrating.json`: the
-kind, HEAD, the commit it integrates, the paths git may write) and removes the record once the
-integration is committed or put back.
-
-The next desk command (under the desk lock, so the record's writer is dead), `desk doctor --repair`
-and `desk sync --continue` settle a record left behind: when the integration landed, only git's
-leftovers are cleared; otherwise each path git was integrating is put back as HEAD has it, and the
-next `desk sync` integrates again. A file holding neither side's bytes nor a torn start of the
-incoming one (a driver's result, a person's edit since) is put back too, its bytes kept in
-`.git/desk-rescued/`. Paths git does not write, and those with a person's uncommitted change when
-the sync began, are never touched.
-"""
+A kill while `git merge` moves the work tree leaves a torn checkout with no MERGE_HEAD to go by.
+So desk sync first records what it is about to do (`.git/desk-sync-integrating.json`) and removes
+the record once the integration is committed or put back. The next desk command, `desk doctor
+--repair` and `desk sync --continue` settle a record left behind: git's leftovers cleared when
+the integration landed, else each integrated path put back as HEAD has it (bytes that are
+neither side's kept in `.git/desk-rescued/`). Paths with a person's uncommitted change when the
+sync began are never touched."""
 
 from __future__ import annotations
 
@@ -42,12 +35,9 @@ def left_behind(git_dir: Path) -> bool:
 
 
 def mark_integration(git: Git, kind: str, head: str | None, target: str) -> None:
-    """Write the record, durably, before git starts to fast-forward (`kind` "fast-forward") or
-    merge ("merge") `head` to `target`; `clear_integration` once that is committed.
-
-    It names the paths git may write (those the incoming side changed and this one does not hold
-    already) and, among them, those with a person's uncommitted change: git refuses to overwrite
-    those, so an undo never touches them either."""
+    """Write the record, durably, before git fast-forwards or merges `head` to `target`: the paths git
+    may write and, among them, those with a person's uncommitted change (git refuses to overwrite
+    them, so an undo never touches them either)."""
     paths = sorted(_integrated(git, kind, head, target))
     kept = [p for i in range(0, len(paths), 1000) for p in git.worktree.dirty(paths[i:i + 1000])]
     atomic_write(git.git_dir() / RECORD, json.dumps({"kind": kind, "head": head, "target": target,

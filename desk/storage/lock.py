@@ -1,25 +1,11 @@
-"""The desk-wide lock: held from the first file write to the commit of every mutation.
+"""The desk-wide lock, held from the first file write to the commit of every mutation.
 
-An `fcntl.flock` on a file in the git dir: the kernel drops it when the holder dies, so a `kill -9`
-never leaves a stale lock (unlike git's `index.lock`).
-
-Waiters take turns. Polling with `LOCK_NB` is unfair (a sleeping poller loses every race to a
-process that takes the lock again at once), so a waiter blocks in `flock`, queued by the kernel.
-The process that just let go could still take the lock straight back before the woken waiter runs,
-so a second lock stands in front, `<lock>.queue`: held while waiting for the lock, let go once it
-is held, so the process that just let go queues behind the next in line.
-
-A blocking `flock` has no timeout, and an alarm signal reaches only the main thread (desk is a
-library called from threads), so the blocking calls run in a helper thread the caller waits for
-with a timeout; a caller that gives up leaves the descriptors to the helper, which closes them once
-it gets the locks. An uncontended lock is taken with non-blocking tries and starts no thread.
-
-On a desk this process cannot write, a holder that only reads (`reading=True`: `desk doctor`
-without `--repair`) takes a shared lock on read-only descriptors (`flock` needs no write access),
-so it waits for a mutation in progress and none starts during it; where no lock file exists at all
-there is nothing to lock, and a read may see a mutation half done (it reports it as interrupted).
-A holder that writes gets a ReadOnlyDeskError naming the folder.
-"""
+An `fcntl.flock` in the git dir: the kernel drops it when the holder dies. Waiters take turns: a
+waiter blocks in `flock` (queued by the kernel) behind a second lock, `<lock>.queue`, held while
+waiting, so the process that just let go queues behind the next in line. The blocking calls run
+in a helper thread the caller waits for with a timeout (an alarm reaches only the main thread); an
+uncontended lock starts no thread. On a desk this process cannot write, a reader (`reading=True`)
+takes a shared lock on read-only descriptors; a writer gets a ReadOnlyDeskError."""
 
 from __future__ import annotations
 
@@ -52,11 +38,8 @@ def lock_timeout() -> float:
 
 @contextmanager
 def desk_lock(path: Path, timeout: float | None = None, *, reading: bool = False) -> Iterator[None]:
-    """Hold an exclusive lock on `path`, waiting up to `timeout` seconds (exit 4 after that).
-
-    `reading`: the holder only reads, so on a desk this process cannot write it holds a shared
-    lock instead (or none: the module's docstring says when); without it, ReadOnlyDeskError there.
-    """
+    """Hold an exclusive lock on `path`, waiting up to `timeout` seconds (exit 4 after that); `reading`
+    as the module says."""
     wait = lock_timeout() if timeout is None else timeout
     queue, fd, mode = _open(path, reading)
     try:
@@ -87,8 +70,8 @@ def desk_lock(path: Path, timeout: float | None = None, *, reading: bool = False
 
 
 def _open(path: Path, reading: bool) -> tuple[int, int, int]:
-    """The queue's and the lock's descriptors (-1: none) and the lock's mode: LOCK_EX, or LOCK_SH
-    on a read-only descriptor where `reading` and the lock file cannot be opened for writing."""
+    """The queue's and the lock's descriptors (-1: none) and the lock's mode (LOCK_SH read-only when
+    `reading` and the lock file cannot be written)."""
     queue = -1
     try:
         queue = os.open(f"{path}.queue", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -156,11 +139,8 @@ class _BlockingWait:
                 self._locked.set()
 
     def wait(self, timeout: float) -> bool:
-        """True once the lock is held (or `flock` failed: see `error`), False after `timeout`.
-
-        When it returns False, or is interrupted (KeyboardInterrupt) before the lock is held, the
-        wait is `abandoned` and the descriptors belong to the helper thread.
-        """
+        """True once the lock is held (or `flock` failed: `error`), False after `timeout`; then, or when
+        interrupted, the wait is `abandoned` and the helper thread owns the descriptors."""
         try:
             self._locked.wait(timeout)
         finally:

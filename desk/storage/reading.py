@@ -1,15 +1,13 @@
 """Reading a desk's files without following a symlink: the one way desk opens a file to read it.
 
-A desk's work tree is not trusted to have passed the hooks: a fast-forward `git pull` runs none, and
-a commit made with `--no-verify` can put a symbolic link where SOUL.md should be, pointing at
-`/proc/self/environ` or a key file outside the desk. Every reader of a desk file opens it with
-`O_NOFOLLOW` (the last component) after checking with `lstat` that no folder on the way inside the
-desk is a link either, and refuses anything that is not a plain file with `SymlinkError`, which
-names the path and says how to put the file back.
-"""
+The work tree is not trusted to have passed the hooks (a fast-forward runs none, `--no-verify`
+skips them), so a link where SOUL.md should be could point at a key file. Every read opens with
+`O_NOFOLLOW` after checking that no folder on the way is a link, and refuses anything that is not
+a plain file with `SymlinkError`."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -48,9 +46,7 @@ def _relative(path: Path, root: Path | None) -> str:
 
 
 def check_no_link(path: Path | str, root: Path | str | None = None) -> None:
-    """SymlinkError when a folder between `root` (exclusive) and `path` (exclusive) is a symlink.
-
-    Plain string work and one `lstat` a folder: every archive append pays for it."""
+    """SymlinkError when a folder between `root` (exclusive) and `path` (exclusive) is a symlink."""
     if root is None:
         return
     full, top = os.fspath(path), os.fspath(root).rstrip(os.sep)
@@ -68,30 +64,26 @@ def check_no_link(path: Path | str, root: Path | str | None = None) -> None:
             raise SymlinkError(Path(full), relative)
 
 
+def _open_plain(path: Path, relative: str) -> int:
+    """A read-only descriptor of `path` itself, never through a link (SymlinkError naming `relative`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise SymlinkError(path, relative) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SymlinkError(path, relative)
+    return fd
+
+
 def read_regular(path: Path, root: Path | None = None) -> bytes:
     """`path`'s bytes, never through a symlink. FileNotFoundError when absent (as `read_bytes`);
     SymlinkError when `path` (or a folder between `root` and it) is a link or not a plain file."""
     check_no_link(path, root)
-    try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        import errno
-
-        if exc.errno in (errno.ELOOP, errno.EMLINK):
-            raise SymlinkError(path, _relative(path, root)) from None
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SymlinkError(path, _relative(path, root))
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    with os.fdopen(_open_plain(path, _relative(path, root)), "rb") as handle:
+        return handle.read()
 
 
 def is_plain_file(path: Path) -> bool:
@@ -107,15 +99,4 @@ def open_regular(desk: HasRoot, relative: str) -> BinaryIO:
     errors as `read_regular`. The caller closes it (`with open_regular(...) as handle:`)."""
     path = desk.root / relative
     check_no_link(path, desk.root)
-    try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        import errno
-
-        if exc.errno in (errno.ELOOP, errno.EMLINK):
-            raise SymlinkError(path, relative) from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise SymlinkError(path, relative)
-    return os.fdopen(fd, "rb")
+    return os.fdopen(_open_plain(path, relative), "rb")

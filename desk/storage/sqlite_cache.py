@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from desk.storage.atomic import nearly_full
+
 _SIDE_FILES = ("", "-wal", "-shm")  # the cache and the files SQLite keeps beside it in WAL mode
 
 
@@ -17,15 +19,9 @@ def open_cache(path: Path, schema: str, *, wal: bool = False,
                check: Callable[[sqlite3.Connection], None] | None = None) -> sqlite3.Connection:
     """Open (creating) the cache at `path` with `schema` applied, in autocommit mode.
 
-    A file SQLite cannot read, or that `check` rejects by raising sqlite3.DatabaseError, is
-    deleted and made anew: it is derived data, so losing it costs only a rebuild. A registered
-    cache (desk.storage.derived) made by code with another fingerprint is emptied first.
-    A cache desk may not write (a read-only mount, another user's desk, a folder without write
-    permission) is made in memory instead: readers give the same answers, the cache is not kept.
-    So is one where a symbolic link stands for its folder or one of its files: SQLite would follow
-    it and write desk's tables wherever it points (caches live in .git/, out of a commit's reach;
-    this is the `lstat` check behind that).
-    """
+    A file SQLite cannot read, or that `check` rejects (sqlite3.DatabaseError), is made anew; a
+    registered cache made by code with another fingerprint is emptied first. One desk may not write,
+    or where a symlink stands for its folder or a file (SQLite would follow it), is made in memory."""
     if not _writable(path):
         return _open(":memory:", schema, False, check)
     try:
@@ -40,8 +36,7 @@ def open_cache(path: Path, schema: str, *, wal: bool = False,
 
 
 def _writable(path: Path) -> bool:
-    """Whether SQLite can keep a cache at `path`: its folder (made if missing) and whichever of
-    its files exist are writable. os.access also answers for root on a read-only mount."""
+    """Whether SQLite can keep a cache at `path`: its folder and existing files writable, none a link."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -56,66 +51,46 @@ def _writable(path: Path) -> bool:
 
 
 class _CacheConnection(sqlite3.Connection):
-    """A cache's connection on which SQLite's "database or disk is full" and "disk I/O error" are
-    the OSError they are (ENOSPC or EIO, naming the cache file, see _disk_full): the user is told
-    to free space, not shown an internal error."""
+    """A cache's connection on which SQLite's "disk full" and "disk I/O error" are the OSError they are
+    (ENOSPC or EIO, naming the cache file)."""
 
     cache_path = ""
 
     def execute(self, *args: Any) -> sqlite3.Cursor:
-        try:
-            return super().execute(*args)
-        except sqlite3.OperationalError as exc:
-            raise _disk_full(exc, self.cache_path) from exc
+        return self._run(super().execute, args)
 
     def executemany(self, *args: Any) -> sqlite3.Cursor:
-        try:
-            return super().executemany(*args)
-        except sqlite3.OperationalError as exc:
-            raise _disk_full(exc, self.cache_path) from exc
+        return self._run(super().executemany, args)
 
     def executescript(self, *args: Any) -> sqlite3.Cursor:
+        return self._run(super().executescript, args)
+
+    def _run(self, method: Callable[..., sqlite3.Cursor], args: tuple[Any, ...]) -> sqlite3.Cursor:
         try:
-            return super().executescript(*args)
+            return method(*args)
         except sqlite3.OperationalError as exc:
             raise _disk_full(exc, self.cache_path) from exc
-
-
-# Below this much free space, SQLite's "disk I/O error" on a cache is the disk being full: SQLite
-# reports a short write to its shared-memory or journal file as SQLITE_IOERR, not SQLITE_FULL.
-_NEARLY_FULL = 1 << 20
 
 
 def _disk_full(exc: sqlite3.OperationalError, path: str) -> Exception:
-    """The OSError SQLite's error stands for: SQLITE_FULL, or SQLITE_IOERR on a disk that is
-    (nearly) full, is ENOSPC; any other SQLITE_IOERR is EIO. Both name the cache file, so the
-    CLI reports them as what the disk refused, never as a bug in desk."""
+    """The OSError SQLite's error stands for: SQLITE_FULL, or SQLITE_IOERR on a (nearly) full disk (a
+    short write to its journal), is ENOSPC; other SQLITE_IOERR is EIO."""
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-    if code == sqlite3.SQLITE_FULL or code == sqlite3.SQLITE_IOERR and _nearly_full(path):
+    if code == sqlite3.SQLITE_FULL or code == sqlite3.SQLITE_IOERR and nearly_full(os.path.dirname(path) or "."):
         return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
     if code == sqlite3.SQLITE_IOERR:
         return OSError(errno.EIO, f"{os.strerror(errno.EIO)} ({exc})", path)
     return exc
 
 
-def _nearly_full(path: str) -> bool:
-    try:
-        st = os.statvfs(os.path.dirname(path) or ".")
-    except OSError:
-        return False
-    return st.f_bavail * st.f_frsize < _NEARLY_FULL
-
-
 def rollback(db: sqlite3.Connection) -> None:
-    """Roll back the open transaction, if SQLite has not ended it already (it does on a full
-    disk: a second ROLLBACK would hide that error behind "no transaction is active")."""
+    """Roll back the open transaction unless SQLite ended it already (it does on a full disk)."""
     if db.in_transaction:
         db.execute("ROLLBACK")
 
 
 def _same_code(db: sqlite3.Connection, path: Path) -> None:
-    """Empty the cache at `path` (every table) unless the code that made it has the fingerprint of
-    the running code's builders (desk.storage.derived's rule); record that fingerprint."""
+    """Empty the cache at `path` unless its recorded fingerprint is the running code's; record it."""
     from desk.storage.derived import registered
 
     try:

@@ -40,10 +40,9 @@ def cache_db(desk: DeskFolder) -> sqlite3.Connection:
 
 
 def forget_states(desk: DeskFolder) -> None:
-    """Drop the whole-desk results (and the base a run continues), so the next run goes file by file."""
+    """Drop the whole-desk results, so the next run goes file by file."""
     with cache_db(desk) as db:
         db.execute("DELETE FROM states")
-        db.execute("DELETE FROM bases")
 
 
 def set_config(desk: DeskFolder, **changes: object) -> None:

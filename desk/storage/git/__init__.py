@@ -1,15 +1,6 @@
-"""The one package that talks to git, split by git concept as dulwich splits it.
-
-desk drives git's own command line, like pre-commit's `git.py`, rather than GitPython's object
-layer: GitPython's `IndexFile.commit` lost commits under concurrent writers on this machine and never
-fsyncs or signs (docs/design.md §7), and importing it would blow the pre-commit hook's and the CLI
-start-up budgets. Every git output is parsed here and nowhere else; callers get typed data.
-
-- `run`: starting git (`subprocess`), its errors, the lock files it may take
-- `repo`: `Git`, one work tree, with a part per concept; the hook's repository
-- `refs`, `objects`, `worktree` (+ `folder`), `index`, `locks`, `config`, `history`, `merging`
-- `parse`: `-z` lists, `ls-files`, `ls-tree`, `--raw` diffs; `trailers`: commit message trailers
-"""
+"""The one package that talks to git (its command line, as pre-commit's `git.py`), split by git
+concept as dulwich splits it; every git output is parsed here and callers get typed data.
+Why not GitPython: docs/design.md §7."""
 
 from desk.storage.git.folder import FolderState
 from desk.storage.git.history import Commit, HistoryStep

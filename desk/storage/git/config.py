@@ -1,5 +1,4 @@
-"""git's config as desk reads it: the few values a commit needs, asked of `git config` itself
-(its files, includes and precedence are git's own), once per Git."""
+"""git's config as desk reads it: the few values a commit needs, asked of `git config` once per Git."""
 
 from __future__ import annotations
 
@@ -18,32 +17,23 @@ _QUERY = (r"^((user|author|committer)\.(name|email)|core\.hookspath|i18n\.commit
 
 
 def parse_config(out: bytes) -> dict[str, str]:
-    """`{key: value}` from `git config -z --get-regexp`: each record `key NL value NUL`, or `key NUL`
-    for a key set without a value (true, as git reads it: value ""). The last value of a key set
-    twice wins, as git's `--get` answers."""
-    found: dict[str, str] = {}
-    for record in out.decode("utf-8", "replace").split("\0"):
-        if record:
-            key, _, value = record.partition("\n")
-            found[key] = value
-    return found
+    """`{key: value}` from `git config -z --get-regexp` (a key without a value is "", true to git; the
+    last value of a key wins)."""
+    records = (record.partition("\n") for record in out.decode("utf-8", "replace").split("\0") if record)
+    return {key: value for key, _, value in records}
 
 
 class Config:
-    """The config of one repository (`git.config`). A Git made by `with_env` shares its source's."""
+    """The config of one repository (`git.config`). A Git made by `with_env` shares this object."""
 
-    def __init__(self, git: Git, parent: Config | None = None) -> None:
+    def __init__(self, git: Git) -> None:
         self._git = git
-        self._parent = parent
         self._values: dict[str, str] | None = None
         self._started: Started | None = None
         self._identity: list[str] | None = None
 
     def values(self) -> dict[str, str]:
-        """The few config values desk needs (identity, core.hooksPath, commit.gpgSign, gc limits), read once
-        per Git. Keys as git prints them: lower-cased (`core.hookspath`)."""
-        if self._parent is not None:
-            return self._parent.values()
+        """The config values desk needs, read once per Git; keys lower-cased as git prints them."""
         if self._values is None:
             self.start()
             assert self._started is not None
@@ -51,16 +41,12 @@ class Config:
         return self._values
 
     def start(self) -> None:
-        """Have `values()` answered by a `git config` started now, which runs while the caller works."""
-        if self._parent is not None:
-            self._parent.start()
-        elif self._values is None and self._started is None:
+        """Have `values()` answered by a `git config` started now, running while the caller works."""
+        if self._values is None and self._started is None:
             self._started = self._git.start(("config", "-z", "--get-regexp", _QUERY))
 
     def identity_args(self) -> list[str]:
         """`-c user.name=… -c user.email=…` when no identity is configured, so desk works anywhere."""
-        if self._parent is not None:
-            return self._parent.identity_args()
         if self._identity is None:
             keys = set(self.values())
             env = self._git.env
@@ -83,21 +69,15 @@ class Config:
         return f"{name} <{email}>"
 
     def durable_args(self) -> list[str]:
-        """`-c core.fsync=committed` unless the person set core.fsync: git flushes no loose object
-        by default, and a desk commit's objects must survive a power loss once HEAD names them."""
+        """`-c core.fsync=committed` unless the person set core.fsync: a desk commit's objects must survive
+        a power loss once HEAD names them."""
         return [] if "core.fsync" in self.values() else ["-c", "core.fsync=committed"]
 
     def signs_commits(self) -> bool:
-        """Whether `commit.gpgSign` asks for signed commits: desk's are signed too (`git commit-tree`
-        ignores the setting, so desk passes `-S`; git signs with the configured `gpg.format` and
-        `user.signingKey`). A remote that requires signed commits then takes desk's."""
-        value = self.values().get("commit.gpgsign")
-        if value is None:
-            return False
-        value = value.strip().lower()
-        if value in ("", "true", "yes", "on"):  # `gpgsign` with no value is true, as git reads it
-            return True
-        return value.lstrip("-").isdigit() and int(value) != 0
+        """Whether `commit.gpgSign` asks for signed commits (`commit-tree` ignores it, so desk passes `-S`)."""
+        value = self.values().get("commit.gpgsign", "false").strip().lower()
+        # `gpgsign` with no value ("") is true, as git reads it
+        return value in ("", "true", "yes", "on") or value.lstrip("-").isdigit() and int(value) != 0
 
     def set(self, key: str, value: str) -> None:
         """`git config KEY VALUE` in the repository's own config file."""
@@ -112,6 +92,5 @@ class Config:
         return out.strip() or None
 
     def remote_url(self, remote: str) -> str | None:
-        """The address `remote` fetches from (as configured), None when there is no such remote.
-        Asked of git each time: desk keeps no copy of an address (it could embed a credential)."""
+        """The address `remote` fetches from, None when there is none; never cached (it may hold a credential)."""
         return self.get(f"remote.{remote}.url")

@@ -15,24 +15,12 @@ if TYPE_CHECKING:
 class FolderState:
     """A work-tree folder as git sees it, asked now, for a cache keyed by it.
 
-    `result()` gives `(tree, paths)`: the id of HEAD's tree of the folder (None when HEAD has no
-    such folder) and every path under the folder that git cannot vouch is that tree's blob: the
-    ones whose work-tree file differs from HEAD, staged or not, deleted or replaced (`git
-    diff-index HEAD`, which compares through the index's stat data, in C, and reads a file's
-    content when its stat cannot decide, as git does for a racily clean entry), and the ones the
-    index does not hold (`git ls-files -o`; the ignored ones too unless `ignored` is False).
-    Every other file under the folder is, byte for byte, its blob in that tree (unless `ignored`
-    is False and git ignores it). `result()` is None without a HEAD commit. `ids` holds the object
-    ids of HEAD, `HEAD:folder` and the names in `also` (None for one that does not exist).
-
-    HEAD's commit is read first (`Refs.head`); then the comparison against that commit, the
-    untracked listing and the look-up of the tree and the `also` names at that commit (one
-    `cat-file`, unless `known_ids` knows them) start together, none waited for until asked: a
-    commit landing meanwhile cannot pair one commit's tree with another's differences. Entries marked `assume-unchanged` or
-    `skip-worktree` are, by their own definition, not looked at by git. With `untracked=False` no
-    untracked listing runs and `paths` holds only the files that differ from HEAD (the caller
-    adds the untracked ones it knows); else `listed_untracked` holds that listing after `result()`.
-    """
+    `result()` gives `(tree, paths)`, None without a HEAD commit: HEAD's tree id of the folder (None
+    when it has none) and every path under it git cannot vouch is that tree's blob (differing from
+    HEAD by `git diff-index`, or not in the index by `ls-files -o`; ignored ones only with
+    `ignored`). With `untracked=False` no untracked listing runs. `ids` holds the ids of HEAD,
+    `HEAD:folder` and `also` at that commit (`known_ids` may know them without git). The processes
+    start together after HEAD is read, so a commit landing meanwhile cannot mix two commits."""
 
     def __init__(self, git: Git, folder: str, *, ignored: bool = True, also: Iterable[str] = (),
                  untracked: bool = True,
@@ -46,15 +34,13 @@ class FolderState:
         self.listed_untracked: list[str] | None = None  # what `ls-files -o` named, once `result()` ran
         self._head = head = git.refs.head()
         self._names = [n for n in dict.fromkeys([f"HEAD:{folder}", *also]) if n != "HEAD" and "\n" not in n]
-        # The comparison first: it takes longest, and a process started while another git is
-        # starting can wait a scheduler tick for a core.
+        # The comparison first: it takes longest.
         if head is not None:
             self._changed = git.start(("diff-index", "--name-only", "-z", "--no-renames", head, "--", spec))
         self._untracked = git.start(("ls-files", "-o", "-z", *(() if ignored else ("--exclude-standard",)),
                                      "--", spec)) if untracked else None
         if head is not None:
-            # `known_ids(head)`: the ids at that commit known without git (a commit's trees never
-            # change), or None; else one `cat-file` looks them up (`looked_up` says which)
+            # the ids at that commit known without git (a commit's trees never change), else one `cat-file`
             known = known_ids(head) if known_ids is not None else None
             if known is not None and all(name in known for name in self._names):
                 self._ids = {**{name: known[name] for name in self._names}, "HEAD": head}
@@ -70,8 +56,7 @@ class FolderState:
 
     @property
     def ids(self) -> dict[str, str | None]:
-        """`{name: object id or None}` for HEAD, `HEAD:folder` and the `also` names, at the commit
-        the comparison used (waits for the look-up)."""
+        """`{name: object id or None}` for HEAD, `HEAD:folder` and `also`, at the compared commit."""
         if self._ids is None:
             found: dict[str, str | None] = dict.fromkeys(self._names)
             if self._lookup is not None:
@@ -86,7 +71,7 @@ class FolderState:
         return self.ids.get(f"HEAD:{self._folder}")
 
     def close(self) -> None:
-        """Wait for the processes without looking at their answer (it was not needed)."""
+        """Wait for the processes without looking at their answer."""
         if not self._done:
             self._done = True
             for started in (self._untracked, self._lookup, self._changed):

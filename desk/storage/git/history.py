@@ -58,24 +58,14 @@ class History:
 
     def log(self, paths: Iterable[str] = (), *, limit: int | None = None, since: str | None = None,
             until: str | None = None, merges: bool = True, rev: str | None = None) -> list[Commit]:
-        """Commits touching `paths` (all when empty), newest first, with their message, trailers
-        and changes. `since`/`until` bound the commit dates (git's --since/--until, both
-        inclusive); `merges=False` leaves merge commits out (and out of `limit`); `rev` starts
-        the walk there instead of at HEAD.
-        """
+        """Commits touching `paths` (all when empty), newest first, with message, trailers and changes.
+        `since`/`until` bound commit dates (inclusive); `merges=False` leaves merges out; `rev` starts
+        the walk there instead of HEAD."""
         if self._git.refs.head() is None:
             return []
-        args = []
-        if limit:
-            args.append(f"-n{limit}")
-        if since:
-            args.append(f"--since={since}")
-        if until:
-            args.append(f"--until={until}")
-        if not merges:
-            args.append("--no-merges")
-        if rev is not None:
-            args.append(rev)
+        args = [*([f"-n{limit}"] if limit else []), *([f"--since={since}"] if since else []),
+                *([f"--until={until}"] if until else []), *([] if merges else ["--no-merges"]),
+                *([rev] if rev is not None else [])]
         return [_commit(values, changes) for values, changes in self._log(_FIELDS, args, paths)]
 
     def commits(self, shas: Iterable[str]) -> list[Commit]:
@@ -86,22 +76,19 @@ class History:
         return [_commit(values, changes) for values, changes in self._log(_FIELDS, ["--no-walk=unsorted", *wanted], ())]
 
     def commit_ids(self, limit: int, *, merges: bool = True) -> list[str]:
-        """The last `limit` commits from HEAD, newest first (one `git rev-list`); `merges=False`
-        leaves merge commits out (and out of `limit`). Empty before the first commit."""
+        """The last `limit` commits from HEAD, newest first (`merges=False`: none of them a merge)."""
         out = self._git.run("rev-list", f"-n{limit}", *([] if merges else ["--no-merges"]), "HEAD",
                             "--", check=False, read_only=True)
         return out.decode().split()
 
     def start_commit_ids(self, limit: int) -> Callable[[], list[str]]:
-        """`commit_ids(limit)` started now; the returned function waits for it (`desk doctor`
-        runs it while git lists the work tree)."""
+        """`commit_ids(limit)` started now; the returned function waits for it."""
         started = self._git.start(("rev-list", f"-n{limit}", "HEAD", "--"))
         return lambda: started.wait(check=False)[0].decode().split()
 
     def merge_changes(self, shas: Iterable[str]) -> dict[str, list[MergeChange]]:
-        """For each merge commit among `shas`: the paths whose content differs from every parent's,
-        each with every parent's blob (one `git log -c --raw`). What the merge itself made: a path
-        that equals one parent's was checked in that parent's own commit."""
+        """For each merge commit among `shas`: the paths differing from every parent, with every parent's
+        blob (one `git log -c --raw`)."""
         wanted = list(shas)
         if not wanted:
             return {}
@@ -139,11 +126,8 @@ class History:
 
     def _log(self, fields: list[str], args: list[str], paths: Iterable[str]
              ) -> list[tuple[list[str], list[RawChange]]]:
-        """`git log` with one `%x1f`-separated record of `fields` per commit and its `--raw` diff.
-
-        The last field may hold anything but NUL (a message cannot hold one), since each record
-        ends with `%x1f` and `-z`'s NUL.
-        """
+        """`git log` with one `%x1f`-separated record of `fields` per commit and its `--raw` diff (the
+        last field may hold anything but NUL)."""
         fmt = "%x1e" + "%x1f".join(fields) + "%x1f"
         out = self._git.run("log", f"--format={fmt}", "--raw", "-z", "--no-abbrev", "--no-renames",
                             *args, "--", *paths, read_only=True)
@@ -161,13 +145,8 @@ class History:
     # mirror finds every path's last commit from one pass over `walk`'s steps instead.
 
     def walk(self, revs: Iterable[str]) -> Generator[HistoryStep, None, None]:
-        """Every commit of `revs` (`HEAD`, `OLD..NEW`), children before parents (`--topo-order`),
-        with its parents, committer time and what it changed against its first parent (a merge
-        too; a root commit against nothing). Streamed: a caller that stops reading ends git.
-
-        No pathspec, so no commit is left out and git does not diff each commit twice (pruning,
-        then printing); callers keep the paths they want. GitError when a revision is unknown.
-        """
+        """Every commit of `revs`, children before parents, with its parents, committer time and changes
+        against its first parent; streamed (stopping early ends git). No pathspec, so nothing is pruned."""
         stream = self._git.stream("log", "--topo-order", "--diff-merges=first-parent", "--raw", "-z",
                                   "--no-renames", "--no-abbrev", "--format=%x1e%H%x1f%P%x1f%ct%x1f",
                                   *revs, "--")
@@ -177,15 +156,13 @@ class History:
             stream.close()  # ends git when the caller stopped early
 
     def last_change(self, rev: str, path: str) -> tuple[str, int] | None:
-        """`git log -n1 REV -- PATH`: the commit (and its committer time) that last changed `path`
-        as of `rev`, with git's default history simplification; None when none did."""
+        """`git log -n1 REV -- PATH`: the commit that last changed `path` and its time, or None."""
         out = self._git.text("log", "-n1", "--format=%H %ct", rev, "--", path).split()
         return (out[0], int(out[1])) if len(out) == 2 else None
 
     def commit_at(self, until: str) -> tuple[str, int] | None:
-        """The last commit on HEAD's first-parent line committed at or before `until` (a time git
-        reads), with its committer time: one `git log`, whatever the depth of history. None before
-        the first commit."""
+        """The last commit on HEAD's first-parent line committed at or before `until`, with its time; None
+        before the first commit."""
         if self._git.refs.head() is None:
             return None
         out = self._git.text("log", "-n1", "--first-parent", f"--until={until}", "--format=%H %ct", "HEAD", "--").split()
@@ -208,12 +185,8 @@ def _commit(values: list[str], changes: list[RawChange]) -> Commit:
 
 
 def _history_steps(chunks: Iterable[bytes]) -> Generator[HistoryStep, None, None]:
-    """Parse `git log -z --raw --format=%x1e%H%x1f%P%x1f%ct%x1f` as it streams.
-
-    The output is NUL-separated tokens: a commit header (`\\x1e` first), then per change a
-    `:modes shas status` token and a path token. A path token always follows a change token, so a
-    path holding `\\x1e` or `:` is never mistaken for a header.
-    """
+    """Parse `git log -z --raw --format=%x1e%H%x1f%P%x1f%ct%x1f` as it streams (a path token always
+    follows a change token, so no path is taken for a header)."""
     step: HistoryStep | None = None
     meta: bytes | None = None
     pending = b""

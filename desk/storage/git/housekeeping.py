@@ -1,15 +1,9 @@
 """git's own housekeeping after desk's commits, as git's porcelain does it.
 
-desk publishes with `commit-tree` and `update-ref`, which (unlike `git commit`, `merge`, `fetch`)
-never run `git gc --auto`: every commit's objects would stay loose for ever. So after each commit
-desk starts `git gc --auto` itself, detached (its own session, stdio on /dev/null, never waited
-for), when git's own sample says it may be due: more than gc.auto/256 loose objects in
-`.git/objects/17`, or more than gc.autoPackLimit packs. git then decides again with all its config
-(gc.auto=0 turns it off), and its gc.pid lock keeps two from running at once. Its default prune
-grace (two weeks) keeps every fresh object; `holding_gc_lock` keeps a person's `git gc
---prune=now` from starting while desk writes. `DESK_AUTO_GC=0` in the environment turns desk's
-starting of it off (tests, benchmarks).
-"""
+`commit-tree` and `update-ref` never run `git gc --auto`, so after a commit desk starts it,
+detached, when git's own sample says it may be due; git then decides again with its own config.
+`holding_gc_lock` keeps a person's `git gc --prune=now` from starting while desk writes.
+`DESK_AUTO_GC=0` turns desk's starting of it off."""
 
 from __future__ import annotations
 
@@ -38,8 +32,7 @@ _started: list[subprocess.Popen[bytes]] = []  # reaped at the next start (a long
 
 @dataclass(frozen=True, slots=True)
 class ObjectStore:
-    """`git count-objects -v`: loose objects and their size, packs and theirs; `overdue` when git's
-    own thresholds (gc.auto, gc.autoPackLimit) are passed, so `git gc --auto` would run."""
+    """`git count-objects -v`, and `overdue` when git's gc thresholds are passed."""
 
     loose: int
     loose_kib: int
@@ -54,13 +47,13 @@ class ObjectStore:
 def _limits(git: Git) -> tuple[int, int]:
     """gc.auto and gc.autoPackLimit as configured (git's defaults when unset or not a number)."""
     values = git.config.values()
-    found = [values.get(key, "").strip() for key in ("gc.auto", "gc.autopacklimit")]
-    return (int(found[0]) if found[0].lstrip("-").isdigit() else GC_AUTO,
-            int(found[1]) if found[1].lstrip("-").isdigit() else GC_AUTO_PACK_LIMIT)
+    auto, packs = (values.get(key, "").strip() for key in ("gc.auto", "gc.autopacklimit"))
+    return (int(auto) if auto.lstrip("-").isdigit() else GC_AUTO,
+            int(packs) if packs.lstrip("-").isdigit() else GC_AUTO_PACK_LIMIT)
 
 
 def _common_dir(git: Git) -> Path:
-    """Where `objects/` and gc.pid live: `.git`, or the main one of a linked work tree (asked of git)."""
+    """Where `objects/` and gc.pid live: `.git`, or the main one of a linked work tree."""
     git_dir = git.git_dir()
     return git.git_path("objects").parent if (git_dir / "commondir").exists() else git_dir
 
@@ -75,9 +68,8 @@ def _packs(git_dir: Path) -> int:
 
 
 def auto_gc_due(git: Git) -> bool:
-    """git's own cheap sample (builtin/gc.c): more than gc.auto/256 loose objects in
-    `objects/17`, or more than gc.autoPackLimit packs. gc.auto <= 0 turns both off. The config is
-    read only once the sample could pass any threshold (a commit has read it already)."""
+    """git's own cheap sample (builtin/gc.c): more than gc.auto/256 loose objects in `objects/17`, or
+    more than gc.autoPackLimit packs."""
     common = _common_dir(git)
     try:
         sample = sum(1 for n in os.listdir(common / "objects" / "17") if len(n) == 38)
@@ -91,9 +83,7 @@ def auto_gc_due(git: Git) -> bool:
 
 
 def start_auto_gc(git: Git) -> bool:
-    """Start `git gc --auto` detached from desk when it may be due; True when started. It never
-    delays the caller (nothing is waited for) and outlives it; git's gc.pid lock means at most one
-    runs, and git does nothing when it finds no work. At most one start per GC_AUTO_INTERVAL."""
+    """Start `git gc --auto` detached when it may be due (at most once per GC_AUTO_INTERVAL); True when started."""
     _reap()
     if os.environ.get(AUTO_GC_ENV) == "0" or _started or _started_lately(_common_dir(git)) or not auto_gc_due(git):
         return False
@@ -114,9 +104,8 @@ def _reap() -> None:
 
 
 def _started_lately(git_dir: Path) -> bool:
-    """Whether desk started a gc less than GC_AUTO_INTERVAL ago: git's gc.log back-off, which a gc
-    desk runs undetached skips (loose objects no ref reaches stay until their grace ends, and would
-    have every commit start a gc that cannot remove them)."""
+    """Whether desk started a gc less than GC_AUTO_INTERVAL ago: git's gc.log back-off, which an
+    undetached gc skips."""
     try:
         return time.time() - (git_dir / OWN_GC).stat().st_mtime < GC_AUTO_INTERVAL
     except OSError:
@@ -124,8 +113,7 @@ def _started_lately(git_dir: Path) -> bool:
 
 
 def object_store(git: Git) -> ObjectStore:
-    """The object store as `git count-objects -v` reports it, and whether housekeeping is overdue
-    by git's thresholds (counted exactly here, not sampled)."""
+    """The object store as `git count-objects -v` reports it, `overdue` counted exactly."""
     lines = (line.partition(": ") for line in git.text("count-objects", "-v").splitlines())
     found = {key: int(value) for key, _, value in lines if value.strip().isdigit()}
     threshold, pack_limit = _limits(git)
@@ -135,25 +123,18 @@ def object_store(git: Git) -> ObjectStore:
 
 
 def collect_garbage(git: Git) -> str | None:
-    """`git gc` in the foreground (its default prune grace); git's words when it failed (another
-    gc is running, a lock), else None."""
+    """`git gc` in the foreground; git's words when it failed, else None."""
     proc = git.completed(("gc", "--quiet"), own_session=True)
     return None if proc.returncode == 0 else proc.stderr.decode("utf-8", "replace").strip()
 
 
 @contextmanager
 def holding_gc_lock(git: Git) -> Iterator[None]:
-    """Hold git's own gc lock (`.git/gc.pid`) while desk writes: objects no ref names yet are safe.
+    """Hold git's own gc lock (`.git/gc.pid`) while desk writes, so objects no ref names yet are safe.
 
-    `git gc --prune=now` deletes every loose object no ref reaches when it looks, so one that starts
-    between desk's first `hash-object` and its `update-ref` would take the commit HEAD is about to
-    name (git documents the race for every writer, its own `git commit` included). Every `git gc`
-    first takes gc.pid, refusing to start while it names a live process on this host; desk writes
-    its own pid there the way git does (lock file, then rename), so no gc starts while desk writes,
-    and desk waits for one that runs, up to GC_LOCK_WAIT (ConflictError then). While desk's own
-    auto gc runs (its prune grace keeps fresh objects) desk neither waits nor takes the lock: the
-    next write would otherwise take it before that gc does, and the gc would end at once.
-    """
+    A `git gc --prune=now` starting between desk's `hash-object` and its `update-ref` would delete
+    the commit's objects. desk writes its pid to gc.pid as git does and waits for a running gc up to
+    GC_LOCK_WAIT (ConflictError then); while desk's own auto gc runs it neither waits nor locks."""
     git_dir = _common_dir(git)
     _reap()
     if _running_gc(git_dir / OWN_GC, within=3600):  # desk's own gc runs (or is about to take gc.pid)
@@ -208,8 +189,7 @@ def _age(path: Path) -> float:
 
 
 def _running_gc(pid_file: Path, within: float = 12 * 3600) -> str | None:
-    """gc.pid's `PID HOST` when it names a gc git would take as running (git's own rule in
-    builtin/gc.c: written in the last 12 hours, and on another host or a live process here)."""
+    """gc.pid's `PID HOST` when it names a gc git would take as running (builtin/gc.c's rule)."""
     line = _read(pid_file)
     pid, _, host = (line or "").partition(" ")
     if not pid.isdigit() or _age(pid_file) > within:

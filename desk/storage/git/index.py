@@ -1,12 +1,8 @@
-"""Index files: desk's private index (`.git/desk-index`: `read-tree`, `update-index --index-info`,
-`write-tree`), the person's index brought up to date for desk's paths, and temporary ones.
+"""Index files: desk's private index (`.git/desk-index`), the person's index, temporary ones.
 
-desk's own commits never go through the shared index: blobs by `git hash-object -w`, the tree
-built in the private index, `git commit-tree`, and the branch moved by compare-and-swap
-(`Refs.move_head`). Only then, under .git/index.lock (git's own lock, so no person's `git commit`
-can interleave: desk.storage.git.locks), are the work tree and the person's index brought up to
-date for desk's paths alone.
-"""
+desk's own commits never go through the shared index: blobs by `hash-object -w`, the tree built
+in the private index, `commit-tree`, then the branch moved by compare-and-swap; only then, under
+.git/index.lock, are the work tree and the person's index brought up to date for desk's paths."""
 
 from __future__ import annotations
 
@@ -35,14 +31,10 @@ class Index:
         return self._git.with_env(GIT_INDEX_FILE=str(index))
 
     def build_tree(self, parent: str | None, blobs: Mapping[str, str | None]) -> str:
-        """The tree of `parent` (None: empty) with `blobs` applied (`{path: blob id, or None to
-        delete}`); returns the tree id.
+        """The tree of `parent` (None: empty) with `blobs` applied (`{path: blob id, or None to delete}`).
 
-        Built in desk's private index `.git/desk-index` (`git update-index --index-info`, then
-        `git write-tree`), read from `parent` only when it does not already hold it: the file
-        `.git/desk-index.base` names the commit it was last made to match (desk's own last commit,
-        as a rule), and is removed before the index is changed, so a crash cannot leave it lying.
-        """
+        Built in `.git/desk-index`, read from `parent` only when `.git/desk-index.base` does not name it;
+        that file is removed before the index changes, so a crash cannot leave it lying."""
         index = self._git.git_dir() / PRIVATE_INDEX
         base = index.with_name(PRIVATE_INDEX + ".base")
         private = self._on(index)
@@ -60,14 +52,12 @@ class Index:
         return private.run(*self._git.config.durable_args(), "write-tree").decode().strip()
 
     def private_index_holds(self, commit: str) -> None:
-        """Record that desk's private index now holds `commit`'s tree (the last `build_tree`
-        built it for that commit)."""
+        """Record that desk's private index now holds `commit`'s tree."""
         base = self._git.git_dir() / (PRIVATE_INDEX + ".base")
         base.write_text(commit + "\n")
 
     def index_changes(self, index: Path, rev: str, paths: Iterable[str]) -> list[RawChange]:
-        """How the index file `index` differs from commit `rev` under `paths`, blob by blob
-        (old: `rev`'s, new: the index's): what is staged there. One git process."""
+        """How the index file `index` differs from commit `rev` under `paths`, blob by blob (what is staged)."""
         wanted = list(paths)
         if not wanted or not index.exists():
             return []
@@ -84,23 +74,21 @@ class Index:
                                                   read_only=True))
 
     def refresh_entries(self, index: Path, paths: Iterable[str]) -> None:
-        """Set `paths` in the index file `index` to what the work tree holds (stat data included,
-        so git sees them clean); a path gone from the work tree leaves the index."""
+        """Set `paths` in the index file `index` to the work tree's (stat data included); a path gone from
+        the work tree leaves the index."""
         self._on(index).run("update-index", "--add", "--remove", "--", *(p for p in paths))
 
     def unstaged(self, index: Path, paths: Iterable[str]) -> set[str]:
-        """Those of `paths` (pathspecs) whose work-tree file differs from the index file `index`:
-        changes not staged there (a deleted file counts; an untracked one does not)."""
+        """Those of `paths` whose work-tree file differs from the index file `index` (deletions count,
+        untracked files do not)."""
         return path_list(self._on(index).run("diff-files", "--name-only", "-z", "--", *paths, read_only=True))
 
     def stage_blob(self, index: Path, path: str, blob: str) -> None:
-        """Set `path` in the index file `index` to the stored blob `blob` (mode 100644), leaving the
-        work tree alone: the pre-commit fixer adds the regenerated MEMORY.md to the commit."""
+        """Set `path` in the index file `index` to the stored blob `blob` (mode 100644), work tree untouched."""
         self._on(index).run("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
 
     def reset_paths(self, rev: str | None, paths: Sequence[str]) -> None:
-        """Set the index entries of `paths` to `rev`'s (dropped where `rev` lacks them, or is None:
-        an unborn branch), leaving the work tree alone."""
+        """Set the index entries of `paths` to `rev`'s (dropped where `rev` lacks them or is None)."""
         if not paths:
             return
         listed = "".join(f":(literal){path}\0" for path in paths).encode("utf-8", "surrogateescape")
@@ -112,8 +100,7 @@ class Index:
 
     @contextmanager
     def tree_index(self, rev: str) -> Iterator[Git]:
-        """A Git whose index is a temporary one holding `rev`'s tree (removed after it): to ask git
-        about a commit that is not checked out (`WorkTree.index_paths`, `WorkTree.attributes`)."""
+        """A Git whose index is a temporary one holding `rev`'s tree (removed after it)."""
         index = self._git.git_dir() / f"desk-tree-index-{os.getpid()}-{os.urandom(4).hex()}"
         other = self._on(index)
         try:

@@ -1,5 +1,5 @@
-"""git's index lock (`.git/index.lock`), held by desk while it moves HEAD and refreshes the person's
-index, and the locks a crashed desk process left."""
+"""git's index lock, held by desk while it moves HEAD and refreshes the person's index, and the
+locks a crashed desk process left."""
 
 from __future__ import annotations
 
@@ -18,14 +18,10 @@ INDEX_LOCK_OWNER = "desk-index-lock.json"  # in .git/: which index.lock files ar
 
 
 class IndexLock:
-    """`.git/index.lock`, taken the way git takes it (O_EXCL), so no person's `git commit`, `git add`
-    or merge can run while desk moves HEAD and refreshes the person's index.
+    """`.git/index.lock`, taken the way git takes it, so no person's git can run while desk moves HEAD.
 
-    Before it takes the lock desk records, in `.git/desk-index-lock.json`, the pid and every file it
-    will leave as index.lock; a crash leaves that record, and `release_stale_index_lock` (called under
-    the desk lock, when no desk process can be holding it) removes exactly the lock desk left, never
-    one a person's git holds.
-    """
+    Before taking it desk records its pid and the lock file's inodes in `.git/desk-index-lock.json`;
+    `release_stale_index_lock` removes exactly the lock a crashed desk left, never a person's."""
 
     def __init__(self, git_dir: Path) -> None:
         self.git_dir = git_dir
@@ -82,8 +78,7 @@ class IndexLock:
         self.owner.unlink(missing_ok=True)
 
     def _record(self) -> None:
-        """Write the record (no fsync: it only matters while this process lives or just after it
-        crashed); on a full disk nothing half-written is left and the error names the record."""
+        """Write the record (no fsync: it matters only while this process lives or just after it crashed)."""
         atomic_write(self.owner, json.dumps({"pid": os.getpid(), "inodes": self._files}).encode(), durable=False)
 
     def __enter__(self) -> IndexLock:
@@ -95,11 +90,8 @@ class IndexLock:
 
 
 def desk_left_index_lock(git_dir: Path) -> bool:
-    """Whether `.git/index.lock` is one a desk process took and did not release (it crashed).
-
-    Meaningful only while holding the desk lock: then no desk process can be holding index.lock.
-    The lock is desk's when its inode is one desk recorded and it is no newer than the record.
-    """
+    """Whether `.git/index.lock` is one a crashed desk process left (its inode recorded, no newer than
+    the record). Meaningful only under the desk lock."""
     owner = git_dir / INDEX_LOCK_OWNER
     try:
         record = json.loads(owner.read_bytes())
@@ -111,11 +103,8 @@ def desk_left_index_lock(git_dir: Path) -> bool:
 
 
 def release_private_index_lock(git_dir: Path) -> bool:
-    """Remove `.git/desk-index.lock`, left by a git process desk started on its private index and
-    that died (killed with desk, or by a failed write to its stdin); True when there was one.
-
-    Only desk uses the private index, and only under the desk lock: call it holding that lock.
-    """
+    """Remove `.git/desk-index.lock` a killed git on desk's private index left; True when there was
+    one. Call it holding the desk lock."""
     try:
         (git_dir / f"{PRIVATE_INDEX}.lock").unlink()
     except FileNotFoundError:
@@ -125,9 +114,7 @@ def release_private_index_lock(git_dir: Path) -> bool:
 
 def release_stale_index_lock(git_dir: Path) -> bool:
     """Remove the index.lock a crashed desk process left (never a person's); True when there was one.
-
-    Call it only while holding the desk lock.
-    """
+    Call it holding the desk lock."""
     left = desk_left_index_lock(git_dir)
     if left:
         (git_dir / "index.lock").unlink(missing_ok=True)

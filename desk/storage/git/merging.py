@@ -1,8 +1,5 @@
-"""Integrating another clone's history (desk sync, the post-merge hook): merge, fast-forward, a
-stopped rebase continued, unmerged paths resolved. Fetch and push go through GitPython
-(desk.sync.remote); the merge itself runs in the work tree with git's own merge machinery, so the
-merge drivers of .gitattributes apply.
-"""
+"""Integrating another clone's history (desk sync, the post-merge hook) with git's own merge
+machinery, so the merge drivers of .gitattributes apply."""
 
 from __future__ import annotations
 
@@ -26,9 +23,8 @@ class Merging:
         self._git = git
 
     def merge(self, rev: str, message: str) -> bool:
-        """`git merge --no-ff --no-commit REV`: True when it merged cleanly, False when paths are left
-        unmerged (the caller resolves them). ConflictError when git refused before changing anything
-        (local changes the merge would overwrite)."""
+        """`git merge --no-ff --no-commit REV`: True when clean, False with unmerged paths; ConflictError
+        when git refused before changing anything."""
         git = self._git
         try:
             git.run(*git.config.identity_args(), "merge", "--no-ff", "--no-commit", "--no-edit",
@@ -41,17 +37,12 @@ class Merging:
         return not self.unmerged()
 
     def start_ls_remote(self, remote: str, branch: str) -> Answer[str | None]:
-        """The commit `remote` advertises for `branch` (one round trip, no objects transferred),
-        asked now; `.result()` is None when it has no such branch, GitError (git's words) when it
-        cannot be reached."""
+        """The commit `remote` advertises for `branch`, asked now; `.result()` is None when it has none."""
         wanted = f"refs/heads/{branch}"
 
         def advertised(outputs: list[bytes]) -> str | None:
-            for line in outputs[0].decode("utf-8", "replace").splitlines():
-                sha, _, ref = line.partition("\t")
-                if ref == wanted:
-                    return sha
-            return None
+            lines = (line.partition("\t") for line in outputs[0].decode("utf-8", "replace").splitlines())
+            return next((sha for sha, _, ref in lines if ref == wanted), None)
 
         return Answer(self._git.start(("ls-remote", "--", remote, wanted)), advertised)
 
@@ -65,9 +56,7 @@ class Merging:
                                      "then sync again") from None
 
     def stopped(self) -> str | None:
-        """What a person's git left half-done in this clone: `merge` (MERGE_HEAD: a `git pull` or
-        `git merge` stopped on a conflict), `rebase` (a `git pull --rebase` or `git rebase` stopped),
-        else None. File checks only (`desk.storage.gitdir`): every desk command asks."""
+        """What a person's git left half-done here: `merge`, `rebase`, or None (file checks only)."""
         from desk.storage.gitdir import stopped_operation
 
         return stopped_operation(self._git.git_dir())
@@ -82,8 +71,8 @@ class Merging:
         return "\n".join(kept).strip() + "\n" if any(line.strip() for line in kept) else "Merge\n"
 
     def rebase_continue(self) -> bool:
-        """`git rebase --continue` without an editor: True when the rebase finished, False when it
-        stopped again on the next commit's conflicts. GitError for anything else."""
+        """`git rebase --continue` without an editor: True when finished, False when it stopped on the next
+        conflicts; GitError for anything else."""
         git = self._git
         proc = git.completed((*git.config.identity_args(), "rebase", "--continue"), {**git.env, "GIT_EDITOR": "true"})
         if proc.returncode == 0:
@@ -134,19 +123,15 @@ class Merging:
         return head
 
     def check_out_head(self) -> None:
-        """Write HEAD's tree into the index and the work tree (`desk clone`, which cloned without
-        a checkout so that the tree was checked first)."""
+        """Write HEAD's tree into the index and the work tree (`desk clone` checks out after its check)."""
         self._git.run("reset", "-q", "--hard", "HEAD")
 
 
 def merge_text(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
-    """git's own three-way line merge of three versions (`git merge-file`, run on temporary
-    copies): the merged bytes, or None where git would write conflict markers (the same lines
-    changed two ways, or changes that touch) or where git cannot merge them (binary data)."""
+    """git's three-way line merge (`git merge-file` on temporary copies): the merged bytes, or None
+    where git would leave conflict markers or cannot merge (binary)."""
     with tempfile.TemporaryDirectory(prefix="desk-merge-") as tmp:
-        names = []
         for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
             (Path(tmp) / name).write_bytes(data)
-            names.append(name)
-        proc = Runner(Path(tmp)).completed(("merge-file", "-p", "-q", *names), recorded=False)
+        proc = Runner(Path(tmp)).completed(("merge-file", "-p", "-q", "ours", "base", "theirs"), recorded=False)
     return proc.stdout if proc.returncode == 0 else None  # else the number of conflicts, or 255

@@ -13,27 +13,9 @@ from desk.storage.hashing import sha1_hex
 if TYPE_CHECKING:
     from desk.storage.git.repo import Git
 
-_LARGE_BLOB = 1 << 16
-_large_blobs: dict[bytes, str] = {}  # the last few large contents hashed, by content
-_LARGE_KEPT = 4
-
-
 def blob_sha(content: bytes) -> str:
-    """The object id git gives `content` as a blob (SHA-1 repositories).
-
-    A mutation hashes the same large file several times (MEMORY.md: its clean check, the pending
-    marker, the gate, the record of what desk published): the last few large contents are remembered by content (a
-    bytes object caches its own hash, and an equal one compares by memcmp), so each is hashed once.
-    """
-    if len(content) < _LARGE_BLOB:
-        return sha1_hex(b"blob %d\0" % len(content) + content)
-    sha = _large_blobs.get(content)
-    if sha is None:
-        sha = sha1_hex(b"blob %d\0" % len(content) + content)
-        if len(_large_blobs) >= _LARGE_KEPT:
-            del _large_blobs[next(iter(_large_blobs))]
-        _large_blobs[content] = sha
-    return sha
+    """The object id git gives `content` as a blob (SHA-1 repositories)."""
+    return sha1_hex(b"blob %d\0" % len(content) + content)
 
 
 class Objects:
@@ -44,8 +26,7 @@ class Objects:
         self._reader: subprocess.Popen[bytes] | None = None  # `start_reader`
 
     def object_format(self) -> str:
-        """The repository's object format: `sha1`, or `sha256` for a repository made with
-        `git init --object-format=sha256`."""
+        """The repository's object format: `sha1` or `sha256`."""
         return self._git.text("rev-parse", "--show-object-format").strip()
 
     def blob_at(self, rev: str, path: str) -> bytes | None:
@@ -54,14 +35,9 @@ class Objects:
         return proc.stdout if proc.returncode == 0 else None
 
     def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
-        """Objects by any name cat-file takes (`sha`, `HEAD:path`, `:path`), through one
-        `git cat-file --batch`; missing ones are left out."""
-        return {name: content for name, (_kind, content) in self.read_objects(shas).items()}
-
-    def read_objects(self, names: Iterable[str]) -> dict[str, tuple[str, bytes]]:
-        """`{name: (type, content)}` of objects by any name cat-file takes, through one
-        `git cat-file --batch`; missing ones are left out."""
-        wanted = list(dict.fromkeys(names))
+        """Objects by any name cat-file takes (`sha`, `HEAD:path`, `:path`) through one `cat-file --batch`;
+        missing ones are left out."""
+        wanted = list(dict.fromkeys(shas))
         if not wanted:
             return {}
         asked = ("\n".join(wanted) + "\n").encode()
@@ -70,7 +46,7 @@ class Objects:
             out = Started((("cat-file", "--batch"),), [reader]).wait(input=asked)[0]
         else:
             out = self._git.run("cat-file", "--batch", input=asked, read_only=True)
-        found: dict[str, tuple[str, bytes]] = {}
+        found: dict[str, bytes] = {}
         pos = 0
         for sha in wanted:
             end = out.index(b"\n", pos)
@@ -79,28 +55,26 @@ class Objects:
             if len(header) < 3 or header[-1] == b"missing":
                 continue  # not in the object store: left out, the caller decides
             size = int(header[2])
-            found[sha] = (header[1].decode("ascii", "replace"), out[pos:pos + size])
+            found[sha] = out[pos:pos + size]
             pos += size + 1
         return found
 
     def start_reader(self) -> None:
-        """Start the `git cat-file --batch` the next `read_objects` (or `read_blobs`) asks, so
-        that git's start overlaps the caller's work (a hook loading the gate); close it with
-        `close_reader` when it may not have been used."""
+        """Start the `git cat-file --batch` the next `read_blobs` asks, so git starts while the caller
+        works; `close_reader` ends it if unused."""
         if self._reader is None:
             self._reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self._git.root,
                                             env=self._git.read_env(), stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def close_reader(self) -> None:
-        """End a started `git cat-file --batch` that `read_objects` did not use."""
+        """End a started `git cat-file --batch` that `read_blobs` did not use."""
         if self._reader is not None:
             reader, self._reader = self._reader, None
             end(reader)  # its stdin closed: cat-file ends
 
     def object_ids(self, names: Iterable[str]) -> dict[str, str | None]:
-        """`{name: object id or None}` for names like `HEAD` and `HEAD:path`, in one
-        `git cat-file --batch-check` (a missing name is None, never an error)."""
+        """`{name: object id or None}` for names like `HEAD:path`, in one `cat-file --batch-check`."""
         wanted = [n for n in dict.fromkeys(names) if "\n" not in n]
         if not wanted:
             return {}
@@ -108,7 +82,7 @@ class Objects:
                                                 input=("\n".join(wanted) + "\n").encode(), read_only=True))
 
     def write_blob(self, data: bytes) -> str:
-        """Store `data` as a blob (`git hash-object -w`: a no-op when git has it) and return its id."""
+        """Store `data` as a blob (`git hash-object -w`) and return its id."""
         return self._git.run(*self._git.config.durable_args(), "hash-object", "-w", "-t", "blob", "--stdin",
                              input=data).decode().strip()
 

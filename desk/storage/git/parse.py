@@ -1,6 +1,4 @@
-"""Reading git's output: `-z` path lists, `ls-files -s`, `ls-tree`, `--raw` diffs, and the work
-tree listing. Callers get typed data: `RawChange`, `{path: blob}` maps, `WorkTreeListing`.
-"""
+"""Reading git's output: `-z` path lists, `ls-files -s`, `ls-tree`, `--raw` diffs, the work tree listing."""
 
 from __future__ import annotations
 
@@ -31,12 +29,8 @@ def path_of(raw: bytes) -> str:
 
 def parse_ls_files(out: bytes) -> dict[str, str]:
     """`{path: blob id}` from `git ls-files -s -z`."""
-    entries: dict[str, str] = {}
-    for record in out.split(b"\0"):
-        if record:
-            meta, path = record.split(b"\t", 1)
-            entries[path_of(path)] = meta.split()[1].decode()
-    return entries
+    records = (record.split(b"\t", 1) for record in out.split(b"\0") if record)
+    return {path_of(path): meta.split()[1].decode() for meta, path in records}
 
 
 def path_list(out: bytes) -> set[str]:
@@ -46,22 +40,13 @@ def path_list(out: bytes) -> set[str]:
 
 def parse_ls_tree(out: bytes) -> dict[str, str]:
     """`{path: blob sha}` from `git ls-tree -z` (trees and submodules left out)."""
-    entries: dict[str, str] = {}
-    for record in out.split(b"\0"):
-        if record:
-            meta, path = record.split(b"\t", 1)
-            mode, kind, sha = meta.split()
-            if kind == b"blob":
-                entries[path_of(path)] = sha.decode()
-    return entries
+    records = (record.split(b"\t", 1) for record in out.split(b"\0") if record)
+    return {path_of(path): meta.split()[2].decode() for meta, path in records if meta.split()[1] == b"blob"}
 
 
 def raw_changes(out: bytes) -> list[RawChange]:
-    """The one `--raw -z` reader (diff, diff-tree, log), always with `--no-renames`.
-
-    Each change is `:old_mode new_mode old_sha new_sha status` NUL path NUL; `git log` puts a
-    newline before a commit's first one. An all-zero sha means no blob on that side.
-    """
+    """The one `--raw -z` reader (diff, diff-tree, log), always with `--no-renames`; an all-zero sha
+    means no blob on that side."""
     changes = []
     meta: bytes | None = None
     for token in out.split(b"\0"):
@@ -84,16 +69,9 @@ def object_ids(names: list[str], out: bytes) -> dict[str, str | None]:
 
 
 class WorkTreeListing:
-    """The work tree as git's index sees it (`WorkTree.listing`), parsed as far as asked: a desk
-    of 10,000 files lists 10,000 records, and a caller that only needs the few changed ones, the
-    few under one folder and a digest of the rest should not pay for the others. The records that
-    are not `H` (a file as the index has it) are found by one regex search, so an unchanged desk's
-    listing is never split.
-
-    One `git ls-files -t -c -s -m -d -o --exclude-standard` rather than `ls-files -c -s`,
-    `diff-files` and `ls-files -o` run at once: the one process was as fast or faster on 2 cores
-    (bench/README.md).
-    """
+    """The work tree as git's index sees it (one `ls-files -t -c -s -m -d -o`), parsed as far as asked:
+    the records that are not `H` are found by one regex search, so an unchanged desk's listing is
+    never split."""
 
     def __init__(self, out: bytes) -> None:
         self._out = b"\0" + out  # each record follows a NUL
@@ -105,29 +83,6 @@ class WorkTreeListing:
             end = self._out.find(b"\0", found.end())
             record = self._out[found.start() + 1:end if end >= 0 else len(self._out)]
             self.elsewhere.add(path_of(record.partition(b" " if record[:1] == b"?" else b"\t")[2]))
-
-    @property
-    def records(self) -> bytes:
-        """The listing as git printed it, each record after a NUL (`b"\\0" + out`)."""
-        return self._out
-
-    def entry(self, path: str) -> tuple[str, str] | None:
-        """`(mode, blob)` of `path` as `clean()` would give it, found by byte search (not the
-        whole listing parsed): None when git does not find it as the index has it."""
-        return None if path in self.elsewhere else self.entry_in(self._out, path)
-
-    @staticmethod
-    def entry_in(records: bytes, path: str) -> tuple[str, str] | None:
-        """`(mode, blob)` of the `H` stage-0 record of `path` in `records` (`.records` of a
-        listing), or None."""
-        needle = b"\t" + path.encode("utf-8", "surrogateescape") + b"\0"
-        at = records.find(needle)
-        while at >= 0:
-            fields = records[records.rfind(b"\0", 0, at) + 1:at].split()
-            if len(fields) == 4 and fields[0] == b"H" and fields[3] == b"0":
-                return fields[1].decode(), fields[2].decode()
-            at = records.find(needle, at + 1)
-        return None
 
     def named(self, name: str) -> list[str]:
         """The listed paths (tracked or not) whose last component is `name`, found by byte search."""
@@ -143,9 +98,8 @@ class WorkTreeListing:
         return sorted(found)
 
     def clean(self, prefix: str = "") -> dict[str, tuple[str, str]]:
-        """`{path: (mode, blob)}` of the files (under `prefix`) git finds as the index has them:
-        by its stat cache, comparing content when the stat data cannot tell. Under a folder,
-        only the records naming a path in it are read (found by byte search)."""
+        """`{path: (mode, blob)}` of the files (under `prefix`) git finds as the index has them; under a
+        folder only its records are read (by byte search)."""
         out = self._out
         if prefix:
             marker = b"\t" + prefix.encode()

@@ -1,12 +1,9 @@
-"""Refs: HEAD, branches, the compare-and-swap that moves a branch (`update-ref NEW OLD`), and
-ancestry. A plain repository's refs are read from their files (`.git/HEAD`, the branch's loose
-file, `packed-refs`) without a git process; anything unusual is asked of git.
-"""
+"""Refs: HEAD, branches, compare-and-swap (`update-ref NEW OLD`) and ancestry. A plain
+repository's refs are read from their files without a git process; anything unusual asks git."""
 
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,20 +30,14 @@ class Refs:
         return out.decode().strip() or None
 
     def head(self) -> str | None:
-        """The commit HEAD points to, or None in a repository without commits.
-
-        Read from `.git/HEAD` and the branch's ref file (or `packed-refs`) without a git process
-        when the repository is a plain one; anything unusual (a linked work tree, reftable, a
-        symbolic ref chain, a malformed file) is asked of git.
-        """
+        """The commit HEAD points to, None in a repository without commits (read from files when plain)."""
         found = _head_from_files(self._git.git_dir()) if self._plain() else _ASK_GIT
         if found is _ASK_GIT:
             return self.object_id("HEAD^{commit}")
         return found
 
     def ref(self, name: str) -> str | None:
-        """The object a full ref name (`refs/remotes/origin/main`) points to, None when there is no
-        such ref. Read from its loose file or `packed-refs` as `head()` reads a branch, else asked of git."""
+        """The object a full ref name points to, None when there is no such ref (read as `head()` reads)."""
         found = _ref_from_files(self._git.git_dir(), name) if self._plain() else _ASK_GIT
         if found is _ASK_GIT:
             return self.object_id(f"{name}^{{}}") if name.startswith("refs/") else None
@@ -57,13 +48,11 @@ class Refs:
         return not any(self._git.env.get(key) for key in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_NAMESPACE"))
 
     def default_replace_refs(self) -> bool:
-        """Whether git looks for replace refs (`git replace`) where it does by default, under
-        `refs/replace/` of `git_dir()`, and reads refs as files there (no variable moves them)."""
+        """Whether replace refs live where git looks by default (`refs/replace/` of `git_dir()`), as files."""
         return self._plain() and not self._git.env.get("GIT_REPLACE_REF_BASE")
 
     def current_branch(self) -> str | None:
-        """The branch HEAD is on (`main`), None when HEAD is detached. Read from `.git/HEAD` when
-        that is a plain file (as the lock files are counted), else asked of git."""
+        """The branch HEAD is on (`main`), None when detached; from `.git/HEAD` when plain, else git."""
         try:
             text = (self._git.git_dir() / "HEAD").read_text("utf-8").strip()
         except OSError:
@@ -76,16 +65,14 @@ class Refs:
         return out.decode("utf-8", "surrogateescape").strip() or None
 
     def move_head(self, new: str, old: str | None, subject: str) -> bool:
-        """Compare-and-swap the branch HEAD points to from `old` (None: unborn) to `new`.
-
-        False when HEAD is no longer `old` (someone else moved it); nothing changed then.
-        """
+        """Compare-and-swap HEAD's branch from `old` (None: unborn) to `new`; False, nothing changed, when
+        someone else moved it."""
         # HEAD.lock and the branch's are recorded (git_locks), left if desk and git are killed
         return self.swap_ref("HEAD", new, old, f"commit: {subject}")
 
     def swap_ref(self, ref: str, new: str | None, old: str | None, reason: str) -> bool:
-        """Compare-and-swap the full ref name `ref` from `old` (None: it must not exist) to `new`
-        (None: delete it). False, nothing changed, when `ref` is no longer `old`."""
+        """Compare-and-swap `ref` from `old` (None: must not exist) to `new` (None: delete); False,
+        nothing changed, when `ref` is no longer `old`."""
         zero = "0" * len(new or old or "0" * 40)
         args = (("update-ref", "-m", reason, ref, new, old or zero) if new is not None
                 else ("update-ref", "-m", reason, "-d", ref, old or zero))
@@ -102,17 +89,12 @@ class Refs:
     def refs_under(self, prefix: str) -> dict[str, str]:
         """`{full ref name: object id}` of the refs under `prefix` (`refs/desk/proposals/`)."""
         out = self._git.run("for-each-ref", "--format=%(objectname) %(refname)", prefix, read_only=True)
-        refs: dict[str, str] = {}
-        for line in out.decode("utf-8", "surrogateescape").splitlines():
-            sha, _, name = line.partition(" ")
-            refs[name] = sha
-        return refs
+        lines = (line.partition(" ") for line in out.decode("utf-8", "surrogateescape").splitlines())
+        return {name: sha for sha, _, name in lines}
 
     def exchange(self, remote: str, prefixes: list[str], *, push: bool) -> list[str]:
-        """Fetch the refs under each of `prefixes` (`refs/desk/proposals/`) from `remote` into the
-        same names here, then (with `push`) push this clone's there: never forced, so a ref that
-        exists on either side with another value is left as it is. Returns git's words for what
-        was refused (empty when all went through)."""
+        """Fetch, then (`push`) push, the refs under `prefixes` with `remote`, never forced; git's words
+        for what was refused."""
         specs = [f"{p}*:{p}*" for p in prefixes]
         refused = []
         for args in (("fetch", "--no-tags", "--no-write-fetch-head", "--quiet", remote, *specs),
@@ -130,8 +112,8 @@ class Refs:
         """`git merge-base --is-ancestor` (a commit is its own ancestor)."""
         if ancestor == descendant:
             return True
-        proc = subprocess.run(["git", "merge-base", "--is-ancestor", ancestor, descendant], cwd=self._git.root,
-                              env=self._git.read_env(), capture_output=True)
+        proc = self._git.completed(("merge-base", "--is-ancestor", ancestor, descendant), self._git.read_env(),
+                                   recorded=False)
         if proc.returncode > 1:
             raise GitError(f"git merge-base --is-ancestor {ancestor[:12]} {descendant[:12]} failed: "
                            + proc.stderr.decode("utf-8", "replace").strip(),
@@ -150,15 +132,8 @@ class Refs:
 
 
 def _head_from_files(git_dir: Path) -> str | None:
-    """The commit HEAD names, read as git stores it: `.git/HEAD`, then the branch's loose ref file,
-    then `packed-refs`; None for an unborn branch; `_ASK_GIT` for anything this does not read.
-
-    git replaces ref files by rename under a lock, so a read sees the old id or the new one. A
-    branch is looked up loose first: `git pack-refs` writes packed-refs before it removes the
-    loose file, and a deletion removes both.
-    """
-    if (git_dir / "commondir").exists() or (git_dir / "reftable").exists():
-        return _ASK_GIT  # a linked work tree (refs in the common folder) or the reftable backend
+    """The commit HEAD names, read as git stores it: `.git/HEAD`, then `_ref_from_files`; None for
+    an unborn branch; `_ASK_GIT` for anything this does not read."""
     try:
         head = (git_dir / "HEAD").read_text("ascii").strip()
     except (OSError, UnicodeDecodeError):
@@ -166,21 +141,19 @@ def _head_from_files(git_dir: Path) -> str | None:
     if OBJECT_ID.fullmatch(head):
         return head  # detached: git keeps only a commit there
     ref = head[5:] if head.startswith("ref: ") else ""
-    if not ref.startswith("refs/heads/"):
-        return _ASK_GIT
-    return _read_ref(git_dir, ref)
+    return _ref_from_files(git_dir, ref) if ref.startswith("refs/heads/") else _ASK_GIT
 
 
 def _ref_from_files(git_dir: Path, ref: str) -> str | None:
     """The object `ref` (`refs/...`) names, from its loose file, then `packed-refs`; None when
-    neither has it; `_ASK_GIT` for anything this does not read (as `_head_from_files`)."""
+    neither has it; `_ASK_GIT` for anything this does not read.
+
+    git replaces ref files by rename under a lock, so a read sees the old id or the new one. A
+    ref is looked up loose first: `git pack-refs` writes packed-refs before it removes the loose
+    file, and a deletion removes both.
+    """
     if (git_dir / "commondir").exists() or (git_dir / "reftable").exists():
-        return _ASK_GIT
-    return _read_ref(git_dir, ref)
-
-
-def _read_ref(git_dir: Path, ref: str) -> str | None:
-    """`_ref_from_files` in a repository already known to keep its refs as files in `git_dir`."""
+        return _ASK_GIT  # a linked work tree (refs in the common folder) or the reftable backend
     if not ref.startswith("refs/") or ".." in ref or "//" in ref or ref.endswith(("/", ".lock", ".invalid")):
         return _ASK_GIT
     try:

@@ -1,5 +1,4 @@
-"""`Git`: git run in one work tree, with one part per git concept (`git.refs`, `git.index`, ...),
-and the ways a hook finds the repository being committed."""
+"""`Git`: git run in one work tree, with a part per git concept; how a hook finds its repository."""
 
 from __future__ import annotations
 
@@ -24,18 +23,15 @@ from desk.storage.git.worktree import WorkTree
 class Git(Runner):
     """git commands run in one work tree. `hook_env=True` keeps git's hook variables (the staged index).
 
-    Each part answers in parsed, typed data: `refs` (HEAD, branches, update-ref), `objects` (blobs,
-    cat-file), `worktree` (ls-files, ls-tree, diff), `index` (desk's private index, index files),
-    `config`, `history` (log), `merging` (sync's merge and rebase). Committing a person's way
-    (`add`, `commit`) and desk's plumbing commit (`commit_tree`, `run_commit_hooks`) are here.
-    """
+    Parts: `refs`, `objects`, `worktree`, `index`, `config`, `history`, `merging`. Committing a
+    person's way (`add`, `commit`) and desk's plumbing commit (`commit_tree`) are here."""
 
     def __init__(self, root: Path, *, hook_env: bool = False, env: dict[str, str] | None = None,
                  config: Config | None = None) -> None:
         super().__init__(root, hook_env=hook_env)
         if env is not None:
-            self._env = env
-        self.config = Config(self, config)
+            self.env = env
+        self.config = config if config is not None else Config(self)
         self.refs = Refs(self)
         self.objects = Objects(self)
         self.worktree = WorkTree(self)
@@ -44,21 +40,13 @@ class Git(Runner):
         self.merging = Merging(self)
 
     def with_env(self, **changes: str | None) -> Git:
-        """A Git for the same work tree whose environment has `changes` applied (None removes).
-        Identity and config are this Git's, read once when first needed (a hook's read-only checks
-        never need them: no `git config` process for them)."""
-        env = dict(self._env)
-        for key, value in changes.items():
-            if value is None:
-                env.pop(key, None)
-            else:
-                env[key] = value
+        """A Git for the same work tree with `changes` applied to its environment (None removes); it
+        shares this Git's config."""
+        env = {key: value for key, value in {**self.env, **changes}.items() if value is not None}
         return Git(self.root, env=env, config=self.config)
 
     def init(self) -> None:
-        """`git init` on branch main, always with SHA-1 object ids (desk compares blob ids it computes
-        itself with git's, in SHA-1; `GIT_DEFAULT_HASH=sha256` in the environment would otherwise
-        make a repository desk cannot write)."""
+        """`git init` on branch main, always SHA-1: desk compares blob ids it computes itself with git's."""
         self.run("init", "-q", "-b", "main", "--object-format=sha1")
 
     def add(self, paths: Iterable[str]) -> None:
@@ -69,11 +57,8 @@ class Git(Runner):
         self.run("reset", "-q", "--", *paths, check=False)
 
     def commit(self, message: str, paths: list[str], *, verify: bool = True) -> str:
-        """Commit exactly `paths` (git's `--only` semantics) and return the new commit's sha.
-
-        A person's other staged or unstaged work is left as it was. New files must be added first.
-        `verify=False` skips the pre-commit and commit-msg hooks (the caller ran their checks).
-        """
+        """Commit exactly `paths` (`--only` semantics) and return the new commit's sha; `verify=False`
+        skips the hooks (the caller ran their checks). New files must be added first."""
         self.run(*self.config.identity_args(), "commit", "-q", "-F", "-",
                  *([] if verify else ["--no-verify"]), "--", *paths, input=message.encode())
         head = self.refs.head()
@@ -81,8 +66,8 @@ class Git(Runner):
         return head
 
     def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
-        """A commit object for `tree` on `parent` (None: a root commit), by `git commit-tree`
-        (`-S` when commit.gpgSign asks); the branch is not moved (`Refs.move_head` does)."""
+        """A commit object for `tree` on `parent` (None: root), signed when commit.gpgSign asks; the
+        branch is not moved (`Refs.move_head` does)."""
         signed = self.config.signs_commits()
         parents = ["-p", parent] if parent else []
         try:
@@ -98,8 +83,8 @@ class Git(Runner):
         return out.decode().strip()
 
     def run_commit_hooks(self, tree_index: Path | None, message: str) -> None:
-        """Run the repository's pre-commit and commit-msg hooks as `git commit` would, against
-        desk's private index; RejectedError with the hooks' words when one refuses."""
+        """Run the pre-commit and commit-msg hooks as `git commit` would, on desk's private index;
+        RejectedError with the hooks' words when one refuses."""
         hooked = self.with_env(GIT_INDEX_FILE=str(tree_index or self.git_dir() / PRIVATE_INDEX))
         message_file = self.git_dir() / "DESK_COMMIT_MSG"
         message_file.write_text(message, "utf-8")
@@ -132,11 +117,8 @@ def hook_toplevel() -> Path:
 
 
 def staged_git(root: Path) -> Git:
-    """Inside a git hook: a Git for the repository being committed, keeping the hook's index.
-
-    git exports GIT_INDEX_FILE (a temporary index for `git commit -- paths`) and may export a
-    relative GIT_DIR; they are made absolute so they hold from the work tree root too.
-    """
+    """Inside a git hook: a Git for the repository being committed, keeping the hook's index (git's
+    GIT_INDEX_FILE and GIT_DIR made absolute)."""
     absolute = {key: os.path.abspath(os.environ[key]) for key in ("GIT_INDEX_FILE", "GIT_DIR")
                 if os.environ.get(key)}
     return Git(root, hook_env=True).with_env(**absolute)
@@ -149,12 +131,8 @@ def hook_index(git: Git) -> Path:
 
 @contextmanager
 def staged_snapshot(root: Path) -> Iterator[Git]:
-    """Inside a git hook: a Git reading a private copy of the index being committed.
-
-    A plain `git commit` does not hold index.lock while its hooks run, so another writer (desk,
-    publishing its own commit) may replace the index between two reads; the copy keeps every read
-    of one check on one index.
-    """
+    """Inside a git hook: a Git reading a private copy of the index being committed, so every read of
+    one check sees one index (`git commit` does not hold index.lock while its hooks run)."""
     git = staged_git(root)
     source = hook_index(git)
     snapshot = git.git_dir() / f"desk-hook-index-{os.getpid()}"

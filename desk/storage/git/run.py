@@ -1,11 +1,7 @@
 """Running git: the one place a git process starts (`subprocess`), its errors in git's words.
 
-A `Runner` runs git in one work tree with git's hook variables (`GIT_DIR`, `GIT_INDEX_FILE`, ...)
-stripped unless the caller means the repository being committed (`hook_env`). A mutating command
-waits for another git process's index.lock, and while desk records its git children
-(desk.storage.git_locks) the lock files it may take are written down first, so a kill leaves
-nothing the next desk command cannot clear.
-"""
+A mutating command waits for another git's index.lock; while desk records its git children
+(desk.storage.git_locks) the lock files it may take are written down first."""
 
 from __future__ import annotations
 
@@ -20,6 +16,12 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from desk.errors import ConflictError, GitError
+from desk.storage.atomic import nearly_full
+from desk.storage.git_locks import subcommand
+
+
+def _command(args: Sequence[str]) -> str:
+    return subcommand(["git", *args]) or "(no command)"
 
 T = TypeVar("T")
 
@@ -58,35 +60,12 @@ def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _command(args: Sequence[str]) -> str:
-    """The git subcommand of `args` for an error message: past `-c NAME=VALUE` and other options."""
-    rest = list(args)
-    while rest and rest[0].startswith("-"):
-        rest = rest[2:] if rest[0] in ("-c", "-C") else rest[1:]
-    return rest[0] if rest else "(no command)"
-
-
-def _nearly_full(path: Path) -> bool:
-    """Whether the file system holding `path` has less than 1 MiB left: git's "couldn't write
-    'refs/heads/main.lock'" names no cause, and on such a disk it is the space."""
-    try:
-        stats = os.statvfs(path)
-    except OSError:
-        return False
-    return stats.f_bavail * stats.f_frsize < 1 << 20
-
-
 class Started:
-    """Read-only git commands running (`Runner.start`); `wait` returns their outputs in order.
-    Every one is collected by `wait` or ended by `close`, never left for the garbage collector."""
+    """Read-only git commands running (`Runner.start`); each is collected by `wait` or ended by `close`."""
 
     def __init__(self, commands: Sequence[tuple[str, ...]], procs: list[subprocess.Popen[bytes]]) -> None:
         self.commands = commands
         self.procs = procs
-
-    def split(self) -> list[Started]:
-        """One `Started` per command, each waited for on its own."""
-        return [Started((args,), [proc]) for args, proc in zip(self.commands, self.procs)]
 
     def wait(self, *, check: bool = True, input: bytes | None = None) -> list[bytes]:
         try:
@@ -108,9 +87,8 @@ class Started:
 
 
 def end(proc: subprocess.Popen[bytes], grace: float | None = None) -> None:
-    """Close `proc`'s pipes and wait for it (`grace` seconds at most, then it is killed): a git
-    child is collected here, never by the garbage collector, and a command that changes the
-    repository has finished (or died) before the caller decides what it did."""
+    """Close `proc`'s pipes and wait for it (`grace` seconds at most, then kill it): a git child is
+    collected here, never by the garbage collector."""
     for pipe in (proc.stdin, proc.stdout, proc.stderr):
         if pipe is not None:
             with contextlib.suppress(OSError):
@@ -123,15 +101,21 @@ def end(proc: subprocess.Popen[bytes], grace: float | None = None) -> None:
 
 
 class Answer(Generic[T]):
-    """Read-only git commands running; `.result()` waits for them and parses their outputs
-    (GitError, in git's words, when one failed)."""
+    """Read-only git commands running; `.result()` waits and parses their outputs once (GitError on failure)."""
 
     def __init__(self, started: Started, parse: Callable[[list[bytes]], T]) -> None:
         self._started = started
         self._parse = parse
+        self._result: tuple[T] | None = None
 
     def result(self) -> T:
-        return self._parse(self._started.wait())
+        if self._result is None:
+            self._result = (self._parse(self._started.wait()),)
+        return self._result[0]
+
+    def close(self) -> None:
+        """End the commands if `result` was not asked (`Started.close`)."""
+        self._started.close()
 
 
 class Runner:
@@ -139,26 +123,20 @@ class Runner:
 
     def __init__(self, root: Path, *, hook_env: bool = False) -> None:
         self.root = root
-        self._env = dict(os.environ) if hook_env else clean_env()
+        self.env = dict(os.environ) if hook_env else clean_env()  # the environment git runs with
         self._git_dir: Path | None = None
-
-    @property
-    def env(self) -> dict[str, str]:
-        """The environment git runs with."""
-        return self._env
 
     def read_env(self) -> dict[str, str]:
         """The environment of a read-only call: it must not take .git/index.lock (a status refresh would)."""
-        return {**self._env, "GIT_OPTIONAL_LOCKS": "0"}
+        return {**self.env, "GIT_OPTIONAL_LOCKS": "0"}
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True,
             read_only: bool = False, own_session: bool = False) -> bytes:
         """Run `git ARGS` in the work tree and return stdout; raise GitError with git's message.
 
-        `own_session`: git runs in a session of its own, out of the terminal's foreground process
-        group, so a Ctrl-C at the terminal reaches desk (which may hold it until git is done) and
-        not git half way through the work tree."""
-        env = self.read_env() if read_only else self._env
+        `own_session`: git runs out of the terminal's foreground process group, so a Ctrl-C reaches
+        desk (which may hold it until git is done), not git half way through the work tree."""
+        env = self.read_env() if read_only else self.env
         deadline = time.monotonic() + INDEX_LOCK_WAIT
         delay = 0.01
         while True:
@@ -181,14 +159,13 @@ class Runner:
     def completed(self, args: Sequence[str], env: Mapping[str, str] | None = None, *, input: bytes | None = None,
                   own_session: bool = False, recorded: bool = True) -> subprocess.CompletedProcess[bytes]:
         """Run `git ARGS` once and return what it did, failure or not. While desk records its git
-        processes (`recorded`), the lock files git may take are written down in the active child
-        record (desk.storage.git_locks) before it starts and with its pid once it runs: if desk is
-        killed, the next desk command knows whose locks are left and that their owner is dead."""
+        processes (`recorded`), the lock files git may take are written down before it starts and with
+        its pid once it runs (desk.storage.git_locks), so a kill leaves nothing unexplained."""
         from desk.storage.git_locks import record_git_child, recording  # not with the rules (desk.gate.verdicts)
 
         locks = self._lock_files(args) if recorded and recording() else []
         start = record_git_child(locks) if locks else None
-        child = subprocess.Popen(["git", *args], cwd=self.root, env=self._env if env is None else env,
+        child = subprocess.Popen(["git", *args], cwd=self.root, env=self.env if env is None else env,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  start_new_session=own_session)
         try:
@@ -201,26 +178,23 @@ class Runner:
         return subprocess.CompletedProcess(child.args, child.returncode, out, err)
 
     def failure(self, args: Sequence[str], message: str) -> Exception:
-        """The error for `git ARGS` failing with `message`: ENOSPC naming the git folder when git
-        says the disk is full (or could not write a file on a nearly full disk, which its words do
-        not say), else GitError in git's words."""
+        """The error for `git ARGS` failing with `message`: ENOSPC naming the git folder when the disk is
+        (nearly) full, which git's words may not say; else GitError in git's words."""
         if any(words in message for words in _DISK_FULL) or (
-                "couldn't write" in message and _nearly_full(self.git_dir())):
+                "couldn't write" in message and nearly_full(self.git_dir())):
             return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), f"{self.git_dir()} (git {args[0]})")
         return GitError(f"git {_command(args)} failed: {message}", hint=_DOCTOR_HINT)
 
     def _lock_files(self, args: Sequence[str]) -> list[Path]:
-        """The lock files git may take for `args`, counted generously (a lock listed and never
-        taken costs nothing; one taken and not listed blocks the desk after a kill): the index's,
-        HEAD's and its branch's, those a merge or reset takes, the refs the arguments name (a
-        refspec's destination too) and the config's."""
-        command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
+        """The lock files git may take for `args`, counted generously: one listed and never taken costs
+        nothing, one taken and not listed blocks the desk after a kill."""
+        command = _command(args)
         if command in _LOCK_FREE:
             return []
         git_dir = self.git_dir()
         locks = []
         if command not in _INDEX_FREE:
-            index = self._env.get("GIT_INDEX_FILE")
+            index = self.env.get("GIT_INDEX_FILE")
             locks.append(Path(f"{index}.lock") if index else git_dir / "index.lock")
             if index and command in ("read-tree", "update-index", "write-tree"):
                 return locks  # desk's private index: no ref is touched
@@ -242,9 +216,8 @@ class Runner:
         return self.run(*args, read_only=True).decode("utf-8", "surrogateescape")
 
     def start(self, *commands: tuple[str, ...], input: bytes | None = None) -> Started:
-        """Start read-only git commands without waiting for them (`Started.wait` collects them), so
-        they run while the caller works. `input` (a few lines: it fits the pipe, so writing it
-        never waits) goes to each one's stdin, which closes when the answer is collected."""
+        """Start read-only git commands without waiting (`Started.wait` collects them). `input` (a few
+        lines: it fits the pipe) goes to each one's stdin."""
         env = self.read_env()
         started = Started(commands, [])
         try:
@@ -265,10 +238,7 @@ class Runner:
         return started
 
     def stream(self, *args: str) -> Generator[bytes, None, None]:
-        """Run a read-only `git ARGS` and yield its stdout in chunks as git writes it.
-
-        Closing the generator early kills git; a failure raises GitError once stdout is read.
-        """
+        """Run a read-only `git ARGS` and yield its stdout as git writes it; closing early kills git."""
         with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on it
             proc = subprocess.Popen(["git", *args], cwd=self.root, stdout=subprocess.PIPE,
                                     stderr=errors, env=self.read_env())
@@ -289,10 +259,10 @@ class Runner:
                 raise GitError(f"git {_command(args)} failed: {message}", hint=_DOCTOR_HINT)
 
     def git_dir(self) -> Path:
-        """The repository's git folder, absolute; found once per Git (`.git` without asking git)."""
+        """The repository's git folder, absolute; found once (`.git` without asking git when plain)."""
         if self._git_dir is None:
             dot_git = self.root / ".git"
-            if dot_git.is_dir() and not self._env.get("GIT_DIR"):
+            if dot_git.is_dir() and not self.env.get("GIT_DIR"):
                 self._git_dir = dot_git
             else:  # a linked work tree, a submodule, or GIT_DIR set: ask git
                 self._git_dir = self.absolute(self.text("rev-parse", "--git-dir"))

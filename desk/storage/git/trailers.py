@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 _SPACE = " \t\n\v\f\r"  # C's isspace(), which git uses: never Unicode spaces
-_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")  # string.ascii_letters, digits
+_KEY = re.compile(r"(?:[A-Za-z0-9-]+[ \t]*)?:")  # a key (letters, digits, `-`), spaces, the colon
 _COMMENT = "#"
 _SCISSORS = "# ------------------------ >8 ------------------------"
 _GIT_PREFIXES = ("Signed-off-by: ", "(cherry picked from commit ")
 
 
 def parse_trailers(message: str) -> dict[str, list[str]]:
-    """The trailers of a commit message, `{key as written: [values]}`, as git finds them.
-
-    Follows `git interpret-trailers --parse --no-divider` (and `git log --format=%(trailers)`,
-    which reads a commit the same way) with git's default configuration: the trailer block is the
-    last paragraph after the title when every line in it is a trailer (or it holds a
-    `Signed-off-by:` and at least a quarter of it is trailers); a key is letters, digits and `-`,
-    optionally followed by spaces before the `:` (`Key : value`); a line starting with
-    whitespace continues the value above it (`Key:\\n  value`), unfolded to one line. Comment
-    lines (`#`) and everything below a scissors line are ignored, as `git commit` does.
-    """
+    """The trailers of a commit message, `{key as written: [values]}`, found as `git interpret-trailers
+    --parse` finds them with git's default configuration (the last paragraph, folded values unfolded,
+    comments and what follows a scissors line ignored)."""
     lines = _message_lines(message)
     start = _trailer_block_start(lines)
     if start is None:
@@ -71,11 +66,8 @@ def _blank(line: str) -> bool:
 
 def _trailer_block_start(lines: list[str]) -> int | None:
     """The index of the trailer block's first line, or None when the message has none."""
-    title_end = 0  # the first paragraph is the title and never holds trailers
-    while title_end < len(lines):
-        if not lines[title_end].startswith(_COMMENT) and _blank(lines[title_end]):
-            break
-        title_end += 1
+    # the first paragraph is the title and never holds trailers
+    title_end = next((i for i, line in enumerate(lines) if not line.startswith(_COMMENT) and _blank(line)), len(lines))
     only_spaces, recognized = True, False
     trailers = others = maybe_continued = 0
     for i in range(len(lines) - 1, title_end - 1, -1):
@@ -109,30 +101,10 @@ def _trailer_block_start(lines: list[str]) -> int | None:
 
 def _separator(line: str) -> int:
     """Where the `:` of a `Key: value` line is, or -1: a key, then only spaces before the colon."""
-    spaces = False
-    for i, char in enumerate(line):
-        if char == ":":
-            return i
-        if not spaces and char in _TOKEN_CHARS:
-            continue
-        if i and char in " \t":
-            spaces = True
-            continue
-        break
-    return -1
+    found = _KEY.match(line)
+    return found.end() - 1 if found else -1
 
 
 def _unfold(value: str) -> str:
     """A folded value on one line: each newline and the whitespace after it become one space."""
-    out = []
-    i = 0
-    while i < len(value):
-        char = value[i]
-        i += 1
-        if char == "\n":
-            while i < len(value) and value[i] in _SPACE:
-                i += 1
-            out.append(" ")
-        else:
-            out.append(char)
-    return "".join(out).strip(_SPACE)
+    return re.sub("\n[" + _SPACE + "]*", " ", value).strip(_SPACE)

@@ -1,5 +1,5 @@
-"""Reads of the index and the work tree: `ls-files`, `ls-tree`, `diff --raw`, `status`,
-`check-attr`, each answered as typed data (desk.storage.git.parse reads the output)."""
+"""Reads of the index and the work tree (`ls-files`, `ls-tree`, `diff`, `status`, `check-attr`),
+answered as typed data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from desk.storage.git.parse import (RawChange, WorkTreeListing, parse_ls_files, parse_ls_tree, path_list, path_of,
                                     raw_changes)
-from desk.storage.git.run import Answer, Started
+from desk.storage.git.run import Answer
 
 if TYPE_CHECKING:
     from desk.storage.git.repo import Git
@@ -20,34 +20,7 @@ _OTHERS = ("-o", "--exclude-standard", f"--exclude=!{ARCHIVE_EXCLUDE}")
 _LISTING = ("ls-files", "-z", "-t", "-c", "-s", "-m", "-d", *_OTHERS)
 
 
-class StartedListing:
-    """`WorkTree.start_work_tree_listing`: the listing and HEAD's tree of a folder, being computed."""
-
-    def __init__(self, listing: Started, tree: Started | None) -> None:
-        self._listing = listing
-        self._tree = tree
-        self._result: tuple[WorkTreeListing, dict[str, str]] | None = None
-
-    def result(self) -> tuple[WorkTreeListing, dict[str, str]]:
-        """The listing and `{path: blob}` of HEAD's folder (empty without HEAD); GitError when git
-        fails. Asked again, the same answer."""
-        if self._result is None:
-            listing = self._listing.wait()[0]
-            tree = self._tree.wait()[0] if self._tree is not None else b""
-            self._result = WorkTreeListing(listing), parse_ls_tree(tree)
-        return self._result
-
-    def close(self) -> None:
-        """End the git processes if `result` was not asked (`Started.close`)."""
-        for started in (self._listing, self._tree):
-            if started is not None:
-                started.close()
-
-    def __enter__(self) -> StartedListing:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+StartedListing = Answer[tuple[WorkTreeListing, dict[str, str]]]  # the listing and HEAD's tree of a folder
 
 
 class WorkTree:
@@ -60,22 +33,16 @@ class WorkTree:
         return self._git.run(*args, input=input, check=check, read_only=True)
 
     def ls_tree(self, rev: str, folder: str, *more: str, recursive: bool = False) -> dict[str, str]:
-        """`{path: blob sha}` for the files directly in `folder` (and `more` folders) at `rev` (at
-        any depth when `recursive`; empty when none)."""
+        """`{path: blob sha}` of the files directly in `folder` (and `more`) at `rev` (any depth when `recursive`)."""
         return parse_ls_tree(self._read("ls-tree", *(["-r"] if recursive else []), "-z", "--full-tree", rev, "--",
                                         *(f.rstrip("/") + "/" for f in (folder, *more))))
 
     def committed_blobs(self, paths: Iterable[str], rev: str = "HEAD") -> dict[str, str]:
-        """`{path: blob sha}` for those of `paths` that are files at `rev` (empty when `rev` is not
-        a commit, e.g. HEAD before the first commit)."""
+        """`{path: blob sha}` of those of `paths` that are files at `rev` (empty when `rev` is no commit)."""
         wanted = list(paths)
         if not wanted:
             return {}
         return parse_ls_tree(self._read("ls-tree", "-z", "--full-tree", rev, "--", *wanted, check=False))
-
-    def ls_staged(self, folder: str) -> dict[str, str]:
-        """`{path: blob sha}` for the files directly in `folder` in the index (hooks: the staged content)."""
-        return parse_ls_files(self._read("ls-files", "-s", "-z", "--", folder.rstrip("/") + "/"))
 
     def ls_staged_files(self, paths: Iterable[str]) -> dict[str, str]:
         """`{path: blob sha}` for those of `paths` (files, or folders at any depth) in the index."""
@@ -96,14 +63,13 @@ class WorkTree:
         return sorted(path_list(self._read("ls-files", "-z")))
 
     def start_work_tree_listing(self, folder: str) -> StartedListing:
-        """The work tree as git sees it, in one `git ls-files` (see WorkTreeListing), and
-        `ls_tree("HEAD", folder, recursive=True)` (empty before the first commit): the two git
-        processes started now together and answered by `.result()`, so the caller imports and
-        opens what it needs while git stats the work tree."""
-        if self._git.refs.head() is None:
-            return StartedListing(self._git.start(_LISTING), None)
-        return StartedListing(*self._git.start(_LISTING, ("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--",
-                                                          folder.rstrip("/") + "/")).split())
+        """The work tree as git sees it (WorkTreeListing) and HEAD's tree under `folder`, both started now
+        and answered by `.result()`."""
+        commands: list[tuple[str, ...]] = [_LISTING]
+        if self._git.refs.head() is not None:
+            commands.append(("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--", folder.rstrip("/") + "/"))
+        return Answer(self._git.start(*commands),
+                      lambda outs: (WorkTreeListing(outs[0]), parse_ls_tree(outs[1]) if len(outs) > 1 else {}))
 
     def staged_paths(self) -> set[str]:
         """The paths the index changes against HEAD."""
@@ -114,8 +80,7 @@ class WorkTree:
         return self.start_staged_changes().result()
 
     def start_staged_changes(self) -> Answer[list[RawChange]]:
-        """`staged_changes()`, started now and answered by `.result()`: a hook loads the gate's
-        modules while git compares the index with HEAD."""
+        """`staged_changes()`, started now and answered by `.result()`."""
         return Answer(self._git.start(("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev")),
                       lambda outputs: raw_changes(outputs[0]))
 
@@ -125,26 +90,21 @@ class WorkTree:
                                       "--", *paths))
 
     def diff_commits(self, old: str, new: str, paths: Iterable[str] = ()) -> str:
-        """`git diff OLD NEW -- PATHS`: the unified diff between two commits' files, no colour, no
-        external diff driver (empty when they are the same)."""
+        """`git diff OLD NEW -- PATHS` without colour or external driver (empty when the same)."""
         out = self._read("diff", "--no-color", "--no-ext-diff", old, new, "--", *(f":(literal){p}" for p in paths))
         return out.decode("utf-8", "replace")
 
     def diff_worktree(self, rev: str, path: str, old_path: str | None = None) -> str:
-        """`git diff REV -- PATH`: the unified diff from `rev` to the work tree's file, no colour,
-        no external diff driver (empty when they are the same). With `old_path` (the file's name
-        at `rev`), from that file: `-M` shows a rename and what changed beside it."""
+        """`git diff REV -- PATH` to the work tree's file; with `old_path` (its name at `rev`), `-M` shows
+        the rename."""
         paths = [path] if old_path is None or old_path == path else [old_path, path]
         out = self._read("diff", "--no-color", "--no-ext-diff", *(["-M"] if len(paths) > 1 else []), rev,
                          "--", *paths)
         return out.decode("utf-8", "replace")
 
     def start_changed_in_worktree(self, folder: str) -> Answer[list[str]]:
-        """Paths under `folder/` whose work-tree file differs from HEAD (staged or not), and the
-        untracked ones git does not ignore (and new archive files, which desk has it ignore),
-        asked now. Two git processes, which compare through
-        the index's stat data (in C, in parallel) instead of reading every file. Call it when
-        HEAD exists."""
+        """Paths under `folder/` that differ from HEAD (staged or not) or are untracked and not ignored
+        (new archive files included), asked now. Call it when HEAD exists."""
         spec = f":(literal){folder}/"
         return Answer(self._git.start(("diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--", spec),
                                       ("ls-files", "-z", *_OTHERS, "--", spec)),
@@ -155,16 +115,13 @@ class WorkTree:
         paths = list(paths)
         if not paths:
             return []  # git status without a pathspec would check the whole work tree
-        records = self._read("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths).split(b"\0")
+        records = iter(self._read("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths).split(b"\0"))
         found = []
-        i = 0
-        while i < len(records):
-            record = records[i]
+        for record in records:
             if record:
                 found.append(path_of(record[3:]))
                 if record[:1] in (b"R", b"C"):
-                    i += 1  # a rename carries its source path as the next record
-            i += 1
+                    next(records, None)  # a rename carries its source path as the next record
         return found
 
     def symlinks(self, rev: str = "HEAD") -> list[str]:
@@ -173,12 +130,9 @@ class WorkTree:
         return sorted(path_of(r.partition(b"\t")[2]) for r in out.split(b"\0") if r.startswith(b"120000 "))
 
     def attributes(self, paths: Iterable[str], *, cached: bool = True) -> dict[str, dict[str, str]]:
-        """What git's attributes say of `paths` (`git check-attr -a`): `{path: {name: value}}`,
-        value `set`, `unset` or the value given; unspecified attributes and paths with none are left
-        out. Read from the `.gitattributes` files in the index (`cached`; `Index.tree_index` makes
-        one of a commit), else in the work tree. Only what a commit carries counts: the person's own
-        attribute files outside the repository (core.attributesFile, the system's) are left out;
-        `.git/info/attributes` cannot be, and is the person's own too."""
+        """`{path: {name: value}}` of git's attributes of `paths` (`set`, `unset` or the value; unspecified
+        ones left out), from the index's `.gitattributes` (`cached`) or the work tree's. The person's own
+        attribute files outside the repository are left out."""
         wanted = list(paths)
         if not wanted:
             return {}
