@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from desk.scopes.profile import ProfileView
 
 
-@dataclass(frozen=True)
 class UserProfile(Wrapped["ProfileView"]):
     """`user show`: the fields; `user set`/`unset`: the status, the fields changed, the commit."""
 
@@ -31,7 +30,6 @@ class UserProfile(Wrapped["ProfileView"]):
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
 class PrefChanged(Wrapped["PrefChange"]):
     """`pref set`/`pref delete`: created | updated | unchanged | deleted, revision, previous, current."""
 
@@ -64,7 +62,6 @@ class PrefShown(Outcome):
                           + (f", event {r['source_event']}" if r["source_event"] else "")])
 
 
-@dataclass(frozen=True)
 class PrefList(Wrapped["PrefListing"]):
     """`pref list`: the active preferences at a time (or all), and the files refused."""
 
