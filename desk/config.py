@@ -69,7 +69,6 @@ class Secrets(_Strict):
 
 ReviewMode = Literal["direct", "propose"]
 ReviewKey = Literal["*", "preference", "decision", "convention", "pitfall", "fact", "reference"]
-REVIEW_OPS = ("create", "update", "forget", "rename")
 
 
 class ReviewOps(_Strict):

@@ -92,7 +92,8 @@ class Transaction:
             if self.desk.worktree_blob(path) != head_blobs.get(path):
                 if _linked(self.desk, path):
                     raise link_refusal(self.desk, path)
-                raise _dirty(self.desk, path)
+                raise ConflictError(f"{path} has uncommitted changes; desk will not overwrite them",
+                                    hint=f"commit or discard them first (`git -C {self.desk.root} diff -- {path}`)")
 
     def commit(self, writes: Mapping[str, bytes | None], message: str, known: KnownHead | None = None) -> str:
         """Commit exactly `writes` (bytes, or None to delete) on top of HEAD; return the commit id.
@@ -214,7 +215,7 @@ class Transaction:
             healed: list[str] = []
         else:
             published = read_published(self.desk.git_dir)
-            changes = git.index.index_changes(person_index, head, sorted({*paths, *published_paths(published)}))
+            changes = git.index.index_changes(person_index, head, sorted({*paths, *(p for record in published for p in record)}))
             healed = stale_write_backs(self.desk, changes, published)
             staged = sorted(c.path for c in changes if c.path in paths and c.path not in healed)
         for path in staged:
@@ -293,11 +294,6 @@ def link_refusal(desk: DeskFolder, path: str) -> InvalidFileError:
                                            "the committed one), then run the command again")
 
 
-def _dirty(desk: DeskFolder, path: str) -> ConflictError:
-    return ConflictError(f"{path} has uncommitted changes; desk will not overwrite them",
-                         hint=f"commit or discard them first (`git -C {desk.root} diff -- {path}`)")
-
-
 @contextmanager
 def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transaction]:
     """Hold the desk lock for one mutation. ConflictError while a person's merge or rebase is
@@ -351,10 +347,6 @@ def read_published(git_dir: Path) -> Published:
         return [{p: (old, new) for p, (old, new) in e.items()} for e in entries]
     except (OSError, ValueError, TypeError, AttributeError):
         return []
-
-
-def published_paths(published: Published) -> set[str]:
-    return {path for record in published for path in record}
 
 
 def stale_write_backs(desk: DeskFolder, staged: list[RawChange], published: Published) -> list[str]:
