@@ -6,6 +6,7 @@ import json
 import os
 import stat
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -71,15 +72,8 @@ def memory_name(path: str) -> str | None:
 
 
 # desk path -> template file name (dotfiles are stored without their dot so packaging keeps them)
-TEMPLATE_FILES = {
-    "AGENTS.md": "AGENTS.md",
-    "SOUL.md": "SOUL.md",
-    "USER.md": "USER.md",
-    "NOW.md": "NOW.md",
-    "MISTAKES.md": "MISTAKES.md",
-    ".gitattributes": "dot-gitattributes",
-    ".gitignore": "dot-gitignore",
-}
+TEMPLATE_FILES = {**{name: name for name in (AGENTS_FILE, SOUL_FILE, USER_FILE, NOW_FILE, MISTAKES_FILE)},
+                  ".gitattributes": "dot-gitattributes", ".gitignore": "dot-gitignore"}
 
 
 def template_bytes(name: str) -> bytes:
@@ -257,19 +251,17 @@ class DeskFolder:
     def desk_id(self) -> str:
         """The desk's id as committed (never an uncommitted edit), cached in `.git/desk-id`."""
         cache = self.git_dir / DESK_ID_CACHE
-        try:
+        with suppress(OSError, UnicodeDecodeError):
             cached = cache.read_text("ascii").strip()
-            if _plausible_desk_id(cached):
+            if DESK_ID_RE.fullmatch(cached):
                 return cached
-        except (OSError, UnicodeDecodeError):
-            pass
         committed = self.git.objects.blob_at("HEAD", CONFIG_PATH)
         data = committed if committed is not None else self.read(CONFIG_PATH)
         try:
             value = json.loads(data)["desk_id"]
         except (ValueError, KeyError, TypeError):
             value = None
-        if not isinstance(value, str) or not _plausible_desk_id(value):
+        if not isinstance(value, str) or not DESK_ID_RE.fullmatch(value):
             return self.config.desk_id  # let the validating loader report what is wrong
         if committed is not None:
             from desk.storage.atomic import write_derived
@@ -350,7 +342,3 @@ class DeskFolder:
             return blob_sha(self.read(relative))
         except SymlinkError:
             return NOT_A_FILE  # swapped for a link (or a folder on its way is one) meanwhile
-
-
-def _plausible_desk_id(value: str) -> bool:
-    return DESK_ID_RE.fullmatch(value) is not None

@@ -218,8 +218,7 @@ class MemoryTool:
     def delete(self, path: str) -> str:
         """Forget the memory (one commit; git history keeps it)."""
         name = self._memory(path)
-        self._real_file(f"{self.folder}/{name}.md")
-        if not (self.desk.root / self.folder / f"{name}.md").is_file():
+        if not self._real_file(f"{self.folder}/{name}.md").is_file():
             raise Refused(f"The path {path} does not exist. Please provide a valid path.")
         done = self.desk.forget(name, reason="memory tool: delete", actor=ACTOR, project=self.project).to_json()
         return _proposed(done, path) or f"Successfully deleted {path}"
@@ -230,11 +229,10 @@ class MemoryTool:
         if self.project is not None:  # desk.rename is desk-wide
             raise Refused(f"Error: rename is not available in project {self.project!r}; create "
                           f"{new_path} with the file's text, then delete {old_path}")
-        self._real_file(f"{self.folder}/{old}.md")
-        self._real_file(f"{self.folder}/{new}.md")
-        if not (self.desk.root / self.folder / f"{old}.md").is_file():
+        source, target = self._real_file(f"{self.folder}/{old}.md"), self._real_file(f"{self.folder}/{new}.md")
+        if not source.is_file():
             raise Refused(f"The path {old_path} does not exist. Please provide a valid path.")
-        if (self.desk.root / self.folder / f"{new}.md").exists():
+        if target.exists():
             raise Refused(f"Error: The destination {new_path} already exists")
         done = self.desk.rename(old, new, actor=ACTOR).to_json()
         return _proposed(done, old_path) or f"Successfully renamed {old_path} to {new_path}"

@@ -111,7 +111,7 @@ class Transaction:
         require_valid(self.desk, writes, message, known=known)
         if self.desk.proposing is not None:
             raise Proposed(self.desk.proposing, self._propose(writes, message, known))
-        before = {p: self._read(p) for p in sorted(writes)}
+        before = {p: self.desk.read_if_present(p) for p in sorted(writes)}
         crash_point("before-marker")
         marker = mark_pending(self.desk, writes, before, message)
         crash_point("after-marker")
@@ -231,12 +231,6 @@ class Transaction:
         head = self.desk.git.refs.head()
         committed = self.desk.git.worktree.committed_blobs(blobs, head) if head else {}
         return all(committed.get(p) == sha for p, sha in blobs.items())
-
-    def _read(self, path: str) -> bytes | None:
-        try:
-            return self.desk.read(path)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
 
     def _restore(self, before: Mapping[str, bytes | None]) -> None:
         """Put `before` back, removals first (on a full disk they free space); when that fails too,

@@ -26,10 +26,7 @@ def main(argv: list[str], *, checked: bool = False) -> int:
     try:
         run = run_hook(argv[0], hook_root(), argv[1:])
     except DeskError as exc:
-        print(f"desk: {argv[0]}: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return exc.exit_code
+        return _report(argv[0], exc, exc.exit_code)
     for finding in run.findings:
         label = "" if finding.severity == "error" else " (warning)"
         print(f"{finding}{label}", file=sys.stderr)
@@ -62,13 +59,17 @@ def after_merge(hook: str, args: list[str]) -> int:
     try:
         lines = hook_after_merge(hook_root())
     except DeskError as exc:
-        print(f"desk: {hook}: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return 0
+        return _report(hook, exc, 0)
     for line in lines:
         print(line, file=sys.stderr)
     return 0
+
+
+def _report(hook: str, exc: DeskError, code: int) -> int:
+    print(f"desk: {hook}: {exc.message}", file=sys.stderr)
+    if exc.hint:
+        print(f"hint: {exc.hint}", file=sys.stderr)
+    return code
 
 
 def exit_now(code: int) -> NoReturn:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
+from itertools import islice
 from typing import Any, NoReturn
 
 import click
@@ -86,20 +87,15 @@ def hoist_global_options(args: list[str]) -> list[str]:
     """`args` with every global option (and its value) moved to the front, up to `--`."""
     front: list[str] = []
     rest: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            rest += args[i:]
-            break
+    remaining = iter(args)
+    for arg in remaining:
         name = arg.split("=", 1)[0]
-        if name in GLOBAL_OPTIONS:
-            takes_value = GLOBAL_OPTIONS[name] and "=" not in arg
-            front += args[i:i + 1 + takes_value]
-            i += 1 + takes_value
-            continue
-        rest.append(arg)
-        i += 1
+        if arg == "--":
+            rest += [arg, *remaining]
+        elif name in GLOBAL_OPTIONS:
+            front += [arg, *islice(remaining, GLOBAL_OPTIONS[name] and "=" not in arg)]
+        else:
+            rest.append(arg)
     return front + rest
 
 

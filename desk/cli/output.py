@@ -54,36 +54,30 @@ class Invocation:
         return desk
 
 
-def _completion_desk(ctx: click.Context) -> Desk | None:
-    from desk import api
-
-    try:
-        return api.open(ctx.find_root().params.get("desk_path"))
-    except DeskError:
-        return None
-
-
 def complete_memory_names(ctx: click.Context, _param: click.Parameter,
                           incomplete: str) -> list[click.shell_completion.CompletionItem]:
     """Shell completion for a memory NAME: the memory files of the desk (and --project) named."""
-    from click.shell_completion import CompletionItem
-
-    desk = _completion_desk(ctx)
-    if desk is None:
-        return []
     project = ctx.find_root().params.get("project") or None
-    return [CompletionItem(n) for n in desk.memory_names(project=project) if n.startswith(incomplete)]
+    return _completions(ctx, incomplete, lambda desk: desk.memory_names(project=project))
 
 
 def complete_project_names(ctx: click.Context, _param: click.Parameter,
                            incomplete: str) -> list[click.shell_completion.CompletionItem]:
     """Shell completion for --project NAME: the project folders of the desk."""
+    return _completions(ctx, incomplete, lambda desk: desk.project_names())
+
+
+def _completions(ctx: click.Context, incomplete: str,
+                 names: Callable[[Desk], list[str]]) -> list[click.shell_completion.CompletionItem]:
     from click.shell_completion import CompletionItem
 
-    desk = _completion_desk(ctx)
-    if desk is None:
+    from desk import api
+
+    try:
+        desk = api.open(ctx.find_root().params.get("desk_path"))
+    except DeskError:
         return []
-    return [CompletionItem(n) for n in desk.project_names() if n.startswith(incomplete)]
+    return [CompletionItem(n) for n in names(desk) if n.startswith(incomplete)]
 
 
 def did_you_mean(name: str, choices: list[str]) -> str:

@@ -100,9 +100,6 @@ class Checkpointed(Wrapped["CheckpointResult"]):
 
     def text(self) -> str:
         r = self.value
-        lines = [f"torn tail left for the next checkpoint: {p}" for p in r.skipped]
-        if r.status == "unchanged":
-            lines.append("nothing to checkpoint")
-        else:
-            lines.append(f"committed {counted(r.events, 'event')} in {counted(len(r.files), 'file')} (commit {str(r.commit)[:7]})")
-        return "\n".join(lines)
+        done = ("nothing to checkpoint" if r.status == "unchanged" else
+                f"committed {counted(r.events, 'event')} in {counted(len(r.files), 'file')} (commit {str(r.commit)[:7]})")
+        return "\n".join([*(f"torn tail left for the next checkpoint: {p}" for p in r.skipped), done])

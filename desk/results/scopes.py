@@ -19,15 +19,11 @@ class UserProfile(Wrapped["ProfileView"]):
 
     def text(self) -> str:
         v = self.value
-        lines = []
         if v.status is not None:
-            lines.append(f"{v.status}: {v.path}" + (f" ({', '.join(v.changed)})" if v.changed else "")
-                         + commit_suffix(v.commit))
-        else:
-            lines.append(f"{v.path} (user scope {v.user_scope})")
-            lines += [f"{k}: {', '.join(x) if isinstance(x, list) else x}" for k, x in v.fields.items()] \
-                or ["(no profile fields)"]
-        return "\n".join(lines)
+            return (f"{v.status}: {v.path}" + (f" ({', '.join(v.changed)})" if v.changed else "")
+                    + commit_suffix(v.commit))
+        fields = [f"{k}: {', '.join(x) if isinstance(x, list) else x}" for k, x in v.fields.items()]
+        return "\n".join([f"{v.path} (user scope {v.user_scope})", *(fields or ["(no profile fields)"])])
 
 
 class PrefChanged(Wrapped["PrefChange"]):
@@ -67,11 +63,8 @@ class PrefList(Wrapped["PrefListing"]):
 
     def text(self) -> str:
         v = self.value
-        lines = []
-        for r in v.records:
-            flag = "" if r.is_active(v.as_of) else "  [expired]"
-            lines.append(f"{r.key}: {r.value}  (revision {r.revision}){flag}")
-        return "\n".join(lines) or "no preferences"
+        return "\n".join(f"{r.key}: {r.value}  (revision {r.revision})" + ("" if r.is_active(v.as_of) else "  [expired]")
+                         for r in v.records) or "no preferences"
 
     def warnings(self) -> list[str]:
         return [f"warning: refused {f.path}:{f.line}: {f.rule}: {f.message}" for f in self.value.problems]
