@@ -49,16 +49,14 @@ class ContextBudgets(_Strict):
 
 
 class ContextOptions(_Strict):
-    """What `desk context` reads besides files (docs/context.md): how many recent facts the
-    wake-up read shows (seed 000: at most 6) and how many journal days the spot check reads."""
+    """What `desk context` reads besides files (docs/context.md): recent facts, journal days."""
 
     recent_facts: int = Field(default=6, ge=0, le=50)
     journal_days: int = Field(default=1, ge=1, le=31)
 
 
 class RecallOptions(_Strict):
-    """What `desk recall` searches besides what was said (docs/recall.md): the `meta` keys of an
-    archived event whose values are searchable text (a photo's caption), declared by name."""
+    """The `meta` keys of an archived event whose values `desk recall` searches (docs/recall.md)."""
 
     meta_fields: list[str] = list(SEARCHABLE_META)
 
@@ -71,7 +69,6 @@ class Secrets(_Strict):
 
 ReviewMode = Literal["direct", "propose"]
 ReviewKey = Literal["*", "preference", "decision", "convention", "pitfall", "fact", "reference"]
-REVIEW_OPS = ("create", "update", "forget", "rename")
 
 
 class ReviewOps(_Strict):
@@ -95,9 +92,8 @@ class DeskConfig(_Strict):
     review: dict[ReviewKey, ReviewMode | ReviewOps] = {}
 
     def review_mode(self, type: str | None, operation: str) -> ReviewMode:
-        """How the assistant's `operation` (create, update, forget, rename) on a memory of `type`
-        lands: `direct` (a commit on the branch) or `propose` (a proposal a person reviews). The
-        type's own setting wins over `*`; without either, `direct`."""
+        """How the assistant's `operation` on a memory of `type` lands: `direct` or `propose`; the
+        type's own setting wins over `*`, then `direct`."""
         every = self.review.get("*", "direct")
         for setting in (self.review.get(type) if type in MEMORY_TYPES else None, every):  # type: ignore[call-overload]
             if isinstance(setting, ReviewOps):
@@ -111,8 +107,7 @@ class DeskConfig(_Strict):
     @field_validator("desk_id")
     @classmethod
     def _desk_id_format(cls, value: str) -> str:
-        # Made once by `desk init` and kept for life (the `config` rule); a hand-edited id with a
-        # newline, a quote or 10,000 characters would be stamped into every record and scope id.
+        # Stamped into every record and scope id: a hand-edited id must keep its form.
         if DESK_ID_RE.fullmatch(value) is None:
             shown = value if len(value) <= 60 else value[:60] + "…"
             raise ValueError(f"{shown!r} is not a desk id: `desk-` and 32 lowercase hex digits, as "
@@ -133,10 +128,7 @@ def new_config() -> DeskConfig:
 
 
 def load_config(root: Path) -> DeskConfig:
-    """Read and validate `.system/desk.json`; a broken file is reported with its field.
-
-    A desk of a newer schema raises DeskError: it is never read (or written) as if it were older.
-    """
+    """Read and validate `.system/desk.json` (a broken file reported with its field; a newer one refused)."""
     path = root / CONFIG_PATH
     text = read_regular(path, root)
     try:
@@ -162,8 +154,7 @@ def load_config(root: Path) -> DeskConfig:
 
 
 def config_errors(exc: ValidationError) -> list[tuple[tuple[int | str, ...], str]]:
-    """pydantic's errors as (loc, message), one per setting: a bad review value fails both
-    branches of its union (a mode, or a map of operations), reported once in plain words."""
+    """pydantic's errors as (loc, message), one per setting (a bad review value once, in plain words)."""
     seen: dict[tuple[int | str, ...], str] = {}
     for error in exc.errors():
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and (p.startswith("literal[")
@@ -180,9 +171,8 @@ def config_errors(exc: ValidationError) -> list[tuple[tuple[int | str, ...], str
 
 
 def field_line(text: bytes | str, loc: tuple[int | str, ...]) -> int:
-    """The line of desk.json where the key of `loc` is written: each key of the path looked for
-    after the line of the one before (`review.preference.update`), so a bad nested value is named
-    at its own line; the deepest key found wins (1 when not even the top-level key is found)."""
+    """The line of desk.json where the key of `loc` is written, each key looked for after the one
+    before; the deepest key found wins (1 when none is)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     lines = text.split("\n")

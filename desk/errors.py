@@ -1,9 +1,4 @@
-"""The few error kinds desk raises, each with its exit code (docs/design.md §5) and a hint.
-
-The library raises these; the CLI turns them into one message and an exit code in one place
-(`desk.cli.main.DeskGroup.invoke`). Nothing else decides exit codes; the public API (`desk.api`)
-raises them unchanged, exit code included.
-"""
+"""The few error kinds desk raises, each with its exit code (docs/design.md §5) and a hint."""
 
 from __future__ import annotations
 
@@ -11,8 +6,7 @@ from typing import NamedTuple
 
 
 def quoted(value: str, limit: int = 60) -> str:
-    """`value` as an error shows it: repr'd, and cut at `limit` characters (a 120 KB argument was
-    echoed whole onto the terminal, burying the message and its hint)."""
+    """`value` as an error shows it: repr'd, and cut at `limit` characters."""
     if len(value) <= limit:
         return repr(value)
     return f"{value[:limit]!r}… ({len(value):,} characters)"
@@ -64,11 +58,8 @@ class GitError(DeskError):
 
 
 class Finding(NamedTuple):
-    """One problem in one file: `path:line: rule: message`.
-
-    A NamedTuple: the gate's caches store a finding as its row of fields (`[*finding, condition]`,
-    `Finding(*row)`). `column` (1-based) where the rule knows where in the line, else 0.
-    """
+    """One problem in one file: `path:line: rule: message`; `column` 1-based, else 0. A NamedTuple:
+    the gate's caches store a finding as its row of fields."""
 
     path: str
     line: int
@@ -78,8 +69,7 @@ class Finding(NamedTuple):
     column: int = 0
 
     def __str__(self) -> str:
-        """`path:line: rule: message`; without `:line` when there is no line (line 0: a problem
-        in an argument, or in the file as a whole), never a made-up `:0:`."""
+        """`path:line: rule: message`; without `:line` for line 0 (the file as a whole)."""
         where = f"{self.path}:{self.line}" if self.line > 0 else self.path
         return f"{where}: {self.rule}: {self.message}"
 

@@ -1,8 +1,4 @@
-"""Hooks installed by desk 0.1.0 run `python -m desk.hooks`; this keeps them working.
-
-New installs run `python -m desk.cli.hook`; `desk doctor` reports old hooks as outdated, and
-`desk hooks install` (or `desk doctor --repair`) rewrites them.
-"""
+"""Hooks installed by desk 0.1.0 run `python -m desk.hooks`; `desk hooks install` rewrites them."""
 
 import sys
 

@@ -6,6 +6,7 @@ import json
 import os
 import stat
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -33,31 +34,24 @@ MEMORY_DIR = "memory"
 MEMORY_PREFIX = MEMORY_DIR + "/"
 JOURNAL_DIR = "journal"
 CONVERSATIONS_DIR = "conversations"
-LISTED_FOLDER = ".system/"  # `validate --all` lists HEAD's tree of it too: every path the gate's `needs_old` names
+LISTED_FOLDER = ".system/"  # `validate --all` lists HEAD's tree of it too (the gate's `needs_old`)
 DESK_ID_CACHE = "desk-id"  # in .git/: the committed desk_id (DeskFolder.desk_id)
 CONFLICTS_FILE = ".system/conflicts.json"
-# Derived caches (SQLite files, records of git's answers) live in `.git/desk-cache/`, where no
-# commit, clone or fast-forward can put a file or a symbolic link: a cache is only ever one this
-# clone made. `.system/cache/` held them before; the gate refuses any path under it
-# (desk.gate.rules.UNMANAGED_DIRS).
+# Derived caches live in `.git/desk-cache/`, where no commit or clone can put a file or a link.
 CACHE_FOLDER = "desk-cache"  # in .git/
 ARCHIVE_DIR = ".system/archive"  # append-only raw events, one file per UTC day per clone
 ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
 LOCK_FILE = "desk.lock"
-# in .git/: the paths desk's last commits changed, blob to blob (desk.transaction.PUBLISHED_FILE,
-# which writes it; read by the pre-commit hook before it loads that module)
+# in .git/: the paths desk's last commits changed (desk.transaction.PUBLISHED_FILE writes it)
 PUBLISHED_RECORD = "desk-published.json"
 
-# User scopes (docs/scopes.md): the owner's scope is the desk's top level, every other user's is
-# `users/<scope-id>/`. A scope holds its profile (USER.md), one file a preference under prefs/,
-# and PREFERENCES.md, the generated projection of its active preferences.
+# User scopes (docs/scopes.md): the owner's is the desk's top level, every other user's `users/<scope-id>/`.
 OWNER_SCOPE = "owner"
 USERS_DIR = "users"
 PREFS_DIR = "prefs"
 PREFS_INDEX_FILE = "PREFERENCES.md"
 
-# Project scopes (docs/scopes.md): `projects/<name>/memory/<memory>.md` and its own generated
-# `projects/<name>/MEMORY.md`, beside the desk-wide memory/ and MEMORY.md.
+# Project scopes (docs/scopes.md): `projects/<name>/memory/<memory>.md` and `projects/<name>/MEMORY.md`.
 PROJECTS_DIR = "projects"
 PROJECT_MAX = 64
 
@@ -70,11 +64,7 @@ NOT_A_FILE = "(not a regular file)"  # what worktree_blob says of a symlink or f
 
 
 def memory_name(path: str) -> str | None:
-    """The memory name in a desk path `memory/<name>.md`, or None for any other path.
-
-    Here, beside MEMORY_DIR, so the pre-commit hook can tell memory files apart without
-    importing the memory modules (and YAML) when none is staged.
-    """
+    """The memory name in a desk path `memory/<name>.md`, or None for any other path."""
     folder, _, file = path.rpartition("/")
     if folder != MEMORY_DIR or not file.endswith(".md"):
         return None
@@ -82,15 +72,8 @@ def memory_name(path: str) -> str | None:
 
 
 # desk path -> template file name (dotfiles are stored without their dot so packaging keeps them)
-TEMPLATE_FILES = {
-    "AGENTS.md": "AGENTS.md",
-    "SOUL.md": "SOUL.md",
-    "USER.md": "USER.md",
-    "NOW.md": "NOW.md",
-    "MISTAKES.md": "MISTAKES.md",
-    ".gitattributes": "dot-gitattributes",
-    ".gitignore": "dot-gitignore",
-}
+TEMPLATE_FILES = {**{name: name for name in (AGENTS_FILE, SOUL_FILE, USER_FILE, NOW_FILE, MISTAKES_FILE)},
+                  ".gitattributes": "dot-gitattributes", ".gitignore": "dot-gitignore"}
 
 
 def template_bytes(name: str) -> bytes:
@@ -102,17 +85,15 @@ def template_bytes(name: str) -> bytes:
 
 def scope_id(user: str | None) -> str:
     """The scope of user id `user`: OWNER_SCOPE for None or blank, else `u-` and 16 hex digits of a
-    SHA-256 of the normalised id (NFKC, format characters dropped, trimmed, case-folded), so an email or an account id never
-    becomes a path and `Ada@Example.org` and `ada@example.org` are one person."""
+    SHA-256 of the normalised id (NFKC, format characters dropped, trimmed, case-folded)."""
     if not user:
-        return OWNER_SCOPE  # the owner's read (every `desk context` without --user) loads nothing here
+        return OWNER_SCOPE
     import unicodedata
 
     from desk.storage.hashing import sha256_hex
 
     normal = unicodedata.normalize("NFKC", user).strip().casefold()
-    # Invisible format characters (zero-width, direction controls) never tell two people apart:
-    # `alice@example.org` with a zero-width space in it is alice, not a new, empty scope.
+    # Invisible format characters (zero-width, direction controls) never tell two people apart.
     normal = "".join(c for c in normal if unicodedata.category(c) != "Cf").strip()
     if not normal:
         return OWNER_SCOPE
@@ -143,9 +124,8 @@ def pref_path(scope: str, key: str) -> str:
 
 
 def scope_file(path: str) -> tuple[str, str, str | None] | None:
-    """What a scope file is: `(kind, scope, key)` with kind `profile`, `pref` (key: the stem) or
-    `prefs-index`, or `(other, scope, None)` for anything else under `users/<x>/` (the scope as
-    spelled in the path); None for paths outside the user scopes."""
+    """`(kind, scope, key)` with kind `profile`, `pref` (key: the stem), `prefs-index` or `other`;
+    None for paths outside the user scopes."""
     parts = path.split("/")
     if parts[0] == USERS_DIR and len(parts) >= 3:
         scope, rest = parts[1], parts[2:]
@@ -206,12 +186,8 @@ def is_desk(path: Path) -> bool:
 
 
 def find_desk(start: Path | None = None, explicit: Path | None = None) -> DeskFolder:
-    """The desk at `explicit`, else the desk enclosing `start` (the cwd), else `$DESK_HOME`.
-
-    The enclosing desk wins over `$DESK_HOME` (docs/design.md §5): a person standing in a desk
-    means that desk. `DeskFolder.found_by` says which one it was (`explicit`, `cwd`, `env`), so
-    the CLI can name a desk that did not come from the current folder.
-    """
+    """The desk at `explicit`, else the desk enclosing `start` (the cwd), else `$DESK_HOME`;
+    `DeskFolder.found_by` says which (`explicit`, `cwd`, `env`)."""
     if explicit is not None:
         return _desk_at(explicit, "explicit", "--desk")
     here = (start or Path.cwd()).resolve()
@@ -239,16 +215,13 @@ def _desk_at(given: Path, found_by: str, source: str) -> DeskFolder:
 
 @dataclass
 class DeskFolder:
-    """A desk: a git work tree with `.system/desk.json` at its root. Compared by `root` alone;
-    mutable (a copy takes other trailers) and not slotted (its cached properties)."""
+    """A desk: a git work tree with `.system/desk.json` at its root. Compared by `root` alone."""
 
     root: Path
-    # `Key: value` trailers every commit made through this object carries after the operation's
-    # own, e.g. `Desk-Client` from `desk serve` (set with `desk.api.Desk.with_trailers`).
+    # trailers every commit made through this object carries (desk.api.Desk.with_trailers)
     trailers: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     found_by: str = field(default="explicit", compare=False)  # explicit | cwd | env (find_desk)
-    # Review mode: a proposal id while a write is proposed instead of committed (docs/review.md):
-    # the transaction then puts its commit on refs/desk/proposals/<id>, never on the branch.
+    # review mode: the proposal id while a write is proposed instead of committed
     proposing: str | None = field(default=None, compare=False, repr=False)
 
     @cached_property
@@ -262,10 +235,7 @@ class DeskFolder:
 
     @property
     def config(self) -> DeskConfig:
-        """`.system/desk.json`, read again when its stat (inode, size, mtime) changed, so a
-        long-running `desk ui` or `desk serve` sees a person's edit (review mode turned on)."""
-        # Imported here: pydantic costs ~0.1 s, and hot paths such as `archive append` need
-        # only the desk id (`desk_id`).
+        """`.system/desk.json`, read again when its stat changed (a long-running `desk serve`)."""
         from desk.config import load_config
 
         try:
@@ -279,26 +249,19 @@ class DeskFolder:
 
     @cached_property
     def desk_id(self) -> str:
-        """The desk's id as committed, read without validating the whole config.
-
-        Records are stamped with it, and a checkpoint refuses records of another desk, so it is
-        never taken from an uncommitted edit of desk.json (the gate keeps a committed desk_id
-        fixed). It is cached in `.git/desk-id`, so an archive append runs no git.
-        """
+        """The desk's id as committed (never an uncommitted edit), cached in `.git/desk-id`."""
         cache = self.git_dir / DESK_ID_CACHE
-        try:
+        with suppress(OSError, UnicodeDecodeError):
             cached = cache.read_text("ascii").strip()
-            if _plausible_desk_id(cached):
+            if DESK_ID_RE.fullmatch(cached):
                 return cached
-        except (OSError, UnicodeDecodeError):
-            pass
         committed = self.git.objects.blob_at("HEAD", CONFIG_PATH)
         data = committed if committed is not None else self.read(CONFIG_PATH)
         try:
             value = json.loads(data)["desk_id"]
         except (ValueError, KeyError, TypeError):
             value = None
-        if not isinstance(value, str) or not _plausible_desk_id(value):
+        if not isinstance(value, str) or not DESK_ID_RE.fullmatch(value):
             return self.config.desk_id  # let the validating loader report what is wrong
         if committed is not None:
             from desk.storage.atomic import write_derived
@@ -329,15 +292,14 @@ class DeskFolder:
 
     @property
     def cache_dir(self) -> Path:
-        """Where the derived caches live: `.git/desk-cache/` (CACHE_FOLDER), never in the work tree."""
+        """Where the derived caches live: `.git/desk-cache/`."""
         return self.git_dir / CACHE_FOLDER
 
     def path(self, relative: str) -> Path:
         return self.root / relative
 
     def read(self, relative: str) -> bytes:
-        """A desk file's bytes, never through a symlink (desk.storage.reading): FileNotFoundError
-        when absent, SymlinkError (exit 1, with a hint) when it or a folder on its way is a link."""
+        """A desk file's bytes, never through a symlink (SymlinkError)."""
         from desk.storage.reading import read_regular
 
         return read_regular(self.root / relative, self.root)
@@ -354,8 +316,7 @@ class DeskFolder:
             return None
 
     def read_checked(self, relative: str, what: str) -> bytes | None:
-        """`read_if_present` for a file a reader validates: a symlink (of the file or a folder on
-        its way) or a folder is refused as InvalidFileError (rule `symlink`), naming `what`."""
+        """`read_if_present`, a symlink or folder refused as InvalidFileError (rule `symlink`)."""
         from desk.errors import Finding, InvalidFileError
         from desk.storage.reading import SymlinkError
 
@@ -366,8 +327,7 @@ class DeskFolder:
                                             "symlink or inside a linked folder")]) from None
 
     def worktree_blob(self, relative: str) -> str | None:
-        """The git blob id of the work tree's file, None when absent. A symlink or folder is never
-        followed: it gets NOT_A_FILE, which equals no blob id, so it is never taken for clean."""
+        """The git blob id of the work tree's file, None when absent, NOT_A_FILE for a link or folder."""
         full = self.root / relative
         try:
             mode = os.lstat(full).st_mode
@@ -382,9 +342,3 @@ class DeskFolder:
             return blob_sha(self.read(relative))
         except SymlinkError:
             return NOT_A_FILE  # swapped for a link (or a folder on its way is one) meanwhile
-
-
-
-
-def _plausible_desk_id(value: str) -> bool:
-    return DESK_ID_RE.fullmatch(value) is not None

@@ -1,23 +1,9 @@
-"""A backend for Anthropic's client-side memory tool (`memory_20250818`) over a desk.
+"""A backend for Anthropic's client-side memory tool (`memory_20250818`) over a desk (docs/agents.md).
 
-The model sends one command at a time (`view`, `create`, `str_replace`, `insert`, `delete`,
-`rename`) on paths under `/memories`; the harness runs it here and returns the text as the
-`tool_result`. The directory the model sees is the desk:
-
-- `/memories/NAME.md` is the memory file `memory/NAME.md` (with a project scope,
-  `projects/<project>/memory/NAME.md`; `rename` is desk-wide only). `create`, `str_replace` and `insert`
-  make the whole new file text, which goes through the write gate like `desk remember` (a text
-  without frontmatter is refused with the header it needs); `delete` is `desk forget`; `rename`
-  is a rename in one commit that git history follows. Each change is one commit by the assistant.
-- `/memories/AGENTS.md`, `SOUL.md`, `USER.md`, `NOW.md`, `MEMORY.md`, `MISTAKES.md` can be viewed,
-  never written here: people own SOUL.md and AGENTS.md, MEMORY.md is generated, and NOW.md and
-  MISTAKES.md have their own commands.
-- `view /memories` lists what MEMORY.md lists, with sizes.
-
-Paths are confined as the tool's documentation requires: only `/memories` and the files in it;
-`..`, `.`, empty segments, backslashes, percent-encoding, control characters and anything
-reached through a symlink are refused. A refusal is an error result for the model to read, never
-an exception, and leaves the desk as it was.
+`/memories/NAME.md` is the memory file `memory/NAME.md` (or the project's); each write is one
+commit by the assistant through the write gate. The desk's top-level files can be viewed, never
+written. Paths are confined to `/memories` (no traversal, encoding, control characters or
+symlinks); a refusal is an error result for the model, never an exception, and changes nothing.
 """
 
 from __future__ import annotations
@@ -169,12 +155,9 @@ class MemoryTool:
         return f"Here's the content of {path} with line numbers:\n{shown}"
 
     def _listing(self) -> str:
-        rows: list[tuple[str, int]] = []
-        for entry in self.desk.list(project=self.project).to_json()["memories"]:
-            rows.append((f"{entry['name']}.md", self._size(str(entry["path"]))))
-        for file in READ_ONLY:
-            if (self.desk.root / file).is_file():
-                rows.append((f"{file} (read-only)", self._size(file)))
+        rows = [(f"{e['name']}.md", self._size(str(e["path"])))
+                for e in self.desk.list(project=self.project).to_json()["memories"]]
+        rows += [(f"{file} (read-only)", self._size(file)) for file in READ_ONLY if (self.desk.root / file).is_file()]
         total = sum(size for _name, size in rows)
         body = "\n".join(f"{_human(size)}\t{self.root}/{name}" for name, size in rows)
         return (f"Here're the files and directories up to 2 levels deep in {self.root}, excluding "
@@ -193,11 +176,10 @@ class MemoryTool:
         result = self.desk.remember_file(name, _text_arg(file_text, "file_text"), actor=ACTOR,
                                          project=self.project)
         status = result.to_json()["status"]
-        if status == "proposed":
-            return _proposed(result.to_json(), path)
         if status == "unchanged":
             return f"{path} already holds exactly this text; nothing changed."
-        return f"File {'created' if status == 'created' else 'overwritten'} successfully at: {path}"
+        return _proposed(result.to_json(), path) or (
+            f"File {'created' if status == 'created' else 'overwritten'} successfully at: {path}")
 
     def str_replace(self, path: str, old_str: str, new_str: str) -> str:
         """Replace the one occurrence of `old_str` in the memory file; one commit through the gate."""
@@ -213,10 +195,9 @@ class MemoryTool:
                           f"lines: {', '.join(lines) or '?'}. Please ensure it is unique")
         new_text = text.replace(old_str, new_str, 1)
         done = self.desk.remember_file(name, new_text, actor=ACTOR, project=self.project).to_json()
-        if done["status"] == "proposed":
-            return _proposed(done, path)
         at = text[:text.index(old_str)].count("\n")
-        return "The memory file has been edited.\n" + _snippet(new_text, at, new_str.count("\n") + 1)
+        return _proposed(done, path) or "The memory file has been edited.\n" + _snippet(
+            new_text, at, new_str.count("\n") + 1)
 
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         """Insert `insert_text` after line `insert_line` (0: at the top); one commit through the gate."""
@@ -232,20 +213,15 @@ class MemoryTool:
             lines[-1] += "\n"
         done = self.desk.remember_file(name, "".join(lines[:insert_line]) + added + "".join(lines[insert_line:]),
                                        actor=ACTOR, project=self.project).to_json()
-        if done["status"] == "proposed":
-            return _proposed(done, path)
-        return f"The file {path} has been edited."
+        return _proposed(done, path) or f"The file {path} has been edited."
 
     def delete(self, path: str) -> str:
         """Forget the memory (one commit; git history keeps it)."""
         name = self._memory(path)
-        self._real_file(f"{self.folder}/{name}.md")
-        if not (self.desk.root / self.folder / f"{name}.md").is_file():
+        if not self._real_file(f"{self.folder}/{name}.md").is_file():
             raise Refused(f"The path {path} does not exist. Please provide a valid path.")
         done = self.desk.forget(name, reason="memory tool: delete", actor=ACTOR, project=self.project).to_json()
-        if done["status"] == "proposed":
-            return _proposed(done, path)
-        return f"Successfully deleted {path}"
+        return _proposed(done, path) or f"Successfully deleted {path}"
 
     def rename(self, old_path: str, new_path: str) -> str:
         """Rename a memory in one commit (file and `name:`); git history follows it."""
@@ -253,20 +229,19 @@ class MemoryTool:
         if self.project is not None:  # desk.rename is desk-wide
             raise Refused(f"Error: rename is not available in project {self.project!r}; create "
                           f"{new_path} with the file's text, then delete {old_path}")
-        self._real_file(f"{self.folder}/{old}.md")
-        self._real_file(f"{self.folder}/{new}.md")
-        if not (self.desk.root / self.folder / f"{old}.md").is_file():
+        source, target = self._real_file(f"{self.folder}/{old}.md"), self._real_file(f"{self.folder}/{new}.md")
+        if not source.is_file():
             raise Refused(f"The path {old_path} does not exist. Please provide a valid path.")
-        if (self.desk.root / self.folder / f"{new}.md").exists():
+        if target.exists():
             raise Refused(f"Error: The destination {new_path} already exists")
         done = self.desk.rename(old, new, actor=ACTOR).to_json()
-        if done["status"] == "proposed":
-            return _proposed(done, old_path)
-        return f"Successfully renamed {old_path} to {new_path}"
+        return _proposed(done, old_path) or f"Successfully renamed {old_path} to {new_path}"
 
 
-def _proposed(result: dict[str, Any], path: str) -> str:
-    """What the model is told when review mode turned its write into a proposal: nothing changed yet."""
+def _proposed(result: dict[str, Any], path: str) -> str | None:
+    """What the model is told when review mode turned its write into a proposal, else None."""
+    if result["status"] != "proposed":
+        return None
     return (f"Proposed (review mode): a person reviews this change to {path} before it counts; "
             f"proposal {result['proposal']}. The file is unchanged until it is accepted.")
 

@@ -1,22 +1,11 @@
 """One mutation, one commit: the lock, the dirty-file check, the plumbing commit, crash markers, recovery.
 
-Every desk write path goes through `transaction(desk)`. Under the desk-wide lock it refuses to
-touch a file a person has uncommitted edits in, runs the gate (`desk.gate.validate`, the same
-rules as the hooks) on the content, and commits exactly those paths without touching the person's
-index on the way: blobs and a tree built in desk's private index, `commit-tree`, and then, under
-git's own index lock, the files written, the branch moved by compare-and-swap (`update-ref HEAD
-NEW OLD`, rebuilt and retried when a person committed meanwhile) and the person's index refreshed
-for those paths. If anything fails before the branch moves, the files are put back.
-
-A plain `git commit` reads the index before it locks it, so one that started before desk's commit
-was published writes its older index back afterwards. desk records what each of its commits
-changed (`record_published`) and heals exactly those entries (`stale_write_backs`): at its next
-commit, and in the pre-commit hook of the person's next commit.
-
-Before it touches anything, a mutation records what it will write in a pending-mutation marker
-in `.git/`. A crash leaves the marker behind; the next mutation (under the lock, so the marker's
-writer is dead) finishes the mutation when every file still holds the bytes desk wrote, or undoes
-it, and never touches a file a person has changed since. `desk doctor` reports the same.
+Under the desk lock, `transaction(desk)` refuses files with a person's uncommitted edits, runs the
+gate on the content, builds the commit in desk's private index, then under git's index lock writes
+the files, moves the branch by compare-and-swap and refreshes the person's index for those paths.
+A pending-mutation marker in `.git/` lets the next mutation finish or undo one a crash stopped.
+A plain `git commit` that read the index before desk's commit landed writes it back afterwards:
+desk records what it published and heals those entries (`stale_write_backs`).
 """
 
 from __future__ import annotations
@@ -46,17 +35,15 @@ if TYPE_CHECKING:
     from desk.gate.validate import KnownHead
 
 PENDING_PREFIX = "desk-pending-"
-# The last commit this process moved the branch to, (sha, subject): a Ctrl-C after it landed
-# must not read "nothing happened" (desk.api.last_landed, for the CLI).
+# The last commit this process moved the branch to, (sha, subject), for the CLI's Ctrl-C report.
 LANDED: list[tuple[str, str]] = []
 MOVE_ATTEMPTS = 5  # compare-and-swap retries when a person moves HEAD during a desk commit
 PROPOSALS = "refs/desk/proposals/"  # review mode's pending proposals, one ref each (docs/review.md)
 
 
 class Proposed(Exception):  # noqa: N818 (an outcome, not an error)
-    """Raised by `Transaction.commit` in review mode (`desk.proposing` set) once the write is a
-    proposal: one gated commit on `refs/desk/proposals/<id>` whose parent is HEAD. Nothing landed
-    on the branch, so the operation stops here and the API reports status `proposed`."""
+    """Raised by `Transaction.commit` in review mode once the write is a proposal (a gated commit on
+    `refs/desk/proposals/<id>`): nothing landed on the branch."""
 
     def __init__(self, proposal: str, commit: str) -> None:
         super().__init__(f"proposed {proposal}")
@@ -76,8 +63,7 @@ def commit_message(subject: str, trailers: Mapping[str, str | None], body: str |
 
 
 def add_trailers(message: str, trailers: Mapping[str, str]) -> str:
-    """`message` with `trailers` appended to its trailer block; a key the message already has
-    (ignoring case) keeps the operation's value, so a caller's extras never override it."""
+    """`message` with `trailers` appended to its trailer block; a key it already has keeps its value."""
     if not trailers:
         return message
     have = {key.lower() for key in parse_trailers(message)}
@@ -98,30 +84,22 @@ class Transaction:
         self.settled_sync: SettledSync | None = None  # a killed desk sync's merge, undone on the way in
 
     def require_clean(self, paths: list[str], head_blobs: Mapping[str, str] | None = None) -> None:
-        """Refuse (exit 4) when any of `paths` differs in the work tree from HEAD, naming the file.
-
-        `head_blobs` ({path: blob id at HEAD}) saves a git call when the caller knows them (the
-        memory mirror does). What a person has staged is checked again under git's index lock,
-        where desk publishes its commit.
-        """
+        """Refuse (exit 4) when any of `paths` differs in the work tree from HEAD, naming the file;
+        `head_blobs` ({path: blob id at HEAD}) when the caller knows them."""
         if head_blobs is None:
             head_blobs = self.desk.git.worktree.committed_blobs(paths)
         for path in paths:
             if self.desk.worktree_blob(path) != head_blobs.get(path):
                 if _linked(self.desk, path):
                     raise link_refusal(self.desk, path)
-                raise _dirty(self.desk, path)
+                raise ConflictError(f"{path} has uncommitted changes; desk will not overwrite them",
+                                    hint=f"commit or discard them first (`git -C {self.desk.root} diff -- {path}`)")
 
     def commit(self, writes: Mapping[str, bytes | None], message: str, known: KnownHead | None = None) -> str:
         """Commit exactly `writes` (bytes, or None to delete) on top of HEAD; return the commit id.
 
-        Nothing is visible half-done: the gate runs on the content, the objects and the tree are
-        built beside the person's index, and only under git's own index lock are the files
-        written, the branch moved by compare-and-swap and the person's index refreshed for these
-        paths. If HEAD moved meanwhile (a person committed), the commit is rebuilt on the new HEAD
-        and checked again. On any failure before the branch moves, the desk is as it was.
-        `known` is what the caller knows about HEAD (the memory mirror): the gate reads it from
-        there instead of git, and checks again on HEAD itself if HEAD is no longer that commit.
+        Rebuilt and checked again on a HEAD a person moved meanwhile; on any failure before the
+        branch moves, the desk is as it was. `known`: what the caller knows about HEAD, for the gate.
         """
         from desk.gate.validate import VALIDATED_ENV, require_valid  # here: `desk sync` with nothing to do never commits
 
@@ -133,7 +111,7 @@ class Transaction:
         require_valid(self.desk, writes, message, known=known)
         if self.desk.proposing is not None:
             raise Proposed(self.desk.proposing, self._propose(writes, message, known))
-        before = {p: self._read(p) for p in sorted(writes)}
+        before = {p: self.desk.read_if_present(p) for p in sorted(writes)}
         crash_point("before-marker")
         marker = mark_pending(self.desk, writes, before, message)
         crash_point("after-marker")
@@ -167,9 +145,8 @@ class Transaction:
                             "in a loop); nothing was changed", hint="run the command again")
 
     def _propose(self, writes: Mapping[str, bytes | None], message: str, known: KnownHead | None) -> str:
-        """Review mode: the gated change as one commit on HEAD, put on its own proposal ref by
-        compare-and-swap (the ref must not exist); the branch, the work tree and the person's
-        index are never touched. Built like `commit`'s: blobs, desk's private index, commit-tree."""
+        """Review mode: the gated change as one commit on HEAD, on its own new proposal ref; the
+        branch, the work tree and the person's index are never touched."""
         from desk.gate.validate import require_valid
 
         git, proposal = self.desk.git, self.desk.proposing
@@ -185,10 +162,8 @@ class Transaction:
 
     def _publish(self, writes: Mapping[str, bytes | None], before: Mapping[str, bytes | None],
                  blobs: Mapping[str, str | None], head: str | None, sha: str, subject: str) -> bool:
-        """Under git's index lock: files, compare-and-swap of the branch, the person's index.
-
-        False (and nothing changed) when HEAD is no longer `head`.
-        """
+        """Under git's index lock: files, compare-and-swap of the branch, the person's index; False
+        (and nothing changed) when HEAD is no longer `head`."""
         git, git_dir = self.desk.git, self.desk.git_dir
         paths = sorted(writes)
         with IndexLock(git_dir) as lock:
@@ -232,16 +207,15 @@ class Transaction:
         return True
 
     def _staged_check(self, person_index: Path, head: str | None, paths: list[str]) -> list[str]:
-        """Refuse (exit 4) when the person has staged changes to any of `paths`; return the
-        entries to heal: those a plain `git commit` wrote back from an index it read before one
-        of desk's earlier commits landed (see `stale_write_backs`)."""
+        """Refuse (exit 4) when the person has staged changes to any of `paths`; return the entries
+        to heal (`stale_write_backs`)."""
         git = self.desk.git
         if head is None:
             staged = sorted(git.index.index_entries(person_index, paths))
             healed: list[str] = []
         else:
             published = read_published(self.desk.git_dir)
-            changes = git.index.index_changes(person_index, head, sorted({*paths, *published_paths(published)}))
+            changes = git.index.index_changes(person_index, head, sorted({*paths, *(p for record in published for p in record)}))
             healed = stale_write_backs(self.desk, changes, published)
             staged = sorted(c.path for c in changes if c.path in paths and c.path not in healed)
         for path in staged:
@@ -251,24 +225,16 @@ class Transaction:
         return healed
 
     def _landed(self, blobs: Mapping[str, str | None]) -> bool:
-        """After a failure: whether the commit landed anyway (then the marker stays, so the next
-        command's recovery brings the person's index up to date)."""
+        """After a failure: whether the commit landed anyway (then the marker stays for recovery)."""
         if not blobs:
             return False
         head = self.desk.git.refs.head()
         committed = self.desk.git.worktree.committed_blobs(blobs, head) if head else {}
         return all(committed.get(p) == sha for p, sha in blobs.items())
 
-    def _read(self, path: str) -> bytes | None:
-        try:
-            return self.desk.read(path)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-
     def _restore(self, before: Mapping[str, bytes | None]) -> None:
-        """Put `before` back: the removals first (on a full disk they free what the rewrites
-        need). When that fails too, the pending marker is kept (`unrestored`): the next desk
-        command's recovery (or `desk doctor --repair`) puts the rest back from it."""
+        """Put `before` back, removals first (on a full disk they free space); when that fails too,
+        the pending marker is kept (`unrestored`) for recovery."""
         try:
             for path, data in sorted(before.items(), key=lambda item: item[1] is not None):
                 if data is None:
@@ -281,10 +247,8 @@ class Transaction:
 
 
 def _link_or_copy(person_index: Path, refreshed: Path) -> None:
-    """`refreshed` as the person's index, for git to refresh: a hard link where the file system
-    allows (git writes an index by a lock file renamed into place, so the person's file is never
-    written through it; a copy grows with the index), else a plain copy (not shutil, which
-    loads bz2 and lzma at every mutation's start); absent when the person has no index."""
+    """`refreshed` as the person's index, for git to refresh: a hard link where allowed (git
+    renames a new index into place, never writing through it), else a copy."""
     refreshed.unlink(missing_ok=True)
     if not person_index.exists():
         return
@@ -315,9 +279,7 @@ def _linked(desk: DeskFolder, path: str) -> bool:
 
 
 def link_refusal(desk: DeskFolder, path: str) -> InvalidFileError:
-    """A symbolic link where desk is about to change `path` (or a linked folder on the way),
-    refused as the gate refuses it (exit 3, the same finding as `desk validate`), not as a
-    person's uncommitted edit (exit 4): nothing is read or written through the link."""
+    """A symbolic link where desk is about to change `path`, refused as the gate refuses it (exit 3)."""
     from desk.gate.rules import SYMLINK_MODE, check_file
     from desk.text.times import utc_now
 
@@ -326,16 +288,10 @@ def link_refusal(desk: DeskFolder, path: str) -> InvalidFileError:
                                            "the committed one), then run the command again")
 
 
-def _dirty(desk: DeskFolder, path: str) -> ConflictError:
-    return ConflictError(f"{path} has uncommitted changes; desk will not overwrite them",
-                         hint=f"commit or discard them first (`git -C {desk.root} diff -- {path}`)")
-
-
 @contextmanager
 def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transaction]:
     """Hold the desk lock for one mutation. ConflictError while a person's merge or rebase is
-    stopped on a conflict (a commit now would land in the middle of it), unless `stopped` (the
-    caller is `desk sync --continue`, which finishes it)."""
+    stopped, unless `stopped` (`desk sync --continue`, which finishes it)."""
     desk.require_known_schema()  # a desk written by a newer desk is never written by this one
     if not stopped:
         refuse_stopped(desk)
@@ -350,8 +306,7 @@ def transaction(desk: DeskFolder, *, stopped: bool = False) -> Iterator[Transact
 
 
 def refuse_stopped(desk: DeskFolder) -> None:
-    """ConflictError, saying what to run, while a person's merge or rebase is stopped here (not
-    desk sync's own merge, killed half done: the transaction undoes that)."""
+    """ConflictError, saying what to run, while a person's merge or rebase is stopped here."""
     kind = desk.git.merging.stopped()
     if kind is not None and not left_behind(desk.git_dir):
         raise ConflictError(f"a git {kind} is stopped in this clone (a `git pull` met a conflict); desk "
@@ -368,9 +323,7 @@ PUBLISHED_KEPT = 32  # commits remembered: far more than can land while one `git
 
 
 def record_published(git_dir: Path, changes: Mapping[str, tuple[str | None, str | None]]) -> None:
-    """Remember, for `stale_write_backs`, the blobs desk's commit moved each path from and to.
-
-    Called under git's index lock, just before the commit is published."""
+    """Remember, for `stale_write_backs`, the blobs desk's commit moved each path from and to."""
     if not changes:
         return
     kept = [*read_published(git_dir)[-(PUBLISHED_KEPT - 1):], dict(changes)]
@@ -390,20 +343,10 @@ def read_published(git_dir: Path) -> Published:
         return []
 
 
-def published_paths(published: Published) -> set[str]:
-    return {path for record in published for path in record}
-
-
 def stale_write_backs(desk: DeskFolder, staged: list[RawChange], published: Published) -> list[str]:
-    """The staged changes that are a plain `git commit` writing back an older index, not a person's.
-
-    `git commit` reads the index before it takes index.lock; when a desk commit is published in
-    between, git writes the index it read back over desk's refreshed one, and the person's index
-    then "stages" the reversal of desk's commit. That is recognised by desk's record of what it
-    published: every path of one of desk's commits is staged back to a blob desk moved it away
-    from, while HEAD and the work tree hold the blob desk last gave it. A person who staged
-    something on purpose changed the work tree, staged other bytes, or touched only some of the
-    commit's paths (`git rm --cached memory/x.md` leaves MEMORY.md as HEAD has it).
+    """The staged changes that are a plain `git commit` writing back an older index, not a person's:
+    every path of one of desk's commits staged back to a blob desk moved it away from, while HEAD and
+    the work tree hold the blob desk last gave it (a person's staging differs in one of those).
     """
     olds: dict[str, set[str | None]] = {}
     latest: dict[str, str | None] = {}
@@ -428,9 +371,7 @@ def stale_write_backs(desk: DeskFolder, staged: list[RawChange], published: Publ
 def mark_pending(desk: DeskFolder, writes: Mapping[str, bytes | None],
                  before: Mapping[str, bytes | None], message: str) -> Path:
     """Record what a mutation is about to write, so a crash can be finished or undone."""
-    # One file per mutation: a later mutation must not erase the record of an interrupted one.
-    # Archive files are left out: they only grow, a checkpoint writes them unchanged, and recovery
-    # must never rewrite them (appends racing a rewrite would be lost).
+    # One file per mutation; archive files left out (recovery must never rewrite them).
     marker = desk.git_dir / f"{PENDING_PREFIX}{time.time_ns()}-{os.getpid()}.json"
     data: dict[str, object] = {
         "message": message,
@@ -443,8 +384,7 @@ def mark_pending(desk: DeskFolder, writes: Mapping[str, bytes | None],
 
 
 def _marker_check(data: Mapping[str, object]) -> str:
-    """The checksum a marker carries over its message and paths: recovery acts only on a marker
-    exactly as desk wrote it (an edited one could make it commit or undo the wrong bytes)."""
+    """The checksum over a marker's message and paths: recovery acts only on one desk wrote."""
     body = json.dumps({"message": data["message"], "paths": data["paths"]}, sort_keys=True,
                       ensure_ascii=False)
     return "sha256:" + sha256_hex(body.encode())
@@ -465,12 +405,9 @@ class Settlement:
 
 
 def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
-    """Finish or undo the interrupted mutation `marker` records (with `repair`), or say what it is.
-
-    Call it under the desk lock. A mutation is finished only when every file still holds exactly
-    the bytes desk wrote, undone when it would break a rule, and left to a person when any file
-    changed since.
-    """
+    """Under the desk lock: finish the interrupted mutation `marker` records (with `repair`) when
+    every file holds the bytes desk wrote, undo it when it breaks a rule, or leave it to a person
+    when a file changed since; without `repair`, say what it is."""
     try:
         pending = json.loads(marker.read_text())
         paths: dict[str, dict[str, str | None]] = pending["paths"]
@@ -488,9 +425,7 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
     current = {p: desk.worktree_blob(p) for p in paths}
     named = ", ".join(paths)
     if all(committed.get(p) == v["new"] for p, v in paths.items()):
-        # It landed. A crash between moving the branch and refreshing the person's index leaves
-        # their index holding the old blobs, which their next commit would quietly revert: set
-        # those entries to HEAD's (entries the person has changed since are theirs, left alone).
+        # It landed: index entries still at the old blobs (a crash before the refresh) get HEAD's.
         indexed = desk.git.index.index_entries(desk.git_dir / "index", paths)
         stale = [p for p, v in paths.items() if v["old"] != v["new"] and indexed.get(p) == v["old"]]
         if repair:
@@ -501,8 +436,7 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
                           + (" (the index was brought up to date)" if stale and repair else ""),
                           "repaired" if repair else "found")
     if repair and all(current[p] == committed.get(p) for p in paths):
-        # A person settled it by hand (committed or discarded the files): nothing of desk's
-        # half-done work is left in the work tree, so the record has nothing more to recover.
+        # A person settled it by hand: the record has nothing more to recover.
         marker.unlink()
         return Settlement(named, "the files of an interrupted mutation are as committed now; "
                           "cleared its record", "repaired")
@@ -541,11 +475,8 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
 
 
 def recover_interrupted(desk: DeskFolder) -> None:
-    """Finish or undo mutations a crash interrupted; called under the desk lock before each mutation.
-
-    The lock is held, so every marker left belongs to a dead process. What cannot be settled
-    safely (a person changed the files since) stops the mutation with exit 4 and the reason.
-    """
+    """Under the desk lock (every marker's writer is dead): finish or undo interrupted mutations;
+    one a person changed since stops this mutation (exit 4)."""
     stuck = [s for s in (settle(desk, m, repair=True) for m in pending_markers(desk))
              if s.status != "repaired"]
     if stuck:

@@ -1,8 +1,4 @@
-"""The closed word lists desk's files and commands use, defined once.
-
-Plain values (and one regular expression), so the CLI can build its `--help` choices from them
-without loading the library, and the library validates against the same lists.
-"""
+"""The closed word lists desk's files and commands use, defined once (the CLI's choices, the library's checks)."""
 
 import re
 
@@ -21,19 +17,12 @@ EXPORT_FORMATS = ("claude-code", "openclaw", "markdown", "jsonl")  # desk export
 CONTEXT_MODES = ("wake", "spot")  # desk context --mode: the wake-up read, the key-turn spot check
 REASON_MAX = 2000  # characters of a free-text why: `forget --reason`, `resolve --rationale`
 
-# .system/desk.json: where it is, the schema versions this desk reads and the form of a desk's id;
-# desk.layout (which finds the desk) and desk.config (which validates the file) both read them.
 CONFIG_PATH = ".system/desk.json"
-# The desk's schema (`schema_version` in desk.json): 1 before adjudication; 2 with the conflict
-# queue at v2 (every case carries its `resolution`) and the adjudication audit; 3 with versioned
-# memory files (`schema: 2`, which a desk of schema 1 or 2 refuses as an unknown key) and facts
-# (`payload.schema_version`). An older desk is read as it is (`desk migrate` upgrades it in one
-# commit); a newer one is refused, never read or written as if it were older. Here, not in
-# desk.config, so a mutation checks it without pydantic (desk.layout re-exports it).
+# desk.json's `schema_version` (docs/design.md): an older desk is read as it is (`desk migrate`
+# upgrades it); a newer one is refused, never read or written as if it were older.
 DESK_SCHEMA = 3
 READABLE_SCHEMAS = (1, 2, 3)
-# desk.json's `recall.meta_fields` when unset: the `meta` keys of an archived event whose values
-# recall searches (docs/recall.md); any other meta value (an id, a URL) is kept but never searched.
+# desk.json's `recall.meta_fields` when unset: the `meta` keys of an archived event recall searches.
 SEARCHABLE_META = ("caption",)
 
 
@@ -45,6 +34,5 @@ def newer_schema(version: object) -> str | None:
     return None
 
 
-# A desk's id as `desk init` makes it (desk.config.new_config): `desk-` and a uuid4's 32 lowercase
-# hex digits. desk.json's schema checks it; records, scope ids and XML attributes carry it.
+# A desk's id as `desk init` makes it: `desk-` and a uuid4's 32 lowercase hex digits.
 DESK_ID_RE = re.compile(r"desk-[0-9a-f]{32}")

@@ -1,20 +1,7 @@
 """The public Python API: `desk.open(path)` and `desk.init(path)` return a `Desk`.
 
-A `Desk` is the desk on disk (`desk.layout.DeskFolder`) with one method per CLI verb: `desk X`
-is `Desk.x`, `desk X Y` is `Desk.x_y`. Each method returns a result from `desk.results` whose
-`.to_json()` is the CLI's `--json` and whose `.text()` is its human output; failures raise the
-`desk.errors.DeskError` kinds, each with the CLI's exit code. The CLI and the agent-facing server
-are thin renderings of these calls. Operation modules are imported inside the methods, so a
-command pays only for the code it runs.
-
-`Desk`'s methods are grouped by concern, one module each: memories, reads (recall, context,
-stats), history (facts, the digest, conflicts, the archive), users (profile, preferences), notes
-(now, mistakes, import and export) and guard (validate, hooks, sync, doctor, migrate); base holds
-what they share.
-
-The public names (`Desk`, `open`, `init`, `clone`, `stopped_notice`, `Time`, `Progress`) are
-exported by `desk` itself: desk/__init__.py's `__all__` is the one public list. `missing_setup`
-is the CLI's own check, not part of it.
+A `Desk` has one method per CLI verb (`desk X Y` is `Desk.x_y`), grouped by concern, one module
+each. Operation modules are imported inside the methods, so a command pays only for what it runs.
 """
 
 from __future__ import annotations
@@ -38,18 +25,13 @@ class Desk(MemoryMethods, ReadMethods, HistoryMethods, UserMethods, NoteMethods,
 
 
 def open(path: str | Path | None = None) -> Desk:  # noqa: A001 - `desk.open(path)` is the API's name
-    """The desk at `path`, else the desk enclosing the current folder, else `$DESK_HOME`.
-
-    NotADeskError (exit 1) when there is none.
-    """
+    """The desk at `path`, else the desk enclosing the current folder, else `$DESK_HOME`."""
     folder = find_desk(explicit=Path(path) if path is not None else None)
     return Desk(folder.root, found_by=folder.found_by)
 
 
 def last_landed() -> tuple[str, str] | None:
-    """The last commit this process moved a desk's branch to, as (sha, subject), else None: the
-    CLI says so when a Ctrl-C comes after it landed. Nothing is imported to answer: no
-    transaction loaded, no commit made."""
+    """The last commit this process moved a desk's branch to, as (sha, subject), else None."""
     import sys
 
     transaction = sys.modules.get("desk.transaction")
@@ -58,8 +40,7 @@ def last_landed() -> tuple[str, str] | None:
 
 
 def stopped_notice(desk: DeskFolder) -> str | None:
-    """What to run when a person's `git pull` (merge or rebase) is stopped on a conflict in this
-    clone, else None. A few file checks when nothing is stopped: every CLI command asks."""
+    """What to run when a person's `git pull` is stopped on a conflict in this clone, else None."""
     from desk.storage.gitdir import stopped_operation  # not desk.git: `archive append` runs no git
 
     if stopped_operation(desk.git_dir) is None:
@@ -70,8 +51,7 @@ def stopped_notice(desk: DeskFolder) -> str | None:
 
 
 def missing_setup(desk: DeskFolder) -> list[str]:
-    """The hooks and merge drivers the clone holding `desk` lacks (empty when complete; `desk hooks
-    install` sets them). File reads only: every CLI command checks it, to warn once."""
+    """The hooks and merge drivers the clone holding `desk` lacks (the CLI warns once)."""
     from desk.formats.hook_files import missing_setup as missing
 
     return missing(desk.root, desk.git_dir)
@@ -92,11 +72,8 @@ def clone(url: str, path: str | Path | None = None, *,
 
 
 def init(path: str | Path, *, allow_nonempty: bool = False, allow_nested: bool = False) -> Desk:
-    """Scaffold a desk at `path` (git init, templates, hooks, first commit) and open it.
-
-    On an existing desk nothing changes. `Desk.initialized` says what was done. A non-empty
-    folder, or one inside another repository's work tree, is refused unless allowed.
-    """
+    """Scaffold a desk at `path` (git init, templates, hooks, first commit) and open it;
+    `Desk.initialized` says what was done. A non-empty or nested folder is refused unless allowed."""
     from desk.results.memory import Initialized
     from desk.setup.init import init_desk
 

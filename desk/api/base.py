@@ -1,4 +1,4 @@
-"""What every part of `Desk` shares: the desk on disk, trailers, closing, and argument checks."""
+"""What every part of `Desk` shares: the desk on disk, trailers, closing, argument checks."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ Progress = Callable[[int, int], None]  # progress(done, total), e.g. for a progr
 Time = str | dt.datetime  # ISO 8601 with Z or an offset, or an aware datetime
 
 def words(value: Any, what: str) -> Any:
-    """`value` unless it is one string where a list of strings belongs: Python would iterate it
-    character by character (`triggers="report"` stored the triggers r, e, p, o, r, t)."""
+    """`value` unless it is one string where a list of strings belongs (it would iterate by character)."""
     if isinstance(value, (str, bytes)):
         raise UsageError(f"{what} must be a list of strings, not one string {value!r}",
                          hint=f"wrap it in a list: {what}=[{value!r}]")
@@ -26,8 +25,7 @@ def words(value: Any, what: str) -> Any:
 
 
 def require_reason(reason: str | None) -> None:
-    """`forget --reason`: free text kept in the commit (Desk-Reason), as long as resolve's
-    --rationale may be; a usage error (exit 2) naming its length, nothing echoed."""
+    """`forget --reason` is at most REASON_MAX characters (exit 2, naming its length)."""
     if reason is not None and len(reason) > REASON_MAX:
         raise UsageError(f"--reason is {len(reason):,} characters; the limit is {REASON_MAX:,}",
                          hint="say why in a sentence or two: the commit keeps it as Desk-Reason")
@@ -42,12 +40,8 @@ class DeskBase(DeskFolder):
     _dense: Any = None  # hybrid recall's DenseIndex per embedder (name or object), warm until close()
 
     def with_trailers(self, trailers: Mapping[str, str]) -> Self:
-        """This desk, for commits that also carry `trailers` (`Key: value`) after each operation's
-        own (an operation's own key wins). `desk serve` names the MCP client this way
-        (`Desk-Client`). The copy shares this object's caches; closing either closes both.
-
-        UsageError (exit 2) for a key that is not letters, digits and `-`, or an empty value.
-        """
+        """This desk, for commits that also carry `trailers` after each operation's own (which win);
+        the copy shares this object's caches. UsageError for a bad key or an empty value."""
         import copy
         import re
 
@@ -76,8 +70,7 @@ class DeskBase(DeskFolder):
         self.close()
 
     def _name(self, name: str, project: str | None = None) -> str:
-        """A memory name from what a person typed: `x`, `x.md`, `memory/x.md` or a path to it
-        (in `project`'s memory folder when given, also `projects/<project>/memory/x.md`)."""
+        """A memory name from what a person typed: `x`, `x.md`, `memory/x.md` or a path to it."""
         from desk.layout import PROJECTS_DIR, project_problem
         from desk.formats.memory_file import memory_name_arg
 

@@ -21,11 +21,8 @@ class GuardMethods(DeskBase):
     """Guard the desk: validate, hooks, sync, doctor, migrate."""
 
     def validate(self, mode: str = "staged", *, fix: bool = False) -> Validation:
-        """Run the gate over what is staged (`staged`) or every desk file (`all`).
-
-        With `fix` (staged only), a stale MEMORY.md is rewritten in the work tree for the person
-        to `git add`. The result's `exit_code` is 3 when any finding is an error.
-        """
+        """Run the gate over what is staged (`staged`) or every desk file (`all`); `fix` rewrites a
+        stale MEMORY.md in the work tree for the person to `git add`."""
         from desk.results.guard import Validation
 
         if mode == "all":
@@ -45,10 +42,7 @@ class GuardMethods(DeskBase):
         return Validation(mode, report)
 
     def hooks_install(self) -> HooksChange:
-        """Install desk's pre-commit, commit-msg and pre-merge-commit hooks; a foreign hook is kept and runs first.
-
-        DeskError when core.hooksPath is set: the hint says how to wire the hooks by hand.
-        """
+        """Install desk's hooks and merge drivers; a foreign hook is kept and runs first."""
         from desk.setup.hooks import install
         from desk.results.guard import HooksChange
 
@@ -64,16 +58,8 @@ class GuardMethods(DeskBase):
     def sync(self, remote: str | None = None, *, push: bool = True,
              progress: Callable[[str], None] | None = None, now: dt.datetime | None = None,
              resume: bool = False, actor: str = "user") -> Synced:
-        """Fetch, integrate by merge (never rewriting history), check with the gate, push (never forced).
-
-        ConflictError (exit 4) when the remote rewrote history (naming the commits it would lose)
-        or keeps moving; DeskError (exit 1) when it cannot be reached, with nothing changed;
-        RejectedError (exit 3) for a remote address that embeds a password, or for incoming
-        commits that break the rules. With `resume` (`desk sync --continue`): settle and finish a
-        person's `git pull` that stopped on a conflict (a memory deleted on one side and changed
-        on the other), nothing fetched or pushed; UsageError when none is stopped. `actor` is who
-        asked for it, in every commit the sync makes (a harness acting for the assistant: `assistant`).
-        """
+        """Fetch, integrate by merge (never rewriting history), check with the gate, push (never
+        forced); with `resume`, finish a person's `git pull` stopped on a conflict (docs/sync.md)."""
         from desk.results.sync import Synced
 
         if resume:
@@ -85,9 +71,8 @@ class GuardMethods(DeskBase):
         return Synced(sync(self, remote, push=push, progress=progress, now=now, actor=actor))
 
     def doctor(self, *, repair: bool = False, commits: int = 200, rebuild: bool = False) -> Diagnosis:
-        """Check the desk's health (and with `repair`, fix what is safe); exit_code 3 while a problem
-        remains. `rebuild` first drops every derived cache and record and makes them again
-        (desk.guard.rebuild; the paths dropped are the report's `rebuilt`)."""
+        """Check the desk's health (and with `repair`, fix what is safe); `rebuild` first drops every
+        derived cache and makes it again."""
         rebuilt = None
         if rebuild:
             from desk.guard.rebuild import rebuild as rebuild_caches
@@ -112,10 +97,8 @@ class GuardMethods(DeskBase):
     def setup(self, agent: str, project_dir: str | Path | None = None, *, user_config: bool = False,
               prompt_hook: bool = False, remove: bool = False, dry_run: bool = False,
               project: str | None = None, user: str | None = None) -> AgentSetupDone:
-        """Wire this desk into `agent` (claude-code, claude-desktop, cursor): its `desk serve`
-        entry, and Claude Code's hooks, merged into the assistant's config files (of `project_dir`,
-        default the current folder, or the user's with `user_config`); `remove` takes exactly
-        those out; `dry_run` writes nothing. Idempotent. docs/agents.md, "desk setup"."""
+        """Wire this desk into `agent` (claude-code, claude-desktop, cursor): merge its entries into
+        the assistant's config files (docs/agents.md, "desk setup")."""
         from pathlib import Path
 
         from desk.results.guard import AgentSetupDone

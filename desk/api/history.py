@@ -24,12 +24,7 @@ class HistoryMethods(DeskBase):
                  redact: bool = True, project: str | None = None, valid_from: str | None = None,
                  valid_to: str | None = None) -> Appended:
         """Validate a fact and append it to the archive (kind `fact`); not committed on its own.
-
-        `project` records the project scope the fact belongs to (payload `project`): the
-        desk-wide digest never distils it into memory/. RejectedError (exit 3) for an invalid
-        fact, with nothing written. `valid_from`/`valid_to`: when the fact was true (docs/time.md);
-        a superseding fact's `valid_from` (else its time) starts the new revision's validity.
-        """
+        RejectedError (exit 3) for an invalid fact, with nothing written."""
         from desk.digest.facts import add_fact
         from desk.results.archive import Appended
 
@@ -39,23 +34,15 @@ class HistoryMethods(DeskBase):
 
     def digest(self, *, date: str | dt.date | None = None, as_of: Time | None = None,
                summarizer: str | None = None, project: str | None = None) -> Digested:
-        """Write journal/D.md and distil old facts into memories: one commit, none when unchanged.
-
-        With `project`, distil that project's facts only, into `projects/<project>/memory/` and its
-        MEMORY.md (no journal): a key in one project never supersedes or conflicts with the same
-        key in another project or desk-wide (docs/scopes.md)."""
+        """Write journal/D.md and distil old facts into memories: one commit, none when unchanged
+        (with `project`, that project's facts into its own memory folder, no journal)."""
         from desk.digest.run import digest
         from desk.results.working import Digested
 
         return Digested(digest(self, date=date, as_of=as_of, summarizer=summarizer, project=project))
 
     def conflicts_list(self, *, include_closed: bool = False) -> ConflictCases:
-        """The conflict review queue: open cases (all cases with `include_closed`). Read-only.
-
-        Each open case's candidates carry the `desk resolve` command that picks them. A broken
-        `.system/conflicts.json` raises InvalidFileError (exit 3) naming path:line, with a hint
-        naming the last commit whose queue was good.
-        """
+        """The conflict review queue: open cases (all cases with `include_closed`). Read-only."""
         from desk.digest.conflicts import open_cases
         from desk.results.working import ConflictCases
 
@@ -67,10 +54,7 @@ class HistoryMethods(DeskBase):
         return self.conflicts_list(include_closed=include_closed)
 
     def conflicts_show(self, case: str) -> ConflictCase:
-        """One case (any status) in full: the active memory's path and text now, each candidate with
-        its label, where it came from, its evidence with its archived text, its diff against the
-        active memory and the `desk resolve` command that accepts it, and the diff between the
-        candidates (desk.digest.review). DeskError (exit 1) when there is no such case."""
+        """One case (any status) in full, with its evidence's archived text (desk.digest.review)."""
         from desk.archive.store import iter_events
         from desk.digest.review import review
         from desk.errors import DeskError
@@ -102,29 +86,20 @@ class HistoryMethods(DeskBase):
     def resolve(self, case: str, candidate: str, *, expected_revision: int, event_id: str, actor: str,
                 rationale: str, now: Time | None = None) -> Resolved:
         """A person's decision on conflict case `case`: `candidate` becomes (or stays) the domain's
-        value. One commit: the memory (for a challenger), MEMORY.md, the closed case and the audit
-        line. Never offered to the model (not in `context`, not in `desk serve`).
-
-        ConflictError (exit 4) when the case is closed or at another revision, its evidence or its
-        active memory changed since, or `event_id` recorded a different decision; the same call
-        again returns the first result with status `unchanged` and writes nothing.
-        """
+        value, in one commit. ConflictError (exit 4) when the case moved since; the same call again
+        returns status `unchanged`."""
         from desk.digest.resolve import resolve
         from desk.results.working import Resolved
 
         return Resolved(resolve(self, case, candidate, expected_revision=expected_revision,
                                 event_id=event_id, actor=actor, rationale=rationale, now=now))
 
-    # -- the archive -------------------------------------------------------------------------
-
     def archive_append(self, kind: str, content: str | None = None, *,
                        payload: dict[str, Any] | None = None, session: str | None = None,
                        actor: str | None = None, at: Time | None = None,
                        meta: Mapping[str, str] | None = None, redact: bool = True) -> Appended:
-        """Append one event (content and/or a JSON-object payload) to its UTC day's archive file.
-
-        Not committed: `checkpoint` (or `digest`) commits the archive's growth.
-        """
+        """Append one event (content and/or a JSON-object payload) to its UTC day's archive file
+        (not committed: `checkpoint` commits the archive's growth)."""
         from desk.archive.store import append_event
         from desk.results.archive import Appended
 
@@ -165,10 +140,7 @@ class HistoryMethods(DeskBase):
         return ArchivedEvent.of(find_event(self, event_id))
 
     def archive_verify(self) -> ArchiveCheck:
-        """Check every record, the hash chains and committed history.
-
-        InvalidFileError (exit 3) naming each broken record; a torn tail is only a warning.
-        """
+        """Check every record, the hash chains and committed history (InvalidFileError: a broken record)."""
         from desk.archive.verify import verify_archive
         from desk.errors import InvalidFileError
         from desk.results.archive import ArchiveCheck
@@ -184,10 +156,7 @@ class HistoryMethods(DeskBase):
         return ArchiveCheck(report)
 
     def checkpoint(self, *, actor: str = "assistant", progress: Progress | None = None) -> Checkpointed:
-        """Commit the archive's growth in one commit (status `unchanged` when there is none).
-
-        `progress(done, total)` counts the archive files read (then the commit runs).
-        """
+        """Commit the archive's growth in one commit (status `unchanged` when there is none)."""
         from desk.archive.checkpoint import checkpoint
         from desk.results.archive import Checkpointed
 

@@ -26,6 +26,18 @@ def _text_type(data: bytes, path: str, name: str) -> str | None:
         return None
 
 
+def _path(name: str, project: str | None) -> str:
+    from desk.layout import project_memory_path
+
+    return f"memory/{name}.md" if project is None else project_memory_path(project, name)
+
+
+def _refused(exc: RejectedError, name: str, path: str) -> None:
+    """A refused write's `--json` fields (name, path, reason)."""
+    exc.details = {"name": name, "path": path, "commit": None,
+                   "reason": getattr(exc, "reason", None) or "invalid", **exc.details}
+
+
 class MemoryMethods(DeskBase):
     """Remember, change, read back and forget memories."""
 
@@ -38,23 +50,16 @@ class MemoryMethods(DeskBase):
                  valid_from: Time | None = None, valid_to: Time | None = None) -> MemoryChange:
         """Create or update memory `name` through the write gate: one commit, none when unchanged.
 
-        A new memory needs `type` and `description`. On an update, a field left None keeps its
-        value (`clear` names fields to empty: triggers, importance, expires, valid_from, valid_to).
-        `valid_from`/`valid_to`: when the fact was true (docs/time.md). The result warns
-        when the memory ends up without triggers. With `project`, the memory is
-        `projects/<project>/memory/<name>.md` and the index is the project's own MEMORY.md
-        (docs/scopes.md). RejectedError (exit 3) when the gate refuses,
-        with nothing changed; its `details` carry the `--json` fields (name, path, reason).
+        A new memory needs `type` and `description`; on an update a field left None keeps its
+        value (`clear` names fields to empty). RejectedError (exit 3) when the gate refuses;
         ConflictError (exit 4) over uncommitted edits.
         """
-        from desk.layout import project_memory_path
         from desk.memory.operations import remember
+        from desk.memory.review import memory_type
         from desk.results.change import MemoryChange
 
-        from desk.memory.review import memory_type
-
         name = self._name(name, project)
-        path = f"memory/{name}.md" if project is None else project_memory_path(project, name)
+        path = _path(name, project)
         old = memory_type(self, path) if actor != "user" else None
         operation = "update" if actor != "user" and self.path(path).exists() else "create"
         try:
@@ -65,28 +70,22 @@ class MemoryMethods(DeskBase):
                 clear=tuple(words(clear, "clear")), now=now, project=project,
                 valid_from=valid_from, valid_to=valid_to)))
         except RejectedError as exc:
-            exc.details = {"name": name, "path": path, "commit": None,
-                           "reason": getattr(exc, "reason", None) or "invalid"}
+            _refused(exc, name, path)
             raise
 
     def remember_file(self, name: str, text: str | bytes, *, actor: str = "user",
                       now: dt.datetime | None = None, project: str | None = None) -> MemoryChange:
-        """Create or update memory `name` from the whole text of its file (frontmatter and body),
-        through the same write gate as `remember`; one commit, none when unchanged.
+        """Create or update memory `name` from the whole text of its file, through `remember`'s gate.
 
-        What a file-editing agent (the memory tool) writes. RejectedError (exit 3), nothing
-        changed, when the text does not parse (the hint shows the required header), when it sets
-        or changes `source_event`, `evidence` or `key` (provenance is the harness's), or when the
-        gate refuses. With `project`, the memory is that project's, as `remember`'s.
+        RejectedError (exit 3) when the text does not parse, sets or changes `source_event`,
+        `evidence` or `key` (provenance is the harness's), or the gate refuses.
         """
-        from desk.layout import project_memory_path
+        from desk.memory.review import memory_type
         from desk.memory.whole_file import remember_file
         from desk.results.change import MemoryChange
 
-        from desk.memory.review import memory_type
-
         data = text.encode("utf-8") if isinstance(text, str) else text
-        path = f"memory/{name}.md" if project is None else project_memory_path(project, name)
+        path = _path(name, project)
         types = [memory_type(self, path), _text_type(data, path, name)] if actor != "user" else []
         operation = "update" if self.path(path).exists() else "create"
         try:
@@ -94,8 +93,7 @@ class MemoryMethods(DeskBase):
                                          lambda target: remember_file(target, name, data, actor=actor, now=now,
                                                                       project=project)))
         except RejectedError as exc:
-            exc.details = {"name": name, "path": path, "commit": None,
-                           "reason": getattr(exc, "reason", None) or "invalid"}
+            _refused(exc, name, path)
             raise
 
     def set(self, name: str, *, description: str | None = None, type: str | None = None,
@@ -105,9 +103,7 @@ class MemoryMethods(DeskBase):
             now: dt.datetime | None = None, valid_from: Time | None = None,
             valid_to: Time | None = None) -> MemoryChange:
         """Change fields of memory `name` without restating its body: one commit, none when
-        nothing differs. `triggers` replaces the list; `clear` empties triggers, importance or
-        expires. `valid_to`: since when the fact is no longer true (docs/time.md). DeskError
-        (exit 1) when there is no such memory."""
+        nothing differs. DeskError (exit 1) when there is no such memory."""
         from desk.memory.review import memory_type
         from desk.memory.revise import set_fields
         from desk.results.change import MemoryChange
@@ -133,8 +129,8 @@ class MemoryMethods(DeskBase):
                                      f"memory/{new}.md", lambda target: rename(target, old, new, actor=actor)))
 
     def diff(self, name: str, rev: str | None = None) -> MemoryDiff:
-        """What changed in memory `name` from `rev` (default: before its last committed change)
-        to the file as it is now, as a unified diff. UsageError (exit 2) for an unknown `rev`."""
+        """The unified diff of memory `name` from `rev` (default: before its last committed change)
+        to the file as it is now."""
         from desk.memory.reads import diff
         from desk.results.memory import MemoryDiff
 
@@ -142,62 +138,40 @@ class MemoryMethods(DeskBase):
 
     def forget(self, name: str, *, reason: str | None = None, actor: str = "user",
                project: str | None = None) -> MemoryChange:
-        """Delete memory `name` (of `project`, when given) and its index line in one commit (git
-        history keeps it)."""
-        from desk.results.change import MemoryChange
-
-        from desk.layout import project_memory_path
+        """Delete memory `name` and its index line in one commit (git history keeps it)."""
+        from desk.memory.operations import forget
         from desk.memory.review import memory_type
+        from desk.results.change import MemoryChange
+        from desk.scopes.projects import forget_in_project
 
         require_reason(reason)
         name = self._name(name, project)
-        if project is not None:
-            from desk.scopes.projects import forget_in_project
-
-            path = project_memory_path(project, name)
-            return MemoryChange(reviewed(self, actor, "forget", [memory_type(self, path)], name, path,
-                                         lambda target: forget_in_project(target, project, name,
-                                                                          reason=reason, actor=actor)))
-        from desk.memory.operations import forget
-
-        path = f"memory/{name}.md"
-        return MemoryChange(reviewed(self, actor, "forget", [memory_type(self, path)], name, path,
-                                     lambda target: forget(target, name, reason=reason, actor=actor)))
+        path = _path(name, project)
+        return MemoryChange(reviewed(self, actor, "forget", [memory_type(self, path)], name, path, lambda target: (
+            forget(target, name, reason=reason, actor=actor) if project is None
+            else forget_in_project(target, project, name, reason=reason, actor=actor))))
 
     def restore(self, name: str, *, from_rev: str | None = None, actor: str = "user",
                 project: str | None = None, now: dt.datetime | None = None) -> Restored:
-        """Bring memory `name` (of `project`, when given) back from git history in one commit
-        (`Desk-Op: restore`, `Desk-Restored-From`), through the write gate, MEMORY.md regenerated.
+        """Bring memory `name` back from git history byte for byte in one commit, through the gate.
 
-        `from_rev` (any commit-ish) picks the version: the memory's file at that commit, under the
-        name it had there (renames followed as `history` follows them). Without it: for a forgotten
-        memory, the version it had when it was forgotten; for an existing one, the version before
-        its current one. The file comes back byte for byte. Status `unchanged` (no commit) when
-        that version is the current one; `now` only dates the warning about an expired version.
-
-        UsageError (exit 2) when `from_rev` is no commit; DeskError (exit 1) when no commit ever
-        held the memory, it did not exist at `from_rev`, or it has no earlier version;
-        RejectedError (exit 3) when the version would not pass the gate today; ConflictError
-        (exit 4) over uncommitted edits. Nothing changes on any of them.
+        `from_rev` picks the version (under the name it had there); without it, a forgotten
+        memory's last version, else the one before the current. Status `unchanged` when that
+        version is the current one. docs/api.md lists the errors.
         """
-        from desk.layout import project_memory_path
         from desk.memory.restore import restore
         from desk.results.change import Restored
 
         name = self._name(name, project)
         try:
             return Restored(restore(self, name, from_rev=from_rev, actor=actor, project=project, now=now))
-        except RejectedError as exc:  # the --json fields of a refused write, as remember's
-            path = f"memory/{name}.md" if project is None else project_memory_path(project, name)
-            exc.details = {"name": name, "path": path, "commit": None,
-                           "reason": getattr(exc, "reason", None) or "invalid", **exc.details}
+        except RejectedError as exc:
+            _refused(exc, name, _path(name, project))
             raise
 
     def show(self, name: str, *, project: str | None = None, as_of: Time | None = None) -> ShownMemory:
-        """The memory file `name` (of `project`, when given) as it is on disk; an invalid file
-        comes with its findings (`valid` false) rather than an error, so a person can see what to fix.
-        With `as_of`, the revision committed at the last commit at or before that time, and that
-        commit (desk.memory.past: read from git objects; across a rename, after a forget)."""
+        """The memory file `name` as it is on disk (an invalid one with its findings); with `as_of`,
+        the revision committed at the last commit at or before that time, and that commit."""
         from desk.results.memory import ShownMemory
 
         if as_of is not None:
@@ -218,8 +192,7 @@ class MemoryMethods(DeskBase):
         return ShownMemory(show(self, self._name(name)))
 
     def memory_names(self, *, project: str | None = None) -> builtins.list[str]:
-        """The names of the memory files in memory/ (or `project`'s memory folder), sorted, read
-        from the folder without parsing: what shell completion offers ([] for a bad project name)."""
+        """The names of the memory files in memory/ (or `project`'s), unparsed: for shell completion."""
         from desk.layout import MEMORY_DIR, PROJECTS_DIR, project_problem
 
         if project is not None and project_problem(project):
@@ -234,9 +207,8 @@ class MemoryMethods(DeskBase):
         return all_projects(self)
 
     def list(self, *, type: str | None = None, project: str | None = None, as_of: Time | None = None) -> MemoryList:
-        """The memories on disk sorted by name (optionally of one type; of `project` when given),
-        and unparseable or refused files. With `as_of`, those committed at the last commit at or
-        before that time and valid then (desk.memory.past; empty before the first commit)."""
+        """The memories on disk sorted by name, and unparseable files; with `as_of`, those committed
+        at the last commit at or before that time and valid then."""
         from desk.results.memory import MemoryList
 
         if as_of is not None:
@@ -256,9 +228,7 @@ class MemoryMethods(DeskBase):
         return MemoryList(*list_memories(self, type))
 
     def history(self, name: str, *, project: str | None = None) -> AuditTrail:
-        """Every commit that touched memory `name` (of `project`, when given), newest first
-        (forgotten revisions too, and across renames). DeskError (exit 1) when no commit ever
-        touched it."""
+        """Every commit that touched memory `name`, newest first, across renames and forgets."""
         from desk.results.memory import AuditTrail
 
         if project is not None:
@@ -272,9 +242,8 @@ class MemoryMethods(DeskBase):
         return AuditTrail(history(self, name), name)
 
     def timeline(self, name: str, *, project: str | None = None) -> Timeline:
-        """`desk history NAME --timeline`: every revision of memory `name`, newest first, with the
-        interval it was true for and the archive events that are its evidence (docs/time.md).
-        DeskError (exit 1) when no commit ever touched it."""
+        """Every revision of memory `name`, newest first, with the interval it was true for and its
+        evidence (docs/time.md)."""
         from desk.memory import past
         from desk.results.memory import Timeline
 
@@ -290,12 +259,8 @@ class MemoryMethods(DeskBase):
         return AuditTrail(log(self, limit))
 
     def reindex(self, *, actor: str = "user", now: dt.datetime | None = None) -> MemoryChange:
-        """Regenerate MEMORY.md from memory/, every user scope's PREFERENCES.md from its
-        preference files (as of `now`) and every project's MEMORY.md; commit what changed.
-
-        Status `written` (not committed) when memory/ has a person's uncommitted edits. The
-        result's `scopes` names the scope projections repaired.
-        """
+        """Regenerate MEMORY.md, every scope's PREFERENCES.md and every project's MEMORY.md; commit
+        what changed (status `written`, uncommitted, over a person's edits in memory/)."""
         from desk.memory.operations import reindex
         from desk.results.change import MemoryChange
         from desk.scopes.prefs import reindex_scopes
@@ -312,11 +277,8 @@ class MemoryMethods(DeskBase):
 
     def edit(self, name: str, *, actor: str = "user", ask: Callable[[str], bool] | None = None,
              editor: str | None = None) -> MemoryChange:
-        """Open memory `name` in `editor` ($VISUAL, else $EDITOR), validate it, commit it.
-
-        `ask(findings)` decides after a rule break: True edits again, False (the default) aborts
-        with RejectedError and nothing changed.
-        """
+        """Open memory `name` in `editor` ($VISUAL, else $EDITOR), validate it, commit it;
+        `ask(findings)` after a rule break: True edits again, False aborts (RejectedError)."""
         from desk.memory.edit import edit_memory
         from desk.results.change import MemoryChange
 

@@ -39,9 +39,8 @@ class NoteMethods(DeskBase):
 
     def mistake_add(self, *, what: str, context: str, cause: str, avoid: str,
                     memory: str | None = None, actor: str = "assistant") -> MistakeAdded:
-        """Add an entry to MISTAKES.md in one commit; the same lesson again changes nothing.
-
-        `memory` links the entry to a memory, given as `x`, `x.md` or `memory/x.md`."""
+        """Add an entry to MISTAKES.md in one commit (linked to `memory`, when given); the same
+        lesson again changes nothing."""
         from desk.notes.mistakes import add_mistake
         from desk.results.working import MistakeAdded
 
@@ -57,24 +56,13 @@ class NoteMethods(DeskBase):
 
         return MistakeList(list_mistakes(self))
 
-    # -- interchange with other tools --------------------------------------------------------
-
     def import_(self, format: str, source: str | Path, *, dry_run: bool = False,
                 progress: Progress | None = None, now: dt.datetime | None = None,
                 project: str | None = None, user: str | None = None,
                 max_bytes: int | None = None) -> ImportPlan:
-        """`desk import FORMAT SOURCE` (`import` is a Python keyword, hence the underscore).
-
-        Reads SOURCE in `format` (claude-code, openclaw, markdown, mem0, chat-export, jsonl),
-        plans each memory through the write gate and appends conversation records to the
-        archive, all in one commit; `dry_run` returns the plan and writes nothing. A malformed
-        source raises UsageError (exit 2) naming the file and line, with nothing written.
-        `progress(done, total)` follows the archive records as they are appended. `project`
-        imports the memories into that project's scope; `user` applies the profile fields the
-        source carries (an OpenClaw USER.md) to that user's profile in the same commit, and is
-        refused (UsageError) for a source that carries none (docs/import-export.md). A source
-        whose files hold more than `max_bytes` together (None: $DESK_IMPORT_MAX_MIB MiB, else
-        256 MiB) is refused (UsageError) before it is read whole.
+        """`desk import FORMAT SOURCE` (docs/import-export.md): each memory through the write gate,
+        conversation records into the archive, in one commit; `dry_run` returns the plan. A
+        malformed or too large source raises UsageError (exit 2), with nothing written.
         """
         from desk.interchange.importing import import_source
         from desk.results.interchange import ImportPlan

@@ -20,26 +20,11 @@ class ReadMethods(DeskBase):
                ranker: str = "default", progress: Progress | None = None,
                project: str | None = None, all_scopes: bool = False, embedder: Any = None,
                embed_progress: Progress | None = None, now: Time | None = None) -> Recalled:
-        """Search memories and archived conversations for `query`; read-only.
+        """Search memories and archived conversations for `query`; read-only (docs/recall.md).
 
-        `as_of` (docs/time.md): the memories as committed at the last commit at or before that
-        time and valid then (read from git objects, never the work tree; none before the first
-        commit, `empty_reason` `before_first_commit`), the conversation records archived up to
-        it, ranked as at that time. `now`: the time the ranking treats as now (recency, expiry,
-        records after it left out) over the desk as it is (default: the current time).
-
-        UsageError (exit 2) for an empty or punctuation-only query or a limit outside 1..10.
-        Memories searched: the desk-wide ones and `project`'s, or every project's with
-        `all_scopes` (docs/scopes.md). `.xml()` renders docs/design.md §8.1's
-        `<recalled_context>` block. The search cache stays loaded between calls on this object (refreshed incrementally each time), so a
-        harness that keeps one `Desk` recalls warm; `close()` (or `with desk.open(...)`) frees it.
-
-        `embedder` turns on hybrid recall (docs/recall.md "Hybrid retrieval (optional)"): an
-        entry point name of `desk.embedders`, `package.module:factory`, or an object with `name`,
-        `dimension` and `embed(texts)`. Its dense ranking is fused with the lexical one; the
-        embedder is loaded once per `Desk` and `embed_progress(done, total)` follows the records
-        it embeds. UsageError (exit 2) for an unknown embedder; DeskError (exit 1) for one that
-        fails or returns vectors of the wrong dimension.
+        `as_of`: the desk as committed then (docs/time.md); `now`: the time the ranking treats as
+        now. The search cache stays warm on this object until `close()`. `embedder` turns on
+        hybrid recall. UsageError (exit 2) for an empty query or a limit outside 1..10.
         """
         asked = None
         if self._search_cache is None:  # a cold recall: git works while the search modules load
@@ -77,24 +62,14 @@ class ReadMethods(DeskBase):
                 project_agents: str | Path | None = None, as_of: Time | None = None,
                 journal_days: int | None = None, user: str | None = None,
                 project: str | None = None, pending: bool = False, now: Time | None = None) -> Context:
-        """What the assistant reads, within the budgets (docs/context.md).
-
-        `mode` is the read: `wake` (the start of a session: AGENTS.md ... MEMORY.md and the recent
-        facts) or `spot` (the key-turn spot check: NOW.md, MISTAKES.md and the newest
-        `journal_days` journal days). UsageError (exit 2) for an unknown mode or budget section.
-        `user` (a user id; None: the desk owner) selects whose profile and preferences the wake-up
-        read loads; nothing of any other user is. `project` adds that project's memory index (and,
-        with a query, its trigger-hit memories) to the desk-wide ones; never another project's
-        (docs/scopes.md). `pending` adds a last section listing review mode's pending proposals,
-        each marked as pending (docs/review.md); they are never in memory until a person accepts.
-        `as_of` (docs/time.md): the memory index, the trigger-hit memories and AGENTS.md, SOUL.md,
-        NOW.md and MISTAKES.md as committed at the last commit at or before that time, read from
-        git objects, at that time. `now`: the time the read treats as now over the desk as it is.
+        """What the assistant reads, within the budgets (docs/context.md): `mode` `wake` or `spot`;
+        `user`'s profile and preferences, `project`'s memories, review mode's `pending` proposals;
+        `as_of` reads the desk as committed then (docs/time.md). UsageError (exit 2) for an unknown
+        mode or budget section.
         """
         from desk.recall.git_state import context_git_state
 
-        # git works (memory/'s state, the shown files' blobs) while the context modules load;
-        # build_context owns the processes from here (and ends them if the read fails)
+        # git works while the context modules load; build_context owns the processes from here
         asked = context_git_state(self, mode, query, user, project)
         try:
             from desk.recall.context import ContextRequest, build_context
@@ -140,8 +115,7 @@ class ReadMethods(DeskBase):
 
 
 def _pending_section(desk: DeskBase, budget: int) -> Any:
-    """`desk context --pending`'s section: the pending proposals, one line each, marked as pending,
-    cut to `budget` tokens (what is cut is named)."""
+    """`desk context --pending`'s section: the pending proposals, cut to `budget` tokens."""
     from desk.memory.review import pending_lines
     from desk.recall.context.sections import Section
     from desk.text.escape import markdown_block

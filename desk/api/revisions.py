@@ -1,10 +1,4 @@
-"""A memory's history with each commit's diff: what `desk ui` shows on a memory's page.
-
-`Desk.history(name)` lists the commits; this adds, for each, the unified diff of the memory's file
-in that commit (across real renames, as history follows them). The blobs come from the commits'
-own raw changes and are read in one `git cat-file --batch`, so a long history costs one git
-process, not one per commit.
-"""
+"""A memory's history with each commit's diff (`desk ui`'s memory page); blobs read in one batch."""
 
 from __future__ import annotations
 
@@ -49,9 +43,7 @@ class MemoryRevisions(Outcome):
 
 def memory_revisions(d: Desk, name: str, *, project: str | None = None,
                      limit: int | None = None) -> MemoryRevisions:
-    """Every commit that touched memory `name` (of `project`, when given), newest first, each with
-    the diff of the memory's file in it; the `limit` newest only when given. DeskError (exit 1)
-    when no commit ever touched it, as `Desk.history`."""
+    """`Desk.history(name)`'s commits (the `limit` newest), each with its diff of the memory's file."""
     trail = d.history(name, project=project)
     picked = [(c, c.changes[0] if c.changes else None) for c in trail.commits[:limit]]
     olds = {c.sha: _before(c, ch) for c, ch in picked if ch}
@@ -70,8 +62,7 @@ def memory_revisions(d: Desk, name: str, *, project: str | None = None,
 
 
 def _before(commit: Commit, change: RawChange) -> str | None:
-    """The blob the file had before `commit` (history lists a commit's change under the path it
-    asked for): after `desk rename`, the old name's file in the parent, so a rename diffs as one."""
+    """The blob the file had before `commit`: after `desk rename`, the old name's file in the parent."""
     renamed = commit.trailers.get("Desk-Renamed-From", [])
     if change.status == "A" and commit.trailers.get("Desk-Op") == ["rename"] and len(renamed) == 1:
         return f"{commit.sha}^:{posixpath.dirname(change.path)}/{renamed[0]}.md"

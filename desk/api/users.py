@@ -25,10 +25,7 @@ class UserMethods(DeskBase):
     def user_set(self, fields: Mapping[str, Any], *, user: str | None = None,
                  actor: str = "user") -> UserProfile:
         """Set the named profile fields (others unchanged): one commit, none when the same.
-
-        UsageError (exit 2) for an unknown field or an invalid value (e.g. a timezone that is
-        neither an IANA name nor a UTC offset), with nothing changed.
-        """
+        UsageError (exit 2) for an unknown field or an invalid value."""
         from desk.results.scopes import UserProfile
         from desk.scopes.profile import patch_user
 
@@ -45,13 +42,8 @@ class UserMethods(DeskBase):
     def pref_set(self, key: str, value: str, *, user: str | None = None, expires: Time | None = None,
                  source: str | None = None, at: Time | None = None, actor: str = "user",
                  source_event: str | None = None, now: dt.datetime | None = None) -> PrefChanged:
-        """Create or update preference `key`: `created` (revision 1), `unchanged` (no commit),
-        `updated` (revision + 1), one commit with `Desk-Op: pref` per change.
-
-        ConflictError (exit 4) when `at` is not later than the stored change's time.
-        `source_event` is the harness's provenance (an archive event id): the agent-facing
-        server never passes it, so a model cannot invent evidence.
-        """
+        """Create or update preference `key` (one commit per change). ConflictError (exit 4) when
+        `at` is not later than the stored change's time."""
         from desk.results.scopes import PrefChanged
         from desk.scopes.prefs import set_pref
 

@@ -1,9 +1,4 @@
-"""`python -m desk.cli.hook HOOK [ARGS]`: the entry script every installed desk hook runs.
-
-A thin edge like the CLI: it finds the repository being committed, runs the hook through the
-library (`desk.guard.hooks.run_hook`) and prints what it returns. It imports no click, so a
-hooked commit pays for the rules alone.
-"""
+"""`python -m desk.cli.hook HOOK [ARGS]`: the entry script every installed desk hook runs (no click)."""
 
 from __future__ import annotations
 
@@ -31,10 +26,7 @@ def main(argv: list[str], *, checked: bool = False) -> int:
     try:
         run = run_hook(argv[0], hook_root(), argv[1:])
     except DeskError as exc:
-        print(f"desk: {argv[0]}: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return exc.exit_code
+        return _report(argv[0], exc, exc.exit_code)
     for finding in run.findings:
         label = "" if finding.severity == "error" else " (warning)"
         print(f"{finding}{label}", file=sys.stderr)
@@ -44,8 +36,7 @@ def main(argv: list[str], *, checked: bool = False) -> int:
 
 
 def _needs_full_check(message_file: str) -> bool:
-    """The commit-msg hook's first look (desk.gate.message): a message without a secret and
-    without a trailer the rules read passes before git's wrapper and the rules are imported."""
+    """The commit-msg hook's first look (desk.gate.message), before the rules are imported."""
     from desk.gate.message import needs_full_check
 
     try:
@@ -56,9 +47,8 @@ def _needs_full_check(message_file: str) -> bool:
 
 
 def after_merge(hook: str, args: list[str]) -> int:
-    """post-merge / post-rewrite: settle the merge in one desk commit and report what arrived.
-
-    git ignores these hooks' exit codes; problems are printed loudly, with what to do."""
+    """post-merge / post-rewrite: settle the merge in one desk commit and report what arrived
+    (git ignores these hooks' exit codes)."""
     from desk.guard.hooks import hook_root
     from desk.sync.settle import hook_after_merge
 
@@ -69,27 +59,29 @@ def after_merge(hook: str, args: list[str]) -> int:
     try:
         lines = hook_after_merge(hook_root())
     except DeskError as exc:
-        print(f"desk: {hook}: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return 0
+        return _report(hook, exc, 0)
     for line in lines:
         print(line, file=sys.stderr)
     return 0
 
 
+def _report(hook: str, exc: DeskError, code: int) -> int:
+    print(f"desk: {hook}: {exc.message}", file=sys.stderr)
+    if exc.hint:
+        print(f"hint: {exc.hint}", file=sys.stderr)
+    return code
+
+
 def exit_now(code: int) -> NoReturn:
-    """Leave at once with `code`: the output flushed, but none of the interpreter's teardown
-    (freeing every module, slow once YAML and the rules are loaded), which a hook pays on every
-    commit. Nothing here needs it: files and the cache are closed, no atexit work is pending."""
+    """Leave at once with `code`, output flushed, skipping the interpreter's teardown (no atexit
+    work is pending)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
 
 
 def start(argv: list[str]) -> NoReturn:
-    """What an installed hook runs, `python -m desk.cli.hook HOOK` or its fast start (`python -S`
-    with the module path baked in at install, desk.setup.hooks.fast_start): one hook, then out."""
+    """What an installed hook runs (or its fast start, desk.setup.hooks.fast_start): one hook, then out."""
     if argv[:1] == ["commit-msg"] and argv[1:] and not _needs_full_check(argv[1]):
         exit_now(0)  # before the gate's modules load: most messages need none of it
     from desk.guard.hooks import leave_open_at_exit

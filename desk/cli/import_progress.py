@@ -1,10 +1,5 @@
-"""Progress of a long import on stderr: a line every few seconds, on a terminal or not.
-
-Self-contained on purpose (issue 9 brings a shared progress helper; this is small enough to fold
-into it): a callable `progress(done, total)` that prints `label: done/total (pct%)` at the first
-call, then at most every `every` seconds, and at the end. On a terminal the line is rewritten in
-place; in a log (stderr redirected) each report is its own line, so a long run shows it is alive.
-"""
+"""`desk import`'s progress on stderr: `label: done/total (pct%)` at the first call, at most every
+`every` seconds, and at the end; rewritten in place on a terminal, a line each in a log."""
 
 from __future__ import annotations
 

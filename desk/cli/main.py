@@ -1,11 +1,7 @@
-"""The `desk` command line: click declarations only.
+"""The `desk` command line: click declarations only, each command one call into `desk.api.Desk`.
 
-Each command parses its options, makes one call into the public API (`desk.api.Desk`) and
-renders the result with `desk.cli.output.render`. The API is imported only when a command runs,
-and a command's module only when that command runs (`COMMANDS` names the module of each), so
-`desk --help` pays for click and this module, and `desk archive append` for its own module alone.
-Errors are mapped to exit codes in one place, `DeskGroup.invoke` (docs/design.md §5: 1 error,
-2 usage, 3 rejected, 4 conflict).
+A command's module is imported only when that command runs (`COMMANDS`); errors are mapped to
+exit codes in one place, `DeskGroup.invoke` (docs/design.md §5).
 """
 
 from __future__ import annotations
@@ -13,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
+from itertools import islice
 from typing import Any, NoReturn
 
 import click
@@ -26,9 +23,7 @@ from desk.errors import DeskError, UsageError
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-# Each top-level command: the desk.cli module that declares it, and the first paragraph of its
-# help, spelled out here so `desk --help` lists the commands without importing them.
-# tests/test_cli.py checks both against the commands themselves.
+# Each command's module and first help paragraph, so `desk --help` imports none (tests/test_cli.py).
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("memory", "Scaffold a desk at PATH (default: the current folder) and make its first commit."),
     "remember": ("memory", "Create or update the memory NAME through the write gate (one commit)."),
@@ -84,31 +79,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-# Global options, which a person may also give after the subcommand (`desk list --desk X`):
-# `DeskGroup.parse_args` moves them in front of it. Each entry: the option's spellings, and
-# whether it takes a value. A new global option is declared on `cli` and listed here.
+# Global options (whether each takes a value), also accepted after the subcommand: hoisted in front.
 GLOBAL_OPTIONS: dict[str, bool] = {"--desk": True, "--user": True, "--project": True, "--verbose": False}
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
-    """`args` with every global option (and its value) moved to the front, in order; what
-    follows `--` is left alone (it is data, not options)."""
+    """`args` with every global option (and its value) moved to the front, up to `--`."""
     front: list[str] = []
     rest: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            rest += args[i:]
-            break
+    remaining = iter(args)
+    for arg in remaining:
         name = arg.split("=", 1)[0]
-        if name in GLOBAL_OPTIONS:
-            takes_value = GLOBAL_OPTIONS[name] and "=" not in arg
-            front += args[i:i + 1 + takes_value]
-            i += 1 + takes_value
-            continue
-        rest.append(arg)
-        i += 1
+        if arg == "--":
+            rest += [arg, *remaining]
+        elif name in GLOBAL_OPTIONS:
+            front += [arg, *islice(remaining, GLOBAL_OPTIONS[name] and "=" not in arg)]
+        else:
+            rest.append(arg)
     return front + rest
 
 
@@ -131,8 +118,7 @@ class DeskGroup(SuggestingGroup):
         return next(c for c in commands if c.name == name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list from COMMANDS (no command module is imported), each command's whole
-        first help paragraph wrapped under it: click's short help would cut it with "…"."""
+        """The command list from COMMANDS, each first help paragraph whole (click's would cut it)."""
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
@@ -195,8 +181,7 @@ class DeskGroup(SuggestingGroup):
 
 
 def usage_error(exc: click.UsageError) -> NoReturn:
-    """click's own usage error (a missing argument, an unknown option), then desk's `hint:` line
-    as every desk error has; exit 2. Under `--json`, one JSON object as for desk's own errors."""
+    """click's own usage error, then desk's `hint:` line (under `--json`, one JSON object); exit 2."""
     path = exc.ctx.command_path if exc.ctx is not None else "desk"
     error = UsageError(exc.format_message(), hint=f"run `{path} --help` to see what it accepts")
     obj = exc.ctx.find_object(Invocation) if exc.ctx is not None else None
@@ -227,7 +212,7 @@ def cli(ctx: click.Context, desk_path: str | None, user: str | None, project: st
     Start with `desk init PATH`, then `desk remember NAME ...`. Every change is one git commit;
     `desk log` shows the audit trail.
     """
-    from pathlib import Path  # here, not at import: `desk --help` never needs it (nor urllib)
+    from pathlib import Path  # `desk --help` never needs it
 
     obj = ctx.ensure_object(Invocation)
     obj.desk_path = Path(desk_path) if desk_path is not None else None

@@ -24,11 +24,7 @@ _WARNED = False  # the missing-hooks warning: once per process
 
 
 class Invocation:
-    """What the group options and `--json` leave for the command and the error handler.
-
-    A plain class, and `json` imported where output is written: `desk --help` needs neither
-    `dataclasses` nor `json`.
-    """
+    """What the group options and `--json` leave for the command and the error handler."""
 
     def __init__(self) -> None:
         self.desk_path: Path | None = None
@@ -38,7 +34,7 @@ class Invocation:
         self.verbose = False  # --verbose: name a desk found through $DESK_HOME
 
     def desk(self) -> Desk:
-        """The desk the command works on, through the public API (imported here: `--help` stays light)."""
+        """The desk the command works on; the first call warns of missing hooks or a stopped pull."""
         from desk import api
 
         desk = api.open(self.desk_path)
@@ -58,38 +54,30 @@ class Invocation:
         return desk
 
 
-def _completion_desk(ctx: click.Context) -> Desk | None:
-    from desk import api
-
-    try:
-        return api.open(ctx.find_root().params.get("desk_path"))
-    except DeskError:
-        return None
-
-
 def complete_memory_names(ctx: click.Context, _param: click.Parameter,
                           incomplete: str) -> list[click.shell_completion.CompletionItem]:
-    """Shell completion for a memory NAME: the memory files of the desk the command line names
-    (its --desk, else the enclosing desk, else $DESK_HOME), in the --project's memory folder when
-    one is given (else memory/); nothing outside a desk."""
-    from click.shell_completion import CompletionItem
-
-    desk = _completion_desk(ctx)
-    if desk is None:
-        return []
+    """Shell completion for a memory NAME: the memory files of the desk (and --project) named."""
     project = ctx.find_root().params.get("project") or None
-    return [CompletionItem(n) for n in desk.memory_names(project=project) if n.startswith(incomplete)]
+    return _completions(ctx, incomplete, lambda desk: desk.memory_names(project=project))
 
 
 def complete_project_names(ctx: click.Context, _param: click.Parameter,
                            incomplete: str) -> list[click.shell_completion.CompletionItem]:
     """Shell completion for --project NAME: the project folders of the desk."""
+    return _completions(ctx, incomplete, lambda desk: desk.project_names())
+
+
+def _completions(ctx: click.Context, incomplete: str,
+                 names: Callable[[Desk], list[str]]) -> list[click.shell_completion.CompletionItem]:
     from click.shell_completion import CompletionItem
 
-    desk = _completion_desk(ctx)
-    if desk is None:
+    from desk import api
+
+    try:
+        desk = api.open(ctx.find_root().params.get("desk_path"))
+    except DeskError:
         return []
-    return [CompletionItem(n) for n in desk.project_names() if n.startswith(incomplete)]
+    return [CompletionItem(n) for n in names(desk) if n.startswith(incomplete)]
 
 
 def did_you_mean(name: str, choices: list[str]) -> str:
@@ -128,9 +116,8 @@ PROJECT_HELP = ("The project scope (a slug): memories under projects/NAME/ (defa
 
 
 def _scope_option(name: str, metavar: str, help: str, complete: Any = None) -> Callable[[F], F]:
-    """`--user`/`--project` shown on a command's own help. Given after the subcommand they are
-    hoisted to the group (desk.cli.main.GLOBAL_OPTIONS); the callback keeps a direct call of the
-    command (a test's CliRunner on it) working the same way."""
+    """`--user`/`--project` on a command's own help (hoisted to the group; the callback serves a
+    direct call of the command)."""
     def remember(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
         if value is not None:
             setattr(ctx.ensure_object(Invocation), name, value)
@@ -155,10 +142,8 @@ def json_option(func: F) -> F:
 
 
 def render(result: Outcome) -> None:
-    """Print an API result: its warnings on stderr, then `.to_json()` under `--json`, else `.text()`.
-
-    Exits with the result's exit code when it is not 0 (a check that found errors).
-    """
+    """Print an API result: its warnings on stderr, then `.to_json()` under `--json`, else `.text()`;
+    exit with the result's exit code when it is not 0."""
     for line in result.warnings():
         click.echo(line, err=True)
     if invocation().json:
@@ -178,10 +163,9 @@ def print_json(data: dict[str, Any]) -> None:
 
 
 def report_error(ctx: click.Context | None, exc: DeskError, *, as_json: bool = False) -> None:
-    """One error message (or JSON object) and its hint; never a traceback. Without a click
-    context (before click parsed anything), `as_json` says whether `--json` was asked for."""
+    """One error message (or JSON object) and its hint; `as_json` without a click context."""
     obj = ctx.find_object(Invocation) if ctx is not None else None
-    if not exc.hint:  # every error says what to do next (a raise site without one gets this)
+    if not exc.hint:  # every error says what to do next
         exc.hint = _fallback_hint(ctx, exc)
     if as_json or (obj is not None and obj.json):
         print_json(exc.to_json())

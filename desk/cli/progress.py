@@ -1,13 +1,7 @@
-"""Progress lines for long work, on a terminal or not: one short line on stderr every few seconds.
+"""Progress lines for long work, on a terminal or not: one plain line on stderr every few seconds.
 
-Long work (an archive import, the first recall after one builds its search cache, a checkpoint
-of a big archive) must not look hung, including in a log file or a CI job where stderr is no
-terminal (a bar that redraws itself would fill those with control characters). So this prints
-plain lines, at most one per `interval`, and none at all for work that ends sooner, unless its
-size alone says it is long work (`announce`: a total at least that big gets its first line at
-once, so the first recall after a big import says what it is doing on any machine). A heartbeat
-thread keeps the lines coming through a step that reports nothing (checkpoint's commit). The
-library only calls `progress(done, total)`; the clock and the writer are inputs, for tests.
+None for work that ends sooner, unless its total is at least `announce` (then the first line comes
+at once). A heartbeat thread keeps the lines coming through a step that reports nothing.
 """
 
 from __future__ import annotations
@@ -84,8 +78,7 @@ class ProgressLines:
 
 def stderr_progress(label: str, *, unit: str = "", enabled: bool = True,
                     announce: int | None = None) -> ProgressLines:
-    """ProgressLines writing to stderr (silent when not `enabled`), every $DESK_PROGRESS_INTERVAL
-    seconds (default INTERVAL); a total of at least `announce` gets its first line at once."""
+    """ProgressLines on stderr (silent when not `enabled`), every $DESK_PROGRESS_INTERVAL seconds."""
     import os
 
     import click

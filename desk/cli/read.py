@@ -9,8 +9,7 @@ import click
 from desk.cli.output import invocation, json_option, print_json, project_option, render, user_option
 from desk.vocabulary import CONTEXT_FORMATS, CONTEXT_MODES, RANKERS, RECALL_KINDS
 
-# Archive bytes a recall's cache refresh must read before its progress shows at once rather than
-# after the first interval: about 10,000 events, the first recall after an import (issue 16).
+# Archive bytes (about 10,000 events) from which a recall's cache refresh shows progress at once.
 ANNOUNCE_BYTES = 4 * 1024 * 1024
 
 

@@ -1,8 +1,4 @@
-"""Commands for user scopes: `desk user` (the profile) and `desk pref` (preferences by key).
-
-The scope is the desk owner's unless `--user ID` (before or after the subcommand) or $DESK_USER
-names another user (docs/scopes.md).
-"""
+"""Commands for user scopes: `desk user` (the profile) and `desk pref` (preferences by key)."""
 
 from __future__ import annotations
 

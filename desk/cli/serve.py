@@ -14,10 +14,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _loopback(value: str) -> tuple[str, int]:
-    """HOST:PORT with a loopback host: a token is all that guards the server, so it never listens
-    where another machine could reach it (and the token travels in clear HTTP). Exactly the hosts
-    for which the MCP SDK turns on its DNS-rebinding protection (a web page must not reach the
-    server through a rebound name)."""
+    """HOST:PORT with a loopback host (the token travels in clear HTTP; the MCP SDK guards exactly
+    these hosts against DNS rebinding)."""
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:

@@ -1,22 +1,10 @@
 """The `desk` console script (and `python -m desk`): Ctrl-C at any moment is one line, no traceback.
 
-Its SIGINT handler is installed before anything else desk needs is imported (click, the
-command's modules), so a Ctrl-C while Python is still loading desk is handled like one during
-the work:
-
-- nothing committed yet: `desk: interrupted` on stderr, exit 130 (128 + SIGINT, as a shell
-  reports a process Ctrl-C stopped). A mutation stopped before its commit landed has changed
-  nothing (desk.transaction puts the files back, or the next command finishes what it started);
-- a commit landed (the branch moved) before the Ctrl-C: the change is made, so desk says which
-  commit and exits 0, never 130 for a change that is there nor 1 for one that is not.
-
-While the command runs, the handler raises `Interrupted`, a KeyboardInterrupt, so the library and
-`subprocess` handle it as Python's own (a git child is given a moment to finish and let go of its
-lock rather than being killed holding it). click turns a KeyboardInterrupt into an empty line,
-"Aborted!" and exit 1, so inside click's own code (before desk's command starts, after it ends)
-a Ctrl-C is held instead: raised when the command starts, or ignored once it has ended (the
-command has said what it did). After the first, a Ctrl-C is ignored, so it cannot cut the
-clean-up of the first or print a traceback of its own.
+The SIGINT handler is installed before click and the commands load. Nothing committed yet:
+`desk: interrupted`, exit 130; a commit landed first: desk names it and exits 0. While the command
+runs the handler raises `Interrupted` (a KeyboardInterrupt, as Python's own); inside click's code,
+which would print "Aborted!", a Ctrl-C is held (HOLD) or ignored once the command ended (IGNORE).
+After the first, a Ctrl-C is ignored, so it cannot cut the clean-up of the first.
 """
 
 from __future__ import annotations
@@ -42,9 +30,7 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
         _State.pending = True
     elif _State.mode == RAISE:
         if _in_finalizer(frame):
-            # Python prints and drops an exception raised in a `__del__` (a `subprocess.Popen`
-            # collected while the command runs): the Ctrl-C would be lost behind a traceback.
-            # Sent again in a moment, it is raised where it can stop the command.
+            # Python prints and drops an exception raised in a `__del__`: send it again in a moment.
             import os
             import threading
 
@@ -85,9 +71,8 @@ def main() -> None:
 
             run()
         finally:
-            # Done, or stopped and about to say so: a later Ctrl-C changes nothing. Ignored
-            # outright, not by the handler: Python's exit puts back the default action for a
-            # handler of its own, and a Ctrl-C then would end the process without a word.
+            # A later Ctrl-C changes nothing: ignored outright (Python's exit restores the default
+            # action for a handler of its own, and a Ctrl-C then would end the process silently).
             _State.mode = IGNORE
             signal.signal(signal.SIGINT, signal.SIG_IGN)
     except KeyboardInterrupt:

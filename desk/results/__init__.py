@@ -1,9 +1,6 @@
-"""The typed results of the public API (`desk.api.Desk`'s methods).
+"""The typed results of the public API: `.to_json()` is the CLI's `--json`, `.text()` its output.
 
-Every result has `.to_json()` (exactly the CLI's `--json`) and `.text()` (its human output), so the
-CLI only chooses between them and exits with `.exit_code`. A result wraps the operation's own
-dataclass as `.value` where there is one. Each class is loaded from its module on first use (PEP
-562), so a command builds only its own module's dataclasses (docs/design.md §6, start-up).
+Each class is loaded from its module on first use (PEP 562): a command builds only its own module's.
 """
 
 from __future__ import annotations
@@ -18,31 +15,26 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
     from desk.results.change import MemoryChange, Restored
     from desk.results.interchange import Exported, ImportPlan
     from desk.results.guard import AgentSetupDone, Diagnosis, HooksChange, Validation
-    from desk.results.memory import AuditTrail, Initialized, MemoryDiff, MemoryList, ShownMemory
-    from desk.results.memory import Timeline
+    from desk.results.memory import AuditTrail, Initialized, MemoryDiff, MemoryList, ShownMemory, Timeline
     from desk.results.read import Context, Recalled, Stats
     from desk.results.scopes import PrefChanged, PrefList, PrefShown, UserProfile
     from desk.results.sync import Cloned, Synced
     from desk.results.working import (ConflictCase, ConflictCases, ConversationsRendered, Digested, Migrated,
                                       MistakeAdded, MistakeList, NowChange, NowView, Resolved)
 
-# Where each result class lives (the modules above). The public list is desk/__init__.py's `__all__`
-# (every class here is in it: tests/test_public_api.py).
-_HOMES = {
-    **dict.fromkeys(("Appended", "ArchiveCheck", "ArchivedEvent", "Checkpointed", "EventList", "Imported"),
-                    "archive"),
-    **dict.fromkeys(("Outcome", "Wrapped"), "base"),
-    **dict.fromkeys(("Exported", "ImportPlan"), "interchange"),
-    **dict.fromkeys(("MemoryChange", "Restored"), "change"),
-    **dict.fromkeys(("AgentSetupDone", "Diagnosis", "HooksChange", "Validation"), "guard"),
-    **dict.fromkeys(("AuditTrail", "Initialized", "MemoryDiff", "MemoryList", "ShownMemory"), "memory"),
-    "Timeline": "memory",
-    **dict.fromkeys(("Context", "Recalled", "Stats"), "read"),
-    **dict.fromkeys(("PrefChanged", "PrefList", "PrefShown", "UserProfile"), "scopes"),
-    **dict.fromkeys(("Cloned", "Synced"), "sync"),
-    **dict.fromkeys(("ConflictCase", "ConflictCases", "ConversationsRendered", "Digested", "Migrated",
-                     "MistakeAdded", "MistakeList", "NowChange", "NowView", "Resolved"), "working"),
-}
+_HOMES = {name: home for home, names in {
+    "archive": "Appended ArchiveCheck ArchivedEvent Checkpointed EventList Imported",
+    "base": "Outcome Wrapped",
+    "change": "MemoryChange Restored",
+    "guard": "AgentSetupDone Diagnosis HooksChange Validation",
+    "interchange": "Exported ImportPlan",
+    "memory": "AuditTrail Initialized MemoryDiff MemoryList ShownMemory Timeline",
+    "read": "Context Recalled Stats",
+    "scopes": "PrefChanged PrefList PrefShown UserProfile",
+    "sync": "Cloned Synced",
+    "working": "ConflictCase ConflictCases ConversationsRendered Digested Migrated MistakeAdded MistakeList "
+               "NowChange NowView Resolved",
+}.items() for name in names.split()}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,6 +1,4 @@
-"""Results of the archive verbs (archive append/list/show/import/verify, checkpoint; fact add):
-apart from the other results, so that `desk archive append`, the hot path of a harness, builds
-only these few classes at start-up."""
+"""Results of the archive verbs (archive append/list/show/import/verify, checkpoint; fact add)."""
 
 from __future__ import annotations
 
@@ -79,7 +77,6 @@ class EventList(Outcome):
         return "\n".join(lines) if lines else "no events"
 
 
-@dataclass(frozen=True)
 class Imported(Wrapped["ImportResult"]):
     """How many events an import appended, and to which files."""
 
@@ -89,7 +86,6 @@ class Imported(Wrapped["ImportResult"]):
         return done + (f"; {counted(r.skipped, 'event')} already archived, skipped" if r.skipped else "")
 
 
-@dataclass(frozen=True)
 class ArchiveCheck(Wrapped["VerifyReport"]):
     """An intact archive's verification (a broken one raises InvalidFileError instead)."""
 
@@ -99,15 +95,11 @@ class ArchiveCheck(Wrapped["VerifyReport"]):
                          + [f"ok: {counted(r.files, 'file')}, {counted(r.lines, 'line')}, chains intact"])
 
 
-@dataclass(frozen=True)
 class Checkpointed(Wrapped["CheckpointResult"]):
     """The commit of the archive's growth (status `unchanged` when there was none)."""
 
     def text(self) -> str:
         r = self.value
-        lines = [f"torn tail left for the next checkpoint: {p}" for p in r.skipped]
-        if r.status == "unchanged":
-            lines.append("nothing to checkpoint")
-        else:
-            lines.append(f"committed {counted(r.events, 'event')} in {counted(len(r.files), 'file')} (commit {str(r.commit)[:7]})")
-        return "\n".join(lines)
+        done = ("nothing to checkpoint" if r.status == "unchanged" else
+                f"committed {counted(r.events, 'event')} in {counted(len(r.files), 'file')} (commit {str(r.commit)[:7]})")
+        return "\n".join([*(f"torn tail left for the next checkpoint: {p}" for p in r.skipped), done])

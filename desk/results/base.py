@@ -41,7 +41,8 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Wrapped(Outcome, Generic[T]):
-    """A result that carries the operation's own typed result as `value`."""
+    """A result that carries the operation's own typed result as `value`. A subclass adds no field
+    and no `@dataclass` (it inherits the frozen dataclass's methods as they are)."""
 
     value: T
 

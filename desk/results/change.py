@@ -1,9 +1,7 @@
-"""The result of every memory mutation (remember, set, rename, forget, reindex, edit, restore): apart from
-the other results, so that `desk remember`, the hot write path, builds only this class at start-up."""
+"""The result of every memory mutation (remember, set, rename, forget, reindex, edit, restore)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from desk.results.base import Wrapped, commit_suffix
@@ -14,7 +12,6 @@ if TYPE_CHECKING:
     from desk.memory.restore import RestoreResult
 
 
-@dataclass(frozen=True)
 class MemoryChange(Wrapped["MutationResult | EditResult"]):
     """remember, forget, reindex, edit: the status, the path and the commit (None: none made)."""
 
@@ -40,7 +37,6 @@ class MemoryChange(Wrapped["MutationResult | EditResult"]):
         return [f"desk: warning: {w}" for w in getattr(self.value, "warnings", [])]
 
 
-@dataclass(frozen=True)
 class Restored(Wrapped["RestoreResult"]):
     """`desk restore`: status `restored` (one commit) or `unchanged`, the commit whose version came
     back (`restored_from`, and `from_path`, the memory's path there), the new commit."""

@@ -1,8 +1,4 @@
-"""Results of the guard verbs: validate, hooks install/uninstall, doctor.
-
-In their own module, as the other families are (desk.results), so `desk validate --all` and
-`desk doctor` build only these three classes. HooksChange and Diagnosis are Wrapped's dataclass
-as it is (no field of their own: no decorator, which would only rebuild the same methods)."""
+"""Results of the guard verbs: validate, hooks install/uninstall, doctor, setup."""
 
 from __future__ import annotations
 
@@ -17,9 +13,6 @@ if TYPE_CHECKING:
     from desk.setup.agents import AgentSetup
     from desk.setup.hooks import HooksResult
     from desk.gate.checks import Report
-
-
-# -- guarding the desk ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

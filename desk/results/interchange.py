@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from desk.results.base import Wrapped, commit_suffix
@@ -12,7 +11,6 @@ if TYPE_CHECKING:
     from desk.interchange.importing import ImportReport
 
 
-@dataclass(frozen=True)
 class ImportPlan(Wrapped["ImportReport"]):
     """An import's plan (create / update / unchanged / rejected, proposals, archive records) and,
     unless it was a dry run, what was committed."""
@@ -54,7 +52,6 @@ class ImportPlan(Wrapped["ImportReport"]):
         return [f"desk: warning: skipped {s}" for s in self.value.skipped]
 
 
-@dataclass(frozen=True)
 class Exported(Wrapped["ExportReport"]):
     """The files an export wrote (and those it found already up to date)."""
 

@@ -1,6 +1,4 @@
-"""Results of the desk and memory verbs (init, show, diff, list, history, log); a memory
-mutation's is in desk.results.change, the read verbs' in desk.results.read, the guard verbs'
-(validate, hooks, doctor) in desk.results.guard."""
+"""Results of the desk and memory verbs (init, show, diff, list, history, log)."""
 
 from __future__ import annotations
 
@@ -19,14 +17,8 @@ if TYPE_CHECKING:
     from desk.storage.git import Commit
 
 
-# -- the desk and its memories -------------------------------------------------------------
-
-
 class Initialized(Wrapped["InitResult"]):
-    """`desk.init`: created, or already a desk; files kept; why hooks were not installed.
-
-    Wrapped's dataclass as it is (no field of its own: no decorator, which would only rebuild the
-    same methods)."""
+    """`desk.init`: created, or already a desk; files kept; why hooks were not installed."""
 
     def text(self) -> str:
         r = self.value
@@ -175,6 +167,5 @@ class Timeline(Outcome):
 
 
 def _short(key: str, values: list[str]) -> list[str]:
-    """A trailer's values as the human listing shows them: a restore's source commit abbreviated
-    as the listing abbreviates every commit (`--json` keeps the full id)."""
+    """A trailer's values as the listing shows them: a restore's source commit abbreviated."""
     return [v[:7] for v in values] if key == "Desk-Restored-From" else values

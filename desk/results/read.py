@@ -1,10 +1,4 @@
-"""Results of the read verbs (recall, context, stats): apart from the other results, so that a
-read command builds only these few classes at start-up.
-
-Each is a plain subclass of the frozen dataclass `Wrapped`: it adds no field, so it inherits
-`__init__`, `__eq__`, `__repr__` (which names the subclass), `__hash__` and the frozen
-`__setattr__` as they are; decorating it again would only rebuild them at the start of every read
-command."""
+"""Results of the read verbs (recall, context, stats)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,6 @@ class ProposalList(Outcome):
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
 class ProposalShown(Wrapped["ShownProposal"]):
     """`desk review show ID`: the diff against the branch now, three-way when a memory moved."""
 
@@ -52,7 +51,6 @@ class ProposalShown(Wrapped["ShownProposal"]):
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
 class ReviewVerdict(Wrapped["ReviewOutcome"]):
     """`desk review accept` / `reject`: what happened to the proposal."""
 

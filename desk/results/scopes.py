@@ -14,24 +14,18 @@ if TYPE_CHECKING:
     from desk.scopes.profile import ProfileView
 
 
-@dataclass(frozen=True)
 class UserProfile(Wrapped["ProfileView"]):
     """`user show`: the fields; `user set`/`unset`: the status, the fields changed, the commit."""
 
     def text(self) -> str:
         v = self.value
-        lines = []
         if v.status is not None:
-            lines.append(f"{v.status}: {v.path}" + (f" ({', '.join(v.changed)})" if v.changed else "")
-                         + commit_suffix(v.commit))
-        else:
-            lines.append(f"{v.path} (user scope {v.user_scope})")
-            lines += [f"{k}: {', '.join(x) if isinstance(x, list) else x}" for k, x in v.fields.items()] \
-                or ["(no profile fields)"]
-        return "\n".join(lines)
+            return (f"{v.status}: {v.path}" + (f" ({', '.join(v.changed)})" if v.changed else "")
+                    + commit_suffix(v.commit))
+        fields = [f"{k}: {', '.join(x) if isinstance(x, list) else x}" for k, x in v.fields.items()]
+        return "\n".join([f"{v.path} (user scope {v.user_scope})", *(fields or ["(no profile fields)"])])
 
 
-@dataclass(frozen=True)
 class PrefChanged(Wrapped["PrefChange"]):
     """`pref set`/`pref delete`: created | updated | unchanged | deleted, revision, previous, current."""
 
@@ -64,17 +58,13 @@ class PrefShown(Outcome):
                           + (f", event {r['source_event']}" if r["source_event"] else "")])
 
 
-@dataclass(frozen=True)
 class PrefList(Wrapped["PrefListing"]):
     """`pref list`: the active preferences at a time (or all), and the files refused."""
 
     def text(self) -> str:
         v = self.value
-        lines = []
-        for r in v.records:
-            flag = "" if r.is_active(v.as_of) else "  [expired]"
-            lines.append(f"{r.key}: {r.value}  (revision {r.revision}){flag}")
-        return "\n".join(lines) or "no preferences"
+        return "\n".join(f"{r.key}: {r.value}  (revision {r.revision})" + ("" if r.is_active(v.as_of) else "  [expired]")
+                         for r in v.records) or "no preferences"
 
     def warnings(self) -> list[str]:
         return [f"warning: refused {f.path}:{f.line}: {f.rule}: {f.message}" for f in self.value.problems]

@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from desk.results.base import Outcome, Wrapped
+from desk.results.base import Outcome, Wrapped, counted
 
 if TYPE_CHECKING:
     from desk.guard.doctor import DoctorReport
     from desk.sync.run import SyncResult
 
 
-@dataclass(frozen=True)
 class Synced(Wrapped["SyncResult"]):
     """What one sync did: commits fetched and pushed, files merged and regenerated, cases opened."""
 
@@ -25,8 +24,8 @@ class Synced(Wrapped["SyncResult"]):
         where = f"{v.remote}/{v.branch}"
         lines = [{"up-to-date": f"up to date with {where}",
                   "pushed-only": f"nothing new from {where}",
-                  "fast-forward": f"fast-forwarded to {where} ({v.fetched} new commit{'s' if v.fetched != 1 else ''})",
-                  "merged": f"merged {where} ({v.fetched} new commit{'s' if v.fetched != 1 else ''})",
+                  "fast-forward": f"fast-forwarded to {where} ({counted(v.fetched, 'new commit')})",
+                  "merged": f"merged {where} ({counted(v.fetched, 'new commit')})",
                   "merge-finished": f"finished the stopped git merge on {v.branch} "
                                     f"(commit {v.commits[0][:12] if v.commits else '-'})",
                   "rebase-finished": f"finished the stopped git rebase on {v.branch}",
@@ -38,14 +37,13 @@ class Synced(Wrapped["SyncResult"]):
             lines.append("regenerated: " + ", ".join(v.regenerated))
         for case in v.cases:
             what = v.clashes.get(case, "a memory changed differently on both sides")
-            lines.append(f"conflict case opened: {case} ({what}; "
-                         "`desk conflicts` lists it)")
+            lines.append(f"conflict case opened: {case} ({what}; `desk conflicts` lists it)")
         if v.secrets:
-            commits = len({s["commit"] for s in v.secrets})
-            lines.append(f"secrets added by incoming commits: {len(v.secrets)} in {commits} commit"
-                         f"{'s' if commits != 1 else ''} (named above): rotate those keys")
+            commits = counted(len({s["commit"] for s in v.secrets}), "commit")
+            lines.append(f"secrets added by incoming commits: {len(v.secrets)} in {commits} (named above): "
+                         "rotate those keys")
         if v.pushed:
-            lines.append(f"pushed {v.pushed} commit{'s' if v.pushed != 1 else ''} to {where}")
+            lines.append(f"pushed {counted(v.pushed, 'commit')} to {where}")
         return "\n".join(lines)
 
 

@@ -1,5 +1,4 @@
-"""Results of the working-desk verbs: the digest, conflicts, migrate, NOW.md, MISTAKES.md,
-conversation views (the archive's are in desk.results.archive)."""
+"""Results of the working-desk verbs: the digest, conflicts, migrate, NOW.md, MISTAKES.md, conversations."""
 
 from __future__ import annotations
 
@@ -20,10 +19,6 @@ if TYPE_CHECKING:
     from desk.notes.now import NowResult
 
 
-# -- the digest -----------------------------------------------------
-
-
-@dataclass(frozen=True)
 class Digested(Wrapped["DigestResult"]):
     """What one digest run did: journal, promoted/merged/superseded memories, conflict cases."""
 
@@ -48,14 +43,8 @@ class Digested(Wrapped["DigestResult"]):
         return "\n".join(lines)
 
 
-def resolve_command(case: dict[str, Any], candidate: dict[str, Any]) -> str:
-    """The `desk resolve` command that accepts `candidate`, as a person pastes it on a terminal:
-    desk fills the case's revision and event id and asks for the rationale."""
-    return f"desk resolve {case['id']} {candidate['id']}"
-
-
 def _label(candidate: dict[str, Any]) -> str:
-    """The first line of the candidate's body, on one line ("(deleted)" for a deletion)."""
+    """The first line of the candidate's body ("(deleted)" for a deletion)."""
     from desk.digest.review import label
 
     return preview(candidate.get("label") or label(candidate["content"]))
@@ -69,16 +58,12 @@ def _with_commands(case: dict[str, Any]) -> dict[str, Any]:
         return {**case, "candidates": candidates}
     args = {"expected_revision": case["revision"], "event_id": f"review:{case['id']}:r{case['revision']}"}
     return {**case, "resolve_args": args,
-            "candidates": [{**c, "resolve": resolve_command(case, c)} for c in candidates]}
-
-
-_KEPT = {"incumbent": "the version the file keeps", "challenger": "the other version"}
+            "candidates": [{**c, "resolve": f"desk resolve {case['id']} {c['id']}"} for c in candidates]}
 
 
 @dataclass(frozen=True)
 class ConflictCases(Outcome):
-    """The conflict review queue's cases (open ones only unless `include_closed`); each candidate
-    named by its id and the first line of its body ("(deleted)" for a deletion)."""
+    """The conflict review queue's cases (open ones only unless `include_closed`)."""
 
     cases: list[dict[str, Any]]
     include_closed: bool = False
@@ -105,11 +90,7 @@ class ConflictCases(Outcome):
 
 @dataclass(frozen=True)
 class ConflictCase(Outcome):
-    """One case in full (`desk conflicts show CASE`): the active memory, each candidate with its
-    label, where it came from, its evidence (id, time, archived text), its diff against the active
-    memory and the `desk resolve` command that accepts it; the diff between the candidates.
-
-    `case` is the queue's case with desk.digest.review's fields added (plain data, for any page)."""
+    """One case in full (`desk conflicts show CASE`): the queue's case with desk.digest.review's fields."""
 
     case: dict[str, Any]
     evidence: dict[str, dict[str, Any] | None]  # event id: {at, content, session} or None when missing
@@ -152,7 +133,7 @@ class ConflictCase(Outcome):
                     lines.append(f"  against {where} now: the same" if not diff else f"  against {where} now:")
                     lines += [visible("    " + line) for line in diff.splitlines()[2:]]
             if case["status"] == "open":
-                lines.append(f"  accept: {resolve_command(case, cand)}")
+                lines.append(f"  accept: desk resolve {case['id']} {cand['id']}")
         same = bool(case["candidates"]) and case["candidates"][0].get("diff") == ""
         for pair in [] if same else case.get("diffs", []):  # else each diff above is against the first
             lines += ["", f"between {pair['from']} and {pair['to']}:"]
@@ -168,7 +149,8 @@ def _whence(cand: dict[str, Any], detail: str) -> list[str]:
     """Where a candidate came from, in a line or two."""
     source = cand.get("source") or {}
     if source.get("kind") == "merge":
-        side = _KEPT.get(str(cand.get("role")), "one version")
+        side = {"incumbent": "the version the file keeps", "challenger": "the other version"}.get(
+            str(cand.get("role")), "one version")
         changed = source.get("changed_in")
         if changed:
             return [f"from: {side}, commit {changed['commit'][:12]} at {changed['at']} by {preview(changed['author'])}"
@@ -179,12 +161,11 @@ def _whence(cand: dict[str, Any], detail: str) -> list[str]:
     clones = sorted({e["clone"] for e in events if e.get("clone")})
     head = f"latest {cand['latest']}" + (f", {detail}" if detail else "")
     if events:
-        head += f"; from {len(events)} fact{'s' if len(events) != 1 else ''}" + (
+        head += f"; from {counted(len(events), 'fact')}" + (
             f" on clone {', '.join(clones)}" if clones else "")
     return [head]
 
 
-@dataclass(frozen=True)
 class Migrated(Wrapped["MigrationResult"]):
     """What `desk migrate` did (or, with --dry-run, would do)."""
 
@@ -199,7 +180,6 @@ class Migrated(Wrapped["MigrationResult"]):
         return "\n".join([head, *(f"  {c['path']}: {c['change']}" for c in m.changes)])
 
 
-@dataclass(frozen=True)
 class Resolved(Wrapped["Resolution"]):
     """What `desk resolve` did: status `resolved`, or `unchanged` for a retried event id."""
 
@@ -212,9 +192,6 @@ class Resolved(Wrapped["Resolution"]):
                 else f"memory {r.memory} now holds the chosen value" if r.memory
                 else "the file now holds the chosen version")
         return f"{verb} case {r.case} (event {r.event}): {what}{commit_suffix(r.commit)}"
-
-
-# -- working notes --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -233,7 +210,6 @@ class NowView(Outcome):
         return self.note.body(self.section) if self.section else self.note.render().rstrip("\n")
 
 
-@dataclass(frozen=True)
 class NowChange(Wrapped["NowResult"]):
     """A change of NOW.md: updated or unchanged, the section, the commit."""
 
@@ -243,7 +219,6 @@ class NowChange(Wrapped["NowResult"]):
         return f"{data['status']}: {data['path']}{section}{commit_suffix(data.get('commit'))}"
 
 
-@dataclass(frozen=True)
 class MistakeAdded(Wrapped["MistakeResult"]):
     """A MISTAKES.md entry: created, or unchanged when the same lesson was already there."""
 
@@ -268,7 +243,6 @@ class MistakeList(Outcome):
                          + (f"\n    memory: {e.memory}" if e.memory else "") for e in self.entries)
 
 
-@dataclass(frozen=True)
 class ConversationsRendered(Wrapped["RenderResult"]):
     """How many conversation views were rendered and which files changed."""
 
