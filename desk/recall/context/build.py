@@ -15,7 +15,7 @@ from desk.formats.memory_index import IndexEntry
 from desk.memory.past import memory_blobs
 from desk.gate.entries import invalid_paths
 from desk.recall.context.cache import FileBlobs, MemoryView, memory_view
-from desk.recall.context.files import read_file, stamp_sources
+from desk.recall.context.files import committed_files, past_blob, read_file, stamp_sources
 from desk.recall.context.lists import FactsReader, facts_section, index_text, journal_sections
 from desk.recall.context.memories import _recalled
 from desk.recall.context.parsed import ParsedCache
@@ -85,10 +85,16 @@ class _Reading:
 
     def _load_project(self, project: str) -> None:
         from desk.memory.reads import require_project
-        from desk.scopes.projects import project_entries
 
         require_project(project)
-        found = project_entries(self.desk, project, self.project_refused)
+        past = self.request.past
+        if past is None:
+            from desk.scopes.projects import project_entries
+
+            found = project_entries(self.desk, project, self.project_refused)
+        else:  # as committed then, and begun by then (as the desk-wide memories: docs/time.md)
+            found = {n: e for n, e in _committed_entries(self.desk, project, past.commit, self.project_refused).items()
+                     if e.has_begun(self.as_of)}
         self.project_active = {n: e for n, e in found.items() if not e.is_expired(self.as_of)}
         self.project_expired = len(found) - len(self.project_active)
 
@@ -135,9 +141,9 @@ class _Reading:
         query, project = self.request.query, self.request.project
         if query is None or not query.strip():
             return sections, []
+        current = {n: e for n, e in self.project_active.items() if not e.has_ended(self.as_of)}  # never injected
         block = _recalled(self.desk, query, self.memory(), min(self.budgets["recalled"], remaining),
-                          (project, self.project_active) if project is not None else None, self.parsed,
-                          self.request.past)
+                          (project, current) if project is not None else None, self.parsed, self.request.past)
         if block is None:
             return sections, []
         return [*sections, block[0]], block[1]
@@ -163,42 +169,61 @@ class _Reading:
                                  lambda: self.memory().index_text)
         else:
             section = _trim_lines(key, label, shown, text, limit)
-        section.sources = sources if sources is not None else [{"path": shown}]
+        section.sources = sources
         return [section]
 
-    def _file_text(self, key: str) -> tuple[str, str, list[dict[str, Any]] | None] | None:
-        """A file section's escaped text, the path it shows and its sources (None: that path),
-        or None when the read has no such section (no project given)."""
-        desk, rel = self.desk, _LABELS[key][1]
+    def _file_text(self, key: str) -> tuple[str, str, list[dict[str, Any]]] | None:
+        """A file section's escaped text, the path it shows and its sources, or None when the read
+        has no such section (no project given). As of a time, each file is as committed then."""
+        desk, rel, past = self.desk, _LABELS[key][1], self.request.past
         if rel is None:
             if self.request.project_agents is None:
                 return None
             shown = one_line(str(self.request.project_agents))
             text = markdown_block(read_file(self.request.project_agents, shown, {}, None))
             return text, shown, [{"path": shown, "commit": None}]
-        if rel == INDEX_FILE:  # its blob, for the sources (the text is the memory view's)
-            if (blob := self.blobs.known(rel)) is not None:
-                self.hashed[rel] = blob
-            else:
-                read_file(desk.path(rel), rel, self.read, rel, desk.root)
-            return self.memory().index_head, rel, None  # its start, or all of it (`MemoryView`)
+        then = {} if past is None else {"commit": past.commit}  # sources as committed then (docs/time.md)
+        if rel == USER_FILE:
+            content, shown, notes = profile_section(desk, self.scope, self.read, self.parsed, past)
+            return markdown_block(content) + notes, shown, [{"path": shown, **then}]
+        if rel == PREFS_INDEX_FILE:
+            content, shown, notes, files = user_prefs_section(desk, self.scope, self.as_of, self.read, self.parsed,
+                                                              past)
+            return markdown_block(content) + notes, shown, [{"path": f, **then} for f in files]
+        shown = rel
         if rel == PROJECTS_DIR:
             if self.request.project is None:
                 return None
             shown = project_index_path(self.request.project)
-            read_file(desk.path(shown), shown, self.read, shown, desk.root)  # its blob, for the sources
+        sources = [{"path": shown, **then}]
+        if rel in (INDEX_FILE, PROJECTS_DIR):  # desk renders the text; the file is read for its blob
+            if past is None and rel == INDEX_FILE and (blob := self.blobs.known(rel)) is not None:
+                self.hashed[rel] = blob  # its stat vouches for its blob: not read
+            elif past is None:
+                read_file(desk.path(shown), shown, self.read, shown, desk.root)
+            if rel == INDEX_FILE:
+                return self.memory().index_head, rel, sources  # its start, or all of it (`MemoryView`)
             text = index_text(self.project_active, self.project_expired, invalid_paths(self.project_refused),
                               self.as_of)
-            return markdown_block(text), shown, None
-        if rel == USER_FILE:
-            content, shown, notes = profile_section(desk, self.scope, self.read, self.parsed)
-            return markdown_block(content) + notes, shown, None
-        if rel == PREFS_INDEX_FILE:
-            content, shown, notes, files = user_prefs_section(desk, self.scope, self.as_of, self.read, self.parsed)
-            return markdown_block(content) + notes, shown, [{"path": f} for f in files]
-        past = self.request.past
-        if past is not None:  # as committed then (docs/time.md)
-            data = desk.git.objects.blob_at(past.commit, rel) if past.commit else None
-            text = data.decode("utf-8", "replace").rstrip() + "\n" if data is not None else f"_({rel} did not exist)_\n"
-            return markdown_block(text), rel, [{"path": rel, "commit": past.commit}]
-        return markdown_block(read_file(desk.path(rel), rel, self.read, rel, desk.root)), rel, None
+            return markdown_block(text), shown, sources
+        if past is None:
+            return markdown_block(read_file(desk.path(rel), rel, self.read, rel, desk.root)), rel, sources
+        data = past_blob(desk, past, rel)
+        text = data.decode("utf-8", "replace").rstrip() + "\n" if data is not None else f"_({rel} did not exist)_\n"
+        return markdown_block(text), rel, sources
+
+def _committed_entries(desk: DeskFolder, project: str, commit: str | None,
+                       refused: list[Finding]) -> dict[str, IndexEntry]:
+    """`project`'s memories as `commit` holds them, by name; files that do not parse to `refused`."""
+    from desk.errors import InvalidFileError
+    from desk.formats.memory_file import parse_memory
+
+    found = {}
+    for path, data in committed_files(desk, commit, f"{PROJECTS_DIR}/{project}/{MEMORY_DIR}").items():
+        try:
+            memory = parse_memory(data, path, path.rsplit("/", 1)[1][:-3])
+        except InvalidFileError as exc:
+            refused.extend(exc.findings)
+            continue
+        found[memory.name] = IndexEntry.of(memory)
+    return found

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from desk.errors import DeskError, UsageError
 from desk.layout import DeskFolder
 from desk.recall.context.cache import FileBlobs
 from desk.recall.context.sections import Section
 from desk.storage.git import blob_sha
+
+if TYPE_CHECKING:
+    from desk.memory.past import Past
 
 
 def read_file(path: Path, shown: str, read: dict[str, bytes | None], rel: str | None,
@@ -42,6 +46,18 @@ def read_file(path: Path, shown: str, read: dict[str, bytes | None], rel: str | 
         raise UsageError(f"--project-agents {shown}: not a UTF-8 text file",
                          hint="give the project's AGENTS.md (Markdown, UTF-8), or leave the option out")
     return data.decode("utf-8", "replace").rstrip() + "\n"
+
+
+def past_blob(desk: DeskFolder, past: Past, rel: str) -> bytes | None:
+    """`rel` as the commit of a read as of a time holds it (None: absent then)."""
+    return desk.git.objects.blob_at(past.commit, rel) if past.commit else None
+
+
+def committed_files(desk: DeskFolder, commit: str | None, folder: str) -> dict[str, bytes]:
+    """`{path: bytes}` of the `.md` files directly in `folder` as `commit` holds them (`--as-of`)."""
+    files = {p: b for p, b in desk.git.worktree.ls_tree(commit, folder).items() if p.endswith(".md")} if commit else {}
+    data = desk.git.objects.read_blobs(set(files.values()))
+    return {p: data[b] for p, b in sorted(files.items()) if b in data}
 
 
 def _utf8(data: bytes) -> bool:

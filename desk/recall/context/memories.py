@@ -16,6 +16,7 @@ from desk.layout import DeskFolder, project_memory_path
 from desk.formats.memory_index import IndexEntry, memory_path
 from desk.gate.mirror import Committed, head_mirror, project_heads
 from desk.recall.context.cache import MemoryView
+from desk.recall.context.files import past_blob
 from desk.recall.context.parsed import ParsedCache
 from desk.recall.context.sections import Section, _note, _some
 from desk.text.escape import injected_body, one_line, xml_attr
@@ -85,8 +86,8 @@ def _recalled(desk: DeskFolder, query: str, view: MemoryView, limit: int,
         return None
     read = desk.read
     if past is not None and past.commit is not None:
-        committed = {h[1]: Committed("", past.commit, None) for h in hits}
-        read = functools.partial(_blob_at, desk, past.commit)
+        committed = {_key(path, name): Committed("", past.commit, None) for path, name, _, _ in hits}
+        read = functools.partial(_blob_at, desk, past)
     else:
         committed = _last_commits(desk, view, hits)
     hits.sort(key=lambda h: (-(h[2].importance or 0), h[1], h[0]))  # importance, then name
@@ -147,7 +148,7 @@ def _fill(read: Callable[[str], bytes], hits: list[_Hit], committed: Mapping[str
         if used + entry.injected_tokens + close + 40 > limit:
             left.append(name)
             continue
-        at_head = committed.get(name if path == memory_path(name) else path)
+        at_head = committed.get(_key(path, name))
         m = {"name": name, "path": path, "commit": at_head.commit if at_head else None,
              "type": entry.type, "importance": entry.importance, "source": entry.source,
              "source_event": entry.source_event, "updated": entry.updated_field, "triggers_hit": hit}
@@ -168,9 +169,14 @@ def _fill(read: Callable[[str], bytes], hits: list[_Hit], committed: Mapping[str
 _CLOSE = "</memory>\n"
 
 
-def _blob_at(desk: DeskFolder, commit: str, path: str) -> bytes:
-    """A memory file as `commit` holds it (a read as of a time)."""
-    data = desk.git.objects.blob_at(commit, path)
+def _key(path: str, name: str) -> str:
+    """How `committed` names a hit: a desk-wide memory by its name, a project's by its path."""
+    return name if path == memory_path(name) else path
+
+
+def _blob_at(desk: DeskFolder, past: Past, path: str) -> bytes:
+    """A memory file as the commit of a read as of a time holds it."""
+    data = past_blob(desk, past, path)
     if data is None:
         raise FileNotFoundError(path)
     return data

@@ -17,14 +17,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from desk.errors import Finding, InvalidFileError
 from desk.layout import OWNER_SCOPE, PREFS_DIR, DeskFolder, pref_path, prefs_index_path, profile_path, scope_root
+from desk.recall.context.files import committed_files, past_blob
 from desk.recall.context.parsed import ParsedCache
 from desk.recall.context.sections import _note
 from desk.storage.reading import SymlinkError
 from desk.text.escape import markdown_block, one_line
+
+if TYPE_CHECKING:
+    from desk.formats.scope_files import Preference
+    from desk.memory.past import Past
 
 _LINK = "it is a symbolic link, and desk never reads through one"
 
@@ -34,13 +39,13 @@ def scope_note(message: str) -> str:
     return _note(markdown_block(one_line(message))) + "\n"
 
 
-def _profile(desk: DeskFolder, scope: str, shown: str,
-             parsed: ParsedCache) -> tuple[bytes | None, str | None, dict[str, Any]]:
-    """The scope's USER.md bytes (None when absent), why it must not be shown (or None), and its
-    profile fields (empty when it must not be shown). `parsed` keeps the answer by the file's
-    bytes (desk.recall.context.parsed): a file read before is not parsed again."""
+def _profile(desk: DeskFolder, scope: str, shown: str, parsed: ParsedCache,
+             past: Past | None) -> tuple[bytes | None, str | None, dict[str, Any]]:
+    """The scope's USER.md bytes (None when absent; as `past`'s commit holds it, `--as-of`), why it
+    must not be shown (or None), and its profile fields (empty when it must not be shown). `parsed`
+    keeps the answer by the file's bytes: a file read before is not parsed again."""
     try:
-        data = desk.read_if_present(shown)
+        data = desk.read_if_present(shown) if past is None else past_blob(desk, past, shown)
     except SymlinkError:
         return None, _LINK, {}
     if data is None:
@@ -68,14 +73,15 @@ def _profile_answer(data: bytes, scope: str, shown: str, desk_id: str) -> dict[s
     return {"problem": problem, "fields": {} if problem else fields}
 
 
-def profile_section(desk: DeskFolder, scope: str, read: dict[str, bytes | None],
-                    parsed: ParsedCache) -> tuple[str, str, str]:
-    """The `user` section: (content, shown path, notes). The file's blob goes to `read`."""
+def profile_section(desk: DeskFolder, scope: str, read: dict[str, bytes | None], parsed: ParsedCache,
+                    past: Past | None) -> tuple[str, str, str]:
+    """The `user` section: (content, shown path, notes). The file's blob goes to `read` (not as of a time)."""
     shown = profile_path(scope)
-    data, problem, _ = _profile(desk, scope, shown, parsed)
+    data, problem, _ = _profile(desk, scope, shown, parsed, past)
     if problem:
         return "", shown, scope_note(f"{shown} left out: {problem}")
-    read[shown] = data
+    if past is None:
+        read[shown] = data
     if data is None:
         if scope == OWNER_SCOPE:
             return f"_({shown} does not exist)_\n", shown, ""
@@ -84,16 +90,17 @@ def profile_section(desk: DeskFolder, scope: str, read: dict[str, bytes | None],
 
 
 def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime, read: dict[str, bytes | None],
-                       parsed: ParsedCache) -> tuple[str, str, str, list[str]]:
+                       parsed: ParsedCache, past: Past | None) -> tuple[str, str, str, list[str]]:
     """The `user_prefs` section: (content, shown path, notes, the preference files shown)."""
     notes: list[str] = []
     shown = profile_path(scope)
-    data, problem, fields = _profile(desk, scope, shown, parsed)
+    data, problem, fields = _profile(desk, scope, shown, parsed, past)
     if problem:
         notes.append(f"{shown} left out: {problem}")
     problems: list[Finding] = []
-    active = []
-    if not desk.path(scope_root(scope) + PREFS_DIR).is_dir():
+    folder = scope_root(scope) + PREFS_DIR
+    committed = committed_files(desk, past.commit, folder) if past is not None else None
+    if not (desk.path(folder).is_dir() if committed is None else committed):
         # No preferences: the block is a function of the profile fields alone, kept with them.
         profile = json.dumps(fields).encode()  # in the fields' order, as the block shows them
         block = parsed.get("user block", profile)
@@ -104,15 +111,42 @@ def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime, read: d
             parsed.put("user block", profile, (), block)
         return block, prefs_index_path(scope), "".join(scope_note(n) for n in notes), []
     from desk.formats.scope_files import user_block
-    from desk.scopes.prefs import scope_prefs  # the preference modules only when there are any
 
-    active = [p for p in scope_prefs(desk, scope, problems) if p.is_active(as_of)]
+    if committed is None:
+        from desk.scopes.prefs import scope_prefs  # the preference modules only when there are any
+
+        prefs = scope_prefs(desk, scope, problems)
+    else:
+        prefs = _committed_prefs(desk, scope, committed, problems)
+    active = [p for p in prefs if p.is_active(as_of)]
     notes += [f"{f.path} left out: {f.message}" for f in problems]
     files = [pref_path(scope, p.key) for p in sorted(active, key=lambda p: p.key)]
-    for rel in files:  # their blobs, for the sources (the files were just read: they are plain)
+    for rel in files if past is None else ():  # their blobs, for the sources (just read: they are plain)
         try:
             read[rel] = desk.read_if_present(rel)
         except SymlinkError:
             read[rel] = None
     return user_block(fields, active), prefs_index_path(scope), "".join(scope_note(n) for n in notes), files
 
+
+def _committed_prefs(desk: DeskFolder, scope: str, files: dict[str, bytes], problems: list[Finding]) -> list[Preference]:
+    """The preferences of `scope` in `files` (as a commit holds them), refused ones to `problems`,
+    as `desk.scopes.prefs.scope_prefs` reads them from the work tree."""
+    from desk.formats.scope_files import key_problem, ownership_problem, parse_pref
+
+    found = []
+    for path, data in files.items():
+        key = path.rsplit("/", 1)[1][:-3]
+        try:
+            if key_problem(key):
+                raise InvalidFileError([Finding(path, 1, "pref-key", f"{key!r} is not a preference key")])
+            record = parse_pref(data, path, key)
+        except InvalidFileError as exc:
+            problems.extend(exc.findings)
+            continue
+        problem = ownership_problem(record.user_scope, record.desk_id, scope, desk.desk_id)
+        if problem:
+            problems.append(Finding(path, 1, "scope-mismatch", problem))
+        else:
+            found.append(record)
+    return found
