@@ -23,7 +23,7 @@ from desk.recall.context.request import (FILE_SECTIONS, MODES, READ_ORDER, Conte
                                          configured_options)
 from desk.recall.context.result import ContextResult
 from desk.recall.context.scopes import profile_section, user_prefs_section
-from desk.recall.context.sections import Section, _trim_entries, _trim_head, _trim_lines
+from desk.recall.context.sections import Section, _trim_entries, _trim_lines
 from desk.recall.git_state import context_git_state
 from desk.storage.git import FolderState
 from desk.text.escape import markdown_block, one_line
@@ -164,9 +164,6 @@ class _Reading:
         label, rel = _LABELS[key]
         if key == "mistakes":
             section = _trim_entries(key, label, shown, text, limit, self.request.query or "")
-        elif rel == INDEX_FILE and not self.memory().index_whole:  # the budget shows a few dozen lines
-            section = _trim_head(key, label, shown, text, self.memory().index_lines, limit,
-                                 lambda: self.memory().index_text)
         else:
             section = _trim_lines(key, label, shown, text, limit)
         section.sources = sources
@@ -202,7 +199,7 @@ class _Reading:
             elif past is None:
                 read_file(desk.path(shown), shown, self.read, shown, desk.root)
             if rel == INDEX_FILE:
-                return self.memory().index_head, rel, sources  # its start, or all of it (`MemoryView`)
+                return self.memory().index_text, rel, sources
             text = index_text(self.project_active, self.project_expired, invalid_paths(self.project_refused),
                               self.as_of)
             return markdown_block(text), shown, sources

@@ -8,9 +8,8 @@ newest). Text arrives already escaped (`desk.text.escape.markdown_block`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 from desk.text.tokens import estimate_tokens
 
@@ -51,46 +50,14 @@ def _note(text: str) -> str:
     return f"[desk context: {text}]"
 
 
-def _trim_head(key: str, label: str, shown: str, head: str, lines: int, limit: int,
-               whole: Callable[[], str]) -> Section:
-    """`_trim_lines` of a text of which only the first characters (`head`) and the line count
-    (`lines`, as `_trim_lines` counts them) are at hand: the same section, from the head alone
-    when the budget is spent within it, else from `whole()`.
-
-    The head is cut after its last newline that follows a non-space character, where the
-    estimator's counts of the two parts add up to the whole's (`_fits`): a head over the limit
-    means the whole is too, and the lines kept before the budget ran out are the same lines."""
-    cut = head.rfind("\n")
-    while cut > 0 and head[cut - 1].isspace():
-        cut = head.rfind("\n", 0, cut)
-    if cut > 0:
-        section = _trim_lines(key, label, shown, head[:cut + 1], limit, total=lines)
-        if section is not None:
-            return section
-    found = _trim_lines(key, label, shown, whole(), limit)
-    assert found is not None
-    return found
-
-
-@overload
-def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Section: ...
-@overload
-def _trim_lines(key: str, label: str, shown: str, text: str, limit: int, total: int) -> Section | None: ...
-
-
-def _trim_lines(key: str, label: str, shown: str, text: str, limit: int, total: int | None = None) -> Section | None:
-    """Keep the first lines that fit; say which lines were left out.
-
-    MEMORY.md of 10,000 memories is 600 kB and its budget shows a few dozen lines: the lines are
-    taken one at a time from the text, not split out all 10,000 first. With `total` (the whole
-    text's line count), `text` is only the start of it, cut after a line (`_trim_head`): None when
-    that start fits or its lines all fit (the whole text decides)."""
+def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Section:
+    """Keep the first lines that fit; say which lines were left out. The lines are taken one at a
+    time: MEMORY.md of 10,000 memories is 600 kB, and its budget shows a few dozen lines."""
     section = Section(key, label, shown, text, limit)
     if _fits(text, limit):
-        return section if total is None else None
+        return section
     body = text.rstrip("\n")
-    head_only = total is not None
-    total = body.count("\n") + 1 if total is None else total
+    total = body.count("\n") + 1
 
     def note(count: int) -> str:
         return _note(f"{label} trimmed to its budget of {limit} tokens: lines {count + 1}-{total} "
@@ -107,9 +74,6 @@ def _trim_lines(key: str, label: str, shown: str, text: str, limit: int, total: 
             break
         kept.append(line)
         start = end + 1 if end >= 0 else -1
-    else:
-        if head_only:
-            return None  # every line of the start fits: the rest decides
     section.text = "\n".join([*kept, note(len(kept))]) + "\n"
     section.left_out = [f"lines {len(kept) + 1}-{total}"]
     tokens = estimate_tokens(section.text)
