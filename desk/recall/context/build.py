@@ -1,9 +1,6 @@
-"""One context read: a `ContextRequest` in, the sections in its mode's read order out (`build_context`).
-
-Each section is read, escaped and trimmed to the smaller of its budget and what is left of the
-total, in read order; then, with a query, the recalled memories; then every desk file shown is
-named with its blob and commit (`desk.recall.context.files.stamp_sources`).
-"""
+"""One context read: a `ContextRequest` in, its mode's sections in read order out, each trimmed to
+the smaller of its budget and what is left of the total; then the recalled memories; then every
+desk file shown named with its blob and commit (`stamp_sources`)."""
 
 from __future__ import annotations
 
@@ -14,7 +11,7 @@ from desk.layout import INDEX_FILE, MEMORY_DIR, PREFS_INDEX_FILE, PROJECTS_DIR, 
 from desk.formats.memory_index import IndexEntry
 from desk.memory.past import memory_blobs
 from desk.gate.entries import invalid_paths
-from desk.recall.context.cache import FileBlobs, MemoryView, memory_view
+from desk.recall.context.cache import MemoryView, memory_view
 from desk.recall.context.files import committed_files, past_blob, read_file, stamp_sources
 from desk.recall.context.lists import FactsReader, facts_section, index_text, journal_sections
 from desk.recall.context.memories import _recalled
@@ -36,13 +33,9 @@ def build_context(desk: DeskFolder, request: ContextRequest, *, facts: FactsRead
                   git_state: FolderState | None | Literal["ask"] = "ask") -> ContextResult:
     """The sections to inject, trimmed to their budgets, in the read order of `request.mode`.
 
-    `facts(count, active_memories)` reads the recent facts (`desk.digest.recent.recent_facts`,
-    passed in by the API: recall sits beside digest, not above it); without it the wake-up read
-    has no recent facts section. `git_state`: what git was asked for this read
-    (`desk.recall.git_state.context_git_state`, started by the caller before this package loaded;
-    this call owns it and ends its processes); by default it is asked here, once the request is
-    known to be valid.
-    """
+    `facts(count, active_memories)` reads the recent facts (passed in by the API: recall sits
+    beside digest); without it there is no recent facts section. `git_state`: what git was asked
+    for this read (`context_git_state`), owned by this call; by default asked here."""
     started = git_state if not isinstance(git_state, str) else None
     try:
         reading = _Reading(desk, request, facts)
@@ -77,11 +70,9 @@ class _Reading:
             raise UsageError(f"--project-agents {request.project_agents}: no such file",
                              hint="give the path of the project's AGENTS.md, or leave the option out")
         self.read: dict[str, bytes | None] = {}  # desk files read: their blobs are checked against HEAD
-        self.hashed: dict[str, str] = {}  # desk files not read: their stat vouched for their blob (`FileBlobs`)
         self.memory_state: FolderState | None = None
         self._view: MemoryView | None = None
-        self.parsed = ParsedCache(desk)  # USER.md's and injected memories' parses, kept by their bytes
-        self.blobs = FileBlobs(desk)  # opened on first use, as the parsed cache
+        self.parsed = ParsedCache(desk)  # parses kept by the bytes: opened on first use
 
     def _load_project(self, project: str) -> None:
         from desk.memory.reads import require_project
@@ -99,17 +90,13 @@ class _Reading:
         self.project_expired = len(found) - len(self.project_active)
 
     def run(self, memory_state: FolderState | None) -> ContextResult:
-        """Read every section; close the caches and git's processes whatever happens. A person's
-        broken hand edit must not keep the assistant from waking up: the file is named (`desk
-        validate` says what is wrong) and everything else is still loaded."""
+        """Read every section; close the caches and git's processes whatever happens."""
         self.memory_state = memory_state  # git answers while the other sections are read
         try:
             sections, recalled = self._sections()
-            head = stamp_sources(self.desk, sections, self.read, memory_state.ids if memory_state is not None else None,
-                                 self.hashed, self.blobs)
+            head = stamp_sources(self.desk, sections, self.read, memory_state.ids if memory_state is not None else None)
         finally:
             self.parsed.close()
-            self.blobs.close()
             if self._view is not None:
                 self._view.close()  # its entry cache
             elif memory_state is not None:
@@ -119,8 +106,7 @@ class _Reading:
                              format_time(self.as_of), head)
 
     def memory(self) -> MemoryView:
-        """The desk-wide memories: the index text and the trigger table kept between runs while
-        memory/ is unchanged (desk.recall.context.cache); entries are loaded only where needed."""
+        """The desk-wide memories (desk.recall.context.cache), built or loaded on first use."""
         if self._view is None:
             past = self.request.past
             self._view = memory_view(self.desk, self.as_of, lambda act, expired, broken: markdown_block(
@@ -130,8 +116,7 @@ class _Reading:
         return self._view
 
     def _sections(self) -> tuple[list[Section], list[dict[str, Any]]]:
-        """The mode's sections in read order, each within what is left of the total, then the
-        recalled memories (with a query that hits a trigger)."""
+        """The mode's sections in read order, then the recalled memories (a query that hits a trigger)."""
         sections: list[Section] = []
         remaining = self.budgets["total"]
         for key in READ_ORDER[self.request.mode]:
@@ -194,9 +179,7 @@ class _Reading:
             shown = project_index_path(self.request.project)
         sources = [{"path": shown, **then}]
         if rel in (INDEX_FILE, PROJECTS_DIR):  # desk renders the text; the file is read for its blob
-            if past is None and rel == INDEX_FILE and (blob := self.blobs.known(rel)) is not None:
-                self.hashed[rel] = blob  # its stat vouches for its blob: not read
-            elif past is None:
+            if past is None:
                 read_file(desk.path(shown), shown, self.read, shown, desk.root)
             if rel == INDEX_FILE:
                 return self.memory().index_text, rel, sources

@@ -11,6 +11,7 @@ only narrows the candidates: `trigger_hits` decides, so the memories recalled ar
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -33,19 +34,14 @@ from desk.text.times import parse_time
 
 _CACHE_FILE = "context.sqlite"
 _TABLE = "memory_view_v4"
-_BLOBS = "file_blobs_v1"  # FileBlobs
 _RACY_NS = 3_000_000_000  # as desk.formats.memory_index: a file this close to the scan may change unseen
 IndexRenderer = Callable[[Mapping[str, IndexEntry], int, list[str]], str]
 
 
 def scan_memory_folder(desk: DeskFolder, state: FolderState | None = None) -> tuple[str, bool]:
-    """A fingerprint of `memory/`'s regular `.md` files, and whether every file it `lstat`ed is
-    older than `_RACY_NS` (only then may a view be stored).
-
-    With `state` (git's view of memory/, started by the caller) it is HEAD's memory tree and the
-    stat of each file git cannot vouch for (changed, untracked, ignored): git compares the stats
-    with its index in C. Without a HEAD commit, when git fails or memory/ is not a plain folder (a
-    link: git would not look inside it), it is the stat of every file, in the directory's order."""
+    """A fingerprint of `memory/`'s `.md` files, and whether each one `lstat`ed is older than `_RACY_NS`.
+    With `state` (git's view, started by the caller): HEAD's memory tree and the stat of each file git
+    cannot vouch for. Else (no HEAD, git fails, memory/ not a plain folder) the stat of every file."""
     folder = desk.path(MEMORY_DIR)
     if state is not None:
         try:
@@ -136,8 +132,7 @@ class MemoryView:
         return out
 
     def entry_cache(self) -> EntryCache:
-        """The desk's entry cache, opened once for this view (the HEAD mirror beside the entries
-        is read through it too: `desk.gate.mirror.head_mirror`); `close` closes it."""
+        """The desk's entry cache (the HEAD mirror's too), opened once; `close` closes it."""
         if self._cache is None:
             self._cache = EntryCache(self.desk.cache_dir)
         return self._cache
@@ -148,39 +143,33 @@ class MemoryView:
             self._cache = None
 
     def active(self) -> Mapping[str, IndexEntry]:
-        """Every active memory's entry, loaded when first looked at (the recent facts section
-        asks only when the archive holds a fact)."""
+        """Every active memory's entry, loaded when first looked at (by the recent facts, if any)."""
         return _LazyEntries(self)
 
 
 class _LazyEntries(Mapping[str, IndexEntry]):
     def __init__(self, view: MemoryView) -> None:
         self._view = view
-        self._loaded: dict[str, IndexEntry] | None = None
 
+    @functools.cached_property
     def _all(self) -> dict[str, IndexEntry]:
-        if self._loaded is None:
-            view = self._view
-            self._loaded = view.entries([n for n in view.names if n not in view.expired])
-        return self._loaded
+        return self._view.entries([n for n in self._view.names if n not in self._view.expired])
 
     def __getitem__(self, key: str) -> IndexEntry:
-        return self._all()[key]
+        return self._all[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
+        return iter(self._all)
 
     def __len__(self) -> int:
-        return len(self._all())
+        return len(self._all)
 
 
 def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRenderer,
                 state: FolderState | None = None, past: Mapping[str, str] | None = None) -> MemoryView:
-    """The view at `as_of`, from the cache when memory/ and the expired set are as it was built
-    for, else built from the entries (`entries_in_worktree`) and stored when it may be. `state`:
-    memory/ as git sees it (`scan_memory_folder`). `past` (`--as-of`, docs/time.md): the memory
-    files (`{path: blob}`) of the commit read instead of the work tree, never kept. A memory past
-    its `valid_to` keeps its index line (rendered as no longer true) but is never injected."""
+    """The view at `as_of`: kept, or built from the entries and kept when it may be. `state`: memory/
+    as git sees it. `past` (`--as-of`): the commit's memory files (`{path: blob}`), never kept. A
+    memory past its `valid_to` keeps its index line (no longer true) but is never injected."""
     key, settled = scan_memory_folder(desk, state) if past is None else ("", False)
     db = _open(desk) if past is None else None
     try:
@@ -215,9 +204,8 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
                           [blob_of[n] for n in names], list(needles),
                           [",".join(map(str, where)) for where in needles.values()])
         if settled and state is not None and db is not None:
-            # git vouched for files the build then read: keep the view only if memory/ is still
-            # as it was scanned (a file edited and put back meanwhile would pair this key with
-            # the edit), which a second look at git's state shows.
+            # git vouched for files the build then read: keep the view only if a second look
+            # finds memory/ as scanned (not edited and put back meanwhile)
             settled = scan_memory_folder(desk, start_folder_state(desk)) == (key, True)
         if settled and db is not None:
             _store(db, key, view, {n: min(filter(None, (e.expires, e.valid_to)))
@@ -233,81 +221,9 @@ def _open(desk: DeskFolder) -> sqlite3.Connection | None:
         return open_cache(desk.cache_dir / _CACHE_FILE,
                           f"CREATE TABLE IF NOT EXISTS {_TABLE} (key TEXT PRIMARY KEY, count INTEGER, "
                           "broken TEXT, expired TEXT, expires TEXT, index_text TEXT, names TEXT, blobs TEXT, "
-                          "needles TEXT, needle_at TEXT); "
-                          f"CREATE TABLE IF NOT EXISTS {_BLOBS} (path TEXT PRIMARY KEY, size INTEGER, "
-                          "mtime INTEGER, ctime INTEGER, inode INTEGER, blob TEXT)")
+                          "needles TEXT, needle_at TEXT)")
     except (OSError, sqlite3.Error):
         return None  # a read-only desk still gets its context, built every time
-
-
-class FileBlobs:
-    """Desk files' blob ids by their stat, kept in context.sqlite beside the memory view.
-
-    A read names each file it shows with its blob (`desk.recall.context._stamp_sources`), and
-    MEMORY.md is 600 kB at 10,000 memories: reading and hashing it (with OpenSSL's import)
-    was paid by every `desk context`, for a file whose text the memory view
-    already holds. git's rule for its index: a file's stat (size, mtime, ctime, inode) vouches for
-    the bytes hashed under it. A blob is kept only when the stat was the same before and after the
-    file was read and the file was last modified `_RACY_NS` or more before that (a change in the
-    same clock tick can leave the stat as it was). Anything not a regular file is never vouched for.
-    """
-
-    def __init__(self, desk: DeskFolder) -> None:
-        self.desk = desk
-        self._db: sqlite3.Connection | None = None
-        self._opened = False
-        self._before: dict[str, os.stat_result] = {}
-
-    def known(self, rel: str) -> str | None:
-        """`rel`'s blob when its stat is the one it was hashed under; else None: read it, then `keep`."""
-        try:
-            st = os.lstat(self.desk.path(rel))
-        except OSError:
-            return None
-        if not S_ISREG(st.st_mode):
-            return None
-        self._before[rel] = st
-        db = self._connection()
-        try:
-            row = db.execute(f"SELECT size, mtime, ctime, inode, blob FROM {_BLOBS} WHERE path = ?",
-                             (rel,)).fetchone() if db is not None else None
-        except sqlite3.Error:
-            return None
-        return str(row[4]) if row is not None and tuple(row[:4]) == _file_stamp(st) else None
-
-    def keep(self, rel: str, data: bytes, blob: str) -> None:
-        """Keep `blob`, the blob of `data` as `rel` was read after `known`, when its stat vouches for it."""
-        before = self._before.pop(rel, None)
-        if before is None or len(data) != before.st_size or time.time_ns() - before.st_mtime_ns < _RACY_NS:
-            return
-        try:
-            if _file_stamp(os.lstat(self.desk.path(rel))) != _file_stamp(before):
-                return  # changed while it was read
-        except OSError:
-            return
-        db = self._connection()
-        try:
-            if db is not None:
-                with db:
-                    db.execute(f"INSERT OR REPLACE INTO {_BLOBS} VALUES (?, ?, ?, ?, ?, ?)",
-                               (rel, *_file_stamp(before), blob))
-        except (sqlite3.Error, UnicodeError):
-            pass  # not kept: the next read hashes the file again
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
-    def _connection(self) -> sqlite3.Connection | None:
-        if not self._opened:
-            self._opened = True
-            self._db = _open(self.desk)
-        return self._db
-
-
-def _file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
-    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
 def _cached(desk: DeskFolder, db: sqlite3.Connection, key: str, as_of: dt.datetime) -> MemoryView | None:

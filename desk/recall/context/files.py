@@ -1,8 +1,5 @@
-"""The files a context read shows: read without following a link, and named with their blobs.
-
-Every section's sources name the desk files it shows; `stamp_sources` gives each its blob and, when
-HEAD holds exactly that blob, HEAD's commit (docs/context.md, "Provenance").
-"""
+"""The files a context read shows: read without following a link, and named with their blobs
+and, when HEAD holds exactly that blob, HEAD's commit (docs/context.md, "Provenance")."""
 
 from __future__ import annotations
 
@@ -12,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from desk.errors import DeskError, UsageError
 from desk.layout import DeskFolder
-from desk.recall.context.cache import FileBlobs
 from desk.recall.context.sections import Section
 from desk.storage.git import blob_sha
 
@@ -22,10 +18,8 @@ if TYPE_CHECKING:
 
 def read_file(path: Path, shown: str, read: dict[str, bytes | None], rel: str | None,
               root: Path | None = None) -> str:
-    """A section's file. Inside the desk (`root`) a symlink is never read through, nor a folder
-    on the way that is one: the section says it was refused instead (the link could point
-    anywhere, /proc/self/environ or a key file), and everything else still loads. The project's
-    AGENTS.md is the caller's own path, outside the desk; it is still never read through a link."""
+    """A section's file, never read through a symbolic link (on the way inside the desk, `root`, too):
+    the section says it was refused, and everything else still loads."""
     from desk.storage.reading import SymlinkError, read_regular
 
     try:
@@ -69,13 +63,10 @@ def _utf8(data: bytes) -> bool:
 
 
 def stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, bytes | None],
-                  known: Mapping[str, str | None] | None, hashed: Mapping[str, str], blobs: FileBlobs) -> str | None:
+                  known: Mapping[str, str | None] | None) -> str | None:
     """Give each desk file source its blob and, when HEAD holds exactly that, HEAD's commit
-    (`known`: HEAD's ids looked up with memory/'s state, when they name every file read; else
-    one `git cat-file --batch-check` for all of them). `hashed`: blobs of files not read, which
-    `blobs` vouched for by their stat; `blobs` keeps the blob of the files it was asked about and
-    that were read."""
-    names = ["HEAD", *(f"HEAD:{rel}" for rel in [*read, *hashed])]
+    (`known`: HEAD's ids git gave with memory/'s state; else one `cat-file --batch-check`)."""
+    names = ["HEAD", *(f"HEAD:{rel}" for rel in read)]
     if known is not None and known.get("HEAD") is not None and all(n in known for n in names):
         ids: Mapping[str, str | None] = known
     else:
@@ -87,12 +78,10 @@ def stamp_sources(desk: DeskFolder, sections: list[Section], read: Mapping[str, 
     for section in sections:
         for source in section.sources:
             rel = source["path"]
-            if (rel not in read and rel not in hashed) or "commit" in source:
+            if rel not in read or "commit" in source:
                 continue
-            data = read.get(rel)
-            blob = hashed.get(rel) or (blob_sha(data) if data is not None else None)
-            if data is not None and blob is not None:
-                blobs.keep(rel, data, blob)
+            data = read[rel]
+            blob = blob_sha(data) if data is not None else None
             committed = blob is not None and ids.get(f"HEAD:{rel}") == blob
             source.update(blob=blob, commit=head if committed else None, committed=committed)
     return head

@@ -1,17 +1,7 @@
-"""The scope sections of `desk context`'s wake-up read (docs/scopes.md).
-
-- `user`: the selected user's USER.md (the owner's at the top level, another user's under
-  `users/<scope-id>/`); nothing of any other user's scope is read.
-- `user_prefs`: that user's profile line and active preferences (seed 003's block).
-
-(The `project_index` section, the `--project` scope's active memories, is MEMORY.md's rendering
-in desk.recall.context.)
-
-A file that records another scope or desk (copied from another user's folder, project or desk),
-or that is a symbolic link, is left out and named, never shown. Every stored value is escaped
-with desk.text.escape: the caller passes each section's content through `markdown_block`; the
-notes returned beside it are desk's own `[desk context: …]` lines, their stored parts on one line.
-"""
+"""The scope sections of `desk context`'s wake-up read (docs/scopes.md): `user` (the selected
+user's USER.md) and `user_prefs` (their profile line and active preferences, seed 003's block).
+A file that records another scope or desk, or is a symbolic link, is left out and named, never
+shown; the caller escapes the content, the notes beside it are desk's own lines."""
 
 from __future__ import annotations
 
@@ -51,26 +41,20 @@ def _profile(desk: DeskFolder, scope: str, shown: str, parsed: ParsedCache,
     if data is None:
         return None, None, {}
     extra = (shown, scope, desk.desk_id)
-    found = parsed.get("profile", data, *extra)
-    if found is None:
-        found = _profile_answer(data, scope, shown, desk.desk_id)
-        parsed.put("profile", data, extra, found)
-    return data, found["problem"], found["fields"]
-
-
-def _profile_answer(data: bytes, scope: str, shown: str, desk_id: str) -> dict[str, Any]:
-    """What `_profile` says of these bytes: `{"problem": str or None, "fields": {...}}`."""
+    kept = parsed.get("profile", data, *extra)
+    if kept is not None:
+        return data, kept["problem"], kept["fields"]
     from desk.formats.scope_files import ownership_problem, profile_fields_unchecked
 
     try:
         fields, found, found_desk, framed = profile_fields_unchecked(data, shown)
+        problem = None if not framed and scope == OWNER_SCOPE else ownership_problem(  # a USER.md from before scopes
+            found if found is not None or scope != OWNER_SCOPE else OWNER_SCOPE, found_desk, scope, desk.desk_id)
     except InvalidFileError as exc:
-        return {"problem": exc.findings[0].message if exc.findings else "it does not parse", "fields": {}}
-    if not framed and scope == OWNER_SCOPE:
-        return {"problem": None, "fields": fields}  # a desk's USER.md from before scopes: free text, the owner's
-    problem = ownership_problem(found if found is not None or scope != OWNER_SCOPE else OWNER_SCOPE,
-                                found_desk, scope, desk_id)
-    return {"problem": problem, "fields": {} if problem else fields}
+        fields, problem = {}, exc.findings[0].message if exc.findings else "it does not parse"
+    kept = {"problem": problem, "fields": {} if problem else fields}
+    parsed.put("profile", data, extra, kept)
+    return data, problem, kept["fields"]
 
 
 def profile_section(desk: DeskFolder, scope: str, read: dict[str, bytes | None], parsed: ParsedCache,

@@ -1,9 +1,5 @@
-"""The pieces of `desk context` below the read order: a Section and how it is trimmed to its budget.
-
-Whatever is trimmed is named in the section (a `[desk context: …]` note) and in `left_out`, never
-dropped silently; MISTAKES.md keeps its highest-value entries (importance, then query terms, then
-newest). Text arrives already escaped (`desk.text.escape.markdown_block`).
-"""
+"""A `desk context` Section and how it is trimmed to its budget: whatever is trimmed is named (a
+`[desk context: …]` note and `left_out`), never dropped silently. Text arrives escaped."""
 
 from __future__ import annotations
 
@@ -19,9 +15,7 @@ _ENTRY = "#### "  # a MISTAKES.md `## ` entry once escaped (`markdown_block` dem
 
 @dataclass(slots=True)
 class Section:
-    """One section of `desk context`: its text within its budget, what was left out, its sources.
-
-    Not frozen: trimming sets its text and what was left out, the read its sources."""
+    """One section: its text within its budget, what was left out, its sources (set while trimming)."""
 
     key: str
     label: str
@@ -85,12 +79,8 @@ def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Sect
 
 
 def _fits(text: str, limit: int, chunk: int = 8192) -> bool:
-    """`estimate_tokens(text) <= limit`, counted in pieces that stop once over the limit (MEMORY.md
-    of 10,000 memories is 600 kB; its budget shows a few hundred lines).
-
-    Pieces end after a newline that follows a non-space character: the estimator counts that
-    newline on its own, so the pieces' counts add up to the whole text's exactly.
-    """
+    """`estimate_tokens(text) <= limit`, counted in pieces that stop once over the limit. Pieces
+    end after a newline that follows a non-space character, so their counts add up to the whole's."""
     total, start = 0, 0
     while start < len(text):
         end = text.find("\n", start + chunk)
@@ -105,11 +95,8 @@ def _fits(text: str, limit: int, chunk: int = 8192) -> bool:
 
 
 def _trim_entries(key: str, label: str, shown: str, text: str, limit: int, query: str) -> Section:
-    """MISTAKES.md: keep the highest-value `## ` entries that fit.
-
-    Value: an explicit `importance: N` first, then how many of the query's terms the entry shares
-    (a lesson about the task at hand), then the newest (entries are appended).
-    """
+    """MISTAKES.md: keep the highest-value `## ` entries that fit: `importance: N`, then the query
+    terms shared, then the newest."""
     section = Section(key, label, shown, text, limit)
     if estimate_tokens(text) <= limit:
         return section
