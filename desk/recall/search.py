@@ -129,9 +129,7 @@ def search(cache: SearchCache | PastView, query: RecallQuery, desk_id: str, *, p
             other -= set(cache.postings(project_tag(project))[0])
         excluded |= other
     searched = columns.count - len(excluded)
-    union: set[int] = set()
-    for ids, _ in lists + side:
-        union.update(ids)
+    union = set().union(*(ids for ids, _ in lists + side))
     candidates = len(union) - len(union & excluded)
     reason = "no_records" if not searched else "no_matching_terms"
     if not candidates and (dense is None or not searched):

@@ -159,18 +159,15 @@ class SearchCache:
         origin, rid, line, offset, data = self._connect().execute(
             "SELECT origin, rid, line, offset, data FROM docs WHERE id=?", (doc,)).fetchone()
         if line is None:
-            memory: dict[str, Any] = json.loads(data)
-            return memory
+            return dict(json.loads(data))
         return {"rid": rid, "kind": KIND_NAMES[CONVERSATION], **event_data(json.loads(data), origin, line, offset)}
 
     def memory_docs(self) -> dict[str, tuple[str, int | None]]:
-        """`{path: (blob id, record number or None when it does not parse)}` of the memory files
-        the cache holds (a read as of a time keeps those its commit holds: desk.recall.past_view)."""
+        """`{path: (blob id, record number or None when it does not parse)}` of the memory files held."""
         return {p: (b, d) for p, b, d in self._connect().execute("SELECT path, blob, doc FROM memfiles")}
 
     def past_records(self, keys: list[str]) -> dict[str, str]:
-        """The records kept for memory files of past commits (`path NUL blob` -> JSON), so a read
-        as of a time parses a file the work tree no longer holds once (desk.recall.past_view)."""
+        """The records kept for past commits' memory files (`path NUL blob` -> JSON: desk.recall.past_view)."""
         return dict(select_in(self._connect(), "SELECT key, record FROM pastrecs WHERE key IN ({})", keys))
 
     def keep_past_records(self, records: dict[str, str]) -> None:
@@ -183,8 +180,7 @@ class SearchCache:
         return self.columns.kinds.find(MEMORY) >= 0
 
     def memory_records(self) -> set[int]:
-        """Numbers of the memory records (tombstoned included); few, so found with `find` and
-        kept until the columns change (a reload or rebuild makes new columns)."""
+        """Numbers of the memory records (tombstoned included), kept until the columns change."""
         columns, generation, found = self._memory_records
         if columns is not self.columns or generation != self.columns.generation:
             kinds, found = self.columns.kinds, set()
@@ -198,8 +194,7 @@ class SearchCache:
     # -- refreshing -------------------------------------------------------------------------
 
     def take_asked(self, asked: FolderState | None) -> None:
-        """Use `asked` (`desk.recall.git_state.search_git_state`, started by the caller while it
-        loaded the search modules) as the next refresh's answer from git."""
+        """Use `asked` (`search_git_state`, started by the caller) as the next refresh's answer from git."""
         if self._asked is not None:
             self._asked.close()
         self._asked = asked
@@ -207,8 +202,7 @@ class SearchCache:
     def refresh(self, progress: Progress | None = None,
                 meanwhile: Callable[[SearchCache], None] | None = None) -> int:
         """Bring the cache up to date with memory/ and the archive; return the records added.
-        `meanwhile(self)` runs once the stored columns are loaded and before git's answer is
-        waited for: work that overlaps git's (a cold recall's imports)."""
+        `meanwhile(self)` runs before git's answer is waited for (a cold recall's imports)."""
         db = self._connect()
         self._load(db)
         dead = len(self.columns.dead)

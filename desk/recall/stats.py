@@ -68,13 +68,9 @@ def desk_stats(desk: DeskFolder, *, now: dt.datetime | None = None,
         stats.index_bytes = len(data)
         stats.index_tokens = estimate_tokens(data.decode("utf-8", "replace"))
     cutoff = now - dt.timedelta(days=unverified_days)
-    for name in sorted(entries):
-        entry = entries[name]
-        if entry.is_expired(now):
-            stats.expired.append(name)
-        stats.body_tokens += entry.body_tokens
-        if entry.updated is None or parse_time(entry.updated) < cutoff:
-            stats.unverified.append(name)
+    stats.expired = [n for n in sorted(entries) if entries[n].is_expired(now)]
+    stats.unverified = [n for n, e in sorted(entries.items()) if e.updated is None or parse_time(e.updated) < cutoff]
+    stats.body_tokens = sum(e.body_tokens for e in entries.values())
     folder = desk.path(ARCHIVE_DIR)
     if folder.is_dir():
         for item in sorted(os.scandir(folder), key=lambda i: i.name):

@@ -109,10 +109,9 @@ class _Reading:
         """The desk-wide memories (desk.recall.context.cache), built or loaded on first use."""
         if self._view is None:
             past = self.request.past
-            self._view = memory_view(self.desk, self.as_of, lambda act, expired, broken: markdown_block(
-                index_text(act, expired, broken, self.as_of)), self.memory_state,
-                None if past is None else {p: b for p, b in memory_blobs(self.desk, past).items()
-                                           if p.startswith(MEMORY_DIR + "/")})
+            files = None if past is None else {p: b for p, b in memory_blobs(self.desk, past).items()
+                                               if p.startswith(MEMORY_DIR + "/")}
+            self._view = memory_view(self.desk, self.as_of, self.memory_state, files)
         return self._view
 
     def _sections(self) -> tuple[list[Section], list[dict[str, Any]]]:
@@ -195,15 +194,7 @@ class _Reading:
 def _committed_entries(desk: DeskFolder, project: str, commit: str | None,
                        refused: list[Finding]) -> dict[str, IndexEntry]:
     """`project`'s memories as `commit` holds them, by name; files that do not parse to `refused`."""
-    from desk.errors import InvalidFileError
     from desk.formats.memory_file import parse_memory
 
-    found = {}
-    for path, data in committed_files(desk, commit, f"{PROJECTS_DIR}/{project}/{MEMORY_DIR}").items():
-        try:
-            memory = parse_memory(data, path, path.rsplit("/", 1)[1][:-3])
-        except InvalidFileError as exc:
-            refused.extend(exc.findings)
-            continue
-        found[memory.name] = IndexEntry.of(memory)
-    return found
+    folder = f"{PROJECTS_DIR}/{project}/{MEMORY_DIR}"
+    return {m.name: IndexEntry.of(m) for m in committed_files(desk, commit, folder, parse_memory, refused)}

@@ -20,22 +20,23 @@ import time
 from bisect import bisect_left
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from desk.errors import DeskError, Finding
 from desk.layout import MEMORY_DIR, DeskFolder
 from desk.formats.memory_index import IndexEntry
 from desk.gate.entries import EntryCache, entries_in_worktree, invalid_paths
+from desk.recall.context.lists import index_text
 from desk.recall.git_state import start_folder_state
 from desk.storage.git import FolderState
 from desk.storage.sqlite_cache import open_cache
+from desk.text.escape import markdown_block
 from desk.text.normalize import normalize
 from desk.text.times import parse_time
 
 _CACHE_FILE = "context.sqlite"
 _TABLE = "memory_view_v4"
 _RACY_NS = 3_000_000_000  # as desk.formats.memory_index: a file this close to the scan may change unseen
-IndexRenderer = Callable[[Mapping[str, IndexEntry], int, list[str]], str]
 
 
 def scan_memory_folder(desk: DeskFolder, state: FolderState | None = None) -> tuple[str, bool]:
@@ -122,13 +123,10 @@ class MemoryView:
             return {}
         wanted = {n: self.blobs[bisect_left(self.names, n)] for n in names}
         found = self.entry_cache().get(set(wanted.values()))
-        out = {}
-        for name, blob in wanted.items():
-            entry = found.get(blob)
-            if entry is None or entry.name != name:  # the entry cache lost it: read the files
-                every = entries_in_worktree(self.desk, [])
-                return {n: every[n] for n in names if n in every}
-            out[name] = entry
+        out = {n: e for n, b in wanted.items() if (e := found.get(b)) is not None and e.name == n}
+        if len(out) < len(wanted):  # the entry cache lost one: read the files
+            every = entries_in_worktree(self.desk, [])
+            return {n: every[n] for n in names if n in every}
         return out
 
     def entry_cache(self) -> EntryCache:
@@ -165,8 +163,8 @@ class _LazyEntries(Mapping[str, IndexEntry]):
         return len(self._all)
 
 
-def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRenderer,
-                state: FolderState | None = None, past: Mapping[str, str] | None = None) -> MemoryView:
+def memory_view(desk: DeskFolder, as_of: dt.datetime, state: FolderState | None = None,
+                past: Mapping[str, str] | None = None) -> MemoryView:
     """The view at `as_of`: kept, or built from the entries and kept when it may be. `state`: memory/
     as git sees it. `past` (`--as-of`): the commit's memory files (`{path: blob}`), never kept. A
     memory past its `valid_to` keeps its index line (no longer true) but is never injected."""
@@ -200,7 +198,7 @@ def memory_view(desk: DeskFolder, as_of: dt.datetime, render_index: IndexRendere
                         if not where or where[-1] != i:
                             where.append(i)
         view = MemoryView(desk, len(entries), broken, sorted(hidden),
-                          render_index(active, len(entries) - len(active), broken), names,
+                          markdown_block(index_text(active, len(entries) - len(active), broken, as_of)), names,
                           [blob_of[n] for n in names], list(needles),
                           [",".join(map(str, where)) for where in needles.values()])
         if settled and state is not None and db is not None:

@@ -3,17 +3,19 @@ and, when HEAD holds exactly that blob, HEAD's commit (docs/context.md, "Provena
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from desk.errors import DeskError, UsageError
+from desk.errors import DeskError, Finding, InvalidFileError, UsageError
 from desk.layout import DeskFolder
 from desk.recall.context.sections import Section
 from desk.storage.git import blob_sha
 
 if TYPE_CHECKING:
     from desk.memory.past import Past
+
+T = TypeVar("T")
 
 
 def read_file(path: Path, shown: str, read: dict[str, bytes | None], rel: str | None,
@@ -47,11 +49,19 @@ def past_blob(desk: DeskFolder, past: Past, rel: str) -> bytes | None:
     return desk.git.objects.blob_at(past.commit, rel) if past.commit else None
 
 
-def committed_files(desk: DeskFolder, commit: str | None, folder: str) -> dict[str, bytes]:
-    """`{path: bytes}` of the `.md` files directly in `folder` as `commit` holds them (`--as-of`)."""
+def committed_files(desk: DeskFolder, commit: str | None, folder: str, parse: Callable[[bytes, str, str], T],
+                    problems: list[Finding]) -> list[T]:
+    """`parse(bytes, path, stem)` of each `.md` file directly in `folder` as `commit` holds it
+    (`--as-of`); the findings of those that do not parse go to `problems`."""
     files = {p: b for p, b in desk.git.worktree.ls_tree(commit, folder).items() if p.endswith(".md")} if commit else {}
     data = desk.git.objects.read_blobs(set(files.values()))
-    return {p: data[b] for p, b in sorted(files.items()) if b in data}
+    found = []
+    for path, blob in sorted(files.items()):
+        try:
+            found.append(parse(data[blob], path, path.rsplit("/", 1)[1][:-3]))
+        except InvalidFileError as exc:
+            problems.extend(exc.findings)
+    return found
 
 
 def _utf8(data: bytes) -> bool:

@@ -27,32 +27,27 @@ class ParsedCache:
         self._opened = False
 
     def get(self, kind: str, data: bytes, *extra: str) -> Any | None:
-        row = self._row(f"SELECT value FROM {_TABLE} WHERE key = ?", _key(kind, data, extra))
+        db = self._open()
+        try:
+            row = db.execute(f"SELECT value FROM {_TABLE} WHERE key = ?", (_key(kind, data, extra),)).fetchone() \
+                if db is not None else None
+        except sqlite3.Error:
+            return None
         return json.loads(row[0]) if row is not None else None
 
     def put(self, kind: str, data: bytes, extra: tuple[str, ...], value: Any) -> None:
         """Keep `value` (JSON); a failure to write only costs the next run a parse."""
-        self._write(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?)", _key(kind, data, extra), json.dumps(value))
+        db = self._open()
+        try:
+            if db is not None:
+                db.execute(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?)", (_key(kind, data, extra), json.dumps(value)))
+        except (sqlite3.Error, UnicodeError):
+            pass
 
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
-
-    def _row(self, sql: str, *args: Any) -> Any:
-        db = self._open()
-        try:
-            return db.execute(sql, args).fetchone() if db is not None else None
-        except sqlite3.Error:
-            return None
-
-    def _write(self, sql: str, *args: Any) -> None:
-        db = self._open()
-        try:
-            if db is not None:
-                db.execute(sql, args)
-        except (sqlite3.Error, UnicodeError):
-            pass  # not kept: the next read parses the file again
 
     def _open(self) -> sqlite3.Connection | None:
         if not self._opened:
@@ -66,7 +61,4 @@ class ParsedCache:
 
 
 def _key(kind: str, data: bytes, extra: tuple[str, ...]) -> str:
-    digest = hashlib.sha1()
-    digest.update("\0".join((kind, *extra)).encode("utf-8", "surrogateescape") + b"\0")
-    digest.update(data)
-    return digest.hexdigest()
+    return hashlib.sha1("\0".join((kind, *extra, "")).encode("utf-8", "surrogateescape") + data).hexdigest()

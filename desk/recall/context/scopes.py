@@ -6,6 +6,7 @@ shown; the caller escapes the content, the notes beside it are desk's own lines.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -83,8 +84,9 @@ def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime, read: d
         notes.append(f"{shown} left out: {problem}")
     problems: list[Finding] = []
     folder = scope_root(scope) + PREFS_DIR
-    committed = committed_files(desk, past.commit, folder) if past is not None else None
-    if not (desk.path(folder).is_dir() if committed is None else committed):
+    prefs = None if past is None else committed_files(
+        desk, past.commit, folder, functools.partial(_committed_pref, desk, scope), problems)
+    if not (desk.path(folder).is_dir() if prefs is None else prefs or problems):
         # No preferences: the block is a function of the profile fields alone, kept with them.
         profile = json.dumps(fields).encode()  # in the fields' order, as the block shows them
         block = parsed.get("user block", profile)
@@ -96,12 +98,10 @@ def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime, read: d
         return block, prefs_index_path(scope), "".join(scope_note(n) for n in notes), []
     from desk.formats.scope_files import user_block
 
-    if committed is None:
+    if prefs is None:
         from desk.scopes.prefs import scope_prefs  # the preference modules only when there are any
 
         prefs = scope_prefs(desk, scope, problems)
-    else:
-        prefs = _committed_prefs(desk, scope, committed, problems)
     active = [p for p in prefs if p.is_active(as_of)]
     notes += [f"{f.path} left out: {f.message}" for f in problems]
     files = [pref_path(scope, p.key) for p in sorted(active, key=lambda p: p.key)]
@@ -113,24 +113,14 @@ def user_prefs_section(desk: DeskFolder, scope: str, as_of: dt.datetime, read: d
     return user_block(fields, active), prefs_index_path(scope), "".join(scope_note(n) for n in notes), files
 
 
-def _committed_prefs(desk: DeskFolder, scope: str, files: dict[str, bytes], problems: list[Finding]) -> list[Preference]:
-    """The preferences of `scope` in `files` (as a commit holds them), refused ones to `problems`,
-    as `desk.scopes.prefs.scope_prefs` reads them from the work tree."""
+def _committed_pref(desk: DeskFolder, scope: str, data: bytes, path: str, key: str) -> Preference:
+    """A preference file as a commit holds it, refused as `desk.scopes.prefs.read_pref` refuses one."""
     from desk.formats.scope_files import key_problem, ownership_problem, parse_pref
 
-    found = []
-    for path, data in files.items():
-        key = path.rsplit("/", 1)[1][:-3]
-        try:
-            if key_problem(key):
-                raise InvalidFileError([Finding(path, 1, "pref-key", f"{key!r} is not a preference key")])
-            record = parse_pref(data, path, key)
-        except InvalidFileError as exc:
-            problems.extend(exc.findings)
-            continue
-        problem = ownership_problem(record.user_scope, record.desk_id, scope, desk.desk_id)
-        if problem:
-            problems.append(Finding(path, 1, "scope-mismatch", problem))
-        else:
-            found.append(record)
-    return found
+    if key_problem(key):
+        raise InvalidFileError([Finding(path, 1, "pref-key", f"{key!r} is not a preference key")])
+    record = parse_pref(data, path, key)
+    problem = ownership_problem(record.user_scope, record.desk_id, scope, desk.desk_id)
+    if problem:
+        raise InvalidFileError([Finding(path, 1, "scope-mismatch", problem)])
+    return record
