@@ -39,7 +39,7 @@ def _index_line(entry: IndexEntry, as_of: dt.datetime) -> str:
     """MEMORY.md's line for `entry`, every stored field on one line (escaped with the block)."""
     line = f"- [{one_line(entry.name)}](memory/{one_line(entry.name)}.md) — {one_line(entry.description)}"
     line += f" (expires {one_line(entry.expires)})" if entry.expires else ""
-    if entry.has_ended(as_of):
+    if entry.valid_to and entry.has_ended(as_of):
         return line + f" (NO LONGER TRUE since {one_line(entry.valid_to)}: not current)"
     return line + (f" (true until {one_line(entry.valid_to)})" if entry.valid_to else "")
 
