@@ -1,5 +1,4 @@
-"""What recall returns (`RecallResult`: the query as it ran and its ranked hits), apart from the
-search that makes it (desk.recall.search) and the renderings of it (desk.recall.render)."""
+"""What recall returns (`RecallResult`): the query as it ran and its ranked hits."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ if TYPE_CHECKING:
     from desk.recall.hybrid import HybridBreakdown
 
 
-# NamedTuples, not frozen dataclasses: as immutable, typed and compared field by field, and cheaper
-# to create at the start of every `desk recall` (bench/README.md).
+# NamedTuples: as immutable and typed as frozen dataclasses, cheaper to create (bench/README.md).
 class RecallQuery(NamedTuple):
     """The query as recall ran it: its terms, limit, kind, as-of time and ranker."""
 
@@ -28,11 +26,9 @@ class RecallQuery(NamedTuple):
     embedder: str | None = None  # hybrid recall's dense retriever (`name/dimension`); None: lexical only
 
     def to_json(self) -> dict[str, Any]:
-        out = {"query_id": self.query_id, "text": self.text, "normalized_text": self.normalized_text,
-               "terms": list(self.terms), "limit": self.limit, "kind": self.kind,
-               "as_of": self.as_of, "ranker": self.ranker}
-        if self.embedder is not None:
-            out["embedder"] = self.embedder
+        out = {**self._asdict(), "terms": list(self.terms)}
+        if self.embedder is None:
+            del out["embedder"]
         return out
 
 
@@ -47,8 +43,7 @@ class RecallHit(NamedTuple):
     score_breakdown: ScoreBreakdown | HybridBreakdown
 
     def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "id": self.id, "snippet": self.snippet, "scope": self.scope,
-                "provenance": self.provenance, "score_breakdown": self.score_breakdown.to_json()}
+        return {**self._asdict(), "score_breakdown": self.score_breakdown.to_json()}
 
 
 class RecallResult(NamedTuple):

@@ -1,12 +1,6 @@
-"""What recall searches: records made from memory files and archived conversation events.
-
-A record is its searchable terms (`desk.text.terms`: NFKC + casefold + whitespace, words reduced to
-their Snowball stem, every run of CJK characters as character bigrams and single characters), its
-time, and what a hit shows: snippet source, scope and provenance. An archived event's speaker
-(`actor`) and the values of its `meta` keys declared searchable (a photo's caption) are a second
-field, posted as `FIELD_MARK` + term, so the ranker can weigh them apart from what was said
-(docs/recall.md).
-"""
+"""What recall searches: records made from memory files and archived conversation events. A record
+is its terms (`desk.text.terms`), its time and what a hit shows; an event's speaker and searchable
+`meta` values are a second field, posted as `FIELD_MARK` + term (docs/recall.md)."""
 
 from __future__ import annotations
 
@@ -40,12 +34,8 @@ _DAY_STARTS: dict[str, int | None] = {}  # midnight UTC of each day seen, in who
 
 
 def _timestamp(value: object) -> float | None:
-    """Seconds since the epoch of a time as `desk.text.times.parse_time` reads it, or None when
-    absent or unreadable (a record without a time is still searchable, without recency).
-
-    An archive record's time is in one of the two stored spellings; those are computed from a
-    per-day cache (an import of 100,000 records spans a few dozen days), the rest parsed in full.
-    """
+    """Seconds since the epoch of a time as `parse_time` reads it, or None when absent or unreadable.
+    The two stored spellings are computed from a per-day cache (an import spans few days)."""
     if not isinstance(value, str) or not value:
         return None
     stored = _stored_time().fullmatch(value)
@@ -130,11 +120,8 @@ def memory_record(data: bytes, path: str) -> Record | None:
 
 
 def conversation_terms(rec: dict[str, Any], desk_id: str | None = None) -> Counter[str] | None:
-    """The terms of what an archived inbound/outbound event with text says, else None (not a record).
-
-    A record carrying another desk's id is not this desk's conversation (docs/design.md §8.1: a record of
-    another scope is never read into a recall), so it is left out.
-    """
+    """The terms of what an archived inbound/outbound event says, else None (not a record; nor is
+    one carrying another desk's id: docs/design.md §8.1)."""
     content = rec.get("content")
     if rec.get("kind") not in CONVERSATION_KINDS or not isinstance(content, str) or not content.strip():
         return None
@@ -144,8 +131,7 @@ def conversation_terms(rec: dict[str, Any], desk_id: str | None = None) -> Count
 
 
 def searchable_meta(desk: DeskFolder) -> tuple[str, ...]:
-    """desk.json's `recall.meta_fields`, read without validating the whole config (the gate
-    validates it on commit; no pydantic on recall's path); the default when unset or unreadable."""
+    """desk.json's `recall.meta_fields` without pydantic (the gate validates it); else the default."""
     try:
         fields = json.loads(desk.read(CONFIG_PATH))["recall"]["meta_fields"]
     except (OSError, DeskError, ValueError, LookupError, TypeError):
@@ -156,12 +142,9 @@ def searchable_meta(desk: DeskFolder) -> tuple[str, ...]:
 
 
 def conversation_side(rec: dict[str, Any], terms: dict[str, int], meta_fields: tuple[str, ...]) -> dict[str, int]:
-    """An event's second field, posted but not counted in its length: the speaker (`actor`) and the
-    values of the `meta` keys declared searchable (`meta_fields`: a caption; desk's own `desk.*` keys
-    never) as `FIELD_MARK` + term, and
-    `TIME_TAG` when what was said (its `terms`) names a time ("yesterday", "last Friday", "上周"),
-    `ASK_TAG` when it ends with a question ("Did you get the dog?": the next turn answers it),
-    `STATES_TAG` as well when it says something before it asks (a reply can echo that)."""
+    """An event's second field, posted but not counted in its length: the speaker and the `meta`
+    values of `meta_fields` (never `desk.*`) as `FIELD_MARK` + term; `TIME_TAG` when it names a
+    time, `ASK_TAG` when it ends with a question, `STATES_TAG` when it states something first."""
     side = [rec["actor"]] if isinstance(rec.get("actor"), str) else []
     meta = rec.get("meta")
     if isinstance(meta, dict):
@@ -188,8 +171,7 @@ def _side_terms(text: str) -> tuple[tuple[str, int], ...]:
 
 
 def event_session(rec: dict[str, Any]) -> int:
-    """A stable 32-bit number of the event's session (0: none), so the ranker can tell which records
-    are neighbours in one conversation."""
+    """A stable 32-bit number of the event's session (0: none): the ranker's neighbours."""
     session = rec.get("session")
     if not isinstance(session, str) or not session:
         return 0

@@ -1,10 +1,6 @@
 """Stage 5 of recall: docs/design.md §8.1's `<recalled_context>` XML, the human listing and snippets.
-
-Every attribute and text is escaped, so a record cannot open or close an element of the block;
-an empty result renders as an empty string, so no empty wrapper costs prompt budget. Both
-renderings show a stored direction control or mark as `<U+202E>` (desk.text.direction.visible):
-raw, it would reorder what a person reads on the terminal (--json keeps the exact text).
-"""
+Everything is escaped; no hits render as ""; a stored direction control shows as `<U+202E>`
+(raw, it would reorder what a person reads; --json keeps the exact text)."""
 
 from __future__ import annotations
 

@@ -1,26 +1,10 @@
 """`desk recall`: docs/design.md §8.1's five stages over memory files and archived conversation records.
 
-normalize -> candidate -> score -> stable rank -> render, each a function with a typed result:
-
-- **normalize** (`normalize_query`): whitespace folded for the readable text; NFKC + casefold +
-  whitespace for `normalized_text`; `terms` (`desk.text.terms.query_terms`) are the sorted distinct
-  word stems and CJK character bigrams and characters (bigrams only for the baseline rankers),
-  stop words left out.
-  Empty and punctuation-only queries and a limit outside 1..10 are refused (exit 2).
-- **candidate**: every record sharing at least one term with the query (posting lists of the
-  derived search cache, `desk.recall.search_cache`); expired memories and records after `as_of` are never
-  candidates.
-- **score** (`desk.recall.rank.Ranker`): an explainable sum, default
-  `content + field + context + question + time + recency` (`desk.recall.rank.context_top`, docs/recall.md); the
-  previous default, docs/design.md §8.1's formula and plain BM25 are the baselines
-  (`--ranker coverage|seed|bm25`).
-- **stable rank**: total desc, plain coverage desc, time desc, id asc. Only the top `limit` are
-  scored exactly; records that provably cannot reach the top (MaxScore pruning on per-term upper
-  bounds) are skipped, which changes nothing in the answer, only the time.
-- **render** (`desk.recall.render`): JSON (the contract) or docs/design.md §8.1's `<recalled_context>` XML; an empty result renders
-  as an empty string so no empty wrapper costs prompt budget.
-
-Read-only: recall never writes the desk (only its cache in .git/) and never makes a commit.
+normalize (`normalize_query`: refused queries exit 2) -> candidate (every record sharing a term
+with the query, from desk.recall.search_cache's posting lists; never an expired memory or a record
+after `as_of`) -> score (desk.recall.rank: an explainable sum; `--ranker` picks a baseline) ->
+stable rank (total, coverage, time desc, id asc; MaxScore pruning skips what cannot reach the top)
+-> render (desk.recall.render). Read-only: only its cache in .git/ is written, never a commit.
 """
 
 from __future__ import annotations
@@ -54,9 +38,8 @@ LIMIT_MIN, LIMIT_MAX = 1, 10
 
 
 def parse_as_of(value: dt.datetime | str | None, now: dt.datetime | None = None) -> dt.datetime:
-    """`--as-of` read as every command reads a time (`desk.text.times.parse_time`); None is `now`
-    (default: the current time) to the end of its second, so a record appended earlier in the
-    same second (records carry microseconds) is found."""
+    """`--as-of` as every command reads a time; None is `now` (default: the current time) to the
+    end of its second, so a record appended earlier in the same second is found."""
     if value is None:
         return (now or utc_now()).replace(microsecond=999_999)
     return parse_time(value, "--as-of")
@@ -94,13 +77,9 @@ def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
            cache: SearchCache | None = None, progress: Progress | None = None,
            project: str | None = None, all_scopes: bool = False,
            dense: DenseIndex | None = None, past: Past | None = None) -> RecallResult:
-    """Run the five stages. Pass a long-lived `cache` to stay warm across calls in one process.
-
-    Memories searched: the desk-wide ones and `project`'s (docs/scopes.md), or every project's
-    with `all_scopes`. With `dense` (hybrid recall, `desk.recall.hybrid`), its dense ranking is
-    fused with the lexical one. With `past` (`--as-of`), the memories as committed then and
-    valid then (desk.recall.past_view); nothing before the first commit.
-    """
+    """Run the five stages (a long-lived `cache` stays warm across calls). Memories searched: the
+    desk-wide ones and `project`'s, or every project's with `all_scopes`. `dense`: fused with a
+    dense ranking (desk.recall.hybrid). `past` (`--as-of`): the memories as committed and valid then."""
     query = normalize_query(text, limit=limit, kind=kind, as_of=as_of, ranker=ranker,
                             embedder=dense.key if dense is not None else None)
     if project is not None:
@@ -130,9 +109,8 @@ def recall(desk: DeskFolder, text: str, *, limit: int = 5, kind: str = "all",
 
 
 def _prepare_for_memory_hits(cache: SearchCache) -> None:
-    """Import the HEAD mirror (and the memory index it opens) while git answers the
-    cache's refresh, when the cache holds memories: a memory hit needs it after the ranking,
-    where the import would wait for nothing. A desk of conversations only never loads it."""
+    """Import the HEAD mirror while git answers the refresh, when the cache holds memories (a
+    memory hit needs it after the ranking)."""
     if cache.holds_memories():
         import desk.gate.mirror  # noqa: F401
 
@@ -151,9 +129,7 @@ def search(cache: SearchCache | PastView, query: RecallQuery, desk_id: str, *, p
             other -= set(cache.postings(project_tag(project))[0])
         excluded |= other
     searched = columns.count - len(excluded)
-    union: set[int] = set()
-    for ids, _ in lists + side:
-        union.update(ids)
+    union = set().union(*(ids for ids, _ in lists + side))
     candidates = len(union) - len(union & excluded)
     reason = "no_records" if not searched else "no_matching_terms"
     if not candidates and (dense is None or not searched):
@@ -186,8 +162,6 @@ def search(cache: SearchCache | PastView, query: RecallQuery, desk_id: str, *, p
     committed: dict[str, Committed] = {}
     past: Past | None = getattr(cache, "past", None)  # as of a time: every memory is as its commit holds it
     if (names or in_projects) and past is None:
-        # Imported here (or while git answered the refresh, `_prepare_for_memory_hits`): the
-        # mirror and the memory index it opens only when a memory is hit.
         from desk.gate.mirror import head_mirror, project_heads
 
         if names:
@@ -229,9 +203,8 @@ def _hit(desk: DeskFolder, rank: int, data: dict[str, Any], breakdown: ScoreBrea
     if data["kind"] == "memory" and past is not None:
         provenance.update(commit=past.commit, committed_at=past.to_json()["committed_at"], uncommitted=False)
     elif data["kind"] == "memory":
-        # The commit of the file's last change at HEAD and when it was made (when the memory was
-        # stored, beside `updated`, when the fact was); `uncommitted`: the work tree's file is
-        # not the one HEAD holds (edited, or never committed).
+        # The commit of the file's last change at HEAD and its time; `uncommitted`: the work
+        # tree's file is not the one HEAD holds.
         path = provenance["path"]
         at_head = committed.get(path if "project" in data else memory_name(path) or "")
         provenance["commit"] = at_head.commit if at_head else None

@@ -1,28 +1,12 @@
 """The derived search cache behind `desk recall`: posting lists in `.git/desk-cache/search.sqlite`.
 
-Why its own posting lists in stdlib sqlite3 and not FTS5: recall's terms are desk's own (NFKC +
-casefold + whitespace, words, CJK character bigrams) and its score must be explainable term by term
-(which query terms matched, how often, with which weight). FTS5 would re-tokenize the text its own
-way and only hands back an opaque `bm25()`, so every candidate would be re-scored in Python anyway.
-Here a posting list is two packed arrays per term (record numbers, term frequencies), read only for
-the query's terms, and the per-record columns recall needs for every candidate (time, kind,
-length) are packed arrays loaded once per process.
-
-The cache is never the source of truth: records come from `memory/*.md` (keyed by git blob id, so a
-changed file is re-read and a same-content file never is) and from `.system/archive/*.jsonl`
-(read from the byte offset where the last refresh stopped). Every change to an archive file is
-noticed: the cache keeps, per file, a SHA-256 of the whole consumed prefix and the file's stat
-(size, mtime_ns, ctime_ns, inode). When the stat differs (an append, an edit, a `touch -d` that put
-the mtime back: the ctime only the kernel sets moves anyway, a file replaced: a new inode), or
-when HEAD's blob of the file changed (a checkpoint, a pull, a reset: for filesystems whose ctime is
-not a change time), the consumed prefix is hashed again; a file whose prefix is not what was
-consumed is read again whole, otherwise only its new bytes are read, feeding the same hash. An
-unchanged stat costs no read. Records of changed or removed files are tombstoned and excluded
-from every statistic, so the answers are exactly those of a cache built from scratch, which is
-what deleting the file gives (tested).
-
-Which files are read again is desk.recall.search_changes; how a refresh writes what it reads
-(streamed, in bounded batches) is desk.recall.search_writer.
+Its own posting lists, not FTS5: recall's terms are desk's own and its score is explained term by
+term, which FTS5's opaque `bm25()` cannot give. A posting list is two packed arrays per term
+(record numbers, term frequencies), read only for the query's terms; the per-record columns are
+packed arrays loaded once per process. Records come from `memory/*.md` (keyed by blob id) and
+`.system/archive/*.jsonl` (read on from where the last refresh stopped, a changed prefix read
+again whole: desk.recall.search_changes, search_writer). Records of changed or removed files are
+tombstoned and left out of every statistic, so the answers are a cold build's (tested).
 """
 
 from __future__ import annotations
@@ -38,7 +22,7 @@ from typing import Any
 from desk.layout import ARCHIVE_DIR, MEMORY_DIR, DeskFolder
 from desk.recall.git_state import search_git_state
 from desk.recall.records import CONVERSATION, KIND_NAMES, MEMORY, event_data, searchable_meta
-from desk.recall.search_changes import archive_changes, memory_changes, project_changes
+from desk.recall.search_changes import archive_changes, memory_changes, project_changes, select_in
 from desk.recall.search_writer import BATCH_BYTES, Batch, Columns, RefreshStats, SearchWriter
 from desk.recall.search_writer import Progress as Progress  # re-exported: desk.recall.search names it here
 from desk.storage.git import FolderState
@@ -63,10 +47,7 @@ _SCHEMA_SQL = """
 
 
 class SearchCache:
-    """Posting lists and per-record columns over a desk's memories and conversation records.
-
-    Derived and disposable: deleting the file only costs the next refresh a full read.
-    """
+    """Posting lists and per-record columns over a desk's memories and conversation records (disposable)."""
 
     def __init__(self, desk: DeskFolder, *, batch_bytes: int = BATCH_BYTES) -> None:
         self.desk = desk
@@ -109,16 +90,13 @@ class SearchCache:
             self._db.close()
             self._db = None
 
-    def _meta(self, db: sqlite3.Connection) -> dict[str, Any]:
-        return dict(db.execute("SELECT key, value FROM meta"))
-
     def _load(self, db: sqlite3.Connection) -> None:
         """Load the packed columns when another process (or nobody yet) changed them."""
         row = db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
         generation = int(row[0]) if row else 0
         if generation == self._loaded:
             return
-        meta = self._meta(db)
+        meta = dict(db.execute("SELECT key, value FROM meta"))
         columns = Columns(generation=generation)
         if generation:
             columns.times.frombytes(meta["times"])
@@ -135,15 +113,17 @@ class SearchCache:
     def _save(self, db: sqlite3.Connection) -> None:
         s = self.columns
         s.generation += 1
-        tree, dirty = self._memory_state
-        rows = {"generation": s.generation, "times": s.times.tobytes(),
-                "mem_tree": tree or "", "mem_dirty": json.dumps(dirty or []),
-                "arch_tree": self._archive_trees[0] or "",
+        rows = {"generation": s.generation, "times": s.times.tobytes(), **self._trees(),
                 "lengths": s.lengths.tobytes(), "kinds": bytes(s.kinds), "sessions": s.sessions.tobytes(),
                 "dead": array("I", sorted(s.dead)).tobytes(), "max_time": s.max_time,
                 "expires": json.dumps(s.expires), "sum_len": s.sum_len, "meta_fields": self._fields}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows.items())
         self._loaded = s.generation
+
+    def _trees(self) -> dict[str, str]:
+        """HEAD's memory tree, the memory files dirty against it and HEAD's archive tree, as stored."""
+        tree, dirty = self._memory_state
+        return {"mem_tree": tree or "", "mem_dirty": json.dumps(dirty or []), "arch_tree": self._archive_trees[0] or ""}
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -172,36 +152,23 @@ class SearchCache:
 
     def rids(self, docs: Iterable[int]) -> dict[int, str]:
         """`{record number: id}` of `docs`, in one query per 500 (the ranker's tie-break)."""
-        wanted = sorted(set(docs))
-        found: dict[int, str] = {}
-        db = self._connect()
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            found.update(db.execute(f"SELECT id, rid FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk))
-        return found
+        return dict(select_in(self._connect(), "SELECT id, rid FROM docs WHERE id IN ({})", sorted(set(docs))))
 
     def record_data(self, doc: int) -> dict[str, Any]:
         """A hit's snippet source and provenance: `rid`, `kind`, `type`, `text`, `provenance`."""
         origin, rid, line, offset, data = self._connect().execute(
             "SELECT origin, rid, line, offset, data FROM docs WHERE id=?", (doc,)).fetchone()
         if line is None:
-            memory: dict[str, Any] = json.loads(data)
-            return memory
+            return dict(json.loads(data))
         return {"rid": rid, "kind": KIND_NAMES[CONVERSATION], **event_data(json.loads(data), origin, line, offset)}
 
     def memory_docs(self) -> dict[str, tuple[str, int | None]]:
-        """`{path: (blob id, record number or None when it does not parse)}` of the memory files
-        the cache holds (a read as of a time keeps those its commit holds: desk.recall.past_view)."""
+        """`{path: (blob id, record number or None when it does not parse)}` of the memory files held."""
         return {p: (b, d) for p, b, d in self._connect().execute("SELECT path, blob, doc FROM memfiles")}
 
     def past_records(self, keys: list[str]) -> dict[str, str]:
-        """The records kept for memory files of past commits (`path NUL blob` -> JSON), so a read
-        as of a time parses a file the work tree no longer holds once (desk.recall.past_view)."""
-        db, found = self._connect(), dict[str, str]()
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            found.update(db.execute(f"SELECT key, record FROM pastrecs WHERE key IN ({','.join('?' * len(chunk))})", chunk))
-        return found
+        """The records kept for past commits' memory files (`path NUL blob` -> JSON: desk.recall.past_view)."""
+        return dict(select_in(self._connect(), "SELECT key, record FROM pastrecs WHERE key IN ({})", keys))
 
     def keep_past_records(self, records: dict[str, str]) -> None:
         if records:
@@ -213,8 +180,7 @@ class SearchCache:
         return self.columns.kinds.find(MEMORY) >= 0
 
     def memory_records(self) -> set[int]:
-        """Numbers of the memory records (tombstoned included); few, so found with `find` and
-        kept until the columns change (a reload or rebuild makes new columns)."""
+        """Numbers of the memory records (tombstoned included), kept until the columns change."""
         columns, generation, found = self._memory_records
         if columns is not self.columns or generation != self.columns.generation:
             kinds, found = self.columns.kinds, set()
@@ -228,8 +194,7 @@ class SearchCache:
     # -- refreshing -------------------------------------------------------------------------
 
     def take_asked(self, asked: FolderState | None) -> None:
-        """Use `asked` (`desk.recall.git_state.search_git_state`, started by the caller while it
-        loaded the search modules) as the next refresh's answer from git."""
+        """Use `asked` (`search_git_state`, started by the caller) as the next refresh's answer from git."""
         if self._asked is not None:
             self._asked.close()
         self._asked = asked
@@ -237,8 +202,7 @@ class SearchCache:
     def refresh(self, progress: Progress | None = None,
                 meanwhile: Callable[[SearchCache], None] | None = None) -> int:
         """Bring the cache up to date with memory/ and the archive; return the records added.
-        `meanwhile(self)` runs once the stored columns are loaded and before git's answer is
-        waited for: work that overlaps git's (a cold recall's imports)."""
+        `meanwhile(self)` runs before git's answer is waited for (a cold recall's imports)."""
         db = self._connect()
         self._load(db)
         dead = len(self.columns.dead)
@@ -256,11 +220,8 @@ class SearchCache:
         if not mem_todo and not arch_todo:
             arch_tree, arch_seen = self._archive_trees
             if self._memory_state != self._memory_seen or arch_tree != arch_seen:
-                tree, dirty = self._memory_state  # HEAD moved, nothing to read: note it
-                with db:
-                    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                   [("mem_tree", tree or ""), ("mem_dirty", json.dumps(dirty or [])),
-                                    ("arch_tree", arch_tree or "")])
+                with db:  # HEAD moved, nothing to read: note it
+                    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", self._trees().items())
             return 0
         db.execute("BEGIN IMMEDIATE")  # one writer at a time; others wait, then see its work
         batch = Batch()

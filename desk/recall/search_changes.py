@@ -1,9 +1,5 @@
-"""Which files a refresh of the search cache (desk.recall.search_cache) reads again.
-
-git narrows the look (HEAD's memory and archive trees against the ones the cache last saw, and
-the memory files that differ from HEAD), and each candidate's stat decides; a file is read again
-only when it may have changed.
-"""
+"""Which files a refresh of the search cache reads again: git narrows the look (HEAD's trees against
+the ones the cache last saw, the files that differ from HEAD), and each candidate's stat decides."""
 
 from __future__ import annotations
 
@@ -48,27 +44,26 @@ def archive_changes(desk: DeskFolder, db: sqlite3.Connection, tree: str | None) 
 def project_changes(desk: DeskFolder, db: sqlite3.Connection) -> dict[str, Any]:
     """The project memory files to read again (docs/scopes.md): projects are small, so every
     `projects/<name>/memory/*.md` is stat'ed."""
+    return _changed(desk, db, "LIKE", [f"{PROJECTS_DIR}/{p}/{MEMORY_DIR}" for p in _projects(desk)])
+
+
+def _changed(desk: DeskFolder, db: sqlite3.Connection, like: str, folders: list[str]) -> dict[str, Any]:
+    """The memory files in `folders` whose size or mtime is not the stored one, and the stored
+    ones (`path [NOT] LIKE projects/%`) that are gone (None)."""
     known = {p: (s, m) for p, s, m in db.execute(
-        "SELECT path, size, mtime FROM memfiles WHERE path LIKE ?", (f"{PROJECTS_DIR}/%",))}
+        f"SELECT path, size, mtime FROM memfiles WHERE path {like} ?", (f"{PROJECTS_DIR}/%",))}
     mem: dict[str, Any] = {}
-    for folder in (f"{PROJECTS_DIR}/{p}/{MEMORY_DIR}" for p in _projects(desk)):
+    for folder in folders:
         for path, st in _scan(desk.path(folder), ".md", folder):
             if known.pop(path, None) != (st.st_size, st.st_mtime_ns):
                 mem[path] = st
-    mem.update(dict.fromkeys(known))
-    return mem
+    return {**mem, **dict.fromkeys(known)}
 
 def memory_changes(desk: DeskFolder, db: sqlite3.Connection, tree: str | None,
                    dirty: list[str] | None) -> tuple[dict[str, Any], tuple[str | None, list[str]]]:
     """The memory files to read again ({path: stat or None when removed}), and the (tree, dirty
-    files) the cache last saw.
-
-    git narrows the search: a file that is the same blob in the memory tree the cache last
-    saw and in HEAD's, and clean against HEAD now and then, is what the cache read. So only
-    the files git names (`diff-tree` between the two trees, the work tree's changes against
-    HEAD now and at the last refresh) are stat'ed; every file is, when the cache saw no tree
-    (a new cache, no commit yet) or the old tree is gone.
-    """
+    files) the cache last saw. Only the files git names (`diff-tree` of the two trees, the files
+    dirty now or then) are stat'ed; every file is when the cache saw no tree or it is gone."""
     git = desk.git
     meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('mem_tree', 'mem_dirty')"))
     seen = (meta.get("mem_tree") or None, json.loads(meta.get("mem_dirty") or "[]"))
@@ -82,21 +77,10 @@ def memory_changes(desk: DeskFolder, db: sqlite3.Connection, tree: str | None,
                 moved = None  # the old tree is gone (gc after a rewrite): look at everything
             candidates = None if moved is None else candidates | {f"{MEMORY_DIR}/{c.path}" for c in moved}
     if candidates is None:
-        known = {p: (s, m) for p, s, m in db.execute(
-            "SELECT path, size, mtime FROM memfiles WHERE path NOT LIKE ?", (f"{PROJECTS_DIR}/%",))}
-        mem: dict[str, Any] = {}
-        for path, st in _scan(desk.path(MEMORY_DIR), ".md", MEMORY_DIR):
-            if known.pop(path, None) != (st.st_size, st.st_mtime_ns):
-                mem[path] = st
-        mem.update(dict.fromkeys(known))
-        return mem, seen
+        return _changed(desk, db, "NOT LIKE", [MEMORY_DIR]), seen
     wanted = sorted(p for p in candidates if _memory_path(p))
-    known = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start:start + 500]
-        known.update({p: (s, m) for p, s, m in db.execute(
-            f"SELECT path, size, mtime FROM memfiles WHERE path IN ({','.join('?' * len(chunk))})", chunk)})
-    mem = {}
+    known = {p: (s, m) for p, s, m in select_in(db, "SELECT path, size, mtime FROM memfiles WHERE path IN ({})", wanted)}
+    mem: dict[str, Any] = {}
     for path in wanted:
         found = regular_file(desk.path(path))
         if found is None:
@@ -107,10 +91,14 @@ def memory_changes(desk: DeskFolder, db: sqlite3.Connection, tree: str | None,
     return mem, seen
 
 
+def select_in(db: sqlite3.Connection, sql: str, keys: list[Any]) -> list[Any]:
+    """The rows of `sql` whose `IN ({})` names each of `keys`, asked 500 at a time."""
+    return [row for start in range(0, len(keys), 500)
+            for row in db.execute(sql.format(",".join("?" * len(keys[start:start + 500]))), keys[start:start + 500])]
+
+
 def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
-    """What the cache compares of an archive file's stat: a person can put the mtime back
-    (`touch -d`), not the ctime, which the kernel sets on every change; a replaced file has a
-    new inode."""
+    """An archive file's stat as compared: the ctime moves even when a person puts the mtime back."""
     return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 

@@ -1,11 +1,6 @@
-"""How a refresh of the search cache (desk.recall.search_cache) writes what it reads.
-
-A refresh streams: archive files are read in chunks, each record's postings go into a batch that
-is merged into the file once it holds about `batch_bytes` (an upsert per term that appends to the
-stored arrays, in term order), and snippet rows are written as they come, so memory stays bounded
-whatever the size of the ingest (the first recall after a 100,000-record import, issue 17). An
-archived event's snippet and provenance are its archive line itself, stored as is and decoded
-only for a hit.
+"""How a refresh of the search cache writes what it reads, streamed: archive files in chunks, each
+record's postings into a batch merged into the file at about `batch_bytes`, snippet rows (an
+event's is its archive line, decoded only for a hit) as they come: memory stays bounded (issue 17).
 """
 
 from __future__ import annotations
@@ -17,7 +12,8 @@ import sys
 import time
 from array import array
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
 
 from desk.errors import DeskError
 from desk.layout import DeskFolder
@@ -35,13 +31,8 @@ from desk.recall.search_changes import regular_file
 from desk.storage.git import blob_sha
 from desk.storage.reading import open_regular
 
-# Postings held in memory during a refresh before they are merged into the file. Every merge
-# writes one row per term it holds, so fewer, larger batches write less; this bounds the batch
-# (estimated below) to well inside issue 17's 150 MiB for the whole process.
-BATCH_BYTES = 48 * 1024 * 1024
-# Estimated bytes held: a posting 5 (a record number and a term frequency in packed arrays), a
-# term seen once ~110 (its str, an int and its dict slot), a term seen more often ~320 (two arrays
-# and a tuple instead of the int). Measured with tracemalloc on a 100,000-event import.
+BATCH_BYTES = 48 * 1024 * 1024  # postings held before a merge: well inside issue 17's 150 MiB
+# Estimated bytes held by a posting, a term seen once, a term's two arrays (tracemalloc, 100,000 events)
 POSTING_BYTES, TERM_BYTES, ARRAYS_BYTES = 5, 110, 210
 _ID_SIZE = array("I").itemsize
 DOCS_BATCH = 2000  # snippet rows written per executemany
@@ -51,22 +42,19 @@ _NAN = float("nan")
 Progress = Callable[[int, int], None]
 
 
-# Plain classes with behaviour and mutable packed state, not records: a dataclass adds nothing here.
+@dataclass(slots=True)
 class Columns:
     """Per-record columns, packed; loaded once per process and refreshed incrementally."""
 
-    __slots__ = ("times", "lengths", "kinds", "sessions", "dead", "expires", "sum_len", "max_time", "generation")
-
-    def __init__(self, generation: int = 0) -> None:
-        self.times = array("d")  # NaN when unknown
-        self.lengths = array("I")
-        self.kinds = bytearray()
-        self.sessions = array("I")  # `event_session`: 0 for a memory
-        self.dead: set[int] = set()
-        self.expires: dict[int, float] = {}
-        self.sum_len = 0
-        self.max_time = float("-inf")
-        self.generation = generation
+    generation: int = 0
+    times: array[float] = field(default_factory=lambda: array("d"))  # NaN when unknown
+    lengths: array[int] = field(default_factory=lambda: array("I"))
+    kinds: bytearray = field(default_factory=bytearray)
+    sessions: array[int] = field(default_factory=lambda: array("I"))  # `event_session`: 0 for a memory
+    dead: set[int] = field(default_factory=set)
+    expires: dict[int, float] = field(default_factory=dict)
+    sum_len: int = 0
+    max_time: float = float("-inf")
 
     @property
     def count(self) -> int:
@@ -81,40 +69,29 @@ class Columns:
             self.expires.pop(doc, None)
 
 
+@dataclass(slots=True)
 class RefreshStats:
     """What the last refresh did: records added, postings merges, the most bytes a batch held."""
 
-    __slots__ = ("records", "merges", "most_bytes_held")
-
-    def __init__(self) -> None:
-        self.records = 0
-        self.merges = 0
-        self.most_bytes_held = 0  # the estimate `BATCH_BYTES` bounds
-
-    def __repr__(self) -> str:
-        return f"RefreshStats(records={self.records}, merges={self.merges}, most_bytes_held={self.most_bytes_held})"
+    records: int = 0
+    merges: int = 0
+    most_bytes_held: int = 0  # the estimate `BATCH_BYTES` bounds
 
 
+@dataclass(slots=True)
 class Batch:
-    """A refresh's pending writes: postings per term and snippet rows, flushed when full.
+    """A refresh's pending writes: postings per term and snippet rows, flushed when full. A term
+    seen once maps to one int (record number << 8 | tf), not two arrays: most terms are rare."""
 
-    A term seen once in the batch maps to one int (record number << 8 | tf) rather than two
-    arrays: most distinct terms of a large ingest are rare (ids, numbers, names).
-    """
-
-    __slots__ = ("postings", "held", "docs", "stats")
-
-    def __init__(self) -> None:
-        self.postings: dict[str, int | tuple[array[int], array[int]]] = {}
-        self.held = 0  # estimated bytes
-        self.docs: list[tuple[int, str, str, int | None, int | None, bytes | str]] = []
-        self.stats = RefreshStats()
+    postings: dict[str, int | tuple[array[int], array[int]]] = field(default_factory=dict)
+    held: int = 0  # estimated bytes
+    docs: list[tuple[int, str, str, int | None, int | None, bytes | str]] = field(default_factory=list)
+    stats: RefreshStats = field(default_factory=RefreshStats)
 
 
 class SearchWriter:
-    """Numbers the records one refresh adds (appending to `columns`), tombstones the ones it
-    replaces, and writes their rows and postings (`postings`: the cache's loaded posting lists,
-    forgotten for every term a merge extends)."""
+    """Numbers the records one refresh adds, tombstones the ones it replaces, and writes their rows
+    and postings (`postings`: the cache's loaded lists, forgotten for every term a merge extends)."""
 
     def __init__(self, desk: DeskFolder, columns: Columns, batch_bytes: int,
                  postings: dict[str, tuple[array[int], array[int]]], meta_fields: tuple[str, ...]) -> None:
@@ -129,9 +106,7 @@ class SearchWriter:
              row: tuple[str, str, int | None, int | None, bytes | str], tags: dict[str, int] | None = None,
              session: int = 0) -> int:
         """Number a record, append its columns and postings to the batch; flush what is full.
-
-        `tags` ({term: tf}) are posted like terms but never counted in the record's length (scope
-        filters, an event's speaker and meta field, the time tag)."""
+        `tags` ({term: tf}) are posted like terms, never counted in the record's length."""
         s = self.columns
         doc = s.count
         length = sum(terms.values())
@@ -236,24 +211,15 @@ class SearchWriter:
     def _read_archive_file(self, db: sqlite3.Connection, batch: Batch, path: str, size: int, offset: int,
                            lines: int, hasher: Any, progress: Progress | None, done: int,
                            total: int) -> tuple[int, int]:
-        """Add the records of the complete lines of `path` from byte `offset` up to `size`, read in
-        chunks, feeding the consumed bytes to `hasher` (the prefix's SHA-256 so far); return the
-        new (offset, lines).
-
-        Bytes past `size` (appended since the stat) wait for the next refresh, and so does a torn
-        last line; a line that does not decode is skipped (`desk archive verify` reports damage).
-        """
+        """Add the records of the complete lines of `path` from byte `offset` up to `size`, feeding the
+        consumed bytes to `hasher`; return the new (offset, lines). A torn last line waits for the
+        next refresh; a line that does not decode is skipped (`desk archive verify` reports it)."""
         desk_id = self.desk.desk_id
         start = offset
         with open_regular(self.desk, path) as handle:
             handle.seek(offset)
             pending = b""
-            remaining = size - offset
-            while remaining > 0:
-                chunk = handle.read(min(READ_CHUNK, remaining))
-                if not chunk:
-                    break
-                remaining -= len(chunk)
+            for chunk in _chunks(handle, size - offset):
                 data = pending + chunk if pending else chunk
                 end = data.rfind(b"\n") + 1
                 pos = 0
@@ -283,27 +249,23 @@ class SearchWriter:
 
     def _consumed_prefix(self, path: str, st: os.stat_result, offset: int,
                          prefix: str) -> tuple[Any, bool] | None:
-        """(a SHA-256 fed with the first `offset` bytes of `path`, True) when they are still the
-        bytes the cache consumed (append-only growth; `prefix` is their hex digest); (a fresh
-        SHA-256, False) when they are not (a truncation, an edit of any earlier line, a rewritten
-        file); None when the file cannot be read safely (a symlink now, or gone): its records go."""
+        """(a SHA-256 fed with the first `offset` bytes of `path`, True) when they are still the bytes
+        consumed (`prefix`, their digest); (a fresh SHA-256, False) when not; None when the file
+        cannot be read safely (a symlink now, or gone): its records go."""
         import hashlib  # OpenSSL: only a recall whose archive files changed hashes them
 
         hasher = hashlib.sha256()
         if offset == 0 or st.st_size < offset:
             return (hasher, offset == 0) if regular_file(self.desk.path(path)) is not None else None
+        consumed = 0
         try:
             with open_regular(self.desk, path) as handle:
-                remaining = offset
-                while remaining > 0:
-                    chunk = handle.read(min(READ_CHUNK, remaining))
-                    if not chunk:
-                        break
+                for chunk in _chunks(handle, offset):
                     hasher.update(chunk)
-                    remaining -= len(chunk)
+                    consumed += len(chunk)
         except (OSError, DeskError):  # a symlink or a folder now, or gone: never read through
             return None
-        if remaining == 0 and hasher.hexdigest() == prefix:
+        if consumed == offset and hasher.hexdigest() == prefix:
             return hasher, True
         return hashlib.sha256(), False
 
@@ -317,9 +279,8 @@ class SearchWriter:
             batch.docs = []
 
     def _flush_postings(self, db: sqlite3.Connection, batch: Batch) -> None:
-        """Merge the batch's postings into the file. A term's new record numbers are higher than
-        every stored one, so a merge appends to the stored arrays: an upsert per term, in term
-        order (the table's key order, so the B-tree is written front to back)."""
+        """Merge the batch's postings into the file: new record numbers are higher than every stored
+        one, so an upsert per term, in key order, appends to the stored arrays."""
         fresh = batch.postings
         if not fresh:
             return
@@ -347,3 +308,10 @@ class SearchWriter:
                 cached.pop(term, None)
         batch.postings = {}
         batch.held = 0
+
+
+def _chunks(handle: BinaryIO, size: int) -> Iterator[bytes]:
+    """The next `size` bytes of `handle` in chunks of at most `READ_CHUNK` (fewer at its end)."""
+    while size > 0 and (chunk := handle.read(min(READ_CHUNK, size))):
+        size -= len(chunk)
+        yield chunk

@@ -1,15 +1,12 @@
-"""`desk stats`: what the desk holds and what it costs to keep resident (docs/design.md §8.4's economics).
-
-docs/design.md §8.4 measured "5 memories, index 48 tokens resident, bodies 1,526 tokens on disk": the index is
-what an assistant pays for every session, the bodies only when a trigger hits. `desk stats` shows
-those two figures for any desk (tokens by `desk.text.tokens.estimate_tokens`), plus memories by type,
-expired and long-unverified memories, and the archive's size.
-"""
+"""`desk stats`: what the desk holds and what it costs to keep resident (docs/design.md §8.4): the
+index's tokens (paid every session), the bodies' (paid when a trigger hits), memories by type,
+expired and long-unverified memories, and the archive's size."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,21 +62,15 @@ def desk_stats(desk: DeskFolder, *, now: dt.datetime | None = None,
     entries = entries_in_worktree(desk, invalid)
     stats.broken = invalid_paths(invalid)
     stats.memories = len(entries)
-    for entry in entries.values():
-        stats.by_type[entry.type] = stats.by_type.get(entry.type, 0) + 1
-    stats.by_type = dict(sorted(stats.by_type.items()))
+    stats.by_type = dict(sorted(Counter(e.type for e in entries.values()).items()))
     data = desk.read_if_present(INDEX_FILE)
     if data is not None:
         stats.index_bytes = len(data)
         stats.index_tokens = estimate_tokens(data.decode("utf-8", "replace"))
     cutoff = now - dt.timedelta(days=unverified_days)
-    for name in sorted(entries):
-        entry = entries[name]
-        if entry.is_expired(now):
-            stats.expired.append(name)
-        stats.body_tokens += entry.body_tokens
-        if entry.updated is None or parse_time(entry.updated) < cutoff:
-            stats.unverified.append(name)
+    stats.expired = [n for n in sorted(entries) if entries[n].is_expired(now)]
+    stats.unverified = [n for n, e in sorted(entries.items()) if e.updated is None or parse_time(e.updated) < cutoff]
+    stats.body_tokens = sum(e.body_tokens for e in entries.values())
     folder = desk.path(ARCHIVE_DIR)
     if folder.is_dir():
         for item in sorted(os.scandir(folder), key=lambda i: i.name):

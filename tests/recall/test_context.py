@@ -344,50 +344,6 @@ def _trim_lines_by_split(key: str, label: str, shown: str, text: str, limit: int
     return out, [f"lines {len(kept) + 1}-{len(lines)}"]
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["- [a](memory/a.md) — one", "", " ", "x" * 40, "报告 report", "\t", "last"]),
-                max_size=40).map("\n".join), st.integers(0, 120), st.sampled_from(["", "\n", "\n\n", " \n"]))
-def test_trimming_lines_one_at_a_time_keeps_what_splitting_them_all_kept(body: str, limit: int, end: str) -> None:
-    from desk.recall.context.sections import _trim_lines
-
-    section = _trim_lines("memory_index", "MEMORY.md", "MEMORY.md", body + end, limit)
-    assert (section.text, section.left_out) == _trim_lines_by_split("memory_index", "MEMORY.md", "MEMORY.md",
-                                                                    body + end, limit)
-    assert section.tokens == estimate_tokens(section.text)
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(["- [a](memory/a.md) — one", "", " ", "x" * 40, "报告 report", "\t", "last",
-                                 "a \u2028b", "  indented", "ab\u200bcd", "-" * 3]),
-                max_size=40).map("\n".join), st.integers(0, 120), st.sampled_from(["", "\n", "\n\n", " \n"]),
-       st.integers(0, 2000))
-def test_trimming_from_the_head_of_a_text_keeps_what_the_whole_text_kept(body: str, limit: int, end: str,
-                                                                         cut: int) -> None:
-    """MEMORY.md's section is loaded by its first characters (desk.recall.context.cache.INDEX_HEAD):
-    the section made from them (the whole asked for only when they cannot decide) is the one the
-    whole text makes, at any cut, even one inside a line, a character or a run of spaces."""
-    from desk.recall.context.cache import _lines
-    from desk.recall.context.sections import _trim_head, _trim_lines
-
-    text = body + end
-    asked: list[bool] = []
-
-    def whole() -> str:
-        asked.append(True)
-        return text
-
-    expected = _trim_lines("memory_index", "MEMORY.md", "MEMORY.md", text, limit)
-    found = _trim_head("memory_index", "MEMORY.md", "MEMORY.md", text[:cut], _lines(text), limit, whole)
-    assert found == expected
-    assert found.tokens == estimate_tokens(found.text)
-    long = "\n".join(f"- [m{i}](memory/m{i}.md) — note {i}" for i in range(2000)) + "\n"
-    asked.clear()
-    text = long
-    assert _trim_head("memory_index", "MEMORY.md", "MEMORY.md", long[:2000], 2000, 60, whole) == _trim_lines(
-        "memory_index", "MEMORY.md", "MEMORY.md", long, 60)
-    assert asked == []  # the budget is spent within the head: the rest is never loaded
-
-
 @pytest.mark.parametrize("data", [b"\x7fELF\x02\x01\x01\x00\x00", b"# Rules\n\xff\xfe not UTF-8\n"])
 def test_a_project_agents_file_that_is_not_text_is_refused(desk: DeskFolder, run: DeskRunner, tmp_path: Path,
                                                            data: bytes) -> None:

@@ -13,14 +13,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from desk.layout import DeskFolder
 from desk.memory.operations import remember
 from desk.recall.context import ContextRequest, build_context, render_markdown
-from desk.recall.context import cache as context_cache
-from desk.recall.context.cache import _Joined, memory_view, scan_memory_folder
+from desk.recall.context.cache import memory_view, scan_memory_folder
 from desk.recall.git_state import start_folder_state
 from tests.history_helpers import person
 
@@ -92,29 +89,16 @@ def test_a_kept_view_answers_without_loading_the_entries(desk: DeskFolder) -> No
     assert render_markdown(build_context(desk, ContextRequest(query="report", as_of=NOW))) == expected
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\0", blacklist_categories=("Cs",))), max_size=12))
-def test_a_kept_list_s_items_are_found_by_their_starts(items: list[str]) -> None:
-    """Names, blobs and trigger positions are stored joined with each item's start; item i read
-    by its start is the list's item i (empty items, non-BMP characters, one item, none)."""
-    made = _Joined.of(items)
-    text = made.text()
-    stored = _Joined.stored(text, made.starts())
-    assert [stored[i] for i in range(len(items))] == items
-    assert _Joined.stored(text, made.starts()).items() == items
-    assert text is None if not items else text == "\0".join(items)
-
-
-def test_a_kept_view_whose_starts_do_not_match_is_built_again(desk: DeskFolder) -> None:
+def test_a_kept_view_whose_lists_do_not_match_is_built_again(desk: DeskFolder) -> None:
     _remember(desk, "alpha", ("alpha",))
     _remember(desk, "beta", ("beta",))
     _settle(desk)
     expected = render_markdown(build_context(desk, ContextRequest(query="beta", as_of=NOW)))
-    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:  # as another byte order would read
-        db.execute("UPDATE memory_view_v4 SET names_at = substr(names_at, 1, 8)")
+    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:  # a damaged row
+        db.execute("UPDATE memory_view_v4 SET names = 'alpha'")
     assert render_markdown(build_context(desk, ContextRequest(query="beta", as_of=NOW))) == expected
     with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:
-        assert db.execute("SELECT length(names_at), length(blobs_at) FROM memory_view_v4").fetchone() == (16, 16)
+        assert db.execute("SELECT names FROM memory_view_v4").fetchone() == ("alpha\0beta",)
 
 
 def test_any_change_to_memory_files_builds_the_view_again(desk: DeskFolder) -> None:
@@ -140,8 +124,8 @@ def test_a_view_is_not_kept_while_a_file_may_still_change_unseen(desk: DeskFolde
     _settle(desk)
     _remember(desk, "fresh", ("fresh",))  # written just now: racy
     assert scan_memory_folder(desk)[1] is False
-    view = memory_view(desk, NOW, lambda active, expired, broken: ",".join(sorted(active)))
-    assert view.index_text == "alpha,fresh" and view.candidates("fresh") == ["fresh"]
+    view = memory_view(desk, NOW)
+    assert "[alpha]" in view.index_text and "[fresh]" in view.index_text and view.candidates("fresh") == ["fresh"]
     assert _stored(desk) == []
     _settle(desk)
     assert scan_memory_folder(desk)[1] is True
@@ -284,38 +268,25 @@ def _index_source(desk: DeskFolder) -> dict[str, object]:
     return source
 
 
-def _kept_blobs(desk: DeskFolder) -> list[tuple[str, str]]:
-    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:
-        return db.execute("SELECT path, blob FROM file_blobs_v1").fetchall()
-
-
-def test_memory_md_s_blob_is_vouched_for_by_its_stat_and_any_change_is_seen(desk: DeskFolder) -> None:
-    """FileBlobs: an unchanged MEMORY.md is neither read nor hashed (its kept blob is used: a
-    planted one shows), and every change of the file, even one that keeps its size and puts its
-    mtime back, is read and hashed again."""
+def test_memory_md_s_source_names_its_blob_and_any_change_is_seen(desk: DeskFolder) -> None:
+    """MEMORY.md's source names its blob, and every change of the file, even one that keeps its
+    size and puts its mtime back, is seen; a link is never read through."""
     from desk.storage.git import blob_sha
 
     _remember(desk, "report-style", ("report",))
     index = desk.path("MEMORY.md")
-    assert _index_source(desk)["blob"] == blob_sha(index.read_bytes())
-    assert _kept_blobs(desk) == []  # just written: racy, never kept
     old = index.stat().st_mtime - 3600
     os.utime(index, (old, old))
     real = blob_sha(index.read_bytes())
     source = _index_source(desk)
     assert source["blob"] == real and source["committed"] is True
-    assert _kept_blobs(desk) == [("MEMORY.md", real)]
-    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:
-        db.execute("UPDATE file_blobs_v1 SET blob = ?", ("f" * 40,))  # planted: shows only if not re-read
-    source = _index_source(desk)
-    assert source["blob"] == "f" * 40 and source["committed"] is False
     data = index.read_bytes()
-    index.write_bytes(data.replace(b"report", b"REPORT"))  # same size, mtime put back: ctime moves
+    index.write_bytes(data.replace(b"report", b"REPORT"))  # same size, mtime put back
     os.utime(index, (old, old))
     source = _index_source(desk)
     assert source["blob"] == blob_sha(index.read_bytes()) != real and source["committed"] is False
     index.unlink()
-    index.symlink_to(desk.path("AGENTS.md"))  # a link is never vouched for (nor read through)
+    index.symlink_to(desk.path("AGENTS.md"))
     source = _index_source(desk)
     assert "blob" not in source
 
@@ -341,48 +312,3 @@ def test_a_read_with_hits_opens_the_entry_cache_once(desk: DeskFolder, monkeypat
     assert len(result.recalled) == 3 and all(m["commit"] for m in result.recalled)  # from the mirror
     assert render_markdown(result) == expected
     assert opened.count("entries.sqlite") == 1
-
-
-@pytest.mark.parametrize("budget", [60, 100_000])
-def test_a_kept_view_loads_the_head_of_memory_md_and_renders_what_the_whole_renders(
-        desk: DeskFolder, monkeypatch: pytest.MonkeyPatch, budget: int) -> None:
-    """A kept view loads MEMORY.md's section by its first `INDEX_HEAD` characters: with a small
-    budget the head decides, with a large one the whole is read; both render what a fresh build
-    renders. If the kept view was replaced meanwhile, the whole is rendered from the entries."""
-    for i in range(12):
-        _remember(desk, f"lamp-{i:02d}", ("lamp",))
-    _settle(desk)
-    budgets = {"memory_index": budget}
-
-    def fresh() -> str:
-        (desk.cache_dir / "context.sqlite").unlink(missing_ok=True)
-        return render_markdown(build_context(desk, ContextRequest(query="lamp", as_of=NOW, section_budgets=budgets)))
-
-    expected = fresh()  # built and kept
-    monkeypatch.setattr(context_cache, "INDEX_HEAD", 300)  # MEMORY.md's section is ~1.4 kB here
-    view = memory_view(desk, NOW, lambda *_: "unused", start_folder_state(desk))
-    assert not view.index_whole and len(view.index_head) == 300
-    view.close()
-    assert render_markdown(build_context(desk, ContextRequest(query="lamp", as_of=NOW, section_budgets=budgets))) == expected
-    real = context_cache._open
-
-    def replaced(found: DeskFolder) -> sqlite3.Connection | None:  # another read kept another view
-        db = real(found)
-        if db is not None:
-            db.execute("UPDATE memory_view_v4 SET key = 'another'")
-        return db
-
-    view = memory_view(desk, NOW, lambda act, expired, broken: build_text(act, expired, broken),
-                       start_folder_state(desk))
-    with sqlite3.connect(desk.cache_dir / "context.sqlite") as db:
-        (kept,) = db.execute("SELECT index_text FROM memory_view_v4").fetchone()
-    monkeypatch.setattr(context_cache, "_open", replaced)
-    assert not view.index_whole and view.index_text == kept and len(kept) > 300
-    view.close()
-
-
-def build_text(active: object, expired: int, broken: list[str]) -> str:
-    from desk.recall.context.lists import index_text as _index_text
-    from desk.text.escape import markdown_block
-
-    return markdown_block(_index_text(active, expired, broken))  # type: ignore[arg-type]

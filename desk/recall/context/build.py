@@ -1,9 +1,6 @@
-"""One context read: a `ContextRequest` in, the sections in its mode's read order out (`build_context`).
-
-Each section is read, escaped and trimmed to the smaller of its budget and what is left of the
-total, in read order; then, with a query, the recalled memories; then every desk file shown is
-named with its blob and commit (`desk.recall.context.files.stamp_sources`).
-"""
+"""One context read: a `ContextRequest` in, its mode's sections in read order out, each trimmed to
+the smaller of its budget and what is left of the total; then the recalled memories; then every
+desk file shown named with its blob and commit (`stamp_sources`)."""
 
 from __future__ import annotations
 
@@ -14,8 +11,8 @@ from desk.layout import INDEX_FILE, MEMORY_DIR, PREFS_INDEX_FILE, PROJECTS_DIR, 
 from desk.formats.memory_index import IndexEntry
 from desk.memory.past import memory_blobs
 from desk.gate.entries import invalid_paths
-from desk.recall.context.cache import FileBlobs, MemoryView, memory_view
-from desk.recall.context.files import read_file, stamp_sources
+from desk.recall.context.cache import MemoryView, memory_view
+from desk.recall.context.files import committed_files, past_blob, read_file, stamp_sources
 from desk.recall.context.lists import FactsReader, facts_section, index_text, journal_sections
 from desk.recall.context.memories import _recalled
 from desk.recall.context.parsed import ParsedCache
@@ -23,7 +20,7 @@ from desk.recall.context.request import (FILE_SECTIONS, MODES, READ_ORDER, Conte
                                          configured_options)
 from desk.recall.context.result import ContextResult
 from desk.recall.context.scopes import profile_section, user_prefs_section
-from desk.recall.context.sections import Section, _trim_entries, _trim_head, _trim_lines
+from desk.recall.context.sections import Section, _trim_entries, _trim_lines
 from desk.recall.git_state import context_git_state
 from desk.storage.git import FolderState
 from desk.text.escape import markdown_block, one_line
@@ -36,13 +33,9 @@ def build_context(desk: DeskFolder, request: ContextRequest, *, facts: FactsRead
                   git_state: FolderState | None | Literal["ask"] = "ask") -> ContextResult:
     """The sections to inject, trimmed to their budgets, in the read order of `request.mode`.
 
-    `facts(count, active_memories)` reads the recent facts (`desk.digest.recent.recent_facts`,
-    passed in by the API: recall sits beside digest, not above it); without it the wake-up read
-    has no recent facts section. `git_state`: what git was asked for this read
-    (`desk.recall.git_state.context_git_state`, started by the caller before this package loaded;
-    this call owns it and ends its processes); by default it is asked here, once the request is
-    known to be valid.
-    """
+    `facts(count, active_memories)` reads the recent facts (passed in by the API: recall sits
+    beside digest); without it there is no recent facts section. `git_state`: what git was asked
+    for this read (`context_git_state`), owned by this call; by default asked here."""
     started = git_state if not isinstance(git_state, str) else None
     try:
         reading = _Reading(desk, request, facts)
@@ -77,33 +70,33 @@ class _Reading:
             raise UsageError(f"--project-agents {request.project_agents}: no such file",
                              hint="give the path of the project's AGENTS.md, or leave the option out")
         self.read: dict[str, bytes | None] = {}  # desk files read: their blobs are checked against HEAD
-        self.hashed: dict[str, str] = {}  # desk files not read: their stat vouched for their blob (`FileBlobs`)
         self.memory_state: FolderState | None = None
         self._view: MemoryView | None = None
-        self.parsed = ParsedCache(desk)  # USER.md's and injected memories' parses, kept by their bytes
-        self.blobs = FileBlobs(desk)  # opened on first use, as the parsed cache
+        self.parsed = ParsedCache(desk)  # parses kept by the bytes: opened on first use
 
     def _load_project(self, project: str) -> None:
         from desk.memory.reads import require_project
-        from desk.scopes.projects import project_entries
 
         require_project(project)
-        found = project_entries(self.desk, project, self.project_refused)
+        past = self.request.past
+        if past is None:
+            from desk.scopes.projects import project_entries
+
+            found = project_entries(self.desk, project, self.project_refused)
+        else:  # as committed then, and begun by then (as the desk-wide memories: docs/time.md)
+            found = {n: e for n, e in _committed_entries(self.desk, project, past.commit, self.project_refused).items()
+                     if e.has_begun(self.as_of)}
         self.project_active = {n: e for n, e in found.items() if not e.is_expired(self.as_of)}
         self.project_expired = len(found) - len(self.project_active)
 
     def run(self, memory_state: FolderState | None) -> ContextResult:
-        """Read every section; close the caches and git's processes whatever happens. A person's
-        broken hand edit must not keep the assistant from waking up: the file is named (`desk
-        validate` says what is wrong) and everything else is still loaded."""
+        """Read every section; close the caches and git's processes whatever happens."""
         self.memory_state = memory_state  # git answers while the other sections are read
         try:
             sections, recalled = self._sections()
-            head = stamp_sources(self.desk, sections, self.read, memory_state.ids if memory_state is not None else None,
-                                 self.hashed, self.blobs)
+            head = stamp_sources(self.desk, sections, self.read, memory_state.ids if memory_state is not None else None)
         finally:
             self.parsed.close()
-            self.blobs.close()
             if self._view is not None:
                 self._view.close()  # its entry cache
             elif memory_state is not None:
@@ -113,19 +106,16 @@ class _Reading:
                              format_time(self.as_of), head)
 
     def memory(self) -> MemoryView:
-        """The desk-wide memories: the index text and the trigger table kept between runs while
-        memory/ is unchanged (desk.recall.context.cache); entries are loaded only where needed."""
+        """The desk-wide memories (desk.recall.context.cache), built or loaded on first use."""
         if self._view is None:
             past = self.request.past
-            self._view = memory_view(self.desk, self.as_of, lambda act, expired, broken: markdown_block(
-                index_text(act, expired, broken, self.as_of)), self.memory_state,
-                None if past is None else {p: b for p, b in memory_blobs(self.desk, past).items()
-                                           if p.startswith(MEMORY_DIR + "/")})
+            files = None if past is None else {p: b for p, b in memory_blobs(self.desk, past).items()
+                                               if p.startswith(MEMORY_DIR + "/")}
+            self._view = memory_view(self.desk, self.as_of, self.memory_state, files)
         return self._view
 
     def _sections(self) -> tuple[list[Section], list[dict[str, Any]]]:
-        """The mode's sections in read order, each within what is left of the total, then the
-        recalled memories (with a query that hits a trigger)."""
+        """The mode's sections in read order, then the recalled memories (a query that hits a trigger)."""
         sections: list[Section] = []
         remaining = self.budgets["total"]
         for key in READ_ORDER[self.request.mode]:
@@ -135,9 +125,9 @@ class _Reading:
         query, project = self.request.query, self.request.project
         if query is None or not query.strip():
             return sections, []
+        current = {n: e for n, e in self.project_active.items() if not e.has_ended(self.as_of)}  # never injected
         block = _recalled(self.desk, query, self.memory(), min(self.budgets["recalled"], remaining),
-                          (project, self.project_active) if project is not None else None, self.parsed,
-                          self.request.past)
+                          (project, current) if project is not None else None, self.parsed, self.request.past)
         if block is None:
             return sections, []
         return [*sections, block[0]], block[1]
@@ -158,47 +148,53 @@ class _Reading:
         label, rel = _LABELS[key]
         if key == "mistakes":
             section = _trim_entries(key, label, shown, text, limit, self.request.query or "")
-        elif rel == INDEX_FILE and not self.memory().index_whole:  # the budget shows a few dozen lines
-            section = _trim_head(key, label, shown, text, self.memory().index_lines, limit,
-                                 lambda: self.memory().index_text)
         else:
             section = _trim_lines(key, label, shown, text, limit)
-        section.sources = sources if sources is not None else [{"path": shown}]
+        section.sources = sources
         return [section]
 
-    def _file_text(self, key: str) -> tuple[str, str, list[dict[str, Any]] | None] | None:
-        """A file section's escaped text, the path it shows and its sources (None: that path),
-        or None when the read has no such section (no project given)."""
-        desk, rel = self.desk, _LABELS[key][1]
+    def _file_text(self, key: str) -> tuple[str, str, list[dict[str, Any]]] | None:
+        """A file section's escaped text, the path it shows and its sources, or None when the read
+        has no such section (no project given). As of a time, each file is as committed then."""
+        desk, rel, past = self.desk, _LABELS[key][1], self.request.past
         if rel is None:
             if self.request.project_agents is None:
                 return None
             shown = one_line(str(self.request.project_agents))
             text = markdown_block(read_file(self.request.project_agents, shown, {}, None))
             return text, shown, [{"path": shown, "commit": None}]
-        if rel == INDEX_FILE:  # its blob, for the sources (the text is the memory view's)
-            if (blob := self.blobs.known(rel)) is not None:
-                self.hashed[rel] = blob
-            else:
-                read_file(desk.path(rel), rel, self.read, rel, desk.root)
-            return self.memory().index_head, rel, None  # its start, or all of it (`MemoryView`)
+        then = {} if past is None else {"commit": past.commit}  # sources as committed then (docs/time.md)
+        if rel == USER_FILE:
+            content, shown, notes = profile_section(desk, self.scope, self.read, self.parsed, past)
+            return markdown_block(content) + notes, shown, [{"path": shown, **then}]
+        if rel == PREFS_INDEX_FILE:
+            content, shown, notes, files = user_prefs_section(desk, self.scope, self.as_of, self.read, self.parsed,
+                                                              past)
+            return markdown_block(content) + notes, shown, [{"path": f, **then} for f in files]
+        shown = rel
         if rel == PROJECTS_DIR:
             if self.request.project is None:
                 return None
             shown = project_index_path(self.request.project)
-            read_file(desk.path(shown), shown, self.read, shown, desk.root)  # its blob, for the sources
+        sources = [{"path": shown, **then}]
+        if rel in (INDEX_FILE, PROJECTS_DIR):  # desk renders the text; the file is read for its blob
+            if past is None:
+                read_file(desk.path(shown), shown, self.read, shown, desk.root)
+            if rel == INDEX_FILE:
+                return self.memory().index_text, rel, sources
             text = index_text(self.project_active, self.project_expired, invalid_paths(self.project_refused),
                               self.as_of)
-            return markdown_block(text), shown, None
-        if rel == USER_FILE:
-            content, shown, notes = profile_section(desk, self.scope, self.read, self.parsed)
-            return markdown_block(content) + notes, shown, None
-        if rel == PREFS_INDEX_FILE:
-            content, shown, notes, files = user_prefs_section(desk, self.scope, self.as_of, self.read, self.parsed)
-            return markdown_block(content) + notes, shown, [{"path": f} for f in files]
-        past = self.request.past
-        if past is not None:  # as committed then (docs/time.md)
-            data = desk.git.objects.blob_at(past.commit, rel) if past.commit else None
-            text = data.decode("utf-8", "replace").rstrip() + "\n" if data is not None else f"_({rel} did not exist)_\n"
-            return markdown_block(text), rel, [{"path": rel, "commit": past.commit}]
-        return markdown_block(read_file(desk.path(rel), rel, self.read, rel, desk.root)), rel, None
+            return markdown_block(text), shown, sources
+        if past is None:
+            return markdown_block(read_file(desk.path(rel), rel, self.read, rel, desk.root)), rel, sources
+        data = past_blob(desk, past, rel)
+        text = data.decode("utf-8", "replace").rstrip() + "\n" if data is not None else f"_({rel} did not exist)_\n"
+        return markdown_block(text), rel, sources
+
+def _committed_entries(desk: DeskFolder, project: str, commit: str | None,
+                       refused: list[Finding]) -> dict[str, IndexEntry]:
+    """`project`'s memories as `commit` holds them, by name; files that do not parse to `refused`."""
+    from desk.formats.memory_file import parse_memory
+
+    folder = f"{PROJECTS_DIR}/{project}/{MEMORY_DIR}"
+    return {m.name: IndexEntry.of(m) for m in committed_files(desk, commit, folder, parse_memory, refused)}

@@ -22,8 +22,7 @@ _JOURNAL_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
 FactsReader = Callable[[int, Mapping[str, IndexEntry]], "RecentFacts"]
 
 
-def index_text(active: Mapping[str, IndexEntry], expired: int, broken: list[str],
-               as_of: dt.datetime | None = None) -> str:
+def index_text(active: Mapping[str, IndexEntry], expired: int, broken: list[str], as_of: dt.datetime) -> str:
     """MEMORY.md's section: the active memories' lines, how many expired, which files were left out.
     A memory past its `valid_to` at `as_of` keeps its line, said to be no longer true."""
     lines = [HEADER.rstrip("\n"), ""]
@@ -36,11 +35,11 @@ def index_text(active: Mapping[str, IndexEntry], expired: int, broken: list[str]
     return "\n".join(lines) + "\n"
 
 
-def _index_line(entry: IndexEntry, as_of: dt.datetime | None) -> str:
+def _index_line(entry: IndexEntry, as_of: dt.datetime) -> str:
     """MEMORY.md's line for `entry`, every stored field on one line (escaped with the block)."""
     line = f"- [{one_line(entry.name)}](memory/{one_line(entry.name)}.md) — {one_line(entry.description)}"
     line += f" (expires {one_line(entry.expires)})" if entry.expires else ""
-    if entry.valid_to and as_of is not None and entry.has_ended(as_of):
+    if entry.valid_to and entry.has_ended(as_of):
         return line + f" (NO LONGER TRUE since {one_line(entry.valid_to)}: not current)"
     return line + (f" (true until {one_line(entry.valid_to)})" if entry.valid_to else "")
 

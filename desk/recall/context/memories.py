@@ -1,9 +1,6 @@
-"""The recalled-memories block of `desk context`: trigger-gated memory bodies (docs/design.md §8.4).
-
-No trigger hit, nothing injected. The bodies sit in one `<desk-memory>` block with the notice that
-memory is background that may be out of date, each with its provenance; text and attributes are
-escaped (`desk.text.escape`), so a body cannot close or imitate the block.
-"""
+"""The recalled-memories block of `desk context`: trigger-gated memory bodies (docs/design.md §8.4),
+in one `<desk-memory>` block with the notice and each one's provenance, escaped so a body cannot
+close or imitate the block. No trigger hit, nothing injected."""
 
 from __future__ import annotations
 
@@ -16,6 +13,7 @@ from desk.layout import DeskFolder, project_memory_path
 from desk.formats.memory_index import IndexEntry, memory_path
 from desk.gate.mirror import Committed, head_mirror, project_heads
 from desk.recall.context.cache import MemoryView
+from desk.recall.context.files import past_blob
 from desk.recall.context.parsed import ParsedCache
 from desk.recall.context.sections import Section, _note, _some
 from desk.text.escape import injected_body, one_line, xml_attr
@@ -73,20 +71,15 @@ _TAIL = f"</{BLOCK}>\n"
 def _recalled(desk: DeskFolder, query: str, view: MemoryView, limit: int,
               project: tuple[str, Mapping[str, IndexEntry]] | None, parsed: ParsedCache,
               past: Past | None = None) -> tuple[Section, list[dict[str, Any]]] | None:
-    """The trigger-gated memory block, or None when no trigger is hit (nothing injected).
-
-    `view`: the desk-wide memories (whose trigger table names the candidates, so only their
-    entries are loaded). `project` (its name and active entries) adds
-    that project's memories to the desk-wide ones (docs/scopes.md); no other project's are read.
-    `past` (`--as-of`): the memories are read as that commit holds them (docs/time.md).
-    """
+    """The trigger-gated memory block, or None when no trigger is hit. `project` (its name and
+    current entries) adds that project's memories; `past` (`--as-of`): read as that commit holds them."""
     hits = _hits(normalize(query), view, project)
     if not hits:
         return None
     read = desk.read
     if past is not None and past.commit is not None:
-        committed = {h[1]: Committed("", past.commit, None) for h in hits}
-        read = functools.partial(_blob_at, desk, past.commit)
+        committed = {_key(path, name): Committed("", past.commit, None) for path, name, _, _ in hits}
+        read = functools.partial(_blob_at, desk, past)
     else:
         committed = _last_commits(desk, view, hits)
     hits.sort(key=lambda h: (-(h[2].importance or 0), h[1], h[0]))  # importance, then name
@@ -117,8 +110,7 @@ def _hits(normalized: str, view: MemoryView, project: tuple[str, Mapping[str, In
 
 
 def _last_commits(desk: DeskFolder, view: MemoryView, hits: list[_Hit]) -> dict[str, Committed]:
-    """Each hit's last commit from the HEAD mirror, by name (a project memory's from its table
-    beside it, by path): no git process per hit (docs/recall.md)."""
+    """Each hit's last commit from the HEAD mirror (a project memory's from its table): no git process per hit."""
     with head_mirror(desk, view.entry_cache()) as mirror:
         committed = mirror.committed(name for path, name, _, _ in hits if path == memory_path(name))
     in_project = [path for path, name, _, _ in hits if path != memory_path(name)]
@@ -131,23 +123,17 @@ def _last_commits(desk: DeskFolder, view: MemoryView, hits: list[_Hit]) -> dict[
 def _fill(read: Callable[[str], bytes], hits: list[_Hit], committed: Mapping[str, Committed], limit: int,
           parsed: ParsedCache) -> tuple[list[dict[str, Any]], list[str]]:
     """The hits that fit in `limit` in their order, as the fields their elements show, and the
-    names of those left out.
-
-    Elements are whole lines (the head ends with a newline, each element starts with `<` and
-    ends with one), so no estimator piece spans two of them and their token estimates add up:
-    the block's estimate is kept as a sum instead of counting the growing block again."""
+    names of those left out. Elements are whole lines, so their token estimates add up."""
     chosen: list[dict[str, Any]] = []
     left: list[str] = []
     used = estimate_tokens(_HEAD + _TAIL)
     close = estimate_tokens(_CLOSE)
     for path, name, entry, hit in hits:
-        # The index entry knows each element's tokens but for its tag line: a memory that cannot
-        # fit even without one is left out at once, and one that cannot fit with it is never
-        # read (40: room for the note on what was left out).
+        # One that cannot fit even without its tag line, or with it, is never read (40: the note's room)
         if used + entry.injected_tokens + close + 40 > limit:
             left.append(name)
             continue
-        at_head = committed.get(name if path == memory_path(name) else path)
+        at_head = committed.get(_key(path, name))
         m = {"name": name, "path": path, "commit": at_head.commit if at_head else None,
              "type": entry.type, "importance": entry.importance, "source": entry.source,
              "source_event": entry.source_event, "updated": entry.updated_field, "triggers_hit": hit}
@@ -168,17 +154,21 @@ def _fill(read: Callable[[str], bytes], hits: list[_Hit], committed: Mapping[str
 _CLOSE = "</memory>\n"
 
 
-def _blob_at(desk: DeskFolder, commit: str, path: str) -> bytes:
-    """A memory file as `commit` holds it (a read as of a time)."""
-    data = desk.git.objects.blob_at(commit, path)
+def _key(path: str, name: str) -> str:
+    """How `committed` names a hit: a desk-wide memory by its name, a project's by its path."""
+    return name if path == memory_path(name) else path
+
+
+def _blob_at(desk: DeskFolder, past: Past, path: str) -> bytes:
+    """A memory file as the commit of a read as of a time holds it."""
+    data = past_blob(desk, past, path)
     if data is None:
         raise FileNotFoundError(path)
     return data
 
 
 def _parsed_memory(read: Callable[[str], bytes], path: str, name: str, parsed: ParsedCache) -> dict[str, Any]:
-    """The fields an injected memory shows, parsed from its file, or kept from a parse of the
-    same bytes (`parsed`, desk.recall.context.parsed: no PyYAML then)."""
+    """The fields an injected memory shows, parsed from its file or kept from a parse of the same bytes."""
     data = read(path)
     found = parsed.get("memory", data, path, name)
     if found is None:

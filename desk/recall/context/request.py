@@ -1,8 +1,5 @@
-"""What one `desk context` read is asked for (`ContextRequest`), the read orders and the budgets.
-
-Budgets (estimated tokens, `desk.text.tokens`) come per section from `.system/desk.json` `budgets`
-and can be overridden per call (`ContextRequest.section_budgets`, `budget` for the total).
-"""
+"""What one `desk context` read is asked for (`ContextRequest`), the read orders and the budgets
+(estimated tokens per section, from `.system/desk.json`, overridden per call)."""
 
 from __future__ import annotations
 
@@ -47,25 +44,17 @@ LATER_BUDGETS = {"user_prefs": 400, "project_index": 800, "recent_facts": 400, "
 
 @dataclass(frozen=True, slots=True)
 class ContextRequest:
-    """One context read, as `Desk.context`, `desk context` and the MCP `context` tool ask for it.
+    """One context read, as `Desk.context`, `desk context` and the MCP `context` tool ask for it."""
 
-    `mode`: `wake` or `spot`. `query`: adds the memories whose triggers it hits. `budget`: the
-    total budget; `section_budgets`: per-section overrides (keys of `BUDGET_KEYS`). `project_agents`:
-    the project's own AGENTS.md, read first. `as_of`: the time the read treats as now (None: now).
-    `journal_days`: how many journal days the spot check reads (None: `.system/desk.json`'s).
-    `user`: whose USER.md and preferences (None: the desk owner). `project`: the project whose
-    memories are read beside the desk-wide ones (None: none).
-    """
-
-    mode: str = "wake"
-    query: str | None = None
-    budget: int | None = None
-    section_budgets: Mapping[str, int] = field(default_factory=dict)
-    project_agents: Path | None = None
-    as_of: dt.datetime | None = None
-    journal_days: int | None = None
-    user: str | None = None
-    project: str | None = None
+    mode: str = "wake"  # or "spot"
+    query: str | None = None  # adds the memories whose triggers it hits
+    budget: int | None = None  # the total
+    section_budgets: Mapping[str, int] = field(default_factory=dict)  # keys of `BUDGET_KEYS`
+    project_agents: Path | None = None  # the project's own AGENTS.md, read first
+    as_of: dt.datetime | None = None  # the time the read treats as now (None: now)
+    journal_days: int | None = None  # None: `.system/desk.json`'s
+    user: str | None = None  # whose USER.md and preferences (None: the owner)
+    project: str | None = None  # read beside the desk-wide memories
     past: Past | None = None  # `--as-of`: read the commit at or before `as_of` (docs/time.md)
 
 
@@ -78,9 +67,8 @@ def _fast_config(desk: DeskFolder) -> dict[str, Any] | None:
 
 
 def _configured_budgets(desk: DeskFolder) -> dict[str, int]:
-    """The budgets of `.system/desk.json`. When they are plain, as `desk init` writes them, they
-    are read as JSON without loading pydantic (bench/README.md, "desk context"). Anything else
-    goes through the validating loader, which says what is wrong."""
+    """The budgets of `.system/desk.json`: plain ones read as JSON, without pydantic; anything
+    else through the validating loader, which says what is wrong."""
     found = (_fast_config(desk) or {}).get("budgets")
     if isinstance(found, dict) and all(type(v) is int and v >= 0 for v in found.values()):
         merged = {**LATER_BUDGETS, **found}

@@ -38,11 +38,7 @@ class ContextResult:
 
 def render_markdown(result: ContextResult) -> str:
     """The context as Markdown: one `## desk: <label> [<boundary>]` heading per section, in read order.
-
-    Only these headings are desk's: every stored line that would read as a `#` or `##` heading is
-    demoted (`desk.text.escape.markdown_block`), and the boundary token is a hash of the rendered
-    sections, so stored text can neither write one of these lines nor predict its token.
-    """
+    Stored headings are demoted and the token hashes the rendered sections: stored text cannot forge one."""
     token = result.boundary
     order = ", ".join(_ORDER_NAMES[key] for key in READ_ORDER[result.mode])
     out = ["# Desk context", "",

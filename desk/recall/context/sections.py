@@ -1,16 +1,11 @@
-"""The pieces of `desk context` below the read order: a Section and how it is trimmed to its budget.
-
-Whatever is trimmed is named in the section (a `[desk context: …]` note) and in `left_out`, never
-dropped silently; MISTAKES.md keeps its highest-value entries (importance, then query terms, then
-newest). Text arrives already escaped (`desk.text.escape.markdown_block`).
-"""
+"""A `desk context` Section and how it is trimmed to its budget: whatever is trimmed is named (a
+`[desk context: …]` note and `left_out`), never dropped silently. Text arrives escaped."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 from desk.text.tokens import estimate_tokens
 
@@ -20,9 +15,7 @@ _ENTRY = "#### "  # a MISTAKES.md `## ` entry once escaped (`markdown_block` dem
 
 @dataclass(slots=True)
 class Section:
-    """One section of `desk context`: its text within its budget, what was left out, its sources.
-
-    Not frozen: trimming sets its text and what was left out, the read its sources."""
+    """One section: its text within its budget, what was left out, its sources (set while trimming)."""
 
     key: str
     label: str
@@ -51,46 +44,14 @@ def _note(text: str) -> str:
     return f"[desk context: {text}]"
 
 
-def _trim_head(key: str, label: str, shown: str, head: str, lines: int, limit: int,
-               whole: Callable[[], str]) -> Section:
-    """`_trim_lines` of a text of which only the first characters (`head`) and the line count
-    (`lines`, as `_trim_lines` counts them) are at hand: the same section, from the head alone
-    when the budget is spent within it, else from `whole()`.
-
-    The head is cut after its last newline that follows a non-space character, where the
-    estimator's counts of the two parts add up to the whole's (`_fits`): a head over the limit
-    means the whole is too, and the lines kept before the budget ran out are the same lines."""
-    cut = head.rfind("\n")
-    while cut > 0 and head[cut - 1].isspace():
-        cut = head.rfind("\n", 0, cut)
-    if cut > 0:
-        section = _trim_lines(key, label, shown, head[:cut + 1], limit, total=lines)
-        if section is not None:
-            return section
-    found = _trim_lines(key, label, shown, whole(), limit)
-    assert found is not None
-    return found
-
-
-@overload
-def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Section: ...
-@overload
-def _trim_lines(key: str, label: str, shown: str, text: str, limit: int, total: int) -> Section | None: ...
-
-
-def _trim_lines(key: str, label: str, shown: str, text: str, limit: int, total: int | None = None) -> Section | None:
-    """Keep the first lines that fit; say which lines were left out.
-
-    MEMORY.md of 10,000 memories is 600 kB and its budget shows a few dozen lines: the lines are
-    taken one at a time from the text, not split out all 10,000 first. With `total` (the whole
-    text's line count), `text` is only the start of it, cut after a line (`_trim_head`): None when
-    that start fits or its lines all fit (the whole text decides)."""
+def _trim_lines(key: str, label: str, shown: str, text: str, limit: int) -> Section:
+    """Keep the first lines that fit; say which lines were left out. The lines are taken one at a
+    time: MEMORY.md of 10,000 memories is 600 kB, and its budget shows a few dozen lines."""
     section = Section(key, label, shown, text, limit)
     if _fits(text, limit):
-        return section if total is None else None
+        return section
     body = text.rstrip("\n")
-    head_only = total is not None
-    total = body.count("\n") + 1 if total is None else total
+    total = body.count("\n") + 1
 
     def note(count: int) -> str:
         return _note(f"{label} trimmed to its budget of {limit} tokens: lines {count + 1}-{total} "
@@ -107,9 +68,6 @@ def _trim_lines(key: str, label: str, shown: str, text: str, limit: int, total: 
             break
         kept.append(line)
         start = end + 1 if end >= 0 else -1
-    else:
-        if head_only:
-            return None  # every line of the start fits: the rest decides
     section.text = "\n".join([*kept, note(len(kept))]) + "\n"
     section.left_out = [f"lines {len(kept) + 1}-{total}"]
     tokens = estimate_tokens(section.text)
@@ -121,12 +79,8 @@ def _trim_lines(key: str, label: str, shown: str, text: str, limit: int, total: 
 
 
 def _fits(text: str, limit: int, chunk: int = 8192) -> bool:
-    """`estimate_tokens(text) <= limit`, counted in pieces that stop once over the limit (MEMORY.md
-    of 10,000 memories is 600 kB; its budget shows a few hundred lines).
-
-    Pieces end after a newline that follows a non-space character: the estimator counts that
-    newline on its own, so the pieces' counts add up to the whole text's exactly.
-    """
+    """`estimate_tokens(text) <= limit`, counted in pieces that stop once over the limit. Pieces
+    end after a newline that follows a non-space character, so their counts add up to the whole's."""
     total, start = 0, 0
     while start < len(text):
         end = text.find("\n", start + chunk)
@@ -141,11 +95,8 @@ def _fits(text: str, limit: int, chunk: int = 8192) -> bool:
 
 
 def _trim_entries(key: str, label: str, shown: str, text: str, limit: int, query: str) -> Section:
-    """MISTAKES.md: keep the highest-value `## ` entries that fit.
-
-    Value: an explicit `importance: N` first, then how many of the query's terms the entry shares
-    (a lesson about the task at hand), then the newest (entries are appended).
-    """
+    """MISTAKES.md: keep the highest-value `## ` entries that fit: `importance: N`, then the query
+    terms shared, then the newest."""
     section = Section(key, label, shown, text, limit)
     if estimate_tokens(text) <= limit:
         return section
