@@ -1,21 +1,10 @@
 """`desk doctor [--repair]`: find, and where it is safe fix, what crashes and bypasses leave behind.
 
-Checks: the desk's files against every rule (`validate --all`: invalid files, a stale MEMORY.md);
-recent commits that bypassed the hooks (`--no-verify`) and broke a history rule (SOUL.md changed
-by the assistant, a digest changing NOW.md, an archive rewritten, a secret committed); leftover
-temporary files of an interrupted atomic write; a torn archive tail; a mutation interrupted
-between its file writes and its commit; a stale `.git/index.lock`; missing hooks; the object
-store's size, and git's housekeeping when it is overdue.
-
-`--repair` fixes only what is provably desk's own debris and lists the rest for a person. It never
-discards a person's uncommitted edits: an interrupted mutation is finished or undone only when
-every file it touched still holds exactly the bytes desk wrote (or the bytes it replaced), as
-recorded in the pending-mutation marker `Transaction.commit` writes before it touches anything
-(the transaction's own recovery, `desk.transaction.settle`, does that; doctor reports it).
-
-On an unchanged desk it costs about what `git status` does: the rule check is `validate --all`
-over the blob-keyed verdict cache, what the history check found in a commit is cached by commit
-id (a commit never changes), and a torn archive is found by reading each file's last bytes.
+The checks: every file rule (`validate --all`), recent commits that bypassed the hooks, temporary
+files of an interrupted write, a torn archive tail, an interrupted mutation or sync, stale locks,
+missing hooks, and git's housekeeping. `--repair` fixes only what is provably desk's own debris
+and never discards a person's uncommitted edits (desk.transaction.settle decides a pending
+mutation); the rest is listed for a person.
 """
 
 from __future__ import annotations
@@ -56,12 +45,8 @@ if TYPE_CHECKING:
 
 STALE_AFTER = float(LOCK_STALE_AFTER)  # seconds before a temp file or a lock of unknown owner is abandoned
 LOCK_WAIT = DOCTOR_LOCK_WAIT
-# desk.transaction's pending-mutation markers (PENDING_PREFIX), looked for without loading it
-PENDING_MARKERS = "desk-pending-*.json"
-# In .git/: the records of the in-process commit path an older desk kept (compressed segments of the
-# last large tree and blob, that tree uncompressed, the checkpoints of the person's index). desk
-# commits through git's own commands now and never reads them.
-OLD_RECORDS = RETIRED  # desk.storage.derived
+PENDING_MARKERS = "desk-pending-*.json"  # desk.transaction's markers, looked for without loading it
+OLD_RECORDS = RETIRED  # in .git/: records of an older desk's in-process commit path, never read now
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -133,7 +118,7 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
     report = DoctorReport(repair=repair)
     history: Callable[[], list[str]] | None = None
     listing: StartedListing | None = None
-    quiet = early.finish if early is not None else _nothing
+    quiet = early.finish if early is not None else (lambda: None)
     try:
         with early.lock if early is not None else desk_lock(desk.lock_path, timeout=LOCK_WAIT,
                                                                reading=not repair):
@@ -172,10 +157,6 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
     _check_hooks(desk, report, repair)
     _check_housekeeping(desk, report, repair)
     return report
-
-
-def _nothing() -> None:
-    """No reads to wait for."""
 
 
 def _start_reads(desk: DeskFolder, commits: int) -> Callable[[], list[str]]:
@@ -256,56 +237,12 @@ def _check_temp_files(desk: DeskFolder, report: DoctorReport, repair: bool) -> N
                        "copy what you need, then delete it", "needs-person")
 
 
-RACY_NS = 2_000_000_000  # a folder changed this recently may change again in the same clock tick
-
-
 def _temp_files(desk: DeskFolder) -> list[Path]:
-    """Every `.desk-tmp-*` file in the desk (not in `.git`), listing only the folders that changed.
-
-    Adding, removing or renaming an entry sets its folder's mtime to the current time. So a
-    folder with the inode and mtime it had at an earlier look that found no temporary file in it
-    has none now and the same subfolders, provided its mtime was already 2 s old at that look (a
-    change within the same tick of a coarse clock could not hide). Those looks are kept in the
-    verdict cache: on an unchanged desk this costs a `stat` per folder, not a read of memory/.
-    """
-    start = time.time_ns()
-    cache = VerdictCache(desk.cache_dir, "")
-    try:
-        known = cache.folders()
-        found: list[Path] = []
-        looks: dict[str, tuple[int, int, list[str]]] = {}
-        stack = [""]
-        while stack:
-            rel = stack.pop()
-            folder = desk.root / rel
-            try:
-                st = folder.stat()
-            except OSError:
-                continue
-            seen = known.get(rel)
-            if seen is not None and seen[:2] == (st.st_ino, st.st_mtime_ns):
-                subdirs = seen[2]
-                looks[rel] = seen
-            else:
-                subdirs, temps = [], []
-                try:
-                    with os.scandir(folder) as entries:
-                        for entry in entries:
-                            if entry.is_dir(follow_symlinks=False):
-                                if entry.name != ".git":
-                                    subdirs.append(entry.name)
-                            elif entry.name.startswith(TEMP_PREFIX):
-                                temps.append(Path(entry.path))
-                except OSError:
-                    continue
-                found += temps
-                if not temps and st.st_mtime_ns < start - RACY_NS:
-                    looks[rel] = (st.st_ino, st.st_mtime_ns, subdirs)
-            stack += [f"{rel}/{name}" if rel else name for name in subdirs]
-        if looks != known:
-            cache.put_folders(looks)
-    finally:
-        cache.close()
+    """Every `.desk-tmp-*` file in the desk (not in `.git`)."""
+    found = []
+    for folder, subdirs, files in os.walk(desk.root):
+        subdirs[:] = [d for d in subdirs if d != ".git"]
+        found += [Path(folder, name) for name in files if name.startswith(TEMP_PREFIX)]
     return sorted(found)
 
 
