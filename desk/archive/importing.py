@@ -1,11 +1,8 @@
-"""`desk archive import FILE.jsonl`: ingest many events at once (history, another harness's log).
+"""`desk archive import FILE.jsonl`: many events at once (history, another harness's log).
 
-The whole input is parsed and validated first, so a bad line is reported as `FILE:line` with
-nothing written. Then one archive lock for the whole run and batched fsyncs: records are written
-one `os.write` each (a crash tears at most the last one), and fsync'd every `FSYNC_EVERY` records
-and at the end. Each event keeps its `at` and lands in the file of its UTC day. An event the
-archive holds already (by id, or by what it says and when: desk.archive.present) is skipped and
-counted, so an import stopped part-way is finished by running it again.
+The whole input is validated first (a bad line named `FILE:line`, nothing written); then one
+archive lock, one write per record, fsync every FSYNC_EVERY records. Each event lands in the file
+of its UTC day; one the archive holds already (desk.archive.present) is skipped and counted.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""Moving records that block a checkpoint aside, without losing any (`desk doctor --repair`).
+"""Moving uncommitted archive records that block every checkpoint aside (`desk doctor --repair`).
 
-A record that every checkpoint would refuse (another desk's id, a damaged line, a broken chain in
-the uncommitted part of a day's file) blocks the archive's growth for good: nothing after it can
-be committed. desk refuses such records at append, so they come from older versions of desk or
-from hand edits. The repair never deletes evidence:
-
-1. the uncommitted growth of the file is copied, byte for byte, to
-   `.system/quarantine/<file>.<UTC time>.jsonl`;
-2. the file is cut back to what HEAD holds, under the archive lock;
-3. every line of the growth that is a valid record in itself is appended again through the
-   normal path, with a new id and a fresh chain, its old id kept in `meta["desk.restored_from"]`;
-4. one commit (`Desk-Op: quarantine`) holds the quarantine file and the archive file, so the
-   records set aside travel with the desk and a reviewer sees them.
+The file's uncommitted growth is copied byte for byte to `.system/quarantine/<file>.<time>.jsonl`,
+the file cut back to HEAD's bytes, each valid record appended again (new id, its old one in
+`meta["desk.restored_from"]`), and both files committed in one `Desk-Op: quarantine` commit.
 """
 
 from __future__ import annotations

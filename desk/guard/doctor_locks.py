@@ -1,9 +1,6 @@
-"""`desk doctor`'s checks of git's lock files and of a desk sync killed while git merged.
-
-A lock a killed desk command left (desk.storage.git_locks records whose it is) is repaired at
-once; any other lock only once it is old and no git process runs in the desk. A desk sync killed
-while git moved the work tree (desk.storage.integration) is undone by --repair.
-"""
+"""`desk doctor`'s checks of git's lock files and of a desk sync killed while git merged: a lock
+desk's own dead process left is removed by --repair at once, any other only once old and no git
+runs in the desk."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""`desk export FORMAT DEST`: the desk's memories in the formats other tools read. Read-only on the desk.
+"""`desk export FORMAT DEST`: the desk's memories in other tools' formats (docs/import-export.md).
 
-One writer per format (claude-code, openclaw, markdown, jsonl; what each writes is in
-docs/import-export.md). Nothing a person wrote in DEST is lost: an index's lines for files this
-export did not write are kept, and workspace files are copied only where DEST has none. Each format
-is read back by `desk import` to the same memories (`unchanged`).
+Read-only on the desk; nothing a person wrote in DEST is lost (an index's foreign lines are kept,
+workspace files copied only where DEST has none); each format imports back `unchanged`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""Reading other tools' files tolerantly: python-frontmatter for their Markdown, limits for all.
-
-desk's own files keep desk's strict framing (`desk.storage.frontmatter`, DESIGN §7): a memory
-file that PyYAML or python-frontmatter would quietly reinterpret is refused. Foreign notes are
-the opposite case: Obsidian, basic-memory and Letta write YAML, TOML (`+++`) or JSON frontmatter,
-or none, and an import should read what is there. python-frontmatter does that, with quirks this
-module closes: a BOM hides the frontmatter (stripped first), an unclosed block or a YAML list
-comes back as empty metadata (refused, naming the file and line), YAML errors carry their
-line, and YAML aliases may not expand the metadata past MAX_ALIAS_NODES nodes (a 600-byte "billion
-laughs" note loads as shared lists in no time, but every walk over it, `_plain` first, visits each
-alias again: it grew past 9 GB). python-frontmatter is imported here only, when an import runs.
-"""
+"""Reading other tools' files tolerantly (python-frontmatter: YAML, TOML or JSON frontmatter, or
+none), with limits: a size budget per source, and YAML aliases capped at MAX_ALIAS_NODES (a
+600-byte "billion laughs" note must not expand to gigabytes). desk's own files stay strict."""
 
 from __future__ import annotations
 

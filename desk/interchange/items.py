@@ -1,11 +1,6 @@
-"""What a foreign source holds, in desk's terms, before the desk is consulted.
-
-A reader produces a `Source`: memory candidates (`MemoryItem`), conversation records for the
-archive (`RecordItem`), the source's own versions of desk files (`DeskFileItem`: an OpenClaw
-SOUL.md, written only where the desk's file is still its `desk init` template, else proposed) and
-files desk only proposes (`Proposal`: a CLAUDE.md is a person's rules, never written by an import). Names, types, descriptions and triggers are
-derived here by fixed rules, so the same source always yields the same plan.
-"""
+"""What a foreign source holds, in desk's terms, before the desk is consulted: memories, archive
+records, the source's versions of desk files, and proposals. Names, descriptions and triggers are
+derived by fixed rules, so the same source always yields the same plan."""
 
 from __future__ import annotations
 

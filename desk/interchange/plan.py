@@ -1,12 +1,8 @@
-"""What each imported memory becomes in this desk: the same rules as `remember`, decided up front.
+"""What each imported memory becomes: `remember`'s rules, decided up front.
 
-For every `MemoryItem`, in source order: a name (the source's slug, else one made from the title);
-a name taken by a memory with the same body is that memory (`unchanged`, or `updated` when its
-fields differ), otherwise the next free `<name>-2`, `<name>-3`, ... Then `remember`'s write gate
-(desk.gate.memory_gate.check_memory), the memory file schema and the read-back check: a refusal
-rejects that item with its reason and the import goes on. The file rules and the secret scan run
-on the whole commit afterwards (`importing.py`). With `project`, names, collisions and the gate's
-"already recorded" are the project's (docs/scopes.md).
+Per item: a name (the source's slug or one from the title); a taken name with the same body is
+`unchanged` or `updated`, else the next free `<name>-N`; then the write gate, the schema and the
+read-back check (a refusal rejects that item only). With `project`, the project's scope.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""NOW.md, the assistant's hot working note: `## Doing`, `## Blocked`, `## Next`, `## Reminders`.
-
-docs/design.md §8.2: short, task-oriented, updated by the assistant during work (never by the digest).
-Each change is one commit through the transaction, refused when NOW.md has a person's
-uncommitted edits. A section can be targeted; the rest of the file is kept byte for byte.
-"""
+"""NOW.md, the assistant's working note (`## Doing`, `## Blocked`, `## Next`, `## Reminders`):
+one commit per change, refused over a person's uncommitted edit; the rest kept byte for byte."""
 
 from __future__ import annotations
 

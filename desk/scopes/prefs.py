@@ -1,11 +1,8 @@
 """`desk pref set|get|list|delete|history`: preferences by stable key, one file and one commit each.
 
-The seed's lifecycle (seed 003, docs/scopes.md): `created` (revision 1); `unchanged` when value,
-source, expiry and source event all equal the stored ones (no write, no commit; a different `--at`
-alone is still unchanged); `updated` (revision + 1) otherwise, but only when `--at` is later than the
-stored `updated` (a replayed old transcript never rolls a newer preference back: exit 4). A
-preference is active while `as_of < expires`. Every change regenerates the scope's PREFERENCES.md in
-the same commit; reads never write.
+Seed 003's lifecycle (docs/scopes.md): `created`, `unchanged` when nothing but `--at` differs,
+`updated` only when `--at` is later than the stored `updated` (else exit 4). Active while
+`as_of < expires`. Each change regenerates the scope's PREFERENCES.md in the same commit.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Project scopes: memories under `projects/<name>/memory/` with their own `projects/<name>/MEMORY.md`.
-
-A project memory is a memory file like any other (desk.formats.memory_file) whose `project` field names
-the project it sits in (written by desk.memory.operations.remember, read by desk.memory.reads); a file whose `project` does not match its folder (copied from another
-project, or into the desk-wide memory/) is refused by `desk validate` and by these readers. The
-write gate is the desk-wide one: durable facts only, no second memory with the same body in the
-same project, nothing AGENTS.md or SOUL.md already says. Projects are small, so the files are read
-from the folder (no HEAD mirror of entries as for memory/; each project memory's last commit is
-kept beside the mirror, desk.gate.mirror.ProjectHeads, for recall and context).
-"""
+"""Project scopes: memories under `projects/<name>/memory/` with their own MEMORY.md
+(docs/scopes.md). A memory whose `project` field does not match its folder is refused. Projects
+are small, so their files are read from the folder (no HEAD mirror)."""
 
 from __future__ import annotations
 

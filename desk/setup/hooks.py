@@ -1,13 +1,6 @@
-"""Installing desk's git hooks and merge drivers: `desk hooks install | uninstall`, and what `desk
-init`, `desk sync` and `desk doctor --repair` lay down.
-
-Installed like pre-commit installs its own (`pre_commit/commands/install_uninstall.py`): each hook
-is a small shell script (hooks/desk-hook.sh) recognised by a marker line; a foreign hook already
-there is kept as `<hook>.legacy` and still runs first; uninstall puts it back; `core.hooksPath`
-is refused with the manual alternative, since desk would otherwise write into a folder shared by
-other repositories. The script runs the Python that installed it (`python -m desk.cli.hook HOOK`),
-falling back to `desk` on PATH. What the hooks run is desk.guard.hooks.
-"""
+"""`desk hooks install | uninstall`: desk's git hooks and merge drivers, installed as pre-commit
+installs its own: a marker line, a foreign hook kept as `<hook>.legacy` and run first, restored
+on uninstall, `core.hooksPath` refused. What the hooks run is desk.guard.hooks."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""`desk migrate`: upgrade an older desk's schema in one commit, saying what changed.
+"""`desk migrate`: upgrade an older desk's versioned files in one commit, saying what changed.
 
-Readers accept the previous schema, and reading never rewrites a file: a v1 desk works as it is,
-and each file is saved at the current version by the next write that changes it anyway (the next
-digest or resolve writes `.system/conflicts.json` v2). `desk migrate` upgrades every versioned
-file at once, in one commit: `.system/desk.json`'s `schema_version` and the conflict queue, and
-adds to `.gitattributes` the lines an older desk lacks (the scopes' merge lines, the `-text` pins; a clone's drivers
-themselves live in .git/config: `desk hooks install` defines them). A desk newer than this desk is
-refused; nothing is ever downgraded.
+Readers accept the previous schema and never rewrite; migrate upgrades desk.json's
+`schema_version`, the conflict queue, the memory files' `schema:` line and `.gitattributes`'
+missing lines at once. A newer desk is refused; nothing is downgraded.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""`desk ui`'s pages: a Starlette app of server-rendered Jinja2 pages and plain forms over the public
-API (`import desk`, nothing else of desk). Reads call the API and render its results; each write is
-one API call, through the same gate as the CLI, committed with `Desk-Client: ui`.
+"""`desk ui`'s pages: Starlette, server-rendered Jinja2 and plain forms over the public API.
 
-Any local user and any web page can reach a loopback port, so every request must carry the token
-the URL was printed with (`?token=`, then an HttpOnly SameSite=Strict cookie); a Host other than
-the loopback address (DNS rebinding) or an Origin from elsewhere is refused, every POST carries the
-form's CSRF token, writes are POST only, and the pages load nothing from elsewhere (the CSP).
+Every request carries the token the URL was printed with (then an HttpOnly SameSite=Strict
+cookie); another Host (DNS rebinding) or Origin is refused, POSTs carry the CSRF token, and the
+CSP loads nothing from elsewhere. Writes are committed with `Desk-Client: ui`.
 """
 
 from __future__ import annotations

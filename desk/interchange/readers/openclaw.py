@@ -1,10 +1,6 @@
-"""An OpenClaw workspace (default `~/.openclaw/workspace`); what is read, and what each file becomes,
-is in docs/import-export.md.
-
-MEMORY.md bullets and other Markdown under memory/ become memories; daily notes
-(`memory/YYYY-MM-DD[-<slug>].md`) become archive records; the workspace files with a matching desk
-file fill it or are proposed for it; USER.md's labelled lines are the source's profile fields.
-"""
+"""An OpenClaw workspace (docs/import-export.md): MEMORY.md bullets and memory/ notes become
+memories, daily notes archive records, workspace files fill or are proposed for desk files, and
+USER.md's labelled lines are the profile fields."""
 
 from __future__ import annotations
 
