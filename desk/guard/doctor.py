@@ -237,12 +237,54 @@ def _check_temp_files(desk: DeskFolder, report: DoctorReport, repair: bool) -> N
                        "copy what you need, then delete it", "needs-person")
 
 
+RACY_NS = 2_000_000_000  # a folder changed this recently may change again in the same clock tick
+
+
 def _temp_files(desk: DeskFolder) -> list[Path]:
-    """Every `.desk-tmp-*` file in the desk (not in `.git`)."""
-    found = []
-    for folder, subdirs, files in os.walk(desk.root):
-        subdirs[:] = [d for d in subdirs if d != ".git"]
-        found += [Path(folder, name) for name in files if name.startswith(TEMP_PREFIX)]
+    """Every `.desk-tmp-*` file in the desk (not in `.git`), listing only the folders that changed.
+
+    A folder whose inode and mtime are those of an earlier look that found no temporary file has
+    none now and the same subfolders, if its mtime was 2 s old at that look (a coarse clock's tick).
+    The looks are kept in the verdict cache: an unchanged desk costs a `stat` per folder.
+    """
+    start = time.time_ns()
+    cache = VerdictCache(desk.cache_dir, "")
+    try:
+        known = cache.folders()
+        found: list[Path] = []
+        looks: dict[str, tuple[int, int, list[str]]] = {}
+        stack = [""]
+        while stack:
+            rel = stack.pop()
+            folder = desk.root / rel
+            try:
+                st = folder.stat()
+            except OSError:
+                continue
+            seen = known.get(rel)
+            if seen is not None and seen[:2] == (st.st_ino, st.st_mtime_ns):
+                subdirs = seen[2]
+                looks[rel] = seen
+            else:
+                subdirs, temps = [], []
+                try:
+                    with os.scandir(folder) as entries:
+                        for entry in entries:
+                            if entry.is_dir(follow_symlinks=False):
+                                if entry.name != ".git":
+                                    subdirs.append(entry.name)
+                            elif entry.name.startswith(TEMP_PREFIX):
+                                temps.append(Path(entry.path))
+                except OSError:
+                    continue
+                found += temps
+                if not temps and st.st_mtime_ns < start - RACY_NS:
+                    looks[rel] = (st.st_ino, st.st_mtime_ns, subdirs)
+            stack += [f"{rel}/{name}" if rel else name for name in subdirs]
+        if looks != known:
+            cache.put_folders(looks)
+    finally:
+        cache.close()
     return sorted(found)
 
 

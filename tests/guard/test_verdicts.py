@@ -318,14 +318,28 @@ def test_what_a_commit_broke_is_cached_by_commit(desk: DeskFolder) -> None:
     assert [f.rule for _, _, f in bypassed_commits(desk, 10)] == ["secret"]
 
 
-def test_doctor_finds_a_temporary_file_in_any_folder(desk: DeskFolder) -> None:
-    """A temporary file left in a folder is found (an old one as debris), one inside .git is not."""
+def age_folders(root: Path, seconds: float = 60) -> None:
+    """Set every folder's mtime `seconds` into the past (older than doctor's racy window)."""
+    old = time.time() - seconds
+    for folder in [root, *(p for p in root.rglob("*") if p.is_dir() and ".git" not in p.parts)]:
+        os.utime(folder, (old, old))
+
+
+def test_doctor_lists_only_folders_that_changed(desk: DeskFolder) -> None:
+    """A folder is listed again only when its mtime moved; a temporary file is then found."""
     from desk.guard.doctor import _temp_files
 
+    age_folders(desk.root)
     assert _temp_files(desk) == []
-    stray = desk.root / "journal" / ".desk-tmp-abc"
+    journal = desk.root / "journal"
+    before = journal.stat()
+    stray = journal / ".desk-tmp-abc"
     stray.write_bytes(b"half a write")
-    (desk.git_dir / ".desk-tmp-git").write_bytes(b"git's")
+    # Put journal/'s mtime back: the kept look says it holds no temporary file, so doctor does not
+    # list it again (nothing else could hide a file this way: creating one moves the mtime).
+    os.utime(journal, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert _temp_files(desk) == []
+    os.utime(journal)  # what creating the file really did
     assert _temp_files(desk) == [stray]
     old = time.time() - 3600
     os.utime(stray, (old, old))
