@@ -21,7 +21,7 @@ from desk.archive.importing import append_events
 from desk.archive.present import records_of_days
 from desk.archive.store import build_event
 from desk.errors import DeskError, UsageError
-from desk.interchange.items import DeskFileItem, Proposal, RecordItem, Source
+from desk.interchange.items import DeskFileItem, Proposal, Source
 from desk.interchange.plan import FolderMemories, PlanLine, plan_memories
 from desk.interchange.readers import read_source
 from desk.layout import INDEX_FILE, TEMPLATE_FILES, USER_FILE, DeskFolder, project_index_path, template_bytes
@@ -98,8 +98,12 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
         require_project(project)
     source = read_source(fmt, path, max_bytes)
     if user is not None and not source.profile:
-        raise UsageError(f"--user: {_no_profile(fmt, source)}",
-                         hint="leave --user out: memories and records do not belong to one user")
+        why = (f"a {fmt} source carries no user profile data desk maps to profile fields (only an "
+               "OpenClaw workspace's USER.md does), so there is nothing to import for a user")
+        if fmt == "openclaw":
+            why = ("this workspace's USER.md has no labelled line desk maps to a profile field (`- **Name:** "
+                   "...`, `- **What to call them:** ...`, `- **Pronouns:** ...`, `- **Timezone:** ...`)")
+        raise UsageError(f"--user: {why}", hint="leave --user out: memories and records do not belong to one user")
     steps = _Steps(progress, len(source.records))
     events = _events(source, now, steps)
     report = ImportReport(fmt, str(path), dry_run, proposals=list(source.proposals), skipped=source.skipped,
@@ -172,14 +176,6 @@ def _render_index(mirror: HeadMirror | FolderMemories, entries: dict[str, IndexE
     return render_index({**{n: IndexEntry.of(m) for n, m in mirror.memories.items()}, **entries}.values())
 
 
-def _no_profile(fmt: str, source: Source) -> str:
-    if fmt != "openclaw":
-        return (f"a {fmt} source carries no user profile data desk maps to profile fields (only an "
-                "OpenClaw workspace's USER.md does), so there is nothing to import for a user")
-    return ("this workspace's USER.md has no labelled line desk maps to a profile field (`- **Name:** "
-            "...`, `- **What to call them:** ...`, `- **Pronouns:** ...`, `- **Timezone:** ...`)")
-
-
 def _profile_patch(desk: DeskFolder, source: Source, user: str, report: ImportReport,
                    tx: Any = None) -> dict[str, bytes | None]:
     """The user's USER.md with the source's profile fields set (their other fields kept); the
@@ -233,18 +229,14 @@ def _events(source: Source, now: dt.datetime, steps: _Steps) -> list[dict[str, A
     for n, record in enumerate(source.records, 1):
         if record.origin not in seen:  # else the same message twice in one source
             seen.add(record.origin)
-            events.append(_event(record, now))
+            try:
+                events.append(build_event(record.kind, record.content, session=record.session, actor=record.actor,
+                                          at=record.at, meta={IMPORT_META: record.origin}, now=now, at_name="at"))
+            except UsageError as exc:
+                raise UsageError(f"{record.where}: {exc.message}", hint="fix that record in the source and run "
+                                 "the import again; nothing was written") from None
         steps.tick(n)
     return events
-
-
-def _event(record: RecordItem, now: dt.datetime) -> dict[str, Any]:
-    try:
-        return build_event(record.kind, record.content, session=record.session, actor=record.actor,
-                           at=record.at, meta={IMPORT_META: record.origin}, now=now, at_name="at")
-    except UsageError as exc:
-        raise UsageError(f"{record.where}: {exc.message}",
-                         hint="fix that record in the source and run the import again; nothing was written") from None
 
 
 def _present_origins(desk: DeskFolder, events: list[dict[str, Any]]) -> set[str]:
@@ -301,7 +293,12 @@ def _plan_files(desk: DeskFolder, items: list[DeskFileItem], report: ImportRepor
         return
     head = desk.git.worktree.committed_blobs([i.target for i in items])
     for item in items:
-        data = _filled(item)
+        text = item.text
+        if item.target == USER_FILE and not text.startswith("---\n"):
+            # USER.md keeps its template's profile frontmatter above the source's free text
+            template = template_bytes(TEMPLATE_FILES[USER_FILE]).decode("utf-8")
+            text = template[:template.index("\n---\n", 4) + len("\n---\n")] + text
+        data = text.encode("utf-8")
         try:
             current: bytes | None = desk.read(item.target)
         except (OSError, DeskError):  # missing, or a symlink (never followed)
@@ -317,17 +314,6 @@ def _plan_files(desk: DeskFolder, items: list[DeskFileItem], report: ImportRepor
                 item.target, ", ".join(item.origins),
                 "the desk's file is no longer its `desk init` template (a person wrote it) and an import "
                 "never writes over that: merge by hand"))
-
-
-def _filled(item: DeskFileItem) -> bytes:
-    """What the desk file becomes. USER.md keeps its template's profile frontmatter above the
-    source's free text (so `desk user set` keeps working), unless the source has frontmatter."""
-    text = item.text
-    if item.target == USER_FILE and not text.startswith("---\n"):
-        template = template_bytes(TEMPLATE_FILES[USER_FILE]).decode("utf-8")
-        end = template.index("\n---\n", 4) + len("\n---\n")
-        text = template[:end] + text
-    return text.encode("utf-8")
 
 
 def _message(fmt: str, path: Path, report: ImportReport) -> str:
