@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
-from desk.formats.hook_files import read_text_or_empty, unsafe_drivers
+from desk.formats.hook_files import MERGE_DRIVERS, driver_python, read_text_or_empty, unsafe_drivers
 from desk.gate.installed_hooks import installed
 from desk.gate.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
 from desk.gate.checks import current_config
@@ -103,11 +103,6 @@ class DoctorReport:
         return "\n".join(lines)
 
 
-def _found(report: DoctorReport, check: str, path: str, message: str, safe: bool) -> Problem:
-    """A problem: `found` (repairable, not repairing), or `needs-person`."""
-    return report.add(check, path, message, "found" if safe else "needs-person")
-
-
 # -- the checks -----------------------------------------------------------------------------
 
 
@@ -136,7 +131,8 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
             if early is not None:
                 history, listing = early.history, early.listing
             else:
-                history = _start_reads(desk, commits)
+                desk.git.config.start()
+                history = desk.git.history.start_commit_ids(commits) if commits > 0 else list
             if not _check_stopped_merge(desk, report):  # mid-merge files are git's and the person's
                 _check_temp_files(desk, report, repair)
                 _check_torn_archive(desk, report, repair)
@@ -153,17 +149,13 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
                    "run doctor again when it is done", "needs-person")
         check_index_lock(desk, report, False, lock_held=False)
         check_git_locks(desk, report, False, lock_held=False)
-    _check_history(desk, report, commits, history)
+    for sha, subject, finding in bypassed_commits(desk, commits, history):  # made without the hooks
+        report.add(f"bypassed-{finding.rule}", f"{finding.path}:{finding.line}",
+                   f"commit {sha[:7]} ({redact(subject)[0]}) was made without the hooks and broke a rule: "
+                   f"{finding.message}", "needs-person")
     _check_hooks(desk, report, repair)
     _check_housekeeping(desk, report, repair)
     return report
-
-
-def _start_reads(desk: DeskFolder, commits: int) -> Callable[[], list[str]]:
-    """Start the history check's `git rev-list` and the hooks check's `git config`; returns what
-    gives the commits."""
-    desk.git.config.start()
-    return desk.git.history.start_commit_ids(commits) if commits > 0 else list
 
 
 def _check_stopped_merge(desk: DeskFolder, report: DoctorReport) -> bool:
@@ -363,10 +355,16 @@ def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool,
         return
     invalid = any(f.path.startswith(MEMORY_PREFIX) for f in findings)
     if invalid or not repair:
-        _found(report, "index-stale", "MEMORY.md", "MEMORY.md does not match memory/"
-               + ("; fix the invalid memory files first" if invalid else ""), not invalid)
+        report.add("index-stale", "MEMORY.md", "MEMORY.md does not match memory/"
+                   + ("; fix the invalid memory files first" if invalid else ""), "needs-person" if invalid else "found")
         return
-    report.add("index-stale", "MEMORY.md", f"regenerated MEMORY.md: {_reindex(desk)}",
+    from desk.memory.operations import reindex_locked  # the write path: only when repairing
+    from desk.transaction import Transaction
+
+    result = reindex_locked(Transaction(desk), "user")  # under the lock doctor holds
+    done = {"updated": "committed", "restored": "restored the committed MEMORY.md",
+            "written": "written; commit it with your memory/ edits (" + ", ".join(result.pending) + ")"}
+    report.add("index-stale", "MEMORY.md", f"regenerated MEMORY.md: {done.get(result.status, result.status)}",
                "repaired")
 
 
@@ -386,9 +384,9 @@ def _check_blocking_records(desk: DeskFolder, report: DoctorReport, repair: bool
             continue  # the committed part, or a rewrite: a person's (the findings stay)
         handled.add(rel)
         if not repair:
-            _found(report, "archive-blocked", rel, "uncommitted records that every checkpoint refuses "
+            report.add("archive-blocked", rel, "uncommitted records that every checkpoint refuses "
                    "(another desk's id, a damaged line or chain); --repair moves them aside into "
-                   ".system/quarantine/ and appends the valid ones again", True)
+                   ".system/quarantine/ and appends the valid ones again")
             continue
         done = quarantine(desk, rel)
         if done is not None:
@@ -396,28 +394,6 @@ def _check_blocking_records(desk: DeskFolder, report: DoctorReport, repair: bool
                        f"{done.quarantine} (kept as they were) and appended {done.restored} valid one(s) "
                        "again with new ids (meta desk.restored_from names the old)", "repaired")
     return handled
-
-
-def _reindex(desk: DeskFolder) -> str:
-    """`desk reindex` under the lock doctor already holds."""
-    from desk.memory.operations import reindex_locked  # the write path: only when repairing
-
-    from desk.transaction import Transaction
-
-    result = reindex_locked(Transaction(desk), "user")
-    if result.status == "written":
-        return "written; commit it with your memory/ edits (" + ", ".join(result.pending) + ")"
-    return {"updated": "committed", "restored": "restored the committed MEMORY.md"}.get(result.status,
-                                                                                       result.status)
-
-
-def _check_history(desk: DeskFolder, report: DoctorReport, limit: int,
-                   shas: Callable[[], list[str]] | None = None) -> None:
-    """Rule breaks in the last `limit` commits: only possible for commits made without the hooks."""
-    for sha, subject, finding in bypassed_commits(desk, limit, shas):
-        report.add(f"bypassed-{finding.rule}", f"{finding.path}:{finding.line}",
-                   f"commit {sha[:7]} ({redact(subject)[0]}) was made without the hooks and broke a rule: "
-                   f"{finding.message}", "needs-person")
 
 
 def bypassed_commits(desk: DeskFolder, limit: int, started: Callable[[], list[str]] | None = None
@@ -511,18 +487,6 @@ def _check_housekeeping(desk: DeskFolder, report: DoctorReport, repair: bool) ->
         report.add("housekeeping", ".git/objects", f"{what}: ran `git gc`", "repaired")
 
 
-def _moved_drivers(desk: DeskFolder) -> list[str]:
-    """desk's merge drivers whose command names a Python that is gone."""
-    from desk.formats.hook_files import MERGE_DRIVERS, driver_python
-
-    found = []
-    for driver in MERGE_DRIVERS:
-        python = driver_python(desk.git.config.get(f"merge.desk-{driver}.driver") or "")
-        if python and "/" in python and not os.access(python, os.X_OK):
-            found.append(f"merge driver desk-{driver}")
-    return found
-
-
 def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     state = installed(desk.root, desk.git)
     if not state:
@@ -533,7 +497,11 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     outdated = [hook for hook, status in state.items() if status == "outdated"]
     config = read_text_or_empty(desk.git.git_dir() / "config")
     outdated += [f"merge driver {driver}" for driver in unsafe_drivers(config)]
-    moved = [hook for hook, status in state.items() if status == "moved"] + _moved_drivers(desk)
+    moved = [hook for hook, status in state.items() if status == "moved"]
+    for driver in MERGE_DRIVERS:  # a driver naming a Python that is gone
+        python = driver_python(desk.git.config.get(f"merge.desk-{driver}.driver") or "")
+        if python and "/" in python and not os.access(python, os.X_OK):
+            moved.append(f"merge driver desk-{driver}")
     if not missing and not outdated and not moved:
         return
     if repair:

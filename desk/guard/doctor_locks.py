@@ -22,10 +22,6 @@ if TYPE_CHECKING:
 STALE_AFTER = float(LOCK_STALE_AFTER)  # seconds before a lock of unknown owner is abandoned
 
 
-def _nothing() -> None:
-    """No reads to wait for."""
-
-
 def check_interrupted_sync(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     """A desk sync killed while git fast-forwarded or merged: undone (or found landed) by --repair."""
     if not left_behind(desk.git_dir):
@@ -55,7 +51,7 @@ def check_desk_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool) 
 
 
 def check_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool,
-                      quiet: Callable[[], object] = _nothing) -> None:
+                      quiet: Callable[[], object] = lambda: None) -> None:
     """`quiet()` waits for the reads doctor started: its own git is not a person's."""
     lock = desk.git_dir / "index.lock"
     if lock_held and desk_left_index_lock(desk.git_dir):
@@ -93,7 +89,7 @@ def _unknown_lock(report: DoctorReport, check: str, lock: Path, shown: str, age:
 
 
 def check_git_locks(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool,
-                     quiet: Callable[[], object] = _nothing) -> None:
+                     quiet: Callable[[], object] = lambda: None) -> None:
     """Every other `*.lock` under .git (refs/heads/main.lock, HEAD.lock, desk's private index locks,
     config.lock, ...). Under the desk lock, one a dead desk git process left (desk.storage.git
     records them) or one of desk's own private index files is desk's debris: repaired at once."""
