@@ -34,10 +34,8 @@ class CheckpointResult:
 
 def pending_archive(desk: DeskFolder, progress: Callable[[int, int], None] | None = None
                     ) -> tuple[dict[str, bytes], dict[str, bytes], list[str]]:
-    """(changed archive files' bytes, their committed bytes, torn files skipped).
-
-    Call it holding the archive lock, so no append is half-way through a file.
-    """
+    """(changed archive files' bytes, their committed bytes, torn files skipped); call it holding
+    the archive lock."""
     head = desk.git.refs.head()
     committed = desk.git.worktree.ls_tree(head, ARCHIVE_DIR) if head else {}
     writes: dict[str, bytes] = {}
@@ -69,9 +67,7 @@ def archive_trailer_lines(writes: dict[str, bytes]) -> list[str]:
 def checkpoint(desk: DeskFolder, *, actor: str = "assistant",
                progress: Callable[[int, int], None] | None = None) -> CheckpointResult:
     """Commit every archive file that grew; `unchanged` (no commit) when none did.
-
-    `progress(done, total)` counts the archive files read; the commit (validation) follows.
-    """
+    `progress(done, total)` counts the archive files read."""
     with transaction(desk) as tx:
         return checkpoint_locked(tx, actor=actor, progress=progress)
 

@@ -250,11 +250,8 @@ def build_event(kind: str, content: str | None = None, *, payload: dict[str, Any
                 session: str | None = None, actor: str | None = None,
                 at: str | dt.datetime | None = None, meta: dict[str, str] | None = None,
                 redact: bool = True, now: dt.datetime | None = None, at_name: str = "--at") -> dict[str, Any]:
-    """The caller's part of a record, validated (UsageError naming the field) and redacted.
-
-    `at` (named `at_name` in an error) may be at most AT_AHEAD after `now`: an event stamped far in
-    the future would stay the newest for recency ranking, and the newest in its session, for ever.
-    """
+    """The caller's part of a record, validated (UsageError naming the field) and redacted; `at`
+    (`at_name` in errors) at most AT_AHEAD after `now`, or it would rank newest for ever."""
     now = now or utc_now()
     moment = now if at is None else parse_time(at, at_name)
     if moment > now + AT_AHEAD:
@@ -329,11 +326,8 @@ def iter_events(desk: DeskFolder, *, since: str | dt.datetime | None = None,
                 until: str | dt.datetime | None = None, kinds: Iterable[str] | None = None,
                 session: str | None = None,
                 problems: list[Finding] | None = None) -> Iterator[ArchiveEvent]:
-    """Archived events with since <= at < until, of `kinds`, in `session`; sorted by (at, id).
-
-    Read one UTC day at a time (memory bounded by a day of events). A torn fragment is skipped
-    and reported in `problems`; other damage raises InvalidFileError naming `path:line`.
-    """
+    """Archived events with since <= at < until, of `kinds`, in `session`; sorted by (at, id), read a
+    UTC day at a time. A torn fragment goes to `problems`; other damage raises InvalidFileError."""
     low = format_time(parse_time(since, "since"), "microsecond") if since is not None else None
     high = format_time(parse_time(until, "until"), "microsecond") if until is not None else None
     wanted = set(kinds) if kinds is not None else None

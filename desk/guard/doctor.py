@@ -398,15 +398,9 @@ def _check_blocking_records(desk: DeskFolder, report: DoctorReport, repair: bool
 
 def bypassed_commits(desk: DeskFolder, limit: int, started: Callable[[], list[str]] | None = None
                      ) -> list[tuple[str, str, Finding]]:
-    """(commit, subject, finding) for history rules broken in the last `limit` commits.
-
-    A commit never changes, so what the rules found in it is cached by commit id
-    (desk.gate.verdicts; secrets by fingerprint, so the allow-list of now applies). One
-    `git rev-list` names the commits; only those the cache lacks are read, with one `git log
-    --raw` and one `git cat-file --batch` of the blobs the rules need (archive files before and
-    after, files the secret scanner covers). `started` gives the commits when the caller started
-    `git rev-list` already (`History.start_commit_ids`).
-    """
+    """(commit, subject, finding) for history rules broken in the last `limit` commits. A commit
+    never changes, so its verdict is cached by id (secrets by fingerprint: today's allow-list
+    applies); `started` gives the commit ids when `git rev-list` was started already."""
     if limit <= 0:
         return []
     shas = started() if started is not None else desk.git.history.commit_ids(limit)

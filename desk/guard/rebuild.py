@@ -13,9 +13,7 @@ from desk.storage.lock import desk_lock
 
 
 def rebuild(desk: DeskFolder) -> list[str]:
-    """Drop every registered cache and record under the desk lock, then make the ones a read makes:
-    the entries and the mirrors of HEAD's memories, the verdicts (`validate --all`), the context
-    view and its parsed files (a wake-up read with a query), the search cache. Returns the
+    """Drop every registered cache under the desk lock, then make what a read makes; returns the
     dropped paths, relative to the git folder."""
     with desk_lock(desk.lock_path, timeout=DOCTOR_LOCK_WAIT):
         dropped = drop_all(desk.git_dir)

@@ -87,10 +87,8 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
                   progress: Progress | None = None, now: dt.datetime | None = None,
                   project: str | None = None, user: str | None = None,
                   max_bytes: int | None = None) -> ImportReport:
-    """Import `path` in format `fmt`; with `dry_run` only the plan, nothing written. `project`:
-    the memories go into that project's scope; `user`: the source's profile fields go to that user;
-    `max_bytes`: the most the source's files may hold together (None: $DESK_IMPORT_MAX_MIB MiB,
-    else 256 MiB), a larger source refused before it is read whole."""
+    """Import `path` in format `fmt` (only the plan with `dry_run`) into `project`'s scope, the
+    profile fields to `user`; `max_bytes` caps the source (None: foreign.source_limit)."""
     now = (now or utc_now()).replace(microsecond=0)
     if project is not None:
         from desk.memory.reads import require_project
@@ -296,8 +294,8 @@ def _plan_files(desk: DeskFolder, items: list[DeskFileItem], report: ImportRepor
         text = item.text
         if item.target == USER_FILE and not text.startswith("---\n"):
             # USER.md keeps its template's profile frontmatter above the source's free text
-            template = template_bytes(TEMPLATE_FILES[USER_FILE]).decode("utf-8")
-            text = template[:template.index("\n---\n", 4) + len("\n---\n")] + text
+            frame = template_bytes(TEMPLATE_FILES[USER_FILE]).decode("utf-8")
+            text = frame[:frame.index("\n---\n", 4) + len("\n---\n")] + text
         data = text.encode("utf-8")
         try:
             current: bytes | None = desk.read(item.target)

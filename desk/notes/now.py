@@ -30,11 +30,8 @@ def read_now(desk: DeskFolder) -> NowNote:
 
 
 def set_now(desk: DeskFolder, text: str, *, section: str | None = None, actor: str = "assistant") -> NowResult:
-    """Replace one section's text (empty clears it), or the whole note when no section is given.
-
-    A line break other than `\n` (lone CR, U+2028, NEL, ...) becomes a space and other control
-    characters are dropped (`desk.text.escape.plain_text`): only a newline starts a line.
-    """
+    """Replace one section's text (empty clears it), or the whole note; a line break other than `\\n`
+    becomes a space (`desk.text.escape.plain_text`)."""
     name = section_name(section)
     text = plain_text(text, breaks=" ")
     if name is None and not text.strip():

@@ -224,11 +224,8 @@ def all_scopes(desk: DeskFolder) -> list[str]:
 
 def reindex_scopes(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | None = None
                    ) -> tuple[list[str], str | None]:
-    """Regenerate every user scope's PREFERENCES.md (as of `now`) and every project's MEMORY.md.
-
-    Returns the projections repaired and the commit (None when HEAD already held them all: a
-    hand edit in the work tree alone is put back without a commit).
-    """
+    """Regenerate every user scope's PREFERENCES.md and every project's MEMORY.md: (the projections
+    repaired, the commit or None when HEAD held them all)."""
     now = now or utc_now()
     with transaction(desk) as tx:
         wanted = scope_projections(desk, now)
