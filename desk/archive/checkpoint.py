@@ -1,11 +1,8 @@
 """`desk checkpoint`: commit the archive's growth since the last commit, in one commit.
 
-Appends are never committed one by one (docs/design.md §3). A checkpoint takes the desk lock and then
-the archive lock (always in that order; appenders take only the archive lock), so the bytes it
-commits are exactly the bytes on disk and no append lands halfway through. Each changed file's head
-hash goes into a trailer, `Desk-Archive-Head: <file> <lines> sha256:<hash>`, so a later rewrite of
-the committed history is visible against the log. A file whose tail is torn (a crash mid-append) is
-left for the next checkpoint: the next append closes the fragment with a newline.
+It takes the desk lock, then the archive lock, so it commits exactly the bytes on disk. Each
+file's head hash goes in a `Desk-Archive-Head: <file> <lines> sha256:<hash>` trailer; a file with
+a torn tail is left for the next checkpoint.
 """
 
 from __future__ import annotations
@@ -37,10 +34,8 @@ class CheckpointResult:
 
 def pending_archive(desk: DeskFolder, progress: Callable[[int, int], None] | None = None
                     ) -> tuple[dict[str, bytes], dict[str, bytes], list[str]]:
-    """(changed archive files' bytes, their committed bytes, torn files skipped).
-
-    Call it holding the archive lock, so no append is half-way through a file.
-    """
+    """(changed archive files' bytes, their committed bytes, torn files skipped); call it holding
+    the archive lock."""
     head = desk.git.refs.head()
     committed = desk.git.worktree.ls_tree(head, ARCHIVE_DIR) if head else {}
     writes: dict[str, bytes] = {}
@@ -72,9 +67,7 @@ def archive_trailer_lines(writes: dict[str, bytes]) -> list[str]:
 def checkpoint(desk: DeskFolder, *, actor: str = "assistant",
                progress: Callable[[int, int], None] | None = None) -> CheckpointResult:
     """Commit every archive file that grew; `unchanged` (no commit) when none did.
-
-    `progress(done, total)` counts the archive files read; the commit (validation) follows.
-    """
+    `progress(done, total)` counts the archive files read."""
     with transaction(desk) as tx:
         return checkpoint_locked(tx, actor=actor, progress=progress)
 

@@ -1,11 +1,8 @@
-"""`desk conversations render`: readable Markdown views of archived inbound/outbound events.
+"""`desk conversations render`: Markdown views of archived inbound/outbound events.
 
-docs/design.md §8.2: `conversations/` is a view derived from the archive, never the source of truth. Files
-are `conversations/YYYY-MM-DD/<session>.md` (UTC day of `at`), a pure function of the archive
-events (no clock, sorted by `at` then id), so rendering twice writes nothing the second time.
-Changed views are committed together in one commit; a view a person has edited is not overwritten.
-A direction control or mark in a message shows as `<U+202E>` (desk.text.direction.visible): a
-view is read in a terminal or a Markdown viewer, where a raw one reorders what is shown.
+`conversations/YYYY-MM-DD/<session>.md` is a pure function of the archive (docs/design.md §8.2),
+committed in one commit; a view a person edited is not overwritten. Direction controls show as
+`<U+202E>` (desk.text.direction.visible).
 """
 
 from __future__ import annotations

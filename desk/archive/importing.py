@@ -1,11 +1,8 @@
-"""`desk archive import FILE.jsonl`: ingest many events at once (history, another harness's log).
+"""`desk archive import FILE.jsonl`: many events at once (history, another harness's log).
 
-The whole input is parsed and validated first, so a bad line is reported as `FILE:line` with
-nothing written. Then one archive lock for the whole run and batched fsyncs: records are written
-one `os.write` each (a crash tears at most the last one), and fsync'd every `FSYNC_EVERY` records
-and at the end. Each event keeps its `at` and lands in the file of its UTC day. An event the
-archive holds already (by id, or by what it says and when: desk.archive.present) is skipped and
-counted, so an import stopped part-way is finished by running it again.
+The whole input is validated first (a bad line named `FILE:line`, nothing written); then one
+archive lock, one write per record, fsync every FSYNC_EVERY records. Each event lands in the file
+of its UTC day; one the archive holds already (desk.archive.present) is skipped and counted.
 """
 
 from __future__ import annotations
@@ -81,10 +78,8 @@ def parse_import(lines: Iterable[bytes], source: str, *, redact: bool = True,
 
 def import_events(desk: DeskFolder, path: Path, *, redact: bool = True, now: dt.datetime | None = None,
                   progress: Callable[[int, int], None] | None = None) -> ImportResult:
-    """Append every event of the JSONL file `path` to the archive (not committed: `desk checkpoint`).
-
-    `progress(done, total)` is called after each fsync'd batch.
-    """
+    """Append every event of the JSONL file `path` (not committed: `desk checkpoint`);
+    `progress(done, total)` after each fsync'd batch."""
     now = now or utc_now()
     try:
         # Line by line, so the file's bytes are never held beside the parsed events (100,000
@@ -104,12 +99,8 @@ def append_events(desk: DeskFolder, events: list[dict[str, Any]], source: str, *
                   now: dt.datetime | None = None,
                   progress: Callable[[int, int], None] | None = None,
                   skip_present: bool = False) -> ImportResult:
-    """Append validated events (from `build_event`) under one archive lock, fsync'd in batches;
-    with `skip_present`, only those the archive does not hold yet (desk.archive.present).
-
-    `progress(done, total)` is called after each fsync'd batch. `desk import` appends the
-    conversations it read through here too (it skips those of its origins already archived).
-    """
+    """Append validated events (`build_event`) under one archive lock, fsync'd in batches; with
+    `skip_present`, only those the archive does not hold yet (desk.archive.present)."""
     now = now or utc_now()
     result = ImportResult(source)
     files: set[str] = set()

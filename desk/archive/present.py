@@ -1,16 +1,8 @@
 """Which imported events the archive holds already, so `desk archive import` can be run again.
 
-An import stopped part-way (Ctrl-C, a full disk, a killed process) has appended the first events
-of its file; running it again must append only the rest, never the same history twice. An event
-is already archived when a record of its UTC day (in any clone's file)
-
-- has its id: the input line's `id` is the record's own `id` (an export of this very archive) or
-  the `desk.source_id` an earlier import kept of it; or
-- has the same `at`, `kind`, `content`, `payload`, `session` and `actor` (after redaction, as
-  stored): an input without ids, or another export of the same events.
-
-Each archived record answers for one input event only: the same message twice at the same
-moment in the input is kept twice when the archive holds it once.
+An event is held when a record of its UTC day (any clone's file) has its id (the record's own
+`id`, or the `desk.source_id` an earlier import kept), or the same `at`, `kind`, `content`,
+`payload`, `session` and `actor` as stored. Each record answers for one input event only.
 """
 
 from __future__ import annotations
@@ -18,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from desk.formats.archive import at_key
@@ -48,34 +40,31 @@ def split_present(desk: DeskFolder, events: list[dict[str, Any]]
     Reads the archive files of the events' days only; call it under the archive lock."""
     ids: set[str] = set()
     contents: Counter[str] = Counter()
-    for record in _records_of_days(desk, {str(e["at"])[:10] for e in events}):
-        for value in (record.get("id"), _source_id(record)):
-            if isinstance(value, str):
-                ids.add(value)
+    for record in records_of_days(desk, events):
+        ids.update(v for v in (record.get("id"), _source_id(record)) if isinstance(v, str))
         contents[content_key(record)] += 1
-    if not contents:
-        return events, 0
     new = []
     for event in events:
         key = content_key(event)
         source = _source_id(event)
-        if source is not None and source in ids:
-            if contents[key] > 0:
-                contents[key] -= 1  # the same record must not answer for another event too
-            continue
         if contents[key] > 0:
-            contents[key] -= 1
-            continue
-        new.append(event)
+            contents[key] -= 1  # the same record must not answer for another event too
+        elif source is None or source not in ids:
+            new.append(event)
     return new, len(events) - len(new)
 
 
-def _records_of_days(desk: DeskFolder, days: set[str]) -> Iterable[dict[str, Any]]:
+def records_of_days(desk: DeskFolder, events: Iterable[dict[str, Any]], marker: bytes = b""
+                    ) -> Iterator[dict[str, Any]]:
+    """The records (with `marker` in their line) of the archive files of the events' UTC days."""
+    days = {str(e["at"])[:10] for e in events}
     for afile in archive_files(desk):
         if afile.day not in days:
             continue
         with open(os.path.join(desk.root, afile.rel), "rb") as handle:
             for line in handle:
+                if marker not in line:
+                    continue
                 try:
                     record = json.loads(line)
                 except (ValueError, RecursionError):

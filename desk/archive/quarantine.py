@@ -1,17 +1,8 @@
-"""Moving records that block a checkpoint aside, without losing any (`desk doctor --repair`).
+"""Moving uncommitted archive records that block every checkpoint aside (`desk doctor --repair`).
 
-A record that every checkpoint would refuse (another desk's id, a damaged line, a broken chain in
-the uncommitted part of a day's file) blocks the archive's growth for good: nothing after it can
-be committed. desk refuses such records at append, so they come from older versions of desk or
-from hand edits. The repair never deletes evidence:
-
-1. the uncommitted growth of the file is copied, byte for byte, to
-   `.system/quarantine/<file>.<UTC time>.jsonl`;
-2. the file is cut back to what HEAD holds, under the archive lock;
-3. every line of the growth that is a valid record in itself is appended again through the
-   normal path, with a new id and a fresh chain, its old id kept in `meta["desk.restored_from"]`;
-4. one commit (`Desk-Op: quarantine`) holds the quarantine file and the archive file, so the
-   records set aside travel with the desk and a reviewer sees them.
+The file's uncommitted growth is copied byte for byte to `.system/quarantine/<file>.<time>.jsonl`,
+the file cut back to HEAD's bytes, each valid record appended again (new id, its old one in
+`meta["desk.restored_from"]`), and both files committed in one `Desk-Op: quarantine` commit.
 """
 
 from __future__ import annotations
@@ -23,7 +14,7 @@ from dataclasses import dataclass
 from desk.formats.archive import ArchiveFile, check_lines, record_problem
 from desk.archive.checkpoint import archive_trailer_lines
 from desk.archive.store import ArchiveWriter
-from desk.errors import DeskError, Finding
+from desk.errors import DeskError
 from desk.layout import ARCHIVE_DIR, DeskFolder
 from desk.storage.atomic import atomic_write
 from desk.text.times import format_time, utc_now
@@ -45,80 +36,60 @@ class Quarantined:
 
 def blocking_records(desk: DeskFolder, rel: str) -> bool:
     """Whether the uncommitted growth of the archive file `rel` holds a record a checkpoint refuses."""
-    committed, data = _committed_and_current(desk, rel)
-    if committed is None or data is None:
-        return False
-    return any(f.severity == "error" for f in _findings(desk, rel, committed, data))
+    return _blocking(desk, rel) is not None
 
 
 def quarantine(desk: DeskFolder, rel: str) -> Quarantined | None:
     """Set the growth of `rel` aside and append its valid records again; None when nothing blocks.
-
-    Call it under the desk lock (doctor holds it); the archive lock is taken here, by the writer
-    that appends the valid records again.
-    """
+    Call it under the desk lock; the writer takes the archive lock."""
     with ArchiveWriter(desk, batch=True) as writer:
-        committed, data = _committed_and_current(desk, rel)
-        if committed is None or data is None:
+        found = _blocking(desk, rel)
+        if found is None:
             return None
-        if not any(f.severity == "error" for f in _findings(desk, rel, committed, data)):
-            return None
+        committed, data, day = found
         growth = data[len(committed):]
         stamp = format_time(utc_now(), "microsecond").replace(":", "").replace("-", "").replace(".", "")
         name = rel.rsplit("/", 1)[-1].removesuffix(".jsonl")
         aside = f"{QUARANTINE_DIR}/{name}.{stamp}.jsonl"
         atomic_write(desk.path(aside), growth)  # durable before anything is cut
         os.truncate(desk.path(rel), len(committed))
-        afile = ArchiveFile.from_name(rel.rsplit("/", 1)[-1])
-        day = afile.day if afile else ""
-        moved = restored = 0
+        lines = [line for line in growth.split(b"\n") if line.strip()]
         events = []
-        for line in growth.split(b"\n"):
-            if not line.strip():
-                continue
-            moved += 1
+        for line in lines:
             try:
                 record = json.loads(line)
             except (ValueError, UnicodeDecodeError):
                 continue
-            if record_problem(record, desk.desk_id, day) is not None:
-                continue
-            meta = {**record["meta"], RESTORED_FROM: record["id"]}
-            events.append({"kind": record["kind"], "content": record["content"], "payload": record["payload"],
-                           "session": record["session"], "actor": record["actor"], "at": record["at"],
-                           "meta": meta})
+            if record_problem(record, desk.desk_id, day) is None:
+                events.append({**{k: record[k] for k in ("kind", "content", "payload", "session", "actor", "at")},
+                               "meta": {**record["meta"], RESTORED_FROM: record["id"]}})
         clock = utc_now()
         for event in events:
             writer.append(event, clock)
-            restored += 1
         writer.flush()
-        # One commit holds both: the records set aside, and the file without them (a checkpoint
-        # of this file), so the quarantine travels with the desk and a reviewer sees it.
+        # One commit holds the records set aside and the file without them (a checkpoint of it).
         final = desk.read(rel)
-        message = commit_message(f"quarantine: {moved} archive record(s) of {rel} set aside",
+        message = commit_message(f"quarantine: {len(lines)} archive record(s) of {rel} set aside",
                                  {"Desk-Op": "quarantine", "Desk-Actor": "user",
-                                  "Desk-Quarantine": aside, "Desk-Restored": str(restored)})
+                                  "Desk-Quarantine": aside, "Desk-Restored": str(len(events))})
         message += "\n".join(archive_trailer_lines({rel: final})) + "\n"
         Transaction(desk).commit({aside: growth, rel: final}, message)
-    return Quarantined(rel, aside, moved, restored)
+    return Quarantined(rel, aside, len(lines), len(events))
 
 
-def _committed_and_current(desk: DeskFolder, rel: str) -> tuple[bytes | None, bytes | None]:
-    """HEAD's bytes of `rel` (b"" when new) and the work tree's; (None, None) when they are not a
-    committed prefix and its growth (a rewrite of committed history needs a person)."""
+def _blocking(desk: DeskFolder, rel: str) -> tuple[bytes, bytes, str] | None:
+    """(HEAD's bytes of `rel`, b"" when new; the work tree's; its day) when the work tree's are
+    HEAD's and a growth that holds a record a checkpoint refuses (a rewrite needs a person)."""
     data = desk.read_if_present(rel)
     if data is None or not rel.startswith(f"{ARCHIVE_DIR}/"):
-        return None, None
+        return None
     committed = (desk.git.objects.blob_at("HEAD", rel) if desk.git.refs.head() else None) or b""
     if committed and not committed.endswith(b"\n"):
-        return None, None  # a committed torn tail: `desk archive verify` and a person first
+        return None  # a committed torn tail: `desk archive verify` and a person first
     if not data.startswith(committed) or len(data) == len(committed):
-        return None, None
-    return committed, data
-
-
-def _findings(desk: DeskFolder, rel: str, committed: bytes, data: bytes) -> list[Finding]:
+        return None
     afile = ArchiveFile.from_name(rel.rsplit("/", 1)[-1])
     if afile is None:
         raise DeskError(f"{rel} is not an archive file name")
-    return check_lines(rel, data, len(committed), desk.desk_id, afile.day)
+    findings = check_lines(rel, data, len(committed), desk.desk_id, afile.day)
+    return (committed, data, afile.day) if any(f.severity == "error" for f in findings) else None

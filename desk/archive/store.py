@@ -1,14 +1,9 @@
 """The JSONL archive: append-only raw events, one file per UTC day per clone, hash-chained.
 
-Format (docs/design.md §2): `.system/archive/YYYY-MM-DD.<clone-id>.jsonl`,
-one compact JSON object per `\\n`-terminated line, keys sorted, `prev` = sha256 of the previous
-line's bytes (null on a file's first line). The `id` is `<recorded-at>-<clone>-<YYYYMMDD>-<seq>`:
-sortable by recorded time, unique across clones and files, and `seq` (1, 2, 3, ... per file) lets
-`verify` tell a removed record (a gap) from an altered one (a hash mismatch without a gap).
-
-Writes go through `ArchiveWriter`: one `os.write` per record with the byte count checked, then
-`fsync`, under the archive lock. A file that does not end in a newline (a write torn by a crash)
-gets one first, in the same write, so no complete record is ever glued to a fragment.
+The line format (docs/design.md §2) is desk.formats.archive. Writes go through `ArchiveWriter`:
+one `os.write` per record with the byte count checked, then `fsync`, under the archive lock. A
+file that does not end in a newline (a write torn by a crash) gets one first, in the same write,
+so no complete record is ever glued to a fragment.
 """
 
 from __future__ import annotations
@@ -42,15 +37,15 @@ from desk.errors import DeskError, Finding, UsageError, quoted
 from desk.layout import ARCHIVE_DIR, DeskFolder
 from desk.storage.atomic import atomic_write, fsync_dir
 from desk.storage.lock import desk_lock
+from desk.storage.reading import NOFOLLOW, SymlinkError, check_no_link
 from desk.text.times import format_time, parse_time, utc_now
 
 __all__ = ["ArchiveEvent", "ArchiveWriter", "append_event", "iter_events",
            "archive_files", "clone_id", "find_event", "read_events"]
 
 CLONE_ID_FILE = "desk-clone-id"
-# The archive has its own lock, not the desk lock: a memory commit holds the desk lock for the
-# whole `git commit` (tens of ms, more with hooks), and the harness's appends must not queue behind
-# it. `desk checkpoint` takes both (desk lock first, always in that order) while it commits.
+# Its own lock, not the desk lock: appends must not queue behind a memory commit's `git commit`.
+# `desk checkpoint` takes both, desk lock first.
 ARCHIVE_LOCK = "desk-archive.lock"
 MAX_OPEN_FILES = 64
 
@@ -71,10 +66,8 @@ _CLONE_IDS: dict[Path, str] = {}  # per process, by git dir: the id never change
 def clone_id(desk: DeskFolder) -> str:
     """This clone's id (12 hex chars), made once and kept untracked in the git dir.
 
-    The file also names the git dir it was made in (device and inode): a desk copied with
-    `cp -a` or `rsync` carries the file along, and two copies appending under one id would write
-    one archive file's name with two histories. A copy notices the git dir is not the one named
-    and makes an id of its own.
+    The file also names the git dir's device and inode: a copy of the desk (`cp -a`) notices it
+    is not the git dir named and makes an id of its own, so two copies never share one file name.
     """
     cached = _CLONE_IDS.get(desk.git_dir)
     if cached is None:
@@ -82,13 +75,9 @@ def clone_id(desk: DeskFolder) -> str:
     return cached
 
 
-def _binding(git_dir: Path) -> str:
-    st = os.stat(git_dir)
-    return f"git-dir {st.st_dev}:{st.st_ino}"
-
-
 def _read_or_make_clone_id(path: Path) -> str:
-    binding = _binding(path.parent)
+    st = os.stat(path.parent)
+    binding = f"git-dir {st.st_dev}:{st.st_ino}"
     try:
         lines = path.read_text("utf-8", "replace").splitlines()
     except FileNotFoundError:
@@ -102,8 +91,7 @@ def _read_or_make_clone_id(path: Path) -> str:
             elif len(current) > 1 and current[1] != binding:  # a copy of another clone's git dir
                 path.replace(path.with_name(f"{CLONE_ID_FILE}.copied"))  # kept: says what happened
     if not path.exists():
-        # Write a temp file, fsync it, then link it into place: link refuses to replace, so two
-        # processes racing here agree on whichever id landed first and nobody reads half a file.
+        # link refuses to replace: two processes racing here agree on whichever id landed first.
         tmp = path.with_name(f"{CLONE_ID_FILE}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -120,7 +108,6 @@ def _read_or_make_clone_id(path: Path) -> str:
             tmp.unlink()
     value = (path.read_text("utf-8", "replace").splitlines() or [""])[0].strip()
     if not re.fullmatch(r"[0-9a-f]{12}", value):
-        # Appending under a malformed id would write files no reader recognises.
         raise DeskError(f"{path} does not hold a clone id (12 hex characters): {value[:40]!r}",
                         hint=f"delete {path}; desk makes a new one (this clone's next archive "
                              "files get the new id, nothing already written changes)")
@@ -131,38 +118,17 @@ def archive_lock_path(desk: DeskFolder) -> Path:
     return desk.git_dir / ARCHIVE_LOCK
 
 
-# Per process, by file path: the bytes this process's last append there left at the file's end
-# (its line and newline, with the newline before it unless the line is the file's first) and the
-# chain state after it. When the next append finds exactly those bytes at the end, the file still
-# ends in that line, so `read_tail` would give the same (prev, seq): its hash and parse are skipped.
-_LAST_WRITTEN: dict[str, tuple[bytes, bool, str, int]] = {}
-_STAMPS: tuple[dt.datetime | None, str] = (None, "")  # the last `now` formatted, and its text
-
-
-def _stamp(now: dt.datetime) -> str:
-    """`now` in the archive's microsecond form; one append formats it once for `at` and `recorded_at`."""
-    global _STAMPS
-    last, text = _STAMPS
-    if now is not last:
-        text = format_time(now, "microsecond")
-        _STAMPS = (now, text)
-    return text
-
-
+@dataclass(slots=True)
 class _Open:
     """An archive file a writer holds open, and the chain state of its last line."""
 
-    __slots__ = ("fd", "path", "prev", "seq", "ends_with_newline", "dirty", "created")
-
-    def __init__(self, fd: int, path: str, prev: str | None, seq: int, ends_with_newline: bool,
-                 dirty: bool = False, created: bool = False) -> None:
-        self.fd = fd
-        self.path = path
-        self.prev = prev  # hash of the file's last line, None for an empty file
-        self.seq = seq  # seq of the last parseable record
-        self.ends_with_newline = ends_with_newline
-        self.dirty = dirty
-        self.created = created  # this writer made the file (a failed first append removes it again)
+    fd: int
+    path: str
+    prev: str | None  # hash of the file's last line, None for an empty file
+    seq: int  # seq of the last parseable record
+    ends_with_newline: bool
+    created: bool  # this writer made the file (a failed first append removes it again)
+    dirty: bool = False
 
 
 class ArchiveWriter:
@@ -171,9 +137,7 @@ class ArchiveWriter:
     def __init__(self, desk: DeskFolder, *, batch: bool = False) -> None:
         self.desk = desk
         self.batch = batch
-        self.desk_id = desk.desk_id
         self.clone = clone_id(desk)
-        self._root = str(desk.root)
         self._files: dict[str, _Open] = {}
         self._new_dirs: set[Path] = set()
         self._lock: Any = None
@@ -195,7 +159,6 @@ class ArchiveWriter:
     def _unwrite(self, rel: str, opened: _Open, size: int) -> None:
         """Put `rel` back to `size` bytes (removing a file made for this record) and forget it."""
         self._files.pop(rel, None)
-        _LAST_WRITTEN.pop(opened.path, None)
         try:
             if size == 0 and opened.created:
                 os.unlink(opened.path)
@@ -216,54 +179,41 @@ class ArchiveWriter:
 
     def _open(self, rel: str) -> _Open:
         opened = self._files.get(rel)
-        if opened is None:
-            if len(self._files) >= MAX_OPEN_FILES:  # an import spanning years of days
-                self.flush()
-                for other in self._files.values():
-                    os.close(other.fd)
-                self._files.clear()
-            path = os.path.join(self._root, rel)
-            from desk.storage.reading import NOFOLLOW, SymlinkError, check_no_link
-
-            check_no_link(path, self._root)  # never append through a link
-            created = False
+        if opened is not None:
+            return opened
+        if len(self._files) >= MAX_OPEN_FILES:  # an import spanning years of days
+            self.flush()
+            for other in self._files.values():
+                os.close(other.fd)
+            self._files.clear()
+        path = os.path.join(self.desk.root, rel)
+        check_no_link(path, str(self.desk.root))  # never append through a link
+        created = False
+        try:
             try:
-                try:
-                    fd = os.open(path, os.O_RDWR | os.O_APPEND | NOFOLLOW)
-                except FileNotFoundError:  # the first event of a day: create the file (and folder)
-                    os.makedirs(os.path.dirname(path), exist_ok=True)
-                    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)
-                    self._new_dirs.add(Path(os.path.dirname(path)))
-                    created = True
-            except OSError as exc:
-                import errno
-
-                if exc.errno == errno.ELOOP:
-                    raise SymlinkError(Path(path), rel) from None
-                raise
-            size = os.fstat(fd).st_size
-            last = _LAST_WRITTEN.get(path)
-            if last is not None and (size == len(last[0]) if last[1] else size >= len(last[0])) \
-                    and os.pread(fd, len(last[0]), size - len(last[0])) == last[0]:
-                opened = _Open(fd, path, last[2], last[3], True)
-            else:
-                opened = _Open(fd, path, *read_tail(fd, size))
-            opened.created = created
-            self._files[rel] = opened
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | NOFOLLOW)
+            except FileNotFoundError:  # the first event of a day: create the file (and folder)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)
+                self._new_dirs.add(Path(os.path.dirname(path)))
+                created = True
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise SymlinkError(Path(path), rel) from None
+            raise
+        opened = self._files[rel] = _Open(fd, path, *read_tail(fd, os.fstat(fd).st_size), created)
         return opened
 
     def append(self, event: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
-        """Write one validated event (fields without id/recorded_at/prev/desk_id) and return the record.
-
-        The record comes back with its keys in sorted order, as its line has them.
-        """
+        """Write one validated event (fields without id/recorded_at/prev/desk_id) and return the
+        record, its keys in sorted order as its line has them."""
         day = event["at"][:10]
         rel = archive_file(day, self.clone)
-        opened = self._files.get(rel) or self._open(rel)
-        recorded = _stamp(now)
+        opened = self._open(rel)
+        recorded = format_time(now, "microsecond")
         seq = opened.seq + 1
         record = {"actor": event["actor"], "at": event["at"], "content": event["content"],
-                  "desk_id": self.desk_id,
+                  "desk_id": self.desk.desk_id,
                   "id": f"{recorded[:4]}{recorded[5:7]}{recorded[8:13]}{recorded[14:16]}"
                         f"{recorded[17:19]}{recorded[20:26]}Z-{self.clone}-{day.replace('-', '')}-{seq:06d}",
                   "kind": event["kind"], "meta": event["meta"], "payload": event["payload"],
@@ -288,11 +238,8 @@ class ArchiveWriter:
             self._unwrite(rel, opened, size)
             raise DeskError(f"could not append to {rel}: {exc.strerror or exc}; the event was not "
                             "recorded", hint="free some space or check the disk, then append again") from None
-        first = opened.prev is None  # the file was empty: this is its first line
         opened.prev, opened.seq, opened.ends_with_newline = line_hash(line), seq, True
-        _LAST_WRITTEN[opened.path] = (line + b"\n" if first else b"\n" + line + b"\n", first, opened.prev, seq)
-        if self.batch:
-            opened.dirty = True
+        opened.dirty = self.batch
         return record
 
 
@@ -303,25 +250,19 @@ def build_event(kind: str, content: str | None = None, *, payload: dict[str, Any
                 session: str | None = None, actor: str | None = None,
                 at: str | dt.datetime | None = None, meta: dict[str, str] | None = None,
                 redact: bool = True, now: dt.datetime | None = None, at_name: str = "--at") -> dict[str, Any]:
-    """The caller's part of a record, validated (UsageError naming the field) and redacted.
-
-    `at` (named `at_name` in an error) may be at most AT_AHEAD after `now`: an event stamped far in
-    the future would stay the newest for recency ranking, and the newest in its session, for ever.
-    """
+    """The caller's part of a record, validated (UsageError naming the field) and redacted; `at`
+    (`at_name` in errors) at most AT_AHEAD after `now`, or it would rank newest for ever."""
     now = now or utc_now()
-    if at is None:
-        stamp = _stamp(now)
-    else:
-        moment = parse_time(at, at_name)
-        if moment > now + AT_AHEAD:
-            shown = quoted(at) if isinstance(at, str) else format_time(moment)
-            raise UsageError(f"{at_name} {shown} is more than 24 hours after now ({format_time(now)}): an event "
-                             "stamped in the future would rank as the newest for ever",
-                             hint=f"give the time the event happened (up to 24 hours ahead is accepted, for a "
-                                  f"clock that runs ahead), or leave {at_name} out (now)")
-        stamp = format_time(moment, "microsecond")
+    moment = now if at is None else parse_time(at, at_name)
+    if moment > now + AT_AHEAD:
+        shown = quoted(at) if isinstance(at, str) else format_time(moment)
+        raise UsageError(f"{at_name} {shown} is more than 24 hours after now ({format_time(now)}): an event "
+                         "stamped in the future would rank as the newest for ever",
+                         hint=f"give the time the event happened (up to 24 hours ahead is accepted, for a "
+                              f"clock that runs ahead), or leave {at_name} out (now)")
     event = {"kind": kind, "content": content, "payload": payload, "session": session,
-             "actor": actor, "at": stamp, "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
+             "actor": actor, "at": format_time(moment, "microsecond"),
+             "meta": dict(meta) if isinstance(meta, dict) else meta or {}}
     problem = validate_fields(event, check_at=False) or payload_depth_problem(payload)  # `at` formatted above
     if problem:
         raise UsageError(problem, hint="fix the field named above (docs/working-desk.md lists the fields)")
@@ -335,12 +276,10 @@ def append_event(desk: DeskFolder, kind: str, content: str | None = None, *,
                  actor: str | None = None, at: str | dt.datetime | None = None,
                  meta: dict[str, str] | None = None, redact: bool = True,
                  now: dt.datetime | None = None) -> dict[str, Any]:
-    """Append one event to the archive file of its UTC day and return the record written.
+    """Append one event to the archive file of its UTC day (`at`, default now) and return the record.
 
-    `at` (default: now) is when it happened; an earlier `at` goes to that day's file. Known
-    secret patterns in every field are redacted unless `redact=False`; then a secret the
-    allow-list in .system/desk.json does not name is refused (exit 3), since no checkpoint could
-    ever commit the record. Not committed: `desk checkpoint` (or `desk digest`) commits archive growth.
+    Secrets are redacted unless `redact=False`; then one the allow-list does not name is refused
+    (exit 3): no checkpoint could commit it. Not committed: `desk checkpoint` commits archive growth.
     """
     now = now or utc_now()
     event = build_event(kind, content, payload=payload, session=session, actor=actor, at=at,
@@ -357,10 +296,7 @@ def refuse_unallowed_secrets(desk: DeskFolder, event: dict[str, Any]) -> None:
     from desk.text.secrets import scan
 
     text = json.dumps({k: event[k] for k in ("content", "payload", "meta")}, ensure_ascii=False)
-    found = scan(text)
-    if not found:
-        return
-    allowed = set(desk.config.secrets.allow)
+    allowed = set(desk.config.secrets.allow) if (found := scan(text)) else set()
     for secret in found:
         if secret.fingerprint not in allowed:
             raise RejectedError(
@@ -373,17 +309,14 @@ def refuse_unallowed_secrets(desk: DeskFolder, event: dict[str, Any]) -> None:
 def archive_files(desk: DeskFolder) -> list[ArchiveFile]:
     """The archive files on disk, sorted by day then clone (other files in the folder ignored)."""
     folder = desk.path(ARCHIVE_DIR)
-    if not folder.is_dir():
-        return []
-    found = [ArchiveFile.from_name(p.name) for p in folder.iterdir()]
+    found = [ArchiveFile.from_name(p.name) for p in folder.iterdir()] if folder.is_dir() else []
     return sorted(f for f in found if f is not None)
 
 
 def read_events(desk: DeskFolder, rel: str, problems: list[Finding] | None = None) -> list[ArchiveEvent]:
     """Every record of one archive file, in file order. A torn fragment is skipped and reported."""
-    data = desk.read(rel)
     found: list[Finding] = []
-    events = [ArchiveEvent(rec, rel, line, offset) for line, offset, rec in parse_lines(data, rel, found)]
+    events = [ArchiveEvent(rec, rel, line, offset) for line, offset, rec in parse_lines(desk.read(rel), rel, found)]
     if problems is not None:
         problems.extend(found)
     return events
@@ -393,36 +326,26 @@ def iter_events(desk: DeskFolder, *, since: str | dt.datetime | None = None,
                 until: str | dt.datetime | None = None, kinds: Iterable[str] | None = None,
                 session: str | None = None,
                 problems: list[Finding] | None = None) -> Iterator[ArchiveEvent]:
-    """Archived events with since <= at < until, of `kinds`, in `session`; sorted by (at, id).
-
-    Files are read one UTC day at a time, so memory stays bounded by one day of events. A torn
-    fragment (crash) is skipped and reported in `problems`; any other damage raises
-    InvalidFileError naming `path:line` (run `desk archive verify`).
-    """
+    """Archived events with since <= at < until, of `kinds`, in `session`; sorted by (at, id), read a
+    UTC day at a time. A torn fragment goes to `problems`; other damage raises InvalidFileError."""
     low = format_time(parse_time(since, "since"), "microsecond") if since is not None else None
     high = format_time(parse_time(until, "until"), "microsecond") if until is not None else None
     wanted = set(kinds) if kinds is not None else None
     by_day: dict[str, list[ArchiveFile]] = {}
     for f in archive_files(desk):
-        if (low and f.day < low[:10]) or (high and f.day > high[:10]):
-            continue
-        by_day.setdefault(f.day, []).append(f)
+        if not ((low and f.day < low[:10]) or (high and f.day > high[:10])):
+            by_day.setdefault(f.day, []).append(f)
     for day in sorted(by_day):
         batch: list[tuple[str, str, ArchiveEvent]] = []
         for f in by_day[day]:
             for event in read_events(desk, f.rel, problems):
                 rec = event.record
-                if wanted is not None and rec.get("kind") not in wanted:
-                    continue
-                if session is not None and rec.get("session") != session:
-                    continue
                 key = at_key(str(rec.get("at", "")))
-                if (low and key < low) or (high and key >= high):
-                    continue
-                batch.append((key, str(rec.get("id", "")), event))
+                if (wanted is None or rec.get("kind") in wanted) and (session is None or rec.get("session") == session) \
+                        and not ((low and key < low) or (high and key >= high)):
+                    batch.append((key, str(rec.get("id", "")), event))
         batch.sort(key=lambda item: (item[0], item[1]))
-        for _key, _id, event in batch:
-            yield event
+        yield from (event for _key, _id, event in batch)
 
 
 def head_hash(data: bytes) -> str | None:
@@ -430,9 +353,7 @@ def head_hash(data: bytes) -> str | None:
     end = data.rfind(b"\n")
     if end < 0:
         return None
-    begin = data.rfind(b"\n", 0, end) + 1
-    return line_hash(data[begin:end])
-
+    return line_hash(data[data.rfind(b"\n", 0, end) + 1:end])
 
 
 def find_event(desk: DeskFolder, event_id: str) -> ArchiveEvent:

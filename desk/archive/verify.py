@@ -1,11 +1,5 @@
-"""`desk archive verify`: check every archive file's records, chain and committed history.
-
-Three witnesses: the hash chain and per-file sequence inside each file (a flipped byte, a removed
-or reordered line, a torn tail); git (the committed blob must still be a prefix of the file: catches
-a cut at a line boundary and changes to the newest committed record); and the `Desk-Archive-Head`
-trailers of every checkpoint (line N must still hash to what the checkpoint recorded: catches a
-rewrite committed past the hook with `--no-verify`).
-"""
+"""`desk archive verify`: each file's chain and sequence, git's committed prefix, and the
+`Desk-Archive-Head` trailers of every checkpoint (a rewrite committed with `--no-verify`)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,10 @@
 """`desk doctor [--repair]`: find, and where it is safe fix, what crashes and bypasses leave behind.
 
-Checks: the desk's files against every rule (`validate --all`: invalid files, a stale MEMORY.md);
-recent commits that bypassed the hooks (`--no-verify`) and broke a history rule (SOUL.md changed
-by the assistant, a digest changing NOW.md, an archive rewritten, a secret committed); leftover
-temporary files of an interrupted atomic write; a torn archive tail; a mutation interrupted
-between its file writes and its commit; a stale `.git/index.lock`; missing hooks; the object
-store's size, and git's housekeeping when it is overdue.
-
-`--repair` fixes only what is provably desk's own debris and lists the rest for a person. It never
-discards a person's uncommitted edits: an interrupted mutation is finished or undone only when
-every file it touched still holds exactly the bytes desk wrote (or the bytes it replaced), as
-recorded in the pending-mutation marker `Transaction.commit` writes before it touches anything
-(the transaction's own recovery, `desk.transaction.settle`, does that; doctor reports it).
-
-On an unchanged desk it costs about what `git status` does: the rule check is `validate --all`
-over the blob-keyed verdict cache, what the history check found in a commit is cached by commit
-id (a commit never changes), and a torn archive is found by reading each file's last bytes.
+The checks: every file rule (`validate --all`), recent commits that bypassed the hooks, temporary
+files of an interrupted write, a torn archive tail, an interrupted mutation or sync, stale locks,
+missing hooks, and git's housekeeping. `--repair` fixes only what is provably desk's own debris
+and never discards a person's uncommitted edits (desk.transaction.settle decides a pending
+mutation); the rest is listed for a person.
 """
 
 from __future__ import annotations
@@ -31,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desk.errors import ConflictError, Finding
-from desk.formats.hook_files import read_text_or_empty, unsafe_drivers
+from desk.formats.hook_files import MERGE_DRIVERS, driver_python, read_text_or_empty, unsafe_drivers
 from desk.gate.installed_hooks import installed
 from desk.gate.rules import FileVerdict, check_archive, check_message, message_secret_items, secret_verdict
 from desk.gate.checks import current_config
@@ -56,12 +45,8 @@ if TYPE_CHECKING:
 
 STALE_AFTER = float(LOCK_STALE_AFTER)  # seconds before a temp file or a lock of unknown owner is abandoned
 LOCK_WAIT = DOCTOR_LOCK_WAIT
-# desk.transaction's pending-mutation markers (PENDING_PREFIX), looked for without loading it
-PENDING_MARKERS = "desk-pending-*.json"
-# In .git/: the records of the in-process commit path an older desk kept (compressed segments of the
-# last large tree and blob, that tree uncompressed, the checkpoints of the person's index). desk
-# commits through git's own commands now and never reads them.
-OLD_RECORDS = RETIRED  # desk.storage.derived
+PENDING_MARKERS = "desk-pending-*.json"  # desk.transaction's markers, looked for without loading it
+OLD_RECORDS = RETIRED  # in .git/: records of an older desk's in-process commit path, never read now
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -118,11 +103,6 @@ class DoctorReport:
         return "\n".join(lines)
 
 
-def _found(report: DoctorReport, check: str, path: str, message: str, safe: bool) -> Problem:
-    """A problem: `found` (repairable, not repairing), or `needs-person`."""
-    return report.add(check, path, message, "found" if safe else "needs-person")
-
-
 # -- the checks -----------------------------------------------------------------------------
 
 
@@ -133,7 +113,7 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
     report = DoctorReport(repair=repair)
     history: Callable[[], list[str]] | None = None
     listing: StartedListing | None = None
-    quiet = early.finish if early is not None else _nothing
+    quiet = early.finish if early is not None else (lambda: None)
     try:
         with early.lock if early is not None else desk_lock(desk.lock_path, timeout=LOCK_WAIT,
                                                                reading=not repair):
@@ -151,7 +131,8 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
             if early is not None:
                 history, listing = early.history, early.listing
             else:
-                history = _start_reads(desk, commits)
+                desk.git.config.start()
+                history = desk.git.history.start_commit_ids(commits) if commits > 0 else list
             if not _check_stopped_merge(desk, report):  # mid-merge files are git's and the person's
                 _check_temp_files(desk, report, repair)
                 _check_torn_archive(desk, report, repair)
@@ -168,21 +149,13 @@ def diagnose(desk: DeskFolder, *, repair: bool = False, commits: int = 200,
                    "run doctor again when it is done", "needs-person")
         check_index_lock(desk, report, False, lock_held=False)
         check_git_locks(desk, report, False, lock_held=False)
-    _check_history(desk, report, commits, history)
+    for sha, subject, finding in bypassed_commits(desk, commits, history):  # made without the hooks
+        report.add(f"bypassed-{finding.rule}", f"{finding.path}:{finding.line}",
+                   f"commit {sha[:7]} ({redact(subject)[0]}) was made without the hooks and broke a rule: "
+                   f"{finding.message}", "needs-person")
     _check_hooks(desk, report, repair)
     _check_housekeeping(desk, report, repair)
     return report
-
-
-def _nothing() -> None:
-    """No reads to wait for."""
-
-
-def _start_reads(desk: DeskFolder, commits: int) -> Callable[[], list[str]]:
-    """Start the history check's `git rev-list` and the hooks check's `git config`; returns what
-    gives the commits."""
-    desk.git.config.start()
-    return desk.git.history.start_commit_ids(commits) if commits > 0 else list
 
 
 def _check_stopped_merge(desk: DeskFolder, report: DoctorReport) -> bool:
@@ -262,11 +235,9 @@ RACY_NS = 2_000_000_000  # a folder changed this recently may change again in th
 def _temp_files(desk: DeskFolder) -> list[Path]:
     """Every `.desk-tmp-*` file in the desk (not in `.git`), listing only the folders that changed.
 
-    Adding, removing or renaming an entry sets its folder's mtime to the current time. So a
-    folder with the inode and mtime it had at an earlier look that found no temporary file in it
-    has none now and the same subfolders, provided its mtime was already 2 s old at that look (a
-    change within the same tick of a coarse clock could not hide). Those looks are kept in the
-    verdict cache: on an unchanged desk this costs a `stat` per folder, not a read of memory/.
+    A folder whose inode and mtime are those of an earlier look that found no temporary file has
+    none now and the same subfolders, if its mtime was 2 s old at that look (a coarse clock's tick).
+    The looks are kept in the verdict cache: an unchanged desk costs a `stat` per folder.
     """
     start = time.time_ns()
     cache = VerdictCache(desk.cache_dir, "")
@@ -384,10 +355,16 @@ def _check_rules(desk: DeskFolder, report: DoctorReport, repair: bool,
         return
     invalid = any(f.path.startswith(MEMORY_PREFIX) for f in findings)
     if invalid or not repair:
-        _found(report, "index-stale", "MEMORY.md", "MEMORY.md does not match memory/"
-               + ("; fix the invalid memory files first" if invalid else ""), not invalid)
+        report.add("index-stale", "MEMORY.md", "MEMORY.md does not match memory/"
+                   + ("; fix the invalid memory files first" if invalid else ""), "needs-person" if invalid else "found")
         return
-    report.add("index-stale", "MEMORY.md", f"regenerated MEMORY.md: {_reindex(desk)}",
+    from desk.memory.operations import reindex_locked  # the write path: only when repairing
+    from desk.transaction import Transaction
+
+    result = reindex_locked(Transaction(desk), "user")  # under the lock doctor holds
+    done = {"updated": "committed", "restored": "restored the committed MEMORY.md",
+            "written": "written; commit it with your memory/ edits (" + ", ".join(result.pending) + ")"}
+    report.add("index-stale", "MEMORY.md", f"regenerated MEMORY.md: {done.get(result.status, result.status)}",
                "repaired")
 
 
@@ -407,9 +384,9 @@ def _check_blocking_records(desk: DeskFolder, report: DoctorReport, repair: bool
             continue  # the committed part, or a rewrite: a person's (the findings stay)
         handled.add(rel)
         if not repair:
-            _found(report, "archive-blocked", rel, "uncommitted records that every checkpoint refuses "
+            report.add("archive-blocked", rel, "uncommitted records that every checkpoint refuses "
                    "(another desk's id, a damaged line or chain); --repair moves them aside into "
-                   ".system/quarantine/ and appends the valid ones again", True)
+                   ".system/quarantine/ and appends the valid ones again")
             continue
         done = quarantine(desk, rel)
         if done is not None:
@@ -419,39 +396,11 @@ def _check_blocking_records(desk: DeskFolder, report: DoctorReport, repair: bool
     return handled
 
 
-def _reindex(desk: DeskFolder) -> str:
-    """`desk reindex` under the lock doctor already holds."""
-    from desk.memory.operations import reindex_locked  # the write path: only when repairing
-
-    from desk.transaction import Transaction
-
-    result = reindex_locked(Transaction(desk), "user")
-    if result.status == "written":
-        return "written; commit it with your memory/ edits (" + ", ".join(result.pending) + ")"
-    return {"updated": "committed", "restored": "restored the committed MEMORY.md"}.get(result.status,
-                                                                                       result.status)
-
-
-def _check_history(desk: DeskFolder, report: DoctorReport, limit: int,
-                   shas: Callable[[], list[str]] | None = None) -> None:
-    """Rule breaks in the last `limit` commits: only possible for commits made without the hooks."""
-    for sha, subject, finding in bypassed_commits(desk, limit, shas):
-        report.add(f"bypassed-{finding.rule}", f"{finding.path}:{finding.line}",
-                   f"commit {sha[:7]} ({redact(subject)[0]}) was made without the hooks and broke a rule: "
-                   f"{finding.message}", "needs-person")
-
-
 def bypassed_commits(desk: DeskFolder, limit: int, started: Callable[[], list[str]] | None = None
                      ) -> list[tuple[str, str, Finding]]:
-    """(commit, subject, finding) for history rules broken in the last `limit` commits.
-
-    A commit never changes, so what the rules found in it is cached by commit id
-    (desk.gate.verdicts; secrets by fingerprint, so the allow-list of now applies). One
-    `git rev-list` names the commits; only those the cache lacks are read, with one `git log
-    --raw` and one `git cat-file --batch` of the blobs the rules need (archive files before and
-    after, files the secret scanner covers). `started` gives the commits when the caller started
-    `git rev-list` already (`History.start_commit_ids`).
-    """
+    """(commit, subject, finding) for history rules broken in the last `limit` commits. A commit
+    never changes, so its verdict is cached by id (secrets by fingerprint: today's allow-list
+    applies); `started` gives the commit ids when `git rev-list` was started already."""
     if limit <= 0:
         return []
     shas = started() if started is not None else desk.git.history.commit_ids(limit)
@@ -532,18 +481,6 @@ def _check_housekeeping(desk: DeskFolder, report: DoctorReport, repair: bool) ->
         report.add("housekeeping", ".git/objects", f"{what}: ran `git gc`", "repaired")
 
 
-def _moved_drivers(desk: DeskFolder) -> list[str]:
-    """desk's merge drivers whose command names a Python that is gone."""
-    from desk.formats.hook_files import MERGE_DRIVERS, driver_python
-
-    found = []
-    for driver in MERGE_DRIVERS:
-        python = driver_python(desk.git.config.get(f"merge.desk-{driver}.driver") or "")
-        if python and "/" in python and not os.access(python, os.X_OK):
-            found.append(f"merge driver desk-{driver}")
-    return found
-
-
 def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     state = installed(desk.root, desk.git)
     if not state:
@@ -554,7 +491,11 @@ def _check_hooks(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
     outdated = [hook for hook, status in state.items() if status == "outdated"]
     config = read_text_or_empty(desk.git.git_dir() / "config")
     outdated += [f"merge driver {driver}" for driver in unsafe_drivers(config)]
-    moved = [hook for hook, status in state.items() if status == "moved"] + _moved_drivers(desk)
+    moved = [hook for hook, status in state.items() if status == "moved"]
+    for driver in MERGE_DRIVERS:  # a driver naming a Python that is gone
+        python = driver_python(desk.git.config.get(f"merge.desk-{driver}.driver") or "")
+        if python and "/" in python and not os.access(python, os.X_OK):
+            moved.append(f"merge driver desk-{driver}")
     if not missing and not outdated and not moved:
         return
     if repair:

@@ -1,9 +1,6 @@
-"""`desk doctor`'s checks of git's lock files and of a desk sync killed while git merged.
-
-A lock a killed desk command left (desk.storage.git_locks records whose it is) is repaired at
-once; any other lock only once it is old and no git process runs in the desk. A desk sync killed
-while git moved the work tree (desk.storage.integration) is undone by --repair.
-"""
+"""`desk doctor`'s checks of git's lock files and of a desk sync killed while git merged: a lock
+desk's own dead process left is removed by --repair at once, any other only once old and no git
+runs in the desk."""
 
 from __future__ import annotations
 
@@ -23,10 +20,6 @@ if TYPE_CHECKING:
     from desk.guard.doctor import DoctorReport
 
 STALE_AFTER = float(LOCK_STALE_AFTER)  # seconds before a lock of unknown owner is abandoned
-
-
-def _nothing() -> None:
-    """No reads to wait for."""
 
 
 def check_interrupted_sync(desk: DeskFolder, report: DoctorReport, repair: bool) -> None:
@@ -58,7 +51,7 @@ def check_desk_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool) 
 
 
 def check_index_lock(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool,
-                      quiet: Callable[[], object] = _nothing) -> None:
+                      quiet: Callable[[], object] = lambda: None) -> None:
     """`quiet()` waits for the reads doctor started: its own git is not a person's."""
     lock = desk.git_dir / "index.lock"
     if lock_held and desk_left_index_lock(desk.git_dir):
@@ -96,7 +89,7 @@ def _unknown_lock(report: DoctorReport, check: str, lock: Path, shown: str, age:
 
 
 def check_git_locks(desk: DeskFolder, report: DoctorReport, repair: bool, *, lock_held: bool,
-                     quiet: Callable[[], object] = _nothing) -> None:
+                     quiet: Callable[[], object] = lambda: None) -> None:
     """Every other `*.lock` under .git (refs/heads/main.lock, HEAD.lock, desk's private index locks,
     config.lock, ...). Under the desk lock, one a dead desk git process left (desk.storage.git
     records them) or one of desk's own private index files is desk's debris: repaired at once."""

@@ -1,11 +1,5 @@
-"""`desk doctor --rebuild`: drop every derived cache and record (desk.storage.derived) and make them again.
-
-Nothing in them is needed (each is made again by the next command that reads it), so dropping
-them is always safe; this makes them now, through the code that makes them day to day, so the
-next command runs warm and a suspected stale cache is ruled out. Those only a later command can
-make are left to it: the embeddings (they need the embedder a hybrid recall names), the private
-index (the next mutation) and git's config record (the next git command desk runs).
-"""
+"""`desk doctor --rebuild`: drop every derived cache and record (desk.storage.derived) and make the
+ones a read makes again, so the next command runs warm."""
 
 from __future__ import annotations
 
@@ -19,9 +13,7 @@ from desk.storage.lock import desk_lock
 
 
 def rebuild(desk: DeskFolder) -> list[str]:
-    """Drop every registered cache and record under the desk lock, then make the ones a read makes:
-    the entries and the mirrors of HEAD's memories, the verdicts (`validate --all`), the context
-    view and its parsed files (a wake-up read with a query), the search cache. Returns the
+    """Drop every registered cache under the desk lock, then make what a read makes; returns the
     dropped paths, relative to the git folder."""
     with desk_lock(desk.lock_path, timeout=DOCTOR_LOCK_WAIT):
         dropped = drop_all(desk.git_dir)

@@ -1,16 +1,14 @@
-"""`desk export FORMAT DEST`: the desk's memories in the formats other tools read. Read-only on the desk.
+"""`desk export FORMAT DEST`: the desk's memories in other tools' formats (docs/import-export.md).
 
-One writer per format (claude-code, openclaw, markdown, jsonl; what each writes is in
-docs/import-export.md). Nothing a person wrote in DEST is lost: an index's lines for files this
-export did not write are kept, and workspace files are copied only where DEST has none. Each format
-is read back by `desk import` to the same memories (`unchanged`).
+Read-only on the desk; nothing a person wrote in DEST is lost (an index's foreign lines are kept,
+workspace files copied only where DEST has none); each format imports back `unchanged`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +37,26 @@ class ExportReport:
     skipped: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
-        return {"status": "exported", "format": self.format, "dest": self.dest, "memories": self.memories,
-                "written": self.written, "unchanged": self.unchanged, "skipped": self.skipped}
+        return {"status": "exported", **asdict(self)}
 
 
 def export_desk(desk: DeskFolder, fmt: str, dest: Path) -> ExportReport:
     """Write the desk's memories to `dest` in format `fmt`."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
-    _refuse_inside_desk(desk, dest)
+    root = desk.root.resolve()
+    where = dest.resolve()  # follows every link on the way, so a link into the desk is caught too
+    if where == root or root in where.parents:  # it would overwrite the desk's own files
+        raise UsageError(f"{dest}: inside the desk ({root}); desk export writes outside it",
+                         hint="give a folder (or, for jsonl, a file) outside the desk, e.g. ~/desk-export")
     report = ExportReport(fmt, str(dest))
-    memories = _memories(desk, report)
+    memories = []
+    for name in sorted(entries_in_worktree(desk)):
+        path = memory_path(name)
+        try:
+            memories.append(parse_memory(desk.read(path), path, name))  # never through a link
+        except Exception as exc:  # noqa: BLE001 - a broken file is reported, the export goes on
+            report.skipped.append(f"{path}: {exc}")
     report.memories = len(memories)
     if fmt == "jsonl":
         if dest.is_dir():
@@ -66,39 +73,6 @@ def export_desk(desk: DeskFolder, fmt: str, dest: Path) -> ExportReport:
     else:
         _openclaw(desk, dest, memories, report)
     return report
-
-
-def _refuse_inside_desk(desk: DeskFolder, dest: Path) -> None:
-    """An export is read-only on the desk: a DEST inside it (`desk export markdown memory`, or a
-    link that leads there) would overwrite the desk's own files (memory/, MEMORY.md) with the
-    foreign format, or leave stray files in its work tree."""
-    root = desk.root.resolve()
-    where = dest.resolve()  # follows every link on the way, so a link into the desk is caught too
-    if where == root or root in where.parents:
-        raise UsageError(f"{dest}: inside the desk ({root}); desk export writes outside it",
-                         hint="give a folder (or, for jsonl, a file) outside the desk, e.g. ~/desk-export")
-
-
-def _memories(desk: DeskFolder, report: ExportReport) -> list[MemoryFile]:
-    found = []
-    for name in sorted(entries_in_worktree(desk)):
-        path = memory_path(name)
-        try:
-            found.append(parse_memory(desk.read(path), path, name))  # never through a link
-        except Exception as exc:  # noqa: BLE001 - a broken file is reported, the export goes on
-            report.skipped.append(f"{path}: {exc}")
-    return found
-
-
-def _desk_file(desk: DeskFolder, name: str, report: ExportReport) -> bytes | None:
-    """A desk file to export, never read through a symlink (a link is skipped and reported)."""
-    from desk.storage.reading import SymlinkError
-
-    try:
-        return desk.read_if_present(name)
-    except SymlinkError as exc:
-        report.skipped.append(f"{name}: {exc.message}")
-        return None
 
 
 def _put(path: Path, rel: str, data: bytes, report: ExportReport) -> None:
@@ -167,10 +141,18 @@ def _openclaw(desk: DeskFolder, dest: Path, memories: list[MemoryFile], report: 
     old = index.read_text("utf-8", "replace") if index.is_file() and not index.is_symlink() else "# MEMORY.md\n"
     kept = BLOCK.sub("", old)
     _put(index, "MEMORY.md", (kept.rstrip("\n") + "\n\n" + "\n".join(block) + "\n").encode(), report)
+    from desk.storage.reading import SymlinkError
+
     for name in (AGENTS_FILE, SOUL_FILE, USER_FILE):
         if (dest / name).exists():
             report.skipped.append(f"{name}: the workspace has its own; not overwritten")
-        elif (data := _desk_file(desk, name, report)) is not None:
+            continue
+        try:
+            data = desk.read_if_present(name)  # never through a link: a link is skipped and reported
+        except SymlinkError as exc:
+            report.skipped.append(f"{name}: {exc.message}")
+            continue
+        if data is not None:
             _put(dest / name, name, data, report)
 
 

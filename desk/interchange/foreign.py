@@ -1,15 +1,6 @@
-"""Reading other tools' files tolerantly: python-frontmatter for their Markdown, limits for all.
-
-desk's own files keep desk's strict framing (`desk.storage.frontmatter`, DESIGN §7): a memory
-file that PyYAML or python-frontmatter would quietly reinterpret is refused. Foreign notes are
-the opposite case: Obsidian, basic-memory and Letta write YAML, TOML (`+++`) or JSON frontmatter,
-or none, and an import should read what is there. python-frontmatter does that, with quirks this
-module closes: a BOM hides the frontmatter (stripped first), an unclosed block or a YAML list
-comes back as empty metadata (refused, naming the file and line), YAML errors carry their
-line, and YAML aliases may not expand the metadata past MAX_ALIAS_NODES nodes (a 600-byte "billion
-laughs" note loads as shared lists in no time, but every walk over it, `_plain` first, visits each
-alias again: it grew past 9 GB). python-frontmatter is imported here only, when an import runs.
-"""
+"""Reading other tools' files tolerantly (python-frontmatter: YAML, TOML or JSON frontmatter, or
+none), with limits: a size budget per source, and YAML aliases capped at MAX_ALIAS_NODES (a
+600-byte "billion laughs" note must not expand to gigabytes). desk's own files stay strict."""
 
 from __future__ import annotations
 
@@ -45,9 +36,7 @@ class ForeignNote:
 
 
 def shown_name(path: Path, root: Path | None = None) -> str:
-    """`path` (relative to `root`) as text desk can store: a byte of a file name that is not UTF-8
-    (Python hands it over as a lone surrogate, which no UTF-8 writer accepts) becomes `\\xNN`, so an
-    `origin:`, a skipped line or a trailer naming the file stays valid UTF-8 and says which byte."""
+    """`path` (relative to `root`) as valid UTF-8: a file name's byte that is not UTF-8 becomes `\\xNN`."""
     text = (path.relative_to(root) if root is not None else path).as_posix()
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
@@ -95,10 +84,8 @@ def reading_source(limit: int) -> Iterator[SourceBudget]:
 
 
 def read_bytes(path: Path, rel: str, limit: int | None = MAX_FOREIGN_BYTES) -> bytes:
-    """The bytes of the regular file `path` (a symlink is not followed). Refused before anything
-    is read when its size passes `limit` (None: no limit of its own) or what is left of the
-    import's budget (`reading_source`); and at most one byte past either is ever read, should
-    the file grow, or say it is smaller than it is, while it is read."""
+    """The bytes of the regular file `path` (never through a link), refused before it is read past
+    `limit` (None: none of its own) or the rest of the import's budget (`reading_source`)."""
     budget = _budget.get() or SourceBudget(source_limit())
     if path.is_symlink():
         raise refuse(rel, "not a regular file (symlinks are not followed)")
@@ -186,8 +173,7 @@ def read_note(path: Path, rel: str) -> ForeignNote:
 
 @lru_cache(maxsize=1)
 def _capped_yaml() -> Any:
-    """python-frontmatter's YAML handler with a SafeLoader whose aliases may add at most
-    MAX_ALIAS_NODES nodes to the document (made once, when the first note is read)."""
+    """python-frontmatter's YAML handler, its SafeLoader capped by _check_aliases."""
     import yaml
     from frontmatter.default_handlers import YAMLHandler
 
@@ -206,9 +192,8 @@ def _capped_yaml() -> Any:
 
 
 def _check_aliases(root: Any) -> None:
-    """Refuse a YAML node graph that aliases expand past MAX_ALIAS_NODES extra nodes, or that
-    contains itself (`&a [*a]`). Each distinct node is visited once: the expanded size of a
-    node reached twice is remembered, so a bomb is measured in the time it takes to read it."""
+    """Refuse a YAML node graph that aliases expand past MAX_ALIAS_NODES extra nodes, or that contains
+    itself (`&a [*a]`); each distinct node is measured once."""
     from yaml.composer import ComposerError
 
     sizes: dict[int, int] = {}
@@ -260,8 +245,7 @@ def _plain(value: Any) -> Any:
 
 
 def json_line(line: str, where: str) -> Any:
-    """One line of a JSONL file; malformed or too deeply nested JSON (Python's decoder recurses:
-    `[[[[...` 5,000 deep was an internal RecursionError) is refused naming `where`."""
+    """One line of a JSONL file; malformed or too deeply nested JSON is refused naming `where`."""
     try:
         return json.loads(line)
     except json.JSONDecodeError as exc:

@@ -1,26 +1,16 @@
 """`desk import FORMAT SOURCE`: a foreign source into the desk in one commit, or a plan (--dry-run).
 
-1. The reader parses the whole source first (a malformed file stops everything, nothing written)
-   and every conversation record is validated as an archive event (redacted like every append).
-2. Under the desk lock: the memory plan (`plan.py`), then the rules every desk commit passes
-   (`validate_writes`): a memory that breaks one is rejected with the finding, the rest go on.
-3. The source's versions of desk files fill a desk file still byte-identical to its `desk init`
-   template, and are proposed, never written, where a person wrote it. The memories, MEMORY.md and
-   these files are ONE commit (`Desk-Op: import`); none when nothing changes.
-4. The records not yet archived are appended through the archive's own import path
-   (`desk.archive.importing.append_events`) and, like every append, committed by the next
-   `desk checkpoint`: committing them here would re-scan every record for secrets.
-Importing the same source again changes nothing: status `unchanged`, no commit, no append.
-
-`project` imports into that project's memory folder and index (docs/scopes.md); `user` applies the
-profile fields the source carries to that user's profile in the same commit.
+The reader parses the whole source first (nothing written on a malformed file). Under the desk
+lock: the memory plan (`plan.py`), the commit's file rules (a memory that breaks one is rejected,
+the rest go on), desk files filled where still their `desk init` template (proposed otherwise),
+all in ONE commit (`Desk-Op: import`), none when nothing changes. Records not archived yet are
+appended through desk.archive.importing and committed by the next `desk checkpoint`. `project`
+imports into that project's scope; `user` applies the source's profile fields to that user.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from desk.archive.importing import append_events
-from desk.archive.store import archive_files, build_event
+from desk.archive.present import records_of_days
+from desk.archive.store import build_event
 from desk.errors import DeskError, UsageError
-from desk.interchange.items import DeskFileItem, Proposal, RecordItem, Source
+from desk.interchange.items import DeskFileItem, Proposal, Source
 from desk.interchange.plan import FolderMemories, PlanLine, plan_memories
 from desk.interchange.readers import read_source
 from desk.layout import INDEX_FILE, TEMPLATE_FILES, USER_FILE, DeskFolder, project_index_path, template_bytes
@@ -96,10 +87,8 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
                   progress: Progress | None = None, now: dt.datetime | None = None,
                   project: str | None = None, user: str | None = None,
                   max_bytes: int | None = None) -> ImportReport:
-    """Import `path` in format `fmt`; with `dry_run` only the plan, nothing written. `project`:
-    the memories go into that project's scope; `user`: the source's profile fields go to that user;
-    `max_bytes`: the most the source's files may hold together (None: $DESK_IMPORT_MAX_MIB MiB,
-    else 256 MiB), a larger source refused before it is read whole."""
+    """Import `path` in format `fmt` (only the plan with `dry_run`) into `project`'s scope, the
+    profile fields to `user`; `max_bytes` caps the source (None: foreign.source_limit)."""
     now = (now or utc_now()).replace(microsecond=0)
     if project is not None:
         from desk.memory.reads import require_project
@@ -107,26 +96,21 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
         require_project(project)
     source = read_source(fmt, path, max_bytes)
     if user is not None and not source.profile:
-        raise UsageError(f"--user: {_no_profile(fmt, source)}",
-                         hint="leave --user out: memories and records do not belong to one user")
+        why = (f"a {fmt} source carries no user profile data desk maps to profile fields (only an "
+               "OpenClaw workspace's USER.md does), so there is nothing to import for a user")
+        if fmt == "openclaw":
+            why = ("this workspace's USER.md has no labelled line desk maps to a profile field (`- **Name:** "
+                   "...`, `- **What to call them:** ...`, `- **Pronouns:** ...`, `- **Timezone:** ...`)")
+        raise UsageError(f"--user: {why}", hint="leave --user out: memories and records do not belong to one user")
     steps = _Steps(progress, len(source.records))
     events = _events(source, now, steps)
     report = ImportReport(fmt, str(path), dry_run, proposals=list(source.proposals), skipped=source.skipped,
                           project=project)
     prefix = fmt.split("-")[0]
     index_path = INDEX_FILE if project is None else project_index_path(project)
-    if dry_run:
-        with _committed(desk, project) as mirror:
-            report.memories = plan_memories(desk, mirror, source.memories, prefix, now, project)
-            _plan_files(desk, source.desk_files, report)
-            _check_rules(desk, mirror, report, fmt)
-        if user is not None:
-            _profile_patch(desk, source, user, report)
-        present = _present_origins(desk, events)
-        report.records_present = sum(1 for e in events if e["meta"][IMPORT_META] in present)
-        report.records_new = len(events) - report.records_present
-        return report
-    with transaction(desk) as tx, _committed(desk, project) as mirror:
+
+    def plan(mirror: HeadMirror | FolderMemories) -> tuple[dict[str, bytes | None], dict[str, IndexEntry],
+                                                           list[dict[str, Any]]]:
         report.memories = plan_memories(desk, mirror, source.memories, prefix, now, project)
         _plan_files(desk, source.desk_files, report)
         writes, entries = _check_rules(desk, mirror, report, fmt)
@@ -134,8 +118,17 @@ def import_source(desk: DeskFolder, fmt: str, path: Path, *, dry_run: bool = Fal
         # these records present (appenders never write `desk.import` meta).
         present = _present_origins(desk, events)
         new = [e for e in events if e["meta"][IMPORT_META] not in present]
-        report.records_present = len(events) - len(new)
-        report.records_new = len(new)
+        report.records_present, report.records_new = len(events) - len(new), len(new)
+        return writes, entries, new
+
+    if dry_run:
+        with _committed(desk, project) as mirror:
+            plan(mirror)
+        if user is not None:
+            _profile_patch(desk, source, user, report)
+        return report
+    with transaction(desk) as tx, _committed(desk, project) as mirror:
+        writes, entries, new = plan(mirror)
         index: bytes | None = None
         if writes:
             tx.require_clean([*writes, index_path])
@@ -181,27 +174,18 @@ def _render_index(mirror: HeadMirror | FolderMemories, entries: dict[str, IndexE
     return render_index({**{n: IndexEntry.of(m) for n, m in mirror.memories.items()}, **entries}.values())
 
 
-def _no_profile(fmt: str, source: Source) -> str:
-    if fmt != "openclaw":
-        return (f"a {fmt} source carries no user profile data desk maps to profile fields (only an "
-                "OpenClaw workspace's USER.md does), so there is nothing to import for a user")
-    return ("this workspace's USER.md has no labelled line desk maps to a profile field (`- **Name:** "
-            "...`, `- **What to call them:** ...`, `- **Pronouns:** ...`, `- **Timezone:** ...`)")
-
-
 def _profile_patch(desk: DeskFolder, source: Source, user: str, report: ImportReport,
                    tx: Any = None) -> dict[str, bytes | None]:
     """The user's USER.md with the source's profile fields set (their other fields kept); the
     write, or none when nothing changes. `report.profile` says what changes. An invalid value is
     refused at the source's file and line it was read from."""
-    from desk.layout import profile_path, scope_id
+    from desk.errors import InvalidFileError
     from desk.formats.scope_files import ProfileFile, validate_profile
+    from desk.layout import profile_path, scope_id
     from desk.scopes.profile import read_profile
 
     scope = scope_id(user)
     path = profile_path(scope)
-    from desk.errors import InvalidFileError
-
     try:  # the findings name the source's USER.md, not the desk's (which `desk validate` checks)
         checked = validate_profile(source.profile, str(Path(source.path) / "USER.md"), source.profile_lines)
     except InvalidFileError as exc:
@@ -221,9 +205,8 @@ def _profile_patch(desk: DeskFolder, source: Source, user: str, report: ImportRe
 
 
 class _Steps:
-    """`progress(done, total)` over the conversation records: validating them (the first half),
-    then appending them (the second). Reported every PROGRESS_EVERY steps at most; the caller
-    decides how often to show it (a line every few seconds)."""
+    """`progress(done, total)` over the records: validating them, then appending them; called
+    every PROGRESS_EVERY steps at most."""
 
     def __init__(self, progress: Progress | None, records: int) -> None:
         self.progress = progress if records else None
@@ -244,37 +227,24 @@ def _events(source: Source, now: dt.datetime, steps: _Steps) -> list[dict[str, A
     for n, record in enumerate(source.records, 1):
         if record.origin not in seen:  # else the same message twice in one source
             seen.add(record.origin)
-            events.append(_event(record, now))
+            try:
+                events.append(build_event(record.kind, record.content, session=record.session, actor=record.actor,
+                                          at=record.at, meta={IMPORT_META: record.origin}, now=now, at_name="at"))
+            except UsageError as exc:
+                raise UsageError(f"{record.where}: {exc.message}", hint="fix that record in the source and run "
+                                 "the import again; nothing was written") from None
         steps.tick(n)
     return events
 
 
-def _event(record: RecordItem, now: dt.datetime) -> dict[str, Any]:
-    try:
-        return build_event(record.kind, record.content, session=record.session, actor=record.actor,
-                           at=record.at, meta={IMPORT_META: record.origin}, now=now, at_name="at")
-    except UsageError as exc:
-        raise UsageError(f"{record.where}: {exc.message}",
-                         hint="fix that record in the source and run the import again; nothing was written") from None
-
-
 def _present_origins(desk: DeskFolder, events: list[dict[str, Any]]) -> set[str]:
     """The `desk.import` origins already archived in the files of the days these events fall on."""
-    days = {e["at"][:10] for e in events}
-    found: set[str] = set()
-    marker = f'"{IMPORT_META}"'.encode()
-    for afile in archive_files(desk):
-        if afile.day not in days:
-            continue
-        with open(os.path.join(desk.root, afile.rel), "rb") as handle:
-            for line in handle:
-                if marker in line:
-                    try:
-                        value = json.loads(line).get("meta", {}).get(IMPORT_META)
-                    except (ValueError, AttributeError, RecursionError):
-                        continue  # a torn tail: verify reports it
-                    if isinstance(value, str):
-                        found.add(value)
+    found = set()
+    for record in records_of_days(desk, events, f'"{IMPORT_META}"'.encode()):
+        meta = record.get("meta")
+        value = meta.get(IMPORT_META) if isinstance(meta, dict) else None
+        if isinstance(value, str):
+            found.add(value)
     return found
 
 
@@ -321,7 +291,12 @@ def _plan_files(desk: DeskFolder, items: list[DeskFileItem], report: ImportRepor
         return
     head = desk.git.worktree.committed_blobs([i.target for i in items])
     for item in items:
-        data = _filled(item)
+        text = item.text
+        if item.target == USER_FILE and not text.startswith("---\n"):
+            # USER.md keeps its template's profile frontmatter above the source's free text
+            frame = template_bytes(TEMPLATE_FILES[USER_FILE]).decode("utf-8")
+            text = frame[:frame.index("\n---\n", 4) + len("\n---\n")] + text
+        data = text.encode("utf-8")
         try:
             current: bytes | None = desk.read(item.target)
         except (OSError, DeskError):  # missing, or a symlink (never followed)
@@ -337,17 +312,6 @@ def _plan_files(desk: DeskFolder, items: list[DeskFileItem], report: ImportRepor
                 item.target, ", ".join(item.origins),
                 "the desk's file is no longer its `desk init` template (a person wrote it) and an import "
                 "never writes over that: merge by hand"))
-
-
-def _filled(item: DeskFileItem) -> bytes:
-    """What the desk file becomes. USER.md keeps its template's profile frontmatter above the
-    source's free text (so `desk user set` keeps working), unless the source has frontmatter."""
-    text = item.text
-    if item.target == USER_FILE and not text.startswith("---\n"):
-        template = template_bytes(TEMPLATE_FILES[USER_FILE]).decode("utf-8")
-        end = template.index("\n---\n", 4) + len("\n---\n")
-        text = template[:end] + text
-    return text.encode("utf-8")
 
 
 def _message(fmt: str, path: Path, report: ImportReport) -> str:

@@ -1,11 +1,6 @@
-"""What a foreign source holds, in desk's terms, before the desk is consulted.
-
-A reader produces a `Source`: memory candidates (`MemoryItem`), conversation records for the
-archive (`RecordItem`), the source's own versions of desk files (`DeskFileItem`: an OpenClaw
-SOUL.md, written only where the desk's file is still its `desk init` template, else proposed) and
-files desk only proposes (`Proposal`: a CLAUDE.md is a person's rules, never written by an import). Names, types, descriptions and triggers are
-derived here by fixed rules, so the same source always yields the same plan.
-"""
+"""What a foreign source holds, in desk's terms, before the desk is consulted: memories, archive
+records, the source's versions of desk files, and proposals. Names, descriptions and triggers are
+derived by fixed rules, so the same source always yields the same plan."""
 
 from __future__ import annotations
 
@@ -63,9 +58,8 @@ class Proposal:
 
 @dataclass
 class DeskFileItem:
-    """The source's text for the desk file `target` (e.g. SOUL.md from OpenClaw's SOUL.md and
-    IDENTITY.md, in that order). An import writes it where the desk's file is still byte-identical
-    to its `desk init` template (nobody wrote it yet) and proposes it otherwise."""
+    """The source's text for the desk file `target`, written where that file is still its `desk
+    init` template, proposed otherwise."""
 
     target: str
     origins: list[str]
@@ -83,19 +77,13 @@ class Source:
     proposals: list[Proposal] = field(default_factory=list)
     desk_files: list[DeskFileItem] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # what the reader left out, and why
-    # profile fields the source states about its user (desk's field names: name, call_them, ...),
-    # applied to a user's profile only with `desk import --user`
-    profile: dict[str, str] = field(default_factory=dict)
-    # the line of the source's USER.md each profile field was read from, for errors
-    profile_lines: dict[str, int] = field(default_factory=dict)
+    profile: dict[str, str] = field(default_factory=dict)  # its user's profile fields (`--user`)
+    profile_lines: dict[str, int] = field(default_factory=dict)  # USER.md's line of each, for errors
 
 
 def slugify(text: str, fallback_seed: str, prefix: str = "note") -> str:
-    """A memory name from a title: ASCII lowercase words joined by `-`, at most NAME_MAX.
-
-    A title with no ASCII letters or digits (e.g. Chinese) gets `<prefix>-<8 hex of the seed>`,
-    stable for the same source item.
-    """
+    """A memory name from a title: ASCII lowercase words joined by `-`, at most NAME_MAX; a title
+    with no ASCII letters gets `<prefix>-<8 hex of the seed>`, stable for the same item."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_text).strip("-")
     slug = slug[:NAME_MAX - 9].rstrip("-.")  # room for a collision suffix

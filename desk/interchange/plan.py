@@ -1,12 +1,8 @@
-"""What each imported memory becomes in this desk: the same rules as `remember`, decided up front.
+"""What each imported memory becomes: `remember`'s rules, decided up front.
 
-For every `MemoryItem`, in source order: a name (the source's slug, else one made from the title);
-a name taken by a memory with the same body is that memory (`unchanged`, or `updated` when its
-fields differ), otherwise the next free `<name>-2`, `<name>-3`, ... Then `remember`'s write gate
-(desk.gate.memory_gate.check_memory), the memory file schema and the read-back check: a refusal
-rejects that item with its reason and the import goes on. The file rules and the secret scan run
-on the whole commit afterwards (`importing.py`). With `project`, names, collisions and the gate's
-"already recorded" are the project's (docs/scopes.md).
+Per item: a name (the source's slug or one from the title); a taken name with the same body is
+`unchanged` or `updated`, else the next free `<name>-N`; then the write gate, the schema and the
+read-back check (a refusal rejects that item only). With `project`, the project's scope.
 """
 
 from __future__ import annotations
@@ -111,7 +107,7 @@ def plan_memories(desk: DeskFolder, mirror: HeadMirror | Committed, items: list[
 def _plan_one(item: MemoryItem, prefix: str, now: dt.datetime, rules: dict[str, str],
               planned: dict[str, MemoryFile], planned_keys: dict[str, list[str]],
               existing: Callable[[str], MemoryFile | None | bool],
-              same_body: Callable[[str, str], list[str]], project: str | None = None) -> PlanLine:
+              same_body: Callable[[str, str], list[str]], project: str | None) -> PlanLine:
     body = normalize_body(item.body)
     if not body:
         return PlanLine("rejected", None, item.origin, "empty: the note has no text to remember")
@@ -135,7 +131,8 @@ def _plan_one(item: MemoryItem, prefix: str, now: dt.datetime, rules: dict[str, 
     path = scoped_path(name, project)
     old = current if isinstance(current, MemoryFile) else None
     fields = dict(name=name, description=item.description, type=item.type, triggers=list(item.triggers),
-                  importance=item.importance, project=project)
+                  importance=item.importance, project=project, source="import", origin=item.origin,
+                  created=now, updated=now)
     try:
         if old is not None:
             same = (old.meta.description, old.meta.type, old.meta.triggers) == (item.description, item.type,
@@ -144,10 +141,8 @@ def _plan_one(item: MemoryItem, prefix: str, now: dt.datetime, rules: dict[str, 
                 return PlanLine("unchanged", name, item.origin, note)
             if item.importance is None:
                 fields["importance"] = old.meta.importance
-            meta = build_meta(path, **fields, source="import", origin=item.origin,
-                              created=old.meta.created or now, updated=now)
-        else:
-            meta = build_meta(path, **fields, source="import", origin=item.origin, created=now, updated=now)
+            fields["created"] = old.meta.created or now
+        meta = build_meta(path, **fields)
         memory = MemoryFile(meta, body)
         gate.check_memory(memory, "durable", same_body, rules)
         if parse_memory(memory.render(), path, name) != memory:

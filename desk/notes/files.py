@@ -7,10 +7,8 @@ from desk.storage.reading import SymlinkError
 
 
 def read_for_change(desk: DeskFolder, path: str) -> bytes | None:
-    """The note's bytes, None when it is absent. A symbolic link (or a note in a linked folder) is
-    refused as the gate refuses it (`desk.transaction.link_refusal`: exit 3, the same finding as
-    `desk validate`), before the uncommitted-changes check, which would call the link a person's
-    edit (exit 4)."""
+    """The note's bytes, None when absent; a link is refused as the gate refuses it (exit 3), before
+    the uncommitted-changes check would call it a person's edit."""
     try:
         return desk.read_if_present(path)
     except SymlinkError:

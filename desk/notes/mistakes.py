@@ -1,10 +1,5 @@
-"""MISTAKES.md, the error book: what went wrong, in what context, why, and how to avoid it.
-
-docs/design.md §8.2: high-value, reusable lessons only, written by the assistant as soon as it sees a mistake.
-Each entry has an id (`M-0001`, next free number) and a UTC date, and may link to the memory that
-fixes the behaviour. One commit per entry; adding the same lesson again changes nothing.
-Hand-edited entries are kept as they are; anything that does not parse as an entry is left alone.
-"""
+"""MISTAKES.md, the error book (docs/design.md §8.2): entries `M-0001`, ... with a UTC date, one
+commit each; the same lesson again changes nothing; hand-edited entries are kept."""
 
 from __future__ import annotations
 

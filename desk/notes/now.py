@@ -1,9 +1,5 @@
-"""NOW.md, the assistant's hot working note: `## Doing`, `## Blocked`, `## Next`, `## Reminders`.
-
-docs/design.md §8.2: short, task-oriented, updated by the assistant during work (never by the digest).
-Each change is one commit through the transaction, refused when NOW.md has a person's
-uncommitted edits. A section can be targeted; the rest of the file is kept byte for byte.
-"""
+"""NOW.md, the assistant's working note (`## Doing`, `## Blocked`, `## Next`, `## Reminders`):
+one commit per change, refused over a person's uncommitted edit; the rest kept byte for byte."""
 
 from __future__ import annotations
 
@@ -34,11 +30,8 @@ def read_now(desk: DeskFolder) -> NowNote:
 
 
 def set_now(desk: DeskFolder, text: str, *, section: str | None = None, actor: str = "assistant") -> NowResult:
-    """Replace one section's text (empty clears it), or the whole note when no section is given.
-
-    A line break other than `\n` (lone CR, U+2028, NEL, ...) becomes a space and other control
-    characters are dropped (`desk.text.escape.plain_text`): only a newline starts a line.
-    """
+    """Replace one section's text (empty clears it), or the whole note; a line break other than `\\n`
+    becomes a space (`desk.text.escape.plain_text`)."""
     name = section_name(section)
     text = plain_text(text, breaks=" ")
     if name is None and not text.strip():

@@ -1,11 +1,8 @@
 """`desk pref set|get|list|delete|history`: preferences by stable key, one file and one commit each.
 
-The seed's lifecycle (seed 003, docs/scopes.md): `created` (revision 1); `unchanged` when value,
-source, expiry and source event all equal the stored ones (no write, no commit; a different `--at`
-alone is still unchanged); `updated` (revision + 1) otherwise, but only when `--at` is later than the
-stored `updated` (a replayed old transcript never rolls a newer preference back: exit 4). A
-preference is active while `as_of < expires`. Every change regenerates the scope's PREFERENCES.md in
-the same commit; reads never write.
+Seed 003's lifecycle (docs/scopes.md): `created`, `unchanged` when nothing but `--at` differs,
+`updated` only when `--at` is later than the stored `updated` (else exit 4). Active while
+`as_of < expires`. Each change regenerates the scope's PREFERENCES.md in the same commit.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from desk.formats.scope_files import (EVENT_MAX, SOURCE_MAX, Preference, key_pro
 from desk.storage.atomic import atomic_write
 from desk.storage.git import Commit
 from desk.text.times import parse_time, utc_now
-from desk.transaction import commit_message, transaction
+from desk.transaction import Transaction, commit_message, transaction
 from desk.vocabulary import ACTORS
 
 
@@ -65,13 +62,27 @@ AT_SKEW = dt.timedelta(minutes=5)  # another machine's clock may run a little ah
 
 
 def _check_key(key: str) -> None:
-    problem = key_problem(key)
-    if problem:
+    if problem := key_problem(key):
         raise UsageError(f"preference key {quoted(key)}: {problem}")
 
 
 def _time(value: dt.datetime | str | None, what: str) -> dt.datetime | None:
     return None if value is None else parse_time(value, what)
+
+
+def _no_pref(key: str, scope: str) -> DeskError:
+    who = "the desk owner" if scope == OWNER_SCOPE else f"user scope {scope}"
+    return DeskError(f"no preference {key!r} for {who}", hint="see the keys with `desk pref list --all`")
+
+
+def _commit(tx: Transaction, scope: str, key: str, data: bytes | None, records: list[Preference],
+            now: dt.datetime, subject: str, trailers: dict[str, str | None]) -> str:
+    """Commit preference `key` (None: deleted) and the scope's PREFERENCES.md made from `records`."""
+    index = prefs_index_path(scope)
+    message = commit_message(subject + ("" if scope == OWNER_SCOPE else f" ({scope})"),
+                             {"Desk-Op": "pref", "Desk-Pref": key, "Desk-User": scope, **trailers})
+    return tx.commit({pref_path(scope, key): data,
+                      **_index_write(tx.desk, index, render_prefs_index(records, now))}, message)
 
 
 def read_pref(desk: DeskFolder, scope: str, key: str) -> Preference | None:
@@ -94,10 +105,7 @@ def scope_prefs(desk: DeskFolder, scope: str, problems: list[Finding] | None = N
     folder = desk.path(scope_root(scope) + PREFS_DIR)
     records = []
     names = sorted(os.listdir(folder)) if folder.is_dir() else []
-    for name in names:
-        if not name.endswith(".md"):
-            continue
-        key = name[:-3]
+    for key in (name[:-3] for name in names if name.endswith(".md")):
         try:
             if key_problem(key):
                 raise InvalidFileError([Finding(pref_path(scope, key), 1, "pref-key",
@@ -155,13 +163,9 @@ def set_pref(desk: DeskFolder, key: str, value: str, *, user: str | None = None,
                     f"(updated {stamp(old.updated)}, revision {old.revision}); a replayed older "
                     "change never rolls a newer preference back", hint="give a later --at, or none (now)")
             new = new.replace(revision=old.revision + 1, created=old.created)
-        data = new.render()
         records = [r for r in scope_prefs(desk, scope) if r.key != key] + [new]
-        message = commit_message(f"pref: {'update' if old else 'set'} {key}" + _for(scope), {
-            "Desk-Op": "pref", "Desk-Pref": key, "Desk-User": scope, "Desk-Revision": str(new.revision),
-            "Desk-Actor": actor, "Desk-Source-Event": source_event})
-        sha = tx.commit({path: data, **_index_write(desk, index, render_prefs_index(records, now))},
-                        message)
+        sha = _commit(tx, scope, key, new.render(), records, now, f"pref: {'update' if old else 'set'} {key}",
+                      {"Desk-Revision": str(new.revision), "Desk-Actor": actor, "Desk-Source-Event": source_event})
     return PrefChange("updated" if old else "created", key, scope, path, new.revision,
                       old.value if old else None, value, sha)
 
@@ -177,13 +181,9 @@ def delete_pref(desk: DeskFolder, key: str, *, user: str | None = None, actor: s
         tx.require_clean([path, index])  # never over a person's uncommitted edit, even of the projection
         old = read_pref(desk, scope, key)
         if old is None:
-            raise DeskError(f"no preference {key!r} for {_who(scope)}",
-                            hint="see the keys with `desk pref list --all`")
+            raise _no_pref(key, scope)
         records = [r for r in scope_prefs(desk, scope) if r.key != key]
-        message = commit_message(f"pref: delete {key}" + _for(scope), {
-            "Desk-Op": "pref", "Desk-Pref": key, "Desk-User": scope, "Desk-Actor": actor})
-        sha = tx.commit({path: None, **_index_write(desk, index, render_prefs_index(records, now))},
-                        message)
+        sha = _commit(tx, scope, key, None, records, now, f"pref: delete {key}", {"Desk-Actor": actor})
     return PrefChange("deleted", key, scope, path, old.revision, old.value, None, sha)
 
 
@@ -194,8 +194,7 @@ def get_pref(desk: DeskFolder, key: str, *, user: str | None = None,
     scope = scope_id(user)
     record = read_pref(desk, scope, key)
     if record is None:
-        raise DeskError(f"no preference {key!r} for {_who(scope)}",
-                        hint="see the keys with `desk pref list --all`")
+        raise _no_pref(key, scope)
     return record, _time(as_of, "--as-of") or utc_now()
 
 
@@ -225,22 +224,18 @@ def all_scopes(desk: DeskFolder) -> list[str]:
 
 def reindex_scopes(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | None = None
                    ) -> tuple[list[str], str | None]:
-    """Regenerate every user scope's PREFERENCES.md (as of `now`) and every project's MEMORY.md.
-
-    Returns the projections repaired and the commit (None when HEAD already held them all: a
-    hand edit in the work tree alone is put back without a commit).
-    """
+    """Regenerate every user scope's PREFERENCES.md and every project's MEMORY.md: (the projections
+    repaired, the commit or None when HEAD held them all)."""
     now = now or utc_now()
     with transaction(desk) as tx:
         wanted = scope_projections(desk, now)
         writes: dict[str, bytes | None] = {}
         repaired = []
         for index, data in wanted.items():
-            on_disk = _on_disk(desk, index)
             if desk.git.objects.blob_at("HEAD", index) != data:
                 writes[index] = data
                 repaired.append(index)
-            elif on_disk != data:
+            elif _on_disk(desk, index) != data:
                 atomic_write(desk.path(index), data)
                 repaired.append(index)
         if not writes:
@@ -268,10 +263,8 @@ def scope_projections(desk: DeskFolder, now: dt.datetime) -> dict[str, bytes]:
 
 def _index_write(desk: DeskFolder, index: str, data: bytes) -> dict[str, bytes]:
     """`{index: data}` unless HEAD and the work tree hold exactly it."""
-    on_disk = _on_disk(desk, index)
-    if on_disk == data and desk.git.objects.blob_at("HEAD", index) == data:
-        return {}
-    return {index: data}
+    same = _on_disk(desk, index) == data and desk.git.objects.blob_at("HEAD", index) == data
+    return {} if same else {index: data}
 
 
 def _on_disk(desk: DeskFolder, path: str) -> bytes | None:
@@ -283,11 +276,3 @@ def _on_disk(desk: DeskFolder, path: str) -> bytes | None:
         return desk.read_if_present(path)
     except (SymlinkError, IsADirectoryError):
         return b"\0(not a regular file)"
-
-
-def _for(scope: str) -> str:
-    return "" if scope == OWNER_SCOPE else f" ({scope})"
-
-
-def _who(scope: str) -> str:
-    return "the desk owner" if scope == OWNER_SCOPE else f"user scope {scope}"

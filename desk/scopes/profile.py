@@ -1,9 +1,5 @@
-"""`desk user show|set|unset`: a scope's profile as explicit field patches, one commit per change.
-
-Only the named fields change; `unset` removes them; the same values again are `unchanged` (no
-write, no commit). The profile is USER.md's frontmatter (the owner's at the top level, another
-user's in `users/<scope-id>/`); the free text below it is the person's and is kept as it is.
-"""
+"""`desk user show|set|unset`: a scope's profile (USER.md's frontmatter) as field patches, one
+commit per change; the free text below it is kept as it is."""
 
 from __future__ import annotations
 

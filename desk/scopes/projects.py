@@ -1,13 +1,6 @@
-"""Project scopes: memories under `projects/<name>/memory/` with their own `projects/<name>/MEMORY.md`.
-
-A project memory is a memory file like any other (desk.formats.memory_file) whose `project` field names
-the project it sits in (written by desk.memory.operations.remember, read by desk.memory.reads); a file whose `project` does not match its folder (copied from another
-project, or into the desk-wide memory/) is refused by `desk validate` and by these readers. The
-write gate is the desk-wide one: durable facts only, no second memory with the same body in the
-same project, nothing AGENTS.md or SOUL.md already says. Projects are small, so the files are read
-from the folder (no HEAD mirror of entries as for memory/; each project memory's last commit is
-kept beside the mirror, desk.gate.mirror.ProjectHeads, for recall and context).
-"""
+"""Project scopes: memories under `projects/<name>/memory/` with their own MEMORY.md
+(docs/scopes.md). A memory whose `project` field does not match its folder is refused. Projects
+are small, so their files are read from the folder (no HEAD mirror)."""
 
 from __future__ import annotations
 
@@ -36,6 +29,11 @@ def project_entries(desk: DeskFolder, project: str,
     return {n: IndexEntry.of(m) for n, m in project_memories(desk, project, problems).items()}
 
 
+def _no_memory(name: str, project: str) -> DeskError:
+    return DeskError(f"no memory named {name!r} in project {project!r}",
+                     hint=f"see the names with `desk list --project {project}`")
+
+
 def forget_in_project(desk: DeskFolder, project: str, name: str, *, reason: str | None = None,
                       actor: str = "user") -> MutationResult:
     """`desk forget --project`: delete memory `name` of `project` and its index line, one commit."""
@@ -45,8 +43,7 @@ def forget_in_project(desk: DeskFolder, project: str, name: str, *, reason: str 
     with transaction(desk) as tx:
         tx.require_clean([path, index])
         if read_project_memory(desk, project, name) is None:
-            raise DeskError(f"no memory named {name!r} in project {project!r}",
-                            hint=f"see the names with `desk list --project {project}`")
+            raise _no_memory(name, project)
         memories = project_memories(desk, project)
         memories.pop(name, None)
         message = commit_message(f"forget: {name} (project {project})", {
@@ -66,8 +63,7 @@ def show_in_project(desk: DeskFolder, project: str, name: str) -> Shown:
     try:
         data = desk.read(path)  # never through a symlink (docs/guard.md)
     except (FileNotFoundError, NotADirectoryError):
-        raise DeskError(f"no memory named {name!r} in project {project!r}",
-                        hint=f"see the names with `desk list --project {project}`") from None
+        raise _no_memory(name, project) from None
     text = data.decode("utf-8", "replace")
     try:
         memory = read_project_memory(desk, project, name)
@@ -92,6 +88,5 @@ def history_in_project(desk: DeskFolder, project: str, name: str) -> list[Commit
     require_read_name(name)
     commits = follow.history(desk.git, project_memory_path(project, name))
     if not commits:
-        raise DeskError(f"no memory named {name!r} in project {project!r}",
-                        hint=f"see the names with `desk list --project {project}`")
+        raise _no_memory(name, project)
     return commits

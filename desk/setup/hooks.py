@@ -1,13 +1,6 @@
-"""Installing desk's git hooks and merge drivers: `desk hooks install | uninstall`, and what `desk
-init`, `desk sync` and `desk doctor --repair` lay down.
-
-Installed like pre-commit installs its own (`pre_commit/commands/install_uninstall.py`): each hook
-is a small shell script (hooks/desk-hook.sh) recognised by a marker line; a foreign hook already
-there is kept as `<hook>.legacy` and still runs first; uninstall puts it back; `core.hooksPath`
-is refused with the manual alternative, since desk would otherwise write into a folder shared by
-other repositories. The script runs the Python that installed it (`python -m desk.cli.hook HOOK`),
-falling back to `desk` on PATH. What the hooks run is desk.guard.hooks.
-"""
+"""`desk hooks install | uninstall`: desk's git hooks and merge drivers, installed as pre-commit
+installs its own: a marker line, a foreign hook kept as `<hook>.legacy` and run first, restored
+on uninstall, `core.hooksPath` refused. What the hooks run is desk.guard.hooks."""
 
 from __future__ import annotations
 
@@ -53,10 +46,7 @@ def hook_script(hook: str, python: str | None = None) -> str:
             .replace("'@START@'", shlex.quote(start or "")))
 
 
-# What a hook's Python may import, found where this process finds it: desk itself, the parts of
-# the wheel that an editable install maps from elsewhere, and desk's dependencies with theirs
-# (PyYAML for frontmatter outside the plain subset, pydantic for desk.json, GitPython behind the
-# post-merge hook's settling, and the rest of pyproject.toml's list for good measure).
+# What a hook's Python may import: desk, the wheel's data packages, and desk's dependencies with theirs.
 START_MODULES = ("desk", "desk._hooks", "desk._templates", "click", "pydantic", "pydantic_core",
                  "typing_extensions", "annotated_types", "typing_inspection", "yaml", "_yaml", "frontmatter",
                  "git", "gitdb", "smmap", "Stemmer")
@@ -64,16 +54,10 @@ START_MODULES = ("desk", "desk._hooks", "desk._templates", "click", "pydantic", 
 
 @lru_cache(maxsize=None)
 def fast_start(python: str | None = None) -> str | None:
-    """The code (`python -S -c CODE HOOK ARGS`) an installed hook starts Python with: `site`
-    skipped (it would search the same folders on every commit) and the module path set to
-    the one this process has, without the script's folder and $PYTHONPATH.
-
-    None, for the plain `python -m desk.cli.hook` start, unless it is vouched for: `python` is this
-    interpreter, and every module of START_MODULES this process can find is found in the same
-    file by the plain path search alone (no import hook: an editable install's finder, which only
-    `site` installs, maps desk from a source tree). A start that then cannot import desk (desk
-    moved, reinstalled elsewhere) falls back to the plain one.
-    """
+    """The code (`python -S -c CODE HOOK ARGS`) an installed hook starts Python with: `site` skipped
+    and this process's module path. None (the plain `-m desk.cli.hook` start) unless `python` is
+    this interpreter and every START_MODULES module is found in the same file by the plain path
+    search (an editable install's finder is a `site` import hook)."""
     import importlib.util
 
     if python not in (None, sys.executable):  # a venv's python links to its base: compare names
@@ -117,8 +101,7 @@ GITATTRIBUTES = ".gitattributes"
 
 
 def install(root: Path, python: str | None = None) -> HooksResult:
-    """Install desk's hooks in the repository at `root`, and its merge drivers (in .git/config,
-    which git never carries from clone to clone; `.gitattributes` too when the desk has none)."""
+    """Install desk's hooks and merge drivers (.git/config; `.gitattributes` when the desk has none)."""
     drivers = install_merge_drivers(root, python)  # first: they work even where the hooks are refused
     result = install_hooks(root, python)
     result.merge_drivers = drivers
@@ -126,8 +109,7 @@ def install(root: Path, python: str | None = None) -> HooksResult:
 
 
 def merge_driver_command(driver: str, python: str | None = None) -> str:
-    """The driver as git runs it (through the shell): the Python that installed it, else `desk` on
-    PATH when that Python is gone (a moved virtualenv; `desk doctor --repair` rewrites it)."""
+    """The driver as git runs it: the Python that installed it, else `desk` on PATH when it is gone."""
     import shlex
 
     args = f"{driver} %O %A %B %P"
@@ -169,14 +151,7 @@ def write_merge_drivers(git: Git, python: str | None = None) -> dict[str, str]:
         actions[f"desk-{driver}"] = "installed" if before is None else (
             "updated" if before != command else "ok")
     git.config.set("diff.desk-archive.textconv", "cat")  # the archive's JSON lines, shown as text
-    _exclude_new_archive_files(git)
-    return actions
-
-
-def _exclude_new_archive_files(git: Git) -> None:
-    """An archive file not yet checkpointed is ignored by `git status` (`.git/info/exclude`, this
-    clone only): `desk checkpoint` (or the next sync or digest) commits it. A committed one that grew
-    shows as modified, as any tracked file does."""
+    # An archive file not yet checkpointed is ignored by `git status` (this clone only).
     exclude = git.git_path("info/exclude")
     text = read_text_or_empty(exclude)
     if ARCHIVE_EXCLUDE not in text.splitlines():
@@ -184,12 +159,11 @@ def _exclude_new_archive_files(git: Git) -> None:
         with exclude.open("a", encoding="utf-8") as file:
             file.write(("" if not text or text.endswith("\n") else "\n")
                        + "# desk: archive files until `desk checkpoint` commits them\n" + ARCHIVE_EXCLUDE + "\n")
-
+    return actions
 
 
 def _add_missing_attributes(desk: DeskFolder) -> str:
-    """Append the missing desk lines (merge drivers, `-text` pins) to .gitattributes in one commit
-    (when it is clean)."""
+    """Append desk's missing lines (merge drivers, `-text` pins) to a clean .gitattributes; one commit."""
     from desk.transaction import commit_message, transaction
 
     with transaction(desk) as tx:

@@ -44,11 +44,8 @@ def desk_files() -> dict[str, bytes]:
 
 
 def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = False) -> InitResult:
-    """Scaffold a desk at `path`: git init when needed, the file set, the first commit.
-
-    Running it on an existing desk changes nothing. A non-empty folder that is not a desk, or a
-    folder inside another repository's work tree, is refused unless explicitly allowed.
-    """
+    """Scaffold a desk at `path` (git init, the file set, the first commit); an existing desk is left
+    as it is; a non-empty or nested folder is refused unless allowed."""
     path = path.expanduser().resolve()
     if path.exists() and not path.is_dir():
         raise UsageError(f"{path} exists and is not a folder")

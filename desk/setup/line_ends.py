@@ -1,12 +1,5 @@
-"""Putting back the bytes core.autocrlf changed, once desk's `-text` pins arrive in a clone.
-
-A clone checked out with core.autocrlf=true (Git for Windows' default) before its `.gitattributes`
-pinned `-text` on desk's files holds them with CRLF line ends; git, which converted them, called
-them clean until the pins came, and desk, which compares bytes, called them edited all along. Once
-the pins are committed, git sees the CRLF too. A file whose only difference from HEAD is CR before
-LF was changed by git, not by anyone: it is written again as committed. Any other change is left
-as it is.
-"""
+"""Putting back the bytes core.autocrlf changed, once desk's `-text` pins arrive in a clone: a
+file whose only difference from HEAD is CR before LF was changed by git, not by anyone."""
 
 from __future__ import annotations
 

@@ -1,17 +1,14 @@
-"""`desk migrate`: upgrade an older desk's schema in one commit, saying what changed.
+"""`desk migrate`: upgrade an older desk's versioned files in one commit, saying what changed.
 
-Readers accept the previous schema, and reading never rewrites a file: a v1 desk works as it is,
-and each file is saved at the current version by the next write that changes it anyway (the next
-digest or resolve writes `.system/conflicts.json` v2). `desk migrate` upgrades every versioned
-file at once, in one commit: `.system/desk.json`'s `schema_version` and the conflict queue, and
-adds to `.gitattributes` the lines an older desk lacks (the scopes' merge lines, the `-text` pins; a clone's drivers
-themselves live in .git/config: `desk hooks install` defines them). A desk newer than this desk is
-refused; nothing is ever downgraded.
+Readers accept the previous schema and never rewrite; migrate upgrades desk.json's
+`schema_version`, the conflict queue, the memory files' `schema:` line and `.gitattributes`'
+missing lines at once. A newer desk is refused; nothing is downgraded.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 
 from desk.errors import DeskError, InvalidFileError
@@ -66,7 +63,7 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
                                           f"`resolution` (null for the {len(cases)} undecided cases)"})
         stamped = _stamped_memories(desk)
         writes.update(stamped)
-        for folder, count in sorted(_by_folder(stamped).items()):
+        for folder, count in sorted(Counter(path.rsplit("/", 1)[0] + "/" for path in stamped).items()):
             changes.append({"path": folder, "change": f"{count} memory file{'s' if count != 1 else ''} "
                                                       f"stamped `{SCHEMA_KEY}: {MEMORY_SCHEMA}` (memory file "
                                                       f"format 1 -> {MEMORY_SCHEMA}; no other line changed)"})
@@ -107,19 +104,9 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
 _CURRENT = f"\n{SCHEMA_KEY}: {MEMORY_SCHEMA}\n".encode()  # how desk writes the last line of a frontmatter
 
 
-def _is_current(data: bytes) -> bool:
-    """Whether the frontmatter ends with the current `schema:` line, as desk writes it."""
-    close = data.find(b"\n---\n", 3)
-    return data.startswith(b"---\n") and close >= 0 and data[:close + 1].endswith(_CURRENT)
-
-
 def _stamped_memories(desk: DeskFolder) -> dict[str, bytes]:
-    """`{path: stamped bytes}` for every committed memory file not yet at MEMORY_SCHEMA.
-
-    The committed bytes (one `git cat-file --batch`); the caller's `require_clean` makes sure the
-    work tree holds them. A file desk wrote (its frontmatter ending in the current `schema:` line)
-    is not parsed; any other is, and one that does not parse stops the migration naming path:line.
-    """
+    """`{path: stamped bytes}` for every committed memory file not yet at MEMORY_SCHEMA (the caller's
+    `require_clean` makes sure the work tree holds them); one that does not parse stops it."""
     head = desk.git.refs.head()
     if head is None:
         return {}
@@ -131,8 +118,9 @@ def _stamped_memories(desk: DeskFolder) -> dict[str, bytes]:
     out = {}
     for path in sorted(blobs):
         old = data[blobs[path]]
-        if _is_current(old):
-            continue
+        close = old.find(b"\n---\n", 3)
+        if old.startswith(b"---\n") and close >= 0 and old[:close + 1].endswith(_CURRENT):
+            continue  # desk wrote it: its frontmatter ends in the current `schema:` line
         try:
             new = stamp_schema(old, path)
         except InvalidFileError as exc:
@@ -142,11 +130,3 @@ def _stamped_memories(desk: DeskFolder) -> dict[str, bytes]:
         if new != old:
             out[path] = new
     return out
-
-
-def _by_folder(paths: dict[str, bytes]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for path in paths:
-        folder = path.rsplit("/", 1)[0] + "/"
-        counts[folder] = counts.get(folder, 0) + 1
-    return counts

@@ -1,11 +1,8 @@
-"""`desk ui`'s pages: a Starlette app of server-rendered Jinja2 pages and plain forms over the public
-API (`import desk`, nothing else of desk). Reads call the API and render its results; each write is
-one API call, through the same gate as the CLI, committed with `Desk-Client: ui`.
+"""`desk ui`'s pages: Starlette, server-rendered Jinja2 and plain forms over the public API.
 
-Any local user and any web page can reach a loopback port, so every request must carry the token
-the URL was printed with (`?token=`, then an HttpOnly SameSite=Strict cookie); a Host other than
-the loopback address (DNS rebinding) or an Origin from elsewhere is refused, every POST carries the
-form's CSRF token, writes are POST only, and the pages load nothing from elsewhere (the CSP).
+Every request carries the token the URL was printed with (then an HttpOnly SameSite=Strict
+cookie); another Host (DNS rebinding) or Origin is refused, POSTs carry the CSRF token, and the
+CSP loads nothing from elsewhere. Writes are committed with `Desk-Client: ui`.
 """
 
 from __future__ import annotations
@@ -42,8 +39,7 @@ ENV = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select
 
 
 def warm_up(d: desk.Desk) -> None:
-    """Do before the URL is printed what the first page would otherwise pay for: compile the
-    templates and build the caches the memory list reads."""
+    """Compile the templates and build the caches the memory list reads before the URL is printed."""
     for name in ENV.list_templates(extensions=["html"]):
         ENV.get_template(name)
     d.list()
@@ -51,12 +47,11 @@ def warm_up(d: desk.Desk) -> None:
 
 def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
     """The app for desk `d` on 127.0.0.1:`port`, requiring `token`; forms carry `csrf`."""
-    env = ENV
     writer = d.with_trailers({"Desk-Client": "ui"})
     origins = {f"http://{host}:{port}" for host in ("127.0.0.1", "localhost")}
 
     def page(template: str, status: int = 200, **values: Any) -> Response:
-        html = env.get_template(template).render(csrf=csrf, **values)
+        html = ENV.get_template(template).render(csrf=csrf, **values)
         return Response(html, status, media_type="text/html; charset=utf-8")
 
     async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -84,9 +79,13 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
         return response
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        """What a page could not show: no such memory, event, case or proposal (or one that went
-        while a form was open: its error page instead of the form)."""
+        """No such memory, event, case or proposal (or one gone while its form was open)."""
         return page("error.html", 404, error=exc)
+
+    def endpoint(render: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
+        async def run(request: Request) -> Response:
+            return render(request)
+        return run
 
     async def memories(request: Request) -> Response:
         q = request.query_params
@@ -121,9 +120,6 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
         values.setdefault("base", _digest(text))
         return page("memory.html", status, name=name, project=project, shown=shown.to_json(), revisions=revisions,
                     base_commit=revisions[0].commit.sha if revisions else "HEAD", **values)
-
-    async def memory(request: Request) -> Response:
-        return memory_page(request)
 
     async def edit(request: Request) -> Response:
         form = await request.form()
@@ -174,9 +170,6 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
         diff = "".join(pair["diff"] for pair in case.get("diffs", []))
         return page("case.html", status, case=case, diff=diff, event_id=f"ui:{case['id']}:r{case['revision']}", **values)
 
-    async def case(request: Request) -> Response:
-        return case_page(request)
-
     async def resolve(request: Request) -> Response:
         form = await request.form()
         field = {k: str(form.get(k, "")).strip() for k in ("candidate", "revision", "actor", "rationale", "event_id")}
@@ -196,9 +189,6 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
         written = {path: text for path, text in shown.files.items() if text is not None}
         values.setdefault("text", next(iter(written.values())) if len(written) == 1 else None)
         return page("proposal.html", status, shown=shown, p=shown.proposal, **values)
-
-    async def proposal(request: Request) -> Response:
-        return proposal_page(request)
 
     async def verdict(request: Request) -> Response:
         """Accept (with `text`: edit then accept) or reject (with `reason`) one proposal, as the person."""
@@ -221,11 +211,11 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
         return page("proposals.html", proposals=d.proposals().proposals, done=done.value)
 
     return Starlette(routes=[
-        Route("/", memories), Route("/memory/{name}", memory), Route("/memory/{name}", edit, methods=["POST"]),
+        Route("/", memories), Route("/memory/{name}", endpoint(memory_page)), Route("/memory/{name}", edit, methods=["POST"]),
         Route("/event/{event_id}", event), Route("/context", context), Route("/timeline", timeline),
-        Route("/proposals", proposals), Route("/proposals/{proposal}", proposal),
+        Route("/proposals", proposals), Route("/proposals/{proposal}", endpoint(proposal_page)),
         Route("/proposals/{proposal}/{verdict}", verdict, methods=["POST"]),
-        Route("/cases", cases), Route("/cases/{case}", case), Route("/cases/{case}", resolve, methods=["POST"]),
+        Route("/cases", cases), Route("/cases/{case}", endpoint(case_page)), Route("/cases/{case}", resolve, methods=["POST"]),
         Route("/style.css", lambda _: FileResponse(HERE / "templates" / "style.css", media_type="text/css")),
     ], middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)], exception_handlers={desk.DeskError: not_found})
 
@@ -234,7 +224,6 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _udiff(old: str, new: str, labels: tuple[str, str] = ("your form", "now")) -> str:
-    def lines(text: str) -> list[str]:
-        return (text if text.endswith("\n") else text + "\n").splitlines(True)
-    return "".join(difflib.unified_diff(lines(old), lines(new), *labels))
+def _udiff(old: str, new: str) -> str:
+    before, after = ((t if t.endswith("\n") else t + "\n").splitlines(True) for t in (old, new))
+    return "".join(difflib.unified_diff(before, after, "your form", "now"))

@@ -1,15 +1,6 @@
-"""ChatGPT and Claude data exports: `conversations.json` (or the folder holding it).
-
-Read (docs/import-export.md). ChatGPT: an array of conversations, each with `id` (or
-`conversation_id`), `title`, `create_time` (epoch seconds), `mapping` (node id -> `{id, parent,
-children, message}`, a tree: edits branch) and `current_node` (the leaf of the thread shown); a
-message has `author.role` (`system`, `user`, `assistant`, `tool`), `create_time` and
-`content.parts`. desk follows `current_node` back to the root, the thread the person saw.
-Claude: an array of conversations with `uuid`, `name`, `created_at` (ISO 8601) and
-`chat_messages` in order, each with `uuid`, `sender` (`human`, `assistant`), `text` (or `content`
-text blocks) and `created_at`. User messages become `inbound` records and assistant messages
-`outbound`, session `chatgpt:<id>` / `claude:<uuid>`; system and tool messages are left out.
-"""
+"""ChatGPT and Claude data exports: `conversations.json` (or its folder), read as
+docs/import-export.md says. A ChatGPT thread is followed from `current_node` back to the root (the
+thread the person saw); user messages become `inbound` records, assistant ones `outbound`."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Claude Code's memory: a project folder `~/.claude/projects/<project>/` or its `memory/` folder;
-or one session's transcript `<session>.jsonl` alone (what a Stop hook is handed: its records only).
-
-Auto memory (read: docs/import-export.md): `memory/MEMORY.md` is an index the assistant loads,
-one line a topic file; each topic file is Markdown with `name`, `description` and `type`
-(`user`, `feedback`, `project`, `reference`) frontmatter. Session transcripts are `<session>.jsonl`
-beside it, one JSON object a line with `type` (`user`, `assistant`, `system`, ...), `uuid`,
-`sessionId`, `timestamp` and `message.content` (a string, or blocks of `text`, `tool_use`,
-`tool_result`). CLAUDE.md files are a person's instructions: proposed for AGENTS.md, never
-written.
-"""
+"""Claude Code: a project folder `~/.claude/projects/<project>/`, its `memory/` folder, or one
+`<session>.jsonl` transcript (docs/import-export.md). Topic files become memories, transcripts
+records; CLAUDE.md files are a person's instructions: proposed for AGENTS.md, never written."""
 
 from __future__ import annotations
 

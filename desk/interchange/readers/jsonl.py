@@ -1,8 +1,4 @@
-"""desk's own `desk export jsonl` file: a line a memory (`name`, `meta`, `body`, `history`).
-
-Read back so the export round-trips: each line becomes the memory it was, provenance
-`jsonl:<file>:<line>`; the history is the old desk's and stays there.
-"""
+"""desk's own `desk export jsonl` file, read back so the export round-trips."""
 
 from __future__ import annotations
 

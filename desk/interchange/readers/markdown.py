@@ -1,13 +1,6 @@
-"""Any folder of Markdown notes: basic-memory, Obsidian vaults, Letta memory repositories.
-
-Read (docs/import-export.md): basic-memory notes carry `title`, `type` (default `note`), `tags`
-(a list or a comma-separated string) and `permalink`, then free Markdown with `- [category] text`
-observations and `- relation [[Target]]` relations (kept in the body as written). Obsidian notes
-may have any frontmatter or none. Letta's MemFS is a git repository of Markdown files with
-`description` frontmatter, `system/` holding the pinned ones. Each note becomes one memory; desk's
-own fields (`name`, `description`, `type`, `triggers`, `importance`) are taken as they are, so a
-`desk export markdown` folder imports back unchanged. Hidden folders (.git, .obsidian) are skipped.
-"""
+"""Any folder of Markdown notes (basic-memory, Obsidian, Letta): one memory a note, desk's own
+fields taken as they are (a `desk export markdown` folder imports back unchanged); hidden folders
+are skipped."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""A mem0 export: the JSON of `get_all` (`{"results": [...]}`) or a plain list of memories.
-
-Read (docs/import-export.md): each memory has `id`, `memory` (the text), `user_id` / `agent_id` /
-`run_id`, `hash`, `metadata` (an object), `categories` (a list, platform only), `created_at` and
-`updated_at`. Each becomes one memory: type from `metadata.type` or the categories, triggers from
-the categories (else the text's words), provenance `mem0:<id>`.
-"""
+"""A mem0 export (`get_all`'s `{"results": [...]}`, or a list): one memory each, type and triggers
+from `metadata.type` and the categories, provenance `mem0:<id>`."""
 
 from __future__ import annotations
 

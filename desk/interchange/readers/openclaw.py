@@ -1,10 +1,6 @@
-"""An OpenClaw workspace (default `~/.openclaw/workspace`); what is read, and what each file becomes,
-is in docs/import-export.md.
-
-MEMORY.md bullets and other Markdown under memory/ become memories; daily notes
-(`memory/YYYY-MM-DD[-<slug>].md`) become archive records; the workspace files with a matching desk
-file fill it or are proposed for it; USER.md's labelled lines are the source's profile fields.
-"""
+"""An OpenClaw workspace (docs/import-export.md): MEMORY.md bullets and memory/ notes become
+memories, daily notes archive records, workspace files fill or are proposed for desk files, and
+USER.md's labelled lines are the profile fields."""
 
 from __future__ import annotations
 
@@ -67,8 +63,13 @@ def read(root: Path) -> Source:
             if any(part.startswith(".") for part in path.relative_to(root).parts):
                 continue
             day = DAILY.match(path.name)
-            if day and path.parent == folder:
-                _daily(path, rel, day.group(1), source)
+            if day and path.parent == folder:  # a daily note: one archive record
+                text = read_text(path, rel).strip()
+                if not text:
+                    source.skipped.append(f"{rel}: empty daily note")
+                    continue
+                source.records.append(RecordItem("note", text, f"openclaw:{rel}", rel, actor="assistant",
+                                                 session=f"openclaw:{day.group(1)}", at=f"{day.group(1)}T00:00:00Z"))
             else:
                 note = read_note(path, rel)
                 raw = note.meta.get("title")
@@ -76,15 +77,6 @@ def read(root: Path) -> Source:
                 source.memories.append(note_memory(note, f"openclaw:{rel}",
                                                    desk_type(note.meta.get("type")), title))
     return source
-
-
-def _daily(path: Path, rel: str, day: str, source: Source) -> None:
-    text = read_text(path, rel).strip()
-    if not text:
-        source.skipped.append(f"{rel}: empty daily note")
-        return
-    source.records.append(RecordItem("note", text, f"openclaw:{rel}", rel, session=f"openclaw:{day}",
-                                     actor="assistant", at=f"{day}T00:00:00Z"))
 
 
 def profile_fields(text: str, skipped: list[str],
