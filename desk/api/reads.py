@@ -41,7 +41,11 @@ class ReadMethods(DeskBase):
         it embeds. UsageError (exit 2) for an unknown embedder; DeskError (exit 1) for one that
         fails or returns vectors of the wrong dimension.
         """
-        asked = None
+        asked = started = None
+        if as_of is not None:  # its `git log` walks the history while the search modules load
+            from desk.memory.past import start_at
+
+            started = start_at(self, as_of)
         if self._search_cache is None:  # a cold recall: git works while the search modules load
             from desk.recall.git_state import search_git_state
 
@@ -53,6 +57,7 @@ class ReadMethods(DeskBase):
         if self._search_cache is None:
             self._search_cache = SearchCache(self)
             self._search_cache.take_asked(asked)
+        past = started() if started is not None else None
         dense = None
         if embedder is not None:
             from desk.recall.hybrid import DenseIndex, check_embedder, load_embedder
@@ -63,11 +68,6 @@ class ReadMethods(DeskBase):
                 made = load_embedder(embedder) if isinstance(embedder, str) else check_embedder(embedder)
                 dense = self._dense[embedder if isinstance(embedder, str) else id(embedder)] = DenseIndex(self, made)
             dense.progress = embed_progress
-        past = None
-        if as_of is not None:
-            from desk.memory.past import at
-
-            past = at(self, as_of)
         return Recalled(recall(self, query, limit=limit, kind=kind, as_of=past.when if past else now,
                                ranker=ranker, cache=self._search_cache, progress=progress, project=project,
                                all_scopes=all_scopes, dense=dense, past=past))
