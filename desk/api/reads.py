@@ -96,7 +96,12 @@ class ReadMethods(DeskBase):
         # git works (memory/'s state, the shown files' blobs) while the context modules load;
         # build_context owns the processes from here (and ends them if the read fails)
         asked = context_git_state(self, mode, query, user, project)
+        started = None
         try:
+            if as_of is not None:  # its `git log` too
+                from desk.memory.past import start_at
+
+                started = start_at(self, as_of)
             from desk.recall.context import ContextRequest, build_context
             from desk.results.read import Context
             from desk.text.times import utc_now
@@ -106,10 +111,7 @@ class ReadMethods(DeskBase):
                 from desk.recall.search import parse_as_of  # recall's modules only for a given time
 
                 when = parse_as_of(as_of if as_of is not None else now)
-                if as_of is not None:
-                    from desk.memory.past import at
-
-                    past = at(self, when)
+                past = started() if started is not None else None
             else:
                 when = utc_now()
         except BaseException:

@@ -133,6 +133,3 @@ class PastView:
 
     def memory_records(self) -> set[int]:
         return self._cache.memory_records() | set(self._extra)
-
-    def holds_memories(self) -> bool:
-        return bool(self.memory_records())
