@@ -205,7 +205,7 @@ class MemoryMethods(DeskBase):
             from desk.memory.reads import Shown
 
             past.require_desk_wide(project)
-            when = past.at(self, as_of)
+            when = past.start_at(self, as_of)()
             path, text, memory = past.show(self, self._name(name), when)
             return ShownMemory(Shown(path, text, memory, [], when))
 

@@ -1,6 +1,6 @@
 """The desk as committed at a time (`--as-of T`, docs/time.md), read from git objects only.
 
-`at(desk, T)` finds the commit: the last one on HEAD's first-parent line committed at or before T,
+`start_at(desk, T)` finds the commit: the last one on HEAD's first-parent line committed at or before T,
 one `git log` whatever the depth of history (a person's merged branch is seen as its merge). Its
 memory files come from one `ls-tree` and one `cat-file --batch`: no checkout, nothing in the work
 tree or the index is read or written. What was committed then is filtered to what was valid at T
@@ -47,14 +47,10 @@ class Past:
                f"({format_time(self.committed_at)})"
 
 
-def at(desk: DeskFolder, when: dt.datetime | str) -> Past:
-    """The commit that answers a read as of `when` (UsageError, exit 2, for a malformed time)."""
-    return start_at(desk, when)()
-
-
 def start_at(desk: DeskFolder, when: dt.datetime | str) -> Callable[[], Past]:
-    """`at`, its `git log` started now (it walks the history while the caller loads its modules):
-    call the result for the `Past`."""
+    """The commit that answers a read as of `when` (UsageError, exit 2, for a malformed time): its
+    `git log` started now (it walks the history while the caller loads its modules); call the
+    result for the `Past`."""
     moment = parse_time(when, "--as-of")
     found = desk.git.history.commit_at(format_time(moment))
 
