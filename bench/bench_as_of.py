@@ -9,7 +9,8 @@ The desk is bench_history.py's (one `git fast-import`: N memories in D commits, 
 apart, each commit after the first adding one memory), then one more commit that rewrites the
 body of `--rewritten` memories (what changed since T: those blobs are not in the search cache,
 so an as-of read parses them). T is the middle of the history: about half the memories were
-committed then. Every as-of read finds its commit with one `git log`, however deep the history.
+committed then. Each round also reads as of a time no round read before (`recall, new T`: another
+commit, so the view of the commit kept by the first read at T is not there to look up). Every as-of read finds its commit with one `git log`, however deep the history.
 The first as-of recall builds the search cache of the work tree (printed, not judged).
 """
 
@@ -73,6 +74,7 @@ def main() -> None:
         desk = [args.python, "-m", "desk"]
         cmds = {"help": [*desk, "--help"],
                 "recall --as-of": [*desk, "recall", "topic5", "--as-of", when, "--json"],
+                "recall, new T": [*desk, "recall", "topic5", "--as-of"],  # + a time no round read before
                 "list --as-of": [*desk, "list", "--as-of", when, "--json"],
                 "context --as-of": [*desk, "context", "--query", "rare5", "--as-of", when],
                 "recall (now)": [*desk, "recall", "topic5", "--json"]}
@@ -81,7 +83,8 @@ def main() -> None:
         times: dict[str, list[float]] = {n: [] for n in names}
         for r in range(args.rounds):
             for name in names[r % len(names):] + names[:r % len(names)]:
-                times[name].append(run(cmds[name], env, cwd))
+                fresh = (middle + dt.timedelta(seconds=r + 1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+                times[name].append(run(cmds[name] + ([fresh, "--json"] if name == "recall, new T" else []), env, cwd))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = {n: statistics.median(s) for n, s in times.items()}

@@ -8,6 +8,8 @@
   and, in the same read-only rounds, where that fixed cost goes:
   `now_show` through a second server with a minimal client (one JSON-RPC line written, one read
       and parsed: no SDK on the client side), and a pipe round trip to an echo process (no MCP)
+  `recall` through that second server with the minimal client: the read-only ratio with the SDK
+      client's own CPU left out (the server side alone; the measured row above stays the target's)
 
 Usage: python bench/bench_serve.py [--memories 3,1000] [--rounds 30] [--reads 200] [--idle MS] [--probe]
                                   [--profile-server FILE]
@@ -199,10 +201,12 @@ async def measure(root: Path, rounds: int, reads: int, cwd: Path, idle: float = 
             # Beside them, started now (after the SDK's server), the same now_show through a second
             # server with a minimal client, and a pipe round trip to an echo process.
             times.update({"recall, reads only": ([], []), "now_show, reads only": ([], []),
-                          "now_show, minimal client": ([], []), "pipe round trip": ([], [])})
+                          "now_show, minimal client": ([], []), "pipe round trip": ([], []),
+                          "recall, minimal client": ([], [])})
             minimal = MinimalClient(server_args(root, None, None), cwd)
             echo = Piped(["-c", ECHO], cwd)
             minimal.call("tools/call", {"name": "now_show", "arguments": {}})
+            minimal.call("tools/call", {"name": "recall", "arguments": {"query": QUERIES[0]}})  # its cache warm
             request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                   "params": {"name": "now_show", "arguments": {}}}).encode() + b"\n"
             for i in range(reads):
@@ -228,6 +232,9 @@ async def measure(root: Path, rounds: int, reads: int, cwd: Path, idle: float = 
                 for what, floor_call in (("now_show, minimal client",
                                           functools.partial(minimal.call, "tools/call",
                                                             {"name": "now_show", "arguments": {}})),
+                                         ("recall, minimal client",
+                                          functools.partial(minimal.call, "tools/call",
+                                                            {"name": "recall", "arguments": {"query": QUERIES[i % 3]}})),
                                          ("pipe round trip", lambda: (echo.send(request), echo.receive()))):
                     if idle:
                         time.sleep(idle)
@@ -292,6 +299,11 @@ def run(memories: int, ns: argparse.Namespace) -> dict[str, tuple[float, float]]
     for what, (api, server) in results.items():
         if what in ("now_show, minimal client", "pipe round trip"):
             continue
+        if what == "recall, minimal client":  # the in-process side: the reads-only rounds' own
+            api = results["recall, reads only"][0]
+            print(f"{what:<24} in process {api * 1000:7.2f} ms   through the server {server * 1000:7.2f} ms   "
+                  f"{server / api:.2f}x  (the server's side alone: the SDK client's CPU left out)")
+            continue
         if what.startswith("now_show"):
             print(f"{what:<24} in process {api * 1000:7.2f} ms   through the server {server * 1000:7.2f} ms   "
                   f"fixed cost per call {(server - api) * 1000:.2f} ms")
@@ -342,6 +354,7 @@ def main() -> None:
     for memories, results in ratios.items():
         print(f"  {memories:>6,} memories: " + ", ".join(
             f"{what} {results[what][1] / results[what][0]:.2f}x" for what in ("recall", "recall, reads only"))
+            + f", reads only with a minimal client {results['recall, minimal client'][1] / results['recall, reads only'][0]:.2f}x"
             + f"; remember {results['remember'][1] / results['remember'][0]:.2f}x")
 
 

@@ -179,7 +179,7 @@ class MemoryMethods(DeskBase):
             from desk.memory.reads import Shown
 
             past.require_desk_wide(project)
-            when = past.at(self, as_of)
+            when = past.start_at(self, as_of)()
             path, text, memory = past.show(self, self._name(name), when)
             return ShownMemory(Shown(path, text, memory, [], when))
 
@@ -215,7 +215,10 @@ class MemoryMethods(DeskBase):
             from desk.memory import past
 
             past.require_desk_wide(project)
-            when = past.at(self, as_of)
+            started = past.start_at(self, as_of)
+            import desk.gate.entries  # noqa: F401  (what `entries` reads with, loaded while git walks the history)
+
+            when = started()
             found = sorted(past.entries(self, when).values(), key=lambda e: e.name)
             return MemoryList([e for e in found if type is None or e.type == type], [], when)
 

@@ -26,7 +26,11 @@ class ReadMethods(DeskBase):
         now. The search cache stays warm on this object until `close()`. `embedder` turns on
         hybrid recall. UsageError (exit 2) for an empty query or a limit outside 1..10.
         """
-        asked = None
+        asked = started = None
+        if as_of is not None:  # its `git log` walks the history while the search modules load
+            from desk.memory.past import start_at
+
+            started = start_at(self, as_of)
         if self._search_cache is None:  # a cold recall: git works while the search modules load
             from desk.recall.git_state import search_git_state
 
@@ -38,6 +42,7 @@ class ReadMethods(DeskBase):
         if self._search_cache is None:
             self._search_cache = SearchCache(self)
             self._search_cache.take_asked(asked)
+        past = started() if started is not None else None
         dense = None
         if embedder is not None:
             from desk.recall.hybrid import DenseIndex, check_embedder, load_embedder
@@ -48,11 +53,6 @@ class ReadMethods(DeskBase):
                 made = load_embedder(embedder) if isinstance(embedder, str) else check_embedder(embedder)
                 dense = self._dense[embedder if isinstance(embedder, str) else id(embedder)] = DenseIndex(self, made)
             dense.progress = embed_progress
-        past = None
-        if as_of is not None:
-            from desk.memory.past import at
-
-            past = at(self, as_of)
         return Recalled(recall(self, query, limit=limit, kind=kind, as_of=past.when if past else now,
                                ranker=ranker, cache=self._search_cache, progress=progress, project=project,
                                all_scopes=all_scopes, dense=dense, past=past))
@@ -71,7 +71,12 @@ class ReadMethods(DeskBase):
 
         # git works while the context modules load; build_context owns the processes from here
         asked = context_git_state(self, mode, query, user, project)
+        started = None
         try:
+            if as_of is not None:  # its `git log` too
+                from desk.memory.past import start_at
+
+                started = start_at(self, as_of)
             from desk.recall.context import ContextRequest, build_context
             from desk.results.read import Context
             from desk.text.times import utc_now
@@ -81,10 +86,7 @@ class ReadMethods(DeskBase):
                 from desk.recall.search import parse_as_of  # recall's modules only for a given time
 
                 when = parse_as_of(as_of if as_of is not None else now)
-                if as_of is not None:
-                    from desk.memory.past import at
-
-                    past = at(self, when)
+                past = started() if started is not None else None
             else:
                 when = utc_now()
         except BaseException:

@@ -4,6 +4,7 @@ commit on HEAD's first-parent line at or before T, filtered to what was valid at
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +41,19 @@ class Past:
                f"({format_time(self.committed_at)})"
 
 
-def at(desk: DeskFolder, when: dt.datetime | str) -> Past:
-    """The commit that answers a read as of `when` (UsageError, exit 2, for a malformed time)."""
+def start_at(desk: DeskFolder, when: dt.datetime | str) -> Callable[[], Past]:
+    """The commit that answers a read as of `when` (UsageError, exit 2, for a malformed time): its
+    `git log` started now (it walks the history while the caller loads its modules); call the
+    result for the `Past`."""
     moment = parse_time(when, "--as-of")
     found = desk.git.history.commit_at(format_time(moment))
-    if found is None:
-        return Past(moment, None, None)
-    return Past(moment, found[0], dt.datetime.fromtimestamp(found[1], dt.timezone.utc))
+
+    def past() -> Past:
+        commit = found.result()
+        if commit is None:
+            return Past(moment, None, None)
+        return Past(moment, commit[0], dt.datetime.fromtimestamp(commit[1], dt.timezone.utc))
+    return past
 
 
 def memory_blobs(desk: DeskFolder, past: Past) -> dict[str, str]:

@@ -6,8 +6,10 @@ records whose (path, blob) the commit holds, sets the others aside as tombstones
 statistic), and adds records for the commit's files the cache does not hold (changed, renamed or
 forgotten since): only those blobs are read, in one `cat-file --batch`, and their records are
 kept in the cache (`pastrecs`, by path and blob) so the next read as of a time does not parse
-them again. Nothing else is written. Memories not valid at T (`valid_from <= T < valid_to`) are set aside too.
-Conversation records are the archive's up to T, as every recall at a time reads them.
+them again. Which records a commit keeps, sets aside and adds is kept too (`pastviews`, by
+commit and the cache's generation, which every change of the cache moves on), so a read at the
+same commit skips the `ls-tree` and the comparison. Nothing else is written. Memories not valid
+at T (`valid_from <= T < valid_to`) are set aside too. Conversation records are the archive's up to T, as every recall at a time reads them.
 """
 
 from __future__ import annotations
@@ -48,19 +50,27 @@ class PastView:
         columns.kinds, columns.sessions = bytearray(base.kinds), array("I", base.sessions)
         columns.dead, columns.expires = set(base.dead), dict(base.expires)
         columns.sum_len, columns.max_time = base.sum_len, base.max_time
-        files = memory_blobs(cache.desk, past)
-        held = cache.memory_docs()
-        keep = {doc for path, (blob, doc) in held.items() if doc is not None and files.get(path) == blob}
-        for doc in cache.memory_records() - keep:
+        assert past.commit is not None  # before the first commit there is nothing to view
+        kept_view = cache.past_view(past.commit)
+        if kept_view is None:
+            files = memory_blobs(cache.desk, past)
+            held = cache.memory_docs()
+            keep = {doc for path, (blob, doc) in held.items() if doc is not None and files.get(path) == blob}
+            drop = sorted(cache.memory_records() - keep)
+            wanted = sorted(f"{path}\0{blob}" for path, blob in files.items() if held.get(path, (None, None))[0] != blob)
+            cache.keep_past_view(past.commit, json.dumps([sorted(keep), drop, wanted]))
+        else:
+            listed, drop, wanted = json.loads(kept_view)
+            keep = set(listed)
+        for doc in drop:
             self.columns.drop(doc)
-        wanted = {f"{path}\0{blob}": (path, blob) for path, blob in files.items()
-                  if held.get(path, (None, None))[0] != blob}
-        kept = cache.past_records(list(wanted))
-        data = cache.desk.git.objects.read_blobs({b for k, (_, b) in wanted.items() if k not in kept})
+        kept = cache.past_records(wanted)
+        data = cache.desk.git.objects.read_blobs({k.partition("\0")[2] for k in wanted if k not in kept})
         self._extra: dict[int, Record] = {}
         self._extra_postings: dict[str, list[tuple[int, int]]] = {}
         made = {}
-        for key, (path, blob) in sorted(wanted.items()):
+        for key in wanted:
+            path, _, blob = key.partition("\0")
             if key in kept:
                 record = _loaded(kept[key])
             elif blob in data:
@@ -123,6 +133,3 @@ class PastView:
 
     def memory_records(self) -> set[int]:
         return self._cache.memory_records() | set(self._extra)
-
-    def holds_memories(self) -> bool:
-        return bool(self.memory_records())

@@ -40,6 +40,7 @@ _SCHEMA_SQL = """
             CREATE TABLE IF NOT EXISTS memfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
                                                  blob TEXT, doc INTEGER);
             CREATE TABLE IF NOT EXISTS pastrecs (key TEXT PRIMARY KEY, record TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS pastviews (commit_id TEXT PRIMARY KEY, generation INTEGER, view TEXT);
             CREATE TABLE IF NOT EXISTS archfiles (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,
                                                   ctime INTEGER, inode INTEGER, offset INTEGER,
                                                   lines INTEGER, prefix TEXT);
@@ -174,6 +175,18 @@ class SearchCache:
         if records:
             with self._connect() as db:
                 db.executemany("INSERT OR REPLACE INTO pastrecs VALUES (?, ?)", records.items())
+
+    def past_view(self, commit: str) -> str | None:
+        """What desk.recall.past_view kept of `commit` at this generation of the cache, if it did."""
+        row = self._connect().execute("SELECT view FROM pastviews WHERE commit_id=? AND generation=?",
+                                      (commit, self.columns.generation)).fetchone()
+        return None if row is None else str(row[0])
+
+    def keep_past_view(self, commit: str, view: str) -> None:
+        """Keep `view` of `commit` for this generation (those of other generations are dropped)."""
+        with self._connect() as db:
+            db.execute("DELETE FROM pastviews WHERE generation != ?", (self.columns.generation,))
+            db.execute("INSERT OR REPLACE INTO pastviews VALUES (?, ?, ?)", (commit, self.columns.generation, view))
 
     def holds_memories(self) -> bool:
         """Whether any record of the loaded columns is a memory (tombstoned ones too): one scan in C."""

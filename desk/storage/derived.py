@@ -54,8 +54,8 @@ REGISTRY = (
             "the next `desk validate --all`, commit hook or `desk doctor`: the rules run again"),
     Derived("search", f"{CACHE_FOLDER}/search.sqlite",
             "HEAD's memory and archive trees, each memory file's blob id and stat, each archive file's "
-            "size and the hash of what it held",
-            ("desk.recall.search_cache",),
+            "size and the hash of what it held; an as-of commit's view: the commit id and the cache's generation",
+            ("desk.recall.search_cache", "desk.recall.past_view"),
             "the next `desk recall`: every memory and archive file indexed again"),
     Derived("embeddings", f"{CACHE_FOLDER}/embeddings.sqlite",
             "a search record's id and the embedder's name", ("desk.recall.hybrid",),

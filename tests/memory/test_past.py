@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,36 @@ def test_a_forgotten_memory_is_there_before_the_forget_and_gone_after(root: Path
     assert d.recall("bicycle", as_of="2026-03-15T00:00:00Z").value.hits == ()
     with pytest.raises(DeskError, match="no memory named 'car'"):
         d.show("car", as_of="2026-03-15T00:00:00Z")
+
+
+def _recalled(root: Path, query: str, when: str) -> list[dict[str, object]]:
+    """The hits of `query` as of `when` (JSON) from a new `Desk`: the cache as the disk holds it."""
+    with desk_api.open(root) as d:
+        return [h.to_json() for h in d.recall(query, as_of=when, limit=10).value.hits]
+
+
+def test_a_kept_as_of_view_answers_as_a_cold_rebuild_and_a_new_commit_moves_it_on(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    remember(root, monkeypatch, "2026-02-01T00:00:00Z", "home", "I live in Lisbon by the river.")
+    remember(root, monkeypatch, "2026-02-02T00:00:00Z", "car", "A red bicycle by the river.")
+    remember(root, monkeypatch, "2026-03-01T00:00:00Z", "home", "I live in Porto by the river.")
+    when, search = "2026-02-15T00:00:00Z", root / ".git/desk-cache/search.sqlite"
+    first = _recalled(root, "river", when)  # builds the cache and keeps the view of that commit
+    assert sorted(h["id"] for h in first) == ["memory:car", "memory:home"]
+    assert "Lisbon" in json.dumps(first) and "Porto" not in json.dumps(first)
+    with sqlite3.connect(search) as db:
+        assert db.execute("SELECT count(*) FROM pastviews").fetchone() == (1,)
+    assert _recalled(root, "river", when) == first  # read from the kept view
+    # A memory committed after T whose own `updated` says it is older: not in that commit, so not
+    # found as of T, though it is in the cache now (a view kept from before would miss it).
+    dated(monkeypatch, "2026-03-10T00:00:00Z")
+    desk_api.open(root).remember("boat", "A blue boat on the river.", type="fact", description="About boat",
+                                 now=_time("2026-02-03T00:00:00Z"))  # type: ignore[arg-type]
+    after = _recalled(root, "river", when)
+    assert after == first and "memory:boat" not in [h["id"] for h in after]
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{search}{suffix}").unlink(missing_ok=True)
+    assert _recalled(root, "river", when) == after  # the same as from a cache built from nothing
 
 
 def _person_commits(root: Path, when: str, path: str, text: str) -> None:

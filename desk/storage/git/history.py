@@ -7,6 +7,7 @@ from collections.abc import Callable, Generator, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from desk.storage.git.parse import RawChange, path_of, raw_changes
+from desk.storage.git.run import Answer
 from desk.storage.git.trailers import parse_trailers
 
 if TYPE_CHECKING:
@@ -157,16 +158,14 @@ class History:
 
     def last_change(self, rev: str, path: str) -> tuple[str, int] | None:
         """`git log -n1 REV -- PATH`: the commit that last changed `path` and its time, or None."""
-        out = self._git.text("log", "-n1", "--format=%H %ct", rev, "--", path).split()
-        return (out[0], int(out[1])) if len(out) == 2 else None
+        return _sha_time(self._git.run("log", "-n1", "--format=%H %ct", rev, "--", path, read_only=True))
 
-    def commit_at(self, until: str) -> tuple[str, int] | None:
-        """The last commit on HEAD's first-parent line committed at or before `until`, with its time; None
-        before the first commit."""
-        if self._git.refs.head() is None:
-            return None
-        out = self._git.text("log", "-n1", "--first-parent", f"--until={until}", "--format=%H %ct", "HEAD", "--").split()
-        return (out[0], int(out[1])) if len(out) == 2 else None
+    def commit_at(self, until: str) -> Answer[tuple[str, int] | None]:
+        """The last commit on HEAD's first-parent line at or before `until`, with its time (one `git log`,
+        started now; `.result()` waits). None before the first commit."""
+        head = self._git.refs.head()
+        command = ("log", "-n1", "--first-parent", f"--until={until}", "--format=%H %ct", head or "", "--")
+        return Answer(self._git.start(*([command] if head else [])), lambda out: _sha_time(out[0]) if out else None)
 
     def commit_times(self, shas: Iterable[str]) -> dict[str, int]:
         """`{sha: committer time (seconds since the epoch)}` for commits, in one `git log --no-walk`."""
@@ -176,6 +175,11 @@ class History:
         out = self._git.run("log", "--no-walk=unsorted", "--stdin", "--format=%H %ct",
                             input=("\n".join(wanted) + "\n").encode(), read_only=True).decode()
         return {sha: int(stamp) for sha, stamp in (line.split() for line in out.splitlines() if line)}
+
+
+def _sha_time(out: bytes) -> tuple[str, int] | None:
+    found = out.split()
+    return (found[0].decode(), int(found[1])) if len(found) == 2 else None
 
 
 def _commit(values: list[str], changes: list[RawChange]) -> Commit:
