@@ -257,7 +257,8 @@ class _Own:
         self.content: dict[int, float] = {}
         self.side: dict[int, float] = {}
         self.total: dict[int, float] = {}  # content + side of every candidate, excluded ones left out
-        self.cols: list[dict[int, float]] = [{} for _ in q.terms]  # per term: each record's score of it
+        # per term: each record's score of it in what was said (0 when only its speaker/meta holds it)
+        self.cols: list[dict[int, float]] = [{} for _ in q.terms]
 
     def fill(self) -> dict[int, float]:
         """One pass over every posting: the own score of every candidate."""
@@ -285,15 +286,14 @@ class _Own:
             for doc, c in said.items():
                 s = named.pop(doc, 0.0)
                 t = c + s
-                col[doc] = v = w * t / (t + k1)
+                v = w * t / (t + k1)
+                col[doc] = v * c / t
+                content[doc] = content.get(doc, 0.0) + v * c / t
                 if s:
-                    content[doc] = content.get(doc, 0.0) + v * c / t
                     side[doc] = side.get(doc, 0.0) + v * s / t
-                else:
-                    content[doc] = content.get(doc, 0.0) + v
             for doc, s in named.items():
-                col[doc] = v = w * s / (s + k1)
-                side[doc] = side.get(doc, 0.0) + v
+                col[doc] = 0.0  # the record holds the term, but only in who said it: nothing to lend
+                side[doc] = side.get(doc, 0.0) + w * s / (s + k1)
         total = dict(content)
         for doc, v in side.items():
             total[doc] = total.get(doc, 0.0) + v
@@ -311,6 +311,11 @@ class _Own:
 
     def __call__(self, doc: int) -> float:
         return self.total.get(doc, 0.0)
+
+    def said(self, doc: int) -> float:
+        """The part of `doc`'s own score from what was said: what a neighbour or its session may lend
+        (who said a turn is that turn's, not its answer's or its session's)."""
+        return self.content.get(doc, 0.0) if doc in self.total else 0.0
 
     def session_best(self, wanted: set[int], sessions: Any) -> dict[int, list[float]]:
         """Per session in `wanted`: each query term's best own score among its turns."""
@@ -432,8 +437,8 @@ def _talk(columns: Any, doc: int, q: ContextQuery, p: ContextParams, own: _Own, 
     context = question = 0.0
     lent: set[int] = set()
     for n in _neighbours(columns, doc):
-        theirs = own(n)
-        if not theirs:  # matches nothing, or excluded
+        theirs = own.said(n)
+        if not theirs:  # says nothing of the query, or excluded
             continue
         if n < doc and _contains_id(q.asks, n):  # the question `doc` answers
             if not _contains_id(q.states, n):  # a bare question: all of it
