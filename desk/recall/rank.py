@@ -204,9 +204,9 @@ class ContextParams:
     b: float = 0.2
     field: float = 1.0  # BM25F: a speaker/meta occurrence's weight against one in what was said (0: off)
     context: float = 0.1  # each neighbour's own score in the same session, times this
-    # instead of `context`: the own score of the question a turn answers (the turn before it,
-    # when it ends with a question mark)
-    question: float = 0.5
+    # instead of `context`: what the question a turn answers said (the turn before it, when it ends
+    # with a question mark); 1: a bare question and its answer are one exchange, the fact in the answer
+    question: float = 1.0
     # a query term the record lacks: this times the best own score of that term in another turn of
     # its session, summed over such terms and capped at the record's own score (multi-hop)
     session: float = 0.1
@@ -444,7 +444,7 @@ def _talk(columns: Any, doc: int, q: ContextQuery, p: ContextParams, own: _Own, 
             if not _contains_id(q.states, n):  # a bare question: all of it
                 question += p.question * theirs
                 if explain:
-                    lent.update(i for i, col in enumerate(cols) if n in col and doc not in col)
+                    lent.update(i for i, col in enumerate(cols) if col.get(n) and doc not in col)
                 continue
             for i, col in enumerate(cols):  # it stated something: `doc` borrows only what it lacks
                 v = col.get(n, 0.0)
