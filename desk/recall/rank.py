@@ -1,7 +1,7 @@
 """Stage 3 and 4 of recall: the explainable score and the exact, pruned top-k.
 
 The default ranker (`context_top`, issue 16) is BM25F over what was said and the speaker/meta
-field, plus the neighbouring turns' own scores in the same session (the question a turn answers
+field, plus what the neighbouring turns said in the same session (the question a turn answers
 counting more, term by term when it states something a reply can echo), the query terms a turn
 lacks as its session holds them (multi-hop), a share for "when" questions and a little recency; its parameters
 (`ContextParams`) were chosen on bench/retrieval's seed 1 and are reported on seed 2
@@ -203,11 +203,11 @@ class ContextParams:
     k1: float = 0.6
     b: float = 0.2
     field: float = 1.0  # BM25F: a speaker/meta occurrence's weight against one in what was said (0: off)
-    context: float = 0.1  # each neighbour's own score in the same session, times this
+    context: float = 0.1  # what each neighbour in the same session said (its own score but the field), times this
     # instead of `context`: what the question a turn answers said (the turn before it, when it ends
     # with a question mark); 1: a bare question and its answer are one exchange, the fact in the answer
     question: float = 1.0
-    # a query term the record lacks: this times the best own score of that term in another turn of
+    # a query term the record lacks: this times the best said score of that term in another turn of
     # its session, summed over such terms and capped at the record's own score (multi-hop)
     session: float = 0.1
     time: float = 0.0  # a "when" question: the record's own score times this when it names a time
@@ -318,7 +318,7 @@ class _Own:
         return self.content.get(doc, 0.0) if doc in self.total else 0.0
 
     def session_best(self, wanted: set[int], sessions: Any) -> dict[int, list[float]]:
-        """Per session in `wanted`: each query term's best own score among its turns."""
+        """Per session in `wanted`: each query term's best said score among its turns."""
         best: dict[int, list[float]] = {}
         for i, col in enumerate(self.cols):
             for doc, v in col.items():
@@ -336,7 +336,8 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
 
     A record's own score is BM25F over what was said (k1, b, length-normalised) and its speaker
     and searchable meta values (`field` times their frequency, no length normalisation: a name or a
-    caption), `_Own`. Then each record in a session gets `context` times the own score of the
+    caption), `_Own`; a neighbour or the session lends only what it said (`_Own.said`), never who
+    said it. Then each record in a session gets `context` times the said score of the
     turn before and of the turn after it in the same session, except that the turn before counts
     `question` times when it ends with a question (the question this turn answers): an answer
     that shares no word with the query ("Yes! We named her Biscuit.") is found through the
@@ -346,7 +347,7 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     the question gets `question` times the answer's score and the answer `context` times the
     question's, so the turn that states a fact ranks above a reply that repeats it; the answer
     still borrows the terms it lacks. `session` lends a turn, for each query term it
-    lacks, that term's best own score in another turn of its session (a query whose terms are
+    lacks, that term's best said score in another turn of its session (a query whose terms are
     spread over two turns), capped at the turn's own score. A "when" question adds `time`
     times the own score of a record that names a time; `recency` times the own score times the
     recency. The contributions sum to the total.
@@ -358,12 +359,16 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
         return []
     times, sessions = columns.times, columns.sessions
     timed = q.timed if q.timed is not None and p.time else None
-    # Only the strong records (own score >= tau) and their neighbours are scored in full. Every
-    # other record totals less than `tau * slack` (its own score and both neighbours' are below
-    # tau, and what its session lends is capped at its own score), and the `limit` best own
-    # scores are strong with totals of at least `kth`, their smallest own score: with
-    # `tau * slack < kth`, nothing outside can enter the top `limit`.
-    slack = 1 + 2 * max(p.context, p.question) + p.session + (p.time if timed is not None else 0.0) + p.recency
+    # Only the strong records (own score >= tau), their neighbours and the candidates that state
+    # and ask are scored in full. Any other record's own score and its neighbours' are below tau:
+    # only the turn before can lend at `question` weight (when it asks), the turn after lends at
+    # `context` weight (at `question` only to a turn that states and asks, on terms it says too),
+    # and what its session lends is capped at its own score: its total is below `tau * slack`.
+    # The `limit` best own scores are strong with totals of at least `kth`, their smallest own
+    # score: with `tau * slack < kth`, nothing outside can enter the top `limit`.
+    own_part = 1 + p.session + (p.time if timed is not None else 0.0) + p.recency
+    lend = max(p.context, p.question)
+    slack = own_part + lend + p.context
     kth = heapq.nlargest(limit, scores.values())[-1] if len(scores) > limit else 0.0
     tau = kth / slack * (1 - 1e-9)
     strong = [d for d, v in scores.items() if v >= tau] if tau > 0 else list(scores)
@@ -373,10 +378,19 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
         for doc in strong:
             if sessions[doc]:
                 reach.update(_neighbours(columns, doc))
+        reach.update(d for d in q.states if d in scores)
         reach -= excluded
     best = own.session_best({sessions[d] for d in reach if scores.get(d)} - {0}, sessions) if p.session else {}
-    totals = {}
-    for doc in reach:
+    # Each reached record's total is at most its own score times `own_part` plus `lend` times
+    # what its neighbours said; they are scored in full in that bound's order, until a bound is
+    # below the `limit`-th total found: no later one can enter.
+    bounds = sorted(((scores.get(d, 0.0) * own_part + lend * sum(own.said(n) for n in _neighbours(columns, d))
+                      if talk and sessions[d] else scores.get(d, 0.0) * own_part, d) for d in reach), reverse=True)
+    totals: dict[int, float] = {}
+    found: list[float] = []  # a heap of the `limit` best totals so far
+    for bound, doc in bounds:
+        if len(found) == limit and bound < found[0] - 1e-6:
+            break
         mine = scores.get(doc, 0.0)
         total = mine
         if mine:
@@ -388,6 +402,7 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
             total += sum(_talk(columns, doc, q, p, own, best)[:3])
         if total > 0:
             totals[doc] = total
+            (heapq.heappush if len(found) < limit else heapq.heappushpop)(found, total)
     if not totals:
         return []
     cut = heapq.nlargest(limit, totals.values())[-1] - 1e-6
@@ -427,11 +442,11 @@ def _talk(columns: Any, doc: int, q: ContextQuery, p: ContextParams, own: _Own, 
           explain: bool = False) -> tuple[float, float, float, tuple[str, ...]]:
     """(context, question, session, the query terms lent) of `doc`, a turn of a session.
 
-    `question` times the own score of the turn before it when that turn ends with a question
+    `question` times the said score of the turn before it when that turn ends with a question
     (the one `doc` answers); when that question first states something, only on the query terms
-    `doc` lacks, and when `doc` is such a question, `question` times its answer's own score on
+    `doc` lacks, and when `doc` is such a question, `question` times its answer's said score on
     the terms both say (the answer repeats them); `context` times every other neighbour's own
-    score, term by term; `session` times the session's best own score of each term `doc` lacks,
+    score, term by term; `session` times the session's best said score of each term `doc` lacks,
     at most `doc`'s own score. The lent terms are named only when `explain` (the breakdown)."""
     cols, mine = own.cols, own(doc)  # `doc` is no excluded record: it holds a term where a column has it
     context = question = 0.0
