@@ -303,12 +303,6 @@ class _Own:
         self.total = total
         return total
 
-    def parts(self, doc: int) -> tuple[float, float]:
-        """(content, field) of `doc`; (0, 0) for an excluded or non-candidate record."""
-        if doc in self.excluded:
-            return 0.0, 0.0
-        return self.content.get(doc, 0.0), self.side.get(doc, 0.0)
-
     def __call__(self, doc: int) -> float:
         return self.total.get(doc, 0.0)
 
@@ -405,7 +399,7 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
             (heapq.heappush if len(found) < limit else heapq.heappushpop)(found, total)
     if not totals:
         return []
-    cut = heapq.nlargest(limit, totals.values())[-1] - 1e-6
+    cut = found[0] - 1e-6  # the `limit`-th best total (or the smallest, when fewer)
     scored = []
     for doc in (d for d, v in totals.items() if v >= cut):
         breakdown = _context_breakdown(q, doc, own, columns, p, as_of, best)
@@ -500,14 +494,13 @@ def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, p: Co
                        as_of: float, best: dict[int, list[float]]) -> ScoreBreakdown:
     matched = tuple(t for t, (ci, _), (si, _) in zip(q.terms, q.content, q.side)
                     if _contains_id(ci, doc) or _contains_id(si, doc))
-    content, side = own.parts(doc)
-    mine = content + side
+    mine, content = own(doc), own.said(doc)  # 0 for an excluded or non-candidate record
     recency = _recency(columns.times[doc], as_of)
     timed = q.timed is not None and p.time and _contains_id(q.timed, doc)
     context, question, session, lent = (_talk(columns, doc, q, p, own, best, explain=True)
                                         if (p.context or p.question or p.session) and columns.sessions[doc]
                                         else (0.0, 0.0, 0.0, ()))
-    parts = {"content": content, "field": side, "context": context, "question": question, "session": session,
+    parts = {"content": content, "field": mine - content, "context": context, "question": question, "session": session,
              "time": p.time * mine if timed else 0.0,
              "recency": p.recency * mine * recency}
     contributions = {k: round(v, 6) for k, v in parts.items()}
