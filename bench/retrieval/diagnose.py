@@ -10,6 +10,12 @@ no term shared with the question). Each non-evidence hit at ranks 6-10 is tagged
 `evidence-neighbour` (next to an evidence turn), `other-evidence` (another question's evidence),
 `question-turn` (it ends with a question mark), else `other`. `--examples N` prints the first N
 misses of each kind (question, evidence, top 5).
+
+Two more counts (issue 33.4): `reach`, per kind and language, where each evidence turn shares a
+query term other than its speaker's name (in `itself`, else only in the turn `before` it in its
+session, else `none`: out of any lexical ranker's reach); and `uncovered`, the questions whose top
+5 leave a query term uncovered (held by no hit, nor lent to one) that some record holds, and how
+many of those an evidence turn holds: what a second pass over uncovered terms could add.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from evaluate import ablate  # noqa: E402
 
 import desk.api as desk_api  # noqa: E402
 from desk.recall.search import normalize_query, search  # noqa: E402
+from desk.text.terms import FIELD_MARK, query_terms  # noqa: E402
 
 DEPTH = 200
 BUCKETS = ((1, "1"), (5, "2-5"), (10, "6-10"), (20, "11-20"), (50, "21-50"), (DEPTH, "51-200"))
@@ -40,6 +47,8 @@ def diagnose(seed: int, version: int, examples: int) -> None:
     ranks: dict[str, Counter[str]] = defaultdict(Counter)
     fills: dict[str, Counter[str]] = defaultdict(Counter)
     shown: dict[str, int] = Counter()
+    reach: Counter[str] = Counter()
+    uncovered: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         for conv in gen.generate_split(seed, version=version):
             folder = Path(tmp) / conv.id
@@ -60,6 +69,24 @@ def diagnose(seed: int, version: int, examples: int) -> None:
                     for group in (q.kind, f"{q.lang}:{q.kind}"):
                         ranks[group][bucket(rank)] += 1
                 top = found[:10]
+                words = set(query_terms(q.text, characters=True))
+                for e in q.evidence:
+                    t, before = turns[e], conv.turns[index[e] - 1]
+                    name = set(query_terms(t.speaker, characters=True))
+                    said = (set(query_terms(t.text + " " + (t.caption or ""), characters=True)) & words) - name
+                    asked = (set(query_terms(before.text, characters=True)) & words) - name
+                    where = "itself" if said else "before" if asked and before.session == t.session else "none"
+                    reach[f"{q.lang}:{q.kind} {where}"] += 1
+                hits = search(d._search_cache, query._replace(limit=5), d.desk_id).hits
+                held = {w for w in query.terms if len(d._search_cache.postings(w)[0])
+                        or len(d._search_cache.postings(FIELD_MARK + w)[0])}
+                gap = held - {w for h in hits for w in (*h.score_breakdown.matched_terms, *h.score_breakdown.session_terms)}
+                uncovered[f"{q.kind} questions"] += 1
+                if gap:
+                    uncovered[f"{q.kind} uncovered"] += 1
+                    evidence_words = {w for e in q.evidence for w in query_terms(
+                        turns[e].text + " " + turns[e].speaker, characters=True)}
+                    uncovered[f"{q.kind} uncovered, held by evidence"] += bool(gap & evidence_words)
                 for i, tid in enumerate(top[5:10], 6):
                     if tid in q.evidence:
                         fills[q.kind]["evidence"] += 1
@@ -83,6 +110,12 @@ def diagnose(seed: int, version: int, examples: int) -> None:
     print(f"{'group':<14}" + "".join(f"{n:>8}" for n in names))
     for group in sorted(ranks):
         print(f"{group:<14}" + "".join(f"{ranks[group][n]:>8}" for n in names))
+    print("\nwhere each evidence turn shares a query term other than its speaker's name")
+    for key in sorted(reach):
+        print(f"  {key}: {reach[key]}")
+    print("\nquestions whose top 5 leave a query term uncovered (a second pass's reach)")
+    for key in sorted(uncovered):
+        print(f"  {key}: {uncovered[key]}")
     print("\nnon-evidence hits at ranks 6-10, by what they are")
     for kind in sorted(fills):
         print(f"{kind:<8} " + ", ".join(f"{tag} {n}" for tag, n in fills[kind].most_common(6)))

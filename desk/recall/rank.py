@@ -1,7 +1,7 @@
 """Stage 3 and 4 of recall: the explainable score and the exact, pruned top-k.
 
 The default ranker (`context_top`, issue 16) is BM25F over what was said and the speaker/meta
-field, plus the neighbouring turns' own scores in the same session (the question a turn answers
+field, plus what the neighbouring turns said in the same session (the question a turn answers
 counting more, term by term when it states something a reply can echo), the query terms a turn
 lacks as its session holds them (multi-hop), a share for "when" questions and a little recency; its parameters
 (`ContextParams`) were chosen on bench/retrieval's seed 1 and are reported on seed 2
@@ -203,11 +203,11 @@ class ContextParams:
     k1: float = 0.6
     b: float = 0.2
     field: float = 1.0  # BM25F: a speaker/meta occurrence's weight against one in what was said (0: off)
-    context: float = 0.1  # each neighbour's own score in the same session, times this
-    # instead of `context`: the own score of the question a turn answers (the turn before it,
-    # when it ends with a question mark)
-    question: float = 0.5
-    # a query term the record lacks: this times the best own score of that term in another turn of
+    context: float = 0.1  # what each neighbour in the same session said (its own score but the field), times this
+    # instead of `context`: what the question a turn answers said (the turn before it, when it ends
+    # with a question mark); 1: a bare question and its answer are one exchange, the fact in the answer
+    question: float = 1.0
+    # a query term the record lacks: this times the best said score of that term in another turn of
     # its session, summed over such terms and capped at the record's own score (multi-hop)
     session: float = 0.1
     time: float = 0.0  # a "when" question: the record's own score times this when it names a time
@@ -257,7 +257,8 @@ class _Own:
         self.content: dict[int, float] = {}
         self.side: dict[int, float] = {}
         self.total: dict[int, float] = {}  # content + side of every candidate, excluded ones left out
-        self.cols: list[dict[int, float]] = [{} for _ in q.terms]  # per term: each record's score of it
+        # per term: each record's score of it in what was said (0 when only its speaker/meta holds it)
+        self.cols: list[dict[int, float]] = [{} for _ in q.terms]
 
     def fill(self) -> dict[int, float]:
         """One pass over every posting: the own score of every candidate."""
@@ -285,15 +286,14 @@ class _Own:
             for doc, c in said.items():
                 s = named.pop(doc, 0.0)
                 t = c + s
-                col[doc] = v = w * t / (t + k1)
+                v = w * t / (t + k1)
+                col[doc] = v * c / t
+                content[doc] = content.get(doc, 0.0) + v * c / t
                 if s:
-                    content[doc] = content.get(doc, 0.0) + v * c / t
                     side[doc] = side.get(doc, 0.0) + v * s / t
-                else:
-                    content[doc] = content.get(doc, 0.0) + v
             for doc, s in named.items():
-                col[doc] = v = w * s / (s + k1)
-                side[doc] = side.get(doc, 0.0) + v
+                col[doc] = 0.0  # the record holds the term, but only in who said it: nothing to lend
+                side[doc] = side.get(doc, 0.0) + w * s / (s + k1)
         total = dict(content)
         for doc, v in side.items():
             total[doc] = total.get(doc, 0.0) + v
@@ -303,17 +303,16 @@ class _Own:
         self.total = total
         return total
 
-    def parts(self, doc: int) -> tuple[float, float]:
-        """(content, field) of `doc`; (0, 0) for an excluded or non-candidate record."""
-        if doc in self.excluded:
-            return 0.0, 0.0
-        return self.content.get(doc, 0.0), self.side.get(doc, 0.0)
-
     def __call__(self, doc: int) -> float:
         return self.total.get(doc, 0.0)
 
+    def said(self, doc: int) -> float:
+        """The part of `doc`'s own score from what was said: what a neighbour or its session may lend
+        (who said a turn is that turn's, not its answer's or its session's)."""
+        return self.content.get(doc, 0.0) if doc in self.total else 0.0
+
     def session_best(self, wanted: set[int], sessions: Any) -> dict[int, list[float]]:
-        """Per session in `wanted`: each query term's best own score among its turns."""
+        """Per session in `wanted`: each query term's best said score among its turns."""
         best: dict[int, list[float]] = {}
         for i, col in enumerate(self.cols):
             for doc, v in col.items():
@@ -331,7 +330,8 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
 
     A record's own score is BM25F over what was said (k1, b, length-normalised) and its speaker
     and searchable meta values (`field` times their frequency, no length normalisation: a name or a
-    caption), `_Own`. Then each record in a session gets `context` times the own score of the
+    caption), `_Own`; a neighbour or the session lends only what it said (`_Own.said`), never who
+    said it. Then each record in a session gets `context` times the said score of the
     turn before and of the turn after it in the same session, except that the turn before counts
     `question` times when it ends with a question (the question this turn answers): an answer
     that shares no word with the query ("Yes! We named her Biscuit.") is found through the
@@ -341,7 +341,7 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
     the question gets `question` times the answer's score and the answer `context` times the
     question's, so the turn that states a fact ranks above a reply that repeats it; the answer
     still borrows the terms it lacks. `session` lends a turn, for each query term it
-    lacks, that term's best own score in another turn of its session (a query whose terms are
+    lacks, that term's best said score in another turn of its session (a query whose terms are
     spread over two turns), capped at the turn's own score. A "when" question adds `time`
     times the own score of a record that names a time; `recency` times the own score times the
     recency. The contributions sum to the total.
@@ -353,12 +353,16 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
         return []
     times, sessions = columns.times, columns.sessions
     timed = q.timed if q.timed is not None and p.time else None
-    # Only the strong records (own score >= tau) and their neighbours are scored in full. Every
-    # other record totals less than `tau * slack` (its own score and both neighbours' are below
-    # tau, and what its session lends is capped at its own score), and the `limit` best own
-    # scores are strong with totals of at least `kth`, their smallest own score: with
-    # `tau * slack < kth`, nothing outside can enter the top `limit`.
-    slack = 1 + 2 * max(p.context, p.question) + p.session + (p.time if timed is not None else 0.0) + p.recency
+    # Only the strong records (own score >= tau), their neighbours and the candidates that state
+    # and ask are scored in full. Any other record's own score and its neighbours' are below tau:
+    # only the turn before can lend at `question` weight (when it asks), the turn after lends at
+    # `context` weight (at `question` only to a turn that states and asks, on terms it says too),
+    # and what its session lends is capped at its own score: its total is below `tau * slack`.
+    # The `limit` best own scores are strong with totals of at least `kth`, their smallest own
+    # score: with `tau * slack < kth`, nothing outside can enter the top `limit`.
+    own_part = 1 + p.session + (p.time if timed is not None else 0.0) + p.recency
+    lend = max(p.context, p.question)
+    slack = own_part + lend + p.context
     kth = heapq.nlargest(limit, scores.values())[-1] if len(scores) > limit else 0.0
     tau = kth / slack * (1 - 1e-9)
     strong = [d for d, v in scores.items() if v >= tau] if tau > 0 else list(scores)
@@ -368,10 +372,19 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
         for doc in strong:
             if sessions[doc]:
                 reach.update(_neighbours(columns, doc))
+        reach.update(d for d in q.states if d in scores)
         reach -= excluded
     best = own.session_best({sessions[d] for d in reach if scores.get(d)} - {0}, sessions) if p.session else {}
-    totals = {}
-    for doc in reach:
+    # Each reached record's total is at most its own score times `own_part` plus `lend` times
+    # what its neighbours said; they are scored in full in that bound's order, until a bound is
+    # below the `limit`-th total found: no later one can enter.
+    bounds = sorted(((scores.get(d, 0.0) * own_part + lend * sum(own.said(n) for n in _neighbours(columns, d))
+                      if talk and sessions[d] else scores.get(d, 0.0) * own_part, d) for d in reach), reverse=True)
+    totals: dict[int, float] = {}
+    found: list[float] = []  # a heap of the `limit` best totals so far
+    for bound, doc in bounds:
+        if len(found) == limit and bound < found[0] - 1e-6:
+            break
         mine = scores.get(doc, 0.0)
         total = mine
         if mine:
@@ -383,9 +396,10 @@ def context_top(q: ContextQuery, columns: Any, excluded: set[int], n_docs: int, 
             total += sum(_talk(columns, doc, q, p, own, best)[:3])
         if total > 0:
             totals[doc] = total
+            (heapq.heappush if len(found) < limit else heapq.heappushpop)(found, total)
     if not totals:
         return []
-    cut = heapq.nlargest(limit, totals.values())[-1] - 1e-6
+    cut = found[0] - 1e-6  # the `limit`-th best total (or the smallest, when fewer)
     scored = []
     for doc in (d for d, v in totals.items() if v >= cut):
         breakdown = _context_breakdown(q, doc, own, columns, p, as_of, best)
@@ -422,24 +436,24 @@ def _talk(columns: Any, doc: int, q: ContextQuery, p: ContextParams, own: _Own, 
           explain: bool = False) -> tuple[float, float, float, tuple[str, ...]]:
     """(context, question, session, the query terms lent) of `doc`, a turn of a session.
 
-    `question` times the own score of the turn before it when that turn ends with a question
+    `question` times the said score of the turn before it when that turn ends with a question
     (the one `doc` answers); when that question first states something, only on the query terms
-    `doc` lacks, and when `doc` is such a question, `question` times its answer's own score on
+    `doc` lacks, and when `doc` is such a question, `question` times its answer's said score on
     the terms both say (the answer repeats them); `context` times every other neighbour's own
-    score, term by term; `session` times the session's best own score of each term `doc` lacks,
+    score, term by term; `session` times the session's best said score of each term `doc` lacks,
     at most `doc`'s own score. The lent terms are named only when `explain` (the breakdown)."""
     cols, mine = own.cols, own(doc)  # `doc` is no excluded record: it holds a term where a column has it
     context = question = 0.0
     lent: set[int] = set()
     for n in _neighbours(columns, doc):
-        theirs = own(n)
-        if not theirs:  # matches nothing, or excluded
+        theirs = own.said(n)
+        if not theirs:  # says nothing of the query, or excluded
             continue
         if n < doc and _contains_id(q.asks, n):  # the question `doc` answers
             if not _contains_id(q.states, n):  # a bare question: all of it
                 question += p.question * theirs
                 if explain:
-                    lent.update(i for i, col in enumerate(cols) if n in col and doc not in col)
+                    lent.update(i for i, col in enumerate(cols) if col.get(n) and doc not in col)
                 continue
             for i, col in enumerate(cols):  # it stated something: `doc` borrows only what it lacks
                 v = col.get(n, 0.0)
@@ -480,14 +494,13 @@ def _context_breakdown(q: ContextQuery, doc: int, own: _Own, columns: Any, p: Co
                        as_of: float, best: dict[int, list[float]]) -> ScoreBreakdown:
     matched = tuple(t for t, (ci, _), (si, _) in zip(q.terms, q.content, q.side)
                     if _contains_id(ci, doc) or _contains_id(si, doc))
-    content, side = own.parts(doc)
-    mine = content + side
+    mine, content = own(doc), own.said(doc)  # 0 for an excluded or non-candidate record
     recency = _recency(columns.times[doc], as_of)
     timed = q.timed is not None and p.time and _contains_id(q.timed, doc)
     context, question, session, lent = (_talk(columns, doc, q, p, own, best, explain=True)
                                         if (p.context or p.question or p.session) and columns.sessions[doc]
                                         else (0.0, 0.0, 0.0, ()))
-    parts = {"content": content, "field": side, "context": context, "question": question, "session": session,
+    parts = {"content": content, "field": mine - content, "context": context, "question": question, "session": session,
              "time": p.time * mine if timed else 0.0,
              "recency": p.recency * mine * recency}
     contributions = {k: round(v, 6) for k, v in parts.items()}

@@ -114,6 +114,15 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
             out.append(idf * t * (p.k1 + 1) / (t + p.k1) if t else 0.0)
         return out
 
+    def lent(d: int) -> list[float]:
+        """Each term's score from what `d` said (its share of the pseudo-frequency): all a
+        neighbour or a session mate lends; who said it stays with `d`."""
+        out = []
+        for (said, named, _), v in zip(terms, per_term(d)):
+            c = said.get(d, 0) / (1 - p.b + p.b * s.lengths[d] / avg)
+            out.append(v * c / (c + p.field * named.get(d, 0)) if v else 0.0)
+        return out
+
     def own(d: int) -> float:
         return sum(per_term(d))
 
@@ -136,14 +145,14 @@ def _reference_default(cache: SearchCache, text: str, as_of: str, limit: int) ->
         for m in neighbours(d):
             if m < d and m in asks:  # the question d answers: all of it, or what d lacks of a stating one
                 total += sum((p.question if not said or m not in states else p.context) * v
-                             for v, said in zip(per_term(m), mine_terms))
+                             for v, said in zip(lent(m), mine_terms))
             elif m > d and d in states:  # d states and asks: the answer's repeats count for d
-                total += sum((p.question if said else p.context) * v for v, said in zip(per_term(m), mine_terms))
+                total += sum((p.question if said else p.context) * v for v, said in zip(lent(m), mine_terms))
             else:
-                total += p.context * own(m)
+                total += p.context * sum(lent(m))
         session_mates = [m for m in conv if s.sessions[m] == s.sessions[d] != 0 and m != d]
         if mine and session_mates:
-            best = [max(col) for col in zip(*(per_term(m) for m in session_mates))]
+            best = [max(col) for col in zip(*(lent(m) for m in session_mates))]
             total += p.session * min(mine, sum(b for b, said in zip(best, mine_terms) if not said))
         if total > 0:
             totals.append(total)

@@ -74,6 +74,24 @@ def test_an_answer_still_borrows_the_terms_it_lacks_from_its_question(desk: Desk
     assert abs(sum(b.contributions.values()) - b.total) < 1e-6
 
 
+def test_a_question_lends_its_answer_what_it_said_not_who_asked(desk: DeskFolder) -> None:
+    """Mara asks Jonas about his trip and Jonas asks Mara about hers: each answer borrows "trip"
+    from the question before it, but Mara's name, which only her own question's speaker field
+    holds, is hers: her answer ranks above Jonas's for "Mara trip", and Jonas's answer is never
+    credited with her name (before, it borrowed the question's whole own score, name and all)."""
+    _, jonas = _turns(desk, "a", [("Mara", "How was the trip?"), ("Jonas", "Lisbon was great, we went diving.")])
+    _, mara = _turns(desk, "b", [("Jonas", "How was the trip?"), ("Mara", "Kyoto was great, we hiked a lot.")],
+                     day=19)
+    hits = {h.id: h.score_breakdown for h in recall(desk, "Mara trip", as_of=AS_OF, kind="conversation",
+                                                    limit=10).hits}
+    ids = list(hits)
+    assert ids.index(f"event:{mara['id']}") < ids.index(f"event:{jonas['id']}")
+    assert hits[f"event:{jonas['id']}"].session_terms == ("trip",)
+    assert hits[f"event:{mara['id']}"].contributions["field"] > 0
+    for b in hits.values():
+        assert abs(sum(b.contributions.values()) - b.total) < 1e-6
+
+
 def _set_meta_fields(desk: DeskFolder, fields: object) -> None:
     import json
 

@@ -482,7 +482,7 @@ def test_a_turn_is_found_through_the_question_it_answers(desk: DeskFolder) -> No
 
 def test_a_question_lifts_its_answer_more_than_a_statement_lifts_the_next_turn(desk: DeskFolder) -> None:
     """The question-answer pairing (issue 16): the turn after a question is its answer and gets
-    `question` (0.5) times the question's own score; the turn after a statement gets only
+    `question` (1.0) times what the question said; the turn after a statement gets only
     `context` (0.1), and so does the turn before an answer (the reaction comes after)."""
     _say(desk, "Did you end up getting that dog?", at="2026-11-28T09:00:00Z", session="a")
     answer = _say(desk, "Yes! We named her Biscuit.", at="2026-11-28T09:01:00Z", session="a", kind="outbound")
