@@ -64,9 +64,7 @@ class SyncResult:
 def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
          progress: remotes.Progress | None = None, now: dt.datetime | None = None,
          actor: str = "user") -> SyncResult:
-    """`desk sync`: see the module's docstring; `actor` (who asked) is in every commit it makes.
-    GitPython is imported (one `Repo`, closed) only
-    when there is something to fetch or push."""
+    """`desk sync` (the module's docstring); `actor` (who asked) is in every commit it makes."""
     from desk.transaction import refuse_stopped, transaction
 
     refuse_stopped(desk)  # before the branch check: a stopped rebase has HEAD detached
@@ -286,12 +284,9 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
 
 @contextmanager
 def _interrupt_after() -> Iterator[list[int]]:
-    """Hold a Ctrl-C (SIGINT to desk) until the block ends; the list says whether one came.
-
-    `git merge` updates the work tree file by file: Python's KeyboardInterrupt in the middle kills
-    it (subprocess.run does), leaving index.lock, half the incoming files and no MERGE_HEAD to
-    undo them by. Let git finish, then undo the whole merge. Only the main thread can hold signals
-    (the API may run a sync from another thread: there nothing is held)."""
+    """Hold a Ctrl-C until the block ends (the list says whether one came): a KeyboardInterrupt
+    mid-merge would kill git with half the files written and no MERGE_HEAD to undo them by. Only
+    the main thread can hold signals (the API may sync from another: there nothing is held)."""
     import signal
     import threading
 
@@ -332,9 +327,8 @@ def _refuse(findings: list[Finding], message: str, hint: str) -> None:
 
 def _refuse_incoming_attributes(git: Git, head: str, incoming: str, result: SyncResult) -> None:
     """RejectedError (exit 3), before the merge, when the other side's `.gitattributes` give desk's
-    files a driver, a filter, an encoding or line-end conversion (desk.gate.attributes): git would
-    merge this very change with them (a two-sided SOUL.md edit under `merge=desk-derived` loses a
-    side). The fast-forward's gate checks the same (desk.gate.validate.validate_range)."""
+    files a driver, filter, encoding or line-end conversion (desk.gate.attributes): git would merge
+    this very change with them."""
     from desk.gate.attributes import tree_attribute_findings
 
     if not any(is_attributes_file(c.path) for c in git.worktree.diff_tree(head, incoming)):

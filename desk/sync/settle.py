@@ -1,10 +1,8 @@
 """After a merge: settle what the merge drivers left, regenerate derived files, check what came in.
 
-Two callers. `desk sync` merges with `--no-commit` and calls `resolve_merge` before it commits the
-merge, then `finish` for the derived views. A person's `git pull` (merge or rebase) runs desk's
-post-merge or post-rewrite hook, which calls `after_merge`: the same settling, committed as one
-desk commit on top of what git made, and a loud report of anything risky that came in unchecked
-(a fast-forward runs no pre-commit hook).
+`desk sync` calls `resolve_merge` before it commits its merge; a person's `git pull` runs the
+post-merge or post-rewrite hook, `after_merge`: the same settling as one desk commit on top, and a
+loud report of anything risky that came in unchecked (a fast-forward runs no pre-commit hook).
 """
 
 from __future__ import annotations
