@@ -93,12 +93,9 @@ def _read_or_make_clone_id(path: Path) -> str:
     if not path.exists():
         # link refuses to replace: two processes racing here agree on whichever id landed first.
         tmp = path.with_name(f"{CLONE_ID_FILE}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, f"{os.urandom(6).hex()}\n{binding}\n".encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with open(tmp, "wb", buffering=0) as file:
+            file.write(f"{os.urandom(6).hex()}\n{binding}\n".encode())
+            os.fsync(file.fileno())
         try:
             os.link(tmp, path)
             fsync_dir(path.parent)

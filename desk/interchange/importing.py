@@ -69,9 +69,7 @@ class ImportReport:
     profile: dict[str, Any] | None = None  # with --user: {user_scope, path, fields, changed}
 
     def counts(self) -> dict[str, int]:
-        counts = {a: 0 for a in ("create", "update", "unchanged", "rejected")}
-        for line in self.memories:
-            counts[line.action] += 1
+        counts = {a: sum(line.action == a for line in self.memories) for a in ("create", "update", "unchanged", "rejected")}
         return {**counts, "records_new": self.records_new, "records_present": self.records_present,
                 "proposed": len(self.proposals), "files": sum(f.action == "write" for f in self.files)}
 
@@ -239,13 +237,8 @@ def _events(source: Source, now: dt.datetime, steps: _Steps) -> list[dict[str, A
 
 def _present_origins(desk: DeskFolder, events: list[dict[str, Any]]) -> set[str]:
     """The `desk.import` origins already archived in the files of the days these events fall on."""
-    found = set()
-    for record in records_of_days(desk, events, f'"{IMPORT_META}"'.encode()):
-        meta = record.get("meta")
-        value = meta.get(IMPORT_META) if isinstance(meta, dict) else None
-        if isinstance(value, str):
-            found.add(value)
-    return found
+    metas = (record.get("meta") for record in records_of_days(desk, events, f'"{IMPORT_META}"'.encode()))
+    return {value for meta in metas if isinstance(meta, dict) and isinstance(value := meta.get(IMPORT_META), str)}
 
 
 def _check_rules(desk: DeskFolder, mirror: HeadMirror | FolderMemories, report: ImportReport,

@@ -49,8 +49,7 @@ def add_mistake(desk: DeskFolder, *, what: str, context: str, cause: str, avoid:
                 memory: str | None = None, actor: str = "assistant",
                 now: dt.datetime | None = None) -> MistakeResult:
     """Add one entry to MISTAKES.md (one commit); the same lesson again is `unchanged`."""
-    values = {"what": _clean("what", what), "context": _clean("context", context),
-              "cause": _clean("cause", cause), "avoid": _clean("avoid", avoid)}
+    values = {k: _clean(k, v) for k, v in {"what": what, "context": context, "cause": cause, "avoid": avoid}.items()}
     if memory is not None:
         # Imported here: desk.formats.memory_file loads PyYAML, which a mistake without a
         # memory link never needs.
@@ -68,16 +67,15 @@ def add_mistake(desk: DeskFolder, *, what: str, context: str, cause: str, avoid:
         tx.require_clean([MISTAKES_FILE])
         old = present.decode("utf-8") if present is not None else f"# {MISTAKES_FILE} — the error book\n"
         entries = parse_mistakes(old)
-        draft = Mistake("", day, memory=memory, line=0, **values)
-        for entry in entries:
-            if entry.key() == draft.key():
-                return MistakeResult("unchanged", entry)
+        key = Mistake("", day, memory=memory, line=0, **values).key()
+        same = next((entry for entry in entries if entry.key() == key), None)
+        if same is not None:
+            return MistakeResult("unchanged", same)
         number = max((int(e.id[2:]) for e in entries), default=0) + 1
         entry = Mistake(f"M-{number:04d}", day, memory=memory, line=0, **values)
         text = old.rstrip("\n") + "\n\n" + entry.render()
         entry = Mistake(**{**entry.__dict__, "line": text.count("\n", 0, text.index(f"## {entry.id}")) + 1})
-        message = commit_message(f"mistake: {entry.id} {values['what'][:60]}",
-                                 {"Desk-Op": "mistake", "Desk-Actor": actor, "Desk-Mistake": entry.id,
-                                  "Desk-Memory": memory})
-        sha = tx.commit({MISTAKES_FILE: text.encode()}, message)
+        sha = tx.commit({MISTAKES_FILE: text.encode()}, commit_message(
+            f"mistake: {entry.id} {values['what'][:60]}",
+            {"Desk-Op": "mistake", "Desk-Actor": actor, "Desk-Mistake": entry.id, "Desk-Memory": memory}))
     return MistakeResult("created", entry, sha)

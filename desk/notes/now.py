@@ -75,9 +75,7 @@ def _update(desk: DeskFolder, change: object, section: str | None, verb: str, ac
             raise RejectedError(f"{NOW_FILE} would be {len(new)} bytes; the limit is {MAX_BYTES}",
                                 hint="keep it a short working note: trim done items, move lasting "
                                      "facts to memory with `desk remember`")
-        where = f" {section}" if section else ""
-        subject = f"now: {verb}{where}" if section else "now: replace the note"
-        message = commit_message(subject, {"Desk-Op": "now", "Desk-Actor": actor,
-                                           "Desk-Section": section})
-        sha = tx.commit({NOW_FILE: new}, message)
+        subject = f"now: {verb} {section}" if section else "now: replace the note"
+        sha = tx.commit({NOW_FILE: new}, commit_message(subject, {"Desk-Op": "now", "Desk-Actor": actor,
+                                                                  "Desk-Section": section}))
     return NowResult("updated", section, sha)

@@ -78,11 +78,11 @@ def _no_pref(key: str, scope: str) -> DeskError:
 def _commit(tx: Transaction, scope: str, key: str, data: bytes | None, records: list[Preference],
             now: dt.datetime, subject: str, trailers: dict[str, str | None]) -> str:
     """Commit preference `key` (None: deleted) and the scope's PREFERENCES.md made from `records`."""
-    index = prefs_index_path(scope)
+    index, made = prefs_index_path(scope), render_prefs_index(records, now)
     message = commit_message(subject + ("" if scope == OWNER_SCOPE else f" ({scope})"),
                              {"Desk-Op": "pref", "Desk-Pref": key, "Desk-User": scope, **trailers})
-    return tx.commit({pref_path(scope, key): data,
-                      **_index_write(tx.desk, index, render_prefs_index(records, now))}, message)
+    same = _on_disk(tx.desk, index) == made and tx.desk.git.objects.blob_at("HEAD", index) == made
+    return tx.commit({pref_path(scope, key): data, **({} if same else {index: made})}, message)
 
 
 def read_pref(desk: DeskFolder, scope: str, key: str) -> Preference | None:
@@ -240,8 +240,7 @@ def reindex_scopes(desk: DeskFolder, *, actor: str = "user", now: dt.datetime | 
                 repaired.append(index)
         if not writes:
             return repaired, None
-        message = commit_message("reindex: scopes", {"Desk-Op": "reindex", "Desk-Actor": actor})
-        return repaired, tx.commit(writes, message)
+        return repaired, tx.commit(writes, commit_message("reindex: scopes", {"Desk-Op": "reindex", "Desk-Actor": actor}))
 
 
 def scope_projections(desk: DeskFolder, now: dt.datetime) -> dict[str, bytes]:
@@ -259,12 +258,6 @@ def scope_projections(desk: DeskFolder, now: dt.datetime) -> dict[str, bytes]:
     for project in all_projects(desk):
         wanted[project_index_path(project)] = render_index(project_entries(desk, project).values())
     return wanted
-
-
-def _index_write(desk: DeskFolder, index: str, data: bytes) -> dict[str, bytes]:
-    """`{index: data}` unless HEAD and the work tree hold exactly it."""
-    same = _on_disk(desk, index) == data and desk.git.objects.blob_at("HEAD", index) == data
-    return {} if same else {index: data}
 
 
 def _on_disk(desk: DeskFolder, path: str) -> bytes | None:

@@ -1,16 +1,9 @@
 """Conflict cases for what a merge could not settle: one memory (or NOW.md section) changed on both sides.
 
-The case has the shape of the digest's cases in `.system/conflicts.json` (desk.digest.conflicts),
-so `desk conflicts` lists it and `desk resolve` settles it: the version kept in the file is the
-`incumbent` candidate, the other side's version the `challenger` (a deletion is a candidate with
-`content: null`). `origin: "sync"` tells them apart from the digest's ties. Everything that shapes
-a case is in `sync_case`, so the format can follow the queue's as it grows.
-
-A case's note says what happened, in the terms of the operation that met the two versions: a
-merge (desk sync, a person's `git pull`) meets this clone's version ("ours") and the merged-in
-commits' ("theirs"); a rebase replays this clone's commits onto the upstream, so there "ours" is
-the upstream and "theirs" the commit being replayed. Each candidate carries the commit its side
-was at (`commit`), when the caller knows it, for `desk conflicts show` to say where it came from.
+The case has the shape of the digest's cases in `.system/conflicts.json` (desk.digest.conflicts):
+the version kept in the file is the `incumbent` candidate, the other side's the `challenger` (a
+deletion: `content: null`); `origin: "sync"` tells them from the digest's ties. In a rebase "ours"
+is the upstream and "theirs" the commit being replayed (`MergeSides.name` words it).
 """
 
 from __future__ import annotations

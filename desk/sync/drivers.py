@@ -1,16 +1,9 @@
 """The merge drivers: three-way merges of desk's files that never write conflict markers.
 
-git runs a driver per file when both sides changed it (`.gitattributes` names the driver, and
-`.git/config` defines it: `desk hooks install` writes both). Each merge here is a pure function of
-the three versions (base, ours, theirs; None when the file is absent on that side); what each does
-is its function's docstring and docs/sync.md's table ("What merges how"). Only `mistakes` ever
-leaves conflict markers (git's own, for one entry changed two ways).
-
-A project's memories and MEMORY.md use `memory` and `index` as the desk-wide ones do. "This
-clone's" side is OURS in a merge and THEIRS in a rebase (git swaps them there).
-
-What a merge could not settle in the file itself goes to `.git/desk-merge-pending.jsonl`, read by
-`desk.sync.settle` after the merge (desk sync, the post-merge and post-rewrite hooks).
+Each merge is a pure function of the three versions (base, ours, theirs; None when absent on that
+side); docs/sync.md's table says what each does. Only `mistakes` ever leaves markers (git's own).
+"This clone's" side is OURS in a merge and THEIRS in a rebase (git swaps them there). What a merge
+could not settle goes to `.git/desk-merge-pending.jsonl`, read by `desk.sync.settle` afterwards.
 """
 
 from __future__ import annotations
@@ -77,14 +70,10 @@ def _keyed_lines(data: bytes | None, key: re.Pattern[str], placeholder: str | No
     return head, lines
 
 
-def _index_lines(data: bytes | None) -> tuple[list[str], dict[str, str]]:
-    return _keyed_lines(data, _INDEX_LINE)
-
-
 def merge_index(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
     from desk.formats.memory_index import render_sorted
 
-    merged = _merge_lines(_index_lines(base)[1], _index_lines(ours)[1], _index_lines(theirs)[1])
+    merged = _merge_lines(*(_keyed_lines(x, _INDEX_LINE)[1] for x in (base, ours, theirs)))
     return Resolution(render_sorted([merged[n] for n in sorted(merged)]))
 
 
@@ -238,10 +227,6 @@ _PREF_LINE = re.compile(r"^- `([^`]+)`:")
 NO_PREFS = "_No active preferences._"
 
 
-def _pref_lines(data: bytes | None) -> tuple[list[str], dict[str, str]]:
-    return _keyed_lines(data, _PREF_LINE, NO_PREFS)
-
-
 def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> Resolution:
     """PREFERENCES.md merged line by line, keyed by preference key (as MEMORY.md by name): exact
     when the two sides changed different keys. A key changed on both sides keeps ours here; the
@@ -251,8 +236,8 @@ def merge_generated(base: bytes | None, ours: bytes | None, theirs: bytes | None
     clean, data = _pick(base, ours, theirs)
     if clean:
         return Resolution(data)
-    head, o = _pref_lines(ours if ours is not None else theirs)
-    merged = _merge_lines(_pref_lines(base)[1], o, _pref_lines(theirs)[1])
+    head, o = _keyed_lines(ours if ours is not None else theirs, _PREF_LINE, NO_PREFS)
+    merged = _merge_lines(_keyed_lines(base, _PREF_LINE, NO_PREFS)[1], o, _keyed_lines(theirs, _PREF_LINE, NO_PREFS)[1])
     body = [merged[k] for k in sorted(merged)] or [NO_PREFS]
     return Resolution(("\n".join(head + body) + "\n").encode())
 
@@ -330,12 +315,8 @@ def record_pending(git_dir: Path, items: list[dict[str, Any]]) -> None:
     """Append what a merge left for later to `.git/desk-merge-pending.jsonl` (one O_APPEND write)."""
     if not items:
         return
-    data = "".join(json.dumps(i, ensure_ascii=False, sort_keys=True) + "\n" for i in items).encode()
-    fd = os.open(git_dir / PENDING_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
+    with open(git_dir / PENDING_FILE, "ab", buffering=0) as f:
+        f.write("".join(json.dumps(i, ensure_ascii=False, sort_keys=True) + "\n" for i in items).encode())
 
 
 def read_pending(git_dir: Path) -> list[dict[str, Any]]:

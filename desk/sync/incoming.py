@@ -11,12 +11,10 @@ shown, never the secret.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from desk.gate.rules import MESSAGE_PATH
-from desk.layout import ARCHIVE_PREFIX, CONFIG_PATH
-from desk.storage.git import Git
+from desk.layout import ARCHIVE_PREFIX, CONFIG_PATH, DeskFolder
 
 _LINK_MODES = ("120000", "160000")  # a symbolic link's target and a submodule are not content
 
@@ -34,8 +32,7 @@ class IncomingSecret:
     fingerprint: str
 
     def to_json(self) -> dict[str, object]:
-        return {"commit": self.commit, "subject": self.subject, "path": self.path, "line": self.line,
-                "kind": self.kind, "preview": self.preview, "fingerprint": self.fingerprint}
+        return asdict(self)
 
     def warning(self) -> str:
         return (f"desk: WARNING: commit {self.commit[:12]} ({self.subject}) adds a secret: {self.path}:"
@@ -44,14 +41,17 @@ class IncomingSecret:
                 f"is not a secret, add \"{self.fingerprint}\" to secrets.allow in {CONFIG_PATH}")
 
 
-def incoming_secrets(git: Git, shas: list[str], allow: Collection[str] = ()) -> list[IncomingSecret]:
+def incoming_secrets(desk: DeskFolder, shas: list[str]) -> list[IncomingSecret]:
     """The secrets each of `shas` (the commits that arrived) adds: found in a file's new content
     and in none of its contents before the commit (any parent's, for a merge's own changes), or
-    in its message. Fingerprints in `allow` are left out. Reads every blob once (`git cat-file
-    --batch`)."""
+    in its message. Fingerprints in desk.json's secrets.allow are left out. Reads every blob once
+    (`git cat-file --batch`)."""
     if not shas:
         return []
+    from desk.gate.checks import current_config
     from desk.text.secrets import redact, scan
+
+    git, allow = desk.git, current_config(desk)[1]
 
     commits = git.history.commits(shas)
     merges = git.history.merge_changes(sha for sha in shas)

@@ -1,20 +1,14 @@
-"""Talking to a remote through GitPython: clone, fetch, push with progress.
+"""Talking to a remote through GitPython (docs/design.md §5a): clone, fetch, push with progress.
 
-GitPython earns its place here (docs/design.md §5a): `Remote.fetch`/`push` with a `RemoteProgress`
-feed the progress display, and push results arrive as typed flags. It is slow to import, so it is
-imported only when there is something to fetch or push, never on a mutation's hot path, and every
-`Repo` is closed (it keeps `git cat-file` processes).
-Whether there is anything to do at all is asked with plain git first (`git ls-remote`, then
-`rev-parse` / `merge-base --is-ancestor` in desk.storage.git): that is what GitPython's own
-`is_ancestor` runs, without the import. Credentials are git's: desk passes nothing but the
-remote's name, so git's own credential helpers answer.
+Slow to import, so imported only when there is something to fetch or push (plain git asks first),
+and every `Repo` is closed (it keeps `git cat-file` processes). Credentials are git's own helpers'.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +28,6 @@ PROGRESS_EVERY = 1.0  # seconds between progress lines of one stage (its last li
 
 
 def _progress(report: Progress | None) -> Any:
-    import time
-
     from git import RemoteProgress
 
     class Relay(RemoteProgress):
@@ -59,7 +51,7 @@ def _progress(report: Progress | None) -> Any:
 
 class RemoteSession:
     """Fetch and push for a whole sync through one GitPython `Repo`, opened on first use (so a sync
-    with nothing to fetch or push never imports GitPython) and closed by `session`."""
+    with nothing to fetch or push never imports GitPython); `close()` closes it."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -170,15 +162,6 @@ def _refuse_left_lock(url: str, root: Path, remote: str, branch: str, since: flo
                             "push that was killed (git never removes a lock it left), or held by one at work",
                             hint=f"if no clone is pushing to {remote} now, remove it (rm "
                                  f"{' '.join(map(str, left))}), then run `desk sync` again; nothing was lost")
-
-
-@contextmanager
-def session(root: Path) -> Iterator[RemoteSession]:
-    remote = RemoteSession(root)
-    try:
-        yield remote
-    finally:
-        remote.close()
 
 
 def no_remote(remote: str) -> UsageError:

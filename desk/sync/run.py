@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,9 +25,10 @@ from desk.storage.integration import clear_integration, integrating, mark_integr
 from desk.sync import remote as remotes
 from desk.sync.drivers import SYNC_ENV
 from desk.sync.settle import (Settled, fast_forward_check, finish_locked, incoming_warnings, regenerate_index,
-                              resolve_merge)
+                              resolve_merge, sync_message)
 
 if TYPE_CHECKING:
+    from desk.errors import Finding
     from desk.storage.git import Answer, Git
     from desk.transaction import Transaction
 
@@ -63,9 +64,7 @@ class SyncResult:
 def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
          progress: remotes.Progress | None = None, now: dt.datetime | None = None,
          actor: str = "user") -> SyncResult:
-    """`desk sync`: see the module's docstring; `actor` (who asked) is in every commit it makes.
-    GitPython is imported (one `Repo`, closed) only
-    when there is something to fetch or push."""
+    """`desk sync` (the module's docstring); `actor` (who asked) is in every commit it makes."""
     from desk.transaction import refuse_stopped, transaction
 
     refuse_stopped(desk)  # before the branch check: a stopped rebase has HEAD detached
@@ -78,7 +77,7 @@ def sync(desk: DeskFolder, remote: str | None = None, *, push: bool = True,
     if branch is None:
         raise UsageError("HEAD is detached; desk sync integrates a branch",
                          hint="check out the desk's branch first (`git switch main`)")
-    with remotes.session(desk.root) as remote_session, transaction(desk) as tx:
+    with closing(remotes.RemoteSession(desk.root)) as remote_session, transaction(desk) as tx:
         result = _sync_locked(desk, tx, remote_session, name, branch, actor, push=push, progress=progress, now=now)
         if _reviews(desk):  # review mode's proposals travel too (docs/review.md), never forced
             from desk.memory.review import REVIEW_REFS
@@ -207,10 +206,13 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     if head is not None and (head == incoming or git.refs.is_ancestor(incoming, head)):
         return head  # nothing to integrate: neither the gate nor the merge code is loaded
     from desk.gate.validate import validate_staged
-    from desk.transaction import commit_message
 
     new = git.refs.rev_list(incoming, head)
-    _report_secrets(desk, git, new, result)
+    from desk.sync.incoming import incoming_secrets
+
+    found = incoming_secrets(desk, new)  # named before integrating: a refusal by the gate leaves them named too
+    result.secrets += [s.to_json() for s in found]
+    result.warnings += [s.warning() for s in found]
     if head is None or git.refs.is_ancestor(head, incoming):
         index = _gate_fast_forward(desk, head, incoming, result, now) if head is not None else None
         with integrating(git, "fast-forward", head, incoming), _interrupt_after() as interrupted:
@@ -232,13 +234,12 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     result.fetched += len(new)
     _refuse_incoming_attributes(git, head, incoming, result)  # before git merges with them
     _make_merge_drivers_safe(desk, result)
-    message = commit_message(f"sync: merge {result.remote}/{result.branch}",
-                             {"Desk-Op": "sync", "Desk-Actor": result.actor})
+    subject = f"sync: merge {result.remote}/{result.branch}"
     mark_integration(git, "merge", head, incoming)  # a kill from here to the commit: undone
     try:
         with _interrupt_after() as interrupted:
             try:
-                git.merging.merge(incoming, message)
+                git.merging.merge(incoming, sync_message(subject, result.actor))
             except ConflictError as exc:
                 if "unrelated histories" not in exc.message:
                     raise
@@ -261,7 +262,7 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
                 + "\n".join(str(f) for f in report.findings if f.severity == "error"),
                 hint=f"fix the other clone's commits ({result.remote}/{result.branch}) or merge by hand "
                      "(`git merge " + f"{result.remote}/{result.branch}`), then sync again")
-        sha = git.merging.commit_merge(message + (f"Desk-Cases: {' '.join(settled.cases)}\n" if settled.cases else ""))
+        sha = git.merging.commit_merge(sync_message(subject, result.actor, settled.cases))
     except BaseException:
         git.merging.merge_abort()
         settle_after_failure(git)  # puts back what the abort left, and clears the record
@@ -281,25 +282,11 @@ def _integrate(desk: DeskFolder, git: Git, tx: Transaction, head: str | None, in
     return git.refs.head()
 
 
-def _report_secrets(desk: DeskFolder, git: Git, new: list[str], result: SyncResult) -> None:
-    """Name each of the `new` commits that adds a secret, in the result and as a warning: before
-    integrating, so a refusal by the gate leaves them named too."""
-    from desk.gate.checks import current_config
-    from desk.sync.incoming import incoming_secrets
-
-    found = incoming_secrets(git, new, current_config(desk)[1])
-    result.secrets += [s.to_json() for s in found]
-    result.warnings += [s.warning() for s in found]
-
-
 @contextmanager
 def _interrupt_after() -> Iterator[list[int]]:
-    """Hold a Ctrl-C (SIGINT to desk) until the block ends; the list says whether one came.
-
-    `git merge` updates the work tree file by file: Python's KeyboardInterrupt in the middle kills
-    it (subprocess.run does), leaving index.lock, half the incoming files and no MERGE_HEAD to
-    undo them by. Let git finish, then undo the whole merge. Only the main thread can hold signals
-    (the API may run a sync from another thread: there nothing is held)."""
+    """Hold a Ctrl-C until the block ends (the list says whether one came): a KeyboardInterrupt
+    mid-merge would kill git with half the files written and no MERGE_HEAD to undo them by. Only
+    the main thread can hold signals (the API may sync from another: there nothing is held)."""
     import signal
     import threading
 
@@ -320,39 +307,37 @@ def _gate_fast_forward(desk: DeskFolder, head: str, incoming: str, result: SyncR
     no hook). RejectedError, with nothing changed, when it breaks a rule; a stale MEMORY.md is
     not a refusal: the right one is returned, and sync commits it right after."""
     findings, index = fast_forward_check(desk, head, incoming, now)
-    errors = [f for f in findings if f.severity == "error"]
-    if errors:
-        target = f"{result.remote}/{result.branch}"
-        error = RejectedError(
+    target = f"{result.remote}/{result.branch}"
+    _refuse([f for f in findings if f.severity == "error"],
             f"{target} brings commits that break desk's rules (made with --no-verify, or by an older "
-            f"desk); nothing was integrated:\n" + "\n".join(str(f) for f in errors),
-            hint=f"fix them in the clone that made them (`desk validate --all` there) and push, then "
-                 f"sync again; or take them as they are with `git merge --ff-only {target}` "
-                 "(`git fetch` first) and fix them here (`desk doctor` lists what is wrong)")
-        error.details["findings"] = [f.to_json() for f in errors]
-        raise error
+            "desk); nothing was integrated",
+            f"fix them in the clone that made them (`desk validate --all` there) and push, then "
+            f"sync again; or take them as they are with `git merge --ff-only {target}` "
+            "(`git fetch` first) and fix them here (`desk doctor` lists what is wrong)")
     return index
+
+
+def _refuse(findings: list[Finding], message: str, hint: str) -> None:
+    """RejectedError (exit 3) with `message` and each of `findings`, when there are any."""
+    if findings:
+        error = RejectedError(message + ":\n" + "\n".join(str(f) for f in findings), hint=hint)
+        error.details["findings"] = [f.to_json() for f in findings]
+        raise error
 
 
 def _refuse_incoming_attributes(git: Git, head: str, incoming: str, result: SyncResult) -> None:
     """RejectedError (exit 3), before the merge, when the other side's `.gitattributes` give desk's
-    files a driver, a filter, an encoding or line-end conversion (desk.gate.attributes): git would
-    merge this very change with them (a two-sided SOUL.md edit under `merge=desk-derived` loses a
-    side). The fast-forward's gate checks the same (desk.gate.validate.validate_range)."""
+    files a driver, filter, encoding or line-end conversion (desk.gate.attributes): git would merge
+    this very change with them."""
     from desk.gate.attributes import tree_attribute_findings
 
     if not any(is_attributes_file(c.path) for c in git.worktree.diff_tree(head, incoming)):
         return
-    errors = [f for f in tree_attribute_findings(git, incoming) if f.severity == "error"]
-    if errors:
-        target = f"{result.remote}/{result.branch}"
-        error = RejectedError(
-            f"{target} brings .gitattributes lines desk refuses; nothing was merged:\n"
-            + "\n".join(str(f) for f in errors),
-            hint=f"remove them in the clone that made them and push, then sync again (`git log -p "
-                 f"{target} -- .gitattributes` shows who added them)")
-        error.details["findings"] = [f.to_json() for f in errors]
-        raise error
+    target = f"{result.remote}/{result.branch}"
+    _refuse([f for f in tree_attribute_findings(git, incoming) if f.severity == "error"],
+            f"{target} brings .gitattributes lines desk refuses; nothing was merged",
+            f"remove them in the clone that made them and push, then sync again (`git log -p "
+            f"{target} -- .gitattributes` shows who added them)")
 
 
 def clone(url: str, path: Path | None = None, *, progress: remotes.Progress | None = None) -> tuple[Path, list[str]]:
@@ -431,15 +416,10 @@ def _check_out_if_safe(url: str, path: Path) -> None:
     git = Git(path)
     if git.refs.head() is None:
         return  # an empty remote: nothing to check out (and not a desk)
-    findings = tree_refusals(git)
-    if findings:
-        error = RejectedError(
-            f"{url} holds what desk refuses in a clone (committed with --no-verify, or by an older "
-            "desk); nothing was kept:\n" + "\n".join(str(f) for f in findings),
-            hint="fix it in a clone that has it (`desk validate --all` there names the same) and push, then "
-                 "clone again; to look at it as it is, `git clone` it (desk never reads through a link)")
-        error.details["findings"] = [f.to_json() for f in findings]
-        raise error
+    _refuse(tree_refusals(git), f"{url} holds what desk refuses in a clone (committed with --no-verify, or by an "
+            "older desk); nothing was kept",
+            "fix it in a clone that has it (`desk validate --all` there names the same) and push, then "
+            "clone again; to look at it as it is, `git clone` it (desk never reads through a link)")
     git.merging.check_out_head()
 
 

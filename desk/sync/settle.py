@@ -1,10 +1,8 @@
 """After a merge: settle what the merge drivers left, regenerate derived files, check what came in.
 
-Two callers. `desk sync` merges with `--no-commit` and calls `resolve_merge` before it commits the
-merge, then `finish` for the derived views. A person's `git pull` (merge or rebase) runs desk's
-post-merge or post-rewrite hook, which calls `after_merge`: the same settling, committed as one
-desk commit on top of what git made, and a loud report of anything risky that came in unchecked
-(a fast-forward runs no pre-commit hook).
+`desk sync` calls `resolve_merge` before it commits its merge; a person's `git pull` runs the
+post-merge or post-rewrite hook, `after_merge`: the same settling as one desk commit on top, and a
+loud report of anything risky that came in unchecked (a fast-forward runs no pre-commit hook).
 """
 
 from __future__ import annotations
@@ -21,6 +19,8 @@ from desk.sync.drivers import clear_pending, driver_for, merge_file, read_pendin
 from desk.text.times import utc_now
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from desk.sync.cases import MergeSides
     from desk.transaction import Transaction
 
@@ -70,13 +70,9 @@ def resolve_merge(desk: DeskFolder, git: Git, *, now: dt.datetime | None = None)
                               _stopped_sides(git))
     for path, data in writes.items():
         git.merging.stage_file(path, data)
-    settled.derived = pending_regenerations(pending)
+    settled.derived = sorted({p["path"] for p in pending if p.get("type") == "regenerate"})
     clear_pending(desk.git_dir)
     return settled
-
-
-def pending_regenerations(pending: list[dict[str, Any]]) -> list[str]:
-    return sorted({p["path"] for p in pending if p.get("type") == "regenerate"})
 
 
 def _stopped_sides(git: Git) -> MergeSides:
@@ -105,8 +101,9 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
     """conflicts.json with a case per pending record, and MEMORY.md regenerated: what changed."""
     from desk.digest.conflicts import parse_queue, render_queue
     from desk.formats.memory_index import render_index
-    from desk.sync.cases import add_cases
     from desk.gate.entries import entries_in_worktree
+    from desk.scopes.prefs import scope_projections
+    from desk.sync.cases import add_cases
 
     writes: dict[str, bytes] = {}
     settled.warnings += [f"desk: a preference changed differently on both sides: {p['path']} keeps the later "
@@ -114,36 +111,24 @@ def _cases_and_index(desk: DeskFolder, pending: list[dict[str, Any]], now: dt.da
                          for p in pending if p.get("type") == "pref"]
     case_items = [p for p in pending if p.get("type") == "case"]
     if case_items:
-        queue_path = desk.path(CONFLICTS_FILE)
-        current = queue_path.read_bytes() if queue_path.is_file() else None
-        cases = parse_queue(current)
+        cases = parse_queue(_current(desk, CONFLICTS_FILE))
         settled.clashes = add_cases(cases, case_items, desk.desk_id, now or utc_now(),
                                     sides if sides is not None else _finished_sides(desk))
         settled.cases = list(settled.clashes)
         if settled.cases:
             writes[CONFLICTS_FILE] = render_queue(cases)
-    index = render_index(entries_in_worktree(desk).values())
-    if current_index is False:  # the caller did not say: the work tree's
-        current_index = desk.path(INDEX_FILE).read_bytes() if desk.path(INDEX_FILE).is_file() else None
-    if index != current_index:
-        writes[INDEX_FILE] = index
-        settled.regenerated.append(INDEX_FILE)
-    writes.update(_scope_projections(desk, now, settled))
-    return writes
-
-
-def _scope_projections(desk: DeskFolder, now: dt.datetime | None, settled: Settled) -> dict[str, bytes]:
-    """Each project's MEMORY.md and each user scope's PREFERENCES.md regenerated from the merged
-    files, where they differ (docs/scopes.md)."""
-    from desk.scopes.prefs import scope_projections
-
-    writes = {}
-    for path, data in scope_projections(desk, now or utc_now()).items():
-        current = desk.path(path).read_bytes() if desk.path(path).is_file() else None
-        if data != current:
+    # and each project's MEMORY.md and each user scope's PREFERENCES.md (docs/scopes.md)
+    made = {INDEX_FILE: render_index(entries_in_worktree(desk).values()),
+            **scope_projections(desk, now or utc_now())}
+    for path, data in made.items():
+        if data != (current_index if path == INDEX_FILE and current_index is not False else _current(desk, path)):
             writes[path] = data
             settled.regenerated.append(path)
     return writes
+
+
+def _current(desk: DeskFolder, path: str) -> bytes | None:
+    return desk.path(path).read_bytes() if desk.path(path).is_file() else None
 
 
 def regenerate_derived(desk: DeskFolder, paths: list[str]) -> dict[str, bytes]:
@@ -165,39 +150,39 @@ def regenerate_derived(desk: DeskFolder, paths: list[str]) -> dict[str, bytes]:
             data = days[day].get(path)
         elif path.startswith(JOURNAL_DIR + "/"):
             data = regenerate_journal(desk, path)
-        if data is not None and (not desk.path(path).is_file() or desk.path(path).read_bytes() != data):
+        if data is not None and _current(desk, path) != data:
             writes[path] = data
     return writes
+
+
+def sync_message(subject: str, actor: str = "user", cases: Iterable[str] = (), body: str | None = None) -> str:
+    """A desk sync commit's message, with its trailers."""
+    from desk.transaction import commit_message
+
+    return commit_message(subject, {"Desk-Op": "sync", "Desk-Actor": actor, "Desk-Cases": " ".join(cases) or None},
+                          body)
 
 
 def finish_locked(tx: Transaction, regenerate: list[str], *, actor: str) -> str | None:
     """Commit the derived files `regenerate` names, rendered from the merged archive (one commit);
     the caller holds the desk lock."""
-    from desk.transaction import commit_message
-
-    if not regenerate:
-        return None
-    writes = regenerate_derived(tx.desk, regenerate)
+    writes = regenerate_derived(tx.desk, regenerate) if regenerate else None
     if not writes:
         return None
-    message = commit_message(f"sync: regenerate {len(writes)} derived file{'s' if len(writes) != 1 else ''}",
-                             {"Desk-Op": "sync", "Desk-Actor": actor})
-    return tx.commit(dict(writes), message)
+    return tx.commit(dict(writes), sync_message(
+        f"sync: regenerate {len(writes)} derived file{'s' if len(writes) != 1 else ''}", actor))
 
 
 def regenerate_index(tx: Transaction, now: dt.datetime | None, index: bytes | None, actor: str) -> str | None:
     """Commit MEMORY.md regenerated from memory/ (or `index`, when the caller has it) when it
     differs (after a fast-forward or a rebase); not when it or memory/ has a person's edits."""
-    from desk.transaction import commit_message
-
     if index is None:
         index = _cases_and_index(tx.desk, [], now, Settled()).get(INDEX_FILE)
-    elif tx.desk.path(INDEX_FILE).is_file() and tx.desk.path(INDEX_FILE).read_bytes() == index:
+    elif _current(tx.desk, INDEX_FILE) == index:
         index = None
     if index is None or tx.desk.git.worktree.dirty([INDEX_FILE, "memory/"]):
         return None
-    return tx.commit({INDEX_FILE: index},
-                     commit_message("sync: regenerate MEMORY.md", {"Desk-Op": "sync", "Desk-Actor": actor}))
+    return tx.commit({INDEX_FILE: index}, sync_message("sync: regenerate MEMORY.md", actor))
 
 
 def hook_after_merge(root: Path) -> list[str]:
@@ -228,7 +213,9 @@ def after_merge(desk: DeskFolder, old: str | None, *, now: dt.datetime | None = 
     head = desk.git.refs.head()
     if old and head and old != head:
         settled.warnings = gate_warnings(desk, old, head, now) + incoming_warnings(desk.git, old, head)
-        settled.warnings += secret_warnings(desk, old, head)
+        from desk.sync.incoming import incoming_secrets
+
+        settled.warnings += [s.warning() for s in incoming_secrets(desk, desk.git.refs.rev_list(head, old))]
     # git runs post-rewrite before it removes the rebase's state folder: the rebase is done.
     with transaction(desk, stopped=True) as tx:
         settle_locked(tx, settled, now)
@@ -240,11 +227,9 @@ def settle_locked(tx: Transaction, settled: Settled, now: dt.datetime | None = N
     """After a merge or rebase git finished: the cases the drivers recorded, MEMORY.md and the
     derived files (those the drivers named, and `derived`) in one desk commit (`settled.commit`);
     files with a person's uncommitted edits are left alone, with a warning. Under the desk lock."""
-    from desk.transaction import commit_message
-
     desk = tx.desk
     pending = read_pending(desk.git_dir)
-    regenerate = sorted({*pending_regenerations(pending), *(derived or [])})
+    regenerate = sorted({*(p["path"] for p in pending if p.get("type") == "regenerate"), *(derived or [])})
     writes: dict[str, bytes | None] = dict(_cases_and_index(desk, pending, now, settled))
     writes.update(regenerate_derived(desk, regenerate))
     settled.regenerated = sorted({*settled.regenerated, *(p for p in writes if p != CONFLICTS_FILE)})
@@ -256,10 +241,8 @@ def settle_locked(tx: Transaction, settled: Settled, now: dt.datetime | None = N
                 "and `desk conversations render` after committing them")
             writes = {p: d for p, d in writes.items() if p not in dirty}
     if writes:
-        message = commit_message("sync: settle the merge (index, conflict cases, derived files)",
-                                 {"Desk-Op": "sync", "Desk-Actor": "user",
-                                  "Desk-Cases": " ".join(settled.cases) or None})
-        settled.commit = tx.commit(writes, message)
+        settled.commit = tx.commit(writes, sync_message(
+            "sync: settle the merge (index, conflict cases, derived files)", cases=settled.cases))
     clear_pending(desk.git_dir)
 
 
@@ -286,14 +269,6 @@ def gate_warnings(desk: DeskFolder, old: str, new: str, now: dt.datetime | None 
             + [f"desk: ERROR:   {f}" for f in errors]
             + [f"desk: ERROR: fix them and commit (`desk doctor` lists them), or undo the pull with "
                f"`git reset --keep {old[:12]}`; `desk sync` refuses such commits before they land"])
-
-
-def secret_warnings(desk: DeskFolder, old: str, new: str) -> list[str]:
-    """Each commit between `old` and `new` that adds a secret (desk.sync.incoming), named."""
-    from desk.gate.checks import current_config
-    from desk.sync.incoming import incoming_secrets
-
-    return [s.warning() for s in incoming_secrets(desk.git, desk.git.refs.rev_list(new, old), current_config(desk)[1])]
 
 
 def incoming_warnings(git: Git, old: str, new: str) -> list[str]:

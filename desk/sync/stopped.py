@@ -1,14 +1,10 @@
 """A person's `git pull` that stopped on a conflict git cannot hand to a merge driver (and a
 desk sync killed while git merged, which `desk sync --continue` undoes: desk.storage.integration).
 
-git calls a merge driver only when both sides changed a file. A memory deleted on one side and
-changed on the other (modify/delete) stops `git pull` (merge or rebase) with the file unmerged, and
-no post-merge hook runs (a desk driver running in that merge says so: drivers.stopping_notice).
-`desk sync --continue` settles what git left the way `desk sync` would have
-(desk.sync.settle.resolve_merge: the changed memory kept, a conflict case opened, MEMORY.md
-regenerated), checks the result with the gate, concludes the merge (or continues the rebase to its
-end) and renders the derived views again. Until then every desk command says what to run
-(`stopped_notice`), and desk's own commits wait (desk.transaction refuses, exit 4).
+A memory deleted on one side and changed on the other stops `git pull` with no driver or hook run.
+`desk sync --continue` settles what git left as `desk sync` would have (desk.sync.settle.resolve_merge),
+checks it with the gate and concludes the merge (or the rebase). Until then every desk command says
+what to run (`stopped_notice`), and desk's own commits wait (exit 4).
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from desk.layout import DeskFolder
 from desk.storage.integration import left_behind
 from desk.sync.drivers import SYNC_ENV, driver_for
 from desk.sync.run import SyncResult
-from desk.sync.settle import Settled, finish_locked, resolve_merge, settle_locked
+from desk.sync.settle import Settled, finish_locked, resolve_merge, settle_locked, sync_message
 
 if TYPE_CHECKING:
     from desk.storage.git import Git
@@ -72,7 +68,7 @@ def continue_stopped(desk: DeskFolder, *, now: dt.datetime | None = None) -> Syn
         if kind == "merge":
             settled = _settle(desk, git, kind, now)
             subject, _, body = git.merging.merge_message().partition("\n")
-            sha = git.merging.commit_merge(_with_trailers(subject, body, settled))
+            sha = git.merging.commit_merge(sync_message(subject, cases=settled.cases, body=body.strip() or None))
             result.commits.append(sha)
             derived = settled.derived
             _count(result, settled)
@@ -119,13 +115,6 @@ def _settle(desk: DeskFolder, git: Git, kind: str, now: dt.datetime | None) -> S
             hint=f"fix those files and `git add` them, then run `desk sync --continue` again; or undo "
                  f"the pull with `git {kind} --abort`")
     return settled
-
-
-def _with_trailers(subject: str, body: str, settled: Settled) -> str:
-    from desk.transaction import commit_message
-
-    return commit_message(subject, {"Desk-Op": "sync", "Desk-Actor": "user",
-                                     "Desk-Cases": " ".join(settled.cases) or None}, body.strip() or None)
 
 
 def _count(result: SyncResult, settled: Settled) -> None:
