@@ -105,10 +105,8 @@ def validate_fact(content: str, *, kind: str, importance: int, key: str | None =
                                           "key": key, "project": project, "valid_from": valid_from,
                                           "valid_to": valid_to})
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            field = ".".join(str(part) for part in error["loc"]) or "fact"
-            problems.append(f"{field}: {error['msg'].removeprefix('Value error, ')}")
+        problems = [f"{'.'.join(str(part) for part in e['loc']) or 'fact'}: {e['msg'].removeprefix('Value error, ')}"
+                    for e in exc.errors()]
         raise RejectedError("invalid fact: " + "; ".join(problems),
                             hint=f"kind is one of {', '.join(FACT_KINDS)}, importance 1-5, "
                                  "key like runtime.python-version") from None

@@ -89,15 +89,13 @@ def _sessions(events: Sequence[Mapping[str, Any]]) -> list[str]:
         session = event.get("session")
         if session:
             groups.setdefault(str(session), []).append(event)
-    if not groups:
-        return []
     items = []
     for session, group in sorted(groups.items(), key=lambda kv: (str(kv[1][0].get("at")), kv[0])):
         kinds = Counter(str(e.get("kind")) for e in group)
         detail = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
         items.append(f"- `{one_line(session, 80)}`: {counted(len(group), 'event')}, "
                      f"{_hhmm(str(group[0].get('at')))}–{_hhmm(str(group[-1].get('at')))} ({detail})")
-    return ["## Sessions", "", *_capped(items, "sessions"), ""]
+    return ["## Sessions", "", *_capped(items, "sessions"), ""] if items else []
 
 
 def _facts(events: Sequence[Mapping[str, Any]]) -> list[str]:
