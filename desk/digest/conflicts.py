@@ -39,16 +39,11 @@ def _candidate(role: str, domain: str, content_key: str, content: str, evidence:
 
 def case_candidates(tie: Tie) -> list[dict[str, Any]]:
     """The incumbent (when there is one) and the tied challengers, in a stable order."""
-    did = tie.domain.id
-    out = []
-    if tie.incumbent is not None:
-        inc = tie.incumbent
-        out.append(_candidate("incumbent", did, inc.content_key, inc.content.strip(), inc.evidence,
-                              inc.last_seen))
-    for c in sorted(tie.challengers, key=lambda c: c.content_key):
-        out.append(_candidate("challenger", did, c.content_key, c.content, c.evidence, c.latest,
-                              c.importance, c.kind))
-    return out
+    did, inc = tie.domain.id, tie.incumbent
+    out = [] if inc is None else [_candidate("incumbent", did, inc.content_key, inc.content.strip(),
+                                             inc.evidence, inc.last_seen)]
+    return out + [_candidate("challenger", did, c.content_key, c.content, c.evidence, c.latest, c.importance, c.kind)
+                  for c in sorted(tie.challengers, key=lambda c: c.content_key)]
 
 
 def evidence_fingerprint(candidates: list[dict[str, Any]]) -> str:

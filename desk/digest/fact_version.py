@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from desk.errors import DeskError
+from desk.text.normalize import content_key
 from desk.text.times import TimeFormatError, parse_time
 from desk.vocabulary import FACT_KINDS
 
@@ -60,6 +61,15 @@ class FactRecord:
     project: str | None = None
     valid_from: dt.datetime | None = None
     valid_to: dt.datetime | None = None
+
+
+def domain_id(fact: FactRecord) -> str:
+    """The conflict domain: the key (or kind and content), within the fact's project scope, so a
+    key in project A never supersedes or conflicts with the same key in project B or desk-wide."""
+    scope = f"project:{fact.project}/" if fact.project is not None else ""
+    if fact.key is not None:
+        return f"{scope}key:{fact.key}"
+    return f"{scope}content:{fact.kind}:{content_key(fact.content)}"
 
 
 def read_fact(rec: Mapping[str, Any], where: str = "") -> FactRecord:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from desk.archive.store import append_event
 from desk.digest.fact_version import (CONTENT_MAX, FACT_EVENT, FACT_SCHEMA, KEY_MAX, KEY_RE, VERSION_KEY,
@@ -65,15 +65,14 @@ class MemoryFact(BaseModel):
             raise ValueError(f"valid_to: {problem}")
         return self
 
-    @field_validator("project")
+    @field_validator("project", "key")
     @classmethod
-    def _project(cls, value: str | None) -> str | None:
-        if value is not None:
-            from desk.layout import project_problem
+    def _name(cls, value: str | None, info: ValidationInfo) -> str | None:
+        from desk.layout import project_problem
 
-            problem = project_problem(value)
-            if problem:
-                raise ValueError(problem)
+        problem = value is not None and (project_problem if info.field_name == "project" else key_problem)(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("content")
@@ -86,15 +85,6 @@ class MemoryFact(BaseModel):
             raise ValueError(f"content is {len(value)} characters; the limit is {CONTENT_MAX}")
         if "\0" in value:
             raise ValueError("content holds a NUL character")
-        return value
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str | None) -> str | None:
-        if value is not None:
-            problem = key_problem(value)
-            if problem:
-                raise ValueError(problem)
         return value
 
     def payload(self) -> dict[str, Any]:
@@ -115,10 +105,8 @@ def validate_fact(content: str, *, kind: str, importance: int, key: str | None =
                                           "key": key, "project": project, "valid_from": valid_from,
                                           "valid_to": valid_to})
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            field = ".".join(str(part) for part in error["loc"]) or "fact"
-            problems.append(f"{field}: {error['msg'].removeprefix('Value error, ')}")
+        problems = [f"{'.'.join(str(part) for part in e['loc']) or 'fact'}: {e['msg'].removeprefix('Value error, ')}"
+                    for e in exc.errors()]
         raise RejectedError("invalid fact: " + "; ".join(problems),
                             hint=f"kind is one of {', '.join(FACT_KINDS)}, importance 1-5, "
                                  "key like runtime.python-version") from None

@@ -65,12 +65,8 @@ def render_journal(day: dt.date, events: Sequence[Mapping[str, Any]], narrative:
              "replaced on the next digest of this day._", ""]
     if narrative:
         lines += ["## Narrative", "", narrative.strip(), ""]
-    lines += _overview(events)
-    lines += _sessions(events)
-    lines += _facts(events)
-    lines += _notes(events)
-    lines += _failures(events)
-    lines += ["## Memory and mistake changes", "",
+    lines += [*_overview(events), *_sessions(events), *_facts(events), *_notes(events), *_failures(events),
+              "## Memory and mistake changes", "",
               f"- `git log --since={format_time(start)} --until={format_time(until)} -- memory/ MISTAKES.md`", ""]
     return ("\n".join(lines).rstrip("\n") + "\n").encode()
 
@@ -93,15 +89,13 @@ def _sessions(events: Sequence[Mapping[str, Any]]) -> list[str]:
         session = event.get("session")
         if session:
             groups.setdefault(str(session), []).append(event)
-    if not groups:
-        return []
     items = []
     for session, group in sorted(groups.items(), key=lambda kv: (str(kv[1][0].get("at")), kv[0])):
         kinds = Counter(str(e.get("kind")) for e in group)
         detail = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
         items.append(f"- `{one_line(session, 80)}`: {counted(len(group), 'event')}, "
                      f"{_hhmm(str(group[0].get('at')))}–{_hhmm(str(group[-1].get('at')))} ({detail})")
-    return ["## Sessions", "", *_capped(items, "sessions"), ""]
+    return ["## Sessions", "", *_capped(items, "sessions"), ""] if items else []
 
 
 def _facts(events: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -123,8 +117,7 @@ def _facts(events: Sequence[Mapping[str, Any]]) -> list[str]:
         if sections[kind]:
             out += [f"## {title}", "", *_capped(sections[kind], title.lower()), ""]
     if invalid:
-        out += [f"_{invalid} fact event{'s' if invalid != 1 else ''} without a valid kind, importance "
-                "or content were left out._", ""]
+        out += [f"_{counted(invalid, 'fact event')} without a valid kind, importance or content were left out._", ""]
     return out
 
 

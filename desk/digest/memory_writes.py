@@ -97,9 +97,6 @@ class MemoryWrites:
         self.proposed: dict[str, MemoryFile] = {}
         self.committed = set(self.entries)
 
-    def _same_body(self, key: str, name: str) -> list[str]:
-        return sorted(self.bodies.get(key, set()) - {name})
-
     def land(self, name: str, memory: MemoryFile, *, gated: bool = True) -> bool:
         """Queue `memory` unless the gate refuses it (the reason goes to `skipped`)."""
         if gated:
@@ -110,7 +107,8 @@ class MemoryWrites:
                 if control is not None:  # the archive takes it; the gate refuses it in memory/
                     raise gate.GateRejection("bidi_control", f"{name}: the value holds an invisible "
                                              f"{describe(control[2])}", "")
-                gate.check_memory(memory, "durable", self._same_body, self.rules)
+                gate.check_memory(memory, "durable", lambda key, name: sorted(self.bodies.get(key, set()) - {name}),
+                                  self.rules)
             except gate.GateRejection as exc:
                 self.skipped.append({"domain": name, "reason": exc.reason})
                 return False
@@ -183,12 +181,8 @@ def forgotten(desk: DeskFolder, homes: Mapping[str, str], project: str | None = 
               ) -> dict[str, dt.datetime]:
     """Domains about to be promoted whose memory file was deleted before, and when it was."""
     deleted = desk.git.history.deleted(scoped_path(name, project) for name in homes.values())
-    out = {}
-    for did, name in homes.items():
-        when = deleted.get(scoped_path(name, project))
-        if when:
-            out[did] = parse_time(when, "deletion date")
-    return out
+    return {did: parse_time(when, "deletion date") for did, name in homes.items()
+            if (when := deleted.get(scoped_path(name, project)))}
 
 
 def after(domain: Domain, when: dt.datetime) -> Domain:

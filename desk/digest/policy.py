@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from desk.config import DistillPolicy
 from desk.digest.facts import FactRecord
+from desk.digest.fact_version import domain_id
 from desk.text.normalize import content_key
 
 EVIDENCE_MAX = 20  # evidence ids a memory file lists: the first and the latest ones
@@ -114,15 +115,6 @@ def eligible(fact: FactRecord, policy: DistillPolicy, as_of: dt.datetime) -> boo
     """Old enough and of a distillable kind (`outcome` never, whatever the configured kinds say)."""
     return (fact.kind in policy.kinds and fact.kind in DISTILLABLE
             and fact.at <= as_of - dt.timedelta(days=policy.min_age_days))
-
-
-def domain_id(fact: FactRecord) -> str:
-    """The conflict domain: the key (or kind and content), within the fact's project scope, so a
-    key in project A never supersedes or conflicts with the same key in project B or desk-wide."""
-    scope = f"project:{fact.project}/" if fact.project is not None else ""
-    if fact.key is not None:
-        return f"{scope}key:{fact.key}"
-    return f"{scope}content:{fact.kind}:{content_key(fact.content)}"
 
 
 def group_facts(facts: Iterable[FactRecord], policy: DistillPolicy, as_of: dt.datetime

@@ -17,16 +17,11 @@ import json
 
 from desk.formats.archive import at_key
 from desk.archive.store import archive_files, read_events
-from desk.digest.fact_version import FACT_EVENT, FactRecord, NewerFactError, read_fact
+from desk.digest.fact_version import FACT_EVENT, FactRecord, NewerFactError, domain_id, read_fact
 from desk.errors import DeskError, Finding
 from desk.layout import CONFLICTS_FILE, DeskFolder
 from desk.text.normalize import content_key
 from desk.text.times import format_time
-
-
-def domain_id(fact: FactRecord) -> str:
-    """desk.digest.policy.domain_id."""
-    return f"key:{fact.key}" if fact.key is not None else f"content:{fact.kind}:{content_key(fact.content)}"
 
 
 def _open_cases(data: bytes | None) -> list[dict[str, Any]]:

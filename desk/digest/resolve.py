@@ -68,7 +68,7 @@ def resolve(desk: DeskFolder, case_id: str, candidate: str, *, expected_revision
         audit_file = audit_path(clone_id(desk))
         tx.require_clean([CONFLICTS_FILE, INDEX_FILE, audit_file])
         try:
-            cases = parse_queue(_read(desk, CONFLICTS_FILE))
+            cases = parse_queue(desk.read_if_present(CONFLICTS_FILE))
         except InvalidFileError as exc:
             exc.hint = last_good_hint(desk, CONFLICTS_FILE)  # one `git log`, only when broken
             raise
@@ -128,7 +128,7 @@ def _close_and_commit(desk: DeskFolder, tx: Any, cases: list[dict[str, Any]], ca
     case.update(status="resolved", closed=stamp, resolution=resolution,
                 note=f"decided by {actor}: {outcome}")
     writes[CONFLICTS_FILE] = render_queue(cases)
-    old_audit = _read(desk, audit_file) or b""
+    old_audit = desk.read_if_present(audit_file) or b""
     record = {"event": event_id, "case": case_id, "revision": case["revision"],
               "domain": case["domain"], "key": case["key"], "candidate": candidate,
               "role": chosen["role"], "outcome": outcome, "content": chosen["content"] or "",
@@ -158,7 +158,7 @@ def _resolve_merge_case(desk: DeskFolder, tx: Any, case: dict[str, Any], chosen:
     incumbent = next((c for c in case["candidates"] if c["role"] == "incumbent"), None)
     in_project = project_file(path)
     tx.require_clean([path, INDEX_FILE] + ([scoped_index(in_project[1])] if in_project else []))
-    data = _read(desk, path)
+    data = desk.read_if_present(path)
     current = data.decode("utf-8", "replace") if data is not None else None
     label = case["domain"].split(":", 1)[1] if case["domain"].startswith("now:") else None
     if label is not None:
@@ -214,7 +214,7 @@ def _index_with(desk: DeskFolder, path: str, data: bytes | None, project: str | 
         entries[name] = IndexEntry.of(parse_memory(data, path, name))  # a broken file: exit 3
     index = render_index(entries.values())
     target = scoped_index(project)
-    return {target: index} if _read(desk, target) != index else {}
+    return {target: index} if desk.read_if_present(target) != index else {}
 
 
 def _arguments(event_id: str, actor: str, rationale: str) -> tuple[str, str]:
@@ -340,8 +340,7 @@ def decisions(desk: DeskFolder) -> dict[str, tuple[str, dict[str, Any]]]:
 def _retry(desk: DeskFolder, event_id: str, prior: tuple[str, dict[str, Any]],
            asked: dict[str, Any]) -> Resolution:
     path, record = prior
-    recorded = {"case": record["case"], "revision": record["revision"], "candidate": record["candidate"],
-                "actor": record["actor"], "rationale": record["rationale"]}
+    recorded = {k: record[k] for k in asked}
     if recorded != asked:
         differs = ", ".join(k for k in asked if asked[k] != recorded[k])
         raise ConflictError(f"event id {event_id} already recorded a different decision ({differs} "
@@ -352,7 +351,3 @@ def _retry(desk: DeskFolder, event_id: str, prior: tuple[str, dict[str, Any]],
     name = (record["after"] or record["before"] or {}).get("name")
     return Resolution("unchanged", record["case"], record["revision"], record["candidate"],
                       record["outcome"], event_id, name, commit, path)
-
-
-def _read(desk: DeskFolder, path: str) -> bytes | None:
-    return desk.read_if_present(path)  # never through a symlink

@@ -65,13 +65,9 @@ def _active_text(desk: DeskFolder, case: dict[str, Any], path: str | None) -> st
 def _source(desk: DeskFolder, case: dict[str, Any], cand: dict[str, Any],
             evidence: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
     if case.get("origin") != "sync":
-        events = []
-        for event_id in cand["evidence"]:
-            record = evidence.get(event_id) or {}
-            parts = event_id.split("-")
-            events.append({"event": event_id, "clone": parts[1] if len(parts) > 3 else None,
-                           "at": record.get("at"), "missing": not record})
-        return {"kind": "facts", "events": events}
+        return {"kind": "facts", "events": [
+            {"event": i, "clone": i.split("-")[1] if len(i.split("-")) > 3 else None,
+             "at": (evidence.get(i) or {}).get("at"), "missing": not evidence.get(i)} for i in cand["evidence"]]}
     source: dict[str, Any] = {"kind": "merge", "side": cand.get("side"), "commit": cand.get("commit")}
     if cand.get("commit"):
         try:
@@ -92,11 +88,9 @@ def review(desk: DeskFolder, case: dict[str, Any], evidence: dict[str, dict[str,
     path = active_path(case)
     active = _active_text(desk, case, path)
     now_name = f"{path or 'active memory'} (now)"
-    candidates = []
-    for cand in case["candidates"]:
-        content = cand["content"]
-        candidates.append({**cand, "label": label(content), "source": _source(desk, case, cand, evidence),
-                           "diff": udiff(active, content, (now_name, cand["id"])) if path else None})
+    candidates = [{**cand, "label": label(cand["content"]), "source": _source(desk, case, cand, evidence),
+                   "diff": udiff(active, cand["content"], (now_name, cand["id"])) if path else None}
+                  for cand in case["candidates"]]
     first = case["candidates"][0]
     diffs = [{"from": first["id"], "to": c["id"], "diff": udiff(first["content"], c["content"], (first["id"], c["id"]))}
              for c in case["candidates"][1:]]

@@ -69,10 +69,8 @@ def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | 
            summarizer: str | None = None, now: dt.datetime | None = None,
            project: str | None = None) -> DigestResult:
     """Write `journal/D.md` and distil old facts into memories; one commit, none when unchanged.
-
-    `as_of` (default: now) is the run's clock: later events are unseen, and facts count when
-    `min_age_days` older; `date` (default: its day) picks the journal; `summarizer` writes its narrative.
-    """
+    `as_of` (default: now) is the run's clock: later events are unseen, facts count when `min_age_days`
+    older; `date` (default: its day) picks the journal; `summarizer` writes its narrative."""
     if project is not None:
         from desk.memory.reads import require_project
 
@@ -95,14 +93,14 @@ def digest(desk: DeskFolder, *, date: str | dt.date | None = None, as_of: str | 
                           events=len(events), facts=len(facts), invalid_facts=invalid, project=project)
     with transaction(desk) as tx:
         writes, ties, settled = _distill(desk, tx, facts, clock, result)
-        old_queue = _read(desk, CONFLICTS_FILE)
+        old_queue = desk.read_if_present(CONFLICTS_FILE)
         queue = reconcile(parse_queue(old_queue), ties, settled, desk.config.desk_id, clock, project)
         result.conflicts, result.conflicts_closed = queue.opened, queue.superseded
         result.open_conflicts = len(open_cases(queue.cases))
         if queue.changed:
             writes[CONFLICTS_FILE] = render_queue(queue.cases)
         if result.journal is not None:
-            current = _read(desk, result.journal)
+            current = desk.read_if_present(result.journal)
             narrative = narrative or existing_narrative(current)
             journal = _redacted(render_journal(day, events, narrative))
             if current != journal:
@@ -238,13 +236,6 @@ def _redacted(journal: bytes) -> bytes:
     return text.encode() if kinds else journal
 
 
-def _read(desk: DeskFolder, path: str) -> bytes | None:
-    try:
-        return desk.read(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-
-
 def regenerate_journal(desk: DeskFolder, path: str) -> bytes | None:
     """journal/D.md rendered again from the archive, keeping its narrative (desk sync, when two clones
     both digested that day); None when `path` is not a journal page."""
@@ -255,17 +246,14 @@ def regenerate_journal(desk: DeskFolder, path: str) -> bytes | None:
         return None
     start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
     events = _day_records(desk, start, start + dt.timedelta(days=1))
-    narrative = existing_narrative(_read(desk, path))
+    narrative = existing_narrative(desk.read_if_present(path))
     return _redacted(render_journal(day, events, narrative))
 
 
 def _message(r: DigestResult) -> str:
-    body = []
-    for label, names in (("promoted", r.promoted), ("merged", r.merged), ("superseded", r.superseded),
-                         ("conflict cases opened", r.conflicts),
-                         ("conflict cases superseded", r.conflicts_closed)):
-        if names:
-            body.append(f"{label}: {', '.join(names)}")
+    body = [f"{label}: {', '.join(names)}" for label, names in (
+        ("promoted", r.promoted), ("merged", r.merged), ("superseded", r.superseded),
+        ("conflict cases opened", r.conflicts), ("conflict cases superseded", r.conflicts_closed)) if names]
     body += [f"{c['name']}: {json.dumps(c['was'], ensure_ascii=False)} -> "
              f"{json.dumps(c['now'], ensure_ascii=False)}" for c in r.replaced]
     subject = f"digest: {r.date}" + (f" (project {r.project})" if r.project else "")

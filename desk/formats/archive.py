@@ -319,8 +319,7 @@ def check_lines(path: str, data: bytes, start: int, desk_id: str, day: str) -> l
 
 def changed_line(old: bytes, new: bytes) -> int:
     """The line of `old` where `new` first differs from it."""
-    limit = min(len(old), len(new))
-    return old.count(b"\n", 0, next((k for k in range(limit) if old[k] != new[k]), limit)) + 1
+    return old.count(b"\n", 0, len(os.path.commonprefix([old, new]))) + 1
 
 
 def check_archive_change(path: str, old: bytes | None, new: bytes, desk_id: str) -> list[Finding]:

@@ -83,8 +83,8 @@ def _record_problem(line: bytes, desk_id: str | None) -> dict[str, Any] | str:
     missing = sorted(set(FIELDS) - set(record))
     extra = sorted(set(record) - set(FIELDS))
     if missing or extra:
-        return "fields " + ("missing: " + ", ".join(missing) if missing else "") + \
-               ("; " if missing and extra else "") + ("unknown: " + ", ".join(extra) if extra else "")
+        return "fields " + "; ".join(f"{what}: {', '.join(names)}" for what, names in
+                                     (("missing", missing), ("unknown", extra)) if names)
     for name, kinds in FIELDS.items():
         value = record[name]
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):

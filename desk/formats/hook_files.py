@@ -115,11 +115,9 @@ def recorded_python(hook_text: str) -> str | None:
     """The Python an installed hook names (its `DESK_PYTHON=` line), None when it names none."""
     import shlex
 
-    for line in hook_text.splitlines():
-        if line.startswith("DESK_PYTHON="):
-            words = shlex.split(line[len("DESK_PYTHON="):])
-            return words[0] if words else None
-    return None
+    line = next((line for line in hook_text.splitlines() if line.startswith("DESK_PYTHON=")), "")
+    words = shlex.split(line[len("DESK_PYTHON="):])
+    return words[0] if words else None
 
 
 def driver_python(command: str) -> str | None:

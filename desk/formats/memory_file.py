@@ -162,21 +162,11 @@ class MemoryMeta:
     @classmethod
     def validate(cls, data: Mapping[str, Any]) -> MemoryMeta:
         """Check every field of `data`; raise MetaErrors listing each problem by field."""
-        errors: list[_FieldError] = []
         values: dict[str, Any] = {}
-
-        def take(key: str, check: Any, *args: Any) -> None:
-            try:
-                values[key] = check(data[key], *args)
-            except _FieldError as exc:
-                errors.append(exc)
-
-        for key in data:
-            if key not in FIELD_ORDER:
-                errors.append(_FieldError(key, f"unknown key; allowed keys are {', '.join(FIELD_ORDER)}"))
-        for key in ("name", "description", "type"):
-            if key not in data:
-                errors.append(_FieldError(key, "required field is missing"))
+        errors = [_FieldError(key, f"unknown key; allowed keys are {', '.join(FIELD_ORDER)}")
+                  for key in data if key not in FIELD_ORDER]
+        errors += [_FieldError(key, "required field is missing")
+                   for key in ("name", "description", "type") if key not in data]
         checks: dict[str, tuple[Any, ...]] = {
             "name": (_name, ), "description": (_line, "description", DESCRIPTION_MAX),
             "type": (_choice, "type", MEMORY_TYPES), "triggers": (_triggers, ), "importance": (_importance, ),
@@ -188,8 +178,11 @@ class MemoryMeta:
             "created": (_utc, "created"), "updated": (_utc, "updated"), SCHEMA_KEY: (_schema, ),
         }
         for key, (check, *args) in checks.items():
-            if key in data:
-                take(key, check, *args)
+            try:
+                if key in data:
+                    values[key] = check(data[key], *args)
+            except _FieldError as exc:
+                errors.append(exc)
         problem = validity_problem(values.get("valid_from"), values.get("valid_to"))
         if problem:
             errors.append(_FieldError("valid_to", problem, "validity"))
@@ -240,11 +233,6 @@ class MetaErrors(ValueError):
 
     def findings(self, path: str, line_of: Callable[[str], int]) -> list[Finding]:
         return [Finding(path, line_of(e.loc.split(".")[0]), e.rule, f"{e.loc}: {e}") for e in self.errors]
-
-    @property
-    def newer(self) -> bool:
-        """Whether a field says the file was written by a newer desk."""
-        return any(e.rule == "memory-schema" for e in self.errors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,7 +323,9 @@ def parse_memory(data: bytes, path: str, expected_name: str | None = None) -> Me
     try:
         meta = MemoryMeta.validate(doc.meta)
     except MetaErrors as exc:
-        raise InvalidFileError(exc.findings(path, doc.line_of), hint=NEWER_HINT if exc.newer else None) from None
+        error = InvalidFileError(exc.findings(path, doc.line_of))
+        error.hint = NEWER_HINT if written_by_newer_desk(error) else None
+        raise error from None
     problems = []
     if expected_name is not None and meta.name != expected_name:
         problems.append(Finding(path, doc.line_of("name"), "name-mismatch",
@@ -371,22 +361,17 @@ def scope_problem(path: str, recorded: str | None) -> str | None:
             "scope is never read; move it back or remove it")
 
 
-def require_name(name: str) -> None:
-    """Refuse a bad memory name up front (exit 3), before anything is touched."""
-    problem = name_problem(name)
-    if problem:
-        raise RejectedError(f"invalid memory name {quoted(name)}: {problem}",
-                            hint="use a short lowercase slug like report-style")
-
-
-def require_read_name(name: str) -> None:
-    """Refuse a bad memory name given to a read (`show`, `history`, `diff`): a usage error (exit 2)."""
+def require_name(name: str, read: bool = False) -> None:
+    """Refuse a bad memory name up front, before anything is touched: exit 3, or given to a read
+    (`show`, `history`, `diff`, `read=True`) a usage error (exit 2)."""
     from desk.errors import UsageError
 
     problem = name_problem(name)
     if problem:
-        raise UsageError(f"invalid memory name {quoted(name)}: {problem}",
-                         hint="memory names are lowercase slugs like report-style (see `desk list`)")
+        raise (UsageError if read else RejectedError)(
+            f"invalid memory name {quoted(name)}: {problem}",
+            hint="memory names are lowercase slugs like report-style (see `desk list`)" if read
+            else "use a short lowercase slug like report-style")
 
 
 def memory_name_arg(value: str, memory_dir: Path | None = None) -> str:

@@ -45,39 +45,23 @@ class NowNote:
 
     @classmethod
     def parse(cls, text: str) -> NowNote:
-        lines = text.splitlines(keepends=True)
-        note = cls("")
-        current: list[str] = []
-        heading: str | None = None
+        parts: list[tuple[str, list[str]]] = [("", [])]  # the preamble, then (heading line, body lines)
         fence: str | None = None  # the open code fence: a person's NOW.md may quote Markdown
-        for line in lines:
+        for line in text.splitlines(keepends=True):
             was, fence = fence, _fence_after(line, fence)
-            if was is not None or fence is not None:
-                current.append(line)  # a fence line, or code inside one
-            elif _HEADING.match(line.rstrip("\n")):
-                if heading is None:
-                    note.preamble = "".join(current)
-                else:
-                    note.sections.append((heading, "".join(current)))
-                heading, current = line if line.endswith("\n") else line + "\n", []
+            if was is None and fence is None and _HEADING.match(line.rstrip("\n")):
+                parts.append((line if line.endswith("\n") else line + "\n", []))
             else:
-                current.append(line)
-        if heading is None:
-            note.preamble = "".join(current)
-        else:
-            note.sections.append((heading, "".join(current)))
-        return note
+                parts[-1][1].append(line)  # text, a fence line, or code inside one
+        return cls("".join(parts[0][1]), [(heading, "".join(body)) for heading, body in parts[1:]])
 
     def render(self) -> str:
         text = self.preamble + "".join(h + b for h, b in self.sections)
         return text.rstrip("\n") + "\n"
 
     def _find(self, section: str) -> int | None:
-        for i, (heading, _body) in enumerate(self.sections):
-            m = _HEADING.match(heading.rstrip("\n"))
-            if m and m.group(1).strip().lower() == section:
-                return i
-        return None
+        return next((i for i, (heading, _body) in enumerate(self.sections)
+                     if (m := _HEADING.match(heading.rstrip("\n"))) and m.group(1).strip().lower() == section), None)
 
     def body(self, section: str) -> str:
         i = self._find(section)

@@ -173,9 +173,7 @@ def ownership_problem(found_scope: str | None, found_desk: str | None, scope: st
 
 PROFILE_FIELDS = ("name", "call_them", "pronouns", "timezone", "language", "languages", "location",
                   "role", "display_name")
-PROFILE_LABELS = {"name": "Name", "call_them": "Call them", "pronouns": "Pronouns",
-                  "timezone": "Timezone", "language": "Language", "languages": "Languages",
-                  "location": "Location", "role": "Role", "display_name": "Display name"}
+PROFILE_LABELS = {name: name.replace("_", " ").capitalize() for name in PROFILE_FIELDS}  # `Call them`
 MARKERS = ("user_scope", "desk_id")
 _OFFSET = re.compile(r"(?:UTC|GMT)?([+-])([0-9]{1,2})(?::?([0-9]{2}))?")
 
@@ -297,13 +295,8 @@ def profile_fields_unchecked(data: bytes, path: str) -> tuple[dict[str, Any], st
     if not text.startswith(frontmatter.DELIMITER + "\n"):
         return {}, None, None, False
     meta = frontmatter.parse(data, path).meta
-    fields: dict[str, Any] = {}
-    for name in PROFILE_FIELDS:
-        value = meta.get(name)
-        if isinstance(value, str) and value:
-            fields[name] = value
-        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            fields[name] = value
+    fields = {name: v for name in PROFILE_FIELDS if (v := meta.get(name)) and (
+        isinstance(v, str) or isinstance(v, list) and all(isinstance(i, str) for i in v))}
     markers = [meta.get(k) if isinstance(meta.get(k), str) else None for k in MARKERS]
     return fields, markers[0], markers[1], True
 
@@ -332,13 +325,8 @@ def render_prefs_index(records: Iterable[Preference], as_of: dt.datetime) -> byt
 
 def profile_line(fields: Mapping[str, Any]) -> str:
     """`Name: 老王 · Call them: 王哥 · Timezone: UTC+8`, every value escaped."""
-    parts = []
-    for name in PROFILE_FIELDS:
-        value = fields.get(name)
-        if value:
-            shown = ", ".join(value) if isinstance(value, list) else value
-            parts.append(f"{PROFILE_LABELS[name]}: {one_line(shown)}")
-    return " · ".join(parts)
+    return " · ".join(f"{PROFILE_LABELS[name]}: {one_line(', '.join(v) if isinstance(v, list) else v)}"
+                      for name in PROFILE_FIELDS if (v := fields.get(name)))
 
 
 def user_block(fields: Mapping[str, Any], active: Iterable[Preference], notes: Iterable[str] = ()) -> str:

@@ -234,10 +234,8 @@ def _require_future(name: str, path: str, given: dict[str, Any], now: dt.datetim
 def _merged(existing: MemoryFile, given: dict[str, Any], clear: Collection[str]) -> dict[str, Any]:
     """The committed fields, overlaid with what the caller gave, less what it cleared."""
     meta = existing.meta
-    fields: dict[str, Any] = {key: getattr(meta, key) for key in given}
-    for key in ("source", "source_event", "origin", "evidence", "key", "triggers", "importance", "expires",
-                "valid_from", "valid_to"):
-        fields.setdefault(key, getattr(meta, key))
+    fields: dict[str, Any] = {key: getattr(meta, key) for key in (*given, "source", "source_event", "origin",
+                              "evidence", "key", "triggers", "importance", "expires", "valid_from", "valid_to")}
     fields.update({key: value for key, value in given.items() if value is not None})
     for key in clear:
         fields[key] = [] if key == "triggers" else None

@@ -80,11 +80,11 @@ def show(desk: DeskFolder, name: str, past: Past) -> tuple[str, str, MemoryFile]
     DeskError (exit 1) when the desk held no such memory then."""
     from desk.errors import DeskError
 
-    from desk.formats.memory_file import parse_memory, require_read_name
+    from desk.formats.memory_file import parse_memory, require_name
     from desk.formats.memory_index import memory_path
     from desk.memory import follow
 
-    require_read_name(name)
+    require_name(name, read=True)
     path = memory_path(name)
     if past.commit is not None:
         names = follow.names(desk.git, path) or [path]
@@ -129,12 +129,12 @@ class Revision:
 
 def timeline(desk: DeskFolder, name: str) -> list[Revision]:
     """Every revision of memory `name`, newest first, across real renames and forgets."""
-    from desk.formats.memory_file import parse_memory, require_read_name
+    from desk.formats.memory_file import parse_memory, require_name
     from desk.formats.memory_index import memory_path
     from desk.memory import follow
     from desk.memory.reads import no_memory
 
-    require_read_name(name)
+    require_name(name, read=True)
     steps = [(commit, segment.path) for segment in follow.segments(desk.git, memory_path(name))
              for commit in segment.commits]
     if not steps:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from desk.errors import DeskError, Finding, InvalidFileError, UsageError, quoted
 from desk.layout import MEMORY_DIR, PROJECTS_DIR, DeskFolder, memory_name, project_memory_path, project_problem
 from desk.memory import follow
-from desk.formats.memory_file import MemoryFile, parse_memory, require_read_name
+from desk.formats.memory_file import MemoryFile, parse_memory, require_name
 from desk.formats.memory_index import IndexEntry, memory_path
 from desk.gate.entries import entries_in_worktree
 from desk.storage.git import Commit
@@ -82,7 +82,7 @@ def project_memories(desk: DeskFolder, project: str,
 
 def show(desk: DeskFolder, name: str) -> Shown:
     """The memory file `name` as it is on disk; an invalid one comes with its findings."""
-    require_read_name(name)
+    require_name(name, read=True)
     path = memory_path(name)
     try:
         data = desk.read(path)  # never through a symlink (docs/guard.md)
@@ -104,7 +104,7 @@ def list_memories(desk: DeskFolder, type: str | None = None) -> tuple[list[Index
 
 def history(desk: DeskFolder, name: str) -> list[Commit]:
     """Every commit that touched memory `name`, newest first, across real renames (desk.memory.follow)."""
-    require_read_name(name)
+    require_name(name, read=True)
     commits = follow.history(desk.git, memory_path(name))
     if not commits:
         raise no_memory(desk, name)
@@ -114,7 +114,7 @@ def history(desk: DeskFolder, name: str) -> list[Commit]:
 def diff(desk: DeskFolder, name: str, rev: str | None = None) -> tuple[str, str, str, str | None]:
     """What changed in memory `name` from `rev` (default: before its last change) to the work tree:
     (path, from, unified diff, the path it had at `rev` when renamed since, else None)."""
-    require_read_name(name)
+    require_name(name, read=True)
     path = memory_path(name)
     if rev is None:
         commits = desk.git.history.log([path], limit=1)

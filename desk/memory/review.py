@@ -79,10 +79,7 @@ class Proposal:
 
 
 def _first(trailers: Mapping[str, list[str]], key: str) -> str | None:
-    for name, values in trailers.items():
-        if name.lower() == key.lower() and values:
-            return values[-1]
-    return None
+    return next((values[-1] for name, values in trailers.items() if name.lower() == key.lower() and values), None)
 
 
 def _require_id(proposal: str) -> None:
@@ -321,23 +318,20 @@ def accept_proposal(desk: DeskFolder, proposal: str, *, actor: str = "user", tex
 def pending_lines(desk: DeskFolder) -> list[str]:
     """One line per pending proposal for `desk context --pending`: its id, subject and each file's
     first body line (or that it removes it)."""
-    from desk.formats.memory_file import parse_memory as parse
-
     lines = []
     for found in list_proposals(desk):
         shown = show_proposal(desk, found.id)
-        said = []
-        for path, text in shown.files.items():
-            if text is None:
-                said.append(f"removes {path}")
-                continue
-            try:
-                body = parse(text.encode("utf-8"), path, _name(path)).body.strip().split("\n", 1)[0]
-            except (DeskError, ValueError):
-                body = "(unreadable)"
-            said.append(f"{path}: {body}")
+        said = [f"removes {path}" if text is None else f"{path}: {_first_line(path, text)}"
+                for path, text in shown.files.items()]
         lines.append(f"- PENDING, not yet in memory ({found.id}, {found.subject}): {'; '.join(said)}")
     return lines
+
+
+def _first_line(path: str, text: str) -> str:
+    try:
+        return parse_memory(text.encode("utf-8"), path, _name(path)).body.strip().split("\n", 1)[0]
+    except (DeskError, ValueError):
+        return "(unreadable)"
 
 
 def already_proposed(desk: DeskFolder, path: str, body: str) -> bool:

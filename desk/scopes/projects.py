@@ -9,7 +9,7 @@ import os
 from desk.errors import DeskError, Finding, InvalidFileError
 from desk.layout import PROJECTS_DIR, DeskFolder, project_index_path, project_memory_path, project_problem
 from desk.memory import follow
-from desk.formats.memory_file import require_name, require_read_name
+from desk.formats.memory_file import require_name
 from desk.formats.memory_index import IndexEntry, render_index
 from desk.memory.operations import MutationResult, restore_command
 from desk.memory.reads import Shown, project_memories, read_project_memory, require_project
@@ -58,7 +58,7 @@ def show_in_project(desk: DeskFolder, project: str, name: str) -> Shown:
     """Memory `name` of `project` as it is on disk; one that does not parse or records another
     project comes with its findings (as desk-wide `show` does), so a person can see what to fix."""
     require_project(project)
-    require_read_name(name)
+    require_name(name, read=True)
     path = project_memory_path(project, name)
     try:
         data = desk.read(path)  # never through a symlink (docs/guard.md)
@@ -85,7 +85,7 @@ def history_in_project(desk: DeskFolder, project: str, name: str) -> list[Commit
     """Every commit that touched memory `name` of `project`, newest first (forgotten revisions
     too); DeskError when none did."""
     require_project(project)
-    require_read_name(name)
+    require_name(name, read=True)
     commits = follow.history(desk.git, project_memory_path(project, name))
     if not commits:
         raise _no_memory(name, project)

@@ -145,14 +145,10 @@ def preview(secret: str) -> str:
 def entropy(text: str) -> float:
     """Shannon entropy in bits per character."""
     import math  # here: only a generic rule's candidate value pays
+    from collections import Counter
 
-    if not text:
-        return 0.0
-    counts: dict[str, int] = {}
-    for char in text:
-        counts[char] = counts.get(char, 0) + 1
     total = len(text)
-    return -sum(n / total * math.log2(n / total) for n in counts.values())
+    return -sum(n / total * math.log2(n / total) for n in Counter(text).values()) if text else 0.0
 
 
 def _looks_random(value: str) -> bool:
@@ -334,7 +330,7 @@ def _views(text: str, literal: bool | None = None) -> Iterator[tuple[str, Origin
         yield view, origin, True
     if any(char in view for char in _BREAK_CHARS):
         joined, rejoined, points = view, origin, list[int]()
-        alone = _alone_breaks(view)
+        alone = [m.span() for m in _LINE_BREAK.finditer(view)]  # the breaks before a line of key material alone
         if alone:
             joined, rejoined, points = _joined(view, alone, origin)
         if joined is not text or literal is None:  # joining adds no character, but can make one
@@ -360,11 +356,6 @@ def _run_across(joined: str, points: list[int]) -> bool:
         if i < len(points) and points[i] < run.end():
             return True
     return False
-
-
-def _alone_breaks(view: str) -> list[tuple[int, int]]:
-    """The line breaks (with the indentation after them) before a line of key material alone."""
-    return [m.span() for m in _LINE_BREAK.finditer(view)] if _LINE_BREAK.search(view) else []
 
 
 def _glued_breaks(view: str) -> list[tuple[int, int]]:
@@ -396,14 +387,8 @@ def _joined(view: str, breaks: list[tuple[int, int]], outer: Origin) -> tuple[st
 _KEY_LINE = re.compile(r"[ \t]*" + _KEY_ALONE)
 
 
-def _char_view(text: str) -> str:
-    """The view `_views` scans for hidden characters and compatibility forms (character by character,
-    so a line's view is its part of the text's view)."""
-    return _mapped(text)[0]
-
-
 def _plain_view(line: str) -> bool:
-    """Whether `line`'s view (`_char_view`) is `line` itself: ASCII, or NFKC-normalised without
+    """Whether `line`'s view (`_mapped`, character by character) is `line` itself: ASCII, or NFKC-normalised without
     hidden characters (a normalised text's characters are each normalised alone)."""
     return line.isascii() or (not _INVISIBLE.search(line) and unicodedata.is_normalized("NFKC", line))
 
@@ -425,7 +410,7 @@ def clean_lines(text: str) -> bool:
     odd = [line for line in lines if not _plain_view(line)]
     if not odd:
         return True
-    views = [_char_view(line) for line in odd]
+    views = [_mapped(line)[0] for line in odd]  # character by character: a line's view is its part of the text's
     return not _joinable(views) and not scan("\n".join(views))
 
 
@@ -478,11 +463,9 @@ def redact(text: str) -> tuple[str, list[str]]:
     findings = scan(text)
     if not findings:
         return text, []
-    parts = []
-    pos = 0
+    parts, pos = [], 0
     for finding in findings:
-        parts.append(text[pos:finding.start])
-        parts.append(REDACTED.format(kind=finding.kind))
+        parts += [text[pos:finding.start], REDACTED.format(kind=finding.kind)]
         pos = finding.end
     parts.append(text[pos:])
     return "".join(parts), [f.kind for f in findings]

@@ -19,7 +19,6 @@ FIELD_MARK = "\x01"  # prefix of a second-field term (an event's speaker and sea
 TIME_TAG = "\0time"  # posted on records whose text names a time (no query term holds a NUL)
 ASK_TAG = "\0ask"  # posted on conversation turns that end with a question (`is_question`)
 STATES_TAG = "\0states"  # ... and that say something before they ask (`states_then_asks`)
-_ASCII_WORDS = re.compile(r"[^\W_]+", re.ASCII)  # on ASCII text, what _words() and _terms() find
 _STEMMER = Stemmer.Stemmer("english")
 _stem = _STEMMER.stemWords
 _stem_word = _STEMMER.stemWord
@@ -67,9 +66,7 @@ def _words(words: list[str]) -> list[str]:
 def text_terms(text: str) -> list[str]:
     """The index terms of `text`, repeats kept: stemmed words, CJK bigrams and single characters."""
     normalized = normalize(text)
-    if normalized.isascii():  # O(1): no CJK, and the words are runs of ASCII letters and digits
-        return _words(_ASCII_WORDS.findall(normalized))
-    if max(normalized) < CJK_FIRST:  # "café — naïve": no CJK character can be in it
+    if normalized.isascii() or max(normalized) < CJK_FIRST:  # "café — naïve": no CJK character in it
         return _words(_words_below_cjk().findall(normalized))
     if _cjk().search(normalized) is None:
         return _words(_words_re().findall(normalized))  # no CJK run: every term is a word (the common case)
@@ -90,9 +87,7 @@ def query_terms(text: str, *, characters: bool = True) -> list[str]:
     words: list[str] = []
     cjk_terms: list[str] = []
     singles: list[str] = []
-    if normalized.isascii():  # O(1): no CJK run, every term is a word
-        found = [("", word) for word in _ASCII_WORDS.findall(normalized)]
-    elif max(normalized) < CJK_FIRST:  # no CJK character: every term is a word
+    if normalized.isascii() or max(normalized) < CJK_FIRST:  # no CJK character: every term is a word
         found = [("", word) for word in _words_below_cjk().findall(normalized)]
     else:
         found = _terms().findall(normalized)
@@ -152,10 +147,6 @@ def is_question(text: str) -> bool:
 def states_then_asks(text: str) -> bool:
     """Whether a turn that ends with a question says something first (a sentence end, then a word,
     before a `?`): a reply can echo what it stated."""
-    if not is_question(text):
-        return False
-    for asked in re.split(r"[?？﹖؟]", text)[:-1]:
-        end = re.search(r"[.!。！…]", asked)
-        if end is not None and re.search(r"\w", asked[end.end():]) is not None:
-            return True
-    return False
+    return is_question(text) and any(
+        (end := re.search(r"[.!。！…]", asked)) is not None and re.search(r"\w", asked[end.end():]) is not None
+        for asked in re.split(r"[?？﹖؟]", text)[:-1])

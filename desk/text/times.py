@@ -47,11 +47,8 @@ def utc_now() -> dt.datetime:
 
 
 def parse_time(value: str | dt.date, what: str = "time", *, form: Form = "input") -> dt.datetime:
-    """`value` as an aware datetime in UTC; TimeFormatError (a UsageError) names `what` otherwise.
-
-    A string must be in `form` (see the module docstring). An aware datetime is converted to UTC,
-    a date is its midnight UTC, and a naive datetime is refused.
-    """
+    """`value` (a string in `form`, a date: its midnight, an aware datetime; never a naive one) in UTC;
+    TimeFormatError (a UsageError) names `what` otherwise."""
     if isinstance(value, dt.datetime):
         if value.utcoffset() is None:
             raise TimeFormatError(what, f"{value} has no timezone; give UTC (…Z) or an offset")
@@ -98,10 +95,8 @@ def _in_utc(moment: dt.datetime, what: str, shown: str) -> dt.datetime:
 
 
 def format_time(when: dt.datetime, unit: Unit = "second") -> str:
-    """`when` in UTC: `YYYY-MM-DDTHH:MM:SSZ` (below a second dropped), `…:SS.ffffffZ`, or `YYYY-MM-DD`.
-
-    A naive datetime raises ValueError: desk never guesses the local clock.
-    """
+    """`when` in UTC: `YYYY-MM-DDTHH:MM:SSZ` (below a second dropped), `…:SS.ffffffZ`, or `YYYY-MM-DD`;
+    ValueError for a naive datetime (desk never guesses the local clock)."""
     if when.utcoffset() is None:
         raise ValueError(f"{when} has no timezone; desk formats aware times only")
     t = when.astimezone(_UTC)
