@@ -34,6 +34,7 @@ MEMORY_DIR = "memory"
 MEMORY_PREFIX = MEMORY_DIR + "/"
 JOURNAL_DIR = "journal"
 CONVERSATIONS_DIR = "conversations"
+GITATTRIBUTES = ".gitattributes"
 LISTED_FOLDER = ".system/"  # `validate --all` lists HEAD's tree of it too (the gate's `needs_old`)
 DESK_ID_CACHE = "desk-id"  # in .git/: the committed desk_id (DeskFolder.desk_id)
 CONFLICTS_FILE = ".system/conflicts.json"
@@ -57,7 +58,7 @@ PROJECT_MAX = 64
 
 def is_attributes_file(path: str) -> bool:
     """Whether `path` is a `.gitattributes` file (at any depth: git reads each one in its folder)."""
-    return path.rsplit("/", 1)[-1] == ".gitattributes"
+    return path.rsplit("/", 1)[-1] == GITATTRIBUTES
 
 
 NOT_A_FILE = "(not a regular file)"  # what worktree_blob says of a symlink or folder
@@ -73,7 +74,7 @@ def memory_name(path: str) -> str | None:
 
 # desk path -> template file name (dotfiles are stored without their dot so packaging keeps them)
 TEMPLATE_FILES = {**{name: name for name in (AGENTS_FILE, SOUL_FILE, USER_FILE, NOW_FILE, MISTAKES_FILE)},
-                  ".gitattributes": "dot-gitattributes", ".gitignore": "dot-gitignore"}
+                  GITATTRIBUTES: "dot-gitattributes", ".gitignore": "dot-gitignore"}
 
 
 def template_bytes(name: str) -> bytes:

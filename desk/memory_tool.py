@@ -45,10 +45,8 @@ class ToolResult:
 
     def tool_result(self, tool_use_id: str) -> dict[str, Any]:
         """The `tool_result` content block for the next Messages API request."""
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": self.content}
-        if self.is_error:
-            block["is_error"] = True
-        return block
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": self.content,
+                **({"is_error": True} if self.is_error else {})}
 
 
 class Refused(Exception):

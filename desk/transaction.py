@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from desk.errors import ConflictError, DeskError, InvalidFileError
 from desk.gate.installed_hooks import only_desk_hooks
 from desk.layout import ARCHIVE_PREFIX, DeskFolder
+from desk.layout import PUBLISHED_RECORD as PUBLISHED_FILE  # in .git/: the paths desk's last commits changed
 from desk.storage.atomic import atomic_write, remove, write_derived
 from desk.storage.crash import crash_point
 from desk.storage.git import IndexLock, RawChange, blob_sha, parse_trailers
@@ -64,8 +65,6 @@ def commit_message(subject: str, trailers: Mapping[str, str | None], body: str |
 
 def add_trailers(message: str, trailers: Mapping[str, str]) -> str:
     """`message` with `trailers` appended to its trailer block; a key it already has keeps its value."""
-    if not trailers:
-        return message
     have = {key.lower() for key in parse_trailers(message)}
     extra = {k: v for k, v in trailers.items() if k.lower() not in have}
     if not extra:
@@ -172,11 +171,7 @@ class Transaction:
             written = [p for p in paths if before[p] != writes[p]]
             try:
                 for path in written:
-                    data = writes[path]
-                    if data is None:
-                        remove(self.desk.path(path))
-                    else:
-                        atomic_write(self.desk.path(path), data)
+                    _put(self.desk, path, writes[path])
                     crash_point(f"after-write:{path}")
                 refreshed = git_dir / "desk-person-index"
                 _link_or_copy(person_index, refreshed)
@@ -237,13 +232,18 @@ class Transaction:
         the pending marker is kept (`unrestored`) for recovery."""
         try:
             for path, data in sorted(before.items(), key=lambda item: item[1] is not None):
-                if data is None:
-                    remove(self.desk.path(path))
-                else:
-                    atomic_write(self.desk.path(path), data)
+                _put(self.desk, path, data)
         except BaseException:
             self.unrestored = True
             raise
+
+
+def _put(desk: DeskFolder, path: str, data: bytes | None) -> None:
+    """Write `data` to the desk file `path`, or remove it when None."""
+    if data is None:
+        remove(desk.path(path))
+    else:
+        atomic_write(desk.path(path), data)
 
 
 def _link_or_copy(person_index: Path, refreshed: Path) -> None:
@@ -318,7 +318,6 @@ def refuse_stopped(desk: DeskFolder) -> None:
 
 # -- the record of what desk published ----------------------------------------------------------
 
-PUBLISHED_FILE = "desk-published.json"  # in .git/: the paths desk's last commits changed, blob to blob
 PUBLISHED_KEPT = 32  # commits remembered: far more than can land while one `git commit` starts
 
 
@@ -327,8 +326,7 @@ def record_published(git_dir: Path, changes: Mapping[str, tuple[str | None, str 
     if not changes:
         return
     kept = [*read_published(git_dir)[-(PUBLISHED_KEPT - 1):], dict(changes)]
-    path = git_dir / PUBLISHED_FILE
-    write_derived(path, json.dumps(kept).encode())  # no fsync; a record not kept only heals less
+    write_derived(git_dir / PUBLISHED_FILE, json.dumps(kept).encode())  # no fsync; a record not kept only heals less
 
 
 Published = list[dict[str, tuple[str | None, str | None]]]
@@ -451,27 +449,22 @@ def settle(desk: DeskFolder, marker: Path, *, repair: bool) -> Settlement:
     if not repair:
         return Settlement(named, f"a mutation ({summary}) was interrupted before its commit; --repair "
                           "finishes it (or undoes it if it breaks a rule)", "found")
+    finished = False
     try:
-        settled = None
         if all(current[p] == v["new"] for p, v in paths.items()):
-            writes = {p: (desk.read(p) if v["new"] is not None else None)
-                      for p, v in paths.items()}
-            try:
-                Transaction(desk).commit(writes, message)
-                settled = Settlement(named, f"finished the interrupted mutation ({summary}): committed",
-                                     "repaired")
-            except InvalidFileError:
-                pass  # an unvalidated write that breaks a rule: undo it instead
-        if settled is None:
+            with suppress(InvalidFileError):  # an unvalidated write that breaks a rule: undo it instead
+                Transaction(desk).commit({p: (desk.read(p) if v["new"] is not None else None)
+                                          for p, v in paths.items()}, message)
+                finished = True
+        if not finished:
             _undo(desk, head, paths)
-            settled = Settlement(named, f"undid the interrupted mutation ({summary}): the files are as "
-                                 "committed", "repaired")
     except DeskError as exc:
         return Settlement(named, f"could not settle the interrupted mutation ({summary}): {exc.message}; "
                           "fix that, then run `desk doctor --repair` again (it settles the mutation "
                           "from its record)", "needs-person")
     marker.unlink(missing_ok=True)
-    return settled
+    return Settlement(named, f"finished the interrupted mutation ({summary}): committed" if finished
+                      else f"undid the interrupted mutation ({summary}): the files are as committed", "repaired")
 
 
 def recover_interrupted(desk: DeskFolder) -> None:
@@ -492,9 +485,5 @@ def _undo(desk: DeskFolder, head: str | None, paths: Mapping[str, Mapping[str, s
             continue  # append-only evidence: never rolled back (a checkpoint rewrites it unchanged)
         if desk.worktree_blob(path) != v["new"]:
             continue  # already the old content
-        old = desk.git.objects.blob_at(head, path) if head else None
-        if old is None:
-            remove(desk.path(path))
-        else:
-            atomic_write(desk.path(path), old)
+        _put(desk, path, desk.git.objects.blob_at(head, path) if head else None)
     desk.git.unstage(list(paths))

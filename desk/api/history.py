@@ -49,9 +49,7 @@ class HistoryMethods(DeskBase):
         cases = self._cases()
         return ConflictCases(cases if include_closed else open_cases(cases), include_closed)
 
-    def conflicts(self, *, include_closed: bool = False) -> ConflictCases:
-        """`desk conflicts` without a subcommand: the same as `conflicts_list`."""
-        return self.conflicts_list(include_closed=include_closed)
+    conflicts = conflicts_list  # `desk conflicts` without a subcommand
 
     def conflicts_show(self, case: str) -> ConflictCase:
         """One case (any status) in full, with its evidence's archived text (desk.digest.review)."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from desk.api.base import DeskBase, Time, require_reason, words
@@ -32,10 +33,15 @@ def _path(name: str, project: str | None) -> str:
     return f"memory/{name}.md" if project is None else project_memory_path(project, name)
 
 
-def _refused(exc: RejectedError, name: str, path: str) -> None:
-    """A refused write's `--json` fields (name, path, reason)."""
-    exc.details = {"name": name, "path": path, "commit": None,
-                   "reason": getattr(exc, "reason", None) or "invalid", **exc.details}
+@contextmanager
+def _refusing(name: str, path: str) -> Iterator[None]:
+    """A refused write's `--json` fields (name, path, reason) on its RejectedError."""
+    try:
+        yield
+    except RejectedError as exc:
+        exc.details = {"name": name, "path": path, "commit": None,
+                       "reason": getattr(exc, "reason", None) or "invalid", **exc.details}
+        raise
 
 
 class MemoryMethods(DeskBase):
@@ -62,16 +68,13 @@ class MemoryMethods(DeskBase):
         path = _path(name, project)
         old = memory_type(self, path) if actor != "user" else None
         operation = "update" if actor != "user" and self.path(path).exists() else "create"
-        try:
+        with _refusing(name, path):
             return MemoryChange(reviewed(self, actor, operation, [type, old], name, path, lambda target: remember(
                 target, name, type=type, description=description, body=body,
                 triggers=words(triggers, "triggers"), importance=importance, expires=expires,
                 source=source, source_event=source_event, actor=actor, scope=scope,
                 clear=tuple(words(clear, "clear")), now=now, project=project,
                 valid_from=valid_from, valid_to=valid_to)))
-        except RejectedError as exc:
-            _refused(exc, name, path)
-            raise
 
     def remember_file(self, name: str, text: str | bytes, *, actor: str = "user",
                       now: dt.datetime | None = None, project: str | None = None) -> MemoryChange:
@@ -88,13 +91,10 @@ class MemoryMethods(DeskBase):
         path = _path(name, project)
         types = [memory_type(self, path), _text_type(data, path, name)] if actor != "user" else []
         operation = "update" if self.path(path).exists() else "create"
-        try:
+        with _refusing(name, path):
             return MemoryChange(reviewed(self, actor, operation, types, name, path,
                                          lambda target: remember_file(target, name, data, actor=actor, now=now,
                                                                       project=project)))
-        except RejectedError as exc:
-            _refused(exc, name, path)
-            raise
 
     def set(self, name: str, *, description: str | None = None, type: str | None = None,
             triggers: Sequence[str] | None = None, add_triggers: Sequence[str] = (),
@@ -134,7 +134,8 @@ class MemoryMethods(DeskBase):
         from desk.memory.reads import diff
         from desk.results.memory import MemoryDiff
 
-        return MemoryDiff(self._name(name), *diff(self, self._name(name), rev))
+        name = self._name(name)
+        return MemoryDiff(name, *diff(self, name, rev))
 
     def forget(self, name: str, *, reason: str | None = None, actor: str = "user",
                project: str | None = None) -> MemoryChange:
@@ -163,33 +164,29 @@ class MemoryMethods(DeskBase):
         from desk.results.change import Restored
 
         name = self._name(name, project)
-        try:
+        with _refusing(name, _path(name, project)):
             return Restored(restore(self, name, from_rev=from_rev, actor=actor, project=project, now=now))
-        except RejectedError as exc:
-            _refused(exc, name, _path(name, project))
-            raise
 
     def show(self, name: str, *, project: str | None = None, as_of: Time | None = None) -> ShownMemory:
         """The memory file `name` as it is on disk (an invalid one with its findings); with `as_of`,
         the revision committed at the last commit at or before that time, and that commit."""
         from desk.results.memory import ShownMemory
 
+        name = self._name(name, project)
         if as_of is not None:
             from desk.memory import past
             from desk.memory.reads import Shown
 
             past.require_desk_wide(project)
             when = past.start_at(self, as_of)()
-            path, text, memory = past.show(self, self._name(name), when)
-            return ShownMemory(Shown(path, text, memory, [], when))
-
+            return ShownMemory(Shown(*past.show(self, name, when), [], when))
         if project is not None:
             from desk.scopes.projects import show_in_project
 
-            return ShownMemory(show_in_project(self, project, self._name(name, project)))
+            return ShownMemory(show_in_project(self, project, name))
         from desk.memory.reads import show
 
-        return ShownMemory(show(self, self._name(name)))
+        return ShownMemory(show(self, name))
 
     def memory_names(self, *, project: str | None = None) -> builtins.list[str]:
         """The names of the memory files in memory/ (or `project`'s), unparsed: for shell completion."""
@@ -234,14 +231,13 @@ class MemoryMethods(DeskBase):
         """Every commit that touched memory `name`, newest first, across renames and forgets."""
         from desk.results.memory import AuditTrail
 
+        name = self._name(name, project)
         if project is not None:
             from desk.scopes.projects import history_in_project
 
-            name = self._name(name, project)
             return AuditTrail(history_in_project(self, project, name), name)
         from desk.memory.reads import history
 
-        name = self._name(name)
         return AuditTrail(history(self, name), name)
 
     def timeline(self, name: str, *, project: str | None = None) -> Timeline:

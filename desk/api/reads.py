@@ -64,8 +64,8 @@ class ReadMethods(DeskBase):
                 project: str | None = None, pending: bool = False, now: Time | None = None) -> Context:
         """What the assistant reads, within the budgets (docs/context.md): `mode` `wake` or `spot`;
         `user`'s profile and preferences, `project`'s memories, review mode's `pending` proposals;
-        `as_of` reads the desk as committed then (docs/time.md). UsageError (exit 2) for an unknown
-        mode or budget section.
+        `as_of` reads the desk as committed then, USER.md, preferences and project memories too
+        (docs/time.md). UsageError (exit 2) for an unknown mode or budget section.
         """
         from desk.recall.git_state import context_git_state
 

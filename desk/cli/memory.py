@@ -31,12 +31,20 @@ def init_command(path: Path, allow_nonempty: bool, allow_nested: bool) -> None:
     render(result)
 
 
-def _clearing(func: F) -> F:
-    """The options that empty a field (on an update, a field that is not given keeps its value)."""
+def _field_options(func: F) -> F:
+    """The field options remember and set share, then those that empty a field (on an update, a
+    field that is not given keeps its value)."""
     for flag, what in (("--no-expires", "expiry"), ("--no-importance", "importance"),
                        ("--no-triggers", "triggers")):
         func = click.option(flag, flag[2:].replace("-", "_"), is_flag=True,
                             help=f"Remove the memory's {what}.")(func)
+    for option in reversed([
+            click.option("--importance", type=click.IntRange(1, 5), help="1 (minor) to 5 (critical)."),
+            click.option("--expires", metavar="TIME", help="UTC time (ISO 8601) after which it is no longer injected."),
+            click.option("--valid-from", metavar="TIME", help="UTC time (ISO 8601) since which the fact is true."),
+            click.option("--valid-to", metavar="TIME", help="UTC time (ISO 8601) since which the fact is no longer "
+                         "true (kept, shown as such).")]):
+        func = option(func)
     return func
 
 
@@ -44,9 +52,6 @@ def _cleared(**flags: bool) -> list[str]:
     return [name.removeprefix("no_") for name, on in flags.items() if on]
 
 
-_VALID_FROM = click.option("--valid-from", metavar="TIME", help="UTC time (ISO 8601) since which the fact is true.")
-_VALID_TO = click.option("--valid-to", metavar="TIME",
-                         help="UTC time (ISO 8601) since which the fact is no longer true (kept, shown as such).")
 _AS_OF = click.option("--as-of", metavar="TIME",
                       help="Read the desk as committed at the last commit at or before this UTC time (docs/time.md).")
 
@@ -60,11 +65,7 @@ _AS_OF = click.option("--as-of", metavar="TIME",
 @click.option("--trigger", "-t", "triggers", multiple=True,
               help="A word or phrase whose mention in a query recalls this memory (repeatable; "
                    "replaces the list on an update).")
-@click.option("--importance", type=click.IntRange(1, 5), help="1 (minor) to 5 (critical).")
-@click.option("--expires", metavar="TIME", help="UTC time (ISO 8601) after which it is no longer injected.")
-@_VALID_FROM
-@_VALID_TO
-@_clearing
+@_field_options
 @click.option("--source", type=click.Choice(MEMORY_SOURCES),
               help="Where the fact came from (default: user for --actor user, else agent).")
 @click.option("--source-event", metavar="ID", help="The archive event id this came from (set by the harness).")
@@ -76,9 +77,8 @@ _AS_OF = click.option("--as-of", metavar="TIME",
 @json_option
 def remember_command(name: str, body: str | None, type_: str | None, description: str | None,
                      triggers: tuple[str, ...], importance: int | None, expires: str | None,
-                     no_triggers: bool, no_importance: bool, no_expires: bool,
                      source: str | None, source_event: str | None, actor: str, scope: str,
-                     body_file: Path | None, valid_from: str | None, valid_to: str | None) -> None:
+                     body_file: Path | None, valid_from: str | None, valid_to: str | None, **no: bool) -> None:
     """Create or update the memory NAME through the write gate (one commit).
 
     BODY is the fact itself; `-` reads it from stdin. Remembering an existing NAME updates it:
@@ -91,8 +91,7 @@ def remember_command(name: str, body: str | None, type_: str | None, description
     render(desk.remember(name, text, type=type_, description=description,
                          triggers=triggers or None, importance=importance, expires=expires,
                          source=source, source_event=source_event, actor=actor, scope=scope,
-                         valid_from=valid_from, valid_to=valid_to, clear=_cleared(no_triggers=no_triggers, no_importance=no_importance,
-                                        no_expires=no_expires),
+                         valid_from=valid_from, valid_to=valid_to, clear=_cleared(**no),
                          project=invocation().project))
 
 
@@ -105,17 +104,13 @@ def remember_command(name: str, body: str | None, type_: str | None, description
 @click.option("--add-trigger", "add_triggers", multiple=True, metavar="WORD", help="Add a trigger (repeatable).")
 @click.option("--remove-trigger", "remove_triggers", multiple=True, metavar="WORD",
               help="Remove a trigger (repeatable).")
-@click.option("--importance", type=click.IntRange(1, 5), help="1 (minor) to 5 (critical).")
-@click.option("--expires", metavar="TIME", help="UTC time (ISO 8601) after which it is no longer injected.")
-@_VALID_FROM
-@_VALID_TO
-@_clearing
+@_field_options
 @actor_option
 @json_option
 def set_command(name: str, description: str | None, type_: str | None, triggers: tuple[str, ...],
                 add_triggers: tuple[str, ...], remove_triggers: tuple[str, ...],
-                importance: int | None, expires: str | None, no_triggers: bool, no_importance: bool,
-                no_expires: bool, actor: str, valid_from: str | None, valid_to: str | None) -> None:
+                importance: int | None, expires: str | None, actor: str, valid_from: str | None,
+                valid_to: str | None, **no: bool) -> None:
     """Change fields of the memory NAME without restating its body (one commit).
 
     Only the options given change; nothing given, or nothing different, changes nothing.
@@ -123,8 +118,7 @@ def set_command(name: str, description: str | None, type_: str | None, triggers:
     render(invocation().desk().set(
         name, description=description, type=type_, triggers=triggers or None,
         add_triggers=add_triggers, remove_triggers=remove_triggers, importance=importance,
-        expires=expires, valid_from=valid_from, valid_to=valid_to, actor=actor,
-        clear=_cleared(no_triggers=no_triggers, no_importance=no_importance, no_expires=no_expires)))
+        expires=expires, valid_from=valid_from, valid_to=valid_to, actor=actor, clear=_cleared(**no)))
 
 
 @click.command("rename")

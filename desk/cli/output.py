@@ -80,14 +80,6 @@ def _completions(ctx: click.Context, incomplete: str,
     return [CompletionItem(n) for n in names(desk) if n.startswith(incomplete)]
 
 
-def did_you_mean(name: str, choices: list[str]) -> str:
-    """` Did you mean 'x'?` for the nearest of `choices` (difflib), or ''."""
-    import difflib
-
-    close = difflib.get_close_matches(name, choices, n=2, cutoff=0.6)
-    return " Did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
-
-
 class SuggestingGroup(click.Group):
     """A command group that answers a mistyped subcommand with "did you mean …?"."""
 
@@ -96,7 +88,10 @@ class SuggestingGroup(click.Group):
         name = click.utils.make_str(args[0]) if args else ""
         if args and self.get_command(ctx, name) is None and not ctx.resilient_parsing \
                 and not name.startswith("-"):
-            ctx.fail(f"No such command {name!r}.{did_you_mean(name, self.list_commands(ctx))}")
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=2, cutoff=0.6)
+            ctx.fail(f"No such command {name!r}." + (f" Did you mean {' or '.join(map(repr, close))}?" if close else ""))
         return super().resolve_command(ctx, args)
 
 
@@ -166,7 +161,12 @@ def report_error(ctx: click.Context | None, exc: DeskError, *, as_json: bool = F
     """One error message (or JSON object) and its hint; `as_json` without a click context."""
     obj = ctx.find_object(Invocation) if ctx is not None else None
     if not exc.hint:  # every error says what to do next
-        exc.hint = _fallback_hint(ctx, exc)
+        from desk.errors import InvalidFileError, UsageError
+
+        command = f"desk {ctx.invoked_subcommand}" if ctx is not None and ctx.invoked_subcommand else "desk"
+        exc.hint = ("fix what is named above, then check with `desk validate --all`"
+                    if isinstance(exc, InvalidFileError) else f"see `{command} -h` for the arguments it takes"
+                    if isinstance(exc, UsageError) else f"see `{command} -h`; `desk doctor` checks the desk's health")
     if as_json or (obj is not None and obj.json):
         print_json(exc.to_json())
         return
@@ -177,17 +177,6 @@ def report_error(ctx: click.Context | None, exc: DeskError, *, as_json: bool = F
         click.echo(f"  {line}", err=True)
     if exc.hint:
         click.echo(f"hint: {exc.hint}", err=True)
-
-
-def _fallback_hint(ctx: click.Context | None, exc: DeskError) -> str:
-    from desk.errors import InvalidFileError, UsageError
-
-    if isinstance(exc, InvalidFileError):
-        return "fix what is named above, then check with `desk validate --all`"
-    command = f"desk {ctx.invoked_subcommand}" if ctx is not None and ctx.invoked_subcommand else "desk"
-    if isinstance(exc, UsageError):
-        return f"see `{command} -h` for the arguments it takes"
-    return f"see `{command} -h`; `desk doctor` checks the desk's health"
 
 
 def read_text_arg(value: str | None, file: Path | None, what: str) -> str:

@@ -82,15 +82,10 @@ def main() -> None:
 def report_interrupt() -> int:
     """Say what a Ctrl-C left (one line on stderr) and return the exit code (module docstring)."""
     _State.mode = IGNORE
-    landed = None
     api = sys.modules.get("desk.api")  # not loaded: nothing was committed
-    if api is not None:
-        landed = api.last_landed()
-    if landed is None:
-        message, code = "desk: interrupted\n", INTERRUPTED_EXIT
-    else:
-        sha, subject = landed
-        message, code = f"desk: interrupted after the change was committed: {subject} (commit {sha[:7]})\n", 0
+    landed = api.last_landed() if api is not None else None
+    message, code = ("desk: interrupted\n", INTERRUPTED_EXIT) if landed is None else (
+        f"desk: interrupted after the change was committed: {landed[1]} (commit {landed[0][:7]})\n", 0)
     try:
         sys.stderr.write(message)
         sys.stderr.flush()

@@ -23,6 +23,10 @@ def _meta(pairs: tuple[str, ...]) -> dict[str, str]:
     return meta
 
 
+_NO_REDACT = click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind] "
+                          "(only those secrets.allow in .system/desk.json names; another is refused, exit 3).")
+
+
 # -- archive --------------------------------------------------------------------------------
 
 
@@ -46,8 +50,7 @@ def archive_group() -> None:
 @click.option("--meta", "-m", "meta", multiple=True, metavar="KEY=VALUE",
               help="A string label on the event (repeatable).")
 @click.option("--payload", metavar="JSON", help="Structured data: a JSON object.")
-@click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind] "
-              "(only those secrets.allow in .system/desk.json names; another is refused, exit 3).")
+@_NO_REDACT
 @json_option
 def archive_append_command(text: str | None, kind: str, session: str | None, actor: str | None,
                            at: str | None, meta: tuple[str, ...], payload: str | None,
@@ -71,8 +74,7 @@ def archive_append_command(text: str | None, kind: str, session: str | None, act
 
 @archive_group.command("import")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--no-redact", is_flag=True, help="Keep known secret patterns instead of [REDACTED:kind] "
-              "(only those secrets.allow in .system/desk.json names; another is refused, exit 3).")
+@_NO_REDACT
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Print a progress line to stderr every few seconds while it runs.")
 @json_option

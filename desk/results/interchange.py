@@ -19,17 +19,14 @@ class ImportPlan(Wrapped["ImportReport"]):
         r = self.value
         head = "plan (dry run, nothing written)" if r.dry_run else "import"
         lines = [f"{head}: {r.format} from {r.source}" + (f" into project {r.project}" if r.project else "")]
-        for m in r.memories:
-            where = m.path or "-"
-            lines.append(f"  {m.action:<9} {where}  ({m.origin})" + (f": {m.reason}" if m.reason else ""))
+        lines += [f"  {m.action:<9} {m.path or '-'}  ({m.origin})" + (f": {m.reason}" if m.reason else "")
+                  for m in r.memories]
         for f in r.files:
             verb = "write" if f.action == "write" else "unchanged"
             lines.append(f"  {verb:<9} {f.target} <- {', '.join(f.origins)}"
                          + (": the desk's file is still its `desk init` template" if f.action == "write" else ""))
-        for p in r.proposals:
-            lines.append(f"  proposed  {p.target} <- {p.origin}: {p.note}")
-        for s in r.skipped:
-            lines.append(f"  skipped   {s}")
+        lines += [f"  proposed  {p.target} <- {p.origin}: {p.note}" for p in r.proposals]
+        lines += [f"  skipped   {s}" for s in r.skipped]
         if r.profile is not None:
             changed = ", ".join(r.profile["changed"]) or "nothing changes"
             lines.append(f"  profile   {r.profile['path']} ({r.profile['user_scope']}): {changed}")

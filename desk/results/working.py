@@ -29,15 +29,13 @@ class Digested(Wrapped["DigestResult"]):
                 else f"{what}: committed {str(r.commit)[:7]}")
         lines = [head, f"  journal: {r.journal} ({counted(r.events, 'event')})" if r.journal
                  else f"  facts of project {r.project}: {r.facts}"]
-        for label, names in (("promoted", r.promoted), ("merged", r.merged), ("superseded", r.superseded)):
-            if names:
-                lines.append(f"  {label}: {', '.join(names)}")
+        lines += [f"  {label}: {', '.join(names)}" for label, names in
+                  (("promoted", r.promoted), ("merged", r.merged), ("superseded", r.superseded)) if names]
         if r.conflicts:
             lines.append(f"  conflict cases opened: {', '.join(r.conflicts)} (see `desk conflicts`)")
         if r.stale or r.unconfirmed:
             lines.append(f"  stale challengers: {r.stale}, awaiting confirmation: {r.unconfirmed}")
-        for skip in r.skipped:
-            lines.append(f"  skipped {skip['domain']}: {skip['reason']}")
+        lines += [f"  skipped {skip['domain']}: {skip['reason']}" for skip in r.skipped]
         if r.invalid_facts:
             lines.append(f"  {counted(r.invalid_facts, 'invalid fact event')} ignored")
         return "\n".join(lines)
@@ -97,13 +95,9 @@ class ConflictCase(Outcome):
 
     def to_json(self) -> dict[str, Any]:
         case = _with_commands(self.case)
-        case["candidates"] = [{**c, "evidence_records": [self._record(e) for e in c["evidence"]]}
-                              for c in case["candidates"]]
+        case["candidates"] = [{**c, "evidence_records": [{"id": e, **(self.evidence.get(e) or {"missing": True})}
+                                                         for e in c["evidence"]]} for c in case["candidates"]]
         return {"case": case}
-
-    def _record(self, event_id: str) -> dict[str, Any]:
-        found = self.evidence.get(event_id)
-        return {"id": event_id, **(found or {"missing": True})}
 
     def text(self) -> str:
         case = self.case

@@ -1,17 +1,10 @@
 """`desk setup claude-code | claude-desktop | cursor`: wire desk into an assistant's own config.
 
-Each assistant reads a JSON file whose `mcpServers` object names the servers it starts (Claude
-Code: a project's `.mcp.json`, or `~/.claude.json` for the user; Claude Desktop:
-`claude_desktop_config.json` in its settings folder; Cursor: `.cursor/mcp.json` in a project or
-in the home folder; docs/agents.md cites each tool's documentation). desk adds one entry, `desk`,
-that runs `desk serve` on this desk with the Python running now. For Claude Code it also adds
-hooks to `.claude/settings.json`: SessionStart loads `desk context`, PreCompact and SessionEnd
-archive the transcript, and optionally UserPromptSubmit injects the memories a prompt triggers.
-
-Every other key, server and hook in those files is kept as it was. desk's own entries are
-recognised by being exactly what it writes, so a second run changes nothing and `remove` takes out
-exactly them (a file left empty is deleted). A file is rewritten in its own JSON layout (its
-indent, keys in their order), so a setup and its removal give back the same bytes.
+desk adds one `mcpServers` entry, `desk` (running `desk serve` on this desk with the Python running
+now), and for Claude Code its hooks in `.claude/settings.json` (docs/agents.md says which files).
+Every other entry is kept; desk's own are recognised by being exactly what it writes, so a second
+run changes nothing and `remove` takes out exactly them. A file keeps its own JSON layout, so a
+setup and its removal give back the same bytes.
 """
 
 from __future__ import annotations

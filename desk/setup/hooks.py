@@ -15,7 +15,7 @@ from desk.formats.hook_files import (HOOK_ENTRY, HOOK_TYPES, LEGACY, MERGE_DRIVE
                                      SAFE_PATH, attributes_with_missing, desk_attribute_lines, is_ours,
                                      missing_attributes, read_text_or_empty)
 from desk.gate.installed_hooks import hooks_folder
-from desk.layout import DeskFolder, is_desk
+from desk.layout import GITATTRIBUTES, DeskFolder, is_desk
 from desk.storage.git import Git
 from desk.storage.git.worktree import ARCHIVE_EXCLUDE
 
@@ -95,9 +95,6 @@ def _plain_spec(name: str, folders: list[str]) -> object | None:
     outer = _plain_spec(parent, folders)
     locations = getattr(outer, "submodule_search_locations", None)
     return PathFinder.find_spec(name, list(locations)) if locations else None
-
-
-GITATTRIBUTES = ".gitattributes"
 
 
 def install(root: Path, python: str | None = None) -> HooksResult:

@@ -35,12 +35,9 @@ class InitResult:
 
 def desk_files() -> dict[str, bytes]:
     """Every file a new desk starts with, by path (desk.json gets a fresh desk id)."""
-    files = {path: template_bytes(name) for path, name in TEMPLATE_FILES.items()}
-    files[INDEX_FILE] = render_index([])
-    files[CONFIG_PATH] = new_config().to_bytes()
-    for folder in KEPT_FOLDERS:
-        files[f"{folder}/.gitkeep"] = b""
-    return files
+    return {**{path: template_bytes(name) for path, name in TEMPLATE_FILES.items()},
+            INDEX_FILE: render_index([]), CONFIG_PATH: new_config().to_bytes(),
+            **{f"{folder}/.gitkeep": b"" for folder in KEPT_FOLDERS}}
 
 
 def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = False) -> InitResult:
@@ -79,8 +76,7 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
     kept = sorted(p for p in files if (path / p).exists())
     writes: dict[str, bytes | None] = {p: data for p, data in files.items() if p not in kept}
     with transaction(desk) as tx:
-        message = commit_message("init: new desk", {"Desk-Op": "init", "Desk-Actor": "user"})
-        sha = tx.commit(writes, message)
+        sha = tx.commit(writes, commit_message("init: new desk", {"Desk-Op": "init", "Desk-Actor": "user"}))
     fallback = git.config.fallback_identity()
     try:
         install(path)  # desk's git hooks: hand edits pass the same gate
@@ -90,7 +86,4 @@ def init_desk(path: Path, *, allow_nonempty: bool = False, allow_nested: bool = 
 
 
 def _nearest_existing(path: Path) -> Path:
-    for parent in path.parents:
-        if parent.exists():
-            return parent
-    return Path("/")
+    return next((parent for parent in path.parents if parent.exists()), Path("/"))

@@ -11,16 +11,13 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from desk.errors import DeskError, InvalidFileError
+from desk.errors import InvalidFileError
 from desk.formats.hook_files import attributes_with_missing, missing_attributes
-from desk.layout import (CONFIG_PATH, CONFLICTS_FILE, DESK_SCHEMA as SCHEMA_VERSION, MEMORY_DIR, PROJECTS_DIR,
-                         DeskFolder, memory_name, newer_schema, project_file)
+from desk.layout import (CONFIG_PATH, CONFLICTS_FILE, DESK_SCHEMA as SCHEMA_VERSION, GITATTRIBUTES, MEMORY_DIR,
+                         PROJECTS_DIR, DeskFolder, memory_name, project_file)
 from desk.formats.memory_file import MEMORY_SCHEMA, SCHEMA_KEY, stamp_schema
 from desk.formats.queue import QUEUE_VERSION, parse_queue, queue_version, render_queue
 from desk.transaction import commit_message, transaction
-
-GITATTRIBUTES = ".gitattributes"
-
 
 @dataclass
 class MigrationResult:
@@ -47,9 +44,6 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
         except (ValueError, AttributeError):
             raise InvalidFileError([], hint=f"{CONFIG_PATH} is not a JSON object: `desk validate --all` "
                                             "says what is wrong") from None
-        newer = newer_schema(version)
-        if newer:
-            raise DeskError(newer, hint="upgrade desk (`pip install -U desk`); nothing was changed")
         writes: dict[str, bytes | None] = {}
         changes: list[dict[str, str]] = []
         data = desk.read_if_present(CONFLICTS_FILE)  # never through a symlink
@@ -63,10 +57,9 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
                                           f"`resolution` (null for the {len(cases)} undecided cases)"})
         stamped = _stamped_memories(desk)
         writes.update(stamped)
-        for folder, count in sorted(Counter(path.rsplit("/", 1)[0] + "/" for path in stamped).items()):
-            changes.append({"path": folder, "change": f"{count} memory file{'s' if count != 1 else ''} "
-                                                      f"stamped `{SCHEMA_KEY}: {MEMORY_SCHEMA}` (memory file "
-                                                      f"format 1 -> {MEMORY_SCHEMA}; no other line changed)"})
+        changes += [{"path": folder, "change": f"{count} memory file{'s' if count != 1 else ''} stamped "
+                     f"`{SCHEMA_KEY}: {MEMORY_SCHEMA}` (memory file format 1 -> {MEMORY_SCHEMA}; no other line changed)"}
+                    for folder, count in sorted(Counter(path.rsplit("/", 1)[0] + "/" for path in stamped).items())]
         attributes = desk.read_if_present(GITATTRIBUTES)
         if attributes is not None and b"merge=desk-" in attributes:  # a person's own file is theirs
             text = attributes.decode("utf-8", "replace")
@@ -84,19 +77,16 @@ def migrate(desk: DeskFolder, *, dry_run: bool = False) -> MigrationResult:
             config["schema_version"] = SCHEMA_VERSION
             writes[CONFIG_PATH] = (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode()
             changes.append({"path": CONFIG_PATH, "change": f"schema_version {version} -> {SCHEMA_VERSION}"})
-        result = MigrationResult("unchanged", version, SCHEMA_VERSION, changes, memory_files=len(stamped))
-        if not writes:
-            return result
-        if dry_run:
-            result.status = "planned"
+        result = MigrationResult("planned" if writes and dry_run else "unchanged", version, SCHEMA_VERSION,
+                                 changes, memory_files=len(stamped))
+        if not writes or dry_run:
             return result
         tx.require_clean(sorted(writes))
         body = "\n".join(f"{c['path']}: {c['change']}" for c in changes)
         subject = (f"migrate: desk schema {version} -> {SCHEMA_VERSION}" if version != SCHEMA_VERSION
                    else f"migrate: desk schema {SCHEMA_VERSION} ({', '.join(c['path'] for c in changes)})")
         result.commit = tx.commit(writes, commit_message(
-            subject,
-            {"Desk-Op": "migrate", "Desk-Schema": str(SCHEMA_VERSION)}, body))
+            subject, {"Desk-Op": "migrate", "Desk-Schema": str(SCHEMA_VERSION)}, body))
         result.status = "migrated"
     return result
 

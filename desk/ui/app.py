@@ -116,10 +116,9 @@ def build_app(d: desk.Desk, *, token: str, csrf: str, port: int) -> Starlette:
             revisions = desk.memory_revisions(d, name, project=project, limit=PAGE_LIMIT).revisions
         except desk.DeskError:  # a file no commit has held yet (written by hand)
             revisions = []
-        values.setdefault("text", text)
-        values.setdefault("base", _digest(text))
         return page("memory.html", status, name=name, project=project, shown=shown.to_json(), revisions=revisions,
-                    base_commit=revisions[0].commit.sha if revisions else "HEAD", **values)
+                    base_commit=revisions[0].commit.sha if revisions else "HEAD",
+                    **{"text": text, "base": _digest(text), **values})
 
     async def edit(request: Request) -> Response:
         form = await request.form()
