@@ -42,8 +42,7 @@ REGISTRY = (
             "commit with `git log --raw`, or from `git ls-tree` and the whole history when that commit is gone"),
     Derived("context", f"{CACHE_FOLDER}/context.sqlite",
             "the view of memory/: HEAD's memory tree, the index's stat and the untracked files, with the "
-            "expiry times it spans; parsed files: their bytes and the scope they are read for; "
-            "memory files' blob ids: their stat",
+            "expiry times it spans; parsed files: their bytes and the scope they are read for",
             ("desk.recall.context",),
             "the next `desk context`: the view rendered from the entries, files parsed again"),
     Derived("verdicts", f"{CACHE_FOLDER}/verdicts.sqlite",
