@@ -299,11 +299,14 @@ def merge_file(driver: str, path: str, base: bytes | None, ours: bytes | None,
                theirs: bytes | None, keep: str = "ours") -> Resolution:
     """Merge one file with `driver` (one of DRIVERS); a clash keeps `keep`'s version (this clone's)."""
     sides = (base, ours, theirs)
-    if driver in ("memory", "derived", "pref"):
-        return merge_memory(path, *sides, keep) if driver == "memory" else (
-            merge_derived if driver == "derived" else merge_pref)(path, *sides)
+    if driver == "memory":
+        return merge_memory(path, *sides, keep)
     if driver == "now":
         return merge_now(*sides, keep)
+    if driver == "derived":
+        return merge_derived(path, *sides)
+    if driver == "pref":
+        return merge_pref(path, *sides)
     plain = {"index": merge_index, "conflicts": merge_conflicts, "append": merge_append,
              "mistakes": merge_mistakes, "generated": merge_generated}
     if driver not in plain:
